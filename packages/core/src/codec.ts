@@ -1,0 +1,127 @@
+/** decodeNpy / encodeNpy: bytes → header → dtype → typed view, and back. */
+import { DType, parseDescr, shapeSize } from './dtype.js';
+import { NpyError } from './errors.js';
+import { encodeHeader, readHeader, type NpyHeader, type ReadHeaderOptions } from './header.js';
+import { NdArray, isOrderFree, type Order } from './ndarray.js';
+import { bytesToData, dataToBytes, storageOf, type ArrayData, type TypedArray } from './storage.js';
+import { arrayFromValues } from './values.js';
+
+export interface DecodeOptions extends ReadHeaderOptions {
+  /** Copy the data even when it could be a zero-copy view of the input. */
+  copy?: boolean;
+  /** Place copied data in a SharedArrayBuffer. */
+  shared?: boolean;
+}
+
+export function hasObject(dtype: DType): boolean {
+  if (dtype.kind === 'O') return true;
+  if (dtype.subarray) return hasObject(dtype.subarray.base);
+  return dtype.fields?.some((f) => hasObject(f.dtype)) ?? false;
+}
+
+export function asBytes(input: Uint8Array | ArrayBufferLike): Uint8Array {
+  if (input instanceof Uint8Array) return input;
+  if (ArrayBuffer.isView(input)) {
+    const v = input as ArrayBufferView;
+    return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  }
+  return new Uint8Array(input);
+}
+
+/** Check that the data the header promises is present; returns the header. */
+export function checkDataPresent(header: NpyHeader, available: number): void {
+  if (hasObject(header.dtype)) {
+    throw new NpyError('PICKLE_UNSUPPORTED', `dtype ${header.dtype.str === '|O8' ? '|O' : header.dtype.descrLiteral} holds Python objects, stored as a pickle; npyts does not decode pickles yet`, { offset: header.dataOffset });
+  }
+  if (available < header.dataBytes) {
+    throw new NpyError('DATA_TRUNCATED', `data is truncated: shape (${header.shape.join(', ')}) of ${header.dtype.str} needs ${header.dataBytes} bytes after the header, but only ${available} are present`, { offset: header.dataOffset + available });
+  }
+}
+
+/** Decode a whole .npy held in memory. The result views the input's memory when it can. */
+export function decodeNpy(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): NdArray {
+  const bytes = asBytes(input);
+  const header = readHeader(bytes, options);
+  checkDataPresent(header, bytes.length - header.dataOffset);
+  const data = bytesToData(header.dtype, bytes.buffer, bytes.byteOffset + header.dataOffset, header.size, options);
+  return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
+}
+
+/** What encodeNpy accepts besides an NdArray: typed data with a shape, or plain values with a dtype. */
+export interface ArraySpec {
+  data: ArrayData | ArrayLike<unknown>;
+  shape?: readonly number[];
+  dtype?: DType | string;
+  order?: Order;
+}
+
+const TYPED_DTYPES: [Function, string][] = [
+  [Float64Array, 'f8'], [Float32Array, 'f4'], [Int8Array, 'i1'], [Uint8Array, 'u1'], [Uint8ClampedArray, 'u1'],
+  [Int16Array, 'i2'], [Uint16Array, 'u2'], [Int32Array, 'i4'], [Uint32Array, 'u4'],
+  [BigInt64Array, 'i8'], [BigUint64Array, 'u8'],
+];
+
+/** The dtype numpy would give a typed array of this kind (native byte order). */
+export function dtypeOfTypedArray(data: ArrayLike<unknown>): DType | null {
+  const hit = TYPED_DTYPES.find(([ctor]) => data instanceof (ctor as new () => unknown));
+  return hit ? parseDescr(hit[1]) : null;
+}
+
+/** Turn an {@link ArraySpec} into an NdArray, reusing typed data without copying. */
+export function toNdArray(input: NdArray | ArraySpec): NdArray {
+  if (input instanceof NdArray) return input;
+  const { data } = input;
+  const dtype = input.dtype !== undefined ? parseDescr(input.dtype) : dtypeOfTypedArray(data);
+  if (!dtype) throw new NpyError('BAD_ARRAY', 'a dtype is needed for data that is not a typed array');
+  if (ArrayBuffer.isView(data) && !(data instanceof DataView)) {
+    const typed = data as TypedArray;
+    const { ctor, unitsPerItem } = storageOf(dtype);
+    const shape = input.shape ?? [typed.length / unitsPerItem];
+    // Data of the storage's own kind is used as is; other typed data is re-read value by value.
+    if (typed instanceof ctor && !(ctor === Uint8Array && typed instanceof Uint8ClampedArray)) {
+      return new NdArray(dtype, shape, typed, input.order ?? 'C');
+    }
+    if (unitsPerItem !== 1 || dtype.kind === 'f' && dtype.itemsize !== 4 && dtype.itemsize !== 8) {
+      throw new NpyError('BAD_ARRAY', `${typed.constructor.name} cannot hold ${dtype.str} data; use ${ctor.name}`);
+    }
+    return converted(Array.from(typed as ArrayLike<number>), dtype, shape, input.order);
+  }
+  const values = Array.from(data as ArrayLike<unknown>);
+  if (dtype.kind === 'O') return new NdArray(dtype, input.shape ?? [values.length], values, input.order ?? 'C');
+  return converted(values, dtype, input.shape ?? [values.length], input.order);
+}
+
+function converted(values: unknown[], dtype: DType, shape: readonly number[], order: Order | undefined): NdArray {
+  if (values.length !== shapeSize(shape)) {
+    throw new NpyError('BAD_ARRAY', `${values.length} values do not fill shape (${shape.join(', ')})`);
+  }
+  // Values are in memory order already; build them flat, then label the order.
+  const flat = arrayFromValues(values, dtype, { shape: [values.length] });
+  return new NdArray(dtype, shape, flat.data, order ?? 'C');
+}
+
+export interface EncodeOptions {
+  /** Force a format version; by default numpy's choice (1.0, else 2.0 if too long, else 3.0). */
+  version?: 1 | 2 | 3;
+}
+
+/** The header and the data bytes of an encoded .npy, kept apart so that files can be written without a joined copy. */
+export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOptions = {}): { header: Uint8Array; body: Uint8Array } {
+  const array = toNdArray(input);
+  if (hasObject(array.dtype)) {
+    throw new NpyError('PICKLE_UNSUPPORTED', 'object arrays are written as a Python pickle, which npyts does not encode yet');
+  }
+  // numpy writes fortran_order=True only for arrays that are F- and not C-contiguous.
+  const fortran = array.order === 'F' && !isOrderFree(array.shape);
+  const header = encodeHeader(array.dtype, array.shape, fortran, options.version);
+  return { header, body: dataToBytes(array.dtype, array.data as TypedArray) };
+}
+
+/** Encode an array as the bytes numpy's `np.save` writes for it. */
+export function encodeNpy(input: NdArray | ArraySpec, options: EncodeOptions = {}): Uint8Array {
+  const { header, body } = encodeNpyParts(input, options);
+  const out = new Uint8Array(header.length + body.length);
+  out.set(header, 0);
+  out.set(body, header.length);
+  return out;
+}

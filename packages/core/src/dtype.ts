@@ -1,0 +1,406 @@
+/**
+ * The dtype algebra: numpy's type strings and record descrs, parsed into {@link DType} and
+ * printed back exactly as numpy prints them (`dtype.str`, `dtype.descr`, the header literal).
+ */
+import { NpyError } from './errors.js';
+import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './pyliteral.js';
+
+export type ByteOrder = '<' | '>' | '|';
+/** numpy's `dtype.kind`; records and subarrays are 'V'. */
+export type Kind = 'b' | 'i' | 'u' | 'f' | 'c' | 'S' | 'U' | 'V' | 'M' | 'm' | 'O';
+
+export const NATIVE_ORDER: '<' | '>' = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? '<' : '>';
+
+export interface Field {
+  readonly name: string;
+  readonly title: string | null;
+  readonly dtype: DType;
+  /** Byte offset of the field inside one record. */
+  readonly offset: number;
+}
+
+/** A descr as JSON-friendly data: a type string, or a list of `[name | [title, name], descr, shape?]`. */
+export type DescrJSON = string | DescrFieldJSON[];
+export type DescrFieldJSON = [string | [string, string], DescrJSON] | [string | [string, string], DescrJSON, number[]];
+
+export const DATETIME_UNITS = ['Y', 'M', 'W', 'D', 'h', 'm', 's', 'ms', 'us', 'ns', 'ps', 'fs', 'as'] as const;
+export type DatetimeUnit = (typeof DATETIME_UNITS)[number] | '';
+
+interface DTypeInit {
+  kind: Kind;
+  byteOrder: ByteOrder;
+  itemsize: number;
+  fields?: Field[] | null;
+  subarray?: { base: DType; shape: number[] } | null;
+  unit?: DatetimeUnit;
+  multiplier?: number;
+}
+
+export class DType {
+  readonly kind: Kind;
+  readonly byteOrder: ByteOrder;
+  /** Bytes per element. */
+  readonly itemsize: number;
+  /** Record fields in order (padding removed); null for non-records. */
+  readonly fields: readonly Field[] | null;
+  /** For a subarray dtype (only as a record field): the element dtype and the fixed shape. */
+  readonly subarray: { readonly base: DType; readonly shape: readonly number[] } | null;
+  /** datetime64/timedelta64 unit ('' for generic) and multiplier (`m8[2s]` → 2). */
+  readonly unit: DatetimeUnit;
+  readonly multiplier: number;
+
+  constructor(init: DTypeInit) {
+    this.kind = init.kind;
+    this.byteOrder = init.byteOrder;
+    this.itemsize = init.itemsize;
+    this.fields = init.fields ?? null;
+    this.subarray = init.subarray ?? null;
+    this.unit = init.unit ?? '';
+    this.multiplier = init.multiplier ?? 1;
+    Object.freeze(this);
+  }
+
+  get isRecord(): boolean {
+    return this.fields !== null;
+  }
+
+  /** True when the stored bytes need swapping to be read on this machine. */
+  get isNative(): boolean {
+    return this.byteOrder === '|' || this.byteOrder === NATIVE_ORDER;
+  }
+
+  /** numpy's `dtype.str`: `<f4`, `|S5`, `<M8[ns]`; records and subarrays are `|V{itemsize}`. */
+  get str(): string {
+    if (this.fields || this.subarray) return `|V${this.itemsize}`;
+    const code = this.kind === 'b' ? 'b' : this.kind;
+    const size = this.kind === 'U' ? this.itemsize / 4 : this.itemsize;
+    let s = `${this.byteOrder}${code}${size}`;
+    if ((this.kind === 'M' || this.kind === 'm') && this.unit) {
+      s += `[${this.multiplier === 1 ? '' : this.multiplier}${this.unit}]`;
+    }
+    return s;
+  }
+
+  /** numpy's `dtype_to_descr`: the `str` of a plain dtype, the field list of a record. */
+  get descr(): DescrJSON {
+    return descrOf(this);
+  }
+
+  /** The descr as the Python literal numpy writes into a header. */
+  get descrLiteral(): string {
+    return reprPy(descrToPy(this.descr));
+  }
+
+  /** numpy's `dtype.name`: `float32`, `bytes40`, `str96`, `void56`, `datetime64[ns]`. */
+  get name(): string {
+    const bits = this.itemsize * 8;
+    switch (this.kind) {
+      case 'b': return 'bool';
+      case 'i': return `int${bits}`;
+      case 'u': return `uint${bits}`;
+      case 'f': return `float${bits}`;
+      case 'c': return `complex${bits}`;
+      case 'S': return `bytes${bits}`;
+      case 'U': return `str${bits}`;
+      case 'V': return `void${bits}`;
+      case 'O': return 'object';
+      case 'M':
+      case 'm': {
+        const base = this.kind === 'M' ? 'datetime64' : 'timedelta64';
+        return this.unit ? `${base}[${this.multiplier === 1 ? '' : this.multiplier}${this.unit}]` : base;
+      }
+    }
+  }
+
+  /** A short description in words: `little-endian 32-bit float`, `record of 3 fields (16 bytes)`. */
+  get description(): string {
+    if (this.fields) return `record of ${this.fields.length} field${this.fields.length === 1 ? '' : 's'} (${this.itemsize} bytes)`;
+    if (this.subarray) return `subarray ${shapeRepr(this.subarray.shape)} of ${this.subarray.base.description}`;
+    const endian = this.byteOrder === '<' ? 'little-endian ' : this.byteOrder === '>' ? 'big-endian ' : '';
+    const bits = this.itemsize * 8;
+    switch (this.kind) {
+      case 'b': return 'boolean';
+      case 'i': return `${endian}${bits}-bit signed integer`;
+      case 'u': return `${endian}${bits}-bit unsigned integer`;
+      case 'f': return this.itemsize === 16 ? `${endian}long double (x86 80-bit extended)` : `${endian}${bits}-bit float`;
+      case 'c': return this.itemsize === 32 ? `${endian}complex long double` : `${endian}${bits}-bit complex`;
+      case 'S': return `${this.itemsize}-byte string`;
+      case 'U': return `${endian}unicode string of ${this.itemsize / 4} characters`;
+      case 'V': return `${this.itemsize}-byte raw void`;
+      case 'O': return 'Python object';
+      case 'M': return `${endian}datetime64${this.unit ? ` in ${this.multiplier === 1 ? '' : this.multiplier}${this.unit}` : ''}`;
+      case 'm': return `${endian}timedelta64${this.unit ? ` in ${this.multiplier === 1 ? '' : this.multiplier}${this.unit}` : ''}`;
+    }
+  }
+
+  /** Number of scalar elements per item: the product of the subarray shape, 1 otherwise. */
+  get subarraySize(): number {
+    return this.subarray ? shapeSize(this.subarray.shape) : 1;
+  }
+
+  /** The same dtype with every multi-byte field in the given byte order. */
+  withByteOrder(order: '<' | '>' | '='): DType {
+    const target = order === '=' ? NATIVE_ORDER : order;
+    if (this.fields) {
+      return new DType({
+        kind: 'V', byteOrder: '|', itemsize: this.itemsize,
+        fields: this.fields.map((f) => ({ ...f, dtype: f.dtype.withByteOrder(target) })),
+      });
+    }
+    if (this.subarray) {
+      return new DType({ kind: 'V', byteOrder: '|', itemsize: this.itemsize, subarray: { base: this.subarray.base.withByteOrder(target), shape: [...this.subarray.shape] } });
+    }
+    if (this.byteOrder === '|') return this;
+    return new DType({ kind: this.kind, byteOrder: target, itemsize: this.itemsize, unit: this.unit, multiplier: this.multiplier });
+  }
+
+  /** True for identical layout and meaning (same descr). */
+  equals(other: DType): boolean {
+    return this === other || this.descrLiteral === other.descrLiteral;
+  }
+
+  toString(): string {
+    return this.descrLiteral;
+  }
+}
+
+export function shapeSize(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/** Python's repr of a shape tuple: `()`, `(5,)`, `(2, 3)`. */
+export function shapeRepr(shape: readonly number[]): string {
+  return shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
+}
+
+function descrOf(dt: DType): DescrJSON {
+  if (dt.subarray) {
+    // Only reachable for a subarray used directly; numpy's descr is then (base, shape).
+    throw new NpyError('BAD_DESCR', 'a bare subarray dtype has no descr; use it as a record field or fold its shape into the array');
+  }
+  if (!dt.fields) return dt.str;
+  // numpy's _array_descr: fields in order, '' void padding for gaps and the tail.
+  const out: DescrFieldJSON[] = [];
+  let offset = 0;
+  for (const f of [...dt.fields].sort((a, b) => a.offset - b.offset)) {
+    if (f.offset > offset) out.push(['', `|V${f.offset - offset}`]);
+    else if (f.offset < offset) {
+      throw new NpyError('BAD_DESCR', 'a record with overlapping fields has no descr', { field: f.name });
+    }
+    const name: string | [string, string] = f.title === null ? f.name : [f.title, f.name];
+    if (f.dtype.subarray) out.push([name, descrOf(f.dtype.subarray.base), [...f.dtype.subarray.shape]]);
+    else out.push([name, descrOf(f.dtype)]);
+    offset = f.offset + f.dtype.itemsize;
+  }
+  if (dt.itemsize > offset) out.push(['', `|V${dt.itemsize - offset}`]);
+  return out;
+}
+
+/** A JSON descr as the Python value numpy's repr prints (field entries are tuples). */
+function descrToPy(d: DescrJSON): PyValue {
+  if (typeof d === 'string') return d;
+  return d.map((f) => {
+    const name = typeof f[0] === 'string' ? f[0] : new PyTuple([f[0][0], f[0][1]]);
+    const items: PyValue[] = [name, descrToPy(f[1])];
+    if (f.length === 3) items.push(new PyTuple(f[2]));
+    return new PyTuple(items);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+/** One-character type codes (numpy's `dtype.char`) with their kind and size, for Linux x86-64. */
+const CHAR_CODES: Record<string, [Kind, number]> = {
+  '?': ['b', 1], b: ['i', 1], B: ['u', 1], h: ['i', 2], H: ['u', 2], i: ['i', 4], I: ['u', 4],
+  l: ['i', 8], L: ['u', 8], q: ['i', 8], Q: ['u', 8], p: ['i', 8], P: ['u', 8], n: ['i', 8], N: ['u', 8],
+  e: ['f', 2], f: ['f', 4], d: ['f', 8], g: ['f', 16], F: ['c', 8], D: ['c', 16], G: ['c', 32],
+  S: ['S', 0], a: ['S', 0], U: ['U', 0], V: ['V', 0], O: ['O', 8], M: ['M', 8], m: ['m', 8], c: ['S', 1],
+};
+
+const SIZED_KINDS: Record<string, Kind> = {
+  b: 'b', i: 'i', u: 'u', f: 'f', c: 'c', S: 'S', a: 'S', U: 'U', V: 'V', M: 'M', m: 'm', O: 'O',
+};
+
+const NAMED: Record<string, string> = {
+  bool: '|b1', bool_: '|b1', int8: '|i1', uint8: '|u1', int16: 'i2', uint16: 'u2', int32: 'i4', uint32: 'u4',
+  int64: 'i8', uint64: 'u8', float16: 'f2', float32: 'f4', float64: 'f8', float128: 'f16', longdouble: 'f16',
+  complex64: 'c8', complex128: 'c16', complex256: 'c32', clongdouble: 'c32', half: 'f2', single: 'f4',
+  double: 'f8', float: 'f8', int: 'i8', int_: 'i8', intp: 'i8', uintp: 'u8', byte: '|i1', ubyte: '|u1',
+  short: 'i2', ushort: 'u2', intc: 'i4', uintc: 'u4', long: 'i8', ulong: 'u8', longlong: 'i8',
+  ulonglong: 'u8', csingle: 'c8', cdouble: 'c16', complex: 'c16', object: '|O', object_: '|O',
+  bytes: '|S0', bytes_: '|S0', str: '<U0', str_: '<U0', void: '|V0', datetime64: 'M8', timedelta64: 'm8',
+};
+
+const VALID_SIZES: Partial<Record<Kind, number[]>> = {
+  b: [1], i: [1, 2, 4, 8], u: [1, 2, 4, 8], f: [2, 4, 8, 16], c: [8, 16, 32], M: [8], m: [8], O: [8],
+};
+
+function badDescr(message: string, field?: string): never {
+  throw new NpyError('BAD_DESCR', message, field === undefined ? {} : { field });
+}
+
+/** Parse a scalar type string as `np.dtype(str)` does: `<f4`, `f8`, `=i4`, `|S5`, `<U3`, `M8[2ns]`, `float64`. */
+export function parseTypeString(spec: string, field?: string): DType {
+  const m = /^([<>|=]?)([A-Za-z?_][A-Za-z_]*?)(\d*)(?:\[(\d*)([A-Za-z]+)\])?$/.exec(spec);
+  if (!m) badDescr(`'${spec}' is not a numpy type string`, field);
+  let [, order, code, digits, mult, unit] = m as unknown as [string, string, string, string, string | undefined, string | undefined];
+  // Named types (`float64`, `datetime64[ns]`) carry their size in the name.
+  const named = NAMED[code + digits];
+  if (named !== undefined && code.length > 1) {
+    const inner = /^([<>|=]?)(.*)$/.exec(named)!;
+    return parseTypeString(`${order || inner[1]}${inner[2]}${unit ? `[${mult ?? ''}${unit}]` : ''}`, field);
+  }
+  if (code.length !== 1 || !(code in (digits === '' ? CHAR_CODES : SIZED_KINDS))) badDescr(`'${spec}' is not a numpy type string`, field);
+  let [kind, size] = CHAR_CODES[code] ?? ['V', 0];
+  if (digits !== '') {
+    // With a size the letter names a kind: `b1` is bool, `c8` complex, `S5` bytes, `U3` text.
+    const sized = SIZED_KINDS[code];
+    const n = Number(digits);
+    if (sized === undefined) badDescr(`'${spec}' is not a numpy type string`, field);
+    if (!Number.isSafeInteger(n)) badDescr(`type size in '${spec}' is too large`, field);
+    kind = sized;
+    size = kind === 'U' ? n * 4 : n;
+  }
+  const sizes = VALID_SIZES[kind];
+  if (sizes && !sizes.includes(size)) badDescr(`'${spec}' has an unsupported item size for kind '${kind}'`, field);
+  if (!Number.isSafeInteger(size)) badDescr(`type size in '${spec}' is too large`, field);
+  let dtUnit: DatetimeUnit = '';
+  let multiplier = 1;
+  if (unit !== undefined) {
+    if (kind !== 'M' && kind !== 'm') badDescr(`'${spec}': only datetime64 and timedelta64 take a unit`, field);
+    if (!(DATETIME_UNITS as readonly string[]).includes(unit)) {
+      if (unit !== 'generic') badDescr(`'${spec}' has an unknown datetime unit '${unit}'`, field);
+    } else dtUnit = unit as DatetimeUnit;
+    multiplier = mult ? Number(mult) : 1;
+    if (!Number.isSafeInteger(multiplier) || multiplier < 1) badDescr(`'${spec}' has an invalid unit multiplier`, field);
+  }
+  const oneByteOrder = size <= 1 || kind === 'S' || kind === 'V' || kind === 'O' || kind === 'b';
+  const byteOrder: ByteOrder = oneByteOrder ? '|' : order === '<' || order === '>' ? order : NATIVE_ORDER;
+  return new DType({ kind, byteOrder, itemsize: size, unit: dtUnit, multiplier });
+}
+
+/** Build a subarray dtype, flattening nested subarrays as numpy does. A `()` shape is the base itself. */
+export function subarrayDType(base: DType, shape: readonly number[], field?: string): DType {
+  for (const d of shape) {
+    if (!Number.isSafeInteger(d) || d < 0) badDescr(`invalid subarray dimension ${d}`, field);
+  }
+  if (shape.length === 0) return base;
+  const fullShape = base.subarray ? [...shape, ...base.subarray.shape] : [...shape];
+  const elem = base.subarray ? base.subarray.base : base;
+  const itemsize = elem.itemsize * shapeSize(fullShape);
+  if (!Number.isSafeInteger(itemsize)) throw new NpyError('SIZE_OVERFLOW', 'subarray size overflows', field === undefined ? {} : { field });
+  return new DType({ kind: 'V', byteOrder: '|', itemsize, subarray: { base: elem, shape: fullShape } });
+}
+
+export interface FieldSpec {
+  name: string;
+  dtype: DType | string;
+  title?: string | null;
+  offset?: number;
+  shape?: number[];
+}
+
+/** Build a record dtype. Offsets default to packed, in order; itemsize defaults to the end of the last field. */
+export function recordDType(specs: FieldSpec[], itemsize?: number): DType {
+  const fields: Field[] = [];
+  const seen = new Set<string>();
+  let end = 0;
+  for (const s of specs) {
+    let dt = typeof s.dtype === 'string' ? parseDescr(s.dtype) : s.dtype;
+    if (s.shape) dt = subarrayDType(dt, s.shape, s.name);
+    const offset = s.offset ?? end;
+    for (const key of [s.name, s.title]) {
+      if (key === undefined || key === null) continue;
+      if (seen.has(key)) badDescr(`field name or title '${key}' appears twice`, s.name);
+      seen.add(key);
+    }
+    fields.push({ name: s.name, title: s.title ?? null, dtype: dt, offset });
+    end = Math.max(end, offset + dt.itemsize);
+  }
+  const size = itemsize ?? end;
+  if (size < end) badDescr(`itemsize ${size} is smaller than the fields need (${end})`);
+  return new DType({ kind: 'V', byteOrder: '|', itemsize: size, fields });
+}
+
+function toShape(v: PyValue, path: string): number[] {
+  const items = v instanceof PyTuple ? v.items : typeof v === 'number' ? [v] : null;
+  if (!items) badDescr('a subarray shape must be a tuple of integers', path);
+  return items.map((x) => {
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 0) badDescr(`invalid subarray dimension ${reprPy(x)}`, path);
+    return x;
+  });
+}
+
+function descrFromPy(v: PyValue, path: string, depth: number): DType {
+  if (depth > 64) badDescr('record nesting deeper than 64 levels', path || undefined);
+  if (typeof v === 'string') return parseTypeString(v, path || undefined);
+  if (v instanceof PyTuple) {
+    // A top-level (base, shape) pair: a subarray dtype.
+    if (v.items.length !== 2) badDescr('a tuple descr must be (descr, shape)', path || undefined);
+    return subarrayDType(descrFromPy(v.items[0]!, path, depth + 1), toShape(v.items[1]!, path), path || undefined);
+  }
+  if (!Array.isArray(v)) badDescr(`descr must be a string or a list of fields, not ${reprPy(v).slice(0, 40)}`, path || undefined);
+  const specs: FieldSpec[] = [];
+  let offset = 0;
+  v.forEach((entry, i) => {
+    const where = path ? `${path}[${i}]` : `[${i}]`;
+    const items = entry instanceof PyTuple ? entry.items : Array.isArray(entry) ? entry : null;
+    if (!items || (items.length !== 2 && items.length !== 3)) badDescr('each field must be (name, descr) or (name, descr, shape)', where);
+    const [nameV, fieldDescr, shapeV] = items as [PyValue, PyValue, PyValue?];
+    let title: string | null = null;
+    let name: string;
+    if (typeof nameV === 'string') name = nameV;
+    else if (nameV instanceof PyTuple && nameV.items.length === 2 && typeof nameV.items[1] === 'string') {
+      name = nameV.items[1];
+      const t = nameV.items[0];
+      if (typeof t !== 'string') badDescr('a field title must be a string', where);
+      title = t;
+    } else badDescr('a field name must be a string or a (title, name) pair', where);
+    const fieldPath = path ? `${path}.${name}` : name;
+    let dt = descrFromPy(fieldDescr!, fieldPath || where, depth + 1);
+    if (shapeV !== undefined) dt = subarrayDType(dt, toShape(shapeV, fieldPath), fieldPath);
+    // numpy's descr_to_dtype: a ''-named plain void field is padding that only advances the offset.
+    const isPadding = name === '' && dt.kind === 'V' && !dt.fields && !dt.subarray;
+    if (!isPadding) {
+      if (name === '') badDescr('a field name may not be empty', where);
+      specs.push({ name, title, dtype: dt, offset });
+    }
+    offset += dt.itemsize;
+    if (!Number.isSafeInteger(offset)) throw new NpyError('SIZE_OVERFLOW', 'record size overflows', { field: fieldPath });
+  });
+  return recordDType(specs, offset);
+}
+
+/**
+ * Parse a descr into a {@link DType}: a type string (`'<f4'`), the Python literal of a header's
+ * descr (`"[('a', '<i4')]"`), or its JSON form (`[['a', '<i4']]`).
+ */
+export function parseDescr(descr: string | DescrJSON | PyValue | DType): DType {
+  if (descr instanceof DType) return descr;
+  if (typeof descr === 'string') {
+    const t = descr.trim();
+    if (t.startsWith('[') || t.startsWith('(')) return descrFromPy(parsePyLiteral(t), '', 0);
+    return parseTypeString(t);
+  }
+  return descrFromPy(jsonToPy(descr as PyValue), '', 0);
+}
+
+/** Accept the JSON descr form (arrays for tuples) by turning field entries into tuples. */
+function jsonToPy(v: PyValue): PyValue {
+  if (!Array.isArray(v)) return v;
+  return v.map((f) => {
+    if (!Array.isArray(f)) return f;
+    const [name, d, shape] = f as PyValue[];
+    const items: PyValue[] = [Array.isArray(name) ? new PyTuple(name) : name!, jsonToPy(d!)];
+    if (shape !== undefined) items.push(Array.isArray(shape) ? new PyTuple(shape) : shape);
+    return new PyTuple(items);
+  });
+}
+
+/** Internal: descr parsing from an already-parsed header value. */
+export function dtypeFromHeaderValue(v: PyValue): DType {
+  return descrFromPy(v, '', 0);
+}

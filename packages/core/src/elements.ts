@@ -1,0 +1,131 @@
+/** Reading one element as a JavaScript value, from typed data or from raw stored bytes. */
+import type { DType } from './dtype.js';
+import { NpyError } from './errors.js';
+import { float16ToNumber, longDoubleToNumber } from './scalars.js';
+import type { ArrayData, TypedArray } from './storage.js';
+
+export interface Complex {
+  re: number;
+  im: number;
+}
+
+/**
+ * One element as JS: bool → boolean; ints ≤ 32 bits and floats → number; 64-bit ints and
+ * datetime/timedelta counts → bigint; complex → {re, im}; S → bytes (trailing NULs stripped);
+ * U → string (trailing NULs stripped); V → bytes; records → {field: value}; subarrays → nested arrays.
+ */
+export type Scalar = number | bigint | boolean | string | Uint8Array | Complex | null | ScalarRecord | Scalar[] | unknown;
+export interface ScalarRecord {
+  [field: string]: Scalar;
+}
+
+const NAT = -(2n ** 63n);
+/** The NaT sentinel of datetime64/timedelta64 counts. */
+export const NOT_A_TIME = NAT;
+
+function codePointsToString(get: (k: number) => number, n: number): string {
+  let end = n;
+  while (end > 0 && get(end - 1) === 0) end--;
+  let s = '';
+  for (let k = 0; k < end; k++) {
+    const cp = get(k);
+    if (cp > 0x10ffff) throw new NpyError('BAD_ARRAY', `unicode element holds an invalid code point 0x${cp.toString(16)}`);
+    s += String.fromCodePoint(cp);
+  }
+  return s;
+}
+
+function trimNuls(bytes: Uint8Array): Uint8Array {
+  let end = bytes.length;
+  while (end > 0 && bytes[end - 1] === 0) end--;
+  return bytes.slice(0, end);
+}
+
+/** The element at memory position `i` (in items) of typed data in native byte order. */
+export function readItem(dtype: DType, data: ArrayData, i: number): Scalar {
+  if (Array.isArray(data)) return data[i];
+  if (dtype.fields || dtype.subarray || dtype.kind === 'S' || dtype.kind === 'V' || (dtype.kind === 'f' && dtype.itemsize === 16) || (dtype.kind === 'c' && dtype.itemsize === 32)) {
+    const bytes = data as Uint8Array;
+    // Long doubles are held in native order already; records and bytes are raw.
+    const native = dtype.fields || dtype.subarray ? dtype : dtype.withByteOrder('=');
+    return readFromBytes(native, bytes, i * dtype.itemsize);
+  }
+  const t = data as TypedArray;
+  switch (dtype.kind) {
+    case 'b': return t[i] !== 0;
+    case 'c': return { re: t[2 * i] as number, im: t[2 * i + 1] as number };
+    case 'f': return dtype.itemsize === 2 ? float16ToNumber(t[i] as number) : t[i]!;
+    case 'U': {
+      const n = dtype.itemsize / 4;
+      return codePointsToString((k) => t[i * n + k] as number, n);
+    }
+    default: return t[i]!;
+  }
+}
+
+const scratch16 = new Uint8Array(16);
+
+/** The element stored at `at` in raw bytes, honouring the dtype's byte order. */
+export function readFromBytes(dtype: DType, bytes: Uint8Array, at: number): Scalar {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return readAt(dtype, view, bytes, at);
+}
+
+function readAt(dtype: DType, view: DataView, bytes: Uint8Array, at: number): Scalar {
+  if (dtype.fields) {
+    const rec: ScalarRecord = {};
+    for (const f of dtype.fields) rec[f.name] = readAt(f.dtype, view, bytes, at + f.offset);
+    return rec;
+  }
+  if (dtype.subarray) {
+    const { base, shape } = dtype.subarray;
+    const nest = (axis: number, pos: number): Scalar[] => {
+      const out: Scalar[] = [];
+      let step = base.itemsize;
+      for (let a = axis + 1; a < shape.length; a++) step *= shape[a]!;
+      for (let k = 0; k < shape[axis]!; k++) {
+        out.push(axis === shape.length - 1 ? readAt(base, view, bytes, pos + k * step) : nest(axis + 1, pos + k * step));
+      }
+      return out;
+    };
+    return nest(0, at);
+  }
+  const le = dtype.byteOrder !== '>';
+  switch (dtype.kind) {
+    case 'b': return bytes[at] !== 0;
+    case 'i':
+      switch (dtype.itemsize) {
+        case 1: return view.getInt8(at);
+        case 2: return view.getInt16(at, le);
+        case 4: return view.getInt32(at, le);
+        default: return view.getBigInt64(at, le);
+      }
+    case 'u':
+      switch (dtype.itemsize) {
+        case 1: return view.getUint8(at);
+        case 2: return view.getUint16(at, le);
+        case 4: return view.getUint32(at, le);
+        default: return view.getBigUint64(at, le);
+      }
+    case 'f': return readFloat(dtype.itemsize, view, bytes, at, le);
+    case 'c': {
+      const half = dtype.itemsize / 2;
+      return { re: readFloat(half, view, bytes, at, le), im: readFloat(half, view, bytes, at + half, le) };
+    }
+    case 'M':
+    case 'm': return view.getBigInt64(at, le);
+    case 'S': return trimNuls(bytes.subarray(at, at + dtype.itemsize));
+    case 'V': return bytes.slice(at, at + dtype.itemsize);
+    case 'U': return codePointsToString((k) => view.getUint32(at + 4 * k, le), dtype.itemsize / 4);
+    case 'O': throw new NpyError('PICKLE_UNSUPPORTED', 'object fields cannot be read from raw bytes');
+  }
+}
+
+function readFloat(size: number, view: DataView, bytes: Uint8Array, at: number, le: boolean): number {
+  if (size === 2) return float16ToNumber(view.getUint16(at, le));
+  if (size === 4) return view.getFloat32(at, le);
+  if (size === 8) return view.getFloat64(at, le);
+  if (le) return longDoubleToNumber(bytes, at);
+  for (let k = 0; k < 16; k++) scratch16[k] = bytes[at + 15 - k]!;
+  return longDoubleToNumber(scratch16, 0);
+}

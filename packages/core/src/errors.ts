@@ -1,0 +1,41 @@
+/** Stable machine-readable reasons for an {@link NpyError}. */
+export type NpyErrorCode =
+  | 'BAD_MAGIC'
+  | 'UNSUPPORTED_VERSION'
+  | 'TRUNCATED'
+  | 'HEADER_SYNTAX'
+  | 'HEADER_NOT_DICT'
+  | 'HEADER_KEYS'
+  | 'BAD_SHAPE'
+  | 'BAD_FORTRAN_ORDER'
+  | 'BAD_DESCR'
+  | 'DATA_TRUNCATED'
+  | 'SIZE_OVERFLOW'
+  | 'PICKLE_UNSUPPORTED'
+  | 'BAD_ARRAY'
+  | 'HEADER_TOO_LARGE';
+
+export interface NpyErrorDetails {
+  /** Byte offset in the input where the problem was found. */
+  offset?: number;
+  /** Path of the record field involved, e.g. `b.c`. */
+  field?: string;
+}
+
+/** The one error type npyts throws for malformed input or unrepresentable arrays. */
+export class NpyError extends Error {
+  readonly code: NpyErrorCode;
+  readonly offset: number | undefined;
+  readonly field: string | undefined;
+
+  constructor(code: NpyErrorCode, message: string, details: NpyErrorDetails = {}) {
+    const where: string[] = [];
+    if (details.offset !== undefined) where.push(`at byte ${details.offset}`);
+    if (details.field !== undefined) where.push(`in field '${details.field}'`);
+    super(where.length ? `${message} (${where.join(', ')})` : message);
+    this.name = 'NpyError';
+    this.code = code;
+    this.offset = details.offset;
+    this.field = details.field;
+  }
+}

@@ -1,0 +1,231 @@
+/** The .npy preamble: magic, version, header length and the header dict, read and written as numpy does. */
+import { DType, dtypeFromHeaderValue, shapeRepr } from './dtype.js';
+import { NpyError } from './errors.js';
+import { PyTuple, parsePyLiteral, type PyValue } from './pyliteral.js';
+
+export const MAGIC = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x93NUMPY
+export const ARRAY_ALIGN = 64;
+/** numpy ≥ 1.24 leaves room for the growth axis to reach this many digits. */
+export const GROWTH_AXIS_MAX_DIGITS = 21;
+/** Refuse headers longer than this unless told otherwise (numpy's own default is 10 000). */
+export const DEFAULT_MAX_HEADER_BYTES = 1 << 26;
+
+export type FormatVersion = [1 | 2 | 3, 0];
+
+export interface NpyHeader {
+  version: FormatVersion;
+  dtype: DType;
+  shape: number[];
+  fortranOrder: boolean;
+  /** Byte offset where the array data starts. */
+  dataOffset: number;
+  /** Number of elements (exact). */
+  size: number;
+  /** Bytes of array data the header promises. */
+  dataBytes: number;
+}
+
+export interface ReadHeaderOptions {
+  maxHeaderBytes?: number;
+}
+
+const latin1 = new TextDecoder('latin1');
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** How many bytes the preamble (magic, version, length field) takes for a version. */
+function lengthFieldSize(major: number): number {
+  return major === 1 ? 2 : 4;
+}
+
+/**
+ * How many leading bytes are needed before {@link readHeader} can succeed: 12 to learn the
+ * header length, then the returned total. Lets callers read only what they must.
+ */
+export function headerBytesNeeded(prefix: Uint8Array): number {
+  if (prefix.length < 10) return 12;
+  const major = prefix[6]!;
+  const view = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
+  if (major === 1) return 10 + view.getUint16(8, true);
+  if (prefix.length < 12) return 12;
+  return 12 + view.getUint32(8, true);
+}
+
+function checkMagic(bytes: Uint8Array): void {
+  const n = Math.min(bytes.length, MAGIC.length);
+  for (let i = 0; i < n; i++) {
+    if (bytes[i] !== MAGIC[i]) {
+      throw new NpyError('BAD_MAGIC', 'not a .npy file: it does not start with the magic string \\x93NUMPY', { offset: i });
+    }
+  }
+  if (bytes.length < MAGIC.length + 2) {
+    throw new NpyError('TRUNCATED', `truncated .npy preamble: ${bytes.length} bytes, at least ${MAGIC.length + 4} needed`, { offset: bytes.length });
+  }
+}
+
+/** Read and validate the preamble and header dict. Only the header's bytes need to be present. */
+export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderOptions = {}): NpyHeader {
+  const bytes = input instanceof Uint8Array ? input : new Uint8Array(input);
+  checkMagic(bytes);
+  const major = bytes[6]!;
+  const minor = bytes[7]!;
+  if ((major !== 1 && major !== 2 && major !== 3) || minor !== 0) {
+    throw new NpyError('UNSUPPORTED_VERSION', `unsupported .npy format version ${major}.${minor} (npyts reads 1.0, 2.0 and 3.0)`, { offset: 6 });
+  }
+  const lenSize = lengthFieldSize(major);
+  const start = 8 + lenSize;
+  if (bytes.length < start) {
+    throw new NpyError('TRUNCATED', `truncated .npy preamble: the header length field ends at byte ${start} but the input has ${bytes.length} bytes`, { offset: bytes.length });
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLen = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
+  const max = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  if (headerLen > max) {
+    throw new NpyError('HEADER_TOO_LARGE', `header of ${headerLen} bytes exceeds the limit of ${max} (option maxHeaderBytes)`, { offset: 8 });
+  }
+  const end = start + headerLen;
+  if (end > bytes.length) {
+    throw new NpyError('TRUNCATED', `header claims ${headerLen} bytes but only ${bytes.length - start} follow the preamble`, { offset: start });
+  }
+  const raw = bytes.subarray(start, end);
+  let text: string;
+  if (major === 3) {
+    try {
+      text = utf8.decode(raw);
+    } catch {
+      throw new NpyError('HEADER_SYNTAX', 'format 3.0 header is not valid UTF-8', { offset: start });
+    }
+  } else {
+    text = latin1.decode(raw);
+  }
+  const parsed = parsePyLiteral(text, { allowLongSuffix: major < 3, baseOffset: start });
+  const h = interpretHeaderDict(parsed, start);
+  const size = exactSize(h.shape, start);
+  const dataBytes = size * h.dtype.itemsize;
+  if (!Number.isSafeInteger(dataBytes)) {
+    throw new NpyError('SIZE_OVERFLOW', `array of shape ${shapeRepr(h.shape)} and item size ${h.dtype.itemsize} is larger than 2^53 bytes`, { offset: start });
+  }
+  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes };
+}
+
+function exactSize(shape: number[], offset: number): number {
+  if (shape.includes(0)) return 0;
+  let n = 1;
+  for (const d of shape) {
+    n *= d;
+    if (!Number.isSafeInteger(n)) {
+      throw new NpyError('SIZE_OVERFLOW', `shape ${shapeRepr(shape)} has more than 2^53 elements`, { offset });
+    }
+  }
+  return n;
+}
+
+function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape: number[]; fortranOrder: boolean } {
+  if (!(v instanceof Map)) {
+    throw new NpyError('HEADER_NOT_DICT', 'header is not a Python dict literal', { offset });
+  }
+  const expected = ['descr', 'fortran_order', 'shape'];
+  const keys = [...v.keys()];
+  const missing = expected.filter((k) => !v.has(k));
+  const extra = keys.filter((k) => typeof k !== 'string' || !expected.includes(k));
+  if (missing.length || extra.length) {
+    const parts = [];
+    if (missing.length) parts.push(`missing ${missing.map((k) => `'${k}'`).join(', ')}`);
+    if (extra.length) parts.push(`unexpected ${extra.map((k) => JSON.stringify(k)).join(', ')}`);
+    throw new NpyError('HEADER_KEYS', `header must have exactly the keys 'descr', 'fortran_order', 'shape': ${parts.join('; ')}`, { offset });
+  }
+  const shapeV = v.get('shape')!;
+  if (!(shapeV instanceof PyTuple)) {
+    throw new NpyError('BAD_SHAPE', 'shape must be a tuple of integers', { offset });
+  }
+  const shape = shapeV.items.map((d) => {
+    if (typeof d === 'bigint') {
+      throw new NpyError('SIZE_OVERFLOW', `shape dimension ${d} is larger than 2^53`, { offset });
+    }
+    if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) {
+      throw new NpyError('BAD_SHAPE', `shape must hold non-negative integers, found ${JSON.stringify(d)}`, { offset });
+    }
+    return d;
+  });
+  const fo = v.get('fortran_order');
+  if (typeof fo !== 'boolean') {
+    throw new NpyError('BAD_FORTRAN_ORDER', 'fortran_order must be True or False', { offset });
+  }
+  let dtype: DType;
+  try {
+    dtype = dtypeFromHeaderValue(v.get('descr')!);
+  } catch (e) {
+    if (e instanceof NpyError && e.offset === undefined) {
+      throw new NpyError(e.code, e.message, { offset });
+    }
+    throw e;
+  }
+  // numpy folds a top-level subarray dtype into the array's shape.
+  if (dtype.subarray) {
+    if (fo && dtype.subarray.shape.length && shape.length > 1) {
+      throw new NpyError('BAD_DESCR', 'a subarray descr with fortran_order=True has no defined layout', { offset });
+    }
+    shape.push(...dtype.subarray.shape);
+    dtype = dtype.subarray.base;
+  }
+  return { dtype, shape, fortranOrder: fo };
+}
+
+function pythonHeaderText(dtype: DType, shape: readonly number[], fortranOrder: boolean): string {
+  let text = `{'descr': ${dtype.descrLiteral}, 'fortran_order': ${fortranOrder ? 'True' : 'False'}, 'shape': ${shapeRepr(shape)}, }`;
+  if (shape.length > 0) {
+    const growth = String(shape[fortranOrder ? shape.length - 1 : 0]);
+    text += ' '.repeat(Math.max(0, GROWTH_AXIS_MAX_DIGITS - growth.length));
+  }
+  return text;
+}
+
+function isLatin1(s: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return /^[\u0000-\u00ff]*$/.test(s);
+}
+
+function encodeLatin1(s: string): Uint8Array {
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+/** Wrap header text into magic + version + length + text + padding + '\n', aligned to 64 bytes. */
+function wrapHeader(text: Uint8Array, major: 1 | 2 | 3): Uint8Array | null {
+  const prefix = 8 + lengthFieldSize(major);
+  const hlen = text.length + 1;
+  const pad = ARRAY_ALIGN - ((prefix + hlen) % ARRAY_ALIGN);
+  const total = prefix + hlen + pad;
+  if (major === 1 && hlen + pad > 0xffff) return null;
+  if (hlen + pad > 0xffffffff) return null;
+  const out = new Uint8Array(total);
+  out.set(MAGIC, 0);
+  out[6] = major;
+  out[7] = 0;
+  const view = new DataView(out.buffer);
+  if (major === 1) view.setUint16(8, hlen + pad, true);
+  else view.setUint32(8, hlen + pad, true);
+  out.set(text, prefix);
+  out.fill(0x20, prefix + text.length, total - 1);
+  out[total - 1] = 0x0a;
+  return out;
+}
+
+/**
+ * The header bytes numpy 2.x's `np.save` writes for this dtype, shape and order: sorted keys,
+ * growth padding, 64-byte alignment; version 1.0, else 2.0 when too long, else 3.0 when not latin-1.
+ */
+export function encodeHeader(dtype: DType, shape: readonly number[], fortranOrder: boolean, version?: 1 | 2 | 3): Uint8Array {
+  const text = pythonHeaderText(dtype, shape, fortranOrder);
+  const latin = isLatin1(text);
+  const tryVersions: (1 | 2 | 3)[] = version ? [version] : latin ? [1, 2] : [3];
+  for (const v of tryVersions) {
+    if (v < 3 && !latin) {
+      throw new NpyError('BAD_ARRAY', `format ${v}.0 stores the header as latin-1, but this header has other characters (use version 3)`);
+    }
+    const wrapped = wrapHeader(v === 3 ? new TextEncoder().encode(text) : encodeLatin1(text), v);
+    if (wrapped) return wrapped;
+  }
+  throw new NpyError('BAD_ARRAY', `header of ${text.length} characters does not fit format ${version ?? 2}.0`);
+}
+

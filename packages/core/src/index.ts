@@ -1,0 +1,24 @@
+/**
+ * @npyts/core — NumPy .npy for JavaScript, in browsers and Node alike (no Node built-ins here;
+ * file helpers are in `@npyts/core/node`).
+ */
+export { NpyError, type NpyErrorCode, type NpyErrorDetails } from './errors.js';
+export {
+  DType, parseDescr, parseTypeString, recordDType, subarrayDType, shapeSize, shapeRepr, NATIVE_ORDER, DATETIME_UNITS,
+  type ByteOrder, type Kind, type Field, type FieldSpec, type DescrJSON, type DescrFieldJSON, type DatetimeUnit,
+} from './dtype.js';
+export { readHeader, encodeHeader, headerBytesNeeded, MAGIC, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './header.js';
+export { NdArray, orderStrides, isOrderFree, type Order } from './ndarray.js';
+export { toOrder } from './order.js';
+export { getField, fieldView, type FieldView } from './records.js';
+export { withByteOrder } from './byteorder.js';
+export {
+  decodeNpy, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject,
+  type DecodeOptions, type EncodeOptions, type ArraySpec,
+} from './codec.js';
+export { arrayFromValues, writeValue } from './values.js';
+export { readItem, readFromBytes, NOT_A_TIME, type Scalar, type ScalarRecord, type Complex } from './elements.js';
+export { storageOf, bytesToData, dataToBytes, type TypedArray, type ArrayData, type Storage } from './storage.js';
+export { float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble } from './scalars.js';
+export { jsonValue, arrayToJSON, npyDocument } from './json.js';
+export { parsePyLiteral, reprPy, reprString, PyTuple, type PyValue } from './pyliteral.js';

@@ -1,0 +1,98 @@
+/** Converting between row-major and column-major memory order with a cache-blocked copy. */
+import { NdArray, isOrderFree, orderStrides, type Order } from './ndarray.js';
+import type { ArrayData, TypedArray, TypedArrayConstructor } from './storage.js';
+
+const BLOCK = 32;
+
+type Words = Float64Array | Int32Array | Uint16Array | Uint8Array | unknown[];
+
+/**
+ * The data as equal-size words (bit-exact: 8-byte words are copied as float64 only where the
+ * engine keeps NaN payloads, which V8 does for typed-array loads and stores), with words per item.
+ */
+function asWords(data: ArrayData, itemBytes: number): { words: Words; k: number; rewrap: (w: Words) => ArrayData } {
+  if (Array.isArray(data)) return { words: data, k: 1, rewrap: (w) => w as unknown[] };
+  const t = data as TypedArray;
+  const Ctor = t.constructor as new (b: ArrayBufferLike, o: number, n: number) => TypedArray;
+  const rewrap = (w: Words): ArrayData => {
+    const tw = w as TypedArray;
+    return new Ctor(tw.buffer, tw.byteOffset, tw.byteLength / t.BYTES_PER_ELEMENT);
+  };
+  for (const [size, W] of [[8, Float64Array], [4, Int32Array], [2, Uint16Array], [1, Uint8Array]] as const) {
+    if (itemBytes % size === 0 && t.byteOffset % size === 0) {
+      const Words = W as unknown as TypedArrayConstructor;
+      return { words: new Words(t.buffer, t.byteOffset, t.byteLength / size) as Words, k: itemBytes / size, rewrap };
+    }
+  }
+  throw new Error('unreachable: every byte length is a multiple of 1');
+}
+
+/**
+ * Copy an array whose items sit at `srcStrides` into fresh memory at `dstStrides` (both in items).
+ * Axis `a` has source stride 1 and axis `b` destination stride 1; the copy walks the other axes
+ * and moves B×B tiles of the (a, b) plane so that reads and writes both stay in cache.
+ */
+function permuteCopy(src: Words, dst: Words, shape: number[], k: number, srcStrides: number[], dstStrides: number[], a: number, b: number): void {
+  const rest = shape.map((_, i) => i).filter((i) => i !== a && i !== b);
+  const nA = shape[a]!;
+  const nB = shape[b]!;
+  const sB = srcStrides[b]! * k;
+  const dA = dstStrides[a]! * k;
+  const counter = rest.map(() => 0);
+  let srcBase = 0;
+  let dstBase = 0;
+  for (;;) {
+    for (let i0 = 0; i0 < nA; i0 += BLOCK) {
+      const i1 = Math.min(i0 + BLOCK, nA);
+      for (let j0 = 0; j0 < nB; j0 += BLOCK) {
+        const j1 = Math.min(j0 + BLOCK, nB);
+        if (k === 1) {
+          for (let j = j0; j < j1; j++) {
+            let s = srcBase + i0 + j * sB;
+            let d = dstBase + i0 * dA + j;
+            for (let i = i0; i < i1; i++, s++, d += dA) dst[d] = src[s];
+          }
+        } else {
+          for (let j = j0; j < j1; j++) {
+            for (let i = i0; i < i1; i++) {
+              const s = srcBase + i * k + j * sB;
+              const d = dstBase + i * dA + j * k;
+              for (let u = 0; u < k; u++) dst[d + u] = src[s + u];
+            }
+          }
+        }
+      }
+    }
+    // Advance the odometer over the remaining axes.
+    let r = rest.length - 1;
+    for (; r >= 0; r--) {
+      const ax = rest[r]!;
+      counter[r]!++;
+      srcBase += srcStrides[ax]! * k;
+      dstBase += dstStrides[ax]! * k;
+      if (counter[r]! < shape[ax]!) break;
+      srcBase -= srcStrides[ax]! * k * shape[ax]!;
+      dstBase -= dstStrides[ax]! * k * shape[ax]!;
+      counter[r] = 0;
+    }
+    if (r < 0) return;
+  }
+}
+
+/** The array with its data in the requested memory order; the same data (no copy) when it already is. */
+export function toOrder<T extends ArrayData>(array: NdArray<T>, order: Order): NdArray<T> {
+  if (array.order === order) return array;
+  if (isOrderFree(array.shape)) return new NdArray(array.dtype, array.shape, array.data, order);
+  const { words, k, rewrap } = asWords(array.data, array.dtype.itemsize);
+  const out: Words = Array.isArray(words)
+    ? new Array(words.length)
+    : new (words.constructor as new (n: number) => Exclude<Words, unknown[]>)(words.length);
+  const n = array.shape.length;
+  const srcStrides = orderStrides(array.shape, array.order);
+  const dstStrides = orderStrides(array.shape, order);
+  // The source's stride-1 axis and the destination's stride-1 axis.
+  const a = array.order === 'C' ? n - 1 : 0;
+  const b = order === 'C' ? n - 1 : 0;
+  permuteCopy(words, out, array.shape, k, srcStrides, dstStrides, a, b);
+  return new NdArray(array.dtype, array.shape, rewrap(out) as T, order);
+}

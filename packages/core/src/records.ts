@@ -1,0 +1,77 @@
+/** One field of a record array, as a typed array of its own (copied) or a strided view (zero-copy). */
+import type { DType, Field } from './dtype.js';
+import { NpyError } from './errors.js';
+import { NdArray, orderStrides } from './ndarray.js';
+import { toOrder } from './order.js';
+import { bytesToData, storageOf, type TypedArray } from './storage.js';
+
+function findField(dtype: DType, name: string): Field {
+  if (!dtype.fields) throw new NpyError('BAD_ARRAY', `dtype ${dtype.str} is not a record, it has no field '${name}'`);
+  const f = dtype.fields.find((x) => x.name === name) ?? dtype.fields.find((x) => x.title === name);
+  if (!f) {
+    throw new NpyError('BAD_ARRAY', `no field '${name}'; the fields are ${dtype.fields.map((x) => `'${x.name}'`).join(', ')}`);
+  }
+  return f;
+}
+
+/** Split a field dtype into its element dtype and subarray shape. */
+function fieldElement(f: Field): { base: DType; subShape: number[] } {
+  return f.dtype.subarray ? { base: f.dtype.subarray.base, subShape: [...f.dtype.subarray.shape] } : { base: f.dtype, subShape: [] };
+}
+
+/**
+ * The values of one record field (a dotted path reaches nested records: `b.c`) as a native-endian
+ * array of shape `array.shape + field subarray shape`. Only that field's bytes are touched.
+ */
+export function getField(array: NdArray, path: string): NdArray {
+  let current = array;
+  for (const name of path.split('.')) current = oneField(current, name);
+  return current;
+}
+
+function oneField(array: NdArray, name: string): NdArray {
+  const f = findField(array.dtype, name);
+  const { base, subShape } = fieldElement(f);
+  // Subarray elements are C-ordered inside each record: gather from a C-ordered record array.
+  const src = subShape.length && array.order === 'F' ? toOrder(array, 'C') : array;
+  const bytes = src.data as Uint8Array;
+  const n = array.size;
+  const fsize = f.dtype.itemsize;
+  const rec = array.dtype.itemsize;
+  const out = new Uint8Array(n * fsize);
+  for (let r = 0; r < n; r++) out.set(bytes.subarray(r * rec + f.offset, r * rec + f.offset + fsize), r * fsize);
+  const count = n * (fsize / (base.itemsize || 1));
+  const data = base.itemsize === 0 ? new Uint8Array(0) : bytesToData(base, out.buffer, 0, count);
+  return new NdArray(base, [...array.shape, ...subShape], data, subShape.length ? 'C' : src.order);
+}
+
+/** A zero-copy strided view of one field: `data[offset + Σ index[a] × strides[a]]` (in typed-array units). */
+export interface FieldView {
+  dtype: DType;
+  shape: number[];
+  data: TypedArray;
+  /** Offset and strides in units of `data`; a complex element spans 2 units (re, im). */
+  offset: number;
+  strides: number[];
+}
+
+/**
+ * A strided view of one field over the record array's own memory, or null when the layout does
+ * not allow one (non-native byte order, an offset or record size not a multiple of the element
+ * size, or an element kind held as raw bytes or code points that need decoding).
+ */
+export function fieldView(array: NdArray, name: string): FieldView | null {
+  const f = findField(array.dtype, name);
+  const { base, subShape } = fieldElement(f);
+  if (base.fields || base.kind === 'O' || !base.isNative) return null;
+  const { ctor, unitsPerItem } = storageOf(base);
+  const bpe = ctor.BYTES_PER_ELEMENT;
+  const bytes = array.data as Uint8Array;
+  const rec = array.dtype.itemsize;
+  if ((bytes.byteOffset + f.offset) % bpe !== 0 || rec % bpe !== 0) return null;
+  const recUnits = rec / bpe;
+  const outer = orderStrides(array.shape, array.order).map((s) => s * recUnits);
+  const inner = orderStrides(subShape, 'C').map((s) => s * unitsPerItem);
+  const data = new ctor(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / bpe)) as TypedArray;
+  return { dtype: base, shape: [...array.shape, ...subShape], data, offset: f.offset / bpe, strides: [...outer, ...inner] };
+}

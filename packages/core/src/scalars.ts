@@ -1,0 +1,159 @@
+/** Bit-level conversions for the float formats JavaScript has no typed array for. */
+
+const f64 = new Float64Array(1);
+const f64Bits = new BigUint64Array(f64.buffer);
+const u32 = new Uint32Array(f64.buffer);
+const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** IEEE binary16 bits → number (exact). */
+export function float16ToNumber(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const frac = h & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 0x1f) return frac ? NaN : sign * Infinity;
+  return sign * (1024 + frac) * 2 ** (exp - 25);
+}
+
+/** number → IEEE binary16 bits, rounding to nearest, ties to even (as numpy does). */
+export function numberToFloat16(x: number): number {
+  f64[0] = x;
+  const hi = u32[LITTLE ? 1 : 0]!;
+  const lo = u32[LITTLE ? 0 : 1]!;
+  const sign = (hi >>> 16) & 0x8000;
+  const exp = (hi >>> 20) & 0x7ff;
+  if (exp === 0x7ff) {
+    const isNaN = (hi & 0xfffff) !== 0 || lo !== 0;
+    return sign | 0x7c00 | (isNaN ? 0x200 | ((hi >>> 10) & 0x3ff) : 0);
+  }
+  const a = Math.abs(x);
+  if (a >= 65520) return sign | 0x7c00; // rounds to infinity
+  if (a < 2 ** -14) {
+    // Subnormal half: a multiple of 2^-24; Math.round would round ties away from zero.
+    const q = a * 2 ** 24;
+    let n = Math.floor(q);
+    const rem = q - n;
+    if (rem > 0.5 || (rem === 0.5 && (n & 1) === 1)) n++;
+    return sign | n;
+  }
+  const e = Math.floor(Math.log2(a));
+  let ex = e;
+  // log2 may be off by one near powers of two.
+  if (2 ** ex > a) ex--;
+  else if (2 ** (ex + 1) <= a) ex++;
+  const scaled = a / 2 ** ex; // in [1, 2)
+  const q = (scaled - 1) * 1024;
+  let m = Math.floor(q);
+  const rem = q - m;
+  if (rem > 0.5 || (rem === 0.5 && (m & 1) === 1)) m++;
+  if (m === 1024) {
+    m = 0;
+    ex++;
+  }
+  return sign | ((ex + 15) << 10) | m;
+}
+
+/**
+ * x86 80-bit extended precision (numpy's `<f16` long double on x86-64, little-endian, in the
+ * first 10 of 16 bytes) → the nearest float64, ties to even.
+ */
+export function longDoubleToNumber(bytes: Uint8Array, at: number): number {
+  let mant = 0n;
+  for (let i = 7; i >= 0; i--) mant = (mant << 8n) | BigInt(bytes[at + i]!);
+  const se = bytes[at + 8]! | (bytes[at + 9]! << 8);
+  const sign = se & 0x8000 ? -1 : 1;
+  const biased = se & 0x7fff;
+  if (biased === 0x7fff) {
+    return (mant & 0x7fffffffffffffffn) === 0n ? sign * Infinity : NaN;
+  }
+  if (mant === 0n) return sign * 0;
+  // value = mant × 2^e2, with mant a 64-bit integer.
+  const e2 = (biased === 0 ? 1 : biased) - 16383 - 63;
+  const bits = mant.toString(2).length;
+  const topExp = e2 + bits - 1;
+  if (topExp >= -1022) {
+    // Normal result: Number() rounds the mantissa to 53 bits correctly; scaling by 2^k is then exact.
+    return sign * scaleByPowerOfTwo(Number(mant), e2);
+  }
+  // Subnormal result: round once, directly to a multiple of 2^-1074.
+  const shift = BigInt(-1074 - e2);
+  let q = mant >> shift;
+  const rem = mant - (q << shift);
+  const half = 1n << (shift - 1n);
+  if (rem > half || (rem === half && (q & 1n) === 1n)) q++;
+  return sign * Number(q) * 2 ** -1074;
+}
+
+function scaleByPowerOfTwo(x: number, e: number): number {
+  // Split the scaling so that no intermediate power of two under- or overflows.
+  while (e > 1000) { x *= 2 ** 1000; e -= 1000; }
+  while (e < -1000) { x *= 2 ** -1000; e += 1000; }
+  return x * 2 ** e;
+}
+
+/** number → x86 80-bit extended in 16 little-endian bytes (exact: every float64 is representable). */
+export function numberToLongDouble(x: number, out: Uint8Array, at: number): void {
+  out.fill(0, at, at + 16);
+  f64[0] = x;
+  const bits = f64Bits[0]!;
+  const sign = Number(bits >> 63n);
+  const exp = Number((bits >> 52n) & 0x7ffn);
+  const frac = bits & 0xfffffffffffffn;
+  let mant: bigint;
+  let biased: number;
+  if (exp === 0x7ff) {
+    biased = 0x7fff;
+    mant = frac === 0n ? 1n << 63n : (1n << 63n) | (1n << 62n) | (frac << 11n);
+  } else if (exp === 0) {
+    if (frac === 0n) {
+      biased = 0;
+      mant = 0n;
+    } else {
+      // float64 subnormal: normalise into the explicit-integer-bit format.
+      const len = frac.toString(2).length; // position of the top bit + 1
+      mant = frac << BigInt(64 - len);
+      biased = -1074 + len - 1 + 16383;
+    }
+  } else {
+    biased = exp - 1023 + 16383;
+    mant = ((1n << 52n) | frac) << 11n;
+  }
+  for (let i = 0; i < 8; i++) {
+    out[at + i] = Number(mant & 0xffn);
+    mant >>= 8n;
+  }
+  const se = (sign << 15) | biased;
+  out[at + 8] = se & 0xff;
+  out[at + 9] = se >> 8;
+}
+
+/** Reverse the bytes of every `unit`-byte group in place (unit 2, 4, 8 or 16). */
+export function swapBytes(bytes: Uint8Array, unit: number): void {
+  if (unit <= 1) return;
+  const n = bytes.length - (bytes.length % unit);
+  if (unit === 4 && bytes.byteOffset % 4 === 0) {
+    const w = new Uint32Array(bytes.buffer, bytes.byteOffset, n / 4);
+    for (let i = 0; i < w.length; i++) {
+      const x = w[i]!;
+      w[i] = ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
+    }
+    return;
+  }
+  if (unit === 8 && bytes.byteOffset % 4 === 0) {
+    const w = new Uint32Array(bytes.buffer, bytes.byteOffset, n / 4);
+    for (let i = 0; i < w.length; i += 2) {
+      const a = w[i]!;
+      const b = w[i + 1]!;
+      w[i] = ((b & 0xff) << 24) | ((b & 0xff00) << 8) | ((b >>> 8) & 0xff00) | (b >>> 24);
+      w[i + 1] = ((a & 0xff) << 24) | ((a & 0xff00) << 8) | ((a >>> 8) & 0xff00) | (a >>> 24);
+    }
+    return;
+  }
+  for (let i = 0; i < n; i += unit) {
+    for (let a = i, b = i + unit - 1; a < b; a++, b--) {
+      const t = bytes[a]!;
+      bytes[a] = bytes[b]!;
+      bytes[b] = t;
+    }
+  }
+}

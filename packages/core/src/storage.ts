@@ -1,0 +1,114 @@
+/** How each dtype's elements are held in JavaScript memory, and the byte-level moves in and out. */
+import { NpyError } from './errors.js';
+import type { DType } from './dtype.js';
+import { swapBytes } from './scalars.js';
+
+export type TypedArray =
+  | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+
+/** The constructors of {@link TypedArray}, typed loosely enough to take any ArrayBufferLike. */
+export interface TypedArrayConstructor {
+  new (length: number): TypedArray;
+  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray;
+  readonly BYTES_PER_ELEMENT: number;
+  readonly name: string;
+}
+
+/** Element data: a typed array for every fixed-size dtype; an array of JS values for object arrays. */
+export type ArrayData = TypedArray | unknown[];
+
+export interface Storage {
+  /** The typed array that holds the data. */
+  ctor: TypedArrayConstructor;
+  /** Typed-array elements per array item: 2 for complex, itemsize for raw bytes, characters for U. */
+  unitsPerItem: number;
+  /** Size of the byte groups that reverse between byte orders; 0 when the bytes are kept raw. */
+  swapUnit: number;
+}
+
+/**
+ * The storage of each dtype:
+ * b1 Uint8Array (0/1); i1–u8 the matching typed array; f2 Uint16Array of the half-float bits;
+ * f4/f8 Float32Array/Float64Array; c8/c16 interleaved re, im; M8/m8 BigInt64Array counts;
+ * U Uint32Array code points; f16/c32 (x86 long double) native-order raw bytes;
+ * S, V, records and subarrays raw bytes as stored (record fields keep their own byte order).
+ */
+export function storageOf(dtype: DType): Storage {
+  if (dtype.fields || dtype.subarray) return { ctor: Uint8Array, unitsPerItem: dtype.itemsize, swapUnit: 0 };
+  switch (dtype.kind) {
+    case 'b': return { ctor: Uint8Array, unitsPerItem: 1, swapUnit: 0 };
+    case 'S':
+    case 'V': return { ctor: Uint8Array, unitsPerItem: dtype.itemsize, swapUnit: 0 };
+    case 'U': return { ctor: Uint32Array, unitsPerItem: dtype.itemsize / 4, swapUnit: 4 };
+    case 'M':
+    case 'm': return { ctor: BigInt64Array, unitsPerItem: 1, swapUnit: 8 };
+    case 'i':
+    case 'u': {
+      const signed = dtype.kind === 'i';
+      const ctor = ({
+        1: signed ? Int8Array : Uint8Array, 2: signed ? Int16Array : Uint16Array,
+        4: signed ? Int32Array : Uint32Array, 8: signed ? BigInt64Array : BigUint64Array,
+      } as Record<number, TypedArrayConstructor>)[dtype.itemsize]!;
+      return { ctor, unitsPerItem: 1, swapUnit: dtype.itemsize };
+    }
+    case 'f':
+      if (dtype.itemsize === 2) return { ctor: Uint16Array, unitsPerItem: 1, swapUnit: 2 };
+      if (dtype.itemsize === 4) return { ctor: Float32Array, unitsPerItem: 1, swapUnit: 4 };
+      if (dtype.itemsize === 8) return { ctor: Float64Array, unitsPerItem: 1, swapUnit: 8 };
+      return { ctor: Uint8Array, unitsPerItem: 16, swapUnit: 16 };
+    case 'c':
+      if (dtype.itemsize === 8) return { ctor: Float32Array, unitsPerItem: 2, swapUnit: 4 };
+      if (dtype.itemsize === 16) return { ctor: Float64Array, unitsPerItem: 2, swapUnit: 8 };
+      return { ctor: Uint8Array, unitsPerItem: 32, swapUnit: 16 };
+    case 'O':
+      throw new NpyError('PICKLE_UNSUPPORTED', 'object arrays (|O) are stored as a Python pickle, which this build of npyts does not decode');
+  }
+}
+
+export interface BytesToDataOptions {
+  /** Always copy, even when a zero-copy view is possible. */
+  copy?: boolean;
+  /** Where copies are allocated: a SharedArrayBuffer lets worker_threads share the array. */
+  shared?: boolean;
+  /** The caller owns `buffer` and nothing else reads it: byte-swap it in place instead of copying. */
+  owned?: boolean;
+}
+
+/**
+ * Element data for `count` items of `dtype` stored at `byteOffset` of `buffer`: a zero-copy view
+ * when the bytes are native-endian and aligned, a native-endian copy otherwise.
+ */
+export function bytesToData(
+  dtype: DType, buffer: ArrayBufferLike, byteOffset: number, count: number, options: BytesToDataOptions = {},
+): TypedArray {
+  const { ctor, unitsPerItem, swapUnit } = storageOf(dtype);
+  const units = count * unitsPerItem;
+  const needsSwap = swapUnit > 1 && !dtype.isNative;
+  const bpe = ctor.BYTES_PER_ELEMENT;
+  const sharedOk = !options.shared || (typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer);
+  const aligned = byteOffset % bpe === 0;
+  if (!options.copy && !needsSwap && aligned && sharedOk) {
+    return new ctor(buffer, byteOffset, units);
+  }
+  if (options.owned && aligned && sharedOk) {
+    swapBytes(new Uint8Array(buffer, byteOffset, units * bpe), swapUnit);
+    return new ctor(buffer, byteOffset, units);
+  }
+  const nbytes = units * bpe;
+  const target = options.shared ? new SharedArrayBuffer(nbytes) : new ArrayBuffer(nbytes);
+  const out = new Uint8Array(target);
+  out.set(new Uint8Array(buffer, byteOffset, nbytes));
+  if (needsSwap) swapBytes(out, swapUnit);
+  return new ctor(target, 0, units);
+}
+
+/** The bytes of `data` as the file stores them for `dtype`: a view when native, a swapped copy otherwise. */
+export function dataToBytes(dtype: DType, data: TypedArray): Uint8Array {
+  const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const { swapUnit } = storageOf(dtype);
+  if (swapUnit <= 1 || dtype.isNative) return bytes;
+  const out = bytes.slice();
+  swapBytes(out, swapUnit);
+  return out;
+}

@@ -1,0 +1,180 @@
+/** Writing JS values into stored bytes: the one writer behind arrays built from plain values. */
+import { parseDescr, shapeSize, type DType } from './dtype.js';
+import type { Complex } from './elements.js';
+import { NpyError } from './errors.js';
+import { NdArray, type Order } from './ndarray.js';
+import { toOrder } from './order.js';
+import { numberToFloat16, numberToLongDouble } from './scalars.js';
+import { bytesToData } from './storage.js';
+
+function fail(message: string, field?: string): never {
+  throw new NpyError('BAD_ARRAY', message, field === undefined ? {} : { field });
+}
+
+function toBigInt(v: unknown, dtype: DType, field?: string): bigint {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
+  if (typeof v === 'boolean') return v ? 1n : 0n;
+  return fail(`${JSON.stringify(String(v))} is not an integer for ${dtype.str}`, field);
+}
+
+function toNumber(v: unknown, dtype: DType, field?: string): number {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return fail(`${JSON.stringify(String(v))} is not a number for ${dtype.str}`, field);
+}
+
+function toComplex(v: unknown, dtype: DType, field?: string): Complex {
+  if (v !== null && typeof v === 'object' && 're' in v && 'im' in v) {
+    const c = v as Complex;
+    return { re: toNumber(c.re, dtype, field), im: toNumber(c.im, dtype, field) };
+  }
+  return { re: toNumber(v, dtype, field), im: 0 };
+}
+
+function checkIntRange(x: bigint, dtype: DType, field?: string): void {
+  const bits = BigInt(dtype.itemsize * 8);
+  const lo = dtype.kind === 'i' ? -(1n << (bits - 1n)) : 0n;
+  const hi = dtype.kind === 'i' ? (1n << (bits - 1n)) - 1n : (1n << bits) - 1n;
+  if (x < lo || x > hi) fail(`${x} is out of range for ${dtype.name}`, field);
+}
+
+/** Write one value of `dtype` at `at`, in the dtype's byte order. Integers out of range are refused. */
+export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: number, v: unknown, field?: string): void {
+  if (dtype.fields) {
+    if (v === null || typeof v !== 'object') fail(`a record value must be an object of fields`, field);
+    const rec = v as Record<string, unknown>;
+    for (const f of dtype.fields) {
+      const path = field ? `${field}.${f.name}` : f.name;
+      if (!(f.name in rec)) fail(`record value has no field '${f.name}'`, path);
+      writeValue(f.dtype, view, bytes, at + f.offset, rec[f.name], path);
+    }
+    return;
+  }
+  if (dtype.subarray) {
+    const { base, shape } = dtype.subarray;
+    const flat: unknown[] = [];
+    const walk = (x: unknown, axis: number): void => {
+      if (axis === shape.length) { flat.push(x); return; }
+      if (!Array.isArray(x) || x.length !== shape[axis]) fail(`subarray value must have shape (${shape.join(', ')})`, field);
+      for (const y of x) walk(y, axis + 1);
+    };
+    walk(v, 0);
+    flat.forEach((x, k) => writeValue(base, view, bytes, at + k * base.itemsize, x, field));
+    return;
+  }
+  const le = dtype.byteOrder !== '>';
+  switch (dtype.kind) {
+    case 'b':
+      bytes[at] = v ? 1 : 0;
+      return;
+    case 'i':
+    case 'u': {
+      const x = toBigInt(v, dtype, field);
+      checkIntRange(x, dtype, field);
+      const n = Number(x);
+      switch (dtype.itemsize) {
+        case 1: bytes[at] = n & 0xff; return;
+        case 2: view.setUint16(at, n & 0xffff, le); return;
+        case 4: view.setUint32(at, n >>> 0, le); return;
+        default: view.setBigUint64(at, BigInt.asUintN(64, x), le); return;
+      }
+    }
+    case 'M':
+    case 'm':
+      view.setBigInt64(at, v === 'NaT' ? -(2n ** 63n) : BigInt.asIntN(64, toBigInt(v, dtype, field)), le);
+      return;
+    case 'f':
+      writeFloat(dtype.itemsize, view, bytes, at, toNumber(v, dtype, field), le);
+      return;
+    case 'c': {
+      const c = toComplex(v, dtype, field);
+      const half = dtype.itemsize / 2;
+      writeFloat(half, view, bytes, at, c.re, le);
+      writeFloat(half, view, bytes, at + half, c.im, le);
+      return;
+    }
+    case 'S':
+    case 'V': {
+      let b: Uint8Array;
+      if (v instanceof Uint8Array) b = v;
+      else if (typeof v === 'string') {
+        b = new Uint8Array(v.length);
+        for (let i = 0; i < v.length; i++) {
+          const c = v.charCodeAt(i);
+          if (c > 0xff) fail(`'${v}' has characters beyond latin-1 for ${dtype.str}`, field);
+          b[i] = c;
+        }
+      } else return fail(`a ${dtype.str} value must be a string or bytes`, field);
+      if (b.length > dtype.itemsize) fail(`value of ${b.length} bytes does not fit ${dtype.str}`, field);
+      bytes.fill(0, at, at + dtype.itemsize);
+      bytes.set(b, at);
+      return;
+    }
+    case 'U': {
+      if (typeof v !== 'string') fail(`a ${dtype.str} value must be a string`, field);
+      const cps = Array.from(v as string, (ch) => ch.codePointAt(0)!);
+      const n = dtype.itemsize / 4;
+      if (cps.length > n) fail(`'${v}' has ${cps.length} characters, ${dtype.str} holds ${n}`, field);
+      for (let k = 0; k < n; k++) view.setUint32(at + 4 * k, cps[k] ?? 0, le);
+      return;
+    }
+    case 'O':
+      fail('object arrays need the pickle codec', field);
+  }
+}
+
+function writeFloat(size: number, view: DataView, bytes: Uint8Array, at: number, x: number, le: boolean): void {
+  if (size === 2) view.setUint16(at, numberToFloat16(x), le);
+  else if (size === 4) view.setFloat32(at, x, le);
+  else if (size === 8) view.setFloat64(at, x, le);
+  else {
+    numberToLongDouble(x, bytes, at);
+    if (!le) bytes.subarray(at, at + 16).reverse();
+  }
+}
+
+/** Flatten nested JS arrays in C order, returning the values and the shape found. */
+function flattenNested(values: unknown): { flat: unknown[]; shape: number[] } {
+  const shape: number[] = [];
+  let probe = values;
+  while (Array.isArray(probe)) {
+    shape.push(probe.length);
+    probe = probe[0];
+    if (probe === undefined) break;
+  }
+  const flat: unknown[] = [];
+  const walk = (x: unknown, axis: number): void => {
+    if (axis === shape.length) { flat.push(x); return; }
+    if (!Array.isArray(x) || x.length !== shape[axis]) fail(`ragged nested lists: expected length ${shape[axis]} at axis ${axis}`);
+    for (const y of x) walk(y, axis + 1);
+  };
+  walk(values, 0);
+  return { flat, shape };
+}
+
+/**
+ * Build an array from plain JS values, like `np.array(values, dtype)`: nested lists give the
+ * shape (or pass `shape` with flat values in C order). Values follow the element rules of
+ * {@link readItem}: numbers or bigints for integers, `{re, im}` (or a real number) for complex,
+ * strings for `S`/`U`, objects for records.
+ */
+export function arrayFromValues(values: unknown, dtypeSpec: DType | string, options: { shape?: number[]; order?: Order } = {}): NdArray {
+  const dtype = parseDescr(dtypeSpec);
+  let flat: unknown[];
+  let shape: number[];
+  if (options.shape) {
+    shape = [...options.shape];
+    flat = Array.isArray(values) ? values : [values];
+    if (flat.length !== shapeSize(shape)) fail(`${flat.length} values do not fill shape (${shape.join(', ')})`);
+  } else {
+    ({ flat, shape } = flattenNested(values));
+  }
+  const raw = new Uint8Array(flat.length * dtype.itemsize);
+  const view = new DataView(raw.buffer);
+  for (let i = 0; i < flat.length; i++) writeValue(dtype, view, raw, i * dtype.itemsize, flat[i]);
+  const data = bytesToData(dtype, raw.buffer, 0, flat.length);
+  const c = new NdArray(dtype, shape, data, 'C');
+  return options.order === 'F' ? toOrder(c, 'F') : c;
+}

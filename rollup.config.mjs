@@ -1,0 +1,42 @@
+// Builds every package that has sources: ESM (.js) + CommonJS (.cjs) + bundled .d.ts.
+// Entries of one package are built together so that they share chunks (one NdArray class).
+import { existsSync } from 'node:fs';
+import esbuild from 'rollup-plugin-esbuild';
+import { dts } from 'rollup-plugin-dts';
+
+const packages = {
+  core: { index: 'src/index.ts', node: 'src/node.ts' },
+  cli: { main: 'src/main.ts' },
+  'stdlib-adapter': { index: 'src/index.ts' },
+  'tfjs-adapter': { index: 'src/index.ts' },
+};
+
+// Everything that is not a relative import stays an import: workspace packages, peers, node:*.
+const external = (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0');
+
+const configs = [];
+for (const [dir, entries] of Object.entries(packages)) {
+  const root = `packages/${dir}`;
+  const input = Object.fromEntries(
+    Object.entries(entries).filter(([, file]) => existsSync(`${root}/${file}`)).map(([name, file]) => [name, `${root}/${file}`]),
+  );
+  if (Object.keys(input).length === 0) continue;
+  configs.push({
+    input,
+    external,
+    plugins: [esbuild({ target: 'es2022', tsconfig: 'tsconfig.json' })],
+    output: [
+      { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
+      { dir: `${root}/dist`, format: 'cjs', entryFileNames: '[name].cjs', chunkFileNames: 'chunks/[name]-[hash].cjs', sourcemap: true },
+    ],
+  });
+  if (dir !== 'cli') {
+    configs.push({
+      input,
+      external,
+      plugins: [dts({ tsconfig: 'tsconfig.json' })],
+      output: { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].d.ts', chunkFileNames: 'chunks/[name]-[hash].d.ts' },
+    });
+  }
+}
+export default configs;

@@ -1,0 +1,41 @@
+// Runs every uvu suite in test/ in one process and ends with the line `N passed, N failed`.
+// Usage: node test/run.mjs [name-fragment...]   (only files whose name contains a fragment)
+import { readdirSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const only = process.argv.slice(2);
+const files = readdirSync(here)
+  .filter((f) => f.endsWith('.test.mjs'))
+  .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .sort();
+
+// Deferred mode: uvu queues the suites of each imported file and runs them all in `exec`.
+globalThis.UVU_DEFER = 1;
+const uvu = await import('uvu');
+for (const [i, f] of files.entries()) {
+  globalThis.UVU_INDEX = i;
+  globalThis.UVU_QUEUE.push([f]);
+  await import(pathToFileURL(join(here, f)).href);
+}
+
+// uvu reports its totals only as text: keep a copy of what it prints to count them.
+let printed = '';
+const write = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, ...rest) => {
+  printed += String(chunk);
+  if (printed.length > 1 << 20) printed = printed.slice(-4096);
+  return write(chunk, ...rest);
+};
+await uvu.exec(false);
+process.stdout.write = write;
+
+// eslint-disable-next-line no-control-regex
+const plain = printed.replace(/\x1b\[[0-9;]*m/g, '');
+const total = Number(/Total:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+const passed = Number(/Passed:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+const skipped = Number(/Skipped:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+const failed = total - passed - skipped;
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exitCode = failed > 0 || total === 0 ? 1 : 0;
