@@ -1,0 +1,315 @@
+"""numpy's side of the npyts tests: writes fixtures, computes what numpy says about them, and checks our files.
+
+Usage: python3 npyfixtures.py COMMAND ARGS...   (see the functions named cmd_*)
+"""
+import io, json, sys, os
+import numpy as np
+
+INT_LIMIT = 2**53 - 1
+BIG_HEADER = 10**9
+
+
+# ---------------------------------------------------------------- expected JSON (the CLI's document rules)
+def jfloat(x):
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
+def jint(x):
+    x = int(x)
+    return x if abs(x) <= INT_LIMIT else str(x)
+
+
+def nest(a, fn):
+    """Apply fn to every element of a (in C order) and return nested lists like tolist()."""
+    if not isinstance(a, np.ndarray):
+        return fn(a)
+    if a.ndim == 0:
+        return fn(a[()])
+    return [nest(a[i], fn) for i in range(a.shape[0])]
+
+
+def to_json(a):
+    dt = a.dtype
+    if dt.names is not None:
+        per_field = {n: to_json(a[n]) for n in dt.names}
+        def zipper(fields, depth):
+            if depth == a.ndim:
+                return dict(fields)
+            length = a.shape[depth]
+            return [zipper({n: f[i] for n, f in fields.items()}, depth + 1) for i in range(length)]
+        return zipper(per_field, 0)
+    k = dt.kind
+    if k in "Mm":
+        counts = a.astype(dt.newbyteorder("=")).view("i8")
+        nat = np.iinfo(np.int64).min
+        return nest(counts, lambda v: "NaT" if int(v) == nat else jint(v))
+    if k == "b":
+        return nest(a, lambda v: bool(v))
+    if k in "iu":
+        return nest(a, jint)
+    if k == "f":
+        return nest(a, jfloat)
+    if k == "c":
+        return nest(a, lambda v: [jfloat(v.real), jfloat(v.imag)])
+    if k == "S":
+        return nest(a, lambda v: bytes(v).decode("latin-1"))
+    if k == "U":
+        return nest(a, lambda v: str(v))
+    if k == "V":
+        return nest(a, lambda v: bytes(v).hex())
+    raise ValueError(dt)
+
+
+def descr_json(d):
+    if isinstance(d, str):
+        return d
+    out = []
+    for f in d:
+        name = list(f[0]) if isinstance(f[0], tuple) else f[0]
+        entry = [name, descr_json(f[1])]
+        if len(f) == 3:
+            entry.append(list(f[2]))
+        out.append(entry)
+    return out
+
+
+def document(path):
+    try:
+        from numpy.lib import _format_impl as fmt
+    except ImportError:  # numpy 1.x
+        from numpy.lib import format as fmt
+    with open(path, "rb") as fh:
+        version = fmt.read_magic(fh)
+        shape, fortran, dtype = fmt._read_array_header(fh, version, max_header_size=BIG_HEADER)
+    a = np.load(path, max_header_size=BIG_HEADER)
+    return {
+        "version": list(version),
+        "descr": descr_json(np.lib.format.dtype_to_descr(a.dtype)),
+        "fortran_order": bool(fortran),
+        "shape": list(a.shape),
+        "data": to_json(a),
+    }
+
+
+# ---------------------------------------------------------------- deterministic fill of any dtype
+def fill(view, seed):
+    dt = view.dtype
+    n = view.size
+    if dt.names is not None:
+        for i, name in enumerate(dt.names):
+            fill(view[name], seed + 3 * i + 1)
+        return
+    k = dt.kind
+    idx = (np.arange(n) + seed).reshape(view.shape) if n else np.zeros(view.shape, int)
+    if k == "b":
+        view[...] = idx % 3 == 1
+    elif k in "iu":
+        info = np.iinfo(dt)
+        vals = [info.min, info.max, 0, 1, -1 if k == "i" else 2, 17 + seed]
+        view[...] = np.array([vals[i % len(vals)] for i in range(n)], dtype=dt.newbyteorder("=")).reshape(view.shape) if n else 0
+    elif k == "f":
+        specials = [0.0, -0.0, 1.5, -2.25, np.nan, np.inf, -np.inf, 1e-40, 3.0e38, 0.1, 1 / 3, 65504.0]
+        if dt.itemsize == 2:
+            specials = [0.0, -0.0, 1.5, -2.25, np.nan, np.inf, -np.inf, 6e-8, 65504.0, 0.1, 1 / 3, 2049.0]
+        if dt.itemsize >= 8:
+            specials += [5e-324, 1.7e308, 2.0**-1030]
+        vals = np.array([specials[(i + seed) % len(specials)] for i in range(n)], dtype=dt.newbyteorder("="))
+        if dt.itemsize == 16 and n:
+            vals = vals + np.longdouble(1) / 3  # values a float64 cannot hold exactly
+            vals[0] = np.nan
+        view[...] = vals.reshape(view.shape) if n else 0
+    elif k == "c":
+        half = np.dtype("f%d" % (dt.itemsize // 2))
+        re = np.array([[0.5, -1.25, np.nan, np.inf, 1e-30][(i + seed) % 5] for i in range(n)], dtype=half)
+        im = np.array([[2.0, -0.0, 3.5, -np.inf, 7.0][(i + seed) % 5] for i in range(n)], dtype=half)
+        vals = np.empty(n, dt.newbyteorder("="))
+        vals.real = re
+        vals.imag = im
+        view[...] = vals.reshape(view.shape)
+    elif k == "S":
+        words = [b"", b"a", b"ab\x00c", b"\xff\xe9", b"npyts!!"]
+        view[...] = np.array([words[(i + seed) % 5][: dt.itemsize] for i in range(n)], dtype=dt).reshape(view.shape) if n else b""
+    elif k == "U":
+        words = ["", "é", "整形", "a\U0001F600b", "tab\tx"]
+        cap = dt.itemsize // 4
+        view[...] = np.array([words[(i + seed) % 5][:cap] for i in range(n)], dtype=dt).reshape(view.shape) if n else ""
+    elif k == "V":
+        raw = np.frombuffer(bytes((7 * i + seed) % 256 for i in range(n * dt.itemsize)), dtype=dt) if n else np.zeros(0, dt)
+        view[...] = raw.reshape(view.shape)
+    elif k in "Mm":
+        vals = np.array([[0, 1, -1, 10**15, np.iinfo(np.int64).min, 2**62][(i + seed) % 6] for i in range(n)], dtype="i8")
+        view[...] = vals.view(dt.newbyteorder("=")).reshape(view.shape) if n else 0
+    else:
+        raise ValueError(dt)
+
+
+def make(dtype, shape, order="C", seed=0):
+    dt = np.dtype(dtype)
+    a = np.zeros(shape, dtype=dt)
+    fill(a, seed)
+    return np.asfortranarray(a) if order == "F" else a
+
+
+# ---------------------------------------------------------------- the catalogue
+SCALARS = ["b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8", "f16", "c8", "c16", "c32",
+           "M8[ns]", "M8[D]", "m8[2s]", "M8", "m8[us]"]
+
+
+def catalogue():
+    cases = {}
+    for s in SCALARS:
+        for order_char in "<>":
+            dt = np.dtype(order_char + s) if s not in ("b1", "i1", "u1") else np.dtype(s)
+            tag = s.replace("[", "_").replace("]", "")
+            cases[f"{tag}{'_be' if order_char == '>' else ''}_C"] = make(dt, (2, 3))
+            cases[f"{tag}{'_be' if order_char == '>' else ''}_F"] = make(dt, (2, 3), "F", seed=1)
+            if s in ("b1", "i1", "u1"):
+                break
+    cases["f4_0d"] = make("<f4", ())
+    cases["i8_0d"] = make(">i8", (), seed=1)
+    cases["f8_empty"] = make("<f8", (0,))
+    cases["i2_empty_3d"] = make("<i2", (3, 0, 2))
+    cases["f4_4d_C"] = make("<f4", (2, 3, 4, 5))
+    cases["f8_4d_F"] = make("<f8", (2, 3, 4, 5), "F")
+    cases["u2_4d_F_be"] = make(">u2", (3, 1, 4, 2), "F")
+    cases["f4_F_1d"] = np.asfortranarray(make("<f4", (7,)))
+    cases["S5"] = make("S5", (2, 3))
+    cases["S5_F"] = make("S5", (2, 3), "F")
+    cases["S0"] = np.zeros((3,), "S0") if hasattr(np, "zeros") else None
+    cases["U3"] = make("<U3", (5,))
+    cases["U3_be_F"] = make(">U3", (2, 3), "F")
+    cases["V7"] = make("V7", (4,))
+    cases["rec_nested"] = make([("a", "<i4"), ("b", [("c", "<f8"), ("d", "S3")]), ("e", "<u2", (2, 3))], (3,))
+    cases["rec_aligned"] = make(np.dtype("i1,i4,i1", align=True), (4,))
+    cases["rec_titles"] = make(np.dtype({"names": ["a", "b"], "formats": ["<i4", ">f4"], "titles": ["my title", None]}), (2,))
+    cases["rec_offsets"] = make(np.dtype({"names": ["x", "y"], "formats": ["<f8", "<i2"], "offsets": [4, 16], "itemsize": 24}), (2,))
+    cases["rec_sub_of_rec"] = make([("p", [("x", "<f4"), ("y", ">i2")], (2,)), ("q", "M8[s]")], (2, 2))
+    cases["rec_F"] = make([("a", ">i8"), ("b", "<U2"), ("c", "?")], (3, 2), "F")
+    cases["rec_F_sub"] = make([("a", "<i2", (2,)), ("b", "f2")], (2, 3), "F")
+    cases["rec_mixed_be"] = make([("t", ">M8[ms]"), ("d", ">m8[s]"), ("z", ">c16"), ("s", ">U4"), ("h", ">f2"), ("g", ">f16")], (3,))
+    cases["rec_empty"] = np.zeros((2,), np.dtype({"names": [], "formats": [], "itemsize": 8}))
+    cases["rec_latin1_name"] = make([("é", "<i4"), ("b", "<f4")], (2,))
+    cases["rec_utf8_name_v3"] = make([("整形", "<i4"), ("b", "<f4")], (2,))
+    cases["rec_deep"] = make([("l1", [("l2", [("l3", [("l4", [("v", "<i4", (2,))])])])])], (2,))
+    cases["rec_0d"] = make([("a", "<i4"), ("b", "<f8")], ())
+    many = np.dtype([(f"field_{i}", "<i4") for i in range(4000)])
+    cases["rec_4000_fields_v2"] = make(many, (2,))
+    return {k: v for k, v in cases.items() if v is not None}
+
+
+def cmd_catalogue(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    manifest = []
+    for name, arr in catalogue().items():
+        path = os.path.join(outdir, name + ".npy")
+        np.save(path, arr)
+        manifest.append({"name": name, "file": path, "doc": document(path)})
+    json.dump(manifest, sys.stdout)
+
+
+def cmd_documents(*paths):
+    json.dump([document(p) for p in paths], sys.stdout)
+
+
+def spec_value(v, dt):
+    """JSON spec values → what np.array takes (records as tuples, complex from {re, im})."""
+    if dt.names is not None:
+        return tuple(spec_value(v[n], dt.fields[n][0]) for n in dt.names)
+    if dt.subdtype is not None:
+        base = dt.subdtype[0]
+        def walk(x):
+            return [walk(y) for y in x] if isinstance(x, list) else spec_value(x, base)
+        return walk(v)
+    if isinstance(v, dict) and "re" in v:
+        return complex(float(v["re"]), float(v["im"]))
+    if dt.kind == "S" and isinstance(v, str):
+        return v.encode("latin-1")
+    if dt.kind in "iu" and isinstance(v, str):
+        return int(v)
+    return v
+
+
+def cmd_check_writes(spec_path):
+    """Each spec: {file, descr, values (nested), order, version?}: our file must equal np.save's bytes."""
+    specs = json.load(open(spec_path))
+    results = []
+    for s in specs:
+        dt = np.lib.format.descr_to_dtype(eval_descr(s["descr"]))
+        def conv(x, depth):
+            return [conv(y, depth + 1) for y in x] if depth < len(s["shape"]) else spec_value(x, dt)
+        expected = np.array(conv(s["values"], 0), dtype=dt).reshape(s["shape"])
+        if s.get("order") == "F":
+            expected = np.asfortranarray(expected)
+        buf = io.BytesIO()
+        if s.get("version"):
+            np.lib.format.write_array(buf, expected, version=(s["version"], 0))
+        else:
+            np.save(buf, expected)
+        ours = open(s["file"], "rb").read()
+        loaded = np.load(s["file"], max_header_size=BIG_HEADER)
+        same_values = loaded.dtype == expected.dtype and loaded.shape == expected.shape and loaded.tobytes() == expected.tobytes()
+        results.append({"file": s["file"], "identical": ours == buf.getvalue(), "values": bool(same_values),
+                        "numpy_header": buf.getvalue()[:200].decode("latin-1"), "our_header": ours[:200].decode("latin-1")})
+    json.dump(results, sys.stdout)
+
+
+def eval_descr(d):
+    """Our JSON descr back into numpy's descr form (lists of tuples)."""
+    if isinstance(d, str):
+        return d
+    out = []
+    for f in d:
+        name = tuple(f[0]) if isinstance(f[0], list) else f[0]
+        out.append((name, eval_descr(f[1])) if len(f) == 2 else (name, eval_descr(f[1]), tuple(f[2])))
+    return out
+
+
+def cmd_check_transform(pairs_path):
+    """[{source, ours, order?, byteorder?, version?}]: ours must be what numpy writes for the transformed source."""
+    out = []
+    for p in json.load(open(pairs_path)):
+        a = np.load(p["source"], max_header_size=BIG_HEADER)
+        if p.get("byteorder"):
+            a = a.astype(a.dtype.newbyteorder({"little": "<", "big": ">", "native": "="}[p["byteorder"]]))
+        if p.get("order") == "F":
+            a = np.asfortranarray(a)
+        elif p.get("order") == "C":
+            a = np.ascontiguousarray(a)
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, a, version=(p["version"], 0) if p.get("version") else None)
+        out.append(open(p["ours"], "rb").read() == buf.getvalue())
+    json.dump(out, sys.stdout)
+
+
+def cmd_dtypes(spec_path):
+    """For each spelling: numpy's dtype str, name, itemsize and descr, or the error."""
+    out = []
+    for s in json.load(open(spec_path)):
+        try:
+            dt = np.dtype(s) if isinstance(s, str) else np.lib.format.descr_to_dtype(eval_descr(s))
+            out.append({"str": dt.str, "name": dt.name, "itemsize": dt.itemsize,
+                        "descr": descr_json(np.lib.format.dtype_to_descr(dt)) if dt.subdtype is None else None})
+        except Exception as e:
+            out.append({"error": type(e).__name__})
+    json.dump(out, sys.stdout)
+
+
+def cmd_loads(*paths):
+    """Whether np.load accepts each file (allow_pickle=False)."""
+    out = []
+    for p in paths:
+        try:
+            np.load(p, max_header_size=BIG_HEADER)
+            out.append(True)
+        except Exception:
+            out.append(False)
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    globals()["cmd_" + sys.argv[1].replace("-", "_")](*sys.argv[2:])

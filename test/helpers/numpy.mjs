@@ -1,0 +1,54 @@
+// Bridges the tests to numpy: every fixture and every expected value comes from numpy at test time.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const script = join(here, 'npyfixtures.py');
+
+/** Run a command of npyfixtures.py and parse its JSON output. */
+export function numpy(command, ...args) {
+  const out = execFileSync('python3', ['-W', 'ignore', script, command, ...args], { maxBuffer: 1 << 30, encoding: 'utf8' });
+  return JSON.parse(out);
+}
+
+/** Run a short Python snippet with numpy imported as np; returns stdout. */
+export function python(code) {
+  return execFileSync('python3', ['-W', 'ignore', '-c', `import numpy as np, sys, json, io\n${code}`], { maxBuffer: 1 << 30, encoding: 'utf8' });
+}
+
+/** A fresh temporary directory, removed at process exit. */
+export function scratch(prefix = 'npyts-test-') {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export function writeJSON(path, value) {
+  writeFileSync(path, JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? String(v) : v)));
+  return path;
+}
+
+const repoRoot = join(here, '..', '..');
+export const cliBin = join(repoRoot, 'packages', 'cli', 'bin', 'npyts.js');
+
+/** Run the CLI in-process; returns { code, stdout, stderr }. */
+export async function runCli(args) {
+  const { main } = await import('@npyts/cli/dist/main.js');
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, { stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; } });
+  return { code, stdout, stderr };
+}
+
+/** Run the real `npyts` executable in a child process. */
+export function spawnCli(args) {
+  try {
+    const stdout = execFileSync(process.execPath, [cliBin, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    return { code: 0, stdout, stderr: '' };
+  } catch (e) {
+    return { code: e.status, stdout: e.stdout, stderr: e.stderr };
+  }
+}
