@@ -1,6 +1,6 @@
 // Builds every package that has sources: ESM (.js) + CommonJS (.cjs) + bundled .d.ts.
 // Entries of one package are built together so that they share chunks (one NdArray class).
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import esbuild from 'rollup-plugin-esbuild';
 import { dts } from 'rollup-plugin-dts';
 
@@ -21,6 +21,7 @@ for (const [dir, entries] of Object.entries(packages)) {
     Object.entries(entries).filter(([, file]) => existsSync(`${root}/${file}`)).map(([name, file]) => [name, `${root}/${file}`]),
   );
   if (Object.keys(input).length === 0) continue;
+  rmSync(`${root}/dist`, { recursive: true, force: true }); // no stale chunks from earlier builds
   configs.push({
     input,
     external,
