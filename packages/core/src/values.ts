@@ -15,6 +15,7 @@ function toBigInt(v: unknown, dtype: DType, field?: string): bigint {
   if (typeof v === 'bigint') return v;
   if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
   if (typeof v === 'boolean') return v ? 1n : 0n;
+  if (typeof v === 'string' && /^[+-]?\d+$/.test(v.trim())) return BigInt(v.trim());
   return fail(`${JSON.stringify(String(v))} is not an integer for ${dtype.str}`, field);
 }
 
