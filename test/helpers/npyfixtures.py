@@ -318,5 +318,106 @@ def cmd_loads(*paths):
     json.dump(out, sys.stdout)
 
 
+
+# ---------------------------------------------------------------- hand-made headers (other writers, old numpy, hostile input)
+def raw_npy(text, data, version=(1, 0), align=64, encoding="latin1", length=None, magic=b"\x93NUMPY"):
+    body = text.encode(encoding) if isinstance(text, str) else text
+    prefix_len = 8 + (2 if version[0] == 1 else 4)
+    if align:
+        pad = (-(prefix_len + len(body) + 1)) % align
+        body = body + b" " * pad + b"\n"
+    hlen = len(body) if length is None else length
+    fmt = "<H" if version[0] == 1 else "<I"
+    import struct
+    return magic + bytes(version) + struct.pack(fmt, hlen) + body + data
+
+
+def header_cases():
+    f4 = np.arange(6, dtype="<f4").tobytes()
+    std = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+    ok = {
+        "keys_reordered": raw_npy("{'shape': (2, 3), 'fortran_order': False, 'descr': '<f4'}", f4),
+        "double_quotes": raw_npy('{"descr": "<f4", "fortran_order": False, "shape": (2, 3)}', f4),
+        "multi_line": raw_npy("{'descr': '<f4',\n 'fortran_order': False,\n 'shape': (2, 3)}", f4),
+        "comment_and_tabs": raw_npy("{'descr':\t'<f4', # a comment\n 'fortran_order': False, 'shape': (2,3)}", f4),
+        "u_prefix": raw_npy("{u'descr': u'<f4', u'fortran_order': False, u'shape': (2, 3)}", f4),
+        "align_16": raw_npy(std, f4, align=16),
+        "unaligned": raw_npy(std + "\n", f4, align=None),
+        "long_suffix_v1": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }", f4),
+        "long_suffix_v2": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }", f4, version=(2, 0)),
+        "trailing_bytes": raw_npy(std, f4 + b"trailing junk"),
+        "fortran_true": raw_npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", f4),
+        "shape_space_comma": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (6, ), }", f4),
+        "latin1_field_v1": raw_npy("{'descr': [('\xe9', '<i4')], 'fortran_order': False, 'shape': (2,), }", np.arange(2, dtype="<i4").tobytes()),
+        "utf8_field_v3": raw_npy("{'descr': [('整形', '<i4')], 'fortran_order': False, 'shape': (2,), }", np.arange(2, dtype="<i4").tobytes(), version=(3, 0), encoding="utf8"),
+        "subarray_descr_folded": raw_npy("{'descr': ('<i4', (2,)), 'fortran_order': False, 'shape': (3,), }", np.arange(6, dtype="<i4").tobytes()),
+        "subarray_int_shape": raw_npy("{'descr': [('a', '<i2', 3)], 'fortran_order': False, 'shape': (1,), }", np.arange(3, dtype="<i2").tobytes()),
+        "explicit_padding_fields": raw_npy("{'descr': [('a', '|u1'), ('', '|V3'), ('b', '<i4')], 'fortran_order': False, 'shape': (1,), }", bytes([9, 0, 0, 0, 7, 0, 0, 0])),
+    }
+    for i, spelling in enumerate(["=i4", "i4", "f", "<d", "float64", "<M8[2ns]", "|S0", "b1", "?", ">u8", "c", "S3", "U2", "int16", "<m8[25us]", "e", "D", "V3"]):
+        dt = np.dtype(spelling)
+        data = np.zeros(2, dt)
+        fill(data, 3)
+        ok[f"spelling_{i}"] = raw_npy("{'descr': %r, 'fortran_order': False, 'shape': (2,), }" % spelling, data.tobytes())
+    bad = {
+        "bad_magic": raw_npy(std, f4, magic=b"\x93NUMPX"),
+        "not_npy_at_all": b"PK\x03\x04 this is a zip file",
+        "truncated_magic": b"\x93NUM",
+        "empty": b"",
+        "version_4": raw_npy(std, f4, version=(4, 0)),
+        "version_1_1": raw_npy(std, f4, version=(1, 1)),
+        "header_past_end": raw_npy(std, b"", length=5000),
+        "not_a_literal": raw_npy("{'descr': np.float32, 'fortran_order': False, 'shape': (2, 3), }", f4),
+        "not_a_dict": raw_npy("['<f4', False, (2, 3)]", f4),
+        "missing_key": raw_npy("{'descr': '<f4', 'shape': (2, 3), }", f4),
+        "extra_key": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}", f4),
+        "shape_list": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }", f4),
+        "shape_negative": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3), }", f4),
+        "shape_float": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2.0, 3), }", f4),
+        "fortran_not_bool": raw_npy("{'descr': '<f4', 'fortran_order': 0, 'shape': (2, 3), }", f4),
+        "unknown_descr": raw_npy("{'descr': '<x4', 'fortran_order': False, 'shape': (2, 3), }", f4),
+        "bad_field_entry": raw_npy("{'descr': [('a',)], 'fortran_order': False, 'shape': (2, 3), }", f4),
+        "bad_nested_field": raw_npy("{'descr': [('a', [('b', '<q9')])], 'fortran_order': False, 'shape': (1,), }", f4),
+        "duplicate_field": raw_npy("{'descr': [('a', '<i2'), ('a', '<i2')], 'fortran_order': False, 'shape': (1,), }", f4),
+        "data_short": raw_npy(std, f4[:-1]),
+        "size_overflow": raw_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }", f4),
+        "deep_nesting": raw_npy("{'descr': " + "[" * 100000 + "]" * 100000 + ", 'fortran_order': False, 'shape': (2, 3), }", f4, version=(2, 0)),
+        "long_suffix_v3": raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }", f4, version=(3, 0), encoding="utf8"),
+        "invalid_utf8_v3": raw_npy(b"{'descr': [('\xff\xfe', '<i4')], 'fortran_order': False, 'shape': (2,), }", f4, version=(3, 0)),
+        "unterminated_string": raw_npy("{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3), }", f4),
+        "object_array": raw_npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", b"\x80\x04N."),
+    }
+    return ok, bad
+
+
+def cmd_headers(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    ok, bad = header_cases()
+    out = {"ok": [], "bad": []}
+    for group, cases in (("ok", ok), ("bad", bad)):
+        for name, content in cases.items():
+            path = os.path.join(outdir, name + ".npy")
+            with open(path, "wb") as fh:
+                fh.write(content)
+            entry = {"name": name, "file": path}
+            try:
+                a = np.load(path, max_header_size=BIG_HEADER)
+                entry["numpy_loads"] = True
+                entry["doc"] = {"descr": descr_json(np.lib.format.dtype_to_descr(a.dtype)),
+                                "fortran_order": bool(a.flags.f_contiguous and not a.flags.c_contiguous),
+                                "shape": list(a.shape), "data": to_json(a)}
+            except Exception as e:
+                entry["numpy_loads"] = False
+                entry["numpy_error"] = type(e).__name__
+                if name == "subarray_descr_folded":
+                    # numpy 2.4's reader folds the subarray into the shape, then fails its own
+                    # element-count check; build what the folding means from numpy's pieces.
+                    dt = np.lib.format.descr_to_dtype(('<i4', (2,)))
+                    a = np.frombuffer(content[-24:], dt.base).reshape((3,) + dt.shape)
+                    entry["doc"] = {"descr": a.dtype.str, "fortran_order": False, "shape": list(a.shape), "data": to_json(a)}
+            out[group].append(entry)
+    json.dump(out, sys.stdout)
+
+
 if __name__ == "__main__":
     globals()["cmd_" + sys.argv[1].replace("-", "_")](*sys.argv[2:])

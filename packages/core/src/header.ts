@@ -1,7 +1,7 @@
 /** The .npy preamble: magic, version, header length and the header dict, read and written as numpy does. */
 import { DType, dtypeFromHeaderValue, shapeRepr } from './dtype.js';
 import { NpyError } from './errors.js';
-import { PyTuple, parsePyLiteral, type PyValue } from './pyliteral.js';
+import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './pyliteral.js';
 
 export const MAGIC = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x93NUMPY
 export const ARRAY_ALIGN = 64;
@@ -142,7 +142,7 @@ function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape:
       throw new NpyError('SIZE_OVERFLOW', `shape dimension ${d} is larger than 2^53`, { offset });
     }
     if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) {
-      throw new NpyError('BAD_SHAPE', `shape must hold non-negative integers, found ${JSON.stringify(d)}`, { offset });
+      throw new NpyError('BAD_SHAPE', `shape must hold non-negative integers, found ${reprPy(d)}`, { offset });
     }
     return d;
   });

@@ -21,4 +21,4 @@ export { readItem, readFromBytes, NOT_A_TIME, type Scalar, type ScalarRecord, ty
 export { storageOf, bytesToData, dataToBytes, type TypedArray, type ArrayData, type Storage } from './storage.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble } from './scalars.js';
 export { jsonValue, arrayToJSON, npyDocument } from './json.js';
-export { parsePyLiteral, reprPy, reprString, PyTuple, type PyValue } from './pyliteral.js';
+export { parsePyLiteral, reprPy, reprString, PyTuple, PyFloat, type PyValue } from './pyliteral.js';

@@ -13,7 +13,12 @@ export class PyTuple {
   constructor(readonly items: PyValue[]) {}
 }
 
-export type PyValue = string | number | bigint | boolean | null | PyTuple | PyValue[] | PyDict;
+/** A Python float; kept apart from ints so that `(2.0, 3)` is not mistaken for a shape. */
+export class PyFloat {
+  constructor(readonly value: number) {}
+}
+
+export type PyValue = string | number | bigint | boolean | null | PyFloat | PyTuple | PyValue[] | PyDict;
 export type PyDict = Map<string | number | bigint | boolean | null, PyValue>;
 
 export interface ParseOptions {
@@ -109,11 +114,11 @@ class Parser {
       if (kind === 'dict') {
         const keyAt = this.pos;
         const key = this.value();
-        if (key !== null && typeof key === 'object') this.fail('dict keys must be plain literals', keyAt);
+        if (key !== null && typeof key === 'object' && !(key instanceof PyFloat)) this.fail('dict keys must be plain literals', keyAt);
         this.skipSpace();
         if (this.text[this.pos] !== ':') this.fail("expected ':' after dict key");
         this.pos++;
-        dict.set(key, this.value());
+        dict.set(key instanceof PyFloat ? key.value : key, this.value());
         items.push(null); // counts entries, including duplicate keys, for comma handling
       } else {
         items.push(this.value());
@@ -180,7 +185,7 @@ class Parser {
     }
   }
 
-  number(): number | bigint {
+  number(): number | bigint | PyFloat {
     const t = this.text;
     const start = this.pos;
     let sign = 1;
@@ -212,7 +217,7 @@ class Parser {
     if (flt && /[0-9]/.test(flt[0])) {
       this.pos += flt[0].length;
       if (t[this.pos] === 'j' || t[this.pos] === 'J') this.fail('complex literals are not valid in a header');
-      return sign * Number(flt[0].replace(/_/g, ''));
+      return new PyFloat(sign * Number(flt[0].replace(/_/g, '')));
     }
     return this.fail('malformed number', start);
   }
@@ -262,6 +267,10 @@ export function reprPy(v: PyValue): string {
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   if (typeof v === 'string') return reprString(v);
   if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+  if (v instanceof PyFloat) {
+    const s = String(v.value);
+    return /^-?\d+$/.test(s) ? `${s}.0` : s;
+  }
   if (v instanceof PyTuple) {
     const parts = v.items.map(reprPy);
     return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(', ')})`;

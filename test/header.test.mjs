@@ -1,0 +1,121 @@
+// Header reading: as lenient as numpy where numpy is, and a coded, located error for everything
+// numpy refuses, from the API and from the CLI as one line.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { decodeNpy, readHeader, headerBytesNeeded, NpyError, arrayToJSON, parsePyLiteral } from '@npyts/core';
+import { numpy, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
+
+const dir = scratch();
+const { ok, bad } = numpy('headers', dir);
+
+for (const { name, file, doc } of ok) {
+  test(`accepts ${name} like numpy`, () => {
+    const a = decodeNpy(readFileSync(file));
+    assert.equal({ descr: a.dtype.descr, fortran_order: a.order === 'F', shape: a.shape, data: arrayToJSON(a) }, doc);
+  });
+}
+
+test('numpy accepts every lenient case except the subarray fold it fails on itself', () => {
+  assert.equal(ok.filter((c) => !c.numpy_loads).map((c) => c.name), ['subarray_descr_folded']);
+});
+
+const expectedCodes = {
+  bad_magic: 'BAD_MAGIC', not_npy_at_all: 'BAD_MAGIC', truncated_magic: 'TRUNCATED', empty: 'TRUNCATED',
+  version_4: 'UNSUPPORTED_VERSION', version_1_1: 'UNSUPPORTED_VERSION', header_past_end: 'TRUNCATED',
+  not_a_literal: 'HEADER_SYNTAX', not_a_dict: 'HEADER_NOT_DICT', missing_key: 'HEADER_KEYS', extra_key: 'HEADER_KEYS',
+  shape_list: 'BAD_SHAPE', shape_negative: 'BAD_SHAPE', shape_float: 'BAD_SHAPE', fortran_not_bool: 'BAD_FORTRAN_ORDER',
+  unknown_descr: 'BAD_DESCR', bad_field_entry: 'BAD_DESCR', bad_nested_field: 'BAD_DESCR', duplicate_field: 'BAD_DESCR',
+  data_short: 'DATA_TRUNCATED', size_overflow: 'SIZE_OVERFLOW', deep_nesting: 'HEADER_SYNTAX',
+  long_suffix_v3: 'HEADER_SYNTAX', invalid_utf8_v3: 'HEADER_SYNTAX', unterminated_string: 'HEADER_SYNTAX',
+  object_array: 'PICKLE_UNSUPPORTED',
+};
+
+test('every malformed case is covered and numpy refuses each of them too', () => {
+  assert.equal(bad.map((c) => c.name).sort(), Object.keys(expectedCodes).sort());
+  assert.equal(bad.filter((c) => c.numpy_loads).map((c) => c.name), []);
+});
+
+for (const { name, file } of bad) {
+  test(`refuses ${name} with ${expectedCodes[name]}`, () => {
+    const bytes = readFileSync(file);
+    const t0 = performance.now();
+    let err;
+    try {
+      decodeNpy(bytes);
+    } catch (e) {
+      err = e;
+    }
+    assert.instance(err, NpyError, `${name}: ${err}`);
+    assert.is(err.code, expectedCodes[name], err.message);
+    assert.ok(err.offset === undefined || (err.offset >= 0 && err.offset <= bytes.length), `${name}: offset ${err.offset}`);
+    assert.ok(performance.now() - t0 < 2000, 'refusal must be fast');
+  });
+}
+
+test('errors say where: byte offsets and field paths', () => {
+  const at = (name) => {
+    try { decodeNpy(readFileSync(bad.find((c) => c.name === name).file)); } catch (e) { return e; }
+    return null;
+  };
+  assert.match(at('bad_magic').message, /at byte 5/);
+  assert.match(at('header_past_end').message, /claims 5000 bytes/);
+  assert.match(at('data_short').message, /needs 24 bytes .* only 23/);
+  assert.match(at('bad_nested_field').message, /in field 'a\.b'/);
+  assert.match(at('unknown_descr').message, /'<x4' is not a numpy type string/);
+  assert.match(at('missing_key').message, /missing 'fortran_order'/);
+  assert.match(at('extra_key').message, /unexpected "x"/);
+  assert.match(at('object_array').message, /pickle/);
+});
+
+test('readHeader needs only the header bytes', () => {
+  const bytes = readFileSync(ok.find((c) => c.name === 'keys_reordered').file);
+  const need = headerBytesNeeded(bytes.subarray(0, 12));
+  assert.is(need, 128);
+  assert.throws(() => readHeader(bytes.subarray(0, need - 1)), (e) => e.code === 'TRUNCATED');
+  const h = readHeader(bytes.subarray(0, need));
+  assert.equal(h.shape, [2, 3]);
+  assert.is(h.dataOffset, 128);
+  assert.is(h.dataBytes, 24);
+  assert.is(h.dtype.str, '<f4');
+});
+
+test('the literal parser is linear on long flat input and bounded on deep input', () => {
+  const flat = `[${'1, '.repeat(200000)}1]`;
+  let t0 = performance.now();
+  assert.is(parsePyLiteral(flat).length, 200001);
+  assert.ok(performance.now() - t0 < 1500);
+  t0 = performance.now();
+  assert.throws(() => parsePyLiteral('('.repeat(1e6)), (e) => e.code === 'HEADER_SYNTAX' && /nesting/.test(e.message));
+  assert.ok(performance.now() - t0 < 1500);
+});
+
+test('CLI: one line on stderr naming the file, exit 1, for every malformed file', async () => {
+  for (const { name, file } of bad) {
+    const r = await runCli(['show', file]);
+    assert.is(r.code, 1, name);
+    const lines = r.stderr.trimEnd().split('\n');
+    assert.is(lines.length, 1, `${name}: ${r.stderr}`);
+    assert.ok(lines[0].startsWith(`npyts: error: ${file}: `), lines[0]);
+    assert.is(r.stdout, '');
+  }
+});
+
+test('the executable: no stack trace, exit codes 1 and 2, NPYTS_DEBUG shows the trace', () => {
+  const file = bad.find((c) => c.name === 'bad_magic').file;
+  const r = spawnCli(['info', file]);
+  assert.is(r.code, 1);
+  assert.is(r.stderr.trim().split('\n').length, 1);
+  assert.not.match(r.stderr, /\n\s+at /);
+  const usage = spawnCli(['convert', file]);
+  assert.is(usage.code, 2);
+  assert.match(usage.stderr, /usage error/);
+  assert.is(spawnCli(['frobnicate']).code, 2);
+  assert.is(spawnCli(['show', '--bogus', file]).code, 2);
+  const missing = spawnCli(['show', `${dir}/does-not-exist.npy`]);
+  assert.is(missing.code, 1);
+  assert.match(missing.stderr, /does-not-exist\.npy: no such file/);
+  assert.is(spawnCli(['--help']).code, 0);
+});
+
+test.run();
