@@ -419,5 +419,97 @@ def cmd_headers(outdir):
     json.dump(out, sys.stdout)
 
 
+
+# ---------------------------------------------------------------- conversions, order and fields
+def cmd_floats(outdir):
+    """float16 and x86 long double test vectors, with numpy's conversions of them."""
+    os.makedirs(outdir, exist_ok=True)
+    rng = np.random.default_rng(7)
+    halves = np.arange(65536, dtype="<u2").view("<f2")
+    np.save(os.path.join(outdir, "f16_bits.npy"), halves)
+    np.save(os.path.join(outdir, "f16_as_f8.npy"), halves.astype("<f8"))
+    doubles = np.concatenate([
+        rng.standard_normal(20000) * 10.0 ** rng.integers(-9, 6, 20000),
+        (np.arange(-70000, 70000, 0.5)),            # exact halves: the ties of the rounding
+        np.array([2.0**-24 * k for k in np.arange(0, 2048, 0.5)]),  # subnormal half grid and its ties
+        np.array([65504.0, 65519.99, 65520.0, 1e10, -1e-10, 0.0, -0.0, np.inf, -np.inf, 5e-324]),
+    ])
+    np.save(os.path.join(outdir, "doubles.npy"), doubles)
+    np.save(os.path.join(outdir, "doubles_as_f16.npy"), doubles.astype("<f2"))
+    # Long doubles: random valid 80-bit encodings (explicit integer bit set for normals), around the
+    # float64 normal/subnormal/overflow boundaries and in general.
+    n = 20000
+    mant = rng.integers(0, 2**63, n, dtype=np.uint64) | np.uint64(2**63)
+    exps = np.concatenate([rng.integers(16383 - 1100, 16383 + 1100, n - 2000), rng.integers(16383 - 1080, 16383 - 1015, 1000), rng.integers(16383 + 1015, 16383 + 1030, 1000)])
+    sign = rng.integers(0, 2, n) << 15
+    raw = np.zeros((n, 16), np.uint8)
+    raw[:, :8] = mant.view(np.uint8).reshape(n, 8)
+    se = (exps | sign).astype("<u2")
+    raw[:, 8:10] = se.view(np.uint8).reshape(n, 2)
+    ld = raw.reshape(-1).view("<f16")
+    np.save(os.path.join(outdir, "ld.npy"), ld)
+    with np.errstate(all="ignore"):
+        np.save(os.path.join(outdir, "ld_as_f8.npy"), ld.astype("<f8"))
+    d2 = np.concatenate([doubles, rng.standard_normal(1000) * 1e-310, [1.7976931348623157e308]])
+    np.save(os.path.join(outdir, "d2.npy"), d2)
+    out = np.zeros(d2.size, "<f16")
+    out[...] = d2
+    u = out.view(np.uint8).reshape(-1, 16)
+    u[:, 10:] = 0
+    np.save(os.path.join(outdir, "d2_as_ld.npy"), out)
+    json.dump({"ok": True}, sys.stdout)
+
+
+def cmd_orders(outdir):
+    """The same arrays in C and F order, for dtypes of every storage width."""
+    os.makedirs(outdir, exist_ok=True)
+    rng = np.random.default_rng(11)
+    cases = []
+    shapes = [(37, 61), (5, 1, 7), (2, 3, 4, 5), (1, 9), (65, 130), (3, 4, 2, 1, 5)]
+    dtypes = ["<f4", "<f8", "|u1", "<i2", "<c16", "<c8", "|S3", "<U2", np.dtype("i1,i4,i1", align=True).descr, [("a", "<i2"), ("b", "|u1")]]
+    for si, shape in enumerate(shapes):
+        for di, d in enumerate(dtypes):
+            dt = np.lib.format.descr_to_dtype(d) if isinstance(d, list) else np.dtype(d)
+            n = int(np.prod(shape)) * dt.itemsize
+            a = np.frombuffer(rng.integers(0, 256, n, dtype=np.uint8).tobytes(), dtype=dt).reshape(shape) if dt.kind != "U" else np.array(rng.choice(["a", "bc", "é"], size=shape), dtype=dt)
+            if dt.kind == "f" and dt.itemsize == 8:
+                a = a.copy()
+                a.view("<u8").reshape(-1)[:4] = [0x7FF0000000000001, 0xFFF4000000000000, 0x7FF8000000000123, 0xFFFFFFFFFFFFFFFF]  # NaN payloads, signalling too
+            c = os.path.join(outdir, f"o{si}_{di}_C.npy")
+            f = os.path.join(outdir, f"o{si}_{di}_F.npy")
+            # Reorder records as plain void items: numpy's field-wise copies leave padding uninitialised.
+            raw = a.view(np.dtype((np.void, dt.itemsize))) if dt.names else a
+            np.save(c, np.ascontiguousarray(raw).view(dt))
+            np.save(f, np.asfortranarray(raw).view(dt))
+            cases.append({"c": c, "f": f, "shape": list(shape), "descr": descr_json(np.lib.format.dtype_to_descr(dt))})
+    json.dump(cases, sys.stdout)
+
+
+def cmd_fields(outdir):
+    """Record arrays and numpy's view of each (nested) field."""
+    os.makedirs(outdir, exist_ok=True)
+    arrays = {
+        "nested": make([("a", "<i4"), ("b", [("c", ">f8"), ("d", "S3")]), ("e", "<u2", (2, 3))], (3, 2)),
+        "nested_F": make([("a", "<i4"), ("b", [("c", ">f8"), ("d", "S3")]), ("e", "<u2", (2, 3))], (3, 2), "F"),
+        "aligned": make(np.dtype("i1,i4,f8", align=True), (5,)),
+        "titles": make(np.dtype({"names": ["a", "b"], "formats": ["<i4", "<f4"], "titles": ["my title", None]}), (2,)),
+        "sub_of_rec": make([("p", [("x", "<f4"), ("y", ">i2")], (2,)), ("q", "M8[s]"), ("z", "<c16")], (2, 2)),
+        "packed_odd": make([("a", "|u1"), ("b", "<f8"), ("c", "<U2")], (4,)),
+    }
+    out = []
+    for name, a in arrays.items():
+        path = os.path.join(outdir, name + ".npy")
+        np.save(path, a)
+        def walk(view, prefix):
+            for fname in view.dtype.names:
+                sub = view[fname]
+                p = prefix + fname
+                out.append({"file": path, "path": p, "shape": list(sub.shape), "descr": sub.dtype.str if sub.dtype.names is None else None, "data": to_json(sub)})
+                if sub.dtype.names is not None:
+                    walk(sub, p + ".")
+        walk(a, "")
+    json.dump(out, sys.stdout)
+
+
 if __name__ == "__main__":
     globals()["cmd_" + sys.argv[1].replace("-", "_")](*sys.argv[2:])

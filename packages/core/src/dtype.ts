@@ -72,6 +72,7 @@ export class DType {
   /** numpy's `dtype.str`: `<f4`, `|S5`, `<M8[ns]`; records and subarrays are `|V{itemsize}`. */
   get str(): string {
     if (this.fields || this.subarray) return `|V${this.itemsize}`;
+    if (this.kind === 'O') return '|O';
     const code = this.kind === 'b' ? 'b' : this.kind;
     const size = this.kind === 'U' ? this.itemsize / 4 : this.itemsize;
     let s = `${this.byteOrder}${code}${size}`;
@@ -94,15 +95,17 @@ export class DType {
   /** numpy's `dtype.name`: `float32`, `bytes40`, `str96`, `void56`, `datetime64[ns]`. */
   get name(): string {
     const bits = this.itemsize * 8;
+    // numpy leaves the size off flexible types of size 0: `bytes`, `str`, `void`.
+    const flexBits = bits === 0 ? '' : String(bits);
     switch (this.kind) {
       case 'b': return 'bool';
       case 'i': return `int${bits}`;
       case 'u': return `uint${bits}`;
       case 'f': return `float${bits}`;
       case 'c': return `complex${bits}`;
-      case 'S': return `bytes${bits}`;
-      case 'U': return `str${bits}`;
-      case 'V': return `void${bits}`;
+      case 'S': return `bytes${flexBits}`;
+      case 'U': return `str${flexBits}`;
+      case 'V': return `void${flexBits}`;
       case 'O': return 'object';
       case 'M':
       case 'm': {
@@ -277,7 +280,7 @@ export function parseTypeString(spec: string, field?: string): DType {
     multiplier = mult ? Number(mult) : 1;
     if (!Number.isSafeInteger(multiplier) || multiplier < 1) badDescr(`'${spec}' has an invalid unit multiplier`, field);
   }
-  const oneByteOrder = size <= 1 || kind === 'S' || kind === 'V' || kind === 'O' || kind === 'b';
+  const oneByteOrder = kind === 'U' ? false : size <= 1 || kind === 'S' || kind === 'V' || kind === 'O' || kind === 'b';
   const byteOrder: ByteOrder = oneByteOrder ? '|' : order === '<' || order === '>' ? order : NATIVE_ORDER;
   return new DType({ kind, byteOrder, itemsize: size, unit: dtUnit, multiplier });
 }

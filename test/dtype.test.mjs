@@ -1,0 +1,66 @@
+// The descr algebra against numpy: every spelling numpy takes gives numpy's dtype.str, name,
+// itemsize and descr; what numpy refuses we refuse.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { parseDescr, NpyError } from '@npyts/core';
+import { numpy, scratch, writeJSON } from './helpers/numpy.mjs';
+
+const dir = scratch();
+
+const spellings = [
+  '<f4', '>i4', '|b1', '<c16', '|S5', '<U3', '<M8[ns]', '<m8[s]', '<M8', '<f2', '<f16', '<c32', '|V7', '|O',
+  '=i4', 'i4', 'f', 'd', '<d', 'float64', 'float32', 'float16', 'int8', 'uint64', 'bool', 'complex64', 'complex128',
+  'longdouble', 'clongdouble', '|O8', '<M8[2ns]', '|S0', 'S', 'U', 'b', 'B', 'h', 'H', 'i', 'I', 'l', 'L', 'q', 'Q',
+  'e', 'F', 'D', 'G', 'g', '?', 'c', 'u1', 'i1', 'b1', '>u2', '>f8', '>c8', '>U10', '>M8[D]', '>m8[25us]',
+  'M8[Y]', 'M8[M]', 'M8[W]', 'M8[h]', 'M8[m]', 'M8[ms]', 'M8[us]', 'M8[ps]', 'M8[fs]', 'M8[as]', 'datetime64[ns]',
+  'timedelta64[3h]', 'V0', 'S100', 'U1', 'int', 'float', 'complex', 'str', 'bytes', 'object', 'half', 'single', 'double',
+  // refused by numpy:
+  '<x4', 'i3', 'f3', 'b2', 'M8[xs]', 'i4[ns]', '', 'float65', 'c1',
+  // records:
+  [['a', '<i4'], ['b', [['c', '<f8'], ['d', '|S3']]], ['e', '<u2', [2, 3]]],
+  [['a', '|i1'], ['', '|V3'], ['b', '<i4'], ['c', '|i1'], ['', '|V3']],
+  [[['my title', 'a'], '<i4'], ['b', '>f8']],
+  [['', '|V8']],
+  [],
+  [['x', [['y', [['z', '>c8', [2]]]]], [3, 1]]],
+  [['t', '<M8[ms]'], ['', '|V2'], ['u', '<U2']],
+  [['a', '<i4'], ['a', '<i4']],
+];
+
+test('parseDescr agrees with numpy on every spelling', () => {
+  const answers = numpy('dtypes', writeJSON(join(dir, 'spellings.json'), spellings));
+  const wrong = [];
+  spellings.forEach((s, i) => {
+    const want = answers[i];
+    const label = JSON.stringify(s);
+    let dt;
+    try {
+      dt = parseDescr(s);
+    } catch (e) {
+      if (!(e instanceof NpyError && e.code === 'BAD_DESCR')) wrong.push(`${label}: unexpected ${e}`);
+      else if (!want.error) wrong.push(`${label}: refused (${e.message}) but numpy gives ${want.str}`);
+      return;
+    }
+    if (want.error) return wrong.push(`${label}: accepted as ${dt.str} but numpy refuses it`);
+    const got = { str: dt.str, name: dt.name, itemsize: dt.itemsize, descr: want.descr === null ? null : dt.descr };
+    if (JSON.stringify(got) !== JSON.stringify(want)) wrong.push(`${label}: ours ${JSON.stringify(got)} numpy ${JSON.stringify(want)}`);
+  });
+  assert.equal(wrong, []);
+});
+
+test('descr literal is numpy repr, and parses back to the same dtype', () => {
+  const dt = parseDescr([[['my title', 'a'], '<i4'], ['é"\'', '>f8'], ['s', '|S2', [2]]]);
+  assert.is(dt.descrLiteral, `[(('my title', 'a'), '<i4'), ('é"\\'', '>f8'), ('s', '|S2', (2,))]`);
+  assert.ok(parseDescr(dt.descrLiteral).equals(dt));
+});
+
+test('field offsets from padding, titles and nested subarrays', () => {
+  const dt = parseDescr([['a', '|i1'], ['', '|V3'], ['b', '<i4'], [['T', 'c'], [['d', '<f2', [2, 2]]], [3]]]);
+  assert.equal(dt.fields.map((f) => [f.name, f.title, f.offset, f.dtype.itemsize]), [['a', null, 0, 1], ['b', null, 4, 4], ['c', 'T', 8, 24]]);
+  const c = dt.fields[2].dtype;
+  assert.equal(c.subarray.shape, [3]);
+  assert.is(c.subarray.base.fields[0].dtype.subarray.base.str, '<f2');
+});
+
+test.run();
