@@ -1,0 +1,58 @@
+"""numpy's side of `npm run bench`: makes the inputs and times numpy on them.
+
+python3 numpy_side.py make DIR MIB       -> writes the input files
+python3 numpy_side.py time DIR REPEATS   -> JSON {case: median seconds}
+"""
+import json, os, statistics, sys, time
+import numpy as np
+
+
+def make(d, mib):
+    os.makedirs(d, exist_ok=True)
+    n = int(mib) * (1 << 20)
+    rng = np.random.default_rng(0)
+    np.save(os.path.join(d, "f4.npy"), rng.standard_normal(n // 4, dtype=np.float32))
+    np.save(os.path.join(d, "f8_be.npy"), rng.standard_normal(n // 8).astype(">f8"))
+    side = int((n // 4) ** 0.5)
+    np.save(os.path.join(d, "f4_F.npy"), np.asfortranarray(rng.standard_normal((side, side), dtype=np.float32)))
+    np.save(os.path.join(d, "rec3000.npy"), np.zeros(1, [(f"field_{i}", "<f8") for i in range(3000)]))
+
+
+def median_time(fn, repeats):
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def timing(d, repeats):
+    repeats = int(repeats)
+    f4 = os.path.join(d, "f4.npy")
+    be = os.path.join(d, "f8_be.npy")
+    fo = os.path.join(d, "f4_F.npy")
+    rec = os.path.join(d, "rec3000.npy")
+    arr = np.load(f4)
+    out = os.path.join(d, "np_save_out.npy")
+    from numpy.lib import format as fmt
+    def header_parse():
+        with open(rec, "rb") as fh:
+            fmt.read_magic(fh)
+            fmt.read_array_header_2_0(fh, max_header_size=10**9)
+    res = {
+        "loadNpy": median_time(lambda: np.load(f4), repeats),
+        "byteswap": median_time(lambda: np.load(be).astype("<f8"), repeats),
+        "toC": median_time(lambda: np.ascontiguousarray(np.load(fo)), repeats),
+        "toC_inmemory": median_time((lambda a: (lambda: np.ascontiguousarray(a)))(np.load(fo)), repeats),
+        "saveNpy": median_time(lambda: np.save(out, arr), repeats),
+        "header3000": median_time(header_parse, max(repeats, 20)),
+    }
+    os.remove(out)
+    json.dump(res, sys.stdout)
+
+
+if __name__ == "__main__":
+    cmd, *args = sys.argv[1:]
+    {"make": make, "time": timing}[cmd](*args)

@@ -1,0 +1,104 @@
+// `npm run bench [-- --quick] [-- --json]`: npyts against numpy and Node's own file I/O, in one run.
+// Inputs are made by numpy; every time is the median of several runs after a warm-up.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { decodeNpy, toOrder, readHeader } from '@npyts/core';
+import { loadNpy, saveNpy } from '@npyts/core/node';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const quick = process.argv.includes('--quick');
+const asJSON = process.argv.includes('--json');
+const MIB = quick ? 16 : 256;
+const REPEATS = quick ? 3 : 7;
+const dir = join(tmpdir(), `npyts-bench-${MIB}`);
+mkdirSync(dir, { recursive: true });
+
+const py = (...args) => JSON.parse(execFileSync('python3', [join(here, 'numpy_side.py'), ...args], { encoding: 'utf8', maxBuffer: 1 << 26 }) || 'null');
+const log = (s) => { if (!asJSON) process.stderr.write(s + '\n'); };
+
+log(`making ${MIB} MiB inputs with numpy in ${dir} …`);
+py('make', dir, String(MIB));
+const file = (n) => join(dir, n);
+
+function median(fn, repeats = REPEATS) {
+  fn();
+  const times = [];
+  for (let i = 0; i < repeats; i++) {
+    const t = process.hrtime.bigint();
+    fn();
+    times.push(Number(process.hrtime.bigint() - t) / 1e9);
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1];
+}
+
+log('timing numpy …');
+const np = py('time', dir, String(REPEATS));
+log('timing npyts …');
+const f4 = loadNpy(file('f4.npy'));
+const rec3000 = readFileSync(file('rec3000.npy'));
+const F = loadNpy(file('f4_F.npy'));
+const outFile = file('npyts_out.npy');
+const ours = {
+  loadNpy: median(() => loadNpy(file('f4.npy'))),
+  readFileSync: median(() => readFileSync(file('f4.npy'))),
+  byteswap: median(() => loadNpy(file('f8_be.npy'))),
+  toC: median(() => toOrder(loadNpy(file('f4_F.npy')), 'C')),
+  toC_inmemory: median(() => toOrder(F, 'C')),
+  saveNpy: median(() => saveNpy(outFile, f4)),
+  writeFileSync: median(() => writeFileSync(outFile, new Uint8Array(f4.data.buffer))),
+  header3000: median(() => readHeader(rec3000), Math.max(REPEATS, 20)),
+  decodeNpy_inmemory: median(() => decodeNpy(readFileSync(file('f4.npy')))),
+};
+rmSync(outFile, { force: true });
+
+// Peak memory of a whole-file load, each in a fresh process. VmHWM is per address space; getrusage's
+// maxrss would carry this (large) parent's peak across fork and exec.
+const hwm = "Number(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]) * 1024";
+const nodePeak = (code) => Number(execFileSync(process.execPath, ['--input-type=module', '-e', `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url); ${code}; console.log(${hwm});`], { encoding: 'utf8', cwd: here }));
+const pyPeak = (code) => Number(execFileSync('python3', ['-c', `import numpy as np, re\n${code}\nprint(int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) * 1024)`], { encoding: 'utf8' }));
+const rss = {
+  npyts_loadNpy: nodePeak(`const { loadNpy } = await import('@npyts/core/node'); loadNpy(${JSON.stringify(file('f4.npy'))})`),
+  node_baseline: nodePeak(`await import('@npyts/core/node')`),
+  numpy_load: pyPeak(`np.load(${JSON.stringify(file('f4.npy'))})`),
+  python_baseline: pyPeak(''),
+};
+
+const bytes = MIB * (1 << 20);
+const rows = [
+  ['loadNpy f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }],
+  ['load big-endian f8 → native', ours.byteswap, bytes, { "np.load().astype('<f8')": np.byteswap }],
+  ['load F-order f4 → C (toOrder)', ours.toC, bytes, { 'np.ascontiguousarray(np.load())': np.toC }],
+  ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }],
+  ['saveNpy f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }],
+  ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }],
+];
+const report = {
+  machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
+  size_mib: MIB, repeats: REPEATS,
+  rows: rows.map(([op, t, b, base]) => ({ op, seconds: t, mb_per_s: b ? b / 1e6 / t : null, baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])) })),
+  peak_rss: {
+    file_bytes: bytes,
+    ...rss,
+  },
+};
+
+if (asJSON) {
+  console.log(JSON.stringify(report, null, 2));
+} else {
+  const ms = (s) => (s * 1000).toFixed(s < 0.01 ? 3 : 1) + ' ms';
+  console.log(`npyts bench — ${MIB} MiB inputs, median of ${REPEATS} after a warm-up; ${report.machine.cpus} × ${report.machine.cpu}, ${report.machine.memory_gib} GiB, Node ${report.machine.node}\n`);
+  console.log('| operation | npyts | throughput | baseline | baseline time | npyts / baseline |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of report.rows) {
+    for (const [name, b] of Object.entries(r.baselines)) {
+      console.log(`| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} |`);
+    }
+  }
+  const m = report.peak_rss;
+  const mb = (x) => (x / 2 ** 20).toFixed(0) + ' MiB';
+  console.log(`\nPeak RSS of a whole-file load of the ${mb(m.file_bytes)} file (fresh process each): npyts ${mb(m.npyts_loadNpy)} (Node alone ${mb(m.node_baseline)}), numpy ${mb(m.numpy_load)} (Python + numpy alone ${mb(m.python_baseline)}).`);
+}
