@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, type Complex, type DType } from '@npyts/core';
+import { readItem, type Complex, type DType, type NdArray } from '@npyts/core';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -55,30 +55,78 @@ export function formatScalar(dtype: DType, v: unknown): string {
   }
 }
 
+/** numpy's 'maxprec' float digits: the shortest round-trip repr, at most 8 fractional digits. */
+function floatParts(x: number, itemsize: number): [string, string] {
+  let s = itemsize <= 4 ? shortestFloat32(x) : String(x);
+  if (/e/.test(s) || (s.split('.')[1]?.length ?? 0) > 8) s = String(Number(x.toFixed(8)));
+  const [int, frac = ''] = s.split('.');
+  return [int!, frac];
+}
+
+function expParts(x: number, itemsize: number): [string, string, string] {
+  const digits = itemsize <= 4 ? 9 : 17;
+  let m = '';
+  for (let p = 1; p <= digits; p++) {
+    m = x.toExponential(p - 1);
+    if ((itemsize <= 4 ? Math.fround(Number(m)) : Number(m)) === x) break;
+  }
+  const [mant, exp] = m.split('e') as [string, string];
+  const [int, frac = ''] = mant.split('.');
+  const e = Number(exp);
+  return [int!, frac.slice(0, 8), `e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`];
+}
+
+/** Format the shown floats together, aligned on the decimal point as numpy does. */
+function formatFloats(xs: number[], itemsize: number): string[] {
+  const finite = xs.filter((x) => Number.isFinite(x));
+  const abs = finite.map(Math.abs).filter((x) => x !== 0);
+  const max = abs.length ? Math.max(...abs) : 0;
+  const min = abs.length ? Math.min(...abs) : 0;
+  const exp = abs.length > 0 && (max >= 1e8 || min < 1e-4 || max / min > 1e3);
+  const parts = xs.map((x) => (Number.isFinite(x) ? (exp ? expParts(x, itemsize) : [...floatParts(x, itemsize), '']) : null));
+  const padLeft = Math.max(0, ...parts.map((p) => (p ? p[0].length : 0)));
+  const padRight = Math.max(0, ...parts.map((p) => (p ? p[1].length : 0)));
+  const out = xs.map((x, i) => {
+    const p = parts[i];
+    if (!p) return formatFloat(x, itemsize);
+    return `${p[0].padStart(padLeft)}.${exp ? p[1].padEnd(padRight, '0') : p[1].padEnd(padRight)}${p[2]}`;
+  });
+  const width = Math.max(0, ...out.map((s) => s.length));
+  return out.map((s) => s.padStart(width));
+}
+
+/** Every shown element formatted, padded to a common width like numpy's array printing. */
+function formatLeaves(dtype: DType, values: unknown[]): string[] {
+  if (!dtype.fields && !dtype.subarray && dtype.kind === 'f') return formatFloats(values as number[], dtype.itemsize);
+  const strs = values.map((v) => formatScalar(dtype, v));
+  if (dtype.fields || dtype.subarray || 'SUV'.includes(dtype.kind)) return strs;
+  const width = Math.max(0, ...strs.map((x) => x.length));
+  return strs.map((x) => x.padStart(width));
+}
+
 /** `array([...], dtype=…)` with rows broken like numpy's repr and large arrays summarised. */
 export function formatArray(array: NdArray): string {
   const summarise = array.size > THRESHOLD;
   const strides = array.strides;
   const prefix = 'array(';
-  const render = (axis: number, pos: number, indent: string): string => {
-    if (axis === array.ndim) return formatScalar(array.dtype, array.get(...offsetToIndex(pos)));
-    const n = array.shape[axis]!;
-    const picks: (number | null)[] = summarise && n > 2 * EDGE
+  const picks = (n: number): (number | null)[] =>
+    summarise && n > 2 * EDGE
       ? [...Array.from({ length: EDGE }, (_, i) => i), null, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)]
       : Array.from({ length: n }, (_, i) => i);
-    const parts = picks.map((i) => (i === null ? '...' : render(axis + 1, pos + i * strides[axis]!, indent + ' ')));
+  // First the shown elements (numpy sizes the columns from them), then the nested text.
+  const shown: unknown[] = [];
+  const collect = (axis: number, pos: number): void => {
+    if (axis === array.ndim) { shown.push(readItem(array.dtype, array.data, pos)); return; }
+    for (const i of picks(array.shape[axis]!)) if (i !== null) collect(axis + 1, pos + i * strides[axis]!);
+  };
+  collect(0, 0);
+  const texts = formatLeaves(array.dtype, shown);
+  let next = 0;
+  const render = (axis: number, pos: number, indent: string): string => {
+    if (axis === array.ndim) return texts[next++]!;
+    const parts = picks(array.shape[axis]!).map((i) => (i === null ? '...' : render(axis + 1, pos + i * strides[axis]!, indent + ' ')));
     const sep = axis === array.ndim - 1 ? ', ' : ',' + '\n'.repeat(array.ndim - 1 - axis) + indent + ' ';
     return `[${parts.join(sep)}]`;
-  };
-  // Positions are memory offsets; map them back to indices for `get`.
-  const offsetToIndex = (pos: number): number[] => {
-    const idx = new Array<number>(array.ndim).fill(0);
-    const order = array.shape.map((_, a) => a).sort((a, b) => strides[b]! - strides[a]!);
-    for (const a of order) {
-      idx[a] = Math.floor(pos / strides[a]!);
-      pos -= idx[a]! * strides[a]!;
-    }
-    return idx;
   };
   const body = render(0, 0, ' '.repeat(prefix.length));
   const dt = array.dtype;

@@ -1,0 +1,72 @@
+// The npyts command's human output: info lines and JSON, and the numpy-like printout.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { python, runCli, scratch } from './helpers/numpy.mjs';
+
+const dir = scratch();
+const arrays = {
+  i4: "np.arange(6, dtype='<i4').reshape(2, 3)",
+  i8: 'np.arange(4).reshape(2, 2)',
+  f8: 'np.array([0.5, 1.0, -2.25])',
+  b1: 'np.array([True, False])',
+  f4_F: "np.asfortranarray(np.arange(6, dtype='<f4').reshape(2, 3))",
+  big: "np.arange(2000, dtype='<i2').reshape(40, 50)",
+  rec: "np.zeros(2, [('a', '<i4'), ('b', 'S2')])",
+};
+const facts = JSON.parse(python(`
+import numpy as np
+out = {}
+for name, expr in ${JSON.stringify(arrays)}.items():
+    a = eval(expr)
+    path = ${JSON.stringify(dir)} + '/' + name + '.npy'
+    np.save(path, a)
+    with open(path, 'rb') as fh:
+        v = np.lib.format.read_magic(fh)
+    out[name] = {'path': path, 'repr': repr(a), 'shape': list(a.shape), 'descr': np.lib.format.dtype_to_descr(a.dtype), 'name': a.dtype.name,
+                 'fortran': bool(a.flags.f_contiguous and not a.flags.c_contiguous), 'nbytes': a.nbytes, 'version': list(v)}
+print(json.dumps(out))
+`));
+
+test('info --json gives numpy\'s header facts', async () => {
+  for (const f of Object.values(facts)) {
+    const r = await runCli(['info', '--json', f.path]);
+    assert.is(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout);
+    assert.equal([doc.shape, doc.dtype, doc.fortran_order, doc.data_bytes, doc.version], [f.shape, f.name, f.fortran, f.nbytes, f.version]);
+    if (typeof f.descr === 'string') assert.is(doc.descr, f.descr);
+  }
+});
+
+test('info prints one line per file', async () => {
+  const r = await runCli(['info', facts.i4.path, facts.f4_F.path]);
+  const lines = r.stdout.trim().split('\n');
+  assert.is(lines.length, 2);
+  assert.match(lines[0], /'<i4' \(int32, little-endian 32-bit signed integer\), shape \(2, 3\), C order, format 1\.0, 24 data bytes/);
+  assert.match(lines[1], /Fortran \(F\) order/);
+});
+
+test('show prints what numpy\'s repr prints for plain arrays', async () => {
+  for (const name of ['i4', 'i8', 'f8', 'b1', 'f4_F']) {
+    const r = await runCli(['show', facts[name].path]);
+    assert.is(r.code, 0, r.stderr);
+    const body = r.stdout.split('\n').slice(1).join('\n').trim();
+    assert.is(body, facts[name].repr, name);
+  }
+});
+
+test('show summarises large arrays with ... like numpy', async () => {
+  const r = await runCli(['show', facts.big.path]);
+  const body = r.stdout.split('\n').slice(1).join('\n');
+  assert.match(body, /\.\.\./);
+  assert.ok(body.length < 2000, 'summarised output stays short');
+  assert.match(body, /1997, 1998, 1999\]\], dtype=int16\)/);
+});
+
+test('show prints records', async () => {
+  const r = await runCli(['show', facts.rec.path]);
+  assert.match(r.stdout, /array\(\[\(0, b''\), \(0, b''\)\], dtype=\[\('a', '<i4'\), \('b', '\|S2'\)\]\)/);
+});
+
+void join;
+test.run();
