@@ -13,13 +13,21 @@ export type NpyErrorCode =
   | 'SIZE_OVERFLOW'
   | 'PICKLE_UNSUPPORTED'
   | 'BAD_ARRAY'
-  | 'HEADER_TOO_LARGE';
+  | 'HEADER_TOO_LARGE'
+  | 'ZIP_FORMAT'
+  | 'ZIP_UNSUPPORTED'
+  | 'ZIP_CRC'
+  | 'ZIP_SIZE'
+  | 'NPZ_KEY'
+  | 'TOO_LARGE';
 
 export interface NpyErrorDetails {
   /** Byte offset in the input where the problem was found. */
   offset?: number;
   /** Path of the record field involved, e.g. `b.c`. */
   field?: string;
+  /** Archive member involved. */
+  member?: string;
 }
 
 /** The one error type npyts throws for malformed input or unrepresentable arrays. */
@@ -32,6 +40,7 @@ export class NpyError extends Error {
     const where: string[] = [];
     if (details.offset !== undefined) where.push(`at byte ${details.offset}`);
     if (details.field !== undefined) where.push(`in field '${details.field}'`);
+    if (details.member !== undefined) where.push(`in member '${details.member}'`);
     super(where.length ? `${message} (${where.join(', ')})` : message);
     this.name = 'NpyError';
     this.code = code;

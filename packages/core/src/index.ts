@@ -22,3 +22,10 @@ export { storageOf, bytesToData, dataToBytes, type TypedArray, type ArrayData, t
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble } from './scalars.js';
 export { jsonValue, arrayToJSON, npyDocument } from './json.js';
 export { parsePyLiteral, reprPy, reprString, PyTuple, PyFloat, type PyValue } from './pyliteral.js';
+export { decodeNpz, encodeNpz, writeNpz, npzMembers, NpzArchive, type NpzOptions, type NpzInput, type NpzWriteOptions } from './npz.js';
+export {
+  readZipEntries, readZipEntry, entryDataOffset, memorySource, ZipWriter, MemorySink, STORED, DEFLATED,
+  type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,
+} from './zip.js';
+export { fflateCodec } from './fflate-codec.js';
+export { crc32 } from './crc32.js';

@@ -1,10 +1,14 @@
 /** @npyts/core/node — .npy files on disk, read and written without whole-file intermediate copies. */
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
+import { kMaxLength } from 'node:buffer';
 import { checkDataPresent, encodeNpyParts, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
 import { NpyError } from './errors.js';
 import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
 import { NdArray } from './ndarray.js';
 import { bytesToData } from './storage.js';
+import { NpzArchive, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from './npz.js';
+import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, type ZipCodec, type ZipSink } from './zip.js';
 
 /** Largest single read or write; Node refuses more than 2 GiB per call. */
 const IO_CHUNK = 1 << 30;
@@ -82,3 +86,143 @@ export function saveNpy(path: string, array: NdArray | ArraySpec, options: Encod
     closeSync(fd);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// .npz
+
+/** node:zlib as the zip codec: native inflate/deflate and CRC-32, with the same size guards. */
+export const zlibCodec: ZipCodec = {
+  inflate(data, size, member) {
+    if (size > kMaxLength) {
+      throw new NpyError('TOO_LARGE', `member of ${size} bytes is larger than one buffer can hold (${kMaxLength}); read it in pieces with streamNpzMember()`, { member });
+    }
+    let out: Buffer;
+    try {
+      // maxOutputLength makes zlib stop (and throw) instead of inflating past the declared size.
+      out = inflateRawSync(data, { maxOutputLength: Math.max(1, size) });
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      if (err.code === 'ERR_BUFFER_TOO_LARGE') checkInflatedSize(size + 1, size, member);
+      throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${err.message}`, { member });
+    }
+    checkInflatedSize(out.length, size, member);
+    return new Uint8Array(out.buffer, out.byteOffset, out.length);
+  },
+  deflater(level = 6) {
+    // Each piece is deflated on its own and ended with a sync flush: the pieces join into one
+    // valid raw-deflate stream, and no piece of the array is ever copied into a joined buffer.
+    return {
+      push(chunk, final) {
+        const out = deflateRawSync(chunk, { level, finishFlush: final ? zc.Z_FINISH : zc.Z_SYNC_FLUSH });
+        return [new Uint8Array(out.buffer, out.byteOffset, out.length)];
+      },
+    };
+  },
+  crc32: (bytes, crc) => zlibCrc32(bytes, crc),
+};
+
+/** Positional reads from an open file: memory is what is read, never the whole file. */
+export function fileSource(path: string): ByteSource {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    return {
+      size,
+      read(offset, length) {
+        const out = new Uint8Array(length);
+        const got = readFully(fd, out, offset);
+        return got === length ? out : out.subarray(0, got);
+      },
+      close: () => closeSync(fd),
+    };
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
+/** Open a .npz on disk: only the central directory is read now, members when asked for. Call close(). */
+export function loadNpz(path: string, options: NpzOptions = {}): NpzArchive {
+  const source = fileSource(path);
+  try {
+    return new NpzArchive(source, { codec: zlibCodec, ...options });
+  } catch (e) {
+    source.close?.();
+    throw e;
+  }
+}
+
+class FileSink implements ZipSink {
+  private position = 0;
+  constructor(private readonly fd: number) {}
+  write(chunk: Uint8Array): void {
+    for (let done = 0; done < chunk.length;) {
+      done += writeSync(this.fd, chunk, done, chunk.length - done, this.position + done);
+    }
+    this.position += chunk.length;
+  }
+  patch(position: number, bytes: Uint8Array): void {
+    writeSync(this.fd, bytes, 0, bytes.length, position);
+  }
+}
+
+/**
+ * Write arrays as a .npz file, member by member straight to disk (the archive is never built in
+ * memory). The file appears under its name only when complete: it is written beside it and renamed.
+ */
+export function saveNpz(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
+  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  const fd = openSync(temp, 'w');
+  try {
+    writeNpz(new FileSink(fd), arrays, { codec: zlibCodec, ...options });
+    closeSync(fd);
+    renameSync(temp, path);
+  } catch (e) {
+    try { closeSync(fd); } catch { /* already closed */ }
+    rmSync(temp, { force: true });
+    throw e;
+  }
+}
+
+/**
+ * A member's uncompressed bytes as a stream of chunks, for members too large for one buffer.
+ * Size and CRC-32 are checked at the end: the last step throws if they do not match.
+ */
+export async function* streamNpzMember(archive: NpzArchive, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
+  const entry = archive.entry(name);
+  checkSupported(entry);
+  const source = archive.source;
+  const start = entryDataOffset(source, entry);
+  let crc = 0;
+  let produced = 0;
+  const account = (chunk: Uint8Array): Uint8Array => {
+    crc = zlibCrc32(chunk, crc);
+    produced += chunk.length;
+    if (produced > entry.size) checkInflatedSize(produced, entry.size, entry.name);
+    return chunk;
+  };
+  if (entry.method === 0) {
+    for (let at = 0; at < entry.compressedSize; at += chunkSize) {
+      yield account(source.read(start + at, Math.min(chunkSize, entry.compressedSize - at)));
+    }
+  } else {
+    const inflater = createInflateRaw();
+    const feed = (async () => {
+      for (let at = 0; at < entry.compressedSize; at += chunkSize) {
+        const piece = source.read(start + at, Math.min(chunkSize, entry.compressedSize - at));
+        if (!inflater.write(piece)) await new Promise((r) => inflater.once('drain', r));
+      }
+      inflater.end();
+    })();
+    try {
+      for await (const chunk of inflater) yield account(new Uint8Array((chunk as Buffer).buffer, (chunk as Buffer).byteOffset, (chunk as Buffer).length));
+    } catch (e) {
+      throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member: entry.name });
+    }
+    await feed;
+  }
+  checkInflatedSize(produced, entry.size, entry.name);
+  if (crc !== entry.crc32) throw new NpyError('ZIP_CRC', `CRC-32 mismatch at the end of the stream`, { member: entry.name });
+}
+
+export { NpzArchive };

@@ -1,0 +1,131 @@
+/** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
+import { decodeNpy, encodeNpyParts, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
+import { NpyError } from './errors.js';
+import { fflateCodec } from './fflate-codec.js';
+import { MAGIC } from './header.js';
+import type { NdArray } from './ndarray.js';
+import {
+  MemorySink, ZipWriter, memorySource, readZipEntries, readZipEntry,
+  type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,
+} from './zip.js';
+
+export interface NpzOptions extends DecodeOptions {
+  /** Inflate engine and CRC-32; fflate by default (`zlibCodec` from `@npyts/core/node` in Node). */
+  codec?: ZipCodec;
+}
+
+/** numpy's key for a member: one trailing `.npy` removed. */
+function keyOf(memberName: string): string {
+  return memberName.endsWith('.npy') ? memberName.slice(0, -4) : memberName;
+}
+
+function isNpy(bytes: Uint8Array): boolean {
+  return bytes.length >= MAGIC.length && MAGIC.every((b, i) => bytes[i] === b);
+}
+
+/** An opened .npz: the directory is read once; each member is read, checked and decoded on demand. */
+export class NpzArchive implements Iterable<[string, NdArray]> {
+  /** Zip members in archive order. */
+  readonly entries: readonly ZipEntry[];
+  /** Keys as numpy's `NpzFile.files` lists them (`a.npy` → `a`). */
+  readonly names: readonly string[];
+  private readonly byName: Map<string, ZipEntry>;
+
+  constructor(readonly source: ByteSource, private readonly options: NpzOptions = {}) {
+    this.entries = readZipEntries(source);
+    this.byName = new Map(this.entries.map((e) => [e.name, e]));
+    this.names = this.entries.map((e) => keyOf(e.name));
+  }
+
+  get codec(): ZipCodec {
+    return this.options.codec ?? fflateCodec;
+  }
+
+  /** The zip entry a key names: the exact member name first, else the key plus `.npy` (as numpy). */
+  entry(name: string): ZipEntry {
+    const e = this.byName.get(name) ?? this.byName.get(`${name}.npy`);
+    if (!e) {
+      throw new NpyError('NPZ_KEY', `no array '${name}' in the archive; it has ${this.names.length ? this.names.map((n) => `'${n}'`).join(', ') : 'no members'}`);
+    }
+    return e;
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name) || this.byName.has(`${name}.npy`);
+  }
+
+  /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
+  bytes(name: string): Uint8Array {
+    return readZipEntry(this.source, this.entry(name), this.codec);
+  }
+
+  /** Decode one member as an array. */
+  get(name: string): NdArray {
+    const entry = this.entry(name);
+    const bytes = readZipEntry(this.source, entry, this.codec);
+    if (!isNpy(bytes)) {
+      throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`, { member: entry.name });
+    }
+    try {
+      return decodeNpy(bytes, this.options);
+    } catch (e) {
+      if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
+      throw e;
+    }
+  }
+
+  *[Symbol.iterator](): Iterator<[string, NdArray]> {
+    for (const name of this.names) yield [name, this.get(name)];
+  }
+
+  close(): void {
+    this.source.close?.();
+  }
+}
+
+/** Open an archive held in memory. Nothing is inflated until a member is asked for. */
+export function decodeNpz(input: Uint8Array | ArrayBuffer, options: NpzOptions = {}): NpzArchive {
+  return new NpzArchive(memorySource(input instanceof Uint8Array ? input : new Uint8Array(input)), options);
+}
+
+export type NpzInput = Record<string, NdArray | ArraySpec> | Map<string, NdArray | ArraySpec> | (NdArray | ArraySpec)[];
+
+export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
+  /** Deflate the members, like `np.savez_compressed` (default: store them, like `np.savez`). */
+  compress?: boolean;
+  codec?: ZipCodec;
+}
+
+/** Members in order with numpy's names: keys as given, a list as `arr_0`, `arr_1`, … */
+export function npzMembers(arrays: NpzInput): [string, NdArray | ArraySpec][] {
+  if (Array.isArray(arrays)) return arrays.map((a, i) => [`arr_${i}`, a]);
+  return arrays instanceof Map ? [...arrays] : Object.entries(arrays);
+}
+
+/** Largest piece handed to the deflater at once: bounds the memory of a streaming write. */
+const PIECE = 64 << 20;
+
+function* pieces(parts: Uint8Array[]): Generator<Uint8Array> {
+  for (const p of parts) for (let i = 0; i < p.length; i += PIECE) yield p.subarray(i, i + PIECE);
+}
+
+/** Write every array as `name.npy` into a zip sink. */
+export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): void {
+  const writer = new ZipWriter(sink, options.codec ?? fflateCodec, options);
+  const seen = new Set<string>();
+  for (const [name, array] of npzMembers(arrays)) {
+    const member = `${name}.npy`;
+    if (seen.has(member)) throw new NpyError('NPZ_KEY', `two arrays are named '${name}'`);
+    seen.add(member);
+    const { header, body } = encodeNpyParts(array, options);
+    writer.add(member, pieces([header, body]), header.length + body.length, options.compress ?? false);
+  }
+  writer.finish();
+}
+
+/** Encode arrays as a .npz archive in memory (`np.savez`, or `np.savez_compressed` with `compress`). */
+export function encodeNpz(arrays: NpzInput, options: NpzWriteOptions = {}): Uint8Array {
+  const sink = new MemorySink();
+  writeNpz(sink, arrays, options);
+  return sink.bytes();
+}

@@ -1,0 +1,437 @@
+/**
+ * The zip container of .npz archives, read and written by npyts itself: zip64 (records, locator,
+ * extras in central and local headers), data descriptors, UTF-8 and cp437 names, stored and
+ * deflated members, CRC-32 and size checks on every member read. Compression is delegated to a
+ * {@link ZipCodec}: node:zlib in Node, fflate elsewhere.
+ */
+import { NpyError } from './errors.js';
+
+/** Positional reads over an archive held in memory, in a file, or anywhere else. */
+export interface ByteSource {
+  readonly size: number;
+  read(offset: number, length: number): Uint8Array;
+  /** Release what the source holds open (a file descriptor). */
+  close?(): void;
+}
+
+export function memorySource(bytes: Uint8Array): ByteSource {
+  return { size: bytes.length, read: (offset, length) => bytes.subarray(offset, offset + length) };
+}
+
+/** Deflate/inflate engine and CRC-32. */
+export interface ZipCodec {
+  /** Inflate a whole raw-deflate member into exactly `size` bytes; more or less is an error. */
+  inflate(data: Uint8Array, size: number, member: string): Uint8Array;
+  /** A raw-deflate compressor fed in pieces; each call returns the compressed bytes so far. */
+  deflater(level?: number): { push(chunk: Uint8Array, final: boolean): Uint8Array[] };
+  crc32(bytes: Uint8Array, crc: number): number;
+}
+
+export const STORED = 0;
+export const DEFLATED = 8;
+const SIG_LOCAL = 0x04034b50;
+const SIG_CENTRAL = 0x02014b50;
+const SIG_EOCD = 0x06054b50;
+const SIG_ZIP64_EOCD = 0x06064b50;
+const SIG_ZIP64_LOCATOR = 0x07064b50;
+const FLAG_ENCRYPTED = 0x1;
+const FLAG_DESCRIPTOR = 0x8;
+const FLAG_UTF8 = 0x800;
+const U32_MAX = 0xffffffff;
+const U16_MAX = 0xffff;
+
+export interface ZipEntry {
+  name: string;
+  method: number;
+  flags: number;
+  crc32: number;
+  compressedSize: number;
+  size: number;
+  localHeaderOffset: number;
+}
+
+function zipError(message: string, offset?: number, member?: string): never {
+  const details: { offset?: number; member?: string } = {};
+  if (offset !== undefined) details.offset = offset;
+  if (member !== undefined) details.member = member;
+  throw new NpyError('ZIP_FORMAT', message, details);
+}
+
+function u64(view: DataView, at: number): number {
+  const v = view.getBigUint64(at, true);
+  if (v > BigInt(Number.MAX_SAFE_INTEGER)) zipError(`a zip64 size or offset (${v}) is beyond 2^53`, at);
+  return Number(v);
+}
+
+const CP437_HIGH =
+  'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0';
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function decodeName(raw: Uint8Array, utf8Flag: boolean, at: number): string {
+  if (utf8Flag) {
+    try {
+      return utf8.decode(raw);
+    } catch {
+      zipError('a member name flagged UTF-8 is not valid UTF-8', at);
+    }
+  }
+  let s = '';
+  for (const b of raw) s += b < 0x80 ? String.fromCharCode(b) : CP437_HIGH[b - 0x80]!;
+  return s;
+}
+
+function view(bytes: Uint8Array): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function readExact(src: ByteSource, offset: number, length: number, what: string): Uint8Array {
+  if (offset < 0 || offset + length > src.size) {
+    zipError(`truncated archive: ${what} at byte ${offset} needs ${length} bytes but the archive has ${src.size}`, offset);
+  }
+  const b = src.read(offset, length);
+  if (b.length !== length) zipError(`short read of ${what}`, offset);
+  return b;
+}
+
+/** Find the end-of-central-directory record (searching past an archive comment). */
+function findEocd(src: ByteSource): number {
+  if (src.size < 22) zipError(`not a zip archive: ${src.size} bytes is shorter than an end record`);
+  const tailLen = Math.min(src.size, 22 + U16_MAX);
+  const tailStart = src.size - tailLen;
+  const tail = readExact(src, tailStart, tailLen, 'the archive tail');
+  const v = view(tail);
+  let loose = -1;
+  for (let i = tailLen - 22; i >= 0; i--) {
+    if (v.getUint32(i, true) !== SIG_EOCD) continue;
+    const commentLen = v.getUint16(i + 20, true);
+    if (i + 22 + commentLen === tailLen) return tailStart + i;
+    if (loose < 0 && i + 22 + commentLen <= tailLen) loose = tailStart + i; // trailing bytes after the comment
+  }
+  if (loose >= 0) return loose;
+  return zipError('not a zip archive: no end-of-central-directory record');
+}
+
+/** Read the central directory: every member's name, method, sizes, CRC and where it starts. */
+export function readZipEntries(src: ByteSource): ZipEntry[] {
+  const eocdAt = findEocd(src);
+  const e = view(readExact(src, eocdAt, 22, 'the end record'));
+  let disk = e.getUint16(4, true);
+  let cdDisk = e.getUint16(6, true);
+  let count = e.getUint16(10, true);
+  let cdSize = e.getUint32(12, true);
+  let cdOffset = e.getUint32(16, true);
+  if (eocdAt >= 20) {
+    const loc = view(readExact(src, eocdAt - 20, 20, 'the zip64 locator'));
+    if (loc.getUint32(0, true) === SIG_ZIP64_LOCATOR) {
+      const z64At = u64(loc, 8);
+      const z = view(readExact(src, z64At, 56, 'the zip64 end record'));
+      if (z.getUint32(0, true) !== SIG_ZIP64_EOCD) zipError('the zip64 locator does not point at a zip64 end record', z64At);
+      disk = z.getUint32(16, true);
+      cdDisk = z.getUint32(20, true);
+      count = u64(z, 32);
+      cdSize = u64(z, 40);
+      cdOffset = u64(z, 48);
+    }
+  }
+  if (disk !== 0 || cdDisk !== 0) throw new NpyError('ZIP_UNSUPPORTED', 'multi-disk (split) zip archives are not supported');
+  if (cdOffset + cdSize > eocdAt) zipError(`the central directory (${cdSize} bytes at ${cdOffset}) overlaps the end record or the archive is truncated`, eocdAt);
+  const cd = readExact(src, cdOffset, cdSize, 'the central directory');
+  const v = view(cd);
+  const entries: ZipEntry[] = [];
+  let p = 0;
+  for (let i = 0; i < count; i++) {
+    if (p + 46 > cd.length || v.getUint32(p, true) !== SIG_CENTRAL) zipError(`central directory entry ${i} is malformed`, cdOffset + p);
+    const flags = v.getUint16(p + 8, true);
+    const method = v.getUint16(p + 10, true);
+    const crc = v.getUint32(p + 16, true);
+    let compressedSize = v.getUint32(p + 20, true);
+    let size = v.getUint32(p + 24, true);
+    const nameLen = v.getUint16(p + 28, true);
+    const extraLen = v.getUint16(p + 30, true);
+    const commentLen = v.getUint16(p + 32, true);
+    const diskStart = v.getUint16(p + 34, true);
+    let localHeaderOffset = v.getUint32(p + 42, true);
+    if (p + 46 + nameLen + extraLen + commentLen > cd.length) zipError(`central directory entry ${i} runs past the directory`, cdOffset + p);
+    const name = decodeName(cd.subarray(p + 46, p + 46 + nameLen), (flags & FLAG_UTF8) !== 0, cdOffset + p + 46);
+    // zip64 extra: 8-byte values for exactly the fields that read 0xFFFFFFFF, in this order.
+    const extra = cd.subarray(p + 46 + nameLen, p + 46 + nameLen + extraLen);
+    const ev = view(extra);
+    for (let q = 0; q + 4 <= extra.length;) {
+      const id = ev.getUint16(q, true);
+      const len = ev.getUint16(q + 2, true);
+      if (id === 0x0001) {
+        let r = q + 4;
+        const next = (): number => {
+          if (r + 8 > q + 4 + len) zipError('zip64 extra field is too short', cdOffset + p, name);
+          const x = u64(ev, r);
+          r += 8;
+          return x;
+        };
+        if (size === U32_MAX) size = next();
+        if (compressedSize === U32_MAX) compressedSize = next();
+        if (localHeaderOffset === U32_MAX) localHeaderOffset = next();
+      }
+      q += 4 + len;
+    }
+    if (diskStart !== 0 && diskStart !== U16_MAX) throw new NpyError('ZIP_UNSUPPORTED', 'multi-disk zip archives are not supported', { member: name });
+    entries.push({ name, method, flags, crc32: crc, compressedSize, size, localHeaderOffset });
+    p += 46 + nameLen + extraLen + commentLen;
+  }
+  return entries;
+}
+
+/** Where a member's stored bytes start (after its local header), with the local header checked. */
+export function entryDataOffset(src: ByteSource, entry: ZipEntry): number {
+  const at = entry.localHeaderOffset;
+  const h = view(readExact(src, at, 30, `the local header of '${entry.name}'`));
+  if (h.getUint32(0, true) !== SIG_LOCAL) zipError('no local header where the central directory points', at, entry.name);
+  const nameLen = h.getUint16(26, true);
+  const extraLen = h.getUint16(28, true);
+  const start = at + 30 + nameLen + extraLen;
+  if (start + entry.compressedSize > src.size) {
+    zipError(`truncated archive: member data ends at byte ${start + entry.compressedSize} but the archive has ${src.size}`, start, entry.name);
+  }
+  return start;
+}
+
+export function checkSupported(entry: ZipEntry): void {
+  if (entry.flags & FLAG_ENCRYPTED) throw new NpyError('ZIP_UNSUPPORTED', 'encrypted members are not supported', { member: entry.name });
+  if (entry.method !== STORED && entry.method !== DEFLATED) {
+    throw new NpyError('ZIP_UNSUPPORTED', `compression method ${entry.method} is not supported (only stored and deflated)`, { member: entry.name });
+  }
+}
+
+/** A member's uncompressed bytes, with its size and CRC-32 verified. */
+export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec): Uint8Array {
+  checkSupported(entry);
+  const start = entryDataOffset(src, entry);
+  const raw = src.read(start, entry.compressedSize);
+  if (entry.method === STORED && entry.compressedSize !== entry.size) {
+    throw new NpyError('ZIP_SIZE', `stored member sizes disagree: ${entry.compressedSize} stored, ${entry.size} declared`, { member: entry.name });
+  }
+  const data = entry.method === STORED ? raw : codec.inflate(raw, entry.size, entry.name);
+  const crc = codec.crc32(data, 0);
+  if (crc !== entry.crc32) {
+    throw new NpyError('ZIP_CRC', `CRC-32 mismatch: computed ${hex(crc)}, the archive says ${hex(entry.crc32)}`, { member: entry.name });
+  }
+  return data;
+}
+
+function hex(x: number): string {
+  return '0x' + x.toString(16).padStart(8, '0');
+}
+
+/** The check every inflate engine applies: exactly the declared size came out. */
+export function checkInflatedSize(produced: number, size: number, member: string): void {
+  if (produced > size) throw new NpyError('ZIP_SIZE', `member inflates beyond its declared size of ${size} bytes`, { member });
+  if (produced < size) throw new NpyError('ZIP_SIZE', `member inflates to ${produced} bytes, ${size} declared`, { member });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+/** Where a {@link ZipWriter} puts bytes: appended in order, with earlier bytes patched in place. */
+export interface ZipSink {
+  write(chunk: Uint8Array): void;
+  patch(position: number, bytes: Uint8Array): void;
+}
+
+export interface ZipWriteOptions {
+  /** Modification time written for every member (default: now). */
+  date?: Date;
+  /** zlib level for deflated members (default 6, as Python's zipfile). */
+  level?: number;
+}
+
+interface Written {
+  nameBytes: Uint8Array;
+  utf8: boolean;
+  method: number;
+  crc: number;
+  compressedSize: number;
+  size: number;
+  offset: number;
+  zip64Local: boolean;
+}
+
+function dosDateTime(d: Date): [number, number] {
+  const year = Math.max(1980, d.getFullYear());
+  const date = ((year - 1980) << 9) | ((d.getMonth() + 1) << 5) | d.getDate();
+  const time = (d.getHours() << 11) | (d.getMinutes() << 5) | (d.getSeconds() >> 1);
+  return [time, date];
+}
+
+/** Sizes at or above this get zip64 fields in the local header (deflate may expand slightly). */
+const ZIP64_LOCAL_THRESHOLD = 0xffff0000 - 0x1000000;
+
+/** Writes a zip archive member by member to a sink; members can be streamed in pieces. */
+export class ZipWriter {
+  private position = 0;
+  private readonly members: Written[] = [];
+  private readonly time: number;
+  private readonly date: number;
+
+  constructor(private readonly sink: ZipSink, private readonly codec: ZipCodec, private readonly options: ZipWriteOptions = {}) {
+    [this.time, this.date] = dosDateTime(options.date ?? new Date());
+  }
+
+  private emit(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    this.sink.write(chunk);
+    this.position += chunk.length;
+  }
+
+  /** Add one member made of `pieces` (e.g. a .npy header and its data) totalling `size` bytes. */
+  add(name: string, pieces: Iterable<Uint8Array>, size: number, compress: boolean): void {
+    const utf8Name = /[^\x00-\x7f]/.test(name);
+    const nameBytes = new TextEncoder().encode(name);
+    if (nameBytes.length > U16_MAX) throw new NpyError('BAD_ARRAY', `member name of ${nameBytes.length} bytes is too long for zip`);
+    const zip64Local = size >= ZIP64_LOCAL_THRESHOLD;
+    const offset = this.position;
+    const header = new Uint8Array(30 + nameBytes.length + (zip64Local ? 20 : 0));
+    const h = view(header);
+    h.setUint32(0, SIG_LOCAL, true);
+    h.setUint16(4, zip64Local ? 45 : 20, true);
+    h.setUint16(6, utf8Name ? FLAG_UTF8 : 0, true);
+    h.setUint16(8, compress ? DEFLATED : STORED, true);
+    h.setUint16(10, this.time, true);
+    h.setUint16(12, this.date, true);
+    h.setUint16(26, nameBytes.length, true);
+    h.setUint16(28, zip64Local ? 20 : 0, true);
+    header.set(nameBytes, 30);
+    this.emit(header);
+    let crc = 0;
+    let written = 0;
+    let compressed = 0;
+    const deflater = compress ? this.codec.deflater(this.options.level) : null;
+    const list = [...pieces];
+    list.forEach((piece, i) => {
+      crc = this.codec.crc32(piece, crc);
+      written += piece.length;
+      if (deflater) {
+        for (const out of deflater.push(piece, i === list.length - 1)) { this.emit(out); compressed += out.length; }
+      } else {
+        this.emit(piece);
+        compressed += piece.length;
+      }
+    });
+    if (deflater && list.length === 0) for (const out of deflater.push(new Uint8Array(0), true)) { this.emit(out); compressed += out.length; }
+    if (written !== size) throw new NpyError('BAD_ARRAY', `member '${name}' has ${written} bytes, ${size} announced`);
+    if (!zip64Local && compressed >= U32_MAX) throw new NpyError('TOO_LARGE', `member '${name}' compressed beyond 4 GiB without zip64 room`);
+    // Now that CRC and sizes are known, fill them into the local header.
+    const patch = new Uint8Array(12);
+    const pv = view(patch);
+    pv.setUint32(0, crc, true);
+    pv.setUint32(4, zip64Local ? U32_MAX : compressed, true);
+    pv.setUint32(8, zip64Local ? U32_MAX : size, true);
+    this.sink.patch(offset + 14, patch);
+    if (zip64Local) {
+      const extra = new Uint8Array(20);
+      const ev = view(extra);
+      ev.setUint16(0, 0x0001, true);
+      ev.setUint16(2, 16, true);
+      ev.setBigUint64(4, BigInt(size), true);
+      ev.setBigUint64(12, BigInt(compressed), true);
+      this.sink.patch(offset + 30 + nameBytes.length, extra);
+    }
+    this.members.push({ nameBytes, utf8: utf8Name, method: compress ? DEFLATED : STORED, crc, compressedSize: compressed, size, offset, zip64Local });
+  }
+
+  /** Write the central directory and end records (zip64 ones exactly when needed). */
+  finish(): void {
+    const cdStart = this.position;
+    for (const m of this.members) {
+      const needSize = m.size >= U32_MAX || m.compressedSize >= U32_MAX || m.zip64Local;
+      const needOffset = m.offset >= U32_MAX;
+      const extraLen = needSize || needOffset ? 4 + (needSize ? 16 : 0) + (needOffset ? 8 : 0) : 0;
+      const e = new Uint8Array(46 + m.nameBytes.length + extraLen);
+      const v = view(e);
+      v.setUint32(0, SIG_CENTRAL, true);
+      v.setUint16(4, (3 << 8) | 45, true); // made by: Unix, zip 4.5
+      v.setUint16(6, extraLen ? 45 : 20, true);
+      v.setUint16(8, m.utf8 ? FLAG_UTF8 : 0, true);
+      v.setUint16(10, m.method, true);
+      v.setUint16(12, this.time, true);
+      v.setUint16(14, this.date, true);
+      v.setUint32(16, m.crc, true);
+      v.setUint32(20, needSize ? U32_MAX : m.compressedSize, true);
+      v.setUint32(24, needSize ? U32_MAX : m.size, true);
+      v.setUint16(28, m.nameBytes.length, true);
+      v.setUint16(30, extraLen, true);
+      v.setUint32(38, (0o100644 << 16) >>> 0, true); // a regular file, rw-r--r--
+      v.setUint32(42, needOffset ? U32_MAX : m.offset, true);
+      e.set(m.nameBytes, 46);
+      if (extraLen) {
+        let q = 46 + m.nameBytes.length;
+        v.setUint16(q, 0x0001, true);
+        v.setUint16(q + 2, extraLen - 4, true);
+        q += 4;
+        if (needSize) {
+          v.setBigUint64(q, BigInt(m.size), true);
+          v.setBigUint64(q + 8, BigInt(m.compressedSize), true);
+          q += 16;
+        }
+        if (needOffset) v.setBigUint64(q, BigInt(m.offset), true);
+      }
+      this.emit(e);
+    }
+    const cdSize = this.position - cdStart;
+    const count = this.members.length;
+    const need64 = count > U16_MAX - 1 || cdStart >= U32_MAX || cdSize >= U32_MAX;
+    if (need64) {
+      const z64At = this.position;
+      const z = new Uint8Array(56 + 20);
+      const v = view(z);
+      v.setUint32(0, SIG_ZIP64_EOCD, true);
+      v.setBigUint64(4, 44n, true);
+      v.setUint16(12, (3 << 8) | 45, true);
+      v.setUint16(14, 45, true);
+      v.setBigUint64(24, BigInt(count), true);
+      v.setBigUint64(32, BigInt(count), true);
+      v.setBigUint64(40, BigInt(cdSize), true);
+      v.setBigUint64(48, BigInt(cdStart), true);
+      v.setUint32(56, SIG_ZIP64_LOCATOR, true);
+      v.setBigUint64(64, BigInt(z64At), true);
+      v.setUint32(72, 1, true);
+      this.emit(z);
+    }
+    const end = new Uint8Array(22);
+    const v = view(end);
+    v.setUint32(0, SIG_EOCD, true);
+    v.setUint16(8, need64 ? U16_MAX : count, true);
+    v.setUint16(10, need64 ? U16_MAX : count, true);
+    v.setUint32(12, need64 ? U32_MAX : cdSize, true);
+    v.setUint32(16, need64 ? U32_MAX : cdStart, true);
+    this.emit(end);
+  }
+}
+
+/** A sink that keeps the archive in memory. */
+export class MemorySink implements ZipSink {
+  private readonly chunks: Uint8Array[] = [];
+  private readonly starts: number[] = [];
+  private length = 0;
+
+  write(chunk: Uint8Array): void {
+    this.starts.push(this.length);
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  patch(position: number, bytes: Uint8Array): void {
+    // Patches land inside one header chunk written by this writer.
+    let i = this.starts.length - 1;
+    while (i > 0 && this.starts[i]! > position) i--;
+    const chunk = this.chunks[i]!;
+    const at = position - this.starts[i]!;
+    if (at + bytes.length > chunk.length) throw new Error('internal: a zip patch must fall inside one written header');
+    chunk.set(bytes, at);
+  }
+
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.length);
+    this.chunks.forEach((c, i) => out.set(c, this.starts[i]!));
+    return out;
+  }
+}
+
