@@ -1,10 +1,11 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
   NpyError, decodeNpy, encodeNpy, npyDocument, readHeader, shapeRepr, toOrder, withByteOrder,
-  type NdArray, type NpyHeader,
+  type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { readNpyHeader } from '@npyts/core/node';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { loadNpz, readNpyHeader, saveNpz } from '@npyts/core/node';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { formatArray } from './format.js';
 
 export interface Io {
@@ -15,12 +16,18 @@ export interface Io {
 const USAGE = `usage: npyts <command> [options]
 
 Commands:
-  info FILE... [--json]        one line per .npy: dtype, shape, order, format version, data bytes
+  info FILE... [--json]        one line per array: dtype, shape, order, format version, data bytes
   show FILE [--json]           print the array (numpy-like), or its JSON document with --json
-  convert IN OUT [options]     re-encode a .npy; with no options numpy's own bytes come back
+  convert IN OUT [options]     re-encode; with no options numpy's own bytes come back
       --order C|F              memory order of the output
       --byteorder little|big|native
       --version 1|2|3          format version (default: numpy's automatic choice)
+      --compress | --store     for .npz output: deflate members (np.savez_compressed) or store
+                               them (np.savez); default: as the input archive, else store
+
+FILE is a .npy, a .npz (every member), or ARCHIVE.npz:NAME for one member. convert turns
+.npz into .npz, a member into a .npy (IN.npz:NAME OUT.npy), and a .npy into an archive
+(OUT.npz, or OUT.npz:NAME to name the member).
 
 Options:
   -h, --help                   show this help
@@ -44,7 +51,7 @@ interface Parsed {
 }
 
 const VALUE_FLAGS = new Set(['--order', '--byteorder', '--version']);
-const BOOL_FLAGS = new Set(['--json', '--help', '-h']);
+const BOOL_FLAGS = new Set(['--json', '--help', '-h', '--compress', '--store']);
 
 function parseArgs(args: string[]): Parsed {
   const positional: string[] = [];
@@ -73,10 +80,6 @@ function withFile<T>(file: string, fn: () => T): T {
   }
 }
 
-function readFile(file: string): Uint8Array {
-  return withFile(file, () => readFileSync(file));
-}
-
 function orderName(h: NpyHeader): string {
   return h.fortranOrder ? 'Fortran (F) order' : 'C order';
 }
@@ -92,37 +95,124 @@ function infoJSON(file: string, h: NpyHeader): Record<string, unknown> {
   };
 }
 
+/** A path on the command line: a file, or `ARCHIVE.npz:NAME` for one member. */
+interface Target {
+  label: string;
+  file: string;
+  member: string | undefined;
+}
+
+function target(arg: string, mustExist: boolean): Target {
+  if (existsSync(arg) || !mustExist) {
+    const colon = arg.lastIndexOf(':');
+    if (!mustExist && colon > 0 && /\.npz$/i.test(arg.slice(0, colon))) return { label: arg, file: arg.slice(0, colon), member: arg.slice(colon + 1) };
+    return { label: arg, file: arg, member: undefined };
+  }
+  const colon = arg.lastIndexOf(':');
+  if (colon > 0 && existsSync(arg.slice(0, colon))) return { label: arg, file: arg.slice(0, colon), member: arg.slice(colon + 1) };
+  return { label: arg, file: arg, member: undefined };
+}
+
+/** Zip archives start with a local header, or with the end record when empty. */
+function isArchive(file: string): boolean {
+  const head = new Uint8Array(4);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, head, 0, 4, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return head[0] === 0x50 && head[1] === 0x4b && (head[2] === 3 || head[2] === 5) && (head[3] === 4 || head[3] === 6);
+}
+
+function withArchive<T>(t: Target, fn: (archive: NpzArchive) => T): T {
+  const archive = withFile(t.file, () => loadNpz(t.file));
+  try {
+    return withFile(t.label, () => fn(archive));
+  } finally {
+    archive.close();
+  }
+}
+
+/** Header and array of one .npy, or of one archive member. */
+function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: NdArray } {
+  const bytes = archive && t.member !== undefined
+    ? withFile(t.label, () => archive.bytes(t.member!))
+    : withFile(t.file, () => readFileSync(t.file));
+  return withFile(t.label, () => ({ header: readHeader(bytes), array: decodeNpy(bytes) }));
+}
+
+function checkIsFile(file: string): void {
+  withFile(file, () => {
+    if (!statSync(file).isFile()) throw Object.assign(new Error('is not a regular file'), { code: 'EISDIR' });
+  });
+}
+
 function cmdInfo(p: Parsed, io: Io): void {
   if (p.positional.length === 0) throw new UsageError('info needs at least one FILE');
   const json = p.flags.has('--json');
   const docs: Record<string, unknown>[] = [];
-  for (const file of p.positional) {
-    const h = withFile(file, () => readNpyHeader(file));
-    if (json) docs.push(infoJSON(file, h));
-    else io.stdout(infoLine(file, h) + '\n');
+  for (const arg of p.positional) {
+    const t = target(arg, true);
+    checkIsFile(t.file);
+    if (t.member === undefined && !isArchive(t.file)) {
+      const h = withFile(t.file, () => readNpyHeader(t.file));
+      if (json) docs.push(infoJSON(t.label, h));
+      else io.stdout(infoLine(t.label, h) + '\n');
+      continue;
+    }
+    withArchive(t, (archive) => {
+      const names = t.member !== undefined ? [t.member] : archive.names;
+      for (const name of names) {
+        const entry = archive.entry(name);
+        const { header } = loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive);
+        const stored = entry.method === 0 ? 'stored' : `deflated ${entry.compressedSize} bytes`;
+        if (json) docs.push({ ...infoJSON(`${t.file}:${name}`, header), member: entry.name, compression: entry.method === 0 ? 'stored' : 'deflate', compressed_size: entry.compressedSize });
+        else io.stdout(`${infoLine(`${t.file}:${name}`, header)}, ${stored}\n`);
+      }
+      if (names.length === 0 && !json) io.stdout(`${t.file}: empty archive\n`);
+    });
   }
   if (json) io.stdout(JSON.stringify(docs.length === 1 && p.positional.length === 1 ? docs[0] : docs) + '\n');
 }
 
-function load(file: string): { header: NpyHeader; array: NdArray } {
-  const bytes = readFile(file);
-  return withFile(file, () => ({ header: readHeader(bytes), array: decodeNpy(bytes) }));
-}
-
 function cmdShow(p: Parsed, io: Io): void {
   if (p.positional.length !== 1) throw new UsageError('show needs exactly one FILE');
-  const file = p.positional[0]!;
-  const { header, array } = load(file);
-  if (p.flags.has('--json')) {
-    io.stdout(JSON.stringify(npyDocument(header, array)) + '\n');
-  } else {
-    io.stdout(`# ${infoLine(file, header)}\n${formatArray(array)}\n`);
+  const t = target(p.positional[0]!, true);
+  checkIsFile(t.file);
+  const json = p.flags.has('--json');
+  const print = (label: string, header: NpyHeader, array: NdArray): void => {
+    io.stdout(json ? JSON.stringify(npyDocument(header, array)) + '\n' : `# ${infoLine(label, header)}\n${formatArray(array)}\n`);
+  };
+  if (t.member === undefined && !isArchive(t.file)) {
+    const { header, array } = loadOne(t);
+    print(t.label, header, array);
+    return;
   }
+  withArchive(t, (archive) => {
+    if (t.member !== undefined) {
+      const { header, array } = loadOne(t, archive);
+      print(t.label, header, array);
+      return;
+    }
+    if (json) {
+      const arrays: Record<string, unknown> = {};
+      for (const name of archive.names) {
+        const { header, array } = loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive);
+        arrays[name] = npyDocument(header, array);
+      }
+      io.stdout(JSON.stringify({ arrays }) + '\n');
+    } else {
+      for (const name of archive.names) {
+        const { header, array } = loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive);
+        print(`${t.file}:${name}`, header, array);
+      }
+    }
+  });
 }
 
 function cmdConvert(p: Parsed, io: Io): void {
   if (p.positional.length !== 2) throw new UsageError('convert needs IN and OUT');
-  const [input, output] = p.positional as [string, string];
   const order = p.flags.get('--order');
   if (order !== undefined && order !== 'C' && order !== 'F') throw new UsageError('--order must be C or F');
   const byteorder = p.flags.get('--byteorder');
@@ -130,11 +220,50 @@ function cmdConvert(p: Parsed, io: Io): void {
   if (byteorder !== undefined && !(String(byteorder) in orders)) throw new UsageError('--byteorder must be little, big or native');
   const version = p.flags.get('--version');
   if (version !== undefined && !['1', '2', '3'].includes(String(version))) throw new UsageError('--version must be 1, 2 or 3');
-  let { array } = load(input);
-  if (order) array = toOrder(array, order);
-  if (byteorder) array = withByteOrder(array, orders[String(byteorder)]!);
-  const bytes = withFile(input, () => encodeNpy(array, version ? { version: Number(version) as 1 | 2 | 3 } : {}));
-  withFile(output, () => writeFileSync(output, bytes));
+  if (p.flags.has('--compress') && p.flags.has('--store')) throw new UsageError('--compress and --store exclude each other');
+  const encodeOptions = version ? { version: Number(version) as 1 | 2 | 3 } : {};
+  const transform = (array: NdArray): NdArray => {
+    let a = order ? toOrder(array, order) : array;
+    if (byteorder) a = withByteOrder(a, orders[String(byteorder)]!);
+    return a;
+  };
+  const input = target(p.positional[0]!, true);
+  const output = target(p.positional[1]!, false);
+  checkIsFile(input.file);
+  const inArchive = input.member === undefined && isArchive(input.file);
+  const outArchive = output.member !== undefined || /\.npz$/i.test(output.file);
+
+  // Gather the arrays to write, with their names for an archive.
+  let arrays: [string, NdArray][];
+  let compressed = false;
+  if (inArchive) {
+    arrays = withArchive(input, (archive) => {
+      compressed = archive.entries.some((e) => e.method !== 0);
+      return archive.names.map((name) => [name, loadOne({ label: `${input.file}:${name}`, file: input.file, member: name }, archive).array] as [string, NdArray]);
+    });
+  } else if (input.member !== undefined) {
+    const array = withArchive(input, (archive) => {
+      compressed = archive.entry(input.member!).method !== 0;
+      return loadOne(input, archive).array;
+    });
+    arrays = [[input.member, array]];
+  } else {
+    arrays = [[basename(input.file).replace(/\.npy$/i, ''), loadOne(input).array]];
+  }
+  arrays = arrays.map(([name, a]) => [name, withFile(input.label, () => transform(a))]);
+
+  if (outArchive) {
+    if (output.member !== undefined) {
+      if (arrays.length !== 1) throw new UsageError('OUT.npz:NAME takes a single array; give OUT.npz for a whole archive');
+      arrays = [[output.member, arrays[0]![1]]];
+    }
+    const compress = p.flags.has('--compress') || (!p.flags.has('--store') && compressed);
+    withFile(output.file, () => saveNpz(output.file, new Map(arrays), { compress, ...encodeOptions }));
+  } else {
+    if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME or write a .npz`);
+    const bytes = withFile(input.label, () => encodeNpy(arrays[0]![1], encodeOptions));
+    withFile(output.file, () => writeFileSync(output.file, bytes));
+  }
   void io;
 }
 
