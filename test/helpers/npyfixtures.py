@@ -511,5 +511,173 @@ def cmd_fields(outdir):
     json.dump(out, sys.stdout)
 
 
+
+# ---------------------------------------------------------------- .npz archives
+class Unseekable(io.RawIOBase):
+    """A write-only stream without seek or tell: zipfile then writes data descriptors."""
+    def __init__(self):
+        self.buf = io.BytesIO()
+    def writable(self):
+        return True
+    def seekable(self):
+        return False
+    def write(self, b):
+        return self.buf.write(b)
+    def tell(self):
+        raise OSError("unseekable")
+
+
+def npz_documents(path):
+    """numpy's view of every member: {key: document} (non-.npy members as their raw bytes in hex)."""
+    import zipfile
+    out = {}
+    with np.load(path, max_header_size=BIG_HEADER) as z, zipfile.ZipFile(path) as zf:
+        for key in z.files:
+            member = key + ".npy" if key + ".npy" in zf.namelist() else key
+            raw = zf.read(member)
+            if not raw.startswith(b"\x93NUMPY"):
+                out[key] = {"raw": raw.hex()}
+                continue
+            a = z[key]
+            out[key] = {"version": [raw[6], raw[7]], "descr": descr_json(np.lib.format.dtype_to_descr(a.dtype)),
+                        "fortran_order": bool(a.flags.f_contiguous and not a.flags.c_contiguous), "shape": list(a.shape), "data": to_json(a)}
+    return out
+
+
+def npz_arrays():
+    return {
+        "f4": make("<f4", (2, 3)), "i8_be": make(">i8", (4,)), "text": make("<U3", (3,)), "bytes": make("S4", (2,)),
+        "rec": make([("a", "<i4"), ("b", [("c", ">f8")]), ("e", "<u2", (2,))], (2,)), "fortran": make("<f8", (3, 4), "F"),
+        "when": make("<M8[ns]", (3,)), "scalar": make("<c16", ()), "empty": make("<i2", (0, 3)), "half": make("<f2", (5,)),
+    }
+
+
+def cmd_npz(outdir):
+    import zipfile
+    os.makedirs(outdir, exist_ok=True)
+    arrays = npz_arrays()
+    cases = {}
+    def add(name, writer):
+        path = os.path.join(outdir, name + ".npz")
+        writer(path)
+        cases[name] = path
+    add("savez", lambda p: np.savez(p, np.arange(3), *[], **arrays))
+    add("savez_compressed", lambda p: np.savez_compressed(p, np.arange(3), **arrays))
+    add("positional", lambda p: np.savez(p, np.arange(4), np.ones(2)))
+    add("odd_names", lambda p: np.savez(p, **{"a/b": np.arange(2), "é整": np.ones(3), "f.npy": np.zeros(1)}))
+    add("empty", lambda p: np.savez(p))
+    for comp in (False, True):
+        def stream(p, comp=comp):
+            s = Unseekable()
+            (np.savez_compressed if comp else np.savez)(s, **arrays)
+            open(p, "wb").write(s.buf.getvalue())
+        add("stream_compressed" if comp else "stream_stored", stream)
+    def with_extras(p):
+        np.savez(p, x=np.arange(3))
+        with zipfile.ZipFile(p, "a") as zf:
+            zf.writestr("notes.txt", b"not an array")
+            zf.comment = b"an archive comment"
+    add("extras", with_extras)
+    def cp437(p):
+        np.savez(p, **{"xAy": np.arange(2)})
+        b = bytearray(open(p, "rb").read())
+        i = 0
+        while True:  # the name in the local header and in the central directory
+            i = b.find(b"xAy.npy", i)
+            if i < 0:
+                break
+            b[i + 1] = 0x82
+            i += 1
+        open(p, "wb").write(bytes(b))
+    add("cp437", cp437)
+    docs = {name: npz_documents(path) for name, path in cases.items()}
+    json.dump({"cases": cases, "docs": docs}, sys.stdout)
+
+
+def cmd_npz_many(path, count):
+    """An archive with more members than a plain zip end record can count (zip64 end record)."""
+    count = int(count)
+    np.savez(path, **{f"m{i}": np.int32(i) for i in range(count)})
+    with open(path, "rb") as fh:
+        has_zip64_end = b"PK\x06\x06" in fh.read()
+    json.dump({"count": count, "zip64_end": has_zip64_end}, sys.stdout)
+
+
+def cmd_npz_corrupt(outdir):
+    """Archives broken in one way each; numpy/zipfile refuses each of them too."""
+    import zipfile, zlib, struct
+    os.makedirs(outdir, exist_ok=True)
+    base = os.path.join(outdir, "base_stored.npz")
+    np.savez(base, a=np.arange(100, dtype="<i4"))
+    basec = os.path.join(outdir, "base_deflated.npz")
+    np.savez_compressed(basec, a=np.arange(1000, dtype="<i4"))
+    stored = open(base, "rb").read()
+    deflated = open(basec, "rb").read()
+    def central(b):
+        return b.rfind(b"PK\x01\x02")
+    cases = {}
+    cases["truncated"] = stored[: len(stored) // 2]
+    cases["truncated_tail"] = stored[:-10]
+    b = bytearray(stored); b[200] ^= 0xFF; cases["crc_mismatch"] = bytes(b)
+    b = bytearray(deflated); b[120] ^= 0x55; b[121] ^= 0xAA; cases["corrupt_deflate"] = bytes(b)
+    c = central(stored)
+    b = bytearray(stored); struct.pack_into("<I", b, c + 24, struct.unpack_from("<I", b, c + 24)[0] + 8); cases["size_lie_stored"] = bytes(b)
+    c = central(deflated)
+    b = bytearray(deflated); struct.pack_into("<I", b, c + 24, struct.unpack_from("<I", b, c + 24)[0] - 8); cases["size_lie_smaller"] = bytes(b)
+    b = bytearray(deflated); struct.pack_into("<I", b, c + 24, struct.unpack_from("<I", b, c + 24)[0] + 8); cases["size_lie_larger"] = bytes(b)
+    b = bytearray(stored); c = central(stored); struct.pack_into("<H", b, c + 10, 12); struct.pack_into("<H", b, 8, 12); cases["method_bzip2"] = bytes(b)
+    b = bytearray(stored); c = central(stored); b[c + 8] |= 1; b[6] |= 1; cases["encrypted"] = bytes(b)
+    cases["not_zip"] = b"this is not an archive at all, just some text" * 3
+    b = bytearray(stored); c = central(stored); struct.pack_into("<I", b, c + 42, 5); cases["bad_local_offset"] = bytes(b)
+    out = {}
+    for name, content in cases.items():
+        path = os.path.join(outdir, name + ".npz")
+        open(path, "wb").write(content)
+        try:
+            with np.load(path) as z:
+                for k in z.files:
+                    z[k]
+            refused = False
+        except Exception:
+            refused = True
+        out[name] = {"file": path, "numpy_refuses": refused}
+    json.dump(out, sys.stdout)
+
+
+def raw_bytes(a):
+    """The array's memory as stored (tobytes would copy records field by field, leaving padding undefined)."""
+    a = np.asarray(a)
+    if a.size == 0:
+        return b""
+    flat = (a if a.flags.c_contiguous else a.T).reshape(-1)  # a view: the memory is contiguous
+    return flat.view(np.uint8).tobytes()
+
+
+def same_values(a, b):
+    """Bit-exact equality, field by field for records (numpy's npz reader leaves their padding undefined)."""
+    if a.dtype.names is not None:
+        return all(same_values(a[n], b[n]) for n in a.dtype.names)
+    return raw_bytes(np.ascontiguousarray(a)) == raw_bytes(np.ascontiguousarray(b))
+
+
+def cmd_check_npz(spec_path):
+    """[{file, expect: {key: source .npy path}}]: numpy loads our archive with the same keys, dtypes, orders and values."""
+    out = []
+    for s in json.load(open(spec_path)):
+        problems = []
+        with np.load(s["file"], max_header_size=BIG_HEADER) as z:
+            if sorted(z.files) != sorted(s["expect"]):
+                problems.append(f"keys {z.files} != {list(s['expect'])}")
+            for key, src in s["expect"].items():
+                if key not in z.files:
+                    continue
+                a = z[key]
+                b = np.load(src, max_header_size=BIG_HEADER) if isinstance(src, str) else np.array(src)
+                if a.dtype != b.dtype or a.shape != b.shape or not same_values(a, b) or a.flags.f_contiguous != b.flags.f_contiguous:
+                    problems.append(f"{key}: {a.dtype} {a.shape} vs {b.dtype} {b.shape}")
+        out.append(problems)
+    json.dump(out, sys.stdout)
+
+
 if __name__ == "__main__":
     globals()["cmd_" + sys.argv[1].replace("-", "_")](*sys.argv[2:])

@@ -112,13 +112,10 @@ function* pieces(parts: Uint8Array[]): Generator<Uint8Array> {
 /** Write every array as `name.npy` into a zip sink. */
 export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): void {
   const writer = new ZipWriter(sink, options.codec ?? fflateCodec, options);
-  const seen = new Set<string>();
+  // Keys of a Map or object are unique, so member names are too.
   for (const [name, array] of npzMembers(arrays)) {
-    const member = `${name}.npy`;
-    if (seen.has(member)) throw new NpyError('NPZ_KEY', `two arrays are named '${name}'`);
-    seen.add(member);
     const { header, body } = encodeNpyParts(array, options);
-    writer.add(member, pieces([header, body]), header.length + body.length, options.compress ?? false);
+    writer.add(`${name}.npy`, pieces([header, body]), header.length + body.length, options.compress ?? false);
   }
   writer.finish();
 }

@@ -1,0 +1,203 @@
+// .npz: numpy's archives read through our own zip container (memory and disk, zlib and fflate),
+// corrupt archives refused, and every archive we write loaded by numpy and accepted by `unzip -t`.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { decodeNpz, encodeNpz, npyDocument, readHeader, NpyError, fflateCodec } from '@npyts/core';
+import { loadNpz, saveNpz, zlibCodec, loadNpy } from '@npyts/core/node';
+import { numpy, runCli, scratch, writeJSON } from './helpers/numpy.mjs';
+
+const dir = scratch();
+const { cases, docs } = numpy('npz', join(dir, 'in'));
+
+/** Our document of every member, like npz_documents on numpy's side. */
+function ourDocs(archive) {
+  const out = {};
+  for (const name of archive.names) {
+    const raw = archive.bytes(name);
+    if (raw[0] !== 0x93) { out[name] = { raw: Buffer.from(raw).toString('hex') }; continue; }
+    out[name] = npyDocument(readHeader(raw), archive.get(name));
+  }
+  return out;
+}
+
+for (const [name, file] of Object.entries(cases)) {
+  test(`reads numpy's ${name} archive (disk + zlib, memory + fflate)`, () => {
+    const onDisk = loadNpz(file);
+    try {
+      assert.equal(ourDocs(onDisk), docs[name]);
+    } finally {
+      onDisk.close();
+    }
+    const inMemory = decodeNpz(readFileSync(file), { codec: fflateCodec });
+    assert.equal(ourDocs(inMemory), docs[name]);
+    assert.equal([...inMemory.names], Object.keys(docs[name]));
+  });
+}
+
+test('numpy key rules: one .npy stripped, both spellings find a member', () => {
+  const a = decodeNpz(readFileSync(cases.odd_names));
+  assert.equal([...a.names], ['a/b', 'é整', 'f.npy']);
+  assert.ok(a.has('a/b') && a.has('a/b.npy') && a.has('f.npy') && a.has('f.npy.npy'));
+  assert.is(a.get('f.npy').shape[0], 1);
+  assert.throws(() => a.get('nope'), (e) => e.code === 'NPZ_KEY' && /'a\/b', 'é整', 'f\.npy'/.test(e.message));
+  const extras = decodeNpz(readFileSync(cases.extras));
+  assert.throws(() => extras.get('notes.txt'), /bytes\('notes\.txt'\)/);
+  assert.is(new TextDecoder().decode(extras.bytes('notes.txt')), 'not an array');
+});
+
+test('the archive is lazy: a member is inflated only when asked for', () => {
+  let inflated = 0;
+  const counting = { ...zlibCodec, inflate: (d, s, m) => { inflated++; return zlibCodec.inflate(d, s, m); } };
+  const a = decodeNpz(readFileSync(cases.savez_compressed), { codec: counting });
+  assert.ok(a.names.length > 5);
+  assert.is(inflated, 0);
+  a.get('f4');
+  assert.is(inflated, 1);
+});
+
+test('loadNpz reads only the directory and the members asked for', () => {
+  const a = loadNpz(cases.savez);
+  let reads = 0;
+  const read = a.source.read.bind(a.source);
+  a.source.read = (o, l) => { reads += l; return read(o, l); };
+  const f4 = a.get('f4');
+  a.close();
+  assert.equal(f4.shape, [2, 3]);
+  assert.ok(reads < 400, `read ${reads} bytes for one small member`);
+});
+
+test('more than 65535 members (zip64 end record) read and write', () => {
+  const file = join(dir, 'many.npz');
+  const made = numpy('npz-many', file, '70000');
+  assert.ok(made.zip64_end);
+  const a = loadNpz(file);
+  assert.is(a.names.length, 70000);
+  assert.is(a.get('m69999').get(), 69999);
+  a.close();
+  const ours = join(dir, 'many_ours.npz');
+  const arrays = new Map(Array.from({ length: 66000 }, (_, i) => [`k${i}`, { data: new Int32Array([i]), shape: [] }]));
+  saveNpz(ours, arrays);
+  assert.ok(readFileSync(ours).includes(Buffer.from([0x50, 0x4b, 6, 6])), 'zip64 end record written');
+  const out = execFileSync('python3', ['-c', `import numpy as np; z = np.load(${JSON.stringify(ours)}); print(len(z.files), int(z['k65999']), int(z['k0']))`], { encoding: 'utf8' }).trim();
+  assert.is(out, '66000 65999 0');
+  unzipTest(ours);
+});
+
+const corrupt = numpy('npz-corrupt', join(dir, 'corrupt'));
+const expectedCodes = {
+  truncated: 'ZIP_FORMAT', truncated_tail: 'ZIP_FORMAT', crc_mismatch: 'ZIP_CRC', corrupt_deflate: ['ZIP_FORMAT', 'ZIP_CRC'],
+  size_lie_stored: 'ZIP_SIZE', size_lie_smaller: 'ZIP_SIZE', size_lie_larger: 'ZIP_SIZE', method_bzip2: 'ZIP_UNSUPPORTED',
+  encrypted: 'ZIP_UNSUPPORTED', not_zip: 'ZIP_FORMAT', bad_local_offset: 'ZIP_FORMAT',
+};
+
+test('every corrupt archive is refused with a clear error, by both codecs', () => {
+  assert.equal(Object.keys(corrupt).sort(), Object.keys(expectedCodes).sort());
+  for (const [name, { file }] of Object.entries(corrupt)) {
+    for (const codec of [zlibCodec, fflateCodec]) {
+      let err;
+      try {
+        const a = decodeNpz(readFileSync(file), { codec });
+        for (const n of a.names) a.get(n);
+      } catch (e) {
+        err = e;
+      }
+      assert.instance(err, NpyError, `${name}: ${err}`);
+      const want = [expectedCodes[name]].flat();
+      assert.ok(want.includes(err.code), `${name}: ${err.code} ${err.message}`);
+    }
+  }
+  // numpy refuses these too, except the size lies it does not check.
+  const lenient = Object.entries(corrupt).filter(([, c]) => !c.numpy_refuses).map(([n]) => n).sort();
+  assert.equal(lenient, ['size_lie_larger', 'size_lie_stored']);
+});
+
+test('CLI: corrupt archives give one line and exit 1', async () => {
+  for (const [name, { file }] of Object.entries(corrupt)) {
+    const r = await runCli(['show', '--json', file]);
+    assert.is(r.code, 1, name);
+    assert.is(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.ok(r.stderr.startsWith('npyts: error: '), r.stderr);
+  }
+});
+
+function unzipTest(file) {
+  try {
+    execFileSync('unzip', ['-tq', file], { encoding: 'utf8' });
+  } catch (e) {
+    assert.unreachable(`unzip -t refused ${file}: ${e.stdout ?? e.message}`);
+  }
+}
+
+test('archives we write load in numpy with the same keys, dtypes, orders and values, and pass unzip -t', () => {
+  const sources = Object.fromEntries(numpy('catalogue', join(dir, 'cat')).map((c) => [c.name, c.file]));
+  const picked = ['f4_C', 'f8_be_F', 'i8_C', 'u2_be_C', 'b1_C', 'c16_F', 'f2_C', 'f16_be_C', 'M8_ns_C', 'm8_2s_be_F', 'S5', 'U3_be_F', 'V7', 'rec_nested', 'rec_aligned', 'rec_titles', 'rec_F', 'rec_utf8_name_v3', 'f4_0d', 'f8_empty', 'rec_4000_fields_v2'];
+  const specs = [];
+  for (const compress of [false, true]) {
+    for (const how of ['encodeNpz', 'saveNpz']) {
+      const arrays = Object.fromEntries(picked.map((n) => [n, loadNpy(sources[n])]));
+      arrays['dir/é整'] = loadNpy(sources.i4_C);
+      const file = join(dir, `ours_${how}_${compress}.npz`);
+      if (how === 'encodeNpz') writeFileSync(file, encodeNpz(arrays, { compress, codec: compress ? fflateCodec : undefined }));
+      else saveNpz(file, arrays, { compress });
+      specs.push({ file, expect: { ...Object.fromEntries(picked.map((n) => [n, sources[n]])), 'dir/é整': sources.i4_C } });
+    }
+  }
+  const problems = numpy('check-npz', writeJSON(join(dir, 'check.json'), specs));
+  assert.equal(problems, specs.map(() => []));
+  for (const s of specs) unzipTest(s.file);
+});
+
+test('a list is saved as arr_0, arr_1 …; an empty archive is 22 bytes like numpy\'s', () => {
+  const a = decodeNpz(encodeNpz([{ data: new Float32Array([1]) }, { data: new Int8Array([2, 3]) }]));
+  assert.equal([...a.names], ['arr_0', 'arr_1']);
+  assert.equal(a.get('arr_1').toList(), [2, 3]);
+  const empty = encodeNpz({});
+  assert.is(empty.length, 22);
+  assert.is(empty.length, readFileSync(cases.empty).length);
+  assert.equal([...decodeNpz(empty).names], []);
+});
+
+test('CLI: show --json of a whole archive and of one member; info lists members', async () => {
+  const r = await runCli(['show', '--json', cases.savez_compressed]);
+  assert.is(r.code, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout), { arrays: docs.savez_compressed });
+  const one = await runCli(['show', '--json', `${cases.savez}:rec`]);
+  assert.equal(JSON.parse(one.stdout), docs.savez.rec);
+  const info = await runCli(['info', cases.savez_compressed]);
+  assert.is(info.stdout.trim().split('\n').length, Object.keys(docs.savez_compressed).length);
+  assert.match(info.stdout, /savez_compressed\.npz:f4: '<f4' .* deflated \d+ bytes/);
+  const missing = await runCli(['show', `${cases.savez}:nope`]);
+  assert.is(missing.code, 1);
+  assert.match(missing.stderr, /no array 'nope'/);
+});
+
+test('CLI: convert npz → npz (--compress/--store), member → npy, npy → npz', async () => {
+  const out = join(dir, 'conv.npz');
+  let r = await runCli(['convert', cases.savez, out, '--compress']);
+  assert.is(r.code, 0, r.stderr);
+  let a = loadNpz(out);
+  assert.ok(a.entries.every((e) => e.method === 8));
+  assert.equal(ourDocs(a), docs.savez);
+  a.close();
+  r = await runCli(['convert', out, out + '.stored.npz', '--store']);
+  a = loadNpz(out + '.stored.npz');
+  assert.ok(a.entries.every((e) => e.method === 0));
+  a.close();
+  const npy = join(dir, 'member.npy');
+  r = await runCli(['convert', `${cases.savez_compressed}:rec`, npy]);
+  assert.is(r.code, 0, r.stderr);
+  assert.equal(npyDocument(readHeader(readFileSync(npy)), loadNpy(npy)), docs.savez_compressed.rec);
+  r = await runCli(['convert', npy, join(dir, 'wrapped.npz:table')]);
+  assert.is(r.code, 0, r.stderr);
+  const w = loadNpz(join(dir, 'wrapped.npz'));
+  assert.equal([...w.names], ['table']);
+  w.close();
+  r = await runCli(['convert', cases.savez, join(dir, 'x.npy')]);
+  assert.is(r.code, 2);
+  assert.match(r.stderr, /name one/);
+});
+
+test.run();
