@@ -201,9 +201,15 @@ export function checkSupported(entry: ZipEntry): void {
   }
 }
 
+/** The largest member read whole: one typed array holds at most 2^32 bytes in Node 20 (less in some browsers). */
+export const MAX_MEMBER_BYTES = 2 ** 32;
+
 /** A member's uncompressed bytes, with its size and CRC-32 verified. */
 export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec): Uint8Array {
   checkSupported(entry);
+  if (entry.size > MAX_MEMBER_BYTES || entry.compressedSize > MAX_MEMBER_BYTES) {
+    throw new NpyError('TOO_LARGE', `member of ${entry.size} bytes is larger than one buffer can hold (${MAX_MEMBER_BYTES}); in Node read it in pieces with streamNpzMember()`, { member: entry.name });
+  }
   const start = entryDataOffset(src, entry);
   const raw = src.read(start, entry.compressedSize);
   if (entry.method === STORED && entry.compressedSize !== entry.size) {
