@@ -6,7 +6,8 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, toOrder, readHeader } from '@npyts/core';
-import { loadNpy, saveNpy } from '@npyts/core/node';
+import { loadNpy, saveNpy, loadNpz, saveNpz } from '@npyts/core/node';
+import { unzipSync } from 'fflate';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -52,7 +53,12 @@ const ours = {
   writeFileSync: median(() => writeFileSync(outFile, new Uint8Array(f4.data.buffer))),
   header3000: median(() => readHeader(rec3000), Math.max(REPEATS, 20)),
   decodeNpy_inmemory: median(() => decodeNpy(readFileSync(file('f4.npy')))),
+  loadNpz: median(() => { const a = loadNpz(file('deflated.npz')); a.get('member'); a.close(); }),
+  fflateUnzip: median(() => unzipSync(readFileSync(file('deflated.npz')))),
 };
+const member = (() => { const a = loadNpz(file('deflated.npz')); const m = a.get('member'); a.close(); return m; })();
+ours.saveNpz = median(() => saveNpz(outFile + '.npz', { member }, { compress: true }), Math.max(3, REPEATS >> 1));
+rmSync(outFile + '.npz', { force: true });
 rmSync(outFile, { force: true });
 
 // Peak memory of a whole-file load, each in a fresh process. VmHWM is per address space; getrusage's
@@ -75,6 +81,8 @@ const rows = [
   ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }],
   ['saveNpy f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }],
   ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }],
+  ['loadNpz deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }],
+  ['saveNpz compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }],
 ];
 const report = {
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },

@@ -549,6 +549,8 @@ def npz_arrays():
         "f4": make("<f4", (2, 3)), "i8_be": make(">i8", (4,)), "text": make("<U3", (3,)), "bytes": make("S4", (2,)),
         "rec": make([("a", "<i4"), ("b", [("c", ">f8")]), ("e", "<u2", (2,))], (2,)), "fortran": make("<f8", (3, 4), "F"),
         "when": make("<M8[ns]", (3,)), "scalar": make("<c16", ()), "empty": make("<i2", (0, 3)), "half": make("<f2", (5,)),
+        # The data-descriptor signature inside a stored member's payload (fflate cuts such members short).
+        "descriptor_sig": np.frombuffer(b"PK\x07\x08" * 64 + b"PK\x01\x02PK\x05\x06" * 8, np.uint8),
     }
 
 
