@@ -1,0 +1,228 @@
+/**
+ * @npyts/stdlib — npyts arrays as @stdlib/ndarray ndarrays over the same memory, and back.
+ * `@stdlib/ndarray` is a peer dependency.
+ */
+import ndarray from '@stdlib/ndarray/ctor/lib/index.js';
+import Complex64Array from '@stdlib/array/complex64/lib/index.js';
+import Complex128Array from '@stdlib/array/complex128/lib/index.js';
+import BooleanArray from '@stdlib/array/bool/lib/index.js';
+import Float16Array from '@stdlib/array/float16/lib/index.js';
+import {
+  NdArray, NpyError, arrayFromValues, fieldView, getField, parseDescr, readItem, shapeSize, storageOf,
+  type ArraySpec, type DType, type TypedArray,
+} from '@npyts/core';
+
+/** The parts of a @stdlib/ndarray ndarray the adapter uses. */
+export interface StdlibNdarray {
+  readonly dtype: string;
+  readonly shape: number[];
+  readonly strides: number[];
+  readonly offset: number;
+  readonly order: 'row-major' | 'column-major';
+  readonly data: unknown;
+  readonly length: number;
+  get(...index: number[]): unknown;
+}
+
+export interface ToStdlibOptions {
+  /**
+   * 64-bit integers and datetime/timedelta counts (stdlib has no int64 dtype):
+   * 'generic' — a generic ndarray over the same BigInt64Array/BigUint64Array (values are bigint);
+   * 'float64' / 'int32' — a converted copy, refused if any value does not fit exactly.
+   * Without this option such arrays are refused.
+   */
+  int64?: 'generic' | 'float64' | 'int32';
+  /** x86 long double (f16/c32): 'float64' converts to float64/complex128, rounding to nearest. Refused otherwise. */
+  longDouble?: 'float64';
+}
+
+const STDLIB_DTYPE: Record<string, string> = {
+  f8: 'float64', f4: 'float32', f2: 'float16', i1: 'int8', i2: 'int16', i4: 'int32', u1: 'uint8', u2: 'uint16', u4: 'uint32',
+  b1: 'bool', c8: 'complex64', c16: 'complex128',
+};
+
+function key(dt: DType): string {
+  return `${dt.kind === 'b' ? 'b' : dt.kind}${dt.itemsize}`;
+}
+
+/** The stdlib view of typed data: accessor arrays for float16, bool and complex, over the same bytes. */
+function stdlibBuffer(dt: DType, data: TypedArray): unknown {
+  switch (key(dt)) {
+    case 'f2': return new Float16Array(data.buffer, data.byteOffset, data.length);
+    case 'b1': return new BooleanArray(data.buffer, data.byteOffset, data.length);
+    case 'c8': return new Complex64Array(data.buffer, data.byteOffset, data.length / 2);
+    case 'c16': return new Complex128Array(data.buffer, data.byteOffset, data.length / 2);
+    default: return data;
+  }
+}
+
+function stridesFor(shape: number[], order: 'C' | 'F'): number[] {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  const axes = shape.map((_, i) => i);
+  if (order === 'C') axes.reverse();
+  for (const a of axes) { s[a] = acc; acc *= shape[a]!; }
+  return s;
+}
+
+const stdOrder = (o: 'C' | 'F'): 'row-major' | 'column-major' => (o === 'C' ? 'row-major' : 'column-major');
+
+function checkedConversion(array: NdArray, target: 'float64' | 'int32'): Float64Array | Int32Array {
+  const src = array.data as BigInt64Array | BigUint64Array;
+  const out = target === 'float64' ? new Float64Array(src.length) : new Int32Array(src.length);
+  const [lo, hi] = target === 'float64' ? [-(2n ** 53n), 2n ** 53n] : [-(2n ** 31n), 2n ** 31n - 1n];
+  for (let i = 0; i < src.length; i++) {
+    const v = src[i]!;
+    if (v < lo || v > hi) {
+      throw new NpyError('BAD_ARRAY', `value ${v} at position ${i} does not fit ${target}; use { int64: 'generic' } to keep bigints`);
+    }
+    out[i] = Number(v);
+  }
+  return out;
+}
+
+/** A record array as one ndarray per field: strided views of the same memory where possible, copies otherwise. */
+function recordToStdlib(array: NdArray, options: ToStdlibOptions): Record<string, StdlibNdarray> {
+  const out: Record<string, StdlibNdarray> = {};
+  for (const f of array.dtype.fields!) {
+    const view = fieldView(array, f.name);
+    const k = view ? key(view.dtype) : '';
+    const perItem = view ? storageOf(view.dtype).unitsPerItem : 0;
+    // A view needs a stdlib dtype of one typed-array unit per element (complex: strides in pairs).
+    const viewable = view && k in STDLIB_DTYPE && (perItem === 1 || (perItem === 2 && view.offset % 2 === 0 && view.strides.every((s) => s % 2 === 0)));
+    if (view && viewable) {
+      const scale = perItem;
+      out[f.name] = ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(view.dtype, view.data), view.shape, view.strides.map((s) => s / scale), view.offset / scale, stdOrder(array.order));
+    } else {
+      const field = getField(array, f.name);
+      out[f.name] = field.dtype.fields ? (recordToStdlib(field, options) as unknown as StdlibNdarray) : (toStdlib(field, options) as StdlibNdarray);
+    }
+  }
+  return out;
+}
+
+/**
+ * An ndarray over the same memory (no copy) for every dtype stdlib has; strings become `generic`;
+ * records become an object of per-field ndarrays.
+ */
+export function toStdlib(array: NdArray, options: ToStdlibOptions = {}): StdlibNdarray | Record<string, StdlibNdarray> {
+  const dt = array.dtype;
+  if (dt.fields) return recordToStdlib(array, options);
+  const shape = [...array.shape];
+  const strides = stridesFor(shape, array.order);
+  const order = stdOrder(array.order);
+  const k = key(dt);
+  if (k in STDLIB_DTYPE) return ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(dt, array.data as TypedArray), shape, strides, 0, order);
+  if (dt.kind === 'i' || dt.kind === 'u' || dt.kind === 'M' || dt.kind === 'm') {
+    const what = dt.kind === 'M' || dt.kind === 'm' ? `${dt.name} counts` : dt.name;
+    if (options.int64 === 'generic') return ndarray('generic', array.data, shape, strides, 0, order);
+    if (options.int64 === 'float64' || options.int64 === 'int32') {
+      return ndarray(options.int64, checkedConversion(array, options.int64), shape, strides, 0, order);
+    }
+    throw new NpyError('BAD_ARRAY', `stdlib has no dtype for ${what}; pass { int64: 'generic' } (bigint values), { int64: 'float64' } or { int64: 'int32' } (checked conversions)`);
+  }
+  if (dt.kind === 'f' || dt.kind === 'c') {
+    if (options.longDouble !== 'float64') {
+      throw new NpyError('BAD_ARRAY', `stdlib has no ${dt.name} (x86 long double); pass { longDouble: 'float64' } to round to float64`);
+    }
+    const n = array.size;
+    if (dt.kind === 'f') {
+      const out = new Float64Array(n);
+      for (let i = 0; i < n; i++) out[i] = readItem(dt, array.data, i) as number;
+      return ndarray('float64', out, shape, strides, 0, order);
+    }
+    const out = new Float64Array(2 * n);
+    for (let i = 0; i < n; i++) {
+      const c = readItem(dt, array.data, i) as { re: number; im: number };
+      out[2 * i] = c.re;
+      out[2 * i + 1] = c.im;
+    }
+    return ndarray('complex128', new Complex128Array(out.buffer), shape, strides, 0, order);
+  }
+  if (dt.kind === 'U' || dt.kind === 'S' || dt.kind === 'V') {
+    const values = new Array(array.size);
+    for (let i = 0; i < values.length; i++) {
+      const v = readItem(dt, array.data, i);
+      values[i] = dt.kind === 'S' ? String.fromCharCode(...(v as Uint8Array)) : v;
+    }
+    return ndarray('generic', values, shape, strides, 0, order);
+  }
+  throw new NpyError('BAD_ARRAY', `${dt.str} has no stdlib counterpart`);
+}
+
+const NUMPY_DTYPE: Record<string, string> = Object.fromEntries(Object.entries(STDLIB_DTYPE).map(([k, v]) => [v, k]));
+NUMPY_DTYPE['uint8c'] = 'u1';
+
+/** The typed memory behind a stdlib buffer (accessor arrays unwrapped). */
+function typedMemory(dtype: string, buffer: { buffer: ArrayBufferLike; byteOffset: number; length: number }): TypedArray {
+  switch (dtype) {
+    case 'float16': return new Uint16Array(buffer.buffer, buffer.byteOffset, buffer.length);
+    case 'bool': return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
+    case 'complex64': return new Float32Array(buffer.buffer, buffer.byteOffset, buffer.length * 2);
+    case 'complex128': return new Float64Array(buffer.buffer, buffer.byteOffset, buffer.length * 2);
+    case 'uint8c': return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
+    default: return buffer as unknown as TypedArray;
+  }
+}
+
+function inferGeneric(values: unknown[]): string {
+  if (values.every((v) => typeof v === 'boolean')) return '|b1';
+  if (values.every((v) => typeof v === 'bigint')) return '<i8';
+  if (values.every((v) => typeof v === 'number')) return '<f8';
+  if (values.every((v) => typeof v === 'string')) {
+    const n = Math.max(1, ...values.map((s) => Array.from(s as string).length));
+    return `<U${n}`;
+  }
+  throw new NpyError('BAD_ARRAY', 'a generic ndarray needs values of one kind (numbers, bigints, booleans or strings), or pass { dtype }');
+}
+
+/**
+ * Something encodeNpy takes from a stdlib ndarray: its memory as is when it is contiguous in row-
+ * or column-major order, else (slices, negative strides, offsets) the elements gathered into C order.
+ */
+export function fromStdlib(x: StdlibNdarray, options: { dtype?: string } = {}): NdArray {
+  const shape = [...x.shape];
+  const size = shapeSize(shape);
+  if (x.dtype === 'generic' || x.dtype === 'binary') {
+    const values: unknown[] = [];
+    forEachIndex(shape, (idx) => values.push(x.get(...idx)));
+    return arrayFromValues(values, options.dtype ?? inferGeneric(values), { shape });
+  }
+  const descr = NUMPY_DTYPE[x.dtype];
+  if (!descr) throw new NpyError('BAD_ARRAY', `stdlib dtype '${x.dtype}' has no numpy counterpart here`);
+  const dtype = parseDescr(descr);
+  const memory = typedMemory(x.dtype, x.data as { buffer: ArrayBufferLike; byteOffset: number; length: number });
+  const units = storageOf(dtype).unitsPerItem;
+  for (const order of ['C', 'F'] as const) {
+    const want = stridesFor(shape, order);
+    if (x.offset === 0 && memory.length === size * units && shape.every((d, a) => d <= 1 || x.strides[a] === want[a])) {
+      return new NdArray(dtype, shape, memory, order);
+    }
+  }
+  // Gather element by element from the strided memory into C order.
+  const Ctor = memory.constructor as new (n: number) => TypedArray;
+  const out = new Ctor(size * units);
+  let o = 0;
+  forEachIndex(shape, (idx) => {
+    let p = x.offset;
+    for (let a = 0; a < idx.length; a++) p += idx[a]! * x.strides[a]!;
+    for (let u = 0; u < units; u++) (out as unknown as number[])[o++] = (memory as unknown as number[])[p * units + u]!;
+  });
+  return new NdArray(dtype, shape, out, 'C');
+}
+
+function forEachIndex(shape: number[], fn: (idx: number[]) => void): void {
+  if (shape.includes(0)) return;
+  const idx = shape.map(() => 0);
+  for (;;) {
+    fn(idx);
+    let a = shape.length - 1;
+    for (; a >= 0; a--) {
+      if (++idx[a]! < shape[a]!) break;
+      idx[a] = 0;
+    }
+    if (a < 0) return;
+  }
+}
+
+export type { ArraySpec };
