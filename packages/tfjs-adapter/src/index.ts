@@ -1,0 +1,234 @@
+/**
+ * @npyts/tfjs — NumPy arrays and archives as tfjs tensors, and back. `@tensorflow/tfjs-core` is a
+ * peer dependency; any backend works.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import {
+  NdArray, NpyError, arrayFromValues, decodeNpz, encodeNpz, float16ToNumber, parseDescr, readItem, toOrder,
+  type NpzArchive, type NpzOptions, type NpzWriteOptions, type TypedArray,
+} from '@npyts/core';
+
+export interface ToTensorOptions {
+  /** float64 (and complex128, long double): 'float32' converts (the default, as tfjs users expect for weights); 'refuse' throws. */
+  float64?: 'float32' | 'refuse';
+  /**
+   * uint32, int64 and uint64 become int32: 'check' (default) refuses the first value that does not
+   * fit, 'wrap' keeps the low 32 bits, 'clamp' saturates.
+   */
+  int64?: 'check' | 'wrap' | 'clamp';
+}
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+function toInt32(array: NdArray, mode: 'check' | 'wrap' | 'clamp'): Int32Array {
+  const src = array.data as TypedArray;
+  const out = new Int32Array(src.length);
+  const big = typeof src[0] === 'bigint';
+  for (let i = 0; i < src.length; i++) {
+    const v = src[i]!;
+    const n = big ? Number(v as bigint) : (v as number);
+    if (n >= INT32_MIN && n <= INT32_MAX) {
+      out[i] = n;
+      continue;
+    }
+    if (mode === 'check') {
+      throw new NpyError('BAD_ARRAY', `${array.dtype.name} value ${v} at flat index ${i} does not fit int32; pass { int64: 'wrap' } or { int64: 'clamp' } to convert anyway`);
+    }
+    out[i] = mode === 'wrap' ? (big ? Number(BigInt.asIntN(32, v as bigint)) : n | 0) : n < 0 ? INT32_MIN : INT32_MAX;
+  }
+  return out;
+}
+
+function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
+  const dt = array.dtype;
+  if (dt.itemsize === 4 || (dt.kind === 'c' && dt.itemsize === 8)) return array.data as Float32Array;
+  if (dt.itemsize === 2) return Float32Array.from(array.data as Uint16Array, float16ToNumber); // exact
+  if (options.float64 === 'refuse') {
+    throw new NpyError('BAD_ARRAY', `${dt.name} would be rounded to float32 for tfjs; refused by { float64: 'refuse' }`);
+  }
+  if (dt.itemsize === 8 || (dt.kind === 'c' && dt.itemsize === 16)) return Float32Array.from(array.data as Float64Array);
+  // x86 long double, held as raw bytes: read each value, then round to float32.
+  const n = dt.kind === 'c' ? array.size * 2 : array.size;
+  const out = new Float32Array(n);
+  for (let i = 0; i < array.size; i++) {
+    const v = readItem(dt, array.data, i);
+    if (dt.kind === 'c') {
+      out[2 * i] = (v as { re: number }).re;
+      out[2 * i + 1] = (v as { im: number }).im;
+    } else out[i] = v as number;
+  }
+  return out;
+}
+
+/**
+ * A tensor with the array's values, row-major (Fortran order is reordered with npyts' blocked copy,
+ * never tf.transpose). float32, int32 and bool data is handed to tfjs without another copy.
+ */
+export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tensor {
+  const dt = array.dtype;
+  if (dt.fields || dt.subarray) throw new NpyError('BAD_ARRAY', `record arrays have no tfjs dtype; convert one field (getField) at a time`);
+  if (dt.kind === 'O' || dt.kind === 'M' || dt.kind === 'm' || dt.kind === 'V') {
+    throw new NpyError('BAD_ARRAY', `${dt.name} arrays have no tfjs dtype`);
+  }
+  const a = toOrder(array, 'C');
+  const shape = [...a.shape];
+  switch (dt.kind) {
+    case 'b': return tf.tensor(a.data as Uint8Array, shape, 'bool');
+    case 'f': return tf.tensor(floatsOf(a, options), shape, 'float32');
+    case 'c': {
+      const inter = floatsOf(a, options);
+      const re = new Float32Array(a.size);
+      const im = new Float32Array(a.size);
+      for (let i = 0; i < a.size; i++) { re[i] = inter[2 * i]!; im[i] = inter[2 * i + 1]!; }
+      return tf.complex(tf.tensor(re, shape, 'float32'), tf.tensor(im, shape, 'float32'));
+    }
+    case 'i':
+    case 'u': {
+      if (dt.kind === 'i' && dt.itemsize === 4) return tf.tensor(a.data as Int32Array, shape, 'int32');
+      if (dt.itemsize <= 2) return tf.tensor(Int32Array.from(a.data as ArrayLike<number>), shape, 'int32');
+      return tf.tensor(toInt32(a, options.int64 ?? 'check'), shape, 'int32');
+    }
+    case 'U': {
+      const values = Array.from({ length: a.size }, (_, i) => readItem(dt, a.data, i) as string);
+      return tf.tensor(values, shape, 'string');
+    }
+    case 'S': {
+      const values = Array.from({ length: a.size }, (_, i) => readItem(dt, a.data, i) as Uint8Array);
+      return tf.tensor(values as unknown as string[], shape, 'string');
+    }
+  }
+  throw new NpyError('BAD_ARRAY', `${dt.str} has no tfjs dtype`);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The tensor's values as an NdArray of the matching numpy dtype (float32 → <f4, int32 → <i4, bool → |b1, complex64 → <c8, string → <U or |S). */
+export async function fromTensor(t: tf.Tensor): Promise<NdArray> {
+  const shape = [...t.shape];
+  switch (t.dtype) {
+    case 'float32': return new NdArray(parseDescr('<f4'), shape, Float32Array.from(await t.data() as Float32Array), 'C');
+    case 'int32': return new NdArray(parseDescr('<i4'), shape, Int32Array.from(await t.data() as Int32Array), 'C');
+    case 'bool': return new NdArray(parseDescr('|b1'), shape, Uint8Array.from(await t.data() as Uint8Array), 'C');
+    case 'complex64': return new NdArray(parseDescr('<c8'), shape, Float32Array.from(await t.data() as Float32Array), 'C');
+    case 'string': {
+      const raw = (await t.bytes()) as Uint8Array[];
+      try {
+        const strings = raw.map((b) => utf8.decode(b));
+        const width = Math.max(1, ...strings.map((s) => Array.from(s).length));
+        return arrayFromValues(strings, `<U${width}`, { shape });
+      } catch {
+        const width = Math.max(1, ...raw.map((b) => b.length));
+        return arrayFromValues(raw, `|S${width}`, { shape });
+      }
+    }
+  }
+  throw new NpyError('BAD_ARRAY', `tensor dtype ${t.dtype} has no numpy counterpart here`);
+}
+
+export type NamedTensorMap = Record<string, tf.Tensor>;
+
+export interface LoadTensorsOptions extends NpzOptions, ToTensorOptions {
+  /** fetch to use for URLs (default: globalThis.fetch). */
+  fetch?: typeof fetch;
+}
+
+async function archiveFrom(source: Uint8Array | ArrayBuffer | string | URL, options: LoadTensorsOptions): Promise<NpzArchive> {
+  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return decodeNpz(source, options);
+  const text = String(source);
+  if (source instanceof URL || /^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+    const res = await (options.fetch ?? fetch)(text);
+    if (!res.ok) throw new NpyError('TRUNCATED', `fetching ${text} failed: HTTP ${res.status}`);
+    return decodeNpz(new Uint8Array(await res.arrayBuffer()), options);
+  }
+  // A file path: Node only, through the positional-read loader with native zlib. The specifier is
+  // a variable so that browser bundlers do not pull Node's file system into the page.
+  const nodeEntry = '@npyts/core/node';
+  const node = (await import(/* @vite-ignore */ nodeEntry)) as typeof import('@npyts/core/node');
+  return node.loadNpz(text, options);
+}
+
+/** Every array of a .npz (bytes, a URL, or a path in Node) as a tensor, by name. */
+export async function loadTensors(source: Uint8Array | ArrayBuffer | string | URL, options: LoadTensorsOptions = {}): Promise<NamedTensorMap> {
+  const archive = await archiveFrom(source, options);
+  try {
+    const out: NamedTensorMap = {};
+    for (const name of archive.names) out[name] = toTensor(archive.get(name), options);
+    return out;
+  } finally {
+    archive.close();
+  }
+}
+
+/** Tensors as .npz bytes that numpy loads with the same names, shapes and values. */
+export async function saveTensors(tensors: NamedTensorMap, options: NpzWriteOptions = {}): Promise<Uint8Array> {
+  const arrays = new Map<string, NdArray>();
+  for (const [name, t] of Object.entries(tensors)) arrays.set(name, await fromTensor(t));
+  return encodeNpz(arrays, options);
+}
+
+/** What a weight must offer: tf.Variable (assign) and tfjs-layers' LayerVariable (write) both do. */
+export interface WeightLike {
+  readonly name: string;
+  readonly shape: number[];
+  readonly dtype: string;
+  assign?(value: tf.Tensor): void;
+  write?(value: tf.Tensor): unknown;
+}
+
+export interface AssignWeightsOptions extends ToTensorOptions {
+  /** Map a weight's name to its key in the archive: a table, or a function. Default: the name, then the name without a `:0` suffix. */
+  names?: Record<string, string> | ((weightName: string) => string);
+  /** Accept archive arrays that no weight uses (default: refuse, they usually mean a naming mistake). */
+  ignoreUnused?: boolean;
+}
+
+/**
+ * Assign a .npz's arrays to model weights by name, checking the shape and dtype of every one;
+ * all mismatches are reported together and nothing is assigned unless every weight matches.
+ */
+export async function assignWeights(
+  weights: WeightLike[] | Record<string, WeightLike>,
+  source: Uint8Array | ArrayBuffer | string | URL | NpzArchive,
+  options: AssignWeightsOptions & LoadTensorsOptions = {},
+): Promise<void> {
+  const list = Array.isArray(weights) ? weights : Object.values(weights);
+  const archive = typeof source === 'object' && 'names' in source && 'get' in source ? source : await archiveFrom(source, options);
+  const keyFor = (w: WeightLike): string | null => {
+    const { names } = options;
+    const candidates = typeof names === 'function' ? [names(w.name)] : names && w.name in names ? [names[w.name]!] : [w.name, w.name.replace(/:\d+$/, '')];
+    return candidates.find((k) => archive.has(k)) ?? null;
+  };
+  const problems: string[] = [];
+  const planned: [WeightLike, tf.Tensor][] = [];
+  const used = new Set<string>();
+  for (const w of list) {
+    const key = keyFor(w);
+    if (key === null) { problems.push(`${w.name}: no array for it in the archive`); continue; }
+    used.add(archive.entry(key).name);
+    let t: tf.Tensor;
+    try {
+      t = toTensor(archive.get(key), options);
+    } catch (e) {
+      problems.push(`${w.name}: ${(e as Error).message}`);
+      continue;
+    }
+    if (t.shape.join(',') !== w.shape.join(',')) problems.push(`${w.name}: shape [${t.shape}] in the archive, [${w.shape}] in the model`);
+    else if (t.dtype !== w.dtype) problems.push(`${w.name}: dtype ${t.dtype} in the archive, ${w.dtype} in the model`);
+    else { planned.push([w, t]); continue; }
+    t.dispose();
+  }
+  if (!options.ignoreUnused) {
+    for (const e of archive.entries) if (!used.has(e.name)) problems.push(`${e.name.replace(/\.npy$/, '')}: in the archive but no weight uses it (pass { ignoreUnused: true } to allow)`);
+  }
+  if (problems.length) {
+    for (const [, t] of planned) t.dispose();
+    throw new NpyError('BAD_ARRAY', `${problems.length} weight mismatch${problems.length === 1 ? '' : 'es'}:\n  ${problems.join('\n  ')}`);
+  }
+  for (const [w, t] of planned) {
+    if (w.assign) w.assign(t);
+    else if (w.write) w.write(t);
+    else throw new NpyError('BAD_ARRAY', `${w.name} has neither assign() nor write()`);
+    t.dispose();
+  }
+}
