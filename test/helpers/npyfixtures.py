@@ -681,5 +681,93 @@ def cmd_check_npz(spec_path):
     json.dump(out, sys.stdout)
 
 
+
+# ---------------------------------------------------------------- adapters
+def tf_expected(a):
+    """What a tfjs tensor of this array holds, by numpy's own conversions: (dtype, flat C-order values)."""
+    k, size = a.dtype.kind, a.dtype.itemsize
+    flat = np.ascontiguousarray(a).reshape(-1)
+    if k == "b":
+        return "bool", [bool(x) for x in flat]
+    if k in "iu":
+        return "int32", [int(x) for x in flat.astype(np.int64 if k == "i" or size < 8 else np.uint64)]
+    if k == "f":
+        with np.errstate(all="ignore"):
+            return "float32", [jfloat(x) for x in flat.astype(np.float32)]
+    if k == "c":
+        with np.errstate(all="ignore"):
+            c = flat.astype(np.complex64)
+        return "complex64", [[jfloat(x.real), jfloat(x.imag)] for x in c]
+    if k == "U":
+        return "string", [str(x) for x in flat]
+    if k == "S":
+        return "string", [bytes(x).hex() for x in flat]
+    raise ValueError(a.dtype)
+
+
+def cmd_tfjs_fixtures(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    out = []
+    specs = ["|b1", "|i1", "|u1", "<i2", ">u2", "<i4", ">i4", "<f2", "<f4", ">f4", "<f8", ">f8", "<f16", "<c8", ">c16", "<U3", "|S4"]
+    for d in specs:
+        for order in "CF":
+            for shape in [(2, 3), (), (0, 2), (2, 1, 3)]:
+                a = make(d, shape, order, seed=len(out))
+                if a.dtype.kind in "iu" and a.dtype.itemsize == 8:
+                    continue
+                name = f"{d[1:]}_{'be' if d[0] == '>' else 'le'}_{order}_{'x'.join(map(str, shape)) or '0d'}"
+                path = os.path.join(outdir, name + ".npy")
+                np.save(path, a)
+                dtype, values = tf_expected(a)
+                out.append({"file": path, "name": name, "shape": list(a.shape), "dtype": dtype, "values": values})
+    # 32/64-bit integers that fit int32, and ones that do not (refused, or wrapped/clamped on request).
+    for d, vals in [("<u4", [1, 2, 3]), ("<i8", [-5, 0, 2**31 - 1]), (">u8", [7, 8, 9]), ("<u4", [1, 2**31, 5]), ("<i8", [3, -2**40 - 7, 2**33 + 1]), (">u8", [2**64 - 1, 4])]:
+        a = np.array(vals, dtype=d)
+        name = f"int_{d[1:]}_{len(out)}"
+        path = os.path.join(outdir, name + ".npy")
+        np.save(path, a)
+        fits = bool(((a.astype(object) >= -2**31) & (a.astype(object) <= 2**31 - 1)).all())
+        wrapped = [int(x) for x in a.astype(np.int64 if d[1] == "i" else np.uint64).astype(np.int32)] if True else None
+        clamped = [int(max(-2**31, min(2**31 - 1, int(x)))) for x in a]
+        first_bad = next((i for i, x in enumerate(a.tolist()) if not (-2**31 <= x <= 2**31 - 1)), None)
+        out.append({"file": path, "name": name, "shape": list(a.shape), "dtype": "int32", "fits": fits,
+                    "values": [int(x) for x in a] if fits else None, "wrapped": wrapped, "clamped": clamped,
+                    "first_bad": first_bad, "first_bad_value": None if first_bad is None else str(a.tolist()[first_bad])})
+    json.dump(out, sys.stdout)
+
+
+def cmd_check_arrays(spec_path):
+    """[{file, key?, descr, shape, values}]: the array numpy loads equals np.array(values, descr) (NaN-aware)."""
+    out = []
+    for s in json.load(open(spec_path)):
+        if s["file"].endswith(".npz"):
+            with np.load(s["file"]) as z:
+                a = z[s["key"]]
+        else:
+            a = np.load(s["file"])
+        dt = np.dtype(s["descr"])
+        vals = [spec_value(v, dt) if not (dt.kind == "f" and isinstance(v, str)) else float(v.replace("Infinity", "inf")) for v in s["values"]]
+        if dt.kind == "S":
+            vals = [bytes.fromhex(v) for v in s["values"]]
+        b = np.array(vals, dtype=dt).reshape(s["shape"])
+        ok = a.dtype == b.dtype and a.shape == b.shape and (np.array_equal(a, b, equal_nan=True) if dt.kind in "fc" else np.array_equal(a, b))
+        out.append({"ok": bool(ok), "got": f"{a.dtype} {a.shape}", "want": f"{b.dtype} {b.shape}"})
+    json.dump(out, sys.stdout)
+
+
+def cmd_strided(outdir):
+    """A base array and numpy's views of it (slices, negative strides, offsets) as (offset, strides) in elements."""
+    os.makedirs(outdir, exist_ok=True)
+    base = np.arange(4 * 6, dtype="<f8").reshape(4, 6) * 1.5
+    views = {"rev_rows": base[::-1], "odd_cols": base[:, 1::2], "rev_both_step": base[::-2, ::-3], "col": base[:, 4], "transposed": base.T, "block": base[1:3, 2:5]}
+    out = []
+    for name, v in views.items():
+        offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // 8
+        path = os.path.join(outdir, name + ".npy")
+        np.save(path, v)  # numpy writes views in C order (or F when F-contiguous)
+        out.append({"name": name, "shape": list(v.shape), "strides": [x // 8 for x in v.strides], "offset": int(offset), "expected": path})
+    json.dump({"base": base.reshape(-1).tolist(), "views": out}, sys.stdout)
+
+
 if __name__ == "__main__":
     globals()["cmd_" + sys.argv[1].replace("-", "_")](*sys.argv[2:])

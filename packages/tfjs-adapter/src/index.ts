@@ -63,7 +63,8 @@ function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
 
 /**
  * A tensor with the array's values, row-major (Fortran order is reordered with npyts' blocked copy,
- * never tf.transpose). float32, int32 and bool data is handed to tfjs without another copy.
+ * never tf.transpose). float32 and int32 data is handed to tfjs without another copy (tfjs copies
+ * bool input itself).
  */
 export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tensor {
   const dt = array.dtype;

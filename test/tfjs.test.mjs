@@ -1,0 +1,160 @@
+// @npyts/tfjs against numpy: every mapped dtype, C and F order, both byte orders, 0-d and empty;
+// zero-copy where tfjs allows; refusals; tensors saved for numpy; the weights bridge.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createServer } from 'node:http';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights } from '@npyts/tfjs';
+import { NpyError, arrayFromValues, decodeNpy, encodeNpz } from '@npyts/core';
+import { loadNpy } from '@npyts/core/node';
+import { numpy, scratch, writeJSON } from './helpers/numpy.mjs';
+
+const warn = console.warn;
+console.warn = () => {}; // tfjs's one-time "install tfjs-node" notice
+await import('@tensorflow/tfjs-backend-cpu');
+await tf.setBackend('cpu');
+tf.scalar(0).dispose();
+console.warn = warn;
+
+const dir = scratch();
+const fixtures = numpy('tfjs-fixtures', dir);
+const jfloat = (x) => (Number.isNaN(x) ? 'NaN' : x === Infinity ? 'Infinity' : x === -Infinity ? '-Infinity' : x);
+
+async function tensorValues(t) {
+  if (t.dtype === 'string') return (await t.bytes()).map((b) => (t.__hex ? Buffer.from(b).toString('hex') : new TextDecoder().decode(b)));
+  const d = Array.from(await t.data());
+  if (t.dtype === 'bool') return d.map(Boolean);
+  if (t.dtype === 'float32') return d.map(jfloat);
+  if (t.dtype === 'complex64') return Array.from({ length: d.length / 2 }, (_, i) => [jfloat(d[2 * i]), jfloat(d[2 * i + 1])]);
+  return d;
+}
+
+test('toTensor gives numpy\'s converted values for every mapped dtype, order, byte order and shape', async () => {
+  for (const f of fixtures.filter((x) => x.values !== null && !x.name.startsWith('int_'))) {
+    const t = toTensor(loadNpy(f.file));
+    assert.is(t.dtype, f.dtype, f.name);
+    assert.equal(t.shape, f.shape, f.name);
+    let values;
+    if (f.name.startsWith('S4')) values = (await t.bytes()).map((b) => Buffer.from(b).toString('hex'));
+    else values = await tensorValues(t);
+    assert.equal(values, f.values, f.name);
+    t.dispose();
+  }
+});
+
+test('float32 and int32 C-order data goes to tfjs without a copy (tfjs copies bool input itself)', () => {
+  for (const name of ['f4_le_C_2x3', 'i4_le_C_2x3']) {
+    const a = loadNpy(fixtures.find((f) => f.name === name).file);
+    const t = toTensor(a);
+    assert.ok(tf.backend().readSync(t.dataId) === a.data, `${name} was copied`);
+  }
+  const be = loadNpy(fixtures.find((f) => f.name === 'f4_be_C_2x3').file);
+  assert.ok(tf.backend().readSync(toTensor(be).dataId) === be.data, 'big-endian data is native after decoding: no second copy');
+});
+
+test('32/64-bit integers: converted when they fit, else refused naming the first value; wrap and clamp on request', async () => {
+  for (const f of fixtures.filter((x) => x.name.startsWith('int_'))) {
+    const a = loadNpy(f.file);
+    if (f.fits) {
+      assert.equal(Array.from(await toTensor(a).data()), f.values, f.name);
+    } else {
+      assert.throws(() => toTensor(a), (e) => e instanceof NpyError && e.message.includes(`value ${f.first_bad_value} at flat index ${f.first_bad}`), f.name);
+    }
+    assert.equal(Array.from(await toTensor(a, { int64: 'wrap' }).data()), f.wrapped, `${f.name} wrap`);
+    assert.equal(Array.from(await toTensor(a, { int64: 'clamp' }).data()), f.clamped, `${f.name} clamp`);
+  }
+});
+
+test('refusals: float64 on request, records, datetimes, raw void', () => {
+  const f8 = loadNpy(fixtures.find((f) => f.name === 'f8_le_C_2x3').file);
+  assert.throws(() => toTensor(f8, { float64: 'refuse' }), /refuse/);
+  assert.throws(() => toTensor(arrayFromValues([{ a: 1 }], [['a', '<i4']])), /record/);
+  assert.throws(() => toTensor(arrayFromValues(['1'], '<M8[s]')), /datetime64/);
+  assert.throws(() => toTensor(arrayFromValues(['ab'], '|V2')), /void/);
+});
+
+test('fromTensor and saveTensors: numpy loads the same names, shapes and values', async () => {
+  const tensors = {
+    f: tf.tensor([[1.5, -2], [Infinity, NaN]], [2, 2], 'float32'),
+    i: tf.tensor([1, -2, 3], [3], 'int32'),
+    b: tf.tensor([true, false], [2], 'bool'),
+    c: tf.complex([1, 2], [-3, 0.5]),
+    s: tf.tensor(['ab', 'é整', ''], [3], 'string'),
+    scalar: tf.scalar(7, 'int32'),
+    'layer/w': tf.zeros([0, 3]),
+  };
+  const file = join(dir, 'tensors.npz');
+  writeFileSync(file, await saveTensors(tensors, { compress: true }));
+  const specs = [
+    { key: 'f', descr: '<f4', shape: [2, 2], values: [1.5, -2, 'Infinity', 'NaN'] },
+    { key: 'i', descr: '<i4', shape: [3], values: [1, -2, 3] },
+    { key: 'b', descr: '|b1', shape: [2], values: [true, false] },
+    { key: 'c', descr: '<c8', shape: [2], values: [{ re: 1, im: -3 }, { re: 2, im: 0.5 }] },
+    { key: 's', descr: '<U2', shape: [3], values: ['ab', 'é整', ''] },
+    { key: 'scalar', descr: '<i4', shape: [], values: [7] },
+    { key: 'layer/w', descr: '<f4', shape: [0, 3], values: [] },
+  ].map((s) => ({ ...s, file }));
+  const results = numpy('check-arrays', writeJSON(join(dir, 'tensors.json'), specs));
+  results.forEach((r, i) => assert.ok(r.ok, `${specs[i].key}: ${r.got} vs ${r.want}`));
+});
+
+test('loadTensors from bytes, a path and a URL', async () => {
+  const f4 = loadNpy(fixtures.find((f) => f.name === 'f4_le_F_2x3').file);
+  const npz = encodeNpz({ w: f4, 'n/b': arrayFromValues([1, 2], '<i8') });
+  const file = join(dir, 'w.npz');
+  writeFileSync(file, npz);
+  const server = createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/octet-stream' }); res.end(readFileSync(file)); });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/w.npz`;
+    for (const source of [npz, file, url]) {
+      const m = await loadTensors(source);
+      assert.equal(Object.keys(m), ['w', 'n/b']);
+      assert.equal(m.w.arraySync(), f4.toList());
+      assert.equal(Array.from(await m['n/b'].data()), [1, 2]);
+    }
+  } finally {
+    server.close();
+  }
+});
+
+test('assignWeights: Keras-style names, all mismatches reported at once, nothing assigned on error', async () => {
+  const npz = encodeNpz({
+    'dense/kernel': arrayFromValues([[1, 2], [3, 4], [5, 6]], '<f8'),
+    'dense/bias': arrayFromValues([0.5, -0.5], '<f4'),
+    extra: arrayFromValues([1], '<f4'),
+  });
+  const kernel = tf.variable(tf.zeros([3, 2]), true, 'dense/kernel:0');
+  const bias = tf.variable(tf.zeros([2]), true, 'dense/bias:0');
+  await assignWeights([kernel, bias], npz, { ignoreUnused: true });
+  assert.equal(kernel.arraySync(), [[1, 2], [3, 4], [5, 6]]);
+  assert.equal(bias.arraySync(), [0.5, -0.5]);
+
+  const wrongShape = tf.variable(tf.zeros([2, 3]), true, 'w_shape');
+  const missing = tf.variable(tf.zeros([1]), true, 'nowhere');
+  const wrongType = tf.variable(tf.zeros([2], 'int32'), true, 'w_type');
+  let err;
+  try {
+    await assignWeights([wrongShape, missing, wrongType], npz, { names: { w_shape: 'dense/kernel', nowhere: 'absent', w_type: 'dense/bias' } });
+  } catch (e) {
+    err = e;
+  }
+  assert.instance(err, NpyError);
+  assert.match(err.message, /4 weight mismatches/);
+  assert.match(err.message, /w_shape: shape \[3,2\] in the archive, \[2,3\] in the model/);
+  assert.match(err.message, /nowhere: no array/);
+  assert.match(err.message, /w_type: dtype float32 in the archive, int32 in the model/);
+  assert.match(err.message, /extra: in the archive but no weight uses it/);
+  assert.equal(wrongShape.arraySync(), [[0, 0, 0], [0, 0, 0]], 'nothing assigned');
+});
+
+test('fromTensor round-trips every tfjs dtype through encodeNpy', async () => {
+  const t = tf.tensor([[1, 2, 3], [4, 5, 6]], [2, 3], 'int32');
+  const a = await fromTensor(t);
+  assert.is(a.dtype.str, '<i4');
+  assert.equal(decodeNpy((await import('@npyts/core')).encodeNpy(a)).toList(), [[1, 2, 3], [4, 5, 6]]);
+});
+
+test.run();
