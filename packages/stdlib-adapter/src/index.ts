@@ -57,6 +57,7 @@ function stdlibBuffer(dt: DType, data: TypedArray): unknown {
 }
 
 function stridesFor(shape: number[], order: 'C' | 'F'): number[] {
+  if (shape.length === 0) return [0]; // stdlib's convention for 0-d ndarrays
   const s = new Array<number>(shape.length);
   let acc = 1;
   const axes = shape.map((_, i) => i);
@@ -92,7 +93,8 @@ function recordToStdlib(array: NdArray, options: ToStdlibOptions): Record<string
     const viewable = view && k in STDLIB_DTYPE && (perItem === 1 || (perItem === 2 && view.offset % 2 === 0 && view.strides.every((s) => s % 2 === 0)));
     if (view && viewable) {
       const scale = perItem;
-      out[f.name] = ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(view.dtype, view.data), view.shape, view.strides.map((s) => s / scale), view.offset / scale, stdOrder(array.order));
+      const strides = view.shape.length ? view.strides.map((s) => s / scale) : [0];
+      out[f.name] = ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(view.dtype, view.data), view.shape, strides, view.offset / scale, stdOrder(array.order));
     } else {
       const field = getField(array, f.name);
       out[f.name] = field.dtype.fields ? (recordToStdlib(field, options) as unknown as StdlibNdarray) : (toStdlib(field, options) as StdlibNdarray);
@@ -196,6 +198,7 @@ export function fromStdlib(x: StdlibNdarray, options: { dtype?: string } = {}): 
   for (const order of ['C', 'F'] as const) {
     const want = stridesFor(shape, order);
     if (x.offset === 0 && memory.length === size * units && shape.every((d, a) => d <= 1 || x.strides[a] === want[a])) {
+      // (0-d: stdlib writes strides [0]; the shape check above ignores them.)
       return new NdArray(dtype, shape, memory, order);
     }
   }
