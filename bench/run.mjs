@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { decodeNpy, toOrder, readHeader } from '@npyts/core';
 import { loadNpy, saveNpy, loadNpz, saveNpz } from '@npyts/core/node';
 import { unzipSync } from 'fflate';
+import * as tf from '@tensorflow/tfjs-core';
+import { toTensor } from '@npyts/tfjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -36,6 +38,11 @@ function median(fn, repeats = REPEATS) {
   return times[times.length >> 1];
 }
 
+// tfjs's CPU backend prints a notice on its first write in Node; make that write quietly.
+await import('@tensorflow/tfjs-backend-cpu');
+await tf.setBackend('cpu');
+{ const warn = console.warn; console.warn = () => {}; tf.scalar(0).dispose(); console.warn = warn; }
+
 log('timing numpy …');
 const np = py('time', dir, String(REPEATS));
 log('timing npyts …');
@@ -59,6 +66,16 @@ const ours = {
 const member = (() => { const a = loadNpz(file('deflated.npz')); const m = a.get('member'); a.close(); return m; })();
 ours.saveNpz = median(() => saveNpz(outFile + '.npz', { member }, { compress: true }), Math.max(3, REPEATS >> 1));
 rmSync(outFile + '.npz', { force: true });
+const F4096 = loadNpy(file('f4_F_4096.npy'));
+ours.toTensor4096 = median(() => toTensor(F4096).dispose());
+ours.tfTranspose4096 = median(() => {
+  // The Fortran data is a C-order tensor of the reversed shape; tf.transpose makes it row-major.
+  const t = tf.tensor(F4096.data, [4096, 4096], 'float32');
+  const tt = tf.transpose(t);
+  tt.dataSync();
+  t.dispose();
+  tt.dispose();
+}, Math.min(REPEATS, 3));
 rmSync(outFile, { force: true });
 
 // Peak memory of a whole-file load, each in a fresh process. VmHWM is per address space; getrusage's
@@ -81,6 +98,7 @@ const rows = [
   ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }],
   ['saveNpy f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }],
   ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }],
+  ['toTensor of F-order 4096² f4 (64 MiB)', ours.toTensor4096, 64 * 2 ** 20, { 'np.ascontiguousarray': np.toC_4096, 'tf.transpose (cpu)': ours.tfTranspose4096 }],
   ['loadNpz deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }],
   ['saveNpz compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }],
 ];
