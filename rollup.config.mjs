@@ -5,7 +5,7 @@ import esbuild from 'rollup-plugin-esbuild';
 import { dts } from 'rollup-plugin-dts';
 
 const packages = {
-  core: { index: 'src/index.ts', node: 'src/node.ts' },
+  core: { index: 'src/index.ts', node: 'src/node.ts', pickle: 'src/pickle.ts' },
   cli: { main: 'src/main.ts' },
   'stdlib-adapter': { index: 'src/index.ts' },
   'tfjs-adapter': { index: 'src/index.ts' },

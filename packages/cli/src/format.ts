@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { readItem, type Complex, type DType, type NdArray } from '@npyts/core';
+import { NdArray, readItem, type Complex, type DType } from '@npyts/core';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -51,8 +51,32 @@ export function formatScalar(dtype: DType, v: unknown): string {
     case 'U': return `'${(v as string).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
     case 'M':
     case 'm': return v === -(2n ** 63n) ? 'NaT' : String(v);
+    case 'O': return formatPython(v);
     default: return String(v);
   }
+}
+
+/** Python's repr of a decoded object value, roughly. */
+function formatPython(v: unknown, depth = 0): string {
+  if (depth > 50) return '...';
+  if (v === null || v === undefined) return 'None';
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : formatFloat(v, 8);
+  if (typeof v === 'bigint') return String(v);
+  if (typeof v === 'string') return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  if (v instanceof Uint8Array) return pyBytes(v);
+  if (v instanceof NdArray) return formatArray(v);
+  if (Array.isArray(v)) return `[${v.map((x) => formatPython(x, depth + 1)).join(', ')}]`;
+  if (v instanceof Set) return v.size ? `{${[...v].map((x) => formatPython(x, depth + 1)).join(', ')}}` : 'set()';
+  if (v instanceof Map) return `{${[...v].map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
+  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    return `{${Object.entries(v).map(([k, x]) => `${formatPython(k)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
+  }
+  if (typeof v === 'object' && 're' in v && 'im' in v) {
+    const c = v as Complex;
+    return `(${formatFloat(c.re, 8)}${c.im < 0 ? '-' : '+'}${formatFloat(Math.abs(c.im), 8)}j)`;
+  }
+  return String(v);
 }
 
 /** numpy's 'maxprec' float digits: the shortest round-trip repr, at most 8 fractional digits. */

@@ -4,6 +4,7 @@ import {
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
 import { loadNpz, readNpyHeader, saveNpz } from '@npyts/core/node';
+import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { formatArray } from './format.js';
@@ -24,6 +25,9 @@ Commands:
       --version 1|2|3          format version (default: numpy's automatic choice)
       --compress | --store     for .npz output: deflate members (np.savez_compressed) or store
                                them (np.savez); default: as the input archive, else store
+
+Object arrays (dtype |O) hold a Python pickle: show and convert read them only with
+--allow-pickle, through npyts' own unpickler, which rebuilds plain data and never runs code.
 
 FILE is a .npy, a .npz (every member), or ARCHIVE.npz:NAME for one member. convert turns
 .npz into .npz, a member into a .npy (IN.npz:NAME OUT.npy), and a .npy into an archive
@@ -51,7 +55,7 @@ interface Parsed {
 }
 
 const VALUE_FLAGS = new Set(['--order', '--byteorder', '--version']);
-const BOOL_FLAGS = new Set(['--json', '--help', '-h', '--compress', '--store']);
+const BOOL_FLAGS = new Set(['--json', '--help', '-h', '--compress', '--store', '--allow-pickle']);
 
 function parseArgs(args: string[]): Parsed {
   const positional: string[] = [];
@@ -134,12 +138,16 @@ function withArchive<T>(t: Target, fn: (archive: NpzArchive) => T): T {
   }
 }
 
+/** Whether --allow-pickle was given: decoding object arrays is opt-in. */
+let allowPickle = false;
+
 /** Header and array of one .npy, or of one archive member. */
 function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: NdArray } {
   const bytes = archive && t.member !== undefined
     ? withFile(t.label, () => archive.bytes(t.member!))
     : withFile(t.file, () => readFileSync(t.file));
-  return withFile(t.label, () => ({ header: readHeader(bytes), array: decodeNpy(bytes) }));
+  const options = allowPickle ? { pickle: pickleCodec } : {};
+  return withFile(t.label, () => ({ header: readHeader(bytes), array: decodeNpy(bytes, options) }));
 }
 
 function checkIsFile(file: string): void {
@@ -221,7 +229,7 @@ function cmdConvert(p: Parsed, io: Io): void {
   const version = p.flags.get('--version');
   if (version !== undefined && !['1', '2', '3'].includes(String(version))) throw new UsageError('--version must be 1, 2 or 3');
   if (p.flags.has('--compress') && p.flags.has('--store')) throw new UsageError('--compress and --store exclude each other');
-  const encodeOptions = version ? { version: Number(version) as 1 | 2 | 3 } : {};
+  const encodeOptions = { ...(version ? { version: Number(version) as 1 | 2 | 3 } : {}), ...(allowPickle ? { pickle: pickleCodec } : {}) };
   const transform = (array: NdArray): NdArray => {
     let a = order ? toOrder(array, order) : array;
     if (byteorder) a = withByteOrder(a, orders[String(byteorder)]!);
@@ -280,6 +288,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     }
     const [command, ...rest] = args;
     const parsed = parseArgs(rest);
+    allowPickle = parsed.flags.has('--allow-pickle');
     if (parsed.flags.has('--help') || parsed.flags.has('-h')) {
       io.stdout(USAGE + '\n');
       return 0;

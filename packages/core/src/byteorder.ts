@@ -30,7 +30,7 @@ export function withByteOrder(array: NdArray, order: '<' | '>' | '='): NdArray {
   }
   const runs: SwapRun[] = [];
   swapRuns(array.dtype, dtype, 0, runs);
-  const bytes = (array.data as Uint8Array).slice();
+  const bytes = new Uint8Array(array.data as Uint8Array); // a copy (Buffer#slice would not be one)
   const rec = dtype.itemsize;
   for (let r = 0; r < array.size; r++) {
     for (const [o, g, c] of runs) swapBytes(bytes.subarray(r * rec + o, r * rec + o + g * c), g);

@@ -6,12 +6,38 @@ import { NdArray, isOrderFree, type Order } from './ndarray.js';
 import { bytesToData, dataToBytes, storageOf, type ArrayData, type TypedArray } from './storage.js';
 import { arrayFromValues } from './values.js';
 
-export interface DecodeOptions extends ReadHeaderOptions {
+/** Bounds for decoding a pickle (object arrays). */
+export interface UnpickleLimits {
+  /** Deepest nesting of containers (lists, tuples, dicts, sets, arrays). Default 1000. */
+  maxDepth?: number;
+  /** Most memo entries. Default 1 000 000. */
+  maxMemo?: number;
+  /** Most open MARKs at once. Default 10 000. */
+  maxMarks?: number;
+  /** Most bytes allocated for strings, bytes and array data together. Default 2 GiB. */
+  maxBytes?: number;
+}
+
+/**
+ * Reads and writes the pickle that follows an object-array (`|O`) header. The one npyts ships is
+ * `pickleCodec` from `@npyts/core/pickle`, a separate entry so that code that never meets object
+ * arrays does not bundle it.
+ */
+export interface ObjectArrayCodec {
+  decode(bytes: Uint8Array, header: NpyHeader, limits?: UnpickleLimits): NdArray;
+  encode(array: NdArray, version?: 1 | 2 | 3): { header: Uint8Array; body: Uint8Array };
+}
+
+export interface DecodeOptions extends ReadHeaderOptions, UnpickleLimits {
   /** Copy the data even when it could be a zero-copy view of the input. */
   copy?: boolean;
   /** Place copied data in a SharedArrayBuffer. */
   shared?: boolean;
+  /** Decode object arrays with this codec (opt-in: `{ pickle: pickleCodec }` from `@npyts/core/pickle`). */
+  pickle?: ObjectArrayCodec;
 }
+
+const PICKLE_HINT = "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
 
 export function hasObject(dtype: DType): boolean {
   if (dtype.kind === 'O') return true;
@@ -19,8 +45,9 @@ export function hasObject(dtype: DType): boolean {
   return dtype.fields?.some((f) => hasObject(f.dtype)) ?? false;
 }
 
+/** A plain Uint8Array view of the input (never a Node Buffer, whose slice() does not copy). */
 export function asBytes(input: Uint8Array | ArrayBufferLike): Uint8Array {
-  if (input instanceof Uint8Array) return input;
+  if (input instanceof Uint8Array) return Object.getPrototypeOf(input) === Uint8Array.prototype ? input : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
   if (ArrayBuffer.isView(input)) {
     const v = input as ArrayBufferView;
     return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
@@ -31,7 +58,7 @@ export function asBytes(input: Uint8Array | ArrayBufferLike): Uint8Array {
 /** Check that the data the header promises is present; returns the header. */
 export function checkDataPresent(header: NpyHeader, available: number): void {
   if (hasObject(header.dtype)) {
-    throw new NpyError('PICKLE_UNSUPPORTED', `dtype ${header.dtype.str === '|O8' ? '|O' : header.dtype.descrLiteral} holds Python objects, stored as a pickle; npyts does not decode pickles yet`, { offset: header.dataOffset });
+    throw new NpyError('PICKLE_UNSUPPORTED', `dtype ${header.dtype.descrLiteral} holds Python objects, stored as a pickle; ${PICKLE_HINT}`, { offset: header.dataOffset });
   }
   if (available < header.dataBytes) {
     throw new NpyError('DATA_TRUNCATED', `data is truncated: shape (${header.shape.join(', ')}) of ${header.dtype.str} needs ${header.dataBytes} bytes after the header, but only ${available} are present`, { offset: header.dataOffset + available });
@@ -42,6 +69,7 @@ export function checkDataPresent(header: NpyHeader, available: number): void {
 export function decodeNpy(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): NdArray {
   const bytes = asBytes(input);
   const header = readHeader(bytes, options);
+  if (hasObject(header.dtype) && options.pickle) return options.pickle.decode(bytes, header, options);
   checkDataPresent(header, bytes.length - header.dataOffset);
   const data = bytesToData(header.dtype, bytes.buffer, bytes.byteOffset + header.dataOffset, header.size, options);
   return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
@@ -103,13 +131,16 @@ function converted(values: unknown[], dtype: DType, shape: readonly number[], or
 export interface EncodeOptions {
   /** Force a format version; by default numpy's choice (1.0, else 2.0 if too long, else 3.0). */
   version?: 1 | 2 | 3;
+  /** Encode object arrays with this codec (`pickleCodec` from `@npyts/core/pickle`). */
+  pickle?: ObjectArrayCodec;
 }
 
 /** The header and the data bytes of an encoded .npy, kept apart so that files can be written without a joined copy. */
 export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOptions = {}): { header: Uint8Array; body: Uint8Array } {
   const array = toNdArray(input);
   if (hasObject(array.dtype)) {
-    throw new NpyError('PICKLE_UNSUPPORTED', 'object arrays are written as a Python pickle, which npyts does not encode yet');
+    if (options.pickle) return options.pickle.encode(array, options.version);
+    throw new NpyError('PICKLE_UNSUPPORTED', "object arrays are written as a Python pickle: pass { pickle: pickleCodec } from '@npyts/core/pickle'");
   }
   // numpy writes fortran_order=True only for arrays that are F- and not C-contiguous.
   const fortran = array.order === 'F' && !isOrderFree(array.shape);

@@ -14,13 +14,13 @@ export { getField, fieldView, type FieldView } from './records.js';
 export { withByteOrder } from './byteorder.js';
 export {
   decodeNpy, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject,
-  type DecodeOptions, type EncodeOptions, type ArraySpec,
+  type DecodeOptions, type EncodeOptions, type ArraySpec, type ObjectArrayCodec, type UnpickleLimits,
 } from './codec.js';
 export { arrayFromValues, writeValue } from './values.js';
 export { readItem, readFromBytes, NOT_A_TIME, type Scalar, type ScalarRecord, type Complex } from './elements.js';
 export { storageOf, bytesToData, dataToBytes, type TypedArray, type ArrayData, type Storage } from './storage.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble } from './scalars.js';
-export { jsonValue, arrayToJSON, npyDocument } from './json.js';
+export { jsonValue, arrayToJSON, npyDocument, pythonJSON } from './json.js';
 export { parsePyLiteral, reprPy, reprString, PyTuple, PyFloat, type PyValue } from './pyliteral.js';
 export { decodeNpz, encodeNpz, writeNpz, npzMembers, NpzArchive, type NpzOptions, type NpzInput, type NpzWriteOptions } from './npz.js';
 export {

@@ -1,7 +1,7 @@
 /** The JSON document of an array: numpy's `tolist()` with JSON-safe values (the CLI's `show --json`). */
 import type { DType } from './dtype.js';
 import type { Complex } from './elements.js';
-import type { NdArray } from './ndarray.js';
+import { NdArray } from './ndarray.js';
 import type { NpyHeader } from './header.js';
 
 const NAT = -(2n ** 63n);
@@ -52,7 +52,36 @@ export function jsonValue(dtype: DType, v: unknown): unknown {
     case 'S': return latin1(v as Uint8Array);
     case 'V': return Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join('');
     case 'U': return v as string;
-    case 'O': return v;
+    case 'O': return pythonJSON(v, 0, new Set());
+  }
+}
+
+const MAX_JSON_DEPTH = 1000;
+
+/**
+ * A decoded Python value as JSON: None → null, numbers and integers by the rules above, bytes as
+ * latin-1 text, lists/tuples/sets → arrays, dicts → objects, nested arrays → nested lists, and
+ * values with a toJSON() (complex → [re, im], datetimes → ISO text, Decimal → text) through it.
+ */
+export function pythonJSON(v: unknown, depth: number, active: Set<object>): unknown {
+  if (v === null || v === undefined || typeof v === 'boolean' || typeof v === 'string') return v ?? null;
+  if (typeof v === 'number') return jsonNumber(v);
+  if (typeof v === 'bigint') return jsonInt(v);
+  if (typeof v !== 'object') return String(v);
+  if (depth > MAX_JSON_DEPTH) throw new Error(`value nested deeper than ${MAX_JSON_DEPTH}`);
+  if (active.has(v)) throw new Error('value contains itself and has no JSON form');
+  if (v instanceof Uint8Array) return latin1(v);
+  if (v instanceof NdArray) return arrayToJSON(v);
+  active.add(v);
+  try {
+    if (Array.isArray(v)) return v.map((x) => pythonJSON(x, depth + 1, active));
+    if (v instanceof Set) return [...v].map((x) => pythonJSON(x, depth + 1, active));
+    if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [String(pythonJSON(k, depth + 1, active)), pythonJSON(x, depth + 1, active)]));
+    const withJSON = v as { toJSON?: () => unknown };
+    if (typeof withJSON.toJSON === 'function') return pythonJSON(withJSON.toJSON(), depth + 1, active);
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, pythonJSON(x, depth + 1, active)]));
+  } finally {
+    active.delete(v);
   }
 }
 

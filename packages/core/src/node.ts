@@ -7,6 +7,8 @@ import { NpyError } from './errors.js';
 import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
 import { NdArray } from './ndarray.js';
 import { bytesToData } from './storage.js';
+import { pickleCodec } from './pickle.js';
+import { hasObject } from './codec.js';
 import { NpzArchive, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from './npz.js';
 import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, type ZipCodec, type ZipSink } from './zip.js';
 
@@ -53,15 +55,26 @@ export function readNpyHeader(path: string, options: DecodeOptions = {}): NpyHea
   }
 }
 
+export interface LoadOptions extends DecodeOptions {
+  /** Decode object arrays (pickles) with npyts' safe unpickler, which never runs code. */
+  allowPickle?: boolean;
+}
+
 /**
  * Load a .npy file. The data is read straight into its own aligned buffer (memory is the data
  * size, not twice it) and byte-swapped there when the file is not in native order.
  */
-export function loadNpy(path: string, options: DecodeOptions = {}): NdArray {
+export function loadNpy(path: string, options: LoadOptions = {}): NdArray {
   const fd = openSync(path, 'r');
   try {
     const header = readHeaderFromFd(fd, options);
     const fileSize = fstatSync(fd).size;
+    const codec = options.pickle ?? (options.allowPickle ? pickleCodec : undefined);
+    if (hasObject(header.dtype) && codec) {
+      const whole = new Uint8Array(fileSize);
+      readFully(fd, whole, 0);
+      return codec.decode(whole, header, options);
+    }
     checkDataPresent(header, fileSize - header.dataOffset);
     const buffer = options.shared ? new SharedArrayBuffer(header.dataBytes) : new ArrayBuffer(header.dataBytes);
     const got = readFully(fd, new Uint8Array(buffer), header.dataOffset);
@@ -77,7 +90,7 @@ export function loadNpy(path: string, options: DecodeOptions = {}): NdArray {
 
 /** Write an array as numpy's `np.save` would; native-endian data is written straight from its memory. */
 export function saveNpy(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
-  const { header, body } = encodeNpyParts(array, options);
+  const { header, body } = encodeNpyParts(array, { pickle: pickleCodec, ...options });
   const fd = openSync(path, 'w');
   try {
     writeFully(fd, header);

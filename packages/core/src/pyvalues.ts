@@ -1,0 +1,121 @@
+/**
+ * JavaScript representations of the Python values object arrays carry, chosen to lose nothing:
+ * each has the numbers Python holds and a toJSON() for the CLI's documents.
+ */
+
+/** Python complex. */
+export class PyComplex {
+  constructor(readonly re: number, readonly im: number) {}
+  toJSON(): [unknown, unknown] {
+    return [jsonFloat(this.re), jsonFloat(this.im)];
+  }
+}
+
+/** datetime.date */
+export class PyDate {
+  constructor(readonly year: number, readonly month: number, readonly day: number) {}
+  toString(): string {
+    return `${String(this.year).padStart(4, '0')}-${pad(this.month)}-${pad(this.day)}`;
+  }
+  toJSON(): string {
+    return this.toString();
+  }
+}
+
+/** datetime.time (tz: offset east of UTC in seconds, or null for naive). */
+export class PyTime {
+  constructor(
+    readonly hour: number, readonly minute: number, readonly second: number, readonly microsecond: number,
+    readonly utcOffsetSeconds: number | null = null, readonly fold = 0,
+  ) {}
+  toString(): string {
+    const frac = this.microsecond ? `.${String(this.microsecond).padStart(6, '0')}` : '';
+    return `${pad(this.hour)}:${pad(this.minute)}:${pad(this.second)}${frac}${offsetText(this.utcOffsetSeconds)}`;
+  }
+  toJSON(): string {
+    return this.toString();
+  }
+}
+
+/** datetime.datetime: every field Python has, microseconds included; ISO 8601 text as Python's isoformat(). */
+export class PyDatetime {
+  constructor(
+    readonly year: number, readonly month: number, readonly day: number,
+    readonly hour: number, readonly minute: number, readonly second: number, readonly microsecond: number,
+    readonly utcOffsetSeconds: number | null = null, readonly fold = 0,
+  ) {}
+  toString(): string {
+    const d = new PyDate(this.year, this.month, this.day).toString();
+    const t = new PyTime(this.hour, this.minute, this.second, this.microsecond, this.utcOffsetSeconds).toString();
+    return `${d}T${t}`;
+  }
+  toJSON(): string {
+    return this.toString();
+  }
+}
+
+/** datetime.timedelta, normalised as Python keeps it. */
+export class PyTimedelta {
+  constructor(readonly days: number, readonly seconds: number, readonly microseconds: number) {}
+  /** Total microseconds, exact. */
+  get totalMicroseconds(): bigint {
+    return (BigInt(this.days) * 86400n + BigInt(this.seconds)) * 1000000n + BigInt(this.microseconds);
+  }
+  toJSON(): { days: number; seconds: number; microseconds: number } {
+    return { days: this.days, seconds: this.seconds, microseconds: this.microseconds };
+  }
+}
+
+/** datetime.timezone: a fixed UTC offset. */
+export class PyTimezone {
+  constructor(readonly utcOffsetSeconds: number, readonly name: string | null = null) {}
+}
+
+/** decimal.Decimal, as its exact decimal text. */
+export class PyDecimal {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+  toJSON(): string {
+    return this.value;
+  }
+}
+
+/** fractions.Fraction, exact. */
+export class PyFraction {
+  constructor(readonly numerator: bigint, readonly denominator: bigint) {}
+  toString(): string {
+    return this.denominator === 1n ? String(this.numerator) : `${this.numerator}/${this.denominator}`;
+  }
+  toJSON(): string {
+    return this.toString();
+  }
+}
+
+/** slice(start, stop, step) and range(start, stop, step). */
+export class PySlice {
+  constructor(readonly kind: 'slice' | 'range', readonly start: unknown, readonly stop: unknown, readonly step: unknown) {}
+  toJSON(): Record<string, unknown> {
+    return { [this.kind]: [this.start, this.stop, this.step] };
+  }
+}
+
+function pad(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+function offsetText(seconds: number | null): string {
+  if (seconds === null) return '';
+  const sign = seconds < 0 ? '-' : '+';
+  const s = Math.abs(seconds);
+  const rest = s % 60 ? `:${pad(s % 60)}` : '';
+  return `${sign}${pad(Math.floor(s / 3600))}:${pad(Math.floor((s % 3600) / 60))}${rest}`;
+}
+
+function jsonFloat(x: number): number | string {
+  if (Number.isNaN(x)) return 'NaN';
+  if (x === Infinity) return 'Infinity';
+  if (x === -Infinity) return '-Infinity';
+  return x;
+}
