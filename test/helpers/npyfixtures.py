@@ -63,7 +63,43 @@ def to_json(a):
         return nest(a, lambda v: str(v))
     if k == "V":
         return nest(a, lambda v: bytes(v).hex())
+    if k == "O":
+        return nest(a, py_json)
+    if k == "T":  # numpy 2's StringDType
+        return nest(a, lambda v: str(v))
     raise ValueError(dt)
+
+
+def py_json(v):
+    """A Python value as npyts' JSON document shows it (see the README's object-array rules)."""
+    import datetime, decimal, fractions
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, np.ndarray):
+        return to_json(v)
+    if isinstance(v, np.generic):
+        return to_json(np.array(v))
+    if isinstance(v, int):
+        return jint(v)
+    if isinstance(v, float):
+        return jfloat(v)
+    if isinstance(v, complex):
+        return [jfloat(v.real), jfloat(v.imag)]
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("latin-1")
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [py_json(x) for x in v]
+    if isinstance(v, dict):
+        return {(k if isinstance(k, str) else str(py_json(k))): py_json(x) for k, x in v.items()}
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, datetime.timedelta):
+        return {"days": v.days, "seconds": v.seconds, "microseconds": v.microseconds}
+    if isinstance(v, (decimal.Decimal, fractions.Fraction)):
+        return str(v)
+    if isinstance(v, (slice, range)):
+        return {type(v).__name__: [py_json(v.start), py_json(v.stop), py_json(v.step)]}
+    raise ValueError(type(v))
 
 
 def descr_json(d):
@@ -767,6 +803,114 @@ def cmd_strided(outdir):
         np.save(path, v)  # numpy writes views in C order (or F when F-contiguous)
         out.append({"name": name, "shape": list(v.shape), "strides": [x // 8 for x in v.strides], "offset": int(offset), "expected": path})
     json.dump({"base": base.reshape(-1).tolist(), "views": out}, sys.stdout)
+
+
+
+# ---------------------------------------------------------------- object arrays (pickles)
+def object_arrays():
+    import datetime, decimal, fractions, collections
+    mixed = np.array([1, -2**70, 2**64 + 5, 1.5, float("nan"), "é整😀", b"\x00\xff", None, True, 1 + 2j,
+                      [1, (2, "x")], {"k": 1, 2: [None]}, {1, 2}, frozenset([3]), bytearray(b"ab"),
+                      collections.OrderedDict(b=1, a=2), np.float32(1.5), np.int64(-5), np.datetime64("2020-01-02", "D"),
+                      datetime.datetime(2020, 1, 2, 3, 4, 5, 6), datetime.datetime(2021, 5, 6, tzinfo=datetime.timezone.utc),
+                      datetime.date(1999, 12, 31), datetime.time(23, 59, 1, 5), datetime.timedelta(days=-1, seconds=5),
+                      decimal.Decimal("1.10"), fractions.Fraction(-1, 3), slice(1, None, 2), range(2, 9, 3)], dtype=object)
+    ragged = np.empty(6, dtype=object)
+    ragged[:] = [np.arange(3), np.arange(5.0, dtype=">f8"), np.array(["ab", "c"]), np.asfortranarray(np.arange(6, dtype="<i2").reshape(2, 3)),
+                 np.zeros(2, [("a", "<i4"), ("b", "S2")]), np.array(3.5)]
+    two_d = np.empty((2, 3), dtype=object)
+    two_d[...] = [[1, "a", None], [2.5, "b", [1]]]
+    records = np.array([(1, "x", 2.5), (2, [1, 2], -1.0)], dtype=[("n", "<i4"), ("o", "O"), ("f", ">f8")])
+    nested = np.empty(2, dtype=object)
+    nested[:] = [np.array([np.arange(2), None], dtype=object), {"deep": [[[[1]]]]}]
+    out = {"mixed": mixed, "ragged": ragged, "two_d": two_d, "fortran": np.asfortranarray(two_d), "records": records, "nested": nested,
+           "empty": np.empty((0, 2), dtype=object), "scalar": np.array({"a": 1}, dtype=object)}
+    try:
+        out["stringdtype"] = np.array(["ab", "", "cé整"], dtype=np.dtypes.StringDType())
+    except AttributeError:
+        pass
+    return out
+
+
+def cmd_objects(outdir):
+    """Object arrays saved by np.save, raw pickles of them in every protocol, and their documents."""
+    import pickle, warnings
+    os.makedirs(outdir, exist_ok=True)
+    out = []
+    for name, a in object_arrays().items():
+        path = os.path.join(outdir, name + ".npy")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np.save(path, a, allow_pickle=True)
+        loaded = np.load(path, allow_pickle=True)
+        doc = {"version": [1, 0], "descr": np.lib.format.dtype_to_descr(loaded.dtype) if loaded.dtype.names is None else descr_json(loaded.dtype.descr),
+               "fortran_order": bool(loaded.flags.f_contiguous and not loaded.flags.c_contiguous), "shape": list(loaded.shape), "data": to_json(loaded)}
+        if name == "stringdtype":
+            doc["descr"] = "|O"
+        pickles = {}
+        for protocol in range(0, 6):
+            if name == "stringdtype" and protocol < 2:
+                continue
+            p = os.path.join(outdir, f"{name}.p{protocol}.pickle")
+            with open(p, "wb") as fh:
+                fh.write(pickle.dumps(a, protocol=protocol))
+            pickles[protocol] = p
+        out.append({"name": name, "file": path, "doc": doc, "pickles": pickles})
+    json.dump(out, sys.stdout)
+
+
+def cmd_hostile(outdir):
+    """Pickles that try to run code; loading each with pickle would create its marker file."""
+    import pickle, pickletools
+    os.makedirs(outdir, exist_ok=True)
+    out = []
+    def marker(name):
+        return os.path.join(outdir, name + ".ran")
+    class Call:
+        def __init__(self, fn, args):
+            self.fn, self.args = fn, args
+        def __reduce__(self):
+            return (self.fn, self.args)
+    import subprocess, builtins
+    cases = {
+        "os_system": Call(os.system, (f"touch {marker('os_system')}",)),
+        "builtins_eval": Call(builtins.eval, (f"open({marker('builtins_eval')!r}, 'w')",)),
+        "builtins_exec": Call(builtins.exec, (f"open({marker('builtins_exec')!r}, 'w')",)),
+        "subprocess_popen": Call(subprocess.Popen, (["touch", marker("subprocess_popen")],)),
+        "builtins_getattr": Call(builtins.getattr, (0, "real")),
+        "numpy_load": Call(np.load, (marker("numpy_load"),)),
+    }
+    for name, obj in cases.items():
+        for protocol in (0, 2, 4):
+            data = pickle.dumps(np.array([obj], dtype=object), protocol=protocol)
+            p = os.path.join(outdir, f"{name}.p{protocol}.pickle")
+            open(p, "wb").write(data)
+            out.append({"name": name, "protocol": protocol, "file": p, "marker": marker(name)})
+    # Hand-written opcodes: INST and OBJ with a forbidden callable, and a forbidden name inside an allowed module.
+    raw = {
+        "inst": b"(S'touch " + marker("inst").encode() + b"'\nios\nsystem\n.",
+        "obj": b"(cos\nsystem\nS'touch " + marker("obj").encode() + b"'\no.",
+        "numpy_other": b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00\x8c\x15numpy.core.multiarray\x94\x8c\x07fromstr\x94\x93\x94.",
+        "codecs_other": b"\x80\x02c_codecs\nencode\nX\x01\x00\x00\x00aX\x05\x00\x00\x00rot13\x86R.",
+    }
+    for name, data in raw.items():
+        p = os.path.join(outdir, f"{name}.pickle")
+        open(p, "wb").write(data)
+        out.append({"name": name, "protocol": -1, "file": p, "marker": marker(name)})
+    json.dump(out, sys.stdout)
+
+
+def cmd_check_objects(spec_path):
+    """[{file, expect}] where expect is a py_json document: numpy loads our object array to exactly that."""
+    import warnings
+    out = []
+    for s in json.load(open(spec_path)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = np.load(s["file"], allow_pickle=True)
+        got = {"dtype": a.dtype.str, "shape": list(a.shape), "data": to_json(a)}
+        out.append({"ok": got == s["expect"], "got": got})
+    json.dump(out, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ function formatFloats(xs: number[], itemsize: number): string[] {
 function formatLeaves(dtype: DType, values: unknown[]): string[] {
   if (!dtype.fields && !dtype.subarray && dtype.kind === 'f') return formatFloats(values as number[], dtype.itemsize);
   const strs = values.map((v) => formatScalar(dtype, v));
-  if (dtype.fields || dtype.subarray || 'SUV'.includes(dtype.kind)) return strs;
+  if (dtype.fields || dtype.subarray || 'SUVO'.includes(dtype.kind)) return strs;
   const width = Math.max(0, ...strs.map((x) => x.length));
   return strs.map((x) => x.padStart(width));
 }

@@ -268,8 +268,9 @@ const ALLOWED: Record<string, Constructor | typeof NDARRAY_CLASS> = {
     return new PyFraction(BigInt(arg(args, 0, isInt, 'an integer', 'Fraction')), BigInt((args[1] as number | bigint) ?? 1));
   },
 };
-// Python 2 spelled builtins as __builtin__.
+// Python 2 spelled builtins as __builtin__ (and Python 3 writes range as xrange for protocols < 3).
 for (const k of Object.keys(ALLOWED)) if (k.startsWith('builtins ')) ALLOWED[`__builtin__ ${k.slice(9)}`] = ALLOWED[k]!;
+ALLOWED['__builtin__ xrange'] = ALLOWED['builtins range']!;
 
 class Global {
   constructor(readonly qualified: string, readonly target: Constructor | typeof NDARRAY_CLASS) {}
@@ -346,7 +347,10 @@ function unescapePy2(text: string, offset: number): string {
 }
 
 function rawUnicodeEscape(text: string): string {
-  return text.replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_, a: string, b: string) => String.fromCodePoint(parseInt(a ?? b, 16)));
+  return text.replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_, a: string, b: string) => {
+    const cp = parseInt(a ?? b, 16);
+    return cp <= 0x10ffff ? String.fromCodePoint(cp) : bad(`\\U escape beyond U+10FFFF`);
+  });
 }
 
 /** Run a pickle and return the value it builds, with Python containers as JS data (see README). */
@@ -754,18 +758,39 @@ export function pickle(value: unknown): Uint8Array {
     w.byte(out.length);
     w.bytes(new Uint8Array(out));
   };
+  /** numpy's dtype pickle: dtype(code, False, True), then BUILD with (version, byteorder, subarray, names, fields, elsize, alignment, flags[, metadata]). */
   const dtype = (dt: DType): void => {
-    if (dt.fields || dt.subarray) bad('nested record arrays are not written by this encoder');
     global('numpy', 'dtype');
-    const code = dt.kind === 'O' ? 'O8' : dt.str.replace(/^[<>|]/, '').replace(/\[.*\]$/, '');
+    const record = dt.fields !== null || dt.subarray !== null;
+    const code = record ? `V${dt.itemsize}` : dt.kind === 'O' ? 'O8' : dt.str.replace(/^[<>|]/, '').replace(/\[.*\]$/, '');
     tuple([() => str(code), () => w.byte(0x89), () => w.byte(0x88)]);
     w.byte(0x52);
+    const none = (): void => w.byte(0x4e);
+    const datetime = dt.kind === 'M' || dt.kind === 'm';
+    const flexible = 'SUV'.includes(dt.kind) || record;
+    const flags = dt.kind === 'O' ? 63 : dt.fields ? (hasObject(dt) ? 27 : 16) : 0;
     const items: (() => void)[] = [
-      () => int(dt.kind === 'M' || dt.kind === 'm' ? 4 : 3), () => str(dt.byteOrder), () => w.byte(0x4e), () => w.byte(0x4e), () => w.byte(0x4e),
-      () => int('SUV'.includes(dt.kind) ? dt.itemsize : -1), () => int('SUV'.includes(dt.kind) ? (dt.kind === 'U' ? 4 : 1) : -1), () => int(dt.kind === 'O' ? 63 : 0),
+      () => int(datetime ? 4 : 3),
+      () => str(dt.byteOrder),
+      dt.subarray ? () => { const sub = dt.subarray!; tuple([() => dtype(sub.base), () => { if (sub.shape.length) tuple(sub.shape.map((d) => () => int(d))); else w.byte(0x29); }]); } : none,
+      dt.fields ? () => tuple(dt.fields!.map((f) => () => str(f.name))) : none,
+      dt.fields ? () => {
+        w.byte(0x7d);
+        w.byte(0x28);
+        for (const f of dt.fields!) {
+          const entry = (): void => tuple([() => dtype(f.dtype), () => int(f.offset), ...(f.title !== null ? [() => str(f.title!)] : [])]);
+          str(f.name);
+          entry();
+          if (f.title !== null) { str(f.title); entry(); }
+        }
+        w.byte(0x75);
+      } : none,
+      () => int(flexible ? dt.itemsize : -1),
+      () => int(dt.subarray ? dt.subarray.base.itemsize : record ? 1 : flexible ? (dt.kind === 'U' ? 4 : 1) : -1),
+      () => int(flags),
     ];
-    if (dt.kind === 'M' || dt.kind === 'm') {
-      items.push(() => tuple([() => w.byte(0x4e), () => tuple([() => bytes(enc.encode(dt.unit || 'generic')), () => int(dt.multiplier), () => int(1), () => int(1)])]));
+    if (datetime) {
+      items.push(() => tuple([none, () => tuple([() => bytes(enc.encode(dt.unit || 'generic')), () => int(dt.multiplier), () => int(1), () => int(1)])]));
     }
     tuple(items);
     w.byte(0x62);
@@ -822,11 +847,28 @@ export function pickle(value: unknown): Uint8Array {
       else if (v instanceof PyFraction) { global('fractions', 'Fraction'); tuple([() => int(v.numerator), () => int(v.denominator)]); w.byte(0x52); }
       else if (v instanceof PyDate) { global('datetime', 'date'); tuple([() => bytes(new Uint8Array([v.year >> 8, v.year & 255, v.month, v.day]))]); w.byte(0x52); }
       else if (v instanceof PyDatetime || v instanceof PyTime) {
-        if (v.utcOffsetSeconds !== null) bad('time zone aware datetimes are not written by this encoder');
-        const us = v.microsecond;
-        const tail = [v.hour | (v.fold ? 128 : 0), v.minute, v.second, (us >> 16) & 255, (us >> 8) & 255, us & 255];
+        // Python's state bytes; fold rides in the high bit of the hour (time) or the month (datetime).
+        const us = [(v.microsecond >> 16) & 255, (v.microsecond >> 8) & 255, v.microsecond & 255];
+        const fold = v.fold ? 128 : 0;
+        const state = v instanceof PyTime
+          ? [v.hour | fold, v.minute, v.second, ...us]
+          : [v.year >> 8, v.year & 255, v.month | fold, v.day, v.hour, v.minute, v.second, ...us];
+        const offset = v.utcOffsetSeconds;
         global('datetime', v instanceof PyTime ? 'time' : 'datetime');
-        tuple([() => bytes(new Uint8Array(v instanceof PyTime ? tail : [v.year >> 8, v.year & 255, v.month, v.day, ...tail]))]);
+        const items = [() => bytes(new Uint8Array(state))];
+        if (offset !== null) {
+          // tzinfo: timezone(timedelta(days, seconds)), a fixed offset as Python pickles it.
+          const days = Math.floor(offset / 86400);
+          items.push(() => {
+            global('datetime', 'timezone');
+            global('datetime', 'timedelta');
+            tuple([() => int(days), () => int(offset - days * 86400), () => int(0)]);
+            w.byte(0x52);
+            w.byte(0x85);
+            w.byte(0x52);
+          });
+        }
+        tuple(items);
         w.byte(0x52);
       } else if (v instanceof PyTimedelta) { global('datetime', 'timedelta'); tuple([() => int(v.days), () => int(v.seconds), () => int(v.microseconds)]); w.byte(0x52); }
       else if (v instanceof PySlice) { global('builtins', v.kind); tuple([() => val(v.start), () => val(v.stop), () => val(v.step)]); w.byte(0x52); }

@@ -64,6 +64,9 @@ export class PyTimedelta {
   toJSON(): { days: number; seconds: number; microseconds: number } {
     return { days: this.days, seconds: this.seconds, microseconds: this.microseconds };
   }
+  toString(): string {
+    return `datetime.timedelta(days=${this.days}, seconds=${this.seconds}, microseconds=${this.microseconds})`;
+  }
 }
 
 /** datetime.timezone: a fixed UTC offset. */
@@ -98,6 +101,10 @@ export class PySlice {
   constructor(readonly kind: 'slice' | 'range', readonly start: unknown, readonly stop: unknown, readonly step: unknown) {}
   toJSON(): Record<string, unknown> {
     return { [this.kind]: [this.start, this.stop, this.step] };
+  }
+  toString(): string {
+    const text = (v: unknown): string => (v === null ? 'None' : String(v));
+    return `${this.kind}(${text(this.start)}, ${text(this.stop)}, ${text(this.step)})`;
   }
 }
 
