@@ -29,3 +29,5 @@ export {
 } from './zip.js';
 export { fflateCodec } from './fflate-codec.js';
 export { crc32 } from './crc32.js';
+export { planRegion, groupRuns, checkRegion, type ByteRun, type RegionPlan } from './region.js';
+export { readNpy, writeNpy, type ChunkSink } from './stream.js';

@@ -1,8 +1,14 @@
 /** @npyts/core/node — .npy files on disk, read and written without whole-file intermediate copies. */
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { kMaxLength } from 'node:buffer';
-import { checkDataPresent, encodeNpyParts, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
+import { checkDataPresent, encodeNpyParts, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
+import { encodeHeader } from './header.js';
+import { planRegion, groupRuns } from './region.js';
+import { toOrder } from './order.js';
+import { withByteOrder } from './byteorder.js';
+import { parseDescr, shapeRepr, shapeSize, type DType } from './dtype.js';
+import { dataToBytes, type TypedArray } from './storage.js';
 import { NpyError } from './errors.js';
 import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
 import { NdArray } from './ndarray.js';
@@ -239,3 +245,205 @@ export async function* streamNpzMember(archive: NpzArchive, name: string, chunkS
 }
 
 export { NpzArchive };
+
+// ---------------------------------------------------------------------------------------------
+// Regions of files larger than memory
+
+/** Runs closer than this are read in one call (the gap is read and dropped). */
+const FILE_MAX_GAP = 4096;
+
+/** An open .npy: its header, and regions read with positional reads of only the bytes they cover. */
+export interface NpyFileHandle {
+  readonly path: string;
+  readonly header: NpyHeader;
+  readonly dtype: DType;
+  readonly shape: number[];
+  readonly order: 'C' | 'F';
+  /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
+  read(start: readonly number[], count: readonly number[]): NdArray;
+  /** Write a region (its shape is `data.shape`) at `start`. */
+  writeRegion(start: readonly number[], data: NdArray | ArraySpec): void;
+  close(): void;
+}
+
+/** Bytes read by region reads of this process, for tests and benchmarks. */
+export const regionStats = { reads: 0, bytes: 0 };
+
+function openHandle(path: string, fd: number, header: NpyHeader): NpyFileHandle {
+  let open = true;
+  const check = (): void => {
+    if (!open) throw new NpyError('BAD_ARRAY', `${path} is closed`);
+  };
+  return {
+    path,
+    header,
+    dtype: header.dtype,
+    shape: [...header.shape],
+    order: header.fortranOrder ? 'F' : 'C',
+    read(start, count) {
+      check();
+      const plan = planRegion(header, start, count);
+      const out = new Uint8Array(plan.bytes);
+      for (const g of groupRuns(plan.runs, FILE_MAX_GAP)) {
+        const single = g.runs.length === 1;
+        const buf = single ? out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length) : new Uint8Array(g.length);
+        const got = readFully(fd, buf, g.offset);
+        regionStats.reads++;
+        regionStats.bytes += got;
+        if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${path} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
+        if (!single) for (const r of g.runs) out.set(buf.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
+      }
+      const size = shapeSize(plan.shape);
+      const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, out.buffer, 0, size, { owned: true });
+      return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
+    },
+    writeRegion(start, input) {
+      check();
+      const data = regionBytes(header, input);
+      const plan = planRegion(header, start, data.shape);
+      for (const r of plan.runs) {
+        const piece = data.bytes.subarray(r.regionOffset, r.regionOffset + r.length);
+        for (let done = 0; done < piece.length;) done += writeSync(fd, piece, done, piece.length - done, r.fileOffset + done);
+      }
+    },
+    close() {
+      if (open) closeSync(fd);
+      open = false;
+    },
+  };
+}
+
+/** The bytes of `input` laid out as the file stores them: its memory order and byte order. */
+function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { shape: number[]; bytes: Uint8Array } {
+  let a = toNdArray(input);
+  if (a.dtype.withByteOrder('<').descrLiteral !== header.dtype.withByteOrder('<').descrLiteral) {
+    throw new NpyError('BAD_ARRAY', `data of dtype ${a.dtype.descrLiteral} cannot be written into an array of ${header.dtype.descrLiteral}`);
+  }
+  a = toOrder(a, header.fortranOrder ? 'F' : 'C');
+  if (a.dtype.descrLiteral !== header.dtype.descrLiteral) a = withByteOrder(a, header.dtype.byteOrder === '>' ? '>' : '<');
+  return { shape: a.shape, bytes: dataToBytes(header.dtype, a.data as TypedArray) };
+}
+
+/** Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region. */
+export function openNpy(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandle {
+  const fd = openSync(path, options.write ? 'r+' : 'r');
+  try {
+    const header = readHeaderFromFd(fd, options);
+    checkDataPresent(header, fstatSync(fd).size - header.dataOffset);
+    return openHandle(path, fd, header);
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
+export interface CreateOptions {
+  dtype: DType | string;
+  shape: number[];
+  order?: 'C' | 'F';
+  version?: 1 | 2 | 3;
+}
+
+/**
+ * Create a .npy of the given dtype and shape: numpy's header, and the file sized to hold the data
+ * (sparse where the file system allows), ready for any number of processes or threads to fill
+ * disjoint regions with {@link writeRegion}. Returns an open handle.
+ */
+export function createNpy(path: string, options: CreateOptions): NpyFileHandle {
+  const dtype = parseDescr(options.dtype);
+  const fortran = options.order === 'F';
+  const headerBytes = encodeHeader(dtype, options.shape, fortran && options.shape.filter((d) => d > 1).length > 1, options.version);
+  const dataBytes = shapeSize(options.shape) * dtype.itemsize;
+  const fd = openSync(path, 'w+');
+  try {
+    writeFully(fd, headerBytes);
+    ftruncateSync(fd, headerBytes.length + dataBytes);
+    return openHandle(path, fd, readHeaderFromFd(fd));
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
+/** Write `data` at `start` of an existing .npy (by path, opened and closed here, or an open handle). */
+export function writeRegion(target: string | NpyFileHandle, start: readonly number[], data: NdArray | ArraySpec): void {
+  if (typeof target !== 'string') {
+    target.writeRegion(start, data);
+    return;
+  }
+  const h = openNpy(target, { write: true });
+  try {
+    h.writeRegion(start, data);
+  } finally {
+    h.close();
+  }
+}
+
+/** numpy's header text for a shape, padded with spaces to exactly `length` bytes (newline included). */
+function headerOfLength(dtype: DType, shape: number[], fortran: boolean, length: number, major: 1 | 2 | 3): Uint8Array | null {
+  const text = `{'descr': ${dtype.descrLiteral}, 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shapeRepr(shape)}, }`;
+  const body = major === 3 ? new TextEncoder().encode(text) : Uint8Array.from(text, (ch) => ch.charCodeAt(0));
+  if (body.length + 1 > length) return null;
+  const out = new Uint8Array(length).fill(0x20);
+  out.set(body, 0);
+  out[length - 1] = 0x0a;
+  return out;
+}
+
+/**
+ * Append along axis 0 (the last axis of a Fortran-order file) in place. The data is written after
+ * the existing data and made durable first; only then is the shape in the header rewritten, within
+ * the header's padding (numpy ≥ 1.24 leaves room for it). A crash before the header write leaves the
+ * old array (readers ignore trailing bytes); the header rewrite is a single small write at byte 8.
+ * When the header cannot grow in place, the file is rewritten beside itself and renamed over it.
+ */
+export function appendNpy(path: string, input: NdArray | ArraySpec): void {
+  const fd = openSync(path, 'r+');
+  try {
+    const header = readHeaderFromFd(fd);
+    const add = toNdArray(input);
+    const axis = header.fortranOrder ? header.shape.length - 1 : 0;
+    if (header.shape.length === 0) throw new NpyError('BAD_ARRAY', `${path} holds a 0-d array, which cannot grow`);
+    const rest = (shape: readonly number[]): string => shapeRepr(shape.filter((_, a) => a !== axis));
+    const addShape = add.shape.length === header.shape.length - 1 ? (header.fortranOrder ? [...add.shape, 1] : [1, ...add.shape]) : add.shape;
+    if (addShape.length !== header.shape.length || rest(addShape) !== rest(header.shape)) {
+      throw new NpyError('BAD_ARRAY', `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`);
+    }
+    const { bytes } = regionBytes(header, new NdArray(add.dtype, addShape, add.data, add.order));
+    const newShape = [...header.shape];
+    newShape[axis]! += addShape[axis]!;
+    const end = header.dataOffset + header.dataBytes;
+    for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done, end + done);
+    fsyncSync(fd);
+    const lengthField = header.version[0] === 1 ? 2 : 4;
+    const textStart = 8 + lengthField;
+    const inPlace = headerOfLength(header.dtype, newShape, header.fortranOrder, header.dataOffset - textStart, header.version[0]);
+    if (inPlace) {
+      writeSync(fd, inPlace, 0, inPlace.length, textStart);
+      fsyncSync(fd);
+      return;
+    }
+    // No room: write the grown array beside the file, then rename it over (atomic on POSIX).
+    const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
+    const out = openSync(temp, 'w');
+    try {
+      writeFully(out, encodeHeader(header.dtype, newShape, header.fortranOrder));
+      const chunk = new Uint8Array(Math.min(64 << 20, Math.max(1, header.dataBytes + bytes.length)));
+      for (let at = 0; at < header.dataBytes + bytes.length;) {
+        const n = readSync(fd, chunk, 0, Math.min(chunk.length, header.dataBytes + bytes.length - at), header.dataOffset + at);
+        if (n === 0) throw new NpyError('DATA_TRUNCATED', `${path} ended while being rewritten`);
+        writeFully(out, chunk.subarray(0, n));
+        at += n;
+      }
+      fsyncSync(out);
+    } catch (e) {
+      closeSync(out);
+      rmSync(temp, { force: true });
+      throw e;
+    }
+    closeSync(out);
+    renameSync(temp, path);
+  } finally {
+    closeSync(fd);
+  }
+}

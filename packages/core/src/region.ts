@@ -1,0 +1,102 @@
+/**
+ * Hyperslabs of a .npy's data: which byte runs a region (a start and a count per axis) covers, in
+ * file order, with adjacent runs joined. Shared by files, HTTP ranges and archive members.
+ */
+import { NpyError } from './errors.js';
+import type { NpyHeader } from './header.js';
+
+/** A run of bytes to move: `length` bytes at `fileOffset` in the file, `regionOffset` in the region. */
+export interface ByteRun {
+  fileOffset: number;
+  regionOffset: number;
+  length: number;
+}
+
+export interface RegionPlan {
+  /** Runs in increasing file order; together they fill the region's bytes in memory order. */
+  runs: ByteRun[];
+  /** Bytes the region holds. */
+  bytes: number;
+  shape: number[];
+}
+
+/** Check a region against a shape: integers, in bounds, one per axis. */
+export function checkRegion(shape: readonly number[], start: readonly number[], count: readonly number[]): void {
+  if (start.length !== shape.length || count.length !== shape.length) {
+    throw new NpyError('BAD_ARRAY', `a region needs a start and a count for each of the ${shape.length} axes`);
+  }
+  for (let a = 0; a < shape.length; a++) {
+    const s = start[a]!;
+    const c = count[a]!;
+    if (!Number.isInteger(s) || !Number.isInteger(c) || s < 0 || c < 0 || s + c > shape[a]!) {
+      throw new NpyError('BAD_ARRAY', `region start ${s} count ${c} is outside axis ${a} of length ${shape[a]}`);
+    }
+  }
+}
+
+/**
+ * The byte runs of a region, in the file's memory order. A Fortran-order file is a C-order file of
+ * the reversed shape, so both are planned the same way: the trailing axes the region covers whole
+ * join into one run per index of the axes before them.
+ */
+export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'dtype' | 'dataOffset'>, start: readonly number[], count: readonly number[]): RegionPlan {
+  checkRegion(header.shape, start, count);
+  const rev = <T>(xs: readonly T[]): T[] => (header.fortranOrder ? [...xs].reverse() : [...xs]);
+  const shape = rev(header.shape);
+  const s = rev(start);
+  const c = rev(count);
+  const item = header.dtype.itemsize;
+  const n = shape.length;
+  const regionBytes = c.reduce((p, x) => p * x, 1) * item;
+  if (regionBytes === 0) return { runs: [], bytes: 0, shape: [...count] };
+  // strides in bytes, C order over the memory-order axes
+  const strides = new Array<number>(n);
+  let acc = item;
+  for (let a = n - 1; a >= 0; a--) { strides[a] = acc; acc *= shape[a]!; }
+  // k: the outermost axis from which the run is contiguous (all later axes whole).
+  let k = n;
+  let runLength = item;
+  while (k > 0) {
+    const a = k - 1;
+    runLength *= c[a]!;
+    k--;
+    if (c[a] !== shape[a]) break;
+  }
+  const runs: ByteRun[] = [];
+  const idx = new Array<number>(k).fill(0);
+  let regionOffset = 0;
+  const base = header.dataOffset + s.reduce((p, x, a) => p + x * strides[a]!, 0);
+  for (;;) {
+    let off = base;
+    for (let a = 0; a < k; a++) off += idx[a]! * strides[a]!;
+    const last = runs[runs.length - 1];
+    if (last && last.fileOffset + last.length === off) last.length += runLength;
+    else runs.push({ fileOffset: off, regionOffset, length: runLength });
+    regionOffset += runLength;
+    let a = k - 1;
+    for (; a >= 0; a--) {
+      if (++idx[a]! < c[a]!) break;
+      idx[a] = 0;
+    }
+    if (a < 0) break;
+  }
+  return { runs, bytes: regionBytes, shape: [...count] };
+}
+
+/**
+ * Group runs into reads: runs closer than `maxGap` bytes share one read (the gap is read and
+ * dropped), so that many small runs cost few requests. Each group lists its runs.
+ */
+export function groupRuns(runs: readonly ByteRun[], maxGap: number): { offset: number; length: number; runs: ByteRun[] }[] {
+  const groups: { offset: number; length: number; runs: ByteRun[] }[] = [];
+  for (const r of runs) {
+    const g = groups[groups.length - 1];
+    if (g && r.fileOffset - (g.offset + g.length) <= maxGap) {
+      g.length = r.fileOffset + r.length - g.offset;
+      g.runs.push(r);
+    } else {
+      groups.push({ offset: r.fileOffset, length: r.length, runs: [r] });
+    }
+  }
+  return groups;
+}

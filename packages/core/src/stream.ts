@@ -1,0 +1,106 @@
+/** .npy over streams (NEP 1's file-like objects): a fetch body, a zip entry, stdin, a socket. */
+import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
+import { NpyError } from './errors.js';
+import { headerBytesNeeded, readHeader } from './header.js';
+import { NdArray } from './ndarray.js';
+import { bytesToData } from './storage.js';
+
+type ChunkSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+
+async function* chunksOf(source: ChunkSource): AsyncGenerator<Uint8Array> {
+  if (typeof (source as ReadableStream<Uint8Array>).getReader === 'function') {
+    const reader = (source as ReadableStream<Uint8Array>).getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        yield value;
+      }
+    } finally {
+      reader.releaseLock();
+    }
+  } else {
+    for await (const chunk of source as AsyncIterable<Uint8Array>) yield chunk instanceof Uint8Array ? chunk : new Uint8Array(chunk as ArrayBuffer);
+  }
+}
+
+/**
+ * Read a .npy from a stream: the header is parsed as soon as it has arrived, then every chunk is
+ * copied once, straight into the array's own buffer. Bytes after the array are left unread.
+ */
+export async function readNpy(source: ChunkSource, options: DecodeOptions = {}): Promise<NdArray> {
+  let prefix: Uint8Array = new Uint8Array(0);
+  const chunks = chunksOf(source);
+  // Gather the preamble and header.
+  let need = 12;
+  for (;;) {
+    while (prefix.length < need) {
+      const { done, value } = await chunks.next();
+      if (done) {
+        // Let readHeader explain what is missing.
+        readHeader(prefix, options);
+        throw new NpyError('TRUNCATED', `stream ended after ${prefix.length} bytes, inside the header`);
+      }
+      const joined = new Uint8Array(prefix.length + value.length);
+      joined.set(prefix);
+      joined.set(value, prefix.length);
+      prefix = joined;
+    }
+    const full = headerBytesNeeded(prefix);
+    if (full <= need) break;
+    need = full;
+  }
+  const header = readHeader(prefix, options);
+  if (hasObject(header.dtype)) {
+    // A pickle has no size up front: gather the rest, then hand it to the codec (or refuse).
+    const parts = [prefix];
+    for await (const c of { [Symbol.asyncIterator]: () => chunks }) parts.push(c);
+    const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let o = 0;
+    for (const p of parts) { all.set(p, o); o += p.length; }
+    return decodeNpy(all, options);
+  }
+  const buffer = options.shared ? new SharedArrayBuffer(header.dataBytes) : new ArrayBuffer(header.dataBytes);
+  const target = new Uint8Array(buffer);
+  let filled = Math.min(header.dataBytes, prefix.length - header.dataOffset);
+  target.set(prefix.subarray(header.dataOffset, header.dataOffset + filled));
+  while (filled < header.dataBytes) {
+    const { done, value } = await chunks.next();
+    if (done) {
+      throw new NpyError('DATA_TRUNCATED', `stream ended after ${filled} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + filled });
+    }
+    const take = Math.min(value.length, header.dataBytes - filled);
+    target.set(value.subarray(0, take), filled);
+    filled += take;
+  }
+  await chunks.return(undefined);
+  const data = bytesToData(header.dtype, buffer, 0, header.size, { ...options, owned: true, copy: false });
+  return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
+}
+
+/** A web WritableStream, or anything with Node's write(chunk) → boolean and 'drain'. */
+export type ChunkSink =
+  | WritableStream<Uint8Array>
+  | { write(chunk: Uint8Array): boolean; once(event: 'drain', listener: () => void): unknown };
+
+const PIECE = 16 << 20;
+
+/** Write an array as .npy to a stream, honouring backpressure; large data goes in pieces, uncopied. */
+export async function writeNpy(sink: ChunkSink, array: NdArray | ArraySpec, options: EncodeOptions = {}): Promise<void> {
+  const { header, body } = encodeNpyParts(array, options);
+  const pieces = [header];
+  for (let i = 0; i < body.length; i += PIECE) pieces.push(body.subarray(i, i + PIECE));
+  if (typeof (sink as WritableStream<Uint8Array>).getWriter === 'function') {
+    const writer = (sink as WritableStream<Uint8Array>).getWriter();
+    try {
+      for (const p of pieces) await writer.write(p);
+    } finally {
+      writer.releaseLock();
+    }
+    return;
+  }
+  const node = sink as { write(chunk: Uint8Array): boolean; once(event: 'drain', listener: () => void): unknown };
+  for (const p of pieces) {
+    if (!node.write(p)) await new Promise<void>((resolve) => node.once('drain', resolve));
+  }
+}
