@@ -244,6 +244,36 @@ export async function* streamNpzMember(archive: NpzArchive, name: string, chunkS
   if (crc !== entry.crc32) throw new NpyError('ZIP_CRC', `CRC-32 mismatch at the end of the stream`, { member: entry.name });
 }
 
+/**
+ * Region reads of one stored (uncompressed) member of an archive, which is a plain .npy at an
+ * offset. Deflated members have no random access: read them whole or with streamNpzMember().
+ */
+export function openNpzMember(archive: NpzArchive, name: string): NpyFileHandle {
+  const entry = archive.entry(name);
+  checkSupported(entry);
+  if (entry.method !== 0) {
+    throw new NpyError('ZIP_UNSUPPORTED', 'region reads need a stored member; this one is deflated (read it whole, or stream it)', { member: entry.name });
+  }
+  const base = entryDataOffset(archive.source, entry);
+  const src = archive.source;
+  const io: PositionalIO = {
+    read(target, position) {
+      const want = Math.max(0, Math.min(target.length, entry.size - position));
+      const got = src.read(base + position, want);
+      target.set(got);
+      return got.length;
+    },
+    close() { /* the archive owns the file */ },
+  };
+  let prefix = new Uint8Array(Math.min(4096, entry.size));
+  io.read(prefix, 0);
+  const need = headerBytesNeeded(prefix);
+  if (need > prefix.length) { prefix = new Uint8Array(need); io.read(prefix, 0); }
+  const header = readHeader(prefix);
+  checkDataPresent(header, entry.size - header.dataOffset);
+  return openHandle(`${entry.name}`, io, header);
+}
+
 export { NpzArchive };
 
 // ---------------------------------------------------------------------------------------------
@@ -269,7 +299,24 @@ export interface NpyFileHandle {
 /** Bytes read by region reads of this process, for tests and benchmarks. */
 export const regionStats = { reads: 0, bytes: 0 };
 
-function openHandle(path: string, fd: number, header: NpyHeader): NpyFileHandle {
+/** Positional access to the bytes of one .npy: a whole file, or a stored archive member at an offset. */
+interface PositionalIO {
+  read(target: Uint8Array, position: number): number;
+  write?(bytes: Uint8Array, position: number): void;
+  close(): void;
+}
+
+function fileIO(fd: number): PositionalIO {
+  return {
+    read: (target, position) => readFully(fd, target, position),
+    write(bytes, position) {
+      for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done, position + done);
+    },
+    close: () => closeSync(fd),
+  };
+}
+
+function openHandle(path: string, io: PositionalIO, header: NpyHeader): NpyFileHandle {
   let open = true;
   const check = (): void => {
     if (!open) throw new NpyError('BAD_ARRAY', `${path} is closed`);
@@ -287,7 +334,7 @@ function openHandle(path: string, fd: number, header: NpyHeader): NpyFileHandle 
       for (const g of groupRuns(plan.runs, FILE_MAX_GAP)) {
         const single = g.runs.length === 1;
         const buf = single ? out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length) : new Uint8Array(g.length);
-        const got = readFully(fd, buf, g.offset);
+        const got = io.read(buf, g.offset);
         regionStats.reads++;
         regionStats.bytes += got;
         if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${path} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
@@ -299,15 +346,13 @@ function openHandle(path: string, fd: number, header: NpyHeader): NpyFileHandle 
     },
     writeRegion(start, input) {
       check();
+      if (!io.write) throw new NpyError('BAD_ARRAY', `${path} is open for reading only`);
       const data = regionBytes(header, input);
       const plan = planRegion(header, start, data.shape);
-      for (const r of plan.runs) {
-        const piece = data.bytes.subarray(r.regionOffset, r.regionOffset + r.length);
-        for (let done = 0; done < piece.length;) done += writeSync(fd, piece, done, piece.length - done, r.fileOffset + done);
-      }
+      for (const r of plan.runs) io.write(data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), r.fileOffset);
     },
     close() {
-      if (open) closeSync(fd);
+      if (open) io.close();
       open = false;
     },
   };
@@ -330,7 +375,7 @@ export function openNpy(path: string, options: { write?: boolean } & DecodeOptio
   try {
     const header = readHeaderFromFd(fd, options);
     checkDataPresent(header, fstatSync(fd).size - header.dataOffset);
-    return openHandle(path, fd, header);
+    return openHandle(path, fileIO(fd), header);
   } catch (e) {
     closeSync(fd);
     throw e;
@@ -358,7 +403,7 @@ export function createNpy(path: string, options: CreateOptions): NpyFileHandle {
   try {
     writeFully(fd, headerBytes);
     ftruncateSync(fd, headerBytes.length + dataBytes);
-    return openHandle(path, fd, readHeaderFromFd(fd));
+    return openHandle(path, fileIO(fd), readHeaderFromFd(fd));
   } catch (e) {
     closeSync(fd);
     throw e;

@@ -1,0 +1,124 @@
+/**
+ * .npy over HTTP range requests: one small request for the header (a second if the header is
+ * larger), then only the byte ranges a region needs, nearby ranges joined. A server that ignores
+ * Range, or answers a different range than asked, is detected and reported, never misread.
+ */
+import { NpyError } from './errors.js';
+import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
+import { NdArray } from './ndarray.js';
+import { groupRuns, planRegion } from './region.js';
+import { bytesToData } from './storage.js';
+import { checkDataPresent, type DecodeOptions } from './codec.js';
+import { shapeSize, type DType } from './dtype.js';
+
+export interface UrlOptions extends DecodeOptions {
+  fetch?: typeof fetch;
+  /** Ranges closer than this many bytes go in one request (default 64 KiB). */
+  maxGap?: number;
+  /** Bytes asked for in the first request (default 4096; the header usually fits). */
+  firstRequest?: number;
+  /** Requests in flight at once (default 6). */
+  concurrency?: number;
+  /** Extra request headers (authorization, …). */
+  headers?: Record<string, string>;
+}
+
+export interface NpyUrlHandle {
+  readonly url: string;
+  readonly header: NpyHeader;
+  readonly dtype: DType;
+  readonly shape: number[];
+  readonly order: 'C' | 'F';
+  /** Size of the file on the server. */
+  readonly size: number;
+  /** Requests made and body bytes received so far. */
+  readonly stats: { requests: number; bytes: number };
+  read(start: readonly number[], count: readonly number[]): Promise<NdArray>;
+}
+
+function httpError(message: string): never {
+  throw new NpyError('TRUNCATED', message);
+}
+
+/** Open a .npy by URL for region reads. */
+export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
+  const href = String(url);
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const stats = { requests: 0, bytes: 0 };
+  let total = -1;
+
+  /** Bytes [from, from + length) of the file, checked against what the server says it sent. */
+  const range = async (from: number, length: number): Promise<Uint8Array> => {
+    const last = from + length - 1;
+    stats.requests++;
+    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${from}-${last}` } });
+    if (res.status === 200) {
+      await res.body?.cancel();
+      httpError(`${href}: the server ignored the Range header (HTTP 200 with the whole body); it does not support range requests`);
+    }
+    if (res.status === 416) {
+      await res.body?.cancel();
+      httpError(`${href}: the server says bytes ${from}-${last} are outside the file (HTTP 416)`);
+    }
+    if (res.status !== 206) {
+      await res.body?.cancel();
+      httpError(`${href}: HTTP ${res.status} for bytes ${from}-${last}`);
+    }
+    const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
+    if (!cr) {
+      await res.body?.cancel();
+      httpError(`${href}: a 206 answer without a valid Content-Range header`);
+    }
+    const [gotFrom, gotLast, size] = [Number(cr[1]), Number(cr[2]), cr[3] === '*' ? -1 : Number(cr[3])];
+    if (size >= 0) total = size;
+    const expectLast = total >= 0 ? Math.min(last, total - 1) : last;
+    if (gotFrom !== from || gotLast !== expectLast) {
+      await res.body?.cancel();
+      httpError(`${href}: asked for bytes ${from}-${last}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
+    }
+    const body = new Uint8Array(await res.arrayBuffer());
+    stats.bytes += body.length;
+    if (body.length !== gotLast - gotFrom + 1) httpError(`${href}: Content-Range promised ${gotLast - gotFrom + 1} bytes, the body has ${body.length}`);
+    return body;
+  };
+
+  let prefix = await range(0, options.firstRequest ?? 4096);
+  const need = headerBytesNeeded(prefix);
+  if (need > prefix.length && (total < 0 || prefix.length < total)) {
+    const more = await range(prefix.length, need - prefix.length);
+    const joined = new Uint8Array(prefix.length + more.length);
+    joined.set(prefix);
+    joined.set(more, prefix.length);
+    prefix = joined;
+  }
+  const header = readHeader(prefix, options);
+  if (total >= 0) checkDataPresent(header, total - header.dataOffset);
+  const maxGap = options.maxGap ?? 65536;
+  const concurrency = Math.max(1, options.concurrency ?? 6);
+
+  return {
+    url: href,
+    header,
+    dtype: header.dtype,
+    shape: [...header.shape],
+    order: header.fortranOrder ? 'F' : 'C',
+    get size() { return total; },
+    stats,
+    async read(start, count) {
+      const plan = planRegion(header, start, count);
+      const out = new Uint8Array(plan.bytes);
+      const groups = groupRuns(plan.runs, maxGap);
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < groups.length) {
+          const g = groups[next++]!;
+          const body = await range(g.offset, g.length);
+          for (const r of g.runs) out.set(body.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, groups.length) }, worker));
+      const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, out.buffer, 0, shapeSize(plan.shape), { owned: true });
+      return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
+    },
+  };
+}
