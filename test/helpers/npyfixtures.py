@@ -913,6 +913,73 @@ def cmd_check_objects(spec_path):
     json.dump(out, sys.stdout)
 
 
+
+# ---------------------------------------------------------------- regions
+def region_cases(shape, rng, n=12):
+    """Hyperslabs along every axis: single rows and columns, blocks, whole axes, empty, the corners."""
+    cases = [([0] * len(shape), list(shape)), ([0] * len(shape), [min(1, d) for d in shape]), ([d - 1 for d in shape], [1] * len(shape))]
+    for axis in range(len(shape)):
+        start = [0] * len(shape); count = list(shape)
+        start[axis] = shape[axis] // 2; count[axis] = 1
+        cases.append((start, count))
+    cases.append(([0] * len(shape), [0] + list(shape[1:])))
+    for _ in range(n):
+        start = [int(rng.integers(0, d)) for d in shape]
+        count = [int(rng.integers(1, d - s + 1)) for d, s in zip(shape, start)]
+        cases.append((start, count))
+    return cases
+
+
+def cmd_regions(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    rng = np.random.default_rng(3)
+    out = []
+    specs = [("<f4", (7, 9)), (">i8", (5, 4, 6)), ("<c16", (3, 5)), ("|S3", (4, 6)), ("<U2", (2, 3, 4)),
+             ([("a", "<i2"), ("b", ">f8", (2,))], (6, 5)), ("<f8", (11,)), ("|u1", (2, 3, 2, 5)), ("<f8", ())]
+    for i, (d, shape) in enumerate(specs):
+        for order in "CF":
+            a = make(d, shape, order, seed=i)
+            shape = a.shape  # (asfortranarray makes a 0-d array 1-d)
+            path = os.path.join(outdir, f"r{i}{order}.npy")
+            np.save(path, a)
+            regions = []
+            for start, count in region_cases(shape, rng) if shape else [([], [])]:
+                sl = tuple(slice(s, s + c) for s, c in zip(start, count))
+                regions.append({"start": start, "count": count, "data": to_json(a[sl])})
+            out.append({"file": path, "order": order, "regions": regions})
+    json.dump(out, sys.stdout)
+
+
+def cmd_big(path, order):
+    """A .npy larger than 4 GiB, mostly sparse, with marked blocks at the start, across 4 GiB and at the end."""
+    shape = (36000, 30000)  # float32: 4.32e9 bytes
+    a = np.lib.format.open_memmap(path, mode="w+", dtype="<f4", shape=shape, fortran_order=(order == "F"))
+    rng = np.random.default_rng(5)
+    flat_boundary = (2**32 - 128) // 4  # the element whose bytes straddle 4 GiB (the header is 128 bytes)
+    r, c = (flat_boundary // shape[1], flat_boundary % shape[1]) if order == "C" else (flat_boundary % shape[0], flat_boundary // shape[0])
+    blocks = [(0, 0), (max(0, r - 3), max(0, c - 3)), (shape[0] - 8, shape[1] - 8)]
+    for (i, j) in blocks:
+        a[i:i + 8, j:j + 8] = rng.standard_normal((8, 8)).astype(np.float32)
+    a.flush()
+    regions = []
+    for (i, j) in blocks:
+        for start, count in [((i, j), (8, 8)), ((i, 0), (1, shape[1])), ((0, j), (shape[0], 1)), ((i + 1, j + 2), (3, 5))]:
+            sl = tuple(slice(s, s + k) for s, k in zip(start, count))
+            v = np.asarray(a[sl])
+            regions.append({"start": list(start), "count": list(count), "sum": float(v.astype(np.float64).sum()), "first": float(v.reshape(-1)[0]), "last": float(v.reshape(-1)[-1]),
+                            "data": to_json(v) if v.size <= 64 else None})
+    del a
+    json.dump({"shape": list(shape), "regions": regions}, sys.stdout)
+
+
+def cmd_check_filled(path, kind):
+    """Every element of a file filled by workers: value = row * 100000 + column."""
+    a = np.load(path)
+    i, j = np.indices(a.shape)
+    ok = bool((a == i * 100000 + j).all())
+    json.dump({"ok": ok, "shape": list(a.shape), "fortran": bool(a.flags.f_contiguous and not a.flags.c_contiguous), "kind": kind}, sys.stdout)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--version-probe":
         print(np.__version__)

@@ -12,7 +12,13 @@ import { formatArray } from './format.js';
 export interface Io {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
+  /** Binary output for `convert IN -` (defaults to process.stdout). */
+  stdoutBytes?: (b: Uint8Array) => void;
+  /** Binary input for `-` (defaults to reading standard input). */
+  stdin?: () => Uint8Array;
 }
+
+let currentIo: Io;
 
 const USAGE = `usage: npyts <command> [options]
 
@@ -29,7 +35,8 @@ Commands:
 Object arrays (dtype |O) hold a Python pickle: show and convert read them only with
 --allow-pickle, through npyts' own unpickler, which rebuilds plain data and never runs code.
 
-FILE is a .npy, a .npz (every member), or ARCHIVE.npz:NAME for one member. convert turns
+FILE is a .npy, a .npz (every member), ARCHIVE.npz:NAME for one member, or - for standard
+input (and OUT - for standard output). convert turns
 .npz into .npz, a member into a .npy (IN.npz:NAME OUT.npy), and a .npy into an archive
 (OUT.npz, or OUT.npz:NAME to name the member).
 
@@ -107,6 +114,7 @@ interface Target {
 }
 
 function target(arg: string, mustExist: boolean): Target {
+  if (arg === '-') return { label: mustExist ? '<stdin>' : '<stdout>', file: '-', member: undefined };
   if (existsSync(arg) || !mustExist) {
     const colon = arg.lastIndexOf(':');
     if (!mustExist && colon > 0 && /\.npz$/i.test(arg.slice(0, colon))) return { label: arg, file: arg.slice(0, colon), member: arg.slice(colon + 1) };
@@ -117,8 +125,20 @@ function target(arg: string, mustExist: boolean): Target {
   return { label: arg, file: arg, member: undefined };
 }
 
+let stdinBytes: Uint8Array | undefined;
+
+/** Standard input, read once, whole. */
+function stdin(): Uint8Array {
+  stdinBytes ??= currentIo.stdin ? currentIo.stdin() : new Uint8Array(readFileSync(0));
+  return stdinBytes;
+}
+
 /** Zip archives start with a local header, or with the end record when empty. */
 function isArchive(file: string): boolean {
+  if (file === '-') {
+    const b = stdin();
+    return b[0] === 0x50 && b[1] === 0x4b;
+  }
   const head = new Uint8Array(4);
   const fd = openSync(file, 'r');
   try {
@@ -145,12 +165,13 @@ let allowPickle = false;
 function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: NdArray } {
   const bytes = archive && t.member !== undefined
     ? withFile(t.label, () => archive.bytes(t.member!))
-    : withFile(t.file, () => readFileSync(t.file));
+    : t.file === '-' ? stdin() : withFile(t.file, () => readFileSync(t.file));
   const options = allowPickle ? { pickle: pickleCodec } : {};
   return withFile(t.label, () => ({ header: readHeader(bytes), array: decodeNpy(bytes, options) }));
 }
 
 function checkIsFile(file: string): void {
+  if (file === '-') return;
   withFile(file, () => {
     if (!statSync(file).isFile()) throw Object.assign(new Error('is not a regular file'), { code: 'EISDIR' });
   });
@@ -164,7 +185,7 @@ function cmdInfo(p: Parsed, io: Io): void {
     const t = target(arg, true);
     checkIsFile(t.file);
     if (t.member === undefined && !isArchive(t.file)) {
-      const h = withFile(t.file, () => readNpyHeader(t.file));
+      const h = withFile(t.label, () => (t.file === '-' ? readHeader(stdin()) : readNpyHeader(t.file)));
       if (json) docs.push(infoJSON(t.label, h));
       else io.stdout(infoLine(t.label, h) + '\n');
       continue;
@@ -270,13 +291,16 @@ function cmdConvert(p: Parsed, io: Io): void {
   } else {
     if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME or write a .npz`);
     const bytes = withFile(input.label, () => encodeNpy(arrays[0]![1], encodeOptions));
-    withFile(output.file, () => writeFileSync(output.file, bytes));
+    if (output.file === '-') (io.stdoutBytes ?? ((b: Uint8Array) => process.stdout.write(b)))(bytes);
+    else withFile(output.file, () => writeFileSync(output.file, bytes));
   }
   void io;
 }
 
 /** Run the command; returns the exit status. */
 export async function main(args: string[], io: Io): Promise<number> {
+  currentIo = io;
+  stdinBytes = undefined;
   try {
     if (args.length === 0 || args[0] === '--help' || args[0] === '-h' || args[0] === 'help') {
       (args.length === 0 ? io.stderr : io.stdout)(USAGE + '\n');

@@ -1,0 +1,303 @@
+// Files larger than memory: hyperslab reads (C and F, every axis, > 4 GiB offsets), stored npz
+// members, parallel region writes from worker threads and processes, in-place append (with kills
+// midway), streams, shared memory, and HTTP range reads from nginx — each checked against numpy.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createServer } from 'node:net';
+import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
+import { openNpy, createNpy, writeRegion, appendNpy, loadNpy, loadNpz, openNpzMember, regionStats } from '@npyts/core/node';
+import { numpy, python, scratch } from './helpers/numpy.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dir = scratch('npyts-region-');
+const cases = numpy('regions', join(dir, 'r'));
+
+test('region reads equal numpy slicing for every dtype family, C and F, along every axis', () => {
+  for (const { file, regions } of cases) {
+    const h = openNpy(file);
+    try {
+      for (const r of regions) {
+        const a = h.read(r.start, r.count);
+        assert.equal(a.shape, r.count);
+        assert.equal(arrayToJSON(a), r.data, `${file} start ${r.start} count ${r.count}`);
+      }
+    } finally {
+      h.close();
+    }
+  }
+});
+
+test('a region read moves only the bytes the region covers (plus small joined gaps)', () => {
+  const { file } = cases.find((c) => c.file.endsWith('r0C.npy')); // float32 (7, 9), C order
+  const h = openNpy(file);
+  const before = { ...regionStats };
+  h.read([2, 0], [3, 9]); // three whole rows: one contiguous read
+  assert.is(regionStats.reads - before.reads, 1);
+  assert.is(regionStats.bytes - before.bytes, 3 * 9 * 4);
+  h.close();
+});
+
+test('stored npz members support the same region reads', () => {
+  const zipped = join(dir, 'members.npz');
+  python(`np.savez(${JSON.stringify(zipped)}, **{f"m{i}": np.load(p) for i, p in enumerate(${JSON.stringify(cases.map((c) => c.file))})})`);
+  const archive = loadNpz(zipped);
+  try {
+    cases.forEach(({ regions }, i) => {
+      const h = openNpzMember(archive, `m${i}`);
+      for (const r of regions) assert.equal(arrayToJSON(h.read(r.start, r.count)), r.data, `m${i}`);
+    });
+  } finally {
+    archive.close();
+  }
+  const deflated = join(dir, 'deflated.npz');
+  python(`np.savez_compressed(${JSON.stringify(deflated)}, a=np.arange(4))`);
+  const d = loadNpz(deflated);
+  assert.throws(() => openNpzMember(d, 'a'), /stored member/);
+  d.close();
+});
+
+for (const order of ['C', 'F']) {
+  test(`a ${order}-order file over 4 GiB: regions at the start, across 4 GiB and at the end equal numpy's`, () => {
+    const file = join(dir, `big${order}.npy`);
+    const info = numpy('big', file, order);
+    assert.ok(statSync(file).size > 2 ** 32);
+    const h = openNpy(file);
+    try {
+      for (const r of info.regions) {
+        const before = regionStats.bytes;
+        const a = h.read(r.start, r.count);
+        const moved = regionStats.bytes - before;
+        const flat = Array.from(toOrder(a, 'C').data);
+        assert.ok(Math.abs(flat.reduce((s, x) => s + x, 0) - r.sum) < 1e-3 * Math.max(1, Math.abs(r.sum)), `sum ${r.start}`);
+        assert.is(flat[0], r.first);
+        assert.is(flat[flat.length - 1], r.last);
+        if (r.data) assert.equal(arrayToJSON(a), r.data);
+        assert.ok(moved <= a.data.byteLength + 4096 * 64, `read ${moved} bytes for a region of ${a.data.byteLength}`);
+      }
+    } finally {
+      h.close();
+    }
+  });
+}
+
+const workerCode = `
+const { workerData, parentPort } = require('node:worker_threads');
+import(workerData.entry).then(({ writeRegion }) => {
+  const { file, start, count } = workerData;
+  const values = new Float64Array(count[0] * count[1]);
+  for (let i = 0; i < count[0]; i++) for (let j = 0; j < count[1]; j++) values[i * count[1] + j] = (start[0] + i) * 100000 + start[1] + j;
+  writeRegion(file, start, { data: values, shape: count, dtype: '<f8' });
+  parentPort.postMessage('done');
+});`;
+
+async function fillInParallel(file, blocks, useProcesses) {
+  const entry = join(root, 'packages/core/dist/node.js');
+  await Promise.all(blocks.map(({ start, count }) => new Promise((resolve, reject) => {
+    if (useProcesses) {
+      const child = spawn(process.execPath, ['-e', workerCode.replace("require('node:worker_threads')", "({ workerData: JSON.parse(process.argv[1]), parentPort: { postMessage: () => {} } })"), JSON.stringify({ file, start, count, entry })], { stdio: 'inherit' });
+      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${code}`))));
+    } else {
+      const w = new Worker(workerCode, { eval: true, workerData: { file, start, count, entry } });
+      w.on('message', () => resolve());
+      w.on('error', reject);
+    }
+  })));
+}
+
+test('four worker threads and four processes fill disjoint row and column blocks; numpy checks every element', async () => {
+  for (const [order, useProcesses, byRows] of [['C', false, true], ['F', true, false], ['C', true, false], ['F', false, true]]) {
+    const file = join(dir, `filled-${order}-${useProcesses}-${byRows}.npy`);
+    const shape = [400, 300];
+    createNpy(file, { dtype: '<f8', shape, order }).close();
+    const blocks = Array.from({ length: 4 }, (_, k) => (byRows ? { start: [k * 100, 0], count: [100, 300] } : { start: [0, k * 75], count: [400, 75] }));
+    await fillInParallel(file, blocks, useProcesses);
+    const r = numpy('check-filled', file, `${order}`);
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.is(r.fortran, order === 'F');
+  }
+});
+
+test('createNpy writes numpy\'s header and sizes the file sparsely', () => {
+  const file = join(dir, 'sparse.npy');
+  const h = createNpy(file, { dtype: '<i4', shape: [1000, 1000, 100] });
+  h.close();
+  assert.is(statSync(file).size, h.header.dataOffset + 4e8);
+  assert.ok(statSync(file).blocks * 512 < 1e6, 'sparse');
+  const expected = python(`import io; b = io.BytesIO(); np.lib.format.write_array_header_2_0(b, np.lib.format.header_data_from_array_1_0(np.lib.format.open_memmap if False else np.empty((0,), '<i4'))) if False else None
+a = np.lib.format.open_memmap(${JSON.stringify(join(dir, 'np_sparse.npy'))}, mode='w+', dtype='<i4', shape=(1000, 1000, 100)); del a
+print(open(${JSON.stringify(join(dir, 'np_sparse.npy'))}, 'rb').read(${h.header.dataOffset}).hex())`).trim();
+  assert.is(readFileSync(file).subarray(0, h.header.dataOffset).toString('hex'), expected);
+});
+
+test('appendNpy grows in place, past the growth room too, C and F; numpy reads every state', () => {
+  for (const order of ['C', 'F']) {
+    const file = join(dir, `grow-${order}.npy`);
+    python(`np.save(${JSON.stringify(file)}, ${order === 'F' ? 'np.asfortranarray(np.arange(12, dtype="<f4").reshape(3, 4).T)' : 'np.arange(12, dtype="<f4").reshape(3, 4)'})`);
+    const all = loadNpy(file);
+    let expected = toOrder(all, 'C').toList();
+    for (let k = 1; k <= 30; k++) {
+      const rows = Array.from({ length: k % 3 + 1 }, (_, i) => Array.from({ length: order === 'C' ? 4 : 4 }, (_, j) => k * 100 + i * 10 + j));
+      const add = order === 'C' ? arrayFromValues(rows, '<f4') : toOrder(arrayFromValues(rows[0].map((_, j) => rows.map((r) => r[j])), '<f4'), 'F');
+      appendNpy(file, add);
+      expected = order === 'C' ? [...expected, ...rows] : expected.map((r, j) => [...r, ...rows.map((row) => row[j])]);
+    }
+    const got = python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'v': a.tolist(), 'f': bool(a.flags.f_contiguous and not a.flags.c_contiguous)}))`);
+    const parsed = JSON.parse(got);
+    assert.equal(parsed.v, expected, order);
+    assert.is(parsed.f, order === 'F');
+  }
+  // A header without growth room (as numpy < 1.24 wrote, tightly padded): the rewrite-and-rename path.
+  const tight = join(dir, 'tight.npy');
+  python(`
+import struct
+text = "{'descr': '<i2', 'fortran_order': False, 'shape': (9,), }"
+pad = 64 - (10 + len(text) + 1) % 64
+open(${JSON.stringify(tight)}, 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(text) + pad + 1) + text.encode() + b' ' * pad + b'\\n' + np.arange(9, dtype='<i2').tobytes())`);
+  for (let k = 0; k < 12; k++) appendNpy(tight, arrayFromValues(Array.from({ length: 100 }, (_, i) => (k * 100 + i) % 30000), '<i2'));
+  assert.is(python(`a = np.load(${JSON.stringify(tight)}); print(a.shape[0], int(a[9 + 550]))`).trim(), '1209 550');
+  assert.throws(() => appendNpy(tight, arrayFromValues([1.5], '<f8')), /cannot be written/);
+  assert.throws(() => appendNpy(join(dir, 'grow-C.npy'), arrayFromValues([[1, 2, 3]], '<f4')), /other axes must match/);
+});
+
+test('a process killed in the middle of appends leaves a valid file holding a prefix of the appends', async () => {
+  const file = join(dir, 'killed.npy');
+  const entry = join(root, 'packages/core/dist/node.js');
+  for (let round = 0; round < 6; round++) {
+    python(`np.save(${JSON.stringify(file)}, np.zeros((1, 64), '<i8'))`);
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      const { appendNpy } = await import(${JSON.stringify(entry)});
+      for (let k = 1; k < 100000; k++) appendNpy(${JSON.stringify(file)}, { data: new BigInt64Array(64).fill(BigInt(k)), shape: [1, 64], dtype: '<i8' });`]);
+    await new Promise((r) => setTimeout(r, 150 + round * 120));
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    const check = JSON.parse(python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'rows': a.shape[0], 'ok': bool((a == np.arange(a.shape[0])[:, None]).all())}))`));
+    assert.ok(check.ok, `round ${round}: ${JSON.stringify(check)}`);
+    assert.ok(check.rows >= 1);
+  }
+});
+
+test('readNpy from a stream in small odd-sized chunks equals loadNpy, for every dtype family', async () => {
+  const catalogue = numpy('catalogue', join(dir, 'cat'));
+  for (const { name, file } of catalogue) {
+    const bytes = readFileSync(file);
+    async function* odd() {
+      let i = 0;
+      let k = 1;
+      while (i < bytes.length) { const n = (k++ * 7) % 13 + 1; yield bytes.subarray(i, i + n); i += n; }
+    }
+    const a = await readNpy(odd());
+    assert.equal(npyDocument(readHeader(bytes), a), npyDocument(readHeader(bytes), loadNpy(file)), name);
+  }
+  const viaNode = await readNpy(createReadStream(catalogue[0].file, { highWaterMark: 5 }));
+  assert.equal(viaNode.toList(), loadNpy(catalogue[0].file).toList());
+  const web = new Blob([readFileSync(catalogue[1].file)]).stream();
+  assert.equal((await readNpy(web)).toList(), loadNpy(catalogue[1].file).toList());
+  await assert.not.throws(async () => {});
+  let err;
+  try { await readNpy((async function* () { yield readFileSync(cases[0].file).subarray(0, 200); })()); } catch (e) { err = e; }
+  assert.instance(err, NpyError);
+  assert.is(err.code, 'DATA_TRUNCATED');
+});
+
+test('writeNpy to a Node stream and a web stream gives numpy\'s bytes', async () => {
+  const a = loadNpy(cases[0].file);
+  const out = join(dir, 'streamed.npy');
+  const ws = createWriteStream(out);
+  await writeNpy(ws, a);
+  await new Promise((r) => ws.end(r));
+  assert.ok(readFileSync(out).equals(readFileSync(cases[0].file)));
+  const chunks = [];
+  await writeNpy(new WritableStream({ write(c) { chunks.push(c); } }), a);
+  assert.ok(Buffer.concat(chunks).equals(readFileSync(cases[0].file)));
+});
+
+test('shared memory: loadNpy({ shared: true }) lets a worker fill the array the main thread sees', async () => {
+  const a = loadNpy(cases.find((c) => c.file.endsWith('r6C.npy')).file, { shared: true });
+  assert.instance(a.data.buffer, SharedArrayBuffer);
+  await new Promise((resolve, reject) => {
+    const w = new Worker(`const { workerData, parentPort } = require('node:worker_threads'); new Float64Array(workerData)[3] = 42; parentPort.postMessage(1);`, { eval: true, workerData: a.data.buffer });
+    w.on('message', resolve);
+    w.on('error', reject);
+  });
+  assert.is(a.data[3], 42);
+});
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+function ensureNginx() {
+  const has = () => spawnSync('sh', ['-c', 'command -v nginx || test -x /usr/sbin/nginx']).status === 0;
+  if (!has()) spawnSync('sh', ['-c', 'apt-get update -qq && apt-get install -y -qq nginx-light || apt-get install -y -qq nginx'], { stdio: 'ignore' });
+  if (!has()) throw new Error('nginx is needed for the HTTP tests and could not be installed');
+  return existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
+}
+
+async function startNginx(rootDir) {
+  const nginx = ensureNginx();
+  const port = await freePort();
+  const conf = join(dir, `nginx-${port}`);
+  mkdirSync(join(conf, 'tmp'), { recursive: true });
+  writeFileSync(join(conf, 'nginx.conf'), `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
+events { worker_connections 64; }
+http { access_log off; client_body_temp_path ${conf}/tmp; proxy_temp_path ${conf}/tmp; fastcgi_temp_path ${conf}/tmp; uwsgi_temp_path ${conf}/tmp; scgi_temp_path ${conf}/tmp;
+  server { listen 127.0.0.1:${port}; root ${rootDir}; } }`);
+  const proc = spawn(nginx, ['-c', join(conf, 'nginx.conf'), '-p', conf], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    try { await fetch(`http://127.0.0.1:${port}/`); break; } catch { await new Promise((r) => setTimeout(r, 50)); }
+  }
+  return { base: `http://127.0.0.1:${port}`, stop: () => proc.kill('SIGTERM') };
+}
+
+test('HTTP range reads from nginx equal numpy; one row of the 4 GiB file moves kilobytes', async () => {
+  const server = await startNginx(dir);
+  try {
+    for (const { file, regions } of cases.slice(0, 8)) {
+      const h = await openNpyUrl(`${server.base}/r/${file.split('/').pop()}`);
+      for (const r of regions) assert.equal(arrayToJSON(await h.read(r.start, r.count)), r.data, file);
+    }
+    const big = await openNpyUrl(`${server.base}/bigC.npy`);
+    assert.is(big.size, statSync(join(dir, 'bigC.npy')).size);
+    const before = { ...big.stats };
+    const row = await big.read([35999, 0], [1, 30000]);
+    assert.is(row.size, 30000);
+    assert.is(big.stats.requests - before.requests, 1);
+    assert.is(big.stats.bytes - before.bytes, 120000);
+    const col = await big.read([0, 29992], [64, 8]); // 64 rows × 8 floats: 64 short runs, 120 kB apart
+    assert.is(col.size, 512);
+    assert.ok(big.stats.bytes - before.bytes < 200000 + 64 * 32 + 1, `moved ${big.stats.bytes - before.bytes}`);
+    const expect = JSON.parse(python(`a = np.load(${JSON.stringify(join(dir, 'bigC.npy'))}, mmap_mode='r'); print(json.dumps([float(a[35999, :].astype(np.float64).sum()), float(a[0:64, 29992:30000].astype(np.float64).sum())]))`));
+    const sum = (x) => Array.from(x.data).reduce((s, v) => s + v, 0);
+    assert.ok(Math.abs(sum(row) - expect[0]) < 1e-3 && Math.abs(sum(col) - expect[1]) < 1e-3);
+  } finally {
+    server.stop();
+  }
+});
+
+test('a server without range support, and a wrong Content-Range, are reported, never misread', async () => {
+  const port = await freePort();
+  const py = spawn('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', join(dir, 'r')], { stdio: 'ignore' });
+  try {
+    for (let i = 0; i < 100; i++) { try { await fetch(`http://127.0.0.1:${port}/`); break; } catch { await new Promise((r) => setTimeout(r, 50)); } }
+    let err;
+    try { await openNpyUrl(`http://127.0.0.1:${port}/r0C.npy`); } catch (e) { err = e; }
+    assert.instance(err, NpyError);
+    assert.match(err.message, /ignored the Range header/);
+  } finally {
+    py.kill();
+  }
+  const liar = async (url, init) => new Response(new Uint8Array(10), { status: 206, headers: { 'content-range': 'bytes 5-14/1000' } });
+  let err;
+  try { await openNpyUrl('http://example.invalid/x.npy', { fetch: liar }); } catch (e) { err = e; }
+  assert.match(err.message, /asked for bytes 0-4095, the server sent 5-14/);
+});
+
+test.run();
