@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { python, runCli, scratch } from './helpers/numpy.mjs';
 
 const dir = scratch();
@@ -66,6 +67,19 @@ test('show summarises large arrays with ... like numpy', async () => {
 test('show prints records', async () => {
   const r = await runCli(['show', facts.rec.path]);
   assert.match(r.stdout, /array\(\[\(0, b''\), \(0, b''\)\], dtype=\[\('a', '<i4'\), \('b', '\|S2'\)\]\)/);
+});
+
+test('- reads standard input and writes standard output', async () => {
+  const { main } = await import('@npyts/cli/dist/main.js');
+  const input = readFileSync(facts.i4.path);
+  let out = new Uint8Array(0);
+  let text = '';
+  const io = { stdout: (s) => { text += s; }, stderr: () => {}, stdin: () => input, stdoutBytes: (b) => { out = b; } };
+  assert.is(await main(['convert', '-', '-', '--order', 'F'], io), 0);
+  const back = JSON.parse(python(`import sys, io; a = np.load(io.BytesIO(bytes.fromhex(${JSON.stringify(Buffer.from(out).toString('hex'))}))); print(json.dumps({'v': a.tolist(), 'f': bool(a.flags.f_contiguous)}))`));
+  assert.equal(back, { v: [[0, 1, 2], [3, 4, 5]], f: true });
+  assert.is(await main(['show', '--json', '-'], io), 0);
+  assert.equal(JSON.parse(text).data, [[0, 1, 2], [3, 4, 5]]);
 });
 
 void join;

@@ -1,9 +1,9 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, decodeNpy, encodeNpy, npyDocument, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, decodeNpy, decodeNpz, encodeNpy, npyDocument, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpz, readNpyHeader, saveNpz } from '@npyts/core/node';
+import { loadNpz, readNpyHeader, saveNpz, zlibCodec } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -150,7 +150,7 @@ function isArchive(file: string): boolean {
 }
 
 function withArchive<T>(t: Target, fn: (archive: NpzArchive) => T): T {
-  const archive = withFile(t.file, () => loadNpz(t.file));
+  const archive = withFile(t.label, () => (t.file === '-' ? decodeNpz(stdin(), { codec: zlibCodec }) : loadNpz(t.file)));
   try {
     return withFile(t.label, () => fn(archive));
   } finally {
