@@ -216,6 +216,22 @@ test('writeNpy to a Node stream and a web stream gives numpy\'s bytes', async ()
   assert.ok(Buffer.concat(chunks).equals(readFileSync(cases[0].file)));
 });
 
+test('shared memory: createArray({ shared: true }) filled by workers is saved and read by numpy', async () => {
+  const { createArray } = await import('@npyts/core');
+  const { saveNpy } = await import('@npyts/core/node');
+  const a = createArray('<i4', [4, 1000], { shared: true });
+  assert.instance(a.data.buffer, SharedArrayBuffer);
+  await Promise.all([0, 1, 2, 3].map((row) => new Promise((resolve, reject) => {
+    const w = new Worker(`const { workerData: { buffer, row }, parentPort } = require('node:worker_threads');
+      const v = new Int32Array(buffer, row * 4000, 1000); for (let j = 0; j < 1000; j++) v[j] = row * 100000 + j; parentPort.postMessage(1);`, { eval: true, workerData: { buffer: a.data.buffer, row } });
+    w.on('message', resolve);
+    w.on('error', reject);
+  })));
+  const file = join(dir, 'shared.npy');
+  saveNpy(file, a);
+  assert.ok(numpy('check-filled', file, 'shared').ok);
+});
+
 test('shared memory: loadNpy({ shared: true }) lets a worker fill the array the main thread sees', async () => {
   const a = loadNpy(cases.find((c) => c.file.endsWith('r6C.npy')).file, { shared: true });
   assert.instance(a.data.buffer, SharedArrayBuffer);

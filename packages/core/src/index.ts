@@ -8,7 +8,7 @@ export {
   type ByteOrder, type Kind, type Field, type FieldSpec, type DescrJSON, type DescrFieldJSON, type DatetimeUnit,
 } from './dtype.js';
 export { readHeader, encodeHeader, headerBytesNeeded, MAGIC, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './header.js';
-export { NdArray, orderStrides, isOrderFree, type Order } from './ndarray.js';
+export { NdArray, orderStrides, isOrderFree, createArray, type Order } from './ndarray.js';
 export { toOrder } from './order.js';
 export { getField, fieldView, type FieldView } from './records.js';
 export { withByteOrder } from './byteorder.js';

@@ -1,5 +1,5 @@
 /** The in-memory array: dtype, shape, memory order and element data. */
-import { DType, shapeRepr, shapeSize } from './dtype.js';
+import { DType, parseDescr, shapeRepr, shapeSize } from './dtype.js';
 import { readItem, type Scalar } from './elements.js';
 import { NpyError } from './errors.js';
 import { storageOf, type ArrayData } from './storage.js';
@@ -98,4 +98,17 @@ export function orderStrides(shape: readonly number[], order: Order): number[] {
 /** True when C and F order lay the elements out identically (at most one axis longer than 1, or empty). */
 export function isOrderFree(shape: readonly number[]): boolean {
   return shape.includes(0) || shape.filter((d) => d > 1).length <= 1;
+}
+
+/**
+ * A zero-filled array of the given dtype and shape. With `shared`, its memory is a
+ * SharedArrayBuffer that worker_threads can fill in place (post `array.data.buffer` to them).
+ */
+export function createArray(dtype: DType | string, shape: readonly number[], options: { order?: Order; shared?: boolean } = {}): NdArray {
+  const dt = parseDescr(dtype);
+  const { ctor, unitsPerItem } = storageOf(dt);
+  const units = shapeSize(shape) * unitsPerItem;
+  const bytes = units * ctor.BYTES_PER_ELEMENT;
+  const buffer = options.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
+  return new NdArray(dt, shape, new ctor(buffer, 0, units), options.order ?? 'C');
 }
