@@ -23,6 +23,27 @@ def make(d, mib):
     np.savez_compressed(os.path.join(d, "deflated.npz"), member=smooth)
 
 
+def make_big(path, gib):
+    """A mostly sparse float32 C-order file of about `gib` GiB, with one row and one column stripe written."""
+    cols = 32768
+    rows = int(float(gib) * 2**30 / 4 / cols)
+    a = np.lib.format.open_memmap(path, mode="w+", dtype="<f4", shape=(rows, cols))
+    a[rows // 2, :] = np.arange(cols, dtype=np.float32)
+    a[:, 100:108] = 1.0
+    a.flush()
+    json.dump({"shape": [rows, cols]}, sys.stdout)
+
+
+def time_regions(path, repeats):
+    a = np.load(path, mmap_mode="r")
+    rows = a.shape[0]
+    res = {
+        "row": median_time(lambda: np.array(np.load(path, mmap_mode="r")[rows // 2, :]), int(repeats)),
+        "column_block": median_time(lambda: np.array(np.load(path, mmap_mode="r")[:, 100:108]), int(repeats)),
+    }
+    json.dump(res, sys.stdout)
+
+
 def median_time(fn, repeats):
     fn()  # warm-up
     times = []
@@ -64,4 +85,4 @@ def timing(d, repeats):
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"make": make, "time": timing}[cmd](*args)
+    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions}[cmd](*args)

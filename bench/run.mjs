@@ -6,7 +6,9 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, toOrder, readHeader } from '@npyts/core';
-import { loadNpy, saveNpy, loadNpz, saveNpz } from '@npyts/core/node';
+import { loadNpy, saveNpy, loadNpz, saveNpz, openNpy, regionStats } from '@npyts/core/node';
+import { openNpyUrl } from '@npyts/core';
+import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
@@ -90,6 +92,54 @@ const rss = {
   python_baseline: pyPeak(''),
 };
 
+// Region reads of a large, mostly sparse file: one row and one 8-column stripe through every row.
+const GIB = quick ? 1 : 6;
+const bigFile = file(`big-${GIB}g.npy`);
+const big = py('make-big', bigFile, String(GIB));
+const [bigRows] = big.shape;
+const npRegions = py('time-regions', bigFile, String(REPEATS));
+const regionCase = (read) => {
+  const before = { ...regionStats };
+  const t = median(read);
+  return { seconds: t, bytes: (regionStats.bytes - before.bytes) / (REPEATS + 1) };
+};
+const handle = openNpy(bigFile);
+const regions = {
+  row: regionCase(() => handle.read([bigRows >> 1, 0], [1, 32768])),
+  column_block: regionCase(() => handle.read([0, 100], [bigRows, 8])),
+};
+handle.close();
+let http = null;
+try {
+  const server = await startNginx(dir);
+  try {
+    const h = await openNpyUrl(`${server.base}/${bigFile.split('/').pop()}`);
+    const httpCase = async (start, count) => {
+      await h.read(start, count);
+      const times = [];
+      let bytesMoved = 0;
+      let requests = 0;
+      for (let i = 0; i < REPEATS; i++) {
+        const b0 = h.stats.bytes;
+        const r0 = h.stats.requests;
+        const t = process.hrtime.bigint();
+        await h.read(start, count);
+        times.push(Number(process.hrtime.bigint() - t) / 1e9);
+        bytesMoved = h.stats.bytes - b0;
+        requests = h.stats.requests - r0;
+      }
+      times.sort((a, b) => a - b);
+      return { seconds: times[times.length >> 1], bytes: bytesMoved, requests };
+    };
+    http = { row: await httpCase([bigRows >> 1, 0], [1, 32768]), column_block: await httpCase([0, 100], [bigRows, 8]) };
+  } finally {
+    server.stop();
+  }
+} catch (e) {
+  log(`(no HTTP region case: ${e.message})`);
+}
+rmSync(bigFile, { force: true });
+
 const bytes = MIB * (1 << 20);
 const rows = [
   ['loadNpy f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }],
@@ -106,6 +156,7 @@ const report = {
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
   size_mib: MIB, repeats: REPEATS,
   rows: rows.map(([op, t, b, base]) => ({ op, seconds: t, mb_per_s: b ? b / 1e6 / t : null, baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])) })),
+  regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions },
   peak_rss: {
     file_bytes: bytes,
     ...rss,
@@ -123,6 +174,14 @@ if (asJSON) {
     for (const [name, b] of Object.entries(r.baselines)) {
       console.log(`| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} |`);
     }
+  }
+  const rg = report.regions;
+  console.log(`\nRegion reads of a ${rg.file_gib} GiB float32 file ${JSON.stringify(rg.shape)} (C order): one row, and an 8-column stripe through every row.`);
+  console.log('| region | npyts openNpy | bytes read | over HTTP (nginx) | bytes, requests | numpy mmap_mode="r" |');
+  console.log('|---|---|---|---|---|---|');
+  for (const k of ['row', 'column_block']) {
+    const h = rg.http?.[k];
+    console.log(`| ${k.replace('_', ' ')} | ${ms(rg.local[k].seconds)} | ${(rg.local[k].bytes / 1024).toFixed(0)} KiB | ${h ? ms(h.seconds) : 'n/a'} | ${h ? `${(h.bytes / 1024).toFixed(0)} KiB, ${h.requests}` : ''} | ${ms(rg.numpy_mmap[k])} |`);
   }
   const m = report.peak_rss;
   const mb = (x) => (x / 2 ** 20).toFixed(0) + ' MiB';

@@ -3,15 +3,15 @@
 // midway), streams, shared memory, and HTTP range reads from nginx — each checked against numpy.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { createServer } from 'node:net';
 import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
 import { openNpy, createNpy, writeRegion, appendNpy, loadNpy, loadNpz, openNpzMember, regionStats } from '@npyts/core/node';
 import { numpy, python, scratch } from './helpers/numpy.mjs';
+import { freePort, startNginx, waitForServer } from './helpers/nginx.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = scratch('npyts-region-');
@@ -243,36 +243,6 @@ test('shared memory: loadNpy({ shared: true }) lets a worker fill the array the 
   assert.is(a.data[3], 42);
 });
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-  });
-}
-
-function ensureNginx() {
-  const has = () => spawnSync('sh', ['-c', 'command -v nginx || test -x /usr/sbin/nginx']).status === 0;
-  if (!has()) spawnSync('sh', ['-c', 'apt-get update -qq && apt-get install -y -qq nginx-light || apt-get install -y -qq nginx'], { stdio: 'ignore' });
-  if (!has()) throw new Error('nginx is needed for the HTTP tests and could not be installed');
-  return existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
-}
-
-async function startNginx(rootDir) {
-  const nginx = ensureNginx();
-  const port = await freePort();
-  const conf = join(dir, `nginx-${port}`);
-  mkdirSync(join(conf, 'tmp'), { recursive: true });
-  writeFileSync(join(conf, 'nginx.conf'), `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
-events { worker_connections 64; }
-http { access_log off; client_body_temp_path ${conf}/tmp; proxy_temp_path ${conf}/tmp; fastcgi_temp_path ${conf}/tmp; uwsgi_temp_path ${conf}/tmp; scgi_temp_path ${conf}/tmp;
-  server { listen 127.0.0.1:${port}; root ${rootDir}; } }`);
-  const proc = spawn(nginx, ['-c', join(conf, 'nginx.conf'), '-p', conf], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    try { await fetch(`http://127.0.0.1:${port}/`); break; } catch { await new Promise((r) => setTimeout(r, 50)); }
-  }
-  return { base: `http://127.0.0.1:${port}`, stop: () => proc.kill('SIGTERM') };
-}
-
 test('HTTP range reads from nginx equal numpy; one row of the 4 GiB file moves kilobytes', async () => {
   const server = await startNginx(dir);
   try {
@@ -302,7 +272,7 @@ test('a server without range support, and a wrong Content-Range, are reported, n
   const port = await freePort();
   const py = spawn('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', join(dir, 'r')], { stdio: 'ignore' });
   try {
-    for (let i = 0; i < 100; i++) { try { await fetch(`http://127.0.0.1:${port}/`); break; } catch { await new Promise((r) => setTimeout(r, 50)); } }
+    await waitForServer(`http://127.0.0.1:${port}/`);
     let err;
     try { await openNpyUrl(`http://127.0.0.1:${port}/r0C.npy`); } catch (e) { err = e; }
     assert.instance(err, NpyError);
