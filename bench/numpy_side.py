@@ -21,6 +21,11 @@ def make(d, mib):
     half = n // 2 // 4
     smooth = (np.sin(np.arange(half, dtype=np.float64) / 1000.0) * 100).round(1).astype(np.float32)
     np.savez_compressed(os.path.join(d, "deflated.npz"), member=smooth)
+    # 100 000 mixed Python values in an object array (ints, floats, text, None, small lists).
+    mixed = np.empty(100_000, dtype=object)
+    for i in range(100_000):
+        mixed[i] = (i, i * 0.5, f"s{i}", None, [i, "x"])[i % 5]
+    np.save(os.path.join(d, "objects.npy"), mixed, allow_pickle=True)
 
 
 def make_big(path, gib):
@@ -76,6 +81,7 @@ def timing(d, repeats):
         "saveNpy": median_time(lambda: np.save(out, arr), repeats),
         "header3000": median_time(header_parse, max(repeats, 20)),
         "loadNpz": median_time(lambda: np.load(os.path.join(d, "deflated.npz"))["member"], repeats),
+        "objects": median_time(lambda: np.load(os.path.join(d, "objects.npy"), allow_pickle=True), repeats),
         "saveNpz": median_time((lambda m: lambda: np.savez_compressed(out + ".npz", member=m))(np.load(os.path.join(d, "deflated.npz"))["member"]), max(3, repeats // 2)),
     }
     os.remove(out + ".npz")

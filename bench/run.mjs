@@ -10,6 +10,8 @@ import { loadNpy, saveNpy, loadNpz, saveNpz, openNpy, regionStats } from '@npyts
 import { openNpyUrl } from '@npyts/core';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
+import { parse as npyjsParse } from 'npyjs';
+import { parseNpy as numpyTsParse } from 'numpy-ts';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
 
@@ -52,6 +54,16 @@ const f4 = loadNpy(file('f4.npy'));
 const rec3000 = readFileSync(file('rec3000.npy'));
 const F = loadNpy(file('f4_F.npy'));
 const outFile = file('npyts_out.npy');
+// Decoding bytes already in memory: npyts and the other JavaScript readers on the same buffer.
+const f4bytes = readFileSync(file('f4.npy'));
+const f4copy = () => { const b = new Uint8Array(f4bytes.length); b.set(f4bytes); return b; };
+const sameBytes = {
+  npyts: median(() => decodeNpy(f4bytes)),
+  npyts_copy: median(() => decodeNpy(f4bytes, { copy: true })),
+  npyjs: median(() => npyjsParse(f4bytes.buffer.slice(f4bytes.byteOffset, f4bytes.byteOffset + f4bytes.length))),
+  numpyts: median(() => numpyTsParse(f4bytes)),
+  copy: median(f4copy),
+};
 const ours = {
   loadNpy: median(() => loadNpy(file('f4.npy'))),
   readFileSync: median(() => readFileSync(file('f4.npy'))),
@@ -62,6 +74,7 @@ const ours = {
   writeFileSync: median(() => writeFileSync(outFile, new Uint8Array(f4.data.buffer))),
   header3000: median(() => readHeader(rec3000), Math.max(REPEATS, 20)),
   decodeNpy_inmemory: median(() => decodeNpy(readFileSync(file('f4.npy')))),
+  objects: median(() => loadNpy(file('objects.npy'), { allowPickle: true })),
   loadNpz: median(() => { const a = loadNpz(file('deflated.npz')); a.get('member'); a.close(); }),
   fflateUnzip: median(() => unzipSync(readFileSync(file('deflated.npz')))),
 };
@@ -138,6 +151,10 @@ try {
 } catch (e) {
   log(`(no HTTP region case: ${e.message})`);
 }
+const regionPeak = {
+  npyts: nodePeak(`const { openNpy } = await import('@npyts/core/node'); const h = openNpy(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`),
+  numpy: pyPeak(`a = np.load(${JSON.stringify(bigFile)}, mmap_mode='r'); b = np.array(a[:, 100:108])`),
+};
 rmSync(bigFile, { force: true });
 
 const bytes = MIB * (1 << 20);
@@ -149,6 +166,9 @@ const rows = [
   ['saveNpy f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }],
   ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }],
   ['toTensor of F-order 4096² f4 (64 MiB)', ours.toTensor4096, 64 * 2 ** 20, { 'np.ascontiguousarray': np.toC_4096, 'tf.transpose (cpu)': ours.tfTranspose4096 }],
+  ['decode f4 bytes in memory (zero-copy view)', sameBytes.npyts, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts }],
+  ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }],
+  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }],
   ['loadNpz deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }],
   ['saveNpz compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }],
 ];
@@ -156,7 +176,7 @@ const report = {
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
   size_mib: MIB, repeats: REPEATS,
   rows: rows.map(([op, t, b, base]) => ({ op, seconds: t, mb_per_s: b ? b / 1e6 / t : null, baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])) })),
-  regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions },
+  regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak },
   peak_rss: {
     file_bytes: bytes,
     ...rss,
@@ -183,7 +203,8 @@ if (asJSON) {
     const h = rg.http?.[k];
     console.log(`| ${k.replace('_', ' ')} | ${ms(rg.local[k].seconds)} | ${(rg.local[k].bytes / 1024).toFixed(0)} KiB | ${h ? ms(h.seconds) : 'n/a'} | ${h ? `${(h.bytes / 1024).toFixed(0)} KiB, ${h.requests}` : ''} | ${ms(rg.numpy_mmap[k])} |`);
   }
-  const m = report.peak_rss;
   const mb = (x) => (x / 2 ** 20).toFixed(0) + ' MiB';
+  console.log(`Peak RSS of the column-stripe read (fresh process each): npyts ${mb(rg.peak_rss.npyts)}, numpy mmap ${mb(rg.peak_rss.numpy)}.`);
+  const m = report.peak_rss;
   console.log(`\nPeak RSS of a whole-file load of the ${mb(m.file_bytes)} file (fresh process each): npyts ${mb(m.npyts_loadNpy)} (Node alone ${mb(m.node_baseline)}), numpy ${mb(m.numpy_load)} (Python + numpy alone ${mb(m.python_baseline)}).`);
 }
