@@ -31,4 +31,4 @@ export { fflateCodec } from './fflate-codec.js';
 export { crc32 } from './crc32.js';
 export { planRegion, groupRuns, checkRegion, type ByteRun, type RegionPlan } from './region.js';
 export { readNpy, writeNpy, type ChunkSink } from './stream.js';
-export { openNpyUrl, type NpyUrlHandle, type UrlOptions } from './url.js';
+export { openNpyUrl, openNpyUrl as openNpy, type NpyUrlHandle, type UrlOptions } from './url.js';
