@@ -3,6 +3,9 @@
 import { existsSync, rmSync } from 'node:fs';
 import esbuild from 'rollup-plugin-esbuild';
 import { dts } from 'rollup-plugin-dts';
+import { nodeResolve } from '@rollup/plugin-node-resolve';
+import commonjs from '@rollup/plugin-commonjs';
+import terser from '@rollup/plugin-terser';
 
 const packages = {
   core: { index: 'src/index.ts', node: 'src/node.ts', pickle: 'src/pickle.ts' },
@@ -40,4 +43,23 @@ for (const [dir, entries] of Object.entries(packages)) {
     });
   }
 }
+// The viewer page: one browser bundle of the project's own packages (and tfjs for the demo, split
+// into a chunk loaded only when the demo runs).
+rmSync('viewer/dist', { recursive: true, force: true });
+configs.push({
+  input: { main: 'viewer/src/main.ts', demo: 'viewer/src/demo.ts' },
+  plugins: [
+    nodeResolve({ browser: true, exportConditions: ['browser', 'import', 'default'] }),
+    commonjs(),
+    esbuild({ target: 'es2022', tsconfig: 'tsconfig.json' }),
+    terser(),
+  ],
+  onwarn(warning, warn) {
+    // tfjs-core's own sources have circular imports and `this` at the top level; they are harmless.
+    if (warning.code === 'CIRCULAR_DEPENDENCY' || warning.code === 'THIS_IS_UNDEFINED') return;
+    warn(warning);
+  },
+  output: { dir: 'viewer/dist', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js' },
+});
+
 export default configs;

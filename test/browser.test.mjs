@@ -1,0 +1,186 @@
+// The viewer and the tfjs demo in a real Chromium (Debian's, driven by playwright-core): files
+// opened through the file input and by URL (range requests), checked against numpy; errors shown;
+// the heatmap drawn; the demo's accuracy equal to numpy's.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { chromium } from 'playwright-core';
+import { build } from 'esbuild';
+import { python, scratch } from './helpers/numpy.mjs';
+import { startViewer } from '../viewer/serve.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dir = scratch('npyts-browser-');
+const CHROMIUM = '/usr/bin/chromium';
+if (!existsSync(CHROMIUM)) throw new Error('the browser tests need Debian\'s chromium at /usr/bin/chromium (.ci/run installs it)');
+
+// numpy makes the fixtures and says what the first page of each holds (rows × up to 40 columns).
+const fixtures = JSON.parse(python(`
+import sys
+sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
+from npyfixtures import make, to_json, descr_json
+d = ${JSON.stringify(dir)}
+rng = np.random.default_rng(9)
+arrays = {
+  'matrix': rng.standard_normal((70, 45)).astype('<f4'),
+  'fortran_be': np.asfortranarray(make('>f8', (30, 12), seed=2)),
+  'records': make([('id', '<i8'), ('name', '<U5'), ('pos', '<f4', (2,))], (8,), seed=3),
+  'big_ints': np.array([2**63 - 1, -2**63, 2**53 + 1, 7], dtype='<i8'),
+  'cube': make('<i2', (3, 4, 5), seed=4),
+}
+out = {}
+for name, a in arrays.items():
+    np.save(f'{d}/{name}.npy', a)
+    view = a if a.ndim <= 2 else a[0]
+    page = view[:50, :40] if view.ndim == 2 else view[:50]
+    out[name] = {'file': f'{d}/{name}.npy', 'shape': list(a.shape), 'descr': np.lib.format.dtype_to_descr(a.dtype) if a.dtype.names is None else descr_json(a.dtype.descr), 'page': to_json(page)}
+np.savez_compressed(f'{d}/archive.npz', first=arrays['matrix'][:5], second=arrays['big_ints'])
+big = np.lib.format.open_memmap(f'{d}/remote.npy', mode='w+', dtype='<f4', shape=(8192, 2048))
+big[:50, :] = rng.standard_normal((50, 2048)).astype(np.float32)
+big.flush()
+out['remote'] = {'file': f'{d}/remote.npy', 'shape': [8192, 2048], 'page': to_json(np.asarray(big[:50, :40])), 'size': int(big.nbytes)}
+del big
+open(f'{d}/broken.npy', 'wb').write(b'\\x93NUMPX not a real file')
+np.save(f'{d}/objects.npy', np.array([1, 'two', None, [3]], dtype=object), allow_pickle=True)
+print(json.dumps(out))
+`));
+
+const server = await startViewer({ port: 0, dataDir: dir });
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+const problems = [];
+page.on('pageerror', (e) => problems.push(String(e)));
+await page.goto(`${base}/`);
+
+async function idle() {
+  await page.waitForFunction(() => document.body.dataset.state === 'idle');
+}
+
+async function openFile(path) {
+  await page.setInputFiles('#file', path);
+  await page.waitForTimeout(50);
+  await idle();
+}
+
+const headerValue = (key) => page.$eval(`#header-table tr[data-key="${key}"] td`, (td) => td.textContent);
+/** The value cells of the table, row by row (the first cell of a row is its index). */
+const tableCells = () => page.$$eval('#values-table tr', (trs) => trs.slice(1).map((tr) => [...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent)));
+const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+
+test('files opened through the file input show numpy\'s header and first page of values', async () => {
+  for (const name of ['matrix', 'fortran_be', 'big_ints', 'cube']) {
+    const f = fixtures[name];
+    await openFile(f.file);
+    assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
+    assert.is(await headerValue('descr'), `'${f.descr}'`, name);
+    assert.is(await headerValue('shape'), `(${f.shape.join(', ')}${f.shape.length === 1 ? ',' : ''})`);
+    const cells = await tableCells();
+    const want = f.page.map((row) => (Array.isArray(row) ? row.map(text) : [text(row)]));
+    assert.equal(cells, want, name);
+    if (name === 'fortran_be') {
+      assert.match(await headerValue('order'), /Fortran/);
+      assert.is(await headerValue('byte order'), 'big-endian');
+    }
+  }
+});
+
+test('record arrays show a field tree with offsets and one column per field', async () => {
+  const f = fixtures.records;
+  await openFile(f.file);
+  const tree = await page.textContent('#fields');
+  assert.match(tree, /id @ offset 0: <i8/);
+  assert.match(tree, /name @ offset 8: <U5/);
+  assert.match(tree, /pos @ offset 28: <f4 × \(2\)/);
+  const cells = await tableCells();
+  assert.equal(cells, f.page.map((r) => [text(r.id), r.name, JSON.stringify(r.pos)]));
+});
+
+test('archives list their members, with sizes and compression, and show them', async () => {
+  await openFile(join(dir, 'archive.npz'));
+  const members = await page.$$eval('#members-table tr', (trs) => trs.slice(1).map((tr) => [...tr.cells].slice(0, 3).map((c) => c.textContent)));
+  assert.is(members.length, 2);
+  assert.equal(members.map((m) => m[0]), ['first', 'second']);
+  assert.ok(members.every((m) => /deflated/.test(m[2])));
+  await page.click('#members-table button[data-member="second"]');
+  await idle();
+  assert.equal((await tableCells()).map((r) => r[0]), fixtures.big_ints.page.map(text));
+});
+
+test('a URL is read with range requests: the header and the visible page only', async () => {
+  const f = fixtures.remote;
+  await page.fill('#url', `${base}/data/remote.npy`);
+  await page.click('#load-url');
+  await idle();
+  assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
+  assert.is(await headerValue('shape'), '(8192, 2048)');
+  assert.equal(await tableCells(), f.page.map((row) => row.map(text)));
+  const transfer = await page.textContent('#transfer');
+  const bytes = Number(/(\d+) bytes transferred/.exec(transfer)[1]);
+  assert.ok(bytes < 1_000_000, transfer);
+  assert.ok(bytes < f.size / 50, transfer);
+});
+
+test('malformed files and object arrays without opt-in give readable messages', async () => {
+  await openFile(join(dir, 'broken.npy'));
+  assert.match(await page.textContent('#error'), /not a \.npy file/);
+  await openFile(join(dir, 'objects.npy'));
+  assert.match(await page.textContent('#error'), /allow object arrays/);
+  await page.check('#allow-pickle');
+  await openFile(join(dir, 'objects.npy'));
+  assert.is(await page.isHidden('#error'), true);
+  assert.equal((await tableCells()).map((r) => r[0]), ['1', 'two', 'null', '[3]']);
+  await page.uncheck('#allow-pickle');
+});
+
+test('the heatmap is drawn (not blank) and a screenshot is taken', async () => {
+  await openFile(fixtures.matrix.file);
+  const colours = await page.$eval('#heatmap', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set();
+    for (let i = 0; i < d.length; i += 4) seen.add(`${d[i]},${d[i + 1]},${d[i + 2]}`);
+    return seen.size;
+  });
+  assert.ok(colours > 50, `${colours} colours`);
+  const shot = await page.locator('#plots').screenshot();
+  assert.ok(shot.length > 5000);
+  mkdirSync(join(dir, 'shots'), { recursive: true });
+  writeFileSync(join(dir, 'shots', 'heatmap.png'), shot);
+  if (process.env.NPYTS_SCREENSHOT) writeFileSync(process.env.NPYTS_SCREENSHOT, await page.screenshot({ fullPage: false }));
+});
+
+test('the tfjs demo runs in the page with numpy\'s accuracy', async () => {
+  await page.click('#run-demo');
+  await page.waitForFunction(() => /agreeing/.test(document.getElementById('demo-result').textContent) || !document.getElementById('error').hidden, null, { timeout: 60000 });
+  const result = await page.textContent('#demo-result');
+  const stored = Number(python(`print(float(np.load(${JSON.stringify(join(root, 'demo', 'digits-mlp.npz'))})['numpy_accuracy']))`));
+  assert.match(result, /agreeing with numpy's: 360\/360/);
+  assert.match(result, new RegExp(`accuracy ${stored.toFixed(4)}`));
+});
+
+test('no uncaught errors in the page; bundle sizes reported', async () => {
+  assert.equal(problems, []);
+  const size = async (entry) => {
+    const out = await build({ entryPoints: [entry], bundle: true, minify: true, format: 'esm', platform: 'browser', write: false, absWorkingDir: root });
+    return gzipSync(out.outputFiles[0].contents).length;
+  };
+  const core = await size('packages/core/dist/index.js');
+  const withPickle = await build({ stdin: { contents: "export * from '@npyts/core'; export * from '@npyts/core/pickle';", resolveDir: root }, bundle: true, minify: true, format: 'esm', platform: 'browser', write: false });
+  const both = gzipSync(withPickle.outputFiles[0].contents).length;
+  console.log(`      @npyts/core browser bundle (minified, gzip, fflate included): ${(core / 1024).toFixed(1)} KiB; with the pickle entry: ${(both / 1024).toFixed(1)} KiB`);
+  assert.ok(core < both);
+});
+
+test.after(async () => {
+  await browser.close();
+  server.close();
+});
+
+test.run();
