@@ -32,3 +32,4 @@ export { crc32 } from './crc32.js';
 export { planRegion, groupRuns, checkRegion, type ByteRun, type RegionPlan } from './region.js';
 export { readNpy, writeNpy, type ChunkSink } from './stream.js';
 export { openNpyUrl, openNpyUrl as openNpy, type NpyUrlHandle, type UrlOptions } from './url.js';
+export { RAGGED_TAG, raggedIndexDType, raggedInfo, openRaggedUrl, type RaggedInfo, type RaggedKind, type RaggedElement, type RaggedUrlReader } from './ragged.js';

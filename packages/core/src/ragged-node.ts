@@ -1,0 +1,209 @@
+/** Ragged arrays on disk: write, open, read elements by region, append (heap first, index after). */
+import { existsSync } from 'node:fs';
+import { basename, dirname, join, relative } from 'node:path';
+import { toNdArray, type ArraySpec } from './codec.js';
+import { shapeRepr, type DType } from './dtype.js';
+import { NpyError } from './errors.js';
+import { NdArray } from './ndarray.js';
+import { appendNpy, openNpy, saveNpy, type NpyFileHandle } from './files.js';
+import { toOrder } from './order.js';
+import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, type RaggedElement, type RaggedKind } from './ragged.js';
+import { arrayFromValues } from './values.js';
+
+type Input = NdArray | ArraySpec | string | Input[];
+
+export interface SaveRaggedOptions {
+  /** The heap's path (relative to the index's folder): another file for cross-file references. Default `<index>.heap`, or `<index>.strings` for text. */
+  heap?: string;
+}
+
+const enc = new TextEncoder();
+
+function kindOf(elements: Input[]): RaggedKind | 'nested' {
+  if (elements.length === 0) return 'array';
+  if (elements.every((e) => typeof e === 'string')) return 'utf8';
+  if (elements.every((e) => Array.isArray(e))) return 'nested';
+  if (elements.some((e) => typeof e === 'string' || Array.isArray(e))) throw new NpyError('BAD_ARRAY', 'ragged elements must all be arrays, all strings, or all lists');
+  return 'array';
+}
+
+/** Elements of kind `array` checked for one dtype and trailing shape, as C-order arrays in the heap's byte order. */
+function arrays(elements: Input[], heapDtype?: DType): { dtype: DType; tail: number[]; parts: NdArray[] } {
+  const parts = elements.map((e) => toOrder(toNdArray(e as NdArray | ArraySpec), 'C'));
+  const dtype = heapDtype ?? parts[0]?.dtype;
+  if (!dtype) throw new NpyError('BAD_ARRAY', 'an empty ragged array needs a heap to name its dtype');
+  const first = parts[0];
+  const tail = first ? first.shape.slice(1) : [];
+  parts.forEach((p, i) => {
+    if (p.ndim === 0) throw new NpyError('BAD_ARRAY', `ragged element ${i} is 0-d; elements need a first axis`);
+    if (p.dtype.withByteOrder('<').descrLiteral !== dtype.withByteOrder('<').descrLiteral) {
+      throw new NpyError('BAD_ARRAY', `ragged element ${i} has dtype ${p.dtype.descrLiteral}, the heap ${dtype.descrLiteral}`);
+    }
+    if (shapeRepr(p.shape.slice(1)) !== shapeRepr(tail)) throw new NpyError('BAD_ARRAY', `ragged element ${i} has trailing shape ${shapeRepr(p.shape.slice(1))}, the others ${shapeRepr(tail)}`);
+  });
+  return { dtype, tail, parts };
+}
+
+function concatenate(dtype: DType, tail: number[], parts: NdArray[]): NdArray {
+  const rows = parts.reduce((n, p) => n + p.shape[0]!, 0);
+  if (parts.length === 1) return parts[0]!;
+  const Ctor = (parts[0]?.data.constructor ?? Uint8Array) as new (n: number) => Uint8Array;
+  const total = parts.reduce((n, p) => n + p.data.length, 0);
+  const out = new Ctor(total);
+  let o = 0;
+  for (const p of parts) { out.set(p.data as Uint8Array, o); o += p.data.length; }
+  return new NdArray(parts[0]?.dtype ?? dtype, [rows, ...tail], out, 'C');
+}
+
+function indexArray(kind: RaggedKind, heap: string, bounds: [number, number][]): NdArray {
+  return arrayFromValues(bounds.map(([start, stop]) => ({ start: BigInt(start), stop: BigInt(stop) })), raggedIndexDType({ kind, heap }), { shape: [bounds.length] });
+}
+
+/** The heap rows appended for `elements`, and their bounds counted from `offset`. */
+function heapRows(elements: Input[], offset: number, heapDtype?: DType): { kind: RaggedKind; rows: NdArray | null; bounds: [number, number][]; nested?: Input[] } {
+  const kind = kindOf(elements);
+  const bounds: [number, number][] = [];
+  let at = offset;
+  if (kind === 'nested') {
+    // Two levels: this index ranges over a heap that is itself a ragged index.
+    const inner = elements.flatMap((e) => e as Input[]);
+    for (const e of elements) { bounds.push([at, at + (e as Input[]).length]); at += (e as Input[]).length; }
+    return { kind: 'array', rows: null, bounds, nested: inner };
+  }
+  if (kind === 'utf8') {
+    const bytes = (elements as string[]).map((s) => enc.encode(s));
+    const total = bytes.reduce((n, b) => n + b.length, 0);
+    const out = new Uint8Array(total);
+    for (const b of bytes) { out.set(b, at - offset); bounds.push([at, at + b.length]); at += b.length; }
+    return { kind, rows: new NdArray(arrayFromValues([], '|u1').dtype, [total], out), bounds };
+  }
+  const { dtype, tail, parts } = arrays(elements, heapDtype);
+  for (const p of parts) { bounds.push([at, at + p.shape[0]!]); at += p.shape[0]!; }
+  return { kind, rows: parts.length ? concatenate(dtype, tail, parts) : null, bounds };
+}
+
+/**
+ * Write a ragged array: the heap (or, for cross-file references, rows appended to an existing heap),
+ * then the index. Elements are arrays of one dtype and trailing shape, strings, or lists of those.
+ */
+export function saveRagged(path: string, elements: Input[], options: SaveRaggedOptions = {}): void {
+  const kind = kindOf(elements);
+  const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' ? 'strings' : 'heap'}`;
+  const heapPath = join(dirname(path), heapName);
+  const shared = options.heap !== undefined && existsSync(heapPath);
+  let offset = 0;
+  let heapDtype: DType | undefined;
+  if (shared) {
+    const h = openNpy(heapPath);
+    offset = h.shape[0] ?? 0;
+    heapDtype = h.dtype;
+    h.close();
+  }
+  const { kind: k, rows, bounds, nested } = heapRows(elements, offset, heapDtype);
+  if (nested) {
+    if (shared) appendRagged(heapPath, nested);
+    else saveRagged(heapPath, nested);
+  } else if (rows) {
+    if (shared) appendNpy(heapPath, rows);
+    else saveNpy(heapPath, rows);
+  } else if (!shared) {
+    if (k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
+    saveNpy(heapPath, arrayFromValues([], '|u1'));
+  }
+  saveNpy(path, indexArray(k, relative(dirname(path), heapPath), bounds));
+}
+
+/** An open ragged array: elements are read with region reads of the index and of the heap only. */
+export interface RaggedHandle {
+  readonly path: string;
+  readonly kind: RaggedKind;
+  readonly heapPath: string;
+  readonly length: number;
+  /** The heap's dtype, row count and trailing shape (elements are `(k, *tail)`). */
+  readonly heapDtype: DType;
+  readonly heapLength: number;
+  readonly tail: number[];
+  /** [start, stop) of element i in the heap. */
+  bounds(i: number): [number, number];
+  /** Shape of element i: `(k, *tail)`, or the number of UTF-8 bytes, or the number of sub-elements. */
+  shape(i: number): number[];
+  get(i: number): RaggedElement;
+  slice(from: number, to: number): RaggedElement[];
+  /** Elements in order, `size` at a time. */
+  chunks(size: number): Generator<RaggedElement[]>;
+  close(): void;
+}
+
+export function isRagged(path: string): boolean {
+  const h = openNpy(path);
+  try {
+    return raggedInfo(h.dtype) !== null;
+  } finally {
+    h.close();
+  }
+}
+
+export function openRagged(path: string): RaggedHandle {
+  const index: NpyFileHandle = openNpy(path);
+  const info = raggedInfo(index.dtype);
+  if (!info) {
+    index.close();
+    throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
+  }
+  const heapPath = join(dirname(path), info.heap);
+  const nested = isRagged(heapPath) ? openRagged(heapPath) : null;
+  const heap = nested ? null : openNpy(heapPath);
+  const length = index.shape[0] ?? 0;
+  const tail = heap ? heap.shape.slice(1) : [];
+  const check = (from: number, to: number): void => {
+    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) {
+      throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
+    }
+  };
+  const boundsRange = (from: number, to: number): [number, number][] => (from === to ? [] : boundsOf(index.read([from], [to - from])));
+  const element = ([s, e]: [number, number]): RaggedElement => {
+    if (nested) return nested.slice(s, e);
+    const part = heap!.read([s, ...tail.map(() => 0)], [e - s, ...tail]);
+    return info.kind === 'utf8' ? decodeUtf8(part.data as Uint8Array) : part;
+  };
+  const slice = (from: number, to: number): RaggedElement[] => {
+    check(from, to);
+    return boundsRange(from, to).map(element);
+  };
+  return {
+    path,
+    kind: info.kind,
+    heapPath,
+    length,
+    heapDtype: heap ? heap.dtype : nested!.heapDtype,
+    heapLength: heap ? heap.shape[0] ?? 0 : nested!.length,
+    tail,
+    bounds(i) { check(i, i + 1); return boundsRange(i, i + 1)[0]!; },
+    shape(i) { const [s, e] = this.bounds(i); return [e - s, ...tail]; },
+    get: (i) => slice(i, i + 1)[0]!,
+    slice,
+    *chunks(size) {
+      for (let i = 0; i < length; i += size) yield slice(i, Math.min(length, i + size));
+    },
+    close() {
+      index.close();
+      heap?.close();
+      nested?.close();
+    },
+  };
+}
+
+/** Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous state. */
+export function appendRagged(path: string, elements: Input[]): void {
+  const h = openRagged(path);
+  const heapName = relative(dirname(path), h.heapPath);
+  const heapLength = h.heapLength;
+  const heapDtype = h.heapDtype;
+  const kind = h.kind;
+  h.close();
+  const { kind: k, rows, bounds, nested } = heapRows(elements, heapLength, kind === 'utf8' ? undefined : heapDtype);
+  if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
+  if (nested) appendRagged(h.heapPath, nested);
+  else if (rows && rows.size) appendNpy(h.heapPath, rows);
+  if (bounds.length) appendNpy(path, indexArray(kind, heapName, bounds));
+}

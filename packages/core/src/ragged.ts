@@ -1,0 +1,113 @@
+/**
+ * Ragged arrays and variable-length strings as plain .npy files (after numpy issue #25374).
+ *
+ * An index file is an ordinary .npy of records `(start, stop)`, both `<u8`: element i is rows
+ * [start, stop) of a heap file, itself an ordinary .npy — the concatenated elements (shape
+ * `(total, *tail)`, any dtype, records included), UTF-8 bytes (`|u1`) for strings, or another ragged
+ * index for a second level of raggedness. The title of the `start` field says what the file is and
+ * where its heap lives: `npyts.ragged:v1 kind=array heap=main.npy.heap` (kind `array` or `utf8`; the
+ * heap path is relative to the index file, percent-encoded). numpy loads every file with
+ * allow_pickle=False; a reader tells a ragged index from an ordinary array by that title.
+ */
+import { DType, recordDType } from './dtype.js';
+import { NpyError } from './errors.js';
+import type { NdArray } from './ndarray.js';
+import { openNpyUrl, type UrlOptions } from './url.js';
+
+export const RAGGED_TAG = 'npyts.ragged:v1';
+
+export type RaggedKind = 'array' | 'utf8';
+
+export interface RaggedInfo {
+  kind: RaggedKind;
+  /** The heap's path relative to the index file (or URL). */
+  heap: string;
+}
+
+/** The index dtype for a heap: `[((title, 'start'), '<u8'), ('stop', '<u8')]`. */
+export function raggedIndexDType(info: RaggedInfo): DType {
+  return recordDType([
+    { name: 'start', dtype: '<u8', title: `${RAGGED_TAG} kind=${info.kind} heap=${encodeURIComponent(info.heap)}` },
+    { name: 'stop', dtype: '<u8' },
+  ]);
+}
+
+/** What a ragged index says about itself, or null when the dtype is not one. */
+export function raggedInfo(dtype: DType): RaggedInfo | null {
+  const f = dtype.fields;
+  if (!f || f.length !== 2 || f[0]!.name !== 'start' || f[1]!.name !== 'stop') return null;
+  const title = f[0]!.title ?? '';
+  if (!title.startsWith(`${RAGGED_TAG} `)) return null;
+  const kind = /\bkind=(\S+)/.exec(title)?.[1];
+  const heap = /\bheap=(\S+)/.exec(title)?.[1];
+  if ((kind !== 'array' && kind !== 'utf8') || !heap) {
+    throw new NpyError('BAD_DESCR', `ragged index title is malformed: ${JSON.stringify(title)}`);
+  }
+  return { kind, heap: decodeURIComponent(heap) };
+}
+
+/** One element of a ragged array: an array, a string, or (two levels) a list of those. */
+export type RaggedElement = NdArray | string | RaggedElement[];
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function decodeUtf8(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new NpyError('BAD_ARRAY', 'a ragged string element is not valid UTF-8');
+  }
+}
+
+/** Bounds of elements [from, to) from the index rows read as (start, stop) pairs. */
+export function boundsOf(index: NdArray): [number, number][] {
+  const raw = index.data as Uint8Array;
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const out: [number, number][] = [];
+  for (let i = 0; i < index.size; i++) {
+    const s = view.getBigUint64(i * 16, true);
+    const e = view.getBigUint64(i * 16 + 8, true);
+    if (e < s || e > BigInt(Number.MAX_SAFE_INTEGER)) throw new NpyError('BAD_ARRAY', `ragged element ${i} has invalid bounds [${s}, ${e})`);
+    out.push([Number(s), Number(e)]);
+  }
+  return out;
+}
+
+/** A ragged array read over HTTP range requests: the index rows, then the heap rows, of each element asked for. */
+export interface RaggedUrlReader {
+  readonly length: number;
+  readonly kind: RaggedKind;
+  get(i: number): Promise<RaggedElement>;
+  slice(from: number, to: number): Promise<RaggedElement[]>;
+  readonly stats: { requests: number; bytes: number };
+}
+
+export async function openRaggedUrl(url: string | URL, options: UrlOptions = {}): Promise<RaggedUrlReader> {
+  const index = await openNpyUrl(url, options);
+  const info = raggedInfo(index.dtype);
+  if (!info) throw new NpyError('BAD_DESCR', `${String(url)} is not a ragged index (its dtype has no ${RAGGED_TAG} title)`);
+  const heapUrl = new URL(info.heap, String(url)).href;
+  const heap = await openNpyUrl(heapUrl, options);
+  const nested = raggedInfo(heap.dtype) ? await openRaggedUrl(heapUrl, options) : null;
+  const length = index.shape[0] ?? 0;
+  const slice = async (from: number, to: number): Promise<RaggedElement[]> => {
+    if (from < 0 || to > length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
+    if (from === to) return [];
+    const bounds = boundsOf(await index.read([from], [to - from]));
+    return Promise.all(bounds.map(async ([s, e]) => {
+      if (nested) return nested.slice(s, e);
+      const tail = heap.shape.slice(1);
+      const part = await heap.read([s, ...tail.map(() => 0)], [e - s, ...tail]);
+      return info.kind === 'utf8' ? decodeUtf8(part.data as Uint8Array) : part;
+    }));
+  };
+  return {
+    length,
+    kind: info.kind,
+    get: async (i) => (await slice(i, i + 1))[0]!,
+    slice,
+    get stats() {
+      return { requests: index.stats.requests + heap.stats.requests + (nested?.stats.requests ?? 0), bytes: index.stats.bytes + heap.stats.bytes + (nested?.stats.bytes ?? 0) };
+    },
+  };
+}
