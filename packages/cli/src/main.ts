@@ -1,9 +1,9 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, decodeNpy, decodeNpz, encodeNpy, npyDocument, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, decodeNpy, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpz, readNpyHeader, saveNpz, zlibCodec } from '@npyts/core/node';
+import { loadNpz, readNpyHeader, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -31,6 +31,9 @@ Commands:
       --version 1|2|3          format version (default: numpy's automatic choice)
       --compress | --store     for .npz output: deflate members (np.savez_compressed) or store
                                them (np.savez); default: as the input archive, else store
+      --ragged                 an object array of arrays or strings (or a StringDType array)
+                               → a ragged index OUT with its heap OUT.heap / OUT.strings
+      --object                 a ragged index → numpy's object array (a pickle)
 
 Object arrays (dtype |O) hold a Python pickle: show and convert read them only with
 --allow-pickle, through npyts' own unpickler, which rebuilds plain data and never runs code.
@@ -62,7 +65,7 @@ interface Parsed {
 }
 
 const VALUE_FLAGS = new Set(['--order', '--byteorder', '--version']);
-const BOOL_FLAGS = new Set(['--json', '--help', '-h', '--compress', '--store', '--allow-pickle']);
+const BOOL_FLAGS = new Set(['--json', '--help', '-h', '--compress', '--store', '--allow-pickle', '--ragged', '--object']);
 
 function parseArgs(args: string[]): Parsed {
   const positional: string[] = [];
@@ -186,8 +189,18 @@ function cmdInfo(p: Parsed, io: Io): void {
     checkIsFile(t.file);
     if (t.member === undefined && !isArchive(t.file)) {
       const h = withFile(t.label, () => (t.file === '-' ? readHeader(stdin()) : readNpyHeader(t.file)));
-      if (json) docs.push(infoJSON(t.label, h));
-      else io.stdout(infoLine(t.label, h) + '\n');
+      const ragged = t.file !== '-' ? raggedInfo(h.dtype) : null;
+      const raggedText = ragged ? withFile(t.label, () => {
+        const r = openRagged(t.file);
+        try {
+          const what = r.kind === 'utf8' ? 'UTF-8 strings' : `arrays (k${r.tail.map((d) => `, ${d}`).join('')}) of ${r.heapDtype.descrLiteral}`;
+          return { text: `ragged: ${r.length} ${what} in heap ${ragged.heap} (${r.heapLength} ${r.kind === 'utf8' ? 'bytes' : 'rows'})`, json: { elements: r.length, kind: r.kind, heap: ragged.heap, heap_rows: r.heapLength } };
+        } finally {
+          r.close();
+        }
+      }) : null;
+      if (json) docs.push({ ...infoJSON(t.label, h), ...(raggedText ? { ragged: raggedText.json } : {}) });
+      else io.stdout(`${infoLine(t.label, h)}${raggedText ? `; ${raggedText.text}` : ''}\n`);
       continue;
     }
     withArchive(t, (archive) => {
@@ -259,6 +272,21 @@ function cmdConvert(p: Parsed, io: Io): void {
   const input = target(p.positional[0]!, true);
   const output = target(p.positional[1]!, false);
   checkIsFile(input.file);
+  if (p.flags.has('--ragged') || p.flags.has('--object')) {
+    if (input.file === '-' || output.file === '-' || input.member !== undefined) throw new UsageError('--ragged and --object convert between files');
+    if (p.flags.has('--ragged')) {
+      const { array } = loadOne(input);
+      withFile(output.file, () => saveObjectArrayAsRagged(output.file, array));
+    } else {
+      const objects = withFile(input.label, () => {
+        const r = openRagged(input.file);
+        try { return raggedToObjectArray(r); } finally { r.close(); }
+      });
+      const bytes = withFile(input.label, () => encodeNpy(objects, { ...encodeOptions, pickle: pickleCodec }));
+      withFile(output.file, () => writeFileSync(output.file, bytes));
+    }
+    return;
+  }
   const inArchive = input.member === undefined && isArchive(input.file);
   const outArchive = output.member !== undefined || /\.npz$/i.test(output.file);
 

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { toNdArray, type ArraySpec } from './codec.js';
-import { shapeRepr, type DType } from './dtype.js';
+import { parseDescr, shapeRepr, type DType } from './dtype.js';
 import { NpyError } from './errors.js';
 import { NdArray } from './ndarray.js';
 import { appendNpy, openNpy, saveNpy, type NpyFileHandle } from './files.js';
@@ -206,4 +206,23 @@ export function appendRagged(path: string, elements: Input[]): void {
   if (nested) appendRagged(h.heapPath, nested);
   else if (rows && rows.size) appendNpy(h.heapPath, rows);
   if (bounds.length) appendNpy(path, indexArray(kind, heapName, bounds));
+}
+
+/** numpy's representation of ragged data — an object array of arrays or strings (StringDType arrays decode to one) — written as a ragged array. */
+export function saveObjectArrayAsRagged(path: string, objects: NdArray, options: SaveRaggedOptions = {}): void {
+  if (objects.dtype.kind !== 'O' || objects.ndim !== 1) {
+    throw new NpyError('BAD_ARRAY', `only 1-d object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
+  }
+  const items = (objects.data as unknown[]).map((v, i) => {
+    if (typeof v === 'string' || v instanceof NdArray) return v as Input;
+    if (v instanceof Uint8Array) return decodeUtf8(v) as Input;
+    throw new NpyError('BAD_ARRAY', `object array element ${i} is neither an array nor a string`);
+  });
+  saveRagged(path, items, options);
+}
+
+/** A ragged array as numpy's object array (arrays, strings, or lists of them), e.g. to write with the pickle codec. */
+export function raggedToObjectArray(handle: RaggedHandle): NdArray {
+  const all = handle.slice(0, handle.length);
+  return new NdArray(parseDescr('|O'), [all.length], all);
 }
