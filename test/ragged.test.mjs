@@ -1,0 +1,184 @@
+// Ragged arrays as plain .npy files: numpy's object arrays convert both ways, the README's numpy
+// snippet reconstructs our elements, element reads touch only their bytes, appends (one killed
+// midway) leave valid files, cross-file references hold, and a million strings are sampled cheaply.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray } from '@npyts/core';
+import { saveRagged, openRagged, appendRagged, regionStats, loadNpy } from '@npyts/core/node';
+import { python, runCli, scratch } from './helpers/numpy.mjs';
+import { startViewer } from '../viewer/serve.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dir = scratch('npyts-ragged-');
+
+// The README's snippet, exactly as documented, becomes a module numpy-side checks import.
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const snippet = /## Ragged arrays[\s\S]*?```python\n([\s\S]*?)```/.exec(readme)[1];
+writeFileSync(join(dir, 'ragged_snippet.py'), snippet);
+const withSnippet = (code) => python(`import sys\nsys.path.insert(0, ${JSON.stringify(dir)})\nfrom ragged_snippet import ragged_element\nsys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})\nfrom npyfixtures import to_json\n${code}`);
+
+/** numpy's object arrays of ragged data, saved with pickles, and each element's JSON. */
+const made = JSON.parse(python(`
+import sys
+sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
+from npyfixtures import to_json
+d = ${JSON.stringify(dir)}
+rng = np.random.default_rng(1)
+def obj(items):
+    a = np.empty(len(items), dtype=object)
+    a[:] = items
+    return a
+sets = {
+  'seq_f4': obj([rng.standard_normal((k, 3)).astype('<f4') for k in (4, 0, 7, 1)]),
+  'seq_be': obj([np.arange(k, dtype='>i8') for k in (3, 5, 2)]),
+  'records': obj([np.array([(k + 0.5 * j, b'ab') for j in range(k)], [('t', '<f8'), ('tag', 'S3')]) for k in (2, 3)]),
+  'strings': obj(['', 'a', 'é整😀', 'tab\\tnewline\\n', 'x' * 300]),
+  'stringdtype': np.array(['one', 'twø', ''], dtype=np.dtypes.StringDType()),
+}
+out = {}
+for name, a in sets.items():
+    np.save(f'{d}/{name}_obj.npy', a, allow_pickle=True)
+    out[name] = {'file': f'{d}/{name}_obj.npy', 'elements': [v if isinstance(v, str) else to_json(np.asarray(v)) for v in a]}
+print(json.dumps(out))
+`));
+
+const elementJSON = (v) => (typeof v === 'string' ? v : v instanceof NdArray ? arrayToJSON(v) : v.map(elementJSON));
+
+test('object arrays (and StringDType) convert to the ragged layout; numpy\'s snippet reads back the same elements', async () => {
+  for (const [name, { file, elements }] of Object.entries(made)) {
+    const out = join(dir, `${name}.npy`);
+    const r = await runCli(['convert', '--allow-pickle', '--ragged', file, out]);
+    assert.is(r.code, 0, r.stderr);
+    const h = openRagged(out);
+    assert.equal(h.slice(0, h.length).map(elementJSON), elements, name);
+    h.close();
+    const viaNumpy = JSON.parse(withSnippet(`
+index = np.load(${JSON.stringify(out)}, allow_pickle=False)
+print(json.dumps([(lambda v: v if isinstance(v, str) else to_json(v))(ragged_element(${JSON.stringify(out)}, i)) for i in range(len(index))]))`));
+    assert.equal(viaNumpy, elements, `${name} via the README snippet`);
+  }
+});
+
+test('and back: --object writes numpy\'s object array with the same elements', async () => {
+  for (const [name, { elements }] of Object.entries(made)) {
+    const back = join(dir, `${name}_back.npy`);
+    const r = await runCli(['convert', '--object', join(dir, `${name}.npy`), back]);
+    assert.is(r.code, 0, r.stderr);
+    const got = JSON.parse(python(`
+import sys
+sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
+from npyfixtures import to_json
+a = np.load(${JSON.stringify(back)}, allow_pickle=True)
+print(json.dumps([v if isinstance(v, str) else to_json(np.asarray(v)) for v in a]))`));
+    assert.equal(got, elements, name);
+  }
+});
+
+test('two levels of raggedness and records, from the JS API; numpy\'s snippet agrees', () => {
+  const nested = join(dir, 'nested.npy');
+  const elements = [[arrayFromValues([1, 2], '<i4'), arrayFromValues([3], '<i4')], [], [arrayFromValues([4, 5, 6], '<i4')]];
+  saveRagged(nested, elements);
+  const viaNumpy = JSON.parse(withSnippet(`print(json.dumps([[to_json(x) for x in ragged_element(${JSON.stringify(nested)}, i)] for i in range(3)]))`));
+  assert.equal(viaNumpy, [[[1, 2], [3]], [], [[4, 5, 6]]]);
+  const h = openRagged(nested);
+  assert.equal(h.get(0).map(arrayToJSON), [[1, 2], [3]]);
+  assert.equal(h.shape(2), [1]);
+  h.close();
+});
+
+test('cross-file references: two indexes over one data file stay valid as it grows', () => {
+  const frames = (n, base) => arrayFromValues(Array.from({ length: n }, (_, i) => [base + i, base + i + 0.5]), '<f8');
+  saveRagged(join(dir, 'image.npy'), [frames(1, -1)]); // seeds image.npy's heap file "image.npy.heap"
+  saveRagged(join(dir, 'video.npy'), [frames(3, 10), frames(2, 20)], { heap: 'image.npy.heap' });
+  saveRagged(join(dir, 'video_events.npy'), [frames(1, 30)], { heap: 'image.npy.heap' });
+  const before = openRagged(join(dir, 'video.npy')).slice(0, 2).map(arrayToJSON);
+  appendRagged(join(dir, 'video_events.npy'), [frames(4, 40)]);
+  appendRagged(join(dir, 'video.npy'), [frames(1, 50)]);
+  const after = openRagged(join(dir, 'video.npy'));
+  assert.equal(after.slice(0, 2).map(arrayToJSON), before);
+  assert.equal(arrayToJSON(after.get(2)), [[50, 50.5]]);
+  assert.is(after.heapPath, join(dir, 'image.npy.heap'));
+  const viaNumpy = JSON.parse(withSnippet(`print(json.dumps([to_json(ragged_element(${JSON.stringify(join(dir, 'video_events.npy'))}, i)) for i in range(2)]))`));
+  assert.equal(viaNumpy, [[[30, 30.5]], [[40, 40.5], [41, 41.5], [42, 42.5], [43, 43.5]]]);
+});
+
+test('an element read touches only the index row and that element\'s heap rows', () => {
+  const h = openRagged(join(dir, 'seq_f4.npy'));
+  const before = regionStats.bytes;
+  const e = h.get(2);
+  assert.is(regionStats.bytes - before, 16 + e.data.byteLength);
+  h.close();
+});
+
+test('appends: many, and a process killed midway leaves a valid prefix', async () => {
+  const file = join(dir, 'log.npy');
+  saveRagged(file, ['s0']);
+  for (let i = 1; i < 40; i++) appendRagged(file, [`s${i}`, `s${i}b`].slice(0, 1 + (i % 2)));
+  const h = openRagged(file);
+  assert.is(h.get(0), 's0');
+  assert.ok(h.length > 40);
+  h.close();
+  const entry = join(root, 'packages/core/dist/node.js');
+  for (let round = 0; round < 4; round++) {
+    saveRagged(file, ['s0']);
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      const { appendRagged } = await import(${JSON.stringify(entry)});
+      for (let i = 1; i < 1e6; i++) appendRagged(${JSON.stringify(file)}, ['s' + i]);`]);
+    await new Promise((r) => setTimeout(r, 200 + round * 150));
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    const check = JSON.parse(withSnippet(`
+n = len(np.load(${JSON.stringify(file)}))
+print(json.dumps({'n': n, 'ok': all(ragged_element(${JSON.stringify(file)}, i) == f's{i}' for i in range(n))}))`));
+    assert.ok(check.ok && check.n >= 1, `round ${round}: ${JSON.stringify(check)}`);
+  }
+});
+
+test('a million strings: written, reopened and sampled without reading the heap whole', () => {
+  const file = join(dir, 'million.npy');
+  const strings = Array.from({ length: 1e6 }, (_, i) => `w${i.toString(36)}${'é'.repeat(i % 3)}`);
+  saveRagged(file, strings);
+  const h = openRagged(file);
+  assert.is(h.length, 1e6);
+  const before = regionStats.bytes;
+  let seed = 7;
+  for (let k = 0; k < 100; k++) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    const i = seed % 1e6;
+    assert.is(h.get(i), strings[i]);
+  }
+  const moved = regionStats.bytes - before;
+  assert.ok(moved < 100 * (16 + 16), `read ${moved} bytes for 100 elements`);
+  h.close();
+  const viaNumpy = withSnippet(`print(ragged_element(${JSON.stringify(file)}, 999999))`).trim();
+  assert.is(viaNumpy, strings[999999]);
+});
+
+test('over HTTP: elements read with range requests', async () => {
+  const server = await startViewer({ port: 0, dataDir: dir });
+  try {
+    const r = await openRaggedUrl(`http://127.0.0.1:${server.address().port}/data/seq_f4.npy`);
+    const local = openRagged(join(dir, 'seq_f4.npy'));
+    assert.equal(arrayToJSON(await r.get(2)), arrayToJSON(local.get(2)));
+    assert.equal((await r.slice(0, 4)).map(arrayToJSON), local.slice(0, 4).map(arrayToJSON));
+    local.close();
+    const s = await openRaggedUrl(`http://127.0.0.1:${server.address().port}/data/million.npy`);
+    const before = s.stats.bytes;
+    assert.is(await s.get(123456), `w${(123456).toString(36)}`);
+    assert.ok(s.stats.bytes - before < 100, `${s.stats.bytes - before} bytes`);
+  } finally {
+    server.close();
+  }
+});
+
+test('info describes a ragged set', async () => {
+  const r = await runCli(['info', join(dir, 'strings.npy')]);
+  assert.match(r.stdout, /ragged: 5 UTF-8 strings in heap strings\.npy\.strings/);
+  void loadNpy;
+});
+
+test.run();
