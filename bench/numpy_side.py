@@ -49,6 +49,33 @@ def time_regions(path, repeats):
     json.dump(res, sys.stdout)
 
 
+def ragged_objects(d, quick):
+    """numpy's way today: object arrays of 1M short strings and 10k float32 sequences, pickled."""
+    import time as _t
+    rng = np.random.default_rng(2)
+    n_str = 100_000 if quick == "1" else 1_000_000
+    strings = np.empty(n_str, dtype=object)
+    strings[:] = [f"w{i:x}" + "é" * (i % 3) for i in range(n_str)]
+    seqs = np.empty(10_000, dtype=object)
+    seqs[:] = [rng.standard_normal(int(k)).astype(np.float32) for k in rng.integers(1, 200, 10_000)]
+    out = {}
+    pick = np.random.default_rng(3)
+    for name, a in (("strings", strings), ("sequences", seqs)):
+        path = os.path.join(d, f"np_{name}.npy")
+        t = _t.perf_counter(); np.save(path, a, allow_pickle=True); write = _t.perf_counter() - t
+        idx = pick.integers(0, len(a), 100)
+        t = _t.perf_counter(); loaded = np.load(path, allow_pickle=True); got = [loaded[i] for i in idx]; read = _t.perf_counter() - t
+        out[name] = {"bytes": os.path.getsize(path), "write": write, "read100": read}
+        # The same elements for npyts, as plain arrays it can write.
+        if name == "strings":
+            with open(os.path.join(d, "strings.txt"), "w", encoding="utf-8") as fh:
+                fh.write("\n".join(a))
+        else:
+            np.save(os.path.join(d, "seq_lengths.npy"), np.array([len(x) for x in a], dtype="<i8"))
+            np.save(os.path.join(d, "seq_values.npy"), np.concatenate(list(a)))
+    json.dump(out, sys.stdout)
+
+
 def median_time(fn, repeats):
     fn()  # warm-up
     times = []
@@ -91,4 +118,4 @@ def timing(d, repeats):
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions}[cmd](*args)
+    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions, "ragged": ragged_objects}[cmd](*args)

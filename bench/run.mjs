@@ -6,7 +6,8 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, toOrder, readHeader } from '@npyts/core';
-import { loadNpy, saveNpy, loadNpz, saveNpz, openNpy, regionStats } from '@npyts/core/node';
+import { loadNpy, saveNpy, loadNpz, saveNpz, openNpy, regionStats, saveRagged, openRagged } from '@npyts/core/node';
+import { statSync } from 'node:fs';
 import { openNpyUrl } from '@npyts/core';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
@@ -157,6 +158,34 @@ const regionPeak = {
 };
 rmSync(bigFile, { force: true });
 
+// Ragged data: npyts' plain-.npy layout against numpy's pickled object arrays of the same values.
+log('ragged data …');
+const npRagged = py('ragged', dir, quick ? '1' : '0');
+const strings = readFileSync(file('strings.txt'), 'utf8').split('\n');
+const lengths = loadNpy(file('seq_lengths.npy')).data;
+const values = loadNpy(file('seq_values.npy'));
+const sequences = [];
+for (let i = 0, at = 0; i < lengths.length; i++) {
+  const k = Number(lengths[i]);
+  sequences.push({ data: values.data.subarray(at, at + k), shape: [k], dtype: '<f4' });
+  at += k;
+}
+const raggedCase = (name, elements) => {
+  const path = file(`ragged_${name}.npy`);
+  const t0 = process.hrtime.bigint();
+  saveRagged(path, elements);
+  const write = Number(process.hrtime.bigint() - t0) / 1e9;
+  let seed = 3;
+  const t1 = process.hrtime.bigint();
+  const h = openRagged(path);
+  for (let k = 0; k < 100; k++) { seed = (seed * 1103515245 + 12345) % 2 ** 31; h.get(seed % h.length); }
+  const read100 = Number(process.hrtime.bigint() - t1) / 1e9;
+  const bytesOnDisk = statSync(path).size + statSync(h.heapPath).size;
+  h.close();
+  return { bytes: bytesOnDisk, write, read100 };
+};
+const ragged = { strings: raggedCase('strings', strings), sequences: raggedCase('sequences', sequences), numpy: npRagged, count: strings.length };
+
 const bytes = MIB * (1 << 20);
 const rows = [
   ['loadNpy f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }],
@@ -176,6 +205,7 @@ const report = {
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
   size_mib: MIB, repeats: REPEATS,
   rows: rows.map(([op, t, b, base]) => ({ op, seconds: t, mb_per_s: b ? b / 1e6 / t : null, baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])) })),
+  ragged,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak },
   peak_rss: {
     file_bytes: bytes,
@@ -194,6 +224,15 @@ if (asJSON) {
     for (const [name, b] of Object.entries(r.baselines)) {
       console.log(`| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} |`);
     }
+  }
+  const rd = report.ragged;
+  console.log(`\nRagged data: npyts' index + heap .npy files against numpy object arrays (pickle) of the same values; reading 100 random elements includes opening.`);
+  console.log('| data | npyts size | numpy size | npyts write | numpy write | npyts read 100 | numpy read 100 |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const [k, label] of [['strings', `${rd.count} short strings`], ['sequences', '10 000 float32 sequences']]) {
+    const a = rd[k];
+    const b = rd.numpy[k];
+    console.log(`| ${label} | ${(a.bytes / 2 ** 20).toFixed(1)} MiB | ${(b.bytes / 2 ** 20).toFixed(1)} MiB | ${ms(a.write)} | ${ms(b.write)} | ${ms(a.read100)} | ${ms(b.read100)} |`);
   }
   const rg = report.regions;
   console.log(`\nRegion reads of a ${rg.file_gib} GiB float32 file ${JSON.stringify(rg.shape)} (C order): one row, and an 8-column stripe through every row.`);

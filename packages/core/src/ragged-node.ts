@@ -56,7 +56,12 @@ function concatenate(dtype: DType, tail: number[], parts: NdArray[]): NdArray {
 }
 
 function indexArray(kind: RaggedKind, heap: string, bounds: [number, number][]): NdArray {
-  return arrayFromValues(bounds.map(([start, stop]) => ({ start: BigInt(start), stop: BigInt(stop) })), raggedIndexDType({ kind, heap }), { shape: [bounds.length] });
+  // (start, stop) little-endian uint64 pairs: the records' raw bytes, written directly.
+  const words = new BigUint64Array(bounds.length * 2);
+  bounds.forEach(([start, stop], i) => { words[2 * i] = BigInt(start); words[2 * i + 1] = BigInt(stop); });
+  const bytes = new Uint8Array(words.buffer);
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) for (let i = 0; i < bytes.length; i += 8) bytes.subarray(i, i + 8).reverse();
+  return new NdArray(raggedIndexDType({ kind, heap }), [bounds.length], bytes);
 }
 
 /** The heap rows appended for `elements`, and their bounds counted from `offset`. */
