@@ -4,7 +4,7 @@
  * the header, then only the rows on screen.
  */
 import {
-  decodeNpz, groupRuns, jsonValue, openNpyUrl, planRegion, readHeader, readItem, bytesToData, shapeSize, NdArray,
+  decodeNpz, jsonValue, openNpyUrl, planRegion, readHeader, readItem, bytesToData, shapeSize, NdArray,
   NpyError, type DType, type NpyHeader, type NpzArchive, type ObjectArrayCodec,
 } from '@npyts/core';
 
@@ -375,4 +375,3 @@ $('run-demo').onclick = () => void run(async () => {
 const initial = new URLSearchParams(location.search).get('url');
 if (initial) { $<HTMLInputElement>('url').value = initial; $('load-url').click(); }
 document.body.dataset.state = 'idle';
-void groupRuns;
