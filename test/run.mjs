@@ -1,10 +1,24 @@
 // Runs every uvu suite in test/ in one process and ends with the line `N passed, N failed`.
 // Usage: node test/run.mjs [name-fragment...]   (only files whose name contains a fragment)
 import { readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+// Debian packages the tests drive: unzip (checks our archives), nginx (HTTP range reads) and
+// chromium (the viewer). Install what is missing, so that `npm ci && npm test` is the whole set-up.
+const missing = [
+  ['unzip', 'command -v unzip'],
+  ['nginx-light', 'command -v nginx || test -x /usr/sbin/nginx'],
+  ['chromium', 'test -x /usr/bin/chromium'],
+].filter(([, check]) => spawnSync('sh', ['-c', check], { stdio: 'ignore' }).status !== 0).map(([pkg]) => pkg);
+if (missing.length) {
+  console.log(`installing Debian packages the tests need: ${missing.join(' ')}`);
+  const r = spawnSync('sh', ['-c', `apt-get update -qq && apt-get install -y -qq ${missing.join(' ')}`], { stdio: 'inherit' });
+  if (r.status !== 0) console.log(`could not install ${missing.join(' ')}; the tests that need them will fail`);
+}
 const only = process.argv.slice(2);
 const files = readdirSync(here)
   .filter((f) => f.endsWith('.test.mjs'))
