@@ -21,6 +21,8 @@ export interface UrlOptions extends DecodeOptions {
   concurrency?: number;
   /** Extra request headers (authorization, …). */
   headers?: Record<string, string>;
+  /** Ranges asked for in one multipart request (default 100; 1 never uses multi-range requests). */
+  rangesPerRequest?: number;
 }
 
 export interface NpyUrlHandle {
@@ -82,6 +84,31 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
     return body;
   };
 
+  /**
+   * Several ranges in one request (`Range: bytes=a-b,c-d,…`, answered as multipart/byteranges).
+   * Returns null when the server does not answer that way; the caller then asks range by range.
+   */
+  const multiRange = async (groups: { offset: number; length: number }[]): Promise<Uint8Array[] | null> => {
+    stats.requests++;
+    const spec = groups.map((g) => `${g.offset}-${g.offset + g.length - 1}`).join(',');
+    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${spec}` } });
+    const type = res.headers.get('content-type') ?? '';
+    const boundary = /multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
+    if (res.status !== 206 || !boundary) {
+      await res.body?.cancel();
+      return null;
+    }
+    const body = new Uint8Array(await res.arrayBuffer());
+    stats.bytes += body.length;
+    const parts = parseByteranges(body, boundary, href);
+    return groups.map((g) => {
+      const p = parts.find((x) => x.from <= g.offset && x.from + x.bytes.length >= g.offset + g.length);
+      if (!p) httpError(`${href}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
+      return p.bytes.subarray(g.offset - p.from, g.offset - p.from + g.length);
+    });
+  };
+  let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
+
   let prefix = await range(0, options.firstRequest ?? 4096);
   const need = headerBytesNeeded(prefix);
   if (need > prefix.length && (total < 0 || prefix.length < total)) {
@@ -108,17 +135,61 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       const plan = planRegion(header, start, count);
       const out = new Uint8Array(plan.bytes);
       const groups = groupRuns(plan.runs, maxGap);
+      const place = (g: (typeof groups)[number], body: Uint8Array): void => {
+        for (const r of g.runs) out.set(body.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
+      };
+      const perRequest = options.rangesPerRequest ?? 100;
+      // Many ranges: batches of them per request, when the server answers multi-range requests.
+      const batches: (typeof groups)[] = [];
+      for (let i = 0; i < groups.length; i += multiRangeWorks && groups.length > 1 ? perRequest : 1) {
+        batches.push(groups.slice(i, i + (multiRangeWorks && groups.length > 1 ? perRequest : 1)));
+      }
       let next = 0;
       const worker = async (): Promise<void> => {
-        while (next < groups.length) {
-          const g = groups[next++]!;
-          const body = await range(g.offset, g.length);
-          for (const r of g.runs) out.set(body.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
+        while (next < batches.length) {
+          const batch = batches[next++]!;
+          if (batch.length > 1 && multiRangeWorks) {
+            const bodies = await multiRange(batch);
+            if (bodies) { batch.forEach((g, i) => place(g, bodies[i]!)); continue; }
+            multiRangeWorks = false; // this server answers one range at a time
+          }
+          for (const g of batch) place(g, await range(g.offset, g.length));
         }
       };
-      await Promise.all(Array.from({ length: Math.min(concurrency, groups.length) }, worker));
+      await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
       const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, out.buffer, 0, shapeSize(plan.shape), { owned: true });
       return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
     },
   };
+}
+
+/** The parts of a multipart/byteranges body: where each starts in the file, and its bytes. */
+function parseByteranges(body: Uint8Array, boundary: string, href: string): { from: number; bytes: Uint8Array }[] {
+  const latin = new TextDecoder('latin1');
+  const delimiter = new TextEncoder().encode(`--${boundary}`);
+  const find = (needle: Uint8Array, from: number): number => {
+    outer: for (let i = from; i + needle.length <= body.length; i++) {
+      for (let j = 0; j < needle.length; j++) if (body[i + j] !== needle[j]) continue outer;
+      return i;
+    }
+    return -1;
+  };
+  const parts: { from: number; bytes: Uint8Array }[] = [];
+  let at = find(delimiter, 0);
+  while (at >= 0) {
+    const after = at + delimiter.length;
+    if (body[after] === 0x2d && body[after + 1] === 0x2d) break; // closing --boundary--
+    const headersEnd = find(new Uint8Array([13, 10, 13, 10]), after);
+    if (headersEnd < 0) httpError(`${href}: a multipart part has no end of headers`);
+    const headers = latin.decode(body.subarray(after, headersEnd));
+    const cr = /content-range:\s*bytes (\d+)-(\d+)\/(\d+|\*)/i.exec(headers);
+    if (!cr) httpError(`${href}: a multipart part has no Content-Range`);
+    const from = Number(cr[1]);
+    const length = Number(cr[2]) - from + 1;
+    const start = headersEnd + 4;
+    if (start + length > body.length) httpError(`${href}: a multipart part is shorter than its Content-Range says`);
+    parts.push({ from, bytes: body.subarray(start, start + length) });
+    at = find(delimiter, start + length);
+  }
+  return parts;
 }
