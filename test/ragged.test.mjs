@@ -90,6 +90,31 @@ test('two levels of raggedness and records, from the JS API; numpy\'s snippet ag
   h.close();
 });
 
+test('records with ragged fields: one heap per field; numpy\'s snippet resolves each record', async () => {
+  const { openRaggedRecords } = await import('@npyts/core/node');
+  const file = join(dir, 'clips.npy');
+  const records = [
+    { id: 1, frames: arrayFromValues([[1, 2], [3, 4]], '<f4'), label: 'cat' },
+    { id: 2, frames: arrayFromValues([[5, 6]], '<f4'), label: 'é整' },
+    { id: 3, frames: arrayFromValues([[7, 8], [9, 10], [11, 12]], '<f4'), label: '' },
+  ];
+  saveRagged(file, records, { dtypes: { id: '<i4' } });
+  const h = openRaggedRecords(file);
+  assert.equal(Object.keys(h.raggedFields).sort(), ['frames', 'label']);
+  const mine = h.slice(0, 3).map((r) => ({ id: r.id, frames: arrayToJSON(r.frames), label: r.label }));
+  h.close();
+  const expected = records.map((r) => ({ id: r.id, frames: arrayToJSON(r.frames), label: r.label }));
+  assert.equal(mine, expected);
+  const viaNumpy = JSON.parse(withSnippet(`
+out = []
+for i in range(3):
+    e = ragged_element(${JSON.stringify(file)}, i)
+    out.append({'id': int(e['id']), 'frames': to_json(e['frames']), 'label': e['label']})
+print(json.dumps(out))`));
+  assert.equal(viaNumpy, expected);
+  assert.ok(JSON.parse(python(`a = np.load(${JSON.stringify(file)}, allow_pickle=False); print(json.dumps(list(a.dtype.names)))`)).includes('frames'));
+});
+
 test('cross-file references: two indexes over one data file stay valid as it grows', () => {
   const frames = (n, base) => arrayFromValues(Array.from({ length: n }, (_, i) => [base + i, base + i + 0.5]), '<f8');
   saveRagged(join(dir, 'image.npy'), [frames(1, -1)]); // seeds image.npy's heap file "image.npy.heap"

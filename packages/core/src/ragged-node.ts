@@ -1,8 +1,9 @@
 /** Ragged arrays on disk: write, open, read elements by region, append (heap first, index after). */
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
+import { getField } from './records.js';
 import { toNdArray, type ArraySpec } from './codec.js';
-import { parseDescr, shapeRepr, type DType } from './dtype.js';
+import { parseDescr, recordDType, shapeRepr, type DType } from './dtype.js';
 import { NpyError } from './errors.js';
 import { NdArray } from './ndarray.js';
 import { appendNpy, openNpy, saveNpy, type NpyFileHandle } from './files.js';
@@ -15,6 +16,8 @@ type Input = NdArray | ArraySpec | string | Input[];
 export interface SaveRaggedOptions {
   /** The heap's path (relative to the index's folder): another file for cross-file references. Default `<index>.heap`, or `<index>.strings` for text. */
   heap?: string;
+  /** For records: dtypes of the ordinary fields (default from the values: numbers `<f8`, bigints `<i8`, booleans `|b1`). */
+  dtypes?: Record<string, string>;
 }
 
 const enc = new TextEncoder();
@@ -87,12 +90,63 @@ function heapRows(elements: Input[], offset: number, heapDtype?: DType): { kind:
   return { kind, rows: parts.length ? concatenate(dtype, tail, parts) : null, bounds };
 }
 
+/** Plain objects: records, some of whose fields are ragged (arrays or strings). */
+function isRecordList(elements: unknown[]): elements is Record<string, unknown>[] {
+  return elements.length > 0 && elements.every((e) => e !== null && typeof e === 'object' && Object.getPrototypeOf(e) === Object.prototype && !('data' in (e as object)));
+}
+
+const isRaggedValue = (v: unknown): boolean => typeof v === 'string' || v instanceof NdArray || (typeof v === 'object' && v !== null && 'data' in v);
+
+/** The dtype of an ordinary (fixed-size) field from its JS values, unless given. */
+function scalarDescr(name: string, values: unknown[], given?: string): string {
+  if (given) return given;
+  if (values.every((v) => typeof v === 'boolean')) return '|b1';
+  if (values.every((v) => typeof v === 'bigint')) return '<i8';
+  if (values.every((v) => typeof v === 'number')) return '<f8';
+  throw new NpyError('BAD_ARRAY', `field '${name}' mixes kinds of values; give its dtype in options.dtypes`);
+}
+
+/**
+ * Records with ragged fields: `main.npy` holds the record array, each ragged field as a (start, stop)
+ * index whose heap is `main.npy.<field>.heap` (or `.strings`). Other fields are ordinary columns.
+ */
+function saveRaggedRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>): void {
+  const names = Object.keys(records[0]!);
+  const specs: { name: string; dtype: DType | string }[] = [];
+  const columns: Record<string, unknown[]> = {};
+  for (const name of names) {
+    const values = records.map((r, i) => {
+      if (!(name in r)) throw new NpyError('BAD_ARRAY', `record ${i} has no field '${name}'`);
+      return r[name];
+    });
+    if (values.every(isRaggedValue)) {
+      const heap = `${basename(path)}.${name}.${values.every((v) => typeof v === 'string') ? 'strings' : 'heap'}`;
+      const { kind, rows, bounds } = heapRows(values as Input[], 0);
+      if (rows) saveNpy(join(dirname(path), heap), rows);
+      else saveNpy(join(dirname(path), heap), arrayFromValues([], '|u1'));
+      const index = indexArray(kind, heap, bounds);
+      specs.push({ name, dtype: index.dtype });
+      columns[name] = bounds.map(([start, stop]) => ({ start: BigInt(start), stop: BigInt(stop) }));
+    } else {
+      specs.push({ name, dtype: scalarDescr(name, values, dtypes[name]) });
+      columns[name] = values;
+    }
+  }
+  const dtype = recordDType(specs);
+  saveNpy(path, arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }));
+}
+
 /**
  * Write a ragged array: the heap (or, for cross-file references, rows appended to an existing heap),
- * then the index. Elements are arrays of one dtype and trailing shape, strings, or lists of those.
+ * then the index. Elements are arrays of one dtype and trailing shape, strings, lists of those, or
+ * plain objects (records whose array or string fields become ragged fields, one heap each).
  */
-export function saveRagged(path: string, elements: Input[], options: SaveRaggedOptions = {}): void {
-  const kind = kindOf(elements);
+export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
+  if (isRecordList(elements)) {
+    saveRaggedRecords(path, elements, options.dtypes ?? {});
+    return;
+  }
+  const kind = kindOf(elements as Input[]);
   const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' ? 'strings' : 'heap'}`;
   const heapPath = join(dirname(path), heapName);
   const shared = options.heap !== undefined && existsSync(heapPath);
@@ -104,7 +158,7 @@ export function saveRagged(path: string, elements: Input[], options: SaveRaggedO
     heapDtype = h.dtype;
     h.close();
   }
-  const { kind: k, rows, bounds, nested } = heapRows(elements, offset, heapDtype);
+  const { kind: k, rows, bounds, nested } = heapRows(elements as Input[], offset, heapDtype);
   if (nested) {
     if (shared) appendRagged(heapPath, nested);
     else saveRagged(heapPath, nested);
@@ -148,12 +202,73 @@ export function isRagged(path: string): boolean {
   }
 }
 
+/** A record array some of whose fields are ragged: each element is an object with those fields resolved. */
+export interface RaggedRecordsHandle {
+  readonly path: string;
+  readonly length: number;
+  /** The ragged fields and their heaps. */
+  readonly raggedFields: Record<string, string>;
+  get(i: number): Record<string, unknown>;
+  slice(from: number, to: number): Record<string, unknown>[];
+  close(): void;
+}
+
+/** The ragged fields of a record dtype: field name → its index info. */
+function raggedFieldsOf(dtype: DType): Record<string, ReturnType<typeof raggedInfo> & object> {
+  const out: Record<string, ReturnType<typeof raggedInfo> & object> = {};
+  for (const f of dtype.fields ?? []) {
+    const info = raggedInfo(f.dtype);
+    if (info) out[f.name] = info;
+  }
+  return out;
+}
+
+export function openRaggedRecords(path: string): RaggedRecordsHandle {
+  const main = openNpy(path);
+  const fields = raggedFieldsOf(main.dtype);
+  if (Object.keys(fields).length === 0) {
+    main.close();
+    throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
+  }
+  const heaps = Object.fromEntries(Object.entries(fields).map(([name, info]) => [name, openNpy(join(dirname(path), info.heap))]));
+  const length = main.shape[0] ?? 0;
+  const slice = (from: number, to: number): Record<string, unknown>[] => {
+    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
+    if (from === to) return [];
+    const rows = main.read([from], [to - from]);
+    const plain = rows.toList() as Record<string, unknown>[];
+    const bounds = Object.fromEntries(Object.keys(fields).map((name) => [name, boundsOf(getField(rows, name))]));
+    return plain.map((rec, k) => {
+      const out: Record<string, unknown> = { ...rec };
+      for (const [name, info] of Object.entries(fields)) {
+        const heap = heaps[name]!;
+        const [s, e] = bounds[name]![k]!;
+        const tail = heap.shape.slice(1);
+        const part = heap.read([s, ...tail.map(() => 0)], [e - s, ...tail]);
+        out[name] = info.kind === 'utf8' ? decodeUtf8(part.data as Uint8Array) : part;
+      }
+      return out;
+    });
+  };
+  return {
+    path,
+    length,
+    raggedFields: Object.fromEntries(Object.entries(fields).map(([n, i]) => [n, i.heap])),
+    get: (i) => slice(i, i + 1)[0]!,
+    slice,
+    close() {
+      main.close();
+      for (const h of Object.values(heaps)) h.close();
+    },
+  };
+}
+
 export function openRagged(path: string): RaggedHandle {
   const index: NpyFileHandle = openNpy(path);
   const info = raggedInfo(index.dtype);
   if (!info) {
     index.close();
-    throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
+    throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)${raggedFieldsOf(index.dtype) && Object.keys(raggedFieldsOf(index.dtype)).length ? '; it has ragged fields: use openRaggedRecords' : ''}`);
   }
   const heapPath = join(dirname(path), info.heap);
   const nested = isRagged(heapPath) ? openRagged(heapPath) : null;
