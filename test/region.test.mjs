@@ -164,6 +164,17 @@ open(${JSON.stringify(tight)}, 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack
   assert.throws(() => appendNpy(join(dir, 'grow-C.npy'), arrayFromValues([[1, 2, 3]], '<f4')), /other axes must match/);
 });
 
+test('appendNpy rewrites a format 3.0 (UTF-8) header in place; numpy reads the grown records', () => {
+  const file = join(dir, 'utf8-header.npy');
+  python(`np.save(${JSON.stringify(file)}, np.zeros(2, [('整形', '<i4'), ('b', '<f8')]))`);
+  const before = readFileSync(file).subarray(0, 8);
+  assert.is(before[6], 3);
+  appendNpy(file, arrayFromValues([{ 整形: 7, b: 1.5 }, { 整形: -1, b: 2 }], [['整形', '<i4'], ['b', '<f8']]));
+  const got = JSON.parse(python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'v': a.tolist(), 'n': a.dtype.names}))`));
+  assert.equal(got, { v: [[0, 0], [0, 0], [7, 1.5], [-1, 2]], n: ['整形', 'b'] });
+  assert.is(readFileSync(file)[6], 3, 'still format 3.0, rewritten in place');
+});
+
 test('a process killed in the middle of appends leaves a valid file holding a prefix of the appends', async () => {
   const file = join(dir, 'killed.npy');
   const entry = join(root, 'packages/core/dist/node.js');

@@ -4,7 +4,7 @@
  * the header, then only the rows on screen.
  */
 import {
-  decodeNpz, jsonValue, openNpyUrl, planRegion, readHeader, readItem, bytesToData, shapeSize, NdArray,
+  decodeNpz, jsonValue, openNpyUrl, readHeader, readItem, readRegionFromBytes, NdArray,
   NpyError, type DType, type NpyHeader, type NpzArchive, type ObjectArrayCodec,
 } from '@npyts/core';
 
@@ -47,15 +47,6 @@ async function pickleOption(): Promise<{ pickle?: ObjectArrayCodec }> {
   return { pickle: pickleCodec };
 }
 
-/** A region of a .npy held in memory, cut out by the same planner remote reads use. */
-function regionOfBytes(bytes: Uint8Array, header: NpyHeader, start: number[], count: number[]): NdArray {
-  const plan = planRegion(header, start, count);
-  const out = new Uint8Array(plan.bytes);
-  for (const r of plan.runs) out.set(bytes.subarray(r.fileOffset, r.fileOffset + r.length), r.regionOffset);
-  const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, out.buffer, 0, shapeSize(plan.shape), { owned: true });
-  return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
-}
-
 async function showBytes(label: string, bytes: Uint8Array): Promise<void> {
   if (bytes[0] === 0x50 && bytes[1] === 0x4b) return showArchive(label, decodeNpz(bytes));
   const header = readHeader(bytes);
@@ -66,7 +57,7 @@ async function showBytes(label: string, bytes: Uint8Array): Promise<void> {
     const whole = decodeNpy(bytes, options);
     return showArray({ label, header, read: async (s, c) => sliceObjects(whole, s, c) });
   }
-  await showArray({ label, header, read: async (s, c) => regionOfBytes(bytes, header, s, c) });
+  await showArray({ label, header, read: async (s, c) => readRegionFromBytes(bytes, header, s, c) });
 }
 
 function sliceObjects(a: NdArray, start: number[], count: number[]): NdArray {

@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, readItem, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, readItem, type Complex, type DType } from '@npyts/core';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -50,7 +50,7 @@ export function formatScalar(dtype: DType, v: unknown): string {
     case 'V': return pyBytes(v as Uint8Array);
     case 'U': return `'${(v as string).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
     case 'M':
-    case 'm': return v === -(2n ** 63n) ? 'NaT' : String(v);
+    case 'm': return v === NOT_A_TIME ? 'NaT' : String(v);
     case 'O': return formatPython(v);
     default: return String(v);
   }

@@ -1,6 +1,6 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, decodeNpy, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
 import { loadNpz, readNpyHeader, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray } from '@npyts/core/node';
@@ -170,7 +170,7 @@ function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: N
     ? withFile(t.label, () => archive.bytes(t.member!))
     : t.file === '-' ? stdin() : withFile(t.file, () => readFileSync(t.file));
   const options = allowPickle ? { pickle: pickleCodec } : {};
-  return withFile(t.label, () => ({ header: readHeader(bytes), array: decodeNpy(bytes, options) }));
+  return withFile(t.label, () => decodeNpyWithHeader(bytes, options));
 }
 
 function checkIsFile(file: string): void {

@@ -67,12 +67,17 @@ export function checkDataPresent(header: NpyHeader, available: number): void {
 
 /** Decode a whole .npy held in memory. The result views the input's memory when it can. */
 export function decodeNpy(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): NdArray {
+  return decodeNpyWithHeader(input, options).array;
+}
+
+/** decodeNpy, also returning the header it parsed (format version, data offset …). */
+export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): { header: NpyHeader; array: NdArray } {
   const bytes = asBytes(input);
   const header = readHeader(bytes, options);
-  if (hasObject(header.dtype) && options.pickle) return options.pickle.decode(bytes, header, options);
+  if (hasObject(header.dtype) && options.pickle) return { header, array: options.pickle.decode(bytes, header, options) };
   checkDataPresent(header, bytes.length - header.dataOffset);
   const data = bytesToData(header.dtype, bytes.buffer, bytes.byteOffset + header.dataOffset, header.size, options);
-  return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
+  return { header, array: new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C') };
 }
 
 /** What encodeNpy accepts besides an NdArray: typed data with a shape, or plain values with a dtype. */

@@ -19,9 +19,8 @@ export interface ScalarRecord {
   [field: string]: Scalar;
 }
 
-const NAT = -(2n ** 63n);
 /** The NaT sentinel of datetime64/timedelta64 counts. */
-export const NOT_A_TIME = NAT;
+export const NOT_A_TIME = -(2n ** 63n);
 
 function codePointsToString(get: (k: number) => number, n: number): string {
   let end = n;

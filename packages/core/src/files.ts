@@ -2,19 +2,16 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { kMaxLength } from 'node:buffer';
-import { checkDataPresent, encodeNpyParts, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
-import { encodeHeader } from './header.js';
-import { planRegion, groupRuns } from './region.js';
+import { checkDataPresent, encodeNpyParts, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
+import { encodeHeader, headerBytesNeeded, headerTextOfLength, readHeader, type NpyHeader } from './header.js';
+import { planRegion, groupRuns, regionArray } from './region.js';
 import { toOrder } from './order.js';
 import { withByteOrder } from './byteorder.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from './dtype.js';
-import { dataToBytes, type TypedArray } from './storage.js';
+import { bytesToData, dataToBytes, type TypedArray } from './storage.js';
 import { NpyError } from './errors.js';
-import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
-import { NdArray } from './ndarray.js';
-import { bytesToData } from './storage.js';
+import { NdArray, isOrderFree } from './ndarray.js';
 import { pickleCodec } from './pickle.js';
-import { hasObject } from './codec.js';
 import { NpzArchive, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from './npz.js';
 import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, type ZipCodec, type ZipSink } from './zip.js';
 
@@ -31,9 +28,10 @@ function readFully(fd: number, target: Uint8Array, position: number): number {
   return done;
 }
 
-function writeFully(fd: number, bytes: Uint8Array): void {
+/** Write all of `bytes` at `position` (at the file position when omitted), however the kernel splits it. */
+function writeFully(fd: number, bytes: Uint8Array, position?: number): void {
   for (let done = 0; done < bytes.length;) {
-    done += writeSync(fd, bytes, done, Math.min(bytes.length - done, IO_CHUNK));
+    done += writeSync(fd, bytes, done, Math.min(bytes.length - done, IO_CHUNK), position === undefined ? null : position + done);
   }
 }
 
@@ -175,13 +173,11 @@ class FileSink implements ZipSink {
   private position = 0;
   constructor(private readonly fd: number) {}
   write(chunk: Uint8Array): void {
-    for (let done = 0; done < chunk.length;) {
-      done += writeSync(this.fd, chunk, done, chunk.length - done, this.position + done);
-    }
+    writeFully(this.fd, chunk, this.position);
     this.position += chunk.length;
   }
   patch(position: number, bytes: Uint8Array): void {
-    writeSync(this.fd, bytes, 0, bytes.length, position);
+    writeFully(this.fd, bytes, position);
   }
 }
 
@@ -309,9 +305,7 @@ interface PositionalIO {
 function fileIO(fd: number): PositionalIO {
   return {
     read: (target, position) => readFully(fd, target, position),
-    write(bytes, position) {
-      for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done, position + done);
-    },
+    write: (bytes, position) => writeFully(fd, bytes, position),
     close: () => closeSync(fd),
   };
 }
@@ -340,9 +334,7 @@ function openHandle(path: string, io: PositionalIO, header: NpyHeader): NpyFileH
         if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${path} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
         if (!single) for (const r of g.runs) out.set(buf.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
       }
-      const size = shapeSize(plan.shape);
-      const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, out.buffer, 0, size, { owned: true });
-      return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
+      return regionArray(header, plan, out);
     },
     writeRegion(start, input) {
       check();
@@ -397,7 +389,7 @@ export interface CreateOptions {
 export function createNpy(path: string, options: CreateOptions): NpyFileHandle {
   const dtype = parseDescr(options.dtype);
   const fortran = options.order === 'F';
-  const headerBytes = encodeHeader(dtype, options.shape, fortran && options.shape.filter((d) => d > 1).length > 1, options.version);
+  const headerBytes = encodeHeader(dtype, options.shape, fortran && !isOrderFree(options.shape), options.version);
   const dataBytes = shapeSize(options.shape) * dtype.itemsize;
   const fd = openSync(path, 'w+');
   try {
@@ -424,17 +416,6 @@ export function writeRegion(target: string | NpyFileHandle, start: readonly numb
   }
 }
 
-/** numpy's header text for a shape, padded with spaces to exactly `length` bytes (newline included). */
-function headerOfLength(dtype: DType, shape: number[], fortran: boolean, length: number, major: 1 | 2 | 3): Uint8Array | null {
-  const text = `{'descr': ${dtype.descrLiteral}, 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shapeRepr(shape)}, }`;
-  const body = major === 3 ? new TextEncoder().encode(text) : Uint8Array.from(text, (ch) => ch.charCodeAt(0));
-  if (body.length + 1 > length) return null;
-  const out = new Uint8Array(length).fill(0x20);
-  out.set(body, 0);
-  out[length - 1] = 0x0a;
-  return out;
-}
-
 /**
  * Append along axis 0 (the last axis of a Fortran-order file) in place. The data is written after
  * the existing data and made durable first; only then is the shape in the header rewritten, within
@@ -458,13 +439,13 @@ export function appendNpy(path: string, input: NdArray | ArraySpec): void {
     const newShape = [...header.shape];
     newShape[axis]! += addShape[axis]!;
     const end = header.dataOffset + header.dataBytes;
-    for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done, end + done);
+    writeFully(fd, bytes, end);
     fsyncSync(fd);
     const lengthField = header.version[0] === 1 ? 2 : 4;
     const textStart = 8 + lengthField;
-    const inPlace = headerOfLength(header.dtype, newShape, header.fortranOrder, header.dataOffset - textStart, header.version[0]);
+    const inPlace = headerTextOfLength(header.dtype, newShape, header.fortranOrder, header.dataOffset - textStart, header.version[0]);
     if (inPlace) {
-      writeSync(fd, inPlace, 0, inPlace.length, textStart);
+      writeFully(fd, inPlace, textStart);
       fsyncSync(fd);
       return;
     }

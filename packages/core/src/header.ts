@@ -170,8 +170,13 @@ function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape:
   return { dtype, shape, fortranOrder: fo };
 }
 
+/** numpy's header dict text: sorted keys, the repr of each value, a trailing ', '. */
+function dictText(dtype: DType, shape: readonly number[], fortranOrder: boolean): string {
+  return `{'descr': ${dtype.descrLiteral}, 'fortran_order': ${fortranOrder ? 'True' : 'False'}, 'shape': ${shapeRepr(shape)}, }`;
+}
+
 function pythonHeaderText(dtype: DType, shape: readonly number[], fortranOrder: boolean): string {
-  let text = `{'descr': ${dtype.descrLiteral}, 'fortran_order': ${fortranOrder ? 'True' : 'False'}, 'shape': ${shapeRepr(shape)}, }`;
+  let text = dictText(dtype, shape, fortranOrder);
   if (shape.length > 0) {
     const growth = String(shape[fortranOrder ? shape.length - 1 : 0]);
     text += ' '.repeat(Math.max(0, GROWTH_AXIS_MAX_DIGITS - growth.length));
@@ -187,6 +192,21 @@ function isLatin1(s: string): boolean {
 function encodeLatin1(s: string): Uint8Array {
   const out = new Uint8Array(s.length);
   for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+/**
+ * The header text (dict, spaces, newline) in exactly `length` bytes, for rewriting the shape in place;
+ * null when it does not fit (or a 1.0/2.0 header would need characters beyond latin-1).
+ */
+export function headerTextOfLength(dtype: DType, shape: readonly number[], fortranOrder: boolean, length: number, major: 1 | 2 | 3): Uint8Array | null {
+  const text = dictText(dtype, shape, fortranOrder);
+  if (major < 3 && !isLatin1(text)) return null;
+  const body = major === 3 ? new TextEncoder().encode(text) : encodeLatin1(text);
+  if (body.length + 1 > length) return null;
+  const out = new Uint8Array(length).fill(0x20);
+  out.set(body, 0);
+  out[length - 1] = 0x0a;
   return out;
 }
 

@@ -13,7 +13,7 @@ export { toOrder } from './order.js';
 export { getField, fieldView, type FieldView } from './records.js';
 export { withByteOrder } from './byteorder.js';
 export {
-  decodeNpy, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject,
+  decodeNpy, decodeNpyWithHeader, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject,
   type DecodeOptions, type EncodeOptions, type ArraySpec, type ObjectArrayCodec, type UnpickleLimits,
 } from './codec.js';
 export { arrayFromValues, writeValue } from './values.js';
@@ -29,7 +29,7 @@ export {
 } from './zip.js';
 export { fflateCodec } from './fflate-codec.js';
 export { crc32 } from './crc32.js';
-export { planRegion, groupRuns, checkRegion, type ByteRun, type RegionPlan } from './region.js';
+export { planRegion, groupRuns, checkRegion, regionArray, readRegionFromBytes, type ByteRun, type RegionPlan } from './region.js';
 export { readNpy, writeNpy, type ChunkSink } from './stream.js';
 export { openNpyUrl, openNpyUrl as openNpy, type NpyUrlHandle, type UrlOptions } from './url.js';
 export { RAGGED_TAG, raggedIndexDType, raggedInfo, openRaggedUrl, type RaggedInfo, type RaggedKind, type RaggedElement, type RaggedUrlReader } from './ragged.js';

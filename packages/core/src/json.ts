@@ -3,10 +3,10 @@ import type { DType } from './dtype.js';
 import type { Complex } from './elements.js';
 import { NdArray } from './ndarray.js';
 import type { NpyHeader } from './header.js';
+import { NOT_A_TIME } from './elements.js';
 
-const NAT = -(2n ** 63n);
-
-function jsonNumber(x: number): number | string {
+/** A float as JSON: non-finite values as "NaN", "Infinity", "-Infinity". */
+export function jsonNumber(x: number): number | string {
   if (Number.isNaN(x)) return 'NaN';
   if (x === Infinity) return 'Infinity';
   if (x === -Infinity) return '-Infinity';
@@ -48,7 +48,7 @@ export function jsonValue(dtype: DType, v: unknown): unknown {
     case 'f': return jsonNumber(v as number);
     case 'c': return [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)];
     case 'M':
-    case 'm': return v === NAT ? 'NaT' : jsonInt(v as bigint);
+    case 'm': return v === NOT_A_TIME ? 'NaT' : jsonInt(v as bigint);
     case 'S': return latin1(v as Uint8Array);
     case 'V': return Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join('');
     case 'U': return v as string;

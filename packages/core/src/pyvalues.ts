@@ -2,12 +2,13 @@
  * JavaScript representations of the Python values object arrays carry, chosen to lose nothing:
  * each has the numbers Python holds and a toJSON() for the CLI's documents.
  */
+import { jsonNumber } from './json.js';
 
 /** Python complex. */
 export class PyComplex {
   constructor(readonly re: number, readonly im: number) {}
   toJSON(): [unknown, unknown] {
-    return [jsonFloat(this.re), jsonFloat(this.im)];
+    return [jsonNumber(this.re), jsonNumber(this.im)];
   }
 }
 
@@ -118,11 +119,4 @@ function offsetText(seconds: number | null): string {
   const s = Math.abs(seconds);
   const rest = s % 60 ? `:${pad(s % 60)}` : '';
   return `${sign}${pad(Math.floor(s / 3600))}:${pad(Math.floor((s % 3600) / 60))}${rest}`;
-}
-
-function jsonFloat(x: number): number | string {
-  if (Number.isNaN(x)) return 'NaN';
-  if (x === Infinity) return 'Infinity';
-  if (x === -Infinity) return '-Infinity';
-  return x;
 }

@@ -8,7 +8,7 @@ import { NpyError } from './errors.js';
 import { NdArray } from './ndarray.js';
 import { appendNpy, openNpy, saveNpy, type NpyFileHandle } from './files.js';
 import { toOrder } from './order.js';
-import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, type RaggedElement, type RaggedKind } from './ragged.js';
+import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind } from './ragged.js';
 import { arrayFromValues } from './values.js';
 
 type Input = NdArray | ArraySpec | string | Input[];
@@ -243,9 +243,7 @@ export function openRaggedRecords(path: string): RaggedRecordsHandle {
       for (const [name, info] of Object.entries(fields)) {
         const heap = heaps[name]!;
         const [s, e] = bounds[name]![k]!;
-        const tail = heap.shape.slice(1);
-        const part = heap.read([s, ...tail.map(() => 0)], [e - s, ...tail]);
-        out[name] = info.kind === 'utf8' ? decodeUtf8(part.data as Uint8Array) : part;
+        out[name] = readElement((a, b) => heap.read(a, b), heap.shape, info.kind, s, e);
       }
       return out;
     });
@@ -268,7 +266,8 @@ export function openRagged(path: string): RaggedHandle {
   const info = raggedInfo(index.dtype);
   if (!info) {
     index.close();
-    throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)${raggedFieldsOf(index.dtype) && Object.keys(raggedFieldsOf(index.dtype)).length ? '; it has ragged fields: use openRaggedRecords' : ''}`);
+    const hint = Object.keys(raggedFieldsOf(index.dtype)).length ? '; it has ragged fields: use openRaggedRecords' : '';
+    throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)${hint}`);
   }
   const heapPath = join(dirname(path), info.heap);
   const nested = isRagged(heapPath) ? openRagged(heapPath) : null;
@@ -283,8 +282,7 @@ export function openRagged(path: string): RaggedHandle {
   const boundsRange = (from: number, to: number): [number, number][] => (from === to ? [] : boundsOf(index.read([from], [to - from])));
   const element = ([s, e]: [number, number]): RaggedElement => {
     if (nested) return nested.slice(s, e);
-    const part = heap!.read([s, ...tail.map(() => 0)], [e - s, ...tail]);
-    return info.kind === 'utf8' ? decodeUtf8(part.data as Uint8Array) : part;
+    return readElement((a, b) => heap!.read(a, b), heap!.shape, info.kind, s, e);
   };
   const slice = (from: number, to: number): RaggedElement[] => {
     check(from, to);

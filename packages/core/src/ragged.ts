@@ -59,6 +59,16 @@ export function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
+/** An element from its heap: reads rows [start, stop) (whole trailing axes) with `read`, text for utf8 heaps. */
+export function readElement<R extends NdArray | Promise<NdArray>>(
+  read: (start: number[], count: number[]) => R, heapShape: readonly number[], kind: RaggedKind, start: number, stop: number,
+): R extends Promise<NdArray> ? Promise<NdArray | string> : NdArray | string {
+  const tail = heapShape.slice(1);
+  const rows = read([start, ...tail.map(() => 0)], [stop - start, ...tail]);
+  const asElement = (part: NdArray): NdArray | string => (kind === 'utf8' ? decodeUtf8(part.data as Uint8Array) : part);
+  return (rows instanceof Promise ? rows.then(asElement) : asElement(rows as NdArray)) as never;
+}
+
 /** Bounds of elements [from, to) from the index rows read as (start, stop) pairs. */
 export function boundsOf(index: NdArray): [number, number][] {
   const raw = index.data as Uint8Array;
@@ -96,9 +106,7 @@ export async function openRaggedUrl(url: string | URL, options: UrlOptions = {})
     const bounds = boundsOf(await index.read([from], [to - from]));
     return Promise.all(bounds.map(async ([s, e]) => {
       if (nested) return nested.slice(s, e);
-      const tail = heap.shape.slice(1);
-      const part = await heap.read([s, ...tail.map(() => 0)], [e - s, ...tail]);
-      return info.kind === 'utf8' ? decodeUtf8(part.data as Uint8Array) : part;
+      return readElement((a, b) => heap.read(a, b), heap.shape, info.kind, s, e);
     }));
   };
   return {

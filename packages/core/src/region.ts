@@ -2,8 +2,11 @@
  * Hyperslabs of a .npy's data: which byte runs a region (a start and a count per axis) covers, in
  * file order, with adjacent runs joined. Shared by files, HTTP ranges and archive members.
  */
+import { shapeSize } from './dtype.js';
 import { NpyError } from './errors.js';
 import type { NpyHeader } from './header.js';
+import { NdArray } from './ndarray.js';
+import { bytesToData } from './storage.js';
 
 /** A run of bytes to move: `length` bytes at `fileOffset` in the file, `regionOffset` in the region. */
 export interface ByteRun {
@@ -99,4 +102,18 @@ export function groupRuns(runs: readonly ByteRun[], maxGap: number): { offset: n
     }
   }
   return groups;
+}
+
+/** The region's array from its bytes gathered in memory order (`plan.bytes` of them, owned by the caller). */
+export function regionArray(header: Pick<NpyHeader, 'dtype' | 'fortranOrder'>, plan: RegionPlan, bytes: Uint8Array): NdArray {
+  const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, bytes.buffer, bytes.byteOffset, shapeSize(plan.shape), { owned: true });
+  return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
+}
+
+/** A region of a whole .npy held in memory (for example a file a page was given). */
+export function readRegionFromBytes(bytes: Uint8Array, header: NpyHeader, start: readonly number[], count: readonly number[]): NdArray {
+  const plan = planRegion(header, start, count);
+  const out = new Uint8Array(plan.bytes);
+  for (const r of plan.runs) out.set(bytes.subarray(r.fileOffset, r.fileOffset + r.length), r.regionOffset);
+  return regionArray(header, plan, out);
 }

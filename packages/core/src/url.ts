@@ -5,11 +5,10 @@
  */
 import { NpyError } from './errors.js';
 import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
-import { NdArray } from './ndarray.js';
-import { groupRuns, planRegion } from './region.js';
-import { bytesToData } from './storage.js';
+import type { NdArray } from './ndarray.js';
+import { groupRuns, planRegion, regionArray } from './region.js';
 import { checkDataPresent, type DecodeOptions } from './codec.js';
-import { shapeSize, type DType } from './dtype.js';
+import type { DType } from './dtype.js';
 
 export interface UrlOptions extends DecodeOptions {
   fetch?: typeof fetch;
@@ -157,8 +156,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
         }
       };
       await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
-      const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, out.buffer, 0, shapeSize(plan.shape), { owned: true });
-      return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
+      return regionArray(header, plan, out);
     },
   };
 }

@@ -1,6 +1,6 @@
 /** Writing JS values into stored bytes: the one writer behind arrays built from plain values. */
 import { parseDescr, shapeSize, type DType } from './dtype.js';
-import type { Complex } from './elements.js';
+import { NOT_A_TIME, type Complex } from './elements.js';
 import { NpyError } from './errors.js';
 import { NdArray, type Order } from './ndarray.js';
 import { toOrder } from './order.js';
@@ -84,7 +84,7 @@ export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: 
     }
     case 'M':
     case 'm':
-      view.setBigInt64(at, v === 'NaT' ? -(2n ** 63n) : BigInt.asIntN(64, toBigInt(v, dtype, field)), le);
+      view.setBigInt64(at, v === 'NaT' ? NOT_A_TIME : BigInt.asIntN(64, toBigInt(v, dtype, field)), le);
       return;
     case 'f':
       writeFloat(dtype.itemsize, view, bytes, at, toNumber(v, dtype, field), le);
