@@ -980,6 +980,30 @@ def cmd_check_filled(path, kind):
     json.dump({"ok": ok, "shape": list(a.shape), "fortran": bool(a.flags.f_contiguous and not a.flags.c_contiguous), "kind": kind}, sys.stdout)
 
 
+def cmd_swapped(outdir):
+    """Large big-endian arrays (past every small-size shortcut) of each swap width, each with numpy's
+    native-order copy of the same values and that copy's raw bytes in a file of their own."""
+    out = []
+    rng = np.random.default_rng(11)
+    for i, (d, shape, order) in enumerate([(">i2", (700, 1000), "C"), (">u4", (300, 1001), "C"), (">f4", (512, 700), "F"),
+                                           (">f8", (256, 1000), "C"), (">c8", (1000, 99), "F"), (">c16", (400, 100), "C"),
+                                           (">U3", (50000,), "C"), (">M8[ns]", (70000,), "C"), (">m8[s]", (123, 601), "F"),
+                                           (">f16", (9000,), "C"), (">c32", (3000,), "C")]):
+        a = make(d, shape, order, seed=i)
+        if a.dtype.kind == "f" and a.dtype.itemsize > 2:
+            a = rng.standard_normal(shape).astype(d)  # the full bit range of each byte, not small integers
+            a = np.asfortranarray(a) if order == "F" else a
+        path = os.path.join(outdir, f"swapped{i}.npy")
+        np.save(path, a)
+        native = a.astype(a.dtype.newbyteorder("="))
+        raw = os.path.join(outdir, f"swapped{i}.native")
+        with open(raw, "wb") as fh:
+            fh.write(raw_bytes(np.asfortranarray(native) if order == "F" else native))
+        np.save(os.path.join(outdir, f"swapped{i}.native.npy"), native)
+        out.append({"file": path, "raw": raw, "native_npy": os.path.join(outdir, f"swapped{i}.native.npy"), "descr": d, "order": order, "bytes": native.nbytes})
+    json.dump(out, sys.stdout)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--version-probe":
         print(np.__version__)

@@ -1,7 +1,7 @@
 /** Re-labelling an array's byte order; only record bytes (kept raw) need moving. */
 import type { DType } from './dtype.js';
 import { NdArray } from './ndarray.js';
-import { swapBytes } from './scalars.js';
+import { swapBytes } from './memory.js';
 import { storageOf } from './storage.js';
 
 /** [offset, groupSize, count]: swap `count` groups of `groupSize` bytes starting at `offset` in each record. */

@@ -2,6 +2,8 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { kMaxLength } from 'node:buffer';
+import { allocateBuffer } from './memory.js';
+import { preallocate } from './native.js';
 import { checkDataPresent, encodeNpyParts, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
 import { encodeHeader, headerBytesNeeded, headerTextOfLength, readHeader, type NpyHeader } from './header.js';
 import { planRegion, groupRuns, regionArray } from './region.js';
@@ -80,7 +82,7 @@ export function loadNpy(path: string, options: LoadOptions = {}): NdArray {
       return codec.decode(whole, header, options);
     }
     checkDataPresent(header, fileSize - header.dataOffset);
-    const buffer = options.shared ? new SharedArrayBuffer(header.dataBytes) : new ArrayBuffer(header.dataBytes);
+    const buffer = allocateBuffer(header.dataBytes, options.shared);
     const got = readFully(fd, new Uint8Array(buffer), header.dataOffset);
     if (got < header.dataBytes) {
       throw new NpyError('DATA_TRUNCATED', `file ended after ${got} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + got });
@@ -97,6 +99,7 @@ export function saveNpy(path: string, array: NdArray | ArraySpec, options: Encod
   const { header, body } = encodeNpyParts(array, { pickle: pickleCodec, ...options });
   const fd = openSync(path, 'w');
   try {
+    preallocate(fd, header.length, body.length);
     writeFully(fd, header);
     writeFully(fd, body);
   } finally {
@@ -116,7 +119,8 @@ export const zlibCodec: ZipCodec = {
     let out: Buffer;
     try {
       // maxOutputLength makes zlib stop (and throw) instead of inflating past the declared size.
-      out = inflateRawSync(data, { maxOutputLength: Math.max(1, size) });
+      // One output chunk one byte larger than the member: zlib fills it in place, with no joining copy.
+      out = inflateRawSync(data, { maxOutputLength: Math.max(1, size), chunkSize: Math.max(64, size + 1) });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       if (err.code === 'ERR_BUFFER_TOO_LARGE') checkInflatedSize(size + 1, size, member);
@@ -146,7 +150,7 @@ export function fileSource(path: string): ByteSource {
     return {
       size,
       read(offset, length) {
-        const out = new Uint8Array(length);
+        const out = new Uint8Array(allocateBuffer(length));
         const got = readFully(fd, out, offset);
         return got === length ? out : out.subarray(0, got);
       },
@@ -324,7 +328,7 @@ function openHandle(path: string, io: PositionalIO, header: NpyHeader): NpyFileH
     read(start, count) {
       check();
       const plan = planRegion(header, start, count);
-      const out = new Uint8Array(plan.bytes);
+      const out = new Uint8Array(allocateBuffer(plan.bytes));
       for (const g of groupRuns(plan.runs, FILE_MAX_GAP)) {
         const single = g.runs.length === 1;
         const buf = single ? out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length) : new Uint8Array(g.length);

@@ -1,4 +1,5 @@
 /** The in-memory array: dtype, shape, memory order and element data. */
+import { allocateBuffer } from './memory.js';
 import { DType, parseDescr, shapeRepr, shapeSize } from './dtype.js';
 import { readItem, type Scalar } from './elements.js';
 import { NpyError } from './errors.js';
@@ -109,6 +110,6 @@ export function createArray(dtype: DType | string, shape: readonly number[], opt
   const { ctor, unitsPerItem } = storageOf(dt);
   const units = shapeSize(shape) * unitsPerItem;
   const bytes = units * ctor.BYTES_PER_ELEMENT;
-  const buffer = options.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
+  const buffer = allocateBuffer(bytes, options.shared);
   return new NdArray(dt, shape, new ctor(buffer, 0, units), options.order ?? 'C');
 }

@@ -1,4 +1,5 @@
 /** Converting between row-major and column-major memory order with a cache-blocked copy. */
+import { allocateBuffer } from './memory.js';
 import { NdArray, isOrderFree, orderStrides, type Order } from './ndarray.js';
 import type { ArrayData, TypedArray, TypedArrayConstructor } from './storage.js';
 
@@ -90,7 +91,7 @@ export function toOrder<T extends ArrayData>(array: NdArray<T>, order: Order): N
   const { words, k, rewrap } = asWords(array.data, array.dtype.itemsize);
   const out: Words = Array.isArray(words)
     ? new Array(words.length)
-    : new (words.constructor as new (n: number) => Exclude<Words, unknown[]>)(words.length);
+    : new (words.constructor as new (b: ArrayBufferLike) => Exclude<Words, unknown[]>)(allocateBuffer(words.byteLength));
   const n = array.shape.length;
   const srcStrides = orderStrides(array.shape, array.order);
   const dstStrides = orderStrides(array.shape, order);

@@ -2,6 +2,7 @@
  * Hyperslabs of a .npy's data: which byte runs a region (a start and a count per axis) covers, in
  * file order, with adjacent runs joined. Shared by files, HTTP ranges and archive members.
  */
+import { allocateBuffer } from './memory.js';
 import { shapeSize } from './dtype.js';
 import { NpyError } from './errors.js';
 import type { NpyHeader } from './header.js';
@@ -113,7 +114,7 @@ export function regionArray(header: Pick<NpyHeader, 'dtype' | 'fortranOrder'>, p
 /** A region of a whole .npy held in memory (for example a file a page was given). */
 export function readRegionFromBytes(bytes: Uint8Array, header: NpyHeader, start: readonly number[], count: readonly number[]): NdArray {
   const plan = planRegion(header, start, count);
-  const out = new Uint8Array(plan.bytes);
+  const out = new Uint8Array(allocateBuffer(plan.bytes));
   for (const r of plan.runs) out.set(bytes.subarray(r.fileOffset, r.fileOffset + r.length), r.regionOffset);
   return regionArray(header, plan, out);
 }

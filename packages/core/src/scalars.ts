@@ -127,33 +127,3 @@ export function numberToLongDouble(x: number, out: Uint8Array, at: number): void
   out[at + 9] = se >> 8;
 }
 
-/** Reverse the bytes of every `unit`-byte group in place (unit 2, 4, 8 or 16). */
-export function swapBytes(bytes: Uint8Array, unit: number): void {
-  if (unit <= 1) return;
-  const n = bytes.length - (bytes.length % unit);
-  if (unit === 4 && bytes.byteOffset % 4 === 0) {
-    const w = new Uint32Array(bytes.buffer, bytes.byteOffset, n / 4);
-    for (let i = 0; i < w.length; i++) {
-      const x = w[i]!;
-      w[i] = ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
-    }
-    return;
-  }
-  if (unit === 8 && bytes.byteOffset % 4 === 0) {
-    const w = new Uint32Array(bytes.buffer, bytes.byteOffset, n / 4);
-    for (let i = 0; i < w.length; i += 2) {
-      const a = w[i]!;
-      const b = w[i + 1]!;
-      w[i] = ((b & 0xff) << 24) | ((b & 0xff00) << 8) | ((b >>> 8) & 0xff00) | (b >>> 24);
-      w[i + 1] = ((a & 0xff) << 24) | ((a & 0xff00) << 8) | ((a >>> 8) & 0xff00) | (a >>> 24);
-    }
-    return;
-  }
-  for (let i = 0; i < n; i += unit) {
-    for (let a = i, b = i + unit - 1; a < b; a++, b--) {
-      const t = bytes[a]!;
-      bytes[a] = bytes[b]!;
-      bytes[b] = t;
-    }
-  }
-}

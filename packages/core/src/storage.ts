@@ -1,7 +1,7 @@
 /** How each dtype's elements are held in JavaScript memory, and the byte-level moves in and out. */
 import { NpyError } from './errors.js';
 import type { DType } from './dtype.js';
-import { swapBytes } from './scalars.js';
+import { allocateBuffer, swapBytes } from './memory.js';
 
 export type TypedArray =
   | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
@@ -96,7 +96,7 @@ export function bytesToData(
     return new ctor(buffer, byteOffset, units);
   }
   const nbytes = units * bpe;
-  const target = options.shared ? new SharedArrayBuffer(nbytes) : new ArrayBuffer(nbytes);
+  const target = allocateBuffer(nbytes, options.shared);
   const out = new Uint8Array(target);
   out.set(new Uint8Array(buffer, byteOffset, nbytes));
   if (needsSwap) swapBytes(out, swapUnit);

@@ -1,4 +1,5 @@
 /** .npy over streams (NEP 1's file-like objects): a fetch body, a zip entry, stdin, a socket. */
+import { allocateBuffer } from './memory.js';
 import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
 import { NpyError } from './errors.js';
 import { headerBytesNeeded, readHeader } from './header.js';
@@ -60,7 +61,7 @@ export async function readNpy(source: ChunkSource, options: DecodeOptions = {}):
     for (const p of parts) { all.set(p, o); o += p.length; }
     return decodeNpy(all, options);
   }
-  const buffer = options.shared ? new SharedArrayBuffer(header.dataBytes) : new ArrayBuffer(header.dataBytes);
+  const buffer = allocateBuffer(header.dataBytes, options.shared);
   const target = new Uint8Array(buffer);
   let filled = Math.min(header.dataBytes, prefix.length - header.dataOffset);
   target.set(prefix.subarray(header.dataOffset, header.dataOffset + filled));

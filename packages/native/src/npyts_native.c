@@ -1,0 +1,141 @@
+/*
+ * @npyts/native: three things JavaScript cannot do for @npyts/core in Node.
+ *
+ *  adviseHugePages(bytes)          madvise(MADV_HUGEPAGE) on the 2 MiB pages inside a fresh buffer,
+ *                                  so that first touch faults 2 MiB at a time (numpy does the same
+ *                                  for its own arrays of 4 MiB and more).
+ *  preallocate(fd, offset, length) fallocate(FALLOC_FL_KEEP_SIZE) before a large write, as numpy's
+ *                                  np.save does, so the filesystem reserves extents in one call.
+ *  swapBytes(bytes, unit)          reverse every `unit`-byte group (2, 4, 8 or 16) in place.
+ *
+ * Every function takes a Uint8Array and touches only the bytes it views.
+ */
+#define _GNU_SOURCE
+#define NAPI_VERSION 8
+#include <node_api.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+static napi_value throw_type_error(napi_env env, const char *message) {
+  napi_throw_type_error(env, NULL, message);
+  return NULL;
+}
+
+/* The bytes a Uint8Array views, or NULL (with a TypeError pending) when the value is not one. */
+static uint8_t *uint8_array_bytes(napi_env env, napi_value value, size_t *length) {
+  bool is_typed = false;
+  if (napi_is_typedarray(env, value, &is_typed) != napi_ok || !is_typed) return NULL;
+  napi_typedarray_type type;
+  void *data = NULL;
+  if (napi_get_typedarray_info(env, value, &type, length, &data, NULL, NULL) != napi_ok || type != napi_uint8_array) {
+    return NULL;
+  }
+  return data;
+}
+
+static napi_value number(napi_env env, double x) {
+  napi_value out;
+  napi_create_double(env, x, &out);
+  return out;
+}
+
+static napi_value advise_huge_pages(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  size_t length = 0;
+  uint8_t *bytes = argc >= 1 ? uint8_array_bytes(env, argv[0], &length) : NULL;
+  if (bytes == NULL) return throw_type_error(env, "adviseHugePages(bytes): bytes must be a Uint8Array");
+#ifdef MADV_HUGEPAGE
+  /* Only whole huge pages inside the buffer: never advise memory the buffer does not own. */
+  uintptr_t start = ((uintptr_t)bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+  uintptr_t end = ((uintptr_t)bytes + length) & ~(HUGE_PAGE - 1);
+  if (end > start && madvise((void *)start, end - start, MADV_HUGEPAGE) == 0) return number(env, (double)(end - start));
+#endif
+  return number(env, 0);
+}
+
+static napi_value preallocate(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  double fd, offset, length;
+  if (argc < 3 || napi_get_value_double(env, argv[0], &fd) != napi_ok ||
+      napi_get_value_double(env, argv[1], &offset) != napi_ok ||
+      napi_get_value_double(env, argv[2], &length) != napi_ok || fd < 0 || offset < 0 || length < 0) {
+    return throw_type_error(env, "preallocate(fd, offset, length): three non-negative numbers");
+  }
+#if defined(__linux__) && defined(FALLOC_FL_KEEP_SIZE)
+  /* KEEP_SIZE: reserve blocks without changing the file's length, so a failed write leaves no tail. */
+  if (length == 0) return number(env, 0);
+  int rc = fallocate((int)fd, FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length);
+  return number(env, rc == 0 ? 0 : errno);
+#else
+  return number(env, ENOSYS);
+#endif
+}
+
+/* Loads and stores through memcpy: the bytes need not be aligned, and the compiler emits plain moves. */
+#define SWAP_LOOP(bits)                                            \
+  static void swap##bits(uint8_t *p, size_t n) {                   \
+    for (size_t i = 0; i + (bits) / 8 <= n; i += (bits) / 8) {     \
+      uint##bits##_t x;                                            \
+      memcpy(&x, p + i, sizeof x);                                 \
+      x = __builtin_bswap##bits(x);                                \
+      memcpy(p + i, &x, sizeof x);                                 \
+    }                                                              \
+  }
+SWAP_LOOP(16)
+SWAP_LOOP(32)
+SWAP_LOOP(64)
+
+static void swap128(uint8_t *p, size_t n) {
+  for (size_t i = 0; i + 16 <= n; i += 16) {
+    uint64_t lo, hi;
+    memcpy(&lo, p + i, 8);
+    memcpy(&hi, p + i + 8, 8);
+    lo = __builtin_bswap64(lo);
+    hi = __builtin_bswap64(hi);
+    memcpy(p + i, &hi, 8);
+    memcpy(p + i + 8, &lo, 8);
+  }
+}
+
+static napi_value swap_bytes(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  size_t length = 0;
+  uint8_t *bytes = argc >= 2 ? uint8_array_bytes(env, argv[0], &length) : NULL;
+  int32_t unit = 0;
+  if (bytes == NULL || napi_get_value_int32(env, argv[1], &unit) != napi_ok) {
+    return throw_type_error(env, "swapBytes(bytes, unit): a Uint8Array and a unit of 2, 4, 8 or 16");
+  }
+  switch (unit) {
+    case 1: break;
+    case 2: swap16(bytes, length); break;
+    case 4: swap32(bytes, length); break;
+    case 8: swap64(bytes, length); break;
+    case 16: swap128(bytes, length); break;
+    default: return throw_type_error(env, "swapBytes(bytes, unit): unit must be 1, 2, 4, 8 or 16");
+  }
+  return NULL;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor functions[] = {
+    {"adviseHugePages", NULL, advise_huge_pages, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"preallocate", NULL, preallocate, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"swapBytes", NULL, swap_bytes, NULL, NULL, NULL, napi_enumerable, NULL},
+  };
+  napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

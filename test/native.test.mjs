@@ -1,0 +1,121 @@
+// @npyts/native: the addon is built by `npm ci`, changes speed only, and the JavaScript paths it
+// replaces give numpy's bytes too (each case also runs in a child process with NPYTS_NATIVE=0).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { decodeNpy, toOrder, createArray } from '@npyts/core';
+import { loadNpy, saveNpy, nativeStatus } from '@npyts/core/node';
+import { numpy, python, scratch } from './helpers/numpy.mjs';
+
+const dir = scratch();
+const cases = numpy('swapped', dir);
+const bytesOf = (data) => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+const thp = (() => {
+  try { return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))[1]; } catch { return 'never'; }
+})();
+
+test('the addon was built by npm ci and is in use', () => {
+  assert.equal(nativeStatus(), { loaded: true }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
+});
+
+/** Every case through loadNpy and decodeNpy in this process; returns the mismatches. */
+function checkSwaps() {
+  const bad = [];
+  for (const c of cases) {
+    const want = readFileSync(c.raw);
+    const loaded = loadNpy(c.file);
+    if (!bytesOf(loaded.data).equals(want)) bad.push(`loadNpy ${c.descr}`);
+    const decoded = decodeNpy(readFileSync(c.file));
+    if (!bytesOf(decoded.data).equals(want)) bad.push(`decodeNpy ${c.descr}`);
+    // Writing big-endian again swaps a copy back: the file must be numpy's, byte for byte.
+    const out = join(dir, `again-${c.descr.replace(/\W/g, '')}.npy`);
+    saveNpy(out, loaded);
+    if (!readFileSync(out).equals(readFileSync(c.file))) bad.push(`saveNpy ${c.descr}`);
+  }
+  return bad;
+}
+
+test('big-endian data of every swap width (2, 4, 8, 16 bytes) is numpy\'s native bytes, with the addon', () => {
+  assert.ok(cases.every((c) => c.bytes >= 64 << 10), 'each case is past the small-size shortcut');
+  assert.equal(checkSwaps(), []);
+});
+
+test('… and on the JavaScript paths (NPYTS_NATIVE=0)', () => {
+  const script = `
+    import { nativeStatus, loadNpy, saveNpy } from '@npyts/core/node';
+    import { decodeNpy } from '@npyts/core';
+    import { readFileSync } from 'node:fs';
+    import { join } from 'node:path';
+    const cases = ${JSON.stringify(cases)};
+    const dir = ${JSON.stringify(dir)};
+    const bytesOf = (data) => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    ${checkSwaps.toString()}
+    console.log(JSON.stringify({ status: nativeStatus(), bad: checkSwaps() }));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' },
+  });
+  const { status, bad } = JSON.parse(out);
+  assert.equal(status, { loaded: false, reason: 'turned off by NPYTS_NATIVE=0' });
+  assert.equal(bad, []);
+});
+
+test('Fortran → C order into advised memory equals numpy\'s C-order bytes', () => {
+  for (const c of cases.filter((x) => x.order === 'F')) {
+    const asC = toOrder(loadNpy(c.file), 'C');
+    const want = python(`a = np.load(${JSON.stringify(c.native_npy)}); sys.stdout.write(np.ascontiguousarray(a).view(np.uint8).tobytes().hex())`);
+    assert.ok(bytesOf(asC.data).equals(Buffer.from(want, 'hex')), c.descr);
+  }
+});
+
+test('saveNpy preallocates but leaves the exact size, also over a longer file; numpy reads it', () => {
+  const path = join(dir, 'over.npy');
+  writeFileSync(path, Buffer.alloc(24 << 20, 7));
+  const a = createArray('<f8', [1000, 1000]);
+  for (let i = 0; i < a.data.length; i++) a.data[i] = i * 0.5;
+  saveNpy(path, a);
+  assert.is(statSync(path).size, 128 + 8e6);
+  const check = python(`a = np.load(${JSON.stringify(path)}); print(bool((a.reshape(-1) == np.arange(10**6) * 0.5).all()), a.shape)`);
+  assert.is(check.trim(), 'True (1000, 1000)');
+});
+
+test('large buffers start zero-filled (advice changes no byte)', () => {
+  const a = createArray('<u4', [1 << 22]);
+  let nonzero = 0;
+  for (let i = 0; i < a.data.length; i++) nonzero |= a.data[i];
+  assert.is(nonzero, 0);
+});
+
+test('huge-page advice reaches the kernel where transparent huge pages are on', () => {
+  const addon = createRequire(import.meta.url)('@npyts/native');
+  const advised = addon.adviseHugePages(new Uint8Array(new ArrayBuffer(64 << 20)));
+  if (thp === 'never') {
+    assert.is(advised, 0);
+    return;
+  }
+  // All but at most one huge page at each unaligned end.
+  assert.ok(advised >= (60 << 20), `advised ${advised} bytes of 64 MiB`);
+  // And a loaded array actually sits in huge pages (AnonHugePages counts them).
+  const hugeKiB = () => Number(/AnonHugePages:\s+(\d+)/.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))[1]);
+  const before = hugeKiB();
+  const kept = loadNpy(cases.find((c) => c.descr === '>f8').file);
+  const big = createArray('<f4', [16 << 20]);
+  big.data.fill(1);
+  assert.ok(hugeKiB() - before >= 32 << 10, `AnonHugePages grew by ${hugeKiB() - before} KiB for a 64 MiB array`);
+  assert.ok(kept.size > 0);
+});
+
+test('bad arguments to the addon are TypeErrors, not crashes', () => {
+  const addon = createRequire(import.meta.url)('@npyts/native');
+  assert.throws(() => addon.swapBytes(new Uint16Array(4), 2), /Uint8Array/);
+  assert.throws(() => addon.swapBytes(new Uint8Array(4), 3), /unit/);
+  assert.throws(() => addon.adviseHugePages({}), /Uint8Array/);
+  assert.throws(() => addon.preallocate(-1, 0, 10), /non-negative/);
+  const odd = new Uint8Array([1, 2, 3, 4, 5]);
+  addon.swapBytes(odd, 4); // the trailing partial group is left alone
+  assert.equal([...odd], [4, 3, 2, 1, 5]);
+});
+
+test.run();
