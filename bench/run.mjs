@@ -1,20 +1,19 @@
 // `npm run bench [-- --quick] [-- --json]`: npyts against numpy and Node's own file I/O, in one run.
 // Inputs are made by numpy; every time is the median of several runs after a warm-up.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeNpy, toOrder, readHeader } from '@npyts/core';
-import { loadNpy, saveNpy, loadNpz, saveNpz, openNpy, regionStats, saveRagged, openRagged } from '@npyts/core/node';
-import { statSync } from 'node:fs';
-import { openNpyUrl } from '@npyts/core';
+import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
+import { loadNpy, loadNpz, saveNpz, openNpy, regionStats, saveRagged, openRagged, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
 import { parseNpy as numpyTsParse } from 'numpy-ts';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
+import { medianTime, nativeSensitiveCases } from './timing.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -31,23 +30,14 @@ log(`making ${MIB} MiB inputs with numpy in ${dir} …`);
 py('make', dir, String(MIB));
 const file = (n) => join(dir, n);
 
-function median(fn, repeats = REPEATS) {
-  fn();
-  const times = [];
-  for (let i = 0; i < repeats; i++) {
-    const t = process.hrtime.bigint();
-    fn();
-    times.push(Number(process.hrtime.bigint() - t) / 1e9);
-  }
-  times.sort((a, b) => a - b);
-  return times[times.length >> 1];
-}
+const median = (fn, repeats = REPEATS) => medianTime(fn, repeats);
 
 // tfjs's CPU backend prints a notice on its first write in Node; make that write quietly.
 await import('@tensorflow/tfjs-backend-cpu');
 await tf.setBackend('cpu');
 { const warn = console.warn; console.warn = () => {}; tf.scalar(0).dispose(); console.warn = warn; }
 
+const thpMode = () => { try { return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))[1]; } catch { return 'n/a'; } };
 log('timing numpy …');
 const np = py('time', dir, String(REPEATS));
 log('timing npyts …');
@@ -66,27 +56,26 @@ const sameBytes = {
   copy: median(f4copy),
 };
 const ours = {
-  loadNpy: median(() => loadNpy(file('f4.npy'))),
+  ...nativeSensitiveCases(dir, REPEATS),
   readFileSync: median(() => readFileSync(file('f4.npy'))),
-  byteswap: median(() => loadNpy(file('f8_be.npy'))),
-  toC: median(() => toOrder(loadNpy(file('f4_F.npy')), 'C')),
-  toC_inmemory: median(() => toOrder(F, 'C')),
-  saveNpy: median(() => saveNpy(outFile, f4)),
   writeFileSync: median(() => writeFileSync(outFile, new Uint8Array(f4.data.buffer))),
   header3000: median(() => readHeader(rec3000), Math.max(REPEATS, 20)),
   decodeNpy_inmemory: median(() => decodeNpy(readFileSync(file('f4.npy')))),
   objects: median(() => loadNpy(file('objects.npy'), { allowPickle: true })),
-  loadNpz: median(() => { const a = loadNpz(file('deflated.npz')); a.get('member'); a.close(); }),
   fflateUnzip: median(() => unzipSync(readFileSync(file('deflated.npz')))),
 };
+// The same cases on the JavaScript paths alone (no @npyts/native), in a child process.
+const jsOnly = JSON.parse(execFileSync(process.execPath, [join(here, 'js-paths.mjs'), dir, String(REPEATS)], {
+  encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
+}));
 const member = (() => { const a = loadNpz(file('deflated.npz')); const m = a.get('member'); a.close(); return m; })();
 ours.saveNpz = median(() => saveNpz(outFile + '.npz', { member }, { compress: true }), Math.max(3, REPEATS >> 1));
 rmSync(outFile + '.npz', { force: true });
-const F4096 = loadNpy(file('f4_F_4096.npy'));
-ours.toTensor4096 = median(() => toTensor(F4096).dispose());
-ours.tfTranspose4096 = median(() => {
+// toTensor against tfjs's own transpose of the same Fortran-order 8192² data.
+ours.toTensor = median(() => toTensor(F).dispose());
+ours.tfTranspose = median(() => {
   // The Fortran data is a C-order tensor of the reversed shape; tf.transpose makes it row-major.
-  const t = tf.tensor(F4096.data, [4096, 4096], 'float32');
+  const t = tf.tensor(F.data, [...F.shape].reverse(), 'float32');
   const tt = tf.transpose(t);
   tt.dataSync();
   t.dispose();
@@ -187,24 +176,32 @@ const raggedCase = (name, elements) => {
 const ragged = { strings: raggedCase('strings', strings), sequences: raggedCase('sequences', sequences), numpy: npRagged, count: strings.length };
 
 const bytes = MIB * (1 << 20);
+// [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
 const rows = [
-  ['loadNpy f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }],
-  ['load big-endian f8 → native', ours.byteswap, bytes, { "np.load().astype('<f8')": np.byteswap }],
-  ['load F-order f4 → C (toOrder)', ours.toC, bytes, { 'np.ascontiguousarray(np.load())': np.toC }],
-  ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }],
-  ['saveNpy f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }],
-  ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }],
-  ['toTensor of F-order 4096² f4 (64 MiB)', ours.toTensor4096, 64 * 2 ** 20, { 'np.ascontiguousarray': np.toC_4096, 'tf.transpose (cpu)': ours.tfTranspose4096 }],
-  ['decode f4 bytes in memory (zero-copy view)', sameBytes.npyts, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts }],
-  ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }],
-  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }],
-  ['loadNpz deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }],
-  ['saveNpz compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }],
+  ['loadNpy f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }, ['np.load', 1.1], jsOnly.loadNpy],
+  ['load big-endian f8 → native', ours.byteswap, bytes, { "np.load().astype('<f8')": np.byteswap }, ["np.load().astype('<f8')", 1.2], jsOnly.byteswap],
+  ['load F-order f4 → C (toOrder)', ours.toC, bytes, { 'np.ascontiguousarray(np.load())': np.toC }, null, jsOnly.toC],
+  ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }, ['np.ascontiguousarray', 0.5], jsOnly.toC_inmemory],
+  ['toTensor of F-order f4 (toOrder + tf.tensor)', ours.toTensor, bytes, { 'np.ascontiguousarray': np.toC_inmemory, 'tf.transpose (cpu)': ours.tfTranspose }, ['tf.transpose (cpu)', 0.1], null],
+  ['saveNpy f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }, ['np.save', 1.2], jsOnly.saveNpy],
+  ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }, null, null],
+  ['decode f4 bytes in memory (zero-copy view)', sameBytes.npyts, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts }, null, null],
+  ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }, null, null],
+  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, null, null],
+  ['loadNpz deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
+  ['saveNpz compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }, null, null],
 ];
 const report = {
-  machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
+  machine: {
+    cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, kernel: release(),
+    numpy: np.version, transparent_hugepages: thpMode(), native: nativeStatus(),
+  },
   size_mib: MIB, repeats: REPEATS,
-  rows: rows.map(([op, t, b, base]) => ({ op, seconds: t, mb_per_s: b ? b / 1e6 / t : null, baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])) })),
+  rows: rows.map(([op, t, b, base, target, js]) => ({
+    op, seconds: t, mb_per_s: b ? b / 1e6 / t : null, js_only_seconds: js ?? null,
+    baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])),
+    target: target ? { baseline: target[0], max_ratio: target[1], ratio: t / base[target[0]], met: t / base[target[0]] <= target[1] } : null,
+  })),
   ragged,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak },
   peak_rss: {
@@ -217,12 +214,14 @@ if (asJSON) {
   console.log(JSON.stringify(report, null, 2));
 } else {
   const ms = (s) => (s * 1000).toFixed(s < 0.01 ? 3 : 1) + ' ms';
-  console.log(`npyts bench — ${MIB} MiB inputs, median of ${REPEATS} after a warm-up; ${report.machine.cpus} × ${report.machine.cpu}, ${report.machine.memory_gib} GiB, Node ${report.machine.node}\n`);
-  console.log('| operation | npyts | throughput | baseline | baseline time | npyts / baseline |');
-  console.log('|---|---|---|---|---|---|');
+  const mc = report.machine;
+  console.log(`npyts bench — ${MIB} MiB inputs, median of ${REPEATS} after a warm-up; ${mc.cpus} × ${mc.cpu}, ${mc.memory_gib} GiB, Linux ${mc.kernel} (transparent huge pages: ${mc.transparent_hugepages}), Node ${mc.node}, numpy ${mc.numpy}; @npyts/native ${mc.native.loaded ? 'in use' : `not in use (${mc.native.reason})`}\n`);
+  console.log('| operation | npyts | throughput | npyts, JavaScript only | baseline | baseline time | npyts / baseline | target |');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const r of report.rows) {
     for (const [name, b] of Object.entries(r.baselines)) {
-      console.log(`| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} |`);
+      const t = r.target?.baseline === name ? `≤ ${r.target.max_ratio} ${r.target.met ? 'met' : '**missed**'}` : '';
+      console.log(`| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${r.js_only_seconds ? ms(r.js_only_seconds) : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} | ${t} |`);
     }
   }
   const rd = report.ragged;
@@ -245,5 +244,6 @@ if (asJSON) {
   const mb = (x) => (x / 2 ** 20).toFixed(0) + ' MiB';
   console.log(`Peak RSS of the column-stripe read (fresh process each): npyts ${mb(rg.peak_rss.npyts)}, numpy mmap ${mb(rg.peak_rss.numpy)}.`);
   const m = report.peak_rss;
-  console.log(`\nPeak RSS of a whole-file load of the ${mb(m.file_bytes)} file (fresh process each): npyts ${mb(m.npyts_loadNpy)} (Node alone ${mb(m.node_baseline)}), numpy ${mb(m.numpy_load)} (Python + numpy alone ${mb(m.python_baseline)}).`);
+  const over = (peak, base) => ((peak - base) / m.file_bytes).toFixed(2);
+  console.log(`\nPeak RSS of a whole-file load of the ${mb(m.file_bytes)} file (fresh process each): npyts ${mb(m.npyts_loadNpy)} (Node alone ${mb(m.node_baseline)}; the load adds ${over(m.npyts_loadNpy, m.node_baseline)} × the file size), numpy ${mb(m.numpy_load)} (Python + numpy alone ${mb(m.python_baseline)}; adds ${over(m.numpy_load, m.python_baseline)} ×).`);
 }
