@@ -3,12 +3,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { decodeNpy, toOrder, createArray } from '@npyts/core';
 import { loadNpy, saveNpy, nativeStatus } from '@npyts/core/node';
-import { numpy, python, scratch } from './helpers/numpy.mjs';
+import { numpy, python, scratch, spawnCli } from './helpers/numpy.mjs';
 
 const dir = scratch();
 const cases = numpy('swapped', dir);
@@ -37,6 +38,12 @@ function checkSwaps() {
   }
   return bad;
 }
+
+test('npyts --version says whether the addon is in use', () => {
+  const r = spawnCli(['--version']);
+  assert.is(r.code, 0);
+  assert.is(r.stdout, 'npyts 0.1.0 (@npyts/native: in use)\n');
+});
 
 test('big-endian data of every swap width (2, 4, 8, 16 bytes) is numpy\'s native bytes, with the addon', () => {
   assert.ok(cases.every((c) => c.bytes >= 64 << 10), 'each case is past the small-size shortcut');
@@ -107,12 +114,38 @@ test('huge-page advice reaches the kernel where transparent huge pages are on', 
   assert.ok(kept.size > 0);
 });
 
+test('large reads on several threads: numpy\'s bytes, exact truncation errors, errno on failure', () => {
+  const path = join(dir, 'big.npy');
+  python(`np.save(${JSON.stringify(path)}, np.random.default_rng(4).standard_normal((5000, 1001)))`); // 40 MB, past the parallel threshold
+  const file = readFileSync(path);
+  const a = loadNpy(path);
+  assert.ok(bytesOf(a.data).equals(file.subarray(file.length - 5000 * 1001 * 8)));
+  // Cut inside the second thread's piece: the error names the first missing byte.
+  const cut = join(dir, 'cut.npy');
+  writeFileSync(cut, file.subarray(0, file.length - 3_000_001));
+  try {
+    loadNpy(cut);
+    assert.unreachable('a truncated file loaded');
+  } catch (e) {
+    assert.is(e.code, 'DATA_TRUNCATED');
+    assert.is(e.offset, file.length - 3_000_001, e.message);
+  }
+  const addon = createRequire(import.meta.url)('@npyts/native');
+  const fd = openSync(join(dir, 'writeonly.bin'), 'w');
+  try {
+    assert.is(addon.preadParallel(fd, new Uint8Array(1 << 22), 0, 2), -constants.errno.EBADF);
+  } finally {
+    closeSync(fd);
+  }
+});
+
 test('bad arguments to the addon are TypeErrors, not crashes', () => {
   const addon = createRequire(import.meta.url)('@npyts/native');
   assert.throws(() => addon.swapBytes(new Uint16Array(4), 2), /Uint8Array/);
   assert.throws(() => addon.swapBytes(new Uint8Array(4), 3), /unit/);
   assert.throws(() => addon.adviseHugePages({}), /Uint8Array/);
   assert.throws(() => addon.preallocate(-1, 0, 10), /non-negative/);
+  assert.throws(() => addon.preadParallel(0, new Uint8Array(4), -1, 2), /non-negative/);
   const odd = new Uint8Array([1, 2, 3, 4, 5]);
   addon.swapBytes(odd, 4); // the trailing partial group is left alone
   assert.equal([...odd], [4, 3, 2, 1, 5]);

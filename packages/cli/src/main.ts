@@ -3,7 +3,7 @@ import {
   NpyError, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpz, readNpyHeader, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray } from '@npyts/core/node';
+import { loadNpz, readNpyHeader, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -45,7 +45,8 @@ input (and OUT - for standard output). convert turns
 
 Options:
   -h, --help                   show this help
-  --version                    print the npyts version (without a command)
+  --version                    print the npyts version and whether @npyts/native is in use
+                               (without a command; NPYTS_NATIVE=0 turns it off)
 
 Exit status: 0 success, 1 bad input (one line on stderr), 2 usage error.
 Set NPYTS_DEBUG=1 to see stack traces.`;
@@ -335,7 +336,8 @@ export async function main(args: string[], io: Io): Promise<number> {
       return args.length === 0 ? 2 : 0;
     }
     if (args[0] === '--version') {
-      io.stdout('npyts 0.1.0\n');
+      const native = nativeStatus();
+      io.stdout(`npyts 0.1.0 (@npyts/native: ${native.loaded ? 'in use' : `not in use, ${native.reason}`})\n`);
       return 0;
     }
     const [command, ...rest] = args;

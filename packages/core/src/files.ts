@@ -3,7 +3,7 @@ import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, ren
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { kMaxLength } from 'node:buffer';
 import { allocateBuffer } from './memory.js';
-import { preallocate } from './native.js';
+import { preallocate, readInParallel } from './native.js';
 import { checkDataPresent, encodeNpyParts, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
 import { encodeHeader, headerBytesNeeded, headerTextOfLength, readHeader, type NpyHeader } from './header.js';
 import { planRegion, groupRuns, regionArray } from './region.js';
@@ -21,6 +21,8 @@ import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, ty
 const IO_CHUNK = 1 << 30;
 
 function readFully(fd: number, target: Uint8Array, position: number): number {
+  const parallel = readInParallel(fd, target, position);
+  if (parallel !== null) return parallel;
   let done = 0;
   while (done < target.length) {
     const n = readSync(fd, target, done, Math.min(target.length - done, IO_CHUNK), position + done);

@@ -1,14 +1,16 @@
 /**
  * @npyts/native in the Node entry: when the addon was built, large buffers get huge-page advice,
- * big-endian data is swapped by a C loop, and saveNpy reserves the file's extents first (as
- * np.save does). Without it everything runs on the JavaScript paths with the same results.
+ * big-endian data is swapped by a C loop, large reads run on every core, and saveNpy reserves the
+ * file's extents first (as np.save does). Without it everything runs on the JavaScript paths with the same results.
  * NPYTS_NATIVE=0 in the environment turns it off.
  */
 import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
 import { useHostKernels, type HostKernels } from './memory.js';
 
 interface NativeAddon extends HostKernels {
   preallocate(fd: number, offset: number, length: number): number;
+  preadParallel(fd: number, bytes: Uint8Array, position: number, threads: number): number;
 }
 
 export interface NativeStatus {
@@ -45,4 +47,19 @@ export function nativeStatus(): NativeStatus {
 export function preallocate(fd: number, offset: number, length: number): void {
   // Only a hint: a filesystem without fallocate (or a full disk, which the write will report) is fine.
   if (addon && length >= 1 << 20) addon.preallocate(fd, offset, length);
+}
+
+/** Reads this large go to the addon's threads: below it, starting threads costs more than it saves. */
+const PARALLEL_READ_MIN = 16 << 20;
+const readThreads = Math.max(1, Math.min(4, availableParallelism()));
+
+/**
+ * Fill `target` from `fd` at `position` on several threads; the bytes read (fewer at end of file),
+ * or null when the addon is not in use, the read is small, or it failed (the caller then reads
+ * itself and reports the error as Node does).
+ */
+export function readInParallel(fd: number, target: Uint8Array, position: number): number | null {
+  if (!addon || readThreads < 2 || target.length < PARALLEL_READ_MIN) return null;
+  const got = addon.preadParallel(fd, target, position, readThreads);
+  return got >= 0 ? got : null;
 }
