@@ -988,7 +988,8 @@ def cmd_swapped(outdir):
     for i, (d, shape, order) in enumerate([(">i2", (700, 1000), "C"), (">u4", (300, 1001), "C"), (">f4", (512, 700), "F"),
                                            (">f8", (256, 1000), "C"), (">c8", (1000, 99), "F"), (">c16", (400, 100), "C"),
                                            (">U3", (50000,), "C"), (">M8[ns]", (70000,), "C"), (">m8[s]", (123, 601), "F"),
-                                           (">f16", (9000,), "C"), (">c32", (3000,), "C")]):
+                                           (">f16", (9000,), "C"), (">c32", (3000,), "C"), (">i2", (300, 400), "F"),
+                                           (">c16", (300, 250), "F"), (">U3", (200, 400), "F"), (">f8", (64, 30, 1100), "F")]):
         a = make(d, shape, order, seed=i)
         if a.dtype.kind == "f" and a.dtype.itemsize > 2:
             a = rng.standard_normal(shape).astype(d)  # the full bit range of each byte, not small integers
@@ -999,8 +1000,10 @@ def cmd_swapped(outdir):
         raw = os.path.join(outdir, f"swapped{i}.native")
         with open(raw, "wb") as fh:
             fh.write(raw_bytes(np.asfortranarray(native) if order == "F" else native))
-        np.save(os.path.join(outdir, f"swapped{i}.native.npy"), native)
-        out.append({"file": path, "raw": raw, "native_npy": os.path.join(outdir, f"swapped{i}.native.npy"), "descr": d, "order": order, "bytes": native.nbytes})
+        raw_c = os.path.join(outdir, f"swapped{i}.native-C")
+        with open(raw_c, "wb") as fh:
+            fh.write(raw_bytes(np.ascontiguousarray(native)))
+        out.append({"file": path, "raw": raw, "raw_c": raw_c, "descr": d, "order": order, "bytes": native.nbytes})
     json.dump(out, sys.stdout)
 
 

@@ -9,6 +9,11 @@ export interface HostKernels {
   adviseHugePages(bytes: Uint8Array): number;
   /** Reverse every `unit`-byte group (2, 4, 8 or 16) in place. */
   swapBytes(bytes: Uint8Array, unit: number): void;
+  /**
+   * Move item (i, j) of an nA × nB plane from `src[i*itemBytes + j*srcStrideB]` to
+   * `dst[i*dstStrideA + j*itemBytes]` (byte offsets): the core of a C ↔ Fortran order change.
+   */
+  permutePlane?(src: Uint8Array, dst: Uint8Array, nA: number, nB: number, srcStrideB: number, dstStrideA: number, itemBytes: number): void;
 }
 
 let host: HostKernels | null = null;
@@ -18,6 +23,11 @@ export function useHostKernels(kernels: HostKernels | null): HostKernels | null 
   const before = host;
   host = kernels;
   return before;
+}
+
+/** The installed host kernels, if any. */
+export function hostKernels(): HostKernels | null {
+  return host;
 }
 
 /** Buffers from this size up get the host's huge-page advice (numpy's threshold is 4 MiB too). */

@@ -1,17 +1,25 @@
 /**
  * @npyts/native in the Node entry: when the addon was built, large buffers get huge-page advice,
- * big-endian data is swapped by a C loop, large reads run on every core, and saveNpy reserves the
- * file's extents first (as np.save does). Without it everything runs on the JavaScript paths with the same results.
+ * big-endian data is swapped by a C loop, large reads and C <-> Fortran copies run on every core,
+ * and saveNpy reserves the file's extents first (as np.save does). Without it everything runs on the JavaScript paths with the same results.
  * NPYTS_NATIVE=0 in the environment turns it off.
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { useHostKernels, type HostKernels } from './memory.js';
+import { useHostKernels } from './memory.js';
 
-interface NativeAddon extends HostKernels {
+interface NativeAddon {
+  adviseHugePages(bytes: Uint8Array): number;
+  swapBytes(bytes: Uint8Array, unit: number): void;
+  permutePlane(src: Uint8Array, dst: Uint8Array, nA: number, nB: number, srcStrideB: number, dstStrideA: number, itemBytes: number, threads: number): void;
   preallocate(fd: number, offset: number, length: number): number;
   preadParallel(fd: number, bytes: Uint8Array, position: number, threads: number): number;
 }
+
+/** Threads for one large read or plane copy (the addon's work is split on 2 MiB / 64-row bounds). */
+const threads = Math.max(1, Math.min(4, availableParallelism()));
+/** Work smaller than this stays on one thread: starting threads would cost more than it saves. */
+const PARALLEL_MIN = 16 << 20;
 
 export interface NativeStatus {
   /** True when @npyts/native is loaded and in use. */
@@ -29,8 +37,13 @@ function load(): void {
     return;
   }
   try {
-    addon = createRequire(import.meta.url)('@npyts/native') as NativeAddon;
-    useHostKernels(addon);
+    const native = createRequire(import.meta.url)('@npyts/native') as NativeAddon;
+    addon = native;
+    useHostKernels({
+      adviseHugePages: (bytes) => native.adviseHugePages(bytes),
+      swapBytes: (bytes, unit) => native.swapBytes(bytes, unit),
+      permutePlane: (src, dst, nA, nB, sB, dA, item) => native.permutePlane(src, dst, nA, nB, sB, dA, item, nA * nB * item >= PARALLEL_MIN ? threads : 1),
+    });
     status = { loaded: true };
   } catch (e) {
     status = { loaded: false, reason: (e as Error).message.split('\n')[0] };
@@ -49,9 +62,6 @@ export function preallocate(fd: number, offset: number, length: number): void {
   if (addon && length >= 1 << 20) addon.preallocate(fd, offset, length);
 }
 
-/** Reads this large go to the addon's threads: below it, starting threads costs more than it saves. */
-const PARALLEL_READ_MIN = 16 << 20;
-const readThreads = Math.max(1, Math.min(4, availableParallelism()));
 
 /**
  * Fill `target` from `fd` at `position` on several threads; the bytes read (fewer at end of file),
@@ -59,7 +69,7 @@ const readThreads = Math.max(1, Math.min(4, availableParallelism()));
  * itself and reports the error as Node does).
  */
 export function readInParallel(fd: number, target: Uint8Array, position: number): number | null {
-  if (!addon || readThreads < 2 || target.length < PARALLEL_READ_MIN) return null;
-  const got = addon.preadParallel(fd, target, position, readThreads);
+  if (!addon || threads < 2 || target.length < PARALLEL_MIN) return null;
+  const got = addon.preadParallel(fd, target, position, threads);
   return got >= 0 ? got : null;
 }

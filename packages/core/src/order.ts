@@ -1,11 +1,13 @@
 /** Converting between row-major and column-major memory order with a cache-blocked copy. */
-import { allocateBuffer } from './memory.js';
+import { allocateBuffer, hostKernels } from './memory.js';
 import { NdArray, isOrderFree, orderStrides, type Order } from './ndarray.js';
 import type { ArrayData, TypedArray, TypedArrayConstructor } from './storage.js';
 
 // Tile edge: 64×64 four-byte items (16 KiB) per side fit in L1/L2 with room to spare; measured
 // fastest of 16–128 on 4096² float32 (see bench).
 const BLOCK = 64;
+/** Planes of at least this many words go to the host's kernel when there is one. */
+const HOST_PLANE_MIN = 1 << 16;
 
 type Words = Float64Array | Int32Array | Uint16Array | Uint8Array | unknown[];
 
@@ -44,8 +46,19 @@ function permuteCopy(src: Words, dst: Words, shape: number[], k: number, srcStri
   const counter = rest.map(() => 0);
   let srcBase = 0;
   let dstBase = 0;
+  // A host kernel (Node's @npyts/native) takes planes large enough to pay for the call.
+  const plane = !Array.isArray(src) && nA * nB * k >= HOST_PLANE_MIN ? hostKernels()?.permutePlane : undefined;
+  const wordBytes = Array.isArray(src) ? 0 : (src as TypedArray).BYTES_PER_ELEMENT;
   for (;;) {
-    for (let i0 = 0; i0 < nA; i0 += BLOCK) {
+    if (plane) {
+      const s = src as TypedArray;
+      const d = dst as TypedArray;
+      plane(
+        new Uint8Array(s.buffer, s.byteOffset + srcBase * wordBytes, (s.length - srcBase) * wordBytes),
+        new Uint8Array(d.buffer, d.byteOffset + dstBase * wordBytes, (d.length - dstBase) * wordBytes),
+        nA, nB, sB * wordBytes, dA * wordBytes, k * wordBytes,
+      );
+    } else for (let i0 = 0; i0 < nA; i0 += BLOCK) {
       const i1 = Math.min(i0 + BLOCK, nA);
       for (let j0 = 0; j0 < nB; j0 += BLOCK) {
         const j1 = Math.min(j0 + BLOCK, nB);

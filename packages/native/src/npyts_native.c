@@ -7,6 +7,10 @@
  *  preallocate(fd, offset, length) fallocate(FALLOC_FL_KEEP_SIZE) before a large write, as numpy's
  *                                  np.save does, so the filesystem reserves extents in one call.
  *  swapBytes(bytes, unit)          reverse every `unit`-byte group (2, 4, 8 or 16) in place.
+ *  permutePlane(src, dst, nA, nB, srcStrideB, dstStrideA, itemBytes, threads)
+ *                                  the tiled copy at the heart of C <-> Fortran order: item (i, j) of
+ *                                  the plane moves from src[i*item + j*srcStrideB] to
+ *                                  dst[i*dstStrideA + j*item], in 64x64 tiles, on several threads.
  *  preadParallel(fd, bytes, position, threads)
  *                                  fill `bytes` from the file at `position` with several threads at
  *                                  once, so that page faults and copies of a large read use every
@@ -136,6 +140,113 @@ static napi_value swap_bytes(napi_env env, napi_callback_info info) {
 }
 
 
+/* One thread's rows [i0, i1) of a plane copy. */
+typedef struct {
+  const uint8_t *src;
+  uint8_t *dst;
+  size_t i0, i1, nB, sB, dA;
+  int item;
+} plane_piece;
+
+#define TILE 64
+#define STAGE_BYTES (TILE * TILE * 16)
+
+/* The source's plane rows (runs of items along i) are a power-of-two stride apart in the usual
+   case, so reading a tile column by column would keep evicting its own cache lines (they all map to
+   one cache set). Each tile is therefore first copied, row by contiguous row, into a small staging
+   buffer, and transposed from there: every cache line of the source and the destination is then
+   read or written whole, once. The width is a constant in each instance, so memcpy is one move. */
+#define PLANE_LOOP(name, width)                                                            \
+  static void name(const plane_piece *p) {                                                 \
+    uint8_t stage[STAGE_BYTES];                                                            \
+    const size_t w = (width), tile = TILE;                                                 \
+    for (size_t i0 = p->i0; i0 < p->i1; i0 += tile) {                                      \
+      size_t ni = i0 + tile < p->i1 ? tile : p->i1 - i0;                                   \
+      for (size_t j0 = 0; j0 < p->nB; j0 += TILE) {                                        \
+        size_t nj = j0 + TILE < p->nB ? TILE : p->nB - j0;                                 \
+        for (size_t j = 0; j < nj; j++) memcpy(stage + j * tile * w, p->src + i0 * w + (j0 + j) * p->sB, ni * w); \
+        for (size_t i = 0; i < ni; i++) {                                                  \
+          uint8_t *d = p->dst + (i0 + i) * p->dA + j0 * w;                                 \
+          const uint8_t *t = stage + i * w;                                                \
+          for (size_t j = 0; j < nj; j++, d += w, t += tile * w) memcpy(d, t, w);    \
+        }                                                                                  \
+      }                                                                                    \
+    }                                                                                      \
+  }
+PLANE_LOOP(plane1, 1)
+PLANE_LOOP(plane2, 2)
+PLANE_LOOP(plane4, 4)
+PLANE_LOOP(plane8, 8)
+PLANE_LOOP(plane16, 16)
+
+/* Other widths (records, strings): items of many bytes each use most of a cache line themselves. */
+static void plane_any(const plane_piece *p) {
+  const size_t w = (size_t)p->item;
+  for (size_t i0 = p->i0; i0 < p->i1; i0 += TILE) {
+    size_t i1 = i0 + TILE < p->i1 ? i0 + TILE : p->i1;
+    for (size_t j0 = 0; j0 < p->nB; j0 += TILE) {
+      size_t j1 = j0 + TILE < p->nB ? j0 + TILE : p->nB;
+      for (size_t i = i0; i < i1; i++) {
+        for (size_t j = j0; j < j1; j++) memcpy(p->dst + i * p->dA + j * w, p->src + i * w + j * p->sB, w);
+      }
+    }
+  }
+}
+
+static void *plane_run(void *arg) {
+  const plane_piece *p = arg;
+  switch (p->item) {
+    case 1: plane1(p); break;
+    case 2: plane2(p); break;
+    case 4: plane4(p); break;
+    case 8: plane8(p); break;
+    case 16: plane16(p); break;
+    default: plane_any(p);
+  }
+  return NULL;
+}
+
+#define MAX_PLANE_THREADS 8
+
+static napi_value permute_plane(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  size_t src_len = 0, dst_len = 0;
+  const uint8_t *src = argc >= 8 ? uint8_array_bytes(env, argv[0], &src_len) : NULL;
+  uint8_t *dst = argc >= 8 ? uint8_array_bytes(env, argv[1], &dst_len) : NULL;
+  double v[6];
+  int ok = src != NULL && dst != NULL;
+  for (int k = 0; ok && k < 6; k++) ok = napi_get_value_double(env, argv[2 + k], &v[k]) == napi_ok && v[k] >= 0;
+  if (!ok || v[4] < 1 || v[5] < 1) {
+    return throw_type_error(env, "permutePlane(src, dst, nA, nB, srcStrideB, dstStrideA, itemBytes, threads): two Uint8Arrays and six non-negative numbers");
+  }
+  size_t nA = (size_t)v[0], nB = (size_t)v[1], sB = (size_t)v[2], dA = (size_t)v[3], item = (size_t)v[4];
+  if (nA == 0 || nB == 0) return NULL;
+  /* Both ends of the plane must lie inside the views: no byte outside them is read or written. */
+  if ((nA - 1) * item + (nB - 1) * sB + item > src_len || (nA - 1) * dA + (nB - 1) * item + item > dst_len) {
+    napi_throw_range_error(env, NULL, "permutePlane: the plane does not fit in the given views");
+    return NULL;
+  }
+  int n = v[5] > MAX_PLANE_THREADS ? MAX_PLANE_THREADS : (int)v[5];
+  size_t rows = (nA + (size_t)n - 1) / (size_t)n;
+  rows = (rows + TILE - 1) / TILE * TILE;
+  plane_piece pieces[MAX_PLANE_THREADS];
+  pthread_t ids[MAX_PLANE_THREADS];
+  int spawned[MAX_PLANE_THREADS] = {0};
+  int count = 0;
+  for (size_t i0 = 0; i0 < nA && count < n; i0 += rows, count++) {
+    pieces[count] = (plane_piece){src, dst, i0, i0 + rows < nA ? i0 + rows : nA, nB, sB, dA, (int)item};
+  }
+  for (int t = 1; t < count; t++) spawned[t] = pthread_create(&ids[t], NULL, plane_run, &pieces[t]) == 0;
+  plane_run(&pieces[0]);
+  for (int t = 1; t < count; t++) {
+    if (spawned[t]) pthread_join(ids[t], NULL);
+    else plane_run(&pieces[t]);
+  }
+  return NULL;
+}
+
 /* One thread's share of a parallel read. */
 typedef struct {
   int fd;
@@ -213,6 +324,7 @@ static napi_value init(napi_env env, napi_value exports) {
     {"preallocate", NULL, preallocate, NULL, NULL, NULL, napi_enumerable, NULL},
     {"swapBytes", NULL, swap_bytes, NULL, NULL, NULL, napi_enumerable, NULL},
     {"preadParallel", NULL, pread_parallel, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"permutePlane", NULL, permute_plane, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
   return exports;
