@@ -83,6 +83,24 @@ ours.tfTranspose = median(() => {
 }, Math.min(REPEATS, 3));
 rmSync(outFile, { force: true });
 
+// One load in a fresh process, as a script that loads its weights once does: each runtime's own
+// clock around the call only (start-up and imports excluded), median over REPEATS processes.
+// The two alternate, and take turns going first: on this VM, memory freed by an earlier process is
+// handed back to the host after about two seconds, and whoever touches it next pays to fault it in.
+const onceArgs = {
+  npyts: [process.execPath, ['--input-type=module', '-e', `import { loadNpy } from '@npyts/core/node'; const t = performance.now(); loadNpy(${JSON.stringify(file('f4.npy'))}); console.log((performance.now() - t) / 1000);`]],
+  numpy: ['python3', ['-c', `import numpy as np, time\nt = time.perf_counter(); np.load(${JSON.stringify(file('f4.npy'))}); print(time.perf_counter() - t)`]],
+};
+const onceTimes = { npyts: [], numpy: [] };
+for (let i = 0; i < REPEATS; i++) {
+  for (const who of i % 2 ? ['numpy', 'npyts'] : ['npyts', 'numpy']) {
+    const [cmd, args] = onceArgs[who];
+    onceTimes[who].push(Number(execFileSync(cmd, args, { encoding: 'utf8', cwd: here })));
+  }
+}
+const middle = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const freshProcess = { npyts: middle(onceTimes.npyts), numpy: middle(onceTimes.numpy) };
+
 // Peak memory of a whole-file load, each in a fresh process. VmHWM is per address space; getrusage's
 // maxrss would carry this (large) parent's peak across fork and exec.
 const hwm = "Number(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]) * 1024";
@@ -179,6 +197,7 @@ const bytes = MIB * (1 << 20);
 // [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
 const rows = [
   ['loadNpy f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }, ['np.load', 1.1], jsOnly.loadNpy],
+  ['loadNpy f4 C native, once in a fresh process', freshProcess.npyts, bytes, { 'np.load, once in a fresh process': freshProcess.numpy }, ['np.load, once in a fresh process', 1.1], null],
   ['load big-endian f8 → native', ours.byteswap, bytes, { "np.load().astype('<f8')": np.byteswap }, ["np.load().astype('<f8')", 1.2], jsOnly.byteswap],
   ['load F-order f4 → C (toOrder)', ours.toC, bytes, { 'np.ascontiguousarray(np.load())': np.toC }, null, jsOnly.toC],
   ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }, ['np.ascontiguousarray', 0.5], jsOnly.toC_inmemory],
