@@ -140,6 +140,22 @@ static napi_value swap_bytes(napi_env env, napi_callback_info info) {
 }
 
 
+/* Up to this many threads per call. */
+#define MAX_THREADS 8
+
+/* Run fn on each of `count` pieces laid out `size` bytes apart: the first on this thread, the rest on
+   threads of their own (a piece that gets no thread runs here too), and wait for all of them. */
+static void run_pieces(void *(*fn)(void *), void *pieces, size_t size, int count) {
+  pthread_t ids[MAX_THREADS];
+  int spawned[MAX_THREADS] = {0};
+  for (int i = 1; i < count; i++) spawned[i] = pthread_create(&ids[i], NULL, fn, (char *)pieces + (size_t)i * size) == 0;
+  fn(pieces);
+  for (int i = 1; i < count; i++) {
+    if (spawned[i]) pthread_join(ids[i], NULL);
+    else fn((char *)pieces + (size_t)i * size);
+  }
+}
+
 /* One thread's rows [i0, i1) of a plane copy. */
 typedef struct {
   const uint8_t *src;
@@ -206,8 +222,6 @@ static void *plane_run(void *arg) {
   return NULL;
 }
 
-#define MAX_PLANE_THREADS 8
-
 static napi_value permute_plane(napi_env env, napi_callback_info info) {
   size_t argc = 8;
   napi_value argv[8];
@@ -228,22 +242,15 @@ static napi_value permute_plane(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, NULL, "permutePlane: the plane does not fit in the given views");
     return NULL;
   }
-  int n = v[5] > MAX_PLANE_THREADS ? MAX_PLANE_THREADS : (int)v[5];
+  int n = v[5] > MAX_THREADS ? MAX_THREADS : (int)v[5];
   size_t rows = (nA + (size_t)n - 1) / (size_t)n;
   rows = (rows + TILE - 1) / TILE * TILE;
-  plane_piece pieces[MAX_PLANE_THREADS];
-  pthread_t ids[MAX_PLANE_THREADS];
-  int spawned[MAX_PLANE_THREADS] = {0};
+  plane_piece pieces[MAX_THREADS];
   int count = 0;
   for (size_t i0 = 0; i0 < nA && count < n; i0 += rows, count++) {
     pieces[count] = (plane_piece){src, dst, i0, i0 + rows < nA ? i0 + rows : nA, nB, sB, dA, (int)item};
   }
-  for (int t = 1; t < count; t++) spawned[t] = pthread_create(&ids[t], NULL, plane_run, &pieces[t]) == 0;
-  plane_run(&pieces[0]);
-  for (int t = 1; t < count; t++) {
-    if (spawned[t]) pthread_join(ids[t], NULL);
-    else plane_run(&pieces[t]);
-  }
+  run_pieces(plane_run, pieces, sizeof pieces[0], count);
   return NULL;
 }
 
@@ -274,8 +281,6 @@ static void *read_piece_run(void *arg) {
   return NULL;
 }
 
-#define MAX_READ_THREADS 8
-
 static napi_value pread_parallel(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
@@ -288,9 +293,8 @@ static napi_value pread_parallel(napi_env env, napi_callback_info info) {
       napi_get_value_double(env, argv[3], &threads) != napi_ok || fd < 0 || position < 0 || threads < 1) {
     return throw_type_error(env, "preadParallel(fd, bytes, position, threads): a descriptor, a Uint8Array and two non-negative numbers");
   }
-  int n = threads > MAX_READ_THREADS ? MAX_READ_THREADS : (int)threads;
-  read_piece pieces[MAX_READ_THREADS];
-  pthread_t ids[MAX_READ_THREADS];
+  int n = threads > MAX_THREADS ? MAX_THREADS : (int)threads;
+  read_piece pieces[MAX_THREADS];
   /* Pieces on 2 MiB boundaries, so that no huge page is faulted by two threads. */
   size_t step = ((length / (size_t)n) + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
   int started = 0;
@@ -301,13 +305,7 @@ static napi_value pread_parallel(napi_env env, napi_callback_info info) {
     pieces[i] = (read_piece){(int)fd, bytes + from, to - from, (off_t)position + (off_t)from, 0, 0};
     started = i + 1;
   }
-  int spawned[MAX_READ_THREADS] = {0};
-  for (int i = 1; i < started; i++) spawned[i] = pthread_create(&ids[i], NULL, read_piece_run, &pieces[i]) == 0;
-  read_piece_run(&pieces[0]);
-  for (int i = 1; i < started; i++) {
-    if (spawned[i]) pthread_join(ids[i], NULL);
-    else read_piece_run(&pieces[i]); /* no thread to be had: read that piece here */
-  }
+  run_pieces(read_piece_run, pieces, sizeof pieces[0], started);
   /* Bytes read before the first short piece: what a sequential read would have returned. */
   double total = 0;
   for (int i = 0; i < started; i++) {
