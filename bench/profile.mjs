@@ -13,13 +13,14 @@ const here = dirname(fileURLToPath(import.meta.url));
 const dir = process.argv[2] ?? join(tmpdir(), 'npyts-bench-256');
 if (!existsSync(join(dir, 'f4.npy'))) throw new Error(`no bench inputs in ${dir}: run npm run bench first`);
 
+// The bench's own cases (bench/timing.mjs), by name, with the labels of the README table.
 const cases = {
-  'loadNpy f4': `loadNpy(file('f4.npy'))`,
-  'load big-endian f8': `loadNpy(file('f8_be.npy'))`,
-  'F → C in memory': `toOrder(F, 'C')`,
-  'saveNpy f4': `saveNpy(file('profile_out.npy'), f4)`,
-  'loadNpz deflated': `{ const a = loadNpz(file('deflated.npz')); a.get('member'); a.close(); }`,
-  'object array (allowPickle)': `loadNpy(file('objects.npy'), { allowPickle: true })`,
+  loadNpy: 'loadNpy f4',
+  byteswap: 'load big-endian f8',
+  toC_inmemory: 'F → C in memory',
+  saveNpy: 'saveNpy f4',
+  loadNpz: 'loadNpz deflated',
+  objects: 'object array (allowPickle)',
 };
 
 // Shares of the samples (with children) spent under these kernel entry points.
@@ -31,18 +32,18 @@ const groups = {
   'file write path': /^(ext4_buffered_write_iter|ext4_file_write_iter)$/,
 };
 
-function profile(name, code, native) {
+function profile(name, label, native) {
   const driver = join(here, '.profile-driver.mjs');
+  // Inputs are loaded (one untimed run) before the 12 timed ones.
   writeFileSync(driver, `
-    import { toOrder } from '@npyts/core';
-    import { loadNpy, saveNpy, loadNpz } from '@npyts/core/node';
-    import { join } from 'node:path';
-    const file = (n) => join(${JSON.stringify(dir)}, n);
-    const f4 = ${code.includes('f4)') ? "loadNpy(file('f4.npy'))" : 'null'};
-    const F = ${code.includes('(F,') ? "loadNpy(file('f4_F.npy'))" : 'null'};
+    import { benchCases } from './timing.mjs';
+    const { cases, cleanup } = benchCases(${JSON.stringify(dir)});
+    const run = cases[${JSON.stringify(name)}];
+    run();
     const t0 = performance.now();
-    for (let i = 0; i < 12; i++) ${code};
+    for (let i = 0; i < 12; i++) run();
     console.log(((performance.now() - t0) / 12).toFixed(1));
+    cleanup();
   `);
   const data = join(tmpdir(), 'npyts-profile.data');
   const env = { ...process.env, NPYTS_NATIVE: native ? '1' : '0' };
@@ -61,14 +62,13 @@ function profile(name, code, native) {
   }
   rmSync(data, { force: true });
   rmSync(driver, { force: true });
-  return { name, native, ms: perMs, shares, self: self.sort((a, b) => parseFloat(b.split(' ').pop()) - parseFloat(a.split(' ').pop())).slice(0, 4) };
+  return { name: label, native, ms: perMs, shares, self: self.sort((a, b) => parseFloat(b.split(' ').pop()) - parseFloat(a.split(' ').pop())).slice(0, 4) };
 }
 
 const rows = [];
-for (const [name, code] of Object.entries(cases)) {
-  for (const native of [true, false]) rows.push(profile(name, code, native));
+for (const [name, label] of Object.entries(cases)) {
+  for (const native of [true, false]) rows.push(profile(name, label, native));
 }
-rmSync(join(dir, 'profile_out.npy'), { force: true });
 
 console.log(`| case | @npyts/native | ms per run (under perf) | ${Object.keys(groups).join(' | ')} | largest self shares |`);
 console.log(`|---|---|---|${Object.keys(groups).map(() => '---|').join('')}---|`);

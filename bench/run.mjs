@@ -13,7 +13,7 @@ import { parse as npyjsParse } from 'npyjs';
 import { parseNpy as numpyTsParse } from 'numpy-ts';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
-import { medianTime, nativeSensitiveCases } from './timing.mjs';
+import { medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -61,7 +61,6 @@ const ours = {
   writeFileSync: median(() => writeFileSync(outFile, new Uint8Array(f4.data.buffer))),
   header3000: median(() => readHeader(rec3000), Math.max(REPEATS, 20)),
   decodeNpy_inmemory: median(() => decodeNpy(readFileSync(file('f4.npy')))),
-  objects: median(() => loadNpy(file('objects.npy'), { allowPickle: true })),
   fflateUnzip: median(() => unzipSync(readFileSync(file('deflated.npz')))),
 };
 // The same cases on the JavaScript paths alone (no @npyts/native), in a child process.
@@ -98,8 +97,7 @@ for (let i = 0; i < REPEATS; i++) {
     onceTimes[who].push(Number(execFileSync(cmd, args, { encoding: 'utf8', cwd: here })));
   }
 }
-const middle = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const freshProcess = { npyts: middle(onceTimes.npyts), numpy: middle(onceTimes.numpy) };
+const freshProcess = { npyts: middleOf(onceTimes.npyts), numpy: middleOf(onceTimes.numpy) };
 
 // Peak memory of a whole-file load, each in a fresh process. VmHWM is per address space; getrusage's
 // maxrss would carry this (large) parent's peak across fork and exec.
@@ -149,8 +147,7 @@ try {
         bytesMoved = h.stats.bytes - b0;
         requests = h.stats.requests - r0;
       }
-      times.sort((a, b) => a - b);
-      return { seconds: times[times.length >> 1], bytes: bytesMoved, requests };
+      return { seconds: middleOf(times), bytes: bytesMoved, requests };
     };
     http = { row: await httpCase([bigRows >> 1, 0], [1, 32768]), column_block: await httpCase([0, 100], [bigRows, 8]) };
   } finally {
@@ -206,7 +203,7 @@ const rows = [
   ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }, null, null],
   ['decode f4 bytes in memory (zero-copy view)', sameBytes.npyts, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts }, null, null],
   ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }, null, null],
-  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, null, null],
+  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, null, jsOnly.objects],
   ['loadNpz deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
   ['saveNpz compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }, null, null],
 ];

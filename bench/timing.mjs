@@ -1,8 +1,12 @@
-// The one timing rule of the bench: the median of `repeats` runs after one warm-up run.
+// The bench's timing rule (the median of `repeats` runs after one warm-up run) and the cases whose
+// speed @npyts/native can change, shared by run.mjs, js-paths.mjs and profile.mjs.
 import { toOrder } from '@npyts/core';
 import { loadNpy, saveNpy, loadNpz } from '@npyts/core/node';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+
+/** The middle value (the upper one of an even count). */
+export const middleOf = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 export function medianTime(fn, repeats) {
   fn();
@@ -12,24 +16,36 @@ export function medianTime(fn, repeats) {
     fn();
     times.push(Number(process.hrtime.bigint() - t) / 1e9);
   }
-  times.sort((a, b) => a - b);
-  return times[times.length >> 1];
+  return middleOf(times);
 }
 
-/** The cases whose speed @npyts/native changes, timed with whatever this process has loaded. */
-export function nativeSensitiveCases(dir, repeats) {
+/**
+ * The native-sensitive cases on the bench inputs in `dir`, as functions (inputs they need are
+ * loaded on first use), and `cleanup` for the file saveNpy writes.
+ */
+export function benchCases(dir) {
   const file = (n) => join(dir, n);
-  const f4 = loadNpy(file('f4.npy'));
-  const F = loadNpy(file('f4_F.npy'));
-  const out = file('npyts_js_out.npy');
-  const times = {
-    loadNpy: medianTime(() => loadNpy(file('f4.npy')), repeats),
-    byteswap: medianTime(() => loadNpy(file('f8_be.npy')), repeats),
-    toC: medianTime(() => toOrder(loadNpy(file('f4_F.npy')), 'C'), repeats),
-    toC_inmemory: medianTime(() => toOrder(F, 'C'), repeats),
-    saveNpy: medianTime(() => saveNpy(out, f4), repeats),
-    loadNpz: medianTime(() => { const a = loadNpz(file('deflated.npz')); a.get('member'); a.close(); }, repeats),
+  const out = file('npyts_case_out.npy');
+  let f4;
+  let F;
+  return {
+    cases: {
+      loadNpy: () => loadNpy(file('f4.npy')),
+      byteswap: () => loadNpy(file('f8_be.npy')),
+      toC: () => toOrder(loadNpy(file('f4_F.npy')), 'C'),
+      toC_inmemory: () => toOrder((F ??= loadNpy(file('f4_F.npy'))), 'C'),
+      saveNpy: () => saveNpy(out, (f4 ??= loadNpy(file('f4.npy')))),
+      loadNpz: () => { const a = loadNpz(file('deflated.npz')); a.get('member'); a.close(); },
+      objects: () => loadNpy(file('objects.npy'), { allowPickle: true }),
+    },
+    cleanup: () => rmSync(out, { force: true }),
   };
-  rmSync(out, { force: true });
+}
+
+/** Every case of benchCases timed with whatever this process has loaded. */
+export function nativeSensitiveCases(dir, repeats) {
+  const { cases, cleanup } = benchCases(dir);
+  const times = Object.fromEntries(Object.entries(cases).map(([name, fn]) => [name, medianTime(fn, repeats)]));
+  cleanup();
   return times;
 }

@@ -1,7 +1,7 @@
 /** Re-labelling an array's byte order; only record bytes (kept raw) need moving. */
 import type { DType } from './dtype.js';
 import { NdArray } from './ndarray.js';
-import { swapBytes } from './memory.js';
+import { copyBytes, swapBytes } from './memory.js';
 import { storageOf } from './storage.js';
 
 /** [offset, groupSize, count]: swap `count` groups of `groupSize` bytes starting at `offset` in each record. */
@@ -30,7 +30,7 @@ export function withByteOrder(array: NdArray, order: '<' | '>' | '='): NdArray {
   }
   const runs: SwapRun[] = [];
   swapRuns(array.dtype, dtype, 0, runs);
-  const bytes = new Uint8Array(array.data as Uint8Array); // a copy (Buffer#slice would not be one)
+  const bytes = copyBytes(array.data as Uint8Array);
   const rec = dtype.itemsize;
   for (let r = 0; r < array.size; r++) {
     for (const [o, g, c] of runs) swapBytes(bytes.subarray(r * rec + o, r * rec + o + g * c), g);

@@ -1,4 +1,5 @@
 /** decodeNpy / encodeNpy: bytes → header → dtype → typed view, and back. */
+import { allocateBuffer } from './memory.js';
 import { DType, parseDescr, shapeSize } from './dtype.js';
 import { NpyError } from './errors.js';
 import { encodeHeader, readHeader, type NpyHeader, type ReadHeaderOptions } from './header.js';
@@ -156,7 +157,7 @@ export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOption
 /** Encode an array as the bytes numpy's `np.save` writes for it. */
 export function encodeNpy(input: NdArray | ArraySpec, options: EncodeOptions = {}): Uint8Array {
   const { header, body } = encodeNpyParts(input, options);
-  const out = new Uint8Array(header.length + body.length);
+  const out = new Uint8Array(allocateBuffer(header.length + body.length));
   out.set(header, 0);
   out.set(body, header.length);
   return out;

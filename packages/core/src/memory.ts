@@ -18,11 +18,9 @@ export interface HostKernels {
 
 let host: HostKernels | null = null;
 
-/** Install (or, with null, remove) the host's kernels; returns the ones replaced. */
-export function useHostKernels(kernels: HostKernels | null): HostKernels | null {
-  const before = host;
+/** Install (or, with null, remove) the host's kernels. */
+export function useHostKernels(kernels: HostKernels | null): void {
   host = kernels;
-  return before;
 }
 
 /** The installed host kernels, if any. */
@@ -41,6 +39,13 @@ export function allocateBuffer(nbytes: number, shared = false): ArrayBuffer | Sh
   // Advice must come before the first touch: V8 hands out large buffers as fresh, untouched mappings.
   if (host && nbytes >= LARGE_BUFFER) host.adviseHugePages(new Uint8Array(buffer));
   return buffer;
+}
+
+/** A copy of `bytes` in a buffer of its own (from allocateBuffer, so large copies get the host's advice). */
+export function copyBytes(bytes: Uint8Array, shared = false): Uint8Array {
+  const out = new Uint8Array(allocateBuffer(bytes.length, shared));
+  out.set(bytes);
+  return out;
 }
 
 /** Reverse the bytes of every `unit`-byte group in place (unit 2, 4, 8 or 16). */

@@ -40,8 +40,8 @@ function load(): void {
     const native = createRequire(import.meta.url)('@npyts/native') as NativeAddon;
     addon = native;
     useHostKernels({
-      adviseHugePages: (bytes) => native.adviseHugePages(bytes),
-      swapBytes: (bytes, unit) => native.swapBytes(bytes, unit),
+      adviseHugePages: native.adviseHugePages,
+      swapBytes: native.swapBytes,
       permutePlane: (src, dst, nA, nB, sB, dA, item) => native.permutePlane(src, dst, nA, nB, sB, dA, item, nA * nB * item >= PARALLEL_MIN ? threads : 1),
     });
     status = { loaded: true };

@@ -1,4 +1,5 @@
 /** One field of a record array, as a typed array of its own (copied) or a strided view (zero-copy). */
+import { allocateBuffer } from './memory.js';
 import type { DType, Field } from './dtype.js';
 import { NpyError } from './errors.js';
 import { NdArray, orderStrides } from './ndarray.js';
@@ -38,7 +39,7 @@ function oneField(array: NdArray, name: string): NdArray {
   const n = array.size;
   const fsize = f.dtype.itemsize;
   const rec = array.dtype.itemsize;
-  const out = new Uint8Array(n * fsize);
+  const out = new Uint8Array(allocateBuffer(n * fsize));
   for (let r = 0; r < n; r++) out.set(bytes.subarray(r * rec + f.offset, r * rec + f.offset + fsize), r * fsize);
   const count = n * (fsize / (base.itemsize || 1));
   const data = base.itemsize === 0 ? new Uint8Array(0) : bytesToData(base, out.buffer, 0, count);

@@ -1,7 +1,7 @@
 /** How each dtype's elements are held in JavaScript memory, and the byte-level moves in and out. */
 import { NpyError } from './errors.js';
 import type { DType } from './dtype.js';
-import { allocateBuffer, swapBytes } from './memory.js';
+import { copyBytes, swapBytes } from './memory.js';
 
 export type TypedArray =
   | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
@@ -95,12 +95,9 @@ export function bytesToData(
     swapBytes(new Uint8Array(buffer, byteOffset, units * bpe), swapUnit);
     return new ctor(buffer, byteOffset, units);
   }
-  const nbytes = units * bpe;
-  const target = allocateBuffer(nbytes, options.shared);
-  const out = new Uint8Array(target);
-  out.set(new Uint8Array(buffer, byteOffset, nbytes));
+  const out = copyBytes(new Uint8Array(buffer, byteOffset, units * bpe), options.shared);
   if (needsSwap) swapBytes(out, swapUnit);
-  return new ctor(target, 0, units);
+  return new ctor(out.buffer, 0, units);
 }
 
 /** The bytes of `data` as the file stores them for `dtype`: a view when native, a swapped copy otherwise. */
@@ -108,7 +105,7 @@ export function dataToBytes(dtype: DType, data: TypedArray): Uint8Array {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const { swapUnit } = storageOf(dtype);
   if (swapUnit <= 1 || dtype.isNative) return bytes;
-  const out = bytes.slice();
+  const out = copyBytes(bytes);
   swapBytes(out, swapUnit);
   return out;
 }

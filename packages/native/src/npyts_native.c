@@ -24,6 +24,7 @@
 #include <node_api.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
@@ -50,6 +51,33 @@ static uint8_t *uint8_array_bytes(napi_env env, napi_value value, size_t *length
   return data;
 }
 
+/* A call's arguments, read by kind: each 'b' (a Uint8Array) fills the next bytes/length pair, each
+   'n' (a non-negative number) the next number, left to right. */
+#define MAX_ARGS 8
+typedef struct {
+  uint8_t *bytes[2];
+  size_t length[2];
+  double number[MAX_ARGS];
+} call_args;
+
+static bool read_args(napi_env env, napi_callback_info info, const char *kinds, call_args *a) {
+  size_t argc = MAX_ARGS;
+  napi_value argv[MAX_ARGS];
+  size_t want = strlen(kinds);
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < want) return false;
+  int nb = 0, nn = 0;
+  for (size_t k = 0; k < want; k++) {
+    if (kinds[k] == 'b') {
+      a->bytes[nb] = uint8_array_bytes(env, argv[k], &a->length[nb]);
+      if (a->bytes[nb++] == NULL) return false;
+    } else {
+      double *x = &a->number[nn++];
+      if (napi_get_value_double(env, argv[k], x) != napi_ok || !(*x >= 0)) return false;
+    }
+  }
+  return true;
+}
+
 static napi_value number(napi_env env, double x) {
   napi_value out;
   napi_create_double(env, x, &out);
@@ -57,12 +85,10 @@ static napi_value number(napi_env env, double x) {
 }
 
 static napi_value advise_huge_pages(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  size_t length = 0;
-  uint8_t *bytes = argc >= 1 ? uint8_array_bytes(env, argv[0], &length) : NULL;
-  if (bytes == NULL) return throw_type_error(env, "adviseHugePages(bytes): bytes must be a Uint8Array");
+  call_args a;
+  if (!read_args(env, info, "b", &a)) return throw_type_error(env, "adviseHugePages(bytes): bytes must be a Uint8Array");
+  uint8_t *bytes = a.bytes[0];
+  size_t length = a.length[0];
 #ifdef MADV_HUGEPAGE
   /* Only whole huge pages inside the buffer: never advise memory the buffer does not own. */
   uintptr_t start = ((uintptr_t)bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
@@ -73,15 +99,9 @@ static napi_value advise_huge_pages(napi_env env, napi_callback_info info) {
 }
 
 static napi_value preallocate(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  double fd, offset, length;
-  if (argc < 3 || napi_get_value_double(env, argv[0], &fd) != napi_ok ||
-      napi_get_value_double(env, argv[1], &offset) != napi_ok ||
-      napi_get_value_double(env, argv[2], &length) != napi_ok || fd < 0 || offset < 0 || length < 0) {
-    return throw_type_error(env, "preallocate(fd, offset, length): three non-negative numbers");
-  }
+  call_args a;
+  if (!read_args(env, info, "nnn", &a)) return throw_type_error(env, "preallocate(fd, offset, length): three non-negative numbers");
+  double fd = a.number[0], offset = a.number[1], length = a.number[2];
 #if defined(__linux__) && defined(FALLOC_FL_KEEP_SIZE)
   /* KEEP_SIZE: reserve blocks without changing the file's length, so a failed write leaves no tail. */
   if (length == 0) return number(env, 0);
@@ -119,16 +139,11 @@ static void swap128(uint8_t *p, size_t n) {
 }
 
 static napi_value swap_bytes(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  size_t length = 0;
-  uint8_t *bytes = argc >= 2 ? uint8_array_bytes(env, argv[0], &length) : NULL;
-  int32_t unit = 0;
-  if (bytes == NULL || napi_get_value_int32(env, argv[1], &unit) != napi_ok) {
-    return throw_type_error(env, "swapBytes(bytes, unit): a Uint8Array and a unit of 2, 4, 8 or 16");
-  }
-  switch (unit) {
+  call_args a;
+  if (!read_args(env, info, "bn", &a)) return throw_type_error(env, "swapBytes(bytes, unit): a Uint8Array and a unit of 2, 4, 8 or 16");
+  uint8_t *bytes = a.bytes[0];
+  size_t length = a.length[0];
+  switch (a.number[0] == (int)a.number[0] ? (int)a.number[0] : 0) {
     case 1: break;
     case 2: swap16(bytes, length); break;
     case 4: swap32(bytes, length); break;
@@ -223,18 +238,14 @@ static void *plane_run(void *arg) {
 }
 
 static napi_value permute_plane(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  size_t src_len = 0, dst_len = 0;
-  const uint8_t *src = argc >= 8 ? uint8_array_bytes(env, argv[0], &src_len) : NULL;
-  uint8_t *dst = argc >= 8 ? uint8_array_bytes(env, argv[1], &dst_len) : NULL;
-  double v[6];
-  int ok = src != NULL && dst != NULL;
-  for (int k = 0; ok && k < 6; k++) ok = napi_get_value_double(env, argv[2 + k], &v[k]) == napi_ok && v[k] >= 0;
-  if (!ok || v[4] < 1 || v[5] < 1) {
+  call_args a;
+  const double *v = a.number;
+  if (!read_args(env, info, "bbnnnnnn", &a) || v[4] < 1 || v[5] < 1) {
     return throw_type_error(env, "permutePlane(src, dst, nA, nB, srcStrideB, dstStrideA, itemBytes, threads): two Uint8Arrays and six non-negative numbers");
   }
+  const uint8_t *src = a.bytes[0];
+  uint8_t *dst = a.bytes[1];
+  size_t src_len = a.length[0], dst_len = a.length[1];
   size_t nA = (size_t)v[0], nB = (size_t)v[1], sB = (size_t)v[2], dA = (size_t)v[3], item = (size_t)v[4];
   if (nA == 0 || nB == 0) return NULL;
   /* Both ends of the plane must lie inside the views: no byte outside them is read or written. */
@@ -282,17 +293,13 @@ static void *read_piece_run(void *arg) {
 }
 
 static napi_value pread_parallel(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  size_t length = 0;
-  uint8_t *bytes = argc >= 4 ? uint8_array_bytes(env, argv[1], &length) : NULL;
-  double fd, position, threads;
-  if (bytes == NULL || napi_get_value_double(env, argv[0], &fd) != napi_ok ||
-      napi_get_value_double(env, argv[2], &position) != napi_ok ||
-      napi_get_value_double(env, argv[3], &threads) != napi_ok || fd < 0 || position < 0 || threads < 1) {
+  call_args a;
+  if (!read_args(env, info, "nbnn", &a) || a.number[2] < 1) {
     return throw_type_error(env, "preadParallel(fd, bytes, position, threads): a descriptor, a Uint8Array and two non-negative numbers");
   }
+  uint8_t *bytes = a.bytes[0];
+  size_t length = a.length[0];
+  double fd = a.number[0], position = a.number[1], threads = a.number[2];
   int n = threads > MAX_THREADS ? MAX_THREADS : (int)threads;
   read_piece pieces[MAX_THREADS];
   /* Pieces on 2 MiB boundaries, so that no huge page is faulted by two threads. */
