@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, readItem, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, readItem, reprString, type Complex, type DType } from '@npyts/core';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -48,7 +48,7 @@ export function formatScalar(dtype: DType, v: unknown): string {
     }
     case 'S': return pyBytes(v as Uint8Array);
     case 'V': return pyBytes(v as Uint8Array);
-    case 'U': return `'${(v as string).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+    case 'U': return reprString(v as string);
     case 'M':
     case 'm': return v === NOT_A_TIME ? 'NaT' : String(v);
     case 'O': return formatPython(v);
@@ -56,27 +56,50 @@ export function formatScalar(dtype: DType, v: unknown): string {
   }
 }
 
-/** Python's repr of a decoded object value, roughly. */
+/**
+ * What the object values of one printout may cost. Decoded pickles can share one value many times
+ * (each repeat prints in full, so a small file can expand exponentially) or contain themselves; the
+ * text of one printout is capped and what is cut shows as `...`.
+ */
+interface PrintBudget {
+  left: number;
+  cut: boolean;
+  readonly active: Set<object>;
+}
+
+/** Characters (and values visited) the object values of one printout may take. */
+export const MAX_OBJECT_TEXT = 1 << 20;
+let budget: PrintBudget | null = null;
+
+/** Python's repr of a decoded object value, roughly; a value inside itself prints as `[...]` / `{...}`. */
 function formatPython(v: unknown, depth = 0): string {
-  if (depth > 50) return '...';
+  const b = budget!;
+  if (--b.left < 0 || depth > 50) { b.cut = true; return '...'; }
   if (v === null || v === undefined) return 'None';
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : formatFloat(v, 8);
   if (typeof v === 'bigint') return String(v);
-  if (typeof v === 'string') return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-  if (v instanceof Uint8Array) return pyBytes(v);
-  if (v instanceof NdArray) return formatArray(v);
-  if (Array.isArray(v)) return `[${v.map((x) => formatPython(x, depth + 1)).join(', ')}]`;
-  if (v instanceof Set) return v.size ? `{${[...v].map((x) => formatPython(x, depth + 1)).join(', ')}}` : 'set()';
-  if (v instanceof Map) return `{${[...v].map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
-  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
-    return `{${Object.entries(v).map(([k, x]) => `${formatPython(k)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
+  if (typeof v === 'string') { b.left -= v.length; return reprString(v); }
+  if (v instanceof Uint8Array) { b.left -= v.length; return pyBytes(v); }
+  if (typeof v !== 'object') return String(v);
+  if (b.active.has(v)) return v instanceof Map || v instanceof Set || !Array.isArray(v) ? '{...}' : '[...]';
+  b.active.add(v);
+  try {
+    if (v instanceof NdArray) return formatArray(v);
+    if (Array.isArray(v)) return `[${v.map((x) => formatPython(x, depth + 1)).join(', ')}]`;
+    if (v instanceof Set) return v.size ? `{${[...v].map((x) => formatPython(x, depth + 1)).join(', ')}}` : 'set()';
+    if (v instanceof Map) return `{${[...v].map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
+    if (Object.getPrototypeOf(v) === Object.prototype) {
+      return `{${Object.entries(v).map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
+    }
+    if ('re' in v && 'im' in v) {
+      const c = v as Complex;
+      return `(${formatFloat(c.re, 8)}${c.im < 0 ? '-' : '+'}${formatFloat(Math.abs(c.im), 8)}j)`;
+    }
+    return String(v);
+  } finally {
+    b.active.delete(v);
   }
-  if (typeof v === 'object' && 're' in v && 'im' in v) {
-    const c = v as Complex;
-    return `(${formatFloat(c.re, 8)}${c.im < 0 ? '-' : '+'}${formatFloat(Math.abs(c.im), 8)}j)`;
-  }
-  return String(v);
 }
 
 /** numpy's 'maxprec' float digits: the shortest round-trip repr, at most 8 fractional digits. */
@@ -128,8 +151,24 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
   return strs.map((x) => x.padStart(width));
 }
 
-/** `array([...], dtype=…)` with rows broken like numpy's repr and large arrays summarised. */
-export function formatArray(array: NdArray): string {
+/**
+ * `array([...], dtype=…)` with rows broken like numpy's repr and large arrays summarised. `report.cut`
+ * is set when object values were cut short (see {@link MAX_OBJECT_TEXT}).
+ */
+export function formatArray(array: NdArray, report?: { cut: boolean }): string {
+  const outer = budget === null;
+  if (outer) budget = { left: MAX_OBJECT_TEXT, cut: false, active: new Set() };
+  try {
+    return formatArrayText(array);
+  } finally {
+    if (outer) {
+      if (report) report.cut = budget!.cut;
+      budget = null;
+    }
+  }
+}
+
+function formatArrayText(array: NdArray): string {
   const summarise = array.size > THRESHOLD;
   const strides = array.strides;
   const prefix = 'array(';

@@ -20,7 +20,9 @@ export interface Field {
 }
 
 /** A descr as JSON-friendly data: a type string, or a list of `[name | [title, name], descr, shape?]`. */
-export type DescrJSON = string | DescrFieldJSON[];
+export type DescrJSON = string | DescrFieldJSON[] | DescrSubarrayJSON;
+/** A subarray used as a field's base, as numpy keeps it (`('c', ('<f8', (5,)), (2,))`): `[base, shape]`. */
+export type DescrSubarrayJSON = [DescrJSON, number[]];
 export type DescrFieldJSON = [string | [string, string], DescrJSON] | [string | [string, string], DescrJSON, number[]];
 
 export const DATETIME_UNITS = ['Y', 'M', 'W', 'D', 'h', 'm', 's', 'ms', 'us', 'ns', 'ps', 'fs', 'as'] as const;
@@ -32,6 +34,7 @@ interface DTypeInit {
   itemsize: number;
   fields?: Field[] | null;
   subarray?: { base: DType; shape: number[] } | null;
+  subarrayAsWritten?: { base: DType; shape: number[] } | null;
   unit?: DatetimeUnit;
   multiplier?: number;
 }
@@ -45,6 +48,12 @@ export class DType {
   readonly fields: readonly Field[] | null;
   /** For a subarray dtype (only as a record field): the element dtype and the fixed shape. */
   readonly subarray: { readonly base: DType; readonly shape: readonly number[] } | null;
+  /**
+   * For a subarray of a subarray (`(('<f8', (5,)), (2,))`): the nesting as written, which numpy
+   * keeps (it is a different dtype from `('<f8', (2, 5))` for numpy's `==`). `subarray` holds the
+   * flattened layout, which is the same.
+   */
+  readonly subarrayAsWritten: { readonly base: DType; readonly shape: readonly number[] } | null;
   /** datetime64/timedelta64 unit ('' for generic) and multiplier (`m8[2s]` → 2). */
   readonly unit: DatetimeUnit;
   readonly multiplier: number;
@@ -55,6 +64,7 @@ export class DType {
     this.itemsize = init.itemsize;
     this.fields = init.fields ?? null;
     this.subarray = init.subarray ?? null;
+    this.subarrayAsWritten = init.subarrayAsWritten ?? null;
     this.unit = init.unit ?? '';
     this.multiplier = init.multiplier ?? 1;
     Object.freeze(this);
@@ -151,7 +161,8 @@ export class DType {
       });
     }
     if (this.subarray) {
-      return new DType({ kind: 'V', byteOrder: '|', itemsize: this.itemsize, subarray: { base: this.subarray.base.withByteOrder(target), shape: [...this.subarray.shape] } });
+      const written = this.subarrayAsWritten ?? this.subarray;
+      return subarrayDType(written.base.withByteOrder(target), written.shape);
     }
     if (this.byteOrder === '|') return this;
     return new DType({ kind: this.kind, byteOrder: target, itemsize: this.itemsize, unit: this.unit, multiplier: this.multiplier });
@@ -193,7 +204,8 @@ function descrOf(dt: DType): DescrJSON {
       throw new NpyError('BAD_DESCR', 'a record with overlapping fields has no descr', { field: f.name });
     }
     const name: string | [string, string] = f.title === null ? f.name : [f.title, f.name];
-    if (f.dtype.subarray) out.push([name, descrOf(f.dtype.subarray.base), [...f.dtype.subarray.shape]]);
+    const sub = f.dtype.subarrayAsWritten ?? f.dtype.subarray;
+    if (sub) out.push([name, subarrayBaseDescr(sub.base), [...sub.shape]]);
     else out.push([name, descrOf(f.dtype)]);
     offset = f.offset + f.dtype.itemsize;
   }
@@ -201,10 +213,22 @@ function descrOf(dt: DType): DescrJSON {
   return out;
 }
 
+/** The descr of a subarray's base: a nested subarray is written as its `(base, shape)` pair. */
+function subarrayBaseDescr(base: DType): DescrJSON {
+  const sub = base.subarrayAsWritten ?? base.subarray;
+  return sub ? [subarrayBaseDescr(sub.base), [...sub.shape]] : descrOf(base);
+}
+
+/** A JSON descr's `[base, shape]` pair (rather than a field list): its second item is a list of numbers. */
+function isSubarrayJSON(d: unknown): d is DescrSubarrayJSON {
+  return Array.isArray(d) && d.length === 2 && Array.isArray(d[1]) && (d[1] as unknown[]).every((x) => typeof x === 'number') && (typeof d[0] === 'string' || Array.isArray(d[0]));
+}
+
 /** A JSON descr as the Python value numpy's repr prints (field entries are tuples). */
 function descrToPy(d: DescrJSON): PyValue {
   if (typeof d === 'string') return d;
-  return d.map((f) => {
+  if (isSubarrayJSON(d)) return new PyTuple([descrToPy(d[0]), new PyTuple(d[1])]);
+  return (d as DescrFieldJSON[]).map((f) => {
     const name = typeof f[0] === 'string' ? f[0] : new PyTuple([f[0][0], f[0][1]]);
     const items: PyValue[] = [name, descrToPy(f[1])];
     if (f.length === 3) items.push(new PyTuple(f[2]));
@@ -236,6 +260,8 @@ const NAMED: Record<string, string> = {
   ulonglong: 'u8', csingle: 'c8', cdouble: 'c16', complex: 'c16', object: '|O', object_: '|O',
   bytes: '|S0', bytes_: '|S0', str: '<U0', str_: '<U0', void: '|V0', datetime64: 'M8', timedelta64: 'm8',
 };
+
+const INT32_MAX = 2 ** 31 - 1;
 
 const VALID_SIZES: Partial<Record<Kind, number[]>> = {
   b: [1], i: [1, 2, 4, 8], u: [1, 2, 4, 8], f: [2, 4, 8, 16], c: [8, 16, 32], M: [8], m: [8], O: [8],
@@ -278,24 +304,35 @@ export function parseTypeString(spec: string, field?: string): DType {
       if (unit !== 'generic') badDescr(`'${spec}' has an unknown datetime unit '${unit}'`, field);
     } else dtUnit = unit as DatetimeUnit;
     multiplier = mult ? Number(mult) : 1;
-    if (!Number.isSafeInteger(multiplier) || multiplier < 1) badDescr(`'${spec}' has an invalid unit multiplier`, field);
+    // numpy keeps the multiplier in a C int and refuses larger ones.
+    if (!Number.isSafeInteger(multiplier) || multiplier < 1 || multiplier > INT32_MAX) badDescr(`'${spec}' has an invalid unit multiplier (numpy takes 1 to ${INT32_MAX})`, field);
   }
   const oneByteOrder = kind === 'U' ? false : size <= 1 || kind === 'S' || kind === 'V' || kind === 'O' || kind === 'b';
   const byteOrder: ByteOrder = oneByteOrder ? '|' : order === '<' || order === '>' ? order : NATIVE_ORDER;
   return new DType({ kind, byteOrder, itemsize: size, unit: dtUnit, multiplier });
 }
 
-/** Build a subarray dtype, flattening nested subarrays as numpy does. A `()` shape is the base itself. */
+/**
+ * Build a subarray dtype. A `()` shape is the base itself. A subarray of a subarray keeps its
+ * nesting for the descr (as numpy does) and is laid out as the flattened `(base, shape + inner)`.
+ */
 export function subarrayDType(base: DType, shape: readonly number[], field?: string): DType {
   for (const d of shape) {
     if (!Number.isSafeInteger(d) || d < 0) badDescr(`invalid subarray dimension ${d}`, field);
   }
   if (shape.length === 0) return base;
+  // numpy: "invalid shape in fixed-type tuple", "invalid itemsize in generic type tuple".
+  if (shape.length > 64) badDescr(`a subarray of ${shape.length} dimensions: numpy supports at most 64`, field);
+  if (base.itemsize === 0) badDescr(`a subarray of ${base.str}: numpy refuses subarrays of zero-size items (invalid itemsize)`, field);
   const fullShape = base.subarray ? [...shape, ...base.subarray.shape] : [...shape];
+  if (fullShape.length > 64) badDescr(`a subarray of ${fullShape.length} dimensions: numpy supports at most 64`, field);
   const elem = base.subarray ? base.subarray.base : base;
   const itemsize = elem.itemsize * shapeSize(fullShape);
   if (!Number.isSafeInteger(itemsize)) throw new NpyError('SIZE_OVERFLOW', 'subarray size overflows', field === undefined ? {} : { field });
-  return new DType({ kind: 'V', byteOrder: '|', itemsize, subarray: { base: elem, shape: fullShape } });
+  return new DType({
+    kind: 'V', byteOrder: '|', itemsize, subarray: { base: elem, shape: fullShape },
+    subarrayAsWritten: base.subarray ? { base, shape: [...shape] } : null,
+  });
 }
 
 export interface FieldSpec {
@@ -367,10 +404,8 @@ function descrFromPy(v: PyValue, path: string, depth: number): DType {
     if (shapeV !== undefined) dt = subarrayDType(dt, toShape(shapeV, fieldPath), fieldPath);
     // numpy's descr_to_dtype: a ''-named plain void field is padding that only advances the offset.
     const isPadding = name === '' && dt.kind === 'V' && !dt.fields && !dt.subarray;
-    if (!isPadding) {
-      if (name === '') badDescr('a field name may not be empty', where);
-      specs.push({ name, title, dtype: dt, offset });
-    }
+    // Any other field named '' is a real field (numpy's own test_load_padded_dtype has one).
+    if (!isPadding) specs.push({ name, title, dtype: dt, offset });
     offset += dt.itemsize;
     if (!Number.isSafeInteger(offset)) throw new NpyError('SIZE_OVERFLOW', 'record size overflows', { field: fieldPath });
   });
@@ -394,6 +429,7 @@ export function parseDescr(descr: string | DescrJSON | PyValue | DType): DType {
 /** Accept the JSON descr form (arrays for tuples) by turning field entries into tuples. */
 function jsonToPy(v: PyValue): PyValue {
   if (!Array.isArray(v)) return v;
+  if (isSubarrayJSON(v)) return new PyTuple([jsonToPy(v[0] as PyValue), new PyTuple(v[1] as PyValue[])]);
   return v.map((f) => {
     if (!Array.isArray(f)) return f;
     const [name, d, shape] = f as PyValue[];

@@ -1,4 +1,5 @@
 /** Reading one element as a JavaScript value, from typed data or from raw stored bytes. */
+import { putOwn } from './safe-object.js';
 import type { DType } from './dtype.js';
 import { NpyError } from './errors.js';
 import { float16ToNumber, longDoubleToNumber } from './scalars.js';
@@ -73,7 +74,7 @@ export function readFromBytes(dtype: DType, bytes: Uint8Array, at: number): Scal
 function readAt(dtype: DType, view: DataView, bytes: Uint8Array, at: number): Scalar {
   if (dtype.fields) {
     const rec: ScalarRecord = {};
-    for (const f of dtype.fields) rec[f.name] = readAt(f.dtype, view, bytes, at + f.offset);
+    for (const f of dtype.fields) putOwn(rec, f.name, readAt(f.dtype, view, bytes, at + f.offset));
     return rec;
   }
   if (dtype.subarray) {

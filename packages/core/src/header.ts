@@ -23,6 +23,8 @@ export interface NpyHeader {
   size: number;
   /** Bytes of array data the header promises. */
   dataBytes: number;
+  /** The header's `descr` exactly as written (parsed, not normalised: `'<d'` stays `'<d'`). */
+  descrAsWritten?: PyValue;
 }
 
 export interface ReadHeaderOptions {
@@ -104,7 +106,7 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
   if (!Number.isSafeInteger(dataBytes)) {
     throw new NpyError('SIZE_OVERFLOW', `array of shape ${shapeRepr(h.shape)} and item size ${h.dtype.itemsize} is larger than 2^53 bytes`, { offset: start });
   }
-  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes };
+  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, descrAsWritten: (parsed as Map<string, PyValue>).get('descr')! };
 }
 
 function exactSize(shape: number[], offset: number): number {
@@ -167,7 +169,17 @@ function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape:
     shape.push(...dtype.subarray.shape);
     dtype = dtype.subarray.base;
   }
+  checkDimensions(shape.length, offset);
   return { dtype, shape, fortranOrder: fo };
+}
+
+/** numpy's NPY_MAXDIMS: it neither reads nor writes arrays of more dimensions. */
+export const MAX_DIMS = 64;
+
+export function checkDimensions(ndim: number, offset?: number): void {
+  if (ndim > MAX_DIMS) {
+    throw new NpyError('BAD_SHAPE', `${ndim} dimensions: numpy supports at most ${MAX_DIMS}`, offset === undefined ? {} : { offset });
+  }
 }
 
 /** numpy's header dict text: sorted keys, the repr of each value, a trailing ', '. */
@@ -236,6 +248,7 @@ function wrapHeader(text: Uint8Array, major: 1 | 2 | 3): Uint8Array | null {
  * growth padding, 64-byte alignment; version 1.0, else 2.0 when too long, else 3.0 when not latin-1.
  */
 export function encodeHeader(dtype: DType, shape: readonly number[], fortranOrder: boolean, version?: 1 | 2 | 3): Uint8Array {
+  checkDimensions(shape.length);
   const text = pythonHeaderText(dtype, shape, fortranOrder);
   const latin = isLatin1(text);
   const tryVersions: (1 | 2 | 3)[] = version ? [version] : latin ? [1, 2] : [3];

@@ -1,9 +1,12 @@
 /** The JSON document of an array: numpy's `tolist()` with JSON-safe values (the CLI's `show --json`). */
+import { putOwn } from './safe-object.js';
 import type { DType } from './dtype.js';
 import type { Complex } from './elements.js';
 import { NdArray } from './ndarray.js';
 import type { NpyHeader } from './header.js';
 import { NOT_A_TIME } from './elements.js';
+import { NpyError } from './errors.js';
+import { PyFloat, PyTuple, type PyValue } from './pyliteral.js';
 
 /** A float as JSON: non-finite values as "NaN", "Infinity", "-Infinity". */
 export function jsonNumber(x: number): number | string {
@@ -25,20 +28,42 @@ function latin1(bytes: Uint8Array): string {
 }
 
 /**
+ * How much repetition one JSON document may write out. A pickle can share one value many times
+ * (or nest shared values, doubling at each level: 40 levels of a 332-byte file are 2^40 items), and
+ * JSON has no references: every repeat is written in full. First visits are bounded by the decoded
+ * data itself; only items written again inside a repeated value count against this budget.
+ */
+export interface JsonBudget {
+  /** Items that may still be written inside repeated (shared) values. */
+  repeatsLeft: number;
+  /** Containers written once already: visiting one again is a repeat. */
+  readonly seen: WeakSet<object>;
+  /** How many repeated values are open around the current item. */
+  inRepeat: number;
+}
+
+/** Default budget for items written again through shared references in one document. */
+export const MAX_JSON_REPEATS = 1_000_000;
+
+export function jsonBudget(repeats = MAX_JSON_REPEATS): JsonBudget {
+  return { repeatsLeft: repeats, seen: new WeakSet(), inRepeat: 0 };
+}
+
+/**
  * A JSON-safe value for one element: integers beyond ±(2^53−1) as decimal strings, non-finite
  * floats as "NaN"/"Infinity"/"-Infinity", complex as [re, im], S as latin-1 text, V as hex,
  * datetimes as their integer count ("NaT"), records as objects, subarrays as nested arrays.
  */
-export function jsonValue(dtype: DType, v: unknown): unknown {
+export function jsonValue(dtype: DType, v: unknown, budget: JsonBudget = jsonBudget()): unknown {
   if (dtype.fields) {
     const rec = v as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const f of dtype.fields) out[f.name] = jsonValue(f.dtype, rec[f.name]);
+    for (const f of dtype.fields) putOwn(out, f.name, jsonValue(f.dtype, rec[f.name], budget));
     return out;
   }
   if (dtype.subarray) {
     const base = dtype.subarray.base;
-    const nest = (x: unknown): unknown => (Array.isArray(x) ? x.map(nest) : jsonValue(base, x));
+    const nest = (x: unknown): unknown => (Array.isArray(x) ? x.map(nest) : jsonValue(base, x, budget));
     return nest(v);
   }
   switch (dtype.kind) {
@@ -52,7 +77,7 @@ export function jsonValue(dtype: DType, v: unknown): unknown {
     case 'S': return latin1(v as Uint8Array);
     case 'V': return Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join('');
     case 'U': return v as string;
-    case 'O': return pythonJSON(v, 0, new Set());
+    case 'O': return pythonJSON(v, 0, new Set(), budget);
   }
 }
 
@@ -62,43 +87,69 @@ const MAX_JSON_DEPTH = 1000;
  * A decoded Python value as JSON: None → null, numbers and integers by the rules above, bytes as
  * latin-1 text, lists/tuples/sets → arrays, dicts → objects, nested arrays → nested lists, and
  * values with a toJSON() (complex → [re, im], datetimes → ISO text, Decimal → text) through it.
+ * A value that contains itself, nests deeper than 1000, or repeats shared values beyond the
+ * budget is an NpyError.
  */
-export function pythonJSON(v: unknown, depth: number, active: Set<object>): unknown {
+export function pythonJSON(v: unknown, depth = 0, active: Set<object> = new Set(), budget: JsonBudget = jsonBudget()): unknown {
+  if (budget.inRepeat > 0 && --budget.repeatsLeft < 0) {
+    throw new NpyError('TOO_LARGE', 'the value shares references so often that its JSON (which writes each repeat in full) would exceed the limit of repeated items');
+  }
   if (v === null || v === undefined || typeof v === 'boolean' || typeof v === 'string') return v ?? null;
   if (typeof v === 'number') return jsonNumber(v);
   if (typeof v === 'bigint') return jsonInt(v);
   if (typeof v !== 'object') return String(v);
-  if (depth > MAX_JSON_DEPTH) throw new Error(`value nested deeper than ${MAX_JSON_DEPTH}`);
-  if (active.has(v)) throw new Error('value contains itself and has no JSON form');
+  if (depth > MAX_JSON_DEPTH) throw new NpyError('TOO_LARGE', `value nested deeper than ${MAX_JSON_DEPTH} levels has no JSON form here`);
+  if (active.has(v)) throw new NpyError('BAD_ARRAY', 'value contains itself and has no JSON form');
   if (v instanceof Uint8Array) return latin1(v);
-  if (v instanceof NdArray) return arrayToJSON(v);
+  const repeat = budget.seen.has(v);
+  budget.seen.add(v);
+  if (repeat) budget.inRepeat++;
   active.add(v);
   try {
-    if (Array.isArray(v)) return v.map((x) => pythonJSON(x, depth + 1, active));
-    if (v instanceof Set) return [...v].map((x) => pythonJSON(x, depth + 1, active));
-    if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [String(pythonJSON(k, depth + 1, active)), pythonJSON(x, depth + 1, active)]));
+    const inner = (x: unknown): unknown => pythonJSON(x, depth + 1, active, budget);
+    if (v instanceof NdArray) return arrayToJSON(v, budget);
+    if (Array.isArray(v)) return v.map(inner);
+    if (v instanceof Set) return [...v].map(inner);
+    if (v instanceof Map) {
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of v) putOwn(out, String(inner(k)), inner(x));
+      return out;
+    }
     const withJSON = v as { toJSON?: () => unknown };
-    if (typeof withJSON.toJSON === 'function') return pythonJSON(withJSON.toJSON(), depth + 1, active);
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, pythonJSON(x, depth + 1, active)]));
+    if (typeof withJSON.toJSON === 'function') return inner(withJSON.toJSON());
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) putOwn(out, k, inner(x));
+    return out;
   } finally {
     active.delete(v);
+    if (repeat) budget.inRepeat--;
   }
 }
 
 /** The values of the array as JSON-safe nested lists in logical C order. */
-export function arrayToJSON(array: NdArray): unknown {
+export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): unknown {
   const nest = (x: unknown, depth: number): unknown =>
-    depth === array.ndim ? jsonValue(array.dtype, x) : (x as unknown[]).map((y) => nest(y, depth + 1));
+    depth === array.ndim ? jsonValue(array.dtype, x, budget) : (x as unknown[]).map((y) => nest(y, depth + 1));
   return nest(array.toList(), 0);
 }
 
-/** `{version, descr, fortran_order, shape, data}`: the CLI's `show --json` document. */
-export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'>, array: NdArray): Record<string, unknown> {
+/** `{version, descr, fortran_order, shape, data}`: the CLI's `show --json` document. `descr` is the header's as written (tuples as lists). */
+export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'descrAsWritten'>>, array: NdArray): Record<string, unknown> {
   return {
     version: header.version,
-    descr: array.dtype.descr,
+    descr: header.descrAsWritten !== undefined ? pyToJSON(header.descrAsWritten) : array.dtype.descr,
     fortran_order: header.fortranOrder,
     shape: array.shape,
     data: arrayToJSON(array),
   };
+}
+
+/** A parsed header literal as JSON: tuples as lists. */
+function pyToJSON(v: PyValue): unknown {
+  if (v instanceof PyTuple) return v.items.map(pyToJSON);
+  if (Array.isArray(v)) return v.map(pyToJSON);
+  if (v instanceof PyFloat) return v.value;
+  if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [String(k), pyToJSON(x)]));
+  if (typeof v === 'bigint') return String(v);
+  return v;
 }

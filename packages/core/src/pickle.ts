@@ -12,7 +12,8 @@ import { DType, parseTypeString, recordDType, subarrayDType, shapeSize, NATIVE_O
 import { readFromBytes } from './elements.js';
 import { NpyError } from './errors.js';
 import { NdArray } from './ndarray.js';
-import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PySlice, PyTime, PyTimedelta, PyTimezone } from './pyvalues.js';
+import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PySlice, PyTime, PyTimedelta, PyTimezone } from './pyvalues.js';
+import { putOwn } from './safe-object.js';
 import { bytesToData, dataToBytes, type TypedArray } from './storage.js';
 import { hasObject, type ObjectArrayCodec } from './codec.js';
 import { encodeHeader, type NpyHeader } from './header.js';
@@ -39,7 +40,13 @@ abstract class Pending {
   abstract build(state: unknown): void;
 }
 
+/** ndarray and its subclasses (recarray, matrix): classes that _reconstruct takes, never called. */
 const NDARRAY_CLASS = Symbol('numpy.ndarray');
+/** numpy.record: the scalar type record dtypes of recarrays name instead of a type code. */
+const RECORD_TYPE = Symbol('numpy.record');
+/** numpy.ma.MaskedArray: the class _mareconstruct takes. */
+const MASKED_CLASS = Symbol('numpy.ma.MaskedArray');
+type ClassMarker = typeof NDARRAY_CLASS | typeof RECORD_TYPE | typeof MASKED_CLASS;
 const STRING_DTYPE = new DType({ kind: 'O', byteOrder: '|', itemsize: 8 });
 
 // ---------------------------------------------------------------------------------------------
@@ -94,14 +101,38 @@ class PendingArray extends Pending {
   }
 }
 
+/** `numpy.ma.core._mareconstruct`: state (version, shape, dtype, is_fortran, data, mask, fill_value). */
+class PendingMasked extends Pending {
+  build(state: unknown): void {
+    const s = state instanceof Tuple && state.items.length >= 6 ? state.items : bad('masked array state must be a 7-tuple');
+    const shape = iterableItems(s[1], 'masked array shape').map((d) => (isInt(d) ? int(d) : bad('masked array shape must hold integers')));
+    const dtype = settle(s[2]);
+    if (!(dtype instanceof DType)) bad('masked array state has no dtype');
+    const fortran = s[3] === true || s[3] === 1;
+    const data = buildArray(dtype, shape, fortran, s[4]);
+    const mask = hasObject(dtype) && !(s[5] instanceof Uint8Array) ? s[5] : buildArray(maskDType(dtype), shape, fortran, s[5]);
+    this.resolved = new PyMaskedArray(data, mask, s[6] ?? null);
+  }
+}
+
+/** numpy.ma's mask dtype: a boolean for each scalar, keeping record fields and subarrays. */
+function maskDType(dtype: DType): DType {
+  if (dtype.fields) return recordDType(dtype.fields.map((f) => ({ name: f.name, title: f.title, dtype: maskDType(f.dtype) })));
+  if (dtype.subarray) return subarrayDType(maskDType(dtype.subarray.base), dtype.subarray.shape);
+  return parseTypeString('|b1');
+}
+
 function buildArray(dtype: DType, shape: number[], fortran: boolean, data: unknown): NdArray {
   const size = shapeSize(shape);
   if (hasObject(dtype)) {
     // Object arrays pickle a list of their elements in logical C order, even when Fortran-ordered.
+    // The list is in logical C order; the array keeps the order it was saved in (np.save of the
+    // loaded array writes fortran_order True again), so the values are laid out in that order.
     const items = iterableItems(data, 'ndarray data');
     if (items.length !== size) bad(`object array of shape (${shape.join(', ')}) holds ${items.length} items`);
     const values = dtype.fields ? items.map((t) => recordFromTuple(dtype, t)) : items;
-    return new NdArray(dtype, shape, values, 'C');
+    const order = fortran && !isOrderFree(shape) ? 'F' : 'C';
+    return new NdArray(dtype, shape, order === 'F' ? cToFortran(values, shape) : values, order);
   }
   let raw: Uint8Array;
   if (data instanceof Uint8Array) raw = data;
@@ -112,6 +143,22 @@ function buildArray(dtype: DType, shape: number[], fortran: boolean, data: unkno
   const own = raw.slice(); // aligned, and not shared with the pickle bytes
   const typed = dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(dtype, own.buffer, 0, size, { owned: true });
   return new NdArray(dtype, shape, typed, fortran && !isOrderFree(shape) ? 'F' : 'C');
+}
+
+/** Values listed in C order, rearranged into Fortran memory order. */
+function cToFortran(values: unknown[], shape: readonly number[]): unknown[] {
+  const out = new Array<unknown>(values.length);
+  const n = shape.length;
+  const idx = new Array<number>(n).fill(0);
+  const fStrides = new Array<number>(n);
+  for (let a = 0, s = 1; a < n; a++) { fStrides[a] = s; s *= shape[a]!; }
+  for (let i = 0; i < values.length; i++) {
+    let at = 0;
+    for (let a = 0; a < n; a++) at += idx[a]! * fStrides[a]!;
+    out[at] = values[i];
+    for (let a = n - 1; a >= 0; a--) { if (++idx[a]! < shape[a]!) break; idx[a] = 0; }
+  }
+  return out;
 }
 
 function recordFromTuple(dtype: DType, t: unknown): Record<string, unknown> {
@@ -218,11 +265,29 @@ const numpyFrombuffer: Constructor = (args) => {
   return buildArray(dt, shape, args[3] === 'F', args[0]);
 };
 
-const ALLOWED: Record<string, Constructor | typeof NDARRAY_CLASS> = {
+const ALLOWED: Record<string, Constructor | ClassMarker> = {
   'numpy.core.multiarray _reconstruct': numpyArray,
   'numpy._core.multiarray _reconstruct': numpyArray,
+  'numpy.core._internal _reconstruct': numpyArray, // numpy before 1.0
   'numpy ndarray': NDARRAY_CLASS,
-  'numpy dtype': (args) => new PendingDType(arg(args, 0, isString, 'a type code', 'dtype')),
+  // ndarray subclasses from the wild, rebuilt as plain arrays (their Python behaviour is not data).
+  'numpy recarray': NDARRAY_CLASS,
+  'numpy.rec recarray': NDARRAY_CLASS,
+  'numpy.core.records recarray': NDARRAY_CLASS,
+  'numpy._core.records recarray': NDARRAY_CLASS,
+  'numpy matrix': NDARRAY_CLASS,
+  'numpy.matrixlib.defmatrix matrix': NDARRAY_CLASS,
+  'numpy record': RECORD_TYPE,
+  'numpy.rec record': RECORD_TYPE,
+  'numpy.core.records record': RECORD_TYPE,
+  'numpy._core.records record': RECORD_TYPE,
+  'numpy.ma.core _mareconstruct': (args) => {
+    if (!(args[0] instanceof Global && args[0].target === MASKED_CLASS)) bad('_mareconstruct: only numpy.ma.MaskedArray is supported');
+    return new PendingMasked();
+  },
+  'numpy.ma MaskedArray': MASKED_CLASS,
+  'numpy.ma.core MaskedArray': MASKED_CLASS,
+  'numpy dtype': (args) => new PendingDType(args[0] instanceof Global && args[0].target === RECORD_TYPE ? 'V' : arg(args, 0, isString, 'a type code', 'dtype')),
   'numpy.core.multiarray scalar': numpyScalar,
   'numpy._core.multiarray scalar': numpyScalar,
   'numpy.core.numeric _frombuffer': numpyFrombuffer,
@@ -273,7 +338,7 @@ for (const k of Object.keys(ALLOWED)) if (k.startsWith('builtins ')) ALLOWED[`__
 ALLOWED['__builtin__ xrange'] = ALLOWED['builtins range']!;
 
 class Global {
-  constructor(readonly qualified: string, readonly target: Constructor | typeof NDARRAY_CLASS) {}
+  constructor(readonly qualified: string, readonly target: Constructor | ClassMarker) {}
 }
 
 function resolveGlobal(module: string, name: string, offset: number): Global {
@@ -323,10 +388,15 @@ class Reader {
   }
 }
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/** Two's complement little-endian bytes (LONG1, LONG4) as an integer, in time linear in the length. */
 function decodeLong(b: Uint8Array): bigint {
   if (b.length === 0) return 0n;
-  let v = 0n;
-  for (let i = b.length - 1; i >= 0; i--) v = (v << 8n) | BigInt(b[i]!);
+  // Through hex text: BigInt parses hex in linear time, where shifting in one byte at a time is quadratic.
+  const parts = new Array<string>(b.length);
+  for (let i = 0; i < b.length; i++) parts[i] = HEX[b[b.length - 1 - i]!]!;
+  let v = BigInt(`0x${parts.join('')}`);
   if (b[b.length - 1]! & 0x80) v -= 1n << BigInt(8 * b.length);
   return v;
 }
@@ -418,7 +488,7 @@ export function unpickle(input: Uint8Array, options: UnpickleOptions = {}): unkn
     return b.slice();
   };
   const call = (fn: unknown, args: unknown[]): unknown => {
-    if (!(fn instanceof Global) || fn.target === NDARRAY_CLASS) bad(`${fn instanceof Global ? fn.qualified : typeof fn} is not callable`, r.pos);
+    if (!(fn instanceof Global) || typeof fn.target !== 'function') bad(`${fn instanceof Global ? fn.qualified : typeof fn} is not callable`, r.pos);
     const value = (fn.target as Constructor)(args.map(settle));
     if (typeof value === 'object' && value !== null) container(value, []);
     return value;
@@ -624,62 +694,81 @@ function latin1Text(b: Uint8Array, account: (n: number) => void): string {
   return s;
 }
 
-/** Replace VM-internal objects (tuples, pending constructions) with their JS values, keeping sharing and cycles. */
+/**
+ * Replace VM-internal objects (tuples, pending constructions) with their JS values, keeping sharing
+ * and cycles. Iterative: a pickle can nest values without nesting opcodes (memoised lists appended
+ * into each other), so no recursion follows the data's depth. Each container's result is made
+ * empty first and filled from a work list.
+ */
 function finish(root: unknown): unknown {
   const done = new Map<object, unknown>();
-  const walk = (v: unknown): unknown => {
+  const work: (() => void)[] = [];
+  /** The result for `v`: a primitive as is, a container as its (possibly still empty) result. */
+  const shell = (v: unknown): unknown => {
     if (typeof v !== 'object' || v === null) return v;
     if (done.has(v)) return done.get(v);
     if (v instanceof Pending) {
       if (v.resolved === undefined) bad('an array or dtype was never completed (no BUILD)');
-      const out = walk(v.resolved);
+      const out = shell(v.resolved);
       done.set(v, out);
       return out;
     }
     if (v instanceof Global) bad(`a bare reference to ${v.qualified} is not data`);
     if (v instanceof Tuple || Array.isArray(v)) {
       const src = v instanceof Tuple ? v.items : v;
-      const out: unknown[] = [];
+      const out = new Array<unknown>(src.length);
       done.set(v, out);
-      for (const x of src) out.push(walk(x));
+      work.push(() => { for (let i = 0; i < src.length; i++) out[i] = shell(src[i]); });
       return out;
     }
     if (v instanceof Map) {
-      const stringKeys = [...v.keys()].every((k) => typeof k === 'string');
-      if (stringKeys) {
+      if ([...v.keys()].every((k) => typeof k === 'string')) {
+        // Own properties whatever the key: a dict key '__proto__' must not change the prototype.
         const out: Record<string, unknown> = {};
         done.set(v, out);
-        for (const [k, x] of v) out[k as string] = walk(x);
+        work.push(() => { for (const [k, x] of v) putOwn(out, k as string, shell(x)); });
         return out;
       }
       const out = new Map();
       done.set(v, out);
-      for (const [k, x] of v) out.set(walk(k), walk(x));
+      work.push(() => { for (const [k, x] of v) out.set(shell(k), shell(x)); });
       return out;
     }
     if (v instanceof Set) {
       const out = new Set();
       done.set(v, out);
-      for (const x of v) out.add(walk(x));
+      work.push(() => { for (const x of v) out.add(shell(x)); });
       return out;
     }
     if (v instanceof NdArray && Array.isArray(v.data)) {
-      const data = new Array<unknown>(v.data.length);
+      const src = v.data;
+      const data = new Array<unknown>(src.length);
       const out = new NdArray(v.dtype, v.shape, data, v.order);
       done.set(v, out);
-      v.data.forEach((x, i) => { data[i] = walk(x); });
+      work.push(() => { for (let i = 0; i < src.length; i++) data[i] = shell(src[i]); });
       return out;
     }
-    if (v instanceof PySlice) return new PySlice(v.kind, walk(v.start), walk(v.stop), walk(v.step));
+    if (v instanceof PySlice) {
+      const out = new PySlice(v.kind, shell(v.start), shell(v.stop), shell(v.step));
+      done.set(v, out);
+      return out;
+    }
+    if (v instanceof PyMaskedArray) {
+      const out = new PyMaskedArray(shell(v.data), shell(v.mask), shell(v.fillValue));
+      done.set(v, out);
+      return out;
+    }
     if (!(v instanceof NdArray) && !(v instanceof Uint8Array) && !(v instanceof DType) && Object.getPrototypeOf(v) === Object.prototype) {
       const out: Record<string, unknown> = {};
       done.set(v, out);
-      for (const [k, x] of Object.entries(v)) out[k] = walk(x);
+      work.push(() => { for (const [k, x] of Object.entries(v)) putOwn(out, k, shell(x)); });
       return out;
     }
     return v;
   };
-  return walk(root);
+  const result = shell(root);
+  while (work.length) work.pop()!();
+  return result;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -719,6 +808,11 @@ class Writer {
 }
 
 const enc = new TextEncoder();
+
+/** numpy's `is_fortran`: Fortran-contiguous and not also C-contiguous. */
+function isFortran(a: NdArray): boolean {
+  return a.order === 'F' && !isOrderFree(a.shape);
+}
 
 /**
  * Pickle JS values (protocol 3, loadable by numpy 1.17+ and 2.x): null, boolean, number (an integer
@@ -772,7 +866,7 @@ export function pickle(value: unknown): Uint8Array {
     const items: (() => void)[] = [
       () => int(datetime ? 4 : 3),
       () => str(dt.byteOrder),
-      dt.subarray ? () => { const sub = dt.subarray!; tuple([() => dtype(sub.base), () => { if (sub.shape.length) tuple(sub.shape.map((d) => () => int(d))); else w.byte(0x29); }]); } : none,
+      dt.subarray ? () => { const sub = dt.subarrayAsWritten ?? dt.subarray!; tuple([() => dtype(sub.base), () => { if (sub.shape.length) tuple(sub.shape.map((d) => () => int(d))); else w.byte(0x29); }]); } : none,
       dt.fields ? () => tuple(dt.fields!.map((f) => () => str(f.name))) : none,
       dt.fields ? () => {
         w.byte(0x7d);
@@ -805,11 +899,12 @@ export function pickle(value: unknown): Uint8Array {
     w.byte(0x87);
     w.byte(0x52);
     const isObject = hasObject(a.dtype);
+    const fields = a.dtype.fields;
     tuple([
       () => int(1),
       () => { if (a.shape.length === 0) w.byte(0x29); else tuple(a.shape.map((d) => () => int(d))); },
       () => dtype(a.dtype),
-      () => w.byte(a.order === 'F' && !isObject ? 0x88 : 0x89),
+      () => w.byte(isFortran(a) ? 0x88 : 0x89),
       () => {
         if (isObject) {
           w.byte(0x5d);
@@ -817,7 +912,9 @@ export function pickle(value: unknown): Uint8Array {
           const flat: unknown[] = [];
           const walkFlat = (x: unknown, d: number): void => { if (d === a.ndim) flat.push(x); else for (const y of x as unknown[]) walkFlat(y, d + 1); };
           walkFlat(list, 0);
-          if (flat.length) { w.byte(0x28); flat.forEach(val); w.byte(0x65); }
+          // numpy's __setstate__ takes each record of an object record array as a tuple, never a dict.
+          const item = fields ? (x: unknown): void => tuple(fields.map((f) => () => val((x as Record<string, unknown>)[f.name]))) : val;
+          if (flat.length) { w.byte(0x28); flat.forEach((x) => item(x)); w.byte(0x65); }
         } else {
           bytes(dataToBytes(a.dtype, a.data as TypedArray));
         }
@@ -903,7 +1000,7 @@ export const pickleCodec: ObjectArrayCodec = {
     return value;
   },
   encode(array: NdArray, version?: 1 | 2 | 3): { header: Uint8Array; body: Uint8Array } {
-    const header = encodeHeader(array.dtype, array.shape, false, version);
+    const header = encodeHeader(array.dtype, array.shape, isFortran(array), version);
     return { header, body: pickle(array) };
   },
 };

@@ -120,3 +120,14 @@ function offsetText(seconds: number | null): string {
   const rest = s % 60 ? `:${pad(s % 60)}` : '';
   return `${sign}${pad(Math.floor(s / 3600))}:${pad(Math.floor((s % 3600) / 60))}${rest}`;
 }
+
+/**
+ * A numpy masked array (`numpy.ma.MaskedArray`): its data, and its mask (`True` where a value is
+ * masked; for records, one boolean per field). Rebuilt from the pickle as plain data.
+ */
+export class PyMaskedArray {
+  constructor(readonly data: unknown, readonly mask: unknown, readonly fillValue: unknown) {}
+  toJSON(): Record<string, unknown> {
+    return { data: this.data, mask: this.mask };
+  }
+}

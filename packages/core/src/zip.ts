@@ -48,6 +48,10 @@ export interface ZipEntry {
   compressedSize: number;
   size: number;
   localHeaderOffset: number;
+  /** Where the next member's local header (or the central directory) starts: this member must end before it. */
+  dataLimit: number;
+  /** The name's bytes as stored, compared with the local header's. */
+  rawName: Uint8Array;
 }
 
 function zipError(message: string, offset?: number, member?: string): never {
@@ -67,11 +71,12 @@ const CP437_HIGH =
   'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function decodeName(raw: Uint8Array, utf8Flag: boolean, at: number): string {
+function decodeName(raw: Uint8Array, utf8Flag: boolean, at: number, lenient = false): string {
   if (utf8Flag) {
     try {
       return utf8.decode(raw);
     } catch {
+      if (lenient) return new TextDecoder().decode(raw);
       zipError('a member name flagged UTF-8 is not valid UTF-8', at);
     }
   }
@@ -159,6 +164,7 @@ export function readZipEntries(src: ByteSource): ZipEntry[] {
     for (let q = 0; q + 4 <= extra.length;) {
       const id = ev.getUint16(q, true);
       const len = ev.getUint16(q + 2, true);
+      if (q + 4 + len > extra.length) zipError(`an extra field of ${len} bytes runs past the entry's ${extra.length} extra bytes`, cdOffset + p, name);
       if (id === 0x0001) {
         let r = q + 4;
         const next = (): number => {
@@ -174,10 +180,30 @@ export function readZipEntries(src: ByteSource): ZipEntry[] {
       q += 4 + len;
     }
     if (diskStart !== 0 && diskStart !== U16_MAX) throw new NpyError('ZIP_UNSUPPORTED', 'multi-disk zip archives are not supported', { member: name });
-    entries.push({ name, method, flags, crc32: crc, compressedSize, size, localHeaderOffset });
+    const rawName = cd.slice(p + 46, p + 46 + nameLen);
+    entries.push({ name, method, flags, crc32: crc, compressedSize, size, localHeaderOffset, dataLimit: cdOffset, rawName });
     p += 46 + nameLen + extraLen + commentLen;
   }
+  limitEntries(entries, cdOffset);
   return entries;
+}
+
+/**
+ * Each member must end before the next one starts (Python's zipfile refuses overlapping members
+ * too, since CVE-2024-0450): members sharing bytes would let a small archive stand for many large
+ * ones. Sets every entry's dataLimit; two entries at one offset are refused here.
+ */
+function limitEntries(entries: ZipEntry[], cdOffset: number): void {
+  const byOffset = [...entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+  for (let i = 0; i < byOffset.length; i++) {
+    const e = byOffset[i]!;
+    const next = byOffset[i + 1];
+    if (e.localHeaderOffset >= cdOffset) zipError(`member starts at byte ${e.localHeaderOffset}, inside or after the central directory (byte ${cdOffset})`, e.localHeaderOffset, e.name);
+    if (next && next.localHeaderOffset === e.localHeaderOffset) {
+      zipError(`overlapping members: '${e.name}' and '${next.name}' start at the same byte`, e.localHeaderOffset, next.name);
+    }
+    e.dataLimit = next ? next.localHeaderOffset : cdOffset;
+  }
 }
 
 /** Where a member's stored bytes start (after its local header), with the local header checked. */
@@ -191,7 +217,46 @@ export function entryDataOffset(src: ByteSource, entry: ZipEntry): number {
   if (start + entry.compressedSize > src.size) {
     zipError(`truncated archive: member data ends at byte ${start + entry.compressedSize} but the archive has ${src.size}`, start, entry.name);
   }
+  if (start + entry.compressedSize > entry.dataLimit) {
+    zipError(`overlapping members: the data of '${entry.name}' runs to byte ${start + entry.compressedSize}, past the start of the next member or the directory at byte ${entry.dataLimit}`, start, entry.name);
+  }
+  checkLocalHeader(h, readExact(src, at + 30, nameLen + extraLen, `the local header of '${entry.name}'`), entry);
   return start;
+}
+
+/** The local header must describe the same member as the central directory: name, method, sizes. */
+function checkLocalHeader(h: DataView, rest: Uint8Array, entry: ZipEntry): void {
+  const at = entry.localHeaderOffset;
+  const nameLen = h.getUint16(26, true);
+  const name = rest.subarray(0, nameLen);
+  if (name.length !== entry.rawName.length || name.some((b, i) => b !== entry.rawName[i])) {
+    zipError(`the local header names '${decodeName(name, true, at + 30, true)}', the central directory '${entry.name}'`, at, entry.name);
+  }
+  const method = h.getUint16(8, true);
+  if (method !== entry.method) zipError(`the local header says compression method ${method}, the central directory ${entry.method}`, at, entry.name);
+  // With a data descriptor (flag 8) the local sizes may be 0: they follow the data instead.
+  const descriptor = (h.getUint16(6, true) & FLAG_DESCRIPTOR) !== 0;
+  let compressed = h.getUint32(18, true);
+  let size = h.getUint32(22, true);
+  if (compressed === U32_MAX || size === U32_MAX) {
+    const extra = rest.subarray(nameLen);
+    const ev = view(extra);
+    for (let q = 0; q + 4 <= extra.length;) {
+      const id = ev.getUint16(q, true);
+      const len = ev.getUint16(q + 2, true);
+      if (q + 4 + len > extra.length) zipError(`a local extra field of ${len} bytes runs past the header`, at, entry.name);
+      if (id === 0x0001) {
+        let r = q + 4;
+        if (size === U32_MAX && r + 8 <= q + 4 + len) { size = u64(ev, r); r += 8; }
+        if (compressed === U32_MAX && r + 8 <= q + 4 + len) compressed = u64(ev, r);
+      }
+      q += 4 + len;
+    }
+  }
+  const differs = (local: number, central: number): boolean => !(descriptor && local === 0) && local !== U32_MAX && local !== central;
+  if (differs(size, entry.size) || differs(compressed, entry.compressedSize)) {
+    zipError(`the local header says ${compressed} bytes stored for ${size}, the central directory ${entry.compressedSize} for ${entry.size}`, at, entry.name);
+  }
 }
 
 export function checkSupported(entry: ZipEntry): void {

@@ -1,0 +1,228 @@
+// Hostile, huge and odd input (issue 13): every case gets numpy's answer or one clean NpyError, with
+// time and memory bounded by the bytes present, never by what a file claims. Resource cases run in a
+// child process under a time limit and report their peak memory, so a regression fails instead of hanging.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { decodeNpy, encodeNpy, npyDocument, readHeader, NpyError, NdArray, pythonJSON, arrayToJSON } from '@npyts/core';
+import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
+import { loadNpy, saveNpy } from '@npyts/core/node';
+import { python, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
+
+const dir = scratch('npyts-hostile-');
+
+/**
+ * Run an ES module snippet in a fresh Node process with a time limit; it prints one JSON line.
+ * Returns that value with the child's peak resident memory in MiB (`rssMiB`).
+ */
+export function bounded(code, { timeoutMs = 30_000, maxOldSpaceMiB = 4096 } = {}) {
+  const wrapped = `${code}\nconst { maxRSS } = process.resourceUsage();\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: maxRSS / 1024 }));`;
+  const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], { encoding: 'utf8', timeout: timeoutMs, cwd: dir, maxBuffer: 1 << 26 });
+  if (r.error) throw new Error(`child did not finish within ${timeoutMs} ms: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`child failed (${r.status}): ${r.stderr.slice(-2000)}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+const core = "import * as core from '@npyts/core'; import * as pk from '@npyts/core/pickle'; import * as nd from '@npyts/core/node';";
+
+// ---------------------------------------------------------------------------------------------
+// Pickles
+
+test('pickle LONG4/LONG1/LONG integers decode in linear time and equal Python\'s values', () => {
+  // 256 KiB and 1 MiB LONG4 integers (39 s and "never" before), negative too; LONG text of 100 000 digits.
+  python(`
+import pickle
+for name, n in [('big', 8 * 2**20 - 3), ('neg', -(1 << (2 * 2**20 * 8 - 5)) + 12345)]:
+    open('${dir}/long4-' + name + '.pkl', 'wb').write(pickle.dumps(n, protocol=2))
+    open('${dir}/long4-' + name + '.hex', 'w').write(hex(n))
+open('${dir}/long-text.pkl', 'wb').write(b'L' + b'7' * 100000 + b'L\\n.')
+`);
+  const out = bounded(`${core}
+const fs = await import('node:fs');
+const res = {};
+for (const name of ['big', 'neg']) {
+  const v = pk.unpickle(fs.readFileSync('long4-' + name + '.pkl'));
+  const hex = (v < 0n ? '-0x' + (-v).toString(16) : '0x' + v.toString(16));
+  res[name] = hex === fs.readFileSync('long4-' + name + '.hex', 'utf8');
+}
+res.text = String(pk.unpickle(fs.readFileSync('long-text.pkl'))) === '7'.repeat(100000);
+globalThis.result = res;`, { timeoutMs: 20_000 });
+  assert.equal([out.big, out.neg, out.text], [true, true, true]);
+});
+
+test("a dict key '__proto__' is an own property and leaves the prototype alone", () => {
+  python(`
+a = np.empty(2, dtype=object); a[0] = {'__proto__': {'polluted': 1}, 'a': 2}; a[1] = None
+np.save('${dir}/proto.npy', a, allow_pickle=True)
+np.save('${dir}/proto-field.npy', np.zeros(1, dtype=[('__proto__', '<i4'), ('b', '<i4')]))
+`);
+  const a = decodeNpy(readFileSync(join(dir, 'proto.npy')), { pickle: pickleCodec });
+  const d = a.get(0);
+  assert.is(Object.getPrototypeOf(d), Object.prototype);
+  assert.is(d.polluted, undefined);
+  assert.equal(Object.keys(d), ['__proto__', 'a']);
+  assert.equal(Object.getOwnPropertyDescriptor(d, '__proto__').value, { polluted: 1 });
+  assert.is({}.polluted, undefined);
+  const rec = loadNpy(join(dir, 'proto-field.npy')).get(0);
+  assert.is(Object.getPrototypeOf(rec), Object.prototype);
+  assert.equal(Object.keys(rec), ['__proto__', 'b']);
+});
+
+/** A pickle (as bytes) that nests lists 5000 deep without nesting opcodes: memoised lists appended into each other top-down. */
+function deepChainPickle(depth) {
+  const ops = [0x80, 2];
+  const memo = (i) => [0x72, i & 255, (i >> 8) & 255, (i >> 16) & 255, (i >> 24) & 255]; // LONG_BINPUT
+  const get = (i) => [0x6a, i & 255, (i >> 8) & 255, (i >> 16) & 255, (i >> 24) & 255]; // LONG_BINGET
+  for (let i = 0; i < depth; i++) ops.push(0x5d, ...memo(i), 0x30); // EMPTY_LIST, PUT i, POP
+  for (let i = 0; i < depth - 1; i++) ops.push(...get(i), ...get(i + 1), 0x61, 0x30); // list i .append(list i+1)
+  ops.push(...get(0), 0x2e);
+  return new Uint8Array(ops);
+}
+
+/** An object array of shape (1,) whose element is the value `inner` (raw pickle opcodes that push one value). */
+function objectArrayNpy(inner) {
+  const head = python(`
+import pickle, io
+a = np.empty(1, dtype=object); a[0] = 12345678
+b = io.BytesIO(); np.save(b, a, allow_pickle=True); sys.stdout.write(b.getvalue().hex())`);
+  const bytes = Buffer.from(head, 'hex');
+  // Replace the pickled element (BININT 12345678) by the given opcodes.
+  const marker = Buffer.from([0x4a, 0x4e, 0x61, 0xbc, 0x00]);
+  const at = bytes.indexOf(marker);
+  return Buffer.concat([bytes.subarray(0, at), Buffer.from(inner), bytes.subarray(at + marker.length)]);
+}
+
+test('values nested 5000 deep without nesting opcodes decode, and every walker ends in an NpyError or a cut, never a stack overflow', async () => {
+  const p = deepChainPickle(5000);
+  const v = unpickle(p);
+  let depth = 0;
+  for (let x = v; Array.isArray(x) && x.length; x = x[0]) depth++;
+  assert.is(depth, 4999);
+  // Python's own unpickler reads it the same way.
+  writeFileSync(join(dir, 'deep.pkl'), p);
+  assert.is(python(`import pickle\nv = pickle.load(open('${dir}/deep.pkl', 'rb'))\nd = 0\nwhile v: v = v[0]; d += 1\nprint(d)`).trim(), '4999');
+  assert.throws(() => pythonJSON(v), (e) => e instanceof NpyError && /deeper than/.test(e.message));
+  const inner = [...p.subarray(2, p.length - 1)]; // without PROTO and STOP
+  const file = join(dir, 'deep.npy');
+  writeFileSync(file, objectArrayNpy(inner));
+  const shown = spawnCli(['show', '--allow-pickle', file]);
+  assert.is(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /\[\[\[\[/);
+  assert.match(shown.stdout, /\.\.\./);
+  const json = spawnCli(['show', '--json', '--allow-pickle', file]);
+  assert.is(json.code, 1);
+  assert.match(json.stderr, /^npyts: error: .*deep\.npy: .*deeper than 1000/);
+  assert.is(json.stderr.trim().split('\n').length, 1);
+});
+
+test('shared references (DUP + TUPLE2 forty times) decode at once; show is cut and says so; JSON is a clean refusal', () => {
+  const inner = [0x4e]; // NONE
+  for (let i = 0; i < 40; i++) inner.push(0x32, 0x86); // DUP, TUPLE2: each level holds the one below twice
+  const file = join(dir, 'dag.npy');
+  writeFileSync(file, objectArrayNpy(inner));
+  assert.ok(readFileSync(file).length < 400);
+  const out = bounded(`${core}
+const fs = await import('node:fs');
+const t = Date.now();
+const a = core.decodeNpy(fs.readFileSync('dag.npy'), { pickle: pk.pickleCodec });
+let d = 0; for (let x = a.get(0); Array.isArray(x); x = x[0]) d++;
+let json;
+try { core.arrayToJSON(a); json = 'no error'; } catch (e) { json = e instanceof core.NpyError ? e.code : String(e); }
+globalThis.result = { depth: d, shared: a.get(0)[0] === a.get(0)[1], json };`, { timeoutMs: 20_000, maxOldSpaceMiB: 1024 });
+  assert.equal([out.depth, out.shared, out.json], [40, true, 'TOO_LARGE']);
+  assert.ok(out.rssMiB < 400, `peak ${out.rssMiB} MiB`);
+  const shown = spawnCli(['show', '--allow-pickle', file]);
+  assert.is(shown.code, 0, shown.stderr);
+  assert.ok(shown.stdout.length < 4 << 20, `${shown.stdout.length} characters`);
+  assert.match(shown.stdout, /\(None, None\)/);
+  assert.match(shown.stderr, /cut/);
+  const json = spawnCli(['show', '--json', '--allow-pickle', file]);
+  assert.is(json.code, 1);
+  assert.match(json.stderr, /^npyts: error: .*dag\.npy: .*shares references/);
+});
+
+test('a list that contains itself prints as Python prints it ([...]) and has no JSON form', () => {
+  python(`
+a = np.empty(1, dtype=object); l = [1]; l.append(l); a[0] = l
+np.save('${dir}/cycle.npy', a, allow_pickle=True)
+print(repr(l))`);
+  const expected = python(`a = np.load('${dir}/cycle.npy', allow_pickle=True); print(repr(a[0]))`).trim();
+  const shown = spawnCli(['show', '--allow-pickle', join(dir, 'cycle.npy')]);
+  assert.is(shown.code, 0, shown.stderr);
+  assert.ok(shown.stdout.includes(expected), `${shown.stdout} should contain ${expected}`);
+  const json = spawnCli(['show', '--json', '--allow-pickle', join(dir, 'cycle.npy')]);
+  assert.is(json.code, 1);
+  assert.match(json.stderr, /contains itself/);
+});
+
+test('ndarray subclasses in object arrays (recarray, matrix, masked arrays) load as plain arrays with numpy\'s values', () => {
+  const expected = JSON.parse(python(`
+import warnings; warnings.simplefilter('ignore')
+a = np.empty(4, dtype=object)
+a[0] = np.rec.fromarrays([np.arange(3), np.arange(3) * 0.5], names='x,y')
+a[1] = np.matrix([[1, 2], [3, 4]])
+a[2] = np.ma.masked_array([1.5, 2.5, 3.5], mask=[0, 1, 0])
+a[3] = np.ma.masked_array(np.zeros(2, dtype=[('p', '<i2'), ('q', '<f4')]), mask=[(0, 1), (1, 0)])
+np.save('${dir}/subclasses.npy', a, allow_pickle=True)
+b = np.load('${dir}/subclasses.npy', allow_pickle=True)
+print(json.dumps({'rec': [list(map(float, r)) for r in b[0].tolist()], 'matrix': b[1].tolist(), 'mdata': b[2].data.tolist(), 'mmask': b[2].mask.tolist(), 'rmask': [list(m) for m in b[3].mask.tolist()]}))`));
+  const a = loadNpy(join(dir, 'subclasses.npy'), { allowPickle: true });
+  const rec = a.get(0);
+  assert.instance(rec, NdArray);
+  assert.equal(rec.toList().map((r) => [Number(r.x), r.y]), expected.rec);
+  const m = a.get(1);
+  assert.equal(m.shape, [2, 2]);
+  assert.equal(m.toList().map((r) => r.map(Number)), expected.matrix);
+  const masked = a.get(2);
+  assert.instance(masked, PyMaskedArray);
+  assert.equal(masked.data.toList(), expected.mdata);
+  assert.equal(masked.mask.toList(), expected.mmask);
+  assert.equal(a.get(3).mask.toList().map((r) => [r.p, r.q]), expected.rmask);
+  // numpy 1.x names (numpy.core.records) and the pre-1.0 numpy.core._internal._reconstruct
+  python(`
+import pickle
+a = np.arange(3, dtype='<i4')
+p = pickle.dumps(a.view(np.recarray), protocol=2).replace(b'numpy._core.multiarray', b'numpy.core._internal').replace(b'numpy.rec\\n', b'numpy.core.records\\n')
+open('${dir}/old.pkl', 'wb').write(p)`);
+  const old = unpickle(readFileSync(join(dir, 'old.pkl')));
+  assert.instance(old, NdArray);
+  assert.equal(Array.from(old.data), [0, 1, 2]);
+});
+
+test('object record arrays ([(i, <i4), (o, O)]) round-trip through npyts into files numpy 2 loads', async () => {
+  python(`
+a = np.array([(1, 'x'), (2, [1, 2]), (3, None)], dtype=[('i', '<i4'), ('o', 'O')])
+np.save('${dir}/objrec.npy', a, allow_pickle=True)`);
+  const a = loadNpy(join(dir, 'objrec.npy'), { allowPickle: true });
+  saveNpy(join(dir, 'objrec-out.npy'), a);
+  const r = await runCli(['convert', '--allow-pickle', join(dir, 'objrec.npy'), join(dir, 'objrec-cli.npz')]);
+  assert.is(r.code, 0, r.stderr);
+  const check = python(`
+a = np.load('${dir}/objrec.npy', allow_pickle=True)
+b = np.load('${dir}/objrec-out.npy', allow_pickle=True)
+c = np.load('${dir}/objrec-cli.npz', allow_pickle=True)['objrec']
+print(a.dtype == b.dtype == c.dtype, a.tolist() == b.tolist() == c.tolist())`);
+  assert.is(check.trim(), 'True True');
+});
+
+test('a Fortran-order object array keeps its order through npyts, as np.save of the loaded array does', async () => {
+  python(`np.save('${dir}/fobj.npy', np.asfortranarray(np.array([[1, 'a', 3.5], [None, 5, (6,)]], dtype=object)), allow_pickle=True)`);
+  const a = loadNpy(join(dir, 'fobj.npy'), { allowPickle: true });
+  assert.is(a.order, 'F');
+  saveNpy(join(dir, 'fobj-out.npy'), a);
+  const r = await runCli(['convert', '--allow-pickle', join(dir, 'fobj.npy'), join(dir, 'fobj-cli.npy')]);
+  assert.is(r.code, 0, r.stderr);
+  const check = python(`
+from numpy.lib import format
+def fo(p):
+    f = open(p, 'rb'); format.read_magic(f); return format.read_array_header_1_0(f)[1]
+a = np.load('${dir}/fobj.npy', allow_pickle=True)
+for p in ['fobj-out.npy', 'fobj-cli.npy']:
+    b = np.load('${dir}/' + p, allow_pickle=True)
+    print(fo('${dir}/' + p), b.flags.f_contiguous, a.tolist() == b.tolist())`);
+  assert.is(check.trim(), 'True True True\nTrue True True');
+});
+
+test.run();
