@@ -5,21 +5,24 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { decodeNpy, encodeNpy, npyDocument, readHeader, NpyError, NdArray, pythonJSON, arrayToJSON } from '@npyts/core';
 import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
 import { loadNpy, saveNpy } from '@npyts/core/node';
 import { python, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
 
 const dir = scratch('npyts-hostile-');
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * Run an ES module snippet in a fresh Node process with a time limit; it prints one JSON line.
  * Returns that value with the child's peak resident memory in MiB (`rssMiB`).
  */
 export function bounded(code, { timeoutMs = 30_000, maxOldSpaceMiB = 4096 } = {}) {
-  const wrapped = `${code}\nconst { maxRSS } = process.resourceUsage();\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: maxRSS / 1024 }));`;
-  const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], { encoding: 'utf8', timeout: timeoutMs, cwd: dir, maxBuffer: 1 << 26 });
+  // Import declarations are hoisted: the snippet's imports resolve from the repository, its files from `dir`.
+  const wrapped = `process.chdir(${JSON.stringify(dir)});\n${code}\nconst { maxRSS } = process.resourceUsage();\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: maxRSS / 1024 }));`;
+  const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], { encoding: 'utf8', timeout: timeoutMs, cwd: repoRoot, maxBuffer: 1 << 26 });
   if (r.error) throw new Error(`child did not finish within ${timeoutMs} ms: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`child failed (${r.status}): ${r.stderr.slice(-2000)}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
@@ -208,7 +211,7 @@ print(a.dtype == b.dtype == c.dtype, a.tolist() == b.tolist() == c.tolist())`);
 });
 
 test('a Fortran-order object array keeps its order through npyts, as np.save of the loaded array does', async () => {
-  python(`np.save('${dir}/fobj.npy', np.asfortranarray(np.array([[1, 'a', 3.5], [None, 5, (6,)]], dtype=object)), allow_pickle=True)`);
+  python(`np.save('${dir}/fobj.npy', np.asfortranarray(np.array([[1, 'a', 3.5], [None, 5, b'x']], dtype=object)), allow_pickle=True)`);
   const a = loadNpy(join(dir, 'fobj.npy'), { allowPickle: true });
   assert.is(a.order, 'F');
   saveNpy(join(dir, 'fobj-out.npy'), a);

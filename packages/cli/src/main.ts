@@ -1,13 +1,13 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, checkDataSize, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpz, readNpyHeader, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { loadNpz, readNpyHeader, saveNpy, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
-import { formatArray } from './format.js';
+import { formatArray, MAX_OBJECT_TEXT } from './format.js';
 
 export interface Io {
   stdout: (s: string) => void;
@@ -91,8 +91,28 @@ function withFile<T>(file: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    throw new FileError(file, e);
+    throw e instanceof FileError ? e : new FileError(file, e);
   }
+}
+
+/**
+ * Text from a file (names, messages) made safe for a terminal: control characters, and characters
+ * that reorder or hide text, are shown as escapes instead of acting on the terminal.
+ */
+export function printable(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g, (c) => {
+    const cp = c.charCodeAt(0);
+    return cp <= 0xff ? `\\x${cp.toString(16).padStart(2, '0')}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/** Longest error message printed; the rest is counted, not shown (a 10 MB descr makes a 10 MB message). */
+const MAX_MESSAGE = 300;
+
+function oneLine(message: string): string {
+  const s = printable(message);
+  return s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE)}… (${s.length - MAX_MESSAGE} more characters)` : s;
 }
 
 function orderName(h: NpyHeader): string {
@@ -100,7 +120,7 @@ function orderName(h: NpyHeader): string {
 }
 
 function infoLine(file: string, h: NpyHeader): string {
-  return `${file}: ${h.dtype.descrLiteral} (${h.dtype.name}, ${h.dtype.description}), shape ${shapeRepr(h.shape)}, ${orderName(h)}, format ${h.version[0]}.${h.version[1]}, ${h.dataBytes} data bytes`;
+  return `${printable(file)}: ${printable(h.dtype.descrLiteral)} (${h.dtype.name}, ${h.dtype.description}), shape ${shapeRepr(h.shape)}, ${orderName(h)}, format ${h.version[0]}.${h.version[1]}, ${h.dataBytes} data bytes`;
 }
 
 function infoJSON(file: string, h: NpyHeader): Record<string, unknown> {
@@ -189,7 +209,12 @@ function cmdInfo(p: Parsed, io: Io): void {
     const t = target(arg, true);
     checkIsFile(t.file);
     if (t.member === undefined && !isArchive(t.file)) {
-      const h = withFile(t.label, () => (t.file === '-' ? readHeader(stdin()) : readNpyHeader(t.file)));
+      const h = withFile(t.label, () => {
+        const header = t.file === '-' ? readHeader(stdin()) : readNpyHeader(t.file);
+        // np.load fails on a file whose data is cut short; so does info.
+        checkDataSize(header, (t.file === '-' ? stdin().length : statSync(t.file).size) - header.dataOffset);
+        return header;
+      });
       const ragged = t.file !== '-' ? raggedInfo(h.dtype) : null;
       const raggedText = ragged ? withFile(t.label, () => {
         const r = openRagged(t.file);
@@ -208,12 +233,13 @@ function cmdInfo(p: Parsed, io: Io): void {
       const names = t.member !== undefined ? [t.member] : archive.names;
       for (const name of names) {
         const entry = archive.entry(name);
-        const { header } = loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive);
+        // The header alone, from the member's first bytes: no member is inflated whole, no pickle decoded.
+        const header = withFile(`${t.file}:${name}`, () => archive.header(name));
         const stored = entry.method === 0 ? 'stored' : `deflated ${entry.compressedSize} bytes`;
         if (json) docs.push({ ...infoJSON(`${t.file}:${name}`, header), member: entry.name, compression: entry.method === 0 ? 'stored' : 'deflate', compressed_size: entry.compressedSize });
         else io.stdout(`${infoLine(`${t.file}:${name}`, header)}, ${stored}\n`);
       }
-      if (names.length === 0 && !json) io.stdout(`${t.file}: empty archive\n`);
+      if (names.length === 0 && !json) io.stdout(`${printable(t.file)}: empty archive\n`);
     });
   }
   if (json) io.stdout(JSON.stringify(docs.length === 1 && p.positional.length === 1 ? docs[0] : docs) + '\n');
@@ -225,7 +251,10 @@ function cmdShow(p: Parsed, io: Io): void {
   checkIsFile(t.file);
   const json = p.flags.has('--json');
   const print = (label: string, header: NpyHeader, array: NdArray): void => {
-    io.stdout(json ? JSON.stringify(npyDocument(header, array)) + '\n' : `# ${infoLine(label, header)}\n${formatArray(array)}\n`);
+    const report = { cut: false };
+    const text = withFile(label, () => (json ? JSON.stringify(npyDocument(header, array)) : `# ${infoLine(label, header)}\n${formatArray(array, report)}`));
+    io.stdout(`${text}\n`);
+    if (report.cut) io.stderr(`npyts: note: ${printable(label)}: object values were cut short (shown as ...): they nest too deep or repeat shared values beyond ${MAX_OBJECT_TEXT} characters\n`);
   };
   if (t.member === undefined && !isArchive(t.file)) {
     const { header, array } = loadOne(t);
@@ -241,8 +270,9 @@ function cmdShow(p: Parsed, io: Io): void {
     if (json) {
       const arrays: Record<string, unknown> = {};
       for (const name of archive.names) {
-        const { header, array } = loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive);
-        arrays[name] = npyDocument(header, array);
+        const label = `${t.file}:${name}`;
+        const { header, array } = loadOne({ label, file: t.file, member: name }, archive);
+        Object.defineProperty(arrays, name, { value: withFile(label, () => npyDocument(header, array)), enumerable: true });
       }
       io.stdout(JSON.stringify({ arrays }) + '\n');
     } else {
@@ -264,7 +294,11 @@ function cmdConvert(p: Parsed, io: Io): void {
   const version = p.flags.get('--version');
   if (version !== undefined && !['1', '2', '3'].includes(String(version))) throw new UsageError('--version must be 1, 2 or 3');
   if (p.flags.has('--compress') && p.flags.has('--store')) throw new UsageError('--compress and --store exclude each other');
-  const encodeOptions = { ...(version ? { version: Number(version) as 1 | 2 | 3 } : {}), ...(allowPickle ? { pickle: pickleCodec } : {}) };
+  // With no --version, each output keeps its input's format version (numpy's choice when that cannot hold the header).
+  const encodeOptions = (inputVersion: 1 | 2 | 3 | undefined): { version?: 1 | 2 | 3; pickle?: typeof pickleCodec } => {
+    const v = version ? (Number(version) as 1 | 2 | 3) : inputVersion;
+    return { ...(v ? { version: v } : {}), ...(allowPickle ? { pickle: pickleCodec } : {}) };
+  };
   const transform = (array: NdArray): NdArray => {
     let a = order ? toOrder(array, order) : array;
     if (byteorder) a = withByteOrder(a, orders[String(byteorder)]!);
@@ -283,45 +317,56 @@ function cmdConvert(p: Parsed, io: Io): void {
         const r = openRagged(input.file);
         try { return raggedToObjectArray(r); } finally { r.close(); }
       });
-      const bytes = withFile(input.label, () => encodeNpy(objects, { ...encodeOptions, pickle: pickleCodec }));
-      withFile(output.file, () => writeFileSync(output.file, bytes));
+      withFile(output.file, () => saveNpy(output.file, objects, { ...encodeOptions(undefined), pickle: pickleCodec }));
     }
     return;
   }
   const inArchive = input.member === undefined && isArchive(input.file);
   const outArchive = output.member !== undefined || /\.npz$/i.test(output.file);
 
-  // Gather the arrays to write, with their names for an archive.
-  let arrays: [string, NdArray][];
+  // Gather the arrays to write, with their names for an archive and the format version they came in.
+  type Named = [name: string, array: NdArray, version: 1 | 2 | 3];
+  const named = (name: string, t: Target, archive?: NpzArchive): Named => {
+    const { header, array } = loadOne(t, archive);
+    return [name, array, header.version[0]];
+  };
+  let arrays: Named[];
   let compressed = false;
   if (inArchive) {
     arrays = withArchive(input, (archive) => {
       compressed = archive.entries.some((e) => e.method !== 0);
-      return archive.names.map((name) => [name, loadOne({ label: `${input.file}:${name}`, file: input.file, member: name }, archive).array] as [string, NdArray]);
+      return archive.names.map((name) => named(name, { label: `${input.file}:${name}`, file: input.file, member: name }, archive));
     });
   } else if (input.member !== undefined) {
-    const array = withArchive(input, (archive) => {
+    arrays = [withArchive(input, (archive) => {
       compressed = archive.entry(input.member!).method !== 0;
-      return loadOne(input, archive).array;
-    });
-    arrays = [[input.member, array]];
+      return named(input.member!, input, archive);
+    })];
   } else {
-    arrays = [[basename(input.file).replace(/\.npy$/i, ''), loadOne(input).array]];
+    arrays = [named(basename(input.file).replace(/\.npy$/i, ''), input)];
   }
-  arrays = arrays.map(([name, a]) => [name, withFile(input.label, () => transform(a))]);
+  arrays = arrays.map(([name, a, v]) => [name, withFile(input.label, () => transform(a)), v]);
 
   if (outArchive) {
     if (output.member !== undefined) {
       if (arrays.length !== 1) throw new UsageError('OUT.npz:NAME takes a single array; give OUT.npz for a whole archive');
-      arrays = [[output.member, arrays[0]![1]]];
+      arrays = [[output.member, arrays[0]![1], arrays[0]![2]]];
     }
     const compress = p.flags.has('--compress') || (!p.flags.has('--store') && compressed);
-    withFile(output.file, () => saveNpz(output.file, new Map(arrays), { compress, ...encodeOptions }));
+    // One version for the archive: the members' own when they agree.
+    const versions = new Set(arrays.map(([, , v]) => v));
+    const options = encodeOptions(versions.size === 1 ? [...versions][0] : undefined);
+    withFile(output.file, () => saveNpz(output.file, new Map(arrays.map(([name, a]) => [name, a])), { compress, ...options }));
   } else {
     if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME or write a .npz`);
-    const bytes = withFile(input.label, () => encodeNpy(arrays[0]![1], encodeOptions));
-    if (output.file === '-') (io.stdoutBytes ?? ((b: Uint8Array) => process.stdout.write(b)))(bytes);
-    else withFile(output.file, () => writeFileSync(output.file, bytes));
+    const [, array, inputVersion] = arrays[0]!;
+    const options = encodeOptions(inputVersion);
+    if (output.file === '-') {
+      const bytes = withFile(input.label, () => encodeNpy(array, options));
+      (io.stdoutBytes ?? ((b: Uint8Array) => process.stdout.write(b)))(bytes);
+    } else {
+      withFile(output.file, () => saveNpy(output.file, array, options));
+    }
   }
   void io;
 }
@@ -361,10 +406,10 @@ export async function main(args: string[], io: Io): Promise<number> {
       return 2;
     }
     if (e instanceof FileError) {
-      io.stderr(`npyts: error: ${e.file}: ${describe(e.cause)}\n`);
+      io.stderr(`npyts: error: ${oneLine(`${e.file}: ${describe(e.cause)}`)}\n`);
       return 1;
     }
-    io.stderr(`npyts: error: ${describe(e)}\n`);
+    io.stderr(`npyts: error: ${oneLine(describe(e))}\n`);
     return 1;
   }
 }

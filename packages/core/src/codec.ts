@@ -56,11 +56,17 @@ export function asBytes(input: Uint8Array | ArrayBufferLike): Uint8Array {
   return new Uint8Array(input);
 }
 
-/** Check that the data the header promises is present; returns the header. */
+/** Check that the header's data can be read without a pickle codec and that all of it is present. */
 export function checkDataPresent(header: NpyHeader, available: number): void {
   if (hasObject(header.dtype)) {
     throw new NpyError('PICKLE_UNSUPPORTED', `dtype ${header.dtype.descrLiteral} holds Python objects, stored as a pickle; ${PICKLE_HINT}`, { offset: header.dataOffset });
   }
+  checkDataSize(header, available);
+}
+
+/** Check that `available` bytes after the header hold all the data it promises (a pickle's size is not known from the header). */
+export function checkDataSize(header: NpyHeader, available: number): void {
+  if (hasObject(header.dtype)) return;
   if (available < header.dataBytes) {
     throw new NpyError('DATA_TRUNCATED', `data is truncated: shape (${header.shape.join(', ')}) of ${header.dtype.str} needs ${header.dataBytes} bytes after the header, but only ${available} are present`, { offset: header.dataOffset + available });
   }

@@ -19,7 +19,9 @@ export type NpyErrorCode =
   | 'ZIP_CRC'
   | 'ZIP_SIZE'
   | 'NPZ_KEY'
-  | 'TOO_LARGE';
+  | 'TOO_LARGE'
+  | 'LOCKED'
+  | 'UNSAFE_PATH';
 
 export interface NpyErrorDetails {
   /** Byte offset in the input where the problem was found. */

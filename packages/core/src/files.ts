@@ -6,12 +6,13 @@ import { allocateBuffer } from './memory.js';
 import { preallocate, readInParallel } from './native.js';
 import { checkDataPresent, encodeNpyParts, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
 import { encodeHeader, headerBytesNeeded, headerTextOfLength, readHeader, type NpyHeader } from './header.js';
-import { planRegion, groupRuns, regionArray } from './region.js';
+import { DEFAULT_GROUP_BYTES, planRegion, groupRuns, placeGroup, regionArray } from './region.js';
 import { toOrder } from './order.js';
 import { withByteOrder } from './byteorder.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from './dtype.js';
 import { bytesToData, dataToBytes, type TypedArray } from './storage.js';
 import { NpyError } from './errors.js';
+import { withAppendLock } from './lock.js';
 import { NdArray, isOrderFree } from './ndarray.js';
 import { pickleCodec } from './pickle.js';
 import { NpzArchive, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from './npz.js';
@@ -96,17 +97,41 @@ export function loadNpy(path: string, options: LoadOptions = {}): NdArray {
   }
 }
 
-/** Write an array as numpy's `np.save` would; native-endian data is written straight from its memory. */
+/** A temporary name beside `path`, unique to this process and call. */
+function tempBeside(path: string): string {
+  return `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2, 8)}.tmp`;
+}
+
+/**
+ * Write a file through a temporary file beside it, renamed over the target only when complete:
+ * a crash or an error leaves the old file (or none), never a truncated one. The temporary file is
+ * removed on every error path.
+ */
+export function writeBeside(path: string, write: (fd: number) => void): void {
+  const temp = tempBeside(path);
+  const fd = openSync(temp, 'wx');
+  try {
+    write(fd);
+    closeSync(fd);
+    renameSync(temp, path);
+  } catch (e) {
+    try { closeSync(fd); } catch { /* already closed */ }
+    rmSync(temp, { force: true });
+    throw e;
+  }
+}
+
+/**
+ * Write an array as numpy's `np.save` would; native-endian data is written straight from its memory.
+ * The file appears under its name only when complete (written beside it and renamed).
+ */
 export function saveNpy(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
   const { header, body } = encodeNpyParts(array, { pickle: pickleCodec, ...options });
-  const fd = openSync(path, 'w');
-  try {
+  writeBeside(path, (fd) => {
     preallocate(fd, header.length, body.length);
     writeFully(fd, header);
     writeFully(fd, body);
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,17 +217,7 @@ class FileSink implements ZipSink {
  * memory). The file appears under its name only when complete: it is written beside it and renamed.
  */
 export function saveNpz(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
-  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
-  const fd = openSync(temp, 'w');
-  try {
-    writeNpz(new FileSink(fd), arrays, { codec: zlibCodec, ...options });
-    closeSync(fd);
-    renameSync(temp, path);
-  } catch (e) {
-    try { closeSync(fd); } catch { /* already closed */ }
-    rmSync(temp, { force: true });
-    throw e;
-  }
+  writeBeside(path, (fd) => writeNpz(new FileSink(fd), arrays, { codec: zlibCodec, ...options }));
 }
 
 /**
@@ -331,14 +346,21 @@ function openHandle(path: string, io: PositionalIO, header: NpyHeader): NpyFileH
       check();
       const plan = planRegion(header, start, count);
       const out = new Uint8Array(allocateBuffer(plan.bytes));
+      // One scratch buffer for the gathered groups: memory is the region plus one group (≤ 16 MiB).
+      let scratch = new Uint8Array(0);
       for (const g of groupRuns(plan.runs, FILE_MAX_GAP)) {
         const single = g.runs.length === 1;
-        const buf = single ? out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length) : new Uint8Array(g.length);
+        let buf: Uint8Array;
+        if (single) buf = out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length);
+        else {
+          if (scratch.length < g.length) scratch = new Uint8Array(Math.min(DEFAULT_GROUP_BYTES, Math.max(g.length, 2 * scratch.length)));
+          buf = scratch.subarray(0, g.length);
+        }
         const got = io.read(buf, g.offset);
         regionStats.reads++;
         regionStats.bytes += got;
         if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${path} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
-        if (!single) for (const r of g.runs) out.set(buf.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
+        if (!single) placeGroup(out, g, buf);
       }
       return regionArray(header, plan, out);
     },
@@ -430,6 +452,11 @@ export function writeRegion(target: string | NpyFileHandle, start: readonly numb
  * When the header cannot grow in place, the file is rewritten beside itself and renamed over it.
  */
 export function appendNpy(path: string, input: NdArray | ArraySpec): void {
+  withAppendLock(path, () => appendHoldingLock(path, input));
+}
+
+/** {@link appendNpy} for a caller that holds the file's append lock already (see lock.ts). */
+export function appendHoldingLock(path: string, input: NdArray | ArraySpec): void {
   const fd = openSync(path, 'r+');
   try {
     const header = readHeaderFromFd(fd);
@@ -456,9 +483,7 @@ export function appendNpy(path: string, input: NdArray | ArraySpec): void {
       return;
     }
     // No room: write the grown array beside the file, then rename it over (atomic on POSIX).
-    const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
-    const out = openSync(temp, 'w');
-    try {
+    writeBeside(path, (out) => {
       writeFully(out, encodeHeader(header.dtype, newShape, header.fortranOrder));
       const chunk = new Uint8Array(Math.min(64 << 20, Math.max(1, header.dataBytes + bytes.length)));
       for (let at = 0; at < header.dataBytes + bytes.length;) {
@@ -468,13 +493,7 @@ export function appendNpy(path: string, input: NdArray | ArraySpec): void {
         at += n;
       }
       fsyncSync(out);
-    } catch (e) {
-      closeSync(out);
-      rmSync(temp, { force: true });
-      throw e;
-    }
-    closeSync(out);
-    renameSync(temp, path);
+    });
   } finally {
     closeSync(fd);
   }

@@ -7,13 +7,13 @@ export {
   DType, parseDescr, parseTypeString, recordDType, subarrayDType, shapeSize, shapeRepr, NATIVE_ORDER, DATETIME_UNITS,
   type ByteOrder, type Kind, type Field, type FieldSpec, type DescrJSON, type DescrFieldJSON, type DatetimeUnit,
 } from './dtype.js';
-export { readHeader, encodeHeader, headerBytesNeeded, MAGIC, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './header.js';
+export { readHeader, encodeHeader, headerBytesNeeded, MAGIC, MAX_DIMS, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './header.js';
 export { NdArray, orderStrides, isOrderFree, createArray, type Order } from './ndarray.js';
 export { toOrder } from './order.js';
 export { getField, fieldView, type FieldView } from './records.js';
 export { withByteOrder } from './byteorder.js';
 export {
-  decodeNpy, decodeNpyWithHeader, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject,
+  decodeNpy, decodeNpyWithHeader, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject, checkDataSize,
   type DecodeOptions, type EncodeOptions, type ArraySpec, type ObjectArrayCodec, type UnpickleLimits,
 } from './codec.js';
 export { arrayFromValues, writeValue } from './values.js';
@@ -29,7 +29,7 @@ export {
 } from './zip.js';
 export { fflateCodec } from './fflate-codec.js';
 export { crc32 } from './crc32.js';
-export { planRegion, groupRuns, checkRegion, regionArray, readRegionFromBytes, type ByteRun, type RegionPlan } from './region.js';
+export { planRegion, groupRuns, placeGroup, checkRegion, regionArray, readRegionFromBytes, type ByteRun, type RegionPlan, type RunGroup, type GroupLimits } from './region.js';
 export { readNpy, writeNpy, type ChunkSink } from './stream.js';
 export { openNpyUrl, openNpyUrl as openNpy, type NpyUrlHandle, type UrlOptions } from './url.js';
-export { RAGGED_TAG, raggedIndexDType, raggedInfo, openRaggedUrl, type RaggedInfo, type RaggedKind, type RaggedElement, type RaggedUrlReader } from './ragged.js';
+export { RAGGED_TAG, raggedIndexDType, raggedInfo, openRaggedUrl, heapUrlOf, type RaggedUrlOptions, type RaggedInfo, type RaggedKind, type RaggedElement, type RaggedUrlReader } from './ragged.js';

@@ -14,6 +14,7 @@ interface NativeAddon {
   permutePlane(src: Uint8Array, dst: Uint8Array, nA: number, nB: number, srcStrideB: number, dstStrideA: number, itemBytes: number, threads: number): void;
   preallocate(fd: number, offset: number, length: number): number;
   preadParallel(fd: number, bytes: Uint8Array, position: number, threads: number): number;
+  lockFile?(fd: number, lock: number): number;
 }
 
 /** Threads for one large read or plane copy (the addon's work is split on 2 MiB / 64-row bounds). */
@@ -72,4 +73,20 @@ export function readInParallel(fd: number, target: Uint8Array, position: number)
   if (!addon || threads < 2 || target.length < PARALLEL_MIN) return null;
   const got = addon.preadParallel(fd, target, position, threads);
   return got >= 0 ? got : null;
+}
+
+/**
+ * flock(LOCK_EX) on `fd`, waiting for other holders (true), or null when the addon is not in use
+ * (or predates locking) and the caller must lock some other way.
+ */
+export function lockExclusive(fd: number): boolean | null {
+  if (!addon?.lockFile) return null;
+  const rc = addon.lockFile(fd, 1);
+  if (rc !== 0) throw Object.assign(new Error(`flock failed (errno ${rc})`), { errno: rc });
+  return true;
+}
+
+/** Release a lock taken with {@link lockExclusive}. */
+export function unlock(fd: number): void {
+  addon?.lockFile?.(fd, 0);
 }

@@ -1,11 +1,11 @@
 /** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
-import { decodeNpy, encodeNpyParts, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
+import { checkDataSize, decodeNpy, encodeNpyParts, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
 import { NpyError } from './errors.js';
 import { fflateCodec } from './fflate-codec.js';
-import { MAGIC } from './header.js';
+import { MAGIC, headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
 import type { NdArray } from './ndarray.js';
 import {
-  MemorySink, ZipWriter, memorySource, readZipEntries, readZipEntry,
+  MemorySink, ZipWriter, memorySource, readZipEntries, readZipEntry, readZipEntryPrefix,
   type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,
 } from './zip.js';
 
@@ -57,6 +57,26 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
   bytes(name: string): Uint8Array {
     return readZipEntry(this.source, this.entry(name), this.codec);
+  }
+
+  /**
+   * A member's .npy header, inflating only its first bytes (a large or object-array member is not
+   * read whole). The data is checked to be the size the header promises, by the member's declared size.
+   */
+  header(name: string): NpyHeader {
+    const entry = this.entry(name);
+    try {
+      let prefix = readZipEntryPrefix(this.source, entry, 4096);
+      if (!isNpy(prefix)) throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`);
+      const need = headerBytesNeeded(prefix);
+      if (need > prefix.length && prefix.length < entry.size) prefix = readZipEntryPrefix(this.source, entry, need);
+      const header = readHeader(prefix, this.options);
+      checkDataSize(header, entry.size - header.dataOffset);
+      return header;
+    } catch (e) {
+      if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
+      throw e;
+    }
   }
 
   /** Decode one member as an array. */

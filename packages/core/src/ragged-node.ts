@@ -1,19 +1,47 @@
 /** Ragged arrays on disk: write, open, read elements by region, append (heap first, index after). */
-import { existsSync } from 'node:fs';
-import { basename, dirname, join, relative } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { getField } from './records.js';
 import { toNdArray, type ArraySpec } from './codec.js';
 import { parseDescr, recordDType, shapeRepr, type DType } from './dtype.js';
 import { NpyError } from './errors.js';
 import { NdArray } from './ndarray.js';
-import { appendNpy, openNpy, saveNpy, type NpyFileHandle } from './files.js';
+import { appendHoldingLock, appendNpy, openNpy, saveNpy, type NpyFileHandle } from './files.js';
+import { withAppendLock } from './lock.js';
 import { toOrder } from './order.js';
 import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind } from './ragged.js';
 import { arrayFromValues } from './values.js';
 
 type Input = NdArray | ArraySpec | string | Input[];
 
-export interface SaveRaggedOptions {
+export interface RaggedPathOptions {
+  /**
+   * Let an index name a heap outside its own folder (`..`, an absolute path, or a symlink that
+   * leads out). Off by default: the heap's name comes from the file, and a file from elsewhere must
+   * not make npyts read or write files it was not given.
+   */
+  allowHeapOutside?: boolean;
+}
+
+/** The heap's path for an index at `indexPath`, confined to the index's folder unless allowed. */
+export function heapPathOf(indexPath: string, heap: string, options: RaggedPathOptions = {}): string {
+  const folder = resolve(dirname(indexPath));
+  const target = resolve(folder, heap);
+  if (options.allowHeapOutside) return target;
+  const inside = (root: string, p: string): boolean => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
+  const refuse = (why: string): never => {
+    throw new NpyError('UNSAFE_PATH', `the ragged index ${indexPath} names the heap '${heap}', ${why}; pass { allowHeapOutside: true } to allow it`);
+  };
+  if (isAbsolute(heap)) refuse('an absolute path');
+  if (heap.split(/[\\/]/).includes('..') || !inside(folder, target)) refuse('outside the index\'s folder');
+  // Symlinks: the nearest part of the path that exists must resolve inside the folder too.
+  let existing = target;
+  while (!existsSync(existing) && inside(folder, dirname(existing)) && existing !== folder) existing = dirname(existing);
+  if (existsSync(existing) && !inside(realpathSync(folder), realpathSync(existing))) refuse('which a symbolic link leads outside the index\'s folder');
+  return target;
+}
+
+export interface SaveRaggedOptions extends RaggedPathOptions {
   /** The heap's path (relative to the index's folder): another file for cross-file references. Default `<index>.heap`, or `<index>.strings` for text. */
   heap?: string;
   /** For records: dtypes of the ordinary fields (default from the values: numbers `<f8`, bigints `<i8`, booleans `|b1`). */
@@ -148,7 +176,7 @@ export function saveRagged(path: string, elements: Input[] | Record<string, unkn
   }
   const kind = kindOf(elements as Input[]);
   const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' ? 'strings' : 'heap'}`;
-  const heapPath = join(dirname(path), heapName);
+  const heapPath = heapPathOf(path, heapName, options);
   const shared = options.heap !== undefined && existsSync(heapPath);
   let offset = 0;
   let heapDtype: DType | undefined;
@@ -223,14 +251,20 @@ function raggedFieldsOf(dtype: DType): Record<string, ReturnType<typeof raggedIn
   return out;
 }
 
-export function openRaggedRecords(path: string): RaggedRecordsHandle {
+export function openRaggedRecords(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
   const main = openNpy(path);
   const fields = raggedFieldsOf(main.dtype);
   if (Object.keys(fields).length === 0) {
     main.close();
     throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
   }
-  const heaps = Object.fromEntries(Object.entries(fields).map(([name, info]) => [name, openNpy(join(dirname(path), info.heap))]));
+  let heaps: Record<string, NpyFileHandle>;
+  try {
+    heaps = Object.fromEntries(Object.entries(fields).map(([name, info]) => [name, openNpy(heapPathOf(path, info.heap, options))]));
+  } catch (e) {
+    main.close();
+    throw e;
+  }
   const length = main.shape[0] ?? 0;
   const slice = (from: number, to: number): Record<string, unknown>[] => {
     if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
@@ -261,7 +295,7 @@ export function openRaggedRecords(path: string): RaggedRecordsHandle {
   };
 }
 
-export function openRagged(path: string): RaggedHandle {
+export function openRagged(path: string, options: RaggedPathOptions = {}): RaggedHandle {
   const index: NpyFileHandle = openNpy(path);
   const info = raggedInfo(index.dtype);
   if (!info) {
@@ -269,9 +303,17 @@ export function openRagged(path: string): RaggedHandle {
     const hint = Object.keys(raggedFieldsOf(index.dtype)).length ? '; it has ragged fields: use openRaggedRecords' : '';
     throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)${hint}`);
   }
-  const heapPath = join(dirname(path), info.heap);
-  const nested = isRagged(heapPath) ? openRagged(heapPath) : null;
-  const heap = nested ? null : openNpy(heapPath);
+  let heapPath: string;
+  let nested: RaggedHandle | null;
+  let heap: NpyFileHandle | null;
+  try {
+    heapPath = heapPathOf(path, info.heap, options);
+    nested = isRagged(heapPath) ? openRagged(heapPath, options) : null;
+    heap = nested ? null : openNpy(heapPath);
+  } catch (e) {
+    index.close();
+    throw e;
+  }
   const length = index.shape[0] ?? 0;
   const tail = heap ? heap.shape.slice(1) : [];
   const check = (from: number, to: number): void => {
@@ -312,18 +354,36 @@ export function openRagged(path: string): RaggedHandle {
 }
 
 /** Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous state. */
-export function appendRagged(path: string, elements: Input[]): void {
-  const h = openRagged(path);
-  const heapName = relative(dirname(path), h.heapPath);
-  const heapLength = h.heapLength;
-  const heapDtype = h.heapDtype;
-  const kind = h.kind;
+export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
+  withAppendLock(path, () => appendRaggedHoldingLock(path, elements, options));
+}
+
+/**
+ * appendRagged for a caller holding the index's append lock. The heap's lock is taken too (another
+ * index may share the heap): its length is read and both files grow while no other writer can move them.
+ */
+function appendRaggedHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): void {
+  const h = openRagged(path, options);
+  const { heapPath, heapDtype, kind } = h;
   h.close();
-  const { kind: k, rows, bounds, nested } = heapRows(elements, heapLength, kind === 'utf8' ? undefined : heapDtype);
-  if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
-  if (nested) appendRagged(h.heapPath, nested);
-  else if (rows && rows.size) appendNpy(h.heapPath, rows);
-  if (bounds.length) appendNpy(path, indexArray(kind, heapName, bounds));
+  withAppendLock(heapPath, () => {
+    const { heapLength } = readRaggedLength(path, options);
+    const { kind: k, rows, bounds, nested } = heapRows(elements, heapLength, kind === 'utf8' ? undefined : heapDtype);
+    if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
+    if (nested) appendRaggedHoldingLock(heapPath, nested, options);
+    else if (rows && rows.size) appendHoldingLock(heapPath, rows);
+    if (bounds.length) appendHoldingLock(path, indexArray(kind, relative(dirname(path), heapPath), bounds));
+  });
+}
+
+/** The heap length of a ragged array, read afresh. */
+function readRaggedLength(path: string, options: RaggedPathOptions): { heapLength: number } {
+  const h = openRagged(path, options);
+  try {
+    return { heapLength: h.heapLength };
+  } finally {
+    h.close();
+  }
 }
 
 /** numpy's representation of ragged data — an object array of arrays or strings (StringDType arrays decode to one) — written as a ragged array. */

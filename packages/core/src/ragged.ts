@@ -92,11 +92,27 @@ export interface RaggedUrlReader {
   readonly stats: { requests: number; bytes: number };
 }
 
-export async function openRaggedUrl(url: string | URL, options: UrlOptions = {}): Promise<RaggedUrlReader> {
+export interface RaggedUrlOptions extends UrlOptions {
+  /** Let an index name a heap on another origin or outside its own folder (off by default). */
+  allowHeapOutside?: boolean;
+}
+
+/** The heap's URL: on the index's origin and under its folder, unless allowed. */
+export function heapUrlOf(indexUrl: string, heap: string, options: RaggedUrlOptions = {}): string {
+  const index = new URL(indexUrl);
+  const target = new URL(heap, index);
+  const folder = new URL('.', index);
+  if (!options.allowHeapOutside && (target.origin !== index.origin || target.protocol !== index.protocol || !target.pathname.startsWith(folder.pathname))) {
+    throw new NpyError('UNSAFE_PATH', `the ragged index ${indexUrl} names the heap '${heap}', outside its own folder (${folder.href}); pass { allowHeapOutside: true } to allow it`);
+  }
+  return target.href;
+}
+
+export async function openRaggedUrl(url: string | URL, options: RaggedUrlOptions = {}): Promise<RaggedUrlReader> {
   const index = await openNpyUrl(url, options);
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${String(url)} is not a ragged index (its dtype has no ${RAGGED_TAG} title)`);
-  const heapUrl = new URL(info.heap, String(url)).href;
+  const heapUrl = heapUrlOf(String(url), info.heap, options);
   const heap = await openNpyUrl(heapUrl, options);
   const nested = raggedInfo(heap.dtype) ? await openRaggedUrl(heapUrl, options) : null;
   const length = index.shape[0] ?? 0;

@@ -17,8 +17,12 @@ export interface ByteRun {
 }
 
 export interface RegionPlan {
-  /** Runs in increasing file order; together they fill the region's bytes in memory order. */
-  runs: ByteRun[];
+  /**
+   * Runs in increasing file order; together they fill the region's bytes in memory order. Made on
+   * demand each time it is iterated (a column of a large file is millions of runs: they are never
+   * all held at once).
+   */
+  runs: Iterable<ByteRun>;
   /** Bytes the region holds. */
   bytes: number;
   shape: number[];
@@ -66,43 +70,74 @@ export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'd
     k--;
     if (c[a] !== shape[a]) break;
   }
-  const runs: ByteRun[] = [];
-  const idx = new Array<number>(k).fill(0);
-  let regionOffset = 0;
   const base = header.dataOffset + s.reduce((p, x, a) => p + x * strides[a]!, 0);
-  for (;;) {
-    let off = base;
-    for (let a = 0; a < k; a++) off += idx[a]! * strides[a]!;
-    const last = runs[runs.length - 1];
-    if (last && last.fileOffset + last.length === off) last.length += runLength;
-    else runs.push({ fileOffset: off, regionOffset, length: runLength });
-    regionOffset += runLength;
-    let a = k - 1;
-    for (; a >= 0; a--) {
-      if (++idx[a]! < c[a]!) break;
-      idx[a] = 0;
+  function* runs(): Generator<ByteRun> {
+    const idx = new Array<number>(k).fill(0);
+    let regionOffset = 0;
+    let pending: ByteRun | null = null;
+    for (;;) {
+      let off = base;
+      for (let a = 0; a < k; a++) off += idx[a]! * strides[a]!;
+      if (pending && pending.fileOffset + pending.length === off) pending.length += runLength;
+      else {
+        if (pending) yield pending;
+        pending = { fileOffset: off, regionOffset, length: runLength };
+      }
+      regionOffset += runLength;
+      let a = k - 1;
+      for (; a >= 0; a--) {
+        if (++idx[a]! < c[a]!) break;
+        idx[a] = 0;
+      }
+      if (a < 0) break;
     }
-    if (a < 0) break;
+    if (pending) yield pending;
   }
-  return { runs, bytes: regionBytes, shape: [...count] };
+  return { runs: { [Symbol.iterator]: runs }, bytes: regionBytes, shape: [...count] };
 }
+
+/** One read that covers several runs: `length` bytes at `offset`, of which the runs are kept. */
+export interface RunGroup {
+  offset: number;
+  length: number;
+  runs: ByteRun[];
+}
+
+/** Bounds on one group: the bytes it spans (gaps included) and the runs it lists. */
+export interface GroupLimits {
+  /** Most bytes one group spans; a single run longer than this is its own group. Default 16 MiB. */
+  maxBytes?: number;
+  /** Most runs one group lists. Default 65 536. */
+  maxRuns?: number;
+}
+
+export const DEFAULT_GROUP_BYTES = 16 << 20;
+const DEFAULT_GROUP_RUNS = 1 << 16;
 
 /**
  * Group runs into reads: runs closer than `maxGap` bytes share one read (the gap is read and
- * dropped), so that many small runs cost few requests. Each group lists its runs.
+ * dropped), so that many small runs cost few requests. Groups are made one at a time and bounded
+ * (see {@link GroupLimits}), so memory stays the region plus one group whatever its shape.
  */
-export function groupRuns(runs: readonly ByteRun[], maxGap: number): { offset: number; length: number; runs: ByteRun[] }[] {
-  const groups: { offset: number; length: number; runs: ByteRun[] }[] = [];
+export function* groupRuns(runs: Iterable<ByteRun>, maxGap: number, limits: GroupLimits = {}): Generator<RunGroup> {
+  const maxBytes = limits.maxBytes ?? DEFAULT_GROUP_BYTES;
+  const maxRuns = limits.maxRuns ?? DEFAULT_GROUP_RUNS;
+  let g: RunGroup | null = null;
   for (const r of runs) {
-    const g = groups[groups.length - 1];
-    if (g && r.fileOffset - (g.offset + g.length) <= maxGap) {
+    if (g && r.fileOffset - (g.offset + g.length) <= maxGap && r.fileOffset + r.length - g.offset <= maxBytes && g.runs.length < maxRuns) {
       g.length = r.fileOffset + r.length - g.offset;
       g.runs.push(r);
     } else {
-      groups.push({ offset: r.fileOffset, length: r.length, runs: [r] });
+      if (g) yield g;
+      g = { offset: r.fileOffset, length: r.length, runs: [r] };
     }
   }
-  return groups;
+  if (g) yield g;
+}
+
+/** Copy a group's runs from the bytes read for it (`body`, starting at the group's offset) into the region. */
+export function placeGroup(out: Uint8Array, g: RunGroup, body: Uint8Array): void {
+  for (const r of g.runs) out.set(body.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
 }
 
 /** The region's array from its bytes gathered in memory order (`plan.bytes` of them, owned by the caller). */

@@ -6,7 +6,7 @@
 import { NpyError } from './errors.js';
 import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
 import type { NdArray } from './ndarray.js';
-import { groupRuns, planRegion, regionArray } from './region.js';
+import { groupRuns, placeGroup, planRegion, regionArray, type RunGroup } from './region.js';
 import { checkDataPresent, type DecodeOptions } from './codec.js';
 import type { DType } from './dtype.js';
 
@@ -35,6 +35,31 @@ export interface NpyUrlHandle {
   /** Requests made and body bytes received so far. */
   readonly stats: { requests: number; bytes: number };
   read(start: readonly number[], count: readonly number[]): Promise<NdArray>;
+}
+
+/** Bytes one request asks for at most (ranges and the gaps between them): bounds memory in flight. */
+const BATCH_BYTES = 2 << 20;
+
+/**
+ * A response body, read until `max` bytes: a server that sends more than it was asked for is
+ * refused as soon as it does (the rest is never read), so its length cannot cost memory.
+ */
+async function readBody(res: Response, max: number, href: string): Promise<Uint8Array> {
+  if (!res.body) return new Uint8Array(0);
+  const out = new Uint8Array(max);
+  let n = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (n + value.length > max) {
+      await reader.cancel();
+      httpError(`${href}: the server sent more than the ${max} bytes asked for`);
+    }
+    out.set(value, n);
+    n += value.length;
+  }
+  return out.subarray(0, n);
 }
 
 function httpError(message: string): never {
@@ -77,9 +102,10 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       await res.body?.cancel();
       httpError(`${href}: asked for bytes ${from}-${last}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
     }
-    const body = new Uint8Array(await res.arrayBuffer());
+    const expected = gotLast - gotFrom + 1;
+    const body = await readBody(res, expected, href);
     stats.bytes += body.length;
-    if (body.length !== gotLast - gotFrom + 1) httpError(`${href}: Content-Range promised ${gotLast - gotFrom + 1} bytes, the body has ${body.length}`);
+    if (body.length !== expected) httpError(`${href}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
     return body;
   };
 
@@ -97,7 +123,9 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       await res.body?.cancel();
       return null;
     }
-    const body = new Uint8Array(await res.arrayBuffer());
+    // The parts plus their headers and boundaries; a body much longer than that is refused unread.
+    const wanted = groups.reduce((n, g) => n + g.length, 0);
+    const body = await readBody(res, wanted + groups.length * 512 + 4096, href);
     stats.bytes += body.length;
     const parts = parseByteranges(body, boundary, href);
     return groups.map((g) => {
@@ -133,29 +161,33 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
     async read(start, count) {
       const plan = planRegion(header, start, count);
       const out = new Uint8Array(plan.bytes);
-      const groups = groupRuns(plan.runs, maxGap);
-      const place = (g: (typeof groups)[number], body: Uint8Array): void => {
-        for (const r of g.runs) out.set(body.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
-      };
       const perRequest = options.rangesPerRequest ?? 100;
-      // Many ranges: batches of them per request, when the server answers multi-range requests.
-      const batches: (typeof groups)[] = [];
-      for (let i = 0; i < groups.length; i += multiRangeWorks && groups.length > 1 ? perRequest : 1) {
-        batches.push(groups.slice(i, i + (multiRangeWorks && groups.length > 1 ? perRequest : 1)));
-      }
-      let next = 0;
+      // Groups are made lazily and requested in batches of at most `perRequest` ranges and
+      // BATCH_BYTES bytes, `concurrency` at a time: memory is the region plus what is in flight.
+      const groups = groupRuns(plan.runs, maxGap, { maxBytes: BATCH_BYTES });
+      const nextBatch = (): RunGroup[] => {
+        const batch: RunGroup[] = [];
+        let bytes = 0;
+        const limit = multiRangeWorks ? perRequest : 1;
+        while (batch.length < limit && bytes < BATCH_BYTES) {
+          const g = groups.next();
+          if (g.done) break;
+          batch.push(g.value);
+          bytes += g.value.length;
+        }
+        return batch;
+      };
       const worker = async (): Promise<void> => {
-        while (next < batches.length) {
-          const batch = batches[next++]!;
+        for (let batch = nextBatch(); batch.length; batch = nextBatch()) {
           if (batch.length > 1 && multiRangeWorks) {
             const bodies = await multiRange(batch);
-            if (bodies) { batch.forEach((g, i) => place(g, bodies[i]!)); continue; }
+            if (bodies) { batch.forEach((g, i) => placeGroup(out, g, bodies[i]!)); continue; }
             multiRangeWorks = false; // this server answers one range at a time
           }
-          for (const g of batch) place(g, await range(g.offset, g.length));
+          for (const g of batch) placeGroup(out, g, await range(g.offset, g.length));
         }
       };
-      await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+      await Promise.all(Array.from({ length: concurrency }, worker));
       return regionArray(header, plan, out);
     },
   };

@@ -4,6 +4,7 @@
  * deflated members, CRC-32 and size checks on every member read. Compression is delegated to a
  * {@link ZipCodec}: node:zlib in Node, fflate elsewhere.
  */
+import { Inflate } from 'fflate';
 import { NpyError } from './errors.js';
 
 /** Positional reads over an archive held in memory, in a file, or anywhere else. */
@@ -286,6 +287,35 @@ export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec):
     throw new NpyError('ZIP_CRC', `CRC-32 mismatch: computed ${hex(crc)}, the archive says ${hex(entry.crc32)}`, { member: entry.name });
   }
   return data;
+}
+
+/**
+ * The first `want` bytes of a member (all of it when shorter), reading and inflating only as much
+ * as that takes: enough for a .npy header without inflating a large member whole. Unchecked (the
+ * CRC covers the whole member); read the member with readZipEntry for its checked bytes.
+ */
+export function readZipEntryPrefix(src: ByteSource, entry: ZipEntry, want: number): Uint8Array {
+  checkSupported(entry);
+  const start = entryDataOffset(src, entry);
+  const limit = Math.min(want, entry.size);
+  if (entry.method === STORED) return src.read(start, limit);
+  const out = new Uint8Array(limit);
+  let produced = 0;
+  const inflater = new Inflate((chunk) => {
+    const take = Math.min(chunk.length, limit - produced);
+    out.set(chunk.subarray(0, take), produced);
+    produced += take;
+  });
+  const PIECE = 4096;
+  try {
+    for (let at = 0; produced < limit && at < entry.compressedSize; at += PIECE) {
+      const n = Math.min(PIECE, entry.compressedSize - at);
+      inflater.push(src.read(start + at, n), at + n >= entry.compressedSize);
+    }
+  } catch (e) {
+    throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member: entry.name });
+  }
+  return out.subarray(0, produced);
 }
 
 function hex(x: number): string {

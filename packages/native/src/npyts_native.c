@@ -16,6 +16,9 @@
  *                                  once, so that page faults and copies of a large read use every
  *                                  core; returns the bytes read before the first short piece, or
  *                                  -errno.
+ *  lockFile(fd, lock)              flock(fd, LOCK_EX) when `lock` is 1 (waits for other holders),
+ *                                  flock(fd, LOCK_UN) when 0: serialises appends across processes.
+ *                                  Returns 0 or errno.
  *
  * Every function takes a Uint8Array and touches only the bytes it views.
  */
@@ -26,6 +29,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>
@@ -323,6 +327,15 @@ static napi_value pread_parallel(napi_env env, napi_callback_info info) {
   return number(env, total);
 }
 
+static napi_value lock_file(napi_env env, napi_callback_info info) {
+  call_args a;
+  if (!read_args(env, info, "nn", &a)) return throw_type_error(env, "lockFile(fd, lock): two non-negative numbers");
+  int rc;
+  do rc = flock((int)a.number[0], a.number[1] != 0 ? LOCK_EX : LOCK_UN);
+  while (rc != 0 && errno == EINTR);
+  return number(env, rc == 0 ? 0 : errno);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor functions[] = {
     {"adviseHugePages", NULL, advise_huge_pages, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -330,6 +343,7 @@ static napi_value init(napi_env env, napi_value exports) {
     {"swapBytes", NULL, swap_bytes, NULL, NULL, NULL, napi_enumerable, NULL},
     {"preadParallel", NULL, pread_parallel, NULL, NULL, NULL, napi_enumerable, NULL},
     {"permutePlane", NULL, permute_plane, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"lockFile", NULL, lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
   return exports;

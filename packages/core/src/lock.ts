@@ -1,0 +1,83 @@
+/**
+ * One writer at a time for appends: an exclusive advisory lock on the file (flock, through
+ * @npyts/native), or, where the addon is absent, a lock file beside it created exclusively. Either
+ * way a second writer waits its turn (up to a bound, then an NpyError), and nothing is lost.
+ * Readers take no lock: an append makes its data durable before the header says it exists.
+ */
+import { closeSync, fstatSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { NpyError } from './errors.js';
+import { lockExclusive, unlock } from './native.js';
+
+/** How long a writer waits for a lock file before giving up (flock waits as long as it takes). */
+export const LOCK_WAIT_MS = 60_000;
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+function sleep(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
+
+/** Whether a process with this id is alive (a lock file left by a killed writer is stale). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Take `${path}.lock` (O_EXCL), waiting while a live process holds it and removing stale ones. */
+function lockFileBeside(path: string): () => void {
+  const lockPath = `${path}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+    try {
+      const fd = openSync(lockPath, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(lockPath, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    let holder = NaN;
+    try { holder = Number(readFileSync(lockPath, 'utf8')); } catch { /* removed meanwhile, or not yet written */ }
+    if (Number.isInteger(holder) && holder > 0 && !alive(holder)) {
+      rmSync(lockPath, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new NpyError('LOCKED', `${path} is being appended to by process ${holder || 'unknown'} (lock file ${lockPath}); gave up after ${LOCK_WAIT_MS / 1000} s`);
+    }
+    sleep(wait);
+  }
+}
+
+/**
+ * Run `fn` holding the exclusive append lock of `path`. With flock the lock belongs to the file
+ * itself; when a writer replaced the file (an append that had to rewrite it) while this one
+ * waited, the lock is taken again on the new file.
+ */
+export function withAppendLock<T>(path: string, fn: () => T): T {
+  for (;;) {
+    const fd = openSync(path, 'r');
+    let locked: boolean | null;
+    try {
+      locked = lockExclusive(fd);
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+    if (locked === null) {
+      closeSync(fd);
+      const release = lockFileBeside(path);
+      try { return fn(); } finally { release(); }
+    }
+    try {
+      if (fstatSync(fd).ino !== statSync(path).ino) continue; // replaced while we waited: lock the new one
+      return fn();
+    } finally {
+      unlock(fd);
+      closeSync(fd);
+    }
+  }
+}
