@@ -4,10 +4,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
+import { crc32 } from 'node:zlib';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeNpy, encodeNpy, npyDocument, readHeader, NpyError, NdArray, pythonJSON, arrayToJSON } from '@npyts/core';
+import { decodeNpy, decodeNpz, encodeNpy, npyDocument, readHeader, NpyError, NdArray, pythonJSON, arrayToJSON } from '@npyts/core';
 import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
 import { loadNpy, saveNpy } from '@npyts/core/node';
 import { python, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
@@ -139,7 +140,7 @@ globalThis.result = { depth: d, shared: a.get(0)[0] === a.get(0)[1], json };`, {
   const shown = spawnCli(['show', '--allow-pickle', file]);
   assert.is(shown.code, 0, shown.stderr);
   assert.ok(shown.stdout.length < 4 << 20, `${shown.stdout.length} characters`);
-  assert.match(shown.stdout, /\(None, None\)/);
+  assert.match(shown.stdout, /\[None, None\]/); // tuples decode as lists
   assert.match(shown.stderr, /cut/);
   const json = spawnCli(['show', '--json', '--allow-pickle', file]);
   assert.is(json.code, 1);
@@ -226,6 +227,137 @@ for p in ['fobj-out.npy', 'fobj-cli.npy']:
     b = np.load('${dir}/' + p, allow_pickle=True)
     print(fo('${dir}/' + p), b.flags.f_contiguous, a.tolist() == b.tolist())`);
   assert.is(check.trim(), 'True True True\nTrue True True');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Zip archives
+
+/**
+ * Raw deflate of `zeros` zero bytes in one fixed-Huffman block (a literal 0, then copies of 258
+ * bytes at distance 1): 13 bits per 258 bytes, made in a moment where zlib would take seconds.
+ */
+function deflatedZeros(zeros) {
+  const copies = Math.floor((zeros - 1) / 258);
+  const tail = zeros - 1 - copies * 258;
+  const out = new Uint8Array(Math.ceil((3 + 8 + (copies + tail) * 13 + 7) / 8) + 2);
+  let bit = 0;
+  const put = (value, n) => { for (let i = 0; i < n; i++) { if ((value >> i) & 1) out[bit >> 3] |= 1 << (bit & 7); bit++; } };
+  const huff = (code, n) => { for (let i = n - 1; i >= 0; i--) put((code >> i) & 1, 1); }; // Huffman codes go MSB first
+  put(1, 1); put(1, 2); // BFINAL, BTYPE = fixed
+  huff(0x30, 8); // literal 0
+  for (let i = 0; i < copies; i++) { huff(0xc5, 8); huff(0, 5); } // length 258 (code 285), distance 1
+  for (let i = 0; i < tail; i++) huff(0x30, 8);
+  huff(0, 7); // end of block
+  return out.subarray(0, (bit + 7) >> 3);
+}
+
+/** A zip holding one member as given: name, method, declared sizes and CRC, data. */
+function zipOf(members) {
+  const parts = [];
+  const central = [];
+  let at = 0;
+  for (const m of members) {
+    const name = Buffer.from(m.name);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0); local.writeUInt16LE(20, 4); local.writeUInt16LE(m.method, 8);
+    local.writeUInt32LE(m.crc >>> 0, 14); local.writeUInt32LE(m.data.length, 18); local.writeUInt32LE(m.size, 22);
+    local.writeUInt16LE(name.length, 26);
+    const c = Buffer.alloc(46);
+    c.writeUInt32LE(0x02014b50, 0); c.writeUInt16LE(20, 4); c.writeUInt16LE(20, 6); c.writeUInt16LE(m.method, 10);
+    c.writeUInt32LE(m.crc >>> 0, 16); c.writeUInt32LE(m.data.length, 20); c.writeUInt32LE(m.size, 24);
+    c.writeUInt16LE(name.length, 28); c.writeUInt32LE(m.offset ?? at, 42);
+    central.push(c, name);
+    parts.push(local, name, Buffer.from(m.data));
+    at += 30 + name.length + m.data.length;
+  }
+  const cd = Buffer.concat(central);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0); end.writeUInt16LE(members.length, 8); end.writeUInt16LE(members.length, 10);
+  end.writeUInt32LE(cd.length, 12); end.writeUInt32LE(at, 16);
+  return Buffer.concat([...parts, cd, end]);
+}
+
+test('a member that declares 208 bytes but inflates to 2 GiB is stopped at once by every codec (fflate, node:zlib, the viewer\'s)', () => {
+  const bomb = deflatedZeros(2 ** 31);
+  writeFileSync(join(dir, 'bomb.npz'), zipOf([{ name: 'a.npy', method: 8, crc: 0, size: 208, data: bomb }]));
+  assert.ok(bomb.length < 16 << 20);
+  // Python's zipfile refuses it too (it reads past the declared size and fails).
+  const py = python(`
+import zipfile
+try:
+    zipfile.ZipFile('${dir}/bomb.npz').read('a.npy'); print('read')
+except Exception as e: print(type(e).__name__)`).trim();
+  assert.not.equal(py, 'read');
+  const out = bounded(`${core}
+const fs = await import('node:fs');
+const bytes = fs.readFileSync('bomb.npz');
+const codes = {};
+for (const [name, run] of [['fflate', () => core.decodeNpz(bytes).bytes('a')], ['zlib', () => nd.loadNpz('bomb.npz').bytes('a')]]) {
+  try { run(); codes[name] = 'read'; } catch (e) { codes[name] = e instanceof core.NpyError ? e.code : String(e); }
+}
+globalThis.result = codes;`, { timeoutMs: 15_000 });
+  assert.equal([out.fflate, out.zlib], ['ZIP_SIZE', 'ZIP_SIZE']);
+});
+
+test('overlapping members, and local headers that disagree with the central directory, are refused as Python\'s zipfile refuses them', () => {
+  const npy = encodeNpy({ data: new Float32Array(64 << 10) });
+  const crc = crc32(npy);
+  const member = (name, extra = {}) => ({ name, method: 0, crc, size: npy.length, data: npy, ...extra });
+  const cases = {
+    // 200 central entries pointing at one local member
+    overlap: zipOf([member('a.npy'), ...Array.from({ length: 199 }, (_, i) => member(`b${i}.npy`, { offset: 0, data: new Uint8Array(0) }))]),
+    name: (() => { const z = zipOf([member('a.npy')]); z[30] = 0x62; return z; })(), // local name 'b.npy'
+    method: (() => { const z = zipOf([member('a.npy')]); z[8] = 8; return z; })(),
+    size: (() => { const z = zipOf([member('a.npy')]); z.writeUInt32LE(12, 22); return z; })(),
+  };
+  for (const [what, bytes] of Object.entries(cases)) {
+    const file = join(dir, `zip-${what}.npz`);
+    writeFileSync(file, bytes);
+    const names = what === 'overlap' ? ['a', 'b0', 'b198'] : ['a'];
+    for (const name of names) {
+      assert.throws(() => decodeNpz(bytes).get(name), (e) => e instanceof NpyError && e.code === (what === 'size' ? 'ZIP_SIZE' : 'ZIP_FORMAT'), `${what} ${name}`);
+    }
+    const py = python(`
+import zipfile
+try:
+    z = zipfile.ZipFile('${file}'); [z.read(n) for n in z.namelist()]; print('read')
+except Exception as e: print('refused')`).trim();
+    // Python's zipfile checks names and overlaps; npyts also checks method and sizes.
+    if (what === 'overlap' || what === 'name') assert.is(py, 'refused', `${what}: Python's zipfile`);
+  }
+});
+
+test('a zip64 extra field whose declared length overruns the entry is an NpyError, not a RangeError', () => {
+  const z = zipOf([{ name: 'a.npy', method: 0, crc: 0, size: 0xffffffff, data: new Uint8Array(0) }]);
+  // Give the central entry a 6-byte extra that declares 16 bytes of zip64 data.
+  const cdAt = z.readUInt32LE(z.length - 6);
+  const extra = Buffer.from([1, 0, 16, 0, 0, 0]);
+  const patched = Buffer.concat([z.subarray(0, cdAt + 46 + 5), extra, z.subarray(cdAt + 46 + 5)]);
+  patched.writeUInt16LE(extra.length, cdAt + 30);
+  patched.writeUInt32LE(46 + 5 + extra.length, patched.length - 10);
+  assert.throws(() => decodeNpz(patched), (e) => e instanceof NpyError && e.code === 'ZIP_FORMAT' && /extra field/.test(e.message));
+});
+
+test('npyts info of an archive reads member headers only: a 2 GiB member costs no more than its header, and object members need no --allow-pickle', async () => {
+  python(`
+import zipfile
+a = np.empty(2, dtype=object); a[0] = 'x'; a[1] = [1, 2]
+with zipfile.ZipFile('${dir}/big.npz', 'w', compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+    with z.open('big.npy', 'w', force_zip64=True) as f:
+        np.lib.format.write_array_header_2_0(f, {'descr': '<f8', 'fortran_order': False, 'shape': (2**28,)})
+        chunk = bytes(64 << 20)
+        for _ in range(32): f.write(chunk)
+    b = io.BytesIO(); np.save(b, a, allow_pickle=True); z.writestr('obj.npy', b.getvalue())
+`);
+  const out = bounded(`${core}
+const { main } = await import('@npyts/cli/dist/main.js');
+let stdout = '', stderr = '';
+const code = await main(['info', 'big.npz'], { stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; } });
+globalThis.result = { code, stdout, stderr };`, { timeoutMs: 30_000 });
+  assert.is(out.code, 0, out.stderr);
+  assert.match(out.stdout, /big\.npz:big: '<f8'.*shape \(268435456,\).*2147483648 data bytes/);
+  assert.match(out.stdout, /big\.npz:obj: '\|O'/);
+  assert.ok(out.rssMiB < 200, `info peaked at ${out.rssMiB} MiB`);
 });
 
 test.run();

@@ -1,6 +1,6 @@
 // `npm run viewer`: serve the viewer (and the demo's archive) on 127.0.0.1, with HTTP range support
 // so that big files can be opened by URL. Options: --port N (default 8080), --data DIR (served at /data/).
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, realpathSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,35 +11,77 @@ const opt = (name, fallback) => { const i = args.indexOf(name); return i >= 0 ? 
 const data = opt('--data');
 const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css', '.png': 'image/png', '.json': 'application/json' };
 
-/** The file a URL path names, never outside its mount. */
-function fileFor(mounts, pathname) {
-  for (const [prefix, root] of mounts) {
-    if (!pathname.startsWith(prefix)) continue;
-    const path = normalize(join(root, decodeURIComponent(pathname.slice(prefix.length)) || 'index.html'));
-    if (path !== root && !path.startsWith(root + sep)) return null;
-    if (existsSync(path) && statSync(path).isDirectory()) return join(path, 'index.html');
-    return path;
+/** An answer with a status and a short text body. */
+class HttpError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
   }
-  return null;
+}
+
+/**
+ * The regular file a URL path names, never outside its mount: the decoded path must stay inside it,
+ * and so must the file it really is (symbolic links are followed and checked). Throws HttpError.
+ */
+function fileFor(mounts, pathname) {
+  let decoded;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    throw new HttpError(400, 'bad request: malformed percent-encoding in the path');
+  }
+  if (decoded.includes('\0')) throw new HttpError(400, 'bad request: NUL in the path');
+  for (const [prefix, root] of mounts) {
+    if (!decoded.startsWith(prefix)) continue;
+    let path = normalize(join(root, decoded.slice(prefix.length) || 'index.html'));
+    if (path !== root && !path.startsWith(root + sep)) throw new HttpError(404, 'not found');
+    if (!existsSync(path)) throw new HttpError(404, 'not found');
+    let real = realpathSync(path);
+    const realRoot = realpathSync(root);
+    if (real !== realRoot && !real.startsWith(realRoot + sep)) throw new HttpError(404, 'not found');
+    if (statSync(real).isDirectory()) {
+      path = join(real, 'index.html');
+      if (!existsSync(path)) throw new HttpError(404, 'not found');
+      real = realpathSync(path);
+      if (!real.startsWith(realRoot + sep)) throw new HttpError(404, 'not found');
+    }
+    if (!statSync(real).isFile()) throw new HttpError(404, 'not found');
+    return real;
+  }
+  throw new HttpError(404, 'not found');
 }
 
 /** Serve the viewer on host:port (0 picks a free port); `dataDir` is served at /data/. */
 export function startViewer({ port = 8080, host = '127.0.0.1', dataDir } = {}) {
   const mounts = [['/demo/', join(here, '..', 'demo')], ['/', here]];
   if (dataDir) mounts.unshift(['/data/', resolve(dataDir)]);
+  const fail = (res, status, message) => {
+    if (res.headersSent) { res.destroy(); return; }
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(message);
+  };
   const server = createServer((req, res) => {
-    const path = fileFor(mounts, new URL(req.url, 'http://x').pathname);
-    if (!path || !existsSync(path)) { res.writeHead(404).end('not found'); return; }
-    const size = statSync(path).size;
-    const headers = { 'content-type': types[extname(path)] ?? 'application/octet-stream', 'accept-ranges': 'bytes', 'cache-control': 'no-store' };
-    const m = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
-    if (!m) { res.writeHead(200, { ...headers, 'content-length': size }); createReadStream(path).pipe(res); return; }
-    let start = m[1] === '' ? size - Number(m[2]) : Number(m[1]);
-    let end = m[1] === '' || m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-    if (start < 0) start = 0;
-    if (start >= size || start > end) { res.writeHead(416, { 'content-range': `bytes */${size}` }).end(); return; }
-    res.writeHead(206, { ...headers, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${size}` });
-    createReadStream(path, { start, end }).pipe(res);
+    try {
+      const path = fileFor(mounts, new URL(req.url, 'http://x').pathname);
+      const size = statSync(path).size;
+      const headers = { 'content-type': types[extname(path)] ?? 'application/octet-stream', 'accept-ranges': 'bytes', 'cache-control': 'no-store' };
+      const send = (options) => {
+        const stream = createReadStream(path, options);
+        // An unreadable file (permissions, removed meanwhile) answers 500; the server keeps serving.
+        stream.on('error', () => fail(res, 500, 'cannot read the file'));
+        stream.pipe(res);
+      };
+      const m = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
+      if (!m || (m[1] === '' && m[2] === '')) { res.writeHead(200, { ...headers, 'content-length': size }); send({}); return; }
+      let start = m[1] === '' ? size - Number(m[2]) : Number(m[1]);
+      const end = m[1] === '' || m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+      if (start < 0) start = 0;
+      if (start >= size || start > end) { res.writeHead(416, { 'content-range': `bytes */${size}` }).end(); return; }
+      res.writeHead(206, { ...headers, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${size}` });
+      send({ start, end });
+    } catch (e) {
+      if (e instanceof HttpError) fail(res, e.status, e.message);
+      else fail(res, 500, 'internal error');
+    }
   });
   return new Promise((ok) => server.listen(port, host, () => ok(server)));
 }

@@ -1,5 +1,5 @@
 // Bridges the tests to numpy: every fixture and every expected value comes from numpy at test time.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -45,10 +45,7 @@ export async function runCli(args) {
 
 /** Run the real `npyts` executable in a child process. */
 export function spawnCli(args) {
-  try {
-    const stdout = execFileSync(process.execPath, [cliBin, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    return { code: 0, stdout, stderr: '' };
-  } catch (e) {
-    return { code: e.status, stdout: e.stdout, stderr: e.stderr };
-  }
+  const r = spawnSync(process.execPath, [cliBin, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
+  if (r.error) throw r.error;
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }

@@ -74,11 +74,13 @@ let budget: PrintBudget | null = null;
 /** Python's repr of a decoded object value, roughly; a value inside itself prints as `[...]` / `{...}`. */
 function formatPython(v: unknown, depth = 0): string {
   const b = budget!;
-  if (--b.left < 0 || depth > 50) { b.cut = true; return '...'; }
-  if (v === null || v === undefined) return 'None';
+  // The budget counts characters: two for the separator or brackets of each value, plus its text.
+  b.left -= 2;
+  if (b.left < 0 || depth > 50) { b.cut = true; return '...'; }
+  if (v === null || v === undefined) { b.left -= 4; return 'None'; }
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : formatFloat(v, 8);
-  if (typeof v === 'bigint') return String(v);
+  if (typeof v === 'bigint') { const t = String(v); b.left -= t.length; return t; }
   if (typeof v === 'string') { b.left -= v.length; return reprString(v); }
   if (v instanceof Uint8Array) { b.left -= v.length; return pyBytes(v); }
   if (typeof v !== 'object') return String(v);

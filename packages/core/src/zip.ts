@@ -256,7 +256,7 @@ function checkLocalHeader(h: DataView, rest: Uint8Array, entry: ZipEntry): void 
   }
   const differs = (local: number, central: number): boolean => !(descriptor && local === 0) && local !== U32_MAX && local !== central;
   if (differs(size, entry.size) || differs(compressed, entry.compressedSize)) {
-    zipError(`the local header says ${compressed} bytes stored for ${size}, the central directory ${entry.compressedSize} for ${entry.size}`, at, entry.name);
+    throw new NpyError('ZIP_SIZE', `the local header says ${compressed} bytes stored for ${size}, the central directory ${entry.compressedSize} for ${entry.size}`, { offset: at, member: entry.name });
   }
 }
 
