@@ -12,6 +12,7 @@ import { decodeNpy, decodeNpz, encodeNpy, npyDocument, readHeader, NpyError, NdA
 import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
 import { loadNpy, saveNpy } from '@npyts/core/node';
 import { python, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
+import { startNginx } from './helpers/nginx.mjs';
 
 const dir = scratch('npyts-hostile-');
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -358,6 +359,83 @@ globalThis.result = { code, stdout, stderr };`, { timeoutMs: 30_000 });
   assert.match(out.stdout, /big\.npz:big: '<f8'.*shape \(268435456,\).*2147483648 data bytes/);
   assert.match(out.stdout, /big\.npz:obj: '\|O'/);
   assert.ok(out.rssMiB < 200, `info peaked at ${out.rssMiB} MiB`);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Region reads: memory is the region plus a small fixed bound, for files of any size
+
+const MiB = 1 << 20;
+/** Memory V8 may hold in freed objects and not-yet-collected buffers: fixed, whatever the file's size. */
+const GC_SLACK = 64;
+
+test('a column of a sparse 6 GiB file (rows 4 KiB apart) reads in region + 16 MiB, and equals numpy\'s mmap slice', () => {
+  const rows = 1_572_864; // 6 GiB of float32 rows of 1024
+  const out = bounded(`${core}
+const fs = await import('node:fs');
+const h = nd.createNpy('six.npy', { dtype: '<f4', shape: [${rows}, 1024] });
+for (const r of [0, 1, 777777, ${rows - 1}]) h.writeRegion([r, 7], { data: new Float32Array([r + 0.5]), shape: [1, 1] });
+h.close();
+const before = process.memoryUsage().rss;
+const col = nd.openNpy('six.npy').read([0, 7], [${rows}, 1]);
+globalThis.result = { shape: col.shape, picks: [0, 1, 2, 777777, ${rows - 1}].map((i) => col.data[i]), fileBytes: fs.statSync('six.npy').size, baseMiB: before / ${MiB} };`, { timeoutMs: 120_000 });
+  assert.equal(out.shape, [rows, 1]);
+  assert.equal(out.picks, [0.5, 1.5, 0, 777777.5, rows - 0.5]);
+  assert.ok(out.fileBytes > 6 * 2 ** 30);
+  const region = (rows * 4) / MiB;
+  // Region, one group of ≤ 16 MiB, and V8's young generation (garbage of the run bookkeeping), which is fixed.
+  assert.ok(out.rssMiB < out.baseMiB + region + 16 + GC_SLACK, `peak ${out.rssMiB.toFixed(0)} MiB for a ${region} MiB region (process at ${out.baseMiB.toFixed(0)} MiB before the read)`);
+  const check = python(`a = np.load('${dir}/six.npy', mmap_mode='r'); print(float(a[777777, 7]), float(a[2, 7]), a.shape)`);
+  assert.is(check.trim(), `777777.5 0.0 (${rows}, 1024)`);
+});
+
+test('region reads over HTTP and of stored npz members keep the same bound', async () => {
+  const rows = 65536; // 256 MiB
+  python(`
+import zipfile
+f = np.lib.format.open_memmap('${dir}/col.npy', mode='w+', dtype='<f4', shape=(${rows}, 1024))
+f[:, 7] = np.arange(${rows}, dtype='<f4'); f.flush(); del f
+with zipfile.ZipFile('${dir}/col.npz', 'w') as z: z.write('${dir}/col.npy', 'col.npy')`);
+  const { base, stop } = await startNginx(dir);
+  try {
+    const reads = {
+      http: `const h = await core.openNpyUrl('${base}/col.npy'); const a = await h.read([0, 7], [${rows}, 1]);`,
+      npz: `const a = nd.openNpzMember(nd.loadNpz('col.npz'), 'col').read([0, 7], [${rows}, 1]);`,
+    };
+    for (const [how, read] of Object.entries(reads)) {
+      const out = bounded(`${core}
+const before = process.memoryUsage().rss;
+${read}
+let same = true; for (let i = 0; i < ${rows}; i++) if (a.data[i] !== i) same = false;
+globalThis.result = { same, baseMiB: before / ${MiB} };`, { timeoutMs: 120_000 });
+      assert.ok(out.same, how);
+      const bound = out.baseMiB + (rows * 4) / MiB + 16 + GC_SLACK;
+      assert.ok(out.rssMiB < bound, `${how}: peak ${out.rssMiB.toFixed(0)} MiB against ${bound.toFixed(0)} MiB`);
+    }
+  } finally {
+    stop();
+  }
+});
+
+test('a server that answers a 4 KiB range with a 1 GiB body is refused after the first bytes past the range', () => {
+  const out = bounded(`${core}
+const http = await import('node:http');
+const npy = core.encodeNpy({ data: new Float32Array(1 << 20) });
+let sent = 0;
+const server = http.createServer((req, res) => {
+  const m = /bytes=(\\d+)-(\\d+)/.exec(req.headers.range);
+  res.writeHead(206, { 'content-range': \`bytes \${m[1]}-\${m[2]}/\${npy.length}\` });
+  const chunk = new Uint8Array(1 << 20);
+  const more = () => { while (sent < 2 ** 30) { sent += chunk.length; if (!res.write(chunk)) { res.once('drain', more); return; } } res.end(); };
+  res.on('close', () => { sent = Infinity; });
+  more();
+});
+await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+let code;
+try { await core.openNpyUrl('http://127.0.0.1:' + server.address().port + '/x.npy'); code = 'opened'; } catch (e) { code = e instanceof core.NpyError ? e.code + ': ' + e.message : String(e); }
+server.close();
+globalThis.result = { code };`, { timeoutMs: 30_000 });
+  assert.match(out.code, /^TRUNCATED: .*sent more than the 4096 bytes/);
+  assert.ok(out.rssMiB < 300, `peak ${out.rssMiB} MiB`);
 });
 
 test.run();

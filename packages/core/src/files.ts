@@ -181,6 +181,7 @@ export function fileSource(path: string): ByteSource {
         const got = readFully(fd, out, offset);
         return got === length ? out : out.subarray(0, got);
       },
+      readInto: (target, offset) => readFully(fd, target, offset),
       close: () => closeSync(fd),
     };
   } catch (e) {
@@ -276,6 +277,7 @@ export function openNpzMember(archive: NpzArchive, name: string): NpyFileHandle 
   const io: PositionalIO = {
     read(target, position) {
       const want = Math.max(0, Math.min(target.length, entry.size - position));
+      if (src.readInto) return src.readInto(target.subarray(0, want), base + position);
       const got = src.read(base + position, want);
       target.set(got);
       return got.length;

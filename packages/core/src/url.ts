@@ -38,7 +38,7 @@ export interface NpyUrlHandle {
 }
 
 /** Bytes one request asks for at most (ranges and the gaps between them): bounds memory in flight. */
-const BATCH_BYTES = 2 << 20;
+const BATCH_BYTES = 1 << 20;
 
 /**
  * A response body, read until `max` bytes: a server that sends more than it was asked for is
@@ -165,13 +165,16 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       // Groups are made lazily and requested in batches of at most `perRequest` ranges and
       // BATCH_BYTES bytes, `concurrency` at a time: memory is the region plus what is in flight.
       const groups = groupRuns(plan.runs, maxGap, { maxBytes: BATCH_BYTES });
+      let held: IteratorResult<RunGroup> | null = null; // a group that did not fit the last batch
       const nextBatch = (): RunGroup[] => {
         const batch: RunGroup[] = [];
         let bytes = 0;
         const limit = multiRangeWorks ? perRequest : 1;
-        while (batch.length < limit && bytes < BATCH_BYTES) {
-          const g = groups.next();
+        while (batch.length < limit) {
+          const g = held ?? groups.next();
+          held = null;
           if (g.done) break;
+          if (batch.length && bytes + g.value.length > BATCH_BYTES) { held = g; break; }
           batch.push(g.value);
           bytes += g.value.length;
         }

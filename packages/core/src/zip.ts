@@ -11,12 +11,22 @@ import { NpyError } from './errors.js';
 export interface ByteSource {
   readonly size: number;
   read(offset: number, length: number): Uint8Array;
+  /** Read into `target` at `offset` without a buffer of its own; the bytes read. */
+  readInto?(target: Uint8Array, offset: number): number;
   /** Release what the source holds open (a file descriptor). */
   close?(): void;
 }
 
 export function memorySource(bytes: Uint8Array): ByteSource {
-  return { size: bytes.length, read: (offset, length) => bytes.subarray(offset, offset + length) };
+  return {
+    size: bytes.length,
+    read: (offset, length) => bytes.subarray(offset, offset + length),
+    readInto: (target, offset) => {
+      const got = bytes.subarray(offset, offset + target.length);
+      target.set(got);
+      return got.length;
+    },
+  };
 }
 
 /** Deflate/inflate engine and CRC-32. */
