@@ -3,15 +3,16 @@
 // child process under a time limit and report their peak memory, so a regression fails instead of hanging.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { crc32 } from 'node:zlib';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeNpy, decodeNpz, encodeNpy, npyDocument, readHeader, NpyError, NdArray, pythonJSON, arrayToJSON } from '@npyts/core';
+import { decodeNpy, decodeNpz, encodeNpy, heapUrlOf, raggedIndexDType, readHeader, NpyError, NdArray, pythonJSON } from '@npyts/core';
 import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
-import { loadNpy, saveNpy } from '@npyts/core/node';
-import { python, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
+import { appendRagged, loadNpy, openRagged, saveNpy } from '@npyts/core/node';
+import { startViewer } from '../viewer/serve.mjs';
+import { cliBin, python, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
 import { startNginx } from './helpers/nginx.mjs';
 
 const dir = scratch('npyts-hostile-');
@@ -366,7 +367,7 @@ globalThis.result = { code, stdout, stderr };`, { timeoutMs: 30_000 });
 
 const MiB = 1 << 20;
 /** Memory V8 may hold in freed objects and not-yet-collected buffers: fixed, whatever the file's size. */
-const GC_SLACK = 64;
+const GC_SLACK = 96;
 
 test('a column of a sparse 6 GiB file (rows 4 KiB apart) reads in region + 16 MiB, and equals numpy\'s mmap slice', () => {
   const rows = 1_572_864; // 6 GiB of float32 rows of 1024
@@ -436,6 +437,266 @@ server.close();
 globalThis.result = { code };`, { timeoutMs: 30_000 });
   assert.match(out.code, /^TRUNCATED: .*sent more than the 4096 bytes/);
   assert.ok(out.rssMiB < 300, `peak ${out.rssMiB} MiB`);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Nothing lost: saves, concurrent appends
+
+test('a save killed at any moment leaves the old file whole (written beside and renamed), never a truncated one', async () => {
+  const target = join(dir, 'victim.npy');
+  python(`np.save('${target}', np.arange(1000, dtype='<i8'))`);
+  const code = `import { saveNpy } from '@npyts/core/node';
+const a = new Float64Array(50 << 20); a.fill(7);
+process.stdout.write('go\\n');
+for (;;) saveNpy(${JSON.stringify(target)}, { data: a });`;
+  for (const delay of [0, 20, 60, 120, 200, 350, 500, 800]) {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise((ok) => child.stdout.once('data', ok));
+    await new Promise((ok) => setTimeout(ok, delay));
+    child.kill('SIGKILL');
+    await new Promise((ok) => child.once('exit', ok));
+    const check = python(`a = np.load('${target}'); print(a.dtype, a.shape, a[-1])`).trim();
+    assert.ok(check === 'int64 (1000,) 999' || check === 'float64 (52428800,) 7.0', `after ${delay} ms: ${check}`);
+  }
+  for (const f of readdirSync(dir)) if (f.startsWith('victim.npy.') && f.endsWith('.tmp')) rmSync(join(dir, f)); // left by SIGKILL only
+});
+
+test('a save that fails midway (the file size limit) removes its temporary file and leaves the old file', () => {
+  const target = join(dir, 'keep.npy');
+  python(`np.save('${target}', np.arange(5))`);
+  // RLIMIT_FSIZE of 1 MiB: the 8 MiB write fails with EFBIG part way through.
+  for (const [save, what] of [['saveNpy', `{ data: new Float64Array(1 << 20) }`], ['saveNpz', `{ a: { data: new Float64Array(1 << 20) } }`]]) {
+    const r = spawnSync('sh', ['-c', `ulimit -f 1024; "${process.execPath}" --input-type=module -e '
+import { ${save} } from "@npyts/core/node";
+try { ${save}(${JSON.stringify(target)}, ${what}); console.log("saved"); } catch (e) { console.log(e.code); }'`], { cwd: repoRoot, encoding: 'utf8' });
+    assert.is(r.stdout.trim(), 'EFBIG', `${save}: ${r.stderr}`);
+    assert.is(python(`print(np.load('${target}').tolist())`).trim(), '[0, 1, 2, 3, 4]', save);
+    assert.equal(readdirSync(dir).filter((f) => f.startsWith('keep.npy.')), [], save);
+  }
+});
+
+for (const native of ['1', '0']) {
+  test(`two processes appending 500 times each lose nothing (${native === '1' ? 'flock through @npyts/native' : 'lock file, NPYTS_NATIVE=0'})`, async () => {
+    const target = join(dir, `appends-${native}.npy`);
+    python(`np.save('${target}', np.zeros((0, 2), dtype='<i4'))`);
+    const code = (id) => `import { appendNpy } from '@npyts/core/node';
+for (let i = 0; i < 500; i++) appendNpy(${JSON.stringify(target)}, { data: new Int32Array([${id}, i]), shape: [1, 2] });`;
+    const run = (id) => new Promise((ok, fail) => {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', code(id)], { cwd: repoRoot, stdio: 'inherit', env: { ...process.env, NPYTS_NATIVE: native } });
+      child.once('exit', (c) => (c === 0 ? ok() : fail(new Error(`writer ${id} exited ${c}`))));
+    });
+    await Promise.all([run(1), run(2)]);
+    const check = python(`
+a = np.load('${target}')
+ok = all((a[a[:, 0] == w][:, 1] == np.arange(500)).all() for w in (1, 2))
+print(a.shape, ok)`).trim();
+    assert.is(check, '(1000, 2) True');
+    assert.not.ok(existsSync(`${target}.lock`));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Boundaries: ragged heaps stay in their folder; the viewer's server keeps serving
+
+test('a ragged index cannot make npyts read or write files outside its folder', async () => {
+  const base = join(dir, 'ragged-escape');
+  mkdirSync(join(base, 'data'), { recursive: true });
+  mkdirSync(join(base, 'victim'), { recursive: true });
+  const victim = join(base, 'victim', 'victim.npy');
+  python(`np.save('${victim}', np.arange(4, dtype='<u1'))`);
+  const index = (heap) => new NdArray(raggedIndexDType({ kind: 'array', heap }), [0], new Uint8Array(0));
+  saveNpy(join(base, 'data', 'up.npy'), index('../victim/victim.npy'));
+  saveNpy(join(base, 'data', 'abs.npy'), index('/etc/passwd'));
+  symlinkSync(victim, join(base, 'data', 'link.heap'));
+  saveNpy(join(base, 'data', 'link.npy'), index('link.heap'));
+  const before = readFileSync(victim);
+  for (const f of ['up', 'abs', 'link']) {
+    const file = join(base, 'data', `${f}.npy`);
+    assert.throws(() => appendRagged(file, [{ data: new Uint8Array([9, 9]) }]), (e) => e instanceof NpyError && e.code === 'UNSAFE_PATH', f);
+    assert.throws(() => openRagged(file), (e) => e instanceof NpyError && e.code === 'UNSAFE_PATH', f);
+    const r = await runCli(['info', file]);
+    assert.is(r.code, 1);
+    assert.match(r.stderr, /allowHeapOutside/);
+  }
+  assert.equal(readFileSync(victim), before);
+  // The caller may allow it explicitly.
+  appendRagged(join(base, 'data', 'up.npy'), [{ data: new Uint8Array([9, 9]) }], { allowHeapOutside: true });
+  assert.is(python(`print(np.load('${victim}').tolist())`).trim(), '[0, 1, 2, 3, 9, 9]');
+  // URLs: another origin, or above the index's folder, are refused the same way.
+  assert.throws(() => heapUrlOf('http://a.example/d/i.npy', 'http://b.example/h.npy'), (e) => e.code === 'UNSAFE_PATH');
+  assert.throws(() => heapUrlOf('http://a.example/d/i.npy', '../h.npy'), (e) => e.code === 'UNSAFE_PATH');
+  assert.is(heapUrlOf('http://a.example/d/i.npy', 'i.npy.heap'), 'http://a.example/d/i.npy.heap');
+});
+
+test('the viewer\'s server answers malformed paths, directories, odd files and escaping links with 4xx, and keeps serving', async () => {
+  const data = join(dir, 'served');
+  mkdirSync(join(data, 'sub'), { recursive: true });
+  python(`np.save('${data}/ok.npy', np.arange(3))`);
+  symlinkSync('/etc/hostname', join(data, 'outside'));
+  spawnSync('mkfifo', [join(data, 'fifo')]);
+  const server = await startViewer({ port: 0, dataDir: data });
+  const base = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const status = async (path) => (await fetch(base + path)).status;
+    assert.is(await status('/%'), 400);
+    assert.is(await status('/data/%E0%A4%A'), 400);
+    assert.is(await status('/data/sub'), 404);
+    assert.is(await status('/data/sub/'), 404);
+    assert.is(await status('/data/fifo'), 404);
+    assert.is(await status('/data/outside'), 404);
+    assert.is(await status('/data/..%2F..%2Fetc%2Fpasswd'), 404);
+    assert.is(await status('/data/ok.npy'), 200);
+  } finally {
+    server.close();
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// numpy's own limits and rules
+
+test('numpy\'s limits: at most 64 dimensions, datetime multipliers within int32, subarrays of zero-size items refused', () => {
+  const header = (descr, shape) => {
+    const text = `{'descr': ${descr}, 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+    const pad = 64 - ((10 + text.length + 1) % 64);
+    const b = Buffer.alloc(10 + text.length + pad + 1 + 64, 0x20);
+    Buffer.from('\x93NUMPY\x01\x00', 'latin1').copy(b);
+    b.writeUInt16LE(text.length + pad + 1, 8);
+    b.write(text, 10, 'latin1');
+    b[10 + text.length + pad] = 0x0a;
+    b.fill(0, 10 + text.length + pad + 1);
+    return b;
+  };
+  const cases = [
+    ["'<f4'", Array(64).fill(1)], ["'<f4'", Array(65).fill(1)],
+    ["'<M8[2147483647s]'", [1]], ["'<M8[2147483648s]'", [1]],
+    ["[('a', '<U0', (1000000000,))]", [2]], ["[('a', '|V0', (3,))]", [2]], ["[('a', '|S0')]", [1000000000]],
+    ["[('a', '<i4'), ('', '<i4'), ('b', '<i4')]", [2]], ["[('c', ('<f8', (5,)), (2,))]", [1]],
+  ];
+  for (const [descr, shape] of cases) {
+    const bytes = header(descr, shape);
+    const file = join(dir, 'limit.npy');
+    writeFileSync(file, bytes);
+    const np = python(`
+try:
+    a = np.load('${file}'); print('ok', a.dtype.descr, a.shape)
+except Exception as e: print('refused')`).trim();
+    let ours;
+    try {
+      const h = readHeader(bytes);
+      decodeNpy(bytes);
+      ours = `ok ${h.shape.length}`;
+    } catch (e) {
+      assert.instance(e, NpyError, `${descr}: ${e}`);
+      ours = 'refused';
+    }
+    assert.is(ours.split(' ')[0], np.split(' ')[0], `${descr} ${shape.length}-d: numpy says ${np}, npyts ${ours}`);
+  }
+  // Writing: numpy cannot load more than 64 dimensions, so npyts does not write them.
+  assert.throws(() => encodeNpy({ data: new Float32Array(1), shape: Array(65).fill(1) }), (e) => e instanceof NpyError && /64/.test(e.message));
+});
+
+test('a real field named \'\' and nested subarrays keep numpy\'s dtype through npyts (convert writes what numpy reads as equal)', async () => {
+  python(`
+np.save('${dir}/padded.npy', np.array([(1, 2, 3)], dtype={'names': ['a', '', 'b'], 'formats': ['<i4'] * 3}))
+np.save('${dir}/nested.npy', np.zeros(2, dtype=[('c', ('<f8', (5,)), (2,)), ('d', '<i2')]))`);
+  for (const f of ['padded', 'nested']) {
+    const r = await runCli(['convert', join(dir, `${f}.npy`), join(dir, `${f}-out.npy`)]);
+    assert.is(r.code, 0, r.stderr);
+    assert.equal(readFileSync(join(dir, `${f}-out.npy`)), readFileSync(join(dir, `${f}.npy`)), f);
+    const same = python(`a = np.load('${dir}/${f}.npy'); b = np.load('${dir}/${f}-out.npy'); print(a.dtype == b.dtype, a.tobytes() == b.tobytes())`).trim();
+    assert.is(same, 'True True', f);
+  }
+  const padded = loadNpy(join(dir, 'padded.npy'));
+  assert.equal(padded.dtype.fields.map((x) => x.name), ['a', '', 'b']);
+  assert.equal(padded.get(0), { a: 1, '': 2, b: 3 });
+  const nested = loadNpy(join(dir, 'nested.npy'));
+  assert.is(nested.dtype.descrLiteral, "[('c', ('<f8', (5,)), (2,)), ('d', '<i2')]");
+  assert.equal(nested.get(0).c.length, 2);
+  assert.equal(nested.get(0).c[0].length, 5);
+});
+
+test('huge headers: refused past 1 MiB by default, naming the option; with it raised, 2.9 M fields in 57 MiB decode in linear memory', () => {
+  const out = bounded(`${core}
+const fields = 2_900_000;
+const parts = new Array(fields);
+for (let i = 0; i < fields; i++) parts[i] = "('f" + i + "', '<u1')";
+const text = "{'descr': [" + parts.join(', ') + "], 'fortran_order': False, 'shape': (0,), }";
+parts.length = 0;
+const body = new Uint8Array(12 + text.length + 1);
+body.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 2, 0]);
+new DataView(body.buffer).setUint32(8, text.length + 1, true);
+for (let i = 0; i < text.length; i++) body[12 + i] = text.charCodeAt(i);
+body[body.length - 1] = 10;
+let refusal;
+try { core.readHeader(body); } catch (e) { refusal = e.code + ': ' + e.message; }
+const before = process.memoryUsage().rss;
+const h = core.readHeader(body, { maxHeaderBytes: 64 << 20 });
+globalThis.result = { refusal, fields: h.dtype.fields.length, headerMiB: text.length / ${MiB}, baseMiB: before / ${MiB} };`, { timeoutMs: 60_000 });
+  assert.match(out.refusal, /^HEADER_TOO_LARGE: .*maxHeaderBytes/);
+  assert.is(out.fields, 2_900_000);
+  assert.ok(out.headerMiB > 50);
+  // About 25 bytes of memory per header byte: every field becomes objects (documented with the option).
+  assert.ok(out.rssMiB - out.baseMiB < 30 * out.headerMiB, `header of ${out.headerMiB.toFixed(0)} MiB took ${(out.rssMiB - out.baseMiB).toFixed(0)} MiB`);
+});
+
+// ---------------------------------------------------------------------------------------------
+// The CLI is a good Unix citizen
+
+test('CLI errors are one short line with the file, control characters escaped; a closed pipe ends quietly', async () => {
+  // A 10 MB descr makes a 10 MB message inside; the line stays short.
+  const long = join(dir, 'long-descr.npy');
+  const text = `{'descr': '${'x'.repeat(10_000_000)}', 'fortran_order': False, 'shape': (1,), }`;
+  const b = Buffer.alloc(12 + text.length + 1);
+  Buffer.from('\x93NUMPY\x02\x00', 'latin1').copy(b);
+  b.writeUInt32LE(text.length + 1, 8);
+  b.write(text, 12, 'latin1');
+  b[b.length - 1] = 10;
+  writeFileSync(long, b);
+  const r = spawnCli(['show', long]);
+  assert.is(r.code, 1);
+  assert.is(r.stderr.split('\n').length, 2, 'one line and its newline');
+  assert.ok(r.stderr.length < 500, `${r.stderr.length} characters`);
+  assert.match(r.stderr, /^npyts: error: .*long-descr\.npy: /);
+  // A member name that would set the terminal's title and clear the screen is printed escaped.
+  const evil = '\x1b]0;pwned\x07\x1b[2Jx';
+  python(`
+import zipfile
+with zipfile.ZipFile('${dir}/evil.npz', 'w') as z:
+    b = io.BytesIO(); np.save(b, np.arange(2)); z.writestr(${JSON.stringify(evil)} + '.npy', b.getvalue())`);
+  const info = spawnCli(['info', join(dir, 'evil.npz')]);
+  assert.is(info.code, 0, info.stderr);
+  assert.not.match(info.stdout, /\x1b|\x07/);
+  assert.match(info.stdout, /\\x1b\]0;pwned\\x07\\x1b\[2Jx/);
+  // A closed pipe: quiet, no stack trace.
+  python(`np.save('${dir}/pipe.npy', np.arange(2_000_000, dtype='<f8'))`);
+  const piped = spawnSync('sh', ['-c', `"${process.execPath}" "${cliBin}" show --json "${dir}/pipe.npy" | head -c 10 >/dev/null; echo "\${PIPESTATUS:-}"`], { encoding: 'utf8' });
+  assert.is(piped.stderr, '');
+});
+
+test('convert keeps the input\'s format version; show --json gives the descr as the header wrote it; info refuses truncated data', async () => {
+  python(`
+np.lib.format.write_array(open('${dir}/v2.npy', 'wb'), np.arange(3), version=(2, 0))
+np.lib.format.write_array(open('${dir}/v3.npy', 'wb'), np.arange(3), version=(3, 0))
+b = io.BytesIO(); np.save(b, np.arange(10, dtype='<f8')); open('${dir}/trunc.npy', 'wb').write(b.getvalue()[:-8])
+h = "{'descr': '<d', 'fortran_order': False, 'shape': (2,), }"
+h = h + ' ' * (64 - (10 + len(h) + 1) % 64) + '\\n'
+open('${dir}/spelled.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + len(h).to_bytes(2, 'little') + h.encode() + np.arange(2.0).tobytes())`);
+  for (const v of [2, 3]) {
+    const r = await runCli(['convert', join(dir, `v${v}.npy`), join(dir, `v${v}-out.npy`)]);
+    assert.is(r.code, 0, r.stderr);
+    assert.equal(readFileSync(join(dir, `v${v}-out.npy`)), readFileSync(join(dir, `v${v}.npy`)));
+  }
+  const forced = await runCli(['convert', '--version', '1', join(dir, 'v3.npy'), join(dir, 'v1-out.npy')]);
+  assert.is(forced.code, 0);
+  assert.is(readFileSync(join(dir, 'v1-out.npy'))[6], 1);
+  const doc = JSON.parse((await runCli(['show', '--json', join(dir, 'spelled.npy')])).stdout);
+  assert.is(doc.descr, '<d');
+  const t = await runCli(['info', join(dir, 'trunc.npy')]);
+  assert.is(t.code, 1);
+  assert.match(t.stderr, /trunc\.npy: .*needs 80 bytes.*only 72/);
+  assert.match(python(`
+try: np.load('${dir}/trunc.npy'); print('loaded')
+except Exception as e: print('refused')`), /refused/);
 });
 
 test.run();

@@ -273,6 +273,19 @@ function badDescr(message: string, field?: string): never {
 
 /** Parse a scalar type string as `np.dtype(str)` does: `<f4`, `f8`, `=i4`, `|S5`, `<U3`, `M8[2ns]`, `float64`. */
 export function parseTypeString(spec: string, field?: string): DType {
+  // DTypes are immutable: one per spelling serves every field that uses it (a header of millions of
+  // fields would otherwise hold millions of equal objects).
+  const known = typeStringCache.get(spec);
+  if (known) return known;
+  const dt = parseTypeStringUncached(spec, field);
+  if (typeStringCache.size >= 4096) typeStringCache.clear();
+  typeStringCache.set(spec, dt);
+  return dt;
+}
+
+const typeStringCache = new Map<string, DType>();
+
+function parseTypeStringUncached(spec: string, field?: string): DType {
   const m = /^([<>|=]?)([A-Za-z?_][A-Za-z_]*?)(\d*)(?:\[(\d*)([A-Za-z]+)\])?$/.exec(spec);
   if (!m) badDescr(`'${spec}' is not a numpy type string`, field);
   let [, order, code, digits, mult, unit] = m as unknown as [string, string, string, string, string | undefined, string | undefined];
@@ -280,7 +293,7 @@ export function parseTypeString(spec: string, field?: string): DType {
   const named = NAMED[code + digits];
   if (named !== undefined && code.length > 1) {
     const inner = /^([<>|=]?)(.*)$/.exec(named)!;
-    return parseTypeString(`${order || inner[1]}${inner[2]}${unit ? `[${mult ?? ''}${unit}]` : ''}`, field);
+    return parseTypeStringUncached(`${order || inner[1]}${inner[2]}${unit ? `[${mult ?? ''}${unit}]` : ''}`, field);
   }
   if (code.length !== 1 || !(code in (digits === '' ? CHAR_CODES : SIZED_KINDS))) badDescr(`'${spec}' is not a numpy type string`, field);
   let [kind, size] = CHAR_CODES[code] ?? ['V', 0];

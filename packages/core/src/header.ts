@@ -7,8 +7,13 @@ export const MAGIC = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x
 export const ARRAY_ALIGN = 64;
 /** numpy ≥ 1.24 leaves room for the growth axis to reach this many digits. */
 export const GROWTH_AXIS_MAX_DIGITS = 21;
-/** Refuse headers longer than this unless told otherwise (numpy's own default is 10 000). */
-export const DEFAULT_MAX_HEADER_BYTES = 1 << 26;
+/**
+ * Refuse headers longer than this unless told otherwise (numpy's own default is 10 000 bytes).
+ * Parsing is linear, but a record dtype costs about 25 bytes of memory per header byte (every field
+ * becomes objects), so the default stays at 1 MiB (about 25 MiB to decode); larger headers need
+ * the maxHeaderBytes option.
+ */
+export const DEFAULT_MAX_HEADER_BYTES = 1 << 20;
 
 export type FormatVersion = [1 | 2 | 3, 0];
 
@@ -23,8 +28,8 @@ export interface NpyHeader {
   size: number;
   /** Bytes of array data the header promises. */
   dataBytes: number;
-  /** The header's `descr` exactly as written (parsed, not normalised: `'<d'` stays `'<d'`). */
-  descrAsWritten?: PyValue;
+  /** The header's dict text as written (its `descr` is not normalised: `'<d'` stays `'<d'`). */
+  text?: string;
 }
 
 export interface ReadHeaderOptions {
@@ -33,6 +38,13 @@ export interface ReadHeaderOptions {
 
 const latin1 = new TextDecoder('latin1');
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The header's `descr` exactly as written, parsed from its text (not normalised: `'<d'` stays `'<d'`). */
+export function descrAsWritten(header: Pick<NpyHeader, 'text'>): PyValue | undefined {
+  if (header.text === undefined) return undefined;
+  const dict = parsePyLiteral(header.text);
+  return dict instanceof Map ? dict.get('descr') : undefined;
+}
 
 /** How many bytes the preamble (magic, version, length field) takes for a version. */
 function lengthFieldSize(major: number): number {
@@ -82,7 +94,7 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
   const headerLen = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
   const max = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
   if (headerLen > max) {
-    throw new NpyError('HEADER_TOO_LARGE', `header of ${headerLen} bytes exceeds the limit of ${max} (option maxHeaderBytes)`, { offset: 8 });
+    throw new NpyError('HEADER_TOO_LARGE', `header of ${headerLen} bytes exceeds the limit of ${max} bytes; raise it with the maxHeaderBytes option (decoding takes about 25 bytes of memory per header byte)`, { offset: 8 });
   }
   const end = start + headerLen;
   if (end > bytes.length) {
@@ -106,7 +118,7 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
   if (!Number.isSafeInteger(dataBytes)) {
     throw new NpyError('SIZE_OVERFLOW', `array of shape ${shapeRepr(h.shape)} and item size ${h.dtype.itemsize} is larger than 2^53 bytes`, { offset: start });
   }
-  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, descrAsWritten: (parsed as Map<string, PyValue>).get('descr')! };
+  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, text };
 }
 
 function exactSize(shape: number[], offset: number): number {

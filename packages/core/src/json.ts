@@ -3,7 +3,7 @@ import { putOwn } from './safe-object.js';
 import type { DType } from './dtype.js';
 import type { Complex } from './elements.js';
 import { NdArray } from './ndarray.js';
-import type { NpyHeader } from './header.js';
+import { descrAsWritten, type NpyHeader } from './header.js';
 import { NOT_A_TIME } from './elements.js';
 import { NpyError } from './errors.js';
 import { PyFloat, PyTuple, type PyValue } from './pyliteral.js';
@@ -134,10 +134,11 @@ export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): 
 }
 
 /** `{version, descr, fortran_order, shape, data}`: the CLI's `show --json` document. `descr` is the header's as written (tuples as lists). */
-export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'descrAsWritten'>>, array: NdArray): Record<string, unknown> {
+export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'text'>>, array: NdArray): Record<string, unknown> {
+  const written = descrAsWritten(header);
   return {
     version: header.version,
-    descr: header.descrAsWritten !== undefined ? pyToJSON(header.descrAsWritten) : array.dtype.descr,
+    descr: written !== undefined ? pyToJSON(written) : array.dtype.descr,
     fortran_order: header.fortranOrder,
     shape: array.shape,
     data: arrayToJSON(array),
