@@ -336,7 +336,7 @@ export function subarrayDType(base: DType, shape: readonly number[], field?: str
   if (shape.length === 0) return base;
   // numpy: "invalid shape in fixed-type tuple", "invalid itemsize in generic type tuple".
   if (shape.length > 64) badDescr(`a subarray of ${shape.length} dimensions: numpy supports at most 64`, field);
-  if (base.itemsize === 0) badDescr(`a subarray of ${base.str}: numpy refuses subarrays of zero-size items (invalid itemsize)`, field);
+  if (base.itemsize === 0 && !base.fields && !base.subarray) badDescr(`a subarray of ${base.str}: numpy refuses subarrays of zero-size items (invalid itemsize)`, field);
   const fullShape = base.subarray ? [...shape, ...base.subarray.shape] : [...shape];
   if (fullShape.length > 64) badDescr(`a subarray of ${fullShape.length} dimensions: numpy supports at most 64`, field);
   const elem = base.subarray ? base.subarray.base : base;

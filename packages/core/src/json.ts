@@ -126,8 +126,18 @@ export function pythonJSON(v: unknown, depth = 0, active: Set<object> = new Set(
   }
 }
 
+/**
+ * Most elements an array's JSON may have: every element takes at least two characters (`0,`), and
+ * one JavaScript string holds at most 2^29 characters. Larger arrays are refused at once rather
+ * than after building (or failing to build) their values; a zero-size dtype is no exception.
+ */
+export const MAX_JSON_ELEMENTS = 2 ** 28;
+
 /** The values of the array as JSON-safe nested lists in logical C order. */
 export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): unknown {
+  if (array.size > MAX_JSON_ELEMENTS) {
+    throw new NpyError('TOO_LARGE', `an array of ${array.size} elements has no JSON document that fits in one string (at most ${MAX_JSON_ELEMENTS} elements)`);
+  }
   const nest = (x: unknown, depth: number): unknown =>
     depth === array.ndim ? jsonValue(array.dtype, x, budget) : (x as unknown[]).map((y) => nest(y, depth + 1));
   return nest(array.toList(), 0);
