@@ -269,6 +269,7 @@ function zipOf(members) {
     c.writeUInt32LE(m.crc >>> 0, 16); c.writeUInt32LE(m.data.length, 20); c.writeUInt32LE(m.size, 24);
     c.writeUInt16LE(name.length, 28); c.writeUInt32LE(m.offset ?? at, 42);
     central.push(c, name);
+    if (m.offset !== undefined) continue; // a central entry only, pointing at another member's bytes
     parts.push(local, name, Buffer.from(m.data));
     at += 30 + name.length + m.data.length;
   }
@@ -306,8 +307,8 @@ test('overlapping members, and local headers that disagree with the central dire
   const crc = crc32(npy);
   const member = (name, extra = {}) => ({ name, method: 0, crc, size: npy.length, data: npy, ...extra });
   const cases = {
-    // 200 central entries pointing at one local member
-    overlap: zipOf([member('a.npy'), ...Array.from({ length: 199 }, (_, i) => member(`b${i}.npy`, { offset: 0, data: new Uint8Array(0) }))]),
+    // 200 central entries pointing at one local member (each entry's name is checked too, so they share the name)
+    overlap: zipOf([member('a.npy'), ...Array.from({ length: 199 }, () => member('a.npy', { offset: 0 }))]),
     name: (() => { const z = zipOf([member('a.npy')]); z[30] = 0x62; return z; })(), // local name 'b.npy'
     method: (() => { const z = zipOf([member('a.npy')]); z[8] = 8; return z; })(),
     size: (() => { const z = zipOf([member('a.npy')]); z.writeUInt32LE(12, 22); return z; })(),
@@ -315,8 +316,7 @@ test('overlapping members, and local headers that disagree with the central dire
   for (const [what, bytes] of Object.entries(cases)) {
     const file = join(dir, `zip-${what}.npz`);
     writeFileSync(file, bytes);
-    const names = what === 'overlap' ? ['a', 'b0', 'b198'] : ['a'];
-    for (const name of names) {
+    for (const name of ['a']) {
       assert.throws(() => decodeNpz(bytes).get(name), (e) => e instanceof NpyError && e.code === (what === 'size' ? 'ZIP_SIZE' : 'ZIP_FORMAT'), `${what} ${name}`);
     }
     const py = python(`
@@ -324,8 +324,8 @@ import zipfile
 try:
     z = zipfile.ZipFile('${file}'); [z.read(n) for n in z.namelist()]; print('read')
 except Exception as e: print('refused')`).trim();
-    // Python's zipfile checks names and overlaps; npyts also checks method and sizes.
-    if (what === 'overlap' || what === 'name') assert.is(py, 'refused', `${what}: Python's zipfile`);
+    // Python's zipfile checks names (and, from 3.11.8 and 3.12.2, overlaps: CVE-2024-0450); npyts also checks method and sizes.
+    if (what === 'name') assert.is(py, 'refused', `${what}: Python's zipfile`);
   }
 });
 
