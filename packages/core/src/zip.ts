@@ -127,6 +127,20 @@ function findEocd(src: ByteSource): number {
   return zipError('not a zip archive: no end-of-central-directory record');
 }
 
+/** The 8-byte values of the zip64 extra field (id 1) among a header's extra fields, checked to lie inside them. */
+function zip64Values(extra: Uint8Array, at: number, member: string): number[] {
+  const ev = view(extra);
+  const values: number[] = [];
+  for (let q = 0; q + 4 <= extra.length;) {
+    const id = ev.getUint16(q, true);
+    const len = ev.getUint16(q + 2, true);
+    if (q + 4 + len > extra.length) zipError(`an extra field of ${len} bytes runs past the header's ${extra.length} extra bytes`, at, member);
+    if (id === 0x0001) for (let r = q + 4; r + 8 <= q + 4 + len; r += 8) values.push(u64(ev, r));
+    q += 4 + len;
+  }
+  return values;
+}
+
 /** Read the central directory: every member's name, method, sizes, CRC and where it starts. */
 export function readZipEntries(src: ByteSource): ZipEntry[] {
   const eocdAt = findEocd(src);
@@ -170,26 +184,11 @@ export function readZipEntries(src: ByteSource): ZipEntry[] {
     if (p + 46 + nameLen + extraLen + commentLen > cd.length) zipError(`central directory entry ${i} runs past the directory`, cdOffset + p);
     const name = decodeName(cd.subarray(p + 46, p + 46 + nameLen), (flags & FLAG_UTF8) !== 0, cdOffset + p + 46);
     // zip64 extra: 8-byte values for exactly the fields that read 0xFFFFFFFF, in this order.
-    const extra = cd.subarray(p + 46 + nameLen, p + 46 + nameLen + extraLen);
-    const ev = view(extra);
-    for (let q = 0; q + 4 <= extra.length;) {
-      const id = ev.getUint16(q, true);
-      const len = ev.getUint16(q + 2, true);
-      if (q + 4 + len > extra.length) zipError(`an extra field of ${len} bytes runs past the entry's ${extra.length} extra bytes`, cdOffset + p, name);
-      if (id === 0x0001) {
-        let r = q + 4;
-        const next = (): number => {
-          if (r + 8 > q + 4 + len) zipError('zip64 extra field is too short', cdOffset + p, name);
-          const x = u64(ev, r);
-          r += 8;
-          return x;
-        };
-        if (size === U32_MAX) size = next();
-        if (compressedSize === U32_MAX) compressedSize = next();
-        if (localHeaderOffset === U32_MAX) localHeaderOffset = next();
-      }
-      q += 4 + len;
-    }
+    const z64 = zip64Values(cd.subarray(p + 46 + nameLen, p + 46 + nameLen + extraLen), cdOffset + p, name);
+    const next = (): number => z64.shift() ?? zipError('zip64 extra field is too short', cdOffset + p, name);
+    if (size === U32_MAX) size = next();
+    if (compressedSize === U32_MAX) compressedSize = next();
+    if (localHeaderOffset === U32_MAX) localHeaderOffset = next();
     if (diskStart !== 0 && diskStart !== U16_MAX) throw new NpyError('ZIP_UNSUPPORTED', 'multi-disk zip archives are not supported', { member: name });
     const rawName = cd.slice(p + 46, p + 46 + nameLen);
     entries.push({ name, method, flags, crc32: crc, compressedSize, size, localHeaderOffset, dataLimit: cdOffset, rawName });
@@ -250,19 +249,10 @@ function checkLocalHeader(h: DataView, rest: Uint8Array, entry: ZipEntry): void 
   let compressed = h.getUint32(18, true);
   let size = h.getUint32(22, true);
   if (compressed === U32_MAX || size === U32_MAX) {
-    const extra = rest.subarray(nameLen);
-    const ev = view(extra);
-    for (let q = 0; q + 4 <= extra.length;) {
-      const id = ev.getUint16(q, true);
-      const len = ev.getUint16(q + 2, true);
-      if (q + 4 + len > extra.length) zipError(`a local extra field of ${len} bytes runs past the header`, at, entry.name);
-      if (id === 0x0001) {
-        let r = q + 4;
-        if (size === U32_MAX && r + 8 <= q + 4 + len) { size = u64(ev, r); r += 8; }
-        if (compressed === U32_MAX && r + 8 <= q + 4 + len) compressed = u64(ev, r);
-      }
-      q += 4 + len;
-    }
+    // A local zip64 extra has the uncompressed size, then the compressed size (either may be absent).
+    const z64 = zip64Values(rest.subarray(nameLen), at, entry.name);
+    if (size === U32_MAX) size = z64.shift() ?? U32_MAX;
+    if (compressed === U32_MAX) compressed = z64.shift() ?? U32_MAX;
   }
   const differs = (local: number, central: number): boolean => !(descriptor && local === 0) && local !== U32_MAX && local !== central;
   if (differs(size, entry.size) || differs(compressed, entry.compressedSize)) {
