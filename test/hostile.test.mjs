@@ -186,6 +186,9 @@ print(json.dumps({'rec': [list(map(float, r)) for r in b[0].tolist()], 'matrix':
   assert.equal(masked.data.toList(), expected.mdata);
   assert.equal(masked.mask.toList(), expected.mmask);
   assert.equal(a.get(3).mask.toList().map((r) => [r.p, r.q]), expected.rmask);
+  const shown = spawnCli(['show', '--allow-pickle', join(dir, 'subclasses.npy')]);
+  assert.is(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /masked_array\(data=array\(\[1\.5, 2\.5, 3\.5\]\), mask=array\(\[False,  True, False\]\)\)/);
   // numpy 1.x names (numpy.core.records) and the pre-1.0 numpy.core._internal._reconstruct
   python(`
 import pickle

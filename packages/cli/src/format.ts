@@ -1,5 +1,6 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
 import { NdArray, NOT_A_TIME, readItem, reprString, type Complex, type DType } from '@npyts/core';
+import { PyMaskedArray } from '@npyts/core/pickle';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -88,6 +89,7 @@ function formatPython(v: unknown, depth = 0): string {
   b.active.add(v);
   try {
     if (v instanceof NdArray) return formatArray(v);
+    if (v instanceof PyMaskedArray) return `masked_array(data=${formatPython(v.data, depth + 1)}, mask=${formatPython(v.mask, depth + 1)})`;
     if (Array.isArray(v)) return `[${v.map((x) => formatPython(x, depth + 1)).join(', ')}]`;
     if (v instanceof Set) return v.size ? `{${[...v].map((x) => formatPython(x, depth + 1)).join(', ')}}` : 'set()';
     if (v instanceof Map) return `{${[...v].map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
