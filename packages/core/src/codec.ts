@@ -2,10 +2,11 @@
 import { allocateBuffer } from './memory.js';
 import { DType, parseDescr, shapeSize } from './dtype.js';
 import { NpyError } from './errors.js';
-import { encodeHeader, readHeader, type NpyHeader, type ReadHeaderOptions } from './header.js';
+import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './header.js';
 import { NdArray, isOrderFree, type Order } from './ndarray.js';
 import { bytesToData, dataToBytes, storageOf, type ArrayData, type TypedArray } from './storage.js';
 import { arrayFromValues } from './values.js';
+import type { DescrInput } from './descr-types.js';
 
 /** Bounds for decoding a pickle (object arrays). */
 export interface UnpickleLimits {
@@ -72,12 +73,33 @@ export function checkDataSize(header: NpyHeader, available: number): void {
   }
 }
 
-/** Decode a whole .npy held in memory. The result views the input's memory when it can. */
+/**
+ * Whether an array has the dtype of a descr (byte order free unless `exactByteOrder`); narrows its type.
+ * @example
+ * const a = decodeNpy(bytes);
+ * if (isDType(a, '<f8')) a.data;   // Float64Array
+ */
+export function isDType<const S extends DescrInput>(array: NdArray, descr: S, options: { exactByteOrder?: boolean } = {}): array is NdArray<S> {
+  return matchesDescr(array.dtype, descr, options.exactByteOrder ?? false);
+}
+
+/** Options that name the expected dtype: the result is typed for it. */
+export type Expecting<S extends DescrInput> = { expect: S };
+
+/**
+ * Decode a whole .npy held in memory. The result views the input's memory when it can.
+ * @example
+ * const a = decodeNpy(bytes, { expect: '<f4' });   // NdArray<'<f4'>: a.data is a Float32Array
+ */
+export function decodeNpy<const S extends DescrInput>(input: Uint8Array | ArrayBufferLike, options: DecodeOptions & Expecting<S>): NdArray<S>;
+export function decodeNpy(input: Uint8Array | ArrayBufferLike, options?: DecodeOptions): NdArray;
 export function decodeNpy(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): NdArray {
   return decodeNpyWithHeader(input, options).array;
 }
 
 /** decodeNpy, also returning the header it parsed (format version, data offset …). */
+export function decodeNpyWithHeader<const S extends DescrInput>(input: Uint8Array | ArrayBufferLike, options: DecodeOptions & Expecting<S>): { header: NpyHeader; array: NdArray<S> };
+export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options?: DecodeOptions): { header: NpyHeader; array: NdArray };
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): { header: NpyHeader; array: NdArray } {
   const bytes = asBytes(input);
   const header = readHeader(bytes, options);

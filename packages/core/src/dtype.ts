@@ -4,6 +4,7 @@
  */
 import { NpyError } from './errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './pyliteral.js';
+import type { DescrInput } from './descr-types.js';
 
 export type ByteOrder = '<' | '>' | '|';
 /** numpy's `dtype.kind`; records and subarrays are 'V'. */
@@ -39,7 +40,13 @@ interface DTypeInit {
   multiplier?: number;
 }
 
-export class DType {
+/**
+ * A numpy dtype. `S` is the descr it was parsed from when that was a literal (`DType<'<f4'>`), which
+ * carries the storage and element types into the arrays made with it; `DescrInput` (any descr) otherwise.
+ */
+export class DType<S extends DescrInput = DescrInput> {
+  /** Compile time only: the descr literal this dtype was parsed from. */
+  declare readonly descrType?: S;
   readonly kind: Kind;
   readonly byteOrder: ByteOrder;
   /** Bytes per element. */
@@ -429,6 +436,9 @@ function descrFromPy(v: PyValue, path: string, depth: number): DType {
  * Parse a descr into a {@link DType}: a type string (`'<f4'`), the Python literal of a header's
  * descr (`"[('a', '<i4')]"`), or its JSON form (`[['a', '<i4']]`).
  */
+export function parseDescr<S extends DescrInput>(descr: DType<S>): DType<S>;
+export function parseDescr<const S extends DescrInput>(descr: S): DType<S>;
+export function parseDescr(descr: string | DescrJSON | PyValue | DType): DType;
 export function parseDescr(descr: string | DescrJSON | PyValue | DType): DType {
   if (descr instanceof DType) return descr;
   if (typeof descr === 'string') {

@@ -21,6 +21,7 @@ export type NpyErrorCode =
   | 'NPZ_KEY'
   | 'TOO_LARGE'
   | 'LOCKED'
+  | 'UNEXPECTED_DTYPE'
   | 'UNSAFE_PATH';
 
 export interface NpyErrorDetails {

@@ -4,8 +4,9 @@ import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, 
 import { kMaxLength } from 'node:buffer';
 import { allocateBuffer } from './memory.js';
 import { preallocate, readInParallel } from './native.js';
-import { checkDataPresent, encodeNpyParts, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec } from './codec.js';
-import { encodeHeader, headerBytesNeeded, headerTextOfLength, readHeader, type NpyHeader } from './header.js';
+import { checkDataPresent, encodeNpyParts, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from './codec.js';
+import type { DescrInput } from './descr-types.js';
+import { encodeHeader, headerBytesNeeded, headerTextOfLength, readHeader, type NpyHeader, type ReadHeaderOptions } from './header.js';
 import { DEFAULT_GROUP_BYTES, planRegion, groupRuns, placeGroup, regionArray } from './region.js';
 import { toOrder } from './order.js';
 import { withByteOrder } from './byteorder.js';
@@ -73,6 +74,8 @@ export interface LoadOptions extends DecodeOptions {
  * Load a .npy file. The data is read straight into its own aligned buffer (memory is the data
  * size, not twice it) and byte-swapped there when the file is not in native order.
  */
+export function loadNpy<const S extends DescrInput>(path: string, options: LoadOptions & Expecting<S>): NdArray<S>;
+export function loadNpy(path: string, options?: LoadOptions): NdArray;
 export function loadNpy(path: string, options: LoadOptions = {}): NdArray {
   const fd = openSync(path, 'r');
   try {
@@ -266,7 +269,9 @@ export async function* streamNpzMember(archive: NpzArchive, name: string, chunkS
  * Region reads of one stored (uncompressed) member of an archive, which is a plain .npy at an
  * offset. Deflated members have no random access: read them whole or with streamNpzMember().
  */
-export function openNpzMember(archive: NpzArchive, name: string): NpyFileHandle {
+export function openNpzMember<const S extends DescrInput>(archive: NpzArchive, name: string, options: ReadHeaderOptions & Expecting<S>): NpyFileHandle<S>;
+export function openNpzMember(archive: NpzArchive, name: string, options?: ReadHeaderOptions): NpyFileHandle;
+export function openNpzMember(archive: NpzArchive, name: string, options: ReadHeaderOptions = {}): NpyFileHandle {
   const entry = archive.entry(name);
   checkSupported(entry);
   if (entry.method !== 0) {
@@ -288,7 +293,7 @@ export function openNpzMember(archive: NpzArchive, name: string): NpyFileHandle 
   io.read(prefix, 0);
   const need = headerBytesNeeded(prefix);
   if (need > prefix.length) { prefix = new Uint8Array(need); io.read(prefix, 0); }
-  const header = readHeader(prefix);
+  const header = readHeader(prefix, options);
   checkDataPresent(header, entry.size - header.dataOffset);
   return openHandle(`${entry.name}`, io, header);
 }
@@ -302,14 +307,14 @@ export { NpzArchive };
 const FILE_MAX_GAP = 4096;
 
 /** An open .npy: its header, and regions read with positional reads of only the bytes they cover. */
-export interface NpyFileHandle {
+export interface NpyFileHandle<S extends DescrInput = DescrInput> {
   readonly path: string;
   readonly header: NpyHeader;
-  readonly dtype: DType;
+  readonly dtype: DType<S>;
   readonly shape: number[];
   readonly order: 'C' | 'F';
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
-  read(start: readonly number[], count: readonly number[]): NdArray;
+  read(start: readonly number[], count: readonly number[]): NdArray<S>;
   /** Write a region (its shape is `data.shape`) at `start`. */
   writeRegion(start: readonly number[], data: NdArray | ArraySpec): void;
   close(): void;
@@ -392,6 +397,8 @@ function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { shape: nu
 }
 
 /** Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region. */
+export function openNpy<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandle<S>;
+export function openNpy(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandle;
 export function openNpy(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandle {
   const fd = openSync(path, options.write ? 'r+' : 'r');
   try {

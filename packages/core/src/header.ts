@@ -1,7 +1,8 @@
 /** The .npy preamble: magic, version, header length and the header dict, read and written as numpy does. */
-import { DType, dtypeFromHeaderValue, shapeRepr } from './dtype.js';
+import { DType, dtypeFromHeaderValue, parseDescr, shapeRepr } from './dtype.js';
 import { NpyError } from './errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './pyliteral.js';
+import type { DescrInput } from './descr-types.js';
 
 export const MAGIC = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x93NUMPY
 export const ARRAY_ALIGN = 64;
@@ -33,7 +34,17 @@ export interface NpyHeader {
 }
 
 export interface ReadHeaderOptions {
+  /** Refuse headers longer than this (default {@link DEFAULT_MAX_HEADER_BYTES}). */
   maxHeaderBytes?: number;
+  /**
+   * The dtype the caller expects: checked once, when the header is read, and an NpyError naming
+   * both dtypes otherwise; the result is then typed for it (`NdArray<'<f4'>`). Byte order is free
+   * (a `'>f4'` file matches `'<f4'`; its data is native-endian in memory either way) unless
+   * `exactByteOrder` is set.
+   */
+  expect?: DescrInput;
+  /** With `expect`: the byte order must match too. */
+  exactByteOrder?: boolean;
 }
 
 const latin1 = new TextDecoder('latin1');
@@ -118,7 +129,21 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
   if (!Number.isSafeInteger(dataBytes)) {
     throw new NpyError('SIZE_OVERFLOW', `array of shape ${shapeRepr(h.shape)} and item size ${h.dtype.itemsize} is larger than 2^53 bytes`, { offset: start });
   }
+  if (options.expect !== undefined) checkExpected(h.dtype, options.expect, options.exactByteOrder ?? false, start);
   return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, text };
+}
+
+/** Whether `dtype` is the descr `expected` (byte order free unless `exact`). */
+export function matchesDescr(dtype: DType, expected: DescrInput | DType, exact = false): boolean {
+  const want = parseDescr(expected as DescrInput);
+  return exact ? dtype.equals(want) : dtype.withByteOrder('<').equals(want.withByteOrder('<'));
+}
+
+function checkExpected(dtype: DType, expected: DescrInput, exact: boolean, offset: number): void {
+  if (!matchesDescr(dtype, expected, exact)) {
+    const want = parseDescr(expected);
+    throw new NpyError('UNEXPECTED_DTYPE', `expected dtype ${want.descrLiteral}${exact ? '' : ' (any byte order)'}, the header says ${dtype.descrLiteral}`, { offset });
+  }
 }
 
 function exactSize(shape: number[], offset: number): number {

@@ -7,16 +7,17 @@ export {
   DType, parseDescr, parseTypeString, recordDType, subarrayDType, shapeSize, shapeRepr, NATIVE_ORDER, DATETIME_UNITS,
   type ByteOrder, type Kind, type Field, type FieldSpec, type DescrJSON, type DescrFieldJSON, type DatetimeUnit,
 } from './dtype.js';
-export { readHeader, encodeHeader, headerBytesNeeded, MAGIC, MAX_DIMS, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './header.js';
-export { NdArray, orderStrides, isOrderFree, createArray, type Order } from './ndarray.js';
+export { readHeader, encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './header.js';
+export { NdArray, orderStrides, isOrderFree, createArray, type Order, type CreateArrayOptions } from './ndarray.js';
+export type { DescrInput, FieldDescr, FieldName, StorageOf, ElementOf, InputOf, Nested, FieldPath, FieldAt, KindFamily, KindFamilies } from './descr-types.js';
 export { toOrder } from './order.js';
 export { getField, fieldView, type FieldView } from './records.js';
 export { withByteOrder } from './byteorder.js';
 export {
-  decodeNpy, decodeNpyWithHeader, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject, checkDataSize,
+  decodeNpy, decodeNpyWithHeader, encodeNpy, encodeNpyParts, toNdArray, dtypeOfTypedArray, hasObject, checkDataSize, isDType, type Expecting,
   type DecodeOptions, type EncodeOptions, type ArraySpec, type ObjectArrayCodec, type UnpickleLimits,
 } from './codec.js';
-export { arrayFromValues, writeValue } from './values.js';
+export { arrayFromValues, writeValue, type ValuesOptions } from './values.js';
 export { readItem, readFromBytes, NOT_A_TIME, type Scalar, type ScalarRecord, type Complex } from './elements.js';
 export { storageOf, bytesToData, dataToBytes, type TypedArray, type ArrayData, type Storage } from './storage.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble } from './scalars.js';

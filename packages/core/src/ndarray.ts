@@ -1,7 +1,8 @@
 /** The in-memory array: dtype, shape, memory order and element data. */
 import { allocateBuffer } from './memory.js';
 import { DType, parseDescr, shapeRepr, shapeSize } from './dtype.js';
-import { readItem, type Scalar } from './elements.js';
+import { readItem } from './elements.js';
+import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf } from './descr-types.js';
 import { NpyError } from './errors.js';
 import { storageOf, type ArrayData } from './storage.js';
 
@@ -12,20 +13,22 @@ export type Order = 'C' | 'F';
  * in native byte order, as described by {@link storageOf}; `dtype` keeps the byte order the
  * array is written with.
  */
-export class NdArray<T extends ArrayData = ArrayData> {
-  readonly dtype: DType;
+export class NdArray<S extends DescrInput = DescrInput> {
+  readonly dtype: DType<S>;
   readonly shape: number[];
   readonly order: Order;
-  readonly data: T;
+  /** The elements in `order`, native byte order: the exact typed array of the descr (`Float32Array` for `'<f4'`). */
+  readonly data: StorageOf<S>;
 
-  constructor(dtype: DType, shape: readonly number[], data: T, order: Order = 'C') {
+  constructor(dtype: DType<S>, shape: readonly number[], data: StorageOf<S>, order: Order = 'C') {
     for (const d of shape) {
       if (!Number.isSafeInteger(d) || d < 0) throw new NpyError('BAD_SHAPE', `invalid shape ${shapeRepr(shape)}`);
     }
     const size = shapeSize(shape);
-    const expected = Array.isArray(data) ? size : size * storageOf(dtype).unitsPerItem;
-    if (data.length !== expected) {
-      throw new NpyError('BAD_ARRAY', `data has ${data.length} elements but shape ${shapeRepr(shape)} of ${dtype.str} needs ${expected}`);
+    const stored = data as ArrayData;
+    const expected = Array.isArray(stored) ? size : size * storageOf(dtype).unitsPerItem;
+    if (stored.length !== expected) {
+      throw new NpyError('BAD_ARRAY', `data has ${stored.length} elements but shape ${shapeRepr(shape)} of ${dtype.str} needs ${expected}`);
     }
     if (order !== 'C' && order !== 'F') throw new NpyError('BAD_ARRAY', `order must be 'C' or 'F', not ${JSON.stringify(order)}`);
     this.dtype = dtype;
@@ -48,6 +51,17 @@ export class NdArray<T extends ArrayData = ArrayData> {
     return orderStrides(this.shape, this.order);
   }
 
+  /**
+   * Narrow an array of a run-time dtype to a kind family: `if (a.is('float')) a.data` is a float
+   * typed array and `a.get()` a number.
+   * @example
+   * const a = loadNpy('x.npy');
+   * if (a.is('int')) console.log(a.get(0));   // number | bigint
+   */
+  is<K extends KindFamily>(kind: K): this is NdArray<KindFamilies[K]> {
+    return kindFamily(this.dtype) === kind;
+  }
+
   /** Memory position (in items) of a multi-index. */
   offsetOf(index: readonly number[]): number {
     if (index.length !== this.shape.length) {
@@ -65,22 +79,30 @@ export class NdArray<T extends ArrayData = ArrayData> {
     return p;
   }
 
-  /** The element at a multi-index, as a JS value (see {@link Scalar}). */
-  get(...index: number[]): Scalar {
-    return readItem(this.dtype, this.data, this.offsetOf(index));
+  /** The element at a multi-index, as a JS value of the descr's element type ({@link ElementOf}). */
+  get(...index: number[]): ElementOf<S> {
+    return readItem(this.dtype, this.data as ArrayData, this.offsetOf(index)) as ElementOf<S>;
   }
 
   /** Nested arrays in logical (C) order, like numpy's `tolist()`; a bare value for 0-d. */
-  toList(): unknown {
+  toList(): Nested<ElementOf<S>> {
     const strides = this.strides;
-    const walk = (axis: number, pos: number): unknown => {
-      if (axis === this.shape.length) return readItem(this.dtype, this.data, pos);
+    const walk = (axis: number, pos: number): Nested<ElementOf<S>> => {
+      if (axis === this.shape.length) return readItem(this.dtype, this.data as ArrayData, pos) as ElementOf<S>;
       const out = new Array(this.shape[axis]!);
       for (let i = 0; i < out.length; i++) out[i] = walk(axis + 1, pos + i * strides[axis]!);
       return out;
     };
     return walk(0, 0);
   }
+}
+
+/** The kind family of a dtype (see {@link NdArray.is}). */
+export function kindFamily(dtype: DType): KindFamily {
+  if (dtype.fields) return 'record';
+  if (dtype.subarray) return 'void';
+  const families: Record<string, KindFamily> = { b: 'bool', i: 'int', u: 'uint', f: 'float', c: 'complex', S: 'bytes', U: 'str', V: 'void', M: 'datetime', m: 'timedelta', O: 'object' };
+  return families[dtype.kind]!;
 }
 
 /** Item strides of a contiguous array of this shape in the given order. */
@@ -105,11 +127,21 @@ export function isOrderFree(shape: readonly number[]): boolean {
  * A zero-filled array of the given dtype and shape. With `shared`, its memory is a
  * SharedArrayBuffer that worker_threads can fill in place (post `array.data.buffer` to them).
  */
-export function createArray(dtype: DType | string, shape: readonly number[], options: { order?: Order; shared?: boolean } = {}): NdArray {
-  const dt = parseDescr(dtype);
+export function createArray<S extends DescrInput>(dtype: DType<S>, shape: readonly number[], options?: CreateArrayOptions): NdArray<S>;
+export function createArray<const S extends DescrInput>(dtype: S, shape: readonly number[], options?: CreateArrayOptions): NdArray<S>;
+export function createArray(dtype: DType | DescrInput, shape: readonly number[], options: CreateArrayOptions = {}): NdArray {
+  const dt = parseDescr(dtype as DescrInput);
+  if (dt.kind === 'O') return new NdArray(dt, shape, new Array<unknown>(shapeSize(shape)).fill(null), options.order ?? 'C');
   const { ctor, unitsPerItem } = storageOf(dt);
   const units = shapeSize(shape) * unitsPerItem;
   const bytes = units * ctor.BYTES_PER_ELEMENT;
   const buffer = allocateBuffer(bytes, options.shared);
   return new NdArray(dt, shape, new ctor(buffer, 0, units), options.order ?? 'C');
+}
+
+export interface CreateArrayOptions {
+  /** Memory order (default 'C'). */
+  order?: Order;
+  /** Place the data in a SharedArrayBuffer (for worker_threads). */
+  shared?: boolean;
 }

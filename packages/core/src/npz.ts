@@ -1,5 +1,6 @@
 /** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
-import { checkDataSize, decodeNpy, encodeNpyParts, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
+import type { DescrInput } from './descr-types.js';
+import { checkDataSize, decodeNpy, encodeNpyParts, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
 import { NpyError } from './errors.js';
 import { fflateCodec } from './fflate-codec.js';
 import { MAGIC, headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
@@ -80,14 +81,16 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   }
 
   /** Decode one member as an array. */
-  get(name: string): NdArray {
+  get<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S>): NdArray<S>;
+  get(name: string, options?: DecodeOptions): NdArray;
+  get(name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
     const bytes = readZipEntry(this.source, entry, this.codec);
     if (!isNpy(bytes)) {
       throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`, { member: entry.name });
     }
     try {
-      return decodeNpy(bytes, this.options);
+      return decodeNpy(bytes, { ...this.options, ...options });
     } catch (e) {
       if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
       throw e;

@@ -1,4 +1,5 @@
 /** Converting between row-major and column-major memory order with a cache-blocked copy. */
+import type { DescrInput, StorageOf } from './descr-types.js';
 import { allocateBuffer, hostKernels } from './memory.js';
 import { NdArray, isOrderFree, orderStrides, type Order } from './ndarray.js';
 import type { ArrayData, TypedArray, TypedArrayConstructor } from './storage.js';
@@ -98,10 +99,10 @@ function permuteCopy(src: Words, dst: Words, shape: number[], k: number, srcStri
 }
 
 /** The array with its data in the requested memory order; the same data (no copy) when it already is. */
-export function toOrder<T extends ArrayData>(array: NdArray<T>, order: Order): NdArray<T> {
+export function toOrder<S extends DescrInput>(array: NdArray<S>, order: Order): NdArray<S> {
   if (array.order === order) return array;
   if (isOrderFree(array.shape)) return new NdArray(array.dtype, array.shape, array.data, order);
-  const { words, k, rewrap } = asWords(array.data, array.dtype.itemsize);
+  const { words, k, rewrap } = asWords(array.data as ArrayData, array.dtype.itemsize);
   const out: Words = Array.isArray(words)
     ? new Array(words.length)
     : new (words.constructor as new (b: ArrayBufferLike) => Exclude<Words, unknown[]>)(allocateBuffer(words.byteLength));
@@ -112,5 +113,5 @@ export function toOrder<T extends ArrayData>(array: NdArray<T>, order: Order): N
   const a = array.order === 'C' ? n - 1 : 0;
   const b = order === 'C' ? n - 1 : 0;
   permuteCopy(words, out, array.shape, k, srcStrides, dstStrides, a, b);
-  return new NdArray(array.dtype, array.shape, rewrap(out) as T, order);
+  return new NdArray(array.dtype, array.shape, rewrap(out) as StorageOf<S>, order);
 }

@@ -2,6 +2,7 @@
 import { allocateBuffer } from './memory.js';
 import type { DType, Field } from './dtype.js';
 import { NpyError } from './errors.js';
+import type { DescrInput, FieldAt, FieldPath } from './descr-types.js';
 import { NdArray, orderStrides } from './ndarray.js';
 import { toOrder } from './order.js';
 import { bytesToData, storageOf, type TypedArray } from './storage.js';
@@ -24,10 +25,10 @@ function fieldElement(f: Field): { base: DType; subShape: number[] } {
  * The values of one record field (a dotted path reaches nested records: `b.c`) as a native-endian
  * array of shape `array.shape + field subarray shape`. Only that field's bytes are touched.
  */
-export function getField(array: NdArray, path: string): NdArray {
-  let current = array;
+export function getField<S extends DescrInput, const P extends FieldPath<S>>(array: NdArray<S>, path: P): NdArray<FieldAt<S, P>> {
+  let current: NdArray = array;
   for (const name of path.split('.')) current = oneField(current, name);
-  return current;
+  return current as NdArray<FieldAt<S, P>>;
 }
 
 function oneField(array: NdArray, name: string): NdArray {

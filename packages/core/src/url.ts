@@ -7,7 +7,8 @@ import { NpyError } from './errors.js';
 import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
 import type { NdArray } from './ndarray.js';
 import { groupRuns, placeGroup, planRegion, regionArray, type RunGroup } from './region.js';
-import { checkDataPresent, type DecodeOptions } from './codec.js';
+import { checkDataPresent, type DecodeOptions, type Expecting } from './codec.js';
+import type { DescrInput } from './descr-types.js';
 import type { DType } from './dtype.js';
 
 export interface UrlOptions extends DecodeOptions {
@@ -24,17 +25,17 @@ export interface UrlOptions extends DecodeOptions {
   rangesPerRequest?: number;
 }
 
-export interface NpyUrlHandle {
+export interface NpyUrlHandle<S extends DescrInput = DescrInput> {
   readonly url: string;
   readonly header: NpyHeader;
-  readonly dtype: DType;
+  readonly dtype: DType<S>;
   readonly shape: number[];
   readonly order: 'C' | 'F';
   /** Size of the file on the server. */
   readonly size: number;
   /** Requests made and body bytes received so far. */
   readonly stats: { requests: number; bytes: number };
-  read(start: readonly number[], count: readonly number[]): Promise<NdArray>;
+  read(start: readonly number[], count: readonly number[]): Promise<NdArray<S>>;
 }
 
 /** Bytes one request asks for at most (ranges and the gaps between them): bounds memory in flight. */
@@ -67,6 +68,8 @@ function httpError(message: string): never {
 }
 
 /** Open a .npy by URL for region reads. */
+export async function openNpyUrl<const S extends DescrInput>(url: string | URL, options: UrlOptions & Expecting<S>): Promise<NpyUrlHandle<S>>;
+export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
   const href = String(url);
   const doFetch = options.fetch ?? globalThis.fetch;

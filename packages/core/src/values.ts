@@ -1,5 +1,13 @@
 /** Writing JS values into stored bytes: the one writer behind arrays built from plain values. */
 import { parseDescr, shapeSize, type DType } from './dtype.js';
+import type { DescrInput, InputOf, Nested } from './descr-types.js';
+
+export interface ValuesOptions {
+  /** The shape, when `values` is flat (memory order); otherwise it is taken from the nesting. */
+  shape?: number[];
+  /** Memory order of the result (default 'C'). */
+  order?: Order;
+}
 import { NOT_A_TIME, type Complex } from './elements.js';
 import { NpyError } from './errors.js';
 import { NdArray, type Order } from './ndarray.js';
@@ -161,8 +169,10 @@ function flattenNested(values: unknown): { flat: unknown[]; shape: number[] } {
  * {@link readItem}: numbers or bigints for integers, `{re, im}` (or a real number) for complex,
  * strings for `S`/`U`, objects for records.
  */
-export function arrayFromValues(values: unknown, dtypeSpec: DType | string, options: { shape?: number[]; order?: Order } = {}): NdArray {
-  const dtype = parseDescr(dtypeSpec);
+export function arrayFromValues<S extends DescrInput>(values: Nested<InputOf<S>>, dtype: DType<S>, options?: ValuesOptions): NdArray<S>;
+export function arrayFromValues<const S extends DescrInput>(values: Nested<InputOf<S>>, descr: S, options?: ValuesOptions): NdArray<S>;
+export function arrayFromValues(values: unknown, dtypeSpec: DType | DescrInput, options: ValuesOptions = {}): NdArray {
+  const dtype = parseDescr(dtypeSpec as DescrInput);
   let flat: unknown[];
   let shape: number[];
   if (options.shape) {

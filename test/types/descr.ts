@@ -1,0 +1,80 @@
+// Compile-time types of descr literals, checked with the published .d.ts (npm test runs tsc on this file).
+import { expectTypeOf } from 'expect-type';
+import { createArray, parseDescr, type Complex, type NdArray } from '@npyts/core';
+
+const f4 = createArray('<f4', [2, 3]);
+expectTypeOf(f4).toEqualTypeOf<NdArray<'<f4'>>();
+expectTypeOf(f4.data).toEqualTypeOf<Float32Array>();
+expectTypeOf(f4.get(0, 1)).toEqualTypeOf<number>();
+const data: Float32Array = f4.data;
+void data;
+
+expectTypeOf(createArray('>i8', [2]).data).toEqualTypeOf<BigInt64Array>();
+expectTypeOf(createArray('>i8', [2]).get(0)).toEqualTypeOf<bigint>();
+expectTypeOf(createArray('<M8[ns]', [2]).data).toEqualTypeOf<BigInt64Array>();
+expectTypeOf(createArray('<f2', [2]).data).toEqualTypeOf<Uint16Array>();
+expectTypeOf(createArray('<U10', [2]).data).toEqualTypeOf<Uint32Array>();
+expectTypeOf(createArray('<U10', [2]).get(0)).toEqualTypeOf<string>();
+expectTypeOf(createArray('|S5', [2]).get(0)).toEqualTypeOf<Uint8Array>();
+expectTypeOf(createArray('|b1', [2]).get(0)).toEqualTypeOf<boolean>();
+expectTypeOf(createArray('<c8', [2]).get(0)).toEqualTypeOf<Complex>();
+expectTypeOf(createArray('|O', [2]).data).toEqualTypeOf<unknown[]>();
+expectTypeOf(createArray('|O', [2]).get(0)).toEqualTypeOf<unknown>();
+
+const rec = createArray([['pos', [['x', '<f8'], ['y', '<f8']]], [['title', 'id'], '<u4'], ['m', '<f4', [2, 3]]], [4]);
+expectTypeOf(rec.data).toEqualTypeOf<Uint8Array>();
+expectTypeOf(rec.get(0)).toEqualTypeOf<{ pos: { x: number; y: number }; id: number; m: number[][] }>();
+expectTypeOf(rec.get(0).pos.x).toEqualTypeOf<number>();
+
+expectTypeOf(parseDescr('<f4')).toMatchTypeOf<{ itemsize: number }>();
+// A descr known only at run time: honest wide types.
+declare const runtime: string;
+const wide = createArray(runtime, [1]);
+expectTypeOf(wide.get(0)).toEqualTypeOf<unknown>();
+
+// @ts-expect-error a Float32Array is not what a '<i4' array holds
+const wrong: Float32Array = createArray('<i4', [1]).data;
+void wrong;
+
+// Arrays whose dtype is known only at run time: `expect` checks it once and types the result.
+import { arrayFromValues, decodeNpy, decodeNpz, getField, isDType, openNpyUrl } from '@npyts/core';
+import { loadNpy, openNpy, loadNpz } from '@npyts/core/node';
+declare const bytes: Uint8Array;
+expectTypeOf(decodeNpy(bytes)).toEqualTypeOf<NdArray>();
+expectTypeOf(decodeNpy(bytes).get(0)).toEqualTypeOf<unknown>();
+expectTypeOf(decodeNpy(bytes, { expect: '<f4' }).data).toEqualTypeOf<Float32Array>();
+const loaded: Float32Array = loadNpy('x.npy', { expect: '<f4' }).data;
+void loaded;
+expectTypeOf(loadNpz('x.npz').get('w', { expect: '<f8' }).data).toEqualTypeOf<Float64Array>();
+expectTypeOf(decodeNpz(bytes).get('w', { expect: '|b1' }).get(0)).toEqualTypeOf<boolean>();
+expectTypeOf(openNpy('x.npy', { expect: '<i4' }).read([0], [2]).data).toEqualTypeOf<Int32Array>();
+expectTypeOf(openNpyUrl('http://h/x.npy', { expect: '<u2' })).resolves.toMatchTypeOf<{ read(s: number[], c: number[]): Promise<NdArray<'<u2'>> }>();
+
+// Guards narrow without casts.
+const anyArray = decodeNpy(bytes);
+if (isDType(anyArray, '<f8')) expectTypeOf(anyArray.data).toEqualTypeOf<Float64Array>();
+if (anyArray.is('float')) expectTypeOf(anyArray.get(0)).toEqualTypeOf<number>();
+if (anyArray.is('int')) expectTypeOf(anyArray.get(0)).toEqualTypeOf<number | bigint>();
+if (anyArray.is('str')) expectTypeOf(anyArray.get(0)).toEqualTypeOf<string>();
+if (anyArray.is('complex')) expectTypeOf(anyArray.get(0)).toEqualTypeOf<Complex>();
+
+// Record fields by dotted path, checked against the record type.
+expectTypeOf(getField(rec, 'pos.x').data).toEqualTypeOf<Float64Array>();
+expectTypeOf(getField(rec, 'id').data).toEqualTypeOf<Uint32Array>();
+expectTypeOf(getField(rec, 'm').get(0, 1, 2)).toEqualTypeOf<number>();
+// @ts-expect-error no field 'pos.z'
+getField(rec, 'pos.z');
+// @ts-expect-error no field 'nope'
+getField(rec, 'nope');
+// A record known only at run time takes any path (checked when it runs).
+expectTypeOf(getField(anyArray, 'a.b')).toEqualTypeOf<NdArray>();
+
+// Values of the wrong type are compile errors.
+expectTypeOf(arrayFromValues([[1, 2], [3, 4]], '<f4')).toEqualTypeOf<NdArray<'<f4'>>();
+arrayFromValues([1n, 2], '<i8');
+arrayFromValues(['a', 'b'], '<U3');
+arrayFromValues([{ pos: { x: 1, y: 2 }, id: 3, m: [[1, 2, 3], [4, 5, 6]] }], [['pos', [['x', '<f8'], ['y', '<f8']]], [['title', 'id'], '<u4'], ['m', '<f4', [2, 3]]]);
+// @ts-expect-error strings are not float32 values
+arrayFromValues(['a'], '<f4');
+// @ts-expect-error a record needs every field
+arrayFromValues([{ pos: { x: 1, y: 2 } }], [['pos', [['x', '<f8'], ['y', '<f8']]], ['id', '<u4']]);
