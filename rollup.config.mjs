@@ -14,6 +14,9 @@ const packages = {
   'tfjs-adapter': { index: 'src/index.ts' },
 };
 
+// Ambient module declarations a package's types use (its .d.ts must reference them for its users).
+const typeReferences = { 'stdlib-adapter': '/// <reference types="@stdlib/types" />' };
+
 // Everything that is not a relative import stays an import: workspace packages, peers, node:*.
 const external = (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0');
 
@@ -39,7 +42,7 @@ for (const [dir, entries] of Object.entries(packages)) {
       input,
       external,
       plugins: [dts({ tsconfig: 'tsconfig.json' })],
-      output: { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].d.ts', chunkFileNames: 'chunks/[name]-[hash].d.ts' },
+      output: { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].d.ts', chunkFileNames: 'chunks/[name]-[hash].d.ts', ...(typeReferences[dir] ? { banner: typeReferences[dir] } : {}) },
     });
   }
 }

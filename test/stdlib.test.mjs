@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ndarray from '@stdlib/ndarray/ctor/lib/index.js';
-import { toStdlib, fromStdlib } from '@npyts/stdlib';
+import { toStdlib, toStdlibFields, fromStdlib } from '@npyts/stdlib';
 import { encodeNpy, decodeNpy, NpyError, arrayFromValues } from '@npyts/core';
 import { loadNpy } from '@npyts/core/node';
 import { numpy, python, scratch } from './helpers/numpy.mjs';
@@ -52,7 +52,7 @@ const mapped = catalogue.filter((c) => !/^(i8|u8|M8|m8|f16|c32|rec_)/.test(c.nam
 test('values through toStdlib equal numpy\'s for every mapped dtype, order and shape', () => {
   for (const { name, file, doc } of mapped) {
     const a = loadNpy(file);
-    const x = toStdlib(a, { int64: 'generic' }); // some records hold int64 fields
+    const x = (a.dtype.fields ? toStdlibFields : toStdlib)(a, { int64: 'generic' }); // some records hold int64 fields
     assert.equal(stdlibJSON(x, a.dtype), docByField(doc.data, a.dtype, a.ndim), name);
   }
 });
@@ -68,12 +68,15 @@ test('zero copy: stdlib ndarrays view the decoded memory, Fortran order as colum
 
 test('record fields are strided views of the record memory where the layout allows', () => {
   const a = loadNpy(byName.rec_aligned.file); // i1, pad, i4, i1, pad: 12-byte records
-  const x = toStdlib(a);
+  const x = toStdlibFields(a);
   assert.is(x.f1.data.buffer, a.data.buffer);
   assert.equal(x.f1.strides, [3]);
   assert.is(x.f1.offset, 1);
-  const titled = toStdlib(loadNpy(byName.rec_titles.file));
+  const titled = toStdlibFields(loadNpy(byName.rec_titles.file));
   assert.equal(Object.keys(titled), ['a', 'b']);
+  // A record is several ndarrays: toStdlib says which function makes them.
+  assert.throws(() => toStdlib(a), (e) => e instanceof NpyError && /toStdlibFields/.test(e.message));
+  assert.throws(() => toStdlibFields(loadNpy(byName.f8_C.file)), (e) => e instanceof NpyError && /toStdlib/.test(e.message));
 });
 
 test('64-bit integers, datetimes and long doubles are refused unless an option says how', () => {

@@ -20,9 +20,12 @@ export function python(code) {
 }
 
 /** A fresh temporary directory, removed at process exit. */
+const scratchDirs = [];
+process.on('exit', () => { for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true }); });
+
 export function scratch(prefix = 'npyts-test-') {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  scratchDirs.push(dir);
   return dir;
 }
 

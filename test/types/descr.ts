@@ -78,3 +78,19 @@ arrayFromValues([{ pos: { x: 1, y: 2 }, id: 3, m: [[1, 2, 3], [4, 5, 6]] }], [['
 arrayFromValues(['a'], '<f4');
 // @ts-expect-error a record needs every field
 arrayFromValues([{ pos: { x: 1, y: 2 } }], [['pos', [['x', '<f8'], ['y', '<f8']]], ['id', '<u4']]);
+
+// The adapters carry the types on.
+import { toStdlib, toStdlibFields } from '@npyts/stdlib';
+import { toTensor } from '@npyts/tfjs';
+import type { float32ndarray, genericndarray, boolndarray, complex128ndarray, int16ndarray } from '@stdlib/types/ndarray';
+expectTypeOf(toStdlib(createArray('<f4', [2]))).toEqualTypeOf<float32ndarray>();
+expectTypeOf(toStdlib(createArray('|b1', [2]))).toEqualTypeOf<boolndarray>();
+expectTypeOf(toStdlib(createArray('<c16', [2]))).toEqualTypeOf<complex128ndarray>();
+expectTypeOf(toStdlib(createArray('>i2', [2]))).toEqualTypeOf<int16ndarray>();
+expectTypeOf(toStdlib(createArray('<i8', [2]), { int64: 'generic' })).toEqualTypeOf<genericndarray<bigint>>();
+expectTypeOf(toStdlib(createArray('<i8', [2]))).toEqualTypeOf<never>(); // refused without an int64 option
+expectTypeOf(toStdlibFields(rec).pos.x).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
+expectTypeOf(toTensor(createArray('<f8', [2])).dtype).toEqualTypeOf<'float32'>();
+expectTypeOf(toTensor(createArray('<u2', [2])).dtype).toEqualTypeOf<'int32'>();
+expectTypeOf(toTensor(createArray('<U3', [2])).dtype).toEqualTypeOf<'string'>();
+expectTypeOf(toTensor(rec)).toEqualTypeOf<never>();

@@ -27,31 +27,32 @@ export type DescrInput = string | readonly FieldDescr[] | readonly [DescrInput, 
 /** Nested lists of `E` to any depth (numpy's `tolist()` of an array whose number of axes is not known). */
 export type Nested<E> = E | Nested<E>[];
 
-/** The entry of a scalar type code: [storage, element, accepted input]. */
-type Entry<Storage extends ArrayData, Element, Input = Element> = [Storage, Element, Input];
+/** The entry of a scalar type code: [storage, element, accepted input, kind family]. */
+type Entry<Storage extends ArrayData, Element, Input, Family extends KindFamily> = [Storage, Element, Input, Family];
 
 type Int = number | bigint;
-type BoolE = Entry<Uint8Array, boolean, boolean | number>;
-type I8 = Entry<Int8Array, number, Int>;
-type U8 = Entry<Uint8Array, number, Int>;
-type I16 = Entry<Int16Array, number, Int>;
-type U16 = Entry<Uint16Array, number, Int>;
-type I32 = Entry<Int32Array, number, Int>;
-type U32 = Entry<Uint32Array, number, Int>;
-type I64 = Entry<BigInt64Array, bigint, Int>;
-type U64 = Entry<BigUint64Array, bigint, Int>;
-type F16 = Entry<Uint16Array, number, Int>;
-type F32 = Entry<Float32Array, number, Int>;
-type F64 = Entry<Float64Array, number, Int>;
-type LongDouble = Entry<Uint8Array, number, Int>;
-type C64 = Entry<Float32Array, Complex, Complex | number>;
-type C128 = Entry<Float64Array, Complex, Complex | number>;
-type C256 = Entry<Uint8Array, Complex, Complex | number>;
-type Bytes = Entry<Uint8Array, Uint8Array, Uint8Array | string>;
-type Void = Entry<Uint8Array, Uint8Array, Uint8Array>;
-type Text = Entry<Uint32Array, string, string>;
-type Time = Entry<BigInt64Array, bigint, Int>;
-type PyObject = Entry<unknown[], unknown, unknown>;
+type BoolE = Entry<Uint8Array, boolean, boolean | number, 'bool'>;
+type I8 = Entry<Int8Array, number, Int, 'int'>;
+type U8 = Entry<Uint8Array, number, Int, 'uint'>;
+type I16 = Entry<Int16Array, number, Int, 'int'>;
+type U16 = Entry<Uint16Array, number, Int, 'uint'>;
+type I32 = Entry<Int32Array, number, Int, 'int'>;
+type U32 = Entry<Uint32Array, number, Int, 'uint'>;
+type I64 = Entry<BigInt64Array, bigint, Int, 'int'>;
+type U64 = Entry<BigUint64Array, bigint, Int, 'uint'>;
+type F16 = Entry<Uint16Array, number, Int, 'float'>;
+type F32 = Entry<Float32Array, number, Int, 'float'>;
+type F64 = Entry<Float64Array, number, Int, 'float'>;
+type LongDouble = Entry<Uint8Array, number, Int, 'float'>;
+type C64 = Entry<Float32Array, Complex, Complex | number, 'complex'>;
+type C128 = Entry<Float64Array, Complex, Complex | number, 'complex'>;
+type C256 = Entry<Uint8Array, Complex, Complex | number, 'complex'>;
+type Bytes = Entry<Uint8Array, Uint8Array, Uint8Array | string, 'bytes'>;
+type Void = Entry<Uint8Array, Uint8Array, Uint8Array, 'void'>;
+type Text = Entry<Uint32Array, string, string, 'str'>;
+type DateTime = Entry<BigInt64Array, bigint, Int, 'datetime'>;
+type TimeDelta = Entry<BigInt64Array, bigint, Int, 'timedelta'>;
+type PyObject = Entry<unknown[], unknown, unknown, 'object'>;
 
 /** numpy's type codes and names (without byte order), as parseTypeString reads them on x86-64 Linux. */
 interface ScalarCodes {
@@ -75,11 +76,11 @@ interface ScalarCodes {
   U: Text; str: Text; str_: Text;
   V: Void; void: Void;
   O: PyObject; O8: PyObject; object: PyObject; object_: PyObject;
-  M: Time; M8: Time; m: Time; m8: Time; datetime64: Time; timedelta64: Time;
+  M: DateTime; M8: DateTime; datetime64: DateTime; m: TimeDelta; m8: TimeDelta; timedelta64: TimeDelta;
 }
 
 /** The wide entry: a descr whose meaning is not known at compile time. */
-type Wide = Entry<ArrayData, unknown, unknown>;
+type Wide = Entry<ArrayData, unknown, unknown, KindFamily>;
 
 type StripOrder<S extends string> = S extends `${'<' | '>' | '|' | '='}${infer R}` ? R : S;
 
@@ -91,7 +92,8 @@ type ScalarEntry<S extends string> =
     : C extends `S${number}` | `a${number}` ? Bytes
     : C extends `U${number}` ? Text
     : C extends `V${number}` ? Void
-    : C extends `${'M8' | 'm8' | 'datetime64' | 'timedelta64'}[${string}]` ? Time
+    : C extends `${'M8' | 'datetime64'}[${string}]` ? DateTime
+    : C extends `${'m8' | 'timedelta64'}[${string}]` ? TimeDelta
     : Wide
   : Wide;
 
@@ -173,3 +175,10 @@ export interface KindFamilies {
   record: readonly FieldDescr[];
 }
 export type KindFamily = keyof KindFamilies;
+
+/** The kind family of a descr (see {@link KindFamilies}): `'float'` for `'<f4'`, `'record'` for a field list. */
+export type FamilyOf<S> =
+  S extends string ? ScalarEntry<S>[3]
+  : S extends readonly [DescrInput, readonly number[]] ? 'void'
+  : S extends readonly FieldDescr[] ? 'record'
+  : KindFamily;

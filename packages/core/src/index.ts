@@ -9,7 +9,7 @@ export {
 } from './dtype.js';
 export { readHeader, encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './header.js';
 export { NdArray, orderStrides, isOrderFree, createArray, type Order, type CreateArrayOptions } from './ndarray.js';
-export type { DescrInput, FieldDescr, FieldName, StorageOf, ElementOf, InputOf, Nested, FieldPath, FieldAt, KindFamily, KindFamilies } from './descr-types.js';
+export type { DescrInput, FieldDescr, FieldName, StorageOf, ElementOf, InputOf, Nested, FieldPath, FieldAt, KindFamily, KindFamilies, FamilyOf } from './descr-types.js';
 export { toOrder } from './order.js';
 export { getField, fieldView, type FieldView } from './records.js';
 export { withByteOrder } from './byteorder.js';

@@ -1,3 +1,4 @@
+/// <reference types="@stdlib/types" />
 /**
  * @npyts/stdlib — npyts arrays as @stdlib/ndarray ndarrays over the same memory, and back.
  * `@stdlib/ndarray` is a peer dependency.
@@ -9,8 +10,12 @@ import BooleanArray from '@stdlib/array/bool/lib/index.js';
 import Float16Array from '@stdlib/array/float16/lib/index.js';
 import {
   NdArray, NpyError, arrayFromValues, fieldView, getField, parseDescr, readItem, shapeSize, storageOf,
-  type ArraySpec, type DType, type TypedArray,
+  type ArraySpec, type DType, type TypedArray, type DescrInput, type FamilyOf, type StorageOf, type FieldDescr, type FieldName,
 } from '@npyts/core';
+import type {
+  boolndarray, complex64ndarray, complex128ndarray, float16ndarray, float32ndarray, float64ndarray, genericndarray,
+  int8ndarray, int16ndarray, int32ndarray, uint8ndarray, uint16ndarray, uint32ndarray, typedndarray,
+} from '@stdlib/types/ndarray';
 
 /** The parts of a @stdlib/ndarray ndarray the adapter uses. */
 export interface StdlibNdarray {
@@ -23,6 +28,35 @@ export interface StdlibNdarray {
   readonly length: number;
   get(...index: number[]): unknown;
 }
+
+/**
+ * The @stdlib/types ndarray interface `toStdlib` returns for a descr (and options): `float32ndarray`
+ * for `'<f4'`, `genericndarray<bigint>` for `'<i8'` with `{ int64: 'generic' }`, never for what it refuses.
+ */
+export type StdlibOf<S, O extends ToStdlibOptions = {}> =
+  FamilyOf<S> extends 'record' ? never
+  : StorageOf<S> extends Float64Array ? (FamilyOf<S> extends 'complex' ? complex128ndarray : float64ndarray)
+  : StorageOf<S> extends Float32Array ? (FamilyOf<S> extends 'complex' ? complex64ndarray : float32ndarray)
+  : FamilyOf<S> extends 'float' ? (StorageOf<S> extends Uint16Array ? float16ndarray : O['longDouble'] extends 'float64' ? float64ndarray : never)
+  : FamilyOf<S> extends 'complex' ? (O['longDouble'] extends 'float64' ? complex128ndarray : never)
+  : StorageOf<S> extends BigInt64Array | BigUint64Array
+    ? O['int64'] extends 'generic' ? genericndarray<bigint> : O['int64'] extends 'float64' ? float64ndarray : O['int64'] extends 'int32' ? int32ndarray : never
+  : FamilyOf<S> extends 'bool' ? boolndarray
+  : StorageOf<S> extends Int8Array ? int8ndarray
+  : StorageOf<S> extends Int16Array ? int16ndarray
+  : StorageOf<S> extends Int32Array ? int32ndarray
+  : StorageOf<S> extends Uint16Array ? uint16ndarray
+  : StorageOf<S> extends Uint32Array ? (FamilyOf<S> extends 'str' ? genericndarray<string> : uint32ndarray)
+  : FamilyOf<S> extends 'uint' ? uint8ndarray
+  : FamilyOf<S> extends 'bytes' ? genericndarray<string>
+  : FamilyOf<S> extends 'void' ? genericndarray<Uint8Array>
+  : StdlibNdarray;
+
+/** The per-field ndarrays of a record array (nested records as nested objects). */
+export type StdlibFieldsOf<S, O extends ToStdlibOptions = {}> =
+  S extends readonly FieldDescr[]
+    ? { [F in S[number] as F[0] extends readonly [string, infer N extends string] ? N : F[0] & string]: F[1] extends readonly FieldDescr[] ? StdlibFieldsOf<F[1], O> : StdlibOf<F[1], O> }
+    : Record<string, StdlibNdarray | Record<string, unknown>>;
 
 export interface ToStdlibOptions {
   /**
@@ -82,7 +116,19 @@ function checkedConversion(array: NdArray, target: 'float64' | 'int32'): Float64
   return out;
 }
 
-/** A record array as one ndarray per field: strided views of the same memory where possible, copies otherwise. */
+/**
+ * A record array as one ndarray per field (nested records as nested objects): strided views of the
+ * same memory where possible, copies otherwise.
+ * @example
+ * const cols = toStdlibFields(loadNpy('points.npy', { expect: [['x', '<f8'], ['y', '<f8']] }));
+ * cols.x;   // float64ndarray over the records' own memory
+ */
+export function toStdlibFields<S extends DescrInput, const O extends ToStdlibOptions = {}>(array: NdArray<S>, options?: O): StdlibFieldsOf<S, O>;
+export function toStdlibFields(array: NdArray, options: ToStdlibOptions = {}): Record<string, unknown> {
+  if (!array.dtype.fields) throw new NpyError('BAD_ARRAY', `${array.dtype.str} is not a record dtype; use toStdlib`);
+  return recordToStdlib(array, options);
+}
+
 function recordToStdlib(array: NdArray, options: ToStdlibOptions): Record<string, StdlibNdarray> {
   const out: Record<string, StdlibNdarray> = {};
   for (const f of array.dtype.fields!) {
@@ -97,19 +143,26 @@ function recordToStdlib(array: NdArray, options: ToStdlibOptions): Record<string
       out[f.name] = ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(view.dtype, view.data), view.shape, strides, view.offset / scale, stdOrder(array.order));
     } else {
       const field = getField(array, f.name);
-      out[f.name] = field.dtype.fields ? (recordToStdlib(field, options) as unknown as StdlibNdarray) : (toStdlib(field, options) as StdlibNdarray);
+      out[f.name] = field.dtype.fields ? (recordToStdlib(field, options) as unknown as StdlibNdarray) : plainToStdlib(field, options);
     }
   }
   return out;
 }
 
 /**
- * An ndarray over the same memory (no copy) for every dtype stdlib has; strings become `generic`;
- * records become an object of per-field ndarrays.
+ * An ndarray over the same memory (no copy) for every dtype stdlib has, typed with @stdlib/types'
+ * interface for it; strings become `generic`. Records: {@link toStdlibFields}.
+ * @example
+ * const x = toStdlib(loadNpy('w.npy', { expect: '<f4' }));   // float32ndarray
  */
-export function toStdlib(array: NdArray, options: ToStdlibOptions = {}): StdlibNdarray | Record<string, StdlibNdarray> {
+export function toStdlib<S extends DescrInput, const O extends ToStdlibOptions = {}>(array: NdArray<S>, options?: O): StdlibOf<S, O>;
+export function toStdlib(array: NdArray, options: ToStdlibOptions = {}): StdlibNdarray {
+  if (array.dtype.fields) throw new NpyError('BAD_ARRAY', `a record array is several ndarrays, one per field: use toStdlibFields`);
+  return plainToStdlib(array, options);
+}
+
+function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray {
   const dt = array.dtype;
-  if (dt.fields) return recordToStdlib(array, options);
   const shape = [...array.shape];
   const strides = stridesFor(shape, array.order);
   const order = stdOrder(array.order);
@@ -229,3 +282,4 @@ function forEachIndex(shape: number[], fn: (idx: number[]) => void): void {
 }
 
 export type { ArraySpec };
+export type { typedndarray };

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import {
   NdArray, NpyError, arrayFromValues, decodeNpz, encodeNpz, float16ToNumber, parseDescr, readItem, toOrder,
-  type NpzArchive, type NpzOptions, type NpzWriteOptions, type TypedArray,
+  type NpzArchive, type NpzOptions, type NpzWriteOptions, type TypedArray, type DescrInput, type FamilyOf, type KindFamily,
 } from '@npyts/core';
 
 export interface ToTensorOptions {
@@ -66,6 +66,20 @@ function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
  * never tf.transpose). float32 and int32 data is handed to tfjs without another copy (tfjs copies
  * bool input itself).
  */
+/** The tfjs dtype of a descr's tensor: float32 for every float, int32 for integers, bool, complex64, string; never for what has none. */
+export type TensorDTypeOf<S> =
+  FamilyOf<S> extends 'float' ? 'float32'
+  : FamilyOf<S> extends 'int' | 'uint' ? 'int32'
+  : FamilyOf<S> extends 'bool' ? 'bool'
+  : FamilyOf<S> extends 'complex' ? 'complex64'
+  : FamilyOf<S> extends 'str' | 'bytes' ? 'string'
+  : KindFamily extends FamilyOf<S> ? tf.DataType
+  : never;
+
+/** A tfjs tensor whose `dtype` is known from the descr. */
+export type TensorOf<S> = [TensorDTypeOf<S>] extends [never] ? never : tf.Tensor & { readonly dtype: TensorDTypeOf<S> };
+
+export function toTensor<S extends DescrInput>(array: NdArray<S>, options?: ToTensorOptions): TensorOf<S>;
 export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tensor {
   const dt = array.dtype;
   if (dt.fields || dt.subarray) throw new NpyError('BAD_ARRAY', `record arrays have no tfjs dtype; convert one field (getField) at a time`);
