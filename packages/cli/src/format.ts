@@ -134,7 +134,7 @@ function formatFloats(xs: number[], itemsize: number): string[] {
   const max = abs.length ? Math.max(...abs) : 0;
   const min = abs.length ? Math.min(...abs) : 0;
   const exp = abs.length > 0 && (max >= 1e8 || min < 1e-4 || max / min > 1e3);
-  const parts = xs.map((x) => (Number.isFinite(x) ? (exp ? expParts(x, itemsize) : [...floatParts(x, itemsize), '']) : null));
+  const parts = xs.map((x): [string, string, string] | null => (Number.isFinite(x) ? (exp ? expParts(x, itemsize) : [...floatParts(x, itemsize), '']) : null));
   const padLeft = Math.max(0, ...parts.map((p) => (p ? p[0].length : 0)));
   const padRight = Math.max(0, ...parts.map((p) => (p ? p[1].length : 0)));
   const out = xs.map((x, i) => {
