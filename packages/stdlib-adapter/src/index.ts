@@ -10,7 +10,7 @@ import BooleanArray from '@stdlib/array/bool/lib/index.js';
 import Float16Array from '@stdlib/array/float16/lib/index.js';
 import {
   NdArray, NpyError, arrayFromValues, fieldView, getField, parseDescr, readItem, shapeSize, storageOf,
-  type ArraySpec, type DType, type TypedArray, type DescrInput, type FamilyOf, type StorageOf, type FieldDescr, type FieldName,
+  type ArraySpec, type DType, type TypedArray, type DescrInput, type FamilyOf, type StorageOf, type FieldDescr,
 } from '@npyts/core';
 import type {
   boolndarray, complex64ndarray, complex128ndarray, float16ndarray, float32ndarray, float64ndarray, genericndarray,

@@ -1,8 +1,8 @@
 /** Re-labelling an array's byte order; only record bytes (kept raw) need moving. */
-import type { DType } from './dtype.js';
+import type { DType } from '../format/dtype.js';
 import { NdArray } from './ndarray.js';
 import { copyBytes, swapBytes } from './memory.js';
-import { storageOf } from './storage.js';
+import { storageOf } from './layout.js';
 
 /** [offset, groupSize, count]: swap `count` groups of `groupSize` bytes starting at `offset` in each record. */
 type SwapRun = [number, number, number];

@@ -1,9 +1,9 @@
 /** Reading one element as a JavaScript value, from typed data or from raw stored bytes. */
 import { putOwn } from './safe-object.js';
-import type { DType } from './dtype.js';
-import { NpyError } from './errors.js';
-import { float16ToNumber, longDoubleToNumber } from './scalars.js';
-import type { ArrayData, TypedArray } from './storage.js';
+import type { DType } from '../format/dtype.js';
+import { NpyError } from '../errors.js';
+import { float16ToNumber, longDoubleToNumber } from '../format/float-bits.js';
+import type { ArrayData, TypedArray } from './layout.js';
 
 export interface Complex {
   re: number;

@@ -2,7 +2,7 @@
  * JavaScript representations of the Python values object arrays carry, chosen to lose nothing:
  * each has the numbers Python holds and a toJSON() for the CLI's documents.
  */
-import { jsonNumber } from './json.js';
+import { jsonNumber } from '../array/json.js';
 
 /** Python complex. */
 export class PyComplex {

@@ -1,7 +1,7 @@
 /** The .npy preamble: magic, version, header length and the header dict, read and written as numpy does. */
 import { DType, dtypeFromHeaderValue, parseDescr, shapeRepr } from './dtype.js';
-import { NpyError } from './errors.js';
-import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './pyliteral.js';
+import { NpyError } from '../errors.js';
+import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 
 export const MAGIC = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x93NUMPY

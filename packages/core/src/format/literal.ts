@@ -6,7 +6,7 @@
  * Python 2 `L` suffixes on request) without evaluating anything. Parsing is one left-to-right
  * pass and nesting is bounded, so hostile headers cost linear time and bounded stack.
  */
-import { NpyError } from './errors.js';
+import { NpyError } from '../errors.js';
 
 /** A Python tuple; lists are plain JS arrays. */
 export class PyTuple {

@@ -1,8 +1,8 @@
 /** Converting between row-major and column-major memory order with a cache-blocked copy. */
-import type { DescrInput, StorageOf } from './descr-types.js';
+import type { DescrInput, StorageOf } from '../format/descr-types.js';
 import { allocateBuffer, hostKernels } from './memory.js';
 import { NdArray, isOrderFree, orderStrides, type Order } from './ndarray.js';
-import type { ArrayData, TypedArray, TypedArrayConstructor } from './storage.js';
+import type { ArrayData, TypedArray, TypedArrayConstructor } from './layout.js';
 
 // Tile edge: 64×64 four-byte items (16 KiB) per side fit in L1/L2 with room to spare; measured
 // fastest of 16–128 on 4096² float32 (see bench).

@@ -1,6 +1,6 @@
 /** Writing JS values into stored bytes: the one writer behind arrays built from plain values. */
-import { parseDescr, shapeSize, type DType } from './dtype.js';
-import type { DescrInput, InputOf, Nested } from './descr-types.js';
+import { parseDescr, shapeSize, type DType } from '../format/dtype.js';
+import type { DescrInput, InputOf, Nested } from '../format/descr-types.js';
 
 export interface ValuesOptions {
   /** The shape, when `values` is flat (memory order); otherwise it is taken from the nesting. */
@@ -8,12 +8,12 @@ export interface ValuesOptions {
   /** Memory order of the result (default 'C'). */
   order?: Order;
 }
-import { NOT_A_TIME, type Complex } from './elements.js';
-import { NpyError } from './errors.js';
+import { NOT_A_TIME, type Complex } from './read-value.js';
+import { NpyError } from '../errors.js';
 import { NdArray, type Order } from './ndarray.js';
 import { toOrder } from './order.js';
-import { numberToFloat16, numberToLongDouble } from './scalars.js';
-import { bytesToData } from './storage.js';
+import { numberToFloat16, numberToLongDouble } from '../format/float-bits.js';
+import { bytesToData } from './layout.js';
 
 function fail(message: string, field?: string): never {
   throw new NpyError('BAD_ARRAY', message, field === undefined ? {} : { field });

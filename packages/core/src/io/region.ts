@@ -2,12 +2,12 @@
  * Hyperslabs of a .npy's data: which byte runs a region (a start and a count per axis) covers, in
  * file order, with adjacent runs joined. Shared by files, HTTP ranges and archive members.
  */
-import { allocateBuffer } from './memory.js';
-import { shapeSize } from './dtype.js';
-import { NpyError } from './errors.js';
-import type { NpyHeader } from './header.js';
-import { NdArray } from './ndarray.js';
-import { bytesToData } from './storage.js';
+import { allocateBuffer } from '../array/memory.js';
+import { shapeSize } from '../format/dtype.js';
+import { NpyError } from '../errors.js';
+import type { NpyHeader } from '../format/header.js';
+import { NdArray } from '../array/ndarray.js';
+import { bytesToData } from '../array/layout.js';
 
 /** A run of bytes to move: `length` bytes at `fileOffset` in the file, `regionOffset` in the region. */
 export interface ByteRun {

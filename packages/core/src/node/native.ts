@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { useHostKernels } from './memory.js';
+import { useHostKernels } from '../array/memory.js';
 
 interface NativeAddon {
   adviseHugePages(bytes: Uint8Array): number;

@@ -2,8 +2,8 @@
  * The dtype algebra: numpy's type strings and record descrs, parsed into {@link DType} and
  * printed back exactly as numpy prints them (`dtype.str`, `dtype.descr`, the header literal).
  */
-import { NpyError } from './errors.js';
-import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './pyliteral.js';
+import { NpyError } from '../errors.js';
+import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 
 export type ByteOrder = '<' | '>' | '|';

@@ -1,16 +1,17 @@
 /** Ragged arrays on disk: write, open, read elements by region, append (heap first, index after). */
 import { existsSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { getField } from './records.js';
-import { toNdArray, type ArraySpec } from './codec.js';
-import { parseDescr, recordDType, shapeRepr, type DType } from './dtype.js';
-import { NpyError } from './errors.js';
-import { NdArray } from './ndarray.js';
-import { appendHoldingLock, appendNpy, openNpy, saveNpy, type NpyFileHandle } from './files.js';
+import { getField } from '../array/records.js';
+import { toNdArray, type ArraySpec } from '../npy.js';
+import { parseDescr, recordDType, shapeRepr, type DType } from '../format/dtype.js';
+import { NpyError } from '../errors.js';
+import { NdArray } from '../array/ndarray.js';
+import { appendHoldingLock, appendNpy, openNpy, type NpyFileHandle } from './regions.js';
+import { saveNpy } from './npy-files.js';
 import { withAppendLock } from './lock.js';
-import { toOrder } from './order.js';
-import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind } from './ragged.js';
-import { arrayFromValues } from './values.js';
+import { toOrder } from '../array/order.js';
+import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind } from '../ragged/convention.js';
+import { arrayFromValues } from '../array/write-value.js';
 
 type Input = NdArray | ArraySpec | string | Input[];
 

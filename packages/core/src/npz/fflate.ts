@@ -1,7 +1,7 @@
 /** The zip codec for browsers (and any runtime without node:zlib): fflate's deflate and a JS CRC-32. */
 import { Deflate, Inflate } from 'fflate';
 import { crc32 } from './crc32.js';
-import { NpyError } from './errors.js';
+import { NpyError } from '../errors.js';
 import { checkInflatedSize, type ZipCodec } from './zip.js';
 
 /** Largest typed array this engine will allocate for one member. */

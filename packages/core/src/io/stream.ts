@@ -1,10 +1,10 @@
 /** .npy over streams (NEP 1's file-like objects): a fetch body, a zip entry, stdin, a socket. */
-import { allocateBuffer } from './memory.js';
-import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
-import { NpyError } from './errors.js';
-import { headerBytesNeeded, readHeader } from './header.js';
-import { NdArray } from './ndarray.js';
-import { bytesToData } from './storage.js';
+import { allocateBuffer } from '../array/memory.js';
+import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
+import { NpyError } from '../errors.js';
+import { headerBytesNeeded, readHeader } from '../format/header.js';
+import { NdArray } from '../array/ndarray.js';
+import { bytesToData } from '../array/layout.js';
 
 type ChunkSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 

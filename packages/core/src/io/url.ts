@@ -3,13 +3,13 @@
  * larger), then only the byte ranges a region needs, nearby ranges joined. A server that ignores
  * Range, or answers a different range than asked, is detected and reported, never misread.
  */
-import { NpyError } from './errors.js';
-import { headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
-import type { NdArray } from './ndarray.js';
+import { NpyError } from '../errors.js';
+import { headerBytesNeeded, readHeader, type NpyHeader } from '../format/header.js';
+import type { NdArray } from '../array/ndarray.js';
 import { groupRuns, placeGroup, planRegion, regionArray, type RunGroup } from './region.js';
-import { checkDataPresent, type DecodeOptions, type Expecting } from './codec.js';
-import type { DescrInput } from './descr-types.js';
-import type { DType } from './dtype.js';
+import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
+import type { DescrInput } from '../format/descr-types.js';
+import type { DType } from '../format/dtype.js';
 
 export interface UrlOptions extends DecodeOptions {
   fetch?: typeof fetch;

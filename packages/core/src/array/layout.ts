@@ -1,6 +1,6 @@
 /** How each dtype's elements are held in JavaScript memory, and the byte-level moves in and out. */
-import { NpyError } from './errors.js';
-import type { DType } from './dtype.js';
+import { NpyError } from '../errors.js';
+import type { DType } from '../format/dtype.js';
 import { copyBytes, swapBytes } from './memory.js';
 
 export type TypedArray =

@@ -8,19 +8,19 @@
  * depth, container nesting and allocated bytes are bounded, and every malformed input ends in an
  * NpyError.
  */
-import { DType, parseTypeString, recordDType, subarrayDType, shapeSize, NATIVE_ORDER, type FieldSpec } from './dtype.js';
-import { readFromBytes } from './elements.js';
-import { NpyError } from './errors.js';
-import { NdArray } from './ndarray.js';
-import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PySlice, PyTime, PyTimedelta, PyTimezone } from './pyvalues.js';
-import { putOwn } from './safe-object.js';
-import { bytesToData, dataToBytes, type TypedArray } from './storage.js';
-import { hasObject, type ObjectArrayCodec } from './codec.js';
-import { encodeHeader, type NpyHeader } from './header.js';
-import { isOrderFree } from './ndarray.js';
-import type { UnpickleLimits } from './codec.js';
+import { DType, parseTypeString, recordDType, subarrayDType, shapeSize, NATIVE_ORDER, type FieldSpec } from '../format/dtype.js';
+import { readFromBytes } from '../array/read-value.js';
+import { NpyError } from '../errors.js';
+import { NdArray } from '../array/ndarray.js';
+import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PySlice, PyTime, PyTimedelta, PyTimezone } from './python-values.js';
+import { putOwn } from '../array/safe-object.js';
+import { bytesToData, dataToBytes, type TypedArray } from '../array/layout.js';
+import { hasObject, type ObjectArrayCodec } from '../npy.js';
+import { encodeHeader, type NpyHeader } from '../format/header.js';
+import { isOrderFree } from '../array/ndarray.js';
+import type { UnpickleLimits } from '../npy.js';
 
-export * from './pyvalues.js';
+export * from './python-values.js';
 
 export type UnpickleOptions = UnpickleLimits;
 export type { ObjectArrayCodec, UnpickleLimits };
@@ -59,10 +59,8 @@ function arg<T>(args: unknown[], i: number, check: (v: unknown) => v is T, what:
   if (!check(v)) bad(`${callee}: argument ${i + 1} must be ${what}`);
   return v;
 }
-const isNumber = (v: unknown): v is number => typeof v === 'number';
 const isInt = (v: unknown): v is number | bigint => typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v));
 const isString = (v: unknown): v is string => typeof v === 'string';
-const isBytes = (v: unknown): v is Uint8Array => v instanceof Uint8Array;
 
 function int(v: number | bigint): number {
   const n = Number(v);

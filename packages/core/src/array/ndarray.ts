@@ -1,10 +1,10 @@
 /** The in-memory array: dtype, shape, memory order and element data. */
 import { allocateBuffer } from './memory.js';
-import { DType, parseDescr, shapeRepr, shapeSize } from './dtype.js';
-import { readItem } from './elements.js';
-import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf } from './descr-types.js';
-import { NpyError } from './errors.js';
-import { storageOf, type ArrayData } from './storage.js';
+import { DType, parseDescr, shapeRepr, shapeSize } from '../format/dtype.js';
+import { readItem } from './read-value.js';
+import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf } from '../format/descr-types.js';
+import { NpyError } from '../errors.js';
+import { storageOf, type ArrayData } from './layout.js';
 
 export type Order = 'C' | 'F';
 

@@ -10,8 +10,8 @@
  * const f: Float32Array = a.data;          // no cast
  * const x: number = a.get(0, 1);
  */
-import type { Complex } from './elements.js';
-import type { ArrayData } from './storage.js';
+import type { Complex } from '../array/read-value.js';
+import type { ArrayData } from '../array/layout.js';
 
 /** A record field as numpy writes it: `(name, descr)` or `(name, descr, shape)`; a name may be `(title, name)`. */
 export type FieldDescr =

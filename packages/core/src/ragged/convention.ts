@@ -9,10 +9,10 @@
  * heap path is relative to the index file, percent-encoded). numpy loads every file with
  * allow_pickle=False; a reader tells a ragged index from an ordinary array by that title.
  */
-import { DType, recordDType } from './dtype.js';
-import { NpyError } from './errors.js';
-import type { NdArray } from './ndarray.js';
-import { openNpyUrl, type UrlOptions } from './url.js';
+import { DType, recordDType } from '../format/dtype.js';
+import { NpyError } from '../errors.js';
+import type { NdArray } from '../array/ndarray.js';
+import { openNpyUrl, type UrlOptions } from '../io/url.js';
 
 export const RAGGED_TAG = 'npyts.ragged:v1';
 

@@ -1,12 +1,12 @@
 /** The JSON document of an array: numpy's `tolist()` with JSON-safe values (the CLI's `show --json`). */
 import { putOwn } from './safe-object.js';
-import type { DType } from './dtype.js';
-import type { Complex } from './elements.js';
+import type { DType } from '../format/dtype.js';
+import type { Complex } from './read-value.js';
 import { NdArray } from './ndarray.js';
-import { descrAsWritten, type NpyHeader } from './header.js';
-import { NOT_A_TIME } from './elements.js';
-import { NpyError } from './errors.js';
-import { PyFloat, PyTuple, type PyValue } from './pyliteral.js';
+import { descrAsWritten, type NpyHeader } from '../format/header.js';
+import { NOT_A_TIME } from './read-value.js';
+import { NpyError } from '../errors.js';
+import { PyFloat, PyTuple, type PyValue } from '../format/literal.js';
 
 /** A float as JSON: non-finite values as "NaN", "Infinity", "-Infinity". */
 export function jsonNumber(x: number): number | string {

@@ -1,11 +1,11 @@
 /** One field of a record array, as a typed array of its own (copied) or a strided view (zero-copy). */
 import { allocateBuffer } from './memory.js';
-import type { DType, Field } from './dtype.js';
-import { NpyError } from './errors.js';
-import type { DescrInput, FieldAt, FieldPath } from './descr-types.js';
+import type { DType, Field } from '../format/dtype.js';
+import { NpyError } from '../errors.js';
+import type { DescrInput, FieldAt, FieldPath } from '../format/descr-types.js';
 import { NdArray, orderStrides } from './ndarray.js';
 import { toOrder } from './order.js';
-import { bytesToData, storageOf, type TypedArray } from './storage.js';
+import { bytesToData, storageOf, type TypedArray } from './layout.js';
 
 function findField(dtype: DType, name: string): Field {
   if (!dtype.fields) throw new NpyError('BAD_ARRAY', `dtype ${dtype.str} is not a record, it has no field '${name}'`);

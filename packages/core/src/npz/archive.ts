@@ -1,10 +1,10 @@
 /** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
-import type { DescrInput } from './descr-types.js';
-import { checkDataSize, decodeNpy, encodeNpyParts, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from './codec.js';
-import { NpyError } from './errors.js';
-import { fflateCodec } from './fflate-codec.js';
-import { MAGIC, headerBytesNeeded, readHeader, type NpyHeader } from './header.js';
-import type { NdArray } from './ndarray.js';
+import type { DescrInput } from '../format/descr-types.js';
+import { checkDataSize, decodeNpy, encodeNpyParts, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
+import { NpyError } from '../errors.js';
+import { fflateCodec } from './fflate.js';
+import { MAGIC, headerBytesNeeded, readHeader, type NpyHeader } from '../format/header.js';
+import type { NdArray } from '../array/ndarray.js';
 import {
   MemorySink, ZipWriter, memorySource, readZipEntries, readZipEntry, readZipEntryPrefix,
   type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,

@@ -5,7 +5,7 @@
  * Readers take no lock: an append makes its data durable before the header says it exists.
  */
 import { closeSync, fstatSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
-import { NpyError } from './errors.js';
+import { NpyError } from '../errors.js';
 import { lockExclusive, unlock } from './native.js';
 
 /** How long a writer waits for a lock file before giving up (flock waits as long as it takes). */

@@ -1,12 +1,12 @@
 /** decodeNpy / encodeNpy: bytes → header → dtype → typed view, and back. */
-import { allocateBuffer } from './memory.js';
-import { DType, parseDescr, shapeSize } from './dtype.js';
+import { allocateBuffer } from './array/memory.js';
+import { DType, parseDescr, shapeSize } from './format/dtype.js';
 import { NpyError } from './errors.js';
-import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './header.js';
-import { NdArray, isOrderFree, type Order } from './ndarray.js';
-import { bytesToData, dataToBytes, storageOf, type ArrayData, type TypedArray } from './storage.js';
-import { arrayFromValues } from './values.js';
-import type { DescrInput } from './descr-types.js';
+import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
+import { NdArray, isOrderFree, type Order } from './array/ndarray.js';
+import { bytesToData, dataToBytes, storageOf, type ArrayData, type TypedArray } from './array/layout.js';
+import { arrayFromValues } from './array/write-value.js';
+import type { DescrInput } from './format/descr-types.js';
 
 /** Bounds for decoding a pickle (object arrays). */
 export interface UnpickleLimits {

@@ -5,7 +5,7 @@
  * {@link ZipCodec}: node:zlib in Node, fflate elsewhere.
  */
 import { Inflate } from 'fflate';
-import { NpyError } from './errors.js';
+import { NpyError } from '../errors.js';
 
 /** Positional reads over an archive held in memory, in a file, or anywhere else. */
 export interface ByteSource {
