@@ -420,6 +420,38 @@ globalThis.result = { same, baseMiB: before / ${MiB} };`, { timeoutMs: 120_000 }
   }
 });
 
+test('a header length field claiming 4 GiB is refused before anything that size is allocated, from every source', async () => {
+  const bytes = Buffer.alloc(4200, 0x20);
+  Buffer.from('\x93NUMPY\x02\x00', 'latin1').copy(bytes);
+  bytes.writeUInt32LE(0xfffffff0, 8);
+  writeFileSync(join(dir, 'claim.npy'), bytes);
+  python(`
+import zipfile
+with zipfile.ZipFile('${dir}/claim.npz', 'w') as z: z.write('${dir}/claim.npy', 'claim.npy')`);
+  const out = bounded(`${core}
+const codes = [];
+for (const run of [() => nd.loadNpy('claim.npy'), () => nd.openNpy('claim.npy'), () => nd.readNpyHeader('claim.npy'),
+  () => nd.openNpzMember(nd.loadNpz('claim.npz'), 'claim'), () => nd.loadNpz('claim.npz').header('claim')]) {
+  try { run(); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code : String(e)); }
+}
+globalThis.result = { codes };`, { timeoutMs: 20_000 });
+  assert.equal(out.codes, Array(5).fill('HEADER_TOO_LARGE'));
+  assert.ok(out.rssMiB < 200, `peak ${out.rssMiB} MiB`);
+});
+
+test('a stream whose header claims 3 GiB (or 8 TiB) and sends a kilobyte costs a kilobyte, and ends in DATA_TRUNCATED', () => {
+  const out = bounded(`${core}
+const results = [];
+for (const n of [402653184, 2 ** 40]) {
+  const head = core.encodeHeader(core.parseDescr('<f8'), [n], false);
+  const stream = new ReadableStream({ start(c) { c.enqueue(head); c.enqueue(new Uint8Array(1024)); c.close(); } });
+  try { await core.readNpy(stream); results.push('read'); } catch (e) { results.push(e instanceof core.NpyError ? e.code : String(e)); }
+}
+globalThis.result = { results };`, { timeoutMs: 30_000 });
+  assert.equal(out.results, ['DATA_TRUNCATED', 'DATA_TRUNCATED']);
+  assert.ok(out.rssMiB < 250, `peak ${out.rssMiB} MiB`);
+});
+
 test('a server that answers a 4 KiB range with a 1 GiB body is refused after the first bytes past the range', () => {
   const out = bounded(`${core}
 const http = await import('node:http');

@@ -8,6 +8,9 @@ import { bytesToData } from '../array/layout.js';
 
 type ChunkSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 
+/** The first buffer a stream's data gets before it has shown it is as large as its header says. */
+const FIRST_BUFFER = 64 << 20;
+
 async function* chunksOf(source: ChunkSource): AsyncGenerator<Uint8Array> {
   if (typeof (source as ReadableStream<Uint8Array>).getReader === 'function') {
     const reader = (source as ReadableStream<Uint8Array>).getReader();
@@ -61,21 +64,30 @@ export async function readNpy(source: ChunkSource, options: DecodeOptions = {}):
     for (const p of parts) { all.set(p, o); o += p.length; }
     return decodeNpy(all, options);
   }
-  const buffer = allocateBuffer(header.dataBytes, options.shared);
-  const target = new Uint8Array(buffer);
-  let filled = Math.min(header.dataBytes, prefix.length - header.dataOffset);
-  target.set(prefix.subarray(header.dataOffset, header.dataOffset + filled));
+  // The header's size is a claim: the buffer grows with the bytes that actually arrive (doubling, up
+  // to the claimed size), so a stream that promises terabytes and sends a few bytes costs a few bytes.
+  let target = new Uint8Array(allocateBuffer(Math.min(header.dataBytes, FIRST_BUFFER), options.shared));
+  const place = (bytes: Uint8Array, at: number): void => {
+    if (at + bytes.length > target.length) {
+      const grown = new Uint8Array(allocateBuffer(Math.min(header.dataBytes, Math.max(2 * target.length, at + bytes.length)), options.shared));
+      grown.set(target.subarray(0, at));
+      target = grown;
+    }
+    target.set(bytes, at);
+  };
+  let filled = Math.min(header.dataBytes, Math.max(0, prefix.length - header.dataOffset));
+  place(prefix.subarray(header.dataOffset, header.dataOffset + filled), 0);
   while (filled < header.dataBytes) {
     const { done, value } = await chunks.next();
     if (done) {
       throw new NpyError('DATA_TRUNCATED', `stream ended after ${filled} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + filled });
     }
     const take = Math.min(value.length, header.dataBytes - filled);
-    target.set(value.subarray(0, take), filled);
+    place(value.subarray(0, take), filled);
     filled += take;
   }
   await chunks.return(undefined);
-  const data = bytesToData(header.dtype, buffer, 0, header.size, { ...options, owned: true, copy: false });
+  const data = bytesToData(header.dtype, target.buffer, 0, header.size, { ...options, owned: true, copy: false });
   return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
 }
 

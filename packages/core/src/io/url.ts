@@ -4,7 +4,8 @@
  * Range, or answers a different range than asked, is detected and reported, never misread.
  */
 import { NpyError } from '../errors.js';
-import { headerBytesNeeded, readHeader, type NpyHeader } from '../format/header.js';
+import type { NpyHeader } from '../format/header.js';
+import { FIRST_BLOCK, readHeaderFromAsync } from './header-read.js';
 import type { NdArray } from '../array/ndarray.js';
 import { groupRuns, placeGroup, planRegion, regionArray, type RunGroup } from './region.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
@@ -139,16 +140,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   };
   let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
 
-  let prefix = await range(0, options.firstRequest ?? 4096);
-  const need = headerBytesNeeded(prefix);
-  if (need > prefix.length && (total < 0 || prefix.length < total)) {
-    const more = await range(prefix.length, need - prefix.length);
-    const joined = new Uint8Array(prefix.length + more.length);
-    joined.set(prefix);
-    joined.set(more, prefix.length);
-    prefix = joined;
-  }
-  const header = readHeader(prefix, options);
+  const header = await readHeaderFromAsync(range, options, options.firstRequest ?? FIRST_BLOCK);
   if (total >= 0) checkDataPresent(header, total - header.dataOffset);
   const maxGap = options.maxGap ?? 65536;
   const concurrency = Math.max(1, options.concurrency ?? 6);

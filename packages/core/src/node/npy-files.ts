@@ -4,7 +4,8 @@ import { allocateBuffer } from '../array/memory.js';
 import { preallocate } from './native.js';
 import { checkDataPresent, encodeNpyParts, hasObject, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { headerBytesNeeded, readHeader, type NpyHeader } from '../format/header.js';
+import type { NpyHeader } from '../format/header.js';
+import { readHeaderFrom } from '../io/header-read.js';
 import { bytesToData } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
@@ -13,16 +14,10 @@ import { readFully, writeBeside, writeFully } from './fd.js';
 
 /** Read just the header of an open file (a few hundred bytes in the common case). */
 export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHeader {
-  let prefix = new Uint8Array(4096);
-  let got = readFully(fd, prefix, 0);
-  prefix = prefix.subarray(0, got);
-  const need = headerBytesNeeded(prefix);
-  if (need > got && got === 4096) {
-    const full = new Uint8Array(need);
-    got = readFully(fd, full, 0);
-    prefix = full.subarray(0, got);
-  }
-  return readHeader(prefix, options);
+  return readHeaderFrom((offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, readFully(fd, out, offset));
+  }, options);
 }
 
 /** The header of a .npy file, reading only its first bytes. */

@@ -5,7 +5,8 @@ import { kMaxLength } from 'node:buffer';
 import { allocateBuffer } from '../array/memory.js';
 import { checkDataPresent, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { headerBytesNeeded, readHeader, type ReadHeaderOptions } from '../format/header.js';
+import type { ReadHeaderOptions } from '../format/header.js';
+import { readHeaderFrom } from '../io/header-read.js';
 import { NpyError } from '../errors.js';
 import { NpzArchive, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from '../npz/archive.js';
 import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, type ZipCodec, type ZipSink } from '../npz/zip.js';
@@ -161,11 +162,10 @@ export function openNpzMember(archive: NpzArchive, name: string, options: ReadHe
     },
     close() { /* the archive owns the file */ },
   };
-  let prefix = new Uint8Array(Math.min(4096, entry.size));
-  io.read(prefix, 0);
-  const need = headerBytesNeeded(prefix);
-  if (need > prefix.length) { prefix = new Uint8Array(need); io.read(prefix, 0); }
-  const header = readHeader(prefix, options);
+  const header = readHeaderFrom((offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, io.read(out, offset));
+  }, options);
   checkDataPresent(header, entry.size - header.dataOffset);
   return openHandle(`${entry.name}`, io, header);
 }

@@ -3,7 +3,8 @@ import type { DescrInput } from '../format/descr-types.js';
 import { checkDataSize, decodeNpy, encodeNpyParts, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
 import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
-import { MAGIC, headerBytesNeeded, readHeader, type NpyHeader } from '../format/header.js';
+import { MAGIC, type NpyHeader } from '../format/header.js';
+import { readHeaderFrom } from '../io/header-read.js';
 import type { NdArray } from '../array/ndarray.js';
 import {
   MemorySink, ZipWriter, memorySource, readZipEntries, readZipEntry, readZipEntryPrefix,
@@ -67,11 +68,9 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   header(name: string): NpyHeader {
     const entry = this.entry(name);
     try {
-      let prefix = readZipEntryPrefix(this.source, entry, 4096);
-      if (!isNpy(prefix)) throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`);
-      const need = headerBytesNeeded(prefix);
-      if (need > prefix.length && prefix.length < entry.size) prefix = readZipEntryPrefix(this.source, entry, need);
-      const header = readHeader(prefix, this.options);
+      if (!isNpy(readZipEntryPrefix(this.source, entry, MAGIC.length))) throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`);
+      // Prefixes are inflated from the member's start: read(0, n) gives its first n bytes.
+      const header = readHeaderFrom((offset, length) => readZipEntryPrefix(this.source, entry, offset + length).subarray(offset), this.options);
       checkDataSize(header, entry.size - header.dataOffset);
       return header;
     } catch (e) {

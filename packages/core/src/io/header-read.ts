@@ -1,0 +1,42 @@
+/**
+ * The one header-read step every source shares (files, archive members, HTTP): read a first block,
+ * then, when the header is longer, the rest of it — but only after its claimed length has passed
+ * the maxHeaderBytes check, so a length field of 4 GiB is refused before anything is allocated.
+ */
+import { DEFAULT_MAX_HEADER_BYTES, headerBytesNeeded, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
+
+/** Bytes read first: every header numpy writes for ordinary dtypes fits. */
+export const FIRST_BLOCK = 4096;
+
+/**
+ * How many leading bytes to read after `prefix` (0: the header is all there, or the source ended).
+ * A header longer than the limit is refused here with HEADER_TOO_LARGE.
+ */
+function moreNeeded(prefix: Uint8Array, sourceEnded: boolean, options: ReadHeaderOptions): number {
+  const need = headerBytesNeeded(prefix);
+  if (need <= prefix.length || sourceEnded) return 0;
+  if (need - 12 > (options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES)) readHeader(prefix, options); // throws HEADER_TOO_LARGE
+  return need;
+}
+
+/** Read the header of a source read by `read(offset, length)` (which returns fewer bytes at its end). */
+export function readHeaderFrom(read: (offset: number, length: number) => Uint8Array, options: ReadHeaderOptions = {}): NpyHeader {
+  let prefix = read(0, FIRST_BLOCK);
+  const need = moreNeeded(prefix, prefix.length < FIRST_BLOCK, options);
+  if (need) prefix = read(0, need);
+  return readHeader(prefix, options);
+}
+
+/** {@link readHeaderFrom} for a source read asynchronously; `read` may return the bytes from `offset` on. */
+export async function readHeaderFromAsync(read: (offset: number, length: number) => Promise<Uint8Array>, options: ReadHeaderOptions = {}, first = FIRST_BLOCK): Promise<NpyHeader> {
+  let prefix = await read(0, first);
+  const need = moreNeeded(prefix, prefix.length < first, options);
+  if (need) {
+    const more = await read(prefix.length, need - prefix.length);
+    const joined = new Uint8Array(prefix.length + more.length);
+    joined.set(prefix);
+    joined.set(more, prefix.length);
+    prefix = joined;
+  }
+  return readHeader(prefix, options);
+}
