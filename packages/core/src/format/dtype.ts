@@ -81,7 +81,7 @@ export class DType<S extends DescrInput = DescrInput> {
     return this.fields !== null;
   }
 
-  /** True when the stored bytes need swapping to be read on this machine. */
+  /** True when stored bytes are in this machine's byte order already (or have none): reading them needs no swap. */
   get isNative(): boolean {
     return this.byteOrder === '|' || this.byteOrder === NATIVE_ORDER;
   }
