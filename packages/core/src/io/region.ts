@@ -6,8 +6,18 @@ import { allocateBuffer } from '../array/memory.js';
 import { shapeSize } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import type { NpyHeader } from '../format/header.js';
+import type { DType } from '../format/dtype.js';
+import type { DescrInput } from '../format/descr-types.js';
 import { NdArray } from '../array/ndarray.js';
 import { bytesToData } from '../array/layout.js';
+
+/** What an open .npy (a file, an archive member, a URL) tells before any data is read. */
+export interface OpenNpy<S extends DescrInput = DescrInput> {
+  readonly header: NpyHeader;
+  readonly dtype: DType<S>;
+  readonly shape: number[];
+  readonly order: 'C' | 'F';
+}
 
 /** A run of bytes to move: `length` bytes at `fileOffset` in the file, `regionOffset` in the region. */
 export interface ByteRun {

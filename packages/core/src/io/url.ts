@@ -4,13 +4,11 @@
  * Range, or answers a different range than asked, is detected and reported, never misread.
  */
 import { NpyError } from '../errors.js';
-import type { NpyHeader } from '../format/header.js';
 import { FIRST_BLOCK, readHeaderFromAsync } from './header-read.js';
 import type { NdArray } from '../array/ndarray.js';
-import { groupRuns, placeGroup, planRegion, regionArray, type RunGroup } from './region.js';
+import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunGroup } from './region.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import type { DType } from '../format/dtype.js';
 
 export interface UrlOptions extends DecodeOptions {
   fetch?: typeof fetch;
@@ -26,12 +24,8 @@ export interface UrlOptions extends DecodeOptions {
   rangesPerRequest?: number;
 }
 
-export interface NpyUrlHandle<S extends DescrInput = DescrInput> {
+export interface NpyUrlHandle<S extends DescrInput = DescrInput> extends OpenNpy<S> {
   readonly url: string;
-  readonly header: NpyHeader;
-  readonly dtype: DType<S>;
-  readonly shape: number[];
-  readonly order: 'C' | 'F';
   /** Size of the file on the server. */
   readonly size: number;
   /** Requests made and body bytes received so far. */

@@ -4,7 +4,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { checkDataPresent, toNdArray, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
-import { DEFAULT_GROUP_BYTES, planRegion, groupRuns, placeGroup, regionArray } from '../io/region.js';
+import { DEFAULT_GROUP_BYTES, planRegion, groupRuns, placeGroup, regionArray, type OpenNpy } from '../io/region.js';
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
@@ -21,12 +21,8 @@ import { readHeaderFromFd } from './npy-files.js';
 const FILE_MAX_GAP = 4096;
 
 /** An open .npy: its header, and regions read with positional reads of only the bytes they cover. */
-export interface NpyFileHandle<S extends DescrInput = DescrInput> {
+export interface NpyFileHandle<S extends DescrInput = DescrInput> extends OpenNpy<S> {
   readonly path: string;
-  readonly header: NpyHeader;
-  readonly dtype: DType<S>;
-  readonly shape: number[];
-  readonly order: 'C' | 'F';
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
   read(start: readonly number[], count: readonly number[]): NdArray<S>;
   /** Write a region (its shape is `data.shape`) at `start`. */
