@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, readItem, reprString, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, matchDType, readItem, reprString, type Complex, type DType } from '@npyts/core';
 import { PyMaskedArray } from '@npyts/core/pickle';
 
 const THRESHOLD = 1000;
@@ -29,32 +29,35 @@ function pyBytes(b: Uint8Array): string {
 }
 
 export function formatScalar(dtype: DType, v: unknown): string {
-  if (dtype.fields) {
-    const rec = v as Record<string, unknown>;
-    return `(${dtype.fields.map((f) => formatScalar(f.dtype, rec[f.name])).join(', ')}${dtype.fields.length === 1 ? ',' : ''})`;
-  }
-  if (dtype.subarray) {
-    const base = dtype.subarray.base;
-    const nest = (x: unknown): string => (Array.isArray(x) ? `[${x.map(nest).join(', ')}]` : formatScalar(base, x));
-    return nest(v);
-  }
-  switch (dtype.kind) {
-    case 'b': return v ? 'True' : 'False';
-    case 'f': return formatFloat(v as number, dtype.itemsize);
-    case 'c': {
+  const bytes = (): string => pyBytes(v as Uint8Array);
+  const time = (): string => (v === NOT_A_TIME ? 'NaT' : String(v));
+  const plain = (): string => String(v);
+  return matchDType(dtype, {
+    record(_, fields) {
+      const rec = v as Record<string, unknown>;
+      return `(${fields.map((f) => formatScalar(f.dtype, rec[f.name])).join(', ')}${fields.length === 1 ? ',' : ''})`;
+    },
+    subarray(_, base) {
+      const nest = (x: unknown): string => (Array.isArray(x) ? `[${x.map(nest).join(', ')}]` : formatScalar(base, x));
+      return nest(v);
+    },
+    bool: () => (v ? 'True' : 'False'),
+    int: plain,
+    uint: plain,
+    float: (dt) => formatFloat(v as number, dt.itemsize),
+    complex: (dt) => {
       const { re, im } = v as Complex;
-      const half = dtype.itemsize / 2;
+      const half = dt.itemsize / 2;
       const imS = formatFloat(Math.abs(im), half);
       return `${formatFloat(re, half)}${im < 0 || Object.is(im, -0) ? '-' : '+'}${imS}j`;
-    }
-    case 'S': return pyBytes(v as Uint8Array);
-    case 'V': return pyBytes(v as Uint8Array);
-    case 'U': return reprString(v as string);
-    case 'M':
-    case 'm': return v === NOT_A_TIME ? 'NaT' : String(v);
-    case 'O': return formatPython(v);
-    default: return String(v);
-  }
+    },
+    bytes,
+    void: bytes,
+    str: () => reprString(v as string),
+    datetime: time,
+    timedelta: time,
+    object: () => formatPython(v),
+  });
 }
 
 /**

@@ -8,6 +8,7 @@ export {
   type ByteOrder, type Kind, type Field, type FieldSpec, type DescrJSON, type DescrFieldJSON, type DatetimeUnit,
 } from './format/dtype.js';
 export { readHeader, encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS, DEFAULT_MAX_HEADER_BYTES, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './format/header.js';
+export { matchDType, familyOf, type DTypeCases } from './format/dtype-cases.js';
 export { NdArray, orderStrides, isOrderFree, createArray, type Order, type CreateArrayOptions } from './array/ndarray.js';
 export type { DescrInput, FieldDescr, FieldName, StorageOf, ElementOf, InputOf, Nested, FieldPath, FieldAt, KindFamily, KindFamilies, FamilyOf } from './format/descr-types.js';
 export { toOrder } from './array/order.js';

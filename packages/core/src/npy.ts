@@ -1,6 +1,7 @@
 /** decodeNpy / encodeNpy: bytes → header → dtype → typed view, and back. */
 import { allocateBuffer } from './array/memory.js';
 import { DType, parseDescr, shapeSize } from './format/dtype.js';
+import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
 import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
 import { NdArray, isOrderFree, type Order } from './array/ndarray.js';
@@ -42,9 +43,13 @@ export interface DecodeOptions extends ReadHeaderOptions, UnpickleLimits {
 const PICKLE_HINT = "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
 
 export function hasObject(dtype: DType): boolean {
-  if (dtype.kind === 'O') return true;
-  if (dtype.subarray) return hasObject(dtype.subarray.base);
-  return dtype.fields?.some((f) => hasObject(f.dtype)) ?? false;
+  const no = (): boolean => false;
+  return matchDType(dtype, {
+    record: (_, fields) => fields.some((f) => hasObject(f.dtype)),
+    subarray: (_, base) => hasObject(base),
+    object: () => true,
+    bool: no, int: no, uint: no, float: no, complex: no, bytes: no, str: no, void: no, datetime: no, timedelta: no,
+  });
 }
 
 /** A plain Uint8Array view of the input (never a Node Buffer, whose slice() does not copy). */

@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import {
-  NdArray, NpyError, arrayFromValues, decodeNpz, encodeNpz, float16ToNumber, parseDescr, readItem, toOrder,
+  NdArray, NpyError, arrayFromValues, decodeNpz, encodeNpz, float16ToNumber, matchDType, parseDescr, readItem, toOrder,
   type NpzArchive, type NpzOptions, type NpzWriteOptions, type TypedArray, type DescrInput, type FamilyOf, type KindFamily,
 } from '@npyts/core';
 
@@ -82,38 +82,46 @@ export type TensorOf<S> = [TensorDTypeOf<S>] extends [never] ? never : tf.Tensor
 export function toTensor<S extends DescrInput>(array: NdArray<S>, options?: ToTensorOptions): TensorOf<S>;
 export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tensor {
   const dt = array.dtype;
-  if (dt.fields || dt.subarray) throw new NpyError('BAD_ARRAY', `record arrays have no tfjs dtype; convert one field (getField) at a time`);
-  if (dt.kind === 'O' || dt.kind === 'M' || dt.kind === 'm' || dt.kind === 'V') {
-    throw new NpyError('BAD_ARRAY', `${dt.name} arrays have no tfjs dtype`);
-  }
-  const a = toOrder(array, 'C');
-  const shape = [...a.shape];
-  switch (dt.kind) {
-    case 'b': return tf.tensor(a.data as Uint8Array, shape, 'bool');
-    case 'f': return tf.tensor(floatsOf(a, options), shape, 'float32');
-    case 'c': {
-      const inter = floatsOf(a, options);
-      const re = new Float32Array(a.size);
-      const im = new Float32Array(a.size);
-      for (let i = 0; i < a.size; i++) { re[i] = inter[2 * i]!; im[i] = inter[2 * i + 1]!; }
-      return tf.complex(tf.tensor(re, shape, 'float32'), tf.tensor(im, shape, 'float32'));
-    }
-    case 'i':
-    case 'u': {
-      if (dt.kind === 'i' && dt.itemsize === 4) return tf.tensor(a.data as Int32Array, shape, 'int32');
-      if (dt.itemsize <= 2) return tf.tensor(Int32Array.from(a.data as ArrayLike<number>), shape, 'int32');
-      return tf.tensor(toInt32(a, options.int64 ?? 'check'), shape, 'int32');
-    }
-    case 'U': {
-      const values = Array.from({ length: a.size }, (_, i) => readItem(dt, a.data, i) as string);
-      return tf.tensor(values, shape, 'string');
-    }
-    case 'S': {
-      const values = Array.from({ length: a.size }, (_, i) => readItem(dt, a.data, i) as Uint8Array);
-      return tf.tensor(values as unknown as string[], shape, 'string');
-    }
-  }
-  throw new NpyError('BAD_ARRAY', `${dt.str} has no tfjs dtype`);
+  const none = (what: string) => (): never => {
+    throw new NpyError('BAD_ARRAY', what);
+  };
+  const noTensor = none(`${dt.name} arrays have no tfjs dtype`);
+  const a = (): NdArray => toOrder(array, 'C');
+  const integer = (): tf.Tensor => {
+    const c = a();
+    if (dt.kind === 'i' && dt.itemsize === 4) return tf.tensor(c.data as Int32Array, c.shape, 'int32');
+    if (dt.itemsize <= 2) return tf.tensor(Int32Array.from(c.data as ArrayLike<number>), c.shape, 'int32');
+    return tf.tensor(toInt32(c, options.int64 ?? 'check'), c.shape, 'int32');
+  };
+  return matchDType<tf.Tensor>(dt, {
+    record: none('record arrays have no tfjs dtype; convert one field (getField) at a time'),
+    subarray: none('record arrays have no tfjs dtype; convert one field (getField) at a time'),
+    object: noTensor,
+    datetime: noTensor,
+    timedelta: noTensor,
+    void: noTensor,
+    bool: () => { const c = a(); return tf.tensor(c.data as Uint8Array, c.shape, 'bool'); },
+    float: () => { const c = a(); return tf.tensor(floatsOf(c, options), c.shape, 'float32'); },
+    complex: () => {
+      const c = a();
+      const inter = floatsOf(c, options);
+      const re = new Float32Array(c.size);
+      const im = new Float32Array(c.size);
+      for (let i = 0; i < c.size; i++) { re[i] = inter[2 * i]!; im[i] = inter[2 * i + 1]!; }
+      return tf.complex(tf.tensor(re, c.shape, 'float32'), tf.tensor(im, c.shape, 'float32'));
+    },
+    int: integer,
+    uint: integer,
+    str: () => {
+      const c = a();
+      return tf.tensor(Array.from({ length: c.size }, (_, i) => readItem(dt, c.data, i) as string), c.shape, 'string');
+    },
+    bytes: () => {
+      const c = a();
+      const values = Array.from({ length: c.size }, (_, i) => readItem(dt, c.data, i) as Uint8Array);
+      return tf.tensor(values as unknown as string[], c.shape, 'string');
+    },
+  });
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -1,6 +1,7 @@
 /** The JSON document of an array: numpy's `tolist()` with JSON-safe values (the CLI's `show --json`). */
 import { putOwn } from './safe-object.js';
 import type { DType } from '../format/dtype.js';
+import { matchDType } from '../format/dtype-cases.js';
 import type { Complex } from './read-value.js';
 import { NdArray } from './ndarray.js';
 import { descrAsWritten, type NpyHeader } from '../format/header.js';
@@ -55,30 +56,31 @@ export function jsonBudget(repeats = MAX_JSON_REPEATS): JsonBudget {
  * datetimes as their integer count ("NaT"), records as objects, subarrays as nested arrays.
  */
 export function jsonValue(dtype: DType, v: unknown, budget: JsonBudget = jsonBudget()): unknown {
-  if (dtype.fields) {
-    const rec = v as Record<string, unknown>;
-    const out: Record<string, unknown> = {};
-    for (const f of dtype.fields) putOwn(out, f.name, jsonValue(f.dtype, rec[f.name], budget));
-    return out;
-  }
-  if (dtype.subarray) {
-    const base = dtype.subarray.base;
-    const nest = (x: unknown): unknown => (Array.isArray(x) ? x.map(nest) : jsonValue(base, x, budget));
-    return nest(v);
-  }
-  switch (dtype.kind) {
-    case 'b': return v as boolean;
-    case 'i':
-    case 'u': return jsonInt(v as bigint | number);
-    case 'f': return jsonNumber(v as number);
-    case 'c': return [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)];
-    case 'M':
-    case 'm': return v === NOT_A_TIME ? 'NaT' : jsonInt(v as bigint);
-    case 'S': return latin1(v as Uint8Array);
-    case 'V': return Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join('');
-    case 'U': return v as string;
-    case 'O': return pythonJSON(v, 0, new Set(), budget);
-  }
+  const integer = (): unknown => jsonInt(v as bigint | number);
+  const time = (): unknown => (v === NOT_A_TIME ? 'NaT' : jsonInt(v as bigint));
+  return matchDType<unknown>(dtype, {
+    record(_, fields) {
+      const rec = v as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
+      for (const f of fields) putOwn(out, f.name, jsonValue(f.dtype, rec[f.name], budget));
+      return out;
+    },
+    subarray(_, base) {
+      const nest = (x: unknown): unknown => (Array.isArray(x) ? x.map(nest) : jsonValue(base, x, budget));
+      return nest(v);
+    },
+    bool: () => v as boolean,
+    int: integer,
+    uint: integer,
+    float: () => jsonNumber(v as number),
+    complex: () => [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)],
+    datetime: time,
+    timedelta: time,
+    bytes: () => latin1(v as Uint8Array),
+    void: () => Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join(''),
+    str: () => v as string,
+    object: () => pythonJSON(v, 0, new Set(), budget),
+  });
 }
 
 const MAX_JSON_DEPTH = 1000;

@@ -1,6 +1,7 @@
 /** How each dtype's elements are held in JavaScript memory, and the byte-level moves in and out. */
 import { NpyError } from '../errors.js';
 import type { DType } from '../format/dtype.js';
+import { matchDType } from '../format/dtype-cases.js';
 import { copyBytes, swapBytes } from './memory.js';
 
 export type TypedArray =
@@ -35,35 +36,42 @@ export interface Storage {
  * S, V, records and subarrays raw bytes as stored (record fields keep their own byte order).
  */
 export function storageOf(dtype: DType): Storage {
-  if (dtype.fields || dtype.subarray) return { ctor: Uint8Array, unitsPerItem: dtype.itemsize, swapUnit: 0 };
-  switch (dtype.kind) {
-    case 'b': return { ctor: Uint8Array, unitsPerItem: 1, swapUnit: 0 };
-    case 'S':
-    case 'V': return { ctor: Uint8Array, unitsPerItem: dtype.itemsize, swapUnit: 0 };
-    case 'U': return { ctor: Uint32Array, unitsPerItem: dtype.itemsize / 4, swapUnit: 4 };
-    case 'M':
-    case 'm': return { ctor: BigInt64Array, unitsPerItem: 1, swapUnit: 8 };
-    case 'i':
-    case 'u': {
-      const signed = dtype.kind === 'i';
-      const ctor = ({
-        1: signed ? Int8Array : Uint8Array, 2: signed ? Int16Array : Uint16Array,
-        4: signed ? Int32Array : Uint32Array, 8: signed ? BigInt64Array : BigUint64Array,
-      } as Record<number, TypedArrayConstructor>)[dtype.itemsize]!;
-      return { ctor, unitsPerItem: 1, swapUnit: dtype.itemsize };
-    }
-    case 'f':
-      if (dtype.itemsize === 2) return { ctor: Uint16Array, unitsPerItem: 1, swapUnit: 2 };
-      if (dtype.itemsize === 4) return { ctor: Float32Array, unitsPerItem: 1, swapUnit: 4 };
-      if (dtype.itemsize === 8) return { ctor: Float64Array, unitsPerItem: 1, swapUnit: 8 };
+  const rawBytes = (dt: DType): Storage => ({ ctor: Uint8Array, unitsPerItem: dt.itemsize, swapUnit: 0 });
+  const counts = (): Storage => ({ ctor: BigInt64Array, unitsPerItem: 1, swapUnit: 8 });
+  const integer = (dt: DType): Storage => {
+    const signed = dt.kind === 'i';
+    const ctor = ({
+      1: signed ? Int8Array : Uint8Array, 2: signed ? Int16Array : Uint16Array,
+      4: signed ? Int32Array : Uint32Array, 8: signed ? BigInt64Array : BigUint64Array,
+    } as Record<number, TypedArrayConstructor>)[dt.itemsize]!;
+    return { ctor, unitsPerItem: 1, swapUnit: dt.itemsize };
+  };
+  return matchDType<Storage>(dtype, {
+    record: rawBytes,
+    subarray: rawBytes,
+    bytes: rawBytes,
+    void: rawBytes,
+    bool: () => ({ ctor: Uint8Array, unitsPerItem: 1, swapUnit: 0 }),
+    str: (dt) => ({ ctor: Uint32Array, unitsPerItem: dt.itemsize / 4, swapUnit: 4 }),
+    datetime: counts,
+    timedelta: counts,
+    int: integer,
+    uint: integer,
+    float: (dt) => {
+      if (dt.itemsize === 2) return { ctor: Uint16Array, unitsPerItem: 1, swapUnit: 2 };
+      if (dt.itemsize === 4) return { ctor: Float32Array, unitsPerItem: 1, swapUnit: 4 };
+      if (dt.itemsize === 8) return { ctor: Float64Array, unitsPerItem: 1, swapUnit: 8 };
       return { ctor: Uint8Array, unitsPerItem: 16, swapUnit: 16 };
-    case 'c':
-      if (dtype.itemsize === 8) return { ctor: Float32Array, unitsPerItem: 2, swapUnit: 4 };
-      if (dtype.itemsize === 16) return { ctor: Float64Array, unitsPerItem: 2, swapUnit: 8 };
+    },
+    complex: (dt) => {
+      if (dt.itemsize === 8) return { ctor: Float32Array, unitsPerItem: 2, swapUnit: 4 };
+      if (dt.itemsize === 16) return { ctor: Float64Array, unitsPerItem: 2, swapUnit: 8 };
       return { ctor: Uint8Array, unitsPerItem: 32, swapUnit: 16 };
-    case 'O':
+    },
+    object: () => {
       throw new NpyError('PICKLE_UNSUPPORTED', 'object arrays (|O) are stored as a Python pickle, which this build of npyts does not decode');
-  }
+    },
+  });
 }
 
 export interface BytesToDataOptions {

@@ -2,6 +2,7 @@
 import { allocateBuffer } from './memory.js';
 import { DType, parseDescr, shapeRepr, shapeSize } from '../format/dtype.js';
 import { readItem } from './read-value.js';
+import { familyOf } from '../format/dtype-cases.js';
 import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
 import { storageOf, type ArrayData } from './layout.js';
@@ -59,7 +60,7 @@ export class NdArray<S extends DescrInput = DescrInput> {
    * if (a.is('int')) console.log(a.get(0));   // number | bigint
    */
   is<K extends KindFamily>(kind: K): this is NdArray<KindFamilies[K]> {
-    return kindFamily(this.dtype) === kind;
+    return familyOf(this.dtype) === kind;
   }
 
   /** Memory position (in items) of a multi-index. */
@@ -95,14 +96,6 @@ export class NdArray<S extends DescrInput = DescrInput> {
     };
     return walk(0, 0);
   }
-}
-
-/** The kind family of a dtype (see {@link NdArray.is}). */
-export function kindFamily(dtype: DType): KindFamily {
-  if (dtype.fields) return 'record';
-  if (dtype.subarray) return 'void';
-  const families: Record<string, KindFamily> = { b: 'bool', i: 'int', u: 'uint', f: 'float', c: 'complex', S: 'bytes', U: 'str', V: 'void', M: 'datetime', m: 'timedelta', O: 'object' };
-  return families[dtype.kind]!;
 }
 
 /** Item strides of a contiguous array of this shape in the given order. */

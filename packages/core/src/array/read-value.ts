@@ -1,6 +1,7 @@
 /** Reading one element as a JavaScript value, from typed data or from raw stored bytes. */
 import { putOwn } from './safe-object.js';
 import type { DType } from '../format/dtype.js';
+import { matchDType } from '../format/dtype-cases.js';
 import { NpyError } from '../errors.js';
 import { float16ToNumber, longDoubleToNumber } from '../format/float-bits.js';
 import type { ArrayData, TypedArray } from './layout.js';
@@ -72,53 +73,42 @@ export function readFromBytes(dtype: DType, bytes: Uint8Array, at: number): Scal
 }
 
 function readAt(dtype: DType, view: DataView, bytes: Uint8Array, at: number): Scalar {
-  if (dtype.fields) {
-    const rec: ScalarRecord = {};
-    for (const f of dtype.fields) putOwn(rec, f.name, readAt(f.dtype, view, bytes, at + f.offset));
-    return rec;
-  }
-  if (dtype.subarray) {
-    const { base, shape } = dtype.subarray;
-    const nest = (axis: number, pos: number): Scalar[] => {
-      const out: Scalar[] = [];
-      let step = base.itemsize;
-      for (let a = axis + 1; a < shape.length; a++) step *= shape[a]!;
-      for (let k = 0; k < shape[axis]!; k++) {
-        out.push(axis === shape.length - 1 ? readAt(base, view, bytes, pos + k * step) : nest(axis + 1, pos + k * step));
-      }
-      return out;
-    };
-    return nest(0, at);
-  }
   const le = dtype.byteOrder !== '>';
-  switch (dtype.kind) {
-    case 'b': return bytes[at] !== 0;
-    case 'i':
-      switch (dtype.itemsize) {
-        case 1: return view.getInt8(at);
-        case 2: return view.getInt16(at, le);
-        case 4: return view.getInt32(at, le);
-        default: return view.getBigInt64(at, le);
-      }
-    case 'u':
-      switch (dtype.itemsize) {
-        case 1: return view.getUint8(at);
-        case 2: return view.getUint16(at, le);
-        case 4: return view.getUint32(at, le);
-        default: return view.getBigUint64(at, le);
-      }
-    case 'f': return readFloat(dtype.itemsize, view, bytes, at, le);
-    case 'c': {
-      const half = dtype.itemsize / 2;
+  return matchDType<Scalar>(dtype, {
+    record(_, fields) {
+      const rec: ScalarRecord = {};
+      for (const f of fields) putOwn(rec, f.name, readAt(f.dtype, view, bytes, at + f.offset));
+      return rec;
+    },
+    subarray(_, base, shape) {
+      const nest = (axis: number, pos: number): Scalar[] => {
+        const out: Scalar[] = [];
+        let step = base.itemsize;
+        for (let a = axis + 1; a < shape.length; a++) step *= shape[a]!;
+        for (let k = 0; k < shape[axis]!; k++) {
+          out.push(axis === shape.length - 1 ? readAt(base, view, bytes, pos + k * step) : nest(axis + 1, pos + k * step));
+        }
+        return out;
+      };
+      return nest(0, at);
+    },
+    bool: () => bytes[at] !== 0,
+    int: (dt) => (dt.itemsize === 1 ? view.getInt8(at) : dt.itemsize === 2 ? view.getInt16(at, le) : dt.itemsize === 4 ? view.getInt32(at, le) : view.getBigInt64(at, le)),
+    uint: (dt) => (dt.itemsize === 1 ? view.getUint8(at) : dt.itemsize === 2 ? view.getUint16(at, le) : dt.itemsize === 4 ? view.getUint32(at, le) : view.getBigUint64(at, le)),
+    float: (dt) => readFloat(dt.itemsize, view, bytes, at, le),
+    complex: (dt) => {
+      const half = dt.itemsize / 2;
       return { re: readFloat(half, view, bytes, at, le), im: readFloat(half, view, bytes, at + half, le) };
-    }
-    case 'M':
-    case 'm': return view.getBigInt64(at, le);
-    case 'S': return trimNuls(bytes.subarray(at, at + dtype.itemsize));
-    case 'V': return bytes.slice(at, at + dtype.itemsize);
-    case 'U': return codePointsToString((k) => view.getUint32(at + 4 * k, le), dtype.itemsize / 4);
-    case 'O': throw new NpyError('PICKLE_UNSUPPORTED', 'object fields cannot be read from raw bytes');
-  }
+    },
+    datetime: () => view.getBigInt64(at, le),
+    timedelta: () => view.getBigInt64(at, le),
+    bytes: (dt) => trimNuls(bytes.subarray(at, at + dt.itemsize)),
+    void: (dt) => bytes.slice(at, at + dt.itemsize),
+    str: (dt) => codePointsToString((k) => view.getUint32(at + 4 * k, le), dt.itemsize / 4),
+    object: () => {
+      throw new NpyError('PICKLE_UNSUPPORTED', 'object fields cannot be read from raw bytes');
+    },
+  });
 }
 
 function readFloat(size: number, view: DataView, bytes: Uint8Array, at: number, le: boolean): number {

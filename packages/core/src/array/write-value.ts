@@ -1,5 +1,6 @@
 /** Writing JS values into stored bytes: the one writer behind arrays built from plain values. */
 import { parseDescr, shapeSize, type DType } from '../format/dtype.js';
+import { matchDType } from '../format/dtype-cases.js';
 import type { DescrInput, InputOf, Nested } from '../format/descr-types.js';
 
 export interface ValuesOptions {
@@ -51,87 +52,75 @@ function checkIntRange(x: bigint, dtype: DType, field?: string): void {
 
 /** Write one value of `dtype` at `at`, in the dtype's byte order. Integers out of range are refused. */
 export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: number, v: unknown, field?: string): void {
-  if (dtype.fields) {
-    if (v === null || typeof v !== 'object') fail(`a record value must be an object of fields`, field);
-    const rec = v as Record<string, unknown>;
-    for (const f of dtype.fields) {
-      const path = field ? `${field}.${f.name}` : f.name;
-      if (!(f.name in rec)) fail(`record value has no field '${f.name}'`, path);
-      writeValue(f.dtype, view, bytes, at + f.offset, rec[f.name], path);
-    }
-    return;
-  }
-  if (dtype.subarray) {
-    const { base, shape } = dtype.subarray;
-    const flat: unknown[] = [];
-    const walk = (x: unknown, axis: number): void => {
-      if (axis === shape.length) { flat.push(x); return; }
-      if (!Array.isArray(x) || x.length !== shape[axis]) fail(`subarray value must have shape (${shape.join(', ')})`, field);
-      for (const y of x) walk(y, axis + 1);
-    };
-    walk(v, 0);
-    flat.forEach((x, k) => writeValue(base, view, bytes, at + k * base.itemsize, x, field));
-    return;
-  }
   const le = dtype.byteOrder !== '>';
-  switch (dtype.kind) {
-    case 'b':
-      bytes[at] = v ? 1 : 0;
-      return;
-    case 'i':
-    case 'u': {
-      const x = toBigInt(v, dtype, field);
-      checkIntRange(x, dtype, field);
-      const n = Number(x);
-      switch (dtype.itemsize) {
-        case 1: bytes[at] = n & 0xff; return;
-        case 2: view.setUint16(at, n & 0xffff, le); return;
-        case 4: view.setUint32(at, n >>> 0, le); return;
-        default: view.setBigUint64(at, BigInt.asUintN(64, x), le); return;
+  const integer = (dt: DType): void => {
+    const x = toBigInt(v, dt, field);
+    checkIntRange(x, dt, field);
+    const n = Number(x);
+    if (dt.itemsize === 1) bytes[at] = n & 0xff;
+    else if (dt.itemsize === 2) view.setUint16(at, n & 0xffff, le);
+    else if (dt.itemsize === 4) view.setUint32(at, n >>> 0, le);
+    else view.setBigUint64(at, BigInt.asUintN(64, x), le);
+  };
+  const time = (dt: DType): void => view.setBigInt64(at, v === 'NaT' ? NOT_A_TIME : BigInt.asIntN(64, toBigInt(v, dt, field)), le);
+  const raw = (dt: DType): void => {
+    let b: Uint8Array;
+    if (v instanceof Uint8Array) b = v;
+    else if (typeof v === 'string') {
+      b = new Uint8Array(v.length);
+      for (let i = 0; i < v.length; i++) {
+        const c = v.charCodeAt(i);
+        if (c > 0xff) fail(`'${v}' has characters beyond latin-1 for ${dt.str}`, field);
+        b[i] = c;
       }
-    }
-    case 'M':
-    case 'm':
-      view.setBigInt64(at, v === 'NaT' ? NOT_A_TIME : BigInt.asIntN(64, toBigInt(v, dtype, field)), le);
-      return;
-    case 'f':
-      writeFloat(dtype.itemsize, view, bytes, at, toNumber(v, dtype, field), le);
-      return;
-    case 'c': {
-      const c = toComplex(v, dtype, field);
-      const half = dtype.itemsize / 2;
+    } else return fail(`a ${dt.str} value must be a string or bytes`, field);
+    if (b.length > dt.itemsize) fail(`value of ${b.length} bytes does not fit ${dt.str}`, field);
+    bytes.fill(0, at, at + dt.itemsize);
+    bytes.set(b, at);
+  };
+  matchDType<void>(dtype, {
+    record(_, fields) {
+      if (v === null || typeof v !== 'object') fail(`a record value must be an object of fields`, field);
+      const rec = v as Record<string, unknown>;
+      for (const f of fields) {
+        const path = field ? `${field}.${f.name}` : f.name;
+        if (!(f.name in rec)) fail(`record value has no field '${f.name}'`, path);
+        writeValue(f.dtype, view, bytes, at + f.offset, rec[f.name], path);
+      }
+    },
+    subarray(_, base, shape) {
+      const flat: unknown[] = [];
+      const walk = (x: unknown, axis: number): void => {
+        if (axis === shape.length) { flat.push(x); return; }
+        if (!Array.isArray(x) || x.length !== shape[axis]) fail(`subarray value must have shape (${shape.join(', ')})`, field);
+        for (const y of x) walk(y, axis + 1);
+      };
+      walk(v, 0);
+      flat.forEach((x, k) => writeValue(base, view, bytes, at + k * base.itemsize, x, field));
+    },
+    bool: () => { bytes[at] = v ? 1 : 0; },
+    int: integer,
+    uint: integer,
+    datetime: time,
+    timedelta: time,
+    float: (dt) => writeFloat(dt.itemsize, view, bytes, at, toNumber(v, dt, field), le),
+    complex: (dt) => {
+      const c = toComplex(v, dt, field);
+      const half = dt.itemsize / 2;
       writeFloat(half, view, bytes, at, c.re, le);
       writeFloat(half, view, bytes, at + half, c.im, le);
-      return;
-    }
-    case 'S':
-    case 'V': {
-      let b: Uint8Array;
-      if (v instanceof Uint8Array) b = v;
-      else if (typeof v === 'string') {
-        b = new Uint8Array(v.length);
-        for (let i = 0; i < v.length; i++) {
-          const c = v.charCodeAt(i);
-          if (c > 0xff) fail(`'${v}' has characters beyond latin-1 for ${dtype.str}`, field);
-          b[i] = c;
-        }
-      } else return fail(`a ${dtype.str} value must be a string or bytes`, field);
-      if (b.length > dtype.itemsize) fail(`value of ${b.length} bytes does not fit ${dtype.str}`, field);
-      bytes.fill(0, at, at + dtype.itemsize);
-      bytes.set(b, at);
-      return;
-    }
-    case 'U': {
-      if (typeof v !== 'string') fail(`a ${dtype.str} value must be a string`, field);
+    },
+    bytes: raw,
+    void: raw,
+    str: (dt) => {
+      if (typeof v !== 'string') fail(`a ${dt.str} value must be a string`, field);
       const cps = Array.from(v as string, (ch) => ch.codePointAt(0)!);
-      const n = dtype.itemsize / 4;
-      if (cps.length > n) fail(`'${v}' has ${cps.length} characters, ${dtype.str} holds ${n}`, field);
+      const n = dt.itemsize / 4;
+      if (cps.length > n) fail(`'${v}' has ${cps.length} characters, ${dt.str} holds ${n}`, field);
       for (let k = 0; k < n; k++) view.setUint32(at + 4 * k, cps[k] ?? 0, le);
-      return;
-    }
-    case 'O':
-      fail('object arrays need the pickle codec', field);
-  }
+    },
+    object: () => fail('object arrays need the pickle codec', field),
+  });
 }
 
 function writeFloat(size: number, view: DataView, bytes: Uint8Array, at: number, x: number, le: boolean): void {

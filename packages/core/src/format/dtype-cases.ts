@@ -1,0 +1,30 @@
+/**
+ * The one dispatch over dtypes. Every operation that treats dtypes differently (storage layout,
+ * reading and writing an element, JSON, printing, the adapters) names a case for each form and
+ * kind family, so adding a kind is one compile error per operation rather than a hunt through
+ * `switch (kind)` statements.
+ */
+import type { KindFamily } from './descr-types.js';
+import type { DType, Field } from './dtype.js';
+
+/** A handler per form: records, subarrays, then one per kind family of plain dtypes. */
+export type DTypeCases<R> = {
+  record(dtype: DType, fields: readonly Field[]): R;
+  subarray(dtype: DType, base: DType, shape: readonly number[]): R;
+} & { [F in Exclude<KindFamily, 'record'>]: (dtype: DType) => R };
+
+const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
+  b: 'bool', i: 'int', u: 'uint', f: 'float', c: 'complex', S: 'bytes', U: 'str', V: 'void', M: 'datetime', m: 'timedelta', O: 'object',
+};
+
+/** Call the handler for the dtype's form (record, subarray) or kind family. */
+export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
+  if (dtype.fields) return cases.record(dtype, dtype.fields);
+  if (dtype.subarray) return cases.subarray(dtype, dtype.subarray.base, dtype.subarray.shape);
+  return cases[FAMILY[dtype.kind]!](dtype);
+}
+
+/** The kind family of a dtype: `'float'` for `<f4`, `'record'` for a record; a subarray is `'void'`. */
+export function familyOf(dtype: DType): KindFamily {
+  return dtype.fields ? 'record' : dtype.subarray ? 'void' : FAMILY[dtype.kind]!;
+}
