@@ -56,30 +56,42 @@ export function jsonBudget(repeats = MAX_JSON_REPEATS): JsonBudget {
  * datetimes as their integer count ("NaT"), records as objects, subarrays as nested arrays.
  */
 export function jsonValue(dtype: DType, v: unknown, budget: JsonBudget = jsonBudget()): unknown {
-  const integer = (): unknown => jsonInt(v as bigint | number);
-  const time = (): unknown => (v === NOT_A_TIME ? 'NaT' : jsonInt(v as bigint));
-  return matchDType<unknown>(dtype, {
-    record(_, fields) {
+  let convert = converters.get(dtype);
+  if (!convert) converters.set(dtype, (convert = makeConverter(dtype)));
+  return convert(v, budget);
+}
+
+/** One element of a dtype as JSON. */
+type Converter = (v: unknown, budget: JsonBudget) => unknown;
+
+/** One converter per dtype, made once (dtypes are immutable): the dispatch is not paid per element. */
+const converters = new WeakMap<DType, Converter>();
+
+function makeConverter(dtype: DType): Converter {
+  const integer = (): Converter => (v) => jsonInt(v as bigint | number);
+  const time = (): Converter => (v) => (v === NOT_A_TIME ? 'NaT' : jsonInt(v as bigint));
+  return matchDType<Converter>(dtype, {
+    record: (_, fields) => (v, budget) => {
       const rec = v as Record<string, unknown>;
       const out: Record<string, unknown> = {};
       for (const f of fields) putOwn(out, f.name, jsonValue(f.dtype, rec[f.name], budget));
       return out;
     },
-    subarray(_, base) {
+    subarray: (_, base) => (v, budget) => {
       const nest = (x: unknown): unknown => (Array.isArray(x) ? x.map(nest) : jsonValue(base, x, budget));
       return nest(v);
     },
-    bool: () => v as boolean,
+    bool: () => (v) => v as boolean,
     int: integer,
     uint: integer,
-    float: () => jsonNumber(v as number),
-    complex: () => [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)],
+    float: () => (v) => jsonNumber(v as number),
+    complex: () => (v) => [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)],
     datetime: time,
     timedelta: time,
-    bytes: () => latin1(v as Uint8Array),
-    void: () => Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join(''),
-    str: () => v as string,
-    object: () => pythonJSON(v, 0, new Set(), budget),
+    bytes: () => (v) => latin1(v as Uint8Array),
+    void: () => (v) => Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join(''),
+    str: () => (v) => v as string,
+    object: () => (v, budget) => pythonJSON(v, 0, new Set(), budget),
   });
 }
 

@@ -72,15 +72,28 @@ export function readFromBytes(dtype: DType, bytes: Uint8Array, at: number): Scal
   return readAt(dtype, view, bytes, at);
 }
 
+/** Reads one element of a dtype from raw bytes. */
+type Reader = (view: DataView, bytes: Uint8Array, at: number) => Scalar;
+
+/** One reader per dtype, made once (dtypes are immutable): the dispatch is not paid per element. */
+const readers = new WeakMap<DType, Reader>();
+
 function readAt(dtype: DType, view: DataView, bytes: Uint8Array, at: number): Scalar {
+  let read = readers.get(dtype);
+  if (!read) readers.set(dtype, (read = makeReader(dtype)));
+  return read(view, bytes, at);
+}
+
+function makeReader(dtype: DType): Reader {
   const le = dtype.byteOrder !== '>';
-  return matchDType<Scalar>(dtype, {
-    record(_, fields) {
+  const size = dtype.itemsize;
+  return matchDType<Reader>(dtype, {
+    record: (_, fields) => (view, bytes, at) => {
       const rec: ScalarRecord = {};
       for (const f of fields) putOwn(rec, f.name, readAt(f.dtype, view, bytes, at + f.offset));
       return rec;
     },
-    subarray(_, base, shape) {
+    subarray: (_, base, shape) => (view, bytes, at) => {
       const nest = (axis: number, pos: number): Scalar[] => {
         const out: Scalar[] = [];
         let step = base.itemsize;
@@ -92,20 +105,17 @@ function readAt(dtype: DType, view: DataView, bytes: Uint8Array, at: number): Sc
       };
       return nest(0, at);
     },
-    bool: () => bytes[at] !== 0,
-    int: (dt) => (dt.itemsize === 1 ? view.getInt8(at) : dt.itemsize === 2 ? view.getInt16(at, le) : dt.itemsize === 4 ? view.getInt32(at, le) : view.getBigInt64(at, le)),
-    uint: (dt) => (dt.itemsize === 1 ? view.getUint8(at) : dt.itemsize === 2 ? view.getUint16(at, le) : dt.itemsize === 4 ? view.getUint32(at, le) : view.getBigUint64(at, le)),
-    float: (dt) => readFloat(dt.itemsize, view, bytes, at, le),
-    complex: (dt) => {
-      const half = dt.itemsize / 2;
-      return { re: readFloat(half, view, bytes, at, le), im: readFloat(half, view, bytes, at + half, le) };
-    },
-    datetime: () => view.getBigInt64(at, le),
-    timedelta: () => view.getBigInt64(at, le),
-    bytes: (dt) => trimNuls(bytes.subarray(at, at + dt.itemsize)),
-    void: (dt) => bytes.slice(at, at + dt.itemsize),
-    str: (dt) => codePointsToString((k) => view.getUint32(at + 4 * k, le), dt.itemsize / 4),
-    object: () => {
+    bool: () => (_, bytes, at) => bytes[at] !== 0,
+    int: () => (size === 1 ? (v, _, at) => v.getInt8(at) : size === 2 ? (v, _, at) => v.getInt16(at, le) : size === 4 ? (v, _, at) => v.getInt32(at, le) : (v, _, at) => v.getBigInt64(at, le)),
+    uint: () => (size === 1 ? (v, _, at) => v.getUint8(at) : size === 2 ? (v, _, at) => v.getUint16(at, le) : size === 4 ? (v, _, at) => v.getUint32(at, le) : (v, _, at) => v.getBigUint64(at, le)),
+    float: () => (view, bytes, at) => readFloat(size, view, bytes, at, le),
+    complex: () => (view, bytes, at) => ({ re: readFloat(size / 2, view, bytes, at, le), im: readFloat(size / 2, view, bytes, at + size / 2, le) }),
+    datetime: () => (view, _, at) => view.getBigInt64(at, le),
+    timedelta: () => (view, _, at) => view.getBigInt64(at, le),
+    bytes: () => (_, bytes, at) => trimNuls(bytes.subarray(at, at + size)),
+    void: () => (_, bytes, at) => bytes.slice(at, at + size),
+    str: () => (view, _, at) => codePointsToString((k) => view.getUint32(at + 4 * k, le), size / 4),
+    object: () => () => {
       throw new NpyError('PICKLE_UNSUPPORTED', 'object fields cannot be read from raw bytes');
     },
   });

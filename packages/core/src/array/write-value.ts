@@ -52,34 +52,47 @@ function checkIntRange(x: bigint, dtype: DType, field?: string): void {
 
 /** Write one value of `dtype` at `at`, in the dtype's byte order. Integers out of range are refused. */
 export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: number, v: unknown, field?: string): void {
+  let write = writers.get(dtype);
+  if (!write) writers.set(dtype, (write = makeWriter(dtype)));
+  write(view, bytes, at, v, field);
+}
+
+/** Writes one value of a dtype into raw bytes (`field` names it in errors). */
+type Writer = (view: DataView, bytes: Uint8Array, at: number, v: unknown, field: string | undefined) => void;
+
+/** One writer per dtype, made once (dtypes are immutable): the dispatch is not paid per element. */
+const writers = new WeakMap<DType, Writer>();
+
+function makeWriter(dtype: DType): Writer {
   const le = dtype.byteOrder !== '>';
-  const integer = (dt: DType): void => {
-    const x = toBigInt(v, dt, field);
-    checkIntRange(x, dt, field);
+  const size = dtype.itemsize;
+  const integer = (): Writer => (view, bytes, at, v, field) => {
+    const x = toBigInt(v, dtype, field);
+    checkIntRange(x, dtype, field);
     const n = Number(x);
-    if (dt.itemsize === 1) bytes[at] = n & 0xff;
-    else if (dt.itemsize === 2) view.setUint16(at, n & 0xffff, le);
-    else if (dt.itemsize === 4) view.setUint32(at, n >>> 0, le);
+    if (size === 1) bytes[at] = n & 0xff;
+    else if (size === 2) view.setUint16(at, n & 0xffff, le);
+    else if (size === 4) view.setUint32(at, n >>> 0, le);
     else view.setBigUint64(at, BigInt.asUintN(64, x), le);
   };
-  const time = (dt: DType): void => view.setBigInt64(at, v === 'NaT' ? NOT_A_TIME : BigInt.asIntN(64, toBigInt(v, dt, field)), le);
-  const raw = (dt: DType): void => {
+  const time = (): Writer => (view, _, at, v, field) => view.setBigInt64(at, v === 'NaT' ? NOT_A_TIME : BigInt.asIntN(64, toBigInt(v, dtype, field)), le);
+  const raw = (): Writer => (_, bytes, at, v, field) => {
     let b: Uint8Array;
     if (v instanceof Uint8Array) b = v;
     else if (typeof v === 'string') {
       b = new Uint8Array(v.length);
       for (let i = 0; i < v.length; i++) {
         const c = v.charCodeAt(i);
-        if (c > 0xff) fail(`'${v}' has characters beyond latin-1 for ${dt.str}`, field);
+        if (c > 0xff) fail(`'${v}' has characters beyond latin-1 for ${dtype.str}`, field);
         b[i] = c;
       }
-    } else return fail(`a ${dt.str} value must be a string or bytes`, field);
-    if (b.length > dt.itemsize) fail(`value of ${b.length} bytes does not fit ${dt.str}`, field);
-    bytes.fill(0, at, at + dt.itemsize);
+    } else return fail(`a ${dtype.str} value must be a string or bytes`, field);
+    if (b.length > size) fail(`value of ${b.length} bytes does not fit ${dtype.str}`, field);
+    bytes.fill(0, at, at + size);
     bytes.set(b, at);
   };
-  matchDType<void>(dtype, {
-    record(_, fields) {
+  return matchDType<Writer>(dtype, {
+    record: (_, fields) => (view, bytes, at, v, field) => {
       if (v === null || typeof v !== 'object') fail(`a record value must be an object of fields`, field);
       const rec = v as Record<string, unknown>;
       for (const f of fields) {
@@ -88,7 +101,7 @@ export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: 
         writeValue(f.dtype, view, bytes, at + f.offset, rec[f.name], path);
       }
     },
-    subarray(_, base, shape) {
+    subarray: (_, base, shape) => (view, bytes, at, v, field) => {
       const flat: unknown[] = [];
       const walk = (x: unknown, axis: number): void => {
         if (axis === shape.length) { flat.push(x); return; }
@@ -98,28 +111,27 @@ export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: 
       walk(v, 0);
       flat.forEach((x, k) => writeValue(base, view, bytes, at + k * base.itemsize, x, field));
     },
-    bool: () => { bytes[at] = v ? 1 : 0; },
+    bool: () => (_, bytes, at, v) => { bytes[at] = v ? 1 : 0; },
     int: integer,
     uint: integer,
     datetime: time,
     timedelta: time,
-    float: (dt) => writeFloat(dt.itemsize, view, bytes, at, toNumber(v, dt, field), le),
-    complex: (dt) => {
-      const c = toComplex(v, dt, field);
-      const half = dt.itemsize / 2;
-      writeFloat(half, view, bytes, at, c.re, le);
-      writeFloat(half, view, bytes, at + half, c.im, le);
+    float: () => (view, bytes, at, v, field) => writeFloat(size, view, bytes, at, toNumber(v, dtype, field), le),
+    complex: () => (view, bytes, at, v, field) => {
+      const c = toComplex(v, dtype, field);
+      writeFloat(size / 2, view, bytes, at, c.re, le);
+      writeFloat(size / 2, view, bytes, at + size / 2, c.im, le);
     },
     bytes: raw,
     void: raw,
-    str: (dt) => {
-      if (typeof v !== 'string') fail(`a ${dt.str} value must be a string`, field);
+    str: () => (view, _, at, v, field) => {
+      if (typeof v !== 'string') fail(`a ${dtype.str} value must be a string`, field);
       const cps = Array.from(v as string, (ch) => ch.codePointAt(0)!);
-      const n = dt.itemsize / 4;
-      if (cps.length > n) fail(`'${v}' has ${cps.length} characters, ${dt.str} holds ${n}`, field);
+      const n = size / 4;
+      if (cps.length > n) fail(`'${v}' has ${cps.length} characters, ${dtype.str} holds ${n}`, field);
       for (let k = 0; k < n; k++) view.setUint32(at + 4 * k, cps[k] ?? 0, le);
     },
-    object: () => fail('object arrays need the pickle codec', field),
+    object: () => (_, __, ___, ____, field) => fail('object arrays need the pickle codec', field),
   });
 }
 
