@@ -187,7 +187,11 @@ export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOption
   return { header, body: dataToBytes(array.dtype, array.data as TypedArray) };
 }
 
-/** Encode an array as the bytes numpy's `np.save` writes for it. */
+/**
+ * Encode an array as the bytes numpy's `np.save` writes for it.
+ * @example
+ * const bytes = encodeNpy({ data: new Float32Array([1, 2, 3, 4]), shape: [2, 2] });
+ */
 export function encodeNpy(input: NdArray | ArraySpec, options: EncodeOptions = {}): Uint8Array {
   const { header, body } = encodeNpyParts(input, options);
   const out = new Uint8Array(allocateBuffer(header.length + body.length));

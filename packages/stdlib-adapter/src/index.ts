@@ -234,6 +234,8 @@ function inferGeneric(values: unknown[]): string {
 /**
  * Something encodeNpy takes from a stdlib ndarray: its memory as is when it is contiguous in row-
  * or column-major order, else (slices, negative strides, offsets) the elements gathered into C order.
+ * @example
+ * const a = fromStdlib(x);   // an NdArray over the same memory
  */
 export function fromStdlib(x: StdlibNdarray, options: { dtype?: string } = {}): NdArray {
   const shape = [...x.shape];

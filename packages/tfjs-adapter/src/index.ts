@@ -61,11 +61,6 @@ function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
   return out;
 }
 
-/**
- * A tensor with the array's values, row-major (Fortran order is reordered with npyts' blocked copy,
- * never tf.transpose). float32 and int32 data is handed to tfjs without another copy (tfjs copies
- * bool input itself).
- */
 /** The tfjs dtype of a descr's tensor: float32 for every float, int32 for integers, bool, complex64, string; never for what has none. */
 export type TensorDTypeOf<S> =
   FamilyOf<S> extends 'float' ? 'float32'
@@ -79,6 +74,13 @@ export type TensorDTypeOf<S> =
 /** A tfjs tensor whose `dtype` is known from the descr. */
 export type TensorOf<S> = [TensorDTypeOf<S>] extends [never] ? never : tf.Tensor & { readonly dtype: TensorDTypeOf<S> };
 
+/**
+ * A tensor with the array's values, row-major (Fortran order is reordered with npyts' blocked copy,
+ * never tf.transpose). float32 and int32 data is handed to tfjs without another copy (tfjs copies
+ * bool input itself).
+ * @example
+ * const t = toTensor(loadNpy('w.npy', { expect: '<f4' }));   // t.dtype: 'float32'
+ */
 export function toTensor<S extends DescrInput>(array: NdArray<S>, options?: ToTensorOptions): TensorOf<S>;
 export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tensor {
   const dt = array.dtype;
@@ -126,7 +128,11 @@ export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tens
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The tensor's values as an NdArray of the matching numpy dtype (float32 → <f4, int32 → <i4, bool → |b1, complex64 → <c8, string → <U or |S). */
+/**
+ * The tensor's values as an NdArray of the matching numpy dtype (float32 → <f4, int32 → <i4, bool → |b1, complex64 → <c8, string → <U or |S).
+ * @example
+ * const a = await fromTensor(tf.ones([2, 2]));   // NdArray of '<f4'
+ */
 export async function fromTensor(t: tf.Tensor): Promise<NdArray> {
   const shape = [...t.shape];
   switch (t.dtype) {
@@ -171,7 +177,11 @@ async function archiveFrom(source: Uint8Array | ArrayBuffer | string | URL, opti
   return node.loadNpz(text, options);
 }
 
-/** Every array of a .npz (bytes, a URL, or a path in Node) as a tensor, by name. */
+/**
+ * Every array of a .npz (bytes, a URL, or a path in Node) as a tensor, by name.
+ * @example
+ * const tensors = await loadTensors('weights.npz');
+ */
 export async function loadTensors(source: Uint8Array | ArrayBuffer | string | URL, options: LoadTensorsOptions = {}): Promise<NamedTensorMap> {
   const archive = await archiveFrom(source, options);
   try {
@@ -183,7 +193,11 @@ export async function loadTensors(source: Uint8Array | ArrayBuffer | string | UR
   }
 }
 
-/** Tensors as .npz bytes that numpy loads with the same names, shapes and values. */
+/**
+ * Tensors as .npz bytes that numpy loads with the same names, shapes and values.
+ * @example
+ * const bytes = await saveTensors({ w: tf.ones([2]) });
+ */
 export async function saveTensors(tensors: NamedTensorMap, options: NpzWriteOptions = {}): Promise<Uint8Array> {
   const arrays = new Map<string, NdArray>();
   for (const [name, t] of Object.entries(tensors)) arrays.set(name, await fromTensor(t));
@@ -209,6 +223,8 @@ export interface AssignWeightsOptions extends ToTensorOptions {
 /**
  * Assign a .npz's arrays to model weights by name, checking the shape and dtype of every one;
  * all mismatches are reported together and nothing is assigned unless every weight matches.
+ * @example
+ * await assignWeights(model.weights, 'weights.npz');
  */
 export async function assignWeights(
   weights: WeightLike[] | Record<string, WeightLike>,

@@ -25,6 +25,8 @@ function swapRuns(from: DType, to: DType, base: number, out: SwapRun[]): void {
  * The same values, to be written with another byte order ('<', '>' or '=' for native). For typed
  * data this only changes the dtype (the data is native in memory either way, and is swapped when
  * written); record data is held as stored bytes, so its multi-byte fields are swapped here, in a copy.
+ * @example
+ * const be = withByteOrder(a, '>');   // written big-endian by encodeNpy / saveNpy
  */
 export function withByteOrder(array: NdArray, order: '<' | '>' | '='): NdArray {
   const dtype = array.dtype.withByteOrder(order);

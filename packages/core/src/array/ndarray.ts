@@ -119,6 +119,8 @@ export function isOrderFree(shape: readonly number[]): boolean {
 /**
  * A zero-filled array of the given dtype and shape. With `shared`, its memory is a
  * SharedArrayBuffer that worker_threads can fill in place (post `array.data.buffer` to them).
+ * @example
+ * const a = createArray('<f8', [3, 4]);   // zero-filled NdArray<'<f8'>
  */
 export function createArray<S extends DescrInput>(dtype: DType<S>, shape: readonly number[], options?: CreateArrayOptions): NdArray<S>;
 export function createArray<const S extends DescrInput>(dtype: S, shape: readonly number[], options?: CreateArrayOptions): NdArray<S>;

@@ -98,7 +98,11 @@ function permuteCopy(src: Words, dst: Words, shape: number[], k: number, srcStri
   }
 }
 
-/** The array with its data in the requested memory order; the same data (no copy) when it already is. */
+/**
+ * The array with its data in the requested memory order; the same data (no copy) when it already is.
+ * @example
+ * const c = toOrder(a, 'C');   // row-major data (no copy when it already is)
+ */
 export function toOrder<S extends DescrInput>(array: NdArray<S>, order: Order): NdArray<S> {
   if (array.order === order) return array;
   if (isOrderFree(array.shape)) return new NdArray(array.dtype, array.shape, array.data, order);

@@ -24,6 +24,8 @@ function fieldElement(f: Field): { base: DType; subShape: number[] } {
 /**
  * The values of one record field (a dotted path reaches nested records: `b.c`) as a native-endian
  * array of shape `array.shape + field subarray shape`. Only that field's bytes are touched.
+ * @example
+ * const x = getField(points, 'pos.x');   // the field as its own array
  */
 export function getField<S extends DescrInput, const P extends FieldPath<S>>(array: NdArray<S>, path: P): NdArray<FieldAt<S, P>> {
   let current: NdArray = array;

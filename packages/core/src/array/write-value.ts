@@ -169,6 +169,8 @@ function flattenNested(values: unknown): { flat: unknown[]; shape: number[] } {
  * shape (or pass `shape` with flat values in C order). Values follow the element rules of
  * {@link readItem}: numbers or bigints for integers, `{re, im}` (or a real number) for complex,
  * strings for `S`/`U`, objects for records.
+ * @example
+ * const a = arrayFromValues([[1, 2], [3, 4]], '<i4');   // shape [2, 2]
  */
 export function arrayFromValues<S extends DescrInput>(values: Nested<InputOf<S>>, dtype: DType<S>, options?: ValuesOptions): NdArray<S>;
 export function arrayFromValues<const S extends DescrInput>(values: Nested<InputOf<S>>, descr: S, options?: ValuesOptions): NdArray<S>;

@@ -435,6 +435,9 @@ function descrFromPy(v: PyValue, path: string, depth: number): DType {
 /**
  * Parse a descr into a {@link DType}: a type string (`'<f4'`), the Python literal of a header's
  * descr (`"[('a', '<i4')]"`), or its JSON form (`[['a', '<i4']]`).
+ * @example
+ * parseDescr('<f4').itemsize;                       // 4
+ * parseDescr([['x', '<f8'], ['y', '<f8']]).fields;   // two fields
  */
 export function parseDescr<S extends DescrInput>(descr: DType<S>): DType<S>;
 export function parseDescr<const S extends DescrInput>(descr: S): DType<S>;

@@ -87,7 +87,11 @@ function checkMagic(bytes: Uint8Array): void {
   }
 }
 
-/** Read and validate the preamble and header dict. Only the header's bytes need to be present. */
+/**
+ * Read and validate the preamble and header dict. Only the header's bytes need to be present.
+ * @example
+ * const h = readHeader(bytes);   // { version, dtype, shape, fortranOrder, dataOffset, size, dataBytes }
+ */
 export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderOptions = {}): NpyHeader {
   const bytes = input instanceof Uint8Array ? input : new Uint8Array(input);
   checkMagic(bytes);

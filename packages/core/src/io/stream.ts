@@ -31,6 +31,8 @@ async function* chunksOf(source: ChunkSource): AsyncGenerator<Uint8Array> {
 /**
  * Read a .npy from a stream: the header is parsed as soon as it has arrived, then every chunk is
  * copied once, straight into the array's own buffer. Bytes after the array are left unread.
+ * @example
+ * const a = await readNpy((await fetch(url)).body!);
  */
 export async function readNpy(source: ChunkSource, options: DecodeOptions = {}): Promise<NdArray> {
   let prefix: Uint8Array = new Uint8Array(0);
@@ -98,7 +100,11 @@ export type ChunkSink =
 
 const PIECE = 16 << 20;
 
-/** Write an array as .npy to a stream, honouring backpressure; large data goes in pieces, uncopied. */
+/**
+ * Write an array as .npy to a stream, honouring backpressure; large data goes in pieces, uncopied.
+ * @example
+ * await writeNpy(writable, { data: new Float64Array(8) });
+ */
 export async function writeNpy(sink: ChunkSink, array: NdArray | ArraySpec, options: EncodeOptions = {}): Promise<void> {
   const { header, body } = encodeNpyParts(array, options);
   const pieces = [header];

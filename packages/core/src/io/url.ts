@@ -62,7 +62,12 @@ function httpError(message: string): never {
   throw new NpyError('TRUNCATED', message);
 }
 
-/** Open a .npy by URL for region reads. */
+/**
+ * Open a .npy by URL for region reads.
+ * @example
+ * const h = await openNpyUrl('https://example.org/big.npy', { expect: '<f4' });
+ * const rows = await h.read([0, 0], [10, 512]);
+ */
 export async function openNpyUrl<const S extends DescrInput>(url: string | URL, options: UrlOptions & Expecting<S>): Promise<NpyUrlHandle<S>>;
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {

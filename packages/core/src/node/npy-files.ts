@@ -38,6 +38,8 @@ export interface LoadOptions extends DecodeOptions {
 /**
  * Load a .npy file. The data is read straight into its own aligned buffer (memory is the data
  * size, not twice it) and byte-swapped there when the file is not in native order.
+ * @example
+ * const w = loadNpy('w.npy', { expect: '<f4' });   // w.data: Float32Array
  */
 export function loadNpy<const S extends DescrInput>(path: string, options: LoadOptions & Expecting<S>): NdArray<S>;
 export function loadNpy(path: string, options?: LoadOptions): NdArray;
@@ -67,6 +69,8 @@ export function loadNpy(path: string, options: LoadOptions = {}): NdArray {
 /**
  * Write an array as numpy's `np.save` would; native-endian data is written straight from its memory.
  * The file appears under its name only when complete (written beside it and renamed).
+ * @example
+ * saveNpy('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
 export function saveNpy(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
   const { header, body } = encodeNpyParts(array, { pickle: pickleCodec, ...options });

@@ -66,7 +66,13 @@ export function fileSource(path: string): ByteSource {
   }
 }
 
-/** Open a .npz on disk: only the central directory is read now, members when asked for. Call close(). */
+/**
+ * Open a .npz on disk: only the central directory is read now, members when asked for. Call close().
+ * @example
+ * const z = loadNpz('model.npz');
+ * const kernel = z.get('dense/kernel');
+ * z.close();
+ */
 export function loadNpz(path: string, options: NpzOptions = {}): NpzArchive {
   const source = fileSource(path);
   try {
@@ -92,6 +98,8 @@ class FileSink implements ZipSink {
 /**
  * Write arrays as a .npz file, member by member straight to disk (the archive is never built in
  * memory). The file appears under its name only when complete: it is written beside it and renamed.
+ * @example
+ * saveNpz('out.npz', { a: { data: new Int32Array([1, 2]) } }, { compress: true });
  */
 export function saveNpz(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
   writeBeside(path, (fd) => writeNpz(new FileSink(fd), arrays, { codec: zlibCodec, ...options }));

@@ -169,6 +169,8 @@ function saveRaggedRecords(path: string, records: Record<string, unknown>[], dty
  * Write a ragged array: the heap (or, for cross-file references, rows appended to an existing heap),
  * then the index. Elements are arrays of one dtype and trailing shape, strings, lists of those, or
  * plain objects (records whose array or string fields become ragged fields, one heap each).
+ * @example
+ * saveRagged('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
 export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
   if (isRecordList(elements)) {
@@ -296,6 +298,13 @@ export function openRaggedRecords(path: string, options: RaggedPathOptions = {})
   };
 }
 
+/**
+ * Open a ragged array (its index and heap): elements are read with region reads of both, on demand.
+ * @example
+ * const r = openRagged('words.npy');
+ * r.get(1);   // 'bc'
+ * r.close();
+ */
 export function openRagged(path: string, options: RaggedPathOptions = {}): RaggedHandle {
   const index: NpyFileHandle = openNpy(path);
   const info = raggedInfo(index.dtype);
@@ -354,7 +363,11 @@ export function openRagged(path: string, options: RaggedPathOptions = {}): Ragge
   };
 }
 
-/** Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous state. */
+/**
+ * Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous state.
+ * @example
+ * appendRagged('words.npy', ['ghij']);
+ */
 export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
   withAppendLock(path, () => appendRaggedHoldingLock(path, elements, options));
 }

@@ -106,7 +106,13 @@ function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { shape: nu
   return { shape: a.shape, bytes: dataToBytes(header.dtype, a.data as TypedArray) };
 }
 
-/** Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region. */
+/**
+ * Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region.
+ * @example
+ * const h = openNpy('big.npy');
+ * const block = h.read([1000, 0], [64, 512]);
+ * h.close();
+ */
 export function openNpy<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandle<S>;
 export function openNpy(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandle;
 export function openNpy(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandle {
@@ -132,6 +138,8 @@ export interface CreateOptions {
  * Create a .npy of the given dtype and shape: numpy's header, and the file sized to hold the data
  * (sparse where the file system allows), ready for any number of processes or threads to fill
  * disjoint regions with {@link writeRegion}. Returns an open handle.
+ * @example
+ * createNpy('out.npy', { dtype: '<f8', shape: [100000, 4096] }).close();
  */
 export function createNpy(path: string, options: CreateOptions): NpyFileHandle {
   const dtype = parseDescr(options.dtype);
@@ -149,7 +157,11 @@ export function createNpy(path: string, options: CreateOptions): NpyFileHandle {
   }
 }
 
-/** Write `data` at `start` of an existing .npy (by path, opened and closed here, or an open handle). */
+/**
+ * Write `data` at `start` of an existing .npy (by path, opened and closed here, or an open handle).
+ * @example
+ * writeRegion('out.npy', [25000, 0], { data: rows, shape: [100, 4096] });
+ */
 export function writeRegion(target: string | NpyFileHandle, start: readonly number[], data: NdArray | ArraySpec): void {
   if (typeof target !== 'string') {
     target.writeRegion(start, data);
@@ -169,6 +181,8 @@ export function writeRegion(target: string | NpyFileHandle, start: readonly numb
  * the header's padding (numpy ≥ 1.24 leaves room for it). A crash before the header write leaves the
  * old array (readers ignore trailing bytes); the header rewrite is a single small write at byte 8.
  * When the header cannot grow in place, the file is rewritten beside itself and renamed over it.
+ * @example
+ * appendNpy('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
 export function appendNpy(path: string, input: NdArray | ArraySpec): void {
   withAppendLock(path, () => appendHoldingLock(path, input));

@@ -105,7 +105,12 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   }
 }
 
-/** Open an archive held in memory. Nothing is inflated until a member is asked for. */
+/**
+ * Open an archive held in memory. Nothing is inflated until a member is asked for.
+ * @example
+ * const z = decodeNpz(bytes);
+ * const w = z.get('w', { expect: '<f4' });
+ */
 export function decodeNpz(input: Uint8Array | ArrayBuffer, options: NpzOptions = {}): NpzArchive {
   return new NpzArchive(memorySource(input instanceof Uint8Array ? input : new Uint8Array(input)), options);
 }
@@ -142,7 +147,11 @@ export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptio
   writer.finish();
 }
 
-/** Encode arrays as a .npz archive in memory (`np.savez`, or `np.savez_compressed` with `compress`). */
+/**
+ * Encode arrays as a .npz archive in memory (`np.savez`, or `np.savez_compressed` with `compress`).
+ * @example
+ * const bytes = encodeNpz({ w: { data: new Float32Array(4) } }, { compress: true });
+ */
 export function encodeNpz(arrays: NpzInput, options: NpzWriteOptions = {}): Uint8Array {
   const sink = new MemorySink();
   writeNpz(sink, arrays, options);

@@ -51,6 +51,8 @@ export function isFortran(a: NdArray): boolean {
  * Pickle JS values (protocol 3, loadable by numpy 1.17+ and 2.x): null, boolean, number (an integer
  * when it is a safe integer, else a float), bigint, string, Uint8Array (bytes), Array (list), plain
  * object and Map (dict), Set (set), PyComplex and the other Py* values, and NdArray.
+ * @example
+ * const bytes = pickle({ a: [1, 2.5, null] });   // numpy 1.17+ and 2.x load it
  */
 export function pickle(value: unknown): Uint8Array {
   const w = new Writer();

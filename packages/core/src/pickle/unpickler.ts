@@ -83,7 +83,11 @@ function rawUnicodeEscape(text: string): string {
   });
 }
 
-/** Run a pickle and return the value it builds, with Python containers as JS data (see README). */
+/**
+ * Run a pickle and return the value it builds, with Python containers as JS data (see README).
+ * @example
+ * const value = unpickle(bytes);   // plain data; never runs code
+ */
 export function unpickle(input: Uint8Array, options: UnpickleOptions = {}): unknown {
   // A plain view: Node's Buffer#slice would return views where copies are meant.
   input = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
