@@ -305,6 +305,21 @@ globalThis.result = codes;`, { timeoutMs: 5_000 }); // inflating the 2 GiB took 
   assert.equal([out.fflate, out.zlib], ['ZIP_SIZE', 'ZIP_SIZE']);
 });
 
+test('a member that declares more bytes than its deflated data can hold is refused before a buffer of that size is allocated', () => {
+  // 100 deflated bytes declaring 3 GiB: deflate expands at most 1032-fold.
+  const z = zipOf([{ name: 'a.npy', method: 8, crc: 0, size: 3 * 2 ** 30, data: deflatedZeros(10_000).subarray(0, 100) }]);
+  const out = bounded(`${core}
+const fs = await import('node:fs');
+const bytes = new Uint8Array(Buffer.from(${JSON.stringify(Buffer.from(z).toString('base64'))}, 'base64'));
+const codes = [];
+for (const codec of [core.fflateCodec, nd.zlibCodec]) {
+  try { core.decodeNpz(bytes, { codec }).bytes('a'); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code + ': ' + e.message : String(e)); }
+}
+globalThis.result = { codes };`, { timeoutMs: 20_000 });
+  for (const c of out.codes) assert.match(c, /^ZIP_SIZE: .*more than its 100 deflated bytes/);
+  assert.ok(out.rssMiB < 200, `peak ${out.rssMiB} MiB`);
+});
+
 test('overlapping members, and local headers that disagree with the central directory, are refused as Python\'s zipfile refuses them', () => {
   const npy = encodeNpy({ data: new Float32Array(64 << 10) });
   const crc = crc32(npy);

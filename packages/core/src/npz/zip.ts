@@ -270,6 +270,9 @@ export function checkSupported(entry: ZipEntry): void {
 /** The largest member read whole: one typed array holds at most 2^32 bytes in Node 20 (less in some browsers). */
 export const MAX_MEMBER_BYTES = 2 ** 32;
 
+/** The most a deflate stream can expand: one 258-byte copy per 2 bits. */
+const MAX_DEFLATE_RATIO = 1032;
+
 /** A member's uncompressed bytes, with its size and CRC-32 verified. */
 export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec): Uint8Array {
   checkSupported(entry);
@@ -280,6 +283,11 @@ export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec):
   const raw = src.read(start, entry.compressedSize);
   if (entry.method === STORED && entry.compressedSize !== entry.size) {
     throw new NpyError('ZIP_SIZE', `stored member sizes disagree: ${entry.compressedSize} stored, ${entry.size} declared`, { member: entry.name });
+  }
+  // Deflate expands at most 1032-fold (258-byte copies in 2 bits): a larger declared size is a lie,
+  // refused before the codec allocates a buffer of that size.
+  if (entry.method === DEFLATED && entry.size > MAX_DEFLATE_RATIO * entry.compressedSize + 64) {
+    throw new NpyError('ZIP_SIZE', `member declares ${entry.size} bytes, more than its ${entry.compressedSize} deflated bytes can hold`, { member: entry.name });
   }
   const data = entry.method === STORED ? raw : codec.inflate(raw, entry.size, entry.name);
   const crc = codec.crc32(data, 0);
