@@ -1,6 +1,7 @@
 /**
- * @npyts/core — NumPy .npy for JavaScript, in browsers and Node alike (no Node built-ins here;
+ * `@npyts/core` — NumPy .npy for JavaScript, in browsers and Node alike (no Node built-ins here;
  * file helpers are in `@npyts/core/node`).
+ * @module @npyts/core
  */
 export { NpyError, type NpyErrorCode, type NpyErrorDetails } from './errors.js';
 export {

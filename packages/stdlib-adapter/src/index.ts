@@ -1,7 +1,8 @@
 /// <reference types="@stdlib/types" />
 /**
- * @npyts/stdlib — npyts arrays as @stdlib/ndarray ndarrays over the same memory, and back.
+ * `@npyts/stdlib` — npyts arrays as @stdlib/ndarray ndarrays over the same memory, and back.
  * `@stdlib/ndarray` is a peer dependency.
+ * @module @npyts/stdlib
  */
 import ndarray from '@stdlib/ndarray/ctor/lib/index.js';
 import Complex64Array from '@stdlib/array/complex64/lib/index.js';

@@ -1,6 +1,7 @@
 /**
- * @npyts/tfjs — NumPy arrays and archives as tfjs tensors, and back. `@tensorflow/tfjs-core` is a
+ * `@npyts/tfjs` — NumPy arrays and archives as tfjs tensors, and back. `@tensorflow/tfjs-core` is a
  * peer dependency; any backend works.
+ * @module @npyts/tfjs
  */
 import * as tf from '@tensorflow/tfjs-core';
 import {

@@ -1,4 +1,7 @@
-/** @npyts/core/node — files, archives, regions and ragged arrays on disk (Node only). */
+/**
+ * `@npyts/core/node` — files, archives, regions and ragged arrays on disk (Node only).
+ * @module @npyts/core/node
+ */
 export { readHeaderFromFd, readNpyHeader, loadNpy, saveNpy, type LoadOptions } from './npy-files.js';
 export { writeBeside } from './fd.js';
 export { zlibCodec, fileSource, loadNpz, saveNpz, streamNpzMember, openNpzMember, NpzArchive } from './npz-files.js';

@@ -1,5 +1,5 @@
 /**
- * @npyts/core/pickle — a safe reader and writer for the pickles numpy stores object arrays in.
+ * `@npyts/core/pickle` — a safe reader and writer for the pickles numpy stores object arrays in.
  *
  * The reader is a pickle virtual machine over the opcodes of protocols 0–5. It never imports or
  * calls anything: GLOBAL/STACK_GLOBAL resolve only names from a fixed allowlist of constructors
@@ -7,6 +7,7 @@
  * library types object arrays carry); any other name is an error that names it. Memo size, MARK
  * depth, container nesting and allocated bytes are bounded, and every malformed input ends in an
  * NpyError.
+ * @module @npyts/core/pickle
  */import { NdArray } from '../array/ndarray.js';
 import { encodeHeader, type NpyHeader } from '../format/header.js';
 import type { ObjectArrayCodec, UnpickleLimits } from '../npy.js';
