@@ -1,5 +1,6 @@
 /** The zip codec for browsers (and any runtime without node:zlib): fflate's deflate and a JS CRC-32. */
-import { Deflate, Inflate } from 'fflate';
+import { Deflate } from 'fflate';
+import { inflateInto } from './inflate-pieces.js';
 import { crc32 } from './crc32.js';
 import { NpyError } from '../errors.js';
 import { checkInflatedSize, type ZipCodec } from './zip.js';
@@ -14,23 +15,17 @@ export const fflateCodec: ZipCodec = {
     if (size > MAX_MEMBER) {
       throw new NpyError('TOO_LARGE', `member of ${size} bytes is larger than one typed array can hold`, { member });
     }
-    // Streamed in pieces so that a member inflating past its declared size is stopped at once:
-    // fflate's one-shot inflate into a fixed buffer drops the excess but decodes all of it.
+    // Streamed in pieces so that a member inflating past its declared size is stopped at once.
     const out = new Uint8Array(size);
-    let produced = 0;
-    const inflater = new Inflate((chunk) => {
-      if (produced + chunk.length > size) checkInflatedSize(produced + chunk.length, size, member);
-      out.set(chunk, produced);
-      produced += chunk.length;
-    });
+    const count = Math.max(1, Math.ceil(data.length / INFLATE_PIECE));
+    const pieces = Array.from({ length: count }, (_, k) => data.subarray(k * INFLATE_PIECE, (k + 1) * INFLATE_PIECE));
+    let result: { produced: number; overflow: boolean };
     try {
-      if (data.length === 0) inflater.push(data, true);
-      for (let at = 0; at < data.length; at += INFLATE_PIECE) inflater.push(data.subarray(at, at + INFLATE_PIECE), at + INFLATE_PIECE >= data.length);
+      result = inflateInto(pieces, (k) => k === count - 1, out, false);
     } catch (e) {
-      if (e instanceof NpyError) throw e;
       throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member });
     }
-    checkInflatedSize(produced, size, member);
+    checkInflatedSize(result.overflow ? size + 1 : result.produced, size, member);
     return out;
   },
   deflater(level = 6) {

@@ -4,7 +4,7 @@
  * deflated members, CRC-32 and size checks on every member read. Compression is delegated to a
  * {@link ZipCodec}: node:zlib in Node, fflate elsewhere.
  */
-import { Inflate } from 'fflate';
+import { inflateInto } from './inflate-pieces.js';
 import { NpyError } from '../errors.js';
 
 /** Positional reads over an archive held in memory, in a file, or anywhere else. */
@@ -308,22 +308,17 @@ export function readZipEntryPrefix(src: ByteSource, entry: ZipEntry, want: numbe
   const limit = Math.min(want, entry.size);
   if (entry.method === STORED) return src.read(start, limit);
   const out = new Uint8Array(limit);
-  let produced = 0;
-  const inflater = new Inflate((chunk) => {
-    const take = Math.min(chunk.length, limit - produced);
-    out.set(chunk.subarray(0, take), produced);
-    produced += take;
-  });
+  // Compressed bytes are read 4 KiB at a time, only until the prefix is full.
   const PIECE = 4096;
+  const count = Math.max(1, Math.ceil(entry.compressedSize / PIECE));
+  function* pieces(): Generator<Uint8Array> {
+    for (let k = 0; k < count; k++) yield src.read(start + k * PIECE, Math.min(PIECE, entry.compressedSize - k * PIECE));
+  }
   try {
-    for (let at = 0; produced < limit && at < entry.compressedSize; at += PIECE) {
-      const n = Math.min(PIECE, entry.compressedSize - at);
-      inflater.push(src.read(start + at, n), at + n >= entry.compressedSize);
-    }
+    return out.subarray(0, inflateInto(pieces(), (k) => k === count - 1, out, true).produced);
   } catch (e) {
     throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member: entry.name });
   }
-  return out.subarray(0, produced);
 }
 
 function hex(x: number): string {
