@@ -58,6 +58,29 @@ globalThis.result = res;`, { timeoutMs: 20_000 });
   assert.equal([out.big, out.neg, out.text], [true, true, true]);
 });
 
+test('integers past Python\'s 4300-digit text limit are refused by show and JSON, as Python refuses their repr; up to it they print as Python prints them', () => {
+  python(`
+a = np.empty(1, dtype=object); a[0] = 2 ** 20000
+np.save('${dir}/hugeint.npy', a, allow_pickle=True)
+b = np.empty(1, dtype=object); b[0] = -(10 ** 4299) + 7
+np.save('${dir}/bigint.npy', b, allow_pickle=True)`);
+  const py = python(`
+a = np.load('${dir}/hugeint.npy', allow_pickle=True)
+try: repr(a); print('printed')
+except ValueError: print('refused')
+print(repr(np.load('${dir}/bigint.npy', allow_pickle=True)[0]))`).trim().split('\n');
+  assert.is(py[0], 'refused');
+  for (const args of [['show'], ['show', '--json']]) {
+    const r = spawnCli([...args, '--allow-pickle', join(dir, 'hugeint.npy')]);
+    assert.is(r.code, 1, args.join(' '));
+    assert.match(r.stderr, /^npyts: error: .*hugeint\.npy: .*at most 4300 digits/);
+  }
+  const shown = spawnCli(['show', '--allow-pickle', join(dir, 'bigint.npy')]);
+  assert.is(shown.code, 0, shown.stderr);
+  assert.ok(shown.stdout.includes(py[1]), 'the 4300-digit integer prints as Python prints it');
+  assert.is(JSON.parse(spawnCli(['show', '--json', '--allow-pickle', join(dir, 'bigint.npy')]).stdout).data[0], py[1]);
+});
+
 test("a dict key '__proto__' is an own property and leaves the prototype alone", () => {
   python(`
 a = np.empty(2, dtype=object); a[0] = {'__proto__': {'polluted': 1}, 'a': 2}; a[1] = None

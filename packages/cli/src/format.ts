@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, matchDType, readItem, reprString, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, decimalText, matchDType, readItem, reprString, type Complex, type DType } from '@npyts/core';
 import { PyMaskedArray } from '@npyts/core/pickle';
 
 const THRESHOLD = 1000;
@@ -84,7 +84,7 @@ function formatPython(v: unknown, depth = 0): string {
   if (v === null || v === undefined) { b.left -= 4; return 'None'; }
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : formatFloat(v, 8);
-  if (typeof v === 'bigint') { const t = String(v); b.left -= t.length; return t; }
+  if (typeof v === 'bigint') { const t = decimalText(v); b.left -= t.length; return t; }
   if (typeof v === 'string') { b.left -= v.length; return reprString(v); }
   if (v instanceof Uint8Array) { b.left -= v.length; return pyBytes(v); }
   if (typeof v !== 'object') return String(v);

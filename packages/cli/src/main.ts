@@ -1,6 +1,6 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, checkDataSize, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, checkDataSize, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
 import { loadNpz, readNpyHeader, saveNpy, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
@@ -272,7 +272,7 @@ function cmdShow(p: Parsed, io: Io): void {
       for (const name of archive.names) {
         const label = `${t.file}:${name}`;
         const { header, array } = loadOne({ label, file: t.file, member: name }, archive);
-        Object.defineProperty(arrays, name, { value: withFile(label, () => npyDocument(header, array)), enumerable: true });
+        putOwn(arrays, name, withFile(label, () => npyDocument(header, array)));
       }
       io.stdout(JSON.stringify({ arrays }) + '\n');
     } else {

@@ -10,6 +10,7 @@ export {
 } from './format/dtype.js';
 export { readHeader, encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS, DEFAULT_MAX_HEADER_BYTES, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './format/header.js';
 export { matchDType, familyOf, type DTypeCases } from './format/dtype-cases.js';
+export { putOwn } from './array/safe-object.js';
 export { NdArray, orderStrides, isOrderFree, createArray, type Order, type CreateArrayOptions } from './array/ndarray.js';
 export type { DescrInput, FieldDescr, FieldName, StorageOf, ElementOf, InputOf, Nested, FieldPath, FieldAt, KindFamily, KindFamilies, FamilyOf } from './format/descr-types.js';
 export { toOrder } from './array/order.js';
@@ -23,7 +24,7 @@ export { arrayFromValues, writeValue, type ValuesOptions } from './array/write-v
 export { readItem, readFromBytes, NOT_A_TIME, type Scalar, type ScalarRecord, type Complex } from './array/read-value.js';
 export { storageOf, bytesToData, dataToBytes, type TypedArray, type ArrayData, type Storage } from './array/layout.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble } from './format/float-bits.js';
-export { jsonValue, arrayToJSON, npyDocument, pythonJSON } from './array/json.js';
+export { jsonValue, arrayToJSON, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';
 export { parsePyLiteral, reprPy, reprString, PyTuple, PyFloat, type PyValue } from './format/literal.js';
 export { decodeNpz, encodeNpz, writeNpz, npzMembers, NpzArchive, type NpzOptions, type NpzInput, type NpzWriteOptions } from './npz/archive.js';
 export {

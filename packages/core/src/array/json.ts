@@ -19,7 +19,27 @@ export function jsonNumber(x: number): number | string {
 
 function jsonInt(x: bigint | number): number | string {
   const n = Number(x);
-  return Number.isSafeInteger(n) && BigInt(n) === BigInt(x) ? n : String(x);
+  return Number.isSafeInteger(n) && BigInt(n) === BigInt(x) ? n : decimalText(BigInt(x));
+}
+
+/** Python's limit on the decimal digits of an int it converts to text (`sys.int_info.default_max_str_digits`). */
+export const MAX_INT_DIGITS = 4300;
+
+/**
+ * An integer as decimal text, refused (as Python refuses `str()` of it) past {@link MAX_INT_DIGITS}
+ * digits: decimal conversion is superlinear, so a pickled 8 MiB integer would otherwise take minutes.
+ */
+export function decimalText(x: bigint): string {
+  const digits = (x < 0n ? -x : x).toString(16).length * 4 * Math.LOG10E * Math.LN2; // hex is linear, decimal is not
+  if (digits > MAX_INT_DIGITS + 1) {
+    throw new NpyError('TOO_LARGE', `an integer of about ${Math.round(digits)} decimal digits: like Python, npyts converts at most ${MAX_INT_DIGITS} digits to text`);
+  }
+  const text = x.toString();
+  const length = x < 0n ? text.length - 1 : text.length;
+  if (length > MAX_INT_DIGITS) {
+    throw new NpyError('TOO_LARGE', `an integer of ${length} decimal digits: like Python, npyts converts at most ${MAX_INT_DIGITS} digits to text`);
+  }
+  return text;
 }
 
 function latin1(bytes: Uint8Array): string {
