@@ -568,6 +568,19 @@ print(a.shape, ok)`).trim();
   });
 }
 
+test('without the addon, a lock file left by a killed writer is recognised by its dead process id and taken over', () => {
+  const target = join(dir, 'stale.npy');
+  python(`np.save('${target}', np.zeros((0, 2), dtype='<i4'))`);
+  const dead = spawnSync(process.execPath, ['-e', 'console.log(process.pid)'], { encoding: 'utf8' }).stdout.trim();
+  writeFileSync(`${target}.lock`, dead);
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `import { appendNpy } from '@npyts/core/node';
+appendNpy(${JSON.stringify(target)}, { data: new Int32Array([7, 8]), shape: [1, 2] });`], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, timeout: 20_000 });
+  assert.is(r.status, 0, r.stderr);
+  assert.is(python(`print(np.load('${target}').tolist())`).trim(), '[[7, 8]]');
+  assert.not.ok(existsSync(`${target}.lock`));
+  assert.equal(readdirSync(dir).filter((f) => f.startsWith('stale.npy.lock.')), []);
+});
+
 // ---------------------------------------------------------------------------------------------
 // Boundaries: ragged heaps stay in their folder; the viewer's server keeps serving
 

@@ -4,7 +4,7 @@
  * way a second writer waits its turn (up to a bound, then an NpyError), and nothing is lost.
  * Readers take no lock: an append makes its data durable before the header says it exists.
  */
-import { closeSync, fstatSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { NpyError } from '../errors.js';
 import { lockExclusive, unlock } from './native.js';
 
@@ -26,6 +26,26 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * Remove a lock file left by the dead process `holder`, and only that one: it is renamed away first
+ * (atomic), so a lock another writer created meanwhile is never deleted, but given back.
+ */
+function removeIfStale(lockPath: string, holder: number): void {
+  const grabbed = `${lockPath}.${process.pid}.stale`;
+  try {
+    renameSync(lockPath, grabbed);
+  } catch {
+    return; // already gone
+  }
+  let now = NaN;
+  try { now = Number(readFileSync(grabbed, 'utf8')); } catch { /* unreadable: treated as live */ }
+  try {
+    if (now !== holder) linkSync(grabbed, lockPath); // a live writer's lock: put it back
+  } catch { /* a newer lock exists already */ } finally {
+    rmSync(grabbed, { force: true });
+  }
+}
+
 /** Take `${path}.lock` (O_EXCL), waiting while a live process holds it and removing stale ones. */
 function lockFileBeside(path: string): () => void {
   const lockPath = `${path}.lock`;
@@ -42,7 +62,7 @@ function lockFileBeside(path: string): () => void {
     let holder = NaN;
     try { holder = Number(readFileSync(lockPath, 'utf8')); } catch { /* removed meanwhile, or not yet written */ }
     if (Number.isInteger(holder) && holder > 0 && !alive(holder)) {
-      rmSync(lockPath, { force: true });
+      removeIfStale(lockPath, holder);
       continue;
     }
     if (Date.now() > deadline) {
