@@ -189,14 +189,15 @@ print(repr(l))`);
 test('ndarray subclasses in object arrays (recarray, matrix, masked arrays) load as plain arrays with numpy\'s values', () => {
   const expected = JSON.parse(python(`
 import warnings; warnings.simplefilter('ignore')
-a = np.empty(4, dtype=object)
+a = np.empty(5, dtype=object)
 a[0] = np.rec.fromarrays([np.arange(3), np.arange(3) * 0.5], names='x,y')
 a[1] = np.matrix([[1, 2], [3, 4]])
 a[2] = np.ma.masked_array([1.5, 2.5, 3.5], mask=[0, 1, 0])
 a[3] = np.ma.masked_array(np.zeros(2, dtype=[('p', '<i2'), ('q', '<f4')]), mask=[(0, 1), (1, 0)])
+a[4] = np.ma.masked_array(np.array([1, 'x', None], dtype=object), mask=[0, 1, 0])
 np.save('${dir}/subclasses.npy', a, allow_pickle=True)
 b = np.load('${dir}/subclasses.npy', allow_pickle=True)
-print(json.dumps({'rec': [list(map(float, r)) for r in b[0].tolist()], 'matrix': b[1].tolist(), 'mdata': b[2].data.tolist(), 'mmask': b[2].mask.tolist(), 'rmask': [list(m) for m in b[3].mask.tolist()]}))`));
+print(json.dumps({'rec': [list(map(float, r)) for r in b[0].tolist()], 'matrix': b[1].tolist(), 'mdata': b[2].data.tolist(), 'mmask': b[2].mask.tolist(), 'rmask': [list(m) for m in b[3].mask.tolist()], 'odata': b[4].data.tolist(), 'omask': b[4].mask.tolist()}))`));
   const a = loadNpy(join(dir, 'subclasses.npy'), { allowPickle: true });
   const rec = a.get(0);
   assert.instance(rec, NdArray);
@@ -209,6 +210,7 @@ print(json.dumps({'rec': [list(map(float, r)) for r in b[0].tolist()], 'matrix':
   assert.equal(masked.data.toList(), expected.mdata);
   assert.equal(masked.mask.toList(), expected.mmask);
   assert.equal(a.get(3).mask.toList().map((r) => [r.p, r.q]), expected.rmask);
+  assert.equal([a.get(4).data.toList(), a.get(4).mask.toList()], [expected.odata, expected.omask]);
   const shown = spawnCli(['show', '--allow-pickle', join(dir, 'subclasses.npy')]);
   assert.is(shown.code, 0, shown.stderr);
   assert.match(shown.stdout, /masked_array\(data=array\(\[1\.5, 2\.5, 3\.5\]\), mask=array\(\[False,  True, False\]\)\)/);

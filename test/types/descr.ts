@@ -94,3 +94,9 @@ expectTypeOf(toTensor(createArray('<f8', [2])).dtype).toEqualTypeOf<'float32'>()
 expectTypeOf(toTensor(createArray('<u2', [2])).dtype).toEqualTypeOf<'int32'>();
 expectTypeOf(toTensor(createArray('<U3', [2])).dtype).toEqualTypeOf<'string'>();
 expectTypeOf(toTensor(rec)).toEqualTypeOf<never>();
+
+// Masked arrays from pickles: data and mask are arrays, no cast.
+import { PyMaskedArray } from '@npyts/core/pickle';
+declare const masked: PyMaskedArray;
+expectTypeOf(masked.data).toEqualTypeOf<NdArray>();
+expectTypeOf(masked.mask.toList()).toEqualTypeOf<import('@npyts/core').Nested<unknown>>();

@@ -80,7 +80,7 @@ class PendingMasked extends Pending {
     if (!(dtype instanceof DType)) bad('masked array state has no dtype');
     const fortran = s[3] === true || s[3] === 1;
     const data = buildArray(dtype, shape, fortran, s[4]);
-    const mask = hasObject(dtype) && !(s[5] instanceof Uint8Array) ? s[5] : buildArray(maskDType(dtype), shape, fortran, s[5]);
+    const mask = buildArray(maskDType(dtype), shape, fortran, s[5]);
     this.resolved = new PyMaskedArray(data, mask, s[6] ?? null);
   }
 }

@@ -3,6 +3,7 @@
  * each has the numbers Python holds and a toJSON() for the CLI's documents.
  */
 import { jsonNumber } from '../array/json.js';
+import type { NdArray } from '../array/ndarray.js';
 
 /** Python complex. */
 export class PyComplex {
@@ -126,7 +127,7 @@ function offsetText(seconds: number | null): string {
  * masked; for records, one boolean per field). Rebuilt from the pickle as plain data.
  */
 export class PyMaskedArray {
-  constructor(readonly data: unknown, readonly mask: unknown, readonly fillValue: unknown) {}
+  constructor(readonly data: NdArray, readonly mask: NdArray, readonly fillValue: unknown) {}
   toJSON(): Record<string, unknown> {
     return { data: this.data, mask: this.mask };
   }

@@ -418,7 +418,7 @@ function finish(root: unknown): unknown {
       return out;
     }
     if (v instanceof PyMaskedArray) {
-      const out = new PyMaskedArray(shell(v.data), shell(v.mask), shell(v.fillValue));
+      const out = new PyMaskedArray(shell(v.data) as NdArray, shell(v.mask) as NdArray, shell(v.fillValue));
       done.set(v, out);
       return out;
     }
