@@ -492,6 +492,24 @@ globalThis.result = { results };`, { timeoutMs: 30_000 });
   assert.ok(out.rssMiB < 250, `peak ${out.rssMiB} MiB`);
 });
 
+test('streams: a header in one-byte chunks costs linear time; a header length past the limit is refused before more is read, even from an endless stream', () => {
+  python(`np.save('${dir}/wide.npy', np.zeros(2, dtype=[('f%d' % i, '<u1') for i in range(20000)]))`);
+  const out = bounded(`${core}
+const fs = await import('node:fs');
+const bytes = fs.readFileSync('wide.npy');
+let i = 0;
+const drip = new ReadableStream({ pull(c) { if (i < bytes.length) c.enqueue(bytes.subarray(i, ++i)); else c.close(); } }, { highWaterMark: 0 });
+const a = await core.readNpy(drip);
+const preamble = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 2, 0, 0, 0, 0, 0xc0]);
+let code;
+const stream = new ReadableStream({ start(c) { c.enqueue(preamble); } , pull(c) { c.enqueue(new Uint8Array(1 << 16)); } });
+try { await core.readNpy(stream); code = 'read'; } catch (e) { code = e instanceof core.NpyError ? e.code : String(e); }
+globalThis.result = { fields: a.dtype.fields.length, headerBytes: bytes.length, code };`, { timeoutMs: 20_000 });
+  assert.is(out.fields, 20000);
+  assert.ok(out.headerBytes > 200_000);
+  assert.is(out.code, 'HEADER_TOO_LARGE');
+});
+
 test('a server that answers a 4 KiB range with a 1 GiB body is refused after the first bytes past the range', () => {
   const out = bounded(`${core}
 const http = await import('node:http');

@@ -15,8 +15,13 @@ export const FIRST_BLOCK = 4096;
 function moreNeeded(prefix: Uint8Array, sourceEnded: boolean, options: ReadHeaderOptions): number {
   const need = headerBytesNeeded(prefix);
   if (need <= prefix.length || sourceEnded) return 0;
-  if (need - 12 > (options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES)) readHeader(prefix, options); // throws HEADER_TOO_LARGE
+  checkHeaderLength(prefix, options);
   return need;
+}
+
+/** Refuse (HEADER_TOO_LARGE) a header whose length field, present in `prefix`, exceeds maxHeaderBytes. */
+export function checkHeaderLength(prefix: Uint8Array, options: ReadHeaderOptions): void {
+  if (headerBytesNeeded(prefix) - 12 > (options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES)) readHeader(prefix, options); // throws
 }
 
 /** Read the header of a source read by `read(offset, length)` (which returns fewer bytes at its end). */

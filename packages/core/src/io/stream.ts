@@ -3,6 +3,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
 import { NpyError } from '../errors.js';
 import { headerBytesNeeded, readHeader } from '../format/header.js';
+import { checkHeaderLength } from './header-read.js';
 import { NdArray } from '../array/ndarray.js';
 import { bytesToData } from '../array/layout.js';
 
@@ -35,25 +36,36 @@ async function* chunksOf(source: ChunkSource): AsyncGenerator<Uint8Array> {
  * const a = await readNpy((await fetch(url)).body!);
  */
 export async function readNpy(source: ChunkSource, options: DecodeOptions = {}): Promise<NdArray> {
-  let prefix: Uint8Array = new Uint8Array(0);
   const chunks = chunksOf(source);
-  // Gather the preamble and header.
+  // Gather the preamble and header: chunks are kept as they come and joined when enough are there
+  // (joining at every chunk would be quadratic for a stream of tiny chunks), and a header longer
+  // than maxHeaderBytes is refused as soon as its length field has arrived.
+  const pending: Uint8Array[] = [];
+  let gathered = 0;
+  const joinPending = (): Uint8Array => {
+    const joined = new Uint8Array(gathered);
+    let o = 0;
+    for (const c of pending) { joined.set(c, o); o += c.length; }
+    pending.splice(0, pending.length, joined);
+    return joined;
+  };
+  let prefix: Uint8Array = new Uint8Array(0);
   let need = 12;
   for (;;) {
-    while (prefix.length < need) {
+    while (gathered < need) {
       const { done, value } = await chunks.next();
       if (done) {
         // Let readHeader explain what is missing.
-        readHeader(prefix, options);
-        throw new NpyError('TRUNCATED', `stream ended after ${prefix.length} bytes, inside the header`);
+        readHeader(joinPending(), options);
+        throw new NpyError('TRUNCATED', `stream ended after ${gathered} bytes, inside the header`);
       }
-      const joined = new Uint8Array(prefix.length + value.length);
-      joined.set(prefix);
-      joined.set(value, prefix.length);
-      prefix = joined;
+      pending.push(value);
+      gathered += value.length;
     }
+    prefix = joinPending();
     const full = headerBytesNeeded(prefix);
     if (full <= need) break;
+    checkHeaderLength(prefix, options);
     need = full;
   }
   const header = readHeader(prefix, options);
