@@ -1,6 +1,6 @@
 // Compile-time types of descr literals, checked with the published .d.ts (npm test runs tsc on this file).
 import { expectTypeOf } from 'expect-type';
-import { createArray, parseDescr, type Complex, type NdArray } from '@npyts/core';
+import { createArray, parseDescr, type Complex, type Field, type NdArray, type RecordDType } from '@npyts/core';
 
 const f4 = createArray('<f4', [2, 3]);
 expectTypeOf(f4).toEqualTypeOf<NdArray<'<f4'>>();
@@ -27,6 +27,15 @@ expectTypeOf(rec.get(0)).toEqualTypeOf<{ pos: { x: number; y: number }; id: numb
 expectTypeOf(rec.get(0).pos.x).toEqualTypeOf<number>();
 
 expectTypeOf(parseDescr('<f4')).toMatchTypeOf<{ itemsize: number }>();
+// DType is a union of its three forms: `form` narrows, so fields and subarrays need no `!`.
+const anyDescr = parseDescr(runtimeDescr());
+if (anyDescr.form === 'record') expectTypeOf(anyDescr.fields).toEqualTypeOf<readonly Field[]>();
+else if (anyDescr.form === 'subarray') expectTypeOf(anyDescr.subarray.shape).toEqualTypeOf<readonly number[]>();
+else expectTypeOf(anyDescr.fields).toEqualTypeOf<null>();
+if (anyDescr.fields) expectTypeOf(anyDescr).toEqualTypeOf<RecordDType<string>>();
+// @ts-expect-error fields may be null until `form` (or a check of `fields`) says record
+parseDescr('<f4').fields.length;
+function runtimeDescr(): string { return '<f4'; }
 // A descr known only at run time: honest wide types.
 declare const runtime: string;
 const wide = createArray(runtime, [1]);

@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, decimalText, matchDType, readItem, reprString, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, decimalText, familyOf, matchDType, readItem, reprString, type Complex, type DType } from '@npyts/core';
 import { PyMaskedArray } from '@npyts/core/pickle';
 
 const THRESHOLD = 1000;
@@ -151,9 +151,11 @@ function formatFloats(xs: number[], itemsize: number): string[] {
 
 /** Every shown element formatted, padded to a common width like numpy's array printing. */
 function formatLeaves(dtype: DType, values: unknown[]): string[] {
-  if (!dtype.fields && !dtype.subarray && dtype.kind === 'f') return formatFloats(values as number[], dtype.itemsize);
+  const family = familyOf(dtype);
+  if (family === 'float') return formatFloats(values as number[], dtype.itemsize);
   const strs = values.map((v) => formatScalar(dtype, v));
-  if (dtype.fields || dtype.subarray || 'SUVO'.includes(dtype.kind)) return strs;
+  // numpy pads numbers to a common width; text, bytes, records and objects are printed as they are.
+  if (['record', 'void', 'bytes', 'str', 'object'].includes(family)) return strs;
   const width = Math.max(0, ...strs.map((x) => x.length));
   return strs.map((x) => x.padStart(width));
 }

@@ -5,8 +5,8 @@
  */
 export { NpyError, type NpyErrorCode, type NpyErrorDetails } from './errors.js';
 export {
-  DType, parseDescr, parseTypeString, recordDType, subarrayDType, shapeSize, shapeRepr, NATIVE_ORDER, DATETIME_UNITS,
-  type ByteOrder, type Kind, type Field, type FieldSpec, type DescrJSON, type DescrFieldJSON, type DatetimeUnit,
+  DType, DTypeBase, ScalarDType, SubarrayDType, RecordDType, parseDescr, parseTypeString, recordDType, subarrayDType, shapeSize, shapeRepr, NATIVE_ORDER, DATETIME_UNITS,
+  type ByteOrder, type Kind, type Field, type FieldSpec, type Subarray, type DescrJSON, type DescrFieldJSON, type DatetimeUnit,
 } from './format/dtype.js';
 export { readHeader, encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS, DEFAULT_MAX_HEADER_BYTES, type NpyHeader, type FormatVersion, type ReadHeaderOptions } from './format/header.js';
 export { matchDType, familyOf, type DTypeCases } from './format/dtype-cases.js';

@@ -10,8 +10,9 @@ import Complex128Array from '@stdlib/array/complex128/lib/index.js';
 import BooleanArray from '@stdlib/array/bool/lib/index.js';
 import Float16Array from '@stdlib/array/float16/lib/index.js';
 import {
-  NdArray, NpyError, arrayFromValues, fieldView, getField, parseDescr, readItem, shapeSize, storageOf,
-  type ArraySpec, type DType, type TypedArray, type DescrInput, type FamilyOf, type StorageOf, type FieldDescr,
+  NdArray, NpyError, arrayFromValues, fieldView, getField, matchDType, parseDescr, readItem, shapeSize, storageOf,
+  type Complex,
+  type ArraySpec, type DType, type Field, type TypedArray, type DescrInput, type FamilyOf, type StorageOf, type FieldDescr,
 } from '@npyts/core';
 import type {
   boolndarray, complex64ndarray, complex128ndarray, float16ndarray, float32ndarray, float64ndarray, genericndarray,
@@ -126,13 +127,14 @@ function checkedConversion(array: NdArray, target: 'float64' | 'int32'): Float64
  */
 export function toStdlibFields<S extends DescrInput, const O extends ToStdlibOptions = {}>(array: NdArray<S>, options?: O): StdlibFieldsOf<S, O>;
 export function toStdlibFields(array: NdArray, options: ToStdlibOptions = {}): Record<string, unknown> {
-  if (!array.dtype.fields) throw new NpyError('BAD_ARRAY', `${array.dtype.str} is not a record dtype; use toStdlib`);
-  return recordToStdlib(array, options);
+  const { fields } = array.dtype;
+  if (!fields) throw new NpyError('BAD_ARRAY', `${array.dtype.str} is not a record dtype; use toStdlib`);
+  return recordToStdlib(array, fields, options);
 }
 
-function recordToStdlib(array: NdArray, options: ToStdlibOptions): Record<string, StdlibNdarray> {
+function recordToStdlib(array: NdArray, fields: readonly Field[], options: ToStdlibOptions): Record<string, StdlibNdarray> {
   const out: Record<string, StdlibNdarray> = {};
-  for (const f of array.dtype.fields!) {
+  for (const f of fields) {
     const view = fieldView(array, f.name);
     const k = view ? key(view.dtype) : '';
     const perItem = view ? storageOf(view.dtype).unitsPerItem : 0;
@@ -144,7 +146,8 @@ function recordToStdlib(array: NdArray, options: ToStdlibOptions): Record<string
       out[f.name] = ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(view.dtype, view.data), view.shape, strides, view.offset / scale, stdOrder(array.order));
     } else {
       const field = getField(array, f.name);
-      out[f.name] = field.dtype.fields ? (recordToStdlib(field, options) as unknown as StdlibNdarray) : plainToStdlib(field, options);
+      const nested = field.dtype.fields;
+      out[f.name] = nested ? (recordToStdlib(field, nested, options) as unknown as StdlibNdarray) : plainToStdlib(field, options);
     }
   }
   return out;
@@ -169,41 +172,45 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
   const order = stdOrder(array.order);
   const k = key(dt);
   if (k in STDLIB_DTYPE) return ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(dt, array.data as TypedArray), shape, strides, 0, order);
-  if (dt.kind === 'i' || dt.kind === 'u' || dt.kind === 'M' || dt.kind === 'm') {
+  // What is left has no stdlib dtype of its own: 64-bit integers, long doubles, text, raw bytes.
+  const int64 = (): StdlibNdarray => {
     const what = dt.kind === 'M' || dt.kind === 'm' ? `${dt.name} counts` : dt.name;
     if (options.int64 === 'generic') return ndarray('generic', array.data, shape, strides, 0, order);
     if (options.int64 === 'float64' || options.int64 === 'int32') {
       return ndarray(options.int64, checkedConversion(array, options.int64), shape, strides, 0, order);
     }
     throw new NpyError('BAD_ARRAY', `stdlib has no dtype for ${what}; pass { int64: 'generic' } (bigint values), { int64: 'float64' } or { int64: 'int32' } (checked conversions)`);
-  }
-  if (dt.kind === 'f' || dt.kind === 'c') {
+  };
+  const longDouble = (complex: boolean): StdlibNdarray => {
     if (options.longDouble !== 'float64') {
       throw new NpyError('BAD_ARRAY', `stdlib has no ${dt.name} (x86 long double); pass { longDouble: 'float64' } to round to float64`);
     }
     const n = array.size;
-    if (dt.kind === 'f') {
-      const out = new Float64Array(n);
-      for (let i = 0; i < n; i++) out[i] = readItem(dt, array.data, i) as number;
-      return ndarray('float64', out, shape, strides, 0, order);
-    }
-    const out = new Float64Array(2 * n);
+    const out = new Float64Array(complex ? 2 * n : n);
     for (let i = 0; i < n; i++) {
-      const c = readItem(dt, array.data, i) as { re: number; im: number };
-      out[2 * i] = c.re;
-      out[2 * i + 1] = c.im;
+      const v = readItem(dt, array.data, i) as number | Complex;
+      if (typeof v === 'number') out[i] = v;
+      else [out[2 * i], out[2 * i + 1]] = [v.re, v.im];
     }
-    return ndarray('complex128', new Complex128Array(out.buffer), shape, strides, 0, order);
-  }
-  if (dt.kind === 'U' || dt.kind === 'S' || dt.kind === 'V') {
+    return complex ? ndarray('complex128', new Complex128Array(out.buffer), shape, strides, 0, order) : ndarray('float64', out, shape, strides, 0, order);
+  };
+  const generic = (toValue: (v: unknown) => unknown): StdlibNdarray => {
     const values = new Array(array.size);
-    for (let i = 0; i < values.length; i++) {
-      const v = readItem(dt, array.data, i);
-      values[i] = dt.kind === 'S' ? String.fromCharCode(...(v as Uint8Array)) : v;
-    }
+    for (let i = 0; i < values.length; i++) values[i] = toValue(readItem(dt, array.data, i));
     return ndarray('generic', values, shape, strides, 0, order);
-  }
-  throw new NpyError('BAD_ARRAY', `${dt.str} has no stdlib counterpart`);
+  };
+  const none = (): never => {
+    throw new NpyError('BAD_ARRAY', `${dt.str} has no stdlib counterpart`);
+  };
+  return matchDType<StdlibNdarray>(dt, {
+    int: int64, uint: int64, datetime: int64, timedelta: int64,
+    float: () => longDouble(false),
+    complex: () => longDouble(true),
+    str: () => generic((v) => v),
+    void: () => generic((v) => v),
+    bytes: () => generic((v) => String.fromCharCode(...(v as Uint8Array))),
+    bool: none, object: none, record: none, subarray: none,
+  });
 }
 
 const NUMPY_DTYPE: Record<string, string> = Object.fromEntries(Object.entries(STDLIB_DTYPE).map(([k, v]) => [v, k]));

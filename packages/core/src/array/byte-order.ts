@@ -7,10 +7,11 @@ import { storageOf } from './layout.js';
 /** [offset, groupSize, count]: swap `count` groups of `groupSize` bytes starting at `offset` in each record. */
 type SwapRun = [number, number, number];
 
+/** `to` is `from` with another byte order (`withByteOrder`), so both have the same form and layout. */
 function swapRuns(from: DType, to: DType, base: number, out: SwapRun[]): void {
-  if (from.fields && to.fields) {
-    from.fields.forEach((f, i) => swapRuns(f.dtype, to.fields![i]!.dtype, base + f.offset, out));
-  } else if (from.subarray && to.subarray) {
+  if (from.form === 'record' && to.form === 'record') {
+    from.fields.forEach((f, i) => swapRuns(f.dtype, to.fields[i]!.dtype, base + f.offset, out));
+  } else if (from.form === 'subarray' && to.form === 'subarray') {
     const n = from.subarraySize;
     const inner: SwapRun[] = [];
     swapRuns(from.subarray.base, to.subarray.base, 0, inner);

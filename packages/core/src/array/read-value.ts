@@ -45,23 +45,36 @@ function trimNuls(bytes: Uint8Array): Uint8Array {
 /** The element at memory position `i` (in items) of typed data in native byte order. */
 export function readItem(dtype: DType, data: ArrayData, i: number): Scalar {
   if (Array.isArray(data)) return data[i];
-  if (dtype.fields || dtype.subarray || dtype.kind === 'S' || dtype.kind === 'V' || (dtype.kind === 'f' && dtype.itemsize === 16) || (dtype.kind === 'c' && dtype.itemsize === 32)) {
-    const bytes = data as Uint8Array;
-    // Long doubles are held in native order already; records and bytes are raw.
-    const native = dtype.fields || dtype.subarray ? dtype : dtype.withByteOrder('=');
-    return readFromBytes(native, bytes, i * dtype.itemsize);
-  }
-  const t = data as TypedArray;
-  switch (dtype.kind) {
-    case 'b': return t[i] !== 0;
-    case 'c': return { re: t[2 * i] as number, im: t[2 * i + 1] as number };
-    case 'f': return dtype.itemsize === 2 ? float16ToNumber(t[i] as number) : t[i]!;
-    case 'U': {
-      const n = dtype.itemsize / 4;
-      return codePointsToString((k) => t[i * n + k] as number, n);
-    }
-    default: return t[i]!;
-  }
+  let read = itemReaders.get(dtype);
+  if (!read) itemReaders.set(dtype, (read = makeItemReader(dtype)));
+  return read(data, i);
+}
+
+/** Reads element `i` of an array's data (typed in native order, or raw bytes for the kinds kept as bytes). */
+type ItemReader = (data: ArrayData, i: number) => Scalar;
+
+const itemReaders = new WeakMap<DType, ItemReader>();
+
+function makeItemReader(dtype: DType): ItemReader {
+  const size = dtype.itemsize;
+  // Records, subarrays, bytes and void are held as stored bytes; long doubles as bytes in native order.
+  const fromBytes = (stored: DType): ItemReader => (data, i) => readFromBytes(stored, data as Uint8Array, i * size);
+  const typed: ItemReader = (data, i) => (data as TypedArray)[i]!;
+  return matchDType<ItemReader>(dtype, {
+    record: fromBytes,
+    subarray: fromBytes,
+    bytes: fromBytes,
+    void: fromBytes,
+    float: (dt) => (size === 16 ? fromBytes(dt.withByteOrder('=')) : size === 2 ? (data, i) => float16ToNumber((data as Uint16Array)[i]!) : typed),
+    complex: (dt) => (size === 32 ? fromBytes(dt.withByteOrder('=')) : (data, i) => ({ re: (data as Float32Array)[2 * i]!, im: (data as Float32Array)[2 * i + 1]! })),
+    bool: () => (data, i) => (data as Uint8Array)[i] !== 0,
+    str: () => (data, i) => codePointsToString((k) => (data as Uint32Array)[i * (size / 4) + k]!, size / 4),
+    int: () => typed,
+    uint: () => typed,
+    datetime: () => typed,
+    timedelta: () => typed,
+    object: () => typed,
+  });
 }
 
 const scratch16 = new Uint8Array(16);

@@ -5,13 +5,13 @@
  * `switch (kind)` statements.
  */
 import type { KindFamily } from './descr-types.js';
-import type { DType, Field } from './dtype.js';
+import type { DType, Field, RecordDType, ScalarDType, SubarrayDType } from './dtype.js';
 
 /** A handler per form: records, subarrays, then one per kind family of plain dtypes. */
 export type DTypeCases<R> = {
-  record(dtype: DType, fields: readonly Field[]): R;
-  subarray(dtype: DType, base: DType, shape: readonly number[]): R;
-} & { [F in Exclude<KindFamily, 'record'>]: (dtype: DType) => R };
+  record(dtype: RecordDType, fields: readonly Field[]): R;
+  subarray(dtype: SubarrayDType, base: DType, shape: readonly number[]): R;
+} & { [F in Exclude<KindFamily, 'record'>]: (dtype: ScalarDType) => R };
 
 const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
   b: 'bool', i: 'int', u: 'uint', f: 'float', c: 'complex', S: 'bytes', U: 'str', V: 'void', M: 'datetime', m: 'timedelta', O: 'object',
@@ -19,9 +19,11 @@ const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
 
 /** Call the handler for the dtype's form (record, subarray) or kind family. */
 export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
-  if (dtype.fields) return cases.record(dtype, dtype.fields);
-  if (dtype.subarray) return cases.subarray(dtype, dtype.subarray.base, dtype.subarray.shape);
-  return cases[FAMILY[dtype.kind]!](dtype);
+  switch (dtype.form) {
+    case 'record': return cases.record(dtype, dtype.fields);
+    case 'subarray': return cases.subarray(dtype, dtype.subarray.base, dtype.subarray.shape);
+    case 'scalar': return cases[FAMILY[dtype.kind]!](dtype);
+  }
 }
 
 /** The kind family of a dtype: `'float'` for `<f4`, `'record'` for a record; a subarray is `'void'`. */

@@ -29,52 +29,69 @@ export type DescrFieldJSON = [string | [string, string], DescrJSON] | [string | 
 export const DATETIME_UNITS = ['Y', 'M', 'W', 'D', 'h', 'm', 's', 'ms', 'us', 'ns', 'ps', 'fs', 'as'] as const;
 export type DatetimeUnit = (typeof DATETIME_UNITS)[number] | '';
 
-interface DTypeInit {
+/** A subarray dtype's element dtype and fixed shape. */
+export interface Subarray {
+  readonly base: DType;
+  readonly shape: readonly number[];
+}
+
+/** What every form of dtype has: kind, byte order, size, the datetime unit. */
+interface DTypeCommonInit {
   kind: Kind;
   byteOrder: ByteOrder;
   itemsize: number;
-  fields?: Field[] | null;
-  subarray?: { base: DType; shape: number[] } | null;
-  subarrayAsWritten?: { base: DType; shape: number[] } | null;
   unit?: DatetimeUnit;
   multiplier?: number;
 }
 
 /**
- * A numpy dtype. `S` is the descr it was parsed from when that was a literal (`DType<'<f4'>`), which
- * carries the storage and element types into the arrays made with it; `DescrInput` (any descr) otherwise.
+ * A numpy dtype: a {@link ScalarDType}, a {@link SubarrayDType} or a {@link RecordDType}, told apart
+ * by `form` (or by `fields` / `subarray` being non-null). `S` is the descr it was parsed from when
+ * that was a literal (`DType<'<f4'>`), which carries the storage and element types into the arrays
+ * made with it; `DescrInput` (any descr) otherwise.
+ * @example
+ * const dt = parseDescr([['x', '<f8'], ['n', '<i4', [2]]]);
+ * if (dt.form === 'record') dt.fields.map((f) => f.name); // ['x', 'n']
  */
-export class DType<S extends DescrInput = DescrInput> {
+export type DType<S extends DescrInput = DescrInput> = ScalarDType<S> | SubarrayDType<S> | RecordDType<S>;
+
+/**
+ * What the three forms of dtype share: numpy's spellings (`str`, `descr`, `name`) and byte-order
+ * conversion. Use the {@link DType} union in signatures; `x instanceof DType` tells a dtype from other values.
+ */
+export abstract class DTypeBase<S extends DescrInput = DescrInput> {
   /** Compile time only: the descr literal this dtype was parsed from. */
   declare readonly descrType?: S;
+  /** Which of the three forms this is: a plain scalar type, a subarray, or a record. */
+  abstract readonly form: 'scalar' | 'subarray' | 'record';
+  /** Record fields in order (padding removed); null unless `form` is `'record'`. */
+  abstract readonly fields: readonly Field[] | null;
+  /** The element dtype and the fixed shape; null unless `form` is `'subarray'`. */
+  abstract readonly subarray: Subarray | null;
   readonly kind: Kind;
   readonly byteOrder: ByteOrder;
   /** Bytes per element. */
   readonly itemsize: number;
-  /** Record fields in order (padding removed); null for non-records. */
-  readonly fields: readonly Field[] | null;
-  /** For a subarray dtype (only as a record field): the element dtype and the fixed shape. */
-  readonly subarray: { readonly base: DType; readonly shape: readonly number[] } | null;
-  /**
-   * For a subarray of a subarray (`(('<f8', (5,)), (2,))`): the nesting as written, which numpy
-   * keeps (it is a different dtype from `('<f8', (2, 5))` for numpy's `==`). `subarray` holds the
-   * flattened layout, which is the same.
-   */
-  readonly subarrayAsWritten: { readonly base: DType; readonly shape: readonly number[] } | null;
   /** datetime64/timedelta64 unit ('' for generic) and multiplier (`m8[2s]` → 2). */
   readonly unit: DatetimeUnit;
   readonly multiplier: number;
 
-  constructor(init: DTypeInit) {
+  /** Narrows to the {@link DType} union: every DTypeBase is one of its three forms. */
+  static [Symbol.hasInstance](value: unknown): value is DType {
+    return Function.prototype[Symbol.hasInstance].call(this, value);
+  }
+
+  /** This dtype as the union of forms, for code that switches on `form`. */
+  protected get asForm(): DType {
+    return this as unknown as DType;
+  }
+
+  protected constructor(init: DTypeCommonInit) {
     this.kind = init.kind;
     this.byteOrder = init.byteOrder;
     this.itemsize = init.itemsize;
-    this.fields = init.fields ?? null;
-    this.subarray = init.subarray ?? null;
-    this.subarrayAsWritten = init.subarrayAsWritten ?? null;
     this.unit = init.unit ?? '';
     this.multiplier = init.multiplier ?? 1;
-    Object.freeze(this);
   }
 
   get isRecord(): boolean {
@@ -101,7 +118,7 @@ export class DType<S extends DescrInput = DescrInput> {
 
   /** numpy's `dtype_to_descr`: the `str` of a plain dtype, the field list of a record. */
   get descr(): DescrJSON {
-    return descrOf(this);
+    return descrOf(this.asForm);
   }
 
   /** The descr as the Python literal numpy writes into a header. */
@@ -161,27 +178,78 @@ export class DType<S extends DescrInput = DescrInput> {
   /** The same dtype with every multi-byte field in the given byte order. */
   withByteOrder(order: '<' | '>' | '='): DType {
     const target = order === '=' ? NATIVE_ORDER : order;
-    if (this.fields) {
-      return new DType({
-        kind: 'V', byteOrder: '|', itemsize: this.itemsize,
-        fields: this.fields.map((f) => ({ ...f, dtype: f.dtype.withByteOrder(target) })),
-      });
+    const self = this.asForm;
+    switch (self.form) {
+      case 'record':
+        return new RecordDType(self.itemsize, self.fields.map((f) => ({ ...f, dtype: f.dtype.withByteOrder(target) })));
+      case 'subarray': {
+        const written = self.subarrayAsWritten ?? self.subarray;
+        return subarrayDType(written.base.withByteOrder(target), written.shape);
+      }
+      case 'scalar':
+        if (self.byteOrder === '|' || self.byteOrder === target) return self;
+        return new ScalarDType({ kind: self.kind, byteOrder: target, itemsize: self.itemsize, unit: self.unit, multiplier: self.multiplier });
     }
-    if (this.subarray) {
-      const written = this.subarrayAsWritten ?? this.subarray;
-      return subarrayDType(written.base.withByteOrder(target), written.shape);
-    }
-    if (this.byteOrder === '|') return this;
-    return new DType({ kind: this.kind, byteOrder: target, itemsize: this.itemsize, unit: this.unit, multiplier: this.multiplier });
   }
 
   /** True for identical layout and meaning (same descr). */
   equals(other: DType): boolean {
-    return this === other || this.descrLiteral === other.descrLiteral;
+    return this.asForm === other || this.descrLiteral === other.descrLiteral;
   }
 
   toString(): string {
     return this.descrLiteral;
+  }
+}
+
+/** The value behind `instanceof DType`: every dtype is a {@link DTypeBase}. */
+export const DType = DTypeBase;
+
+/** A plain scalar dtype: `<f4`, `|S5`, `<M8[ns]`, `|O`. */
+export class ScalarDType<S extends DescrInput = DescrInput> extends DTypeBase<S> {
+  readonly form = 'scalar' as const;
+  readonly fields = null;
+  readonly subarray = null;
+  readonly subarrayAsWritten = null;
+  /** Internal: use {@link parseDescr}. */
+  constructor(init: DTypeCommonInit) {
+    super(init);
+    Object.freeze(this);
+  }
+}
+
+/** A fixed-shape block of one element dtype (`('<f8', (2, 3))`), met as a record field's type. */
+export class SubarrayDType<S extends DescrInput = DescrInput> extends DTypeBase<S> {
+  readonly form = 'subarray' as const;
+  readonly fields = null;
+  /** The flattened layout: a scalar or record element dtype and the full shape. */
+  readonly subarray: Subarray;
+  /**
+   * For a subarray of a subarray (`(('<f8', (5,)), (2,))`): the nesting as written, which numpy
+   * keeps (it is a different dtype from `('<f8', (2, 5))` for numpy's `==`). `subarray` holds the
+   * flattened layout, which is the same.
+   */
+  readonly subarrayAsWritten: Subarray | null;
+  /** Internal: use {@link subarrayDType}. */
+  constructor(itemsize: number, subarray: Subarray, asWritten: Subarray | null) {
+    super({ kind: 'V', byteOrder: '|', itemsize });
+    this.subarray = subarray;
+    this.subarrayAsWritten = asWritten;
+    Object.freeze(this);
+  }
+}
+
+/** A structured dtype: named fields at byte offsets inside an item of `itemsize` bytes. */
+export class RecordDType<S extends DescrInput = DescrInput> extends DTypeBase<S> {
+  readonly form = 'record' as const;
+  readonly fields: readonly Field[];
+  readonly subarray = null;
+  readonly subarrayAsWritten = null;
+  /** Internal: use {@link recordDType}. */
+  constructor(itemsize: number, fields: readonly Field[]) {
+    super({ kind: 'V', byteOrder: '|', itemsize });
+    this.fields = fields;
+    Object.freeze(this);
   }
 }
 
@@ -329,7 +397,7 @@ function parseTypeStringUncached(spec: string, field?: string): DType {
   }
   const oneByteOrder = kind === 'U' ? false : size <= 1 || kind === 'S' || kind === 'V' || kind === 'O' || kind === 'b';
   const byteOrder: ByteOrder = oneByteOrder ? '|' : order === '<' || order === '>' ? order : NATIVE_ORDER;
-  return new DType({ kind, byteOrder, itemsize: size, unit: dtUnit, multiplier });
+  return new ScalarDType({ kind, byteOrder, itemsize: size, unit: dtUnit, multiplier });
 }
 
 /**
@@ -349,10 +417,7 @@ export function subarrayDType(base: DType, shape: readonly number[], field?: str
   const elem = base.subarray ? base.subarray.base : base;
   const itemsize = elem.itemsize * shapeSize(fullShape);
   if (!Number.isSafeInteger(itemsize)) throw new NpyError('SIZE_OVERFLOW', 'subarray size overflows', field === undefined ? {} : { field });
-  return new DType({
-    kind: 'V', byteOrder: '|', itemsize, subarray: { base: elem, shape: fullShape },
-    subarrayAsWritten: base.subarray ? { base, shape: [...shape] } : null,
-  });
+  return new SubarrayDType(itemsize, { base: elem, shape: fullShape }, base.subarray ? { base, shape: [...shape] } : null);
 }
 
 export interface FieldSpec {
@@ -382,7 +447,7 @@ export function recordDType(specs: FieldSpec[], itemsize?: number): DType {
   }
   const size = itemsize ?? end;
   if (size < end) badDescr(`itemsize ${size} is smaller than the fields need (${end})`);
-  return new DType({ kind: 'V', byteOrder: '|', itemsize: size, fields });
+  return new RecordDType(size, fields);
 }
 
 function toShape(v: PyValue, path: string): number[] {

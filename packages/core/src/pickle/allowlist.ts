@@ -3,7 +3,7 @@
  * spellings, ndarray subclasses and masked arrays rebuilt as plain data) and the builtins and
  * standard-library types object arrays carry. Each is rebuilt as data; nothing is imported or called.
  */
-import { DType, parseTypeString, recordDType, subarrayDType, shapeSize, NATIVE_ORDER, type FieldSpec } from '../format/dtype.js';
+import { DType, parseTypeString, type RecordDType, recordDType, subarrayDType, shapeSize, NATIVE_ORDER, type FieldSpec } from '../format/dtype.js';
 import { readFromBytes } from '../array/read-value.js';
 import { NpyError } from '../errors.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
@@ -19,7 +19,7 @@ const RECORD_TYPE = Symbol('numpy.record');
 /** numpy.ma.MaskedArray: the class _mareconstruct takes. */
 const MASKED_CLASS = Symbol('numpy.ma.MaskedArray');
 type ClassMarker = typeof NDARRAY_CLASS | typeof RECORD_TYPE | typeof MASKED_CLASS;
-const STRING_DTYPE = new DType({ kind: 'O', byteOrder: '|', itemsize: 8 });
+const STRING_DTYPE = parseTypeString('|O');
 
 // ---------------------------------------------------------------------------------------------
 // Allowlisted globals
@@ -131,10 +131,10 @@ function cToFortran(values: unknown[], shape: readonly number[]): unknown[] {
   return out;
 }
 
-function recordFromTuple(dtype: DType, t: unknown): Record<string, unknown> {
+function recordFromTuple(dtype: RecordDType, t: unknown): Record<string, unknown> {
   const items = t instanceof Tuple ? t.items : Array.isArray(t) ? t : bad('a record element must be a tuple');
-  if (items.length !== dtype.fields!.length) bad(`a record element has ${items.length} fields, the dtype ${dtype.fields!.length}`);
-  return Object.fromEntries(dtype.fields!.map((f, i) => [f.name, items[i]]));
+  if (items.length !== dtype.fields.length) bad(`a record element has ${items.length} fields, the dtype ${dtype.fields.length}`);
+  return Object.fromEntries(dtype.fields.map((f, i) => [f.name, items[i]]));
 }
 
 export function latin1Bytes(s: string): Uint8Array {

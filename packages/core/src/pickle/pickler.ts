@@ -98,15 +98,18 @@ export function pickle(value: unknown): Uint8Array {
     const datetime = dt.kind === 'M' || dt.kind === 'm';
     const flexible = 'SUV'.includes(dt.kind) || record;
     const flags = dt.kind === 'O' ? 63 : dt.fields ? (hasObject(dt) ? 27 : 16) : 0;
+    // numpy pickles a subarray of a subarray with its nesting as written.
+    const subarray = dt.form === 'subarray' ? dt.subarrayAsWritten ?? dt.subarray : null;
+    const fields = dt.fields;
     const items: (() => void)[] = [
       () => int(datetime ? 4 : 3),
       () => str(dt.byteOrder),
-      dt.subarray ? () => { const sub = dt.subarrayAsWritten ?? dt.subarray!; tuple([() => dtype(sub.base), () => { if (sub.shape.length) tuple(sub.shape.map((d) => () => int(d))); else w.byte(OP.EMPTY_TUPLE); }]); } : none,
-      dt.fields ? () => tuple(dt.fields!.map((f) => () => str(f.name))) : none,
-      dt.fields ? () => {
+      subarray ? () => tuple([() => dtype(subarray.base), () => { if (subarray.shape.length) tuple(subarray.shape.map((d) => () => int(d))); else w.byte(OP.EMPTY_TUPLE); }]) : none,
+      fields ? () => tuple(fields.map((f) => () => str(f.name))) : none,
+      fields ? () => {
         w.byte(OP.EMPTY_DICT);
         w.byte(OP.MARK);
-        for (const f of dt.fields!) {
+        for (const f of fields) {
           const entry = (): void => tuple([() => dtype(f.dtype), () => int(f.offset), ...(f.title !== null ? [() => str(f.title!)] : [])]);
           str(f.name);
           entry();
