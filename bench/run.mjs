@@ -6,7 +6,7 @@ import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
-import { loadNpy, loadNpz, saveNpz, openNpy, regionStats, saveRagged, openRagged, nativeStatus } from '@npyts/core/node';
+import { loadNpySync, loadNpzSync, saveNpzSync, openNpySync, regionStats, saveRaggedSync, openRaggedSync, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
@@ -41,9 +41,9 @@ const thpMode = () => { try { return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/
 log('timing numpy …');
 const np = py('time', dir, String(REPEATS));
 log('timing npyts …');
-const f4 = loadNpy(file('f4.npy'));
+const f4 = loadNpySync(file('f4.npy'));
 const rec3000 = readFileSync(file('rec3000.npy'));
-const F = loadNpy(file('f4_F.npy'));
+const F = loadNpySync(file('f4_F.npy'));
 const outFile = file('npyts_out.npy');
 // Decoding bytes already in memory: npyts and the other JavaScript readers on the same buffer.
 const f4bytes = readFileSync(file('f4.npy'));
@@ -67,8 +67,8 @@ const ours = {
 const jsOnly = JSON.parse(execFileSync(process.execPath, [join(here, 'js-paths.mjs'), dir, String(REPEATS)], {
   encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
 }));
-const member = (() => { const a = loadNpz(file('deflated.npz')); const m = a.get('member'); a.close(); return m; })();
-ours.saveNpz = median(() => saveNpz(outFile + '.npz', { member }, { compress: true }), Math.max(3, REPEATS >> 1));
+const member = (() => { const a = loadNpzSync(file('deflated.npz')); const m = a.get('member'); a.close(); return m; })();
+ours.saveNpz = median(() => saveNpzSync(outFile + '.npz', { member }, { compress: true }), Math.max(3, REPEATS >> 1));
 rmSync(outFile + '.npz', { force: true });
 // toTensor against tfjs's own transpose of the same Fortran-order 8192² data.
 ours.toTensor = median(() => toTensor(F).dispose());
@@ -87,7 +87,7 @@ rmSync(outFile, { force: true });
 // The two alternate, and take turns going first: on this VM, memory freed by an earlier process is
 // handed back to the host after about two seconds, and whoever touches it next pays to fault it in.
 const onceArgs = {
-  npyts: [process.execPath, ['--input-type=module', '-e', `import { loadNpy } from '@npyts/core/node'; const t = performance.now(); loadNpy(${JSON.stringify(file('f4.npy'))}); console.log((performance.now() - t) / 1000);`]],
+  npyts: [process.execPath, ['--input-type=module', '-e', `import { loadNpySync } from '@npyts/core/node'; const t = performance.now(); loadNpySync(${JSON.stringify(file('f4.npy'))}); console.log((performance.now() - t) / 1000);`]],
   numpy: ['python3', ['-c', `import numpy as np, time\nt = time.perf_counter(); np.load(${JSON.stringify(file('f4.npy'))}); print(time.perf_counter() - t)`]],
 };
 const onceTimes = { npyts: [], numpy: [] };
@@ -105,7 +105,7 @@ const hwm = "Number(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/se
 const nodePeak = (code) => Number(execFileSync(process.execPath, ['--input-type=module', '-e', `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url); ${code}; console.log(${hwm});`], { encoding: 'utf8', cwd: here }));
 const pyPeak = (code) => Number(execFileSync('python3', ['-c', `import numpy as np, re\n${code}\nprint(int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) * 1024)`], { encoding: 'utf8' }));
 const rss = {
-  npyts_loadNpy: nodePeak(`const { loadNpy } = await import('@npyts/core/node'); loadNpy(${JSON.stringify(file('f4.npy'))})`),
+  npyts_loadNpy: nodePeak(`const { loadNpySync } = await import('@npyts/core/node'); loadNpySync(${JSON.stringify(file('f4.npy'))})`),
   node_baseline: nodePeak(`await import('@npyts/core/node')`),
   numpy_load: pyPeak(`np.load(${JSON.stringify(file('f4.npy'))})`),
   python_baseline: pyPeak(''),
@@ -122,7 +122,7 @@ const regionCase = (read) => {
   const t = median(read);
   return { seconds: t, bytes: (regionStats.bytes - before.bytes) / (REPEATS + 1) };
 };
-const handle = openNpy(bigFile);
+const handle = openNpySync(bigFile);
 const regions = {
   row: regionCase(() => handle.read([bigRows >> 1, 0], [1, 32768])),
   column_block: regionCase(() => handle.read([0, 100], [bigRows, 8])),
@@ -157,7 +157,7 @@ try {
   log(`(no HTTP region case: ${e.message})`);
 }
 const regionPeak = {
-  npyts: nodePeak(`const { openNpy } = await import('@npyts/core/node'); const h = openNpy(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`),
+  npyts: nodePeak(`const { openNpySync } = await import('@npyts/core/node'); const h = openNpySync(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`),
   numpy: pyPeak(`a = np.load(${JSON.stringify(bigFile)}, mmap_mode='r'); b = np.array(a[:, 100:108])`),
 };
 rmSync(bigFile, { force: true });
@@ -166,8 +166,8 @@ rmSync(bigFile, { force: true });
 log('ragged data …');
 const npRagged = py('ragged', dir, quick ? '1' : '0');
 const strings = readFileSync(file('strings.txt'), 'utf8').split('\n');
-const lengths = loadNpy(file('seq_lengths.npy')).data;
-const values = loadNpy(file('seq_values.npy'));
+const lengths = loadNpySync(file('seq_lengths.npy')).data;
+const values = loadNpySync(file('seq_values.npy'));
 const sequences = [];
 for (let i = 0, at = 0; i < lengths.length; i++) {
   const k = Number(lengths[i]);
@@ -177,11 +177,11 @@ for (let i = 0, at = 0; i < lengths.length; i++) {
 const raggedCase = (name, elements) => {
   const path = file(`ragged_${name}.npy`);
   const t0 = process.hrtime.bigint();
-  saveRagged(path, elements);
+  saveRaggedSync(path, elements);
   const write = Number(process.hrtime.bigint() - t0) / 1e9;
   let seed = 3;
   const t1 = process.hrtime.bigint();
-  const h = openRagged(path);
+  const h = openRaggedSync(path);
   for (let k = 0; k < 100; k++) { seed = (seed * 1103515245 + 12345) % 2 ** 31; h.get(seed % h.length); }
   const read100 = Number(process.hrtime.bigint() - t1) / 1e9;
   const bytesOnDisk = statSync(path).size + statSync(h.heapPath).size;
@@ -193,19 +193,19 @@ const ragged = { strings: raggedCase('strings', strings), sequences: raggedCase(
 const bytes = MIB * (1 << 20);
 // [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
 const rows = [
-  ['loadNpy f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }, ['np.load', 1.1], jsOnly.loadNpy],
-  ['loadNpy f4 C native, once in a fresh process', freshProcess.npyts, bytes, { 'np.load, once in a fresh process': freshProcess.numpy }, ['np.load, once in a fresh process', 1.1], null],
+  ['loadNpySync f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }, ['np.load', 1.1], jsOnly.loadNpy],
+  ['loadNpySync f4 C native, once in a fresh process', freshProcess.npyts, bytes, { 'np.load, once in a fresh process': freshProcess.numpy }, ['np.load, once in a fresh process', 1.1], null],
   ['load big-endian f8 → native', ours.byteswap, bytes, { "np.load().astype('<f8')": np.byteswap }, ["np.load().astype('<f8')", 1.2], jsOnly.byteswap],
   ['load F-order f4 → C (toOrder)', ours.toC, bytes, { 'np.ascontiguousarray(np.load())': np.toC }, null, jsOnly.toC],
   ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }, ['np.ascontiguousarray', 0.5], jsOnly.toC_inmemory],
   ['toTensor of F-order f4 (toOrder + tf.tensor)', ours.toTensor, bytes, { 'np.ascontiguousarray': np.toC_inmemory, 'tf.transpose (cpu)': ours.tfTranspose }, ['tf.transpose (cpu)', 0.1], null],
-  ['saveNpy f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }, ['np.save', 1.2], jsOnly.saveNpy],
+  ['saveNpySync f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }, ['np.save', 1.2], jsOnly.saveNpy],
   ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }, null, null],
   ['decode f4 bytes in memory (zero-copy view)', sameBytes.npyts, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts }, null, null],
   ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }, null, null],
   ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, null, jsOnly.objects],
-  ['loadNpz deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
-  ['saveNpz compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }, null, null],
+  ['loadNpzSync deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
+  ['saveNpzSync compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }, null, null],
 ];
 const report = {
   machine: {
@@ -251,7 +251,7 @@ if (asJSON) {
   }
   const rg = report.regions;
   console.log(`\nRegion reads of a ${rg.file_gib} GiB float32 file ${JSON.stringify(rg.shape)} (C order): one row, and an 8-column stripe through every row.`);
-  console.log('| region | npyts openNpy | bytes read | over HTTP (nginx) | bytes, requests | numpy mmap_mode="r" |');
+  console.log('| region | npyts openNpySync | bytes read | over HTTP (nginx) | bytes, requests | numpy mmap_mode="r" |');
   console.log('|---|---|---|---|---|---|');
   for (const k of ['row', 'column_block']) {
     const h = rg.http?.[k];

@@ -1,7 +1,7 @@
 // The bench's timing rule (the median of `repeats` runs after one warm-up run) and the cases whose
 // speed @npyts/native can change, shared by run.mjs, js-paths.mjs and profile.mjs.
 import { toOrder } from '@npyts/core';
-import { loadNpy, saveNpy, loadNpz } from '@npyts/core/node';
+import { loadNpySync, saveNpySync, loadNpzSync } from '@npyts/core/node';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -21,7 +21,7 @@ export function medianTime(fn, repeats) {
 
 /**
  * The native-sensitive cases on the bench inputs in `dir`, as functions (inputs they need are
- * loaded on first use), and `cleanup` for the file saveNpy writes.
+ * loaded on first use), and `cleanup` for the file saveNpySync writes.
  */
 export function benchCases(dir) {
   const file = (n) => join(dir, n);
@@ -30,13 +30,13 @@ export function benchCases(dir) {
   let F;
   return {
     cases: {
-      loadNpy: () => loadNpy(file('f4.npy')),
-      byteswap: () => loadNpy(file('f8_be.npy')),
-      toC: () => toOrder(loadNpy(file('f4_F.npy')), 'C'),
-      toC_inmemory: () => toOrder((F ??= loadNpy(file('f4_F.npy'))), 'C'),
-      saveNpy: () => saveNpy(out, (f4 ??= loadNpy(file('f4.npy')))),
-      loadNpz: () => { const a = loadNpz(file('deflated.npz')); a.get('member'); a.close(); },
-      objects: () => loadNpy(file('objects.npy'), { allowPickle: true }),
+      loadNpySync: () => loadNpySync(file('f4.npy')),
+      byteswap: () => loadNpySync(file('f8_be.npy')),
+      toC: () => toOrder(loadNpySync(file('f4_F.npy')), 'C'),
+      toC_inmemory: () => toOrder((F ??= loadNpySync(file('f4_F.npy'))), 'C'),
+      saveNpySync: () => saveNpySync(out, (f4 ??= loadNpySync(file('f4.npy')))),
+      loadNpzSync: () => { const a = loadNpzSync(file('deflated.npz')); a.get('member'); a.close(); },
+      objects: () => loadNpySync(file('objects.npy'), { allowPickle: true }),
     },
     cleanup: () => rmSync(out, { force: true }),
   };

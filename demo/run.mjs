@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
 import { assignWeights, toTensor } from '@npyts/tfjs';
 import { toStdlib } from '@npyts/stdlib';
-import { loadNpz } from '@npyts/core/node';
+import { loadNpzSync } from '@npyts/core/node';
 
 const archivePath = join(dirname(fileURLToPath(import.meta.url)), 'digits-mlp.npz');
 
@@ -23,7 +23,7 @@ console.warn = warn;
 // --- tfjs -----------------------------------------------------------------------------------
 const layers = { 'dense/kernel:0': [64, 32], 'dense/bias:0': [32], 'dense_1/kernel:0': [32, 10], 'dense_1/bias:0': [10] };
 const variables = Object.entries(layers).map(([name, shape]) => tf.variable(tf.zeros(shape), true, name));
-const archive = loadNpz(archivePath);
+const archive = loadNpzSync(archivePath);
 await assignWeights(variables, archive, { ignoreUnused: true }); // ':0' suffixes map to the archive's names
 const [w1, b1, w2, b2] = variables;
 

@@ -1,5 +1,5 @@
 // Runs every uvu suite in test/ in one process and ends with the line `N passed, N failed`.
-// Usage: node test/run.mjs [name-fragment...]   (only files whose name contains a fragment)
+// Usage: node test/run.mjs [path-fragment...]   (only files whose path, e.g. `npz/npz`, contains a fragment)
 import { readdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -20,7 +20,9 @@ if (missing.length) {
   if (r.status !== 0) console.log(`could not install ${missing.join(' ')}; the tests that need them will fail`);
 }
 const only = process.argv.slice(2);
-const files = readdirSync(here)
+// Suites live in folders that mirror packages/core/src (format/, array/, npy/, io/, npz/, pickle/,
+// ragged/, node/) plus adapters/, cli/, packages/, apps/ and safety/.
+const files = readdirSync(here, { recursive: true })
   .filter((f) => f.endsWith('.test.mjs'))
   .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
   .sort();

@@ -3,7 +3,7 @@ import {
   NpyError, checkDataSize, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpz, readNpyHeader, saveNpy, saveNpz, zlibCodec, openRagged, saveObjectArrayAsRagged, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { loadNpzSync, readNpyHeaderSync, saveNpySync, saveNpzSync, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -174,7 +174,7 @@ function isArchive(file: string): boolean {
 }
 
 function withArchive<T>(t: Target, fn: (archive: NpzArchive) => T): T {
-  const archive = withFile(t.label, () => (t.file === '-' ? decodeNpz(stdin(), { codec: zlibCodec }) : loadNpz(t.file)));
+  const archive = withFile(t.label, () => (t.file === '-' ? decodeNpz(stdin(), { codec: zlibCodec }) : loadNpzSync(t.file)));
   try {
     return withFile(t.label, () => fn(archive));
   } finally {
@@ -210,14 +210,14 @@ function cmdInfo(p: Parsed, io: Io): void {
     checkIsFile(t.file);
     if (t.member === undefined && !isArchive(t.file)) {
       const h = withFile(t.label, () => {
-        const header = t.file === '-' ? readHeader(stdin()) : readNpyHeader(t.file);
+        const header = t.file === '-' ? readHeader(stdin()) : readNpyHeaderSync(t.file);
         // np.load fails on a file whose data is cut short; so does info.
         checkDataSize(header, (t.file === '-' ? stdin().length : statSync(t.file).size) - header.dataOffset);
         return header;
       });
       const ragged = t.file !== '-' ? raggedInfo(h.dtype) : null;
       const raggedText = ragged ? withFile(t.label, () => {
-        const r = openRagged(t.file);
+        const r = openRaggedSync(t.file);
         try {
           const what = r.kind === 'utf8' ? 'UTF-8 strings' : `arrays (k${r.tail.map((d) => `, ${d}`).join('')}) of ${r.heapDtype.descrLiteral}`;
           return { text: `ragged: ${r.length} ${what} in heap ${ragged.heap} (${r.heapLength} ${r.kind === 'utf8' ? 'bytes' : 'rows'})`, json: { elements: r.length, kind: r.kind, heap: ragged.heap, heap_rows: r.heapLength } };
@@ -311,13 +311,13 @@ function cmdConvert(p: Parsed, io: Io): void {
     if (input.file === '-' || output.file === '-' || input.member !== undefined) throw new UsageError('--ragged and --object convert between files');
     if (p.flags.has('--ragged')) {
       const { array } = loadOne(input);
-      withFile(output.file, () => saveObjectArrayAsRagged(output.file, array));
+      withFile(output.file, () => saveObjectArrayAsRaggedSync(output.file, array));
     } else {
       const objects = withFile(input.label, () => {
-        const r = openRagged(input.file);
+        const r = openRaggedSync(input.file);
         try { return raggedToObjectArray(r); } finally { r.close(); }
       });
-      withFile(output.file, () => saveNpy(output.file, objects, { ...encodeOptions(undefined), pickle: pickleCodec }));
+      withFile(output.file, () => saveNpySync(output.file, objects, { ...encodeOptions(undefined), pickle: pickleCodec }));
     }
     return;
   }
@@ -356,7 +356,7 @@ function cmdConvert(p: Parsed, io: Io): void {
     // One version for the archive: the members' own when they agree.
     const versions = new Set(arrays.map(([, , v]) => v));
     const options = encodeOptions(versions.size === 1 ? [...versions][0] : undefined);
-    withFile(output.file, () => saveNpz(output.file, new Map(arrays.map(([name, a]) => [name, a])), { compress, ...options }));
+    withFile(output.file, () => saveNpzSync(output.file, new Map(arrays.map(([name, a]) => [name, a])), { compress, ...options }));
   } else {
     if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME or write a .npz`);
     const [, array, inputVersion] = arrays[0]!;
@@ -365,7 +365,7 @@ function cmdConvert(p: Parsed, io: Io): void {
       const bytes = withFile(input.label, () => encodeNpy(array, options));
       (io.stdoutBytes ?? ((b: Uint8Array) => process.stdout.write(b)))(bytes);
     } else {
-      withFile(output.file, () => saveNpy(output.file, array, options));
+      withFile(output.file, () => saveNpySync(output.file, array, options));
     }
   }
   void io;

@@ -188,6 +188,27 @@ export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOption
 }
 
 /**
+ * {@link encodeNpyParts} in pieces of at most `pieceBytes` of data: the header first, then the data,
+ * each piece a view of the array's memory or, for another byte order, a swapped copy of just that
+ * piece. Async writers use it so that no step converts a whole large array at once.
+ */
+export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOptions = {}, pieceBytes = 8 << 20): Generator<Uint8Array> {
+  const array = toNdArray(input);
+  if (hasObject(array.dtype)) {
+    const { header, body } = encodeNpyParts(array, options);
+    yield header;
+    yield body;
+    return;
+  }
+  const fortran = array.order === 'F' && !isOrderFree(array.shape);
+  yield encodeHeader(array.dtype, array.shape, fortran, options.version);
+  const data = array.data as TypedArray;
+  // A multiple of 16 units, so that no swapped group (a long double is 16 bytes) is cut.
+  const perPiece = Math.max(16, Math.floor(pieceBytes / data.BYTES_PER_ELEMENT / 16) * 16);
+  for (let at = 0; at < data.length; at += perPiece) yield dataToBytes(array.dtype, data.subarray(at, at + perPiece));
+}
+
+/**
  * Encode an array as the bytes numpy's `np.save` writes for it.
  * @example
  * const bytes = encodeNpy({ data: new Float32Array([1, 2, 3, 4]), shape: [2, 2] });

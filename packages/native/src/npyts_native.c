@@ -17,6 +17,8 @@
  *                                  core; returns the bytes read before the first short piece, or
  *                                  -errno.
  *  lockFile(fd, lock)              flock(fd, LOCK_EX) when `lock` is 1 (waits for other holders),
+ *                                  flock(fd, LOCK_EX | LOCK_NB) when 2 (EWOULDBLOCK while another
+ *                                  holds it: async callers poll instead of blocking the event loop),
  *                                  flock(fd, LOCK_UN) when 0: serialises appends across processes.
  *                                  Returns 0 or errno.
  *
@@ -331,7 +333,8 @@ static napi_value lock_file(napi_env env, napi_callback_info info) {
   call_args a;
   if (!read_args(env, info, "nn", &a)) return throw_type_error(env, "lockFile(fd, lock): two non-negative numbers");
   int rc;
-  do rc = flock((int)a.number[0], a.number[1] != 0 ? LOCK_EX : LOCK_UN);
+  int mode = a.number[1] == 2 ? (LOCK_EX | LOCK_NB) : a.number[1] != 0 ? LOCK_EX : LOCK_UN;
+  do rc = flock((int)a.number[0], mode);
   while (rc != 0 && errno == EINTR);
   return number(env, rc == 0 ? 0 : errno);
 }

@@ -122,7 +122,7 @@ function checkedConversion(array: NdArray, target: 'float64' | 'int32'): Float64
  * A record array as one ndarray per field (nested records as nested objects): strided views of the
  * same memory where possible, copies otherwise.
  * @example
- * const cols = toStdlibFields(loadNpy('points.npy', { expect: [['x', '<f8'], ['y', '<f8']] }));
+ * const cols = toStdlibFields(await loadNpy('points.npy', { expect: [['x', '<f8'], ['y', '<f8']] }));
  * cols.x;   // float64ndarray over the records' own memory
  */
 export function toStdlibFields<S extends DescrInput, const O extends ToStdlibOptions = {}>(array: NdArray<S>, options?: O): StdlibFieldsOf<S, O>;
@@ -157,7 +157,7 @@ function recordToStdlib(array: NdArray, fields: readonly Field[], options: ToStd
  * An ndarray over the same memory (no copy) for every dtype stdlib has, typed with @stdlib/types'
  * interface for it; strings become `generic`. Records: {@link toStdlibFields}.
  * @example
- * const x = toStdlib(loadNpy('w.npy', { expect: '<f4' }));   // float32ndarray
+ * const x = toStdlib(await loadNpy('w.npy', { expect: '<f4' }));   // float32ndarray
  */
 export function toStdlib<S extends DescrInput, const O extends ToStdlibOptions = {}>(array: NdArray<S>, options?: O): StdlibOf<S, O>;
 export function toStdlib(array: NdArray, options: ToStdlibOptions = {}): StdlibNdarray {

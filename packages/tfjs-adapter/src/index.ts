@@ -80,7 +80,7 @@ export type TensorOf<S> = [TensorDTypeOf<S>] extends [never] ? never : tf.Tensor
  * never tf.transpose). float32 and int32 data is handed to tfjs without another copy (tfjs copies
  * bool input itself).
  * @example
- * const t = toTensor(loadNpy('w.npy', { expect: '<f4' }));   // t.dtype: 'float32'
+ * const t = toTensor(await loadNpy('w.npy', { expect: '<f4' }));   // t.dtype: 'float32'
  */
 export function toTensor<S extends DescrInput>(array: NdArray<S>, options?: ToTensorOptions): TensorOf<S>;
 export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tensor {
@@ -163,7 +163,10 @@ export interface LoadTensorsOptions extends NpzOptions, ToTensorOptions {
   fetch?: typeof fetch;
 }
 
-async function archiveFrom(source: Uint8Array | ArrayBuffer | string | URL, options: LoadTensorsOptions): Promise<NpzArchive> {
+/** An archive in memory (sync) or a file read asynchronously: `await` serves both. */
+type AnyArchive = NpzArchive | import('@npyts/core/node').NpzFile;
+
+async function archiveFrom(source: Uint8Array | ArrayBuffer | string | URL, options: LoadTensorsOptions): Promise<AnyArchive> {
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return decodeNpz(source, options);
   const text = String(source);
   if (source instanceof URL || /^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
@@ -187,10 +190,10 @@ export async function loadTensors(source: Uint8Array | ArrayBuffer | string | UR
   const archive = await archiveFrom(source, options);
   try {
     const out: NamedTensorMap = {};
-    for (const name of archive.names) out[name] = toTensor(archive.get(name), options);
+    for (const name of archive.names) out[name] = toTensor(await archive.get(name), options);
     return out;
   } finally {
-    archive.close();
+    await archive.close();
   }
 }
 
@@ -229,7 +232,7 @@ export interface AssignWeightsOptions extends ToTensorOptions {
  */
 export async function assignWeights(
   weights: WeightLike[] | Record<string, WeightLike>,
-  source: Uint8Array | ArrayBuffer | string | URL | NpzArchive,
+  source: Uint8Array | ArrayBuffer | string | URL | AnyArchive,
   options: AssignWeightsOptions & LoadTensorsOptions = {},
 ): Promise<void> {
   const list = Array.isArray(weights) ? weights : Object.values(weights);
@@ -248,7 +251,7 @@ export async function assignWeights(
     used.add(archive.entry(key).name);
     let t: tf.Tensor;
     try {
-      t = toTensor(archive.get(key), options);
+      t = toTensor(await archive.get(key), options);
     } catch (e) {
       problems.push(`${w.name}: ${(e as Error).message}`);
       continue;

@@ -100,7 +100,7 @@ export function bytesToData(
     return new ctor(buffer, byteOffset, units);
   }
   if (options.owned && aligned && sharedOk) {
-    swapBytes(new Uint8Array(buffer, byteOffset, units * bpe), swapUnit);
+    if (needsSwap) swapBytes(new Uint8Array(buffer, byteOffset, units * bpe), swapUnit);
     return new ctor(buffer, byteOffset, units);
   }
   const out = copyBytes(new Uint8Array(buffer, byteOffset, units * bpe), options.shared);

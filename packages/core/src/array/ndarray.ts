@@ -56,7 +56,7 @@ export class NdArray<S extends DescrInput = DescrInput> {
    * Narrow an array of a run-time dtype to a kind family: `if (a.is('float')) a.data` is a float
    * typed array and `a.get()` a number.
    * @example
-   * const a = loadNpy('x.npy');
+   * const a = await loadNpy('x.npy');
    * if (a.is('int')) console.log(a.get(0));   // number | bigint
    */
   is<K extends KindFamily>(kind: K): this is NdArray<KindFamilies[K]> {

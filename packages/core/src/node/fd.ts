@@ -1,5 +1,9 @@
-/** File-descriptor helpers shared by every file operation: whole reads and writes, and saves written beside the target. */
+/**
+ * File helpers shared by every file operation, blocking (file descriptors) and async (FileHandles):
+ * whole reads and writes, and saves written beside the target.
+ */
 import { closeSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
 
 /** Largest single read or write; Node refuses more than 2 GiB per call. */
@@ -43,6 +47,82 @@ export function writeBeside(path: string, write: (fd: number) => void): void {
   } catch (e) {
     try { closeSync(fd); } catch { /* already closed */ }
     rmSync(temp, { force: true });
+    throw e;
+  }
+}
+
+// Async: the reads and writes run on libuv's thread pool; the event loop only sees their completions.
+
+/** Piece of one async read or write: small enough that an abort is noticed quickly. */
+const ASYNC_PIECE = 8 << 20;
+/** Pieces in flight at once (libuv's pool has 4 threads by default). */
+const IN_FLIGHT = 4;
+
+/** Options every async file operation takes. */
+export interface AsyncOptions {
+  /** Stops the operation: it releases what it opened and rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Fill `target` from `fh` at `position`, in pieces read in parallel; the bytes read (fewer at the
+ * end of the file). `onPiece` sees each piece as it completes (to byte-swap it while later pieces
+ * are still being read, so no single step holds the event loop for long).
+ */
+export async function readFullyAsync(
+  fh: FileHandle, target: Uint8Array, position: number, signal?: AbortSignal, onPiece?: (piece: Uint8Array) => void,
+): Promise<number> {
+  signal?.throwIfAborted();
+  let next = 0;
+  let end = target.length;
+  const worker = async (): Promise<void> => {
+    while (next < end) {
+      const from = next;
+      const to = Math.min(end, from + ASYNC_PIECE);
+      next = to;
+      let done = from;
+      while (done < to) {
+        const { bytesRead } = await fh.read(target, done, to - done, position + done);
+        signal?.throwIfAborted();
+        if (bytesRead === 0) {
+          end = Math.min(end, done); // end of file: nothing after this is there
+          break;
+        }
+        done += bytesRead;
+      }
+      if (done > from) onPiece?.(target.subarray(from, done));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, Math.ceil(target.length / ASYNC_PIECE) || 1) }, worker));
+  return Math.min(end, target.length);
+}
+
+/** Write all of `bytes` at `position` (sequentially after `position` when it is a number, at the file position otherwise). */
+export async function writeFullyAsync(fh: FileHandle, bytes: Uint8Array, position: number | null, signal?: AbortSignal): Promise<void> {
+  for (let done = 0; done < bytes.length;) {
+    signal?.throwIfAborted();
+    const { bytesWritten } = await fh.write(bytes, done, Math.min(bytes.length - done, ASYNC_PIECE), position === null ? null : position + done);
+    done += bytesWritten;
+  }
+  signal?.throwIfAborted();
+}
+
+/**
+ * {@link writeBeside}, async: the temporary file is renamed over `path` only when `write` completes
+ * and the signal has not fired; on any error or abort it is closed and removed, and `path` is untouched.
+ */
+export async function writeBesideAsync(path: string, write: (fh: FileHandle) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  signal?.throwIfAborted();
+  const temp = tempBeside(path);
+  const fh = await openAsync(temp, 'wx');
+  try {
+    await write(fh);
+    signal?.throwIfAborted();
+    await fh.close();
+    await renameAsync(temp, path);
+  } catch (e) {
+    await fh.close().catch(() => { /* already closed */ });
+    await rmAsync(temp, { force: true });
     throw e;
   }
 }

@@ -1,10 +1,21 @@
 /**
- * `@npyts/core/node` — files, archives, regions and ragged arrays on disk (Node only).
+ * `@npyts/core/node` — files, archives, regions and ragged arrays on disk (Node only). As in `fs`,
+ * the plain names return promises and keep the event loop free (and take `{ signal }`); the
+ * `…Sync` names block.
  * @module @npyts/core/node
  */
-export { readHeaderFromFd, readNpyHeader, loadNpy, saveNpy, type LoadOptions } from './npy-files.js';
-export { writeBeside } from './fd.js';
-export { zlibCodec, fileSource, loadNpz, saveNpz, streamNpzMember, openNpzMember, NpzArchive } from './npz-files.js';
-export { openNpy, createNpy, writeRegion, appendNpy, regionStats, type NpyFileHandle, type CreateOptions } from './regions.js';
+export {
+  readHeaderFromFd, readNpyHeader, readNpyHeaderSync, loadNpy, loadNpySync, saveNpy, saveNpySync,
+  type LoadOptions, type LoadOptionsAsync, type SaveOptions,
+} from './npy-files.js';
+export { writeBeside, writeBesideAsync, type AsyncOptions } from './fd.js';
+export {
+  zlibCodec, fileSource, loadNpz, loadNpzSync, saveNpz, saveNpzSync, streamNpzMember, openNpzMember, openNpzMemberSync,
+  NpzArchive, NpzFile, type NpzFileOptions, type SaveNpzOptions,
+} from './npz-files.js';
+export {
+  openNpy, openNpySync, createNpy, createNpySync, writeRegion, writeRegionSync, appendNpy, appendNpySync, regionStats,
+  type NpyFileHandle, type NpyFileHandleSync, type CreateOptions, type OpenOptions,
+} from './regions.js';
 export { nativeStatus, type NativeStatus } from './native.js';
 export * from './ragged.js';

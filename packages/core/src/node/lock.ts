@@ -6,7 +6,8 @@
  */
 import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { NpyError } from '../errors.js';
-import { lockExclusive, unlock } from './native.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { lockExclusive, tryLockExclusive, unlock } from './native.js';
 
 /** How long a writer waits for a lock file before giving up (flock waits as long as it takes). */
 export const LOCK_WAIT_MS = 60_000;
@@ -46,8 +47,11 @@ function removeIfStale(lockPath: string, holder: number): void {
   }
 }
 
-/** Take `${path}.lock` (O_EXCL), waiting while a live process holds it and removing stale ones. */
-function lockFileBeside(path: string): () => void {
+/**
+ * Take `${path}.lock` (O_EXCL), waiting while a live process holds it and removing stale ones. A
+ * generator of the waits (in ms) the caller sleeps, blocking or not; returns the release function.
+ */
+function* lockFileBeside(path: string): Generator<number, () => void> {
   const lockPath = `${path}.lock`;
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
@@ -68,7 +72,23 @@ function lockFileBeside(path: string): () => void {
     if (Date.now() > deadline) {
       throw new NpyError('LOCKED', `${path} is being appended to by process ${holder || 'unknown'} (lock file ${lockPath}); gave up after ${LOCK_WAIT_MS / 1000} s`);
     }
-    sleep(wait);
+    yield wait;
+  }
+}
+
+function lockFileBesideSync(path: string): () => void {
+  const attempts = lockFileBeside(path);
+  for (let step = attempts.next(); ; step = attempts.next()) {
+    if (step.done) return step.value;
+    sleep(step.value);
+  }
+}
+
+async function lockFileBesideAsync(path: string, signal?: AbortSignal): Promise<() => void> {
+  const attempts = lockFileBeside(path);
+  for (let step = attempts.next(); ; step = attempts.next()) {
+    if (step.done) return step.value;
+    await delay(step.value, undefined, { signal });
   }
 }
 
@@ -89,12 +109,42 @@ export function withAppendLock<T>(path: string, fn: () => T): T {
     }
     if (locked === null) {
       closeSync(fd);
-      const release = lockFileBeside(path);
+      const release = lockFileBesideSync(path);
       try { return fn(); } finally { release(); }
     }
     try {
       if (fstatSync(fd).ino !== statSync(path).ino) continue; // replaced while we waited: lock the new one
       return fn();
+    } finally {
+      unlock(fd);
+      closeSync(fd);
+    }
+  }
+}
+
+/**
+ * {@link withAppendLock} for async work: waiting for another writer polls (flock with LOCK_NB, or the
+ * lock file) on timers, so the event loop keeps running; `signal` stops the wait.
+ */
+export async function withAppendLockAsync<T>(path: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  for (;;) {
+    signal?.throwIfAborted();
+    const fd = openSync(path, 'r');
+    let locked: boolean | null;
+    try {
+      for (let wait = 1; (locked = tryLockExclusive(fd)) === false; wait = Math.min(wait * 2, 50)) await delay(wait, undefined, { signal });
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+    if (locked === null) {
+      closeSync(fd);
+      const release = await lockFileBesideAsync(path, signal);
+      try { return await fn(); } finally { release(); }
+    }
+    try {
+      if (fstatSync(fd).ino !== statSync(path).ino) continue; // replaced while we waited: lock the new one
+      return await fn();
     } finally {
       unlock(fd);
       closeSync(fd);

@@ -7,6 +7,9 @@
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { useHostKernels } from '../array/memory.js';
+import { constants as osConstants } from 'node:os';
+
+const EWOULDBLOCK = osConstants.errno.EWOULDBLOCK;
 
 interface NativeAddon {
   adviseHugePages(bytes: Uint8Array): number;
@@ -84,6 +87,18 @@ export function lockExclusive(fd: number): boolean | null {
   const rc = addon.lockFile(fd, 1);
   if (rc !== 0) throw Object.assign(new Error(`flock failed (errno ${rc})`), { errno: rc });
   return true;
+}
+
+/**
+ * flock(LOCK_EX | LOCK_NB) on `fd`: true when taken, false while another holder has it, null when
+ * the addon is not in use (the caller must lock some other way).
+ */
+export function tryLockExclusive(fd: number): boolean | null {
+  if (!addon?.lockFile) return null;
+  const rc = addon.lockFile(fd, 2);
+  if (rc === 0) return true;
+  if (rc === EWOULDBLOCK) return false;
+  throw Object.assign(new Error(`flock failed (errno ${rc})`), { errno: rc });
 }
 
 /** Release a lock taken with {@link lockExclusive}. */

@@ -1,16 +1,21 @@
-/** .npy files on disk: the header of a file, whole loads straight into their buffer, saves. */
+/**
+ * .npy files on disk: the header of a file, whole loads straight into their buffer, saves.
+ * The plain names are async (off the event loop, cancellable); the `…Sync` names block.
+ */
 import { closeSync, fstatSync, openSync } from 'node:fs';
+import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { allocateBuffer } from '../array/memory.js';
+import { swapBytes } from '../array/memory.js';
 import { preallocate } from './native.js';
-import { checkDataPresent, encodeNpyParts, hasObject, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
+import { checkDataPresent, encodeNpyParts, encodeNpyPieces, hasObject, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
-import { readHeaderFrom } from '../io/header-read.js';
-import { bytesToData } from '../array/layout.js';
+import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
+import { bytesToData, storageOf } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
 import { pickleCodec } from '../pickle/index.js';
-import { readFully, writeBeside, writeFully } from './fd.js';
+import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 
 /** Read just the header of an open file (a few hundred bytes in the common case). */
 export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHeader {
@@ -20,8 +25,34 @@ export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHe
   }, options);
 }
 
-/** The header of a .npy file, reading only its first bytes. */
-export function readNpyHeader(path: string, options: DecodeOptions = {}): NpyHeader {
+/** {@link readHeaderFromFd} for an open FileHandle. */
+export function readHeaderFromHandle(fh: FileHandle, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
+  return readHeaderFromAsync(async (offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, await readFullyAsync(fh, out, offset, options.signal));
+  }, options);
+}
+
+/**
+ * The header of a .npy file, reading only its first bytes.
+ * @example
+ * const { shape, dtype } = await readNpyHeader('big.npy');
+ */
+export async function readNpyHeader(path: string, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
+  const fh = await openAsync(path, 'r');
+  try {
+    return await readHeaderFromHandle(fh, options);
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * {@link readNpyHeader}, blocking.
+ * @example
+ * const { shape } = readNpyHeaderSync('big.npy');
+ */
+export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): NpyHeader {
   const fd = openSync(path, 'r');
   try {
     return readHeaderFromFd(fd, options);
@@ -35,20 +66,74 @@ export interface LoadOptions extends DecodeOptions {
   allowPickle?: boolean;
 }
 
+/** Options of the async {@link loadNpy}. */
+export interface LoadOptionsAsync extends LoadOptions, AsyncOptions {}
+
+function codecFor(options: LoadOptions): LoadOptions['pickle'] {
+  return options.pickle ?? (options.allowPickle ? pickleCodec : undefined);
+}
+
+function truncated(header: NpyHeader, got: number): NpyError {
+  return new NpyError('DATA_TRUNCATED', `file ended after ${got} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + got });
+}
+
+/** The array over a buffer holding the file's data, already in native byte order. */
+function arrayOver(header: NpyHeader, buffer: ArrayBufferLike, options: LoadOptions): NdArray {
+  const data = bytesToData(header.dtype.withByteOrder('='), buffer, 0, header.size, { ...options, owned: true, copy: false });
+  return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
+}
+
 /**
- * Load a .npy file. The data is read straight into its own aligned buffer (memory is the data
- * size, not twice it) and byte-swapped there when the file is not in native order.
+ * Load a .npy file without blocking the event loop: the data is read on libuv's threads straight
+ * into its own aligned buffer (memory is the data size, not twice it), in pieces that are
+ * byte-swapped as they arrive when the file is not in native order. `signal` cancels the load: the
+ * file is closed and the promise rejects with the signal's reason.
  * @example
- * const w = loadNpy('w.npy', { expect: '<f4' });   // w.data: Float32Array
+ * const w = await loadNpy('w.npy', { expect: '<f4' });   // w.data: Float32Array
+ * const a = await loadNpy('big.npy', { signal: AbortSignal.timeout(5000) });
  */
-export function loadNpy<const S extends DescrInput>(path: string, options: LoadOptions & Expecting<S>): NdArray<S>;
-export function loadNpy(path: string, options?: LoadOptions): NdArray;
-export function loadNpy(path: string, options: LoadOptions = {}): NdArray {
+export async function loadNpy<const S extends DescrInput>(path: string, options: LoadOptionsAsync & Expecting<S>): Promise<NdArray<S>>;
+export async function loadNpy(path: string, options?: LoadOptionsAsync): Promise<NdArray>;
+export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Promise<NdArray> {
+  const { signal } = options;
+  signal?.throwIfAborted();
+  const fh = await openAsync(path, 'r');
+  try {
+    const header = await readHeaderFromHandle(fh, options);
+    const fileSize = (await fh.stat()).size;
+    const codec = codecFor(options);
+    if (hasObject(header.dtype) && codec) {
+      const whole = new Uint8Array(fileSize);
+      await readFullyAsync(fh, whole, 0, signal);
+      return codec.decode(whole, header, options);
+    }
+    checkDataPresent(header, fileSize - header.dataOffset);
+    const buffer = allocateBuffer(header.dataBytes, options.shared);
+    const { swapUnit } = storageOf(header.dtype);
+    const swap = swapUnit > 1 && !header.dtype.isNative;
+    // Pieces are multiples of 8 MiB from the start of the buffer: no swapped group straddles two.
+    const got = await readFullyAsync(fh, new Uint8Array(buffer), header.dataOffset, signal, swap ? (piece) => swapBytes(piece, swapUnit) : undefined);
+    if (got < header.dataBytes) throw truncated(header, got);
+    return arrayOver(header, buffer, options);
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * {@link loadNpy}, blocking: the data is read straight into its own aligned buffer and
+ * byte-swapped there when the file is not in native order.
+ * @example
+ * const w = loadNpySync('w.npy', { expect: '<f4' });   // w.data: Float32Array
+ */
+export function loadNpySync<const S extends DescrInput>(path: string, options: LoadOptions & Expecting<S>): NdArray<S>;
+export function loadNpySync(path: string, options?: LoadOptions): NdArray;
+export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
   const fd = openSync(path, 'r');
   try {
     const header = readHeaderFromFd(fd, options);
     const fileSize = fstatSync(fd).size;
-    const codec = options.pickle ?? (options.allowPickle ? pickleCodec : undefined);
+    const codec = codecFor(options);
     if (hasObject(header.dtype) && codec) {
       const whole = new Uint8Array(fileSize);
       readFully(fd, whole, 0);
@@ -57,22 +142,38 @@ export function loadNpy(path: string, options: LoadOptions = {}): NdArray {
     checkDataPresent(header, fileSize - header.dataOffset);
     const buffer = allocateBuffer(header.dataBytes, options.shared);
     const got = readFully(fd, new Uint8Array(buffer), header.dataOffset);
-    if (got < header.dataBytes) {
-      throw new NpyError('DATA_TRUNCATED', `file ended after ${got} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + got });
-    }
-    const data = bytesToData(header.dtype, buffer, 0, header.size, { ...options, owned: true, copy: false });
-    return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
+    if (got < header.dataBytes) throw truncated(header, got);
+    const { swapUnit } = storageOf(header.dtype);
+    if (swapUnit > 1 && !header.dtype.isNative) swapBytes(new Uint8Array(buffer), swapUnit);
+    return arrayOver(header, buffer, options);
   } finally {
     closeSync(fd);
   }
 }
+
+/** Options of the async {@link saveNpy}. */
+export interface SaveOptions extends EncodeOptions, AsyncOptions {}
+
 /**
- * Write an array as numpy's `np.save` would; native-endian data is written straight from its memory.
- * The file appears under its name only when complete (written beside it and renamed).
+ * Write an array as numpy's `np.save` would, without blocking the event loop: native-endian data is
+ * written straight from its memory, other byte orders a piece at a time. The file appears under its
+ * name only when complete (written beside it and renamed); an aborted or failed save leaves the old file.
  * @example
- * saveNpy('out.npy', { data: new Float32Array([1, 2, 3]) });
+ * await saveNpy('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
-export function saveNpy(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
+export async function saveNpy(path: string, array: NdArray | ArraySpec, options: SaveOptions = {}): Promise<void> {
+  const pieces = encodeNpyPieces(array, { pickle: pickleCodec, ...options });
+  await writeBesideAsync(path, async (fh) => {
+    for (const piece of pieces) await writeFullyAsync(fh, piece, null, options.signal);
+  }, options.signal);
+}
+
+/**
+ * {@link saveNpy}, blocking.
+ * @example
+ * saveNpySync('out.npy', { data: new Float32Array([1, 2, 3]) });
+ */
+export function saveNpySync(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
   const { header, body } = encodeNpyParts(array, { pickle: pickleCodec, ...options });
   writeBeside(path, (fd) => {
     preallocate(fd, header.length, body.length);

@@ -1,17 +1,21 @@
 /** .npz archives on disk: node:zlib as the codec, positional reads of members, streaming writes. */
 import { closeSync, fstatSync, openSync } from 'node:fs';
+import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { kMaxLength } from 'node:buffer';
 import { allocateBuffer } from '../array/memory.js';
-import { checkDataPresent, type Expecting } from '../npy.js';
+import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
+import type { NdArray } from '../array/ndarray.js';
+import type { NpyHeader } from '../format/header.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ReadHeaderOptions } from '../format/header.js';
-import { readHeaderFrom } from '../io/header-read.js';
+import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
 import { NpyError } from '../errors.js';
-import { NpzArchive, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from '../npz/archive.js';
-import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, type ZipCodec, type ZipSink } from '../npz/zip.js';
-import { readFully, writeBeside, writeFully } from './fd.js';
-import { openHandle, type NpyFileHandle, type PositionalIO } from './regions.js';
+import { NpzArchive, npzWriting, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from '../npz/archive.js';
+import { WindowedSource } from '../npz/windowed-source.js';
+import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, type ZipCodec, type ZipEntry, type ZipSink } from '../npz/zip.js';
+import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from './regions.js';
 
 /** node:zlib as the zip codec: native inflate/deflate and CRC-32, with the same size guards. */
 export const zlibCodec: ZipCodec = {
@@ -66,14 +70,137 @@ export function fileSource(path: string): ByteSource {
   }
 }
 
+/** Options of {@link loadNpz}. */
+export interface NpzFileOptions extends NpzOptions, AsyncOptions {}
+
 /**
- * Open a .npz on disk: only the central directory is read now, members when asked for. Call close().
+ * An open .npz on disk, read without blocking the event loop: the central directory is read when
+ * it is opened, each member when asked for (only its bytes). Close it, or `await using` it.
+ */
+export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposable {
+  private closed = false;
+
+  private constructor(
+    readonly path: string,
+    private readonly fh: FileHandle,
+    /** The archive's logic, over the bytes each operation fetches (see WindowedSource). */
+    private readonly archive: NpzArchive,
+    readonly size: number,
+  ) {}
+
+  /** Open `path` and read its central directory. */
+  static async open(path: string, options: NpzFileOptions = {}): Promise<NpzFile> {
+    options.signal?.throwIfAborted();
+    const fh = await openAsync(path, 'r');
+    try {
+      const { size } = await fh.stat();
+      const source = new WindowedSource(size);
+      const archive = await source.run(() => new NpzArchive(source, { codec: zlibCodec, ...options }), (o, l) => readRange(fh, o, l, options.signal));
+      return new NpzFile(path, fh, archive, size);
+    } catch (e) {
+      await fh.close();
+      throw e;
+    }
+  }
+
+  /** Zip members in archive order. */
+  get entries(): readonly ZipEntry[] {
+    return this.archive.entries;
+  }
+
+  /** Keys as numpy's `NpzFile.files` lists them (`a.npy` → `a`). */
+  get names(): readonly string[] {
+    return this.archive.names;
+  }
+
+  has(name: string): boolean {
+    return this.archive.has(name);
+  }
+
+  /** The zip entry a key names: the exact member name first, else the key plus `.npy` (as numpy). */
+  entry(name: string): ZipEntry {
+    return this.archive.entry(name);
+  }
+
+  /** `length` bytes at `offset` of the archive file (fewer at its end). */
+  readRange(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    if (this.closed) return Promise.reject(new NpyError('BAD_ARRAY', `${this.path} is closed`));
+    return readRange(this.fh, offset, length, signal);
+  }
+
+  /** Run one synchronous archive operation over the bytes it asks for, read asynchronously. */
+  private run<T>(operation: (archive: NpzArchive) => T, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
+    const source = new WindowedSource(this.size);
+    return source.run(() => operation(this.archive.withSource(source)), (o, l) => this.readRange(o, l, signal));
+  }
+
+  /**
+   * Decode one member as an array.
+   * @example
+   * await using z = await loadNpz('model.npz');
+   * const kernel = await z.get('dense/kernel', { expect: '<f4' });
+   */
+  get<const S extends DescrInput>(name: string, options: DecodeOptions & AsyncOptions & Expecting<S>): Promise<NdArray<S>>;
+  get(name: string, options?: DecodeOptions & AsyncOptions): Promise<NdArray>;
+  get(name: string, options: DecodeOptions & AsyncOptions = {}): Promise<NdArray> {
+    return this.run((a) => a.get(name, options), options.signal);
+  }
+
+  /** A member's .npy header, reading only its first bytes. */
+  header(name: string, options: AsyncOptions = {}): Promise<NpyHeader> {
+    return this.run((a) => a.header(name), options.signal);
+  }
+
+  /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
+  bytes(name: string, options: AsyncOptions = {}): Promise<Uint8Array> {
+    return this.run((a) => a.bytes(name), options.signal);
+  }
+
+  /** Where a member's data starts in the file (after its local header). */
+  dataOffset(name: string, options: AsyncOptions = {}): Promise<number> {
+    return this.run((a) => entryDataOffset(a.source, a.entry(name)), options.signal);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<[string, NdArray]> {
+    for (const name of this.names) yield [name, await this.get(name)];
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.fh.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+async function readRange(fh: FileHandle, offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+  const out = new Uint8Array(allocateBuffer(length));
+  const got = await readFullyAsync(fh, out, offset, signal);
+  return got === length ? out : out.subarray(0, got);
+}
+
+/**
+ * Open a .npz on disk without blocking: only the central directory is read now, members when asked for.
  * @example
- * const z = loadNpz('model.npz');
+ * await using z = await loadNpz('model.npz');
+ * const kernel = await z.get('dense/kernel');
+ */
+export function loadNpz(path: string, options: NpzFileOptions = {}): Promise<NpzFile> {
+  return NpzFile.open(path, options);
+}
+
+/**
+ * {@link loadNpz}, blocking: members are read with blocking reads. Call close().
+ * @example
+ * const z = loadNpzSync('model.npz');
  * const kernel = z.get('dense/kernel');
  * z.close();
  */
-export function loadNpz(path: string, options: NpzOptions = {}): NpzArchive {
+export function loadNpzSync(path: string, options: NpzOptions = {}): NpzArchive {
   const source = fileSource(path);
   try {
     return new NpzArchive(source, { codec: zlibCodec, ...options });
@@ -95,25 +222,63 @@ class FileSink implements ZipSink {
   }
 }
 
+/** A sink that queues positional writes; the async writer flushes them between steps. */
+class QueuedSink implements ZipSink {
+  private position = 0;
+  private queue: [Uint8Array, number][] = [];
+  write(chunk: Uint8Array): void {
+    this.queue.push([chunk, this.position]);
+    this.position += chunk.length;
+  }
+  patch(position: number, bytes: Uint8Array): void {
+    this.queue.push([bytes.slice(), position]);
+  }
+  async flush(fh: FileHandle, signal?: AbortSignal): Promise<void> {
+    const pending = this.queue;
+    this.queue = [];
+    for (const [bytes, position] of pending) await writeFullyAsync(fh, bytes, position, signal);
+  }
+}
+
+/** Options of {@link saveNpz}. */
+export interface SaveNpzOptions extends NpzWriteOptions, AsyncOptions {}
+
 /**
- * Write arrays as a .npz file, member by member straight to disk (the archive is never built in
- * memory). The file appears under its name only when complete: it is written beside it and renamed.
+ * Write arrays as a .npz file without blocking the event loop, member by member straight to disk
+ * (the archive is never built in memory). The file appears under its name only when complete: it
+ * is written beside it and renamed; an aborted or failed save leaves the old file.
  * @example
- * saveNpz('out.npz', { a: { data: new Int32Array([1, 2]) } }, { compress: true });
+ * await saveNpz('out.npz', { a: { data: new Int32Array([1, 2]) } }, { compress: true });
  */
-export function saveNpz(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
+export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOptions = {}): Promise<void> {
+  await writeBesideAsync(path, async (fh) => {
+    const sink = new QueuedSink();
+    for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options })) await sink.flush(fh, options.signal);
+    await sink.flush(fh, options.signal);
+  }, options.signal);
+}
+
+/**
+ * {@link saveNpz}, blocking.
+ * @example
+ * saveNpzSync('out.npz', { a: { data: new Int32Array([1, 2]) } });
+ */
+export function saveNpzSync(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
   writeBeside(path, (fd) => writeNpz(new FileSink(fd), arrays, { codec: zlibCodec, ...options }));
 }
 
 /**
  * A member's uncompressed bytes as a stream of chunks, for members too large for one buffer.
  * Size and CRC-32 are checked at the end: the last step throws if they do not match.
+ * @example
+ * for await (const chunk of streamNpzMember(z, 'huge')) hash.update(chunk);
  */
-export async function* streamNpzMember(archive: NpzArchive, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
+export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
   const entry = archive.entry(name);
   checkSupported(entry);
-  const source = archive.source;
-  const start = entryDataOffset(source, entry);
+  const start = archive instanceof NpzFile ? await archive.dataOffset(name) : entryDataOffset(archive.source, entry);
+  const read = (offset: number, length: number): Promise<Uint8Array> | Uint8Array =>
+    archive instanceof NpzFile ? archive.readRange(offset, length) : archive.source.read(offset, length);
   let crc = 0;
   let produced = 0;
   const account = (chunk: Uint8Array): Uint8Array => {
@@ -124,13 +289,13 @@ export async function* streamNpzMember(archive: NpzArchive, name: string, chunkS
   };
   if (entry.method === 0) {
     for (let at = 0; at < entry.compressedSize; at += chunkSize) {
-      yield account(source.read(start + at, Math.min(chunkSize, entry.compressedSize - at)));
+      yield account(await read(start + at, Math.min(chunkSize, entry.compressedSize - at)));
     }
   } else {
     const inflater = createInflateRaw();
     const feed = (async () => {
       for (let at = 0; at < entry.compressedSize; at += chunkSize) {
-        const piece = source.read(start + at, Math.min(chunkSize, entry.compressedSize - at));
+        const piece = await read(start + at, Math.min(chunkSize, entry.compressedSize - at));
         if (!inflater.write(piece)) await new Promise((r) => inflater.once('drain', r));
       }
       inflater.end();
@@ -146,26 +311,68 @@ export async function* streamNpzMember(archive: NpzArchive, name: string, chunkS
   if (crc !== entry.crc32) throw new NpyError('ZIP_CRC', `CRC-32 mismatch at the end of the stream`, { member: entry.name });
 }
 
-/**
- * Region reads of one stored (uncompressed) member of an archive, which is a plain .npy at an
- * offset. Deflated members have no random access: read them whole or with streamNpzMember().
- */
-export function openNpzMember<const S extends DescrInput>(archive: NpzArchive, name: string, options: ReadHeaderOptions & Expecting<S>): NpyFileHandle<S>;
-export function openNpzMember(archive: NpzArchive, name: string, options?: ReadHeaderOptions): NpyFileHandle;
-export function openNpzMember(archive: NpzArchive, name: string, options: ReadHeaderOptions = {}): NpyFileHandle {
+/** The stored member a region read needs (deflated members have no random access). */
+function storedEntry(archive: NpzArchive | NpzFile, name: string): ZipEntry {
   const entry = archive.entry(name);
   checkSupported(entry);
   if (entry.method !== 0) {
     throw new NpyError('ZIP_UNSUPPORTED', 'region reads need a stored member; this one is deflated (read it whole, or stream it)', { member: entry.name });
   }
+  return entry;
+}
+
+/** Reads clipped to the member: a region read never strays into the next member. */
+function clip(entry: ZipEntry, target: Uint8Array, position: number): Uint8Array {
+  return target.subarray(0, Math.max(0, Math.min(target.length, entry.size - position)));
+}
+
+/**
+ * Region reads of one stored (uncompressed) member of an archive, which is a plain .npy at an
+ * offset. Deflated members have no random access: read them whole or with streamNpzMember().
+ * @example
+ * await using z = await loadNpz('big.npz');
+ * await using m = await openNpzMember(z, 'x');
+ * const rows = await m.read([0, 0], [10, m.shape[1]!]);
+ */
+export async function openNpzMember<const S extends DescrInput>(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
+export async function openNpzMember(archive: NpzFile, name: string, options?: ReadHeaderOptions & AsyncOptions): Promise<NpyFileHandle>;
+export async function openNpzMember(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
+  const entry = storedEntry(archive, name);
+  const base = await archive.dataOffset(name, options);
+  const io: PositionalIOAsync = {
+    async read(target, position, signal) {
+      const part = clip(entry, target, position);
+      const got = await archive.readRange(base + position, part.length, signal);
+      part.set(got);
+      return got.length;
+    },
+    async close() { /* the archive owns the file */ },
+  };
+  const header = await readHeaderFromAsync(async (offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, await io.read(out, offset, options.signal));
+  }, options);
+  checkDataPresent(header, entry.size - header.dataOffset);
+  return openHandle(entry.name, io, header);
+}
+
+/**
+ * {@link openNpzMember}, blocking, for an archive from {@link loadNpzSync}.
+ * @example
+ * const m = openNpzMemberSync(loadNpzSync('big.npz'), 'x');
+ */
+export function openNpzMemberSync<const S extends DescrInput>(archive: NpzArchive, name: string, options: ReadHeaderOptions & Expecting<S>): NpyFileHandleSync<S>;
+export function openNpzMemberSync(archive: NpzArchive, name: string, options?: ReadHeaderOptions): NpyFileHandleSync;
+export function openNpzMemberSync(archive: NpzArchive, name: string, options: ReadHeaderOptions = {}): NpyFileHandleSync {
+  const entry = storedEntry(archive, name);
   const base = entryDataOffset(archive.source, entry);
   const src = archive.source;
   const io: PositionalIO = {
     read(target, position) {
-      const want = Math.max(0, Math.min(target.length, entry.size - position));
-      if (src.readInto) return src.readInto(target.subarray(0, want), base + position);
-      const got = src.read(base + position, want);
-      target.set(got);
+      const part = clip(entry, target, position);
+      if (src.readInto) return src.readInto(part, base + position);
+      const got = src.read(base + position, part.length);
+      part.set(got);
       return got.length;
     },
     close() { /* the archive owns the file */ },
@@ -175,7 +382,7 @@ export function openNpzMember(archive: NpzArchive, name: string, options: ReadHe
     return out.subarray(0, io.read(out, offset));
   }, options);
   checkDataPresent(header, entry.size - header.dataOffset);
-  return openHandle(`${entry.name}`, io, header);
+  return openHandleSync(entry.name, io, header);
 }
 
 export { NpzArchive };

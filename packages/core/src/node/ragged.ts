@@ -6,8 +6,8 @@ import { toNdArray, type ArraySpec } from '../npy.js';
 import { parseDescr, recordDType, shapeRepr, type DType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
-import { appendHoldingLock, appendNpy, openNpy, type NpyFileHandle } from './regions.js';
-import { saveNpy } from './npy-files.js';
+import { appendHoldingLock, appendNpySync, openNpySync, type NpyFileHandleSync } from './regions.js';
+import { saveNpySync } from './npy-files.js';
 import { withAppendLock } from './lock.js';
 import { toOrder } from '../array/order.js';
 import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind } from '../ragged/convention.js';
@@ -139,7 +139,7 @@ function scalarDescr(name: string, values: unknown[], given?: string): string {
  * Records with ragged fields: `main.npy` holds the record array, each ragged field as a (start, stop)
  * index whose heap is `main.npy.<field>.heap` (or `.strings`). Other fields are ordinary columns.
  */
-function saveRaggedRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>): void {
+function saveRaggedRecordsSync(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>): void {
   const names = Object.keys(records[0]!);
   const specs: { name: string; dtype: DType | string }[] = [];
   const columns: Record<string, unknown[]> = {};
@@ -151,8 +151,8 @@ function saveRaggedRecords(path: string, records: Record<string, unknown>[], dty
     if (values.every(isRaggedValue)) {
       const heap = `${basename(path)}.${name}.${values.every((v) => typeof v === 'string') ? 'strings' : 'heap'}`;
       const { kind, rows, bounds } = heapRows(values as Input[], 0);
-      if (rows) saveNpy(join(dirname(path), heap), rows);
-      else saveNpy(join(dirname(path), heap), arrayFromValues([], '|u1'));
+      if (rows) saveNpySync(join(dirname(path), heap), rows);
+      else saveNpySync(join(dirname(path), heap), arrayFromValues([], '|u1'));
       const index = indexArray(kind, heap, bounds);
       specs.push({ name, dtype: index.dtype });
       columns[name] = bounds.map(([start, stop]) => ({ start: BigInt(start), stop: BigInt(stop) }));
@@ -162,7 +162,7 @@ function saveRaggedRecords(path: string, records: Record<string, unknown>[], dty
     }
   }
   const dtype = recordDType(specs);
-  saveNpy(path, arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }));
+  saveNpySync(path, arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }));
 }
 
 /**
@@ -170,11 +170,11 @@ function saveRaggedRecords(path: string, records: Record<string, unknown>[], dty
  * then the index. Elements are arrays of one dtype and trailing shape, strings, lists of those, or
  * plain objects (records whose array or string fields become ragged fields, one heap each).
  * @example
- * saveRagged('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
+ * saveRaggedSync('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
-export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
+export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
   if (isRecordList(elements)) {
-    saveRaggedRecords(path, elements, options.dtypes ?? {});
+    saveRaggedRecordsSync(path, elements, options.dtypes ?? {});
     return;
   }
   const kind = kindOf(elements as Input[]);
@@ -184,23 +184,23 @@ export function saveRagged(path: string, elements: Input[] | Record<string, unkn
   let offset = 0;
   let heapDtype: DType | undefined;
   if (shared) {
-    const h = openNpy(heapPath);
+    const h = openNpySync(heapPath);
     offset = h.shape[0] ?? 0;
     heapDtype = h.dtype;
     h.close();
   }
   const { kind: k, rows, bounds, nested } = heapRows(elements as Input[], offset, heapDtype);
   if (nested) {
-    if (shared) appendRagged(heapPath, nested);
-    else saveRagged(heapPath, nested);
+    if (shared) appendRaggedSync(heapPath, nested);
+    else saveRaggedSync(heapPath, nested);
   } else if (rows) {
-    if (shared) appendNpy(heapPath, rows);
-    else saveNpy(heapPath, rows);
+    if (shared) appendNpySync(heapPath, rows);
+    else saveNpySync(heapPath, rows);
   } else if (!shared) {
     if (k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
-    saveNpy(heapPath, arrayFromValues([], '|u1'));
+    saveNpySync(heapPath, arrayFromValues([], '|u1'));
   }
-  saveNpy(path, indexArray(k, relative(dirname(path), heapPath), bounds));
+  saveNpySync(path, indexArray(k, relative(dirname(path), heapPath), bounds));
 }
 
 /** An open ragged array: elements are read with region reads of the index and of the heap only. */
@@ -224,8 +224,8 @@ export interface RaggedHandle {
   close(): void;
 }
 
-export function isRagged(path: string): boolean {
-  const h = openNpy(path);
+export function isRaggedSync(path: string): boolean {
+  const h = openNpySync(path);
   try {
     return raggedInfo(h.dtype) !== null;
   } finally {
@@ -254,16 +254,16 @@ function raggedFieldsOf(dtype: DType): Record<string, ReturnType<typeof raggedIn
   return out;
 }
 
-export function openRaggedRecords(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
-  const main = openNpy(path);
+export function openRaggedRecordsSync(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
+  const main = openNpySync(path);
   const fields = raggedFieldsOf(main.dtype);
   if (Object.keys(fields).length === 0) {
     main.close();
     throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
   }
-  let heaps: Record<string, NpyFileHandle>;
+  let heaps: Record<string, NpyFileHandleSync>;
   try {
-    heaps = Object.fromEntries(Object.entries(fields).map(([name, info]) => [name, openNpy(heapPathOf(path, info.heap, options))]));
+    heaps = Object.fromEntries(Object.entries(fields).map(([name, info]) => [name, openNpySync(heapPathOf(path, info.heap, options))]));
   } catch (e) {
     main.close();
     throw e;
@@ -301,12 +301,12 @@ export function openRaggedRecords(path: string, options: RaggedPathOptions = {})
 /**
  * Open a ragged array (its index and heap): elements are read with region reads of both, on demand.
  * @example
- * const r = openRagged('words.npy');
+ * const r = openRaggedSync('words.npy');
  * r.get(1);   // 'bc'
  * r.close();
  */
-export function openRagged(path: string, options: RaggedPathOptions = {}): RaggedHandle {
-  const index: NpyFileHandle = openNpy(path);
+export function openRaggedSync(path: string, options: RaggedPathOptions = {}): RaggedHandle {
+  const index: NpyFileHandleSync = openNpySync(path);
   const info = raggedInfo(index.dtype);
   if (!info) {
     index.close();
@@ -315,11 +315,11 @@ export function openRagged(path: string, options: RaggedPathOptions = {}): Ragge
   }
   let heapPath: string;
   let nested: RaggedHandle | null;
-  let heap: NpyFileHandle | null;
+  let heap: NpyFileHandleSync | null;
   try {
     heapPath = heapPathOf(path, info.heap, options);
-    nested = isRagged(heapPath) ? openRagged(heapPath, options) : null;
-    heap = nested ? null : openNpy(heapPath);
+    nested = isRaggedSync(heapPath) ? openRaggedSync(heapPath, options) : null;
+    heap = nested ? null : openNpySync(heapPath);
   } catch (e) {
     index.close();
     throw e;
@@ -366,33 +366,33 @@ export function openRagged(path: string, options: RaggedPathOptions = {}): Ragge
 /**
  * Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous state.
  * @example
- * appendRagged('words.npy', ['ghij']);
+ * appendRaggedSync('words.npy', ['ghij']);
  */
-export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
-  withAppendLock(path, () => appendRaggedHoldingLock(path, elements, options));
+export function appendRaggedSync(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
+  withAppendLock(path, () => appendRaggedHoldingLockSync(path, elements, options));
 }
 
 /**
  * appendRagged for a caller holding the index's append lock. The heap's lock is taken too (another
  * index may share the heap): its length is read and both files grow while no other writer can move them.
  */
-function appendRaggedHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): void {
-  const h = openRagged(path, options);
+function appendRaggedHoldingLockSync(path: string, elements: Input[], options: RaggedPathOptions): void {
+  const h = openRaggedSync(path, options);
   const { heapPath, heapDtype, kind } = h;
   h.close();
   withAppendLock(heapPath, () => {
-    const { heapLength } = readRaggedLength(path, options);
+    const { heapLength } = readRaggedLengthSync(path, options);
     const { kind: k, rows, bounds, nested } = heapRows(elements, heapLength, kind === 'utf8' ? undefined : heapDtype);
     if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
-    if (nested) appendRaggedHoldingLock(heapPath, nested, options);
+    if (nested) appendRaggedHoldingLockSync(heapPath, nested, options);
     else if (rows && rows.size) appendHoldingLock(heapPath, rows);
     if (bounds.length) appendHoldingLock(path, indexArray(kind, relative(dirname(path), heapPath), bounds));
   });
 }
 
 /** The heap length of a ragged array, read afresh. */
-function readRaggedLength(path: string, options: RaggedPathOptions): { heapLength: number } {
-  const h = openRagged(path, options);
+function readRaggedLengthSync(path: string, options: RaggedPathOptions): { heapLength: number } {
+  const h = openRaggedSync(path, options);
   try {
     return { heapLength: h.heapLength };
   } finally {
@@ -401,7 +401,7 @@ function readRaggedLength(path: string, options: RaggedPathOptions): { heapLengt
 }
 
 /** numpy's representation of ragged data — an object array of arrays or strings (StringDType arrays decode to one) — written as a ragged array. */
-export function saveObjectArrayAsRagged(path: string, objects: NdArray, options: SaveRaggedOptions = {}): void {
+export function saveObjectArrayAsRaggedSync(path: string, objects: NdArray, options: SaveRaggedOptions = {}): void {
   if (objects.dtype.kind !== 'O' || objects.ndim !== 1) {
     throw new NpyError('BAD_ARRAY', `only 1-d object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
   }
@@ -410,7 +410,7 @@ export function saveObjectArrayAsRagged(path: string, objects: NdArray, options:
     if (v instanceof Uint8Array) return decodeUtf8(v) as Input;
     throw new NpyError('BAD_ARRAY', `object array element ${i} is neither an array nor a string`);
   });
-  saveRagged(path, items, options);
+  saveRaggedSync(path, items, options);
 }
 
 /** A ragged array as numpy's object array (arrays, strings, or lists of them), e.g. to write with the pickle codec. */

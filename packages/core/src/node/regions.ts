@@ -1,5 +1,6 @@
 /** Regions of .npy files larger than memory: region reads and writes, sparse creation, appends. */
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from 'node:fs';
+import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { allocateBuffer } from '../array/memory.js';
 import { checkDataPresent, toNdArray, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
@@ -10,19 +11,35 @@ import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
 import { dataToBytes, type TypedArray } from '../array/layout.js';
 import { NpyError } from '../errors.js';
-import { withAppendLock } from './lock.js';
+import { withAppendLock, withAppendLockAsync } from './lock.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
-import { readFully, writeBeside, writeFully } from './fd.js';
-import { readHeaderFromFd } from './npy-files.js';
+import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { readHeaderFromFd, readHeaderFromHandle } from './npy-files.js';
 
 // Regions of files larger than memory
 
 /** Runs closer than this are read in one call (the gap is read and dropped). */
 const FILE_MAX_GAP = 4096;
 
-/** An open .npy: its header, and regions read with positional reads of only the bytes they cover. */
-export interface NpyFileHandle<S extends DescrInput = DescrInput> extends OpenNpy<S> {
+/** What every open .npy handle has: its header, dtype, shape, order and path. */
+interface NpyFileInfo<S extends DescrInput = DescrInput> extends OpenNpy<S> {
   readonly path: string;
+}
+
+/**
+ * An open .npy whose regions are read and written with positional reads of only the bytes they
+ * cover, off the event loop. `await using h = await openNpy(p)` closes it at the end of the scope.
+ */
+export interface NpyFileHandle<S extends DescrInput = DescrInput> extends NpyFileInfo<S>, AsyncDisposable {
+  /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
+  read(start: readonly number[], count: readonly number[], options?: AsyncOptions): Promise<NdArray<S>>;
+  /** Write a region (its shape is `data.shape`) at `start`. */
+  writeRegion(start: readonly number[], data: NdArray | ArraySpec, options?: AsyncOptions): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** {@link NpyFileHandle}, blocking: from {@link openNpySync} and {@link createNpySync}; `using h = …` closes it. */
+export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends NpyFileInfo<S>, Disposable {
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
   read(start: readonly number[], count: readonly number[]): NdArray<S>;
   /** Write a region (its shape is `data.shape`) at `start`. */
@@ -40,6 +57,13 @@ export interface PositionalIO {
   close(): void;
 }
 
+/** {@link PositionalIO}, async. */
+export interface PositionalIOAsync {
+  read(target: Uint8Array, position: number, signal?: AbortSignal): Promise<number>;
+  write?(bytes: Uint8Array, position: number, signal?: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+}
+
 function fileIO(fd: number): PositionalIO {
   return {
     read: (target, position) => readFully(fd, target, position),
@@ -48,50 +72,122 @@ function fileIO(fd: number): PositionalIO {
   };
 }
 
-export function openHandle(path: string, io: PositionalIO, header: NpyHeader): NpyFileHandle {
+function fileIOAsync(fh: FileHandle): PositionalIOAsync {
+  return {
+    read: (target, position, signal) => readFullyAsync(fh, target, position, signal),
+    write: (bytes, position, signal) => writeFullyAsync(fh, bytes, position, signal),
+    close: () => fh.close(),
+  };
+}
+
+/** One positional read a region needs: fill `target` from file position `position`. */
+interface ReadStep {
+  target: Uint8Array;
+  position: number;
+}
+
+/**
+ * The reads of one region, as steps a sync or an async driver performs (each step is answered with
+ * the bytes read); returns the region's array. Memory is the region plus one group (≤ 16 MiB).
+ */
+function* regionReads(path: string, header: NpyHeader, start: readonly number[], count: readonly number[]): Generator<ReadStep, NdArray, number> {
+  const plan = planRegion(header, start, count);
+  const out = new Uint8Array(allocateBuffer(plan.bytes));
+  let scratch = new Uint8Array(0);
+  for (const g of groupRuns(plan.runs, FILE_MAX_GAP)) {
+    const single = g.runs.length === 1;
+    let buf: Uint8Array;
+    if (single) buf = out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length);
+    else {
+      if (scratch.length < g.length) scratch = new Uint8Array(Math.min(DEFAULT_GROUP_BYTES, Math.max(g.length, 2 * scratch.length)));
+      buf = scratch.subarray(0, g.length);
+    }
+    const got = yield { target: buf, position: g.offset };
+    regionStats.reads++;
+    regionStats.bytes += got;
+    if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${path} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
+    if (!single) placeGroup(out, g, buf);
+  }
+  return regionArray(header, plan, out);
+}
+
+/** The writes of one region: `[bytes, file position]` pairs. */
+function* regionWrites(header: NpyHeader, start: readonly number[], input: NdArray | ArraySpec): Generator<[Uint8Array, number]> {
+  const data = regionBytes(header, input);
+  const plan = planRegion(header, start, data.shape);
+  for (const r of plan.runs) yield [data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), r.fileOffset];
+}
+
+function infoOf(path: string, header: NpyHeader): NpyFileInfo {
+  return { path, header, dtype: header.dtype, shape: [...header.shape], order: header.fortranOrder ? 'F' : 'C' };
+}
+
+function closedError(path: string): NpyError {
+  return new NpyError('BAD_ARRAY', `${path} is closed`);
+}
+
+function readOnlyError(path: string): NpyError {
+  return new NpyError('BAD_ARRAY', `${path} is open for reading only`);
+}
+
+export function openHandleSync(path: string, io: PositionalIO, header: NpyHeader): NpyFileHandleSync {
   let open = true;
   const check = (): void => {
-    if (!open) throw new NpyError('BAD_ARRAY', `${path} is closed`);
+    if (!open) throw closedError(path);
+  };
+  const close = (): void => {
+    if (open) io.close();
+    open = false;
   };
   return {
-    path,
-    header,
-    dtype: header.dtype,
-    shape: [...header.shape],
-    order: header.fortranOrder ? 'F' : 'C',
+    ...infoOf(path, header),
     read(start, count) {
       check();
-      const plan = planRegion(header, start, count);
-      const out = new Uint8Array(allocateBuffer(plan.bytes));
-      // One scratch buffer for the gathered groups: memory is the region plus one group (≤ 16 MiB).
-      let scratch = new Uint8Array(0);
-      for (const g of groupRuns(plan.runs, FILE_MAX_GAP)) {
-        const single = g.runs.length === 1;
-        let buf: Uint8Array;
-        if (single) buf = out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length);
-        else {
-          if (scratch.length < g.length) scratch = new Uint8Array(Math.min(DEFAULT_GROUP_BYTES, Math.max(g.length, 2 * scratch.length)));
-          buf = scratch.subarray(0, g.length);
-        }
-        const got = io.read(buf, g.offset);
-        regionStats.reads++;
-        regionStats.bytes += got;
-        if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${path} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
-        if (!single) placeGroup(out, g, buf);
+      const steps = regionReads(path, header, start, count);
+      for (let step = steps.next(); ; ) {
+        if (step.done) return step.value;
+        step = steps.next(io.read(step.value.target, step.value.position));
       }
-      return regionArray(header, plan, out);
     },
     writeRegion(start, input) {
       check();
-      if (!io.write) throw new NpyError('BAD_ARRAY', `${path} is open for reading only`);
-      const data = regionBytes(header, input);
-      const plan = planRegion(header, start, data.shape);
-      for (const r of plan.runs) io.write(data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), r.fileOffset);
+      if (!io.write) throw readOnlyError(path);
+      for (const [bytes, position] of regionWrites(header, start, input)) io.write(bytes, position);
     },
-    close() {
-      if (open) io.close();
+    close,
+    [Symbol.dispose]: close,
+  };
+}
+
+export function openHandle(path: string, io: PositionalIOAsync, header: NpyHeader): NpyFileHandle {
+  let open = true;
+  const check = (signal?: AbortSignal): void => {
+    signal?.throwIfAborted();
+    if (!open) throw closedError(path);
+  };
+  const close = async (): Promise<void> => {
+    if (open) {
       open = false;
+      await io.close();
+    }
+  };
+  return {
+    ...infoOf(path, header),
+    async read(start, count, options = {}) {
+      check(options.signal);
+      const steps = regionReads(path, header, start, count);
+      for (let step = steps.next(); ; ) {
+        if (step.done) return step.value;
+        step = steps.next(await io.read(step.value.target, step.value.position, options.signal));
+      }
     },
+    async writeRegion(start, input, options = {}) {
+      check(options.signal);
+      if (!io.write) throw readOnlyError(path);
+      for (const [bytes, position] of regionWrites(header, start, input)) await io.write(bytes, position, options.signal);
+    },
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
 
@@ -106,21 +202,47 @@ function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { shape: nu
   return { shape: a.shape, bytes: dataToBytes(header.dtype, a.data as TypedArray) };
 }
 
+/** Options of {@link openNpy}. */
+export interface OpenOptions extends DecodeOptions, AsyncOptions {
+  /** Open for {@link NpyFileHandle.writeRegion} too. */
+  write?: boolean;
+}
+
 /**
  * Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region.
  * @example
- * const h = openNpy('big.npy');
- * const block = h.read([1000, 0], [64, 512]);
- * h.close();
+ * await using h = await openNpy('big.npy');
+ * const block = await h.read([1000, 0], [64, 512]);
  */
-export function openNpy<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandle<S>;
-export function openNpy(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandle;
-export function openNpy(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandle {
+export async function openNpy<const S extends DescrInput>(path: string, options: OpenOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
+export async function openNpy(path: string, options?: OpenOptions): Promise<NpyFileHandle>;
+export async function openNpy(path: string, options: OpenOptions = {}): Promise<NpyFileHandle> {
+  options.signal?.throwIfAborted();
+  const fh = await openAsync(path, options.write ? 'r+' : 'r');
+  try {
+    const header = await readHeaderFromHandle(fh, options);
+    checkDataPresent(header, (await fh.stat()).size - header.dataOffset);
+    return openHandle(path, fileIOAsync(fh), header);
+  } catch (e) {
+    await fh.close();
+    throw e;
+  }
+}
+
+/**
+ * {@link openNpy}, blocking.
+ * @example
+ * using h = openNpySync('big.npy');
+ * const block = h.read([1000, 0], [64, 512]);
+ */
+export function openNpySync<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandleSync<S>;
+export function openNpySync(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandleSync;
+export function openNpySync(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandleSync {
   const fd = openSync(path, options.write ? 'r+' : 'r');
   try {
     const header = readHeaderFromFd(fd, options);
     checkDataPresent(header, fstatSync(fd).size - header.dataOffset);
-    return openHandle(path, fileIO(fd), header);
+    return openHandleSync(path, fileIO(fd), header);
   } catch (e) {
     closeSync(fd);
     throw e;
@@ -134,23 +256,48 @@ export interface CreateOptions {
   version?: 1 | 2 | 3;
 }
 
+/** The header of a new file and its size (header plus data). */
+function newFileLayout(options: CreateOptions): { headerBytes: Uint8Array; fileSize: number } {
+  const dtype = parseDescr(options.dtype);
+  const fortran = options.order === 'F';
+  const headerBytes = encodeHeader(dtype, options.shape, fortran && !isOrderFree(options.shape), options.version);
+  return { headerBytes, fileSize: headerBytes.length + shapeSize(options.shape) * dtype.itemsize };
+}
+
 /**
  * Create a .npy of the given dtype and shape: numpy's header, and the file sized to hold the data
  * (sparse where the file system allows), ready for any number of processes or threads to fill
  * disjoint regions with {@link writeRegion}. Returns an open handle.
  * @example
- * createNpy('out.npy', { dtype: '<f8', shape: [100000, 4096] }).close();
+ * await using out = await createNpy('out.npy', { dtype: '<f8', shape: [100000, 4096] });
+ * await out.writeRegion([0, 0], { data: new Float64Array(4096), shape: [1, 4096] });
  */
-export function createNpy(path: string, options: CreateOptions): NpyFileHandle {
-  const dtype = parseDescr(options.dtype);
-  const fortran = options.order === 'F';
-  const headerBytes = encodeHeader(dtype, options.shape, fortran && !isOrderFree(options.shape), options.version);
-  const dataBytes = shapeSize(options.shape) * dtype.itemsize;
+export async function createNpy(path: string, options: CreateOptions & AsyncOptions): Promise<NpyFileHandle> {
+  options.signal?.throwIfAborted();
+  const { headerBytes, fileSize } = newFileLayout(options);
+  const fh = await openAsync(path, 'w+');
+  try {
+    await writeFullyAsync(fh, headerBytes, 0, options.signal);
+    await fh.truncate(fileSize);
+    return openHandle(path, fileIOAsync(fh), await readHeaderFromHandle(fh));
+  } catch (e) {
+    await fh.close();
+    throw e;
+  }
+}
+
+/**
+ * {@link createNpy}, blocking.
+ * @example
+ * createNpySync('out.npy', { dtype: '<f8', shape: [100000, 4096] }).close();
+ */
+export function createNpySync(path: string, options: CreateOptions): NpyFileHandleSync {
+  const { headerBytes, fileSize } = newFileLayout(options);
   const fd = openSync(path, 'w+');
   try {
     writeFully(fd, headerBytes);
-    ftruncateSync(fd, headerBytes.length + dataBytes);
-    return openHandle(path, fileIO(fd), readHeaderFromFd(fd));
+    ftruncateSync(fd, fileSize);
+    return openHandleSync(path, fileIO(fd), readHeaderFromFd(fd));
   } catch (e) {
     closeSync(fd);
     throw e;
@@ -160,14 +307,29 @@ export function createNpy(path: string, options: CreateOptions): NpyFileHandle {
 /**
  * Write `data` at `start` of an existing .npy (by path, opened and closed here, or an open handle).
  * @example
- * writeRegion('out.npy', [25000, 0], { data: rows, shape: [100, 4096] });
+ * await writeRegion('out.npy', [25000, 0], { data: rows, shape: [100, 4096] });
  */
-export function writeRegion(target: string | NpyFileHandle, start: readonly number[], data: NdArray | ArraySpec): void {
+export async function writeRegion(target: string | NpyFileHandle, start: readonly number[], data: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
+  if (typeof target !== 'string') return target.writeRegion(start, data, options);
+  const h = await openNpy(target, { write: true, signal: options.signal });
+  try {
+    await h.writeRegion(start, data, options);
+  } finally {
+    await h.close();
+  }
+}
+
+/**
+ * {@link writeRegion}, blocking.
+ * @example
+ * writeRegionSync('out.npy', [25000, 0], { data: rows, shape: [100, 4096] });
+ */
+export function writeRegionSync(target: string | NpyFileHandleSync, start: readonly number[], data: NdArray | ArraySpec): void {
   if (typeof target !== 'string') {
     target.writeRegion(start, data);
     return;
   }
-  const h = openNpy(target, { write: true });
+  const h = openNpySync(target, { write: true });
   try {
     h.writeRegion(start, data);
   } finally {
@@ -175,52 +337,112 @@ export function writeRegion(target: string | NpyFileHandle, start: readonly numb
   }
 }
 
+/** What an append writes: the new data at the end, then the header text (in place when it fits). */
+interface AppendPlan {
+  header: NpyHeader;
+  bytes: Uint8Array;
+  newShape: number[];
+  /** Where the new data goes: the end of the existing data. */
+  end: number;
+  /** Where the header text starts, and its new text when it fits in the old header's room (else null). */
+  textStart: number;
+  inPlace: Uint8Array | null;
+}
+
+function planAppend(path: string, header: NpyHeader, input: NdArray | ArraySpec): AppendPlan {
+  const add = toNdArray(input);
+  const axis = header.fortranOrder ? header.shape.length - 1 : 0;
+  if (header.shape.length === 0) throw new NpyError('BAD_ARRAY', `${path} holds a 0-d array, which cannot grow`);
+  const rest = (shape: readonly number[]): string => shapeRepr(shape.filter((_, a) => a !== axis));
+  const addShape = add.shape.length === header.shape.length - 1 ? (header.fortranOrder ? [...add.shape, 1] : [1, ...add.shape]) : add.shape;
+  if (addShape.length !== header.shape.length || rest(addShape) !== rest(header.shape)) {
+    throw new NpyError('BAD_ARRAY', `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`);
+  }
+  const { bytes } = regionBytes(header, new NdArray(add.dtype, addShape, add.data, add.order));
+  const newShape = [...header.shape];
+  newShape[axis]! += addShape[axis]!;
+  const textStart = 8 + (header.version[0] === 1 ? 2 : 4);
+  const inPlace = headerTextOfLength(header.dtype, newShape, header.fortranOrder, header.dataOffset - textStart, header.version[0]);
+  return { header, bytes, newShape, end: header.dataOffset + header.dataBytes, textStart, inPlace };
+}
+
+/** Bytes copied per step when an append has to rewrite the file. */
+const REWRITE_CHUNK = 64 << 20;
+
 /**
  * Append along axis 0 (the last axis of a Fortran-order file) in place. The data is written after
  * the existing data and made durable first; only then is the shape in the header rewritten, within
  * the header's padding (numpy ≥ 1.24 leaves room for it). A crash before the header write leaves the
  * old array (readers ignore trailing bytes); the header rewrite is a single small write at byte 8.
  * When the header cannot grow in place, the file is rewritten beside itself and renamed over it.
+ * Appends to one file are serialised across processes; the wait for another writer does not block
+ * the event loop. An abort before the header is rewritten leaves the old array.
  * @example
- * appendNpy('log.npy', { data: new Float32Array(512), shape: [1, 512] });
+ * await appendNpy('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
-export function appendNpy(path: string, input: NdArray | ArraySpec): void {
+export async function appendNpy(path: string, input: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
+  await withAppendLockAsync(path, () => appendHoldingLockAsync(path, input, options.signal), options.signal);
+}
+
+async function appendHoldingLockAsync(path: string, input: NdArray | ArraySpec, signal?: AbortSignal): Promise<void> {
+  const fh = await openAsync(path, 'r+');
+  try {
+    const plan = planAppend(path, await readHeaderFromHandle(fh, { signal }), input);
+    const { header } = plan;
+    await writeFullyAsync(fh, plan.bytes, plan.end, signal);
+    await fh.sync();
+    signal?.throwIfAborted();
+    if (plan.inPlace) {
+      await writeFullyAsync(fh, plan.inPlace, plan.textStart);
+      await fh.sync();
+      return;
+    }
+    await writeBesideAsync(path, async (out) => {
+      await writeFullyAsync(out, encodeHeader(header.dtype, plan.newShape, header.fortranOrder), null, signal);
+      const total = header.dataBytes + plan.bytes.length;
+      const chunk = new Uint8Array(Math.min(REWRITE_CHUNK, Math.max(1, total)));
+      for (let at = 0; at < total;) {
+        const n = await readFullyAsync(fh, chunk.subarray(0, Math.min(chunk.length, total - at)), header.dataOffset + at, signal);
+        if (n === 0) throw new NpyError('DATA_TRUNCATED', `${path} ended while being rewritten`);
+        await writeFullyAsync(out, chunk.subarray(0, n), null, signal);
+        at += n;
+      }
+      await out.sync();
+    }, signal);
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * {@link appendNpy}, blocking.
+ * @example
+ * appendNpySync('log.npy', { data: new Float32Array(512), shape: [1, 512] });
+ */
+export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
   withAppendLock(path, () => appendHoldingLock(path, input));
 }
 
-/** {@link appendNpy} for a caller that holds the file's append lock already (see lock.ts). */
+/** {@link appendNpySync} for a caller that holds the file's append lock already (see lock.ts). */
 export function appendHoldingLock(path: string, input: NdArray | ArraySpec): void {
   const fd = openSync(path, 'r+');
   try {
-    const header = readHeaderFromFd(fd);
-    const add = toNdArray(input);
-    const axis = header.fortranOrder ? header.shape.length - 1 : 0;
-    if (header.shape.length === 0) throw new NpyError('BAD_ARRAY', `${path} holds a 0-d array, which cannot grow`);
-    const rest = (shape: readonly number[]): string => shapeRepr(shape.filter((_, a) => a !== axis));
-    const addShape = add.shape.length === header.shape.length - 1 ? (header.fortranOrder ? [...add.shape, 1] : [1, ...add.shape]) : add.shape;
-    if (addShape.length !== header.shape.length || rest(addShape) !== rest(header.shape)) {
-      throw new NpyError('BAD_ARRAY', `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`);
-    }
-    const { bytes } = regionBytes(header, new NdArray(add.dtype, addShape, add.data, add.order));
-    const newShape = [...header.shape];
-    newShape[axis]! += addShape[axis]!;
-    const end = header.dataOffset + header.dataBytes;
-    writeFully(fd, bytes, end);
+    const plan = planAppend(path, readHeaderFromFd(fd), input);
+    const { header } = plan;
+    writeFully(fd, plan.bytes, plan.end);
     fsyncSync(fd);
-    const lengthField = header.version[0] === 1 ? 2 : 4;
-    const textStart = 8 + lengthField;
-    const inPlace = headerTextOfLength(header.dtype, newShape, header.fortranOrder, header.dataOffset - textStart, header.version[0]);
-    if (inPlace) {
-      writeFully(fd, inPlace, textStart);
+    if (plan.inPlace) {
+      writeFully(fd, plan.inPlace, plan.textStart);
       fsyncSync(fd);
       return;
     }
     // No room: write the grown array beside the file, then rename it over (atomic on POSIX).
     writeBeside(path, (out) => {
-      writeFully(out, encodeHeader(header.dtype, newShape, header.fortranOrder));
-      const chunk = new Uint8Array(Math.min(64 << 20, Math.max(1, header.dataBytes + bytes.length)));
-      for (let at = 0; at < header.dataBytes + bytes.length;) {
-        const n = readSync(fd, chunk, 0, Math.min(chunk.length, header.dataBytes + bytes.length - at), header.dataOffset + at);
+      writeFully(out, encodeHeader(header.dtype, plan.newShape, header.fortranOrder));
+      const total = header.dataBytes + plan.bytes.length;
+      const chunk = new Uint8Array(Math.min(REWRITE_CHUNK, Math.max(1, total)));
+      for (let at = 0; at < total;) {
+        const n = readSync(fd, chunk, 0, Math.min(chunk.length, total - at), header.dataOffset + at);
         if (n === 0) throw new NpyError('DATA_TRUNCATED', `${path} ended while being rewritten`);
         writeFully(out, chunk.subarray(0, n));
         at += n;
@@ -231,4 +453,3 @@ export function appendHoldingLock(path: string, input: NdArray | ArraySpec): voi
     closeSync(fd);
   }
 }
-

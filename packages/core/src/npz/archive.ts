@@ -96,6 +96,16 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
     }
   }
 
+  /**
+   * This archive reading its members through `source` (the same bytes, another way to reach them):
+   * an async reader gives each operation its own windows of the file.
+   */
+  withSource(source: ByteSource): NpzArchive {
+    const view = Object.create(this) as NpzArchive;
+    Object.defineProperty(view, 'source', { value: source });
+    return view;
+  }
+
   *[Symbol.iterator](): Iterator<[string, NdArray]> {
     for (const name of this.names) yield [name, this.get(name)];
   }
@@ -138,11 +148,19 @@ function* pieces(parts: Uint8Array[]): Generator<Uint8Array> {
 
 /** Write every array as `name.npy` into a zip sink. */
 export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): void {
+  for (const _ of npzWriting(sink, arrays, options));
+}
+
+/**
+ * {@link writeNpz} as steps: it pauses after each piece of at most 64 MiB written to the sink, so an
+ * async writer can flush the sink to disk (and notice an abort) between pieces.
+ */
+export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): Generator<void> {
   const writer = new ZipWriter(sink, options.codec ?? fflateCodec, options);
   // Keys of a Map or object are unique, so member names are too.
   for (const [name, array] of npzMembers(arrays)) {
     const { header, body } = encodeNpyParts(array, options);
-    writer.add(`${name}.npy`, pieces([header, body]), header.length + body.length, options.compress ?? false);
+    yield* writer.adding(`${name}.npy`, pieces([header, body]), header.length + body.length, options.compress ?? false);
   }
   writer.finish();
 }

@@ -17,6 +17,15 @@ export interface ByteSource {
   close?(): void;
 }
 
+/**
+ * Thrown by a source for bytes it does not hold yet: an async reader (a file, a URL) catches it,
+ * fetches those bytes and runs the same synchronous parsing step again, so the zip logic is written
+ * once. Code that catches errors while reading must let it through.
+ */
+export class NeedBytes {
+  constructor(readonly offset: number, readonly length: number) {}
+}
+
 export function memorySource(bytes: Uint8Array): ByteSource {
   return {
     size: bytes.length,
@@ -317,6 +326,7 @@ export function readZipEntryPrefix(src: ByteSource, entry: ZipEntry, want: numbe
   try {
     return out.subarray(0, inflateInto(pieces(), (k) => k === count - 1, out, true).produced);
   } catch (e) {
+    if (e instanceof NeedBytes) throw e;
     throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member: entry.name });
   }
 }
@@ -387,6 +397,11 @@ export class ZipWriter {
 
   /** Add one member made of `pieces` (e.g. a .npy header and its data) totalling `size` bytes. */
   add(name: string, pieces: Iterable<Uint8Array>, size: number, compress: boolean): void {
+    for (const _ of this.adding(name, pieces, size, compress));
+  }
+
+  /** {@link add} as steps: it pauses after each piece, for an async writer to flush its sink. */
+  *adding(name: string, pieces: Iterable<Uint8Array>, size: number, compress: boolean): Generator<void> {
     const utf8Name = /[^\x00-\x7f]/.test(name);
     const nameBytes = new TextEncoder().encode(name);
     if (nameBytes.length > U16_MAX) throw new NpyError('BAD_ARRAY', `member name of ${nameBytes.length} bytes is too long for zip`);
@@ -409,7 +424,7 @@ export class ZipWriter {
     let compressed = 0;
     const deflater = compress ? this.codec.deflater(this.options.level) : null;
     const list = [...pieces];
-    list.forEach((piece, i) => {
+    for (const [i, piece] of list.entries()) {
       crc = this.codec.crc32(piece, crc);
       written += piece.length;
       if (deflater) {
@@ -418,7 +433,8 @@ export class ZipWriter {
         this.emit(piece);
         compressed += piece.length;
       }
-    });
+      yield;
+    }
     if (deflater && list.length === 0) for (const out of deflater.push(new Uint8Array(0), true)) { this.emit(out); compressed += out.length; }
     if (written !== size) throw new NpyError('BAD_ARRAY', `member '${name}' has ${written} bytes, ${size} announced`);
     if (!zip64Local && compressed >= U32_MAX) throw new NpyError('TOO_LARGE', `member '${name}' compressed beyond 4 GiB without zip64 room`);

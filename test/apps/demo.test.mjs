@@ -4,9 +4,9 @@ import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { python } from './helpers/numpy.mjs';
+import { python } from '../helpers/numpy.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const archive = join(root, 'demo', 'digits-mlp.npz');
 
 test('numpy recomputes the predictions stored in the demo archive', () => {

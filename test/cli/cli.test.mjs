@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { python, runCli, scratch } from './helpers/numpy.mjs';
+import { python, runCli, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const arrays = {

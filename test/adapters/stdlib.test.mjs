@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import ndarray from '@stdlib/ndarray/ctor/lib/index.js';
 import { toStdlib, toStdlibFields, fromStdlib } from '@npyts/stdlib';
 import { encodeNpy, decodeNpy, NpyError, arrayFromValues } from '@npyts/core';
-import { loadNpy } from '@npyts/core/node';
-import { numpy, python, scratch } from './helpers/numpy.mjs';
+import { loadNpySync } from '@npyts/core/node';
+import { numpy, python, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const catalogue = numpy('catalogue', dir);
@@ -51,7 +51,7 @@ const mapped = catalogue.filter((c) => !/^(i8|u8|M8|m8|f16|c32|rec_)/.test(c.nam
 
 test('values through toStdlib equal numpy\'s for every mapped dtype, order and shape', () => {
   for (const { name, file, doc } of mapped) {
-    const a = loadNpy(file);
+    const a = loadNpySync(file);
     const x = (a.dtype.fields ? toStdlibFields : toStdlib)(a, { int64: 'generic' }); // some records hold int64 fields
     assert.equal(stdlibJSON(x, a.dtype), docByField(doc.data, a.dtype, a.ndim), name);
   }
@@ -59,7 +59,7 @@ test('values through toStdlib equal numpy\'s for every mapped dtype, order and s
 
 test('zero copy: stdlib ndarrays view the decoded memory, Fortran order as column-major', () => {
   for (const name of ['f8_C', 'f4_F', 'i2_C', 'u4_be_F', 'f2_C', 'b1_C', 'c8_F', 'c16_be_C']) {
-    const a = loadNpy(byName[name].file);
+    const a = loadNpySync(byName[name].file);
     const x = toStdlib(a);
     assert.is(x.data.buffer, a.data.buffer, `${name} copied`);
     assert.is(x.order, name.includes('_F') ? 'column-major' : 'row-major');
@@ -67,20 +67,20 @@ test('zero copy: stdlib ndarrays view the decoded memory, Fortran order as colum
 });
 
 test('record fields are strided views of the record memory where the layout allows', () => {
-  const a = loadNpy(byName.rec_aligned.file); // i1, pad, i4, i1, pad: 12-byte records
+  const a = loadNpySync(byName.rec_aligned.file); // i1, pad, i4, i1, pad: 12-byte records
   const x = toStdlibFields(a);
   assert.is(x.f1.data.buffer, a.data.buffer);
   assert.equal(x.f1.strides, [3]);
   assert.is(x.f1.offset, 1);
-  const titled = toStdlibFields(loadNpy(byName.rec_titles.file));
+  const titled = toStdlibFields(loadNpySync(byName.rec_titles.file));
   assert.equal(Object.keys(titled), ['a', 'b']);
   // A record is several ndarrays: toStdlib says which function makes them.
   assert.throws(() => toStdlib(a), (e) => e instanceof NpyError && /toStdlibFields/.test(e.message));
-  assert.throws(() => toStdlibFields(loadNpy(byName.f8_C.file)), (e) => e instanceof NpyError && /toStdlib/.test(e.message));
+  assert.throws(() => toStdlibFields(loadNpySync(byName.f8_C.file)), (e) => e instanceof NpyError && /toStdlib/.test(e.message));
 });
 
 test('64-bit integers, datetimes and long doubles are refused unless an option says how', () => {
-  const i8 = loadNpy(byName.i8_C.file);
+  const i8 = loadNpySync(byName.i8_C.file);
   assert.throws(() => toStdlib(i8), (e) => e instanceof NpyError && /int64: 'generic'/.test(e.message) && /'float64'/.test(e.message));
   assert.throws(() => toStdlib(i8, { int64: 'int32' }), /does not fit int32/);
   const generic = toStdlib(i8, { int64: 'generic' });
@@ -88,8 +88,8 @@ test('64-bit integers, datetimes and long doubles are refused unless an option s
   assert.equal(stdlibJSON(generic, i8.dtype), byName.i8_C.doc.data);
   const small = arrayFromValues(['-5', '7'], '<i8');
   assert.equal([toStdlib(small, { int64: 'float64' }).get(0), toStdlib(small, { int64: 'int32' }).get(1)], [-5, 7]);
-  assert.throws(() => toStdlib(loadNpy(byName.M8_ns_C.file)), /datetime64\[ns\] counts/);
-  const ld = loadNpy(byName.f16_C.file);
+  assert.throws(() => toStdlib(loadNpySync(byName.M8_ns_C.file)), /datetime64\[ns\] counts/);
+  const ld = loadNpySync(byName.f16_C.file);
   assert.throws(() => toStdlib(ld), /longDouble/);
   assert.equal(stdlibJSON(toStdlib(ld, { longDouble: 'float64' }), { kind: 'f' }), byName.f16_C.doc.data);
 });
@@ -116,7 +116,7 @@ print(json.dumps({'base': base.reshape(-1).tolist(), 'views': out}))
     assert.is(same, 'True', v.name);
     if (v.name === 'transposed') assert.is(a.data.buffer, memory.buffer, 'a column-major view is used as is');
   }
-  const c = fromStdlib(toStdlib(loadNpy(byName.c16_F.file)));
+  const c = fromStdlib(toStdlib(loadNpySync(byName.c16_F.file)));
   assert.is(c.order, 'F');
   assert.ok(Buffer.from(encodeNpy(c)).equals(readFileSync(byName.c16_F.file)), 'round trip gives numpy\'s bytes back');
   const strings = fromStdlib(ndarray('generic', ['a', 'bé', 'c'], [3], [-1], 2, 'row-major'));

@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 import { build } from 'esbuild';
-import { python, scratch } from './helpers/numpy.mjs';
-import { startViewer } from '../viewer/serve.mjs';
+import { python, scratch } from '../helpers/numpy.mjs';
+import { startViewer } from '../../viewer/serve.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-browser-');
 const CHROMIUM = '/usr/bin/chromium';
 if (!existsSync(CHROMIUM)) throw new Error('the browser tests need Debian\'s chromium at /usr/bin/chromium (.ci/run installs it)');

@@ -5,8 +5,8 @@ import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNpy, encodeNpy, npyDocument, readHeader, NdArray } from '@npyts/core';
-import { loadNpy } from '@npyts/core/node';
-import { numpy, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
+import { loadNpySync } from '@npyts/core/node';
+import { numpy, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const catalogue = numpy('catalogue', dir);
@@ -29,10 +29,10 @@ for (const { name, file, doc } of catalogue) {
   });
 }
 
-test('loadNpy reads every catalogue file like decodeNpy', () => {
+test('loadNpySync reads every catalogue file like decodeNpy', () => {
   for (const { file, doc } of catalogue) {
     const bytes = readFileSync(file);
-    const array = loadNpy(file);
+    const array = loadNpySync(file);
     assert.equal(npyDocument(readHeader(bytes), array), doc, file);
   }
 });
@@ -83,7 +83,7 @@ test('zero-copy: native aligned data is a view of the input; big-endian data is 
 test('typed data per dtype family', () => {
   const kinds = { i8_C: BigInt64Array, u8_C: BigUint64Array, M8_ns_C: BigInt64Array, c16_C: Float64Array, f2_C: Uint16Array, U3: Uint32Array, S5: Uint8Array, b1_C: Uint8Array, f16_C: Uint8Array };
   for (const [name, ctor] of Object.entries(kinds)) {
-    const a = loadNpy(catalogue.find((c) => c.name === name).file);
+    const a = loadNpySync(catalogue.find((c) => c.name === name).file);
     assert.instance(a.data, ctor, name);
   }
 });

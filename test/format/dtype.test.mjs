@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { parseDescr, NpyError } from '@npyts/core';
-import { numpy, scratch, writeJSON } from './helpers/numpy.mjs';
+import { numpy, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 

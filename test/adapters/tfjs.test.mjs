@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights } from '@npyts/tfjs';
 import { NpyError, arrayFromValues, decodeNpy, encodeNpz } from '@npyts/core';
-import { loadNpy } from '@npyts/core/node';
-import { numpy, scratch, writeJSON } from './helpers/numpy.mjs';
+import { loadNpySync } from '@npyts/core/node';
+import { numpy, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const warn = console.warn;
 console.warn = () => {}; // tfjs's one-time "install tfjs-node" notice
@@ -33,7 +33,7 @@ async function tensorValues(t) {
 
 test('toTensor gives numpy\'s converted values for every mapped dtype, order, byte order and shape', async () => {
   for (const f of fixtures.filter((x) => x.values !== null && !x.name.startsWith('int_'))) {
-    const t = toTensor(loadNpy(f.file));
+    const t = toTensor(loadNpySync(f.file));
     assert.is(t.dtype, f.dtype, f.name);
     assert.equal(t.shape, f.shape, f.name);
     let values;
@@ -46,17 +46,17 @@ test('toTensor gives numpy\'s converted values for every mapped dtype, order, by
 
 test('float32 and int32 C-order data goes to tfjs without a copy (tfjs copies bool input itself)', () => {
   for (const name of ['f4_le_C_2x3', 'i4_le_C_2x3']) {
-    const a = loadNpy(fixtures.find((f) => f.name === name).file);
+    const a = loadNpySync(fixtures.find((f) => f.name === name).file);
     const t = toTensor(a);
     assert.ok(tf.backend().readSync(t.dataId) === a.data, `${name} was copied`);
   }
-  const be = loadNpy(fixtures.find((f) => f.name === 'f4_be_C_2x3').file);
+  const be = loadNpySync(fixtures.find((f) => f.name === 'f4_be_C_2x3').file);
   assert.ok(tf.backend().readSync(toTensor(be).dataId) === be.data, 'big-endian data is native after decoding: no second copy');
 });
 
 test('32/64-bit integers: converted when they fit, else refused naming the first value; wrap and clamp on request', async () => {
   for (const f of fixtures.filter((x) => x.name.startsWith('int_'))) {
-    const a = loadNpy(f.file);
+    const a = loadNpySync(f.file);
     if (f.fits) {
       assert.equal(Array.from(await toTensor(a).data()), f.values, f.name);
     } else {
@@ -68,7 +68,7 @@ test('32/64-bit integers: converted when they fit, else refused naming the first
 });
 
 test('refusals: float64 on request, records, datetimes, raw void', () => {
-  const f8 = loadNpy(fixtures.find((f) => f.name === 'f8_le_C_2x3').file);
+  const f8 = loadNpySync(fixtures.find((f) => f.name === 'f8_le_C_2x3').file);
   assert.throws(() => toTensor(f8, { float64: 'refuse' }), /refuse/);
   assert.throws(() => toTensor(arrayFromValues([{ a: 1 }], [['a', '<i4']])), /record/);
   assert.throws(() => toTensor(arrayFromValues(['1'], '<M8[s]')), /datetime64/);
@@ -101,7 +101,7 @@ test('fromTensor and saveTensors: numpy loads the same names, shapes and values'
 });
 
 test('loadTensors from bytes, a path and a URL', async () => {
-  const f4 = loadNpy(fixtures.find((f) => f.name === 'f4_le_F_2x3').file);
+  const f4 = loadNpySync(fixtures.find((f) => f.name === 'f4_le_F_2x3').file);
   const npz = encodeNpz({ w: f4, 'n/b': arrayFromValues([1, 2], '<i8') });
   const file = join(dir, 'w.npz');
   writeFileSync(file, npz);

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { decodeNpy, readHeader, headerBytesNeeded, NpyError, arrayToJSON, parsePyLiteral } from '@npyts/core';
-import { numpy, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
+import { numpy, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const { ok, bad } = numpy('headers', dir);

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
-const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'packages', 'core', 'dist');
+const dist = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'packages', 'core', 'dist');
 
 /** Every file an entry loads through relative imports, and the bare specifiers it imports. */
 function closure(entry) {

@@ -9,17 +9,17 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
-import { openNpy, createNpy, writeRegion, appendNpy, loadNpy, loadNpz, openNpzMember, regionStats } from '@npyts/core/node';
-import { numpy, python, scratch } from './helpers/numpy.mjs';
-import { freePort, startNginx, waitForServer } from './helpers/nginx.mjs';
+import { openNpySync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, loadNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
+import { numpy, python, scratch } from '../helpers/numpy.mjs';
+import { freePort, startNginx, waitForServer } from '../helpers/nginx.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-region-');
 const cases = numpy('regions', join(dir, 'r'));
 
 test('region reads equal numpy slicing for every dtype family, C and F, along every axis', () => {
   for (const { file, regions } of cases) {
-    const h = openNpy(file);
+    const h = openNpySync(file);
     try {
       for (const r of regions) {
         const a = h.read(r.start, r.count);
@@ -34,7 +34,7 @@ test('region reads equal numpy slicing for every dtype family, C and F, along ev
 
 test('a region read moves only the bytes the region covers (plus small joined gaps)', () => {
   const { file } = cases.find((c) => c.file.endsWith('r0C.npy')); // float32 (7, 9), C order
-  const h = openNpy(file);
+  const h = openNpySync(file);
   const before = { ...regionStats };
   h.read([2, 0], [3, 9]); // three whole rows: one contiguous read
   assert.is(regionStats.reads - before.reads, 1);
@@ -45,10 +45,10 @@ test('a region read moves only the bytes the region covers (plus small joined ga
 test('stored npz members support the same region reads', () => {
   const zipped = join(dir, 'members.npz');
   python(`np.savez(${JSON.stringify(zipped)}, **{f"m{i}": np.load(p) for i, p in enumerate(${JSON.stringify(cases.map((c) => c.file))})})`);
-  const archive = loadNpz(zipped);
+  const archive = loadNpzSync(zipped);
   try {
     cases.forEach(({ regions }, i) => {
-      const h = openNpzMember(archive, `m${i}`);
+      const h = openNpzMemberSync(archive, `m${i}`);
       for (const r of regions) assert.equal(arrayToJSON(h.read(r.start, r.count)), r.data, `m${i}`);
     });
   } finally {
@@ -56,8 +56,8 @@ test('stored npz members support the same region reads', () => {
   }
   const deflated = join(dir, 'deflated.npz');
   python(`np.savez_compressed(${JSON.stringify(deflated)}, a=np.arange(4))`);
-  const d = loadNpz(deflated);
-  assert.throws(() => openNpzMember(d, 'a'), /stored member/);
+  const d = loadNpzSync(deflated);
+  assert.throws(() => openNpzMemberSync(d, 'a'), /stored member/);
   d.close();
 });
 
@@ -66,7 +66,7 @@ for (const order of ['C', 'F']) {
     const file = join(dir, `big${order}.npy`);
     const info = numpy('big', file, order);
     assert.ok(statSync(file).size > 2 ** 32);
-    const h = openNpy(file);
+    const h = openNpySync(file);
     try {
       for (const r of info.regions) {
         const before = regionStats.bytes;
@@ -87,11 +87,11 @@ for (const order of ['C', 'F']) {
 
 const workerCode = `
 const { workerData, parentPort } = require('node:worker_threads');
-import(workerData.entry).then(({ writeRegion }) => {
+import(workerData.entry).then(({ writeRegionSync }) => {
   const { file, start, count } = workerData;
   const values = new Float64Array(count[0] * count[1]);
   for (let i = 0; i < count[0]; i++) for (let j = 0; j < count[1]; j++) values[i * count[1] + j] = (start[0] + i) * 100000 + start[1] + j;
-  writeRegion(file, start, { data: values, shape: count, dtype: '<f8' });
+  writeRegionSync(file, start, { data: values, shape: count, dtype: '<f8' });
   parentPort.postMessage('done');
 });`;
 
@@ -113,7 +113,7 @@ test('four worker threads and four processes fill disjoint row and column blocks
   for (const [order, useProcesses, byRows] of [['C', false, true], ['F', true, false], ['C', true, false], ['F', false, true]]) {
     const file = join(dir, `filled-${order}-${useProcesses}-${byRows}.npy`);
     const shape = [400, 300];
-    createNpy(file, { dtype: '<f8', shape, order }).close();
+    createNpySync(file, { dtype: '<f8', shape, order }).close();
     const blocks = Array.from({ length: 4 }, (_, k) => (byRows ? { start: [k * 100, 0], count: [100, 300] } : { start: [0, k * 75], count: [400, 75] }));
     await fillInParallel(file, blocks, useProcesses);
     const r = numpy('check-filled', file, `${order}`);
@@ -122,9 +122,9 @@ test('four worker threads and four processes fill disjoint row and column blocks
   }
 });
 
-test('createNpy writes numpy\'s header and sizes the file sparsely', () => {
+test('createNpySync writes numpy\'s header and sizes the file sparsely', () => {
   const file = join(dir, 'sparse.npy');
-  const h = createNpy(file, { dtype: '<i4', shape: [1000, 1000, 100] });
+  const h = createNpySync(file, { dtype: '<i4', shape: [1000, 1000, 100] });
   h.close();
   assert.is(statSync(file).size, h.header.dataOffset + 4e8);
   assert.ok(statSync(file).blocks * 512 < 1e6, 'sparse');
@@ -134,16 +134,16 @@ print(open(${JSON.stringify(join(dir, 'np_sparse.npy'))}, 'rb').read(${h.header.
   assert.is(readFileSync(file).subarray(0, h.header.dataOffset).toString('hex'), expected);
 });
 
-test('appendNpy grows in place, past the growth room too, C and F; numpy reads every state', () => {
+test('appendNpySync grows in place, past the growth room too, C and F; numpy reads every state', () => {
   for (const order of ['C', 'F']) {
     const file = join(dir, `grow-${order}.npy`);
     python(`np.save(${JSON.stringify(file)}, ${order === 'F' ? 'np.asfortranarray(np.arange(12, dtype="<f4").reshape(3, 4).T)' : 'np.arange(12, dtype="<f4").reshape(3, 4)'})`);
-    const all = loadNpy(file);
+    const all = loadNpySync(file);
     let expected = toOrder(all, 'C').toList();
     for (let k = 1; k <= 30; k++) {
       const rows = Array.from({ length: k % 3 + 1 }, (_, i) => Array.from({ length: order === 'C' ? 4 : 4 }, (_, j) => k * 100 + i * 10 + j));
       const add = order === 'C' ? arrayFromValues(rows, '<f4') : toOrder(arrayFromValues(rows[0].map((_, j) => rows.map((r) => r[j])), '<f4'), 'F');
-      appendNpy(file, add);
+      appendNpySync(file, add);
       expected = order === 'C' ? [...expected, ...rows] : expected.map((r, j) => [...r, ...rows.map((row) => row[j])]);
     }
     const got = python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'v': a.tolist(), 'f': bool(a.flags.f_contiguous and not a.flags.c_contiguous)}))`);
@@ -158,18 +158,18 @@ import struct
 text = "{'descr': '<i2', 'fortran_order': False, 'shape': (9,), }"
 pad = 64 - (10 + len(text) + 1) % 64
 open(${JSON.stringify(tight)}, 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(text) + pad + 1) + text.encode() + b' ' * pad + b'\\n' + np.arange(9, dtype='<i2').tobytes())`);
-  for (let k = 0; k < 12; k++) appendNpy(tight, arrayFromValues(Array.from({ length: 100 }, (_, i) => (k * 100 + i) % 30000), '<i2'));
+  for (let k = 0; k < 12; k++) appendNpySync(tight, arrayFromValues(Array.from({ length: 100 }, (_, i) => (k * 100 + i) % 30000), '<i2'));
   assert.is(python(`a = np.load(${JSON.stringify(tight)}); print(a.shape[0], int(a[9 + 550]))`).trim(), '1209 550');
-  assert.throws(() => appendNpy(tight, arrayFromValues([1.5], '<f8')), /cannot be written/);
-  assert.throws(() => appendNpy(join(dir, 'grow-C.npy'), arrayFromValues([[1, 2, 3]], '<f4')), /other axes must match/);
+  assert.throws(() => appendNpySync(tight, arrayFromValues([1.5], '<f8')), /cannot be written/);
+  assert.throws(() => appendNpySync(join(dir, 'grow-C.npy'), arrayFromValues([[1, 2, 3]], '<f4')), /other axes must match/);
 });
 
-test('appendNpy rewrites a format 3.0 (UTF-8) header in place; numpy reads the grown records', () => {
+test('appendNpySync rewrites a format 3.0 (UTF-8) header in place; numpy reads the grown records', () => {
   const file = join(dir, 'utf8-header.npy');
   python(`np.save(${JSON.stringify(file)}, np.zeros(2, [('整形', '<i4'), ('b', '<f8')]))`);
   const before = readFileSync(file).subarray(0, 8);
   assert.is(before[6], 3);
-  appendNpy(file, arrayFromValues([{ 整形: 7, b: 1.5 }, { 整形: -1, b: 2 }], [['整形', '<i4'], ['b', '<f8']]));
+  appendNpySync(file, arrayFromValues([{ 整形: 7, b: 1.5 }, { 整形: -1, b: 2 }], [['整形', '<i4'], ['b', '<f8']]));
   const got = JSON.parse(python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'v': a.tolist(), 'n': a.dtype.names}))`));
   assert.equal(got, { v: [[0, 0], [0, 0], [7, 1.5], [-1, 2]], n: ['整形', 'b'] });
   assert.is(readFileSync(file)[6], 3, 'still format 3.0, rewritten in place');
@@ -181,8 +181,8 @@ test('a process killed in the middle of appends leaves a valid file holding a pr
   for (let round = 0; round < 6; round++) {
     python(`np.save(${JSON.stringify(file)}, np.zeros((1, 64), '<i8'))`);
     const child = spawn(process.execPath, ['--input-type=module', '-e', `
-      const { appendNpy } = await import(${JSON.stringify(entry)});
-      for (let k = 1; k < 100000; k++) appendNpy(${JSON.stringify(file)}, { data: new BigInt64Array(64).fill(BigInt(k)), shape: [1, 64], dtype: '<i8' });`]);
+      const { appendNpySync } = await import(${JSON.stringify(entry)});
+      for (let k = 1; k < 100000; k++) appendNpySync(${JSON.stringify(file)}, { data: new BigInt64Array(64).fill(BigInt(k)), shape: [1, 64], dtype: '<i8' });`]);
     await new Promise((r) => setTimeout(r, 150 + round * 120));
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
@@ -192,7 +192,7 @@ test('a process killed in the middle of appends leaves a valid file holding a pr
   }
 });
 
-test('readNpy from a stream in small odd-sized chunks equals loadNpy, for every dtype family', async () => {
+test('readNpy from a stream in small odd-sized chunks equals loadNpySync, for every dtype family', async () => {
   const catalogue = numpy('catalogue', join(dir, 'cat'));
   for (const { name, file } of catalogue) {
     const bytes = readFileSync(file);
@@ -202,12 +202,12 @@ test('readNpy from a stream in small odd-sized chunks equals loadNpy, for every 
       while (i < bytes.length) { const n = (k++ * 7) % 13 + 1; yield bytes.subarray(i, i + n); i += n; }
     }
     const a = await readNpy(odd());
-    assert.equal(npyDocument(readHeader(bytes), a), npyDocument(readHeader(bytes), loadNpy(file)), name);
+    assert.equal(npyDocument(readHeader(bytes), a), npyDocument(readHeader(bytes), loadNpySync(file)), name);
   }
   const viaNode = await readNpy(createReadStream(catalogue[0].file, { highWaterMark: 5 }));
-  assert.equal(viaNode.toList(), loadNpy(catalogue[0].file).toList());
+  assert.equal(viaNode.toList(), loadNpySync(catalogue[0].file).toList());
   const web = new Blob([readFileSync(catalogue[1].file)]).stream();
-  assert.equal((await readNpy(web)).toList(), loadNpy(catalogue[1].file).toList());
+  assert.equal((await readNpy(web)).toList(), loadNpySync(catalogue[1].file).toList());
   await assert.not.throws(async () => {});
   let err;
   try { await readNpy((async function* () { yield readFileSync(cases[0].file).subarray(0, 200); })()); } catch (e) { err = e; }
@@ -216,7 +216,7 @@ test('readNpy from a stream in small odd-sized chunks equals loadNpy, for every 
 });
 
 test('writeNpy to a Node stream and a web stream gives numpy\'s bytes', async () => {
-  const a = loadNpy(cases[0].file);
+  const a = loadNpySync(cases[0].file);
   const out = join(dir, 'streamed.npy');
   const ws = createWriteStream(out);
   await writeNpy(ws, a);
@@ -229,7 +229,7 @@ test('writeNpy to a Node stream and a web stream gives numpy\'s bytes', async ()
 
 test('shared memory: createArray({ shared: true }) filled by workers is saved and read by numpy', async () => {
   const { createArray } = await import('@npyts/core');
-  const { saveNpy } = await import('@npyts/core/node');
+  const { saveNpySync } = await import('@npyts/core/node');
   const a = createArray('<i4', [4, 1000], { shared: true });
   assert.instance(a.data.buffer, SharedArrayBuffer);
   await Promise.all([0, 1, 2, 3].map((row) => new Promise((resolve, reject) => {
@@ -239,12 +239,12 @@ test('shared memory: createArray({ shared: true }) filled by workers is saved an
     w.on('error', reject);
   })));
   const file = join(dir, 'shared.npy');
-  saveNpy(file, a);
+  saveNpySync(file, a);
   assert.ok(numpy('check-filled', file, 'shared').ok);
 });
 
-test('shared memory: loadNpy({ shared: true }) lets a worker fill the array the main thread sees', async () => {
-  const a = loadNpy(cases.find((c) => c.file.endsWith('r6C.npy')).file, { shared: true });
+test('shared memory: loadNpySync({ shared: true }) lets a worker fill the array the main thread sees', async () => {
+  const a = loadNpySync(cases.find((c) => c.file.endsWith('r6C.npy')).file, { shared: true });
   assert.instance(a.data.buffer, SharedArrayBuffer);
   await new Promise((resolve, reject) => {
     const w = new Worker(`const { workerData, parentPort } = require('node:worker_threads'); new Float64Array(workerData)[3] = 42; parentPort.postMessage(1);`, { eval: true, workerData: a.data.buffer });
@@ -282,7 +282,7 @@ test('HTTP range reads from nginx equal numpy; one row of the 4 GiB file moves k
 });
 
 test('a server that answers one range at a time gets single-range requests (multi-range falls back)', async () => {
-  const { startViewer } = await import('../viewer/serve.mjs');
+  const { startViewer } = await import('../../viewer/serve.mjs');
   const server = await startViewer({ port: 0, dataDir: join(dir, 'r') });
   try {
     const { file, regions } = cases.find((c) => c.file.endsWith('r0C.npy'));

@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { NdArray, parseDescr, arrayFromValues, npyDocument, readHeader, decodeNpy, pythonJSON } from '@npyts/core';
 import { pickleCodec, PyComplex, PyDecimal } from '@npyts/core/pickle';
-import { saveNpy } from '@npyts/core/node';
-import { scratch, writeJSON } from './helpers/numpy.mjs';
+import { saveNpySync } from '@npyts/core/node';
+import { scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const wheelDirs = ['/opt/pypi/files', '/opt/pypi-more/files'].filter(existsSync);
 const wheels = wheelDirs.flatMap((d) => readdirSync(d).filter((f) => /^numpy-1\.\d+\.\d+-cp311-.*\.whl$/.test(f)).map((f) => join(d, f)));
 const versions = [...new Map(wheels.map((w) => [/numpy-(1\.\d+\.\d+)/.exec(w)[1], w])).entries()].sort();
-const script = join(new URL('.', import.meta.url).pathname, 'helpers', 'npyfixtures.py');
+const script = join(new URL('.', import.meta.url).pathname, '..', 'helpers', 'npyfixtures.py');
 const dir = scratch();
 
 function withNumpy(version, wheel, args) {
@@ -39,7 +39,7 @@ if (versions.length === 0) {
       const v = withNumpy(version, wheel, ['--version-probe']).trim();
       assert.is(v, version);
       const file = join(dir, `ours-${version}.npy`);
-      saveNpy(file, ours);
+      saveNpySync(file, ours);
       const [r] = JSON.parse(withNumpy(version, wheel, ['check-objects', writeJSON(join(dir, `spec-${version}.json`), [{ file, expect }])]));
       assert.ok(r.ok, JSON.stringify(r.got));
       const made = JSON.parse(withNumpy(version, wheel, ['objects', join(dir, `np${version}`)]));

@@ -5,8 +5,8 @@ import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { arrayFromValues, encodeNpy, decodeNpy, NpyError, parseDescr, recordDType, toOrder } from '@npyts/core';
-import { saveNpy } from '@npyts/core/node';
-import { numpy, runCli, scratch, writeJSON } from './helpers/numpy.mjs';
+import { saveNpySync } from '@npyts/core/node';
+import { numpy, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const big = (xs) => xs.map((x) => (typeof x === 'string' && /^-?\d+$/.test(x) ? BigInt(x) : x));
@@ -63,7 +63,7 @@ test('arrays made from JS values are byte-identical to np.save of the same value
     const file = join(dir, `w${i}.npy`);
     let a = arrayFromValues(big(s.values), parseDescr(s.descr), { shape: s.shape });
     if (s.order === 'F') a = toOrder(a, 'F');
-    saveNpy(file, a, s.version ? { version: s.version } : {});
+    saveNpySync(file, a, s.version ? { version: s.version } : {});
     return { ...s, file };
   });
   const results = numpy('check-writes', writeJSON(join(dir, 'specs.json'), files));
@@ -93,7 +93,7 @@ test('records built with recordDType and explicit offsets round-trip through num
   const dt = recordDType([{ name: 'x', dtype: '<f8', offset: 4 }, { name: 'y', dtype: '>i2', offset: 16, title: 'the y' }], 24);
   assert.equal(dt.descr, [['', '|V4'], ['x', '<f8'], ['', '|V4'], [['the y', 'y'], '>i2'], ['', '|V6']]);
   const file = join(dir, 'offsets.npy');
-  saveNpy(file, arrayFromValues([{ x: 1.5, y: -3 }], dt));
+  saveNpySync(file, arrayFromValues([{ x: 1.5, y: -3 }], dt));
   const [r] = numpy('check-writes', writeJSON(join(dir, 'o.json'), [{ file, descr: dt.descr, shape: [1], values: [{ x: 1.5, y: -3 }] }]));
   assert.ok(r.identical && r.values, `numpy ${r.numpy_bytes}\nours  ${r.our_bytes}`);
 });

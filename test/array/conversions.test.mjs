@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import {
   float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble, toOrder, getField, fieldView, arrayToJSON, NdArray,
 } from '@npyts/core';
-import { loadNpy } from '@npyts/core/node';
-import { numpy, scratch } from './helpers/numpy.mjs';
+import { loadNpySync } from '@npyts/core/node';
+import { numpy, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 numpy('floats', dir);
-const load = (name) => loadNpy(join(dir, name));
+const load = (name) => loadNpySync(join(dir, name));
 const sameFloat = (a, b) => Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));
 
 test('float16 → number: all 65536 bit patterns as numpy, and back exactly', () => {
@@ -67,8 +67,8 @@ const bytesOf = (a) => Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byte
 
 test('toOrder C→F and F→C give numpy\'s bytes for every width, shape and NaN payload', () => {
   for (const { c, f, shape, descr } of orders) {
-    const C = loadNpy(c);
-    const F = loadNpy(f);
+    const C = loadNpySync(c);
+    const F = loadNpySync(f);
     const label = `${JSON.stringify(descr)} ${shape}`;
     assert.ok(bytesOf(toOrder(C, 'F')).equals(bytesOf(F)), `C→F ${label}`);
     assert.ok(bytesOf(toOrder(F, 'C')).equals(bytesOf(C)), `F→C ${label}`);
@@ -77,7 +77,7 @@ test('toOrder C→F and F→C give numpy\'s bytes for every width, shape and NaN
 });
 
 test('toOrder does not copy when nothing changes', () => {
-  const a = loadNpy(orders[0].c);
+  const a = loadNpySync(orders[0].c);
   assert.is(toOrder(a, 'C'), a);
   const v = new NdArray(a.dtype, [1, a.size], a.data, 'C');
   assert.is(toOrder(v, 'F').data, a.data);
@@ -87,7 +87,7 @@ const fields = numpy('fields', join(dir, 'fields'));
 
 test('getField gives numpy\'s values for every (nested) field, C and F order', () => {
   for (const { file, path, shape, data } of fields) {
-    const f = getField(loadNpy(file), path);
+    const f = getField(loadNpySync(file), path);
     assert.equal(f.shape, shape, `${file} ${path}`);
     assert.equal(arrayToJSON(f), data, `${file} ${path}`);
   }
@@ -96,7 +96,7 @@ test('getField gives numpy\'s values for every (nested) field, C and F order', (
 test('fieldView is a zero-copy strided view where the layout allows', () => {
   for (const { file, path, data } of fields) {
     if (path.includes('.')) continue;
-    const rec = loadNpy(file);
+    const rec = loadNpySync(file);
     const view = fieldView(rec, path);
     const copy = getField(rec, path);
     if (view === null) continue;
@@ -113,13 +113,13 @@ test('fieldView is a zero-copy strided view where the layout allows', () => {
     assert.equal(gathered.map(String), Array.from(cData, String), `${file} ${path}`);
     void data;
   }
-  const aligned = loadNpy(fields.find((x) => x.file.endsWith('aligned.npy')).file);
+  const aligned = loadNpySync(fields.find((x) => x.file.endsWith('aligned.npy')).file);
   assert.ok(fieldView(aligned, 'f2') !== null, 'aligned f8 field is viewable');
   assert.ok(fieldView(aligned, 'f1') !== null, 'aligned i4 field is viewable');
-  const nested = loadNpy(fields.find((x) => x.file.endsWith('nested.npy')).file);
+  const nested = loadNpySync(fields.find((x) => x.file.endsWith('nested.npy')).file);
   assert.is(fieldView(nested, 'e'), null, 'a u2 field at odd offset 15 cannot be a Uint16Array view');
   assert.is(fieldView(nested, 'b'), null, 'a record field has no typed view');
-  const odd = loadNpy(fields.find((x) => x.file.endsWith('packed_odd.npy')).file);
+  const odd = loadNpySync(fields.find((x) => x.file.endsWith('packed_odd.npy')).file);
   assert.is(fieldView(odd, 'b'), null, 'unaligned f8 field cannot be a Float64Array view');
 });
 

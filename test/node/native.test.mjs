@@ -8,8 +8,8 @@ import { constants } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { decodeNpy, toOrder, createArray } from '@npyts/core';
-import { loadNpy, saveNpy, nativeStatus } from '@npyts/core/node';
-import { numpy, python, scratch, spawnCli } from './helpers/numpy.mjs';
+import { loadNpySync, saveNpySync, nativeStatus } from '@npyts/core/node';
+import { numpy, python, scratch, spawnCli } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const cases = numpy('swapped', dir);
@@ -22,21 +22,21 @@ test('the addon was built by npm ci and is in use', () => {
   assert.equal(nativeStatus(), { loaded: true }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
 });
 
-/** Every case through loadNpy and decodeNpy in this process; returns the mismatches. */
+/** Every case through loadNpySync and decodeNpy in this process; returns the mismatches. */
 function checkSwaps() {
   const bad = [];
   for (const c of cases) {
     const want = readFileSync(c.raw);
-    const loaded = loadNpy(c.file);
-    if (!bytesOf(loaded.data).equals(want)) bad.push(`loadNpy ${c.descr}`);
+    const loaded = loadNpySync(c.file);
+    if (!bytesOf(loaded.data).equals(want)) bad.push(`loadNpySync ${c.descr}`);
     const decoded = decodeNpy(readFileSync(c.file));
     if (!bytesOf(decoded.data).equals(want)) bad.push(`decodeNpy ${c.descr}`);
     // Writing big-endian again swaps a copy back: the file must be numpy's, byte for byte.
     // C order from the Fortran ones (the plane copy), against numpy's np.ascontiguousarray.
     if (c.order === 'F' && !bytesOf(toOrder(loaded, 'C').data).equals(readFileSync(c.raw_c))) bad.push(`toOrder C ${c.descr}`);
     const out = join(dir, `again-${c.descr.replace(/\W/g, '')}-${c.bytes}.npy`);
-    saveNpy(out, loaded);
-    if (!readFileSync(out).equals(readFileSync(c.file))) bad.push(`saveNpy ${c.descr}`);
+    saveNpySync(out, loaded);
+    if (!readFileSync(out).equals(readFileSync(c.file))) bad.push(`saveNpySync ${c.descr}`);
   }
   return bad;
 }
@@ -54,7 +54,7 @@ test('big-endian data of every swap width (2, 4, 8, 16 bytes) is numpy\'s native
 
 test('… and on the JavaScript paths (NPYTS_NATIVE=0)', () => {
   const script = `
-    import { nativeStatus, loadNpy, saveNpy } from '@npyts/core/node';
+    import { nativeStatus, loadNpySync, saveNpySync } from '@npyts/core/node';
     import { decodeNpy, toOrder } from '@npyts/core';
     import { readFileSync } from 'node:fs';
     import { join } from 'node:path';
@@ -71,12 +71,12 @@ test('… and on the JavaScript paths (NPYTS_NATIVE=0)', () => {
   assert.equal(bad, []);
 });
 
-test('saveNpy preallocates but leaves the exact size, also over a longer file; numpy reads it', () => {
+test('saveNpySync preallocates but leaves the exact size, also over a longer file; numpy reads it', () => {
   const path = join(dir, 'over.npy');
   writeFileSync(path, Buffer.alloc(24 << 20, 7));
   const a = createArray('<f8', [1000, 1000]);
   for (let i = 0; i < a.data.length; i++) a.data[i] = i * 0.5;
-  saveNpy(path, a);
+  saveNpySync(path, a);
   assert.is(statSync(path).size, 128 + 8e6);
   const check = python(`a = np.load(${JSON.stringify(path)}); print(bool((a.reshape(-1) == np.arange(10**6) * 0.5).all()), a.shape)`);
   assert.is(check.trim(), 'True (1000, 1000)');
@@ -116,13 +116,13 @@ test('large reads on several threads: numpy\'s bytes, exact truncation errors, e
   const path = join(dir, 'big.npy');
   python(`np.save(${JSON.stringify(path)}, np.random.default_rng(4).standard_normal((5000, 1001)))`); // 40 MB, past the parallel threshold
   const file = readFileSync(path);
-  const a = loadNpy(path);
+  const a = loadNpySync(path);
   assert.ok(bytesOf(a.data).equals(file.subarray(file.length - 5000 * 1001 * 8)));
   // Cut inside the second thread's piece: the error names the first missing byte.
   const cut = join(dir, 'cut.npy');
   writeFileSync(cut, file.subarray(0, file.length - 3_000_001));
   try {
-    loadNpy(cut);
+    loadNpySync(cut);
     assert.unreachable('a truncated file loaded');
   } catch (e) {
     assert.is(e.code, 'DATA_TRUNCATED');

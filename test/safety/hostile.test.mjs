@@ -10,13 +10,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, decodeNpz, encodeNpy, heapUrlOf, raggedIndexDType, readHeader, NpyError, NdArray, pythonJSON } from '@npyts/core';
 import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
-import { appendRagged, loadNpy, openRagged, saveNpy } from '@npyts/core/node';
-import { startViewer } from '../viewer/serve.mjs';
-import { cliBin, python, runCli, scratch, spawnCli } from './helpers/numpy.mjs';
-import { startNginx } from './helpers/nginx.mjs';
+import { appendRaggedSync, loadNpySync, openRaggedSync, saveNpySync } from '@npyts/core/node';
+import { startViewer } from '../../viewer/serve.mjs';
+import { cliBin, python, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
+import { startNginx } from '../helpers/nginx.mjs';
 
 const dir = scratch('npyts-hostile-');
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
  * Run an ES module snippet in a fresh Node process with a time limit; it prints one JSON line.
@@ -94,7 +94,7 @@ np.save('${dir}/proto-field.npy', np.zeros(1, dtype=[('__proto__', '<i4'), ('b',
   assert.equal(Object.keys(d), ['__proto__', 'a']);
   assert.equal(Object.getOwnPropertyDescriptor(d, '__proto__').value, { polluted: 1 });
   assert.is({}.polluted, undefined);
-  const rec = loadNpy(join(dir, 'proto-field.npy')).get(0);
+  const rec = loadNpySync(join(dir, 'proto-field.npy')).get(0);
   assert.is(Object.getPrototypeOf(rec), Object.prototype);
   assert.equal(Object.keys(rec), ['__proto__', 'b']);
 });
@@ -198,7 +198,7 @@ a[4] = np.ma.masked_array(np.array([1, 'x', None], dtype=object), mask=[0, 1, 0]
 np.save('${dir}/subclasses.npy', a, allow_pickle=True)
 b = np.load('${dir}/subclasses.npy', allow_pickle=True)
 print(json.dumps({'rec': [list(map(float, r)) for r in b[0].tolist()], 'matrix': b[1].tolist(), 'mdata': b[2].data.tolist(), 'mmask': b[2].mask.tolist(), 'rmask': [list(m) for m in b[3].mask.tolist()], 'odata': b[4].data.tolist(), 'omask': b[4].mask.tolist()}))`));
-  const a = loadNpy(join(dir, 'subclasses.npy'), { allowPickle: true });
+  const a = loadNpySync(join(dir, 'subclasses.npy'), { allowPickle: true });
   const rec = a.get(0);
   assert.instance(rec, NdArray);
   assert.equal(rec.toList().map((r) => [Number(r.x), r.y]), expected.rec);
@@ -229,8 +229,8 @@ test('object record arrays ([(i, <i4), (o, O)]) round-trip through npyts into fi
   python(`
 a = np.array([(1, 'x'), (2, [1, 2]), (3, None)], dtype=[('i', '<i4'), ('o', 'O')])
 np.save('${dir}/objrec.npy', a, allow_pickle=True)`);
-  const a = loadNpy(join(dir, 'objrec.npy'), { allowPickle: true });
-  saveNpy(join(dir, 'objrec-out.npy'), a);
+  const a = loadNpySync(join(dir, 'objrec.npy'), { allowPickle: true });
+  saveNpySync(join(dir, 'objrec-out.npy'), a);
   const r = await runCli(['convert', '--allow-pickle', join(dir, 'objrec.npy'), join(dir, 'objrec-cli.npz')]);
   assert.is(r.code, 0, r.stderr);
   const check = python(`
@@ -243,9 +243,9 @@ print(a.dtype == b.dtype == c.dtype, a.tolist() == b.tolist() == c.tolist())`);
 
 test('a Fortran-order object array keeps its order through npyts, as np.save of the loaded array does', async () => {
   python(`np.save('${dir}/fobj.npy', np.asfortranarray(np.array([[1, 'a', 3.5], [None, 5, b'x']], dtype=object)), allow_pickle=True)`);
-  const a = loadNpy(join(dir, 'fobj.npy'), { allowPickle: true });
+  const a = loadNpySync(join(dir, 'fobj.npy'), { allowPickle: true });
   assert.is(a.order, 'F');
-  saveNpy(join(dir, 'fobj-out.npy'), a);
+  saveNpySync(join(dir, 'fobj-out.npy'), a);
   const r = await runCli(['convert', '--allow-pickle', join(dir, 'fobj.npy'), join(dir, 'fobj-cli.npy')]);
   assert.is(r.code, 0, r.stderr);
   const check = python(`
@@ -538,10 +538,10 @@ globalThis.result = { code };`, { timeoutMs: 30_000 });
 test('a save killed at any moment leaves the old file whole (written beside and renamed), never a truncated one', async () => {
   const target = join(dir, 'victim.npy');
   python(`np.save('${target}', np.arange(1000, dtype='<i8'))`);
-  const code = `import { saveNpy } from '@npyts/core/node';
+  const code = `import { saveNpySync } from '@npyts/core/node';
 const a = new Float64Array(50 << 20); a.fill(7);
 process.stdout.write('go\\n');
-for (;;) saveNpy(${JSON.stringify(target)}, { data: a });`;
+for (;;) saveNpySync(${JSON.stringify(target)}, { data: a });`;
   for (const delay of [0, 20, 60, 120, 200, 350, 500, 800]) {
     const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise((ok) => child.stdout.once('data', ok));
@@ -558,7 +558,7 @@ test('a save that fails midway (the file size limit) removes its temporary file 
   const target = join(dir, 'keep.npy');
   python(`np.save('${target}', np.arange(5))`);
   // RLIMIT_FSIZE of 1 MiB: the 8 MiB write fails with EFBIG part way through.
-  for (const [save, what] of [['saveNpy', `{ data: new Float64Array(1 << 20) }`], ['saveNpz', `{ a: { data: new Float64Array(1 << 20) } }`]]) {
+  for (const [save, what] of [['saveNpySync', `{ data: new Float64Array(1 << 20) }`], ['saveNpzSync', `{ a: { data: new Float64Array(1 << 20) } }`]]) {
     const r = spawnSync('sh', ['-c', `ulimit -f 1024; "${process.execPath}" --input-type=module -e '
 import { ${save} } from "@npyts/core/node";
 try { ${save}(${JSON.stringify(target)}, ${what}); console.log("saved"); } catch (e) { console.log(e.code); }'`], { cwd: repoRoot, encoding: 'utf8' });
@@ -572,8 +572,8 @@ for (const native of ['1', '0']) {
   test(`two processes appending 500 times each lose nothing (${native === '1' ? 'flock through @npyts/native' : 'lock file, NPYTS_NATIVE=0'})`, async () => {
     const target = join(dir, `appends-${native}.npy`);
     python(`np.save('${target}', np.zeros((0, 2), dtype='<i4'))`);
-    const code = (id) => `import { appendNpy } from '@npyts/core/node';
-for (let i = 0; i < 500; i++) appendNpy(${JSON.stringify(target)}, { data: new Int32Array([${id}, i]), shape: [1, 2] });`;
+    const code = (id) => `import { appendNpySync } from '@npyts/core/node';
+for (let i = 0; i < 500; i++) appendNpySync(${JSON.stringify(target)}, { data: new Int32Array([${id}, i]), shape: [1, 2] });`;
     const run = (id) => new Promise((ok, fail) => {
       const child = spawn(process.execPath, ['--input-type=module', '-e', code(id)], { cwd: repoRoot, stdio: 'inherit', env: { ...process.env, NPYTS_NATIVE: native } });
       child.once('exit', (c) => (c === 0 ? ok() : fail(new Error(`writer ${id} exited ${c}`))));
@@ -593,8 +593,8 @@ test('without the addon, a lock file left by a killed writer is recognised by it
   python(`np.save('${target}', np.zeros((0, 2), dtype='<i4'))`);
   const dead = spawnSync(process.execPath, ['-e', 'console.log(process.pid)'], { encoding: 'utf8' }).stdout.trim();
   writeFileSync(`${target}.lock`, dead);
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `import { appendNpy } from '@npyts/core/node';
-appendNpy(${JSON.stringify(target)}, { data: new Int32Array([7, 8]), shape: [1, 2] });`], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, timeout: 20_000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `import { appendNpySync } from '@npyts/core/node';
+appendNpySync(${JSON.stringify(target)}, { data: new Int32Array([7, 8]), shape: [1, 2] });`], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, timeout: 20_000 });
   assert.is(r.status, 0, r.stderr);
   assert.is(python(`print(np.load('${target}').tolist())`).trim(), '[[7, 8]]');
   assert.not.ok(existsSync(`${target}.lock`));
@@ -611,22 +611,22 @@ test('a ragged index cannot make npyts read or write files outside its folder', 
   const victim = join(base, 'victim', 'victim.npy');
   python(`np.save('${victim}', np.arange(4, dtype='<u1'))`);
   const index = (heap) => new NdArray(raggedIndexDType({ kind: 'array', heap }), [0], new Uint8Array(0));
-  saveNpy(join(base, 'data', 'up.npy'), index('../victim/victim.npy'));
-  saveNpy(join(base, 'data', 'abs.npy'), index('/etc/passwd'));
+  saveNpySync(join(base, 'data', 'up.npy'), index('../victim/victim.npy'));
+  saveNpySync(join(base, 'data', 'abs.npy'), index('/etc/passwd'));
   symlinkSync(victim, join(base, 'data', 'link.heap'));
-  saveNpy(join(base, 'data', 'link.npy'), index('link.heap'));
+  saveNpySync(join(base, 'data', 'link.npy'), index('link.heap'));
   const before = readFileSync(victim);
   for (const f of ['up', 'abs', 'link']) {
     const file = join(base, 'data', `${f}.npy`);
-    assert.throws(() => appendRagged(file, [{ data: new Uint8Array([9, 9]) }]), (e) => e instanceof NpyError && e.code === 'UNSAFE_PATH', f);
-    assert.throws(() => openRagged(file), (e) => e instanceof NpyError && e.code === 'UNSAFE_PATH', f);
+    assert.throws(() => appendRaggedSync(file, [{ data: new Uint8Array([9, 9]) }]), (e) => e instanceof NpyError && e.code === 'UNSAFE_PATH', f);
+    assert.throws(() => openRaggedSync(file), (e) => e instanceof NpyError && e.code === 'UNSAFE_PATH', f);
     const r = await runCli(['info', file]);
     assert.is(r.code, 1);
     assert.match(r.stderr, /allowHeapOutside/);
   }
   assert.equal(readFileSync(victim), before);
   // The caller may allow it explicitly.
-  appendRagged(join(base, 'data', 'up.npy'), [{ data: new Uint8Array([9, 9]) }], { allowHeapOutside: true });
+  appendRaggedSync(join(base, 'data', 'up.npy'), [{ data: new Uint8Array([9, 9]) }], { allowHeapOutside: true });
   assert.is(python(`print(np.load('${victim}').tolist())`).trim(), '[0, 1, 2, 3, 9, 9]');
   // URLs: another origin, or above the index's folder, are refused the same way.
   assert.throws(() => heapUrlOf('http://a.example/d/i.npy', 'http://b.example/h.npy'), (e) => e.code === 'UNSAFE_PATH');
@@ -712,10 +712,10 @@ np.save('${dir}/nested.npy', np.zeros(2, dtype=[('c', ('<f8', (5,)), (2,)), ('d'
     const same = python(`a = np.load('${dir}/${f}.npy'); b = np.load('${dir}/${f}-out.npy'); print(a.dtype == b.dtype, a.tobytes() == b.tobytes())`).trim();
     assert.is(same, 'True True', f);
   }
-  const padded = loadNpy(join(dir, 'padded.npy'));
+  const padded = loadNpySync(join(dir, 'padded.npy'));
   assert.equal(padded.dtype.fields.map((x) => x.name), ['a', '', 'b']);
   assert.equal(padded.get(0), { a: 1, '': 2, b: 3 });
-  const nested = loadNpy(join(dir, 'nested.npy'));
+  const nested = loadNpySync(join(dir, 'nested.npy'));
   assert.is(nested.dtype.descrLiteral, "[('c', ('<f8', (5,)), (2,)), ('d', '<i2')]");
   assert.equal(nested.get(0).c.length, 2);
   assert.equal(nested.get(0).c[0].length, 5);

@@ -6,8 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNpz, encodeNpz, npyDocument, readHeader, NpyError, fflateCodec } from '@npyts/core';
-import { loadNpz, saveNpz, zlibCodec, loadNpy } from '@npyts/core/node';
-import { numpy, runCli, scratch, writeJSON } from './helpers/numpy.mjs';
+import { loadNpzSync, saveNpzSync, zlibCodec, loadNpySync } from '@npyts/core/node';
+import { numpy, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const { cases, docs } = numpy('npz', join(dir, 'in'));
@@ -25,7 +25,7 @@ function ourDocs(archive) {
 
 for (const [name, file] of Object.entries(cases)) {
   test(`reads numpy's ${name} archive (disk + zlib, memory + fflate)`, () => {
-    const onDisk = loadNpz(file);
+    const onDisk = loadNpzSync(file);
     try {
       assert.equal(ourDocs(onDisk), docs[name]);
     } finally {
@@ -58,8 +58,8 @@ test('the archive is lazy: a member is inflated only when asked for', () => {
   assert.is(inflated, 1);
 });
 
-test('loadNpz reads only the directory and the members asked for', () => {
-  const a = loadNpz(cases.savez);
+test('loadNpzSync reads only the directory and the members asked for', () => {
+  const a = loadNpzSync(cases.savez);
   let reads = 0;
   const read = a.source.read.bind(a.source);
   a.source.read = (o, l) => { reads += l; return read(o, l); };
@@ -73,13 +73,13 @@ test('more than 65535 members (zip64 end record) read and write', () => {
   const file = join(dir, 'many.npz');
   const made = numpy('npz-many', file, '70000');
   assert.ok(made.zip64_end);
-  const a = loadNpz(file);
+  const a = loadNpzSync(file);
   assert.is(a.names.length, 70000);
   assert.is(a.get('m69999').get(), 69999);
   a.close();
   const ours = join(dir, 'many_ours.npz');
   const arrays = new Map(Array.from({ length: 66000 }, (_, i) => [`k${i}`, { data: new Int32Array([i]), shape: [] }]));
-  saveNpz(ours, arrays);
+  saveNpzSync(ours, arrays);
   assert.ok(readFileSync(ours).includes(Buffer.from([0x50, 0x4b, 6, 6])), 'zip64 end record written');
   const out = execFileSync('python3', ['-c', `import numpy as np; z = np.load(${JSON.stringify(ours)}); print(len(z.files), int(z['k65999']), int(z['k0']))`], { encoding: 'utf8' }).trim();
   assert.is(out, '66000 65999 0');
@@ -136,12 +136,12 @@ test('archives we write load in numpy with the same keys, dtypes, orders and val
   const picked = ['f4_C', 'f8_be_F', 'i8_C', 'u2_be_C', 'b1_C', 'c16_F', 'f2_C', 'f16_be_C', 'M8_ns_C', 'm8_2s_be_F', 'S5', 'U3_be_F', 'V7', 'rec_nested', 'rec_aligned', 'rec_titles', 'rec_F', 'rec_utf8_name_v3', 'f4_0d', 'f8_empty', 'rec_4000_fields_v2'];
   const specs = [];
   for (const compress of [false, true]) {
-    for (const how of ['encodeNpz', 'saveNpz']) {
-      const arrays = Object.fromEntries(picked.map((n) => [n, loadNpy(sources[n])]));
-      arrays['dir/é整'] = loadNpy(sources.i4_C);
+    for (const how of ['encodeNpz', 'saveNpzSync']) {
+      const arrays = Object.fromEntries(picked.map((n) => [n, loadNpySync(sources[n])]));
+      arrays['dir/é整'] = loadNpySync(sources.i4_C);
       const file = join(dir, `ours_${how}_${compress}.npz`);
       if (how === 'encodeNpz') writeFileSync(file, encodeNpz(arrays, { compress, codec: compress ? fflateCodec : undefined }));
-      else saveNpz(file, arrays, { compress });
+      else saveNpzSync(file, arrays, { compress });
       specs.push({ file, expect: { ...Object.fromEntries(picked.map((n) => [n, sources[n]])), 'dir/é整': sources.i4_C } });
     }
   }
@@ -178,21 +178,21 @@ test('CLI: convert npz → npz (--compress/--store), member → npy, npy → npz
   const out = join(dir, 'conv.npz');
   let r = await runCli(['convert', cases.savez, out, '--compress']);
   assert.is(r.code, 0, r.stderr);
-  let a = loadNpz(out);
+  let a = loadNpzSync(out);
   assert.ok(a.entries.every((e) => e.method === 8));
   assert.equal(ourDocs(a), docs.savez);
   a.close();
   r = await runCli(['convert', out, out + '.stored.npz', '--store']);
-  a = loadNpz(out + '.stored.npz');
+  a = loadNpzSync(out + '.stored.npz');
   assert.ok(a.entries.every((e) => e.method === 0));
   a.close();
   const npy = join(dir, 'member.npy');
   r = await runCli(['convert', `${cases.savez_compressed}:rec`, npy]);
   assert.is(r.code, 0, r.stderr);
-  assert.equal(npyDocument(readHeader(readFileSync(npy)), loadNpy(npy)), docs.savez_compressed.rec);
+  assert.equal(npyDocument(readHeader(readFileSync(npy)), loadNpySync(npy)), docs.savez_compressed.rec);
   r = await runCli(['convert', npy, join(dir, 'wrapped.npz:table')]);
   assert.is(r.code, 0, r.stderr);
-  const w = loadNpz(join(dir, 'wrapped.npz'));
+  const w = loadNpzSync(join(dir, 'wrapped.npz'));
   assert.equal([...w.names], ['table']);
   w.close();
   r = await runCli(['convert', cases.savez, join(dir, 'x.npy')]);

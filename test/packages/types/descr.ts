@@ -47,16 +47,29 @@ void wrong;
 
 // Arrays whose dtype is known only at run time: `expect` checks it once and types the result.
 import { arrayFromValues, decodeNpy, decodeNpz, getField, isDType, openNpyUrl } from '@npyts/core';
-import { loadNpy, openNpy, loadNpz } from '@npyts/core/node';
+import { loadNpy, loadNpySync, openNpy, openNpySync, loadNpz, loadNpzSync } from '@npyts/core/node';
 declare const bytes: Uint8Array;
 expectTypeOf(decodeNpy(bytes)).toEqualTypeOf<NdArray>();
 expectTypeOf(decodeNpy(bytes).get(0)).toEqualTypeOf<unknown>();
 expectTypeOf(decodeNpy(bytes, { expect: '<f4' }).data).toEqualTypeOf<Float32Array>();
-const loaded: Float32Array = loadNpy('x.npy', { expect: '<f4' }).data;
+const loaded: Float32Array = loadNpySync('x.npy', { expect: '<f4' }).data;
 void loaded;
-expectTypeOf(loadNpz('x.npz').get('w', { expect: '<f8' }).data).toEqualTypeOf<Float64Array>();
+expectTypeOf(loadNpzSync('x.npz').get('w', { expect: '<f8' }).data).toEqualTypeOf<Float64Array>();
 expectTypeOf(decodeNpz(bytes).get('w', { expect: '|b1' }).get(0)).toEqualTypeOf<boolean>();
-expectTypeOf(openNpy('x.npy', { expect: '<i4' }).read([0], [2]).data).toEqualTypeOf<Int32Array>();
+expectTypeOf(openNpySync('x.npy', { expect: '<i4' }).read([0], [2]).data).toEqualTypeOf<Int32Array>();
+// The async names (the plain ones) return promises of the same types, and take a signal.
+async function asyncApi(): Promise<void> {
+  const w: Float32Array = (await loadNpy('x.npy', { expect: '<f4', signal: AbortSignal.timeout(1000) })).data;
+  void w;
+  await using z = await loadNpz('x.npz');
+  expectTypeOf((await z.get('w', { expect: '<f8' })).data).toEqualTypeOf<Float64Array>();
+  await using h = await openNpy('x.npy', { expect: '<i4' });
+  expectTypeOf((await h.read([0], [2])).data).toEqualTypeOf<Int32Array>();
+  // @ts-expect-error an async handle's read is a promise, not an array
+  const notYet: Int32Array = h.read([0], [2]).data;
+  void notYet;
+}
+void asyncApi;
 expectTypeOf(openNpyUrl('http://h/x.npy', { expect: '<u2' })).resolves.toMatchTypeOf<{ read(s: number[], c: number[]): Promise<NdArray<'<u2'>> }>();
 
 // Guards narrow without casts.

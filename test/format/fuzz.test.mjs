@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { decodeNpy, decodeNpz, encodeNpz, fflateCodec, parseDescr, pythonJSON, readHeader, NpyError } from '@npyts/core';
 import { unpickle, pickleCodec } from '@npyts/core/pickle';
 import { zlibCodec } from '@npyts/core/node';
-import { python, scratch } from './helpers/numpy.mjs';
+import { python, scratch } from '../helpers/numpy.mjs';
 
 const SEED = 20261122;
 /** A case taking longer than this is a failure: inputs are small, so anything slower is blow-up. */

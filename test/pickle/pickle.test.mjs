@@ -7,8 +7,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNpy, encodeNpy, npyDocument, readHeader, NpyError, NdArray, parseDescr, arrayFromValues, pythonJSON } from '@npyts/core';
 import { unpickle, pickle, pickleCodec, PyComplex, PyDecimal, PyDatetime, PyFraction } from '@npyts/core/pickle';
-import { loadNpy, saveNpy } from '@npyts/core/node';
-import { numpy, runCli, scratch, writeJSON } from './helpers/numpy.mjs';
+import { loadNpySync, saveNpySync } from '@npyts/core/node';
+import { numpy, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const objects = numpy('objects', join(dir, 'objects'));
@@ -17,7 +17,7 @@ const byName = Object.fromEntries(objects.map((o) => [o.name, o]));
 test('without opt-in, an object array is refused with a message that says how to opt in', async () => {
   const bytes = readFileSync(byName.mixed.file);
   assert.throws(() => decodeNpy(bytes), (e) => e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED' && /pickleCodec/.test(e.message) && /--allow-pickle/.test(e.message));
-  assert.throws(() => loadNpy(byName.mixed.file), /allowPickle/);
+  assert.throws(() => loadNpySync(byName.mixed.file), /allowPickle/);
   const r = await runCli(['show', byName.mixed.file]);
   assert.is(r.code, 1);
   assert.match(r.stderr, /--allow-pickle/);
@@ -28,7 +28,7 @@ for (const { name, file, doc, pickles } of objects) {
     const bytes = readFileSync(file);
     const a = decodeNpy(bytes, { pickle: pickleCodec });
     assert.equal(npyDocument(readHeader(bytes), a), doc);
-    assert.equal(npyDocument(readHeader(bytes), loadNpy(file, { allowPickle: true })), doc);
+    assert.equal(npyDocument(readHeader(bytes), loadNpySync(file, { allowPickle: true })), doc);
     const cli = await runCli(['show', '--json', '--allow-pickle', file]);
     assert.is(cli.code, 0, cli.stderr);
     assert.equal(JSON.parse(cli.stdout), doc);
@@ -146,7 +146,7 @@ test('the encoder writes object arrays numpy loads with the same values', () => 
   ];
   const arr = new NdArray(parseDescr('|O'), [values.length], values);
   const file = join(dir, 'ours_objects.npy');
-  saveNpy(file, arr);
+  saveNpySync(file, arr);
   const twoD = new NdArray(parseDescr('|O'), [2, 2], ['a', 1, null, [2]], 'C');
   const file2 = join(dir, 'ours_objects_2d.npy');
   writeFileSync(file2, encodeNpy(twoD, { pickle: pickleCodec }));
@@ -154,7 +154,7 @@ test('the encoder writes object arrays numpy loads with the same values', () => 
   const results = numpy('check-objects', writeJSON(join(dir, 'objects.json'), [{ file, expect: expect(arr) }, { file: file2, expect: expect(twoD) }]));
   for (const r of results) assert.ok(r.ok, JSON.stringify(r.got));
   // And our own decoder reads it back to the same document.
-  assert.equal(pythonJSON(loadNpy(file, { allowPickle: true }).toList(), 0, new Set()), expect(arr).data);
+  assert.equal(pythonJSON(loadNpySync(file, { allowPickle: true }).toList(), 0, new Set()), expect(arr).data);
 });
 
 test('pickle() refuses what it cannot write faithfully', () => {

@@ -8,11 +8,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray } from '@npyts/core';
-import { saveRagged, openRagged, appendRagged, regionStats, loadNpy } from '@npyts/core/node';
-import { python, runCli, scratch } from './helpers/numpy.mjs';
-import { startViewer } from '../viewer/serve.mjs';
+import { saveRaggedSync, openRaggedSync, appendRaggedSync, regionStats, loadNpySync } from '@npyts/core/node';
+import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import { startViewer } from '../../viewer/serve.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-ragged-');
 
 // The README's snippet, exactly as documented, becomes a module numpy-side checks import.
@@ -53,7 +53,7 @@ test('object arrays (and StringDType) convert to the ragged layout; numpy\'s sni
     const out = join(dir, `${name}.npy`);
     const r = await runCli(['convert', '--allow-pickle', '--ragged', file, out]);
     assert.is(r.code, 0, r.stderr);
-    const h = openRagged(out);
+    const h = openRaggedSync(out);
     assert.equal(h.slice(0, h.length).map(elementJSON), elements, name);
     h.close();
     const viaNumpy = JSON.parse(withSnippet(`
@@ -81,25 +81,25 @@ print(json.dumps([v if isinstance(v, str) else to_json(np.asarray(v)) for v in a
 test('two levels of raggedness and records, from the JS API; numpy\'s snippet agrees', () => {
   const nested = join(dir, 'nested.npy');
   const elements = [[arrayFromValues([1, 2], '<i4'), arrayFromValues([3], '<i4')], [], [arrayFromValues([4, 5, 6], '<i4')]];
-  saveRagged(nested, elements);
+  saveRaggedSync(nested, elements);
   const viaNumpy = JSON.parse(withSnippet(`print(json.dumps([[to_json(x) for x in ragged_element(${JSON.stringify(nested)}, i)] for i in range(3)]))`));
   assert.equal(viaNumpy, [[[1, 2], [3]], [], [[4, 5, 6]]]);
-  const h = openRagged(nested);
+  const h = openRaggedSync(nested);
   assert.equal(h.get(0).map(arrayToJSON), [[1, 2], [3]]);
   assert.equal(h.shape(2), [1]);
   h.close();
 });
 
 test('records with ragged fields: one heap per field; numpy\'s snippet resolves each record', async () => {
-  const { openRaggedRecords } = await import('@npyts/core/node');
+  const { openRaggedRecordsSync } = await import('@npyts/core/node');
   const file = join(dir, 'clips.npy');
   const records = [
     { id: 1, frames: arrayFromValues([[1, 2], [3, 4]], '<f4'), label: 'cat' },
     { id: 2, frames: arrayFromValues([[5, 6]], '<f4'), label: 'é整' },
     { id: 3, frames: arrayFromValues([[7, 8], [9, 10], [11, 12]], '<f4'), label: '' },
   ];
-  saveRagged(file, records, { dtypes: { id: '<i4' } });
-  const h = openRaggedRecords(file);
+  saveRaggedSync(file, records, { dtypes: { id: '<i4' } });
+  const h = openRaggedRecordsSync(file);
   assert.equal(Object.keys(h.raggedFields).sort(), ['frames', 'label']);
   const mine = h.slice(0, 3).map((r) => ({ id: r.id, frames: arrayToJSON(r.frames), label: r.label }));
   h.close();
@@ -117,13 +117,13 @@ print(json.dumps(out))`));
 
 test('cross-file references: two indexes over one data file stay valid as it grows', () => {
   const frames = (n, base) => arrayFromValues(Array.from({ length: n }, (_, i) => [base + i, base + i + 0.5]), '<f8');
-  saveRagged(join(dir, 'image.npy'), [frames(1, -1)]); // seeds image.npy's heap file "image.npy.heap"
-  saveRagged(join(dir, 'video.npy'), [frames(3, 10), frames(2, 20)], { heap: 'image.npy.heap' });
-  saveRagged(join(dir, 'video_events.npy'), [frames(1, 30)], { heap: 'image.npy.heap' });
-  const before = openRagged(join(dir, 'video.npy')).slice(0, 2).map(arrayToJSON);
-  appendRagged(join(dir, 'video_events.npy'), [frames(4, 40)]);
-  appendRagged(join(dir, 'video.npy'), [frames(1, 50)]);
-  const after = openRagged(join(dir, 'video.npy'));
+  saveRaggedSync(join(dir, 'image.npy'), [frames(1, -1)]); // seeds image.npy's heap file "image.npy.heap"
+  saveRaggedSync(join(dir, 'video.npy'), [frames(3, 10), frames(2, 20)], { heap: 'image.npy.heap' });
+  saveRaggedSync(join(dir, 'video_events.npy'), [frames(1, 30)], { heap: 'image.npy.heap' });
+  const before = openRaggedSync(join(dir, 'video.npy')).slice(0, 2).map(arrayToJSON);
+  appendRaggedSync(join(dir, 'video_events.npy'), [frames(4, 40)]);
+  appendRaggedSync(join(dir, 'video.npy'), [frames(1, 50)]);
+  const after = openRaggedSync(join(dir, 'video.npy'));
   assert.equal(after.slice(0, 2).map(arrayToJSON), before);
   assert.equal(arrayToJSON(after.get(2)), [[50, 50.5]]);
   assert.is(after.heapPath, join(dir, 'image.npy.heap'));
@@ -132,7 +132,7 @@ test('cross-file references: two indexes over one data file stay valid as it gro
 });
 
 test('an element read touches only the index row and that element\'s heap rows', () => {
-  const h = openRagged(join(dir, 'seq_f4.npy'));
+  const h = openRaggedSync(join(dir, 'seq_f4.npy'));
   const before = regionStats.bytes;
   const e = h.get(2);
   assert.is(regionStats.bytes - before, 16 + e.data.byteLength);
@@ -141,18 +141,18 @@ test('an element read touches only the index row and that element\'s heap rows',
 
 test('appends: many, and a process killed midway leaves a valid prefix', async () => {
   const file = join(dir, 'log.npy');
-  saveRagged(file, ['s0']);
-  for (let i = 1; i < 40; i++) appendRagged(file, [`s${i}`, `s${i}b`].slice(0, 1 + (i % 2)));
-  const h = openRagged(file);
+  saveRaggedSync(file, ['s0']);
+  for (let i = 1; i < 40; i++) appendRaggedSync(file, [`s${i}`, `s${i}b`].slice(0, 1 + (i % 2)));
+  const h = openRaggedSync(file);
   assert.is(h.get(0), 's0');
   assert.ok(h.length > 40);
   h.close();
   const entry = join(root, 'packages/core/dist/node.js');
   for (let round = 0; round < 4; round++) {
-    saveRagged(file, ['s0']);
+    saveRaggedSync(file, ['s0']);
     const child = spawn(process.execPath, ['--input-type=module', '-e', `
-      const { appendRagged } = await import(${JSON.stringify(entry)});
-      for (let i = 1; i < 1e6; i++) appendRagged(${JSON.stringify(file)}, ['s' + i]);`]);
+      const { appendRaggedSync } = await import(${JSON.stringify(entry)});
+      for (let i = 1; i < 1e6; i++) appendRaggedSync(${JSON.stringify(file)}, ['s' + i]);`]);
     await new Promise((r) => setTimeout(r, 200 + round * 150));
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
@@ -166,8 +166,8 @@ print(json.dumps({'n': n, 'ok': all(ragged_element(${JSON.stringify(file)}, i) =
 test('a million strings: written, reopened and sampled without reading the heap whole', () => {
   const file = join(dir, 'million.npy');
   const strings = Array.from({ length: 1e6 }, (_, i) => `w${i.toString(36)}${'é'.repeat(i % 3)}`);
-  saveRagged(file, strings);
-  const h = openRagged(file);
+  saveRaggedSync(file, strings);
+  const h = openRaggedSync(file);
   assert.is(h.length, 1e6);
   const before = regionStats.bytes;
   let seed = 7;
@@ -187,7 +187,7 @@ test('over HTTP: elements read with range requests', async () => {
   const server = await startViewer({ port: 0, dataDir: dir });
   try {
     const r = await openRaggedUrl(`http://127.0.0.1:${server.address().port}/data/seq_f4.npy`);
-    const local = openRagged(join(dir, 'seq_f4.npy'));
+    const local = openRaggedSync(join(dir, 'seq_f4.npy'));
     assert.equal(arrayToJSON(await r.get(2)), arrayToJSON(local.get(2)));
     assert.equal((await r.slice(0, 4)).map(arrayToJSON), local.slice(0, 4).map(arrayToJSON));
     local.close();
@@ -203,7 +203,7 @@ test('over HTTP: elements read with range requests', async () => {
 test('info describes a ragged set', async () => {
   const r = await runCli(['info', join(dir, 'strings.npy')]);
   assert.match(r.stdout, /ragged: 5 UTF-8 strings in heap strings\.npy\.strings/);
-  void loadNpy;
+  void loadNpySync;
 });
 
 test.run();
