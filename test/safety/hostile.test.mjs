@@ -323,7 +323,7 @@ except Exception as e: print(type(e).__name__)`).trim();
 const fs = await import('node:fs');
 const bytes = fs.readFileSync('bomb.npz');
 const codes = {};
-for (const [name, run] of [['fflate', () => core.decodeNpz(bytes).bytes('a')], ['zlib', () => nd.loadNpz('bomb.npz').bytes('a')]]) {
+for (const [name, run] of [['fflate', () => core.decodeNpz(bytes).bytes('a')], ['zlib', () => nd.loadNpzSync('bomb.npz').bytes('a')]]) {
   try { run(); codes[name] = 'read'; } catch (e) { codes[name] = e instanceof core.NpyError ? e.code : String(e); }
 }
 globalThis.result = codes;`, { timeoutMs: 5_000 }); // inflating the 2 GiB took 7.7 s here before the fix; stopping at the declared size takes milliseconds
@@ -416,11 +416,11 @@ test('a column of a sparse 6 GiB file (rows 4 KiB apart) reads in region + 16 Mi
   const rows = 1_572_864; // 6 GiB of float32 rows of 1024
   const out = bounded(`${core}
 const fs = await import('node:fs');
-const h = nd.createNpy('six.npy', { dtype: '<f4', shape: [${rows}, 1024] });
+const h = nd.createNpySync('six.npy', { dtype: '<f4', shape: [${rows}, 1024] });
 for (const r of [0, 1, 777777, ${rows - 1}]) h.writeRegion([r, 7], { data: new Float32Array([r + 0.5]), shape: [1, 1] });
 h.close();
 const before = process.memoryUsage().rss;
-const col = nd.openNpy('six.npy').read([0, 7], [${rows}, 1]);
+const col = nd.openNpySync('six.npy').read([0, 7], [${rows}, 1]);
 globalThis.result = { shape: col.shape, picks: [0, 1, 2, 777777, ${rows - 1}].map((i) => col.data[i]), fileBytes: fs.statSync('six.npy').size, baseMiB: before / ${MiB} };`, { timeoutMs: 120_000 });
   assert.equal(out.shape, [rows, 1]);
   assert.equal(out.picks, [0.5, 1.5, 0, 777777.5, rows - 0.5]);
@@ -443,7 +443,7 @@ with zipfile.ZipFile('${dir}/col.npz', 'w') as z: z.write('${dir}/col.npy', 'col
   try {
     const reads = {
       http: `const h = await core.openNpyUrl('${base}/col.npy'); const a = await h.read([0, 7], [${rows}, 1]);`,
-      npz: `const a = nd.openNpzMember(nd.loadNpz('col.npz'), 'col').read([0, 7], [${rows}, 1]);`,
+      npz: `const a = nd.openNpzMemberSync(nd.loadNpzSync('col.npz'), 'col').read([0, 7], [${rows}, 1]);`,
     };
     for (const [how, read] of Object.entries(reads)) {
       const out = bounded(`${core}
@@ -470,8 +470,8 @@ import zipfile
 with zipfile.ZipFile('${dir}/claim.npz', 'w') as z: z.write('${dir}/claim.npy', 'claim.npy')`);
   const out = bounded(`${core}
 const codes = [];
-for (const run of [() => nd.loadNpy('claim.npy'), () => nd.openNpy('claim.npy'), () => nd.readNpyHeader('claim.npy'),
-  () => nd.openNpzMember(nd.loadNpz('claim.npz'), 'claim'), () => nd.loadNpz('claim.npz').header('claim')]) {
+for (const run of [() => nd.loadNpySync('claim.npy'), () => nd.openNpySync('claim.npy'), () => nd.readNpyHeaderSync('claim.npy'),
+  () => nd.openNpzMemberSync(nd.loadNpzSync('claim.npz'), 'claim'), () => nd.loadNpzSync('claim.npz').header('claim')]) {
   try { run(); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code : String(e)); }
 }
 globalThis.result = { codes };`, { timeoutMs: 20_000 });

@@ -17,10 +17,10 @@
  *                                  core; returns the bytes read before the first short piece, or
  *                                  -errno.
  *  lockFile(fd, lock)              flock(fd, LOCK_EX) when `lock` is 1 (waits for other holders),
- *                                  flock(fd, LOCK_EX | LOCK_NB) when 2 (EWOULDBLOCK while another
- *                                  holds it: async callers poll instead of blocking the event loop),
  *                                  flock(fd, LOCK_UN) when 0: serialises appends across processes.
  *                                  Returns 0 or errno.
+ *  tryLockFile(fd)                 flock(fd, LOCK_EX | LOCK_NB): 0, or EWOULDBLOCK while another
+ *                                  holds it (async callers poll instead of blocking the event loop).
  *
  * Every function takes a Uint8Array and touches only the bytes it views.
  */
@@ -333,8 +333,16 @@ static napi_value lock_file(napi_env env, napi_callback_info info) {
   call_args a;
   if (!read_args(env, info, "nn", &a)) return throw_type_error(env, "lockFile(fd, lock): two non-negative numbers");
   int rc;
-  int mode = a.number[1] == 2 ? (LOCK_EX | LOCK_NB) : a.number[1] != 0 ? LOCK_EX : LOCK_UN;
-  do rc = flock((int)a.number[0], mode);
+  do rc = flock((int)a.number[0], a.number[1] != 0 ? LOCK_EX : LOCK_UN);
+  while (rc != 0 && errno == EINTR);
+  return number(env, rc == 0 ? 0 : errno);
+}
+
+static napi_value try_lock_file(napi_env env, napi_callback_info info) {
+  call_args a;
+  if (!read_args(env, info, "n", &a)) return throw_type_error(env, "tryLockFile(fd): a non-negative number");
+  int rc;
+  do rc = flock((int)a.number[0], LOCK_EX | LOCK_NB);
   while (rc != 0 && errno == EINTR);
   return number(env, rc == 0 ? 0 : errno);
 }
@@ -347,6 +355,7 @@ static napi_value init(napi_env env, napi_value exports) {
     {"preadParallel", NULL, pread_parallel, NULL, NULL, NULL, napi_enumerable, NULL},
     {"permutePlane", NULL, permute_plane, NULL, NULL, NULL, napi_enumerable, NULL},
     {"lockFile", NULL, lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"tryLockFile", NULL, try_lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
   return exports;

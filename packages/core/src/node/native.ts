@@ -18,6 +18,7 @@ interface NativeAddon {
   preallocate(fd: number, offset: number, length: number): number;
   preadParallel(fd: number, bytes: Uint8Array, position: number, threads: number): number;
   lockFile?(fd: number, lock: number): number;
+  tryLockFile?(fd: number): number;
 }
 
 /** Threads for one large read or plane copy (the addon's work is split on 2 MiB / 64-row bounds). */
@@ -94,8 +95,9 @@ export function lockExclusive(fd: number): boolean | null {
  * the addon is not in use (the caller must lock some other way).
  */
 export function tryLockExclusive(fd: number): boolean | null {
-  if (!addon?.lockFile) return null;
-  const rc = addon.lockFile(fd, 2);
+  // An addon built before tryLockFile existed gives null: the caller uses a lock file instead.
+  if (!addon?.tryLockFile) return null;
+  const rc = addon.tryLockFile(fd);
   if (rc === 0) return true;
   if (rc === EWOULDBLOCK) return false;
   throw Object.assign(new Error(`flock failed (errno ${rc})`), { errno: rc });

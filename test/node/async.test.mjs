@@ -1,0 +1,192 @@
+// The async file API of @npyts/core/node: the event loop keeps ticking during large loads and saves,
+// aborts release what they opened and change no file, and results agree with numpy both ways.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import {
+  loadNpy, saveNpy, readNpyHeader, loadNpz, saveNpz, openNpy, createNpy, writeRegion, appendNpy, openNpzMember,
+  loadNpySync, saveNpySync,
+} from '@npyts/core/node';
+import { arrayFromValues } from '@npyts/core';
+import { python, scratch } from '../helpers/numpy.mjs';
+
+const dir = scratch('npyts-async-');
+const MiB = 1 << 20;
+
+/** Await `run()`, which must reject with an error that `check` accepts (a RegExp tests the message). */
+async function rejects(run, check) {
+  let error = null;
+  try {
+    await run();
+  } catch (e) {
+    error = e ?? new Error('rejected with nothing');
+  }
+  assert.ok(error, 'expected a rejection');
+  const ok = check instanceof RegExp ? check.test(String(error.message)) : check(error);
+  assert.ok(ok, `unexpected rejection: ${error && (error.stack || error)}`);
+}
+
+/** Open file descriptors of this process (Linux). */
+const openFds = () => readdirSync('/proc/self/fd').length;
+
+/** Run `work` while a 5 ms timer ticks; the largest delay of a tick beyond its period, in ms. */
+async function worstTimerDrift(work) {
+  let last = performance.now();
+  let worst = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last - 5);
+    last = now;
+  }, 5);
+  try {
+    const result = await work();
+    // Blocking in the last stretch (or all of it, had the work been synchronous) shows here: the
+    // loop was free only if a tick came less than a period ago.
+    worst = Math.max(worst, performance.now() - last - 5);
+    return { worst, result };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** numpy's SHA-256 of an array's bytes in C order and native byte order, with its shape. */
+const numpyDigest = (path) => python(`a = np.load(${JSON.stringify(path)}); print(json.dumps([list(a.shape), __import__('hashlib').sha256(np.ascontiguousarray(a.astype(a.dtype.newbyteorder('=')))).hexdigest()]))`);
+const ourDigest = (a) => JSON.stringify([a.shape, createHash('sha256').update(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)).digest('hex')]);
+
+// 256 MiB of float32, native and big-endian (the big-endian one is swapped piece by piece as it arrives).
+const bigLE = join(dir, 'big-le.npy');
+const bigBE = join(dir, 'big-be.npy');
+python(`a = np.arange(64 * 2**20, dtype='<f4'); np.save(${JSON.stringify(bigLE)}, a); np.save(${JSON.stringify(bigBE)}, a.astype('>f4'))`);
+
+test('a 256 MiB load keeps the event loop ticking (timer drift < 20 ms), native and big-endian, and equals numpy', async () => {
+  for (const path of [bigLE, bigBE]) {
+    const { worst, result } = await worstTimerDrift(() => loadNpy(path));
+    assert.ok(worst < 20, `${path}: a 5 ms timer was held up ${worst.toFixed(1)} ms`);
+    assert.is(result.data.byteLength, 256 * MiB);
+    assert.is(ourDigest(result), JSON.stringify(JSON.parse(numpyDigest(path))).replace(/\s/g, ''));
+  }
+});
+
+test('a 256 MiB save keeps the event loop ticking (timer drift < 20 ms); numpy reads what it wrote', async () => {
+  const a = loadNpySync(bigLE);
+  const out = join(dir, 'saved-big.npy');
+  const { worst } = await worstTimerDrift(() => saveNpy(out, a));
+  assert.ok(worst < 20, `a 5 ms timer was held up ${worst.toFixed(1)} ms`);
+  assert.is(JSON.parse(numpyDigest(out)).join(), JSON.parse(numpyDigest(bigLE)).join());
+  // The other byte order is written a piece at a time, swapped: numpy reads the same values.
+  const be = loadNpySync(bigBE);
+  const outBE = join(dir, 'saved-big-be.npy');
+  const second = await worstTimerDrift(() => saveNpy(outBE, be));
+  assert.ok(second.worst < 20, `big-endian save: a 5 ms timer was held up ${second.worst.toFixed(1)} ms`);
+  assert.is(python(`print(np.load(${JSON.stringify(outBE)}).dtype.str)`).trim(), '>f4');
+  assert.is(JSON.parse(numpyDigest(outBE)).join(), JSON.parse(numpyDigest(bigLE)).join());
+});
+
+test('an aborted load rejects with the signal\'s reason and closes its file: before it starts, and mid-read', async () => {
+  const before = openFds();
+  const reason = new Error('stop now');
+  await rejects(() => loadNpy(bigLE, { signal: AbortSignal.abort(reason) }), (e) => e === reason);
+  const controller = new AbortController();
+  const pending = loadNpy(bigLE, { signal: controller.signal });
+  setTimeout(() => controller.abort(), 2);
+  await rejects(() => pending, (e) => e.name === 'AbortError');
+  await rejects(() => loadNpy(bigLE, { signal: AbortSignal.timeout(1) }), (e) => e.name === 'TimeoutError');
+  await rejects(() => readNpyHeader(bigLE, { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+  assert.is(openFds(), before, 'file descriptors left open');
+});
+
+test('an aborted save leaves the old file byte for byte and no temporary file', async () => {
+  const target = join(dir, 'keep.npy');
+  saveNpySync(target, arrayFromValues([1, 2, 3], '<i4'));
+  const old = readFileSync(target);
+  const a = loadNpySync(bigLE);
+  const before = openFds();
+  for (const delay of [0, 1, 5, 20]) {
+    const controller = new AbortController();
+    const pending = saveNpy(target, a, { signal: controller.signal });
+    setTimeout(() => controller.abort(), delay);
+    await rejects(() => pending, (e) => e.name === 'AbortError');
+    assert.equal(readFileSync(target), old, `abort after ${delay} ms changed the file`);
+  }
+  assert.equal(readdirSync(dir).filter((f) => f.endsWith('.tmp')), []);
+  assert.is(openFds(), before);
+});
+
+test('region reads and writes through async handles: two concurrent writers fill a file numpy reads; reads equal numpy slicing', async () => {
+  const path = join(dir, 'regions.npy');
+  const h = await createNpy(path, { dtype: '<f8', shape: [400, 300] });
+  const half = (from) => arrayFromValues(Array.from({ length: 200 * 300 }, (_, i) => from * 300 + i), '<f8', { shape: [200, 300] });
+  await Promise.all([h.writeRegion([0, 0], half(0)), writeRegion(path, [200, 0], half(200))]);
+  await h[Symbol.asyncDispose]();
+  await h.close(); // closing twice is harmless
+  assert.is(python(`a = np.load(${JSON.stringify(path)}); print(int((a == np.arange(400 * 300).reshape(400, 300)).all()))`).trim(), '1');
+  const r = await openNpy(path, { expect: '<f8' });
+  try {
+    const block = await r.read([10, 7], [5, 3]);
+    assert.equal(Array.from(block.data), JSON.parse(python(`a = np.load(${JSON.stringify(path)}); print(json.dumps(a[10:15, 7:10].ravel().tolist()))`)));
+    await rejects(() => r.read([0, 0], [1, 1], { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+  } finally {
+    await r.close();
+  }
+  await rejects(() => r.read([0, 0], [1, 1]), /closed/);
+});
+
+test('concurrent async appends from one process are serialised: numpy sees every row; an aborted append leaves the old array', async () => {
+  const path = join(dir, 'log.npy');
+  saveNpySync(path, arrayFromValues([[0, 0, 0]], '<i4'));
+  const rows = Array.from({ length: 20 }, (_, k) => arrayFromValues([[k + 1, k + 1, k + 1]], '<i4'));
+  await Promise.all(rows.map((r) => appendNpy(path, r)));
+  const seen = JSON.parse(python(`a = np.load(${JSON.stringify(path)}); print(json.dumps(sorted(a[:, 0].tolist())))`));
+  assert.equal(seen, Array.from({ length: 21 }, (_, k) => k));
+  const old = readFileSync(path);
+  await rejects(() => appendNpy(path, rows[0], { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+  assert.equal(readFileSync(path), old);
+  assert.ok(!readdirSync(dir).some((f) => f.endsWith('.lock')));
+});
+
+test('async .npz: members read on demand equal numpy, stored members by region, saves numpy loads, aborts change nothing', async () => {
+  const path = join(dir, 'archive.npz');
+  python(`np.savez(${JSON.stringify(path)}, a=np.arange(12, dtype='>i8').reshape(3, 4), b=np.array(['x', 'yz']), c=np.eye(3, dtype='<f4'))`);
+  const z = await loadNpz(path);
+  try {
+    assert.equal([...z.names], ['a', 'b', 'c']);
+    const a = await z.get('a', { expect: '>i8' });
+    assert.equal(Array.from(a.data, Number), Array.from({ length: 12 }, (_, i) => i));
+    assert.equal((await z.get('b')).toList(), ['x', 'yz']);
+    assert.equal((await z.header('c')).shape, [3, 3]);
+    const names = [];
+    for await (const [name] of z) names.push(name);
+    assert.equal(names, ['a', 'b', 'c']);
+    const m = await openNpzMember(z, 'c');
+    assert.equal(Array.from((await m.read([1, 0], [1, 3])).data), [0, 1, 0]);
+    await rejects(() => z.get('a', { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+  } finally {
+    await z[Symbol.asyncDispose]();
+  }
+  await rejects(() => z.get('a'), /closed/);
+
+  const out = join(dir, 'saved.npz');
+  await saveNpz(out, { x: arrayFromValues([1.5, 2.5], '<f8'), y: loadNpySync(bigBE) }, { compress: true });
+  assert.is(python(`z = np.load(${JSON.stringify(out)}); print(z['x'].tolist(), z['y'].dtype.str, int((z['y'] == np.arange(64 * 2**20, dtype='<f4')).all()))`).trim(), '[1.5, 2.5] >f4 1');
+  const old = readFileSync(out);
+  const controller = new AbortController();
+  const pending = saveNpz(out, { y: loadNpySync(bigLE) }, { signal: controller.signal });
+  setTimeout(() => controller.abort(), 5);
+  await rejects(() => pending, (e) => e.name === 'AbortError');
+  assert.equal(readFileSync(out), old);
+  assert.ok(statSync(out).size === old.length);
+  assert.equal(readdirSync(dir).filter((f) => f.endsWith('.tmp')), []);
+});
+
+test('async errors are NpyErrors with the same codes as the blocking calls', async () => {
+  const bad = join(dir, 'truncated.npy');
+  const bytes = readFileSync(bigLE).subarray(0, 4096);
+  writeFileSync(bad, bytes);
+  await rejects(() => loadNpy(bad), (e) => e.code === 'DATA_TRUNCATED');
+  await rejects(() => openNpy(bad), (e) => e.code === 'DATA_TRUNCATED');
+  await rejects(() => loadNpy(bigLE, { expect: '<i4' }), (e) => e.code === 'UNEXPECTED_DTYPE');
+});
+
+test.run();
