@@ -128,6 +128,18 @@ test('a URL is read with range requests: the header and the visible page only', 
   assert.ok(bytes < f.size / 50, transfer);
 });
 
+test('a large file dropped on the page is read by Blob slices: the header and the visible page only', async () => {
+  const f = fixtures.remote;
+  await openFile(f.file);
+  assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
+  assert.is(await headerValue('shape'), '(8192, 2048)');
+  assert.equal(await tableCells(), f.page.map((row) => row.map(text)));
+  const transfer = await page.textContent('#transfer');
+  const bytes = Number(/(\d+) bytes of \d+/.exec(transfer)[1]);
+  assert.ok(bytes < 1_000_000, transfer);
+  assert.ok(bytes < f.size / 50, transfer);
+});
+
 test('malformed files and object arrays without opt-in give readable messages', async () => {
   await openFile(join(dir, 'broken.npy'));
   assert.match(await page.textContent('#error'), /not a \.npy file/);

@@ -27,6 +27,9 @@ export async function waitForServer(url) {
   throw new Error(`${url} did not come up`);
 }
 
+/** The bearer token nginx wants for files under `/private/`. */
+export const TEST_TOKEN = 'npyts-test-token';
+
 /** Start nginx serving `root`; returns its base URL and a stop function. */
 export async function startNginx(root) {
   const nginx = ensureNginx();
@@ -36,7 +39,9 @@ export async function startNginx(root) {
   writeFileSync(join(conf, 'nginx.conf'), `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
 events { worker_connections 64; }
 http { access_log off; client_body_temp_path ${conf}/tmp; proxy_temp_path ${conf}/tmp; fastcgi_temp_path ${conf}/tmp; uwsgi_temp_path ${conf}/tmp; scgi_temp_path ${conf}/tmp;
-  server { listen 127.0.0.1:${port}; root ${root}; } }`);
+  server { listen 127.0.0.1:${port}; root ${root};
+    # Files under /private/ need the token the tests' fetch hooks add.
+    location /private/ { if ($http_authorization != "Bearer ${TEST_TOKEN}") { return 401; } } } }`);
   const proc = spawn(nginx, ['-c', join(conf, 'nginx.conf'), '-p', conf], { stdio: 'ignore' });
   const base = `http://127.0.0.1:${port}`;
   await waitForServer(`${base}/`);

@@ -4,7 +4,7 @@
  * the header, then only the rows on screen.
  */
 import {
-  decodeNpz, jsonValue, openNpyUrl, readHeader, readItem, readRegionFromBytes, NdArray,
+  blobSource, openNpySource, decodeNpz, jsonValue, openNpyUrl, readHeader, readItem, readRegionFromBytes, NdArray,
   NpyError, type DType, type NpyHeader, type NpzArchive, type ObjectArrayCodec,
 } from '@npyts/core';
 
@@ -338,7 +338,27 @@ function openFile(file: File): void {
   void run(async () => {
     clearAll();
     $('transfer').textContent = '';
-    await showBytes(`${file.name} (${file.size} bytes)`, new Uint8Array(await file.arrayBuffer()));
+    const label = `${file.name} (${file.size} bytes)`;
+    const magic = new Uint8Array(await file.slice(0, 2).arrayBuffer());
+    // A .npy is read by slices of the file: a dropped multi-gigabyte array costs its header and the
+    // rows on screen. Archives and object arrays are read whole.
+    if (magic[0] === 0x93 && magic[1] === 0x4e) {
+      const source = blobSource(file);
+      // Object arrays (a pickle, no regions) are refused by openNpySource: they are read whole below.
+      const h = await openNpySource(source, { name: file.name }).catch((e: unknown) => {
+        if (e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED') return null;
+        throw e;
+      });
+      if (h) {
+        return showArray({
+          label,
+          header: h.header,
+          read: (s, c) => h.read(s, c),
+          transfer: () => `${source.stats.reads} slice${source.stats.reads === 1 ? '' : 's'} of the file read, ${source.stats.bytes} bytes of ${file.size}`,
+        });
+      }
+    }
+    await showBytes(label, new Uint8Array(await file.arrayBuffer()));
   });
 }
 

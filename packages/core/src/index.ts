@@ -33,7 +33,9 @@ export {
 } from './npz/zip.js';
 export { fflateCodec } from './npz/fflate.js';
 export { crc32 } from './npz/crc32.js';
-export { planRegion, groupRuns, placeGroup, checkRegion, regionArray, readRegionFromBytes, type ByteRun, type RegionPlan, type RunGroup, type GroupLimits, type OpenNpy } from './io/region.js';
+export { planRegion, groupRuns, placeGroup, checkRegion, regionArray, readRegionFromBytes, regionReads, type ReadStep, type ByteRun, type RegionPlan, type RunGroup, type GroupLimits, type OpenNpy } from './io/region.js';
 export { readNpy, writeNpy, type ChunkSink } from './io/stream.js';
-export { openNpyUrl, openNpyUrl as openNpy, type NpyUrlHandle, type UrlOptions } from './io/url.js';
+export { openNpyUrl, type NpyUrlHandle, type UrlOptions } from './io/url.js';
+export { openNpy, openNpySource, resolveUrl, type NpyReader, type NpySource } from './io/open.js';
+export { blobSource, bytesSource, withByteCache, type RandomAccess, type ReadStats, type ByteCacheOptions } from './io/random-access.js';
 export { RAGGED_TAG, raggedIndexDType, raggedInfo, openRaggedUrl, heapUrlOf, type RaggedUrlOptions, type RaggedInfo, type RaggedKind, type RaggedElement, type RaggedUrlReader } from './ragged/convention.js';

@@ -163,3 +163,41 @@ export function readRegionFromBytes(bytes: Uint8Array, header: NpyHeader, start:
   for (const r of plan.runs) out.set(bytes.subarray(r.fileOffset, r.fileOffset + r.length), r.regionOffset);
   return regionArray(header, plan, out);
 }
+
+/** Runs closer than this are read in one positional read (the gap is read and dropped). */
+const POSITIONAL_MAX_GAP = 4096;
+
+/** Bytes read by region reads of this process, for tests and benchmarks. */
+export const regionStats = { reads: 0, bytes: 0 };
+
+/** One positional read a region needs: fill `target` from file position `position`. */
+export interface ReadStep {
+  target: Uint8Array;
+  position: number;
+}
+
+/**
+ * The reads of one region, as steps a sync or an async driver performs (each step is answered with
+ * the number of bytes read into its target); returns the region's array. Memory is the region plus
+ * one group of runs (≤ 16 MiB). `name` is the file named in errors.
+ */
+export function* regionReads(name: string, header: NpyHeader, start: readonly number[], count: readonly number[]): Generator<ReadStep, NdArray, number> {
+  const plan = planRegion(header, start, count);
+  const out = new Uint8Array(allocateBuffer(plan.bytes));
+  let scratch = new Uint8Array(0);
+  for (const g of groupRuns(plan.runs, POSITIONAL_MAX_GAP)) {
+    const single = g.runs.length === 1;
+    let buf: Uint8Array;
+    if (single) buf = out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length);
+    else {
+      if (scratch.length < g.length) scratch = new Uint8Array(Math.min(DEFAULT_GROUP_BYTES, Math.max(g.length, 2 * scratch.length)));
+      buf = scratch.subarray(0, g.length);
+    }
+    const got = yield { target: buf, position: g.offset };
+    regionStats.reads++;
+    regionStats.bytes += got;
+    if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${name} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
+    if (!single) placeGroup(out, g, buf);
+  }
+  return regionArray(header, plan, out);
+}

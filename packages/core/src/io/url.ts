@@ -11,7 +11,18 @@ import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js'
 import type { DescrInput } from '../format/descr-types.js';
 
 export interface UrlOptions extends DecodeOptions {
-  fetch?: typeof fetch;
+  /**
+   * The fetch to use (default `globalThis.fetch`): any WHATWG `fetch`, for auth, signed URLs or
+   * retries. It is called as `fetch(url, { headers, signal })`.
+   */
+  fetch?: (url: string, init: { headers: Record<string, string>; signal?: AbortSignal | undefined }) => Promise<Response>;
+  /** Cancels the opening requests (each read takes its own signal). */
+  signal?: AbortSignal | undefined;
+  /**
+   * Keep the bytes of recent reads (a size-bounded LRU keyed by byte range): repeating a region read
+   * (a viewer paging back) costs no request. Off by default.
+   */
+  cache?: { maxBytes?: number };
   /** Ranges closer than this many bytes go in one request (default 64 KiB). */
   maxGap?: number;
   /** Bytes asked for in the first request (default 4096; the header usually fits). */
@@ -28,9 +39,11 @@ export interface NpyUrlHandle<S extends DescrInput = DescrInput> extends OpenNpy
   readonly url: string;
   /** Size of the file on the server. */
   readonly size: number;
-  /** Requests made and body bytes received so far. */
-  readonly stats: { requests: number; bytes: number };
-  read(start: readonly number[], count: readonly number[]): Promise<NdArray<S>>;
+  /** Requests made, body bytes received, and reads served by the cache so far. */
+  readonly stats: { requests: number; bytes: number; cached: number };
+  read(start: readonly number[], count: readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<NdArray<S>>;
+  /** Nothing is held open between requests; for the same shape as other readers. */
+  close(): Promise<void>;
 }
 
 /** Bytes one request asks for at most (ranges and the gaps between them): bounds memory in flight. */
@@ -72,15 +85,15 @@ export async function openNpyUrl<const S extends DescrInput>(url: string | URL, 
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
   const href = String(url);
-  const doFetch = options.fetch ?? globalThis.fetch;
-  const stats = { requests: 0, bytes: 0 };
+  const doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
+  const stats = { requests: 0, bytes: 0, cached: 0 };
   let total = -1;
 
   /** Bytes [from, from + length) of the file, checked against what the server says it sent. */
-  const range = async (from: number, length: number): Promise<Uint8Array> => {
+  const range = async (from: number, length: number, signal = options.signal): Promise<Uint8Array> => {
     const last = from + length - 1;
     stats.requests++;
-    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${from}-${last}` } });
+    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${from}-${last}` }, signal });
     if (res.status === 200) {
       await res.body?.cancel();
       httpError(`${href}: the server ignored the Range header (HTTP 200 with the whole body); it does not support range requests`);
@@ -116,10 +129,10 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
    * Several ranges in one request (`Range: bytes=a-b,c-d,…`, answered as multipart/byteranges).
    * Returns null when the server does not answer that way; the caller then asks range by range.
    */
-  const multiRange = async (groups: { offset: number; length: number }[]): Promise<Uint8Array[] | null> => {
+  const multiRange = async (groups: { offset: number; length: number }[], signal?: AbortSignal): Promise<Uint8Array[] | null> => {
     stats.requests++;
     const spec = groups.map((g) => `${g.offset}-${g.offset + g.length - 1}`).join(',');
-    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${spec}` } });
+    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${spec}` }, signal });
     const type = res.headers.get('content-type') ?? '';
     const boundary = /multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
     if (res.status !== 206 || !boundary) {
@@ -139,7 +152,8 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   };
   let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
 
-  const header = await readHeaderFromAsync(range, options, options.firstRequest ?? FIRST_BLOCK);
+  const header = await readHeaderFromAsync((from, length) => range(from, length), options, options.firstRequest ?? FIRST_BLOCK);
+  const cache = options.cache ? new RangeCache(options.cache.maxBytes ?? 64 << 20) : null;
   if (total >= 0) checkDataPresent(header, total - header.dataOffset);
   const maxGap = options.maxGap ?? 65536;
   const concurrency = Math.max(1, options.concurrency ?? 6);
@@ -152,7 +166,10 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
     order: header.fortranOrder ? 'F' : 'C',
     get size() { return total; },
     stats,
-    async read(start, count) {
+    async close() { /* nothing held open */ },
+    async read(start, count, readOptions = {}) {
+      const { signal } = readOptions;
+      signal?.throwIfAborted();
       const plan = planRegion(header, start, count);
       const out = new Uint8Array(plan.bytes);
       const perRequest = options.rangesPerRequest ?? 100;
@@ -168,6 +185,12 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
           const g = held ?? groups.next();
           held = null;
           if (g.done) break;
+          const known = cache?.get(g.value.offset, g.value.length);
+          if (known) {
+            placeGroup(out, g.value, known);
+            stats.cached++;
+            continue;
+          }
           if (batch.length && bytes + g.value.length > BATCH_BYTES) { held = g; break; }
           batch.push(g.value);
           bytes += g.value.length;
@@ -177,11 +200,18 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       const worker = async (): Promise<void> => {
         for (let batch = nextBatch(); batch.length; batch = nextBatch()) {
           if (batch.length > 1 && multiRangeWorks) {
-            const bodies = await multiRange(batch);
-            if (bodies) { batch.forEach((g, i) => placeGroup(out, g, bodies[i]!)); continue; }
+            const bodies = await multiRange(batch, signal);
+            if (bodies) {
+              batch.forEach((g, i) => { placeGroup(out, g, bodies[i]!); cache?.set(g.offset, bodies[i]!); });
+              continue;
+            }
             multiRangeWorks = false; // this server answers one range at a time
           }
-          for (const g of batch) placeGroup(out, g, await range(g.offset, g.length));
+          for (const g of batch) {
+            const body = await range(g.offset, g.length, signal);
+            placeGroup(out, g, body);
+            cache?.set(g.offset, body);
+          }
         }
       };
       await Promise.all(Array.from({ length: concurrency }, worker));
@@ -219,4 +249,35 @@ function parseByteranges(body: Uint8Array, boundary: string, href: string): { fr
     at = find(delimiter, start + length);
   }
   return parts;
+}
+
+/** Bodies of recent range reads, by offset and length, least recently used dropped first. */
+class RangeCache {
+  private readonly entries = new Map<string, Uint8Array>();
+  private bytes = 0;
+  constructor(private readonly maxBytes: number) {}
+
+  get(offset: number, length: number): Uint8Array | undefined {
+    const key = `${offset}+${length}`;
+    const hit = this.entries.get(key);
+    if (hit) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+    }
+    return hit;
+  }
+
+  set(offset: number, body: Uint8Array): void {
+    if (body.length > this.maxBytes) return;
+    const key = `${offset}+${body.length}`;
+    if (this.entries.has(key)) return;
+    // A copy: a multi-range body's parts are views of one large buffer, which must not be kept whole.
+    this.entries.set(key, body.slice());
+    this.bytes += body.length;
+    for (const [k, v] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(k);
+      this.bytes -= v.length;
+    }
+  }
 }

@@ -14,8 +14,9 @@ export {
   NpzArchive, NpzFile, type NpzFileOptions, type SaveNpzOptions,
 } from './npz-files.js';
 export {
-  openNpy, openNpySync, createNpy, createNpySync, writeRegion, writeRegionSync, appendNpy, appendNpySync, regionStats,
+  openNpy, openNpySync, createNpy, createNpySync, writeRegion, writeRegionSync, appendNpy, appendNpySync,
   type NpyFileHandle, type NpyFileHandleSync, type CreateOptions, type OpenOptions,
 } from './regions.js';
 export { nativeStatus, type NativeStatus } from './native.js';
+export { regionStats } from '../io/region.js';
 export * from './ragged.js';

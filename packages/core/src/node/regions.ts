@@ -5,7 +5,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { checkDataPresent, toNdArray, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
-import { DEFAULT_GROUP_BYTES, planRegion, groupRuns, placeGroup, regionArray, type OpenNpy } from '../io/region.js';
+import { planRegion, regionReads, type OpenNpy } from '../io/region.js';
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
@@ -17,9 +17,6 @@ import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, w
 import { readHeaderFromFd, readHeaderFromHandle } from './npy-files.js';
 
 // Regions of files larger than memory
-
-/** Runs closer than this are read in one call (the gap is read and dropped). */
-const FILE_MAX_GAP = 4096;
 
 /** What every open .npy handle has: its header, dtype, shape, order and path. */
 interface NpyFileInfo<S extends DescrInput = DescrInput> extends OpenNpy<S> {
@@ -46,9 +43,6 @@ export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends Np
   writeRegion(start: readonly number[], data: NdArray | ArraySpec): void;
   close(): void;
 }
-
-/** Bytes read by region reads of this process, for tests and benchmarks. */
-export const regionStats = { reads: 0, bytes: 0 };
 
 /** Positional access to the bytes of one .npy: a whole file, or a stored archive member at an offset. */
 export interface PositionalIO {
@@ -78,37 +72,6 @@ function fileIOAsync(fh: FileHandle): PositionalIOAsync {
     write: (bytes, position, signal) => writeFullyAsync(fh, bytes, position, signal),
     close: () => fh.close(),
   };
-}
-
-/** One positional read a region needs: fill `target` from file position `position`. */
-interface ReadStep {
-  target: Uint8Array;
-  position: number;
-}
-
-/**
- * The reads of one region, as steps a sync or an async driver performs (each step is answered with
- * the bytes read); returns the region's array. Memory is the region plus one group (≤ 16 MiB).
- */
-function* regionReads(path: string, header: NpyHeader, start: readonly number[], count: readonly number[]): Generator<ReadStep, NdArray, number> {
-  const plan = planRegion(header, start, count);
-  const out = new Uint8Array(allocateBuffer(plan.bytes));
-  let scratch = new Uint8Array(0);
-  for (const g of groupRuns(plan.runs, FILE_MAX_GAP)) {
-    const single = g.runs.length === 1;
-    let buf: Uint8Array;
-    if (single) buf = out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length);
-    else {
-      if (scratch.length < g.length) scratch = new Uint8Array(Math.min(DEFAULT_GROUP_BYTES, Math.max(g.length, 2 * scratch.length)));
-      buf = scratch.subarray(0, g.length);
-    }
-    const got = yield { target: buf, position: g.offset };
-    regionStats.reads++;
-    regionStats.bytes += got;
-    if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${path} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);
-    if (!single) placeGroup(out, g, buf);
-  }
-  return regionArray(header, plan, out);
 }
 
 /** The writes of one region: `[bytes, file position]` pairs. */

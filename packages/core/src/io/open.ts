@@ -1,0 +1,80 @@
+/**
+ * Region reads of a .npy from any source in the browser-safe entry: a URL (relative URLs resolve
+ * against the page), a `Blob`/`File`, bytes in memory, or any {@link RandomAccess}.
+ */
+import type { NdArray } from '../array/ndarray.js';
+import type { DescrInput } from '../format/descr-types.js';
+import { readHeaderFromAsync } from './header-read.js';
+import { regionReads, type OpenNpy } from './region.js';
+import { blobSource, bytesSource, type RandomAccess } from './random-access.js';
+import { openNpyUrl, type UrlOptions } from './url.js';
+import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
+
+/** An open .npy whose regions are read asynchronously, whatever holds its bytes. */
+export interface NpyReader<S extends DescrInput = DescrInput> extends OpenNpy<S> {
+  /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
+  read(start: readonly number[], count: readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<NdArray<S>>;
+  close(): Promise<void>;
+}
+
+/** Where a .npy can be opened from in any runtime. */
+export type NpySource = string | URL | Blob | ArrayBuffer | ArrayBufferView | RandomAccess;
+
+function isRandomAccess(x: unknown): x is RandomAccess {
+  return typeof x === 'object' && x !== null && typeof (x as RandomAccess).read === 'function' && typeof (x as RandomAccess).size === 'number';
+}
+
+/** A URL as given, resolved against the page in a browser (`'data/x.npy'` is relative to the document). */
+export function resolveUrl(url: string | URL): string {
+  const base = (globalThis as { location?: { href: string } }).location?.href;
+  return base ? new URL(String(url), base).href : String(url);
+}
+
+/**
+ * Open a .npy from a {@link RandomAccess}: the header is read now, regions when asked for.
+ * @example
+ * const h = await openNpySource(blobSource(file));
+ */
+export async function openNpySource(source: RandomAccess, options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {}): Promise<NpyReader> {
+  const name = options.name ?? 'the file';
+  const header = await readHeaderFromAsync((offset, length) => source.read(offset, length, options.signal), options);
+  checkDataPresent(header, source.size - header.dataOffset);
+  return {
+    header,
+    dtype: header.dtype,
+    shape: [...header.shape],
+    order: header.fortranOrder ? 'F' : 'C',
+    async read(start, count, readOptions = {}) {
+      readOptions.signal?.throwIfAborted();
+      const steps = regionReads(name, header, start, count);
+      for (let step = steps.next(); ; ) {
+        if (step.done) return step.value;
+        const { target, position } = step.value;
+        const got = await source.read(position, target.length, readOptions.signal);
+        target.set(got);
+        step = steps.next(got.length);
+      }
+    },
+    close: async () => { await source.close?.(); },
+  };
+}
+
+/**
+ * Open a .npy for region reads from a URL (HTTP ranges), a `Blob`/`File` (slices: a dropped
+ * multi-gigabyte file is never read whole), bytes, or any {@link RandomAccess}. In Node,
+ * `@npyts/core/node`'s `openNpy` opens paths.
+ * @example
+ * const h = await openNpy(droppedFile, { expect: '<f4' });
+ * const rows = await h.read([0, 0], [10, 512]);
+ * const remote = await openNpy('data/big.npy', { headers: { authorization: 'Bearer …' } });
+ */
+export async function openNpy<const S extends DescrInput>(source: NpySource, options: UrlOptions & Expecting<S>): Promise<NpyReader<S>>;
+export async function openNpy(source: NpySource, options?: UrlOptions): Promise<NpyReader>;
+export async function openNpy(source: NpySource, options: UrlOptions = {}): Promise<NpyReader> {
+  if (typeof source === 'string' || source instanceof URL) return openNpyUrl(resolveUrl(source), options);
+  if (typeof Blob !== 'undefined' && source instanceof Blob) {
+    return openNpySource(blobSource(source), { ...options, name: (source as File).name ?? 'the blob' });
+  }
+  if (isRandomAccess(source)) return openNpySource(source, options);
+  return openNpySource(bytesSource(source as ArrayBuffer | ArrayBufferView), { ...options, name: 'the bytes' });
+}
