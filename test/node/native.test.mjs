@@ -19,7 +19,7 @@ const thp = (() => {
 })();
 
 test('the addon was built by npm ci and is in use', () => {
-  assert.equal(nativeStatus(), { loaded: true }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
+  assert.equal(nativeStatus(), { loaded: true, mmap: { available: true } }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
 });
 
 /** Every case through loadNpySync and decodeNpy in this process; returns the mismatches. */
@@ -67,7 +67,7 @@ test('… and on the JavaScript paths (NPYTS_NATIVE=0)', () => {
     encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' },
   });
   const { status, bad } = JSON.parse(out);
-  assert.equal(status, { loaded: false, reason: 'turned off by NPYTS_NATIVE=0' });
+  assert.equal(status, { loaded: false, reason: 'turned off by NPYTS_NATIVE=0', mmap: { available: false, reason: 'turned off by NPYTS_NATIVE=0' } });
   assert.equal(bad, []);
 });
 

@@ -20,11 +20,12 @@ const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
  * Run an ES module snippet in a fresh Node process with a time limit; it prints one JSON line.
- * Returns that value with the child's peak resident memory in MiB (`rssMiB`).
+ * Returns that value with the child's peak resident memory in MiB (`rssMiB`): VmHWM of its own
+ * address space (getrusage's maxrss would count the parent's memory copied at fork).
  */
 export function bounded(code, { timeoutMs = 30_000, maxOldSpaceMiB = 4096 } = {}) {
   // Import declarations are hoisted: the snippet's imports resolve from the repository, its files from `dir`.
-  const wrapped = `process.chdir(${JSON.stringify(dir)});\n${code}\nconst { maxRSS } = process.resourceUsage();\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: maxRSS / 1024 }));`;
+  const wrapped = `process.chdir(${JSON.stringify(dir)});\n${code}\nconst hwm = Number(/VmHWM:\\s+(\\d+)/.exec((await import('node:fs')).readFileSync('/proc/self/status', 'utf8'))[1]);\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: hwm / 1024 }));`;
   const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], { encoding: 'utf8', timeout: timeoutMs, cwd: repoRoot, maxBuffer: 1 << 26 });
   if (r.error) throw new Error(`child did not finish within ${timeoutMs} ms: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`child failed (${r.status}): ${r.stderr.slice(-2000)}`);

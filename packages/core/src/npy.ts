@@ -1,5 +1,5 @@
 /** decodeNpy / encodeNpy: bytes → header → dtype → typed view, and back. */
-import { allocateBuffer } from './array/memory.js';
+import { allocateBuffer, swapBytes } from './array/memory.js';
 import { DType, parseDescr, shapeSize } from './format/dtype.js';
 import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
@@ -190,7 +190,8 @@ export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOption
 /**
  * {@link encodeNpyParts} in pieces of at most `pieceBytes` of data: the header first, then the data,
  * each piece a view of the array's memory or, for another byte order, a swapped copy of just that
- * piece. Async writers use it so that no step converts a whole large array at once.
+ * piece in a buffer reused for the next one (consume each piece before asking for the next). Async
+ * writers use it so that no step converts a whole large array at once.
  */
 export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOptions = {}, pieceBytes = 8 << 20): Generator<Uint8Array> {
   const array = toNdArray(input);
@@ -203,9 +204,23 @@ export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOpti
   const fortran = array.order === 'F' && !isOrderFree(array.shape);
   yield encodeHeader(array.dtype, array.shape, fortran, options.version);
   const data = array.data as TypedArray;
-  // A multiple of 16 units, so that no swapped group (a long double is 16 bytes) is cut.
-  const perPiece = Math.max(16, Math.floor(pieceBytes / data.BYTES_PER_ELEMENT / 16) * 16);
-  for (let at = 0; at < data.length; at += perPiece) yield dataToBytes(array.dtype, data.subarray(at, at + perPiece));
+  const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const { swapUnit } = storageOf(array.dtype);
+  // A multiple of 16 bytes, so that no swapped group (a long double is 16 bytes) is cut.
+  const step = Math.max(16, Math.floor(pieceBytes / 16) * 16);
+  if (swapUnit <= 1 || array.dtype.isNative) {
+    for (let at = 0; at < bytes.length; at += step) yield bytes.subarray(at, at + step);
+    return;
+  }
+  // Another byte order: each piece is swapped in one scratch buffer, reused for the next piece
+  // (no garbage for the collector to pause over), so a piece is valid until the next is asked for.
+  const scratch = new Uint8Array(Math.min(step, bytes.length));
+  for (let at = 0; at < bytes.length; at += step) {
+    const piece = scratch.subarray(0, Math.min(step, bytes.length - at));
+    piece.set(bytes.subarray(at, at + piece.length));
+    swapBytes(piece, swapUnit);
+    yield piece;
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 /*
- * @npyts/native: three things JavaScript cannot do for @npyts/core in Node.
+ * @npyts/native: what JavaScript cannot do for @npyts/core in Node.
  *
  *  adviseHugePages(bytes)          madvise(MADV_HUGEPAGE) on the 2 MiB pages inside a fresh buffer,
  *                                  so that first touch faults 2 MiB at a time (numpy does the same
@@ -21,6 +21,15 @@
  *                                  Returns 0 or errno.
  *  tryLockFile(fd)                 flock(fd, LOCK_EX | LOCK_NB): 0, or EWOULDBLOCK while another
  *                                  holds it (async callers poll instead of blocking the event loop).
+ *  mapFile(fd, offset, length, mode)
+ *                                  an ArrayBuffer over mmap of `length` bytes of the file at `offset`
+ *                                  (mapped from the page below it): mode 0 reads (private, so a stray
+ *                                  write from JavaScript stays in memory instead of faulting), 1 reads
+ *                                  and writes the file (shared), 2 is copy-on-write (private). The
+ *                                  mapping is removed when the ArrayBuffer is collected.
+ *  unmapFile(arraybuffer, sync, detach)
+ *                                  msync the mapping when `sync` is 1; detach the buffer when `detach`
+ *                                  is 1 (its views become empty, so nothing can touch the pages again).
  *
  * Every function takes a Uint8Array and touches only the bytes it views.
  */
@@ -29,6 +38,8 @@
 #include <node_api.h>
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -347,6 +358,79 @@ static napi_value try_lock_file(napi_env env, napi_callback_info info) {
   return number(env, rc == 0 ? 0 : errno);
 }
 
+typedef struct {
+  void *base;
+  size_t length;
+} mapping;
+
+static void unmap_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)data;
+  mapping *m = hint;
+  munmap(m->base, m->length);
+  free(m);
+}
+
+static napi_value map_file(napi_env env, napi_callback_info info) {
+  call_args a;
+  if (!read_args(env, info, "nnnn", &a)) return throw_type_error(env, "mapFile(fd, offset, length, mode): four non-negative numbers");
+  int fd = (int)a.number[0];
+  uint64_t offset = (uint64_t)a.number[1];
+  size_t length = (size_t)a.number[2];
+  int mode = (int)a.number[3];
+  if (a.number[2] > 4294967296.0) {
+    /* Node makes external ArrayBuffers through its Buffer, which holds at most 4 GiB. */
+    napi_throw_range_error(env, "ERR_MAP_TOO_LARGE", "a memory map holds at most 4 GiB of data in Node");
+    return NULL;
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  uint64_t start = offset - offset % (uint64_t)page;
+  size_t delta = (size_t)(offset - start);
+  size_t total = length + delta;
+  if (total == 0) total = 1; /* mmap refuses 0 bytes; an empty array still gets a (one-page) mapping */
+  int prot = PROT_READ | PROT_WRITE;
+  int flags = mode == 1 ? MAP_SHARED : MAP_PRIVATE;
+  void *base = mmap(NULL, total, prot, flags, fd, (off_t)start);
+  if (base == MAP_FAILED) {
+    char message[96];
+    snprintf(message, sizeof message, "mmap failed (errno %d)", errno);
+    napi_throw_error(env, NULL, message);
+    return NULL;
+  }
+  mapping *m = malloc(sizeof *m);
+  m->base = base;
+  m->length = total;
+  napi_value buffer;
+  if (napi_create_external_arraybuffer(env, (uint8_t *)base + delta, length, unmap_finalize, m, &buffer) != napi_ok) {
+    /* Node may already have run the finalizer (it does when its Buffer refuses): touching the
+       mapping again could free it twice, so it is left alone. Callers stop mapping after this. */
+    napi_throw_error(env, "ERR_EXTERNAL_BUFFERS", "this runtime does not allow external ArrayBuffers (memory maps)");
+    return NULL;
+  }
+  return buffer;
+}
+
+static napi_value unmap_file(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return throw_type_error(env, "unmapFile(arraybuffer, sync, detach)");
+  void *data = NULL;
+  size_t length = 0;
+  if (napi_get_arraybuffer_info(env, argv[0], &data, &length) != napi_ok) return throw_type_error(env, "unmapFile: not an ArrayBuffer");
+  double sync = 0;
+  napi_get_value_double(env, argv[1], &sync);
+  int rc = 0;
+  if (sync != 0 && data != NULL && length > 0) {
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t from = (uintptr_t)data - (uintptr_t)data % (uintptr_t)page;
+    rc = msync((void *)from, length + ((uintptr_t)data - from), MS_SYNC) == 0 ? 0 : errno;
+  }
+  double detach = 0;
+  napi_get_value_double(env, argv[2], &detach);
+  if (detach != 0) napi_detach_arraybuffer(env, argv[0]);
+  return number(env, rc);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor functions[] = {
     {"adviseHugePages", NULL, advise_huge_pages, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -356,6 +440,8 @@ static napi_value init(napi_env env, napi_value exports) {
     {"permutePlane", NULL, permute_plane, NULL, NULL, NULL, napi_enumerable, NULL},
     {"lockFile", NULL, lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
     {"tryLockFile", NULL, try_lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"mapFile", NULL, map_file, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"unmapFile", NULL, unmap_file, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
   return exports;

@@ -19,4 +19,5 @@ export {
 } from './regions.js';
 export { nativeStatus, type NativeStatus } from './native.js';
 export { regionStats } from '../io/region.js';
+export { MappedArray, mapNpy, type MapMode } from './mmap.js';
 export * from './ragged.js';

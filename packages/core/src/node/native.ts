@@ -19,6 +19,8 @@ interface NativeAddon {
   preadParallel(fd: number, bytes: Uint8Array, position: number, threads: number): number;
   lockFile?(fd: number, lock: number): number;
   tryLockFile?(fd: number): number;
+  mapFile?(fd: number, offset: number, length: number, mode: number): ArrayBuffer;
+  unmapFile?(buffer: ArrayBuffer, sync: number, detach: number): number;
 }
 
 /** Threads for one large read or plane copy (the addon's work is split on 2 MiB / 64-row bounds). */
@@ -31,6 +33,8 @@ export interface NativeStatus {
   loaded: boolean;
   /** Why not, when it is not. */
   reason?: string;
+  /** Whether memory maps (`loadNpy(p, { mmap })`) can be made, and why not. */
+  mmap?: { available: boolean; reason?: string };
 }
 
 let addon: NativeAddon | null = null;
@@ -58,7 +62,8 @@ load();
 
 /** Whether the native speed-ups are in use in this process, and why not. */
 export function nativeStatus(): NativeStatus {
-  return { ...status };
+  const why = mapUnavailable();
+  return { ...status, mmap: why === null ? { available: true } : { available: false, reason: why } };
 }
 
 /** Reserve `length` bytes of extents at `offset` without changing the file's size; a no-op without the addon. */
@@ -106,4 +111,30 @@ export function tryLockExclusive(fd: number): boolean | null {
 /** Release a lock taken with {@link lockExclusive}. */
 export function unlock(fd: number): void {
   addon?.lockFile?.(fd, 0);
+}
+
+/** Why memory maps cannot be made here (no addon, an addon built before maps, a runtime without external buffers), or null. */
+export function mapUnavailable(): string | null {
+  if (!addon) return status.reason ?? 'the addon is not loaded';
+  if (!addon.mapFile || !addon.unmapFile) return 'the addon was built before memory maps; rebuild it';
+  return mapRefusal;
+}
+
+let mapRefusal: string | null = null;
+
+/** An ArrayBuffer over a map of `length` bytes of `fd` at `offset` (mode 0 'r', 1 'r+', 2 'c'). */
+export function mapFile(fd: number, offset: number, length: number, mode: number): ArrayBuffer {
+  try {
+    return addon!.mapFile!(fd, offset, length, mode);
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_EXTERNAL_BUFFERS') mapRefusal = (e as Error).message;
+    throw e;
+  }
+}
+
+/** Write a mapped buffer's pages back (`sync`) and, when `detach`, end all access to it. */
+export function unmapFile(buffer: ArrayBuffer, sync: boolean, detach: boolean): void {
+  if (buffer.byteLength === 0) return; // closed already
+  const rc = addon!.unmapFile!(buffer, sync ? 1 : 0, detach ? 1 : 0);
+  if (rc !== 0) throw Object.assign(new Error(`msync failed (errno ${rc})`), { errno: rc });
 }

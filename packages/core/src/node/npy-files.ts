@@ -15,6 +15,7 @@ import { bytesToData, storageOf } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
 import { pickleCodec } from '../pickle/index.js';
+import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
 import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 
 /** Read just the header of an open file (a few hundred bytes in the common case). */
@@ -64,6 +65,12 @@ export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): Np
 export interface LoadOptions extends DecodeOptions {
   /** Decode object arrays (pickles) with npyts' safe unpickler, which never runs code. */
   allowPickle?: boolean;
+  /**
+   * Memory-map the data instead of reading it (numpy's `mmap_mode`; needs @npyts/native): `'r'`
+   * reads, `'r+'` reads and writes the file, `'c'` is copy-on-write. The result is a
+   * {@link MappedArray}; the data must be in native byte order.
+   */
+  mmap?: MapMode | undefined;
 }
 
 /** Options of the async {@link loadNpy}. */
@@ -91,12 +98,16 @@ function arrayOver(header: NpyHeader, buffer: ArrayBufferLike, options: LoadOpti
  * @example
  * const w = await loadNpy('w.npy', { expect: '<f4' });   // w.data: Float32Array
  * const a = await loadNpy('big.npy', { signal: AbortSignal.timeout(5000) });
+ * using m = await loadNpy('huge.npy', { mmap: 'r' });      // pages read when touched
  */
+export async function loadNpy<const S extends DescrInput>(path: string, options: LoadOptionsAsync & { mmap: MapMode } & Expecting<S>): Promise<MappedArray<S>>;
+export async function loadNpy(path: string, options: LoadOptionsAsync & { mmap: MapMode }): Promise<MappedArray>;
 export async function loadNpy<const S extends DescrInput>(path: string, options: LoadOptionsAsync & Expecting<S>): Promise<NdArray<S>>;
 export async function loadNpy(path: string, options?: LoadOptionsAsync): Promise<NdArray>;
 export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Promise<NdArray> {
   const { signal } = options;
   signal?.throwIfAborted();
+  if (options.mmap) return mapNpy(path, options.mmap, options);
   const fh = await openAsync(path, 'r');
   try {
     const header = await readHeaderFromHandle(fh, options);
@@ -126,9 +137,12 @@ export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Pro
  * @example
  * const w = loadNpySync('w.npy', { expect: '<f4' });   // w.data: Float32Array
  */
+export function loadNpySync<const S extends DescrInput>(path: string, options: LoadOptions & { mmap: MapMode } & Expecting<S>): MappedArray<S>;
+export function loadNpySync(path: string, options: LoadOptions & { mmap: MapMode }): MappedArray;
 export function loadNpySync<const S extends DescrInput>(path: string, options: LoadOptions & Expecting<S>): NdArray<S>;
 export function loadNpySync(path: string, options?: LoadOptions): NdArray;
 export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
+  if (options.mmap) return mapNpy(path, options.mmap, options);
   const fd = openSync(path, 'r');
   try {
     const header = readHeaderFromFd(fd, options);

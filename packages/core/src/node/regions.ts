@@ -15,6 +15,7 @@ import { withAppendLock, withAppendLockAsync } from './lock.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
 import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 import { readHeaderFromFd, readHeaderFromHandle } from './npy-files.js';
+import { mapNpy, type MappedArray } from './mmap.js';
 
 // Regions of files larger than memory
 
@@ -234,9 +235,18 @@ function newFileLayout(options: CreateOptions): { headerBytes: Uint8Array; fileS
  * @example
  * await using out = await createNpy('out.npy', { dtype: '<f8', shape: [100000, 4096] });
  * await out.writeRegion([0, 0], { data: new Float64Array(4096), shape: [1, 4096] });
+ * using mapped = await createNpy('m.npy', { dtype: '<f4', shape: [1000, 1000], mmap: true });
+ * mapped.data[0] = 1;   // written to the file
  */
-export async function createNpy(path: string, options: CreateOptions & AsyncOptions): Promise<NpyFileHandle> {
+export async function createNpy(path: string, options: CreateOptions & AsyncOptions & { mmap: true }): Promise<MappedArray>;
+export async function createNpy(path: string, options: CreateOptions & AsyncOptions): Promise<NpyFileHandle>;
+export async function createNpy(path: string, options: CreateOptions & AsyncOptions & { mmap?: boolean }): Promise<NpyFileHandle | MappedArray> {
   options.signal?.throwIfAborted();
+  if (options.mmap) {
+    const { mmap: _, signal: __, ...plain } = options;
+    createNpySync(path, plain).close();
+    return mapNpy(path, 'r+');
+  }
   const { headerBytes, fileSize } = newFileLayout(options);
   const fh = await openAsync(path, 'w+');
   try {
@@ -254,7 +264,14 @@ export async function createNpy(path: string, options: CreateOptions & AsyncOpti
  * @example
  * createNpySync('out.npy', { dtype: '<f8', shape: [100000, 4096] }).close();
  */
-export function createNpySync(path: string, options: CreateOptions): NpyFileHandleSync {
+export function createNpySync(path: string, options: CreateOptions & { mmap: true }): MappedArray;
+export function createNpySync(path: string, options: CreateOptions): NpyFileHandleSync;
+export function createNpySync(path: string, options: CreateOptions & { mmap?: boolean }): NpyFileHandleSync | MappedArray {
+  if (options.mmap) {
+    const { mmap: _, ...plain } = options;
+    createNpySync(path, plain).close();
+    return mapNpy(path, 'r+');
+  }
   const { headerBytes, fileSize } = newFileLayout(options);
   const fd = openSync(path, 'w+');
   try {
