@@ -47,7 +47,7 @@ test('createNpy({ mmap: true }) maps the new file; its writes reach the file num
   r.close();
 });
 
-test('a column of a 3.75 GiB file through a r map equals numpy and costs the resident memory numpy'\''s own map costs', () => {
+test('a column of a 3.75 GiB file through a r map equals numpy and costs the resident memory numpy\'s own map costs', () => {
   const path = join(dir, 'huge.npy');
   // 15360 rows of 256 KiB: the column's pages are 60 MiB of the 3.75 GiB (sparse on disk). Node's
   // external buffers hold at most 4 GiB, so larger files are refused (next test) and read by regions.
