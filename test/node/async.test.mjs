@@ -2,7 +2,7 @@
 // aborts release what they opened and change no file, and results agree with numpy both ways.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,7 @@ import {
 import { arrayFromValues } from '@npyts/core';
 import { python, scratch } from '../helpers/numpy.mjs';
 
-const dir = scratch('npyts-async-');
+const dir = realpathSync(scratch('npyts-async-'));
 /** Where a child's imports of @npyts/* resolve. */
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MiB = 1 << 20;
@@ -31,8 +31,10 @@ async function rejects(run, check) {
   assert.ok(ok, `unexpected rejection: ${error && (error.stack || error)}`);
 }
 
-/** Open file descriptors of this process (Linux). */
-const openFds = () => readdirSync('/proc/self/fd').length;
+/** The files this process has open (Linux), by path: a leaked handle shows up here. */
+const openFiles = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } });
+/** How many descriptors of this process are open on files of the test folder. */
+const openFds = () => openFiles().filter((f) => f.startsWith(dir)).length;
 
 /** Run `work` while a 5 ms timer ticks; the largest delay of a tick beyond its period, in ms. */
 async function worstTimerDrift(work) {
