@@ -38,6 +38,19 @@ def make_big(path, gib):
     json.dump({"shape": [rows, cols]}, sys.stdout)
 
 
+def column(path, gib, repeats):
+    """The issue-16 case: a C-order float32 file of `gib` GiB with 1024 columns (rows 4 KiB apart),
+    written whole; the time of numpy's mmap slice of one column, np.array(a[:, 7])."""
+    rows = int(float(gib) * 2**30 / 4 / 1024)
+    a = np.lib.format.open_memmap(path, mode="w+", dtype="<f4", shape=(rows, 1024))
+    for r in range(0, rows, 65536):
+        a[r:r + 65536] = np.arange(r * 1024, min(rows, r + 65536) * 1024, dtype=np.float32).reshape(-1, 1024)
+    a.flush()
+    del a
+    t = median_time(lambda: np.array(np.load(path, mmap_mode="r")[:, 7]), int(repeats))
+    json.dump({"shape": [rows, 1024], "numpy_mmap": t}, sys.stdout)
+
+
 def time_regions(path, repeats):
     a = np.load(path, mmap_mode="r")
     rows = a.shape[0]
@@ -117,4 +130,4 @@ def timing(d, repeats):
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions, "ragged": ragged_objects}[cmd](*args)
+    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions, "column": column, "ragged": ragged_objects}[cmd](*args)

@@ -15,11 +15,11 @@ if (!existsSync(join(dir, 'f4.npy'))) throw new Error(`no bench inputs in ${dir}
 
 // The bench's own cases (bench/timing.mjs), by name, with the labels of the README table.
 const cases = {
-  loadNpySync: 'loadNpySync f4',
+  loadNpy: 'loadNpySync f4',
   byteswap: 'load big-endian f8',
   toC_inmemory: 'F → C in memory',
-  saveNpySync: 'saveNpySync f4',
-  loadNpzSync: 'loadNpzSync deflated',
+  saveNpy: 'saveNpySync f4',
+  loadNpz: 'loadNpzSync deflated',
   objects: 'object array (allowPickle)',
 };
 

@@ -6,7 +6,7 @@ import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
-import { loadNpySync, loadNpzSync, saveNpzSync, openNpySync, regionStats, saveRaggedSync, openRaggedSync, nativeStatus } from '@npyts/core/node';
+import { loadNpySync, loadNpzSync, saveNpzSync, openNpy, openNpySync, regionStats, saveRaggedSync, openRaggedSync, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
@@ -156,6 +156,26 @@ try {
 } catch (e) {
   log(`(no HTTP region case: ${e.message})`);
 }
+// One column of a C-order float32 file whose rows are 4 KiB apart (every page holds one value of it).
+const colFile = file('column.npy');
+const colGib = quick ? 0.25 : 1;
+const npColumn = py('column', colFile, String(colGib), String(REPEATS));
+const [colRows] = npColumn.shape;
+const colHandle = openNpySync(colFile);
+const column = { file_gib: colGib, shape: npColumn.shape, npyts: median(() => colHandle.read([0, 7], [colRows, 1])), numpy_mmap: npColumn.numpy_mmap };
+colHandle.close();
+const colAsync = await openNpy(colFile);
+{
+  const times = [];
+  for (let i = 0; i < REPEATS; i++) {
+    const t = process.hrtime.bigint();
+    await colAsync.read([0, 7], [colRows, 1]);
+    times.push(Number(process.hrtime.bigint() - t) / 1e9);
+  }
+  column.npyts_async = middleOf(times);
+}
+await colAsync.close();
+rmSync(colFile, { force: true });
 const regionPeak = {
   npyts: nodePeak(`const { openNpySync } = await import('@npyts/core/node'); const h = openNpySync(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`),
   numpy: pyPeak(`a = np.load(${JSON.stringify(bigFile)}, mmap_mode='r'); b = np.array(a[:, 100:108])`),
@@ -219,7 +239,7 @@ const report = {
     target: target ? { baseline: target[0], max_ratio: target[1], ratio: t / base[target[0]], met: t / base[target[0]] <= target[1] } : null,
   })),
   ragged,
-  regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak },
+  regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
     file_bytes: bytes,
     ...rss,
@@ -257,6 +277,10 @@ if (asJSON) {
     const h = rg.http?.[k];
     console.log(`| ${k.replace('_', ' ')} | ${ms(rg.local[k].seconds)} | ${(rg.local[k].bytes / 1024).toFixed(0)} KiB | ${h ? ms(h.seconds) : 'n/a'} | ${h ? `${(h.bytes / 1024).toFixed(0)} KiB, ${h.requests}` : ''} | ${ms(rg.numpy_mmap[k])} |`);
   }
+  const col = rg.column;
+  const ratio = (x) => (x / rg.numpy_mmap.column_block).toFixed(2);
+  console.log(`Target (issue 16): ≤ 1.5 × numpy mmap. 8-column stripe: ${ratio(rg.local.column_block.seconds)} × ${rg.local.column_block.seconds / rg.numpy_mmap.column_block <= 1.5 ? 'met' : '**missed**'}.`);
+  console.log(`One column of a ${col.file_gib} GiB float32 file ${JSON.stringify(col.shape)} (rows 4 KiB apart): openNpySync ${ms(col.npyts)}, openNpy (async) ${ms(col.npyts_async)}, numpy np.array(mmap[:, 7]) ${ms(col.numpy_mmap)}: ${(col.npyts / col.numpy_mmap).toFixed(2)} × (target ≤ 1.5: ${col.npyts / col.numpy_mmap <= 1.5 ? 'met' : '**missed**'}).`);
   const mb = (x) => (x / 2 ** 20).toFixed(0) + ' MiB';
   console.log(`Peak RSS of the column-stripe read (fresh process each): npyts ${mb(rg.peak_rss.npyts)}, numpy mmap ${mb(rg.peak_rss.numpy)}.`);
   const m = report.peak_rss;

@@ -30,12 +30,12 @@ export function benchCases(dir) {
   let F;
   return {
     cases: {
-      loadNpySync: () => loadNpySync(file('f4.npy')),
+      loadNpy: () => loadNpySync(file('f4.npy')),
       byteswap: () => loadNpySync(file('f8_be.npy')),
       toC: () => toOrder(loadNpySync(file('f4_F.npy')), 'C'),
       toC_inmemory: () => toOrder((F ??= loadNpySync(file('f4_F.npy'))), 'C'),
-      saveNpySync: () => saveNpySync(out, (f4 ??= loadNpySync(file('f4.npy')))),
-      loadNpzSync: () => { const a = loadNpzSync(file('deflated.npz')); a.get('member'); a.close(); },
+      saveNpy: () => saveNpySync(out, (f4 ??= loadNpySync(file('f4.npy')))),
+      loadNpz: () => { const a = loadNpzSync(file('deflated.npz')); a.get('member'); a.close(); },
       objects: () => loadNpySync(file('objects.npy'), { allowPickle: true }),
     },
     cleanup: () => rmSync(out, { force: true }),

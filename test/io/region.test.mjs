@@ -9,7 +9,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
-import { openNpySync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, loadNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
+import { openNpy, openNpySync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, loadNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
 import { numpy, python, scratch } from '../helpers/numpy.mjs';
 import { freePort, startNginx, waitForServer } from '../helpers/nginx.mjs';
 
@@ -29,6 +29,34 @@ test('region reads equal numpy slicing for every dtype family, C and F, along ev
     } finally {
       h.close();
     }
+  }
+});
+
+test('regions of many short runs are gathered by the addon in one call, and equal numpy for C and F files, both byte orders, records', async () => {
+  const specs = [
+    ['<f8', '(300, 40, 6)', 'C'], ['>i4', '(300, 40, 6)', 'F'], ["[('a', '<i2'), ('b', '>f8', (2,))]", '(500, 30)', 'C'], ['<c8', '(2000, 33)', 'F'],
+  ];
+  const regions = [[[0, 3, 1], [300, 1, 2]], [[10, 0, 5], [200, 40, 1]], [[0, 7], [500, 1]], [[100, 2], [1800, 3]]];
+  for (const [k, [descr, shape, order]] of specs.entries()) {
+    const file = join(dir, `gather${k}.npy`);
+    const [start, count] = regions[k];
+    const want = JSON.parse(python(`
+import sys; sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
+from npyfixtures import make, to_json
+a = make(${descr.startsWith('[') ? descr : `'${descr}'`}, ${shape}, seed=${k + 5})
+a = np.asfortranarray(a) if '${order}' == 'F' else a
+np.save(${JSON.stringify(file)}, a)
+sl = tuple(slice(s, s + c) for s, c in zip(${JSON.stringify(start)}, ${JSON.stringify(count)}))
+print(json.dumps(to_json(a[sl])))`));
+    const h = openNpySync(file);
+    const before = { ...regionStats };
+    const got = h.read(start, count);
+    assert.is(regionStats.reads - before.reads, 1, `${file}: one gather`);
+    assert.equal(arrayToJSON(got), want, `${file} ${start} ${count}`);
+    h.close();
+    const ha = await openNpy(file);
+    assert.equal(arrayToJSON(await ha.read(start, count)), want, `${file} (async)`);
+    await ha.close();
   }
 });
 

@@ -36,6 +36,12 @@ export interface RegionPlan {
   /** Bytes the region holds. */
   bytes: number;
   shape: number[];
+  /**
+   * The same runs as a strided walk: one run of `runLength` bytes at `base` + Σ index × stride over
+   * the outer axes (`counts`, slowest first), for code that copies a region without listing its
+   * runs (the addon's gather). Adjacent runs are not joined here.
+   */
+  strided: { base: number; runLength: number; counts: number[]; strides: number[] };
 }
 
 /** Check a region against a shape: integers, in bounds, one per axis. */
@@ -66,7 +72,7 @@ export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'd
   const item = header.dtype.itemsize;
   const n = shape.length;
   const regionBytes = c.reduce((p, x) => p * x, 1) * item;
-  if (regionBytes === 0) return { runs: [], bytes: 0, shape: [...count] };
+  if (regionBytes === 0) return { runs: [], bytes: 0, shape: [...count], strided: { base: header.dataOffset, runLength: 0, counts: [0], strides: [0] } };
   // strides in bytes, C order over the memory-order axes
   const strides = new Array<number>(n);
   let acc = item;
@@ -103,7 +109,10 @@ export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'd
     }
     if (pending) yield pending;
   }
-  return { runs: { [Symbol.iterator]: runs }, bytes: regionBytes, shape: [...count] };
+  return {
+    runs: { [Symbol.iterator]: runs }, bytes: regionBytes, shape: [...count],
+    strided: { base, runLength, counts: c.slice(0, k), strides: strides.slice(0, k) },
+  };
 }
 
 /** One read that covers several runs: `length` bytes at `offset`, of which the runs are kept. */

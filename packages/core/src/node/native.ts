@@ -20,6 +20,7 @@ interface NativeAddon {
   lockFile?(fd: number, lock: number): number;
   tryLockFile?(fd: number): number;
   mapFile?(fd: number, offset: number, length: number, mode: number): ArrayBuffer;
+  gatherStrided?(fd: number, base: number, runLength: number, dims: Uint8Array, out: Uint8Array): number;
   unmapFile?(buffer: ArrayBuffer, sync: number, detach: number): number;
 }
 
@@ -137,4 +138,22 @@ export function unmapFile(buffer: ArrayBuffer, sync: boolean, detach: boolean): 
   if (buffer.byteLength === 0) return; // closed already
   const rc = addon!.unmapFile!(buffer, sync ? 1 : 0, detach ? 1 : 0);
   if (rc !== 0) throw Object.assign(new Error(`msync failed (errno ${rc})`), { errno: rc });
+}
+
+/** Regions with fewer runs than this are read with positional reads (a map costs more than a few reads). */
+const GATHER_MIN_RUNS = 64;
+/** Runs at least this long are read with positional reads: they are reads of their own anyway. */
+const GATHER_MAX_RUN = 64 << 10;
+
+/**
+ * Copy a region of `fd` into `out` in C from a read-only map of the span it covers (one call for
+ * millions of runs); false when the addon is not in use or the region is better read by positional
+ * reads (few or long runs), or the gather failed (the caller then reads itself and reports errors).
+ */
+export function gatherRegion(fd: number, strided: { base: number; runLength: number; counts: number[]; strides: number[] }, out: Uint8Array): boolean {
+  if (!addon?.gatherStrided) return false;
+  const runs = strided.counts.reduce((p, c) => p * c, 1);
+  if (runs < GATHER_MIN_RUNS || strided.runLength >= GATHER_MAX_RUN || runs * strided.runLength !== out.length) return false;
+  const dims = new Float64Array([...strided.counts, ...strided.strides]);
+  return addon.gatherStrided(fd, strided.base, strided.runLength, new Uint8Array(dims.buffer), out) === out.length;
 }

@@ -5,7 +5,8 @@ import { allocateBuffer } from '../array/memory.js';
 import { checkDataPresent, toNdArray, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
-import { planRegion, regionReads, type OpenNpy } from '../io/region.js';
+import { planRegion, regionArray, regionReads, regionStats, type OpenNpy } from '../io/region.js';
+import { gatherRegion } from './native.js';
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
@@ -47,6 +48,8 @@ export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends Np
 
 /** Positional access to the bytes of one .npy: a whole file, or a stored archive member at an offset. */
 export interface PositionalIO {
+  /** The file's descriptor when the bytes are a whole file (region gathers map it). */
+  fd?: number;
   read(target: Uint8Array, position: number): number;
   write?(bytes: Uint8Array, position: number): void;
   close(): void;
@@ -54,6 +57,8 @@ export interface PositionalIO {
 
 /** {@link PositionalIO}, async. */
 export interface PositionalIOAsync {
+  /** The file's descriptor when the bytes are a whole file (region gathers map it). */
+  fd?: number;
   read(target: Uint8Array, position: number, signal?: AbortSignal): Promise<number>;
   write?(bytes: Uint8Array, position: number, signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
@@ -61,6 +66,7 @@ export interface PositionalIOAsync {
 
 function fileIO(fd: number): PositionalIO {
   return {
+    fd,
     read: (target, position) => readFully(fd, target, position),
     write: (bytes, position) => writeFully(fd, bytes, position),
     close: () => closeSync(fd),
@@ -69,6 +75,7 @@ function fileIO(fd: number): PositionalIO {
 
 function fileIOAsync(fh: FileHandle): PositionalIOAsync {
   return {
+    fd: fh.fd,
     read: (target, position, signal) => readFullyAsync(fh, target, position, signal),
     write: (bytes, position, signal) => writeFullyAsync(fh, bytes, position, signal),
     close: () => fh.close(),
@@ -80,6 +87,25 @@ function* regionWrites(header: NpyHeader, start: readonly number[], input: NdArr
   const data = regionBytes(header, input);
   const plan = planRegion(header, start, data.shape);
   for (const r of plan.runs) yield [data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), r.fileOffset];
+}
+
+/**
+ * Regions of many short runs (a column) are copied in C from a map of the file (`gatherRegion`):
+ * one call, the pages touched, no per-run reads. It runs on the calling thread, so async reads use
+ * it only for regions up to this size (a few milliseconds); larger ones take the thread pool.
+ */
+const ASYNC_GATHER_MAX = 16 << 20;
+
+/** The region gathered by the addon, or null when it does not apply (the caller reads it by runs). */
+function gatheredRegion(fd: number | undefined, header: NpyHeader, start: readonly number[], count: readonly number[], maxBytes: number): NdArray | null {
+  if (fd === undefined) return null;
+  const plan = planRegion(header, start, count);
+  if (plan.bytes === 0 || plan.bytes > maxBytes) return null;
+  const out = new Uint8Array(allocateBuffer(plan.bytes));
+  if (!gatherRegion(fd, plan.strided, out)) return null;
+  regionStats.reads++;
+  regionStats.bytes += plan.bytes;
+  return regionArray(header, plan, out);
 }
 
 function infoOf(path: string, header: NpyHeader): NpyFileInfo {
@@ -107,6 +133,8 @@ export function openHandleSync(path: string, io: PositionalIO, header: NpyHeader
     ...infoOf(path, header),
     read(start, count) {
       check();
+      const gathered = gatheredRegion(io.fd, header, start, count, Infinity);
+      if (gathered) return gathered;
       const steps = regionReads(path, header, start, count);
       for (let step = steps.next(); ; ) {
         if (step.done) return step.value;
@@ -139,6 +167,8 @@ export function openHandle(path: string, io: PositionalIOAsync, header: NpyHeade
     ...infoOf(path, header),
     async read(start, count, options = {}) {
       check(options.signal);
+      const gathered = gatheredRegion(io.fd, header, start, count, ASYNC_GATHER_MAX);
+      if (gathered) return gathered;
       const steps = regionReads(path, header, start, count);
       for (let step = steps.next(); ; ) {
         if (step.done) return step.value;
