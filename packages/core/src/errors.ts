@@ -24,6 +24,7 @@ export type NpyErrorCode =
   | 'UNEXPECTED_DTYPE'
   | 'UNSAFE_PATH';
 
+/** Where an error was found: the file, byte offset, field or archive member, when known. */
 export interface NpyErrorDetails {
   /** Byte offset in the input where the problem was found. */
   offset?: number;
@@ -33,7 +34,11 @@ export interface NpyErrorDetails {
   member?: string;
 }
 
-/** The one error type npyts throws for malformed input or unrepresentable arrays. */
+/**
+ * The one error type npyts throws for malformed input or unrepresentable arrays.
+ * @example
+ * try { decodeNpy(bytes); } catch (e) { if (e instanceof NpyError && e.code === 'DATA_TRUNCATED') console.log(e.offset); }
+ */
 export class NpyError extends Error {
   readonly code: NpyErrorCode;
   readonly offset: number | undefined;

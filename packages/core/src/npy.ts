@@ -31,6 +31,7 @@ export interface ObjectArrayCodec {
   encode(array: NdArray, version?: 1 | 2 | 3): { header: Uint8Array; body: Uint8Array };
 }
 
+/** Options of {@link decodeNpy}: copying, shared memory, header limits, the pickle codec and its limits. */
 export interface DecodeOptions extends ReadHeaderOptions, UnpickleLimits {
   /** Copy the data even when it could be a zero-copy view of the input. */
   copy?: boolean;
@@ -42,6 +43,11 @@ export interface DecodeOptions extends ReadHeaderOptions, UnpickleLimits {
 
 const PICKLE_HINT = "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
 
+/**
+ * Whether a dtype holds Python objects anywhere (then its data is a pickle).
+ * @example
+ * hasObject(parseDescr([['a', '<i4'], ['b', '|O']]));   // true
+ */
 export function hasObject(dtype: DType): boolean {
   const no = (): boolean => false;
   return matchDType(dtype, {
@@ -70,7 +76,11 @@ export function checkDataPresent(header: NpyHeader, available: number): void {
   checkDataSize(header, available);
 }
 
-/** Check that `available` bytes after the header hold all the data it promises (a pickle's size is not known from the header). */
+/**
+ * Check that `available` bytes after the header hold all the data it promises (a pickle's size is not known from the header).
+ * @example
+ * checkDataSize(header, fileSize - header.dataOffset);   // throws DATA_TRUNCATED when short
+ */
 export function checkDataSize(header: NpyHeader, available: number): void {
   if (hasObject(header.dtype)) return;
   if (available < header.dataBytes) {
@@ -102,7 +112,12 @@ export function decodeNpy(input: Uint8Array | ArrayBufferLike, options: DecodeOp
   return decodeNpyWithHeader(input, options).array;
 }
 
-/** decodeNpy, also returning the header it parsed (format version, data offset …). */
+/**
+ * decodeNpy, also returning the header it parsed (format version, data offset …).
+ * @example
+ * const { header, array } = decodeNpyWithHeader(bytes);
+ * header.version;   // [1, 0]
+ */
 export function decodeNpyWithHeader<const S extends DescrInput>(input: Uint8Array | ArrayBufferLike, options: DecodeOptions & Expecting<S>): { header: NpyHeader; array: NdArray<S> };
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options?: DecodeOptions): { header: NpyHeader; array: NdArray };
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): { header: NpyHeader; array: NdArray } {
@@ -128,13 +143,21 @@ const TYPED_DTYPES: [Function, string][] = [
   [BigInt64Array, 'i8'], [BigUint64Array, 'u8'],
 ];
 
-/** The dtype numpy would give a typed array of this kind (native byte order). */
+/**
+ * The dtype numpy would give a typed array of this kind (native byte order).
+ * @example
+ * dtypeOfTypedArray(new Float32Array(2))?.str;   // '<f4'
+ */
 export function dtypeOfTypedArray(data: ArrayLike<unknown>): DType | null {
   const hit = TYPED_DTYPES.find(([ctor]) => data instanceof (ctor as new () => unknown));
   return hit ? parseDescr(hit[1]) : null;
 }
 
-/** Turn an {@link ArraySpec} into an NdArray, reusing typed data without copying. */
+/**
+ * Turn an {@link ArraySpec} into an NdArray, reusing typed data without copying.
+ * @example
+ * toNdArray({ data: new Int16Array([1, 2, 3, 4]), shape: [2, 2] }).dtype.str;   // '<i2'
+ */
 export function toNdArray(input: NdArray | ArraySpec): NdArray {
   if (input instanceof NdArray) return input;
   const { data } = input;
@@ -167,6 +190,7 @@ function converted(values: unknown[], dtype: DType, shape: readonly number[], or
   return new NdArray(dtype, shape, flat.data, order ?? 'C');
 }
 
+/** Options of {@link encodeNpy}: the format version, and the pickle codec for object arrays. */
 export interface EncodeOptions {
   /** Force a format version; by default numpy's choice (1.0, else 2.0 if too long, else 3.0). */
   version?: 1 | 2 | 3;
@@ -174,7 +198,11 @@ export interface EncodeOptions {
   pickle?: ObjectArrayCodec;
 }
 
-/** The header and the data bytes of an encoded .npy, kept apart so that files can be written without a joined copy. */
+/**
+ * The header and the data bytes of an encoded .npy, kept apart so that files can be written without a joined copy.
+ * @example
+ * const { header, body } = encodeNpyParts(array);   // write both without joining them
+ */
 export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOptions = {}): { header: Uint8Array; body: Uint8Array } {
   const array = toNdArray(input);
   if (hasObject(array.dtype)) {

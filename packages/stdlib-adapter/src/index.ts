@@ -60,6 +60,7 @@ export type StdlibFieldsOf<S, O extends ToStdlibOptions = {}> =
     ? { [F in S[number] as F[0] extends readonly [string, infer N extends string] ? N : F[0] & string]: F[1] extends readonly FieldDescr[] ? StdlibFieldsOf<F[1], O> : StdlibOf<F[1], O> }
     : Record<string, StdlibNdarray | Record<string, unknown>>;
 
+/** Options of {@link toStdlib}: how 64-bit integers and long doubles are handed over. */
 export interface ToStdlibOptions {
   /**
    * 64-bit integers and datetime/timedelta counts (stdlib has no int64 dtype):

@@ -9,6 +9,7 @@ import {
   type NpzArchive, type NpzOptions, type NpzWriteOptions, type TypedArray, type DescrInput, type FamilyOf, type KindFamily,
 } from '@npyts/core';
 
+/** Options of {@link toTensor}: how 64-bit integers and other dtypes without a tfjs counterpart convert. */
 export interface ToTensorOptions {
   /** float64 (and complex128, long double): 'float32' converts (the default, as tfjs users expect for weights); 'refuse' throws. */
   float64?: 'float32' | 'refuse';
@@ -156,8 +157,10 @@ export async function fromTensor(t: tf.Tensor): Promise<NdArray> {
   throw new NpyError('BAD_ARRAY', `tensor dtype ${t.dtype} has no numpy counterpart here`);
 }
 
+/** Tensors by name, as tfjs names them. */
 export type NamedTensorMap = Record<string, tf.Tensor>;
 
+/** Options of {@link loadTensors}: the archive's, the conversion's and a `fetch` for URLs. */
 export interface LoadTensorsOptions extends NpzOptions, ToTensorOptions {
   /** fetch to use for URLs (default: globalThis.fetch). */
   fetch?: typeof fetch;
@@ -217,6 +220,7 @@ export interface WeightLike {
   write?(value: tf.Tensor): unknown;
 }
 
+/** Options of {@link assignWeights}: name mapping and unused arrays. */
 export interface AssignWeightsOptions extends ToTensorOptions {
   /** Map a weight's name to its key in the archive: a table, or a function. Default: the name, then the name without a `:0` suffix. */
   names?: Record<string, string> | ((weightName: string) => string);

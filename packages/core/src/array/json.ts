@@ -22,12 +22,18 @@ function jsonInt(x: bigint | number): number | string {
   return Number.isSafeInteger(n) && BigInt(n) === BigInt(x) ? n : decimalText(BigInt(x));
 }
 
-/** Python's limit on the decimal digits of an int it converts to text (`sys.int_info.default_max_str_digits`). */
+/**
+ * Python's limit on the decimal digits of an int it converts to text (`sys.int_info.default_max_str_digits`).
+ * @example
+ * decimalText(10n ** 5000n);   // throws: more than MAX_INT_DIGITS digits
+ */
 export const MAX_INT_DIGITS = 4300;
 
 /**
  * An integer as decimal text, refused (as Python refuses `str()` of it) past {@link MAX_INT_DIGITS}
  * digits: decimal conversion is superlinear, so a pickled 8 MiB integer would otherwise take minutes.
+ * @example
+ * decimalText(-(2n ** 70n));   // '-1180591620717411303424'
  */
 export function decimalText(x: bigint): string {
   const digits = (x < 0n ? -x : x).toString(16).length * 4 * Math.LOG10E * Math.LN2; // hex is linear, decimal is not
@@ -74,6 +80,8 @@ export function jsonBudget(repeats = MAX_JSON_REPEATS): JsonBudget {
  * A JSON-safe value for one element: integers beyond ±(2^53−1) as decimal strings, non-finite
  * floats as "NaN"/"Infinity"/"-Infinity", complex as [re, im], S as latin-1 text, V as hex,
  * datetimes as their integer count ("NaT"), records as objects, subarrays as nested arrays.
+ * @example
+ * jsonValue(parseDescr('<c8'), { re: 1, im: -2 });   // [1, -2]
  */
 export function jsonValue(dtype: DType, v: unknown, budget: JsonBudget = jsonBudget()): unknown {
   let convert = converters.get(dtype);
@@ -123,6 +131,8 @@ const MAX_JSON_DEPTH = 1000;
  * values with a toJSON() (complex → [re, im], datetimes → ISO text, Decimal → text) through it.
  * A value that contains itself, nests deeper than 1000, or repeats shared values beyond the
  * budget is an NpyError.
+ * @example
+ * pythonJSON({ a: [2n ** 64n, 2n] });   // { a: ['18446744073709551616', 2] }
  */
 export function pythonJSON(v: unknown, depth = 0, active: Set<object> = new Set(), budget: JsonBudget = jsonBudget()): unknown {
   if (budget.inRepeat > 0 && --budget.repeatsLeft < 0) {
@@ -167,7 +177,11 @@ export function pythonJSON(v: unknown, depth = 0, active: Set<object> = new Set(
  */
 export const MAX_JSON_ELEMENTS = 2 ** 28;
 
-/** The values of the array as JSON-safe nested lists in logical C order. */
+/**
+ * The values of the array as JSON-safe nested lists in logical C order.
+ * @example
+ * arrayToJSON(arrayFromValues([[1, 2], [3, 4]], '<i4'));   // [[1, 2], [3, 4]]
+ */
 export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): unknown {
   if (array.size > MAX_JSON_ELEMENTS) {
     throw new NpyError('TOO_LARGE', `an array of ${array.size} elements has no JSON document that fits in one string (at most ${MAX_JSON_ELEMENTS} elements)`);
@@ -177,7 +191,11 @@ export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): 
   return nest(array.toList(), 0);
 }
 
-/** `{version, descr, fortran_order, shape, data}`: the CLI's `show --json` document. `descr` is the header's as written (tuples as lists). */
+/**
+ * `{version, descr, fortran_order, shape, data}`: the CLI's `show --json` document. `descr` is the header's as written (tuples as lists).
+ * @example
+ * const { descr, shape, data } = npyDocument(header, decodeNpy(bytes)) as { descr: string; shape: number[]; data: unknown };
+ */
 export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'text'>>, array: NdArray): Record<string, unknown> {
   const written = descrAsWritten(header);
   return {

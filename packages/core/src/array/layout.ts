@@ -4,6 +4,7 @@ import type { DType } from '../format/dtype.js';
 import { matchDType } from '../format/dtype-cases.js';
 import { copyBytes, swapBytes } from './memory.js';
 
+/** Every typed array an array's `data` can be. */
 export type TypedArray =
   | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
   | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
@@ -19,6 +20,7 @@ export interface TypedArrayConstructor {
 /** Element data: a typed array for every fixed-size dtype; an array of JS values for object arrays. */
 export type ArrayData = TypedArray | unknown[];
 
+/** How a dtype's elements are held in memory: the typed array, how many of its units make one item, and the byte group swapped for another byte order. */
 export interface Storage {
   /** The typed array that holds the data. */
   ctor: TypedArrayConstructor;
@@ -34,6 +36,8 @@ export interface Storage {
  * f4/f8 Float32Array/Float64Array; c8/c16 interleaved re, im; M8/m8 BigInt64Array counts;
  * U Uint32Array code points; f16/c32 (x86 long double) native-order raw bytes;
  * S, V, records and subarrays raw bytes as stored (record fields keep their own byte order).
+ * @example
+ * storageOf(parseDescr('<U3'));   // { ctor: Uint32Array, unitsPerItem: 3, swapUnit: 4 }
  */
 export function storageOf(dtype: DType): Storage {
   const rawBytes = (dt: DType): Storage => ({ ctor: Uint8Array, unitsPerItem: dt.itemsize, swapUnit: 0 });
@@ -86,6 +90,8 @@ export interface BytesToDataOptions {
 /**
  * Element data for `count` items of `dtype` stored at `byteOffset` of `buffer`: a zero-copy view
  * when the bytes are native-endian and aligned, a native-endian copy otherwise.
+ * @example
+ * const data = bytesToData(parseDescr('>f8'), bytes.buffer, 128, 10);   // Float64Array, native order
  */
 export function bytesToData(
   dtype: DType, buffer: ArrayBufferLike, byteOffset: number, count: number, options: BytesToDataOptions = {},
@@ -108,7 +114,11 @@ export function bytesToData(
   return new ctor(out.buffer, 0, units);
 }
 
-/** The bytes of `data` as the file stores them for `dtype`: a view when native, a swapped copy otherwise. */
+/**
+ * The bytes of `data` as the file stores them for `dtype`: a view when native, a swapped copy otherwise.
+ * @example
+ * dataToBytes(parseDescr('>i4'), new Int32Array([1]));   // Uint8Array [0, 0, 0, 1]
+ */
 export function dataToBytes(dtype: DType, data: TypedArray): Uint8Array {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const { swapUnit } = storageOf(dtype);

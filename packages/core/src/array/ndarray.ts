@@ -7,12 +7,16 @@ import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf
 import { NpyError } from '../errors.js';
 import { storageOf, type ArrayData } from './layout.js';
 
+/** Memory order of an array: `'C'` (row-major, last axis fastest) or `'F'` (column-major). */
 export type Order = 'C' | 'F';
 
 /**
  * An n-dimensional array. `data` holds the elements in `order` (row-major 'C' or column-major 'F')
  * in native byte order, as described by {@link storageOf}; `dtype` keeps the byte order the
  * array is written with.
+ * @example
+ * const a = new NdArray(parseDescr('<f4'), [2, 2], new Float32Array([1, 2, 3, 4]));
+ * a.get(1, 0);   // 3
  */
 export class NdArray<S extends DescrInput = DescrInput> {
   readonly dtype: DType<S>;
@@ -98,7 +102,12 @@ export class NdArray<S extends DescrInput = DescrInput> {
   }
 }
 
-/** Item strides of a contiguous array of this shape in the given order. */
+/**
+ * Item strides of a contiguous array of this shape in the given order.
+ * @example
+ * orderStrides([2, 3], 'C');   // [3, 1]
+ * orderStrides([2, 3], 'F');   // [1, 2]
+ */
 export function orderStrides(shape: readonly number[], order: Order): number[] {
   const n = shape.length;
   const strides = new Array<number>(n);
@@ -111,7 +120,12 @@ export function orderStrides(shape: readonly number[], order: Order): number[] {
   return strides;
 }
 
-/** True when C and F order lay the elements out identically (at most one axis longer than 1, or empty). */
+/**
+ * True when C and F order lay the elements out identically (at most one axis longer than 1, or empty).
+ * @example
+ * isOrderFree([1, 5]);   // true: C and F layouts coincide
+ * isOrderFree([2, 3]);   // false
+ */
 export function isOrderFree(shape: readonly number[]): boolean {
   return shape.includes(0) || shape.filter((d) => d > 1).length <= 1;
 }
@@ -134,6 +148,7 @@ export function createArray(dtype: DType | DescrInput, shape: readonly number[],
   return new NdArray(dt, shape, new ctor(buffer, 0, units), options.order ?? 'C');
 }
 
+/** Options of {@link createArray}. */
 export interface CreateArrayOptions {
   /** Memory order (default 'C'). */
   order?: Order;

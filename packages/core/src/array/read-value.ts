@@ -6,6 +6,7 @@ import { NpyError } from '../errors.js';
 import { float16ToNumber, longDoubleToNumber } from '../format/float-bits.js';
 import type { ArrayData, TypedArray } from './layout.js';
 
+/** A complex element: real and imaginary parts. */
 export interface Complex {
   re: number;
   im: number;
@@ -17,11 +18,16 @@ export interface Complex {
  * U → string (trailing NULs stripped); V → bytes; records → {field: value}; subarrays → nested arrays.
  */
 export type Scalar = number | bigint | boolean | string | Uint8Array | Complex | null | ScalarRecord | Scalar[] | unknown;
+/** One record element as a JavaScript object: field name → value (nested records as objects). */
 export interface ScalarRecord {
   [field: string]: Scalar;
 }
 
-/** The NaT sentinel of datetime64/timedelta64 counts. */
+/**
+ * The NaT sentinel of datetime64/timedelta64 counts.
+ * @example
+ * createArray('<M8[s]', [1]).data[0] === NOT_A_TIME;   // false: zero-filled, 1970-01-01
+ */
 export const NOT_A_TIME = -(2n ** 63n);
 
 function codePointsToString(get: (k: number) => number, n: number): string {
@@ -42,7 +48,11 @@ function trimNuls(bytes: Uint8Array): Uint8Array {
   return bytes.slice(0, end);
 }
 
-/** The element at memory position `i` (in items) of typed data in native byte order. */
+/**
+ * The element at memory position `i` (in items) of typed data in native byte order.
+ * @example
+ * readItem(a.dtype, a.data, 0);   // the first element in memory order
+ */
 export function readItem(dtype: DType, data: ArrayData, i: number): Scalar {
   if (Array.isArray(data)) return data[i];
   let read = itemReaders.get(dtype);
@@ -79,7 +89,11 @@ function makeItemReader(dtype: DType): ItemReader {
 
 const scratch16 = new Uint8Array(16);
 
-/** The element stored at `at` in raw bytes, honouring the dtype's byte order. */
+/**
+ * The element stored at `at` in raw bytes, honouring the dtype's byte order.
+ * @example
+ * readFromBytes(parseDescr('>u2'), new Uint8Array([1, 2]), 0);   // 258
+ */
 export function readFromBytes(dtype: DType, bytes: Uint8Array, at: number): Scalar {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return readAt(dtype, view, bytes, at);

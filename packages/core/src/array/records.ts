@@ -63,6 +63,8 @@ export interface FieldView {
  * A strided view of one field over the record array's own memory, or null when the layout does
  * not allow one (non-native byte order, an offset or record size not a multiple of the element
  * size, or an element kind held as raw bytes or code points that need decoding).
+ * @example
+ * const v = fieldView(records, 'x');   // strides into the record bytes, or null
  */
 export function fieldView(array: NdArray, name: string): FieldView | null {
   const f = findField(array.dtype, name);

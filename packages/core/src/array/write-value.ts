@@ -3,6 +3,7 @@ import { parseDescr, shapeSize, type DType } from '../format/dtype.js';
 import { matchDType } from '../format/dtype-cases.js';
 import type { DescrInput, InputOf, Nested } from '../format/descr-types.js';
 
+/** Options of {@link arrayFromValues}: the shape and order when the values are flat. */
 export interface ValuesOptions {
   /** The shape, when `values` is flat (memory order); otherwise it is taken from the nesting. */
   shape?: number[];
@@ -50,7 +51,12 @@ function checkIntRange(x: bigint, dtype: DType, field?: string): void {
   if (x < lo || x > hi) fail(`${x} is out of range for ${dtype.name}`, field);
 }
 
-/** Write one value of `dtype` at `at`, in the dtype's byte order. Integers out of range are refused. */
+/**
+ * Write one value of `dtype` at `at`, in the dtype's byte order. Integers out of range are refused.
+ * @example
+ * const bytes = new Uint8Array(4);
+ * writeValue(parseDescr('>i4'), new DataView(bytes.buffer), bytes, 0, 7);   // [0, 0, 0, 7]
+ */
 export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: number, v: unknown, field?: string): void {
   let write = writers.get(dtype);
   if (!write) writers.set(dtype, (write = makeWriter(dtype)));

@@ -174,6 +174,7 @@ export interface KindFamilies {
   object: '|O';
   record: readonly FieldDescr[];
 }
+/** The kind families of dtypes (`'float'`, `'int'`, `'str'`, `'record'`, …), as `NdArray.is()` and `matchDType` name them. */
 export type KindFamily = keyof KindFamilies;
 
 /** The kind family of a descr (see {@link KindFamilies}): `'float'` for `'<f4'`, `'record'` for a field list. */

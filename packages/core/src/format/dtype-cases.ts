@@ -17,7 +17,13 @@ const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
   b: 'bool', i: 'int', u: 'uint', f: 'float', c: 'complex', S: 'bytes', U: 'str', V: 'void', M: 'datetime', m: 'timedelta', O: 'object',
 };
 
-/** Call the handler for the dtype's form (record, subarray) or kind family. */
+/**
+ * Call the handler for the dtype's form (record, subarray) or kind family.
+ * @example
+ * const bits = matchDType(dtype, { record: () => 0, subarray: () => 0, bool: () => 8, int: (d) => d.itemsize * 8,
+ *   uint: (d) => d.itemsize * 8, float: (d) => d.itemsize * 8, complex: (d) => d.itemsize * 8, bytes: () => 0, str: () => 0,
+ *   void: () => 0, datetime: () => 64, timedelta: () => 64, object: () => 0 });
+ */
 export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
   switch (dtype.form) {
     case 'record': return cases.record(dtype, dtype.fields);
@@ -26,7 +32,12 @@ export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
   }
 }
 
-/** The kind family of a dtype: `'float'` for `<f4`, `'record'` for a record; a subarray is `'void'`. */
+/**
+ * The kind family of a dtype: `'float'` for `<f4`, `'record'` for a record; a subarray is `'void'`.
+ * @example
+ * familyOf(parseDescr('<f4'));   // 'float'
+ * familyOf(parseDescr([['a', '<i4']]));   // 'record'
+ */
 export function familyOf(dtype: DType): KindFamily {
   return dtype.fields ? 'record' : dtype.subarray ? 'void' : FAMILY[dtype.kind]!;
 }

@@ -6,12 +6,19 @@ import { NpyError } from '../errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 
+/** A dtype's byte order as numpy writes it: `<` little, `>` big, `|` not applicable. */
 export type ByteOrder = '<' | '>' | '|';
 /** numpy's `dtype.kind`; records and subarrays are 'V'. */
 export type Kind = 'b' | 'i' | 'u' | 'f' | 'c' | 'S' | 'U' | 'V' | 'M' | 'm' | 'O';
 
+/**
+ * This machine's byte order: `'<'` on little-endian hosts.
+ * @example
+ * parseDescr('=f4').byteOrder === NATIVE_ORDER;   // true
+ */
 export const NATIVE_ORDER: '<' | '>' = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? '<' : '>';
 
+/** One field of a record dtype: its name, optional title, dtype and byte offset. */
 export interface Field {
   readonly name: string;
   readonly title: string | null;
@@ -24,9 +31,16 @@ export interface Field {
 export type DescrJSON = string | DescrFieldJSON[] | DescrSubarrayJSON;
 /** A subarray used as a field's base, as numpy keeps it (`('c', ('<f8', (5,)), (2,))`): `[base, shape]`. */
 export type DescrSubarrayJSON = [DescrJSON, number[]];
+/** One field of a JSON record descr: `[name | [title, name], descr]`, with a subarray shape as third item. */
 export type DescrFieldJSON = [string | [string, string], DescrJSON] | [string | [string, string], DescrJSON, number[]];
 
+/**
+ * The datetime64/timedelta64 units numpy knows, from years to attoseconds.
+ * @example
+ * DATETIME_UNITS.includes('ns');   // true
+ */
 export const DATETIME_UNITS = ['Y', 'M', 'W', 'D', 'h', 'm', 's', 'ms', 'us', 'ns', 'ps', 'fs', 'as'] as const;
+/** A datetime64/timedelta64 unit, or `''` for a generic (unitless) one. */
 export type DatetimeUnit = (typeof DATETIME_UNITS)[number] | '';
 
 /** A subarray dtype's element dtype and fixed shape. */
@@ -58,6 +72,10 @@ export type DType<S extends DescrInput = DescrInput> = ScalarDType<S> | Subarray
 /**
  * What the three forms of dtype share: numpy's spellings (`str`, `descr`, `name`) and byte-order
  * conversion. Use the {@link DType} union in signatures; `x instanceof DType` tells a dtype from other values.
+ * @example
+ * const dt = parseDescr('>i8');
+ * dt instanceof DTypeBase;   // true, as for every dtype
+ * dt.name;                   // 'int64'
  */
 export abstract class DTypeBase<S extends DescrInput = DescrInput> {
   /** Compile time only: the descr literal this dtype was parsed from. */
@@ -205,7 +223,12 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
 /** The value behind `instanceof DType`: every dtype is a {@link DTypeBase}. */
 export const DType = DTypeBase;
 
-/** A plain scalar dtype: `<f4`, `|S5`, `<M8[ns]`, `|O`. */
+/**
+ * A plain scalar dtype: `<f4`, `|S5`, `<M8[ns]`, `|O`.
+ * @example
+ * const dt = parseDescr('<M8[ns]');
+ * if (dt.form === 'scalar') dt.unit;   // 'ns'
+ */
 export class ScalarDType<S extends DescrInput = DescrInput> extends DTypeBase<S> {
   readonly form = 'scalar' as const;
   readonly fields = null;
@@ -218,7 +241,12 @@ export class ScalarDType<S extends DescrInput = DescrInput> extends DTypeBase<S>
   }
 }
 
-/** A fixed-shape block of one element dtype (`('<f8', (2, 3))`), met as a record field's type. */
+/**
+ * A fixed-shape block of one element dtype (`('<f8', (2, 3))`), met as a record field's type.
+ * @example
+ * const m = parseDescr([['m', '<f4', [2, 3]]]).fields![0]!.dtype;
+ * if (m.form === 'subarray') m.subarray.shape;   // [2, 3]
+ */
 export class SubarrayDType<S extends DescrInput = DescrInput> extends DTypeBase<S> {
   readonly form = 'subarray' as const;
   readonly fields = null;
@@ -239,7 +267,12 @@ export class SubarrayDType<S extends DescrInput = DescrInput> extends DTypeBase<
   }
 }
 
-/** A structured dtype: named fields at byte offsets inside an item of `itemsize` bytes. */
+/**
+ * A structured dtype: named fields at byte offsets inside an item of `itemsize` bytes.
+ * @example
+ * const dt = parseDescr([['x', '<f8'], ['y', '<f8']]);
+ * if (dt.form === 'record') dt.fields.map((f) => f.offset);   // [0, 8]
+ */
 export class RecordDType<S extends DescrInput = DescrInput> extends DTypeBase<S> {
   readonly form = 'record' as const;
   readonly fields: readonly Field[];
@@ -253,13 +286,23 @@ export class RecordDType<S extends DescrInput = DescrInput> extends DTypeBase<S>
   }
 }
 
+/**
+ * Number of elements of a shape.
+ * @example
+ * shapeSize([2, 3, 4]);   // 24
+ * shapeSize([]);          // 1 (a 0-d array holds one element)
+ */
 export function shapeSize(shape: readonly number[]): number {
   let n = 1;
   for (const d of shape) n *= d;
   return n;
 }
 
-/** Python's repr of a shape tuple: `()`, `(5,)`, `(2, 3)`. */
+/**
+ * Python's repr of a shape tuple: `()`, `(5,)`, `(2, 3)`.
+ * @example
+ * shapeRepr([5]);   // '(5,)'
+ */
 export function shapeRepr(shape: readonly number[]): string {
   return shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
 }
@@ -346,7 +389,12 @@ function badDescr(message: string, field?: string): never {
   throw new NpyError('BAD_DESCR', message, field === undefined ? {} : { field });
 }
 
-/** Parse a scalar type string as `np.dtype(str)` does: `<f4`, `f8`, `=i4`, `|S5`, `<U3`, `M8[2ns]`, `float64`. */
+/**
+ * Parse a scalar type string as `np.dtype(str)` does: `<f4`, `f8`, `=i4`, `|S5`, `<U3`, `M8[2ns]`, `float64`.
+ * @example
+ * parseTypeString('float64').str;   // '<f8'
+ * parseTypeString('M8[2s]').name;   // 'datetime64[2s]'
+ */
 export function parseTypeString(spec: string, field?: string): DType {
   // DTypes are immutable: one per spelling serves every field that uses it (a header of millions of
   // fields would otherwise hold millions of equal objects).
@@ -403,6 +451,8 @@ function parseTypeStringUncached(spec: string, field?: string): DType {
 /**
  * Build a subarray dtype. A `()` shape is the base itself. A subarray of a subarray keeps its
  * nesting for the descr (as numpy does) and is laid out as the flattened `(base, shape + inner)`.
+ * @example
+ * subarrayDType(parseDescr('<f4'), [2, 3]).itemsize;   // 24
  */
 export function subarrayDType(base: DType, shape: readonly number[], field?: string): DType {
   for (const d of shape) {
@@ -420,6 +470,7 @@ export function subarrayDType(base: DType, shape: readonly number[], field?: str
   return new SubarrayDType(itemsize, { base: elem, shape: fullShape }, base.subarray ? { base, shape: [...shape] } : null);
 }
 
+/** A field for {@link recordDType}: name, dtype, and optionally title, offset and subarray shape. */
 export interface FieldSpec {
   name: string;
   dtype: DType | string;
@@ -428,7 +479,11 @@ export interface FieldSpec {
   shape?: number[];
 }
 
-/** Build a record dtype. Offsets default to packed, in order; itemsize defaults to the end of the last field. */
+/**
+ * Build a record dtype. Offsets default to packed, in order; itemsize defaults to the end of the last field.
+ * @example
+ * recordDType([{ name: 'id', dtype: '<u4' }, { name: 'pos', dtype: '<f8', shape: [3] }]).itemsize;   // 28
+ */
 export function recordDType(specs: FieldSpec[], itemsize?: number): DType {
   const fields: Field[] = [];
   const seen = new Set<string>();

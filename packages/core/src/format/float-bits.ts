@@ -5,7 +5,11 @@ const f64Bits = new BigUint64Array(f64.buffer);
 const u32 = new Uint32Array(f64.buffer);
 const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-/** IEEE binary16 bits → number (exact). */
+/**
+ * IEEE binary16 bits → number (exact).
+ * @example
+ * float16ToNumber(0x3e00);   // 1.5
+ */
 export function float16ToNumber(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;
   const exp = (h >> 10) & 0x1f;
@@ -15,7 +19,11 @@ export function float16ToNumber(h: number): number {
   return sign * (1024 + frac) * 2 ** (exp - 25);
 }
 
-/** number → IEEE binary16 bits, rounding to nearest, ties to even (as numpy does). */
+/**
+ * number → IEEE binary16 bits, rounding to nearest, ties to even (as numpy does).
+ * @example
+ * numberToFloat16(1.5);   // 0x3e00
+ */
 export function numberToFloat16(x: number): number {
   f64[0] = x;
   const hi = u32[LITTLE ? 1 : 0]!;
@@ -56,6 +64,8 @@ export function numberToFloat16(x: number): number {
 /**
  * x86 80-bit extended precision (numpy's `<f16` long double on x86-64, little-endian, in the
  * first 10 of 16 bytes) → the nearest float64, ties to even.
+ * @example
+ * longDoubleToNumber(bytes, 0);   // the x86 80-bit value at byte 0, rounded to a double
  */
 export function longDoubleToNumber(bytes: Uint8Array, at: number): number {
   let mant = 0n;
@@ -91,7 +101,12 @@ function scaleByPowerOfTwo(x: number, e: number): number {
   return x * 2 ** e;
 }
 
-/** number → x86 80-bit extended in 16 little-endian bytes (exact: every float64 is representable). */
+/**
+ * number → x86 80-bit extended in 16 little-endian bytes (exact: every float64 is representable).
+ * @example
+ * const out = new Uint8Array(16);
+ * numberToLongDouble(Math.PI, out, 0);
+ */
 export function numberToLongDouble(x: number, out: Uint8Array, at: number): void {
   out.fill(0, at, at + 16);
   f64[0] = x;

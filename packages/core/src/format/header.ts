@@ -4,6 +4,11 @@ import { NpyError } from '../errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 
+/**
+ * The six bytes every .npy file starts with: `\x93NUMPY`.
+ * @example
+ * MAGIC.every((b, i) => bytes[i] === b);   // a .npy file starts with \x93NUMPY
+ */
 export const MAGIC = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x93NUMPY
 export const ARRAY_ALIGN = 64;
 /** numpy ≥ 1.24 leaves room for the growth axis to reach this many digits. */
@@ -13,11 +18,15 @@ export const GROWTH_AXIS_MAX_DIGITS = 21;
  * Parsing is linear, but a record dtype costs about 25 bytes of memory per header byte (every field
  * becomes objects), so the default stays at 1 MiB (about 25 MiB to decode); larger headers need
  * the maxHeaderBytes option.
+ * @example
+ * readHeader(bytes, { maxHeaderBytes: DEFAULT_MAX_HEADER_BYTES * 4 });   // allow larger headers
  */
 export const DEFAULT_MAX_HEADER_BYTES = 1 << 20;
 
+/** The .npy format version of a header: 1.0, 2.0 or 3.0. */
 export type FormatVersion = [1 | 2 | 3, 0];
 
+/** A parsed .npy header: version, dtype, shape, order, where the data starts and how many bytes it takes. */
 export interface NpyHeader {
   version: FormatVersion;
   dtype: DType;
@@ -33,6 +42,7 @@ export interface NpyHeader {
   text?: string;
 }
 
+/** Options of {@link readHeader}: limits, and the dtype to `expect`. */
 export interface ReadHeaderOptions {
   /** Refuse headers longer than this (default {@link DEFAULT_MAX_HEADER_BYTES}). */
   maxHeaderBytes?: number;
@@ -65,6 +75,8 @@ function lengthFieldSize(major: number): number {
 /**
  * How many leading bytes are needed before {@link readHeader} can succeed: 12 to learn the
  * header length, then the returned total. Lets callers read only what they must.
+ * @example
+ * headerBytesNeeded(bytes.subarray(0, 12));   // preamble + header length, e.g. 128
  */
 export function headerBytesNeeded(prefix: Uint8Array): number {
   if (prefix.length < 10) return 12;
@@ -137,7 +149,12 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
   return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, text };
 }
 
-/** Whether `dtype` is the descr `expected` (byte order free unless `exact`). */
+/**
+ * Whether `dtype` is the descr `expected` (byte order free unless `exact`).
+ * @example
+ * matchesDescr(parseDescr('>f4'), '<f4');         // true: byte order free
+ * matchesDescr(parseDescr('>f4'), '<f4', true);   // false
+ */
 export function matchesDescr(dtype: DType, expected: DescrInput | DType, exact = false): boolean {
   const want = parseDescr(expected as DescrInput);
   return exact ? dtype.equals(want) : dtype.withByteOrder('<').equals(want.withByteOrder('<'));
@@ -214,7 +231,11 @@ function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape:
   return { dtype, shape, fortranOrder: fo };
 }
 
-/** numpy's NPY_MAXDIMS: it neither reads nor writes arrays of more dimensions. */
+/**
+ * numpy's NPY_MAXDIMS: it neither reads nor writes arrays of more dimensions.
+ * @example
+ * createArray('<f4', new Array(MAX_DIMS + 1).fill(1));   // throws, as numpy does
+ */
 export const MAX_DIMS = 64;
 
 export function checkDimensions(ndim: number, offset?: number): void {
@@ -287,6 +308,8 @@ function wrapHeader(text: Uint8Array, major: 1 | 2 | 3): Uint8Array | null {
 /**
  * The header bytes numpy 2.x's `np.save` writes for this dtype, shape and order: sorted keys,
  * growth padding, 64-byte alignment; version 1.0, else 2.0 when too long, else 3.0 when not latin-1.
+ * @example
+ * encodeHeader(parseDescr('<f4'), [2, 3], false).length;   // 128: data starts 64-byte aligned
  */
 export function encodeHeader(dtype: DType, shape: readonly number[], fortranOrder: boolean, version?: 1 | 2 | 3): Uint8Array {
   checkDimensions(shape.length);

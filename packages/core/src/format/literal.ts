@@ -8,16 +8,25 @@
  */
 import { NpyError } from '../errors.js';
 
-/** A Python tuple; lists are plain JS arrays. */
+/**
+ * A Python tuple; lists are plain JS arrays.
+ * @example
+ * reprPy(new PyTuple([1, 'a']));   // "(1, 'a')"
+ */
 export class PyTuple {
   constructor(readonly items: PyValue[]) {}
 }
 
-/** A Python float; kept apart from ints so that `(2.0, 3)` is not mistaken for a shape. */
+/**
+ * A Python float; kept apart from ints so that `(2.0, 3)` is not mistaken for a shape.
+ * @example
+ * reprPy(new PyFloat(2));   // '2.0'
+ */
 export class PyFloat {
   constructor(readonly value: number) {}
 }
 
+/** A Python literal value as parsed from a header: str, int, float, bool, None, tuple, list or dict. */
 export type PyValue = string | number | bigint | boolean | null | PyFloat | PyTuple | PyValue[] | PyDict;
 export type PyDict = Map<string | number | bigint | boolean | null, PyValue>;
 
@@ -223,7 +232,11 @@ class Parser {
   }
 }
 
-/** Parse one Python literal; trailing whitespace and comments are allowed, anything else is an error. */
+/**
+ * Parse one Python literal; trailing whitespace and comments are allowed, anything else is an error.
+ * @example
+ * parsePyLiteral("{'descr': '<f4', 'shape': (3,)}");   // a PyDict
+ */
 export function parsePyLiteral(text: string, options: ParseOptions = {}): PyValue {
   const p = new Parser(text, {
     allowLongSuffix: options.allowLongSuffix ?? false,
@@ -241,7 +254,11 @@ export function parsePyLiteral(text: string, options: ParseOptions = {}): PyValu
 
 const NON_PRINTABLE = /[\p{C}\p{Z}]/u;
 
-/** Python's `repr()` of a str. */
+/**
+ * Python's `repr()` of a str.
+ * @example
+ * reprString("it's");   // "it's" (double quotes, as Python chooses)
+ */
 export function reprString(s: string): string {
   const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
   let out = quote;
@@ -261,7 +278,11 @@ export function reprString(s: string): string {
   return out + quote;
 }
 
-/** Python's `repr()` of a literal value (tuples print as `(x,)` for one item). */
+/**
+ * Python's `repr()` of a literal value (tuples print as `(x,)` for one item).
+ * @example
+ * reprPy([new PyTuple(['x', '<f8'])]);   // "[('x', '<f8')]"
+ */
 export function reprPy(v: PyValue): string {
   if (v === null) return 'None';
   if (typeof v === 'boolean') return v ? 'True' : 'False';

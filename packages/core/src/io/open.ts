@@ -24,7 +24,11 @@ function isRandomAccess(x: unknown): x is RandomAccess {
   return typeof x === 'object' && x !== null && typeof (x as RandomAccess).read === 'function' && typeof (x as RandomAccess).size === 'number';
 }
 
-/** A URL as given, resolved against the page in a browser (`'data/x.npy'` is relative to the document). */
+/**
+ * A URL as given, resolved against the page in a browser (`'data/x.npy'` is relative to the document).
+ * @example
+ * resolveUrl('data/w.npy');   // 'https://site/app/data/w.npy' on a page at https://site/app/
+ */
 export function resolveUrl(url: string | URL): string {
   const base = (globalThis as { location?: { href: string } }).location?.href;
   return base ? new URL(String(url), base).href : String(url);

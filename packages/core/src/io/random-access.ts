@@ -53,6 +53,7 @@ export function bytesSource(input: ArrayBuffer | ArrayBufferView): RandomAccess 
   };
 }
 
+/** Options of {@link withByteCache}: its size bound and block size. */
 export interface ByteCacheOptions {
   /** Most bytes kept (default 64 MiB); the least recently used blocks go first. */
   maxBytes?: number;

@@ -26,6 +26,7 @@ export interface ByteRun {
   length: number;
 }
 
+/** The byte runs a region covers, in file order, with the region's size and shape. */
 export interface RegionPlan {
   /**
    * Runs in increasing file order; together they fill the region's bytes in memory order. Made on
@@ -44,7 +45,11 @@ export interface RegionPlan {
   strided: { base: number; runLength: number; counts: number[]; strides: number[] };
 }
 
-/** Check a region against a shape: integers, in bounds, one per axis. */
+/**
+ * Check a region against a shape: integers, in bounds, one per axis.
+ * @example
+ * checkRegion([10, 10], [5, 5], [6, 1]);   // throws: rows 5..10 run past the axis
+ */
 export function checkRegion(shape: readonly number[], start: readonly number[], count: readonly number[]): void {
   if (start.length !== shape.length || count.length !== shape.length) {
     throw new NpyError('BAD_ARRAY', `a region needs a start and a count for each of the ${shape.length} axes`);
@@ -62,6 +67,9 @@ export function checkRegion(shape: readonly number[], start: readonly number[], 
  * The byte runs of a region, in the file's memory order. A Fortran-order file is a C-order file of
  * the reversed shape, so both are planned the same way: the trailing axes the region covers whole
  * join into one run per index of the axes before them.
+ * @example
+ * const plan = planRegion(header, [0, 7], [header.shape[0]!, 1]);
+ * plan.bytes;   // 4 bytes per row for a float32 column
  */
 export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'dtype' | 'dataOffset'>, start: readonly number[], count: readonly number[]): RegionPlan {
   checkRegion(header.shape, start, count);
@@ -137,6 +145,8 @@ const DEFAULT_GROUP_RUNS = 1 << 16;
  * Group runs into reads: runs closer than `maxGap` bytes share one read (the gap is read and
  * dropped), so that many small runs cost few requests. Groups are made one at a time and bounded
  * (see {@link GroupLimits}), so memory stays the region plus one group whatever its shape.
+ * @example
+ * for (const g of groupRuns(plan.runs, 4096)) console.log(g.offset, g.length, g.runs.length);
  */
 export function* groupRuns(runs: Iterable<ByteRun>, maxGap: number, limits: GroupLimits = {}): Generator<RunGroup> {
   const maxBytes = limits.maxBytes ?? DEFAULT_GROUP_BYTES;
@@ -154,18 +164,30 @@ export function* groupRuns(runs: Iterable<ByteRun>, maxGap: number, limits: Grou
   if (g) yield g;
 }
 
-/** Copy a group's runs from the bytes read for it (`body`, starting at the group's offset) into the region. */
+/**
+ * Copy a group's runs from the bytes read for it (`body`, starting at the group's offset) into the region.
+ * @example
+ * placeGroup(out, group, await read(group.offset, group.length));
+ */
 export function placeGroup(out: Uint8Array, g: RunGroup, body: Uint8Array): void {
   for (const r of g.runs) out.set(body.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
 }
 
-/** The region's array from its bytes gathered in memory order (`plan.bytes` of them, owned by the caller). */
+/**
+ * The region's array from its bytes gathered in memory order (`plan.bytes` of them, owned by the caller).
+ * @example
+ * const a = regionArray(header, plan, gathered);   // the region's NdArray
+ */
 export function regionArray(header: Pick<NpyHeader, 'dtype' | 'fortranOrder'>, plan: RegionPlan, bytes: Uint8Array): NdArray {
   const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, bytes.buffer, bytes.byteOffset, shapeSize(plan.shape), { owned: true });
   return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
 }
 
-/** A region of a whole .npy held in memory (for example a file a page was given). */
+/**
+ * A region of a whole .npy held in memory (for example a file a page was given).
+ * @example
+ * const rows = readRegionFromBytes(bytes, readHeader(bytes), [10, 0], [5, 3]);
+ */
 export function readRegionFromBytes(bytes: Uint8Array, header: NpyHeader, start: readonly number[], count: readonly number[]): NdArray {
   const plan = planRegion(header, start, count);
   const out = new Uint8Array(allocateBuffer(plan.bytes));
@@ -176,7 +198,13 @@ export function readRegionFromBytes(bytes: Uint8Array, header: NpyHeader, start:
 /** Runs closer than this are read in one positional read (the gap is read and dropped). */
 const POSITIONAL_MAX_GAP = 4096;
 
-/** Bytes read by region reads of this process, for tests and benchmarks. */
+/**
+ * Bytes read by region reads of this process, for tests and benchmarks.
+ * @example
+ * const before = regionStats.bytes;
+ * h.read([0, 0], [10, 10]);
+ * regionStats.bytes - before;   // bytes this read took from the file
+ */
 export const regionStats = { reads: 0, bytes: 0 };
 
 /** One positional read a region needs: fill `target` from file position `position`. */
@@ -189,6 +217,9 @@ export interface ReadStep {
  * The reads of one region, as steps a sync or an async driver performs (each step is answered with
  * the number of bytes read into its target); returns the region's array. Memory is the region plus
  * one group of runs (≤ 16 MiB). `name` is the file named in errors.
+ * @example
+ * const steps = regionReads('x.npy', header, [0, 7], [1000, 1]);
+ * for (let s = steps.next(); !s.done; ) s = steps.next(myRead(s.value.target, s.value.position));
  */
 export function* regionReads(name: string, header: NpyHeader, start: readonly number[], count: readonly number[]): Generator<ReadStep, NdArray, number> {
   const plan = planRegion(header, start, count);

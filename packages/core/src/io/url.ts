@@ -10,6 +10,7 @@ import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunG
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 
+/** Options of {@link openNpyUrl}: the fetch hook, headers, range joining, concurrency and the cache. */
 export interface UrlOptions extends DecodeOptions {
   /**
    * The fetch to use (default `globalThis.fetch`): any WHATWG `fetch`, for auth, signed URLs or
@@ -35,6 +36,7 @@ export interface UrlOptions extends DecodeOptions {
   rangesPerRequest?: number;
 }
 
+/** An open .npy over HTTP: its header, and regions read by range requests. */
 export interface NpyUrlHandle<S extends DescrInput = DescrInput> extends OpenNpy<S> {
   readonly url: string;
   /** Size of the file on the server. */

@@ -36,6 +36,8 @@ function tempBeside(path: string): string {
  * Write a file through a temporary file beside it, renamed over the target only when complete:
  * a crash or an error leaves the old file (or none), never a truncated one. The temporary file is
  * removed on every error path.
+ * @example
+ * writeBeside('out.bin', (fd) => writeSync(fd, bytes));   // renamed over out.bin when complete
  */
 export function writeBeside(path: string, write: (fd: number) => void): void {
   const temp = tempBeside(path);
@@ -110,6 +112,8 @@ export async function writeFullyAsync(fh: FileHandle, bytes: Uint8Array, positio
 /**
  * {@link writeBeside}, async: the temporary file is renamed over `path` only when `write` completes
  * and the signal has not fired; on any error or abort it is closed and removed, and `path` is untouched.
+ * @example
+ * await writeBesideAsync('out.bin', async (fh) => { await fh.write(bytes); });   // renamed over out.bin when complete
  */
 export async function writeBesideAsync(path: string, write: (fh: FileHandle) => Promise<void>, signal?: AbortSignal): Promise<void> {
   signal?.throwIfAborted();

@@ -21,6 +21,9 @@ export type MapMode = 'r' | 'r+' | 'c';
  * An array over a memory map of its file. `close()` (or `using`) ends access at once (with `'r+'`,
  * after writing the changed pages back); otherwise the map is removed when the array is collected.
  * With `'r'`, writes to `data` are not an error as in numpy, but they stay in this process.
+ * @example
+ * using m = loadNpySync('big.npy', { mmap: 'r+' });
+ * m.data[0] = 1;   // written to the file when closed (or when the system writes pages back)
  */
 export class MappedArray<S extends DescrInput = DescrInput> extends NdArray<S> implements Disposable {
   constructor(readonly path: string, readonly mode: MapMode, header: NpyHeader, data: StorageOf<S>) {
@@ -58,6 +61,10 @@ function refuse(path: string, why: string): never {
 /**
  * Map the data of the .npy at `path`. The data must be in native byte order and aligned for its
  * element type, and hold no Python objects; otherwise a clear NpyError names region reads instead.
+ * @example
+ * const m = mapNpy('big.npy', 'r');
+ * m.get(0, 7);
+ * m.close();
  */
 export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {}): MappedArray {
   const unavailable = mapUnavailable();

@@ -29,6 +29,7 @@ const threads = Math.max(1, Math.min(4, availableParallelism()));
 /** Work smaller than this stays on one thread: starting threads would cost more than it saves. */
 const PARALLEL_MIN = 16 << 20;
 
+/** What {@link nativeStatus} reports: whether @npyts/native is in use, and whether memory maps can be made. */
 export interface NativeStatus {
   /** True when @npyts/native is loaded and in use. */
   loaded: boolean;
@@ -61,7 +62,11 @@ function load(): void {
 }
 load();
 
-/** Whether the native speed-ups are in use in this process, and why not. */
+/**
+ * Whether the native speed-ups are in use in this process, and why not.
+ * @example
+ * nativeStatus();   // { loaded: true, mmap: { available: true } }
+ */
 export function nativeStatus(): NativeStatus {
   const why = mapUnavailable();
   return { ...status, mmap: why === null ? { available: true } : { available: false, reason: why } };

@@ -18,7 +18,11 @@ import { pickleCodec } from '../pickle/index.js';
 import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
 import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 
-/** Read just the header of an open file (a few hundred bytes in the common case). */
+/**
+ * Read just the header of an open file (a few hundred bytes in the common case).
+ * @example
+ * const header = readHeaderFromFd(openSync('x.npy', 'r'));
+ */
 export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHeader {
   return readHeaderFrom((offset, length) => {
     const out = new Uint8Array(length);
@@ -62,6 +66,7 @@ export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): Np
   }
 }
 
+/** Options of {@link loadNpySync} (and, with `signal`, {@link loadNpy}). */
 export interface LoadOptions extends DecodeOptions {
   /** Decode object arrays (pickles) with npyts' safe unpickler, which never runs code. */
   allowPickle?: boolean;

@@ -17,7 +17,11 @@ import { checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, ty
 import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from './regions.js';
 
-/** node:zlib as the zip codec: native inflate/deflate and CRC-32, with the same size guards. */
+/**
+ * node:zlib as the zip codec: native inflate/deflate and CRC-32, with the same size guards.
+ * @example
+ * const z = decodeNpz(bytes, { codec: zlibCodec });   // node:zlib instead of fflate
+ */
 export const zlibCodec: ZipCodec = {
   inflate(data, size, member) {
     if (size > kMaxLength) {
@@ -49,7 +53,11 @@ export const zlibCodec: ZipCodec = {
   crc32: (bytes, crc) => zlibCrc32(bytes, crc),
 };
 
-/** Positional reads from an open file: memory is what is read, never the whole file. */
+/**
+ * Positional reads from an open file: memory is what is read, never the whole file.
+ * @example
+ * const z = new NpzArchive(fileSource('big.npz'));
+ */
 export function fileSource(path: string): ByteSource {
   const fd = openSync(path, 'r');
   try {
@@ -76,6 +84,9 @@ export interface NpzFileOptions extends NpzOptions, AsyncOptions {}
 /**
  * An open .npz on disk, read without blocking the event loop: the central directory is read when
  * it is opened, each member when asked for (only its bytes). Close it, or `await using` it.
+ * @example
+ * await using z = await NpzFile.open('model.npz');
+ * for await (const [name, a] of z) console.log(name, a.shape);
  */
 export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposable {
   private closed = false;

@@ -15,6 +15,7 @@ import { arrayFromValues } from '../array/write-value.js';
 
 type Input = NdArray | ArraySpec | string | Input[];
 
+/** Options of ragged file functions: whether a heap may be outside the index's folder. */
 export interface RaggedPathOptions {
   /**
    * Let an index name a heap outside its own folder (`..`, an absolute path, or a symlink that
@@ -24,7 +25,11 @@ export interface RaggedPathOptions {
   allowHeapOutside?: boolean;
 }
 
-/** The heap's path for an index at `indexPath`, confined to the index's folder unless allowed. */
+/**
+ * The heap's path for an index at `indexPath`, confined to the index's folder unless allowed.
+ * @example
+ * heapPathOf('/data/words.npy', 'words.npy.strings');   // '/data/words.npy.strings'
+ */
 export function heapPathOf(indexPath: string, heap: string, options: RaggedPathOptions = {}): string {
   const folder = resolve(dirname(indexPath));
   const target = resolve(folder, heap);
@@ -42,6 +47,7 @@ export function heapPathOf(indexPath: string, heap: string, options: RaggedPathO
   return target;
 }
 
+/** Options of {@link saveRaggedSync}: the heap's name (to share one), and dtypes of record fields. */
 export interface SaveRaggedOptions extends RaggedPathOptions {
   /** The heap's path (relative to the index's folder): another file for cross-file references. Default `<index>.heap`, or `<index>.strings` for text. */
   heap?: string;
@@ -224,6 +230,11 @@ export interface RaggedHandle {
   close(): void;
 }
 
+/**
+ * Whether the .npy at `path` is a ragged index (its dtype carries the npyts.ragged title).
+ * @example
+ * isRaggedSync('words.npy');   // true for a ragged index
+ */
 export function isRaggedSync(path: string): boolean {
   const h = openNpySync(path);
   try {
@@ -254,6 +265,13 @@ function raggedFieldsOf(dtype: DType): Record<string, ReturnType<typeof raggedIn
   return out;
 }
 
+/**
+ * Open a record array some of whose fields are ragged; each element comes back with those fields resolved.
+ * @example
+ * const r = openRaggedRecordsSync('clips.npy');
+ * r.get(0);   // { id: 1, frames: NdArray, label: 'cat' }
+ * r.close();
+ */
 export function openRaggedRecordsSync(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
   const main = openNpySync(path);
   const fields = raggedFieldsOf(main.dtype);
@@ -400,7 +418,11 @@ function readRaggedLengthSync(path: string, options: RaggedPathOptions): { heapL
   }
 }
 
-/** numpy's representation of ragged data — an object array of arrays or strings (StringDType arrays decode to one) — written as a ragged array. */
+/**
+ * numpy's representation of ragged data — an object array of arrays or strings (StringDType arrays decode to one) — written as a ragged array.
+ * @example
+ * saveObjectArrayAsRaggedSync('tokens.npy', loadNpySync('objects.npy', { allowPickle: true }));
+ */
 export function saveObjectArrayAsRaggedSync(path: string, objects: NdArray, options: SaveRaggedOptions = {}): void {
   if (objects.dtype.kind !== 'O' || objects.ndim !== 1) {
     throw new NpyError('BAD_ARRAY', `only 1-d object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
@@ -413,7 +435,11 @@ export function saveObjectArrayAsRaggedSync(path: string, objects: NdArray, opti
   saveRaggedSync(path, items, options);
 }
 
-/** A ragged array as numpy's object array (arrays, strings, or lists of them), e.g. to write with the pickle codec. */
+/**
+ * A ragged array as numpy's object array (arrays, strings, or lists of them), e.g. to write with the pickle codec.
+ * @example
+ * const objects = raggedToObjectArray(openRaggedSync('words.npy'));   // an '|O' NdArray
+ */
 export function raggedToObjectArray(handle: RaggedHandle): NdArray {
   const all = handle.slice(0, handle.length);
   return new NdArray(parseDescr('|O'), [all.length], all);

@@ -243,6 +243,7 @@ export function openNpySync(path: string, options: { write?: boolean } & DecodeO
   }
 }
 
+/** What {@link createNpy} makes: dtype, shape, order and format version. */
 export interface CreateOptions {
   dtype: DType | string;
   shape: number[];

@@ -11,6 +11,7 @@ import {
   type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,
 } from './zip.js';
 
+/** Options of {@link decodeNpz} and `loadNpz`: the codec and the decode options of every member. */
 export interface NpzOptions extends DecodeOptions {
   /** Inflate engine and CRC-32; fflate by default (`zlibCodec` from `@npyts/core/node` in Node). */
   codec?: ZipCodec;
@@ -25,7 +26,12 @@ function isNpy(bytes: Uint8Array): boolean {
   return bytes.length >= MAGIC.length && MAGIC.every((b, i) => bytes[i] === b);
 }
 
-/** An opened .npz: the directory is read once; each member is read, checked and decoded on demand. */
+/**
+ * An opened .npz: the directory is read once; each member is read, checked and decoded on demand.
+ * @example
+ * const z = decodeNpz(bytes);
+ * for (const [name, a] of z) console.log(name, a.shape);
+ */
 export class NpzArchive implements Iterable<[string, NdArray]> {
   /** Zip members in archive order. */
   readonly entries: readonly ZipEntry[];
@@ -125,15 +131,21 @@ export function decodeNpz(input: Uint8Array | ArrayBuffer, options: NpzOptions =
   return new NpzArchive(memorySource(input instanceof Uint8Array ? input : new Uint8Array(input)), options);
 }
 
+/** Arrays to write into a .npz: by name (an object or a Map), or a list (named `arr_0`, `arr_1`, …). */
 export type NpzInput = Record<string, NdArray | ArraySpec> | Map<string, NdArray | ArraySpec> | (NdArray | ArraySpec)[];
 
+/** Options of {@link encodeNpz} and `saveNpz`: compression, level, date and format version. */
 export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
   /** Deflate the members, like `np.savez_compressed` (default: store them, like `np.savez`). */
   compress?: boolean;
   codec?: ZipCodec;
 }
 
-/** Members in order with numpy's names: keys as given, a list as `arr_0`, `arr_1`, … */
+/**
+ * Members in order with numpy's names: keys as given, a list as `arr_0`, `arr_1`, …
+ * @example
+ * npzMembers([a, b]).map(([name]) => name);   // ['arr_0', 'arr_1']
+ */
 export function npzMembers(arrays: NpzInput): [string, NdArray | ArraySpec][] {
   if (Array.isArray(arrays)) return arrays.map((a, i) => [`arr_${i}`, a]);
   return arrays instanceof Map ? [...arrays] : Object.entries(arrays);
@@ -146,7 +158,13 @@ function* pieces(parts: Uint8Array[]): Generator<Uint8Array> {
   for (const p of parts) for (let i = 0; i < p.length; i += PIECE) yield p.subarray(i, i + PIECE);
 }
 
-/** Write every array as `name.npy` into a zip sink. */
+/**
+ * Write every array as `name.npy` into a zip sink.
+ * @example
+ * const sink = new MemorySink();
+ * writeNpz(sink, { w: a });
+ * sink.bytes();   // the archive
+ */
 export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): void {
   for (const _ of npzWriting(sink, arrays, options));
 }

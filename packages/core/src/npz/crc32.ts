@@ -17,7 +17,11 @@ const TABLES: Uint32Array[] = (() => {
   return tables;
 })();
 
-/** CRC-32 of `bytes`, continuing from `crc` (0 to start). */
+/**
+ * CRC-32 of `bytes`, continuing from `crc` (0 to start).
+ * @example
+ * crc32(new TextEncoder().encode('123456789')).toString(16);   // 'cbf43926'
+ */
 export function crc32(bytes: Uint8Array, crc = 0): number {
   const [t0, t1, t2, t3, t4, t5, t6, t7] = TABLES as [Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array];
   let c = ~crc >>> 0;

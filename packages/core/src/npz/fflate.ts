@@ -10,6 +10,11 @@ const MAX_MEMBER = 2 ** 32 - 2;
 /** Compressed bytes inflated per step: deflate expands at most ~1032×, so one step makes at most ~66 MiB. */
 const INFLATE_PIECE = 1 << 16;
 
+/**
+ * fflate as the zip codec: inflate and deflate in pure JavaScript, for browsers.
+ * @example
+ * decodeNpz(bytes, { codec: fflateCodec });   // the default outside Node
+ */
 export const fflateCodec: ZipCodec = {
   inflate(data, size, member) {
     if (size > MAX_MEMBER) {

@@ -26,6 +26,11 @@ export class NeedBytes {
   constructor(readonly offset: number, readonly length: number) {}
 }
 
+/**
+ * Bytes in memory as a zip {@link ByteSource}.
+ * @example
+ * const entries = readZipEntries(memorySource(bytes));
+ */
 export function memorySource(bytes: Uint8Array): ByteSource {
   return {
     size: bytes.length,
@@ -47,7 +52,17 @@ export interface ZipCodec {
   crc32(bytes: Uint8Array, crc: number): number;
 }
 
+/**
+ * Zip method of a stored (uncompressed) member.
+ * @example
+ * readZipEntries(src).every((e) => e.method === STORED);   // np.savez writes stored members
+ */
 export const STORED = 0;
+/**
+ * Zip method of a deflated member.
+ * @example
+ * entry.method === DEFLATED;   // np.savez_compressed writes deflated members
+ */
 export const DEFLATED = 8;
 const SIG_LOCAL = 0x04034b50;
 const SIG_CENTRAL = 0x02014b50;
@@ -60,6 +75,7 @@ const FLAG_UTF8 = 0x800;
 const U32_MAX = 0xffffffff;
 const U16_MAX = 0xffff;
 
+/** One member of a zip archive, from its central directory. */
 export interface ZipEntry {
   name: string;
   method: number;
@@ -150,7 +166,11 @@ function zip64Values(extra: Uint8Array, at: number, member: string): number[] {
   return values;
 }
 
-/** Read the central directory: every member's name, method, sizes, CRC and where it starts. */
+/**
+ * Read the central directory: every member's name, method, sizes, CRC and where it starts.
+ * @example
+ * readZipEntries(memorySource(bytes)).map((e) => e.name);   // ['a.npy', 'b.npy']
+ */
 export function readZipEntries(src: ByteSource): ZipEntry[] {
   const eocdAt = findEocd(src);
   const e = view(readExact(src, eocdAt, 22, 'the end record'));
@@ -225,7 +245,11 @@ function limitEntries(entries: ZipEntry[], cdOffset: number): void {
   }
 }
 
-/** Where a member's stored bytes start (after its local header), with the local header checked. */
+/**
+ * Where a member's stored bytes start (after its local header), with the local header checked.
+ * @example
+ * entryDataOffset(src, entry);   // where the member's stored bytes begin
+ */
 export function entryDataOffset(src: ByteSource, entry: ZipEntry): number {
   const at = entry.localHeaderOffset;
   const h = view(readExact(src, at, 30, `the local header of '${entry.name}'`));
@@ -282,7 +306,11 @@ export const MAX_MEMBER_BYTES = 2 ** 32;
 /** The most a deflate stream can expand: one 258-byte copy per 2 bits. */
 const MAX_DEFLATE_RATIO = 1032;
 
-/** A member's uncompressed bytes, with its size and CRC-32 verified. */
+/**
+ * A member's uncompressed bytes, with its size and CRC-32 verified.
+ * @example
+ * const raw = readZipEntry(src, entry, fflateCodec);   // inflated, size and CRC-32 checked
+ */
 export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec): Uint8Array {
   checkSupported(entry);
   if (entry.size > MAX_MEMBER_BYTES || entry.compressedSize > MAX_MEMBER_BYTES) {
@@ -350,6 +378,7 @@ export interface ZipSink {
   patch(position: number, bytes: Uint8Array): void;
 }
 
+/** Options of {@link ZipWriter}: member dates and the deflate level. */
 export interface ZipWriteOptions {
   /** Modification time written for every member (default: now). */
   date?: Date;
@@ -378,7 +407,14 @@ function dosDateTime(d: Date): [number, number] {
 /** Sizes at or above this get zip64 fields in the local header (deflate may expand slightly). */
 const ZIP64_LOCAL_THRESHOLD = 0xffff0000 - 0x1000000;
 
-/** Writes a zip archive member by member to a sink; members can be streamed in pieces. */
+/**
+ * Writes a zip archive member by member to a sink; members can be streamed in pieces.
+ * @example
+ * const sink = new MemorySink();
+ * const w = new ZipWriter(sink, fflateCodec);
+ * w.add('notes.txt', [text], text.length, false);
+ * w.finish();
+ */
 export class ZipWriter {
   private position = 0;
   private readonly members: Written[] = [];
@@ -526,7 +562,13 @@ export class ZipWriter {
   }
 }
 
-/** A sink that keeps the archive in memory. */
+/**
+ * A sink that keeps the archive in memory.
+ * @example
+ * const sink = new MemorySink();
+ * writeNpz(sink, [a]);
+ * const bytes = sink.bytes();
+ */
 export class MemorySink implements ZipSink {
   private readonly chunks: Uint8Array[] = [];
   private readonly starts: number[] = [];

@@ -19,7 +19,11 @@ export * from './python-values.js';
 export { unpickle, pickle, type UnpickleOptions };
 export type { ObjectArrayCodec, UnpickleLimits };
 
-/** The codec decodeNpy/encodeNpy take as `{ pickle: pickleCodec }` to read and write object arrays. */
+/**
+ * The codec decodeNpy/encodeNpy take as `{ pickle: pickleCodec }` to read and write object arrays.
+ * @example
+ * decodeNpy(bytes, { pickle: pickleCodec });   // object arrays, decoded without running code
+ */
 export const pickleCodec: ObjectArrayCodec = {
   decode(bytes: Uint8Array, header: NpyHeader, options: UnpickleOptions = {}): NdArray {
     const value = unpickle(bytes.subarray(header.dataOffset), options);

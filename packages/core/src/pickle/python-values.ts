@@ -5,7 +5,11 @@
 import { jsonNumber } from '../array/json.js';
 import type { NdArray } from '../array/ndarray.js';
 
-/** Python complex. */
+/**
+ * Python complex.
+ * @example
+ * value instanceof PyComplex && [value.re, value.im];
+ */
 export class PyComplex {
   constructor(readonly re: number, readonly im: number) {}
   toJSON(): [unknown, unknown] {
@@ -13,7 +17,11 @@ export class PyComplex {
   }
 }
 
-/** datetime.date */
+/**
+ * datetime.date
+ * @example
+ * new PyDate(2026, 11, 22).toString();   // '2026-11-22'
+ */
 export class PyDate {
   constructor(readonly year: number, readonly month: number, readonly day: number) {}
   toString(): string {
@@ -24,7 +32,11 @@ export class PyDate {
   }
 }
 
-/** datetime.time (tz: offset east of UTC in seconds, or null for naive). */
+/**
+ * datetime.time (tz: offset east of UTC in seconds, or null for naive).
+ * @example
+ * value instanceof PyTime && value.hour;
+ */
 export class PyTime {
   constructor(
     readonly hour: number, readonly minute: number, readonly second: number, readonly microsecond: number,
@@ -39,7 +51,11 @@ export class PyTime {
   }
 }
 
-/** datetime.datetime: every field Python has, microseconds included; ISO 8601 text as Python's isoformat(). */
+/**
+ * datetime.datetime: every field Python has, microseconds included; ISO 8601 text as Python's isoformat().
+ * @example
+ * value instanceof PyDatetime && value.year;
+ */
 export class PyDatetime {
   constructor(
     readonly year: number, readonly month: number, readonly day: number,
@@ -56,7 +72,11 @@ export class PyDatetime {
   }
 }
 
-/** datetime.timedelta, normalised as Python keeps it. */
+/**
+ * datetime.timedelta, normalised as Python keeps it.
+ * @example
+ * value instanceof PyTimedelta && value.days;
+ */
 export class PyTimedelta {
   constructor(readonly days: number, readonly seconds: number, readonly microseconds: number) {}
   /** Total microseconds, exact. */
@@ -71,12 +91,20 @@ export class PyTimedelta {
   }
 }
 
-/** datetime.timezone: a fixed UTC offset. */
+/**
+ * datetime.timezone: a fixed UTC offset.
+ * @example
+ * value instanceof PyTimezone && value.utcOffsetSeconds;
+ */
 export class PyTimezone {
   constructor(readonly utcOffsetSeconds: number, readonly name: string | null = null) {}
 }
 
-/** decimal.Decimal, as its exact decimal text. */
+/**
+ * decimal.Decimal, as its exact decimal text.
+ * @example
+ * value instanceof PyDecimal && value.value;   // '3.14', exact
+ */
 export class PyDecimal {
   constructor(readonly value: string) {}
   toString(): string {
@@ -87,7 +115,11 @@ export class PyDecimal {
   }
 }
 
-/** fractions.Fraction, exact. */
+/**
+ * fractions.Fraction, exact.
+ * @example
+ * value instanceof PyFraction && [value.numerator, value.denominator];
+ */
 export class PyFraction {
   constructor(readonly numerator: bigint, readonly denominator: bigint) {}
   toString(): string {
@@ -98,7 +130,11 @@ export class PyFraction {
   }
 }
 
-/** slice(start, stop, step) and range(start, stop, step). */
+/**
+ * slice(start, stop, step) and range(start, stop, step).
+ * @example
+ * pickled.value instanceof PySlice;   // a Python slice or range
+ */
 export class PySlice {
   constructor(readonly kind: 'slice' | 'range', readonly start: unknown, readonly stop: unknown, readonly step: unknown) {}
   toJSON(): Record<string, unknown> {
@@ -125,6 +161,9 @@ function offsetText(seconds: number | null): string {
 /**
  * A numpy masked array (`numpy.ma.MaskedArray`): its data, and its mask (`True` where a value is
  * masked; for records, one boolean per field). Rebuilt from the pickle as plain data.
+ * @example
+ * const m = decodeNpy(bytes, { pickle: pickleCodec }).get() as PyMaskedArray;
+ * m.mask.get(0);   // true where numpy's masked array hides a value
  */
 export class PyMaskedArray {
   constructor(readonly data: NdArray, readonly mask: NdArray, readonly fillValue: unknown) {}

@@ -11,6 +11,7 @@ import type { UnpickleLimits } from '../npy.js';
 import { Pending, Tuple, bad, settle } from './vm-values.js';
 import { Global, resolveGlobal, type Constructor } from './allowlist.js';
 
+/** Limits of the unpickler (container depth, items, memo size). */
 export type UnpickleOptions = UnpickleLimits;
 
 const MARK = Symbol('mark');

@@ -14,17 +14,28 @@ import { NpyError } from '../errors.js';
 import type { NdArray } from '../array/ndarray.js';
 import { openNpyUrl, type UrlOptions } from '../io/url.js';
 
+/**
+ * The title that marks a ragged index's `start` field.
+ * @example
+ * raggedInfo(dtype)?.heap;   // set when the index dtype's title starts with RAGGED_TAG
+ */
 export const RAGGED_TAG = 'npyts.ragged:v1';
 
+/** What a ragged array holds: arrays (`'array'`) or UTF-8 strings (`'utf8'`). */
 export type RaggedKind = 'array' | 'utf8';
 
+/** What a ragged index says about itself: its kind and heap. */
 export interface RaggedInfo {
   kind: RaggedKind;
   /** The heap's path relative to the index file (or URL). */
   heap: string;
 }
 
-/** The index dtype for a heap: `[((title, 'start'), '<u8'), ('stop', '<u8')]`. */
+/**
+ * The index dtype for a heap: `[((title, 'start'), '<u8'), ('stop', '<u8')]`.
+ * @example
+ * raggedIndexDType({ kind: 'utf8', heap: 'w.npy.strings' }).descrLiteral;
+ */
 export function raggedIndexDType(info: RaggedInfo): DType {
   return recordDType([
     { name: 'start', dtype: '<u8', title: `${RAGGED_TAG} kind=${info.kind} heap=${encodeURIComponent(info.heap)}` },
@@ -32,7 +43,11 @@ export function raggedIndexDType(info: RaggedInfo): DType {
   ]);
 }
 
-/** What a ragged index says about itself, or null when the dtype is not one. */
+/**
+ * What a ragged index says about itself, or null when the dtype is not one.
+ * @example
+ * raggedInfo(loadNpySync('words.npy').dtype);   // { kind: 'utf8', heap: 'words.npy.strings' }
+ */
 export function raggedInfo(dtype: DType): RaggedInfo | null {
   const f = dtype.fields;
   if (!f || f.length !== 2 || f[0]!.name !== 'start' || f[1]!.name !== 'stop') return null;
@@ -92,12 +107,17 @@ export interface RaggedUrlReader {
   readonly stats: { requests: number; bytes: number };
 }
 
+/** Options of {@link openRaggedUrl}: those of URL reads, and whether heaps may be elsewhere. */
 export interface RaggedUrlOptions extends UrlOptions {
   /** Let an index name a heap on another origin or outside its own folder (off by default). */
   allowHeapOutside?: boolean;
 }
 
-/** The heap's URL: on the index's origin and under its folder, unless allowed. */
+/**
+ * The heap's URL: on the index's origin and under its folder, unless allowed.
+ * @example
+ * heapUrlOf('https://h/data/w.npy', 'w.npy.strings');   // 'https://h/data/w.npy.strings'
+ */
 export function heapUrlOf(indexUrl: string, heap: string, options: RaggedUrlOptions = {}): string {
   const index = new URL(indexUrl);
   const target = new URL(heap, index);
@@ -108,6 +128,12 @@ export function heapUrlOf(indexUrl: string, heap: string, options: RaggedUrlOpti
   return target.href;
 }
 
+/**
+ * Open a ragged array over HTTP: elements are read with range requests of the index and the heap.
+ * @example
+ * const r = await openRaggedUrl('https://example.org/clips.npy');
+ * await r.get(7);
+ */
 export async function openRaggedUrl(url: string | URL, options: RaggedUrlOptions = {}): Promise<RaggedUrlReader> {
   const index = await openNpyUrl(url, options);
   const info = raggedInfo(index.dtype);
