@@ -89,267 +89,402 @@ function rawUnicodeEscape(text: string): string {
  * @example
  * const value = unpickle(bytes);   // plain data; never runs code
  */
+/** Run a pickle: the value it builds (with numpy arrays and dtypes reconstructed), never running code. */
 export function unpickle(input: Uint8Array, options: UnpickleOptions = {}): unknown {
   // A plain view: Node's Buffer#slice would return views where copies are meant.
-  input = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
-  const maxDepth = options.maxDepth ?? 1000;
-  const maxMemo = options.maxMemo ?? 1_000_000;
-  const maxMarks = options.maxMarks ?? 10_000;
-  const maxBytes = options.maxBytes ?? 2 ** 31;
-  const r = new Reader(input);
-  let stack: unknown[] = [];
-  const marks: unknown[][] = [];
-  const memo = new Map<number, unknown>();
-  const depthOf = new WeakMap<object, number>();
-  let allocated = 0;
+  return new PickleMachine(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), options).run();
+}
 
-  const account = (n: number): void => {
-    allocated += n;
-    if (allocated > maxBytes) bad(`more than ${maxBytes} bytes allocated (option maxBytes)`, r.pos);
+/** The families of opcodes, each run by one method of the machine. */
+type Family = 'controlOps' | 'constantOps' | 'numberOps' | 'textOps' | 'containerOps' | 'objectOps' | 'memoOps' | 'unsupportedOps';
+
+const FAMILIES: Record<Family, number[]> = {
+  controlOps: [OP.PROTO, OP.FRAME, OP.STOP, OP.MARK, OP.POP, OP.POP_MARK, OP.DUP],
+  constantOps: [OP.NONE, OP.NEWTRUE, OP.NEWFALSE],
+  numberOps: [OP.BININT1, OP.BININT2, OP.BININT, OP.INT, OP.LONG, OP.LONG1, OP.LONG4, OP.FLOAT, OP.BINFLOAT],
+  textOps: [
+    OP.STRING, OP.BINSTRING, OP.SHORT_BINSTRING, OP.UNICODE, OP.BINUNICODE, OP.SHORT_BINUNICODE, OP.BINUNICODE8,
+    OP.BINBYTES, OP.SHORT_BINBYTES, OP.BINBYTES8, OP.BYTEARRAY8,
+  ],
+  containerOps: [
+    OP.EMPTY_LIST, OP.EMPTY_TUPLE, OP.EMPTY_DICT, OP.EMPTY_SET, OP.LIST, OP.TUPLE, OP.TUPLE1, OP.TUPLE2, OP.TUPLE3,
+    OP.DICT, OP.APPEND, OP.APPENDS, OP.SETITEM, OP.SETITEMS, OP.ADDITEMS, OP.FROZENSET,
+  ],
+  objectOps: [OP.GLOBAL, OP.STACK_GLOBAL, OP.REDUCE, OP.NEWOBJ, OP.NEWOBJ_EX, OP.INST, OP.OBJ, OP.BUILD],
+  memoOps: [OP.PUT, OP.BINPUT, OP.LONG_BINPUT, OP.MEMOIZE, OP.GET, OP.BINGET, OP.LONG_BINGET],
+  unsupportedOps: [OP.PERSID, OP.BINPERSID, OP.EXT1, OP.EXT2, OP.EXT4, OP.NEXT_BUFFER, OP.READONLY_BUFFER],
+};
+
+/** Opcode byte → its family (undefined: not a pickle opcode). */
+const FAMILY_OF: (Family | undefined)[] = (() => {
+  const table = new Array<Family | undefined>(256);
+  for (const [family, ops] of Object.entries(FAMILIES) as [Family, number[]][]) for (const op of ops) table[op] = family;
+  return table;
+})();
+
+/** What a step returns: nothing, or the finished value at STOP. */
+type Step = { value: unknown } | undefined;
+
+/**
+ * The pickle virtual machine: a stack with MARKs, a memo, and one method per opcode family. Every
+ * resource a pickle can make it spend (MARK depth, memo entries, container nesting, bytes) is bounded.
+ */
+class PickleMachine {
+  private readonly r: Reader;
+  private stack: unknown[] = [];
+  private readonly marks: unknown[][] = [];
+  private readonly memo = new Map<number, unknown>();
+  private readonly depthOf = new WeakMap<object, number>();
+  private allocated = 0;
+  private readonly maxDepth: number;
+  private readonly maxMemo: number;
+  private readonly maxMarks: number;
+  private readonly maxBytes: number;
+
+  constructor(input: Uint8Array, options: UnpickleOptions) {
+    this.r = new Reader(input);
+    this.maxDepth = options.maxDepth ?? 1000;
+    this.maxMemo = options.maxMemo ?? 1_000_000;
+    this.maxMarks = options.maxMarks ?? 10_000;
+    this.maxBytes = options.maxBytes ?? 2 ** 31;
+  }
+
+  run(): unknown {
+    const r = this.r;
+    if (r.bytes.length === 0) bad('empty pickle');
+    for (;;) {
+      const at = r.pos;
+      const op = r.u8();
+      const family = FAMILY_OF[op];
+      if (family === undefined) bad(`unknown opcode 0x${op.toString(16).padStart(2, '0')}`, at);
+      const done = this[family](op, at);
+      if (done) return done.value;
+    }
+  }
+
+  // -- bookkeeping ------------------------------------------------------------------------------
+
+  private readonly account = (n: number): void => {
+    this.allocated += n;
+    if (this.allocated > this.maxBytes) bad(`more than ${this.maxBytes} bytes allocated (option maxBytes)`, this.r.pos);
   };
-  const depth = (v: unknown): number => (typeof v === 'object' && v !== null ? depthOf.get(v) ?? 1 : 0);
-  const container = <T extends object>(c: T, children: Iterable<unknown>): T => {
+
+  private depth(v: unknown): number {
+    return typeof v === 'object' && v !== null ? this.depthOf.get(v) ?? 1 : 0;
+  }
+
+  /** Register a new container holding `children`: its nesting depth is checked and its size counted. */
+  private container<T extends object>(c: T, children: Iterable<unknown>): T {
     let d = 0;
-    for (const x of children) d = Math.max(d, depth(x));
-    if (d + 1 > maxDepth) bad(`containers nested deeper than ${maxDepth} (option maxDepth)`, r.pos);
-    depthOf.set(c, d + 1);
-    account(16);
+    for (const x of children) d = Math.max(d, this.depth(x));
+    if (d + 1 > this.maxDepth) bad(`containers nested deeper than ${this.maxDepth} (option maxDepth)`, this.r.pos);
+    this.depthOf.set(c, d + 1);
+    this.account(16);
     return c;
-  };
-  const grow = (c: object, added: unknown[]): void => {
-    let d = depthOf.get(c) ?? 1;
-    for (const x of added) d = Math.max(d, depth(x) + 1);
-    if (d > maxDepth) bad(`containers nested deeper than ${maxDepth} (option maxDepth)`, r.pos);
-    depthOf.set(c, d);
-    account(16 * added.length);
-  };
-  const pop = (): unknown => {
-    if (stack.length === 0) bad('stack underflow', r.pos);
-    return stack.pop();
-  };
-  const top = (): unknown => (stack.length ? stack[stack.length - 1] : bad('stack underflow', r.pos));
-  const popMark = (): unknown[] => {
-    const items = stack;
-    const prev = marks.pop();
-    if (!prev) bad('no MARK to pop to', r.pos);
-    stack = prev;
-    if (items.includes(MARK)) bad('misplaced MARK', r.pos);
+  }
+
+  /** Items were added to container `c`: its depth may grow. */
+  private grow(c: object, added: unknown[]): void {
+    let d = this.depthOf.get(c) ?? 1;
+    for (const x of added) d = Math.max(d, this.depth(x) + 1);
+    if (d > this.maxDepth) bad(`containers nested deeper than ${this.maxDepth} (option maxDepth)`, this.r.pos);
+    this.depthOf.set(c, d);
+    this.account(16 * added.length);
+  }
+
+  private pop(): unknown {
+    if (this.stack.length === 0) bad('stack underflow', this.r.pos);
+    return this.stack.pop();
+  }
+
+  private top(): unknown {
+    return this.stack.length ? this.stack[this.stack.length - 1] : bad('stack underflow', this.r.pos);
+  }
+
+  /** The items pushed since the last MARK, which is removed. */
+  private popMark(): unknown[] {
+    const items = this.stack;
+    const prev = this.marks.pop();
+    if (!prev) bad('no MARK to pop to', this.r.pos);
+    this.stack = prev;
+    if (items.includes(MARK)) bad('misplaced MARK', this.r.pos);
     return items;
-  };
-  const push = (v: unknown): void => {
-    if (v === MARK) bad('misplaced MARK', r.pos);
-    stack.push(v);
-  };
-  const text = (b: Uint8Array): string => {
-    account(b.length);
+  }
+
+  private push(v: unknown): void {
+    if (v === MARK) bad('misplaced MARK', this.r.pos);
+    this.stack.push(v);
+  }
+
+  private text(b: Uint8Array): string {
+    this.account(b.length);
     try {
       return utf8.decode(b);
     } catch {
-      return bad('text is not valid UTF-8', r.pos);
+      return bad('text is not valid UTF-8', this.r.pos);
     }
-  };
-  const bytesValue = (b: Uint8Array): Uint8Array => {
-    account(b.length);
-    return b.slice();
-  };
-  const call = (fn: unknown, args: unknown[]): unknown => {
-    if (!(fn instanceof Global) || typeof fn.target !== 'function') bad(`${fn instanceof Global ? fn.qualified : typeof fn} is not callable`, r.pos);
-    const value = (fn.target as Constructor)(args.map(settle));
-    if (typeof value === 'object' && value !== null) container(value, []);
-    return value;
-  };
-  const setItems = (target: unknown, kvs: unknown[]): void => {
-    const t = settle(target);
-    if (!(t instanceof Map)) bad('SETITEM(S) on something that is not a dict', r.pos);
-    if (kvs.length % 2) bad('SETITEMS with an odd number of items', r.pos);
-    for (let i = 0; i < kvs.length; i += 2) t.set(hashable(kvs[i]), kvs[i + 1]);
-    grow(t, kvs);
-  };
-  // Dict keys and set members: JS compares objects by identity, so equal tuples stay distinct keys.
-  const hashable = (k: unknown): unknown => settle(k);
+  }
 
-  if (r.bytes.length === 0) bad('empty pickle');
-  for (;;) {
-    const at = r.pos;
-    const op = r.u8();
+  private bytesValue(b: Uint8Array): Uint8Array {
+    this.account(b.length);
+    return b.slice();
+  }
+
+  /** Call an allowlisted global (never anything else). */
+  private call(fn: unknown, args: unknown[]): unknown {
+    if (!(fn instanceof Global) || typeof fn.target !== 'function') bad(`${fn instanceof Global ? fn.qualified : typeof fn} is not callable`, this.r.pos);
+    const value = (fn.target as Constructor)(args.map(settle));
+    if (typeof value === 'object' && value !== null) this.container(value, []);
+    return value;
+  }
+
+  private setItems(target: unknown, kvs: unknown[]): void {
+    const t = settle(target);
+    if (!(t instanceof Map)) bad('SETITEM(S) on something that is not a dict', this.r.pos);
+    if (kvs.length % 2) bad('SETITEMS with an odd number of items', this.r.pos);
+    for (let i = 0; i < kvs.length; i += 2) t.set(hashable(kvs[i]), kvs[i + 1]);
+    this.grow(t, kvs);
+  }
+
+  private putMemo(i: number, v: unknown, at: number): void {
+    if (!Number.isInteger(i) || i < 0) bad('bad memo index', at);
+    if (!this.memo.has(i) && this.memo.size >= this.maxMemo) bad(`more than ${this.maxMemo} memo entries (option maxMemo)`, at);
+    this.memo.set(i, v);
+  }
+
+  private getMemo(i: number, at: number): unknown {
+    if (!this.memo.has(i)) bad(`memo entry ${i} does not exist`, at);
+    return this.memo.get(i);
+  }
+
+  // -- one method per opcode family -------------------------------------------------------------
+
+  /** Protocol, framing, the end, MARK and plain stack moves. */
+  private controlOps(op: number, at: number): Step {
+    const r = this.r;
     switch (op) {
-      case OP.PROTO: { // PROTO
+      case OP.PROTO: {
         const p = r.u8();
         if (p > 5) bad(`unsupported protocol ${p}`, at);
-        break;
+        return undefined;
       }
-      case OP.FRAME: r.u64(); break; // FRAME: framing is transparent here
-      case OP.STOP: { // STOP
-        const v = pop();
-        if (stack.length || marks.length) { /* numpy writes clean pickles; leftovers are harmless */ }
-        return finish(v);
-      }
-      case OP.MARK: // MARK
-        if (marks.length >= maxMarks) bad(`more than ${maxMarks} open MARKs (option maxMarks)`, at);
-        marks.push(stack);
-        stack = [];
-        break;
-      case OP.POP: pop(); break; // POP
-      case OP.POP_MARK: popMark(); break; // POP_MARK
-      case OP.DUP: push(top()); break; // DUP
-      case OP.NONE: push(null); break; // NONE
-      case OP.NEWTRUE: push(true); break; // NEWTRUE
-      case OP.NEWFALSE: push(false); break; // NEWFALSE
-      case OP.BININT1: push(r.u8()); break; // BININT1
-      case OP.BININT2: push(r.u16()); break; // BININT2
-      case OP.BININT: push(r.i32()); break; // BININT
-      case OP.INT: { // INT (text; 00/01 are False/True)
+      case OP.FRAME: r.u64(); return undefined; // framing is transparent here
+      case OP.STOP: return { value: finish(this.pop()) }; // leftovers on the stack are harmless
+      case OP.MARK:
+        if (this.marks.length >= this.maxMarks) bad(`more than ${this.maxMarks} open MARKs (option maxMarks)`, at);
+        this.marks.push(this.stack);
+        this.stack = [];
+        return undefined;
+      case OP.POP: this.pop(); return undefined;
+      case OP.POP_MARK: this.popMark(); return undefined;
+      default: this.push(this.top()); return undefined; // DUP
+    }
+  }
+
+  /** None, True, False. */
+  private constantOps(op: number): Step {
+    this.push(op === OP.NONE ? null : op === OP.NEWTRUE);
+    return undefined;
+  }
+
+  /** Integers (binary, text, two's complement) and floats. */
+  private numberOps(op: number, at: number): Step {
+    const r = this.r;
+    switch (op) {
+      case OP.BININT1: this.push(r.u8()); break;
+      case OP.BININT2: this.push(r.u16()); break;
+      case OP.BININT: this.push(r.i32()); break;
+      case OP.INT: { // text; 00/01 are False/True
         const s = r.line();
-        if (s === '00') push(false);
-        else if (s === '01') push(true);
-        else if (/^[+-]?\d+$/.test(s)) push(pyInt(BigInt(s)));
+        if (s === '00') this.push(false);
+        else if (s === '01') this.push(true);
+        else if (/^[+-]?\d+$/.test(s)) this.push(pyInt(BigInt(s)));
         else bad(`INT argument ${JSON.stringify(s)} is not an integer`, at);
         break;
       }
-      case OP.LONG: { // LONG (text)
+      case OP.LONG: { // text
         const s = r.line().replace(/L$/, '');
         if (!/^[+-]?\d+$/.test(s)) bad('LONG argument is not an integer', at);
-        account(s.length);
-        push(pyInt(BigInt(s)));
+        this.account(s.length);
+        this.push(pyInt(BigInt(s)));
         break;
       }
-      case OP.LONG1: push(pyInt(decodeLong(r.take(r.u8())))); break; // LONG1
-      case OP.LONG4: { // LONG4
+      case OP.LONG1: this.push(pyInt(decodeLong(r.take(r.u8())))); break;
+      case OP.LONG4: {
         const n = r.i32();
         if (n < 0) bad('negative LONG4 length', at);
-        account(n);
-        push(pyInt(decodeLong(r.take(n))));
+        this.account(n);
+        this.push(pyInt(decodeLong(r.take(n))));
         break;
       }
-      case OP.FLOAT: { // FLOAT (text)
+      case OP.FLOAT: { // text
         const s = r.line();
         const x = Number(s);
         if (Number.isNaN(x) && !/nan/i.test(s)) bad('FLOAT argument is not a number', at);
-        push(x);
+        this.push(x);
         break;
       }
-      case OP.BINFLOAT: push(r.f64be()); break; // BINFLOAT
-      case OP.STRING: push(unescapePy2(r.line(), at)); break; // STRING (Python 2 str)
-      case OP.BINSTRING: { const n = r.i32(); if (n < 0) bad('negative length', at); push(latin1Text(r.take(n), account)); break; } // BINSTRING
-      case OP.SHORT_BINSTRING: push(latin1Text(r.take(r.u8()), account)); break; // SHORT_BINSTRING
-      case OP.UNICODE: push(rawUnicodeEscape(r.line())); break; // UNICODE
-      case OP.BINUNICODE: push(text(r.take(r.u32()))); break; // BINUNICODE
-      case OP.SHORT_BINUNICODE: push(text(r.take(r.u8()))); break; // SHORT_BINUNICODE
-      case OP.BINUNICODE8: push(text(r.take(r.u64()))); break; // BINUNICODE8
-      case OP.BINBYTES: push(bytesValue(r.take(r.u32()))); break; // BINBYTES
-      case OP.SHORT_BINBYTES: push(bytesValue(r.take(r.u8()))); break; // SHORT_BINBYTES
-      case OP.BINBYTES8: push(bytesValue(r.take(r.u64()))); break; // BINBYTES8
-      case OP.BYTEARRAY8: push(bytesValue(r.take(r.u64()))); break; // BYTEARRAY8
-      case OP.NEXT_BUFFER: case OP.READONLY_BUFFER: bad('out-of-band buffers are not supported', at); // NEXT_BUFFER, READONLY_BUFFER
-      // eslint-disable-next-line no-fallthrough
-      case OP.EMPTY_LIST: push(container([], [])); break; // EMPTY_LIST
-      case OP.EMPTY_TUPLE: push(container(new Tuple([]), [])); break; // EMPTY_TUPLE
-      case OP.EMPTY_DICT: push(container(new Map(), [])); break; // EMPTY_DICT
-      case OP.EMPTY_SET: push(container(new Set(), [])); break; // EMPTY_SET
-      case OP.LIST: { const items = popMark(); push(container(items, items)); break; } // LIST
-      case OP.TUPLE: { const items = popMark(); push(container(new Tuple(items), items)); break; } // TUPLE
-      case OP.TUPLE1: { const a = pop(); push(container(new Tuple([a]), [a])); break; } // TUPLE1
-      case OP.TUPLE2: { const b = pop(); const a = pop(); push(container(new Tuple([a, b]), [a, b])); break; } // TUPLE2
-      case OP.TUPLE3: { const c = pop(); const b = pop(); const a = pop(); push(container(new Tuple([a, b, c]), [a, b, c])); break; } // TUPLE3
-      case OP.DICT: { // DICT
-        const items = popMark();
-        const m = container(new Map(), []);
-        setItems(m, items);
-        push(m);
+      default: this.push(r.f64be()); // BINFLOAT
+    }
+    return undefined;
+  }
+
+  /** Python 2 str, unicode text and bytes. */
+  private textOps(op: number, at: number): Step {
+    const r = this.r;
+    switch (op) {
+      case OP.STRING: this.push(unescapePy2(r.line(), at)); break; // Python 2 str
+      case OP.BINSTRING: {
+        const n = r.i32();
+        if (n < 0) bad('negative length', at);
+        this.push(latin1Text(r.take(n), this.account));
         break;
       }
-      case OP.APPEND: { const v = pop(); const list = settle(top()); if (!Array.isArray(list)) bad('APPEND to something that is not a list', at); list.push(v); grow(list, [v]); break; } // APPEND
-      case OP.APPENDS: { // APPENDS
-        const items = popMark();
-        const list = settle(top());
+      case OP.SHORT_BINSTRING: this.push(latin1Text(r.take(r.u8()), this.account)); break;
+      case OP.UNICODE: this.push(rawUnicodeEscape(r.line())); break;
+      case OP.BINUNICODE: this.push(this.text(r.take(r.u32()))); break;
+      case OP.SHORT_BINUNICODE: this.push(this.text(r.take(r.u8()))); break;
+      case OP.BINUNICODE8: this.push(this.text(r.take(r.u64()))); break;
+      case OP.BINBYTES: this.push(this.bytesValue(r.take(r.u32()))); break;
+      case OP.SHORT_BINBYTES: this.push(this.bytesValue(r.take(r.u8()))); break;
+      default: this.push(this.bytesValue(r.take(r.u64()))); // BINBYTES8, BYTEARRAY8
+    }
+    return undefined;
+  }
+
+  /** Lists, tuples, dicts and sets: made, and filled. */
+  private containerOps(op: number, at: number): Step {
+    switch (op) {
+      case OP.EMPTY_LIST: this.push(this.container([], [])); break;
+      case OP.EMPTY_TUPLE: this.push(this.container(new Tuple([]), [])); break;
+      case OP.EMPTY_DICT: this.push(this.container(new Map(), [])); break;
+      case OP.EMPTY_SET: this.push(this.container(new Set(), [])); break;
+      case OP.LIST: { const items = this.popMark(); this.push(this.container(items, items)); break; }
+      case OP.TUPLE: { const items = this.popMark(); this.push(this.container(new Tuple(items), items)); break; }
+      case OP.TUPLE1: { const a = this.pop(); this.push(this.container(new Tuple([a]), [a])); break; }
+      case OP.TUPLE2: { const b = this.pop(); const a = this.pop(); this.push(this.container(new Tuple([a, b]), [a, b])); break; }
+      case OP.TUPLE3: { const c = this.pop(); const b = this.pop(); const a = this.pop(); this.push(this.container(new Tuple([a, b, c]), [a, b, c])); break; }
+      case OP.DICT: {
+        const items = this.popMark();
+        const m = this.container(new Map(), []);
+        this.setItems(m, items);
+        this.push(m);
+        break;
+      }
+      case OP.APPEND: {
+        const v = this.pop();
+        const list = settle(this.top());
+        if (!Array.isArray(list)) bad('APPEND to something that is not a list', at);
+        list.push(v);
+        this.grow(list, [v]);
+        break;
+      }
+      case OP.APPENDS: {
+        const items = this.popMark();
+        const list = settle(this.top());
         if (!Array.isArray(list)) bad('APPENDS to something that is not a list', at);
         for (const v of items) list.push(v);
-        grow(list, items);
+        this.grow(list, items);
         break;
       }
-      case OP.SETITEM: { const v = pop(); const k = pop(); setItems(top(), [k, v]); break; } // SETITEM
-      case OP.SETITEMS: { const items = popMark(); setItems(top(), items); break; } // SETITEMS
-      case OP.ADDITEMS: { // ADDITEMS
-        const items = popMark();
-        const set = settle(top());
+      case OP.SETITEM: { const v = this.pop(); const k = this.pop(); this.setItems(this.top(), [k, v]); break; }
+      case OP.SETITEMS: { const items = this.popMark(); this.setItems(this.top(), items); break; }
+      case OP.ADDITEMS: {
+        const items = this.popMark();
+        const set = settle(this.top());
         if (!(set instanceof Set)) bad('ADDITEMS to something that is not a set', at);
         for (const v of items) set.add(hashable(v));
-        grow(set, items);
+        this.grow(set, items);
         break;
       }
-      case OP.FROZENSET: { const items = popMark(); push(container(new Set(items.map(hashable)), items)); break; } // FROZENSET
-      case OP.GLOBAL: { const module = r.line(); const name = r.line(); push(resolveGlobal(module, name, at)); break; } // GLOBAL
-      case OP.STACK_GLOBAL: { // STACK_GLOBAL
-        const name = pop();
-        const module = pop();
+      default: { const items = this.popMark(); this.push(this.container(new Set(items.map(hashable)), items)); } // FROZENSET
+    }
+    return undefined;
+  }
+
+  /** Globals (from the allowlist only), calls of them, and BUILD of numpy's arrays and dtypes. */
+  private objectOps(op: number, at: number): Step {
+    const r = this.r;
+    switch (op) {
+      case OP.GLOBAL: { const module = r.line(); const name = r.line(); this.push(resolveGlobal(module, name, at)); break; }
+      case OP.STACK_GLOBAL: {
+        const name = this.pop();
+        const module = this.pop();
         if (typeof module !== 'string' || typeof name !== 'string') bad('STACK_GLOBAL needs two strings', at);
-        push(resolveGlobal(module, name, at));
+        this.push(resolveGlobal(module, name, at));
         break;
       }
-      case OP.REDUCE: { // REDUCE
-        const args = pop();
-        const fn = pop();
+      case OP.REDUCE: {
+        const args = this.pop();
+        const fn = this.pop();
         if (!(args instanceof Tuple)) bad('REDUCE arguments must be a tuple', at);
-        push(call(fn, args.items));
+        this.push(this.call(fn, args.items));
         break;
       }
-      case OP.NEWOBJ: { // NEWOBJ: cls.__new__(cls, *args) — only for allowlisted classes
-        const args = pop();
-        const cls = pop();
+      case OP.NEWOBJ: { // cls.__new__(cls, *args), only for allowlisted classes
+        const args = this.pop();
+        const cls = this.pop();
         if (!(args instanceof Tuple)) bad('NEWOBJ arguments must be a tuple', at);
-        push(call(cls, args.items));
+        this.push(this.call(cls, args.items));
         break;
       }
-      case OP.NEWOBJ_EX: { // NEWOBJ_EX
-        const kwargs = pop();
-        const args = pop();
-        const cls = pop();
+      case OP.NEWOBJ_EX: {
+        const kwargs = this.pop();
+        const args = this.pop();
+        const cls = this.pop();
         if (!(args instanceof Tuple) || !(kwargs instanceof Map)) bad('NEWOBJ_EX arguments are malformed', at);
         if (kwargs.size) bad('NEWOBJ_EX with keyword arguments is not supported', at);
-        push(call(cls, args.items));
+        this.push(this.call(cls, args.items));
         break;
       }
-      case OP.INST: { const module = r.line(); const name = r.line(); const g = resolveGlobal(module, name, at); push(call(g, popMark())); break; } // INST
-      case OP.OBJ: { const items = popMark(); const cls = items.shift(); push(call(cls, items)); break; } // OBJ
-      case OP.BUILD: { // BUILD
-        const state = pop();
-        const target = top();
-        if (target instanceof Pending) {
-          if (target.resolved !== undefined) bad('BUILD twice on one object', at);
-          target.build(settle(state));
-          const built: unknown = (target as Pending).resolved;
-          if (built instanceof NdArray) account(built.data.length * 8);
-        } else if (target instanceof Map && state instanceof Map) {
-          setItems(target, [...state].flat()); // OrderedDict-style state
-        } else if (!(state === null || (state instanceof Map && state.size === 0))) {
-          bad('BUILD is only supported for numpy arrays and dtypes', at);
-        }
-        break;
-      }
-      case OP.PUT: { const i = Number(r.line()); putMemo(i, top()); break; } // PUT
-      case OP.BINPUT: putMemo(r.u8(), top()); break; // BINPUT
-      case OP.LONG_BINPUT: putMemo(r.u32(), top()); break; // LONG_BINPUT
-      case OP.MEMOIZE: putMemo(memo.size, top()); break; // MEMOIZE
-      case OP.GET: push(getMemo(Number(r.line()))); break; // GET
-      case OP.BINGET: push(getMemo(r.u8())); break; // BINGET
-      case OP.LONG_BINGET: push(getMemo(r.u32())); break; // LONG_BINGET
-      case OP.PERSID: case OP.BINPERSID: bad('persistent ids are not supported', at); // PERSID, BINPERSID
-      // eslint-disable-next-line no-fallthrough
-      case OP.EXT1: case OP.EXT2: case OP.EXT4: bad('the extension registry (EXT opcodes) is not supported', at);
-      // eslint-disable-next-line no-fallthrough
-      default: bad(`unknown opcode 0x${op.toString(16).padStart(2, '0')}`, at);
+      case OP.INST: { const module = r.line(); const name = r.line(); const g = resolveGlobal(module, name, at); this.push(this.call(g, this.popMark())); break; }
+      case OP.OBJ: { const items = this.popMark(); const cls = items.shift(); this.push(this.call(cls, items)); break; }
+      default: this.build(at); // BUILD
     }
+    return undefined;
+  }
 
-    function putMemo(i: number, v: unknown): void {
-      if (!Number.isInteger(i) || i < 0) bad('bad memo index', at);
-      if (!memo.has(i) && memo.size >= maxMemo) bad(`more than ${maxMemo} memo entries (option maxMemo)`, at);
-      memo.set(i, v);
-    }
-    function getMemo(i: number): unknown {
-      if (!memo.has(i)) bad(`memo entry ${i} does not exist`, at);
-      return memo.get(i);
+  private build(at: number): void {
+    const state = this.pop();
+    const target = this.top();
+    if (target instanceof Pending) {
+      if (target.resolved !== undefined) bad('BUILD twice on one object', at);
+      target.build(settle(state));
+      const built: unknown = (target as Pending).resolved;
+      if (built instanceof NdArray) this.account(built.data.length * 8);
+    } else if (target instanceof Map && state instanceof Map) {
+      this.setItems(target, [...state].flat()); // OrderedDict-style state
+    } else if (!(state === null || (state instanceof Map && state.size === 0))) {
+      bad('BUILD is only supported for numpy arrays and dtypes', at);
     }
   }
+
+  /** The memo: PUT and GET by index. */
+  private memoOps(op: number, at: number): Step {
+    const r = this.r;
+    switch (op) {
+      case OP.PUT: this.putMemo(Number(r.line()), this.top(), at); break;
+      case OP.BINPUT: this.putMemo(r.u8(), this.top(), at); break;
+      case OP.LONG_BINPUT: this.putMemo(r.u32(), this.top(), at); break;
+      case OP.MEMOIZE: this.putMemo(this.memo.size, this.top(), at); break;
+      case OP.GET: this.push(this.getMemo(Number(r.line()), at)); break;
+      case OP.BINGET: this.push(this.getMemo(r.u8(), at)); break;
+      default: this.push(this.getMemo(r.u32(), at)); // LONG_BINGET
+    }
+    return undefined;
+  }
+
+  /** Opcodes numpy never writes that would reach outside the pickle: refused by name. */
+  private unsupportedOps(op: number, at: number): never {
+    if (op === OP.PERSID || op === OP.BINPERSID) bad('persistent ids are not supported', at);
+    if (op === OP.NEXT_BUFFER || op === OP.READONLY_BUFFER) bad('out-of-band buffers are not supported', at);
+    return bad('the extension registry (EXT opcodes) is not supported', at);
+  }
+}
+
+/** Dict keys and set members: JS compares objects by identity, so equal tuples stay distinct keys. */
+function hashable(k: unknown): unknown {
+  return settle(k);
 }
 
 function latin1Text(b: Uint8Array, account: (n: number) => void): string {
