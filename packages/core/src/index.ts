@@ -37,5 +37,7 @@ export { planRegion, groupRuns, placeGroup, checkRegion, regionArray, readRegion
 export { readNpy, writeNpy, type ChunkSink } from './io/stream.js';
 export { openNpyUrl, type NpyUrlHandle, type UrlOptions } from './io/url.js';
 export { openNpy, openNpySource, resolveUrl, type NpyReader, type NpySource } from './io/open.js';
+export { openNpyAccessHandle, createNpyAccessHandle, appendNpyAccessHandle, type SyncAccessHandle } from './io/access-handle.js';
+export { type NpyFileHandleSync, type CreateOptions, type AsyncOptions } from './io/handles.js';
 export { blobSource, bytesSource, withByteCache, type RandomAccess, type ReadStats, type ByteCacheOptions } from './io/random-access.js';
 export { RAGGED_TAG, raggedIndexDType, raggedInfo, openRaggedUrl, heapUrlOf, type RaggedUrlOptions, type RaggedInfo, type RaggedKind, type RaggedElement, type RaggedUrlReader } from './ragged/convention.js';

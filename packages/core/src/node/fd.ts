@@ -60,11 +60,7 @@ const ASYNC_PIECE = 8 << 20;
 /** Pieces in flight at once (libuv's pool has 4 threads by default). */
 const IN_FLIGHT = 4;
 
-/** Options every async file operation takes. */
-export interface AsyncOptions {
-  /** Stops the operation: it releases what it opened and rejects with the signal's reason. */
-  signal?: AbortSignal | undefined;
-}
+export type { AsyncOptions } from '../io/handles.js';
 
 /**
  * Fill `target` from `fh` at `position`, in pieces read in parallel; the bytes read (fewer at the

@@ -1,0 +1,108 @@
+/**
+ * .npy files in the browser's Origin Private File System, through the synchronous access handles
+ * dedicated workers get (`FileSystemSyncAccessHandle`: `read`/`write` at a position): region reads,
+ * region writes, new files sized for parallel filling, and appends, as `@npyts/core/node` does on
+ * disk. Several workers can fill disjoint regions of one file when each opens its handle with
+ * `{ mode: 'readwrite-unsafe' }` (Chromium); appends take the handle's exclusive default mode.
+ */
+import { checkDataPresent, type ArraySpec, type DecodeOptions, type Expecting } from '../npy.js';
+import type { NdArray } from '../array/ndarray.js';
+import type { DescrInput } from '../format/descr-types.js';
+import { NpyError } from '../errors.js';
+import { readHeaderFrom } from './header-read.js';
+import { newFileLayout, openHandleSync, planAppend, type CreateOptions, type NpyFileHandleSync, type PositionalIO } from './handles.js';
+
+/** What a `FileSystemSyncAccessHandle` offers (any object with these methods will do). */
+export interface SyncAccessHandle {
+  read(buffer: Uint8Array, options: { at: number }): number;
+  write(buffer: Uint8Array, options: { at: number }): number;
+  getSize(): number;
+  truncate(size: number): void;
+  flush(): void;
+}
+
+/** Name used in errors when none is given. */
+const UNNAMED = 'the OPFS file';
+
+function accessIO(file: SyncAccessHandle): PositionalIO {
+  return {
+    read(target, position) {
+      let done = 0;
+      while (done < target.length) {
+        const n = file.read(target.subarray(done), { at: position + done });
+        if (n <= 0) break;
+        done += n;
+      }
+      return done;
+    },
+    write(bytes, position) {
+      for (let done = 0; done < bytes.length;) {
+        const n = file.write(bytes.subarray(done), { at: position + done });
+        if (n <= 0) throw new NpyError('BAD_ARRAY', `a write at byte ${position + done} wrote nothing (is the storage quota full?)`);
+        done += n;
+      }
+    },
+    // The caller owns the access handle: closing the .npy handle flushes, it does not close it.
+    close: () => file.flush(),
+  };
+}
+
+function headerOf(file: SyncAccessHandle, io: PositionalIO, options: DecodeOptions) {
+  const header = readHeaderFrom((offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, io.read(out, offset));
+  }, options);
+  checkDataPresent(header, file.getSize() - header.dataOffset);
+  return header;
+}
+
+/**
+ * Open a .npy held by an OPFS sync access handle for region reads and writes (in a worker).
+ * @example
+ * const access = await fileHandle.createSyncAccessHandle({ mode: 'readwrite-unsafe' });
+ * const h = openNpyAccessHandle(access, { expect: '<f4' });
+ * h.writeRegion([100, 0], { data: rows, shape: [100, 512] });
+ * h.close();   // flushes; access.close() releases the file
+ */
+export function openNpyAccessHandle<const S extends DescrInput>(file: SyncAccessHandle, options: DecodeOptions & Expecting<S> & { name?: string }): NpyFileHandleSync<S>;
+export function openNpyAccessHandle(file: SyncAccessHandle, options?: DecodeOptions & { name?: string }): NpyFileHandleSync;
+export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptions & { name?: string } = {}): NpyFileHandleSync {
+  const io = accessIO(file);
+  return openHandleSync(options.name ?? UNNAMED, io, headerOf(file, io, options));
+}
+
+/**
+ * Write numpy's header for a new array into an OPFS file and size the file for its data, ready for
+ * workers to fill disjoint regions; returns an open handle.
+ * @example
+ * const h = createNpyAccessHandle(access, { dtype: '<f8', shape: [1000, 1000] });
+ */
+export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOptions & { name?: string }): NpyFileHandleSync {
+  const { headerBytes, fileSize } = newFileLayout(options);
+  const io = accessIO(file);
+  file.truncate(0);
+  io.write!(headerBytes, 0);
+  file.truncate(fileSize);
+  file.flush();
+  return openHandleSync(options.name ?? UNNAMED, io, headerOf(file, io, {}));
+}
+
+/**
+ * Append along axis 0 (the last axis of a Fortran-order file) of a .npy in an OPFS file: the data
+ * is written after the existing data and flushed before the header's shape is rewritten in place.
+ * The header must have room to grow (numpy ≥ 1.24 and npyts leave it); otherwise an NpyError says so.
+ * @example
+ * appendNpyAccessHandle(access, { data: new Float32Array(512), shape: [1, 512] });
+ */
+export function appendNpyAccessHandle(file: SyncAccessHandle, input: NdArray | ArraySpec, options: { name?: string } = {}): void {
+  const name = options.name ?? UNNAMED;
+  const io = accessIO(file);
+  const plan = planAppend(name, headerOf(file, io, {}), input);
+  if (!plan.inPlace) {
+    throw new NpyError('BAD_ARRAY', `${name}: the header has no room for the grown shape (written by numpy before 1.24?); rewrite the file with its new shape instead`);
+  }
+  io.write!(plan.bytes, plan.end);
+  file.flush();
+  io.write!(plan.inPlace, plan.textStart);
+  file.flush();
+}

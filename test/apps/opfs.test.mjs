@@ -1,0 +1,116 @@
+// .npy files in the browser's Origin Private File System, in Debian's Chromium: one worker creates a
+// file, two workers fill its halves at once through their own sync access handles, another appends
+// rows, and numpy reads the file the page hands back.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { build } from 'esbuild';
+import { python, scratch } from '../helpers/numpy.mjs';
+import { startViewer } from '../../viewer/serve.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const dir = scratch('npyts-opfs-');
+const CHROMIUM = '/usr/bin/chromium';
+if (!existsSync(CHROMIUM)) throw new Error('the browser tests need Debian\'s chromium at /usr/bin/chromium (.ci/run installs it)');
+
+// The worker: @npyts/core's access-handle functions, bundled as a module the page can start.
+const worker = `
+import { createNpyAccessHandle, openNpyAccessHandle, appendNpyAccessHandle } from '@npyts/core';
+const file = async (name) => (await navigator.storage.getDirectory()).getFileHandle(name, { create: true });
+self.onmessage = async ({ data: m }) => {
+  try {
+    const fh = await file(m.name);
+    if (m.op === 'create') {
+      const access = await fh.createSyncAccessHandle();
+      createNpyAccessHandle(access, { dtype: '<f8', shape: [m.rows, m.cols], name: m.name }).close();
+      access.close();
+    } else if (m.op === 'fill') {
+      // 'readwrite-unsafe': several workers hold handles on one file at once (disjoint regions).
+      const access = await fh.createSyncAccessHandle({ mode: 'readwrite-unsafe' });
+      const h = openNpyAccessHandle(access, { expect: '<f8', name: m.name });
+      const rows = m.to - m.from;
+      const data = new Float64Array(rows * m.cols);
+      for (let r = 0; r < rows; r++) for (let c = 0; c < m.cols; c++) data[r * m.cols + c] = (m.from + r) * 1000 + c;
+      // Row by row, so that the two workers' writes interleave in time.
+      for (let r = 0; r < rows; r++) h.writeRegion([m.from + r, 0], { data: data.subarray(r * m.cols, (r + 1) * m.cols), shape: [1, m.cols] });
+      h.close();
+      access.close();
+    } else if (m.op === 'append') {
+      const access = await fh.createSyncAccessHandle();
+      appendNpyAccessHandle(access, { data: new Float64Array(m.cols).fill(-1), shape: [1, m.cols] }, { name: m.name });
+      access.close();
+    } else if (m.op === 'read') {
+      const access = await fh.createSyncAccessHandle();
+      const h = openNpyAccessHandle(access, { name: m.name });
+      const region = h.read(m.start, m.count);
+      h.close();
+      access.close();
+      self.postMessage({ ok: true, shape: h.shape, values: Array.from(region.data) });
+      return;
+    }
+    self.postMessage({ ok: true });
+  } catch (e) {
+    self.postMessage({ ok: false, error: String(e && e.stack || e) });
+  }
+};`;
+// tsconfigRaw: the package resolves through node_modules to its built dist, as in a user's project.
+const bundle = await build({ stdin: { contents: worker, resolveDir: root }, bundle: true, format: 'esm', platform: 'browser', write: false, tsconfigRaw: {} });
+writeFileSync(join(dir, 'opfs-worker.js'), bundle.outputFiles[0].contents);
+
+const server = await startViewer({ port: 0, dataDir: dir });
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+const page = await browser.newPage();
+const problems = [];
+page.on('pageerror', (e) => problems.push(String(e)));
+await page.goto(`${base}/`);
+
+test('two workers fill halves of one OPFS .npy at once, a third appends; numpy reads the file', async () => {
+  const result = await page.evaluate(async () => {
+    const ask = (message) => new Promise((resolve) => {
+      const w = new Worker('/data/opfs-worker.js', { type: 'module' });
+      w.onmessage = ({ data }) => { w.terminate(); resolve(data); };
+      w.onerror = (e) => { w.terminate(); resolve({ ok: false, error: e.message }); };
+      w.postMessage(message);
+    });
+    const name = 'shared.npy';
+    const steps = [];
+    steps.push(await ask({ op: 'create', name, rows: 200, cols: 300 }));
+    steps.push(...(await Promise.all([
+      ask({ op: 'fill', name, from: 0, to: 100, cols: 300 }),
+      ask({ op: 'fill', name, from: 100, to: 200, cols: 300 }),
+    ])));
+    steps.push(await ask({ op: 'append', name, cols: 300 }));
+    const region = await ask({ op: 'read', name, start: [99, 298], count: [3, 2] });
+    steps.push(region);
+    const fileHandle = await (await navigator.storage.getDirectory()).getFileHandle(name);
+    const bytes = new Uint8Array(await (await fileHandle.getFile()).arrayBuffer());
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    return { steps, file: btoa(binary) };
+  });
+  for (const s of result.steps) assert.ok(s.ok, s.error);
+  const region = result.steps.at(-1);
+  assert.equal(region.shape, [201, 300]);
+  assert.equal(region.values, [99298, 99299, 99298 + 1000, 99299 + 1000, 101298, 101299]);
+  const path = join(dir, 'from-opfs.npy');
+  writeFileSync(path, Buffer.from(result.file, 'base64'));
+  const check = python(`a = np.load(${JSON.stringify(path)})
+r, c = np.indices((200, 300))
+print(a.shape, a.dtype.str, int((a[:200] == r * 1000 + c).all()), int((a[200] == -1).all()))`).trim();
+  assert.is(check, "(201, 300) <f8 1 1");
+});
+
+test('no uncaught errors in the page', () => {
+  assert.equal(problems, []);
+});
+
+test.after(async () => {
+  await browser.close();
+  server.close();
+});
+
+test.run();
