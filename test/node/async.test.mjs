@@ -102,6 +102,31 @@ return await worstTimerDrift(() => nd.saveNpy(${JSON.stringify(out)}, a));`);
   }
 });
 
+test('a deflated 256 MiB member is inflated off the event loop (drift < 20 ms) and equals numpy; a corrupt one is refused as by the blocking get', () => {
+  const zipped = join(dir, 'deflated-big.npz');
+  python(`np.savez_compressed(${JSON.stringify(zipped)}, m=np.load(${JSON.stringify(bigBE)}))`);
+  const { worst, digest, corrupt } = inChild(`
+const { createHash } = await import('node:crypto');
+const fs = await import('node:fs');
+const z = await nd.loadNpz(${JSON.stringify(zipped)});
+const { worst, result } = await worstTimerDrift(() => z.get('m'));
+await z.close();
+const d = result.data;
+// Flip one byte in the middle of the compressed data: the async get must refuse it as the blocking one does.
+const bytes = fs.readFileSync(${JSON.stringify(zipped)});
+bytes[bytes.length >> 1] ^= 0xff;
+fs.writeFileSync(${JSON.stringify(join(dir, 'corrupt.npz'))}, bytes);
+const codes = [];
+for (const run of [async () => (await nd.loadNpz(${JSON.stringify(join(dir, 'corrupt.npz'))})).get('m'), async () => nd.loadNpzSync(${JSON.stringify(join(dir, 'corrupt.npz'))}).get('m')]) {
+  try { await run(); codes.push('none'); } catch (e) { codes.push(e.code); }
+}
+return { worst, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]), corrupt: codes };`);
+  assert.ok(worst < 20, `a 5 ms timer was held up ${worst.toFixed(1)} ms`);
+  assert.is(digest, JSON.stringify(JSON.parse(numpyDigest(bigBE))).replace(/\s/g, ''));
+  assert.ok(['ZIP_FORMAT', 'ZIP_CRC'].includes(corrupt[0]), JSON.stringify(corrupt));
+  assert.is(corrupt[0], corrupt[1]);
+});
+
 test('an aborted load rejects with the signal\'s reason and closes its file: before it starts, and mid-read', async () => {
   const before = openFds();
   const reason = new Error('stop now');

@@ -90,7 +90,16 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   get(name: string, options?: DecodeOptions): NdArray;
   get(name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
-    const bytes = readZipEntry(this.source, entry, this.codec);
+    return this.decodeMember(entry, readZipEntry(this.source, entry, this.codec), options);
+  }
+
+  /**
+   * Decode a member's uncompressed bytes (read and checked by the caller) as an array; errors name the member.
+   * @example
+   * const a = z.decodeMember(z.entry('w'), inflatedBytes);
+   */
+  decodeMember(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions = {}): NdArray {
+    const name = keyOf(entry.name);
     if (!isNpy(bytes)) {
       throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`, { member: entry.name });
     }
