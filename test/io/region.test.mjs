@@ -236,7 +236,13 @@ test('readNpy from a stream in small odd-sized chunks equals loadNpySync, for ev
   assert.equal(viaNode.toList(), loadNpySync(catalogue[0].file).toList());
   const web = new Blob([readFileSync(catalogue[1].file)]).stream();
   assert.equal((await readNpy(web)).toList(), loadNpySync(catalogue[1].file).toList());
-  await assert.not.throws(async () => {});
+  // A Blob and a fetch Response directly; a failed response is an error, not data.
+  assert.equal((await readNpy(new Blob([readFileSync(catalogue[2].file)]))).toList(), loadNpySync(catalogue[2].file).toList());
+  assert.equal((await readNpy(new Response(readFileSync(catalogue[3].file)))).toList(), loadNpySync(catalogue[3].file).toList());
+  let failed;
+  try { await readNpy(new Response('missing', { status: 404 })); } catch (e) { failed = e; }
+  assert.is(failed?.code, 'TRUNCATED');
+  assert.match(failed.message, /HTTP 404/);
   let err;
   try { await readNpy((async function* () { yield readFileSync(cases[0].file).subarray(0, 200); })()); } catch (e) { err = e; }
   assert.instance(err, NpyError);

@@ -7,12 +7,20 @@ import { checkHeaderLength } from './header-read.js';
 import { NdArray } from '../array/ndarray.js';
 import { bytesToData } from '../array/layout.js';
 
-type ChunkSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+/** What a whole .npy can be read from as it arrives: Web or Node streams, a fetch `Response`, a `Blob`. */
+export type ChunkSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | Response | Blob;
 
 /** The first buffer a stream's data gets before it has shown it is as large as its header says. */
 const FIRST_BUFFER = 64 << 20;
 
-async function* chunksOf(source: ChunkSource): AsyncGenerator<Uint8Array> {
+async function* chunksOf(input: ChunkSource): AsyncGenerator<Uint8Array> {
+  let source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+  if (typeof Response !== 'undefined' && input instanceof Response) {
+    if (!input.ok) throw new NpyError('TRUNCATED', `HTTP ${input.status} for ${input.url || 'the response'}`);
+    if (!input.body) return;
+    source = input.body;
+  } else if (typeof Blob !== 'undefined' && input instanceof Blob) source = input.stream() as ReadableStream<Uint8Array>;
+  else source = input as ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
   if (typeof (source as ReadableStream<Uint8Array>).getReader === 'function') {
     const reader = (source as ReadableStream<Uint8Array>).getReader();
     try {
@@ -30,10 +38,12 @@ async function* chunksOf(source: ChunkSource): AsyncGenerator<Uint8Array> {
 }
 
 /**
- * Read a .npy from a stream: the header is parsed as soon as it has arrived, then every chunk is
- * copied once, straight into the array's own buffer. Bytes after the array are left unread.
+ * Read a .npy from a stream (a Web or Node stream, a fetch `Response`, a `Blob`): the header is
+ * parsed as soon as it has arrived, then every chunk is copied once, straight into the array's own
+ * buffer. Bytes after the array are left unread.
  * @example
- * const a = await readNpy((await fetch(url)).body!);
+ * const a = await readNpy(await fetch(url));
+ * const b = await readNpy(createReadStream('x.npy'));   // Node streams too
  */
 export async function readNpy(source: ChunkSource, options: DecodeOptions = {}): Promise<NdArray> {
   const chunks = chunksOf(source);
