@@ -2,8 +2,10 @@
   "targets": [
     {
       "target_name": "npyts_native",
-      "sources": ["src/npyts_native.c"],
-      "cflags": ["-O3", "-std=c11", "-Wall", "-Wextra", "-pthread"],
+      "sources": ["src/npyts_native.c", "src/external_buffer.cc"],
+      "cflags": ["-O3", "-Wall", "-Wextra", "-pthread"],
+      "cflags_c": ["-std=c11"],
+      "cflags_cc": ["-std=c++17"],
       "libraries": ["-pthread"]
     }
   ]

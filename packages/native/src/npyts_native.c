@@ -34,7 +34,8 @@
  *                                  (mapped from the page below it): mode 0 reads (private, so a stray
  *                                  write from JavaScript stays in memory instead of faulting), 1 reads
  *                                  and writes the file (shared), 2 is copy-on-write (private). The
- *                                  mapping is removed when the ArrayBuffer is collected.
+ *                                  mapping is removed when the ArrayBuffer is collected. Maps over
+ *                                  4 GiB use V8's external backing store (external_buffer.cc).
  *  unmapFile(arraybuffer, sync, detach)
  *                                  msync the mapping when `sync` is 1; detach the buffer when `detach`
  *                                  is 1 (its views become empty, so nothing can touch the pages again).
@@ -430,12 +431,29 @@ typedef struct {
   size_t length;
 } mapping;
 
-static void unmap_finalize(napi_env env, void *data, void *hint) {
-  (void)env;
-  (void)data;
+static void unmap_release(void *hint) {
   mapping *m = hint;
   munmap(m->base, m->length);
   free(m);
+}
+
+static void unmap_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)data;
+  unmap_release(hint);
+}
+
+/* Maps above 4 GiB are made with V8's own external backing store (external_buffer.cc), which
+   N-API's Buffer-based path cannot make; first a small N-API external buffer checks that this
+   runtime allows external memory at all (runtimes with a memory cage refuse it). */
+napi_value npyts_large_external_arraybuffer(void *data, size_t length, void (*release)(void *hint), void *hint);
+
+static uint8_t probe_byte;
+static void probe_finalize(napi_env env, void *data, void *hint) { (void)env; (void)data; (void)hint; }
+
+static bool external_buffers_allowed(napi_env env) {
+  napi_value probe;
+  return napi_create_external_arraybuffer(env, &probe_byte, 1, probe_finalize, NULL, &probe) == napi_ok;
 }
 
 static napi_value map_file(napi_env env, napi_callback_info info) {
@@ -445,9 +463,9 @@ static napi_value map_file(napi_env env, napi_callback_info info) {
   uint64_t offset = (uint64_t)a.number[1];
   size_t length = (size_t)a.number[2];
   int mode = (int)a.number[3];
-  if (a.number[2] > 4294967296.0) {
-    /* Node makes external ArrayBuffers through its Buffer, which holds at most 4 GiB. */
-    napi_throw_range_error(env, "ERR_MAP_TOO_LARGE", "a memory map holds at most 4 GiB of data in Node");
+  bool large = a.number[2] > 4294967296.0;
+  if (large && !external_buffers_allowed(env)) {
+    napi_throw_error(env, "ERR_EXTERNAL_BUFFERS", "this runtime does not allow external ArrayBuffers (memory maps)");
     return NULL;
   }
   long page = sysconf(_SC_PAGESIZE);
@@ -468,6 +486,7 @@ static napi_value map_file(napi_env env, napi_callback_info info) {
   m->base = base;
   m->length = total;
   napi_value buffer;
+  if (large) return npyts_large_external_arraybuffer((uint8_t *)base + delta, length, unmap_release, m);
   if (napi_create_external_arraybuffer(env, (uint8_t *)base + delta, length, unmap_finalize, m, &buffer) != napi_ok) {
     /* Node may already have run the finalizer (it does when its Buffer refuses): touching the
        mapping again could free it twice, so it is left alone. Callers stop mapping after this. */

@@ -51,9 +51,6 @@ export class MappedArray<S extends DescrInput = DescrInput> extends NdArray<S> i
 
 const MODE_NUMBER: Record<MapMode, number> = { r: 0, 'r+': 1, c: 2 };
 
-/** Node creates external ArrayBuffers through its Buffer, which holds at most 4 GiB. */
-const MAX_MAP_BYTES = 2 ** 32;
-
 function refuse(path: string, why: string): never {
   throw new NpyError('BAD_ARRAY', `${path} cannot be memory-mapped: ${why}; read it with openNpy(path).read(start, count) (region reads) or loadNpy instead`);
 }
@@ -78,7 +75,6 @@ export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {})
     const { ctor, swapUnit } = storageOf(header.dtype);
     if (swapUnit > 1 && !header.dtype.isNative) refuse(path, `its data is ${header.dtype.byteOrder === '>' ? 'big' : 'little'}-endian, not this machine's byte order`);
     if (header.dataOffset % ctor.BYTES_PER_ELEMENT !== 0) refuse(path, `its data starts at byte ${header.dataOffset}, not aligned for ${ctor.name}`);
-    if (header.dataBytes > MAX_MAP_BYTES) refuse(path, `its data is ${header.dataBytes} bytes; Node's external buffers (which maps are) hold at most 4 GiB`);
     // The map outlives the descriptor: closing the file does not unmap it.
     const buffer = mapFile(fd, header.dataOffset, header.dataBytes, MODE_NUMBER[mode]);
     const data = bytesToData(header.dtype, buffer, 0, header.size, { copy: false });
