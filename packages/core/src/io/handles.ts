@@ -185,6 +185,7 @@ export function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { sh
   return { shape: a.shape, bytes: dataToBytes(header.dtype, a.data as TypedArray) };
 }
 
+/** What a new .npy file holds (`createNpy`, `createNpyAccessHandle`): dtype, shape, order and format version. */
 export interface CreateOptions {
   dtype: DType | string;
   shape: number[];

@@ -81,7 +81,6 @@ export function openNpySync(path: string, options: { write?: boolean } & DecodeO
   }
 }
 
-/** What {@link createNpy} makes: dtype, shape, order and format version. */
 /**
  * Create a .npy of the given dtype and shape: numpy's header, and the file sized to hold the data
  * (sparse where the file system allows), ready for any number of processes or threads to fill

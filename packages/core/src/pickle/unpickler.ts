@@ -89,7 +89,11 @@ function rawUnicodeEscape(text: string): string {
  * @example
  * const value = unpickle(bytes);   // plain data; never runs code
  */
-/** Run a pickle: the value it builds (with numpy arrays and dtypes reconstructed), never running code. */
+/**
+ * Run a pickle: the value it builds (with numpy arrays and dtypes reconstructed), never running code.
+ * @example
+ * unpickle(pickleBytes);   // e.g. [1, 'two', null] for pickle.dumps([1, 'two', None])
+ */
 export function unpickle(input: Uint8Array, options: UnpickleOptions = {}): unknown {
   // A plain view: Node's Buffer#slice would return views where copies are meant.
   return new PickleMachine(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), options).run();
