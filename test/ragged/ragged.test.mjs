@@ -4,11 +4,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray } from '@npyts/core';
-import { saveRaggedSync, openRaggedSync, appendRaggedSync, regionStats, loadNpySync } from '@npyts/core/node';
+import { saveRaggedSync, openRaggedSync, openRagged, isRagged, appendRaggedSync, regionStats, loadNpySync } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
 
@@ -198,6 +198,37 @@ test('over HTTP: elements read with range requests', async () => {
   } finally {
     server.close();
   }
+});
+
+test('async openRagged reads what openRaggedSync and numpy read, one and two levels, strings; closes its files; cancels', async () => {
+  const openFiles = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } }).filter((f) => f.startsWith(realpathSync(dir)));
+  const before = openFiles().length;
+  const seq = await openRagged(join(dir, 'seq_f4.npy'));
+  const local = openRaggedSync(join(dir, 'seq_f4.npy'));
+  assert.equal([seq.length, seq.kind, seq.heapLength], [local.length, local.kind, local.heapLength]);
+  assert.equal((await seq.slice(0, 4)).map(arrayToJSON), local.slice(0, 4).map(arrayToJSON));
+  let n = 0;
+  for await (const chunk of seq.chunks(3)) n += chunk.length;
+  assert.is(n, local.length);
+  local.close();
+  let aborted = null;
+  try { await seq.get(0, { signal: AbortSignal.abort() }); } catch (e) { aborted = e; }
+  assert.is(aborted?.name, 'AbortError');
+  await seq[Symbol.asyncDispose]();
+  const nested = await openRagged(join(dir, 'nested.npy'));
+  assert.equal((await nested.get(0)).map(arrayToJSON), [[1, 2], [3]]);
+  assert.equal(await nested.get(1), []);
+  await nested.close();
+  const words = await openRagged(join(dir, 'million.npy'));
+  assert.is(await words.get(123456), `w${(123456).toString(36)}`);
+  await words.close();
+  assert.is(openFiles().length, before, 'files left open');
+  assert.is(await isRagged(join(dir, 'million.npy')), true);
+  assert.is(await isRagged(join(dir, 'seq_f4.npy.heap')), false);
+  let notRagged = null;
+  try { await openRagged(join(dir, 'seq_f4.npy.heap')); } catch (e) { notRagged = e; }
+  assert.is(notRagged?.code, 'BAD_DESCR');
+  assert.is(openFiles().length, before, 'a refused open left files open');
 });
 
 test('info describes a ragged set', async () => {

@@ -6,11 +6,12 @@ import { toNdArray, type ArraySpec } from '../npy.js';
 import { parseDescr, recordDType, shapeRepr, type DType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
-import { appendHoldingLock, appendNpySync, openNpySync, type NpyFileHandleSync } from './regions.js';
-import { saveNpySync } from './npy-files.js';
+import { appendHoldingLock, appendNpySync, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
+import type { AsyncOptions } from '../io/handles.js';
+import { readNpyHeader, saveNpySync } from './npy-files.js';
 import { withAppendLock } from './lock.js';
 import { toOrder } from '../array/order.js';
-import { boundsOf, decodeUtf8, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind } from '../ragged/convention.js';
+import { boundsOf, decodeUtf8, openRaggedWith, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind, type RaggedReader } from '../ragged/convention.js';
 import { arrayFromValues } from '../array/write-value.js';
 
 type Input = NdArray | ArraySpec | string | Input[];
@@ -379,6 +380,29 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
       nested?.close();
     },
   };
+}
+
+/**
+ * Open a ragged array (its index and heap) without blocking: elements are read with async region
+ * reads of both, on demand. Close it, or `await using` it.
+ * @example
+ * const r = await openRagged('words.npy');
+ * await r.get(1);   // 'bc'
+ * for await (const chunk of r.chunks(1000)) console.log(chunk.length);
+ * await r.close();
+ */
+export async function openRagged(path: string, options: RaggedPathOptions & AsyncOptions = {}): Promise<RaggedReader & AsyncDisposable> {
+  const reader = await openRaggedWith((p) => openNpy(p, { signal: options.signal }), path, (index, heap) => heapPathOf(index, heap, options));
+  return Object.assign(reader, { [Symbol.asyncDispose]: () => reader.close() });
+}
+
+/**
+ * Whether the .npy at `path` is a ragged index, reading only its header.
+ * @example
+ * await isRagged('words.npy');   // true
+ */
+export async function isRagged(path: string, options: AsyncOptions = {}): Promise<boolean> {
+  return raggedInfo((await readNpyHeader(path, options)).dtype) !== null;
 }
 
 /**

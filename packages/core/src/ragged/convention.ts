@@ -12,7 +12,7 @@
 import { DType, recordDType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import type { NdArray } from '../array/ndarray.js';
-import { openNpyUrl, type UrlOptions } from '../io/url.js';
+import { openNpyUrl, type NpyUrlHandle, type UrlOptions } from '../io/url.js';
 
 /**
  * The title that marks a ragged index's `start` field.
@@ -98,13 +98,85 @@ export function boundsOf(index: NdArray): [number, number][] {
   return out;
 }
 
-/** A ragged array read over HTTP range requests: the index rows, then the heap rows, of each element asked for. */
-export interface RaggedUrlReader {
+/** An open ragged array read asynchronously: the index rows, then the heap rows, of each element asked for. */
+export interface RaggedReader {
   readonly length: number;
   readonly kind: RaggedKind;
-  get(i: number): Promise<RaggedElement>;
-  slice(from: number, to: number): Promise<RaggedElement[]>;
+  /** The heap's dtype and row count (for two levels, the inner index's). */
+  readonly heapDtype: DType;
+  readonly heapLength: number;
+  get(i: number, options?: { signal?: AbortSignal | undefined }): Promise<RaggedElement>;
+  slice(from: number, to: number, options?: { signal?: AbortSignal | undefined }): Promise<RaggedElement[]>;
+  /** Elements in order, `size` at a time. */
+  chunks(size: number): AsyncGenerator<RaggedElement[]>;
+  close(): Promise<void>;
+}
+
+/** A ragged array read over HTTP range requests, with the requests it made. */
+export interface RaggedUrlReader extends RaggedReader {
   readonly stats: { requests: number; bytes: number };
+}
+
+/** What a ragged reader reads from: region reads of a .npy (a file, a URL), closed with the reader. */
+export interface RaggedPart {
+  readonly dtype: DType;
+  readonly shape: number[];
+  read(start: readonly number[], count: readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<NdArray>;
+  close?(): Promise<void>;
+}
+
+/**
+ * A ragged array over any source: `open` opens a .npy by its name (a path, a URL), `heapOf` names an
+ * index's heap from the index's name and its title (and refuses one outside the index's folder).
+ * @example
+ * const r = await openRaggedWith((u) => openNpyUrl(u), url, (i, h) => heapUrlOf(i, h));
+ */
+export async function openRaggedWith<P extends RaggedPart>(open: (name: string) => Promise<P>, name: string, heapOf: (index: string, heap: string) => string): Promise<RaggedReader & { parts: P[] }> {
+  const index = await open(name);
+  const parts: P[] = [index];
+  const closeAll = async (): Promise<void> => { for (const p of parts) await p.close?.(); };
+  try {
+    const info = raggedInfo(index.dtype);
+    if (!info) {
+      const fields = index.dtype.fields?.some((f) => raggedInfo(f.dtype)) ? '; it has ragged fields: use openRaggedRecordsSync' : '';
+      throw new NpyError('BAD_DESCR', `${name} is not a ragged index (its dtype has no ${RAGGED_TAG} title)${fields}`);
+    }
+    const heapName = heapOf(name, info.heap);
+    const heap = await open(heapName);
+    parts.push(heap);
+    const nested = raggedInfo(heap.dtype) ? await openRaggedWith(open, heapName, heapOf) : null;
+    if (nested) {
+      await heap.close?.();
+      parts.pop();
+      parts.push(...nested.parts);
+    }
+    const length = index.shape[0] ?? 0;
+    const slice = async (from: number, to: number, options: { signal?: AbortSignal | undefined } = {}): Promise<RaggedElement[]> => {
+      if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
+      if (from === to) return [];
+      const bounds = boundsOf(await index.read([from], [to - from], options));
+      return Promise.all(bounds.map(async ([s, e]) => {
+        if (nested) return nested.slice(s, e, options);
+        return readElement((a, b) => heap.read(a, b, options), heap.shape, info.kind, s, e);
+      }));
+    };
+    return {
+      parts,
+      length,
+      kind: info.kind,
+      heapDtype: nested ? nested.heapDtype : heap.dtype,
+      heapLength: nested ? nested.length : heap.shape[0] ?? 0,
+      get: async (i, options) => (await slice(i, i + 1, options))[0]!,
+      slice,
+      async *chunks(size) {
+        for (let i = 0; i < length; i += size) yield await slice(i, Math.min(length, i + size));
+      },
+      close: closeAll,
+    };
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
 }
 
 /** Options of {@link openRaggedUrl}: those of URL reads, and whether heaps may be elsewhere. */
@@ -135,29 +207,10 @@ export function heapUrlOf(indexUrl: string, heap: string, options: RaggedUrlOpti
  * await r.get(7);
  */
 export async function openRaggedUrl(url: string | URL, options: RaggedUrlOptions = {}): Promise<RaggedUrlReader> {
-  const index = await openNpyUrl(url, options);
-  const info = raggedInfo(index.dtype);
-  if (!info) throw new NpyError('BAD_DESCR', `${String(url)} is not a ragged index (its dtype has no ${RAGGED_TAG} title)`);
-  const heapUrl = heapUrlOf(String(url), info.heap, options);
-  const heap = await openNpyUrl(heapUrl, options);
-  const nested = raggedInfo(heap.dtype) ? await openRaggedUrl(heapUrl, options) : null;
-  const length = index.shape[0] ?? 0;
-  const slice = async (from: number, to: number): Promise<RaggedElement[]> => {
-    if (from < 0 || to > length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
-    if (from === to) return [];
-    const bounds = boundsOf(await index.read([from], [to - from]));
-    return Promise.all(bounds.map(async ([s, e]) => {
-      if (nested) return nested.slice(s, e);
-      return readElement((a, b) => heap.read(a, b), heap.shape, info.kind, s, e);
-    }));
-  };
-  return {
-    length,
-    kind: info.kind,
-    get: async (i) => (await slice(i, i + 1))[0]!,
-    slice,
-    get stats() {
-      return { requests: index.stats.requests + heap.stats.requests + (nested?.stats.requests ?? 0), bytes: index.stats.bytes + heap.stats.bytes + (nested?.stats.bytes ?? 0) };
-    },
-  };
+  const reader = await openRaggedWith((u) => openNpyUrl(u, options), String(url), (i, h) => heapUrlOf(i, h, options));
+  // Requests of the index and every heap, counted when asked.
+  return Object.defineProperty(reader, 'stats', {
+    get: () => reader.parts.reduce((t, p) => ({ requests: t.requests + p.stats.requests, bytes: t.bytes + p.stats.bytes }), { requests: 0, bytes: 0 }),
+    enumerable: true,
+  }) as RaggedReader & { parts: NpyUrlHandle[] } & RaggedUrlReader;
 }
