@@ -7,8 +7,11 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray } from '@npyts/core';
-import { saveRaggedSync, openRaggedSync, openRagged, isRagged, appendRaggedSync, regionStats, loadNpySync } from '@npyts/core/node';
+import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray, parseDescr } from '@npyts/core';
+import {
+  saveRaggedSync, openRaggedSync, openRagged, isRagged, appendRaggedSync, regionStats, loadNpySync,
+  saveRagged, appendRagged, saveObjectArrayAsRagged, openRaggedRecordsSync,
+} from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
 
@@ -161,6 +164,41 @@ n = len(np.load(${JSON.stringify(file)}))
 print(json.dumps({'n': n, 'ok': all(ragged_element(${JSON.stringify(file)}, i) == f's{i}' for i in range(n))}))`));
     assert.ok(check.ok && check.n >= 1, `round ${round}: ${JSON.stringify(check)}`);
   }
+});
+
+test('async writers: saveRagged (one and two levels, records, a shared heap) and 30 concurrent appendRagged calls; numpy\'s snippet reads every element', async () => {
+  const words = join(dir, 'async-words.npy');
+  await saveRagged(words, ['a', 'bc']);
+  await Promise.all(Array.from({ length: 30 }, (_, i) => appendRagged(words, [`w${i}`])));
+  const seen = JSON.parse(withSnippet(`print(json.dumps([ragged_element(${JSON.stringify(words)}, i) for i in range(len(np.load(${JSON.stringify(words)})))]))`));
+  assert.equal(seen.slice(0, 2), ['a', 'bc']);
+  assert.equal(seen.slice(2).sort(), Array.from({ length: 30 }, (_, i) => `w${i}`).sort());
+  const nested = join(dir, 'async-nested.npy');
+  await saveRagged(nested, [[arrayFromValues([1, 2], '<i4')], [], [arrayFromValues([3], '<i4'), arrayFromValues([4, 5], '<i4')]]);
+  await appendRagged(nested, [[arrayFromValues([6], '<i4')]]);
+  const viaNumpy = JSON.parse(withSnippet(`print(json.dumps([[to_json(x) for x in ragged_element(${JSON.stringify(nested)}, i)] for i in range(4)]))`));
+  assert.equal(viaNumpy, [[[1, 2]], [], [[3], [4, 5]], [[6]]]);
+  // Two indexes over one heap (cross-file references), written without blocking.
+  const first = join(dir, 'async-a.npy');
+  const second = join(dir, 'async-b.npy');
+  await saveRagged(first, [arrayFromValues([1, 2, 3], '<f4')], { heap: 'async-shared.npy' });
+  await saveRagged(second, [arrayFromValues([4], '<f4')], { heap: 'async-shared.npy' });
+  const both = JSON.parse(withSnippet(`print(json.dumps([to_json(ragged_element(p, 0)) for p in (${JSON.stringify(first)}, ${JSON.stringify(second)})]))`));
+  assert.equal(both, [[1, 2, 3], [4]]);
+  const records = join(dir, 'async-records.npy');
+  await saveRagged(records, [{ id: 1, label: 'cat' }, { id: 2, label: 'a dog' }]);
+  const r = openRaggedRecordsSync(records);
+  assert.equal(r.slice(0, 2).map((x) => x.label), ['cat', 'a dog']);
+  r.close();
+  const objects = join(dir, 'async-objects.npy');
+  await saveObjectArrayAsRagged(objects, new NdArray(parseDescr('|O'), [2], [arrayFromValues([7], '<i2'), arrayFromValues([8, 9], '<i2')]));
+  const back = await openRagged(objects);
+  assert.equal([arrayToJSON(await back.get(0)), arrayToJSON(await back.get(1))], [[7], [8, 9]]);
+  await back.close();
+  let aborted = null;
+  try { await saveRagged(join(dir, 'never.npy'), ['x'], { signal: AbortSignal.abort() }); } catch (e) { aborted = e; }
+  assert.is(aborted?.name, 'AbortError');
+  assert.ok(!readdirSync(dir).some((f) => f.startsWith('never.npy')));
 });
 
 test('a million strings: written, reopened and sampled without reading the heap whole', () => {

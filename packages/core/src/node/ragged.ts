@@ -1,15 +1,17 @@
 /** Ragged arrays on disk: write, open, read elements by region, append (heap first, index after). */
 import { existsSync, realpathSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { getField } from '../array/records.js';
 import { toNdArray, type ArraySpec } from '../npy.js';
 import { parseDescr, recordDType, shapeRepr, type DType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
-import { appendHoldingLock, appendNpySync, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
+import { appendHoldingLock, appendHoldingLockAsync, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
 import type { AsyncOptions } from '../io/handles.js';
-import { readNpyHeader, saveNpySync } from './npy-files.js';
-import { withAppendLock } from './lock.js';
+import { readNpyHeader, readNpyHeaderSync, saveNpy, saveNpySync } from './npy-files.js';
+import type { NpyHeader } from '../format/header.js';
+import { withAppendLock, withAppendLockAsync } from './lock.js';
 import { toOrder } from '../array/order.js';
 import { boundsOf, decodeUtf8, openRaggedWith, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind, type RaggedReader } from '../ragged/convention.js';
 import { arrayFromValues } from '../array/write-value.js';
@@ -146,7 +148,7 @@ function scalarDescr(name: string, values: unknown[], given?: string): string {
  * Records with ragged fields: `main.npy` holds the record array, each ragged field as a (start, stop)
  * index whose heap is `main.npy.<field>.heap` (or `.strings`). Other fields are ordinary columns.
  */
-function saveRaggedRecordsSync(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>): void {
+function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>): Writing<void> {
   const names = Object.keys(records[0]!);
   const specs: { name: string; dtype: DType | string }[] = [];
   const columns: Record<string, unknown[]> = {};
@@ -158,8 +160,7 @@ function saveRaggedRecordsSync(path: string, records: Record<string, unknown>[],
     if (values.every(isRaggedValue)) {
       const heap = `${basename(path)}.${name}.${values.every((v) => typeof v === 'string') ? 'strings' : 'heap'}`;
       const { kind, rows, bounds } = heapRows(values as Input[], 0);
-      if (rows) saveNpySync(join(dirname(path), heap), rows);
-      else saveNpySync(join(dirname(path), heap), arrayFromValues([], '|u1'));
+      yield { op: 'save', path: join(dirname(path), heap), array: rows ?? arrayFromValues([], '|u1') };
       const index = indexArray(kind, heap, bounds);
       specs.push({ name, dtype: index.dtype });
       columns[name] = bounds.map(([start, stop]) => ({ start: BigInt(start), stop: BigInt(stop) }));
@@ -169,45 +170,59 @@ function saveRaggedRecordsSync(path: string, records: Record<string, unknown>[],
     }
   }
   const dtype = recordDType(specs);
-  saveNpySync(path, arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }));
+  yield { op: 'save', path, array: arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }) };
+}
+
+/** Write a ragged array as steps (see {@link FileStep}): heap first, then the index. */
+function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): Writing<void> {
+  if (isRecordList(elements)) {
+    yield* savingRecords(path, elements, options.dtypes ?? {});
+    return;
+  }
+  const kind = kindOf(elements as Input[]);
+  const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' ? 'strings' : 'heap'}`;
+  const heapPath = heapPathOf(path, heapName, options);
+  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPath }) as boolean);
+  let offset = 0;
+  let heapDtype: DType | undefined;
+  if (shared) {
+    const h = (yield { op: 'header', path: heapPath }) as NpyHeader;
+    offset = h.shape[0] ?? 0;
+    heapDtype = h.dtype;
+  }
+  const { kind: k, rows, bounds, nested } = heapRows(elements as Input[], offset, heapDtype);
+  if (nested) {
+    if (shared) yield* appendingRagged(heapPath, nested, {});
+    else yield* savingRagged(heapPath, nested);
+  } else if (rows) {
+    if (shared) yield* lockedAppend(heapPath, rows);
+    else yield { op: 'save', path: heapPath, array: rows };
+  } else if (!shared) {
+    if (k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
+    yield { op: 'save', path: heapPath, array: arrayFromValues([], '|u1') };
+  }
+  yield { op: 'save', path, array: indexArray(k, relative(dirname(path), heapPath), bounds) };
 }
 
 /**
  * Write a ragged array: the heap (or, for cross-file references, rows appended to an existing heap),
  * then the index. Elements are arrays of one dtype and trailing shape, strings, lists of those, or
  * plain objects (records whose array or string fields become ragged fields, one heap each).
+ * The files are written off the event loop; `signal` stops between files.
+ * @example
+ * await saveRagged('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
+ */
+export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
+  return runAsync(savingRagged(path, elements, options), options.signal);
+}
+
+/**
+ * {@link saveRagged}, blocking.
  * @example
  * saveRaggedSync('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
 export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
-  if (isRecordList(elements)) {
-    saveRaggedRecordsSync(path, elements, options.dtypes ?? {});
-    return;
-  }
-  const kind = kindOf(elements as Input[]);
-  const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' ? 'strings' : 'heap'}`;
-  const heapPath = heapPathOf(path, heapName, options);
-  const shared = options.heap !== undefined && existsSync(heapPath);
-  let offset = 0;
-  let heapDtype: DType | undefined;
-  if (shared) {
-    const h = openNpySync(heapPath);
-    offset = h.shape[0] ?? 0;
-    heapDtype = h.dtype;
-    h.close();
-  }
-  const { kind: k, rows, bounds, nested } = heapRows(elements as Input[], offset, heapDtype);
-  if (nested) {
-    if (shared) appendRaggedSync(heapPath, nested);
-    else saveRaggedSync(heapPath, nested);
-  } else if (rows) {
-    if (shared) appendNpySync(heapPath, rows);
-    else saveNpySync(heapPath, rows);
-  } else if (!shared) {
-    if (k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
-    saveNpySync(heapPath, arrayFromValues([], '|u1'));
-  }
-  saveNpySync(path, indexArray(k, relative(dirname(path), heapPath), bounds));
+  runSync(savingRagged(path, elements, options));
 }
 
 /** An open ragged array: elements are read with region reads of the index and of the heap only. */
@@ -405,40 +420,104 @@ export async function isRagged(path: string, options: AsyncOptions = {}): Promis
   return raggedInfo((await readNpyHeader(path, options)).dtype) !== null;
 }
 
+/** What appending needs of a ragged array on disk: its kind, its heap, and the heap's dtype and row count. */
+function* raggedFacts(path: string, options: RaggedPathOptions): Writing<{ kind: RaggedKind; heapPath: string; heapDtype: DType; heapLength: number }> {
+  const index = (yield { op: 'header', path }) as NpyHeader;
+  const info = raggedInfo(index.dtype);
+  if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
+  const heapPath = heapPathOf(path, info.heap, options);
+  const heap = (yield { op: 'header', path: heapPath }) as NpyHeader;
+  // Two levels: the heap is itself an index; the arrays' dtype is that of its own heap.
+  const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options)).heapDtype : heap.dtype;
+  return { kind: info.kind, heapPath, heapDtype, heapLength: heap.shape[0] ?? 0 };
+}
+
+function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
+  yield { op: 'locked', path, body: () => appendingHoldingLock(path, elements, options) };
+}
+
 /**
- * Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous state.
+ * Appending for a caller holding the index's append lock. The heap's lock is taken too (another
+ * index may share the heap): its length is read and both files grow while no other writer can move them.
+ */
+function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
+  const { heapPath, heapDtype, kind } = yield* raggedFacts(path, options);
+  function* underHeapLock(): Writing<void> {
+    const { heapLength } = yield* raggedFacts(path, options);
+    const { kind: k, rows, bounds, nested } = heapRows(elements, heapLength, kind === 'utf8' ? undefined : heapDtype);
+    if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
+    if (nested) yield* appendingHoldingLock(heapPath, nested, options);
+    else if (rows && rows.size) yield { op: 'append', path: heapPath, array: rows };
+    if (bounds.length) yield { op: 'append', path, array: indexArray(kind, relative(dirname(path), heapPath), bounds) };
+  }
+  yield { op: 'locked', path: heapPath, body: underHeapLock };
+}
+
+function* lockedAppend(path: string, array: NdArray): Writing<void> {
+  yield { op: 'locked', path, body: function* () { yield { op: 'append', path, array }; } };
+}
+
+/**
+ * Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous
+ * state. Waiting for another appender does not block the event loop.
+ * @example
+ * await appendRagged('words.npy', ['ghij']);
+ */
+export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
+  return runAsync(appendingRagged(path, elements, options), options.signal);
+}
+
+/**
+ * {@link appendRagged}, blocking.
  * @example
  * appendRaggedSync('words.npy', ['ghij']);
  */
 export function appendRaggedSync(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
-  withAppendLock(path, () => appendRaggedHoldingLockSync(path, elements, options));
+  runSync(appendingRagged(path, elements, options));
 }
 
-/**
- * appendRagged for a caller holding the index's append lock. The heap's lock is taken too (another
- * index may share the heap): its length is read and both files grow while no other writer can move them.
- */
-function appendRaggedHoldingLockSync(path: string, elements: Input[], options: RaggedPathOptions): void {
-  const h = openRaggedSync(path, options);
-  const { heapPath, heapDtype, kind } = h;
-  h.close();
-  withAppendLock(heapPath, () => {
-    const { heapLength } = readRaggedLengthSync(path, options);
-    const { kind: k, rows, bounds, nested } = heapRows(elements, heapLength, kind === 'utf8' ? undefined : heapDtype);
-    if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
-    if (nested) appendRaggedHoldingLockSync(heapPath, nested, options);
-    else if (rows && rows.size) appendHoldingLock(heapPath, rows);
-    if (bounds.length) appendHoldingLock(path, indexArray(kind, relative(dirname(path), heapPath), bounds));
-  });
+// The writers above are written once, as generators of the file steps they need; these drivers
+// perform the steps blocking or asynchronously.
+
+/** One file operation a ragged writer asks for. */
+type FileStep =
+  | { op: 'exists'; path: string }
+  | { op: 'header'; path: string }
+  | { op: 'save'; path: string; array: NdArray }
+  /** Append to a file whose append lock the writer holds. */
+  | { op: 'append'; path: string; array: NdArray }
+  /** Run `body` holding the append lock of `path`. */
+  | { op: 'locked'; path: string; body: () => Writing<void> };
+
+/** A writer: yields file steps, is answered with their results, returns its own. */
+type Writing<T> = Generator<FileStep, T, unknown>;
+
+function runSync<T>(writing: Writing<T>): T {
+  for (let step = writing.next(); ; ) {
+    if (step.done) return step.value;
+    const s = step.value;
+    switch (s.op) {
+      case 'exists': step = writing.next(existsSync(s.path)); break;
+      case 'header': step = writing.next(readNpyHeaderSync(s.path)); break;
+      case 'save': saveNpySync(s.path, s.array); step = writing.next(); break;
+      case 'append': appendHoldingLock(s.path, s.array); step = writing.next(); break;
+      case 'locked': withAppendLock(s.path, () => runSync(s.body())); step = writing.next(); break;
+    }
+  }
 }
 
-/** The heap length of a ragged array, read afresh. */
-function readRaggedLengthSync(path: string, options: RaggedPathOptions): { heapLength: number } {
-  const h = openRaggedSync(path, options);
-  try {
-    return { heapLength: h.heapLength };
-  } finally {
-    h.close();
+async function runAsync<T>(writing: Writing<T>, signal?: AbortSignal): Promise<T> {
+  for (let step = writing.next(); ; ) {
+    signal?.throwIfAborted();
+    if (step.done) return step.value;
+    const s = step.value;
+    switch (s.op) {
+      case 'exists': step = writing.next(await access(s.path).then(() => true, () => false)); break;
+      case 'header': step = writing.next(await readNpyHeader(s.path, { signal })); break;
+      case 'save': await saveNpy(s.path, s.array, { signal }); step = writing.next(); break;
+      case 'append': await appendHoldingLockAsync(s.path, s.array, signal); step = writing.next(); break;
+      case 'locked': await withAppendLockAsync(s.path, () => runAsync(s.body(), signal), signal); step = writing.next(); break;
+    }
   }
 }
 
@@ -448,15 +527,28 @@ function readRaggedLengthSync(path: string, options: RaggedPathOptions): { heapL
  * saveObjectArrayAsRaggedSync('tokens.npy', loadNpySync('objects.npy', { allowPickle: true }));
  */
 export function saveObjectArrayAsRaggedSync(path: string, objects: NdArray, options: SaveRaggedOptions = {}): void {
+  saveRaggedSync(path, objectItems(objects), options);
+}
+
+/**
+ * {@link saveObjectArrayAsRaggedSync}, off the event loop.
+ * @example
+ * await saveObjectArrayAsRagged('tokens.npy', await loadNpy('objects.npy', { allowPickle: true }));
+ */
+export function saveObjectArrayAsRagged(path: string, objects: NdArray, options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
+  return saveRagged(path, objectItems(objects), options);
+}
+
+/** The elements of a 1-d object array of arrays or strings (bytes are UTF-8 text). */
+function objectItems(objects: NdArray): Input[] {
   if (objects.dtype.kind !== 'O' || objects.ndim !== 1) {
     throw new NpyError('BAD_ARRAY', `only 1-d object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
   }
-  const items = (objects.data as unknown[]).map((v, i) => {
+  return (objects.data as unknown[]).map((v, i) => {
     if (typeof v === 'string' || v instanceof NdArray) return v as Input;
     if (v instanceof Uint8Array) return decodeUtf8(v) as Input;
     throw new NpyError('BAD_ARRAY', `object array element ${i} is neither an array nor a string`);
   });
-  saveRaggedSync(path, items, options);
 }
 
 /**

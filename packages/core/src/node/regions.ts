@@ -188,7 +188,7 @@ export async function appendNpy(path: string, input: NdArray | ArraySpec, option
   await withAppendLockAsync(path, () => appendHoldingLockAsync(path, input, options.signal), options.signal);
 }
 
-async function appendHoldingLockAsync(path: string, input: NdArray | ArraySpec, signal?: AbortSignal): Promise<void> {
+export async function appendHoldingLockAsync(path: string, input: NdArray | ArraySpec, signal?: AbortSignal): Promise<void> {
   const fh = await openAsync(path, 'r+');
   try {
     const plan = planAppend(path, await readHeaderFromHandle(fh, { signal }), input);
