@@ -1,7 +1,7 @@
 /** The JSON document of an array: numpy's `tolist()` with JSON-safe values (the CLI's `show --json`). */
 import { putOwn } from './safe-object.js';
 import type { DType } from '../format/dtype.js';
-import { matchDType } from '../format/dtype-cases.js';
+import { matchDType, perDType } from '../format/dtype-cases.js';
 import type { Complex } from './read-value.js';
 import { NdArray } from './ndarray.js';
 import { descrAsWritten, type NpyHeader } from '../format/header.js';
@@ -84,16 +84,13 @@ export function jsonBudget(repeats = MAX_JSON_REPEATS): JsonBudget {
  * jsonValue(parseDescr('<c8'), { re: 1, im: -2 });   // [1, -2]
  */
 export function jsonValue(dtype: DType, v: unknown, budget: JsonBudget = jsonBudget()): unknown {
-  let convert = converters.get(dtype);
-  if (!convert) converters.set(dtype, (convert = makeConverter(dtype)));
-  return convert(v, budget);
+  return converterOf(dtype)(v, budget);
 }
 
 /** One element of a dtype as JSON. */
 type Converter = (v: unknown, budget: JsonBudget) => unknown;
 
-/** One converter per dtype, made once (dtypes are immutable): the dispatch is not paid per element. */
-const converters = new WeakMap<DType, Converter>();
+const converterOf = perDType((dtype) => makeConverter(dtype));
 
 function makeConverter(dtype: DType): Converter {
   const integer = (): Converter => (v) => jsonInt(v as bigint | number);

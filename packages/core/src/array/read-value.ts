@@ -1,7 +1,7 @@
 /** Reading one element as a JavaScript value, from typed data or from raw stored bytes. */
 import { putOwn } from './safe-object.js';
 import type { DType } from '../format/dtype.js';
-import { matchDType } from '../format/dtype-cases.js';
+import { matchDType, perDType } from '../format/dtype-cases.js';
 import { NpyError } from '../errors.js';
 import { float16ToNumber, longDoubleToNumber } from '../format/float-bits.js';
 import type { ArrayData, TypedArray } from './layout.js';
@@ -55,15 +55,13 @@ function trimNuls(bytes: Uint8Array): Uint8Array {
  */
 export function readItem(dtype: DType, data: ArrayData, i: number): Scalar {
   if (Array.isArray(data)) return data[i];
-  let read = itemReaders.get(dtype);
-  if (!read) itemReaders.set(dtype, (read = makeItemReader(dtype)));
-  return read(data, i);
+  return itemReaderOf(dtype)(data, i);
 }
 
 /** Reads element `i` of an array's data (typed in native order, or raw bytes for the kinds kept as bytes). */
 type ItemReader = (data: ArrayData, i: number) => Scalar;
 
-const itemReaders = new WeakMap<DType, ItemReader>();
+const itemReaderOf = perDType((dtype) => makeItemReader(dtype));
 
 function makeItemReader(dtype: DType): ItemReader {
   const size = dtype.itemsize;
@@ -102,13 +100,10 @@ export function readFromBytes(dtype: DType, bytes: Uint8Array, at: number): Scal
 /** Reads one element of a dtype from raw bytes. */
 type Reader = (view: DataView, bytes: Uint8Array, at: number) => Scalar;
 
-/** One reader per dtype, made once (dtypes are immutable): the dispatch is not paid per element. */
-const readers = new WeakMap<DType, Reader>();
+const readerOf = perDType((dtype) => makeReader(dtype));
 
 function readAt(dtype: DType, view: DataView, bytes: Uint8Array, at: number): Scalar {
-  let read = readers.get(dtype);
-  if (!read) readers.set(dtype, (read = makeReader(dtype)));
-  return read(view, bytes, at);
+  return readerOf(dtype)(view, bytes, at);
 }
 
 function makeReader(dtype: DType): Reader {

@@ -1,6 +1,6 @@
 /** Writing JS values into stored bytes: the one writer behind arrays built from plain values. */
 import { parseDescr, shapeSize, type DType } from '../format/dtype.js';
-import { matchDType } from '../format/dtype-cases.js';
+import { matchDType, perDType } from '../format/dtype-cases.js';
 import type { DescrInput, InputOf, Nested } from '../format/descr-types.js';
 
 /** Options of {@link arrayFromValues}: the shape and order when the values are flat. */
@@ -58,16 +58,13 @@ function checkIntRange(x: bigint, dtype: DType, field?: string): void {
  * writeValue(parseDescr('>i4'), new DataView(bytes.buffer), bytes, 0, 7);   // [0, 0, 0, 7]
  */
 export function writeValue(dtype: DType, view: DataView, bytes: Uint8Array, at: number, v: unknown, field?: string): void {
-  let write = writers.get(dtype);
-  if (!write) writers.set(dtype, (write = makeWriter(dtype)));
-  write(view, bytes, at, v, field);
+  writerOf(dtype)(view, bytes, at, v, field);
 }
 
 /** Writes one value of a dtype into raw bytes (`field` names it in errors). */
 type Writer = (view: DataView, bytes: Uint8Array, at: number, v: unknown, field: string | undefined) => void;
 
-/** One writer per dtype, made once (dtypes are immutable): the dispatch is not paid per element. */
-const writers = new WeakMap<DType, Writer>();
+const writerOf = perDType((dtype) => makeWriter(dtype));
 
 function makeWriter(dtype: DType): Writer {
   const le = dtype.byteOrder !== '>';

@@ -33,6 +33,21 @@ export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
 }
 
 /**
+ * `make` run once per dtype and remembered (dtypes are immutable): element readers, writers and
+ * converters are built with {@link matchDType} once, so the dispatch is not paid per element.
+ * @example
+ * const readerOf = perDType((dt) => makeReader(dt));
+ */
+export function perDType<T>(make: (dtype: DType) => T): (dtype: DType) => T {
+  const made = new WeakMap<DType, T>();
+  return (dtype) => {
+    let value = made.get(dtype);
+    if (value === undefined) made.set(dtype, (value = make(dtype)));
+    return value;
+  };
+}
+
+/**
  * The kind family of a dtype: `'float'` for `<f4`, `'record'` for a record; a subarray is `'void'`.
  * @example
  * familyOf(parseDescr('<f4'));   // 'float'
