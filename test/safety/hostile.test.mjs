@@ -324,11 +324,12 @@ except Exception as e: print(type(e).__name__)`).trim();
 const fs = await import('node:fs');
 const bytes = fs.readFileSync('bomb.npz');
 const codes = {};
-for (const [name, run] of [['fflate', () => core.decodeNpz(bytes).bytes('a')], ['zlib', () => nd.loadNpzSync('bomb.npz').bytes('a')]]) {
-  try { run(); codes[name] = 'read'; } catch (e) { codes[name] = e instanceof core.NpyError ? e.code : String(e); }
+for (const [name, run] of [['fflate', () => core.decodeNpz(bytes).bytes('a')], ['zlib', () => nd.loadNpzSync('bomb.npz').bytes('a')], ['async', async () => (await nd.loadNpz('bomb.npz')).bytes('a')], ['asyncGet', async () => (await nd.loadNpz('bomb.npz')).get('a')]]) {
+  try { await run(); codes[name] = 'read'; } catch (e) { codes[name] = e instanceof core.NpyError ? e.code : String(e); }
 }
 globalThis.result = codes;`, { timeoutMs: 5_000 }); // inflating the 2 GiB took 7.7 s here before the fix; stopping at the declared size takes milliseconds
   assert.equal([out.fflate, out.zlib], ['ZIP_SIZE', 'ZIP_SIZE']);
+  assert.equal([out.async, out.asyncGet], ['ZIP_SIZE', 'ZIP_SIZE']); // the async archive, inflating on the thread pool
 });
 
 test('a member that declares more bytes than its deflated data can hold is refused before a buffer of that size is allocated', () => {
@@ -341,7 +342,11 @@ const codes = [];
 for (const codec of [core.fflateCodec, nd.zlibCodec]) {
   try { core.decodeNpz(bytes, { codec }).bytes('a'); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code + ': ' + e.message : String(e)); }
 }
+// The async archive (inflate on the thread pool) applies the same bound before allocating.
+fs.writeFileSync('liar.npz', bytes);
+try { await (await nd.loadNpz('liar.npz')).get('a'); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code + ': ' + e.message : String(e)); }
 globalThis.result = { codes };`, { timeoutMs: 20_000 });
+  assert.is(out.codes.length, 3);
   for (const c of out.codes) assert.match(c, /^ZIP_SIZE: .*more than its 100 deflated bytes/);
   assert.ok(out.rssMiB < 200, `peak ${out.rssMiB} MiB`);
 });

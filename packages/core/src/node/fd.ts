@@ -95,6 +95,18 @@ export async function readFullyAsync(
   return Math.min(end, target.length);
 }
 
+/**
+ * Run `work` on `bytes` a piece at a time, giving the event loop a turn between pieces (and
+ * noticing an abort): for CPU work on large buffers (CRC-32, byte swaps) in async operations.
+ */
+export async function inTurns(bytes: Uint8Array, work: (piece: Uint8Array) => void, signal?: AbortSignal): Promise<void> {
+  for (let at = 0; at < bytes.length; at += ASYNC_PIECE) {
+    if (at > 0) await new Promise((resolve) => setImmediate(resolve));
+    signal?.throwIfAborted();
+    work(bytes.subarray(at, at + ASYNC_PIECE));
+  }
+}
+
 /** Write all of `bytes` at `position` (sequentially after `position` when it is a number, at the file position otherwise). */
 export async function writeFullyAsync(fh: FileHandle, bytes: Uint8Array, position: number | null, signal?: AbortSignal): Promise<void> {
   for (let done = 0; done < bytes.length;) {

@@ -89,9 +89,12 @@ function truncated(header: NpyHeader, got: number): NpyError {
   return new NpyError('DATA_TRUNCATED', `file ended after ${got} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + got });
 }
 
-/** The array over a buffer holding the file's data, already in native byte order. */
-function arrayOver(header: NpyHeader, buffer: ArrayBufferLike, options: LoadOptions): NdArray {
-  const data = bytesToData(header.dtype.withByteOrder('='), buffer, 0, header.size, { ...options, owned: true, copy: false });
+/**
+ * The array over data already swapped to native byte order at `byteOffset` of a buffer the caller
+ * owns: a view when aligned (a copy otherwise).
+ */
+export function arrayOverNative(header: NpyHeader, buffer: ArrayBufferLike, byteOffset: number, options: DecodeOptions): NdArray {
+  const data = bytesToData(header.dtype.withByteOrder('='), buffer, byteOffset, header.size, { ...options, owned: true, copy: false });
   return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
 }
 
@@ -130,7 +133,7 @@ export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Pro
     // Pieces are multiples of 8 MiB from the start of the buffer: no swapped group straddles two.
     const got = await readFullyAsync(fh, new Uint8Array(buffer), header.dataOffset, signal, swap ? (piece) => swapBytes(piece, swapUnit) : undefined);
     if (got < header.dataBytes) throw truncated(header, got);
-    return arrayOver(header, buffer, options);
+    return arrayOverNative(header, buffer, 0, options);
   } finally {
     await fh.close();
   }
@@ -164,7 +167,7 @@ export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
     if (got < header.dataBytes) throw truncated(header, got);
     const { swapUnit } = storageOf(header.dtype);
     if (swapUnit > 1 && !header.dtype.isNative) swapBytes(new Uint8Array(buffer), swapUnit);
-    return arrayOver(header, buffer, options);
+    return arrayOverNative(header, buffer, 0, options);
   } finally {
     closeSync(fd);
   }

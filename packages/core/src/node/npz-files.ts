@@ -4,26 +4,22 @@ import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { kMaxLength } from 'node:buffer';
-import { allocateBuffer } from '../array/memory.js';
+import { allocateBuffer, swapBytes } from '../array/memory.js';
 import { checkDataPresent, checkDataSize, hasObject, type DecodeOptions, type Expecting } from '../npy.js';
-import { NdArray } from '../array/ndarray.js';
-import { readHeader } from '../format/header.js';
-import { bytesToData, storageOf } from '../array/layout.js';
-import { swapBytes } from '../array/memory.js';
-import type { NpyHeader } from '../format/header.js';
+import type { NdArray } from '../array/ndarray.js';
+import { readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
+import { storageOf } from '../array/layout.js';
 import type { DescrInput } from '../format/descr-types.js';
-import type { ReadHeaderOptions } from '../format/header.js';
 import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
 import { NpyError } from '../errors.js';
 import { NpzArchive, npzWriting, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from '../npz/archive.js';
 import { WindowedSource } from '../npz/windowed-source.js';
-import { DEFLATED, checkInflatedSize, checkSupported, entryDataOffset, type ByteSource, type ZipCodec, type ZipEntry, type ZipSink } from '../npz/zip.js';
-import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { DEFLATED, STORED, checkInflatedSize, checkSupported, checkZipCrc, entryDataOffset, readZipEntryStored, type ByteSource, type ZipCodec, type ZipEntry, type ZipSink } from '../npz/zip.js';
+import { inTurns, readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { arrayOverNative } from './npy-files.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from './regions.js';
 
 const inflateRawAsync = promisify(inflateRaw);
-/** CRC-32 and byte swaps of inflated members run in pieces of this size between turns of the event loop. */
-const CRC_PIECE = 8 << 20;
 
 /**
  * node:zlib as the zip codec: native inflate/deflate and CRC-32, with the same size guards.
@@ -164,37 +160,46 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   get(name: string, options?: DecodeOptions & AsyncOptions): Promise<NdArray>;
   async get(name: string, options: DecodeOptions & AsyncOptions = {}): Promise<NdArray> {
     const entry = this.archive.entry(name);
-    if (entry.method !== DEFLATED || this.archive.codec !== zlibCodec) return this.run((a) => a.get(name, options), options.signal);
-    // Deflated with node:zlib: inflated on the thread pool, the CRC-32 checked in pieces, so a large
-    // member does not hold the event loop.
-    checkSupported(entry);
-    const start = await this.dataOffset(name, options);
-    const compressed = await this.readRange(start, entry.compressedSize, options.signal);
-    if (compressed.length < entry.compressedSize) throw new NpyError('ZIP_FORMAT', 'the archive ends inside the member', { member: entry.name });
-    let out: Buffer;
-    try {
-      // One output chunk one byte larger than the member: no joining copy, and an overflow is seen.
-      out = await inflateRawAsync(compressed, { maxOutputLength: Math.max(1, entry.size), chunkSize: Math.max(64, entry.size + 1) });
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      if (err.code === 'ERR_BUFFER_TOO_LARGE') checkInflatedSize(entry.size + 1, entry.size, entry.name);
-      throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${err.message}`, { member: entry.name });
-    }
-    options.signal?.throwIfAborted();
-    checkInflatedSize(out.length, entry.size, entry.name);
-    const bytes = new Uint8Array(out.buffer, out.byteOffset, out.length);
-    let crc = 0;
-    for (let at = 0; at < bytes.length; at += CRC_PIECE) {
-      crc = zlibCrc32(bytes.subarray(at, at + CRC_PIECE), crc);
-      if (at + CRC_PIECE < bytes.length) await new Promise((r) => setImmediate(r));
-    }
-    if (crc >>> 0 !== entry.crc32 >>> 0) throw new NpyError('ZIP_CRC', `CRC-32 mismatch: computed 0x${(crc >>> 0).toString(16).padStart(8, '0')}, the archive says 0x${(entry.crc32 >>> 0).toString(16).padStart(8, '0')}`, { member: entry.name });
-    return this.decodeOwned(entry, bytes, options);
+    if (!this.memberReadAsync(entry)) return this.run((a) => a.get(name, options), options.signal);
+    return this.decodeOwned(entry, await this.memberBytes(entry, options.signal), options);
+  }
+
+  /** Whether a member's bytes are read, inflated and checked off the event loop (else by the archive's codec, blocking). */
+  private memberReadAsync(entry: ZipEntry): boolean {
+    return entry.method === STORED || this.archive.codec === zlibCodec;
   }
 
   /**
-   * Decode inflated bytes this archive owns: another byte order is swapped in place a piece at a
-   * time between turns of the event loop (decodeNpy would swap a copy in one step).
+   * A member's uncompressed bytes, checked as the blocking archive checks them: read in one step with
+   * its local header (the same windows), inflated on the thread pool, the CRC-32 computed in turns.
+   */
+  private async memberBytes(entry: ZipEntry, signal?: AbortSignal): Promise<Uint8Array> {
+    const raw = await this.run((a) => readZipEntryStored(a.source, entry), signal);
+    let bytes = raw;
+    if (entry.method === DEFLATED) {
+      let out: Buffer;
+      try {
+        // One output chunk one byte larger than the member (whose size readZipEntryStored has bounded
+        // by its deflated bytes): no joining copy, and an overflow is seen.
+        out = await inflateRawAsync(raw, { maxOutputLength: Math.max(1, entry.size), chunkSize: Math.max(64, entry.size + 1) });
+      } catch (e) {
+        const err = e as NodeJS.ErrnoException;
+        if (err.code === 'ERR_BUFFER_TOO_LARGE') checkInflatedSize(entry.size + 1, entry.size, entry.name);
+        throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${err.message}`, { member: entry.name });
+      }
+      signal?.throwIfAborted();
+      checkInflatedSize(out.length, entry.size, entry.name);
+      bytes = new Uint8Array(out.buffer, out.byteOffset, out.length);
+    }
+    let crc = 0;
+    await inTurns(bytes, (piece) => { crc = zlibCrc32(piece, crc); }, signal);
+    checkZipCrc(entry, crc);
+    return bytes;
+  }
+
+  /**
+   * Decode member bytes this archive owns: another byte order is swapped in place, in turns of the
+   * event loop (decodeNpy would swap a copy in one step).
    */
   private async decodeOwned(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
     let header: NpyHeader;
@@ -204,19 +209,12 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     } catch {
       return this.archive.decodeMember(entry, bytes, options); // the same checks, with the member named
     }
+    if (hasObject(header.dtype) || options.copy || options.shared) return this.archive.decodeMember(entry, bytes, options);
     const { swapUnit } = storageOf(header.dtype);
-    const start = bytes.byteOffset + header.dataOffset;
-    if (hasObject(header.dtype) || options.copy || options.shared || swapUnit <= 1 || header.dtype.isNative || start % swapUnit !== 0) {
-      return this.archive.decodeMember(entry, bytes, options);
+    if (swapUnit > 1 && !header.dtype.isNative) {
+      await inTurns(bytes.subarray(header.dataOffset, header.dataOffset + header.dataBytes), (piece) => swapBytes(piece, swapUnit), options.signal);
     }
-    const data = bytes.subarray(header.dataOffset, header.dataOffset + header.dataBytes);
-    for (let at = 0; at < data.length; at += CRC_PIECE) {
-      swapBytes(data.subarray(at, at + CRC_PIECE), swapUnit);
-      options.signal?.throwIfAborted();
-      if (at + CRC_PIECE < data.length) await new Promise((r) => setImmediate(r));
-    }
-    const typed = bytesToData(header.dtype.withByteOrder('='), bytes.buffer, start, header.size, { owned: true });
-    return new NdArray(header.dtype, header.shape, typed, header.fortranOrder ? 'F' : 'C');
+    return arrayOverNative(header, bytes.buffer, bytes.byteOffset + header.dataOffset, options);
   }
 
   /** A member's .npy header, reading only its first bytes. */
@@ -226,7 +224,9 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
 
   /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
   bytes(name: string, options: AsyncOptions = {}): Promise<Uint8Array> {
-    return this.run((a) => a.bytes(name), options.signal);
+    const entry = this.archive.entry(name);
+    if (!this.memberReadAsync(entry)) return this.run((a) => a.bytes(name), options.signal);
+    return this.memberBytes(entry, options.signal);
   }
 
   /** Where a member's data starts in the file (after its local header). */

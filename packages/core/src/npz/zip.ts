@@ -312,6 +312,20 @@ const MAX_DEFLATE_RATIO = 1032;
  * const raw = readZipEntry(src, entry, fflateCodec);   // inflated, size and CRC-32 checked
  */
 export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec): Uint8Array {
+  const raw = readZipEntryStored(src, entry);
+  const data = entry.method === STORED ? raw : codec.inflate(raw, entry.size, entry.name);
+  checkZipCrc(entry, codec.crc32(data, 0));
+  return data;
+}
+
+/**
+ * A member's bytes as stored (deflated or not), after every check that its declared sizes can be
+ * true: a member larger than a buffer, stored sizes that disagree, or a declared size its deflated
+ * bytes cannot hold is refused before anything of the declared size is allocated.
+ * @example
+ * const raw = readZipEntryStored(src, entry);   // inflate it with any engine, then checkZipCrc
+ */
+export function readZipEntryStored(src: ByteSource, entry: ZipEntry): Uint8Array {
   checkSupported(entry);
   if (entry.size > MAX_MEMBER_BYTES || entry.compressedSize > MAX_MEMBER_BYTES) {
     throw new NpyError('TOO_LARGE', `member of ${entry.size} bytes is larger than one buffer can hold (${MAX_MEMBER_BYTES}); in Node read it in pieces with streamNpzMember()`, { member: entry.name });
@@ -326,12 +340,18 @@ export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec):
   if (entry.method === DEFLATED && entry.size > MAX_DEFLATE_RATIO * entry.compressedSize + 64) {
     throw new NpyError('ZIP_SIZE', `member declares ${entry.size} bytes, more than its ${entry.compressedSize} deflated bytes can hold`, { member: entry.name });
   }
-  const data = entry.method === STORED ? raw : codec.inflate(raw, entry.size, entry.name);
-  const crc = codec.crc32(data, 0);
-  if (crc !== entry.crc32) {
-    throw new NpyError('ZIP_CRC', `CRC-32 mismatch: computed ${hex(crc)}, the archive says ${hex(entry.crc32)}`, { member: entry.name });
+  return raw;
+}
+
+/**
+ * Refuse a member whose uncompressed bytes have another CRC-32 than its directory entry says.
+ * @example
+ * checkZipCrc(entry, crc32(bytes));
+ */
+export function checkZipCrc(entry: ZipEntry, crc: number): void {
+  if (crc >>> 0 !== entry.crc32 >>> 0) {
+    throw new NpyError('ZIP_CRC', `CRC-32 mismatch: computed ${hex(crc >>> 0)}, the archive says ${hex(entry.crc32 >>> 0)}`, { member: entry.name });
   }
-  return data;
 }
 
 /**
