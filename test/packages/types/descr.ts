@@ -70,6 +70,29 @@ async function asyncApi(): Promise<void> {
   void notYet;
 }
 void asyncApi;
+
+// Sources in any runtime, memory maps, OPFS access handles and ragged readers keep the types too.
+import { openNpy as openAnywhere, openNpyAccessHandle, type SyncAccessHandle } from '@npyts/core';
+import { createNpy, createNpySync, openRagged, type MappedArray } from '@npyts/core/node';
+async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
+  const fromBlob = await openAnywhere(blob, { expect: '<u2' });
+  expectTypeOf((await fromBlob.read([0], [4], { signal: AbortSignal.timeout(100) })).data).toEqualTypeOf<Uint16Array>();
+  using mapped = loadNpySync('x.npy', { mmap: 'r', expect: '<f8' });
+  expectTypeOf(mapped).toEqualTypeOf<MappedArray<'<f8'>>();
+  const column: Float64Array = mapped.data;
+  void column;
+  expectTypeOf(await loadNpy('x.npy', { mmap: 'c' })).toEqualTypeOf<MappedArray>();
+  expectTypeOf(await createNpy('y.npy', { dtype: '<f4', shape: [2], mmap: true })).toEqualTypeOf<MappedArray>();
+  createNpySync('z.npy', { dtype: '<f4', shape: [2] }).writeRegion([0], { data: new Float32Array(2) });
+  const opfs = openNpyAccessHandle(access, { expect: '|b1' });
+  expectTypeOf(opfs.read([0], [1]).get(0)).toEqualTypeOf<boolean>();
+  await using words = await openRagged('words.npy');
+  for await (const chunk of words.chunks(10)) expectTypeOf(chunk.length).toEqualTypeOf<number>();
+  // @ts-expect-error an async ragged read is a promise
+  const first: string = words.get(0);
+  void first;
+}
+void moreApi;
 expectTypeOf(openNpyUrl('http://h/x.npy', { expect: '<u2' })).resolves.toMatchTypeOf<{ read(s: number[], c: number[]): Promise<NdArray<'<u2'>> }>();
 
 // Guards narrow without casts.
