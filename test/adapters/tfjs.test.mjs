@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer } from 'node:http';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights } from '@npyts/tfjs';
@@ -148,6 +148,14 @@ test('assignWeights: Keras-style names, all mismatches reported at once, nothing
   assert.match(err.message, /w_type: dtype float32 in the archive, int32 in the model/);
   assert.match(err.message, /extra: in the archive but no weight uses it/);
   assert.equal(wrongShape.arraySync(), [[0, 0, 0], [0, 0, 0]], 'nothing assigned');
+  // From a path in Node: the archive file is closed afterwards, after a refusal too.
+  const path = join(scratch('npyts-tfjs-close-'), 'w.npz');
+  writeFileSync(path, npz);
+  const openOnPath = () => readdirSync('/proc/self/fd').filter((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`) === realpathSync(path); } catch { return false; } }).length;
+  await assignWeights([kernel, bias], path, { ignoreUnused: true });
+  assert.is(openOnPath(), 0, 'assignWeights left the archive open');
+  try { await assignWeights([wrongShape], path); } catch { /* refused: mismatches */ }
+  assert.is(openOnPath(), 0, 'a refused assignWeights left the archive open');
 });
 
 test('fromTensor round-trips every tfjs dtype through encodeNpy', async () => {

@@ -4,12 +4,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
-import { openNpy, openNpySync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, loadNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
+import { appendNpy, openNpy, openNpySync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, loadNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
 import { numpy, python, scratch } from '../helpers/numpy.mjs';
 import { freePort, startNginx, waitForServer } from '../helpers/nginx.mjs';
 
@@ -160,6 +160,19 @@ test('createNpySync writes numpy\'s header and sizes the file sparsely', () => {
 a = np.lib.format.open_memmap(${JSON.stringify(join(dir, 'np_sparse.npy'))}, mode='w+', dtype='<i4', shape=(1000, 1000, 100)); del a
 print(open(${JSON.stringify(join(dir, 'np_sparse.npy'))}, 'rb').read(${h.header.dataOffset}).hex())`).trim();
   assert.is(readFileSync(file).subarray(0, h.header.dataOffset).toString('hex'), expected);
+});
+
+test('appends to a file whose data is shorter than its header says are refused, blocking and async, and change nothing', async () => {
+  const file = join(dir, 'short.npy');
+  python(`np.save(${JSON.stringify(file)}, np.arange(1000, dtype='<f4').reshape(100, 10))`);
+  writeFileSync(file, readFileSync(file).subarray(0, 128 + 400)); // 10 of the 100 rows
+  const before = readFileSync(file);
+  const row = { data: new Float32Array(10), shape: [1, 10] };
+  assert.throws(() => appendNpySync(file, row), (e) => e.code === 'DATA_TRUNCATED');
+  let err = null;
+  try { await appendNpy(file, row); } catch (e) { err = e; }
+  assert.is(err?.code, 'DATA_TRUNCATED');
+  assert.equal(readFileSync(file), before);
 });
 
 test('appendNpySync grows in place, past the growth room too, C and F; numpy reads every state', () => {

@@ -209,10 +209,12 @@ export function encodeNpyParts(input: NdArray | ArraySpec, options: EncodeOption
     if (options.pickle) return options.pickle.encode(array, options.version);
     throw new NpyError('PICKLE_UNSUPPORTED', "object arrays are written as a Python pickle: pass { pickle: pickleCodec } from '@npyts/core/pickle'");
   }
-  // numpy writes fortran_order=True only for arrays that are F- and not C-contiguous.
-  const fortran = array.order === 'F' && !isOrderFree(array.shape);
-  const header = encodeHeader(array.dtype, array.shape, fortran, options.version);
-  return { header, body: dataToBytes(array.dtype, array.data as TypedArray) };
+  return { header: headerFor(array, options), body: dataToBytes(array.dtype, array.data as TypedArray) };
+}
+
+/** numpy's header for an array: fortran_order=True only for arrays that are F- and not C-contiguous. */
+function headerFor(array: NdArray, options: EncodeOptions): Uint8Array {
+  return encodeHeader(array.dtype, array.shape, array.order === 'F' && !isOrderFree(array.shape), options.version);
 }
 
 /**
@@ -229,8 +231,7 @@ export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOpti
     yield body;
     return;
   }
-  const fortran = array.order === 'F' && !isOrderFree(array.shape);
-  yield encodeHeader(array.dtype, array.shape, fortran, options.version);
+  yield headerFor(array, options);
   const data = array.data as TypedArray;
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const { swapUnit } = storageOf(array.dtype);

@@ -240,7 +240,16 @@ export async function assignWeights(
   options: AssignWeightsOptions & LoadTensorsOptions = {},
 ): Promise<void> {
   const list = Array.isArray(weights) ? weights : Object.values(weights);
-  const archive = typeof source === 'object' && 'names' in source && 'get' in source ? source : await archiveFrom(source, options);
+  const given = typeof source === 'object' && 'names' in source && 'get' in source ? source : null;
+  const archive = given ?? (await archiveFrom(source as Uint8Array | ArrayBuffer | string | URL, options));
+  try {
+    await assignFrom(list, archive, options);
+  } finally {
+    if (!given) await archive.close(); // an archive this call opened (a file handle in Node)
+  }
+}
+
+async function assignFrom(list: WeightLike[], archive: AnyArchive, options: AssignWeightsOptions & LoadTensorsOptions): Promise<void> {
   const keyFor = (w: WeightLike): string | null => {
     const { names } = options;
     const candidates = typeof names === 'function' ? [names(w.name)] : names && w.name in names ? [names[w.name]!] : [w.name, w.name.replace(/:\d+$/, '')];

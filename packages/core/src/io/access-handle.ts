@@ -97,7 +97,7 @@ export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOpt
 export function appendNpyAccessHandle(file: SyncAccessHandle, input: NdArray | ArraySpec, options: { name?: string } = {}): void {
   const name = options.name ?? UNNAMED;
   const io = accessIO(file);
-  const plan = planAppend(name, headerOf(file, io, {}), input);
+  const plan = planAppend(name, headerOf(file, io, {}), input, file.getSize());
   if (!plan.inPlace) {
     throw new NpyError('BAD_ARRAY', `${name}: the header has no room for the grown shape (written by numpy before 1.24?); rewrite the file with its new shape instead`);
   }

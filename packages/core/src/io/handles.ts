@@ -4,7 +4,7 @@
  * append and the layout of a new file live here; the sources only move bytes.
  */
 import { allocateBuffer } from '../array/memory.js';
-import { toNdArray, type ArraySpec } from '../npy.js';
+import { checkDataSize, toNdArray, type ArraySpec } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
 import { planRegion, regionArray, regionReads, regionStats, type OpenNpy, type RegionPlan } from './region.js';
@@ -213,7 +213,10 @@ export interface AppendPlan {
   inPlace: Uint8Array | null;
 }
 
-export function planAppend(path: string, header: NpyHeader, input: NdArray | ArraySpec): AppendPlan {
+export function planAppend(path: string, header: NpyHeader, input: NdArray | ArraySpec, fileSize: number): AppendPlan {
+  // New data goes after the data the header declares: that data must be there, or a truncated file
+  // claiming a huge shape would be extended (sparsely) to its claim.
+  checkDataSize(header, fileSize - header.dataOffset);
   const add = toNdArray(input);
   const axis = header.fortranOrder ? header.shape.length - 1 : 0;
   if (header.shape.length === 0) throw new NpyError('BAD_ARRAY', `${path} holds a 0-d array, which cannot grow`);

@@ -191,7 +191,7 @@ export async function appendNpy(path: string, input: NdArray | ArraySpec, option
 export async function appendHoldingLockAsync(path: string, input: NdArray | ArraySpec, signal?: AbortSignal): Promise<void> {
   const fh = await openAsync(path, 'r+');
   try {
-    const plan = planAppend(path, await readHeaderFromHandle(fh, { signal }), input);
+    const plan = planAppend(path, await readHeaderFromHandle(fh, { signal }), input, (await fh.stat()).size);
     const { header } = plan;
     await writeFullyAsync(fh, plan.bytes, plan.end, signal);
     await fh.sync();
@@ -231,7 +231,7 @@ export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
 export function appendHoldingLock(path: string, input: NdArray | ArraySpec): void {
   const fd = openSync(path, 'r+');
   try {
-    const plan = planAppend(path, readHeaderFromFd(fd), input);
+    const plan = planAppend(path, readHeaderFromFd(fd), input, fstatSync(fd).size);
     const { header } = plan;
     writeFully(fd, plan.bytes, plan.end);
     fsyncSync(fd);
