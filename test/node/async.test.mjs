@@ -205,6 +205,8 @@ test('async .npz: members read on demand equal numpy, stored members by region, 
     const m = await openNpzMember(z, 'c');
     assert.equal(Array.from((await m.read([1, 0], [1, 3])).data), [0, 1, 0]);
     await rejects(() => z.get('a', { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+    // Small members arrive in the window read with their local header: each gets a buffer of its own.
+    assert.ok((await z.get('c')).data.buffer.byteLength < 4096, 'a small member kept its 64 KiB read window alive');
   } finally {
     await z[Symbol.asyncDispose]();
   }

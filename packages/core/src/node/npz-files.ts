@@ -210,6 +210,9 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
       return this.archive.decodeMember(entry, bytes, options); // the same checks, with the member named
     }
     if (hasObject(header.dtype) || options.copy || options.shared) return this.archive.decodeMember(entry, bytes, options);
+    // A small member comes in the window read with its local header (64 KiB): a view would keep the
+    // whole window alive for each small array, so it gets a buffer of its own.
+    if (bytes.buffer.byteLength > 2 * header.dataBytes + 4096) return this.archive.decodeMember(entry, bytes, { ...options, copy: true });
     const { swapUnit } = storageOf(header.dtype);
     if (swapUnit > 1 && !header.dtype.isNative) {
       await inTurns(bytes.subarray(header.dataOffset, header.dataOffset + header.dataBytes), (piece) => swapBytes(piece, swapUnit), options.signal);
