@@ -17,7 +17,7 @@ import { WindowedSource } from '../npz/windowed-source.js';
 import { DEFLATED, STORED, checkInflatedSize, checkSupported, checkZipCrc, entryDataOffset, readZipEntryStored, type ByteSource, type ZipCodec, type ZipEntry, type ZipSink } from '../npz/zip.js';
 import { inTurns, readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 import { arrayOverNative } from './npy-files.js';
-import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from './regions.js';
+import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../io/handles.js';
 
 const inflateRawAsync = promisify(inflateRaw);
 

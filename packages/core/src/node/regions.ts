@@ -258,5 +258,4 @@ export function appendHoldingLock(path: string, input: NdArray | ArraySpec): voi
   }
 }
 
-export type { CreateOptions, NpyFileHandle, NpyFileHandleSync, PositionalIO, PositionalIOAsync } from '../io/handles.js';
-export { openHandle, openHandleSync } from '../io/handles.js';
+export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/handles.js';

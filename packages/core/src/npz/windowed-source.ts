@@ -36,7 +36,7 @@ export class WindowedSource implements ByteSource {
    * Run `step` until it no longer asks for bytes, fetching each window it asks for with `fetch`;
    * the windows are dropped afterwards (memory is held only while an operation runs).
    */
-  async run<T>(step: () => T, fetch: (offset: number, length: number) => Promise<Uint8Array>, keep = false): Promise<T> {
+  async run<T>(step: () => T, fetch: (offset: number, length: number) => Promise<Uint8Array>): Promise<T> {
     try {
       for (let misses = 0; ; misses++) {
         try {
@@ -48,7 +48,7 @@ export class WindowedSource implements ByteSource {
         }
       }
     } finally {
-      if (!keep) this.windows = [];
+      this.windows = [];
     }
   }
 }
