@@ -22,7 +22,9 @@ export type NpyErrorCode =
   | 'TOO_LARGE'
   | 'LOCKED'
   | 'UNEXPECTED_DTYPE'
-  | 'UNSAFE_PATH';
+  | 'UNSAFE_PATH'
+  /** Model weights and an archive disagree (names, shapes, dtypes): every mismatch is listed. */
+  | 'WEIGHT_MISMATCH';
 
 /** Where an error was found: the file, byte offset, field or archive member, when known. */
 export interface NpyErrorDetails {

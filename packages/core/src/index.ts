@@ -13,7 +13,7 @@ export { matchDType, familyOf, type DTypeCases } from './format/dtype-cases.js';
 export { putOwn } from './array/safe-object.js';
 export { NdArray, orderStrides, isOrderFree, createArray, type Order, type CreateArrayOptions } from './array/ndarray.js';
 export type { DescrInput, FieldDescr, FieldName, StorageOf, ElementOf, InputOf, Nested, FieldPath, FieldAt, KindFamily, KindFamilies, FamilyOf } from './format/descr-types.js';
-export { toOrder } from './array/order.js';
+export { toOrder, transpose } from './array/order.js';
 export { getField, fieldView, type FieldView } from './array/records.js';
 export { withByteOrder } from './array/byte-order.js';
 export {

@@ -3,6 +3,7 @@ import type { DescrInput, StorageOf } from '../format/descr-types.js';
 import { allocateBuffer, hostKernels } from './memory.js';
 import { NdArray, isOrderFree, orderStrides, type Order } from './ndarray.js';
 import type { ArrayData, TypedArray, TypedArrayConstructor } from './layout.js';
+import { NpyError } from '../errors.js';
 
 // Tile edge: 64×64 four-byte items (16 KiB) per side fit in L1/L2 with room to spare; measured
 // fastest of 16–128 on 4096² float32 (see bench).
@@ -118,4 +119,50 @@ export function toOrder<S extends DescrInput>(array: NdArray<S>, order: Order): 
   const b = order === 'C' ? n - 1 : 0;
   permuteCopy(words, out, array.shape, k, srcStrides, dstStrides, a, b);
   return new NdArray(array.dtype, array.shape, rewrap(out) as StorageOf<S>, order);
+}
+
+/**
+ * numpy's `np.ascontiguousarray(np.transpose(a, axes))`: the axes permuted (reversed by default),
+ * as a new row-major array. Moving weights between frameworks needs it: PyTorch's `(out, in)` dense
+ * weight is Keras' `(in, out)` kernel, its `(out, in, kh, kw)` convolution is `(kh, kw, in, out)`.
+ * @example
+ * const kernel = transpose(torchWeight);                 // (out, in) → (in, out)
+ * const conv = transpose(torchConv, [2, 3, 1, 0]);       // (out, in, kh, kw) → (kh, kw, in, out)
+ */
+export function transpose<S extends DescrInput>(array: NdArray<S>, axes?: readonly number[]): NdArray<S> {
+  const n = array.shape.length;
+  const perm = axes ? [...axes] : array.shape.map((_, i) => n - 1 - i);
+  if (perm.length !== n || [...perm].sort((x, y) => x - y).some((v, i) => v !== i)) {
+    throw new NpyError('BAD_ARRAY', `axes [${perm}] are not a permutation of the ${n} axes of an array of shape (${array.shape})`);
+  }
+  const shape = perm.map((p) => array.shape[p]!);
+  if (isOrderFree(shape) || perm.every((p, i) => p === i)) return new NdArray(array.dtype, shape, toOrder(array, 'C').data, 'C');
+  const given = orderStrides(array.shape, array.order);
+  const srcStrides = perm.map((p) => given[p]!);
+  const dstStrides = orderStrides(shape, 'C');
+  const { words, k, rewrap } = asWords(array.data as ArrayData, array.dtype.itemsize);
+  const out: Words = Array.isArray(words)
+    ? new Array(words.length)
+    : new (words.constructor as new (b: ArrayBufferLike) => Exclude<Words, unknown[]>)(allocateBuffer(words.byteLength));
+  // The axis along which the source is contiguous, among the axes longer than 1.
+  const a = srcStrides.findIndex((s, i) => s === 1 && shape[i]! > 1);
+  const b = n - 1;
+  if (a !== b) permuteCopy(words, out, shape, k, srcStrides, dstStrides, a, b);
+  else {
+    // Both contiguous along the last axis: copy rows, stepping the source over the other axes.
+    const row = shape[b]! * k;
+    const rows = array.size / shape[b]!;
+    const counter = new Array<number>(n - 1).fill(0);
+    let s = 0;
+    for (let r = 0; r < rows; r++) {
+      for (let u = 0; u < row; u++) out[r * row + u] = words[s + u];
+      for (let ax = n - 2; ax >= 0; ax--) {
+        s += srcStrides[ax]! * k;
+        if (++counter[ax]! < shape[ax]!) break;
+        s -= srcStrides[ax]! * k * shape[ax]!;
+        counter[ax] = 0;
+      }
+    }
+  }
+  return new NdArray(array.dtype, shape, rewrap(out) as StorageOf<S>, 'C');
 }

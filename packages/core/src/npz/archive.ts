@@ -148,6 +148,11 @@ export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
   /** Deflate the members, like `np.savez_compressed` (default: store them, like `np.savez`). */
   compress?: boolean;
   codec?: ZipCodec;
+  /**
+   * Other members written as given after the arrays, always stored (a text is written as UTF-8):
+   * metadata such as a model's `model.json`. numpy lists them in `files` and returns their bytes.
+   */
+  files?: Record<string, Uint8Array | string>;
 }
 
 /**
@@ -184,10 +189,20 @@ export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptio
  */
 export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): Generator<void> {
   const writer = new ZipWriter(sink, options.codec ?? fflateCodec, options);
-  // Keys of a Map or object are unique, so member names are too.
-  for (const [name, array] of npzMembers(arrays)) {
+  const members = npzMembers(arrays);
+  // Keys of a Map or object are unique, so array members are too; other files must not take their names.
+  const taken = new Set(members.map(([name]) => `${name}.npy`));
+  const files = Object.entries(options.files ?? {});
+  for (const [name] of files) {
+    if (taken.has(name)) throw new NpyError('BAD_ARRAY', `member '${name}' is both an array and a file`);
+  }
+  for (const [name, array] of members) {
     const { header, body } = encodeNpyParts(array, options);
     yield* writer.adding(`${name}.npy`, pieces([header, body]), header.length + body.length, options.compress ?? false);
+  }
+  for (const [name, content] of files) {
+    const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : content;
+    yield* writer.adding(name, pieces([bytes]), bytes.length, false);
   }
   writer.finish();
 }

@@ -1,0 +1,339 @@
+/**
+ * A tfjs IOHandler over one .npz: `tf.loadLayersModel(npzHandler(...))`, `model.save(npzHandler(...))`,
+ * `tf.loadGraphModel(npzHandler(...))`, and `npz://` URLs through tfjs's routers.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { NdArray, NpyError, parseDescr, type DType, type NpzWriteOptions } from '@npyts/core';
+import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
+import { isArchive, openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
+import {
+  arrayKeys, axesOf, inModelLayout, mismatchError, writeArchive,
+  type NpzSink, type WeightKey,
+} from './weights.js';
+
+type Artifacts = tf.io.ModelArtifacts;
+type Spec = tf.io.WeightsManifestEntry;
+
+/** The member holding the model's topology and metadata, unless options name another. */
+export const MODEL_JSON = 'model.json';
+
+/** Something that gives a model's topology: a tfjs-layers model (its `toJSON`). */
+export interface TopologySource {
+  toJSON(unused?: null, returnString?: boolean): unknown;
+}
+
+/** Options of {@link npzHandler}. */
+export interface NpzHandlerOptions extends SourceOptions, ToTensorOptions, Pick<NpzWriteOptions, 'compress' | 'level' | 'date'> {
+  /**
+   * The topology when the archive has no `model.json` (weights written by numpy): the JSON object
+   * tfjs or Keras' `model.to_json()` gives, or a model to take it from. Wins over the archive's.
+   */
+  modelTopology?: object | TopologySource;
+  /** The model's weight names → arrays in the archive, for archives written with other names (PyTorch's, say). */
+  names?: Readonly<Record<string, WeightKey>>;
+  /** Accept arrays no weight of the saved model uses (default: refuse; only checked when the archive lists its weights). */
+  ignoreUnused?: boolean;
+  /**
+   * Hand the weights to tfjs as a stream, one member at a time (`getWeightStream`): a graph model's
+   * weights are then never held twice. tfjs-layers does not read streams, so the default is to stream
+   * only graph models (a `model.json` whose `format` is `graph-model`).
+   */
+  stream?: boolean;
+  /** The name of the JSON member (default `model.json`). */
+  metadataMember?: string;
+}
+
+/** The JSON member: what tfjs's model.json holds, with the weights listed instead of a manifest. */
+interface ModelJson {
+  modelTopology?: object;
+  format?: string;
+  generatedBy?: string;
+  convertedBy?: string | null;
+  trainingConfig?: tf.io.TrainingConfig;
+  userDefinedMetadata?: Record<string, object>;
+  signature?: object;
+  modelInitializer?: object;
+  initializerSignature?: object;
+  /** Every weight of the saved model, in tfjs's order; the arrays are the members of the same names. */
+  weightSpecs?: { name: string; shape: number[]; dtype: WeightDType; group?: tf.io.WeightGroup }[];
+}
+
+const METADATA_FIELDS = ['format', 'generatedBy', 'convertedBy', 'trainingConfig', 'userDefinedMetadata', 'signature', 'modelInitializer', 'initializerSignature'] as const;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+async function readModelJson(archive: AnyArchive, member: string): Promise<ModelJson> {
+  if (!archive.entries.some((e) => e.name === member)) return {};
+  const text = utf8.decode(await archive.bytes(member));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new NpyError('BAD_ARRAY', `${member} is not JSON: ${(e as Error).message}`, { member });
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new NpyError('BAD_ARRAY', `${member} is not a JSON object`, { member });
+  return json as ModelJson;
+}
+
+function topologyOf(given: NpzHandlerOptions['modelTopology']): object | undefined {
+  if (given === undefined) return undefined;
+  if (typeof (given as TopologySource).toJSON === 'function') return (given as TopologySource).toJSON(null, false) as object;
+  return given;
+}
+
+/** One weight as tfjs will ask for it: its spec, and where its array is. */
+interface PlannedWeight {
+  spec: Spec;
+  key: WeightKey;
+  member: string;
+}
+
+/** A float16 member travels as float16 with tfjs's dequantisation: half the bytes, exact values. */
+function isHalf(dt: DType): boolean {
+  return dt.kind === 'f' && dt.itemsize === 2;
+}
+
+/**
+ * The weights tfjs will receive, checked before any data is read: against the archive's own list
+ * when it has one (every missing, extra or mis-shaped weight reported at once), else every array.
+ */
+async function planWeights(archive: AnyArchive, meta: ModelJson, options: NpzHandlerOptions, metaMember: string): Promise<PlannedWeight[]> {
+  const names = options.names ?? {};
+  const mapped = new Map(Object.entries(names));
+  const keyOf = (k: WeightKey): string => (typeof k === 'string' ? k : k.key);
+  type Wanted = { name: string; shape?: number[]; dtype?: WeightDType; group?: tf.io.WeightGroup };
+  const expected: Wanted[] = meta.weightSpecs ?? [
+    ...[...mapped.keys()].map((name) => ({ name })),
+    ...arrayKeys(archive, new Set([metaMember])).filter((k) => ![...mapped.values()].some((v) => keyOf(v) === k)).map((name) => ({ name })),
+  ];
+  const problems: string[] = [];
+  const plan: PlannedWeight[] = [];
+  const used = new Set<string>([metaMember]);
+  for (const want of expected) {
+    const key = mapped.get(want.name) ?? want.name;
+    if (!archive.has(keyOf(key))) { problems.push(`${want.name}: no array ${keyOf(key)} in the archive`); continue; }
+    const member = archive.entry(keyOf(key)).name;
+    used.add(member);
+    let spec: Spec;
+    try {
+      const header = await archive.header(member);
+      const axes = axesOf(key, header.shape.length);
+      const shape = axes ? axes.map((a) => header.shape[a]!) : header.shape;
+      const dtype = tensorDTypeOf(header.dtype);
+      spec = { name: want.name, shape, dtype, ...(isHalf(header.dtype) ? { quantization: { dtype: 'float16' } } : {}) };
+    } catch (e) {
+      problems.push(`${want.name}: ${(e as Error).message}`);
+      continue;
+    }
+    if (want.shape && want.shape.join(',') !== spec.shape.join(',')) problems.push(`${want.name}: shape [${spec.shape}] in the archive, [${want.shape}] in the model`);
+    else if (want.dtype && want.dtype !== spec.dtype) problems.push(`${want.name}: dtype ${spec.dtype} in the archive, ${want.dtype} in the model`);
+    else plan.push({ spec: want.group ? { ...spec, group: want.group } : spec, key, member });
+  }
+  if (meta.weightSpecs && !options.ignoreUnused) {
+    for (const k of arrayKeys(archive, used)) problems.push(`${k}: in the archive but not a weight of the model (pass { ignoreUnused: true } to allow)`);
+  }
+  if (problems.length) throw mismatchError(problems);
+  return plan;
+}
+
+/** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
+async function weightBytes(archive: AnyArchive, w: PlannedWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
+  const array = inModelLayout(await archive.get(w.member), w.key);
+  if (w.spec.quantization) return ownBuffer(array.data as Uint16Array); // float16 as stored
+  const v = tensorValues(array, options);
+  if (v.dtype !== 'string') return ownBuffer(v.values);
+  // tfjs's string encoding: each value as a little-endian uint32 byte count, then the bytes.
+  const total = v.values.reduce((n, b) => n + 4 + b.length, 0);
+  const out = new Uint8Array(total);
+  const dv = new DataView(out.buffer);
+  let at = 0;
+  for (const b of v.values) {
+    dv.setUint32(at, b.length, true);
+    out.set(b, at + 4);
+    at += 4 + b.length;
+  }
+  return out.buffer;
+}
+
+/** The view's bytes as an ArrayBuffer holding exactly them (tfjs takes whole buffers). */
+function ownBuffer(view: ArrayBufferView): ArrayBuffer {
+  const { buffer, byteOffset, byteLength } = view;
+  if (byteOffset === 0 && byteLength === buffer.byteLength && buffer instanceof ArrayBuffer) return buffer;
+  return new Uint8Array(buffer, byteOffset, byteLength).slice().buffer;
+}
+
+/** Bytes per element of a spec's data, as tfjs packs it (strings are measured while reading). */
+function elementBytes(spec: Spec): number {
+  const q = spec.quantization?.dtype;
+  if (q) return q === 'uint8' ? 1 : 2;
+  return { float32: 4, int32: 4, bool: 1, complex64: 8, string: 0 }[spec.dtype];
+}
+
+/** tfjs's weight data and specs back as arrays (the inverse of what {@link npzHandler} loads). */
+function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
+  const specs = artifacts.weightSpecs ?? [];
+  const data = new tf.io.CompositeArrayBuffer(artifacts.weightData ?? []);
+  const arrays = new Map<string, NdArray>();
+  let offset = 0;
+  const take = (n: number): ArrayBuffer => {
+    if (offset + n > data.byteLength) throw new NpyError('TRUNCATED', `tfjs weight data ends at byte ${data.byteLength}, the specs need ${offset + n}`);
+    const b = data.slice(offset, offset + n);
+    offset += n;
+    return b;
+  };
+  for (const spec of specs) {
+    if (arrays.has(spec.name)) throw new NpyError('BAD_ARRAY', `two weights named '${spec.name}'`);
+    const n = spec.shape.reduce((a, b) => a * b, 1);
+    const q = spec.quantization;
+    let array: NdArray;
+    if (spec.dtype === 'string') {
+      const values: Uint8Array[] = [];
+      for (let i = 0; i < n; i++) {
+        const length = new DataView(take(4)).getUint32(0, true);
+        values.push(new Uint8Array(take(length)));
+      }
+      array = stringArray(values, spec.shape);
+    } else if (q?.dtype === 'float16') {
+      array = new NdArray(parseDescr('<f2'), spec.shape, new Uint16Array(take(2 * n)));
+    } else if (q) {
+      // uint8/uint16 with scale and min: tfjs's affine dequantisation, in float32 as tfjs does it.
+      const raw = q.dtype === 'uint8' ? new Uint8Array(take(n)) : new Uint16Array(take(2 * n));
+      const out = new Float32Array(n);
+      const scale = q.scale ?? 1;
+      const min = q.min ?? 0;
+      for (let i = 0; i < n; i++) out[i] = raw[i]! * scale + min;
+      array = spec.dtype === 'int32' ? new NdArray(parseDescr('<i4'), spec.shape, Int32Array.from(out, Math.round)) : new NdArray(parseDescr('<f4'), spec.shape, out);
+    } else {
+      const bytes = take(n * elementBytes(spec));
+      const descr = { float32: '<f4', int32: '<i4', bool: '|b1', complex64: '<c8' }[spec.dtype];
+      const data = spec.dtype === 'bool' ? new Uint8Array(bytes) : spec.dtype === 'int32' ? new Int32Array(bytes) : new Float32Array(bytes);
+      array = new NdArray(parseDescr(descr), spec.shape, data);
+    }
+    arrays.set(spec.name, array);
+  }
+  return arrays;
+}
+
+/** The JSON member of a save: everything of tfjs's artifacts but the weight bytes. */
+function modelJsonOf(artifacts: Artifacts): ModelJson {
+  if (artifacts.modelTopology instanceof ArrayBuffer) {
+    throw new NpyError('BAD_ARRAY', 'a binary (GraphDef) topology cannot be saved in an .npz; save the model as JSON');
+  }
+  const json: ModelJson = {};
+  if (artifacts.modelTopology !== undefined) json.modelTopology = artifacts.modelTopology;
+  for (const field of METADATA_FIELDS) if (artifacts[field] !== undefined) (json as Record<string, unknown>)[field] = artifacts[field];
+  json.weightSpecs = (artifacts.weightSpecs ?? []).map((s) => ({
+    name: s.name, shape: s.shape, dtype: s.quantization?.dtype === 'float16' ? 'float32' : s.dtype, ...(s.group ? { group: s.group } : {}),
+  }));
+  return json;
+}
+
+/**
+ * A tfjs `IOHandler` over one .npz. Loading reads a source (a path in Node, a URL, a `File`/`Blob`,
+ * bytes); saving writes a path (Node) or hands the bytes to a function ({@link browserDownload} in a page).
+ * Weights are members named as tfjs names them (`dense/kernel.npy`: `np.load(f)['dense/kernel']`) and the
+ * topology, training config and the list of weights are a stored `model.json` member.
+ * @example
+ * await model.save(npzHandler('model.npz'));
+ * const again = await tf.loadLayersModel(npzHandler('model.npz'));
+ * const fromNumpy = await tf.loadLayersModel(npzHandler('weights.npz', { modelTopology: topologyJson }));
+ */
+export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptions = {}): tf.io.IOHandler {
+  const metaMember = options.metadataMember ?? MODEL_JSON;
+  const describe = typeof target === 'string' || target instanceof URL ? String(target) : 'the archive';
+  return {
+    async load(): Promise<Artifacts> {
+      if (typeof target === 'function') throw new NpyError('BAD_ARRAY', 'this npzHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
+      const [archive, opened] = await openArchive(target, options);
+      let keepOpen = false;
+      try {
+        const meta = await readModelJson(archive, metaMember);
+        const modelTopology = topologyOf(options.modelTopology) ?? meta.modelTopology;
+        if (modelTopology === undefined) {
+          throw new NpyError('BAD_ARRAY', `${describe} has no ${metaMember} member with a model topology; pass { modelTopology } (a JSON object or a model), or build the model and use assignWeights(model, source)`);
+        }
+        const plan = await planWeights(archive, meta, options, metaMember);
+        const artifacts: Artifacts = { modelTopology, weightSpecs: plan.map((w) => w.spec) };
+        for (const field of METADATA_FIELDS) if (meta[field] !== undefined) (artifacts as Record<string, unknown>)[field] = meta[field];
+        if (options.stream ?? meta.format === 'graph-model') {
+          // A memory archive stays usable; a file is opened again when tfjs asks for the stream.
+          const reopen = opened && !(target instanceof Uint8Array || target instanceof ArrayBuffer || isArchive(target));
+          keepOpen = !reopen && opened;
+          artifacts.getWeightStream = () => weightStream(reopen ? null : archive, target as NpzSource, plan, options);
+        } else {
+          const buffers: ArrayBuffer[] = [];
+          for (const w of plan) buffers.push(await weightBytes(archive, w, options));
+          artifacts.weightData = buffers;
+        }
+        return artifacts;
+      } finally {
+        if (opened && !keepOpen) await archive.close();
+      }
+    },
+    async save(artifacts: Artifacts): Promise<tf.io.SaveResult> {
+      if (typeof target !== 'function' && typeof target !== 'string') {
+        throw new NpyError('BAD_ARRAY', 'npzHandler saves to a path (Node) or a function receiving the bytes');
+      }
+      const json = JSON.stringify(modelJsonOf(artifacts));
+      await writeArchive(target, arraysOf(artifacts), { ...options, files: { [metaMember]: json } });
+      return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(artifacts) };
+    },
+  };
+}
+
+/** The weights one member at a time, each buffer exactly one weight's bytes (tfjs decodes as they arrive). */
+function weightStream(archive: AnyArchive | null, source: NpzSource, plan: PlannedWeight[], options: NpzHandlerOptions): ReadableStream<ArrayBuffer> {
+  let open: AnyArchive | null = archive;
+  let next = 0;
+  const release = async (): Promise<void> => {
+    if (open && open !== archive) await open.close();
+    open = null;
+  };
+  return new ReadableStream<ArrayBuffer>({
+    async pull(controller) {
+      try {
+        open ??= (await openArchive(source, options))[0];
+        if (next === plan.length) {
+          await release();
+          controller.close();
+          return;
+        }
+        controller.enqueue(await weightBytes(open, plan[next++]!, options));
+      } catch (e) {
+        await release();
+        controller.error(e);
+      }
+    },
+    async cancel() {
+      await release();
+    },
+  }, { highWaterMark: 0 });
+}
+
+/** `npz://` + a path or URL: `tf.loadLayersModel('npz://model.npz')`, `model.save('npz://out.npz')`. */
+export const NPZ_SCHEME = 'npz://';
+
+let routersRegistered = false;
+
+/**
+ * Let tfjs route `npz://` URLs to {@link npzHandler}: `npz://model.npz` (a path in Node, a URL
+ * relative to the page in a browser), `npz://https://host/model.npz`. Done once when this package
+ * is imported; calling it again does nothing.
+ * @example
+ * registerNpzRouters();
+ * const model = await tf.loadLayersModel('npz://https://example.com/model.npz');
+ */
+export function registerNpzRouters(): void {
+  if (routersRegistered) return;
+  routersRegistered = true;
+  // tfjs's routers answer null for URLs they do not take (its IORouter type omits the null).
+  const route = ((url: string | string[], load?: tf.io.LoadOptions): tf.io.IOHandler | null => {
+    if (typeof url !== 'string' || !url.startsWith(NPZ_SCHEME)) return null;
+    const options: NpzHandlerOptions = {};
+    if (load?.fetchFunc) options.fetch = load.fetchFunc as typeof fetch;
+    if (load?.streamWeights !== undefined) options.stream = load.streamWeights;
+    return npzHandler(url.slice(NPZ_SCHEME.length), options);
+  }) as Parameters<typeof tf.io.registerLoadRouter>[0];
+  tf.io.registerLoadRouter(route);
+  tf.io.registerSaveRouter(route);
+}
