@@ -1,11 +1,13 @@
 // `npm start`: NumPy-trained weights into tfjs and @stdlib, the way our users do it.
-// 1. @npyts/tfjs assigns demo/digits-mlp.npz to tfjs variables (Keras-style names, shapes and dtypes
-//    checked), runs the held-out digits and compares with numpy's own predictions in the archive.
+// 1. tfjs-layers loads the model in demo/digits-mlp.npz (written by numpy: weights, held-out digits,
+//    numpy's predictions, and a Keras model.json) through @npyts/tfjs's npzHandler, and its
+//    predictions are compared with numpy's.
 // 2. @npyts/stdlib views the same weights as stdlib ndarrays (no copies) and summarises them.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
-import { assignWeights, toTensor } from '@npyts/tfjs';
+import { loadLayersModel } from '@tensorflow/tfjs-layers';
+import { npzHandler, toTensor } from '@npyts/tfjs';
 import { toStdlib } from '@npyts/stdlib';
 import { loadNpzSync } from '@npyts/core/node';
 
@@ -20,23 +22,17 @@ console.warn = () => {};
 tf.scalar(0).dispose();
 console.warn = warn;
 
-// --- tfjs -----------------------------------------------------------------------------------
-const layers = { 'dense/kernel:0': [64, 32], 'dense/bias:0': [32], 'dense_1/kernel:0': [32, 10], 'dense_1/bias:0': [10] };
-const variables = Object.entries(layers).map(([name, shape]) => tf.variable(tf.zeros(shape), true, name));
+// --- tfjs ---------------------------------------------------------------------------------
+// The archive is the whole model: weights as members under Keras' names, the topology as its
+// model.json member. tfjs builds the model and takes the weights through npzHandler; arrays that
+// belong to no layer (the test data) are left out.
+const model = await loadLayersModel(npzHandler(archivePath));
 const archive = loadNpzSync(archivePath);
-await assignWeights(variables, archive, { ignoreUnused: true }); // ':0' suffixes map to the archive's names
-const [w1, b1, w2, b2] = variables;
-
 const pixels = toTensor(archive.get('x_test'));            // uint8 → int32
 const labels = toTensor(archive.get('y_test'));            // int64 → int32, range-checked
 const numpyPredictions = toTensor(archive.get('numpy_predictions'));
 const numpyAccuracy = archive.get('numpy_accuracy').get();
-// tfjs-core alone has no chained ops (x.add(...)); its functions are the same operations.
-const predictions = tf.tidy(() => {
-  const x = tf.div(tf.cast(pixels, 'float32'), 16);
-  const hidden = tf.relu(tf.add(tf.matMul(x, w1), b1));
-  return tf.argMax(tf.add(tf.matMul(hidden, w2), b2), 1);
-});
+const predictions = tf.tidy(() => tf.argMax(model.predict(tf.div(tf.cast(pixels, 'float32'), 16)), 1));
 const n = labels.shape[0];
 const count = async (a, b) => (await tf.sum(tf.cast(tf.equal(a, b), 'int32')).data())[0];
 const correct = await count(predictions, labels);

@@ -5,9 +5,15 @@ holds the weights under Keras-style names, the held-out test samples and numpy's
 so that the JavaScript side can check it computes exactly the same answers. The weights are stored
 the way real-world files often are: one kernel in Fortran order, one as big-endian float64.
 
+It also holds the model's topology as a `model.json` member, in the JSON Keras' `model.to_json()`
+writes, so that tfjs loads the model itself with `tf.loadLayersModel(npzHandler(...))`; np.load lists
+that member and returns its raw bytes.
+
 Run: python3 demo/train.py   (deterministic: the committed archive is its output)
 """
+import json
 import os
+import zipfile
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -69,4 +75,22 @@ np.savez_compressed(
         "numpy_accuracy": np.float64(accuracy),
     },
 )
+
+
+def dense(name, units, activation):
+    return {"class_name": "Dense", "config": {
+        "name": name, "trainable": True, "dtype": "float32", "units": units, "activation": activation, "use_bias": True,
+        "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": None}},
+        "bias_initializer": {"class_name": "Zeros", "config": {}},
+        "kernel_regularizer": None, "bias_regularizer": None, "activity_regularizer": None,
+        "kernel_constraint": None, "bias_constraint": None}}
+
+
+topology = {"class_name": "Sequential", "keras_version": "2.15.0", "backend": "tensorflow", "config": {"name": "digits_mlp", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [None, 64], "dtype": "float32", "sparse": False, "ragged": False, "name": "pixels"}},
+    dense("dense", 32, "relu"),
+    dense("dense_1", 10, "linear"),
+]}}
+with zipfile.ZipFile(os.path.join(here, "digits-mlp.npz"), "a") as z:
+    z.writestr("model.json", json.dumps({"modelTopology": topology, "format": "layers-model", "generatedBy": "demo/train.py (numpy)"}))
 print(f"test accuracy {accuracy:.4f} on {len(test)} samples; smallest top-2 logit margin {(top2[:, 1] - top2[:, 0]).min():.4f}")

@@ -174,6 +174,7 @@ test('the tfjs demo runs in the page with numpy\'s accuracy', async () => {
   const result = await page.textContent('#demo-result');
   const stored = Number(python(`print(float(np.load(${JSON.stringify(join(root, 'demo', 'digits-mlp.npz'))})['numpy_accuracy']))`));
   assert.match(result, /agreeing with numpy's: 360\/360/);
+  assert.match(result, /loaded back: identical outputs/);
   assert.match(result, new RegExp(`accuracy ${stored.toFixed(4)}`));
 });
 

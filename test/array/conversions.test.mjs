@@ -3,10 +3,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import {
-  float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble, toOrder, getField, fieldView, arrayToJSON, NdArray,
+  float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble, toOrder, transpose, getField, fieldView, arrayToJSON, NdArray,
 } from '@npyts/core';
 import { loadNpySync } from '@npyts/core/node';
-import { numpy, scratch } from '../helpers/numpy.mjs';
+import { numpy, python, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 numpy('floats', dir);
@@ -74,6 +74,31 @@ test('toOrder C→F and F→C give numpy\'s bytes for every width, shape and NaN
     assert.ok(bytesOf(toOrder(F, 'C')).equals(bytesOf(C)), `F→C ${label}`);
     assert.is(toOrder(F, 'C').order, 'C');
   }
+});
+
+test('transpose gives numpy\'s ascontiguousarray(transpose(a, axes)) for every width, both orders and permutations of up to 5 axes', () => {
+  const permutations = (n) => (n <= 1 ? [[0].slice(0, n)] : permutations(n - 1).flatMap((p) => Array.from({ length: n }, (_, i) => [...p.slice(0, i), n - 1, ...p.slice(i)])));
+  const cases = [];
+  for (const { c, f, shape } of orders) {
+    for (const file of [c, f]) {
+      // Every permutation up to 4 axes; every 7th of the 120 of 5 axes.
+      for (const [i, axes] of permutations(shape.length).entries()) if (shape.length < 5 || i % 7 === 0) cases.push({ file, axes, out: join(dir, `t${cases.length}.npy`) });
+    }
+  }
+  python(`for case in json.load(open(${JSON.stringify(writeJSON(join(dir, 'transposes.json'), cases))})):
+    np.save(case['out'], np.ascontiguousarray(np.transpose(np.load(case['file']), case['axes'])))`);
+  assert.ok(cases.length > 50, `${cases.length} cases`);
+  for (const { file, axes, out } of cases) {
+    const t = transpose(loadNpySync(file), axes);
+    const want = loadNpySync(out);
+    assert.equal(t.shape, want.shape, `${file} ${axes}`);
+    // numpy copies records field by field, leaving their padding bytes zero: compare records by value.
+    if (t.dtype.fields) assert.equal(arrayToJSON(t), arrayToJSON(want), `${file} axes ${axes}`);
+    else assert.ok(bytesOf(t).equals(bytesOf(want)), `${file} axes ${axes}`);
+  }
+  const a = loadNpySync(orders.find((o) => o.shape.length === 3).c);
+  assert.equal(transpose(a).shape, [...a.shape].reverse(), 'no axes: reversed, as numpy');
+  assert.throws(() => transpose(a, [0, 0, 1]), /not a permutation/);
 });
 
 test('toOrder does not copy when nothing changes', () => {

@@ -1,31 +1,35 @@
-/** The npm start classifier in the browser: weights from the .npz through @npyts/tfjs, on tfjs's CPU backend. */
+/**
+ * The npm start classifier in the browser: tfjs-layers loads the model from the .npz (weights and a
+ * Keras model.json member) through @npyts/tfjs's npzHandler, by a URL relative to the page.
+ */
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
-import { assignWeights, toTensor } from '@npyts/tfjs';
-import { decodeNpz } from '@npyts/core';
+import { loadLayersModel, type LayersModel } from '@tensorflow/tfjs-layers';
+import { loadTensors, npzHandler } from '@npyts/tfjs';
 
-export async function runDemo(url: string): Promise<string> {
+export async function runDemo(relativeUrl: string): Promise<string> {
   await tf.setBackend('cpu');
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`HTTP ${res.status} for ${url}`);
-  const archive = decodeNpz(new Uint8Array(await res.arrayBuffer()));
-  const shapes: Record<string, number[]> = { 'dense/kernel:0': [64, 32], 'dense/bias:0': [32], 'dense_1/kernel:0': [32, 10], 'dense_1/bias:0': [10] };
-  const vars = Object.entries(shapes).map(([name, shape]) => tf.variable(tf.zeros(shape), true, `${name}#${Math.random()}`));
-  // Variable names must be unique per page; map them back to the archive's names.
-  await assignWeights(vars, archive, { ignoreUnused: true, names: (n) => n.split('#')[0]!.replace(/:0$/, '') });
-  const [w1, b1, w2, b2] = vars as [tf.Variable, tf.Variable, tf.Variable, tf.Variable];
-  const pixels = toTensor(archive.get('x_test'));
-  const labels = toTensor(archive.get('y_test'));
-  const numpyPredictions = toTensor(archive.get('numpy_predictions'));
-  const numpyAccuracy = archive.get('numpy_accuracy').get() as number;
-  const predictions = tf.tidy(() => {
-    const x = tf.div(tf.cast(pixels, 'float32'), 16);
-    return tf.argMax(tf.add(tf.matMul(tf.relu(tf.add(tf.matMul(x, w1), b1)), w2), b2), 1);
-  });
+  const model = await loadLayersModel(npzHandler(relativeUrl));
+  const data = await loadTensors(relativeUrl, { int64: 'check' });
+  const { x_test: pixels, y_test: labels, numpy_predictions: numpyPredictions, numpy_accuracy: numpyAccuracy } = data as Record<string, tf.Tensor>;
+  const predictions = tf.tidy(() => tf.argMax(model.predict(tf.div(tf.cast(pixels!, 'float32'), 16)) as tf.Tensor, 1));
   const count = async (a: tf.Tensor, b: tf.Tensor): Promise<number> => (await tf.sum(tf.cast(tf.equal(a, b), 'int32')).data())[0]!;
-  const n = labels.shape[0]!;
-  const correct = await count(predictions, labels);
-  const agree = await count(predictions, numpyPredictions);
-  vars.forEach((v) => v.dispose());
-  return `tfjs (${tf.getBackend()} backend in the browser): ${correct}/${n} right, accuracy ${(correct / n).toFixed(4)}; numpy: ${numpyAccuracy.toFixed(4)}; predictions agreeing with numpy's: ${agree}/${n}`;
+  const n = labels!.shape[0]!;
+  const correct = await count(predictions, labels!);
+  const agree = await count(predictions, numpyPredictions!);
+  const accuracy = (await numpyAccuracy!.data())[0]!;
+  const again = await roundTrip(model, tf.div(tf.cast(pixels!, 'float32'), 16));
+  tf.dispose([...Object.values(data), predictions]);
+  return `tfjs (${tf.getBackend()} backend in the browser): ${correct}/${n} right, accuracy ${(correct / n).toFixed(4)}; numpy: ${accuracy.toFixed(4)}; predictions agreeing with numpy's: ${agree}/${n}; ${again}`;
+}
+
+/** model.save(npzHandler(sink)) in the page and back through loadLayersModel: the same outputs, bit for bit. */
+async function roundTrip(model: LayersModel, x: tf.Tensor): Promise<string> {
+  let saved: Uint8Array | null = null;
+  await model.save(npzHandler((bytes) => { saved = bytes; }));
+  if (!saved) throw new Error('model.save wrote nothing');
+  const again = await loadLayersModel(npzHandler(saved));
+  const [a, b] = [await (model.predict(x) as tf.Tensor).data(), await (again.predict(x) as tf.Tensor).data()];
+  const same = a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+  return `saved in the page (${(saved as Uint8Array).length} bytes) and loaded back: ${same ? 'identical outputs' : 'DIFFERENT outputs'}`;
 }

@@ -381,7 +381,8 @@ document.addEventListener('drop', (e) => {
 });
 $('run-demo').onclick = () => void run(async () => {
   const { runDemo } = await import('./demo.js');
-  $('demo-result').textContent = await runDemo(new URL('demo/digits-mlp.npz', document.baseURI).href);
+  // A relative URL: npyts resolves it against the page, as fetch would.
+  $('demo-result').textContent = await runDemo('demo/digits-mlp.npz');
 });
 const initial = new URLSearchParams(location.search).get('url');
 if (initial) { $<HTMLInputElement>('url').value = initial; $('load-url').click(); }

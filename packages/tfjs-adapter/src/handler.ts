@@ -81,6 +81,45 @@ function topologyOf(given: NpzHandlerOptions['modelTopology']): object | undefin
   return given;
 }
 
+/**
+ * Names the topology gives weights: a layers model's layer names (Keras and tfjs name a weight
+ * `layer/weight`), a graph model's node names (a weight is the constant node of its name).
+ */
+function weightNamesOf(topology: object): { layers: Set<string>; nodes: Set<string> } {
+  const layers = new Set<string>();
+  const nodes = new Set<string>();
+  const visit = (x: unknown): void => {
+    if (Array.isArray(x)) { x.forEach(visit); return; }
+    if (typeof x !== 'object' || x === null) return;
+    const o = x as Record<string, unknown>;
+    for (const item of Array.isArray(o.layers) ? o.layers : []) {
+      const it = item as { name?: unknown; config?: { name?: unknown } };
+      const name = it?.config?.name ?? it?.name;
+      if (typeof name === 'string') layers.add(name);
+    }
+    for (const node of Array.isArray(o.node) ? o.node : []) if (typeof (node as { name?: unknown })?.name === 'string') nodes.add((node as { name: string }).name);
+    for (const v of Object.values(o)) visit(v);
+  };
+  visit(topology);
+  return { layers, nodes };
+}
+
+const topologyNames = new WeakMap<object, { layers: Set<string>; nodes: Set<string> }>();
+
+/**
+ * Whether an array of an archive without a weight list is one of the model's weights: its name is a
+ * graph node's, or starts with a layer's name and `/`. Other arrays (test data, say) are not handed
+ * to tfjs. A topology that names nothing takes every array.
+ */
+function isWeightOf(topology: object, key: string): boolean {
+  let names = topologyNames.get(topology);
+  if (!names) topologyNames.set(topology, (names = weightNamesOf(topology)));
+  if (names.layers.size === 0 && names.nodes.size === 0) return true;
+  if (names.nodes.has(key)) return true;
+  for (let i = key.indexOf('/'); i > 0; i = key.indexOf('/', i + 1)) if (names.layers.has(key.slice(0, i))) return true;
+  return false;
+}
+
 /** One weight as tfjs will ask for it: its spec, and where its array is. */
 interface PlannedWeight {
   spec: Spec;
@@ -97,14 +136,15 @@ function isHalf(dt: DType): boolean {
  * The weights tfjs will receive, checked before any data is read: against the archive's own list
  * when it has one (every missing, extra or mis-shaped weight reported at once), else every array.
  */
-async function planWeights(archive: AnyArchive, meta: ModelJson, options: NpzHandlerOptions, metaMember: string): Promise<PlannedWeight[]> {
+async function planWeights(archive: AnyArchive, meta: ModelJson, topology: object, options: NpzHandlerOptions, metaMember: string): Promise<PlannedWeight[]> {
   const names = options.names ?? {};
   const mapped = new Map(Object.entries(names));
   const keyOf = (k: WeightKey): string => (typeof k === 'string' ? k : k.key);
   type Wanted = { name: string; shape?: number[]; dtype?: WeightDType; group?: tf.io.WeightGroup };
+  const mappedKeys = new Set([...mapped.values()].map(keyOf));
   const expected: Wanted[] = meta.weightSpecs ?? [
     ...[...mapped.keys()].map((name) => ({ name })),
-    ...arrayKeys(archive, new Set([metaMember])).filter((k) => ![...mapped.values()].some((v) => keyOf(v) === k)).map((name) => ({ name })),
+    ...arrayKeys(archive, new Set([metaMember])).filter((k) => !mappedKeys.has(k) && isWeightOf(topology, k)).map((name) => ({ name })),
   ];
   const problems: string[] = [];
   const plan: PlannedWeight[] = [];
@@ -252,7 +292,7 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
         if (modelTopology === undefined) {
           throw new NpyError('BAD_ARRAY', `${describe} has no ${metaMember} member with a model topology; pass { modelTopology } (a JSON object or a model), or build the model and use assignWeights(model, source)`);
         }
-        const plan = await planWeights(archive, meta, options, metaMember);
+        const plan = await planWeights(archive, meta, modelTopology, options, metaMember);
         const artifacts: Artifacts = { modelTopology, weightSpecs: plan.map((w) => w.spec) };
         for (const field of METADATA_FIELDS) if (meta[field] !== undefined) (artifacts as Record<string, unknown>)[field] = meta[field];
         if (options.stream ?? meta.format === 'graph-model') {

@@ -132,21 +132,22 @@ async function assignFrom(list: readonly WeightLike[], archive: AnyArchive, opti
   const planned: [WeightLike, tf.Tensor][] = [];
   const used = new Map<string, string>();
   for (const w of list) {
+    const label = savedName(w); // dense/kernel, also when tfjs made the variable dense/kernel_1
     const spec = keyFor(w);
-    if (spec === null) { problems.push(`${w.name}: no array for it in the archive`); continue; }
+    if (spec === null) { problems.push(`${label}: no array for it in the archive`); continue; }
     const member = archive.entry(typeof spec === 'string' ? spec : spec.key).name;
     const other = used.get(member);
-    if (other !== undefined) { problems.push(`${w.name}: its array ${member} is also taken by ${other}`); continue; }
-    used.set(member, w.name);
+    if (other !== undefined) { problems.push(`${label}: its array ${member} is also taken by ${other}`); continue; }
+    used.set(member, label);
     let t: tf.Tensor;
     try {
       t = toTensor(inModelLayout(await archive.get(member), spec), options);
     } catch (e) {
-      problems.push(`${w.name}: ${(e as Error).message}`);
+      problems.push(`${label}: ${(e as Error).message}`);
       continue;
     }
-    if (t.shape.join(',') !== w.shape.join(',')) problems.push(`${w.name}: shape [${t.shape}] in the archive, [${w.shape}] in the model`);
-    else if (t.dtype !== w.dtype) problems.push(`${w.name}: dtype ${t.dtype} in the archive, ${w.dtype} in the model`);
+    if (t.shape.join(',') !== w.shape.join(',')) problems.push(`${label}: shape [${t.shape}] in the archive, [${w.shape}] in the model`);
+    else if (t.dtype !== w.dtype) problems.push(`${label}: dtype ${t.dtype} in the archive, ${w.dtype} in the model`);
     else { planned.push([w, t]); continue; }
     t.dispose();
   }
