@@ -14,7 +14,11 @@ import {
 type Artifacts = tf.io.ModelArtifacts;
 type Spec = tf.io.WeightsManifestEntry;
 
-/** The member holding the model's topology and metadata, unless options name another. */
+/**
+ * The member holding the model's topology and metadata, unless options name another.
+ * @example
+ * JSON.parse(new TextDecoder().decode(decodeNpz(bytes).bytes(MODEL_JSON))).modelTopology;
+ */
 export const MODEL_JSON = 'model.json';
 
 /** Something that gives a model's topology: a tfjs-layers model (its `toJSON`). */
@@ -350,7 +354,11 @@ function weightStream(archive: AnyArchive | null, source: NpzSource, plan: Plann
   }, { highWaterMark: 0 });
 }
 
-/** `npz://` + a path or URL: `tf.loadLayersModel('npz://model.npz')`, `model.save('npz://out.npz')`. */
+/**
+ * `npz://` + a path or URL, for tfjs's routers.
+ * @example
+ * await model.save(`${NPZ_SCHEME}out/model.npz`);   // 'npz://out/model.npz'
+ */
 export const NPZ_SCHEME = 'npz://';
 
 let routersRegistered = false;

@@ -158,7 +158,11 @@ export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tens
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** tfjs strings (bytes) as numpy text (`<U`, when every one is UTF-8) or else bytes (`|S`). */
+/**
+ * tfjs strings (bytes) as numpy text (`<U`, when every one is UTF-8) or else bytes (`|S`).
+ * @example
+ * stringArray([new TextEncoder().encode('ab')], [1]).dtype.str;   // '<U2'
+ */
 export function stringArray(raw: Uint8Array[], shape: readonly number[]): NdArray {
   try {
     const strings = raw.map((b) => utf8.decode(b));
