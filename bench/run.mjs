@@ -210,6 +210,12 @@ const raggedCase = (name, elements) => {
 };
 const ragged = { strings: raggedCase('strings', strings), sequences: raggedCase('sequences', sequences), numpy: npRagged, count: strings.length };
 
+// tfjs models: tfjs's own loader against loadLayersModel(npzHandler(...)), fresh processes (bench/tfjs-models.mjs).
+log('tfjs models …');
+const tfjsModels = JSON.parse(execFileSync(process.execPath, [join(here, 'tfjs-models.mjs'), join(dir, 'tfjs-models'), String(Math.max(3, REPEATS >> 1)), String(quick ? 5e6 : 50e6)], {
+  encoding: 'utf8', maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
+}));
+
 const bytes = MIB * (1 << 20);
 // [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
 const rows = [
@@ -239,6 +245,7 @@ const report = {
     target: target ? { baseline: target[0], max_ratio: target[1], ratio: t / base[target[0]], met: t / base[target[0]] <= target[1] } : null,
   })),
   ragged,
+  tfjs_models: tfjsModels,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
     file_bytes: bytes,
@@ -268,6 +275,16 @@ if (asJSON) {
     const a = rd[k];
     const b = rd.numpy[k];
     console.log(`| ${label} | ${(a.bytes / 2 ** 20).toFixed(1)} MiB | ${(b.bytes / 2 ** 20).toFixed(1)} MiB | ${ms(a.write)} | ${ms(b.write)} | ${ms(a.read100)} | ${ms(b.read100)} |`);
+  }
+  const tm = report.tfjs_models;
+  console.log(`\nA tfjs-layers model of ${(tm.parameters / 1e6).toFixed(1)} M float32 parameters (three dense layers), loaded in a fresh process each time: tfjs's own format (model.json + weights.bin read from disk, tf.io.fromMemory) against tf.loadLayersModel(npzHandler(...)). Peak: the process's VmHWM above its size just before the load.`);
+  console.log('| format | file size | load | / tfjs | target | peak memory added | / tfjs |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const [k, label, target] of [['tfjs', "tfjs's own (fromMemory)", null], ['npz_stored', '.npz stored', 1.0], ['npz_deflated', '.npz deflated', 1.5]]) {
+    const r = tm[k];
+    const ratio = r.seconds / tm.tfjs.seconds;
+    const t = target ? `≤ ${target} ${ratio <= target ? 'met' : '**missed**'}` : '';
+    console.log(`| ${label} | ${(tm.bytes[k] / 1e6).toFixed(0)} MB | ${ms(r.seconds)} | ${ratio.toFixed(2)} | ${t} | ${(r.peakBytes / 2 ** 20).toFixed(0)} MiB | ${(r.peakBytes / tm.tfjs.peakBytes).toFixed(3)} |`);
   }
   const rg = report.regions;
   console.log(`\nRegion reads of a ${rg.file_gib} GiB float32 file ${JSON.stringify(rg.shape)} (C order): one row, and an 8-column stripe through every row.`);

@@ -199,6 +199,20 @@ async function weightBytes(archive: AnyArchive, w: PlannedWeight, options: ToTen
   return out.buffer;
 }
 
+/** `work` on every item, at most `limit` at once, the results in the items' order. */
+async function inOrder<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await work(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 /** The view's bytes as an ArrayBuffer holding exactly them (tfjs takes whole buffers). */
 function ownBuffer(view: ArrayBufferView): ArrayBuffer {
   const { buffer, byteOffset, byteLength } = view;
@@ -305,9 +319,8 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
           keepOpen = !reopen && opened;
           artifacts.getWeightStream = () => weightStream(reopen ? null : archive, target as NpzSource, plan, options);
         } else {
-          const buffers: ArrayBuffer[] = [];
-          for (const w of plan) buffers.push(await weightBytes(archive, w, options));
-          artifacts.weightData = buffers;
+          // Two members at a time: one inflates (or is read) on libuv's threads while the other is checked.
+          artifacts.weightData = await inOrder(plan, 3, (w) => weightBytes(archive, w, options));
         }
         return artifacts;
       } finally {

@@ -326,12 +326,21 @@ export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec):
  * const raw = readZipEntryStored(src, entry);   // inflate it with any engine, then checkZipCrc
  */
 export function readZipEntryStored(src: ByteSource, entry: ZipEntry): Uint8Array {
+  checkEntrySizes(entry);
+  return src.read(entryDataOffset(src, entry), entry.compressedSize);
+}
+
+/**
+ * Refuse a member whose declared sizes cannot be true (or are too large for one buffer), before
+ * anything of the declared size is allocated: every whole-member reader checks this first.
+ * @example
+ * checkEntrySizes(entry);   // then allocate entry.size bytes
+ */
+export function checkEntrySizes(entry: ZipEntry): void {
   checkSupported(entry);
   if (entry.size > MAX_MEMBER_BYTES || entry.compressedSize > MAX_MEMBER_BYTES) {
     throw new NpyError('TOO_LARGE', `member of ${entry.size} bytes is larger than one buffer can hold (${MAX_MEMBER_BYTES}); in Node read it in pieces with streamNpzMember()`, { member: entry.name });
   }
-  const start = entryDataOffset(src, entry);
-  const raw = src.read(start, entry.compressedSize);
   if (entry.method === STORED && entry.compressedSize !== entry.size) {
     throw new NpyError('ZIP_SIZE', `stored member sizes disagree: ${entry.compressedSize} stored, ${entry.size} declared`, { member: entry.name });
   }
@@ -340,7 +349,6 @@ export function readZipEntryStored(src: ByteSource, entry: ZipEntry): Uint8Array
   if (entry.method === DEFLATED && entry.size > MAX_DEFLATE_RATIO * entry.compressedSize + 64) {
     throw new NpyError('ZIP_SIZE', `member declares ${entry.size} bytes, more than its ${entry.compressedSize} deflated bytes can hold`, { member: entry.name });
   }
-  return raw;
 }
 
 /**
