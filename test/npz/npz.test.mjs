@@ -6,8 +6,18 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNpz, encodeNpz, npyDocument, readHeader, NpyError, fflateCodec } from '@npyts/core';
-import { loadNpzSync, saveNpzSync, zlibCodec, loadNpySync } from '@npyts/core/node';
-import { numpy, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
+import { loadNpz, loadNpzSync, saveNpzSync, zlibCodec, loadNpySync } from '@npyts/core/node';
+import { numpy, python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
+
+async function rejects(fn, check) {
+  try {
+    await fn();
+  } catch (e) {
+    assert.ok(check(e), `unexpected error: ${e?.code} ${e?.message}`);
+    return;
+  }
+  assert.unreachable('expected a rejection');
+}
 
 const dir = scratch();
 const { cases, docs } = numpy('npz', join(dir, 'in'));
@@ -112,6 +122,65 @@ test('every corrupt archive is refused with a clear error, by both codecs', () =
   // numpy refuses these too, except the size lies it does not check.
   const lenient = Object.entries(corrupt).filter(([, c]) => !c.numpy_refuses).map(([n]) => n).sort();
   assert.equal(lenient, ['size_lie_larger', 'size_lie_stored']);
+});
+
+test('every corrupt archive is refused by the async reader too (members read straight into their arrays)', async () => {
+  for (const [name, { file }] of Object.entries(corrupt)) {
+    let err;
+    try {
+      const a = await loadNpz(file);
+      try {
+        for (const n of a.names) await a.get(n);
+      } finally {
+        await a.close();
+      }
+    } catch (e) {
+      err = e;
+    }
+    assert.instance(err, NpyError, `${name}: ${err}`);
+    assert.ok([expectedCodes[name]].flat().includes(err.code), `${name}: ${err.code} ${err.message}`);
+  }
+});
+
+test('async members: bytes after the data (numpy ignores them) are in the CRC; both byte orders; stored and deflated; big members inflate in pieces', async () => {
+  const path = join(dir, 'trailing.npz');
+  const big = 3 * 2 ** 20 + 7; // more than one 4 MiB inflate step of output
+  python(`
+import zipfile
+def npy(a):
+    b = io.BytesIO(); np.save(b, a); return b.getvalue()
+with zipfile.ZipFile(${JSON.stringify(path)}, 'w') as z:
+    z.writestr('s.npy', npy(np.arange(10, dtype='<i4')) + b'trailing bytes', compress_type=zipfile.ZIP_STORED)
+    z.writestr('d.npy', npy(np.arange(10, dtype='>f8')) + b'more', compress_type=zipfile.ZIP_DEFLATED)
+    z.writestr('big.npy', npy(np.arange(${big}, dtype='>i4') % 1000), compress_type=zipfile.ZIP_DEFLATED)
+z = np.load(${JSON.stringify(path)})
+assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
+`);
+  const z = await loadNpz(path);
+  try {
+    assert.equal(Array.from((await z.get('s')).data), Array.from({ length: 10 }, (_, i) => i));
+    const d = await z.get('d');
+    assert.equal(Array.from(d.data), Array.from({ length: 10 }, (_, i) => i));
+    assert.is(d.data.buffer.byteLength, 80, 'the array owns a buffer of exactly its data');
+    const b = (await z.get('big')).data;
+    assert.is(b.length, big);
+    let wrong = 0;
+    for (let i = 0; i < b.length; i++) if (b[i] !== i % 1000) wrong++;
+    assert.is(wrong, 0);
+    const controller = new AbortController();
+    setImmediate(() => controller.abort()); // long before 12 MiB have inflated
+    await rejects(() => z.get('big', { signal: controller.signal }), (e) => e.name === 'AbortError');
+  } finally {
+    await z.close();
+  }
+  // One byte of the trailing bytes changed: the CRC no longer matches, stored and deflated.
+  const bytes = readFileSync(path);
+  const at = bytes.indexOf(Buffer.from('trailing bytes'));
+  bytes[at + 3] ^= 1;
+  writeFileSync(join(dir, 'trailing-bad.npz'), bytes);
+  const bad = await loadNpz(join(dir, 'trailing-bad.npz'));
+  await rejects(() => bad.get('s'), (e) => e.code === 'ZIP_CRC');
+  await bad.close();
 });
 
 test('CLI: corrupt archives give one line and exit 1', async () => {
