@@ -17,6 +17,22 @@ const packages = {
 // Ambient module declarations a package's types use (its .d.ts must reference them for its users).
 const typeReferences = { 'stdlib-adapter': '/// <reference types="@stdlib/types" />' };
 
+/**
+ * Types for `require`: every emitted `.d.ts` again as `.d.cts`, with its relative imports pointing at
+ * the `.cjs` files, so that TypeScript sees CommonJS types where Node loads CommonJS code (a `.d.ts`
+ * beside `"type": "module"` would describe ESM, and CommonJS users would get false errors).
+ */
+const commonJsTypes = {
+  name: 'common-js-types',
+  generateBundle(_, bundle) {
+    for (const file of Object.values(bundle)) {
+      if (file.type !== 'chunk' || !file.fileName.endsWith('.d.ts')) continue;
+      const source = file.code.replace(/(from\s+|import\s*\(\s*)(['"])(\.{1,2}\/[^'"]+)\.js\2/g, '$1$2$3.cjs$2');
+      this.emitFile({ type: 'asset', fileName: file.fileName.replace(/\.d\.ts$/, '.d.cts'), source });
+    }
+  },
+};
+
 // Everything that is not a relative import stays an import: workspace packages, peers, node:*.
 const external = (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0');
 
@@ -33,15 +49,16 @@ for (const [dir, entries] of Object.entries(packages)) {
     external,
     plugins: [esbuild({ target: 'es2022', tsconfig: 'tsconfig.json' })],
     output: [
-      { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
-      { dir: `${root}/dist`, format: 'cjs', entryFileNames: '[name].cjs', chunkFileNames: 'chunks/[name]-[hash].cjs', sourcemap: true },
+      // hoistTransitiveImports: no bare `import 'fflate'` in entries that only re-export a chunk using it.
+      { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: false, hoistTransitiveImports: false },
+      { dir: `${root}/dist`, format: 'cjs', entryFileNames: '[name].cjs', chunkFileNames: 'chunks/[name]-[hash].cjs', sourcemap: false },
     ],
   });
   if (dir !== 'cli') {
     configs.push({
       input,
       external,
-      plugins: [dts({ tsconfig: 'tsconfig.json' })],
+      plugins: [dts({ tsconfig: 'tsconfig.json' }), commonJsTypes],
       output: { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].d.ts', chunkFileNames: 'chunks/[name]-[hash].d.ts', ...(typeReferences[dir] ? { banner: typeReferences[dir] } : {}) },
     });
   }

@@ -4,7 +4,7 @@
 const { spawnSync } = require('node:child_process');
 const { join } = require('node:path');
 
-const { existsSync } = require('node:fs');
+const { existsSync, mkdirSync, writeFileSync } = require('node:fs');
 
 // npm passes its own node-gyp to install scripts; run by hand, look beside this node's npm.
 const bundled = join(process.execPath, '..', '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
@@ -14,9 +14,18 @@ const prefix = join(process.execPath, '..', '..');
 const nodedir = !process.env.npm_config_nodedir && existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? [`--nodedir=${prefix}`] : [];
 const [cmd, args] = gyp ? [process.execPath, [gyp, 'rebuild', ...nodedir]] : ['node-gyp', ['rebuild', ...nodedir]];
 const run = spawnSync(cmd, args, { cwd: __dirname, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', shell: !gyp });
+// npm hides the output of a dependency's install script, so the reason is also kept in a file:
+// index.cjs puts it in the error it throws, and @npyts/core's nativeStatus() reports it.
+const say = (why) => {
+  const line = `@npyts/native: not built (${why}); npyts runs without it, on its JavaScript paths.`;
+  console.warn(line);
+  try {
+    mkdirSync(join(__dirname, 'build'), { recursive: true });
+    writeFileSync(join(__dirname, 'build', 'not-built.txt'), why + '\n');
+  } catch { /* a read-only install: the warning above is all there is */ }
+};
 if (run.status !== 0) {
-  const why = (run.error && run.error.message) || (run.stderr || '').trim().split('\n').slice(-3).join(' | ');
-  console.warn(`@npyts/native: not built (${why || 'node-gyp failed'}); npyts runs without it, on its JavaScript paths.`);
+  say((run.error && run.error.message) || (run.stderr || '').trim().split('\n').slice(-3).join(' | ') || 'node-gyp failed');
 } else if (!existsSync(join(__dirname, 'build', 'Release', 'npyts_native.node'))) {
-  console.warn('@npyts/native: node-gyp reported success but left no binary; npyts runs without it.');
+  say('node-gyp reported success but left no binary');
 }

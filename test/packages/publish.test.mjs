@@ -1,0 +1,172 @@
+// The packages as users get them: `npm pack` tarballs checked by publint and arethetypeswrong, then
+// installed offline into a fresh project (the addon builds from its sources there) and used from
+// ESM, from CommonJS, from the CLI, and from TypeScript under node16, bundler and node10 resolution.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { publint } from 'publint';
+import { formatMessage } from 'publint/utils';
+import { packAll, writeFreshProject } from './fresh-project.mjs';
+import { python, scratch } from '../helpers/numpy.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const work = scratch('npyts-publish-');
+const tarballs = packAll(root, join(work, 'tarballs'));
+const bin = (name) => join(root, 'node_modules', '.bin', name);
+
+test('each tarball ships its README, LICENSE and built files, and no sources, maps or tests', () => {
+  for (const [name, t] of Object.entries(tarballs)) {
+    assert.ok(t.files.includes('README.md') && t.files.includes('LICENSE') && t.files.includes('package.json'), `${name}: ${t.files}`);
+    const odd = t.files.filter((f) => f.endsWith('.map') || f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.d.cts') || f.startsWith('test') || f.includes('/build/'));
+    assert.equal(odd, [], name);
+    const m = t.manifest;
+    assert.ok(m.repository && m.homepage && m.keywords?.length && m.license === 'MIT' && m.engines?.node, `${name}: package metadata`);
+  }
+  // The addon ships what it builds from, and nothing prebuilt.
+  assert.ok(['binding.gyp', 'src/npyts_native.c', 'build-or-skip.cjs'].every((f) => tarballs['@npyts/native'].files.includes(f)));
+});
+
+const PACKAGE_DIRS = { core: '@npyts/core', 'tfjs-adapter': '@npyts/tfjs', 'stdlib-adapter': '@npyts/stdlib', cli: '@npyts/cli', native: '@npyts/native' };
+
+test('publint finds nothing to report in any package, not even a suggestion', async () => {
+  for (const [dir, name] of Object.entries(PACKAGE_DIRS)) {
+    const { messages, pkg } = await publint({ pkgDir: join(root, 'packages', dir), level: 'suggestion', pack: 'npm' });
+    assert.equal(messages.map((m) => formatMessage(m, pkg)), [], name);
+  }
+});
+
+test('arethetypeswrong: every entry of every typed package resolves to the right types under node10, node16 (ESM and CJS) and bundler', () => {
+  for (const name of ['@npyts/core', '@npyts/tfjs', '@npyts/stdlib']) {
+    const r = spawnSync(bin('attw'), [tarballs[name].file, '--format', 'json'], { encoding: 'utf8' });
+    const report = JSON.parse(r.stdout);
+    assert.equal(report.analysis.problems ?? [], [], `${name}: ${r.stdout.slice(0, 2000)}`);
+    assert.is(r.status, 0, name);
+    const entries = Object.keys(report.analysis.entrypoints);
+    assert.ok(entries.length >= (name === '@npyts/core' ? 3 : 1), `${name}: ${entries}`);
+  }
+});
+
+const project = join(work, 'project');
+mkdirSync(project);
+const extra = ['@tensorflow/tfjs-backend-cpu', '@tensorflow/tfjs-layers', '@stdlib/ndarray', 'typescript', '@types/node'];
+writeFreshProject(root, project, tarballs, extra);
+const install = spawnSync('npm', ['ci', '--offline', '--no-audit', '--no-fund', '--foreground-scripts'], { cwd: project, encoding: 'utf8' });
+
+test('the tarballs install offline into a fresh project, and the addon builds there from its sources', () => {
+  assert.is(install.status, 0, install.stdout + install.stderr);
+  const status = execFileSync(process.execPath, ['-e', "console.log(JSON.stringify(require('@npyts/core/node').nativeStatus()))"], { cwd: project, encoding: 'utf8' });
+  assert.is(JSON.parse(status).loaded, true, status);
+});
+
+const esm = `
+import { encodeNpy, decodeNpy, arrayFromValues } from '@npyts/core';
+import { saveNpy, loadNpy, nativeStatus } from '@npyts/core/node';
+import { pickle } from '@npyts/core/pickle';
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { toTensor, npzHandler } from '@npyts/tfjs';
+import { toStdlib } from '@npyts/stdlib';
+const a = arrayFromValues([[1, 2, 3], [4, 5, 6]], '<f4');
+await saveNpy(process.argv[2], a);
+const back = await loadNpy(process.argv[2], { expect: '<f4' });
+const model = tfl.sequential({ layers: [tfl.layers.dense({ units: 1, inputShape: [3], name: 'd' })] });
+await model.save(npzHandler(process.argv[3]));
+console.log(JSON.stringify({
+  values: Array.from(decodeNpy(encodeNpy(back)).data), pickled: pickle(['x']).length > 0,
+  tensor: Array.from(await toTensor(back).data()), stdlib: toStdlib(back).get(1, 2), native: nativeStatus().loaded,
+  weights: (await tfl.loadLayersModel(npzHandler(process.argv[3]))).weights.map((w) => w.originalName),
+}));
+`;
+const cjs = `
+const { decodeNpy, encodeNpy, arrayFromValues } = require('@npyts/core');
+const { loadNpySync } = require('@npyts/core/node');
+const { unpickle } = require('@npyts/core/pickle');
+const { toTensor } = require('@npyts/tfjs');
+const { toStdlib } = require('@npyts/stdlib');
+require('@tensorflow/tfjs-backend-cpu');
+const a = loadNpySync(process.argv[2]);
+console.log(JSON.stringify({ values: Array.from(decodeNpy(encodeNpy(a)).data), tfjs: typeof toTensor, stdlib: toStdlib(a).get(0, 0), pickle: typeof unpickle }));
+`;
+
+test('ESM and CommonJS programs use every entry; numpy reads what they write; the CLI runs', () => {
+  const npy = join(project, 'a.npy');
+  const npz = join(project, 'model.npz');
+  writeFileSync(join(project, 'check.mjs'), esm);
+  writeFileSync(join(project, 'check.cjs'), cjs);
+  const e = JSON.parse(execFileSync(process.execPath, ['check.mjs', npy, npz], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  assert.equal(e, { values: [1, 2, 3, 4, 5, 6], pickled: true, tensor: [1, 2, 3, 4, 5, 6], stdlib: 6, native: true, weights: ['d/kernel', 'd/bias'] });
+  assert.is(python(`print(np.load(${JSON.stringify(npy)}).sum(), sorted(np.load(${JSON.stringify(npz)}).files))`).trim(), "21.0 ['d/bias', 'd/kernel', 'model.json']");
+  const c = JSON.parse(execFileSync(process.execPath, ['check.cjs', npy], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  assert.equal(c, { values: [1, 2, 3, 4, 5, 6], tfjs: 'function', stdlib: 1, pickle: 'function' });
+  const info = execFileSync(join(project, 'node_modules', '.bin', 'npyts'), ['info', npy], { cwd: project, encoding: 'utf8' });
+  assert.match(info, /<f4/);
+});
+
+const typed = {
+  'esm.mts': `
+import { arrayFromValues, type NdArray } from '@npyts/core';
+import { loadNpy } from '@npyts/core/node';
+import { unpickle } from '@npyts/core/pickle';
+import { npzHandler, assignWeights } from '@npyts/tfjs';
+import { toStdlib } from '@npyts/stdlib';
+import * as tfl from '@tensorflow/tfjs-layers';
+const a: NdArray<'<f4'> = arrayFromValues([1, 2], '<f4');
+const f: Float32Array = a.data;
+export async function run(): Promise<void> {
+  const b = await loadNpy('x.npy', { expect: '<i8' });
+  const big: BigInt64Array = b.data;
+  await assignWeights(tfl.sequential(), 'w.npz');
+  await tfl.loadLayersModel(npzHandler('m.npz'));
+  void [f, big, unpickle, toStdlib];
+}
+`,
+  'cjs.cts': `
+import { arrayFromValues } from '@npyts/core';
+import { loadNpySync } from '@npyts/core/node';
+import { pickleCodec } from '@npyts/core/pickle';
+import { toTensor } from '@npyts/tfjs';
+import { toStdlib } from '@npyts/stdlib';
+const data: Float64Array = arrayFromValues([1], '<f8').data;
+export const used = [data, loadNpySync, pickleCodec, toTensor, toStdlib];
+`,
+  'bundler.ts': `
+import { arrayFromValues } from '@npyts/core';
+import { loadNpz } from '@npyts/core/node';
+import { toTensor } from '@npyts/tfjs';
+export const t = toTensor(arrayFromValues([1], '<f4'));
+export const o = loadNpz;
+`,
+  'node10.ts': `
+import { arrayFromValues } from '@npyts/core';
+import { loadNpySync } from '@npyts/core/node';
+import { unpickle } from '@npyts/core/pickle';
+import { toStdlib } from '@npyts/stdlib';
+const data: Int32Array = arrayFromValues([1], '<i4').data;
+export const used = [data, loadNpySync, unpickle, toStdlib];
+`,
+};
+
+test('TypeScript in the fresh project: node16 (.mts and .cts), bundler and node10 resolution, strict, our declaration files checked', () => {
+  for (const [file, text] of Object.entries(typed)) writeFileSync(join(project, file), text);
+  const base = { strict: true, noEmit: true, skipLibCheck: false, target: 'ES2022', lib: ['ES2022', 'DOM', 'ESNext.Disposable'], types: ['node'] };
+  const configs = {
+    node16: { compilerOptions: { ...base, module: 'node16', moduleResolution: 'node16' }, files: ['esm.mts', 'cjs.cts'] },
+    bundler: { compilerOptions: { ...base, module: 'esnext', moduleResolution: 'bundler' }, files: ['bundler.ts'] },
+    node10: { compilerOptions: { ...base, module: 'commonjs', moduleResolution: 'node10' }, files: ['node10.ts'] },
+  };
+  for (const [name, config] of Object.entries(configs)) {
+    writeFileSync(join(project, `tsconfig.${name}.json`), JSON.stringify(config));
+    const r = spawnSync(process.execPath, [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', `tsconfig.${name}.json`], { cwd: project, encoding: 'utf8' });
+    // skipLibCheck is off so that our .d.ts/.d.cts files are checked too; tfjs's and stdlib's own
+    // declarations have errors of their own under strict, which are not ours to report.
+    const errors = (r.stdout + r.stderr).split('\n').filter((l) => /error TS/.test(l) && !/^node_modules\/(@tensorflow|@stdlib)\//.test(l));
+    assert.equal(errors, [], name);
+    assert.ok(r.status === 0 || /node_modules\/(@tensorflow|@stdlib)\//.test(r.stdout), `${name}: ${r.stdout}`);
+  }
+});
+
+test.run();
