@@ -14,8 +14,21 @@ const HOST_PLANE_MIN = 1 << 16;
 type Words = Float64Array | Int32Array | Uint16Array | Uint8Array | unknown[];
 
 /**
+ * Whether this engine copies a float64 element from one typed array to another bit for bit. V8
+ * does; JavaScriptCore (Bun, Safari) makes every NaN the canonical one, which would turn an int64
+ * -1 (all bits set, a NaN pattern) into 0x7ff8000000000000. Checked once, on a signalling NaN.
+ */
+const FLOAT64_COPIES_BITS = (() => {
+  const from = new Float64Array(1);
+  new BigUint64Array(from.buffer)[0] = 0xfff0000000000001n;
+  const to = new Float64Array(1);
+  to[0] = from[0]!;
+  return new BigUint64Array(to.buffer)[0] === 0xfff0000000000001n;
+})();
+
+/**
  * The data as equal-size words (bit-exact: 8-byte words are copied as float64 only where the
- * engine keeps NaN payloads, which V8 does for typed-array loads and stores), with words per item.
+ * engine keeps NaN payloads, else as two 4-byte words), with words per item.
  */
 function asWords(data: ArrayData, itemBytes: number): { words: Words; k: number; rewrap: (w: Words) => ArrayData } {
   if (Array.isArray(data)) return { words: data, k: 1, rewrap: (w) => w as unknown[] };
@@ -25,7 +38,8 @@ function asWords(data: ArrayData, itemBytes: number): { words: Words; k: number;
     const tw = w as TypedArray;
     return new Ctor(tw.buffer, tw.byteOffset, tw.byteLength / t.BYTES_PER_ELEMENT);
   };
-  for (const [size, W] of [[8, Float64Array], [4, Int32Array], [2, Uint16Array], [1, Uint8Array]] as const) {
+  for (const [size, W] of [[FLOAT64_COPIES_BITS ? 8 : 0, Float64Array], [4, Int32Array], [2, Uint16Array], [1, Uint8Array]] as const) {
+    if (size === 0) continue;
     if (itemBytes % size === 0 && t.byteOffset % size === 0) {
       const Words = W as unknown as TypedArrayConstructor;
       return { words: new Words(t.buffer, t.byteOffset, t.byteLength / size) as Words, k: itemBytes / size, rewrap };
