@@ -13,5 +13,7 @@ for (const stream of [process.stdout, process.stderr]) {
 
 process.exitCode = await main(process.argv.slice(2), {
   stdout: (s) => process.stdout.write(s),
+  // Output that grows with the file waits for a slow reader instead of queueing in memory.
+  stdoutPaced: (s) => (process.stdout.write(s) ? undefined : new Promise((resolve) => process.stdout.once('drain', resolve))),
   stderr: (s) => process.stderr.write(s),
 });

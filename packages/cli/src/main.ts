@@ -1,6 +1,6 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, checkDataSize, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, checkDataSize, hasObject, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
 import { loadNpzSync, readNpyHeaderSync, saveNpySync, saveNpzSync, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
@@ -8,9 +8,15 @@ import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { formatArray, MAX_OBJECT_TEXT } from './format.js';
+import { streamJsonDocument } from './json-stream.js';
 
 export interface Io {
   stdout: (s: string) => void;
+  /**
+   * Text output that waits while the reader is behind (a pipe to a slow reader): for output that
+   * grows with the file. Defaults to `stdout`.
+   */
+  stdoutPaced?: (s: string) => Promise<void> | void;
   stderr: (s: string) => void;
   /** Binary output for `convert IN -` (defaults to process.stdout). */
   stdoutBytes?: (b: Uint8Array) => void;
@@ -25,6 +31,8 @@ const USAGE = `usage: npyts <command> [options]
 Commands:
   info FILE... [--json]        one line per array: dtype, shape, order, format version, data bytes
   show FILE [--json]           print the array (numpy-like), or its JSON document with --json
+                               (a .npy file's document is written as it is read: any size)
+      --limit N                with --json: data is the first N elements, row-major, as one flat list
   convert IN OUT [options]     re-encode; with no options numpy's own bytes come back
       --order C|F              memory order of the output
       --byteorder little|big|native
@@ -65,7 +73,7 @@ interface Parsed {
   flags: Map<string, string | true>;
 }
 
-const VALUE_FLAGS = new Set(['--order', '--byteorder', '--version']);
+const VALUE_FLAGS = new Set(['--order', '--byteorder', '--version', '--limit']);
 const BOOL_FLAGS = new Set(['--json', '--help', '-h', '--compress', '--store', '--allow-pickle', '--ragged', '--object']);
 
 function parseArgs(args: string[]): Parsed {
@@ -245,7 +253,16 @@ function cmdInfo(p: Parsed, io: Io): void {
   if (json) io.stdout(JSON.stringify(docs.length === 1 && p.positional.length === 1 ? docs[0] : docs) + '\n');
 }
 
-function cmdShow(p: Parsed, io: Io): void {
+/** `--limit N`: a count of elements, or undefined. */
+function limitOf(p: Parsed): number | undefined {
+  const v = p.flags.get('--limit');
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(String(v))) throw new UsageError('--limit must be a count of elements');
+  if (!p.flags.has('--json')) throw new UsageError('--limit goes with --json');
+  return Number(v);
+}
+
+async function cmdShow(p: Parsed, io: Io): Promise<void> {
   if (p.positional.length !== 1) throw new UsageError('show needs exactly one FILE');
   const t = target(p.positional[0]!, true);
   checkIsFile(t.file);
@@ -257,6 +274,17 @@ function cmdShow(p: Parsed, io: Io): void {
     if (report.cut) io.stderr(`npyts: note: ${printable(label)}: object values were cut short (shown as ...): they nest too deep or repeat shared values beyond ${MAX_OBJECT_TEXT} characters\n`);
   };
   if (t.member === undefined && !isArchive(t.file)) {
+    const limit = limitOf(p);
+    // A file's JSON is written as it is read (constant memory); object arrays and standard input are decoded whole.
+    if (json && t.file !== '-' && !withFile(t.label, () => hasObject(readNpyHeaderSync(t.file).dtype))) {
+      try {
+        await streamJsonDocument(t.file, io.stdoutPaced ?? io.stdout, limit);
+      } catch (e) {
+        throw e instanceof FileError ? e : new FileError(t.label, e);
+      }
+      return;
+    }
+    if (limit !== undefined) throw new UsageError('--limit streams a .npy file\'s --json document; not for object arrays or standard input');
     const { header, array } = loadOne(t);
     print(t.label, header, array);
     return;
@@ -394,7 +422,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     }
     switch (command) {
       case 'info': cmdInfo(parsed, io); break;
-      case 'show': cmdShow(parsed, io); break;
+      case 'show': await cmdShow(parsed, io); break;
       case 'convert': cmdConvert(parsed, io); break;
       default: throw new UsageError(`unknown command '${command}'`);
     }

@@ -1,0 +1,84 @@
+// `npyts show --json` of .npy files of any size: written as region reads come in, equal to numpy's
+// values across block boundaries, orders, byte orders and dtypes; `--limit`; memory that does not
+// grow with the file, also through a pipe to a slow reader.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeFileSync } from 'node:fs';
+import { cliBin, python, scratch } from '../helpers/numpy.mjs';
+
+const dir = scratch();
+const peakHook = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'peak-rss.cjs');
+
+/** Run the CLI in a child with a pipe for stdout, read as slowly as `delayMs` per chunk asks. */
+function run(args, delayMs = 0) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-r', peakHook, cliBin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = [];
+    let err = '';
+    child.stdout.on('data', (c) => {
+      out.push(c);
+      if (delayMs) { child.stdout.pause(); setTimeout(() => child.stdout.resume(), delayMs); }
+    });
+    child.stderr.on('data', (c) => { err += c; });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), peak: Number(/peak-rss: (\d+)/.exec(err)?.[1]), stderr: err }));
+  });
+}
+
+const cases = {
+  // Each crosses the 64 Ki-element blocks in another way.
+  long_rows: "np.arange(3 * 70001, dtype='<f8').reshape(3, 70001) / 7",
+  many_rows: "np.arange(200 * 1000, dtype='>i4').reshape(200, 1000)",
+  three_d: "np.asfortranarray(np.arange(2 * 300 * 300, dtype='<f4').reshape(2, 300, 300) / 3)",
+  strings: "np.array([['x' * (i % 5), 'é'] for i in range(40000)])",
+  records: "np.array([(i, i / 2) for i in range(70000)], dtype=[('a', '<i8'), ('b', '>f8')])",
+  empty: "np.zeros((4, 0, 3))",
+};
+
+test('the streamed document equals numpy\'s values across blocks, orders, byte orders, strings and records', async () => {
+  for (const [name, expr] of Object.entries(cases)) {
+    const file = join(dir, `${name}.npy`);
+    python(`np.save(${JSON.stringify(file)}, ${expr})`);
+    const r = await run(['show', '--json', file]);
+    assert.is(r.code, 0, r.stderr);
+    writeFileSync(join(dir, `${name}.json`), r.stdout);
+    const same = python(`
+a = np.load(${JSON.stringify(file)})
+d = json.load(open(${JSON.stringify(join(dir, `${name}.json`))}))
+got, want = d['data'], a.tolist()
+if a.dtype.names:   # records are objects by field name in the document, tuples in tolist()
+    got, want = [[r[n] for n in a.dtype.names] for r in got], [list(r) for r in want]
+print(got == want and d['shape'] == list(a.shape))`).trim();
+    assert.is(same, 'True', name);
+  }
+});
+
+test('--limit N: the first N elements in row-major order, flat', async () => {
+  const file = join(dir, 'three_d.npy');
+  const r = await run(['show', '--json', '--limit', '70000', file]);
+  const d = JSON.parse(r.stdout);
+  assert.is(d.limit, 70000);
+  writeFileSync(join(dir, 'limit.json'), JSON.stringify(d.data));
+  assert.is(python(`print(json.load(open(${JSON.stringify(join(dir, 'limit.json'))})) == np.load(${JSON.stringify(file)}).ravel()[:70000].tolist())`).trim(), 'True');
+  const bad = await run(['show', '--limit', '5', file]);
+  assert.is(bad.code, 2);
+});
+
+test('memory does not grow with the file: 8 MiB and 64 MiB of float64, the larger one read by a slow pipe', async () => {
+  const small = join(dir, 'small.npy');
+  const large = join(dir, 'large.npy');
+  python(`np.save(${JSON.stringify(small)}, np.arange(2**20) / 3); np.save(${JSON.stringify(large)}, np.arange(2**23) / 3)`);
+  const a = await run(['show', '--json', small]);
+  const b = await run(['show', '--json', large], 1);
+  assert.is(a.code, 0);
+  assert.is(b.code, 0, b.stderr);
+  assert.ok(b.stdout.length > 100e6, `${b.stdout.length} characters`);
+  const grew = (b.peak - a.peak) / 2 ** 20;
+  console.log(`      peak RSS: ${(a.peak / 2 ** 20).toFixed(0)} MiB for 8 MiB, ${(b.peak / 2 ** 20).toFixed(0)} MiB for 64 MiB through a slow pipe`);
+  assert.ok(grew < 24, `the peak grew by ${grew.toFixed(0)} MiB for 56 MiB more file`);
+});
+
+test.run();
