@@ -6,9 +6,11 @@ import {
 import { loadNpzSync, readNpyHeaderSync, saveNpySync, saveNpzSync, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, extname } from 'node:path';
+import { parseArgs as parseArgsOfNode } from 'node:util';
 import { formatArray, MAX_OBJECT_TEXT } from './format.js';
 import { streamJsonDocument } from './json-stream.js';
+import { DEFAULT_TOLERANCE, diffArrays, type Tolerance } from './diff.js';
 
 export interface Io {
   stdout: (s: string) => void;
@@ -43,6 +45,10 @@ Commands:
                                → a ragged index OUT with its heap OUT.heap / OUT.strings
       --object                 a ragged index → numpy's object array (a pickle)
 
+  diff A B [--rtol R --atol A]  compare two arrays (or archives, member by member) as numpy's
+                               np.testing.assert_allclose does (rtol 1e-7, atol 0; NaN equals
+                               NaN); prints the mismatches; exit 0 equal, 1 different
+
 Object arrays (dtype |O) hold a Python pickle: show and convert read them only with
 --allow-pickle, through npyts' own unpickler, which rebuilds plain data and never runs code.
 
@@ -56,7 +62,8 @@ Options:
   --version                    print the npyts version and whether @npyts/native is in use
                                (without a command; NPYTS_NATIVE=0 turns it off)
 
-Exit status: 0 success, 1 bad input (one line on stderr), 2 usage error.
+Exit status: 0 success, 1 bad input (one line on stderr) or, for diff, arrays that differ,
+2 usage error.
 Set NPYTS_DEBUG=1 to see stack traces.`;
 
 class UsageError extends Error {}
@@ -73,26 +80,28 @@ interface Parsed {
   flags: Map<string, string | true>;
 }
 
-const VALUE_FLAGS = new Set(['--order', '--byteorder', '--version', '--limit']);
-const BOOL_FLAGS = new Set(['--json', '--help', '-h', '--compress', '--store', '--allow-pickle', '--ragged', '--object']);
+/** Every option, for node:util's parseArgs (strict: an unknown option is a usage error). */
+const OPTIONS = {
+  json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, compress: { type: 'boolean' }, store: { type: 'boolean' },
+  'allow-pickle': { type: 'boolean' }, ragged: { type: 'boolean' }, object: { type: 'boolean' },
+  order: { type: 'string' }, byteorder: { type: 'string' }, version: { type: 'string' }, limit: { type: 'string' },
+  rtol: { type: 'string' }, atol: { type: 'string' },
+} as const;
 
 function parseArgs(args: string[]): Parsed {
-  const positional: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '--') { positional.push(...args.slice(i + 1)); break; }
-    if (a.startsWith('-') && a !== '-') {
-      const [name, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
-      if (VALUE_FLAGS.has(name)) {
-        const v = inline ?? args[++i];
-        if (v === undefined) throw new UsageError(`${name} needs a value`);
-        flags.set(name, v);
-      } else if (BOOL_FLAGS.has(name)) flags.set(name, true);
-      else throw new UsageError(`unknown option ${a}`);
-    } else positional.push(a);
+  let parsed: ReturnType<typeof parseArgsStrict>;
+  try {
+    parsed = parseArgsStrict(args);
+  } catch (e) {
+    throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ''));
   }
-  return { positional, flags };
+  const flags = new Map<string, string | true>();
+  for (const [name, value] of Object.entries(parsed.values)) if (value !== undefined && value !== false) flags.set(`--${name}`, value);
+  return { positional: parsed.positionals, flags };
+}
+
+function parseArgsStrict(args: string[]) {
+  return parseArgsOfNode({ args, options: OPTIONS, allowPositionals: true, strict: true });
 }
 
 function withFile<T>(file: string, fn: () => T): T {
@@ -312,6 +321,51 @@ async function cmdShow(p: Parsed, io: Io): Promise<void> {
   });
 }
 
+/** Every array of a FILE argument by name: a .npy (its own name), each member of an archive, or one member. */
+function arraysOf(t: Target): Map<string, NdArray> {
+  if (t.member === undefined && !isArchive(t.file)) return new Map([['', loadOne(t).array]]);
+  return withArchive(t, (archive) => {
+    const names = t.member !== undefined ? [t.member] : archive.names;
+    return new Map(names.map((name) => [t.member !== undefined ? '' : name, loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive).array]));
+  });
+}
+
+function toleranceOf(p: Parsed): Tolerance {
+  const value = (flag: string, fallback: number): number => {
+    const v = p.flags.get(flag);
+    if (v === undefined) return fallback;
+    const x = Number(v);
+    if (!Number.isFinite(x) || x < 0) throw new UsageError(`${flag} must be a number ≥ 0`);
+    return x;
+  };
+  return { rtol: value('--rtol', DEFAULT_TOLERANCE.rtol), atol: value('--atol', DEFAULT_TOLERANCE.atol) };
+}
+
+/** `diff A B`: exit 0 when every array matches within the tolerance, 1 when any differs. */
+function cmdDiff(p: Parsed, io: Io): number {
+  if (p.positional.length !== 2) throw new UsageError('diff needs two FILEs');
+  const tol = toleranceOf(p);
+  const [ta, tb] = p.positional.map((arg) => target(arg, true)) as [Target, Target];
+  checkIsFile(ta.file);
+  checkIsFile(tb.file);
+  const a = arraysOf(ta);
+  const b = arraysOf(tb);
+  let differ = false;
+  const report = (name: string, lines: string[]): void => {
+    differ = true;
+    io.stdout(`${name ? `${printable(name)}: ` : ''}${lines.join('\n')}\n`);
+  };
+  for (const name of a.keys()) if (!b.has(name)) report(name, [`only in ${printable(ta.label)}`]);
+  for (const name of b.keys()) if (!a.has(name)) report(name, [`only in ${printable(tb.label)}`]);
+  for (const [name, x] of a) {
+    const y = b.get(name);
+    if (!y) continue;
+    const r = withFile(name ? `${ta.label}:${name}` : ta.label, () => diffArrays(x, y, tol));
+    if (!r.equal) report(name, r.lines);
+  }
+  return differ ? 1 : 0;
+}
+
 function cmdConvert(p: Parsed, io: Io): void {
   if (p.positional.length !== 2) throw new UsageError('convert needs IN and OUT');
   const order = p.flags.get('--order');
@@ -334,6 +388,11 @@ function cmdConvert(p: Parsed, io: Io): void {
   };
   const input = target(p.positional[0]!, true);
   const output = target(p.positional[1]!, false);
+  // The output's kind comes from its name; anything else would write .npy bytes into a file named .csv.
+  if (output.file !== '-' && output.member === undefined && !/\.np[yz]$/i.test(output.file)) {
+    const ext = extname(output.file);
+    throw new UsageError(`cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy or .npz`);
+  }
   checkIsFile(input.file);
   if (p.flags.has('--ragged') || p.flags.has('--object')) {
     if (input.file === '-' || output.file === '-' || input.member !== undefined) throw new UsageError('--ragged and --object convert between files');
@@ -416,7 +475,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     const [command, ...rest] = args;
     const parsed = parseArgs(rest);
     allowPickle = parsed.flags.has('--allow-pickle');
-    if (parsed.flags.has('--help') || parsed.flags.has('-h')) {
+    if (parsed.flags.has('--help')) {
       io.stdout(USAGE + '\n');
       return 0;
     }
@@ -424,6 +483,7 @@ export async function main(args: string[], io: Io): Promise<number> {
       case 'info': cmdInfo(parsed, io); break;
       case 'show': await cmdShow(parsed, io); break;
       case 'convert': cmdConvert(parsed, io); break;
+      case 'diff': return cmdDiff(parsed, io);
       default: throw new UsageError(`unknown command '${command}'`);
     }
     return 0;

@@ -1,0 +1,126 @@
+/**
+ * `npyts diff`: two arrays compared the way numpy's `np.testing.assert_allclose` compares them
+ * (|actual − desired| ≤ atol + rtol·|desired|, NaNs equal where both are NaN, infinities equal only to
+ * themselves); non-numeric arrays element by element.
+ */
+import { familyOf, readItem, shapeRepr, toOrder, type NdArray } from '@npyts/core';
+
+/** assert_allclose's tolerances and their defaults. */
+export interface Tolerance {
+  rtol: number;
+  atol: number;
+}
+
+export const DEFAULT_TOLERANCE: Tolerance = { rtol: 1e-7, atol: 0 };
+
+/** What a comparison found; `lines` is the report (empty when equal). */
+export interface DiffResult {
+  equal: boolean;
+  lines: string[];
+}
+
+/** Mismatched positions listed in the report. */
+const SHOWN = 10;
+
+type Num = number | { re: number; im: number };
+
+function numeric(a: NdArray): boolean {
+  return ['bool', 'int', 'uint', 'float', 'complex'].includes(familyOf(a.dtype));
+}
+
+function asNum(v: unknown): Num {
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'number') return v;
+  const c = v as { re: number; im: number };
+  return { re: c.re, im: c.im };
+}
+
+const isNaNum = (x: Num): boolean => (typeof x === 'number' ? Number.isNaN(x) : Number.isNaN(x.re) || Number.isNaN(x.im));
+const magnitude = (x: Num): number => (typeof x === 'number' ? Math.abs(x) : Math.hypot(x.re, x.im));
+const difference = (x: Num, y: Num): number => {
+  if (typeof x === 'number' && typeof y === 'number') return Math.abs(x - y);
+  const [a, b] = [x, y].map((v) => (typeof v === 'number' ? { re: v, im: 0 } : v)) as [{ re: number; im: number }, { re: number; im: number }];
+  return Math.hypot(a.re - b.re, a.im - b.im);
+};
+const same = (x: Num, y: Num): boolean => (typeof x === 'number' && typeof y === 'number' ? x === y : difference(x, y) === 0);
+
+/** The C-order multi-index of flat position `i`. */
+function indexOf(shape: readonly number[], i: number): number[] {
+  const out = new Array<number>(shape.length);
+  for (let d = shape.length - 1; d >= 0; d--) {
+    out[d] = i % shape[d]!;
+    i = Math.floor(i / shape[d]!);
+  }
+  return out;
+}
+
+const show = (v: unknown): string => {
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'number') return `${v}`;
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (v instanceof Uint8Array) return `b'${Array.from(v, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('')}'`;
+  if (v && typeof v === 'object' && 're' in v && 'im' in v) {
+    const { re, im } = v as { re: number; im: number };
+    return `${re}${im < 0 ? '-' : '+'}${Math.abs(im)}j`;
+  }
+  return JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x instanceof Uint8Array ? Array.from(x) : x));
+};
+
+const percent = (k: number, n: number): string => `${((100 * k) / n).toPrecision(3).replace(/\.?0+$/, '')}%`;
+
+/**
+ * Compare `actual` with `desired`. Shapes must be equal (numpy would broadcast; a diff of two files
+ * of different shapes is a difference worth reporting).
+ */
+export function diffArrays(actual: NdArray, desired: NdArray, tol: Tolerance): DiffResult {
+  if (actual.shape.join(',') !== desired.shape.join(',')) {
+    return { equal: false, lines: [`shapes differ: ${shapeRepr(actual.shape)} and ${shapeRepr(desired.shape)}`] };
+  }
+  const a = toOrder(actual, 'C');
+  const b = toOrder(desired, 'C');
+  const n = a.size;
+  const close = numeric(a) && numeric(b);
+  if (!close && familyOf(a.dtype) !== familyOf(b.dtype)) {
+    return { equal: false, lines: [`dtypes cannot be compared: ${a.dtype.name} and ${b.dtype.name}`] };
+  }
+  let mismatched = 0;
+  let maxAbs = 0;
+  let maxRel = 0;
+  /** Violations with a finite difference (NaN or infinity mismatches have none to measure). */
+  let measured = 0;
+  const shown: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const va = readItem(a.dtype, a.data, i);
+    const vb = readItem(b.dtype, b.data, i);
+    let bad: boolean;
+    if (close) {
+      const x = asNum(va);
+      const y = asNum(vb);
+      if (isNaNum(x) || isNaNum(y)) bad = !(isNaNum(x) && isNaNum(y));
+      else if (same(x, y)) bad = false;
+      // An infinity equals only the same infinity (assert_allclose checks their positions apart).
+      else if (!Number.isFinite(magnitude(x)) || !Number.isFinite(magnitude(y))) bad = true;
+      else {
+        const d = difference(x, y);
+        bad = !(d <= tol.atol + tol.rtol * magnitude(y));
+        if (bad) {
+          measured++;
+          maxAbs = Math.max(maxAbs, d);
+          maxRel = Math.max(maxRel, d / magnitude(y));
+        }
+      }
+    } else bad = show(va) !== show(vb);
+    if (!bad) continue;
+    mismatched++;
+    if (shown.length < SHOWN) shown.push(`  at ${shapeRepr(indexOf(a.shape, i))}: ${show(va)} vs ${show(vb)}`);
+  }
+  if (mismatched === 0) return { equal: true, lines: [] };
+  const lines = [close ? `Not equal to tolerance rtol=${tol.rtol}, atol=${tol.atol}` : 'Arrays are not equal', `Mismatched elements: ${mismatched} / ${n} (${percent(mismatched, n)})`];
+  if (close && measured > 0) {
+    lines.push(`Max absolute difference among violations: ${maxAbs}`, `Max relative difference among violations: ${maxRel}`);
+  }
+  lines.push(`First mismatches (actual vs desired):`, ...shown);
+  if (mismatched > shown.length) lines.push(`  … and ${mismatched - shown.length} more`);
+  return { equal: false, lines };
+}

@@ -1,0 +1,84 @@
+// `npyts diff` against numpy's np.testing.assert_allclose (and assert_array_equal for text): the same
+// verdict, mismatch count and largest differences for floats with NaN and infinities, integers,
+// complex numbers, other tolerances; shapes that differ; archives member by member; usage errors.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
+
+const dir = scratch();
+const pairs = {
+  floats: ["np.array([[1.0, 2.0, np.nan], [4.0, np.inf, 6.0]])", "np.array([[1.0, 2.5, np.nan], [4.0, np.inf, 6.0000001]])"],
+  nan_one_side: ["np.array([1.0, np.nan, 3.0])", "np.array([1.0, 2.0, 3.0])"],
+  inf_sign: ["np.array([np.inf, 1.0])", "np.array([-np.inf, 1.0])"],
+  ints: ["np.arange(1000, dtype='<i8')", "np.arange(1000, dtype='>i4') + (np.arange(1000) % 97 == 0)"],
+  float32_vs_64: ["np.linspace(0, 1, 50, dtype='<f4')", "np.linspace(0, 1, 50)"],
+  complex: ["np.array([1+2j, 3-4j, 5j])", "np.array([1+2j, 3-4.5j, 5j])"],
+  zero_desired: ["np.array([0.0, 1e-9])", "np.array([0.0, 0.0])"],
+  equal: ["np.eye(3)", "np.eye(3)"],
+};
+const tolerances = [[1e-7, 0], [1e-3, 0], [0, 1e-8], [0.2, 0.1]];
+
+test('verdict, mismatch count and largest differences are numpy\'s, for every pair and tolerance', async () => {
+  const cases = [];
+  for (const [name, [a, b]] of Object.entries(pairs)) {
+    const fa = join(dir, `${name}_a.npy`);
+    const fb = join(dir, `${name}_b.npy`);
+    python(`np.save(${JSON.stringify(fa)}, ${a}); np.save(${JSON.stringify(fb)}, ${b})`);
+    for (const [rtol, atol] of tolerances) cases.push({ name, fa, fb, rtol, atol });
+  }
+  const expected = JSON.parse(python(`
+import re
+out = []
+for c in json.load(open(${JSON.stringify(writeJSON(join(dir, 'cases.json'), cases))})):
+    try:
+        np.testing.assert_allclose(np.load(c['fa']), np.load(c['fb']), rtol=c['rtol'], atol=c['atol'])
+        out.append({'equal': True})
+    except AssertionError as e:
+        m = str(e)
+        count = re.search(r'Mismatched elements: (\\d+) /', m)
+        absd = re.search(r'Max absolute difference among violations: (\\S+)', m)
+        reld = re.search(r'Max relative difference among violations: (\\S+)', m)
+        out.append({'equal': False, 'count': int(count.group(1)) if count else None,
+                    'abs': absd.group(1) if absd else None, 'rel': reld.group(1) if reld else None})
+print(json.dumps(out))`)).map((w) => ({ ...w, abs: w.abs === null ? null : Number(w.abs), rel: w.rel === null ? null : Number(w.rel) }));
+  for (const [i, c] of cases.entries()) {
+    const want = expected[i];
+    const label = `${c.name} rtol=${c.rtol} atol=${c.atol}`;
+    const r = await runCli(['diff', c.fa, c.fb, '--rtol', String(c.rtol), '--atol', String(c.atol)]);
+    assert.is(r.code, want.equal ? 0 : 1, `${label}: ${r.stdout}${r.stderr}`);
+    if (want.equal) { assert.is(r.stdout, '', label); continue; }
+    if (want.count !== null) assert.match(r.stdout, new RegExp(`Mismatched elements: ${want.count} / `), label);
+    const num = (what) => Number(new RegExp(`Max ${what} difference among violations: (\\S+)`).exec(r.stdout)?.[1]);
+    const close = (x, y) => (Number.isNaN(y) ? Number.isNaN(x) : Math.abs(x - y) <= 1e-6 * Math.max(1, Math.abs(y)) || x === y);
+    if (want.abs !== null && !Number.isNaN(want.abs)) assert.ok(close(num('absolute'), want.abs), `${label}: abs ${num('absolute')} vs ${want.abs}\n${r.stdout}`);
+    if (want.rel !== null && !Number.isNaN(want.rel)) assert.ok(close(num('relative'), want.rel), `${label}: rel ${num('relative')} vs ${want.rel}\n${r.stdout}`);
+  }
+});
+
+test('positions of mismatches are listed; text compares exactly; shapes and archives', async () => {
+  const f = (n) => join(dir, n);
+  python(`
+np.save(${JSON.stringify(f('s1.npy'))}, np.array(['a', 'b', 'c'])); np.save(${JSON.stringify(f('s2.npy'))}, np.array(['a', 'B', 'c']))
+np.save(${JSON.stringify(f('r1.npy'))}, np.zeros((2, 3))); np.save(${JSON.stringify(f('r2.npy'))}, np.zeros((3, 2)))
+np.savez(${JSON.stringify(f('z1.npz'))}, w=np.arange(4.0), only1=np.zeros(1)); np.savez(${JSON.stringify(f('z2.npz'))}, w=np.arange(4.0) * 1.5, only2=np.zeros(1))
+np.savez(${JSON.stringify(f('z3.npz'))}, w=np.arange(4.0))`);
+  const text = await runCli(['diff', f('s1.npy'), f('s2.npy')]);
+  assert.is(text.code, 1);
+  assert.match(text.stdout, /Arrays are not equal/);
+  assert.match(text.stdout, /at \(1,\): "b" vs "B"/);
+  const shapes = await runCli(['diff', f('r1.npy'), f('r2.npy')]);
+  assert.is(shapes.code, 1);
+  assert.match(shapes.stdout, /shapes differ: \(2, 3\) and \(3, 2\)/);
+  const archives = await runCli(['diff', f('z1.npz'), f('z2.npz')]);
+  assert.is(archives.code, 1);
+  assert.match(archives.stdout, /only1: only in/);
+  assert.match(archives.stdout, /only2: only in/);
+  assert.match(archives.stdout, /w: Not equal to tolerance/);
+  assert.match(archives.stdout, /at \(1,\): 1 vs 1\.5/);
+  assert.is((await runCli(['diff', `${f('z1.npz')}:w`, f('z3.npz') + ':w'])).code, 0, 'one member against one member');
+  assert.is((await runCli(['diff', f('s1.npy')])).code, 2);
+  assert.is((await runCli(['diff', f('s1.npy'), f('s2.npy'), '--rtol', '-1'])).code, 2);
+});
+
+test.run();
