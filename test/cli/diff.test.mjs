@@ -15,9 +15,10 @@ const pairs = {
   float32_vs_64: ["np.linspace(0, 1, 50, dtype='<f4')", "np.linspace(0, 1, 50)"],
   complex: ["np.array([1+2j, 3-4j, 5j])", "np.array([1+2j, 3-4.5j, 5j])"],
   zero_desired: ["np.array([0.0, 1e-9])", "np.array([0.0, 0.0])"],
+  relative_to_desired: ["np.array([1.0, 10.0])", "np.array([1.15, 10.0])"],   // rtol=0.14 passes against |desired|, not |actual|
   equal: ["np.eye(3)", "np.eye(3)"],
 };
-const tolerances = [[1e-7, 0], [1e-3, 0], [0, 1e-8], [0.2, 0.1]];
+const tolerances = [[1e-7, 0], [1e-3, 0], [0, 1e-8], [0.2, 0.1], [0.14, 0]];
 
 test('verdict, mismatch count and largest differences are numpy\'s, for every pair and tolerance', async () => {
   const cases = [];
