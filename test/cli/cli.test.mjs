@@ -61,7 +61,7 @@ test('show summarises large arrays with ... like numpy', async () => {
   const body = r.stdout.split('\n').slice(1).join('\n');
   assert.match(body, /\.\.\./);
   assert.ok(body.length < 2000, 'summarised output stays short');
-  assert.match(body, /1997, 1998, 1999\]\], dtype=int16\)/);
+  assert.is(body.trim(), python(`print(repr(np.load(${JSON.stringify(facts.big.path)})))`).trim(), 'numpy 2\'s repr, with its shape=(…) suffix');
 });
 
 test('show prints records', async () => {

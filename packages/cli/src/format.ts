@@ -1,6 +1,7 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
 import { NdArray, NOT_A_TIME, decimalText, familyOf, matchDType, readItem, reprString, type Complex, type DType } from '@npyts/core';
 import { PyMaskedArray } from '@npyts/core/pickle';
+import { formatFloatsLikeNumpy } from './numpy-floats.js';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -109,50 +110,22 @@ function formatPython(v: unknown, depth = 0): string {
   }
 }
 
-/** numpy's 'maxprec' float digits: the shortest round-trip repr, at most 8 fractional digits. */
-function floatParts(x: number, itemsize: number): [string, string] {
-  let s = itemsize <= 4 ? shortestFloat32(x) : String(x);
-  if (/e/.test(s) || (s.split('.')[1]?.length ?? 0) > 8) s = String(Number(x.toFixed(8)));
-  const [int, frac = ''] = s.split('.');
-  return [int!, frac];
-}
-
-function expParts(x: number, itemsize: number): [string, string, string] {
-  const digits = itemsize <= 4 ? 9 : 17;
-  let m = '';
-  for (let p = 1; p <= digits; p++) {
-    m = x.toExponential(p - 1);
-    if ((itemsize <= 4 ? Math.fround(Number(m)) : Number(m)) === x) break;
-  }
-  const [mant, exp] = m.split('e') as [string, string];
-  const [int, frac = ''] = mant.split('.');
-  const e = Number(exp);
-  return [int!, frac.slice(0, 8), `e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`];
-}
-
-/** Format the shown floats together, aligned on the decimal point as numpy does. */
-function formatFloats(xs: number[], itemsize: number): string[] {
-  const finite = xs.filter((x) => Number.isFinite(x));
-  const abs = finite.map(Math.abs).filter((x) => x !== 0);
-  const max = abs.length ? Math.max(...abs) : 0;
-  const min = abs.length ? Math.min(...abs) : 0;
-  const exp = abs.length > 0 && (max >= 1e8 || min < 1e-4 || max / min > 1e3);
-  const parts = xs.map((x): [string, string, string] | null => (Number.isFinite(x) ? (exp ? expParts(x, itemsize) : [...floatParts(x, itemsize), '']) : null));
-  const padLeft = Math.max(0, ...parts.map((p) => (p ? p[0].length : 0)));
-  const padRight = Math.max(0, ...parts.map((p) => (p ? p[1].length : 0)));
-  const out = xs.map((x, i) => {
-    const p = parts[i];
-    if (!p) return formatFloat(x, itemsize);
-    return `${p[0].padStart(padLeft)}.${exp ? p[1].padEnd(padRight, '0') : p[1].padEnd(padRight)}${p[2]}`;
-  });
-  const width = Math.max(0, ...out.map((s) => s.length));
-  return out.map((s) => s.padStart(width));
-}
-
 /** Every shown element formatted, padded to a common width like numpy's array printing. */
 function formatLeaves(dtype: DType, values: unknown[]): string[] {
   const family = familyOf(dtype);
-  if (family === 'float') return formatFloats(values as number[], dtype.itemsize);
+  if (family === 'float') return formatFloatsLikeNumpy(values as number[], dtype.itemsize);
+  if (family === 'complex') {
+    // numpy: the real parts formatted together, the imaginary parts together with a sign, then 'j'.
+    const half = dtype.itemsize / 2;
+    const re = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.re), half);
+    const im = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.im), half, '+');
+    return re.map((r, i) => {
+      const t = im[i]!;
+      const end = t.trimEnd().length;
+      return `${r}${t.slice(0, end)}j${t.slice(end)}`;
+    });
+  }
+  if (family === 'bool') return (values as boolean[]).map((v) => (v ? ' True' : 'False'));
   const strs = values.map((v) => formatScalar(dtype, v));
   // numpy pads numbers to a common width; text, bytes, records and objects are printed as they are.
   if (['record', 'void', 'bytes', 'str', 'object'].includes(family)) return strs;
@@ -177,32 +150,123 @@ export function formatArray(array: NdArray, report?: { cut: boolean }): string {
   }
 }
 
+/** What the printout needs of an array: its dtype and shape, and the value at an index. */
+export interface Printable {
+  dtype: DType;
+  shape: readonly number[];
+  /** The value at a full index (only the indices the printout shows are asked for). */
+  get(index: readonly number[]): unknown;
+}
+
+/** The indices numpy shows along an axis of length n: all, or the first and last EDGE around '...'. */
+export function shownIndices(n: number, summarise: boolean): (number | null)[] {
+  return summarise && n > 2 * EDGE
+    ? [...Array.from({ length: EDGE }, (_, i) => i), null, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)]
+    : Array.from({ length: n }, (_, i) => i);
+}
+
+/** numpy's line width for repr, and its threshold for summarising. */
+const LINE_WIDTH = 75;
+
 function formatArrayText(array: NdArray): string {
-  const summarise = array.size > THRESHOLD;
   const strides = array.strides;
+  return reprLikeNumpy({
+    dtype: array.dtype,
+    shape: array.shape,
+    get: (index) => readItem(array.dtype, array.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)),
+  });
+}
+
+/** Python's repr of a shape tuple. */
+const shapeTuple = (shape: readonly number[]): string => `(${shape.join(', ')}${shape.length === 1 ? ',' : ''})`;
+
+/** numpy's `dtype_short_repr`. */
+function dtypeRepr(dt: DType): string {
+  if (dt.fields) return dt.descrLiteral;
+  if ('SUV'.includes(dt.kind) || !dt.isNative) return `'${dt.str}'`;
+  return /^[A-Za-z][A-Za-z0-9]*$/.test(dt.name) ? dt.name : `'${dt.name}'`;
+}
+
+/** Dtypes numpy's repr leaves unsaid: float64, int64, complex128 and bool, in native order. */
+function dtypeImplied(dt: DType): boolean {
+  return !dt.fields && dt.isNative && ['float64', 'int64', 'complex128', 'bool'].includes(dt.name);
+}
+
+/**
+ * numpy 2's `repr(array)`: elements laid out by `_formatArray` (rows wrapped at 75 columns, `...`
+ * past 1000 elements with 3 at each edge), then `shape=` when summarised or empty and `dtype=` when
+ * not implied, on the last line or a new one as numpy decides. Only the shown elements are read.
+ */
+export function reprLikeNumpy(a: Printable): string {
+  const shape = a.shape;
+  const size = shape.reduce((x, y) => x * y, 1);
+  const summarise = size > THRESHOLD;
   const prefix = 'array(';
-  const picks = (n: number): (number | null)[] =>
-    summarise && n > 2 * EDGE
-      ? [...Array.from({ length: EDGE }, (_, i) => i), null, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)]
-      : Array.from({ length: n }, (_, i) => i);
-  // First the shown elements (numpy sizes the columns from them), then the nested text.
-  const shown: unknown[] = [];
-  const collect = (axis: number, pos: number): void => {
-    if (axis === array.ndim) { shown.push(readItem(array.dtype, array.data, pos)); return; }
-    for (const i of picks(array.shape[axis]!)) if (i !== null) collect(axis + 1, pos + i * strides[axis]!);
+  let body: string;
+  if (size === 0) body = '[]';
+  else if (shape.length === 0) body = formatLeaves(a.dtype, [a.get([])]).map((t) => t.trim())[0]!;
+  else {
+    // The shown elements, formatted together (numpy sizes the columns from them alone).
+    const shown: unknown[] = [];
+    const keys: string[] = [];
+    const collect = (index: number[]): void => {
+      if (index.length === shape.length) { keys.push(index.join(',')); shown.push(a.get(index)); return; }
+      for (const i of shownIndices(shape[index.length]!, summarise)) if (i !== null) collect([...index, i]);
+    };
+    collect([]);
+    const texts = new Map(formatLeaves(a.dtype, shown).map((t, i) => [keys[i]!, t]));
+    body = layout(shape, (index) => texts.get(index.join(','))!, summarise, LINE_WIDTH - 1, ' '.repeat(prefix.length + 1));
+  }
+  const extras: string[] = [];
+  if ((size === 0 && !(shape.length === 1 && shape[0] === 0)) || summarise) extras.push(`shape=${shapeTuple(shape)}`);
+  if (!dtypeImplied(a.dtype) || size === 0) extras.push(`dtype=${dtypeRepr(a.dtype)}`);
+  if (extras.length === 0) return `${prefix}${body})`;
+  const head = `${prefix}${body},`;
+  const tail = `${extras.join(', ')})`;
+  const lastLine = head.length - (head.lastIndexOf('\n') + 1);
+  return head + (lastLine + tail.length + 1 > LINE_WIDTH ? `\n${' '.repeat(prefix.length)}` : ' ') + tail;
+}
+
+/** numpy's `_extendLine`: start a new line when the word does not fit (unless that would not help). */
+function extendLine(out: { s: string; line: string }, word: string, width: number, indent: string): void {
+  if (out.line.length + word.length > width && out.line.length > indent.length) {
+    out.s += `${out.line.trimEnd()}\n`;
+    out.line = indent;
+  }
+  out.line += word;
+}
+
+/** numpy's `_formatArray` over the element texts. */
+function layout(shape: readonly number[], text: (index: number[]) => string, summarise: boolean, lineWidth: number, nextLinePrefix: string): string {
+  const ndim = shape.length;
+  const separator = ', ';
+  const recurse = (index: number[], hanging: string, width: number): string => {
+    const axis = index.length;
+    const left = ndim - axis;
+    if (left === 0) return text(index);
+    const nextHanging = `${hanging} `;
+    const nextWidth = width - 1;
+    const n = shape[axis]!;
+    const picks = shownIndices(n, summarise);
+    let s = '';
+    if (left === 1) {
+      const elemWidth = width - Math.max(separator.trimEnd().length, 1);
+      const out = { s: '', line: hanging };
+      picks.forEach((i, k) => {
+        const last = k === picks.length - 1;
+        const word = i === null ? '...' : recurse([...index, i], nextHanging, nextWidth);
+        extendLine(out, word, last ? elemWidth : elemWidth, hanging);
+        if (!last) out.line += separator;
+      });
+      s = out.s + out.line;
+    } else {
+      const lineSep = separator.trimEnd() + '\n'.repeat(left - 1);
+      picks.forEach((i, k) => {
+        const nested = i === null ? '...' : recurse([...index, i], nextHanging, nextWidth);
+        s += hanging + nested + (k === picks.length - 1 ? '' : lineSep);
+      });
+    }
+    return `[${s.slice(hanging.length)}]`;
   };
-  collect(0, 0);
-  const texts = formatLeaves(array.dtype, shown);
-  let next = 0;
-  const render = (axis: number, pos: number, indent: string): string => {
-    if (axis === array.ndim) return texts[next++]!;
-    const parts = picks(array.shape[axis]!).map((i) => (i === null ? '...' : render(axis + 1, pos + i * strides[axis]!, indent + ' ')));
-    const sep = axis === array.ndim - 1 ? ', ' : ',' + '\n'.repeat(array.ndim - 1 - axis) + indent + ' ';
-    return `[${parts.join(sep)}]`;
-  };
-  const body = render(0, 0, ' '.repeat(prefix.length));
-  const dt = array.dtype;
-  const dtypeName = dt.fields ? dt.descrLiteral : 'SUV'.includes(dt.kind) || !dt.isNative ? `'${dt.str}'` : dt.name;
-  const showDtype = !['float64', 'int64', 'bool'].includes(dtypeName) || array.size === 0;
-  return `${prefix}${body}${showDtype ? `, dtype=${dtypeName}` : ''}${array.size === 0 && array.ndim > 1 ? `, shape=(${array.shape.join(', ')})` : ''})`;
+  return recurse([], nextLinePrefix, lineWidth);
 }

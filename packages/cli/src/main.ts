@@ -1,14 +1,14 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, checkDataSize, hasObject, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, checkDataSize, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpzSync, readNpyHeaderSync, saveNpySync, saveNpzSync, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { loadNpzSync, openNpySync, readNpyHeaderSync, saveNpySync, saveNpzSync, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { parseArgs as parseArgsOfNode } from 'node:util';
-import { formatArray, MAX_OBJECT_TEXT } from './format.js';
+import { formatArray, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from './format.js';
 import { streamJsonDocument } from './json-stream.js';
 import { DEFAULT_TOLERANCE, diffArrays, type Tolerance } from './diff.js';
 
@@ -262,6 +262,40 @@ function cmdInfo(p: Parsed, io: Io): void {
   if (json) io.stdout(JSON.stringify(docs.length === 1 && p.positional.length === 1 ? docs[0] : docs) + '\n');
 }
 
+/**
+ * The elements a printout shows, read from the file as they are asked for: each row's shown runs
+ * (all of a short row; its first and last three when summarised) in one region read each.
+ */
+function shownElements(handle: ReturnType<typeof openNpySync>): Printable {
+  const { dtype, shape } = handle.header;
+  const size = shape.reduce((a, b) => a * b, 1);
+  if (size <= 1000) {
+    const whole = handle.read(shape.map(() => 0), shape);
+    const strides = whole.strides;
+    return { dtype, shape, get: (index) => readItem(dtype, whole.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)) };
+  }
+  const last = shape.length - 1;
+  const n = shape[last]!;
+  const runs: [number, number][] = n > 6 ? [[0, 3], [n - 3, 3]] : [[0, n]];
+  const rows = new Map<string, Map<number, unknown>>();
+  return {
+    dtype, shape,
+    get(index) {
+      const key = index.slice(0, last).join(',');
+      let row = rows.get(key);
+      if (!row) {
+        row = new Map();
+        for (const [start, count] of runs) {
+          const part = handle.read([...index.slice(0, last), start], [...index.slice(0, last).map(() => 1), count]);
+          for (let k = 0; k < count; k++) row.set(start + k, readItem(dtype, part.data, k));
+        }
+        rows.set(key, row);
+      }
+      return row.get(index[last]!);
+    },
+  };
+}
+
 /** `--limit N`: a count of elements, or undefined. */
 function limitOf(p: Parsed): number | undefined {
   const v = p.flags.get('--limit');
@@ -294,6 +328,18 @@ async function cmdShow(p: Parsed, io: Io): Promise<void> {
       return;
     }
     if (limit !== undefined) throw new UsageError('--limit streams a .npy file\'s --json document; not for object arrays or standard input');
+    // A file's printout reads only the elements it shows (a summarised array: its edges).
+    if (!json && t.file !== '-' && !withFile(t.label, () => hasObject(readNpyHeaderSync(t.file).dtype))) {
+      withFile(t.label, () => {
+        const handle = openNpySync(t.file);
+        try {
+          io.stdout(`# ${infoLine(t.label, handle.header)}\n${reprLikeNumpy(shownElements(handle))}\n`);
+        } finally {
+          handle.close();
+        }
+      });
+      return;
+    }
     const { header, array } = loadOne(t);
     print(t.label, header, array);
     return;
