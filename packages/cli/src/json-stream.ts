@@ -12,11 +12,13 @@ export const BLOCK_ELEMENTS = 1 << 16;
  * Write the document of the file at `path` to `out`, a piece at a time. With `limit`, `data` is the
  * first `limit` elements in row-major order as one flat list, and the document says `"limit"`.
  */
-export async function streamJsonDocument(path: string, write: Writer, limit?: number): Promise<void> {
+export async function streamJsonDocument(path: string, write: Writer, limit?: number, onProgress?: (done: number, total: number) => void): Promise<void> {
   // Pieces are queued and handed over a block at a time, waiting while the reader is behind.
   let queued: string[] = [];
   const out = (text: string): void => { queued.push(text); };
+  let read = 0;
   const flush = async (): Promise<void> => {
+    onProgress?.(read, handle.header.dataBytes);
     const text = queued.join('');
     queued = [];
     if (text) await write(text);
@@ -33,8 +35,16 @@ export async function streamJsonDocument(path: string, write: Writer, limit?: nu
     const opening = JSON.stringify(head);
     out(`${opening.slice(0, -1)}${opening.length > 2 ? ',' : ''}"data":`);
     if (shape.length === 0) out(JSON.stringify(arrayToJSON(handle.read([], []) as NdArray)));
-    else if (limit !== undefined) await writeFlat(handle, shape, limit, out, flush);
-    else await writeNested(handle, shape, out, flush);
+    // Region reads, counted for the progress report.
+    const counting: Handle = {
+      read(start, count) {
+        const a = handle.read(start, count) as NdArray;
+        read += a.size * a.dtype.itemsize;
+        return a;
+      },
+    };
+    if (limit !== undefined) await writeFlat(counting, shape, limit, out, flush);
+    else await writeNested(counting, shape, out, flush);
     out('}\n');
     await flush();
   } finally {
@@ -42,7 +52,10 @@ export async function streamJsonDocument(path: string, write: Writer, limit?: nu
   }
 }
 
-type Handle = ReturnType<typeof openNpySync>;
+/** What the writers need of an open file: its region reads. */
+interface Handle {
+  read(start: readonly number[], count: readonly number[]): NdArray;
+}
 
 /** Where the text goes; resolves when the reader has room for more. */
 export type Writer = (text: string) => Promise<void> | void;

@@ -3,13 +3,14 @@ import {
   NpyError, checkDataSize, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpzSync, openNpySync, readNpyHeaderSync, saveNpySync, saveNpzSync, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { loadNpzSync, openNpySync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { parseArgs as parseArgsOfNode } from 'node:util';
 import { formatArray, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from './format.js';
 import { streamJsonDocument } from './json-stream.js';
+import { startProgress } from './progress.js';
 import { DEFAULT_TOLERANCE, diffArrays, type Tolerance } from './diff.js';
 
 export interface Io {
@@ -58,6 +59,8 @@ input (and OUT - for standard output). convert turns
 (OUT.npz, or OUT.npz:NAME to name the member).
 
 Options:
+  -q, --quiet                  no progress bar (one is drawn on standard error, when it is a
+                               terminal, for a convert to .npz or a show --json past a second)
   -h, --help                   show this help
   --version                    print the npyts version and whether @npyts/native is in use
                                (without a command; NPYTS_NATIVE=0 turns it off)
@@ -83,7 +86,7 @@ interface Parsed {
 /** Every option, for node:util's parseArgs (strict: an unknown option is a usage error). */
 const OPTIONS = {
   json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, compress: { type: 'boolean' }, store: { type: 'boolean' },
-  'allow-pickle': { type: 'boolean' }, ragged: { type: 'boolean' }, object: { type: 'boolean' },
+  'allow-pickle': { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' }, ragged: { type: 'boolean' }, object: { type: 'boolean' },
   order: { type: 'string' }, byteorder: { type: 'string' }, version: { type: 'string' }, limit: { type: 'string' },
   rtol: { type: 'string' }, atol: { type: 'string' },
 } as const;
@@ -201,6 +204,8 @@ function withArchive<T>(t: Target, fn: (archive: NpzArchive) => T): T {
 
 /** Whether --allow-pickle was given: decoding object arrays is opt-in. */
 let allowPickle = false;
+/** Whether --quiet was given: no progress bars. */
+let quiet = false;
 
 /** Header and array of one .npy, or of one archive member. */
 function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: NdArray } {
@@ -321,7 +326,12 @@ async function cmdShow(p: Parsed, io: Io): Promise<void> {
     // A file's JSON is written as it is read (constant memory); object arrays and standard input are decoded whole.
     if (json && t.file !== '-' && !withFile(t.label, () => hasObject(readNpyHeaderSync(t.file).dtype))) {
       try {
-        await streamJsonDocument(t.file, io.stdoutPaced ?? io.stdout, limit);
+        const progress = startProgress(printable(t.label), quiet);
+        try {
+          await streamJsonDocument(t.file, io.stdoutPaced ?? io.stdout, limit, progress.update);
+        } finally {
+          progress.stop();
+        }
       } catch (e) {
         throw e instanceof FileError ? e : new FileError(t.label, e);
       }
@@ -412,7 +422,7 @@ function cmdDiff(p: Parsed, io: Io): number {
   return differ ? 1 : 0;
 }
 
-function cmdConvert(p: Parsed, io: Io): void {
+async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   if (p.positional.length !== 2) throw new UsageError('convert needs IN and OUT');
   const order = p.flags.get('--order');
   if (order !== undefined && order !== 'C' && order !== 'F') throw new UsageError('--order must be C or F');
@@ -489,7 +499,14 @@ function cmdConvert(p: Parsed, io: Io): void {
     // One version for the archive: the members' own when they agree.
     const versions = new Set(arrays.map(([, , v]) => v));
     const options = encodeOptions(versions.size === 1 ? [...versions][0] : undefined);
-    withFile(output.file, () => saveNpzSync(output.file, new Map(arrays.map(([name, a]) => [name, a])), { compress, ...options }));
+    const progress = startProgress(`${printable(output.file)}${compress ? ' (deflate)' : ''}`, quiet);
+    try {
+      await saveNpz(output.file, new Map(arrays.map(([name, a]) => [name, a])), { compress, ...options, onProgress: progress.update });
+    } catch (e) {
+      throw new FileError(output.file, e);
+    } finally {
+      progress.stop();
+    }
   } else {
     if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME or write a .npz`);
     const [, array, inputVersion] = arrays[0]!;
@@ -521,6 +538,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     const [command, ...rest] = args;
     const parsed = parseArgs(rest);
     allowPickle = parsed.flags.has('--allow-pickle');
+    quiet = parsed.flags.has('--quiet');
     if (parsed.flags.has('--help')) {
       io.stdout(USAGE + '\n');
       return 0;
@@ -528,7 +546,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     switch (command) {
       case 'info': cmdInfo(parsed, io); break;
       case 'show': await cmdShow(parsed, io); break;
-      case 'convert': cmdConvert(parsed, io); break;
+      case 'convert': await cmdConvert(parsed, io); break;
       case 'diff': return cmdDiff(parsed, io);
       default: throw new UsageError(`unknown command '${command}'`);
     }

@@ -1,6 +1,6 @@
 /** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
 import type { DescrInput } from '../format/descr-types.js';
-import { checkDataSize, decodeNpy, encodeNpyParts, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
+import { checkDataSize, decodeNpy, encodeNpyParts, hasObject, toNdArray, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
 import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, type NpyHeader } from '../format/header.js';
@@ -153,6 +153,11 @@ export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
    * metadata such as a model's `model.json`. numpy lists them in `files` and returns their bytes.
    */
   files?: Record<string, Uint8Array | string>;
+  /**
+   * Called as the write goes on, after each piece of at most 16 MiB, with the bytes of arrays written
+   * so far and their total (uncompressed: what the work is proportional to).
+   */
+  onProgress?: (done: number, total: number) => void;
 }
 
 /**
@@ -165,8 +170,8 @@ export function npzMembers(arrays: NpzInput): [string, NdArray | ArraySpec][] {
   return arrays instanceof Map ? [...arrays] : Object.entries(arrays);
 }
 
-/** Largest piece handed to the deflater at once: bounds the memory of a streaming write. */
-const PIECE = 64 << 20;
+/** Largest piece handed to the deflater at once: bounds the memory of a streaming write and spaces progress reports. */
+const PIECE = 16 << 20;
 
 function* pieces(parts: Uint8Array[]): Generator<Uint8Array> {
   for (const p of parts) for (let i = 0; i < p.length; i += PIECE) yield p.subarray(i, i + PIECE);
@@ -196,9 +201,24 @@ export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOp
   for (const [name] of files) {
     if (taken.has(name)) throw new NpyError('BAD_ARRAY', `member '${name}' is both an array and a file`);
   }
+  // Progress counts array data (object arrays' pickles are not known before they are made).
+  const total = members.reduce((n, [, a]) => {
+    const array = toNdArray(a);
+    return n + (hasObject(array.dtype) ? 0 : array.size * array.dtype.itemsize);
+  }, 0);
+  let done = 0;
+  const report = options.onProgress;
+  report?.(0, total);
   for (const [name, array] of members) {
     const { header, body } = encodeNpyParts(array, options);
-    yield* writer.adding(`${name}.npy`, pieces([header, body]), header.length + body.length, options.compress ?? false);
+    const counted = hasObject(toNdArray(array).dtype) ? 0 : body.length;
+    // The writer pauses after each piece: the header, then the data PIECE bytes at a time.
+    let step = 0;
+    for (const _ of writer.adding(`${name}.npy`, pieces([header, body]), header.length + body.length, options.compress ?? false)) {
+      report?.(done + Math.min(counted, step++ * PIECE), total);
+      yield;
+    }
+    done += counted;
   }
   for (const [name, content] of files) {
     const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : content;
