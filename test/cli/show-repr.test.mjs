@@ -44,6 +44,12 @@ const arrays = {
   empty_1d: 'np.zeros(0)',
   empty_2d: 'np.zeros((2, 0), dtype=np.int16)',
   long_row_ints: 'np.arange(10**6, 10**6 + 40)',
+  f4_sci_columns: 'np.arange(4000 * 3000, dtype=np.float32).reshape(4000, 3000) / 7',
+  f4_ties: 'np.array([2**-14, 1713000.25, 1.5, 3e-5], dtype=np.float32)',
+  f2_sci: 'np.array([1e-4, 0.5, 65504, np.nan], dtype=np.float16)',
+  f8_sci_fill: 'np.array([1e-5, 1.23456789012e-5, 1/3 * 1e9])',
+  f4_random_sci: '(rng.standard_normal(50) * 10.0 ** rng.integers(-8, 8, 50)).astype(np.float32)',
+  f8_random_sci: 'rng.standard_normal(50) * 10.0 ** rng.integers(-12, 12, 50)',
 };
 
 test('the printout after the info line is numpy\'s repr, for every case', async () => {

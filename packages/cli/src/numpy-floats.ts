@@ -20,19 +20,33 @@ function readsBack(text: string, x: number, itemsize: number): boolean {
 function shortest(x: number, itemsize: number): { digits: string; exp: number } {
   const a = Math.abs(x);
   if (a === 0) return { digits: '0', exp: 0 };
-  let s = a.toExponential(); // float64: already the shortest
-  if (itemsize < 8) {
-    for (let p = 1; p <= 17; p++) {
-      const t = a.toExponential(p - 1);
-      if (readsBack(t, a, itemsize)) { s = t; break; }
-    }
+  if (itemsize === 8) {
+    // JavaScript's own shortest round-trip digits of a double (the closest of the shortest).
+    const [m, e] = a.toExponential().split('e') as [string, string];
+    return { digits: m.replace('.', '').replace(/0+$/, '') || '0', exp: Number(e) };
   }
-  const [m, e] = s.split('e') as [string, string];
-  return { digits: m.replace('.', '').replace(/0+$/, '') || '0', exp: Number(e) };
+  // Narrower floats: the fewest digits, each candidate rounded exactly (half to even, as Dragon4),
+  // that read back to the same float16 or float32.
+  const exp = exactExponent(a, Math.floor(Math.log10(a)));
+  for (let p = 1; p <= 17; p++) {
+    let q = scaledRound(a, p - 1 - exp).toString();
+    let e = exp;
+    if (q.length > p) { q = q.slice(0, p); e += 1; }
+    if (readsBack(`${q[0]}.${q.slice(1)}e${e}`, a, itemsize)) return { digits: q.replace(/0+$/, '') || '0', exp: e };
+  }
+  throw new Error('unreachable: 17 digits identify every float');
 }
 
-/** |x| · 10^places rounded half to even, exactly (x is a binary float). */
-function scaledRound(x: number, places: number): bigint {
+/** The exponent of the first significant digit of a > 0, exactly (`guess` may be off by one). */
+function exactExponent(a: number, guess: number): number {
+  let e = guess;
+  while (scaledRound(a, -e, true) >= 10n) e++;
+  while (scaledRound(a, -e, true) < 1n) e--;
+  return e;
+}
+
+/** |x| · 10^places rounded half to even (or down, with `floor`), exactly (x is a binary float). */
+function scaledRound(x: number, places: number, floor = false): bigint {
   const a = Math.abs(x);
   // a = mantissa · 2^exponent, exactly.
   const buf = new DataView(new ArrayBuffer(8));
@@ -50,6 +64,7 @@ function scaledRound(x: number, places: number): bigint {
   if (places >= 0) num *= 10n ** BigInt(places);
   else den *= 10n ** BigInt(-places);
   const q = num / den;
+  if (floor) return q;
   const r2 = 2n * (num % den);
   return r2 > den || (r2 === den && q % 2n === 1n) ? q + 1n : q;
 }
@@ -76,10 +91,24 @@ function scientific(x: number, itemsize: number, precision: number): [string, st
   const { digits, exp } = shortest(x, itemsize);
   if (digits.length - 1 <= precision) return [digits[0]!, digits.slice(1), exp];
   // Round to precision + 1 significant digits, exactly.
-  let q = scaledRound(x, precision - exp).toString();
-  let e = exp;
+  let e = exactExponent(Math.abs(x), exp);
+  let q = scaledRound(x, precision - e).toString();
   if (q.length > precision + 1) { q = q.slice(0, precision + 1); e += 1; } // 9.99… rounded up to 10.0…
   return [q[0]!, q.slice(1).replace(/0+$/, ''), e];
+}
+
+/**
+ * Scientific digits of |x|'s exact value with `fraction` digits after the point (round half to even):
+ * numpy fills a column's shorter values with their further true digits (`min_digits`), not zeros.
+ * `exp` (the shortest digits' exponent) is the first guess at the exact value's.
+ */
+function digitsAt(x: number, exp: number, fraction: number): [string, string, number] {
+  if (x === 0) return ['0', '0'.repeat(fraction), 0];
+  // The exact value's exponent: its first digit, whatever the shortest digits rounded to.
+  let e = exactExponent(Math.abs(x), exp);
+  let q = scaledRound(x, fraction - e).toString();
+  if (q.length > fraction + 1) { e += 1; q = q.slice(0, fraction + 1); } // 9.99…95 rounded up to 10.0…
+  return [q[0]!, q.slice(1), e];
 }
 
 /**
@@ -127,9 +156,10 @@ export function formatFloatsLikeNumpy(xs: readonly number[], itemsize: number, s
       const text = Number.isNaN(x) ? `${sign === '+' ? '+' : ''}nan` : `${x < 0 ? '-' : sign === '+' ? '+' : ''}inf`;
       return text.padStart(padLeft + padRight + 1);
     }
-    const [int, frac, e] = parts.get(x) ?? (expFormat ? scientific(x, itemsize, PRECISION) : [...positional(x, itemsize, PRECISION), 0] as [string, string, number]);
+    let [int, frac, e] = parts.get(x)!;
+    if (expFormat && frac.length < fracDigits) [int, frac, e] = digitsAt(x, e, fracDigits);
     const head = `${signOf(x)}${int}`.padStart(padLeft);
-    if (expFormat) return `${head}.${frac.padEnd(fracDigits, '0')}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(expDigits, '0')}`;
+    if (expFormat) return `${head}.${frac}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(expDigits, '0')}`;
     return `${head}.${frac.padEnd(padRight)}`;
   });
 }
