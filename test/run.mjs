@@ -49,9 +49,11 @@ process.stdout.write = write;
 
 // eslint-disable-next-line no-control-regex
 const plain = printed.replace(/\x1b\[[0-9;]*m/g, '');
-const total = Number(/Total:\s+(\d+)/.exec(plain)?.[1] ?? 0);
-const passed = Number(/Passed:\s+(\d+)/.exec(plain)?.[1] ?? 0);
-const skipped = Number(/Skipped:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+// uvu's own totals are the last ones printed (a failure message may quote another run's).
+const last = (label) => Number([...plain.matchAll(new RegExp(`${label}:\\s+(\\d+)`, 'g'))].at(-1)?.[1] ?? 0);
+const total = last('Total');
+const passed = last('Passed');
+const skipped = last('Skipped');
 const failed = total - passed - skipped;
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed > 0 || total === 0 ? 1 : 0;

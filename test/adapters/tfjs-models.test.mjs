@@ -12,13 +12,9 @@ import { loadGraphModel } from '@tensorflow/tfjs-converter';
 import { npzHandler, saveWeights, assignWeights, loadTensors } from '@npyts/tfjs';
 import { NpyError, decodeNpz } from '@npyts/core';
 import { scratch } from '../helpers/numpy.mjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
 
-const warn = console.warn;
-console.warn = () => {}; // tfjs's one-time "install tfjs-node" notice
-await import('@tensorflow/tfjs-backend-cpu');
-await tf.setBackend('cpu');
-tf.scalar(0).dispose();
-console.warn = warn;
+await useCpuBackend();
 
 const models = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'models.py');
 const py = (...args) => JSON.parse(execFileSync('python3', ['-W', 'ignore', models, ...args], { encoding: 'utf8', maxBuffer: 1 << 28 }));

@@ -10,13 +10,9 @@ import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights } from '@
 import { NpyError, arrayFromValues, decodeNpy, encodeNpz } from '@npyts/core';
 import { loadNpySync } from '@npyts/core/node';
 import { numpy, scratch, writeJSON } from '../helpers/numpy.mjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
 
-const warn = console.warn;
-console.warn = () => {}; // tfjs's one-time "install tfjs-node" notice
-await import('@tensorflow/tfjs-backend-cpu');
-await tf.setBackend('cpu');
-tf.scalar(0).dispose();
-console.warn = warn;
+await useCpuBackend();
 
 const dir = scratch();
 const fixtures = numpy('tfjs-fixtures', dir);

@@ -34,7 +34,6 @@ export async function streamJsonDocument(path: string, write: Writer, limit?: nu
     if (limit !== undefined) head.limit = limit;
     const opening = JSON.stringify(head);
     out(`${opening.slice(0, -1)}${opening.length > 2 ? ',' : ''}"data":`);
-    if (shape.length === 0) out(JSON.stringify(arrayToJSON(handle.read([], []) as NdArray)));
     // Region reads, counted for the progress report.
     const counting: Handle = {
       read(start, count) {
@@ -43,7 +42,8 @@ export async function streamJsonDocument(path: string, write: Writer, limit?: nu
         return a;
       },
     };
-    if (limit !== undefined) await writeFlat(counting, shape, limit, out, flush);
+    if (shape.length === 0) out(JSON.stringify(arrayToJSON(counting.read([], []))));
+    else if (limit !== undefined) await writeFlat(counting, shape, limit, out, flush);
     else await writeNested(counting, shape, out, flush);
     out('}\n');
     await flush();

@@ -33,7 +33,7 @@ const USAGE = `usage: npyts <command> [options]
 
 Commands:
   info FILE... [--json]        one line per array: dtype, shape, order, format version, data bytes
-  show FILE [--json]           print the array (numpy-like), or its JSON document with --json
+  show FILE [--json]           print the array as numpy's repr does, or its JSON document with --json
                                (a .npy file's document is written as it is read: any size)
       --limit N                with --json: data is the first N elements, row-major, as one flat list
   convert IN OUT [options]     re-encode; with no options numpy's own bytes come back

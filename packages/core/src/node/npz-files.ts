@@ -29,6 +29,21 @@ const INFLATE_CHUNK = 4 << 20;
 /** Compressed bytes read at a time, one piece ahead of the inflater. */
 const READ_AHEAD = 8 << 20;
 
+/**
+ * The header at a member's start when the member can be read straight into its array: a .npy whose
+ * header is all in `head`, with its data all there, and no objects. Null otherwise (the general path
+ * then reads the member, and reports what is wrong with it).
+ */
+function plainHeader(head: Uint8Array, entry: ZipEntry, options: DecodeOptions): NpyHeader | null {
+  try {
+    const header = readHeader(head, options);
+    checkDataSize(header, entry.size - header.dataOffset);
+    return hasObject(header.dtype) ? null : header;
+  } catch {
+    return null;
+  }
+}
+
 /** The last steps of reading a member straight into its array's buffer: CRC, byte order, the array. */
 async function finishDirect(entry: ZipEntry, header: NpyHeader, crc: number, data: Uint8Array, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
   checkZipCrc(entry, crc);
@@ -194,14 +209,8 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     const { signal } = options;
     const start = await this.run((a) => entryDataOffset(a.source, entry), signal);
     const head = await this.readRange(start, Math.min(entry.size, STORED_HEAD), signal);
-    let header: NpyHeader;
-    try {
-      header = readHeader(head, options);
-      checkDataSize(header, entry.size - header.dataOffset);
-    } catch {
-      return null;
-    }
-    if (hasObject(header.dtype)) return null;
+    const header = plainHeader(head, entry, options);
+    if (!header) return null;
     const buffer = allocateBuffer(header.dataBytes);
     const data = new Uint8Array(buffer);
     let crc = zlibCrc32(head.subarray(0, header.dataOffset));
@@ -275,13 +284,8 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
             head = joined;
           }
           if (head.length < want) continue;
-          try {
-            header = readHeader(head, options);
-            checkDataSize(header, entry.size - header.dataOffset);
-          } catch {
-            return null;
-          }
-          if (hasObject(header.dtype)) return null;
+          header = plainHeader(head, entry, options);
+          if (!header) return null;
           data = new Uint8Array(allocateBuffer(header.dataBytes));
           // Bytes past the data (numpy ignores them) count in the CRC only.
           const rest = head.subarray(header.dataOffset, header.dataOffset + header.dataBytes);
