@@ -3,13 +3,14 @@ import {
   NpyError, checkDataSize, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpzSync, openNpySync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { loadNpzSync, openNpySync, writeBeside, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { parseArgs as parseArgsOfNode } from 'node:util';
 import { formatArray, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from './format.js';
 import { streamJsonDocument } from './json-stream.js';
+import { arrayToTable, delimiterOf, tableToArray } from './text-table.js';
 import { startProgress } from './progress.js';
 import { DEFAULT_TOLERANCE, diffArrays, type Tolerance } from './diff.js';
 
@@ -45,6 +46,10 @@ Commands:
       --ragged                 an object array of arrays or strings (or a StringDType array)
                                → a ragged index OUT with its heap OUT.heap / OUT.strings
       --object                 a ragged index → numpy's object array (a pickle)
+      --dtype D                reading a .csv/.tsv: the dtype ('<f8' by default, as np.loadtxt;
+                               a record descr takes one column per field, after a header line)
+      OUT.csv / OUT.tsv        a 1-d or 2-d array, or a 1-d record array (columns under a header
+                               line), as text: floats as np.savetxt(fmt='%.17g'), integers exactly
 
   diff A B [--rtol R --atol A]  compare two arrays (or archives, member by member) as numpy's
                                np.testing.assert_allclose does (rtol 1e-7, atol 0; NaN equals
@@ -88,7 +93,7 @@ const OPTIONS = {
   json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, compress: { type: 'boolean' }, store: { type: 'boolean' },
   'allow-pickle': { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' }, ragged: { type: 'boolean' }, object: { type: 'boolean' },
   order: { type: 'string' }, byteorder: { type: 'string' }, version: { type: 'string' }, limit: { type: 'string' },
-  rtol: { type: 'string' }, atol: { type: 'string' },
+  rtol: { type: 'string' }, atol: { type: 'string' }, dtype: { type: 'string' },
 } as const;
 
 function parseArgs(args: string[]): Parsed {
@@ -445,10 +450,13 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   const input = target(p.positional[0]!, true);
   const output = target(p.positional[1]!, false);
   // The output's kind comes from its name; anything else would write .npy bytes into a file named .csv.
-  if (output.file !== '-' && output.member === undefined && !/\.np[yz]$/i.test(output.file)) {
+  const textOut = output.member === undefined ? delimiterOf(output.file) : null;
+  if (output.file !== '-' && output.member === undefined && !textOut && !/\.np[yz]$/i.test(output.file)) {
     const ext = extname(output.file);
-    throw new UsageError(`cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy or .npz`);
+    throw new UsageError(`cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .csv or .tsv`);
   }
+  const textIn = input.member === undefined && input.file !== '-' ? delimiterOf(input.file) : null;
+  if (p.flags.has('--dtype') && !textIn) throw new UsageError('--dtype is for reading a .csv or .tsv file');
   checkIsFile(input.file);
   if (p.flags.has('--ragged') || p.flags.has('--object')) {
     if (input.file === '-' || output.file === '-' || input.member !== undefined) throw new UsageError('--ragged and --object convert between files');
@@ -464,7 +472,7 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     }
     return;
   }
-  const inArchive = input.member === undefined && isArchive(input.file);
+  const inArchive = !textIn && input.member === undefined && isArchive(input.file);
   const outArchive = output.member !== undefined || /\.npz$/i.test(output.file);
 
   // Gather the arrays to write, with their names for an archive and the format version they came in.
@@ -485,10 +493,21 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
       compressed = archive.entry(input.member!).method !== 0;
       return named(input.member!, input, archive);
     })];
+  } else if (textIn) {
+    // np.loadtxt's default dtype is float64.
+    const descr = String(p.flags.get('--dtype') ?? '<f8');
+    const table = withFile(input.label, () => tableToArray(readFileSync(input.file, 'utf8'), textIn, descr, input.label));
+    arrays = [[basename(input.file).replace(/\.(csv|tsv)$/i, ''), table, 1]];
   } else {
     arrays = [named(basename(input.file).replace(/\.npy$/i, ''), input)];
   }
   arrays = arrays.map(([name, a, v]) => [name, withFile(input.label, () => transform(a)), v]);
+  if (textOut) {
+    if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME for a table`);
+    const text = withFile(input.label, () => arrayToTable(arrays[0]![1], textOut));
+    withFile(output.file, () => writeBeside(output.file, (fd) => { writeSync(fd, text); }));
+    return;
+  }
 
   if (outArchive) {
     if (output.member !== undefined) {

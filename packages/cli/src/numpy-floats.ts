@@ -38,7 +38,7 @@ function shortest(x: number, itemsize: number): { digits: string; exp: number } 
 }
 
 /** The exponent of the first significant digit of a > 0, exactly (`guess` may be off by one). */
-function exactExponent(a: number, guess: number): number {
+export function exactExponent(a: number, guess: number): number {
   let e = guess;
   while (scaledRound(a, -e, true) >= 10n) e++;
   while (scaledRound(a, -e, true) < 1n) e--;
@@ -46,7 +46,7 @@ function exactExponent(a: number, guess: number): number {
 }
 
 /** |x| · 10^places rounded half to even (or down, with `floor`), exactly (x is a binary float). */
-function scaledRound(x: number, places: number, floor = false): bigint {
+export function scaledRound(x: number, places: number, floor = false): bigint {
   const a = Math.abs(x);
   // a = mantissa · 2^exponent, exactly.
   const buf = new DataView(new ArrayBuffer(8));

@@ -1,0 +1,84 @@
+// `npyts convert` to and from .csv/.tsv: the text np.savetxt writes (floats with fmt='%.17g',
+// integers exactly, record fields as columns under a header line), read back as np.loadtxt reads it;
+// refusals for what text cannot hold.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { python, runCli, scratch } from '../helpers/numpy.mjs';
+
+const dir = scratch();
+const f = (n) => join(dir, n);
+const cases = {
+  f8: ["rng.standard_normal(30) * 10.0 ** rng.integers(-20, 20, 30)", "'%.17g'"],
+  f8_special: ["np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-5, 1e17, 123456789012345678.0, 2**-1074, 0.1, 1e-7, 1e-3, 1e22, 1e23, 9.9999999999999995e-8, 0.30000000000000004])", "'%.17g'"],
+  f8_2d: ["rng.standard_normal((5, 4))", "'%.17g'"],
+  f4_2d: ["(rng.standard_normal((3, 3)) * 1e6).astype(np.float32)", "'%.17g'"],
+  i8: ["np.array([0, -1, 2**63 - 1, -2**63, 12345])", "'%d'"],
+  u1_2d: ["np.arange(12, dtype=np.uint8).reshape(3, 4)", "'%d'"],
+  bool: ["np.array([True, False, True])", "'%d'"],
+  text: ["np.array(['alpha', 'é', 'x y'])", "'%s'"],
+};
+
+test('export: the same text as np.savetxt, CSV and TSV', async () => {
+  const specs = Object.entries(cases).map(([name, [expr, fmt]]) => `a = ${expr}\nnp.save(${JSON.stringify(f(`${name}.npy`))}, a)\nfor d, ext in ((',', 'csv'), ('\\t', 'tsv')): np.savetxt(${JSON.stringify(f(name))} + '.numpy.' + ext, a.astype(int) if a.dtype == bool else a, fmt=${fmt}, delimiter=d, encoding='utf-8')`);
+  python(`rng = np.random.default_rng(3)\n${specs.join('\n')}`);
+  for (const name of Object.keys(cases)) {
+    for (const ext of ['csv', 'tsv']) {
+      const r = await runCli(['convert', f(`${name}.npy`), f(`${name}.ours.${ext}`)]);
+      assert.is(r.code, 0, `${name}: ${r.stderr}`);
+      assert.is(readFileSync(f(`${name}.ours.${ext}`), 'utf8'), readFileSync(f(`${name}.numpy.${ext}`), 'utf8'), `${name}.${ext}`);
+    }
+  }
+});
+
+test('records: one column per field under a header line, as np.savetxt(header=…, comments=\'\') writes them', async () => {
+  python(`a = np.array([(1, 0.5, 'ab'), (-2, 1e-7, 'c')], dtype=[('id', '<i8'), ('score', '>f8'), ('tag', '<U2')])
+np.save(${JSON.stringify(f('rec.npy'))}, a)
+np.savetxt(${JSON.stringify(f('rec.numpy.csv'))}, a, fmt=['%d', '%.17g', '%s'], delimiter=',', header='id,score,tag', comments='')`);
+  const r = await runCli(['convert', f('rec.npy'), f('rec.ours.csv')]);
+  assert.is(r.code, 0, r.stderr);
+  assert.is(readFileSync(f('rec.ours.csv'), 'utf8'), readFileSync(f('rec.numpy.csv'), 'utf8'));
+  // And back, with the record dtype: the header line is recognised and skipped.
+  const back = await runCli(['convert', f('rec.ours.csv'), f('rec.back.npy'), '--dtype', "[('id', '<i8'), ('score', '>f8'), ('tag', '<U2')]"]);
+  assert.is(back.code, 0, back.stderr);
+  assert.is(python(`print(bool((np.load(${JSON.stringify(f('rec.back.npy'))}) == np.load(${JSON.stringify(f('rec.npy'))})).all()))`).trim(), 'True');
+});
+
+test('import: the array np.loadtxt reads, for floats, integers and text; every double comes back exactly', async () => {
+  for (const [name, descr] of [['f8', '<f8'], ['f8_special', '<f8'], ['f8_2d', '<f8'], ['i8', '<i8'], ['u1_2d', '|u1'], ['text', '<U5']]) {
+    for (const ext of ['csv', 'tsv']) {
+      const out = f(`${name}.${ext}.back.npy`);
+      const r = await runCli(['convert', f(`${name}.numpy.${ext}`), out, '--dtype', descr]);
+      assert.is(r.code, 0, `${name}.${ext}: ${r.stderr}`);
+      const same = python(`
+d = ${ext === 'csv' ? "','" : "'\\t'"}
+want = np.loadtxt(${JSON.stringify(f(`${name}.numpy.${ext}`))}, delimiter=d, dtype=${JSON.stringify(descr)}, encoding='utf-8')
+got = np.load(${JSON.stringify(out)})
+orig = np.load(${JSON.stringify(f(`${name}.npy`))})
+print(got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want, equal_nan=got.dtype.kind == 'f') and (got.dtype.kind != 'f' or np.array_equal(got, orig, equal_nan=True)))`).trim();
+      assert.is(same, 'True', `${name}.${ext}`);
+    }
+  }
+});
+
+test('refused, with one line each: 3-d arrays, complex numbers, a delimiter inside a string, bad cells, other names', async () => {
+  python(`np.save(${JSON.stringify(f('cube.npy'))}, np.zeros((2, 2, 2))); np.save(${JSON.stringify(f('cplx.npy'))}, np.array([1j])); np.save(${JSON.stringify(f('comma.npy'))}, np.array(['a,b']))
+open(${JSON.stringify(f('bad.csv'))}, 'w').write('1,2\\n3,x\\n'); open(${JSON.stringify(f('ragged.csv'))}, 'w').write('1,2\\n3\\n')`);
+  for (const [args, pattern] of [
+    [['convert', f('cube.npy'), f('cube.csv')], /3 dimensions has no table form/],
+    [['convert', f('cplx.npy'), f('cplx.csv')], /complex128 values have no lossless CSV form/],
+    [['convert', f('comma.npy'), f('comma.csv')], /holds a delimiter/],
+    [['convert', f('bad.csv'), f('bad.npy')], /bad\.csv:2:2: 'x' is not a float64/],
+    [['convert', f('ragged.csv'), f('ragged.npy')], /ragged\.csv:2: 1 columns, the first row has 2/],
+  ]) {
+    const r = await runCli(args);
+    assert.is(r.code, 1, `${args.join(' ')}: ${r.stdout}`);
+    assert.is(r.stderr.trim().split('\n').length, 1);
+    assert.match(r.stderr, pattern);
+  }
+  assert.is((await runCli(['convert', f('cube.npy'), f('cube.txt')])).code, 2);
+  assert.is((await runCli(['convert', f('cube.npy'), f('cube2.npy'), '--dtype', '<f8'])).code, 2);
+});
+
+test.run();
