@@ -1,0 +1,75 @@
+// @npyts/tfjs in a real Chromium (Debian's, through playwright-core): the model numpy built (embedding,
+// conv2d, batchnorm, dense; test/helpers/models.py) loads with tf.loadLayersModel(npzHandler(URL
+// relative to the page)) and predicts numpy's answers; model.save(npzHandler(function)) in the page
+// gives an archive numpy reads weight by weight.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { build } from 'esbuild';
+import { python, scratch } from '../helpers/numpy.mjs';
+import { startViewer } from '../../viewer/serve.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const dir = scratch('npyts-tfjs-browser-');
+const expected = JSON.parse(execFileSync('python3', ['-W', 'ignore', join(root, 'test', 'helpers', 'models.py'), 'build', dir], { encoding: 'utf8' }));
+
+// The page's code: tfjs and @npyts/tfjs as a browser bundle of the built packages.
+await build({
+  stdin: { contents: "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler } from '@npyts/tfjs';", resolveDir: root },
+  bundle: true, format: 'esm', platform: 'browser', outfile: join(dir, 'bundle.js'), logLevel: 'error', tsconfigRaw: {},
+});
+
+const server = await startViewer({ port: 0, dataDir: dir });
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium', headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+});
+const page = await browser.newPage();
+const problems = [];
+page.on('pageerror', (e) => problems.push(String(e)));
+// A page in /data/, so that 'keras.npz' is a URL relative to it.
+await page.goto(`${base}/data/bundle.js`);
+
+test('the numpy-built model loads by a relative URL in the page and predicts what numpy computes', async () => {
+  const result = await page.evaluate(async (tokens) => {
+    const { tf, tfl, npzHandler } = await import('/data/bundle.js');
+    await tf.setBackend('cpu');
+    const model = await tfl.loadLayersModel(npzHandler('keras.npz'));
+    const y = model.predict(tf.tensor2d(tokens, undefined, 'float32'));
+    return { layers: model.layers.map((l) => l.getClassName()), values: Array.from(await y.data()) };
+  }, expected.tokens);
+  assert.equal(result.layers, ['InputLayer', 'Embedding', 'Reshape', 'Conv2D', 'BatchNormalization', 'Flatten', 'Dense']);
+  const want = expected.predictions.flat();
+  const worst = Math.max(...result.values.map((v, i) => Math.abs(v - want[i]) / Math.max(1, Math.abs(want[i]))));
+  assert.ok(worst < 1e-5, `largest relative difference from numpy ${worst}`);
+});
+
+test('model.save(npzHandler(function)) in the page: numpy reads every weight by its Keras name, exactly', async () => {
+  const saved = await page.evaluate(async () => {
+    const { tfl, npzHandler } = await import('/data/bundle.js');
+    const model = await tfl.loadLayersModel(npzHandler('keras.npz'));
+    let bytes = null;
+    await model.save(npzHandler((b) => { bytes = b; }));
+    return Array.from(bytes);
+  });
+  const file = join(dir, 'saved-in-page.npz');
+  writeFileSync(file, Uint8Array.from(saved));
+  const same = python(`
+a, b = np.load(${JSON.stringify(join(dir, 'keras.npz'))}), np.load(${JSON.stringify(file)})
+names = sorted(k for k in a.files if k != 'model.json')
+print(names == sorted(k for k in b.files if k != 'model.json') and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in names))`).trim();
+  assert.is(same, 'True');
+  assert.equal(problems, []);
+});
+
+test.after(async () => {
+  await browser.close();
+  server.close();
+});
+
+test.run();
