@@ -240,7 +240,17 @@ test('over HTTP: elements read with range requests', async () => {
 
 test('async openRagged reads what openRaggedSync and numpy read, one and two levels, strings; closes its files; cancels', async () => {
   const openFiles = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } }).filter((f) => f.startsWith(realpathSync(dir)));
-  const before = openFiles().length;
+  // Files an earlier test's server still has open close on their own time: count once they settle.
+  const settled = async () => {
+    let n = openFiles().length;
+    for (let last = -1; n !== last;) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      last = n;
+      n = openFiles().length;
+    }
+    return n;
+  };
+  const before = await settled();
   const seq = await openRagged(join(dir, 'seq_f4.npy'));
   const local = openRaggedSync(join(dir, 'seq_f4.npy'));
   assert.equal([seq.length, seq.kind, seq.heapLength], [local.length, local.kind, local.heapLength]);
