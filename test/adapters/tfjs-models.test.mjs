@@ -163,6 +163,29 @@ test('a graph model: tf.loadGraphModel(npzHandler) streams the weights one membe
   assert.ok(worst(await y.data(), expected.graph_y) < 1e-5);
 });
 
+test('saving tfjs\'s weight data: views where a weight lies aligned in one buffer, copies across buffers and misaligned; numpy reads every value', async () => {
+  // bool[3] leaves float32[2] at byte 3 (misaligned); int32[2] spans the two buffers; then float16 bits and strings.
+  const whole = new Uint8Array(3 + 8 + 8 + 4 + (4 + 2) + (4 + 3));
+  const dv = new DataView(whole.buffer);
+  whole.set([1, 0, 1], 0);
+  dv.setFloat32(3, 1.5, true); dv.setFloat32(7, -2.25, true);
+  dv.setInt32(11, 7, true); dv.setInt32(15, -9, true);
+  dv.setUint16(19, 0x3c00, true); dv.setUint16(21, 0xc000, true); // float16 1 and -2
+  dv.setUint32(23, 2, true); whole.set([0x68, 0x69], 27);
+  dv.setUint32(29, 3, true); whole.set([0xc3, 0xa9, 0x21], 33);
+  const split = 14; // inside the int32 weight
+  const weightData = [whole.slice(0, split).buffer, whole.slice(split).buffer];
+  const weightSpecs = [
+    { name: 'b', shape: [3], dtype: 'bool' }, { name: 'f', shape: [2], dtype: 'float32' }, { name: 'i', shape: [2], dtype: 'int32' },
+    { name: 'h', shape: [2], dtype: 'float32', quantization: { dtype: 'float16' } }, { name: 's', shape: [2], dtype: 'string' },
+  ];
+  await npzHandler(at('raw.npz')).save({ modelTopology: {}, weightSpecs, weightData });
+  const got = JSON.parse(execFileSync('python3', ['-c', `import numpy as np, json, sys
+z = np.load(sys.argv[1])
+print(json.dumps({k: [z[k].dtype.str, z[k].tolist()] for k in 'bfihs'}))`, at('raw.npz')], { encoding: 'utf8' }));
+  assert.equal(got, { b: ['|b1', [true, false, true]], f: ['<f4', [1.5, -2.25]], i: ['<i4', [7, -9]], h: ['<f2', [1, -2]], s: ['<U2', ['hi', 'é!']] });
+});
+
 test('npz:// URLs through tfjs\'s routers, for loading and saving', async () => {
   const model = await tfl.loadLayersModel(`npz://${at('keras.npz')}`);
   await model.save(`npz://${at('routed.npz')}`);

@@ -108,7 +108,7 @@ def cmd_build(out):
         json.dump(topology, fh)
     np.savez(os.path.join(out, "torch.npz"), **{k: v for k, v in w.items() if not k.startswith("dense/")},
              **{"fc.weight": np.ascontiguousarray(w["dense/kernel"].T), "fc.bias": w["dense/bias"]})
-    half = {k: v.astype(np.float16) for k, v in w.items()}
+    half = {k: np.asfortranarray(v.astype(np.float16)) for k, v in w.items()}   # Fortran order, as some writers leave it
     np.savez(os.path.join(out, "half.npz"), **half)
     with_json(os.path.join(out, "half.npz"), {"modelTopology": topology})
     graph, gw = graph_model(rng)

@@ -3,7 +3,7 @@
  * `tf.loadGraphModel(npzHandler(...))`, and `npz://` URLs through tfjs's routers.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NdArray, NpyError, parseDescr, type DType, type NpzWriteOptions } from '@npyts/core';
+import { NdArray, NpyError, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { isArchive, openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
 import {
@@ -183,7 +183,7 @@ async function planWeights(archive: AnyArchive, meta: ModelJson, topology: objec
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
 async function weightBytes(archive: AnyArchive, w: PlannedWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
   const array = inModelLayout(await archive.get(w.member), w.key);
-  if (w.spec.quantization) return ownBuffer(array.data as Uint16Array); // float16 as stored
+  if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
   if (v.dtype !== 'string') return ownBuffer(v.values);
   // tfjs's string encoding: each value as a little-endian uint32 byte count, then the bytes.
@@ -220,25 +220,54 @@ function ownBuffer(view: ArrayBufferView): ArrayBuffer {
   return new Uint8Array(buffer, byteOffset, byteLength).slice().buffer;
 }
 
-/** Bytes per element of a spec's data, as tfjs packs it (strings are measured while reading). */
-function elementBytes(spec: Spec): number {
-  const q = spec.quantization?.dtype;
-  if (q) return q === 'uint8' ? 1 : 2;
-  return { float32: 4, int32: 4, bool: 1, complex64: 8, string: 0 }[spec.dtype];
+/**
+ * tfjs's weight data read in order. A range inside one of its buffers is a view of it (no copy of the
+ * weights on the way to the file); a range across two buffers is joined.
+ */
+class WeightReader {
+  private readonly shards: ArrayBuffer[];
+  private shard = 0;
+  private at = 0;
+
+  constructor(data: tf.io.WeightData | undefined) {
+    this.shards = data === undefined ? [] : Array.isArray(data) ? data : [data];
+  }
+
+  /** The next n bytes. */
+  bytes(n: number): Uint8Array {
+    while (this.shard < this.shards.length && this.at === this.shards[this.shard]!.byteLength) { this.shard++; this.at = 0; }
+    const current = this.shards[this.shard];
+    if (current && this.at + n <= current.byteLength) {
+      const view = new Uint8Array(current, this.at, n);
+      this.at += n;
+      return view;
+    }
+    const out = new Uint8Array(n);
+    for (let filled = 0; filled < n;) {
+      const s = this.shards[this.shard];
+      if (!s) throw new NpyError('TRUNCATED', `tfjs weight data ends ${n - filled} bytes before the weights its specs list`);
+      const k = Math.min(n - filled, s.byteLength - this.at);
+      out.set(new Uint8Array(s, this.at, k), filled);
+      filled += k;
+      this.at += k;
+      if (this.at === s.byteLength) { this.shard++; this.at = 0; }
+    }
+    return out;
+  }
+
+  /** The next n elements as a typed array: a view when aligned for its type, else a copy. */
+  typed<T extends Float32Array | Int32Array | Uint16Array | Uint8Array>(Ctor: { new (b: ArrayBuffer, o: number, n: number): T; BYTES_PER_ELEMENT: number }, n: number): T {
+    const b = this.bytes(n * Ctor.BYTES_PER_ELEMENT);
+    const bytes = b.byteOffset % Ctor.BYTES_PER_ELEMENT === 0 ? b : b.slice();
+    return new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, n);
+  }
 }
 
 /** tfjs's weight data and specs back as arrays (the inverse of what {@link npzHandler} loads). */
 function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
   const specs = artifacts.weightSpecs ?? [];
-  const data = new tf.io.CompositeArrayBuffer(artifacts.weightData ?? []);
+  const data = new WeightReader(artifacts.weightData);
   const arrays = new Map<string, NdArray>();
-  let offset = 0;
-  const take = (n: number): ArrayBuffer => {
-    if (offset + n > data.byteLength) throw new NpyError('TRUNCATED', `tfjs weight data ends at byte ${data.byteLength}, the specs need ${offset + n}`);
-    const b = data.slice(offset, offset + n);
-    offset += n;
-    return b;
-  };
   for (const spec of specs) {
     if (arrays.has(spec.name)) throw new NpyError('BAD_ARRAY', `two weights named '${spec.name}'`);
     const n = spec.shape.reduce((a, b) => a * b, 1);
@@ -246,26 +275,22 @@ function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
     let array: NdArray;
     if (spec.dtype === 'string') {
       const values: Uint8Array[] = [];
-      for (let i = 0; i < n; i++) {
-        const length = new DataView(take(4)).getUint32(0, true);
-        values.push(new Uint8Array(take(length)));
-      }
+      for (let i = 0; i < n; i++) values.push(data.bytes(new DataView(data.bytes(4).slice().buffer).getUint32(0, true)).slice());
       array = stringArray(values, spec.shape);
     } else if (q?.dtype === 'float16') {
-      array = new NdArray(parseDescr('<f2'), spec.shape, new Uint16Array(take(2 * n)));
+      array = new NdArray(parseDescr('<f2'), spec.shape, data.typed(Uint16Array, n));
     } else if (q) {
       // uint8/uint16 with scale and min: tfjs's affine dequantisation, in float32 as tfjs does it.
-      const raw = q.dtype === 'uint8' ? new Uint8Array(take(n)) : new Uint16Array(take(2 * n));
+      const raw = q.dtype === 'uint8' ? data.typed(Uint8Array, n) : data.typed(Uint16Array, n);
       const out = new Float32Array(n);
       const scale = q.scale ?? 1;
       const min = q.min ?? 0;
       for (let i = 0; i < n; i++) out[i] = raw[i]! * scale + min;
       array = spec.dtype === 'int32' ? new NdArray(parseDescr('<i4'), spec.shape, Int32Array.from(out, Math.round)) : new NdArray(parseDescr('<f4'), spec.shape, out);
     } else {
-      const bytes = take(n * elementBytes(spec));
       const descr = { float32: '<f4', int32: '<i4', bool: '|b1', complex64: '<c8' }[spec.dtype];
-      const data = spec.dtype === 'bool' ? new Uint8Array(bytes) : spec.dtype === 'int32' ? new Int32Array(bytes) : new Float32Array(bytes);
-      array = new NdArray(parseDescr(descr), spec.shape, data);
+      const values = spec.dtype === 'bool' ? data.typed(Uint8Array, n) : spec.dtype === 'int32' ? data.typed(Int32Array, n) : data.typed(Float32Array, spec.dtype === 'complex64' ? 2 * n : n);
+      array = new NdArray(parseDescr(descr), spec.shape, values);
     }
     arrays.set(spec.name, array);
   }

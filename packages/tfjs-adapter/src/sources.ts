@@ -17,7 +17,7 @@ export interface SourceOptions extends NpzOptions {
 }
 
 /** True in Node (and runtimes that pose as it): a string without a scheme is a file path there. */
-function inNode(): boolean {
+export function inNode(): boolean {
   const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
   return typeof p?.versions?.node === 'string';
 }

@@ -2,7 +2,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions } from '@npyts/core';
 import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
-import { nodeEntry, openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { inNode, nodeEntry, openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
 
 /**
  * What a weight must offer. tfjs-layers' `LayerVariable` (from `model.weights`, with nullable shape
@@ -187,8 +187,7 @@ export async function writeArchive(target: string | NpzSink, arrays: Map<string,
     await target(encodeNpz(arrays, options));
     return;
   }
-  const node = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
-  if (!node) throw new NpyError('BAD_ARRAY', `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`);
+  if (!inNode()) throw new NpyError('BAD_ARRAY', `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`);
   await (await nodeEntry()).saveNpz(target, arrays, options);
 }
 
