@@ -183,6 +183,22 @@ assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
   await bad.close();
 });
 
+test('writes: other files beside the arrays (numpy lists them and returns their bytes), names that clash refused; progress by data bytes', () => {
+  const big = { data: new Float32Array(10 * 2 ** 20), shape: [10 * 2 ** 20], dtype: '<f4' }; // 40 MiB: three pieces
+  const seen = [];
+  const bytes = encodeNpz({ big, small: { data: new Int32Array([1, 2]) } }, { files: { 'model.json': '{"k": "é"}', 'raw.bin': new Uint8Array([1, 2, 3]) }, onProgress: (done, total) => seen.push([done, total]) });
+  const path = join(dir, 'files.npz');
+  writeFileSync(path, bytes);
+  assert.is(python(`z = np.load(${JSON.stringify(path)}); print(z.files, json.loads(z['model.json'])['k'], list(z['raw.bin']), z['big'].shape)`).trim(), "['big', 'small', 'model.json', 'raw.bin'] é [1, 2, 3] (10485760,)");
+  const total = 40 * 2 ** 20 + 8;
+  assert.ok(seen.every(([, t]) => t === total), 'the total is the arrays\' data bytes');
+  assert.ok(seen.every(([d], i) => i === 0 || d >= seen[i - 1][0]), 'never backwards');
+  assert.equal(seen[0], [0, total]);
+  assert.ok(seen.some(([d]) => d > 0 && d < 40 * 2 ** 20), 'reported during the big member');
+  assert.is(seen.at(-1)[0], total);
+  assert.throws(() => encodeNpz({ a: { data: new Int8Array(1) } }, { files: { 'a.npy': 'x' } }), /both an array and a file/);
+});
+
 test('CLI: corrupt archives give one line and exit 1', async () => {
   for (const [name, { file }] of Object.entries(corrupt)) {
     const r = await runCli(['show', '--json', file]);

@@ -2,17 +2,17 @@
  * `show --json` of a .npy file of any size: the document is written as region reads of at most
  * {@link BLOCK_ELEMENTS} elements come in, so memory stays the same whatever the file's size.
  */
-import { arrayToJSON, npyDocument, type NdArray } from '@npyts/core';
-import { openNpySync } from '@npyts/core/node';
+import { arrayToJSON, createArray, npyDocument, type NdArray } from '@npyts/core';
+import type { NpyFileHandleSync } from '@npyts/core/node';
 
 /** Elements read and turned into text at a time: small enough that the garbage of each block stays in V8's young generation (measured: 1 Mi elements let a 64 MiB file peak at 359 MB, 64 Ki at a constant ~70 MB). */
 export const BLOCK_ELEMENTS = 1 << 16;
 
 /**
- * Write the document of the file at `path` to `out`, a piece at a time. With `limit`, `data` is the
+ * Write the document of the open file `handle` to `write`, a piece at a time. With `limit`, `data` is the
  * first `limit` elements in row-major order as one flat list, and the document says `"limit"`.
  */
-export async function streamJsonDocument(path: string, write: Writer, limit?: number, onProgress?: (done: number, total: number) => void): Promise<void> {
+export async function streamJsonDocument(handle: NpyFileHandleSync, write: Writer, limit?: number, onProgress?: (done: number, total: number) => void): Promise<void> {
   // Pieces are queued and handed over a block at a time, waiting while the reader is behind.
   let queued: string[] = [];
   const out = (text: string): void => { queued.push(text); };
@@ -23,33 +23,27 @@ export async function streamJsonDocument(path: string, write: Writer, limit?: nu
     queued = [];
     if (text) await write(text);
   };
-  const handle = openNpySync(path);
-  try {
-    const { header } = handle;
-    const shape = header.shape;
-    // Everything but `data`, as the whole-array document has it (an empty array stands in for the data).
-    const head = npyDocument(header, handle.read(shape.map(() => 0), shape.map(() => 0)) as NdArray);
-    delete head.data;
-    head.shape = shape;
-    if (limit !== undefined) head.limit = limit;
-    const opening = JSON.stringify(head);
-    out(`${opening.slice(0, -1)}${opening.length > 2 ? ',' : ''}"data":`);
-    // Region reads, counted for the progress report.
-    const counting: Handle = {
-      read(start, count) {
-        const a = handle.read(start, count) as NdArray;
-        read += a.size * a.dtype.itemsize;
-        return a;
-      },
-    };
-    if (shape.length === 0) out(JSON.stringify(arrayToJSON(counting.read([], []))));
-    else if (limit !== undefined) await writeFlat(counting, shape, limit, out, flush);
-    else await writeNested(counting, shape, out, flush);
-    out('}\n');
-    await flush();
-  } finally {
-    handle.close();
-  }
+  const { header } = handle;
+  const shape = header.shape;
+  // Everything but `data`, as the whole-array document has it (an empty array stands in for the data).
+  const head = npyDocument(header, createArray(header.dtype, [0]));
+  delete head.data;
+  head.shape = shape;
+  if (limit !== undefined) head.limit = limit;
+  out(`${JSON.stringify(head).slice(0, -1)},"data":`);
+  // Region reads, counted for the progress report.
+  const counting: Handle = {
+    read(start, count) {
+      const a = handle.read(start, count) as NdArray;
+      read += a.size * a.dtype.itemsize;
+      return a;
+    },
+  };
+  if (shape.length === 0) out(JSON.stringify(arrayToJSON(counting.read([], []))));
+  else if (limit !== undefined) await writeFlat(counting, shape, limit, out, flush);
+  else await writeNested(counting, shape, out, flush);
+  out('}\n');
+  await flush();
 }
 
 /** What the writers need of an open file: its region reads. */

@@ -3,7 +3,7 @@ import {
   NpyError, checkDataSize, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpzSync, openNpySync, writeBeside, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
@@ -272,11 +272,21 @@ function cmdInfo(p: Parsed, io: Io): void {
   if (json) io.stdout(JSON.stringify(docs.length === 1 && p.positional.length === 1 ? docs[0] : docs) + '\n');
 }
 
+/** The file opened for region reads, or null for an object array (a pickle has no regions). */
+function openRegionsOrNull(file: string): NpyFileHandleSync | null {
+  try {
+    return openNpySync(file);
+  } catch (e) {
+    if (e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED') return null;
+    throw e;
+  }
+}
+
 /**
  * The elements a printout shows, read from the file as they are asked for: each row's shown runs
  * (all of a short row; its first and last three when summarised) in one region read each.
  */
-function shownElements(handle: ReturnType<typeof openNpySync>): Printable {
+function shownElements(handle: NpyFileHandleSync): Printable {
   const { dtype, shape } = handle.header;
   const size = shape.reduce((a, b) => a * b, 1);
   if (size <= 1000) {
@@ -328,33 +338,27 @@ async function cmdShow(p: Parsed, io: Io): Promise<void> {
   };
   if (t.member === undefined && !isArchive(t.file)) {
     const limit = limitOf(p);
-    // A file's JSON is written as it is read (constant memory); object arrays and standard input are decoded whole.
-    if (json && t.file !== '-' && !withFile(t.label, () => hasObject(readNpyHeaderSync(t.file).dtype))) {
+    // A file is read by regions: its JSON as it is written (constant memory), its printout only
+    // where it shows elements. Object arrays (no regions) and standard input are decoded whole.
+    const handle = t.file === '-' ? null : withFile(t.label, () => openRegionsOrNull(t.file));
+    if (handle) {
       try {
-        const progress = startProgress(printable(t.label), quiet);
-        try {
-          await streamJsonDocument(t.file, io.stdoutPaced ?? io.stdout, limit, progress.update);
-        } finally {
-          progress.stop();
-        }
+        if (json) {
+          const progress = startProgress(printable(t.label), quiet);
+          try {
+            await streamJsonDocument(handle, io.stdoutPaced ?? io.stdout, limit, progress.update);
+          } finally {
+            progress.stop();
+          }
+        } else io.stdout(`# ${infoLine(t.label, handle.header)}\n${reprLikeNumpy(shownElements(handle))}\n`);
       } catch (e) {
         throw e instanceof FileError ? e : new FileError(t.label, e);
+      } finally {
+        handle.close();
       }
       return;
     }
     if (limit !== undefined) throw new UsageError('--limit streams a .npy file\'s --json document; not for object arrays or standard input');
-    // A file's printout reads only the elements it shows (a summarised array: its edges).
-    if (!json && t.file !== '-' && !withFile(t.label, () => hasObject(readNpyHeaderSync(t.file).dtype))) {
-      withFile(t.label, () => {
-        const handle = openNpySync(t.file);
-        try {
-          io.stdout(`# ${infoLine(t.label, handle.header)}\n${reprLikeNumpy(shownElements(handle))}\n`);
-        } finally {
-          handle.close();
-        }
-      });
-      return;
-    }
     const { header, array } = loadOne(t);
     print(t.label, header, array);
     return;

@@ -189,12 +189,12 @@ export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptio
 }
 
 /**
- * {@link writeNpz} as steps: it pauses after each piece of at most 64 MiB written to the sink, so an
+ * {@link writeNpz} as steps: it pauses after each piece of at most 16 MiB written to the sink, so an
  * async writer can flush the sink to disk (and notice an abort) between pieces.
  */
 export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): Generator<void> {
   const writer = new ZipWriter(sink, options.codec ?? fflateCodec, options);
-  const members = npzMembers(arrays);
+  const members = npzMembers(arrays).map(([name, a]) => [name, toNdArray(a)] as const);
   // Keys of a Map or object are unique, so array members are too; other files must not take their names.
   const taken = new Set(members.map(([name]) => `${name}.npy`));
   const files = Object.entries(options.files ?? {});
@@ -202,23 +202,20 @@ export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOp
     if (taken.has(name)) throw new NpyError('BAD_ARRAY', `member '${name}' is both an array and a file`);
   }
   // Progress counts array data (object arrays' pickles are not known before they are made).
-  const total = members.reduce((n, [, a]) => {
-    const array = toNdArray(a);
-    return n + (hasObject(array.dtype) ? 0 : array.size * array.dtype.itemsize);
-  }, 0);
+  const dataBytes = (a: NdArray): number => (hasObject(a.dtype) ? 0 : a.size * a.dtype.itemsize);
+  const total = members.reduce((n, [, a]) => n + dataBytes(a), 0);
   let done = 0;
   const report = options.onProgress;
   report?.(0, total);
   for (const [name, array] of members) {
     const { header, body } = encodeNpyParts(array, options);
-    const counted = hasObject(toNdArray(array).dtype) ? 0 : body.length;
     // The writer pauses after each piece: the header, then the data PIECE bytes at a time.
     let step = 0;
     for (const _ of writer.adding(`${name}.npy`, pieces([header, body]), header.length + body.length, options.compress ?? false)) {
-      report?.(done + Math.min(counted, step++ * PIECE), total);
+      report?.(done + Math.min(dataBytes(array), step++ * PIECE), total);
       yield;
     }
-    done += counted;
+    done += dataBytes(array);
   }
   for (const [name, content] of files) {
     const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : content;
