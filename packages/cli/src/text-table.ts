@@ -18,6 +18,24 @@ export function delimiterOf(name: string): ',' | '\t' | null {
 }
 
 /**
+ * The 17 significant digits of a > 0 rounded half to even, and the exponent of the first.
+ * JavaScript's toExponential rounds exactly but half up; the two differ only on an exact tie, whose
+ * 18th to 20th digits read 500. Only then is the exact (BigInt) rounding needed.
+ */
+function digits17(a: number): [string, number] {
+  const [wide] = a.toExponential(19).split('e') as [string];
+  if (wide.slice(18, 21) !== '500') {
+    const [m, exp] = a.toExponential(16).split('e') as [string, string];
+    return [m.replace('.', ''), Number(exp)];
+  }
+  // The exact value's exponent, then 17 significant digits (a carry, 9.99…95 → 10.0…, moves it up).
+  let e = exactExponent(a, Math.floor(Math.log10(a)));
+  let digits = scaledRound(a, 16 - e).toString();
+  if (digits.length > 17) { e += 1; digits = digits.slice(0, 17); }
+  return [digits, e];
+}
+
+/**
  * C's `printf('%.17g', x)` (glibc: exact rounding, half to even): 17 significant digits, trailing
  * zeros dropped, exponent notation below 1e-4 and from 1e17.
  */
@@ -26,10 +44,7 @@ export function formatG17(x: number): string {
   if (!Number.isFinite(x)) return x < 0 ? '-inf' : 'inf';
   const sign = x < 0 || Object.is(x, -0) ? '-' : '';
   if (x === 0) return `${sign}0`;
-  // The exact value's exponent, then 17 significant digits (a carry, 9.99…95 → 10.0…, moves it up).
-  let e = exactExponent(Math.abs(x), Math.floor(Math.log10(Math.abs(x))));
-  let digits = scaledRound(x, 16 - e).toString();
-  if (digits.length > 17) { e += 1; digits = digits.slice(0, 17); }
+  const [digits, e] = digits17(Math.abs(x));
   if (e < -4 || e >= 17) {
     const frac = digits.slice(1).replace(/0+$/, '');
     return `${sign}${digits[0]}${frac ? `.${frac}` : ''}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
