@@ -145,3 +145,11 @@ import { PyMaskedArray } from '@npyts/core/pickle';
 declare const masked: PyMaskedArray;
 expectTypeOf(masked.data).toEqualTypeOf<NdArray>();
 expectTypeOf(masked.mask.toList()).toEqualTypeOf<import('@npyts/core').Nested<unknown>>();
+
+// transpose keeps the descr type; npz writes take other files and a progress callback.
+import { transpose, encodeNpz } from '@npyts/core';
+expectTypeOf(transpose(createArray('<f4', [2, 3]))).toEqualTypeOf<NdArray<'<f4'>>();
+expectTypeOf(transpose(createArray('>i8', [2, 3, 4]), [2, 0, 1]).data).toEqualTypeOf<BigInt64Array>();
+expectTypeOf(encodeNpz({ w: f4 }, { files: { 'model.json': '{}', 'raw.bin': new Uint8Array(1) }, onProgress: (done: number, total: number) => void [done, total] })).toEqualTypeOf<Uint8Array>();
+// @ts-expect-error: a file's content is text or bytes
+encodeNpz({ w: f4 }, { files: { 'n.json': 3 } });
