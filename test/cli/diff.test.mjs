@@ -17,6 +17,7 @@ const pairs = {
   zero_desired: ["np.array([0.0, 1e-9])", "np.array([0.0, 0.0])"],
   relative_to_desired: ["np.array([1.0, 10.0])", "np.array([1.15, 10.0])"],   // rtol=0.14 passes against |desired|, not |actual|
   equal: ["np.eye(3)", "np.eye(3)"],
+  fortran_vs_c: ["np.asfortranarray(np.arange(12.0).reshape(3, 4))", "np.where(np.arange(12).reshape(3, 4) == 6, 99.0, np.arange(12.0).reshape(3, 4))"],
 };
 const tolerances = [[1e-7, 0], [1e-3, 0], [0, 1e-8], [0.2, 0.1], [0.14, 0]];
 

@@ -3,7 +3,7 @@
  * (|actual − desired| ≤ atol + rtol·|desired|, NaNs equal where both are NaN, infinities equal only to
  * themselves); non-numeric arrays element by element.
  */
-import { familyOf, readItem, shapeRepr, toOrder, type NdArray } from '@npyts/core';
+import { familyOf, readItem, shapeRepr, type NdArray } from '@npyts/core';
 
 /** assert_allclose's tolerances and their defaults. */
 export interface Tolerance {
@@ -45,6 +45,23 @@ const difference = (x: Num, y: Num): number => {
 };
 const same = (x: Num, y: Num): boolean => (typeof x === 'number' && typeof y === 'number' ? x === y : difference(x, y) === 0);
 
+/** Storage positions of an array's elements in C (row-major) order, whatever its memory order. */
+function* cOrderPositions(array: NdArray): Generator<number> {
+  const { shape, strides } = array;
+  const n = shape.length;
+  const index = new Array<number>(n).fill(0);
+  let pos = 0;
+  for (let k = 0; k < array.size; k++) {
+    yield pos;
+    for (let d = n - 1; d >= 0; d--) {
+      pos += strides[d]!;
+      if (++index[d]! < shape[d]!) break;
+      pos -= strides[d]! * shape[d]!;
+      index[d] = 0;
+    }
+  }
+}
+
 /** The C-order multi-index of flat position `i`. */
 function indexOf(shape: readonly number[], i: number): number[] {
   const out = new Array<number>(shape.length);
@@ -77,8 +94,10 @@ export function diffArrays(actual: NdArray, desired: NdArray, tol: Tolerance): D
   if (actual.shape.join(',') !== desired.shape.join(',')) {
     return { equal: false, lines: [`shapes differ: ${shapeRepr(actual.shape)} and ${shapeRepr(desired.shape)}`] };
   }
-  const a = toOrder(actual, 'C');
-  const b = toOrder(desired, 'C');
+  // Both read in C order through their own strides: neither array is copied.
+  const a = actual;
+  const b = desired;
+  const at = [cOrderPositions(a), cOrderPositions(b)] as const;
   const n = a.size;
   const close = numeric(a) && numeric(b);
   if (!close && familyOf(a.dtype) !== familyOf(b.dtype)) {
@@ -91,8 +110,8 @@ export function diffArrays(actual: NdArray, desired: NdArray, tol: Tolerance): D
   let measured = 0;
   const shown: string[] = [];
   for (let i = 0; i < n; i++) {
-    const va = readItem(a.dtype, a.data, i);
-    const vb = readItem(b.dtype, b.data, i);
+    const va = readItem(a.dtype, a.data, at[0].next().value as number);
+    const vb = readItem(b.dtype, b.data, at[1].next().value as number);
     let bad: boolean;
     if (close) {
       const x = asNum(va);

@@ -242,6 +242,9 @@ class WeightReader {
       this.at += n;
       return view;
     }
+    // A length read from the data (a string's) is believed only as far as the data goes.
+    const left = this.shards.slice(this.shard).reduce((k, b) => k + b.byteLength, 0) - this.at;
+    if (n > left) throw new NpyError('TRUNCATED', `tfjs weight data ends ${n - left} bytes before the weights its specs list`);
     const out = new Uint8Array(n);
     for (let filled = 0; filled < n;) {
       const s = this.shards[this.shard];
