@@ -169,7 +169,9 @@ export function transpose<S extends DescrInput>(array: NdArray<S>, axes?: readon
     const counter = new Array<number>(n - 1).fill(0);
     let s = 0;
     for (let r = 0; r < rows; r++) {
-      for (let u = 0; u < row; u++) out[r * row + u] = words[s + u];
+      if (Array.isArray(words)) for (let u = 0; u < row; u++) out[r * row + u] = words[s + u];
+      // A whole row at once (out and words are the same kind of typed array; one type serves for both).
+      else (out as Int32Array).set((words as Int32Array).subarray(s, s + row), r * row);
       for (let ax = n - 2; ax >= 0; ax--) {
         s += srcStrides[ax]! * k;
         if (++counter[ax]! < shape[ax]!) break;
