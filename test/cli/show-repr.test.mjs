@@ -50,6 +50,37 @@ const arrays = {
   f8_sci_fill: 'np.array([1e-5, 1.23456789012e-5, 1/3 * 1e9])',
   f4_random_sci: '(rng.standard_normal(50) * 10.0 ** rng.integers(-8, 8, 50)).astype(np.float32)',
   f8_random_sci: 'rng.standard_normal(50) * 10.0 ** rng.integers(-12, 12, 50)',
+  // Records: each field is one column, padded over the shown records; numpy's dtype text.
+  rec: "np.array([(1, 2.5, b'ab'), (-30, -1.0, b'c')], dtype=[('a', '<i4'), ('b', '<f8'), ('c', 'S2')])",
+  rec_nested: "np.array([((1.5, -2), [1, 200]), ((0.25, 3), [-4, 5])], dtype=[('p', [('x', '<f4'), ('y', '>i8')]), ('q', '<i2', (2,))])",
+  rec_one_field: "np.array([(0,), (7,), (300,)], dtype=[('only', '<u2')])",
+  rec_kinds: "np.array([(7, True, 'é', b'\\x01\\xff', '2020-02-29T12:00', [[0.5, 1.0], [2.0, -3.0]])] * 2, dtype=[(('Title', 'a'), '<i4'), ('b', '?'), ('d', '<U3'), ('e', 'V2'), ('f', '>M8[s]'), ('g', '<f8', (2, 2))])",
+  rec_gaps: "np.zeros(3, dtype={'names': ['a', 'b'], 'formats': ['<i4', '<i2'], 'offsets': [0, 8], 'itemsize': 12})",
+  rec_summary: "np.zeros(1200, dtype=[('x', '<f8'), ('n', '<i1')])",
+  rec_big_subarray: "np.arange(2 * 1100, dtype='<f4').view([('v', '<f4', (1100,))])",
+  // Datetimes in every unit (numpy's calendar, years past 9999 and before 1), timedeltas with NaT.
+  M_D: "np.array(['-0001-01-01', '10000-12-31', '0000-02-29', '1969-12-31', 'NaT'], dtype='M8[D]')",
+  M_Y: "np.array(['2020', '-400', 'NaT'], dtype='M8[Y]')",
+  M_M: "np.array(['2020-01', '1969-12'], dtype='M8[M]')",
+  M_W: "np.array(['2020-01-02', '1969-01-02'], dtype='M8[W]')",
+  M_h: "np.array([-1, 5, 10**9], dtype='M8[h]')",
+  M_m: "np.array([-1, 10**10], dtype='M8[m]')",
+  M_s: "np.array([-1, 2**40, -2**40], dtype='M8[s]')",
+  M_ms: "np.array(['2020-01-01T12:00:00.5', 'NaT'], dtype='M8[ms]')",
+  M_us: "np.array([-1, 1], dtype='M8[us]')",
+  M_ns: "np.array(['1677-09-22T00:12:43.145224193', '2262-04-11'], dtype='M8[ns]')",
+  M_ps: "np.array([-1, 10**15], dtype='M8[ps]')",
+  M_fs: "np.array([-1, 10**18], dtype='M8[fs]')",
+  M_as: "np.array([-1, 2**62], dtype='M8[as]')",
+  M_15m: "np.array([1, 5, -3], dtype='M8[15m]')",
+  M_generic: "np.array(['NaT', 'NaT'], dtype='M8')",
+  M_random: "rng.integers(-10**12, 10**12, 30).astype('M8[s]')",
+  m_s: "np.array([1, -300, 'NaT'], dtype='m8[s]')",
+  m_3h: "np.array([5, -7], dtype='m8[3h]')",
+  m_nat_only: "np.array(['NaT'], dtype='m8[D]')",
+  V: "np.array([b'a\\x00\\'', b'\\t\\n'], dtype='V3')",
+  S_quotes: `np.array([b'a\\'', b'\\t\\n\\r', b'"\\'', b'\\\\'], dtype='S3')`,
+  U_quotes: `np.array(['a\\'', '"\\'', '\\x00\\t', 'ü\\u2028'])`,
 };
 
 test('the printout after the info line is numpy\'s repr, for every case', async () => {
@@ -64,6 +95,20 @@ test('the printout after the info line is numpy\'s repr, for every case', async 
     if (ours !== reprs[name]) wrong.push(`${name}:\nours:\n${ours}\nnumpy:\n${reprs[name]}`);
   }
   assert.equal(wrong, []);
+});
+
+test('object arrays: Python\'s repr of every value whose type survives decoding, lists as list([...])', async () => {
+  const file = join(dir, 'objects.npy');
+  python(`import datetime, decimal, fractions
+a = np.array([1, 'a', None, 2.5, 1e16, 1e-5, 123456.75, [1, [2.5, 'x']], {'k': b"x'y"}, "it's", 'q"', -0.0, float('inf'), float('nan'),
+              2**70, -2**64, True, 1+2j, -1.5-0j, 3j, datetime.date(2026, 11, 22), datetime.datetime(2020, 1, 2, 3, 4), datetime.datetime(2020, 1, 2, 3, 4, 5, 6),
+              datetime.time(7, 8), datetime.timedelta(days=1, seconds=5), datetime.timedelta(0), decimal.Decimal('1.25'), fractions.Fraction(1, 3),
+              {1, 2} if False else {}, np.arange(3)], dtype=object)
+np.save(${JSON.stringify(file)}, a, allow_pickle=True)`);
+  const want = python(`print(repr(np.load(${JSON.stringify(file)}, allow_pickle=True)))`).trim();
+  const r = await runCli(['show', '--allow-pickle', file]);
+  assert.is(r.code, 0, r.stderr);
+  assert.is(r.stdout.split('\n').slice(1).join('\n').trim(), want);
 });
 
 test('a summarised printout reads only the rows it shows: a 64 MiB file prints with a few KiB read', () => {

@@ -1,64 +1,53 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, decimalText, familyOf, matchDType, readItem, reprString, type Complex, type DType } from '@npyts/core';
-import { PyMaskedArray } from '@npyts/core/pickle';
+import { NdArray, NOT_A_TIME, decimalText, familyOf, readItem, reprString, type Complex, type DType } from '@npyts/core';
+import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
+import { datetimeText } from './numpy-times.js';
 import { formatFloatsLikeNumpy } from './numpy-floats.js';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
 
-/** Shortest decimal that reads back to the same float32. */
-function shortestFloat32(x: number): string {
-  for (let p = 1; p <= 9; p++) {
-    const s = x.toPrecision(p);
-    if (Math.fround(Number(s)) === x) return String(Number(s));
-  }
-  return String(x);
-}
-
-function formatFloat(x: number, itemsize: number): string {
+/** Python's `repr` of a float: the shortest round-trip digits, scientific below 1e-4 and from 1e16. */
+export function pyFloatRepr(x: number): string {
   if (Number.isNaN(x)) return 'nan';
   if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
-  let s = itemsize <= 4 ? shortestFloat32(x) : String(x);
-  if (/^-?\d+$/.test(s)) s += '.';
-  return s.replace(/e\+?/, 'e+').replace('e+-', 'e-');
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  const [mantissa, e] = x.toExponential().split('e') as [string, string];
+  const exp = Number(e);
+  if (exp < -4 || exp >= 16) return `${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  const s = String(x);
+  return s.includes('.') ? s : `${s}.0`;
 }
 
+/** Python's `repr` of a complex: `(1+2j)`, `2j`; integral parts without `.0`. */
+function pyComplexRepr(re: number, im: number): string {
+  const part = (x: number): string => pyFloatRepr(x).replace(/\.0$/, '');
+  const imag = `${part(im)}j`;
+  if (re === 0 && !Object.is(re, -0)) return imag;
+  return `(${part(re)}${imag.startsWith('-') ? '' : '+'}${imag})`;
+}
+
+/** Python's `repr` of bytes: printable ASCII as is, `\t \n \r` and `\xNN` escapes, quotes as Python picks. */
 function pyBytes(b: Uint8Array): string {
+  const quote = b.includes(0x27) && !b.includes(0x22) ? '"' : "'";
   let s = '';
-  for (const c of b) s += c >= 0x20 && c < 0x7f && c !== 0x27 && c !== 0x5c ? String.fromCharCode(c) : `\\x${c.toString(16).padStart(2, '0')}`;
-  return `b'${s}'`;
+  for (const c of b) {
+    const ch = String.fromCharCode(c);
+    if (ch === quote || c === 0x5c) s += `\\${ch}`;
+    else if (c === 0x09) s += '\\t';
+    else if (c === 0x0a) s += '\\n';
+    else if (c === 0x0d) s += '\\r';
+    else if (c >= 0x20 && c < 0x7f) s += ch;
+    else s += `\\x${c.toString(16).padStart(2, '0')}`;
+  }
+  return `b${quote}${s}${quote}`;
 }
 
-export function formatScalar(dtype: DType, v: unknown): string {
-  const bytes = (): string => pyBytes(v as Uint8Array);
-  const time = (): string => (v === NOT_A_TIME ? 'NaT' : String(v));
-  const plain = (): string => String(v);
-  return matchDType(dtype, {
-    record(_, fields) {
-      const rec = v as Record<string, unknown>;
-      return `(${fields.map((f) => formatScalar(f.dtype, rec[f.name])).join(', ')}${fields.length === 1 ? ',' : ''})`;
-    },
-    subarray(_, base) {
-      const nest = (x: unknown): string => (Array.isArray(x) ? `[${x.map(nest).join(', ')}]` : formatScalar(base, x));
-      return nest(v);
-    },
-    bool: () => (v ? 'True' : 'False'),
-    int: plain,
-    uint: plain,
-    float: (dt) => formatFloat(v as number, dt.itemsize),
-    complex: (dt) => {
-      const { re, im } = v as Complex;
-      const half = dt.itemsize / 2;
-      const imS = formatFloat(Math.abs(im), half);
-      return `${formatFloat(re, half)}${im < 0 || Object.is(im, -0) ? '-' : '+'}${imS}j`;
-    },
-    bytes,
-    void: bytes,
-    str: () => reprString(v as string),
-    datetime: time,
-    timedelta: time,
-    object: () => formatPython(v),
-  });
+/** numpy's `str` of an unstructured void: every byte as `\xNN`, upper-case hex. */
+function voidText(b: Uint8Array): string {
+  let s = '';
+  for (const c of b) s += `\\x${c.toString(16).toUpperCase().padStart(2, '0')}`;
+  return `b'${s}'`;
 }
 
 /**
@@ -76,7 +65,29 @@ interface PrintBudget {
 export const MAX_OBJECT_TEXT = 1 << 20;
 let budget: PrintBudget | null = null;
 
-/** Python's repr of a decoded object value, roughly; a value inside itself prints as `[...]` / `{...}`. */
+/** Python's `repr` of a `datetime` value npyts decoded (naive ones; aware ones print as ISO text). */
+function pyTimeRepr(v: object): string | null {
+  const clock = (h: number, m: number, s: number, us: number): string => [h, m, ...(s || us ? [s] : []), ...(us ? [us] : [])].join(', ');
+  if (v instanceof PyDate) return `datetime.date(${v.year}, ${v.month}, ${v.day})`;
+  if (v instanceof PyDatetime && v.utcOffsetSeconds === null) {
+    return `datetime.datetime(${v.year}, ${v.month}, ${v.day}, ${clock(v.hour, v.minute, v.second, v.microsecond)})`;
+  }
+  if (v instanceof PyTime && v.utcOffsetSeconds === null) return `datetime.time(${clock(v.hour, v.minute, v.second, v.microsecond)})`;
+  if (v instanceof PyTimedelta) {
+    const parts = [['days', v.days], ['seconds', v.seconds], ['microseconds', v.microseconds]].filter(([, n]) => n !== 0);
+    return `datetime.timedelta(${parts.length ? parts.map(([k, n]) => `${k}=${n}`).join(', ') : '0'})`;
+  }
+  if (v instanceof PyDecimal) return `Decimal('${v.value}')`;
+  if (v instanceof PyFraction) return `Fraction(${v.numerator}, ${v.denominator})`;
+  return null;
+}
+
+/**
+ * Python's repr of a decoded object value, as numpy's `_object_format` prints it (a list at the top
+ * is `list([...])`). Decoding loses two distinctions Python makes: a float with an integral value is
+ * a JavaScript number like an int (it prints as `2`, not `2.0`), and a tuple is an array like a list.
+ * A value inside itself prints as `[...]` / `{...}`.
+ */
 function formatPython(v: unknown, depth = 0): string {
   const b = budget!;
   // The budget counts characters: two for the separator or brackets of each value, plus its text.
@@ -84,7 +95,8 @@ function formatPython(v: unknown, depth = 0): string {
   if (b.left < 0 || depth > 50) { b.cut = true; return '...'; }
   if (v === null || v === undefined) { b.left -= 4; return 'None'; }
   if (typeof v === 'boolean') return v ? 'True' : 'False';
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : formatFloat(v, 8);
+  // Python ints past 2^53 decode as bigint, so a number that is not a safe integer was a float.
+  if (typeof v === 'number') return Number.isSafeInteger(v) && !Object.is(v, -0) ? String(v) : pyFloatRepr(v);
   if (typeof v === 'bigint') { const t = decimalText(v); b.left -= t.length; return t; }
   if (typeof v === 'string') { b.left -= v.length; return reprString(v); }
   if (v instanceof Uint8Array) { b.left -= v.length; return pyBytes(v); }
@@ -94,43 +106,103 @@ function formatPython(v: unknown, depth = 0): string {
   try {
     if (v instanceof NdArray) return formatArray(v);
     if (v instanceof PyMaskedArray) return `masked_array(data=${formatPython(v.data, depth + 1)}, mask=${formatPython(v.mask, depth + 1)})`;
-    if (Array.isArray(v)) return `[${v.map((x) => formatPython(x, depth + 1)).join(', ')}]`;
+    if (Array.isArray(v)) {
+      const list = `[${v.map((x) => formatPython(x, depth + 1)).join(', ')}]`;
+      return depth === 0 ? `list(${list})` : list;
+    }
     if (v instanceof Set) return v.size ? `{${[...v].map((x) => formatPython(x, depth + 1)).join(', ')}}` : 'set()';
     if (v instanceof Map) return `{${[...v].map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
     if (Object.getPrototypeOf(v) === Object.prototype) {
       return `{${Object.entries(v).map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
     }
-    if ('re' in v && 'im' in v) {
-      const c = v as Complex;
-      return `(${formatFloat(c.re, 8)}${c.im < 0 ? '-' : '+'}${formatFloat(Math.abs(c.im), 8)}j)`;
-    }
-    return String(v);
+    if (v instanceof PyComplex) return pyComplexRepr(v.re, v.im);
+    return pyTimeRepr(v) ?? String(v);
   } finally {
     b.active.delete(v);
   }
 }
 
-/** Every shown element formatted, padded to a common width like numpy's array printing. */
+/** numpy's padding of timelike columns: the width of the texts of the smallest and largest values. */
+function formatTimes(values: unknown[], text: (v: bigint) => string): string[] {
+  const times = values.filter((v): v is bigint => v !== NOT_A_TIME) as bigint[];
+  let width = 0;
+  if (times.length) {
+    const [lo, hi] = times.reduce(([l, h], t) => [t < l ? t : l, t > h ? t : h], [times[0]!, times[0]!]);
+    width = Math.max(text(lo).length, text(hi).length);
+  }
+  if (times.length < values.length) width = Math.max(width, 5);
+  return values.map((v) => (v === NOT_A_TIME ? "'NaT'" : text(v as bigint)).padStart(width));
+}
+
+/** numpy's `SubArrayFormat`: nested lists of the element texts, summarised past 1000 elements. */
+function nestTexts(texts: string[], shape: readonly number[], summarise: boolean): string {
+  let next = 0;
+  const nest = (axis: number): string => {
+    if (axis === shape.length) return texts[next++]!;
+    const parts: string[] = [];
+    for (let i = 0; i < shape[axis]!; i++) {
+      if (summarise && shape[axis]! > 2 * EDGE && i === EDGE) {
+        // Skip the middle: its texts stay unused.
+        const inner = shape.slice(axis + 1).reduce((x, y) => x * y, 1);
+        next += (shape[axis]! - 2 * EDGE) * inner;
+        i = shape[axis]! - EDGE - 1;
+        parts.push('...');
+        continue;
+      }
+      parts.push(nest(axis + 1));
+    }
+    return `[${parts.join(', ')}]`;
+  };
+  return nest(0);
+}
+
+/**
+ * numpy's format function for a dtype, built from all the shown values so that they pad alike
+ * (`_get_format_function`), applied to each of them.
+ */
 function formatLeaves(dtype: DType, values: unknown[]): string[] {
-  const family = familyOf(dtype);
-  if (family === 'float') return formatFloatsLikeNumpy(values as number[], dtype.itemsize);
-  if (family === 'complex') {
-    // numpy: the real parts formatted together, the imaginary parts together with a sign, then 'j'.
-    const half = dtype.itemsize / 2;
-    const re = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.re), half);
-    const im = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.im), half, '+');
-    return re.map((r, i) => {
-      const t = im[i]!;
-      const end = t.trimEnd().length;
-      return `${r}${t.slice(0, end)}j${t.slice(end)}`;
+  if (dtype.form === 'subarray') {
+    // A record field of fixed shape: every element of every value formatted together, then nested.
+    const { base, shape } = dtype.subarray;
+    const size = shape.reduce((x, y) => x * y, 1);
+    const texts = formatLeaves(base, values.flatMap((v) => (v as unknown[]).flat(shape.length - 1)));
+    return values.map((_, i) => nestTexts(texts.slice(i * size, (i + 1) * size), shape, size > THRESHOLD));
+  }
+  if (dtype.form === 'record') {
+    const columns = dtype.fields.map((f) => formatLeaves(f.dtype, values.map((v) => (v as Record<string, unknown>)[f.name])));
+    return values.map((_, i) => {
+      const parts = columns.map((c) => c[i]!);
+      return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(', ')})`;
     });
   }
-  if (family === 'bool') return (values as boolean[]).map((v) => (v ? ' True' : 'False'));
-  const strs = values.map((v) => formatScalar(dtype, v));
-  // numpy pads numbers to a common width; text, bytes, records and objects are printed as they are.
-  if (['record', 'void', 'bytes', 'str', 'object'].includes(family)) return strs;
-  const width = Math.max(0, ...strs.map((x) => x.length));
-  return strs.map((x) => x.padStart(width));
+  const family = familyOf(dtype);
+  switch (family) {
+    case 'float': return formatFloatsLikeNumpy(values as number[], dtype.itemsize);
+    case 'complex': {
+      // numpy: the real parts formatted together, the imaginary parts together with a sign, then 'j'.
+      const half = dtype.itemsize / 2;
+      const re = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.re), half);
+      const im = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.im), half, '+');
+      return re.map((r, i) => {
+        const t = im[i]!;
+        const end = t.trimEnd().length;
+        return `${r}${t.slice(0, end)}j${t.slice(end)}`;
+      });
+    }
+    case 'bool': return (values as boolean[]).map((v) => (v ? ' True' : 'False'));
+    case 'int':
+    case 'uint': {
+      const strs = values.map(String);
+      const width = Math.max(0, ...strs.map((x) => x.length));
+      return strs.map((x) => x.padStart(width));
+    }
+    case 'datetime': return formatTimes(values, (t) => `'${datetimeText(t, dtype.unit, dtype.multiplier)}'`);
+    case 'timedelta': return formatTimes(values, String);
+    case 'str': return values.map((v) => reprString(v as string));
+    case 'bytes': return values.map((v) => pyBytes(v as Uint8Array));
+    case 'void': return values.map((v) => voidText(v as Uint8Array));
+    default: return values.map((v) => formatPython(v));
+  }
 }
 
 /**
@@ -180,9 +252,41 @@ function formatArrayText(array: NdArray): string {
 /** Python's repr of a shape tuple. */
 const shapeTuple = (shape: readonly number[]): string => `(${shape.join(', ')}${shape.length === 1 ? ',' : ''})`;
 
+/** numpy's short text of a dtype inside a record (`_construction_repr(short=True)`): `'<f8'`, `'S2'`, `'?'`. */
+function fieldDTypeRepr(dt: DType): string {
+  if (dt.form === 'record') return recordRepr(dt);
+  if (dt.form === 'subarray') return `(${fieldDTypeRepr(dt.subarray.base)}, ${shapeTuple(dt.subarray.shape)})`;
+  if (dt.kind === 'b') return "'?'";
+  if (dt.kind === 'O') return "'O'";
+  // Byte order shows only where it matters ('|' is dropped).
+  return `'${dt.str.replace(/^\|/, '')}'`;
+}
+
+/**
+ * numpy's `_struct_str`: the list of `(name, format[, shape])` of a packed record, or the dict of
+ * names, formats, offsets (and titles) and itemsize when fields have gaps or are out of order.
+ */
+function recordRepr(dt: DType & { form: 'record' }): string {
+  const fields = dt.fields;
+  let end = 0;
+  const packed = fields.every((f) => { const inOrder = f.offset === end; end += f.dtype.itemsize; return inOrder; }) && end === dt.itemsize;
+  if (packed) {
+    return `[${fields.map((f) => {
+      const name = f.title === null ? reprString(f.name) : `(${reprString(f.title)}, ${reprString(f.name)})`;
+      const format = f.dtype.form === 'subarray'
+        ? `${fieldDTypeRepr(f.dtype.subarray.base)}, ${shapeTuple(f.dtype.subarray.shape)}`
+        : fieldDTypeRepr(f.dtype);
+      return `(${name}, ${format})`;
+    }).join(', ')}]`;
+  }
+  const titles = fields.some((f) => f.title !== null) ? `, 'titles': [${fields.map((f) => (f.title === null ? 'None' : reprString(f.title))).join(', ')}]` : '';
+  return `{'names': [${fields.map((f) => reprString(f.name)).join(', ')}], 'formats': [${fields.map((f) => fieldDTypeRepr(f.dtype)).join(', ')}], `
+    + `'offsets': [${fields.map((f) => f.offset).join(', ')}]${titles}, 'itemsize': ${dt.itemsize}}`;
+}
+
 /** numpy's `dtype_short_repr`. */
 function dtypeRepr(dt: DType): string {
-  if (dt.fields) return dt.descrLiteral;
+  if (dt.form === 'record') return recordRepr(dt);
   if ('SUV'.includes(dt.kind) || !dt.isNative) return `'${dt.str}'`;
   return /^[A-Za-z][A-Za-z0-9]*$/.test(dt.name) ? dt.name : `'${dt.name}'`;
 }
