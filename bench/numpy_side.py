@@ -25,6 +25,14 @@ def make(d, mib):
     for i in range(100_000):
         mixed[i] = (i, i * 0.5, f"s{i}", None, [i, "x"])[i % 5]
     np.save(os.path.join(d, "objects.npy"), mixed, allow_pickle=True)
+    # Many small arrays: a ResNet-like state dict (stored and deflated) and 10 000 files of 4 KiB.
+    if not os.path.exists(os.path.join(d, "resnet_deflated.npz")):
+        make_resnet(d, "1.44" if int(mib) >= 256 else "0.5", quiet=True)
+    many = os.path.join(d, "many")
+    if not os.path.exists(os.path.join(many, "09999.npy")):
+        os.makedirs(many, exist_ok=True)
+        for i in range(10_000):
+            np.save(os.path.join(many, f"{i:05d}.npy"), rng.standard_normal(1024, dtype=np.float32))
 
 
 def make_big(path, gib):
@@ -88,6 +96,46 @@ def ragged_objects(d, quick):
     json.dump(out, sys.stdout)
 
 
+def resnet_shapes(scale):
+    """The members of a ResNet-50-like state dict (PyTorch names and layouts), channel widths times
+    `scale`: 53 convolutions and a linear layer, each convolution with a batch norm's four arrays
+    and its int64 counter; 320 members."""
+    w = lambda c: max(1, int(round(c * scale)))
+    shapes = {}
+    def conv_bn(name, cin, cout, k):
+        shapes[f"{name}.weight"] = ((cout, cin, k, k), "<f4")
+        bn = name.replace("conv", "bn") if "conv" in name else name[:-1] + "1"
+        for part in ("weight", "bias", "running_mean", "running_var"):
+            shapes[f"{bn}.{part}"] = ((cout,), "<f4")
+        shapes[f"{bn}.num_batches_tracked"] = ((), "<i8")
+    conv_bn("conv1", 3, w(64), 7)
+    cin = w(64)
+    for stage, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512)), start=1):
+        for b in range(blocks):
+            p = f"layer{stage}.{b}"
+            conv_bn(f"{p}.conv1", cin, w(width), 1)
+            conv_bn(f"{p}.conv2", w(width), w(width), 3)
+            conv_bn(f"{p}.conv3", w(width), w(width * 4), 1)
+            if b == 0:
+                conv_bn(f"{p}.downsample.0", cin, w(width * 4), 1)
+            cin = w(width * 4)
+    shapes["fc.weight"] = ((1000, cin), "<f4")
+    shapes["fc.bias"] = ((1000,), "<f4")
+    return shapes
+
+
+def make_resnet(d, scale="1.44", quiet=False):
+    """Stored and deflated archives of random ResNet-like weights (deflate keeps ~92% of such bytes)."""
+    rng = np.random.default_rng(5)
+    arrays = {}
+    for name, (shape, dt) in resnet_shapes(float(scale)).items():
+        arrays[name] = np.array(1, dtype=dt) if shape == () else (rng.standard_normal(shape, dtype=np.float32) * 0.05).astype(dt)
+    np.savez(os.path.join(d, "resnet_stored.npz"), **arrays)
+    np.savez_compressed(os.path.join(d, "resnet_deflated.npz"), **arrays)
+    if not quiet:
+        json.dump({"members": len(arrays), "parameters": int(sum(a.size for a in arrays.values()))}, sys.stdout)
+
+
 def median_time(fn, repeats):
     fn()  # warm-up
     times = []
@@ -122,6 +170,13 @@ def timing(d, repeats):
         "objects": median_time(lambda: np.load(os.path.join(d, "objects.npy"), allow_pickle=True), repeats),
         "saveNpz": median_time((lambda m: lambda: np.savez_compressed(out + ".npz", member=m))(np.load(os.path.join(d, "deflated.npz"))["member"]), max(3, repeats // 2)),
     }
+    be_array = np.load(be)
+    res["byteswap_inmemory"] = median_time(lambda: be_array.astype("<f8"), repeats)
+    for kind in ("stored", "deflated"):
+        path = os.path.join(d, f"resnet_{kind}.npz")
+        res[f"resnet_{kind}"] = median_time(lambda: {k: v for k, v in np.load(path).items()}, repeats)
+    many = [os.path.join(d, "many", f"{i:05d}.npy") for i in range(10_000)]
+    res["many_files"] = median_time(lambda: [np.load(f) for f in many], repeats)
     os.remove(out + ".npz")
     os.remove(out)
     res["version"] = np.__version__
@@ -130,4 +185,4 @@ def timing(d, repeats):
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions, "column": column, "ragged": ragged_objects}[cmd](*args)
+    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions, "column": column, "ragged": ragged_objects, "make-resnet": make_resnet}[cmd](*args)

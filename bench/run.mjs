@@ -1,4 +1,5 @@
-// `npm run bench [-- --quick] [-- --json]`: npyts against numpy and Node's own file I/O, in one run.
+// `npm run bench [-- --quick] [-- --json] [-- --browser]`: npyts against numpy and Node's own file I/O,
+// in one run; with --browser also the browser cases inside Chromium (bench/browser.mjs).
 // Inputs are made by numpy; every time is the median of several runs after a warm-up.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -14,10 +15,12 @@ import { parseNpy as numpyTsParse } from 'numpy-ts';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
 import { medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
+import { browserBench } from './browser.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const asJSON = process.argv.includes('--json');
+const inBrowser = process.argv.includes('--browser');
 const MIB = quick ? 16 : 256;
 const REPEATS = quick ? 3 : 7;
 const dir = join(tmpdir(), `npyts-bench-${MIB}`);
@@ -81,6 +84,22 @@ ours.tfTranspose = median(() => {
   tt.dispose();
 }, Math.min(REPEATS, 3));
 rmSync(outFile, { force: true });
+
+// Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
+const allMembers = (path) => { const z = loadNpzSync(path); for (const name of z.names) z.get(name); z.close(); };
+const manyFiles = Array.from({ length: 10_000 }, (_, i) => file(`many/${String(i).padStart(5, '0')}.npy`));
+const beBytes = readFileSync(file('f8_be.npy'));
+const small = {
+  resnet_stored: median(() => allMembers(file('resnet_stored.npz'))),
+  resnet_deflated: median(() => allMembers(file('resnet_deflated.npz'))),
+  many_files: median(() => { for (const f of manyFiles) loadNpySync(f); }),
+  byteswap_inmemory: median(() => decodeNpy(beBytes)),
+};
+let browser = null;
+if (inBrowser) {
+  log('the browser cases, in Chromium …');
+  browser = await browserBench(dir, REPEATS);
+}
 
 // One load in a fresh process, as a script that loads its weights once does: each runtime's own
 // clock around the call only (start-up and imports excluded), median over REPEATS processes.
@@ -244,6 +263,8 @@ const report = {
     baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])),
     target: target ? { baseline: target[0], max_ratio: target[1], ratio: t / base[target[0]], met: t / base[target[0]] <= target[1] } : null,
   })),
+  many_small: small,
+  browser,
   ragged,
   tfjs_models: tfjsModels,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
@@ -266,6 +287,26 @@ if (asJSON) {
       const t = r.target?.baseline === name ? `≤ ${r.target.max_ratio} ${r.target.met ? 'met' : '**missed**'}` : '';
       console.log(`| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${r.js_only_seconds ? ms(r.js_only_seconds) : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} | ${t} |`);
     }
+  }
+  const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
+  console.log('\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy\'s `{k: v for k, v in np.load(f).items()}` and a loop of np.load.');
+  console.log('| case | npyts (Node) | numpy | npyts / numpy | target |');
+  console.log('|---|---|---|---|---|');
+  for (const [k, label] of [['resnet_stored', 'ResNet-like archive, stored'], ['resnet_deflated', 'ResNet-like archive, deflated'], ['many_files', '10 000 files of 4 KiB']]) {
+    console.log(`| ${label} | ${ms(small[k])} | ${ms(np[k])} | ${ratioCell(small[k], np[k], 1.0)} |`);
+  }
+  if (browser) {
+    const b = browser;
+    console.log(`\nIn the browser: Chromium ${b.chromium} (headless, ${b.cores} cores), the page and the inputs served by nginx on 127.0.0.1; times from performance.now() in the page.`);
+    console.log('| case | Chromium | baseline | baseline time | ratio | target |');
+    console.log('|---|---|---|---|---|---|');
+    const line = (label, t, baseLabel, base, target) => console.log(`| ${label} | ${ms(t)} | ${baseLabel} | ${ms(base)} | ${ratioCell(t, base, target)} |`);
+    line(`fetch + decodeNpy of a ${MIB} MiB .npy`, b.fetch_decode, 'fetch + arrayBuffer() alone (Chromium)', b.fetch_only, 1.1);
+    line('every member of the deflated ResNet-like archive (readAll: DecompressionStream in workers)', b.resnet_deflated, 'the same in Node (node:zlib)', small.resnet_deflated, 1.5);
+    line('the same with fflate on the page\'s thread (get)', b.resnet_deflated_fflate, 'the same in Node (node:zlib)', small.resnet_deflated, null);
+    line('every member of the stored ResNet-like archive (readAll)', b.resnet_stored, 'numpy', np.resnet_stored, 1.0);
+    line(`F → C of ${Math.round(Math.sqrt(MIB * 2 ** 18))}² float32 in memory (toOrder)`, b.toC_inmemory, 'np.ascontiguousarray', np.toC_inmemory, 0.5);
+    line(`big-endian float64 → native, ${MIB} MiB in memory (decodeNpy)`, b.byteswap_inmemory, "a.astype('<f8')", np.byteswap_inmemory, 1.2);
   }
   const rd = report.ragged;
   console.log(`\nRagged data: npyts' index + heap .npy files against numpy object arrays (pickle) of the same values; reading 100 random elements includes opening.`);

@@ -39,6 +39,7 @@ export async function startNginx(root) {
   writeFileSync(join(conf, 'nginx.conf'), `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
 events { worker_connections 64; }
 http { access_log off; client_body_temp_path ${conf}/tmp; proxy_temp_path ${conf}/tmp; fastcgi_temp_path ${conf}/tmp; uwsgi_temp_path ${conf}/tmp; scgi_temp_path ${conf}/tmp;
+  types { text/javascript js mjs; text/html html; application/octet-stream npy npz; }
   server { listen 127.0.0.1:${port}; root ${root};
     # Files under /private/ need the token the tests' fetch hooks add.
     location /private/ { if ($http_authorization != "Bearer ${TEST_TOKEN}") { return 401; } } } }`);

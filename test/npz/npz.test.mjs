@@ -124,6 +124,28 @@ test('every corrupt archive is refused with a clear error, by both codecs', () =
   assert.equal(lenient, ['size_lie_larger', 'size_lie_stored']);
 });
 
+test('read()/readAll() of an archive in memory (the platform\'s DecompressionStream, off the calling thread in browsers) give what get() gives, for every numpy archive', async () => {
+  for (const [name, file] of Object.entries(cases)) {
+    const z = decodeNpz(readFileSync(file));
+    const npyNames = z.names.filter((n) => z.bytes(n)[0] === 0x93);
+    const all = await Promise.all(npyNames.map((n) => z.read(n)));
+    npyNames.forEach((n, i) => assert.equal(npyDocument(z.header(n), all[i]), docs[name][n], `${name}/${n}`));
+  }
+  const z = decodeNpz(readFileSync(cases[Object.keys(cases)[0]]));
+  const controller = new AbortController();
+  controller.abort();
+  await rejects(() => z.read(z.names[0], { signal: controller.signal }), (e) => e.name === 'AbortError');
+});
+
+test('every corrupt archive is refused by read() and readAll() of an archive in memory', async () => {
+  for (const [name, { file }] of Object.entries(corrupt)) {
+    await rejects(async () => {
+      const a = decodeNpz(readFileSync(file));
+      await a.readAll();
+    }, (e) => e instanceof NpyError && [expectedCodes[name]].flat().includes(e.code));
+  }
+});
+
 test('every corrupt archive is refused by the async reader too (members read straight into their arrays)', async () => {
   for (const [name, { file }] of Object.entries(corrupt)) {
     let err;

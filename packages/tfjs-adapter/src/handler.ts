@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { NdArray, NpyError, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
-import { isArchive, openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { isArchive, openArchive, readMember, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
 import {
   arrayKeys, axesOf, inModelLayout, mismatchError, writeArchive,
   type NpzSink, type WeightKey,
@@ -182,7 +182,7 @@ async function planWeights(archive: AnyArchive, meta: ModelJson, topology: objec
 
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
 async function weightBytes(archive: AnyArchive, w: PlannedWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
-  const array = inModelLayout(await archive.get(w.member), w.key);
+  const array = inModelLayout(await readMember(archive, w.member), w.key);
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
   if (v.dtype !== 'string') return ownBuffer(v.values);

@@ -1,5 +1,5 @@
 /** Where archives come from: bytes, a Blob or File, a URL (relative to the page in a browser), a path in Node. */
-import { NpyError, decodeNpz, resolveUrl, type NpzArchive, type NpzOptions } from '@npyts/core';
+import { NpyError, decodeNpz, resolveUrl, type NdArray, type NpzArchive, type NpzOptions } from '@npyts/core';
 import type { NpzFile } from '@npyts/core/node';
 
 /** An archive in memory (sync) or a file read asynchronously: `await` serves both. */
@@ -14,6 +14,14 @@ export interface SourceOptions extends NpzOptions {
   fetch?: typeof fetch;
   /** Aborts a URL read or a file read. */
   signal?: AbortSignal;
+}
+
+/**
+ * One member of either kind of archive, as an array: a file reads it asynchronously; an archive in
+ * memory inflates it off the main thread where the platform allows ({@link NpzArchive.read}).
+ */
+export function readMember(archive: AnyArchive, member: string): Promise<NdArray> {
+  return 'read' in archive ? archive.read(member) : archive.get(member);
 }
 
 /** True in Node (and runtimes that pose as it): a string without a scheme is a file path there. */

@@ -2,7 +2,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions } from '@npyts/core';
 import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
-import { inNode, nodeEntry, openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { inNode, nodeEntry, openArchive, readMember, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
 
 /**
  * What a weight must offer. tfjs-layers' `LayerVariable` (from `model.weights`, with nullable shape
@@ -141,7 +141,7 @@ async function assignFrom(list: readonly WeightLike[], archive: AnyArchive, opti
     used.set(member, label);
     let t: tf.Tensor;
     try {
-      t = toTensor(inModelLayout(await archive.get(member), spec), options);
+      t = toTensor(inModelLayout(await readMember(archive, member), spec), options);
     } catch (e) {
       problems.push(`${label}: ${(e as Error).message}`);
       continue;

@@ -6,8 +6,9 @@ import { fflateCodec } from './fflate.js';
 import { MAGIC, type NpyHeader } from '../format/header.js';
 import { readHeaderFrom } from '../io/header-read.js';
 import type { NdArray } from '../array/ndarray.js';
+import { inflateAsync } from './stream-inflate.js';
 import {
-  MemorySink, ZipWriter, memorySource, readZipEntries, readZipEntry, readZipEntryPrefix,
+  MemorySink, STORED, ZipWriter, checkZipCrc, memorySource, readZipEntries, readZipEntry, readZipEntryPrefix, readZipEntryStored,
   type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,
 } from './zip.js';
 
@@ -91,6 +92,39 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   get(name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
     return this.decodeMember(entry, readZipEntry(this.source, entry, this.codec), options);
+  }
+
+  /**
+   * Decode one member, inflating it off the calling thread where the platform allows: in browsers
+   * the platform's `DecompressionStream` runs in a small pool of Web Workers, so members read
+   * together inflate in parallel (`await z.readAll()`, or `Promise.all` over `read`). Size and
+   * CRC-32 are checked as by {@link get}. With a `codec` option, that codec inflates, on this thread.
+   * @example
+   * const z = decodeNpz(new Uint8Array(await (await fetch('weights.npz')).arrayBuffer()));
+   * const w = await z.read('w', { signal });
+   */
+  async read<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S> & { signal?: AbortSignal }): Promise<NdArray<S>>;
+  async read(name: string, options?: DecodeOptions & { signal?: AbortSignal }): Promise<NdArray>;
+  async read(name: string, options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<NdArray> {
+    const { signal, ...decode } = options;
+    signal?.throwIfAborted();
+    const entry = this.entry(name);
+    const raw = readZipEntryStored(this.source, entry);
+    const data = entry.method === STORED ? raw
+      : this.options.codec ? this.options.codec.inflate(raw, entry.size, entry.name)
+      : await inflateAsync(raw, entry.size, entry.name, signal);
+    checkZipCrc(entry, this.codec.crc32(data, 0));
+    return this.decodeMember(entry, data, decode);
+  }
+
+  /**
+   * Every member decoded, by key in archive order, the deflated ones inflating in parallel (see {@link read}).
+   * @example
+   * const arrays = await decodeNpz(bytes).readAll();   // Map { 'w' => NdArray, … }
+   */
+  async readAll(options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<Map<string, NdArray>> {
+    const arrays = await Promise.all(this.names.map((name) => this.read(name, options)));
+    return new Map(this.names.map((name, i) => [name, arrays[i]!]));
   }
 
   /**

@@ -1,21 +1,33 @@
-/** CRC-32 (the zip polynomial), slice-by-8 in plain JS for environments without a native one. */
+/**
+ * CRC-32 (the zip polynomial) in plain JS for environments without a native one: slice-by-16,
+ * reading four aligned 32-bit words per step on little-endian hosts (twice the speed of reading
+ * bytes one by one), bytes one at a time elsewhere and at the ends.
+ */
+import { NATIVE_ORDER } from '../format/dtype.js';
 
-const TABLES: Uint32Array[] = (() => {
-  const t0 = new Uint32Array(256);
+/** 16 tables of 256 entries, table k at k·256: the CRC of a byte followed by k zero bytes. */
+const TABLES: Int32Array = (() => {
+  const t = new Int32Array(16 * 256);
   for (let n = 0; n < 256; n++) {
     let c = n;
     for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t0[n] = c >>> 0;
+    t[n] = c;
   }
-  const tables = [t0];
-  for (let k = 1; k < 8; k++) {
-    const prev = tables[k - 1]!;
-    const t = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) t[n] = (prev[n]! >>> 8) ^ t0[prev[n]! & 0xff]!;
-    tables.push(t);
+  for (let k = 1; k < 16; k++) {
+    for (let n = 0; n < 256; n++) {
+      const prev = t[(k - 1) * 256 + n]!;
+      t[k * 256 + n] = (prev >>> 8) ^ t[prev & 0xff]!;
+    }
   }
-  return tables;
+  return t;
 })();
+
+/** Byte-at-a-time CRC steps over bytes[from, to). */
+function crcBytes(bytes: Uint8Array, from: number, to: number, c: number): number {
+  const t = TABLES;
+  for (let i = from; i < to; i++) c = t[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+  return c;
+}
 
 /**
  * CRC-32 of `bytes`, continuing from `crc` (0 to start).
@@ -23,15 +35,24 @@ const TABLES: Uint32Array[] = (() => {
  * crc32(new TextEncoder().encode('123456789')).toString(16);   // 'cbf43926'
  */
 export function crc32(bytes: Uint8Array, crc = 0): number {
-  const [t0, t1, t2, t3, t4, t5, t6, t7] = TABLES as [Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array];
-  let c = ~crc >>> 0;
-  let i = 0;
+  let c = ~crc;
   const n = bytes.length;
-  for (; i + 8 <= n; i += 8) {
-    const a = (c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>> 0;
-    c = t7[a & 0xff]! ^ t6[(a >>> 8) & 0xff]! ^ t5[(a >>> 16) & 0xff]! ^ t4[a >>> 24]!
-      ^ t3[bytes[i + 4]!]! ^ t2[bytes[i + 5]!]! ^ t1[bytes[i + 6]!]! ^ t0[bytes[i + 7]!]!;
+  if (NATIVE_ORDER !== '<' || n < 64) return ~crcBytes(bytes, 0, n, c) >>> 0;
+  // Bytes up to a 4-byte boundary, then 16 bytes (four little-endian words) per step.
+  const head = (4 - (bytes.byteOffset & 3)) & 3;
+  c = crcBytes(bytes, 0, head, c);
+  const steps = (n - head) >> 4;
+  const words = new Int32Array(bytes.buffer, bytes.byteOffset + head, steps * 4);
+  const t = TABLES;
+  for (let w = 0; w < words.length; w += 4) {
+    const a = c ^ words[w]!;
+    const b = words[w + 1]!;
+    const d = words[w + 2]!;
+    const e = words[w + 3]!;
+    c = t[0xf00 | (a & 0xff)]! ^ t[0xe00 | ((a >>> 8) & 0xff)]! ^ t[0xd00 | ((a >>> 16) & 0xff)]! ^ t[0xc00 | (a >>> 24)]!
+      ^ t[0xb00 | (b & 0xff)]! ^ t[0xa00 | ((b >>> 8) & 0xff)]! ^ t[0x900 | ((b >>> 16) & 0xff)]! ^ t[0x800 | (b >>> 24)]!
+      ^ t[0x700 | (d & 0xff)]! ^ t[0x600 | ((d >>> 8) & 0xff)]! ^ t[0x500 | ((d >>> 16) & 0xff)]! ^ t[0x400 | (d >>> 24)]!
+      ^ t[0x300 | (e & 0xff)]! ^ t[0x200 | ((e >>> 8) & 0xff)]! ^ t[0x100 | ((e >>> 16) & 0xff)]! ^ t[e >>> 24]!;
   }
-  for (; i < n; i++) c = t0[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
-  return ~c >>> 0;
+  return ~crcBytes(bytes, head + steps * 16, n, c) >>> 0;
 }

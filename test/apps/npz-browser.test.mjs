@@ -1,0 +1,110 @@
+// .npz archives read in a real Chromium: readAll() inflates deflated members in Web Workers with the
+// platform's DecompressionStream and gives numpy's values; corrupt archives are refused with the
+// same codes as in Node; a page whose policy forbids workers still reads (on its own thread).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { build } from 'esbuild';
+import { numpy, python, scratch } from '../helpers/numpy.mjs';
+import { startViewer } from '../../viewer/serve.mjs';
+
+const dir = scratch('npyts-npz-browser-');
+const corrupt = numpy('npz-corrupt', join(dir, 'corrupt'));
+// Members of several dtypes and sizes (one of 8 MiB, which the stream delivers in many chunks), and
+// what numpy says each holds: dtype, shape and the CRC-32 of its little-endian C-order bytes.
+const expected = JSON.parse(python(`
+import zlib
+rng = np.random.default_rng(11)
+arrays = {'w': rng.standard_normal((1024, 2048)).astype('<f4'), 'b': np.arange(7, dtype='<i8'), 'half': rng.standard_normal(33).astype('<f2'),
+          'flags': np.array([True, False, True]), 'text': np.array(['a', 'bc', 'déf']), 'empty': np.zeros((0, 3), '<f8'), 'scalar': np.float64(2.5)}
+np.savez_compressed(${JSON.stringify(join(dir, 'weights.npz'))}, **arrays)
+print(json.dumps({k: {'descr': np.asarray(v).dtype.str, 'shape': list(np.shape(v)), 'crc': zlib.crc32(np.ascontiguousarray(v).tobytes())} for k, v in arrays.items()}))
+`));
+
+await build({
+  stdin: { contents: "export { decodeNpz, crc32 } from '@npyts/core';", resolveDir: process.cwd() },
+  bundle: true, format: 'esm', platform: 'browser', outfile: join(dir, 'core.js'), logLevel: 'error',
+});
+const server = await startViewer({ port: 0, dataDir: dir });
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium', headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+});
+const problems = [];
+
+/** A page at `path` under the server (optionally answered with a Content-Security-Policy). */
+async function pageAt(path, csp) {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => problems.push(String(e)));
+  if (csp) {
+    await page.route(`${base}${path}`, (route) => route.fulfill({ status: 200, contentType: 'text/html', headers: { 'Content-Security-Policy': csp }, body: '<!doctype html><title>csp</title>' }));
+  }
+  await page.goto(`${base}${path}`);
+  return page;
+}
+
+/** In the page: every member by readAll(), described like numpy's side, and how many workers were made. */
+const readInPage = (page, file) => page.evaluate(async (url) => {
+  const { decodeNpz, crc32 } = await import('/data/core.js');
+  let workers = 0;
+  const Original = globalThis.Worker;
+  globalThis.Worker = class extends Original { constructor(...args) { super(...args); workers++; } };
+  try {
+    const z = decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()));
+    const out = {};
+    for (const [name, a] of await z.readAll()) {
+      out[name] = { descr: a.dtype.str, shape: [...a.shape], crc: crc32(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)) };
+    }
+    return { out, workers };
+  } catch (e) {
+    return { error: e.code ?? String(e), workers };
+  } finally {
+    globalThis.Worker = Original;
+  }
+}, file);
+
+test('readAll() in the page gives numpy\'s members, inflated in workers', async () => {
+  const page = await pageAt('/data/core.js');
+  const { out, workers, error } = await readInPage(page, '/data/weights.npz');
+  assert.is(error, undefined);
+  // Text is UTF-32 in numpy; npyts holds it as strings, so compare it by value instead of bytes.
+  const { text, ...rest } = out;
+  const { text: wantText, ...wantRest } = expected;
+  assert.equal(rest, wantRest);
+  assert.equal([text.descr, text.shape], [wantText.descr, wantText.shape]);
+  assert.ok(workers >= 1, `workers made: ${workers}`);
+  await page.close();
+});
+
+test('corrupt archives are refused in the page with the codes Node gives', async () => {
+  const page = await pageAt('/data/core.js');
+  const codes = {};
+  for (const name of ['crc_mismatch', 'corrupt_deflate', 'size_lie_smaller', 'size_lie_larger', 'truncated']) {
+    codes[name] = (await readInPage(page, `/data/corrupt/${name}.npz`)).error;
+  }
+  assert.equal(codes, { crc_mismatch: 'ZIP_CRC', corrupt_deflate: codes.corrupt_deflate === 'ZIP_CRC' ? 'ZIP_CRC' : 'ZIP_FORMAT', size_lie_smaller: 'ZIP_SIZE', size_lie_larger: 'ZIP_SIZE', truncated: 'ZIP_FORMAT' });
+  assert.ok(Object.keys(corrupt).includes('corrupt_deflate'));
+  await page.close();
+});
+
+test('a page whose policy forbids workers reads the archive on its own thread', async () => {
+  const page = await pageAt('/data/csp.html', "worker-src 'none'");
+  const { out, error } = await readInPage(page, '/data/weights.npz');
+  assert.is(error, undefined);
+  assert.equal(out.w, expected.w);
+  assert.equal(out.b, expected.b);
+  await page.close();
+});
+
+test('no uncaught errors in the pages', () => {
+  assert.equal(problems, []);
+});
+
+test.after(async () => {
+  await browser.close();
+  server.close();
+});
+
+test.run();
