@@ -2,7 +2,7 @@
 import { NpyError } from '../errors.js';
 import type { DType } from '../format/dtype.js';
 import { matchDType } from '../format/dtype-cases.js';
-import { copyBytes, swapBytes } from './memory.js';
+import { copyBytes, copySwapped, swapBytes } from './memory.js';
 
 /** Every typed array an array's `data` can be. */
 export type TypedArray =
@@ -109,8 +109,8 @@ export function bytesToData(
     if (needsSwap) swapBytes(new Uint8Array(buffer, byteOffset, units * bpe), swapUnit);
     return new ctor(buffer, byteOffset, units);
   }
-  const out = copyBytes(new Uint8Array(buffer, byteOffset, units * bpe), options.shared);
-  if (needsSwap) swapBytes(out, swapUnit);
+  const src = new Uint8Array(buffer, byteOffset, units * bpe);
+  const out = needsSwap ? copySwapped(src, swapUnit, options.shared) : copyBytes(src, options.shared);
   return new ctor(out.buffer, 0, units);
 }
 
@@ -123,7 +123,5 @@ export function dataToBytes(dtype: DType, data: TypedArray): Uint8Array {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const { swapUnit } = storageOf(dtype);
   if (swapUnit <= 1 || dtype.isNative) return bytes;
-  const out = copyBytes(bytes);
-  swapBytes(out, swapUnit);
-  return out;
+  return copySwapped(bytes, swapUnit);
 }
