@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { decodeNpy, encodeNpy, npyDocument, readHeader, NpyError, NdArray, parseDescr, arrayFromValues, pythonJSON } from '@npyts/core';
 import { unpickle, pickle, pickleCodec, PyComplex, PyDecimal, PyDatetime, PyFraction } from '@npyts/core/pickle';
 import { loadNpySync, saveNpySync } from '@npyts/core/node';
-import { numpy, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
+import { numpy, python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
+import fc from 'fast-check';
 
 const dir = scratch();
 const objects = numpy('objects', join(dir, 'objects'));
@@ -174,6 +175,38 @@ test('CLI convert --allow-pickle re-encodes object arrays that numpy reads back 
     const [res] = numpy('check-objects', writeJSON(join(dir, 'conv.json'), [{ file: out, expect: { dtype: '|O', shape: doc.shape, data: doc.data } }]));
     assert.ok(res.ok, `${name}: ${JSON.stringify(res.got).slice(0, 300)}`);
   }
+});
+
+test('short text (SHORT_BINUNICODE, decoded in place) gives what a fatal TextDecoder gives, or is refused where it refuses', () => {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  // Valid UTF-8 of any code points (astral ones included), sometimes with bytes changed or cut.
+  const text = fc.string({ unit: 'binary', maxLength: 60 }).map((t) => new TextEncoder().encode(t).slice(0, 255));
+  const mutated = fc.tuple(text, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }), fc.boolean()).map(([b, edits, cut]) => {
+    const out = b.slice();
+    for (const [at, v] of edits) if (out.length) out[at % out.length] = v;
+    return cut && out.length ? out.slice(0, out.length - 1) : out;
+  });
+  // Short runs of the bytes at the edges of UTF-8's rules: lead bytes, continuation bounds, surrogates.
+  const edges = fc.array(fc.constantFrom(0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xed, 0xee, 0xef, 0xf0, 0xf4, 0xf5, 0xff), { maxLength: 12 }).map((a) => new Uint8Array(a));
+  const bytes = fc.oneof(text, mutated, edges, fc.uint8Array({ maxLength: 40 }));
+  fc.assert(fc.property(bytes, (b) => {
+    const p = new Uint8Array([0x80, 0x04, 0x8c, b.length, ...b, 0x2e]);
+    let want;
+    try { want = { ok: decoder.decode(b) }; } catch { want = { refused: true }; }
+    let got;
+    try { got = { ok: unpickle(p) }; } catch (e) { got = e instanceof NpyError && /not valid UTF-8/.test(e.message) ? { refused: true } : { other: String(e) }; }
+    assert.equal(got, want);
+  }), { seed: 20261122, numRuns: 3000 });
+});
+
+test('an object array of 1 100 000 strings (numpy memoises each one) decodes: the memo limit follows the input', () => {
+  const file = join(dir, 'many-strings.npy');
+  python(`a = np.empty(1_100_000, dtype=object)\na[:] = [f'w{i:x}' + 'é' * (i % 3) for i in range(1_100_000)]\nnp.save(${JSON.stringify(file)}, a, allow_pickle=True)`);
+  const a = loadNpySync(file, { allowPickle: true });
+  assert.is(a.data.length, 1_100_000);
+  for (const i of [0, 1, 2, 65535, 1_099_999]) assert.is(a.data[i], `w${i.toString(16)}${'é'.repeat(i % 3)}`);
+  // A lower limit still holds when asked for.
+  assert.throws(() => loadNpySync(file, { allowPickle: true, maxMemo: 1000 }), /more than 1000 memo entries/);
 });
 
 test.run();

@@ -13,7 +13,10 @@ import type { DescrInput } from './format/descr-types.js';
 export interface UnpickleLimits {
   /** Deepest nesting of containers (lists, tuples, dicts, sets, arrays). Default 1000. */
   maxDepth?: number;
-  /** Most memo entries. Default 1 000 000. */
+  /**
+   * Most memo entries. Default: the pickle's length in bytes (each entry takes an opcode, so memory
+   * stays bounded by the input), at least 1 000 000. numpy memoises every string of an object array.
+   */
   maxMemo?: number;
   /** Most open MARKs at once. Default 10 000. */
   maxMarks?: number;

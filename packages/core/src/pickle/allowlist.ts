@@ -100,7 +100,8 @@ function buildArray(dtype: DType, shape: number[], fortran: boolean, data: unkno
     // loaded array writes fortran_order True again), so the values are laid out in that order.
     const items = iterableItems(data, 'ndarray data');
     if (items.length !== size) bad(`object array of shape (${shape.join(', ')}) holds ${items.length} items`);
-    const values = dtype.fields ? items.map((t) => recordFromTuple(dtype, t)) : items;
+    // A copy: the list may be referenced elsewhere in the pickle, and an array holds its own elements.
+    const values = dtype.fields ? items.map((t) => recordFromTuple(dtype, t)) : items.slice();
     const order = fortran && !isOrderFree(shape) ? 'F' : 'C';
     return new NdArray(dtype, shape, order === 'F' ? cToFortran(values, shape) : values, order);
   }

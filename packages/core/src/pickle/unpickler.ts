@@ -14,7 +14,7 @@ import { Global, resolveGlobal, type Constructor } from './allowlist.js';
 /** Limits of the unpickler (container depth, items, memo size). */
 export type UnpickleOptions = UnpickleLimits;
 
-const MARK = Symbol('mark');
+const NOTHING: readonly unknown[] = [];
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 class Reader {
@@ -119,10 +119,13 @@ const FAMILIES: Record<Family, number[]> = {
   unsupportedOps: [OP.PERSID, OP.BINPERSID, OP.EXT1, OP.EXT2, OP.EXT4, OP.NEXT_BUFFER, OP.READONLY_BUFFER],
 };
 
-/** Opcode byte → its family (undefined: not a pickle opcode). */
-const FAMILY_OF: (Family | undefined)[] = (() => {
-  const table = new Array<Family | undefined>(256);
-  for (const [family, ops] of Object.entries(FAMILIES) as [Family, number[]][]) for (const op of ops) table[op] = family;
+/** The families in the order of `run`'s switch. */
+const FAMILY_ORDER = Object.keys(FAMILIES) as Family[];
+
+/** Opcode byte → its family's place in FAMILY_ORDER (-1: not a pickle opcode). */
+const FAMILY_OF: Int8Array = (() => {
+  const table = new Int8Array(256).fill(-1);
+  FAMILY_ORDER.forEach((family, k) => { for (const op of FAMILIES[family]) table[op] = k; });
   return table;
 })();
 
@@ -136,9 +139,15 @@ type Step = { value: unknown } | undefined;
 class PickleMachine {
   private readonly r: Reader;
   private stack: unknown[] = [];
-  private readonly marks: unknown[][] = [];
-  private readonly memo = new Map<number, unknown>();
-  private readonly depthOf = new WeakMap<object, number>();
+  /** Stack heights at the open MARKs: a MARK costs no allocation, and items are taken from the one stack. */
+  private readonly marks: number[] = [];
+  /** Height of the innermost open MARK (0 when none): nothing pops below it. */
+  private floor = 0;
+  /** Memo entries by index (an array: indices are small and dense in practice; `undefined` is a hole, never a value). */
+  private readonly memo: unknown[] = [];
+  private memoCount = 0;
+  /** Nesting depth of containers deeper than 1 (a container not in here holds no container). */
+  private readonly depthOf = new Map<object, number>();
   private allocated = 0;
   private readonly maxDepth: number;
   private readonly maxMemo: number;
@@ -148,7 +157,7 @@ class PickleMachine {
   constructor(input: Uint8Array, options: UnpickleOptions) {
     this.r = new Reader(input);
     this.maxDepth = options.maxDepth ?? 1000;
-    this.maxMemo = options.maxMemo ?? 1_000_000;
+    this.maxMemo = options.maxMemo ?? Math.max(1_000_000, input.length);
     this.maxMarks = options.maxMarks ?? 10_000;
     this.maxBytes = options.maxBytes ?? 2 ** 31;
   }
@@ -159,9 +168,19 @@ class PickleMachine {
     for (;;) {
       const at = r.pos;
       const op = r.u8();
-      const family = FAMILY_OF[op];
-      if (family === undefined) bad(`unknown opcode 0x${op.toString(16).padStart(2, '0')}`, at);
-      const done = this[family](op, at);
+      // A switch of direct calls (not this[name](…)): each call site stays monomorphic.
+      let done: Step;
+      switch (FAMILY_OF[op]) {
+        case 0: done = this.controlOps(op, at); break;
+        case 1: done = this.constantOps(op); break;
+        case 2: done = this.numberOps(op, at); break;
+        case 3: done = this.textOps(op, at); break;
+        case 4: done = this.containerOps(op, at); break;
+        case 5: done = this.objectOps(op, at); break;
+        case 6: done = this.memoOps(op, at); break;
+        case 7: done = this.unsupportedOps(op, at); break;
+        default: bad(`unknown opcode 0x${op.toString(16).padStart(2, '0')}`, at);
+      }
       if (done) return done.value;
     }
   }
@@ -178,47 +197,122 @@ class PickleMachine {
   }
 
   /** Register a new container holding `children`: its nesting depth is checked and its size counted. */
-  private container<T extends object>(c: T, children: Iterable<unknown>): T {
+  private container<T extends object>(c: T, children: readonly unknown[]): T {
     let d = 0;
-    for (const x of children) d = Math.max(d, this.depth(x));
+    for (let i = 0; i < children.length; i++) { const x = children[i]; if (typeof x === 'object' && x !== null) d = Math.max(d, this.depth(x)); }
     if (d + 1 > this.maxDepth) bad(`containers nested deeper than ${this.maxDepth} (option maxDepth)`, this.r.pos);
-    this.depthOf.set(c, d + 1);
+    if (d > 0) this.depthOf.set(c, d + 1);
     this.account(16);
     return c;
   }
 
-  /** Items were added to container `c`: its depth may grow. */
-  private grow(c: object, added: unknown[]): void {
-    let d = this.depthOf.get(c) ?? 1;
-    for (const x of added) d = Math.max(d, this.depth(x) + 1);
+  /** Items `added[from, to)` were added to container `c`: its depth may grow. */
+  private grow(c: object, added: readonly unknown[], from = 0, to = added.length): void {
+    const before = this.depthOf.get(c) ?? 1;
+    let d = before;
+    for (let i = from; i < to; i++) { const x = added[i]; if (typeof x === 'object' && x !== null) d = Math.max(d, this.depth(x) + 1); }
     if (d > this.maxDepth) bad(`containers nested deeper than ${this.maxDepth} (option maxDepth)`, this.r.pos);
-    this.depthOf.set(c, d);
-    this.account(16 * added.length);
+    if (d !== before) this.depthOf.set(c, d);
+    this.account(16 * (to - from));
   }
 
   private pop(): unknown {
-    if (this.stack.length === 0) bad('stack underflow', this.r.pos);
+    if (this.stack.length <= this.floor) bad('stack underflow', this.r.pos);
     return this.stack.pop();
   }
 
   private top(): unknown {
-    return this.stack.length ? this.stack[this.stack.length - 1] : bad('stack underflow', this.r.pos);
+    return this.stack.length > this.floor ? this.stack[this.stack.length - 1] : bad('stack underflow', this.r.pos);
   }
 
-  /** The items pushed since the last MARK, which is removed. */
+  private openMark(at: number): void {
+    if (this.marks.length >= this.maxMarks) bad(`more than ${this.maxMarks} open MARKs (option maxMarks)`, at);
+    this.marks.push(this.stack.length);
+    this.floor = this.stack.length;
+  }
+
+  /** Close the innermost MARK: the stack height where its items start (they stay on the stack). */
+  private closeMark(): number {
+    const start = this.marks.pop();
+    if (start === undefined) bad('no MARK to pop to', this.r.pos);
+    this.floor = this.marks.length ? this.marks[this.marks.length - 1]! : 0;
+    return start;
+  }
+
+  /** The items pushed since the last MARK, taken off the stack; the MARK is removed. */
   private popMark(): unknown[] {
-    const items = this.stack;
-    const prev = this.marks.pop();
-    if (!prev) bad('no MARK to pop to', this.r.pos);
-    this.stack = prev;
-    if (items.includes(MARK)) bad('misplaced MARK', this.r.pos);
+    const start = this.closeMark();
+    const items = this.stack.slice(start);
+    this.stack.length = start;
     return items;
   }
 
   private push(v: unknown): void {
-    if (v === MARK) bad('misplaced MARK', this.r.pos);
     this.stack.push(v);
   }
+
+  /** Arrays of character codes, one per length, reused: short text is made without allocating. */
+  private readonly codes: number[][] = [];
+
+  /**
+   * The next `n` bytes (at most 255) as UTF-8 text, decoded here, in place: short strings are most
+   * of an object array, and a TextDecoder call (with the view it needs) costs several times more.
+   * Malformed UTF-8 (overlong forms, surrogates, past U+10FFFF, cut sequences) is refused, as
+   * TextDecoder's fatal mode does.
+   */
+  private shortText(n: number): string {
+    const r = this.r;
+    r.need(n);
+    this.account(n);
+    const bytes = r.bytes;
+    const end = r.pos + n;
+    const units = this.units;
+    let k = 0;
+    let p = r.pos;
+    while (p < end) {
+      const c = bytes[p]!;
+      if (c < 0x80) { units[k++] = c; p++; continue; }
+      let cp: number;
+      if (c >= 0xc2 && c <= 0xdf && p + 1 < end) {
+        const c1 = bytes[p + 1]!;
+        if ((c1 & 0xc0) !== 0x80) break;
+        cp = ((c & 0x1f) << 6) | (c1 & 0x3f);
+        p += 2;
+      } else if (c >= 0xe0 && c <= 0xef && p + 2 < end) {
+        const c1 = bytes[p + 1]!;
+        const c2 = bytes[p + 2]!;
+        const lo = c === 0xe0 ? 0xa0 : 0x80;
+        const hi = c === 0xed ? 0x9f : 0xbf;
+        if (c1 < lo || c1 > hi || (c2 & 0xc0) !== 0x80) break;
+        cp = ((c & 0x0f) << 12) | ((c1 & 0x3f) << 6) | (c2 & 0x3f);
+        p += 3;
+      } else if (c >= 0xf0 && c <= 0xf4 && p + 3 < end) {
+        const c1 = bytes[p + 1]!;
+        const c2 = bytes[p + 2]!;
+        const c3 = bytes[p + 3]!;
+        const lo = c === 0xf0 ? 0x90 : 0x80;
+        const hi = c === 0xf4 ? 0x8f : 0xbf;
+        if (c1 < lo || c1 > hi || (c2 & 0xc0) !== 0x80 || (c3 & 0xc0) !== 0x80) break;
+        cp = ((c & 0x07) << 18) | ((c1 & 0x3f) << 12) | ((c2 & 0x3f) << 6) | (c3 & 0x3f);
+        p += 4;
+        units[k++] = 0xd800 + ((cp - 0x10000) >> 10);
+        units[k++] = 0xdc00 + ((cp - 0x10000) & 0x3ff);
+        continue;
+      } else {
+        break;
+      }
+      units[k++] = cp;
+    }
+    if (p < end) bad('text is not valid UTF-8', r.pos);
+    r.pos = end;
+    let codes = this.codes[k];
+    if (!codes) this.codes[k] = codes = new Array<number>(k).fill(0);
+    for (let i = 0; i < k; i++) codes[i] = units[i]!;
+    return String.fromCharCode.apply(null, codes);
+  }
+
+  /** Scratch space for shortText's UTF-16 code units (at most one per byte). */
+  private readonly units = new Uint16Array(256);
 
   private text(b: Uint8Array): string {
     this.account(b.length);
@@ -238,7 +332,7 @@ class PickleMachine {
   private call(fn: unknown, args: unknown[]): unknown {
     if (!(fn instanceof Global) || typeof fn.target !== 'function') bad(`${fn instanceof Global ? fn.qualified : typeof fn} is not callable`, this.r.pos);
     const value = (fn.target as Constructor)(args.map(settle));
-    if (typeof value === 'object' && value !== null) this.container(value, []);
+    if (typeof value === 'object' && value !== null) this.container(value, NOTHING);
     return value;
   }
 
@@ -252,13 +346,17 @@ class PickleMachine {
 
   private putMemo(i: number, v: unknown, at: number): void {
     if (!Number.isInteger(i) || i < 0) bad('bad memo index', at);
-    if (!this.memo.has(i) && this.memo.size >= this.maxMemo) bad(`more than ${this.maxMemo} memo entries (option maxMemo)`, at);
-    this.memo.set(i, v);
+    if (this.memo[i] === undefined) {
+      if (this.memoCount >= this.maxMemo) bad(`more than ${this.maxMemo} memo entries (option maxMemo)`, at);
+      this.memoCount++;
+    }
+    this.memo[i] = v;
   }
 
   private getMemo(i: number, at: number): unknown {
-    if (!this.memo.has(i)) bad(`memo entry ${i} does not exist`, at);
-    return this.memo.get(i);
+    const v = this.memo[i];
+    if (v === undefined) bad(`memo entry ${i} does not exist`, at);
+    return v;
   }
 
   // -- one method per opcode family -------------------------------------------------------------
@@ -273,11 +371,9 @@ class PickleMachine {
         return undefined;
       }
       case OP.FRAME: r.u64(); return undefined; // framing is transparent here
-      case OP.STOP: return { value: finish(this.pop()) }; // leftovers on the stack are harmless
+      case OP.STOP: return { value: finish(this.pop(), (c) => this.depthOf.has(c)) }; // leftovers on the stack are harmless
       case OP.MARK:
-        if (this.marks.length >= this.maxMarks) bad(`more than ${this.maxMarks} open MARKs (option maxMarks)`, at);
-        this.marks.push(this.stack);
-        this.stack = [];
+        this.openMark(at);
         return undefined;
       case OP.POP: this.pop(); return undefined;
       case OP.POP_MARK: this.popMark(); return undefined;
@@ -347,7 +443,7 @@ class PickleMachine {
       case OP.SHORT_BINSTRING: this.push(latin1Text(r.take(r.u8()), this.account)); break;
       case OP.UNICODE: this.push(rawUnicodeEscape(r.line())); break;
       case OP.BINUNICODE: this.push(this.text(r.take(r.u32()))); break;
-      case OP.SHORT_BINUNICODE: this.push(this.text(r.take(r.u8()))); break;
+      case OP.SHORT_BINUNICODE: this.push(this.shortText(r.u8())); break;
       case OP.BINUNICODE8: this.push(this.text(r.take(r.u64()))); break;
       case OP.BINBYTES: this.push(this.bytesValue(r.take(r.u32()))); break;
       case OP.SHORT_BINBYTES: this.push(this.bytesValue(r.take(r.u8()))); break;
@@ -359,18 +455,18 @@ class PickleMachine {
   /** Lists, tuples, dicts and sets: made, and filled. */
   private containerOps(op: number, at: number): Step {
     switch (op) {
-      case OP.EMPTY_LIST: this.push(this.container([], [])); break;
-      case OP.EMPTY_TUPLE: this.push(this.container(new Tuple([]), [])); break;
-      case OP.EMPTY_DICT: this.push(this.container(new Map(), [])); break;
-      case OP.EMPTY_SET: this.push(this.container(new Set(), [])); break;
+      case OP.EMPTY_LIST: this.push(this.container([], NOTHING)); break;
+      case OP.EMPTY_TUPLE: this.push(this.container(new Tuple([]), NOTHING)); break;
+      case OP.EMPTY_DICT: this.push(this.container(new Map(), NOTHING)); break;
+      case OP.EMPTY_SET: this.push(this.container(new Set(), NOTHING)); break;
       case OP.LIST: { const items = this.popMark(); this.push(this.container(items, items)); break; }
       case OP.TUPLE: { const items = this.popMark(); this.push(this.container(new Tuple(items), items)); break; }
-      case OP.TUPLE1: { const a = this.pop(); this.push(this.container(new Tuple([a]), [a])); break; }
-      case OP.TUPLE2: { const b = this.pop(); const a = this.pop(); this.push(this.container(new Tuple([a, b]), [a, b])); break; }
-      case OP.TUPLE3: { const c = this.pop(); const b = this.pop(); const a = this.pop(); this.push(this.container(new Tuple([a, b, c]), [a, b, c])); break; }
+      case OP.TUPLE1: { const items = [this.pop()]; this.push(this.container(new Tuple(items), items)); break; }
+      case OP.TUPLE2: { const b = this.pop(); const items = [this.pop(), b]; this.push(this.container(new Tuple(items), items)); break; }
+      case OP.TUPLE3: { const c = this.pop(); const b = this.pop(); const items = [this.pop(), b, c]; this.push(this.container(new Tuple(items), items)); break; }
       case OP.DICT: {
         const items = this.popMark();
-        const m = this.container(new Map(), []);
+        const m = this.container(new Map(), NOTHING);
         this.setItems(m, items);
         this.push(m);
         break;
@@ -384,11 +480,15 @@ class PickleMachine {
         break;
       }
       case OP.APPENDS: {
-        const items = this.popMark();
-        const list = settle(this.top());
+        // The items move from the stack into the list with no array in between.
+        const start = this.closeMark();
+        const stack = this.stack;
+        if (start <= this.floor) bad('stack underflow', at);
+        const list = settle(stack[start - 1]);
         if (!Array.isArray(list)) bad('APPENDS to something that is not a list', at);
-        for (const v of items) list.push(v);
-        this.grow(list, items);
+        for (let i = start; i < stack.length; i++) list.push(stack[i]);
+        this.grow(list, stack, start, stack.length);
+        stack.length = start;
         break;
       }
       case OP.SETITEM: { const v = this.pop(); const k = this.pop(); this.setItems(this.top(), [k, v]); break; }
@@ -470,7 +570,7 @@ class PickleMachine {
       case OP.PUT: this.putMemo(Number(r.line()), this.top(), at); break;
       case OP.BINPUT: this.putMemo(r.u8(), this.top(), at); break;
       case OP.LONG_BINPUT: this.putMemo(r.u32(), this.top(), at); break;
-      case OP.MEMOIZE: this.putMemo(this.memo.size, this.top(), at); break;
+      case OP.MEMOIZE: this.putMemo(this.memoCount, this.top(), at); break;
       case OP.GET: this.push(this.getMemo(Number(r.line()), at)); break;
       case OP.BINGET: this.push(this.getMemo(r.u8(), at)); break;
       default: this.push(this.getMemo(r.u32(), at)); // LONG_BINGET
@@ -500,17 +600,31 @@ function latin1Text(b: Uint8Array, account: (n: number) => void): string {
 
 /**
  * Replace VM-internal objects (tuples, pending constructions) with their JS values, keeping sharing
- * and cycles. Iterative: a pickle can nest values without nesting opcodes (memoised lists appended
- * into each other), so no recursion follows the data's depth. Each container's result is made
- * empty first and filled from a work list.
+ * and cycles (`holdsObjects` tells which containers hold any object). Lists (and tuples' item arrays, and object arrays' data) are finished in place, which
+ * allocates nothing per list; dicts, sets and plain objects are rebuilt. Iterative: a pickle can nest
+ * values without nesting opcodes (memoised lists appended into each other), so no recursion follows
+ * the data's depth. Each rebuilt container's result is made empty first and filled from a work list.
  */
-function finish(root: unknown): unknown {
+function finish(root: unknown, holdsObjects: (container: object) => boolean): unknown {
   const done = new Map<object, unknown>();
-  const work: (() => void)[] = [];
-  /** The result for `v`: a primitive as is, a container as its (possibly still empty) result. */
+  /** Arrays whose elements are still to be finished, in place. */
+  const lists: unknown[][] = [];
+  /** Rebuilt containers still to be filled. */
+  const fills: (() => void)[] = [];
+  const inPlace = (key: object, items: unknown[]): unknown[] => {
+    done.set(key, items);
+    if (key !== items) done.set(items, items);
+    lists.push(items);
+    return items;
+  };
+  /** The result for `v`: a primitive as is, a container as its (possibly still unfilled) result. */
   const shell = (v: unknown): unknown => {
     if (typeof v !== 'object' || v === null) return v;
-    if (done.has(v)) return done.get(v);
+    const known = done.get(v);
+    if (known !== undefined) return known;
+    // A list or tuple of primitives only (the VM knows which) is already final: no bookkeeping.
+    if (Array.isArray(v)) return holdsObjects(v) ? inPlace(v, v) : v;
+    if (v instanceof Tuple) return holdsObjects(v) ? inPlace(v, v.items) : v.items;
     if (v instanceof Pending) {
       if (v.resolved === undefined) bad('an array or dtype was never completed (no BUILD)');
       const out = shell(v.resolved);
@@ -518,39 +632,29 @@ function finish(root: unknown): unknown {
       return out;
     }
     if (v instanceof Global) bad(`a bare reference to ${v.qualified} is not data`);
-    if (v instanceof Tuple || Array.isArray(v)) {
-      const src = v instanceof Tuple ? v.items : v;
-      const out = new Array<unknown>(src.length);
-      done.set(v, out);
-      work.push(() => { for (let i = 0; i < src.length; i++) out[i] = shell(src[i]); });
-      return out;
-    }
     if (v instanceof Map) {
       if ([...v.keys()].every((k) => typeof k === 'string')) {
         // Own properties whatever the key: a dict key '__proto__' must not change the prototype.
         const out: Record<string, unknown> = {};
         done.set(v, out);
-        work.push(() => { for (const [k, x] of v) putOwn(out, k as string, shell(x)); });
+        fills.push(() => { for (const [k, x] of v) putOwn(out, k as string, shell(x)); });
         return out;
       }
       const out = new Map();
       done.set(v, out);
-      work.push(() => { for (const [k, x] of v) out.set(shell(k), shell(x)); });
+      fills.push(() => { for (const [k, x] of v) out.set(shell(k), shell(x)); });
       return out;
     }
     if (v instanceof Set) {
       const out = new Set();
       done.set(v, out);
-      work.push(() => { for (const x of v) out.add(shell(x)); });
+      fills.push(() => { for (const x of v) out.add(shell(x)); });
       return out;
     }
     if (v instanceof NdArray && Array.isArray(v.data)) {
-      const src = v.data;
-      const data = new Array<unknown>(src.length);
-      const out = new NdArray(v.dtype, v.shape, data, v.order);
-      done.set(v, out);
-      work.push(() => { for (let i = 0; i < src.length; i++) data[i] = shell(src[i]); });
-      return out;
+      done.set(v, v);
+      inPlace(v.data, v.data);
+      return v;
     }
     if (v instanceof PySlice) {
       const out = new PySlice(v.kind, shell(v.start), shell(v.stop), shell(v.step));
@@ -565,12 +669,23 @@ function finish(root: unknown): unknown {
     if (!(v instanceof NdArray) && !(v instanceof Uint8Array) && !(v instanceof DType) && Object.getPrototypeOf(v) === Object.prototype) {
       const out: Record<string, unknown> = {};
       done.set(v, out);
-      work.push(() => { for (const [k, x] of Object.entries(v)) putOwn(out, k, shell(x)); });
+      fills.push(() => { for (const [k, x] of Object.entries(v)) putOwn(out, k, shell(x)); });
       return out;
     }
     return v;
   };
   const result = shell(root);
-  while (work.length) work.pop()!();
-  return result;
+  for (;;) {
+    const list = lists.pop();
+    if (list) {
+      for (let i = 0; i < list.length; i++) {
+        const x = list[i];
+        if (typeof x === 'object' && x !== null) list[i] = shell(x);
+      }
+    } else if (fills.length) {
+      fills.pop()!();
+    } else {
+      return result;
+    }
+  }
 }
