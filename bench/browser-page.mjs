@@ -1,6 +1,7 @@
 // The browser side of `npm run bench -- --browser`, bundled for the page by bench/browser.mjs: each
 // case timed inside Chromium with performance.now(), the median of `repeats` runs after a warm-up.
 import { decodeNpy, decodeNpz, toOrder } from '@npyts/core';
+import { pickleCodec } from '@npyts/core/pickle';
 
 async function median(fn, repeats) {
   await fn();
@@ -32,5 +33,12 @@ export async function run(repeats) {
   r.toC_inmemory = await median(() => toOrder(F, 'C'), repeats);
   const be = await fetchBytes('/f8_be.npy');
   r.byteswap_inmemory = await median(() => decodeNpy(be), repeats);
+  // The floor under it: a fresh buffer of the same size, allocated and written once.
+  r.fresh_buffer = await median(() => new Uint8Array(be.length - 128).fill(1), repeats);
+  // Object arrays (pickles), decoded by the safe unpickler.
+  for (const name of ['objects', 'strings1m']) {
+    const bytes = await fetchBytes(`/${name}.npy`);
+    r[name] = await median(() => decodeNpy(bytes, { pickle: pickleCodec }), repeats);
+  }
   return r;
 }

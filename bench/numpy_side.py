@@ -25,6 +25,10 @@ def make(d, mib):
     for i in range(100_000):
         mixed[i] = (i, i * 0.5, f"s{i}", None, [i, "x"])[i % 5]
     np.save(os.path.join(d, "objects.npy"), mixed, allow_pickle=True)
+    # 1 000 000 short strings (a third ASCII only), as numpy pickles them in an object array.
+    strings = np.empty(1_000_000, dtype=object)
+    strings[:] = [f"w{i:x}" + "é" * (i % 3) for i in range(1_000_000)]
+    np.save(os.path.join(d, "strings1m.npy"), strings, allow_pickle=True)
     # Many small arrays: a ResNet-like state dict (stored and deflated) and 10 000 files of 4 KiB.
     if not os.path.exists(os.path.join(d, "resnet_deflated.npz")):
         make_resnet(d, "1.44" if int(mib) >= 256 else "0.5", quiet=True)
@@ -172,6 +176,12 @@ def timing(d, repeats):
     }
     be_array = np.load(be)
     res["byteswap_inmemory"] = median_time(lambda: be_array.astype("<f8"), repeats)
+    # The same with every result kept, so that each astype writes to fresh memory, as a new
+    # JavaScript buffer always is (above, numpy's allocator hands back the pages just freed).
+    kept = []
+    res["byteswap_inmemory_fresh"] = median_time(lambda: kept.append(be_array.astype("<f8")), repeats)
+    del kept
+    res["strings1m"] = median_time(lambda: np.load(os.path.join(d, "strings1m.npy"), allow_pickle=True), repeats)
     for kind in ("stored", "deflated"):
         path = os.path.join(d, f"resnet_{kind}.npz")
         res[f"resnet_{kind}"] = median_time(lambda: {k: v for k, v in np.load(path).items()}, repeats)

@@ -94,6 +94,8 @@ const small = {
   resnet_deflated: median(() => allMembers(file('resnet_deflated.npz'))),
   many_files: median(() => { for (const f of manyFiles) loadNpySync(f); }),
   byteswap_inmemory: median(() => decodeNpy(beBytes)),
+  fresh_buffer: median(() => new Uint8Array(beBytes.length - 128).fill(1)),
+  strings1m: median(() => loadNpySync(file('strings1m.npy'), { allowPickle: true })),
 };
 let browser = null;
 if (inBrowser) {
@@ -248,7 +250,8 @@ const rows = [
   ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }, null, null],
   ['decode f4 bytes in memory (zero-copy view)', sameBytes.npyts, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts }, null, null],
   ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }, null, null],
-  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, null, jsOnly.objects],
+  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, ['np.load(allow_pickle=True)', 2.0], jsOnly.objects],
+  ['object array, 1M short strings (allowPickle)', small.strings1m, 0, { 'np.load(allow_pickle=True)': np.strings1m }, ['np.load(allow_pickle=True)', 2.0], null],
   ['loadNpzSync deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
   ['saveNpzSync compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }, null, null],
 ];
@@ -295,6 +298,7 @@ if (asJSON) {
   for (const [k, label] of [['resnet_stored', 'ResNet-like archive, stored'], ['resnet_deflated', 'ResNet-like archive, deflated'], ['many_files', '10 000 files of 4 KiB']]) {
     console.log(`| ${label} | ${ms(small[k])} | ${ms(np[k])} | ${ratioCell(small[k], np[k], 1.0)} |`);
   }
+  console.log(`Node, ${MIB} MiB big-endian float64 → native in memory (decodeNpy): ${ms(small.byteswap_inmemory)}; a fresh buffer of that size allocated and filled: ${ms(small.fresh_buffer)}; numpy's astype ${ms(np.byteswap_inmemory)}, or ${ms(np.byteswap_inmemory_fresh)} when every result is kept.`);
   if (browser) {
     const b = browser;
     console.log(`\nIn the browser: Chromium ${b.chromium} (headless, ${b.cores} cores), the page and the inputs served by nginx on 127.0.0.1; times from performance.now() in the page.`);
@@ -307,6 +311,10 @@ if (asJSON) {
     line('every member of the stored ResNet-like archive (readAll)', b.resnet_stored, 'numpy', np.resnet_stored, 1.0);
     line(`F → C of ${Math.round(Math.sqrt(MIB * 2 ** 18))}² float32 in memory (toOrder)`, b.toC_inmemory, 'np.ascontiguousarray', np.toC_inmemory, 0.5);
     line(`big-endian float64 → native, ${MIB} MiB in memory (decodeNpy)`, b.byteswap_inmemory, "a.astype('<f8')", np.byteswap_inmemory, 1.2);
+    line('the same', b.byteswap_inmemory, "a.astype('<f8'), every result kept (fresh memory each time)", np.byteswap_inmemory_fresh, null);
+    line(`a fresh ${MIB} MiB buffer, allocated and filled (the floor of any decode into new memory)`, b.fresh_buffer, "a.astype('<f8')", np.byteswap_inmemory, null);
+    line('object array, 100k mixed values (pickleCodec)', b.objects, 'np.load(allow_pickle=True)', np.objects, 2.0);
+    line('object array, 1M short strings (pickleCodec)', b.strings1m, 'np.load(allow_pickle=True)', np.strings1m, 2.0);
   }
   const rd = report.ragged;
   console.log(`\nRagged data: npyts' index + heap .npy files against numpy object arrays (pickle) of the same values; reading 100 random elements includes opening.`);

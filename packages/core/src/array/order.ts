@@ -38,66 +38,56 @@ function asWords(data: ArrayData, itemBytes: number): { words: Words; k: number;
 }
 
 /**
- * The (a, b) plane of 4-byte items: item (i, j) from `src[srcBase + i + j·sB]` to
- * `dst[dstBase + i·dA + j]`, in tiles, four destination rows per pass so that each run of four
- * source words feeds four writes. (A kernel of its own: V8 compiles it for Int32Array alone,
- * about twice the speed of one loop shared by every kind of array.)
+ * One tile of a plane: items i in [i0, i1) along the source's stride-1 axis, j in [j0, j1) along
+ * the destination's, from `src` at `srcBase` to `dst` at `dstBase` (sB: source words between
+ * consecutive j; dA: destination words between consecutive i).
  */
-function planeOf4ByteItems(src: Int32Array, dst: Int32Array, srcBase: number, dstBase: number, nA: number, nB: number, sB: number, dA: number): void {
-  for (let i0 = 0; i0 < nA; i0 += WORD_TILE) {
-    const i1 = Math.min(i0 + WORD_TILE, nA);
-    for (let j0 = 0; j0 < nB; j0 += WORD_TILE) {
-      const j1 = Math.min(j0 + WORD_TILE, nB);
-      let i = i0;
-      for (; i + 4 <= i1; i += 4) {
-        let s = srcBase + i + j0 * sB;
-        let d = dstBase + i * dA + j0;
-        for (let j = j0; j < j1; j++, d++, s += sB) {
-          dst[d] = src[s]!;
-          dst[d + dA] = src[s + 1]!;
-          dst[d + 2 * dA] = src[s + 2]!;
-          dst[d + 3 * dA] = src[s + 3]!;
-        }
-      }
-      for (; i < i1; i++) {
-        let s = srcBase + i + j0 * sB;
-        let d = dstBase + i * dA + j0;
-        for (let j = j0; j < j1; j++, d++, s += sB) dst[d] = src[s]!;
-      }
+type TileCopy = (src: Int32Array, dst: Int32Array, srcBase: number, dstBase: number, i0: number, i1: number, j0: number, j1: number, sB: number, dA: number) => void;
+
+/**
+ * A tile of 4-byte items, four destination rows per pass so that each run of four source words
+ * feeds four writes. A kernel of its own per item width: V8 compiles each for Int32Array alone,
+ * about twice the speed of one loop shared by every kind of array.
+ */
+const tileOf4ByteItems: TileCopy = (src, dst, srcBase, dstBase, i0, i1, j0, j1, sB, dA) => {
+  let i = i0;
+  for (; i + 4 <= i1; i += 4) {
+    for (let j = j0, s = srcBase + i + j0 * sB, d = dstBase + i * dA + j0; j < j1; j++, d++, s += sB) {
+      dst[d] = src[s]!;
+      dst[d + dA] = src[s + 1]!;
+      dst[d + 2 * dA] = src[s + 2]!;
+      dst[d + 3 * dA] = src[s + 3]!;
     }
   }
-}
+  for (; i < i1; i++) {
+    for (let j = j0, s = srcBase + i + j0 * sB, d = dstBase + i * dA + j0; j < j1; j++, d++, s += sB) dst[d] = src[s]!;
+  }
+};
 
-/** The same for 8-byte items, each a pair of 32-bit words: item (i, j) at words `2i + j·sB` → `i·dA + 2j`. */
-function planeOf8ByteItems(src: Int32Array, dst: Int32Array, srcBase: number, dstBase: number, nA: number, nB: number, sB: number, dA: number): void {
+/** A tile of 8-byte items, each a pair of 32-bit words (item i starts at word 2i of a source run). */
+const tileOf8ByteItems: TileCopy = (src, dst, srcBase, dstBase, i0, i1, j0, j1, sB, dA) => {
+  for (let i = i0; i < i1; i += 2) {
+    if (i + 1 === i1) {
+      for (let j = j0, s = srcBase + 2 * i + j0 * sB, d = dstBase + i * dA + 2 * j0; j < j1; j++, d += 2, s += sB) {
+        dst[d] = src[s]!;
+        dst[d + 1] = src[s + 1]!;
+      }
+      return;
+    }
+    for (let j = j0, s = srcBase + 2 * i + j0 * sB, d = dstBase + i * dA + 2 * j0; j < j1; j++, d += 2, s += sB) {
+      dst[d] = src[s]!;
+      dst[d + 1] = src[s + 1]!;
+      dst[d + dA] = src[s + 2]!;
+      dst[d + dA + 1] = src[s + 3]!;
+    }
+  }
+};
+
+/** The (a, b) plane of 4- or 8-byte items as Int32 words, tile by tile. */
+function copyPlaneOfWords(tile: TileCopy, src: Int32Array, dst: Int32Array, srcBase: number, dstBase: number, nA: number, nB: number, sB: number, dA: number): void {
   for (let i0 = 0; i0 < nA; i0 += WORD_TILE) {
     const i1 = Math.min(i0 + WORD_TILE, nA);
-    for (let j0 = 0; j0 < nB; j0 += WORD_TILE) {
-      const j1 = Math.min(j0 + WORD_TILE, nB);
-      let i = i0;
-      for (; i + 4 <= i1; i += 4) {
-        let s = srcBase + 2 * i + j0 * sB;
-        let d = dstBase + i * dA + 2 * j0;
-        for (let j = j0; j < j1; j++, d += 2, s += sB) {
-          dst[d] = src[s]!;
-          dst[d + 1] = src[s + 1]!;
-          dst[d + dA] = src[s + 2]!;
-          dst[d + dA + 1] = src[s + 3]!;
-          dst[d + 2 * dA] = src[s + 4]!;
-          dst[d + 2 * dA + 1] = src[s + 5]!;
-          dst[d + 3 * dA] = src[s + 6]!;
-          dst[d + 3 * dA + 1] = src[s + 7]!;
-        }
-      }
-      for (; i < i1; i++) {
-        let s = srcBase + 2 * i + j0 * sB;
-        let d = dstBase + i * dA + 2 * j0;
-        for (let j = j0; j < j1; j++, d += 2, s += sB) {
-          dst[d] = src[s]!;
-          dst[d + 1] = src[s + 1]!;
-        }
-      }
-    }
+    for (let j0 = 0; j0 < nB; j0 += WORD_TILE) tile(src, dst, srcBase, dstBase, i0, i1, j0, Math.min(j0 + WORD_TILE, nB), sB, dA);
   }
 }
 
@@ -128,7 +118,7 @@ function permuteCopy(src: Words, dst: Words, shape: number[], k: number, srcStri
         nA, nB, sB * wordBytes, dA * wordBytes, k * wordBytes,
       );
     } else if (src instanceof Int32Array && (k === 1 || k === 2)) {
-      (k === 1 ? planeOf4ByteItems : planeOf8ByteItems)(src, dst as Int32Array, srcBase, dstBase, nA, nB, sB, dA);
+      copyPlaneOfWords(k === 1 ? tileOf4ByteItems : tileOf8ByteItems, src, dst as Int32Array, srcBase, dstBase, nA, nB, sB, dA);
     } else for (let i0 = 0; i0 < nA; i0 += BLOCK) {
       const i1 = Math.min(i0 + BLOCK, nA);
       for (let j0 = 0; j0 < nB; j0 += BLOCK) {
