@@ -16,29 +16,39 @@ async function median(fn, repeats) {
 
 const fetchBytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
 
-export async function run(repeats) {
-  const r = { cores: navigator.hardwareConcurrency, userAgent: navigator.userAgent };
+/** Each case: its input fetched once (outside the timing), and the work timed. */
+const cases = {
   // A whole .npy by fetch: the decode is a view of the fetched buffer, so this is fetch's own cost.
-  r.fetch_only = await median(() => fetchBytes('/f4.npy'), repeats);
-  r.fetch_decode = await median(async () => decodeNpy(await fetchBytes('/f4.npy')), repeats);
-  // Every member of the ResNet-like archives, the deflated members inflated in workers by the
-  // platform's DecompressionStream (the default), and by fflate on the page's thread (get()).
-  for (const kind of ['stored', 'deflated']) {
-    const bytes = await fetchBytes(`/resnet_${kind}.npz`);
-    r[`resnet_${kind}`] = await median(() => decodeNpz(bytes).readAll(), repeats);
-    if (kind === 'deflated') r.resnet_deflated_fflate = await median(() => { for (const _ of decodeNpz(bytes)); }, Math.min(3, repeats));
-  }
+  fetch_only: async () => () => fetchBytes('/f4.npy'),
+  fetch_decode: async () => async () => decodeNpy(await fetchBytes('/f4.npy')),
+  // Every member of the ResNet-like archives: deflated members inflated in workers by the
+  // platform's DecompressionStream (readAll, the default), or by fflate on the page's thread (get).
+  resnet_stored: async () => { const bytes = await fetchBytes('/resnet_stored.npz'); return () => decodeNpz(bytes).readAll(); },
+  resnet_deflated: async () => { const bytes = await fetchBytes('/resnet_deflated.npz'); return () => decodeNpz(bytes).readAll(); },
+  resnet_deflated_fflate: async () => { const bytes = await fetchBytes('/resnet_deflated.npz'); return () => { for (const _ of decodeNpz(bytes)); }; },
   // F → C of the 8192² float32 array, and a big-endian float64 file decoded to native order.
-  const F = decodeNpy(await fetchBytes('/f4_F.npy'));
-  r.toC_inmemory = await median(() => toOrder(F, 'C'), repeats);
-  const be = await fetchBytes('/f8_be.npy');
-  r.byteswap_inmemory = await median(() => decodeNpy(be), repeats);
+  toC_inmemory: async () => { const F = decodeNpy(await fetchBytes('/f4_F.npy')); return () => toOrder(F, 'C'); },
+  byteswap_inmemory: async () => { const be = await fetchBytes('/f8_be.npy'); return () => decodeNpy(be); },
   // The floor under it: a fresh buffer of the same size, allocated and written once.
-  r.fresh_buffer = await median(() => new Uint8Array(be.length - 128).fill(1), repeats);
+  fresh_buffer: async () => { const n = (await fetchBytes('/f8_be.npy')).length - 128; return () => new Uint8Array(n).fill(1); },
   // Object arrays (pickles), decoded by the safe unpickler.
-  for (const name of ['objects', 'strings1m']) {
-    const bytes = await fetchBytes(`/${name}.npy`);
-    r[name] = await median(() => decodeNpy(bytes, { pickle: pickleCodec }), repeats);
+  objects: async () => { const bytes = await fetchBytes('/objects.npy'); return () => decodeNpy(bytes, { pickle: pickleCodec }); },
+  strings1m: async () => { const bytes = await fetchBytes('/strings1m.npy'); return () => decodeNpy(bytes, { pickle: pickleCodec }); },
+};
+
+export const caseNames = Object.keys(cases);
+
+/** Prepare a case (fetch its input) and return the work to time, for a profiler around it. */
+export async function prepare(name) {
+  return cases[name]();
+}
+
+/** Median seconds of each case named (all by default). */
+export async function run(repeats, names = caseNames) {
+  const r = { cores: navigator.hardwareConcurrency };
+  for (const name of names) {
+    const fn = await cases[name]();
+    r[name] = await median(fn, name === 'resnet_deflated_fflate' ? Math.min(3, repeats) : repeats);
   }
   return r;
 }
