@@ -66,7 +66,9 @@ test('show summarises large arrays with ... like numpy', async () => {
 
 test('show prints records', async () => {
   const r = await runCli(['show', facts.rec.path]);
-  assert.match(r.stdout, /array\(\[\(0, b''\), \(0, b''\)\], dtype=\[\('a', '<i4'\), \('b', '\|S2'\)\]\)/);
+  // numpy's repr, 'S2' without the byte-order mark inside the record's dtype.
+  assert.is(r.stdout.split('\n').slice(1).join('\n').trim(), python(`print(repr(np.load(${JSON.stringify(facts.rec.path)})))`).trim());
+  assert.match(r.stdout, /dtype=\[\('a', '<i4'\), \('b', 'S2'\)\]/);
 });
 
 test('- reads standard input and writes standard output', async () => {

@@ -78,7 +78,9 @@ test('memory does not grow with the file: 8 MiB and 64 MiB of float64, the large
   assert.ok(b.stdout.length > 100e6, `${b.stdout.length} characters`);
   const grew = (b.peak - a.peak) / 2 ** 20;
   console.log(`      peak RSS: ${(a.peak / 2 ** 20).toFixed(0)} MiB for 8 MiB, ${(b.peak / 2 ** 20).toFixed(0)} MiB for 64 MiB through a slow pipe`);
-  assert.ok(grew < 24, `the peak grew by ${grew.toFixed(0)} MiB for 56 MiB more file`);
+  // Reading the file whole would add its 56 MiB more data (and far more JSON text); garbage collection
+  // timing under a loaded machine moves the peaks by tens of MiB, so the bound sits below the data.
+  assert.ok(grew < 40, `the peak grew by ${grew.toFixed(0)} MiB for 56 MiB more file`);
 });
 
 test.run();
