@@ -138,7 +138,7 @@ type Step = { value: unknown } | undefined;
  */
 class PickleMachine {
   private readonly r: Reader;
-  private stack: unknown[] = [];
+  private readonly stack: unknown[] = [];
   /** Stack heights at the open MARKs: a MARK costs no allocation, and items are taken from the one stack. */
   private readonly marks: number[] = [];
   /** Height of the innermost open MARK (0 when none): nothing pops below it. */
@@ -165,10 +165,31 @@ class PickleMachine {
   run(): unknown {
     const r = this.r;
     if (r.bytes.length === 0) bad('empty pickle');
+    const bytes = r.bytes;
+    const stack = this.stack;
     for (;;) {
       const at = r.pos;
       const op = r.u8();
-      // A switch of direct calls (not this[name](…)): each call site stays monomorphic.
+      // The opcodes numpy's object arrays are mostly made of, handled here without a call: before
+      // the JIT has warmed up, a call per opcode is most of the cost. Each does what its family does.
+      switch (op) {
+        case OP.BININT1: r.need(1); stack.push(bytes[r.pos++]); continue;
+        case OP.NONE: stack.push(null); continue;
+        case OP.MEMOIZE: this.putMemo(this.memoCount, this.top(), at); continue;
+        case OP.BINPUT: r.need(1); this.putMemo(bytes[r.pos++]!, this.top(), at); continue;
+        case OP.BINGET: {
+          r.need(1);
+          const v = this.memo[bytes[r.pos++]!];
+          if (v === undefined) bad(`memo entry ${bytes[r.pos - 1]} does not exist`, at);
+          stack.push(v);
+          continue;
+        }
+        case OP.SHORT_BINUNICODE: r.need(1); stack.push(this.shortText(bytes[r.pos++]!)); continue;
+        case OP.EMPTY_LIST: this.account(16); stack.push([]); continue;
+        case OP.MARK: this.openMark(at); continue;
+        default: break;
+      }
+      // Every opcode: a switch of direct calls (not this[name](…)), so each call site stays monomorphic.
       let done: Step;
       switch (FAMILY_OF[op]) {
         case 0: done = this.controlOps(op, at); break;
@@ -208,12 +229,14 @@ class PickleMachine {
 
   /** Items `added[from, to)` were added to container `c`: its depth may grow. */
   private grow(c: object, added: readonly unknown[], from = 0, to = added.length): void {
+    this.account(16 * (to - from));
+    let deepest = 0;
+    for (let i = from; i < to; i++) { const x = added[i]; if (typeof x === 'object' && x !== null) deepest = Math.max(deepest, this.depth(x)); }
+    if (deepest === 0) return; // primitives only: the depth cannot change
     const before = this.depthOf.get(c) ?? 1;
-    let d = before;
-    for (let i = from; i < to; i++) { const x = added[i]; if (typeof x === 'object' && x !== null) d = Math.max(d, this.depth(x) + 1); }
+    const d = Math.max(before, deepest + 1);
     if (d > this.maxDepth) bad(`containers nested deeper than ${this.maxDepth} (option maxDepth)`, this.r.pos);
     if (d !== before) this.depthOf.set(c, d);
-    this.account(16 * (to - from));
   }
 
   private pop(): unknown {
