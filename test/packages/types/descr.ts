@@ -153,3 +153,9 @@ expectTypeOf(transpose(createArray('>i8', [2, 3, 4]), [2, 0, 1]).data).toEqualTy
 expectTypeOf(encodeNpz({ w: f4 }, { files: { 'model.json': '{}', 'raw.bin': new Uint8Array(1) }, onProgress: (done: number, total: number) => void [done, total] })).toEqualTypeOf<Uint8Array>();
 // @ts-expect-error: a file's content is text or bytes
 encodeNpz({ w: f4 }, { files: { 'n.json': 3 } });
+
+// Archives in memory read asynchronously: the expected descr types the member; readAll maps keys to arrays.
+expectTypeOf(decodeNpz(bytes).read('w', { expect: '<f4', signal: AbortSignal.timeout(1000) })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+expectTypeOf(decodeNpz(bytes).readAll()).toEqualTypeOf<Promise<Map<string, NdArray>>>();
+// @ts-expect-error: read takes a member name
+void decodeNpz(bytes).read(3);
