@@ -98,6 +98,29 @@ test('a page whose policy forbids workers reads the archive on its own thread', 
   await page.close();
 });
 
+test('a worker that cannot run its program (a bundler rewrote it) hands its members back to the page\'s thread', async () => {
+  const page = await pageAt('/data/core.js');
+  const result = await page.evaluate(async () => {
+    const { decodeNpz } = await import('/data/core.js');
+    const Original = globalThis.Worker;
+    // Every worker answers each job with the error a missing helper would raise.
+    const broken = URL.createObjectURL(new Blob(["onmessage = (e) => postMessage({ id: e.data.id, error: 'ReferenceError: __async is not defined' })"], { type: 'text/javascript' }));
+    globalThis.Worker = class extends Original { constructor() { super(broken); } };
+    try {
+      const z = decodeNpz(new Uint8Array(await (await fetch('/data/weights.npz')).arrayBuffer()));
+      const all = await z.readAll();
+      const corrupt = await decodeNpz(new Uint8Array(await (await fetch('/data/corrupt/corrupt_deflate.npz')).arrayBuffer())).readAll().then(() => 'read', (e) => e.code);
+      return { shape: [...all.get('w').shape], first: all.get('b').data[3].toString(), corrupt };
+    } finally {
+      globalThis.Worker = Original;
+    }
+  });
+  assert.equal(result.shape, expected.w.shape);
+  assert.is(result.first, '3');
+  assert.ok(['ZIP_FORMAT', 'ZIP_CRC'].includes(result.corrupt), result.corrupt);
+  await page.close();
+});
+
 test('no uncaught errors in the pages', () => {
   assert.equal(problems, []);
 });

@@ -94,8 +94,14 @@ function pump(): void {
     worker.onmessage = (ev: MessageEvent) => {
       const m = ev.data as { out?: ArrayBuffer; produced: number; overflow: boolean; error?: string };
       done();
-      if (m.error !== undefined) job.reject(new Error(m.error));
-      else job.resolve({ out: new Uint8Array(m.out!), produced: m.produced, overflow: m.overflow });
+      if (m.error === undefined) {
+        job.resolve({ out: new Uint8Array(m.out!), produced: m.produced, overflow: m.overflow });
+        return;
+      }
+      // Corrupt data, or a worker that cannot run its program (a bundler may have rewritten the
+      // function's source to call helpers the worker does not have). The page's thread decides:
+      // it fails the same way on corrupt data, and where it succeeds workers are not used again.
+      inflateWithStream(job.raw, job.size).then((r) => { workersRefused = true; job.resolve(r); }, job.reject);
     };
     worker.onerror = (ev: ErrorEvent) => {
       // A worker that cannot run (a page's policy) is dropped; its job runs here.
