@@ -121,6 +121,34 @@ test('a worker that cannot run its program (a bundler rewrote it) hands its memb
   await page.close();
 });
 
+test('an abort takes the members not yet started out of the queue; later reads still work', async () => {
+  const page = await pageAt('/data/core.js');
+  const result = await page.evaluate(async () => {
+    const { decodeNpz } = await import('/data/core.js');
+    let posted = 0;
+    const Original = globalThis.Worker;
+    globalThis.Worker = class extends Original { postMessage(...args) { posted++; return super.postMessage(...args); } };
+    try {
+      const z = decodeNpz(new Uint8Array(await (await fetch('/data/weights.npz')).arrayBuffer()));
+      const controller = new AbortController();
+      const reading = z.readAll({ signal: controller.signal });
+      controller.abort();
+      const aborted = await reading.then(() => 'read', (e) => e.name);
+      await new Promise((r) => setTimeout(r, 200));
+      const postedBeforeAbort = posted;
+      const again = await z.readAll();
+      return { aborted, again: again.size, postedBeforeAbort, members: z.names.length, cores: navigator.hardwareConcurrency };
+    } finally {
+      globalThis.Worker = Original;
+    }
+  });
+  assert.is(result.aborted, 'AbortError');
+  assert.is(result.again, Object.keys(expected).length);
+  // Only the members already handed to a worker (one per worker) ran; the rest left the queue.
+  assert.ok(result.postedBeforeAbort <= Math.min(4, Math.max(2, result.cores)), JSON.stringify(result));
+  await page.close();
+});
+
 test('no uncaught errors in the pages', () => {
   assert.equal(problems, []);
 });

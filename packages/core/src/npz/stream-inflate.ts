@@ -147,13 +147,25 @@ export async function inflateAsync(raw: Uint8Array, size: number, member: string
   signal?.throwIfAborted();
   if (!hasDecompressionStream()) return fflateCodec.inflate(raw, size, member);
   let result: { out: Uint8Array; produced: number; overflow: boolean };
+  const job = { raw, size } as Job;
+  // An abort takes a member that has not started yet out of the queue (one that has runs to its end).
+  const onAbort = (): void => {
+    const at = queue.indexOf(job);
+    if (at >= 0) { queue.splice(at, 1); job.reject(signal!.reason); }
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     result = await new Promise((resolve, reject) => {
-      queue.push({ raw, size, resolve, reject });
+      job.resolve = resolve;
+      job.reject = reject;
+      queue.push(job);
       pump();
     });
   } catch (e) {
+    signal?.throwIfAborted();
     throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${e instanceof Error ? e.message : String(e)}`, { member });
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
   }
   signal?.throwIfAborted();
   checkInflatedSize(result.overflow ? size + 1 : result.produced, size, member);
