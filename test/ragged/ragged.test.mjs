@@ -13,6 +13,7 @@ import {
   saveRagged, appendRagged, saveObjectArrayAsRagged, openRaggedRecordsSync,
 } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import fc from 'fast-check';
 import { startViewer } from '../../viewer/serve.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -283,6 +284,28 @@ test('info describes a ragged set', async () => {
   const r = await runCli(['info', join(dir, 'strings.npy')]);
   assert.match(r.stdout, /ragged: 5 UTF-8 strings in heap strings\.npy\.strings/);
   void loadNpySync;
+});
+
+test('strings are encoded into the heap as TextEncoder encodes them (pairs, lone surrogates, every plane); appends too', () => {
+  const dir2 = scratch('npyts-ragged-utf8-');
+  // Strings of any UTF-16 units, lone surrogates included, and of whole code points.
+  const anyUnits = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 12 });
+  const strings = fc.array(fc.oneof(anyUnits, fc.string({ unit: 'binary', maxLength: 12 })), { minLength: 1, maxLength: 40 });
+  let run = 0;
+  fc.assert(fc.property(strings, strings, (first, more) => {
+    const path = join(dir2, `s${run++}.npy`);
+    saveRaggedSync(path, first);
+    appendRaggedSync(path, more);
+    const all = [...first, ...more];
+    const want = Buffer.concat(all.map((t) => Buffer.from(new TextEncoder().encode(t))));
+    assert.equal(Buffer.from(loadNpySync(`${path}.strings`).data), want);
+    const h = openRaggedSync(path);
+    try {
+      all.forEach((t, i) => assert.is(h.get(i), new TextDecoder().decode(new TextEncoder().encode(t))));
+    } finally {
+      h.close();
+    }
+  }), { seed: 20261122, numRuns: 150 });
 });
 
 test.run();

@@ -58,7 +58,6 @@ export interface SaveRaggedOptions extends RaggedPathOptions {
   dtypes?: Record<string, string>;
 }
 
-const enc = new TextEncoder();
 
 function kindOf(elements: Input[]): RaggedKind | 'nested' {
   if (elements.length === 0) return 'array';
@@ -96,35 +95,93 @@ function concatenate(dtype: DType, tail: number[], parts: NdArray[]): NdArray {
   return new NdArray(parts[0]?.dtype ?? dtype, [rows, ...tail], out, 'C');
 }
 
-function indexArray(kind: RaggedKind, heap: string, bounds: [number, number][]): NdArray {
-  // (start, stop) little-endian uint64 pairs: the records' raw bytes, written directly.
-  const words = new BigUint64Array(bounds.length * 2);
-  bounds.forEach(([start, stop], i) => { words[2 * i] = BigInt(start); words[2 * i + 1] = BigInt(stop); });
-  const bytes = new Uint8Array(words.buffer);
-  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) for (let i = 0; i < bytes.length; i += 8) bytes.subarray(i, i + 8).reverse();
-  return new NdArray(raggedIndexDType({ kind, heap }), [bounds.length], bytes);
+function indexArray(kind: RaggedKind, heap: string, bounds: Bounds): NdArray {
+  // (start, stop) little-endian uint64 pairs: the records' raw bytes, written directly, each as two
+  // 32-bit halves (bounds stay below 2^53; no BigInt per value).
+  const bytes = new Uint8Array(bounds.length * 8);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < bounds.length; i++) {
+    const v = bounds[i]!;
+    view.setUint32(8 * i, v >>> 0, true);
+    view.setUint32(8 * i + 4, Math.floor(v / 2 ** 32), true);
+  }
+  return new NdArray(raggedIndexDType({ kind, heap }), [bounds.length / 2], bytes);
+}
+
+/** Element bounds as (start, stop) pairs, interleaved: one typed array instead of an array per element. */
+type Bounds = Float64Array;
+
+/**
+ * Strings as one UTF-8 heap and their bounds from `offset`, encoded here straight into the heap (no
+ * array per string; TextEncoder's call per string cost more than the encoding). Lone surrogates
+ * become U+FFFD, as TextEncoder makes them. The heap grows as needed.
+ */
+function utf8Heap(strings: readonly string[], offset: number): { bytes: Uint8Array; bounds: Bounds } {
+  const bounds = new Float64Array(2 * strings.length);
+  let units = 0;
+  for (const s of strings) units += s.length;
+  let out = new Uint8Array(units + 1024);
+  let p = 0;
+  for (let i = 0; i < strings.length; i++) {
+    const s = strings[i]!;
+    const n = s.length;
+    if (p + 3 * n > out.length) {
+      const bigger = new Uint8Array(Math.max(2 * out.length, p + 3 * n));
+      bigger.set(out.subarray(0, p));
+      out = bigger;
+    }
+    bounds[2 * i] = offset + p;
+    for (let k = 0; k < n; k++) {
+      const c = s.charCodeAt(k);
+      if (c < 0x80) {
+        out[p++] = c;
+      } else if (c < 0x800) {
+        out[p++] = 0xc0 | (c >> 6);
+        out[p++] = 0x80 | (c & 0x3f);
+      } else if (c < 0xd800 || c > 0xdfff) {
+        out[p++] = 0xe0 | (c >> 12);
+        out[p++] = 0x80 | ((c >> 6) & 0x3f);
+        out[p++] = 0x80 | (c & 0x3f);
+      } else {
+        const d = k + 1 < n ? s.charCodeAt(k + 1) : 0;
+        if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+          // A surrogate pair: four bytes (within the 3-per-unit bound for its two units).
+          const cp = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+          out[p++] = 0xf0 | (cp >> 18);
+          out[p++] = 0x80 | ((cp >> 12) & 0x3f);
+          out[p++] = 0x80 | ((cp >> 6) & 0x3f);
+          out[p++] = 0x80 | (cp & 0x3f);
+          k++;
+        } else {
+          out[p++] = 0xef; // U+FFFD for a lone surrogate
+          out[p++] = 0xbf;
+          out[p++] = 0xbd;
+        }
+      }
+    }
+    bounds[2 * i + 1] = offset + p;
+  }
+  return { bytes: out.subarray(0, p), bounds };
 }
 
 /** The heap rows appended for `elements`, and their bounds counted from `offset`. */
-function heapRows(elements: Input[], offset: number, heapDtype?: DType): { kind: RaggedKind; rows: NdArray | null; bounds: [number, number][]; nested?: Input[] } {
+function heapRows(elements: Input[], offset: number, heapDtype?: DType): { kind: RaggedKind; rows: NdArray | null; bounds: Bounds; nested?: Input[] } {
   const kind = kindOf(elements);
-  const bounds: [number, number][] = [];
+  if (kind === 'utf8') {
+    const { bytes, bounds } = utf8Heap(elements as string[], offset);
+    return { kind, rows: new NdArray(arrayFromValues([], '|u1').dtype, [bytes.length], bytes), bounds };
+  }
+  const bounds = new Float64Array(2 * elements.length);
   let at = offset;
+  const bound = (i: number, rows: number): void => { bounds[2 * i] = at; bounds[2 * i + 1] = at + rows; at += rows; };
   if (kind === 'nested') {
     // Two levels: this index ranges over a heap that is itself a ragged index.
     const inner = elements.flatMap((e) => e as Input[]);
-    for (const e of elements) { bounds.push([at, at + (e as Input[]).length]); at += (e as Input[]).length; }
+    elements.forEach((e, i) => bound(i, (e as Input[]).length));
     return { kind: 'array', rows: null, bounds, nested: inner };
   }
-  if (kind === 'utf8') {
-    const bytes = (elements as string[]).map((s) => enc.encode(s));
-    const total = bytes.reduce((n, b) => n + b.length, 0);
-    const out = new Uint8Array(total);
-    for (const b of bytes) { out.set(b, at - offset); bounds.push([at, at + b.length]); at += b.length; }
-    return { kind, rows: new NdArray(arrayFromValues([], '|u1').dtype, [total], out), bounds };
-  }
   const { dtype, tail, parts } = arrays(elements, heapDtype);
-  for (const p of parts) { bounds.push([at, at + p.shape[0]!]); at += p.shape[0]!; }
+  parts.forEach((p, i) => bound(i, p.shape[0]!));
   return { kind, rows: parts.length ? concatenate(dtype, tail, parts) : null, bounds };
 }
 
@@ -163,7 +220,7 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
       yield { op: 'save', path: join(dirname(path), heap), array: rows ?? arrayFromValues([], '|u1') };
       const index = indexArray(kind, heap, bounds);
       specs.push({ name, dtype: index.dtype });
-      columns[name] = bounds.map(([start, stop]) => ({ start: BigInt(start), stop: BigInt(stop) }));
+      columns[name] = values.map((_, i) => ({ start: BigInt(bounds[2 * i]!), stop: BigInt(bounds[2 * i + 1]!) }));
     } else {
       specs.push({ name, dtype: scalarDescr(name, values, dtypes[name]) });
       columns[name] = values;
