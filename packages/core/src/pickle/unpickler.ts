@@ -643,11 +643,13 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
   /** The result for `v`: a primitive as is, a container as its (possibly still unfilled) result. */
   const shell = (v: unknown): unknown => {
     if (typeof v !== 'object' || v === null) return v;
+    // A list or tuple of primitives only (the VM knows which) is already final: no bookkeeping.
+    const isList = Array.isArray(v);
+    if ((isList || v instanceof Tuple) && !holdsObjects(v)) return isList ? v : (v as Tuple).items;
     const known = done.get(v);
     if (known !== undefined) return known;
-    // A list or tuple of primitives only (the VM knows which) is already final: no bookkeeping.
-    if (Array.isArray(v)) return holdsObjects(v) ? inPlace(v, v) : v;
-    if (v instanceof Tuple) return holdsObjects(v) ? inPlace(v, v.items) : v.items;
+    if (isList) return inPlace(v, v);
+    if (v instanceof Tuple) return inPlace(v, v.items);
     if (v instanceof Pending) {
       if (v.resolved === undefined) bad('an array or dtype was never completed (no BUILD)');
       const out = shell(v.resolved);
