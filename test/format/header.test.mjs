@@ -3,8 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
-import { decodeNpy, readHeader, headerBytesNeeded, NpyError, arrayToJSON, parsePyLiteral } from '@npyts/core';
-import { numpy, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
+import { decodeNpy, readHeader, headerBytesNeeded, NpyError, arrayToJSON, parsePyLiteral, reprFloat, reprBytes, reprPy, PyFloat } from '@npyts/core';
+import { numpy, python, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const { ok, bad } = numpy('headers', dir);
@@ -116,6 +116,27 @@ test('the executable: no stack trace, exit codes 1 and 2, NPYTS_DEBUG shows the 
   assert.is(missing.code, 1);
   assert.match(missing.stderr, /does-not-exist\.npy: no such file/);
   assert.is(spawnCli(['--help']).code, 0);
+});
+
+test('reprFloat and reprBytes are Python\'s repr of floats and bytes (asked of Python itself)', () => {
+  // Floats at every notation boundary and random doubles of every exponent, as their bit patterns.
+  const view = new DataView(new ArrayBuffer(8));
+  let seed = 7;
+  const floats = [0, -0, 1, -1.5, 0.1, 1e-4, 9.999e-5, 1e-5, 1e15, 9999999999999998, 1e16, 1.5e16, 1e21, 1e22, 5e-324, 1.7976931348623157e308, Infinity, -Infinity, NaN, 123456.75, 2 ** 53, 2 ** 70];
+  for (let i = 0; i < 300; i++) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    view.setUint32(0, seed ^ 0x5bd1e995);
+    view.setUint32(4, (seed * 2654435761) >>> 0);
+    const x = view.getFloat64(0);
+    if (Number.isFinite(x)) floats.push(x);
+  }
+  const byteCases = [[], [0x61, 0x27], [0x22, 0x27], [0x22], [0x5c, 0x09, 0x0a, 0x0d, 0x00, 0x7f, 0x80, 0xff], [0x20, 0x7e]];
+  const want = JSON.parse(python(`import struct
+floats = [struct.unpack('>d', bytes.fromhex(h))[0] for h in ${JSON.stringify(floats.map((x) => { view.setFloat64(0, x); return view.getBigUint64(0).toString(16).padStart(16, '0'); }))}]
+print(json.dumps({'floats': [repr(x) for x in floats], 'bytes': [repr(bytes(b)) for b in ${JSON.stringify(byteCases)}]}))`));
+  assert.equal(floats.map(reprFloat), want.floats);
+  assert.equal(byteCases.map((b) => reprBytes(new Uint8Array(b))), want.bytes);
+  assert.is(reprPy([new PyFloat(1e-7), new PyFloat(2)]), '[1e-07, 2.0]');
 });
 
 test.run();

@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, decimalText, familyOf, readItem, reprString, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, decimalText, familyOf, readItem, reprBytes, reprFloat, reprString, type Complex, type DType } from '@npyts/core';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { datetimeText } from './numpy-times.js';
 import { formatFloatsLikeNumpy } from './numpy-floats.js';
@@ -7,40 +7,12 @@ import { formatFloatsLikeNumpy } from './numpy-floats.js';
 const THRESHOLD = 1000;
 const EDGE = 3;
 
-/** Python's `repr` of a float: the shortest round-trip digits, scientific below 1e-4 and from 1e16. */
-export function pyFloatRepr(x: number): string {
-  if (Number.isNaN(x)) return 'nan';
-  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
-  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
-  const [mantissa, e] = x.toExponential().split('e') as [string, string];
-  const exp = Number(e);
-  if (exp < -4 || exp >= 16) return `${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
-  const s = String(x);
-  return s.includes('.') ? s : `${s}.0`;
-}
-
 /** Python's `repr` of a complex: `(1+2j)`, `2j`; integral parts without `.0`. */
 function pyComplexRepr(re: number, im: number): string {
-  const part = (x: number): string => pyFloatRepr(x).replace(/\.0$/, '');
+  const part = (x: number): string => reprFloat(x).replace(/\.0$/, '');
   const imag = `${part(im)}j`;
   if (re === 0 && !Object.is(re, -0)) return imag;
   return `(${part(re)}${imag.startsWith('-') ? '' : '+'}${imag})`;
-}
-
-/** Python's `repr` of bytes: printable ASCII as is, `\t \n \r` and `\xNN` escapes, quotes as Python picks. */
-function pyBytes(b: Uint8Array): string {
-  const quote = b.includes(0x27) && !b.includes(0x22) ? '"' : "'";
-  let s = '';
-  for (const c of b) {
-    const ch = String.fromCharCode(c);
-    if (ch === quote || c === 0x5c) s += `\\${ch}`;
-    else if (c === 0x09) s += '\\t';
-    else if (c === 0x0a) s += '\\n';
-    else if (c === 0x0d) s += '\\r';
-    else if (c >= 0x20 && c < 0x7f) s += ch;
-    else s += `\\x${c.toString(16).padStart(2, '0')}`;
-  }
-  return `b${quote}${s}${quote}`;
 }
 
 /** numpy's `str` of an unstructured void: every byte as `\xNN`, upper-case hex. */
@@ -96,10 +68,10 @@ function formatPython(v: unknown, depth = 0): string {
   if (v === null || v === undefined) { b.left -= 4; return 'None'; }
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   // Python ints past 2^53 decode as bigint, so a number that is not a safe integer was a float.
-  if (typeof v === 'number') return Number.isSafeInteger(v) && !Object.is(v, -0) ? String(v) : pyFloatRepr(v);
+  if (typeof v === 'number') return Number.isSafeInteger(v) && !Object.is(v, -0) ? String(v) : reprFloat(v);
   if (typeof v === 'bigint') { const t = decimalText(v); b.left -= t.length; return t; }
   if (typeof v === 'string') { b.left -= v.length; return reprString(v); }
-  if (v instanceof Uint8Array) { b.left -= v.length; return pyBytes(v); }
+  if (v instanceof Uint8Array) { b.left -= v.length; return reprBytes(v); }
   if (typeof v !== 'object') return String(v);
   if (b.active.has(v)) return v instanceof Map || v instanceof Set || !Array.isArray(v) ? '{...}' : '[...]';
   b.active.add(v);
@@ -199,7 +171,7 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
     case 'datetime': return formatTimes(values, (t) => `'${datetimeText(t, dtype.unit, dtype.multiplier)}'`);
     case 'timedelta': return formatTimes(values, String);
     case 'str': return values.map((v) => reprString(v as string));
-    case 'bytes': return values.map((v) => pyBytes(v as Uint8Array));
+    case 'bytes': return values.map((v) => reprBytes(v as Uint8Array));
     case 'void': return values.map((v) => voidText(v as Uint8Array));
     default: return values.map((v) => formatPython(v));
   }

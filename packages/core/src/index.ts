@@ -25,7 +25,7 @@ export { readItem, readFromBytes, NOT_A_TIME, type Scalar, type ScalarRecord, ty
 export { storageOf, bytesToData, dataToBytes, type TypedArray, type ArrayData, type Storage } from './array/layout.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble } from './format/float-bits.js';
 export { jsonValue, arrayToJSON, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';
-export { parsePyLiteral, reprPy, reprString, PyTuple, PyFloat, type PyValue } from './format/literal.js';
+export { parsePyLiteral, reprPy, reprString, reprFloat, reprBytes, PyTuple, PyFloat, type PyValue } from './format/literal.js';
 export { decodeNpz, encodeNpz, writeNpz, npzMembers, NpzArchive, type NpzOptions, type NpzInput, type NpzWriteOptions } from './npz/archive.js';
 export {
   readZipEntries, readZipEntry, entryDataOffset, memorySource, ZipWriter, MemorySink, STORED, DEFLATED,

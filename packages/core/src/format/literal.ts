@@ -279,6 +279,43 @@ export function reprString(s: string): string {
 }
 
 /**
+ * Python's `repr()` of a float: the shortest digits that read back, scientific below 1e-4 and from
+ * 1e16 (`1e-05`, `1e+16`), `inf`, `nan`, and `.0` on integral values.
+ * @example
+ * reprFloat(1e16);   // '1e+16'
+ */
+export function reprFloat(x: number): string {
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  const [mantissa, e] = x.toExponential().split('e') as [string, string];
+  const exp = Number(e);
+  if (exp < -4 || exp >= 16) return `${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  const text = String(x);
+  return text.includes('.') ? text : `${text}.0`;
+}
+
+/**
+ * Python's `repr()` of bytes: printable ASCII as is, `\t \n \r` and `\xNN` escapes, quotes as Python picks.
+ * @example
+ * reprBytes(new Uint8Array([0x61, 0x27, 0]));   // b"a'\x00"
+ */
+export function reprBytes(b: Uint8Array): string {
+  const quote = b.includes(0x27) && !b.includes(0x22) ? '"' : "'";
+  let out = '';
+  for (const c of b) {
+    const ch = String.fromCharCode(c);
+    if (ch === quote || c === 0x5c) out += `\\${ch}`;
+    else if (c === 0x09) out += '\\t';
+    else if (c === 0x0a) out += '\\n';
+    else if (c === 0x0d) out += '\\r';
+    else if (c >= 0x20 && c < 0x7f) out += ch;
+    else out += `\\x${c.toString(16).padStart(2, '0')}`;
+  }
+  return `b${quote}${out}${quote}`;
+}
+
+/**
  * Python's `repr()` of a literal value (tuples print as `(x,)` for one item).
  * @example
  * reprPy([new PyTuple(['x', '<f8'])]);   // "[('x', '<f8')]"
@@ -288,10 +325,7 @@ export function reprPy(v: PyValue): string {
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   if (typeof v === 'string') return reprString(v);
   if (typeof v === 'number' || typeof v === 'bigint') return String(v);
-  if (v instanceof PyFloat) {
-    const s = String(v.value);
-    return /^-?\d+$/.test(s) ? `${s}.0` : s;
-  }
+  if (v instanceof PyFloat) return reprFloat(v.value);
   if (v instanceof PyTuple) {
     const parts = v.items.map(reprPy);
     return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(', ')})`;
