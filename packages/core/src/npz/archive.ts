@@ -109,10 +109,9 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
     const { signal, ...decode } = options;
     signal?.throwIfAborted();
     const entry = this.entry(name);
-    const raw = readZipEntryStored(this.source, entry);
-    const data = entry.method === STORED ? raw
-      : this.options.codec ? this.options.codec.inflate(raw, entry.size, entry.name)
-      : await inflateAsync(raw, entry.size, entry.name, signal);
+    // Stored members, and any a given codec inflates, take get()'s synchronous path.
+    if (entry.method === STORED || this.options.codec) return this.get(name, decode);
+    const data = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, signal);
     checkZipCrc(entry, this.codec.crc32(data, 0));
     return this.decodeMember(entry, data, decode);
   }
