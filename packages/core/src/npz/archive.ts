@@ -111,9 +111,9 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
     const entry = this.entry(name);
     // Stored members, and any a given codec inflates, take get()'s synchronous path.
     if (entry.method === STORED || this.options.codec) return this.get(name, decode);
-    const data = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, signal);
-    checkZipCrc(entry, this.codec.crc32(data, 0));
-    return this.decodeMember(entry, data, decode);
+    const { bytes, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, signal);
+    checkZipCrc(entry, crc);
+    return this.decodeMember(entry, bytes, decode);
   }
 
   /**

@@ -14,9 +14,18 @@
 import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { checkInflatedSize } from './zip.js';
+import { crc32, makeCrc32 } from './crc32.js';
+
+/** What one inflate gave: the buffer, how much came out, whether more would have, and (from a worker) the CRC-32. */
+interface Inflated {
+  out: Uint8Array;
+  produced: number;
+  overflow: boolean;
+  crc?: number;
+}
 
 /** One inflate, run wherever the module runs (worker or page). Self-contained: its source is the worker's. */
-async function inflateWithStream(raw: Uint8Array, size: number): Promise<{ out: Uint8Array; produced: number; overflow: boolean }> {
+async function inflateWithStream(raw: Uint8Array, size: number): Promise<Inflated> {
   const out = new Uint8Array(size);
   let produced = 0;
   const source = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(raw); c.close(); } });
@@ -33,13 +42,17 @@ async function inflateWithStream(raw: Uint8Array, size: number): Promise<{ out: 
   }
 }
 
-/** The worker's program: inflate each posted member and send the buffer back (transferred, not copied). */
-function workerProgram(inflate: typeof inflateWithStream): void {
+/**
+ * The worker's program: inflate each posted member, take its CRC-32 there too (so the page's thread
+ * does not walk every inflated byte again), and send the buffer back (transferred, not copied).
+ */
+function workerProgram(inflate: typeof inflateWithStream, makeCrc: typeof makeCrc32): void {
   const scope = globalThis as unknown as { onmessage: (ev: MessageEvent) => void; postMessage: (m: unknown, t?: Transferable[]) => void };
+  const crc = makeCrc();
   scope.onmessage = (ev) => {
     const { id, raw, size } = ev.data as { id: number; raw: ArrayBuffer; size: number };
     inflate(new Uint8Array(raw), size).then(
-      ({ out, produced, overflow }) => scope.postMessage({ id, out: out.buffer, produced, overflow }, [out.buffer]),
+      ({ out, produced, overflow }) => scope.postMessage({ id, out: out.buffer, produced, overflow, crc: crc(out) }, [out.buffer]),
       (e: unknown) => scope.postMessage({ id, error: String(e) }),
     );
   };
@@ -48,7 +61,7 @@ function workerProgram(inflate: typeof inflateWithStream): void {
 interface Job {
   raw: Uint8Array;
   size: number;
-  resolve(r: { out: Uint8Array; produced: number; overflow: boolean }): void;
+  resolve(r: Inflated): void;
   reject(e: unknown): void;
 }
 
@@ -67,7 +80,7 @@ let workersRefused = false;
 function newWorker(): Worker | null {
   if (workersRefused || typeof Worker === 'undefined' || typeof Blob === 'undefined' || typeof URL.createObjectURL !== 'function') return null;
   try {
-    scriptUrl ??= URL.createObjectURL(new Blob([`(${workerProgram.toString()})(${inflateWithStream.toString()})`], { type: 'text/javascript' }));
+    scriptUrl ??= URL.createObjectURL(new Blob([`(${workerProgram.toString()})(${inflateWithStream.toString()}, ${makeCrc32.toString()})`], { type: 'text/javascript' }));
     return new Worker(scriptUrl);
   } catch {
     workersRefused = true;
@@ -92,10 +105,10 @@ function pump(): void {
       pump();
     };
     worker.onmessage = (ev: MessageEvent) => {
-      const m = ev.data as { out?: ArrayBuffer; produced: number; overflow: boolean; error?: string };
+      const m = ev.data as { out?: ArrayBuffer; produced: number; overflow: boolean; crc: number; error?: string };
       done();
       if (m.error === undefined) {
-        job.resolve({ out: new Uint8Array(m.out!), produced: m.produced, overflow: m.overflow });
+        job.resolve({ out: new Uint8Array(m.out!), produced: m.produced, overflow: m.overflow, crc: m.crc });
         return;
       }
       // Corrupt data, or a worker that cannot run its program (a bundler may have rewritten the
@@ -139,14 +152,18 @@ export function hasDecompressionStream(): boolean {
 
 /**
  * Inflate a raw-deflate member into exactly `size` bytes, off the main thread where the platform
- * allows; more or less than `size` is an error naming the member.
+ * allows, with the CRC-32 of what came out (taken in the worker where there is one); more or less
+ * than `size` is an error naming the member.
  * @example
- * const bytes = await inflateAsync(compressed, entry.size, entry.name);
+ * const { bytes, crc } = await inflateAsync(compressed, entry.size, entry.name);
  */
-export async function inflateAsync(raw: Uint8Array, size: number, member: string, signal?: AbortSignal): Promise<Uint8Array> {
+export async function inflateAsync(raw: Uint8Array, size: number, member: string, signal?: AbortSignal): Promise<{ bytes: Uint8Array; crc: number }> {
   signal?.throwIfAborted();
-  if (!hasDecompressionStream()) return fflateCodec.inflate(raw, size, member);
-  let result: { out: Uint8Array; produced: number; overflow: boolean };
+  if (!hasDecompressionStream()) {
+    const bytes = fflateCodec.inflate(raw, size, member);
+    return { bytes, crc: crc32(bytes) };
+  }
+  let result: Inflated;
   const job = { raw, size } as Job;
   // An abort takes a member that has not started yet out of the queue (one that has runs to its end).
   const onAbort = (): void => {
@@ -169,5 +186,5 @@ export async function inflateAsync(raw: Uint8Array, size: number, member: string
   }
   signal?.throwIfAborted();
   checkInflatedSize(result.overflow ? size + 1 : result.produced, size, member);
-  return result.out;
+  return { bytes: result.out, crc: result.crc ?? crc32(result.out) };
 }
