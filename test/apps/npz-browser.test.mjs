@@ -17,7 +17,8 @@ const expected = JSON.parse(python(`
 import zlib
 rng = np.random.default_rng(11)
 arrays = {'w': rng.standard_normal((1024, 2048)).astype('<f4'), 'b': np.arange(7, dtype='<i8'), 'half': rng.standard_normal(33).astype('<f2'),
-          'flags': np.array([True, False, True]), 'text': np.array(['a', 'bc', 'déf']), 'empty': np.zeros((0, 3), '<f8'), 'scalar': np.float64(2.5)}
+          'flags': np.array([True, False, True]), 'text': np.array(['a', 'bc', 'déf']), 'empty': np.zeros((0, 3), '<f8'), 'scalar': np.float64(2.5),
+          'big_endian_F': np.asfortranarray(rng.standard_normal((5, 7))).astype('>f8')}
 np.savez_compressed(${JSON.stringify(join(dir, 'weights.npz'))}, **arrays)
 # A deflated member that inflates cleanly but whose CRC-32 (local and central header) is wrong.
 import struct
@@ -26,7 +27,9 @@ c = b.find(b'PK\\x01\\x02')
 struct.pack_into('<I', b, 14, struct.unpack_from('<I', b, 14)[0] ^ 1)
 struct.pack_into('<I', b, c + 16, struct.unpack_from('<I', b, c + 16)[0] ^ 1)
 open(${JSON.stringify(join(dir, 'deflated-crc.npz'))}, 'wb').write(bytes(b))
-print(json.dumps({k: {'descr': np.asarray(v).dtype.str, 'shape': list(np.shape(v)), 'crc': zlib.crc32(np.ascontiguousarray(v).tobytes())} for k, v in arrays.items()}))
+# The CRC of each array's data as npyts holds it: native (little-endian) order, the file's memory order.
+held = lambda v: np.asarray(v).astype(np.asarray(v).dtype.newbyteorder('<')).tobytes(order='F' if np.isfortran(v) else 'C')
+print(json.dumps({k: {'descr': np.asarray(v).dtype.str, 'shape': list(np.shape(v)), 'crc': zlib.crc32(held(v))} for k, v in arrays.items()}))
 `));
 
 await build({
@@ -61,10 +64,13 @@ const readInPage = (page, file) => page.evaluate(async (url) => {
   try {
     const z = decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()));
     const out = {};
+    const owns = {};
     for (const [name, a] of await z.readAll()) {
       out[name] = { descr: a.dtype.str, shape: [...a.shape], crc: crc32(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)) };
+      // The data of a deflated member is a buffer of its own (no header bytes before it).
+      if (a.data.byteLength) owns[name] = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
     }
-    return { out, workers };
+    return { out, workers, owns };
   } catch (e) {
     return { error: e.code ?? String(e), workers };
   } finally {
@@ -74,8 +80,9 @@ const readInPage = (page, file) => page.evaluate(async (url) => {
 
 test('readAll() in the page gives numpy\'s members, inflated in workers', async () => {
   const page = await pageAt('/data/core.js');
-  const { out, workers, error } = await readInPage(page, '/data/weights.npz');
+  const { out, workers, error, owns } = await readInPage(page, '/data/weights.npz');
   assert.is(error, undefined);
+  assert.equal(Object.values(owns).filter((x) => !x), [], JSON.stringify(owns));
   // Text is UTF-32 in numpy; npyts holds it as strings, so compare it by value instead of bytes.
   const { text, ...rest } = out;
   const { text: wantText, ...wantRest } = expected;

@@ -5,7 +5,7 @@ import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
 import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
 import { NdArray, isOrderFree, type Order } from './array/ndarray.js';
-import { bytesToData, dataToBytes, storageOf, type ArrayData, type TypedArray } from './array/layout.js';
+import { bytesToData, dataToBytes, storageOf, type ArrayData, type BytesToDataOptions, type TypedArray } from './array/layout.js';
 import { arrayFromValues } from './array/write-value.js';
 import type { DescrInput } from './format/descr-types.js';
 
@@ -128,8 +128,18 @@ export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options
   const header = readHeader(bytes, options);
   if (hasObject(header.dtype) && options.pickle) return { header, array: options.pickle.decode(bytes, header, options) };
   checkDataPresent(header, bytes.length - header.dataOffset);
-  const data = bytesToData(header.dtype, bytes.buffer, bytes.byteOffset + header.dataOffset, header.size, options);
-  return { header, array: new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C') };
+  return { header, array: arrayOfData(header, bytes.buffer, bytes.byteOffset + header.dataOffset, options) };
+}
+
+/**
+ * The array a header describes over its data at `byteOffset` of `buffer` (present in full: the caller
+ * checked): a view where the layout allows, else a copy in native byte order (see bytesToData).
+ * @example
+ * const a = arrayOfData(header, body.buffer, 0, { owned: true });   // the data buffer becomes the array's
+ */
+export function arrayOfData(header: NpyHeader, buffer: ArrayBufferLike, byteOffset: number, options: BytesToDataOptions = {}): NdArray {
+  const data = bytesToData(header.dtype, buffer, byteOffset, header.size, options);
+  return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
 }
 
 /** What encodeNpy accepts besides an NdArray: typed data with a shape, or plain values with a dtype. */

@@ -1,9 +1,9 @@
 /** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
 import type { DescrInput } from '../format/descr-types.js';
-import { checkDataSize, decodeNpy, encodeNpyParts, hasObject, toNdArray, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
+import { arrayOfData, checkDataSize, decodeNpy, encodeNpyParts, hasObject, toNdArray, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
 import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
-import { MAGIC, type NpyHeader } from '../format/header.js';
+import { MAGIC, readHeader, type NpyHeader } from '../format/header.js';
 import { readHeaderFrom } from '../io/header-read.js';
 import type { NdArray } from '../array/ndarray.js';
 import { inflateAsync } from './stream-inflate.js';
@@ -111,9 +111,28 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
     const entry = this.entry(name);
     // Stored members, and any a given codec inflates, take get()'s synchronous path.
     if (entry.method === STORED || this.options.codec) return this.get(name, decode);
-    const { bytes, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, signal);
+    const raw = readZipEntryStored(this.source, entry);
+    // The header from the member's first bytes tells where its data starts, so the data inflates into
+    // a buffer of its own (the array then owns it whole: no copy for tfjs or a worker). An object
+    // array, or a member that is not a plain .npy, inflates whole and decodes as get() would.
+    let split = 0;
+    try {
+      const header = this.header(name);
+      if (!hasObject(header.dtype)) split = header.dataOffset;
+    } catch {
+      // Reported by the whole decode below, after the size and CRC checks.
+    }
+    const { head, body, crc } = await inflateAsync(raw, entry.size, entry.name, split, signal);
     checkZipCrc(entry, crc);
-    return this.decodeMember(entry, bytes, decode);
+    if (split === 0) return this.decodeMember(entry, body, decode);
+    try {
+      // Read again from the inflated, CRC-checked bytes, with this call's options (`expect`).
+      const header = readHeader(head, { ...this.options, ...decode });
+      return arrayOfData(header, body.buffer, body.byteOffset, { ...decode, owned: true });
+    } catch (e) {
+      if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
+      throw e;
+    }
   }
 
   /**

@@ -16,29 +16,45 @@ import { fflateCodec } from './fflate.js';
 import { checkInflatedSize } from './zip.js';
 import { crc32, makeCrc32 } from './crc32.js';
 
-/** What one inflate gave: the buffer, how much came out, whether more would have, and (from a worker) the CRC-32. */
+/**
+ * What one inflate gave: the first `split` bytes (a .npy header) and the rest (the array's data, in
+ * a buffer of its own), how much came out, whether more would have, and (from a worker) the CRC-32.
+ */
 interface Inflated {
-  out: Uint8Array;
+  head: Uint8Array;
+  body: Uint8Array;
   produced: number;
   overflow: boolean;
   crc?: number;
 }
 
-/** One inflate, run wherever the module runs (worker or page). Self-contained: its source is the worker's. */
-async function inflateWithStream(raw: Uint8Array, size: number): Promise<Inflated> {
-  const out = new Uint8Array(size);
+/**
+ * One inflate, run wherever the module runs (worker or page), into a head of `split` bytes and a
+ * body of the rest: the body is an array's data in a buffer that starts with it, so the array owns
+ * its buffer whole. Self-contained: its source is the worker's.
+ */
+async function inflateWithStream(raw: Uint8Array, size: number, split: number): Promise<Inflated> {
+  const head = new Uint8Array(split);
+  const body = new Uint8Array(size - split);
   let produced = 0;
   const source = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(raw); c.close(); } });
   const reader = source.pipeThrough(new DecompressionStream('deflate-raw') as unknown as ReadableWritablePair<Uint8Array, Uint8Array>).getReader();
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return { out, produced, overflow: false };
+    if (done) return { head, body, produced, overflow: false };
     if (produced + value.length > size) {
       await reader.cancel();
-      return { out, produced, overflow: true };
+      return { head, body, produced, overflow: true };
     }
-    out.set(value, produced);
-    produced += value.length;
+    let rest = value;
+    if (produced < split) {
+      const n = Math.min(split - produced, rest.length);
+      head.set(rest.subarray(0, n), produced);
+      rest = rest.subarray(n);
+      produced += n;
+    }
+    body.set(rest, produced - split);
+    produced += rest.length;
   }
 }
 
@@ -50,9 +66,12 @@ function workerProgram(inflate: typeof inflateWithStream, makeCrc: typeof makeCr
   const scope = globalThis as unknown as { onmessage: (ev: MessageEvent) => void; postMessage: (m: unknown, t?: Transferable[]) => void };
   const crc = makeCrc();
   scope.onmessage = (ev) => {
-    const { id, raw, size } = ev.data as { id: number; raw: ArrayBuffer; size: number };
-    inflate(new Uint8Array(raw), size).then(
-      ({ out, produced, overflow }) => scope.postMessage({ id, out: out.buffer, produced, overflow, crc: crc(out) }, [out.buffer]),
+    const { id, raw, size, split } = ev.data as { id: number; raw: ArrayBuffer; size: number; split: number };
+    inflate(new Uint8Array(raw), size, split).then(
+      ({ head, body, produced, overflow }) => scope.postMessage(
+        { id, head: head.buffer, body: body.buffer, produced, overflow, crc: crc(body, crc(head)) },
+        [head.buffer, body.buffer],
+      ),
       (e: unknown) => scope.postMessage({ id, error: String(e) }),
     );
   };
@@ -61,6 +80,7 @@ function workerProgram(inflate: typeof inflateWithStream, makeCrc: typeof makeCr
 interface Job {
   raw: Uint8Array;
   size: number;
+  split: number;
   resolve(r: Inflated): void;
   reject(e: unknown): void;
 }
@@ -93,7 +113,7 @@ function pump(): void {
     const worker = idle.pop() ?? newWorker();
     const job = queue.shift()!;
     if (!worker) {
-      inflateWithStream(job.raw, job.size).then(job.resolve, job.reject);
+      inflateWithStream(job.raw, job.size, job.split).then(job.resolve, job.reject);
       continue;
     }
     running++;
@@ -105,16 +125,16 @@ function pump(): void {
       pump();
     };
     worker.onmessage = (ev: MessageEvent) => {
-      const m = ev.data as { out?: ArrayBuffer; produced: number; overflow: boolean; crc: number; error?: string };
+      const m = ev.data as { head?: ArrayBuffer; body?: ArrayBuffer; produced: number; overflow: boolean; crc: number; error?: string };
       done();
       if (m.error === undefined) {
-        job.resolve({ out: new Uint8Array(m.out!), produced: m.produced, overflow: m.overflow, crc: m.crc });
+        job.resolve({ head: new Uint8Array(m.head!), body: new Uint8Array(m.body!), produced: m.produced, overflow: m.overflow, crc: m.crc });
         return;
       }
       // Corrupt data, or a worker that cannot run its program (a bundler may have rewritten the
       // function's source to call helpers the worker does not have). The page's thread decides:
       // it fails the same way on corrupt data, and where it succeeds workers are not used again.
-      inflateWithStream(job.raw, job.size).then((r) => { workersRefused = true; job.resolve(r); }, job.reject);
+      inflateWithStream(job.raw, job.size, job.split).then((r) => { workersRefused = true; job.resolve(r); }, job.reject);
     };
     worker.onerror = (ev: ErrorEvent) => {
       // A worker that cannot run (a page's policy) is dropped; its job runs here.
@@ -122,12 +142,12 @@ function pump(): void {
       running--;
       workersRefused = true;
       worker.terminate();
-      inflateWithStream(job.raw, job.size).then(job.resolve, job.reject);
+      inflateWithStream(job.raw, job.size, job.split).then(job.resolve, job.reject);
       pump();
     };
     // The compressed bytes are copied once into a buffer the worker takes over.
     const raw = job.raw.slice();
-    worker.postMessage({ id: 0, raw: raw.buffer, size: job.size }, [raw.buffer]);
+    worker.postMessage({ id: 0, raw: raw.buffer, size: job.size, split: job.split }, [raw.buffer]);
   }
 }
 
@@ -151,20 +171,21 @@ export function hasDecompressionStream(): boolean {
 }
 
 /**
- * Inflate a raw-deflate member into exactly `size` bytes, off the main thread where the platform
- * allows, with the CRC-32 of what came out (taken in the worker where there is one); more or less
+ * Inflate a raw-deflate member of exactly `size` bytes, off the main thread where the platform
+ * allows: its first `split` bytes (a header) and the rest (an array's data, in a buffer that starts
+ * with it), with the CRC-32 of the whole (taken in the worker where there is one). More or less
  * than `size` is an error naming the member.
  * @example
- * const { bytes, crc } = await inflateAsync(compressed, entry.size, entry.name);
+ * const { head, body, crc } = await inflateAsync(compressed, entry.size, entry.name, header.dataOffset);
  */
-export async function inflateAsync(raw: Uint8Array, size: number, member: string, signal?: AbortSignal): Promise<{ bytes: Uint8Array; crc: number }> {
+export async function inflateAsync(raw: Uint8Array, size: number, member: string, split = 0, signal?: AbortSignal): Promise<{ head: Uint8Array; body: Uint8Array; crc: number }> {
   signal?.throwIfAborted();
   if (!hasDecompressionStream()) {
     const bytes = fflateCodec.inflate(raw, size, member);
-    return { bytes, crc: crc32(bytes) };
+    return { head: bytes.subarray(0, split), body: bytes.subarray(split), crc: crc32(bytes) };
   }
   let result: Inflated;
-  const job = { raw, size } as Job;
+  const job = { raw, size, split } as Job;
   // An abort takes a member that has not started yet out of the queue (one that has runs to its end).
   const onAbort = (): void => {
     const at = queue.indexOf(job);
@@ -186,5 +207,6 @@ export async function inflateAsync(raw: Uint8Array, size: number, member: string
   }
   signal?.throwIfAborted();
   checkInflatedSize(result.overflow ? size + 1 : result.produced, size, member);
-  return { bytes: result.out, crc: result.crc ?? crc32(result.out) };
+  const { head, body } = result;
+  return { head, body, crc: result.crc ?? crc32(body, crc32(head)) };
 }
