@@ -40,4 +40,5 @@ export { openNpy, openNpySource, resolveUrl, type NpyReader, type NpySource } fr
 export { openNpyAccessHandle, createNpyAccessHandle, appendNpyAccessHandle, type SyncAccessHandle } from './io/access-handle.js';
 export { type NpyFileHandleSync, type CreateOptions, type AsyncOptions } from './io/handles.js';
 export { blobSource, bytesSource, withByteCache, type RandomAccess, type ReadStats, type ByteCacheOptions } from './io/random-access.js';
-export { RAGGED_TAG, raggedIndexDType, raggedInfo, openRaggedUrl, openRaggedWith, heapUrlOf, type RaggedReader, type RaggedPart, type RaggedUrlOptions, type RaggedInfo, type RaggedKind, type RaggedElement, type RaggedUrlReader } from './ragged/convention.js';
+export { RAGGED_TAG, raggedIndexDType, raggedInfo, heapUrlOf, widthFor, type RaggedInfo, type RaggedKind, type RaggedLayout, type RaggedElement, type WordWidth } from './ragged/convention.js';
+export { openRaggedUrl, openRaggedWith, type RaggedReader, type RaggedPart, type RaggedUrlOptions, type RaggedUrlReader } from './ragged/readers.js';

@@ -7,13 +7,15 @@ import { toNdArray, type ArraySpec } from '../npy.js';
 import { parseDescr, recordDType, shapeRepr, type DType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
-import { appendHoldingLock, appendHoldingLockAsync, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
+import { appendHoldingLock, appendHoldingLockAsync, dropRowsHoldingLock, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
 import type { AsyncOptions } from '../io/handles.js';
 import { readNpyHeader, readNpyHeaderSync, saveNpy, saveNpySync } from './npy-files.js';
 import type { NpyHeader } from '../format/header.js';
 import { withAppendLock, withAppendLockAsync } from './lock.js';
 import { toOrder } from '../array/order.js';
-import { boundsOf, decodeUtf8, openRaggedWith, raggedIndexDType, raggedInfo, readElement, type RaggedElement, type RaggedKind, type RaggedReader } from '../ragged/convention.js';
+import { decodeUtf8, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
+import { levelFacts, openingLevel, pairsOf, readingBounds, readingElements, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
+import { openRaggedWith, type RaggedReader } from '../ragged/readers.js';
 import { arrayFromValues } from '../array/write-value.js';
 
 type Input = NdArray | ArraySpec | string | Input[];
@@ -50,16 +52,24 @@ export function heapPathOf(indexPath: string, heap: string, options: RaggedPathO
   return target;
 }
 
-/** Options of {@link saveRaggedSync}: the heap's name (to share one), and dtypes of record fields. */
+/** Options of {@link saveRaggedSync}: the layout, the heap's name (to share one), and dtypes of record fields. */
 export interface SaveRaggedOptions extends RaggedPathOptions {
+  /**
+   * How the index locates elements: `'ranges'` (default; a `(start, stop)` pair of `<u8` per
+   * element), `'offsets'` (Arrow-style: one offset per element plus one, in the smallest unsigned
+   * width that fits, widened when an append needs it; the index owns its heap), or for strings
+   * `'zero-terminated'` (one start per element in the smallest width; each string ends with a NUL
+   * byte, so strings cannot contain U+0000). In records, string fields take `'zero-terminated'`,
+   * other layouts give ranges (one element per record).
+   */
+  layout?: 'ranges' | 'offsets' | 'zero-terminated';
   /** The heap's path (relative to the index's folder): another file for cross-file references. Default `<index>.heap`, or `<index>.strings` for text. */
   heap?: string;
   /** For records: dtypes of the ordinary fields (default from the values: numbers `<f8`, bigints `<i8`, booleans `|b1`). */
   dtypes?: Record<string, string>;
 }
 
-
-function kindOf(elements: Input[]): RaggedKind | 'nested' {
+function kindOf(elements: Input[]): 'array' | 'utf8' | 'nested' {
   if (elements.length === 0) return 'array';
   if (elements.every((e) => typeof e === 'string')) return 'utf8';
   if (elements.every((e) => Array.isArray(e))) return 'nested';
@@ -95,17 +105,53 @@ function concatenate(dtype: DType, tail: number[], parts: NdArray[]): NdArray {
   return new NdArray(parts[0]?.dtype ?? dtype, [rows, ...tail], out, 'C');
 }
 
-function indexArray(kind: RaggedKind, heap: string, bounds: Bounds): NdArray {
-  // (start, stop) little-endian uint64 pairs: the records' raw bytes, written directly, each as two
-  // 32-bit halves (bounds stay below 2^53; no BigInt per value).
-  const bytes = new Uint8Array(bounds.length * 8);
+/**
+ * An index array of `dtype` (one or two unsigned fields) holding `words` in record order, written as
+ * raw little-endian bytes (words stay below 2^53: an 8-byte word is two 32-bit halves, no BigInt).
+ */
+function wordsArray(dtype: DType, words: ArrayLike<number>, shape: number[]): NdArray {
+  const width = dtype.fields![0]!.dtype.itemsize;
+  const bytes = new Uint8Array(words.length * width);
   const view = new DataView(bytes.buffer);
-  for (let i = 0; i < bounds.length; i++) {
-    const v = bounds[i]!;
-    view.setUint32(8 * i, v >>> 0, true);
-    view.setUint32(8 * i + 4, Math.floor(v / 2 ** 32), true);
+  for (let i = 0; i < words.length; i++) {
+    const v = words[i]!;
+    if (width === 8) {
+      view.setUint32(8 * i, v >>> 0, true);
+      view.setUint32(8 * i + 4, Math.floor(v / 2 ** 32), true);
+    } else if (width === 4) view.setUint32(4 * i, v, true);
+    else if (width === 2) view.setUint16(2 * i, v, true);
+    else bytes[i] = v;
   }
-  return new NdArray(raggedIndexDType({ kind, heap }), [bounds.length / 2], bytes);
+  return new NdArray(dtype, shape, bytes);
+}
+
+/** The words an index of `layout` stores for elements with these bounds: pairs, stops (after a first offset), or starts. */
+function wordsOf(layout: RaggedLayout, bounds: Bounds): Float64Array {
+  const n = bounds.length / 2;
+  if (layout === 'ranges') return bounds;
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) out[i] = bounds[2 * i + (layout === 'offsets' ? 1 : 0)]!;
+  return out;
+}
+
+/** The largest of some words (0 for none). */
+const maxOf = (words: ArrayLike<number>): number => {
+  let m = 0;
+  for (let i = 0; i < words.length; i++) if (words[i]! > m) m = words[i]!;
+  return m;
+};
+
+/** A whole new index: for offsets, the first offset (where the heap rows begin) comes first. */
+function indexArray(info: RaggedInfo, bounds: Bounds, firstOffset: number): NdArray {
+  let words = wordsOf(info.layout, bounds);
+  if (info.layout === 'offsets') {
+    const all = new Float64Array(words.length + 1);
+    all[0] = firstOffset;
+    all.set(words, 1);
+    words = all;
+  }
+  const dtype = raggedIndexDType(info, widthFor(maxOf(words)));
+  return wordsArray(dtype, words, [info.layout === 'ranges' ? bounds.length / 2 : words.length]);
 }
 
 /** Element bounds as (start, stop) pairs, interleaved: one typed array instead of an array per element. */
@@ -114,19 +160,20 @@ type Bounds = Float64Array;
 /**
  * Strings as one UTF-8 heap and their bounds from `offset`, encoded here straight into the heap (no
  * array per string; TextEncoder's call per string cost more than the encoding). Lone surrogates
- * become U+FFFD, as TextEncoder makes them. The heap grows as needed.
+ * become U+FFFD, as TextEncoder makes them. With `terminated`, each string is followed by a NUL byte
+ * (not within its bounds), and a string containing U+0000 is refused. The heap grows as needed.
  */
-function utf8Heap(strings: readonly string[], offset: number): { bytes: Uint8Array; bounds: Bounds } {
+function utf8Heap(strings: readonly string[], offset: number, terminated = false): { bytes: Uint8Array; bounds: Bounds } {
   const bounds = new Float64Array(2 * strings.length);
   let units = 0;
   for (const s of strings) units += s.length;
-  let out = new Uint8Array(units + 1024);
+  let out = new Uint8Array(units + (terminated ? strings.length : 0) + 1024);
   let p = 0;
   for (let i = 0; i < strings.length; i++) {
     const s = strings[i]!;
     const n = s.length;
-    if (p + 3 * n > out.length) {
-      const bigger = new Uint8Array(Math.max(2 * out.length, p + 3 * n));
+    if (p + 3 * n + 1 > out.length) {
+      const bigger = new Uint8Array(Math.max(2 * out.length, p + 3 * n + 1));
       bigger.set(out.subarray(0, p));
       out = bigger;
     }
@@ -134,6 +181,7 @@ function utf8Heap(strings: readonly string[], offset: number): { bytes: Uint8Arr
     for (let k = 0; k < n; k++) {
       const c = s.charCodeAt(k);
       if (c < 0x80) {
+        if (c === 0 && terminated) throw new NpyError('BAD_ARRAY', `string ${i} contains U+0000, which the zero-terminated layout cannot hold; use layout 'ranges' or 'offsets'`);
         out[p++] = c;
       } else if (c < 0x800) {
         out[p++] = 0xc0 | (c >> 6);
@@ -160,17 +208,19 @@ function utf8Heap(strings: readonly string[], offset: number): { bytes: Uint8Arr
       }
     }
     bounds[2 * i + 1] = offset + p;
+    if (terminated) out[p++] = 0;
   }
   return { bytes: out.subarray(0, p), bounds };
 }
 
 /** The heap rows appended for `elements`, and their bounds counted from `offset`. */
-function heapRows(elements: Input[], offset: number, heapDtype?: DType): { kind: RaggedKind; rows: NdArray | null; bounds: Bounds; nested?: Input[] } {
+function heapRows(elements: Input[], offset: number, heapDtype?: DType, terminated = false): { kind: RaggedKind; rows: NdArray | null; bounds: Bounds; nested?: Input[] } {
   const kind = kindOf(elements);
-  if (kind === 'utf8') {
-    const { bytes, bounds } = utf8Heap(elements as string[], offset);
-    return { kind, rows: new NdArray(arrayFromValues([], '|u1').dtype, [bytes.length], bytes), bounds };
+  if (kind === 'utf8' || (terminated && elements.length === 0)) {
+    const { bytes, bounds } = utf8Heap(elements as string[], offset, terminated);
+    return { kind: terminated ? 'utf8z' : 'utf8', rows: new NdArray(arrayFromValues([], '|u1').dtype, [bytes.length], bytes), bounds };
   }
+  if (terminated) throw new NpyError('BAD_ARRAY', 'the zero-terminated layout holds strings only');
   const bounds = new Float64Array(2 * elements.length);
   let at = offset;
   const bound = (i: number, rows: number): void => { bounds[2 * i] = at; bounds[2 * i + 1] = at + rows; at += rows; };
@@ -202,44 +252,77 @@ function scalarDescr(name: string, values: unknown[], given?: string): string {
 }
 
 /**
- * Records with ragged fields: `main.npy` holds the record array, each ragged field as a (start, stop)
- * index whose heap is `main.npy.<field>.heap` (or `.strings`). Other fields are ordinary columns.
+ * Records with ragged fields, named as numpy#25374's option 1: `main.npy` holds the record array;
+ * array fields range over `main.npy.heap1`, `main.npy.heap2`, … (in field order), and every string
+ * field over the one `main.npy.strings`. Other fields are ordinary columns.
  */
-function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>): Writing<void> {
+function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>, layout: SaveRaggedOptions['layout']): Writing<void> {
   const names = Object.keys(records[0]!);
   const specs: { name: string; dtype: DType | string }[] = [];
   const columns: Record<string, unknown[]> = {};
+  const terminated = layout === 'zero-terminated';
+  const text: Uint8Array[] = [];
+  let textBytes = 0;
+  let arrayHeaps = 0;
   for (const name of names) {
     const values = records.map((r, i) => {
       if (!(name in r)) throw new NpyError('BAD_ARRAY', `record ${i} has no field '${name}'`);
       return r[name];
     });
-    if (values.every(isRaggedValue)) {
-      const heap = `${basename(path)}.${name}.${values.every((v) => typeof v === 'string') ? 'strings' : 'heap'}`;
-      const { kind, rows, bounds } = heapRows(values as Input[], 0);
-      yield { op: 'save', path: join(dirname(path), heap), array: rows ?? arrayFromValues([], '|u1') };
-      const index = indexArray(kind, heap, bounds);
-      specs.push({ name, dtype: index.dtype });
-      columns[name] = values.map((_, i) => ({ start: BigInt(bounds[2 * i]!), stop: BigInt(bounds[2 * i + 1]!) }));
-    } else {
+    if (!values.every(isRaggedValue)) {
       specs.push({ name, dtype: scalarDescr(name, values, dtypes[name]) });
       columns[name] = values;
+      continue;
     }
+    let info: RaggedInfo;
+    let bounds: Bounds;
+    if (values.every((v) => typeof v === 'string')) {
+      const heap = utf8Heap(values as string[], textBytes, terminated);
+      text.push(heap.bytes);
+      textBytes += heap.bytes.length;
+      bounds = heap.bounds;
+      info = { kind: terminated ? 'utf8z' : 'utf8', heap: `${basename(path)}.strings`, layout: terminated ? 'zero-terminated' : 'ranges' };
+    } else {
+      const heap = `${basename(path)}.heap${++arrayHeaps}`;
+      const made = heapRows(values as Input[], 0);
+      yield { op: 'save', path: join(dirname(path), heap), array: made.rows ?? arrayFromValues([], '|u1') };
+      bounds = made.bounds;
+      info = { kind: made.kind, heap, layout: 'ranges' };
+    }
+    specs.push({ name, dtype: raggedIndexDType(info) });
+    columns[name] = values.map((_, i) => (info.layout === 'ranges' ? { start: BigInt(bounds[2 * i]!), stop: BigInt(bounds[2 * i + 1]!) } : { start: BigInt(bounds[2 * i]!) }));
+  }
+  if (text.length) {
+    const all = new Uint8Array(textBytes);
+    let at = 0;
+    for (const t of text) { all.set(t, at); at += t.length; }
+    yield { op: 'save', path: join(dirname(path), `${basename(path)}.strings`), array: new NdArray(arrayFromValues([], '|u1').dtype, [textBytes], all) };
   }
   const dtype = recordDType(specs);
   yield { op: 'save', path, array: arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }) };
 }
 
+/** The index shape for `n` elements: `shape` when given (ranges and zero-terminated only), else `(n,)`. */
+function gridOf(n: number, layout: RaggedLayout, shape?: readonly number[]): number[] {
+  if (!shape) return [n];
+  if (layout === 'offsets') throw new NpyError('BAD_ARRAY', 'an offsets index is 1-d; give N-d indexes the ranges or zero-terminated layout');
+  if (shape.reduce((p, x) => p * x, 1) !== n) throw new NpyError('BAD_ARRAY', `${n} elements do not fill an index of shape ${shapeRepr(shape)}`);
+  return [...shape];
+}
+
 /** Write a ragged array as steps (see {@link FileStep}): heap first, then the index. */
-function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): Writing<void> {
+function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & { shape?: readonly number[] } = {}): Writing<void> {
+  const layout = options.layout ?? 'ranges';
   if (isRecordList(elements)) {
-    yield* savingRecords(path, elements, options.dtypes ?? {});
+    yield* savingRecords(path, elements, options.dtypes ?? {}, layout);
     return;
   }
   const kind = kindOf(elements as Input[]);
-  const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' ? 'strings' : 'heap'}`;
+  const terminated = layout === 'zero-terminated' && kind !== 'nested';
+  const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`;
   const heapPath = heapPathOf(path, heapName, options);
   const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPath }) as boolean);
+  if (shared && layout === 'offsets') throw new NpyError('BAD_ARRAY', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
   let offset = 0;
   let heapDtype: DType | undefined;
   if (shared) {
@@ -247,10 +330,10 @@ function* savingRagged(path: string, elements: Input[] | Record<string, unknown>
     offset = h.shape[0] ?? 0;
     heapDtype = h.dtype;
   }
-  const { kind: k, rows, bounds, nested } = heapRows(elements as Input[], offset, heapDtype);
+  const { kind: k, rows, bounds, nested } = heapRows(elements as Input[], offset, heapDtype, terminated);
   if (nested) {
     if (shared) yield* appendingRagged(heapPath, nested, {});
-    else yield* savingRagged(heapPath, nested);
+    else yield* savingRagged(heapPath, nested, { layout });
   } else if (rows) {
     if (shared) yield* lockedAppend(heapPath, rows);
     else yield { op: 'save', path: heapPath, array: rows };
@@ -258,18 +341,22 @@ function* savingRagged(path: string, elements: Input[] | Record<string, unknown>
     if (k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
     yield { op: 'save', path: heapPath, array: arrayFromValues([], '|u1') };
   }
-  yield { op: 'save', path, array: indexArray(k, relative(dirname(path), heapPath), bounds) };
+  const info: RaggedInfo = { kind: k, heap: relative(dirname(path), heapPath), layout: nested && layout === 'zero-terminated' ? 'ranges' : layout };
+  const index = indexArray(info, bounds, offset);
+  yield { op: 'save', path, array: info.layout === 'offsets' ? index : new NdArray(index.dtype, gridOf(bounds.length / 2, info.layout, options.shape), index.data) };
 }
 
 /**
  * Write a ragged array: the heap (or, for cross-file references, rows appended to an existing heap),
  * then the index. Elements are arrays of one dtype and trailing shape, strings, lists of those, or
- * plain objects (records whose array or string fields become ragged fields, one heap each).
+ * plain objects (records whose array or string fields become ragged fields). `layout` picks the
+ * index (ranges by default, Arrow-style offsets, or zero-terminated strings); `shape` gives an N-d
+ * index its shape (elements in C order).
  * The files are written off the event loop; `signal` stops between files.
  * @example
- * await saveRagged('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
+ * await saveRagged('words.npy', ['a', 'bc', 'def'], { layout: 'offsets' });   // words.npy + words.npy.strings
  */
-export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
+export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & { shape?: readonly number[] } & AsyncOptions = {}): Promise<void> {
   return runAsync(savingRagged(path, elements, options), options.signal);
 }
 
@@ -278,25 +365,75 @@ export function saveRagged(path: string, elements: Input[] | Record<string, unkn
  * @example
  * saveRaggedSync('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
-export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
+export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & { shape?: readonly number[] } = {}): void {
   runSync(savingRagged(path, elements, options));
+}
+
+/** The heap's rows along which references point: the first axis, or the last of a Fortran-ordered heap. */
+const referencedRows = (shape: readonly number[], fortran: boolean): number => (fortran ? shape[shape.length - 1] : shape[0]) ?? 0;
+
+function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions): Writing<void> {
+  const heapPath = heapPathOf(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
+  const given = typeof heap === 'string' ? null : toNdArray(heap);
+  const h = given ? null : ((yield { op: 'header', path: heapPath }) as NpyHeader);
+  const heapShape = given ? given.shape : h!.shape;
+  if (heapShape.length === 0) throw new NpyError('BAD_ARRAY', 'references need a heap with at least one axis');
+  const rows = referencedRows(heapShape, given ? given.order === 'F' && given.ndim > 1 : h!.fortranOrder);
+  const r = toOrder(toNdArray(refs), 'C');
+  if (r.dtype.kind !== 'i' && r.dtype.kind !== 'u') throw new NpyError('BAD_ARRAY', `references must be integers, not ${r.dtype.str}`);
+  const words = new Float64Array(r.size);
+  for (let i = 0; i < r.size; i++) {
+    const v = Number(r.data[i] as number | bigint);
+    if (!(v >= 0 && v < rows)) throw new NpyError('BAD_ARRAY', `reference ${i} is ${v}, outside the heap's ${rows} rows`);
+    words[i] = v;
+  }
+  if (given) yield { op: 'save', path: heapPath, array: given };
+  const dtype = raggedIndexDType({ kind: 'ref', heap: relative(dirname(path), heapPath), layout: 'references' });
+  yield { op: 'save', path, array: wordsArray(dtype, words, r.shape) };
+}
+
+/**
+ * Write references (numpy#25374): an index of any shape whose integers each pick one slice of a heap
+ * — `heap[ref]`, or `heap[..., ref]` for a Fortran-ordered heap — so a `(120, 5, 10)` index into a
+ * `(100, 20, 30)` heap reads as `(120, 5, 10, 20, 30)`. `heap` is an existing .npy (a path relative
+ * to the index's folder) or an array, written as `<index>.heap`.
+ * @example
+ * await saveReferences('picks.npy', { data: new Int32Array([2, 0, 2]), shape: [3] }, 'frames.npy');
+ */
+export function saveReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
+  return runAsync(savingReferences(path, refs, heap, options), options.signal);
+}
+
+/**
+ * {@link saveReferences}, blocking.
+ * @example
+ * saveReferencesSync('picks.npy', { data: new Int32Array([2, 0, 2]), shape: [3] }, 'frames.npy');
+ */
+export function saveReferencesSync(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions = {}): void {
+  runSync(savingReferences(path, refs, heap, options));
 }
 
 /** An open ragged array: elements are read with region reads of the index and of the heap only. */
 export interface RaggedHandle {
   readonly path: string;
   readonly kind: RaggedKind;
+  readonly layout: RaggedLayout;
   readonly heapPath: string;
+  /** Number of elements (the product of `indexShape`). */
   readonly length: number;
+  /** The elements' grid: the index's shape. Elements are addressed by flat C-order position or by multi-index. */
+  readonly indexShape: number[];
+  /** The whole array's shape with `*` for ragged axes, e.g. `(120, 5, 10, *, 20, 30)`. */
+  readonly raggedShape: string;
   /** The heap's dtype, row count and trailing shape (elements are `(k, *tail)`). */
   readonly heapDtype: DType;
   readonly heapLength: number;
   readonly tail: number[];
-  /** [start, stop) of element i in the heap. */
-  bounds(i: number): [number, number];
-  /** Shape of element i: `(k, *tail)`, or the number of UTF-8 bytes, or the number of sub-elements. */
-  shape(i: number): number[];
-  get(i: number): RaggedElement;
+  /** [start, stop) of element i in the heap (rows; bytes for strings; [ref, ref + 1) for a reference). */
+  bounds(i: number | readonly number[]): [number, number];
+  /** Shape of element i: `(k, *tail)`, the number of UTF-8 bytes, the number of sub-elements, or a reference's slice shape. */
+  shape(i: number | readonly number[]): number[];
+  get(i: number | readonly number[]): RaggedElement;
   slice(from: number, to: number): RaggedElement[];
   /** Elements in order, `size` at a time. */
   chunks(size: number): Generator<RaggedElement[]>;
@@ -309,12 +446,7 @@ export interface RaggedHandle {
  * isRaggedSync('words.npy');   // true for a ragged index
  */
 export function isRaggedSync(path: string): boolean {
-  const h = openNpySync(path);
-  try {
-    return raggedInfo(h.dtype) !== null;
-  } finally {
-    h.close();
-  }
+  return raggedInfo(readNpyHeaderSync(path).dtype) !== null;
 }
 
 /** A record array some of whose fields are ragged: each element is an object with those fields resolved. */
@@ -329,14 +461,16 @@ export interface RaggedRecordsHandle {
 }
 
 /** The ragged fields of a record dtype: field name → its index info. */
-function raggedFieldsOf(dtype: DType): Record<string, ReturnType<typeof raggedInfo> & object> {
-  const out: Record<string, ReturnType<typeof raggedInfo> & object> = {};
+function raggedFieldsOf(dtype: DType): Record<string, RaggedInfo> {
+  const out: Record<string, RaggedInfo> = {};
   for (const f of dtype.fields ?? []) {
     const info = raggedInfo(f.dtype);
     if (info) out[f.name] = info;
   }
   return out;
 }
+
+const syncIO = { open: (p: string) => openNpySync(p), read: (h: NpyFileHandleSync, s: number[], c: number[]) => h.read(s, c) };
 
 /**
  * Open a record array some of whose fields are ragged; each element comes back with those fields resolved.
@@ -348,15 +482,16 @@ function raggedFieldsOf(dtype: DType): Record<string, ReturnType<typeof raggedIn
 export function openRaggedRecordsSync(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
   const main = openNpySync(path);
   const fields = raggedFieldsOf(main.dtype);
-  if (Object.keys(fields).length === 0) {
-    main.close();
-    throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
-  }
-  let heaps: Record<string, NpyFileHandleSync>;
+  const heaps: Record<string, NpyFileHandleSync> = {};
+  const closeAll = (): void => { main.close(); for (const h of Object.values(heaps)) h.close(); };
   try {
-    heaps = Object.fromEntries(Object.entries(fields).map(([name, info]) => [name, openNpySync(heapPathOf(path, info.heap, options))]));
+    if (Object.keys(fields).length === 0) throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
+    for (const [name, info] of Object.entries(fields)) {
+      if (info.layout === 'offsets') throw new NpyError('BAD_DESCR', `${path}: field '${name}' is an offsets index, which a record field cannot be`);
+      heaps[name] = openNpySync(heapPathOf(path, info.heap, options));
+    }
   } catch (e) {
-    main.close();
+    closeAll();
     throw e;
   }
   const length = main.shape[0] ?? 0;
@@ -364,17 +499,13 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
     if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
     if (from === to) return [];
     const rows = main.read([from], [to - from]);
-    const plain = rows.toList() as Record<string, unknown>[];
-    const bounds = Object.fromEntries(Object.keys(fields).map((name) => [name, boundsOf(getField(rows, name))]));
-    return plain.map((rec, k) => {
-      const out: Record<string, unknown> = { ...rec };
-      for (const [name, info] of Object.entries(fields)) {
-        const heap = heaps[name]!;
-        const [s, e] = bounds[name]![k]!;
-        out[name] = readElement((a, b) => heap.read(a, b), heap.shape, info.kind, s, e);
-      }
-      return out;
-    });
+    const out = (rows.toList() as Record<string, unknown>[]).map((rec) => ({ ...rec }));
+    for (const [name, info] of Object.entries(fields)) {
+      const field = { name: `${path} field '${name}'`, info, heap: heaps[name]!, inner: null };
+      const elements = runSync2(readingPairs(field, pairsOf(field, indexWords(getField(rows, name)), from, to - from)));
+      elements.forEach((e, k) => { out[k]![name] = e; });
+    }
+    return out;
   };
   return {
     path,
@@ -382,12 +513,12 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
     raggedFields: Object.fromEntries(Object.entries(fields).map(([n, i]) => [n, i.heap])),
     get: (i) => slice(i, i + 1)[0]!,
     slice,
-    close() {
-      main.close();
-      for (const h of Object.values(heaps)) h.close();
-    },
+    close: closeAll,
   };
 }
+
+/** A reader's steps performed blocking, on files already open. */
+const runSync2 = <T>(reading: Reading<NpyFileHandleSync, T>): T => runReadingSync(reading, syncIO);
 
 /**
  * Open a ragged array (its index and heap): elements are read with region reads of both, on demand.
@@ -397,60 +528,44 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
  * r.close();
  */
 export function openRaggedSync(path: string, options: RaggedPathOptions = {}): RaggedHandle {
-  const index: NpyFileHandleSync = openNpySync(path);
-  const info = raggedInfo(index.dtype);
-  if (!info) {
-    index.close();
-    const hint = Object.keys(raggedFieldsOf(index.dtype)).length ? '; it has ragged fields: use openRaggedRecords' : '';
-    throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)${hint}`);
-  }
-  let heapPath: string;
-  let nested: RaggedHandle | null;
-  let heap: NpyFileHandleSync | null;
+  const opened: NpyFileHandleSync[] = [];
+  const closeAll = (): void => { for (const h of opened) h.close(); };
+  let level: RaggedLevel<NpyFileHandleSync>;
   try {
-    heapPath = heapPathOf(path, info.heap, options);
-    nested = isRaggedSync(heapPath) ? openRaggedSync(heapPath, options) : null;
-    heap = nested ? null : openNpySync(heapPath);
+    level = runReadingSync(openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathOf(i, h, options)), syncIO, opened);
   } catch (e) {
-    index.close();
+    closeAll();
     throw e;
   }
-  const length = index.shape[0] ?? 0;
-  const tail = heap ? heap.shape.slice(1) : [];
-  const check = (from: number, to: number): void => {
-    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) {
-      throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
-    }
-  };
-  const boundsRange = (from: number, to: number): [number, number][] => (from === to ? [] : boundsOf(index.read([from], [to - from])));
-  const element = ([s, e]: [number, number]): RaggedElement => {
-    if (nested) return nested.slice(s, e);
-    return readElement((a, b) => heap!.read(a, b), heap!.shape, info.kind, s, e);
-  };
+  const { flat, check, ...facts } = levelFacts(level);
+  const heap = level.inner ? null : level.heap;
+  const tail = heap && level.info.kind !== 'ref' ? heap.shape.slice(1) : [];
   const slice = (from: number, to: number): RaggedElement[] => {
     check(from, to);
-    return boundsRange(from, to).map(element);
+    return runSync2(readingElements(level, from, to));
+  };
+  const bounds = (i: number | readonly number[]): [number, number] => {
+    const k = flat(i);
+    check(k, k + 1);
+    return runSync2(readingBounds(level, k));
   };
   return {
     path,
-    kind: info.kind,
-    heapPath,
-    length,
-    heapDtype: heap ? heap.dtype : nested!.heapDtype,
-    heapLength: heap ? heap.shape[0] ?? 0 : nested!.length,
+    heapPath: level.heapName,
+    ...facts,
     tail,
-    bounds(i) { check(i, i + 1); return boundsRange(i, i + 1)[0]!; },
-    shape(i) { const [s, e] = this.bounds(i); return [e - s, ...tail]; },
-    get: (i) => slice(i, i + 1)[0]!,
+    bounds,
+    shape(i) {
+      if (level.info.kind === 'ref') return (this.get(i) as NdArray).shape;
+      const [s, e] = bounds(i);
+      return [e - s, ...tail];
+    },
+    get: (i) => slice(flat(i), flat(i) + 1)[0]!,
     slice,
     *chunks(size) {
-      for (let i = 0; i < length; i += size) yield slice(i, Math.min(length, i + size));
+      for (let i = 0; i < level.length; i += size) yield slice(i, Math.min(level.length, i + size));
     },
-    close() {
-      index.close();
-      heap?.close();
-      nested?.close();
-    },
+    close: closeAll,
   };
 }
 
@@ -477,16 +592,17 @@ export async function isRagged(path: string, options: AsyncOptions = {}): Promis
   return raggedInfo((await readNpyHeader(path, options)).dtype) !== null;
 }
 
-/** What appending needs of a ragged array on disk: its kind, its heap, and the heap's dtype and row count. */
-function* raggedFacts(path: string, options: RaggedPathOptions): Writing<{ kind: RaggedKind; heapPath: string; heapDtype: DType; heapLength: number }> {
+/** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
+function* raggedFacts(path: string, options: RaggedPathOptions): Writing<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heapDtype: DType; heapLength: number }> {
   const index = (yield { op: 'header', path }) as NpyHeader;
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
+  if (info.kind === 'ref') throw new NpyError('BAD_ARRAY', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
   const heapPath = heapPathOf(path, info.heap, options);
   const heap = (yield { op: 'header', path: heapPath }) as NpyHeader;
   // Two levels: the heap is itself an index; the arrays' dtype is that of its own heap.
   const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options)).heapDtype : heap.dtype;
-  return { kind: info.kind, heapPath, heapDtype, heapLength: heap.shape[0] ?? 0 };
+  return { index, info, heapPath, heapDtype, heapLength: heap.shape[0] ?? 0 };
 }
 
 function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
@@ -498,14 +614,41 @@ function* appendingRagged(path: string, elements: Input[], options: RaggedPathOp
  * index may share the heap): its length is read and both files grow while no other writer can move them.
  */
 function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
-  const { heapPath, heapDtype, kind } = yield* raggedFacts(path, options);
+  const { heapPath } = yield* raggedFacts(path, options);
   function* underHeapLock(): Writing<void> {
-    const { heapLength } = yield* raggedFacts(path, options);
-    const { kind: k, rows, bounds, nested } = heapRows(elements, heapLength, kind === 'utf8' ? undefined : heapDtype);
+    const { index, info, heapDtype, heapLength } = yield* raggedFacts(path, options);
+    const { layout, kind } = info;
+    const count = index.shape[0] ?? 0;
+    let start = heapLength;
+    if (layout === 'offsets') {
+      // The last offset is where the new rows go. Heap rows past it were left by an append that
+      // stopped before its index was written; the index owns its heap, so they are dropped.
+      const last = count ? indexWords((yield { op: 'read', path, start: [count - 1], count: [1] }) as NdArray)[0]! : 0;
+      if (last > heapLength) throw new NpyError('BAD_ARRAY', `${path} ends at row ${last} of its heap, which has ${heapLength}`);
+      if (last < heapLength) yield { op: 'drop', path: heapPath, rows: last };
+      start = last;
+    }
+    const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heapDtype : undefined, layout === 'zero-terminated');
     if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
     if (nested) yield* appendingHoldingLock(heapPath, nested, options);
     else if (rows && rows.size) yield { op: 'append', path: heapPath, array: rows };
-    if (bounds.length) yield { op: 'append', path, array: indexArray(kind, relative(dirname(path), heapPath), bounds) };
+    if (!bounds.length) return;
+    const words = wordsOf(layout, bounds);
+    const width = index.dtype.fields![0]!.dtype.itemsize as WordWidth;
+    const need = widthFor(maxOf(words));
+    const per = index.shape.slice(1).reduce((p, x) => p * x, 1);
+    if (bounds.length / 2 % per) throw new NpyError('BAD_ARRAY', `${path} has index rows of ${per} elements; append a multiple of ${per}`);
+    const rowsShape = [bounds.length / 2 / per, ...index.shape.slice(1)];
+    if (layout === 'ranges' || need <= width) {
+      yield { op: 'append', path, array: wordsArray(raggedIndexDType(info, width), words, rowsShape) };
+      return;
+    }
+    // A word no longer fits: the index is rewritten in the wider width (beside, then renamed over).
+    const old = indexWords((yield { op: 'read', path, start: index.shape.map(() => 0), count: index.shape }) as NdArray);
+    const all = new Float64Array(old.length + words.length);
+    all.set(old);
+    all.set(words, old.length);
+    yield { op: 'save', path, array: wordsArray(raggedIndexDType(info, need), all, [index.shape[0]! + rowsShape[0]!, ...index.shape.slice(1)]) };
   }
   yield { op: 'locked', path: heapPath, body: underHeapLock };
 }
@@ -516,7 +659,8 @@ function* lockedAppend(path: string, array: NdArray): Writing<void> {
 
 /**
  * Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous
- * state. Waiting for another appender does not block the event loop.
+ * state. A compact index whose words outgrow their width is rewritten wider, beside and renamed over.
+ * Waiting for another appender does not block the event loop.
  * @example
  * await appendRagged('words.npy', ['ghij']);
  */
@@ -540,14 +684,22 @@ export function appendRaggedSync(path: string, elements: Input[], options: Ragge
 type FileStep =
   | { op: 'exists'; path: string }
   | { op: 'header'; path: string }
+  | { op: 'read'; path: string; start: number[]; count: number[] }
   | { op: 'save'; path: string; array: NdArray }
   /** Append to a file whose append lock the writer holds. */
   | { op: 'append'; path: string; array: NdArray }
+  /** Shorten a file whose append lock the writer holds to its first `rows` rows. */
+  | { op: 'drop'; path: string; rows: number }
   /** Run `body` holding the append lock of `path`. */
   | { op: 'locked'; path: string; body: () => Writing<void> };
 
 /** A writer: yields file steps, is answered with their results, returns its own. */
 type Writing<T> = Generator<FileStep, T, unknown>;
+
+function readSyncOnce(path: string, start: number[], count: number[]): NdArray {
+  const h = openNpySync(path);
+  try { return h.read(start, count); } finally { h.close(); }
+}
 
 function runSync<T>(writing: Writing<T>): T {
   for (let step = writing.next(); ; ) {
@@ -556,8 +708,10 @@ function runSync<T>(writing: Writing<T>): T {
     switch (s.op) {
       case 'exists': step = writing.next(existsSync(s.path)); break;
       case 'header': step = writing.next(readNpyHeaderSync(s.path)); break;
+      case 'read': step = writing.next(readSyncOnce(s.path, s.start, s.count)); break;
       case 'save': saveNpySync(s.path, s.array); step = writing.next(); break;
       case 'append': appendHoldingLock(s.path, s.array); step = writing.next(); break;
+      case 'drop': dropRowsHoldingLock(s.path, s.rows); step = writing.next(); break;
       case 'locked': withAppendLock(s.path, () => runSync(s.body())); step = writing.next(); break;
     }
   }
@@ -571,20 +725,28 @@ async function runAsync<T>(writing: Writing<T>, signal?: AbortSignal): Promise<T
     switch (s.op) {
       case 'exists': step = writing.next(await access(s.path).then(() => true, () => false)); break;
       case 'header': step = writing.next(await readNpyHeader(s.path, { signal })); break;
+      case 'read': {
+        const h = await openNpy(s.path, { signal });
+        try { step = writing.next(await h.read(s.start, s.count, { signal })); } finally { await h.close(); }
+        break;
+      }
       case 'save': await saveNpy(s.path, s.array, { signal }); step = writing.next(); break;
       case 'append': await appendHoldingLockAsync(s.path, s.array, signal); step = writing.next(); break;
+      // A header rewrite and a truncation, only after an interrupted append: done blocking.
+      case 'drop': dropRowsHoldingLock(s.path, s.rows); step = writing.next(); break;
       case 'locked': await withAppendLockAsync(s.path, () => runAsync(s.body(), signal), signal); step = writing.next(); break;
     }
   }
 }
 
 /**
- * numpy's representation of ragged data — an object array of arrays or strings (StringDType arrays decode to one) — written as a ragged array.
+ * numpy's representation of ragged data — an object array (of any shape) of arrays or strings
+ * (StringDType arrays decode to one) — written as a ragged array whose index has the object array's shape.
  * @example
  * saveObjectArrayAsRaggedSync('tokens.npy', loadNpySync('objects.npy', { allowPickle: true }));
  */
 export function saveObjectArrayAsRaggedSync(path: string, objects: NdArray, options: SaveRaggedOptions = {}): void {
-  saveRaggedSync(path, objectItems(objects), options);
+  saveRaggedSync(path, objectItems(objects), { ...options, ...gridOption(objects) });
 }
 
 /**
@@ -593,15 +755,18 @@ export function saveObjectArrayAsRaggedSync(path: string, objects: NdArray, opti
  * await saveObjectArrayAsRagged('tokens.npy', await loadNpy('objects.npy', { allowPickle: true }));
  */
 export function saveObjectArrayAsRagged(path: string, objects: NdArray, options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
-  return saveRagged(path, objectItems(objects), options);
+  return saveRagged(path, objectItems(objects), { ...options, ...gridOption(objects) });
 }
 
-/** The elements of a 1-d object array of arrays or strings (bytes are UTF-8 text). */
+/** An N-d object array keeps its shape as the index's shape (1-d needs none, so any layout applies). */
+const gridOption = (objects: NdArray): { shape?: number[] } => (objects.ndim === 1 ? {} : { shape: objects.shape });
+
+/** The elements of an object array of arrays or strings in C order (bytes are UTF-8 text). */
 function objectItems(objects: NdArray): Input[] {
-  if (objects.dtype.kind !== 'O' || objects.ndim !== 1) {
-    throw new NpyError('BAD_ARRAY', `only 1-d object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
+  if (objects.dtype.kind !== 'O') {
+    throw new NpyError('BAD_ARRAY', `only object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
   }
-  return (objects.data as unknown[]).map((v, i) => {
+  return (toOrder(objects, 'C').data as unknown[]).map((v, i) => {
     if (typeof v === 'string' || v instanceof NdArray) return v as Input;
     if (v instanceof Uint8Array) return decodeUtf8(v) as Input;
     throw new NpyError('BAD_ARRAY', `object array element ${i} is neither an array nor a string`);
@@ -609,11 +774,11 @@ function objectItems(objects: NdArray): Input[] {
 }
 
 /**
- * A ragged array as numpy's object array (arrays, strings, or lists of them), e.g. to write with the pickle codec.
+ * A ragged array as numpy's object array of the index's shape (arrays, strings, or lists of them), e.g. to write with the pickle codec.
  * @example
  * const objects = raggedToObjectArray(openRaggedSync('words.npy'));   // an '|O' NdArray
  */
 export function raggedToObjectArray(handle: RaggedHandle): NdArray {
   const all = handle.slice(0, handle.length);
-  return new NdArray(parseDescr('|O'), [all.length], all);
+  return new NdArray(parseDescr('|O'), handle.indexShape, all);
 }

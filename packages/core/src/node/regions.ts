@@ -3,7 +3,7 @@ import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } fr
 import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { checkDataPresent, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { encodeHeader } from '../format/header.js';
+import { encodeHeader, headerTextOfLength } from '../format/header.js';
 import {
   newFileLayout, openHandle, openHandleSync, planAppend,
   type CreateOptions, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync,
@@ -259,3 +259,26 @@ export function appendHoldingLock(path: string, input: NdArray | ArraySpec): voi
 }
 
 export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/handles.js';
+
+/**
+ * Shorten a C-order file to its first `rows` rows, for a caller holding its append lock: the header
+ * is rewritten in place (made durable), then the file is cut to the data it declares. Rows past the
+ * header's shape are what an interrupted writer left; only a file's owner may drop them.
+ */
+export function dropRowsHoldingLock(path: string, rows: number): void {
+  const fd = openSync(path, 'r+');
+  try {
+    const header = readHeaderFromFd(fd);
+    if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!) throw new NpyError('BAD_ARRAY', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);
+    const shape = [rows, ...header.shape.slice(1)];
+    const textStart = 8 + (header.version[0] === 1 ? 2 : 4);
+    const text = headerTextOfLength(header.dtype, shape, false, header.dataOffset - textStart, header.version[0]);
+    if (!text) throw new NpyError('BAD_ARRAY', `${path}: the header cannot be rewritten in place`);
+    writeFully(fd, text, textStart);
+    fsyncSync(fd);
+    ftruncateSync(fd, header.dataOffset + (header.dataBytes / (header.shape[0] || 1)) * rows);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
