@@ -282,7 +282,7 @@ test('async openRagged reads what openRaggedSync and numpy read, one and two lev
 
 test('info describes a ragged set', async () => {
   const r = await runCli(['info', join(dir, 'strings.npy')]);
-  assert.match(r.stdout, /ragged: 5 UTF-8 strings in heap strings\.npy\.strings/);
+  assert.match(r.stdout, /ragged: 5 UTF-8 strings, shape \(5, \*\), ranges, in heap strings\.npy\.strings/);
   void loadNpySync;
 });
 

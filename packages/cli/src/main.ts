@@ -4,7 +4,7 @@ import {
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
 import { loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
-import { pickleCodec } from '@npyts/core/pickle';
+import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { parseArgs as parseArgsOfNode } from 'node:util';
@@ -45,7 +45,10 @@ Commands:
                                them (np.savez); default: as the input archive, else store
       --ragged                 an object array of arrays or strings (or a StringDType array)
                                → a ragged index OUT with its heap OUT.heap / OUT.strings
+      --layout L               with --ragged: ranges (default), offsets (compact, Arrow-style)
+                               or zero-terminated (strings)
       --object                 a ragged index → numpy's object array (a pickle)
+      --string-dtype           with --object: strings as numpy 2's StringDType array
       --dtype D                reading a .csv/.tsv: the dtype ('<f8' by default, as np.loadtxt;
                                a record descr takes one column per field, after a header line)
       OUT.csv / OUT.tsv        a 1-d or 2-d array, or a 1-d record array (columns under a header
@@ -91,7 +94,7 @@ interface Parsed {
 /** Every option, for node:util's parseArgs (strict: an unknown option is a usage error). */
 const OPTIONS = {
   json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, compress: { type: 'boolean' }, store: { type: 'boolean' },
-  'allow-pickle': { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' }, ragged: { type: 'boolean' }, object: { type: 'boolean' },
+  'allow-pickle': { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' }, ragged: { type: 'boolean' }, object: { type: 'boolean' }, 'string-dtype': { type: 'boolean' }, layout: { type: 'string' },
   order: { type: 'string' }, byteorder: { type: 'string' }, version: { type: 'string' }, limit: { type: 'string' },
   rtol: { type: 'string' }, atol: { type: 'string' }, dtype: { type: 'string' },
 } as const;
@@ -246,8 +249,12 @@ function cmdInfo(p: Parsed, io: Io): void {
       const raggedText = ragged ? withFile(t.label, () => {
         const r = openRaggedSync(t.file);
         try {
-          const what = r.kind === 'utf8' ? 'UTF-8 strings' : `arrays (k${r.tail.map((d) => `, ${d}`).join('')}) of ${r.heapDtype.descrLiteral}`;
-          return { text: `ragged: ${r.length} ${what} in heap ${ragged.heap} (${r.heapLength} ${r.kind === 'utf8' ? 'bytes' : 'rows'})`, json: { elements: r.length, kind: r.kind, heap: ragged.heap, heap_rows: r.heapLength } };
+          const text = r.kind === 'utf8' || r.kind === 'utf8z';
+          const what = text ? 'UTF-8 strings' : r.kind === 'ref' ? `references to slices of ${r.heapDtype.descrLiteral}` : `arrays (k${r.tail.map((d) => `, ${d}`).join('')}) of ${r.heapDtype.descrLiteral}`;
+          return {
+            text: `ragged: ${r.length} ${what}, shape ${r.raggedShape}, ${r.layout}, in heap ${ragged.heap} (${r.heapLength} ${text ? 'bytes' : 'rows'})`,
+            json: { elements: r.length, kind: r.kind, layout: r.layout, shape: r.raggedShape, heap: ragged.heap, heap_rows: r.heapLength },
+          };
         } finally {
           r.close();
         }
@@ -462,17 +469,23 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   const textIn = input.member === undefined && input.file !== '-' ? delimiterOf(input.file) : null;
   if (p.flags.has('--dtype') && !textIn) throw new UsageError('--dtype is for reading a .csv or .tsv file');
   checkIsFile(input.file);
+  const layout = p.flags.get('--layout');
+  if (layout !== undefined && (!p.flags.has('--ragged') || !['ranges', 'offsets', 'zero-terminated'].includes(String(layout)))) {
+    throw new UsageError('--layout goes with --ragged and is ranges, offsets or zero-terminated');
+  }
+  if (p.flags.has('--string-dtype') && !p.flags.has('--object')) throw new UsageError('--string-dtype goes with --object');
   if (p.flags.has('--ragged') || p.flags.has('--object')) {
     if (input.file === '-' || output.file === '-' || input.member !== undefined) throw new UsageError('--ragged and --object convert between files');
     if (p.flags.has('--ragged')) {
       const { array } = loadOne(input);
-      withFile(output.file, () => saveObjectArrayAsRaggedSync(output.file, array));
+      withFile(output.file, () => saveObjectArrayAsRaggedSync(output.file, array, layout ? { layout: layout as 'ranges' } : {}));
     } else {
       const objects = withFile(input.label, () => {
         const r = openRaggedSync(input.file);
         try { return raggedToObjectArray(r); } finally { r.close(); }
       });
-      withFile(output.file, () => saveNpySync(output.file, objects, { ...encodeOptions(undefined), pickle: pickleCodec }));
+      const codec = p.flags.has('--string-dtype') ? stringDTypeCodec : pickleCodec;
+      withFile(output.file, () => saveNpySync(output.file, objects, { ...encodeOptions(undefined), pickle: codec }));
     }
     return;
   }

@@ -37,3 +37,18 @@ export const pickleCodec: ObjectArrayCodec = {
     return { header, body: pickle(array) };
   },
 };
+
+/**
+ * {@link pickleCodec}, writing an object array of strings as numpy 2's `StringDType` array (numpy
+ * pickles those too, with the text as a list of str); numpy 1.x cannot load the result.
+ * @example
+ * encodeNpy(new NdArray(parseDescr('|O'), [2], ['a', 'bc']), { pickle: stringDTypeCodec });   // np.load gives dtype StringDType()
+ */
+export const stringDTypeCodec: ObjectArrayCodec = {
+  decode: pickleCodec.decode,
+  encode(array: NdArray, version?: 1 | 2 | 3): { header: Uint8Array; body: Uint8Array } {
+    if (array.dtype.kind !== 'O' || !(array.data as unknown[]).every((v) => typeof v === 'string')) bad('a StringDType array holds strings only');
+    const header = encodeHeader(array.dtype, array.shape, isFortran(array), version);
+    return { header, body: pickle(array, { stringDType: true }) };
+  },
+};

@@ -54,7 +54,7 @@ export function isFortran(a: NdArray): boolean {
  * @example
  * const bytes = pickle({ a: [1, 2.5, null] });   // numpy 1.17+ and 2.x load it
  */
-export function pickle(value: unknown): Uint8Array {
+export function pickle(value: unknown, options: { stringDType?: boolean } = {}): Uint8Array {
   const w = new Writer();
   w.byte(OP.PROTO);
   w.byte(3);
@@ -141,7 +141,14 @@ export function pickle(value: unknown): Uint8Array {
     tuple([
       () => int(1),
       () => { if (a.shape.length === 0) w.byte(OP.EMPTY_TUPLE); else tuple(a.shape.map((d) => () => int(d))); },
-      () => dtype(a.dtype),
+      () => {
+        if (!options.stringDType) { dtype(a.dtype); return; }
+        // numpy 2's StringDType pickles as _convert_to_stringdtype_kwargs(coerce=1), its text as a list of str.
+        global('numpy._core._internal', '_convert_to_stringdtype_kwargs');
+        int(1);
+        w.byte(OP.TUPLE1);
+        w.byte(OP.REDUCE);
+      },
       () => w.byte(isFortran(a) ? OP.NEWTRUE : OP.NEWFALSE),
       () => {
         if (isObject) {
