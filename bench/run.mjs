@@ -2,12 +2,12 @@
 // in one run; with --browser also the browser cases inside Chromium (bench/browser.mjs).
 // Inputs are made by numpy; every time is the median of several runs after a warm-up.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
-import { loadNpySync, loadNpzSync, saveNpzSync, openNpy, openNpySync, regionStats, saveRaggedSync, openRaggedSync, nativeStatus } from '@npyts/core/node';
+import { loadNpySync, loadNpzSync, saveNpzSync, openNpy, openNpySync, regionStats, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
@@ -203,33 +203,11 @@ const regionPeak = {
 };
 rmSync(bigFile, { force: true });
 
-// Ragged data: npyts' plain-.npy layout against numpy's pickled object arrays of the same values.
+// Ragged data: npyts' plain-.npy layouts against numpy's pickled object arrays (bench/ragged.mjs).
 log('ragged data …');
-const npRagged = py('ragged', dir, quick ? '1' : '0');
-const strings = readFileSync(file('strings.txt'), 'utf8').split('\n');
-const lengths = loadNpySync(file('seq_lengths.npy')).data;
-const values = loadNpySync(file('seq_values.npy'));
-const sequences = [];
-for (let i = 0, at = 0; i < lengths.length; i++) {
-  const k = Number(lengths[i]);
-  sequences.push({ data: values.data.subarray(at, at + k), shape: [k], dtype: '<f4' });
-  at += k;
-}
-const raggedCase = (name, elements) => {
-  const path = file(`ragged_${name}.npy`);
-  const t0 = process.hrtime.bigint();
-  saveRaggedSync(path, elements);
-  const write = Number(process.hrtime.bigint() - t0) / 1e9;
-  let seed = 3;
-  const t1 = process.hrtime.bigint();
-  const h = openRaggedSync(path);
-  for (let k = 0; k < 100; k++) { seed = (seed * 1103515245 + 12345) % 2 ** 31; h.get(seed % h.length); }
-  const read100 = Number(process.hrtime.bigint() - t1) / 1e9;
-  const bytesOnDisk = statSync(path).size + statSync(h.heapPath).size;
-  h.close();
-  return { bytes: bytesOnDisk, write, read100 };
-};
-const ragged = { strings: raggedCase('strings', strings), sequences: raggedCase('sequences', sequences), numpy: npRagged, count: strings.length };
+const ragged = JSON.parse(execFileSync(process.execPath, [join(here, 'ragged.mjs'), dir, ...(quick ? ['--quick'] : [])], {
+  encoding: 'utf8', maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
+}));
 
 // tfjs models: tfjs's own loader against loadLayersModel(npzHandler(...)), fresh processes (bench/tfjs-models.mjs).
 log('tfjs models …');
@@ -317,14 +295,16 @@ if (asJSON) {
     line('object array, 1M short strings (pickleCodec)', b.strings1m, 'np.load(allow_pickle=True)', np.strings1m, 2.0);
   }
   const rd = report.ragged;
-  console.log(`\nRagged data: npyts' index + heap .npy files against numpy object arrays (pickle) of the same values; reading 100 random elements includes opening.`);
-  console.log('| data | npyts size | numpy size | npyts write | numpy write | npyts read 100 | numpy read 100 |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log(`\nRagged data: npyts' index + heap .npy files, in each layout, against numpy's object arrays (pickle) of the same values; write and read are medians of 3; reading 100 random elements includes opening. Targets (1 M strings, compact index): size ≤ 1.0 × the pickle, write ≤ 1.0 × np.save, read 100 ≥ 30 × faster.`);
+  console.log('| data | layout | npyts size | / pickle | npyts write | numpy write | / numpy | npyts read 100 | numpy read 100 | faster |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const [k, label] of [['strings', `${rd.count} short strings`], ['sequences', '10 000 float32 sequences']]) {
-    const a = rd[k];
-    const b = rd.numpy[k];
-    console.log(`| ${label} | ${(a.bytes / 2 ** 20).toFixed(1)} MiB | ${(b.bytes / 2 ** 20).toFixed(1)} MiB | ${ms(a.write)} | ${ms(b.write)} | ${ms(a.read100)} | ${ms(b.read100)} |`);
+    const np = rd.numpy[k];
+    for (const a of rd[k]) {
+      console.log(`| ${label} | ${a.layout} | ${(a.bytes / 1e6).toFixed(2)} MB | ${(a.bytes / np.bytes).toFixed(2)} | ${ms(a.write)} | ${ms(np.write)} | ${(a.write / np.write).toFixed(2)} | ${ms(a.read100)} | ${ms(np.read100)} | ${(np.read100 / a.read100).toFixed(0)} × |`);
+    }
   }
+  console.log(`numpy: pickle ${(rd.numpy.strings.bytes / 1e6).toFixed(2)} MB for the strings, ${(rd.numpy.sequences.bytes / 1e6).toFixed(2)} MB for the sequences.`);
   const tm = report.tfjs_models;
   console.log(`\nA tfjs-layers model of ${(tm.parameters / 1e6).toFixed(1)} M float32 parameters (three dense layers), loaded in a fresh process each time: tfjs's own format (model.json + weights.bin read from disk, tf.io.fromMemory) against tf.loadLayersModel(npzHandler(...)). Peak: the process's VmHWM above its size just before the load.`);
   console.log('| format | file size | load | / tfjs | target | peak memory added | / tfjs |');

@@ -73,7 +73,8 @@ void asyncApi;
 
 // Sources in any runtime, memory maps, OPFS access handles and ragged readers keep the types too.
 import { openNpy as openAnywhere, openNpyAccessHandle, type SyncAccessHandle } from '@npyts/core';
-import { createNpy, createNpySync, openRagged, type MappedArray } from '@npyts/core/node';
+import { createNpy, createNpySync, openRagged, openRaggedSync, saveRagged, saveRaggedSync, saveReferences, type MappedArray } from '@npyts/core/node';
+import type { RaggedElement, RaggedLayout } from '@npyts/core';
 async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   const fromBlob = await openAnywhere(blob, { expect: '<u2' });
   expectTypeOf((await fromBlob.read([0], [4], { signal: AbortSignal.timeout(100) })).data).toEqualTypeOf<Uint16Array>();
@@ -91,6 +92,18 @@ async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   // @ts-expect-error an async ragged read is a promise
   const first: string = words.get(0);
   void first;
+  // Layouts, N-d indexes and references: options and facts are typed, elements addressed by multi-index.
+  await saveRagged('tags.npy', ['a', 'b'], { layout: 'zero-terminated' });
+  // @ts-expect-error no such layout
+  await saveRagged('tags.npy', ['a'], { layout: 'lengths' });
+  saveRaggedSync('grid.npy', ['a', 'b', 'c', 'd'], { shape: [2, 2], layout: 'offsets' });
+  await saveReferences('picks.npy', { data: new Int32Array([0, 1]), shape: [2] }, 'frames.npy', { signal: AbortSignal.timeout(100) });
+  const grid = openRaggedSync('grid.npy');
+  expectTypeOf(grid.layout).toEqualTypeOf<RaggedLayout>();
+  expectTypeOf(grid.indexShape).toEqualTypeOf<number[]>();
+  expectTypeOf(grid.get([1, 0])).toEqualTypeOf<RaggedElement>();
+  expectTypeOf(await words.bounds([0])).toEqualTypeOf<[number, number]>();
+  expectTypeOf(words.raggedShape).toEqualTypeOf<string>();
 }
 void moreApi;
 expectTypeOf(openNpyUrl('http://h/x.npy', { expect: '<u2' })).resolves.toMatchTypeOf<{ read(s: number[], c: number[]): Promise<NdArray<'<u2'>> }>();
