@@ -10,9 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray } from '@npyts/core';
 import {
   appendNpySync, appendRagged, appendRaggedSync, loadNpySync, openRagged, openRaggedRecordsSync, openRaggedSync,
-  readNpyHeaderSync, saveRagged, saveRaggedSync, saveReferences, saveReferencesSync,
+  readNpyHeaderSync, regionStats, saveRagged, saveRaggedSync, saveReferences, saveReferencesSync,
 } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import fc from 'fast-check';
 import { startNginx } from '../helpers/nginx.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -303,6 +304,32 @@ test('StringDType: numpy 2\'s string arrays convert to each string layout and ba
   assert.match(info.stdout, /ragged: 5 UTF-8 strings, shape \(5, \*\), offsets, in heap sd_offsets\.npy\.strings/);
   const usage = await runCli(['convert', '--layout', 'offsets', f('sd.npy'), f('x.npy')]);
   assert.is(usage.code, 2);
+});
+
+test('N-d indexes: any run of elements reads exactly its index records and its heap bytes, whatever the shape (property)', () => {
+  let case_ = 0;
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 4 }),
+    fc.nat(), fc.nat(),
+    (shape, a, b) => {
+      const n = shape.reduce((p, x) => p * x, 1);
+      const strings = Array.from({ length: n }, (_, i) => 'é'.repeat(i % 3) + i);
+      const file = f(`prop_${case_++ % 4}.npy`);
+      saveRaggedSync(file, strings, { shape });
+      const from = a % (n + 1);
+      const to = from + (b % (n - from + 1));
+      const h = openRaggedSync(file);
+      try {
+        const before = regionStats.bytes;
+        const got = h.slice(from, to);
+        const heapBytes = strings.slice(from, to).reduce((t, x) => t + new TextEncoder().encode(x).length, 0);
+        // Nearby strings share one heap read: exactly their bytes, since they are contiguous.
+        return JSON.stringify(got) === JSON.stringify(strings.slice(from, to)) && regionStats.bytes - before === 16 * (to - from) + heapBytes;
+      } finally {
+        h.close();
+      }
+    },
+  ), { numRuns: 150 });
 });
 
 test.run();

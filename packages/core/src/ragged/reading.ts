@@ -80,17 +80,39 @@ function heapRows<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' | 'hea
   return lv.info.kind === 'ref' && lv.heap.order === 'F' ? s[s.length - 1]! : s[0] ?? 0;
 }
 
-/** Index records [from, to) in flat C order (an N-d index is read by whole rows of its first axis). */
-function* flatRecords<P extends RaggedSource>(part: P, from: number, to: number): Reading<P, NdArray> {
-  const shape = part.shape;
-  if (shape.length <= 1) return ((yield { reads: [{ part, start: shape.length ? [from] : [], count: shape.length ? [to - from] : [] }] }) as NdArray[])[0]!;
-  const tail = shape.slice(1);
-  const per = product(tail);
+/**
+ * The boxes (start, count) that cover flat C-order positions [from, to) of `shape`, in order: at
+ * most two per axis, so a read of an N-d index costs exactly the records asked for.
+ */
+export function flatBoxes(shape: readonly number[], from: number, to: number): { start: number[]; count: number[] }[] {
+  if (from >= to) return [];
+  if (shape.length <= 1) return [{ start: shape.length ? [from] : [], count: shape.length ? [to - from] : [] }];
+  const rest = shape.slice(1);
+  const per = product(rest);
+  const within = (row: number, a: number, b: number): { start: number[]; count: number[] }[] =>
+    flatBoxes(rest, a, b).map((x) => ({ start: [row, ...x.start], count: [1, ...x.count] }));
   const r0 = Math.floor(from / per);
-  const r1 = Math.ceil(to / per);
-  const [rows] = (yield { reads: [{ part, start: [r0, ...tail.map(() => 0)], count: [r1 - r0, ...tail] }] }) as NdArray[];
-  const item = part.dtype.itemsize;
-  const bytes = (toOrder(rows!, 'C').data as Uint8Array).subarray((from - r0 * per) * item, (to - r0 * per) * item);
+  const r1 = Math.floor(to / per);
+  if (r0 === r1) return within(r0, from - r0 * per, to - r0 * per);
+  const head = from % per ? within(r0, from - r0 * per, per) : [];
+  const first = from % per ? r0 + 1 : r0;
+  const whole = r1 > first ? [{ start: [first, ...rest.map(() => 0)], count: [r1 - first, ...rest] }] : [];
+  const tail = to % per ? within(r1, 0, to - r1 * per) : [];
+  return [...head, ...whole, ...tail];
+}
+
+/** Index records [from, to) in flat C order, as one 1-d record array (an N-d index is read box by box). */
+function* flatRecords<P extends RaggedSource>(part: P, from: number, to: number): Reading<P, NdArray> {
+  const boxes = flatBoxes(part.shape, from, to);
+  const got = (yield { reads: boxes.map((b) => ({ part, ...b })) }) as NdArray[];
+  if (got.length === 1 && part.shape.length <= 1) return got[0]!;
+  const bytes = new Uint8Array((to - from) * part.dtype.itemsize);
+  let at = 0;
+  for (const a of got) {
+    const raw = toOrder(a, 'C').data as Uint8Array;
+    bytes.set(raw, at);
+    at += raw.length;
+  }
   return new NdArray(part.dtype, [to - from], bytes);
 }
 
