@@ -332,4 +332,32 @@ test('N-d indexes: any run of elements reads exactly its index records and its h
   ), { numRuns: 150 });
 });
 
+test('hostile indexes: offsets that go back, words past 2^53, a malformed title, a text heap that is not bytes — each one clean error', async () => {
+  python(`
+d = ${JSON.stringify(dir)}
+def save(name, a):
+    with open(f"{d}/{name}", "wb") as fh: np.save(fh, a)
+save("h.npy.strings", np.frombuffer(b"abcdefgh", dtype="u1"))
+save("h_back.npy", np.array([(0,), (5,), (3,)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h.npy.strings", "offsets"), "u1")]))
+save("h_huge.npy", np.array([(0, 2**60)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h.npy.strings", "start"), "<u8"), ("stop", "<u8")]))
+save("h_title.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=%zz", "start"), "<u8"), ("stop", "<u8")]))
+save("h_fields.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h.npy.strings", "start"), "<u8"), ("end", "<u8")]))
+save("h_words.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h.npy.strings", "start"), "<f8"), ("stop", "<u8")]))
+save("h_f4.npy", np.zeros(4, "<f4"))
+save("h_notbytes.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h_f4.npy", "start"), "<u8"), ("stop", "<u8")]))`);
+  const back = openRaggedSync(f('h_back.npy'));
+  assert.is(back.get(0), 'abcde');
+  assert.throws(() => back.get(1), (e) => e.code === 'BAD_ARRAY' && /element 1 .* bounds \[5, 3\)/.test(e.message));
+  back.close();
+  const huge = await openRagged(f('h_huge.npy'));
+  try { await huge.get(0); assert.unreachable(); } catch (e) { assert.is(e.code, 'BAD_ARRAY'); assert.match(e.message, /above 2\^53/); }
+  await huge.close();
+  for (const [name, code, pattern] of [['h_title.npy', 'BAD_DESCR', /percent-encoded/], ['h_fields.npy', 'BAD_DESCR', /none of the layouts/], ['h_words.npy', 'BAD_DESCR', /unsigned integers/], ['h_notbytes.npy', 'BAD_ARRAY', /1-d bytes/]]) {
+    assert.throws(() => openRaggedSync(f(name)), (e) => e.code === code && pattern.test(e.message), name);
+    const r = await runCli(['info', f(name)]);
+    assert.is(r.code, 1, name);
+    assert.match(r.stderr, /^npyts: error: [^\n]*\n$/, name);
+  }
+});
+
 test.run();
