@@ -470,7 +470,7 @@ function raggedFieldsOf(dtype: DType): Record<string, RaggedInfo> {
   return out;
 }
 
-const syncIO = { open: (p: string) => openNpySync(p), read: (h: NpyFileHandleSync, s: number[], c: number[]) => h.read(s, c) };
+const blockingFiles = { open: (p: string) => openNpySync(p), read: (h: NpyFileHandleSync, s: number[], c: number[]) => h.read(s, c) };
 
 /**
  * Open a record array some of whose fields are ragged; each element comes back with those fields resolved.
@@ -502,7 +502,7 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
     const out = (rows.toList() as Record<string, unknown>[]).map((rec) => ({ ...rec }));
     for (const [name, info] of Object.entries(fields)) {
       const field = { name: `${path} field '${name}'`, info, heap: heaps[name]!, inner: null };
-      const elements = runSync2(readingPairs(field, pairsOf(field, indexWords(getField(rows, name)), from, to - from)));
+      const elements = readBlocking(readingPairs(field, pairsOf(field, indexWords(getField(rows, name)), from, to - from)));
       elements.forEach((e, k) => { out[k]![name] = e; });
     }
     return out;
@@ -518,7 +518,7 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
 }
 
 /** A reader's steps performed blocking, on files already open. */
-const runSync2 = <T>(reading: Reading<NpyFileHandleSync, T>): T => runReadingSync(reading, syncIO);
+const readBlocking = <T>(reading: Reading<NpyFileHandleSync, T>): T => runReadingSync(reading, blockingFiles);
 
 /**
  * Open a ragged array (its index and heap): elements are read with region reads of both, on demand.
@@ -532,7 +532,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
   const closeAll = (): void => { for (const h of opened) h.close(); };
   let level: RaggedLevel<NpyFileHandleSync>;
   try {
-    level = runReadingSync(openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathOf(i, h, options)), syncIO, opened);
+    level = runReadingSync(openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathOf(i, h, options)), blockingFiles, opened);
   } catch (e) {
     closeAll();
     throw e;
@@ -542,12 +542,12 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
   const tail = heap && level.info.kind !== 'ref' ? heap.shape.slice(1) : [];
   const slice = (from: number, to: number): RaggedElement[] => {
     check(from, to);
-    return runSync2(readingElements(level, from, to));
+    return readBlocking(readingElements(level, from, to));
   };
   const bounds = (i: number | readonly number[]): [number, number] => {
     const k = flat(i);
     check(k, k + 1);
-    return runSync2(readingBounds(level, k));
+    return readBlocking(readingBounds(level, k));
   };
   return {
     path,
@@ -556,7 +556,12 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
     tail,
     bounds,
     shape(i) {
-      if (level.info.kind === 'ref') return (this.get(i) as NdArray).shape;
+      if (level.info.kind === 'ref') {
+        const k = flat(i);
+        check(k, k + 1);
+        const s = level.heap.shape;
+        return level.heap.order === 'F' ? s.slice(0, -1) : s.slice(1); // every reference picks a slice of one shape
+      }
       const [s, e] = bounds(i);
       return [e - s, ...tail];
     },

@@ -69,17 +69,18 @@ export function widthFor(max: number): WordWidth {
 }
 
 /**
- * The index dtype of a layout: ranges `[((title, 'start'), '<u8'), ('stop', '<u8')]`, offsets
+ * The index dtype of a layout (ranges when none is given): ranges `[((title, 'start'), '<u8'), ('stop', '<u8')]`, offsets
  * `[((title, 'offsets'), '<uW')]`, zero-terminated `[((title, 'start'), '<uW')]`, references
  * `[((title, 'ref'), '<u8')]`.
  * @example
  * raggedIndexDType({ kind: 'utf8', heap: 'w.npy.strings', layout: 'ranges' }).descrLiteral;
  */
-export function raggedIndexDType(info: RaggedInfo, width: WordWidth = 8): DType {
-  const words = info.layout === 'offsets' || info.layout === 'zero-terminated' ? width : 8;
+export function raggedIndexDType(info: Omit<RaggedInfo, 'layout'> & { layout?: RaggedLayout }, width: WordWidth = 8): DType {
+  const layout = info.layout ?? 'ranges';
+  const words = layout === 'offsets' || layout === 'zero-terminated' ? width : 8;
   const word = words === 1 ? '|u1' : `<u${words}`;
   const title = `${RAGGED_TAG} kind=${info.kind} heap=${encodeURIComponent(info.heap)}`;
-  return recordDType(FIELDS[info.layout].map((name, i) => ({ name, dtype: word, ...(i === 0 ? { title } : {}) })));
+  return recordDType(FIELDS[layout].map((name, i) => ({ name, dtype: word, ...(i === 0 ? { title } : {}) })));
 }
 
 /**
