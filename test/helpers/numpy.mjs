@@ -1,5 +1,5 @@
 // Bridges the tests to numpy: every fixture and every expected value comes from numpy at test time.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -51,4 +51,12 @@ export function spawnCli(args) {
   const r = spawnSync(process.execPath, [cliBin, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
   if (r.error) throw r.error;
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Run an ES module `code` in a child Node process and SIGKILL it after `ms` milliseconds (crash-safety tests). */
+export async function runThenKill(code, ms) {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: repoRoot, stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, ms));
+  child.kill('SIGKILL');
+  if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
 }

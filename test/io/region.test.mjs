@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
 import { appendNpy, openNpy, openNpySync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, loadNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
-import { numpy, python, scratch } from '../helpers/numpy.mjs';
+import { numpy, python, runThenKill, scratch } from '../helpers/numpy.mjs';
 import { freePort, startNginx, waitForServer } from '../helpers/nginx.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -221,12 +221,9 @@ test('a process killed in the middle of appends leaves a valid file holding a pr
   const entry = join(root, 'packages/core/dist/node.js');
   for (let round = 0; round < 6; round++) {
     python(`np.save(${JSON.stringify(file)}, np.zeros((1, 64), '<i8'))`);
-    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+    await runThenKill(`
       const { appendNpySync } = await import(${JSON.stringify(entry)});
-      for (let k = 1; k < 100000; k++) appendNpySync(${JSON.stringify(file)}, { data: new BigInt64Array(64).fill(BigInt(k)), shape: [1, 64], dtype: '<i8' });`]);
-    await new Promise((r) => setTimeout(r, 150 + round * 120));
-    child.kill('SIGKILL');
-    await new Promise((r) => child.on('exit', r));
+      for (let k = 1; k < 100000; k++) appendNpySync(${JSON.stringify(file)}, { data: new BigInt64Array(64).fill(BigInt(k)), shape: [1, 64], dtype: '<i8' });`, 150 + round * 120);
     const check = JSON.parse(python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'rows': a.shape[0], 'ok': bool((a == np.arange(a.shape[0])[:, None]).all())}))`));
     assert.ok(check.ok, `round ${round}: ${JSON.stringify(check)}`);
     assert.ok(check.rows >= 1);

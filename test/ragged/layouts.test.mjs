@@ -3,7 +3,6 @@
 // against numpy and against the README's snippet, run as written.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +11,7 @@ import {
   appendNpySync, appendRagged, appendRaggedSync, loadNpySync, openRagged, openRaggedRecordsSync, openRaggedSync,
   readNpyHeaderSync, regionStats, saveRagged, saveRaggedSync, saveReferences, saveReferencesSync,
 } from '@npyts/core/node';
-import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import { python, runCli, runThenKill, scratch } from '../helpers/numpy.mjs';
 import fc from 'fast-check';
 import { startNginx } from '../helpers/nginx.mjs';
 
@@ -153,6 +152,13 @@ print(json.dumps([[to_json(h[${pick.replace('r]', 'refs[tuple(p)]]')}), js(ragge
     r.close();
   }
   assert.throws(() => saveReferencesSync(f('picks_bad.npy'), { data: new Int32Array([100]), shape: [1] }, 'frames.npy'), (e) => e.code === 'BAD_ARRAY' && /outside the heap's 100 rows/.test(e.message));
+  // A heap given as a Fortran-ordered array whose layout is also C's is written in C order, as numpy
+  // would: references pick along its first axis, and are checked against that axis.
+  const flatF = new NdArray(loadNpySync(f('frames.npy')).dtype, [1, 5], new Float32Array([1, 2, 3, 4, 5]), 'F');
+  saveReferencesSync(f('picks_free.npy'), { data: new Int32Array([0, 0]), shape: [2] }, flatF);
+  assert.equal(withSnippet(`print(json.dumps([np.isfortran(np.load(${JSON.stringify(f('picks_free.npy.heap'))})), js(ragged_element(${JSON.stringify(f('picks_free.npy'))}, 1))]))`), [false, [1, 2, 3, 4, 5]]);
+  assert.equal(arrayToJSON(openRaggedSync(f('picks_free.npy')).get(1)), [1, 2, 3, 4, 5]);
+  assert.throws(() => saveReferencesSync(f('picks_free2.npy'), { data: new Int32Array([3]), shape: [1] }, flatF), (e) => e.code === 'BAD_ARRAY' && /outside the heap's 1 rows/.test(e.message));
   // An index numpy wrote itself, with a reference past the heap: refused when read.
   python(`np.save(${JSON.stringify(f('picks_np.npy'))}, np.array([(3,), (100,)], dtype=[(("npyts.ragged:v1 kind=ref heap=frames.npy", "ref"), "<u8")]))`);
   const np = openRaggedSync(f('picks_np.npy'));
@@ -235,6 +241,7 @@ test('records: array fields over heap1, heap2…, every string field over one .s
     assert.equal(h.slice(0, 2).map(json), expected);
     h.close();
   }
+  assert.throws(() => saveRaggedSync(join(sub, 'grid.npy'), records, { shape: [2, 1] }), (e) => e.code === 'BAD_ARRAY' && /records with ragged fields are 1-d/.test(e.message));
   assert.equal(readdirSync(sub).sort(), ['clips_ranges.npy', 'clips_ranges.npy.heap1', 'clips_ranges.npy.heap2', 'clips_ranges.npy.strings', 'clips_zero-terminated.npy', 'clips_zero-terminated.npy.heap1', 'clips_zero-terminated.npy.heap2', 'clips_zero-terminated.npy.strings']);
 });
 
@@ -270,12 +277,9 @@ test('kill: appends to offsets and zero-terminated indexes killed midway leave a
     const file = f(`log_${layout}.npy`);
     for (let round = 0; round < 3; round++) {
       saveRaggedSync(file, ['s0'], { layout });
-      const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      await runThenKill(`
         const { appendRaggedSync } = await import(${JSON.stringify(entry)});
-        for (let i = 1; i < 1e6; i++) appendRaggedSync(${JSON.stringify(file)}, ['s' + i]);`]);
-      await new Promise((r) => setTimeout(r, 250 + round * 200));
-      child.kill('SIGKILL');
-      await new Promise((r) => child.on('exit', r));
+        for (let i = 1; i < 1e6; i++) appendRaggedSync(${JSON.stringify(file)}, ['s' + i]);`, 250 + round * 200);
       appendRaggedSync(file, ['after']);
       const got = viaSnippet(file);
       const n = got.length - 1;

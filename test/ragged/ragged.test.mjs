@@ -3,7 +3,6 @@
 // midway) leave valid files, cross-file references hold, and a million strings are sampled cheaply.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +11,7 @@ import {
   saveRaggedSync, openRaggedSync, openRagged, isRagged, appendRaggedSync, regionStats, loadNpySync,
   saveRagged, appendRagged, saveObjectArrayAsRagged, openRaggedRecordsSync,
 } from '@npyts/core/node';
-import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import { python, runCli, runThenKill, scratch } from '../helpers/numpy.mjs';
 import fc from 'fast-check';
 import { startViewer } from '../../viewer/serve.mjs';
 
@@ -154,12 +153,9 @@ test('appends: many, and a process killed midway leaves a valid prefix', async (
   const entry = join(root, 'packages/core/dist/node.js');
   for (let round = 0; round < 4; round++) {
     saveRaggedSync(file, ['s0']);
-    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+    await runThenKill(`
       const { appendRaggedSync } = await import(${JSON.stringify(entry)});
-      for (let i = 1; i < 1e6; i++) appendRaggedSync(${JSON.stringify(file)}, ['s' + i]);`]);
-    await new Promise((r) => setTimeout(r, 200 + round * 150));
-    child.kill('SIGKILL');
-    await new Promise((r) => child.on('exit', r));
+      for (let i = 1; i < 1e6; i++) appendRaggedSync(${JSON.stringify(file)}, ['s' + i]);`, 200 + round * 150);
     const check = JSON.parse(withSnippet(`
 n = len(np.load(${JSON.stringify(file)}))
 print(json.dumps({'n': n, 'ok': all(ragged_element(${JSON.stringify(file)}, i) == f's{i}' for i in range(n))}))`));

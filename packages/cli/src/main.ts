@@ -470,7 +470,9 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   if (p.flags.has('--dtype') && !textIn) throw new UsageError('--dtype is for reading a .csv or .tsv file');
   checkIsFile(input.file);
   const layout = p.flags.get('--layout');
-  if (layout !== undefined && (!p.flags.has('--ragged') || !['ranges', 'offsets', 'zero-terminated'].includes(String(layout)))) {
+  const layouts = ['ranges', 'offsets', 'zero-terminated'] as const;
+  const chosen = layouts.find((l) => l === layout);
+  if (layout !== undefined && (!p.flags.has('--ragged') || !chosen)) {
     throw new UsageError('--layout goes with --ragged and is ranges, offsets or zero-terminated');
   }
   if (p.flags.has('--string-dtype') && !p.flags.has('--object')) throw new UsageError('--string-dtype goes with --object');
@@ -478,7 +480,7 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     if (input.file === '-' || output.file === '-' || input.member !== undefined) throw new UsageError('--ragged and --object convert between files');
     if (p.flags.has('--ragged')) {
       const { array } = loadOne(input);
-      withFile(output.file, () => saveObjectArrayAsRaggedSync(output.file, array, layout ? { layout: layout as 'ranges' } : {}));
+      withFile(output.file, () => saveObjectArrayAsRaggedSync(output.file, array, chosen ? { layout: chosen } : {}));
     } else {
       const objects = withFile(input.label, () => {
         const r = openRaggedSync(input.file);

@@ -6,14 +6,14 @@ import { getField } from '../array/records.js';
 import { toNdArray, type ArraySpec } from '../npy.js';
 import { parseDescr, recordDType, shapeRepr, type DType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
-import { NdArray } from '../array/ndarray.js';
+import { NdArray, isOrderFree } from '../array/ndarray.js';
 import { appendHoldingLock, appendHoldingLockAsync, dropRowsHoldingLock, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
 import type { AsyncOptions } from '../io/handles.js';
 import { readNpyHeader, readNpyHeaderSync, saveNpy, saveNpySync } from './npy-files.js';
 import type { NpyHeader } from '../format/header.js';
 import { withAppendLock, withAppendLockAsync } from './lock.js';
 import { toOrder } from '../array/order.js';
-import { decodeUtf8, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
+import { decodeUtf8, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
 import { levelFacts, openingLevel, pairsOf, readingBounds, readingElements, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
 import { openRaggedWith, type RaggedReader } from '../ragged/readers.js';
 import { arrayFromValues } from '../array/write-value.js';
@@ -67,7 +67,12 @@ export interface SaveRaggedOptions extends RaggedPathOptions {
   heap?: string;
   /** For records: dtypes of the ordinary fields (default from the values: numbers `<f8`, bigints `<i8`, booleans `|b1`). */
   dtypes?: Record<string, string>;
+  /** The index's shape, for an N-d index (elements in C order; ranges and zero-terminated layouts). Default `(n,)`. */
+  shape?: readonly number[];
 }
+
+/** A text heap: 1-d bytes. */
+const bytesArray = (bytes: Uint8Array): NdArray => new NdArray(parseDescr('|u1'), [bytes.length], bytes);
 
 function kindOf(elements: Input[]): 'array' | 'utf8' | 'nested' {
   if (elements.length === 0) return 'array';
@@ -218,7 +223,7 @@ function heapRows(elements: Input[], offset: number, heapDtype?: DType, terminat
   const kind = kindOf(elements);
   if (kind === 'utf8' || (terminated && elements.length === 0)) {
     const { bytes, bounds } = utf8Heap(elements as string[], offset, terminated);
-    return { kind: terminated ? 'utf8z' : 'utf8', rows: new NdArray(arrayFromValues([], '|u1').dtype, [bytes.length], bytes), bounds };
+    return { kind: terminated ? 'utf8z' : 'utf8', rows: bytesArray(bytes), bounds };
   }
   if (terminated) throw new NpyError('BAD_ARRAY', 'the zero-terminated layout holds strings only');
   const bounds = new Float64Array(2 * elements.length);
@@ -285,7 +290,7 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
     } else {
       const heap = `${basename(path)}.heap${++arrayHeaps}`;
       const made = heapRows(values as Input[], 0);
-      yield { op: 'save', path: join(dirname(path), heap), array: made.rows ?? arrayFromValues([], '|u1') };
+      yield { op: 'save', path: join(dirname(path), heap), array: made.rows ?? bytesArray(new Uint8Array(0)) };
       bounds = made.bounds;
       info = { kind: made.kind, heap, layout: 'ranges' };
     }
@@ -296,7 +301,7 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
     const all = new Uint8Array(textBytes);
     let at = 0;
     for (const t of text) { all.set(t, at); at += t.length; }
-    yield { op: 'save', path: join(dirname(path), `${basename(path)}.strings`), array: new NdArray(arrayFromValues([], '|u1').dtype, [textBytes], all) };
+    yield { op: 'save', path: join(dirname(path), `${basename(path)}.strings`), array: bytesArray(all) };
   }
   const dtype = recordDType(specs);
   yield { op: 'save', path, array: arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }) };
@@ -311,9 +316,10 @@ function gridOf(n: number, layout: RaggedLayout, shape?: readonly number[]): num
 }
 
 /** Write a ragged array as steps (see {@link FileStep}): heap first, then the index. */
-function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & { shape?: readonly number[] } = {}): Writing<void> {
+function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): Writing<void> {
   const layout = options.layout ?? 'ranges';
   if (isRecordList(elements)) {
+    if (options.shape) throw new NpyError('BAD_ARRAY', 'records with ragged fields are 1-d; `shape` is for an index of elements');
     yield* savingRecords(path, elements, options.dtypes ?? {}, layout);
     return;
   }
@@ -339,7 +345,7 @@ function* savingRagged(path: string, elements: Input[] | Record<string, unknown>
     else yield { op: 'save', path: heapPath, array: rows };
   } else if (!shared) {
     if (k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
-    yield { op: 'save', path: heapPath, array: arrayFromValues([], '|u1') };
+    yield { op: 'save', path: heapPath, array: bytesArray(new Uint8Array(0)) };
   }
   const info: RaggedInfo = { kind: k, heap: relative(dirname(path), heapPath), layout: nested && layout === 'zero-terminated' ? 'ranges' : layout };
   const index = indexArray(info, bounds, offset);
@@ -356,7 +362,7 @@ function* savingRagged(path: string, elements: Input[] | Record<string, unknown>
  * @example
  * await saveRagged('words.npy', ['a', 'bc', 'def'], { layout: 'offsets' });   // words.npy + words.npy.strings
  */
-export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & { shape?: readonly number[] } & AsyncOptions = {}): Promise<void> {
+export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
   return runAsync(savingRagged(path, elements, options), options.signal);
 }
 
@@ -365,12 +371,9 @@ export function saveRagged(path: string, elements: Input[] | Record<string, unkn
  * @example
  * saveRaggedSync('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
-export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & { shape?: readonly number[] } = {}): void {
+export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
   runSync(savingRagged(path, elements, options));
 }
-
-/** The heap's rows along which references point: the first axis, or the last of a Fortran-ordered heap. */
-const referencedRows = (shape: readonly number[], fortran: boolean): number => (fortran ? shape[shape.length - 1] : shape[0]) ?? 0;
 
 function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions): Writing<void> {
   const heapPath = heapPathOf(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
@@ -378,7 +381,8 @@ function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string
   const h = given ? null : ((yield { op: 'header', path: heapPath }) as NpyHeader);
   const heapShape = given ? given.shape : h!.shape;
   if (heapShape.length === 0) throw new NpyError('BAD_ARRAY', 'references need a heap with at least one axis');
-  const rows = referencedRows(heapShape, given ? given.order === 'F' && given.ndim > 1 : h!.fortranOrder);
+  // The order the heap has (or will have) on disk: saveNpy writes Fortran order only where it differs from C.
+  const { rows } = referencedAxis(heapShape, given ? given.order === 'F' && !isOrderFree(given.shape) : h!.fortranOrder);
   const r = toOrder(toNdArray(refs), 'C');
   if (r.dtype.kind !== 'i' && r.dtype.kind !== 'u') throw new NpyError('BAD_ARRAY', `references must be integers, not ${r.dtype.str}`);
   const words = new Float64Array(r.size);
@@ -559,8 +563,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
       if (level.info.kind === 'ref') {
         const k = flat(i);
         check(k, k + 1);
-        const s = level.heap.shape;
-        return level.heap.order === 'F' ? s.slice(0, -1) : s.slice(1); // every reference picks a slice of one shape
+        return referencedAxis(level.heap.shape, level.heap.order === 'F').slice; // every reference picks a slice of one shape
       }
       const [s, e] = bounds(i);
       return [e - s, ...tail];
@@ -619,7 +622,10 @@ function* appendingRagged(path: string, elements: Input[], options: RaggedPathOp
  * index may share the heap): its length is read and both files grow while no other writer can move them.
  */
 function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
-  const { heapPath } = yield* raggedFacts(path, options);
+  // Only the heap's name is needed to take its lock; the facts are read under both locks below.
+  const info = raggedInfo(((yield { op: 'header', path }) as NpyHeader).dtype);
+  if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
+  const heapPath = heapPathOf(path, info.heap, options);
   function* underHeapLock(): Writing<void> {
     const { index, info, heapDtype, heapLength } = yield* raggedFacts(path, options);
     const { layout, kind } = info;

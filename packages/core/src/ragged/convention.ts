@@ -96,7 +96,7 @@ export function raggedInfo(dtype: DType): RaggedInfo | null {
     throw new NpyError('BAD_DESCR', `ragged index dtype ${JSON.stringify(dtype.descrLiteral)}: ${why}`);
   };
   const names = f.map((x) => x.name).join(',');
-  const layout = (Object.keys(FIELDS) as RaggedLayout[]).find((l) => FIELDS[l].join(',') === names && (l !== 'zero-terminated' || /\bkind=utf8z\b/.test(title)) && (l !== 'ranges' || f.length === 2));
+  const layout = (Object.keys(FIELDS) as RaggedLayout[]).find((l) => FIELDS[l].join(',') === names && (l !== 'zero-terminated' || /\bkind=utf8z\b/.test(title)));
   if (!layout) bad(`its fields (${names}) are none of the layouts (start, stop), (offsets), (start) for kind utf8z, (ref)`);
   const kind = /\bkind=(\S+)/.exec(title)?.[1] as RaggedKind | undefined;
   const heap = /\bheap=(\S+)/.exec(title)?.[1];
@@ -111,6 +111,16 @@ export function raggedInfo(dtype: DType): RaggedInfo | null {
     bad(`the heap name ${JSON.stringify(heap)} is not percent-encoded`);
   }
   return { kind: kind!, heap: path, layout: layout! };
+}
+
+/**
+ * The axis references pick along — the first, or the last of a Fortran-ordered heap — as its
+ * length and the shape of one slice.
+ * @example
+ * referencedAxis([100, 20, 30], false);   // { rows: 100, slice: [20, 30] }
+ */
+export function referencedAxis(shape: readonly number[], fortran: boolean): { rows: number; slice: number[] } {
+  return fortran ? { rows: shape[shape.length - 1] ?? 0, slice: shape.slice(0, -1) } : { rows: shape[0] ?? 0, slice: shape.slice(1) };
 }
 
 /** One element of a ragged array: an array, a string, or (two levels) a list of those. */

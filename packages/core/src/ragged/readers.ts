@@ -3,7 +3,7 @@ import type { DType } from '../format/dtype.js';
 import type { NdArray } from '../array/ndarray.js';
 import { openNpyUrl, type NpyUrlHandle, type UrlOptions } from '../io/url.js';
 import { heapUrlOf, type RaggedElement, type RaggedKind, type RaggedLayout } from './convention.js';
-import { levelFacts, openingLevel, readingBounds, readingElements, runReading, type Reading } from './reading.js';
+import { levelFacts, openingLevel, readingBounds, readingElements, runReading, type RaggedSource, type Reading } from './reading.js';
 
 /** An open ragged array read asynchronously: the index rows, then the heap rows, of each element asked for. */
 export interface RaggedReader {
@@ -33,10 +33,7 @@ export interface RaggedUrlReader extends RaggedReader {
 }
 
 /** What a ragged reader reads from: region reads of a .npy (a file, a URL), closed with the reader. */
-export interface RaggedPart {
-  readonly dtype: DType;
-  readonly shape: number[];
-  readonly order: 'C' | 'F';
+export interface RaggedPart extends RaggedSource {
   read(start: readonly number[], count: readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<NdArray>;
   close?(): Promise<void>;
 }

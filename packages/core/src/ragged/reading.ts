@@ -8,7 +8,7 @@ import type { DType } from '../format/dtype.js';
 import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
-import { decodeUtf8, indexWords, raggedInfo, RAGGED_TAG, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
+import { decodeUtf8, indexWords, raggedInfo, referencedAxis, RAGGED_TAG, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
 
 /** What the reader needs of an open .npy: its dtype, shape and order (reads go through the driver). */
 export interface RaggedSource {
@@ -73,11 +73,10 @@ export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (ind
   return { name, index, info, heapName, heap, inner, shape, length: product(shape) };
 }
 
-/** Rows along which elements are cut (references: the heap's first axis, or its last if Fortran-ordered). */
-function heapRows<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'inner'>): number {
+/** How many rows elements are cut from: the inner level's elements, the referenced axis, or the heap's first axis. */
+function heapRowCount<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'inner'>): number {
   if (lv.inner) return lv.inner.length;
-  const s = lv.heap.shape;
-  return lv.info.kind === 'ref' && lv.heap.order === 'F' ? s[s.length - 1]! : s[0] ?? 0;
+  return referencedAxis(lv.heap.shape, lv.info.kind === 'ref' && lv.heap.order === 'F').rows;
 }
 
 /**
@@ -140,7 +139,7 @@ export function pairsOf<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' 
       pairs[2 * i + 1] = layout === 'offsets' ? words[i + 1]! : layout === 'references' ? words[i]! + 1 : NaN;
     }
   }
-  const rows = heapRows(lv);
+  const rows = heapRowCount(lv);
   for (let i = 0; i < n; i++) {
     const s = pairs[2 * i]!;
     const e = pairs[2 * i + 1]!;
@@ -193,7 +192,10 @@ function* readingRanges<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' 
   return out;
 }
 
-/** Zero-terminated strings by their starts: nearby ones read together, each read grown until its NUL. */
+/**
+ * Zero-terminated strings by their starts: nearby ones read together, each read grown until its NUL.
+ * Each string's stop (its NUL's position) is filled into `pairs`.
+ */
 function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'name'>, pairs: Float64Array): Reading<P, RaggedElement[]> {
   const heap = lv.heap;
   const size = heap.shape[0]!;
@@ -225,7 +227,10 @@ function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>,
         if (out[i] !== undefined) continue;
         const at = pairs[2 * i]! - c.start;
         const nul = c.bytes.indexOf(0, at);
-        if (nul >= 0) out[i] = decodeUtf8(c.bytes.subarray(at, nul));
+        if (nul >= 0) {
+          out[i] = decodeUtf8(c.bytes.subarray(at, nul));
+          pairs[2 * i + 1] = c.start + nul;
+        }
         else if (c.start + c.bytes.length >= size) throw new NpyError('BAD_ARRAY', `zero-terminated string ${i} of ${lv.name} (byte ${pairs[2 * i]}) has no NUL before the heap's end`);
         else pending = true;
       }
@@ -238,9 +243,8 @@ function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>,
 /** References: one slice of the heap each (`heap[ref]`, or `heap[..., ref]` when the heap is Fortran-ordered). */
 function* readingReferences<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'name'>, pairs: Float64Array): Reading<P, RaggedElement[]> {
   const heap = lv.heap;
-  const s = heap.shape;
   const fortran = heap.order === 'F';
-  const rest = fortran ? s.slice(0, -1) : s.slice(1);
+  const rest = referencedAxis(heap.shape, fortran).slice;
   const reads = Array.from({ length: pairs.length / 2 }, (_, i) => {
     const r = pairs[2 * i]!;
     return fortran ? { part: heap, start: [...rest.map(() => 0), r], count: [...rest, 1] } : { part: heap, start: [r, ...rest.map(() => 0)], count: [1, ...rest] };
@@ -272,18 +276,16 @@ export function* readingPairs<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, '
 /** The [start, stop) of element i in its heap (a zero-terminated string's stop excludes its NUL). */
 export function* readingBounds<P extends RaggedSource>(lv: RaggedLevel<P>, i: number): Reading<P, [number, number]> {
   const pairs = yield* locating(lv, i, i + 1);
-  if (lv.info.kind !== 'utf8z') return [pairs[0]!, pairs[1]!];
-  const [text] = yield* readingZeroTerminated(lv, pairs);
-  return [pairs[0]!, pairs[0]! + new TextEncoder().encode(text as string).length];
+  if (lv.info.kind === 'utf8z') yield* readingZeroTerminated(lv, pairs); // finds the stop
+  return [pairs[0]!, pairs[1]!];
 }
 
 /** The ragged shape of a level's elements, as numpy would write it with `*` for ragged axes: `(120, *, 20, 30)`. */
 export function raggedShapeOf<P extends RaggedSource>(lv: RaggedLevel<P>): string {
   const element = (l: RaggedLevel<P>): (number | string)[] => {
     if (l.inner) return ['*', ...element(l.inner)];
-    const s = l.heap.shape;
-    if (l.info.kind === 'ref') return l.heap.order === 'F' ? s.slice(0, -1) : s.slice(1);
-    return ['*', ...s.slice(1)];
+    if (l.info.kind === 'ref') return referencedAxis(l.heap.shape, l.heap.order === 'F').slice;
+    return ['*', ...l.heap.shape.slice(1)];
   };
   return `(${[...lv.shape, ...element(lv)].join(', ')})`;
 }
@@ -305,7 +307,7 @@ export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
     indexShape: [...lv.shape],
     raggedShape: raggedShapeOf(lv),
     heapDtype: innermost.heap.dtype,
-    heapLength: heapRows(lv),
+    heapLength: heapRowCount(lv),
     flat(i) {
       if (typeof i === 'number') return i;
       if (i.length !== lv.shape.length || i.some((x, a) => !Number.isInteger(x) || x < 0 || x >= lv.shape[a]!)) {
