@@ -336,7 +336,7 @@ test('N-d indexes: any run of elements reads exactly its index records and its h
   ), { numRuns: 150 });
 });
 
-test('hostile indexes: offsets that go back, words past 2^53, a malformed title, a text heap that is not bytes — each one clean error', async () => {
+test('hostile indexes: offsets that go back, words past 2^53, a malformed title, a text heap that is not bytes, indexes in a cycle — each one clean error', async () => {
   python(`
 d = ${JSON.stringify(dir)}
 def save(name, a):
@@ -348,6 +348,9 @@ save("h_title.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=
 save("h_fields.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h.npy.strings", "start"), "<u8"), ("end", "<u8")]))
 save("h_words.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h.npy.strings", "start"), "<f8"), ("stop", "<u8")]))
 save("h_f4.npy", np.zeros(4, "<f4"))
+save("h_self.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=array heap=h_self.npy", "start"), "<u8"), ("stop", "<u8")]))
+save("h_a.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=array heap=h_b.npy", "start"), "<u8"), ("stop", "<u8")]))
+save("h_b.npy", np.array([(0,), (1,)], dtype=[(("npyts.ragged:v1 kind=array heap=h_a.npy", "offsets"), "u1")]))
 save("h_notbytes.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h_f4.npy", "start"), "<u8"), ("stop", "<u8")]))`);
   const back = openRaggedSync(f('h_back.npy'));
   assert.is(back.get(0), 'abcde');
@@ -356,7 +359,12 @@ save("h_notbytes.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 he
   const huge = await openRagged(f('h_huge.npy'));
   try { await huge.get(0); assert.unreachable(); } catch (e) { assert.is(e.code, 'BAD_ARRAY'); assert.match(e.message, /above 2\^53/); }
   await huge.close();
-  for (const [name, code, pattern] of [['h_title.npy', 'BAD_DESCR', /percent-encoded/], ['h_fields.npy', 'BAD_DESCR', /none of the layouts/], ['h_words.npy', 'BAD_DESCR', /unsigned integers/], ['h_notbytes.npy', 'BAD_ARRAY', /1-d bytes/]]) {
+  // Indexes whose titles lead back to themselves: refused, by every reader and by appends, not followed forever.
+  for (const name of ['h_self.npy', 'h_a.npy']) {
+    try { await openRagged(f(name)); assert.unreachable(name); } catch (e) { assert.is(e.code, 'BAD_ARRAY', String(e)); assert.match(e.message, /form a cycle/); }
+    assert.throws(() => appendRaggedSync(f(name), [[arrayFromValues([1], '<i4')]]), (e) => e.code === 'BAD_ARRAY' && /form a cycle/.test(e.message), name);
+  }
+  for (const [name, code, pattern] of [['h_self.npy', 'BAD_ARRAY', /form a cycle/], ['h_title.npy', 'BAD_DESCR', /percent-encoded/], ['h_fields.npy', 'BAD_DESCR', /none of the layouts/], ['h_words.npy', 'BAD_DESCR', /unsigned integers/], ['h_notbytes.npy', 'BAD_ARRAY', /1-d bytes/]]) {
     assert.throws(() => openRaggedSync(f(name)), (e) => e.code === code && pattern.test(e.message), name);
     const r = await runCli(['info', f(name)]);
     assert.is(r.code, 1, name);

@@ -73,7 +73,8 @@ void asyncApi;
 
 // Sources in any runtime, memory maps, OPFS access handles and ragged readers keep the types too.
 import { openNpy as openAnywhere, openNpyAccessHandle, type SyncAccessHandle } from '@npyts/core';
-import { createNpy, createNpySync, openRagged, openRaggedSync, saveRagged, saveRaggedSync, saveReferences, type MappedArray } from '@npyts/core/node';
+import { createNpy, createNpySync, openRagged, openRaggedSync, raggedToObjectArray, saveNpySync, saveRagged, saveRaggedSync, saveReferences, type MappedArray } from '@npyts/core/node';
+import { stringDTypeCodec } from '@npyts/core/pickle';
 import type { RaggedElement, RaggedLayout } from '@npyts/core';
 async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   const fromBlob = await openAnywhere(blob, { expect: '<u2' });
@@ -104,6 +105,8 @@ async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   expectTypeOf(grid.get([1, 0])).toEqualTypeOf<RaggedElement>();
   expectTypeOf(await words.bounds([0])).toEqualTypeOf<[number, number]>();
   expectTypeOf(words.raggedShape).toEqualTypeOf<string>();
+  // A ragged array of strings back to numpy 2's StringDType, through the codec slot every writer has.
+  saveNpySync('strings.npy', raggedToObjectArray(grid), { pickle: stringDTypeCodec });
 }
 void moreApi;
 expectTypeOf(openNpyUrl('http://h/x.npy', { expect: '<u2' })).resolves.toMatchTypeOf<{ read(s: number[], c: number[]): Promise<NdArray<'<u2'>> }>();

@@ -13,7 +13,7 @@ import { readNpyHeader, readNpyHeaderSync, saveNpy, saveNpySync } from './npy-fi
 import type { NpyHeader } from '../format/header.js';
 import { withAppendLock, withAppendLockAsync } from './lock.js';
 import { toOrder } from '../array/order.js';
-import { decodeUtf8, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
+import { decodeUtf8, followHeap, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
 import { levelFacts, openingLevel, pairsOf, readingBounds, readingElements, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
 import { openRaggedWith, type RaggedReader } from '../ragged/readers.js';
 import { arrayFromValues } from '../array/write-value.js';
@@ -601,15 +601,16 @@ export async function isRagged(path: string, options: AsyncOptions = {}): Promis
 }
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
-function* raggedFacts(path: string, options: RaggedPathOptions): Writing<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heapDtype: DType; heapLength: number }> {
+function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly string[] = [resolve(path)]): Writing<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heapDtype: DType; heapLength: number }> {
   const index = (yield { op: 'header', path }) as NpyHeader;
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   if (info.kind === 'ref') throw new NpyError('BAD_ARRAY', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
   const heapPath = heapPathOf(path, info.heap, options);
+  const followed = followHeap(chain, heapPath);
   const heap = (yield { op: 'header', path: heapPath }) as NpyHeader;
   // Two levels: the heap is itself an index; the arrays' dtype is that of its own heap.
-  const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options)).heapDtype : heap.dtype;
+  const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options, followed)).heapDtype : heap.dtype;
   return { index, info, heapPath, heapDtype, heapLength: heap.shape[0] ?? 0 };
 }
 
@@ -626,6 +627,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
   const info = raggedInfo(((yield { op: 'header', path }) as NpyHeader).dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   const heapPath = heapPathOf(path, info.heap, options);
+  followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
   function* underHeapLock(): Writing<void> {
     const { index, info, heapDtype, heapLength } = yield* raggedFacts(path, options);
     const { layout, kind } = info;

@@ -123,6 +123,19 @@ export function referencedAxis(shape: readonly number[], fortran: boolean): { ro
   return fortran ? { rows: shape[shape.length - 1] ?? 0, slice: shape.slice(0, -1) } : { rows: shape[0] ?? 0, slice: shape.slice(1) };
 }
 
+/** How deep indexes may nest (an index whose heap is an index, …): far past any real use, and a file cannot make a reader loop. */
+export const MAX_RAGGED_DEPTH = 32;
+
+/**
+ * The chain of indexes followed so far with `next` added, refused when `next` is already in it (a
+ * cycle a file's title made) or the chain is deeper than {@link MAX_RAGGED_DEPTH}.
+ */
+export function followHeap(chain: readonly string[], next: string): string[] {
+  if (chain.includes(next)) throw new NpyError('BAD_ARRAY', `ragged indexes form a cycle: ${[...chain.slice(chain.indexOf(next)), next].join(' → ')}`);
+  if (chain.length >= MAX_RAGGED_DEPTH) throw new NpyError('BAD_ARRAY', `ragged indexes nest deeper than ${MAX_RAGGED_DEPTH} levels (${chain[0]} → …)`);
+  return [...chain, next];
+}
+
 /** One element of a ragged array: an array, a string, or (two levels) a list of those. */
 export type RaggedElement = NdArray | string | RaggedElement[];
 

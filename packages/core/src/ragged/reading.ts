@@ -8,7 +8,7 @@ import type { DType } from '../format/dtype.js';
 import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
-import { decodeUtf8, indexWords, raggedInfo, referencedAxis, RAGGED_TAG, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
+import { decodeUtf8, followHeap, indexWords, raggedInfo, referencedAxis, RAGGED_TAG, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
 
 /** What the reader needs of an open .npy: its dtype, shape and order (reads go through the driver). */
 export interface RaggedSource {
@@ -47,7 +47,7 @@ export interface RaggedLevel<P> {
 const product = (xs: readonly number[]): number => xs.reduce((p, x) => p * x, 1);
 
 /** Open an index and its heap (and an inner level): `heapOf` names the heap, confined by the caller's rules. */
-export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (index: string, heap: string) => string, opened?: P): Reading<P, RaggedLevel<P>> {
+export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (index: string, heap: string) => string, opened?: P, chain: readonly string[] = [name]): Reading<P, RaggedLevel<P>> {
   const index = opened ?? ((yield { open: name }) as P);
   const info = raggedInfo(index.dtype);
   if (!info) {
@@ -55,8 +55,9 @@ export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (ind
     throw new NpyError('BAD_DESCR', `${name} is not a ragged index (its dtype has no ${RAGGED_TAG} title)${fields}`);
   }
   const heapName = heapOf(name, info.heap);
+  const followed = followHeap(chain, heapName);
   const heap = (yield { open: heapName }) as P;
-  const inner = raggedInfo(heap.dtype) ? yield* openingLevel(heapName, heapOf, heap) : null;
+  const inner = raggedInfo(heap.dtype) ? yield* openingLevel(heapName, heapOf, heap, followed) : null;
   const bad = (why: string): never => {
     throw new NpyError('BAD_ARRAY', `the ragged index ${name} (${info.layout}, kind ${info.kind}): ${why}`);
   };
