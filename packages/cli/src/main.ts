@@ -3,7 +3,7 @@ import {
   NpyError, checkDataSize, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive,
 } from '@npyts/core';
-import { loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { checkRegularFile, loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
@@ -226,9 +226,7 @@ function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: N
 
 function checkIsFile(file: string): void {
   if (file === '-') return;
-  withFile(file, () => {
-    if (!statSync(file).isFile()) throw Object.assign(new Error('is not a regular file'), { code: 'EISDIR' });
-  });
+  withFile(file, () => checkRegularFile(file));
 }
 
 function cmdInfo(p: Parsed, io: Io): void {

@@ -23,6 +23,10 @@ export type NpyErrorCode =
   | 'LOCKED'
   | 'UNEXPECTED_DTYPE'
   | 'UNSAFE_PATH'
+  /** An object dtype where data is written in place (its data is a pickle, not fixed-size slots). */
+  | 'OBJECT_IN_PLACE'
+  /** A path that is not a regular file (a FIFO, a device, a directory) where a file is read or written. */
+  | 'NOT_A_FILE'
   /** Model weights and an archive disagree (names, shapes, dtypes): every mismatch is listed. */
   | 'WEIGHT_MISMATCH';
 

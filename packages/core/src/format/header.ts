@@ -244,6 +244,21 @@ export function checkDimensions(ndim: number, offset?: number): void {
   }
 }
 
+/**
+ * Refuse a shape no reader could take: dimensions that are not non-negative integers, more than
+ * {@link MAX_DIMS} of them, or data past 2^53 bytes (the same limits the reader applies), so a
+ * writer never puts a header on disk that numpy or npyts would refuse.
+ */
+export function checkShapeToWrite(dtype: DType, shape: readonly number[]): void {
+  checkDimensions(shape.length);
+  for (const d of shape) {
+    if (!Number.isSafeInteger(d) || d < 0) throw new NpyError('BAD_SHAPE', `shape ${shapeRepr(shape)}: dimensions must be non-negative integers, not ${String(d)}`);
+  }
+  if (!Number.isSafeInteger(exactSize([...shape], 0) * dtype.itemsize)) {
+    throw new NpyError('SIZE_OVERFLOW', `an array of shape ${shapeRepr(shape)} and item size ${dtype.itemsize} is larger than 2^53 bytes`);
+  }
+}
+
 /** numpy's header dict text: sorted keys, the repr of each value, a trailing ', '. */
 function dictText(dtype: DType, shape: readonly number[], fortranOrder: boolean): string {
   return `{'descr': ${dtype.descrLiteral}, 'fortran_order': ${fortranOrder ? 'True' : 'False'}, 'shape': ${shapeRepr(shape)}, }`;
@@ -312,7 +327,7 @@ function wrapHeader(text: Uint8Array, major: 1 | 2 | 3): Uint8Array | null {
  * encodeHeader(parseDescr('<f4'), [2, 3], false).length;   // 128: data starts 64-byte aligned
  */
 export function encodeHeader(dtype: DType, shape: readonly number[], fortranOrder: boolean, version?: 1 | 2 | 3): Uint8Array {
-  checkDimensions(shape.length);
+  checkShapeToWrite(dtype, shape);
   const text = pythonHeaderText(dtype, shape, fortranOrder);
   const latin = isLatin1(text);
   const tryVersions: (1 | 2 | 3)[] = version ? [version] : latin ? [1, 2] : [3];

@@ -4,7 +4,7 @@
  * append and the layout of a new file live here; the sources only move bytes.
  */
 import { allocateBuffer } from '../array/memory.js';
-import { checkDataSize, toNdArray, type ArraySpec } from '../npy.js';
+import { checkDataSize, hasObject, toNdArray, type ArraySpec } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
 import { planRegion, regionArray, regionReads, regionStats, type OpenNpy, type RegionPlan } from './region.js';
@@ -196,6 +196,10 @@ export interface CreateOptions {
 /** The header of a new file and its size (header plus data). */
 export function newFileLayout(options: CreateOptions): { headerBytes: Uint8Array; fileSize: number } {
   const dtype = parseDescr(options.dtype);
+  if (hasObject(dtype)) {
+    throw new NpyError('OBJECT_IN_PLACE', `cannot create a file of ${dtype.str} in place: object arrays are stored as a pickle, not in fixed-size slots; build the array and save it with saveNpy`);
+  }
+  if (!Array.isArray(options.shape)) throw new NpyError('BAD_SHAPE', 'createNpy needs a shape: an array of non-negative integers');
   const fortran = options.order === 'F';
   const headerBytes = encodeHeader(dtype, options.shape, fortran && !isOrderFree(options.shape), options.version);
   return { headerBytes, fileSize: headerBytes.length + shapeSize(options.shape) * dtype.itemsize };

@@ -2,9 +2,56 @@
  * File helpers shared by every file operation, blocking (file descriptors) and async (FileHandles):
  * whole reads and writes, and saves written beside the target.
  */
-import { closeSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
+import { NpyError } from '../errors.js';
+
+/** Refuse what is not a regular file: a FIFO, a socket or a device would make a read wait forever, a directory fails later less clearly. */
+function checkRegular(path: string, stats: Stats): void {
+  if (stats.isFile()) return;
+  const what = stats.isFIFO() ? 'a FIFO' : stats.isDirectory() ? 'a directory' : stats.isSocket() ? 'a socket' : stats.isCharacterDevice() || stats.isBlockDevice() ? 'a device' : 'not a regular file';
+  throw new NpyError('NOT_A_FILE', `${path} is ${what}; npyts reads and writes regular files only (copy the data to a file first)`);
+}
+
+/**
+ * Refuse `path` unless it is a regular file (`NOT_A_FILE` names what it is), following links.
+ * @example
+ * checkRegularFile('/tmp/fifo');   // throws: /tmp/fifo is a FIFO; npyts reads and writes regular files only …
+ */
+export function checkRegularFile(path: string): void {
+  checkRegular(path, statSync(path));
+}
+
+/** Open flags of an existing file: non-blocking, so that opening a FIFO returns at once (and is then refused) instead of waiting for a writer. */
+const openFlags = (mode: 'r' | 'r+'): number => (mode === 'r+' ? constants.O_RDWR : constants.O_RDONLY) | constants.O_NONBLOCK;
+
+/**
+ * Open an existing regular file for reading (`'r'`) or reading and writing (`'r+'`); anything else
+ * (a FIFO, a device, a directory) is refused with `NOT_A_FILE` before a byte is read.
+ */
+export function openFileSync(path: string, mode: 'r' | 'r+' = 'r'): number {
+  const fd = openSync(path, openFlags(mode));
+  try {
+    checkRegular(path, fstatSync(fd));
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+  return fd;
+}
+
+/** {@link openFileSync}, async. */
+export async function openFile(path: string, mode: 'r' | 'r+' = 'r'): Promise<FileHandle> {
+  const fh = await openAsync(path, openFlags(mode));
+  try {
+    checkRegular(path, await fh.stat());
+  } catch (e) {
+    await fh.close();
+    throw e;
+  }
+  return fh;
+}
 
 /** Largest single read or write; Node refuses more than 2 GiB per call. */
 const IO_CHUNK = 1 << 30;
@@ -28,7 +75,7 @@ export function writeFully(fd: number, bytes: Uint8Array, position?: number): vo
   }
 }
 /** A temporary name beside `path`, unique to this process and call. */
-function tempBeside(path: string): string {
+export function tempBeside(path: string): string {
   return `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2, 8)}.tmp`;
 }
 

@@ -8,7 +8,7 @@ export {
   readHeaderFromFd, readNpyHeader, readNpyHeaderSync, loadNpy, loadNpySync, saveNpy, saveNpySync,
   type LoadOptions, type LoadOptionsAsync, type SaveOptions,
 } from './npy-files.js';
-export { writeBeside, writeBesideAsync, type AsyncOptions } from './fd.js';
+export { checkRegularFile, writeBeside, writeBesideAsync, type AsyncOptions } from './fd.js';
 export {
   zlibCodec, fileSource, loadNpz, loadNpzSync, saveNpz, saveNpzSync, streamNpzMember, openNpzMember, openNpzMemberSync,
   NpzArchive, NpzFile, type NpzFileOptions, type SaveNpzOptions,

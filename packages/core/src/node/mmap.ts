@@ -13,6 +13,7 @@ import { NpyError } from '../errors.js';
 import type { StorageOf } from '../format/descr-types.js';
 import { mapFile, mapUnavailable, unmapFile } from './native.js';
 import { readHeaderFromFd } from './npy-files.js';
+import { openFileSync } from './fd.js';
 
 /** numpy's mmap modes: read, read and write the file, copy-on-write (writes stay in this process). */
 export type MapMode = 'r' | 'r+' | 'c';
@@ -68,7 +69,7 @@ export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {})
   if (unavailable) {
     throw new NpyError('BAD_ARRAY', `memory maps need @npyts/native (${unavailable}); read regions with openNpy(path).read(start, count) instead`);
   }
-  const fd = openSync(path, mode === 'r+' ? 'r+' : 'r');
+  const fd = openFileSync(path, mode === 'r+' ? 'r+' : 'r');
   try {
     const header = readHeaderFromFd(fd, options);
     checkDataPresent(header, fstatSync(fd).size - header.dataOffset);

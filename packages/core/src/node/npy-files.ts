@@ -16,7 +16,7 @@ import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
 import { pickleCodec } from '../pickle/index.js';
 import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
-import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { openFile, openFileSync, readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 
 /**
  * Read just the header of an open file (a few hundred bytes in the common case).
@@ -44,7 +44,7 @@ export function readHeaderFromHandle(fh: FileHandle, options: DecodeOptions & As
  * const { shape, dtype } = await readNpyHeader('big.npy');
  */
 export async function readNpyHeader(path: string, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
-  const fh = await openAsync(path, 'r');
+  const fh = await openFile(path);
   try {
     return await readHeaderFromHandle(fh, options);
   } finally {
@@ -58,7 +58,7 @@ export async function readNpyHeader(path: string, options: DecodeOptions & Async
  * const { shape } = readNpyHeaderSync('big.npy');
  */
 export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): NpyHeader {
-  const fd = openSync(path, 'r');
+  const fd = openFileSync(path);
   try {
     return readHeaderFromFd(fd, options);
   } finally {
@@ -116,7 +116,7 @@ export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Pro
   const { signal } = options;
   signal?.throwIfAborted();
   if (options.mmap) return mapNpy(path, options.mmap, options);
-  const fh = await openAsync(path, 'r');
+  const fh = await openFile(path);
   try {
     const header = await readHeaderFromHandle(fh, options);
     const fileSize = (await fh.stat()).size;
@@ -151,7 +151,7 @@ export function loadNpySync<const S extends DescrInput>(path: string, options: L
 export function loadNpySync(path: string, options?: LoadOptions): NdArray;
 export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
   if (options.mmap) return mapNpy(path, options.mmap, options);
-  const fd = openSync(path, 'r');
+  const fd = openFileSync(path);
   try {
     const header = readHeaderFromFd(fd, options);
     const fileSize = fstatSync(fd).size;

@@ -1,9 +1,9 @@
 /** .npz archives on disk: node:zlib as the codec, positional reads of members, streaming writes. */
 import { closeSync, fstatSync, openSync } from 'node:fs';
+import type { Writable } from 'node:stream';
 import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
-import { once } from 'node:events';
 import { kMaxLength } from 'node:buffer';
 import { allocateBuffer, swapBytes } from '../array/memory.js';
 import { checkDataPresent, checkDataSize, hasObject, type DecodeOptions, type Expecting } from '../npy.js';
@@ -16,7 +16,7 @@ import { NpyError } from '../errors.js';
 import { NpzArchive, npzWriting, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from '../npz/archive.js';
 import { WindowedSource } from '../npz/windowed-source.js';
 import { DEFLATED, STORED, checkEntrySizes, checkInflatedSize, checkSupported, checkZipCrc, entryDataOffset, readZipEntryStored, type ByteSource, type ZipCodec, type ZipEntry, type ZipSink } from '../npz/zip.js';
-import { inTurns, readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { inTurns, openFile, openFileSync, readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 import { arrayOverNative } from './npy-files.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../io/handles.js';
 
@@ -94,7 +94,7 @@ export const zlibCodec: ZipCodec = {
  * const z = new NpzArchive(fileSource('big.npz'));
  */
 export function fileSource(path: string): ByteSource {
-  const fd = openSync(path, 'r');
+  const fd = openFileSync(path);
   try {
     const size = fstatSync(fd).size;
     return {
@@ -137,7 +137,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   /** Open `path` and read its central directory. */
   static async open(path: string, options: NpzFileOptions = {}): Promise<NpzFile> {
     options.signal?.throwIfAborted();
-    const fh = await openAsync(path, 'r');
+    const fh = await openFile(path);
     try {
       const { size } = await fh.stat();
       const source = new WindowedSource(size);
@@ -251,14 +251,20 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     // Compressed pieces, each read while the previous one inflates.
     const feed = (async () => {
       const end = entry.compressedSize;
-      const read = (at: number): Promise<Uint8Array> => this.readRange(start + at, Math.min(READ_AHEAD, end - at), signal);
+      // A read ahead is marked handled when it starts: when the feed stops early (an abort, a close,
+      // corrupt data) while one is in flight, its rejection is expected and must not end the process.
+      const read = (at: number): Promise<Uint8Array> => {
+        const piece = this.readRange(start + at, Math.min(READ_AHEAD, end - at), signal);
+        piece.catch(() => {});
+        return piece;
+      };
       let pending: Promise<Uint8Array> | null = end > 0 ? read(0) : null;
       for (let at = 0; pending; ) {
         const piece = await pending;
         if (piece.length === 0) throw new NpyError('TRUNCATED', `deflated data ends after ${at} of ${end} bytes`, { member: entry.name });
         at += piece.length;
         pending = at < end ? read(at) : null;
-        if (!inflater.write(piece)) await once(inflater, 'drain');
+        if (!inflater.write(piece)) await drained(inflater);
       }
       inflater.end();
     })();
@@ -397,6 +403,15 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** Resolves when `stream` takes more input, or rejects when it is destroyed first (which `once(…, 'drain')` would wait for forever). */
+function drained(stream: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (): void => { stream.off('drain', done); stream.off('close', done); if (stream.destroyed) reject(new Error('the inflater was closed')); else resolve(); };
+    stream.once('drain', done);
+    stream.once('close', done);
+  });
 }
 
 async function readRange(fh: FileHandle, offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {

@@ -1,6 +1,6 @@
 /** Ragged arrays on disk: write, open, read elements by region, append (heap first, index after). */
-import { existsSync, realpathSync } from 'node:fs';
-import { access } from 'node:fs/promises';
+import { existsSync, realpathSync, rmSync } from 'node:fs';
+import { access, rm } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { getField } from '../array/records.js';
 import { toNdArray, type ArraySpec } from '../npy.js';
@@ -13,7 +13,7 @@ import { readNpyHeader, readNpyHeaderSync, saveNpy, saveNpySync } from './npy-fi
 import type { NpyHeader } from '../format/header.js';
 import { withAppendLock, withAppendLockAsync } from './lock.js';
 import { toOrder } from '../array/order.js';
-import { decodeUtf8, followHeap, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
+import { decodeUtf8, followHeap, MAX_RAGGED_DEPTH, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
 import { levelFacts, openingLevel, pairsOf, readingBounds, readingElements, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
 import { openRaggedWith, type RaggedReader } from '../ragged/readers.js';
 import { arrayFromValues } from '../array/write-value.js';
@@ -261,7 +261,9 @@ function scalarDescr(name: string, values: unknown[], given?: string): string {
  * array fields range over `main.npy.heap1`, `main.npy.heap2`, … (in field order), and every string
  * field over the one `main.npy.strings`. Other fields are ordinary columns.
  */
-function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>, layout: SaveRaggedOptions['layout']): Writing<void> {
+function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>, layout: SaveRaggedOptions['layout'], taken: readonly string[]): Writing<void> {
+  const strings = freshHeapName(path, `${basename(path)}.strings`, taken);
+  const saves: { path: string; array: NdArray }[] = [];
   const names = Object.keys(records[0]!);
   const specs: { name: string; dtype: DType | string }[] = [];
   const columns: Record<string, unknown[]> = {};
@@ -286,11 +288,11 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
       text.push(heap.bytes);
       textBytes += heap.bytes.length;
       bounds = heap.bounds;
-      info = { kind: terminated ? 'utf8z' : 'utf8', heap: `${basename(path)}.strings`, layout: terminated ? 'zero-terminated' : 'ranges' };
+      info = { kind: terminated ? 'utf8z' : 'utf8', heap: strings, layout: terminated ? 'zero-terminated' : 'ranges' };
     } else {
-      const heap = `${basename(path)}.heap${++arrayHeaps}`;
+      const heap = freshHeapName(path, `${basename(path)}.heap${++arrayHeaps}`, taken);
       const made = heapRows(values as Input[], 0);
-      yield { op: 'save', path: join(dirname(path), heap), array: made.rows ?? bytesArray(new Uint8Array(0)) };
+      saves.push({ path: join(dirname(path), heap), array: made.rows ?? bytesArray(new Uint8Array(0)) });
       bounds = made.bounds;
       info = { kind: made.kind, heap, layout: 'ranges' };
     }
@@ -301,10 +303,12 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
     const all = new Uint8Array(textBytes);
     let at = 0;
     for (const t of text) { all.set(t, at); at += t.length; }
-    yield { op: 'save', path: join(dirname(path), `${basename(path)}.strings`), array: bytesArray(all) };
+    saves.push({ path: join(dirname(path), strings), array: bytesArray(all) });
   }
-  const dtype = recordDType(specs);
-  yield { op: 'save', path, array: arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), dtype, { shape: [records.length] }) };
+  // Every field checked and every array built before the first write.
+  const main = arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), recordDType(specs), { shape: [records.length] });
+  for (const save of saves) yield { op: 'save', ...save };
+  yield { op: 'save', path, array: main };
 }
 
 /** The index shape for `n` elements: `shape` when given (ranges and zero-terminated only), else `(n,)`. */
@@ -315,28 +319,98 @@ function gridOf(n: number, layout: RaggedLayout, shape?: readonly number[]): num
   return [...shape];
 }
 
-/** Write a ragged array as steps (see {@link FileStep}): heap first, then the index. */
+/**
+ * Write a ragged array as steps (see {@link FileStep}). A ragged array already at `path` is replaced
+ * under its append lock (so no append mixes the two), and never in place: the new heaps are written
+ * under names the old index does not use, the new index is renamed over the old one (the one atomic
+ * step), and only then are the old heaps removed. A reader, a crash or an abort at any moment sees the
+ * old array or the new one, never the old index over a new heap.
+ */
 function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): Writing<void> {
-  const layout = options.layout ?? 'ranges';
-  if (isRecordList(elements)) {
-    if (options.shape) throw new NpyError('BAD_ARRAY', 'records with ragged fields are 1-d; `shape` is for an index of elements');
-    yield* savingRecords(path, elements, options.dtypes ?? {}, layout);
+  if (!((yield { op: 'exists', path }) as boolean)) {
+    yield* replacingRagged(path, elements, options, []);
     return;
   }
-  const kind = kindOf(elements as Input[]);
+  yield {
+    op: 'locked',
+    path,
+    body: function* () {
+      yield* replacingRagged(path, elements, options, yield* ownedHeaps(path));
+    },
+  };
+}
+
+/** Heap names an index owns (written by default, and removed when it is replaced): `.heap`, `.strings`, `.heapN`, and their alternates `….1`. */
+const OWNED_SUFFIX = /^\.(heap\d*|strings)(\.1)?$/;
+
+/**
+ * The heaps the ragged file at `path` owns, with those of the indexes they hold (two levels), as
+ * resolved paths; none when the file is absent, unreadable or not ragged. Only names of
+ * {@link OWNED_SUFFIX} beside the index count: a heap named by the caller is never owned.
+ */
+function* ownedHeaps(path: string, chain: readonly string[] = [resolve(path)]): Writing<string[]> {
+  const header = (yield { op: 'header', path, orNull: true }) as NpyHeader | null;
+  if (!header) return [];
+  const infos: RaggedInfo[] = [];
+  try {
+    const top = raggedInfo(header.dtype);
+    if (top) infos.push(top);
+    else for (const f of header.dtype.fields ?? []) { const i = raggedInfo(f.dtype); if (i) infos.push(i); }
+  } catch {
+    return []; // a malformed title: nothing of it is ours to remove
+  }
+  const index = resolve(path);
+  const out: string[] = [];
+  for (const info of infos) {
+    const heap = resolve(dirname(index), info.heap);
+    if (!heap.startsWith(index) || !OWNED_SUFFIX.test(heap.slice(index.length)) || chain.includes(heap) || out.includes(heap)) continue;
+    if (!((yield { op: 'exists', path: heap }) as boolean)) continue;
+    out.push(heap, ...(chain.length < MAX_RAGGED_DEPTH ? yield* ownedHeaps(heap, [...chain, heap]) : []));
+  }
+  return out;
+}
+
+/** `wanted` (a heap name beside the index), or its alternate `wanted.1` when the index being replaced uses `wanted`. */
+function freshHeapName(path: string, wanted: string, taken: readonly string[]): string {
+  return taken.includes(resolve(dirname(path), wanted)) ? `${wanted}.1` : wanted;
+}
+
+/** Write the new heaps and index (replacing one whose heaps are `taken`), then remove the heaps of `taken` the new one does not use. */
+function* replacingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions, taken: readonly string[]): Writing<void> {
+  if (isRecordList(elements)) {
+    if (options.shape) throw new NpyError('BAD_ARRAY', 'records with ragged fields are 1-d; `shape` is for an index of elements');
+    yield* savingRecords(path, elements, options.dtypes ?? {}, options.layout, taken);
+  } else {
+    yield* savingElements(path, elements as Input[], options, taken);
+  }
+  if (!taken.length) return;
+  const kept = yield* ownedHeaps(path);
+  for (const heap of taken) if (!kept.includes(heap)) yield { op: 'remove', path: heap };
+}
+
+/** Write ragged elements: all checks first, then the heap (or rows appended to a shared one), then the index. */
+function* savingElements(path: string, elements: Input[], options: SaveRaggedOptions, taken: readonly string[]): Writing<void> {
+  const layout = options.layout ?? 'ranges';
+  const kind = kindOf(elements);
   const terminated = layout === 'zero-terminated' && kind !== 'nested';
-  const heapName = options.heap ?? `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`;
+  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPathOf(path, options.heap, options) }) as boolean);
+  const heapName = options.heap ?? freshHeapName(path, `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`, taken);
   const heapPath = heapPathOf(path, heapName, options);
-  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPath }) as boolean);
+  if (heapPath === resolve(path)) throw new NpyError('BAD_ARRAY', `${path} cannot be its own heap`);
   if (shared && layout === 'offsets') throw new NpyError('BAD_ARRAY', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
   let offset = 0;
   let heapDtype: DType | undefined;
   if (shared) {
     const h = (yield { op: 'header', path: heapPath }) as NpyHeader;
-    offset = h.shape[0] ?? 0;
+    offset = rowsInHeap(h);
     heapDtype = h.dtype;
   }
-  const { kind: k, rows, bounds, nested } = heapRows(elements as Input[], offset, heapDtype, terminated);
+  const { kind: k, rows, bounds, nested } = heapRows(elements, offset, heapDtype, terminated);
+  const info: RaggedInfo = { kind: k, heap: relative(dirname(path), heapPath), layout: nested && layout === 'zero-terminated' ? 'ranges' : layout };
+  // Every check before the first write: a refused save leaves the files as they were.
+  const grid = info.layout === 'offsets' && !options.shape ? null : gridOf(bounds.length / 2, info.layout, options.shape);
+  if (!nested && !rows && !shared && k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
+  const index = indexArray(info, bounds, offset);
   if (nested) {
     if (shared) yield* appendingRagged(heapPath, nested, {});
     else yield* savingRagged(heapPath, nested, { layout });
@@ -344,12 +418,9 @@ function* savingRagged(path: string, elements: Input[] | Record<string, unknown>
     if (shared) yield* lockedAppend(heapPath, rows);
     else yield { op: 'save', path: heapPath, array: rows };
   } else if (!shared) {
-    if (k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
     yield { op: 'save', path: heapPath, array: bytesArray(new Uint8Array(0)) };
   }
-  const info: RaggedInfo = { kind: k, heap: relative(dirname(path), heapPath), layout: nested && layout === 'zero-terminated' ? 'ranges' : layout };
-  const index = indexArray(info, bounds, offset);
-  yield { op: 'save', path, array: info.layout === 'offsets' ? index : new NdArray(index.dtype, gridOf(bounds.length / 2, info.layout, options.shape), index.data) };
+  yield { op: 'save', path, array: grid ? new NdArray(index.dtype, grid, index.data) : index };
 }
 
 /**
@@ -541,7 +612,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
     closeAll();
     throw e;
   }
-  const { flat, check, ...facts } = levelFacts(level);
+  const { flat, check, checkChunk, ...facts } = levelFacts(level);
   const heap = level.inner ? null : level.heap;
   const tail = heap && level.info.kind !== 'ref' ? heap.shape.slice(1) : [];
   const slice = (from: number, to: number): RaggedElement[] => {
@@ -571,6 +642,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
     get: (i) => slice(flat(i), flat(i) + 1)[0]!,
     slice,
     *chunks(size) {
+      checkChunk(size);
       for (let i = 0; i < level.length; i += size) yield slice(i, Math.min(level.length, i + size));
     },
     close: closeAll,
@@ -601,7 +673,7 @@ export async function isRagged(path: string, options: AsyncOptions = {}): Promis
 }
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
-function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly string[] = [resolve(path)]): Writing<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heapDtype: DType; heapLength: number }> {
+function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly string[] = [resolve(path)]): Writing<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }> {
   const index = (yield { op: 'header', path }) as NpyHeader;
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
@@ -611,7 +683,7 @@ function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly 
   const heap = (yield { op: 'header', path: heapPath }) as NpyHeader;
   // Two levels: the heap is itself an index; the arrays' dtype is that of its own heap.
   const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options, followed)).heapDtype : heap.dtype;
-  return { index, info, heapPath, heapDtype, heapLength: heap.shape[0] ?? 0 };
+  return { index, info, heapPath, heap, heapDtype, heapLength: rowsInHeap(heap) };
 }
 
 function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
@@ -629,7 +701,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
   const heapPath = heapPathOf(path, info.heap, options);
   followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
   function* underHeapLock(): Writing<void> {
-    const { index, info, heapDtype, heapLength } = yield* raggedFacts(path, options);
+    const { index, info, heap, heapDtype, heapLength } = yield* raggedFacts(path, options);
     const { layout, kind } = info;
     const count = index.shape[0] ?? 0;
     let start = heapLength;
@@ -638,7 +710,8 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
       // stopped before its index was written; the index owns its heap, so they are dropped.
       const last = count ? indexWords((yield { op: 'read', path, start: [count - 1], count: [1] }) as NdArray)[0]! : 0;
       if (last > heapLength) throw new NpyError('BAD_ARRAY', `${path} ends at row ${last} of its heap, which has ${heapLength}`);
-      if (last < heapLength) yield { op: 'drop', path: heapPath, rows: last };
+      // A heap that is itself an offsets index keeps one word more than its elements.
+      if (last < heapLength) yield { op: 'drop', path: heapPath, rows: last + (heap.shape[0] ?? 0) - heapLength };
       start = last;
     }
     const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heapDtype : undefined, layout === 'zero-terminated');
@@ -696,7 +769,9 @@ export function appendRaggedSync(path: string, elements: Input[], options: Ragge
 /** One file operation a ragged writer asks for. */
 type FileStep =
   | { op: 'exists'; path: string }
-  | { op: 'header'; path: string }
+  /** The file's .npy header; with `orNull`, null where it cannot be read. */
+  | { op: 'header'; path: string; orNull?: boolean }
+  | { op: 'remove'; path: string }
   | { op: 'read'; path: string; start: number[]; count: number[] }
   | { op: 'save'; path: string; array: NdArray }
   /** Append to a file whose append lock the writer holds. */
@@ -709,6 +784,10 @@ type FileStep =
 /** A writer: yields file steps, is answered with their results, returns its own. */
 type Writing<T> = Generator<FileStep, T, unknown>;
 
+function orNull<T>(f: () => T): T | null {
+  try { return f(); } catch { return null; }
+}
+
 function readSyncOnce(path: string, start: number[], count: number[]): NdArray {
   const h = openNpySync(path);
   try { return h.read(start, count); } finally { h.close(); }
@@ -720,7 +799,8 @@ function runSync<T>(writing: Writing<T>): T {
     const s = step.value;
     switch (s.op) {
       case 'exists': step = writing.next(existsSync(s.path)); break;
-      case 'header': step = writing.next(readNpyHeaderSync(s.path)); break;
+      case 'header': step = writing.next(s.orNull ? orNull(() => readNpyHeaderSync(s.path)) : readNpyHeaderSync(s.path)); break;
+      case 'remove': rmSync(s.path, { force: true }); step = writing.next(); break;
       case 'read': step = writing.next(readSyncOnce(s.path, s.start, s.count)); break;
       case 'save': saveNpySync(s.path, s.array); step = writing.next(); break;
       case 'append': appendHoldingLock(s.path, s.array); step = writing.next(); break;
@@ -737,7 +817,8 @@ async function runAsync<T>(writing: Writing<T>, signal?: AbortSignal): Promise<T
     const s = step.value;
     switch (s.op) {
       case 'exists': step = writing.next(await access(s.path).then(() => true, () => false)); break;
-      case 'header': step = writing.next(await readNpyHeader(s.path, { signal })); break;
+      case 'header': step = writing.next(s.orNull ? await readNpyHeader(s.path, { signal }).catch(() => null) : await readNpyHeader(s.path, { signal })); break;
+      case 'remove': await rm(s.path, { force: true }); step = writing.next(); break;
       case 'read': {
         const h = await openNpy(s.path, { signal });
         try { step = writing.next(await h.read(s.start, s.count, { signal })); } finally { await h.close(); }

@@ -1,6 +1,6 @@
 /** Regions of .npy files larger than memory: region reads and writes, sparse creation, appends. */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from 'node:fs';
-import { open as openAsync, type FileHandle } from 'node:fs/promises';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
+import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from 'node:fs/promises';
 import { checkDataPresent, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength } from '../format/header.js';
@@ -12,7 +12,7 @@ import { gatherRegion } from './native.js';
 import { NpyError } from '../errors.js';
 import { withAppendLock, withAppendLockAsync } from './lock.js';
 import type { NdArray } from '../array/ndarray.js';
-import { readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { openFile, openFileSync, readFully, readFullyAsync, tempBeside, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 import { readHeaderFromFd, readHeaderFromHandle } from './npy-files.js';
 import { mapNpy, type MappedArray } from './mmap.js';
 
@@ -50,7 +50,7 @@ export async function openNpy<const S extends DescrInput>(path: string, options:
 export async function openNpy(path: string, options?: OpenOptions): Promise<NpyFileHandle>;
 export async function openNpy(path: string, options: OpenOptions = {}): Promise<NpyFileHandle> {
   options.signal?.throwIfAborted();
-  const fh = await openAsync(path, options.write ? 'r+' : 'r');
+  const fh = await openFile(path, options.write ? 'r+' : 'r');
   try {
     const header = await readHeaderFromHandle(fh, options);
     checkDataPresent(header, (await fh.stat()).size - header.dataOffset);
@@ -70,7 +70,7 @@ export async function openNpy(path: string, options: OpenOptions = {}): Promise<
 export function openNpySync<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandleSync<S>;
 export function openNpySync(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandleSync;
 export function openNpySync(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandleSync {
-  const fd = openSync(path, options.write ? 'r+' : 'r');
+  const fd = openFileSync(path, options.write ? 'r+' : 'r');
   try {
     const header = readHeaderFromFd(fd, options);
     checkDataPresent(header, fstatSync(fd).size - header.dataOffset);
@@ -100,14 +100,21 @@ export async function createNpy(path: string, options: CreateOptions & AsyncOpti
     createNpySync(path, plain).close();
     return mapNpy(path, 'r+');
   }
+  // Checked before anything is touched, then made beside the target and renamed over it: a refused
+  // or failed create leaves an existing file as it was.
   const { headerBytes, fileSize } = newFileLayout(options);
-  const fh = await openAsync(path, 'w+');
+  const temp = tempBeside(path);
+  const fh = await openAsync(temp, 'wx+');
   try {
     await writeFullyAsync(fh, headerBytes, 0, options.signal);
     await fh.truncate(fileSize);
-    return openHandle(path, fileIOAsync(fh), await readHeaderFromHandle(fh));
+    const header = await readHeaderFromHandle(fh);
+    options.signal?.throwIfAborted();
+    await renameAsync(temp, path);
+    return openHandle(path, fileIOAsync(fh), header);
   } catch (e) {
     await fh.close();
+    await rmAsync(temp, { force: true });
     throw e;
   }
 }
@@ -126,13 +133,17 @@ export function createNpySync(path: string, options: CreateOptions & { mmap?: bo
     return mapNpy(path, 'r+');
   }
   const { headerBytes, fileSize } = newFileLayout(options);
-  const fd = openSync(path, 'w+');
+  const temp = tempBeside(path);
+  const fd = openSync(temp, 'wx+');
   try {
     writeFully(fd, headerBytes);
     ftruncateSync(fd, fileSize);
-    return openHandleSync(path, fileIO(fd), readHeaderFromFd(fd));
+    const header = readHeaderFromFd(fd);
+    renameSync(temp, path);
+    return openHandleSync(path, fileIO(fd), header);
   } catch (e) {
     closeSync(fd);
+    rmSync(temp, { force: true });
     throw e;
   }
 }
@@ -189,7 +200,7 @@ export async function appendNpy(path: string, input: NdArray | ArraySpec, option
 }
 
 export async function appendHoldingLockAsync(path: string, input: NdArray | ArraySpec, signal?: AbortSignal): Promise<void> {
-  const fh = await openAsync(path, 'r+');
+  const fh = await openFile(path, 'r+');
   try {
     const plan = planAppend(path, await readHeaderFromHandle(fh, { signal }), input, (await fh.stat()).size);
     const { header } = plan;
@@ -229,7 +240,7 @@ export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
 
 /** {@link appendNpySync} for a caller that holds the file's append lock already (see lock.ts). */
 export function appendHoldingLock(path: string, input: NdArray | ArraySpec): void {
-  const fd = openSync(path, 'r+');
+  const fd = openFileSync(path, 'r+');
   try {
     const plan = planAppend(path, readHeaderFromFd(fd), input, fstatSync(fd).size);
     const { header } = plan;
@@ -266,7 +277,7 @@ export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/hand
  * header's shape are what an interrupted writer left; only a file's owner may drop them.
  */
 export function dropRowsHoldingLock(path: string, rows: number): void {
-  const fd = openSync(path, 'r+');
+  const fd = openFileSync(path, 'r+');
   try {
     const header = readHeaderFromFd(fd);
     if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!) throw new NpyError('BAD_ARRAY', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);

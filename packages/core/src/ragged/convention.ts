@@ -114,6 +114,17 @@ export function raggedInfo(dtype: DType): RaggedInfo | null {
 }
 
 /**
+ * How many rows a heap offers the index above it: an offsets index has one word more than it has
+ * elements, every other array (a plain heap, or an index of another layout) one row per first-axis entry.
+ * @example
+ * rowsInHeap({ shape: [6], dtype: raggedIndexDType({ kind: 'utf8', heap: 'h', layout: 'offsets' }) });   // 5
+ */
+export function rowsInHeap(header: { shape: readonly number[]; dtype: DType }): number {
+  const rows = header.shape[0] ?? 0;
+  return raggedInfo(header.dtype)?.layout === 'offsets' ? Math.max(0, rows - 1) : rows;
+}
+
+/**
  * The axis references pick along — the first, or the last of a Fortran-ordered heap — as its
  * length and the shape of one slice.
  * @example

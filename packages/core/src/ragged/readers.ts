@@ -55,7 +55,7 @@ export async function openRaggedWith<P extends RaggedPart>(open: (name: string) 
       facts.check(from, to);
       return run(readingElements(level, from, to), options.signal);
     };
-    const { flat, check, ...described } = facts;
+    const { flat, check, checkChunk, ...described } = facts;
     return {
       parts,
       ...described,
@@ -63,6 +63,7 @@ export async function openRaggedWith<P extends RaggedPart>(open: (name: string) 
       slice,
       bounds: (i, options) => { const k = flat(i); check(k, k + 1); return run(readingBounds(level, k), options?.signal); },
       async *chunks(size) {
+        checkChunk(size);
         for (let i = 0; i < level.length; i += size) yield await slice(i, Math.min(level.length, i + size));
       },
       close: closeAll,

@@ -294,7 +294,7 @@ export function raggedShapeOf<P extends RaggedSource>(lv: RaggedLevel<P>): strin
 /** What every reader offers about a level, and the flat position of an element given by index or by multi-index. */
 export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
   length: number; kind: RaggedKind; layout: RaggedLayout; indexShape: number[]; raggedShape: string; heapDtype: DType; heapLength: number;
-  flat(i: number | readonly number[]): number; check(from: number, to: number): void;
+  flat(i: number | readonly number[]): number; check(from: number, to: number): void; checkChunk(size: number): void;
 } {
   let innermost = lv;
   while (innermost.inner) innermost = innermost.inner;
@@ -317,6 +317,9 @@ export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
       return i.reduce((p, x, a) => p * lv.shape[a]! + x, 0);
     },
     check,
+    checkChunk(size) {
+      if (!Number.isSafeInteger(size) || size < 1) throw new NpyError('BAD_ARRAY', `chunks of ${String(size)} elements: the size must be a positive integer`);
+    },
   };
 }
 

@@ -1,0 +1,153 @@
+// Nothing lost, nothing hung (issue 26): a refused create touches nothing, object dtypes are not
+// created in place, FIFOs are refused instead of read forever, chunks(0) is refused, an abort or a
+// close during an inflating read leaves no unhandled rejection, and an empty lock file (a writer
+// killed between creating and writing it) is taken over.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync, execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NpyError } from '@npyts/core';
+import {
+  createNpy, createNpySync, loadNpy, loadNpySync, openNpy, openNpySync, openRagged, openRaggedSync, loadNpz, loadNpzSync,
+  saveRaggedSync, readNpyHeader, mapNpy,
+} from '@npyts/core/node';
+import { python, runCli, runThenKill, scratch } from '../helpers/numpy.mjs';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const dir = scratch('npyts-lost-');
+const f = (name) => join(dir, name);
+const snapshot = (name) => (existsSync(f(name)) ? readFileSync(f(name)).toString('hex') : null);
+const besides = (name) => readdirSync(dir).filter((n) => n.startsWith(`${name}.`));
+
+async function rejects(promise, code) {
+  try { await promise; } catch (e) {
+    assert.instance(e, NpyError, String(e));
+    assert.is(e.code, code, e.message);
+    return e;
+  }
+  assert.unreachable('did not reject');
+}
+
+test('createNpy checks dtype and shape before touching anything: the existing file stays whole, and no temporary file is left', async () => {
+  python(`np.save(${JSON.stringify(f('existing.npy'))}, np.arange(6, dtype='<i4'))`);
+  const before = snapshot('existing.npy');
+  for (const [shape, code] of [[[2 ** 40, 2 ** 40], 'SIZE_OVERFLOW'], [[-1], 'BAD_SHAPE'], [[1.5], 'BAD_SHAPE'], [[NaN], 'BAD_SHAPE'], [new Array(65).fill(1), 'BAD_SHAPE']]) {
+    assert.throws(() => createNpySync(f('existing.npy'), { dtype: '<f8', shape }), (e) => e instanceof NpyError && e.code === code);
+    await rejects(createNpy(f('existing.npy'), { dtype: '<f8', shape }), code);
+    await rejects(createNpy(f('existing.npy'), { dtype: '<f8', shape, mmap: true }), code);
+    assert.is(snapshot('existing.npy'), before, `shape ${shape}`);
+  }
+  for (const dtype of ['|O', [['a', '<i4'], ['b', '|O']]]) {
+    const e = await rejects(createNpy(f('existing.npy'), { dtype, shape: [3] }), 'OBJECT_IN_PLACE');
+    assert.match(e.message, /saveNpy/);
+    assert.throws(() => createNpySync(f('existing.npy'), { dtype, shape: [3] }), (x) => x.code === 'OBJECT_IN_PLACE');
+  }
+  assert.is(snapshot('existing.npy'), before);
+  assert.equal(besides('existing.npy'), []);
+  // A good create replaces the file whole, and numpy reads it.
+  const h = await createNpy(f('existing.npy'), { dtype: '<f4', shape: [2, 3] });
+  await h.writeRegion([1, 0], { data: new Float32Array([1, 2, 3]), shape: [1, 3] });
+  await h.close();
+  assert.is(python(`print(np.load(${JSON.stringify(f('existing.npy'))}).tolist())`).trim(), '[[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]]');
+  assert.equal(besides('existing.npy'), []);
+});
+
+test('createNpy killed at random moments leaves the old file or the new one, never a header over the wrong size', async () => {
+  const file = f('created.npy');
+  const entry = join(repoRoot, 'packages/core/dist/node.js');
+  for (let round = 0; round < 4; round++) {
+    python(`np.save(${JSON.stringify(file)}, np.arange(6, dtype='<i4'))`);
+    await runThenKill(`
+      const { createNpySync } = await import(${JSON.stringify(entry)});
+      for (let g = 1; g < 1e6; g++) createNpySync(${JSON.stringify(file)}, { dtype: '<f8', shape: [g % 5, 1000 * g] }).close();`, 120 + 80 * round);
+    const seen = python(`a = np.load(${JSON.stringify(file)}); print(a.dtype.str, a.size >= 0)`).trim();
+    assert.ok(seen === '<i4 True' || seen === '<f8 True', seen);
+  }
+});
+
+const mkfifo = (name) => {
+  execFileSync('mkfifo', [f(name)]);
+  return f(name);
+};
+
+test('a FIFO named as a .npy, a heap or an archive is refused at once (API and CLI), never read forever', async () => {
+  const fifo = mkfifo('pipe.npy');
+  const code = 'NOT_A_FILE';
+  assert.throws(() => loadNpySync(fifo), (e) => e.code === code && /FIFO/.test(e.message));
+  await rejects(loadNpy(fifo), code);
+  await rejects(readNpyHeader(fifo), code);
+  await rejects(openNpy(fifo), code);
+  assert.throws(() => openNpySync(fifo), (e) => e.code === code);
+  assert.throws(() => mapNpy(fifo), (e) => e.code === code);
+  await rejects(loadNpz(mkfifo('pipe.npz')), code);
+  assert.throws(() => loadNpzSync(f('pipe.npz')), (e) => e.code === code);
+  // A ragged index whose heap is a FIFO.
+  saveRaggedSync(f('words.npy'), ['a', 'b']);
+  const heap = readdirSync(dir).find((n) => n.startsWith('words.npy.strings'));
+  execFileSync('rm', [f(heap)]);
+  execFileSync('mkfifo', [f(heap)]);
+  assert.throws(() => openRaggedSync(f('words.npy')), (e) => e.code === code);
+  await rejects(openRagged(f('words.npy')), code);
+  // The CLI, in a child process with a time limit: one line, the file named.
+  for (const args of [['info', fifo], ['info', f('words.npy')], ['show', f('pipe.npz')]]) {
+    const r = spawnSync(process.execPath, [join(repoRoot, 'packages/cli/bin/npyts.js'), ...args], { encoding: 'utf8', timeout: 20_000 });
+    assert.is(r.error, undefined, `${args.join(' ')} hung`);
+    assert.is(r.status, 1, r.stderr);
+    assert.match(r.stderr, /^npyts: error: .*(FIFO|not a regular file)/);
+    assert.is(r.stderr.trim().split('\n').length, 1, r.stderr);
+  }
+});
+
+test('chunks(0), chunks(-1) and chunks(1.5) are refused, never a loop without end', async () => {
+  saveRaggedSync(f('chunked.npy'), ['a', 'bc', 'def']);
+  const h = openRaggedSync(f('chunked.npy'));
+  for (const size of [0, -1, 1.5, NaN]) assert.throws(() => h.chunks(size).next(), (e) => e.code === 'BAD_ARRAY' && /positive integer/.test(e.message));
+  assert.equal([...h.chunks(2)], [['a', 'bc'], ['def']]);
+  h.close();
+  const r = await openRagged(f('chunked.npy'));
+  for (const size of [0, -1]) await rejects(r.chunks(size).next(), 'BAD_ARRAY');
+  await r.close();
+});
+
+test('aborting or closing an NpzFile while a deflated member larger than a read piece inflates leaves no unhandled rejection', () => {
+  const archive = f('big-deflated.npz');
+  python(`rng = np.random.default_rng(1); np.savez_compressed(${JSON.stringify(archive)}, a=rng.integers(0, 1 << 20, size=12_000_000).astype('<i4'))`);
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `
+import { loadNpz } from '@npyts/core/node';
+let unhandled = 0;
+process.on('unhandledRejection', () => { unhandled++; });
+const outcomes = [];
+for (let round = 0; round < 16; round++) {
+  const z = await loadNpz(${JSON.stringify(archive)});
+  const controller = new AbortController();
+  const reading = z.get('a', { signal: controller.signal });
+  await new Promise((r) => setTimeout(r, round * 3));
+  if (round % 2) controller.abort(); else await z.close();
+  outcomes.push(await reading.then(() => 'done', (e) => e.name + ':' + (e.code ?? '')));
+  await z.close();
+}
+await new Promise((r) => setTimeout(r, 300));
+console.log(JSON.stringify({ unhandled, outcomes }));`], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+  assert.is(r.status, 0, r.stderr);
+  const { unhandled, outcomes } = JSON.parse(r.stdout.trim().split('\n').pop());
+  assert.is(unhandled, 0, JSON.stringify(outcomes));
+  assert.ok(outcomes.some((o) => o !== 'done'), `nothing was interrupted: ${outcomes}`);
+});
+
+test('without the addon, an empty lock file (a writer killed between creating and writing it) is taken over once it is old', () => {
+  const target = f('empty-lock.npy');
+  python(`np.save('${target}', np.zeros((0, 2), dtype='<i4'))`);
+  writeFileSync(`${target}.lock`, '');
+  const old = (Date.now() - 10_000) / 1000;
+  utimesSync(`${target}.lock`, old, old);
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `import { appendNpySync } from '@npyts/core/node';
+appendNpySync(${JSON.stringify(target)}, { data: new Int32Array([7, 8]), shape: [1, 2] });`], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, timeout: 20_000 });
+  assert.is(r.status, 0, r.stderr);
+  assert.is(python(`print(np.load('${target}').tolist())`).trim(), '[[7, 8]]');
+  assert.not.ok(existsSync(`${target}.lock`));
+  assert.equal(besides('empty-lock.npy'), []);
+});
+
+test.run();
