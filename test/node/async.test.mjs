@@ -56,6 +56,25 @@ async function worstTimerDrift(work) {
   }
 }
 
+/**
+ * On a busy machine a tick can be late for reasons of its own (another process had the core). So
+ * `work` runs three times, each after `baseline` (Node's own non-blocking equivalent, or an idle
+ * wait), and the least drift of `work` is compared with the most the baseline saw in the same run:
+ * a library that blocks is late in every round, the machine's noise shows in the baseline too.
+ */
+async function steadyDrift(work, baseline) {
+  let worst = Infinity;
+  let noise = 0;
+  let result;
+  for (let round = 0; round < 3; round++) {
+    noise = Math.max(noise, (await worstTimerDrift(baseline)).worst);
+    const r = await worstTimerDrift(work);
+    worst = Math.min(worst, r.worst);
+    result = r.result;
+  }
+  return { worst, noise, result };
+}
+
 /** numpy's SHA-256 of an array's bytes in C order and native byte order, with its shape. */
 const numpyDigest = (path) => python(`a = np.load(${JSON.stringify(path)}); print(json.dumps([list(a.shape), __import__('hashlib').sha256(np.ascontiguousarray(a.astype(a.dtype.newbyteorder('=')))).hexdigest()]))`);
 
@@ -71,6 +90,7 @@ python(`a = np.arange(64 * 2**20, dtype='<f4'); np.save(${JSON.stringify(bigLE)}
 function inChild(body) {
   const code = `import * as nd from '@npyts/core/node';
 ${worstTimerDrift.toString()}
+${steadyDrift.toString()}
 const out = await (async () => { ${body} })();
 console.log(JSON.stringify(out));`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', cwd: repoRoot });
@@ -78,38 +98,45 @@ console.log(JSON.stringify(out));`;
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-test('a 256 MiB load keeps the event loop ticking (timer drift < 20 ms), native and big-endian, and equals numpy', () => {
+test('a 256 MiB load keeps the event loop ticking (timer drift within 20 ms of Node\'s own, busy machine or not), native and big-endian, and equals numpy', () => {
   for (const path of [bigLE, bigBE]) {
-    const { worst, digest } = inChild(`
+    const { worst, noise, digest } = inChild(`
 const { createHash } = await import('node:crypto');
-const { worst, result } = await worstTimerDrift(() => nd.loadNpy(${JSON.stringify(path)}));
+const fs = await import('node:fs/promises');
+const { worst, noise, result } = await steadyDrift(() => nd.loadNpy(${JSON.stringify(path)}), () => fs.readFile(${JSON.stringify(path)}));
 const d = result.data;
-return { worst, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]) };`);
-    assert.ok(worst < 20, `${path}: a 5 ms timer was held up ${worst.toFixed(1)} ms`);
+return { worst, noise, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]) };`);
+    assert.ok(worst < 20 + noise, `${path}: a 5 ms timer was held up ${worst.toFixed(1)} ms (fs.readFile: ${noise.toFixed(1)} ms)`);
     assert.is(digest, JSON.stringify(JSON.parse(numpyDigest(path))).replace(/\s/g, ''));
   }
 });
 
-test('a 256 MiB save keeps the event loop ticking (timer drift < 20 ms), native and big-endian; numpy reads what it wrote', () => {
+test('a 256 MiB save keeps the event loop ticking (timer drift within 20 ms of Node\'s own, busy machine or not), native and big-endian; numpy reads what it wrote', () => {
   for (const [from, to] of [[bigLE, 'saved-big.npy'], [bigBE, 'saved-big-be.npy']]) {
     const out = join(dir, to);
-    const { worst } = inChild(`
+    const { worst, noise } = inChild(`
+const fs = await import('node:fs/promises');
 const a = nd.loadNpySync(${JSON.stringify(from)});
-return await worstTimerDrift(() => nd.saveNpy(${JSON.stringify(out)}, a));`);
-    assert.ok(worst < 20, `${to}: a 5 ms timer was held up ${worst.toFixed(1)} ms`);
+const bytes = new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+const { worst, noise } = await steadyDrift(() => nd.saveNpy(${JSON.stringify(out)}, a), () => fs.writeFile(${JSON.stringify(out + '.baseline')}, bytes));
+return { worst, noise };`);
+    assert.ok(worst < 20 + noise, `${to}: a 5 ms timer was held up ${worst.toFixed(1)} ms (fs.writeFile: ${noise.toFixed(1)} ms)`);
     assert.is(python(`print(np.load(${JSON.stringify(out)}).dtype.str)`).trim(), from === bigBE ? '>f4' : '<f4');
     assert.is(JSON.parse(numpyDigest(out)).join(), JSON.parse(numpyDigest(bigLE)).join());
   }
 });
 
-test('a deflated 256 MiB member is inflated off the event loop (drift < 20 ms) and equals numpy; a corrupt one is refused as by the blocking get', () => {
+test('a deflated 256 MiB member is inflated off the event loop (drift within 20 ms of an idle wait) and equals numpy; a corrupt one is refused as by the blocking get', () => {
   const zipped = join(dir, 'deflated-big.npz');
   python(`np.savez_compressed(${JSON.stringify(zipped)}, m=np.load(${JSON.stringify(bigBE)}))`);
-  const { worst, digest, corrupt } = inChild(`
+  const { worst, noise, digest, corrupt } = inChild(`
 const { createHash } = await import('node:crypto');
 const fs = await import('node:fs');
 const z = await nd.loadNpz(${JSON.stringify(zipped)});
-const { worst, result } = await worstTimerDrift(() => z.get('m'));
+const t0 = performance.now();
+await z.get('m');
+const took = performance.now() - t0;
+const { worst, noise, result } = await steadyDrift(() => z.get('m'), () => new Promise((r) => setTimeout(r, took)));
 await z.close();
 const d = result.data;
 // Flip one byte in the middle of the compressed data: the async get must refuse it as the blocking one does.
@@ -120,8 +147,8 @@ const codes = [];
 for (const run of [async () => (await nd.loadNpz(${JSON.stringify(join(dir, 'corrupt.npz'))})).get('m'), async () => nd.loadNpzSync(${JSON.stringify(join(dir, 'corrupt.npz'))}).get('m')]) {
   try { await run(); codes.push('none'); } catch (e) { codes.push(e.code); }
 }
-return { worst, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]), corrupt: codes };`);
-  assert.ok(worst < 20, `a 5 ms timer was held up ${worst.toFixed(1)} ms`);
+return { worst, noise, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]), corrupt: codes };`);
+  assert.ok(worst < 20 + noise, `a 5 ms timer was held up ${worst.toFixed(1)} ms (an idle wait: ${noise.toFixed(1)} ms)`);
   assert.is(digest, JSON.stringify(JSON.parse(numpyDigest(bigBE))).replace(/\s/g, ''));
   assert.ok(['ZIP_FORMAT', 'ZIP_CRC'].includes(corrupt[0]), JSON.stringify(corrupt));
   assert.is(corrupt[0], corrupt[1]);
