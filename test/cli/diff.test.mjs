@@ -83,4 +83,21 @@ np.savez(${JSON.stringify(f('z3.npz'))}, w=np.arange(4.0))`);
   assert.is((await runCli(['diff', f('s1.npy'), f('s2.npy'), '--rtol', '-1'])).code, 2);
 });
 
+
+test('the mismatch percentage is numpy\'s (.3g): 100%, 33.3%, 0.0005%, 3.33e-05%', async () => {
+  for (const [k, n] of [[3, 3], [1, 3], [1, 200000], [1, 3000000], [2, 7]]) {
+    const fa = join(dir, `pct_${k}_${n}_a.npy`);
+    const fb = join(dir, `pct_${k}_${n}_b.npy`);
+    const line = python(`a = np.zeros(${n}); b = a.copy(); b[:${k}] = 1
+np.save(${JSON.stringify(fa)}, a); np.save(${JSON.stringify(fb)}, b)
+try:
+    np.testing.assert_allclose(a, b)
+except AssertionError as e:
+    print([l for l in str(e).splitlines() if l.startswith('Mismatched')][0])`).trim();
+    const r = await runCli(['diff', fa, fb]);
+    assert.is(r.code, 1);
+    assert.ok(r.stdout.includes(line), `${k}/${n}: numpy says '${line}', npyts:\n${r.stdout}`);
+  }
+});
+
 test.run();

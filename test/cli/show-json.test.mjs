@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeFileSync } from 'node:fs';
-import { cliBin, python, scratch } from '../helpers/numpy.mjs';
+import { cliBin, python, runCli, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const peakHook = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'peak-rss.cjs');
@@ -81,6 +81,24 @@ test('memory does not grow with the file: 8 MiB and 64 MiB of float64, the large
   // Reading the file whole would add its 56 MiB more data (and far more JSON text); garbage collection
   // timing under a loaded machine moves the peaks by tens of MiB, so the bound sits below the data.
   assert.ok(grew < 40, `the peak grew by ${grew.toFixed(0)} MiB for 56 MiB more file`);
+});
+
+
+test('show --json reads a format-1.0 header with Python 2 L suffixes, as numpy, show and info do (one header reader)', async () => {
+  const file = join(scratch(), 'py2.npy');
+  const expected = python(`import struct
+h = b"{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 3L), }"
+h += b' ' * (64 - 10 - len(h) - 1) + b'\\n'
+open(${JSON.stringify(file)}, 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(h)) + h + np.arange(6, dtype='<i8').tobytes())
+import warnings
+warnings.simplefilter('ignore')
+a = np.load(${JSON.stringify(file)})
+print(json.dumps({'shape': list(a.shape), 'data': a.tolist()}))`);
+  const r = await runCli(['show', '--json', file]);
+  assert.is(r.code, 0, r.stderr);
+  const doc = JSON.parse(r.stdout);
+  assert.equal({ shape: doc.shape, data: doc.data }, JSON.parse(expected));
+  assert.is(doc.descr, '<i8');
 });
 
 test.run();

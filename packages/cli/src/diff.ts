@@ -84,7 +84,16 @@ const show = (v: unknown): string => {
   return JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x instanceof Uint8Array ? Array.from(x) : x));
 };
 
-const percent = (k: number, n: number): string => `${((100 * k) / n).toPrecision(3).replace(/\.?0+$/, '')}%`;
+/** numpy's `f'{100 * k / n:.3g}%'`: three significant digits, trailing zeros after the point dropped, an exponent below 1e-4. */
+export function percent(k: number, n: number): string {
+  const x = (100 * k) / n;
+  if (x === 0) return '0%';
+  const [digits, exp] = x.toExponential(2).split('e') as [string, string];
+  const e = Number(exp);
+  const trim = (t: string): string => (t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t);
+  if (e < -4 || e >= 3) return `${trim(digits)}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}%`;
+  return `${trim(x.toFixed(Math.max(0, 2 - e)))}%`;
+}
 
 /**
  * Compare `actual` with `desired`. Shapes must be equal (numpy would broadcast; a diff of two files

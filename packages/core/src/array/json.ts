@@ -193,7 +193,7 @@ export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): 
  * @example
  * const { descr, shape, data } = npyDocument(header, decodeNpy(bytes)) as { descr: string; shape: number[]; data: unknown };
  */
-export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'text'>>, array: NdArray): Record<string, unknown> {
+export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'descrWritten'>>, array: NdArray): Record<string, unknown> {
   const written = descrAsWritten(header);
   return {
     version: header.version,

@@ -40,6 +40,8 @@ export interface NpyHeader {
   dataBytes: number;
   /** The header's dict text as written (its `descr` is not normalised: `'<d'` stays `'<d'`). */
   text?: string;
+  /** The header's `descr` value as written, parsed once with the header (see {@link descrAsWritten}). */
+  descrWritten?: PyValue;
 }
 
 /** Options of {@link readHeader}: limits, and the dtype to `expect`. */
@@ -61,10 +63,8 @@ const latin1 = new TextDecoder('latin1');
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The header's `descr` exactly as written, parsed from its text (not normalised: `'<d'` stays `'<d'`). */
-export function descrAsWritten(header: Pick<NpyHeader, 'text'>): PyValue | undefined {
-  if (header.text === undefined) return undefined;
-  const dict = parsePyLiteral(header.text);
-  return dict instanceof Map ? dict.get('descr') : undefined;
+export function descrAsWritten(header: Pick<NpyHeader, 'descrWritten'>): PyValue | undefined {
+  return header.descrWritten;
 }
 
 /** How many bytes the preamble (magic, version, length field) takes for a version. */
@@ -146,7 +146,7 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
     throw new NpyError('SIZE_OVERFLOW', `array of shape ${shapeRepr(h.shape)} and item size ${h.dtype.itemsize} is larger than 2^53 bytes`, { offset: start });
   }
   if (options.expect !== undefined) checkExpected(h.dtype, options.expect, options.exactByteOrder ?? false, start);
-  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, text };
+  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, text, descrWritten: h.descrWritten };
 }
 
 /**
@@ -179,7 +179,7 @@ function exactSize(shape: number[], offset: number): number {
   return n;
 }
 
-function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape: number[]; fortranOrder: boolean } {
+function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape: number[]; fortranOrder: boolean; descrWritten: PyValue } {
   if (!(v instanceof Map)) {
     throw new NpyError('HEADER_NOT_DICT', 'header is not a Python dict literal', { offset });
   }
@@ -228,7 +228,7 @@ function interpretHeaderDict(v: PyValue, offset: number): { dtype: DType; shape:
     dtype = dtype.subarray.base;
   }
   checkDimensions(shape.length, offset);
-  return { dtype, shape, fortranOrder: fo };
+  return { dtype, shape, fortranOrder: fo, descrWritten: v.get('descr')! };
 }
 
 /**
