@@ -60,3 +60,18 @@ export async function runThenKill(code, ms) {
   child.kill('SIGKILL');
   if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
 }
+
+/**
+ * Run an ES module snippet in a fresh Node process (working folder `dir`) with a time limit; it
+ * sets `globalThis.result`, printed as one JSON line.
+ * Returns that value with the child's peak resident memory in MiB (`rssMiB`): VmHWM of its own
+ * address space (getrusage's maxrss would count the parent's memory copied at fork).
+ */
+export function boundedChild(dir, code, { timeoutMs = 30_000, maxOldSpaceMiB = 4096 } = {}) {
+  // Import declarations are hoisted: the snippet's imports resolve from the repository, its files from `dir`.
+  const wrapped = `process.chdir(${JSON.stringify(dir)});\n${code}\nconst hwm = Number(/VmHWM:\\s+(\\d+)/.exec((await import('node:fs')).readFileSync('/proc/self/status', 'utf8'))[1]);\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: hwm / 1024 }));`;
+  const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], { encoding: 'utf8', timeout: timeoutMs, cwd: repoRoot, maxBuffer: 1 << 26 });
+  if (r.error) throw new Error(`child did not finish within ${timeoutMs} ms: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`child failed (${r.status}): ${r.stderr.slice(-2000)}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}

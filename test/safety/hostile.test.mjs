@@ -12,25 +12,14 @@ import { decodeNpy, decodeNpz, encodeNpy, heapUrlOf, raggedIndexDType, readHeade
 import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
 import { appendRaggedSync, loadNpySync, openRaggedSync, saveNpySync } from '@npyts/core/node';
 import { startViewer } from '../../viewer/serve.mjs';
-import { cliBin, python, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
+import { boundedChild, cliBin, python, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
 
 const dir = scratch('npyts-hostile-');
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/**
- * Run an ES module snippet in a fresh Node process with a time limit; it prints one JSON line.
- * Returns that value with the child's peak resident memory in MiB (`rssMiB`): VmHWM of its own
- * address space (getrusage's maxrss would count the parent's memory copied at fork).
- */
-export function bounded(code, { timeoutMs = 30_000, maxOldSpaceMiB = 4096 } = {}) {
-  // Import declarations are hoisted: the snippet's imports resolve from the repository, its files from `dir`.
-  const wrapped = `process.chdir(${JSON.stringify(dir)});\n${code}\nconst hwm = Number(/VmHWM:\\s+(\\d+)/.exec((await import('node:fs')).readFileSync('/proc/self/status', 'utf8'))[1]);\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: hwm / 1024 }));`;
-  const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], { encoding: 'utf8', timeout: timeoutMs, cwd: repoRoot, maxBuffer: 1 << 26 });
-  if (r.error) throw new Error(`child did not finish within ${timeoutMs} ms: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`child failed (${r.status}): ${r.stderr.slice(-2000)}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop());
-}
+/** {@link boundedChild} in this suite's folder. */
+const bounded = (code, options) => boundedChild(dir, code, options);
 
 const core = "import * as core from '@npyts/core'; import * as pk from '@npyts/core/pickle'; import * as nd from '@npyts/core/node';";
 
@@ -38,7 +27,8 @@ const core = "import * as core from '@npyts/core'; import * as pk from '@npyts/c
 // Pickles
 
 test('pickle LONG4/LONG1/LONG integers decode in linear time and equal Python\'s values', () => {
-  // 256 KiB and 1 MiB LONG4 integers (39 s and "never" before), negative too; LONG text of 100 000 digits.
+  // 256 KiB and 1 MiB LONG4 integers (39 s and "never" before), negative too; LONG text of 100 000
+  // digits is refused at once, as Python refuses it (claims.test.mjs checks that against Python).
   python(`
 import pickle
 for name, n in [('big', 8 * 2**20 - 3), ('neg', -(1 << (2 * 2**20 * 8 - 5)) + 12345)]:
@@ -54,9 +44,9 @@ for (const name of ['big', 'neg']) {
   const hex = (v < 0n ? '-0x' + (-v).toString(16) : '0x' + v.toString(16));
   res[name] = hex === fs.readFileSync('long4-' + name + '.hex', 'utf8');
 }
-res.text = String(pk.unpickle(fs.readFileSync('long-text.pkl'))) === '7'.repeat(100000);
+try { pk.unpickle(fs.readFileSync('long-text.pkl')); res.text = 'read'; } catch (e) { res.text = e.code; }
 globalThis.result = res;`, { timeoutMs: 20_000 });
-  assert.equal([out.big, out.neg, out.text], [true, true, true]);
+  assert.equal([out.big, out.neg, out.text], [true, true, 'TOO_LARGE']);
 });
 
 test('integers past Python\'s 4300-digit text limit are refused by show and JSON, as Python refuses their repr; up to it they print as Python prints them', () => {

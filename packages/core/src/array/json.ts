@@ -48,6 +48,20 @@ export function decimalText(x: bigint): string {
   return text;
 }
 
+/**
+ * Decimal text (an optional sign, then digits) as an integer, refused past {@link MAX_INT_DIGITS}
+ * digits as Python's `int()` refuses it (so a pickle's INT, LONG or Fraction text costs linear time).
+ * @example
+ * integerOfText('-42');   // -42n
+ */
+export function integerOfText(text: string): bigint {
+  const digits = text.length - (text[0] === '+' || text[0] === '-' ? 1 : 0);
+  if (digits > MAX_INT_DIGITS) {
+    throw new NpyError('TOO_LARGE', `an integer written with ${digits} decimal digits: like Python, npyts converts at most ${MAX_INT_DIGITS} digits from text`);
+  }
+  return BigInt(text);
+}
+
 function latin1(bytes: Uint8Array): string {
   let s = '';
   for (const b of bytes) s += String.fromCharCode(b);

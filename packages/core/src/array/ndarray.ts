@@ -30,6 +30,8 @@ export class NdArray<S extends DescrInput = DescrInput> {
       if (!Number.isSafeInteger(d) || d < 0) throw new NpyError('BAD_SHAPE', `invalid shape ${shapeRepr(shape)}`);
     }
     const size = shapeSize(shape);
+    // Zero-size items make any element count fit in no bytes: the count itself must stay exact.
+    if (!Number.isSafeInteger(size)) throw new NpyError('SIZE_OVERFLOW', `shape ${shapeRepr(shape)} has more than 2^53 elements`);
     const stored = data as ArrayData;
     const expected = Array.isArray(stored) ? size : size * storageOf(dtype).unitsPerItem;
     if (stored.length !== expected) {

@@ -7,8 +7,13 @@ import { checkInflatedSize, type ZipCodec } from './zip.js';
 
 /** Largest typed array this engine will allocate for one member. */
 const MAX_MEMBER = 2 ** 32 - 2;
-/** Compressed bytes inflated per step: deflate expands at most ~1032×, so one step makes at most ~66 MiB. */
-const INFLATE_PIECE = 1 << 16;
+/**
+ * Compressed bytes inflated per step. Deflate expands at most ~1032×, and fflate grows its output
+ * for a step before the overflow can be seen, so a step is sized by the declared member: about its
+ * size / 1032, between 4 KiB (≤ 4 MiB of output) and 64 KiB (≤ 66 MiB, for members at least that
+ * large). A member that inflates past a small declared size then costs a few MiB, not hundreds.
+ */
+const inflatePiece = (size: number): number => Math.min(1 << 16, Math.max(1 << 12, Math.ceil(size / 1032 / 4096) * 4096));
 
 /**
  * fflate as the zip codec: inflate and deflate in pure JavaScript, for browsers.
@@ -22,8 +27,9 @@ export const fflateCodec: ZipCodec = {
     }
     // Streamed in pieces so that a member inflating past its declared size is stopped at once.
     const out = new Uint8Array(size);
-    const count = Math.max(1, Math.ceil(data.length / INFLATE_PIECE));
-    const pieces = Array.from({ length: count }, (_, k) => data.subarray(k * INFLATE_PIECE, (k + 1) * INFLATE_PIECE));
+    const piece = inflatePiece(size);
+    const count = Math.max(1, Math.ceil(data.length / piece));
+    const pieces = Array.from({ length: count }, (_, k) => data.subarray(k * piece, (k + 1) * piece));
     let result: { produced: number; overflow: boolean };
     try {
       result = inflateInto(pieces, (k) => k === count - 1, out, false);

@@ -7,6 +7,7 @@ import { DType, parseTypeString, type RecordDType, recordDType, subarrayDType, s
 import { readFromBytes } from '../array/read-value.js';
 import { NpyError } from '../errors.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
+import { integerOfText } from '../array/json.js';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PySlice, PyTime, PyTimedelta, PyTimezone } from './python-values.js';
 import { bytesToData } from '../array/layout.js';
 import { hasObject } from '../npy.js';
@@ -295,7 +296,7 @@ const ALLOWED: Record<string, Constructor | ClassMarker> = {
     if (typeof args[0] === 'string') {
       const m = /^\s*([+-]?\d+)(?:\/(\d+))?\s*$/.exec(args[0]);
       if (!m) bad(`Fraction(${JSON.stringify(args[0])}) is not an exact fraction`);
-      return new PyFraction(BigInt(m[1]!), BigInt(m[2] ?? 1));
+      return new PyFraction(integerOfText(m[1]!), integerOfText(m[2] ?? '1'));
     }
     return new PyFraction(BigInt(arg(args, 0, isInt, 'an integer', 'Fraction')), BigInt((args[1] as number | bigint) ?? 1));
   },

@@ -7,6 +7,7 @@ import { NdArray } from '../array/ndarray.js';
 import { PyMaskedArray, PySlice } from './python-values.js';
 import { putOwn } from '../array/safe-object.js';
 import { OP } from './opcodes.js';
+import { integerOfText } from '../array/json.js';
 import type { UnpickleLimits } from '../npy.js';
 import { Pending, Tuple, bad, settle } from './vm-values.js';
 import { Global, resolveGlobal, type Constructor } from './allowlist.js';
@@ -421,7 +422,7 @@ class PickleMachine {
         const s = r.line();
         if (s === '00') this.push(false);
         else if (s === '01') this.push(true);
-        else if (/^[+-]?\d+$/.test(s)) this.push(pyInt(BigInt(s)));
+        else if (/^[+-]?\d+$/.test(s)) this.push(pyInt(integerOfText(s)));
         else bad(`INT argument ${JSON.stringify(s)} is not an integer`, at);
         break;
       }
@@ -429,7 +430,7 @@ class PickleMachine {
         const s = r.line().replace(/L$/, '');
         if (!/^[+-]?\d+$/.test(s)) bad('LONG argument is not an integer', at);
         this.account(s.length);
-        this.push(pyInt(BigInt(s)));
+        this.push(pyInt(integerOfText(s)));
         break;
       }
       case OP.LONG1: this.push(pyInt(decodeLong(r.take(r.u8())))); break;
