@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import { boundedChild, python, runCli, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const f = (n) => join(dir, n);
@@ -79,6 +79,53 @@ open(${JSON.stringify(f('bad.csv'))}, 'w').write('1,2\\n3,x\\n'); open(${JSON.st
   }
   assert.is((await runCli(['convert', f('cube.npy'), f('cube.txt')])).code, 2);
   assert.is((await runCli(['convert', f('cube.npy'), f('cube2.npy'), '--dtype', '<f8'])).code, 2);
+});
+
+test('import takes numpy\'s cells and only those: no hex, binary, octal or underscores; # comments (np.savetxt\'s header) skipped; batches joined exactly', async () => {
+  const cells = ['0x10', '0b11', '0o7', '1_000', '1e3', '.5', '5.', '+inf', '-Infinity', 'nan', '1.5e+', '  7 ', '1d3', '0X1p3', '-0'];
+  const verdicts = JSON.parse(python(`import io
+out = {}
+for cell in ${JSON.stringify(cells)}:
+    for dt in ['<f8', '<i8']:
+        try: out[cell + ' ' + dt] = repr(np.loadtxt(io.StringIO(cell + '\\n'), dtype=dt, delimiter=',').item())
+        except Exception: out[cell + ' ' + dt] = 'refused'
+print(json.dumps(out))`));
+  for (const cell of cells) {
+    for (const dt of ['<f8', '<i8']) {
+      const file = f('cell.csv');
+      (await import('node:fs')).writeFileSync(file, `${cell}\n`);
+      const r = await runCli(['convert', file, f('cell.npy'), '--dtype', dt]);
+      const ours = r.code === 0 ? python(`print(repr(np.load(${JSON.stringify(f('cell.npy'))}).item()))`).trim() : 'refused';
+      assert.is(ours, verdicts[`${cell} ${dt}`], `'${cell}' as ${dt}: ${r.stderr}`);
+    }
+  }
+  // np.savetxt with a header writes '# a,b' first; comments may also end a line. 10 000 rows span several batches.
+  python(`a = np.arange(20000.0).reshape(10000, 2) / 7; np.savetxt(${JSON.stringify(f('commented.csv'))}, a, delimiter=',', header='a,b', fmt='%.17g')
+open(${JSON.stringify(f('commented.csv'))}, 'a').write('1,2 # a note\\n# the end\\n')`);
+  const r = await runCli(['convert', f('commented.csv'), f('commented.npy')]);
+  assert.is(r.code, 0, r.stderr);
+  assert.is(python(`want = np.loadtxt(${JSON.stringify(f('commented.csv'))}, delimiter=',')
+got = np.load(${JSON.stringify(f('commented.npy'))})
+print(got.shape, np.array_equal(got, want))`).trim(), '(10001, 2) True');
+});
+
+test('CSV import and export stream: memory stays far below the data for a 60 MB table, both ways, and the results are numpy\'s', () => {
+  const npy = f('wide.npy');
+  python(`rng = np.random.default_rng(7); np.save(${JSON.stringify(npy)}, rng.standard_normal((400_000, 8)))`);
+  const cli = join(process.cwd(), 'packages/cli/dist/main.js');
+  const run = (args) => boundedChild(dir, `import { main } from ${JSON.stringify(cli)};
+let err = '';
+const code = await main(${JSON.stringify(args)}, { stdout: () => {}, stderr: (s) => { err += s; } });
+globalThis.result = { code, err };`, { timeoutMs: 120_000, maxOldSpaceMiB: 512 });
+  const out = run(['convert', npy, f('wide.csv')]);
+  assert.is(out.code, 0, out.err);
+  const back = run(['convert', f('wide.csv'), f('wide.back.npy')]);
+  assert.is(back.code, 0, back.err);
+  const bytes = (name) => (readFileSync(f(name)).length / 2 ** 20);
+  for (const [what, r] of [['export', out], ['import', back]]) assert.ok(r.rssMiB < 200, `${what}: peak ${r.rssMiB.toFixed(0)} MiB for ${bytes('wide.csv').toFixed(0)} MB of text`);
+  assert.is(python(`a = np.load(${JSON.stringify(npy)}); b = np.load(${JSON.stringify(f('wide.back.npy'))})
+t = np.loadtxt(${JSON.stringify(f('wide.csv'))}, delimiter=',')
+print(np.array_equal(a, b), np.array_equal(a, t))`).trim(), 'True True');
 });
 
 test.run();

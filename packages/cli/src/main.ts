@@ -1,7 +1,7 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, checkDataSize, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
-  type NdArray, type NpyHeader, type NpzArchive,
+  NpyError, checkDataSize, dataToBytes, encodeHeader, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  type NdArray, type NpyHeader, type NpzArchive, type TypedArray,
 } from '@npyts/core';
 import { checkRegularFile, loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
@@ -10,7 +10,7 @@ import { basename, extname } from 'node:path';
 import { parseArgs as parseArgsOfNode } from 'node:util';
 import { formatArray, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from './format.js';
 import { streamJsonDocument } from './json-stream.js';
-import { arrayToTable, delimiterOf, tableToArray } from './text-table.js';
+import { delimiterOf, rowsOfArray, tableBatches, tablePieces, tableToArray } from './text-table.js';
 import { startProgress } from './progress.js';
 import { DEFAULT_TOLERANCE, diffArrays, type Tolerance } from './diff.js';
 
@@ -513,16 +513,36 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   } else if (textIn) {
     // np.loadtxt's default dtype is float64.
     const descr = String(p.flags.get('--dtype') ?? '<f8');
+    if (!outArchive && !textOut && output.file !== '-' && !order) {
+      // Straight to a .npy, a batch of rows at a time: memory is one batch, whatever the text's size.
+      withFile(input.label, () => tableToNpyFile(input.file, output.file, textIn, descr, input.label, encodeOptions(undefined).version, transform));
+      return;
+    }
     const table = withFile(input.label, () => tableToArray(readFileSync(input.file, 'utf8'), textIn, descr, input.label));
     arrays = [[basename(input.file).replace(/\.(csv|tsv)$/i, ''), table, 1]];
+  } else if (textOut && !order && !byteorder && input.file !== '-') {
+    // A .npy to text, a step of rows at a time by region reads: memory is one step, whatever the file's size.
+    const h = withFile(input.label, () => openNpySync(input.file, allowPickle ? { pickle: pickleCodec } : {}));
+    try {
+      withFile(output.file, () => writeBeside(output.file, (fd) => {
+        const rest = h.shape.slice(1);
+        const rowsOf = (from: number, count: number): NdArray => withFile(input.label, () => h.read([from, ...rest.map(() => 0)], [count, ...rest]));
+        for (const piece of tablePieces(h.dtype, h.shape, rowsOf, textOut)) writeSync(fd, piece);
+      }));
+    } finally {
+      h.close();
+    }
+    return;
   } else {
     arrays = [named(basename(input.file).replace(/\.npy$/i, ''), input)];
   }
   arrays = arrays.map(([name, a, v]) => [name, withFile(input.label, () => transform(a)), v]);
   if (textOut) {
     if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME for a table`);
-    const text = withFile(input.label, () => arrayToTable(arrays[0]![1], textOut));
-    withFile(output.file, () => writeBeside(output.file, (fd) => { writeSync(fd, text); }));
+    const a = toOrder(arrays[0]![1], 'C');
+    withFile(output.file, () => writeBeside(output.file, (fd) => {
+      for (const piece of tablePieces(a.dtype, a.shape, (from, count) => rowsOfArray(a, from, count), textOut)) writeSync(fd, piece);
+    }));
     return;
   }
 
@@ -609,4 +629,49 @@ function describe(e: unknown): string {
   if (err?.code === 'EISDIR') return 'is a directory';
   if (err?.code === 'EACCES') return 'permission denied';
   return err?.message ?? String(e);
+}
+
+/** Text pieces of a file, decoded as UTF-8 a MiB at a time (a character split across pieces is kept whole). */
+function* textPieces(file: string): Generator<string> {
+  const fd = openSync(file, 'r');
+  try {
+    const decoder = new TextDecoder('utf-8');
+    const buffer = new Uint8Array(1 << 20);
+    for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) yield decoder.decode(buffer.subarray(0, n), { stream: true });
+    const last = decoder.decode();
+    if (last) yield last;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A table read into a .npy as it streams: the header is written for 0 rows (numpy's growth padding
+ * leaves room for any row count), each batch of rows is written after it, and the header is written
+ * again with the count at the end, all beside the target and renamed over it when complete.
+ */
+function tableToNpyFile(from: string, to: string, delimiter: ',' | '\t', descr: string, source: string, version: 1 | 2 | 3 | undefined, transform: (a: NdArray) => NdArray): void {
+  writeBeside(to, (fd) => {
+    let header: Uint8Array | null = null;
+    let rows = 0;
+    let last: NdArray | null = null;
+    for (const batch of tableBatches(textPieces(from), delimiter, descr, source)) {
+      const a = transform(batch);
+      if (!header) {
+        header = encodeHeader(a.dtype, [0, ...a.shape.slice(1)], false, version);
+        writeAll(fd, header);
+      }
+      writeAll(fd, dataToBytes(a.dtype, a.data as TypedArray));
+      rows += a.shape[0]!;
+      last = a;
+    }
+    const final = encodeHeader(last!.dtype, [rows, ...last!.shape.slice(1)], false, version);
+    if (final.length !== header!.length) throw new NpyError('BAD_ARRAY', `${rows} rows do not fit the header's room`);
+    writeAll(fd, final, 0);
+  });
+}
+
+/** Write all of `bytes` (at `position`, or at the file position), however the kernel splits it. */
+function writeAll(fd: number, bytes: Uint8Array, position?: number): void {
+  for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done, position === undefined ? null : position + done);
 }

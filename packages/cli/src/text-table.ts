@@ -5,8 +5,8 @@
  * ambiguity (3-d arrays, complex numbers, datetimes, a delimiter inside a string) is refused.
  */
 import {
-  NpyError, arrayFromValues, familyOf, parseDescr, parsePyLiteral, readItem, toOrder,
-  type DescrInput, type DType, type InputOf, type NdArray, type Nested,
+  NdArray, NpyError, arrayFromValues, familyOf, parseDescr, parsePyLiteral, readItem, toOrder,
+  type DescrInput, type DType, type InputOf, type Nested, type TypedArray,
 } from '@npyts/core';
 import { exactExponent, scaledRound } from './numpy-floats.js';
 
@@ -73,50 +73,101 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
   }
 }
 
-/** The array as delimited text: 1-d as one column, 2-d as rows, a 1-d record array as columns under a header. */
+/** Rows written to text per step: the memory of an export is one step's rows, whatever the array's size. */
+const ROWS_PER_STEP = 4096;
+
+/**
+ * The array as delimited text, a step of rows at a time: 1-d as one column, 2-d as rows, a 1-d record
+ * array as columns under a header. `rowsOf(from, count)` gives rows (a region read of a file, or a
+ * view of an array in memory), so memory is one step's rows and its text.
+ */
+export function* tablePieces(dtype: DType, shape: readonly number[], rowsOf: (from: number, count: number) => NdArray, delimiter: ',' | '\t'): Generator<string> {
+  const fields = dtype.fields;
+  if (fields) {
+    if (shape.length !== 1) throw new NpyError('BAD_ARRAY', `a record array of shape (${shape.join(', ')}) has no table form; only 1-d record arrays become columns`);
+    if (fields.some((f) => f.dtype.fields || f.dtype.subarray)) throw new NpyError('BAD_ARRAY', 'nested records and subarray fields have no table form');
+  } else if (shape.length === 0 || shape.length > 2) {
+    throw new NpyError('BAD_ARRAY', `an array of ${shape.length} dimensions has no table form; only 1-d and 2-d arrays (np.savetxt's rule)`);
+  }
+  if (fields) yield `${fields.map((f) => f.name).join(delimiter)}\n`;
+  const rows = shape[0]!;
+  const cols = shape.length === 2 ? shape[1]! : 1;
+  for (let from = 0; from < rows; from += ROWS_PER_STEP) {
+    const count = Math.min(ROWS_PER_STEP, rows - from);
+    const a = toOrder(rowsOf(from, count), 'C');
+    const lines: string[] = [];
+    for (let r = 0; r < count; r++) {
+      const row = from + r;
+      if (fields) {
+        const rec = readItem(dtype, a.data, r) as Record<string, unknown>;
+        lines.push(fields.map((f) => cellOf(f.dtype, rec[f.name], delimiter, () => `row ${row}, field '${f.name}'`)).join(delimiter));
+      } else if (cols > 0) {
+        const cells: string[] = [];
+        for (let c = 0; c < cols; c++) cells.push(cellOf(dtype, readItem(dtype, a.data, r * cols + c), delimiter, () => `row ${row}, column ${c}`));
+        lines.push(cells.join(delimiter));
+      }
+    }
+    if (lines.length) yield `${lines.join('\n')}\n`;
+  }
+}
+
+/** {@link tablePieces} of an array in memory, joined. */
 export function arrayToTable(array: NdArray, delimiter: ',' | '\t'): string {
   const a = toOrder(array, 'C');
-  const dt = a.dtype;
-  const lines: string[] = [];
-  if (dt.fields) {
-    if (a.shape.length !== 1) throw new NpyError('BAD_ARRAY', `a record array of shape (${a.shape.join(', ')}) has no table form; only 1-d record arrays become columns`);
-    const fields = dt.fields;
-    if (fields.some((f) => f.dtype.fields || f.dtype.subarray)) throw new NpyError('BAD_ARRAY', 'nested records and subarray fields have no table form');
-    lines.push(fields.map((f) => f.name).join(delimiter));
-    for (let i = 0; i < a.size; i++) {
-      const rec = readItem(dt, a.data, i) as Record<string, unknown>;
-      lines.push(fields.map((f) => cellOf(f.dtype, rec[f.name], delimiter, () => `row ${i}, field '${f.name}'`)).join(delimiter));
+  return [...tablePieces(a.dtype, a.shape, (from, count) => rowsOfArray(a, from, count), delimiter)].join('');
+}
+
+/** Rows [from, from + count) of a C-order array, as a view. */
+export function rowsOfArray(a: NdArray, from: number, count: number): NdArray {
+  const per = a.shape.slice(1).reduce((p, x) => p * x, 1);
+  const units = a.data.length / Math.max(1, a.size);
+  const data = (a.data as unknown as { subarray?: (s: number, e: number) => unknown; slice: (s: number, e: number) => unknown });
+  const at = from * per * units;
+  const end = (from + count) * per * units;
+  const part = data.subarray ? data.subarray(at, end) : data.slice(at, end);
+  return new NdArray(a.dtype, [count, ...a.shape.slice(1)], part as NdArray['data']);
+}
+
+/** Python's float() grammar as numpy's loadtxt reads it: no hex, binary, octal or underscores. */
+const FLOAT_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * Lines of text given in pieces, each with its number; memory is one piece and the line being cut.
+ */
+function* linesOf(pieces: Iterable<string>): Generator<{ line: string; number: number }> {
+  let rest = '';
+  let number = 0;
+  for (const piece of pieces) {
+    const text = rest + piece;
+    let at = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', at)) {
+      yield { line: text.slice(at, nl).replace(/\r$/, ''), number: ++number };
+      at = nl + 1;
     }
-  } else {
-    if (a.shape.length === 0 || a.shape.length > 2) throw new NpyError('BAD_ARRAY', `an array of ${a.shape.length} dimensions has no table form; only 1-d and 2-d arrays (np.savetxt's rule)`);
-    const cols = a.shape.length === 2 ? a.shape[1]! : 1;
-    for (let r = 0; r < a.size / Math.max(cols, 1); r++) {
-      const cells: string[] = [];
-      for (let c = 0; c < cols; c++) cells.push(cellOf(dt, readItem(dt, a.data, r * cols + c), delimiter, () => `row ${r}, column ${c}`));
-      lines.push(cells.join(delimiter));
-    }
+    rest = text.slice(at);
   }
-  return lines.length ? `${lines.join('\n')}\n` : '';
+  if (rest !== '') yield { line: rest.replace(/\r$/, ''), number: ++number };
 }
 
 /**
- * Delimited text as an array of `descr`: one column gives a 1-d array, several a 2-d one; a record
- * descr takes one column per field and skips a header line of the field names. Blank lines are skipped.
+ * Delimited text, given in pieces, as arrays of `descr` of up to `rowsPerBatch` rows each, as
+ * np.loadtxt reads it: `#` starts a comment (to the end of its line), lines left blank are skipped,
+ * one column gives a 1-d array, several a 2-d one; a record descr takes one column per field and
+ * skips a header line of the field names. Memory is one batch, whatever the text's length.
  */
-export function tableToArray(text: string, delimiter: ',' | '\t', descr: string, source: string): NdArray {
-  const rows = text.split(/\r?\n/).map((line, i) => ({ line, number: i + 1 })).filter((r) => r.line.trim() !== '');
+export function* tableBatches(pieces: Iterable<string>, delimiter: ',' | '\t', descr: string, source: string, rowsPerBatch = ROWS_PER_STEP): Generator<NdArray> {
   // A type string ('<f8'), or a record descr as numpy writes it ("[('a', '<i8'), ('b', '<f8')]").
   const dtype: DType = parseDescr(descr.trim().startsWith('[') ? (parsePyLiteral(descr) as DescrInput) : descr);
   const fields = dtype.fields;
-  if (fields && rows.length && rows[0]!.line.split(delimiter).map((c) => c.trim()).join('\u0000') === fields.map((f) => f.name).join('\u0000')) rows.shift();
-  const width = rows.length ? rows[0]!.line.split(delimiter).length : 0;
   const parse = (dt: DType, cell: string, where: string): unknown => {
     const t = cell.trim();
     const bad = (): never => { throw new NpyError('BAD_ARRAY', `${source}:${where}: '${t}' is not a ${dt.name}`); };
     switch (familyOf(dt)) {
       case 'float': {
-        const v = /^[+-]?(inf(inity)?)$/i.test(t) ? (t.startsWith('-') ? -Infinity : Infinity) : /^[+-]?nan$/i.test(t) ? NaN : t === '' ? bad() : Number(t);
-        return Number.isNaN(v) && !/nan/i.test(t) ? bad() : v;
+        if (FLOAT_TEXT.test(t)) return Number(t);
+        if (/^[+-]?inf(inity)?$/i.test(t)) return t.startsWith('-') ? -Infinity : Infinity;
+        if (/^[+-]?nan$/i.test(t)) return NaN;
+        return bad();
       }
       case 'int': case 'uint': return /^[+-]?\d+$/.test(t) ? BigInt(t) : bad();
       case 'bool': return /^(1|true)$/i.test(t) ? true : /^(0|false)$/i.test(t) ? false : bad();
@@ -125,15 +176,54 @@ export function tableToArray(text: string, delimiter: ',' | '\t', descr: string,
       default: throw new NpyError('BAD_ARRAY', `${dt.name} cannot be read from text here`);
     }
   };
-  const values = rows.map(({ line, number }) => {
+  let width = -1;
+  let first = true;
+  let batch: unknown[] = [];
+  const flush = (): NdArray => {
+    const rows = batch.length;
+    const shape = fields || width === 1 ? [rows] : [rows, width];
+    const out = arrayFromValues((fields ? batch : batch.flat(1)) as Nested<InputOf<DescrInput>>, dtype, { shape });
+    batch = [];
+    return out;
+  };
+  for (const { line: raw, number } of linesOf(pieces)) {
+    const hash = raw.indexOf('#');
+    const line = hash >= 0 ? raw.slice(0, hash) : raw;
+    if (line.trim() === '') continue;
     const cells = line.split(delimiter);
+    if (first) {
+      first = false;
+      if (fields && cells.map((c) => c.trim()).join('\u0000') === fields.map((f) => f.name).join('\u0000')) continue;
+    }
+    if (width < 0) width = cells.length;
     if (cells.length !== width) throw new NpyError('BAD_ARRAY', `${source}:${number}: ${cells.length} columns, the first row has ${width}`);
     if (fields) {
       if (cells.length !== fields.length) throw new NpyError('BAD_ARRAY', `${source}:${number}: ${cells.length} columns for ${fields.length} fields`);
-      return Object.fromEntries(fields.map((f, k) => [f.name, parse(f.dtype, cells[k]!, `${number}`)]));
+      batch.push(Object.fromEntries(fields.map((f, k) => [f.name, parse(f.dtype, cells[k]!, `${number}`)])));
+    } else {
+      batch.push(width === 1 ? [parse(dtype, cells[0]!, `${number}`)] : cells.map((c, k) => parse(dtype, c, `${number}:${k + 1}`)));
     }
-    return width === 1 ? [parse(dtype, cells[0]!, `${number}`)] : cells.map((c, k) => parse(dtype, c, `${number}:${k + 1}`));
-  });
-  const shape = fields || width === 1 ? [values.length] : [values.length, width];
-  return arrayFromValues(values.flat(fields ? 0 : 1) as Nested<InputOf<DescrInput>>, dtype, { shape });
+    if (batch.length === rowsPerBatch) yield flush();
+  }
+  if (batch.length || width < 0) {
+    if (width < 0) width = 1;
+    yield flush();
+  }
+}
+
+/** Delimited text as one array (see {@link tableBatches}). */
+export function tableToArray(text: string, delimiter: ',' | '\t', descr: string, source: string): NdArray {
+  const batches = [...tableBatches([text], delimiter, descr, source)];
+  if (batches.length === 1) return batches[0]!;
+  const first = batches[0]!;
+  const rows = batches.reduce((n, b) => n + b.shape[0]!, 0);
+  // Every batch holds the same typed array kind: one of the total length, filled batch by batch.
+  const Ctor = first.data.constructor as new (n: number) => TypedArray;
+  const out = new Ctor(batches.reduce((n, b) => n + b.data.length, 0));
+  let at = 0;
+  for (const b of batches) {
+    out.set(b.data as TypedArray as never, at);
+    at += b.data.length;
+  }
+  return new NdArray(first.dtype, [rows, ...first.shape.slice(1)], out as NdArray['data']);
 }
