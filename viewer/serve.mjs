@@ -1,6 +1,6 @@
 // `npm run viewer`: serve the viewer (and the demo's archive) on 127.0.0.1, with HTTP range support
 // so that big files can be opened by URL. Options: --port N (default 8080), --data DIR (served at /data/).
-import { createReadStream, existsSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, realpathSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,9 +64,17 @@ export function startViewer({ port = 8080, host = '127.0.0.1', dataDir } = {}) {
       const path = fileFor(mounts, new URL(req.url, 'http://x').pathname);
       const size = statSync(path).size;
       const headers = { 'content-type': types[extname(path)] ?? 'application/octet-stream', 'accept-ranges': 'bytes', 'cache-control': 'no-store' };
+      // Opened before anything is answered: an unreadable file (permissions, removed meanwhile) gets
+      // its own status and message, not a dropped connection; the server keeps serving.
+      let fd;
+      try {
+        fd = openSync(path, 'r');
+      } catch (e) {
+        fail(res, e.code === 'EACCES' || e.code === 'EPERM' ? 403 : 404, e.code === 'EACCES' || e.code === 'EPERM' ? 'forbidden: the file cannot be read' : 'not found');
+        return;
+      }
       const send = (options) => {
-        const stream = createReadStream(path, options);
-        // An unreadable file (permissions, removed meanwhile) answers 500; the server keeps serving.
+        const stream = createReadStream(null, { ...options, fd });
         stream.on('error', () => fail(res, 500, 'cannot read the file'));
         stream.pipe(res);
       };
@@ -75,7 +83,7 @@ export function startViewer({ port = 8080, host = '127.0.0.1', dataDir } = {}) {
       let start = m[1] === '' ? size - Number(m[2]) : Number(m[1]);
       const end = m[1] === '' || m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
       if (start < 0) start = 0;
-      if (start >= size || start > end) { res.writeHead(416, { 'content-range': `bytes */${size}` }).end(); return; }
+      if (start >= size || start > end) { closeSync(fd); res.writeHead(416, { 'content-range': `bytes */${size}` }).end(); return; }
       res.writeHead(206, { ...headers, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${size}` });
       send({ start, end });
     } catch (e) {

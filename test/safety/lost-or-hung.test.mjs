@@ -150,4 +150,52 @@ appendNpySync(${JSON.stringify(target)}, { data: new Int32Array([7, 8]), shape: 
   assert.equal(besides('empty-lock.npy'), []);
 });
 
+
+test('the viewer\'s server answers an unreadable file with 403 and keeps serving (run as an unprivileged user)', async () => {
+  const { mkdirSync, chmodSync } = await import('node:fs');
+  const { spawn } = await import('node:child_process');
+  const data = join(dir, 'served');
+  mkdirSync(data);
+  for (const d of [dir, data]) chmodSync(d, 0o755);
+  python(`np.save(${JSON.stringify(join(data, 'ok.npy'))}, np.arange(3)); np.save(${JSON.stringify(join(data, 'secret.npy'))}, np.arange(3))`);
+  chmodSync(join(data, 'ok.npy'), 0o644);
+  chmodSync(join(data, 'secret.npy'), 0o000);
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `
+import { startViewer } from ${JSON.stringify(join(repoRoot, 'viewer/serve.mjs'))};
+if (process.getuid() === 0) { process.setgid(65534); process.setuid(65534); }
+const s = await startViewer({ port: 0, dataDir: ${JSON.stringify(data)} });
+console.log(s.address().port);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise((ok, no) => { child.stdout.once('data', (b) => ok(Number(String(b).trim()))); child.once('exit', no); });
+    const secret = await fetch(`http://127.0.0.1:${port}/data/secret.npy`, { headers: { range: 'bytes=0-9' } });
+    assert.is(secret.status, 403);
+    assert.match(await secret.text(), /cannot be read/);
+    const ok = await fetch(`http://127.0.0.1:${port}/data/ok.npy`);
+    assert.is(ok.status, 200);
+    assert.is((await ok.arrayBuffer()).byteLength, readFileSync(join(data, 'ok.npy')).length);
+  } finally {
+    child.kill();
+  }
+});
+
+
+test('a heap that is missing, or named with a NUL byte, is one NpyError naming the heap (API and CLI, with the FILE: prefix)', async () => {
+  saveRaggedSync(f('gone.npy'), ['a', 'bc']);
+  const heap = readdirSync(dir).find((n) => n.startsWith('gone.npy.strings'));
+  execFileSync('rm', [f(heap)]);
+  assert.throws(() => openRaggedSync(f('gone.npy')), (e) => e.code === 'NO_HEAP' && e.message.includes(f(heap)));
+  await rejects(openRagged(f('gone.npy')), 'NO_HEAP');
+  python(`a = np.load(${JSON.stringify(f('chunked.npy'))})
+t = a.dtype.descr[0][0][0]
+dt = np.dtype([((t.split(' heap=')[0] + ' heap=%00x', 'start'), '<u8'), ('stop', '<u8')])
+np.save(${JSON.stringify(f('nul.npy'))}, a.astype(dt))`);
+  assert.throws(() => openRaggedSync(f('nul.npy')), (e) => e.code === 'BAD_DESCR' && /NUL/.test(e.message));
+  for (const [file, pattern] of [['gone.npy', /names the heap .*which does not exist/], ['nul.npy', /NUL/]]) {
+    const r = await runCli(['info', f(file)]);
+    assert.is(r.code, 1);
+    assert.match(r.stderr, new RegExp(`^npyts: error: ${f(file)}: `));
+    assert.match(r.stderr, pattern);
+  }
+});
+
 test.run();

@@ -243,7 +243,7 @@ function cmdInfo(p: Parsed, io: Io): void {
         checkDataSize(header, (t.file === '-' ? stdin().length : statSync(t.file).size) - header.dataOffset);
         return header;
       });
-      const ragged = t.file !== '-' ? raggedInfo(h.dtype) : null;
+      const ragged = t.file !== '-' ? withFile(t.label, () => raggedInfo(h.dtype)) : null;
       const raggedText = ragged ? withFile(t.label, () => {
         const r = openRaggedSync(t.file);
         try {

@@ -27,6 +27,10 @@ export type NpyErrorCode =
   | 'OBJECT_IN_PLACE'
   /** A path that is not a regular file (a FIFO, a device, a directory) where a file is read or written. */
   | 'NOT_A_FILE'
+  /** A request failed (no answer, a reset connection, a redirect loop) or a URL is not one. */
+  | 'NETWORK'
+  /** A ragged index names a heap that is not there. */
+  | 'NO_HEAP'
   /** Model weights and an archive disagree (names, shapes, dtypes): every mismatch is listed. */
   | 'WEIGHT_MISMATCH';
 

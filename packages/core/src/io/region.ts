@@ -136,6 +136,8 @@ export interface GroupLimits {
   maxBytes?: number;
   /** Most runs one group lists. Default 65 536. */
   maxRuns?: number;
+  /** Cut a run longer than `maxBytes` into pieces of `maxBytes` (for reads that must stay that small, as HTTP requests). */
+  splitRuns?: boolean;
 }
 
 export const DEFAULT_GROUP_BYTES = 16 << 20;
@@ -152,7 +154,7 @@ export function* groupRuns(runs: Iterable<ByteRun>, maxGap: number, limits: Grou
   const maxBytes = limits.maxBytes ?? DEFAULT_GROUP_BYTES;
   const maxRuns = limits.maxRuns ?? DEFAULT_GROUP_RUNS;
   let g: RunGroup | null = null;
-  for (const r of runs) {
+  for (const r of limits.splitRuns ? cutRuns(runs, maxBytes) : runs) {
     if (g && r.fileOffset - (g.offset + g.length) <= maxGap && r.fileOffset + r.length - g.offset <= maxBytes && g.runs.length < maxRuns) {
       g.length = r.fileOffset + r.length - g.offset;
       g.runs.push(r);
@@ -162,6 +164,14 @@ export function* groupRuns(runs: Iterable<ByteRun>, maxGap: number, limits: Grou
     }
   }
   if (g) yield g;
+}
+
+/** Runs no longer than `most` bytes: a longer one is cut into consecutive pieces. */
+function* cutRuns(runs: Iterable<ByteRun>, most: number): Generator<ByteRun> {
+  for (const r of runs) {
+    if (r.length <= most) yield r;
+    else for (let at = 0; at < r.length; at += most) yield { fileOffset: r.fileOffset + at, regionOffset: r.regionOffset + at, length: Math.min(most, r.length - at) };
+  }
 }
 
 /**

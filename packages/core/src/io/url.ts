@@ -78,6 +78,27 @@ function httpError(message: string): never {
 }
 
 /**
+ * A failure of the request itself (a reset connection, a redirect loop, a refused connection: fetch's
+ * `TypeError: fetch failed` or `terminated`) as an NpyError naming the URL and the bytes asked for;
+ * an NpyError of ours or an abort the caller asked for passes through.
+ */
+function networkError(e: unknown, href: string, what: string, signal: AbortSignal | undefined): unknown {
+  if (e instanceof NpyError || signal?.aborted) return e;
+  const err = e as Error & { cause?: { code?: string; message?: string } };
+  const cause = err?.cause?.code ?? err?.cause?.message;
+  return new NpyError('NETWORK', `${href}: the request for ${what} failed (${err?.message ?? String(e)}${cause ? `: ${cause}` : ''}); check the URL and that the server is reachable`);
+}
+
+/** `work` (a request and the reading of its body), its network failures as {@link networkError}. */
+async function overNetwork<T>(href: string, what: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    throw networkError(e, href, what, signal);
+  }
+}
+
+/**
  * Open a .npy by URL for region reads.
  * @example
  * const h = await openNpyUrl('https://example.org/big.npy', { expect: '<f4' });
@@ -87,6 +108,11 @@ export async function openNpyUrl<const S extends DescrInput>(url: string | URL, 
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
   const href = String(url);
+  try {
+    new URL(href);
+  } catch {
+    throw new NpyError('NETWORK', `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpy from '@npyts/core/node'`);
+  }
   const doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
   const stats = { requests: 0, bytes: 0, cached: 0 };
   let total = -1;
@@ -94,37 +120,39 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   /** Bytes [from, from + length) of the file, checked against what the server says it sent. */
   const range = async (from: number, length: number, signal = options.signal): Promise<Uint8Array> => {
     const last = from + length - 1;
-    stats.requests++;
-    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${from}-${last}` }, signal });
-    if (res.status === 200) {
-      await res.body?.cancel();
-      httpError(`${href}: the server ignored the Range header (HTTP 200 with the whole body); it does not support range requests`);
-    }
-    if (res.status === 416) {
-      await res.body?.cancel();
-      httpError(`${href}: the server says bytes ${from}-${last} are outside the file (HTTP 416)`);
-    }
-    if (res.status !== 206) {
-      await res.body?.cancel();
-      httpError(`${href}: HTTP ${res.status} for bytes ${from}-${last}`);
-    }
-    const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
-    if (!cr) {
-      await res.body?.cancel();
-      httpError(`${href}: a 206 answer without a valid Content-Range header`);
-    }
-    const [gotFrom, gotLast, size] = [Number(cr[1]), Number(cr[2]), cr[3] === '*' ? -1 : Number(cr[3])];
-    if (size >= 0) total = size;
-    const expectLast = total >= 0 ? Math.min(last, total - 1) : last;
-    if (gotFrom !== from || gotLast !== expectLast) {
-      await res.body?.cancel();
-      httpError(`${href}: asked for bytes ${from}-${last}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
-    }
-    const expected = gotLast - gotFrom + 1;
-    const body = await readBody(res, expected, href);
-    stats.bytes += body.length;
-    if (body.length !== expected) httpError(`${href}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
-    return body;
+    return overNetwork(href, `bytes ${from}-${last}`, signal, async () => {
+      stats.requests++;
+      const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${from}-${last}` }, signal });
+      if (res.status === 200) {
+        await res.body?.cancel();
+        httpError(`${href}: the server ignored the Range header (HTTP 200 with the whole body); it does not support range requests`);
+      }
+      if (res.status === 416) {
+        await res.body?.cancel();
+        httpError(`${href}: the server says bytes ${from}-${last} are outside the file (HTTP 416)`);
+      }
+      if (res.status !== 206) {
+        await res.body?.cancel();
+        httpError(`${href}: HTTP ${res.status} for bytes ${from}-${last}`);
+      }
+      const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
+      if (!cr) {
+        await res.body?.cancel();
+        httpError(`${href}: a 206 answer without a valid Content-Range header`);
+      }
+      const [gotFrom, gotLast, size] = [Number(cr[1]), Number(cr[2]), cr[3] === '*' ? -1 : Number(cr[3])];
+      if (size >= 0) total = size;
+      const expectLast = total >= 0 ? Math.min(last, total - 1) : last;
+      if (gotFrom !== from || gotLast !== expectLast) {
+        await res.body?.cancel();
+        httpError(`${href}: asked for bytes ${from}-${last}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
+      }
+      const expected = gotLast - gotFrom + 1;
+      const body = await readBody(res, expected, href);
+      stats.bytes += body.length;
+      if (body.length !== expected) httpError(`${href}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
+      return body;
+    });
   };
 
   /**
@@ -132,24 +160,26 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
    * Returns null when the server does not answer that way; the caller then asks range by range.
    */
   const multiRange = async (groups: { offset: number; length: number }[], signal?: AbortSignal): Promise<Uint8Array[] | null> => {
-    stats.requests++;
     const spec = groups.map((g) => `${g.offset}-${g.offset + g.length - 1}`).join(',');
-    const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${spec}` }, signal });
-    const type = res.headers.get('content-type') ?? '';
-    const boundary = /multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
-    if (res.status !== 206 || !boundary) {
-      await res.body?.cancel();
-      return null;
-    }
-    // The parts plus their headers and boundaries; a body much longer than that is refused unread.
-    const wanted = groups.reduce((n, g) => n + g.length, 0);
-    const body = await readBody(res, wanted + groups.length * 512 + 4096, href);
-    stats.bytes += body.length;
-    const parts = parseByteranges(body, boundary, href);
-    return groups.map((g) => {
-      const p = parts.find((x) => x.from <= g.offset && x.from + x.bytes.length >= g.offset + g.length);
-      if (!p) httpError(`${href}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
-      return p.bytes.subarray(g.offset - p.from, g.offset - p.from + g.length);
+    return overNetwork(href, `bytes ${spec.length > 60 ? `${spec.slice(0, 60)}…` : spec}`, signal, async () => {
+      stats.requests++;
+      const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${spec}` }, signal });
+      const type = res.headers.get('content-type') ?? '';
+      const boundary = /multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
+      if (res.status !== 206 || !boundary) {
+        await res.body?.cancel();
+        return null;
+      }
+      // The parts plus their headers and boundaries; a body much longer than that is refused unread.
+      const wanted = groups.reduce((n, g) => n + g.length, 0);
+      const body = await readBody(res, wanted + groups.length * 512 + 4096, href);
+      stats.bytes += body.length;
+      const parts = parseByteranges(body, boundary, href);
+      return groups.map((g) => {
+        const p = parts.find((x) => x.from <= g.offset && x.from + x.bytes.length >= g.offset + g.length);
+        if (!p) httpError(`${href}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
+        return p.bytes.subarray(g.offset - p.from, g.offset - p.from + g.length);
+    });
     });
   };
   let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
@@ -177,7 +207,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       const perRequest = options.rangesPerRequest ?? 100;
       // Groups are made lazily and requested in batches of at most `perRequest` ranges and
       // BATCH_BYTES bytes, `concurrency` at a time: memory is the region plus what is in flight.
-      const groups = groupRuns(plan.runs, maxGap, { maxBytes: BATCH_BYTES });
+      const groups = groupRuns(plan.runs, maxGap, { maxBytes: BATCH_BYTES, splitRuns: true });
       let held: IteratorResult<RunGroup> | null = null; // a group that did not fit the last batch
       const nextBatch = (): RunGroup[] => {
         const batch: RunGroup[] = [];
@@ -226,13 +256,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
 function parseByteranges(body: Uint8Array, boundary: string, href: string): { from: number; bytes: Uint8Array }[] {
   const latin = new TextDecoder('latin1');
   const delimiter = new TextEncoder().encode(`--${boundary}`);
-  const find = (needle: Uint8Array, from: number): number => {
-    outer: for (let i = from; i + needle.length <= body.length; i++) {
-      for (let j = 0; j < needle.length; j++) if (body[i + j] !== needle[j]) continue outer;
-      return i;
-    }
-    return -1;
-  };
+  const find = (needle: Uint8Array, from: number): number => indexOfBytes(body, needle, from);
   const parts: { from: number; bytes: Uint8Array }[] = [];
   let at = find(delimiter, 0);
   while (at >= 0) {
@@ -251,6 +275,27 @@ function parseByteranges(body: Uint8Array, boundary: string, href: string): { fr
     at = find(delimiter, start + length);
   }
   return parts;
+}
+
+/**
+ * Where `needle` first occurs in `haystack` at or after `from` (-1 if nowhere), in time linear in
+ * both (Knuth–Morris–Pratt): a server's long multipart boundary cannot make the search quadratic.
+ */
+function indexOfBytes(haystack: Uint8Array, needle: Uint8Array, from: number): number {
+  const m = needle.length;
+  if (m === 0) return from;
+  const fail = new Int32Array(m);
+  for (let i = 1, k = 0; i < m; i++) {
+    while (k > 0 && needle[i] !== needle[k]) k = fail[k - 1]!;
+    if (needle[i] === needle[k]) k++;
+    fail[i] = k;
+  }
+  for (let i = from, k = 0; i < haystack.length; i++) {
+    while (k > 0 && haystack[i] !== needle[k]) k = fail[k - 1]!;
+    if (haystack[i] === needle[k]) k++;
+    if (k === m) return i - m + 1;
+  }
+  return -1;
 }
 
 /** Bodies of recent range reads, by offset and length, least recently used dropped first. */

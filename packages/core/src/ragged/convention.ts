@@ -110,6 +110,7 @@ export function raggedInfo(dtype: DType): RaggedInfo | null {
   } catch {
     bad(`the heap name ${JSON.stringify(heap)} is not percent-encoded`);
   }
+  if (path === '' || path.includes('\0')) bad(`the heap name ${JSON.stringify(heap)} is empty or holds a NUL byte, which no file name can`);
   return { kind: kind!, heap: path, layout: layout! };
 }
 

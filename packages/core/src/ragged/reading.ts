@@ -25,7 +25,8 @@ interface Read<P> {
 }
 
 /** A step a reader asks its driver for: a .npy opened by name, or region reads (answered in order). */
-type Step<P> = { open: string } | { reads: Read<P>[] };
+/** Open a .npy by name (`heapOf`: the index that names it as its heap), or read regions of open ones. */
+type Step<P> = { open: string; heapOf?: string } | { reads: Read<P>[] };
 
 /** A reader: yields steps, is answered with an opened part or the arrays read, returns its result. */
 export type Reading<P, T> = Generator<Step<P>, T, unknown>;
@@ -56,7 +57,7 @@ export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (ind
   }
   const heapName = heapOf(name, info.heap);
   const followed = followHeap(chain, heapName);
-  const heap = (yield { open: heapName }) as P;
+  const heap = (yield { open: heapName, heapOf: name }) as P;
   const inner = raggedInfo(heap.dtype) ? yield* openingLevel(heapName, heapOf, heap, followed) : null;
   const bad = (why: string): never => {
     throw new NpyError('BAD_ARRAY', `the ragged index ${name} (${info.layout}, kind ${info.kind}): ${why}`);
@@ -329,11 +330,18 @@ export function runReadingSync<P, T>(reading: Reading<P, T>, io: { open(name: st
     if (step.done) return step.value;
     const s = step.value;
     if ('open' in s) {
-      const part = io.open(s.open);
+      let part: P;
+      try { part = io.open(s.open); } catch (e) { throw missingHeap(e, s); }
       opened.push(part);
       step = reading.next(part);
     } else step = reading.next(s.reads.map((r) => io.read(r.part, r.start, r.count)));
   }
+}
+
+/** A heap that is not there, named with the index that names it (an index is blamed for nothing else of it). */
+function missingHeap(e: unknown, step: { open: string; heapOf?: string }): unknown {
+  if (step.heapOf === undefined || (e as { code?: string })?.code !== 'ENOENT') return e;
+  return new NpyError('NO_HEAP', `the ragged index ${step.heapOf} names the heap ${step.open}, which does not exist (was it moved, or not copied with the index?)`);
 }
 
 /** Perform a reader's steps with promises; the reads of one step run together. */
@@ -342,7 +350,7 @@ export async function runReading<P, T>(reading: Reading<P, T>, io: { open(name: 
     if (step.done) return step.value;
     const s = step.value;
     if ('open' in s) {
-      const part = await io.open(s.open);
+      const part = await io.open(s.open).catch((e: unknown) => { throw missingHeap(e, s); });
       opened.push(part);
       step = reading.next(part);
     } else step = reading.next(await Promise.all(s.reads.map((r) => io.read(r.part, r.start, r.count))));
