@@ -179,7 +179,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
         const p = parts.find((x) => x.from <= g.offset && x.from + x.bytes.length >= g.offset + g.length);
         if (!p) httpError(`${href}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
         return p.bytes.subarray(g.offset - p.from, g.offset - p.from + g.length);
-    });
+      });
     });
   };
   let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
