@@ -31,6 +31,8 @@ export type NpyErrorCode =
   | 'NETWORK'
   /** A ragged index names a heap that is not there. */
   | 'NO_HEAP'
+  /** A model document (model.json) that is not what tfjs reads: not UTF-8 or JSON, fields of the wrong type, nested too deep. */
+  | 'BAD_MODEL'
   /** Model weights and an archive disagree (names, shapes, dtypes): every mismatch is listed. */
   | 'WEIGHT_MISMATCH';
 

@@ -66,18 +66,67 @@ const METADATA_FIELDS = ['format', 'generatedBy', 'convertedBy', 'trainingConfig
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** How deep a model document may nest: far past any real topology, and no walker can overflow the stack. */
+const MAX_JSON_DEPTH = 1000;
+
 async function readModelJson(archive: AnyArchive, member: string): Promise<ModelJson> {
   if (!archive.entries.some((e) => e.name === member)) return {};
-  const text = utf8.decode(await archive.bytes(member));
+  const bad = (why: string): never => { throw new NpyError('BAD_MODEL', `${member}: ${why}`, { member }); };
+  let text = '';
+  try {
+    text = utf8.decode(await archive.bytes(member));
+  } catch (e) {
+    if (e instanceof NpyError) throw e;
+    bad('is not UTF-8 text');
+  }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new NpyError('BAD_ARRAY', `${member} is not JSON: ${(e as Error).message}`, { member });
+    bad(`is not JSON: ${(e as Error).message}`);
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new NpyError('BAD_ARRAY', `${member} is not a JSON object`, { member });
-  return json as ModelJson;
+  return checkModelJson(json, bad);
 }
+
+/**
+ * The shape of a model document, checked once before anything walks it: an object, nested at most
+ * {@link MAX_JSON_DEPTH} deep (measured without recursion), whose `weightSpecs` is a list of
+ * `{ name, shape, dtype }` and whose other fields have the types tfjs expects.
+ */
+function checkModelJson(json: unknown, bad: (why: string) => never): ModelJson {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) bad('is not a JSON object');
+  const stack: [unknown, number][] = [[json, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > MAX_JSON_DEPTH) bad(`nests deeper than ${MAX_JSON_DEPTH} levels`);
+    for (const x of Array.isArray(v) ? v : Object.values(v)) if (typeof x === 'object' && x !== null) stack.push([x, depth + 1]);
+  }
+  const doc = json as Record<string, unknown>;
+  const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (doc.modelTopology !== undefined && !isObject(doc.modelTopology)) bad('modelTopology is not an object');
+  for (const f of ['format', 'generatedBy'] as const) if (doc[f] !== undefined && typeof doc[f] !== 'string') bad(`${f} is not a string`);
+  if (doc.convertedBy !== undefined && doc.convertedBy !== null && typeof doc.convertedBy !== 'string') bad('convertedBy is not a string or null');
+  for (const f of ['trainingConfig', 'userDefinedMetadata', 'signature', 'modelInitializer', 'initializerSignature'] as const) {
+    if (doc[f] !== undefined && !isObject(doc[f])) bad(`${f} is not an object`);
+  }
+  if (doc.weightSpecs !== undefined) {
+    if (!Array.isArray(doc.weightSpecs)) bad('weightSpecs is not a list');
+    (doc.weightSpecs as unknown[]).forEach((w, i) => {
+      const at = `weightSpecs[${i}]`;
+      if (!isObject(w)) bad(`${at} is not an object`);
+      const spec = w as Record<string, unknown>;
+      if (typeof spec.name !== 'string' || spec.name === '') bad(`${at} has no name`);
+      if (!Array.isArray(spec.shape) || !spec.shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) bad(`${at} (${String(spec.name)}): shape is not a list of non-negative integers`);
+      if (!WEIGHT_DTYPES.includes(spec.dtype as WeightDType)) bad(`${at} (${String(spec.name)}): dtype ${JSON.stringify(spec.dtype)} is none of ${WEIGHT_DTYPES.join(', ')}`);
+      if (spec.group !== undefined && typeof spec.group !== 'string') bad(`${at} (${String(spec.name)}): group is not a string`);
+    });
+  }
+  return doc as ModelJson;
+}
+
+/** The dtypes a tfjs weight spec may name. */
+const WEIGHT_DTYPES: readonly WeightDType[] = ['float32', 'int32', 'bool', 'string', 'complex64'];
 
 function topologyOf(given: NpzHandlerOptions['modelTopology']): object | undefined {
   if (given === undefined) return undefined;
@@ -92,9 +141,12 @@ function topologyOf(given: NpzHandlerOptions['modelTopology']): object | undefin
 function weightNamesOf(topology: object): { layers: Set<string>; nodes: Set<string> } {
   const layers = new Set<string>();
   const nodes = new Set<string>();
-  const visit = (x: unknown): void => {
-    if (Array.isArray(x)) { x.forEach(visit); return; }
-    if (typeof x !== 'object' || x === null) return;
+  // Walked with a stack of its own, not recursion: a topology given by the caller may nest deep.
+  const stack: unknown[] = [topology];
+  while (stack.length) {
+    const x = stack.pop();
+    if (typeof x !== 'object' || x === null) continue;
+    if (Array.isArray(x)) { for (const v of x) stack.push(v); continue; }
     const o = x as Record<string, unknown>;
     for (const item of Array.isArray(o.layers) ? o.layers : []) {
       const it = item as { name?: unknown; config?: { name?: unknown } };
@@ -102,9 +154,8 @@ function weightNamesOf(topology: object): { layers: Set<string>; nodes: Set<stri
       if (typeof name === 'string') layers.add(name);
     }
     for (const node of Array.isArray(o.node) ? o.node : []) if (typeof (node as { name?: unknown })?.name === 'string') nodes.add((node as { name: string }).name);
-    for (const v of Object.values(o)) visit(v);
-  };
-  visit(topology);
+    for (const v of Object.values(o)) stack.push(v);
+  }
   return { layers, nodes };
 }
 
