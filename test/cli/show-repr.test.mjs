@@ -130,4 +130,36 @@ test('a summarised printout reads only the rows it shows: a 64 MiB file prints w
   assert.is(out.split('\n').slice(1).join('\n').trim(), python(`print(repr(np.load(${JSON.stringify(file)})))`).trim());
 });
 
+
+test('float128 (x86 long double): values that are float64 values show as numpy shows them; others are refused, never shown or compared as their float64 neighbours', async () => {
+  const d = scratch();
+  const exactness = python(`
+rng = np.random.default_rng(3)
+fi = np.finfo(np.longdouble)
+vals = [fi.max, fi.tiny, np.longdouble(1) / 3, np.longdouble(2) ** -1074, np.longdouble(2) ** -1075, np.longdouble(2) ** 1023, np.longdouble(2) ** 1024,
+        np.longdouble(0.1), np.longdouble(1) + np.longdouble(2) ** -52, np.longdouble(1) + np.longdouble(2) ** -53, -np.longdouble(0.0), np.inf, np.nan]
+vals += list(rng.standard_normal(20).astype(np.longdouble) * np.longdouble(2) ** rng.integers(-1100, 1100, 20))
+a = np.array(vals, dtype='<f16')
+np.save(${JSON.stringify(join(d, 'ld.npy'))}, a)
+with np.errstate(all='ignore'):
+    print(json.dumps([bool(np.isnan(x) or np.longdouble(np.float64(x)) == x) for x in a]))`);
+  const { longDoubleIsNumber } = await import('@npyts/core');
+  const bytes = readFileSync(join(d, 'ld.npy'));
+  const data = bytes.subarray(bytes.length - 16 * JSON.parse(exactness).length);
+  assert.equal(JSON.parse(exactness).map((_, i) => longDoubleIsNumber(data, 16 * i)), JSON.parse(exactness));
+  // Shown: an array of float64 values, as numpy prints it.
+  python(`np.save(${JSON.stringify(join(d, 'ok.npy'))}, np.array([0.1, 2.5, -3e300], dtype='<f16'))`);
+  const ok = await runCli(['show', join(d, 'ok.npy')]);
+  assert.is(ok.code, 0, ok.stderr);
+  assert.ok(ok.stdout.includes(python(`print(repr(np.load(${JSON.stringify(join(d, 'ok.npy'))})))`).trim()), ok.stdout);
+  // Refused: past float64's range, and compared with half of itself.
+  python(`m = np.finfo(np.longdouble).max; np.save(${JSON.stringify(join(d, 'max.npy'))}, np.array([m, 1], dtype='<f16')); np.save(${JSON.stringify(join(d, 'half.npy'))}, np.array([m / 2, 1], dtype='<f16'))`);
+  const shown = await runCli(['show', join(d, 'max.npy')]);
+  assert.is(shown.code, 1);
+  assert.match(shown.stderr, /outside float64's range/);
+  const diff = await runCli(['diff', join(d, 'max.npy'), join(d, 'half.npy')]);
+  assert.is(diff.code, 1);
+  assert.match(diff.stderr, /outside float64's range/);
+});
+
 test.run();

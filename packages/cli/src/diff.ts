@@ -3,7 +3,8 @@
  * (|actual − desired| ≤ atol + rtol·|desired|, NaNs equal where both are NaN, infinities equal only to
  * themselves); non-numeric arrays element by element.
  */
-import { familyOf, readItem, shapeRepr, type NdArray } from '@npyts/core';
+import { familyOf, shapeRepr, type NdArray } from '@npyts/core';
+import { readExactItem } from './format.js';
 
 /** assert_allclose's tolerances and their defaults. */
 export interface Tolerance {
@@ -119,8 +120,8 @@ export function diffArrays(actual: NdArray, desired: NdArray, tol: Tolerance): D
   let measured = 0;
   const shown: string[] = [];
   for (let i = 0; i < n; i++) {
-    const va = readItem(a.dtype, a.data, at[0].next().value as number);
-    const vb = readItem(b.dtype, b.data, at[1].next().value as number);
+    const va = readExactItem(a.dtype, a.data, at[0].next().value as number);
+    const vb = readExactItem(b.dtype, b.data, at[1].next().value as number);
     let bad: boolean;
     if (close) {
       const x = asNum(va);

@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, decimalText, familyOf, readItem, reprBytes, reprFloat, reprString, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, NpyError, decimalText, familyOf, longDoubleIsNumber, readItem, reprBytes, reprFloat, reprString, type ArrayData, type Complex, type DType } from '@npyts/core';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { datetimeText } from './numpy-times.js';
 import { formatFloatsLikeNumpy } from './numpy-floats.js';
@@ -178,6 +178,22 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
 }
 
 /**
+ * {@link readItem} for what the CLI prints, compares or writes as text: an x86 long double (`f16`,
+ * or a part of `c32`) that is not exactly a float64 (past its range, or with more than 53 bits) is
+ * refused, since the float64 it reads as would be shown, compared or written silently wrong.
+ */
+export function readExactItem(dtype: DType, data: ArrayData, pos: number): unknown {
+  if ((dtype.kind === 'f' && dtype.itemsize === 16) || (dtype.kind === 'c' && dtype.itemsize === 32)) {
+    for (let part = 0; part < dtype.itemsize; part += 16) {
+      if (!longDoubleIsNumber(data as Uint8Array, pos * dtype.itemsize + part)) {
+        throw new NpyError('NOT_REPRESENTABLE', `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts prints, compares and writes as text only long doubles that are float64 values: use numpy for this one`);
+      }
+    }
+  }
+  return readItem(dtype, data, pos);
+}
+
+/**
  * `array([...], dtype=…)` with rows broken like numpy's repr and large arrays summarised. `report.cut`
  * is set when object values were cut short (see {@link MAX_OBJECT_TEXT}).
  */
@@ -217,7 +233,7 @@ function formatArrayText(array: NdArray): string {
   return reprLikeNumpy({
     dtype: array.dtype,
     shape: array.shape,
-    get: (index) => readItem(array.dtype, array.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)),
+    get: (index) => readExactItem(array.dtype, array.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)),
   });
 }
 

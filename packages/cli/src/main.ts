@@ -1,6 +1,6 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, checkDataSize, dataToBytes, encodeHeader, hasObject, putOwn, readItem, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, checkDataSize, dataToBytes, encodeHeader, hasObject, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive, type TypedArray,
 } from '@npyts/core';
 import { checkRegularFile, loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
@@ -8,7 +8,7 @@ import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { parseArgs as parseArgsOfNode } from 'node:util';
-import { formatArray, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from './format.js';
+import { formatArray, readExactItem, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from './format.js';
 import { streamJsonDocument } from './json-stream.js';
 import { delimiterOf, rowsOfArray, tableBatches, tablePieces, tableToArray } from './text-table.js';
 import { startProgress } from './progress.js';
@@ -297,7 +297,7 @@ function shownElements(handle: NpyFileHandleSync): Printable {
   if (size <= 1000) {
     const whole = handle.read(shape.map(() => 0), shape);
     const strides = whole.strides;
-    return { dtype, shape, get: (index) => readItem(dtype, whole.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)) };
+    return { dtype, shape, get: (index) => readExactItem(dtype, whole.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)) };
   }
   const last = shape.length - 1;
   const n = shape[last]!;
@@ -312,7 +312,7 @@ function shownElements(handle: NpyFileHandleSync): Printable {
         row = new Map();
         for (const [start, count] of runs) {
           const part = handle.read([...index.slice(0, last), start], [...index.slice(0, last).map(() => 1), count]);
-          for (let k = 0; k < count; k++) row.set(start + k, readItem(dtype, part.data, k));
+          for (let k = 0; k < count; k++) row.set(start + k, readExactItem(dtype, part.data, k));
         }
         rows.set(key, row);
       }

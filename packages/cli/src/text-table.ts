@@ -5,10 +5,11 @@
  * ambiguity (3-d arrays, complex numbers, datetimes, a delimiter inside a string) is refused.
  */
 import {
-  NdArray, NpyError, arrayFromValues, familyOf, parseDescr, parsePyLiteral, readItem, toOrder,
+  NdArray, NpyError, arrayFromValues, familyOf, parseDescr, parsePyLiteral, toOrder,
   type DescrInput, type DType, type InputOf, type Nested, type TypedArray,
 } from '@npyts/core';
 import { exactExponent, scaledRound } from './numpy-floats.js';
+import { readExactItem } from './format.js';
 
 /** The delimiter of a file name's kind: `,` for .csv, a tab for .tsv; null for any other name. */
 export function delimiterOf(name: string): ',' | '\t' | null {
@@ -99,11 +100,11 @@ export function* tablePieces(dtype: DType, shape: readonly number[], rowsOf: (fr
     for (let r = 0; r < count; r++) {
       const row = from + r;
       if (fields) {
-        const rec = readItem(dtype, a.data, r) as Record<string, unknown>;
+        const rec = readExactItem(dtype, a.data, r) as Record<string, unknown>;
         lines.push(fields.map((f) => cellOf(f.dtype, rec[f.name], delimiter, () => `row ${row}, field '${f.name}'`)).join(delimiter));
       } else if (cols > 0) {
         const cells: string[] = [];
-        for (let c = 0; c < cols; c++) cells.push(cellOf(dtype, readItem(dtype, a.data, r * cols + c), delimiter, () => `row ${row}, column ${c}`));
+        for (let c = 0; c < cols; c++) cells.push(cellOf(dtype, readExactItem(dtype, a.data, r * cols + c), delimiter, () => `row ${row}, column ${c}`));
         lines.push(cells.join(delimiter));
       }
     }

@@ -33,6 +33,8 @@ export type NpyErrorCode =
   | 'NO_HEAP'
   /** A model document (model.json) that is not what tfjs reads: not UTF-8 or JSON, fields of the wrong type, nested too deep. */
   | 'BAD_MODEL'
+  /** A value that the requested form cannot hold exactly (a long double past float64, shown or compared). */
+  | 'NOT_REPRESENTABLE'
   /** Model weights and an archive disagree (names, shapes, dtypes): every mismatch is listed. */
   | 'WEIGHT_MISMATCH';
 

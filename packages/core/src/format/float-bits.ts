@@ -94,6 +94,28 @@ export function longDoubleToNumber(bytes: Uint8Array, at: number): number {
   return sign * Number(q) * 2 ** -1074;
 }
 
+/**
+ * Whether the x86 80-bit value at `at` is exactly a float64 (so {@link longDoubleToNumber} loses
+ * nothing): zero, an infinity or NaN, or a value within float64's range whose significant bits fit
+ * its 53 (fewer for float64's subnormals). Values past float64's range, or with more precision, are not.
+ * @example
+ * longDoubleIsNumber(bytes, 0);   // false for np.finfo(np.longdouble).max
+ */
+export function longDoubleIsNumber(bytes: Uint8Array, at: number): boolean {
+  const biased = (bytes[at + 8]! | (bytes[at + 9]! << 8)) & 0x7fff;
+  if (biased === 0x7fff) return true;
+  let zero = true;
+  for (let i = 0; i < 8; i++) if (bytes[at + i] !== 0) zero = false;
+  if (zero) return true;
+  if (biased === 0) return false; // an 80-bit subnormal: far below float64's smallest
+  const e = biased - 16383; // the value is 1.f × 2^e when the integer bit is set
+  if (e > 1023 || e < -1074) return false;
+  // Bits of the 64-bit mantissa below float64's precision at this exponent must be zero.
+  const dropped = 11 + Math.max(0, -1022 - e);
+  for (let bit = 0; bit < dropped; bit++) if (bytes[at + (bit >> 3)]! & (1 << (bit & 7))) return false;
+  return (bytes[at + 7]! & 0x80) !== 0; // an unnormal (integer bit clear) is not a value numpy makes
+}
+
 function scaleByPowerOfTwo(x: number, e: number): number {
   // Split the scaling so that no intermediate power of two under- or overflows.
   while (e > 1000) { x *= 2 ** 1000; e -= 1000; }
