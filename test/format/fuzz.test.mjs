@@ -171,4 +171,75 @@ test('fuzzed pickles and random opcode streams: a value or an NpyError, quickly;
   fc.assert(fc.property(mutated(objectNpy), (bytes) => clean(() => pythonJSON(decodeNpy(bytes, { pickle: pickleCodec }).toList()), 'object npy')), settings(500));
 });
 
+test('fuzzed ragged indexes and heaps of every layout: elements or an NpyError, quickly', async () => {
+  const { saveRaggedSync, saveReferencesSync, openRaggedSync } = await import('@npyts/core/node');
+  const { arrayFromValues } = await import('@npyts/core');
+  const { readFileSync, readdirSync } = await import('node:fs');
+  const made = [
+    ['ranges.npy', (p) => saveRaggedSync(p, ['a', 'bc', '', 'def'])],
+    ['offsets.npy', (p) => saveRaggedSync(p, [arrayFromValues([1, 2], '<i4'), arrayFromValues([3], '<i4')], { layout: 'offsets' })],
+    ['zero.npy', (p) => saveRaggedSync(p, ['x', 'yz'], { layout: 'zero-terminated', shape: [1, 2] })],
+    ['nested.npy', (p) => saveRaggedSync(p, [[arrayFromValues([1], '<f8')], []], { layout: 'offsets' })],
+    ['refs.npy', (p) => saveReferencesSync(p, { data: new Int32Array([1, 0, 1]), shape: [3] }, arrayFromValues([[1, 2], [3, 4]], '<i2'))],
+  ];
+  for (const [name, save] of made) {
+    const index = join(dir, name);
+    save(index);
+    const files = readdirSync(dir).filter((n) => n.startsWith(name)).map((n) => [join(dir, n), readFileSync(join(dir, n))]);
+    const readAll = () => {
+      const r = openRaggedSync(index);
+      try { r.slice(0, r.length); for (let i = 0; i < Math.min(r.length, 4); i++) r.shape(i); } finally { r.close(); }
+    };
+    for (const [file, original] of files) {
+      fc.assert(fc.property(mutated(original), (bytes) => {
+        writeFileSync(file, bytes);
+        try { clean(readAll, `ragged ${name}, ${file} mutated`); } finally { writeFileSync(file, original); }
+      }), settings(150));
+    }
+  }
+});
+
+test('random model.json documents in an archive: artifacts or an NpyError from npzHandler, quickly', async () => {
+  const { npzHandler } = await import('@npyts/tfjs');
+  const spec = fc.record({ name: fc.oneof(fc.string(), fc.constant('w'), fc.anything()), shape: fc.oneof(fc.array(fc.integer({ min: -2, max: 4 })), fc.anything()), dtype: fc.oneof(fc.constantFrom('float32', 'int32', 'float64'), fc.anything()) }, { requiredKeys: [] });
+  const doc = fc.record({
+    modelTopology: fc.oneof(fc.object(), fc.anything()),
+    weightSpecs: fc.oneof(fc.array(fc.oneof(spec, fc.anything()), { maxLength: 4 }), fc.anything()),
+    format: fc.oneof(fc.string(), fc.anything()),
+    trainingConfig: fc.anything(),
+  }, { requiredKeys: [] });
+  const member = fc.oneof(doc.map((d) => new TextEncoder().encode(JSON.stringify(d))), fc.uint8Array({ maxLength: 64 }), fc.jsonValue().map((v) => new TextEncoder().encode(JSON.stringify(v))));
+
+  let loads = 0;
+  await fc.assert(fc.asyncProperty(member, async (json) => {
+    const bytes = encodeNpz({ w: { data: new Float32Array(4), shape: [2, 2] } }, { files: { 'model.json': json } });
+    const t = performance.now();
+    try { await npzHandler(bytes).load(); loads++; } catch (e) {
+      if (!(e instanceof NpyError)) throw new Error(`npzHandler: threw ${e?.constructor?.name}: ${e?.message}`);
+    }
+    if (performance.now() - t > CASE_MS) throw new Error('npzHandler: too slow');
+  }), settings(400));
+  assert.ok(loads > 0, 'no document loaded at all');
+});
+
+test('random CSV text through convert: an array numpy also reads, or one error line, quickly', async () => {
+  const { runCli } = await import('../helpers/numpy.mjs');
+  const cell = fc.constantFrom('1', '-2', '3.5', '.5', '5.', '1e3', '1e', '0x10', 'nan', '-inf', 'x', '', ' 7 ', '#', '# c', '1_0', 'é');
+  const line = fc.array(cell, { minLength: 1, maxLength: 4 }).map((c) => c.join(','));
+  const text = fc.array(line, { maxLength: 6 }).map((l) => `${l.join('\n')}\n`);
+  const file = join(dir, 'fuzz.csv');
+  const out = join(dir, 'fuzz.npy');
+  let agreed = 0;
+  await fc.assert(fc.asyncProperty(text, fc.constantFrom('<f8', '<i8'), async (t, dtype) => {
+    writeFileSync(file, t);
+    const r = await runCli(['convert', file, out, '--dtype', dtype]);
+    if (r.code !== 0) {
+      if (!/^npyts: error: [^\n]+\n$/.test(r.stderr) || /TypeError|RangeError|at \S+ \(/.test(r.stderr)) throw new Error(`convert: ${r.stderr}`);
+      return;
+    }
+    agreed++;
+  }), settings(150));
+  assert.ok(agreed > 0);
+});
+
 test.run();
