@@ -198,4 +198,61 @@ np.save(${JSON.stringify(f('nul.npy'))}, a.astype(dt))`);
   }
 });
 
+
+test('saveNpz and appendRagged aborted at random moments, and saveNpz killed: every read sees the old data or the new, whole', async () => {
+  const { saveNpz, loadNpzSync, appendRagged } = await import('@npyts/core/node');
+  const archive = f('aborted.npz');
+  const generationOf = () => {
+    const z = loadNpzSync(archive);
+    try {
+      const arrays = z.names.map((n) => z.get(n).data);
+      const gens = new Set(arrays.map((d) => d[0]));
+      assert.is(gens.size, 1, `a mix of generations ${[...gens]}`);
+      arrays.forEach((d, k) => assert.ok(d.every((x) => x === d[0]), `${z.names[k]} is torn`));
+      return [...gens][0];
+    } finally {
+      z.close();
+    }
+  };
+  const members = (g) => ({ a: { data: new Float64Array(300_000).fill(g) }, b: { data: new Int32Array(200_000).fill(g) } });
+  await saveNpz(archive, members(0), { compress: true });
+  let current = 0;
+  let aborts = 0;
+  for (let g = 1; g <= 20; g++) {
+    const controller = new AbortController();
+    const saving = saveNpz(archive, members(g), { compress: g % 2 === 0, signal: controller.signal });
+    setTimeout(() => controller.abort(), (g * 7) % 23);
+    try { await saving; current = g; } catch (e) { assert.is(e.name, 'AbortError'); aborts++; }
+    assert.is(generationOf(), current);
+  }
+  assert.ok(aborts > 0, 'no save was aborted');
+  assert.equal(besides('aborted.npz'), []);
+  const entry = join(repoRoot, 'packages/core/dist/node.js');
+  for (let round = 0; round < 4; round++) {
+    await runThenKill(`
+      const { saveNpzSync } = await import(${JSON.stringify(entry)});
+      for (let g = 100; g < 1e6; g++) saveNpzSync(${JSON.stringify(archive)}, { a: { data: new Float64Array(300_000).fill(g) }, b: { data: new Int32Array(200_000).fill(g) } }, { compress: g % 2 === 0 });`, 150 + 110 * round);
+    generationOf();
+  }
+  // Appends to a ragged array, aborted: the array reads as a prefix of what was appended, never torn.
+  const words = f('appended.npy');
+  saveRaggedSync(words, ['w0'], { layout: 'offsets' });
+  let n = 1;
+  for (let k = 0; k < 20; k++) {
+    const controller = new AbortController();
+    const batch = Array.from({ length: 500 }, (_, i) => `w${n + i}`);
+    const appending = appendRagged(words, batch, { signal: controller.signal });
+    for (let t = k % 5; t > 0; t--) await new Promise((r) => setImmediate(r));
+    controller.abort();
+    try { await appending; n += batch.length; } catch (e) { assert.is(e.name, 'AbortError'); }
+    const h = openRaggedSync(words);
+    try {
+      assert.is(h.length, n);
+      assert.equal(h.slice(0, h.length), Array.from({ length: n }, (_, i) => `w${i}`));
+    } finally {
+      h.close();
+    }
+  }
+});
+
 test.run();
