@@ -680,10 +680,18 @@ function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly 
   if (info.kind === 'ref') throw new NpyError('BAD_ARRAY', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
   const heapPath = heapPathOf(path, info.heap, options);
   const followed = followHeap(chain, heapPath);
+  yield* heapMustExist(path, heapPath);
   const heap = (yield { op: 'header', path: heapPath }) as NpyHeader;
   // Two levels: the heap is itself an index; the arrays' dtype is that of its own heap.
   const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options, followed)).heapDtype : heap.dtype;
   return { index, info, heapPath, heap, heapDtype, heapLength: rowsInHeap(heap) };
+}
+
+/** Refuse an index whose heap is not there, naming both (before any lock is taken on the heap). */
+function* heapMustExist(index: string, heapPath: string): Writing<void> {
+  if (!((yield { op: 'exists', path: heapPath }) as boolean)) {
+    throw new NpyError('NO_HEAP', `the ragged index ${index} names the heap ${heapPath}, which does not exist (was it moved, or not copied with the index?)`);
+  }
 }
 
 function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
@@ -700,6 +708,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   const heapPath = heapPathOf(path, info.heap, options);
   followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
+  yield* heapMustExist(path, heapPath);
   function* underHeapLock(): Writing<void> {
     const { index, info, heap, heapDtype, heapLength } = yield* raggedFacts(path, options);
     const { layout, kind } = info;
