@@ -51,7 +51,9 @@ for (const [dir, entries] of Object.entries(packages)) {
     output: [
       // hoistTransitiveImports: no bare `import 'fflate'` in entries that only re-export a chunk using it.
       { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: false, hoistTransitiveImports: false },
-      { dir: `${root}/dist`, format: 'cjs', entryFileNames: '[name].cjs', chunkFileNames: 'chunks/[name]-[hash].cjs', sourcemap: false },
+      // dynamicImportInCjs: false makes `import('@npyts/core/node')` a require in the CommonJS build, so
+      // that a CommonJS program gets core's CommonJS build everywhere (one copy of every class).
+      { dir: `${root}/dist`, format: 'cjs', entryFileNames: '[name].cjs', chunkFileNames: 'chunks/[name]-[hash].cjs', sourcemap: false, dynamicImportInCjs: false },
     ],
   });
   if (dir !== 'cli') {

@@ -85,11 +85,18 @@ const cjs = `
 const { decodeNpy, encodeNpy, arrayFromValues } = require('@npyts/core');
 const { loadNpySync } = require('@npyts/core/node');
 const { unpickle } = require('@npyts/core/pickle');
-const { toTensor } = require('@npyts/tfjs');
+const { toTensor, npzHandler } = require('@npyts/tfjs');
 const { toStdlib } = require('@npyts/stdlib');
 require('@tensorflow/tfjs-backend-cpu');
-const a = loadNpySync(process.argv[2]);
-console.log(JSON.stringify({ values: Array.from(decodeNpy(encodeNpy(a)).data), tfjs: typeof toTensor, stdlib: toStdlib(a).get(0, 0), pickle: typeof unpickle }));
+const tfl = require('@tensorflow/tfjs-layers');
+(async () => {
+  const a = loadNpySync(process.argv[2]);
+  // A model saved and loaded through npzHandler: the CommonJS adapter must meet core's CommonJS build only.
+  const model = tfl.sequential({ layers: [tfl.layers.dense({ units: 1, inputShape: [3], name: 'c' })] });
+  await model.save(npzHandler(process.argv[3]));
+  const loaded = await tfl.loadLayersModel(npzHandler(process.argv[3]));
+  console.log(JSON.stringify({ values: Array.from(decodeNpy(encodeNpy(a)).data), tfjs: typeof toTensor, stdlib: toStdlib(a).get(0, 0), pickle: typeof unpickle, weights: loaded.weights.map((w) => w.originalName) }));
+})();
 `;
 
 test('ESM and CommonJS programs use every entry; numpy reads what they write; the CLI runs', () => {
@@ -100,8 +107,8 @@ test('ESM and CommonJS programs use every entry; numpy reads what they write; th
   const e = JSON.parse(execFileSync(process.execPath, ['check.mjs', npy, npz], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
   assert.equal(e, { values: [1, 2, 3, 4, 5, 6], pickled: true, tensor: [1, 2, 3, 4, 5, 6], stdlib: 6, native: true, weights: ['d/kernel', 'd/bias'] });
   assert.is(python(`print(np.load(${JSON.stringify(npy)}).sum(), sorted(np.load(${JSON.stringify(npz)}).files))`).trim(), "21.0 ['d/bias', 'd/kernel', 'model.json']");
-  const c = JSON.parse(execFileSync(process.execPath, ['check.cjs', npy], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
-  assert.equal(c, { values: [1, 2, 3, 4, 5, 6], tfjs: 'function', stdlib: 1, pickle: 'function' });
+  const c = JSON.parse(execFileSync(process.execPath, ['check.cjs', npy, join(project, 'cjs-model.npz')], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+  assert.equal(c, { values: [1, 2, 3, 4, 5, 6], tfjs: 'function', stdlib: 1, pickle: 'function', weights: ['c/kernel', 'c/bias'] });
   const info = execFileSync(join(project, 'node_modules', '.bin', 'npyts'), ['info', npy], { cwd: project, encoding: 'utf8' });
   assert.match(info, /<f4/);
 });
