@@ -7,12 +7,14 @@ import { dirname, join } from 'node:path';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-// Debian packages the tests drive: unzip (checks our archives), nginx (HTTP range reads) and
-// chromium (the viewer). Install what is missing, so that `npm ci && npm test` is the whole set-up.
+// Debian packages the tests drive: unzip (checks our archives), nginx (HTTP range reads),
+// chromium (the viewer) and python3-torch (real PyTorch models, with Debian's numpy 1.24).
+// Install what is missing, so that `npm ci && npm test` is the whole set-up.
 const missing = [
   ['unzip', 'command -v unzip'],
   ['nginx-light', 'command -v nginx || test -x /usr/sbin/nginx'],
   ['chromium', 'test -x /usr/bin/chromium'],
+  ['python3-torch', "/usr/bin/python3 -c 'import torch'"],
 ].filter(([, check]) => spawnSync('sh', ['-c', check], { stdio: 'ignore' }).status !== 0).map(([pkg]) => pkg);
 if (missing.length) {
   console.log(`installing Debian packages the tests need: ${missing.join(' ')}`);

@@ -1,6 +1,6 @@
 /** Every array of an archive as tensors by name, and tensors by name as an archive. */
 import type * as tf from '@tensorflow/tfjs-core';
-import { encodeNpz, type NdArray, type NpzWriteOptions } from '@npyts/core';
+import { NpyError, encodeNpz, type NdArray, type NpzWriteOptions } from '@npyts/core';
 import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
 import { openArchive, readMember, type NpzSource, type SourceOptions } from './sources.js';
 
@@ -19,6 +19,9 @@ export async function loadTensors(source: NpzSource, options: LoadTensorsOptions
   const [archive, opened] = await openArchive(source, options);
   try {
     const out: NamedTensorMap = {};
+    if (!archive.entries.some((e) => e.name.endsWith('.npy'))) {
+      throw new NpyError('NPZ_KEY', `${typeof source === 'string' || source instanceof URL ? String(source) : 'the archive'} holds no .npy member, so no tensors (members: ${archive.entries.slice(0, 8).map((e) => e.name).join(', ') || 'none'})`);
+    }
     for (const e of archive.entries) {
       if (!e.name.endsWith('.npy')) continue; // metadata such as a model.json
       const name = e.name.slice(0, -4);

@@ -43,7 +43,34 @@ export function isArchive(source: unknown): source is AnyArchive {
  * A string with a scheme, or any string outside Node, is a URL: relative ones resolve against the page.
  */
 export async function openArchive(source: NpzSource, options: SourceOptions = {}): Promise<[AnyArchive, boolean]> {
-  if (isArchive(source)) return [source, false];
+  if (isArchive(source)) return [checkNotTorch(source, 'the archive'), false];
+  const [archive, opened] = await openAny(source, options);
+  try {
+    checkNotTorch(archive, typeof source === 'string' || source instanceof URL ? String(source) : 'the archive');
+  } catch (e) {
+    if (opened) await archive.close();
+    throw e;
+  }
+  return [archive, opened];
+}
+
+/** How to write a PyTorch model's weights as an archive npyts reads. */
+export const TORCH_EXPORT_HINT = "export the weights with numpy instead: np.savez('weights.npz', **{k: v.detach().cpu().numpy() for k, v in model.state_dict().items()})";
+
+/**
+ * Refuse a `torch.save` file (a zip of `data.pkl` and tensor storages, not of .npy members): its
+ * pickle would need PyTorch's classes, and reading it as an archive would find no arrays at all.
+ */
+function checkNotTorch(archive: AnyArchive, what: string): AnyArchive {
+  if (archive.entries.some((e) => e.name.endsWith('.npy'))) return archive;
+  if (archive.entries.some((e) => /(^|\/)data\.pkl$/.test(e.name))) {
+    throw new NpyError('BAD_MODEL', `${what} is a torch.save file (a zip of data.pkl and tensor storages), not a .npz of arrays; ${TORCH_EXPORT_HINT}`);
+  }
+  return archive;
+}
+
+/** {@link openArchive} before its checks. */
+async function openAny(source: Exclude<NpzSource, AnyArchive>, options: SourceOptions): Promise<[AnyArchive, boolean]> {
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [decodeNpz(source, options), true];
   if (typeof Blob !== 'undefined' && source instanceof Blob) return [decodeNpz(new Uint8Array(await source.arrayBuffer()), options), true];
   const text = String(source);
