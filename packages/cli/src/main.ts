@@ -1,6 +1,6 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, checkDataSize, dataToBytes, encodeHeader, hasObject, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
+  NpyError, checkDataSize, dataToBytes, encodeHeader, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive, type TypedArray,
 } from '@npyts/core';
 import { checkRegularFile, loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';

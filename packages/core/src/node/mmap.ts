@@ -3,7 +3,7 @@
  * an array whose `data` is a typed array over a map of the file's data. Several processes can map one
  * file `'r+'` and fill their parts; a `'r'` map of a huge file costs the pages touched.
  */
-import { closeSync, fstatSync, openSync } from 'node:fs';
+import { closeSync, fstatSync } from 'node:fs';
 import { checkDataPresent, type DecodeOptions } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';

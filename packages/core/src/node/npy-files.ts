@@ -2,8 +2,8 @@
  * .npy files on disk: the header of a file, whole loads straight into their buffer, saves.
  * The plain names are async (off the event loop, cancellable); the `…Sync` names block.
  */
-import { closeSync, fstatSync, openSync } from 'node:fs';
-import { open as openAsync, type FileHandle } from 'node:fs/promises';
+import { closeSync, fstatSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
 import { preallocate } from './native.js';

@@ -1,7 +1,7 @@
 /** .npz archives on disk: node:zlib as the codec, positional reads of members, streaming writes. */
-import { closeSync, fstatSync, openSync } from 'node:fs';
+import { closeSync, fstatSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import { open as openAsync, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { constants as zc, crc32 as zlibCrc32, createInflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { kMaxLength } from 'node:buffer';
