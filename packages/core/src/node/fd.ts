@@ -6,6 +6,10 @@ import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync
 import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
 import { NpyError } from '../errors.js';
+import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
+import type { NpyHeader } from '../format/header.js';
+import type { DecodeOptions } from '../npy.js';
+import type { AsyncOptions } from '../io/handles.js';
 
 /** Refuse what is not a regular file: a FIFO, a socket or a device would make a read wait forever, a directory fails later less clearly. */
 function checkRegular(path: string, stats: Stats): void {
@@ -184,4 +188,24 @@ export async function writeBesideAsync(path: string, write: (fh: FileHandle) => 
     await rmAsync(temp, { force: true });
     throw e;
   }
+}
+
+/**
+ * Read just the header of an open file (a few hundred bytes in the common case).
+ * @example
+ * const header = readHeaderFromFd(openSync('x.npy', 'r'));
+ */
+export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHeader {
+  return readHeaderFrom((offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, readFully(fd, out, offset));
+  }, options);
+}
+
+/** {@link readHeaderFromFd} for an open FileHandle. */
+export function readHeaderFromHandle(fh: FileHandle, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
+  return readHeaderFromAsync(async (offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, await readFullyAsync(fh, out, offset, options.signal));
+  }, options);
 }

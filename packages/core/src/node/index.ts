@@ -5,10 +5,10 @@
  * @module @npyts/core/node
  */
 export {
-  readHeaderFromFd, readNpyHeader, readNpyHeaderSync, loadNpy, loadNpySync, saveNpy, saveNpySync,
+  readNpyHeader, readNpyHeaderSync, loadNpy, loadNpySync, saveNpy, saveNpySync,
   type LoadOptions, type LoadOptionsAsync, type SaveOptions,
 } from './npy-files.js';
-export { checkRegularFile, writeBeside, writeBesideAsync, type AsyncOptions } from './fd.js';
+export { checkRegularFile, readHeaderFromFd, writeBeside, writeBesideAsync, type AsyncOptions } from './fd.js';
 export {
   zlibCodec, fileSource, loadNpz, loadNpzSync, saveNpz, saveNpzSync, streamNpzMember, openNpzMember, openNpzMemberSync,
   NpzArchive, NpzFile, type NpzFileOptions, type SaveNpzOptions,

@@ -12,8 +12,7 @@ import { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import type { StorageOf } from '../format/descr-types.js';
 import { mapFile, mapUnavailable, unmapFile } from './native.js';
-import { readHeaderFromFd } from './npy-files.js';
-import { openFileSync } from './fd.js';
+import { openFileSync, readHeaderFromFd } from './fd.js';
 
 /** numpy's mmap modes: read, read and write the file, copy-on-write (writes stay in this process). */
 export type MapMode = 'r' | 'r+' | 'c';

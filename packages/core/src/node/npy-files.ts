@@ -3,40 +3,18 @@
  * The plain names are async (off the event loop, cancellable); the `…Sync` names block.
  */
 import { closeSync, fstatSync } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
 import { preallocate } from './native.js';
 import { checkDataPresent, encodeNpyParts, encodeNpyPieces, hasObject, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
-import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
 import { bytesToData, storageOf } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
 import { pickleCodec } from '../pickle/index.js';
 import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
-import { openFile, openFileSync, readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
-
-/**
- * Read just the header of an open file (a few hundred bytes in the common case).
- * @example
- * const header = readHeaderFromFd(openSync('x.npy', 'r'));
- */
-export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHeader {
-  return readHeaderFrom((offset, length) => {
-    const out = new Uint8Array(length);
-    return out.subarray(0, readFully(fd, out, offset));
-  }, options);
-}
-
-/** {@link readHeaderFromFd} for an open FileHandle. */
-export function readHeaderFromHandle(fh: FileHandle, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
-  return readHeaderFromAsync(async (offset, length) => {
-    const out = new Uint8Array(length);
-    return out.subarray(0, await readFullyAsync(fh, out, offset, options.signal));
-  }, options);
-}
+import { openFile, openFileSync, readFully, readFullyAsync, readHeaderFromFd, readHeaderFromHandle, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 
 /**
  * The header of a .npy file, reading only its first bytes.

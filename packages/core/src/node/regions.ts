@@ -12,8 +12,7 @@ import { gatherRegion } from './native.js';
 import { NpyError } from '../errors.js';
 import { withAppendLock, withAppendLockAsync } from './lock.js';
 import type { NdArray } from '../array/ndarray.js';
-import { openFile, openFileSync, readFully, readFullyAsync, tempBeside, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
-import { readHeaderFromFd, readHeaderFromHandle } from './npy-files.js';
+import { openFile, openFileSync, readFully, readFullyAsync, readHeaderFromFd, readHeaderFromHandle, tempBeside, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 import { mapNpy, type MappedArray } from './mmap.js';
 
 function fileIO(fd: number): PositionalIO {
