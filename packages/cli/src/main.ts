@@ -518,7 +518,7 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
       withFile(input.label, () => tableToNpyFile(input.file, output.file, textIn, descr, input.label, encodeOptions(undefined).version, transform));
       return;
     }
-    const table = withFile(input.label, () => tableToArray(readFileSync(input.file, 'utf8'), textIn, descr, input.label));
+    const table = withFile(input.label, () => tableToArray(textPieces(input.file), textIn, descr, input.label));
     arrays = [[basename(input.file).replace(/\.(csv|tsv)$/i, ''), table, 1]];
   } else if (textOut && !order && !byteorder && input.file !== '-') {
     // A .npy to text, a step of rows at a time by region reads: memory is one step, whatever the file's size.

@@ -112,12 +112,6 @@ export function* tablePieces(dtype: DType, shape: readonly number[], rowsOf: (fr
   }
 }
 
-/** {@link tablePieces} of an array in memory, joined. */
-export function arrayToTable(array: NdArray, delimiter: ',' | '\t'): string {
-  const a = toOrder(array, 'C');
-  return [...tablePieces(a.dtype, a.shape, (from, count) => rowsOfArray(a, from, count), delimiter)].join('');
-}
-
 /** Rows [from, from + count) of a C-order array, as a view. */
 export function rowsOfArray(a: NdArray, from: number, count: number): NdArray {
   const per = a.shape.slice(1).reduce((p, x) => p * x, 1);
@@ -212,9 +206,9 @@ export function* tableBatches(pieces: Iterable<string>, delimiter: ',' | '\t', d
   }
 }
 
-/** Delimited text as one array (see {@link tableBatches}). */
-export function tableToArray(text: string, delimiter: ',' | '\t', descr: string, source: string): NdArray {
-  const batches = [...tableBatches([text], delimiter, descr, source)];
+/** Delimited text, given in pieces, as one array (see {@link tableBatches}): the batches joined once. */
+export function tableToArray(pieces: Iterable<string>, delimiter: ',' | '\t', descr: string, source: string): NdArray {
+  const batches = [...tableBatches(pieces, delimiter, descr, source)];
   if (batches.length === 1) return batches[0]!;
   const first = batches[0]!;
   const rows = batches.reduce((n, b) => n + b.shape[0]!, 0);
