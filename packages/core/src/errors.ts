@@ -36,7 +36,11 @@ export type NpyErrorCode =
   /** A value that the requested form cannot hold exactly (a long double past float64, shown or compared). */
   | 'NOT_REPRESENTABLE'
   /** Model weights and an archive disagree (names, shapes, dtypes): every mismatch is listed. */
-  | 'WEIGHT_MISMATCH';
+  | 'WEIGHT_MISMATCH'
+  /** A tfjs layer whose configuration cannot compute what the PyTorch module it is given computes (an epsilon, an activation, a GRU, a grouped convolution). */
+  | 'LAYER_CONFIG'
+  /** A model's predictions differ from the reference outputs an archive carries (check/output.npy) by more than the tolerance. */
+  | 'CHECK_FAILED';
 
 /** Where an error was found: the file, byte offset, field or archive member, when known. */
 export interface NpyErrorDetails {

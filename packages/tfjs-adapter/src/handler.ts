@@ -5,11 +5,12 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { NdArray, NpyError, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
-import { isArchive, openArchive, readMember, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
-import {
-  arrayKeys, axesOf, inModelLayout, mismatchError, writeArchive,
-  type NpzSink, type WeightKey,
-} from './weights.js';
+import { isArchive, openArchive, readMember, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { arrayKeys, axesOf, listKeys, mismatchError, type WeightKey } from './weights.js';
+import { planFrom } from './assign.js';
+import { hasLayers, type LayersModelLike } from './layers.js';
+import type { PlannedWeight, PytorchLayoutOptions } from './pytorch.js';
+import { applyTransform, describeTransform, type Transform } from './transform.js';
 
 type Artifacts = tf.io.ModelArtifacts;
 type Spec = tf.io.WeightsManifestEntry;
@@ -27,12 +28,19 @@ export interface TopologySource {
 }
 
 /** Options of {@link npzHandler}. */
-export interface NpzHandlerOptions extends SourceOptions, ToTensorOptions, Pick<NpzWriteOptions, 'compress' | 'level' | 'date'> {
+export interface NpzHandlerOptions extends SourceOptions, ToTensorOptions, PytorchLayoutOptions, Pick<NpzWriteOptions, 'compress' | 'level' | 'date'> {
   /**
    * The topology when the archive has no `model.json` (weights written by numpy): the JSON object
    * tfjs or Keras' `model.to_json()` gives, or a model to take it from. Wins over the archive's.
+   * A model (rather than JSON) also lets every name and shape be checked before tfjs sees them.
    */
   modelTopology?: object | TopologySource;
+  /**
+   * How the archive holds the weights: `'tfjs'` (default) by tfjs's names, or `'pytorch'`, a PyTorch
+   * state_dict mapped layer by layer (see {@link planWeights}); `'pytorch'` needs `modelTopology` to be
+   * a model built in tfjs.
+   */
+  layout?: 'tfjs' | 'pytorch';
   /** The model's weight names → arrays in the archive, for archives written with other names (PyTorch's, say). */
   names?: Readonly<Record<string, WeightKey>>;
   /** Accept arrays no weight of the saved model uses (default: refuse; only checked when the archive lists its weights). */
@@ -175,11 +183,10 @@ function isWeightOf(topology: object, key: string): boolean {
   return false;
 }
 
-/** One weight as tfjs will ask for it: its spec, and where its array is. */
-interface PlannedWeight {
+/** One weight as tfjs will ask for it: its spec, and where its values come from. */
+interface HandlerWeight {
   spec: Spec;
-  key: WeightKey;
-  member: string;
+  step: PlannedWeight;
 }
 
 /** A float16 member travels as float16 with tfjs's dequantisation: half the bytes, exact values. */
@@ -191,7 +198,7 @@ function isHalf(dt: DType): boolean {
  * The weights tfjs will receive, checked before any data is read: against the archive's own list
  * when it has one (every missing, extra or mis-shaped weight reported at once), else every array.
  */
-async function planWeights(archive: AnyArchive, meta: ModelJson, topology: object, options: NpzHandlerOptions, metaMember: string): Promise<PlannedWeight[]> {
+async function planByList(archive: AnyArchive, meta: ModelJson, topology: object, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
   const names = options.names ?? {};
   const mapped = new Map(Object.entries(names));
   const keyOf = (k: WeightKey): string => (typeof k === 'string' ? k : k.key);
@@ -202,11 +209,11 @@ async function planWeights(archive: AnyArchive, meta: ModelJson, topology: objec
     ...arrayKeys(archive, new Set([metaMember])).filter((k) => !mappedKeys.has(k) && isWeightOf(topology, k)).map((name) => ({ name })),
   ];
   const problems: string[] = [];
-  const plan: PlannedWeight[] = [];
+  const plan: HandlerWeight[] = [];
   const used = new Set<string>([metaMember]);
   for (const want of expected) {
     const key = mapped.get(want.name) ?? want.name;
-    if (!archive.has(keyOf(key))) { problems.push(`${want.name}: no array ${keyOf(key)} in the archive`); continue; }
+    if (!archive.has(keyOf(key))) { problems.push(`${want.name}: no array ${keyOf(key)} in the archive${listKeys(archive)}`); continue; }
     const member = archive.entry(keyOf(key)).name;
     used.add(member);
     let spec: Spec;
@@ -222,7 +229,12 @@ async function planWeights(archive: AnyArchive, meta: ModelJson, topology: objec
     }
     if (want.shape && want.shape.join(',') !== spec.shape.join(',')) problems.push(`${want.name}: shape [${spec.shape}] in the archive, [${want.shape}] in the model`);
     else if (want.dtype && want.dtype !== spec.dtype) problems.push(`${want.name}: dtype ${spec.dtype} in the archive, ${want.dtype} in the model`);
-    else plan.push({ spec: want.group ? { ...spec, group: want.group } : spec, key, member });
+    else {
+      const axes = axesOf(key, spec.shape.length);
+      const transform: Transform = axes ? { kind: 'permute', axes } : { kind: 'copy' };
+      const step = { weight: want.name, keys: [member.replace(/\.npy$/, '')], transform, description: describeTransform(transform), shape: spec.shape };
+      plan.push({ spec: want.group ? { ...spec, group: want.group } : spec, step });
+    }
   }
   if (meta.weightSpecs && !options.ignoreUnused) {
     for (const k of arrayKeys(archive, used)) problems.push(`${k}: in the archive but not a weight of the model (pass { ignoreUnused: true } to allow)`);
@@ -231,9 +243,24 @@ async function planWeights(archive: AnyArchive, meta: ModelJson, topology: objec
   return plan;
 }
 
+/**
+ * The weights of a model given as the topology, planned as {@link planWeights} plans them: every
+ * name and shape checked against the model before tfjs sees anything.
+ */
+async function planByModel(archive: AnyArchive, model: LayersModelLike, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
+  const steps = await planFrom(model, archive, { ...options, ignoreUnusedKeys: new Set([metaMember.replace(/\.npy$/, '')]) });
+  const plan: HandlerWeight[] = [];
+  for (const { step } of steps) {
+    const header = await archive.header(`${step.keys[0]}.npy`);
+    const half = step.transform.kind !== 'sum' && step.transform.kind !== 'tile' && isHalf(header.dtype);
+    plan.push({ spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf(header.dtype), ...(half ? { quantization: { dtype: 'float16' } } : {}) }, step });
+  }
+  return plan;
+}
+
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
-async function weightBytes(archive: AnyArchive, w: PlannedWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
-  const array = inModelLayout(await readMember(archive, w.member), w.key);
+async function weightBytes(archive: AnyArchive, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
+  const array = applyTransform(w.step.transform, await Promise.all(w.step.keys.map((k) => readMember(archive, `${k}.npy`))));
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
   if (v.dtype !== 'string') return ownBuffer(v.values);
@@ -386,10 +413,15 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
       try {
         const meta = await readModelJson(archive, metaMember);
         const modelTopology = topologyOf(options.modelTopology) ?? meta.modelTopology;
+        if (options.layout === 'pytorch' && !hasLayers(options.modelTopology)) {
+          throw new NpyError('WEIGHT_MISMATCH', "npzHandler with layout 'pytorch' needs the tfjs model as modelTopology (a model built in code, whose layers are paired with the PyTorch modules), not JSON");
+        }
         if (modelTopology === undefined) {
           throw new NpyError('BAD_ARRAY', `${describe} has no ${metaMember} member with a model topology; pass { modelTopology } (a JSON object or a model), or build the model and use assignWeights(model, source)`);
         }
-        const plan = await planWeights(archive, meta, modelTopology, options, metaMember);
+        const plan = hasLayers(options.modelTopology)
+          ? await planByModel(archive, options.modelTopology, options, metaMember)
+          : await planByList(archive, meta, modelTopology, options, metaMember);
         const artifacts: Artifacts = { modelTopology, weightSpecs: plan.map((w) => w.spec) };
         for (const field of METADATA_FIELDS) if (meta[field] !== undefined) (artifacts as Record<string, unknown>)[field] = meta[field];
         if (options.stream ?? meta.format === 'graph-model') {
@@ -418,7 +450,7 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
 }
 
 /** The weights one member at a time, each buffer exactly one weight's bytes (tfjs decodes as they arrive). */
-function weightStream(archive: AnyArchive | null, source: NpzSource, plan: PlannedWeight[], options: NpzHandlerOptions): ReadableStream<ArrayBuffer> {
+function weightStream(archive: AnyArchive | null, source: NpzSource, plan: HandlerWeight[], options: NpzHandlerOptions): ReadableStream<ArrayBuffer> {
   let open: AnyArchive | null = archive;
   let next = 0;
   const release = async (): Promise<void> => {

@@ -1,5 +1,5 @@
 /** Where archives come from: bytes, a Blob or File, a URL (relative to the page in a browser), a path in Node. */
-import { NpyError, decodeNpz, resolveUrl, type NdArray, type NpzArchive, type NpzOptions } from '@npyts/core';
+import { NpyError, decodeNpz, encodeNpz, resolveUrl, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
 import type { NpzFile } from '@npyts/core/node';
 
 /** An archive in memory (sync) or a file read asynchronously: `await` serves both. */
@@ -90,4 +90,39 @@ async function openAny(source: Exclude<NpzSource, AnyArchive>, options: SourceOp
 export async function nodeEntry(): Promise<typeof import('@npyts/core/node')> {
   const specifier = '@npyts/core/node';
   return (await import(/* @vite-ignore */ specifier)) as typeof import('@npyts/core/node');
+}
+
+/** Where archive bytes go: a function receiving them (upload, IndexedDB, a download in the page). */
+export type NpzSink = (npz: Uint8Array) => unknown;
+
+/**
+ * Archive bytes to a file (a path, Node only: written beside and renamed, like every npyts save) or to a sink.
+ * @example
+ * await writeArchive('out.npz', { w: a }, {});
+ */
+export async function writeArchive(target: string | NpzSink, arrays: Map<string, NdArray>, options: NpzWriteOptions & { signal?: AbortSignal | undefined }): Promise<void> {
+  if (typeof target === 'function') {
+    await target(encodeNpz(arrays, options));
+    return;
+  }
+  if (!inNode()) throw new NpyError('BAD_ARRAY', `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`);
+  await (await nodeEntry()).saveNpz(target, arrays, options);
+}
+
+/**
+ * A sink that offers the archive as a download in a browser page (like tfjs's `downloads://`).
+ * @example
+ * await saveWeights(model, browserDownload('weights.npz'));
+ */
+export function browserDownload(fileName: string): NpzSink {
+  return (npz) => {
+    const doc = (globalThis as { document?: Document }).document;
+    if (!doc) throw new NpyError('BAD_ARRAY', 'browserDownload needs a page (document); in Node save to a path');
+    const url = URL.createObjectURL(new Blob([npz as Uint8Array<ArrayBuffer>], { type: 'application/zip' }));
+    const a = doc.createElement('a');
+    a.href = url;
+    a.download = fileName;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 0);
+  };
 }

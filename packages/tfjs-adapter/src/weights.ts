@@ -1,8 +1,7 @@
-/** Model weights and .npz archives: by name, with every mismatch reported at once. */
+/** Model weights and the names they have in archives: the vocabulary the plans, loads and saves share. */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions } from '@npyts/core';
-import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
-import { inNode, nodeEntry, openArchive, readMember, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { NpyError, transpose, type NdArray } from '@npyts/core';
+import type { AnyArchive } from './sources.js';
 
 /**
  * What a weight must offer. tfjs-layers' `LayerVariable` (from `model.weights`, with nullable shape
@@ -36,17 +35,6 @@ export type WeightKey = string | { readonly key: string; readonly transpose?: bo
 
 /** Names from the model's side to the archive's: a table, or a function of the weight's name. */
 export type WeightNames = Readonly<Record<string, WeightKey>> | ((weightName: string) => WeightKey);
-
-/** Options of {@link assignWeights}: name mapping and unused arrays. */
-export interface AssignWeightsOptions extends ToTensorOptions, SourceOptions {
-  /**
-   * Map a weight's name to its array in the archive. Default: the weight's `originalName`, then its
-   * name, then its name without a `:0` suffix (Keras' variable names).
-   */
-  names?: WeightNames;
-  /** Accept archive arrays that no weight uses (default: refuse, they usually mean a naming mistake). */
-  ignoreUnused?: boolean;
-}
 
 /** The weights of any accepted form, as a list. */
 export function weightList(weights: Weights): readonly WeightLike[] {
@@ -106,134 +94,9 @@ export function arrayKeys(archive: AnyArchive, except: ReadonlySet<string> = new
   return archive.entries.filter((e) => e.name.endsWith('.npy') && !except.has(e.name)).map((e) => e.name.slice(0, -4));
 }
 
-/**
- * Assign a .npz's arrays to model weights by name, checking the shape and dtype of every one;
- * every missing, extra or mis-shaped weight is reported together and nothing is assigned unless all match.
- * @example
- * await assignWeights(model, 'weights.npz');          // a tfjs-layers model, by originalName
- * await assignWeights(model, 'torch.npz', { names: { 'dense/kernel': { key: 'fc1.weight', transpose: true } } });
- */
-export async function assignWeights(weights: Weights, source: NpzSource, options: AssignWeightsOptions = {}): Promise<void> {
-  const [archive, opened] = await openArchive(source, options);
-  try {
-    await assignFrom(weightList(weights), archive, options);
-  } finally {
-    if (opened) await archive.close(); // an archive this call opened (a file handle in Node)
-  }
-}
-
-async function assignFrom(list: readonly WeightLike[], archive: AnyArchive, options: AssignWeightsOptions): Promise<void> {
-  const keyFor = (w: WeightLike): WeightKey | null => {
-    const mapped = mappedKey(options.names, w.name) ?? (w.originalName !== undefined ? mappedKey(options.names, w.originalName) : null);
-    if (mapped !== null) return archive.has(typeof mapped === 'string' ? mapped : mapped.key) ? mapped : null;
-    return [w.originalName, w.name, w.name.replace(/:\d+$/, '')].find((k): k is string => k !== undefined && archive.has(k)) ?? null;
-  };
-  const problems: string[] = [];
-  const planned: [WeightLike, tf.Tensor][] = [];
-  const used = new Map<string, string>();
-  for (const w of list) {
-    const label = savedName(w); // dense/kernel, also when tfjs made the variable dense/kernel_1
-    const spec = keyFor(w);
-    if (spec === null) { problems.push(`${label}: no array for it in the archive`); continue; }
-    const member = archive.entry(typeof spec === 'string' ? spec : spec.key).name;
-    const other = used.get(member);
-    if (other !== undefined) { problems.push(`${label}: its array ${member} is also taken by ${other}`); continue; }
-    used.set(member, label);
-    let t: tf.Tensor;
-    try {
-      t = toTensor(inModelLayout(await readMember(archive, member), spec), options);
-    } catch (e) {
-      problems.push(`${label}: ${(e as Error).message}`);
-      continue;
-    }
-    if (t.shape.join(',') !== w.shape.join(',')) problems.push(`${label}: shape [${t.shape}] in the archive, [${w.shape}] in the model`);
-    else if (t.dtype !== w.dtype) problems.push(`${label}: dtype ${t.dtype} in the archive, ${w.dtype} in the model`);
-    else { planned.push([w, t]); continue; }
-    t.dispose();
-  }
-  if (!options.ignoreUnused) {
-    for (const e of archive.entries) if (e.name.endsWith('.npy') && !used.has(e.name)) problems.push(`${e.name.replace(/\.npy$/, '')}: in the archive but no weight uses it (pass { ignoreUnused: true } to allow)`);
-  }
-  if (problems.length) {
-    for (const [, t] of planned) t.dispose();
-    throw mismatchError(problems);
-  }
-  for (const [w, t] of planned) {
-    if (w.assign) w.assign(t);
-    else if (w.write) w.write(t);
-    else throw new NpyError('BAD_ARRAY', `${w.name} has neither assign() nor write()`);
-    t.dispose();
-  }
-}
-
-/** Where archive bytes go: a function receiving them (upload, IndexedDB, a download in the page). */
-export type NpzSink = (npz: Uint8Array) => unknown;
-
-/** Options of {@link saveWeights}: names on the archive's side, and the archive's own options. */
-export interface SaveWeightsOptions extends NpzWriteOptions {
-  /** Map a weight's saved name to the key to write (a `transpose` is undone, so that loading back with the same table round-trips). */
-  names?: WeightNames;
-  /** Aborts writing a file (Node). */
-  signal?: AbortSignal;
-}
-
-/**
- * Archive bytes to a file (a path, Node only: written beside and renamed, like every npyts save) or to a sink.
- * @example
- * await writeArchive('out.npz', { w: a }, {});
- */
-export async function writeArchive(target: string | NpzSink, arrays: Map<string, NdArray>, options: NpzWriteOptions & { signal?: AbortSignal | undefined }): Promise<void> {
-  if (typeof target === 'function') {
-    await target(encodeNpz(arrays, options));
-    return;
-  }
-  if (!inNode()) throw new NpyError('BAD_ARRAY', `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`);
-  await (await nodeEntry()).saveNpz(target, arrays, options);
-}
-
-/**
- * Save a model's weights (or any weights) as a .npz that numpy opens by name: each under tfjs-layers'
- * `originalName` (`dense/kernel`, never `dense/kernel_1`), as `np.load(f)['dense/kernel']`.
- * Without a target the archive's bytes are returned.
- * @example
- * await saveWeights(model, 'weights.npz');
- * const bytes = await saveWeights(model);
- */
-export async function saveWeights(weights: Weights, target: string | NpzSink, options?: SaveWeightsOptions): Promise<void>;
-export async function saveWeights(weights: Weights, target?: undefined, options?: SaveWeightsOptions): Promise<Uint8Array>;
-export async function saveWeights(weights: Weights, target?: string | NpzSink, options: SaveWeightsOptions = {}): Promise<Uint8Array | void> {
-  const arrays = new Map<string, NdArray>();
-  const problems: string[] = [];
-  for (const w of weightList(weights)) {
-    const name = savedName(w);
-    const spec = mappedKey(options.names, name) ?? name;
-    const key = typeof spec === 'string' ? spec : spec.key;
-    if (arrays.has(key)) { problems.push(`${w.name}: a second weight saved as '${key}'`); continue; }
-    const tensor = w.read ? w.read() : w instanceof tf.Tensor ? w : null;
-    if (!tensor) { problems.push(`${w.name}: neither a tensor nor has read()`); continue; }
-    const array = await fromTensor(tensor);
-    const axes = axesOf(spec, array.shape.length);
-    arrays.set(key, axes ? transpose(array, inverseAxes(axes)) : array);
-  }
-  if (problems.length) throw mismatchError(problems);
-  if (target === undefined) return encodeNpz(arrays, options);
-  await writeArchive(target, arrays, options);
-}
-
-/**
- * A sink that offers the archive as a download in a browser page (like tfjs's `downloads://`).
- * @example
- * await saveWeights(model, browserDownload('weights.npz'));
- */
-export function browserDownload(fileName: string): NpzSink {
-  return (npz) => {
-    const doc = (globalThis as { document?: Document }).document;
-    if (!doc) throw new NpyError('BAD_ARRAY', 'browserDownload needs a page (document); in Node save to a path');
-    const url = URL.createObjectURL(new Blob([npz as Uint8Array<ArrayBuffer>], { type: 'application/zip' }));
-    const a = doc.createElement('a');
-    a.href = url;
-    a.download = fileName;
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(url), 0);
-  };
+/** The archive's array names, for a message: ", the archive has: a, b, c" (at most 20). */
+export function listKeys(archive: AnyArchive): string {
+  const keys = arrayKeys(archive);
+  if (!keys.length) return '';
+  return ` (the archive has: ${keys.slice(0, 20).join(', ')}${keys.length > 20 ? `, and ${keys.length - 20} more` : ''})`;
 }

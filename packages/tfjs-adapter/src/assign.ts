@@ -1,0 +1,296 @@
+/**
+ * Weights from archives and back: a plan (which arrays make each weight, and how), checked before any
+ * data is read, then assigned; saves write the inverse.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions } from '@npyts/core';
+import { fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
+import { openArchive, readMember, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { isIgnoredBuffer, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
+import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
+import { hasLayers, type LayersModelLike } from './layers.js';
+import { CHECK_PREFIX, checkWith, hasCheck, type CheckModelOptions } from './check.js';
+import {
+  arrayKeys, axesOf, inverseAxes, listKeys, mappedKey, mismatchError, savedName, weightList,
+  type WeightLike, type WeightNames, type Weights,
+} from './weights.js';
+
+/** Options of {@link planWeights}: how the archive names and lays out the weights. */
+export interface PlanWeightsOptions extends SourceOptions, PytorchLayoutOptions {
+  /**
+   * How the archive holds the weights. `'tfjs'` (default): one array per weight, named and shaped as
+   * the model's (with `names` for other names). `'pytorch'`: a PyTorch `state_dict` (`np.savez` of it),
+   * mapped layer by layer onto a tfjs-layers model: kernels transposed, BatchNorm's statistics, LSTM
+   * biases summed, a Dense after a Flatten reordered; `names` then maps the weights it mentions.
+   */
+  layout?: 'tfjs' | 'pytorch';
+  /**
+   * Map a weight's name to its array in the archive. Default: the weight's `originalName`, then its
+   * name, then its name without a `:0` suffix (Keras' variable names).
+   */
+  names?: WeightNames;
+  /** Accept archive arrays that no weight uses (default: refuse, they usually mean a naming mistake). */
+  ignoreUnused?: boolean;
+}
+
+/** Options of {@link assignWeights}: the plan's, the tensors', and whether to check the result. */
+export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOptions, Pick<CheckModelOptions, 'rtol' | 'atol'> {
+  /**
+   * Run {@link checkModel} when the archive carries `check/input.npy` and `check/output.npy` (default
+   * true; it needs a model that predicts). When the check fails the weights are put back as they were.
+   */
+  check?: boolean;
+}
+
+/** A weight, and where its values come from. */
+interface PlanStep {
+  target: WeightLike;
+  step: PlannedWeight;
+}
+
+/**
+ * Which archive arrays make each weight, and how, checked against the archive's headers before any
+ * data is read: every missing, extra or mis-shaped weight is reported together.
+ * @example
+ * for (const p of await planWeights(model, 'weights.npz', { layout: 'pytorch' })) console.log(p.weight, '←', p.keys, p.description);
+ */
+export async function planWeights(weights: Weights, source: NpzSource, options: PlanWeightsOptions = {}): Promise<PlannedWeight[]> {
+  const [archive, opened] = await openArchive(source, options);
+  try {
+    return (await planFrom(weights, archive, options)).map((p) => p.step);
+  } finally {
+    if (opened) await archive.close();
+  }
+}
+
+/** {@link planWeights} on an opened archive, each step with its weight. */
+export async function planFrom(weights: Weights, archive: AnyArchive, options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string> }): Promise<PlanStep[]> {
+  const list = weightList(weights);
+  const problems: string[] = [];
+  const steps: PlanStep[] = [];
+  const used = new Map<string, string>();
+  const byName = new Map(list.map((w) => [savedName(w), w]));
+  const take = (w: WeightLike, step: PlannedWeight): void => {
+    for (const key of step.keys) {
+      const other = used.get(key);
+      if (other !== undefined) { problems.push(`${savedName(w)}: its array ${key} is also taken by ${other}`); return; }
+      used.set(key, savedName(w));
+    }
+    steps.push({ target: w, step });
+  };
+  const pytorch = options.layout === 'pytorch';
+  if (pytorch && !hasLayers(weights)) throw new NpyError('WEIGHT_MISMATCH', "layout 'pytorch' needs the model itself (its layers), not a list of weights");
+  const viaNames = pytorch ? list.filter((w) => mappedKey(options.names, savedName(w)) !== null || (w.name !== savedName(w) && mappedKey(options.names, w.name) !== null)) : list;
+  for (const w of viaNames) {
+    const step = await stepByName(w, archive, options.names, problems);
+    if (step) take(w, step);
+  }
+  if (pytorch) {
+    const byNames = new Set(viaNames.map(savedName));
+    for (const step of await planPytorch(weights as LayersModelLike, archive, options, { weights: byNames, keys: new Set(used.keys()) })) {
+      take(byName.get(step.weight)!, step);
+    }
+  }
+  if (!options.ignoreUnused) {
+    for (const key of arrayKeys(archive)) {
+      if (used.has(key) || options.ignoreUnusedKeys?.has(key) || (pytorch && (key.startsWith(CHECK_PREFIX) || isIgnoredBuffer(key)))) continue;
+      problems.push(`${key}: in the archive but no weight uses it (pass { ignoreUnused: true } to allow)`);
+    }
+  }
+  if (problems.length) throw mismatchError(problems);
+  return steps;
+}
+
+/** A weight's plan from the names table or its own name, checked against the member's header. */
+async function stepByName(w: WeightLike, archive: AnyArchive, names: WeightNames | undefined, problems: string[]): Promise<PlannedWeight | null> {
+  const label = savedName(w); // dense/kernel, also when tfjs made the variable dense/kernel_1
+  const mapped = mappedKey(names, w.name) ?? (w.originalName !== undefined ? mappedKey(names, w.originalName) : null);
+  const spec = mapped !== null
+    ? (archive.has(typeof mapped === 'string' ? mapped : mapped.key) ? mapped : null)
+    : [w.originalName, w.name, w.name.replace(/:\d+$/, '')].find((k): k is string => k !== undefined && archive.has(k)) ?? null;
+  if (spec === null) {
+    problems.push(`${label}: no array ${mapped !== null ? `${typeof mapped === 'string' ? mapped : mapped.key} ` : ''}for it in the archive${listKeys(archive)}`);
+    return null;
+  }
+  const key = archive.entry(typeof spec === 'string' ? spec : spec.key).name.replace(/\.npy$/, '');
+  let shape: number[];
+  try {
+    const header = await archive.header(`${key}.npy`);
+    tensorDTypeOf(header.dtype);
+    const axes = axesOf(spec, header.shape.length);
+    shape = axes ? axes.map((a) => header.shape[a]!) : [...header.shape];
+  } catch (e) {
+    problems.push(`${label}: ${(e as Error).message}`);
+    return null;
+  }
+  const wanted = w.shape.map((d) => d ?? -1);
+  if (shape.join() !== wanted.join()) {
+    problems.push(`${label}: shape [${shape}] in the archive${typeof spec !== 'string' && spec.transpose ? ' (transposed)' : ''}, [${wanted}] in the model`);
+    return null;
+  }
+  const axes = axesOf(spec, shape.length);
+  const transform: Transform = axes ? { kind: 'permute', axes } : { kind: 'copy' };
+  return { weight: label, keys: [key], transform, description: describeTransform(transform), shape };
+}
+
+/**
+ * Assign a .npz's arrays to model weights, checking the shape and dtype of every one; every missing,
+ * extra or mis-shaped weight is reported together and nothing is assigned unless all match. With
+ * reference outputs in the archive (`check/…`), the model is then checked against them.
+ * @example
+ * await assignWeights(model, 'weights.npz');          // a tfjs-layers model, by originalName
+ * await assignWeights(model, 'state_dict.npz', { layout: 'pytorch' });
+ * await assignWeights(model, 'torch.npz', { names: { 'dense/kernel': { key: 'fc1.weight', transpose: true } } });
+ */
+export async function assignWeights(weights: Weights, source: NpzSource, options: AssignWeightsOptions = {}): Promise<void> {
+  const [archive, opened] = await openArchive(source, options);
+  try {
+    const steps = await planFrom(weights, archive, options);
+    const tensors = await readSteps(steps, archive, options);
+    const checking = (options.check ?? true) && hasCheck(archive) && isPredicting(weights);
+    const before = checking ? steps.map((s) => s.target.read?.().clone()) : [];
+    try {
+      assignAll(steps, tensors);
+      if (checking) await checkWith(weights as LayersModelLike, archive, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) });
+    } catch (e) {
+      // Put the weights back: a model that fails its check is not left half-converted.
+      if (checking) assignAll(steps, before.map((t) => t ?? null));
+      throw e;
+    } finally {
+      tf.dispose(before.filter((t): t is tf.Tensor => t !== undefined));
+    }
+  } finally {
+    if (opened) await archive.close(); // an archive this call opened (a file handle in Node)
+  }
+}
+
+function pick(options: AssignWeightsOptions): CheckModelOptions {
+  const out: CheckModelOptions = {};
+  if (options.rtol !== undefined) out.rtol = options.rtol;
+  if (options.atol !== undefined) out.atol = options.atol;
+  return out;
+}
+
+function isPredicting(weights: Weights): boolean {
+  return hasLayers(weights) && typeof (weights as { predict?: unknown }).predict === 'function';
+}
+
+/** Every step's tensor, read and transformed; all disposed if one fails. */
+async function readSteps(steps: readonly PlanStep[], archive: AnyArchive, options: ToTensorOptions): Promise<tf.Tensor[]> {
+  const tensors: tf.Tensor[] = [];
+  const problems: string[] = [];
+  try {
+    for (const { target, step } of steps) {
+      try {
+        const arrays = await Promise.all(step.keys.map((k) => readMember(archive, `${k}.npy`)));
+        const t = toTensor(applyTransform(step.transform, arrays), options);
+        tensors.push(t);
+        if (t.dtype !== target.dtype) problems.push(`${step.weight}: dtype ${t.dtype} in the archive, ${target.dtype} in the model`);
+      } catch (e) {
+        problems.push(`${step.weight}: ${(e as Error).message}`);
+      }
+    }
+    if (problems.length) throw mismatchError(problems);
+    return tensors;
+  } catch (e) {
+    tf.dispose(tensors);
+    throw e;
+  }
+}
+
+function assignAll(steps: readonly PlanStep[], tensors: readonly (tf.Tensor | null)[]): void {
+  steps.forEach(({ target }, i) => {
+    const t = tensors[i];
+    if (!t) return;
+    if (target.assign) target.assign(t);
+    else if (target.write) target.write(t);
+    else throw new NpyError('BAD_ARRAY', `${target.name} has neither assign() nor write()`);
+    t.dispose();
+  });
+}
+
+/** Options of {@link saveWeights}: names on the archive's side, and the archive's own options. */
+export interface SaveWeightsOptions extends NpzWriteOptions, PytorchLayoutOptions, SourceOptions {
+  /** Map a weight's saved name to the key to write (a `transpose` is undone, so that loading back with the same table round-trips). */
+  names?: WeightNames;
+  /**
+   * `'pytorch'`: write a PyTorch `state_dict` that `model.load_state_dict` takes, keyed and laid out as
+   * the archive given in `like` (the one the weights were loaded from, or `np.savez` of the PyTorch
+   * model's state_dict). An LSTM's summed bias is written as `bias_ih` with `bias_hh` zero, and
+   * `num_batches_tracked` is copied from `like`.
+   */
+  layout?: 'tfjs' | 'pytorch';
+  /** With `layout: 'pytorch'`: the archive whose keys, order and shapes to write. */
+  like?: NpzSource;
+  /** Aborts writing a file (Node). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Save a model's weights (or any weights) as a .npz that numpy opens by name: each under tfjs-layers'
+ * `originalName` (`dense/kernel`, never `dense/kernel_1`), as `np.load(f)['dense/kernel']`.
+ * Without a target the archive's bytes are returned.
+ * @example
+ * await saveWeights(model, 'weights.npz');
+ * const bytes = await saveWeights(model);
+ */
+export async function saveWeights(weights: Weights, target: string | NpzSink, options?: SaveWeightsOptions): Promise<void>;
+export async function saveWeights(weights: Weights, target?: undefined, options?: SaveWeightsOptions): Promise<Uint8Array>;
+export async function saveWeights(weights: Weights, target?: string | NpzSink, options: SaveWeightsOptions = {}): Promise<Uint8Array | void> {
+  const arrays = options.layout === 'pytorch' ? await pytorchArrays(weights, options) : await namedArrays(weights, options);
+  if (target === undefined) return encodeNpz(arrays, options);
+  await writeArchive(target, arrays, options);
+}
+
+/** A weight's current value as an array. */
+async function valueOf(w: WeightLike): Promise<NdArray | null> {
+  const tensor = w.read ? w.read() : w instanceof tf.Tensor ? w : null;
+  return tensor ? fromTensor(tensor) : null;
+}
+
+/** Each weight under its saved name (or the `names` table's key, a transpose undone). */
+async function namedArrays(weights: Weights, options: SaveWeightsOptions): Promise<Map<string, NdArray>> {
+  const arrays = new Map<string, NdArray>();
+  const problems: string[] = [];
+  for (const w of weightList(weights)) {
+    const name = savedName(w);
+    const spec = mappedKey(options.names, name) ?? name;
+    const key = typeof spec === 'string' ? spec : spec.key;
+    if (arrays.has(key)) { problems.push(`${w.name}: a second weight saved as '${key}'`); continue; }
+    const array = await valueOf(w);
+    if (!array) { problems.push(`${w.name}: neither a tensor nor has read()`); continue; }
+    const axes = axesOf(spec, array.shape.length);
+    arrays.set(key, axes ? transpose(array, inverseAxes(axes)) : array);
+  }
+  if (problems.length) throw mismatchError(problems);
+  return arrays;
+}
+
+/** The state_dict `like` describes, from the model's weights: the load's plan run backwards. */
+async function pytorchArrays(weights: Weights, options: SaveWeightsOptions): Promise<Map<string, NdArray>> {
+  if (options.like === undefined) {
+    throw new NpyError('NPZ_KEY', "saveWeights with layout 'pytorch' needs { like }: the archive whose keys to write (the one the weights were loaded from, or np.savez of the PyTorch model's state_dict), since a tfjs model does not know PyTorch's module names");
+  }
+  const [archive, opened] = await openArchive(options.like, options);
+  try {
+    const steps = await planFrom(weights, archive, { ...options, ignoreUnused: true });
+    const made = new Map<string, NdArray>();
+    for (const { target, step } of steps) {
+      const value = await valueOf(target);
+      if (!value) throw mismatchError([`${target.name}: neither a tensor nor has read()`]);
+      const shapes = await Promise.all(step.keys.map(async (k) => (await archive.header(`${k}.npy`)).shape));
+      invertTransform(step.transform, value, shapes, step.weight).forEach((a, i) => made.set(step.keys[i]!, a));
+    }
+    // In the state_dict's order; buffers no weight holds (num_batches_tracked) as they were.
+    const arrays = new Map<string, NdArray>();
+    for (const key of arrayKeys(archive)) {
+      if (key.startsWith(CHECK_PREFIX)) continue;
+      const array = made.get(key) ?? (isIgnoredBuffer(key) ? await readMember(archive, `${key}.npy`) : null);
+      if (!array) throw mismatchError([`${key}: in the archive given as { like } but no weight of the model makes it`]);
+      arrays.set(key, array);
+    }
+    return arrays;
+  } finally {
+    if (opened) await archive.close();
+  }
+}

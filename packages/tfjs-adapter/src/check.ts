@@ -1,0 +1,175 @@
+/**
+ * A model checked against reference outputs an archive carries: `check/input.npy` (or `check/input_0.npy`,
+ * `check/input_1.npy`, … for several inputs) and `check/output.npy` (or `check/output_0.npy`, …).
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { NpyError, transpose, toOrder, type NdArray } from '@npyts/core';
+import { openArchive, readMember, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { toTensor } from './tensors.js';
+import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike } from './layers.js';
+
+/** The archive members that hold reference inputs and outputs, not weights. */
+export const CHECK_PREFIX = 'check/';
+
+/** Options of {@link checkModel}. */
+export interface CheckModelOptions extends SourceOptions {
+  /** Relative tolerance (default 1e-5): |tfjs − reference| ≤ atol + rtol·|reference|, as numpy's `allclose`. */
+  rtol?: number;
+  /** Absolute tolerance (default: rtol times the largest |reference| value, so that outputs near zero are judged on the output's scale). */
+  atol?: number;
+  /**
+   * Where the reference came from. `'pytorch'` (the default when the archive's arrays are a state_dict)
+   * hands a channels-first input to a model whose first layer is channels-last, transposed, and
+   * compares a channels-first output likewise; `'asIs'` uses them as they are.
+   */
+  layout?: 'pytorch' | 'asIs';
+}
+
+/** What {@link checkModel} measured. */
+export interface CheckResult {
+  /** The largest |tfjs − reference| over all outputs. */
+  maxAbsDiff: number;
+  /** The largest |tfjs − reference| / |reference| where the reference is not zero. */
+  maxRelDiff: number;
+  /** How many values were compared. */
+  compared: number;
+}
+
+/** The check members of a kind: `check/input` alone, or `check/input_0`, `check/input_1`, … */
+function numbered(archive: AnyArchive, base: string): string[] {
+  const single = `${CHECK_PREFIX}${base}`;
+  if (archive.has(single)) return [single];
+  const out: string[] = [];
+  for (let i = 0; archive.has(`${single}_${i}`); i++) out.push(`${single}_${i}`);
+  return out;
+}
+
+/** True when the archive carries reference inputs and outputs. */
+export function hasCheck(archive: AnyArchive): boolean {
+  return numbered(archive, 'input').length > 0 && numbered(archive, 'output').length > 0;
+}
+
+/** The layer that consumes a model input (through the InputLayer). */
+function consumerOf(model: LayersModelLike, input: LayerLike | undefined): LayerLike | undefined {
+  if (!input) return undefined;
+  return model.layers.find((l) => inputsOf(l).includes(input));
+}
+
+/** The axes that take channels-first (N, C, d…) to channels-last (N, d…, C). */
+function channelsLast(rank: number): number[] {
+  return [0, ...Array.from({ length: rank - 2 }, (_, i) => i + 2), 1];
+}
+
+/** Does `shape` fit a model tensor's shape (null: any size)? */
+function fits(shape: readonly number[], model: readonly (number | null)[]): boolean {
+  return shape.length === model.length && shape.every((d, i) => model[i] === null || model[i] === d);
+}
+
+/**
+ * Run the model on the archive's reference inputs and compare with its reference outputs; refuse
+ * with the largest difference and where it is when they do not match within the tolerance.
+ * @example
+ * const { maxAbsDiff } = await checkModel(model, 'weights.npz');
+ */
+export async function checkModel(model: LayersModelLike, source: NpzSource, options: CheckModelOptions = {}): Promise<CheckResult> {
+  const [archive, opened] = await openArchive(source, options);
+  try {
+    return await checkWith(model, archive, options);
+  } finally {
+    if (opened) await archive.close();
+  }
+}
+
+/** {@link checkModel} on an opened archive. */
+export async function checkWith(model: LayersModelLike, archive: AnyArchive, options: CheckModelOptions = {}): Promise<CheckResult> {
+  const inputKeys = numbered(archive, 'input');
+  const outputKeys = numbered(archive, 'output');
+  if (!inputKeys.length || !outputKeys.length) {
+    throw new NpyError('NPZ_KEY', `the archive has no ${CHECK_PREFIX}input.npy and ${CHECK_PREFIX}output.npy to check the model with; save a sample input and PyTorch's output beside the weights: np.savez(..., **{'check/input': x.numpy(), 'check/output': model(x).detach().numpy()})`);
+  }
+  if (inputKeys.length !== model.inputs.length) throw new NpyError('NPZ_KEY', `the model takes ${model.inputs.length} inputs and the archive has ${inputKeys.length} (${inputKeys.join(', ')})`);
+  if (outputKeys.length !== model.outputs.length) throw new NpyError('NPZ_KEY', `the model gives ${model.outputs.length} outputs and the archive has ${outputKeys.length} (${outputKeys.join(', ')})`);
+  const pytorch = (options.layout ?? 'pytorch') === 'pytorch';
+  const inputs: tf.Tensor[] = [];
+  try {
+    for (const [i, key] of inputKeys.entries()) {
+      let x = await readMember(archive, key);
+      const wanted = model.inputs[i]!.shape;
+      const consumer = consumerOf(model, model.inputs[i]!.sourceLayer);
+      const moved = pytorch && x.shape.length >= 3 && consumer !== undefined && configOf(consumer).dataFormat === 'channelsLast';
+      if (moved) x = toOrder(transpose(x, channelsLast(x.shape.length)), 'C');
+      if (!fits(x.shape, wanted)) throw new NpyError('NPZ_KEY', `${key} has shape [${x.shape}]${moved ? ' with channels moved last' : ''} but the model's input ${i} is [${wanted.map((d) => d ?? 'any')}]`);
+      inputs.push(toTensor(x, { int64: 'check' }));
+    }
+    const predicted = tf.tidy(() => {
+      const y = model.predict(inputs.length === 1 ? inputs[0]! : inputs);
+      return Array.isArray(y) ? y : [y];
+    });
+    try {
+      let worst = { abs: 0, rel: 0, compared: 0, failure: '' };
+      for (const [i, key] of outputKeys.entries()) {
+        let reference: NdArray = await readMember(archive, key);
+        const producer = model.outputs[i]!.sourceLayer;
+        const got = predicted[i]!;
+        if (pytorch && reference.shape.length >= 3 && producer && layoutOf(producer) === 'channelsLast') {
+          reference = toOrder(transpose(reference, channelsLast(reference.shape.length)), 'C');
+        }
+        if (reference.shape.join() !== got.shape.join()) {
+          throw new NpyError('CHECK_FAILED', `output ${i}: the model gives shape [${got.shape}], ${key} is [${reference.shape}]`);
+        }
+        const r = compare(await got.data() as Float32Array, referenceValues(reference), reference.shape, key, options);
+        worst = { abs: Math.max(worst.abs, r.abs), rel: Math.max(worst.rel, r.rel), compared: worst.compared + r.compared, failure: worst.failure || r.failure };
+      }
+      if (worst.failure) throw new NpyError('CHECK_FAILED', worst.failure);
+      return { maxAbsDiff: worst.abs, maxRelDiff: worst.rel, compared: worst.compared };
+    } finally {
+      tf.dispose(predicted);
+    }
+  } finally {
+    tf.dispose(inputs);
+  }
+}
+
+/** A reference output's values as numbers, row-major. */
+function referenceValues(a: NdArray): ArrayLike<number> {
+  const c = toOrder(a, 'C');
+  const data = c.data as ArrayLike<number | bigint>;
+  if (typeof data[0] === 'bigint') return Array.from(data as ArrayLike<bigint>, Number);
+  if (a.dtype.kind !== 'f' && a.dtype.kind !== 'i' && a.dtype.kind !== 'u' && a.dtype.kind !== 'b') throw new NpyError('CHECK_FAILED', `a reference output of dtype ${a.dtype.name} cannot be compared`);
+  if (a.dtype.kind === 'f' && a.dtype.itemsize === 2) throw new NpyError('CHECK_FAILED', 'a float16 reference output is too coarse to check a float32 model against; save it as float32');
+  return data as ArrayLike<number>;
+}
+
+/** The index of flat position i in a shape, for messages: [0, 3, 1]. */
+function indexOf(i: number, shape: readonly number[]): number[] {
+  const out = new Array<number>(shape.length);
+  for (let k = shape.length - 1; k >= 0; k--) {
+    out[k] = i % shape[k]!;
+    i = Math.floor(i / shape[k]!);
+  }
+  return out;
+}
+
+function compare(got: ArrayLike<number>, want: ArrayLike<number>, shape: readonly number[], key: string, options: CheckModelOptions): { abs: number; rel: number; compared: number; failure: string } {
+  const rtol = options.rtol ?? 1e-5;
+  let scale = 0;
+  for (let i = 0; i < want.length; i++) scale = Math.max(scale, Math.abs(want[i]!));
+  const atol = options.atol ?? rtol * scale;
+  let abs = 0;
+  let rel = 0;
+  let worstExcess = 0;
+  let failure = '';
+  for (let i = 0; i < want.length; i++) {
+    const d = Math.abs(got[i]! - want[i]!);
+    const bad = !(d <= atol + rtol * Math.abs(want[i]!)); // NaN where the reference is a number fails too
+    if (Number.isNaN(got[i]!) && Number.isNaN(want[i]!)) continue;
+    abs = Math.max(abs, Number.isNaN(d) ? Infinity : d);
+    if (want[i] !== 0) rel = Math.max(rel, d / Math.abs(want[i]!));
+    const excess = d - (atol + rtol * Math.abs(want[i]!));
+    if (bad && (!failure || excess > worstExcess)) {
+      worstExcess = excess;
+      failure = `the model's predictions differ from ${key}: at [${indexOf(i, shape)}] tfjs gives ${got[i]} and the reference ${want[i]} (difference ${d.toPrecision(3)}, allowed ${(atol + rtol * Math.abs(want[i]!)).toPrecision(3)} with rtol ${rtol}, atol ${atol.toPrecision(3)}); check the layers' order and configuration (padding, strides, activations) against the PyTorch model`;
+    }
+  }
+  return { abs, rel, compared: want.length, failure };
+}

@@ -1,0 +1,399 @@
+/**
+ * A PyTorch `state_dict` (saved with `np.savez`) mapped onto a tfjs-layers model, layer by layer: which
+ * archive arrays make each tfjs weight and how. Every rule that tells the two frameworks apart lives
+ * here: axis orders, BatchNorm's names, LSTM biases, the rows of a Dense after a Flatten, epsilons and
+ * activations that must agree.
+ */
+import { NpyError } from '@npyts/core';
+import type { AnyArchive } from './sources.js';
+import { CHECK_PREFIX } from './check.js';
+import { arrayKeys, mismatchError, savedName, type WeightLike } from './weights.js';
+import { configOf, inputShapeOf, layoutOf, producerOf, weightedLayers, type LayerLike, type LayersModelLike } from './layers.js';
+import { describeTransform, transformedShape, type Transform } from './transform.js';
+
+
+/** Options of the PyTorch layout. */
+export interface PytorchLayoutOptions {
+  /**
+   * The `eps` the PyTorch BatchNorm and LayerNorm modules were built with: one for all, or by tfjs layer
+   * name or PyTorch module name (default: PyTorch's `1e-5`). A tfjs layer with another epsilon is refused,
+   * since tfjs's default (`1e-3`) silently changes every prediction.
+   */
+  epsilon?: number | Readonly<Record<string, number>>;
+  /**
+   * The layout of a Flatten's input where npyts cannot tell it from the layers before it (an input
+   * layer, a Reshape or Permute): `'channelsLast'` reorders the next Dense's rows from PyTorch's
+   * (C, H, W) flattening, `'channelsFirst'` keeps them. Without it such a Flatten is refused.
+   */
+  flattenLayout?: 'channelsLast' | 'channelsFirst';
+}
+
+/** One tfjs weight and where it comes from: the archive keys, in order, and the transform. */
+export interface PlannedWeight {
+  /** The tfjs weight (as saved: `dense/kernel`). */
+  readonly weight: string;
+  /** The archive arrays that make it (PyTorch's names: `fc1.weight`). */
+  readonly keys: readonly string[];
+  /** What is done to them. */
+  readonly transform: Transform;
+  /** The transform in words. */
+  readonly description: string;
+  /** The weight's shape in the model. */
+  readonly shape: readonly number[];
+}
+
+/** A PyTorch module as the archive gives it: its name and its parameters' keys and shapes. */
+interface TorchModule {
+  readonly name: string;
+  /** Parameter name (`weight`, `running_mean`, `weight_ih_l0`) → archive key and shape. */
+  readonly params: Map<string, { key: string; shape: number[] }>;
+  /** For one layer of a recurrent module: its number (PyTorch's `_l0`, `_l1` suffixes). */
+  readonly rnnLayer?: number;
+}
+
+const RNN_PARAM = /^(weight_ih|weight_hh|bias_ih|bias_hh|weight_hr)_l(\d+)(_reverse)?$/;
+/** Buffers PyTorch keeps that no tfjs weight holds. */
+const IGNORED = new Set(['num_batches_tracked']);
+
+/** True for an archive key of a buffer no tfjs weight holds (a BatchNorm's `num_batches_tracked`). */
+export function isIgnoredBuffer(key: string): boolean {
+  return IGNORED.has(key.slice(key.lastIndexOf('.') + 1));
+}
+
+/** Weights planned by other means (a `names` table) and the archive keys they take. */
+export interface Excluded {
+  readonly weights: ReadonlySet<string>;
+  readonly keys: ReadonlySet<string>;
+}
+
+/** The archive's modules, in the order the state_dict lists them; a recurrent module split by layer. */
+async function modulesOf(archive: AnyArchive, excluded: ReadonlySet<string>): Promise<TorchModule[]> {
+  const byName = new Map<string, TorchModule>();
+  for (const key of arrayKeys(archive)) {
+    if (key.startsWith(CHECK_PREFIX) || excluded.has(key)) continue;
+    const dot = key.lastIndexOf('.');
+    const prefix = dot < 0 ? '' : key.slice(0, dot);
+    const param = key.slice(dot + 1);
+    const rnn = RNN_PARAM.exec(param);
+    const name = rnn ? `${prefix}${prefix ? ' ' : ''}(layer ${rnn[2]})` : prefix;
+    let module = byName.get(name);
+    if (!module) byName.set(name, (module = { name, params: new Map(), ...(rnn ? { rnnLayer: Number(rnn[2]) } : {}) }));
+    const header = await archive.header(archive.entry(key).name);
+    module.params.set(rnn ? `${rnn[1]}${rnn[3] ?? ''}` : param, { key, shape: [...header.shape] });
+  }
+  return [...byName.values()];
+}
+
+/** What a module's parameters are, for messages. */
+function describeModule(m: TorchModule): string {
+  return `PyTorch module '${m.name || '(the model itself)'}' (${[...m.params.keys()].join(', ')})`;
+}
+
+/** The tfjs layer and its class, for messages. */
+function describeLayer(layer: LayerLike): string {
+  const inner = layer.getClassName() === 'Bidirectional' ? `(${innerClass(layer)})` : '';
+  return `tfjs layer '${layer.name}' (${layer.getClassName()}${inner})`;
+}
+
+function innerClass(layer: LayerLike): string {
+  const inner = configOf(layer).layer as { className?: unknown } | undefined;
+  return typeof inner?.className === 'string' ? inner.className : '?';
+}
+
+/** The wrapped recurrent layer's configuration (Bidirectional), else the layer's own. */
+function recurrentConfig(layer: LayerLike): Record<string, unknown> {
+  if (layer.getClassName() !== 'Bidirectional') return configOf(layer);
+  const inner = configOf(layer).layer as { config?: Record<string, unknown> } | undefined;
+  return inner?.config ?? {};
+}
+
+/** A weight's short name inside its layer: `kernel`, `forward_lstm/bias` → `bias`. */
+function weightRole(w: WeightLike): string {
+  const name = savedName(w);
+  return name.slice(name.lastIndexOf('/') + 1);
+}
+
+/** Is `actual` the epsilon asked for (as tfjs stores it, a float32 of the number given)? */
+function sameEpsilon(actual: number, wanted: number): boolean {
+  return Math.abs(actual - wanted) <= 1e-6 * Math.abs(wanted);
+}
+
+/** What one pairing of a tfjs layer with a PyTorch module gives, or why it does not fit. */
+type Pairing = { planned: PlannedWeight[] } | { unfit: string };
+
+/** The rules per tfjs layer class. */
+class LayerRules {
+  constructor(private readonly options: PytorchLayoutOptions) {}
+
+  pair(layer: LayerLike, module: TorchModule): Pairing {
+    const cls = layer.getClassName();
+    switch (cls) {
+      case 'Dense': return this.dense(layer, module);
+      case 'Conv1D': case 'Conv2D': case 'Conv3D': return this.conv(layer, module);
+      case 'DepthwiseConv2D': return this.depthwise(layer, module);
+      case 'Conv2DTranspose': case 'Conv3DTranspose': return this.convTranspose(layer, module);
+      case 'BatchNormalization': return this.batchNorm(layer, module);
+      case 'LayerNormalization': return this.layerNorm(layer, module);
+      case 'Embedding': return this.byRole(layer, module, (role) => (role === 'embeddings' ? ['weight', LayerRules.COPY] : undefined));
+      case 'PReLU': return this.prelu(layer, module);
+      case 'LSTM': case 'Bidirectional': return this.lstm(layer, module);
+      default: return { unfit: 'npyts knows no PyTorch counterpart of this layer; map its weights with { names }' };
+    }
+  }
+
+  /** Refusals that do not depend on the module: configurations no weights can make agree. */
+  refusal(layer: LayerLike): string | null {
+    const cls = layer.getClassName();
+    const rnn = cls === 'Bidirectional' ? innerClass(layer) : cls;
+    if (rnn === 'GRU') {
+      return `${describeLayer(layer)}: PyTorch's GRU applies the reset gate after the recurrent product (Keras' reset_after=True), which tfjs-layers' GRU cannot (it has only reset_after=False); no weights make them agree, so use an LSTM or run the GRU elsewhere`;
+    }
+    if (rnn === 'SimpleRNN') return `${describeLayer(layer)}: a SimpleRNN's activation cannot be checked against the PyTorch RNN's nonlinearity; map its weights with { names } and check the model with checkModel`;
+    if (cls === 'SeparableConv2D') return `${describeLayer(layer)}: PyTorch writes a separable convolution as two modules; build it as DepthwiseConv2D then a 1×1 Conv2D`;
+    if (rnn === 'LSTM') {
+      const c = recurrentConfig(layer);
+      if (c.recurrentActivation !== 'sigmoid') return `${describeLayer(layer)}: recurrentActivation is '${String(c.recurrentActivation)}' but PyTorch's LSTM gates with the sigmoid; build it with recurrentActivation: 'sigmoid' (tfjs's default is hardSigmoid)`;
+      if (c.activation !== 'tanh') return `${describeLayer(layer)}: activation is '${String(c.activation)}' but PyTorch's LSTM uses tanh; build it with activation: 'tanh'`;
+    }
+    return null;
+  }
+
+  private epsilonFor(layerName: string, moduleName?: string): number {
+    const e = this.options.epsilon;
+    if (typeof e === 'number') return e;
+    if (e && Object.prototype.hasOwnProperty.call(e, layerName)) return e[layerName]!;
+    if (e && moduleName !== undefined && Object.prototype.hasOwnProperty.call(e, moduleName)) return e[moduleName]!;
+    return 1e-5;
+  }
+
+  /** An epsilon stated by module name is checked once the module is known. */
+  epsilonOfModule(layer: LayerLike, module: TorchModule): string | null {
+    const cls = layer.getClassName();
+    if (cls !== 'BatchNormalization' && cls !== 'LayerNormalization') return null;
+    const eps = configOf(layer).epsilon;
+    const wanted = this.epsilonFor(layer.name, module.name);
+    if (typeof eps === 'number' && sameEpsilon(eps, wanted)) return null;
+    const stated = this.options.epsilon !== undefined;
+    return `${describeLayer(layer)}: epsilon is ${String(eps)} but ${describeModule(module)} has eps ${wanted}${stated ? ' (as stated in { epsilon })' : " (PyTorch's default; tfjs's is 1e-3)"}; build the layer with epsilon: ${wanted}${stated ? '' : ', or pass { epsilon } if the PyTorch module was built with another eps'}`;
+  }
+
+  /**
+   * Each weight of the layer from the module's parameters: `ruleOf` gives the parameter(s) and the
+   * transform for a weight (its role: `kernel`, `bias`…; its index); every parameter must be used.
+   */
+  private byRole(layer: LayerLike, module: TorchModule, ruleOf: (role: string, index: number) => Rule | undefined): Pairing {
+    const planned: PlannedWeight[] = [];
+    const used = new Set<string>();
+    for (const [index, w] of layer.weights.entries()) {
+      const role = weightRole(w);
+      const rule = ruleOf(role, index);
+      if (!rule) return { unfit: `npyts does not know the tfjs weight '${savedName(w)}'` };
+      const [names, transform] = rule;
+      const list = [names].flat();
+      const missing = list.filter((n) => !module.params.has(n));
+      if (missing.length) return { unfit: `${savedName(w)} needs ${missing.join(' and ')}, which the module does not have${role === 'bias' || role === 'gamma' || role === 'beta' ? ' (is bias, affine or elementwise_affine off in PyTorch but on in tfjs?)' : ''}` };
+      const params = list.map((n) => module.params.get(n)!);
+      for (const n of list) used.add(n);
+      const shape = transformedShape(transform, params.map((p) => p.shape));
+      const wanted = w.shape.map((d) => d ?? -1);
+      if (!shape || shape.join() !== wanted.join()) {
+        return { unfit: `${savedName(w)} has shape [${wanted}], but ${params.map((p) => `${p.key} [${p.shape}]`).join(' and ')} ${describeTransform(transform)} ${shape ? `gives [${shape}]` : 'cannot make it'}` };
+      }
+      planned.push({ weight: savedName(w), keys: params.map((p) => p.key), transform, description: describeTransform(transform), shape });
+    }
+    const left = [...module.params.keys()].filter((p) => !used.has(p) && !IGNORED.has(p));
+    if (left.length) return { unfit: `the layer has no weight for ${left.join(', ')}${left.some((p) => p.startsWith('bias') || p === 'weight') ? ' (is useBias, center or scale off in tfjs but on in PyTorch?)' : ''}` };
+    return { planned };
+  }
+
+  private static readonly COPY: Transform = { kind: 'copy' };
+  private static readonly TRANSPOSE: Transform = { kind: 'permute', axes: [1, 0] };
+
+  private dense(layer: LayerLike, module: TorchModule): Pairing {
+    const weight = module.params.get('weight');
+    if (!weight || weight.shape.length !== 2) return { unfit: "a Dense needs a Linear's 2-d weight" };
+    const [out, inFeatures] = weight.shape as [number, number];
+    let kernel = LayerRules.TRANSPOSE;
+    // A Dense after a Flatten of a channels-last feature map: PyTorch flattened (C, H, W), tfjs (H, W, C).
+    const producer = producerOf(layer);
+    if (producer?.getClassName() === 'Flatten') {
+      const dims = inputShapeOf(producer)?.slice(1) ?? null;
+      if (dims && dims.length >= 2) {
+        let layout = layoutOf(firstInput(producer));
+        if (layout === 'unknown') {
+          if (!this.options.flattenLayout) {
+            return { unfit: `it follows Flatten '${producer.name}' of a [${dims}] input whose layout npyts cannot tell (PyTorch flattens channels first); pass { flattenLayout: 'channelsLast' } if that input is channels-last (the rows are then reordered), or 'channelsFirst' if it is in PyTorch's order` };
+          }
+          layout = this.options.flattenLayout;
+        }
+        if (layout === 'channelsLast' && dims.every((d) => typeof d === 'number')) {
+          const spatial = dims.slice(0, -1) as number[];
+          const channels = dims[dims.length - 1] as number;
+          // (out, C·d1·…·dk) viewed as (out, C, d1…dk) → (d1…dk, C, out) → (d1·…·dk·C, out)
+          kernel = { kind: 'permute', view: [out, channels, ...spatial], axes: [...spatial.map((_, i) => i + 2), 1, 0], to: [inFeatures, out] };
+        }
+      }
+    }
+    return this.byRole(layer, module, (role) => ({ kernel: ['weight', kernel] as Rule, bias: ['bias', LayerRules.COPY] as Rule })[role]);
+  }
+
+  private conv(layer: LayerLike, module: TorchModule): Pairing {
+    const weight = module.params.get('weight');
+    const rank = ({ Conv1D: 3, Conv2D: 4, Conv3D: 5 } as Record<string, number>)[layer.getClassName()] ?? 4;
+    if (!weight || weight.shape.length !== rank) return { unfit: `a ${layer.getClassName()} needs a convolution weight of ${rank} axes` };
+    const kernel = layer.weights.find((w) => weightRole(w) === 'kernel');
+    const inChannels = kernel?.shape[kernel.shape.length - 2];
+    const perGroup = weight.shape[1]!;
+    if (typeof inChannels === 'number' && perGroup < inChannels && inChannels % perGroup === 0) {
+      return { unfit: `the module is a grouped convolution (groups=${inChannels / perGroup}), which tfjs-layers cannot compute: it has depthwise convolutions (groups = in_channels → DepthwiseConv2D) and no other groups` };
+    }
+    // (O, I, k…) → (k…, I, O)
+    const axes = [...Array.from({ length: rank - 2 }, (_, i) => i + 2), 1, 0];
+    return this.byRole(layer, module, (role) => ({ kernel: ['weight', { kind: 'permute', axes }] as Rule, bias: ['bias', LayerRules.COPY] as Rule })[role]);
+  }
+
+  private depthwise(layer: LayerLike, module: TorchModule): Pairing {
+    const weight = module.params.get('weight');
+    const kernel = layer.weights.find((w) => weightRole(w) === 'depthwise_kernel');
+    const [channels, multiplier] = [kernel?.shape[2], kernel?.shape[3]];
+    if (!weight || weight.shape.length !== 4 || weight.shape[1] !== 1 || typeof channels !== 'number' || typeof multiplier !== 'number') {
+      return { unfit: "a DepthwiseConv2D needs a depthwise Conv2d's weight (C·multiplier, 1, kh, kw)" };
+    }
+    const [, , kh, kw] = weight.shape as [number, number, number, number];
+    // PyTorch's output channel c·M + j is input channel c's j-th filter: (C·M, 1, kh, kw) → (C, M, kh, kw) → (kh, kw, C, M).
+    const depthwise: Rule = ['weight', { kind: 'permute', view: [channels, multiplier, kh, kw], axes: [2, 3, 0, 1] }];
+    return this.byRole(layer, module, (role) => ({ depthwise_kernel: depthwise, bias: ['bias', LayerRules.COPY] as Rule })[role]);
+  }
+
+  private convTranspose(layer: LayerLike, module: TorchModule): Pairing {
+    const weight = module.params.get('weight');
+    const rank = layer.getClassName() === 'Conv2DTranspose' ? 4 : 5;
+    if (!weight || weight.shape.length !== rank) return { unfit: `a ${layer.getClassName()} needs a ConvTranspose weight of ${rank} axes` };
+    // (I, O, k…) → (k…, O, I): both frameworks compute the transpose of a correlation, no kernel flip.
+    const axes = [...Array.from({ length: rank - 2 }, (_, i) => i + 2), 1, 0];
+    return this.byRole(layer, module, (role) => ({ kernel: ['weight', { kind: 'permute', axes }] as Rule, bias: ['bias', LayerRules.COPY] as Rule })[role]);
+  }
+
+  private batchNorm(layer: LayerLike, module: TorchModule): Pairing {
+    if (!module.params.has('running_mean')) return { unfit: "a BatchNormalization needs a BatchNorm's running_mean and running_var (track_running_stats=False cannot be reproduced)" };
+    const axis = configOf(layer).axis;
+    const rank = inputShapeOf(layer)?.length;
+    if (rank !== undefined && axis !== -1 && axis !== rank - 1) return { unfit: `the layer normalises axis ${String(axis)}; PyTorch's BatchNorm normalises channels, the last axis in tfjs (axis: -1)` };
+    const roles: Record<string, Rule> = { gamma: ['weight', LayerRules.COPY], beta: ['bias', LayerRules.COPY], moving_mean: ['running_mean', LayerRules.COPY], moving_variance: ['running_var', LayerRules.COPY] };
+    return this.byRole(layer, module, (role) => roles[role]);
+  }
+
+  private layerNorm(layer: LayerLike, module: TorchModule): Pairing {
+    const roles: Record<string, Rule> = { gamma: ['weight', LayerRules.COPY], beta: ['bias', LayerRules.COPY] };
+    return this.byRole(layer, module, (role) => roles[role]);
+  }
+
+  private prelu(layer: LayerLike, module: TorchModule): Pairing {
+    const alpha = layer.weights[0];
+    const shape = alpha?.shape.map((d) => d ?? -1) ?? [];
+    // PyTorch's slopes are per channel (or one for all); tfjs holds one per position unless sharedAxes says otherwise.
+    const transform: Transform = shape.length === 1 && module.params.get('weight')?.shape[0] === shape[0] ? LayerRules.COPY : { kind: 'tile', to: shape };
+    return this.byRole(layer, module, (role) => (role === 'alpha' ? ['weight', transform] : undefined));
+  }
+
+  private lstm(layer: LayerLike, module: TorchModule): Pairing {
+    if (module.rnnLayer === undefined) return { unfit: 'an LSTM needs one layer of a PyTorch LSTM (weight_ih_l0, weight_hh_l0…)' };
+    if (module.params.has('weight_hr')) return { unfit: 'the module has a projection (proj_size), which tfjs-layers\' LSTM does not have' };
+    const bidirectional = layer.getClassName() === 'Bidirectional';
+    if (bidirectional !== module.params.has('weight_ih_reverse')) {
+      return bidirectional
+        ? { unfit: 'the module is not bidirectional; build the tfjs layer as a plain LSTM' }
+        : { unfit: "the module is bidirectional; wrap the tfjs LSTM in tf.layers.bidirectional({ layer, mergeMode: 'concat' })" };
+    }
+    // Gates are i, f, g, o in both (tfjs calls g c): the kernels are PyTorch's weights transposed, and
+    // PyTorch's two biases add up to tfjs's one. A Bidirectional lists the forward weights, then the backward.
+    const half = layer.weights.length / 2;
+    return this.byRole(layer, module, (role, index) => {
+      const suffix = bidirectional && index >= half ? '_reverse' : '';
+      const roles: Record<string, Rule> = {
+        kernel: [`weight_ih${suffix}`, LayerRules.TRANSPOSE],
+        recurrent_kernel: [`weight_hh${suffix}`, LayerRules.TRANSPOSE],
+        bias: [[`bias_ih${suffix}`, `bias_hh${suffix}`], { kind: 'sum' }],
+      };
+      return roles[role];
+    });
+  }
+}
+
+/** The parameter(s) a tfjs weight is made of, and how. */
+type Rule = readonly [string | readonly string[], Transform];
+
+/** The layer a layer takes its (first) input from, or itself for an input layer. */
+function firstInput(layer: LayerLike): LayerLike {
+  return layer.inboundNodes[0]?.inboundLayers[0] ?? layer;
+}
+
+/** Layers whose configuration cannot compute what their modules compute, as one error. */
+function configError(problems: readonly string[]): NpyError {
+  return new NpyError('LAYER_CONFIG', problems.length === 1 ? problems[0]! : `${problems.length} layers cannot compute what their PyTorch modules compute:\n  ${problems.join('\n  ')}`);
+}
+
+/** How a recurrent module's layer is called when a tfjs layer is named after it. */
+function rnnLayerName(module: TorchModule, count: number): string[] {
+  const base = module.name.replace(/ \(layer \d+\)$/, '');
+  return count === 1 ? [base, `${base}_l${module.rnnLayer}`] : [`${base}_l${module.rnnLayer}`];
+}
+
+/** The names a tfjs layer may carry to be paired with a module by name (dots cannot be in tfjs names). */
+function namesFor(module: TorchModule, rnnCount: number): string[] {
+  const raw = module.rnnLayer !== undefined ? rnnLayerName(module, rnnCount) : [module.name];
+  return raw.flatMap((n) => [n, n.replace(/\./g, '_'), n.replace(/\./g, '/')]);
+}
+
+/**
+ * The whole mapping of a PyTorch archive onto a model: tfjs layers and PyTorch modules are paired by
+ * name where a tfjs layer is named after a module (`fc1`, `features_0` for `features.0`), the rest in
+ * order (tfjs's layer order and the state_dict's module order). Every misfit is reported together.
+ */
+export async function planPytorch(model: LayersModelLike, archive: AnyArchive, options: PytorchLayoutOptions = {}, excluded: Excluded = { weights: new Set(), keys: new Set() }): Promise<PlannedWeight[]> {
+  const rules = new LayerRules(options);
+  const layers = weightedLayers(model).filter((l) => l.weights.some((w) => !excluded.weights.has(savedName(w))));
+  const modules = await modulesOf(archive, excluded.keys);
+  const problems: string[] = [];
+  const misfits: string[] = [];
+  for (const layer of layers) {
+    const why = rules.refusal(layer);
+    if (why) problems.push(why);
+  }
+  if (problems.length) throw configError(problems);
+
+  const rnnCount = new Map<string, number>();
+  for (const m of modules) if (m.rnnLayer !== undefined) { const base = m.name.replace(/ \(layer \d+\)$/, ''); rnnCount.set(base, (rnnCount.get(base) ?? 0) + 1); }
+  const byName = new Map<string, TorchModule>();
+  for (const m of modules) for (const n of namesFor(m, rnnCount.get(m.name.replace(/ \(layer \d+\)$/, '')) ?? 1)) if (!byName.has(n)) byName.set(n, m);
+  const pairs = new Map<LayerLike, TorchModule>();
+  const taken = new Set<TorchModule>();
+  for (const layer of layers) {
+    const m = byName.get(layer.name);
+    if (m && !taken.has(m)) { pairs.set(layer, m); taken.add(m); }
+  }
+  const restLayers = layers.filter((l) => !pairs.has(l));
+  const restModules = modules.filter((m) => !taken.has(m) && [...m.params.keys()].some((p) => !IGNORED.has(p)));
+  if (restLayers.length !== restModules.length) {
+    throw mismatchError([
+      `the model has ${layers.length} layers with weights and the archive ${modules.length} PyTorch modules with parameters; after pairing by name, ${restLayers.length} layers and ${restModules.length} modules are left:`,
+      `  tfjs: ${restLayers.map((l) => `${l.name} (${l.getClassName()})`).join(', ') || 'none'}`,
+      `  PyTorch: ${restModules.map((m) => `${m.name || '(the model itself)'} (${[...m.params.keys()].join(', ')})`).join(', ') || 'none'}`,
+      "build the tfjs model with the same weighted layers, or map the others with { names }",
+    ]);
+  }
+  restLayers.forEach((l, i) => pairs.set(l, restModules[i]!));
+
+  const planned: PlannedWeight[] = [];
+  for (const layer of layers) {
+    const module = pairs.get(layer)!;
+    const eps = rules.epsilonOfModule(layer, module);
+    if (eps) { problems.push(eps); continue; }
+    const result = rules.pair(layer, module);
+    if ('unfit' in result) misfits.push(`${describeLayer(layer)} ↔ ${describeModule(module)}: ${result.unfit}`);
+    else planned.push(...result.planned);
+  }
+  if (problems.length) throw configError(problems);
+  if (misfits.length) throw mismatchError(misfits);
+  return planned;
+}
