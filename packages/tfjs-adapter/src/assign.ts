@@ -70,7 +70,12 @@ export async function planFrom(weights: Weights, archive: AnyArchive, options: P
   const steps: PlanStep[] = [];
   const used = new Map<string, string>();
   const byName = new Map(list.map((w) => [savedName(w), w]));
-  const take = (w: WeightLike, step: PlannedWeight): void => {
+  const claimed = new Set<string>(); // keys a weight asked for, whether or not they fit it
+  const take = async (w: WeightLike, step: PlannedWeight): Promise<void> => {
+    for (const key of step.keys) claimed.add(key);
+    // A sum or a repetition is float work; otherwise the array's dtype decides the tensor's.
+    const made = step.transform.kind === 'sum' || step.transform.kind === 'tile' ? 'float32' : tensorDTypeOf((await archive.header(`${step.keys[0]}.npy`)).dtype);
+    if (made !== w.dtype) { problems.push(`${savedName(w)}: dtype ${made} in the archive, ${w.dtype} in the model`); return; }
     for (const key of step.keys) {
       const other = used.get(key);
       if (other !== undefined) { problems.push(`${savedName(w)}: its array ${key} is also taken by ${other}`); return; }
@@ -82,18 +87,18 @@ export async function planFrom(weights: Weights, archive: AnyArchive, options: P
   if (pytorch && !hasLayers(weights)) throw new NpyError('WEIGHT_MISMATCH', "layout 'pytorch' needs the model itself (its layers), not a list of weights");
   const viaNames = pytorch ? list.filter((w) => mappedKey(options.names, savedName(w)) !== null || (w.name !== savedName(w) && mappedKey(options.names, w.name) !== null)) : list;
   for (const w of viaNames) {
-    const step = await stepByName(w, archive, options.names, problems);
-    if (step) take(w, step);
+    const step = await stepByName(w, archive, options.names, problems, claimed);
+    if (step) await take(w, step);
   }
   if (pytorch) {
     const byNames = new Set(viaNames.map(savedName));
     for (const step of await planPytorch(weights as LayersModelLike, archive, options, { weights: byNames, keys: new Set(used.keys()) })) {
-      take(byName.get(step.weight)!, step);
+      await take(byName.get(step.weight)!, step);
     }
   }
   if (!options.ignoreUnused) {
     for (const key of arrayKeys(archive)) {
-      if (used.has(key) || options.ignoreUnusedKeys?.has(key) || (pytorch && (key.startsWith(CHECK_PREFIX) || isIgnoredBuffer(key)))) continue;
+      if (claimed.has(key) || options.ignoreUnusedKeys?.has(key) || (pytorch && (key.startsWith(CHECK_PREFIX) || isIgnoredBuffer(key)))) continue;
       problems.push(`${key}: in the archive but no weight uses it (pass { ignoreUnused: true } to allow)`);
     }
   }
@@ -102,7 +107,7 @@ export async function planFrom(weights: Weights, archive: AnyArchive, options: P
 }
 
 /** A weight's plan from the names table or its own name, checked against the member's header. */
-async function stepByName(w: WeightLike, archive: AnyArchive, names: WeightNames | undefined, problems: string[]): Promise<PlannedWeight | null> {
+async function stepByName(w: WeightLike, archive: AnyArchive, names: WeightNames | undefined, problems: string[], claimed: Set<string>): Promise<PlannedWeight | null> {
   const label = savedName(w); // dense/kernel, also when tfjs made the variable dense/kernel_1
   const mapped = mappedKey(names, w.name) ?? (w.originalName !== undefined ? mappedKey(names, w.originalName) : null);
   const spec = mapped !== null
@@ -113,6 +118,7 @@ async function stepByName(w: WeightLike, archive: AnyArchive, names: WeightNames
     return null;
   }
   const key = archive.entry(typeof spec === 'string' ? spec : spec.key).name.replace(/\.npy$/, '');
+  claimed.add(key);
   let shape: number[];
   try {
     const header = await archive.header(`${key}.npy`);

@@ -8,7 +8,11 @@ import { openArchive, readMember, type AnyArchive, type NpzSource, type SourceOp
 import { toTensor } from './tensors.js';
 import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike } from './layers.js';
 
-/** The archive members that hold reference inputs and outputs, not weights. */
+/**
+ * The folder of the archive members that hold reference inputs and outputs, not weights.
+ * @example
+ * np.savez('weights.npz', **state, **{'check/input': x.numpy(), 'check/output': y.numpy()})   # Python
+ */
 export const CHECK_PREFIX = 'check/';
 
 /** Options of {@link checkModel}. */

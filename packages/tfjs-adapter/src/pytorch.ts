@@ -174,7 +174,13 @@ class LayerRules {
     const wanted = this.epsilonFor(layer.name, module.name);
     if (typeof eps === 'number' && sameEpsilon(eps, wanted)) return null;
     const stated = this.options.epsilon !== undefined;
-    return `${describeLayer(layer)}: epsilon is ${String(eps)} but ${describeModule(module)} has eps ${wanted}${stated ? ' (as stated in { epsilon })' : " (PyTorch's default; tfjs's is 1e-3)"}; build the layer with epsilon: ${wanted}${stated ? '' : ', or pass { epsilon } if the PyTorch module was built with another eps'}`;
+    // tfjs keeps an epsilon as float32: shown to 6 digits, small ones as 1e-5 the way they are written.
+    const e = (v: unknown): string => {
+      if (typeof v !== 'number') return String(v);
+      const n = Number(v.toPrecision(6));
+      return n !== 0 && Math.abs(n) < 1e-3 ? n.toExponential() : String(n);
+    };
+    return `${describeLayer(layer)}: epsilon is ${e(eps)} but ${describeModule(module)} has eps ${e(wanted)}${stated ? ' (as stated in { epsilon })' : " (PyTorch's default; tfjs's is 1e-3)"}; build the layer with epsilon: ${e(wanted)}${stated ? '' : ', or pass { epsilon } if the PyTorch module was built with another eps'}`;
   }
 
   /**

@@ -3,7 +3,11 @@ import { expectTypeOf } from 'expect-type';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { loadGraphModel, type GraphModel } from '@tensorflow/tfjs-converter';
-import { assignWeights, saveWeights, npzHandler, browserDownload, loadTensors, type NamedTensorMap } from '@npyts/tfjs';
+import {
+  assignWeights, saveWeights, npzHandler, browserDownload, loadTensors, planWeights, checkModel,
+  type NamedTensorMap, type PlannedWeight, type CheckResult,
+} from '@npyts/tfjs';
+import { NpyError } from '@npyts/core';
 
 declare const file: File;
 declare const bytes: Uint8Array;
@@ -30,6 +34,19 @@ export async function typed(): Promise<void> {
   expectTypeOf(graph).toEqualTypeOf<GraphModel>();
   expectTypeOf(await loadTensors('weights.npz')).toEqualTypeOf<NamedTensorMap>();
 
+  // The PyTorch layout: Sequential and functional models, as tfjs-layers types them.
+  const functional: tfl.LayersModel = loaded;
+  await assignWeights(model, 'state_dict.npz', { layout: 'pytorch', epsilon: { bn1: 1e-3 }, rtol: 1e-4 });
+  await assignWeights(functional, 'state_dict.npz', { layout: 'pytorch', flattenLayout: 'channelsLast', check: false });
+  expectTypeOf(await planWeights(model, 'state_dict.npz', { layout: 'pytorch' })).toEqualTypeOf<PlannedWeight[]>();
+  expectTypeOf(await checkModel(functional, 'state_dict.npz', { atol: 1e-6 })).toEqualTypeOf<CheckResult>();
+  await saveWeights(model, 'out.npz', { layout: 'pytorch', like: 'state_dict.npz' });
+  await tfl.loadLayersModel(npzHandler('state_dict.npz', { layout: 'pytorch', modelTopology: model }));
+  try { await checkModel(loaded, 'state_dict.npz'); } catch (e) {
+    if (e instanceof NpyError && e.code === 'CHECK_FAILED') console.log(e.message);
+  }
+  // @ts-expect-error: the layouts are 'tfjs' and 'pytorch'
+  await assignWeights(model, 'w.npz', { layout: 'keras' });
   // @ts-expect-error: a number is not a source
   npzHandler(42);
   // @ts-expect-error: a names table maps to keys, not numbers
