@@ -4,7 +4,7 @@
 // gives an archive numpy reads weight by weight.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,10 +16,16 @@ import { startViewer } from '../../viewer/serve.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-tfjs-browser-');
 const expected = JSON.parse(execFileSync('python3', ['-W', 'ignore', join(root, 'test', 'helpers', 'models.py'), 'build', dir], { encoding: 'utf8' }));
+// Real PyTorch models (Debian's python3-torch), exported as the README says: cnn.npz among them.
+const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
+if (hasTorch) execFileSync('/usr/bin/python3', [join(root, 'test', 'helpers', 'torch_models.py'), 'build', dir]);
 
 // The page's code: tfjs and @npyts/tfjs as a browser bundle of the built packages.
 await build({
-  stdin: { contents: "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler } from '@npyts/tfjs';", resolveDir: root },
+  stdin: {
+    contents: "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler, assignWeights, checkModel } from '@npyts/tfjs'; export { twins } from './test/helpers/torch-twins.mjs';",
+    resolveDir: root,
+  },
   bundle: true, format: 'esm', platform: 'browser', outfile: join(dir, 'bundle.js'), logLevel: 'error', tsconfigRaw: {},
 });
 
@@ -64,6 +70,18 @@ a, b = np.load(${JSON.stringify(join(dir, 'keras.npz'))}), np.load(${JSON.string
 names = sorted(k for k in a.files if k != 'model.json')
 print(names == sorted(k for k in b.files if k != 'model.json') and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in names))`).trim();
   assert.is(same, 'True');
+  assert.equal(problems, []);
+});
+
+(hasTorch ? test : test.skip)('a PyTorch CNN (Conv2d, BatchNorm2d, MaxPool, flatten, Linear) loads in the page with layout \'pytorch\' and predicts what PyTorch predicts', async () => {
+  const r = await page.evaluate(async () => {
+    const { tf, twins, assignWeights, checkModel } = await import('/data/bundle.js');
+    await tf.setBackend('cpu');
+    const model = twins.cnn();
+    await assignWeights(model, 'cnn.npz', { layout: 'pytorch' });
+    return checkModel(model, 'cnn.npz');
+  });
+  assert.ok(r.compared === 20 && r.maxAbsDiff < 1e-4, JSON.stringify(r));
   assert.equal(problems, []);
 });
 

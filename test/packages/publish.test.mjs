@@ -82,10 +82,10 @@ console.log(JSON.stringify({
 }));
 `;
 const cjs = `
-const { decodeNpy, encodeNpy, arrayFromValues } = require('@npyts/core');
+const { decodeNpy, encodeNpy, encodeNpz, arrayFromValues, NpyError } = require('@npyts/core');
 const { loadNpySync } = require('@npyts/core/node');
 const { unpickle } = require('@npyts/core/pickle');
-const { toTensor, npzHandler } = require('@npyts/tfjs');
+const { toTensor, npzHandler, assignWeights } = require('@npyts/tfjs');
 const { toStdlib } = require('@npyts/stdlib');
 require('@tensorflow/tfjs-backend-cpu');
 const tfl = require('@tensorflow/tfjs-layers');
@@ -95,7 +95,9 @@ const tfl = require('@tensorflow/tfjs-layers');
   const model = tfl.sequential({ layers: [tfl.layers.dense({ units: 1, inputShape: [3], name: 'c' })] });
   await model.save(npzHandler(process.argv[3]));
   const loaded = await tfl.loadLayersModel(npzHandler(process.argv[3]));
-  console.log(JSON.stringify({ values: Array.from(decodeNpy(encodeNpy(a)).data), tfjs: typeof toTensor, stdlib: toStdlib(a).get(0, 0), pickle: typeof unpickle, weights: loaded.weights.map((w) => w.originalName) }));
+  // The adapter's errors are core's NpyError class: one copy of every class in a CommonJS program.
+  const refused = await assignWeights(model, encodeNpz({ 'fc.weight': arrayFromValues([[1, 2, 3]], '<f4') }), { layout: 'pytorch' }).then(() => null, (e) => e);
+  console.log(JSON.stringify({ values: Array.from(decodeNpy(encodeNpy(a)).data), tfjs: typeof toTensor, stdlib: toStdlib(a).get(0, 0), pickle: typeof unpickle, weights: loaded.weights.map((w) => w.originalName), npyError: refused instanceof NpyError && refused.code }));
 })();
 `;
 
@@ -108,7 +110,7 @@ test('ESM and CommonJS programs use every entry; numpy reads what they write; th
   assert.equal(e, { values: [1, 2, 3, 4, 5, 6], pickled: true, tensor: [1, 2, 3, 4, 5, 6], stdlib: 6, native: true, weights: ['d/kernel', 'd/bias'] });
   assert.is(python(`print(np.load(${JSON.stringify(npy)}).sum(), sorted(np.load(${JSON.stringify(npz)}).files))`).trim(), "21.0 ['d/bias', 'd/kernel', 'model.json']");
   const c = JSON.parse(execFileSync(process.execPath, ['check.cjs', npy, join(project, 'cjs-model.npz')], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
-  assert.equal(c, { values: [1, 2, 3, 4, 5, 6], tfjs: 'function', stdlib: 1, pickle: 'function', weights: ['c/kernel', 'c/bias'] });
+  assert.equal(c, { values: [1, 2, 3, 4, 5, 6], tfjs: 'function', stdlib: 1, pickle: 'function', weights: ['c/kernel', 'c/bias'], npyError: 'WEIGHT_MISMATCH' });
   const info = execFileSync(join(project, 'node_modules', '.bin', 'npyts'), ['info', npy], { cwd: project, encoding: 'utf8' });
   assert.match(info, /<f4/);
 });
