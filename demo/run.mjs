@@ -2,14 +2,17 @@
 // 1. tfjs-layers loads the model in demo/digits-mlp.npz (written by numpy: weights, held-out digits,
 //    numpy's predictions, and a Keras model.json) through @npyts/tfjs's npzHandler, and its
 //    predictions are compared with numpy's.
-// 2. @npyts/stdlib views the same weights as stdlib ndarrays (no copies) and summarises them.
+// 2. A CNN trained in PyTorch (demo/train_cnn.py, exported with np.savez as the README says) runs in
+//    tfjs: the same network built with tfjs layers, its state_dict assigned with layout 'pytorch'.
+// 3. @npyts/stdlib views the first model's weights as stdlib ndarrays (no copies) and summarises them.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
 import { loadLayersModel } from '@tensorflow/tfjs-layers';
 import { npzHandler, toTensor } from '@npyts/tfjs';
 import { toStdlib } from '@npyts/stdlib';
-import { loadNpzSync } from '@npyts/core/node';
+import { loadNpz, loadNpzSync } from '@npyts/core/node';
+import { runDigitsCnn } from './digits-cnn.mjs';
 
 const archivePath = join(dirname(fileURLToPath(import.meta.url)), 'digits-mlp.npz');
 
@@ -43,6 +46,12 @@ console.log(`tfjs (${tf.getBackend()} backend): ${correct}/${n} test digits righ
 console.log(`numpy's accuracy from the archive:      ${numpyAccuracy.toFixed(4)}`);
 console.log(`predictions agreeing with numpy's: ${agree}/${n}`);
 
+// --- PyTorch ----------------------------------------------------------------------------------
+const torchArchive = await loadNpz(join(dirname(archivePath), 'digits-cnn.npz'));
+const cnn = await runDigitsCnn(torchArchive);
+await torchArchive.close();
+console.log(`\nPyTorch CNN in tfjs: ${cnn.correct}/${cnn.n} test digits right (PyTorch: ${cnn.torchCorrect}/${cnn.n}); predictions agreeing with PyTorch's: ${cnn.agree}/${cnn.n}; largest logit difference ${cnn.maxAbsDiff.toExponential(2)}`);
+
 // --- @stdlib --------------------------------------------------------------------------------
 console.log('\nthe same weights as @stdlib/ndarray views of the decoded arrays (no further copies):');
 for (const name of ['dense/kernel', 'dense/bias', 'dense_1/kernel', 'dense_1/bias']) {
@@ -65,6 +74,6 @@ for (const name of ['dense/kernel', 'dense/bias', 'dense_1/kernel', 'dense_1/bia
 }
 archive.close();
 
-const ok = agree === n && Math.abs(accuracy - numpyAccuracy) < 1e-12;
-console.log(ok ? '\nOK: tfjs reproduces numpy exactly.' : '\nMISMATCH between tfjs and numpy.');
+const ok = agree === n && Math.abs(accuracy - numpyAccuracy) < 1e-12 && cnn.agree === cnn.n;
+console.log(ok ? '\nOK: tfjs reproduces numpy exactly, and PyTorch\'s CNN on every digit.' : '\nMISMATCH between tfjs and numpy or PyTorch.');
 process.exitCode = ok ? 0 : 1;

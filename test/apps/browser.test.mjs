@@ -178,6 +178,16 @@ test('the tfjs demo runs in the page with numpy\'s accuracy', async () => {
   assert.match(result, new RegExp(`accuracy ${stored.toFixed(4)}`));
 });
 
+test('the PyTorch CNN demo runs in the page and agrees with PyTorch on every held-out digit', async () => {
+  await page.click('#run-torch-demo');
+  await page.waitForFunction(() => /agreeing/.test(document.getElementById('torch-demo-result').textContent) || !document.getElementById('error').hidden, null, { timeout: 60000 });
+  const result = await page.textContent('#torch-demo-result');
+  const torchRight = python(`z = np.load(${JSON.stringify(join(root, 'demo', 'digits-cnn.npz'))}); print(int((z['check/output'].argmax(1) == z['check/labels']).sum()))`).trim();
+  assert.match(result, new RegExp(`PyTorch: ${torchRight}/360`));
+  assert.match(result, /agreeing with PyTorch's: 360\/360/);
+  assert.match(result, new RegExp(`in tfjs \\(cpu backend in the browser\\): ${torchRight}/360 right`));
+});
+
 test('no uncaught errors in the page; bundle sizes reported', async () => {
   assert.equal(problems, []);
   const size = async (entry) => {

@@ -27,7 +27,8 @@ print(json.dumps({'same': bool((pred == z['numpy_predictions']).all()), 'accurac
 test('npm start: tfjs agrees with numpy on every test digit', () => {
   const out = execFileSync(process.execPath, [join(root, 'demo', 'run.mjs')], { encoding: 'utf8', cwd: root });
   assert.match(out, /predictions agreeing with numpy's: 360\/360/);
-  assert.match(out, /OK: tfjs reproduces numpy exactly/);
+  assert.match(out, /OK: tfjs reproduces numpy exactly, and PyTorch's CNN on every digit/);
+  assert.match(out, /predictions agreeing with PyTorch's: 360\/360/);
   const acc = Number(/accuracy (\d\.\d+)/.exec(out)[1]);
   const stored = Number(python(`print(float(np.load(${JSON.stringify(archive)})['numpy_accuracy']))`));
   assert.is(acc.toFixed(4), stored.toFixed(4));

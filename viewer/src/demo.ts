@@ -1,11 +1,14 @@
 /**
- * The npm start classifier in the browser: tfjs-layers loads the model from the .npz (weights and a
- * Keras model.json member) through @npyts/tfjs's npzHandler, by a URL relative to the page.
+ * The npm start classifiers in the browser. The numpy one: tfjs-layers loads the model from the .npz (weights and a
+ * Keras model.json member) through @npyts/tfjs's npzHandler, by a URL relative to the page. The PyTorch
+ * one: demo/train_cnn.py's CNN, its state_dict assigned to the same network built in tfjs.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import { loadLayersModel, type LayersModel } from '@tensorflow/tfjs-layers';
 import { loadTensors, npzHandler } from '@npyts/tfjs';
+import { decodeNpz, resolveUrl } from '@npyts/core';
+import { runDigitsCnn } from '../../demo/digits-cnn.mjs';
 
 export async function runDemo(relativeUrl: string): Promise<string> {
   await tf.setBackend('cpu');
@@ -32,4 +35,13 @@ async function roundTrip(model: LayersModel, x: tf.Tensor): Promise<string> {
   const [a, b] = [await (model.predict(x) as tf.Tensor).data(), await (again.predict(x) as tf.Tensor).data()];
   const same = a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
   return `saved in the page (${(saved as Uint8Array).length} bytes) and loaded back: ${same ? 'identical outputs' : 'DIFFERENT outputs'}`;
+}
+
+/** The PyTorch CNN's archive fetched once, its weights assigned with layout 'pytorch', the held-out digits classified. */
+export async function runTorchDemo(relativeUrl: string): Promise<string> {
+  await tf.setBackend('cpu');
+  const res = await fetch(resolveUrl(relativeUrl));
+  if (!res.ok) throw new Error(`fetching ${relativeUrl}: HTTP ${res.status}`);
+  const r = await runDigitsCnn(decodeNpz(new Uint8Array(await res.arrayBuffer())));
+  return `PyTorch CNN in tfjs (${tf.getBackend()} backend in the browser): ${r.correct}/${r.n} right (PyTorch: ${r.torchCorrect}/${r.n}); predictions agreeing with PyTorch's: ${r.agree}/${r.n}; largest logit difference ${r.maxAbsDiff.toExponential(2)}`;
 }

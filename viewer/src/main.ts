@@ -384,6 +384,10 @@ $('run-demo').onclick = () => void run(async () => {
   // A relative URL: npyts resolves it against the page, as fetch would.
   $('demo-result').textContent = await runDemo('demo/digits-mlp.npz');
 });
+$('run-torch-demo').onclick = () => void run(async () => {
+  const { runTorchDemo } = await import('./demo.js');
+  $('torch-demo-result').textContent = await runTorchDemo('demo/digits-cnn.npz');
+});
 const initial = new URLSearchParams(location.search).get('url');
 if (initial) { $<HTMLInputElement>('url').value = initial; $('load-url').click(); }
 document.body.dataset.state = 'idle';
