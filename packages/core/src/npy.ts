@@ -5,7 +5,8 @@ import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
 import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
 import { NdArray, isOrderFree, type Order } from './array/ndarray.js';
-import { bytesToData, dataToBytes, storageOf, type ArrayData, type BytesToDataOptions, type TypedArray } from './array/layout.js';
+import { bytesToData, dataToBytes, storageOf, type BytesToDataOptions } from './array/layout.js';
+import type { ArrayData, TypedArray } from './format/js-types.js';
 import { arrayFromValues } from './array/write-value.js';
 import type { DescrInput } from './format/descr-types.js';
 

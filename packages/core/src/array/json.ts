@@ -2,7 +2,7 @@
 import { putOwn } from './safe-object.js';
 import type { DType } from '../format/dtype.js';
 import { matchDType, perDType } from '../format/dtype-cases.js';
-import type { Complex } from './read-value.js';
+import type { Complex } from '../format/js-types.js';
 import { NdArray } from './ndarray.js';
 import { descrAsWritten, type NpyHeader } from '../format/header.js';
 import { NOT_A_TIME } from './read-value.js';

@@ -3,22 +3,7 @@ import { NpyError } from '../errors.js';
 import type { DType } from '../format/dtype.js';
 import { matchDType } from '../format/dtype-cases.js';
 import { copyBytes, copySwapped, swapBytes } from './memory.js';
-
-/** Every typed array an array's `data` can be. */
-export type TypedArray =
-  | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
-
-/** The constructors of {@link TypedArray}, typed loosely enough to take any ArrayBufferLike. */
-export interface TypedArrayConstructor {
-  new (length: number): TypedArray;
-  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray;
-  readonly BYTES_PER_ELEMENT: number;
-  readonly name: string;
-}
-
-/** Element data: a typed array for every fixed-size dtype; an array of JS values for object arrays. */
-export type ArrayData = TypedArray | unknown[];
+import type { TypedArray, TypedArrayConstructor } from '../format/js-types.js';
 
 /** How a dtype's elements are held in memory: the typed array, how many of its units make one item, and the byte group swapped for another byte order. */
 export interface Storage {

@@ -5,7 +5,8 @@ import { readItem } from './read-value.js';
 import { familyOf } from '../format/dtype-cases.js';
 import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
-import { storageOf, type ArrayData } from './layout.js';
+import { storageOf } from './layout.js';
+import type { ArrayData } from '../format/js-types.js';
 
 /** Memory order of an array: `'C'` (row-major, last axis fastest) or `'F'` (column-major). */
 export type Order = 'C' | 'F';

@@ -2,7 +2,7 @@
 import type { DescrInput, StorageOf } from '../format/descr-types.js';
 import { allocateBuffer, hostKernels } from './memory.js';
 import { NdArray, isOrderFree, orderStrides, type Order } from './ndarray.js';
-import type { ArrayData, TypedArray, TypedArrayConstructor } from './layout.js';
+import type { ArrayData, TypedArray, TypedArrayConstructor } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
 
 // Tile edge of the generic copy: 64×64 items per side fit in L1/L2 with room to spare.

@@ -4,13 +4,7 @@ import type { DType } from '../format/dtype.js';
 import { matchDType, perDType } from '../format/dtype-cases.js';
 import { NpyError } from '../errors.js';
 import { float16ToNumber, longDoubleToNumber } from '../format/float-bits.js';
-import type { ArrayData, TypedArray } from './layout.js';
-
-/** A complex element: real and imaginary parts. */
-export interface Complex {
-  re: number;
-  im: number;
-}
+import type { ArrayData, Complex, TypedArray } from '../format/js-types.js';
 
 /**
  * One element as JS: bool → boolean; ints ≤ 32 bits and floats → number; 64-bit ints and

@@ -5,7 +5,8 @@ import { NpyError } from '../errors.js';
 import type { DescrInput, FieldAt, FieldPath } from '../format/descr-types.js';
 import { NdArray, orderStrides } from './ndarray.js';
 import { toOrder } from './order.js';
-import { bytesToData, storageOf, type TypedArray } from './layout.js';
+import { bytesToData, storageOf } from './layout.js';
+import type { TypedArray } from '../format/js-types.js';
 
 function findField(dtype: DType, name: string): Field {
   if (!dtype.fields) throw new NpyError('BAD_ARRAY', `dtype ${dtype.str} is not a record, it has no field '${name}'`);

@@ -10,7 +10,8 @@ export interface ValuesOptions {
   /** Memory order of the result (default 'C'). */
   order?: Order;
 }
-import { NOT_A_TIME, type Complex } from './read-value.js';
+import { NOT_A_TIME } from './read-value.js';
+import type { Complex } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
 import { NdArray, type Order } from './ndarray.js';
 import { toOrder } from './order.js';

@@ -1,8 +1,8 @@
 /**
  * What a descr written as a literal means at compile time: the typed array that holds its data
  * ({@link StorageOf}), the JavaScript value of one element ({@link ElementOf}) and the values
- * `arrayFromValues` takes ({@link InputOf}). These types mirror the run-time rules of storage.ts
- * (storage), elements.ts (reading) and values.ts (writing); the type tests check them against the
+ * `arrayFromValues` takes ({@link InputOf}). These types mirror the run-time rules of array/layout.ts
+ * (storage), array/read-value.ts (reading) and array/write-value.ts (writing); the type tests check them against the
  * values the code returns. A descr known only at run time (a plain `string`) has the wide types.
  *
  * @example
@@ -10,8 +10,7 @@
  * const f: Float32Array = a.data;          // no cast
  * const x: number = a.get(0, 1);
  */
-import type { Complex } from '../array/read-value.js';
-import type { ArrayData } from '../array/layout.js';
+import type { ArrayData, Complex } from './js-types.js';
 
 /** A record field as numpy writes it: `(name, descr)` or `(name, descr, shape)`; a name may be `(title, name)`. */
 export type FieldDescr =

@@ -11,7 +11,8 @@ import { planRegion, regionArray, regionReads, regionStats, type OpenNpy, type R
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
-import { dataToBytes, type TypedArray } from '../array/layout.js';
+import { dataToBytes } from '../array/layout.js';
+import type { TypedArray } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
 

@@ -3,7 +3,8 @@ import { DType } from '../format/dtype.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PySlice, PyTime, PyTimedelta } from './python-values.js';
 import { OP } from './opcodes.js';
-import { dataToBytes, type TypedArray } from '../array/layout.js';
+import { dataToBytes } from '../array/layout.js';
+import type { TypedArray } from '../format/js-types.js';
 import { hasObject } from '../npy.js';
 import { bad } from './vm-values.js';
 
