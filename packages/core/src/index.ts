@@ -23,7 +23,7 @@ export {
 export { arrayFromValues, writeValue, type ValuesOptions } from './array/write-value.js';
 export { readItem, readFromBytes, NOT_A_TIME, type Scalar, type ScalarRecord } from './array/read-value.js';
 export { storageOf, bytesToData, dataToBytes, type Storage } from './array/layout.js';
-export type { TypedArray, ArrayData, Complex } from './format/js-types.js';
+export type { TypedArray, TypedArrayConstructor, ArrayData, Complex } from './format/js-types.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, longDoubleIsNumber, numberToLongDouble } from './format/float-bits.js';
 export { jsonValue, arrayToJSON, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';
 export { parsePyLiteral, reprPy, reprString, reprFloat, reprBytes, PyTuple, PyFloat, type PyValue } from './format/literal.js';
