@@ -5,7 +5,7 @@ import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
 import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
 import { NdArray, isOrderFree, type Order } from './array/ndarray.js';
-import { bytesToData, dataToBytes, storageOf, type BytesToDataOptions } from './array/layout.js';
+import { byteSwapUnit, bytesToData, dataToBytes, storageOf, type BytesToDataOptions } from './array/layout.js';
 import type { ArrayData, TypedArray } from './format/js-types.js';
 import { arrayFromValues } from './array/write-value.js';
 import type { DescrInput } from './format/descr-types.js';
@@ -248,10 +248,10 @@ export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOpti
   yield headerFor(array, options);
   const data = array.data as TypedArray;
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  const { swapUnit } = storageOf(array.dtype);
+  const swapUnit = byteSwapUnit(array.dtype);
   // A multiple of 16 bytes, so that no swapped group (a long double is 16 bytes) is cut.
   const step = Math.max(16, Math.floor(pieceBytes / 16) * 16);
-  if (swapUnit <= 1 || array.dtype.isNative) {
+  if (!swapUnit) {
     for (let at = 0; at < bytes.length; at += step) yield bytes.subarray(at, at + step);
     return;
   }

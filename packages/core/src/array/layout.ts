@@ -63,6 +63,17 @@ export function storageOf(dtype: DType): Storage {
   });
 }
 
+/**
+ * The byte group reversed to bring this dtype's stored bytes to this machine's order, or 0 when they
+ * are in it already (or have no order): the one rule of "needs a byte swap".
+ * @example
+ * byteSwapUnit(parseDescr('>f8'));   // 8 on a little-endian machine
+ */
+export function byteSwapUnit(dtype: DType): number {
+  const { swapUnit } = storageOf(dtype);
+  return swapUnit > 1 && !dtype.isNative ? swapUnit : 0;
+}
+
 export interface BytesToDataOptions {
   /** Always copy, even when a zero-copy view is possible. */
   copy?: boolean;
@@ -81,9 +92,10 @@ export interface BytesToDataOptions {
 export function bytesToData(
   dtype: DType, buffer: ArrayBufferLike, byteOffset: number, count: number, options: BytesToDataOptions = {},
 ): TypedArray {
-  const { ctor, unitsPerItem, swapUnit } = storageOf(dtype);
+  const { ctor, unitsPerItem } = storageOf(dtype);
   const units = count * unitsPerItem;
-  const needsSwap = swapUnit > 1 && !dtype.isNative;
+  const swapUnit = byteSwapUnit(dtype);
+  const needsSwap = swapUnit > 0;
   const bpe = ctor.BYTES_PER_ELEMENT;
   const sharedOk = !options.shared || (typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer);
   const aligned = byteOffset % bpe === 0;

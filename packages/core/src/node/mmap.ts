@@ -7,7 +7,7 @@ import { closeSync, fstatSync } from 'node:fs';
 import { checkDataPresent, type DecodeOptions } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
-import { bytesToData, storageOf } from '../array/layout.js';
+import { byteSwapUnit, bytesToData, storageOf } from '../array/layout.js';
 import type { TypedArray } from '../format/js-types.js';
 import { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
@@ -73,8 +73,8 @@ export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {})
   try {
     const header = readHeaderFromFd(fd, options);
     checkDataPresent(header, fstatSync(fd).size - header.dataOffset);
-    const { ctor, swapUnit } = storageOf(header.dtype);
-    if (swapUnit > 1 && !header.dtype.isNative) refuse(path, `its data is ${header.dtype.byteOrder === '>' ? 'big' : 'little'}-endian, not this machine's byte order`);
+    const { ctor } = storageOf(header.dtype);
+    if (byteSwapUnit(header.dtype)) refuse(path, `its data is ${header.dtype.byteOrder === '>' ? 'big' : 'little'}-endian, not this machine's byte order`);
     if (header.dataOffset % ctor.BYTES_PER_ELEMENT !== 0) refuse(path, `its data starts at byte ${header.dataOffset}, not aligned for ${ctor.name}`);
     // The map outlives the descriptor: closing the file does not unmap it.
     const buffer = mapFile(fd, header.dataOffset, header.dataBytes, MODE_NUMBER[mode]);

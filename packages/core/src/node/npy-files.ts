@@ -9,7 +9,7 @@ import { preallocate } from './native.js';
 import { checkDataPresent, encodeNpyParts, encodeNpyPieces, hasObject, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
-import { bytesToData, storageOf } from '../array/layout.js';
+import { byteSwapUnit, bytesToData } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
 import { pickleCodec } from '../pickle/index.js';
@@ -106,10 +106,9 @@ export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Pro
     }
     checkDataPresent(header, fileSize - header.dataOffset);
     const buffer = allocateBuffer(header.dataBytes, options.shared);
-    const { swapUnit } = storageOf(header.dtype);
-    const swap = swapUnit > 1 && !header.dtype.isNative;
+    const swapUnit = byteSwapUnit(header.dtype);
     // Pieces are multiples of 8 MiB from the start of the buffer: no swapped group straddles two.
-    const got = await readFullyAsync(fh, new Uint8Array(buffer), header.dataOffset, signal, swap ? (piece) => swapBytes(piece, swapUnit) : undefined);
+    const got = await readFullyAsync(fh, new Uint8Array(buffer), header.dataOffset, signal, swapUnit ? (piece) => swapBytes(piece, swapUnit) : undefined);
     if (got < header.dataBytes) throw truncated(header, got);
     return arrayOverNative(header, buffer, 0, options);
   } finally {
@@ -143,8 +142,8 @@ export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
     const buffer = allocateBuffer(header.dataBytes, options.shared);
     const got = readFully(fd, new Uint8Array(buffer), header.dataOffset);
     if (got < header.dataBytes) throw truncated(header, got);
-    const { swapUnit } = storageOf(header.dtype);
-    if (swapUnit > 1 && !header.dtype.isNative) swapBytes(new Uint8Array(buffer), swapUnit);
+    const swapUnit = byteSwapUnit(header.dtype);
+    if (swapUnit) swapBytes(new Uint8Array(buffer), swapUnit);
     return arrayOverNative(header, buffer, 0, options);
   } finally {
     closeSync(fd);

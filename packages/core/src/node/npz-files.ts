@@ -9,7 +9,7 @@ import { allocateBuffer, swapBytes } from '../array/memory.js';
 import { checkDataPresent, checkDataSize, hasObject, type DecodeOptions, type Expecting } from '../npy.js';
 import type { NdArray } from '../array/ndarray.js';
 import { readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
-import { storageOf } from '../array/layout.js';
+import { byteSwapUnit } from '../array/layout.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
 import { NpyError } from '../errors.js';
@@ -47,8 +47,8 @@ function plainHeader(head: Uint8Array, entry: ZipEntry, options: DecodeOptions):
 /** The last steps of reading a member straight into its array's buffer: CRC, byte order, the array. */
 async function finishDirect(entry: ZipEntry, header: NpyHeader, crc: number, data: Uint8Array, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
   checkZipCrc(entry, crc);
-  const { swapUnit } = storageOf(header.dtype);
-  if (swapUnit > 1 && !header.dtype.isNative) await inTurns(data, (piece) => swapBytes(piece, swapUnit), options.signal);
+  const swapUnit = byteSwapUnit(header.dtype);
+  if (swapUnit) await inTurns(data, (piece) => swapBytes(piece, swapUnit), options.signal);
   return arrayOverNative(header, data.buffer, 0, options);
 }
 
@@ -366,8 +366,8 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     // A small member comes in the window read with its local header (64 KiB): a view would keep the
     // whole window alive for each small array, so it gets a buffer of its own.
     if (bytes.buffer.byteLength > 2 * header.dataBytes + 4096) return this.archive.decodeMember(entry, bytes, { ...options, copy: true });
-    const { swapUnit } = storageOf(header.dtype);
-    if (swapUnit > 1 && !header.dtype.isNative) {
+    const swapUnit = byteSwapUnit(header.dtype);
+    if (swapUnit) {
       await inTurns(bytes.subarray(header.dataOffset, header.dataOffset + header.dataBytes), (piece) => swapBytes(piece, swapUnit), options.signal);
     }
     return arrayOverNative(header, bytes.buffer, bytes.byteOffset + header.dataOffset, options);
