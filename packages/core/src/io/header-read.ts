@@ -4,6 +4,7 @@
  * the maxHeaderBytes check, so a length field of 4 GiB is refused before anything is allocated.
  */
 import { DEFAULT_MAX_HEADER_BYTES, headerBytesNeeded, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
+import { readBytes, type FileRef, type Operation } from './steps.js';
 
 /** Bytes read first: every header numpy writes for ordinary dtypes fits. */
 export const FIRST_BLOCK = 4096;
@@ -43,5 +44,13 @@ export async function readHeaderFromAsync(read: (offset: number, length: number)
     joined.set(more, prefix.length);
     prefix = joined;
   }
+  return readHeader(prefix, options);
+}
+
+/** The steps that read the header of an open file (a few hundred bytes in the common case). */
+export function* readingHeader(file: FileRef, options: ReadHeaderOptions = {}): Operation<NpyHeader> {
+  let prefix = yield* readBytes(file, 0, FIRST_BLOCK);
+  const need = moreNeeded(prefix, prefix.length < FIRST_BLOCK, options);
+  if (need) prefix = yield* readBytes(file, 0, need);
   return readHeader(prefix, options);
 }

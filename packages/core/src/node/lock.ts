@@ -4,19 +4,12 @@
  * way a second writer waits its turn (up to a bound, then an NpyError), and nothing is lost.
  * Readers take no lock: an append makes its data durable before the header says it exists.
  */
-import { closeSync, fstatSync, linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { NpyError } from '../errors.js';
-import { setTimeout as delay } from 'node:timers/promises';
-import { lockExclusive, tryLockExclusive, unlock } from './native.js';
-import { openFileSync } from './fd.js';
+import type { FileRef, Operation } from '../io/steps.js';
 
 /** How long a writer waits for a lock file before giving up (flock waits as long as it takes). */
 export const LOCK_WAIT_MS = 60_000;
-
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-function sleep(ms: number): void {
-  Atomics.wait(sleeper, 0, 0, ms);
-}
 
 /** Whether a process with this id is alive (a lock file left by a killed writer is stale). */
 function alive(pid: number): boolean {
@@ -54,10 +47,10 @@ const EMPTY_LOCK_STALE_MS = 2_000;
 /**
  * Take `${path}.lock`, waiting while a live process holds it and removing stale ones. The lock file
  * is written whole beside and linked into place (link fails when the name exists), so it always
- * holds its writer's process id. A generator of the waits (in ms) the caller sleeps, blocking or
- * not; returns the release function.
+ * holds its writer's process id. Its own file calls are small and blocking (metadata, a few bytes);
+ * the waits between attempts are steps. Returns the release function.
  */
-function* lockFileBeside(path: string): Generator<number, () => void> {
+function* lockFileBeside(path: string): Operation<() => void> {
   const lockPath = `${path}.lock`;
   const deadline = Date.now() + LOCK_WAIT_MS;
   const mine = `${lockPath}.${process.pid}.${Math.random().toString(36).slice(2, 8)}.new`;
@@ -90,89 +83,44 @@ function* lockFileBeside(path: string): Generator<number, () => void> {
       if (Date.now() > deadline) {
         throw new NpyError('LOCKED', `${path} is being appended to by process ${holder || 'unknown'} (lock file ${lockPath}); gave up after ${LOCK_WAIT_MS / 1000} s`);
       }
-      yield wait;
+      yield { op: 'wait', ms: wait };
     }
   } finally {
     rmSync(mine, { force: true });
   }
 }
 
-function lockFileBesideSync(path: string): () => void {
-  const attempts = lockFileBeside(path);
-  for (let step = attempts.next(); ; step = attempts.next()) {
-    if (step.done) return step.value;
-    sleep(step.value);
-  }
-}
-
-async function lockFileBesideAsync(path: string, signal?: AbortSignal): Promise<() => void> {
-  const attempts = lockFileBeside(path);
-  try {
-    for (let step = attempts.next(); ; step = attempts.next()) {
-      if (step.done) return step.value;
-      await delay(step.value, undefined, { signal });
-    }
-  } finally {
-    attempts.return(() => {}); // an abort while waiting: the generator's own clean-up runs
-  }
-}
-
 /**
- * Run `fn` holding the exclusive append lock of `path`. With flock the lock belongs to the file
- * itself; when a writer replaced the file (an append that had to rewrite it) while this one
- * waited, the lock is taken again on the new file.
+ * Run `body` holding the exclusive append lock of `path`: flock on the file itself where the addon
+ * has it (blocking: waits in the kernel; async: polled on timers, so the event loop runs and the
+ * signal stops the wait), else a lock file beside it. When a writer replaced the file (an append that
+ * had to rewrite it) while this one waited, the lock is taken again on the new file.
  */
-export function withAppendLock<T>(path: string, fn: () => T): T {
+export function* appendLocked<T>(path: string, body: () => Operation<T>): Operation<T> {
   for (;;) {
-    const fd = openFileSync(path);
+    const file = (yield { op: 'open', path, mode: 'r' }) as FileRef;
     let locked: boolean | null;
     try {
-      locked = lockExclusive(fd);
+      locked = (yield { op: 'lock', file }) as boolean | null;
     } catch (e) {
-      closeSync(fd);
+      yield { op: 'close', file };
       throw e;
     }
     if (locked === null) {
-      closeSync(fd);
-      const release = lockFileBesideSync(path);
-      try { return fn(); } finally { release(); }
+      yield { op: 'close', file };
+      const release = yield* lockFileBeside(path);
+      try {
+        return yield* body();
+      } finally {
+        release();
+      }
     }
     try {
-      if (fstatSync(fd).ino !== statSync(path).ino) continue; // replaced while we waited: lock the new one
-      return fn();
+      if (!((yield { op: 'same', file, path }) as boolean)) continue; // replaced while we waited: lock the new one
+      return yield* body();
     } finally {
-      unlock(fd);
-      closeSync(fd);
-    }
-  }
-}
-
-/**
- * {@link withAppendLock} for async work: waiting for another writer polls (flock with LOCK_NB, or the
- * lock file) on timers, so the event loop keeps running; `signal` stops the wait.
- */
-export async function withAppendLockAsync<T>(path: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-  for (;;) {
-    signal?.throwIfAborted();
-    const fd = openFileSync(path);
-    let locked: boolean | null;
-    try {
-      for (let wait = 1; (locked = tryLockExclusive(fd)) === false; wait = Math.min(wait * 2, 50)) await delay(wait, undefined, { signal });
-    } catch (e) {
-      closeSync(fd);
-      throw e;
-    }
-    if (locked === null) {
-      closeSync(fd);
-      const release = await lockFileBesideAsync(path, signal);
-      try { return await fn(); } finally { release(); }
-    }
-    try {
-      if (fstatSync(fd).ino !== statSync(path).ino) continue; // replaced while we waited: lock the new one
-      return await fn();
-    } finally {
-      unlock(fd);
-      closeSync(fd);
+      yield { op: 'unlock', file };
+      yield { op: 'close', file };
     }
   }
 }

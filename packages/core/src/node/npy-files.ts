@@ -2,11 +2,9 @@
  * .npy files on disk: the header of a file, whole loads straight into their buffer, saves.
  * The plain names are async (off the event loop, cancellable); the `…Sync` names block.
  */
-import { closeSync, fstatSync } from 'node:fs';
 import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
-import { preallocate } from './native.js';
-import { checkDataPresent, encodeNpyParts, encodeNpyPieces, hasObject, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
+import { checkDataPresent, encodeNpyPieces, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
 import { byteSwapUnit, bytesToData } from '../array/layout.js';
@@ -14,20 +12,24 @@ import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
 import { pickleCodec } from '../pickle/index.js';
 import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
-import { openFile, openFileSync, readFully, readFullyAsync, readHeaderFromFd, readHeaderFromHandle, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import type { AsyncOptions } from './fd.js';
+import { run, runSync } from './drive.js';
+import { writingBeside } from './beside.js';
+import { readInto, withFile, type Operation } from '../io/steps.js';
+import { readingHeader } from '../io/header-read.js';
+
+/** The steps that read the header of the .npy file at `path`. */
+export function* readingNpyHeader(path: string, options: DecodeOptions = {}): Operation<NpyHeader> {
+  return yield* withFile(path, 'r', (file) => readingHeader(file, options));
+}
 
 /**
  * The header of a .npy file, reading only its first bytes.
  * @example
  * const { shape, dtype } = await readNpyHeader('big.npy');
  */
-export async function readNpyHeader(path: string, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
-  const fh = await openFile(path);
-  try {
-    return await readHeaderFromHandle(fh, options);
-  } finally {
-    await fh.close();
-  }
+export function readNpyHeader(path: string, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
+  return run(readingNpyHeader(path, options), options.signal);
 }
 
 /**
@@ -36,12 +38,7 @@ export async function readNpyHeader(path: string, options: DecodeOptions & Async
  * const { shape } = readNpyHeaderSync('big.npy');
  */
 export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): NpyHeader {
-  const fd = openFileSync(path);
-  try {
-    return readHeaderFromFd(fd, options);
-  } finally {
-    closeSync(fd);
-  }
+  return runSync(readingNpyHeader(path, options));
 }
 
 /** Options of {@link loadNpySync} (and, with `signal`, {@link loadNpy}). */
@@ -91,29 +88,33 @@ export async function loadNpy(path: string, options: LoadOptionsAsync & { mmap: 
 export async function loadNpy<const S extends DescrInput>(path: string, options: LoadOptionsAsync & Expecting<S>): Promise<NdArray<S>>;
 export async function loadNpy(path: string, options?: LoadOptionsAsync): Promise<NdArray>;
 export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Promise<NdArray> {
-  const { signal } = options;
-  signal?.throwIfAborted();
+  options.signal?.throwIfAborted();
   if (options.mmap) return mapNpy(path, options.mmap, options);
-  const fh = await openFile(path);
-  try {
-    const header = await readHeaderFromHandle(fh, options);
-    const fileSize = (await fh.stat()).size;
+  return run(loadingNpy(path, options), options.signal);
+}
+
+/**
+ * The steps of a whole load: the data is read straight into its own aligned buffer (async: in
+ * pieces on libuv's threads, each byte-swapped as it arrives when the file is not in native order).
+ */
+function* loadingNpy(path: string, options: LoadOptions): Operation<NdArray> {
+  return yield* withFile(path, 'r', function* (file) {
+    const header = yield* readingHeader(file, options);
+    const fileSize = (yield { op: 'size', file }) as number;
     const codec = codecFor(options);
     if (hasObject(header.dtype) && codec) {
       const whole = new Uint8Array(fileSize);
-      await readFullyAsync(fh, whole, 0, signal);
+      yield* readInto(file, whole, 0);
       return codec.decode(whole, header, options);
     }
     checkDataPresent(header, fileSize - header.dataOffset);
     const buffer = allocateBuffer(header.dataBytes, options.shared);
     const swapUnit = byteSwapUnit(header.dtype);
     // Pieces are multiples of 8 MiB from the start of the buffer: no swapped group straddles two.
-    const got = await readFullyAsync(fh, new Uint8Array(buffer), header.dataOffset, signal, swapUnit ? (piece) => swapBytes(piece, swapUnit) : undefined);
+    const got = yield* readInto(file, new Uint8Array(buffer), header.dataOffset, swapUnit ? (piece) => swapBytes(piece, swapUnit) : undefined);
     if (got < header.dataBytes) throw truncated(header, got);
     return arrayOverNative(header, buffer, 0, options);
-  } finally {
-    await fh.close();
-  }
+  });
 }
 
 /**
@@ -128,26 +129,7 @@ export function loadNpySync<const S extends DescrInput>(path: string, options: L
 export function loadNpySync(path: string, options?: LoadOptions): NdArray;
 export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
   if (options.mmap) return mapNpy(path, options.mmap, options);
-  const fd = openFileSync(path);
-  try {
-    const header = readHeaderFromFd(fd, options);
-    const fileSize = fstatSync(fd).size;
-    const codec = codecFor(options);
-    if (hasObject(header.dtype) && codec) {
-      const whole = new Uint8Array(fileSize);
-      readFully(fd, whole, 0);
-      return codec.decode(whole, header, options);
-    }
-    checkDataPresent(header, fileSize - header.dataOffset);
-    const buffer = allocateBuffer(header.dataBytes, options.shared);
-    const got = readFully(fd, new Uint8Array(buffer), header.dataOffset);
-    if (got < header.dataBytes) throw truncated(header, got);
-    const swapUnit = byteSwapUnit(header.dtype);
-    if (swapUnit) swapBytes(new Uint8Array(buffer), swapUnit);
-    return arrayOverNative(header, buffer, 0, options);
-  } finally {
-    closeSync(fd);
-  }
+  return runSync(loadingNpy(path, options));
 }
 
 /** Options of the async {@link saveNpy}. */
@@ -161,10 +143,7 @@ export interface SaveOptions extends EncodeOptions, AsyncOptions {}
  * await saveNpy('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
 export async function saveNpy(path: string, array: NdArray | ArraySpec, options: SaveOptions = {}): Promise<void> {
-  const pieces = encodeNpyPieces(array, { pickle: pickleCodec, ...options });
-  await writeBesideAsync(path, async (fh) => {
-    for (const piece of pieces) await writeFullyAsync(fh, piece, null, options.signal);
-  }, options.signal);
+  await run(savingNpy(path, array, options), options.signal);
 }
 
 /**
@@ -173,10 +152,23 @@ export async function saveNpy(path: string, array: NdArray | ArraySpec, options:
  * saveNpySync('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
 export function saveNpySync(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
-  const { header, body } = encodeNpyParts(array, { pickle: pickleCodec, ...options });
-  writeBeside(path, (fd) => {
-    preallocate(fd, header.length, body.length);
-    writeFully(fd, header);
-    writeFully(fd, body);
+  runSync(savingNpy(path, array, options));
+}
+
+/**
+ * The steps of a save: numpy's header, then the data straight from its memory when native-endian
+ * (other byte orders a piece at a time), into a file beside `path` renamed over it when complete.
+ */
+export function* savingNpy(path: string, input: NdArray | ArraySpec, options: EncodeOptions = {}): Operation<void> {
+  const array = toNdArray(input);
+  const pieces = encodeNpyPieces(array, { pickle: pickleCodec, ...options });
+  yield* writingBeside(path, function* (file) {
+    let first = true;
+    for (const piece of pieces) {
+      yield { op: 'write', file, bytes: piece, at: null };
+      // After the header, the data's size is reserved at once where the file system can (one extent, not growth per write).
+      if (first && !hasObject(array.dtype)) yield { op: 'reserve', file, at: piece.length, bytes: array.size * array.dtype.itemsize };
+      first = false;
+    }
   });
 }

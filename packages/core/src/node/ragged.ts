@@ -1,17 +1,20 @@
 /** Ragged arrays on disk: write, open, read elements by region, append (heap first, index after). */
-import { existsSync, realpathSync, rmSync } from 'node:fs';
-import { access, rm } from 'node:fs/promises';
+import { existsSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { getField } from '../array/records.js';
-import { toNdArray, type ArraySpec } from '../npy.js';
+import { checkDataPresent, toNdArray, type ArraySpec } from '../npy.js';
 import { parseDescr, recordDType, shapeRepr, type DType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
-import { appendHoldingLock, appendHoldingLockAsync, dropRowsHoldingLock, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
+import { appending, droppingRows, openNpy, openNpySync, type NpyFileHandleSync } from './regions.js';
 import type { AsyncOptions } from '../io/handles.js';
-import { readNpyHeader, readNpyHeaderSync, saveNpy, saveNpySync } from './npy-files.js';
+import { readingNpyHeader, readNpyHeader, readNpyHeaderSync, savingNpy } from './npy-files.js';
 import type { NpyHeader } from '../format/header.js';
-import { withAppendLock, withAppendLockAsync } from './lock.js';
+import { appendLocked } from './lock.js';
+import { run, runSync } from './drive.js';
+import { readInto, withFile, type Operation } from '../io/steps.js';
+import { readingHeader } from '../io/header-read.js';
+import { regionReads } from '../io/region.js';
 import { toOrder } from '../array/order.js';
 import { decodeUtf8, followHeap, MAX_RAGGED_DEPTH, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
 import { levelFacts, openingLevel, pairsOf, readingBounds, readingElements, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
@@ -261,7 +264,7 @@ function scalarDescr(name: string, values: unknown[], given?: string): string {
  * array fields range over `main.npy.heap1`, `main.npy.heap2`, … (in field order), and every string
  * field over the one `main.npy.strings`. Other fields are ordinary columns.
  */
-function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>, layout: SaveRaggedOptions['layout'], taken: readonly string[]): Writing<void> {
+function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>, layout: SaveRaggedOptions['layout'], taken: readonly string[]): Operation<void> {
   const strings = freshHeapName(path, `${basename(path)}.strings`, taken);
   const saves: { path: string; array: NdArray }[] = [];
   const names = Object.keys(records[0]!);
@@ -307,8 +310,8 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
   }
   // Every field checked and every array built before the first write.
   const main = arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), recordDType(specs), { shape: [records.length] });
-  for (const save of saves) yield { op: 'save', ...save };
-  yield { op: 'save', path, array: main };
+  for (const save of saves) yield* savingNpy(save.path, save.array);
+  yield* savingNpy(path, main);
 }
 
 /** The index shape for `n` elements: `shape` when given (ranges and zero-terminated only), else `(n,)`. */
@@ -326,18 +329,14 @@ function gridOf(n: number, layout: RaggedLayout, shape?: readonly number[]): num
  * step), and only then are the old heaps removed. A reader, a crash or an abort at any moment sees the
  * old array or the new one, never the old index over a new heap.
  */
-function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): Writing<void> {
+function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): Operation<void> {
   if (!((yield { op: 'exists', path }) as boolean)) {
     yield* replacingRagged(path, elements, options, []);
     return;
   }
-  yield {
-    op: 'locked',
-    path,
-    body: function* () {
-      yield* replacingRagged(path, elements, options, yield* ownedHeaps(path));
-    },
-  };
+  yield* appendLocked(path, function* () {
+    yield* replacingRagged(path, elements, options, yield* ownedHeaps(path));
+  });
 }
 
 /** Heap names an index owns (written by default, and removed when it is replaced): `.heap`, `.strings`, `.heapN`, and their alternates `….1`. */
@@ -348,8 +347,8 @@ const OWNED_SUFFIX = /^\.(heap\d*|strings)(\.1)?$/;
  * resolved paths; none when the file is absent, unreadable or not ragged. Only names of
  * {@link OWNED_SUFFIX} beside the index count: a heap named by the caller is never owned.
  */
-function* ownedHeaps(path: string, chain: readonly string[] = [resolve(path)]): Writing<string[]> {
-  const header = (yield { op: 'header', path, orNull: true }) as NpyHeader | null;
+function* ownedHeaps(path: string, chain: readonly string[] = [resolve(path)]): Operation<string[]> {
+  const header = yield* headerOrNull(path);
   if (!header) return [];
   const infos: RaggedInfo[] = [];
   try {
@@ -376,7 +375,7 @@ function freshHeapName(path: string, wanted: string, taken: readonly string[]): 
 }
 
 /** Write the new heaps and index (replacing one whose heaps are `taken`), then remove the heaps of `taken` the new one does not use. */
-function* replacingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions, taken: readonly string[]): Writing<void> {
+function* replacingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions, taken: readonly string[]): Operation<void> {
   if (isRecordList(elements)) {
     if (options.shape) throw new NpyError('BAD_ARRAY', 'records with ragged fields are 1-d; `shape` is for an index of elements');
     yield* savingRecords(path, elements, options.dtypes ?? {}, options.layout, taken);
@@ -389,7 +388,7 @@ function* replacingRagged(path: string, elements: Input[] | Record<string, unkno
 }
 
 /** Write ragged elements: all checks first, then the heap (or rows appended to a shared one), then the index. */
-function* savingElements(path: string, elements: Input[], options: SaveRaggedOptions, taken: readonly string[]): Writing<void> {
+function* savingElements(path: string, elements: Input[], options: SaveRaggedOptions, taken: readonly string[]): Operation<void> {
   const layout = options.layout ?? 'ranges';
   const kind = kindOf(elements);
   const terminated = layout === 'zero-terminated' && kind !== 'nested';
@@ -401,7 +400,7 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
   let offset = 0;
   let heapDtype: DType | undefined;
   if (shared) {
-    const h = (yield { op: 'header', path: heapPath }) as NpyHeader;
+    const h = yield* readingNpyHeader(heapPath);
     offset = rowsInHeap(h);
     heapDtype = h.dtype;
   }
@@ -416,11 +415,11 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
     else yield* savingRagged(heapPath, nested, { layout });
   } else if (rows) {
     if (shared) yield* lockedAppend(heapPath, rows);
-    else yield { op: 'save', path: heapPath, array: rows };
+    else yield* savingNpy(heapPath, rows);
   } else if (!shared) {
-    yield { op: 'save', path: heapPath, array: bytesArray(new Uint8Array(0)) };
+    yield* savingNpy(heapPath, bytesArray(new Uint8Array(0)));
   }
-  yield { op: 'save', path, array: grid ? new NdArray(index.dtype, grid, index.data) : index };
+  yield* savingNpy(path, grid ? new NdArray(index.dtype, grid, index.data) : index);
 }
 
 /**
@@ -434,7 +433,7 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
  * await saveRagged('words.npy', ['a', 'bc', 'def'], { layout: 'offsets' });   // words.npy + words.npy.strings
  */
 export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
-  return runAsync(savingRagged(path, elements, options), options.signal);
+  return run(savingRagged(path, elements, options), options.signal);
 }
 
 /**
@@ -446,10 +445,10 @@ export function saveRaggedSync(path: string, elements: Input[] | Record<string, 
   runSync(savingRagged(path, elements, options));
 }
 
-function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions): Writing<void> {
+function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions): Operation<void> {
   const heapPath = heapPathOf(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
   const given = typeof heap === 'string' ? null : toNdArray(heap);
-  const h = given ? null : ((yield { op: 'header', path: heapPath }) as NpyHeader);
+  const h = given ? null : (yield* readingNpyHeader(heapPath));
   const heapShape = given ? given.shape : h!.shape;
   if (heapShape.length === 0) throw new NpyError('BAD_ARRAY', 'references need a heap with at least one axis');
   // The order the heap has (or will have) on disk: saveNpy writes Fortran order only where it differs from C.
@@ -462,9 +461,9 @@ function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string
     if (!(v >= 0 && v < rows)) throw new NpyError('BAD_ARRAY', `reference ${i} is ${v}, outside the heap's ${rows} rows`);
     words[i] = v;
   }
-  if (given) yield { op: 'save', path: heapPath, array: given };
+  if (given) yield* savingNpy(heapPath, given);
   const dtype = raggedIndexDType({ kind: 'ref', heap: relative(dirname(path), heapPath), layout: 'references' });
-  yield { op: 'save', path, array: wordsArray(dtype, words, r.shape) };
+  yield* savingNpy(path, wordsArray(dtype, words, r.shape));
 }
 
 /**
@@ -476,7 +475,7 @@ function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string
  * await saveReferences('picks.npy', { data: new Int32Array([2, 0, 2]), shape: [3] }, 'frames.npy');
  */
 export function saveReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
-  return runAsync(savingReferences(path, refs, heap, options), options.signal);
+  return run(savingReferences(path, refs, heap, options), options.signal);
 }
 
 /**
@@ -673,43 +672,43 @@ export async function isRagged(path: string, options: AsyncOptions = {}): Promis
 }
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
-function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly string[] = [resolve(path)]): Writing<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }> {
-  const index = (yield { op: 'header', path }) as NpyHeader;
+function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly string[] = [resolve(path)]): Operation<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }> {
+  const index = yield* readingNpyHeader(path);
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   if (info.kind === 'ref') throw new NpyError('BAD_ARRAY', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
   const heapPath = heapPathOf(path, info.heap, options);
   const followed = followHeap(chain, heapPath);
   yield* heapMustExist(path, heapPath);
-  const heap = (yield { op: 'header', path: heapPath }) as NpyHeader;
+  const heap = yield* readingNpyHeader(heapPath);
   // Two levels: the heap is itself an index; the arrays' dtype is that of its own heap.
   const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options, followed)).heapDtype : heap.dtype;
   return { index, info, heapPath, heap, heapDtype, heapLength: rowsInHeap(heap) };
 }
 
 /** Refuse an index whose heap is not there, naming both (before any lock is taken on the heap). */
-function* heapMustExist(index: string, heapPath: string): Writing<void> {
+function* heapMustExist(index: string, heapPath: string): Operation<void> {
   if (!((yield { op: 'exists', path: heapPath }) as boolean)) {
     throw new NpyError('NO_HEAP', `the ragged index ${index} names the heap ${heapPath}, which does not exist (was it moved, or not copied with the index?)`);
   }
 }
 
-function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
-  yield { op: 'locked', path, body: () => appendingHoldingLock(path, elements, options) };
+function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Operation<void> {
+  yield* appendLocked(path, () => appendingHoldingLock(path, elements, options));
 }
 
 /**
  * Appending for a caller holding the index's append lock. The heap's lock is taken too (another
  * index may share the heap): its length is read and both files grow while no other writer can move them.
  */
-function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Writing<void> {
+function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Operation<void> {
   // Only the heap's name is needed to take its lock; the facts are read under both locks below.
-  const info = raggedInfo(((yield { op: 'header', path }) as NpyHeader).dtype);
+  const info = raggedInfo((yield* readingNpyHeader(path)).dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   const heapPath = heapPathOf(path, info.heap, options);
   followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
   yield* heapMustExist(path, heapPath);
-  function* underHeapLock(): Writing<void> {
+  function* underHeapLock(): Operation<void> {
     const { index, info, heap, heapDtype, heapLength } = yield* raggedFacts(path, options);
     const { layout, kind } = info;
     const count = index.shape[0] ?? 0;
@@ -717,16 +716,16 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
     if (layout === 'offsets') {
       // The last offset is where the new rows go. Heap rows past it were left by an append that
       // stopped before its index was written; the index owns its heap, so they are dropped.
-      const last = count ? indexWords((yield { op: 'read', path, start: [count - 1], count: [1] }) as NdArray)[0]! : 0;
+      const last = count ? indexWords(yield* readingRegion(path, [count - 1], [1]))[0]! : 0;
       if (last > heapLength) throw new NpyError('BAD_ARRAY', `${path} ends at row ${last} of its heap, which has ${heapLength}`);
       // A heap that is itself an offsets index keeps one word more than its elements.
-      if (last < heapLength) yield { op: 'drop', path: heapPath, rows: last + (heap.shape[0] ?? 0) - heapLength };
+      if (last < heapLength) yield* droppingRows(heapPath, last + (heap.shape[0] ?? 0) - heapLength);
       start = last;
     }
     const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heapDtype : undefined, layout === 'zero-terminated');
     if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
     if (nested) yield* appendingHoldingLock(heapPath, nested, options);
-    else if (rows && rows.size) yield { op: 'append', path: heapPath, array: rows };
+    else if (rows && rows.size) yield* appending(heapPath, rows);
     if (!bounds.length) return;
     const words = wordsOf(layout, bounds);
     const width = index.dtype.fields![0]!.dtype.itemsize as WordWidth;
@@ -735,21 +734,21 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
     if (bounds.length / 2 % per) throw new NpyError('BAD_ARRAY', `${path} has index rows of ${per} elements; append a multiple of ${per}`);
     const rowsShape = [bounds.length / 2 / per, ...index.shape.slice(1)];
     if (layout === 'ranges' || need <= width) {
-      yield { op: 'append', path, array: wordsArray(raggedIndexDType(info, width), words, rowsShape) };
+      yield* appending(path, wordsArray(raggedIndexDType(info, width), words, rowsShape));
       return;
     }
     // A word no longer fits: the index is rewritten in the wider width (beside, then renamed over).
-    const old = indexWords((yield { op: 'read', path, start: index.shape.map(() => 0), count: index.shape }) as NdArray);
+    const old = indexWords(yield* readingRegion(path, index.shape.map(() => 0), index.shape));
     const all = new Float64Array(old.length + words.length);
     all.set(old);
     all.set(words, old.length);
-    yield { op: 'save', path, array: wordsArray(raggedIndexDType(info, need), all, [index.shape[0]! + rowsShape[0]!, ...index.shape.slice(1)]) };
+    yield* savingNpy(path, wordsArray(raggedIndexDType(info, need), all, [index.shape[0]! + rowsShape[0]!, ...index.shape.slice(1)]));
   }
-  yield { op: 'locked', path: heapPath, body: underHeapLock };
+  yield* appendLocked(heapPath, underHeapLock);
 }
 
-function* lockedAppend(path: string, array: NdArray): Writing<void> {
-  yield { op: 'locked', path, body: function* () { yield { op: 'append', path, array }; } };
+function* lockedAppend(path: string, array: NdArray): Operation<void> {
+  yield* appendLocked(path, () => appending(path, array));
 }
 
 /**
@@ -760,7 +759,7 @@ function* lockedAppend(path: string, array: NdArray): Writing<void> {
  * await appendRagged('words.npy', ['ghij']);
  */
 export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
-  return runAsync(appendingRagged(path, elements, options), options.signal);
+  return run(appendingRagged(path, elements, options), options.signal);
 }
 
 /**
@@ -772,73 +771,25 @@ export function appendRaggedSync(path: string, elements: Input[], options: Ragge
   runSync(appendingRagged(path, elements, options));
 }
 
-// The writers above are written once, as generators of the file steps they need; these drivers
-// perform the steps blocking or asynchronously.
-
-/** One file operation a ragged writer asks for. */
-type FileStep =
-  | { op: 'exists'; path: string }
-  /** The file's .npy header; with `orNull`, null where it cannot be read. */
-  | { op: 'header'; path: string; orNull?: boolean }
-  | { op: 'remove'; path: string }
-  | { op: 'read'; path: string; start: number[]; count: number[] }
-  | { op: 'save'; path: string; array: NdArray }
-  /** Append to a file whose append lock the writer holds. */
-  | { op: 'append'; path: string; array: NdArray }
-  /** Shorten a file whose append lock the writer holds to its first `rows` rows. */
-  | { op: 'drop'; path: string; rows: number }
-  /** Run `body` holding the append lock of `path`. */
-  | { op: 'locked'; path: string; body: () => Writing<void> };
-
-/** A writer: yields file steps, is answered with their results, returns its own. */
-type Writing<T> = Generator<FileStep, T, unknown>;
-
-function orNull<T>(f: () => T): T | null {
-  try { return f(); } catch { return null; }
-}
-
-function readSyncOnce(path: string, start: number[], count: number[]): NdArray {
-  const h = openNpySync(path);
-  try { return h.read(start, count); } finally { h.close(); }
-}
-
-function runSync<T>(writing: Writing<T>): T {
-  for (let step = writing.next(); ; ) {
-    if (step.done) return step.value;
-    const s = step.value;
-    switch (s.op) {
-      case 'exists': step = writing.next(existsSync(s.path)); break;
-      case 'header': step = writing.next(s.orNull ? orNull(() => readNpyHeaderSync(s.path)) : readNpyHeaderSync(s.path)); break;
-      case 'remove': rmSync(s.path, { force: true }); step = writing.next(); break;
-      case 'read': step = writing.next(readSyncOnce(s.path, s.start, s.count)); break;
-      case 'save': saveNpySync(s.path, s.array); step = writing.next(); break;
-      case 'append': appendHoldingLock(s.path, s.array); step = writing.next(); break;
-      case 'drop': dropRowsHoldingLock(s.path, s.rows); step = writing.next(); break;
-      case 'locked': withAppendLock(s.path, () => runSync(s.body())); step = writing.next(); break;
+/** The steps of a region read of the .npy at `path` (a few words of an index). */
+function* readingRegion(path: string, start: number[], count: number[]): Operation<NdArray> {
+  return yield* withFile(path, 'r', function* (file) {
+    const header = yield* readingHeader(file);
+    checkDataPresent(header, ((yield { op: 'size', file }) as number) - header.dataOffset);
+    const reads = regionReads(path, header, start, count);
+    for (let s = reads.next(); ; ) {
+      if (s.done) return s.value;
+      s = reads.next(yield* readInto(file, s.value.target, s.value.position));
     }
-  }
+  });
 }
 
-async function runAsync<T>(writing: Writing<T>, signal?: AbortSignal): Promise<T> {
-  for (let step = writing.next(); ; ) {
-    signal?.throwIfAborted();
-    if (step.done) return step.value;
-    const s = step.value;
-    switch (s.op) {
-      case 'exists': step = writing.next(await access(s.path).then(() => true, () => false)); break;
-      case 'header': step = writing.next(s.orNull ? await readNpyHeader(s.path, { signal }).catch(() => null) : await readNpyHeader(s.path, { signal })); break;
-      case 'remove': await rm(s.path, { force: true }); step = writing.next(); break;
-      case 'read': {
-        const h = await openNpy(s.path, { signal });
-        try { step = writing.next(await h.read(s.start, s.count, { signal })); } finally { await h.close(); }
-        break;
-      }
-      case 'save': await saveNpy(s.path, s.array, { signal }); step = writing.next(); break;
-      case 'append': await appendHoldingLockAsync(s.path, s.array, signal); step = writing.next(); break;
-      // A header rewrite and a truncation, only after an interrupted append: done blocking.
-      case 'drop': dropRowsHoldingLock(s.path, s.rows); step = writing.next(); break;
-      case 'locked': await withAppendLockAsync(s.path, () => runAsync(s.body(), signal), signal); step = writing.next(); break;
-    }
+/** The header at `path`, or null where there is none to read. */
+function* headerOrNull(path: string): Operation<NpyHeader | null> {
+  try {
+    return yield* readingNpyHeader(path);
+  } catch {
+    return null;
   }
 }
 

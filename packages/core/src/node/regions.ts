@@ -1,5 +1,5 @@
 /** Regions of .npy files larger than memory: region reads and writes, sparse creation, appends. */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, renameSync, rmSync } from 'node:fs';
 import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from 'node:fs/promises';
 import { checkDataPresent, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
@@ -10,9 +10,13 @@ import {
 } from '../io/handles.js';
 import { gatherRegion } from './native.js';
 import { NpyError } from '../errors.js';
-import { withAppendLock, withAppendLockAsync } from './lock.js';
+import { appendLocked } from './lock.js';
+import { run, runSync } from './drive.js';
+import { writingBeside } from './beside.js';
+import { readInto, withFile, type Operation } from '../io/steps.js';
+import { readingHeader } from '../io/header-read.js';
 import type { NdArray } from '../array/ndarray.js';
-import { openFile, openFileSync, readFully, readFullyAsync, readHeaderFromFd, readHeaderFromHandle, tempBeside, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { openFile, openFileSync, readFully, readFullyAsync, readHeaderFromFd, readHeaderFromHandle, tempBeside, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
 import { mapNpy, type MappedArray } from './mmap.js';
 
 function fileIO(fd: number): PositionalIO {
@@ -195,37 +199,7 @@ const REWRITE_CHUNK = 64 << 20;
  * await appendNpy('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
 export async function appendNpy(path: string, input: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
-  await withAppendLockAsync(path, () => appendHoldingLockAsync(path, input, options.signal), options.signal);
-}
-
-export async function appendHoldingLockAsync(path: string, input: NdArray | ArraySpec, signal?: AbortSignal): Promise<void> {
-  const fh = await openFile(path, 'r+');
-  try {
-    const plan = planAppend(path, await readHeaderFromHandle(fh, { signal }), input, (await fh.stat()).size);
-    const { header } = plan;
-    await writeFullyAsync(fh, plan.bytes, plan.end, signal);
-    await fh.sync();
-    signal?.throwIfAborted();
-    if (plan.inPlace) {
-      await writeFullyAsync(fh, plan.inPlace, plan.textStart);
-      await fh.sync();
-      return;
-    }
-    await writeBesideAsync(path, async (out) => {
-      await writeFullyAsync(out, encodeHeader(header.dtype, plan.newShape, header.fortranOrder), null, signal);
-      const total = header.dataBytes + plan.bytes.length;
-      const chunk = new Uint8Array(Math.min(REWRITE_CHUNK, Math.max(1, total)));
-      for (let at = 0; at < total;) {
-        const n = await readFullyAsync(fh, chunk.subarray(0, Math.min(chunk.length, total - at)), header.dataOffset + at, signal);
-        if (n === 0) throw new NpyError('DATA_TRUNCATED', `${path} ended while being rewritten`);
-        await writeFullyAsync(out, chunk.subarray(0, n), null, signal);
-        at += n;
-      }
-      await out.sync();
-    }, signal);
-  } finally {
-    await fh.close();
-  }
+  await run(appendLocked(path, () => appending(path, input)), options.signal);
 }
 
 /**
@@ -234,38 +208,36 @@ export async function appendHoldingLockAsync(path: string, input: NdArray | Arra
  * appendNpySync('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
 export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
-  withAppendLock(path, () => appendHoldingLock(path, input));
+  runSync(appendLocked(path, () => appending(path, input)));
 }
 
-/** {@link appendNpySync} for a caller that holds the file's append lock already (see lock.ts). */
-export function appendHoldingLock(path: string, input: NdArray | ArraySpec): void {
-  const fd = openFileSync(path, 'r+');
-  try {
-    const plan = planAppend(path, readHeaderFromFd(fd), input, fstatSync(fd).size);
+/** The steps of {@link appendNpy} for a caller that holds the file's append lock already (see lock.ts). */
+export function* appending(path: string, input: NdArray | ArraySpec): Operation<void> {
+  yield* withFile(path, 'r+', function* (file) {
+    const plan = planAppend(path, yield* readingHeader(file), input, (yield { op: 'size', file }) as number);
     const { header } = plan;
-    writeFully(fd, plan.bytes, plan.end);
-    fsyncSync(fd);
+    yield { op: 'write', file, bytes: plan.bytes, at: plan.end };
+    yield { op: 'sync', file };
     if (plan.inPlace) {
-      writeFully(fd, plan.inPlace, plan.textStart);
-      fsyncSync(fd);
+      yield { op: 'committed' };
+      yield { op: 'write', file, bytes: plan.inPlace, at: plan.textStart };
+      yield { op: 'sync', file };
       return;
     }
     // No room: write the grown array beside the file, then rename it over (atomic on POSIX).
-    writeBeside(path, (out) => {
-      writeFully(out, encodeHeader(header.dtype, plan.newShape, header.fortranOrder));
+    yield* writingBeside(path, function* (out) {
+      yield { op: 'write', file: out, bytes: encodeHeader(header.dtype, plan.newShape, header.fortranOrder), at: null };
       const total = header.dataBytes + plan.bytes.length;
       const chunk = new Uint8Array(Math.min(REWRITE_CHUNK, Math.max(1, total)));
       for (let at = 0; at < total;) {
-        const n = readSync(fd, chunk, 0, Math.min(chunk.length, total - at), header.dataOffset + at);
+        const n = yield* readInto(file, chunk.subarray(0, Math.min(chunk.length, total - at)), header.dataOffset + at);
         if (n === 0) throw new NpyError('DATA_TRUNCATED', `${path} ended while being rewritten`);
-        writeFully(out, chunk.subarray(0, n));
+        yield { op: 'write', file: out, bytes: chunk.subarray(0, n), at: null };
         at += n;
       }
-      fsyncSync(out);
+      yield { op: 'sync', file: out };
     });
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
 
 export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/handles.js';
@@ -275,20 +247,18 @@ export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/hand
  * is rewritten in place (made durable), then the file is cut to the data it declares. Rows past the
  * header's shape are what an interrupted writer left; only a file's owner may drop them.
  */
-export function dropRowsHoldingLock(path: string, rows: number): void {
-  const fd = openFileSync(path, 'r+');
-  try {
-    const header = readHeaderFromFd(fd);
+export function* droppingRows(path: string, rows: number): Operation<void> {
+  yield* withFile(path, 'r+', function* (file) {
+    const header = yield* readingHeader(file);
     if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!) throw new NpyError('BAD_ARRAY', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);
     const shape = [rows, ...header.shape.slice(1)];
     const textStart = 8 + (header.version[0] === 1 ? 2 : 4);
     const text = headerTextOfLength(header.dtype, shape, false, header.dataOffset - textStart, header.version[0]);
     if (!text) throw new NpyError('BAD_ARRAY', `${path}: the header cannot be rewritten in place`);
-    writeFully(fd, text, textStart);
-    fsyncSync(fd);
-    ftruncateSync(fd, header.dataOffset + (header.dataBytes / (header.shape[0] || 1)) * rows);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+    yield { op: 'committed' }; // a repair of what an interrupted writer left: done whole
+    yield { op: 'write', file, bytes: text, at: textStart };
+    yield { op: 'sync', file };
+    yield { op: 'truncate', file, size: header.dataOffset + (header.dataBytes / (header.shape[0] || 1)) * rows };
+    yield { op: 'sync', file };
+  });
 }

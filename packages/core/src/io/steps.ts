@@ -1,0 +1,123 @@
+/**
+ * The one vocabulary of storage work. An operation (a load, a save, an append, a lock) is written
+ * once, as a generator of the steps it needs; a driver performs them, blocking (the `…Sync` names)
+ * or asynchronously (the plain names, with `signal` honoured between steps and inside long ones).
+ * A step that fails is thrown back into the operation at the `yield`, so its own `try`/`finally`
+ * cleans up (closing files, removing a temporary file) with further steps; after an abort those
+ * clean-up steps run without the signal.
+ *
+ * Browser-safe: the drivers for files are in node/drive.ts.
+ */
+
+/** A file as a driver holds it (a descriptor, a FileHandle): opaque to operations. */
+export type FileRef = { readonly __fileRef: unique symbol };
+
+/**
+ * How a file is opened: an existing regular file read-only (`'r'`) or read-write (`'r+'`), or a new
+ * file that must not exist yet, write-only (`'wx'`) or read-write (`'wx+'`).
+ */
+export type OpenMode = 'r' | 'r+' | 'wx' | 'wx+';
+
+/** One thing an operation asks its driver to do; the driver answers with the result noted. */
+export type Step =
+  /** → FileRef. An existing file must be a regular one (NOT_A_FILE otherwise). */
+  | { readonly op: 'open'; readonly path: string; readonly mode: OpenMode }
+  | { readonly op: 'close'; readonly file: FileRef }
+  /** → bytes read (fewer only at the end of the file). `onPiece` sees pieces as they complete. */
+  | { readonly op: 'read'; readonly file: FileRef; readonly into: Uint8Array; readonly at: number; readonly onPiece?: (piece: Uint8Array) => void }
+  /** Write all of `bytes` at `at` (at the file position when null). */
+  | { readonly op: 'write'; readonly file: FileRef; readonly bytes: Uint8Array; readonly at: number | null }
+  /** → the file's size in bytes. */
+  | { readonly op: 'size'; readonly file: FileRef }
+  /** Make the file's data durable (fsync). */
+  | { readonly op: 'sync'; readonly file: FileRef }
+  | { readonly op: 'truncate'; readonly file: FileRef; readonly size: number }
+  /** Reserve `bytes` after `at` (fallocate, where the addon has it): a hint, never an error. */
+  | { readonly op: 'reserve'; readonly file: FileRef; readonly at: number; readonly bytes: number }
+  | { readonly op: 'rename'; readonly from: string; readonly to: string }
+  /** Remove a file if it is there. */
+  | { readonly op: 'remove'; readonly path: string }
+  /** → whether a path exists. */
+  | { readonly op: 'exists'; readonly path: string }
+  /** → whether `file` is still the file at `path` (not replaced by a rename meanwhile). */
+  | { readonly op: 'same'; readonly file: FileRef; readonly path: string }
+  /** → true when the file's exclusive advisory lock is now held (waiting for it as the driver waits), null where there are no such locks. */
+  | { readonly op: 'lock'; readonly file: FileRef }
+  | { readonly op: 'unlock'; readonly file: FileRef }
+  /** Let `ms` pass (blocking: sleep; async: a timer the signal cuts short). */
+  | { readonly op: 'wait'; readonly ms: number }
+  /** Run `work` over `bytes` (async: a piece at a time, with turns of the event loop between). */
+  | { readonly op: 'compute'; readonly bytes: Uint8Array; readonly work: (piece: Uint8Array) => void }
+  /** The operation's effect has happened: from here on, an abort no longer interrupts it. */
+  | { readonly op: 'committed' };
+
+/** An operation: yields steps, is answered with their results, returns its own. */
+export type Operation<T> = Generator<Step, T, unknown>;
+
+/** Performs one step, blocking. */
+export type PerformSync = (step: Step) => unknown;
+
+/** Performs one step asynchronously; `signal` is undefined once the operation is cleaning up or has committed. */
+export type PerformAsync = (step: Step, signal: AbortSignal | undefined) => Promise<unknown>;
+
+/** Run an operation, each step performed blocking. */
+export function driveSync<T>(operation: Operation<T>, perform: PerformSync): T {
+  let answer: { value: unknown } | { error: unknown } = { value: undefined };
+  for (;;) {
+    const next: IteratorResult<Step, T> = 'error' in answer ? operation.throw(answer.error) : operation.next(answer.value);
+    if (next.done) return next.value;
+    try {
+      answer = { value: perform(next.value) };
+    } catch (error) {
+      answer = { error };
+    }
+  }
+}
+
+/**
+ * Run an operation, each step performed asynchronously. The signal is checked before every step
+ * and handed to the step; once it has fired (or the operation has committed), the operation's
+ * clean-up steps run without it.
+ */
+export async function drive<T>(operation: Operation<T>, perform: PerformAsync, signal?: AbortSignal): Promise<T> {
+  let answer: { value: unknown } | { error: unknown } = { value: undefined };
+  let live = signal;
+  for (;;) {
+    const next: IteratorResult<Step, T> = 'error' in answer ? operation.throw(answer.error) : operation.next(answer.value);
+    if (next.done) return next.value;
+    const step: Step = next.value;
+    try {
+      if (live?.aborted) {
+        const reason: unknown = live.reason;
+        live = undefined;
+        throw reason;
+      }
+      if (step.op === 'committed') live = undefined; // an abort up to here was honoured; none after
+      answer = { value: await perform(step, live) };
+    } catch (error) {
+      if (signal?.aborted) live = undefined; // the clean-up after an abort is not itself aborted
+      answer = { error };
+    }
+  }
+}
+
+/** Steps that read all of `into` from `at` (fewer at the end of the file): the bytes read. */
+export function* readInto(file: FileRef, into: Uint8Array, at: number, onPiece?: (piece: Uint8Array) => void): Operation<number> {
+  return (yield onPiece ? { op: 'read', file, into, at, onPiece } : { op: 'read', file, into, at }) as number;
+}
+
+/** `length` bytes from `at` (fewer at the end of the file), in a buffer of their own. */
+export function* readBytes(file: FileRef, at: number, length: number): Operation<Uint8Array> {
+  const out = new Uint8Array(length);
+  return out.subarray(0, yield* readInto(file, out, at));
+}
+
+/** Open a file, run `body` with it, close it on every path. */
+export function* withFile<T>(path: string, mode: OpenMode, body: (file: FileRef) => Operation<T>): Operation<T> {
+  const file = (yield { op: 'open', path, mode }) as FileRef;
+  try {
+    return yield* body(file);
+  } finally {
+    yield { op: 'close', file };
+  }
+}

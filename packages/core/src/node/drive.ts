@@ -1,0 +1,94 @@
+/**
+ * The two drivers of io/steps.ts for Node's file system: blocking (descriptors, `fs.*Sync`) and async
+ * (FileHandles on libuv's thread pool, reads overlapped in pieces, `signal` honoured while waiting).
+ * Every file operation of @npyts/core/node is a generator of steps run by one of these.
+ */
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { access, open as openAsync, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
+import { drive, driveSync, type FileRef, type Operation, type Step } from '../io/steps.js';
+import { lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
+import { inTurns, openFile, openFileSync, readFully, readFullyAsync, writeFully, writeFullyAsync } from './fd.js';
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+const fd = (file: FileRef): number => file as unknown as number;
+const handle = (file: FileRef): FileHandle => file as unknown as FileHandle;
+const ref = (x: number | FileHandle): FileRef => x as unknown as FileRef;
+
+function performSync(step: Step): unknown {
+  switch (step.op) {
+    case 'open': return ref(step.mode === 'r' || step.mode === 'r+' ? openFileSync(step.path, step.mode) : openSync(step.path, step.mode));
+    case 'close': return closeSync(fd(step.file));
+    case 'read': {
+      const n = readFully(fd(step.file), step.into, step.at);
+      if (n > 0) step.onPiece?.(step.into.subarray(0, n));
+      return n;
+    }
+    case 'write': return writeFully(fd(step.file), step.bytes, step.at ?? undefined);
+    case 'size': return fstatSync(fd(step.file)).size;
+    case 'sync': return fsyncSync(fd(step.file));
+    case 'truncate': return ftruncateSync(fd(step.file), step.size);
+    case 'reserve': return preallocate(fd(step.file), step.at, step.bytes);
+    case 'rename': return renameSync(step.from, step.to);
+    case 'remove': return rmSync(step.path, { force: true });
+    case 'exists': return existsSync(step.path);
+    case 'same': {
+      try { return fstatSync(fd(step.file)).ino === statSync(step.path).ino; } catch { return false; }
+    }
+    case 'lock': return lockExclusive(fd(step.file));
+    case 'unlock': return unlock(fd(step.file));
+    case 'wait': return Atomics.wait(sleeper, 0, 0, step.ms);
+    case 'compute': return step.work(step.bytes);
+    case 'committed': return undefined;
+  }
+}
+
+async function performAsync(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
+  switch (step.op) {
+    case 'open': return ref(step.mode === 'r' || step.mode === 'r+' ? await openFile(step.path, step.mode) : await openAsync(step.path, step.mode));
+    case 'close': return handle(step.file).close();
+    case 'read': return readFullyAsync(handle(step.file), step.into, step.at, signal, step.onPiece);
+    case 'write': return writeFullyAsync(handle(step.file), step.bytes, step.at, signal);
+    case 'size': return (await handle(step.file).stat()).size;
+    case 'sync': return handle(step.file).sync();
+    case 'truncate': return handle(step.file).truncate(step.size);
+    case 'reserve': return preallocate(handle(step.file).fd, step.at, step.bytes);
+    case 'rename': return rename(step.from, step.to);
+    case 'remove': return rm(step.path, { force: true });
+    case 'exists': return access(step.path).then(() => true, () => false);
+    case 'same': {
+      try { return (await handle(step.file).stat()).ino === (await stat(step.path)).ino; } catch { return false; }
+    }
+    case 'lock': {
+      // flock without blocking, polled on timers: the event loop keeps running and the signal stops the wait.
+      for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+        const locked = tryLockExclusive(handle(step.file).fd);
+        if (locked !== false) return locked;
+        await delay(wait, undefined, signal ? { signal } : {});
+      }
+    }
+    case 'unlock': return unlock(handle(step.file).fd);
+    case 'wait': return delay(step.ms, undefined, signal ? { signal } : {});
+    case 'compute': return inTurns(step.bytes, step.work, signal);
+    case 'committed': return undefined;
+  }
+}
+
+/**
+ * Run a file operation blocking.
+ * @example
+ * const header = runSync(readingNpyHeader('x.npy'));
+ */
+export function runSync<T>(operation: Operation<T>): T {
+  return driveSync(operation, performSync);
+}
+
+/**
+ * Run a file operation off the event loop; `signal` aborts it between steps and while waiting.
+ * @example
+ * const header = await run(readingNpyHeader('x.npy'), AbortSignal.timeout(1000));
+ */
+export function run<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
+  return drive(operation, performAsync, signal);
+}
