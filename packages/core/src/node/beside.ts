@@ -1,6 +1,7 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
 import type { FileRef, Operation } from '../io/steps.js';
 import { tempBeside } from './fd.js';
+import { runSync } from './drive.js';
 
 /**
  * Write a file through a temporary file beside it, renamed over `path` only when `write` completes
@@ -23,4 +24,16 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
     yield { op: 'remove', path: temp };
     throw e;
   }
+}
+
+/**
+ * Write a file through a temporary file beside it, renamed over the target only when complete:
+ * a crash or an error leaves the old file (or none), never a truncated one. The temporary file is
+ * removed on every error path.
+ * @example
+ * writeBeside('out.bin', (fd) => writeSync(fd, bytes));   // renamed over out.bin when complete
+ */
+export function writeBeside(path: string, write: (fd: number) => void): void {
+  // The caller's writes are its own blocking calls on the descriptor the blocking driver opened.
+  runSync(writingBeside(path, function* (file) { write(file as unknown as number); }));
 }

@@ -2,8 +2,8 @@
  * File helpers shared by every file operation, blocking (file descriptors) and async (FileHandles):
  * whole reads and writes, and saves written beside the target.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
-import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
+import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
 import { NpyError } from '../errors.js';
 import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
@@ -83,27 +83,6 @@ export function tempBeside(path: string): string {
   return `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2, 8)}.tmp`;
 }
 
-/**
- * Write a file through a temporary file beside it, renamed over the target only when complete:
- * a crash or an error leaves the old file (or none), never a truncated one. The temporary file is
- * removed on every error path.
- * @example
- * writeBeside('out.bin', (fd) => writeSync(fd, bytes));   // renamed over out.bin when complete
- */
-export function writeBeside(path: string, write: (fd: number) => void): void {
-  const temp = tempBeside(path);
-  const fd = openSync(temp, 'wx');
-  try {
-    write(fd);
-    closeSync(fd);
-    renameSync(temp, path);
-  } catch (e) {
-    try { closeSync(fd); } catch { /* already closed */ }
-    rmSync(temp, { force: true });
-    throw e;
-  }
-}
-
 // Async: the reads and writes run on libuv's thread pool; the event loop only sees their completions.
 
 /** Piece of one async read or write: small enough that an abort is noticed quickly. */
@@ -166,28 +145,6 @@ export async function writeFullyAsync(fh: FileHandle, bytes: Uint8Array, positio
     done += bytesWritten;
   }
   signal?.throwIfAborted();
-}
-
-/**
- * {@link writeBeside}, async: the temporary file is renamed over `path` only when `write` completes
- * and the signal has not fired; on any error or abort it is closed and removed, and `path` is untouched.
- * @example
- * await writeBesideAsync('out.bin', async (fh) => { await fh.write(bytes); });   // renamed over out.bin when complete
- */
-export async function writeBesideAsync(path: string, write: (fh: FileHandle) => Promise<void>, signal?: AbortSignal): Promise<void> {
-  signal?.throwIfAborted();
-  const temp = tempBeside(path);
-  const fh = await openAsync(temp, 'wx');
-  try {
-    await write(fh);
-    signal?.throwIfAborted();
-    await fh.close();
-    await renameAsync(temp, path);
-  } catch (e) {
-    await fh.close().catch(() => { /* already closed */ });
-    await rmAsync(temp, { force: true });
-    throw e;
-  }
 }
 
 /**

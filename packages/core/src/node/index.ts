@@ -8,7 +8,8 @@ export {
   readNpyHeader, readNpyHeaderSync, loadNpy, loadNpySync, saveNpy, saveNpySync,
   type LoadOptions, type LoadOptionsAsync, type SaveOptions,
 } from './npy-files.js';
-export { checkRegularFile, readHeaderFromFd, writeBeside, writeBesideAsync, type AsyncOptions } from './fd.js';
+export { checkRegularFile, readHeaderFromFd, type AsyncOptions } from './fd.js';
+export { writeBeside } from './beside.js';
 export {
   zlibCodec, fileSource, loadNpz, loadNpzSync, saveNpz, saveNpzSync, streamNpzMember, openNpzMember, openNpzMemberSync,
   NpzArchive, NpzFile, type NpzFileOptions, type SaveNpzOptions,

@@ -13,10 +13,13 @@ import { byteSwapUnit } from '../array/layout.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
 import { NpyError } from '../errors.js';
-import { NpzArchive, npzWriting, writeNpz, type NpzInput, type NpzOptions, type NpzWriteOptions } from '../npz/archive.js';
+import { NpzArchive, npzWriting, type NpzInput, type NpzOptions, type NpzWriteOptions } from '../npz/archive.js';
 import { WindowedSource } from '../npz/windowed-source.js';
 import { DEFLATED, STORED, checkEntrySizes, checkInflatedSize, checkSupported, checkZipCrc, entryDataOffset, readZipEntryStored, type ByteSource, type ZipCodec, type ZipEntry, type ZipSink } from '../npz/zip.js';
-import { inTurns, openFile, openFileSync, readFully, readFullyAsync, writeBeside, writeBesideAsync, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { inTurns, openFile, openFileSync, readFully, readFullyAsync, type AsyncOptions } from './fd.js';
+import { run, runSync } from './drive.js';
+import { writingBeside } from './beside.js';
+import type { FileRef, Operation } from '../io/steps.js';
 import { arrayOverNative } from './npy-files.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../io/handles.js';
 
@@ -447,19 +450,7 @@ export function loadNpzSync(path: string, options: NpzOptions = {}): NpzArchive 
   }
 }
 
-class FileSink implements ZipSink {
-  private position = 0;
-  constructor(private readonly fd: number) {}
-  write(chunk: Uint8Array): void {
-    writeFully(this.fd, chunk, this.position);
-    this.position += chunk.length;
-  }
-  patch(position: number, bytes: Uint8Array): void {
-    writeFully(this.fd, bytes, position);
-  }
-}
-
-/** A sink that queues positional writes; the async writer flushes them between steps. */
+/** A sink that queues positional writes; the save flushes them as write steps between pieces. */
 class QueuedSink implements ZipSink {
   private position = 0;
   private queue: [Uint8Array, number][] = [];
@@ -470,10 +461,10 @@ class QueuedSink implements ZipSink {
   patch(position: number, bytes: Uint8Array): void {
     this.queue.push([bytes.slice(), position]);
   }
-  async flush(fh: FileHandle, signal?: AbortSignal): Promise<void> {
+  *flushing(file: FileRef): Operation<void> {
     const pending = this.queue;
     this.queue = [];
-    for (const [bytes, position] of pending) await writeFullyAsync(fh, bytes, position, signal);
+    for (const [bytes, at] of pending) yield { op: 'write', file, bytes, at };
   }
 }
 
@@ -488,11 +479,7 @@ export interface SaveNpzOptions extends NpzWriteOptions, AsyncOptions {}
  * await saveNpz('out.npz', { a: { data: new Int32Array([1, 2]) } }, { compress: true });
  */
 export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOptions = {}): Promise<void> {
-  await writeBesideAsync(path, async (fh) => {
-    const sink = new QueuedSink();
-    for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options })) await sink.flush(fh, options.signal);
-    await sink.flush(fh, options.signal);
-  }, options.signal);
+  await run(savingNpz(path, arrays, options), options.signal);
 }
 
 /**
@@ -501,7 +488,16 @@ export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOp
  * saveNpzSync('out.npz', { a: { data: new Int32Array([1, 2]) } });
  */
 export function saveNpzSync(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
-  writeBeside(path, (fd) => writeNpz(new FileSink(fd), arrays, { codec: zlibCodec, ...options }));
+  runSync(savingNpz(path, arrays, options));
+}
+
+/** The steps of a save: members written a piece (≤ 16 MiB) at a time into a file beside `path`, renamed over it when complete. */
+function* savingNpz(path: string, arrays: NpzInput, options: NpzWriteOptions): Operation<void> {
+  yield* writingBeside(path, function* (file) {
+    const sink = new QueuedSink();
+    for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options })) yield* sink.flushing(file);
+    yield* sink.flushing(file);
+  });
 }
 
 /**
