@@ -34,7 +34,7 @@ export {
 } from './npz/zip.js';
 export { fflateCodec } from './npz/fflate.js';
 export { crc32 } from './npz/crc32.js';
-export { planRegion, groupRuns, placeGroup, checkRegion, regionArray, readRegionFromBytes, regionReads, type ReadStep, type ByteRun, type RegionPlan, type RunGroup, type GroupLimits, type OpenNpy } from './io/region.js';
+export { planRegion, groupRuns, placeGroup, checkRegion, regionArray, readRegionFromBytes, type ByteRun, type RegionPlan, type RunGroup, type GroupLimits, type OpenNpy } from './io/region.js';
 export { readNpy, writeNpy, type ChunkSink, type ChunkSource } from './io/stream.js';
 export { openNpyUrl, type NpyUrlHandle, type UrlOptions } from './io/url.js';
 export { openNpy, openNpySource, resolveUrl, type NpyReader, type NpySource } from './io/open.js';

@@ -3,11 +3,11 @@
  * and the browser's OPFS access handles share them. Region reads, region writes, the plan of an
  * append and the layout of a new file live here; the sources only move bytes.
  */
-import { allocateBuffer } from '../array/memory.js';
 import { checkDataSize, hasObject, toNdArray, type ArraySpec } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
-import { planRegion, regionArray, regionReads, regionStats, type OpenNpy, type RegionPlan } from './region.js';
+import { planRegion, readingRegion, type OpenNpy } from './region.js';
+import { drive, driveSync, type FileRef, type Operation, type PerformAsync, type PerformSync, type Step } from './steps.js';
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
@@ -48,13 +48,12 @@ export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends Np
   close(): void;
 }
 
-/** Positional access to the bytes of one .npy: a whole file, or a stored archive member at an offset. */
+/**
+ * Positional access to the bytes of one .npy: a stored archive member at an offset, an OPFS access
+ * handle, a Blob or bytes. A source only moves bytes: {@link performOnSync} makes it a driver of the
+ * steps a handle's operations take (io/steps.ts).
+ */
 export interface PositionalIO {
-  /**
-   * Copy a strided region into `out` in one step, when the source can (Node's addon, from a map of
-   * the file); false to have it read by runs.
-   */
-  gather?(strided: RegionPlan['strided'], out: Uint8Array): boolean;
   read(target: Uint8Array, position: number): number;
   write?(bytes: Uint8Array, position: number): void;
   close(): void;
@@ -62,40 +61,63 @@ export interface PositionalIO {
 
 /** {@link PositionalIO}, async. */
 export interface PositionalIOAsync {
-  /**
-   * Copy a strided region into `out` in one step, when the source can (Node's addon, from a map of
-   * the file); false to have it read by runs.
-   */
-  gather?(strided: RegionPlan['strided'], out: Uint8Array): boolean;
   read(target: Uint8Array, position: number, signal?: AbortSignal): Promise<number>;
   write?(bytes: Uint8Array, position: number, signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 
-/** The writes of one region: `[bytes, file position]` pairs. */
-export function* regionWrites(header: NpyHeader, start: readonly number[], input: NdArray | ArraySpec): Generator<[Uint8Array, number]> {
-  const data = regionBytes(header, input);
-  const plan = planRegion(header, start, data.shape);
-  for (const r of plan.runs) yield [data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), r.fileOffset];
+/** The one file a positional source is: the steps' file reference, which its driver ignores. */
+export const SOURCE = {} as FileRef;
+
+function cannot(step: Step): NpyError {
+  return new NpyError('BAD_ARRAY', `a positional source cannot perform '${step.op}'`);
 }
 
-/**
- * A gather (Node's addon copies a column from a map of the file) runs on the calling thread, so
- * async reads use it only for regions up to this size (a few milliseconds); larger ones are read
- * by runs, on the thread pool.
- */
-const ASYNC_GATHER_MAX = 16 << 20;
+/** A blocking driver over one positional source: reads, writes and closing; no strided copies. */
+export function performOnSync(io: PositionalIO, path: string): PerformSync {
+  return (step) => {
+    switch (step.op) {
+      case 'read': {
+        const n = io.read(step.into, step.at);
+        if (n > 0) step.onPiece?.(step.into.subarray(0, n));
+        return n;
+      }
+      case 'write':
+        if (!io.write) throw readOnlyError(path);
+        return io.write(step.bytes, step.at ?? 0);
+      case 'gather': return false;
+      case 'close': return io.close();
+      case 'committed': return undefined;
+      default: throw cannot(step);
+    }
+  };
+}
 
-/** The region copied by the source's `gather`, or null when it has none or declines (the caller reads it by runs). */
-function gatheredRegion(io: PositionalIO | PositionalIOAsync, header: NpyHeader, start: readonly number[], count: readonly number[], maxBytes: number): NdArray | null {
-  if (!io.gather) return null;
-  const plan = planRegion(header, start, count);
-  if (plan.bytes === 0 || plan.bytes > maxBytes) return null;
-  const out = new Uint8Array(allocateBuffer(plan.bytes));
-  if (!io.gather(plan.strided, out)) return null;
-  regionStats.reads++;
-  regionStats.bytes += plan.bytes;
-  return regionArray(header, plan, out);
+/** {@link performOnSync}, async. */
+export function performOnAsync(io: PositionalIOAsync, path: string): PerformAsync {
+  return async (step, signal) => {
+    switch (step.op) {
+      case 'read': {
+        const n = await io.read(step.into, step.at, signal);
+        if (n > 0) step.onPiece?.(step.into.subarray(0, n));
+        return n;
+      }
+      case 'write':
+        if (!io.write) throw readOnlyError(path);
+        return io.write(step.bytes, step.at ?? 0, signal);
+      case 'gather': return false;
+      case 'close': return io.close();
+      case 'committed': return undefined;
+      default: throw cannot(step);
+    }
+  };
+}
+
+/** The steps of a region write: the runs it covers, each written at its file position. */
+export function* writingRegion(file: FileRef, header: NpyHeader, start: readonly number[], input: NdArray | ArraySpec): Operation<void> {
+  const data = regionBytes(header, input);
+  const plan = planRegion(header, start, data.shape);
+  for (const r of plan.runs) yield { op: 'write', file, bytes: data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), at: r.fileOffset };
 }
 
 function infoOf(path: string, header: NpyHeader): NpyFileInfo {
@@ -110,69 +132,56 @@ function readOnlyError(path: string): NpyError {
   return new NpyError('BAD_ARRAY', `${path} is open for reading only`);
 }
 
-export function openHandleSync(path: string, io: PositionalIO, header: NpyHeader): NpyFileHandleSync {
+/** Runs an operation: blocking (its result) or async (a promise of it), as the handle's driver does. */
+type Runner = <T>(operation: Operation<T>, signal?: AbortSignal) => T | Promise<T>;
+
+/**
+ * The one definition of an open .npy handle: every method is an operation run by `run`, so the
+ * blocking and the async handle are the same code. `file` is what the driver opened.
+ */
+function handleOf(path: string, header: NpyHeader, file: FileRef, run: Runner) {
   let open = true;
-  const check = (): void => {
+  function* whileOpen<T>(operation: Operation<T>): Operation<T> {
     if (!open) throw closedError(path);
-  };
-  const close = (): void => {
-    if (open) io.close();
+    return yield* operation;
+  }
+  // eslint-disable-next-line require-yield
+  function* closing(): Operation<void> {
+    if (!open) return;
     open = false;
-  };
+    yield { op: 'close', file };
+  }
+  const close = () => run(closing());
   return {
     ...infoOf(path, header),
-    read(start, count) {
-      check();
-      const gathered = gatheredRegion(io, header, start, count, Infinity);
-      if (gathered) return gathered;
-      const steps = regionReads(path, header, start, count);
-      for (let step = steps.next(); ; ) {
-        if (step.done) return step.value;
-        step = steps.next(io.read(step.value.target, step.value.position));
-      }
-    },
-    writeRegion(start, input) {
-      check();
-      if (!io.write) throw readOnlyError(path);
-      for (const [bytes, position] of regionWrites(header, start, input)) io.write(bytes, position);
-    },
+    read: (start: readonly number[], count: readonly number[], options: AsyncOptions = {}) => run(whileOpen(readingRegion(path, file, header, start, count)), options.signal),
+    writeRegion: (start: readonly number[], input: NdArray | ArraySpec, options: AsyncOptions = {}) => run(whileOpen(writingRegion(file, header, start, input)), options.signal),
     close,
-    [Symbol.dispose]: close,
   };
 }
 
+/** A blocking handle over an opened file, run by a blocking driver. */
+export function handleSync(path: string, header: NpyHeader, file: FileRef, run: <T>(operation: Operation<T>) => T): NpyFileHandleSync {
+  const h = handleOf(path, header, file, run) as unknown as NpyFileHandleSync & { close(): void };
+  return Object.assign(h, { [Symbol.dispose]: h.close });
+}
+
+/** An async handle over an opened file, run by an async driver. */
+export function handleAsync(path: string, header: NpyHeader, file: FileRef, run: <T>(operation: Operation<T>, signal?: AbortSignal) => Promise<T>): NpyFileHandle {
+  const h = handleOf(path, header, file, run) as unknown as NpyFileHandle;
+  return Object.assign(h, { [Symbol.asyncDispose]: h.close });
+}
+
+/** A blocking handle over a positional source. */
+export function openHandleSync(path: string, io: PositionalIO, header: NpyHeader): NpyFileHandleSync {
+  const perform = performOnSync(io, path);
+  return handleSync(path, header, SOURCE, (operation) => driveSync(operation, perform));
+}
+
+/** An async handle over a positional source. */
 export function openHandle(path: string, io: PositionalIOAsync, header: NpyHeader): NpyFileHandle {
-  let open = true;
-  const check = (signal?: AbortSignal): void => {
-    signal?.throwIfAborted();
-    if (!open) throw closedError(path);
-  };
-  const close = async (): Promise<void> => {
-    if (open) {
-      open = false;
-      await io.close();
-    }
-  };
-  return {
-    ...infoOf(path, header),
-    async read(start, count, options = {}) {
-      check(options.signal);
-      const gathered = gatheredRegion(io, header, start, count, ASYNC_GATHER_MAX);
-      if (gathered) return gathered;
-      const steps = regionReads(path, header, start, count);
-      for (let step = steps.next(); ; ) {
-        if (step.done) return step.value;
-        step = steps.next(await io.read(step.value.target, step.value.position, options.signal));
-      }
-    },
-    async writeRegion(start, input, options = {}) {
-      check(options.signal);
-      if (!io.write) throw readOnlyError(path);
-      for (const [bytes, position] of regionWrites(header, start, input)) await io.write(bytes, position, options.signal);
-    },
-    close,
-    [Symbol.asyncDispose]: close,
-  };
+  const perform = performOnAsync(io, path);
+  return handleAsync(path, header, SOURCE, (operation, signal) => drive(operation, perform, signal));
 }
 
 /** The bytes of `input` laid out as the file stores them: its memory order and byte order. */

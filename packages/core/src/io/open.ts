@@ -5,7 +5,9 @@
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { readHeaderFromAsync } from './header-read.js';
-import { regionReads, type OpenNpy } from './region.js';
+import { readingRegion, type OpenNpy } from './region.js';
+import { performOnAsync, SOURCE } from './handles.js';
+import { drive } from './steps.js';
 import { blobSource, bytesSource, type RandomAccess } from './random-access.js';
 import { openNpyUrl, type UrlOptions } from './url.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
@@ -43,22 +45,20 @@ export async function openNpySource(source: RandomAccess, options: DecodeOptions
   const name = options.name ?? 'the file';
   const header = await readHeaderFromAsync((offset, length) => source.read(offset, length, options.signal), options);
   checkDataPresent(header, source.size - header.dataOffset);
+  const perform = performOnAsync({
+    async read(target, position, signal) {
+      const got = await source.read(position, target.length, signal);
+      target.set(got);
+      return got.length;
+    },
+    close: async () => { await source.close?.(); },
+  }, name);
   return {
     header,
     dtype: header.dtype,
     shape: [...header.shape],
     order: header.fortranOrder ? 'F' : 'C',
-    async read(start, count, readOptions = {}) {
-      readOptions.signal?.throwIfAborted();
-      const steps = regionReads(name, header, start, count);
-      for (let step = steps.next(); ; ) {
-        if (step.done) return step.value;
-        const { target, position } = step.value;
-        const got = await source.read(position, target.length, readOptions.signal);
-        target.set(got);
-        step = steps.next(got.length);
-      }
-    },
+    read: (start, count, readOptions = {}) => drive(readingRegion(name, SOURCE, header, start, count), perform, readOptions.signal),
     close: async () => { await source.close?.(); },
   };
 }

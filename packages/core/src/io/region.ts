@@ -10,6 +10,7 @@ import type { DType } from '../format/dtype.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NdArray } from '../array/ndarray.js';
 import { bytesToData } from '../array/layout.js';
+import { readInto, type FileRef, type Operation } from './steps.js';
 
 /** What an open .npy (a file, an archive member, a URL) tells before any data is read. */
 export interface OpenNpy<S extends DescrInput = DescrInput> {
@@ -217,23 +218,19 @@ const POSITIONAL_MAX_GAP = 4096;
  */
 export const regionStats = { reads: 0, bytes: 0 };
 
-/** One positional read a region needs: fill `target` from file position `position`. */
-export interface ReadStep {
-  target: Uint8Array;
-  position: number;
-}
-
 /**
- * The reads of one region, as steps a sync or an async driver performs (each step is answered with
- * the number of bytes read into its target); returns the region's array. Memory is the region plus
- * one group of runs (≤ 16 MiB). `name` is the file named in errors.
- * @example
- * const steps = regionReads('x.npy', header, [0, 7], [1000, 1]);
- * for (let s = steps.next(); !s.done; ) s = steps.next(myRead(s.value.target, s.value.position));
+ * The steps of one region read from an open .npy: a strided copy where the driver can make one in a
+ * step (Node's addon, from a map of the file), else positional reads of the runs, joined in groups.
+ * Memory is the region plus one group of runs (≤ 16 MiB). `name` is the file named in errors.
  */
-export function* regionReads(name: string, header: NpyHeader, start: readonly number[], count: readonly number[]): Generator<ReadStep, NdArray, number> {
+export function* readingRegion(name: string, file: FileRef, header: NpyHeader, start: readonly number[], count: readonly number[]): Operation<NdArray> {
   const plan = planRegion(header, start, count);
   const out = new Uint8Array(allocateBuffer(plan.bytes));
+  if (plan.bytes > 0 && ((yield { op: 'gather', file, strided: plan.strided, out }) as boolean)) {
+    regionStats.reads++;
+    regionStats.bytes += plan.bytes;
+    return regionArray(header, plan, out);
+  }
   let scratch = new Uint8Array(0);
   for (const g of groupRuns(plan.runs, POSITIONAL_MAX_GAP)) {
     const single = g.runs.length === 1;
@@ -243,7 +240,7 @@ export function* regionReads(name: string, header: NpyHeader, start: readonly nu
       if (scratch.length < g.length) scratch = new Uint8Array(Math.min(DEFAULT_GROUP_BYTES, Math.max(g.length, 2 * scratch.length)));
       buf = scratch.subarray(0, g.length);
     }
-    const got = yield { target: buf, position: g.offset };
+    const got = yield* readInto(file, buf, g.offset);
     regionStats.reads++;
     regionStats.bytes += got;
     if (got < g.length) throw new NpyError('DATA_TRUNCATED', `${name} ends at byte ${g.offset + got}, the region needs byte ${g.offset + g.length}`);

@@ -12,6 +12,14 @@
 /** A file as a driver holds it (a descriptor, a FileHandle): opaque to operations. */
 export type FileRef = { readonly __fileRef: unique symbol };
 
+/** A region as a strided walk: runs of `runLength` bytes at `base` + Σ index × stride over `counts`. */
+export interface Strided {
+  readonly base: number;
+  readonly runLength: number;
+  readonly counts: readonly number[];
+  readonly strides: readonly number[];
+}
+
 /**
  * How a file is opened: an existing regular file read-only (`'r'`) or read-write (`'r+'`), or a new
  * file that must not exist yet, write-only (`'wx'`) or read-write (`'wx+'`).
@@ -37,6 +45,11 @@ export type Step =
   | { readonly op: 'rename'; readonly from: string; readonly to: string }
   /** Remove a file if it is there. */
   | { readonly op: 'remove'; readonly path: string }
+  /**
+   * → whether the driver copied a strided region into `out` in one step (Node's addon from a map of
+   * the file; false: read it by runs instead).
+   */
+  | { readonly op: 'gather'; readonly file: FileRef; readonly strided: Strided; readonly out: Uint8Array }
   /** → whether a path exists. */
   | { readonly op: 'exists'; readonly path: string }
   /** → whether `file` is still the file at `path` (not replaced by a rename meanwhile). */

@@ -7,10 +7,13 @@ import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, r
 import { access, open as openAsync, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { drive, driveSync, type FileRef, type Operation, type Step } from '../io/steps.js';
-import { lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
+import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
 import { inTurns, openFile, openFileSync, readFully, readFullyAsync, writeFully, writeFullyAsync } from './fd.js';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/** The largest region the async driver copies with the addon's strided gather (on the calling thread); larger ones are read by runs on the thread pool. */
+const ASYNC_GATHER_MAX = 16 << 20;
 
 const fd = (file: FileRef): number => file as unknown as number;
 const handle = (file: FileRef): FileHandle => file as unknown as FileHandle;
@@ -32,6 +35,7 @@ function performSync(step: Step): unknown {
     case 'reserve': return preallocate(fd(step.file), step.at, step.bytes);
     case 'rename': return renameSync(step.from, step.to);
     case 'remove': return rmSync(step.path, { force: true });
+    case 'gather': return gatherRegion(fd(step.file), step.strided, step.out);
     case 'exists': return existsSync(step.path);
     case 'same': {
       try { return fstatSync(fd(step.file)).ino === statSync(step.path).ino; } catch { return false; }
@@ -56,6 +60,8 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
     case 'reserve': return preallocate(handle(step.file).fd, step.at, step.bytes);
     case 'rename': return rename(step.from, step.to);
     case 'remove': return rm(step.path, { force: true });
+    // A strided copy runs on the calling thread: async, only for regions of a few milliseconds.
+    case 'gather': return step.out.length <= ASYNC_GATHER_MAX && gatherRegion(handle(step.file).fd, step.strided, step.out);
     case 'exists': return access(step.path).then(() => true, () => false);
     case 'same': {
       try { return (await handle(step.file).stat()).ino === (await stat(step.path)).ino; } catch { return false; }

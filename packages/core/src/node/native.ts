@@ -155,7 +155,7 @@ const GATHER_MAX_RUN = 64 << 10;
  * millions of runs); false when the addon is not in use or the region is better read by positional
  * reads (few or long runs), or the gather failed (the caller then reads itself and reports errors).
  */
-export function gatherRegion(fd: number, strided: { base: number; runLength: number; counts: number[]; strides: number[] }, out: Uint8Array): boolean {
+export function gatherRegion(fd: number, strided: { readonly base: number; readonly runLength: number; readonly counts: readonly number[]; readonly strides: readonly number[] }, out: Uint8Array): boolean {
   if (!addon?.gatherStrided) return false;
   const runs = strided.counts.reduce((p, c) => p * c, 1);
   if (runs < GATHER_MIN_RUNS || strided.runLength >= GATHER_MAX_RUN || runs * strided.runLength !== out.length) return false;

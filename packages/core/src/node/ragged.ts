@@ -12,9 +12,9 @@ import { readingNpyHeader, readNpyHeader, readNpyHeaderSync, savingNpy } from '.
 import type { NpyHeader } from '../format/header.js';
 import { appendLocked } from './lock.js';
 import { run, runSync } from './drive.js';
-import { readInto, withFile, type Operation } from '../io/steps.js';
+import { withFile, type Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
-import { regionReads } from '../io/region.js';
+import { readingRegion } from '../io/region.js';
 import { toOrder } from '../array/order.js';
 import { decodeUtf8, followHeap, MAX_RAGGED_DEPTH, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
 import { levelFacts, openingLevel, pairsOf, readingBounds, readingElements, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
@@ -716,7 +716,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
     if (layout === 'offsets') {
       // The last offset is where the new rows go. Heap rows past it were left by an append that
       // stopped before its index was written; the index owns its heap, so they are dropped.
-      const last = count ? indexWords(yield* readingRegion(path, [count - 1], [1]))[0]! : 0;
+      const last = count ? indexWords(yield* readingRegionAt(path, [count - 1], [1]))[0]! : 0;
       if (last > heapLength) throw new NpyError('BAD_ARRAY', `${path} ends at row ${last} of its heap, which has ${heapLength}`);
       // A heap that is itself an offsets index keeps one word more than its elements.
       if (last < heapLength) yield* droppingRows(heapPath, last + (heap.shape[0] ?? 0) - heapLength);
@@ -738,7 +738,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
       return;
     }
     // A word no longer fits: the index is rewritten in the wider width (beside, then renamed over).
-    const old = indexWords(yield* readingRegion(path, index.shape.map(() => 0), index.shape));
+    const old = indexWords(yield* readingRegionAt(path, index.shape.map(() => 0), index.shape));
     const all = new Float64Array(old.length + words.length);
     all.set(old);
     all.set(words, old.length);
@@ -772,15 +772,11 @@ export function appendRaggedSync(path: string, elements: Input[], options: Ragge
 }
 
 /** The steps of a region read of the .npy at `path` (a few words of an index). */
-function* readingRegion(path: string, start: number[], count: number[]): Operation<NdArray> {
+function* readingRegionAt(path: string, start: number[], count: number[]): Operation<NdArray> {
   return yield* withFile(path, 'r', function* (file) {
     const header = yield* readingHeader(file);
     checkDataPresent(header, ((yield { op: 'size', file }) as number) - header.dataOffset);
-    const reads = regionReads(path, header, start, count);
-    for (let s = reads.next(); ; ) {
-      if (s.done) return s.value;
-      s = reads.next(yield* readInto(file, s.value.target, s.value.position));
-    }
+    return yield* readingRegion(path, file, header, start, count);
   });
 }
 

@@ -1,41 +1,20 @@
 /** Regions of .npy files larger than memory: region reads and writes, sparse creation, appends. */
-import { closeSync, fstatSync, ftruncateSync, openSync, renameSync, rmSync } from 'node:fs';
-import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from 'node:fs/promises';
 import { checkDataPresent, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { encodeHeader, headerTextOfLength } from '../format/header.js';
+import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
 import {
-  newFileLayout, openHandle, openHandleSync, planAppend,
-  type CreateOptions, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync,
+  handleAsync, handleSync, newFileLayout, planAppend,
+  type CreateOptions, type NpyFileHandle, type NpyFileHandleSync,
 } from '../io/handles.js';
-import { gatherRegion } from './native.js';
 import { NpyError } from '../errors.js';
 import { appendLocked } from './lock.js';
 import { run, runSync } from './drive.js';
 import { writingBeside } from './beside.js';
-import { readInto, withFile, type Operation } from '../io/steps.js';
+import { readInto, withFile, type FileRef, type Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
 import type { NdArray } from '../array/ndarray.js';
-import { openFile, openFileSync, readFully, readFullyAsync, readHeaderFromFd, readHeaderFromHandle, tempBeside, writeFully, writeFullyAsync, type AsyncOptions } from './fd.js';
+import { tempBeside, type AsyncOptions } from './fd.js';
 import { mapNpy, type MappedArray } from './mmap.js';
-
-function fileIO(fd: number): PositionalIO {
-  return {
-    gather: (strided, out) => gatherRegion(fd, strided, out),
-    read: (target, position) => readFully(fd, target, position),
-    write: (bytes, position) => writeFully(fd, bytes, position),
-    close: () => closeSync(fd),
-  };
-}
-
-function fileIOAsync(fh: FileHandle): PositionalIOAsync {
-  return {
-    gather: (strided, out) => gatherRegion(fh.fd, strided, out),
-    read: (target, position, signal) => readFullyAsync(fh, target, position, signal),
-    write: (bytes, position, signal) => writeFullyAsync(fh, bytes, position, signal),
-    close: () => fh.close(),
-  };
-}
 
 /** Options of {@link openNpy}. */
 export interface OpenOptions extends DecodeOptions, AsyncOptions {
@@ -52,14 +31,19 @@ export interface OpenOptions extends DecodeOptions, AsyncOptions {
 export async function openNpy<const S extends DescrInput>(path: string, options: OpenOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
 export async function openNpy(path: string, options?: OpenOptions): Promise<NpyFileHandle>;
 export async function openNpy(path: string, options: OpenOptions = {}): Promise<NpyFileHandle> {
-  options.signal?.throwIfAborted();
-  const fh = await openFile(path, options.write ? 'r+' : 'r');
+  const { file, header } = await run(openingNpy(path, options), options.signal);
+  return handleAsync(path, header, file, run);
+}
+
+/** The steps of opening a .npy for regions: the file, its header, and a check that the data is there. */
+function* openingNpy(path: string, options: { write?: boolean } & DecodeOptions): Operation<{ file: FileRef; header: NpyHeader }> {
+  const file = (yield { op: 'open', path, mode: options.write ? 'r+' : 'r' }) as FileRef;
   try {
-    const header = await readHeaderFromHandle(fh, options);
-    checkDataPresent(header, (await fh.stat()).size - header.dataOffset);
-    return openHandle(path, fileIOAsync(fh), header);
+    const header = yield* readingHeader(file, options);
+    checkDataPresent(header, ((yield { op: 'size', file }) as number) - header.dataOffset);
+    return { file, header };
   } catch (e) {
-    await fh.close();
+    yield { op: 'close', file };
     throw e;
   }
 }
@@ -73,15 +57,8 @@ export async function openNpy(path: string, options: OpenOptions = {}): Promise<
 export function openNpySync<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandleSync<S>;
 export function openNpySync(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandleSync;
 export function openNpySync(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandleSync {
-  const fd = openFileSync(path, options.write ? 'r+' : 'r');
-  try {
-    const header = readHeaderFromFd(fd, options);
-    checkDataPresent(header, fstatSync(fd).size - header.dataOffset);
-    return openHandleSync(path, fileIO(fd), header);
-  } catch (e) {
-    closeSync(fd);
-    throw e;
-  }
+  const { file, header } = runSync(openingNpy(path, options));
+  return handleSync(path, header, file, runSync);
 }
 
 /**
@@ -103,21 +80,27 @@ export async function createNpy(path: string, options: CreateOptions & AsyncOpti
     createNpySync(path, plain).close();
     return mapNpy(path, 'r+');
   }
-  // Checked before anything is touched, then made beside the target and renamed over it: a refused
-  // or failed create leaves an existing file as it was.
+  const { file, header } = await run(creatingNpy(path, options), options.signal);
+  return handleAsync(path, header, file, run);
+}
+
+/**
+ * The steps of a create: checked before anything is touched, then made beside the target (header
+ * written, file sized) and renamed over it; a refused or failed create leaves an existing file as it was.
+ */
+function* creatingNpy(path: string, options: CreateOptions): Operation<{ file: FileRef; header: NpyHeader }> {
   const { headerBytes, fileSize } = newFileLayout(options);
   const temp = tempBeside(path);
-  const fh = await openAsync(temp, 'wx+');
+  const file = (yield { op: 'open', path: temp, mode: 'wx+' }) as FileRef;
   try {
-    await writeFullyAsync(fh, headerBytes, 0, options.signal);
-    await fh.truncate(fileSize);
-    const header = await readHeaderFromHandle(fh);
-    options.signal?.throwIfAborted();
-    await renameAsync(temp, path);
-    return openHandle(path, fileIOAsync(fh), header);
+    yield { op: 'write', file, bytes: headerBytes, at: 0 };
+    yield { op: 'truncate', file, size: fileSize };
+    const header = yield* readingHeader(file);
+    yield { op: 'rename', from: temp, to: path };
+    return { file, header };
   } catch (e) {
-    await fh.close();
-    await rmAsync(temp, { force: true });
+    yield { op: 'close', file };
+    yield { op: 'remove', path: temp };
     throw e;
   }
 }
@@ -135,20 +118,8 @@ export function createNpySync(path: string, options: CreateOptions & { mmap?: bo
     createNpySync(path, plain).close();
     return mapNpy(path, 'r+');
   }
-  const { headerBytes, fileSize } = newFileLayout(options);
-  const temp = tempBeside(path);
-  const fd = openSync(temp, 'wx+');
-  try {
-    writeFully(fd, headerBytes);
-    ftruncateSync(fd, fileSize);
-    const header = readHeaderFromFd(fd);
-    renameSync(temp, path);
-    return openHandleSync(path, fileIO(fd), header);
-  } catch (e) {
-    closeSync(fd);
-    rmSync(temp, { force: true });
-    throw e;
-  }
+  const { file, header } = runSync(creatingNpy(path, options));
+  return handleSync(path, header, file, runSync);
 }
 
 /**
