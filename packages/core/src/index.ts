@@ -42,4 +42,4 @@ export { openNpyAccessHandle, createNpyAccessHandle, appendNpyAccessHandle, type
 export { type NpyFileHandleSync, type CreateOptions, type AsyncOptions } from './io/handles.js';
 export { blobSource, bytesSource, withByteCache, type RandomAccess, type ReadStats, type ByteCacheOptions } from './io/random-access.js';
 export { RAGGED_TAG, raggedIndexDType, raggedInfo, heapUrlOf, widthFor, type RaggedInfo, type RaggedKind, type RaggedLayout, type RaggedElement, type WordWidth } from './ragged/convention.js';
-export { openRaggedUrl, openRaggedWith, type RaggedReader, type RaggedPart, type RaggedUrlOptions, type RaggedUrlReader } from './ragged/readers.js';
+export { openRaggedUrl, openRaggedWith, type RaggedFacts, type RaggedReader, type RaggedPart, type RaggedUrlOptions, type RaggedUrlReader } from './ragged/readers.js';

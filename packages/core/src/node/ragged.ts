@@ -17,8 +17,8 @@ import { readingHeader } from '../io/header-read.js';
 import { readingRegion } from '../io/region.js';
 import { toOrder } from '../array/order.js';
 import { decodeUtf8, followHeap, MAX_RAGGED_DEPTH, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, referencedAxis, widthFor, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout, type WordWidth } from '../ragged/convention.js';
-import { levelFacts, openingLevel, pairsOf, readingBounds, readingElements, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
-import { openRaggedWith, type RaggedReader } from '../ragged/readers.js';
+import { openingLevel, pairsOf, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../ragged/reading.js';
+import { openRaggedWith, raggedMethods, type RaggedFacts, type RaggedReader } from '../ragged/readers.js';
 import { arrayFromValues } from '../array/write-value.js';
 
 type Input = NdArray | ArraySpec | string | Input[];
@@ -488,21 +488,7 @@ export function saveReferencesSync(path: string, refs: NdArray | ArraySpec, heap
 }
 
 /** An open ragged array: elements are read with region reads of the index and of the heap only. */
-export interface RaggedHandle {
-  readonly path: string;
-  readonly kind: RaggedKind;
-  readonly layout: RaggedLayout;
-  readonly heapPath: string;
-  /** Number of elements (the product of `indexShape`). */
-  readonly length: number;
-  /** The elements' grid: the index's shape. Elements are addressed by flat C-order position or by multi-index. */
-  readonly indexShape: number[];
-  /** The whole array's shape with `*` for ragged axes, e.g. `(120, 5, 10, *, 20, 30)`. */
-  readonly raggedShape: string;
-  /** The heap's dtype, row count and trailing shape (elements are `(k, *tail)`). */
-  readonly heapDtype: DType;
-  readonly heapLength: number;
-  readonly tail: number[];
+export interface RaggedHandle extends RaggedFacts {
   /** [start, stop) of element i in the heap (rows; bytes for strings; [ref, ref + 1) for a reference). */
   bounds(i: number | readonly number[]): [number, number];
   /** Shape of element i: `(k, *tail)`, the number of UTF-8 bytes, the number of sub-elements, or a reference's slice shape. */
@@ -611,38 +597,13 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
     closeAll();
     throw e;
   }
-  const { flat, check, checkChunk, ...facts } = levelFacts(level);
-  const heap = level.inner ? null : level.heap;
-  const tail = heap && level.info.kind !== 'ref' ? heap.shape.slice(1) : [];
-  const slice = (from: number, to: number): RaggedElement[] => {
-    check(from, to);
-    return readBlocking(readingElements(level, from, to));
-  };
-  const bounds = (i: number | readonly number[]): [number, number] => {
-    const k = flat(i);
-    check(k, k + 1);
-    return readBlocking(readingBounds(level, k));
-  };
+  const { checkChunk, ...methods } = raggedMethods(path, level, readBlocking);
+  const handle = methods as unknown as Omit<RaggedHandle, 'chunks' | 'close'>;
   return {
-    path,
-    heapPath: level.heapName,
-    ...facts,
-    tail,
-    bounds,
-    shape(i) {
-      if (level.info.kind === 'ref') {
-        const k = flat(i);
-        check(k, k + 1);
-        return referencedAxis(level.heap.shape, level.heap.order === 'F').slice; // every reference picks a slice of one shape
-      }
-      const [s, e] = bounds(i);
-      return [e - s, ...tail];
-    },
-    get: (i) => slice(flat(i), flat(i) + 1)[0]!,
-    slice,
+    ...handle,
     *chunks(size) {
       checkChunk(size);
-      for (let i = 0; i < level.length; i += size) yield slice(i, Math.min(level.length, i + size));
+      for (let i = 0; i < level.length; i += size) yield handle.slice(i, Math.min(level.length, i + size));
     },
     close: closeAll,
   };

@@ -3,11 +3,16 @@ import type { DType } from '../format/dtype.js';
 import type { NdArray } from '../array/ndarray.js';
 import { openNpyUrl, type NpyUrlHandle, type UrlOptions } from '../io/url.js';
 import { heapUrlOf, type RaggedElement, type RaggedKind, type RaggedLayout } from './convention.js';
-import { levelFacts, openingLevel, readingBounds, readingElements, runReading, type RaggedSource, type Reading } from './reading.js';
+import { levelFacts, openingLevel, readingBounds, readingElements, runReading, type RaggedLevel, type RaggedSource, type Reading } from './reading.js';
+import { referencedAxis } from './convention.js';
 
-/** An open ragged array read asynchronously: the index rows, then the heap rows, of each element asked for. */
-export interface RaggedReader {
-  /** Number of elements (the product of `shape`). */
+/** What every open ragged array tells before reading an element. */
+export interface RaggedFacts {
+  /** The index's name (a path, a URL). */
+  readonly path: string;
+  /** Its heap's name (for two levels, the inner index's). */
+  readonly heapPath: string;
+  /** Number of elements (the product of `indexShape`). */
   readonly length: number;
   readonly kind: RaggedKind;
   readonly layout: RaggedLayout;
@@ -18,13 +23,70 @@ export interface RaggedReader {
   /** The heap's dtype and row count (for two levels, the inner index's element count and its heap's dtype). */
   readonly heapDtype: DType;
   readonly heapLength: number;
+  /** The heap's trailing shape: an element is `(k, *tail)` (empty for strings, references and two levels). */
+  readonly tail: number[];
+}
+
+/** An open ragged array read asynchronously: the index rows, then the heap rows, of each element asked for. */
+export interface RaggedReader extends RaggedFacts {
   get(i: number | readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<RaggedElement>;
   slice(from: number, to: number, options?: { signal?: AbortSignal | undefined }): Promise<RaggedElement[]>;
   /** [start, stop) of element i in its heap (rows, bytes, or for a reference [ref, ref + 1)). */
   bounds(i: number | readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<[number, number]>;
+  /** Shape of element i: `(k, *tail)`, the number of UTF-8 bytes, the number of sub-elements, or a reference's slice shape. */
+  shape(i: number | readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<number[]>;
   /** Elements in order, `size` at a time. */
   chunks(size: number): AsyncGenerator<RaggedElement[]>;
   close(): Promise<void>;
+}
+
+/** Runs a reading: blocking (its result) or with promises. */
+type RunReading<P> = <T>(reading: Reading<P, T>, signal?: AbortSignal) => T | Promise<T>;
+
+/**
+ * The one definition of a ragged reader's methods: each is a reading run by `run`, so the blocking
+ * handle (`openRaggedSync`) and the async reader are the same code. Checks run inside the readings,
+ * so that an async reader rejects rather than throws.
+ */
+export function raggedMethods<P extends RaggedSource>(path: string, level: RaggedLevel<P>, run: RunReading<P>) {
+  const { flat, check, checkChunk, ...facts } = levelFacts(level);
+  const heap = level.inner ? null : level.heap;
+  const tail = heap && level.info.kind !== 'ref' ? heap.shape.slice(1) : [];
+  function* elements(from: number, to: number): Reading<P, RaggedElement[]> {
+    check(from, to);
+    return yield* readingElements(level, from, to);
+  }
+  function* element(i: number | readonly number[]): Reading<P, RaggedElement> {
+    const k = flat(i);
+    return (yield* elements(k, k + 1))[0]!;
+  }
+  function* bounding(i: number | readonly number[]): Reading<P, [number, number]> {
+    const k = flat(i);
+    check(k, k + 1);
+    return yield* readingBounds(level, k);
+  }
+  function* shaping(i: number | readonly number[]): Reading<P, number[]> {
+    // Every reference picks a slice of one shape; other elements are (k, *tail).
+    if (level.info.kind === 'ref') {
+      const k = flat(i);
+      check(k, k + 1);
+      return referencedAxis(level.heap.shape, level.heap.order === 'F').slice;
+    }
+    const [s, e] = yield* bounding(i);
+    return [e - s, ...tail];
+  }
+  type Signal = { signal?: AbortSignal | undefined };
+  return {
+    path,
+    heapPath: level.heapName,
+    ...facts,
+    tail,
+    checkChunk,
+    get: (i: number | readonly number[], options: Signal = {}) => run(element(i), options.signal),
+    slice: (from: number, to: number, options: Signal = {}) => run(elements(from, to), options.signal),
+    bounds: (i: number | readonly number[], options: Signal = {}) => run(bounding(i), options.signal),
+    shape: (i: number | readonly number[], options: Signal = {}) => run(shaping(i), options.signal),
+  };
 }
 
 /** A ragged array read over HTTP range requests, with the requests it made. */
@@ -50,21 +112,14 @@ export async function openRaggedWith<P extends RaggedPart>(open: (name: string) 
   const run = <T>(reading: Reading<P, T>, signal?: AbortSignal): Promise<T> => runReading(reading, { open, read: (p, s, c) => p.read(s, c, { signal }) }, parts);
   try {
     const level = await run(openingLevel<P>(name, heapOf));
-    const facts = levelFacts(level);
-    const slice = (from: number, to: number, options: { signal?: AbortSignal | undefined } = {}): Promise<RaggedElement[]> => {
-      facts.check(from, to);
-      return run(readingElements(level, from, to), options.signal);
-    };
-    const { flat, check, checkChunk, ...described } = facts;
+    const { checkChunk, ...methods } = raggedMethods<P>(name, level, run);
+    const reader = methods as unknown as Omit<RaggedReader, 'chunks' | 'close'>;
     return {
       parts,
-      ...described,
-      get: async (i, options) => { const k = flat(i); return (await slice(k, k + 1, options))[0]!; },
-      slice,
-      bounds: (i, options) => { const k = flat(i); check(k, k + 1); return run(readingBounds(level, k), options?.signal); },
+      ...reader,
       async *chunks(size) {
         checkChunk(size);
-        for (let i = 0; i < level.length; i += size) yield await slice(i, Math.min(level.length, i + size));
+        for (let i = 0; i < level.length; i += size) yield await reader.slice(i, Math.min(level.length, i + size));
       },
       close: closeAll,
     };
