@@ -20,6 +20,13 @@ export interface Strided {
   readonly strides: readonly number[];
 }
 
+/** A region read of an open .npy (from an `openNpy` step): `count` elements along each axis from `start`. */
+export interface RegionRead {
+  readonly part: unknown;
+  readonly start: number[];
+  readonly count: number[];
+}
+
 /**
  * How a file is opened: an existing regular file read-only (`'r'`) or read-write (`'r+'`), or a new
  * file that must not exist yet, write-only (`'wx'`) or read-write (`'wx+'`).
@@ -61,6 +68,13 @@ export type Step =
   | { readonly op: 'wait'; readonly ms: number }
   /** Run `work` over `bytes` (async: a piece at a time, with turns of the event loop between). */
   | { readonly op: 'compute'; readonly bytes: Uint8Array; readonly work: (piece: Uint8Array) => void }
+  /**
+   * → an open .npy (what the driver reads regions of: a file handle, a URL reader) by its name (a
+   * path, a URL); `heapOf` names the ragged index that names it, for the error when it is missing.
+   */
+  | { readonly op: 'openNpy'; readonly name: string; readonly heapOf?: string }
+  /** → the arrays of region reads of open .npy files, in order (an async driver makes them together). */
+  | { readonly op: 'regions'; readonly reads: readonly RegionRead[] }
   /** The operation's effect has happened: from here on, an abort no longer interrupts it. */
   | { readonly op: 'committed' };
 

@@ -8,6 +8,7 @@ import type { DType } from '../format/dtype.js';
 import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
+import { drive, driveSync, type Operation, type Step } from '../io/steps.js';
 import { decodeUtf8, followHeap, indexWords, raggedInfo, referencedAxis, RAGGED_TAG, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
 
 /** What the reader needs of an open .npy: its dtype, shape and order (reads go through the driver). */
@@ -17,19 +18,11 @@ export interface RaggedSource {
   readonly order: 'C' | 'F';
 }
 
-/** A region read of one open .npy. */
-interface Read<P> {
-  part: P;
-  start: number[];
-  count: number[];
-}
-
-/** A step a reader asks its driver for: a .npy opened by name, or region reads (answered in order). */
-/** Open a .npy by name (`heapOf`: the index that names it as its heap), or read regions of open ones. */
-type Step<P> = { open: string; heapOf?: string } | { reads: Read<P>[] };
-
-/** A reader: yields steps, is answered with an opened part or the arrays read, returns its result. */
-export type Reading<P, T> = Generator<Step<P>, T, unknown>;
+/**
+ * A reader: an operation (io/steps.ts) whose steps open .npy files by name and read regions of them;
+ * `P` is what the driver opens (a file handle, a URL reader).
+ */
+export type Reading<P, T> = Operation<T>;
 
 /** An open ragged index with its heap (or, two levels, the inner index it ranges over). */
 export interface RaggedLevel<P> {
@@ -49,7 +42,7 @@ const product = (xs: readonly number[]): number => xs.reduce((p, x) => p * x, 1)
 
 /** Open an index and its heap (and an inner level): `heapOf` names the heap, confined by the caller's rules. */
 export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (index: string, heap: string) => string, opened?: P, chain: readonly string[] = [name]): Reading<P, RaggedLevel<P>> {
-  const index = opened ?? ((yield { open: name }) as P);
+  const index = opened ?? ((yield { op: 'openNpy', name }) as P);
   const info = raggedInfo(index.dtype);
   if (!info) {
     const fields = index.dtype.fields?.some((f) => raggedInfo(f.dtype)) ? '; it has ragged fields: use openRaggedRecords' : '';
@@ -57,7 +50,7 @@ export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (ind
   }
   const heapName = heapOf(name, info.heap);
   const followed = followHeap(chain, heapName);
-  const heap = (yield { open: heapName, heapOf: name }) as P;
+  const heap = (yield { op: 'openNpy', name: heapName, heapOf: name }) as P;
   const inner = raggedInfo(heap.dtype) ? yield* openingLevel(heapName, heapOf, heap, followed) : null;
   const bad = (why: string): never => {
     throw new NpyError('BAD_ARRAY', `the ragged index ${name} (${info.layout}, kind ${info.kind}): ${why}`);
@@ -105,7 +98,7 @@ export function flatBoxes(shape: readonly number[], from: number, to: number): {
 /** Index records [from, to) in flat C order, as one 1-d record array (an N-d index is read box by box). */
 function* flatRecords<P extends RaggedSource>(part: P, from: number, to: number): Reading<P, NdArray> {
   const boxes = flatBoxes(part.shape, from, to);
-  const got = (yield { reads: boxes.map((b) => ({ part, ...b })) }) as NdArray[];
+  const got = (yield { op: 'regions', reads: boxes.map((b) => ({ part, ...b })) }) as NdArray[];
   if (got.length === 1 && part.shape.length <= 1) return got[0]!;
   const bytes = new Uint8Array((to - from) * part.dtype.itemsize);
   let at = 0;
@@ -174,7 +167,7 @@ function* readingRanges<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' 
       last.members.push(i);
     } else clusters.push({ start: s, stop: e, members: [i] });
   }
-  const blocks = (yield { reads: clusters.map((c) => ({ part: heap, start: [c.start, ...tail.map(() => 0)], count: [c.stop - c.start, ...tail] })) }) as NdArray[];
+  const blocks = (yield { op: 'regions', reads: clusters.map((c) => ({ part: heap, start: [c.start, ...tail.map(() => 0)], count: [c.stop - c.start, ...tail] })) }) as NdArray[];
   const out = new Array<RaggedElement>(n);
   const perRow = product(tail);
   clusters.forEach((c, k) => {
@@ -217,7 +210,7 @@ function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>,
       const to = Math.min(size, Math.max(from, c.last + 1) + more);
       return { part: heap, start: [from], count: [to - from] };
     });
-    const got = (yield { reads }) as NdArray[];
+    const got = (yield { op: 'regions', reads }) as NdArray[];
     open = open.filter((c, k) => {
       const add = got[k]!.data as Uint8Array;
       const joined = new Uint8Array(c.bytes.length + add.length);
@@ -251,7 +244,7 @@ function* readingReferences<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'in
     const r = pairs[2 * i]!;
     return fortran ? { part: heap, start: [...rest.map(() => 0), r], count: [...rest, 1] } : { part: heap, start: [r, ...rest.map(() => 0)], count: [1, ...rest] };
   });
-  const got = (yield { reads }) as NdArray[];
+  const got = (yield { op: 'regions', reads }) as NdArray[];
   return got.map((a) => new NdArray(a.dtype, rest, a.data, fortran ? 'F' : 'C'));
 }
 
@@ -324,35 +317,43 @@ export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
   };
 }
 
-/** Perform a reader's steps, blocking: `open` and `read` are a blocking source's; opened parts are recorded. */
-export function runReadingSync<P, T>(reading: Reading<P, T>, io: { open(name: string): P; read(part: P, start: number[], count: number[]): NdArray }, opened: P[] = []): T {
-  for (let step = reading.next(); ; ) {
-    if (step.done) return step.value;
-    const s = step.value;
-    if ('open' in s) {
-      let part: P;
-      try { part = io.open(s.open); } catch (e) { throw missingHeap(e, s); }
-      opened.push(part);
-      step = reading.next(part);
-    } else step = reading.next(s.reads.map((r) => io.read(r.part, r.start, r.count)));
-  }
+/** A heap that is not there, named with the index that names it (an index is blamed for nothing else of it). */
+function missingHeap(e: unknown, step: { name: string; heapOf?: string | undefined }): unknown {
+  if (step.heapOf === undefined || (e as { code?: string })?.code !== 'ENOENT') return e;
+  return new NpyError('NO_HEAP', `the ragged index ${step.heapOf} names the heap ${step.name}, which does not exist (was it moved, or not copied with the index?)`);
 }
 
-/** A heap that is not there, named with the index that names it (an index is blamed for nothing else of it). */
-function missingHeap(e: unknown, step: { open: string; heapOf?: string }): unknown {
-  if (step.heapOf === undefined || (e as { code?: string })?.code !== 'ENOENT') return e;
-  return new NpyError('NO_HEAP', `the ragged index ${step.heapOf} names the heap ${step.open}, which does not exist (was it moved, or not copied with the index?)`);
+function cannot(step: Step): NpyError {
+  return new NpyError('BAD_ARRAY', `a ragged reader cannot perform '${step.op}'`);
+}
+
+/** Perform a reader's steps, blocking: `open` and `read` are a blocking source's; opened parts are recorded. */
+export function runReadingSync<P, T>(reading: Reading<P, T>, io: { open(name: string): P; read(part: P, start: number[], count: number[]): NdArray }, opened: P[] = []): T {
+  return driveSync(reading, (step) => {
+    switch (step.op) {
+      case 'openNpy': {
+        let part: P;
+        try { part = io.open(step.name); } catch (e) { throw missingHeap(e, step); }
+        opened.push(part);
+        return part;
+      }
+      case 'regions': return step.reads.map((r) => io.read(r.part as P, r.start, r.count));
+      default: throw cannot(step);
+    }
+  });
 }
 
 /** Perform a reader's steps with promises; the reads of one step run together. */
-export async function runReading<P, T>(reading: Reading<P, T>, io: { open(name: string): Promise<P>; read(part: P, start: number[], count: number[]): Promise<NdArray> }, opened: P[] = []): Promise<T> {
-  for (let step = reading.next(); ; ) {
-    if (step.done) return step.value;
-    const s = step.value;
-    if ('open' in s) {
-      const part = await io.open(s.open).catch((e: unknown) => { throw missingHeap(e, s); });
-      opened.push(part);
-      step = reading.next(part);
-    } else step = reading.next(await Promise.all(s.reads.map((r) => io.read(r.part, r.start, r.count))));
-  }
+export function runReading<P, T>(reading: Reading<P, T>, io: { open(name: string): Promise<P>; read(part: P, start: number[], count: number[]): Promise<NdArray> }, opened: P[] = []): Promise<T> {
+  return drive(reading, async (step) => {
+    switch (step.op) {
+      case 'openNpy': {
+        const part = await io.open(step.name).catch((e: unknown) => { throw missingHeap(e, step); });
+        opened.push(part);
+        return part;
+      }
+      case 'regions': return Promise.all(step.reads.map((r) => io.read(r.part as P, r.start, r.count)));
+      default: throw cannot(step);
+    }
+  });
 }
