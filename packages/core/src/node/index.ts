@@ -21,4 +21,4 @@ export {
 export { nativeStatus, type NativeStatus } from './native.js';
 export { regionStats } from '../io/region.js';
 export { MappedArray, mapNpy, type MapMode } from './mmap.js';
-export * from './ragged.js';
+export * from './ragged/index.js';
