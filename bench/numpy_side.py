@@ -154,30 +154,63 @@ def median_time(fn, repeats):
     return statistics.median(times)
 
 
-def timing(d, repeats):
-    repeats = int(repeats)
+def cases(d):
+    """numpy's side of each paired case, by the name the Node side uses: one definition for the
+    one-shot timing and the interleaved rounds of `serve`."""
     f4 = os.path.join(d, "f4.npy")
     be = os.path.join(d, "f8_be.npy")
     fo = os.path.join(d, "f4_F.npy")
     rec = os.path.join(d, "rec3000.npy")
-    arr = np.load(f4)
     out = os.path.join(d, "np_save_out.npy")
     from numpy.lib import format as fmt
     def header_parse():
         with open(rec, "rb") as fh:
             fmt.read_magic(fh)
             fmt.read_array_header_2_0(fh, max_header_size=10**9)
-    res = {
-        "loadNpy": median_time(lambda: np.load(f4), repeats),
-        "byteswap": median_time(lambda: np.load(be).astype("<f8"), repeats),
-        "toC": median_time(lambda: np.ascontiguousarray(np.load(fo)), repeats),
-        "toC_inmemory": median_time((lambda a: (lambda: np.ascontiguousarray(a)))(np.load(fo)), repeats),
-        "saveNpy": median_time(lambda: np.save(out, arr), repeats),
-        "header3000": median_time(header_parse, max(repeats, 20)),
-        "loadNpz": median_time(lambda: np.load(os.path.join(d, "deflated.npz"))["member"], repeats),
-        "objects": median_time(lambda: np.load(os.path.join(d, "objects.npy"), allow_pickle=True), repeats),
-        "saveNpz": median_time((lambda m: lambda: np.savez_compressed(out + ".npz", member=m))(np.load(os.path.join(d, "deflated.npz"))["member"]), max(3, repeats // 2)),
+    lazy = {}
+    def arr():
+        if "f4" not in lazy:
+            lazy["f4"] = np.load(f4)
+        return lazy["f4"]
+    def fortran():
+        if "F" not in lazy:
+            lazy["F"] = np.load(fo)
+        return lazy["F"]
+    def member():
+        if "member" not in lazy:
+            lazy["member"] = np.load(os.path.join(d, "deflated.npz"))["member"]
+        return lazy["member"]
+    return {
+        "loadNpy": lambda: np.load(f4),
+        "byteswap": lambda: np.load(be).astype("<f8"),
+        "toC": lambda: np.ascontiguousarray(np.load(fo)),
+        "toC_inmemory": lambda: np.ascontiguousarray(fortran()),
+        "saveNpy": lambda: np.save(out, arr()),
+        "header3000": header_parse,
+        "loadNpz": lambda: np.load(os.path.join(d, "deflated.npz"))["member"],
+        "objects": lambda: np.load(os.path.join(d, "objects.npy"), allow_pickle=True),
+        "saveNpz": lambda: np.savez_compressed(out + ".npz", member=member()),
     }
+
+
+def serve(d):
+    """Interleaved rounds: each line `NAME REPEATS` on stdin is answered with numpy's median time of
+    that case (after one warm-up run) as a line of JSON, so the Node side can alternate with it."""
+    table = cases(d)
+    for line in sys.stdin:
+        name, repeats = line.split()
+        print(json.dumps(median_time(table[name], int(repeats))), flush=True)
+    for leftover in ("np_save_out.npy", "np_save_out.npy.npz"):
+        if os.path.exists(os.path.join(d, leftover)):
+            os.remove(os.path.join(d, leftover))
+
+
+def timing(d, repeats):
+    repeats = int(repeats)
+    table = cases(d)
+    res = {name: median_time(fn, max(repeats, 20) if name == "header3000" else max(3, repeats // 2) if name == "saveNpz" else repeats) for name, fn in table.items()}
+    be = os.path.join(d, "f8_be.npy")
+    out = os.path.join(d, "np_save_out.npy")
     be_array = np.load(be)
     res["byteswap_inmemory"] = median_time(lambda: be_array.astype("<f8"), repeats)
     # The same with every result kept, so that each astype writes to fresh memory, as a new
@@ -199,4 +232,4 @@ def timing(d, repeats):
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions, "column": column, "ragged": ragged_objects, "make-resnet": make_resnet}[cmd](*args)
+    {"make": make, "time": timing, "make-big": make_big, "time-regions": time_regions, "column": column, "ragged": ragged_objects, "make-resnet": make_resnet, "serve": serve}[cmd](*args)

@@ -7,14 +7,15 @@ import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
-import { loadNpySync, loadNpzSync, saveNpzSync, openNpy, openNpySync, regionStats, nativeStatus } from '@npyts/core/node';
+import { loadNpy, loadNpySync, loadNpzSync, saveNpy, saveNpzSync, openNpy, openNpySync, regionStats, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
 import { parseNpy as numpyTsParse } from 'numpy-ts';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
-import { medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
+import { benchCases, medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
+import { paired, startNumpy, verdict } from './paired.mjs';
 import { browserBench } from './browser.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -84,6 +85,34 @@ ours.tfTranspose = median(() => {
   tt.dispose();
 }, Math.min(REPEATS, 3));
 rmSync(outFile, { force: true });
+
+// The main cases again as interleaved rounds against numpy (bench/paired.mjs): the median ratio of
+// the rounds and its spread, the default (async) names beside the …Sync ones. Targets from issue 29.
+log('interleaved rounds against numpy …');
+const pairedRows = [];
+{
+  const numpy = startNumpy(join(here, 'numpy_side.py'), dir);
+  const { cases: c, cleanup } = benchCases(dir);
+  const asyncOut = file('npyts_async_out.npy');
+  const pairOf = async (op, name, fn, target) => {
+    const p = await paired(numpy, name, fn, { rounds: quick ? 3 : 5, repeats: quick ? 1 : 3 });
+    pairedRows.push({ op, numpy_case: name, ...p, target, verdict: verdict(p, target) });
+  };
+  try {
+    await pairOf('loadNpySync f4', 'loadNpy', c.loadNpy, 1.1);
+    await pairOf('loadNpy f4 (async)', 'loadNpy', () => loadNpy(file('f4.npy')), 1.1);
+    await pairOf('saveNpySync f4', 'saveNpy', c.saveNpy, 1.0);
+    await pairOf('saveNpy f4 (async)', 'saveNpy', () => saveNpy(asyncOut, f4), 1.1);
+    await pairOf('load big-endian f8 → native', 'byteswap', c.byteswap, 1.2);
+    await pairOf('F → C in memory (toOrder)', 'toC_inmemory', c.toC_inmemory, 0.5);
+    await pairOf('object array, 100k mixed values (allowPickle)', 'objects', c.objects, 1.5);
+    await pairOf('loadNpzSync deflated member', 'loadNpz', c.loadNpz, 1.0);
+  } finally {
+    await numpy.close();
+    cleanup();
+    rmSync(asyncOut, { force: true });
+  }
+}
 
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
 const allMembers = (path) => { const z = loadNpzSync(path); for (const name of z.names) z.get(name); z.close(); };
@@ -244,6 +273,7 @@ const report = {
     baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])),
     target: target ? { baseline: target[0], max_ratio: target[1], ratio: t / base[target[0]], met: t / base[target[0]] <= target[1] } : null,
   })),
+  paired: pairedRows,
   many_small: small,
   browser,
   ragged,
@@ -261,6 +291,12 @@ if (asJSON) {
   const ms = (s) => (s * 1000).toFixed(s < 0.01 ? 3 : 1) + ' ms';
   const mc = report.machine;
   console.log(`npyts bench — ${MIB} MiB inputs, median of ${REPEATS} after a warm-up; ${mc.cpus} × ${mc.cpu}, ${mc.memory_gib} GiB, Linux ${mc.kernel} (transparent huge pages: ${mc.transparent_hugepages}), Node ${mc.node}, numpy ${mc.numpy}; @npyts/native ${mc.native.loaded ? 'in use' : `not in use (${mc.native.reason})`}\n`);
+  const range = (p) => `${p.spread[0].toFixed(2)}–${p.spread[1].toFixed(2)}`;
+  console.log(`Against numpy, interleaved: each row is ${pairedRows[0]?.rounds ?? 0} rounds of npyts then numpy (numpy first every other round), each side the median of a few runs; the ratio is the median of the rounds' ratios and the spread their range. A target is met when the whole spread is under it.`);
+  console.log('| operation | npyts | numpy | npyts / numpy | spread | target |');
+  console.log('|---|---|---|---|---|---|');
+  for (const p of pairedRows) console.log(`| ${p.op} | ${ms(p.seconds)} | ${ms(p.baseline)} | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${p.verdict === 'met' ? 'met' : p.verdict === 'missed' ? '**missed**' : '**crosses**'} |`);
+  console.log('\nEvery case once each (medians of single runs, one after the other; see the spread above for how far one figure moves):');
   console.log('| operation | npyts | throughput | npyts, JavaScript only | baseline | baseline time | npyts / baseline | target |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const r of report.rows) {

@@ -89,14 +89,18 @@ export type PerformAsync = (step: Step, signal: AbortSignal | undefined) => Prom
 
 /** Run an operation, each step performed blocking. */
 export function driveSync<T>(operation: Operation<T>, perform: PerformSync): T {
-  let answer: { value: unknown } | { error: unknown } = { value: undefined };
+  // The answer to the last step: its value, or (failed) the error thrown back into the operation.
+  let value: unknown;
+  let failed = false;
   for (;;) {
-    const next: IteratorResult<Step, T> = 'error' in answer ? operation.throw(answer.error) : operation.next(answer.value);
+    const next: IteratorResult<Step, T> = failed ? operation.throw(value) : operation.next(value);
     if (next.done) return next.value;
     try {
-      answer = { value: perform(next.value) };
+      value = perform(next.value);
+      failed = false;
     } catch (error) {
-      answer = { error };
+      value = error;
+      failed = true;
     }
   }
 }
@@ -107,10 +111,11 @@ export function driveSync<T>(operation: Operation<T>, perform: PerformSync): T {
  * clean-up steps run without it.
  */
 export async function drive<T>(operation: Operation<T>, perform: PerformAsync, signal?: AbortSignal): Promise<T> {
-  let answer: { value: unknown } | { error: unknown } = { value: undefined };
+  let value: unknown;
+  let failed = false;
   let live = signal;
   for (;;) {
-    const next: IteratorResult<Step, T> = 'error' in answer ? operation.throw(answer.error) : operation.next(answer.value);
+    const next: IteratorResult<Step, T> = failed ? operation.throw(value) : operation.next(value);
     if (next.done) return next.value;
     const step: Step = next.value;
     try {
@@ -120,10 +125,12 @@ export async function drive<T>(operation: Operation<T>, perform: PerformAsync, s
         throw reason;
       }
       if (step.op === 'committed') live = undefined; // an abort up to here was honoured; none after
-      answer = { value: await perform(step, live) };
+      value = await perform(step, live);
+      failed = false;
     } catch (error) {
       if (signal?.aborted) live = undefined; // the clean-up after an abort is not itself aborted
-      answer = { error };
+      value = error;
+      failed = true;
     }
   }
 }
@@ -136,7 +143,7 @@ export function* readInto(file: FileRef, into: Uint8Array, at: number, onPiece?:
 /** `length` bytes from `at` (fewer at the end of the file), in a buffer of their own. */
 export function* readBytes(file: FileRef, at: number, length: number): Operation<Uint8Array> {
   const out = new Uint8Array(length);
-  return out.subarray(0, yield* readInto(file, out, at));
+  return out.subarray(0, (yield { op: 'read', file, into: out, at }) as number);
 }
 
 /** Open a file, run `body` with it, close it on every path. */
