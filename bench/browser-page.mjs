@@ -23,8 +23,8 @@ const cases = {
   fetch_decode: async () => async () => decodeNpy(await fetchBytes('/f4.npy')),
   // Every member of the ResNet-like archives: deflated members inflated in workers by the
   // platform's DecompressionStream (readAll, the default), or by fflate on the page's thread (get).
-  resnet_stored: async () => { const bytes = await fetchBytes('/resnet_stored.npz'); return () => decodeNpz(bytes).readAll(); },
-  resnet_deflated: async () => { const bytes = await fetchBytes('/resnet_deflated.npz'); return () => decodeNpz(bytes).readAll(); },
+  resnet_stored: async () => { const bytes = await fetchBytes('/resnet_stored.npz'); return () => decodeNpz(bytes).getAll(); },
+  resnet_deflated: async () => { const bytes = await fetchBytes('/resnet_deflated.npz'); return () => decodeNpz(bytes).getAll(); },
   resnet_deflated_fflate: async () => { const bytes = await fetchBytes('/resnet_deflated.npz'); return () => { for (const _ of decodeNpz(bytes)); }; },
   // F → C of the 8192² float32 array, and a big-endian float64 file decoded to native order.
   toC_inmemory: async () => { const F = decodeNpy(await fetchBytes('/f4_F.npy')); return () => toOrder(F, 'C'); },

@@ -19,7 +19,7 @@ const cases = {
   byteswap: 'load big-endian f8',
   toC_inmemory: 'F → C in memory',
   saveNpy: 'saveNpySync f4',
-  loadNpz: 'loadNpzSync deflated',
+  loadNpz: 'openNpzSync deflated',
   objects: 'object array (allowPickle)',
 };
 

@@ -7,7 +7,7 @@ import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
-import { loadNpy, loadNpySync, loadNpzSync, saveNpy, saveNpzSync, openNpy, openNpySync, regionStats, nativeStatus } from '@npyts/core/node';
+import { loadNpy, loadNpySync, openNpzSync, saveNpy, saveNpzSync, openNpyFile, openNpyFileSync, regionStats, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
@@ -71,7 +71,7 @@ const ours = {
 const jsOnly = JSON.parse(execFileSync(process.execPath, [join(here, 'js-paths.mjs'), dir, String(REPEATS)], {
   encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
 }));
-const member = (() => { const a = loadNpzSync(file('deflated.npz')); const m = a.get('member'); a.close(); return m; })();
+const member = (() => { const a = openNpzSync(file('deflated.npz')); const m = a.getSync('member'); a.close(); return m; })();
 ours.saveNpz = median(() => saveNpzSync(outFile + '.npz', { member }, { compress: true }), Math.max(3, REPEATS >> 1));
 rmSync(outFile + '.npz', { force: true });
 // toTensor against tfjs's own transpose of the same Fortran-order 8192² data.
@@ -106,7 +106,7 @@ const pairedRows = [];
     await pairOf('load big-endian f8 → native', 'byteswap', c.byteswap, 1.2);
     await pairOf('F → C in memory (toOrder)', 'toC_inmemory', c.toC_inmemory, 0.5);
     await pairOf('object array, 100k mixed values (allowPickle)', 'objects', c.objects, 1.5);
-    await pairOf('loadNpzSync deflated member', 'loadNpz', c.loadNpz, 1.0);
+    await pairOf('openNpzSync deflated member', 'loadNpz', c.loadNpz, 1.0);
   } finally {
     await numpy.close();
     cleanup();
@@ -115,7 +115,7 @@ const pairedRows = [];
 }
 
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
-const allMembers = (path) => { const z = loadNpzSync(path); for (const name of z.names) z.get(name); z.close(); };
+const allMembers = (path) => { const z = openNpzSync(path); for (const name of z.names) z.getSync(name); z.close(); };
 const manyFiles = Array.from({ length: 10_000 }, (_, i) => file(`many/${String(i).padStart(5, '0')}.npy`));
 const beBytes = readFileSync(file('f8_be.npy'));
 const small = {
@@ -172,7 +172,7 @@ const regionCase = (read) => {
   const t = median(read);
   return { seconds: t, bytes: (regionStats.bytes - before.bytes) / (REPEATS + 1) };
 };
-const handle = openNpySync(bigFile);
+const handle = openNpyFileSync(bigFile);
 const regions = {
   row: regionCase(() => handle.read([bigRows >> 1, 0], [1, 32768])),
   column_block: regionCase(() => handle.read([0, 100], [bigRows, 8])),
@@ -211,10 +211,10 @@ const colFile = file('column.npy');
 const colGib = quick ? 0.25 : 1;
 const npColumn = py('column', colFile, String(colGib), String(REPEATS));
 const [colRows] = npColumn.shape;
-const colHandle = openNpySync(colFile);
+const colHandle = openNpyFileSync(colFile);
 const column = { file_gib: colGib, shape: npColumn.shape, npyts: median(() => colHandle.read([0, 7], [colRows, 1])), numpy_mmap: npColumn.numpy_mmap };
 colHandle.close();
-const colAsync = await openNpy(colFile);
+const colAsync = await openNpyFile(colFile);
 {
   const times = [];
   for (let i = 0; i < REPEATS; i++) {
@@ -227,7 +227,7 @@ const colAsync = await openNpy(colFile);
 await colAsync.close();
 rmSync(colFile, { force: true });
 const regionPeak = {
-  npyts: nodePeak(`const { openNpySync } = await import('@npyts/core/node'); const h = openNpySync(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`),
+  npyts: nodePeak(`const { openNpyFileSync } = await import('@npyts/core/node'); const h = openNpyFileSync(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`),
   numpy: pyPeak(`a = np.load(${JSON.stringify(bigFile)}, mmap_mode='r'); b = np.array(a[:, 100:108])`),
 };
 rmSync(bigFile, { force: true });
@@ -259,7 +259,7 @@ const rows = [
   ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }, null, null],
   ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, ['np.load(allow_pickle=True)', 2.0], jsOnly.objects],
   ['object array, 1M short strings (allowPickle)', small.strings1m, 0, { 'np.load(allow_pickle=True)': np.strings1m }, ['np.load(allow_pickle=True)', 2.0], null],
-  ['loadNpzSync deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
+  ['openNpzSync deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
   ['saveNpzSync compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }, null, null],
 ];
 const report = {
@@ -353,7 +353,7 @@ if (asJSON) {
   }
   const rg = report.regions;
   console.log(`\nRegion reads of a ${rg.file_gib} GiB float32 file ${JSON.stringify(rg.shape)} (C order): one row, and an 8-column stripe through every row.`);
-  console.log('| region | npyts openNpySync | bytes read | over HTTP (nginx) | bytes, requests | numpy mmap_mode="r" |');
+  console.log('| region | npyts openNpyFileSync | bytes read | over HTTP (nginx) | bytes, requests | numpy mmap_mode="r" |');
   console.log('|---|---|---|---|---|---|');
   for (const k of ['row', 'column_block']) {
     const h = rg.http?.[k];
@@ -362,7 +362,7 @@ if (asJSON) {
   const col = rg.column;
   const ratio = (x) => (x / rg.numpy_mmap.column_block).toFixed(2);
   console.log(`Target (issue 16): ≤ 1.5 × numpy mmap. 8-column stripe: ${ratio(rg.local.column_block.seconds)} × ${rg.local.column_block.seconds / rg.numpy_mmap.column_block <= 1.5 ? 'met' : '**missed**'}.`);
-  console.log(`One column of a ${col.file_gib} GiB float32 file ${JSON.stringify(col.shape)} (rows 4 KiB apart): openNpySync ${ms(col.npyts)}, openNpy (async) ${ms(col.npyts_async)}, numpy np.array(mmap[:, 7]) ${ms(col.numpy_mmap)}: ${(col.npyts / col.numpy_mmap).toFixed(2)} × (target ≤ 1.5: ${col.npyts / col.numpy_mmap <= 1.5 ? 'met' : '**missed**'}).`);
+  console.log(`One column of a ${col.file_gib} GiB float32 file ${JSON.stringify(col.shape)} (rows 4 KiB apart): openNpyFileSync ${ms(col.npyts)}, openNpyFile (async) ${ms(col.npyts_async)}, numpy np.array(mmap[:, 7]) ${ms(col.numpy_mmap)}: ${(col.npyts / col.numpy_mmap).toFixed(2)} × (target ≤ 1.5: ${col.npyts / col.numpy_mmap <= 1.5 ? 'met' : '**missed**'}).`);
   const mb = (x) => (x / 2 ** 20).toFixed(0) + ' MiB';
   console.log(`Peak RSS of the column-stripe read (fresh process each): npyts ${mb(rg.peak_rss.npyts)}, numpy mmap ${mb(rg.peak_rss.numpy)}.`);
   const m = report.peak_rss;

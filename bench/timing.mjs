@@ -1,7 +1,7 @@
 // The bench's timing rule (the median of `repeats` runs after one warm-up run) and the cases whose
 // speed @npyts/native can change, shared by run.mjs, js-paths.mjs and profile.mjs.
 import { toOrder } from '@npyts/core';
-import { loadNpySync, saveNpySync, loadNpzSync } from '@npyts/core/node';
+import { loadNpySync, saveNpySync, openNpzSync } from '@npyts/core/node';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -35,7 +35,7 @@ export function benchCases(dir) {
       toC: () => toOrder(loadNpySync(file('f4_F.npy')), 'C'),
       toC_inmemory: () => toOrder((F ??= loadNpySync(file('f4_F.npy'))), 'C'),
       saveNpy: () => saveNpySync(out, (f4 ??= loadNpySync(file('f4.npy')))),
-      loadNpz: () => { const a = loadNpzSync(file('deflated.npz')); a.get('member'); a.close(); },
+      loadNpz: () => { const a = openNpzSync(file('deflated.npz')); a.getSync('member'); a.close(); },
       objects: () => loadNpySync(file('objects.npy'), { allowPickle: true }),
     },
     cleanup: () => rmSync(out, { force: true }),

@@ -11,7 +11,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { loadLayersModel } from '@tensorflow/tfjs-layers';
 import { npzHandler, toTensor } from '@npyts/tfjs';
 import { toStdlib } from '@npyts/stdlib';
-import { loadNpz, loadNpzSync } from '@npyts/core/node';
+import { openNpz, openNpzSync } from '@npyts/core/node';
 import { runDigitsCnn } from './digits-cnn.mjs';
 
 const archivePath = join(dirname(fileURLToPath(import.meta.url)), 'digits-mlp.npz');
@@ -30,11 +30,11 @@ console.warn = warn;
 // model.json member. tfjs builds the model and takes the weights through npzHandler; arrays that
 // belong to no layer (the test data) are left out.
 const model = await loadLayersModel(npzHandler(archivePath));
-const archive = loadNpzSync(archivePath);
-const pixels = toTensor(archive.get('x_test'));            // uint8 → int32
-const labels = toTensor(archive.get('y_test'));            // int64 → int32, range-checked
-const numpyPredictions = toTensor(archive.get('numpy_predictions'));
-const numpyAccuracy = archive.get('numpy_accuracy').get();
+const archive = openNpzSync(archivePath);
+const pixels = toTensor(archive.getSync('x_test'));            // uint8 → int32
+const labels = toTensor(archive.getSync('y_test'));            // int64 → int32, range-checked
+const numpyPredictions = toTensor(archive.getSync('numpy_predictions'));
+const numpyAccuracy = archive.getSync('numpy_accuracy').get();
 const predictions = tf.tidy(() => tf.argMax(model.predict(tf.div(tf.cast(pixels, 'float32'), 16)), 1));
 const n = labels.shape[0];
 const count = async (a, b) => (await tf.sum(tf.cast(tf.equal(a, b), 'int32')).data())[0];
@@ -47,7 +47,7 @@ console.log(`numpy's accuracy from the archive:      ${numpyAccuracy.toFixed(4)}
 console.log(`predictions agreeing with numpy's: ${agree}/${n}`);
 
 // --- PyTorch ----------------------------------------------------------------------------------
-const torchArchive = await loadNpz(join(dirname(archivePath), 'digits-cnn.npz'));
+const torchArchive = await openNpz(join(dirname(archivePath), 'digits-cnn.npz'));
 const cnn = await runDigitsCnn(torchArchive);
 await torchArchive.close();
 console.log(`\nPyTorch CNN in tfjs: ${cnn.correct}/${cnn.n} test digits right (PyTorch: ${cnn.torchCorrect}/${cnn.n}); predictions agreeing with PyTorch's: ${cnn.agree}/${cnn.n}; largest logit difference ${cnn.maxAbsDiff.toExponential(2)}`);
@@ -55,7 +55,7 @@ console.log(`\nPyTorch CNN in tfjs: ${cnn.correct}/${cnn.n} test digits right (P
 // --- @stdlib --------------------------------------------------------------------------------
 console.log('\nthe same weights as @stdlib/ndarray views of the decoded arrays (no further copies):');
 for (const name of ['dense/kernel', 'dense/bias', 'dense_1/kernel', 'dense_1/bias']) {
-  const array = archive.get(name);
+  const array = archive.getSync(name);
   const view = toStdlib(array);
   let sum = 0, sumSq = 0, min = Infinity, max = -Infinity;
   const visit = (idx, axis) => {

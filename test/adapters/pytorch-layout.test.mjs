@@ -44,7 +44,7 @@ for (const name of ['mlp', 'cnn', 'text', 'lstm', 'bilstm', 'attention', 'upsamp
     const model = twins[name]();
     await assignWeights(model, npz(name), { layout: 'pytorch' }); // runs the check members itself
     const r = await checkModel(model, npz(name));
-    const scale = Math.max(...decodeNpz(readFileSync(npz(name))).get('check/output').data.map(Math.abs));
+    const scale = Math.max(...decodeNpz(readFileSync(npz(name))).getSync('check/output').data.map(Math.abs));
     assert.ok(r.maxAbsDiff <= 1e-5 * scale, `${name}: largest difference ${r.maxAbsDiff} on a scale of ${scale}`);
     assert.ok(r.compared > 0);
   });
@@ -112,7 +112,7 @@ maybe('a GRU is refused with the reason (reset_after), a grouped convolution too
 
 maybe('a square weight transposed by mistake in the archive is caught by the check, and the model keeps its weights', async () => {
   const archive = decodeNpz(readFileSync(npz('attention')));
-  const arrays = Object.fromEntries(archive.names.map((k) => [k, archive.get(k)]));
+  const arrays = Object.fromEntries(archive.names.map((k) => [k, archive.getSync(k)]));
   arrays['q.weight'] = toOrder(transpose(arrays['q.weight'], [1, 0]), 'C');
   const wrong = join(dir, 'attention-wrong.npz');
   writeFileSync(wrong, encodeNpz(arrays));
@@ -144,7 +144,7 @@ maybe('a Flatten whose input layout cannot be told is refused, and { flattenLayo
     tfl.layers.dense({ units: 5 }),
   ] });
   const fc = decodeNpz(readFileSync(npz('cnn')));
-  const source = encodeNpz({ 'fc.weight': fc.get('fc.weight'), 'fc.bias': fc.get('fc.bias') });
+  const source = encodeNpz({ 'fc.weight': fc.getSync('fc.weight'), 'fc.bias': fc.getSync('fc.bias') });
   const e = await refusal(planWeights(model(), source, { layout: 'pytorch' }));
   assert.match(e.message, /flattenLayout/);
   const plan = await planWeights(model(), source, { layout: 'pytorch', flattenLayout: 'channelsLast' });

@@ -54,7 +54,7 @@ test('model.save(npzHandler) → numpy reads every weight by name, exactly → l
   assert.equal(Object.keys(saved).sort(), Object.keys(original).sort());
   for (const [name, w] of Object.entries(original)) assert.equal(saved[name], w, name);
   const z = decodeNpz(readFileSync(at('saved.npz')));
-  const json = JSON.parse(new TextDecoder().decode(z.bytes('model.json')));
+  const json = JSON.parse(new TextDecoder().decode(z.bytesSync('model.json')));
   assert.is(z.entry('model.json').method, 0, 'model.json is stored');
   assert.equal(json.weightSpecs.map((s) => s.name), model.weights.map((w) => w.originalName));
   const again = await tfl.loadLayersModel(npzHandler(at('saved.npz')));

@@ -65,7 +65,7 @@ const readInPage = (page, file) => page.evaluate(async (url) => {
     const z = decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()));
     const out = {};
     const owns = {};
-    for (const [name, a] of await z.readAll()) {
+    for (const [name, a] of await z.getAll()) {
       out[name] = { descr: a.dtype.str, shape: [...a.shape], crc: crc32(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)) };
       // The data of a deflated member is a buffer of its own (no header bytes before it).
       if (a.data.byteLength) owns[name] = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
@@ -124,8 +124,8 @@ test('a worker that cannot run its program (a bundler rewrote it) hands its memb
     globalThis.Worker = class extends Original { constructor() { super(broken); } };
     try {
       const z = decodeNpz(new Uint8Array(await (await fetch('/data/weights.npz')).arrayBuffer()));
-      const all = await z.readAll();
-      const corrupt = await decodeNpz(new Uint8Array(await (await fetch('/data/corrupt/corrupt_deflate.npz')).arrayBuffer())).readAll().then(() => 'read', (e) => e.code);
+      const all = await z.getAll();
+      const corrupt = await decodeNpz(new Uint8Array(await (await fetch('/data/corrupt/corrupt_deflate.npz')).arrayBuffer())).getAll().then(() => 'read', (e) => e.code);
       return { shape: [...all.get('w').shape], first: all.get('b').data[3].toString(), corrupt };
     } finally {
       globalThis.Worker = Original;
@@ -147,12 +147,12 @@ test('an abort takes the members not yet started out of the queue; later reads s
     try {
       const z = decodeNpz(new Uint8Array(await (await fetch('/data/weights.npz')).arrayBuffer()));
       const controller = new AbortController();
-      const reading = z.readAll({ signal: controller.signal });
+      const reading = z.getAll({ signal: controller.signal });
       controller.abort();
       const aborted = await reading.then(() => 'read', (e) => e.name);
       await new Promise((r) => setTimeout(r, 200));
       const postedBeforeAbort = posted;
-      const again = await z.readAll();
+      const again = await z.getAll();
       return { aborted, again: again.size, postedBeforeAbort, members: z.names.length, cores: navigator.hardwareConcurrency };
     } finally {
       globalThis.Worker = Original;

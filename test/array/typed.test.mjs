@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { arrayFromValues, createArray, decodeNpy, decodeNpz, encodeNpy, getField, isDType, NpyError } from '@npyts/core';
-import { loadNpySync, loadNpzSync, openNpySync } from '@npyts/core/node';
+import { loadNpySync, openNpzSync, openNpyFileSync } from '@npyts/core/node';
 import { python, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch('npyts-typed-');
@@ -25,10 +25,10 @@ test('expect: the dtype is checked once, byte order free unless exactByteOrder; 
   assert.throws(() => decodeNpy(be, { expect: '<f4', exactByteOrder: true }), (e) => e instanceof NpyError && e.code === 'UNEXPECTED_DTYPE' && /'<f4'/.test(e.message) && /'>f4'/.test(e.message));
   assert.throws(() => decodeNpy(le, { expect: '<f8' }), (e) => e instanceof NpyError && e.code === 'UNEXPECTED_DTYPE' && /expected dtype '<f8'.*the header says '<f4'/.test(e.message));
   assert.throws(() => loadNpySync(join(dir, 'le.npy'), { expect: '<i4' }), (e) => e.code === 'UNEXPECTED_DTYPE');
-  assert.throws(() => openNpySync(join(dir, 'le.npy'), { expect: '<i4' }), (e) => e.code === 'UNEXPECTED_DTYPE');
-  assert.equal(Array.from(openNpySync(join(dir, 'be.npy'), { expect: '<f4' }).read([1, 0], [1, 3]).data), [3, 4, 5]);
-  assert.equal(Array.from(loadNpzSync(join(dir, 'w.npz')).get('w', { expect: '<f8' }).data), [1, 1, 1]);
-  assert.throws(() => decodeNpz(readFileSync(join(dir, 'w.npz'))).get('w', { expect: '<f4' }), (e) => e.code === 'UNEXPECTED_DTYPE' && /member 'w\.npy'/.test(e.message));
+  assert.throws(() => openNpyFileSync(join(dir, 'le.npy'), { expect: '<i4' }), (e) => e.code === 'UNEXPECTED_DTYPE');
+  assert.equal(Array.from(openNpyFileSync(join(dir, 'be.npy'), { expect: '<f4' }).read([1, 0], [1, 3]).data), [3, 4, 5]);
+  assert.equal(Array.from(openNpzSync(join(dir, 'w.npz')).getSync('w', { expect: '<f8' }).data), [1, 1, 1]);
+  assert.throws(() => decodeNpz(readFileSync(join(dir, 'w.npz'))).getSync('w', { expect: '<f4' }), (e) => e.code === 'UNEXPECTED_DTYPE' && /member 'w\.npy'/.test(e.message));
   // Records: the expected descr is compared as numpy compares dtypes (names, titles, offsets, shapes).
   const rec = loadNpySync(join(dir, 'rec.npy'), { expect: [['pos', [['x', '<f8'], ['y', '<f8']]], [['title', 'id'], '<u4'], ['m', '<f4', [2, 3]]] });
   assert.equal(getField(rec, 'pos.x').shape, [2]);

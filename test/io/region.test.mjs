@@ -9,7 +9,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
-import { appendNpy, openNpy, openNpySync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, loadNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
+import { appendNpy, openNpyFile, openNpyFileSync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, openNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
 import { numpy, python, runThenKill, scratch } from '../helpers/numpy.mjs';
 import { freePort, startNginx, waitForServer } from '../helpers/nginx.mjs';
 
@@ -19,7 +19,7 @@ const cases = numpy('regions', join(dir, 'r'));
 
 test('region reads equal numpy slicing for every dtype family, C and F, along every axis', () => {
   for (const { file, regions } of cases) {
-    const h = openNpySync(file);
+    const h = openNpyFileSync(file);
     try {
       for (const r of regions) {
         const a = h.read(r.start, r.count);
@@ -48,13 +48,13 @@ a = np.asfortranarray(a) if '${order}' == 'F' else a
 np.save(${JSON.stringify(file)}, a)
 sl = tuple(slice(s, s + c) for s, c in zip(${JSON.stringify(start)}, ${JSON.stringify(count)}))
 print(json.dumps(to_json(a[sl])))`));
-    const h = openNpySync(file);
+    const h = openNpyFileSync(file);
     const before = { ...regionStats };
     const got = h.read(start, count);
     assert.is(regionStats.reads - before.reads, 1, `${file}: one gather`);
     assert.equal(arrayToJSON(got), want, `${file} ${start} ${count}`);
     h.close();
-    const ha = await openNpy(file);
+    const ha = await openNpyFile(file);
     assert.equal(arrayToJSON(await ha.read(start, count)), want, `${file} (async)`);
     await ha.close();
   }
@@ -62,7 +62,7 @@ print(json.dumps(to_json(a[sl])))`));
 
 test('a region read moves only the bytes the region covers (plus small joined gaps)', () => {
   const { file } = cases.find((c) => c.file.endsWith('r0C.npy')); // float32 (7, 9), C order
-  const h = openNpySync(file);
+  const h = openNpyFileSync(file);
   const before = { ...regionStats };
   h.read([2, 0], [3, 9]); // three whole rows: one contiguous read
   assert.is(regionStats.reads - before.reads, 1);
@@ -73,7 +73,7 @@ test('a region read moves only the bytes the region covers (plus small joined ga
 test('stored npz members support the same region reads', () => {
   const zipped = join(dir, 'members.npz');
   python(`np.savez(${JSON.stringify(zipped)}, **{f"m{i}": np.load(p) for i, p in enumerate(${JSON.stringify(cases.map((c) => c.file))})})`);
-  const archive = loadNpzSync(zipped);
+  const archive = openNpzSync(zipped);
   try {
     cases.forEach(({ regions }, i) => {
       const h = openNpzMemberSync(archive, `m${i}`);
@@ -84,7 +84,7 @@ test('stored npz members support the same region reads', () => {
   }
   const deflated = join(dir, 'deflated.npz');
   python(`np.savez_compressed(${JSON.stringify(deflated)}, a=np.arange(4))`);
-  const d = loadNpzSync(deflated);
+  const d = openNpzSync(deflated);
   assert.throws(() => openNpzMemberSync(d, 'a'), /stored member/);
   d.close();
 });
@@ -94,7 +94,7 @@ for (const order of ['C', 'F']) {
     const file = join(dir, `big${order}.npy`);
     const info = numpy('big', file, order);
     assert.ok(statSync(file).size > 2 ** 32);
-    const h = openNpySync(file);
+    const h = openNpyFileSync(file);
     try {
       for (const r of info.regions) {
         const before = regionStats.bytes;

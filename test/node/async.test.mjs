@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  loadNpy, saveNpy, readNpyHeader, loadNpz, saveNpz, openNpy, createNpy, writeRegion, appendNpy, openNpzMember,
+  loadNpy, saveNpy, readNpyHeader, openNpz, saveNpz, openNpyFile, createNpy, writeRegion, appendNpy, openNpzMember,
   loadNpySync, saveNpySync,
 } from '@npyts/core/node';
 import { arrayFromValues } from '@npyts/core';
@@ -132,7 +132,7 @@ test('a deflated 256 MiB member is inflated off the event loop (drift within 20 
   const { worst, noise, digest, corrupt } = inChild(`
 const { createHash } = await import('node:crypto');
 const fs = await import('node:fs');
-const z = await nd.loadNpz(${JSON.stringify(zipped)});
+const z = await nd.openNpz(${JSON.stringify(zipped)});
 const t0 = performance.now();
 await z.get('m');
 const took = performance.now() - t0;
@@ -144,7 +144,7 @@ const bytes = fs.readFileSync(${JSON.stringify(zipped)});
 bytes[bytes.length >> 1] ^= 0xff;
 fs.writeFileSync(${JSON.stringify(join(dir, 'corrupt.npz'))}, bytes);
 const codes = [];
-for (const run of [async () => (await nd.loadNpz(${JSON.stringify(join(dir, 'corrupt.npz'))})).get('m'), async () => nd.loadNpzSync(${JSON.stringify(join(dir, 'corrupt.npz'))}).get('m')]) {
+for (const run of [async () => (await nd.openNpz(${JSON.stringify(join(dir, 'corrupt.npz'))})).get('m'), async () => nd.openNpzSync(${JSON.stringify(join(dir, 'corrupt.npz'))}).getSync('m')]) {
   try { await run(); codes.push('none'); } catch (e) { codes.push(e.code); }
 }
 return { worst, noise, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]), corrupt: codes };`);
@@ -192,7 +192,7 @@ test('region reads and writes through async handles: two concurrent writers fill
   await h[Symbol.asyncDispose]();
   await h.close(); // closing twice is harmless
   assert.is(python(`a = np.load(${JSON.stringify(path)}); print(int((a == np.arange(400 * 300).reshape(400, 300)).all()))`).trim(), '1');
-  const r = await openNpy(path, { expect: '<f8' });
+  const r = await openNpyFile(path, { expect: '<f8' });
   try {
     const block = await r.read([10, 7], [5, 3]);
     assert.equal(Array.from(block.data), JSON.parse(python(`a = np.load(${JSON.stringify(path)}); print(json.dumps(a[10:15, 7:10].ravel().tolist()))`)));
@@ -219,7 +219,7 @@ test('concurrent async appends from one process are serialised: numpy sees every
 test('async .npz: members read on demand equal numpy, stored members by region, saves numpy loads, aborts change nothing', async () => {
   const path = join(dir, 'archive.npz');
   python(`np.savez(${JSON.stringify(path)}, a=np.arange(12, dtype='>i8').reshape(3, 4), b=np.array(['x', 'yz']), c=np.eye(3, dtype='<f4'))`);
-  const z = await loadNpz(path);
+  const z = await openNpz(path);
   try {
     assert.equal([...z.names], ['a', 'b', 'c']);
     const a = await z.get('a', { expect: '>i8' });
@@ -236,7 +236,7 @@ test('async .npz: members read on demand equal numpy, stored members by region, 
     // also when its data happens to be aligned in that window (member 'ab.npy': float32 data at byte 164).
     const small = join(dir, 'small.npz');
     python(`np.savez(${JSON.stringify(small)}, ab=np.arange(5, dtype='<f4'), zz=np.zeros(100000))`);
-    const zs = await loadNpz(small);
+    const zs = await openNpz(small);
     const ab = await zs.get('ab');
     assert.equal(Array.from(ab.data), [0, 1, 2, 3, 4]);
     assert.ok(ab.data.buffer.byteLength < 4096, `a small member kept a ${ab.data.buffer.byteLength}-byte read window alive`);
@@ -264,7 +264,7 @@ test('async errors are NpyErrors with the same codes as the blocking calls', asy
   const bytes = readFileSync(bigLE).subarray(0, 4096);
   writeFileSync(bad, bytes);
   await rejects(() => loadNpy(bad), (e) => e.code === 'DATA_TRUNCATED');
-  await rejects(() => openNpy(bad), (e) => e.code === 'DATA_TRUNCATED');
+  await rejects(() => openNpyFile(bad), (e) => e.code === 'DATA_TRUNCATED');
   await rejects(() => loadNpy(bigLE, { expect: '<i4' }), (e) => e.code === 'UNEXPECTED_DTYPE');
 });
 

@@ -5,8 +5,8 @@ import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeNpz, encodeNpz, npyDocument, readHeader, NpyError, fflateCodec } from '@npyts/core';
-import { loadNpz, loadNpzSync, saveNpzSync, zlibCodec, loadNpySync } from '@npyts/core/node';
+import { decodeNpz, encodeNpz, encodeNpy, npyDocument, readHeader, NpyError, fflateCodec } from '@npyts/core';
+import { openNpz, openNpzSync, loadNpz, loadNpzSync, saveNpzSync, zlibCodec, loadNpySync } from '@npyts/core/node';
 import { numpy, python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 async function rejects(fn, check) {
@@ -26,16 +26,16 @@ const { cases, docs } = numpy('npz', join(dir, 'in'));
 function ourDocs(archive) {
   const out = {};
   for (const name of archive.names) {
-    const raw = archive.bytes(name);
+    const raw = archive.bytesSync(name);
     if (raw[0] !== 0x93) { out[name] = { raw: Buffer.from(raw).toString('hex') }; continue; }
-    out[name] = npyDocument(readHeader(raw), archive.get(name));
+    out[name] = npyDocument(readHeader(raw), archive.getSync(name));
   }
   return out;
 }
 
 for (const [name, file] of Object.entries(cases)) {
   test(`reads numpy's ${name} archive (disk + zlib, memory + fflate)`, () => {
-    const onDisk = loadNpzSync(file);
+    const onDisk = openNpzSync(file);
     try {
       assert.equal(ourDocs(onDisk), docs[name]);
     } finally {
@@ -51,11 +51,11 @@ test('numpy key rules: one .npy stripped, both spellings find a member', () => {
   const a = decodeNpz(readFileSync(cases.odd_names));
   assert.equal([...a.names], ['a/b', 'é整', 'f.npy']);
   assert.ok(a.has('a/b') && a.has('a/b.npy') && a.has('f.npy') && a.has('f.npy.npy'));
-  assert.is(a.get('f.npy').shape[0], 1);
-  assert.throws(() => a.get('nope'), (e) => e.code === 'NPZ_KEY' && /'a\/b', 'é整', 'f\.npy'/.test(e.message));
+  assert.is(a.getSync('f.npy').shape[0], 1);
+  assert.throws(() => a.getSync('nope'), (e) => e.code === 'NPZ_KEY' && /'a\/b', 'é整', 'f\.npy'/.test(e.message));
   const extras = decodeNpz(readFileSync(cases.extras));
-  assert.throws(() => extras.get('notes.txt'), /bytes\('notes\.txt'\)/);
-  assert.is(new TextDecoder().decode(extras.bytes('notes.txt')), 'not an array');
+  assert.throws(() => extras.getSync('notes.txt'), /bytes\('notes\.txt'\)/);
+  assert.is(new TextDecoder().decode(extras.bytesSync('notes.txt')), 'not an array');
 });
 
 test('the archive is lazy: a member is inflated only when asked for', () => {
@@ -64,16 +64,16 @@ test('the archive is lazy: a member is inflated only when asked for', () => {
   const a = decodeNpz(readFileSync(cases.savez_compressed), { codec: counting });
   assert.ok(a.names.length > 5);
   assert.is(inflated, 0);
-  a.get('f4');
+  a.getSync('f4');
   assert.is(inflated, 1);
 });
 
-test('loadNpzSync reads only the directory and the members asked for', () => {
-  const a = loadNpzSync(cases.savez);
+test('openNpzSync reads only the directory and the members asked for', () => {
+  const a = openNpzSync(cases.savez);
   let reads = 0;
   const read = a.source.read.bind(a.source);
   a.source.read = (o, l) => { reads += l; return read(o, l); };
-  const f4 = a.get('f4');
+  const f4 = a.getSync('f4');
   a.close();
   assert.equal(f4.shape, [2, 3]);
   assert.ok(reads < 400, `read ${reads} bytes for one small member`);
@@ -83,9 +83,9 @@ test('more than 65535 members (zip64 end record) read and write', () => {
   const file = join(dir, 'many.npz');
   const made = numpy('npz-many', file, '70000');
   assert.ok(made.zip64_end);
-  const a = loadNpzSync(file);
+  const a = openNpzSync(file);
   assert.is(a.names.length, 70000);
-  assert.is(a.get('m69999').get(), 69999);
+  assert.is(a.getSync('m69999').get(), 69999);
   a.close();
   const ours = join(dir, 'many_ours.npz');
   const arrays = new Map(Array.from({ length: 66000 }, (_, i) => [`k${i}`, { data: new Int32Array([i]), shape: [] }]));
@@ -110,7 +110,7 @@ test('every corrupt archive is refused with a clear error, by both codecs', () =
       let err;
       try {
         const a = decodeNpz(readFileSync(file), { codec });
-        for (const n of a.names) a.get(n);
+        for (const n of a.names) a.getSync(n);
       } catch (e) {
         err = e;
       }
@@ -127,22 +127,45 @@ test('every corrupt archive is refused with a clear error, by both codecs', () =
 test('read()/readAll() of an archive in memory (the platform\'s DecompressionStream, off the calling thread in browsers) give what get() gives, for every numpy archive', async () => {
   for (const [name, file] of Object.entries(cases)) {
     const z = decodeNpz(readFileSync(file));
-    const npyNames = z.names.filter((n) => z.bytes(n)[0] === 0x93);
-    const all = await Promise.all(npyNames.map((n) => z.read(n)));
-    npyNames.forEach((n, i) => assert.equal(npyDocument(z.header(n), all[i]), docs[name][n], `${name}/${n}`));
+    const npyNames = z.names.filter((n) => z.bytesSync(n)[0] === 0x93);
+    const all = await Promise.all(npyNames.map((n) => z.get(n)));
+    npyNames.forEach((n, i) => assert.equal(npyDocument(z.headerSync(n), all[i]), docs[name][n], `${name}/${n}`));
   }
   const z = decodeNpz(readFileSync(cases[Object.keys(cases)[0]]));
   const controller = new AbortController();
   controller.abort();
-  await rejects(() => z.read(z.names[0], { signal: controller.signal }), (e) => e.name === 'AbortError');
+  await rejects(() => z.get(z.names[0], { signal: controller.signal }), (e) => e.name === 'AbortError');
 });
 
-test('every corrupt archive is refused by read() and readAll() of an archive in memory', async () => {
+test('every corrupt archive is refused by the async get() and getAll() of an archive in memory (workers or the calling thread) and of openNpzSync (zlib on libuv threads), and by loadNpz/loadNpzSync', async () => {
   for (const [name, { file }] of Object.entries(corrupt)) {
+    const refused = (e) => e instanceof NpyError && [expectedCodes[name]].flat().includes(e.code);
+    await rejects(() => decodeNpz(readFileSync(file)).getAll(), refused);
     await rejects(async () => {
-      const a = decodeNpz(readFileSync(file));
-      await a.readAll();
-    }, (e) => e instanceof NpyError && [expectedCodes[name]].flat().includes(e.code));
+      const a = openNpzSync(file);
+      try {
+        for (const n of a.names) await a.get(n);
+      } finally {
+        a.close();
+      }
+    }, refused);
+    await rejects(() => loadNpz(file), refused);
+    assert.throws(() => loadNpzSync(file), refused, name);
+  }
+});
+
+test('loadNpz and loadNpzSync give every member (as np.load(path) does), the same as getAll() and getAllSync() of the open archives', async () => {
+  for (const name of ['savez', 'savez_compressed', 'positional']) {
+    const file = cases[name];
+    const keys = python(`print(json.dumps(np.load(${JSON.stringify(file)}).files))`);
+    const want = (m) => Object.fromEntries([...m].map(([k, a]) => [k, npyDocument(readHeader(encodeNpy(a)), a)]));
+    const loaded = await loadNpz(file);
+    assert.equal([...loaded.keys()], JSON.parse(keys));
+    assert.equal(want(loadNpzSync(file)), want(loaded), name);
+    const z = openNpzSync(file);
+    assert.equal(want(await z.getAll()), want(loaded), name);
+    assert.equal(want(z.getAllSync()), want(loaded), name);
+    z.close();
   }
 });
 
@@ -150,7 +173,7 @@ test('every corrupt archive is refused by the async reader too (members read str
   for (const [name, { file }] of Object.entries(corrupt)) {
     let err;
     try {
-      const a = await loadNpz(file);
+      const a = await openNpz(file);
       try {
         for (const n of a.names) await a.get(n);
       } finally {
@@ -178,7 +201,7 @@ with zipfile.ZipFile(${JSON.stringify(path)}, 'w') as z:
 z = np.load(${JSON.stringify(path)})
 assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
 `);
-  const z = await loadNpz(path);
+  const z = await openNpz(path);
   try {
     assert.equal(Array.from((await z.get('s')).data), Array.from({ length: 10 }, (_, i) => i));
     const d = await z.get('d');
@@ -200,7 +223,7 @@ assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
   const at = bytes.indexOf(Buffer.from('trailing bytes'));
   bytes[at + 3] ^= 1;
   writeFileSync(join(dir, 'trailing-bad.npz'), bytes);
-  const bad = await loadNpz(join(dir, 'trailing-bad.npz'));
+  const bad = await openNpz(join(dir, 'trailing-bad.npz'));
   await rejects(() => bad.get('s'), (e) => e.code === 'ZIP_CRC');
   await bad.close();
 });
@@ -260,7 +283,7 @@ test('archives we write load in numpy with the same keys, dtypes, orders and val
 test('a list is saved as arr_0, arr_1 …; an empty archive is 22 bytes like numpy\'s', () => {
   const a = decodeNpz(encodeNpz([{ data: new Float32Array([1]) }, { data: new Int8Array([2, 3]) }]));
   assert.equal([...a.names], ['arr_0', 'arr_1']);
-  assert.equal(a.get('arr_1').toList(), [2, 3]);
+  assert.equal(a.getSync('arr_1').toList(), [2, 3]);
   const empty = encodeNpz({});
   assert.is(empty.length, 22);
   assert.is(empty.length, readFileSync(cases.empty).length);
@@ -285,12 +308,12 @@ test('CLI: convert npz → npz (--compress/--store), member → npy, npy → npz
   const out = join(dir, 'conv.npz');
   let r = await runCli(['convert', cases.savez, out, '--compress']);
   assert.is(r.code, 0, r.stderr);
-  let a = loadNpzSync(out);
+  let a = openNpzSync(out);
   assert.ok(a.entries.every((e) => e.method === 8));
   assert.equal(ourDocs(a), docs.savez);
   a.close();
   r = await runCli(['convert', out, out + '.stored.npz', '--store']);
-  a = loadNpzSync(out + '.stored.npz');
+  a = openNpzSync(out + '.stored.npz');
   assert.ok(a.entries.every((e) => e.method === 0));
   a.close();
   const npy = join(dir, 'member.npy');
@@ -299,7 +322,7 @@ test('CLI: convert npz → npz (--compress/--store), member → npy, npy → npz
   assert.equal(npyDocument(readHeader(readFileSync(npy)), loadNpySync(npy)), docs.savez_compressed.rec);
   r = await runCli(['convert', npy, join(dir, 'wrapped.npz:table')]);
   assert.is(r.code, 0, r.stderr);
-  const w = loadNpzSync(join(dir, 'wrapped.npz'));
+  const w = openNpzSync(join(dir, 'wrapped.npz'));
   assert.equal([...w.names], ['table']);
   w.close();
   r = await runCli(['convert', cases.savez, join(dir, 'x.npy')]);

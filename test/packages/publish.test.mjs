@@ -144,10 +144,10 @@ export const used = [data, loadNpySync, pickleCodec, toTensor, toStdlib];
 `,
   'bundler.ts': `
 import { arrayFromValues } from '@npyts/core';
-import { loadNpz } from '@npyts/core/node';
+import { openNpz } from '@npyts/core/node';
 import { toTensor } from '@npyts/tfjs';
 export const t = toTensor(arrayFromValues([1], '<f4'));
-export const o = loadNpz;
+export const o = openNpz;
 `,
   'node10.ts': `
 import { arrayFromValues } from '@npyts/core';

@@ -314,7 +314,7 @@ except Exception as e: print(type(e).__name__)`).trim();
 const fs = await import('node:fs');
 const bytes = fs.readFileSync('bomb.npz');
 const codes = {};
-for (const [name, run] of [['fflate', () => core.decodeNpz(bytes).bytes('a')], ['zlib', () => nd.loadNpzSync('bomb.npz').bytes('a')], ['async', async () => (await nd.loadNpz('bomb.npz')).bytes('a')], ['asyncGet', async () => (await nd.loadNpz('bomb.npz')).get('a')]]) {
+for (const [name, run] of [['fflate', () => core.decodeNpz(bytes).bytesSync('a')], ['zlib', () => nd.openNpzSync('bomb.npz').bytesSync('a')], ['async', async () => (await nd.openNpz('bomb.npz')).bytes('a')], ['asyncGet', async () => (await nd.openNpz('bomb.npz')).get('a')]]) {
   try { await run(); codes[name] = 'read'; } catch (e) { codes[name] = e instanceof core.NpyError ? e.code : String(e); }
 }
 globalThis.result = codes;`, { timeoutMs: 5_000 }); // inflating the 2 GiB took 7.7 s here before the fix; stopping at the declared size takes milliseconds
@@ -330,11 +330,11 @@ const fs = await import('node:fs');
 const bytes = new Uint8Array(Buffer.from(${JSON.stringify(Buffer.from(z).toString('base64'))}, 'base64'));
 const codes = [];
 for (const codec of [core.fflateCodec, nd.zlibCodec]) {
-  try { core.decodeNpz(bytes, { codec }).bytes('a'); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code + ': ' + e.message : String(e)); }
+  try { core.decodeNpz(bytes, { codec }).bytesSync('a'); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code + ': ' + e.message : String(e)); }
 }
 // The async archive (inflate on the thread pool) applies the same bound before allocating.
 fs.writeFileSync('liar.npz', bytes);
-try { await (await nd.loadNpz('liar.npz')).get('a'); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code + ': ' + e.message : String(e)); }
+try { await (await nd.openNpz('liar.npz')).get('a'); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code + ': ' + e.message : String(e)); }
 globalThis.result = { codes };`, { timeoutMs: 20_000 });
   assert.is(out.codes.length, 3);
   for (const c of out.codes) assert.match(c, /^ZIP_SIZE: .*more than its 100 deflated bytes/);
@@ -356,7 +356,7 @@ test('overlapping members, and local headers that disagree with the central dire
     const file = join(dir, `zip-${what}.npz`);
     writeFileSync(file, bytes);
     for (const name of ['a']) {
-      assert.throws(() => decodeNpz(bytes).get(name), (e) => e instanceof NpyError && e.code === (what === 'size' ? 'ZIP_SIZE' : 'ZIP_FORMAT'), `${what} ${name}`);
+      assert.throws(() => decodeNpz(bytes).getSync(name), (e) => e instanceof NpyError && e.code === (what === 'size' ? 'ZIP_SIZE' : 'ZIP_FORMAT'), `${what} ${name}`);
     }
     const py = python(`
 import zipfile
@@ -416,7 +416,7 @@ const h = nd.createNpySync('six.npy', { dtype: '<f4', shape: [${rows}, 1024] });
 for (const r of [0, 1, 777777, ${rows - 1}]) h.writeRegion([r, 7], { data: new Float32Array([r + 0.5]), shape: [1, 1] });
 h.close();
 const before = process.memoryUsage().rss;
-const col = nd.openNpySync('six.npy').read([0, 7], [${rows}, 1]);
+const col = nd.openNpyFileSync('six.npy').read([0, 7], [${rows}, 1]);
 globalThis.result = { shape: col.shape, picks: [0, 1, 2, 777777, ${rows - 1}].map((i) => col.data[i]), fileBytes: fs.statSync('six.npy').size, baseMiB: before / ${MiB} };`, { timeoutMs: 120_000 });
   assert.equal(out.shape, [rows, 1]);
   assert.equal(out.picks, [0.5, 1.5, 0, 777777.5, rows - 0.5]);
@@ -439,7 +439,7 @@ with zipfile.ZipFile('${dir}/col.npz', 'w') as z: z.write('${dir}/col.npy', 'col
   try {
     const reads = {
       http: `const h = await core.openNpyUrl('${base}/col.npy'); const a = await h.read([0, 7], [${rows}, 1]);`,
-      npz: `const a = nd.openNpzMemberSync(nd.loadNpzSync('col.npz'), 'col').read([0, 7], [${rows}, 1]);`,
+      npz: `const a = nd.openNpzMemberSync(nd.openNpzSync('col.npz'), 'col').read([0, 7], [${rows}, 1]);`,
     };
     for (const [how, read] of Object.entries(reads)) {
       const out = bounded(`${core}
@@ -466,8 +466,8 @@ import zipfile
 with zipfile.ZipFile('${dir}/claim.npz', 'w') as z: z.write('${dir}/claim.npy', 'claim.npy')`);
   const out = bounded(`${core}
 const codes = [];
-for (const run of [() => nd.loadNpySync('claim.npy'), () => nd.openNpySync('claim.npy'), () => nd.readNpyHeaderSync('claim.npy'),
-  () => nd.openNpzMemberSync(nd.loadNpzSync('claim.npz'), 'claim'), () => nd.loadNpzSync('claim.npz').header('claim')]) {
+for (const run of [() => nd.loadNpySync('claim.npy'), () => nd.openNpyFileSync('claim.npy'), () => nd.readNpyHeaderSync('claim.npy'),
+  () => nd.openNpzMemberSync(nd.openNpzSync('claim.npz'), 'claim'), () => nd.openNpzSync('claim.npz').headerSync('claim')]) {
   try { run(); codes.push('read'); } catch (e) { codes.push(e instanceof core.NpyError ? e.code : String(e)); }
 }
 globalThis.result = { codes };`, { timeoutMs: 20_000 });

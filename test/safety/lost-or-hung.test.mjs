@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NpyError } from '@npyts/core';
 import {
-  createNpy, createNpySync, loadNpy, loadNpySync, openNpy, openNpySync, openRagged, openRaggedSync, loadNpz, loadNpzSync,
+  createNpy, createNpySync, loadNpy, loadNpySync, openNpyFile, openNpyFileSync, openRagged, openRaggedSync, openNpz, openNpzSync,
   saveRaggedSync, readNpyHeader, mapNpy,
 } from '@npyts/core/node';
 import { python, runCli, runThenKill, scratch } from '../helpers/numpy.mjs';
@@ -89,11 +89,11 @@ test('a FIFO named as a .npy, a heap or an archive is refused at once (API and C
   assert.throws(() => loadNpySync(fifo), (e) => e.code === code && /FIFO/.test(e.message));
   await rejects(loadNpy(fifo), code);
   await rejects(readNpyHeader(fifo), code);
-  await rejects(openNpy(fifo), code);
-  assert.throws(() => openNpySync(fifo), (e) => e.code === code);
+  await rejects(openNpyFile(fifo), code);
+  assert.throws(() => openNpyFileSync(fifo), (e) => e.code === code);
   assert.throws(() => mapNpy(fifo), (e) => e.code === code);
-  await rejects(loadNpz(mkfifo('pipe.npz')), code);
-  assert.throws(() => loadNpzSync(f('pipe.npz')), (e) => e.code === code);
+  await rejects(openNpz(mkfifo('pipe.npz')), code);
+  assert.throws(() => openNpzSync(f('pipe.npz')), (e) => e.code === code);
   // A ragged index whose heap is a FIFO.
   saveRaggedSync(f('words.npy'), ['a', 'b']);
   const heap = readdirSync(dir).find((n) => n.startsWith('words.npy.strings'));
@@ -126,12 +126,12 @@ test('aborting or closing an NpzFile while a deflated member larger than a read 
   const archive = f('big-deflated.npz');
   python(`rng = np.random.default_rng(1); np.savez_compressed(${JSON.stringify(archive)}, a=rng.integers(0, 1 << 20, size=12_000_000).astype('<i4'))`);
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', `
-import { loadNpz } from '@npyts/core/node';
+import { openNpz } from '@npyts/core/node';
 const unhandled = [];
 process.on('unhandledRejection', (e) => { unhandled.push(String(e?.stack ?? e).slice(0, 600)); });
 const outcomes = [];
 for (let round = 0; round < 16; round++) {
-  const z = await loadNpz(${JSON.stringify(archive)});
+  const z = await openNpz(${JSON.stringify(archive)});
   const controller = new AbortController();
   // The outcome is observed at once: only the library's own promises may go unobserved here.
   const reading = z.get('a', { signal: controller.signal }).then(() => 'done', (e) => e.name + ':' + (e.code ?? ''));
@@ -214,12 +214,12 @@ np.save(${JSON.stringify(f('nul.npy'))}, a.astype(dt))`);
 
 
 test('saveNpz and appendRagged aborted at random moments, and saveNpz killed: every read sees the old data or the new, whole', async () => {
-  const { saveNpz, loadNpzSync, appendRagged } = await import('@npyts/core/node');
+  const { saveNpz, openNpzSync, appendRagged } = await import('@npyts/core/node');
   const archive = f('aborted.npz');
   const generationOf = () => {
-    const z = loadNpzSync(archive);
+    const z = openNpzSync(archive);
     try {
-      const arrays = z.names.map((n) => z.get(n).data);
+      const arrays = z.names.map((n) => z.getSync(n).data);
       const gens = new Set(arrays.map((d) => d[0]));
       assert.is(gens.size, 1, `a mix of generations ${[...gens]}`);
       arrays.forEach((d, k) => assert.ok(d.every((x) => x === d[0]), `${z.names[k]} is torn`));

@@ -84,7 +84,7 @@ function showArchive(label: string, archive: NpzArchive): void {
     b.textContent = 'show';
     b.dataset.member = archive.names[i]!;
     b.onclick = () => run(async () => {
-      const bytes = archive.bytes(archive.names[i]!);
+      const bytes = await archive.bytes(archive.names[i]!);
       $('values').hidden = true;
       await showBytes(`${label}:${archive.names[i]}`, bytes);
       $('members').hidden = false;

@@ -3,7 +3,7 @@ import {
   NpyError, checkDataSize, dataToBytes, encodeHeader, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
   type NdArray, type NpyHeader, type NpzArchive, type TypedArray,
 } from '@npyts/core';
-import { checkRegularFile, loadNpzSync, openNpySync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import { checkRegularFile, openNpzSync, openNpyFileSync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
 import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
@@ -202,7 +202,7 @@ function isArchive(file: string): boolean {
 }
 
 function withArchive<T>(t: Target, fn: (archive: NpzArchive) => T): T {
-  const archive = withFile(t.label, () => (t.file === '-' ? decodeNpz(stdin(), { codec: zlibCodec }) : loadNpzSync(t.file)));
+  const archive = withFile(t.label, () => (t.file === '-' ? decodeNpz(stdin(), { codec: zlibCodec }) : openNpzSync(t.file)));
   try {
     return withFile(t.label, () => fn(archive));
   } finally {
@@ -218,7 +218,7 @@ let quiet = false;
 /** Header and array of one .npy, or of one archive member. */
 function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: NdArray } {
   const bytes = archive && t.member !== undefined
-    ? withFile(t.label, () => archive.bytes(t.member!))
+    ? withFile(t.label, () => archive.bytesSync(t.member!))
     : t.file === '-' ? stdin() : withFile(t.file, () => readFileSync(t.file));
   const options = allowPickle ? { pickle: pickleCodec } : {};
   return withFile(t.label, () => decodeNpyWithHeader(bytes, options));
@@ -266,7 +266,7 @@ function cmdInfo(p: Parsed, io: Io): void {
       for (const name of names) {
         const entry = archive.entry(name);
         // The header alone, from the member's first bytes: no member is inflated whole, no pickle decoded.
-        const header = withFile(`${t.file}:${name}`, () => archive.header(name));
+        const header = withFile(`${t.file}:${name}`, () => archive.headerSync(name));
         const stored = entry.method === 0 ? 'stored' : `deflated ${entry.compressedSize} bytes`;
         if (json) docs.push({ ...infoJSON(`${t.file}:${name}`, header), member: entry.name, compression: entry.method === 0 ? 'stored' : 'deflate', compressed_size: entry.compressedSize });
         else io.stdout(`${infoLine(`${t.file}:${name}`, header)}, ${stored}\n`);
@@ -280,7 +280,7 @@ function cmdInfo(p: Parsed, io: Io): void {
 /** The file opened for region reads, or null for an object array (a pickle has no regions). */
 function openRegionsOrNull(file: string): NpyFileHandleSync | null {
   try {
-    return openNpySync(file);
+    return openNpyFileSync(file);
   } catch (e) {
     if (e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED') return null;
     throw e;
@@ -522,7 +522,7 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     arrays = [[basename(input.file).replace(/\.(csv|tsv)$/i, ''), table, 1]];
   } else if (textOut && !order && !byteorder && input.file !== '-') {
     // A .npy to text, a step of rows at a time by region reads: memory is one step, whatever the file's size.
-    const h = withFile(input.label, () => openNpySync(input.file, allowPickle ? { pickle: pickleCodec } : {}));
+    const h = withFile(input.label, () => openNpyFileSync(input.file, allowPickle ? { pickle: pickleCodec } : {}));
     try {
       withFile(output.file, () => writeBeside(output.file, (fd) => {
         const rest = h.shape.slice(1);

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions } from '@npyts/core';
 import { fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
-import { openArchive, readMember, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { openArchive, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { isIgnoredBuffer, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
@@ -188,7 +188,7 @@ async function readSteps(steps: readonly PlanStep[], archive: AnyArchive, option
   try {
     for (const { target, step } of steps) {
       try {
-        const arrays = await Promise.all(step.keys.map((k) => readMember(archive, `${k}.npy`)));
+        const arrays = await Promise.all(step.keys.map((k) => archive.get(`${k}.npy`)));
         const t = toTensor(applyTransform(step.transform, arrays), options);
         tensors.push(t);
         if (t.dtype !== target.dtype) problems.push(`${step.weight}: dtype ${t.dtype} in the archive, ${target.dtype} in the model`);
@@ -291,7 +291,7 @@ async function pytorchArrays(weights: Weights, options: SaveWeightsOptions): Pro
     const arrays = new Map<string, NdArray>();
     for (const key of arrayKeys(archive)) {
       if (key.startsWith(CHECK_PREFIX)) continue;
-      const array = made.get(key) ?? (isIgnoredBuffer(key) ? await readMember(archive, `${key}.npy`) : null);
+      const array = made.get(key) ?? (isIgnoredBuffer(key) ? await archive.get(`${key}.npy`) : null);
       if (!array) throw mismatchError([`${key}: in the archive given as { like } but no weight of the model makes it`]);
       arrays.set(key, array);
     }

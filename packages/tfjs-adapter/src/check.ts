@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, transpose, toOrder, type NdArray } from '@npyts/core';
-import { openArchive, readMember, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
 import { toTensor } from './tensors.js';
 import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike } from './layers.js';
 
@@ -97,7 +97,7 @@ export async function checkWith(model: LayersModelLike, archive: AnyArchive, opt
   const inputs: tf.Tensor[] = [];
   try {
     for (const [i, key] of inputKeys.entries()) {
-      let x = await readMember(archive, key);
+      let x = await archive.get(key);
       const wanted = model.inputs[i]!.shape;
       const consumer = consumerOf(model, model.inputs[i]!.sourceLayer);
       const moved = pytorch && x.shape.length >= 3 && consumer !== undefined && configOf(consumer).dataFormat === 'channelsLast';
@@ -112,7 +112,7 @@ export async function checkWith(model: LayersModelLike, archive: AnyArchive, opt
     try {
       let worst = { abs: 0, rel: 0, compared: 0, failure: '' };
       for (const [i, key] of outputKeys.entries()) {
-        let reference: NdArray = await readMember(archive, key);
+        let reference: NdArray = await archive.get(key);
         const producer = model.outputs[i]!.sourceLayer;
         const got = predicted[i]!;
         if (pytorch && reference.shape.length >= 3 && producer && layoutOf(producer) === 'channelsLast') {

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { NdArray, NpyError, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
-import { isArchive, openArchive, readMember, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { isArchive, openArchive, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, listKeys, mismatchError, type WeightKey } from './weights.js';
 import { planFrom } from './assign.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
@@ -260,7 +260,7 @@ async function planByModel(archive: AnyArchive, model: LayersModelLike, options:
 
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
 async function weightBytes(archive: AnyArchive, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
-  const array = applyTransform(w.step.transform, await Promise.all(w.step.keys.map((k) => readMember(archive, `${k}.npy`))));
+  const array = applyTransform(w.step.transform, await Promise.all(w.step.keys.map((k) => archive.get(`${k}.npy`))));
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
   if (v.dtype !== 'string') return ownBuffer(v.values);

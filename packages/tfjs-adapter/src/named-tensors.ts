@@ -2,7 +2,7 @@
 import type * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, type NdArray, type NpzWriteOptions } from '@npyts/core';
 import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
-import { openArchive, readMember, type NpzSource, type SourceOptions } from './sources.js';
+import { openArchive, type NpzSource, type SourceOptions } from './sources.js';
 
 /** Tensors by name, as tfjs names them. */
 export type NamedTensorMap = Record<string, tf.Tensor>;
@@ -25,7 +25,7 @@ export async function loadTensors(source: NpzSource, options: LoadTensorsOptions
     for (const e of archive.entries) {
       if (!e.name.endsWith('.npy')) continue; // metadata such as a model.json
       const name = e.name.slice(0, -4);
-      out[name] = toTensor(await readMember(archive, e.name), options);
+      out[name] = toTensor(await archive.get(e.name), options);
     }
     return out;
   } finally {

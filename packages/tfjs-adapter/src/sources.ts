@@ -2,7 +2,7 @@
 import { NpyError, decodeNpz, encodeNpz, resolveUrl, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
 import type { NpzFile } from '@npyts/core/node';
 
-/** An archive in memory (sync) or a file read asynchronously: `await` serves both. */
+/** An archive in memory or a file read asynchronously: both have the same async `get`. */
 export type AnyArchive = NpzArchive | NpzFile;
 
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
@@ -14,14 +14,6 @@ export interface SourceOptions extends NpzOptions {
   fetch?: typeof fetch;
   /** Aborts a URL read or a file read. */
   signal?: AbortSignal;
-}
-
-/**
- * One member of either kind of archive, as an array: a file reads it asynchronously; an archive in
- * memory inflates it off the main thread where the platform allows ({@link NpzArchive.read}).
- */
-export function readMember(archive: AnyArchive, member: string): Promise<NdArray> {
-  return 'read' in archive ? archive.read(member) : archive.get(member);
 }
 
 /** True in Node (and runtimes that pose as it): a string without a scheme is a file path there. */
@@ -80,7 +72,7 @@ async function openAny(source: Exclude<NpzSource, AnyArchive>, options: SourceOp
     if (!res.ok) throw new NpyError('TRUNCATED', `fetching ${url} failed: HTTP ${res.status}`);
     return [decodeNpz(new Uint8Array(await res.arrayBuffer()), options), true];
   }
-  return [await (await nodeEntry()).loadNpz(text, options), true];
+  return [await (await nodeEntry()).openNpz(text, options), true];
 }
 
 /**

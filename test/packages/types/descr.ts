@@ -47,23 +47,23 @@ void wrong;
 
 // Arrays whose dtype is known only at run time: `expect` checks it once and types the result.
 import { arrayFromValues, decodeNpy, decodeNpz, getField, isDType, openNpyUrl } from '@npyts/core';
-import { loadNpy, loadNpySync, openNpy, openNpySync, loadNpz, loadNpzSync } from '@npyts/core/node';
+import { loadNpy, loadNpySync, openNpyFile, openNpyFileSync, openNpz, openNpzSync } from '@npyts/core/node';
 declare const bytes: Uint8Array;
 expectTypeOf(decodeNpy(bytes)).toEqualTypeOf<NdArray>();
 expectTypeOf(decodeNpy(bytes).get(0)).toEqualTypeOf<unknown>();
 expectTypeOf(decodeNpy(bytes, { expect: '<f4' }).data).toEqualTypeOf<Float32Array>();
 const loaded: Float32Array = loadNpySync('x.npy', { expect: '<f4' }).data;
 void loaded;
-expectTypeOf(loadNpzSync('x.npz').get('w', { expect: '<f8' }).data).toEqualTypeOf<Float64Array>();
-expectTypeOf(decodeNpz(bytes).get('w', { expect: '|b1' }).get(0)).toEqualTypeOf<boolean>();
-expectTypeOf(openNpySync('x.npy', { expect: '<i4' }).read([0], [2]).data).toEqualTypeOf<Int32Array>();
+expectTypeOf(openNpzSync('x.npz').getSync('w', { expect: '<f8' }).data).toEqualTypeOf<Float64Array>();
+expectTypeOf(decodeNpz(bytes).getSync('w', { expect: '|b1' }).get(0)).toEqualTypeOf<boolean>();
+expectTypeOf(openNpyFileSync('x.npy', { expect: '<i4' }).read([0], [2]).data).toEqualTypeOf<Int32Array>();
 // The async names (the plain ones) return promises of the same types, and take a signal.
 async function asyncApi(): Promise<void> {
   const w: Float32Array = (await loadNpy('x.npy', { expect: '<f4', signal: AbortSignal.timeout(1000) })).data;
   void w;
-  await using z = await loadNpz('x.npz');
+  await using z = await openNpz('x.npz');
   expectTypeOf((await z.get('w', { expect: '<f8' })).data).toEqualTypeOf<Float64Array>();
-  await using h = await openNpy('x.npy', { expect: '<i4' });
+  await using h = await openNpyFile('x.npy', { expect: '<i4' });
   expectTypeOf((await h.read([0], [2])).data).toEqualTypeOf<Int32Array>();
   // @ts-expect-error an async handle's read is a promise, not an array
   const notYet: Int32Array = h.read([0], [2]).data;
@@ -172,6 +172,6 @@ encodeNpz({ w: f4 }, { files: { 'n.json': 3 } });
 
 // Archives in memory read asynchronously: the expected descr types the member; readAll maps keys to arrays.
 expectTypeOf(decodeNpz(bytes).read('w', { expect: '<f4', signal: AbortSignal.timeout(1000) })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
-expectTypeOf(decodeNpz(bytes).readAll()).toEqualTypeOf<Promise<Map<string, NdArray>>>();
+expectTypeOf(decodeNpz(bytes).getAll()).toEqualTypeOf<Promise<Map<string, NdArray>>>();
 // @ts-expect-error: read takes a member name
 void decodeNpz(bytes).read(3);

@@ -29,7 +29,7 @@ export interface NpyFileInfo<S extends DescrInput = DescrInput> extends OpenNpy<
 
 /**
  * An open .npy whose regions are read and written with positional reads of only the bytes they
- * cover, off the event loop. `await using h = await openNpy(p)` closes it at the end of the scope.
+ * cover, off the event loop. `await using h = await openNpyFile(p)` closes it at the end of the scope.
  */
 export interface NpyFileHandle<S extends DescrInput = DescrInput> extends NpyFileInfo<S>, AsyncDisposable {
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
@@ -39,7 +39,7 @@ export interface NpyFileHandle<S extends DescrInput = DescrInput> extends NpyFil
   close(): Promise<void>;
 }
 
-/** {@link NpyFileHandle}, blocking: from {@link openNpySync} and {@link createNpySync}; `using h = …` closes it. */
+/** {@link NpyFileHandle}, blocking: from `openNpyFileSync` and {@link createNpySync}; `using h = …` closes it. */
 export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends NpyFileInfo<S>, Disposable {
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
   read(start: readonly number[], count: readonly number[]): NdArray<S>;

@@ -66,7 +66,7 @@ export async function openNpySource(source: RandomAccess, options: DecodeOptions
 /**
  * Open a .npy for region reads from a URL (HTTP ranges), a `Blob`/`File` (slices: a dropped
  * multi-gigabyte file is never read whole), bytes, or any {@link RandomAccess}. In Node,
- * `@npyts/core/node`'s `openNpy` opens paths.
+ * `@npyts/core/node`'s `openNpyFile` opens paths.
  * @example
  * const h = await openNpy(droppedFile, { expect: '<f4' });
  * const rows = await h.read([0, 0], [10, 512]);

@@ -9,6 +9,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunGroup } from './region.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
+import { settleAll } from './settle.js';
 
 /** Options of {@link openNpyUrl}: the fetch hook, headers, range joining, concurrency and the cache. */
 export interface UrlOptions extends DecodeOptions {
@@ -111,7 +112,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   try {
     new URL(href);
   } catch {
-    throw new NpyError('NETWORK', `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpy from '@npyts/core/node'`);
+    throw new NpyError('NETWORK', `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpyFile (region reads) or loadNpy from '@npyts/core/node'`);
   }
   const doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
   const stats = { requests: 0, bytes: 0, cached: 0 };
@@ -246,7 +247,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
           }
         }
       };
-      await Promise.all(Array.from({ length: concurrency }, worker));
+      await settleAll(Array.from({ length: concurrency }, worker));
       return regionArray(header, plan, out);
     },
   };

@@ -5,6 +5,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
 import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
+import { settleAll } from '../io/settle.js';
 import { NpyError } from '../errors.js';
 import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
 import type { NpyHeader } from '../format/header.js';
@@ -121,7 +122,7 @@ export async function readFullyAsync(
       if (done > from) onPiece?.(target.subarray(from, done));
     }
   };
-  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, Math.ceil(target.length / ASYNC_PIECE) || 1) }, worker));
+  await settleAll(Array.from({ length: Math.min(IN_FLIGHT, Math.ceil(target.length / ASYNC_PIECE) || 1) }, worker));
   return Math.min(end, target.length);
 }
 

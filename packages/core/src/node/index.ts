@@ -10,12 +10,10 @@ export {
 } from './npy-files.js';
 export { checkRegularFile, readHeaderFromFd, type AsyncOptions } from './fd.js';
 export { writeBeside } from './beside.js';
+export * from './npz/index.js';
+export { NpzArchive } from '../npz/archive.js';
 export {
-  zlibCodec, fileSource, loadNpz, loadNpzSync, saveNpz, saveNpzSync, streamNpzMember, openNpzMember, openNpzMemberSync,
-  NpzArchive, NpzFile, type NpzFileOptions, type SaveNpzOptions,
-} from './npz-files.js';
-export {
-  openNpy, openNpySync, createNpy, createNpySync, writeRegion, writeRegionSync, appendNpy, appendNpySync,
+  openNpyFile, openNpyFileSync, createNpy, createNpySync, writeRegion, writeRegionSync, appendNpy, appendNpySync,
   type NpyFileHandle, type NpyFileHandleSync, type CreateOptions, type OpenOptions,
 } from './regions.js';
 export { nativeStatus, type NativeStatus } from './native.js';

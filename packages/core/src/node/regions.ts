@@ -16,7 +16,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { tempBeside, type AsyncOptions } from './fd.js';
 import { mapNpy, type MappedArray } from './mmap.js';
 
-/** Options of {@link openNpy}. */
+/** Options of {@link openNpyFile}. */
 export interface OpenOptions extends DecodeOptions, AsyncOptions {
   /** Open for {@link NpyFileHandle.writeRegion} too. */
   write?: boolean;
@@ -25,12 +25,12 @@ export interface OpenOptions extends DecodeOptions, AsyncOptions {
 /**
  * Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region.
  * @example
- * await using h = await openNpy('big.npy');
+ * await using h = await openNpyFile('big.npy');
  * const block = await h.read([1000, 0], [64, 512]);
  */
-export async function openNpy<const S extends DescrInput>(path: string, options: OpenOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
-export async function openNpy(path: string, options?: OpenOptions): Promise<NpyFileHandle>;
-export async function openNpy(path: string, options: OpenOptions = {}): Promise<NpyFileHandle> {
+export async function openNpyFile<const S extends DescrInput>(path: string, options: OpenOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
+export async function openNpyFile(path: string, options?: OpenOptions): Promise<NpyFileHandle>;
+export async function openNpyFile(path: string, options: OpenOptions = {}): Promise<NpyFileHandle> {
   const { file, header } = await run(openingNpy(path, options), options.signal);
   return handleAsync(path, header, file, run);
 }
@@ -49,14 +49,14 @@ function* openingNpy(path: string, options: { write?: boolean } & DecodeOptions)
 }
 
 /**
- * {@link openNpy}, blocking.
+ * {@link openNpyFile}, blocking.
  * @example
- * using h = openNpySync('big.npy');
+ * using h = openNpyFileSync('big.npy');
  * const block = h.read([1000, 0], [64, 512]);
  */
-export function openNpySync<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandleSync<S>;
-export function openNpySync(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandleSync;
-export function openNpySync(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandleSync {
+export function openNpyFileSync<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandleSync<S>;
+export function openNpyFileSync(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandleSync;
+export function openNpyFileSync(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandleSync {
   const { file, header } = runSync(openingNpy(path, options));
   return handleSync(path, header, file, runSync);
 }
@@ -129,7 +129,7 @@ export function createNpySync(path: string, options: CreateOptions & { mmap?: bo
  */
 export async function writeRegion(target: string | NpyFileHandle, start: readonly number[], data: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
   if (typeof target !== 'string') return target.writeRegion(start, data, options);
-  const h = await openNpy(target, { write: true, signal: options.signal });
+  const h = await openNpyFile(target, { write: true, signal: options.signal });
   try {
     await h.writeRegion(start, data, options);
   } finally {
@@ -147,7 +147,7 @@ export function writeRegionSync(target: string | NpyFileHandleSync, start: reado
     target.writeRegion(start, data);
     return;
   }
-  const h = openNpySync(target, { write: true });
+  const h = openNpyFileSync(target, { write: true });
   try {
     h.writeRegion(start, data);
   } finally {

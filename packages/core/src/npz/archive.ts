@@ -5,6 +5,7 @@ import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, readHeader, type NpyHeader } from '../format/header.js';
 import { readHeaderFrom } from '../io/header-read.js';
+import { settleAll } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
 import { inflateAsync } from './stream-inflate.js';
 import {
@@ -12,7 +13,7 @@ import {
   type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,
 } from './zip.js';
 
-/** Options of {@link decodeNpz} and `loadNpz`: the codec and the decode options of every member. */
+/** Options of {@link decodeNpz}, `openNpz` and `loadNpz`: the codec and the decode options of every member. */
 export interface NpzOptions extends DecodeOptions {
   /** Inflate engine and CRC-32; fflate by default (`zlibCodec` from `@npyts/core/node` in Node). */
   codec?: ZipCodec;
@@ -31,9 +32,9 @@ function isNpy(bytes: Uint8Array): boolean {
  * An opened .npz: the directory is read once; each member is read, checked and decoded on demand.
  * @example
  * const z = decodeNpz(bytes);
- * for (const [name, a] of z) console.log(name, a.shape);
+ * for await (const [name, a] of z) console.log(name, a.shape);
  */
-export class NpzArchive implements Iterable<[string, NdArray]> {
+export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[string, NdArray]> {
   /** Zip members in archive order. */
   readonly entries: readonly ZipEntry[];
   /** Keys as numpy's `NpzFile.files` lists them (`a.npy` → `a`). */
@@ -63,16 +64,27 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
     return this.byName.has(name) || this.byName.has(`${name}.npy`);
   }
 
-  /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
-  bytes(name: string): Uint8Array {
+  /** A member's uncompressed bytes (CRC and size verified), blocking: the way to members that are not .npy. */
+  bytesSync(name: string): Uint8Array {
     return readZipEntry(this.source, this.entry(name), this.codec);
+  }
+
+  /** {@link bytesSync}, inflating off the calling thread where the platform allows (as {@link get}). */
+  async bytes(name: string, options: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
+    options.signal?.throwIfAborted();
+    const entry = this.entry(name);
+    if (entry.method === STORED || !this.inflatesAsync) return this.bytesSync(name);
+    if (this.options.codec) return this.inflateByCodec(entry, options.signal);
+    const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, 0, options.signal);
+    checkZipCrc(entry, crc);
+    return body;
   }
 
   /**
    * A member's .npy header, inflating only its first bytes (a large or object-array member is not
    * read whole). The data is checked to be the size the header promises, by the member's declared size.
    */
-  header(name: string): NpyHeader {
+  headerSync(name: string): NpyHeader {
     const entry = this.entry(name);
     try {
       if (!isNpy(readZipEntryPrefix(this.source, entry, MAGIC.length))) throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`);
@@ -86,43 +98,66 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
     }
   }
 
-  /** Decode one member as an array. */
-  get<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S>): NdArray<S>;
-  get(name: string, options?: DecodeOptions): NdArray;
-  get(name: string, options: DecodeOptions = {}): NdArray {
+  /** {@link headerSync} as a promise, like the header of a file's archive (only the member's first bytes are inflated either way). */
+  async header(name: string, options: { signal?: AbortSignal } = {}): Promise<NpyHeader> {
+    options.signal?.throwIfAborted();
+    return this.headerSync(name);
+  }
+
+  /** Decode one member as an array, blocking (in browsers {@link get} is faster: it inflates in workers). */
+  getSync<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S>): NdArray<S>;
+  getSync(name: string, options?: DecodeOptions): NdArray;
+  getSync(name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
     return this.decodeMember(entry, readZipEntry(this.source, entry, this.codec), options);
   }
 
+  /** Whether deflated members inflate off the calling thread: the default engine does, and a codec with `inflateAsync`. */
+  private get inflatesAsync(): boolean {
+    return !this.options.codec || this.options.codec.inflateAsync !== undefined;
+  }
+
   /**
-   * Decode one member, inflating it off the calling thread where the platform allows: in browsers
-   * the platform's `DecompressionStream` runs in a small pool of Web Workers, so members read
-   * together inflate in parallel (`await z.readAll()`, or `Promise.all` over `read`). Size and
-   * CRC-32 are checked as by {@link get}. With a `codec` option, that codec inflates, on this thread.
+   * A deflated member inflated off the calling thread by the codec's `inflateAsync`, CRC-checked.
+   * (The default engine instead splits header from data as it inflates: see inflateAsync.)
+   */
+  private async inflateByCodec(entry: ZipEntry, signal?: AbortSignal): Promise<Uint8Array> {
+    const bytes = await this.codec.inflateAsync!(readZipEntryStored(this.source, entry), entry.size, entry.name);
+    signal?.throwIfAborted();
+    checkZipCrc(entry, this.codec.crc32(bytes, 0));
+    return bytes;
+  }
+
+  /**
+   * Decode one member as an array, inflating it off the calling thread where the platform allows: in
+   * browsers the platform's `DecompressionStream` runs in a small pool of Web Workers, so members read
+   * together inflate in parallel (`await z.getAll()`, or `Promise.all` over `get`); in Node,
+   * `zlibCodec` inflates on libuv's threads. Size and CRC-32 are checked as by {@link getSync}. A
+   * codec without `inflateAsync` inflates on this thread.
    * @example
    * const z = decodeNpz(new Uint8Array(await (await fetch('weights.npz')).arrayBuffer()));
-   * const w = await z.read('w', { signal });
+   * const w = await z.get('w', { signal });
    */
-  async read<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S> & { signal?: AbortSignal }): Promise<NdArray<S>>;
-  async read(name: string, options?: DecodeOptions & { signal?: AbortSignal }): Promise<NdArray>;
-  async read(name: string, options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<NdArray> {
+  async get<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S> & { signal?: AbortSignal }): Promise<NdArray<S>>;
+  async get(name: string, options?: DecodeOptions & { signal?: AbortSignal }): Promise<NdArray>;
+  async get(name: string, options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<NdArray> {
     const { signal, ...decode } = options;
     signal?.throwIfAborted();
     const entry = this.entry(name);
-    // Stored members, and any a given codec inflates, take get()'s synchronous path.
-    if (entry.method === STORED || this.options.codec) return this.get(name, decode);
-    const raw = readZipEntryStored(this.source, entry);
+    // Stored members, and any a codec inflates on this thread, take getSync()'s path.
+    if (entry.method === STORED || !this.inflatesAsync) return this.getSync(name, decode);
+    if (this.options.codec) return this.decodeMember(entry, await this.inflateByCodec(entry, signal), decode);
     // The header from the member's first bytes tells where its data starts, so the data inflates into
     // a buffer of its own (the array then owns it whole: no copy for tfjs or a worker). An object
-    // array, or a member that is not a plain .npy, inflates whole and decodes as get() would.
+    // array, or a member that is not a plain .npy, inflates whole and decodes as getSync() would.
     let split = 0;
     try {
-      const header = this.header(name);
+      const header = this.headerSync(name);
       if (!hasObject(header.dtype)) split = header.dataOffset;
     } catch {
       // Reported by the whole decode below, after the size and CRC checks.
     }
-    const { head, body, crc } = await inflateAsync(raw, entry.size, entry.name, split, signal);
+    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, split, signal);
     checkZipCrc(entry, crc);
     if (split === 0) return this.decodeMember(entry, body, decode);
     try {
@@ -136,13 +171,18 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   }
 
   /**
-   * Every member decoded, by key in archive order, the deflated ones inflating in parallel (see {@link read}).
+   * Every member decoded, by key in archive order, the deflated ones inflating in parallel (see {@link get}).
    * @example
-   * const arrays = await decodeNpz(bytes).readAll();   // Map { 'w' => NdArray, … }
+   * const arrays = await decodeNpz(bytes).getAll();   // Map { 'w' => NdArray, … }
    */
-  async readAll(options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<Map<string, NdArray>> {
-    const arrays = await Promise.all(this.names.map((name) => this.read(name, options)));
+  async getAll(options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<Map<string, NdArray>> {
+    const arrays = await settleAll(this.names.map((name) => this.get(name, options)));
     return new Map(this.names.map((name, i) => [name, arrays[i]!]));
+  }
+
+  /** Every member decoded, blocking, by key in archive order. */
+  getAllSync(options: DecodeOptions = {}): Map<string, NdArray> {
+    return new Map(this.names.map((name) => [name, this.getSync(name, options)]));
   }
 
   /**
@@ -174,7 +214,11 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
   }
 
   *[Symbol.iterator](): Iterator<[string, NdArray]> {
-    for (const name of this.names) yield [name, this.get(name)];
+    for (const name of this.names) yield [name, this.getSync(name)];
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<[string, NdArray]> {
+    for (const name of this.names) yield [name, await this.get(name)];
   }
 
   close(): void {
@@ -186,7 +230,7 @@ export class NpzArchive implements Iterable<[string, NdArray]> {
  * Open an archive held in memory. Nothing is inflated until a member is asked for.
  * @example
  * const z = decodeNpz(bytes);
- * const w = z.get('w', { expect: '<f4' });
+ * const w = await z.get('w', { expect: '<f4' });
  */
 export function decodeNpz(input: Uint8Array | ArrayBuffer, options: NpzOptions = {}): NpzArchive {
   return new NpzArchive(memorySource(input instanceof Uint8Array ? input : new Uint8Array(input)), options);

@@ -47,6 +47,8 @@ export function memorySource(bytes: Uint8Array): ByteSource {
 export interface ZipCodec {
   /** Inflate a whole raw-deflate member into exactly `size` bytes; more or less is an error. */
   inflate(data: Uint8Array, size: number, member: string): Uint8Array;
+  /** {@link inflate} off the calling thread (node:zlib's thread pool, say); archives' async `get` uses it where present. */
+  inflateAsync?(data: Uint8Array, size: number, member: string): Promise<Uint8Array>;
   /** A raw-deflate compressor fed in pieces; each call returns the compressed bytes so far. */
   deflater(level?: number): { push(chunk: Uint8Array, final: boolean): Uint8Array[] };
   crc32(bytes: Uint8Array, crc: number): number;

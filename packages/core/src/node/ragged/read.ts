@@ -2,7 +2,7 @@
 import { getField } from '../../array/records.js';
 import { type DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
-import { openNpy, openNpySync, type NpyFileHandleSync } from '../regions.js';
+import { openNpyFile, openNpyFileSync, type NpyFileHandleSync } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
 import { readNpyHeader, readNpyHeaderSync } from '../npy-files.js';
 import { indexWords, raggedInfo, type RaggedElement, type RaggedInfo } from '../../ragged/convention.js';
@@ -53,7 +53,7 @@ function raggedFieldsOf(dtype: DType): Record<string, RaggedInfo> {
   return out;
 }
 
-const blockingFiles = { open: (p: string) => openNpySync(p), read: (h: NpyFileHandleSync, s: number[], c: number[]) => h.read(s, c) };
+const blockingFiles = { open: (p: string) => openNpyFileSync(p), read: (h: NpyFileHandleSync, s: number[], c: number[]) => h.read(s, c) };
 
 /**
  * Open a record array some of whose fields are ragged; each element comes back with those fields resolved.
@@ -63,7 +63,7 @@ const blockingFiles = { open: (p: string) => openNpySync(p), read: (h: NpyFileHa
  * r.close();
  */
 export function openRaggedRecordsSync(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
-  const main = openNpySync(path);
+  const main = openNpyFileSync(path);
   const fields = raggedFieldsOf(main.dtype);
   const heaps: Record<string, NpyFileHandleSync> = {};
   const closeAll = (): void => { main.close(); for (const h of Object.values(heaps)) h.close(); };
@@ -71,7 +71,7 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
     if (Object.keys(fields).length === 0) throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
     for (const [name, info] of Object.entries(fields)) {
       if (info.layout === 'offsets') throw new NpyError('BAD_DESCR', `${path}: field '${name}' is an offsets index, which a record field cannot be`);
-      heaps[name] = openNpySync(heapPathOf(path, info.heap, options));
+      heaps[name] = openNpyFileSync(heapPathOf(path, info.heap, options));
     }
   } catch (e) {
     closeAll();
@@ -142,7 +142,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
  * await r.close();
  */
 export async function openRagged(path: string, options: RaggedPathOptions & AsyncOptions = {}): Promise<RaggedReader & AsyncDisposable> {
-  const reader = await openRaggedWith((p) => openNpy(p, { signal: options.signal }), path, (index, heap) => heapPathOf(index, heap, options));
+  const reader = await openRaggedWith((p) => openNpyFile(p, { signal: options.signal }), path, (index, heap) => heapPathOf(index, heap, options));
   return Object.assign(reader, { [Symbol.asyncDispose]: () => reader.close() });
 }
 

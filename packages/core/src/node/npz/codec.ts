@@ -1,0 +1,67 @@
+/** node:zlib as the zip codec: native inflate (blocking or on libuv's threads), deflate and CRC-32. */
+import { constants as zc, crc32 as zlibCrc32, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from 'node:zlib';
+import { promisify } from 'node:util';
+import { kMaxLength } from 'node:buffer';
+import { NpyError } from '../../errors.js';
+import { checkInflatedSize, type ZipCodec } from '../../npz/zip.js';
+
+const inflateRawAsync = promisify(inflateRaw);
+
+/**
+ * zlib's options for inflating a member of `size` bytes: maxOutputLength makes zlib stop (and throw)
+ * instead of inflating past the declared size; one output chunk one byte larger than the member lets
+ * zlib fill it in place, with no joining copy.
+ */
+function inflateOptions(size: number, member: string): ZlibOptions {
+  if (size > kMaxLength) {
+    throw new NpyError('TOO_LARGE', `member of ${size} bytes is larger than one buffer can hold (${kMaxLength}); read it in pieces with streamNpzMember()`, { member });
+  }
+  return { maxOutputLength: Math.max(1, size), chunkSize: Math.max(64, size + 1) };
+}
+
+/** The checked result of one zlib inflate: exactly `size` bytes, or the error that names the member. */
+function inflated(size: number, member: string, inflate: () => Buffer): Uint8Array {
+  let out: Buffer;
+  try {
+    out = inflate();
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'ERR_BUFFER_TOO_LARGE') checkInflatedSize(size + 1, size, member);
+    throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${err.message}`, { member });
+  }
+  checkInflatedSize(out.length, size, member);
+  return new Uint8Array(out.buffer, out.byteOffset, out.length);
+}
+
+/**
+ * node:zlib as the zip codec: native inflate/deflate and CRC-32, with the same size guards.
+ * @example
+ * const z = decodeNpz(bytes, { codec: zlibCodec });   // node:zlib instead of fflate
+ */
+export const zlibCodec: ZipCodec = {
+  inflate(data, size, member) {
+    return inflated(size, member, () => inflateRawSync(data, inflateOptions(size, member)));
+  },
+  async inflateAsync(data, size, member) {
+    const options = inflateOptions(size, member);
+    let out: Buffer | Error;
+    try {
+      out = await inflateRawAsync(data, options);
+    } catch (e) {
+      out = e as Error;
+    }
+    return inflated(size, member, () => { if (out instanceof Error) throw out; return out; });
+  },
+  deflater(level = 6) {
+    // Each piece is deflated on its own and ended with a sync flush: the pieces join into one
+    // valid raw-deflate stream, and no piece of the array is ever copied into a joined buffer.
+    return {
+      push(chunk, final) {
+        const out = deflateRawSync(chunk, { level, finishFlush: final ? zc.Z_FINISH : zc.Z_SYNC_FLUSH });
+        return [new Uint8Array(out.buffer, out.byteOffset, out.length)];
+      },
+    };
+  },
+  crc32: (bytes, crc) => zlibCrc32(bytes, crc),
+};
+

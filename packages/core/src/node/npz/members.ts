@@ -1,0 +1,131 @@
+/** One member of an archive file: streamed in chunks, or (stored) opened for region reads like a .npy file. */
+import { createInflateRaw, crc32 as zlibCrc32 } from 'node:zlib';
+import { checkDataPresent, type Expecting } from '../../npy.js';
+import type { ReadHeaderOptions } from '../../format/header.js';
+import type { DescrInput } from '../../format/descr-types.js';
+import { readHeaderFrom, readHeaderFromAsync } from '../../io/header-read.js';
+import { NpyError } from '../../errors.js';
+import type { NpzArchive } from '../../npz/archive.js';
+import { STORED, checkInflatedSize, checkSupported, entryDataOffset, type ZipEntry } from '../../npz/zip.js';
+import type { AsyncOptions } from '../fd.js';
+import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
+import { NpzFile } from './file.js';
+
+/**
+ * A member's uncompressed bytes as a stream of chunks, for members too large for one buffer.
+ * Size and CRC-32 are checked at the end: the last step throws if they do not match.
+ * @example
+ * for await (const chunk of streamNpzMember(z, 'huge')) hash.update(chunk);
+ */
+export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
+  const entry = archive.entry(name);
+  checkSupported(entry);
+  const start = archive instanceof NpzFile ? await archive.dataOffset(name) : entryDataOffset(archive.source, entry);
+  const read = (offset: number, length: number): Promise<Uint8Array> | Uint8Array =>
+    archive instanceof NpzFile ? archive.readRange(offset, length) : archive.source.read(offset, length);
+  let crc = 0;
+  let produced = 0;
+  const account = (chunk: Uint8Array): Uint8Array => {
+    crc = zlibCrc32(chunk, crc);
+    produced += chunk.length;
+    if (produced > entry.size) checkInflatedSize(produced, entry.size, entry.name);
+    return chunk;
+  };
+  if (entry.method === STORED) {
+    for (let at = 0; at < entry.compressedSize; at += chunkSize) {
+      yield account(await read(start + at, Math.min(chunkSize, entry.compressedSize - at)));
+    }
+  } else {
+    const inflater = createInflateRaw();
+    const feed = (async () => {
+      for (let at = 0; at < entry.compressedSize; at += chunkSize) {
+        const piece = await read(start + at, Math.min(chunkSize, entry.compressedSize - at));
+        if (!inflater.write(piece)) await new Promise((r) => inflater.once('drain', r));
+      }
+      inflater.end();
+    })();
+    try {
+      for await (const chunk of inflater) yield account(new Uint8Array((chunk as Buffer).buffer, (chunk as Buffer).byteOffset, (chunk as Buffer).length));
+    } catch (e) {
+      throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member: entry.name });
+    }
+    await feed;
+  }
+  checkInflatedSize(produced, entry.size, entry.name);
+  if (crc !== entry.crc32) throw new NpyError('ZIP_CRC', `CRC-32 mismatch at the end of the stream`, { member: entry.name });
+}
+
+/** The stored member a region read needs (deflated members have no random access). */
+function storedEntry(archive: NpzArchive | NpzFile, name: string): ZipEntry {
+  const entry = archive.entry(name);
+  checkSupported(entry);
+  if (entry.method !== STORED) {
+    throw new NpyError('ZIP_UNSUPPORTED', 'region reads need a stored member; this one is deflated (read it whole, or stream it)', { member: entry.name });
+  }
+  return entry;
+}
+
+/** Reads clipped to the member: a region read never strays into the next member. */
+function clip(entry: ZipEntry, target: Uint8Array, position: number): Uint8Array {
+  return target.subarray(0, Math.max(0, Math.min(target.length, entry.size - position)));
+}
+
+/**
+ * Region reads of one stored (uncompressed) member of an archive, which is a plain .npy at an
+ * offset. Deflated members have no random access: read them whole or with streamNpzMember().
+ * @example
+ * await using z = await openNpz('big.npz');
+ * await using m = await openNpzMember(z, 'x');
+ * const rows = await m.read([0, 0], [10, m.shape[1]!]);
+ */
+export async function openNpzMember<const S extends DescrInput>(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
+export async function openNpzMember(archive: NpzFile, name: string, options?: ReadHeaderOptions & AsyncOptions): Promise<NpyFileHandle>;
+export async function openNpzMember(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
+  const entry = storedEntry(archive, name);
+  const base = await archive.dataOffset(name, options);
+  const io: PositionalIOAsync = {
+    async read(target, position, signal) {
+      const part = clip(entry, target, position);
+      const got = await archive.readRange(base + position, part.length, signal);
+      part.set(got);
+      return got.length;
+    },
+    async close() { /* the archive owns the file */ },
+  };
+  const header = await readHeaderFromAsync(async (offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, await io.read(out, offset, options.signal));
+  }, options);
+  checkDataPresent(header, entry.size - header.dataOffset);
+  return openHandle(entry.name, io, header);
+}
+
+/**
+ * {@link openNpzMember}, blocking, for an archive from `openNpzSync`.
+ * @example
+ * const m = openNpzMemberSync(openNpzSync('big.npz'), 'x');
+ */
+export function openNpzMemberSync<const S extends DescrInput>(archive: NpzArchive, name: string, options: ReadHeaderOptions & Expecting<S>): NpyFileHandleSync<S>;
+export function openNpzMemberSync(archive: NpzArchive, name: string, options?: ReadHeaderOptions): NpyFileHandleSync;
+export function openNpzMemberSync(archive: NpzArchive, name: string, options: ReadHeaderOptions = {}): NpyFileHandleSync {
+  const entry = storedEntry(archive, name);
+  const base = entryDataOffset(archive.source, entry);
+  const src = archive.source;
+  const io: PositionalIO = {
+    read(target, position) {
+      const part = clip(entry, target, position);
+      if (src.readInto) return src.readInto(part, base + position);
+      const got = src.read(base + position, part.length);
+      part.set(got);
+      return got.length;
+    },
+    close() { /* the archive owns the file */ },
+  };
+  const header = readHeaderFrom((offset, length) => {
+    const out = new Uint8Array(length);
+    return out.subarray(0, io.read(out, offset));
+  }, options);
+  checkDataPresent(header, entry.size - header.dataOffset);
+  return openHandleSync(entry.name, io, header);
+}
+

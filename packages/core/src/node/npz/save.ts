@@ -1,0 +1,60 @@
+/** Saving .npz files: members written a piece at a time beside the target, renamed over it when complete. */
+import type { NpzInput, NpzWriteOptions } from '../../npz/archive.js';
+import { npzWriting } from '../../npz/archive.js';
+import type { ZipSink } from '../../npz/zip.js';
+import type { FileRef, Operation } from '../../io/steps.js';
+import type { AsyncOptions } from '../fd.js';
+import { run, runSync } from '../drive.js';
+import { writingBeside } from '../beside.js';
+import { zlibCodec } from './codec.js';
+
+/** A sink that queues positional writes; the save flushes them as write steps between pieces. */
+class QueuedSink implements ZipSink {
+  private position = 0;
+  private queue: [Uint8Array, number][] = [];
+  write(chunk: Uint8Array): void {
+    this.queue.push([chunk, this.position]);
+    this.position += chunk.length;
+  }
+  patch(position: number, bytes: Uint8Array): void {
+    this.queue.push([bytes.slice(), position]);
+  }
+  *flushing(file: FileRef): Operation<void> {
+    const pending = this.queue;
+    this.queue = [];
+    for (const [bytes, at] of pending) yield { op: 'write', file, bytes, at };
+  }
+}
+
+/** Options of {@link saveNpz}. */
+export interface SaveNpzOptions extends NpzWriteOptions, AsyncOptions {}
+
+/**
+ * Write arrays as a .npz file without blocking the event loop, member by member straight to disk
+ * (the archive is never built in memory). The file appears under its name only when complete: it
+ * is written beside it and renamed; an aborted or failed save leaves the old file.
+ * @example
+ * await saveNpz('out.npz', { a: { data: new Int32Array([1, 2]) } }, { compress: true });
+ */
+export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOptions = {}): Promise<void> {
+  await run(savingNpz(path, arrays, options), options.signal);
+}
+
+/**
+ * {@link saveNpz}, blocking.
+ * @example
+ * saveNpzSync('out.npz', { a: { data: new Int32Array([1, 2]) } });
+ */
+export function saveNpzSync(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
+  runSync(savingNpz(path, arrays, options));
+}
+
+/** The steps of a save: members written a piece (≤ 16 MiB) at a time into a file beside `path`, renamed over it when complete. */
+function* savingNpz(path: string, arrays: NpzInput, options: NpzWriteOptions): Operation<void> {
+  yield* writingBeside(path, function* (file) {
+    const sink = new QueuedSink();
+    for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options })) yield* sink.flushing(file);
+    yield* sink.flushing(file);
+  });
+}
+
