@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { parseDescr, NpyError } from '@npyts/core';
-import { numpy, scratch, writeJSON } from '../helpers/numpy.mjs';
+import { numpy, python, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 
@@ -64,3 +64,19 @@ test('field offsets from padding, titles and nested subarrays', () => {
 });
 
 test.run();
+
+test("typeCode and realBytes: numpy's dtype.str without its byte order, and the bytes of each real number of a float or complex", () => {
+  const plain = spellings.filter((s) => typeof s === 'string').filter((s) => { try { parseDescr(s); return true; } catch { return false; } });
+  plain.push([['a', '<i4'], ['b', '<f8']], [['x', '>c8', [2]]]);
+  const want = JSON.parse(python(`
+specs = json.loads(${JSON.stringify(JSON.stringify(plain))})
+def dt(s): return np.dtype([tuple(f) if len(f) == 2 else (f[0], f[1], tuple(f[2])) for f in s]) if isinstance(s, list) else np.dtype(s)
+out = []
+for s in specs:
+    d = dt(s)
+    real = d.itemsize // (2 if d.kind == 'c' else 1) if d.kind in 'fc' and d.fields is None else 0
+    out.append([d.str[1:], real])
+print(json.dumps(out))`));
+  const got = plain.map((s) => { const d = parseDescr(s); return [d.typeCode, d.realBytes]; });
+  assert.equal(got, want);
+});

@@ -5,7 +5,7 @@
  */
 import {
   blobSource, openNpySource, decodeNpz, jsonValue, openNpyUrl, readHeader, readItem, readRegionFromBytes, NdArray,
-  NpyError, type DType, type NpyHeader, type NpzArchive, type ObjectArrayCodec,
+  NpyError, familyOf, hasObject, type DType, type NpyHeader, type NpzArchive, type ObjectArrayCodec,
 } from '@npyts/core';
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -51,7 +51,7 @@ async function showBytes(label: string, bytes: Uint8Array): Promise<void> {
   if (bytes[0] === 0x50 && bytes[1] === 0x4b) return showArchive(label, decodeNpz(bytes));
   const header = readHeader(bytes);
   const options = await pickleOption();
-  if (header.dtype.kind === 'O' || header.dtype.fields?.some((f) => f.dtype.kind === 'O')) {
+  if (hasObject(header.dtype)) {
     // Object arrays are a pickle: decode whole (or refuse, saying how to opt in).
     const { decodeNpy } = await import('@npyts/core');
     const whole = decodeNpy(bytes, options);
@@ -234,7 +234,7 @@ function numeric(dt: DType): boolean {
 }
 
 function asNumber(dt: DType, v: unknown): number {
-  if (dt.kind === 'c') { const c = v as { re: number; im: number }; return Math.hypot(c.re, c.im); }
+  if (familyOf(dt) === 'complex') { const c = v as { re: number; im: number }; return Math.hypot(c.re, c.im); }
   if (typeof v === 'boolean') return v ? 1 : 0;
   return Number(v);
 }
@@ -311,7 +311,7 @@ async function openUrl(url: string): Promise<void> {
     return showArchive(url, decodeNpz(new Uint8Array(await res.arrayBuffer())));
   }
   const h = await openNpyUrl(url);
-  if (h.header.dtype.kind === 'O') {
+  if (familyOf(h.header.dtype) === 'object') {
     const res = await fetch(url);
     return showBytes(url, new Uint8Array(await res.arrayBuffer()));
   }

@@ -1,5 +1,5 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, NpyError, decimalText, familyOf, longDoubleIsNumber, readItem, reprBytes, reprFloat, reprString, type ArrayData, type Complex, type DType } from '@npyts/core';
+import { NdArray, NOT_A_TIME, NpyError, decimalText, familyOf, shapeRepr, longDoubleIsNumber, readItem, reprBytes, reprFloat, reprString, type ArrayData, type Complex, type DType } from '@npyts/core';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { datetimeText } from './numpy-times.js';
 import { formatFloatsLikeNumpy } from './numpy-floats.js';
@@ -183,7 +183,7 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
  * refused, since the float64 it reads as would be shown, compared or written silently wrong.
  */
 export function readExactItem(dtype: DType, data: ArrayData, pos: number): unknown {
-  if ((dtype.kind === 'f' && dtype.itemsize === 16) || (dtype.kind === 'c' && dtype.itemsize === 32)) {
+  if (dtype.realBytes === 16) {
     for (let part = 0; part < dtype.itemsize; part += 16) {
       if (!longDoubleIsNumber(data as Uint8Array, pos * dtype.itemsize + part)) {
         throw new NpyError('NOT_REPRESENTABLE', `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts prints, compares and writes as text only long doubles that are float64 values: use numpy for this one`);
@@ -237,17 +237,14 @@ function formatArrayText(array: NdArray): string {
   });
 }
 
-/** Python's repr of a shape tuple. */
-const shapeTuple = (shape: readonly number[]): string => `(${shape.join(', ')}${shape.length === 1 ? ',' : ''})`;
-
 /** numpy's short text of a dtype inside a record (`_construction_repr(short=True)`): `'<f8'`, `'S2'`, `'?'`. */
 function fieldDTypeRepr(dt: DType): string {
   if (dt.form === 'record') return recordRepr(dt);
-  if (dt.form === 'subarray') return `(${fieldDTypeRepr(dt.subarray.base)}, ${shapeTuple(dt.subarray.shape)})`;
+  if (dt.form === 'subarray') return `(${fieldDTypeRepr(dt.subarray.base)}, ${shapeRepr(dt.subarray.shape)})`;
   if (dt.kind === 'b') return "'?'";
   if (dt.kind === 'O') return "'O'";
   // Byte order shows only where it matters ('|' is dropped).
-  return `'${dt.str.replace(/^\|/, '')}'`;
+  return `'${dt.byteOrder === '|' ? dt.typeCode : dt.str}'`;
 }
 
 /**
@@ -262,7 +259,7 @@ function recordRepr(dt: DType & { form: 'record' }): string {
     return `[${fields.map((f) => {
       const name = f.title === null ? reprString(f.name) : `(${reprString(f.title)}, ${reprString(f.name)})`;
       const format = f.dtype.form === 'subarray'
-        ? `${fieldDTypeRepr(f.dtype.subarray.base)}, ${shapeTuple(f.dtype.subarray.shape)}`
+        ? `${fieldDTypeRepr(f.dtype.subarray.base)}, ${shapeRepr(f.dtype.subarray.shape)}`
         : fieldDTypeRepr(f.dtype);
       return `(${name}, ${format})`;
     }).join(', ')}]`;
@@ -310,7 +307,7 @@ export function reprLikeNumpy(a: Printable): string {
     body = layout(shape, (index) => texts.get(index.join(','))!, summarise, LINE_WIDTH - 1, ' '.repeat(prefix.length + 1));
   }
   const extras: string[] = [];
-  if ((size === 0 && !(shape.length === 1 && shape[0] === 0)) || summarise) extras.push(`shape=${shapeTuple(shape)}`);
+  if ((size === 0 && !(shape.length === 1 && shape[0] === 0)) || summarise) extras.push(`shape=${shapeRepr(shape)}`);
   if (!dtypeImplied(a.dtype) || size === 0) extras.push(`dtype=${dtypeRepr(a.dtype)}`);
   if (extras.length === 0) return `${prefix}${body})`;
   const head = `${prefix}${body},`;

@@ -151,10 +151,13 @@ export interface ArraySpec {
   order?: Order;
 }
 
+/**
+ * The numeric dtype numpy gives each typed array, with the typed array of its storage (storageOf
+ * holds that fact; where two dtypes share a storage, as `u2` and `f2` do, the first named wins).
+ */
 const TYPED_DTYPES: [Function, string][] = [
-  [Float64Array, 'f8'], [Float32Array, 'f4'], [Int8Array, 'i1'], [Uint8Array, 'u1'], [Uint8ClampedArray, 'u1'],
-  [Int16Array, 'i2'], [Uint16Array, 'u2'], [Int32Array, 'i4'], [Uint32Array, 'u4'],
-  [BigInt64Array, 'i8'], [BigUint64Array, 'u8'],
+  ...['f8', 'f4', 'i1', 'u1', 'i2', 'u2', 'i4', 'u4', 'i8', 'u8'].map((code): [Function, string] => [storageOf(parseDescr(code)).ctor, code]),
+  [Uint8ClampedArray, 'u1'],
 ];
 
 /**

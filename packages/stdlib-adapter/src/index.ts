@@ -10,7 +10,7 @@ import Complex128Array from '@stdlib/array/complex128/lib/index.js';
 import BooleanArray from '@stdlib/array/bool/lib/index.js';
 import Float16Array from '@stdlib/array/float16/lib/index.js';
 import {
-  NdArray, NpyError, arrayFromValues, fieldView, getField, matchDType, parseDescr, readItem, shapeSize, storageOf,
+  NdArray, NpyError, arrayFromValues, familyOf, fieldView, getField, matchDType, parseDescr, readItem, shapeSize, storageOf,
   type Complex,
   type ArraySpec, type DType, type Field, type TypedArray, type DescrInput, type FamilyOf, type StorageOf, type FieldDescr,
 } from '@npyts/core';
@@ -78,13 +78,10 @@ const STDLIB_DTYPE: Record<string, string> = {
   b1: 'bool', c8: 'complex64', c16: 'complex128',
 };
 
-function key(dt: DType): string {
-  return `${dt.kind === 'b' ? 'b' : dt.kind}${dt.itemsize}`;
-}
 
 /** The stdlib view of typed data: accessor arrays for float16, bool and complex, over the same bytes. */
 function stdlibBuffer(dt: DType, data: TypedArray): unknown {
-  switch (key(dt)) {
+  switch (dt.typeCode) {
     case 'f2': return new Float16Array(data.buffer, data.byteOffset, data.length);
     case 'b1': return new BooleanArray(data.buffer, data.byteOffset, data.length);
     case 'c8': return new Complex64Array(data.buffer, data.byteOffset, data.length / 2);
@@ -137,7 +134,7 @@ function recordToStdlib(array: NdArray, fields: readonly Field[], options: ToStd
   const out: Record<string, StdlibNdarray> = {};
   for (const f of fields) {
     const view = fieldView(array, f.name);
-    const k = view ? key(view.dtype) : '';
+    const k = view ? view.dtype.typeCode : '';
     const perItem = view ? storageOf(view.dtype).unitsPerItem : 0;
     // A view needs a stdlib dtype of one typed-array unit per element (complex: strides in pairs).
     const viewable = view && k in STDLIB_DTYPE && (perItem === 1 || (perItem === 2 && view.offset % 2 === 0 && view.strides.every((s) => s % 2 === 0)));
@@ -171,11 +168,11 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
   const shape = [...array.shape];
   const strides = stridesFor(shape, array.order);
   const order = stdOrder(array.order);
-  const k = key(dt);
+  const k = dt.typeCode;
   if (k in STDLIB_DTYPE) return ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(dt, array.data as TypedArray), shape, strides, 0, order);
   // What is left has no stdlib dtype of its own: 64-bit integers, long doubles, text, raw bytes.
   const int64 = (): StdlibNdarray => {
-    const what = dt.kind === 'M' || dt.kind === 'm' ? `${dt.name} counts` : dt.name;
+    const what = ['datetime', 'timedelta'].includes(familyOf(dt)) ? `${dt.name} counts` : dt.name;
     if (options.int64 === 'generic') return ndarray('generic', array.data, shape, strides, 0, order);
     if (options.int64 === 'float64' || options.int64 === 'int32') {
       return ndarray(options.int64, checkedConversion(array, options.int64), shape, strides, 0, order);

@@ -3,7 +3,7 @@
  * `check/input_1.npy`, … for several inputs) and `check/output.npy` (or `check/output_0.npy`, …).
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, transpose, toOrder, type NdArray } from '@npyts/core';
+import { NpyError, familyOf, transpose, toOrder, type NdArray } from '@npyts/core';
 import { openArchive, type AnyArchive, type NpzSource, type SourceOptions } from './sources.js';
 import { toTensor } from './tensors.js';
 import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike } from './layers.js';
@@ -139,8 +139,8 @@ function referenceValues(a: NdArray): ArrayLike<number> {
   const c = toOrder(a, 'C');
   const data = c.data as ArrayLike<number | bigint>;
   if (typeof data[0] === 'bigint') return Array.from(data as ArrayLike<bigint>, Number);
-  if (a.dtype.kind !== 'f' && a.dtype.kind !== 'i' && a.dtype.kind !== 'u' && a.dtype.kind !== 'b') throw new NpyError('CHECK_FAILED', `a reference output of dtype ${a.dtype.name} cannot be compared`);
-  if (a.dtype.kind === 'f' && a.dtype.itemsize === 2) throw new NpyError('CHECK_FAILED', 'a float16 reference output is too coarse to check a float32 model against; save it as float32');
+  if (!['float', 'int', 'uint', 'bool'].includes(familyOf(a.dtype))) throw new NpyError('CHECK_FAILED', `a reference output of dtype ${a.dtype.name} cannot be compared`);
+  if (a.dtype.realBytes === 2) throw new NpyError('CHECK_FAILED', 'a float16 reference output is too coarse to check a float32 model against; save it as float32');
   return data as ArrayLike<number>;
 }
 

@@ -3,7 +3,7 @@
  * `tf.loadGraphModel(npzHandler(...))`, and `npz://` URLs through tfjs's routers.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NdArray, NpyError, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';
+import { NdArray, NpyError, familyOf, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { isArchive, openArchive, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, listKeys, mismatchError, type WeightKey } from './weights.js';
@@ -191,7 +191,7 @@ interface HandlerWeight {
 
 /** A float16 member travels as float16 with tfjs's dequantisation: half the bytes, exact values. */
 function isHalf(dt: DType): boolean {
-  return dt.kind === 'f' && dt.itemsize === 2;
+  return dt.realBytes === 2 && familyOf(dt) === 'float';
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Arrays as tfjs tensors and back: the dtype rules between numpy and tfjs. */
 import * as tf from '@tensorflow/tfjs-core';
 import {
-  NdArray, NpyError, arrayFromValues, float16ToNumber, matchDType, parseDescr, readItem, toOrder,
+  NdArray, NpyError, arrayFromValues, familyOf, float16ToNumber, matchDType, parseDescr, readItem, toOrder,
   type DType, type TypedArray, type DescrInput, type FamilyOf, type KindFamily,
 } from '@npyts/core';
 
@@ -40,18 +40,19 @@ function toInt32(array: NdArray, mode: 'check' | 'wrap' | 'clamp'): Int32Array {
 
 function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
   const dt = array.dtype;
-  if (dt.itemsize === 4 || (dt.kind === 'c' && dt.itemsize === 8)) return array.data as Float32Array;
-  if (dt.itemsize === 2) return Float32Array.from(array.data as Uint16Array, float16ToNumber); // exact
+  if (dt.realBytes === 4) return array.data as Float32Array;
+  if (dt.realBytes === 2) return Float32Array.from(array.data as Uint16Array, float16ToNumber); // exact
   if (options.float64 === 'refuse') {
     throw new NpyError('BAD_ARRAY', `${dt.name} would be rounded to float32 for tfjs; refused by { float64: 'refuse' }`);
   }
-  if (dt.itemsize === 8 || (dt.kind === 'c' && dt.itemsize === 16)) return Float32Array.from(array.data as Float64Array);
+  if (dt.realBytes === 8) return Float32Array.from(array.data as Float64Array);
   // x86 long double, held as raw bytes: read each value, then round to float32.
-  const n = dt.kind === 'c' ? array.size * 2 : array.size;
+  const complex = familyOf(dt) === 'complex';
+  const n = complex ? array.size * 2 : array.size;
   const out = new Float32Array(n);
   for (let i = 0; i < array.size; i++) {
     const v = readItem(dt, array.data, i);
-    if (dt.kind === 'c') {
+    if (complex) {
       out[2 * i] = (v as { re: number }).re;
       out[2 * i + 1] = (v as { im: number }).im;
     } else out[i] = v as number;
@@ -118,12 +119,12 @@ export function tensorValues(array: NdArray, options: ToTensorOptions = {}): Ten
     case 'bool': return { dtype, values: c.data as Uint8Array };
     case 'float32': case 'complex64': return { dtype, values: floatsOf(c, options) };
     case 'int32': {
-      if (dt.kind === 'i' && dt.itemsize === 4) return { dtype, values: c.data as Int32Array };
+      if (familyOf(dt) === 'int' && dt.itemsize === 4) return { dtype, values: c.data as Int32Array };
       if (dt.itemsize <= 2) return { dtype, values: Int32Array.from(c.data as ArrayLike<number>) };
       return { dtype, values: toInt32(c, options.int64 ?? 'check') };
     }
     case 'string': {
-      const text = dt.kind === 'U';
+      const text = familyOf(dt) === 'str';
       return { dtype, values: Array.from({ length: c.size }, (_, i) => {
         const v = readItem(dt, c.data, i);
         return text ? utf8Encoder.encode(v as string) : (v as Uint8Array);

@@ -112,10 +112,6 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     this.multiplier = init.multiplier ?? 1;
   }
 
-  get isRecord(): boolean {
-    return this.fields !== null;
-  }
-
   /** True when stored bytes are in this machine's byte order already (or have none): reading them needs no swap. */
   get isNative(): boolean {
     return this.byteOrder === '|' || this.byteOrder === NATIVE_ORDER;
@@ -132,6 +128,20 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
       s += `[${this.multiplier === 1 ? '' : this.multiplier}${this.unit}]`;
     }
     return s;
+  }
+
+  /** numpy's `dtype.str` without its byte order: `f4`, `b1`, `U10`, `M8[ns]`, `O`; records and subarrays are `V{itemsize}`. */
+  get typeCode(): string {
+    return this.str.slice(1);
+  }
+
+  /**
+   * Bytes of each real number in a float or complex element (a complex has two): 2, 4, 8, or 16 for
+   * the x86 long double; 0 for every other kind.
+   */
+  get realBytes(): number {
+    if (this.fields || this.subarray) return 0;
+    return this.kind === 'f' ? this.itemsize : this.kind === 'c' ? this.itemsize / 2 : 0;
   }
 
   /** numpy's `dtype_to_descr`: the `str` of a plain dtype, the field list of a record. */
@@ -177,8 +187,8 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
       case 'b': return 'boolean';
       case 'i': return `${endian}${bits}-bit signed integer`;
       case 'u': return `${endian}${bits}-bit unsigned integer`;
-      case 'f': return this.itemsize === 16 ? `${endian}long double (x86 80-bit extended)` : `${endian}${bits}-bit float`;
-      case 'c': return this.itemsize === 32 ? `${endian}complex long double` : `${endian}${bits}-bit complex`;
+      case 'f': return this.realBytes === 16 ? `${endian}long double (x86 80-bit extended)` : `${endian}${bits}-bit float`;
+      case 'c': return this.realBytes === 16 ? `${endian}complex long double` : `${endian}${bits}-bit complex`;
       case 'S': return `${this.itemsize}-byte string`;
       case 'U': return `${endian}unicode string of ${this.itemsize / 4} characters`;
       case 'V': return `${this.itemsize}-byte raw void`;

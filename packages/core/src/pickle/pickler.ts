@@ -92,7 +92,8 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
   const dtype = (dt: DType): void => {
     global('numpy', 'dtype');
     const record = dt.fields !== null || dt.subarray !== null;
-    const code = record ? `V${dt.itemsize}` : dt.kind === 'O' ? 'O8' : dt.str.replace(/^[<>|]/, '').replace(/\[.*\]$/, '');
+    // numpy pickles the type code without a datetime unit (the unit goes into the BUILD state), and objects as 'O8'.
+    const code = dt.kind === 'O' && !record ? 'O8' : dt.typeCode.replace(/\[.*\]$/, '');
     tuple([() => str(code), () => w.byte(OP.NEWFALSE), () => w.byte(OP.NEWTRUE)]);
     w.byte(OP.REDUCE);
     const none = (): void => w.byte(OP.NONE);

@@ -171,20 +171,14 @@ class PickleMachine {
     for (;;) {
       const at = r.pos;
       const op = r.u8();
-      // The opcodes numpy's object arrays are mostly made of, handled here without a call: before
-      // the JIT has warmed up, a call per opcode is most of the cost. Each does what its family does.
+      // The opcodes numpy's object arrays are mostly made of, handled here (and only here) without a
+      // family call: before the JIT has warmed up, a call per opcode is most of the cost.
       switch (op) {
         case OP.BININT1: r.need(1); stack.push(bytes[r.pos++]); continue;
         case OP.NONE: stack.push(null); continue;
         case OP.MEMOIZE: this.putMemo(this.memoCount, this.top(), at); continue;
         case OP.BINPUT: r.need(1); this.putMemo(bytes[r.pos++]!, this.top(), at); continue;
-        case OP.BINGET: {
-          r.need(1);
-          const v = this.memo[bytes[r.pos++]!];
-          if (v === undefined) bad(`memo entry ${bytes[r.pos - 1]} does not exist`, at);
-          stack.push(v);
-          continue;
-        }
+        case OP.BINGET: r.need(1); stack.push(this.getMemo(bytes[r.pos++]!, at)); continue;
         case OP.SHORT_BINUNICODE: r.need(1); stack.push(this.shortText(bytes[r.pos++]!)); continue;
         case OP.EMPTY_LIST: this.account(16); stack.push([]); continue;
         case OP.MARK: this.openMark(at); continue;
@@ -383,9 +377,9 @@ class PickleMachine {
     return v;
   }
 
-  // -- one method per opcode family -------------------------------------------------------------
+  // -- one method per opcode family (the eight most common opcodes are in run(), and only there) --
 
-  /** Protocol, framing, the end, MARK and plain stack moves. */
+  /** Protocol, framing, the end and plain stack moves (MARK is in run()). */
   private controlOps(op: number, at: number): Step {
     const r = this.r;
     switch (op) {
@@ -396,18 +390,15 @@ class PickleMachine {
       }
       case OP.FRAME: r.u64(); return undefined; // framing is transparent here
       case OP.STOP: return { value: finish(this.pop(), (c) => this.depthOf.has(c)) }; // leftovers on the stack are harmless
-      case OP.MARK:
-        this.openMark(at);
-        return undefined;
       case OP.POP: this.pop(); return undefined;
       case OP.POP_MARK: this.popMark(); return undefined;
       default: this.push(this.top()); return undefined; // DUP
     }
   }
 
-  /** None, True, False. */
+  /** True, False (None is in run()). */
   private constantOps(op: number): Step {
-    this.push(op === OP.NONE ? null : op === OP.NEWTRUE);
+    this.push(op === OP.NEWTRUE);
     return undefined;
   }
 
@@ -415,7 +406,6 @@ class PickleMachine {
   private numberOps(op: number, at: number): Step {
     const r = this.r;
     switch (op) {
-      case OP.BININT1: this.push(r.u8()); break;
       case OP.BININT2: this.push(r.u16()); break;
       case OP.BININT: this.push(r.i32()); break;
       case OP.INT: { // text; 00/01 are False/True
@@ -467,7 +457,6 @@ class PickleMachine {
       case OP.SHORT_BINSTRING: this.push(latin1Text(r.take(r.u8()), this.account)); break;
       case OP.UNICODE: this.push(rawUnicodeEscape(r.line())); break;
       case OP.BINUNICODE: this.push(this.text(r.take(r.u32()))); break;
-      case OP.SHORT_BINUNICODE: this.push(this.shortText(r.u8())); break;
       case OP.BINUNICODE8: this.push(this.text(r.take(r.u64()))); break;
       case OP.BINBYTES: this.push(this.bytesValue(r.take(r.u32()))); break;
       case OP.SHORT_BINBYTES: this.push(this.bytesValue(r.take(r.u8()))); break;
@@ -479,7 +468,6 @@ class PickleMachine {
   /** Lists, tuples, dicts and sets: made, and filled. */
   private containerOps(op: number, at: number): Step {
     switch (op) {
-      case OP.EMPTY_LIST: this.push(this.container([], NOTHING)); break;
       case OP.EMPTY_TUPLE: this.push(this.container(new Tuple([]), NOTHING)); break;
       case OP.EMPTY_DICT: this.push(this.container(new Map(), NOTHING)); break;
       case OP.EMPTY_SET: this.push(this.container(new Set(), NOTHING)); break;
@@ -592,11 +580,8 @@ class PickleMachine {
     const r = this.r;
     switch (op) {
       case OP.PUT: this.putMemo(Number(r.line()), this.top(), at); break;
-      case OP.BINPUT: this.putMemo(r.u8(), this.top(), at); break;
       case OP.LONG_BINPUT: this.putMemo(r.u32(), this.top(), at); break;
-      case OP.MEMOIZE: this.putMemo(this.memoCount, this.top(), at); break;
       case OP.GET: this.push(this.getMemo(Number(r.line()), at)); break;
-      case OP.BINGET: this.push(this.getMemo(r.u8(), at)); break;
       default: this.push(this.getMemo(r.u32(), at)); // LONG_BINGET
     }
     return undefined;
