@@ -99,7 +99,7 @@ test('records built with recordDType and explicit offsets round-trip through num
 });
 
 test('values that do not fit are refused, never wrapped', () => {
-  const refuse = (values, descr) => assert.throws(() => arrayFromValues(values, descr), (e) => e instanceof NpyError && e.code === 'BAD_ARRAY');
+  const refuse = (values, descr) => assert.throws(() => arrayFromValues(values, descr), (e) => e instanceof NpyError && e.code === 'BAD_VALUE');
   refuse([128], '|i1');
   refuse([-1], '<u4');
   refuse([2n ** 63n], '<i8');

@@ -67,7 +67,7 @@ test('offsets: one word per element plus one, in the smallest width; appends wid
     saveRaggedSync(f('other.npy'), ['z'], { heap: 'words.npy.strings', layout: 'offsets' });
     assert.unreachable('an offsets index over an existing heap was written');
   } catch (e) {
-    assert.is(e.code, 'BAD_ARRAY', String(e));
+    assert.is(e.code, 'NAME_CLASH', String(e));
     assert.match(e.message, /owns its heap/);
   }
 });
@@ -99,7 +99,7 @@ test('zero-terminated strings: one start each, NUL after each string; U+0000 ref
   appendRaggedSync(file, ['w'.repeat(70000), 'last']);
   assert.is(wordDescr(file), '<u4');
   assert.equal(viaSnippet(file), [...tags, 'w'.repeat(70000), 'last']);
-  assert.throws(() => saveRaggedSync(f('nul.npy'), ['a\u0000b'], { layout: 'zero-terminated' }), (e) => e.code === 'BAD_ARRAY' && /U\+0000/.test(e.message));
+  assert.throws(() => saveRaggedSync(f('nul.npy'), ['a\u0000b'], { layout: 'zero-terminated' }), (e) => e.code === 'NOT_REPRESENTABLE' && /U\+0000/.test(e.message));
   // A heap whose last string has no NUL: refused, not read past the end.
   python(`
 t = "npyts.ragged:v1 kind=utf8z heap=bad.npy.strings"
@@ -111,7 +111,7 @@ with open(${JSON.stringify(f('bad.npy.strings'))}, "wb") as fh: np.save(fh, np.f
     await bad.get(1);
     assert.unreachable('a string without a NUL was read');
   } catch (e) {
-    assert.is(e.code, 'BAD_ARRAY');
+    assert.is(e.code, 'BAD_RAGGED');
     assert.match(e.message, /no NUL/);
   }
   await bad.close();
@@ -151,19 +151,19 @@ print(json.dumps([[to_json(h[${pick.replace('r]', 'refs[tuple(p)]]')}), js(ragge
     assert.equal(r.shape([1, 1, 1]), [20, 30]);
     r.close();
   }
-  assert.throws(() => saveReferencesSync(f('picks_bad.npy'), { data: new Int32Array([100]), shape: [1] }, 'frames.npy'), (e) => e.code === 'BAD_ARRAY' && /outside the heap's 100 rows/.test(e.message));
+  assert.throws(() => saveReferencesSync(f('picks_bad.npy'), { data: new Int32Array([100]), shape: [1] }, 'frames.npy'), (e) => e.code === 'BAD_INDEX' && /outside the heap's 100 rows/.test(e.message));
   // A heap given as a Fortran-ordered array whose layout is also C's is written in C order, as numpy
   // would: references pick along its first axis, and are checked against that axis.
   const flatF = new NdArray(loadNpySync(f('frames.npy')).dtype, [1, 5], new Float32Array([1, 2, 3, 4, 5]), 'F');
   saveReferencesSync(f('picks_free.npy'), { data: new Int32Array([0, 0]), shape: [2] }, flatF);
   assert.equal(withSnippet(`print(json.dumps([np.isfortran(np.load(${JSON.stringify(f('picks_free.npy.heap'))})), js(ragged_element(${JSON.stringify(f('picks_free.npy'))}, 1))]))`), [false, [1, 2, 3, 4, 5]]);
   assert.equal(arrayToJSON(openRaggedSync(f('picks_free.npy')).get(1)), [1, 2, 3, 4, 5]);
-  assert.throws(() => saveReferencesSync(f('picks_free2.npy'), { data: new Int32Array([3]), shape: [1] }, flatF), (e) => e.code === 'BAD_ARRAY' && /outside the heap's 1 rows/.test(e.message));
+  assert.throws(() => saveReferencesSync(f('picks_free2.npy'), { data: new Int32Array([3]), shape: [1] }, flatF), (e) => e.code === 'BAD_INDEX' && /outside the heap's 1 rows/.test(e.message));
   // An index numpy wrote itself, with a reference past the heap: refused when read.
   python(`np.save(${JSON.stringify(f('picks_np.npy'))}, np.array([(3,), (100,)], dtype=[(("npyts.ragged:v1 kind=ref heap=frames.npy", "ref"), "<u8")]))`);
   const np = openRaggedSync(f('picks_np.npy'));
   assert.equal(np.get(0).shape, [20, 30]);
-  assert.throws(() => np.get(1), (e) => e.code === 'BAD_ARRAY' && /refers to 100/.test(e.message));
+  assert.throws(() => np.get(1), (e) => e.code === 'BAD_RAGGED' && /refers to 100/.test(e.message));
   np.close();
 });
 
@@ -220,7 +220,7 @@ np.save(${JSON.stringify(f('np_grid.npy'))}, np.array([[(0, 1), (1, 3), (3, 3)],
   // Appends to an N-d index add whole rows of its first axis.
   saveRaggedSync(f('grid2.npy'), ['a', 'b', 'c', 'd'], { shape: [2, 2] });
   appendRaggedSync(f('grid2.npy'), ['e', 'f']);
-  assert.throws(() => appendRaggedSync(f('grid2.npy'), ['g']), (e) => e.code === 'BAD_ARRAY' && /multiple of 2/.test(e.message));
+  assert.throws(() => appendRaggedSync(f('grid2.npy'), ['g']), (e) => e.code === 'SHAPE_MISMATCH' && /multiple of 2/.test(e.message));
   assert.equal(withSnippet(`print(json.dumps([list(np.load(${JSON.stringify(f('grid2.npy'))}).shape), ragged_element(${JSON.stringify(f('grid2.npy'))}, (2, 1))]))`), [[3, 2], 'f']);
 });
 
@@ -241,7 +241,7 @@ test('records: array fields over heap1, heap2…, every string field over one .s
     assert.equal(h.slice(0, 2).map(json), expected);
     h.close();
   }
-  assert.throws(() => saveRaggedSync(join(sub, 'grid.npy'), records, { shape: [2, 1] }), (e) => e.code === 'BAD_ARRAY' && /records with ragged fields are 1-d/.test(e.message));
+  assert.throws(() => saveRaggedSync(join(sub, 'grid.npy'), records, { shape: [2, 1] }), (e) => e.code === 'SHAPE_MISMATCH' && /records with ragged fields are 1-d/.test(e.message));
   assert.equal(readdirSync(sub).sort(), ['clips_ranges.npy', 'clips_ranges.npy.heap1', 'clips_ranges.npy.heap2', 'clips_ranges.npy.strings', 'clips_zero-terminated.npy', 'clips_zero-terminated.npy.heap1', 'clips_zero-terminated.npy.heap2', 'clips_zero-terminated.npy.strings']);
 });
 
@@ -354,17 +354,17 @@ save("h_b.npy", np.array([(0,), (1,)], dtype=[(("npyts.ragged:v1 kind=array heap
 save("h_notbytes.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 heap=h_f4.npy", "start"), "<u8"), ("stop", "<u8")]))`);
   const back = openRaggedSync(f('h_back.npy'));
   assert.is(back.get(0), 'abcde');
-  assert.throws(() => back.get(1), (e) => e.code === 'BAD_ARRAY' && /element 1 .* bounds \[5, 3\)/.test(e.message));
+  assert.throws(() => back.get(1), (e) => e.code === 'BAD_RAGGED' && /element 1 .* bounds \[5, 3\)/.test(e.message));
   back.close();
   const huge = await openRagged(f('h_huge.npy'));
-  try { await huge.get(0); assert.unreachable(); } catch (e) { assert.is(e.code, 'BAD_ARRAY'); assert.match(e.message, /above 2\^53/); }
+  try { await huge.get(0); assert.unreachable(); } catch (e) { assert.is(e.code, 'BAD_RAGGED'); assert.match(e.message, /above 2\^53/); }
   await huge.close();
   // Indexes whose titles lead back to themselves: refused, by every reader and by appends, not followed forever.
   for (const name of ['h_self.npy', 'h_a.npy']) {
-    try { await openRagged(f(name)); assert.unreachable(name); } catch (e) { assert.is(e.code, 'BAD_ARRAY', String(e)); assert.match(e.message, /form a cycle/); }
-    assert.throws(() => appendRaggedSync(f(name), [[arrayFromValues([1], '<i4')]]), (e) => e.code === 'BAD_ARRAY' && /form a cycle/.test(e.message), name);
+    try { await openRagged(f(name)); assert.unreachable(name); } catch (e) { assert.is(e.code, 'BAD_RAGGED', String(e)); assert.match(e.message, /form a cycle/); }
+    assert.throws(() => appendRaggedSync(f(name), [[arrayFromValues([1], '<i4')]]), (e) => e.code === 'BAD_RAGGED' && /form a cycle/.test(e.message), name);
   }
-  for (const [name, code, pattern] of [['h_self.npy', 'BAD_ARRAY', /form a cycle/], ['h_title.npy', 'BAD_DESCR', /percent-encoded/], ['h_fields.npy', 'BAD_DESCR', /none of the layouts/], ['h_words.npy', 'BAD_DESCR', /unsigned integers/], ['h_notbytes.npy', 'BAD_ARRAY', /1-d bytes/]]) {
+  for (const [name, code, pattern] of [['h_self.npy', 'BAD_RAGGED', /form a cycle/], ['h_title.npy', 'BAD_DESCR', /percent-encoded/], ['h_fields.npy', 'BAD_DESCR', /none of the layouts/], ['h_words.npy', 'BAD_DESCR', /unsigned integers/], ['h_notbytes.npy', 'BAD_RAGGED', /1-d bytes/]]) {
     assert.throws(() => openRaggedSync(f(name)), (e) => e.code === code && pattern.test(e.message), name);
     const r = await runCli(['info', f(name)]);
     assert.is(r.code, 1, name);

@@ -114,11 +114,11 @@ test('a FIFO named as a .npy, a heap or an archive is refused at once (API and C
 test('chunks(0), chunks(-1) and chunks(1.5) are refused, never a loop without end', async () => {
   saveRaggedSync(f('chunked.npy'), ['a', 'bc', 'def']);
   const h = openRaggedSync(f('chunked.npy'));
-  for (const size of [0, -1, 1.5, NaN]) assert.throws(() => h.chunks(size).next(), (e) => e.code === 'BAD_ARRAY' && /positive integer/.test(e.message));
+  for (const size of [0, -1, 1.5, NaN]) assert.throws(() => h.chunks(size).next(), (e) => e.code === 'BAD_OPTION' && /positive integer/.test(e.message));
   assert.equal([...h.chunks(2)], [['a', 'bc'], ['def']]);
   h.close();
   const r = await openRagged(f('chunked.npy'));
-  for (const size of [0, -1]) await rejects(r.chunks(size).next(), 'BAD_ARRAY');
+  for (const size of [0, -1]) await rejects(r.chunks(size).next(), 'BAD_OPTION');
   await r.close();
 });
 

@@ -666,7 +666,7 @@ function tableToNpyFile(from: string, to: string, delimiter: ',' | '\t', descr: 
       last = a;
     }
     const final = encodeHeader(last!.dtype, [rows, ...last!.shape.slice(1)], false, version);
-    if (final.length !== header!.length) throw new NpyError('BAD_ARRAY', `${rows} rows do not fit the header's room`);
+    if (final.length !== header!.length) throw new NpyError('HEADER_ROOM', `${rows} rows do not fit the header's room`);
     writeAll(fd, final, 0);
   });
 }

@@ -66,11 +66,11 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
     case 'str': case 'bytes': {
       const text = typeof v === 'string' ? v : new TextDecoder('latin1').decode(v as Uint8Array);
       if (text.includes(delimiter) || /[\r\n"]/.test(text)) {
-        throw new NpyError('BAD_ARRAY', `${where()}: the string ${JSON.stringify(text)} holds a delimiter, quote or line break; this text format has no quoting`);
+        throw new NpyError('NOT_REPRESENTABLE', `${where()}: the string ${JSON.stringify(text)} holds a delimiter, quote or line break; this text format has no quoting`);
       }
       return text;
     }
-    default: throw new NpyError('BAD_ARRAY', `${dt.name} values have no lossless ${delimiter === ',' ? 'CSV' : 'TSV'} form here; write .npy or .npz`);
+    default: throw new NpyError('NO_COUNTERPART', `${dt.name} values have no lossless ${delimiter === ',' ? 'CSV' : 'TSV'} form here; write .npy or .npz`);
   }
 }
 
@@ -85,10 +85,10 @@ const ROWS_PER_STEP = 4096;
 export function* tablePieces(dtype: DType, shape: readonly number[], rowsOf: (from: number, count: number) => NdArray, delimiter: ',' | '\t'): Generator<string> {
   const fields = dtype.fields;
   if (fields) {
-    if (shape.length !== 1) throw new NpyError('BAD_ARRAY', `a record array of shape (${shape.join(', ')}) has no table form; only 1-d record arrays become columns`);
-    if (fields.some((f) => f.dtype.fields || f.dtype.subarray)) throw new NpyError('BAD_ARRAY', 'nested records and subarray fields have no table form');
+    if (shape.length !== 1) throw new NpyError('NO_COUNTERPART', `a record array of shape (${shape.join(', ')}) has no table form; only 1-d record arrays become columns`);
+    if (fields.some((f) => f.dtype.fields || f.dtype.subarray)) throw new NpyError('NO_COUNTERPART', 'nested records and subarray fields have no table form');
   } else if (shape.length === 0 || shape.length > 2) {
-    throw new NpyError('BAD_ARRAY', `an array of ${shape.length} dimensions has no table form; only 1-d and 2-d arrays (np.savetxt's rule)`);
+    throw new NpyError('NO_COUNTERPART', `an array of ${shape.length} dimensions has no table form; only 1-d and 2-d arrays (np.savetxt's rule)`);
   }
   if (fields) yield `${fields.map((f) => f.name).join(delimiter)}\n`;
   const rows = shape[0]!;
@@ -156,7 +156,7 @@ export function* tableBatches(pieces: Iterable<string>, delimiter: ',' | '\t', d
   const fields = dtype.fields;
   const parse = (dt: DType, cell: string, where: string): unknown => {
     const t = cell.trim();
-    const bad = (): never => { throw new NpyError('BAD_ARRAY', `${source}:${where}: '${t}' is not a ${dt.name}`); };
+    const bad = (): never => { throw new NpyError('BAD_TABLE', `${source}:${where}: '${t}' is not a ${dt.name}`); };
     switch (familyOf(dt)) {
       case 'float': {
         if (FLOAT_TEXT.test(t)) return Number(t);
@@ -168,7 +168,7 @@ export function* tableBatches(pieces: Iterable<string>, delimiter: ',' | '\t', d
       case 'bool': return /^(1|true)$/i.test(t) ? true : /^(0|false)$/i.test(t) ? false : bad();
       case 'str': return cell;
       case 'bytes': return new TextEncoder().encode(cell);
-      default: throw new NpyError('BAD_ARRAY', `${dt.name} cannot be read from text here`);
+      default: throw new NpyError('NO_COUNTERPART', `${dt.name} cannot be read from text here`);
     }
   };
   let width = -1;
@@ -191,9 +191,9 @@ export function* tableBatches(pieces: Iterable<string>, delimiter: ',' | '\t', d
       if (fields && cells.map((c) => c.trim()).join('\u0000') === fields.map((f) => f.name).join('\u0000')) continue;
     }
     if (width < 0) width = cells.length;
-    if (cells.length !== width) throw new NpyError('BAD_ARRAY', `${source}:${number}: ${cells.length} columns, the first row has ${width}`);
+    if (cells.length !== width) throw new NpyError('BAD_TABLE', `${source}:${number}: ${cells.length} columns, the first row has ${width}`);
     if (fields) {
-      if (cells.length !== fields.length) throw new NpyError('BAD_ARRAY', `${source}:${number}: ${cells.length} columns for ${fields.length} fields`);
+      if (cells.length !== fields.length) throw new NpyError('BAD_TABLE', `${source}:${number}: ${cells.length} columns for ${fields.length} fields`);
       batch.push(Object.fromEntries(fields.map((f, k) => [f.name, parse(f.dtype, cells[k]!, `${number}`)])));
     } else {
       batch.push(width === 1 ? [parse(dtype, cells[0]!, `${number}`)] : cells.map((c, k) => parse(dtype, c, `${number}:${k + 1}`)));

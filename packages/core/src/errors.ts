@@ -12,7 +12,6 @@ export type NpyErrorCode =
   | 'DATA_TRUNCATED'
   | 'SIZE_OVERFLOW'
   | 'PICKLE_UNSUPPORTED'
-  | 'BAD_ARRAY'
   | 'HEADER_TOO_LARGE'
   | 'ZIP_FORMAT'
   | 'ZIP_UNSUPPORTED'
@@ -40,7 +39,49 @@ export type NpyErrorCode =
   /** A tfjs layer whose configuration cannot compute what the PyTorch module it is given computes (an epsilon, an activation, a GRU, a grouped convolution). */
   | 'LAYER_CONFIG'
   /** A model's predictions differ from the reference outputs an archive carries (check/output.npy) by more than the tolerance. */
-  | 'CHECK_FAILED';
+  | 'CHECK_FAILED'
+  /** A handle or archive used after close(). */
+  | 'CLOSED'
+  /** A write through a handle opened for reading only. */
+  | 'READ_ONLY'
+  /** An index, region or element range outside the array, or with the wrong number of axes. */
+  | 'BAD_INDEX'
+  /** Shapes that do not agree: data that does not fill a shape, an append along axes that differ, ragged elements with other trailing shapes. */
+  | 'SHAPE_MISMATCH'
+  /** Data of one dtype where another is needed (or an array of a kind this function does not take: the message names the one that does). */
+  | 'DTYPE_MISMATCH'
+  /** A record field that is not there. */
+  | 'NO_FIELD'
+  /** A dtype the target (stdlib, tfjs, a text table) has no form for. */
+  | 'NO_COUNTERPART'
+  /** A text table (CSV/TSV) whose cells or columns are not the array asked for. */
+  | 'BAD_TABLE'
+  /** An option, or an argument, outside what the function takes. */
+  | 'BAD_OPTION'
+  /** A value given to be written that its dtype or format cannot take (a mixed list, a cycle, an element without an axis). */
+  | 'BAD_VALUE'
+  /** Array data that no value has (a code point past U+10FFFF in a str array). */
+  | 'BAD_DATA'
+  /** A ragged index and its heaps that do not agree (bounds past the heap, cycles, strings without their end). */
+  | 'BAD_RAGGED'
+  /** A header rewritten in place that has no room for the new shape (the fix: rewrite the file). */
+  | 'HEADER_ROOM'
+  /** A header the requested format version cannot hold (too long for 1.0, not latin-1 before 3.0). */
+  | 'HEADER_VERSION'
+  /** A file that cannot be memory-mapped (object dtype, deflated, not aligned). */
+  | 'NOT_MAPPABLE'
+  /** A feature that needs the optional native addon (@npyts/native), which is not loaded. */
+  | 'NO_ADDON'
+  /** Two things given one name (an array and a file of an archive, two weights, a heap and its index). */
+  | 'NAME_CLASH'
+  /** A write that stored nothing (a full storage quota). */
+  | 'WRITE_FAILED'
+  /** A save target (or weight) that cannot take what is saved there: a function where a path is needed, no file system, no page. */
+  | 'BAD_TARGET'
+  /** A Python pickle that is malformed or breaks a limit of the unpickler. */
+  | 'BAD_PICKLE'
+  /** A step a driver cannot perform: a bug in npyts, please report it. */
+  | 'INTERNAL';
 
 /** Where an error was found: the file, byte offset, field or archive member, when known. */
 export interface NpyErrorDetails {
@@ -61,6 +102,8 @@ export class NpyError extends Error {
   readonly code: NpyErrorCode;
   readonly offset: number | undefined;
   readonly field: string | undefined;
+  /** The archive member involved, when known. */
+  readonly member: string | undefined;
 
   constructor(code: NpyErrorCode, message: string, details: NpyErrorDetails = {}) {
     const where: string[] = [];
@@ -72,5 +115,6 @@ export class NpyError extends Error {
     this.code = code;
     this.offset = details.offset;
     this.field = details.field;
+    this.member = details.member;
   }
 }

@@ -179,7 +179,7 @@ export function toNdArray(input: NdArray | ArraySpec): NdArray {
   if (input instanceof NdArray) return input;
   const { data } = input;
   const dtype = input.dtype !== undefined ? parseDescr(input.dtype) : dtypeOfTypedArray(data);
-  if (!dtype) throw new NpyError('BAD_ARRAY', 'a dtype is needed for data that is not a typed array');
+  if (!dtype) throw new NpyError('BAD_OPTION', 'a dtype is needed for data that is not a typed array');
   if (ArrayBuffer.isView(data) && !(data instanceof DataView)) {
     const typed = data as TypedArray;
     const { ctor, unitsPerItem } = storageOf(dtype);
@@ -189,7 +189,7 @@ export function toNdArray(input: NdArray | ArraySpec): NdArray {
       return new NdArray(dtype, shape, typed, input.order ?? 'C');
     }
     if (unitsPerItem !== 1 || dtype.kind === 'f' && dtype.itemsize !== 4 && dtype.itemsize !== 8) {
-      throw new NpyError('BAD_ARRAY', `${typed.constructor.name} cannot hold ${dtype.str} data; use ${ctor.name}`);
+      throw new NpyError('DTYPE_MISMATCH', `${typed.constructor.name} cannot hold ${dtype.str} data; use ${ctor.name}`);
     }
     return converted(Array.from(typed as ArrayLike<number>), dtype, shape, input.order);
   }
@@ -200,7 +200,7 @@ export function toNdArray(input: NdArray | ArraySpec): NdArray {
 
 function converted(values: unknown[], dtype: DType, shape: readonly number[], order: Order | undefined): NdArray {
   if (values.length !== shapeSize(shape)) {
-    throw new NpyError('BAD_ARRAY', `${values.length} values do not fill shape (${shape.join(', ')})`);
+    throw new NpyError('SHAPE_MISMATCH', `${values.length} values do not fill shape (${shape.join(', ')})`);
   }
   // Values are in memory order already; build them flat, then label the order.
   const flat = arrayFromValues(values, dtype, { shape: [values.length] });

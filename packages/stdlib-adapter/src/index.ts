@@ -109,7 +109,7 @@ function checkedConversion(array: NdArray, target: 'float64' | 'int32'): Float64
   for (let i = 0; i < src.length; i++) {
     const v = src[i]!;
     if (v < lo || v > hi) {
-      throw new NpyError('BAD_ARRAY', `value ${v} at position ${i} does not fit ${target}; use { int64: 'generic' } to keep bigints`);
+      throw new NpyError('NOT_REPRESENTABLE', `value ${v} at position ${i} does not fit ${target}; use { int64: 'generic' } to keep bigints`);
     }
     out[i] = Number(v);
   }
@@ -126,7 +126,7 @@ function checkedConversion(array: NdArray, target: 'float64' | 'int32'): Float64
 export function toStdlibFields<S extends DescrInput, const O extends ToStdlibOptions = {}>(array: NdArray<S>, options?: O): StdlibFieldsOf<S, O>;
 export function toStdlibFields(array: NdArray, options: ToStdlibOptions = {}): Record<string, unknown> {
   const { fields } = array.dtype;
-  if (!fields) throw new NpyError('BAD_ARRAY', `${array.dtype.str} is not a record dtype; use toStdlib`);
+  if (!fields) throw new NpyError('DTYPE_MISMATCH', `${array.dtype.str} is not a record dtype; use toStdlib`);
   return recordToStdlib(array, fields, options);
 }
 
@@ -159,7 +159,7 @@ function recordToStdlib(array: NdArray, fields: readonly Field[], options: ToStd
  */
 export function toStdlib<S extends DescrInput, const O extends ToStdlibOptions = {}>(array: NdArray<S>, options?: O): StdlibOf<S, O>;
 export function toStdlib(array: NdArray, options: ToStdlibOptions = {}): StdlibNdarray {
-  if (array.dtype.fields) throw new NpyError('BAD_ARRAY', `a record array is several ndarrays, one per field: use toStdlibFields`);
+  if (array.dtype.fields) throw new NpyError('DTYPE_MISMATCH', `a record array is several ndarrays, one per field: use toStdlibFields`);
   return plainToStdlib(array, options);
 }
 
@@ -177,11 +177,11 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
     if (options.int64 === 'float64' || options.int64 === 'int32') {
       return ndarray(options.int64, checkedConversion(array, options.int64), shape, strides, 0, order);
     }
-    throw new NpyError('BAD_ARRAY', `stdlib has no dtype for ${what}; pass { int64: 'generic' } (bigint values), { int64: 'float64' } or { int64: 'int32' } (checked conversions)`);
+    throw new NpyError('NO_COUNTERPART', `stdlib has no dtype for ${what}; pass { int64: 'generic' } (bigint values), { int64: 'float64' } or { int64: 'int32' } (checked conversions)`);
   };
   const longDouble = (complex: boolean): StdlibNdarray => {
     if (options.longDouble !== 'float64') {
-      throw new NpyError('BAD_ARRAY', `stdlib has no ${dt.name} (x86 long double); pass { longDouble: 'float64' } to round to float64`);
+      throw new NpyError('NO_COUNTERPART', `stdlib has no ${dt.name} (x86 long double); pass { longDouble: 'float64' } to round to float64`);
     }
     const n = array.size;
     const out = new Float64Array(complex ? 2 * n : n);
@@ -198,7 +198,7 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
     return ndarray('generic', values, shape, strides, 0, order);
   };
   const none = (): never => {
-    throw new NpyError('BAD_ARRAY', `${dt.str} has no stdlib counterpart`);
+    throw new NpyError('NO_COUNTERPART', `${dt.str} has no stdlib counterpart`);
   };
   return matchDType<StdlibNdarray>(dt, {
     int: int64, uint: int64, datetime: int64, timedelta: int64,
@@ -234,7 +234,7 @@ function inferGeneric(values: unknown[]): string {
     const n = Math.max(1, ...values.map((s) => Array.from(s as string).length));
     return `<U${n}`;
   }
-  throw new NpyError('BAD_ARRAY', 'a generic ndarray needs values of one kind (numbers, bigints, booleans or strings), or pass { dtype }');
+  throw new NpyError('BAD_OPTION', 'a generic ndarray needs values of one kind (numbers, bigints, booleans or strings), or pass { dtype }');
 }
 
 /**
@@ -252,7 +252,7 @@ export function fromStdlib(x: StdlibNdarray, options: { dtype?: string } = {}): 
     return arrayFromValues(values, options.dtype ?? inferGeneric(values), { shape });
   }
   const descr = NUMPY_DTYPE[x.dtype];
-  if (!descr) throw new NpyError('BAD_ARRAY', `stdlib dtype '${x.dtype}' has no numpy counterpart here`);
+  if (!descr) throw new NpyError('NO_COUNTERPART', `stdlib dtype '${x.dtype}' has no numpy counterpart here`);
   const dtype = parseDescr(descr);
   const memory = typedMemory(x.dtype, x.data as { buffer: ArrayBufferLike; byteOffset: number; length: number });
   const units = storageOf(dtype).unitsPerItem;

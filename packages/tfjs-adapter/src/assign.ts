@@ -210,7 +210,7 @@ function assignAll(steps: readonly PlanStep[], tensors: readonly (tf.Tensor | nu
     if (!t) return;
     if (target.assign) target.assign(t);
     else if (target.write) target.write(t);
-    else throw new NpyError('BAD_ARRAY', `${target.name} has neither assign() nor write()`);
+    else throw new NpyError('BAD_TARGET', `${target.name} has neither assign() nor write()`);
     t.dispose();
   });
 }

@@ -350,7 +350,7 @@ function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
   const data = new WeightReader(artifacts.weightData);
   const arrays = new Map<string, NdArray>();
   for (const spec of specs) {
-    if (arrays.has(spec.name)) throw new NpyError('BAD_ARRAY', `two weights named '${spec.name}'`);
+    if (arrays.has(spec.name)) throw new NpyError('NAME_CLASH', `two weights named '${spec.name}'`);
     const n = spec.shape.reduce((a, b) => a * b, 1);
     const q = spec.quantization;
     let array: NdArray;
@@ -381,7 +381,7 @@ function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
 /** The JSON member of a save: everything of tfjs's artifacts but the weight bytes. */
 function modelJsonOf(artifacts: Artifacts): ModelJson {
   if (artifacts.modelTopology instanceof ArrayBuffer) {
-    throw new NpyError('BAD_ARRAY', 'a binary (GraphDef) topology cannot be saved in an .npz; save the model as JSON');
+    throw new NpyError('BAD_TARGET', 'a binary (GraphDef) topology cannot be saved in an .npz; save the model as JSON');
   }
   const json: ModelJson = {};
   if (artifacts.modelTopology !== undefined) json.modelTopology = artifacts.modelTopology;
@@ -407,7 +407,7 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
   const describe = typeof target === 'string' || target instanceof URL ? String(target) : 'the archive';
   return {
     async load(): Promise<Artifacts> {
-      if (typeof target === 'function') throw new NpyError('BAD_ARRAY', 'this npzHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
+      if (typeof target === 'function') throw new NpyError('BAD_TARGET', 'this npzHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
       const [archive, opened] = await openArchive(target, options);
       let keepOpen = false;
       try {
@@ -417,7 +417,7 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
           throw new NpyError('WEIGHT_MISMATCH', "npzHandler with layout 'pytorch' needs the tfjs model as modelTopology (a model built in code, whose layers are paired with the PyTorch modules), not JSON");
         }
         if (modelTopology === undefined) {
-          throw new NpyError('BAD_ARRAY', `${describe} has no ${metaMember} member with a model topology; pass { modelTopology } (a JSON object or a model), or build the model and use assignWeights(model, source)`);
+          throw new NpyError('BAD_MODEL', `${describe} has no ${metaMember} member with a model topology; pass { modelTopology } (a JSON object or a model), or build the model and use assignWeights(model, source)`);
         }
         const plan = hasLayers(options.modelTopology)
           ? await planByModel(archive, options.modelTopology, options, metaMember)
@@ -440,7 +440,7 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
     },
     async save(artifacts: Artifacts): Promise<tf.io.SaveResult> {
       if (typeof target !== 'function' && typeof target !== 'string') {
-        throw new NpyError('BAD_ARRAY', 'npzHandler saves to a path (Node) or a function receiving the bytes');
+        throw new NpyError('BAD_TARGET', 'npzHandler saves to a path (Node) or a function receiving the bytes');
       }
       const json = JSON.stringify(modelJsonOf(artifacts));
       await writeArchive(target, arraysOf(artifacts), { ...options, files: { [metaMember]: json } });

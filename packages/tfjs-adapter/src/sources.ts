@@ -97,7 +97,7 @@ export async function writeArchive(target: string | NpzSink, arrays: Map<string,
     await target(encodeNpz(arrays, options));
     return;
   }
-  if (!inNode()) throw new NpyError('BAD_ARRAY', `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`);
+  if (!inNode()) throw new NpyError('BAD_TARGET', `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`);
   await (await nodeEntry()).saveNpz(target, arrays, options);
 }
 
@@ -109,7 +109,7 @@ export async function writeArchive(target: string | NpzSink, arrays: Map<string,
 export function browserDownload(fileName: string): NpzSink {
   return (npz) => {
     const doc = (globalThis as { document?: Document }).document;
-    if (!doc) throw new NpyError('BAD_ARRAY', 'browserDownload needs a page (document); in Node save to a path');
+    if (!doc) throw new NpyError('BAD_TARGET', 'browserDownload needs a page (document); in Node save to a path');
     const url = URL.createObjectURL(new Blob([npz as Uint8Array<ArrayBuffer>], { type: 'application/zip' }));
     const a = doc.createElement('a');
     a.href = url;

@@ -31,7 +31,7 @@ function toInt32(array: NdArray, mode: 'check' | 'wrap' | 'clamp'): Int32Array {
       continue;
     }
     if (mode === 'check') {
-      throw new NpyError('BAD_ARRAY', `${array.dtype.name} value ${v} at flat index ${i} does not fit int32; pass { int64: 'wrap' } or { int64: 'clamp' } to convert anyway`);
+      throw new NpyError('NOT_REPRESENTABLE', `${array.dtype.name} value ${v} at flat index ${i} does not fit int32; pass { int64: 'wrap' } or { int64: 'clamp' } to convert anyway`);
     }
     out[i] = mode === 'wrap' ? (big ? Number(BigInt.asIntN(32, v as bigint)) : n | 0) : n < 0 ? INT32_MIN : INT32_MAX;
   }
@@ -43,7 +43,7 @@ function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
   if (dt.realBytes === 4) return array.data as Float32Array;
   if (dt.realBytes === 2) return Float32Array.from(array.data as Uint16Array, float16ToNumber); // exact
   if (options.float64 === 'refuse') {
-    throw new NpyError('BAD_ARRAY', `${dt.name} would be rounded to float32 for tfjs; refused by { float64: 'refuse' }`);
+    throw new NpyError('NOT_REPRESENTABLE', `${dt.name} would be rounded to float32 for tfjs; refused by { float64: 'refuse' }`);
   }
   if (dt.realBytes === 8) return Float32Array.from(array.data as Float64Array);
   // x86 long double, held as raw bytes: read each value, then round to float32.
@@ -93,7 +93,7 @@ export type WeightDType = 'float32' | 'int32' | 'bool' | 'complex64' | 'string';
  */
 export function tensorDTypeOf(dt: DType): WeightDType {
   const none = (what: string) => (): never => {
-    throw new NpyError('BAD_ARRAY', what);
+    throw new NpyError('NO_COUNTERPART', what);
   };
   const noTensor = none(`${dt.name} arrays have no tfjs dtype`);
   const records = none('record arrays have no tfjs dtype; convert one field (getField) at a time');
@@ -189,6 +189,6 @@ export async function fromTensor(t: tf.Tensor): Promise<NdArray> {
     case 'complex64': return new NdArray(parseDescr('<c8'), shape, Float32Array.from(await t.data() as Float32Array), 'C');
     case 'string': return stringArray((await t.bytes()) as Uint8Array[], shape);
   }
-  throw new NpyError('BAD_ARRAY', `tensor dtype ${t.dtype} has no numpy counterpart here`);
+  throw new NpyError('NO_COUNTERPART', `tensor dtype ${t.dtype} has no numpy counterpart here`);
 }
 

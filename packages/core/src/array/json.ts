@@ -154,7 +154,7 @@ export function pythonJSON(v: unknown, depth = 0, active: Set<object> = new Set(
   if (typeof v === 'bigint') return jsonInt(v);
   if (typeof v !== 'object') return String(v);
   if (depth > MAX_JSON_DEPTH) throw new NpyError('TOO_LARGE', `value nested deeper than ${MAX_JSON_DEPTH} levels has no JSON form here`);
-  if (active.has(v)) throw new NpyError('BAD_ARRAY', 'value contains itself and has no JSON form');
+  if (active.has(v)) throw new NpyError('BAD_VALUE', 'value contains itself and has no JSON form');
   if (v instanceof Uint8Array) return latin1(v);
   const repeat = budget.seen.has(v);
   budget.seen.add(v);

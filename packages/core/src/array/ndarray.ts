@@ -36,9 +36,9 @@ export class NdArray<S extends DescrInput = DescrInput> {
     const stored = data as ArrayData;
     const expected = Array.isArray(stored) ? size : size * storageOf(dtype).unitsPerItem;
     if (stored.length !== expected) {
-      throw new NpyError('BAD_ARRAY', `data has ${stored.length} elements but shape ${shapeRepr(shape)} of ${dtype.str} needs ${expected}`);
+      throw new NpyError('SHAPE_MISMATCH', `data has ${stored.length} elements but shape ${shapeRepr(shape)} of ${dtype.str} needs ${expected}`);
     }
-    if (order !== 'C' && order !== 'F') throw new NpyError('BAD_ARRAY', `order must be 'C' or 'F', not ${JSON.stringify(order)}`);
+    if (order !== 'C' && order !== 'F') throw new NpyError('BAD_OPTION', `order must be 'C' or 'F', not ${JSON.stringify(order)}`);
     this.dtype = dtype;
     this.shape = [...shape];
     this.order = order;
@@ -73,14 +73,14 @@ export class NdArray<S extends DescrInput = DescrInput> {
   /** Memory position (in items) of a multi-index. */
   offsetOf(index: readonly number[]): number {
     if (index.length !== this.shape.length) {
-      throw new NpyError('BAD_ARRAY', `index has ${index.length} axes, the array has ${this.shape.length}`);
+      throw new NpyError('BAD_INDEX', `index has ${index.length} axes, the array has ${this.shape.length}`);
     }
     const strides = this.strides;
     let p = 0;
     for (let a = 0; a < index.length; a++) {
       const i = index[a]!;
       if (!Number.isInteger(i) || i < 0 || i >= this.shape[a]!) {
-        throw new NpyError('BAD_ARRAY', `index ${i} is out of bounds for axis ${a} with size ${this.shape[a]}`);
+        throw new NpyError('BAD_INDEX', `index ${i} is out of bounds for axis ${a} with size ${this.shape[a]}`);
       }
       p += i * strides[a]!;
     }

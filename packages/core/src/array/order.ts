@@ -192,7 +192,7 @@ export function transpose<S extends DescrInput>(array: NdArray<S>, axes?: readon
   const n = array.shape.length;
   const perm = axes ? [...axes] : array.shape.map((_, i) => n - 1 - i);
   if (perm.length !== n || [...perm].sort((x, y) => x - y).some((v, i) => v !== i)) {
-    throw new NpyError('BAD_ARRAY', `axes [${perm}] are not a permutation of the ${n} axes of an array of shape (${array.shape})`);
+    throw new NpyError('BAD_OPTION', `axes [${perm}] are not a permutation of the ${n} axes of an array of shape (${array.shape})`);
   }
   const shape = perm.map((p) => array.shape[p]!);
   if (isOrderFree(shape) || perm.every((p, i) => p === i)) return new NdArray(array.dtype, shape, toOrder(array, 'C').data, 'C');

@@ -30,7 +30,7 @@ function codePointsToString(get: (k: number) => number, n: number): string {
   let s = '';
   for (let k = 0; k < end; k++) {
     const cp = get(k);
-    if (cp > 0x10ffff) throw new NpyError('BAD_ARRAY', `unicode element holds an invalid code point 0x${cp.toString(16)}`);
+    if (cp > 0x10ffff) throw new NpyError('BAD_DATA', `unicode element holds an invalid code point 0x${cp.toString(16)}`);
     s += String.fromCodePoint(cp);
   }
   return s;

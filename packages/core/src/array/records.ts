@@ -9,10 +9,10 @@ import { bytesToData, storageOf } from './layout.js';
 import type { TypedArray } from '../format/js-types.js';
 
 function findField(dtype: DType, name: string): Field {
-  if (!dtype.fields) throw new NpyError('BAD_ARRAY', `dtype ${dtype.str} is not a record, it has no field '${name}'`);
+  if (!dtype.fields) throw new NpyError('NO_FIELD', `dtype ${dtype.str} is not a record, it has no field '${name}'`);
   const f = dtype.fields.find((x) => x.name === name) ?? dtype.fields.find((x) => x.title === name);
   if (!f) {
-    throw new NpyError('BAD_ARRAY', `no field '${name}'; the fields are ${dtype.fields.map((x) => `'${x.name}'`).join(', ')}`);
+    throw new NpyError('NO_FIELD', `no field '${name}'; the fields are ${dtype.fields.map((x) => `'${x.name}'`).join(', ')}`);
   }
   return f;
 }

@@ -19,7 +19,7 @@ import { numberToFloat16, numberToLongDouble } from '../format/float-bits.js';
 import { bytesToData } from './layout.js';
 
 function fail(message: string, field?: string): never {
-  throw new NpyError('BAD_ARRAY', message, field === undefined ? {} : { field });
+  throw new NpyError('BAD_VALUE', message, field === undefined ? {} : { field });
 }
 
 function toBigInt(v: unknown, dtype: DType, field?: string): bigint {

@@ -333,11 +333,11 @@ export function encodeHeader(dtype: DType, shape: readonly number[], fortranOrde
   const tryVersions: (1 | 2 | 3)[] = version ? [version] : latin ? [1, 2] : [3];
   for (const v of tryVersions) {
     if (v < 3 && !latin) {
-      throw new NpyError('BAD_ARRAY', `format ${v}.0 stores the header as latin-1, but this header has other characters (use version 3)`);
+      throw new NpyError('HEADER_VERSION', `format ${v}.0 stores the header as latin-1, but this header has other characters (use version 3)`);
     }
     const wrapped = wrapHeader(v === 3 ? new TextEncoder().encode(text) : encodeLatin1(text), v);
     if (wrapped) return wrapped;
   }
-  throw new NpyError('BAD_ARRAY', `header of ${text.length} characters does not fit format ${version ?? 2}.0`);
+  throw new NpyError('HEADER_VERSION', `header of ${text.length} characters does not fit format ${version ?? 2}.0`);
 }
 

@@ -38,7 +38,7 @@ function accessIO(file: SyncAccessHandle): PositionalIO {
     write(bytes, position) {
       for (let done = 0; done < bytes.length;) {
         const n = file.write(bytes.subarray(done), { at: position + done });
-        if (n <= 0) throw new NpyError('BAD_ARRAY', `a write at byte ${position + done} wrote nothing (is the storage quota full?)`);
+        if (n <= 0) throw new NpyError('WRITE_FAILED', `a write at byte ${position + done} wrote nothing (is the storage quota full?)`);
         done += n;
       }
     },
@@ -99,7 +99,7 @@ export function appendNpyAccessHandle(file: SyncAccessHandle, input: NdArray | A
   const io = accessIO(file);
   const plan = planAppend(name, headerOf(file, io, {}), input, file.getSize());
   if (!plan.inPlace) {
-    throw new NpyError('BAD_ARRAY', `${name}: the header has no room for the grown shape (written by numpy before 1.24?); rewrite the file with its new shape instead`);
+    throw new NpyError('HEADER_ROOM', `${name}: the header has no room for the grown shape (written by numpy before 1.24?); rewrite the file with its new shape instead`);
   }
   io.write!(plan.bytes, plan.end);
   file.flush();

@@ -70,7 +70,7 @@ export interface PositionalIOAsync {
 export const SOURCE = {} as FileRef;
 
 function cannot(step: Step): NpyError {
-  return new NpyError('BAD_ARRAY', `a positional source cannot perform '${step.op}'`);
+  return new NpyError('INTERNAL', `a positional source cannot perform '${step.op}'`);
 }
 
 /** A blocking driver over one positional source: reads, writes and closing; no strided copies. */
@@ -125,11 +125,11 @@ function infoOf(path: string, header: NpyHeader): NpyFileInfo {
 }
 
 function closedError(path: string): NpyError {
-  return new NpyError('BAD_ARRAY', `${path} is closed`);
+  return new NpyError('CLOSED', `${path} is closed`);
 }
 
 function readOnlyError(path: string): NpyError {
-  return new NpyError('BAD_ARRAY', `${path} is open for reading only`);
+  return new NpyError('READ_ONLY', `${path} is open for reading only`);
 }
 
 /** Runs an operation: blocking (its result) or async (a promise of it), as the handle's driver does. */
@@ -188,7 +188,7 @@ export function openHandle(path: string, io: PositionalIOAsync, header: NpyHeade
 export function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { shape: number[]; bytes: Uint8Array } {
   let a = toNdArray(input);
   if (a.dtype.withByteOrder('<').descrLiteral !== header.dtype.withByteOrder('<').descrLiteral) {
-    throw new NpyError('BAD_ARRAY', `data of dtype ${a.dtype.descrLiteral} cannot be written into an array of ${header.dtype.descrLiteral}`);
+    throw new NpyError('DTYPE_MISMATCH', `data of dtype ${a.dtype.descrLiteral} cannot be written into an array of ${header.dtype.descrLiteral}`);
   }
   a = toOrder(a, header.fortranOrder ? 'F' : 'C');
   if (a.dtype.descrLiteral !== header.dtype.descrLiteral) a = withByteOrder(a, header.dtype.byteOrder === '>' ? '>' : '<');
@@ -233,11 +233,11 @@ export function planAppend(path: string, header: NpyHeader, input: NdArray | Arr
   checkDataSize(header, fileSize - header.dataOffset);
   const add = toNdArray(input);
   const axis = header.fortranOrder ? header.shape.length - 1 : 0;
-  if (header.shape.length === 0) throw new NpyError('BAD_ARRAY', `${path} holds a 0-d array, which cannot grow`);
+  if (header.shape.length === 0) throw new NpyError('SHAPE_MISMATCH', `${path} holds a 0-d array, which cannot grow`);
   const rest = (shape: readonly number[]): string => shapeRepr(shape.filter((_, a) => a !== axis));
   const addShape = add.shape.length === header.shape.length - 1 ? (header.fortranOrder ? [...add.shape, 1] : [1, ...add.shape]) : add.shape;
   if (addShape.length !== header.shape.length || rest(addShape) !== rest(header.shape)) {
-    throw new NpyError('BAD_ARRAY', `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`);
+    throw new NpyError('SHAPE_MISMATCH', `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`);
   }
   const { bytes } = regionBytes(header, new NdArray(add.dtype, addShape, add.data, add.order));
   const newShape = [...header.shape];

@@ -53,13 +53,13 @@ export interface RegionPlan {
  */
 export function checkRegion(shape: readonly number[], start: readonly number[], count: readonly number[]): void {
   if (start.length !== shape.length || count.length !== shape.length) {
-    throw new NpyError('BAD_ARRAY', `a region needs a start and a count for each of the ${shape.length} axes`);
+    throw new NpyError('BAD_INDEX', `a region needs a start and a count for each of the ${shape.length} axes`);
   }
   for (let a = 0; a < shape.length; a++) {
     const s = start[a]!;
     const c = count[a]!;
     if (!Number.isInteger(s) || !Number.isInteger(c) || s < 0 || c < 0 || s + c > shape[a]!) {
-      throw new NpyError('BAD_ARRAY', `region start ${s} count ${c} is outside axis ${a} of length ${shape[a]}`);
+      throw new NpyError('BAD_INDEX', `region start ${s} count ${c} is outside axis ${a} of length ${shape[a]}`);
     }
   }
 }

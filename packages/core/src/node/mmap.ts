@@ -53,7 +53,7 @@ export class MappedArray<S extends DescrInput = DescrInput> extends NdArray<S> i
 const MODE_NUMBER: Record<MapMode, number> = { r: 0, 'r+': 1, c: 2 };
 
 function refuse(path: string, why: string): never {
-  throw new NpyError('BAD_ARRAY', `${path} cannot be memory-mapped: ${why}; read it with openNpyFile(path).read(start, count) (region reads) or loadNpy instead`);
+  throw new NpyError('NOT_MAPPABLE', `${path} cannot be memory-mapped: ${why}; read it with openNpyFile(path).read(start, count) (region reads) or loadNpy instead`);
 }
 
 /**
@@ -67,7 +67,7 @@ function refuse(path: string, why: string): never {
 export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {}): MappedArray {
   const unavailable = mapUnavailable();
   if (unavailable) {
-    throw new NpyError('BAD_ARRAY', `memory maps need @npyts/native (${unavailable}); read regions with openNpyFile(path).read(start, count) instead`);
+    throw new NpyError('NO_ADDON', `memory maps need @npyts/native (${unavailable}); read regions with openNpyFile(path).read(start, count) instead`);
   }
   const fd = openFileSync(path, mode === 'r+' ? 'r+' : 'r');
   try {

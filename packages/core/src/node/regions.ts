@@ -221,11 +221,11 @@ export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/hand
 export function* droppingRows(path: string, rows: number): Operation<void> {
   yield* withFile(path, 'r+', function* (file) {
     const header = yield* readingHeader(file);
-    if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!) throw new NpyError('BAD_ARRAY', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);
+    if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!) throw new NpyError('SHAPE_MISMATCH', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);
     const shape = [rows, ...header.shape.slice(1)];
     const textStart = 8 + (header.version[0] === 1 ? 2 : 4);
     const text = headerTextOfLength(header.dtype, shape, false, header.dataOffset - textStart, header.version[0]);
-    if (!text) throw new NpyError('BAD_ARRAY', `${path}: the header cannot be rewritten in place`);
+    if (!text) throw new NpyError('HEADER_ROOM', `${path}: the header cannot be rewritten in place`);
     yield { op: 'committed' }; // a repair of what an interrupted writer left: done whole
     yield { op: 'write', file, bytes: text, at: textStart };
     yield { op: 'sync', file };

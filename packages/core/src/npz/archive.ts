@@ -295,7 +295,7 @@ export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOp
   const taken = new Set(members.map(([name]) => `${name}.npy`));
   const files = Object.entries(options.files ?? {});
   for (const [name] of files) {
-    if (taken.has(name)) throw new NpyError('BAD_ARRAY', `member '${name}' is both an array and a file`);
+    if (taken.has(name)) throw new NpyError('NAME_CLASH', `member '${name}' is both an array and a file`);
   }
   // Progress counts array data (object arrays' pickles are not known before they are made).
   const dataBytes = (a: NdArray): number => (hasObject(a.dtype) ? 0 : a.size * a.dtype.itemsize);

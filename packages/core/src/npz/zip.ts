@@ -470,7 +470,7 @@ export class ZipWriter {
   *adding(name: string, pieces: Iterable<Uint8Array>, size: number, compress: boolean): Generator<void> {
     const utf8Name = /[^\x00-\x7f]/.test(name);
     const nameBytes = new TextEncoder().encode(name);
-    if (nameBytes.length > U16_MAX) throw new NpyError('BAD_ARRAY', `member name of ${nameBytes.length} bytes is too long for zip`);
+    if (nameBytes.length > U16_MAX) throw new NpyError('ZIP_UNSUPPORTED', `member name of ${nameBytes.length} bytes is too long for zip`);
     const zip64Local = size >= ZIP64_LOCAL_THRESHOLD;
     const offset = this.position;
     const header = new Uint8Array(30 + nameBytes.length + (zip64Local ? 20 : 0));
@@ -502,7 +502,7 @@ export class ZipWriter {
       yield;
     }
     if (deflater && list.length === 0) for (const out of deflater.push(new Uint8Array(0), true)) { this.emit(out); compressed += out.length; }
-    if (written !== size) throw new NpyError('BAD_ARRAY', `member '${name}' has ${written} bytes, ${size} announced`);
+    if (written !== size) throw new NpyError('ZIP_SIZE', `member '${name}' has ${written} bytes, ${size} announced`);
     if (!zip64Local && compressed >= U32_MAX) throw new NpyError('TOO_LARGE', `member '${name}' compressed beyond 4 GiB without zip64 room`);
     // Now that CRC and sizes are known, fill them into the local header.
     const patch = new Uint8Array(12);

@@ -2,7 +2,7 @@
 import { NpyError } from '../errors.js';
 
 export function bad(message: string, offset?: number): never {
-  throw new NpyError('BAD_ARRAY', `pickle: ${message}`, offset === undefined ? {} : { offset });
+  throw new NpyError('BAD_PICKLE', `pickle: ${message}`, offset === undefined ? {} : { offset });
 }
 
 /** A Python tuple while the VM runs (turned into an Array in the result). */

@@ -143,8 +143,8 @@ export const MAX_RAGGED_DEPTH = 32;
  * cycle a file's title made) or the chain is deeper than {@link MAX_RAGGED_DEPTH}.
  */
 export function followHeap(chain: readonly string[], next: string): string[] {
-  if (chain.includes(next)) throw new NpyError('BAD_ARRAY', `ragged indexes form a cycle: ${[...chain.slice(chain.indexOf(next)), next].join(' → ')}`);
-  if (chain.length >= MAX_RAGGED_DEPTH) throw new NpyError('BAD_ARRAY', `ragged indexes nest deeper than ${MAX_RAGGED_DEPTH} levels (${chain[0]} → …)`);
+  if (chain.includes(next)) throw new NpyError('BAD_RAGGED', `ragged indexes form a cycle: ${[...chain.slice(chain.indexOf(next)), next].join(' → ')}`);
+  if (chain.length >= MAX_RAGGED_DEPTH) throw new NpyError('BAD_RAGGED', `ragged indexes nest deeper than ${MAX_RAGGED_DEPTH} levels (${chain[0]} → …)`);
   return [...chain, next];
 }
 
@@ -157,7 +157,7 @@ export function decodeUtf8(bytes: Uint8Array): string {
   try {
     return utf8.decode(bytes);
   } catch {
-    throw new NpyError('BAD_ARRAY', 'a ragged string element is not valid UTF-8');
+    throw new NpyError('BAD_RAGGED', 'a ragged string element is not valid UTF-8');
   }
 }
 
@@ -186,7 +186,7 @@ export function indexWords(rows: NdArray): Float64Array {
       else {
         const lo = view.getUint32(at + (little ? 0 : 4), little);
         const hi = view.getUint32(at + (little ? 4 : 0), little);
-        if (hi >= 2 ** 21) throw new NpyError('BAD_ARRAY', `ragged index word ${i * k + j} (field '${fields[j]!.name}') is above 2^53`);
+        if (hi >= 2 ** 21) throw new NpyError('BAD_RAGGED', `ragged index word ${i * k + j} (field '${fields[j]!.name}') is above 2^53`);
         v = hi * 2 ** 32 + lo;
       }
       out[i * k + j] = v;

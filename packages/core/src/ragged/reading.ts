@@ -53,7 +53,7 @@ export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (ind
   const heap = (yield { op: 'openNpy', name: heapName, heapOf: name }) as P;
   const inner = raggedInfo(heap.dtype) ? yield* openingLevel(heapName, heapOf, heap, followed) : null;
   const bad = (why: string): never => {
-    throw new NpyError('BAD_ARRAY', `the ragged index ${name} (${info.layout}, kind ${info.kind}): ${why}`);
+    throw new NpyError('BAD_RAGGED', `the ragged index ${name} (${info.layout}, kind ${info.kind}): ${why}`);
   };
   if (inner && info.kind !== 'array') bad(`its heap ${heapName} is a ragged index, which only kind=array can range over`);
   if ((info.kind === 'utf8' || info.kind === 'utf8z') && (heap.shape.length !== 1 || heap.dtype.itemsize !== 1 || heap.dtype.form !== 'scalar')) {
@@ -140,7 +140,7 @@ export function pairsOf<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' 
     const e = pairs[2 * i + 1]!;
     if (layout === 'zero-terminated' ? s >= rows : e < s || e > rows) {
       const what = layout === 'references' ? `refers to ${s}` : layout === 'zero-terminated' ? `starts at byte ${s}` : `has bounds [${s}, ${e})`;
-      throw new NpyError('BAD_ARRAY', `ragged element ${from + i} of ${lv.name} ${what}, outside its heap's ${rows} ${lv.info.kind === 'utf8z' ? 'bytes' : 'rows'}`);
+      throw new NpyError('BAD_RAGGED', `ragged element ${from + i} of ${lv.name} ${what}, outside its heap's ${rows} ${lv.info.kind === 'utf8z' ? 'bytes' : 'rows'}`);
     }
   }
   return pairs;
@@ -226,7 +226,7 @@ function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>,
           out[i] = decodeUtf8(c.bytes.subarray(at, nul));
           pairs[2 * i + 1] = c.start + nul;
         }
-        else if (c.start + c.bytes.length >= size) throw new NpyError('BAD_ARRAY', `zero-terminated string ${i} of ${lv.name} (byte ${pairs[2 * i]}) has no NUL before the heap's end`);
+        else if (c.start + c.bytes.length >= size) throw new NpyError('BAD_RAGGED', `zero-terminated string ${i} of ${lv.name} (byte ${pairs[2 * i]}) has no NUL before the heap's end`);
         else pending = true;
       }
       return pending;
@@ -293,7 +293,7 @@ export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
   let innermost = lv;
   while (innermost.inner) innermost = innermost.inner;
   const check = (from: number, to: number): void => {
-    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > lv.length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${lv.length}`);
+    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > lv.length || from > to) throw new NpyError('BAD_INDEX', `elements [${from}, ${to}) are outside 0…${lv.length}`);
   };
   return {
     length: lv.length,
@@ -306,13 +306,13 @@ export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
     flat(i) {
       if (typeof i === 'number') return i;
       if (i.length !== lv.shape.length || i.some((x, a) => !Number.isInteger(x) || x < 0 || x >= lv.shape[a]!)) {
-        throw new NpyError('BAD_ARRAY', `element (${i.join(', ')}) is outside the index's shape (${lv.shape.join(', ')})`);
+        throw new NpyError('BAD_INDEX', `element (${i.join(', ')}) is outside the index's shape (${lv.shape.join(', ')})`);
       }
       return i.reduce((p, x, a) => p * lv.shape[a]! + x, 0);
     },
     check,
     checkChunk(size) {
-      if (!Number.isSafeInteger(size) || size < 1) throw new NpyError('BAD_ARRAY', `chunks of ${String(size)} elements: the size must be a positive integer`);
+      if (!Number.isSafeInteger(size) || size < 1) throw new NpyError('BAD_OPTION', `chunks of ${String(size)} elements: the size must be a positive integer`);
     },
   };
 }
@@ -324,7 +324,7 @@ function missingHeap(e: unknown, step: { name: string; heapOf?: string | undefin
 }
 
 function cannot(step: Step): NpyError {
-  return new NpyError('BAD_ARRAY', `a ragged reader cannot perform '${step.op}'`);
+  return new NpyError('INTERNAL', `a ragged reader cannot perform '${step.op}'`);
 }
 
 /** Perform a reader's steps, blocking: `open` and `read` are a blocking source's; opened parts are recorded. */

@@ -101,7 +101,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
 
   /** `length` bytes at `offset` of the archive file (fewer at its end). */
   readRange(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
-    if (this.closed) return Promise.reject(new NpyError('BAD_ARRAY', `${this.path} is closed`));
+    if (this.closed) return Promise.reject(new NpyError('CLOSED', `${this.path} is closed`));
     return readRange(this.fh, offset, length, signal);
   }
 

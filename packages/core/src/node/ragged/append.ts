@@ -19,7 +19,7 @@ function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly 
   const index = yield* readingNpyHeader(path);
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
-  if (info.kind === 'ref') throw new NpyError('BAD_ARRAY', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
+  if (info.kind === 'ref') throw new NpyError('DTYPE_MISMATCH', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
   const heapPath = heapPathOf(path, info.heap, options);
   const followed = followHeap(chain, heapPath);
   yield* heapMustExist(path, heapPath);
@@ -60,13 +60,13 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
       // The last offset is where the new rows go. Heap rows past it were left by an append that
       // stopped before its index was written; the index owns its heap, so they are dropped.
       const last = count ? indexWords(yield* readingRegionAt(path, [count - 1], [1]))[0]! : 0;
-      if (last > heapLength) throw new NpyError('BAD_ARRAY', `${path} ends at row ${last} of its heap, which has ${heapLength}`);
+      if (last > heapLength) throw new NpyError('BAD_RAGGED', `${path} ends at row ${last} of its heap, which has ${heapLength}`);
       // A heap that is itself an offsets index keeps one word more than its elements.
       if (last < heapLength) yield* droppingRows(heapPath, last + (heap.shape[0] ?? 0) - heapLength);
       start = last;
     }
     const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heapDtype : undefined, layout === 'zero-terminated');
-    if (elements.length && k !== kind) throw new NpyError('BAD_ARRAY', `cannot append ${k} elements to a ${kind} ragged array`);
+    if (elements.length && k !== kind) throw new NpyError('DTYPE_MISMATCH', `cannot append ${k} elements to a ${kind} ragged array`);
     if (nested) yield* appendingHoldingLock(heapPath, nested, options);
     else if (rows && rows.size) yield* appending(heapPath, rows);
     if (!bounds.length) return;
@@ -74,7 +74,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
     const width = index.dtype.fields![0]!.dtype.itemsize as WordWidth;
     const need = widthFor(maxOf(words));
     const per = index.shape.slice(1).reduce((p, x) => p * x, 1);
-    if (bounds.length / 2 % per) throw new NpyError('BAD_ARRAY', `${path} has index rows of ${per} elements; append a multiple of ${per}`);
+    if (bounds.length / 2 % per) throw new NpyError('SHAPE_MISMATCH', `${path} has index rows of ${per} elements; append a multiple of ${per}`);
     const rowsShape = [bounds.length / 2 / per, ...index.shape.slice(1)];
     if (layout === 'ranges' || need <= width) {
       yield* appending(path, wordsArray(raggedIndexDType(info, width), words, rowsShape));

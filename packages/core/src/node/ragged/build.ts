@@ -33,7 +33,7 @@ export function kindOf(elements: Input[]): 'array' | 'utf8' | 'nested' {
   if (elements.length === 0) return 'array';
   if (elements.every((e) => typeof e === 'string')) return 'utf8';
   if (elements.every((e) => Array.isArray(e))) return 'nested';
-  if (elements.some((e) => typeof e === 'string' || Array.isArray(e))) throw new NpyError('BAD_ARRAY', 'ragged elements must all be arrays, all strings, or all lists');
+  if (elements.some((e) => typeof e === 'string' || Array.isArray(e))) throw new NpyError('BAD_VALUE', 'ragged elements must all be arrays, all strings, or all lists');
   return 'array';
 }
 
@@ -41,15 +41,15 @@ export function kindOf(elements: Input[]): 'array' | 'utf8' | 'nested' {
 export function arrays(elements: Input[], heapDtype?: DType): { dtype: DType; tail: number[]; parts: NdArray[] } {
   const parts = elements.map((e) => toOrder(toNdArray(e as NdArray | ArraySpec), 'C'));
   const dtype = heapDtype ?? parts[0]?.dtype;
-  if (!dtype) throw new NpyError('BAD_ARRAY', 'an empty ragged array needs a heap to name its dtype');
+  if (!dtype) throw new NpyError('BAD_OPTION', 'an empty ragged array needs a heap to name its dtype');
   const first = parts[0];
   const tail = first ? first.shape.slice(1) : [];
   parts.forEach((p, i) => {
-    if (p.ndim === 0) throw new NpyError('BAD_ARRAY', `ragged element ${i} is 0-d; elements need a first axis`);
+    if (p.ndim === 0) throw new NpyError('SHAPE_MISMATCH', `ragged element ${i} is 0-d; elements need a first axis`);
     if (p.dtype.withByteOrder('<').descrLiteral !== dtype.withByteOrder('<').descrLiteral) {
-      throw new NpyError('BAD_ARRAY', `ragged element ${i} has dtype ${p.dtype.descrLiteral}, the heap ${dtype.descrLiteral}`);
+      throw new NpyError('DTYPE_MISMATCH', `ragged element ${i} has dtype ${p.dtype.descrLiteral}, the heap ${dtype.descrLiteral}`);
     }
-    if (shapeRepr(p.shape.slice(1)) !== shapeRepr(tail)) throw new NpyError('BAD_ARRAY', `ragged element ${i} has trailing shape ${shapeRepr(p.shape.slice(1))}, the others ${shapeRepr(tail)}`);
+    if (shapeRepr(p.shape.slice(1)) !== shapeRepr(tail)) throw new NpyError('SHAPE_MISMATCH', `ragged element ${i} has trailing shape ${shapeRepr(p.shape.slice(1))}, the others ${shapeRepr(tail)}`);
   });
   return { dtype, tail, parts };
 }
@@ -141,7 +141,7 @@ export function utf8Heap(strings: readonly string[], offset: number, terminated 
     for (let k = 0; k < n; k++) {
       const c = s.charCodeAt(k);
       if (c < 0x80) {
-        if (c === 0 && terminated) throw new NpyError('BAD_ARRAY', `string ${i} contains U+0000, which the zero-terminated layout cannot hold; use layout 'ranges' or 'offsets'`);
+        if (c === 0 && terminated) throw new NpyError('NOT_REPRESENTABLE', `string ${i} contains U+0000, which the zero-terminated layout cannot hold; use layout 'ranges' or 'offsets'`);
         out[p++] = c;
       } else if (c < 0x800) {
         out[p++] = 0xc0 | (c >> 6);
@@ -180,7 +180,7 @@ export function heapRows(elements: Input[], offset: number, heapDtype?: DType, t
     const { bytes, bounds } = utf8Heap(elements as string[], offset, terminated);
     return { kind: terminated ? 'utf8z' : 'utf8', rows: bytesArray(bytes), bounds };
   }
-  if (terminated) throw new NpyError('BAD_ARRAY', 'the zero-terminated layout holds strings only');
+  if (terminated) throw new NpyError('BAD_OPTION', 'the zero-terminated layout holds strings only');
   const bounds = new Float64Array(2 * elements.length);
   let at = offset;
   const bound = (i: number, rows: number): void => { bounds[2 * i] = at; bounds[2 * i + 1] = at + rows; at += rows; };
@@ -208,13 +208,13 @@ export function scalarDescr(name: string, values: unknown[], given?: string): st
   if (values.every((v) => typeof v === 'boolean')) return '|b1';
   if (values.every((v) => typeof v === 'bigint')) return '<i8';
   if (values.every((v) => typeof v === 'number')) return '<f8';
-  throw new NpyError('BAD_ARRAY', `field '${name}' mixes kinds of values; give its dtype in options.dtypes`);
+  throw new NpyError('BAD_OPTION', `field '${name}' mixes kinds of values; give its dtype in options.dtypes`);
 }
 
 /** The index shape for `n` elements: `shape` when given (ranges and zero-terminated only), else `(n,)`. */
 export function gridOf(n: number, layout: RaggedLayout, shape?: readonly number[]): number[] {
   if (!shape) return [n];
-  if (layout === 'offsets') throw new NpyError('BAD_ARRAY', 'an offsets index is 1-d; give N-d indexes the ranges or zero-terminated layout');
-  if (shape.reduce((p, x) => p * x, 1) !== n) throw new NpyError('BAD_ARRAY', `${n} elements do not fill an index of shape ${shapeRepr(shape)}`);
+  if (layout === 'offsets') throw new NpyError('BAD_OPTION', 'an offsets index is 1-d; give N-d indexes the ranges or zero-terminated layout');
+  if (shape.reduce((p, x) => p * x, 1) !== n) throw new NpyError('SHAPE_MISMATCH', `${n} elements do not fill an index of shape ${shapeRepr(shape)}`);
   return [...shape];
 }

@@ -35,12 +35,12 @@ const gridOption = (objects: NdArray): { shape?: number[] } => (objects.ndim ===
 /** The elements of an object array of arrays or strings in C order (bytes are UTF-8 text). */
 function objectItems(objects: NdArray): Input[] {
   if (objects.dtype.kind !== 'O') {
-    throw new NpyError('BAD_ARRAY', `only object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
+    throw new NpyError('DTYPE_MISMATCH', `only object arrays convert to a ragged array; this is ${objects.dtype.str} of shape ${shapeRepr(objects.shape)}`);
   }
   return (toOrder(objects, 'C').data as unknown[]).map((v, i) => {
     if (typeof v === 'string' || v instanceof NdArray) return v as Input;
     if (v instanceof Uint8Array) return decodeUtf8(v) as Input;
-    throw new NpyError('BAD_ARRAY', `object array element ${i} is neither an array nor a string`);
+    throw new NpyError('BAD_VALUE', `object array element ${i} is neither an array nor a string`);
   });
 }
 

@@ -79,7 +79,7 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
   }
   const length = main.shape[0] ?? 0;
   const slice = (from: number, to: number): Record<string, unknown>[] => {
-    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) throw new NpyError('BAD_ARRAY', `elements [${from}, ${to}) are outside 0…${length}`);
+    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) throw new NpyError('BAD_INDEX', `elements [${from}, ${to}) are outside 0…${length}`);
     if (from === to) return [];
     const rows = main.read([from], [to - from]);
     const out = (rows.toList() as Record<string, unknown>[]).map((rec) => ({ ...rec }));

@@ -33,7 +33,7 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
   let arrayHeaps = 0;
   for (const name of names) {
     const values = records.map((r, i) => {
-      if (!(name in r)) throw new NpyError('BAD_ARRAY', `record ${i} has no field '${name}'`);
+      if (!(name in r)) throw new NpyError('NO_FIELD', `record ${i} has no field '${name}'`);
       return r[name];
     });
     if (!values.every(isRaggedValue)) {
@@ -126,7 +126,7 @@ function freshHeapName(path: string, wanted: string, taken: readonly string[]): 
 /** Write the new heaps and index (replacing one whose heaps are `taken`), then remove the heaps of `taken` the new one does not use. */
 function* replacingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions, taken: readonly string[]): Operation<void> {
   if (isRecordList(elements)) {
-    if (options.shape) throw new NpyError('BAD_ARRAY', 'records with ragged fields are 1-d; `shape` is for an index of elements');
+    if (options.shape) throw new NpyError('SHAPE_MISMATCH', 'records with ragged fields are 1-d; `shape` is for an index of elements');
     yield* savingRecords(path, elements, options.dtypes ?? {}, options.layout, taken);
   } else {
     yield* savingElements(path, elements as Input[], options, taken);
@@ -144,8 +144,8 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
   const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPathOf(path, options.heap, options) }) as boolean);
   const heapName = options.heap ?? freshHeapName(path, `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`, taken);
   const heapPath = heapPathOf(path, heapName, options);
-  if (heapPath === resolve(path)) throw new NpyError('BAD_ARRAY', `${path} cannot be its own heap`);
-  if (shared && layout === 'offsets') throw new NpyError('BAD_ARRAY', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
+  if (heapPath === resolve(path)) throw new NpyError('NAME_CLASH', `${path} cannot be its own heap`);
+  if (shared && layout === 'offsets') throw new NpyError('NAME_CLASH', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
   let offset = 0;
   let heapDtype: DType | undefined;
   if (shared) {
@@ -157,7 +157,7 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
   const info: RaggedInfo = { kind: k, heap: relative(dirname(path), heapPath), layout: nested && layout === 'zero-terminated' ? 'ranges' : layout };
   // Every check before the first write: a refused save leaves the files as they were.
   const grid = info.layout === 'offsets' && !options.shape ? null : gridOf(bounds.length / 2, info.layout, options.shape);
-  if (!nested && !rows && !shared && k !== 'utf8') throw new NpyError('BAD_ARRAY', 'an empty ragged array of arrays needs an existing heap to name its dtype');
+  if (!nested && !rows && !shared && k !== 'utf8') throw new NpyError('BAD_OPTION', 'an empty ragged array of arrays needs an existing heap to name its dtype');
   const index = indexArray(info, bounds, offset);
   if (nested) {
     if (shared) yield* appendingRagged(heapPath, nested, {});
@@ -199,15 +199,15 @@ function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string
   const given = typeof heap === 'string' ? null : toNdArray(heap);
   const h = given ? null : (yield* readingNpyHeader(heapPath));
   const heapShape = given ? given.shape : h!.shape;
-  if (heapShape.length === 0) throw new NpyError('BAD_ARRAY', 'references need a heap with at least one axis');
+  if (heapShape.length === 0) throw new NpyError('SHAPE_MISMATCH', 'references need a heap with at least one axis');
   // The order the heap has (or will have) on disk: saveNpy writes Fortran order only where it differs from C.
   const { rows } = referencedAxis(heapShape, given ? given.order === 'F' && !isOrderFree(given.shape) : h!.fortranOrder);
   const r = toOrder(toNdArray(refs), 'C');
-  if (r.dtype.kind !== 'i' && r.dtype.kind !== 'u') throw new NpyError('BAD_ARRAY', `references must be integers, not ${r.dtype.str}`);
+  if (r.dtype.kind !== 'i' && r.dtype.kind !== 'u') throw new NpyError('DTYPE_MISMATCH', `references must be integers, not ${r.dtype.str}`);
   const words = new Float64Array(r.size);
   for (let i = 0; i < r.size; i++) {
     const v = Number(r.data[i] as number | bigint);
-    if (!(v >= 0 && v < rows)) throw new NpyError('BAD_ARRAY', `reference ${i} is ${v}, outside the heap's ${rows} rows`);
+    if (!(v >= 0 && v < rows)) throw new NpyError('BAD_INDEX', `reference ${i} is ${v}, outside the heap's ${rows} rows`);
     words[i] = v;
   }
   if (given) yield* savingNpy(heapPath, given);
