@@ -40,7 +40,9 @@ const configs = [];
 for (const [dir, entries] of Object.entries(packages)) {
   const root = `packages/${dir}`;
   const input = Object.fromEntries(
-    Object.entries(entries).filter(([, file]) => existsSync(`${root}/${file}`)).map(([name, file]) => [name, `${root}/${file}`]),
+    Object.entries(entries)
+      .filter(([, file]) => existsSync(`${root}/${file}`))
+      .map(([name, file]) => [name, `${root}/${file}`]),
   );
   if (Object.keys(input).length === 0) continue;
   rmSync(`${root}/dist`, { recursive: true, force: true }); // no stale chunks from earlier builds
@@ -50,10 +52,24 @@ for (const [dir, entries] of Object.entries(packages)) {
     plugins: [esbuild({ target: 'es2022', tsconfig: 'tsconfig.json' })],
     output: [
       // hoistTransitiveImports: no bare `import 'fflate'` in entries that only re-export a chunk using it.
-      { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: false, hoistTransitiveImports: false },
+      {
+        dir: `${root}/dist`,
+        format: 'es',
+        entryFileNames: '[name].js',
+        chunkFileNames: 'chunks/[name]-[hash].js',
+        sourcemap: false,
+        hoistTransitiveImports: false,
+      },
       // dynamicImportInCjs: false makes `import('@npyts/core/node')` a require in the CommonJS build, so
       // that a CommonJS program gets core's CommonJS build everywhere (one copy of every class).
-      { dir: `${root}/dist`, format: 'cjs', entryFileNames: '[name].cjs', chunkFileNames: 'chunks/[name]-[hash].cjs', sourcemap: false, dynamicImportInCjs: false },
+      {
+        dir: `${root}/dist`,
+        format: 'cjs',
+        entryFileNames: '[name].cjs',
+        chunkFileNames: 'chunks/[name]-[hash].cjs',
+        sourcemap: false,
+        dynamicImportInCjs: false,
+      },
     ],
   });
   if (dir !== 'cli') {
@@ -61,7 +77,13 @@ for (const [dir, entries] of Object.entries(packages)) {
       input,
       external,
       plugins: [dts({ tsconfig: 'tsconfig.json' }), commonJsTypes],
-      output: { dir: `${root}/dist`, format: 'es', entryFileNames: '[name].d.ts', chunkFileNames: 'chunks/[name]-[hash].d.ts', ...(typeReferences[dir] ? { banner: typeReferences[dir] } : {}) },
+      output: {
+        dir: `${root}/dist`,
+        format: 'es',
+        entryFileNames: '[name].d.ts',
+        chunkFileNames: 'chunks/[name]-[hash].d.ts',
+        ...(typeReferences[dir] ? { banner: typeReferences[dir] } : {}),
+      },
     });
   }
 }

@@ -23,17 +23,43 @@ const cases = {
   fetch_decode: async () => async () => decodeNpy(await fetchBytes('/f4.npy')),
   // Every member of the ResNet-like archives: deflated members inflated in workers by the
   // platform's DecompressionStream (readAll, the default), or by fflate on the page's thread (get).
-  resnet_stored: async () => { const bytes = await fetchBytes('/resnet_stored.npz'); return () => decodeNpz(bytes).getAll(); },
-  resnet_deflated: async () => { const bytes = await fetchBytes('/resnet_deflated.npz'); return () => decodeNpz(bytes).getAll(); },
-  resnet_deflated_fflate: async () => { const bytes = await fetchBytes('/resnet_deflated.npz'); return () => { for (const _ of decodeNpz(bytes)); }; },
+  resnet_stored: async () => {
+    const bytes = await fetchBytes('/resnet_stored.npz');
+    return () => decodeNpz(bytes).getAll();
+  },
+  resnet_deflated: async () => {
+    const bytes = await fetchBytes('/resnet_deflated.npz');
+    return () => decodeNpz(bytes).getAll();
+  },
+  resnet_deflated_fflate: async () => {
+    const bytes = await fetchBytes('/resnet_deflated.npz');
+    return () => {
+      for (const _ of decodeNpz(bytes));
+    };
+  },
   // F → C of the 8192² float32 array, and a big-endian float64 file decoded to native order.
-  toC_inmemory: async () => { const F = decodeNpy(await fetchBytes('/f4_F.npy')); return () => toOrder(F, 'C'); },
-  byteswap_inmemory: async () => { const be = await fetchBytes('/f8_be.npy'); return () => decodeNpy(be); },
+  toC_inmemory: async () => {
+    const F = decodeNpy(await fetchBytes('/f4_F.npy'));
+    return () => toOrder(F, 'C');
+  },
+  byteswap_inmemory: async () => {
+    const be = await fetchBytes('/f8_be.npy');
+    return () => decodeNpy(be);
+  },
   // The floor under it: a fresh buffer of the same size, allocated and written once.
-  fresh_buffer: async () => { const n = (await fetchBytes('/f8_be.npy')).length - 128; return () => new Uint8Array(n).fill(1); },
+  fresh_buffer: async () => {
+    const n = (await fetchBytes('/f8_be.npy')).length - 128;
+    return () => new Uint8Array(n).fill(1);
+  },
   // Object arrays (pickles), decoded by the safe unpickler.
-  objects: async () => { const bytes = await fetchBytes('/objects.npy'); return () => decodeNpy(bytes, { pickle: pickleCodec }); },
-  strings1m: async () => { const bytes = await fetchBytes('/strings1m.npy'); return () => decodeNpy(bytes, { pickle: pickleCodec }); },
+  objects: async () => {
+    const bytes = await fetchBytes('/objects.npy');
+    return () => decodeNpy(bytes, { pickle: pickleCodec });
+  },
+  strings1m: async () => {
+    const bytes = await fetchBytes('/strings1m.npy');
+    return () => decodeNpy(bytes, { pickle: pickleCodec });
+  },
 };
 
 export const caseNames = Object.keys(cases);

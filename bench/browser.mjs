@@ -18,7 +18,8 @@ async function withBenchPage(dir, use, { minify = true } = {}) {
   await build({ entryPoints: [join(here, 'browser-page.mjs')], bundle: true, format: 'esm', platform: 'browser', outfile: bundle, logLevel: 'error', minify });
   const server = await startNginx(dir);
   const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium', headless: true,
+    executablePath: '/usr/bin/chromium',
+    headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
   });
   try {
@@ -46,24 +47,30 @@ export async function browserBench(dir, repeats) {
 
 /** Self time by function (top `top`) of each named case, run `runs` times under the profiler. */
 export async function browserProfile(dir, names, runs = 5, top = 8) {
-  return withBenchPage(dir, async (page) => {
-    const cdp = await page.context().newCDPSession(page);
-    await cdp.send('Profiler.enable');
-    await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-    const out = {};
-    for (const name of names) {
-      // Prepared and run once (inputs fetched, code warm) before the profiler starts.
-      await page.evaluate(async (n) => {
-        globalThis.benchCase = await (await import('/bench-page.js')).prepare(n);
-        await globalThis.benchCase();
-      }, name);
-      await cdp.send('Profiler.start');
-      await page.evaluate(async (k) => { for (let i = 0; i < k; i++) await globalThis.benchCase(); }, runs);
-      const { profile } = await cdp.send('Profiler.stop');
-      out[name] = selfTimes(profile, top);
-    }
-    return out;
-  }, { minify: false });
+  return withBenchPage(
+    dir,
+    async (page) => {
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+      const out = {};
+      for (const name of names) {
+        // Prepared and run once (inputs fetched, code warm) before the profiler starts.
+        await page.evaluate(async (n) => {
+          globalThis.benchCase = await (await import('/bench-page.js')).prepare(n);
+          await globalThis.benchCase();
+        }, name);
+        await cdp.send('Profiler.start');
+        await page.evaluate(async (k) => {
+          for (let i = 0; i < k; i++) await globalThis.benchCase();
+        }, runs);
+        const { profile } = await cdp.send('Profiler.stop');
+        out[name] = selfTimes(profile, top);
+      }
+      return out;
+    },
+    { minify: false },
+  );
 }
 
 /** A CPU profile's samples as shares of self time per function (name and script line). */
@@ -78,7 +85,10 @@ function selfTimes(profile, top) {
     time.set(key, (time.get(key) ?? 0) + dt);
     total += dt;
   });
-  return [...time].sort((a, b) => b[1] - a[1]).slice(0, top).map(([fn, t]) => `${(100 * t / total).toFixed(1)}% ${fn}`);
+  return [...time]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([fn, t]) => `${((100 * t) / total).toFixed(1)}% ${fn}`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -13,7 +13,9 @@ export function startNumpy(script, dir) {
   const lines = createInterface({ input: child.stdout });
   const waiting = [];
   lines.on('line', (line) => waiting.shift()?.resolve(Number(JSON.parse(line))));
-  child.on('exit', (code) => { for (const w of waiting.splice(0)) w.reject(new Error(`numpy's side exited (${code})`)); });
+  child.on('exit', (code) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`numpy's side exited (${code})`));
+  });
   return {
     time(name, repeats) {
       return new Promise((resolve, reject) => {

@@ -35,7 +35,9 @@ const groups = {
 function profile(name, label, native) {
   const driver = join(here, '.profile-driver.mjs');
   // Inputs are loaded (one untimed run) before the 12 timed ones.
-  writeFileSync(driver, `
+  writeFileSync(
+    driver,
+    `
     import { benchCases } from './timing.mjs';
     const { cases, cleanup } = benchCases(${JSON.stringify(dir)});
     const run = cases[${JSON.stringify(name)}];
@@ -44,13 +46,18 @@ function profile(name, label, native) {
     for (let i = 0; i < 12; i++) run();
     console.log(((performance.now() - t0) / 12).toFixed(1));
     cleanup();
-  `);
+  `,
+  );
   const data = join(tmpdir(), 'npyts-profile.data');
   const env = { ...process.env, NPYTS_NATIVE: native ? '1' : '0' };
   const rec = spawnSync('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '1999', '-g', '-o', data, process.execPath, driver], { env, encoding: 'utf8' });
   if (rec.status !== 0) throw new Error(`perf record failed: ${rec.stderr}`);
   const perMs = rec.stdout.trim();
-  const report = execFileSync('perf', ['report', '-i', data, '--children', '--sort', 'sym', '--stdio', '-g', 'none'], { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
+  const report = execFileSync('perf', ['report', '-i', data, '--children', '--sort', 'sym', '--stdio', '-g', 'none'], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const shares = {};
   const self = [];
   for (const line of report.split('\n')) {
@@ -71,7 +78,11 @@ for (const [name, label] of Object.entries(cases)) {
 }
 
 console.log(`| case | @npyts/native | ms per run (under perf) | ${Object.keys(groups).join(' | ')} | largest self shares |`);
-console.log(`|---|---|---|${Object.keys(groups).map(() => '---|').join('')}---|`);
+console.log(
+  `|---|---|---|${Object.keys(groups)
+    .map(() => '---|')
+    .join('')}---|`,
+);
 for (const r of rows) {
   const cells = Object.keys(groups).map((g) => (r.shares[g] ? `${r.shares[g].toFixed(0)}%` : '–'));
   console.log(`| ${r.name} | ${r.native ? 'on' : 'off'} | ${r.ms} | ${cells.join(' | ')} | ${r.self.join(', ')} |`);

@@ -41,7 +41,10 @@ function measure(name, elements, layout) {
   for (let k = 0; k < 3; k++) {
     const t0 = process.hrtime.bigint();
     const h = openRaggedSync(path);
-    for (let j = 0; j < 100; j++) { seed = (seed * 1103515245 + 12345) % 2 ** 31; h.get(seed % h.length); }
+    for (let j = 0; j < 100; j++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      h.get(seed % h.length);
+    }
     reads.push(seconds(t0));
     heapPath = h.heapPath;
     h.close();

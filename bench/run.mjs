@@ -28,7 +28,9 @@ const dir = join(tmpdir(), `npyts-bench-${MIB}`);
 mkdirSync(dir, { recursive: true });
 
 const py = (...args) => JSON.parse(execFileSync('python3', [join(here, 'numpy_side.py'), ...args], { encoding: 'utf8', maxBuffer: 1 << 26 }) || 'null');
-const log = (s) => { if (!asJSON) process.stderr.write(s + '\n'); };
+const log = (s) => {
+  if (!asJSON) process.stderr.write(s + '\n');
+};
 
 log(`making ${MIB} MiB inputs with numpy in ${dir} …`);
 py('make', dir, String(MIB));
@@ -39,9 +41,20 @@ const median = (fn, repeats = REPEATS) => medianTime(fn, repeats);
 // tfjs's CPU backend prints a notice on its first write in Node; make that write quietly.
 await import('@tensorflow/tfjs-backend-cpu');
 await tf.setBackend('cpu');
-{ const warn = console.warn; console.warn = () => {}; tf.scalar(0).dispose(); console.warn = warn; }
+{
+  const warn = console.warn;
+  console.warn = () => {};
+  tf.scalar(0).dispose();
+  console.warn = warn;
+}
 
-const thpMode = () => { try { return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))[1]; } catch { return 'n/a'; } };
+const thpMode = () => {
+  try {
+    return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))[1];
+  } catch {
+    return 'n/a';
+  }
+};
 log('timing numpy …');
 const np = py('time', dir, String(REPEATS));
 log('timing npyts …');
@@ -51,7 +64,11 @@ const F = loadNpySync(file('f4_F.npy'));
 const outFile = file('npyts_out.npy');
 // Decoding bytes already in memory: npyts and the other JavaScript readers on the same buffer.
 const f4bytes = readFileSync(file('f4.npy'));
-const f4copy = () => { const b = new Uint8Array(f4bytes.length); b.set(f4bytes); return b; };
+const f4copy = () => {
+  const b = new Uint8Array(f4bytes.length);
+  b.set(f4bytes);
+  return b;
+};
 const sameBytes = {
   npyts: median(() => decodeNpy(f4bytes)),
   npyts_copy: median(() => decodeNpy(f4bytes, { copy: true })),
@@ -68,22 +85,35 @@ const ours = {
   fflateUnzip: median(() => unzipSync(readFileSync(file('deflated.npz')))),
 };
 // The same cases on the JavaScript paths alone (no @npyts/native), in a child process.
-const jsOnly = JSON.parse(execFileSync(process.execPath, [join(here, 'js-paths.mjs'), dir, String(REPEATS)], {
-  encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' }, maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
-}));
-const member = (() => { const a = openNpzSync(file('deflated.npz')); const m = a.getSync('member'); a.close(); return m; })();
+const jsOnly = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'js-paths.mjs'), dir, String(REPEATS)], {
+    encoding: 'utf8',
+    env: { ...process.env, NPYTS_NATIVE: '0' },
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
+const member = (() => {
+  const a = openNpzSync(file('deflated.npz'));
+  const m = a.getSync('member');
+  a.close();
+  return m;
+})();
 ours.saveNpz = median(() => saveNpzSync(outFile + '.npz', { member }, { compress: true }), Math.max(3, REPEATS >> 1));
 rmSync(outFile + '.npz', { force: true });
 // toTensor against tfjs's own transpose of the same Fortran-order 8192² data.
 ours.toTensor = median(() => toTensor(F).dispose());
-ours.tfTranspose = median(() => {
-  // The Fortran data is a C-order tensor of the reversed shape; tf.transpose makes it row-major.
-  const t = tf.tensor(F.data, [...F.shape].reverse(), 'float32');
-  const tt = tf.transpose(t);
-  tt.dataSync();
-  t.dispose();
-  tt.dispose();
-}, Math.min(REPEATS, 3));
+ours.tfTranspose = median(
+  () => {
+    // The Fortran data is a C-order tensor of the reversed shape; tf.transpose makes it row-major.
+    const t = tf.tensor(F.data, [...F.shape].reverse(), 'float32');
+    const tt = tf.transpose(t);
+    tt.dataSync();
+    t.dispose();
+    tt.dispose();
+  },
+  Math.min(REPEATS, 3),
+);
 rmSync(outFile, { force: true });
 
 // The main cases again as interleaved rounds against numpy (bench/paired.mjs): the median ratio of
@@ -115,13 +145,19 @@ const pairedRows = [];
 }
 
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
-const allMembers = (path) => { const z = openNpzSync(path); for (const name of z.names) z.getSync(name); z.close(); };
+const allMembers = (path) => {
+  const z = openNpzSync(path);
+  for (const name of z.names) z.getSync(name);
+  z.close();
+};
 const manyFiles = Array.from({ length: 10_000 }, (_, i) => file(`many/${String(i).padStart(5, '0')}.npy`));
 const beBytes = readFileSync(file('f8_be.npy'));
 const small = {
   resnet_stored: median(() => allMembers(file('resnet_stored.npz'))),
   resnet_deflated: median(() => allMembers(file('resnet_deflated.npz'))),
-  many_files: median(() => { for (const f of manyFiles) loadNpySync(f); }),
+  many_files: median(() => {
+    for (const f of manyFiles) loadNpySync(f);
+  }),
   byteswap_inmemory: median(() => decodeNpy(beBytes)),
   fresh_buffer: median(() => new Uint8Array(beBytes.length - 128).fill(1)),
   strings1m: median(() => loadNpySync(file('strings1m.npy'), { allowPickle: true })),
@@ -137,7 +173,14 @@ if (inBrowser) {
 // The two alternate, and take turns going first: on this VM, memory freed by an earlier process is
 // handed back to the host after about two seconds, and whoever touches it next pays to fault it in.
 const onceArgs = {
-  npyts: [process.execPath, ['--input-type=module', '-e', `import { loadNpySync } from '@npyts/core/node'; const t = performance.now(); loadNpySync(${JSON.stringify(file('f4.npy'))}); console.log((performance.now() - t) / 1000);`]],
+  npyts: [
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { loadNpySync } from '@npyts/core/node'; const t = performance.now(); loadNpySync(${JSON.stringify(file('f4.npy'))}); console.log((performance.now() - t) / 1000);`,
+    ],
+  ],
   numpy: ['python3', ['-c', `import numpy as np, time\nt = time.perf_counter(); np.load(${JSON.stringify(file('f4.npy'))}); print(time.perf_counter() - t)`]],
 };
 const onceTimes = { npyts: [], numpy: [] };
@@ -152,8 +195,26 @@ const freshProcess = { npyts: middleOf(onceTimes.npyts), numpy: middleOf(onceTim
 // Peak memory of a whole-file load, each in a fresh process. VmHWM is per address space; getrusage's
 // maxrss would carry this (large) parent's peak across fork and exec.
 const hwm = "Number(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]) * 1024";
-const nodePeak = (code) => Number(execFileSync(process.execPath, ['--input-type=module', '-e', `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url); ${code}; console.log(${hwm});`], { encoding: 'utf8', cwd: here }));
-const pyPeak = (code) => Number(execFileSync('python3', ['-c', `import numpy as np, re\n${code}\nprint(int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) * 1024)`], { encoding: 'utf8' }));
+const nodePeak = (code) =>
+  Number(
+    execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url); ${code}; console.log(${hwm});`,
+      ],
+      { encoding: 'utf8', cwd: here },
+    ),
+  );
+const pyPeak = (code) =>
+  Number(
+    execFileSync(
+      'python3',
+      ['-c', `import numpy as np, re\n${code}\nprint(int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) * 1024)`],
+      { encoding: 'utf8' },
+    ),
+  );
 const rss = {
   npyts_loadNpy: nodePeak(`const { loadNpySync } = await import('@npyts/core/node'); loadNpySync(${JSON.stringify(file('f4.npy'))})`),
   node_baseline: nodePeak(`await import('@npyts/core/node')`),
@@ -227,49 +288,118 @@ const colAsync = await openNpyFile(colFile);
 await colAsync.close();
 rmSync(colFile, { force: true });
 const regionPeak = {
-  npyts: nodePeak(`const { openNpyFileSync } = await import('@npyts/core/node'); const h = openNpyFileSync(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`),
+  npyts: nodePeak(
+    `const { openNpyFileSync } = await import('@npyts/core/node'); const h = openNpyFileSync(${JSON.stringify(bigFile)}); h.read([0, 100], [${bigRows}, 8]); h.close()`,
+  ),
   numpy: pyPeak(`a = np.load(${JSON.stringify(bigFile)}, mmap_mode='r'); b = np.array(a[:, 100:108])`),
 };
 rmSync(bigFile, { force: true });
 
 // Ragged data: npyts' plain-.npy layouts against numpy's pickled object arrays (bench/ragged.mjs).
 log('ragged data …');
-const ragged = JSON.parse(execFileSync(process.execPath, [join(here, 'ragged.mjs'), dir, ...(quick ? ['--quick'] : [])], {
-  encoding: 'utf8', maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
-}));
+const ragged = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'ragged.mjs'), dir, ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
 
 // tfjs models: tfjs's own loader against loadLayersModel(npzHandler(...)), fresh processes (bench/tfjs-models.mjs).
 log('tfjs models …');
-const tfjsModels = JSON.parse(execFileSync(process.execPath, [join(here, 'tfjs-models.mjs'), join(dir, 'tfjs-models'), String(Math.max(3, REPEATS >> 1)), String(quick ? 5e6 : 50e6)], {
-  encoding: 'utf8', maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'],
-}));
+const tfjsModels = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'tfjs-models.mjs'), join(dir, 'tfjs-models'), String(Math.max(3, REPEATS >> 1)), String(quick ? 5e6 : 50e6)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
 
 const bytes = MIB * (1 << 20);
 // [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
 const rows = [
   ['loadNpySync f4 C native', ours.loadNpy, bytes, { 'np.load': np.loadNpy, 'fs.readFileSync': ours.readFileSync }, ['np.load', 1.1], jsOnly.loadNpy],
-  ['loadNpySync f4 C native, once in a fresh process', freshProcess.npyts, bytes, { 'np.load, once in a fresh process': freshProcess.numpy }, ['np.load, once in a fresh process', 1.1], null],
+  [
+    'loadNpySync f4 C native, once in a fresh process',
+    freshProcess.npyts,
+    bytes,
+    { 'np.load, once in a fresh process': freshProcess.numpy },
+    ['np.load, once in a fresh process', 1.1],
+    null,
+  ],
   ['load big-endian f8 → native', ours.byteswap, bytes, { "np.load().astype('<f8')": np.byteswap }, ["np.load().astype('<f8')", 1.2], jsOnly.byteswap],
   ['load F-order f4 → C (toOrder)', ours.toC, bytes, { 'np.ascontiguousarray(np.load())': np.toC }, null, jsOnly.toC],
   ['F → C in memory (toOrder)', ours.toC_inmemory, bytes, { 'np.ascontiguousarray': np.toC_inmemory }, ['np.ascontiguousarray', 0.5], jsOnly.toC_inmemory],
-  ['toTensor of F-order f4 (toOrder + tf.tensor)', ours.toTensor, bytes, { 'np.ascontiguousarray': np.toC_inmemory, 'tf.transpose (cpu)': ours.tfTranspose }, ['tf.transpose (cpu)', 0.1], null],
+  [
+    'toTensor of F-order f4 (toOrder + tf.tensor)',
+    ours.toTensor,
+    bytes,
+    { 'np.ascontiguousarray': np.toC_inmemory, 'tf.transpose (cpu)': ours.tfTranspose },
+    ['tf.transpose (cpu)', 0.1],
+    null,
+  ],
   ['saveNpySync f4', ours.saveNpy, bytes, { 'np.save': np.saveNpy, 'fs.writeFileSync': ours.writeFileSync }, ['np.save', 1.2], jsOnly.saveNpy],
-  ['header of a 3000-field record', ours.header3000, 0, { 'read_array_header_2_0': np.header3000 }, null, null],
-  ['decode f4 bytes in memory (zero-copy view)', sameBytes.npyts, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts }, null, null],
-  ['decode f4 bytes in memory (copy)', sameBytes.npyts_copy, bytes, { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy }, null, null],
-  ['object array, 100k mixed values (allowPickle)', ours.objects, 0, { 'np.load(allow_pickle=True)': np.objects }, ['np.load(allow_pickle=True)', 2.0], jsOnly.objects],
-  ['object array, 1M short strings (allowPickle)', small.strings1m, 0, { 'np.load(allow_pickle=True)': np.strings1m }, ['np.load(allow_pickle=True)', 2.0], null],
-  ['openNpzSync deflated member (half size)', ours.loadNpz, bytes / 2, { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip }, ["np.load(...)['member']", 1.0], jsOnly.loadNpz],
+  ['header of a 3000-field record', ours.header3000, 0, { read_array_header_2_0: np.header3000 }, null, null],
+  [
+    'decode f4 bytes in memory (zero-copy view)',
+    sameBytes.npyts,
+    bytes,
+    { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts },
+    null,
+    null,
+  ],
+  [
+    'decode f4 bytes in memory (copy)',
+    sameBytes.npyts_copy,
+    bytes,
+    { 'npyjs parse': sameBytes.npyjs, 'numpy-ts parseNpy': sameBytes.numpyts, 'Uint8Array copy alone': sameBytes.copy },
+    null,
+    null,
+  ],
+  [
+    'object array, 100k mixed values (allowPickle)',
+    ours.objects,
+    0,
+    { 'np.load(allow_pickle=True)': np.objects },
+    ['np.load(allow_pickle=True)', 2.0],
+    jsOnly.objects,
+  ],
+  [
+    'object array, 1M short strings (allowPickle)',
+    small.strings1m,
+    0,
+    { 'np.load(allow_pickle=True)': np.strings1m },
+    ['np.load(allow_pickle=True)', 2.0],
+    null,
+  ],
+  [
+    'openNpzSync deflated member (half size)',
+    ours.loadNpz,
+    bytes / 2,
+    { "np.load(...)['member']": np.loadNpz, 'fflate unzipSync (no CRC check)': ours.fflateUnzip },
+    ["np.load(...)['member']", 1.0],
+    jsOnly.loadNpz,
+  ],
   ['saveNpzSync compressed (half size)', ours.saveNpz, bytes / 2, { 'np.savez_compressed': np.saveNpz }, null, null],
 ];
 const report = {
   machine: {
-    cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, kernel: release(),
-    numpy: np.version, transparent_hugepages: thpMode(), native: nativeStatus(),
+    cpus: cpus().length,
+    cpu: cpus()[0]?.model,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    kernel: release(),
+    numpy: np.version,
+    transparent_hugepages: thpMode(),
+    native: nativeStatus(),
   },
-  size_mib: MIB, repeats: REPEATS,
+  size_mib: MIB,
+  repeats: REPEATS,
   rows: rows.map(([op, t, b, base, target, js]) => ({
-    op, seconds: t, mb_per_s: b ? b / 1e6 / t : null, js_only_seconds: js ?? null,
+    op,
+    seconds: t,
+    mb_per_s: b ? b / 1e6 / t : null,
+    js_only_seconds: js ?? null,
     baselines: Object.fromEntries(Object.entries(base).map(([k, v]) => [k, { seconds: v, ratio: t / v }])),
     target: target ? { baseline: target[0], max_ratio: target[1], ratio: t / base[target[0]], met: t / base[target[0]] <= target[1] } : null,
   })),
@@ -290,66 +420,114 @@ if (asJSON) {
 } else {
   const ms = (s) => (s * 1000).toFixed(s < 0.01 ? 3 : 1) + ' ms';
   const mc = report.machine;
-  console.log(`npyts bench — ${MIB} MiB inputs, median of ${REPEATS} after a warm-up; ${mc.cpus} × ${mc.cpu}, ${mc.memory_gib} GiB, Linux ${mc.kernel} (transparent huge pages: ${mc.transparent_hugepages}), Node ${mc.node}, numpy ${mc.numpy}; @npyts/native ${mc.native.loaded ? 'in use' : `not in use (${mc.native.reason})`}\n`);
+  console.log(
+    `npyts bench — ${MIB} MiB inputs, median of ${REPEATS} after a warm-up; ${mc.cpus} × ${mc.cpu}, ${mc.memory_gib} GiB, Linux ${mc.kernel} (transparent huge pages: ${mc.transparent_hugepages}), Node ${mc.node}, numpy ${mc.numpy}; @npyts/native ${mc.native.loaded ? 'in use' : `not in use (${mc.native.reason})`}\n`,
+  );
   const range = (p) => `${p.spread[0].toFixed(2)}–${p.spread[1].toFixed(2)}`;
-  console.log(`Against numpy, interleaved: each row is ${pairedRows[0]?.rounds ?? 0} rounds of npyts then numpy (numpy first every other round), each side the median of a few runs; the ratio is the median of the rounds' ratios and the spread their range. A target is met when the whole spread is under it.`);
+  console.log(
+    `Against numpy, interleaved: each row is ${pairedRows[0]?.rounds ?? 0} rounds of npyts then numpy (numpy first every other round), each side the median of a few runs; the ratio is the median of the rounds' ratios and the spread their range. A target is met when the whole spread is under it.`,
+  );
   console.log('| operation | npyts | numpy | npyts / numpy | spread | target |');
   console.log('|---|---|---|---|---|---|');
-  for (const p of pairedRows) console.log(`| ${p.op} | ${ms(p.seconds)} | ${ms(p.baseline)} | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${p.verdict === 'met' ? 'met' : p.verdict === 'missed' ? '**missed**' : '**crosses**'} |`);
+  for (const p of pairedRows)
+    console.log(
+      `| ${p.op} | ${ms(p.seconds)} | ${ms(p.baseline)} | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${p.verdict === 'met' ? 'met' : p.verdict === 'missed' ? '**missed**' : '**crosses**'} |`,
+    );
   console.log('\nEvery case once each (medians of single runs, one after the other; see the spread above for how far one figure moves):');
   console.log('| operation | npyts | throughput | npyts, JavaScript only | baseline | baseline time | npyts / baseline | target |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const r of report.rows) {
     for (const [name, b] of Object.entries(r.baselines)) {
       const t = r.target?.baseline === name ? `≤ ${r.target.max_ratio} ${r.target.met ? 'met' : '**missed**'}` : '';
-      console.log(`| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${r.js_only_seconds ? ms(r.js_only_seconds) : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} | ${t} |`);
+      console.log(
+        `| ${r.op} | ${ms(r.seconds)} | ${r.mb_per_s ? r.mb_per_s.toFixed(0) + ' MB/s' : ''} | ${r.js_only_seconds ? ms(r.js_only_seconds) : ''} | ${name} | ${ms(b.seconds)} | ${b.ratio.toFixed(2)} | ${t} |`,
+      );
     }
   }
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
-  console.log('\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy\'s `{k: v for k, v in np.load(f).items()}` and a loop of np.load.');
+  console.log(
+    "\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy's `{k: v for k, v in np.load(f).items()}` and a loop of np.load.",
+  );
   console.log('| case | npyts (Node) | numpy | npyts / numpy | target |');
   console.log('|---|---|---|---|---|');
-  for (const [k, label] of [['resnet_stored', 'ResNet-like archive, stored'], ['resnet_deflated', 'ResNet-like archive, deflated'], ['many_files', '10 000 files of 4 KiB']]) {
+  for (const [k, label] of [
+    ['resnet_stored', 'ResNet-like archive, stored'],
+    ['resnet_deflated', 'ResNet-like archive, deflated'],
+    ['many_files', '10 000 files of 4 KiB'],
+  ]) {
     console.log(`| ${label} | ${ms(small[k])} | ${ms(np[k])} | ${ratioCell(small[k], np[k], 1.0)} |`);
   }
-  console.log(`Node, ${MIB} MiB big-endian float64 → native in memory (decodeNpy): ${ms(small.byteswap_inmemory)}; a fresh buffer of that size allocated and filled: ${ms(small.fresh_buffer)}; numpy's astype ${ms(np.byteswap_inmemory)}, or ${ms(np.byteswap_inmemory_fresh)} when every result is kept.`);
+  console.log(
+    `Node, ${MIB} MiB big-endian float64 → native in memory (decodeNpy): ${ms(small.byteswap_inmemory)}; a fresh buffer of that size allocated and filled: ${ms(small.fresh_buffer)}; numpy's astype ${ms(np.byteswap_inmemory)}, or ${ms(np.byteswap_inmemory_fresh)} when every result is kept.`,
+  );
   if (browser) {
     const b = browser;
-    console.log(`\nIn the browser: Chromium ${b.chromium} (headless, ${b.cores} cores), the page and the inputs served by nginx on 127.0.0.1; times from performance.now() in the page.`);
+    console.log(
+      `\nIn the browser: Chromium ${b.chromium} (headless, ${b.cores} cores), the page and the inputs served by nginx on 127.0.0.1; times from performance.now() in the page.`,
+    );
     console.log('| case | Chromium | baseline | baseline time | ratio | target |');
     console.log('|---|---|---|---|---|---|');
     const line = (label, t, baseLabel, base, target) => console.log(`| ${label} | ${ms(t)} | ${baseLabel} | ${ms(base)} | ${ratioCell(t, base, target)} |`);
     line(`fetch + decodeNpy of a ${MIB} MiB .npy`, b.fetch_decode, 'fetch + arrayBuffer() alone (Chromium)', b.fetch_only, 1.1);
-    line('every member of the deflated ResNet-like archive (readAll: DecompressionStream in workers)', b.resnet_deflated, 'the same in Node (node:zlib)', small.resnet_deflated, 1.5);
-    line('the same with fflate on the page\'s thread (get)', b.resnet_deflated_fflate, 'the same in Node (node:zlib)', small.resnet_deflated, null);
+    line(
+      'every member of the deflated ResNet-like archive (readAll: DecompressionStream in workers)',
+      b.resnet_deflated,
+      'the same in Node (node:zlib)',
+      small.resnet_deflated,
+      1.5,
+    );
+    line("the same with fflate on the page's thread (get)", b.resnet_deflated_fflate, 'the same in Node (node:zlib)', small.resnet_deflated, null);
     line('every member of the stored ResNet-like archive (readAll)', b.resnet_stored, 'numpy', np.resnet_stored, 1.0);
     line(`F → C of ${Math.round(Math.sqrt(MIB * 2 ** 18))}² float32 in memory (toOrder)`, b.toC_inmemory, 'np.ascontiguousarray', np.toC_inmemory, 0.5);
     line(`big-endian float64 → native, ${MIB} MiB in memory (decodeNpy)`, b.byteswap_inmemory, "a.astype('<f8')", np.byteswap_inmemory, 1.2);
     line('the same', b.byteswap_inmemory, "a.astype('<f8'), every result kept (fresh memory each time)", np.byteswap_inmemory_fresh, null);
-    line(`a fresh ${MIB} MiB buffer, allocated and filled (the floor of any decode into new memory)`, b.fresh_buffer, "a.astype('<f8')", np.byteswap_inmemory, null);
+    line(
+      `a fresh ${MIB} MiB buffer, allocated and filled (the floor of any decode into new memory)`,
+      b.fresh_buffer,
+      "a.astype('<f8')",
+      np.byteswap_inmemory,
+      null,
+    );
     line('object array, 100k mixed values (pickleCodec)', b.objects, 'np.load(allow_pickle=True)', np.objects, 2.0);
     line('object array, 1M short strings (pickleCodec)', b.strings1m, 'np.load(allow_pickle=True)', np.strings1m, 2.0);
   }
   const rd = report.ragged;
-  console.log(`\nRagged data: npyts' index + heap .npy files, in each layout, against numpy's object arrays (pickle) of the same values; write and read are medians of 3; reading 100 random elements includes opening. Targets (1 M strings, compact index): size ≤ 1.0 × the pickle, write ≤ 1.0 × np.save, read 100 ≥ 30 × faster.`);
+  console.log(
+    `\nRagged data: npyts' index + heap .npy files, in each layout, against numpy's object arrays (pickle) of the same values; write and read are medians of 3; reading 100 random elements includes opening. Targets (1 M strings, compact index): size ≤ 1.0 × the pickle, write ≤ 1.0 × np.save, read 100 ≥ 30 × faster.`,
+  );
   console.log('| data | layout | npyts size | / pickle | npyts write | numpy write | / numpy | npyts read 100 | numpy read 100 | faster |');
   console.log('|---|---|---|---|---|---|---|---|---|---|');
-  for (const [k, label] of [['strings', `${rd.count} short strings`], ['sequences', '10 000 float32 sequences']]) {
+  for (const [k, label] of [
+    ['strings', `${rd.count} short strings`],
+    ['sequences', '10 000 float32 sequences'],
+  ]) {
     const np = rd.numpy[k];
     for (const a of rd[k]) {
-      console.log(`| ${label} | ${a.layout} | ${(a.bytes / 1e6).toFixed(2)} MB | ${(a.bytes / np.bytes).toFixed(2)} | ${ms(a.write)} | ${ms(np.write)} | ${(a.write / np.write).toFixed(2)} | ${ms(a.read100)} | ${ms(np.read100)} | ${(np.read100 / a.read100).toFixed(0)} × |`);
+      console.log(
+        `| ${label} | ${a.layout} | ${(a.bytes / 1e6).toFixed(2)} MB | ${(a.bytes / np.bytes).toFixed(2)} | ${ms(a.write)} | ${ms(np.write)} | ${(a.write / np.write).toFixed(2)} | ${ms(a.read100)} | ${ms(np.read100)} | ${(np.read100 / a.read100).toFixed(0)} × |`,
+      );
     }
   }
-  console.log(`numpy: pickle ${(rd.numpy.strings.bytes / 1e6).toFixed(2)} MB for the strings, ${(rd.numpy.sequences.bytes / 1e6).toFixed(2)} MB for the sequences.`);
+  console.log(
+    `numpy: pickle ${(rd.numpy.strings.bytes / 1e6).toFixed(2)} MB for the strings, ${(rd.numpy.sequences.bytes / 1e6).toFixed(2)} MB for the sequences.`,
+  );
   const tm = report.tfjs_models;
-  console.log(`\nA tfjs-layers model of ${(tm.parameters / 1e6).toFixed(1)} M float32 parameters (three dense layers), loaded in a fresh process each time: tfjs's own format (model.json + weights.bin read from disk, tf.io.fromMemory) against tf.loadLayersModel(npzHandler(...)). Peak: the process's VmHWM above its size just before the load.`);
+  console.log(
+    `\nA tfjs-layers model of ${(tm.parameters / 1e6).toFixed(1)} M float32 parameters (three dense layers), loaded in a fresh process each time: tfjs's own format (model.json + weights.bin read from disk, tf.io.fromMemory) against tf.loadLayersModel(npzHandler(...)). Peak: the process's VmHWM above its size just before the load.`,
+  );
   console.log('| format | file size | load | / tfjs | target | peak memory added | / tfjs |');
   console.log('|---|---|---|---|---|---|---|');
-  for (const [k, label, target] of [['tfjs', "tfjs's own (fromMemory)", null], ['npz_stored', '.npz stored', 1.0], ['npz_deflated', '.npz deflated', 1.5]]) {
+  for (const [k, label, target] of [
+    ['tfjs', "tfjs's own (fromMemory)", null],
+    ['npz_stored', '.npz stored', 1.0],
+    ['npz_deflated', '.npz deflated', 1.5],
+  ]) {
     const r = tm[k];
     const ratio = r.seconds / tm.tfjs.seconds;
     const t = target ? `≤ ${target} ${ratio <= target ? 'met' : '**missed**'}` : '';
-    console.log(`| ${label} | ${(tm.bytes[k] / 1e6).toFixed(0)} MB | ${ms(r.seconds)} | ${ratio.toFixed(2)} | ${t} | ${(r.peakBytes / 2 ** 20).toFixed(0)} MiB | ${(r.peakBytes / tm.tfjs.peakBytes).toFixed(3)} |`);
+    console.log(
+      `| ${label} | ${(tm.bytes[k] / 1e6).toFixed(0)} MB | ${ms(r.seconds)} | ${ratio.toFixed(2)} | ${t} | ${(r.peakBytes / 2 ** 20).toFixed(0)} MiB | ${(r.peakBytes / tm.tfjs.peakBytes).toFixed(3)} |`,
+    );
   }
   const rg = report.regions;
   console.log(`\nRegion reads of a ${rg.file_gib} GiB float32 file ${JSON.stringify(rg.shape)} (C order): one row, and an 8-column stripe through every row.`);
@@ -357,15 +535,23 @@ if (asJSON) {
   console.log('|---|---|---|---|---|---|');
   for (const k of ['row', 'column_block']) {
     const h = rg.http?.[k];
-    console.log(`| ${k.replace('_', ' ')} | ${ms(rg.local[k].seconds)} | ${(rg.local[k].bytes / 1024).toFixed(0)} KiB | ${h ? ms(h.seconds) : 'n/a'} | ${h ? `${(h.bytes / 1024).toFixed(0)} KiB, ${h.requests}` : ''} | ${ms(rg.numpy_mmap[k])} |`);
+    console.log(
+      `| ${k.replace('_', ' ')} | ${ms(rg.local[k].seconds)} | ${(rg.local[k].bytes / 1024).toFixed(0)} KiB | ${h ? ms(h.seconds) : 'n/a'} | ${h ? `${(h.bytes / 1024).toFixed(0)} KiB, ${h.requests}` : ''} | ${ms(rg.numpy_mmap[k])} |`,
+    );
   }
   const col = rg.column;
   const ratio = (x) => (x / rg.numpy_mmap.column_block).toFixed(2);
-  console.log(`Target (issue 16): ≤ 1.5 × numpy mmap. 8-column stripe: ${ratio(rg.local.column_block.seconds)} × ${rg.local.column_block.seconds / rg.numpy_mmap.column_block <= 1.5 ? 'met' : '**missed**'}.`);
-  console.log(`One column of a ${col.file_gib} GiB float32 file ${JSON.stringify(col.shape)} (rows 4 KiB apart): openNpyFileSync ${ms(col.npyts)}, openNpyFile (async) ${ms(col.npyts_async)}, numpy np.array(mmap[:, 7]) ${ms(col.numpy_mmap)}: ${(col.npyts / col.numpy_mmap).toFixed(2)} × (target ≤ 1.5: ${col.npyts / col.numpy_mmap <= 1.5 ? 'met' : '**missed**'}).`);
+  console.log(
+    `Target (issue 16): ≤ 1.5 × numpy mmap. 8-column stripe: ${ratio(rg.local.column_block.seconds)} × ${rg.local.column_block.seconds / rg.numpy_mmap.column_block <= 1.5 ? 'met' : '**missed**'}.`,
+  );
+  console.log(
+    `One column of a ${col.file_gib} GiB float32 file ${JSON.stringify(col.shape)} (rows 4 KiB apart): openNpyFileSync ${ms(col.npyts)}, openNpyFile (async) ${ms(col.npyts_async)}, numpy np.array(mmap[:, 7]) ${ms(col.numpy_mmap)}: ${(col.npyts / col.numpy_mmap).toFixed(2)} × (target ≤ 1.5: ${col.npyts / col.numpy_mmap <= 1.5 ? 'met' : '**missed**'}).`,
+  );
   const mb = (x) => (x / 2 ** 20).toFixed(0) + ' MiB';
   console.log(`Peak RSS of the column-stripe read (fresh process each): npyts ${mb(rg.peak_rss.npyts)}, numpy mmap ${mb(rg.peak_rss.numpy)}.`);
   const m = report.peak_rss;
   const over = (peak, base) => ((peak - base) / m.file_bytes).toFixed(2);
-  console.log(`\nPeak RSS of a whole-file load of the ${mb(m.file_bytes)} file (fresh process each): npyts ${mb(m.npyts_loadNpy)} (Node alone ${mb(m.node_baseline)}; the load adds ${over(m.npyts_loadNpy, m.node_baseline)} × the file size), numpy ${mb(m.numpy_load)} (Python + numpy alone ${mb(m.python_baseline)}; adds ${over(m.numpy_load, m.python_baseline)} ×).`);
+  console.log(
+    `\nPeak RSS of a whole-file load of the ${mb(m.file_bytes)} file (fresh process each): npyts ${mb(m.npyts_loadNpy)} (Node alone ${mb(m.node_baseline)}; the load adds ${over(m.npyts_loadNpy, m.node_baseline)} × the file size), numpy ${mb(m.numpy_load)} (Python + numpy alone ${mb(m.python_baseline)}; adds ${over(m.numpy_load, m.python_baseline)} ×).`,
+  );
 }

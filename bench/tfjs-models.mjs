@@ -5,7 +5,7 @@
 // around the load alone, the memory its peak resident size (VmHWM) above the same process's size just
 // before loading. The loads alternate and take turns going first. Prints one JSON object.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, statSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { middleOf } from './timing.mjs';
@@ -38,7 +38,8 @@ const hwm = () => Number(/VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status
 const rss = () => Number(/VmRSS:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
 `;
 
-const run = (code) => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', prelude + code], { cwd: here, encoding: 'utf8', maxBuffer: 1 << 24 }));
+const run = (code) =>
+  JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', prelude + code], { cwd: here, encoding: 'utf8', maxBuffer: 1 << 24 }));
 
 if (![files.json, files.bin, files.stored, files.deflated].every(existsSync)) {
   process.stderr.write(`building a ${((3 * width * width + 3 * width) / 1e6).toFixed(1)} M-parameter model and saving it three ways …\n`);
@@ -71,7 +72,8 @@ const loads = {
   npz_stored: `return tfl.loadLayersModel(npzHandler(${JSON.stringify(files.stored)}));`,
   npz_deflated: `return tfl.loadLayersModel(npzHandler(${JSON.stringify(files.deflated)}));`,
 };
-const once = (who) => run(`
+const once = (who) =>
+  run(`
   const before = rss();
   const t = performance.now();
   const model = await (async () => { ${loads[who]} })();
@@ -89,12 +91,19 @@ for (let i = 0; i < repeats; i++) {
     results[who].push(once(who));
   }
 }
-const summary = Object.fromEntries(Object.entries(results).map(([who, rs]) => [who, {
-  seconds: middleOf(rs.map((r) => r.seconds)),
-  peakBytes: middleOf(rs.map((r) => r.peak)),
-}]));
-console.log(JSON.stringify({
-  parameters: 3 * width * width + 3 * width,
-  bytes: { tfjs: statSync(files.bin).size + statSync(files.json).size, npz_stored: statSync(files.stored).size, npz_deflated: statSync(files.deflated).size },
-  ...summary,
-}));
+const summary = Object.fromEntries(
+  Object.entries(results).map(([who, rs]) => [
+    who,
+    {
+      seconds: middleOf(rs.map((r) => r.seconds)),
+      peakBytes: middleOf(rs.map((r) => r.peak)),
+    },
+  ]),
+);
+console.log(
+  JSON.stringify({
+    parameters: 3 * width * width + 3 * width,
+    bytes: { tfjs: statSync(files.bin).size + statSync(files.json).size, npz_stored: statSync(files.stored).size, npz_deflated: statSync(files.deflated).size },
+    ...summary,
+  }),
+);

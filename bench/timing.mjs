@@ -35,7 +35,11 @@ export function benchCases(dir) {
       toC: () => toOrder(loadNpySync(file('f4_F.npy')), 'C'),
       toC_inmemory: () => toOrder((F ??= loadNpySync(file('f4_F.npy'))), 'C'),
       saveNpy: () => saveNpySync(out, (f4 ??= loadNpySync(file('f4.npy')))),
-      loadNpz: () => { const a = openNpzSync(file('deflated.npz')); a.getSync('member'); a.close(); },
+      loadNpz: () => {
+        const a = openNpzSync(file('deflated.npz'));
+        a.getSync('member');
+        a.close();
+      },
       objects: () => loadNpySync(file('objects.npy'), { allowPickle: true }),
     },
     cleanup: () => rmSync(out, { force: true }),

@@ -31,8 +31,8 @@ console.warn = warn;
 // belong to no layer (the test data) are left out.
 const model = await loadLayersModel(npzHandler(archivePath));
 const archive = openNpzSync(archivePath);
-const pixels = toTensor(archive.getSync('x_test'));            // uint8 → int32
-const labels = toTensor(archive.getSync('y_test'));            // int64 → int32, range-checked
+const pixels = toTensor(archive.getSync('x_test')); // uint8 → int32
+const labels = toTensor(archive.getSync('y_test')); // int64 → int32, range-checked
 const numpyPredictions = toTensor(archive.getSync('numpy_predictions'));
 const numpyAccuracy = archive.getSync('numpy_accuracy').get();
 const predictions = tf.tidy(() => tf.argMax(model.predict(tf.div(tf.cast(pixels, 'float32'), 16)), 1));
@@ -50,18 +50,26 @@ console.log(`predictions agreeing with numpy's: ${agree}/${n}`);
 const torchArchive = await openNpz(join(dirname(archivePath), 'digits-cnn.npz'));
 const cnn = await runDigitsCnn(torchArchive);
 await torchArchive.close();
-console.log(`\nPyTorch CNN in tfjs: ${cnn.correct}/${cnn.n} test digits right (PyTorch: ${cnn.torchCorrect}/${cnn.n}); predictions agreeing with PyTorch's: ${cnn.agree}/${cnn.n}; largest logit difference ${cnn.maxAbsDiff.toExponential(2)}`);
+console.log(
+  `\nPyTorch CNN in tfjs: ${cnn.correct}/${cnn.n} test digits right (PyTorch: ${cnn.torchCorrect}/${cnn.n}); predictions agreeing with PyTorch's: ${cnn.agree}/${cnn.n}; largest logit difference ${cnn.maxAbsDiff.toExponential(2)}`,
+);
 
 // --- @stdlib --------------------------------------------------------------------------------
 console.log('\nthe same weights as @stdlib/ndarray views of the decoded arrays (no further copies):');
 for (const name of ['dense/kernel', 'dense/bias', 'dense_1/kernel', 'dense_1/bias']) {
   const array = archive.getSync(name);
   const view = toStdlib(array);
-  let sum = 0, sumSq = 0, min = Infinity, max = -Infinity;
+  let sum = 0,
+    sumSq = 0,
+    min = Infinity,
+    max = -Infinity;
   const visit = (idx, axis) => {
     if (axis === view.shape.length) {
       const v = view.get(...idx);
-      sum += v; sumSq += v * v; min = Math.min(min, v); max = Math.max(max, v);
+      sum += v;
+      sumSq += v * v;
+      min = Math.min(min, v);
+      max = Math.max(max, v);
       return;
     }
     for (let i = 0; i < view.shape[axis]; i++) visit([...idx, i], axis + 1);
@@ -70,10 +78,12 @@ for (const name of ['dense/kernel', 'dense/bias', 'dense_1/kernel', 'dense_1/bia
   const count = view.length;
   const mean = sum / count;
   const std = Math.sqrt(sumSq / count - mean * mean);
-  console.log(`  ${name.padEnd(15)} ${array.dtype.str.padEnd(4)} ${JSON.stringify(view.shape).padEnd(8)} ${view.order.padEnd(12)} mean ${mean.toFixed(4).padStart(8)}  std ${std.toFixed(4)}  min ${min.toFixed(4).padStart(8)}  max ${max.toFixed(4)}`);
+  console.log(
+    `  ${name.padEnd(15)} ${array.dtype.str.padEnd(4)} ${JSON.stringify(view.shape).padEnd(8)} ${view.order.padEnd(12)} mean ${mean.toFixed(4).padStart(8)}  std ${std.toFixed(4)}  min ${min.toFixed(4).padStart(8)}  max ${max.toFixed(4)}`,
+  );
 }
 archive.close();
 
 const ok = agree === n && Math.abs(accuracy - numpyAccuracy) < 1e-12 && cnn.agree === cnn.n;
-console.log(ok ? '\nOK: tfjs reproduces numpy exactly, and PyTorch\'s CNN on every digit.' : '\nMISMATCH between tfjs and numpy or PyTorch.');
+console.log(ok ? "\nOK: tfjs reproduces numpy exactly, and PyTorch's CNN on every digit." : '\nMISMATCH between tfjs and numpy or PyTorch.');
 process.exitCode = ok ? 0 : 1;

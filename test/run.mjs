@@ -15,7 +15,9 @@ const missing = [
   ['nginx-light', 'command -v nginx || test -x /usr/sbin/nginx'],
   ['chromium', 'test -x /usr/bin/chromium'],
   ['python3-torch', "/usr/bin/python3 -c 'import torch'"],
-].filter(([, check]) => spawnSync('sh', ['-c', check], { stdio: 'ignore' }).status !== 0).map(([pkg]) => pkg);
+]
+  .filter(([, check]) => spawnSync('sh', ['-c', check], { stdio: 'ignore' }).status !== 0)
+  .map(([pkg]) => pkg);
 if (missing.length) {
   console.log(`installing Debian packages the tests need: ${missing.join(' ')}`);
   const r = spawnSync('sh', ['-c', `apt-get update -qq && apt-get install -y -qq ${missing.join(' ')}`], { stdio: 'inherit' });

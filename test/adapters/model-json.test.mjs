@@ -24,14 +24,24 @@ with zipfile.ZipFile(${JSON.stringify(file)}, 'w') as z:
   return file;
 }
 
-const topology = "{'class_name': 'Sequential', 'config': {'name': 's', 'layers': [{'class_name': 'Dense', 'config': {'name': 'dense', 'units': 3, 'use_bias': False, 'batch_input_shape': [None, 2]}}]}}";
+const topology =
+  "{'class_name': 'Sequential', 'config': {'name': 's', 'layers': [{'class_name': 'Dense', 'config': {'name': 'dense', 'units': 3, 'use_bias': False, 'batch_input_shape': [None, 2]}}]}}";
 const cases = {
   'not UTF-8': ["b'\\xff\\xfe{}'", /not UTF-8/],
   'weightSpecs not a list': [`json.dumps({'modelTopology': ${topology}, 'weightSpecs': 7}).encode()`, /weightSpecs is not a list/],
   'a null entry': [`json.dumps({'modelTopology': ${topology}, 'weightSpecs': [None]}).encode()`, /weightSpecs\[0\] is not an object/],
-  'an entry without a name': [`json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'shape': [2, 3], 'dtype': 'float32'}]}).encode()`, /weightSpecs\[0\] has no name/],
-  'a shape that is not a list': [`json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'name': 'dense/kernel', 'shape': '2,3', 'dtype': 'float32'}]}).encode()`, /shape is not a list/],
-  'an unknown dtype': [`json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'name': 'dense/kernel', 'shape': [2, 3], 'dtype': 'float64'}]}).encode()`, /dtype "float64"/],
+  'an entry without a name': [
+    `json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'shape': [2, 3], 'dtype': 'float32'}]}).encode()`,
+    /weightSpecs\[0\] has no name/,
+  ],
+  'a shape that is not a list': [
+    `json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'name': 'dense/kernel', 'shape': '2,3', 'dtype': 'float32'}]}).encode()`,
+    /shape is not a list/,
+  ],
+  'an unknown dtype': [
+    `json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'name': 'dense/kernel', 'shape': [2, 3], 'dtype': 'float64'}]}).encode()`,
+    /dtype "float64"/,
+  ],
   'a topology that is a list': ["json.dumps({'modelTopology': [1, 2]}).encode()", /modelTopology is not an object/],
   'nested 100 000 deep': ["(b'{\"modelTopology\": {\"a\": ' + b'[' * 100000 + b']' * 100000 + b'}}')", /nests deeper than/],
 };
@@ -40,14 +50,21 @@ test('a malformed model.json is one NpyError (BAD_MODEL) naming the member and t
   for (const [name, [member, pattern]] of Object.entries(cases)) {
     const file = archiveWith(name.replace(/\W+/g, '-'), member);
     let error = null;
-    try { await tfl.loadLayersModel(npzHandler(file)); } catch (e) { error = e; }
+    try {
+      await tfl.loadLayersModel(npzHandler(file));
+    } catch (e) {
+      error = e;
+    }
     assert.instance(error, NpyError, `${name}: ${error?.stack ?? error}`);
     assert.is(error.code, 'BAD_MODEL', `${name}: ${error.message}`);
     assert.match(error.message, /model\.json/, name);
     assert.match(error.message, pattern, `${name}: ${error.message}`);
   }
   // The same archive with a good document loads.
-  const good = archiveWith('good', `json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'name': 'dense/kernel', 'shape': [2, 3], 'dtype': 'float32'}]}).encode()`);
+  const good = archiveWith(
+    'good',
+    `json.dumps({'modelTopology': ${topology}, 'weightSpecs': [{'name': 'dense/kernel', 'shape': [2, 3], 'dtype': 'float32'}]}).encode()`,
+  );
   const model = await tfl.loadLayersModel(npzHandler(good));
   assert.is(model.layers[0].getWeights()[0].shape.join(), '2,3');
 });

@@ -8,7 +8,6 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { assignWeights, checkModel, npzHandler, planWeights, saveWeights } from '@npyts/tfjs';
 import { NpyError, decodeNpz, encodeNpz, transpose, toOrder } from '@npyts/core';
@@ -32,7 +31,11 @@ const npz = (name) => join(dir, `${name}.npz`);
 const maybe = hasTorch ? test : test.skip;
 
 async function refusal(promise) {
-  try { await promise; } catch (e) { return e; }
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
   assert.unreachable('did not refuse');
 }
 
@@ -40,14 +43,21 @@ async function refusal(promise) {
 const snapshot = (model) => model.weights.map((w) => Array.from(w.read().dataSync()));
 
 for (const name of ['mlp', 'cnn', 'text', 'lstm', 'bilstm', 'attention', 'upsampler']) {
-  maybe(`${name}: PyTorch's state_dict loads with layout 'pytorch' and no names, and predicts PyTorch's output within 1e-5 (relative to the output's scale)`, async () => {
-    const model = twins[name]();
-    await assignWeights(model, npz(name), { layout: 'pytorch' }); // runs the check members itself
-    const r = await checkModel(model, npz(name));
-    const scale = Math.max(...decodeNpz(readFileSync(npz(name))).getSync('check/output').data.map(Math.abs));
-    assert.ok(r.maxAbsDiff <= 1e-5 * scale, `${name}: largest difference ${r.maxAbsDiff} on a scale of ${scale}`);
-    assert.ok(r.compared > 0);
-  });
+  maybe(
+    `${name}: PyTorch's state_dict loads with layout 'pytorch' and no names, and predicts PyTorch's output within 1e-5 (relative to the output's scale)`,
+    async () => {
+      const model = twins[name]();
+      await assignWeights(model, npz(name), { layout: 'pytorch' }); // runs the check members itself
+      const r = await checkModel(model, npz(name));
+      const scale = Math.max(
+        ...decodeNpz(readFileSync(npz(name)))
+          .getSync('check/output')
+          .data.map(Math.abs),
+      );
+      assert.ok(r.maxAbsDiff <= 1e-5 * scale, `${name}: largest difference ${r.maxAbsDiff} on a scale of ${scale}`);
+      assert.ok(r.compared > 0);
+    },
+  );
 
   maybe(`${name}: saveWeights(…, { layout: 'pytorch', like }) loads into PyTorch with load_state_dict(strict=True) and predicts the same`, async () => {
     const model = twins[name]();
@@ -59,29 +69,40 @@ for (const name of ['mlp', 'cnn', 'text', 'lstm', 'bilstm', 'attention', 'upsamp
     // Exact but for an LSTM's bias, written as bias_ih = the sum and bias_hh = 0 (float32 rounding).
     assert.ok(r.maxAbsDiff <= 1e-6 * r.scale, `${name}: PyTorch with the saved weights is off by ${r.maxAbsDiff} (scale ${r.scale})`);
     const keys = decodeNpz(readFileSync(out)).names;
-    assert.equal(keys, built[name].keys, 'the state_dict\'s keys, in its order');
+    assert.equal(keys, built[name].keys, "the state_dict's keys, in its order");
   });
 }
 
-maybe('npzHandler with layout \'pytorch\' and the model as topology: tf.loadLayersModel gives a model that passes checkModel', async () => {
+maybe("npzHandler with layout 'pytorch' and the model as topology: tf.loadLayersModel gives a model that passes checkModel", async () => {
   const model = await tfl.loadLayersModel(npzHandler(npz('cnn'), { layout: 'pytorch', modelTopology: twins.cnn() }));
   const r = await checkModel(model, npz('cnn'));
   assert.ok(r.maxAbsDiff < 1e-4);
 });
 
-maybe('planWeights shows the whole mapping: the Dense after the Flatten is reordered from (C, H, W), BatchNorm by its four names, LSTM biases summed', async () => {
-  const cnn = await planWeights(twins.cnn(), npz('cnn'), { layout: 'pytorch' });
-  const fc = cnn.find((p) => p.keys[0] === 'fc.weight');
-  assert.ok(fc, 'fc.weight is planned');
-  assert.match(fc.description, /viewed as \[5,4,3,2\], axes permuted \(2,3,1,0\), read as \[24,5\]/);
-  const bn = cnn.filter((p) => p.keys[0].startsWith('features.1.')).map((p) => [p.weight.split('/').pop(), p.keys[0]]);
-  assert.equal(bn, [['gamma', 'features.1.weight'], ['beta', 'features.1.bias'], ['moving_mean', 'features.1.running_mean'], ['moving_variance', 'features.1.running_var']]);
-  const lstm = await planWeights(twins.lstm(), npz('lstm'), { layout: 'pytorch' });
-  const bias = lstm.filter((p) => p.transform.kind === 'sum').map((p) => p.keys);
-  assert.equal(bias, [['lstm.bias_ih_l0', 'lstm.bias_hh_l0'], ['lstm.bias_ih_l1', 'lstm.bias_hh_l1']]);
-});
+maybe(
+  'planWeights shows the whole mapping: the Dense after the Flatten is reordered from (C, H, W), BatchNorm by its four names, LSTM biases summed',
+  async () => {
+    const cnn = await planWeights(twins.cnn(), npz('cnn'), { layout: 'pytorch' });
+    const fc = cnn.find((p) => p.keys[0] === 'fc.weight');
+    assert.ok(fc, 'fc.weight is planned');
+    assert.match(fc.description, /viewed as \[5,4,3,2\], axes permuted \(2,3,1,0\), read as \[24,5\]/);
+    const bn = cnn.filter((p) => p.keys[0].startsWith('features.1.')).map((p) => [p.weight.split('/').pop(), p.keys[0]]);
+    assert.equal(bn, [
+      ['gamma', 'features.1.weight'],
+      ['beta', 'features.1.bias'],
+      ['moving_mean', 'features.1.running_mean'],
+      ['moving_variance', 'features.1.running_var'],
+    ]);
+    const lstm = await planWeights(twins.lstm(), npz('lstm'), { layout: 'pytorch' });
+    const bias = lstm.filter((p) => p.transform.kind === 'sum').map((p) => p.keys);
+    assert.equal(bias, [
+      ['lstm.bias_ih_l0', 'lstm.bias_hh_l0'],
+      ['lstm.bias_ih_l1', 'lstm.bias_hh_l1'],
+    ]);
+  },
+);
 
-maybe('tfjs\'s default epsilon (1e-3) on BatchNormalization is refused, naming the layer and the fix; a stated epsilon is honoured', async () => {
+maybe("tfjs's default epsilon (1e-3) on BatchNormalization is refused, naming the layer and the fix; a stated epsilon is honoured", async () => {
   const model = twins.cnn({ epsilon: 1e-3 });
   const before = snapshot(model);
   const e = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch' }));
@@ -96,7 +117,7 @@ maybe('tfjs\'s default epsilon (1e-3) on BatchNormalization is refused, naming t
   assert.equal(snapshot(model), before, 'a failed check puts the weights back');
 });
 
-maybe('an LSTM with tfjs\'s default hardSigmoid gates is refused', async () => {
+maybe("an LSTM with tfjs's default hardSigmoid gates is refused", async () => {
   const e = await refusal(assignWeights(twins.lstm({ recurrentActivation: 'hardSigmoid' }), npz('lstm'), { layout: 'pytorch' }));
   assert.is(e.code, 'LAYER_CONFIG');
   assert.match(e.message, /recurrentActivation: 'sigmoid'/);
@@ -131,18 +152,19 @@ maybe('models that do not pair are refused naming both sides: counts, kinds, sha
   assert.is(e.code, 'WEIGHT_MISMATCH');
   assert.match(e.message, /2 layers with weights and the archive 5 PyTorch modules/);
   assert.match(e.message, /features\.1 \(weight, bias, running_mean/);
-  const shapes = await refusal(assignWeights(tfl.sequential({ layers: [tfl.layers.dense({ units: 16, inputShape: [9] }), tfl.layers.dense({ units: 3 })] }), npz('mlp'), { layout: 'pytorch' }));
+  const shapes = await refusal(
+    assignWeights(tfl.sequential({ layers: [tfl.layers.dense({ units: 16, inputShape: [9] }), tfl.layers.dense({ units: 3 })] }), npz('mlp'), {
+      layout: 'pytorch',
+    }),
+  );
   assert.is(shapes.code, 'WEIGHT_MISMATCH');
   assert.match(shapes.message, /'dense_Dense\d+' \(Dense\) ↔ PyTorch module '0'/);
   assert.match(shapes.message, /has shape \[9,16\], but 0\.weight \[16,8\]/);
 });
 
 maybe('a Flatten whose input layout cannot be told is refused, and { flattenLayout } settles it', async () => {
-  const model = () => tfl.sequential({ layers: [
-    tfl.layers.reshape({ targetShape: [4, 3, 2], inputShape: [24] }),
-    tfl.layers.flatten(),
-    tfl.layers.dense({ units: 5 }),
-  ] });
+  const model = () =>
+    tfl.sequential({ layers: [tfl.layers.reshape({ targetShape: [4, 3, 2], inputShape: [24] }), tfl.layers.flatten(), tfl.layers.dense({ units: 5 })] });
   const fc = decodeNpz(readFileSync(npz('cnn')));
   const source = encodeNpz({ 'fc.weight': fc.getSync('fc.weight'), 'fc.bias': fc.getSync('fc.bias') });
   const e = await refusal(planWeights(model(), source, { layout: 'pytorch' }));
@@ -153,7 +175,7 @@ maybe('a Flatten whose input layout cannot be told is refused, and { flattenLayo
   assert.is(kept[0].description, 'axes permuted (1,0)');
 });
 
-maybe('npzHandler checks names and shapes itself when given the model, listing the archive\'s keys, before tfjs sees anything', async () => {
+maybe("npzHandler checks names and shapes itself when given the model, listing the archive's keys, before tfjs sees anything", async () => {
   const wrong = tfl.sequential({ layers: [tfl.layers.dense({ units: 4, inputShape: [16], name: 'l' })] });
   const e = await refusal(tfl.loadLayersModel(npzHandler(npz('mlp'), { modelTopology: wrong })));
   assert.instance(e, NpyError);
@@ -161,27 +183,33 @@ maybe('npzHandler checks names and shapes itself when given the model, listing t
   assert.match(e.message, /l\/kernel: no array for it in the archive \(the archive has: 0\.weight, 0\.bias, 2\.weight, 2\.bias/);
 });
 
-maybe('saveWeights with layout \'pytorch\' and no { like } says what it needs', async () => {
+maybe("saveWeights with layout 'pytorch' and no { like } says what it needs", async () => {
   const e = await refusal(saveWeights(twins.mlp(), join(dir, 'x.npz'), { layout: 'pytorch' }));
   assert.match(e.message, /needs \{ like \}/);
 });
 
-
-maybe('the README\'s PyTorch recipe runs as written: its export snippet in PyTorch, its tfjs code in Node, and the check passes', async () => {
+maybe("the README's PyTorch recipe runs as written: its export snippet in PyTorch, its tfjs code in Node, and the check passes", async () => {
   const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf('### Weights from PyTorch'));
   const python = /```python\n([\s\S]*?)```/.exec(section)[1];
   const ts = /```ts\n([\s\S]*?)```/.exec(section)[1];
   const work = scratch('npyts-readme-pytorch-');
   // The PyTorch model the README's tfjs code mirrors, trained a little so BatchNorm's statistics matter.
-  const r = spawnSync(TORCH_PYTHON, ['-c', `import numpy as np, torch
+  const r = spawnSync(
+    TORCH_PYTHON,
+    [
+      '-c',
+      `import numpy as np, torch
 from torch import nn
 torch.manual_seed(3)
 model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 16 * 16, 10))
 model.train()
 with torch.no_grad():
     for _ in range(3): model(torch.randn(8, 3, 32, 32) * 3 + 1)
-${python}`], { cwd: work, encoding: 'utf8' });
+${python}`,
+    ],
+    { cwd: work, encoding: 'utf8' },
+  );
   assert.is(r.status, 0, r.stderr);
   // '@tensorflow/tfjs' is tfjs-core, tfjs-layers and a backend in one package; here they are separate.
   const shim = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'tfjs-all.mjs');

@@ -22,26 +22,37 @@ const torch = (code) => {
 };
 
 async function refusal(promise) {
-  try { await promise; } catch (e) { return e; }
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
   assert.unreachable('did not refuse');
 }
 
-(hasTorch ? test : test.skip)('a torch.save file is refused by loadTensors, assignWeights and npzHandler, naming the numpy export; numpy\'s export loads', async () => {
-  const pt = join(dir, 'model.pt');
-  const npz = join(dir, 'model.npz');
-  torch(`m = torch.nn.Linear(3, 2)
+(hasTorch ? test : test.skip)(
+  "a torch.save file is refused by loadTensors, assignWeights and npzHandler, naming the numpy export; numpy's export loads",
+  async () => {
+    const pt = join(dir, 'model.pt');
+    const npz = join(dir, 'model.npz');
+    torch(`m = torch.nn.Linear(3, 2)
 torch.save(m.state_dict(), ${JSON.stringify(pt)})
 np.savez(${JSON.stringify(npz)}, **{k: v.detach().cpu().numpy() for k, v in m.state_dict().items()})`);
-  const model = () => tfl.sequential({ layers: [tfl.layers.dense({ units: 2, inputShape: [3], name: 'l' })] });
-  for (const attempt of [() => loadTensors(pt), () => assignWeights(model(), pt), () => tfl.loadLayersModel(npzHandler(pt, { modelTopology: model().toJSON(null, false) }))]) {
-    const e = await refusal(attempt());
-    assert.instance(e, NpyError, String(e));
-    assert.match(e.message, /torch\.save file/);
-    assert.match(e.message, /np\.savez\('weights\.npz'/);
-  }
-  const tensors = await loadTensors(npz);
-  assert.equal(Object.keys(tensors).sort(), ['bias', 'weight']);
-});
+    const model = () => tfl.sequential({ layers: [tfl.layers.dense({ units: 2, inputShape: [3], name: 'l' })] });
+    for (const attempt of [
+      () => loadTensors(pt),
+      () => assignWeights(model(), pt),
+      () => tfl.loadLayersModel(npzHandler(pt, { modelTopology: model().toJSON(null, false) })),
+    ]) {
+      const e = await refusal(attempt());
+      assert.instance(e, NpyError, String(e));
+      assert.match(e.message, /torch\.save file/);
+      assert.match(e.message, /np\.savez\('weights\.npz'/);
+    }
+    const tensors = await loadTensors(npz);
+    assert.equal(Object.keys(tensors).sort(), ['bias', 'weight']);
+  },
+);
 
 test('an archive without a .npy member is refused by loadTensors, never read as no tensors', async () => {
   const e = await refusal(loadTensors(encodeNpz({}, { files: { 'notes.txt': new TextEncoder().encode('hi') } })));

@@ -19,12 +19,20 @@ const jint = (v) => (typeof v === 'bigint' ? (v >= -(2n ** 53n) + 1n && v <= 2n 
 
 function elementJSON(dtype, v) {
   switch (dtype.kind) {
-    case 'f': return jfloat(v);
-    case 'c': return [jfloat(v.re), jfloat(v.im)];
-    case 'M': case 'm': return v === -(2n ** 63n) ? 'NaT' : jint(v);
-    case 'i': case 'u': return jint(v);
-    case 'V': return Buffer.from(v).toString('hex');
-    default: return v;
+    case 'f':
+      return jfloat(v);
+    case 'c':
+      return [jfloat(v.re), jfloat(v.im)];
+    case 'M':
+    case 'm':
+      return v === -(2n ** 63n) ? 'NaT' : jint(v);
+    case 'i':
+    case 'u':
+      return jint(v);
+    case 'V':
+      return Buffer.from(v).toString('hex');
+    default:
+      return v;
   }
 }
 
@@ -33,7 +41,8 @@ function stdlibJSON(x, dtype) {
   if (dtype.fields) {
     return { __fields: Object.fromEntries(dtype.fields.map((f) => [f.name, stdlibJSON(x[f.name], f.dtype.subarray?.base ?? f.dtype)])) };
   }
-  const walk = (idx) => (idx.length === x.shape.length ? elementJSON(dtype, x.get(...idx)) : Array.from({ length: x.shape[idx.length] }, (_, i) => walk([...idx, i])));
+  const walk = (idx) =>
+    idx.length === x.shape.length ? elementJSON(dtype, x.get(...idx)) : Array.from({ length: x.shape[idx.length] }, (_, i) => walk([...idx, i]));
   return walk([]);
 }
 
@@ -41,15 +50,19 @@ function stdlibJSON(x, dtype) {
 function docByField(data, dtype, ndim) {
   if (!dtype.fields) return data;
   const pick = (d, depth, name) => (depth === ndim ? d[name] : d.map((e) => pick(e, depth + 1, name)));
-  return { __fields: Object.fromEntries(dtype.fields.map((f) => {
-    const sub = f.dtype.subarray;
-    return [f.name, docByField(pick(data, 0, f.name), sub?.base ?? f.dtype, ndim + (sub ? sub.shape.length : 0))];
-  })) };
+  return {
+    __fields: Object.fromEntries(
+      dtype.fields.map((f) => {
+        const sub = f.dtype.subarray;
+        return [f.name, docByField(pick(data, 0, f.name), sub?.base ?? f.dtype, ndim + (sub ? sub.shape.length : 0))];
+      }),
+    ),
+  };
 }
 
 const mapped = catalogue.filter((c) => !/^(i8|u8|M8|m8|f16|c32|rec_)/.test(c.name) || /^rec_(nested|aligned|titles|offsets|F|0d|latin1)/.test(c.name));
 
-test('values through toStdlib equal numpy\'s for every mapped dtype, order and shape', () => {
+test("values through toStdlib equal numpy's for every mapped dtype, order and shape", () => {
   for (const { name, file, doc } of mapped) {
     const a = loadNpySync(file);
     const x = (a.dtype.fields ? toStdlibFields : toStdlib)(a, { int64: 'generic' }); // some records hold int64 fields
@@ -75,13 +88,22 @@ test('record fields are strided views of the record memory where the layout allo
   const titled = toStdlibFields(loadNpySync(byName.rec_titles.file));
   assert.equal(Object.keys(titled), ['a', 'b']);
   // A record is several ndarrays: toStdlib says which function makes them.
-  assert.throws(() => toStdlib(a), (e) => e instanceof NpyError && /toStdlibFields/.test(e.message));
-  assert.throws(() => toStdlibFields(loadNpySync(byName.f8_C.file)), (e) => e instanceof NpyError && /toStdlib/.test(e.message));
+  assert.throws(
+    () => toStdlib(a),
+    (e) => e instanceof NpyError && /toStdlibFields/.test(e.message),
+  );
+  assert.throws(
+    () => toStdlibFields(loadNpySync(byName.f8_C.file)),
+    (e) => e instanceof NpyError && /toStdlib/.test(e.message),
+  );
 });
 
 test('64-bit integers, datetimes and long doubles are refused unless an option says how', () => {
   const i8 = loadNpySync(byName.i8_C.file);
-  assert.throws(() => toStdlib(i8), (e) => e instanceof NpyError && /int64: 'generic'/.test(e.message) && /'float64'/.test(e.message));
+  assert.throws(
+    () => toStdlib(i8),
+    (e) => e instanceof NpyError && /int64: 'generic'/.test(e.message) && /'float64'/.test(e.message),
+  );
   assert.throws(() => toStdlib(i8, { int64: 'int32' }), /does not fit int32/);
   const generic = toStdlib(i8, { int64: 'generic' });
   assert.is(generic.dtype, 'generic');
@@ -95,7 +117,8 @@ test('64-bit integers, datetimes and long doubles are refused unless an option s
 });
 
 test('fromStdlib: contiguous arrays without a copy, strided views gathered; numpy reads them equal', () => {
-  const { base, views } = JSON.parse(python(`
+  const { base, views } = JSON.parse(
+    python(`
 base = np.arange(24, dtype='<f8').reshape(4, 6) * 1.5
 views = {'rev_rows': base[::-1], 'odd_cols': base[:, 1::2], 'rev_both_step': base[::-2, ::-3], 'col': base[:, 4], 'transposed': base.T, 'block': base[1:3, 2:5]}
 out = []
@@ -105,20 +128,23 @@ for name, v in views.items():
     offset = (v.__array_interface__['data'][0] - base.__array_interface__['data'][0]) // 8
     out.append({'name': name, 'shape': list(v.shape), 'strides': [s // 8 for s in v.strides], 'offset': int(offset), 'expected': path})
 print(json.dumps({'base': base.reshape(-1).tolist(), 'views': out}))
-`));
+`),
+  );
   const memory = new Float64Array(base);
   for (const v of views) {
     const x = ndarray('float64', memory, v.shape, v.strides, v.offset, 'row-major');
     const a = fromStdlib(x);
     const ours = join(dir, `ours_${v.name}.npy`);
     writeFileSync(ours, encodeNpy(a));
-    const same = python(`a = np.load(${JSON.stringify(ours)}); b = np.load(${JSON.stringify(v.expected)}); print(a.shape == b.shape and np.array_equal(a, b))`).trim();
+    const same = python(
+      `a = np.load(${JSON.stringify(ours)}); b = np.load(${JSON.stringify(v.expected)}); print(a.shape == b.shape and np.array_equal(a, b))`,
+    ).trim();
     assert.is(same, 'True', v.name);
     if (v.name === 'transposed') assert.is(a.data.buffer, memory.buffer, 'a column-major view is used as is');
   }
   const c = fromStdlib(toStdlib(loadNpySync(byName.c16_F.file)));
   assert.is(c.order, 'F');
-  assert.ok(Buffer.from(encodeNpy(c)).equals(readFileSync(byName.c16_F.file)), 'round trip gives numpy\'s bytes back');
+  assert.ok(Buffer.from(encodeNpy(c)).equals(readFileSync(byName.c16_F.file)), "round trip gives numpy's bytes back");
   const strings = fromStdlib(ndarray('generic', ['a', 'bé', 'c'], [3], [-1], 2, 'row-major'));
   assert.equal(decodeNpy(encodeNpy(strings)).toList(), ['c', 'bé', 'a']);
 });

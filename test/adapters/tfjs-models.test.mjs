@@ -40,7 +40,10 @@ async function predict(model, x) {
 
 test('a model built by numpy (embedding, conv2d, batchnorm, dense) loads through loadLayersModel(npzHandler) and predicts what numpy computes', async () => {
   const model = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
-  assert.equal(model.layers.map((l) => l.getClassName()), ['InputLayer', 'Embedding', 'Reshape', 'Conv2D', 'BatchNormalization', 'Flatten', 'Dense']);
+  assert.equal(
+    model.layers.map((l) => l.getClassName()),
+    ['InputLayer', 'Embedding', 'Reshape', 'Conv2D', 'BatchNormalization', 'Flatten', 'Dense'],
+  );
   const err = worst(await predict(model, tokens()), expected.predictions);
   assert.ok(err < 1e-5, `largest relative difference from numpy ${err}`);
 });
@@ -56,24 +59,34 @@ test('model.save(npzHandler) → numpy reads every weight by name, exactly → l
   const z = decodeNpz(readFileSync(at('saved.npz')));
   const json = JSON.parse(new TextDecoder().decode(z.bytesSync('model.json')));
   assert.is(z.entry('model.json').method, 0, 'model.json is stored');
-  assert.equal(json.weightSpecs.map((s) => s.name), model.weights.map((w) => w.originalName));
+  assert.equal(
+    json.weightSpecs.map((s) => s.name),
+    model.weights.map((w) => w.originalName),
+  );
   const again = await tfl.loadLayersModel(npzHandler(at('saved.npz')));
   assert.equal(Array.from(await predict(again, tokens())), Array.from(await predict(model, tokens())));
 });
 
-test('the README\'s Python snippet reads a model saved by tfjs', async () => {
+test("the README's Python snippet reads a model saved by tfjs", async () => {
   const model = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
   await model.save(npzHandler(at('model.npz')));
   const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'README.md'), 'utf8');
   const snippet = /### tfjs's own models in one \.npz[\s\S]*?```python\n([\s\S]*?)```/.exec(readme)[1];
-  const out = execFileSync('python3', ['-c', `${snippet}\nprint(json.dumps([list(kernel.shape), str(kernel.dtype), sorted(weights), topology["class_name"]]))`], { cwd: dir, encoding: 'utf8' });
+  const out = execFileSync(
+    'python3',
+    ['-c', `${snippet}\nprint(json.dumps([list(kernel.shape), str(kernel.dtype), sorted(weights), topology["class_name"]]))`],
+    { cwd: dir, encoding: 'utf8' },
+  );
   assert.equal(JSON.parse(out), [[40, 3], 'float32', model.weights.map((w) => w.originalName).sort(), 'Sequential']);
 });
 
 test('a model built twice in one process (tfjs names the second dense/kernel_1) saves and loads by originalName', async () => {
   const first = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
   const second = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
-  assert.ok(second.weights.some((w) => /_\d+$/.test(w.name)), `names: ${second.weights.map((w) => w.name)}`);
+  assert.ok(
+    second.weights.some((w) => /_\d+$/.test(w.name)),
+    `names: ${second.weights.map((w) => w.name)}`,
+  );
   await saveWeights(second, at('second.npz'));
   const names = Object.keys(py('weights', at('second.npz'))).sort();
   assert.equal(names, Object.keys(py('weights', at('keras.npz'))).sort());
@@ -125,7 +138,9 @@ test('float16 members travel as tfjs float16 quantization: half the bytes, the s
 test('mismatches are listed together: a missing, an extra and a mis-shaped weight (handler and assignWeights)', async () => {
   const model = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
   // An archive of this model's save, with one weight removed, one added and one of the wrong shape.
-  execFileSync('python3', ['-c', `
+  execFileSync('python3', [
+    '-c',
+    `
 import numpy as np, zipfile, sys
 src, dst = sys.argv[1], sys.argv[2]
 z = np.load(src)
@@ -134,7 +149,10 @@ arrays['dense/kernel'] = arrays['dense/kernel'][:20]
 arrays['stray/weight'] = np.zeros(2, np.float32)
 np.savez(dst, **arrays)
 with zipfile.ZipFile(dst, 'a') as out: out.writestr('model.json', z['model.json'])
-`, at('saved.npz'), at('broken.npz')]);
+`,
+    at('saved.npz'),
+    at('broken.npz'),
+  ]);
   for (const attempt of [() => tfl.loadLayersModel(npzHandler(at('broken.npz'))), () => assignWeights(model, at('broken.npz'))]) {
     try {
       await attempt();
@@ -150,7 +168,7 @@ with zipfile.ZipFile(dst, 'a') as out: out.writestr('model.json', z['model.json'
   }
 });
 
-test('a graph model: tf.loadGraphModel(npzHandler) streams the weights one member at a time and computes numpy\'s answer', async () => {
+test("a graph model: tf.loadGraphModel(npzHandler) streams the weights one member at a time and computes numpy's answer", async () => {
   const artifacts = await npzHandler(at('graph.npz')).load();
   assert.is(artifacts.weightData, undefined);
   assert.type(artifacts.getWeightStream, 'function');
@@ -163,30 +181,48 @@ test('a graph model: tf.loadGraphModel(npzHandler) streams the weights one membe
   assert.ok(worst(await y.data(), expected.graph_y) < 1e-5);
 });
 
-test('saving tfjs\'s weight data: views where a weight lies aligned in one buffer, copies across buffers and misaligned; numpy reads every value', async () => {
+test("saving tfjs's weight data: views where a weight lies aligned in one buffer, copies across buffers and misaligned; numpy reads every value", async () => {
   // bool[3] leaves float32[2] at byte 3 (misaligned); int32[2] spans the two buffers; then float16 bits and strings.
   const whole = new Uint8Array(3 + 8 + 8 + 4 + (4 + 2) + (4 + 3));
   const dv = new DataView(whole.buffer);
   whole.set([1, 0, 1], 0);
-  dv.setFloat32(3, 1.5, true); dv.setFloat32(7, -2.25, true);
-  dv.setInt32(11, 7, true); dv.setInt32(15, -9, true);
-  dv.setUint16(19, 0x3c00, true); dv.setUint16(21, 0xc000, true); // float16 1 and -2
-  dv.setUint32(23, 2, true); whole.set([0x68, 0x69], 27);
-  dv.setUint32(29, 3, true); whole.set([0xc3, 0xa9, 0x21], 33);
+  dv.setFloat32(3, 1.5, true);
+  dv.setFloat32(7, -2.25, true);
+  dv.setInt32(11, 7, true);
+  dv.setInt32(15, -9, true);
+  dv.setUint16(19, 0x3c00, true);
+  dv.setUint16(21, 0xc000, true); // float16 1 and -2
+  dv.setUint32(23, 2, true);
+  whole.set([0x68, 0x69], 27);
+  dv.setUint32(29, 3, true);
+  whole.set([0xc3, 0xa9, 0x21], 33);
   const split = 14; // inside the int32 weight
   const weightData = [whole.slice(0, split).buffer, whole.slice(split).buffer];
   const weightSpecs = [
-    { name: 'b', shape: [3], dtype: 'bool' }, { name: 'f', shape: [2], dtype: 'float32' }, { name: 'i', shape: [2], dtype: 'int32' },
-    { name: 'h', shape: [2], dtype: 'float32', quantization: { dtype: 'float16' } }, { name: 's', shape: [2], dtype: 'string' },
+    { name: 'b', shape: [3], dtype: 'bool' },
+    { name: 'f', shape: [2], dtype: 'float32' },
+    { name: 'i', shape: [2], dtype: 'int32' },
+    { name: 'h', shape: [2], dtype: 'float32', quantization: { dtype: 'float16' } },
+    { name: 's', shape: [2], dtype: 'string' },
   ];
   await npzHandler(at('raw.npz')).save({ modelTopology: {}, weightSpecs, weightData });
-  const got = JSON.parse(execFileSync('python3', ['-c', `import numpy as np, json, sys
+  const got = JSON.parse(
+    execFileSync(
+      'python3',
+      [
+        '-c',
+        `import numpy as np, json, sys
 z = np.load(sys.argv[1])
-print(json.dumps({k: [z[k].dtype.str, z[k].tolist()] for k in 'bfihs'}))`, at('raw.npz')], { encoding: 'utf8' }));
+print(json.dumps({k: [z[k].dtype.str, z[k].tolist()] for k in 'bfihs'}))`,
+        at('raw.npz'),
+      ],
+      { encoding: 'utf8' },
+    ),
+  );
   assert.equal(got, { b: ['|b1', [true, false, true]], f: ['<f4', [1.5, -2.25]], i: ['<i4', [7, -9]], h: ['<f2', [1, -2]], s: ['<U2', ['hi', 'é!']] });
 });
 
-test('npz:// URLs through tfjs\'s routers, for loading and saving', async () => {
+test("npz:// URLs through tfjs's routers, for loading and saving", async () => {
   const model = await tfl.loadLayersModel(`npz://${at('keras.npz')}`);
   await model.save(`npz://${at('routed.npz')}`);
   const again = await tfl.loadLayersModel(`npz://${at('routed.npz')}`);
@@ -196,7 +232,11 @@ test('npz:// URLs through tfjs\'s routers, for loading and saving', async () => 
 test('saving to a function hands it the bytes; saveWeights without a target returns them; loadTensors skips model.json', async () => {
   const model = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
   let bytes = null;
-  await model.save(npzHandler((b) => { bytes = b; }));
+  await model.save(
+    npzHandler((b) => {
+      bytes = b;
+    }),
+  );
   const again = await tfl.loadLayersModel(npzHandler(bytes));
   assert.equal(Array.from(await predict(again, tokens())), Array.from(await predict(model, tokens())));
   const weights = await saveWeights(model);

@@ -27,7 +27,7 @@ async function tensorValues(t) {
   return d;
 }
 
-test('toTensor gives numpy\'s converted values for every mapped dtype, order, byte order and shape', async () => {
+test("toTensor gives numpy's converted values for every mapped dtype, order, byte order and shape", async () => {
   for (const f of fixtures.filter((x) => x.values !== null && !x.name.startsWith('int_'))) {
     const t = toTensor(loadNpySync(f.file));
     assert.is(t.dtype, f.dtype, f.name);
@@ -56,7 +56,11 @@ test('32/64-bit integers: converted when they fit, else refused naming the first
     if (f.fits) {
       assert.equal(Array.from(await toTensor(a).data()), f.values, f.name);
     } else {
-      assert.throws(() => toTensor(a), (e) => e instanceof NpyError && e.message.includes(`value ${f.first_bad_value} at flat index ${f.first_bad}`), f.name);
+      assert.throws(
+        () => toTensor(a),
+        (e) => e instanceof NpyError && e.message.includes(`value ${f.first_bad_value} at flat index ${f.first_bad}`),
+        f.name,
+      );
     }
     assert.equal(Array.from(await toTensor(a, { int64: 'wrap' }).data()), f.wrapped, `${f.name} wrap`);
     assert.equal(Array.from(await toTensor(a, { int64: 'clamp' }).data()), f.clamped, `${f.name} clamp`);
@@ -73,7 +77,14 @@ test('refusals: float64 on request, records, datetimes, raw void', () => {
 
 test('fromTensor and saveTensors: numpy loads the same names, shapes and values', async () => {
   const tensors = {
-    f: tf.tensor([[1.5, -2], [Infinity, NaN]], [2, 2], 'float32'),
+    f: tf.tensor(
+      [
+        [1.5, -2],
+        [Infinity, NaN],
+      ],
+      [2, 2],
+      'float32',
+    ),
     i: tf.tensor([1, -2, 3], [3], 'int32'),
     b: tf.tensor([true, false], [2], 'bool'),
     c: tf.complex([1, 2], [-3, 0.5]),
@@ -87,7 +98,15 @@ test('fromTensor and saveTensors: numpy loads the same names, shapes and values'
     { key: 'f', descr: '<f4', shape: [2, 2], values: [1.5, -2, 'Infinity', 'NaN'] },
     { key: 'i', descr: '<i4', shape: [3], values: [1, -2, 3] },
     { key: 'b', descr: '|b1', shape: [2], values: [true, false] },
-    { key: 'c', descr: '<c8', shape: [2], values: [{ re: 1, im: -3 }, { re: 2, im: 0.5 }] },
+    {
+      key: 'c',
+      descr: '<c8',
+      shape: [2],
+      values: [
+        { re: 1, im: -3 },
+        { re: 2, im: 0.5 },
+      ],
+    },
     { key: 's', descr: '<U2', shape: [3], values: ['ab', 'é整', ''] },
     { key: 'scalar', descr: '<i4', shape: [], values: [7] },
     { key: 'layer/w', descr: '<f4', shape: [0, 3], values: [] },
@@ -101,7 +120,10 @@ test('loadTensors from bytes, a path and a URL', async () => {
   const npz = encodeNpz({ w: f4, 'n/b': arrayFromValues([1, 2], '<i8') });
   const file = join(dir, 'w.npz');
   writeFileSync(file, npz);
-  const server = createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/octet-stream' }); res.end(readFileSync(file)); });
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    res.end(readFileSync(file));
+  });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   try {
     const url = `http://127.0.0.1:${server.address().port}/w.npz`;
@@ -118,14 +140,25 @@ test('loadTensors from bytes, a path and a URL', async () => {
 
 test('assignWeights: Keras-style names, all mismatches reported at once, nothing assigned on error', async () => {
   const npz = encodeNpz({
-    'dense/kernel': arrayFromValues([[1, 2], [3, 4], [5, 6]], '<f8'),
+    'dense/kernel': arrayFromValues(
+      [
+        [1, 2],
+        [3, 4],
+        [5, 6],
+      ],
+      '<f8',
+    ),
     'dense/bias': arrayFromValues([0.5, -0.5], '<f4'),
     extra: arrayFromValues([1], '<f4'),
   });
   const kernel = tf.variable(tf.zeros([3, 2]), true, 'dense/kernel:0');
   const bias = tf.variable(tf.zeros([2]), true, 'dense/bias:0');
   await assignWeights([kernel, bias], npz, { ignoreUnused: true });
-  assert.equal(kernel.arraySync(), [[1, 2], [3, 4], [5, 6]]);
+  assert.equal(kernel.arraySync(), [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ]);
   assert.equal(bias.arraySync(), [0.5, -0.5]);
 
   const wrongShape = tf.variable(tf.zeros([2, 3]), true, 'w_shape');
@@ -143,22 +176,50 @@ test('assignWeights: Keras-style names, all mismatches reported at once, nothing
   assert.match(err.message, /nowhere: no array/);
   assert.match(err.message, /w_type: dtype float32 in the archive, int32 in the model/);
   assert.match(err.message, /extra: in the archive but no weight uses it/);
-  assert.equal(wrongShape.arraySync(), [[0, 0, 0], [0, 0, 0]], 'nothing assigned');
+  assert.equal(
+    wrongShape.arraySync(),
+    [
+      [0, 0, 0],
+      [0, 0, 0],
+    ],
+    'nothing assigned',
+  );
   // From a path in Node: the archive file is closed afterwards, after a refusal too.
   const path = join(scratch('npyts-tfjs-close-'), 'w.npz');
   writeFileSync(path, npz);
-  const openOnPath = () => readdirSync('/proc/self/fd').filter((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`) === realpathSync(path); } catch { return false; } }).length;
+  const openOnPath = () =>
+    readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === realpathSync(path);
+      } catch {
+        return false;
+      }
+    }).length;
   await assignWeights([kernel, bias], path, { ignoreUnused: true });
   assert.is(openOnPath(), 0, 'assignWeights left the archive open');
-  try { await assignWeights([wrongShape], path); } catch { /* refused: mismatches */ }
+  try {
+    await assignWeights([wrongShape], path);
+  } catch {
+    /* refused: mismatches */
+  }
   assert.is(openOnPath(), 0, 'a refused assignWeights left the archive open');
 });
 
 test('fromTensor round-trips every tfjs dtype through encodeNpy', async () => {
-  const t = tf.tensor([[1, 2, 3], [4, 5, 6]], [2, 3], 'int32');
+  const t = tf.tensor(
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+    [2, 3],
+    'int32',
+  );
   const a = await fromTensor(t);
   assert.is(a.dtype.str, '<i4');
-  assert.equal(decodeNpy((await import('@npyts/core')).encodeNpy(a)).toList(), [[1, 2, 3], [4, 5, 6]]);
+  assert.equal(decodeNpy((await import('@npyts/core')).encodeNpy(a)).toList(), [
+    [1, 2, 3],
+    [4, 5, 6],
+  ]);
 });
 
 test.run();

@@ -15,10 +15,11 @@ import { startViewer } from '../../viewer/serve.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-browser-');
 const CHROMIUM = '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) throw new Error('the browser tests need Debian\'s chromium at /usr/bin/chromium (.ci/run installs it)');
+if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's chromium at /usr/bin/chromium (.ci/run installs it)");
 
 // numpy makes the fixtures and says what the first page of each holds (rows × up to 40 columns).
-const fixtures = JSON.parse(python(`
+const fixtures = JSON.parse(
+  python(`
 import sys
 sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
 from npyfixtures import make, to_json, descr_json
@@ -46,7 +47,8 @@ del big
 open(f'{d}/broken.npy', 'wb').write(b'\\x93NUMPX not a real file')
 np.save(f'{d}/objects.npy', np.array([1, 'two', None, [3]], dtype=object), allow_pickle=True)
 print(json.dumps(out))
-`));
+`),
+);
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
@@ -72,10 +74,11 @@ async function openFile(path) {
 
 const headerValue = (key) => page.$eval(`#header-table tr[data-key="${key}"] td`, (td) => td.textContent);
 /** The value cells of the table, row by row (the first cell of a row is its index). */
-const tableCells = () => page.$$eval('#values-table tr', (trs) => trs.slice(1).map((tr) => [...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent)));
+const tableCells = () =>
+  page.$$eval('#values-table tr', (trs) => trs.slice(1).map((tr) => [...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent)));
 const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
 
-test('files opened through the file input show numpy\'s header and first page of values', async () => {
+test("files opened through the file input show numpy's header and first page of values", async () => {
   for (const name of ['matrix', 'fortran_be', 'big_ints', 'cube']) {
     const f = fixtures[name];
     await openFile(f.file);
@@ -100,18 +103,27 @@ test('record arrays show a field tree with offsets and one column per field', as
   assert.match(tree, /name @ offset 8: <U5/);
   assert.match(tree, /pos @ offset 28: <f4 × \(2\)/);
   const cells = await tableCells();
-  assert.equal(cells, f.page.map((r) => [text(r.id), r.name, JSON.stringify(r.pos)]));
+  assert.equal(
+    cells,
+    f.page.map((r) => [text(r.id), r.name, JSON.stringify(r.pos)]),
+  );
 });
 
 test('archives list their members, with sizes and compression, and show them', async () => {
   await openFile(join(dir, 'archive.npz'));
   const members = await page.$$eval('#members-table tr', (trs) => trs.slice(1).map((tr) => [...tr.cells].slice(0, 3).map((c) => c.textContent)));
   assert.is(members.length, 2);
-  assert.equal(members.map((m) => m[0]), ['first', 'second']);
+  assert.equal(
+    members.map((m) => m[0]),
+    ['first', 'second'],
+  );
   assert.ok(members.every((m) => /deflated/.test(m[2])));
   await page.click('#members-table button[data-member="second"]');
   await idle();
-  assert.equal((await tableCells()).map((r) => r[0]), fixtures.big_ints.page.map(text));
+  assert.equal(
+    (await tableCells()).map((r) => r[0]),
+    fixtures.big_ints.page.map(text),
+  );
 });
 
 test('a URL is read with range requests: the header and the visible page only', async () => {
@@ -121,7 +133,10 @@ test('a URL is read with range requests: the header and the visible page only', 
   await idle();
   assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
   assert.is(await headerValue('shape'), '(8192, 2048)');
-  assert.equal(await tableCells(), f.page.map((row) => row.map(text)));
+  assert.equal(
+    await tableCells(),
+    f.page.map((row) => row.map(text)),
+  );
   const transfer = await page.textContent('#transfer');
   const bytes = Number(/(\d+) bytes transferred/.exec(transfer)[1]);
   assert.ok(bytes < 1_000_000, transfer);
@@ -133,7 +148,10 @@ test('a large file dropped on the page is read by Blob slices: the header and th
   await openFile(f.file);
   assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
   assert.is(await headerValue('shape'), '(8192, 2048)');
-  assert.equal(await tableCells(), f.page.map((row) => row.map(text)));
+  assert.equal(
+    await tableCells(),
+    f.page.map((row) => row.map(text)),
+  );
   const transfer = await page.textContent('#transfer');
   const bytes = Number(/(\d+) bytes of \d+/.exec(transfer)[1]);
   assert.ok(bytes < 1_000_000, transfer);
@@ -148,7 +166,10 @@ test('malformed files and object arrays without opt-in give readable messages', 
   await page.check('#allow-pickle');
   await openFile(join(dir, 'objects.npy'));
   assert.is(await page.isHidden('#error'), true);
-  assert.equal((await tableCells()).map((r) => r[0]), ['1', 'two', 'null', '[3]']);
+  assert.equal(
+    (await tableCells()).map((r) => r[0]),
+    ['1', 'two', 'null', '[3]'],
+  );
   await page.uncheck('#allow-pickle');
 });
 
@@ -168,9 +189,11 @@ test('the heatmap is drawn (not blank) and a screenshot is taken', async () => {
   if (process.env.NPYTS_SCREENSHOT) writeFileSync(process.env.NPYTS_SCREENSHOT, await page.screenshot({ fullPage: false }));
 });
 
-test('the tfjs demo runs in the page with numpy\'s accuracy', async () => {
+test("the tfjs demo runs in the page with numpy's accuracy", async () => {
   await page.click('#run-demo');
-  await page.waitForFunction(() => /agreeing/.test(document.getElementById('demo-result').textContent) || !document.getElementById('error').hidden, null, { timeout: 60000 });
+  await page.waitForFunction(() => /agreeing/.test(document.getElementById('demo-result').textContent) || !document.getElementById('error').hidden, null, {
+    timeout: 60000,
+  });
   const result = await page.textContent('#demo-result');
   const stored = Number(python(`print(float(np.load(${JSON.stringify(join(root, 'demo', 'digits-mlp.npz'))})['numpy_accuracy']))`));
   assert.match(result, /agreeing with numpy's: 360\/360/);
@@ -180,9 +203,15 @@ test('the tfjs demo runs in the page with numpy\'s accuracy', async () => {
 
 test('the PyTorch CNN demo runs in the page and agrees with PyTorch on every held-out digit', async () => {
   await page.click('#run-torch-demo');
-  await page.waitForFunction(() => /agreeing/.test(document.getElementById('torch-demo-result').textContent) || !document.getElementById('error').hidden, null, { timeout: 60000 });
+  await page.waitForFunction(
+    () => /agreeing/.test(document.getElementById('torch-demo-result').textContent) || !document.getElementById('error').hidden,
+    null,
+    { timeout: 60000 },
+  );
   const result = await page.textContent('#torch-demo-result');
-  const torchRight = python(`z = np.load(${JSON.stringify(join(root, 'demo', 'digits-cnn.npz'))}); print(int((z['check/output'].argmax(1) == z['check/labels']).sum()))`).trim();
+  const torchRight = python(
+    `z = np.load(${JSON.stringify(join(root, 'demo', 'digits-cnn.npz'))}); print(int((z['check/output'].argmax(1) == z['check/labels']).sum()))`,
+  ).trim();
   assert.match(result, new RegExp(`PyTorch: ${torchRight}/360`));
   assert.match(result, /agreeing with PyTorch's: 360\/360/);
   assert.match(result, new RegExp(`in tfjs \\(cpu backend in the browser\\): ${torchRight}/360 right`));
@@ -195,9 +224,18 @@ test('no uncaught errors in the page; bundle sizes reported', async () => {
     return gzipSync(out.outputFiles[0].contents).length;
   };
   const core = await size('packages/core/dist/index.js');
-  const withPickle = await build({ stdin: { contents: "export * from '@npyts/core'; export * from '@npyts/core/pickle';", resolveDir: root }, bundle: true, minify: true, format: 'esm', platform: 'browser', write: false });
+  const withPickle = await build({
+    stdin: { contents: "export * from '@npyts/core'; export * from '@npyts/core/pickle';", resolveDir: root },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    write: false,
+  });
   const both = gzipSync(withPickle.outputFiles[0].contents).length;
-  console.log(`      @npyts/core browser bundle (minified, gzip, fflate included): ${(core / 1024).toFixed(1)} KiB; with the pickle entry: ${(both / 1024).toFixed(1)} KiB`);
+  console.log(
+    `      @npyts/core browser bundle (minified, gzip, fflate included): ${(core / 1024).toFixed(1)} KiB; with the pickle entry: ${(both / 1024).toFixed(1)} KiB`,
+  );
   assert.ok(core < both);
 });
 

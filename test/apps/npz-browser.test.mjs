@@ -13,7 +13,8 @@ const dir = scratch('npyts-npz-browser-');
 const corrupt = numpy('npz-corrupt', join(dir, 'corrupt'));
 // Members of several dtypes and sizes (one of 8 MiB, which the stream delivers in many chunks), and
 // what numpy says each holds: dtype, shape and the CRC-32 of its little-endian C-order bytes.
-const expected = JSON.parse(python(`
+const expected = JSON.parse(
+  python(`
 import zlib
 rng = np.random.default_rng(11)
 arrays = {'w': rng.standard_normal((1024, 2048)).astype('<f4'), 'b': np.arange(7, dtype='<i8'), 'half': rng.standard_normal(33).astype('<f2'),
@@ -30,16 +31,22 @@ open(${JSON.stringify(join(dir, 'deflated-crc.npz'))}, 'wb').write(bytes(b))
 # The CRC of each array's data as npyts holds it: native (little-endian) order, the file's memory order.
 held = lambda v: np.asarray(v).astype(np.asarray(v).dtype.newbyteorder('<')).tobytes(order='F' if np.isfortran(v) else 'C')
 print(json.dumps({k: {'descr': np.asarray(v).dtype.str, 'shape': list(np.shape(v)), 'crc': zlib.crc32(held(v))} for k, v in arrays.items()}))
-`));
+`),
+);
 
 await build({
   stdin: { contents: "export { decodeNpz, crc32 } from '@npyts/core';", resolveDir: process.cwd() },
-  bundle: true, format: 'esm', platform: 'browser', outfile: join(dir, 'core.js'), logLevel: 'error',
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  outfile: join(dir, 'core.js'),
+  logLevel: 'error',
 });
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium', headless: true,
+  executablePath: '/usr/bin/chromium',
+  headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
 });
 const problems = [];
@@ -49,40 +56,52 @@ async function pageAt(path, csp) {
   const page = await browser.newPage();
   page.on('pageerror', (e) => problems.push(String(e)));
   if (csp) {
-    await page.route(`${base}${path}`, (route) => route.fulfill({ status: 200, contentType: 'text/html', headers: { 'Content-Security-Policy': csp }, body: '<!doctype html><title>csp</title>' }));
+    await page.route(`${base}${path}`, (route) =>
+      route.fulfill({ status: 200, contentType: 'text/html', headers: { 'Content-Security-Policy': csp }, body: '<!doctype html><title>csp</title>' }),
+    );
   }
   await page.goto(`${base}${path}`);
   return page;
 }
 
 /** In the page: every member by readAll(), described like numpy's side, and how many workers were made. */
-const readInPage = (page, file) => page.evaluate(async (url) => {
-  const { decodeNpz, crc32 } = await import('/data/core.js');
-  let workers = 0;
-  const Original = globalThis.Worker;
-  globalThis.Worker = class extends Original { constructor(...args) { super(...args); workers++; } };
-  try {
-    const z = decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()));
-    const out = {};
-    const owns = {};
-    for (const [name, a] of await z.getAll()) {
-      out[name] = { descr: a.dtype.str, shape: [...a.shape], crc: crc32(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)) };
-      // The data of a deflated member is a buffer of its own (no header bytes before it).
-      if (a.data.byteLength) owns[name] = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
+const readInPage = (page, file) =>
+  page.evaluate(async (url) => {
+    const { decodeNpz, crc32 } = await import('/data/core.js');
+    let workers = 0;
+    const Original = globalThis.Worker;
+    globalThis.Worker = class extends Original {
+      constructor(...args) {
+        super(...args);
+        workers++;
+      }
+    };
+    try {
+      const z = decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()));
+      const out = {};
+      const owns = {};
+      for (const [name, a] of await z.getAll()) {
+        out[name] = { descr: a.dtype.str, shape: [...a.shape], crc: crc32(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)) };
+        // The data of a deflated member is a buffer of its own (no header bytes before it).
+        if (a.data.byteLength) owns[name] = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
+      }
+      return { out, workers, owns };
+    } catch (e) {
+      return { error: e.code ?? String(e), workers };
+    } finally {
+      globalThis.Worker = Original;
     }
-    return { out, workers, owns };
-  } catch (e) {
-    return { error: e.code ?? String(e), workers };
-  } finally {
-    globalThis.Worker = Original;
-  }
-}, file);
+  }, file);
 
-test('readAll() in the page gives numpy\'s members, inflated in workers', async () => {
+test("readAll() in the page gives numpy's members, inflated in workers", async () => {
   const page = await pageAt('/data/core.js');
   const { out, workers, error, owns } = await readInPage(page, '/data/weights.npz');
   assert.is(error, undefined);
-  assert.equal(Object.values(owns).filter((x) => !x), [], JSON.stringify(owns));
+  assert.equal(
+    Object.values(owns).filter((x) => !x),
+    [],
+    JSON.stringify(owns),
+  );
   // Text is UTF-32 in numpy; npyts holds it as strings, so compare it by value instead of bytes.
   const { text, ...rest } = out;
   const { text: wantText, ...wantRest } = expected;
@@ -100,7 +119,14 @@ test('corrupt archives are refused in the page with the codes Node gives', async
   }
   // A deflated member whose CRC is wrong: the worker's CRC is what catches it.
   codes.deflated_crc = (await readInPage(page, '/data/deflated-crc.npz')).error;
-  assert.equal(codes, { deflated_crc: 'ZIP_CRC', crc_mismatch: 'ZIP_CRC', corrupt_deflate: codes.corrupt_deflate === 'ZIP_CRC' ? 'ZIP_CRC' : 'ZIP_FORMAT', size_lie_smaller: 'ZIP_SIZE', size_lie_larger: 'ZIP_SIZE', truncated: 'ZIP_FORMAT' });
+  assert.equal(codes, {
+    deflated_crc: 'ZIP_CRC',
+    crc_mismatch: 'ZIP_CRC',
+    corrupt_deflate: codes.corrupt_deflate === 'ZIP_CRC' ? 'ZIP_CRC' : 'ZIP_FORMAT',
+    size_lie_smaller: 'ZIP_SIZE',
+    size_lie_larger: 'ZIP_SIZE',
+    truncated: 'ZIP_FORMAT',
+  });
   assert.ok(Object.keys(corrupt).includes('corrupt_deflate'));
   await page.close();
 });
@@ -114,18 +140,29 @@ test('a page whose policy forbids workers reads the archive on its own thread', 
   await page.close();
 });
 
-test('a worker that cannot run its program (a bundler rewrote it) hands its members back to the page\'s thread', async () => {
+test("a worker that cannot run its program (a bundler rewrote it) hands its members back to the page's thread", async () => {
   const page = await pageAt('/data/core.js');
   const result = await page.evaluate(async () => {
     const { decodeNpz } = await import('/data/core.js');
     const Original = globalThis.Worker;
     // Every worker answers each job with the error a missing helper would raise.
-    const broken = URL.createObjectURL(new Blob(["onmessage = (e) => postMessage({ id: e.data.id, error: 'ReferenceError: __async is not defined' })"], { type: 'text/javascript' }));
-    globalThis.Worker = class extends Original { constructor() { super(broken); } };
+    const broken = URL.createObjectURL(
+      new Blob(["onmessage = (e) => postMessage({ id: e.data.id, error: 'ReferenceError: __async is not defined' })"], { type: 'text/javascript' }),
+    );
+    globalThis.Worker = class extends Original {
+      constructor() {
+        super(broken);
+      }
+    };
     try {
       const z = decodeNpz(new Uint8Array(await (await fetch('/data/weights.npz')).arrayBuffer()));
       const all = await z.getAll();
-      const corrupt = await decodeNpz(new Uint8Array(await (await fetch('/data/corrupt/corrupt_deflate.npz')).arrayBuffer())).getAll().then(() => 'read', (e) => e.code);
+      const corrupt = await decodeNpz(new Uint8Array(await (await fetch('/data/corrupt/corrupt_deflate.npz')).arrayBuffer()))
+        .getAll()
+        .then(
+          () => 'read',
+          (e) => e.code,
+        );
       return { shape: [...all.get('w').shape], first: all.get('b').data[3].toString(), corrupt };
     } finally {
       globalThis.Worker = Original;
@@ -143,13 +180,21 @@ test('an abort takes the members not yet started out of the queue; later reads s
     const { decodeNpz } = await import('/data/core.js');
     let posted = 0;
     const Original = globalThis.Worker;
-    globalThis.Worker = class extends Original { postMessage(...args) { posted++; return super.postMessage(...args); } };
+    globalThis.Worker = class extends Original {
+      postMessage(...args) {
+        posted++;
+        return super.postMessage(...args);
+      }
+    };
     try {
       const z = decodeNpz(new Uint8Array(await (await fetch('/data/weights.npz')).arrayBuffer()));
       const controller = new AbortController();
       const reading = z.getAll({ signal: controller.signal });
       controller.abort();
-      const aborted = await reading.then(() => 'read', (e) => e.name);
+      const aborted = await reading.then(
+        () => 'read',
+        (e) => e.name,
+      );
       await new Promise((r) => setTimeout(r, 200));
       const postedBeforeAbort = posted;
       const again = await z.getAll();

@@ -14,7 +14,7 @@ import { startViewer } from '../../viewer/serve.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-opfs-');
 const CHROMIUM = '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) throw new Error('the browser tests need Debian\'s chromium at /usr/bin/chromium (.ci/run installs it)');
+if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's chromium at /usr/bin/chromium (.ci/run installs it)");
 
 // The worker: @npyts/core's access-handle functions, bundled as a module the page can start.
 const worker = `
@@ -70,19 +70,23 @@ await page.goto(`${base}/`);
 
 test('two workers fill halves of one OPFS .npy at once, a third appends; numpy reads the file', async () => {
   const result = await page.evaluate(async () => {
-    const ask = (message) => new Promise((resolve) => {
-      const w = new Worker('/data/opfs-worker.js', { type: 'module' });
-      w.onmessage = ({ data }) => { w.terminate(); resolve(data); };
-      w.onerror = (e) => { w.terminate(); resolve({ ok: false, error: e.message }); };
-      w.postMessage(message);
-    });
+    const ask = (message) =>
+      new Promise((resolve) => {
+        const w = new Worker('/data/opfs-worker.js', { type: 'module' });
+        w.onmessage = ({ data }) => {
+          w.terminate();
+          resolve(data);
+        };
+        w.onerror = (e) => {
+          w.terminate();
+          resolve({ ok: false, error: e.message });
+        };
+        w.postMessage(message);
+      });
     const name = 'shared.npy';
     const steps = [];
     steps.push(await ask({ op: 'create', name, rows: 200, cols: 300 }));
-    steps.push(...(await Promise.all([
-      ask({ op: 'fill', name, from: 0, to: 100, cols: 300 }),
-      ask({ op: 'fill', name, from: 100, to: 200, cols: 300 }),
-    ])));
+    steps.push(...(await Promise.all([ask({ op: 'fill', name, from: 0, to: 100, cols: 300 }), ask({ op: 'fill', name, from: 100, to: 200, cols: 300 })])));
     steps.push(await ask({ op: 'append', name, cols: 300 }));
     const region = await ask({ op: 'read', name, start: [99, 298], count: [3, 2] });
     steps.push(region);
@@ -101,7 +105,7 @@ test('two workers fill halves of one OPFS .npy at once, a third appends; numpy r
   const check = python(`a = np.load(${JSON.stringify(path)})
 r, c = np.indices((200, 300))
 print(a.shape, a.dtype.str, int((a[:200] == r * 1000 + c).all()), int((a[200] == -1).all()))`).trim();
-  assert.is(check, "(201, 300) <f8 1 1");
+  assert.is(check, '(201, 300) <f8 1 1');
 });
 
 test('no uncaught errors in the page', () => {

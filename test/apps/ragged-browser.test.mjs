@@ -17,7 +17,18 @@ const json = (v) => (typeof v !== 'object' ? v : v instanceof NdArray ? { shape:
 
 saveRaggedSync(join(dir, 'words.npy'), ['a', 'é整😀', '', ...Array.from({ length: 300 }, (_, i) => `w${i}`)], { layout: 'offsets' });
 saveRaggedSync(join(dir, 'tags.npy'), ['x', 'y'.repeat(5000), 'z'], { layout: 'zero-terminated' });
-saveRaggedSync(join(dir, 'grid.npy'), Array.from({ length: 6 }, (_, i) => (i ? arrayFromValues(Array.from({ length: i }, (_, j) => [j, -j]), '<i2') : arrayFromValues([], '<i2', { shape: [0, 2] }))), { shape: [2, 3] });
+saveRaggedSync(
+  join(dir, 'grid.npy'),
+  Array.from({ length: 6 }, (_, i) =>
+    i
+      ? arrayFromValues(
+          Array.from({ length: i }, (_, j) => [j, -j]),
+          '<i2',
+        )
+      : arrayFromValues([], '<i2', { shape: [0, 2] }),
+  ),
+  { shape: [2, 3] },
+);
 saveRaggedSync(join(dir, 'nested.npy'), [['a', 'b'], [], ['c']], { layout: 'offsets' });
 python(`
 rng = np.random.default_rng(3)
@@ -30,12 +41,17 @@ const names = ['words.npy', 'tags.npy', 'grid.npy', 'nested.npy', 'picks.npy', '
 
 await build({
   stdin: { contents: "export { openRaggedUrl, arrayToJSON, NdArray } from '@npyts/core';", resolveDir: process.cwd() },
-  bundle: true, format: 'esm', platform: 'browser', outfile: join(dir, 'core.js'), logLevel: 'error',
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  outfile: join(dir, 'core.js'),
+  logLevel: 'error',
 });
 writeFileSync(join(dir, 'index.html'), '<!doctype html><title>ragged</title>');
 const server = await startNginx(dir);
 const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium', headless: true,
+  executablePath: '/usr/bin/chromium',
+  headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
 });
 

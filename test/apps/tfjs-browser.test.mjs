@@ -23,16 +23,23 @@ if (hasTorch) execFileSync('/usr/bin/python3', [join(root, 'test', 'helpers', 't
 // The page's code: tfjs and @npyts/tfjs as a browser bundle of the built packages.
 await build({
   stdin: {
-    contents: "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler, assignWeights, checkModel } from '@npyts/tfjs'; export { twins } from './test/helpers/torch-twins.mjs';",
+    contents:
+      "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler, assignWeights, checkModel } from '@npyts/tfjs'; export { twins } from './test/helpers/torch-twins.mjs';",
     resolveDir: root,
   },
-  bundle: true, format: 'esm', platform: 'browser', outfile: join(dir, 'bundle.js'), logLevel: 'error', tsconfigRaw: {},
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  outfile: join(dir, 'bundle.js'),
+  logLevel: 'error',
+  tsconfigRaw: {},
 });
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium', headless: true,
+  executablePath: '/usr/bin/chromium',
+  headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
 });
 const page = await browser.newPage();
@@ -60,7 +67,11 @@ test('model.save(npzHandler(function)) in the page: numpy reads every weight by 
     const { tfl, npzHandler } = await import('/data/bundle.js');
     const model = await tfl.loadLayersModel(npzHandler('keras.npz'));
     let bytes = null;
-    await model.save(npzHandler((b) => { bytes = b; }));
+    await model.save(
+      npzHandler((b) => {
+        bytes = b;
+      }),
+    );
     return Array.from(bytes);
   });
   const file = join(dir, 'saved-in-page.npz');
@@ -73,17 +84,20 @@ print(names == sorted(k for k in b.files if k != 'model.json') and all(np.array_
   assert.equal(problems, []);
 });
 
-(hasTorch ? test : test.skip)('a PyTorch CNN (Conv2d, BatchNorm2d, MaxPool, flatten, Linear) loads in the page with layout \'pytorch\' and predicts what PyTorch predicts', async () => {
-  const r = await page.evaluate(async () => {
-    const { tf, twins, assignWeights, checkModel } = await import('/data/bundle.js');
-    await tf.setBackend('cpu');
-    const model = twins.cnn();
-    await assignWeights(model, 'cnn.npz', { layout: 'pytorch' });
-    return checkModel(model, 'cnn.npz');
-  });
-  assert.ok(r.compared === 20 && r.maxAbsDiff < 1e-4, JSON.stringify(r));
-  assert.equal(problems, []);
-});
+(hasTorch ? test : test.skip)(
+  "a PyTorch CNN (Conv2d, BatchNorm2d, MaxPool, flatten, Linear) loads in the page with layout 'pytorch' and predicts what PyTorch predicts",
+  async () => {
+    const r = await page.evaluate(async () => {
+      const { tf, twins, assignWeights, checkModel } = await import('/data/bundle.js');
+      await tf.setBackend('cpu');
+      const model = twins.cnn();
+      await assignWeights(model, 'cnn.npz', { layout: 'pytorch' });
+      return checkModel(model, 'cnn.npz');
+    });
+    assert.ok(r.compared === 20 && r.maxAbsDiff < 1e-4, JSON.stringify(r));
+    assert.equal(problems, []);
+  },
+);
 
 test.after(async () => {
   await browser.close();

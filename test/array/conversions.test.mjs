@@ -3,7 +3,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import {
-  float16ToNumber, numberToFloat16, longDoubleToNumber, numberToLongDouble, toOrder, transpose, getField, fieldView, arrayToJSON, NdArray,
+  float16ToNumber,
+  numberToFloat16,
+  longDoubleToNumber,
+  numberToLongDouble,
+  toOrder,
+  transpose,
+  getField,
+  fieldView,
+  arrayToJSON,
+  NdArray,
 } from '@npyts/core';
 import { loadNpySync } from '@npyts/core/node';
 import { numpy, python, scratch, writeJSON } from '../helpers/numpy.mjs';
@@ -31,7 +40,7 @@ test('number → float16 rounds exactly as numpy (ties to even, subnormals, over
   const wrong = [];
   for (let i = 0; i < doubles.length; i++) {
     const got = numberToFloat16(doubles[i]);
-    if (got !== want[i] && !(Number.isNaN(doubles[i]))) wrong.push(`${doubles[i]}: ${got.toString(16)} vs ${want[i].toString(16)}`);
+    if (got !== want[i] && !Number.isNaN(doubles[i])) wrong.push(`${doubles[i]}: ${got.toString(16)} vs ${want[i].toString(16)}`);
     if (wrong.length > 5) break;
   }
   assert.equal(wrong, []);
@@ -56,7 +65,11 @@ test('number → x86 long double is exact, byte for byte as numpy', () => {
   const wrong = [];
   for (let i = 0; i < d.length; i++) {
     numberToLongDouble(d[i], out, 0);
-    for (let k = 0; k < 16; k++) if (out[k] !== want[i * 16 + k]) { wrong.push(`${d[i]}`); break; }
+    for (let k = 0; k < 16; k++)
+      if (out[k] !== want[i * 16 + k]) {
+        wrong.push(`${d[i]}`);
+        break;
+      }
     if (wrong.length > 5) break;
   }
   assert.equal(wrong, []);
@@ -65,7 +78,7 @@ test('number → x86 long double is exact, byte for byte as numpy', () => {
 const orders = numpy('orders', join(dir, 'orders'));
 const bytesOf = (a) => Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength);
 
-test('toOrder C→F and F→C give numpy\'s bytes for every width, shape and NaN payload', () => {
+test("toOrder C→F and F→C give numpy's bytes for every width, shape and NaN payload", () => {
   for (const { c, f, shape, descr } of orders) {
     const C = loadNpySync(c);
     const F = loadNpySync(f);
@@ -76,13 +89,15 @@ test('toOrder C→F and F→C give numpy\'s bytes for every width, shape and NaN
   }
 });
 
-test('transpose gives numpy\'s ascontiguousarray(transpose(a, axes)) for every width, both orders and permutations of up to 5 axes', () => {
-  const permutations = (n) => (n <= 1 ? [[0].slice(0, n)] : permutations(n - 1).flatMap((p) => Array.from({ length: n }, (_, i) => [...p.slice(0, i), n - 1, ...p.slice(i)])));
+test("transpose gives numpy's ascontiguousarray(transpose(a, axes)) for every width, both orders and permutations of up to 5 axes", () => {
+  const permutations = (n) =>
+    n <= 1 ? [[0].slice(0, n)] : permutations(n - 1).flatMap((p) => Array.from({ length: n }, (_, i) => [...p.slice(0, i), n - 1, ...p.slice(i)]));
   const cases = [];
   for (const { c, f, shape } of orders) {
     for (const file of [c, f]) {
       // Every permutation up to 4 axes; every 7th of the 120 of 5 axes.
-      for (const [i, axes] of permutations(shape.length).entries()) if (shape.length < 5 || i % 7 === 0) cases.push({ file, axes, out: join(dir, `t${cases.length}.npy`) });
+      for (const [i, axes] of permutations(shape.length).entries())
+        if (shape.length < 5 || i % 7 === 0) cases.push({ file, axes, out: join(dir, `t${cases.length}.npy`) });
     }
   }
   python(`for case in json.load(open(${JSON.stringify(writeJSON(join(dir, 'transposes.json'), cases))})):
@@ -110,7 +125,7 @@ test('toOrder does not copy when nothing changes', () => {
 
 const fields = numpy('fields', join(dir, 'fields'));
 
-test('getField gives numpy\'s values for every (nested) field, C and F order', () => {
+test("getField gives numpy's values for every (nested) field, C and F order", () => {
   for (const { file, path, shape, data } of fields) {
     const f = getField(loadNpySync(file), path);
     assert.equal(f.shape, shape, `${file} ${path}`);
@@ -130,7 +145,10 @@ test('fieldView is a zero-copy strided view where the layout allows', () => {
     const units = copy.data.length / Math.max(1, copy.size);
     const gathered = [];
     const walk = (axis, pos) => {
-      if (axis === view.shape.length) { for (let u = 0; u < units; u++) gathered.push(view.data[pos + u]); return; }
+      if (axis === view.shape.length) {
+        for (let u = 0; u < units; u++) gathered.push(view.data[pos + u]);
+        return;
+      }
       for (let i = 0; i < view.shape[axis]; i++) walk(axis + 1, pos + i * view.strides[axis]);
     };
     walk(0, view.offset);

@@ -15,7 +15,8 @@ const arrays = {
   big: "np.arange(2000, dtype='<i2').reshape(40, 50)",
   rec: "np.zeros(2, [('a', '<i4'), ('b', 'S2')])",
 };
-const facts = JSON.parse(python(`
+const facts = JSON.parse(
+  python(`
 import numpy as np
 out = {}
 for name, expr in ${JSON.stringify(arrays)}.items():
@@ -27,9 +28,10 @@ for name, expr in ${JSON.stringify(arrays)}.items():
     out[name] = {'path': path, 'repr': repr(a), 'shape': list(a.shape), 'descr': np.lib.format.dtype_to_descr(a.dtype), 'name': a.dtype.name,
                  'fortran': bool(a.flags.f_contiguous and not a.flags.c_contiguous), 'nbytes': a.nbytes, 'version': list(v)}
 print(json.dumps(out))
-`));
+`),
+);
 
-test('info --json gives numpy\'s header facts', async () => {
+test("info --json gives numpy's header facts", async () => {
   for (const f of Object.values(facts)) {
     const r = await runCli(['info', '--json', f.path]);
     assert.is(r.code, 0, r.stderr);
@@ -47,7 +49,7 @@ test('info prints one line per file', async () => {
   assert.match(lines[1], /Fortran \(F\) order/);
 });
 
-test('show prints what numpy\'s repr prints for plain arrays', async () => {
+test("show prints what numpy's repr prints for plain arrays", async () => {
   for (const name of ['i4', 'i8', 'f8', 'b1', 'f4_F']) {
     const r = await runCli(['show', facts[name].path]);
     assert.is(r.code, 0, r.stderr);
@@ -61,7 +63,7 @@ test('show summarises large arrays with ... like numpy', async () => {
   const body = r.stdout.split('\n').slice(1).join('\n');
   assert.match(body, /\.\.\./);
   assert.ok(body.length < 2000, 'summarised output stays short');
-  assert.is(body.trim(), python(`print(repr(np.load(${JSON.stringify(facts.big.path)})))`).trim(), 'numpy 2\'s repr, with its shape=(…) suffix');
+  assert.is(body.trim(), python(`print(repr(np.load(${JSON.stringify(facts.big.path)})))`).trim(), "numpy 2's repr, with its shape=(…) suffix");
 });
 
 test('show prints records', async () => {
@@ -76,12 +78,34 @@ test('- reads standard input and writes standard output', async () => {
   const input = readFileSync(facts.i4.path);
   let out = new Uint8Array(0);
   let text = '';
-  const io = { stdout: (s) => { text += s; }, stderr: () => {}, stdin: () => input, stdoutBytes: (b) => { out = b; } };
+  const io = {
+    stdout: (s) => {
+      text += s;
+    },
+    stderr: () => {},
+    stdin: () => input,
+    stdoutBytes: (b) => {
+      out = b;
+    },
+  };
   assert.is(await main(['convert', '-', '-', '--order', 'F'], io), 0);
-  const back = JSON.parse(python(`import sys, io; a = np.load(io.BytesIO(bytes.fromhex(${JSON.stringify(Buffer.from(out).toString('hex'))}))); print(json.dumps({'v': a.tolist(), 'f': bool(a.flags.f_contiguous)}))`));
-  assert.equal(back, { v: [[0, 1, 2], [3, 4, 5]], f: true });
+  const back = JSON.parse(
+    python(
+      `import sys, io; a = np.load(io.BytesIO(bytes.fromhex(${JSON.stringify(Buffer.from(out).toString('hex'))}))); print(json.dumps({'v': a.tolist(), 'f': bool(a.flags.f_contiguous)}))`,
+    ),
+  );
+  assert.equal(back, {
+    v: [
+      [0, 1, 2],
+      [3, 4, 5],
+    ],
+    f: true,
+  });
   assert.is(await main(['show', '--json', '-'], io), 0);
-  assert.equal(JSON.parse(text).data, [[0, 1, 2], [3, 4, 5]]);
+  assert.equal(JSON.parse(text).data, [
+    [0, 1, 2],
+    [3, 4, 5],
+  ]);
 });
 
 void join;

@@ -8,20 +8,26 @@ import { python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 const pairs = {
-  floats: ["np.array([[1.0, 2.0, np.nan], [4.0, np.inf, 6.0]])", "np.array([[1.0, 2.5, np.nan], [4.0, np.inf, 6.0000001]])"],
-  nan_one_side: ["np.array([1.0, np.nan, 3.0])", "np.array([1.0, 2.0, 3.0])"],
-  inf_sign: ["np.array([np.inf, 1.0])", "np.array([-np.inf, 1.0])"],
+  floats: ['np.array([[1.0, 2.0, np.nan], [4.0, np.inf, 6.0]])', 'np.array([[1.0, 2.5, np.nan], [4.0, np.inf, 6.0000001]])'],
+  nan_one_side: ['np.array([1.0, np.nan, 3.0])', 'np.array([1.0, 2.0, 3.0])'],
+  inf_sign: ['np.array([np.inf, 1.0])', 'np.array([-np.inf, 1.0])'],
   ints: ["np.arange(1000, dtype='<i8')", "np.arange(1000, dtype='>i4') + (np.arange(1000) % 97 == 0)"],
-  float32_vs_64: ["np.linspace(0, 1, 50, dtype='<f4')", "np.linspace(0, 1, 50)"],
-  complex: ["np.array([1+2j, 3-4j, 5j])", "np.array([1+2j, 3-4.5j, 5j])"],
-  zero_desired: ["np.array([0.0, 1e-9])", "np.array([0.0, 0.0])"],
-  relative_to_desired: ["np.array([1.0, 10.0])", "np.array([1.15, 10.0])"],   // rtol=0.14 passes against |desired|, not |actual|
-  equal: ["np.eye(3)", "np.eye(3)"],
-  fortran_vs_c: ["np.asfortranarray(np.arange(12.0).reshape(3, 4))", "np.where(np.arange(12).reshape(3, 4) == 6, 99.0, np.arange(12.0).reshape(3, 4))"],
+  float32_vs_64: ["np.linspace(0, 1, 50, dtype='<f4')", 'np.linspace(0, 1, 50)'],
+  complex: ['np.array([1+2j, 3-4j, 5j])', 'np.array([1+2j, 3-4.5j, 5j])'],
+  zero_desired: ['np.array([0.0, 1e-9])', 'np.array([0.0, 0.0])'],
+  relative_to_desired: ['np.array([1.0, 10.0])', 'np.array([1.15, 10.0])'], // rtol=0.14 passes against |desired|, not |actual|
+  equal: ['np.eye(3)', 'np.eye(3)'],
+  fortran_vs_c: ['np.asfortranarray(np.arange(12.0).reshape(3, 4))', 'np.where(np.arange(12).reshape(3, 4) == 6, 99.0, np.arange(12.0).reshape(3, 4))'],
 };
-const tolerances = [[1e-7, 0], [1e-3, 0], [0, 1e-8], [0.2, 0.1], [0.14, 0]];
+const tolerances = [
+  [1e-7, 0],
+  [1e-3, 0],
+  [0, 1e-8],
+  [0.2, 0.1],
+  [0.14, 0],
+];
 
-test('verdict, mismatch count and largest differences are numpy\'s, for every pair and tolerance', async () => {
+test("verdict, mismatch count and largest differences are numpy's, for every pair and tolerance", async () => {
   const cases = [];
   for (const [name, [a, b]] of Object.entries(pairs)) {
     const fa = join(dir, `${name}_a.npy`);
@@ -29,7 +35,8 @@ test('verdict, mismatch count and largest differences are numpy\'s, for every pa
     python(`np.save(${JSON.stringify(fa)}, ${a}); np.save(${JSON.stringify(fb)}, ${b})`);
     for (const [rtol, atol] of tolerances) cases.push({ name, fa, fb, rtol, atol });
   }
-  const expected = JSON.parse(python(`
+  const expected = JSON.parse(
+    python(`
 import re
 out = []
 for c in json.load(open(${JSON.stringify(writeJSON(join(dir, 'cases.json'), cases))})):
@@ -43,18 +50,24 @@ for c in json.load(open(${JSON.stringify(writeJSON(join(dir, 'cases.json'), case
         reld = re.search(r'Max relative difference among violations: (\\S+)', m)
         out.append({'equal': False, 'count': int(count.group(1)) if count else None,
                     'abs': absd.group(1) if absd else None, 'rel': reld.group(1) if reld else None})
-print(json.dumps(out))`)).map((w) => ({ ...w, abs: w.abs === null ? null : Number(w.abs), rel: w.rel === null ? null : Number(w.rel) }));
+print(json.dumps(out))`),
+  ).map((w) => ({ ...w, abs: w.abs === null ? null : Number(w.abs), rel: w.rel === null ? null : Number(w.rel) }));
   for (const [i, c] of cases.entries()) {
     const want = expected[i];
     const label = `${c.name} rtol=${c.rtol} atol=${c.atol}`;
     const r = await runCli(['diff', c.fa, c.fb, '--rtol', String(c.rtol), '--atol', String(c.atol)]);
     assert.is(r.code, want.equal ? 0 : 1, `${label}: ${r.stdout}${r.stderr}`);
-    if (want.equal) { assert.is(r.stdout, '', label); continue; }
+    if (want.equal) {
+      assert.is(r.stdout, '', label);
+      continue;
+    }
     if (want.count !== null) assert.match(r.stdout, new RegExp(`Mismatched elements: ${want.count} / `), label);
     const num = (what) => Number(new RegExp(`Max ${what} difference among violations: (\\S+)`).exec(r.stdout)?.[1]);
     const close = (x, y) => (Number.isNaN(y) ? Number.isNaN(x) : Math.abs(x - y) <= 1e-6 * Math.max(1, Math.abs(y)) || x === y);
-    if (want.abs !== null && !Number.isNaN(want.abs)) assert.ok(close(num('absolute'), want.abs), `${label}: abs ${num('absolute')} vs ${want.abs}\n${r.stdout}`);
-    if (want.rel !== null && !Number.isNaN(want.rel)) assert.ok(close(num('relative'), want.rel), `${label}: rel ${num('relative')} vs ${want.rel}\n${r.stdout}`);
+    if (want.abs !== null && !Number.isNaN(want.abs))
+      assert.ok(close(num('absolute'), want.abs), `${label}: abs ${num('absolute')} vs ${want.abs}\n${r.stdout}`);
+    if (want.rel !== null && !Number.isNaN(want.rel))
+      assert.ok(close(num('relative'), want.rel), `${label}: rel ${num('relative')} vs ${want.rel}\n${r.stdout}`);
   }
 });
 
@@ -83,9 +96,14 @@ np.savez(${JSON.stringify(f('z3.npz'))}, w=np.arange(4.0))`);
   assert.is((await runCli(['diff', f('s1.npy'), f('s2.npy'), '--rtol', '-1'])).code, 2);
 });
 
-
-test('the mismatch percentage is numpy\'s (.3g): 100%, 33.3%, 0.0005%, 3.33e-05%', async () => {
-  for (const [k, n] of [[3, 3], [1, 3], [1, 200000], [1, 3000000], [2, 7]]) {
+test("the mismatch percentage is numpy's (.3g): 100%, 33.3%, 0.0005%, 3.33e-05%", async () => {
+  for (const [k, n] of [
+    [3, 3],
+    [1, 3],
+    [1, 200000],
+    [1, 3000000],
+    [2, 7],
+  ]) {
     const fa = join(dir, `pct_${k}_${n}_a.npy`);
     const fb = join(dir, `pct_${k}_${n}_b.npy`);
     const line = python(`a = np.zeros(${n}); b = a.copy(); b[:${k}] = 1

@@ -11,7 +11,8 @@ const input = join(dir, 'random.npy');
 python(`np.save(${JSON.stringify(input)}, np.random.default_rng(0).standard_normal(12 * 2**20))`); // 96 MiB: ~3 s to deflate here
 
 /** Run the CLI with a terminal for its output (util-linux `script` gives it a pseudo-terminal). */
-const inTerminal = (args) => spawnSync('script', ['-q', '-e', '-c', [process.execPath, cliBin, ...args].map((a) => `'${a}'`).join(' '), '/dev/null'], { encoding: 'utf8' });
+const inTerminal = (args) =>
+  spawnSync('script', ['-q', '-e', '-c', [process.execPath, cliBin, ...args].map((a) => `'${a}'`).join(' '), '/dev/null'], { encoding: 'utf8' });
 
 test('a convert to a deflated .npz shows bytes done, rate and time left on a terminal, then clears the bar', () => {
   const r = inTerminal(['convert', input, join(dir, 'out.npz'), '--compress']);

@@ -20,9 +20,14 @@ function run(args, delayMs = 0) {
     let err = '';
     child.stdout.on('data', (c) => {
       out.push(c);
-      if (delayMs) { child.stdout.pause(); setTimeout(() => child.stdout.resume(), delayMs); }
+      if (delayMs) {
+        child.stdout.pause();
+        setTimeout(() => child.stdout.resume(), delayMs);
+      }
     });
-    child.stderr.on('data', (c) => { err += c; });
+    child.stderr.on('data', (c) => {
+      err += c;
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), peak: Number(/peak-rss: (\d+)/.exec(err)?.[1]), stderr: err }));
   });
@@ -35,10 +40,10 @@ const cases = {
   three_d: "np.asfortranarray(np.arange(2 * 300 * 300, dtype='<f4').reshape(2, 300, 300) / 3)",
   strings: "np.array([['x' * (i % 5), 'é'] for i in range(40000)])",
   records: "np.array([(i, i / 2) for i in range(70000)], dtype=[('a', '<i8'), ('b', '>f8')])",
-  empty: "np.zeros((4, 0, 3))",
+  empty: 'np.zeros((4, 0, 3))',
 };
 
-test('the streamed document equals numpy\'s values across blocks, orders, byte orders, strings and records', async () => {
+test("the streamed document equals numpy's values across blocks, orders, byte orders, strings and records", async () => {
   for (const [name, expr] of Object.entries(cases)) {
     const file = join(dir, `${name}.npy`);
     python(`np.save(${JSON.stringify(file)}, ${expr})`);
@@ -62,7 +67,10 @@ test('--limit N: the first N elements in row-major order, flat', async () => {
   const d = JSON.parse(r.stdout);
   assert.is(d.limit, 70000);
   writeFileSync(join(dir, 'limit.json'), JSON.stringify(d.data));
-  assert.is(python(`print(json.load(open(${JSON.stringify(join(dir, 'limit.json'))})) == np.load(${JSON.stringify(file)}).ravel()[:70000].tolist())`).trim(), 'True');
+  assert.is(
+    python(`print(json.load(open(${JSON.stringify(join(dir, 'limit.json'))})) == np.load(${JSON.stringify(file)}).ravel()[:70000].tolist())`).trim(),
+    'True',
+  );
   const bad = await run(['show', '--limit', '5', file]);
   assert.is(bad.code, 2);
 });
@@ -82,7 +90,6 @@ test('memory does not grow with the file: 8 MiB and 64 MiB of float64, the large
   // timing under a loaded machine moves the peaks by tens of MiB, so the bound sits below the data.
   assert.ok(grew < 40, `the peak grew by ${grew.toFixed(0)} MiB for 56 MiB more file`);
 });
-
 
 test('show --json reads a format-1.0 header with Python 2 L suffixes, as numpy, show and info do (one header reader)', async () => {
   const file = join(scratch(), 'py2.npy');

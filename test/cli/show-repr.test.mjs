@@ -54,7 +54,8 @@ const arrays = {
   rec: "np.array([(1, 2.5, b'ab'), (-30, -1.0, b'c')], dtype=[('a', '<i4'), ('b', '<f8'), ('c', 'S2')])",
   rec_nested: "np.array([((1.5, -2), [1, 200]), ((0.25, 3), [-4, 5])], dtype=[('p', [('x', '<f4'), ('y', '>i8')]), ('q', '<i2', (2,))])",
   rec_one_field: "np.array([(0,), (7,), (300,)], dtype=[('only', '<u2')])",
-  rec_kinds: "np.array([(7, True, 'é', b'\\x01\\xff', '2020-02-29T12:00', [[0.5, 1.0], [2.0, -3.0]])] * 2, dtype=[(('Title', 'a'), '<i4'), ('b', '?'), ('d', '<U3'), ('e', 'V2'), ('f', '>M8[s]'), ('g', '<f8', (2, 2))])",
+  rec_kinds:
+    "np.array([(7, True, 'é', b'\\x01\\xff', '2020-02-29T12:00', [[0.5, 1.0], [2.0, -3.0]])] * 2, dtype=[(('Title', 'a'), '<i4'), ('b', '?'), ('d', '<U3'), ('e', 'V2'), ('f', '>M8[s]'), ('g', '<f8', (2, 2))])",
   rec_gaps: "np.zeros(3, dtype={'names': ['a', 'b'], 'formats': ['<i4', '<i2'], 'offsets': [0, 8], 'itemsize': 12})",
   rec_summary: "np.zeros(1200, dtype=[('x', '<f8'), ('n', '<i1')])",
   rec_big_subarray: "np.arange(2 * 1100, dtype='<f4').view([('v', '<f4', (1100,))])",
@@ -83,10 +84,16 @@ const arrays = {
   U_quotes: `np.array(['a\\'', '"\\'', '\\x00\\t', 'ü\\u2028'])`,
 };
 
-test('the printout after the info line is numpy\'s repr, for every case', async () => {
+test("the printout after the info line is numpy's repr, for every case", async () => {
   const files = Object.fromEntries(Object.keys(arrays).map((k) => [k, join(dir, `${k}.npy`)]));
-  python(`rng = np.random.default_rng(7)\n${Object.entries(arrays).map(([k, e]) => `np.save(${JSON.stringify(files[k])}, ${e})`).join('\n')}`);
-  const reprs = JSON.parse(python(`print(json.dumps({k: repr(np.load(f)) for k, f in json.load(open(${JSON.stringify(writeJSON(join(dir, 'files.json'), files))})).items()}))`));
+  python(
+    `rng = np.random.default_rng(7)\n${Object.entries(arrays)
+      .map(([k, e]) => `np.save(${JSON.stringify(files[k])}, ${e})`)
+      .join('\n')}`,
+  );
+  const reprs = JSON.parse(
+    python(`print(json.dumps({k: repr(np.load(f)) for k, f in json.load(open(${JSON.stringify(writeJSON(join(dir, 'files.json'), files))})).items()}))`),
+  );
   const wrong = [];
   for (const [name, file] of Object.entries(files)) {
     const r = await runCli(['show', file]);
@@ -97,7 +104,7 @@ test('the printout after the info line is numpy\'s repr, for every case', async 
   assert.equal(wrong, []);
 });
 
-test('object arrays: Python\'s repr of every value whose type survives decoding, lists as list([...])', async () => {
+test("object arrays: Python's repr of every value whose type survives decoding, lists as list([...])", async () => {
   const file = join(dir, 'objects.npy');
   python(`import datetime, decimal, fractions
 a = np.array([1, 'a', None, 2.5, 1e16, 1e-5, 123456.75, [1, [2.5, 'x']], {'k': b"x'y"}, "it's", 'q"', -0.0, float('inf'), float('nan'),
@@ -115,7 +122,11 @@ test('a summarised printout reads only the rows it shows: a 64 MiB file prints w
   const file = join(dir, 'big.npy');
   python(`np.save(${JSON.stringify(file)}, np.arange(2**23, dtype='<f8').reshape(2**12, 2**11))`);
   // strace would be exact; the process's read counter (rchar) is enough to tell a few KiB from 64 MiB.
-  const r = spawnSync(process.execPath, ['-e', `
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `
     const { execFileSync } = require('node:child_process');
     const fs = require('node:fs');
     const before = Number(/rchar: (\\d+)/.exec(fs.readFileSync('/proc/self/io', 'utf8'))[1]);
@@ -124,12 +135,14 @@ test('a summarised printout reads only the rows it shows: a 64 MiB file prints w
       await main(['show', ${JSON.stringify(file)}], { stdout: (s) => { out += s; }, stderr: () => {} });
       const after = Number(/rchar: (\\d+)/.exec(fs.readFileSync('/proc/self/io', 'utf8'))[1]);
       console.log(JSON.stringify({ read: after - before, out }));
-    });`], { encoding: 'utf8' });
+    });`,
+    ],
+    { encoding: 'utf8' },
+  );
   const { read, out } = JSON.parse(r.stdout);
   assert.ok(read < 1 << 20, `read ${read} bytes`);
   assert.is(out.split('\n').slice(1).join('\n').trim(), python(`print(repr(np.load(${JSON.stringify(file)})))`).trim());
 });
-
 
 test('float128 (x86 long double): values that are float64 values show as numpy shows them; others are refused, never shown or compared as their float64 neighbours', async () => {
   const d = scratch();
@@ -146,14 +159,19 @@ with np.errstate(all='ignore'):
   const { longDoubleIsNumber } = await import('@npyts/core');
   const bytes = readFileSync(join(d, 'ld.npy'));
   const data = bytes.subarray(bytes.length - 16 * JSON.parse(exactness).length);
-  assert.equal(JSON.parse(exactness).map((_, i) => longDoubleIsNumber(data, 16 * i)), JSON.parse(exactness));
+  assert.equal(
+    JSON.parse(exactness).map((_, i) => longDoubleIsNumber(data, 16 * i)),
+    JSON.parse(exactness),
+  );
   // Shown: an array of float64 values, as numpy prints it.
   python(`np.save(${JSON.stringify(join(d, 'ok.npy'))}, np.array([0.1, 2.5, -3e300], dtype='<f16'))`);
   const ok = await runCli(['show', join(d, 'ok.npy')]);
   assert.is(ok.code, 0, ok.stderr);
   assert.ok(ok.stdout.includes(python(`print(repr(np.load(${JSON.stringify(join(d, 'ok.npy'))})))`).trim()), ok.stdout);
   // Refused: past float64's range, and compared with half of itself.
-  python(`m = np.finfo(np.longdouble).max; np.save(${JSON.stringify(join(d, 'max.npy'))}, np.array([m, 1], dtype='<f16')); np.save(${JSON.stringify(join(d, 'half.npy'))}, np.array([m / 2, 1], dtype='<f16'))`);
+  python(
+    `m = np.finfo(np.longdouble).max; np.save(${JSON.stringify(join(d, 'max.npy'))}, np.array([m, 1], dtype='<f16')); np.save(${JSON.stringify(join(d, 'half.npy'))}, np.array([m / 2, 1], dtype='<f16'))`,
+  );
   const shown = await runCli(['show', join(d, 'max.npy')]);
   assert.is(shown.code, 1);
   assert.match(shown.stderr, /outside float64's range/);

@@ -10,18 +10,24 @@ import { boundedChild, python, runCli, scratch } from '../helpers/numpy.mjs';
 const dir = scratch();
 const f = (n) => join(dir, n);
 const cases = {
-  f8: ["rng.standard_normal(30) * 10.0 ** rng.integers(-20, 20, 30)", "'%.17g'"],
-  f8_special: ["np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-5, 1e17, 123456789012345678.0, 2**-1074, 0.1, 1e-7, 1e-3, 1e22, 1e23, 9.9999999999999995e-8, 0.30000000000000004, 1049 / 2**20, 213 / 2**21, 45 / 2**22])", "'%.17g'"],   // the last three: exact ties at the 17th digit
-  f8_2d: ["rng.standard_normal((5, 4))", "'%.17g'"],
-  f4_2d: ["(rng.standard_normal((3, 3)) * 1e6).astype(np.float32)", "'%.17g'"],
-  i8: ["np.array([0, -1, 2**63 - 1, -2**63, 12345])", "'%d'"],
-  u1_2d: ["np.arange(12, dtype=np.uint8).reshape(3, 4)", "'%d'"],
-  bool: ["np.array([True, False, True])", "'%d'"],
+  f8: ['rng.standard_normal(30) * 10.0 ** rng.integers(-20, 20, 30)', "'%.17g'"],
+  f8_special: [
+    'np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-5, 1e17, 123456789012345678.0, 2**-1074, 0.1, 1e-7, 1e-3, 1e22, 1e23, 9.9999999999999995e-8, 0.30000000000000004, 1049 / 2**20, 213 / 2**21, 45 / 2**22])',
+    "'%.17g'",
+  ], // the last three: exact ties at the 17th digit
+  f8_2d: ['rng.standard_normal((5, 4))', "'%.17g'"],
+  f4_2d: ['(rng.standard_normal((3, 3)) * 1e6).astype(np.float32)', "'%.17g'"],
+  i8: ['np.array([0, -1, 2**63 - 1, -2**63, 12345])', "'%d'"],
+  u1_2d: ['np.arange(12, dtype=np.uint8).reshape(3, 4)', "'%d'"],
+  bool: ['np.array([True, False, True])', "'%d'"],
   text: ["np.array(['alpha', 'é', 'x y'])", "'%s'"],
 };
 
 test('export: the same text as np.savetxt, CSV and TSV', async () => {
-  const specs = Object.entries(cases).map(([name, [expr, fmt]]) => `a = ${expr}\nnp.save(${JSON.stringify(f(`${name}.npy`))}, a)\nfor d, ext in ((',', 'csv'), ('\\t', 'tsv')): np.savetxt(${JSON.stringify(f(name))} + '.numpy.' + ext, a.astype(int) if a.dtype == bool else a, fmt=${fmt}, delimiter=d, encoding='utf-8')`);
+  const specs = Object.entries(cases).map(
+    ([name, [expr, fmt]]) =>
+      `a = ${expr}\nnp.save(${JSON.stringify(f(`${name}.npy`))}, a)\nfor d, ext in ((',', 'csv'), ('\\t', 'tsv')): np.savetxt(${JSON.stringify(f(name))} + '.numpy.' + ext, a.astype(int) if a.dtype == bool else a, fmt=${fmt}, delimiter=d, encoding='utf-8')`,
+  );
   python(`rng = np.random.default_rng(3)\n${specs.join('\n')}`);
   for (const name of Object.keys(cases)) {
     for (const ext of ['csv', 'tsv']) {
@@ -32,7 +38,7 @@ test('export: the same text as np.savetxt, CSV and TSV', async () => {
   }
 });
 
-test('records: one column per field under a header line, as np.savetxt(header=…, comments=\'\') writes them', async () => {
+test("records: one column per field under a header line, as np.savetxt(header=…, comments='') writes them", async () => {
   python(`a = np.array([(1, 0.5, 'ab'), (-2, 1e-7, 'c')], dtype=[('id', '<i8'), ('score', '>f8'), ('tag', '<U2')])
 np.save(${JSON.stringify(f('rec.npy'))}, a)
 np.savetxt(${JSON.stringify(f('rec.numpy.csv'))}, a, fmt=['%d', '%.17g', '%s'], delimiter=',', header='id,score,tag', comments='')`);
@@ -46,7 +52,14 @@ np.savetxt(${JSON.stringify(f('rec.numpy.csv'))}, a, fmt=['%d', '%.17g', '%s'], 
 });
 
 test('import: the array np.loadtxt reads, for floats, integers and text; every double comes back exactly', async () => {
-  for (const [name, descr] of [['f8', '<f8'], ['f8_special', '<f8'], ['f8_2d', '<f8'], ['i8', '<i8'], ['u1_2d', '|u1'], ['text', '<U5']]) {
+  for (const [name, descr] of [
+    ['f8', '<f8'],
+    ['f8_special', '<f8'],
+    ['f8_2d', '<f8'],
+    ['i8', '<i8'],
+    ['u1_2d', '|u1'],
+    ['text', '<U5'],
+  ]) {
     for (const ext of ['csv', 'tsv']) {
       const out = f(`${name}.${ext}.back.npy`);
       const r = await runCli(['convert', f(`${name}.numpy.${ext}`), out, '--dtype', descr]);
@@ -81,15 +94,17 @@ open(${JSON.stringify(f('bad.csv'))}, 'w').write('1,2\\n3,x\\n'); open(${JSON.st
   assert.is((await runCli(['convert', f('cube.npy'), f('cube2.npy'), '--dtype', '<f8'])).code, 2);
 });
 
-test('import takes numpy\'s cells and only those: no hex, binary, octal or underscores; # comments (np.savetxt\'s header) skipped; batches joined exactly', async () => {
+test("import takes numpy's cells and only those: no hex, binary, octal or underscores; # comments (np.savetxt's header) skipped; batches joined exactly", async () => {
   const cells = ['0x10', '0b11', '0o7', '1_000', '1e3', '.5', '5.', '+inf', '-Infinity', 'nan', '1.5e+', '  7 ', '1d3', '0X1p3', '-0'];
-  const verdicts = JSON.parse(python(`import io
+  const verdicts = JSON.parse(
+    python(`import io
 out = {}
 for cell in ${JSON.stringify(cells)}:
     for dt in ['<f8', '<i8']:
         try: out[cell + ' ' + dt] = repr(np.loadtxt(io.StringIO(cell + '\\n'), dtype=dt, delimiter=',').item())
         except Exception: out[cell + ' ' + dt] = 'refused'
-print(json.dumps(out))`));
+print(json.dumps(out))`),
+  );
   for (const cell of cells) {
     for (const dt of ['<f8', '<i8']) {
       const file = f('cell.csv');
@@ -104,28 +119,43 @@ print(json.dumps(out))`));
 open(${JSON.stringify(f('commented.csv'))}, 'a').write('1,2 # a note\\n# the end\\n')`);
   const r = await runCli(['convert', f('commented.csv'), f('commented.npy')]);
   assert.is(r.code, 0, r.stderr);
-  assert.is(python(`want = np.loadtxt(${JSON.stringify(f('commented.csv'))}, delimiter=',')
+  assert.is(
+    python(`want = np.loadtxt(${JSON.stringify(f('commented.csv'))}, delimiter=',')
 got = np.load(${JSON.stringify(f('commented.npy'))})
-print(got.shape, np.array_equal(got, want))`).trim(), '(10001, 2) True');
+print(got.shape, np.array_equal(got, want))`).trim(),
+    '(10001, 2) True',
+  );
 });
 
-test('CSV import and export stream: memory stays far below the data for a 60 MB table, both ways, and the results are numpy\'s', () => {
+test("CSV import and export stream: memory stays far below the data for a 60 MB table, both ways, and the results are numpy's", () => {
   const npy = f('wide.npy');
   python(`rng = np.random.default_rng(7); np.save(${JSON.stringify(npy)}, rng.standard_normal((400_000, 8)))`);
   const cli = join(process.cwd(), 'packages/cli/dist/main.js');
-  const run = (args) => boundedChild(dir, `import { main } from ${JSON.stringify(cli)};
+  const run = (args) =>
+    boundedChild(
+      dir,
+      `import { main } from ${JSON.stringify(cli)};
 let err = '';
 const code = await main(${JSON.stringify(args)}, { stdout: () => {}, stderr: (s) => { err += s; } });
-globalThis.result = { code, err };`, { timeoutMs: 120_000, maxOldSpaceMiB: 512 });
+globalThis.result = { code, err };`,
+      { timeoutMs: 120_000, maxOldSpaceMiB: 512 },
+    );
   const out = run(['convert', npy, f('wide.csv')]);
   assert.is(out.code, 0, out.err);
   const back = run(['convert', f('wide.csv'), f('wide.back.npy')]);
   assert.is(back.code, 0, back.err);
-  const bytes = (name) => (readFileSync(f(name)).length / 2 ** 20);
-  for (const [what, r] of [['export', out], ['import', back]]) assert.ok(r.rssMiB < 200, `${what}: peak ${r.rssMiB.toFixed(0)} MiB for ${bytes('wide.csv').toFixed(0)} MB of text`);
-  assert.is(python(`a = np.load(${JSON.stringify(npy)}); b = np.load(${JSON.stringify(f('wide.back.npy'))})
+  const bytes = (name) => readFileSync(f(name)).length / 2 ** 20;
+  for (const [what, r] of [
+    ['export', out],
+    ['import', back],
+  ])
+    assert.ok(r.rssMiB < 200, `${what}: peak ${r.rssMiB.toFixed(0)} MiB for ${bytes('wide.csv').toFixed(0)} MB of text`);
+  assert.is(
+    python(`a = np.load(${JSON.stringify(npy)}); b = np.load(${JSON.stringify(f('wide.back.npy'))})
 t = np.loadtxt(${JSON.stringify(f('wide.csv'))}, delimiter=',')
-print(np.array_equal(a, b), np.array_equal(a, t))`).trim(), 'True True');
+print(np.array_equal(a, b), np.array_equal(a, t))`).trim(),
+    'True True',
+  );
 });
 
 test.run();

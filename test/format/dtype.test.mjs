@@ -9,23 +9,135 @@ import { numpy, python, scratch, writeJSON } from '../helpers/numpy.mjs';
 const dir = scratch();
 
 const spellings = [
-  '<f4', '>i4', '|b1', '<c16', '|S5', '<U3', '<M8[ns]', '<m8[s]', '<M8', '<f2', '<f16', '<c32', '|V7', '|O',
-  '=i4', 'i4', 'f', 'd', '<d', 'float64', 'float32', 'float16', 'int8', 'uint64', 'bool', 'complex64', 'complex128',
-  'longdouble', 'clongdouble', '|O8', '<M8[2ns]', '|S0', 'S', 'U', 'b', 'B', 'h', 'H', 'i', 'I', 'l', 'L', 'q', 'Q',
-  'e', 'F', 'D', 'G', 'g', '?', 'c', 'u1', 'i1', 'b1', '>u2', '>f8', '>c8', '>U10', '>M8[D]', '>m8[25us]',
-  'M8[Y]', 'M8[M]', 'M8[W]', 'M8[h]', 'M8[m]', 'M8[ms]', 'M8[us]', 'M8[ps]', 'M8[fs]', 'M8[as]', 'datetime64[ns]',
-  'timedelta64[3h]', 'V0', 'S100', 'U1', 'int', 'float', 'complex', 'str', 'bytes', 'object', 'half', 'single', 'double',
+  '<f4',
+  '>i4',
+  '|b1',
+  '<c16',
+  '|S5',
+  '<U3',
+  '<M8[ns]',
+  '<m8[s]',
+  '<M8',
+  '<f2',
+  '<f16',
+  '<c32',
+  '|V7',
+  '|O',
+  '=i4',
+  'i4',
+  'f',
+  'd',
+  '<d',
+  'float64',
+  'float32',
+  'float16',
+  'int8',
+  'uint64',
+  'bool',
+  'complex64',
+  'complex128',
+  'longdouble',
+  'clongdouble',
+  '|O8',
+  '<M8[2ns]',
+  '|S0',
+  'S',
+  'U',
+  'b',
+  'B',
+  'h',
+  'H',
+  'i',
+  'I',
+  'l',
+  'L',
+  'q',
+  'Q',
+  'e',
+  'F',
+  'D',
+  'G',
+  'g',
+  '?',
+  'c',
+  'u1',
+  'i1',
+  'b1',
+  '>u2',
+  '>f8',
+  '>c8',
+  '>U10',
+  '>M8[D]',
+  '>m8[25us]',
+  'M8[Y]',
+  'M8[M]',
+  'M8[W]',
+  'M8[h]',
+  'M8[m]',
+  'M8[ms]',
+  'M8[us]',
+  'M8[ps]',
+  'M8[fs]',
+  'M8[as]',
+  'datetime64[ns]',
+  'timedelta64[3h]',
+  'V0',
+  'S100',
+  'U1',
+  'int',
+  'float',
+  'complex',
+  'str',
+  'bytes',
+  'object',
+  'half',
+  'single',
+  'double',
   // refused by numpy:
-  '<x4', 'i3', 'f3', 'b2', 'M8[xs]', 'i4[ns]', '', 'float65', 'c1',
+  '<x4',
+  'i3',
+  'f3',
+  'b2',
+  'M8[xs]',
+  'i4[ns]',
+  '',
+  'float65',
+  'c1',
   // records:
-  [['a', '<i4'], ['b', [['c', '<f8'], ['d', '|S3']]], ['e', '<u2', [2, 3]]],
-  [['a', '|i1'], ['', '|V3'], ['b', '<i4'], ['c', '|i1'], ['', '|V3']],
-  [[['my title', 'a'], '<i4'], ['b', '>f8']],
+  [
+    ['a', '<i4'],
+    [
+      'b',
+      [
+        ['c', '<f8'],
+        ['d', '|S3'],
+      ],
+    ],
+    ['e', '<u2', [2, 3]],
+  ],
+  [
+    ['a', '|i1'],
+    ['', '|V3'],
+    ['b', '<i4'],
+    ['c', '|i1'],
+    ['', '|V3'],
+  ],
+  [
+    [['my title', 'a'], '<i4'],
+    ['b', '>f8'],
+  ],
   [['', '|V8']],
   [],
   [['x', [['y', [['z', '>c8', [2]]]]], [3, 1]]],
-  [['t', '<M8[ms]'], ['', '|V2'], ['u', '<U2']],
-  [['a', '<i4'], ['a', '<i4']],
+  [
+    ['t', '<M8[ms]'],
+    ['', '|V2'],
+    ['u', '<U2'],
+  ],
+  [
+    ['a', '<i4'],
+    ['a', '<i4'],
+  ],
 ];
 
 test('parseDescr agrees with numpy on every spelling', () => {
@@ -50,14 +162,30 @@ test('parseDescr agrees with numpy on every spelling', () => {
 });
 
 test('descr literal is numpy repr, and parses back to the same dtype', () => {
-  const dt = parseDescr([[['my title', 'a'], '<i4'], ['é"\'', '>f8'], ['s', '|S2', [2]]]);
+  const dt = parseDescr([
+    [['my title', 'a'], '<i4'],
+    ['é"\'', '>f8'],
+    ['s', '|S2', [2]],
+  ]);
   assert.is(dt.descrLiteral, `[(('my title', 'a'), '<i4'), ('é"\\'', '>f8'), ('s', '|S2', (2,))]`);
   assert.ok(parseDescr(dt.descrLiteral).equals(dt));
 });
 
 test('field offsets from padding, titles and nested subarrays', () => {
-  const dt = parseDescr([['a', '|i1'], ['', '|V3'], ['b', '<i4'], [['T', 'c'], [['d', '<f2', [2, 2]]], [3]]]);
-  assert.equal(dt.fields.map((f) => [f.name, f.title, f.offset, f.dtype.itemsize]), [['a', null, 0, 1], ['b', null, 4, 4], ['c', 'T', 8, 24]]);
+  const dt = parseDescr([
+    ['a', '|i1'],
+    ['', '|V3'],
+    ['b', '<i4'],
+    [['T', 'c'], [['d', '<f2', [2, 2]]], [3]],
+  ]);
+  assert.equal(
+    dt.fields.map((f) => [f.name, f.title, f.offset, f.dtype.itemsize]),
+    [
+      ['a', null, 0, 1],
+      ['b', null, 4, 4],
+      ['c', 'T', 8, 24],
+    ],
+  );
   const c = dt.fields[2].dtype;
   assert.equal(c.subarray.shape, [3]);
   assert.is(c.subarray.base.fields[0].dtype.subarray.base.str, '<f2');
@@ -66,9 +194,25 @@ test('field offsets from padding, titles and nested subarrays', () => {
 test.run();
 
 test("typeCode and realBytes: numpy's dtype.str without its byte order, and the bytes of each real number of a float or complex", () => {
-  const plain = spellings.filter((s) => typeof s === 'string').filter((s) => { try { parseDescr(s); return true; } catch { return false; } });
-  plain.push([['a', '<i4'], ['b', '<f8']], [['x', '>c8', [2]]]);
-  const want = JSON.parse(python(`
+  const plain = spellings
+    .filter((s) => typeof s === 'string')
+    .filter((s) => {
+      try {
+        parseDescr(s);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  plain.push(
+    [
+      ['a', '<i4'],
+      ['b', '<f8'],
+    ],
+    [['x', '>c8', [2]]],
+  );
+  const want = JSON.parse(
+    python(`
 specs = json.loads(${JSON.stringify(JSON.stringify(plain))})
 def dt(s): return np.dtype([tuple(f) if len(f) == 2 else (f[0], f[1], tuple(f[2])) for f in s]) if isinstance(s, list) else np.dtype(s)
 out = []
@@ -76,7 +220,11 @@ for s in specs:
     d = dt(s)
     real = d.itemsize // (2 if d.kind == 'c' else 1) if d.kind in 'fc' and d.fields is None else 0
     out.append([d.str[1:], real])
-print(json.dumps(out))`));
-  const got = plain.map((s) => { const d = parseDescr(s); return [d.typeCode, d.realBytes]; });
+print(json.dumps(out))`),
+  );
+  const got = plain.map((s) => {
+    const d = parseDescr(s);
+    return [d.typeCode, d.realBytes];
+  });
   assert.equal(got, want);
 });

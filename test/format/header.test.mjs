@@ -17,23 +17,47 @@ for (const { name, file, doc } of ok) {
 }
 
 test('numpy accepts every lenient case except the subarray fold it fails on itself', () => {
-  assert.equal(ok.filter((c) => !c.numpy_loads).map((c) => c.name), ['subarray_descr_folded']);
+  assert.equal(
+    ok.filter((c) => !c.numpy_loads).map((c) => c.name),
+    ['subarray_descr_folded'],
+  );
 });
 
 const expectedCodes = {
-  bad_magic: 'BAD_MAGIC', not_npy_at_all: 'BAD_MAGIC', truncated_magic: 'TRUNCATED', empty: 'TRUNCATED',
-  version_4: 'UNSUPPORTED_VERSION', version_1_1: 'UNSUPPORTED_VERSION', header_past_end: 'TRUNCATED',
-  not_a_literal: 'HEADER_SYNTAX', not_a_dict: 'HEADER_NOT_DICT', missing_key: 'HEADER_KEYS', extra_key: 'HEADER_KEYS',
-  shape_list: 'BAD_SHAPE', shape_negative: 'BAD_SHAPE', shape_float: 'BAD_SHAPE', fortran_not_bool: 'BAD_FORTRAN_ORDER',
-  unknown_descr: 'BAD_DESCR', bad_field_entry: 'BAD_DESCR', bad_nested_field: 'BAD_DESCR', duplicate_field: 'BAD_DESCR',
-  data_short: 'DATA_TRUNCATED', size_overflow: 'SIZE_OVERFLOW', deep_nesting: 'HEADER_SYNTAX',
-  long_suffix_v3: 'HEADER_SYNTAX', invalid_utf8_v3: 'HEADER_SYNTAX', unterminated_string: 'HEADER_SYNTAX',
+  bad_magic: 'BAD_MAGIC',
+  not_npy_at_all: 'BAD_MAGIC',
+  truncated_magic: 'TRUNCATED',
+  empty: 'TRUNCATED',
+  version_4: 'UNSUPPORTED_VERSION',
+  version_1_1: 'UNSUPPORTED_VERSION',
+  header_past_end: 'TRUNCATED',
+  not_a_literal: 'HEADER_SYNTAX',
+  not_a_dict: 'HEADER_NOT_DICT',
+  missing_key: 'HEADER_KEYS',
+  extra_key: 'HEADER_KEYS',
+  shape_list: 'BAD_SHAPE',
+  shape_negative: 'BAD_SHAPE',
+  shape_float: 'BAD_SHAPE',
+  fortran_not_bool: 'BAD_FORTRAN_ORDER',
+  unknown_descr: 'BAD_DESCR',
+  bad_field_entry: 'BAD_DESCR',
+  bad_nested_field: 'BAD_DESCR',
+  duplicate_field: 'BAD_DESCR',
+  data_short: 'DATA_TRUNCATED',
+  size_overflow: 'SIZE_OVERFLOW',
+  deep_nesting: 'HEADER_SYNTAX',
+  long_suffix_v3: 'HEADER_SYNTAX',
+  invalid_utf8_v3: 'HEADER_SYNTAX',
+  unterminated_string: 'HEADER_SYNTAX',
   object_array: 'PICKLE_UNSUPPORTED',
 };
 
 test('every malformed case is covered and numpy refuses each of them too', () => {
   assert.equal(bad.map((c) => c.name).sort(), Object.keys(expectedCodes).sort());
-  assert.equal(bad.filter((c) => c.numpy_loads).map((c) => c.name), []);
+  assert.equal(
+    bad.filter((c) => c.numpy_loads).map((c) => c.name),
+    [],
+  );
 });
 
 for (const { name, file } of bad) {
@@ -55,7 +79,11 @@ for (const { name, file } of bad) {
 
 test('errors say where: byte offsets and field paths', () => {
   const at = (name) => {
-    try { decodeNpy(readFileSync(bad.find((c) => c.name === name).file)); } catch (e) { return e; }
+    try {
+      decodeNpy(readFileSync(bad.find((c) => c.name === name).file));
+    } catch (e) {
+      return e;
+    }
     return null;
   };
   assert.match(at('bad_magic').message, /at byte 5/);
@@ -72,7 +100,10 @@ test('readHeader needs only the header bytes', () => {
   const bytes = readFileSync(ok.find((c) => c.name === 'keys_reordered').file);
   const need = headerBytesNeeded(bytes.subarray(0, 12));
   assert.is(need, 128);
-  assert.throws(() => readHeader(bytes.subarray(0, need - 1)), (e) => e.code === 'TRUNCATED');
+  assert.throws(
+    () => readHeader(bytes.subarray(0, need - 1)),
+    (e) => e.code === 'TRUNCATED',
+  );
   const h = readHeader(bytes.subarray(0, need));
   assert.equal(h.shape, [2, 3]);
   assert.is(h.dataOffset, 128);
@@ -86,7 +117,10 @@ test('the literal parser is linear on long flat input and bounded on deep input'
   assert.is(parsePyLiteral(flat).length, 200001);
   assert.ok(performance.now() - t0 < 1500);
   t0 = performance.now();
-  assert.throws(() => parsePyLiteral('('.repeat(1e6)), (e) => e.code === 'HEADER_SYNTAX' && /nesting/.test(e.message));
+  assert.throws(
+    () => parsePyLiteral('('.repeat(1e6)),
+    (e) => e.code === 'HEADER_SYNTAX' && /nesting/.test(e.message),
+  );
   assert.ok(performance.now() - t0 < 1500);
 });
 
@@ -118,11 +152,34 @@ test('the executable: no stack trace, exit codes 1 and 2, NPYTS_DEBUG shows the 
   assert.is(spawnCli(['--help']).code, 0);
 });
 
-test('reprFloat and reprBytes are Python\'s repr of floats and bytes (asked of Python itself)', () => {
+test("reprFloat and reprBytes are Python's repr of floats and bytes (asked of Python itself)", () => {
   // Floats at every notation boundary and random doubles of every exponent, as their bit patterns.
   const view = new DataView(new ArrayBuffer(8));
   let seed = 7;
-  const floats = [0, -0, 1, -1.5, 0.1, 1e-4, 9.999e-5, 1e-5, 1e15, 9999999999999998, 1e16, 1.5e16, 1e21, 1e22, 5e-324, 1.7976931348623157e308, Infinity, -Infinity, NaN, 123456.75, 2 ** 53, 2 ** 70];
+  const floats = [
+    0,
+    -0,
+    1,
+    -1.5,
+    0.1,
+    1e-4,
+    9.999e-5,
+    1e-5,
+    1e15,
+    9999999999999998,
+    1e16,
+    1.5e16,
+    1e21,
+    1e22,
+    5e-324,
+    1.7976931348623157e308,
+    Infinity,
+    -Infinity,
+    NaN,
+    123456.75,
+    2 ** 53,
+    2 ** 70,
+  ];
   for (let i = 0; i < 300; i++) {
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
     view.setUint32(0, seed ^ 0x5bd1e995);
@@ -131,11 +188,21 @@ test('reprFloat and reprBytes are Python\'s repr of floats and bytes (asked of P
     if (Number.isFinite(x)) floats.push(x);
   }
   const byteCases = [[], [0x61, 0x27], [0x22, 0x27], [0x22], [0x5c, 0x09, 0x0a, 0x0d, 0x00, 0x7f, 0x80, 0xff], [0x20, 0x7e]];
-  const want = JSON.parse(python(`import struct
-floats = [struct.unpack('>d', bytes.fromhex(h))[0] for h in ${JSON.stringify(floats.map((x) => { view.setFloat64(0, x); return view.getBigUint64(0).toString(16).padStart(16, '0'); }))}]
-print(json.dumps({'floats': [repr(x) for x in floats], 'bytes': [repr(bytes(b)) for b in ${JSON.stringify(byteCases)}]}))`));
+  const want = JSON.parse(
+    python(`import struct
+floats = [struct.unpack('>d', bytes.fromhex(h))[0] for h in ${JSON.stringify(
+      floats.map((x) => {
+        view.setFloat64(0, x);
+        return view.getBigUint64(0).toString(16).padStart(16, '0');
+      }),
+    )}]
+print(json.dumps({'floats': [repr(x) for x in floats], 'bytes': [repr(bytes(b)) for b in ${JSON.stringify(byteCases)}]}))`),
+  );
   assert.equal(floats.map(reprFloat), want.floats);
-  assert.equal(byteCases.map((b) => reprBytes(new Uint8Array(b))), want.bytes);
+  assert.equal(
+    byteCases.map((b) => reprBytes(new Uint8Array(b))),
+    want.bytes,
+  );
   assert.is(reprPy([new PyFloat(1e-7), new PyFloat(2)]), '[1e-07, 2.0]');
 });
 

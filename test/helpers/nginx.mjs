@@ -8,7 +8,10 @@ import { join } from 'node:path';
 export function freePort() {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+    s.listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
   });
 }
 
@@ -22,7 +25,12 @@ export function ensureNginx() {
 
 export async function waitForServer(url) {
   for (let i = 0; i < 200; i++) {
-    try { await fetch(url); return; } catch { await new Promise((r) => setTimeout(r, 25)); }
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 25));
+    }
   }
   throw new Error(`${url} did not come up`);
 }
@@ -36,13 +44,16 @@ export async function startNginx(root) {
   const port = await freePort();
   const conf = mkdtempSync(join(tmpdir(), 'npyts-nginx-'));
   mkdirSync(join(conf, 'tmp'));
-  writeFileSync(join(conf, 'nginx.conf'), `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
+  writeFileSync(
+    join(conf, 'nginx.conf'),
+    `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
 events { worker_connections 64; }
 http { access_log off; client_body_temp_path ${conf}/tmp; proxy_temp_path ${conf}/tmp; fastcgi_temp_path ${conf}/tmp; uwsgi_temp_path ${conf}/tmp; scgi_temp_path ${conf}/tmp;
   types { text/javascript js mjs; text/html html; application/octet-stream npy npz; }
   server { listen 127.0.0.1:${port}; root ${root};
     # Files under /private/ need the token the tests' fetch hooks add.
-    location /private/ { if ($http_authorization != "Bearer ${TEST_TOKEN}") { return 401; } } } }`);
+    location /private/ { if ($http_authorization != "Bearer ${TEST_TOKEN}") { return 401; } } } }`,
+  );
   const proc = spawn(nginx, ['-c', join(conf, 'nginx.conf'), '-p', conf], { stdio: 'ignore' });
   const base = `http://127.0.0.1:${port}`;
   await waitForServer(`${base}/`);

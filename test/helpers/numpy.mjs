@@ -21,7 +21,9 @@ export function python(code) {
 
 /** A fresh temporary directory, removed at process exit. */
 const scratchDirs = [];
-process.on('exit', () => { for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true }); });
+process.on('exit', () => {
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 export function scratch(prefix = 'npyts-test-') {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -30,7 +32,10 @@ export function scratch(prefix = 'npyts-test-') {
 }
 
 export function writeJSON(path, value) {
-  writeFileSync(path, JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? String(v) : v)));
+  writeFileSync(
+    path,
+    JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? String(v) : v)),
+  );
   return path;
 }
 
@@ -42,7 +47,14 @@ export async function runCli(args) {
   const { main } = await import('@npyts/cli/dist/main.js');
   let stdout = '';
   let stderr = '';
-  const code = await main(args, { stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; } });
+  const code = await main(args, {
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
+  });
   return { code, stdout, stderr };
 }
 
@@ -70,7 +82,12 @@ export async function runThenKill(code, ms) {
 export function boundedChild(dir, code, { timeoutMs = 30_000, maxOldSpaceMiB = 4096 } = {}) {
   // Import declarations are hoisted: the snippet's imports resolve from the repository, its files from `dir`.
   const wrapped = `process.chdir(${JSON.stringify(dir)});\n${code}\nconst hwm = Number(/VmHWM:\\s+(\\d+)/.exec((await import('node:fs')).readFileSync('/proc/self/status', 'utf8'))[1]);\nconsole.log(JSON.stringify({ ...globalThis.result, rssMiB: hwm / 1024 }));`;
-  const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], { encoding: 'utf8', timeout: timeoutMs, cwd: repoRoot, maxBuffer: 1 << 26 });
+  const r = spawnSync(process.execPath, [`--max-old-space-size=${maxOldSpaceMiB}`, '--input-type=module', '-e', wrapped], {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    cwd: repoRoot,
+    maxBuffer: 1 << 26,
+  });
   if (r.error) throw new Error(`child did not finish within ${timeoutMs} ms: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`child failed (${r.status}): ${r.stderr.slice(-2000)}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());

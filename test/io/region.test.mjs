@@ -8,8 +8,18 @@ import { createReadStream, createWriteStream, readFileSync, statSync, writeFileS
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, NdArray, parseDescr, toOrder, npyDocument, readHeader } from '@npyts/core';
-import { appendNpy, openNpyFile, openNpyFileSync, createNpySync, writeRegionSync, appendNpySync, loadNpySync, openNpzSync, openNpzMemberSync, regionStats } from '@npyts/core/node';
+import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, toOrder, npyDocument, readHeader } from '@npyts/core';
+import {
+  appendNpy,
+  openNpyFile,
+  openNpyFileSync,
+  createNpySync,
+  appendNpySync,
+  loadNpySync,
+  openNpzSync,
+  openNpzMemberSync,
+  regionStats,
+} from '@npyts/core/node';
 import { numpy, python, runThenKill, scratch } from '../helpers/numpy.mjs';
 import { freePort, startNginx, waitForServer } from '../helpers/nginx.mjs';
 
@@ -34,20 +44,42 @@ test('region reads equal numpy slicing for every dtype family, C and F, along ev
 
 test('regions of many short runs are gathered by the addon in one call, and equal numpy for C and F files, both byte orders, records', async () => {
   const specs = [
-    ['<f8', '(300, 40, 6)', 'C'], ['>i4', '(300, 40, 6)', 'F'], ["[('a', '<i2'), ('b', '>f8', (2,))]", '(500, 30)', 'C'], ['<c8', '(2000, 33)', 'F'],
+    ['<f8', '(300, 40, 6)', 'C'],
+    ['>i4', '(300, 40, 6)', 'F'],
+    ["[('a', '<i2'), ('b', '>f8', (2,))]", '(500, 30)', 'C'],
+    ['<c8', '(2000, 33)', 'F'],
   ];
-  const regions = [[[0, 3, 1], [300, 1, 2]], [[10, 0, 5], [200, 40, 1]], [[0, 7], [500, 1]], [[100, 2], [1800, 3]]];
+  const regions = [
+    [
+      [0, 3, 1],
+      [300, 1, 2],
+    ],
+    [
+      [10, 0, 5],
+      [200, 40, 1],
+    ],
+    [
+      [0, 7],
+      [500, 1],
+    ],
+    [
+      [100, 2],
+      [1800, 3],
+    ],
+  ];
   for (const [k, [descr, shape, order]] of specs.entries()) {
     const file = join(dir, `gather${k}.npy`);
     const [start, count] = regions[k];
-    const want = JSON.parse(python(`
+    const want = JSON.parse(
+      python(`
 import sys; sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
 from npyfixtures import make, to_json
 a = make(${descr.startsWith('[') ? descr : `'${descr}'`}, ${shape}, seed=${k + 5})
 a = np.asfortranarray(a) if '${order}' == 'F' else a
 np.save(${JSON.stringify(file)}, a)
 sl = tuple(slice(s, s + c) for s, c in zip(${JSON.stringify(start)}, ${JSON.stringify(count)}))
-print(json.dumps(to_json(a[sl])))`));
+print(json.dumps(to_json(a[sl])))`),
+    );
     const h = openNpyFileSync(file);
     const before = { ...regionStats };
     const got = h.read(start, count);
@@ -125,20 +157,38 @@ import(workerData.entry).then(({ writeRegionSync }) => {
 
 async function fillInParallel(file, blocks, useProcesses) {
   const entry = join(root, 'packages/core/dist/node.js');
-  await Promise.all(blocks.map(({ start, count }) => new Promise((resolve, reject) => {
-    if (useProcesses) {
-      const child = spawn(process.execPath, ['-e', workerCode.replace("require('node:worker_threads')", "({ workerData: JSON.parse(process.argv[1]), parentPort: { postMessage: () => {} } })"), JSON.stringify({ file, start, count, entry })], { stdio: 'inherit' });
-      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${code}`))));
-    } else {
-      const w = new Worker(workerCode, { eval: true, workerData: { file, start, count, entry } });
-      w.on('message', () => resolve());
-      w.on('error', reject);
-    }
-  })));
+  await Promise.all(
+    blocks.map(
+      ({ start, count }) =>
+        new Promise((resolve, reject) => {
+          if (useProcesses) {
+            const child = spawn(
+              process.execPath,
+              [
+                '-e',
+                workerCode.replace("require('node:worker_threads')", '({ workerData: JSON.parse(process.argv[1]), parentPort: { postMessage: () => {} } })'),
+                JSON.stringify({ file, start, count, entry }),
+              ],
+              { stdio: 'inherit' },
+            );
+            child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${code}`))));
+          } else {
+            const w = new Worker(workerCode, { eval: true, workerData: { file, start, count, entry } });
+            w.on('message', () => resolve());
+            w.on('error', reject);
+          }
+        }),
+    ),
+  );
 }
 
 test('four worker threads and four processes fill disjoint row and column blocks; numpy checks every element', async () => {
-  for (const [order, useProcesses, byRows] of [['C', false, true], ['F', true, false], ['C', true, false], ['F', false, true]]) {
+  for (const [order, useProcesses, byRows] of [
+    ['C', false, true],
+    ['F', true, false],
+    ['C', true, false],
+    ['F', false, true],
+  ]) {
     const file = join(dir, `filled-${order}-${useProcesses}-${byRows}.npy`);
     const shape = [400, 300];
     createNpySync(file, { dtype: '<f8', shape, order }).close();
@@ -150,13 +200,14 @@ test('four worker threads and four processes fill disjoint row and column blocks
   }
 });
 
-test('createNpySync writes numpy\'s header and sizes the file sparsely', () => {
+test("createNpySync writes numpy's header and sizes the file sparsely", () => {
   const file = join(dir, 'sparse.npy');
   const h = createNpySync(file, { dtype: '<i4', shape: [1000, 1000, 100] });
   h.close();
   assert.is(statSync(file).size, h.header.dataOffset + 4e8);
   assert.ok(statSync(file).blocks * 512 < 1e6, 'sparse');
-  const expected = python(`import io; b = io.BytesIO(); np.lib.format.write_array_header_2_0(b, np.lib.format.header_data_from_array_1_0(np.lib.format.open_memmap if False else np.empty((0,), '<i4'))) if False else None
+  const expected =
+    python(`import io; b = io.BytesIO(); np.lib.format.write_array_header_2_0(b, np.lib.format.header_data_from_array_1_0(np.lib.format.open_memmap if False else np.empty((0,), '<i4'))) if False else None
 a = np.lib.format.open_memmap(${JSON.stringify(join(dir, 'np_sparse.npy'))}, mode='w+', dtype='<i4', shape=(1000, 1000, 100)); del a
 print(open(${JSON.stringify(join(dir, 'np_sparse.npy'))}, 'rb').read(${h.header.dataOffset}).hex())`).trim();
   assert.is(readFileSync(file).subarray(0, h.header.dataOffset).toString('hex'), expected);
@@ -168,9 +219,16 @@ test('appends to a file whose data is shorter than its header says are refused, 
   writeFileSync(file, readFileSync(file).subarray(0, 128 + 400)); // 10 of the 100 rows
   const before = readFileSync(file);
   const row = { data: new Float32Array(10), shape: [1, 10] };
-  assert.throws(() => appendNpySync(file, row), (e) => e.code === 'DATA_TRUNCATED');
+  assert.throws(
+    () => appendNpySync(file, row),
+    (e) => e.code === 'DATA_TRUNCATED',
+  );
   let err = null;
-  try { await appendNpy(file, row); } catch (e) { err = e; }
+  try {
+    await appendNpy(file, row);
+  } catch (e) {
+    err = e;
+  }
   assert.is(err?.code, 'DATA_TRUNCATED');
   assert.equal(readFileSync(file), before);
 });
@@ -178,16 +236,29 @@ test('appends to a file whose data is shorter than its header says are refused, 
 test('appendNpySync grows in place, past the growth room too, C and F; numpy reads every state', () => {
   for (const order of ['C', 'F']) {
     const file = join(dir, `grow-${order}.npy`);
-    python(`np.save(${JSON.stringify(file)}, ${order === 'F' ? 'np.asfortranarray(np.arange(12, dtype="<f4").reshape(3, 4).T)' : 'np.arange(12, dtype="<f4").reshape(3, 4)'})`);
+    python(
+      `np.save(${JSON.stringify(file)}, ${order === 'F' ? 'np.asfortranarray(np.arange(12, dtype="<f4").reshape(3, 4).T)' : 'np.arange(12, dtype="<f4").reshape(3, 4)'})`,
+    );
     const all = loadNpySync(file);
     let expected = toOrder(all, 'C').toList();
     for (let k = 1; k <= 30; k++) {
-      const rows = Array.from({ length: k % 3 + 1 }, (_, i) => Array.from({ length: order === 'C' ? 4 : 4 }, (_, j) => k * 100 + i * 10 + j));
-      const add = order === 'C' ? arrayFromValues(rows, '<f4') : toOrder(arrayFromValues(rows[0].map((_, j) => rows.map((r) => r[j])), '<f4'), 'F');
+      const rows = Array.from({ length: (k % 3) + 1 }, (_, i) => Array.from({ length: order === 'C' ? 4 : 4 }, (_, j) => k * 100 + i * 10 + j));
+      const add =
+        order === 'C'
+          ? arrayFromValues(rows, '<f4')
+          : toOrder(
+              arrayFromValues(
+                rows[0].map((_, j) => rows.map((r) => r[j])),
+                '<f4',
+              ),
+              'F',
+            );
       appendNpySync(file, add);
       expected = order === 'C' ? [...expected, ...rows] : expected.map((r, j) => [...r, ...rows.map((row) => row[j])]);
     }
-    const got = python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'v': a.tolist(), 'f': bool(a.flags.f_contiguous and not a.flags.c_contiguous)}))`);
+    const got = python(
+      `a = np.load(${JSON.stringify(file)}); print(json.dumps({'v': a.tolist(), 'f': bool(a.flags.f_contiguous and not a.flags.c_contiguous)}))`,
+    );
     const parsed = JSON.parse(got);
     assert.equal(parsed.v, expected, order);
     assert.is(parsed.f, order === 'F');
@@ -199,7 +270,14 @@ import struct
 text = "{'descr': '<i2', 'fortran_order': False, 'shape': (9,), }"
 pad = 64 - (10 + len(text) + 1) % 64
 open(${JSON.stringify(tight)}, 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(text) + pad + 1) + text.encode() + b' ' * pad + b'\\n' + np.arange(9, dtype='<i2').tobytes())`);
-  for (let k = 0; k < 12; k++) appendNpySync(tight, arrayFromValues(Array.from({ length: 100 }, (_, i) => (k * 100 + i) % 30000), '<i2'));
+  for (let k = 0; k < 12; k++)
+    appendNpySync(
+      tight,
+      arrayFromValues(
+        Array.from({ length: 100 }, (_, i) => (k * 100 + i) % 30000),
+        '<i2',
+      ),
+    );
   assert.is(python(`a = np.load(${JSON.stringify(tight)}); print(a.shape[0], int(a[9 + 550]))`).trim(), '1209 550');
   assert.throws(() => appendNpySync(tight, arrayFromValues([1.5], '<f8')), /cannot be written/);
   assert.throws(() => appendNpySync(join(dir, 'grow-C.npy'), arrayFromValues([[1, 2, 3]], '<f4')), /other axes must match/);
@@ -210,9 +288,29 @@ test('appendNpySync rewrites a format 3.0 (UTF-8) header in place; numpy reads t
   python(`np.save(${JSON.stringify(file)}, np.zeros(2, [('整形', '<i4'), ('b', '<f8')]))`);
   const before = readFileSync(file).subarray(0, 8);
   assert.is(before[6], 3);
-  appendNpySync(file, arrayFromValues([{ 整形: 7, b: 1.5 }, { 整形: -1, b: 2 }], [['整形', '<i4'], ['b', '<f8']]));
+  appendNpySync(
+    file,
+    arrayFromValues(
+      [
+        { 整形: 7, b: 1.5 },
+        { 整形: -1, b: 2 },
+      ],
+      [
+        ['整形', '<i4'],
+        ['b', '<f8'],
+      ],
+    ),
+  );
   const got = JSON.parse(python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'v': a.tolist(), 'n': a.dtype.names}))`));
-  assert.equal(got, { v: [[0, 0], [0, 0], [7, 1.5], [-1, 2]], n: ['整形', 'b'] });
+  assert.equal(got, {
+    v: [
+      [0, 0],
+      [0, 0],
+      [7, 1.5],
+      [-1, 2],
+    ],
+    n: ['整形', 'b'],
+  });
   assert.is(readFileSync(file)[6], 3, 'still format 3.0, rewritten in place');
 });
 
@@ -221,10 +319,15 @@ test('a process killed in the middle of appends leaves a valid file holding a pr
   const entry = join(root, 'packages/core/dist/node.js');
   for (let round = 0; round < 6; round++) {
     python(`np.save(${JSON.stringify(file)}, np.zeros((1, 64), '<i8'))`);
-    await runThenKill(`
+    await runThenKill(
+      `
       const { appendNpySync } = await import(${JSON.stringify(entry)});
-      for (let k = 1; k < 100000; k++) appendNpySync(${JSON.stringify(file)}, { data: new BigInt64Array(64).fill(BigInt(k)), shape: [1, 64], dtype: '<i8' });`, 150 + round * 120);
-    const check = JSON.parse(python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'rows': a.shape[0], 'ok': bool((a == np.arange(a.shape[0])[:, None]).all())}))`));
+      for (let k = 1; k < 100000; k++) appendNpySync(${JSON.stringify(file)}, { data: new BigInt64Array(64).fill(BigInt(k)), shape: [1, 64], dtype: '<i8' });`,
+      150 + round * 120,
+    );
+    const check = JSON.parse(
+      python(`a = np.load(${JSON.stringify(file)}); print(json.dumps({'rows': a.shape[0], 'ok': bool((a == np.arange(a.shape[0])[:, None]).all())}))`),
+    );
     assert.ok(check.ok, `round ${round}: ${JSON.stringify(check)}`);
     assert.ok(check.rows >= 1);
   }
@@ -237,7 +340,11 @@ test('readNpy from a stream in small odd-sized chunks equals loadNpySync, for ev
     async function* odd() {
       let i = 0;
       let k = 1;
-      while (i < bytes.length) { const n = (k++ * 7) % 13 + 1; yield bytes.subarray(i, i + n); i += n; }
+      while (i < bytes.length) {
+        const n = ((k++ * 7) % 13) + 1;
+        yield bytes.subarray(i, i + n);
+        i += n;
+      }
     }
     const a = await readNpy(odd());
     assert.equal(npyDocument(readHeader(bytes), a), npyDocument(readHeader(bytes), loadNpySync(file)), name);
@@ -250,16 +357,28 @@ test('readNpy from a stream in small odd-sized chunks equals loadNpySync, for ev
   assert.equal((await readNpy(new Blob([readFileSync(catalogue[2].file)]))).toList(), loadNpySync(catalogue[2].file).toList());
   assert.equal((await readNpy(new Response(readFileSync(catalogue[3].file)))).toList(), loadNpySync(catalogue[3].file).toList());
   let failed;
-  try { await readNpy(new Response('missing', { status: 404 })); } catch (e) { failed = e; }
+  try {
+    await readNpy(new Response('missing', { status: 404 }));
+  } catch (e) {
+    failed = e;
+  }
   assert.is(failed?.code, 'TRUNCATED');
   assert.match(failed.message, /HTTP 404/);
   let err;
-  try { await readNpy((async function* () { yield readFileSync(cases[0].file).subarray(0, 200); })()); } catch (e) { err = e; }
+  try {
+    await readNpy(
+      (async function* () {
+        yield readFileSync(cases[0].file).subarray(0, 200);
+      })(),
+    );
+  } catch (e) {
+    err = e;
+  }
   assert.instance(err, NpyError);
   assert.is(err.code, 'DATA_TRUNCATED');
 });
 
-test('writeNpy to a Node stream and a web stream gives numpy\'s bytes', async () => {
+test("writeNpy to a Node stream and a web stream gives numpy's bytes", async () => {
   const a = loadNpySync(cases[0].file);
   const out = join(dir, 'streamed.npy');
   const ws = createWriteStream(out);
@@ -267,7 +386,14 @@ test('writeNpy to a Node stream and a web stream gives numpy\'s bytes', async ()
   await new Promise((r) => ws.end(r));
   assert.ok(readFileSync(out).equals(readFileSync(cases[0].file)));
   const chunks = [];
-  await writeNpy(new WritableStream({ write(c) { chunks.push(c); } }), a);
+  await writeNpy(
+    new WritableStream({
+      write(c) {
+        chunks.push(c);
+      },
+    }),
+    a,
+  );
   assert.ok(Buffer.concat(chunks).equals(readFileSync(cases[0].file)));
 });
 
@@ -276,12 +402,20 @@ test('shared memory: createArray({ shared: true }) filled by workers is saved an
   const { saveNpySync } = await import('@npyts/core/node');
   const a = createArray('<i4', [4, 1000], { shared: true });
   assert.instance(a.data.buffer, SharedArrayBuffer);
-  await Promise.all([0, 1, 2, 3].map((row) => new Promise((resolve, reject) => {
-    const w = new Worker(`const { workerData: { buffer, row }, parentPort } = require('node:worker_threads');
-      const v = new Int32Array(buffer, row * 4000, 1000); for (let j = 0; j < 1000; j++) v[j] = row * 100000 + j; parentPort.postMessage(1);`, { eval: true, workerData: { buffer: a.data.buffer, row } });
-    w.on('message', resolve);
-    w.on('error', reject);
-  })));
+  await Promise.all(
+    [0, 1, 2, 3].map(
+      (row) =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(
+            `const { workerData: { buffer, row }, parentPort } = require('node:worker_threads');
+      const v = new Int32Array(buffer, row * 4000, 1000); for (let j = 0; j < 1000; j++) v[j] = row * 100000 + j; parentPort.postMessage(1);`,
+            { eval: true, workerData: { buffer: a.data.buffer, row } },
+          );
+          w.on('message', resolve);
+          w.on('error', reject);
+        }),
+    ),
+  );
   const file = join(dir, 'shared.npy');
   saveNpySync(file, a);
   assert.ok(numpy('check-filled', file, 'shared').ok);
@@ -291,7 +425,10 @@ test('shared memory: loadNpySync({ shared: true }) lets a worker fill the array 
   const a = loadNpySync(cases.find((c) => c.file.endsWith('r6C.npy')).file, { shared: true });
   assert.instance(a.data.buffer, SharedArrayBuffer);
   await new Promise((resolve, reject) => {
-    const w = new Worker(`const { workerData, parentPort } = require('node:worker_threads'); new Float64Array(workerData)[3] = 42; parentPort.postMessage(1);`, { eval: true, workerData: a.data.buffer });
+    const w = new Worker(
+      `const { workerData, parentPort } = require('node:worker_threads'); new Float64Array(workerData)[3] = 42; parentPort.postMessage(1);`,
+      { eval: true, workerData: a.data.buffer },
+    );
     w.on('message', resolve);
     w.on('error', reject);
   });
@@ -317,7 +454,11 @@ test('HTTP range reads from nginx equal numpy; one row of the 4 GiB file moves k
     assert.is(col.size, 512);
     assert.is(big.stats.requests - r0, 1, 'nginx answers the 64 ranges in one multipart request');
     assert.ok(big.stats.bytes - before.bytes < 200000 + 64 * 32 + 1, `moved ${big.stats.bytes - before.bytes}`);
-    const expect = JSON.parse(python(`a = np.load(${JSON.stringify(join(dir, 'bigC.npy'))}, mmap_mode='r'); print(json.dumps([float(a[35999, :].astype(np.float64).sum()), float(a[0:64, 29992:30000].astype(np.float64).sum())]))`));
+    const expect = JSON.parse(
+      python(
+        `a = np.load(${JSON.stringify(join(dir, 'bigC.npy'))}, mmap_mode='r'); print(json.dumps([float(a[35999, :].astype(np.float64).sum()), float(a[0:64, 29992:30000].astype(np.float64).sum())]))`,
+      ),
+    );
     const sum = (x) => Array.from(x.data).reduce((s, v) => s + v, 0);
     assert.ok(Math.abs(sum(row) - expect[0]) < 1e-3 && Math.abs(sum(col) - expect[1]) < 1e-3);
   } finally {
@@ -346,15 +487,23 @@ test('a server without range support, and a wrong Content-Range, are reported, n
   try {
     await waitForServer(`http://127.0.0.1:${port}/`);
     let err;
-    try { await openNpyUrl(`http://127.0.0.1:${port}/r0C.npy`); } catch (e) { err = e; }
+    try {
+      await openNpyUrl(`http://127.0.0.1:${port}/r0C.npy`);
+    } catch (e) {
+      err = e;
+    }
     assert.instance(err, NpyError);
     assert.match(err.message, /ignored the Range header/);
   } finally {
     py.kill();
   }
-  const liar = async (url, init) => new Response(new Uint8Array(10), { status: 206, headers: { 'content-range': 'bytes 5-14/1000' } });
+  const liar = async (_url, _init) => new Response(new Uint8Array(10), { status: 206, headers: { 'content-range': 'bytes 5-14/1000' } });
   let err;
-  try { await openNpyUrl('http://example.invalid/x.npy', { fetch: liar }); } catch (e) { err = e; }
+  try {
+    await openNpyUrl('http://example.invalid/x.npy', { fetch: liar });
+  } catch (e) {
+    err = e;
+  }
   assert.match(err.message, /asked for bytes 0-4095, the server sent 5-14/);
 });
 

@@ -13,7 +13,11 @@ import { startNginx } from '../helpers/nginx.mjs';
 const dir = scratch('npyts-url-failures-');
 
 async function rejection(promise) {
-  try { await promise; } catch (e) { return e; }
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
   assert.unreachable('did not reject');
 }
 
@@ -21,7 +25,14 @@ async function rejection(promise) {
 async function serve(handle) {
   const server = createServer(handle);
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return { base: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((ok) => { server.closeAllConnections(); server.close(ok); }) };
+  return {
+    base: `http://127.0.0.1:${server.address().port}`,
+    close: () =>
+      new Promise((ok) => {
+        server.closeAllConnections();
+        server.close(ok);
+      }),
+  };
 }
 
 test('a reset connection and a redirect loop are NpyErrors (NETWORK) that name the URL and the bytes asked for', async () => {
@@ -53,7 +64,10 @@ test('a multipart answer whose parts lie about their length, with a long boundar
   const bytes = (await import('node:fs')).readFileSync(file);
   const boundary = '-'.repeat(1499) + 'x'; // naive search: 1501 bytes compared at every position of the data
   const s = await serve((req, res) => {
-    const ranges = /^bytes=(.*)$/.exec(req.headers.range)[1].split(',').map((r) => r.split('-').map(Number));
+    const ranges = /^bytes=(.*)$/
+      .exec(req.headers.range)[1]
+      .split(',')
+      .map((r) => r.split('-').map(Number));
     if (ranges.length === 1) {
       const [a, b] = ranges[0];
       const end = Math.min(b, bytes.length - 1);
@@ -61,7 +75,9 @@ test('a multipart answer whose parts lie about their length, with a long boundar
       return;
     }
     // Each part claims one byte and carries all of its range: a reader must search past the data.
-    const parts = ranges.map(([a, b]) => Buffer.concat([Buffer.from(`\r\n--${boundary}\r\ncontent-range: bytes ${a}-${a}/${bytes.length}\r\n\r\n`), bytes.subarray(a, b + 1)]));
+    const parts = ranges.map(([a, b]) =>
+      Buffer.concat([Buffer.from(`\r\n--${boundary}\r\ncontent-range: bytes ${a}-${a}/${bytes.length}\r\n\r\n`), bytes.subarray(a, b + 1)]),
+    );
     res.writeHead(206, { 'content-type': `multipart/byteranges; boundary=${boundary}` }).end(Buffer.concat([...parts, Buffer.from(`\r\n--${boundary}--\r\n`)]));
   });
   try {

@@ -18,7 +18,11 @@ const url = `${server.base}/private/w.npy`;
 
 test('without the token nginx refuses, and the error says HTTP 401', async () => {
   let error = null;
-  try { await openNpy(url); } catch (e) { error = e; }
+  try {
+    await openNpy(url);
+  } catch (e) {
+    error = e;
+  }
   assert.ok(error && error.code === 'TRUNCATED' && /HTTP 401/.test(error.message), String(error));
 });
 
@@ -43,14 +47,24 @@ test('the byte cache answers a repeated read without a request; a cancelled read
   assert.is(h.stats.requests, before, 'the repeated read made requests');
   assert.ok(h.stats.cached > 0);
   let error = null;
-  try { await h.read([0, 0], [64, 1000], { signal: AbortSignal.abort() }); } catch (e) { error = e; }
+  try {
+    await h.read([0, 0], [64, 1000], { signal: AbortSignal.abort() });
+  } catch (e) {
+    error = e;
+  }
   assert.is(error?.name, 'AbortError');
 });
 
 test('withByteCache serves repeated reads of any source from memory, bounded by maxBytes', async () => {
   const bytes = new Uint8Array(1 << 20).map((_, i) => i % 251);
   let reads = 0;
-  const counted = { size: bytes.length, read: async (o, l) => { reads++; return bytes.subarray(o, o + l); } };
+  const counted = {
+    size: bytes.length,
+    read: async (o, l) => {
+      reads++;
+      return bytes.subarray(o, o + l);
+    },
+  };
   const cached = withByteCache(counted, { maxBytes: 256 << 10, blockBytes: 64 << 10 });
   assert.equal(Array.from(await cached.read(100_000, 10)), Array.from(bytes.subarray(100_000, 100_010)));
   assert.equal(Array.from(await cached.read(60_000, 10_000)), Array.from(bytes.subarray(60_000, 70_000)));
@@ -64,7 +78,7 @@ test('withByteCache serves repeated reads of any source from memory, bounded by 
   assert.equal(Array.from((await h.read([5, 300], [4, 6])).data), expected);
 });
 
-test('relative URLs resolve against the page\'s address when there is one', () => {
+test("relative URLs resolve against the page's address when there is one", () => {
   assert.is(resolveUrl('https://a.example/x.npy'), 'https://a.example/x.npy');
   assert.is(resolveUrl('data/x.npy'), 'data/x.npy'); // Node: no page, left as given
   globalThis.location = { href: 'https://site.example/app/index.html' };

@@ -7,8 +7,18 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  loadNpy, saveNpy, readNpyHeader, openNpz, saveNpz, openNpyFile, createNpy, writeRegion, appendNpy, openNpzMember,
-  loadNpySync, saveNpySync,
+  loadNpy,
+  saveNpy,
+  readNpyHeader,
+  openNpz,
+  saveNpz,
+  openNpyFile,
+  createNpy,
+  writeRegion,
+  appendNpy,
+  openNpzMember,
+  loadNpySync,
+  saveNpySync,
 } from '@npyts/core/node';
 import { arrayFromValues } from '@npyts/core';
 import { python, scratch } from '../helpers/numpy.mjs';
@@ -16,7 +26,6 @@ import { python, scratch } from '../helpers/numpy.mjs';
 const dir = realpathSync(scratch('npyts-async-'));
 /** Where a child's imports of @npyts/* resolve. */
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const MiB = 1 << 20;
 
 /** Await `run()`, which must reject with an error that `check` accepts (a RegExp tests the message). */
 async function rejects(run, check) {
@@ -32,7 +41,14 @@ async function rejects(run, check) {
 }
 
 /** The files this process has open (Linux), by path: a leaked handle shows up here. */
-const openFiles = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } });
+const openFiles = () =>
+  readdirSync('/proc/self/fd').map((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      return '';
+    }
+  });
 /** How many descriptors of this process are open on files of the test folder. */
 const openFds = () => openFiles().filter((f) => f.startsWith(dir)).length;
 
@@ -76,7 +92,10 @@ async function steadyDrift(work, baseline) {
 }
 
 /** numpy's SHA-256 of an array's bytes in C order and native byte order, with its shape. */
-const numpyDigest = (path) => python(`a = np.load(${JSON.stringify(path)}); print(json.dumps([list(a.shape), __import__('hashlib').sha256(np.ascontiguousarray(a.astype(a.dtype.newbyteorder('=')))).hexdigest()]))`);
+const numpyDigest = (path) =>
+  python(
+    `a = np.load(${JSON.stringify(path)}); print(json.dumps([list(a.shape), __import__('hashlib').sha256(np.ascontiguousarray(a.astype(a.dtype.newbyteorder('=')))).hexdigest()]))`,
+  );
 
 // 256 MiB of float32, native and big-endian (the big-endian one is swapped piece by piece as it arrives).
 const bigLE = join(dir, 'big-le.npy');
@@ -98,7 +117,7 @@ console.log(JSON.stringify(out));`;
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-test('a 256 MiB load keeps the event loop ticking (timer drift within 20 ms of Node\'s own, busy machine or not), native and big-endian, and equals numpy', () => {
+test("a 256 MiB load keeps the event loop ticking (timer drift within 20 ms of Node's own, busy machine or not), native and big-endian, and equals numpy", () => {
   for (const path of [bigLE, bigBE]) {
     const { worst, noise, digest } = inChild(`
 const { createHash } = await import('node:crypto');
@@ -111,8 +130,11 @@ return { worst, noise, digest: JSON.stringify([result.shape, createHash('sha256'
   }
 });
 
-test('a 256 MiB save keeps the event loop ticking (timer drift within 20 ms of Node\'s own, busy machine or not), native and big-endian; numpy reads what it wrote', () => {
-  for (const [from, to] of [[bigLE, 'saved-big.npy'], [bigBE, 'saved-big-be.npy']]) {
+test("a 256 MiB save keeps the event loop ticking (timer drift within 20 ms of Node's own, busy machine or not), native and big-endian; numpy reads what it wrote", () => {
+  for (const [from, to] of [
+    [bigLE, 'saved-big.npy'],
+    [bigBE, 'saved-big-be.npy'],
+  ]) {
     const out = join(dir, to);
     const { worst, noise } = inChild(`
 const fs = await import('node:fs/promises');
@@ -154,16 +176,28 @@ return { worst, noise, digest: JSON.stringify([result.shape, createHash('sha256'
   assert.is(corrupt[0], corrupt[1]);
 });
 
-test('an aborted load rejects with the signal\'s reason and closes its file: before it starts, and mid-read', async () => {
+test("an aborted load rejects with the signal's reason and closes its file: before it starts, and mid-read", async () => {
   const before = openFds();
   const reason = new Error('stop now');
-  await rejects(() => loadNpy(bigLE, { signal: AbortSignal.abort(reason) }), (e) => e === reason);
+  await rejects(
+    () => loadNpy(bigLE, { signal: AbortSignal.abort(reason) }),
+    (e) => e === reason,
+  );
   const controller = new AbortController();
   const pending = loadNpy(bigLE, { signal: controller.signal });
   setTimeout(() => controller.abort(), 2);
-  await rejects(() => pending, (e) => e.name === 'AbortError');
-  await rejects(() => loadNpy(bigLE, { signal: AbortSignal.timeout(1) }), (e) => e.name === 'TimeoutError');
-  await rejects(() => readNpyHeader(bigLE, { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+  await rejects(
+    () => pending,
+    (e) => e.name === 'AbortError',
+  );
+  await rejects(
+    () => loadNpy(bigLE, { signal: AbortSignal.timeout(1) }),
+    (e) => e.name === 'TimeoutError',
+  );
+  await rejects(
+    () => readNpyHeader(bigLE, { signal: AbortSignal.abort() }),
+    (e) => e.name === 'AbortError',
+  );
   assert.is(openFds(), before, 'file descriptors left open');
 });
 
@@ -177,17 +211,28 @@ test('an aborted save leaves the old file byte for byte and no temporary file', 
     const controller = new AbortController();
     const pending = saveNpy(target, a, { signal: controller.signal });
     setTimeout(() => controller.abort(), delay);
-    await rejects(() => pending, (e) => e.name === 'AbortError');
+    await rejects(
+      () => pending,
+      (e) => e.name === 'AbortError',
+    );
     assert.equal(readFileSync(target), old, `abort after ${delay} ms changed the file`);
   }
-  assert.equal(readdirSync(dir).filter((f) => f.endsWith('.tmp')), []);
+  assert.equal(
+    readdirSync(dir).filter((f) => f.endsWith('.tmp')),
+    [],
+  );
   assert.is(openFds(), before);
 });
 
 test('region reads and writes through async handles: two concurrent writers fill a file numpy reads; reads equal numpy slicing', async () => {
   const path = join(dir, 'regions.npy');
   const h = await createNpy(path, { dtype: '<f8', shape: [400, 300] });
-  const half = (from) => arrayFromValues(Array.from({ length: 200 * 300 }, (_, i) => from * 300 + i), '<f8', { shape: [200, 300] });
+  const half = (from) =>
+    arrayFromValues(
+      Array.from({ length: 200 * 300 }, (_, i) => from * 300 + i),
+      '<f8',
+      { shape: [200, 300] },
+    );
   await Promise.all([h.writeRegion([0, 0], half(0)), writeRegion(path, [200, 0], half(200))]);
   await h[Symbol.asyncDispose]();
   await h.close(); // closing twice is harmless
@@ -196,7 +241,10 @@ test('region reads and writes through async handles: two concurrent writers fill
   try {
     const block = await r.read([10, 7], [5, 3]);
     assert.equal(Array.from(block.data), JSON.parse(python(`a = np.load(${JSON.stringify(path)}); print(json.dumps(a[10:15, 7:10].ravel().tolist()))`)));
-    await rejects(() => r.read([0, 0], [1, 1], { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+    await rejects(
+      () => r.read([0, 0], [1, 1], { signal: AbortSignal.abort() }),
+      (e) => e.name === 'AbortError',
+    );
   } finally {
     await r.close();
   }
@@ -209,9 +257,15 @@ test('concurrent async appends from one process are serialised: numpy sees every
   const rows = Array.from({ length: 20 }, (_, k) => arrayFromValues([[k + 1, k + 1, k + 1]], '<i4'));
   await Promise.all(rows.map((r) => appendNpy(path, r)));
   const seen = JSON.parse(python(`a = np.load(${JSON.stringify(path)}); print(json.dumps(sorted(a[:, 0].tolist())))`));
-  assert.equal(seen, Array.from({ length: 21 }, (_, k) => k));
+  assert.equal(
+    seen,
+    Array.from({ length: 21 }, (_, k) => k),
+  );
   const old = readFileSync(path);
-  await rejects(() => appendNpy(path, rows[0], { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+  await rejects(
+    () => appendNpy(path, rows[0], { signal: AbortSignal.abort() }),
+    (e) => e.name === 'AbortError',
+  );
   assert.equal(readFileSync(path), old);
   assert.ok(!readdirSync(dir).some((f) => f.endsWith('.lock')));
 });
@@ -223,7 +277,10 @@ test('async .npz: members read on demand equal numpy, stored members by region, 
   try {
     assert.equal([...z.names], ['a', 'b', 'c']);
     const a = await z.get('a', { expect: '>i8' });
-    assert.equal(Array.from(a.data, Number), Array.from({ length: 12 }, (_, i) => i));
+    assert.equal(
+      Array.from(a.data, Number),
+      Array.from({ length: 12 }, (_, i) => i),
+    );
     assert.equal((await z.get('b')).toList(), ['x', 'yz']);
     assert.equal((await z.header('c')).shape, [3, 3]);
     const names = [];
@@ -231,7 +288,10 @@ test('async .npz: members read on demand equal numpy, stored members by region, 
     assert.equal(names, ['a', 'b', 'c']);
     const m = await openNpzMember(z, 'c');
     assert.equal(Array.from((await m.read([1, 0], [1, 3])).data), [0, 1, 0]);
-    await rejects(() => z.get('a', { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+    await rejects(
+      () => z.get('a', { signal: AbortSignal.abort() }),
+      (e) => e.name === 'AbortError',
+    );
     // Small members arrive in the window read with their local header: each gets a buffer of its own,
     // also when its data happens to be aligned in that window (member 'ab.npy': float32 data at byte 164).
     const small = join(dir, 'small.npz');
@@ -248,24 +308,42 @@ test('async .npz: members read on demand equal numpy, stored members by region, 
 
   const out = join(dir, 'saved.npz');
   await saveNpz(out, { x: arrayFromValues([1.5, 2.5], '<f8'), y: loadNpySync(bigBE) }, { compress: true });
-  assert.is(python(`z = np.load(${JSON.stringify(out)}); print(z['x'].tolist(), z['y'].dtype.str, int((z['y'] == np.arange(64 * 2**20, dtype='<f4')).all()))`).trim(), '[1.5, 2.5] >f4 1');
+  assert.is(
+    python(`z = np.load(${JSON.stringify(out)}); print(z['x'].tolist(), z['y'].dtype.str, int((z['y'] == np.arange(64 * 2**20, dtype='<f4')).all()))`).trim(),
+    '[1.5, 2.5] >f4 1',
+  );
   const old = readFileSync(out);
   const controller = new AbortController();
   const pending = saveNpz(out, { y: loadNpySync(bigLE) }, { signal: controller.signal });
   setTimeout(() => controller.abort(), 5);
-  await rejects(() => pending, (e) => e.name === 'AbortError');
+  await rejects(
+    () => pending,
+    (e) => e.name === 'AbortError',
+  );
   assert.equal(readFileSync(out), old);
   assert.ok(statSync(out).size === old.length);
-  assert.equal(readdirSync(dir).filter((f) => f.endsWith('.tmp')), []);
+  assert.equal(
+    readdirSync(dir).filter((f) => f.endsWith('.tmp')),
+    [],
+  );
 });
 
 test('async errors are NpyErrors with the same codes as the blocking calls', async () => {
   const bad = join(dir, 'truncated.npy');
   const bytes = readFileSync(bigLE).subarray(0, 4096);
   writeFileSync(bad, bytes);
-  await rejects(() => loadNpy(bad), (e) => e.code === 'DATA_TRUNCATED');
-  await rejects(() => openNpyFile(bad), (e) => e.code === 'DATA_TRUNCATED');
-  await rejects(() => loadNpy(bigLE, { expect: '<i4' }), (e) => e.code === 'UNEXPECTED_DTYPE');
+  await rejects(
+    () => loadNpy(bad),
+    (e) => e.code === 'DATA_TRUNCATED',
+  );
+  await rejects(
+    () => openNpyFile(bad),
+    (e) => e.code === 'DATA_TRUNCATED',
+  );
+  await rejects(
+    () => loadNpy(bigLE, { expect: '<i4' }),
+    (e) => e.code === 'UNEXPECTED_DTYPE',
+  );
 });
 
 test.run();

@@ -25,7 +25,8 @@ test('the addon makes maps here, and nativeStatus says so', () => {
 test('two processes map one file r+ and fill disjoint halves; numpy reads the result', () => {
   const path = join(dir, 'shared.npy');
   createNpySync(path, { dtype: '<f8', shape: [1000, 500] }).close();
-  const fill = (from, to) => child(`
+  const fill = (from, to) =>
+    child(`
 import { loadNpySync } from '@npyts/core/node';
 const m = loadNpySync(${JSON.stringify(path)}, { mmap: 'r+', expect: '<f8' });
 for (let r = ${from}; r < ${to}; r++) for (let c = 0; c < 500; c++) m.data[r * 500 + c] = r * 1000 + c;
@@ -47,14 +48,15 @@ test('createNpy({ mmap: true }) maps the new file; its writes reach the file num
   r.close();
 });
 
-test('a column of a 6 GiB file through a r map equals numpy and costs the resident memory numpy\'s own map costs', () => {
+test("a column of a 6 GiB file through a r map equals numpy and costs the resident memory numpy's own map costs", () => {
   const path = join(dir, 'huge.npy');
   // 24576 rows of 256 KiB (sparse on disk); a map this large is a V8 external backing store (Node's
   // Buffer-based N-API path stops at 4 GiB).
   python(`a = np.lib.format.open_memmap(${JSON.stringify(path)}, mode='w+', dtype='<f4', shape=(24576, 65536))
 for r in (0, 1, 12345, 24575): a[r, 7] = r + 0.5
 a.flush()`);
-  const out = JSON.parse(child(`
+  const out = JSON.parse(
+    child(`
 import { loadNpySync } from '@npyts/core/node';
 import { readFileSync } from 'node:fs';
 const rss = () => Number(/VmRSS:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) / 1024;
@@ -62,15 +64,18 @@ const base = rss();
 const m = loadNpySync(${JSON.stringify(path)}, { mmap: 'r' });
 let sum = 0;
 for (let r = 0; r < 24576; r++) sum += m.data[r * 65536 + 7];
-console.log(JSON.stringify({ sum, grew: rss() - base, size: m.data.byteLength }));`));
+console.log(JSON.stringify({ sum, grew: rss() - base, size: m.data.byteLength }));`),
+  );
   // numpy's own mmap, the same column, measured the same way: the kernel's read-around decides how
   // many neighbouring pages each touched page brings in (on ext4 here, nearly the whole sparse file).
-  const [want, numpyGrew] = JSON.parse(python(`
+  const [want, numpyGrew] = JSON.parse(
+    python(`
 def rss(): return int([l for l in open('/proc/self/status') if l.startswith('VmRSS')][0].split()[1]) / 1024
 base = rss()
 a = np.load(${JSON.stringify(path)}, mmap_mode='r')
 s = float(a[:, 7].astype(np.float64).sum())
-print(json.dumps([s, rss() - base]))`));
+print(json.dumps([s, rss() - base]))`),
+  );
   assert.is(out.sum, want);
   assert.is(out.size, 6 * 2 ** 30);
   assert.ok(out.grew <= numpyGrew * 1.1 + 32, `resident memory grew ${out.grew.toFixed(0)} MiB; numpy's map of the same column ${numpyGrew.toFixed(0)} MiB`);
@@ -94,15 +99,26 @@ test('copy-on-write maps keep their writes: the file is unchanged, a new map see
 test('what cannot be mapped is refused with a pointer to region reads; without the addon, nativeStatus says why', () => {
   const be = join(dir, 'be.npy');
   python(`np.save(${JSON.stringify(be)}, np.arange(4, dtype='>f4'))`);
-  assert.throws(() => loadNpySync(be, { mmap: 'r' }), (e) => e.code === 'NOT_MAPPABLE' && /big-endian/.test(e.message) && /openNpyFile\(path\)\.read/.test(e.message));
+  assert.throws(
+    () => loadNpySync(be, { mmap: 'r' }),
+    (e) => e.code === 'NOT_MAPPABLE' && /big-endian/.test(e.message) && /openNpyFile\(path\)\.read/.test(e.message),
+  );
   const objects = join(dir, 'objects.npy');
   python(`np.save(${JSON.stringify(objects)}, np.array([1, 'a'], dtype=object), allow_pickle=True)`);
-  assert.throws(() => loadNpySync(objects, { mmap: 'r' }), (e) => e.code === 'PICKLE_UNSUPPORTED');
-  const without = JSON.parse(child(`
+  assert.throws(
+    () => loadNpySync(objects, { mmap: 'r' }),
+    (e) => e.code === 'PICKLE_UNSUPPORTED',
+  );
+  const without = JSON.parse(
+    child(
+      `
 import { loadNpySync, nativeStatus } from '@npyts/core/node';
 let message = '';
 try { loadNpySync(${JSON.stringify(be)}, { mmap: 'r' }); } catch (e) { message = e.message; }
-console.log(JSON.stringify({ status: nativeStatus().mmap, message }));`, { NPYTS_NATIVE: '0' }));
+console.log(JSON.stringify({ status: nativeStatus().mmap, message }));`,
+      { NPYTS_NATIVE: '0' },
+    ),
+  );
   assert.is(without.status.available, false);
   assert.match(without.status.reason, /NPYTS_NATIVE=0/);
   assert.match(without.message, /memory maps need @npyts\/native.*openNpyFile\(path\)\.read/);

@@ -15,7 +15,11 @@ const dir = scratch();
 const cases = numpy('swapped', dir);
 const bytesOf = (data) => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 const thp = (() => {
-  try { return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))[1]; } catch { return 'never'; }
+  try {
+    return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))[1];
+  } catch {
+    return 'never';
+  }
 })();
 
 test('the addon was built by npm ci and is in use', () => {
@@ -47,8 +51,11 @@ test('npyts --version says whether the addon is in use', () => {
   assert.is(r.stdout, 'npyts 0.1.0 (@npyts/native: in use)\n');
 });
 
-test('big-endian data of every swap width (2, 4, 8, 16 bytes) is numpy\'s native bytes, and Fortran order becomes numpy\'s C order, with the addon', () => {
-  assert.ok(cases.every((c) => c.bytes >= 64 << 10), 'each case is past the small-size shortcut');
+test("big-endian data of every swap width (2, 4, 8, 16 bytes) is numpy's native bytes, and Fortran order becomes numpy's C order, with the addon", () => {
+  assert.ok(
+    cases.every((c) => c.bytes >= 64 << 10),
+    'each case is past the small-size shortcut',
+  );
   assert.equal(checkSwaps(), []);
 });
 
@@ -64,7 +71,8 @@ test('… and on the JavaScript paths (NPYTS_NATIVE=0)', () => {
     ${checkSwaps.toString()}
     console.log(JSON.stringify({ status: nativeStatus(), bad: checkSwaps() }));`;
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
-    encoding: 'utf8', env: { ...process.env, NPYTS_NATIVE: '0' },
+    encoding: 'utf8',
+    env: { ...process.env, NPYTS_NATIVE: '0' },
   });
   const { status, bad } = JSON.parse(out);
   assert.equal(status, { loaded: false, reason: 'turned off by NPYTS_NATIVE=0', mmap: { available: false, reason: 'turned off by NPYTS_NATIVE=0' } });
@@ -97,10 +105,15 @@ test('huge-page advice reaches the kernel where transparent huge pages are on', 
     return;
   }
   // All but at most one huge page at each unaligned end.
-  assert.ok(advised >= (60 << 20), `advised ${advised} bytes of 64 MiB`);
+  assert.ok(advised >= 60 << 20, `advised ${advised} bytes of 64 MiB`);
   // And an array's memory actually sits in huge pages (AnonHugePages counts them), measured in a
   // fresh process where no earlier large buffer can be freed in between.
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `
     import { createArray } from '@npyts/core';
     import '@npyts/core/node';
     import { readFileSync } from 'node:fs';
@@ -108,11 +121,14 @@ test('huge-page advice reaches the kernel where transparent huge pages are on', 
     const before = hugeKiB();
     const big = createArray('<f4', [16 << 20]);
     big.data.fill(1);
-    console.log(hugeKiB() - before);`], { encoding: 'utf8' });
+    console.log(hugeKiB() - before);`,
+    ],
+    { encoding: 'utf8' },
+  );
   assert.ok(Number(out) >= 32 << 10, `AnonHugePages grew by ${out.trim()} KiB for a 64 MiB array`);
 });
 
-test('large reads on several threads: numpy\'s bytes, exact truncation errors, errno on failure', () => {
+test("large reads on several threads: numpy's bytes, exact truncation errors, errno on failure", () => {
   const path = join(dir, 'big.npy');
   python(`np.save(${JSON.stringify(path)}, np.random.default_rng(4).standard_normal((5000, 1001)))`); // 40 MB, past the parallel threshold
   const file = readFileSync(path);

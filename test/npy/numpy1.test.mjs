@@ -12,7 +12,11 @@ import { saveNpySync } from '@npyts/core/node';
 import { scratch, writeJSON } from '../helpers/numpy.mjs';
 
 const wheelDirs = ['/opt/pypi/files', '/opt/pypi-more/files'].filter(existsSync);
-const wheels = wheelDirs.flatMap((d) => readdirSync(d).filter((f) => /^numpy-1\.\d+\.\d+-cp311-.*\.whl$/.test(f)).map((f) => join(d, f)));
+const wheels = wheelDirs.flatMap((d) =>
+  readdirSync(d)
+    .filter((f) => /^numpy-1\.\d+\.\d+-cp311-.*\.whl$/.test(f))
+    .map((f) => join(d, f)),
+);
 const versions = [...new Map(wheels.map((w) => [/numpy-(1\.\d+\.\d+)/.exec(w)[1], w])).entries()].sort();
 const script = join(new URL('.', import.meta.url).pathname, '..', 'helpers', 'npyfixtures.py');
 const dir = scratch();
@@ -26,8 +30,28 @@ function withNumpy(version, wheel, args) {
   return execFileSync('python3', ['-W', 'ignore', script, ...args], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: site }, maxBuffer: 1 << 28 });
 }
 
-const values = [null, true, 7, 2n ** 70n, 1.5, 'é整', new Uint8Array([1, 255]), [1, [2]], { k: 'v' }, new Set([3]),
-  new PyComplex(1, -1), new PyDecimal('2.50'), arrayFromValues([[1, 2], [3, 4]], '>i4'), arrayFromValues([0.5], '<f4')];
+const values = [
+  null,
+  true,
+  7,
+  2n ** 70n,
+  1.5,
+  'é整',
+  new Uint8Array([1, 255]),
+  [1, [2]],
+  { k: 'v' },
+  new Set([3]),
+  new PyComplex(1, -1),
+  new PyDecimal('2.50'),
+  arrayFromValues(
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    '>i4',
+  ),
+  arrayFromValues([0.5], '<f4'),
+];
 const ours = new NdArray(parseDescr('|O'), [values.length], values);
 const expect = { dtype: '|O', shape: [values.length], data: pythonJSON(ours.toList(), 0, new Set()) };
 

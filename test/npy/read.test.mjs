@@ -45,7 +45,7 @@ test('re-encoding gives numpy 2.x bytes back for every catalogue file', () => {
   }
 });
 
-test('CLI show --json prints numpy\'s document for every catalogue file', async () => {
+test("CLI show --json prints numpy's document for every catalogue file", async () => {
   for (const { file, doc } of catalogue) {
     const { code, stdout, stderr } = await runCli(['show', '--json', file]);
     assert.is(code, 0, stderr);
@@ -81,7 +81,17 @@ test('zero-copy: native aligned data is a view of the input; big-endian data is 
 });
 
 test('typed data per dtype family', () => {
-  const kinds = { i8_C: BigInt64Array, u8_C: BigUint64Array, M8_ns_C: BigInt64Array, c16_C: Float64Array, f2_C: Uint16Array, U3: Uint32Array, S5: Uint8Array, b1_C: Uint8Array, f16_C: Uint8Array };
+  const kinds = {
+    i8_C: BigInt64Array,
+    u8_C: BigUint64Array,
+    M8_ns_C: BigInt64Array,
+    c16_C: Float64Array,
+    f2_C: Uint16Array,
+    U3: Uint32Array,
+    S5: Uint8Array,
+    b1_C: Uint8Array,
+    f16_C: Uint8Array,
+  };
   for (const [name, ctor] of Object.entries(kinds)) {
     const a = loadNpySync(catalogue.find((c) => c.name === name).file);
     assert.instance(a.data, ctor, name);

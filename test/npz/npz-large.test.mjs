@@ -9,7 +9,11 @@ import { python, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch('npyts-large-');
 const N = 2 ** 32 + 4096;
-const marks = [[0, 1], [2 ** 32 + 5, 7], [N - 1, 9]];
+const marks = [
+  [0, 1],
+  [2 ** 32 + 5, 7],
+  [N - 1, 9],
+];
 python(`
 a = np.zeros(${N}, np.uint8)
 for pos, v in ${JSON.stringify(marks)}:
@@ -23,7 +27,10 @@ for (const kind of ['stored', 'deflated']) {
     const archive = openNpzSync(join(dir, `${kind}.npz`));
     try {
       assert.equal(archive.getSync('small').toList(), [0n, 1n, 2n]);
-      assert.throws(() => archive.getSync('big'), (e) => e instanceof NpyError && e.code === 'TOO_LARGE' && /streamNpzMember/.test(e.message));
+      assert.throws(
+        () => archive.getSync('big'),
+        (e) => e instanceof NpyError && e.code === 'TOO_LARGE' && /streamNpzMember/.test(e.message),
+      );
       let total = 0;
       let dataOffset = -1;
       const seen = {};
@@ -34,7 +41,11 @@ for (const kind of ['stored', 'deflated']) {
           assert.equal(h.shape, [N]);
           dataOffset = h.dataOffset;
         }
-        for (let i = 0; i < chunk.length; i++) if (chunk[i] !== 0 && total + i >= dataOffset) { nonzero++; seen[total + i - dataOffset] = chunk[i]; }
+        for (let i = 0; i < chunk.length; i++)
+          if (chunk[i] !== 0 && total + i >= dataOffset) {
+            nonzero++;
+            seen[total + i - dataOffset] = chunk[i];
+          }
         total += chunk.length;
       }
       assert.is(total, dataOffset + N);

@@ -27,7 +27,10 @@ function ourDocs(archive) {
   const out = {};
   for (const name of archive.names) {
     const raw = archive.bytesSync(name);
-    if (raw[0] !== 0x93) { out[name] = { raw: Buffer.from(raw).toString('hex') }; continue; }
+    if (raw[0] !== 0x93) {
+      out[name] = { raw: Buffer.from(raw).toString('hex') };
+      continue;
+    }
     out[name] = npyDocument(readHeader(raw), archive.getSync(name));
   }
   return out;
@@ -52,7 +55,10 @@ test('numpy key rules: one .npy stripped, both spellings find a member', () => {
   assert.equal([...a.names], ['a/b', 'é整', 'f.npy']);
   assert.ok(a.has('a/b') && a.has('a/b.npy') && a.has('f.npy') && a.has('f.npy.npy'));
   assert.is(a.getSync('f.npy').shape[0], 1);
-  assert.throws(() => a.getSync('nope'), (e) => e.code === 'NPZ_KEY' && /'a\/b', 'é整', 'f\.npy'/.test(e.message));
+  assert.throws(
+    () => a.getSync('nope'),
+    (e) => e.code === 'NPZ_KEY' && /'a\/b', 'é整', 'f\.npy'/.test(e.message),
+  );
   const extras = decodeNpz(readFileSync(cases.extras));
   assert.throws(() => extras.getSync('notes.txt'), /bytes\('notes\.txt'\)/);
   assert.is(new TextDecoder().decode(extras.bytesSync('notes.txt')), 'not an array');
@@ -60,7 +66,13 @@ test('numpy key rules: one .npy stripped, both spellings find a member', () => {
 
 test('the archive is lazy: a member is inflated only when asked for', () => {
   let inflated = 0;
-  const counting = { ...zlibCodec, inflate: (d, s, m) => { inflated++; return zlibCodec.inflate(d, s, m); } };
+  const counting = {
+    ...zlibCodec,
+    inflate: (d, s, m) => {
+      inflated++;
+      return zlibCodec.inflate(d, s, m);
+    },
+  };
   const a = decodeNpz(readFileSync(cases.savez_compressed), { codec: counting });
   assert.ok(a.names.length > 5);
   assert.is(inflated, 0);
@@ -72,7 +84,10 @@ test('openNpzSync reads only the directory and the members asked for', () => {
   const a = openNpzSync(cases.savez);
   let reads = 0;
   const read = a.source.read.bind(a.source);
-  a.source.read = (o, l) => { reads += l; return read(o, l); };
+  a.source.read = (o, l) => {
+    reads += l;
+    return read(o, l);
+  };
   const f4 = a.getSync('f4');
   a.close();
   assert.equal(f4.shape, [2, 3]);
@@ -91,16 +106,26 @@ test('more than 65535 members (zip64 end record) read and write', () => {
   const arrays = new Map(Array.from({ length: 66000 }, (_, i) => [`k${i}`, { data: new Int32Array([i]), shape: [] }]));
   saveNpzSync(ours, arrays);
   assert.ok(readFileSync(ours).includes(Buffer.from([0x50, 0x4b, 6, 6])), 'zip64 end record written');
-  const out = execFileSync('python3', ['-c', `import numpy as np; z = np.load(${JSON.stringify(ours)}); print(len(z.files), int(z['k65999']), int(z['k0']))`], { encoding: 'utf8' }).trim();
+  const out = execFileSync('python3', ['-c', `import numpy as np; z = np.load(${JSON.stringify(ours)}); print(len(z.files), int(z['k65999']), int(z['k0']))`], {
+    encoding: 'utf8',
+  }).trim();
   assert.is(out, '66000 65999 0');
   unzipTest(ours);
 });
 
 const corrupt = numpy('npz-corrupt', join(dir, 'corrupt'));
 const expectedCodes = {
-  truncated: 'ZIP_FORMAT', truncated_tail: 'ZIP_FORMAT', crc_mismatch: 'ZIP_CRC', corrupt_deflate: ['ZIP_FORMAT', 'ZIP_CRC'],
-  size_lie_stored: 'ZIP_SIZE', size_lie_smaller: 'ZIP_SIZE', size_lie_larger: 'ZIP_SIZE', method_bzip2: 'ZIP_UNSUPPORTED',
-  encrypted: 'ZIP_UNSUPPORTED', not_zip: 'ZIP_FORMAT', bad_local_offset: 'ZIP_FORMAT',
+  truncated: 'ZIP_FORMAT',
+  truncated_tail: 'ZIP_FORMAT',
+  crc_mismatch: 'ZIP_CRC',
+  corrupt_deflate: ['ZIP_FORMAT', 'ZIP_CRC'],
+  size_lie_stored: 'ZIP_SIZE',
+  size_lie_smaller: 'ZIP_SIZE',
+  size_lie_larger: 'ZIP_SIZE',
+  method_bzip2: 'ZIP_UNSUPPORTED',
+  encrypted: 'ZIP_UNSUPPORTED',
+  not_zip: 'ZIP_FORMAT',
+  bad_local_offset: 'ZIP_FORMAT',
 };
 
 test('every corrupt archive is refused with a clear error, by both codecs', () => {
@@ -120,11 +145,14 @@ test('every corrupt archive is refused with a clear error, by both codecs', () =
     }
   }
   // numpy refuses these too, except the size lies it does not check.
-  const lenient = Object.entries(corrupt).filter(([, c]) => !c.numpy_refuses).map(([n]) => n).sort();
+  const lenient = Object.entries(corrupt)
+    .filter(([, c]) => !c.numpy_refuses)
+    .map(([n]) => n)
+    .sort();
   assert.equal(lenient, ['size_lie_larger', 'size_lie_stored']);
 });
 
-test('read()/readAll() of an archive in memory (the platform\'s DecompressionStream, off the calling thread in browsers) give what get() gives, for every numpy archive', async () => {
+test("read()/readAll() of an archive in memory (the platform's DecompressionStream, off the calling thread in browsers) give what get() gives, for every numpy archive", async () => {
   for (const [name, file] of Object.entries(cases)) {
     const z = decodeNpz(readFileSync(file));
     const npyNames = z.names.filter((n) => z.bytesSync(n)[0] === 0x93);
@@ -134,7 +162,10 @@ test('read()/readAll() of an archive in memory (the platform\'s DecompressionStr
   const z = decodeNpz(readFileSync(cases[Object.keys(cases)[0]]));
   const controller = new AbortController();
   controller.abort();
-  await rejects(() => z.get(z.names[0], { signal: controller.signal }), (e) => e.name === 'AbortError');
+  await rejects(
+    () => z.get(z.names[0], { signal: controller.signal }),
+    (e) => e.name === 'AbortError',
+  );
 });
 
 test('every corrupt archive is refused by the async get() and getAll() of an archive in memory (workers or the calling thread) and of openNpzSync (zlib on libuv threads), and by loadNpz/loadNpzSync', async () => {
@@ -203,9 +234,15 @@ assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
 `);
   const z = await openNpz(path);
   try {
-    assert.equal(Array.from((await z.get('s')).data), Array.from({ length: 10 }, (_, i) => i));
+    assert.equal(
+      Array.from((await z.get('s')).data),
+      Array.from({ length: 10 }, (_, i) => i),
+    );
     const d = await z.get('d');
-    assert.equal(Array.from(d.data), Array.from({ length: 10 }, (_, i) => i));
+    assert.equal(
+      Array.from(d.data),
+      Array.from({ length: 10 }, (_, i) => i),
+    );
     assert.is(d.data.buffer.byteLength, 80, 'the array owns a buffer of exactly its data');
     const b = (await z.get('big')).data;
     assert.is(b.length, big);
@@ -214,7 +251,10 @@ assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
     assert.is(wrong, 0);
     const controller = new AbortController();
     setImmediate(() => controller.abort()); // long before 12 MiB have inflated
-    await rejects(() => z.get('big', { signal: controller.signal }), (e) => e.name === 'AbortError');
+    await rejects(
+      () => z.get('big', { signal: controller.signal }),
+      (e) => e.name === 'AbortError',
+    );
   } finally {
     await z.close();
   }
@@ -224,22 +264,40 @@ assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
   bytes[at + 3] ^= 1;
   writeFileSync(join(dir, 'trailing-bad.npz'), bytes);
   const bad = await openNpz(join(dir, 'trailing-bad.npz'));
-  await rejects(() => bad.get('s'), (e) => e.code === 'ZIP_CRC');
+  await rejects(
+    () => bad.get('s'),
+    (e) => e.code === 'ZIP_CRC',
+  );
   await bad.close();
 });
 
 test('writes: other files beside the arrays (numpy lists them and returns their bytes), names that clash refused; progress by data bytes', () => {
   const big = { data: new Float32Array(10 * 2 ** 20), shape: [10 * 2 ** 20], dtype: '<f4' }; // 40 MiB: three pieces
   const seen = [];
-  const bytes = encodeNpz({ big, small: { data: new Int32Array([1, 2]) } }, { files: { 'model.json': '{"k": "é"}', 'raw.bin': new Uint8Array([1, 2, 3]) }, onProgress: (done, total) => seen.push([done, total]) });
+  const bytes = encodeNpz(
+    { big, small: { data: new Int32Array([1, 2]) } },
+    { files: { 'model.json': '{"k": "é"}', 'raw.bin': new Uint8Array([1, 2, 3]) }, onProgress: (done, total) => seen.push([done, total]) },
+  );
   const path = join(dir, 'files.npz');
   writeFileSync(path, bytes);
-  assert.is(python(`z = np.load(${JSON.stringify(path)}); print(z.files, json.loads(z['model.json'])['k'], list(z['raw.bin']), z['big'].shape)`).trim(), "['big', 'small', 'model.json', 'raw.bin'] é [1, 2, 3] (10485760,)");
+  assert.is(
+    python(`z = np.load(${JSON.stringify(path)}); print(z.files, json.loads(z['model.json'])['k'], list(z['raw.bin']), z['big'].shape)`).trim(),
+    "['big', 'small', 'model.json', 'raw.bin'] é [1, 2, 3] (10485760,)",
+  );
   const total = 40 * 2 ** 20 + 8;
-  assert.ok(seen.every(([, t]) => t === total), 'the total is the arrays\' data bytes');
-  assert.ok(seen.every(([d], i) => i === 0 || d >= seen[i - 1][0]), 'never backwards');
+  assert.ok(
+    seen.every(([, t]) => t === total),
+    "the total is the arrays' data bytes",
+  );
+  assert.ok(
+    seen.every(([d], i) => i === 0 || d >= seen[i - 1][0]),
+    'never backwards',
+  );
   assert.equal(seen[0], [0, total]);
-  assert.ok(seen.some(([d]) => d > 0 && d < 40 * 2 ** 20), 'reported during the big member');
+  assert.ok(
+    seen.some(([d]) => d > 0 && d < 40 * 2 ** 20),
+    'reported during the big member',
+  );
   assert.is(seen.at(-1)[0], total);
   assert.throws(() => encodeNpz({ a: { data: new Int8Array(1) } }, { files: { 'a.npy': 'x' } }), /both an array and a file/);
 });
@@ -263,7 +321,29 @@ function unzipTest(file) {
 
 test('archives we write load in numpy with the same keys, dtypes, orders and values, and pass unzip -t', () => {
   const sources = Object.fromEntries(numpy('catalogue', join(dir, 'cat')).map((c) => [c.name, c.file]));
-  const picked = ['f4_C', 'f8_be_F', 'i8_C', 'u2_be_C', 'b1_C', 'c16_F', 'f2_C', 'f16_be_C', 'M8_ns_C', 'm8_2s_be_F', 'S5', 'U3_be_F', 'V7', 'rec_nested', 'rec_aligned', 'rec_titles', 'rec_F', 'rec_utf8_name_v3', 'f4_0d', 'f8_empty', 'rec_4000_fields_v2'];
+  const picked = [
+    'f4_C',
+    'f8_be_F',
+    'i8_C',
+    'u2_be_C',
+    'b1_C',
+    'c16_F',
+    'f2_C',
+    'f16_be_C',
+    'M8_ns_C',
+    'm8_2s_be_F',
+    'S5',
+    'U3_be_F',
+    'V7',
+    'rec_nested',
+    'rec_aligned',
+    'rec_titles',
+    'rec_F',
+    'rec_utf8_name_v3',
+    'f4_0d',
+    'f8_empty',
+    'rec_4000_fields_v2',
+  ];
   const specs = [];
   for (const compress of [false, true]) {
     for (const how of ['encodeNpz', 'saveNpzSync']) {
@@ -276,11 +356,14 @@ test('archives we write load in numpy with the same keys, dtypes, orders and val
     }
   }
   const problems = numpy('check-npz', writeJSON(join(dir, 'check.json'), specs));
-  assert.equal(problems, specs.map(() => []));
+  assert.equal(
+    problems,
+    specs.map(() => []),
+  );
   for (const s of specs) unzipTest(s.file);
 });
 
-test('a list is saved as arr_0, arr_1 …; an empty archive is 22 bytes like numpy\'s', () => {
+test("a list is saved as arr_0, arr_1 …; an empty archive is 22 bytes like numpy's", () => {
   const a = decodeNpz(encodeNpz([{ data: new Float32Array([1]) }, { data: new Int8Array([2, 3]) }]));
   assert.equal([...a.names], ['arr_0', 'arr_1']);
   assert.equal(a.getSync('arr_1').toList(), [2, 3]);

@@ -44,7 +44,9 @@ test('bundle sizes are reported (gzip)', () => {
   const size = (entry) => [...closure(entry).files.values()].reduce((n, t) => n + gzipSync(t).length, 0);
   const main = size('index.js');
   const withPickle = size('pickle.js');
-  console.log(`      @npyts/core main entry: ${(main / 1024).toFixed(1)} KiB gzip (unminified, without fflate); pickle entry with what it shares: ${(withPickle / 1024).toFixed(1)} KiB`);
+  console.log(
+    `      @npyts/core main entry: ${(main / 1024).toFixed(1)} KiB gzip (unminified, without fflate); pickle entry with what it shares: ${(withPickle / 1024).toFixed(1)} KiB`,
+  );
   assert.ok(main > 0 && withPickle > 0);
 });
 

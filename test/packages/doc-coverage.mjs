@@ -7,15 +7,21 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const ENTRIES = [
-  'packages/core/src/index.ts', 'packages/core/src/node/index.ts', 'packages/core/src/pickle/index.ts',
-  'packages/tfjs-adapter/src/index.ts', 'packages/stdlib-adapter/src/index.ts',
+  'packages/core/src/index.ts',
+  'packages/core/src/node/index.ts',
+  'packages/core/src/pickle/index.ts',
+  'packages/tfjs-adapter/src/index.ts',
+  'packages/stdlib-adapter/src/index.ts',
 ];
 
 /** `[entry, name, what is missing, file:line]` for every public symbol without the documentation it needs. */
 export function undocumented() {
   const config = ts.readConfigFile(join(root, 'tsconfig.json'), ts.sys.readFile).config;
   const parsed = ts.parseJsonConfigFileContent(config, ts.sys, root);
-  const program = ts.createProgram(ENTRIES.map((e) => join(root, e)), parsed.options);
+  const program = ts.createProgram(
+    ENTRIES.map((e) => join(root, e)),
+    parsed.options,
+  );
   const checker = program.getTypeChecker();
   const missing = [];
   for (const entry of ENTRIES) {

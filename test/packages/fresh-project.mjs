@@ -13,8 +13,18 @@ export function packAll(root, dir) {
   mkdirSync(dir, { recursive: true });
   const tarballs = {};
   for (const pkg of readdirSync(join(root, 'packages'))) {
-    const out = JSON.parse(execFileSync(NPM, ['pack', '--json', '--pack-destination', dir], { cwd: join(root, 'packages', pkg), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
-    tarballs[out[0].name] = { file: join(dir, out[0].filename), files: out[0].files.map((f) => f.path), manifest: JSON.parse(readFileSync(join(root, 'packages', pkg, 'package.json'), 'utf8')) };
+    const out = JSON.parse(
+      execFileSync(NPM, ['pack', '--json', '--pack-destination', dir], {
+        cwd: join(root, 'packages', pkg),
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    );
+    tarballs[out[0].name] = {
+      file: join(dir, out[0].filename),
+      files: out[0].files.map((f) => f.path),
+      manifest: JSON.parse(readFileSync(join(root, 'packages', pkg, 'package.json'), 'utf8')),
+    };
   }
   return tarballs;
 }
@@ -45,7 +55,8 @@ export function writeFreshProject(root, dir, tarballs, extra) {
     dependencies[name] = spec;
     const m = t.manifest;
     lock.packages[`node_modules/${name}`] = {
-      version: m.version, resolved: spec,
+      version: m.version,
+      resolved: spec,
       integrity: `sha512-${createHash('sha512').update(readFileSync(t.file)).digest('base64')}`,
       ...(m.license ? { license: m.license } : {}),
       ...(m.dependencies ? { dependencies: m.dependencies } : {}),

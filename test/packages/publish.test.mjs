@@ -20,7 +20,9 @@ const bin = (name) => join(root, 'node_modules', '.bin', name);
 test('each tarball ships its README, LICENSE and built files, and no sources, maps or tests', () => {
   for (const [name, t] of Object.entries(tarballs)) {
     assert.ok(t.files.includes('README.md') && t.files.includes('LICENSE') && t.files.includes('package.json'), `${name}: ${t.files}`);
-    const odd = t.files.filter((f) => f.endsWith('.map') || f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.d.cts') || f.startsWith('test') || f.includes('/build/'));
+    const odd = t.files.filter(
+      (f) => f.endsWith('.map') || (f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.d.cts')) || f.startsWith('test') || f.includes('/build/'),
+    );
     assert.equal(odd, [], name);
     const m = t.manifest;
     assert.ok(m.repository && m.homepage && m.keywords?.length && m.license === 'MIT' && m.engines?.node, `${name}: package metadata`);
@@ -34,7 +36,11 @@ const PACKAGE_DIRS = { core: '@npyts/core', 'tfjs-adapter': '@npyts/tfjs', 'stdl
 test('publint finds nothing to report in any package, not even a suggestion', async () => {
   for (const [dir, name] of Object.entries(PACKAGE_DIRS)) {
     const { messages, pkg } = await publint({ pkgDir: join(root, 'packages', dir), level: 'suggestion', pack: 'npm' });
-    assert.equal(messages.map((m) => formatMessage(m, pkg)), [], name);
+    assert.equal(
+      messages.map((m) => formatMessage(m, pkg)),
+      [],
+      name,
+    );
   }
 });
 
@@ -57,7 +63,10 @@ const install = spawnSync('npm', ['ci', '--offline', '--no-audit', '--no-fund', 
 
 test('the tarballs install offline into a fresh project, and the addon builds there from its sources', () => {
   assert.is(install.status, 0, install.stdout + install.stderr);
-  const status = execFileSync(process.execPath, ['-e', "console.log(JSON.stringify(require('@npyts/core/node').nativeStatus()))"], { cwd: project, encoding: 'utf8' });
+  const status = execFileSync(process.execPath, ['-e', "console.log(JSON.stringify(require('@npyts/core/node').nativeStatus()))"], {
+    cwd: project,
+    encoding: 'utf8',
+  });
   assert.is(JSON.parse(status).loaded, true, status);
 });
 
@@ -108,9 +117,21 @@ test('ESM and CommonJS programs use every entry; numpy reads what they write; th
   writeFileSync(join(project, 'check.cjs'), cjs);
   const e = JSON.parse(execFileSync(process.execPath, ['check.mjs', npy, npz], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
   assert.equal(e, { values: [1, 2, 3, 4, 5, 6], pickled: true, tensor: [1, 2, 3, 4, 5, 6], stdlib: 6, native: true, weights: ['d/kernel', 'd/bias'] });
-  assert.is(python(`print(np.load(${JSON.stringify(npy)}).sum(), sorted(np.load(${JSON.stringify(npz)}).files))`).trim(), "21.0 ['d/bias', 'd/kernel', 'model.json']");
-  const c = JSON.parse(execFileSync(process.execPath, ['check.cjs', npy, join(project, 'cjs-model.npz')], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
-  assert.equal(c, { values: [1, 2, 3, 4, 5, 6], tfjs: 'function', stdlib: 1, pickle: 'function', weights: ['c/kernel', 'c/bias'], npyError: 'WEIGHT_MISMATCH' });
+  assert.is(
+    python(`print(np.load(${JSON.stringify(npy)}).sum(), sorted(np.load(${JSON.stringify(npz)}).files))`).trim(),
+    "21.0 ['d/bias', 'd/kernel', 'model.json']",
+  );
+  const c = JSON.parse(
+    execFileSync(process.execPath, ['check.cjs', npy, join(project, 'cjs-model.npz')], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
+  assert.equal(c, {
+    values: [1, 2, 3, 4, 5, 6],
+    tfjs: 'function',
+    stdlib: 1,
+    pickle: 'function',
+    weights: ['c/kernel', 'c/bias'],
+    npyError: 'WEIGHT_MISMATCH',
+  });
   const info = execFileSync(join(project, 'node_modules', '.bin', 'npyts'), ['info', npy], { cwd: project, encoding: 'utf8' });
   assert.match(info, /<f4/);
 });
@@ -169,7 +190,10 @@ test('TypeScript in the fresh project: node16 (.mts and .cts), bundler and node1
   };
   for (const [name, config] of Object.entries(configs)) {
     writeFileSync(join(project, `tsconfig.${name}.json`), JSON.stringify(config));
-    const r = spawnSync(process.execPath, [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', `tsconfig.${name}.json`], { cwd: project, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', `tsconfig.${name}.json`], {
+      cwd: project,
+      encoding: 'utf8',
+    });
     // skipLibCheck is off so that our .d.ts/.d.cts files are checked too; tfjs's and stdlib's own
     // declarations have errors of their own under strict, which are not ours to report.
     const errors = (r.stdout + r.stderr).split('\n').filter((l) => /error TS/.test(l) && !/^node_modules\/(@tensorflow|@stdlib)\//.test(l));

@@ -19,10 +19,20 @@ const runtimes = {
 };
 
 function suites(binary, args) {
-  const r = spawnSync(binary, [...args, join(root, 'test', 'run.mjs'), ...SUITES], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, NO_COLOR: '1' } });
+  const r = spawnSync(binary, [...args, join(root, 'test', 'run.mjs'), ...SUITES], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   const last = r.stdout.trim().split('\n').pop();
   const m = /^(\d+) passed, (\d+) failed/.exec(last ?? '');
-  return { passed: m ? Number(m[1]) : 0, failed: m ? Number(m[2]) : -1, output: r.stdout.slice(-3000) + r.stderr.slice(-2000), version: spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout.trim().split('\n')[0] };
+  return {
+    passed: m ? Number(m[1]) : 0,
+    failed: m ? Number(m[2]) : -1,
+    output: r.stdout.slice(-3000) + r.stderr.slice(-2000),
+    version: spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout.trim().split('\n')[0],
+  };
 }
 
 const here = suites(process.execPath, []);

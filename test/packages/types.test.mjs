@@ -10,13 +10,17 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-test('a strict TypeScript program uses the typed API without one cast (tsc --noEmit on test/packages/types, with the README\'s typed example)', () => {
+test("a strict TypeScript program uses the typed API without one cast (tsc --noEmit on test/packages/types, with the README's typed example)", () => {
   // The README's example is compiled too, as written (it uses a `bytes` it does not declare).
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const block = /### Types that follow the descr[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)[1];
   const generated = join(root, 'test', 'packages', 'types', 'readme.generated.ts');
   writeFileSync(generated, `// Generated from README.md by test/packages/types.test.mjs.\ndeclare const bytes: Uint8Array;\n${block}\nexport {};\n`);
-  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'test', 'packages', 'types', 'tsconfig.json')], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'test', 'packages', 'types', 'tsconfig.json')],
+    { encoding: 'utf8' },
+  );
   rmSync(generated, { force: true });
   assert.is(r.status, 0, r.stdout + r.stderr);
 });

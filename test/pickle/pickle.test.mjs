@@ -17,7 +17,10 @@ const byName = Object.fromEntries(objects.map((o) => [o.name, o]));
 
 test('without opt-in, an object array is refused with a message that says how to opt in', async () => {
   const bytes = readFileSync(byName.mixed.file);
-  assert.throws(() => decodeNpy(bytes), (e) => e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED' && /pickleCodec/.test(e.message) && /--allow-pickle/.test(e.message));
+  assert.throws(
+    () => decodeNpy(bytes),
+    (e) => e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED' && /pickleCodec/.test(e.message) && /--allow-pickle/.test(e.message),
+  );
   assert.throws(() => loadNpySync(byName.mixed.file), /allowPickle/);
   const r = await runCli(['show', byName.mixed.file]);
   assert.is(r.code, 1);
@@ -62,7 +65,10 @@ test('values come back as documented JS types', () => {
   const ragged = decodeNpy(readFileSync(byName.ragged.file), { pickle: pickleCodec }).data;
   assert.is(ragged[1].dtype.str, '>f8');
   assert.is(ragged[3].order, 'F');
-  assert.equal(ragged[3].toList(), [[0, 1, 2], [3, 4, 5]]);
+  assert.equal(ragged[3].toList(), [
+    [0, 1, 2],
+    [3, 4, 5],
+  ]);
 });
 
 const hostile = numpy('hostile', join(dir, 'hostile'));
@@ -79,7 +85,14 @@ test('pickles that try to run code are refused, name the global, and run nothing
     assert.match(err.message, /refusing to load global|not allowed/, h.name);
     assert.not.ok(existsSync(h.marker), `${h.name} ran`);
   }
-  const named = (n) => { try { unpickle(readFileSync(hostile.find((h) => h.name === n).file)); } catch (e) { return e.message; } return ''; };
+  const named = (n) => {
+    try {
+      unpickle(readFileSync(hostile.find((h) => h.name === n).file));
+    } catch (e) {
+      return e.message;
+    }
+    return '';
+  };
   assert.match(named('os_system'), /'(posix|os)\.system'/);
   assert.match(named('builtins_eval'), /'(builtins|__builtin__)\.eval'/);
   assert.match(named('subprocess_popen'), /'(subprocess|commands)\.Popen'/); // protocols < 3 use the Python 2 name
@@ -89,7 +102,7 @@ test('pickles that try to run code are refused, name the global, and run nothing
 /** A small deterministic PRNG for the fuzzer. */
 function rng(seed) {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32;
 }
 
 test('fuzz: truncated and bit-flipped pickles end in a value or an NpyError, quickly', () => {
@@ -121,8 +134,19 @@ test('fuzz: truncated and bit-flipped pickles end in a value or an NpyError, qui
 });
 
 test('limits: nesting depth, memo size, MARK depth and allocated bytes', () => {
-  const nested = new Uint8Array([0x80, 0x02, ...Array(5000).fill(0x5d).flatMap(() => [0x5d]), 0x2e]);
-  assert.throws(() => unpickle(new Uint8Array([0x80, 0x02, ...Array.from({ length: 3000 }, () => [0x5d, 0x28]).flat(), ...Array(3000).fill(0x65), 0x2e]), { maxDepth: 100 }), /nested deeper than 100/);
+  const nested = new Uint8Array([
+    0x80,
+    0x02,
+    ...Array(5000)
+      .fill(0x5d)
+      .flatMap(() => [0x5d]),
+    0x2e,
+  ]);
+  assert.throws(
+    () =>
+      unpickle(new Uint8Array([0x80, 0x02, ...Array.from({ length: 3000 }, () => [0x5d, 0x28]).flat(), ...Array(3000).fill(0x65), 0x2e]), { maxDepth: 100 }),
+    /nested deeper than 100/,
+  );
   void nested;
   const memo = [0x80, 0x04];
   for (let i = 0; i < 200; i++) memo.push(0x4e, 0x94);
@@ -137,13 +161,42 @@ test('limits: nesting depth, memo size, MARK depth and allocated bytes', () => {
 
 test('the encoder writes object arrays numpy loads with the same values', () => {
   const values = [
-    null, true, false, 0, -7, 2 ** 40, 1.5, -0.25, NaN, 2n ** 80n, -(2n ** 65n), '', 'é整😀', new Uint8Array([0, 255, 7]),
-    [1, [2, 'x'], []], { k: 1, nested: { a: [null] } }, new Map([[1, 'one'], ['two', 2]]),
+    null,
+    true,
+    false,
+    0,
+    -7,
+    2 ** 40,
+    1.5,
+    -0.25,
+    NaN,
+    2n ** 80n,
+    -(2n ** 65n),
+    '',
+    'é整😀',
+    new Uint8Array([0, 255, 7]),
+    [1, [2, 'x'], []],
+    { k: 1, nested: { a: [null] } },
+    new Map([
+      [1, 'one'],
+      ['two', 2],
+    ]),
     // Python sets have no order of their own: small ints iterate by value, and a one-element set has
     // one order (a set mixing strings would iterate in PYTHONHASHSEED's order and fail at random).
-    new Set([1, 2]), new Set(['a']),
-    new PyComplex(1, -2), new PyDecimal('3.14'), new PyFraction(-2n, 7n), new PyDatetime(2024, 2, 29, 23, 59, 58, 123456),
-    arrayFromValues([[1, 2], [3, 4]], '<i2'), arrayFromValues([1.5, -2], '>f8'),
+    new Set([1, 2]),
+    new Set(['a']),
+    new PyComplex(1, -2),
+    new PyDecimal('3.14'),
+    new PyFraction(-2n, 7n),
+    new PyDatetime(2024, 2, 29, 23, 59, 58, 123456),
+    arrayFromValues(
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      '<i2',
+    ),
+    arrayFromValues([1.5, -2], '>f8'),
   ];
   const arr = new NdArray(parseDescr('|O'), [values.length], values);
   const file = join(dir, 'ours_objects.npy');
@@ -152,7 +205,13 @@ test('the encoder writes object arrays numpy loads with the same values', () => 
   const file2 = join(dir, 'ours_objects_2d.npy');
   writeFileSync(file2, encodeNpy(twoD, { pickle: pickleCodec }));
   const expect = (a) => ({ dtype: '|O', shape: a.shape, data: pythonJSON(a.toList(), 0, new Set()) });
-  const results = numpy('check-objects', writeJSON(join(dir, 'objects.json'), [{ file, expect: expect(arr) }, { file: file2, expect: expect(twoD) }]));
+  const results = numpy(
+    'check-objects',
+    writeJSON(join(dir, 'objects.json'), [
+      { file, expect: expect(arr) },
+      { file: file2, expect: expect(twoD) },
+    ]),
+  );
   for (const r of results) assert.ok(r.ok, JSON.stringify(r.got));
   // And our own decoder reads it back to the same document.
   assert.equal(pythonJSON(loadNpySync(file, { allowPickle: true }).toList(), 0, new Set()), expect(arr).data);
@@ -187,21 +246,38 @@ test('short text (SHORT_BINUNICODE, decoded in place) gives what a fatal TextDec
     return cut && out.length ? out.slice(0, out.length - 1) : out;
   });
   // Short runs of the bytes at the edges of UTF-8's rules: lead bytes, continuation bounds, surrogates.
-  const edges = fc.array(fc.constantFrom(0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xed, 0xee, 0xef, 0xf0, 0xf4, 0xf5, 0xff), { maxLength: 12 }).map((a) => new Uint8Array(a));
+  const edges = fc
+    .array(fc.constantFrom(0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xed, 0xee, 0xef, 0xf0, 0xf4, 0xf5, 0xff), {
+      maxLength: 12,
+    })
+    .map((a) => new Uint8Array(a));
   const bytes = fc.oneof(text, mutated, edges, fc.uint8Array({ maxLength: 40 }));
-  fc.assert(fc.property(bytes, (b) => {
-    const p = new Uint8Array([0x80, 0x04, 0x8c, b.length, ...b, 0x2e]);
-    let want;
-    try { want = { ok: decoder.decode(b) }; } catch { want = { refused: true }; }
-    let got;
-    try { got = { ok: unpickle(p) }; } catch (e) { got = e instanceof NpyError && /not valid UTF-8/.test(e.message) ? { refused: true } : { other: String(e) }; }
-    assert.equal(got, want);
-  }), { seed: 20261122, numRuns: 3000 });
+  fc.assert(
+    fc.property(bytes, (b) => {
+      const p = new Uint8Array([0x80, 0x04, 0x8c, b.length, ...b, 0x2e]);
+      let want;
+      try {
+        want = { ok: decoder.decode(b) };
+      } catch {
+        want = { refused: true };
+      }
+      let got;
+      try {
+        got = { ok: unpickle(p) };
+      } catch (e) {
+        got = e instanceof NpyError && /not valid UTF-8/.test(e.message) ? { refused: true } : { other: String(e) };
+      }
+      assert.equal(got, want);
+    }),
+    { seed: 20261122, numRuns: 3000 },
+  );
 });
 
 test('an object array of 1 100 000 strings (numpy memoises each one) decodes: the memo limit follows the input', () => {
   const file = join(dir, 'many-strings.npy');
-  python(`a = np.empty(1_100_000, dtype=object)\na[:] = [f'w{i:x}' + 'é' * (i % 3) for i in range(1_100_000)]\nnp.save(${JSON.stringify(file)}, a, allow_pickle=True)`);
+  python(
+    `a = np.empty(1_100_000, dtype=object)\na[:] = [f'w{i:x}' + 'é' * (i % 3) for i in range(1_100_000)]\nnp.save(${JSON.stringify(file)}, a, allow_pickle=True)`,
+  );
   const a = loadNpySync(file, { allowPickle: true });
   assert.is(a.data.length, 1_100_000);
   for (const i of [0, 1, 2, 65535, 1_099_999]) assert.is(a.data[i], `w${i.toString(16)}${'é'.repeat(i % 3)}`);

@@ -8,8 +8,17 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray, parseDescr } from '@npyts/core';
 import {
-  saveRaggedSync, openRaggedSync, openRagged, isRagged, appendRaggedSync, regionStats, loadNpySync,
-  saveRagged, appendRagged, saveObjectArrayAsRagged, openRaggedRecordsSync,
+  saveRaggedSync,
+  openRaggedSync,
+  openRagged,
+  isRagged,
+  appendRaggedSync,
+  regionStats,
+  loadNpySync,
+  saveRagged,
+  appendRagged,
+  saveObjectArrayAsRagged,
+  openRaggedRecordsSync,
 } from '@npyts/core/node';
 import { python, runCli, runThenKill, scratch } from '../helpers/numpy.mjs';
 import fc from 'fast-check';
@@ -22,10 +31,14 @@ const dir = scratch('npyts-ragged-');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const snippet = /## Ragged arrays[\s\S]*?```python\n([\s\S]*?)```/.exec(readme)[1];
 writeFileSync(join(dir, 'ragged_snippet.py'), snippet);
-const withSnippet = (code) => python(`import sys\nsys.path.insert(0, ${JSON.stringify(dir)})\nfrom ragged_snippet import ragged_element\nsys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})\nfrom npyfixtures import to_json\n${code}`);
+const withSnippet = (code) =>
+  python(
+    `import sys\nsys.path.insert(0, ${JSON.stringify(dir)})\nfrom ragged_snippet import ragged_element\nsys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})\nfrom npyfixtures import to_json\n${code}`,
+  );
 
 /** numpy's object arrays of ragged data, saved with pickles, and each element's JSON. */
-const made = JSON.parse(python(`
+const made = JSON.parse(
+  python(`
 import sys
 sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
 from npyfixtures import to_json
@@ -47,11 +60,12 @@ for name, a in sets.items():
     np.save(f'{d}/{name}_obj.npy', a, allow_pickle=True)
     out[name] = {'file': f'{d}/{name}_obj.npy', 'elements': [v if isinstance(v, str) else to_json(np.asarray(v)) for v in a]}
 print(json.dumps(out))
-`));
+`),
+);
 
 const elementJSON = (v) => (typeof v === 'string' ? v : v instanceof NdArray ? arrayToJSON(v) : v.map(elementJSON));
 
-test('object arrays (and StringDType) convert to the ragged layout; numpy\'s snippet reads back the same elements', async () => {
+test("object arrays (and StringDType) convert to the ragged layout; numpy's snippet reads back the same elements", async () => {
   for (const [name, { file, elements }] of Object.entries(made)) {
     const out = join(dir, `${name}.npy`);
     const r = await runCli(['convert', '--allow-pickle', '--ragged', file, out]);
@@ -59,29 +73,33 @@ test('object arrays (and StringDType) convert to the ragged layout; numpy\'s sni
     const h = openRaggedSync(out);
     assert.equal(h.slice(0, h.length).map(elementJSON), elements, name);
     h.close();
-    const viaNumpy = JSON.parse(withSnippet(`
+    const viaNumpy = JSON.parse(
+      withSnippet(`
 index = np.load(${JSON.stringify(out)}, allow_pickle=False)
-print(json.dumps([(lambda v: v if isinstance(v, str) else to_json(v))(ragged_element(${JSON.stringify(out)}, i)) for i in range(len(index))]))`));
+print(json.dumps([(lambda v: v if isinstance(v, str) else to_json(v))(ragged_element(${JSON.stringify(out)}, i)) for i in range(len(index))]))`),
+    );
     assert.equal(viaNumpy, elements, `${name} via the README snippet`);
   }
 });
 
-test('and back: --object writes numpy\'s object array with the same elements', async () => {
+test("and back: --object writes numpy's object array with the same elements", async () => {
   for (const [name, { elements }] of Object.entries(made)) {
     const back = join(dir, `${name}_back.npy`);
     const r = await runCli(['convert', '--object', join(dir, `${name}.npy`), back]);
     assert.is(r.code, 0, r.stderr);
-    const got = JSON.parse(python(`
+    const got = JSON.parse(
+      python(`
 import sys
 sys.path.insert(0, ${JSON.stringify(join(root, 'test', 'helpers'))})
 from npyfixtures import to_json
 a = np.load(${JSON.stringify(back)}, allow_pickle=True)
-print(json.dumps([v if isinstance(v, str) else to_json(np.asarray(v)) for v in a]))`));
+print(json.dumps([v if isinstance(v, str) else to_json(np.asarray(v)) for v in a]))`),
+    );
     assert.equal(got, elements, name);
   }
 });
 
-test('two levels of raggedness and records, from the JS API; numpy\'s snippet agrees', () => {
+test("two levels of raggedness and records, from the JS API; numpy's snippet agrees", () => {
   const nested = join(dir, 'nested.npy');
   const elements = [[arrayFromValues([1, 2], '<i4'), arrayFromValues([3], '<i4')], [], [arrayFromValues([4, 5, 6], '<i4')]];
   saveRaggedSync(nested, elements);
@@ -93,13 +111,34 @@ test('two levels of raggedness and records, from the JS API; numpy\'s snippet ag
   h.close();
 });
 
-test('records with ragged fields: one heap per field; numpy\'s snippet resolves each record', async () => {
+test("records with ragged fields: one heap per field; numpy's snippet resolves each record", async () => {
   const { openRaggedRecordsSync } = await import('@npyts/core/node');
   const file = join(dir, 'clips.npy');
   const records = [
-    { id: 1, frames: arrayFromValues([[1, 2], [3, 4]], '<f4'), label: 'cat' },
+    {
+      id: 1,
+      frames: arrayFromValues(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        '<f4',
+      ),
+      label: 'cat',
+    },
     { id: 2, frames: arrayFromValues([[5, 6]], '<f4'), label: 'é整' },
-    { id: 3, frames: arrayFromValues([[7, 8], [9, 10], [11, 12]], '<f4'), label: '' },
+    {
+      id: 3,
+      frames: arrayFromValues(
+        [
+          [7, 8],
+          [9, 10],
+          [11, 12],
+        ],
+        '<f4',
+      ),
+      label: '',
+    },
   ];
   saveRaggedSync(file, records, { dtypes: { id: '<i4' } });
   const h = openRaggedRecordsSync(file);
@@ -108,18 +147,24 @@ test('records with ragged fields: one heap per field; numpy\'s snippet resolves 
   h.close();
   const expected = records.map((r) => ({ id: r.id, frames: arrayToJSON(r.frames), label: r.label }));
   assert.equal(mine, expected);
-  const viaNumpy = JSON.parse(withSnippet(`
+  const viaNumpy = JSON.parse(
+    withSnippet(`
 out = []
 for i in range(3):
     e = ragged_element(${JSON.stringify(file)}, i)
     out.append({'id': int(e['id']), 'frames': to_json(e['frames']), 'label': e['label']})
-print(json.dumps(out))`));
+print(json.dumps(out))`),
+  );
   assert.equal(viaNumpy, expected);
   assert.ok(JSON.parse(python(`a = np.load(${JSON.stringify(file)}, allow_pickle=False); print(json.dumps(list(a.dtype.names)))`)).includes('frames'));
 });
 
 test('cross-file references: two indexes over one data file stay valid as it grows', () => {
-  const frames = (n, base) => arrayFromValues(Array.from({ length: n }, (_, i) => [base + i, base + i + 0.5]), '<f8');
+  const frames = (n, base) =>
+    arrayFromValues(
+      Array.from({ length: n }, (_, i) => [base + i, base + i + 0.5]),
+      '<f8',
+    );
   saveRaggedSync(join(dir, 'image.npy'), [frames(1, -1)]); // seeds image.npy's heap file "image.npy.heap"
   saveRaggedSync(join(dir, 'video.npy'), [frames(3, 10), frames(2, 20)], { heap: 'image.npy.heap' });
   saveRaggedSync(join(dir, 'video_events.npy'), [frames(1, 30)], { heap: 'image.npy.heap' });
@@ -130,11 +175,21 @@ test('cross-file references: two indexes over one data file stay valid as it gro
   assert.equal(after.slice(0, 2).map(arrayToJSON), before);
   assert.equal(arrayToJSON(after.get(2)), [[50, 50.5]]);
   assert.is(after.heapPath, join(dir, 'image.npy.heap'));
-  const viaNumpy = JSON.parse(withSnippet(`print(json.dumps([to_json(ragged_element(${JSON.stringify(join(dir, 'video_events.npy'))}, i)) for i in range(2)]))`));
-  assert.equal(viaNumpy, [[[30, 30.5]], [[40, 40.5], [41, 41.5], [42, 42.5], [43, 43.5]]]);
+  const viaNumpy = JSON.parse(
+    withSnippet(`print(json.dumps([to_json(ragged_element(${JSON.stringify(join(dir, 'video_events.npy'))}, i)) for i in range(2)]))`),
+  );
+  assert.equal(viaNumpy, [
+    [[30, 30.5]],
+    [
+      [40, 40.5],
+      [41, 41.5],
+      [42, 42.5],
+      [43, 43.5],
+    ],
+  ]);
 });
 
-test('an element read touches only the index row and that element\'s heap rows', () => {
+test("an element read touches only the index row and that element's heap rows", () => {
   const h = openRaggedSync(join(dir, 'seq_f4.npy'));
   const before = regionStats.bytes;
   const e = h.get(2);
@@ -153,21 +208,28 @@ test('appends: many, and a process killed midway leaves a valid prefix', async (
   const entry = join(root, 'packages/core/dist/node.js');
   for (let round = 0; round < 4; round++) {
     saveRaggedSync(file, ['s0']);
-    await runThenKill(`
+    await runThenKill(
+      `
       const { appendRaggedSync } = await import(${JSON.stringify(entry)});
-      for (let i = 1; i < 1e6; i++) appendRaggedSync(${JSON.stringify(file)}, ['s' + i]);`, 200 + round * 150);
-    const check = JSON.parse(withSnippet(`
+      for (let i = 1; i < 1e6; i++) appendRaggedSync(${JSON.stringify(file)}, ['s' + i]);`,
+      200 + round * 150,
+    );
+    const check = JSON.parse(
+      withSnippet(`
 n = len(np.load(${JSON.stringify(file)}))
-print(json.dumps({'n': n, 'ok': all(ragged_element(${JSON.stringify(file)}, i) == f's{i}' for i in range(n))}))`));
+print(json.dumps({'n': n, 'ok': all(ragged_element(${JSON.stringify(file)}, i) == f's{i}' for i in range(n))}))`),
+    );
     assert.ok(check.ok && check.n >= 1, `round ${round}: ${JSON.stringify(check)}`);
   }
 });
 
-test('async writers: saveRagged (one and two levels, records, a shared heap) and 30 concurrent appendRagged calls; numpy\'s snippet reads every element', async () => {
+test("async writers: saveRagged (one and two levels, records, a shared heap) and 30 concurrent appendRagged calls; numpy's snippet reads every element", async () => {
   const words = join(dir, 'async-words.npy');
   await saveRagged(words, ['a', 'bc']);
   await Promise.all(Array.from({ length: 30 }, (_, i) => appendRagged(words, [`w${i}`])));
-  const seen = JSON.parse(withSnippet(`print(json.dumps([ragged_element(${JSON.stringify(words)}, i) for i in range(len(np.load(${JSON.stringify(words)})))]))`));
+  const seen = JSON.parse(
+    withSnippet(`print(json.dumps([ragged_element(${JSON.stringify(words)}, i) for i in range(len(np.load(${JSON.stringify(words)})))]))`),
+  );
   assert.equal(seen.slice(0, 2), ['a', 'bc']);
   assert.equal(seen.slice(2).sort(), Array.from({ length: 30 }, (_, i) => `w${i}`).sort());
   const nested = join(dir, 'async-nested.npy');
@@ -183,9 +245,15 @@ test('async writers: saveRagged (one and two levels, records, a shared heap) and
   const both = JSON.parse(withSnippet(`print(json.dumps([to_json(ragged_element(p, 0)) for p in (${JSON.stringify(first)}, ${JSON.stringify(second)})]))`));
   assert.equal(both, [[1, 2, 3], [4]]);
   const records = join(dir, 'async-records.npy');
-  await saveRagged(records, [{ id: 1, label: 'cat' }, { id: 2, label: 'a dog' }]);
+  await saveRagged(records, [
+    { id: 1, label: 'cat' },
+    { id: 2, label: 'a dog' },
+  ]);
   const r = openRaggedRecordsSync(records);
-  assert.equal(r.slice(0, 2).map((x) => x.label), ['cat', 'a dog']);
+  assert.equal(
+    r.slice(0, 2).map((x) => x.label),
+    ['cat', 'a dog'],
+  );
   r.close();
   const objects = join(dir, 'async-objects.npy');
   await saveObjectArrayAsRagged(objects, new NdArray(parseDescr('|O'), [2], [arrayFromValues([7], '<i2'), arrayFromValues([8, 9], '<i2')]));
@@ -193,7 +261,11 @@ test('async writers: saveRagged (one and two levels, records, a shared heap) and
   assert.equal([arrayToJSON(await back.get(0)), arrayToJSON(await back.get(1))], [[7], [8, 9]]);
   await back.close();
   let aborted = null;
-  try { await saveRagged(join(dir, 'never.npy'), ['x'], { signal: AbortSignal.abort() }); } catch (e) { aborted = e; }
+  try {
+    await saveRagged(join(dir, 'never.npy'), ['x'], { signal: AbortSignal.abort() });
+  } catch (e) {
+    aborted = e;
+  }
   assert.is(aborted?.name, 'AbortError');
   assert.ok(!readdirSync(dir).some((f) => f.startsWith('never.npy')));
 });
@@ -236,11 +308,20 @@ test('over HTTP: elements read with range requests', async () => {
 });
 
 test('async openRagged reads what openRaggedSync and numpy read, one and two levels, strings; closes its files; cancels', async () => {
-  const openFiles = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } }).filter((f) => f.startsWith(realpathSync(dir)));
+  const openFiles = () =>
+    readdirSync('/proc/self/fd')
+      .map((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      })
+      .filter((f) => f.startsWith(realpathSync(dir)));
   // Files an earlier test's server still has open close on their own time: count once they settle.
   const settled = async () => {
     let n = openFiles().length;
-    for (let last = -1; n !== last;) {
+    for (let last = -1; n !== last; ) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       last = n;
       n = openFiles().length;
@@ -257,7 +338,11 @@ test('async openRagged reads what openRaggedSync and numpy read, one and two lev
   assert.is(n, local.length);
   local.close();
   let aborted = null;
-  try { await seq.get(0, { signal: AbortSignal.abort() }); } catch (e) { aborted = e; }
+  try {
+    await seq.get(0, { signal: AbortSignal.abort() });
+  } catch (e) {
+    aborted = e;
+  }
   assert.is(aborted?.name, 'AbortError');
   await seq[Symbol.asyncDispose]();
   const nested = await openRagged(join(dir, 'nested.npy'));
@@ -271,7 +356,11 @@ test('async openRagged reads what openRaggedSync and numpy read, one and two lev
   assert.is(await isRagged(join(dir, 'million.npy')), true);
   assert.is(await isRagged(join(dir, 'seq_f4.npy.heap')), false);
   let notRagged = null;
-  try { await openRagged(join(dir, 'seq_f4.npy.heap')); } catch (e) { notRagged = e; }
+  try {
+    await openRagged(join(dir, 'seq_f4.npy.heap'));
+  } catch (e) {
+    notRagged = e;
+  }
   assert.is(notRagged?.code, 'BAD_DESCR');
   assert.is(openFiles().length, before, 'a refused open left files open');
 });
@@ -288,20 +377,23 @@ test('strings are encoded into the heap as TextEncoder encodes them (pairs, lone
   const anyUnits = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 12 });
   const strings = fc.array(fc.oneof(anyUnits, fc.string({ unit: 'binary', maxLength: 12 })), { minLength: 1, maxLength: 40 });
   let run = 0;
-  fc.assert(fc.property(strings, strings, (first, more) => {
-    const path = join(dir2, `s${run++}.npy`);
-    saveRaggedSync(path, first);
-    appendRaggedSync(path, more);
-    const all = [...first, ...more];
-    const want = Buffer.concat(all.map((t) => Buffer.from(new TextEncoder().encode(t))));
-    assert.equal(Buffer.from(loadNpySync(`${path}.strings`).data), want);
-    const h = openRaggedSync(path);
-    try {
-      all.forEach((t, i) => assert.is(h.get(i), new TextDecoder().decode(new TextEncoder().encode(t))));
-    } finally {
-      h.close();
-    }
-  }), { seed: 20261122, numRuns: 150 });
+  fc.assert(
+    fc.property(strings, strings, (first, more) => {
+      const path = join(dir2, `s${run++}.npy`);
+      saveRaggedSync(path, first);
+      appendRaggedSync(path, more);
+      const all = [...first, ...more];
+      const want = Buffer.concat(all.map((t) => Buffer.from(new TextEncoder().encode(t))));
+      assert.equal(Buffer.from(loadNpySync(`${path}.strings`).data), want);
+      const h = openRaggedSync(path);
+      try {
+        all.forEach((t, i) => assert.is(h.get(i), new TextDecoder().decode(new TextEncoder().encode(t))));
+      } finally {
+        h.close();
+      }
+    }),
+    { seed: 20261122, numRuns: 150 },
+  );
 });
 
 test.run();

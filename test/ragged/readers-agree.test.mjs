@@ -15,11 +15,40 @@ const cases = {
   'strings, ranges': () => saveRaggedSync(join(dir, 's.npy'), ['a', 'bcd', '', 'éé']),
   'strings, offsets': () => saveRaggedSync(join(dir, 'so.npy'), ['x', 'yz'], { layout: 'offsets' }),
   'strings, zero-terminated': () => saveRaggedSync(join(dir, 'sz.npy'), ['p', 'qr', 'stu'], { layout: 'zero-terminated' }),
-  'arrays with a tail': () => saveRaggedSync(join(dir, 'a.npy'), [arrayFromValues([[1, 2], [3, 4]], '<f4'), arrayFromValues([[5, 6]], '<f4')]),
+  'arrays with a tail': () =>
+    saveRaggedSync(join(dir, 'a.npy'), [
+      arrayFromValues(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        '<f4',
+      ),
+      arrayFromValues([[5, 6]], '<f4'),
+    ]),
   'two levels': () => saveRaggedSync(join(dir, 'n.npy'), [[arrayFromValues([1], '<i2'), arrayFromValues([2, 3], '<i2')], [arrayFromValues([4, 5, 6], '<i2')]]),
-  references: () => saveReferencesSync(join(dir, 'r.npy'), arrayFromValues([2, 0, 1], '<i8'), arrayFromValues([[1, 2], [3, 4], [5, 6]], '<f8')),
+  references: () =>
+    saveReferencesSync(
+      join(dir, 'r.npy'),
+      arrayFromValues([2, 0, 1], '<i8'),
+      arrayFromValues(
+        [
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ],
+        '<f8',
+      ),
+    ),
 };
-const files = { 'strings, ranges': 's.npy', 'strings, offsets': 'so.npy', 'strings, zero-terminated': 'sz.npy', 'arrays with a tail': 'a.npy', 'two levels': 'n.npy', references: 'r.npy' };
+const files = {
+  'strings, ranges': 's.npy',
+  'strings, offsets': 'so.npy',
+  'strings, zero-terminated': 'sz.npy',
+  'arrays with a tail': 'a.npy',
+  'two levels': 'n.npy',
+  references: 'r.npy',
+};
 
 for (const [name, make] of Object.entries(cases)) {
   test(`${name}: the blocking handle and the async reader agree on facts, elements, shapes and bounds`, async () => {
@@ -37,12 +66,20 @@ for (const [name, make] of Object.entries(cases)) {
       }
       const chunks = [];
       for await (const c of a.chunks(2)) chunks.push(c.map(plain));
-      assert.equal(chunks, [...s.chunks(2)].map((c) => c.map(plain)));
+      assert.equal(
+        chunks,
+        [...s.chunks(2)].map((c) => c.map(plain)),
+      );
       // Out of range: the blocking one throws, the async one rejects (a call never throws synchronously).
-      assert.throws(() => s.get(s.length), (e) => e instanceof NpyError);
+      assert.throws(
+        () => s.get(s.length),
+        (e) => e instanceof NpyError,
+      );
       let rejected = null;
       const pending = a.get(a.length);
-      await pending.catch((e) => { rejected = e; });
+      await pending.catch((e) => {
+        rejected = e;
+      });
       assert.instance(rejected, NpyError);
     } finally {
       s.close();

@@ -15,21 +15,31 @@ const dir = scratch('npyts-replace-');
 const f = (name) => join(dir, name);
 writeFileSync(f('ragged_snippet.py'), /## Ragged arrays[\s\S]*?```python\n([\s\S]*?)```/.exec(readFileSync(join(root, 'README.md'), 'utf8'))[1]);
 /** Every element as the README's numpy snippet reads it (lists of lists for two levels). */
-const viaSnippet = (file) => JSON.parse(python(`import sys
+const viaSnippet = (file) =>
+  JSON.parse(
+    python(`import sys
 sys.path.insert(0, ${JSON.stringify(dir)})
 from ragged_snippet import ragged_element, ragged_length
 def js(v):
     return v if isinstance(v, str) else [js(x) for x in v] if isinstance(v, list) else np.asarray(v).tolist()
-print(json.dumps([js(ragged_element(${JSON.stringify(file)}, i)) for i in range(ragged_length(${JSON.stringify(file)}))]))`));
+print(json.dumps([js(ragged_element(${JSON.stringify(file)}, i)) for i in range(ragged_length(${JSON.stringify(file)}))]))`),
+  );
 const json = (v) => (v instanceof NdArray ? arrayToJSON(v) : Array.isArray(v) ? v.map(json) : v);
 const i4 = (...v) => arrayFromValues(v, '<i4');
 const readAll = (file) => {
   const h = openRaggedSync(file);
-  try { return json(h.slice(0, h.length)); } finally { h.close(); }
+  try {
+    return json(h.slice(0, h.length));
+  } finally {
+    h.close();
+  }
 };
 
 test('two levels over an offsets inner index: appends keep every old element, and a save into it as a shared heap counts elements, not words', async () => {
-  for (const [name, append] of [['sync', appendRaggedSync], ['async', appendRagged]]) {
+  for (const [name, append] of [
+    ['sync', appendRaggedSync],
+    ['async', appendRagged],
+  ]) {
     const file = f(`nested-${name}.npy`);
     saveRaggedSync(file, [[i4(1, 2)], [], [i4(3), i4(4, 5)]], { layout: 'offsets' });
     await append(file, [[i4(6)], [i4(7, 8), i4()]]);
@@ -49,13 +59,25 @@ test('two levels over an offsets inner index: appends keep every old element, an
 test('a refused save touches nothing: a bad shape leaves the old index and heap as they were (sync and async)', async () => {
   const file = f('kept.npy');
   saveRaggedSync(file, ['old', 'words']);
-  const before = Object.fromEntries(readdirSync(dir).filter((n) => n.startsWith('kept.npy')).map((n) => [n, readFileSync(f(n)).toString('hex')]));
+  const before = Object.fromEntries(
+    readdirSync(dir)
+      .filter((n) => n.startsWith('kept.npy'))
+      .map((n) => [n, readFileSync(f(n)).toString('hex')]),
+  );
   assert.throws(() => saveRaggedSync(file, ['a', 'b', 'c'], { shape: [2, 2] }), /do not fill an index of shape/);
   let err = null;
-  try { await saveRagged(file, ['a', 'b', 'c'], { shape: [2, 2] }); } catch (e) { err = e; }
+  try {
+    await saveRagged(file, ['a', 'b', 'c'], { shape: [2, 2] });
+  } catch (e) {
+    err = e;
+  }
   assert.match(err?.message ?? '', /do not fill an index of shape/);
   assert.throws(() => saveRaggedSync(file, [[i4(1)], [i4(2)], [i4(3)]], { shape: [4] }), /do not fill an index of shape/);
-  const after = Object.fromEntries(readdirSync(dir).filter((n) => n.startsWith('kept.npy')).map((n) => [n, readFileSync(f(n)).toString('hex')]));
+  const after = Object.fromEntries(
+    readdirSync(dir)
+      .filter((n) => n.startsWith('kept.npy'))
+      .map((n) => [n, readFileSync(f(n)).toString('hex')]),
+  );
   assert.equal(after, before);
   assert.equal(readAll(file), ['old', 'words']);
 });
@@ -96,7 +118,13 @@ test('saveRagged aborted at random moments: every read sees the old or the new a
     const saving = saveRagged(file, generation(g), { signal: controller.signal, layout: g % 2 ? 'offsets' : 'ranges' });
     for (let k = (g * 7) % 6; k > 0; k--) await new Promise((r) => setImmediate(r));
     controller.abort();
-    try { await saving; current = g; } catch (e) { assert.is(e.name, 'AbortError'); aborts++; }
+    try {
+      await saving;
+      current = g;
+    } catch (e) {
+      assert.is(e.name, 'AbortError');
+      aborts++;
+    }
     assert.is(generationOf(file), current);
   }
   assert.ok(aborts > 0, 'no save was aborted');
@@ -107,21 +135,30 @@ test('saveRaggedSync killed at random moments (strings, arrays, records): a read
   const file = f('killed.npy');
   for (let round = 0; round < 6; round++) {
     saveRaggedSync(file, generation(0, 20000));
-    await runThenKill(`
+    await runThenKill(
+      `
       const { saveRaggedSync } = await import(${JSON.stringify(entry)});
-      for (let g = 1; g < 1e6; g++) saveRaggedSync(${JSON.stringify(file)}, Array.from({ length: 20000 }, (_, i) => 'g' + g + '-' + 'x'.repeat(g % 7) + String(i).padStart(5, '0')), { layout: g % 2 ? 'offsets' : 'ranges' });`, 150 + round * 90);
+      for (let g = 1; g < 1e6; g++) saveRaggedSync(${JSON.stringify(file)}, Array.from({ length: 20000 }, (_, i) => 'g' + g + '-' + 'x'.repeat(g % 7) + String(i).padStart(5, '0')), { layout: g % 2 ? 'offsets' : 'ranges' });`,
+      150 + round * 90,
+    );
     generationOf(file);
   }
   const arrays = f('killed-arrays.npy');
   for (let round = 0; round < 4; round++) {
     saveRaggedSync(arrays, [[i4(0)]]);
-    await runThenKill(`
+    await runThenKill(
+      `
       const { saveRaggedSync } = await import(${JSON.stringify(entry)});
       const { arrayFromValues } = await import(${JSON.stringify(join(root, 'packages/core/dist/index.js'))});
-      for (let g = 1; g < 1e6; g++) saveRaggedSync(${JSON.stringify(arrays)}, Array.from({ length: 3000 }, () => [arrayFromValues(Array(1 + (g % 3)).fill(g), '<i4')]));`, 150 + round * 120);
+      for (let g = 1; g < 1e6; g++) saveRaggedSync(${JSON.stringify(arrays)}, Array.from({ length: 3000 }, () => [arrayFromValues(Array(1 + (g % 3)).fill(g), '<i4')]));`,
+      150 + round * 120,
+    );
     const all = readAll(arrays);
     const g = all[0][0][0];
-    assert.ok(all.every((e) => e.length === 1 && e[0].length === 1 + (g % 3) && e[0].every((x) => x === g)), `round ${round}: a mix`);
+    assert.ok(
+      all.every((e) => e.length === 1 && e[0].length === 1 + (g % 3) && e[0].every((x) => x === g)),
+      `round ${round}: a mix`,
+    );
   }
 });
 

@@ -3,7 +3,6 @@
 // deflated member that inflates far past a small declared size in the pure-JavaScript codec.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { unpickle } from '@npyts/core/pickle';
 import { boundedChild, python, scratch } from '../helpers/numpy.mjs';
@@ -17,11 +16,15 @@ try:
     pickle.loads(open(${JSON.stringify(file)}, 'rb').read()); print('ok')
 except Exception as e:
     print(type(e).__name__)`).trim();
-  const { ours } = boundedChild(dir, `import { unpickle } from '@npyts/core/pickle';
+  const { ours } = boundedChild(
+    dir,
+    `import { unpickle } from '@npyts/core/pickle';
 import { readFileSync } from 'node:fs';
 let ours = 'ok';
 try { unpickle(readFileSync(${JSON.stringify(file)})); } catch (e) { ours = e.code ?? e.name; }
-globalThis.result = { ours };`, { timeoutMs: 20_000 });
+globalThis.result = { ours };`,
+    { timeoutMs: 20_000 },
+  );
   return { theirs, ours };
 }
 
@@ -62,7 +65,9 @@ open(${JSON.stringify(file)}, 'wb').write(pickle.dumps(A(), protocol=4))`);
 });
 
 test('the fflate codec stops a member that inflates far past a small declared size within a few MiB', () => {
-  const r = boundedChild(dir, `import { fflateCodec } from '@npyts/core';
+  const r = boundedChild(
+    dir,
+    `import { fflateCodec } from '@npyts/core';
 import { deflateRawSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 const peak = () => Number(/VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) / 1024;
@@ -70,7 +75,8 @@ const bomb = deflateRawSync(Buffer.alloc(1 << 30));
 const before = peak();
 let code = null;
 try { fflateCodec.inflate(bomb, 1000, 'm'); } catch (e) { code = e.code; }
-globalThis.result = { code, compressed: bomb.length, grew: peak() - before };`);
+globalThis.result = { code, compressed: bomb.length, grew: peak() - before };`,
+  );
   assert.is(r.code, 'ZIP_SIZE');
   assert.ok(r.grew < 40, `the peak grew ${r.grew.toFixed(0)} MiB for a ${r.compressed}-byte member declaring 1000 bytes`);
 });

@@ -29,7 +29,11 @@ export async function runDemo(relativeUrl: string): Promise<string> {
 /** model.save(npzHandler(sink)) in the page and back through loadLayersModel: the same outputs, bit for bit. */
 async function roundTrip(model: LayersModel, x: tf.Tensor): Promise<string> {
   let saved: Uint8Array | null = null;
-  await model.save(npzHandler((bytes) => { saved = bytes; }));
+  await model.save(
+    npzHandler((bytes) => {
+      saved = bytes;
+    }),
+  );
   if (!saved) throw new Error('model.save wrote nothing');
   const again = await loadLayersModel(npzHandler(saved));
   const [a, b] = [await (model.predict(x) as tf.Tensor).data(), await (again.predict(x) as tf.Tensor).data()];

@@ -4,8 +4,22 @@
  * the header, then only the rows on screen.
  */
 import {
-  blobSource, openNpySource, decodeNpz, jsonValue, openNpyUrl, readHeader, readItem, readRegionFromBytes, NdArray,
-  NpyError, familyOf, hasObject, type DType, type NpyHeader, type NpzArchive, type ObjectArrayCodec,
+  blobSource,
+  openNpySource,
+  decodeNpz,
+  jsonValue,
+  openNpyUrl,
+  readHeader,
+  readItem,
+  readRegionFromBytes,
+  NdArray,
+  NpyError,
+  familyOf,
+  hasObject,
+  type DType,
+  type NpyHeader,
+  type NpzArchive,
+  type ObjectArrayCodec,
 } from '@npyts/core';
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -30,7 +44,8 @@ function showError(e: unknown): void {
   const el = $('error');
   let text = e instanceof Error ? e.message : String(e);
   if (e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED') {
-    text = 'This array holds Python objects, stored as a pickle. Tick "allow object arrays" to decode it with npyts\' safe unpickler (it never runs code), then open it again.';
+    text =
+      'This array holds Python objects, stored as a pickle. Tick "allow object arrays" to decode it with npyts\' safe unpickler (it never runs code), then open it again.';
   }
   el.textContent = `Cannot open this: ${text}`;
   el.hidden = false;
@@ -63,7 +78,10 @@ async function showBytes(label: string, bytes: Uint8Array): Promise<void> {
 function sliceObjects(a: NdArray, start: number[], count: number[]): NdArray {
   const out: unknown[] = [];
   const walk = (axis: number, idx: number[]): void => {
-    if (axis === a.ndim) { out.push(a.get(...idx)); return; }
+    if (axis === a.ndim) {
+      out.push(a.get(...idx));
+      return;
+    }
     for (let i = 0; i < count[axis]!; i++) walk(axis + 1, [...idx, start[axis]! + i]);
   };
   walk(0, []);
@@ -83,12 +101,13 @@ function showArchive(label: string, archive: NpzArchive): void {
     const b = document.createElement('button');
     b.textContent = 'show';
     b.dataset.member = archive.names[i]!;
-    b.onclick = () => run(async () => {
-      const bytes = await archive.bytes(archive.names[i]!);
-      $('values').hidden = true;
-      await showBytes(`${label}:${archive.names[i]}`, bytes);
-      $('members').hidden = false;
-    });
+    b.onclick = () =>
+      run(async () => {
+        const bytes = await archive.bytes(archive.names[i]!);
+        $('values').hidden = true;
+        await showBytes(`${label}:${archive.names[i]}`, bytes);
+        $('members').hidden = false;
+      });
     tr.insertCell().append(b);
   });
   $('members').hidden = false;
@@ -163,7 +182,13 @@ function buildSliceControls(): void {
     input.max = String(shown!.header.shape[a]! - 1);
     input.value = String(v);
     input.dataset.axis = String(a);
-    input.onchange = () => run(async () => { sliceIndex[a] = Math.max(0, Math.min(Number(input.value) | 0, shown!.header.shape[a]! - 1)); page = 0; await renderPage(); await renderPlots(); });
+    input.onchange = () =>
+      run(async () => {
+        sliceIndex[a] = Math.max(0, Math.min(Number(input.value) | 0, shown!.header.shape[a]! - 1));
+        page = 0;
+        await renderPage();
+        await renderPlots();
+      });
     box.append(input);
   });
 }
@@ -198,11 +223,16 @@ async function renderPage(): Promise<void> {
   const colCount = Math.min(cols, MAX_COLS);
   const table = $<HTMLTableElement>('values-table');
   table.innerHTML = '';
-  $('page-info').textContent = `rows ${rows ? rowStart : 0}–${rowStart + Math.max(0, rowCount) - 1} of ${rows}${cols > colCount ? ` (first ${colCount} of ${cols} columns)` : ''}, page ${page + 1} of ${pages}`;
+  $('page-info').textContent =
+    `rows ${rows ? rowStart : 0}–${rowStart + Math.max(0, rowCount) - 1} of ${rows}${cols > colCount ? ` (first ${colCount} of ${cols} columns)` : ''}, page ${page + 1} of ${pages}`;
   const dt = s.header.dtype;
   const fields = dt.fields;
   const head = table.insertRow();
-  const th = (t: string): void => { const c = document.createElement('th'); c.textContent = t; head.append(c); };
+  const th = (t: string): void => {
+    const c = document.createElement('th');
+    c.textContent = t;
+    head.append(c);
+  };
   th('');
   if (s.header.shape.length <= 1 && fields) for (const f of fields) th(f.name);
   else for (let j = 0; j < (s.header.shape.length <= 1 ? 1 : colCount); j++) th(s.header.shape.length <= 1 ? 'value' : String(j));
@@ -215,7 +245,8 @@ async function renderPage(): Promise<void> {
       const tr = table.insertRow();
       tr.insertCell().textContent = String(rowStart + i);
       for (let j = 0; j < perRow; j++) {
-        const pos = s.header.shape.length === 0 ? 0 : s.header.shape.length === 1 ? i * strides[0]! : i * strides[strides.length - 2]! + j * strides[strides.length - 1]!;
+        const pos =
+          s.header.shape.length === 0 ? 0 : s.header.shape.length === 1 ? i * strides[0]! : i * strides[strides.length - 2]! + j * strides[strides.length - 1]!;
         const v = readItem(dt, a.data, pos);
         if (fields && s.header.shape.length <= 1) {
           for (const f of fields) tr.insertCell().textContent = cellText(f.dtype, (v as Record<string, unknown>)[f.name]);
@@ -234,14 +265,23 @@ function numeric(dt: DType): boolean {
 }
 
 function asNumber(dt: DType, v: unknown): number {
-  if (familyOf(dt) === 'complex') { const c = v as { re: number; im: number }; return Math.hypot(c.re, c.im); }
+  if (familyOf(dt) === 'complex') {
+    const c = v as { re: number; im: number };
+    return Math.hypot(c.re, c.im);
+  }
   if (typeof v === 'boolean') return v ? 1 : 0;
   return Number(v);
 }
 
 /** Viridis-like colour ramp. */
 function colour(t: number): [number, number, number] {
-  const stops: [number, number, number][] = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  const stops: [number, number, number][] = [
+    [68, 1, 84],
+    [59, 82, 139],
+    [33, 145, 140],
+    [94, 201, 98],
+    [253, 231, 37],
+  ];
   const x = Math.max(0, Math.min(1, t)) * (stops.length - 1);
   const i = Math.min(stops.length - 2, Math.floor(x));
   const f = x - i;
@@ -252,7 +292,10 @@ function colour(t: number): [number, number, number] {
 async function renderPlots(): Promise<void> {
   const s = shown!;
   const dt = s.header.dtype;
-  if (!numeric(dt) || s.header.shape.length === 0 || s.header.size === 0) { $('plots').hidden = true; return; }
+  if (!numeric(dt) || s.header.shape.length === 0 || s.header.size === 0) {
+    $('plots').hidden = true;
+    return;
+  }
   const { rows, cols } = viewGeometry();
   const fits = rows * cols * dt.itemsize <= PLOT_BYTES;
   const plotRows = fits ? rows : Math.min(rows, PAGE_ROWS);
@@ -262,26 +305,38 @@ async function renderPlots(): Promise<void> {
   const strides = a.strides;
   const r = count.length ? count[count.length - (s.header.shape.length === 1 ? 1 : 2)]! : 1;
   const c = s.header.shape.length === 1 ? 1 : cols;
-  for (let i = 0; i < r; i++) for (let j = 0; j < c; j++) {
-    const pos = s.header.shape.length === 1 ? i * strides[0]! : i * strides[strides.length - 2]! + j * strides[strides.length - 1]!;
-    values[i * c + j] = asNumber(dt, readItem(dt, a.data, pos));
-  }
+  for (let i = 0; i < r; i++)
+    for (let j = 0; j < c; j++) {
+      const pos = s.header.shape.length === 1 ? i * strides[0]! : i * strides[strides.length - 2]! + j * strides[strides.length - 1]!;
+      values[i * c + j] = asNumber(dt, readItem(dt, a.data, pos));
+    }
   let lo = Infinity;
   let hi = -Infinity;
-  for (const v of values) if (Number.isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
-  if (lo === Infinity) { lo = 0; hi = 1; }
+  for (const v of values)
+    if (Number.isFinite(v)) {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  if (lo === Infinity) {
+    lo = 0;
+    hi = 1;
+  }
   const span = hi - lo || 1;
   // Heatmap: one pixel per element, scaled to the canvas.
   const heat = $<HTMLCanvasElement>('heatmap');
   const w = Math.min(c, 4096);
   const hgt = Math.min(r, 4096);
   const img = new ImageData(w, hgt);
-  for (let i = 0; i < hgt; i++) for (let j = 0; j < w; j++) {
-    const v = values[i * c + j]!;
-    const [R, G, B] = Number.isFinite(v) ? colour((v - lo) / span) : [255, 0, 255];
-    const p = (i * w + j) * 4;
-    img.data[p] = R; img.data[p + 1] = G; img.data[p + 2] = B; img.data[p + 3] = 255;
-  }
+  for (let i = 0; i < hgt; i++)
+    for (let j = 0; j < w; j++) {
+      const v = values[i * c + j]!;
+      const [R, G, B] = Number.isFinite(v) ? colour((v - lo) / span) : [255, 0, 255];
+      const p = (i * w + j) * 4;
+      img.data[p] = R;
+      img.data[p + 1] = G;
+      img.data[p + 2] = B;
+      img.data[p + 3] = 255;
+    }
   const off = new OffscreenCanvas(w, hgt);
   off.getContext('2d')!.putImageData(img, 0, 0);
   const ctx = heat.getContext('2d')!;
@@ -290,7 +345,11 @@ async function renderPlots(): Promise<void> {
   const scale = Math.min(heat.width / w, heat.height / hgt);
   ctx.drawImage(off, 0, 0, w * scale, hgt * scale);
   const bar = $<HTMLCanvasElement>('colorbar').getContext('2d')!;
-  for (let y = 0; y < 512; y++) { const [R, G, B] = colour(1 - y / 511); bar.fillStyle = `rgb(${R},${G},${B})`; bar.fillRect(0, y, 40, 1); }
+  for (let y = 0; y < 512; y++) {
+    const [R, G, B] = colour(1 - y / 511);
+    bar.fillStyle = `rgb(${R},${G},${B})`;
+    bar.fillRect(0, y, 40, 1);
+  }
   // Histogram of the finite values.
   const bins = new Array(64).fill(0);
   for (const v of values) if (Number.isFinite(v)) bins[Math.min(63, Math.floor(((v - lo) / span) * 64))]++;
@@ -299,7 +358,8 @@ async function renderPlots(): Promise<void> {
   const peak = Math.max(1, ...bins);
   hist.fillStyle = '#4a7fb5';
   bins.forEach((n, i) => hist.fillRect(i * 8, 256 - (n / peak) * 240, 7, (n / peak) * 240));
-  $('plot-info').textContent = `${fits ? `all ${r}×${c}` : `the ${r} rows on this page (the whole slice is larger than ${PLOT_BYTES >> 20} MiB)`}; colour scale ${lo} … ${hi}${dt.kind === 'c' ? ' (magnitude)' : ''}`;
+  $('plot-info').textContent =
+    `${fits ? `all ${r}×${c}` : `the ${r} rows on this page (the whole slice is larger than ${PLOT_BYTES >> 20} MiB)`}; colour scale ${lo} … ${hi}${dt.kind === 'c' ? ' (magnitude)' : ''}`;
   $('plots').hidden = false;
   if (s.transfer) $('transfer').textContent = s.transfer();
 }
@@ -368,10 +428,30 @@ $<HTMLInputElement>('file').onchange = (e) => {
   if (f) openFile(f);
   input.value = ''; // so that choosing the same file again (say, after allowing pickles) opens it again
 };
-$('load-url').onclick = () => void run(async () => { clearAll(); await openUrl($<HTMLInputElement>('url').value.trim()); });
-$('prev').onclick = () => void run(async () => { if (page > 0) { page--; await renderPage(); } });
-$('next').onclick = () => void run(async () => { const { rows } = viewGeometry(); if ((page + 1) * PAGE_ROWS < rows) { page++; await renderPage(); } });
-document.addEventListener('dragover', (e) => { e.preventDefault(); document.body.classList.add('dragging'); });
+$('load-url').onclick = () =>
+  void run(async () => {
+    clearAll();
+    await openUrl($<HTMLInputElement>('url').value.trim());
+  });
+$('prev').onclick = () =>
+  void run(async () => {
+    if (page > 0) {
+      page--;
+      await renderPage();
+    }
+  });
+$('next').onclick = () =>
+  void run(async () => {
+    const { rows } = viewGeometry();
+    if ((page + 1) * PAGE_ROWS < rows) {
+      page++;
+      await renderPage();
+    }
+  });
+document.addEventListener('dragover', (e) => {
+  e.preventDefault();
+  document.body.classList.add('dragging');
+});
 document.addEventListener('dragleave', () => document.body.classList.remove('dragging'));
 document.addEventListener('drop', (e) => {
   e.preventDefault();
@@ -379,15 +459,20 @@ document.addEventListener('drop', (e) => {
   const f = e.dataTransfer?.files[0];
   if (f) openFile(f);
 });
-$('run-demo').onclick = () => void run(async () => {
-  const { runDemo } = await import('./demo.js');
-  // A relative URL: npyts resolves it against the page, as fetch would.
-  $('demo-result').textContent = await runDemo('demo/digits-mlp.npz');
-});
-$('run-torch-demo').onclick = () => void run(async () => {
-  const { runTorchDemo } = await import('./demo.js');
-  $('torch-demo-result').textContent = await runTorchDemo('demo/digits-cnn.npz');
-});
+$('run-demo').onclick = () =>
+  void run(async () => {
+    const { runDemo } = await import('./demo.js');
+    // A relative URL: npyts resolves it against the page, as fetch would.
+    $('demo-result').textContent = await runDemo('demo/digits-mlp.npz');
+  });
+$('run-torch-demo').onclick = () =>
+  void run(async () => {
+    const { runTorchDemo } = await import('./demo.js');
+    $('torch-demo-result').textContent = await runTorchDemo('demo/digits-cnn.npz');
+  });
 const initial = new URLSearchParams(location.search).get('url');
-if (initial) { $<HTMLInputElement>('url').value = initial; $('load-url').click(); }
+if (initial) {
+  $<HTMLInputElement>('url').value = initial;
+  $('load-url').click();
+}
 document.body.dataset.state = 'idle';

@@ -77,7 +77,8 @@ const show = (v: unknown): string => {
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number') return `${v}`;
   if (typeof v === 'string') return JSON.stringify(v);
-  if (v instanceof Uint8Array) return `b'${Array.from(v, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('')}'`;
+  if (v instanceof Uint8Array)
+    return `b'${Array.from(v, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('')}'`;
   if (v && typeof v === 'object' && 're' in v && 'im' in v) {
     const { re, im } = v as { re: number; im: number };
     return `${re}${im < 0 ? '-' : '+'}${Math.abs(im)}j`;
@@ -145,7 +146,10 @@ export function diffArrays(actual: NdArray, desired: NdArray, tol: Tolerance): D
     if (shown.length < SHOWN) shown.push(`  at ${shapeRepr(indexOf(a.shape, i))}: ${show(va)} vs ${show(vb)}`);
   }
   if (mismatched === 0) return { equal: true, lines: [] };
-  const lines = [close ? `Not equal to tolerance rtol=${tol.rtol}, atol=${tol.atol}` : 'Arrays are not equal', `Mismatched elements: ${mismatched} / ${n} (${percent(mismatched, n)})`];
+  const lines = [
+    close ? `Not equal to tolerance rtol=${tol.rtol}, atol=${tol.atol}` : 'Arrays are not equal',
+    `Mismatched elements: ${mismatched} / ${n} (${percent(mismatched, n)})`,
+  ];
   if (close && measured > 0) {
     lines.push(`Max absolute difference among violations: ${maxAbs}`, `Max relative difference among violations: ${maxRel}`);
   }

@@ -1,5 +1,20 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import { NdArray, NOT_A_TIME, NpyError, decimalText, familyOf, shapeRepr, longDoubleIsNumber, readItem, reprBytes, reprFloat, reprString, type ArrayData, type Complex, type DType } from '@npyts/core';
+import {
+  NdArray,
+  NOT_A_TIME,
+  NpyError,
+  decimalText,
+  familyOf,
+  shapeRepr,
+  longDoubleIsNumber,
+  readItem,
+  reprBytes,
+  reprFloat,
+  reprString,
+  type ArrayData,
+  type Complex,
+  type DType,
+} from '@npyts/core';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { datetimeText } from './numpy-times.js';
 import { formatFloatsLikeNumpy } from './numpy-floats.js';
@@ -46,7 +61,11 @@ function pyTimeRepr(v: object): string | null {
   }
   if (v instanceof PyTime && v.utcOffsetSeconds === null) return `datetime.time(${clock(v.hour, v.minute, v.second, v.microsecond)})`;
   if (v instanceof PyTimedelta) {
-    const parts = [['days', v.days], ['seconds', v.seconds], ['microseconds', v.microseconds]].filter(([, n]) => n !== 0);
+    const parts = [
+      ['days', v.days],
+      ['seconds', v.seconds],
+      ['microseconds', v.microseconds],
+    ].filter(([, n]) => n !== 0);
     return `datetime.timedelta(${parts.length ? parts.map(([k, n]) => `${k}=${n}`).join(', ') : '0'})`;
   }
   if (v instanceof PyDecimal) return `Decimal('${v.value}')`;
@@ -64,14 +83,30 @@ function formatPython(v: unknown, depth = 0): string {
   const b = budget!;
   // The budget counts characters: two for the separator or brackets of each value, plus its text.
   b.left -= 2;
-  if (b.left < 0 || depth > 50) { b.cut = true; return '...'; }
-  if (v === null || v === undefined) { b.left -= 4; return 'None'; }
+  if (b.left < 0 || depth > 50) {
+    b.cut = true;
+    return '...';
+  }
+  if (v === null || v === undefined) {
+    b.left -= 4;
+    return 'None';
+  }
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   // Python ints past 2^53 decode as bigint, so a number that is not a safe integer was a float.
   if (typeof v === 'number') return Number.isSafeInteger(v) && !Object.is(v, -0) ? String(v) : reprFloat(v);
-  if (typeof v === 'bigint') { const t = decimalText(v); b.left -= t.length; return t; }
-  if (typeof v === 'string') { b.left -= v.length; return reprString(v); }
-  if (v instanceof Uint8Array) { b.left -= v.length; return reprBytes(v); }
+  if (typeof v === 'bigint') {
+    const t = decimalText(v);
+    b.left -= t.length;
+    return t;
+  }
+  if (typeof v === 'string') {
+    b.left -= v.length;
+    return reprString(v);
+  }
+  if (v instanceof Uint8Array) {
+    b.left -= v.length;
+    return reprBytes(v);
+  }
   if (typeof v !== 'object') return String(v);
   if (b.active.has(v)) return v instanceof Map || v instanceof Set || !Array.isArray(v) ? '{...}' : '[...]';
   b.active.add(v);
@@ -85,7 +120,9 @@ function formatPython(v: unknown, depth = 0): string {
     if (v instanceof Set) return v.size ? `{${[...v].map((x) => formatPython(x, depth + 1)).join(', ')}}` : 'set()';
     if (v instanceof Map) return `{${[...v].map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
     if (Object.getPrototypeOf(v) === Object.prototype) {
-      return `{${Object.entries(v).map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`).join(', ')}}`;
+      return `{${Object.entries(v)
+        .map(([k, x]) => `${formatPython(k, depth + 1)}: ${formatPython(x, depth + 1)}`)
+        .join(', ')}}`;
     }
     if (v instanceof PyComplex) return pyComplexRepr(v.re, v.im);
     return pyTimeRepr(v) ?? String(v);
@@ -99,6 +136,7 @@ function formatTimes(values: unknown[], text: (v: bigint) => string): string[] {
   const times = values.filter((v): v is bigint => v !== NOT_A_TIME) as bigint[];
   let width = 0;
   if (times.length) {
+    // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers)
     const [lo, hi] = times.reduce(([l, h], t) => [t < l ? t : l, t > h ? t : h], [times[0]!, times[0]!]);
     width = Math.max(text(lo).length, text(hi).length);
   }
@@ -137,11 +175,19 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
     // A record field of fixed shape: every element of every value formatted together, then nested.
     const { base, shape } = dtype.subarray;
     const size = shape.reduce((x, y) => x * y, 1);
-    const texts = formatLeaves(base, values.flatMap((v) => (v as unknown[]).flat(shape.length - 1)));
+    const texts = formatLeaves(
+      base,
+      values.flatMap((v) => (v as unknown[]).flat(shape.length - 1)),
+    );
     return values.map((_, i) => nestTexts(texts.slice(i * size, (i + 1) * size), shape, size > THRESHOLD));
   }
   if (dtype.form === 'record') {
-    const columns = dtype.fields.map((f) => formatLeaves(f.dtype, values.map((v) => (v as Record<string, unknown>)[f.name])));
+    const columns = dtype.fields.map((f) =>
+      formatLeaves(
+        f.dtype,
+        values.map((v) => (v as Record<string, unknown>)[f.name]),
+      ),
+    );
     return values.map((_, i) => {
       const parts = columns.map((c) => c[i]!);
       return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(', ')})`;
@@ -149,31 +195,46 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
   }
   const family = familyOf(dtype);
   switch (family) {
-    case 'float': return formatFloatsLikeNumpy(values as number[], dtype.itemsize);
+    case 'float':
+      return formatFloatsLikeNumpy(values as number[], dtype.itemsize);
     case 'complex': {
       // numpy: the real parts formatted together, the imaginary parts together with a sign, then 'j'.
       const half = dtype.itemsize / 2;
-      const re = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.re), half);
-      const im = formatFloatsLikeNumpy((values as Complex[]).map((c) => c.im), half, '+');
+      const re = formatFloatsLikeNumpy(
+        (values as Complex[]).map((c) => c.re),
+        half,
+      );
+      const im = formatFloatsLikeNumpy(
+        (values as Complex[]).map((c) => c.im),
+        half,
+        '+',
+      );
       return re.map((r, i) => {
         const t = im[i]!;
         const end = t.trimEnd().length;
         return `${r}${t.slice(0, end)}j${t.slice(end)}`;
       });
     }
-    case 'bool': return (values as boolean[]).map((v) => (v ? ' True' : 'False'));
+    case 'bool':
+      return (values as boolean[]).map((v) => (v ? ' True' : 'False'));
     case 'int':
     case 'uint': {
       const strs = values.map(String);
       const width = Math.max(0, ...strs.map((x) => x.length));
       return strs.map((x) => x.padStart(width));
     }
-    case 'datetime': return formatTimes(values, (t) => `'${datetimeText(t, dtype.unit, dtype.multiplier)}'`);
-    case 'timedelta': return formatTimes(values, String);
-    case 'str': return values.map((v) => reprString(v as string));
-    case 'bytes': return values.map((v) => reprBytes(v as Uint8Array));
-    case 'void': return values.map((v) => voidText(v as Uint8Array));
-    default: return values.map((v) => formatPython(v));
+    case 'datetime':
+      return formatTimes(values, (t) => `'${datetimeText(t, dtype.unit, dtype.multiplier)}'`);
+    case 'timedelta':
+      return formatTimes(values, String);
+    case 'str':
+      return values.map((v) => reprString(v as string));
+    case 'bytes':
+      return values.map((v) => reprBytes(v as Uint8Array));
+    case 'void':
+      return values.map((v) => voidText(v as Uint8Array));
+    default:
+      return values.map((v) => formatPython(v));
   }
 }
 
@@ -186,7 +247,10 @@ export function readExactItem(dtype: DType, data: ArrayData, pos: number): unkno
   if (dtype.realBytes === 16) {
     for (let part = 0; part < dtype.itemsize; part += 16) {
       if (!longDoubleIsNumber(data as Uint8Array, pos * dtype.itemsize + part)) {
-        throw new NpyError('NOT_REPRESENTABLE', `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts prints, compares and writes as text only long doubles that are float64 values: use numpy for this one`);
+        throw new NpyError(
+          'NOT_REPRESENTABLE',
+          `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts prints, compares and writes as text only long doubles that are float64 values: use numpy for this one`,
+        );
       }
     }
   }
@@ -233,7 +297,12 @@ function formatArrayText(array: NdArray): string {
   return reprLikeNumpy({
     dtype: array.dtype,
     shape: array.shape,
-    get: (index) => readExactItem(array.dtype, array.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)),
+    get: (index) =>
+      readExactItem(
+        array.dtype,
+        array.data,
+        index.reduce((pos, i, d) => pos + i * strides[d]!, 0),
+      ),
   });
 }
 
@@ -254,19 +323,26 @@ function fieldDTypeRepr(dt: DType): string {
 function recordRepr(dt: DType & { form: 'record' }): string {
   const fields = dt.fields;
   let end = 0;
-  const packed = fields.every((f) => { const inOrder = f.offset === end; end += f.dtype.itemsize; return inOrder; }) && end === dt.itemsize;
+  const packed =
+    fields.every((f) => {
+      const inOrder = f.offset === end;
+      end += f.dtype.itemsize;
+      return inOrder;
+    }) && end === dt.itemsize;
   if (packed) {
-    return `[${fields.map((f) => {
-      const name = f.title === null ? reprString(f.name) : `(${reprString(f.title)}, ${reprString(f.name)})`;
-      const format = f.dtype.form === 'subarray'
-        ? `${fieldDTypeRepr(f.dtype.subarray.base)}, ${shapeRepr(f.dtype.subarray.shape)}`
-        : fieldDTypeRepr(f.dtype);
-      return `(${name}, ${format})`;
-    }).join(', ')}]`;
+    return `[${fields
+      .map((f) => {
+        const name = f.title === null ? reprString(f.name) : `(${reprString(f.title)}, ${reprString(f.name)})`;
+        const format = f.dtype.form === 'subarray' ? `${fieldDTypeRepr(f.dtype.subarray.base)}, ${shapeRepr(f.dtype.subarray.shape)}` : fieldDTypeRepr(f.dtype);
+        return `(${name}, ${format})`;
+      })
+      .join(', ')}]`;
   }
   const titles = fields.some((f) => f.title !== null) ? `, 'titles': [${fields.map((f) => (f.title === null ? 'None' : reprString(f.title))).join(', ')}]` : '';
-  return `{'names': [${fields.map((f) => reprString(f.name)).join(', ')}], 'formats': [${fields.map((f) => fieldDTypeRepr(f.dtype)).join(', ')}], `
-    + `'offsets': [${fields.map((f) => f.offset).join(', ')}]${titles}, 'itemsize': ${dt.itemsize}}`;
+  return (
+    `{'names': [${fields.map((f) => reprString(f.name)).join(', ')}], 'formats': [${fields.map((f) => fieldDTypeRepr(f.dtype)).join(', ')}], ` +
+    `'offsets': [${fields.map((f) => f.offset).join(', ')}]${titles}, 'itemsize': ${dt.itemsize}}`
+  );
 }
 
 /** numpy's `dtype_short_repr`. */
@@ -299,7 +375,11 @@ export function reprLikeNumpy(a: Printable): string {
     const shown: unknown[] = [];
     const keys: string[] = [];
     const collect = (index: number[]): void => {
-      if (index.length === shape.length) { keys.push(index.join(',')); shown.push(a.get(index)); return; }
+      if (index.length === shape.length) {
+        keys.push(index.join(','));
+        shown.push(a.get(index));
+        return;
+      }
       for (const i of shownIndices(shape[index.length]!, summarise)) if (i !== null) collect([...index, i]);
     };
     collect([]);

@@ -12,10 +12,17 @@ export const BLOCK_ELEMENTS = 1 << 16;
  * Write the document of the open file `handle` to `write`, a piece at a time. With `limit`, `data` is the
  * first `limit` elements in row-major order as one flat list, and the document says `"limit"`.
  */
-export async function streamJsonDocument(handle: NpyFileHandleSync, write: Writer, limit?: number, onProgress?: (done: number, total: number) => void): Promise<void> {
+export async function streamJsonDocument(
+  handle: NpyFileHandleSync,
+  write: Writer,
+  limit?: number,
+  onProgress?: (done: number, total: number) => void,
+): Promise<void> {
   // Pieces are queued and handed over a block at a time, waiting while the reader is behind.
   let queued: string[] = [];
-  const out = (text: string): void => { queued.push(text); };
+  const out = (text: string): void => {
+    queued.push(text);
+  };
   let read = 0;
   const flush = async (): Promise<void> => {
     onProgress?.(read, handle.header.dataBytes);
@@ -105,7 +112,10 @@ async function writeFlat(handle: Handle, shape: readonly number[], limit: number
   while (written < want) {
     const index: number[] = [];
     let rest = written;
-    for (let d = n - 1; d >= 0; d--) { index.unshift(rest % shape[d]!); rest = Math.floor(rest / shape[d]!); }
+    for (let d = n - 1; d >= 0; d--) {
+      index.unshift(rest % shape[d]!);
+      rest = Math.floor(rest / shape[d]!);
+    }
     const count = Math.min(want - written, row - index[n - 1]!, BLOCK_ELEMENTS);
     const block = handle.read(index, [...index.slice(0, -1).map(() => 1), count]) as NdArray;
     let values: unknown = arrayToJSON(block);

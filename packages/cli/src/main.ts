@@ -1,9 +1,39 @@
 /** The `npyts` command: info, show and convert for .npy files. */
 import {
-  NpyError, checkDataSize, dataToBytes, encodeHeader, putOwn, decodeNpyWithHeader, decodeNpz, encodeNpy, npyDocument, raggedInfo, readHeader, shapeRepr, toOrder, withByteOrder,
-  type NdArray, type NpyHeader, type NpzArchive, type TypedArray,
+  NpyError,
+  checkDataSize,
+  dataToBytes,
+  encodeHeader,
+  putOwn,
+  decodeNpyWithHeader,
+  decodeNpz,
+  encodeNpy,
+  npyDocument,
+  raggedInfo,
+  readHeader,
+  shapeRepr,
+  toOrder,
+  withByteOrder,
+  type NdArray,
+  type NpyHeader,
+  type NpzArchive,
+  type TypedArray,
 } from '@npyts/core';
-import { checkRegularFile, openNpzSync, openNpyFileSync, writeBeside, type NpyFileHandleSync, readNpyHeaderSync, saveNpySync, saveNpz, zlibCodec, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray, nativeStatus } from '@npyts/core/node';
+import {
+  checkRegularFile,
+  openNpzSync,
+  openNpyFileSync,
+  writeBeside,
+  type NpyFileHandleSync,
+  readNpyHeaderSync,
+  saveNpySync,
+  saveNpz,
+  zlibCodec,
+  openRaggedSync,
+  saveObjectArrayAsRaggedSync,
+  raggedToObjectArray,
+  nativeStatus,
+} from '@npyts/core/node';
 import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
@@ -81,7 +111,10 @@ class UsageError extends Error {}
 
 /** A failure tied to one input file, printed as `npyts: error: FILE: message`. */
 class FileError extends Error {
-  constructor(readonly file: string, override readonly cause: unknown) {
+  constructor(
+    readonly file: string,
+    override readonly cause: unknown,
+  ) {
     super(cause instanceof Error ? cause.message : String(cause));
   }
 }
@@ -93,10 +126,23 @@ interface Parsed {
 
 /** Every option, for node:util's parseArgs (strict: an unknown option is a usage error). */
 const OPTIONS = {
-  json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, compress: { type: 'boolean' }, store: { type: 'boolean' },
-  'allow-pickle': { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' }, ragged: { type: 'boolean' }, object: { type: 'boolean' }, 'string-dtype': { type: 'boolean' }, layout: { type: 'string' },
-  order: { type: 'string' }, byteorder: { type: 'string' }, version: { type: 'string' }, limit: { type: 'string' },
-  rtol: { type: 'string' }, atol: { type: 'string' }, dtype: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  compress: { type: 'boolean' },
+  store: { type: 'boolean' },
+  'allow-pickle': { type: 'boolean' },
+  quiet: { type: 'boolean', short: 'q' },
+  ragged: { type: 'boolean' },
+  object: { type: 'boolean' },
+  'string-dtype': { type: 'boolean' },
+  layout: { type: 'string' },
+  order: { type: 'string' },
+  byteorder: { type: 'string' },
+  version: { type: 'string' },
+  limit: { type: 'string' },
+  rtol: { type: 'string' },
+  atol: { type: 'string' },
+  dtype: { type: 'string' },
 } as const;
 
 function parseArgs(args: string[]): Parsed {
@@ -153,8 +199,16 @@ function infoLine(file: string, h: NpyHeader): string {
 
 function infoJSON(file: string, h: NpyHeader): Record<string, unknown> {
   return {
-    file, version: h.version, descr: h.dtype.descr, dtype: h.dtype.name, description: h.dtype.description,
-    shape: h.shape, fortran_order: h.fortranOrder, size: h.size, data_offset: h.dataOffset, data_bytes: h.dataBytes,
+    file,
+    version: h.version,
+    descr: h.dtype.descr,
+    dtype: h.dtype.name,
+    description: h.dtype.description,
+    shape: h.shape,
+    fortran_order: h.fortranOrder,
+    size: h.size,
+    data_offset: h.dataOffset,
+    data_bytes: h.dataBytes,
   };
 }
 
@@ -217,9 +271,12 @@ let quiet = false;
 
 /** Header and array of one .npy, or of one archive member. */
 function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: NdArray } {
-  const bytes = archive && t.member !== undefined
-    ? withFile(t.label, () => archive.bytesSync(t.member!))
-    : t.file === '-' ? stdin() : withFile(t.file, () => readFileSync(t.file));
+  const bytes =
+    archive && t.member !== undefined
+      ? withFile(t.label, () => archive.bytesSync(t.member!))
+      : t.file === '-'
+        ? stdin()
+        : withFile(t.file, () => readFileSync(t.file));
   const options = allowPickle ? { pickle: pickleCodec } : {};
   return withFile(t.label, () => decodeNpyWithHeader(bytes, options));
 }
@@ -244,19 +301,25 @@ function cmdInfo(p: Parsed, io: Io): void {
         return header;
       });
       const ragged = t.file !== '-' ? withFile(t.label, () => raggedInfo(h.dtype)) : null;
-      const raggedText = ragged ? withFile(t.label, () => {
-        const r = openRaggedSync(t.file);
-        try {
-          const text = r.kind === 'utf8' || r.kind === 'utf8z';
-          const what = text ? 'UTF-8 strings' : r.kind === 'ref' ? `references to slices of ${r.heapDtype.descrLiteral}` : `arrays (k${r.tail.map((d) => `, ${d}`).join('')}) of ${r.heapDtype.descrLiteral}`;
-          return {
-            text: `ragged: ${r.length} ${what}, shape ${r.raggedShape}, ${r.layout}, in heap ${ragged.heap} (${r.heapLength} ${text ? 'bytes' : 'rows'})`,
-            json: { elements: r.length, kind: r.kind, layout: r.layout, shape: r.raggedShape, heap: ragged.heap, heap_rows: r.heapLength },
-          };
-        } finally {
-          r.close();
-        }
-      }) : null;
+      const raggedText = ragged
+        ? withFile(t.label, () => {
+            const r = openRaggedSync(t.file);
+            try {
+              const text = r.kind === 'utf8' || r.kind === 'utf8z';
+              const what = text
+                ? 'UTF-8 strings'
+                : r.kind === 'ref'
+                  ? `references to slices of ${r.heapDtype.descrLiteral}`
+                  : `arrays (k${r.tail.map((d) => `, ${d}`).join('')}) of ${r.heapDtype.descrLiteral}`;
+              return {
+                text: `ragged: ${r.length} ${what}, shape ${r.raggedShape}, ${r.layout}, in heap ${ragged.heap} (${r.heapLength} ${text ? 'bytes' : 'rows'})`,
+                json: { elements: r.length, kind: r.kind, layout: r.layout, shape: r.raggedShape, heap: ragged.heap, heap_rows: r.heapLength },
+              };
+            } finally {
+              r.close();
+            }
+          })
+        : null;
       if (json) docs.push({ ...infoJSON(t.label, h), ...(raggedText ? { ragged: raggedText.json } : {}) });
       else io.stdout(`${infoLine(t.label, h)}${raggedText ? `; ${raggedText.text}` : ''}\n`);
       continue;
@@ -268,7 +331,13 @@ function cmdInfo(p: Parsed, io: Io): void {
         // The header alone, from the member's first bytes: no member is inflated whole, no pickle decoded.
         const header = withFile(`${t.file}:${name}`, () => archive.headerSync(name));
         const stored = entry.method === 0 ? 'stored' : `deflated ${entry.compressedSize} bytes`;
-        if (json) docs.push({ ...infoJSON(`${t.file}:${name}`, header), member: entry.name, compression: entry.method === 0 ? 'stored' : 'deflate', compressed_size: entry.compressedSize });
+        if (json)
+          docs.push({
+            ...infoJSON(`${t.file}:${name}`, header),
+            member: entry.name,
+            compression: entry.method === 0 ? 'stored' : 'deflate',
+            compressed_size: entry.compressedSize,
+          });
         else io.stdout(`${infoLine(`${t.file}:${name}`, header)}, ${stored}\n`);
       }
       if (names.length === 0 && !json) io.stdout(`${printable(t.file)}: empty archive\n`);
@@ -295,16 +364,35 @@ function shownElements(handle: NpyFileHandleSync): Printable {
   const { dtype, shape } = handle.header;
   const size = shape.reduce((a, b) => a * b, 1);
   if (size <= 1000) {
-    const whole = handle.read(shape.map(() => 0), shape);
+    const whole = handle.read(
+      shape.map(() => 0),
+      shape,
+    );
     const strides = whole.strides;
-    return { dtype, shape, get: (index) => readExactItem(dtype, whole.data, index.reduce((pos, i, d) => pos + i * strides[d]!, 0)) };
+    return {
+      dtype,
+      shape,
+      get: (index) =>
+        readExactItem(
+          dtype,
+          whole.data,
+          index.reduce((pos, i, d) => pos + i * strides[d]!, 0),
+        ),
+    };
   }
   const last = shape.length - 1;
   const n = shape[last]!;
-  const runs: [number, number][] = n > 6 ? [[0, 3], [n - 3, 3]] : [[0, n]];
+  const runs: [number, number][] =
+    n > 6
+      ? [
+          [0, 3],
+          [n - 3, 3],
+        ]
+      : [[0, n]];
   const rows = new Map<string, Map<number, unknown>>();
   return {
-    dtype, shape,
+    dtype,
+    shape,
     get(index) {
       const key = index.slice(0, last).join(',');
       let row = rows.get(key);
@@ -339,7 +427,10 @@ async function cmdShow(p: Parsed, io: Io): Promise<void> {
     const report = { cut: false };
     const text = withFile(label, () => (json ? JSON.stringify(npyDocument(header, array)) : `# ${infoLine(label, header)}\n${formatArray(array, report)}`));
     io.stdout(`${text}\n`);
-    if (report.cut) io.stderr(`npyts: note: ${printable(label)}: object values were cut short (shown as ...): they nest too deep or repeat shared values beyond ${MAX_OBJECT_TEXT} characters\n`);
+    if (report.cut)
+      io.stderr(
+        `npyts: note: ${printable(label)}: object values were cut short (shown as ...): they nest too deep or repeat shared values beyond ${MAX_OBJECT_TEXT} characters\n`,
+      );
   };
   if (t.member === undefined && !isArchive(t.file)) {
     const limit = limitOf(p);
@@ -363,7 +454,7 @@ async function cmdShow(p: Parsed, io: Io): Promise<void> {
       }
       return;
     }
-    if (limit !== undefined) throw new UsageError('--limit streams a .npy file\'s --json document; not for object arrays or standard input');
+    if (limit !== undefined) throw new UsageError("--limit streams a .npy file's --json document; not for object arrays or standard input");
     const { header, array } = loadOne(t);
     print(t.label, header, array);
     return;
@@ -379,7 +470,11 @@ async function cmdShow(p: Parsed, io: Io): Promise<void> {
       for (const name of archive.names) {
         const label = `${t.file}:${name}`;
         const { header, array } = loadOne({ label, file: t.file, member: name }, archive);
-        putOwn(arrays, name, withFile(label, () => npyDocument(header, array)));
+        putOwn(
+          arrays,
+          name,
+          withFile(label, () => npyDocument(header, array)),
+        );
       }
       io.stdout(JSON.stringify({ arrays }) + '\n');
     } else {
@@ -396,7 +491,9 @@ function arraysOf(t: Target): Map<string, NdArray> {
   if (t.member === undefined && !isArchive(t.file)) return new Map([['', loadOne(t).array]]);
   return withArchive(t, (archive) => {
     const names = t.member !== undefined ? [t.member] : archive.names;
-    return new Map(names.map((name) => [t.member !== undefined ? '' : name, loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive).array]));
+    return new Map(
+      names.map((name) => [t.member !== undefined ? '' : name, loadOne({ label: `${t.file}:${name}`, file: t.file, member: name }, archive).array]),
+    );
   });
 }
 
@@ -462,7 +559,9 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   const textOut = output.member === undefined ? delimiterOf(output.file) : null;
   if (output.file !== '-' && output.member === undefined && !textOut && !/\.np[yz]$/i.test(output.file)) {
     const ext = extname(output.file);
-    throw new UsageError(`cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .csv or .tsv`);
+    throw new UsageError(
+      `cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .csv or .tsv`,
+    );
   }
   const textIn = input.member === undefined && input.file !== '-' ? delimiterOf(input.file) : null;
   if (p.flags.has('--dtype') && !textIn) throw new UsageError('--dtype is for reading a .csv or .tsv file');
@@ -482,7 +581,11 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     } else {
       const objects = withFile(input.label, () => {
         const r = openRaggedSync(input.file);
-        try { return raggedToObjectArray(r); } finally { r.close(); }
+        try {
+          return raggedToObjectArray(r);
+        } finally {
+          r.close();
+        }
       });
       const codec = p.flags.has('--string-dtype') ? stringDTypeCodec : pickleCodec;
       withFile(output.file, () => saveNpySync(output.file, objects, { ...encodeOptions(undefined), pickle: codec }));
@@ -506,10 +609,12 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
       return archive.names.map((name) => named(name, { label: `${input.file}:${name}`, file: input.file, member: name }, archive));
     });
   } else if (input.member !== undefined) {
-    arrays = [withArchive(input, (archive) => {
-      compressed = archive.entry(input.member!).method !== 0;
-      return named(input.member!, input, archive);
-    })];
+    arrays = [
+      withArchive(input, (archive) => {
+        compressed = archive.entry(input.member!).method !== 0;
+        return named(input.member!, input, archive);
+      }),
+    ];
   } else if (textIn) {
     // np.loadtxt's default dtype is float64.
     const descr = String(p.flags.get('--dtype') ?? '<f8');
@@ -524,11 +629,13 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     // A .npy to text, a step of rows at a time by region reads: memory is one step, whatever the file's size.
     const h = withFile(input.label, () => openNpyFileSync(input.file, allowPickle ? { pickle: pickleCodec } : {}));
     try {
-      withFile(output.file, () => writeBeside(output.file, (fd) => {
-        const rest = h.shape.slice(1);
-        const rowsOf = (from: number, count: number): NdArray => withFile(input.label, () => h.read([from, ...rest.map(() => 0)], [count, ...rest]));
-        for (const piece of tablePieces(h.dtype, h.shape, rowsOf, textOut)) writeSync(fd, piece);
-      }));
+      withFile(output.file, () =>
+        writeBeside(output.file, (fd) => {
+          const rest = h.shape.slice(1);
+          const rowsOf = (from: number, count: number): NdArray => withFile(input.label, () => h.read([from, ...rest.map(() => 0)], [count, ...rest]));
+          for (const piece of tablePieces(h.dtype, h.shape, rowsOf, textOut)) writeSync(fd, piece);
+        }),
+      );
     } finally {
       h.close();
     }
@@ -540,9 +647,11 @@ async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   if (textOut) {
     if (arrays.length !== 1) throw new UsageError(`${input.label} holds ${arrays.length} arrays; name one as ${input.file}:NAME for a table`);
     const a = toOrder(arrays[0]![1], 'C');
-    withFile(output.file, () => writeBeside(output.file, (fd) => {
-      for (const piece of tablePieces(a.dtype, a.shape, (from, count) => rowsOfArray(a, from, count), textOut)) writeSync(fd, piece);
-    }));
+    withFile(output.file, () =>
+      writeBeside(output.file, (fd) => {
+        for (const piece of tablePieces(a.dtype, a.shape, (from, count) => rowsOfArray(a, from, count), textOut)) writeSync(fd, piece);
+      }),
+    );
     return;
   }
 
@@ -600,11 +709,19 @@ export async function main(args: string[], io: Io): Promise<number> {
       return 0;
     }
     switch (command) {
-      case 'info': cmdInfo(parsed, io); break;
-      case 'show': await cmdShow(parsed, io); break;
-      case 'convert': await cmdConvert(parsed, io); break;
-      case 'diff': return cmdDiff(parsed, io);
-      default: throw new UsageError(`unknown command '${command}'`);
+      case 'info':
+        cmdInfo(parsed, io);
+        break;
+      case 'show':
+        await cmdShow(parsed, io);
+        break;
+      case 'convert':
+        await cmdConvert(parsed, io);
+        break;
+      case 'diff':
+        return cmdDiff(parsed, io);
+      default:
+        throw new UsageError(`unknown command '${command}'`);
     }
     return 0;
   } catch (e) {
@@ -650,7 +767,15 @@ function* textPieces(file: string): Generator<string> {
  * leaves room for any row count), each batch of rows is written after it, and the header is written
  * again with the count at the end, all beside the target and renamed over it when complete.
  */
-function tableToNpyFile(from: string, to: string, delimiter: ',' | '\t', descr: string, source: string, version: 1 | 2 | 3 | undefined, transform: (a: NdArray) => NdArray): void {
+function tableToNpyFile(
+  from: string,
+  to: string,
+  delimiter: ',' | '\t',
+  descr: string,
+  source: string,
+  version: 1 | 2 | 3 | undefined,
+  transform: (a: NdArray) => NdArray,
+): void {
   writeBeside(to, (fd) => {
     let header: Uint8Array | null = null;
     let rows = 0;
@@ -673,5 +798,5 @@ function tableToNpyFile(from: string, to: string, delimiter: ',' | '\t', descr: 
 
 /** Write all of `bytes` (at `position`, or at the file position), however the kernel splits it. */
 function writeAll(fd: number, bytes: Uint8Array, position?: number): void {
-  for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done, position === undefined ? null : position + done);
+  for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done, position === undefined ? null : position + done);
 }

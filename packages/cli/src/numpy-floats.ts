@@ -31,7 +31,10 @@ function shortest(x: number, itemsize: number): { digits: string; exp: number } 
   for (let p = 1; p <= 17; p++) {
     let q = scaledRound(a, p - 1 - exp).toString();
     let e = exp;
-    if (q.length > p) { q = q.slice(0, p); e += 1; }
+    if (q.length > p) {
+      q = q.slice(0, p);
+      e += 1;
+    }
     if (readsBack(`${q[0]}.${q.slice(1)}e${e}`, a, itemsize)) return { digits: q.replace(/0+$/, '') || '0', exp: e };
   }
   throw new Error('unreachable: 17 digits identify every float');
@@ -79,7 +82,9 @@ function positional(x: number, itemsize: number, precision: number): [string, st
     if (exp >= 0) text = digits.length > exp + 1 ? `${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}` : `${digits}${'0'.repeat(exp + 1 - digits.length)}.`;
     else text = `0.${'0'.repeat(-exp - 1)}${digits}`;
   } else {
-    const q = scaledRound(x, precision).toString().padStart(precision + 1, '0');
+    const q = scaledRound(x, precision)
+      .toString()
+      .padStart(precision + 1, '0');
     text = `${q.slice(0, -precision)}.${q.slice(-precision)}`.replace(/0+$/, '');
   }
   const [int, frac = ''] = text.split('.');
@@ -93,7 +98,10 @@ function scientific(x: number, itemsize: number, precision: number): [string, st
   // Round to precision + 1 significant digits, exactly.
   let e = exactExponent(Math.abs(x), exp);
   let q = scaledRound(x, precision - e).toString();
-  if (q.length > precision + 1) { q = q.slice(0, precision + 1); e += 1; } // 9.99… rounded up to 10.0…
+  if (q.length > precision + 1) {
+    q = q.slice(0, precision + 1);
+    e += 1;
+  } // 9.99… rounded up to 10.0…
   return [q[0]!, q.slice(1).replace(/0+$/, ''), e];
 }
 
@@ -107,7 +115,10 @@ function digitsAt(x: number, exp: number, fraction: number): [string, string, nu
   // The exact value's exponent: its first digit, whatever the shortest digits rounded to.
   let e = exactExponent(Math.abs(x), exp);
   let q = scaledRound(x, fraction - e).toString();
-  if (q.length > fraction + 1) { e += 1; q = q.slice(0, fraction + 1); } // 9.99…95 rounded up to 10.0…
+  if (q.length > fraction + 1) {
+    e += 1;
+    q = q.slice(0, fraction + 1);
+  } // 9.99…95 rounded up to 10.0…
   return [q[0]!, q.slice(1), e];
 }
 

@@ -21,7 +21,10 @@ const BELOW_DAY: Partial<Record<DatetimeUnit, { perDay: bigint; clock: number; f
 function floorDiv(a: bigint, b: bigint): [bigint, bigint] {
   let q = a / b;
   let r = a % b;
-  if (r < 0n) { q -= 1n; r += b; }
+  if (r < 0n) {
+    q -= 1n;
+    r += b;
+  }
   return [q, r];
 }
 

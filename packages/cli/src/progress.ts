@@ -19,7 +19,10 @@ const NONE: Progress = { update() {}, stop() {} };
 const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 function bytes(n: number): string {
   let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
   return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
 }
 
@@ -37,8 +40,12 @@ export function startProgress(label: string, quiet: boolean, stream: NodeJS.Writ
         bar.update(done, payload);
       } else if (elapsed >= SHOW_AFTER_MS && done < total) {
         bar = new SingleBar({
-          stream, format: `${label} [{bar}] {percentage}% | {doneBytes} of {totalBytes} | {rate}/s | {eta_formatted} left`,
-          hideCursor: true, clearOnComplete: true, etaBuffer: 20, fps: 5,
+          stream,
+          format: `${label} [{bar}] {percentage}% | {doneBytes} of {totalBytes} | {rate}/s | {eta_formatted} left`,
+          hideCursor: true,
+          clearOnComplete: true,
+          etaBuffer: 20,
+          fps: 5,
         });
         bar.start(total, done, payload);
       }

@@ -5,8 +5,18 @@
  * ambiguity (3-d arrays, complex numbers, datetimes, a delimiter inside a string) is refused.
  */
 import {
-  NdArray, NpyError, arrayFromValues, familyOf, parseDescr, parsePyLiteral, toOrder,
-  type DescrInput, type DType, type InputOf, type Nested, type TypedArray,
+  NdArray,
+  NpyError,
+  arrayFromValues,
+  familyOf,
+  parseDescr,
+  parsePyLiteral,
+  toOrder,
+  type DescrInput,
+  type DType,
+  type InputOf,
+  type Nested,
+  type TypedArray,
 } from '@npyts/core';
 import { exactExponent, scaledRound } from './numpy-floats.js';
 import { readExactItem } from './format.js';
@@ -32,7 +42,10 @@ function digits17(a: number): [string, number] {
   // The exact value's exponent, then 17 significant digits (a carry, 9.99…95 → 10.0…, moves it up).
   let e = exactExponent(a, Math.floor(Math.log10(a)));
   let digits = scaledRound(a, 16 - e).toString();
-  if (digits.length > 17) { e += 1; digits = digits.slice(0, 17); }
+  if (digits.length > 17) {
+    e += 1;
+    digits = digits.slice(0, 17);
+  }
   return [digits, e];
 }
 
@@ -60,17 +73,26 @@ export function formatG17(x: number): string {
 function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): string {
   const family = familyOf(dt);
   switch (family) {
-    case 'float': return formatG17(v as number);
-    case 'int': case 'uint': return String(v);
-    case 'bool': return v ? '1' : '0';
-    case 'str': case 'bytes': {
+    case 'float':
+      return formatG17(v as number);
+    case 'int':
+    case 'uint':
+      return String(v);
+    case 'bool':
+      return v ? '1' : '0';
+    case 'str':
+    case 'bytes': {
       const text = typeof v === 'string' ? v : new TextDecoder('latin1').decode(v as Uint8Array);
       if (text.includes(delimiter) || /[\r\n"]/.test(text)) {
-        throw new NpyError('NOT_REPRESENTABLE', `${where()}: the string ${JSON.stringify(text)} holds a delimiter, quote or line break; this text format has no quoting`);
+        throw new NpyError(
+          'NOT_REPRESENTABLE',
+          `${where()}: the string ${JSON.stringify(text)} holds a delimiter, quote or line break; this text format has no quoting`,
+        );
       }
       return text;
     }
-    default: throw new NpyError('NO_COUNTERPART', `${dt.name} values have no lossless ${delimiter === ',' ? 'CSV' : 'TSV'} form here; write .npy or .npz`);
+    default:
+      throw new NpyError('NO_COUNTERPART', `${dt.name} values have no lossless ${delimiter === ',' ? 'CSV' : 'TSV'} form here; write .npy or .npz`);
   }
 }
 
@@ -82,10 +104,16 @@ const ROWS_PER_STEP = 4096;
  * array as columns under a header. `rowsOf(from, count)` gives rows (a region read of a file, or a
  * view of an array in memory), so memory is one step's rows and its text.
  */
-export function* tablePieces(dtype: DType, shape: readonly number[], rowsOf: (from: number, count: number) => NdArray, delimiter: ',' | '\t'): Generator<string> {
+export function* tablePieces(
+  dtype: DType,
+  shape: readonly number[],
+  rowsOf: (from: number, count: number) => NdArray,
+  delimiter: ',' | '\t',
+): Generator<string> {
   const fields = dtype.fields;
   if (fields) {
-    if (shape.length !== 1) throw new NpyError('NO_COUNTERPART', `a record array of shape (${shape.join(', ')}) has no table form; only 1-d record arrays become columns`);
+    if (shape.length !== 1)
+      throw new NpyError('NO_COUNTERPART', `a record array of shape (${shape.join(', ')}) has no table form; only 1-d record arrays become columns`);
     if (fields.some((f) => f.dtype.fields || f.dtype.subarray)) throw new NpyError('NO_COUNTERPART', 'nested records and subarray fields have no table form');
   } else if (shape.length === 0 || shape.length > 2) {
     throw new NpyError('NO_COUNTERPART', `an array of ${shape.length} dimensions has no table form; only 1-d and 2-d arrays (np.savetxt's rule)`);
@@ -116,7 +144,7 @@ export function* tablePieces(dtype: DType, shape: readonly number[], rowsOf: (fr
 export function rowsOfArray(a: NdArray, from: number, count: number): NdArray {
   const per = a.shape.slice(1).reduce((p, x) => p * x, 1);
   const units = a.data.length / Math.max(1, a.size);
-  const data = (a.data as unknown as { subarray?: (s: number, e: number) => unknown; slice: (s: number, e: number) => unknown });
+  const data = a.data as unknown as { subarray?: (s: number, e: number) => unknown; slice: (s: number, e: number) => unknown };
   const at = from * per * units;
   const end = (from + count) * per * units;
   const part = data.subarray ? data.subarray(at, end) : data.slice(at, end);
@@ -150,13 +178,21 @@ function* linesOf(pieces: Iterable<string>): Generator<{ line: string; number: n
  * one column gives a 1-d array, several a 2-d one; a record descr takes one column per field and
  * skips a header line of the field names. Memory is one batch, whatever the text's length.
  */
-export function* tableBatches(pieces: Iterable<string>, delimiter: ',' | '\t', descr: string, source: string, rowsPerBatch = ROWS_PER_STEP): Generator<NdArray> {
+export function* tableBatches(
+  pieces: Iterable<string>,
+  delimiter: ',' | '\t',
+  descr: string,
+  source: string,
+  rowsPerBatch = ROWS_PER_STEP,
+): Generator<NdArray> {
   // A type string ('<f8'), or a record descr as numpy writes it ("[('a', '<i8'), ('b', '<f8')]").
   const dtype: DType = parseDescr(descr.trim().startsWith('[') ? (parsePyLiteral(descr) as DescrInput) : descr);
   const fields = dtype.fields;
   const parse = (dt: DType, cell: string, where: string): unknown => {
     const t = cell.trim();
-    const bad = (): never => { throw new NpyError('BAD_TABLE', `${source}:${where}: '${t}' is not a ${dt.name}`); };
+    const bad = (): never => {
+      throw new NpyError('BAD_TABLE', `${source}:${where}: '${t}' is not a ${dt.name}`);
+    };
     switch (familyOf(dt)) {
       case 'float': {
         if (FLOAT_TEXT.test(t)) return Number(t);
@@ -164,11 +200,17 @@ export function* tableBatches(pieces: Iterable<string>, delimiter: ',' | '\t', d
         if (/^[+-]?nan$/i.test(t)) return NaN;
         return bad();
       }
-      case 'int': case 'uint': return /^[+-]?\d+$/.test(t) ? BigInt(t) : bad();
-      case 'bool': return /^(1|true)$/i.test(t) ? true : /^(0|false)$/i.test(t) ? false : bad();
-      case 'str': return cell;
-      case 'bytes': return new TextEncoder().encode(cell);
-      default: throw new NpyError('NO_COUNTERPART', `${dt.name} cannot be read from text here`);
+      case 'int':
+      case 'uint':
+        return /^[+-]?\d+$/.test(t) ? BigInt(t) : bad();
+      case 'bool':
+        return /^(1|true)$/i.test(t) ? true : /^(0|false)$/i.test(t) ? false : bad();
+      case 'str':
+        return cell;
+      case 'bytes':
+        return new TextEncoder().encode(cell);
+      default:
+        throw new NpyError('NO_COUNTERPART', `${dt.name} cannot be read from text here`);
     }
   };
   let width = -1;

@@ -1,6 +1,6 @@
 /** decodeNpy / encodeNpy: bytes → header → dtype → typed view, and back. */
 import { allocateBuffer, swapBytes } from './array/memory.js';
-import { DType, parseDescr, shapeSize } from './format/dtype.js';
+import { type DType, parseDescr, shapeSize } from './format/dtype.js';
 import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
 import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
@@ -45,7 +45,8 @@ export interface DecodeOptions extends ReadHeaderOptions, UnpickleLimits {
   pickle?: ObjectArrayCodec;
 }
 
-const PICKLE_HINT = "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
+const PICKLE_HINT =
+  "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
 
 /**
  * Whether a dtype holds Python objects anywhere (then its data is a pickle).
@@ -58,13 +59,23 @@ export function hasObject(dtype: DType): boolean {
     record: (_, fields) => fields.some((f) => hasObject(f.dtype)),
     subarray: (_, base) => hasObject(base),
     object: () => true,
-    bool: no, int: no, uint: no, float: no, complex: no, bytes: no, str: no, void: no, datetime: no, timedelta: no,
+    bool: no,
+    int: no,
+    uint: no,
+    float: no,
+    complex: no,
+    bytes: no,
+    str: no,
+    void: no,
+    datetime: no,
+    timedelta: no,
   });
 }
 
 /** A plain Uint8Array view of the input (never a Node Buffer, whose slice() does not copy). */
 export function asBytes(input: Uint8Array | ArrayBufferLike): Uint8Array {
-  if (input instanceof Uint8Array) return Object.getPrototypeOf(input) === Uint8Array.prototype ? input : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  if (input instanceof Uint8Array)
+    return Object.getPrototypeOf(input) === Uint8Array.prototype ? input : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
   if (ArrayBuffer.isView(input)) {
     const v = input as ArrayBufferView;
     return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
@@ -75,7 +86,9 @@ export function asBytes(input: Uint8Array | ArrayBufferLike): Uint8Array {
 /** Check that the header's data can be read without a pickle codec and that all of it is present. */
 export function checkDataPresent(header: NpyHeader, available: number): void {
   if (hasObject(header.dtype)) {
-    throw new NpyError('PICKLE_UNSUPPORTED', `dtype ${header.dtype.descrLiteral} holds Python objects, stored as a pickle; ${PICKLE_HINT}`, { offset: header.dataOffset });
+    throw new NpyError('PICKLE_UNSUPPORTED', `dtype ${header.dtype.descrLiteral} holds Python objects, stored as a pickle; ${PICKLE_HINT}`, {
+      offset: header.dataOffset,
+    });
   }
   checkDataSize(header, available);
 }
@@ -88,7 +101,11 @@ export function checkDataPresent(header: NpyHeader, available: number): void {
 export function checkDataSize(header: NpyHeader, available: number): void {
   if (hasObject(header.dtype)) return;
   if (available < header.dataBytes) {
-    throw new NpyError('DATA_TRUNCATED', `data is truncated: shape (${header.shape.join(', ')}) of ${header.dtype.str} needs ${header.dataBytes} bytes after the header, but only ${available} are present`, { offset: header.dataOffset + available });
+    throw new NpyError(
+      'DATA_TRUNCATED',
+      `data is truncated: shape (${header.shape.join(', ')}) of ${header.dtype.str} needs ${header.dataBytes} bytes after the header, but only ${available} are present`,
+      { offset: header.dataOffset + available },
+    );
   }
 }
 
@@ -122,7 +139,10 @@ export function decodeNpy(input: Uint8Array | ArrayBufferLike, options: DecodeOp
  * const { header, array } = decodeNpyWithHeader(bytes);
  * header.version;   // [1, 0]
  */
-export function decodeNpyWithHeader<const S extends DescrInput>(input: Uint8Array | ArrayBufferLike, options: DecodeOptions & Expecting<S>): { header: NpyHeader; array: NdArray<S> };
+export function decodeNpyWithHeader<const S extends DescrInput>(
+  input: Uint8Array | ArrayBufferLike,
+  options: DecodeOptions & Expecting<S>,
+): { header: NpyHeader; array: NdArray<S> };
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options?: DecodeOptions): { header: NpyHeader; array: NdArray };
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): { header: NpyHeader; array: NdArray } {
   const bytes = asBytes(input);
@@ -188,7 +208,7 @@ export function toNdArray(input: NdArray | ArraySpec): NdArray {
     if (typed instanceof ctor && !(ctor === Uint8Array && typed instanceof Uint8ClampedArray)) {
       return new NdArray(dtype, shape, typed, input.order ?? 'C');
     }
-    if (unitsPerItem !== 1 || dtype.kind === 'f' && dtype.itemsize !== 4 && dtype.itemsize !== 8) {
+    if (unitsPerItem !== 1 || (dtype.kind === 'f' && dtype.itemsize !== 4 && dtype.itemsize !== 8)) {
       throw new NpyError('DTYPE_MISMATCH', `${typed.constructor.name} cannot hold ${dtype.str} data; use ${ctor.name}`);
     }
     return converted(Array.from(typed as ArrayLike<number>), dtype, shape, input.order);

@@ -10,13 +10,42 @@ import Complex128Array from '@stdlib/array/complex128/lib/index.js';
 import BooleanArray from '@stdlib/array/bool/lib/index.js';
 import Float16Array from '@stdlib/array/float16/lib/index.js';
 import {
-  NdArray, NpyError, arrayFromValues, familyOf, fieldView, getField, matchDType, parseDescr, readItem, shapeSize, storageOf,
+  NdArray,
+  NpyError,
+  arrayFromValues,
+  familyOf,
+  fieldView,
+  getField,
+  matchDType,
+  parseDescr,
+  readItem,
+  shapeSize,
+  storageOf,
   type Complex,
-  type ArraySpec, type DType, type Field, type TypedArray, type DescrInput, type FamilyOf, type StorageOf, type FieldDescr,
+  type ArraySpec,
+  type DType,
+  type Field,
+  type TypedArray,
+  type DescrInput,
+  type FamilyOf,
+  type StorageOf,
+  type FieldDescr,
 } from '@npyts/core';
 import type {
-  boolndarray, complex64ndarray, complex128ndarray, float16ndarray, float32ndarray, float64ndarray, genericndarray,
-  int8ndarray, int16ndarray, int32ndarray, uint8ndarray, uint16ndarray, uint32ndarray, typedndarray,
+  boolndarray,
+  complex64ndarray,
+  complex128ndarray,
+  float16ndarray,
+  float32ndarray,
+  float64ndarray,
+  genericndarray,
+  int8ndarray,
+  int16ndarray,
+  int32ndarray,
+  uint8ndarray,
+  uint16ndarray,
+  uint32ndarray,
+  typedndarray,
 } from '@stdlib/types/ndarray';
 
 /** The parts of a @stdlib/ndarray ndarray the adapter uses. */
@@ -36,29 +65,64 @@ export interface StdlibNdarray {
  * for `'<f4'`, `genericndarray<bigint>` for `'<i8'` with `{ int64: 'generic' }`, never for what it refuses.
  */
 export type StdlibOf<S, O extends ToStdlibOptions = {}> =
-  FamilyOf<S> extends 'record' ? never
-  : StorageOf<S> extends Float64Array ? (FamilyOf<S> extends 'complex' ? complex128ndarray : float64ndarray)
-  : StorageOf<S> extends Float32Array ? (FamilyOf<S> extends 'complex' ? complex64ndarray : float32ndarray)
-  : FamilyOf<S> extends 'float' ? (StorageOf<S> extends Uint16Array ? float16ndarray : O['longDouble'] extends 'float64' ? float64ndarray : never)
-  : FamilyOf<S> extends 'complex' ? (O['longDouble'] extends 'float64' ? complex128ndarray : never)
-  : StorageOf<S> extends BigInt64Array | BigUint64Array
-    ? O['int64'] extends 'generic' ? genericndarray<bigint> : O['int64'] extends 'float64' ? float64ndarray : O['int64'] extends 'int32' ? int32ndarray : never
-  : FamilyOf<S> extends 'bool' ? boolndarray
-  : StorageOf<S> extends Int8Array ? int8ndarray
-  : StorageOf<S> extends Int16Array ? int16ndarray
-  : StorageOf<S> extends Int32Array ? int32ndarray
-  : StorageOf<S> extends Uint16Array ? uint16ndarray
-  : StorageOf<S> extends Uint32Array ? (FamilyOf<S> extends 'str' ? genericndarray<string> : uint32ndarray)
-  : FamilyOf<S> extends 'uint' ? uint8ndarray
-  : FamilyOf<S> extends 'bytes' ? genericndarray<string>
-  : FamilyOf<S> extends 'void' ? genericndarray<Uint8Array>
-  : StdlibNdarray;
+  FamilyOf<S> extends 'record'
+    ? never
+    : StorageOf<S> extends Float64Array
+      ? FamilyOf<S> extends 'complex'
+        ? complex128ndarray
+        : float64ndarray
+      : StorageOf<S> extends Float32Array
+        ? FamilyOf<S> extends 'complex'
+          ? complex64ndarray
+          : float32ndarray
+        : FamilyOf<S> extends 'float'
+          ? StorageOf<S> extends Uint16Array
+            ? float16ndarray
+            : O['longDouble'] extends 'float64'
+              ? float64ndarray
+              : never
+          : FamilyOf<S> extends 'complex'
+            ? O['longDouble'] extends 'float64'
+              ? complex128ndarray
+              : never
+            : StorageOf<S> extends BigInt64Array | BigUint64Array
+              ? O['int64'] extends 'generic'
+                ? genericndarray<bigint>
+                : O['int64'] extends 'float64'
+                  ? float64ndarray
+                  : O['int64'] extends 'int32'
+                    ? int32ndarray
+                    : never
+              : FamilyOf<S> extends 'bool'
+                ? boolndarray
+                : StorageOf<S> extends Int8Array
+                  ? int8ndarray
+                  : StorageOf<S> extends Int16Array
+                    ? int16ndarray
+                    : StorageOf<S> extends Int32Array
+                      ? int32ndarray
+                      : StorageOf<S> extends Uint16Array
+                        ? uint16ndarray
+                        : StorageOf<S> extends Uint32Array
+                          ? FamilyOf<S> extends 'str'
+                            ? genericndarray<string>
+                            : uint32ndarray
+                          : FamilyOf<S> extends 'uint'
+                            ? uint8ndarray
+                            : FamilyOf<S> extends 'bytes'
+                              ? genericndarray<string>
+                              : FamilyOf<S> extends 'void'
+                                ? genericndarray<Uint8Array>
+                                : StdlibNdarray;
 
 /** The per-field ndarrays of a record array (nested records as nested objects). */
-export type StdlibFieldsOf<S, O extends ToStdlibOptions = {}> =
-  S extends readonly FieldDescr[]
-    ? { [F in S[number] as F[0] extends readonly [string, infer N extends string] ? N : F[0] & string]: F[1] extends readonly FieldDescr[] ? StdlibFieldsOf<F[1], O> : StdlibOf<F[1], O> }
-    : Record<string, StdlibNdarray | Record<string, unknown>>;
+export type StdlibFieldsOf<S, O extends ToStdlibOptions = {}> = S extends readonly FieldDescr[]
+  ? {
+      [F in S[number] as F[0] extends readonly [string, infer N extends string] ? N : F[0] & string]: F[1] extends readonly FieldDescr[]
+        ? StdlibFieldsOf<F[1], O>
+        : StdlibOf<F[1], O>;
+    }
+  : Record<string, StdlibNdarray | Record<string, unknown>>;
 
 /** Options of {@link toStdlib}: how 64-bit integers and long doubles are handed over. */
 export interface ToStdlibOptions {
@@ -74,19 +138,33 @@ export interface ToStdlibOptions {
 }
 
 const STDLIB_DTYPE: Record<string, string> = {
-  f8: 'float64', f4: 'float32', f2: 'float16', i1: 'int8', i2: 'int16', i4: 'int32', u1: 'uint8', u2: 'uint16', u4: 'uint32',
-  b1: 'bool', c8: 'complex64', c16: 'complex128',
+  f8: 'float64',
+  f4: 'float32',
+  f2: 'float16',
+  i1: 'int8',
+  i2: 'int16',
+  i4: 'int32',
+  u1: 'uint8',
+  u2: 'uint16',
+  u4: 'uint32',
+  b1: 'bool',
+  c8: 'complex64',
+  c16: 'complex128',
 };
-
 
 /** The stdlib view of typed data: accessor arrays for float16, bool and complex, over the same bytes. */
 function stdlibBuffer(dt: DType, data: TypedArray): unknown {
   switch (dt.typeCode) {
-    case 'f2': return new Float16Array(data.buffer, data.byteOffset, data.length);
-    case 'b1': return new BooleanArray(data.buffer, data.byteOffset, data.length);
-    case 'c8': return new Complex64Array(data.buffer, data.byteOffset, data.length / 2);
-    case 'c16': return new Complex128Array(data.buffer, data.byteOffset, data.length / 2);
-    default: return data;
+    case 'f2':
+      return new Float16Array(data.buffer, data.byteOffset, data.length);
+    case 'b1':
+      return new BooleanArray(data.buffer, data.byteOffset, data.length);
+    case 'c8':
+      return new Complex64Array(data.buffer, data.byteOffset, data.length / 2);
+    case 'c16':
+      return new Complex128Array(data.buffer, data.byteOffset, data.length / 2);
+    default:
+      return data;
   }
 }
 
@@ -96,7 +174,10 @@ function stridesFor(shape: number[], order: 'C' | 'F'): number[] {
   let acc = 1;
   const axes = shape.map((_, i) => i);
   if (order === 'C') axes.reverse();
-  for (const a of axes) { s[a] = acc; acc *= shape[a]!; }
+  for (const a of axes) {
+    s[a] = acc;
+    acc *= shape[a]!;
+  }
   return s;
 }
 
@@ -177,7 +258,10 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
     if (options.int64 === 'float64' || options.int64 === 'int32') {
       return ndarray(options.int64, checkedConversion(array, options.int64), shape, strides, 0, order);
     }
-    throw new NpyError('NO_COUNTERPART', `stdlib has no dtype for ${what}; pass { int64: 'generic' } (bigint values), { int64: 'float64' } or { int64: 'int32' } (checked conversions)`);
+    throw new NpyError(
+      'NO_COUNTERPART',
+      `stdlib has no dtype for ${what}; pass { int64: 'generic' } (bigint values), { int64: 'float64' } or { int64: 'int32' } (checked conversions)`,
+    );
   };
   const longDouble = (complex: boolean): StdlibNdarray => {
     if (options.longDouble !== 'float64') {
@@ -201,13 +285,19 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
     throw new NpyError('NO_COUNTERPART', `${dt.str} has no stdlib counterpart`);
   };
   return matchDType<StdlibNdarray>(dt, {
-    int: int64, uint: int64, datetime: int64, timedelta: int64,
+    int: int64,
+    uint: int64,
+    datetime: int64,
+    timedelta: int64,
     float: () => longDouble(false),
     complex: () => longDouble(true),
     str: () => generic((v) => v),
     void: () => generic((v) => v),
     bytes: () => generic((v) => String.fromCharCode(...(v as Uint8Array))),
-    bool: none, object: none, record: none, subarray: none,
+    bool: none,
+    object: none,
+    record: none,
+    subarray: none,
   });
 }
 
@@ -217,12 +307,18 @@ NUMPY_DTYPE['uint8c'] = 'u1';
 /** The typed memory behind a stdlib buffer (accessor arrays unwrapped). */
 function typedMemory(dtype: string, buffer: { buffer: ArrayBufferLike; byteOffset: number; length: number }): TypedArray {
   switch (dtype) {
-    case 'float16': return new Uint16Array(buffer.buffer, buffer.byteOffset, buffer.length);
-    case 'bool': return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
-    case 'complex64': return new Float32Array(buffer.buffer, buffer.byteOffset, buffer.length * 2);
-    case 'complex128': return new Float64Array(buffer.buffer, buffer.byteOffset, buffer.length * 2);
-    case 'uint8c': return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
-    default: return buffer as unknown as TypedArray;
+    case 'float16':
+      return new Uint16Array(buffer.buffer, buffer.byteOffset, buffer.length);
+    case 'bool':
+      return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
+    case 'complex64':
+      return new Float32Array(buffer.buffer, buffer.byteOffset, buffer.length * 2);
+    case 'complex128':
+      return new Float64Array(buffer.buffer, buffer.byteOffset, buffer.length * 2);
+    case 'uint8c':
+      return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
+    default:
+      return buffer as unknown as TypedArray;
   }
 }
 

@@ -11,8 +11,17 @@ import { applyTransform, describeTransform, invertTransform, type Transform } fr
 import { hasLayers, type LayersModelLike } from './layers.js';
 import { CHECK_PREFIX, checkWith, hasCheck, type CheckModelOptions } from './check.js';
 import {
-  arrayKeys, axesOf, inverseAxes, listKeys, mappedKey, mismatchError, savedName, weightList,
-  type WeightLike, type WeightNames, type Weights,
+  arrayKeys,
+  axesOf,
+  inverseAxes,
+  listKeys,
+  mappedKey,
+  mismatchError,
+  savedName,
+  weightList,
+  type WeightLike,
+  type WeightNames,
+  type Weights,
 } from './weights.js';
 
 /** Options of {@link planWeights}: how the archive names and lays out the weights. */
@@ -64,7 +73,11 @@ export async function planWeights(weights: Weights, source: NpzSource, options: 
 }
 
 /** {@link planWeights} on an opened archive, each step with its weight. */
-export async function planFrom(weights: Weights, archive: AnyArchive, options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string> }): Promise<PlanStep[]> {
+export async function planFrom(
+  weights: Weights,
+  archive: AnyArchive,
+  options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string> },
+): Promise<PlanStep[]> {
   const list = weightList(weights);
   const problems: string[] = [];
   const steps: PlanStep[] = [];
@@ -74,18 +87,27 @@ export async function planFrom(weights: Weights, archive: AnyArchive, options: P
   const take = async (w: WeightLike, step: PlannedWeight): Promise<void> => {
     for (const key of step.keys) claimed.add(key);
     // A sum or a repetition is float work; otherwise the array's dtype decides the tensor's.
-    const made = step.transform.kind === 'sum' || step.transform.kind === 'tile' ? 'float32' : tensorDTypeOf((await archive.header(`${step.keys[0]}.npy`)).dtype);
-    if (made !== w.dtype) { problems.push(`${savedName(w)}: dtype ${made} in the archive, ${w.dtype} in the model`); return; }
+    const made =
+      step.transform.kind === 'sum' || step.transform.kind === 'tile' ? 'float32' : tensorDTypeOf((await archive.header(`${step.keys[0]}.npy`)).dtype);
+    if (made !== w.dtype) {
+      problems.push(`${savedName(w)}: dtype ${made} in the archive, ${w.dtype} in the model`);
+      return;
+    }
     for (const key of step.keys) {
       const other = used.get(key);
-      if (other !== undefined) { problems.push(`${savedName(w)}: its array ${key} is also taken by ${other}`); return; }
+      if (other !== undefined) {
+        problems.push(`${savedName(w)}: its array ${key} is also taken by ${other}`);
+        return;
+      }
       used.set(key, savedName(w));
     }
     steps.push({ target: w, step });
   };
   const pytorch = options.layout === 'pytorch';
   if (pytorch && !hasLayers(weights)) throw new NpyError('WEIGHT_MISMATCH', "layout 'pytorch' needs the model itself (its layers), not a list of weights");
-  const viaNames = pytorch ? list.filter((w) => mappedKey(options.names, savedName(w)) !== null || (w.name !== savedName(w) && mappedKey(options.names, w.name) !== null)) : list;
+  const viaNames = pytorch
+    ? list.filter((w) => mappedKey(options.names, savedName(w)) !== null || (w.name !== savedName(w) && mappedKey(options.names, w.name) !== null))
+    : list;
   for (const w of viaNames) {
     const step = await stepByName(w, archive, options.names, problems, claimed);
     if (step) await take(w, step);
@@ -107,14 +129,25 @@ export async function planFrom(weights: Weights, archive: AnyArchive, options: P
 }
 
 /** A weight's plan from the names table or its own name, checked against the member's header. */
-async function stepByName(w: WeightLike, archive: AnyArchive, names: WeightNames | undefined, problems: string[], claimed: Set<string>): Promise<PlannedWeight | null> {
+async function stepByName(
+  w: WeightLike,
+  archive: AnyArchive,
+  names: WeightNames | undefined,
+  problems: string[],
+  claimed: Set<string>,
+): Promise<PlannedWeight | null> {
   const label = savedName(w); // dense/kernel, also when tfjs made the variable dense/kernel_1
   const mapped = mappedKey(names, w.name) ?? (w.originalName !== undefined ? mappedKey(names, w.originalName) : null);
-  const spec = mapped !== null
-    ? (archive.has(typeof mapped === 'string' ? mapped : mapped.key) ? mapped : null)
-    : [w.originalName, w.name, w.name.replace(/:\d+$/, '')].find((k): k is string => k !== undefined && archive.has(k)) ?? null;
+  const spec =
+    mapped !== null
+      ? archive.has(typeof mapped === 'string' ? mapped : mapped.key)
+        ? mapped
+        : null
+      : ([w.originalName, w.name, w.name.replace(/:\d+$/, '')].find((k): k is string => k !== undefined && archive.has(k)) ?? null);
   if (spec === null) {
-    problems.push(`${label}: no array ${mapped !== null ? `${typeof mapped === 'string' ? mapped : mapped.key} ` : ''}for it in the archive${listKeys(archive)}`);
+    problems.push(
+      `${label}: no array ${mapped !== null ? `${typeof mapped === 'string' ? mapped : mapped.key} ` : ''}for it in the archive${listKeys(archive)}`,
+    );
     return null;
   }
   const key = archive.entry(typeof spec === 'string' ? spec : spec.key).name.replace(/\.npy$/, '');
@@ -160,7 +193,11 @@ export async function assignWeights(weights: Weights, source: NpzSource, options
       if (checking) await checkWith(weights as LayersModelLike, archive, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) });
     } catch (e) {
       // Put the weights back: a model that fails its check is not left half-converted.
-      if (checking) assignAll(steps, before.map((t) => t ?? null));
+      if (checking)
+        assignAll(
+          steps,
+          before.map((t) => t ?? null),
+        );
       throw e;
     } finally {
       tf.dispose(before.filter((t): t is tf.Tensor => t !== undefined));
@@ -249,7 +286,7 @@ export async function saveWeights(weights: Weights, target?: string | NpzSink, o
 }
 
 /** A weight's current value as an array. */
-async function valueOf(w: WeightLike): Promise<NdArray | null> {
+async function currentValue(w: WeightLike): Promise<NdArray | null> {
   const tensor = w.read ? w.read() : w instanceof tf.Tensor ? w : null;
   return tensor ? fromTensor(tensor) : null;
 }
@@ -262,9 +299,15 @@ async function namedArrays(weights: Weights, options: SaveWeightsOptions): Promi
     const name = savedName(w);
     const spec = mappedKey(options.names, name) ?? name;
     const key = typeof spec === 'string' ? spec : spec.key;
-    if (arrays.has(key)) { problems.push(`${w.name}: a second weight saved as '${key}'`); continue; }
-    const array = await valueOf(w);
-    if (!array) { problems.push(`${w.name}: neither a tensor nor has read()`); continue; }
+    if (arrays.has(key)) {
+      problems.push(`${w.name}: a second weight saved as '${key}'`);
+      continue;
+    }
+    const array = await currentValue(w);
+    if (!array) {
+      problems.push(`${w.name}: neither a tensor nor has read()`);
+      continue;
+    }
     const axes = axesOf(spec, array.shape.length);
     arrays.set(key, axes ? transpose(array, inverseAxes(axes)) : array);
   }
@@ -275,14 +318,17 @@ async function namedArrays(weights: Weights, options: SaveWeightsOptions): Promi
 /** The state_dict `like` describes, from the model's weights: the load's plan run backwards. */
 async function pytorchArrays(weights: Weights, options: SaveWeightsOptions): Promise<Map<string, NdArray>> {
   if (options.like === undefined) {
-    throw new NpyError('NPZ_KEY', "saveWeights with layout 'pytorch' needs { like }: the archive whose keys to write (the one the weights were loaded from, or np.savez of the PyTorch model's state_dict), since a tfjs model does not know PyTorch's module names");
+    throw new NpyError(
+      'NPZ_KEY',
+      "saveWeights with layout 'pytorch' needs { like }: the archive whose keys to write (the one the weights were loaded from, or np.savez of the PyTorch model's state_dict), since a tfjs model does not know PyTorch's module names",
+    );
   }
   const [archive, opened] = await openArchive(options.like, options);
   try {
     const steps = await planFrom(weights, archive, { ...options, ignoreUnused: true });
     const made = new Map<string, NdArray>();
     for (const { target, step } of steps) {
-      const value = await valueOf(target);
+      const value = await currentValue(target);
       if (!value) throw mismatchError([`${target.name}: neither a tensor nor has read()`]);
       const shapes = await Promise.all(step.keys.map(async (k) => (await archive.header(`${k}.npy`)).shape));
       invertTransform(step.transform, value, shapes, step.weight).forEach((a, i) => made.set(step.keys[i]!, a));

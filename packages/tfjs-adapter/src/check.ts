@@ -89,10 +89,15 @@ export async function checkWith(model: LayersModelLike, archive: AnyArchive, opt
   const inputKeys = numbered(archive, 'input');
   const outputKeys = numbered(archive, 'output');
   if (!inputKeys.length || !outputKeys.length) {
-    throw new NpyError('NPZ_KEY', `the archive has no ${CHECK_PREFIX}input.npy and ${CHECK_PREFIX}output.npy to check the model with; save a sample input and PyTorch's output beside the weights: np.savez(..., **{'check/input': x.numpy(), 'check/output': model(x).detach().numpy()})`);
+    throw new NpyError(
+      'NPZ_KEY',
+      `the archive has no ${CHECK_PREFIX}input.npy and ${CHECK_PREFIX}output.npy to check the model with; save a sample input and PyTorch's output beside the weights: np.savez(..., **{'check/input': x.numpy(), 'check/output': model(x).detach().numpy()})`,
+    );
   }
-  if (inputKeys.length !== model.inputs.length) throw new NpyError('NPZ_KEY', `the model takes ${model.inputs.length} inputs and the archive has ${inputKeys.length} (${inputKeys.join(', ')})`);
-  if (outputKeys.length !== model.outputs.length) throw new NpyError('NPZ_KEY', `the model gives ${model.outputs.length} outputs and the archive has ${outputKeys.length} (${outputKeys.join(', ')})`);
+  if (inputKeys.length !== model.inputs.length)
+    throw new NpyError('NPZ_KEY', `the model takes ${model.inputs.length} inputs and the archive has ${inputKeys.length} (${inputKeys.join(', ')})`);
+  if (outputKeys.length !== model.outputs.length)
+    throw new NpyError('NPZ_KEY', `the model gives ${model.outputs.length} outputs and the archive has ${outputKeys.length} (${outputKeys.join(', ')})`);
   const pytorch = (options.layout ?? 'pytorch') === 'pytorch';
   const inputs: tf.Tensor[] = [];
   try {
@@ -102,7 +107,11 @@ export async function checkWith(model: LayersModelLike, archive: AnyArchive, opt
       const consumer = consumerOf(model, model.inputs[i]!.sourceLayer);
       const moved = pytorch && x.shape.length >= 3 && consumer !== undefined && configOf(consumer).dataFormat === 'channelsLast';
       if (moved) x = toOrder(transpose(x, channelsLast(x.shape.length)), 'C');
-      if (!fits(x.shape, wanted)) throw new NpyError('NPZ_KEY', `${key} has shape [${x.shape}]${moved ? ' with channels moved last' : ''} but the model's input ${i} is [${wanted.map((d) => d ?? 'any')}]`);
+      if (!fits(x.shape, wanted))
+        throw new NpyError(
+          'NPZ_KEY',
+          `${key} has shape [${x.shape}]${moved ? ' with channels moved last' : ''} but the model's input ${i} is [${wanted.map((d) => d ?? 'any')}]`,
+        );
       inputs.push(toTensor(x, { int64: 'check' }));
     }
     const predicted = tf.tidy(() => {
@@ -121,8 +130,13 @@ export async function checkWith(model: LayersModelLike, archive: AnyArchive, opt
         if (reference.shape.join() !== got.shape.join()) {
           throw new NpyError('CHECK_FAILED', `output ${i}: the model gives shape [${got.shape}], ${key} is [${reference.shape}]`);
         }
-        const r = compare(await got.data() as Float32Array, referenceValues(reference), reference.shape, key, options);
-        worst = { abs: Math.max(worst.abs, r.abs), rel: Math.max(worst.rel, r.rel), compared: worst.compared + r.compared, failure: worst.failure || r.failure };
+        const r = compare((await got.data()) as Float32Array, referenceValues(reference), reference.shape, key, options);
+        worst = {
+          abs: Math.max(worst.abs, r.abs),
+          rel: Math.max(worst.rel, r.rel),
+          compared: worst.compared + r.compared,
+          failure: worst.failure || r.failure,
+        };
       }
       if (worst.failure) throw new NpyError('CHECK_FAILED', worst.failure);
       return { maxAbsDiff: worst.abs, maxRelDiff: worst.rel, compared: worst.compared };
@@ -139,8 +153,10 @@ function referenceValues(a: NdArray): ArrayLike<number> {
   const c = toOrder(a, 'C');
   const data = c.data as ArrayLike<number | bigint>;
   if (typeof data[0] === 'bigint') return Array.from(data as ArrayLike<bigint>, Number);
-  if (!['float', 'int', 'uint', 'bool'].includes(familyOf(a.dtype))) throw new NpyError('CHECK_FAILED', `a reference output of dtype ${a.dtype.name} cannot be compared`);
-  if (a.dtype.realBytes === 2) throw new NpyError('CHECK_FAILED', 'a float16 reference output is too coarse to check a float32 model against; save it as float32');
+  if (!['float', 'int', 'uint', 'bool'].includes(familyOf(a.dtype)))
+    throw new NpyError('CHECK_FAILED', `a reference output of dtype ${a.dtype.name} cannot be compared`);
+  if (a.dtype.realBytes === 2)
+    throw new NpyError('CHECK_FAILED', 'a float16 reference output is too coarse to check a float32 model against; save it as float32');
   return data as ArrayLike<number>;
 }
 
@@ -154,7 +170,13 @@ function indexOf(i: number, shape: readonly number[]): number[] {
   return out;
 }
 
-function compare(got: ArrayLike<number>, want: ArrayLike<number>, shape: readonly number[], key: string, options: CheckModelOptions): { abs: number; rel: number; compared: number; failure: string } {
+function compare(
+  got: ArrayLike<number>,
+  want: ArrayLike<number>,
+  shape: readonly number[],
+  key: string,
+  options: CheckModelOptions,
+): { abs: number; rel: number; compared: number; failure: string } {
   const rtol = options.rtol ?? 1e-5;
   let scale = 0;
   for (let i = 0; i < want.length; i++) scale = Math.max(scale, Math.abs(want[i]!));

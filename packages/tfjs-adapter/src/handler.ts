@@ -70,7 +70,16 @@ interface ModelJson {
   weightSpecs?: { name: string; shape: number[]; dtype: WeightDType; group?: tf.io.WeightGroup }[];
 }
 
-const METADATA_FIELDS = ['format', 'generatedBy', 'convertedBy', 'trainingConfig', 'userDefinedMetadata', 'signature', 'modelInitializer', 'initializerSignature'] as const;
+const METADATA_FIELDS = [
+  'format',
+  'generatedBy',
+  'convertedBy',
+  'trainingConfig',
+  'userDefinedMetadata',
+  'signature',
+  'modelInitializer',
+  'initializerSignature',
+] as const;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -79,7 +88,9 @@ const MAX_JSON_DEPTH = 1000;
 
 async function readModelJson(archive: AnyArchive, member: string): Promise<ModelJson> {
   if (!archive.entries.some((e) => e.name === member)) return {};
-  const bad = (why: string): never => { throw new NpyError('BAD_MODEL', `${member}: ${why}`, { member }); };
+  const bad = (why: string): never => {
+    throw new NpyError('BAD_MODEL', `${member}: ${why}`, { member });
+  };
   let text = '';
   try {
     text = utf8.decode(await archive.bytes(member));
@@ -125,8 +136,10 @@ function checkModelJson(json: unknown, bad: (why: string) => never): ModelJson {
       if (!isObject(w)) bad(`${at} is not an object`);
       const spec = w as Record<string, unknown>;
       if (typeof spec.name !== 'string' || spec.name === '') bad(`${at} has no name`);
-      if (!Array.isArray(spec.shape) || !spec.shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) bad(`${at} (${String(spec.name)}): shape is not a list of non-negative integers`);
-      if (!WEIGHT_DTYPES.includes(spec.dtype as WeightDType)) bad(`${at} (${String(spec.name)}): dtype ${JSON.stringify(spec.dtype)} is none of ${WEIGHT_DTYPES.join(', ')}`);
+      if (!Array.isArray(spec.shape) || !spec.shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0))
+        bad(`${at} (${String(spec.name)}): shape is not a list of non-negative integers`);
+      if (!WEIGHT_DTYPES.includes(spec.dtype as WeightDType))
+        bad(`${at} (${String(spec.name)}): dtype ${JSON.stringify(spec.dtype)} is none of ${WEIGHT_DTYPES.join(', ')}`);
       if (spec.group !== undefined && typeof spec.group !== 'string') bad(`${at} (${String(spec.name)}): group is not a string`);
     });
   }
@@ -154,14 +167,18 @@ function weightNamesOf(topology: object): { layers: Set<string>; nodes: Set<stri
   while (stack.length) {
     const x = stack.pop();
     if (typeof x !== 'object' || x === null) continue;
-    if (Array.isArray(x)) { for (const v of x) stack.push(v); continue; }
+    if (Array.isArray(x)) {
+      for (const v of x) stack.push(v);
+      continue;
+    }
     const o = x as Record<string, unknown>;
     for (const item of Array.isArray(o.layers) ? o.layers : []) {
       const it = item as { name?: unknown; config?: { name?: unknown } };
       const name = it?.config?.name ?? it?.name;
       if (typeof name === 'string') layers.add(name);
     }
-    for (const node of Array.isArray(o.node) ? o.node : []) if (typeof (node as { name?: unknown })?.name === 'string') nodes.add((node as { name: string }).name);
+    for (const node of Array.isArray(o.node) ? o.node : [])
+      if (typeof (node as { name?: unknown })?.name === 'string') nodes.add((node as { name: string }).name);
     for (const v of Object.values(o)) stack.push(v);
   }
   return { layers, nodes };
@@ -206,14 +223,19 @@ async function planByList(archive: AnyArchive, meta: ModelJson, topology: object
   const mappedKeys = new Set([...mapped.values()].map(keyOf));
   const expected: Wanted[] = meta.weightSpecs ?? [
     ...[...mapped.keys()].map((name) => ({ name })),
-    ...arrayKeys(archive, new Set([metaMember])).filter((k) => !mappedKeys.has(k) && isWeightOf(topology, k)).map((name) => ({ name })),
+    ...arrayKeys(archive, new Set([metaMember]))
+      .filter((k) => !mappedKeys.has(k) && isWeightOf(topology, k))
+      .map((name) => ({ name })),
   ];
   const problems: string[] = [];
   const plan: HandlerWeight[] = [];
   const used = new Set<string>([metaMember]);
   for (const want of expected) {
     const key = mapped.get(want.name) ?? want.name;
-    if (!archive.has(keyOf(key))) { problems.push(`${want.name}: no array ${keyOf(key)} in the archive${listKeys(archive)}`); continue; }
+    if (!archive.has(keyOf(key))) {
+      problems.push(`${want.name}: no array ${keyOf(key)} in the archive${listKeys(archive)}`);
+      continue;
+    }
     const member = archive.entry(keyOf(key)).name;
     used.add(member);
     let spec: Spec;
@@ -227,7 +249,8 @@ async function planByList(archive: AnyArchive, meta: ModelJson, topology: object
       problems.push(`${want.name}: ${(e as Error).message}`);
       continue;
     }
-    if (want.shape && want.shape.join(',') !== spec.shape.join(',')) problems.push(`${want.name}: shape [${spec.shape}] in the archive, [${want.shape}] in the model`);
+    if (want.shape && want.shape.join(',') !== spec.shape.join(','))
+      problems.push(`${want.name}: shape [${spec.shape}] in the archive, [${want.shape}] in the model`);
     else if (want.dtype && want.dtype !== spec.dtype) problems.push(`${want.name}: dtype ${spec.dtype} in the archive, ${want.dtype} in the model`);
     else {
       const axes = axesOf(key, spec.shape.length);
@@ -253,7 +276,10 @@ async function planByModel(archive: AnyArchive, model: LayersModelLike, options:
   for (const { step } of steps) {
     const header = await archive.header(`${step.keys[0]}.npy`);
     const half = step.transform.kind !== 'sum' && step.transform.kind !== 'tile' && isHalf(header.dtype);
-    plan.push({ spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf(header.dtype), ...(half ? { quantization: { dtype: 'float16' } } : {}) }, step });
+    plan.push({
+      spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf(header.dtype), ...(half ? { quantization: { dtype: 'float16' } } : {}) },
+      step,
+    });
   }
   return plan;
 }
@@ -313,7 +339,10 @@ class WeightReader {
 
   /** The next n bytes. */
   bytes(n: number): Uint8Array {
-    while (this.shard < this.shards.length && this.at === this.shards[this.shard]!.byteLength) { this.shard++; this.at = 0; }
+    while (this.shard < this.shards.length && this.at === this.shards[this.shard]!.byteLength) {
+      this.shard++;
+      this.at = 0;
+    }
     const current = this.shards[this.shard];
     if (current && this.at + n <= current.byteLength) {
       const view = new Uint8Array(current, this.at, n);
@@ -324,20 +353,26 @@ class WeightReader {
     const left = this.shards.slice(this.shard).reduce((k, b) => k + b.byteLength, 0) - this.at;
     if (n > left) throw new NpyError('TRUNCATED', `tfjs weight data ends ${n - left} bytes before the weights its specs list`);
     const out = new Uint8Array(n);
-    for (let filled = 0; filled < n;) {
+    for (let filled = 0; filled < n; ) {
       const s = this.shards[this.shard];
       if (!s) throw new NpyError('TRUNCATED', `tfjs weight data ends ${n - filled} bytes before the weights its specs list`);
       const k = Math.min(n - filled, s.byteLength - this.at);
       out.set(new Uint8Array(s, this.at, k), filled);
       filled += k;
       this.at += k;
-      if (this.at === s.byteLength) { this.shard++; this.at = 0; }
+      if (this.at === s.byteLength) {
+        this.shard++;
+        this.at = 0;
+      }
     }
     return out;
   }
 
   /** The next n elements as a typed array: a view when aligned for its type, else a copy. */
-  typed<T extends Float32Array | Int32Array | Uint16Array | Uint8Array>(Ctor: { new (b: ArrayBuffer, o: number, n: number): T; BYTES_PER_ELEMENT: number }, n: number): T {
+  typed<T extends Float32Array | Int32Array | Uint16Array | Uint8Array>(
+    Ctor: { new (b: ArrayBuffer, o: number, n: number): T; BYTES_PER_ELEMENT: number },
+    n: number,
+  ): T {
     const b = this.bytes(n * Ctor.BYTES_PER_ELEMENT);
     const bytes = b.byteOffset % Ctor.BYTES_PER_ELEMENT === 0 ? b : b.slice();
     return new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, n);
@@ -367,10 +402,16 @@ function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
       const scale = q.scale ?? 1;
       const min = q.min ?? 0;
       for (let i = 0; i < n; i++) out[i] = raw[i]! * scale + min;
-      array = spec.dtype === 'int32' ? new NdArray(parseDescr('<i4'), spec.shape, Int32Array.from(out, Math.round)) : new NdArray(parseDescr('<f4'), spec.shape, out);
+      array =
+        spec.dtype === 'int32' ? new NdArray(parseDescr('<i4'), spec.shape, Int32Array.from(out, Math.round)) : new NdArray(parseDescr('<f4'), spec.shape, out);
     } else {
       const descr = { float32: '<f4', int32: '<i4', bool: '|b1', complex64: '<c8' }[spec.dtype];
-      const values = spec.dtype === 'bool' ? data.typed(Uint8Array, n) : spec.dtype === 'int32' ? data.typed(Int32Array, n) : data.typed(Float32Array, spec.dtype === 'complex64' ? 2 * n : n);
+      const values =
+        spec.dtype === 'bool'
+          ? data.typed(Uint8Array, n)
+          : spec.dtype === 'int32'
+            ? data.typed(Int32Array, n)
+            : data.typed(Float32Array, spec.dtype === 'complex64' ? 2 * n : n);
       array = new NdArray(parseDescr(descr), spec.shape, values);
     }
     arrays.set(spec.name, array);
@@ -387,7 +428,10 @@ function modelJsonOf(artifacts: Artifacts): ModelJson {
   if (artifacts.modelTopology !== undefined) json.modelTopology = artifacts.modelTopology;
   for (const field of METADATA_FIELDS) if (artifacts[field] !== undefined) (json as Record<string, unknown>)[field] = artifacts[field];
   json.weightSpecs = (artifacts.weightSpecs ?? []).map((s) => ({
-    name: s.name, shape: s.shape, dtype: s.quantization?.dtype === 'float16' ? 'float32' : s.dtype, ...(s.group ? { group: s.group } : {}),
+    name: s.name,
+    shape: s.shape,
+    dtype: s.quantization?.dtype === 'float16' ? 'float32' : s.dtype,
+    ...(s.group ? { group: s.group } : {}),
   }));
   return json;
 }
@@ -407,17 +451,24 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
   const describe = typeof target === 'string' || target instanceof URL ? String(target) : 'the archive';
   return {
     async load(): Promise<Artifacts> {
-      if (typeof target === 'function') throw new NpyError('BAD_TARGET', 'this npzHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
+      if (typeof target === 'function')
+        throw new NpyError('BAD_TARGET', 'this npzHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
       const [archive, opened] = await openArchive(target, options);
       let keepOpen = false;
       try {
         const meta = await readModelJson(archive, metaMember);
         const modelTopology = topologyOf(options.modelTopology) ?? meta.modelTopology;
         if (options.layout === 'pytorch' && !hasLayers(options.modelTopology)) {
-          throw new NpyError('WEIGHT_MISMATCH', "npzHandler with layout 'pytorch' needs the tfjs model as modelTopology (a model built in code, whose layers are paired with the PyTorch modules), not JSON");
+          throw new NpyError(
+            'WEIGHT_MISMATCH',
+            "npzHandler with layout 'pytorch' needs the tfjs model as modelTopology (a model built in code, whose layers are paired with the PyTorch modules), not JSON",
+          );
         }
         if (modelTopology === undefined) {
-          throw new NpyError('BAD_MODEL', `${describe} has no ${metaMember} member with a model topology; pass { modelTopology } (a JSON object or a model), or build the model and use assignWeights(model, source)`);
+          throw new NpyError(
+            'BAD_MODEL',
+            `${describe} has no ${metaMember} member with a model topology; pass { modelTopology } (a JSON object or a model), or build the model and use assignWeights(model, source)`,
+          );
         }
         const plan = hasLayers(options.modelTopology)
           ? await planByModel(archive, options.modelTopology, options, metaMember)
@@ -457,25 +508,28 @@ function weightStream(archive: AnyArchive | null, source: NpzSource, plan: Handl
     if (open && open !== archive) await open.close();
     open = null;
   };
-  return new ReadableStream<ArrayBuffer>({
-    async pull(controller) {
-      try {
-        open ??= (await openArchive(source, options))[0];
-        if (next === plan.length) {
+  return new ReadableStream<ArrayBuffer>(
+    {
+      async pull(controller) {
+        try {
+          open ??= (await openArchive(source, options))[0];
+          if (next === plan.length) {
+            await release();
+            controller.close();
+            return;
+          }
+          controller.enqueue(await weightBytes(open, plan[next++]!, options));
+        } catch (e) {
           await release();
-          controller.close();
-          return;
+          controller.error(e);
         }
-        controller.enqueue(await weightBytes(open, plan[next++]!, options));
-      } catch (e) {
+      },
+      async cancel() {
         await release();
-        controller.error(e);
-      }
+      },
     },
-    async cancel() {
-      await release();
-    },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
 }
 
 /**

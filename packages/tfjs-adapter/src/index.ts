@@ -6,20 +6,32 @@
 import { registerNpzRouters } from './handler.js';
 
 export {
-  toTensor, fromTensor, tensorValues, tensorDTypeOf, stringArray,
-  type ToTensorOptions, type TensorDTypeOf, type TensorOf, type TensorValues, type WeightDType,
+  toTensor,
+  fromTensor,
+  tensorValues,
+  tensorDTypeOf,
+  stringArray,
+  type ToTensorOptions,
+  type TensorDTypeOf,
+  type TensorOf,
+  type TensorValues,
+  type WeightDType,
 } from './tensors.js';
 export { browserDownload, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 export { loadTensors, saveTensors, type NamedTensorMap, type LoadTensorsOptions } from './named-tensors.js';
-export { type WeightLike, type ModelLike, type Weights, type WeightKey, type WeightNames } from './weights.js';
+export type { WeightLike, ModelLike, Weights, WeightKey, WeightNames } from './weights.js';
 export {
-  assignWeights, saveWeights, planWeights,
-  type AssignWeightsOptions, type SaveWeightsOptions, type PlanWeightsOptions,
+  assignWeights,
+  saveWeights,
+  planWeights,
+  type AssignWeightsOptions,
+  type SaveWeightsOptions,
+  type PlanWeightsOptions,
 } from './assign.js';
-export { type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
-export { type Transform } from './transform.js';
+export type { PlannedWeight, PytorchLayoutOptions } from './pytorch.js';
+export type { Transform } from './transform.js';
 export { checkModel, CHECK_PREFIX, type CheckModelOptions, type CheckResult } from './check.js';
-export { type LayersModelLike, type LayerLike, type NodeLike, type SymbolicLike, type LayerShape } from './layers.js';
+export type { LayersModelLike, LayerLike, NodeLike, SymbolicLike, LayerShape } from './layers.js';
 export { npzHandler, registerNpzRouters, MODEL_JSON, NPZ_SCHEME, type NpzHandlerOptions, type TopologySource } from './handler.js';
 
 registerNpzRouters();

@@ -68,8 +68,21 @@ export function inputShapeOf(layer: LayerLike): LayerShape | null {
  * layer before them.
  */
 const LAYOUT_KEEPING = new Set([
-  'Activation', 'ReLU', 'LeakyReLU', 'ELU', 'ThresholdedReLU', 'Softmax', 'PReLU', 'Dropout', 'AlphaDropout',
-  'GaussianDropout', 'GaussianNoise', 'SpatialDropout1D', 'SpatialDropout2D', 'BatchNormalization', 'LayerNormalization',
+  'Activation',
+  'ReLU',
+  'LeakyReLU',
+  'ELU',
+  'ThresholdedReLU',
+  'Softmax',
+  'PReLU',
+  'Dropout',
+  'AlphaDropout',
+  'GaussianDropout',
+  'GaussianNoise',
+  'SpatialDropout1D',
+  'SpatialDropout2D',
+  'BatchNormalization',
+  'LayerNormalization',
   'Masking',
 ]);
 
@@ -112,7 +125,10 @@ export function weightedLayers(model: { readonly layers: readonly LayerLike[] })
   const stack: LayerLike[] = [...model.layers].reverse();
   while (stack.length) {
     const layer = stack.pop()!;
-    if (hasLayers(layer)) { stack.push(...[...layer.layers].reverse()); continue; }
+    if (hasLayers(layer)) {
+      stack.push(...[...layer.layers].reverse());
+      continue;
+    }
     if (layer.weights.length > 0) out.push(layer);
   }
   return out;

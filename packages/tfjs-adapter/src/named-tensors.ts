@@ -20,7 +20,15 @@ export async function loadTensors(source: NpzSource, options: LoadTensorsOptions
   try {
     const out: NamedTensorMap = {};
     if (!archive.entries.some((e) => e.name.endsWith('.npy'))) {
-      throw new NpyError('NPZ_KEY', `${typeof source === 'string' || source instanceof URL ? String(source) : 'the archive'} holds no .npy member, so no tensors (members: ${archive.entries.slice(0, 8).map((e) => e.name).join(', ') || 'none'})`);
+      throw new NpyError(
+        'NPZ_KEY',
+        `${typeof source === 'string' || source instanceof URL ? String(source) : 'the archive'} holds no .npy member, so no tensors (members: ${
+          archive.entries
+            .slice(0, 8)
+            .map((e) => e.name)
+            .join(', ') || 'none'
+        })`,
+      );
     }
     for (const e of archive.entries) {
       if (!e.name.endsWith('.npy')) continue; // metadata such as a model.json

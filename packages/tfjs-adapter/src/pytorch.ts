@@ -11,7 +11,6 @@ import { arrayKeys, mismatchError, savedName, type WeightLike } from './weights.
 import { configOf, inputShapeOf, layoutOf, producerOf, weightedLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import { describeTransform, transformedShape, type Transform } from './transform.js';
 
-
 /** Options of the PyTorch layout. */
 export interface PytorchLayoutOptions {
   /**
@@ -128,16 +127,30 @@ class LayerRules {
   pair(layer: LayerLike, module: TorchModule): Pairing {
     const cls = layer.getClassName();
     switch (cls) {
-      case 'Dense': return this.dense(layer, module);
-      case 'Conv1D': case 'Conv2D': case 'Conv3D': return this.conv(layer, module);
-      case 'DepthwiseConv2D': return this.depthwise(layer, module);
-      case 'Conv2DTranspose': case 'Conv3DTranspose': return this.convTranspose(layer, module);
-      case 'BatchNormalization': return this.batchNorm(layer, module);
-      case 'LayerNormalization': return this.layerNorm(layer, module);
-      case 'Embedding': return this.byRole(layer, module, (role) => (role === 'embeddings' ? ['weight', LayerRules.COPY] : undefined));
-      case 'PReLU': return this.prelu(layer, module);
-      case 'LSTM': case 'Bidirectional': return this.lstm(layer, module);
-      default: return { unfit: 'npyts knows no PyTorch counterpart of this layer; map its weights with { names }' };
+      case 'Dense':
+        return this.dense(layer, module);
+      case 'Conv1D':
+      case 'Conv2D':
+      case 'Conv3D':
+        return this.conv(layer, module);
+      case 'DepthwiseConv2D':
+        return this.depthwise(layer, module);
+      case 'Conv2DTranspose':
+      case 'Conv3DTranspose':
+        return this.convTranspose(layer, module);
+      case 'BatchNormalization':
+        return this.batchNorm(layer, module);
+      case 'LayerNormalization':
+        return this.layerNorm(layer, module);
+      case 'Embedding':
+        return this.byRole(layer, module, (role) => (role === 'embeddings' ? ['weight', LayerRules.COPY] : undefined));
+      case 'PReLU':
+        return this.prelu(layer, module);
+      case 'LSTM':
+      case 'Bidirectional':
+        return this.lstm(layer, module);
+      default:
+        return { unfit: 'npyts knows no PyTorch counterpart of this layer; map its weights with { names }' };
     }
   }
 
@@ -148,12 +161,16 @@ class LayerRules {
     if (rnn === 'GRU') {
       return `${describeLayer(layer)}: PyTorch's GRU applies the reset gate after the recurrent product (Keras' reset_after=True), which tfjs-layers' GRU cannot (it has only reset_after=False); no weights make them agree, so use an LSTM or run the GRU elsewhere`;
     }
-    if (rnn === 'SimpleRNN') return `${describeLayer(layer)}: a SimpleRNN's activation cannot be checked against the PyTorch RNN's nonlinearity; map its weights with { names } and check the model with checkModel`;
-    if (cls === 'SeparableConv2D') return `${describeLayer(layer)}: PyTorch writes a separable convolution as two modules; build it as DepthwiseConv2D then a 1×1 Conv2D`;
+    if (rnn === 'SimpleRNN')
+      return `${describeLayer(layer)}: a SimpleRNN's activation cannot be checked against the PyTorch RNN's nonlinearity; map its weights with { names } and check the model with checkModel`;
+    if (cls === 'SeparableConv2D')
+      return `${describeLayer(layer)}: PyTorch writes a separable convolution as two modules; build it as DepthwiseConv2D then a 1×1 Conv2D`;
     if (rnn === 'LSTM') {
       const c = recurrentConfig(layer);
-      if (c.recurrentActivation !== 'sigmoid') return `${describeLayer(layer)}: recurrentActivation is '${String(c.recurrentActivation)}' but PyTorch's LSTM gates with the sigmoid; build it with recurrentActivation: 'sigmoid' (tfjs's default is hardSigmoid)`;
-      if (c.activation !== 'tanh') return `${describeLayer(layer)}: activation is '${String(c.activation)}' but PyTorch's LSTM uses tanh; build it with activation: 'tanh'`;
+      if (c.recurrentActivation !== 'sigmoid')
+        return `${describeLayer(layer)}: recurrentActivation is '${String(c.recurrentActivation)}' but PyTorch's LSTM gates with the sigmoid; build it with recurrentActivation: 'sigmoid' (tfjs's default is hardSigmoid)`;
+      if (c.activation !== 'tanh')
+        return `${describeLayer(layer)}: activation is '${String(c.activation)}' but PyTorch's LSTM uses tanh; build it with activation: 'tanh'`;
     }
     return null;
   }
@@ -161,8 +178,8 @@ class LayerRules {
   private epsilonFor(layerName: string, moduleName?: string): number {
     const e = this.options.epsilon;
     if (typeof e === 'number') return e;
-    if (e && Object.prototype.hasOwnProperty.call(e, layerName)) return e[layerName]!;
-    if (e && moduleName !== undefined && Object.prototype.hasOwnProperty.call(e, moduleName)) return e[moduleName]!;
+    if (e && Object.hasOwn(e, layerName)) return e[layerName]!;
+    if (e && moduleName !== undefined && Object.hasOwn(e, moduleName)) return e[moduleName]!;
     return 1e-5;
   }
 
@@ -197,18 +214,29 @@ class LayerRules {
       const [names, transform] = rule;
       const list = [names].flat();
       const missing = list.filter((n) => !module.params.has(n));
-      if (missing.length) return { unfit: `${savedName(w)} needs ${missing.join(' and ')}, which the module does not have${role === 'bias' || role === 'gamma' || role === 'beta' ? ' (is bias, affine or elementwise_affine off in PyTorch but on in tfjs?)' : ''}` };
+      if (missing.length)
+        return {
+          unfit: `${savedName(w)} needs ${missing.join(' and ')}, which the module does not have${role === 'bias' || role === 'gamma' || role === 'beta' ? ' (is bias, affine or elementwise_affine off in PyTorch but on in tfjs?)' : ''}`,
+        };
       const params = list.map((n) => module.params.get(n)!);
       for (const n of list) used.add(n);
-      const shape = transformedShape(transform, params.map((p) => p.shape));
+      const shape = transformedShape(
+        transform,
+        params.map((p) => p.shape),
+      );
       const wanted = w.shape.map((d) => d ?? -1);
       if (!shape || shape.join() !== wanted.join()) {
-        return { unfit: `${savedName(w)} has shape [${wanted}], but ${params.map((p) => `${p.key} [${p.shape}]`).join(' and ')} ${describeTransform(transform)} ${shape ? `gives [${shape}]` : 'cannot make it'}` };
+        return {
+          unfit: `${savedName(w)} has shape [${wanted}], but ${params.map((p) => `${p.key} [${p.shape}]`).join(' and ')} ${describeTransform(transform)} ${shape ? `gives [${shape}]` : 'cannot make it'}`,
+        };
       }
       planned.push({ weight: savedName(w), keys: params.map((p) => p.key), transform, description: describeTransform(transform), shape });
     }
     const left = [...module.params.keys()].filter((p) => !used.has(p) && !IGNORED.has(p));
-    if (left.length) return { unfit: `the layer has no weight for ${left.join(', ')}${left.some((p) => p.startsWith('bias') || p === 'weight') ? ' (is useBias, center or scale off in tfjs but on in PyTorch?)' : ''}` };
+    if (left.length)
+      return {
+        unfit: `the layer has no weight for ${left.join(', ')}${left.some((p) => p.startsWith('bias') || p === 'weight') ? ' (is useBias, center or scale off in tfjs but on in PyTorch?)' : ''}`,
+      };
     return { planned };
   }
 
@@ -217,7 +245,7 @@ class LayerRules {
 
   private dense(layer: LayerLike, module: TorchModule): Pairing {
     const weight = module.params.get('weight');
-    if (!weight || weight.shape.length !== 2) return { unfit: "a Dense needs a Linear's 2-d weight" };
+    if (weight?.shape.length !== 2) return { unfit: "a Dense needs a Linear's 2-d weight" };
     const [out, inFeatures] = weight.shape as [number, number];
     let kernel = LayerRules.TRANSPOSE;
     // A Dense after a Flatten of a channels-last feature map: PyTorch flattened (C, H, W), tfjs (H, W, C).
@@ -228,7 +256,9 @@ class LayerRules {
         let layout = layoutOf(firstInput(producer));
         if (layout === 'unknown') {
           if (!this.options.flattenLayout) {
-            return { unfit: `it follows Flatten '${producer.name}' of a [${dims}] input whose layout npyts cannot tell (PyTorch flattens channels first); pass { flattenLayout: 'channelsLast' } if that input is channels-last (the rows are then reordered), or 'channelsFirst' if it is in PyTorch's order` };
+            return {
+              unfit: `it follows Flatten '${producer.name}' of a [${dims}] input whose layout npyts cannot tell (PyTorch flattens channels first); pass { flattenLayout: 'channelsLast' } if that input is channels-last (the rows are then reordered), or 'channelsFirst' if it is in PyTorch's order`,
+            };
           }
           layout = this.options.flattenLayout;
         }
@@ -251,7 +281,9 @@ class LayerRules {
     const inChannels = kernel?.shape[kernel.shape.length - 2];
     const perGroup = weight.shape[1]!;
     if (typeof inChannels === 'number' && perGroup < inChannels && inChannels % perGroup === 0) {
-      return { unfit: `the module is a grouped convolution (groups=${inChannels / perGroup}), which tfjs-layers cannot compute: it has depthwise convolutions (groups = in_channels → DepthwiseConv2D) and no other groups` };
+      return {
+        unfit: `the module is a grouped convolution (groups=${inChannels / perGroup}), which tfjs-layers cannot compute: it has depthwise convolutions (groups = in_channels → DepthwiseConv2D) and no other groups`,
+      };
     }
     // (O, I, k…) → (k…, I, O)
     const axes = [...Array.from({ length: rank - 2 }, (_, i) => i + 2), 1, 0];
@@ -262,7 +294,7 @@ class LayerRules {
     const weight = module.params.get('weight');
     const kernel = layer.weights.find((w) => weightRole(w) === 'depthwise_kernel');
     const [channels, multiplier] = [kernel?.shape[2], kernel?.shape[3]];
-    if (!weight || weight.shape.length !== 4 || weight.shape[1] !== 1 || typeof channels !== 'number' || typeof multiplier !== 'number') {
+    if (weight?.shape.length !== 4 || weight.shape[1] !== 1 || typeof channels !== 'number' || typeof multiplier !== 'number') {
       return { unfit: "a DepthwiseConv2D needs a depthwise Conv2d's weight (C·multiplier, 1, kh, kw)" };
     }
     const [, , kh, kw] = weight.shape as [number, number, number, number];
@@ -281,11 +313,18 @@ class LayerRules {
   }
 
   private batchNorm(layer: LayerLike, module: TorchModule): Pairing {
-    if (!module.params.has('running_mean')) return { unfit: "a BatchNormalization needs a BatchNorm's running_mean and running_var (track_running_stats=False cannot be reproduced)" };
+    if (!module.params.has('running_mean'))
+      return { unfit: "a BatchNormalization needs a BatchNorm's running_mean and running_var (track_running_stats=False cannot be reproduced)" };
     const axis = configOf(layer).axis;
     const rank = inputShapeOf(layer)?.length;
-    if (rank !== undefined && axis !== -1 && axis !== rank - 1) return { unfit: `the layer normalises axis ${String(axis)}; PyTorch's BatchNorm normalises channels, the last axis in tfjs (axis: -1)` };
-    const roles: Record<string, Rule> = { gamma: ['weight', LayerRules.COPY], beta: ['bias', LayerRules.COPY], moving_mean: ['running_mean', LayerRules.COPY], moving_variance: ['running_var', LayerRules.COPY] };
+    if (rank !== undefined && axis !== -1 && axis !== rank - 1)
+      return { unfit: `the layer normalises axis ${String(axis)}; PyTorch's BatchNorm normalises channels, the last axis in tfjs (axis: -1)` };
+    const roles: Record<string, Rule> = {
+      gamma: ['weight', LayerRules.COPY],
+      beta: ['bias', LayerRules.COPY],
+      moving_mean: ['running_mean', LayerRules.COPY],
+      moving_variance: ['running_var', LayerRules.COPY],
+    };
     return this.byRole(layer, module, (role) => roles[role]);
   }
 
@@ -304,7 +343,7 @@ class LayerRules {
 
   private lstm(layer: LayerLike, module: TorchModule): Pairing {
     if (module.rnnLayer === undefined) return { unfit: 'an LSTM needs one layer of a PyTorch LSTM (weight_ih_l0, weight_hh_l0…)' };
-    if (module.params.has('weight_hr')) return { unfit: 'the module has a projection (proj_size), which tfjs-layers\' LSTM does not have' };
+    if (module.params.has('weight_hr')) return { unfit: "the module has a projection (proj_size), which tfjs-layers' LSTM does not have" };
     const bidirectional = layer.getClassName() === 'Bidirectional';
     if (bidirectional !== module.params.has('weight_ih_reverse')) {
       return bidirectional
@@ -336,7 +375,10 @@ function firstInput(layer: LayerLike): LayerLike {
 
 /** Layers whose configuration cannot compute what their modules compute, as one error. */
 function configError(problems: readonly string[]): NpyError {
-  return new NpyError('LAYER_CONFIG', problems.length === 1 ? problems[0]! : `${problems.length} layers cannot compute what their PyTorch modules compute:\n  ${problems.join('\n  ')}`);
+  return new NpyError(
+    'LAYER_CONFIG',
+    problems.length === 1 ? problems[0]! : `${problems.length} layers cannot compute what their PyTorch modules compute:\n  ${problems.join('\n  ')}`,
+  );
 }
 
 /** How a recurrent module's layer is called when a tfjs layer is named after it. */
@@ -356,7 +398,12 @@ function namesFor(module: TorchModule, rnnCount: number): string[] {
  * name where a tfjs layer is named after a module (`fc1`, `features_0` for `features.0`), the rest in
  * order (tfjs's layer order and the state_dict's module order). Every misfit is reported together.
  */
-export async function planPytorch(model: LayersModelLike, archive: AnyArchive, options: PytorchLayoutOptions = {}, excluded: Excluded = { weights: new Set(), keys: new Set() }): Promise<PlannedWeight[]> {
+export async function planPytorch(
+  model: LayersModelLike,
+  archive: AnyArchive,
+  options: PytorchLayoutOptions = {},
+  excluded: Excluded = { weights: new Set(), keys: new Set() },
+): Promise<PlannedWeight[]> {
   const rules = new LayerRules(options);
   const layers = weightedLayers(model).filter((l) => l.weights.some((w) => !excluded.weights.has(savedName(w))));
   const modules = await modulesOf(archive, excluded.keys);
@@ -369,14 +416,21 @@ export async function planPytorch(model: LayersModelLike, archive: AnyArchive, o
   if (problems.length) throw configError(problems);
 
   const rnnCount = new Map<string, number>();
-  for (const m of modules) if (m.rnnLayer !== undefined) { const base = m.name.replace(/ \(layer \d+\)$/, ''); rnnCount.set(base, (rnnCount.get(base) ?? 0) + 1); }
+  for (const m of modules)
+    if (m.rnnLayer !== undefined) {
+      const base = m.name.replace(/ \(layer \d+\)$/, '');
+      rnnCount.set(base, (rnnCount.get(base) ?? 0) + 1);
+    }
   const byName = new Map<string, TorchModule>();
   for (const m of modules) for (const n of namesFor(m, rnnCount.get(m.name.replace(/ \(layer \d+\)$/, '')) ?? 1)) if (!byName.has(n)) byName.set(n, m);
   const pairs = new Map<LayerLike, TorchModule>();
   const taken = new Set<TorchModule>();
   for (const layer of layers) {
     const m = byName.get(layer.name);
-    if (m && !taken.has(m)) { pairs.set(layer, m); taken.add(m); }
+    if (m && !taken.has(m)) {
+      pairs.set(layer, m);
+      taken.add(m);
+    }
   }
   const restLayers = layers.filter((l) => !pairs.has(l));
   const restModules = modules.filter((m) => !taken.has(m) && [...m.params.keys()].some((p) => !IGNORED.has(p)));
@@ -385,7 +439,7 @@ export async function planPytorch(model: LayersModelLike, archive: AnyArchive, o
       `the model has ${layers.length} layers with weights and the archive ${modules.length} PyTorch modules with parameters; after pairing by name, ${restLayers.length} layers and ${restModules.length} modules are left:`,
       `  tfjs: ${restLayers.map((l) => `${l.name} (${l.getClassName()})`).join(', ') || 'none'}`,
       `  PyTorch: ${restModules.map((m) => `${m.name || '(the model itself)'} (${[...m.params.keys()].join(', ')})`).join(', ') || 'none'}`,
-      "build the tfjs model with the same weighted layers, or map the others with { names }",
+      'build the tfjs model with the same weighted layers, or map the others with { names }',
     ]);
   }
   restLayers.forEach((l, i) => pairs.set(l, restModules[i]!));
@@ -394,7 +448,10 @@ export async function planPytorch(model: LayersModelLike, archive: AnyArchive, o
   for (const layer of layers) {
     const module = pairs.get(layer)!;
     const eps = rules.epsilonOfModule(layer, module);
-    if (eps) { problems.push(eps); continue; }
+    if (eps) {
+      problems.push(eps);
+      continue;
+    }
     const result = rules.pair(layer, module);
     if ('unfit' in result) misfits.push(`${describeLayer(layer)} ↔ ${describeModule(module)}: ${result.unfit}`);
     else planned.push(...result.planned);

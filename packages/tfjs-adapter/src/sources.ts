@@ -47,7 +47,8 @@ export async function openArchive(source: NpzSource, options: SourceOptions = {}
 }
 
 /** How to write a PyTorch model's weights as an archive npyts reads. */
-export const TORCH_EXPORT_HINT = "export the weights with numpy instead: np.savez('weights.npz', **{k: v.detach().cpu().numpy() for k, v in model.state_dict().items()})";
+export const TORCH_EXPORT_HINT =
+  "export the weights with numpy instead: np.savez('weights.npz', **{k: v.detach().cpu().numpy() for k, v in model.state_dict().items()})";
 
 /**
  * Refuse a `torch.save` file (a zip of `data.pkl` and tensor storages, not of .npy members): its
@@ -92,12 +93,20 @@ export type NpzSink = (npz: Uint8Array) => unknown;
  * @example
  * await writeArchive('out.npz', { w: a }, {});
  */
-export async function writeArchive(target: string | NpzSink, arrays: Map<string, NdArray>, options: NpzWriteOptions & { signal?: AbortSignal | undefined }): Promise<void> {
+export async function writeArchive(
+  target: string | NpzSink,
+  arrays: Map<string, NdArray>,
+  options: NpzWriteOptions & { signal?: AbortSignal | undefined },
+): Promise<void> {
   if (typeof target === 'function') {
     await target(encodeNpz(arrays, options));
     return;
   }
-  if (!inNode()) throw new NpyError('BAD_TARGET', `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`);
+  if (!inNode())
+    throw new NpyError(
+      'BAD_TARGET',
+      `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`,
+    );
   await (await nodeEntry()).saveNpz(target, arrays, options);
 }
 

@@ -1,8 +1,20 @@
 /** Arrays as tfjs tensors and back: the dtype rules between numpy and tfjs. */
 import * as tf from '@tensorflow/tfjs-core';
 import {
-  NdArray, NpyError, arrayFromValues, familyOf, float16ToNumber, matchDType, parseDescr, readItem, toOrder,
-  type DType, type TypedArray, type DescrInput, type FamilyOf, type KindFamily,
+  NdArray,
+  NpyError,
+  arrayFromValues,
+  familyOf,
+  float16ToNumber,
+  matchDType,
+  parseDescr,
+  readItem,
+  toOrder,
+  type DType,
+  type TypedArray,
+  type DescrInput,
+  type FamilyOf,
+  type KindFamily,
 } from '@npyts/core';
 
 /** Options of {@link toTensor}: how 64-bit integers and other dtypes without a tfjs counterpart convert. */
@@ -31,7 +43,10 @@ function toInt32(array: NdArray, mode: 'check' | 'wrap' | 'clamp'): Int32Array {
       continue;
     }
     if (mode === 'check') {
-      throw new NpyError('NOT_REPRESENTABLE', `${array.dtype.name} value ${v} at flat index ${i} does not fit int32; pass { int64: 'wrap' } or { int64: 'clamp' } to convert anyway`);
+      throw new NpyError(
+        'NOT_REPRESENTABLE',
+        `${array.dtype.name} value ${v} at flat index ${i} does not fit int32; pass { int64: 'wrap' } or { int64: 'clamp' } to convert anyway`,
+      );
     }
     out[i] = mode === 'wrap' ? (big ? Number(BigInt.asIntN(32, v as bigint)) : n | 0) : n < 0 ? INT32_MIN : INT32_MAX;
   }
@@ -62,13 +77,19 @@ function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
 
 /** The tfjs dtype of a descr's tensor: float32 for every float, int32 for integers, bool, complex64, string; never for what has none. */
 export type TensorDTypeOf<S> =
-  FamilyOf<S> extends 'float' ? 'float32'
-  : FamilyOf<S> extends 'int' | 'uint' ? 'int32'
-  : FamilyOf<S> extends 'bool' ? 'bool'
-  : FamilyOf<S> extends 'complex' ? 'complex64'
-  : FamilyOf<S> extends 'str' | 'bytes' ? 'string'
-  : KindFamily extends FamilyOf<S> ? tf.DataType
-  : never;
+  FamilyOf<S> extends 'float'
+    ? 'float32'
+    : FamilyOf<S> extends 'int' | 'uint'
+      ? 'int32'
+      : FamilyOf<S> extends 'bool'
+        ? 'bool'
+        : FamilyOf<S> extends 'complex'
+          ? 'complex64'
+          : FamilyOf<S> extends 'str' | 'bytes'
+            ? 'string'
+            : KindFamily extends FamilyOf<S>
+              ? tf.DataType
+              : never;
 
 /** A tfjs tensor whose `dtype` is known from the descr. */
 export type TensorOf<S> = [TensorDTypeOf<S>] extends [never] ? never : tf.Tensor & { readonly dtype: TensorDTypeOf<S> };
@@ -98,9 +119,19 @@ export function tensorDTypeOf(dt: DType): WeightDType {
   const noTensor = none(`${dt.name} arrays have no tfjs dtype`);
   const records = none('record arrays have no tfjs dtype; convert one field (getField) at a time');
   return matchDType<WeightDType>(dt, {
-    record: records, subarray: records, object: noTensor, datetime: noTensor, timedelta: noTensor, void: noTensor,
-    bool: () => 'bool', float: () => 'float32', complex: () => 'complex64', int: () => 'int32', uint: () => 'int32',
-    str: () => 'string', bytes: () => 'string',
+    record: records,
+    subarray: records,
+    object: noTensor,
+    datetime: noTensor,
+    timedelta: noTensor,
+    void: noTensor,
+    bool: () => 'bool',
+    float: () => 'float32',
+    complex: () => 'complex64',
+    int: () => 'int32',
+    uint: () => 'int32',
+    str: () => 'string',
+    bytes: () => 'string',
   });
 }
 
@@ -116,8 +147,11 @@ export function tensorValues(array: NdArray, options: ToTensorOptions = {}): Ten
   const dtype = tensorDTypeOf(dt);
   const c = toOrder(array, 'C');
   switch (dtype) {
-    case 'bool': return { dtype, values: c.data as Uint8Array };
-    case 'float32': case 'complex64': return { dtype, values: floatsOf(c, options) };
+    case 'bool':
+      return { dtype, values: c.data as Uint8Array };
+    case 'float32':
+    case 'complex64':
+      return { dtype, values: floatsOf(c, options) };
     case 'int32': {
       if (familyOf(dt) === 'int' && dt.itemsize === 4) return { dtype, values: c.data as Int32Array };
       if (dt.itemsize <= 2) return { dtype, values: Int32Array.from(c.data as ArrayLike<number>) };
@@ -125,10 +159,13 @@ export function tensorValues(array: NdArray, options: ToTensorOptions = {}): Ten
     }
     case 'string': {
       const text = familyOf(dt) === 'str';
-      return { dtype, values: Array.from({ length: c.size }, (_, i) => {
-        const v = readItem(dt, c.data, i);
-        return text ? utf8Encoder.encode(v as string) : (v as Uint8Array);
-      }) };
+      return {
+        dtype,
+        values: Array.from({ length: c.size }, (_, i) => {
+          const v = readItem(dt, c.data, i);
+          return text ? utf8Encoder.encode(v as string) : (v as Uint8Array);
+        }),
+      };
     }
   }
 }
@@ -149,11 +186,16 @@ export function toTensor(array: NdArray, options: ToTensorOptions = {}): tf.Tens
       const n = v.values.length / 2;
       const re = new Float32Array(n);
       const im = new Float32Array(n);
-      for (let i = 0; i < n; i++) { re[i] = v.values[2 * i]!; im[i] = v.values[2 * i + 1]!; }
+      for (let i = 0; i < n; i++) {
+        re[i] = v.values[2 * i]!;
+        im[i] = v.values[2 * i + 1]!;
+      }
       return tf.complex(tf.tensor(re, shape, 'float32'), tf.tensor(im, shape, 'float32'));
     }
-    case 'string': return tf.tensor(v.values, shape, 'string');
-    default: return tf.tensor(v.values, shape, v.dtype);
+    case 'string':
+      return tf.tensor(v.values, shape, 'string');
+    default:
+      return tf.tensor(v.values, shape, v.dtype);
   }
 }
 
@@ -183,12 +225,16 @@ export function stringArray(raw: Uint8Array[], shape: readonly number[]): NdArra
 export async function fromTensor(t: tf.Tensor): Promise<NdArray> {
   const shape = [...t.shape];
   switch (t.dtype) {
-    case 'float32': return new NdArray(parseDescr('<f4'), shape, Float32Array.from(await t.data() as Float32Array), 'C');
-    case 'int32': return new NdArray(parseDescr('<i4'), shape, Int32Array.from(await t.data() as Int32Array), 'C');
-    case 'bool': return new NdArray(parseDescr('|b1'), shape, Uint8Array.from(await t.data() as Uint8Array), 'C');
-    case 'complex64': return new NdArray(parseDescr('<c8'), shape, Float32Array.from(await t.data() as Float32Array), 'C');
-    case 'string': return stringArray((await t.bytes()) as Uint8Array[], shape);
+    case 'float32':
+      return new NdArray(parseDescr('<f4'), shape, Float32Array.from((await t.data()) as Float32Array), 'C');
+    case 'int32':
+      return new NdArray(parseDescr('<i4'), shape, Int32Array.from((await t.data()) as Int32Array), 'C');
+    case 'bool':
+      return new NdArray(parseDescr('|b1'), shape, Uint8Array.from((await t.data()) as Uint8Array), 'C');
+    case 'complex64':
+      return new NdArray(parseDescr('<c8'), shape, Float32Array.from((await t.data()) as Float32Array), 'C');
+    case 'string':
+      return stringArray((await t.bytes()) as Uint8Array[], shape);
   }
   throw new NpyError('NO_COUNTERPART', `tensor dtype ${t.dtype} has no numpy counterpart here`);
 }
-

@@ -23,9 +23,12 @@ export type Transform =
 /** The transform in words, for a plan shown to a person. */
 export function describeTransform(t: Transform): string {
   switch (t.kind) {
-    case 'copy': return 'as is';
-    case 'sum': return 'summed';
-    case 'tile': return `repeated to [${t.to}]`;
+    case 'copy':
+      return 'as is';
+    case 'sum':
+      return 'summed';
+    case 'tile':
+      return `repeated to [${t.to}]`;
     case 'permute': {
       const view = t.view ? `viewed as [${t.view}], ` : '';
       const to = t.to ? `, read as [${t.to}]` : '';
@@ -53,10 +56,13 @@ export function transformedShape(t: Transform, shapes: readonly (readonly number
   const [first] = shapes;
   if (!first) return null;
   switch (t.kind) {
-    case 'copy': return [...first];
-    case 'sum': return shapes.every((s) => s.join() === first.join()) ? [...first] : null;
+    case 'copy':
+      return [...first];
+    case 'sum':
+      return shapes.every((s) => s.join() === first.join()) ? [...first] : null;
     // One value for all, or one per channel (the last axis).
-    case 'tile': return first.length === 1 && (first[0] === 1 || first[0] === t.to[t.to.length - 1]) ? [...t.to] : null;
+    case 'tile':
+      return first.length === 1 && (first[0] === 1 || first[0] === t.to[t.to.length - 1]) ? [...t.to] : null;
     case 'permute': {
       const view = t.view ?? first;
       if (size(view) !== size(first) || t.axes.length !== view.length) return null;
@@ -77,8 +83,10 @@ export function applyTransform(t: Transform, arrays: readonly NdArray[]): NdArra
   const [first] = arrays;
   if (!first) throw new NpyError('WEIGHT_MISMATCH', 'a transform of no arrays');
   switch (t.kind) {
-    case 'copy': return first;
-    case 'permute': return permuted(first, t.axes, t.view, t.to);
+    case 'copy':
+      return first;
+    case 'permute':
+      return permuted(first, t.axes, t.view, t.to);
     case 'sum': {
       // In float64, rounded once: the sum PyTorch adds in float32 step by step differs by at most an ulp.
       const out = new Float32Array(first.size);
@@ -105,12 +113,19 @@ export function applyTransform(t: Transform, arrays: readonly NdArray[]): NdArra
  */
 export function invertTransform(t: Transform, weight: NdArray, shapes: readonly (readonly number[])[], what: string): NdArray[] {
   switch (t.kind) {
-    case 'copy': return [weight];
+    case 'copy':
+      return [weight];
     case 'permute': {
       const view = t.view ?? shapes[0]!;
       const inverse = new Array<number>(t.axes.length);
-      t.axes.forEach((a, i) => { inverse[a] = i; });
-      const out = permuted(weight, inverse, t.axes.map((a) => view[a]!));
+      t.axes.forEach((a, i) => {
+        inverse[a] = i;
+      });
+      const out = permuted(
+        weight,
+        inverse,
+        t.axes.map((a) => view[a]!),
+      );
       return [reshaped(out, shapes[0]!)];
     }
     case 'sum': {
@@ -122,7 +137,11 @@ export function invertTransform(t: Transform, weight: NdArray, shapes: readonly 
       const src = floats(weight);
       const n = size(shapes[0]!);
       for (let i = n; i < src.length; i++) {
-        if (src[i] !== src[i % n]) throw new NpyError('WEIGHT_MISMATCH', `${what}: its values differ between positions (index ${i}), so they are not one PyTorch parameter of shape [${shapes[0]}]`);
+        if (src[i] !== src[i % n])
+          throw new NpyError(
+            'WEIGHT_MISMATCH',
+            `${what}: its values differ between positions (index ${i}), so they are not one PyTorch parameter of shape [${shapes[0]}]`,
+          );
       }
       return [new NdArray(parseDescr('<f4'), [...shapes[0]!], src.slice(0, n))];
     }

@@ -1,5 +1,5 @@
 /** Model weights and the names they have in archives: the vocabulary the plans, loads and saves share. */
-import * as tf from '@tensorflow/tfjs-core';
+import type * as tf from '@tensorflow/tfjs-core';
 import { NpyError, transpose, type NdArray } from '@npyts/core';
 import type { AnyArchive } from './sources.js';
 
@@ -68,14 +68,16 @@ export function axesOf(spec: WeightKey, rank: number): number[] | null {
 /** The inverse permutation: what takes the model's layout back to the archive's. */
 export function inverseAxes(axes: readonly number[]): number[] {
   const out = new Array<number>(axes.length);
-  axes.forEach((a, i) => { out[a] = i; });
+  axes.forEach((a, i) => {
+    out[a] = i;
+  });
   return out;
 }
 
 /** The key spec a name maps to through `names`, or null when the table does not mention it. */
 export function mappedKey(names: WeightNames | undefined, name: string): WeightKey | null {
   if (typeof names === 'function') return names(name);
-  return names && Object.prototype.hasOwnProperty.call(names, name) ? names[name]! : null;
+  return names && Object.hasOwn(names, name) ? names[name]! : null;
 }
 
 /** An array in the model's layout: the archive's, permuted when the key asks for it. */

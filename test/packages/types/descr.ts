@@ -21,7 +21,20 @@ expectTypeOf(createArray('<c8', [2]).get(0)).toEqualTypeOf<Complex>();
 expectTypeOf(createArray('|O', [2]).data).toEqualTypeOf<unknown[]>();
 expectTypeOf(createArray('|O', [2]).get(0)).toEqualTypeOf<unknown>();
 
-const rec = createArray([['pos', [['x', '<f8'], ['y', '<f8']]], [['title', 'id'], '<u4'], ['m', '<f4', [2, 3]]], [4]);
+const rec = createArray(
+  [
+    [
+      'pos',
+      [
+        ['x', '<f8'],
+        ['y', '<f8'],
+      ],
+    ],
+    [['title', 'id'], '<u4'],
+    ['m', '<f4', [2, 3]],
+  ],
+  [4],
+);
 expectTypeOf(rec.data).toEqualTypeOf<Uint8Array>();
 expectTypeOf(rec.get(0)).toEqualTypeOf<{ pos: { x: number; y: number }; id: number; m: number[][] }>();
 expectTypeOf(rec.get(0).pos.x).toEqualTypeOf<number>();
@@ -35,7 +48,9 @@ else expectTypeOf(anyDescr.fields).toEqualTypeOf<null>();
 if (anyDescr.fields) expectTypeOf(anyDescr).toEqualTypeOf<RecordDType<string>>();
 // @ts-expect-error fields may be null until `form` (or a check of `fields`) says record
 parseDescr('<f4').fields.length;
-function runtimeDescr(): string { return '<f4'; }
+function runtimeDescr(): string {
+  return '<f4';
+}
 // A descr known only at run time: honest wide types.
 declare const runtime: string;
 const wide = createArray(runtime, [1]);
@@ -73,7 +88,18 @@ void asyncApi;
 
 // Sources in any runtime, memory maps, OPFS access handles and ragged readers keep the types too.
 import { openNpy as openAnywhere, openNpyAccessHandle, type SyncAccessHandle } from '@npyts/core';
-import { createNpy, createNpySync, openRagged, openRaggedSync, raggedToObjectArray, saveNpySync, saveRagged, saveRaggedSync, saveReferences, type MappedArray } from '@npyts/core/node';
+import {
+  createNpy,
+  createNpySync,
+  openRagged,
+  openRaggedSync,
+  raggedToObjectArray,
+  saveNpySync,
+  saveRagged,
+  saveRaggedSync,
+  saveReferences,
+  type MappedArray,
+} from '@npyts/core/node';
 import { stringDTypeCodec } from '@npyts/core/pickle';
 import type { RaggedElement, RaggedLayout } from '@npyts/core';
 async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
@@ -131,14 +157,56 @@ getField(rec, 'nope');
 expectTypeOf(getField(anyArray, 'a.b')).toEqualTypeOf<NdArray>();
 
 // Values of the wrong type are compile errors.
-expectTypeOf(arrayFromValues([[1, 2], [3, 4]], '<f4')).toEqualTypeOf<NdArray<'<f4'>>();
+expectTypeOf(
+  arrayFromValues(
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    '<f4',
+  ),
+).toEqualTypeOf<NdArray<'<f4'>>();
 arrayFromValues([1n, 2], '<i8');
 arrayFromValues(['a', 'b'], '<U3');
-arrayFromValues([{ pos: { x: 1, y: 2 }, id: 3, m: [[1, 2, 3], [4, 5, 6]] }], [['pos', [['x', '<f8'], ['y', '<f8']]], [['title', 'id'], '<u4'], ['m', '<f4', [2, 3]]]);
+arrayFromValues(
+  [
+    {
+      pos: { x: 1, y: 2 },
+      id: 3,
+      m: [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+    },
+  ],
+  [
+    [
+      'pos',
+      [
+        ['x', '<f8'],
+        ['y', '<f8'],
+      ],
+    ],
+    [['title', 'id'], '<u4'],
+    ['m', '<f4', [2, 3]],
+  ],
+);
 // @ts-expect-error strings are not float32 values
 arrayFromValues(['a'], '<f4');
 // @ts-expect-error a record needs every field
-arrayFromValues([{ pos: { x: 1, y: 2 } }], [['pos', [['x', '<f8'], ['y', '<f8']]], ['id', '<u4']]);
+arrayFromValues(
+  [{ pos: { x: 1, y: 2 } }],
+  [
+    [
+      'pos',
+      [
+        ['x', '<f8'],
+        ['y', '<f8'],
+      ],
+    ],
+    ['id', '<u4'],
+  ],
+);
 
 // The adapters carry the types on.
 import { toStdlib, toStdlibFields } from '@npyts/stdlib';
@@ -157,7 +225,7 @@ expectTypeOf(toTensor(createArray('<U3', [2])).dtype).toEqualTypeOf<'string'>();
 expectTypeOf(toTensor(rec)).toEqualTypeOf<never>();
 
 // Masked arrays from pickles: data and mask are arrays, no cast.
-import { PyMaskedArray } from '@npyts/core/pickle';
+import type { PyMaskedArray } from '@npyts/core/pickle';
 declare const masked: PyMaskedArray;
 expectTypeOf(masked.data).toEqualTypeOf<NdArray>();
 expectTypeOf(masked.mask.toList()).toEqualTypeOf<import('@npyts/core').Nested<unknown>>();
@@ -166,7 +234,9 @@ expectTypeOf(masked.mask.toList()).toEqualTypeOf<import('@npyts/core').Nested<un
 import { transpose, encodeNpz } from '@npyts/core';
 expectTypeOf(transpose(createArray('<f4', [2, 3]))).toEqualTypeOf<NdArray<'<f4'>>();
 expectTypeOf(transpose(createArray('>i8', [2, 3, 4]), [2, 0, 1]).data).toEqualTypeOf<BigInt64Array>();
-expectTypeOf(encodeNpz({ w: f4 }, { files: { 'model.json': '{}', 'raw.bin': new Uint8Array(1) }, onProgress: (done: number, total: number) => void [done, total] })).toEqualTypeOf<Uint8Array>();
+expectTypeOf(
+  encodeNpz({ w: f4 }, { files: { 'model.json': '{}', 'raw.bin': new Uint8Array(1) }, onProgress: (done: number, total: number) => void [done, total] }),
+).toEqualTypeOf<Uint8Array>();
 // @ts-expect-error: a file's content is text or bytes
 encodeNpz({ w: f4 }, { files: { 'n.json': 3 } });
 

@@ -4,8 +4,16 @@ import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { loadGraphModel, type GraphModel } from '@tensorflow/tfjs-converter';
 import {
-  assignWeights, saveWeights, npzHandler, browserDownload, loadTensors, planWeights, checkModel,
-  type NamedTensorMap, type PlannedWeight, type CheckResult,
+  assignWeights,
+  saveWeights,
+  npzHandler,
+  browserDownload,
+  loadTensors,
+  planWeights,
+  checkModel,
+  type NamedTensorMap,
+  type PlannedWeight,
+  type CheckResult,
 } from '@npyts/tfjs';
 import { NpyError } from '@npyts/core';
 
@@ -28,7 +36,11 @@ export async function typed(): Promise<void> {
   // IOHandlers where tfjs takes them.
   const loaded: tfl.LayersModel = await tfl.loadLayersModel(npzHandler('model.npz'));
   await loaded.save(npzHandler('copy.npz', { compress: true }));
-  await loaded.save(npzHandler((npz) => { expectTypeOf(npz).toEqualTypeOf<Uint8Array>(); }));
+  await loaded.save(
+    npzHandler((npz) => {
+      expectTypeOf(npz).toEqualTypeOf<Uint8Array>();
+    }),
+  );
   await tfl.loadLayersModel(npzHandler(file, { modelTopology: model }));
   const graph: GraphModel = await loadGraphModel(npzHandler(new URL('https://example.com/graph.npz')));
   expectTypeOf(graph).toEqualTypeOf<GraphModel>();
@@ -42,7 +54,9 @@ export async function typed(): Promise<void> {
   expectTypeOf(await checkModel(functional, 'state_dict.npz', { atol: 1e-6 })).toEqualTypeOf<CheckResult>();
   await saveWeights(model, 'out.npz', { layout: 'pytorch', like: 'state_dict.npz' });
   await tfl.loadLayersModel(npzHandler('state_dict.npz', { layout: 'pytorch', modelTopology: model }));
-  try { await checkModel(loaded, 'state_dict.npz'); } catch (e) {
+  try {
+    await checkModel(loaded, 'state_dict.npz');
+  } catch (e) {
     if (e instanceof NpyError && e.code === 'CHECK_FAILED') console.log(e.message);
   }
   // @ts-expect-error: the layouts are 'tfjs' and 'pytorch'

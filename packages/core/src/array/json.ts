@@ -38,7 +38,10 @@ export const MAX_INT_DIGITS = 4300;
 export function decimalText(x: bigint): string {
   const digits = (x < 0n ? -x : x).toString(16).length * 4 * Math.LOG10E * Math.LN2; // hex is linear, decimal is not
   if (digits > MAX_INT_DIGITS + 1) {
-    throw new NpyError('TOO_LARGE', `an integer of about ${Math.round(digits)} decimal digits: like Python, npyts converts at most ${MAX_INT_DIGITS} digits to text`);
+    throw new NpyError(
+      'TOO_LARGE',
+      `an integer of about ${Math.round(digits)} decimal digits: like Python, npyts converts at most ${MAX_INT_DIGITS} digits to text`,
+    );
   }
   const text = x.toString();
   const length = x < 0n ? text.length - 1 : text.length;
@@ -147,7 +150,10 @@ const MAX_JSON_DEPTH = 1000;
  */
 export function pythonJSON(v: unknown, depth = 0, active: Set<object> = new Set(), budget: JsonBudget = jsonBudget()): unknown {
   if (budget.inRepeat > 0 && --budget.repeatsLeft < 0) {
-    throw new NpyError('TOO_LARGE', 'the value shares references so often that its JSON (which writes each repeat in full) would exceed the limit of repeated items');
+    throw new NpyError(
+      'TOO_LARGE',
+      'the value shares references so often that its JSON (which writes each repeat in full) would exceed the limit of repeated items',
+    );
   }
   if (v === null || v === undefined || typeof v === 'boolean' || typeof v === 'string') return v ?? null;
   if (typeof v === 'number') return jsonNumber(v);
@@ -207,7 +213,10 @@ export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): 
  * @example
  * const { descr, shape, data } = npyDocument(header, decodeNpy(bytes)) as { descr: string; shape: number[]; data: unknown };
  */
-export function npyDocument(header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'descrWritten'>>, array: NdArray): Record<string, unknown> {
+export function npyDocument(
+  header: Pick<NpyHeader, 'version' | 'fortranOrder'> & Partial<Pick<NpyHeader, 'descrWritten'>>,
+  array: NdArray,
+): Record<string, unknown> {
   const written = descrAsWritten(header);
   return {
     version: header.version,

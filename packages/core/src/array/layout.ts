@@ -29,10 +29,14 @@ export function storageOf(dtype: DType): Storage {
   const counts = (): Storage => ({ ctor: BigInt64Array, unitsPerItem: 1, swapUnit: 8 });
   const integer = (dt: DType): Storage => {
     const signed = dt.kind === 'i';
-    const ctor = ({
-      1: signed ? Int8Array : Uint8Array, 2: signed ? Int16Array : Uint16Array,
-      4: signed ? Int32Array : Uint32Array, 8: signed ? BigInt64Array : BigUint64Array,
-    } as Record<number, TypedArrayConstructor>)[dt.itemsize]!;
+    const ctor = (
+      {
+        1: signed ? Int8Array : Uint8Array,
+        2: signed ? Int16Array : Uint16Array,
+        4: signed ? Int32Array : Uint32Array,
+        8: signed ? BigInt64Array : BigUint64Array,
+      } as Record<number, TypedArrayConstructor>
+    )[dt.itemsize]!;
     return { ctor, unitsPerItem: 1, swapUnit: dt.itemsize };
   };
   return matchDType<Storage>(dtype, {
@@ -89,9 +93,7 @@ export interface BytesToDataOptions {
  * @example
  * const data = bytesToData(parseDescr('>f8'), bytes.buffer, 128, 10);   // Float64Array, native order
  */
-export function bytesToData(
-  dtype: DType, buffer: ArrayBufferLike, byteOffset: number, count: number, options: BytesToDataOptions = {},
-): TypedArray {
+export function bytesToData(dtype: DType, buffer: ArrayBufferLike, byteOffset: number, count: number, options: BytesToDataOptions = {}): TypedArray {
   const { ctor, unitsPerItem } = storageOf(dtype);
   const units = count * unitsPerItem;
   const swapUnit = byteSwapUnit(dtype);

@@ -94,8 +94,8 @@ function swapInto(src: Uint8Array, dst: Uint8Array, unit: number): void {
 /** Reverse the bytes of every `unit`-byte group in place (unit 2, 4, 8 or 16). */
 export function swapBytes(bytes: Uint8Array, unit: number): void {
   if (unit <= 1) return;
-  if (host && bytes.length >= HOST_SWAP_MIN) return host.swapBytes(bytes, unit);
-  swapInto(bytes, bytes, unit);
+  if (host && bytes.length >= HOST_SWAP_MIN) host.swapBytes(bytes, unit);
+  else swapInto(bytes, bytes, unit);
 }
 
 /**

@@ -1,6 +1,6 @@
 /** The in-memory array: dtype, shape, memory order and element data. */
 import { allocateBuffer } from './memory.js';
-import { DType, parseDescr, shapeRepr, shapeSize } from '../format/dtype.js';
+import { type DType, parseDescr, shapeRepr, shapeSize } from '../format/dtype.js';
 import { readItem } from './read-value.js';
 import { familyOf } from '../format/dtype-cases.js';
 import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf } from '../format/descr-types.js';
@@ -116,9 +116,15 @@ export function orderStrides(shape: readonly number[], order: Order): number[] {
   const strides = new Array<number>(n);
   let s = 1;
   if (order === 'C') {
-    for (let a = n - 1; a >= 0; a--) { strides[a] = s; s *= shape[a]!; }
+    for (let a = n - 1; a >= 0; a--) {
+      strides[a] = s;
+      s *= shape[a]!;
+    }
   } else {
-    for (let a = 0; a < n; a++) { strides[a] = s; s *= shape[a]!; }
+    for (let a = 0; a < n; a++) {
+      strides[a] = s;
+      s *= shape[a]!;
+    }
   }
   return strides;
 }

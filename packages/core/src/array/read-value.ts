@@ -60,7 +60,10 @@ const itemReaderOf = perDType((dtype) => makeItemReader(dtype));
 function makeItemReader(dtype: DType): ItemReader {
   const size = dtype.itemsize;
   // Records, subarrays, bytes and void are held as stored bytes; long doubles as bytes in native order.
-  const fromBytes = (stored: DType): ItemReader => (data, i) => readFromBytes(stored, data as Uint8Array, i * size);
+  const fromBytes =
+    (stored: DType): ItemReader =>
+    (data, i) =>
+      readFromBytes(stored, data as Uint8Array, i * size);
   const typed: ItemReader = (data, i) => (data as TypedArray)[i]!;
   return matchDType<ItemReader>(dtype, {
     record: fromBytes,
@@ -68,7 +71,8 @@ function makeItemReader(dtype: DType): ItemReader {
     bytes: fromBytes,
     void: fromBytes,
     float: (dt) => (size === 16 ? fromBytes(dt.withByteOrder('=')) : size === 2 ? (data, i) => float16ToNumber((data as Uint16Array)[i]!) : typed),
-    complex: (dt) => (size === 32 ? fromBytes(dt.withByteOrder('=')) : (data, i) => ({ re: (data as Float32Array)[2 * i]!, im: (data as Float32Array)[2 * i + 1]! })),
+    complex: (dt) =>
+      size === 32 ? fromBytes(dt.withByteOrder('=')) : (data, i) => ({ re: (data as Float32Array)[2 * i]!, im: (data as Float32Array)[2 * i + 1]! }),
     bool: () => (data, i) => (data as Uint8Array)[i] !== 0,
     str: () => (data, i) => codePointsToString((k) => (data as Uint32Array)[i * (size / 4) + k]!, size / 4),
     int: () => typed,
@@ -122,8 +126,22 @@ function makeReader(dtype: DType): Reader {
       return nest(0, at);
     },
     bool: () => (_, bytes, at) => bytes[at] !== 0,
-    int: () => (size === 1 ? (v, _, at) => v.getInt8(at) : size === 2 ? (v, _, at) => v.getInt16(at, le) : size === 4 ? (v, _, at) => v.getInt32(at, le) : (v, _, at) => v.getBigInt64(at, le)),
-    uint: () => (size === 1 ? (v, _, at) => v.getUint8(at) : size === 2 ? (v, _, at) => v.getUint16(at, le) : size === 4 ? (v, _, at) => v.getUint32(at, le) : (v, _, at) => v.getBigUint64(at, le)),
+    int: () =>
+      size === 1
+        ? (v, _, at) => v.getInt8(at)
+        : size === 2
+          ? (v, _, at) => v.getInt16(at, le)
+          : size === 4
+            ? (v, _, at) => v.getInt32(at, le)
+            : (v, _, at) => v.getBigInt64(at, le),
+    uint: () =>
+      size === 1
+        ? (v, _, at) => v.getUint8(at)
+        : size === 2
+          ? (v, _, at) => v.getUint16(at, le)
+          : size === 4
+            ? (v, _, at) => v.getUint32(at, le)
+            : (v, _, at) => v.getBigUint64(at, le),
     float: () => (view, bytes, at) => readFloat(size, view, bytes, at, le),
     complex: () => (view, bytes, at) => ({ re: readFloat(size / 2, view, bytes, at, le), im: readFloat(size / 2, view, bytes, at + size / 2, le) }),
     datetime: () => (view, _, at) => view.getBigInt64(at, le),

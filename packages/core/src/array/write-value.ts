@@ -108,14 +108,19 @@ function makeWriter(dtype: DType): Writer {
     subarray: (_, base, shape) => (view, bytes, at, v, field) => {
       const flat: unknown[] = [];
       const walk = (x: unknown, axis: number): void => {
-        if (axis === shape.length) { flat.push(x); return; }
+        if (axis === shape.length) {
+          flat.push(x);
+          return;
+        }
         if (!Array.isArray(x) || x.length !== shape[axis]) fail(`subarray value must have shape (${shape.join(', ')})`, field);
         for (const y of x) walk(y, axis + 1);
       };
       walk(v, 0);
       flat.forEach((x, k) => writeValue(base, view, bytes, at + k * base.itemsize, x, field));
     },
-    bool: () => (_, bytes, at, v) => { bytes[at] = v ? 1 : 0; },
+    bool: () => (_, bytes, at, v) => {
+      bytes[at] = v ? 1 : 0;
+    },
     int: integer,
     uint: integer,
     datetime: time,
@@ -160,7 +165,10 @@ function flattenNested(values: unknown): { flat: unknown[]; shape: number[] } {
   }
   const flat: unknown[] = [];
   const walk = (x: unknown, axis: number): void => {
-    if (axis === shape.length) { flat.push(x); return; }
+    if (axis === shape.length) {
+      flat.push(x);
+      return;
+    }
     if (!Array.isArray(x) || x.length !== shape[axis]) fail(`ragged nested lists: expected length ${shape[axis]} at axis ${axis}`);
     for (const y of x) walk(y, axis + 1);
   };

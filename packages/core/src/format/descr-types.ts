@@ -13,9 +13,7 @@
 import type { ArrayData, Complex } from './js-types.js';
 
 /** A record field as numpy writes it: `(name, descr)` or `(name, descr, shape)`; a name may be `(title, name)`. */
-export type FieldDescr =
-  | readonly [FieldName, DescrInput]
-  | readonly [FieldName, DescrInput, readonly number[]];
+export type FieldDescr = readonly [FieldName, DescrInput] | readonly [FieldName, DescrInput, readonly number[]];
 
 /** A field's name, or its `(title, name)` pair. */
 export type FieldName = string | readonly [string, string];
@@ -55,27 +53,104 @@ type PyObject = Entry<unknown[], unknown, unknown, 'object'>;
 
 /** numpy's type codes and names (without byte order), as parseTypeString reads them on x86-64 Linux. */
 interface ScalarCodes {
-  b1: BoolE; '?': BoolE; bool: BoolE; bool_: BoolE;
-  i1: I8; b: I8; int8: I8; byte: I8;
-  u1: U8; B: U8; uint8: U8; ubyte: U8;
-  i2: I16; h: I16; int16: I16; short: I16;
-  u2: U16; H: U16; uint16: U16; ushort: U16;
-  i4: I32; i: I32; int32: I32; intc: I32;
-  u4: U32; I: U32; uint32: U32; uintc: U32;
-  i8: I64; l: I64; q: I64; p: I64; n: I64; int64: I64; int: I64; int_: I64; intp: I64; long: I64; longlong: I64;
-  u8: U64; L: U64; Q: U64; P: U64; N: U64; uint64: U64; uintp: U64; ulong: U64; ulonglong: U64;
-  f2: F16; e: F16; float16: F16; half: F16;
-  f4: F32; f: F32; float32: F32; single: F32;
-  f8: F64; d: F64; float64: F64; double: F64; float: F64;
-  f16: LongDouble; g: LongDouble; float128: LongDouble; longdouble: LongDouble;
-  c8: C64; F: C64; complex64: C64; csingle: C64;
-  c16: C128; D: C128; complex128: C128; complex: C128; cdouble: C128;
-  c32: C256; G: C256; complex256: C256; clongdouble: C256;
-  S: Bytes; a: Bytes; c: Bytes; bytes: Bytes; bytes_: Bytes;
-  U: Text; str: Text; str_: Text;
-  V: Void; void: Void;
-  O: PyObject; O8: PyObject; object: PyObject; object_: PyObject;
-  M: DateTime; M8: DateTime; datetime64: DateTime; m: TimeDelta; m8: TimeDelta; timedelta64: TimeDelta;
+  b1: BoolE;
+  '?': BoolE;
+  bool: BoolE;
+  bool_: BoolE;
+  i1: I8;
+  b: I8;
+  int8: I8;
+  byte: I8;
+  u1: U8;
+  B: U8;
+  uint8: U8;
+  ubyte: U8;
+  i2: I16;
+  h: I16;
+  int16: I16;
+  short: I16;
+  u2: U16;
+  H: U16;
+  uint16: U16;
+  ushort: U16;
+  i4: I32;
+  i: I32;
+  int32: I32;
+  intc: I32;
+  u4: U32;
+  I: U32;
+  uint32: U32;
+  uintc: U32;
+  i8: I64;
+  l: I64;
+  q: I64;
+  p: I64;
+  n: I64;
+  int64: I64;
+  int: I64;
+  int_: I64;
+  intp: I64;
+  long: I64;
+  longlong: I64;
+  u8: U64;
+  L: U64;
+  Q: U64;
+  P: U64;
+  N: U64;
+  uint64: U64;
+  uintp: U64;
+  ulong: U64;
+  ulonglong: U64;
+  f2: F16;
+  e: F16;
+  float16: F16;
+  half: F16;
+  f4: F32;
+  f: F32;
+  float32: F32;
+  single: F32;
+  f8: F64;
+  d: F64;
+  float64: F64;
+  double: F64;
+  float: F64;
+  f16: LongDouble;
+  g: LongDouble;
+  float128: LongDouble;
+  longdouble: LongDouble;
+  c8: C64;
+  F: C64;
+  complex64: C64;
+  csingle: C64;
+  c16: C128;
+  D: C128;
+  complex128: C128;
+  complex: C128;
+  cdouble: C128;
+  c32: C256;
+  G: C256;
+  complex256: C256;
+  clongdouble: C256;
+  S: Bytes;
+  a: Bytes;
+  c: Bytes;
+  bytes: Bytes;
+  bytes_: Bytes;
+  U: Text;
+  str: Text;
+  str_: Text;
+  V: Void;
+  void: Void;
+  O: PyObject;
+  O8: PyObject;
+  object: PyObject;
+  object_: PyObject;
+  M: DateTime;
+  M8: DateTime;
+  datetime64: DateTime;
+  m: TimeDelta;
+  m8: TimeDelta;
+  timedelta64: TimeDelta;
 }
 
 /** The wide entry: a descr whose meaning is not known at compile time. */
@@ -84,50 +159,72 @@ type Wide = Entry<ArrayData, unknown, unknown, KindFamily>;
 type StripOrder<S extends string> = S extends `${'<' | '>' | '|' | '='}${infer R}` ? R : S;
 
 /** The entry of a scalar type string; the wide entry for a spelling this table does not know. */
-type ScalarEntry<S extends string> =
-  string extends S ? Wide
+type ScalarEntry<S extends string> = string extends S
+  ? Wide
   : StripOrder<S> extends infer C extends string
-    ? C extends keyof ScalarCodes ? ScalarCodes[C]
-    : C extends `S${number}` | `a${number}` ? Bytes
-    : C extends `U${number}` ? Text
-    : C extends `V${number}` ? Void
-    : C extends `${'M8' | 'datetime64'}[${string}]` ? DateTime
-    : C extends `${'m8' | 'timedelta64'}[${string}]` ? TimeDelta
-    : Wide
-  : Wide;
+    ? C extends keyof ScalarCodes
+      ? ScalarCodes[C]
+      : C extends `S${number}` | `a${number}`
+        ? Bytes
+        : C extends `U${number}`
+          ? Text
+          : C extends `V${number}`
+            ? Void
+            : C extends `${'M8' | 'datetime64'}[${string}]`
+              ? DateTime
+              : C extends `${'m8' | 'timedelta64'}[${string}]`
+                ? TimeDelta
+                : Wide
+    : Wide;
 
 /** `E` nested to the depth of a subarray shape: `(2, 3)` of numbers is `number[][]`. */
-type NestShape<E, Shape extends readonly number[]> =
-  number extends Shape['length'] ? Nested<E>
-  : Shape extends readonly [number, ...infer Rest extends readonly number[]] ? NestShape<E, Rest>[]
-  : E;
+type NestShape<E, Shape extends readonly number[]> = number extends Shape['length']
+  ? Nested<E>
+  : Shape extends readonly [number, ...infer Rest extends readonly number[]]
+    ? NestShape<E, Rest>[]
+    : E;
 
 /** A field's name as a key of the record value; `''`-named void padding has none. */
-type KeyOf<F extends FieldDescr> =
-  F[0] extends readonly [string, infer N extends string] ? N
-  : F[0] extends '' ? (F[1] extends `${'|' | ''}V${number}` ? never : '')
-  : F[0] extends string ? F[0] : never;
+type KeyOf<F extends FieldDescr> = F[0] extends readonly [string, infer N extends string]
+  ? N
+  : F[0] extends ''
+    ? F[1] extends `${'|' | ''}V${number}`
+      ? never
+      : ''
+    : F[0] extends string
+      ? F[0]
+      : never;
 
 /** The value of one field: its element, nested to its subarray shape. */
-type FieldValue<F extends FieldDescr, Which extends 1 | 2, Depth extends unknown[]> =
-  F extends readonly [FieldName, infer D extends DescrInput, infer Shape extends readonly number[]] ? NestShape<Meaning<D, Which, Depth>, Shape>
+type FieldValue<F extends FieldDescr, Which extends 1 | 2, Depth extends unknown[]> = F extends readonly [
+  FieldName,
+  infer D extends DescrInput,
+  infer Shape extends readonly number[],
+]
+  ? NestShape<Meaning<D, Which, Depth>, Shape>
   : Meaning<F[1], Which, Depth>;
 
 /** Element (1) or input (2) of a descr. */
 type Meaning<S, Which extends 1 | 2, Depth extends unknown[] = []> =
   // Records nest to any depth in a literal; the bound only stops the wide descr type from recursing forever.
-  Depth['length'] extends 16 ? unknown
-  : S extends string ? ScalarEntry<S>[Which]
-  : S extends readonly [infer D extends DescrInput, infer Shape extends readonly number[]] ? NestShape<Meaning<D, Which, [...Depth, 0]>, Shape>
-  : S extends readonly FieldDescr[] ? { -readonly [F in S[number] as KeyOf<F>]: FieldValue<F, Which, [...Depth, 0]> }
-  : unknown;
+  Depth['length'] extends 16
+    ? unknown
+    : S extends string
+      ? ScalarEntry<S>[Which]
+      : S extends readonly [infer D extends DescrInput, infer Shape extends readonly number[]]
+        ? NestShape<Meaning<D, Which, [...Depth, 0]>, Shape>
+        : S extends readonly FieldDescr[]
+          ? { -readonly [F in S[number] as KeyOf<F>]: FieldValue<F, Which, [...Depth, 0]> }
+          : unknown;
 
 /** The typed array holding the data of a descr: `Float32Array` for `'<f4'`, `Uint8Array` for records, … */
-export type StorageOf<S> =
-  S extends string ? ScalarEntry<S>[0]
-  : S extends readonly [DescrInput, readonly number[]] ? Uint8Array
-  : S extends readonly FieldDescr[] ? Uint8Array
-  : ArrayData;
+export type StorageOf<S> = S extends string
+  ? ScalarEntry<S>[0]
+  : S extends readonly [DescrInput, readonly number[]]
+    ? Uint8Array
+    : S extends readonly FieldDescr[]
+      ? Uint8Array
+      : ArrayData;
 
 /** One element of a descr as JavaScript: `number`, `bigint`, `boolean`, `string`, `Uint8Array`, `Complex`, a record object, nested arrays; `unknown` for objects. */
 export type ElementOf<S> = Meaning<S, 1>;
@@ -136,26 +233,30 @@ export type ElementOf<S> = Meaning<S, 1>;
 export type InputOf<S> = Meaning<S, 2>;
 
 /** Dotted paths to the fields of a record descr, nested records included: `'pos' | 'pos.x' | 'pos.y' | 'id'`. */
-export type FieldPath<S, Depth extends unknown[] = []> =
-  Depth['length'] extends 8 ? string
-  : S extends readonly FieldDescr[] ? FieldPathMap<S, Depth>[keyof FieldPathMap<S, Depth>]
-  : string extends S ? string : never;
+export type FieldPath<S, Depth extends unknown[] = []> = Depth['length'] extends 8
+  ? string
+  : S extends readonly FieldDescr[]
+    ? FieldPathMap<S, Depth>[keyof FieldPathMap<S, Depth>]
+    : string extends S
+      ? string
+      : never;
 
 type FieldPathMap<S extends readonly FieldDescr[], Depth extends unknown[]> = {
   [F in S[number] as KeyOf<F>]: KeyOf<F> | (F extends readonly [FieldName, infer D] ? `${KeyOf<F>}.${FieldPath<D, [...Depth, 0]> & string}` : never);
 };
 
 /** The descr of the field a dotted path names: its subarray shape becomes axes of the field's array. */
-export type FieldAt<S, P extends string> =
-  S extends readonly FieldDescr[]
-    ? P extends `${infer Head}.${infer Rest}`
-      ? FieldAt<FieldDescrOf<S, Head>, Rest>
-      : FieldDescrOf<S, P>
-    : DescrInput;
+export type FieldAt<S, P extends string> = S extends readonly FieldDescr[]
+  ? P extends `${infer Head}.${infer Rest}`
+    ? FieldAt<FieldDescrOf<S, Head>, Rest>
+    : FieldDescrOf<S, P>
+  : DescrInput;
 
 type FieldDescrOf<S extends readonly FieldDescr[], Name extends string> =
   Extract<S[number], readonly [Name | readonly [string, Name], ...unknown[]]> extends infer F extends FieldDescr
-    ? ([F] extends [never] ? DescrInput : F[1])
+    ? [F] extends [never]
+      ? DescrInput
+      : F[1]
     : DescrInput;
 
 /** Kind families for {@link NdArray.is}: the descrs each one covers (any byte order). */
@@ -177,8 +278,10 @@ export interface KindFamilies {
 export type KindFamily = keyof KindFamilies;
 
 /** The kind family of a descr (see {@link KindFamilies}): `'float'` for `'<f4'`, `'record'` for a field list. */
-export type FamilyOf<S> =
-  S extends string ? ScalarEntry<S>[3]
-  : S extends readonly [DescrInput, readonly number[]] ? 'void'
-  : S extends readonly FieldDescr[] ? 'record'
-  : KindFamily;
+export type FamilyOf<S> = S extends string
+  ? ScalarEntry<S>[3]
+  : S extends readonly [DescrInput, readonly number[]]
+    ? 'void'
+    : S extends readonly FieldDescr[]
+      ? 'record'
+      : KindFamily;

@@ -14,7 +14,17 @@ export type DTypeCases<R> = {
 } & { [F in Exclude<KindFamily, 'record'>]: (dtype: ScalarDType) => R };
 
 const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
-  b: 'bool', i: 'int', u: 'uint', f: 'float', c: 'complex', S: 'bytes', U: 'str', V: 'void', M: 'datetime', m: 'timedelta', O: 'object',
+  b: 'bool',
+  i: 'int',
+  u: 'uint',
+  f: 'float',
+  c: 'complex',
+  S: 'bytes',
+  U: 'str',
+  V: 'void',
+  M: 'datetime',
+  m: 'timedelta',
+  O: 'object',
 };
 
 /**
@@ -26,9 +36,12 @@ const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
  */
 export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
   switch (dtype.form) {
-    case 'record': return cases.record(dtype, dtype.fields);
-    case 'subarray': return cases.subarray(dtype, dtype.subarray.base, dtype.subarray.shape);
-    case 'scalar': return cases[FAMILY[dtype.kind]!](dtype);
+    case 'record':
+      return cases.record(dtype, dtype.fields);
+    case 'subarray':
+      return cases.subarray(dtype, dtype.subarray.base, dtype.subarray.shape);
+    case 'scalar':
+      return cases[FAMILY[dtype.kind]!](dtype);
   }
 }
 

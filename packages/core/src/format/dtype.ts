@@ -160,15 +160,24 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     // numpy leaves the size off flexible types of size 0: `bytes`, `str`, `void`.
     const flexBits = bits === 0 ? '' : String(bits);
     switch (this.kind) {
-      case 'b': return 'bool';
-      case 'i': return `int${bits}`;
-      case 'u': return `uint${bits}`;
-      case 'f': return `float${bits}`;
-      case 'c': return `complex${bits}`;
-      case 'S': return `bytes${flexBits}`;
-      case 'U': return `str${flexBits}`;
-      case 'V': return `void${flexBits}`;
-      case 'O': return 'object';
+      case 'b':
+        return 'bool';
+      case 'i':
+        return `int${bits}`;
+      case 'u':
+        return `uint${bits}`;
+      case 'f':
+        return `float${bits}`;
+      case 'c':
+        return `complex${bits}`;
+      case 'S':
+        return `bytes${flexBits}`;
+      case 'U':
+        return `str${flexBits}`;
+      case 'V':
+        return `void${flexBits}`;
+      case 'O':
+        return 'object';
       case 'M':
       case 'm': {
         const base = this.kind === 'M' ? 'datetime64' : 'timedelta64';
@@ -184,17 +193,28 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     const endian = this.byteOrder === '<' ? 'little-endian ' : this.byteOrder === '>' ? 'big-endian ' : '';
     const bits = this.itemsize * 8;
     switch (this.kind) {
-      case 'b': return 'boolean';
-      case 'i': return `${endian}${bits}-bit signed integer`;
-      case 'u': return `${endian}${bits}-bit unsigned integer`;
-      case 'f': return this.realBytes === 16 ? `${endian}long double (x86 80-bit extended)` : `${endian}${bits}-bit float`;
-      case 'c': return this.realBytes === 16 ? `${endian}complex long double` : `${endian}${bits}-bit complex`;
-      case 'S': return `${this.itemsize}-byte string`;
-      case 'U': return `${endian}unicode string of ${this.itemsize / 4} characters`;
-      case 'V': return `${this.itemsize}-byte raw void`;
-      case 'O': return 'Python object';
-      case 'M': return `${endian}datetime64${this.unit ? ` in ${this.multiplier === 1 ? '' : this.multiplier}${this.unit}` : ''}`;
-      case 'm': return `${endian}timedelta64${this.unit ? ` in ${this.multiplier === 1 ? '' : this.multiplier}${this.unit}` : ''}`;
+      case 'b':
+        return 'boolean';
+      case 'i':
+        return `${endian}${bits}-bit signed integer`;
+      case 'u':
+        return `${endian}${bits}-bit unsigned integer`;
+      case 'f':
+        return this.realBytes === 16 ? `${endian}long double (x86 80-bit extended)` : `${endian}${bits}-bit float`;
+      case 'c':
+        return this.realBytes === 16 ? `${endian}complex long double` : `${endian}${bits}-bit complex`;
+      case 'S':
+        return `${this.itemsize}-byte string`;
+      case 'U':
+        return `${endian}unicode string of ${this.itemsize / 4} characters`;
+      case 'V':
+        return `${this.itemsize}-byte raw void`;
+      case 'O':
+        return 'Python object';
+      case 'M':
+        return `${endian}datetime64${this.unit ? ` in ${this.multiplier === 1 ? '' : this.multiplier}${this.unit}` : ''}`;
+      case 'm':
+        return `${endian}timedelta64${this.unit ? ` in ${this.multiplier === 1 ? '' : this.multiplier}${this.unit}` : ''}`;
     }
   }
 
@@ -209,7 +229,10 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     const self = this.asForm;
     switch (self.form) {
       case 'record':
-        return new RecordDType(self.itemsize, self.fields.map((f) => ({ ...f, dtype: f.dtype.withByteOrder(target) })));
+        return new RecordDType(
+          self.itemsize,
+          self.fields.map((f) => ({ ...f, dtype: f.dtype.withByteOrder(target) })),
+        );
       case 'subarray': {
         const written = self.subarrayAsWritten ?? self.subarray;
         return subarrayDType(written.base.withByteOrder(target), written.shape);
@@ -349,7 +372,13 @@ function subarrayBaseDescr(base: DType): DescrJSON {
 
 /** A JSON descr's `[base, shape]` pair (rather than a field list): its second item is a list of numbers. */
 function isSubarrayJSON(d: unknown): d is DescrSubarrayJSON {
-  return Array.isArray(d) && d.length === 2 && Array.isArray(d[1]) && (d[1] as unknown[]).every((x) => typeof x === 'number') && (typeof d[0] === 'string' || Array.isArray(d[0]));
+  return (
+    Array.isArray(d) &&
+    d.length === 2 &&
+    Array.isArray(d[1]) &&
+    (d[1] as unknown[]).every((x) => typeof x === 'number') &&
+    (typeof d[0] === 'string' || Array.isArray(d[0]))
+  );
 }
 
 /** A JSON descr as the Python value numpy's repr prints (field entries are tuples). */
@@ -369,30 +398,116 @@ function descrToPy(d: DescrJSON): PyValue {
 
 /** One-character type codes (numpy's `dtype.char`) with their kind and size, for Linux x86-64. */
 const CHAR_CODES: Record<string, [Kind, number]> = {
-  '?': ['b', 1], b: ['i', 1], B: ['u', 1], h: ['i', 2], H: ['u', 2], i: ['i', 4], I: ['u', 4],
-  l: ['i', 8], L: ['u', 8], q: ['i', 8], Q: ['u', 8], p: ['i', 8], P: ['u', 8], n: ['i', 8], N: ['u', 8],
-  e: ['f', 2], f: ['f', 4], d: ['f', 8], g: ['f', 16], F: ['c', 8], D: ['c', 16], G: ['c', 32],
-  S: ['S', 0], a: ['S', 0], U: ['U', 0], V: ['V', 0], O: ['O', 8], M: ['M', 8], m: ['m', 8], c: ['S', 1],
+  '?': ['b', 1],
+  b: ['i', 1],
+  B: ['u', 1],
+  h: ['i', 2],
+  H: ['u', 2],
+  i: ['i', 4],
+  I: ['u', 4],
+  l: ['i', 8],
+  L: ['u', 8],
+  q: ['i', 8],
+  Q: ['u', 8],
+  p: ['i', 8],
+  P: ['u', 8],
+  n: ['i', 8],
+  N: ['u', 8],
+  e: ['f', 2],
+  f: ['f', 4],
+  d: ['f', 8],
+  g: ['f', 16],
+  F: ['c', 8],
+  D: ['c', 16],
+  G: ['c', 32],
+  S: ['S', 0],
+  a: ['S', 0],
+  U: ['U', 0],
+  V: ['V', 0],
+  O: ['O', 8],
+  M: ['M', 8],
+  m: ['m', 8],
+  c: ['S', 1],
 };
 
 const SIZED_KINDS: Record<string, Kind> = {
-  b: 'b', i: 'i', u: 'u', f: 'f', c: 'c', S: 'S', a: 'S', U: 'U', V: 'V', M: 'M', m: 'm', O: 'O',
+  b: 'b',
+  i: 'i',
+  u: 'u',
+  f: 'f',
+  c: 'c',
+  S: 'S',
+  a: 'S',
+  U: 'U',
+  V: 'V',
+  M: 'M',
+  m: 'm',
+  O: 'O',
 };
 
 const NAMED: Record<string, string> = {
-  bool: '|b1', bool_: '|b1', int8: '|i1', uint8: '|u1', int16: 'i2', uint16: 'u2', int32: 'i4', uint32: 'u4',
-  int64: 'i8', uint64: 'u8', float16: 'f2', float32: 'f4', float64: 'f8', float128: 'f16', longdouble: 'f16',
-  complex64: 'c8', complex128: 'c16', complex256: 'c32', clongdouble: 'c32', half: 'f2', single: 'f4',
-  double: 'f8', float: 'f8', int: 'i8', int_: 'i8', intp: 'i8', uintp: 'u8', byte: '|i1', ubyte: '|u1',
-  short: 'i2', ushort: 'u2', intc: 'i4', uintc: 'u4', long: 'i8', ulong: 'u8', longlong: 'i8',
-  ulonglong: 'u8', csingle: 'c8', cdouble: 'c16', complex: 'c16', object: '|O', object_: '|O',
-  bytes: '|S0', bytes_: '|S0', str: '<U0', str_: '<U0', void: '|V0', datetime64: 'M8', timedelta64: 'm8',
+  bool: '|b1',
+  bool_: '|b1',
+  int8: '|i1',
+  uint8: '|u1',
+  int16: 'i2',
+  uint16: 'u2',
+  int32: 'i4',
+  uint32: 'u4',
+  int64: 'i8',
+  uint64: 'u8',
+  float16: 'f2',
+  float32: 'f4',
+  float64: 'f8',
+  float128: 'f16',
+  longdouble: 'f16',
+  complex64: 'c8',
+  complex128: 'c16',
+  complex256: 'c32',
+  clongdouble: 'c32',
+  half: 'f2',
+  single: 'f4',
+  double: 'f8',
+  float: 'f8',
+  int: 'i8',
+  int_: 'i8',
+  intp: 'i8',
+  uintp: 'u8',
+  byte: '|i1',
+  ubyte: '|u1',
+  short: 'i2',
+  ushort: 'u2',
+  intc: 'i4',
+  uintc: 'u4',
+  long: 'i8',
+  ulong: 'u8',
+  longlong: 'i8',
+  ulonglong: 'u8',
+  csingle: 'c8',
+  cdouble: 'c16',
+  complex: 'c16',
+  object: '|O',
+  object_: '|O',
+  bytes: '|S0',
+  bytes_: '|S0',
+  str: '<U0',
+  str_: '<U0',
+  void: '|V0',
+  datetime64: 'M8',
+  timedelta64: 'm8',
 };
 
 const INT32_MAX = 2 ** 31 - 1;
 
 const VALID_SIZES: Partial<Record<Kind, number[]>> = {
-  b: [1], i: [1, 2, 4, 8], u: [1, 2, 4, 8], f: [2, 4, 8, 16], c: [8, 16, 32], M: [8], m: [8], O: [8],
+  b: [1],
+  i: [1, 2, 4, 8],
+  u: [1, 2, 4, 8],
+  f: [2, 4, 8, 16],
+  c: [8, 16, 32],
+  M: [8],
+  m: [8],
+  O: [8],
 };
 
 function badDescr(message: string, field?: string): never {
@@ -421,7 +536,7 @@ const typeStringCache = new Map<string, DType>();
 function parseTypeStringUncached(spec: string, field?: string): DType {
   const m = /^([<>|=]?)([A-Za-z?_][A-Za-z_]*?)(\d*)(?:\[(\d*)([A-Za-z]+)\])?$/.exec(spec);
   if (!m) badDescr(`'${spec}' is not a numpy type string`, field);
-  let [, order, code, digits, mult, unit] = m as unknown as [string, string, string, string, string | undefined, string | undefined];
+  const [, order, code, digits, mult, unit] = m as unknown as [string, string, string, string, string | undefined, string | undefined];
   // Named types (`float64`, `datetime64[ns]`) carry their size in the name.
   const named = NAMED[code + digits];
   if (named !== undefined && code.length > 1) {
@@ -451,7 +566,8 @@ function parseTypeStringUncached(spec: string, field?: string): DType {
     } else dtUnit = unit as DatetimeUnit;
     multiplier = mult ? Number(mult) : 1;
     // numpy keeps the multiplier in a C int and refuses larger ones.
-    if (!Number.isSafeInteger(multiplier) || multiplier < 1 || multiplier > INT32_MAX) badDescr(`'${spec}' has an invalid unit multiplier (numpy takes 1 to ${INT32_MAX})`, field);
+    if (!Number.isSafeInteger(multiplier) || multiplier < 1 || multiplier > INT32_MAX)
+      badDescr(`'${spec}' has an invalid unit multiplier (numpy takes 1 to ${INT32_MAX})`, field);
   }
   const oneByteOrder = kind === 'U' ? false : size <= 1 || kind === 'S' || kind === 'V' || kind === 'O' || kind === 'b';
   const byteOrder: ByteOrder = oneByteOrder ? '|' : order === '<' || order === '>' ? order : NATIVE_ORDER;
@@ -471,7 +587,8 @@ export function subarrayDType(base: DType, shape: readonly number[], field?: str
   if (shape.length === 0) return base;
   // numpy: "invalid shape in fixed-type tuple", "invalid itemsize in generic type tuple".
   if (shape.length > 64) badDescr(`a subarray of ${shape.length} dimensions: numpy supports at most 64`, field);
-  if (base.itemsize === 0 && !base.fields && !base.subarray) badDescr(`a subarray of ${base.str}: numpy refuses subarrays of zero-size items (invalid itemsize)`, field);
+  if (base.itemsize === 0 && !base.fields && !base.subarray)
+    badDescr(`a subarray of ${base.str}: numpy refuses subarrays of zero-size items (invalid itemsize)`, field);
   const fullShape = base.subarray ? [...shape, ...base.subarray.shape] : [...shape];
   if (fullShape.length > 64) badDescr(`a subarray of ${fullShape.length} dimensions: numpy supports at most 64`, field);
   const elem = base.subarray ? base.subarray.base : base;

@@ -31,8 +31,8 @@ export function numberToFloat16(x: number): number {
   const sign = (hi >>> 16) & 0x8000;
   const exp = (hi >>> 20) & 0x7ff;
   if (exp === 0x7ff) {
-    const isNaN = (hi & 0xfffff) !== 0 || lo !== 0;
-    return sign | 0x7c00 | (isNaN ? 0x200 | ((hi >>> 10) & 0x3ff) : 0);
+    const nan = (hi & 0xfffff) !== 0 || lo !== 0;
+    return sign | 0x7c00 | (nan ? 0x200 | ((hi >>> 10) & 0x3ff) : 0);
   }
   const a = Math.abs(x);
   if (a >= 65520) return sign | 0x7c00; // rounds to infinity
@@ -118,8 +118,14 @@ export function longDoubleIsNumber(bytes: Uint8Array, at: number): boolean {
 
 function scaleByPowerOfTwo(x: number, e: number): number {
   // Split the scaling so that no intermediate power of two under- or overflows.
-  while (e > 1000) { x *= 2 ** 1000; e -= 1000; }
-  while (e < -1000) { x *= 2 ** -1000; e += 1000; }
+  while (e > 1000) {
+    x *= 2 ** 1000;
+    e -= 1000;
+  }
+  while (e < -1000) {
+    x *= 2 ** -1000;
+    e += 1000;
+  }
   return x * 2 ** e;
 }
 
@@ -163,4 +169,3 @@ export function numberToLongDouble(x: number, out: Uint8Array, at: number): void
   out[at + 8] = se & 0xff;
   out[at + 9] = se >> 8;
 }
-

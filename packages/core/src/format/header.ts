@@ -1,5 +1,5 @@
 /** The .npy preamble: magic, version, header length and the header dict, read and written as numpy does. */
-import { DType, dtypeFromHeaderValue, parseDescr, shapeRepr } from './dtype.js';
+import { type DType, dtypeFromHeaderValue, parseDescr, shapeRepr } from './dtype.js';
 import { NpyError } from '../errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
@@ -115,13 +115,19 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
   const lenSize = lengthFieldSize(major);
   const start = 8 + lenSize;
   if (bytes.length < start) {
-    throw new NpyError('TRUNCATED', `truncated .npy preamble: the header length field ends at byte ${start} but the input has ${bytes.length} bytes`, { offset: bytes.length });
+    throw new NpyError('TRUNCATED', `truncated .npy preamble: the header length field ends at byte ${start} but the input has ${bytes.length} bytes`, {
+      offset: bytes.length,
+    });
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLen = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
   const max = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
   if (headerLen > max) {
-    throw new NpyError('HEADER_TOO_LARGE', `header of ${headerLen} bytes exceeds the limit of ${max} bytes; raise it with the maxHeaderBytes option (decoding takes about 25 bytes of memory per header byte)`, { offset: 8 });
+    throw new NpyError(
+      'HEADER_TOO_LARGE',
+      `header of ${headerLen} bytes exceeds the limit of ${max} bytes; raise it with the maxHeaderBytes option (decoding takes about 25 bytes of memory per header byte)`,
+      { offset: 8 },
+    );
   }
   const end = start + headerLen;
   if (end > bytes.length) {
@@ -146,7 +152,17 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
     throw new NpyError('SIZE_OVERFLOW', `array of shape ${shapeRepr(h.shape)} and item size ${h.dtype.itemsize} is larger than 2^53 bytes`, { offset: start });
   }
   if (options.expect !== undefined) checkExpected(h.dtype, options.expect, options.exactByteOrder ?? false, start);
-  return { version: [major, 0], dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, dataOffset: end, size, dataBytes, text, descrWritten: h.descrWritten };
+  return {
+    version: [major, 0],
+    dtype: h.dtype,
+    shape: h.shape,
+    fortranOrder: h.fortranOrder,
+    dataOffset: end,
+    size,
+    dataBytes,
+    text,
+    descrWritten: h.descrWritten,
+  };
 }
 
 /**
@@ -163,7 +179,9 @@ export function matchesDescr(dtype: DType, expected: DescrInput | DType, exact =
 function checkExpected(dtype: DType, expected: DescrInput, exact: boolean, offset: number): void {
   if (!matchesDescr(dtype, expected, exact)) {
     const want = parseDescr(expected);
-    throw new NpyError('UNEXPECTED_DTYPE', `expected dtype ${want.descrLiteral}${exact ? '' : ' (any byte order)'}, the header says ${dtype.descrLiteral}`, { offset });
+    throw new NpyError('UNEXPECTED_DTYPE', `expected dtype ${want.descrLiteral}${exact ? '' : ' (any byte order)'}, the header says ${dtype.descrLiteral}`, {
+      offset,
+    });
   }
 }
 
@@ -252,7 +270,8 @@ export function checkDimensions(ndim: number, offset?: number): void {
 export function checkShapeToWrite(dtype: DType, shape: readonly number[]): void {
   checkDimensions(shape.length);
   for (const d of shape) {
-    if (!Number.isSafeInteger(d) || d < 0) throw new NpyError('BAD_SHAPE', `shape ${shapeRepr(shape)}: dimensions must be non-negative integers, not ${String(d)}`);
+    if (!Number.isSafeInteger(d) || d < 0)
+      throw new NpyError('BAD_SHAPE', `shape ${shapeRepr(shape)}: dimensions must be non-negative integers, not ${String(d)}`);
   }
   if (!Number.isSafeInteger(exactSize([...shape], 0) * dtype.itemsize)) {
     throw new NpyError('SIZE_OVERFLOW', `an array of shape ${shapeRepr(shape)} and item size ${dtype.itemsize} is larger than 2^53 bytes`);
@@ -340,4 +359,3 @@ export function encodeHeader(dtype: DType, shape: readonly number[], fortranOrde
   }
   throw new NpyError('HEADER_VERSION', `header of ${text.length} characters does not fit format ${version ?? 2}.0`);
 }
-

@@ -4,8 +4,17 @@
  */
 /** Every typed array an array's `data` can be. */
 export type TypedArray =
-  | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+  | Int8Array
+  | Uint8Array
+  | Uint8ClampedArray
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array;
 
 /** The constructors of {@link TypedArray}, typed loosely enough to take any ArrayBufferLike. */
 export interface TypedArrayConstructor {

@@ -42,13 +42,25 @@ export interface ParseOptions {
 export const DEFAULT_MAX_DEPTH = 256;
 
 const SIMPLE_ESCAPES: Record<string, string> = {
-  '\\': '\\', "'": "'", '"': '"', a: '\x07', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  a: '\x07',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
 };
 
 class Parser {
   pos = 0;
   depth = 0;
-  constructor(readonly text: string, readonly opts: Required<ParseOptions>) {}
+  constructor(
+    readonly text: string,
+    readonly opts: Required<ParseOptions>,
+  ) {}
 
   fail(message: string, at = this.pos): never {
     throw new NpyError('HEADER_SYNTAX', `invalid header literal: ${message}`, {
@@ -61,7 +73,8 @@ class Parser {
     while (this.pos < t.length) {
       const c = t.charCodeAt(this.pos);
       if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0c || c === 0x0b) this.pos++;
-      else if (c === 0x5c && (t[this.pos + 1] === '\n' || t[this.pos + 1] === '\r')) this.pos += 2; // line continuation
+      else if (c === 0x5c && (t[this.pos + 1] === '\n' || t[this.pos + 1] === '\r'))
+        this.pos += 2; // line continuation
       else if (c === 0x23) {
         while (this.pos < t.length && t[this.pos] !== '\n') this.pos++;
       } else break;

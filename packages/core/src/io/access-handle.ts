@@ -36,7 +36,7 @@ function accessIO(file: SyncAccessHandle): PositionalIO {
       return done;
     },
     write(bytes, position) {
-      for (let done = 0; done < bytes.length;) {
+      for (let done = 0; done < bytes.length; ) {
         const n = file.write(bytes.subarray(done), { at: position + done });
         if (n <= 0) throw new NpyError('WRITE_FAILED', `a write at byte ${position + done} wrote nothing (is the storage quota full?)`);
         done += n;
@@ -64,7 +64,10 @@ function headerOf(file: SyncAccessHandle, io: PositionalIO, options: DecodeOptio
  * h.writeRegion([100, 0], { data: rows, shape: [100, 512] });
  * h.close();   // flushes; access.close() releases the file
  */
-export function openNpyAccessHandle<const S extends DescrInput>(file: SyncAccessHandle, options: DecodeOptions & Expecting<S> & { name?: string }): NpyFileHandleSync<S>;
+export function openNpyAccessHandle<const S extends DescrInput>(
+  file: SyncAccessHandle,
+  options: DecodeOptions & Expecting<S> & { name?: string },
+): NpyFileHandleSync<S>;
 export function openNpyAccessHandle(file: SyncAccessHandle, options?: DecodeOptions & { name?: string }): NpyFileHandleSync;
 export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptions & { name?: string } = {}): NpyFileHandleSync {
   const io = accessIO(file);
@@ -99,7 +102,10 @@ export function appendNpyAccessHandle(file: SyncAccessHandle, input: NdArray | A
   const io = accessIO(file);
   const plan = planAppend(name, headerOf(file, io, {}), input, file.getSize());
   if (!plan.inPlace) {
-    throw new NpyError('HEADER_ROOM', `${name}: the header has no room for the grown shape (written by numpy before 1.24?); rewrite the file with its new shape instead`);
+    throw new NpyError(
+      'HEADER_ROOM',
+      `${name}: the header has no room for the grown shape (written by numpy before 1.24?); rewrite the file with its new shape instead`,
+    );
   }
   io.write!(plan.bytes, plan.end);
   file.flush();

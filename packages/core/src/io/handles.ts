@@ -85,10 +85,14 @@ export function performOnSync(io: PositionalIO, path: string): PerformSync {
       case 'write':
         if (!io.write) throw readOnlyError(path);
         return io.write(step.bytes, step.at ?? 0);
-      case 'gather': return false;
-      case 'close': return io.close();
-      case 'committed': return undefined;
-      default: throw cannot(step);
+      case 'gather':
+        return false;
+      case 'close':
+        return io.close();
+      case 'committed':
+        return undefined;
+      default:
+        throw cannot(step);
     }
   };
 }
@@ -105,10 +109,14 @@ export function performOnAsync(io: PositionalIOAsync, path: string): PerformAsyn
       case 'write':
         if (!io.write) throw readOnlyError(path);
         return io.write(step.bytes, step.at ?? 0, signal);
-      case 'gather': return false;
-      case 'close': return io.close();
-      case 'committed': return undefined;
-      default: throw cannot(step);
+      case 'gather':
+        return false;
+      case 'close':
+        return io.close();
+      case 'committed':
+        return undefined;
+      default:
+        throw cannot(step);
     }
   };
 }
@@ -154,8 +162,10 @@ function handleOf(path: string, header: NpyHeader, file: FileRef, run: Runner) {
   const close = () => run(closing());
   return {
     ...infoOf(path, header),
-    read: (start: readonly number[], count: readonly number[], options: AsyncOptions = {}) => run(whileOpen(readingRegion(path, file, header, start, count)), options.signal),
-    writeRegion: (start: readonly number[], input: NdArray | ArraySpec, options: AsyncOptions = {}) => run(whileOpen(writingRegion(file, header, start, input)), options.signal),
+    read: (start: readonly number[], count: readonly number[], options: AsyncOptions = {}) =>
+      run(whileOpen(readingRegion(path, file, header, start, count)), options.signal),
+    writeRegion: (start: readonly number[], input: NdArray | ArraySpec, options: AsyncOptions = {}) =>
+      run(whileOpen(writingRegion(file, header, start, input)), options.signal),
     close,
   };
 }
@@ -167,7 +177,12 @@ export function handleSync(path: string, header: NpyHeader, file: FileRef, run: 
 }
 
 /** An async handle over an opened file, run by an async driver. */
-export function handleAsync(path: string, header: NpyHeader, file: FileRef, run: <T>(operation: Operation<T>, signal?: AbortSignal) => Promise<T>): NpyFileHandle {
+export function handleAsync(
+  path: string,
+  header: NpyHeader,
+  file: FileRef,
+  run: <T>(operation: Operation<T>, signal?: AbortSignal) => Promise<T>,
+): NpyFileHandle {
   const h = handleOf(path, header, file, run) as unknown as NpyFileHandle;
   return Object.assign(h, { [Symbol.asyncDispose]: h.close });
 }
@@ -207,7 +222,10 @@ export interface CreateOptions {
 export function newFileLayout(options: CreateOptions): { headerBytes: Uint8Array; fileSize: number } {
   const dtype = parseDescr(options.dtype);
   if (hasObject(dtype)) {
-    throw new NpyError('OBJECT_IN_PLACE', `cannot create a file of ${dtype.str} in place: object arrays are stored as a pickle, not in fixed-size slots; build the array and save it with saveNpy`);
+    throw new NpyError(
+      'OBJECT_IN_PLACE',
+      `cannot create a file of ${dtype.str} in place: object arrays are stored as a pickle, not in fixed-size slots; build the array and save it with saveNpy`,
+    );
   }
   if (!Array.isArray(options.shape)) throw new NpyError('BAD_SHAPE', 'createNpy needs a shape: an array of non-negative integers');
   const fortran = options.order === 'F';
@@ -237,7 +255,10 @@ export function planAppend(path: string, header: NpyHeader, input: NdArray | Arr
   const rest = (shape: readonly number[]): string => shapeRepr(shape.filter((_, a) => a !== axis));
   const addShape = add.shape.length === header.shape.length - 1 ? (header.fortranOrder ? [...add.shape, 1] : [1, ...add.shape]) : add.shape;
   if (addShape.length !== header.shape.length || rest(addShape) !== rest(header.shape)) {
-    throw new NpyError('SHAPE_MISMATCH', `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`);
+    throw new NpyError(
+      'SHAPE_MISMATCH',
+      `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`,
+    );
   }
   const { bytes } = regionBytes(header, new NdArray(add.dtype, addShape, add.data, add.order));
   const newShape = [...header.shape];
@@ -246,4 +267,3 @@ export function planAppend(path: string, header: NpyHeader, input: NdArray | Arr
   const inPlace = headerTextOfLength(header.dtype, newShape, header.fortranOrder, header.dataOffset - textStart, header.version[0]);
   return { header, bytes, newShape, end: header.dataOffset + header.dataBytes, textStart, inPlace };
 }
-

@@ -34,7 +34,11 @@ export function readHeaderFrom(read: (offset: number, length: number) => Uint8Ar
 }
 
 /** {@link readHeaderFrom} for a source read asynchronously; `read` may return the bytes from `offset` on. */
-export async function readHeaderFromAsync(read: (offset: number, length: number) => Promise<Uint8Array>, options: ReadHeaderOptions = {}, first = FIRST_BLOCK): Promise<NpyHeader> {
+export async function readHeaderFromAsync(
+  read: (offset: number, length: number) => Promise<Uint8Array>,
+  options: ReadHeaderOptions = {},
+  first = FIRST_BLOCK,
+): Promise<NpyHeader> {
   let prefix = await read(0, first);
   const need = moreNeeded(prefix, prefix.length < first, options);
   if (need) {

@@ -41,25 +41,35 @@ export function resolveUrl(url: string | URL): string {
  * @example
  * const h = await openNpySource(blobSource(file));
  */
-export async function openNpySource(source: RandomAccess, options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {}): Promise<NpyReader> {
+export async function openNpySource(
+  source: RandomAccess,
+  options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {},
+): Promise<NpyReader> {
   const name = options.name ?? 'the file';
   const header = await readHeaderFromAsync((offset, length) => source.read(offset, length, options.signal), options);
   checkDataPresent(header, source.size - header.dataOffset);
-  const perform = performOnAsync({
-    async read(target, position, signal) {
-      const got = await source.read(position, target.length, signal);
-      target.set(got);
-      return got.length;
+  const perform = performOnAsync(
+    {
+      async read(target, position, signal) {
+        const got = await source.read(position, target.length, signal);
+        target.set(got);
+        return got.length;
+      },
+      close: async () => {
+        await source.close?.();
+      },
     },
-    close: async () => { await source.close?.(); },
-  }, name);
+    name,
+  );
   return {
     header,
     dtype: header.dtype,
     shape: [...header.shape],
     order: header.fortranOrder ? 'F' : 'C',
     read: (start, count, readOptions = {}) => drive(readingRegion(name, SOURCE, header, start, count), perform, readOptions.signal),
-    close: async () => { await source.close?.(); },
+    close: async () => {
+      await source.close?.();
+    },
   };
 }
 

@@ -46,7 +46,8 @@ export function blobSource(blob: Blob, stats: ReadStats = { reads: 0, bytes: 0 }
  * const src = bytesSource(new Uint8Array(await res.arrayBuffer()));
  */
 export function bytesSource(input: ArrayBuffer | ArrayBufferView): RandomAccess {
-  const bytes = input instanceof Uint8Array ? input : ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input);
+  const bytes =
+    input instanceof Uint8Array ? input : ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input);
   return {
     size: bytes.length,
     read: async (offset, length) => bytes.subarray(offset, Math.min(bytes.length, offset + length)),

@@ -72,7 +72,11 @@ export function checkRegion(shape: readonly number[], start: readonly number[], 
  * const plan = planRegion(header, [0, 7], [header.shape[0]!, 1]);
  * plan.bytes;   // 4 bytes per row for a float32 column
  */
-export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'dtype' | 'dataOffset'>, start: readonly number[], count: readonly number[]): RegionPlan {
+export function planRegion(
+  header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'dtype' | 'dataOffset'>,
+  start: readonly number[],
+  count: readonly number[],
+): RegionPlan {
   checkRegion(header.shape, start, count);
   const rev = <T>(xs: readonly T[]): T[] => (header.fortranOrder ? [...xs].reverse() : [...xs]);
   const shape = rev(header.shape);
@@ -85,7 +89,10 @@ export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'd
   // strides in bytes, C order over the memory-order axes
   const strides = new Array<number>(n);
   let acc = item;
-  for (let a = n - 1; a >= 0; a--) { strides[a] = acc; acc *= shape[a]!; }
+  for (let a = n - 1; a >= 0; a--) {
+    strides[a] = acc;
+    acc *= shape[a]!;
+  }
   // k: the outermost axis from which the run is contiguous (all later axes whole).
   let k = n;
   let runLength = item;
@@ -119,7 +126,9 @@ export function planRegion(header: Pick<NpyHeader, 'shape' | 'fortranOrder' | 'd
     if (pending) yield pending;
   }
   return {
-    runs: { [Symbol.iterator]: runs }, bytes: regionBytes, shape: [...count],
+    runs: { [Symbol.iterator]: runs },
+    bytes: regionBytes,
+    shape: [...count],
     strided: { base, runLength, counts: c.slice(0, k), strides: strides.slice(0, k) },
   };
 }
@@ -171,7 +180,9 @@ export function* groupRuns(runs: Iterable<ByteRun>, maxGap: number, limits: Grou
 function* cutRuns(runs: Iterable<ByteRun>, most: number): Generator<ByteRun> {
   for (const r of runs) {
     if (r.length <= most) yield r;
-    else for (let at = 0; at < r.length; at += most) yield { fileOffset: r.fileOffset + at, regionOffset: r.regionOffset + at, length: Math.min(most, r.length - at) };
+    else
+      for (let at = 0; at < r.length; at += most)
+        yield { fileOffset: r.fileOffset + at, regionOffset: r.regionOffset + at, length: Math.min(most, r.length - at) };
   }
 }
 
@@ -190,7 +201,8 @@ export function placeGroup(out: Uint8Array, g: RunGroup, body: Uint8Array): void
  * const a = regionArray(header, plan, gathered);   // the region's NdArray
  */
 export function regionArray(header: Pick<NpyHeader, 'dtype' | 'fortranOrder'>, plan: RegionPlan, bytes: Uint8Array): NdArray {
-  const data = header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, bytes.buffer, bytes.byteOffset, shapeSize(plan.shape), { owned: true });
+  const data =
+    header.dtype.itemsize === 0 ? new Uint8Array(0) : bytesToData(header.dtype, bytes.buffer, bytes.byteOffset, shapeSize(plan.shape), { owned: true });
   return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
 }
 

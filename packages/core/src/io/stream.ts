@@ -55,7 +55,10 @@ export async function readNpy(source: ChunkSource, options: DecodeOptions = {}):
   const joinPending = (): Uint8Array => {
     const joined = new Uint8Array(gathered);
     let o = 0;
-    for (const c of pending) { joined.set(c, o); o += c.length; }
+    for (const c of pending) {
+      joined.set(c, o);
+      o += c.length;
+    }
     pending.splice(0, pending.length, joined);
     return joined;
   };
@@ -85,7 +88,10 @@ export async function readNpy(source: ChunkSource, options: DecodeOptions = {}):
     for await (const c of { [Symbol.asyncIterator]: () => chunks }) parts.push(c);
     const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
     let o = 0;
-    for (const p of parts) { all.set(p, o); o += p.length; }
+    for (const p of parts) {
+      all.set(p, o);
+      o += p.length;
+    }
     return decodeNpy(all, options);
   }
   // The header's size is a claim: the buffer grows with the bytes that actually arrive (doubling, up
@@ -116,9 +122,7 @@ export async function readNpy(source: ChunkSource, options: DecodeOptions = {}):
 }
 
 /** A web WritableStream, or anything with Node's write(chunk) → boolean and 'drain'. */
-export type ChunkSink =
-  | WritableStream<Uint8Array>
-  | { write(chunk: Uint8Array): boolean; once(event: 'drain', listener: () => void): unknown };
+export type ChunkSink = WritableStream<Uint8Array> | { write(chunk: Uint8Array): boolean; once(event: 'drain', listener: () => void): unknown };
 
 const PIECE = 16 << 20;
 

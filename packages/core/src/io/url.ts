@@ -87,7 +87,10 @@ function networkError(e: unknown, href: string, what: string, signal: AbortSigna
   if (e instanceof NpyError || signal?.aborted) return e;
   const err = e as Error & { cause?: { code?: string; message?: string } };
   const cause = err?.cause?.code ?? err?.cause?.message;
-  return new NpyError('NETWORK', `${href}: the request for ${what} failed (${err?.message ?? String(e)}${cause ? `: ${cause}` : ''}); check the URL and that the server is reachable`);
+  return new NpyError(
+    'NETWORK',
+    `${href}: the request for ${what} failed (${err?.message ?? String(e)}${cause ? `: ${cause}` : ''}); check the URL and that the server is reachable`,
+  );
 }
 
 /** `work` (a request and the reading of its body), its network failures as {@link networkError}. */
@@ -112,7 +115,10 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   try {
     new URL(href);
   } catch {
-    throw new NpyError('NETWORK', `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpyFile (region reads) or loadNpy from '@npyts/core/node'`);
+    throw new NpyError(
+      'NETWORK',
+      `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpyFile (region reads) or loadNpy from '@npyts/core/node'`,
+    );
   }
   const doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
   const stats = { requests: 0, bytes: 0, cached: 0 };
@@ -197,9 +203,13 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
     dtype: header.dtype,
     shape: [...header.shape],
     order: header.fortranOrder ? 'F' : 'C',
-    get size() { return total; },
+    get size() {
+      return total;
+    },
     stats,
-    async close() { /* nothing held open */ },
+    async close() {
+      /* nothing held open */
+    },
     async read(start, count, readOptions = {}) {
       const { signal } = readOptions;
       signal?.throwIfAborted();
@@ -224,7 +234,10 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
             stats.cached++;
             continue;
           }
-          if (batch.length && bytes + g.value.length > BATCH_BYTES) { held = g; break; }
+          if (batch.length && bytes + g.value.length > BATCH_BYTES) {
+            held = g;
+            break;
+          }
           batch.push(g.value);
           bytes += g.value.length;
         }
@@ -235,7 +248,10 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
           if (batch.length > 1 && multiRangeWorks) {
             const bodies = await multiRange(batch, signal);
             if (bodies) {
-              batch.forEach((g, i) => { placeGroup(out, g, bodies[i]!); cache?.set(g.offset, bodies[i]!); });
+              batch.forEach((g, i) => {
+                placeGroup(out, g, bodies[i]!);
+                cache?.set(g.offset, bodies[i]!);
+              });
               continue;
             }
             multiRangeWorks = false; // this server answers one range at a time

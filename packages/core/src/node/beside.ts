@@ -19,7 +19,11 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
     yield { op: 'rename', from: temp, to: path };
   } catch (e) {
     if (open) {
-      try { yield { op: 'close', file }; } catch { /* closing after a failure: the first error is the one to report */ }
+      try {
+        yield { op: 'close', file };
+      } catch {
+        /* closing after a failure: the first error is the one to report */
+      }
     }
     yield { op: 'remove', path: temp };
     throw e;
@@ -34,6 +38,10 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
  * writeBeside('out.bin', (fd) => writeSync(fd, bytes));   // renamed over out.bin when complete
  */
 export function writeBeside(path: string, write: (fd: number) => void): void {
-  // The caller's writes are its own blocking calls on the descriptor the blocking driver opened.
-  runSync(writingBeside(path, function* (file) { write(file as unknown as number); }));
+  // The caller's writes are its own blocking calls on the descriptor the blocking driver opened: no steps.
+  // biome-ignore lint/correctness/useYield: see above
+  const writing = function* (file: FileRef): Operation<void> {
+    write(file as unknown as number);
+  };
+  runSync(writingBeside(path, writing));
 }

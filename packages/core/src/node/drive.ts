@@ -21,50 +21,89 @@ const ref = (x: number | FileHandle): FileRef => x as unknown as FileRef;
 
 function performSync(step: Step): unknown {
   switch (step.op) {
-    case 'open': return ref(step.mode === 'r' || step.mode === 'r+' ? openFileSync(step.path, step.mode) : openSync(step.path, step.mode));
-    case 'close': return closeSync(fd(step.file));
+    case 'open':
+      return ref(step.mode === 'r' || step.mode === 'r+' ? openFileSync(step.path, step.mode) : openSync(step.path, step.mode));
+    case 'close':
+      return closeSync(fd(step.file));
     case 'read': {
       const n = readFully(fd(step.file), step.into, step.at);
       if (n > 0) step.onPiece?.(step.into.subarray(0, n));
       return n;
     }
-    case 'write': return writeFully(fd(step.file), step.bytes, step.at ?? undefined);
-    case 'size': return fstatSync(fd(step.file)).size;
-    case 'sync': return fsyncSync(fd(step.file));
-    case 'truncate': return ftruncateSync(fd(step.file), step.size);
-    case 'reserve': return preallocate(fd(step.file), step.at, step.bytes);
-    case 'rename': return renameSync(step.from, step.to);
-    case 'remove': return rmSync(step.path, { force: true });
-    case 'gather': return gatherRegion(fd(step.file), step.strided, step.out);
-    case 'exists': return existsSync(step.path);
+    case 'write':
+      return writeFully(fd(step.file), step.bytes, step.at ?? undefined);
+    case 'size':
+      return fstatSync(fd(step.file)).size;
+    case 'sync':
+      return fsyncSync(fd(step.file));
+    case 'truncate':
+      return ftruncateSync(fd(step.file), step.size);
+    case 'reserve':
+      return preallocate(fd(step.file), step.at, step.bytes);
+    case 'rename':
+      return renameSync(step.from, step.to);
+    case 'remove':
+      return rmSync(step.path, { force: true });
+    case 'gather':
+      return gatherRegion(fd(step.file), step.strided, step.out);
+    case 'exists':
+      return existsSync(step.path);
     case 'same': {
-      try { return fstatSync(fd(step.file)).ino === statSync(step.path).ino; } catch { return false; }
+      try {
+        return fstatSync(fd(step.file)).ino === statSync(step.path).ino;
+      } catch {
+        return false;
+      }
     }
-    case 'lock': return lockExclusive(fd(step.file));
-    case 'unlock': return unlock(fd(step.file));
-    case 'wait': return Atomics.wait(sleeper, 0, 0, step.ms);
-    case 'compute': return step.work(step.bytes);
-    case 'committed': return undefined;
+    case 'lock':
+      return lockExclusive(fd(step.file));
+    case 'unlock':
+      return unlock(fd(step.file));
+    case 'wait':
+      return Atomics.wait(sleeper, 0, 0, step.ms);
+    case 'compute':
+      return step.work(step.bytes);
+    case 'committed':
+      return undefined;
   }
 }
 
 async function performAsync(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
   switch (step.op) {
-    case 'open': return ref(step.mode === 'r' || step.mode === 'r+' ? await openFile(step.path, step.mode) : await openAsync(step.path, step.mode));
-    case 'close': return handle(step.file).close();
-    case 'read': return readFullyAsync(handle(step.file), step.into, step.at, signal, step.onPiece);
-    case 'write': return writeFullyAsync(handle(step.file), step.bytes, step.at, signal);
-    case 'size': return (await handle(step.file).stat()).size;
-    case 'sync': return handle(step.file).sync();
-    case 'truncate': return handle(step.file).truncate(step.size);
-    case 'reserve': return preallocate(handle(step.file).fd, step.at, step.bytes);
-    case 'rename': return rename(step.from, step.to);
-    case 'remove': return rm(step.path, { force: true });
+    case 'open':
+      return ref(step.mode === 'r' || step.mode === 'r+' ? await openFile(step.path, step.mode) : await openAsync(step.path, step.mode));
+    case 'close':
+      return handle(step.file).close();
+    case 'read':
+      return readFullyAsync(handle(step.file), step.into, step.at, signal, step.onPiece);
+    case 'write':
+      return writeFullyAsync(handle(step.file), step.bytes, step.at, signal);
+    case 'size':
+      return (await handle(step.file).stat()).size;
+    case 'sync':
+      return handle(step.file).sync();
+    case 'truncate':
+      return handle(step.file).truncate(step.size);
+    case 'reserve':
+      return preallocate(handle(step.file).fd, step.at, step.bytes);
+    case 'rename':
+      return rename(step.from, step.to);
+    case 'remove':
+      return rm(step.path, { force: true });
     // A strided copy runs on the calling thread: async, only for regions of a few milliseconds.
-    case 'gather': return step.out.length <= ASYNC_GATHER_MAX && gatherRegion(handle(step.file).fd, step.strided, step.out);
-    case 'exists': return access(step.path).then(() => true, () => false);
+    case 'gather':
+      return step.out.length <= ASYNC_GATHER_MAX && gatherRegion(handle(step.file).fd, step.strided, step.out);
+    case 'exists':
+      return access(step.path).then(
+        () => true,
+        () => false,
+      );
     case 'same': {
-      try { return (await handle(step.file).stat()).ino === (await stat(step.path)).ino; } catch { return false; }
+      try {
+        return (await handle(step.file).stat()).ino === (await stat(step.path)).ino;
+      } catch {
+        return false;
+      }
     }
     case 'lock': {
       // flock without blocking, polled on timers: the event loop keeps running and the signal stops the wait.
@@ -74,10 +113,14 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
         await delay(wait, undefined, signal ? { signal } : {});
       }
     }
-    case 'unlock': return unlock(handle(step.file).fd);
-    case 'wait': return delay(step.ms, undefined, signal ? { signal } : {});
-    case 'compute': return inTurns(step.bytes, step.work, signal);
-    case 'committed': return undefined;
+    case 'unlock':
+      return unlock(handle(step.file).fd);
+    case 'wait':
+      return delay(step.ms, undefined, signal ? { signal } : {});
+    case 'compute':
+      return inTurns(step.bytes, step.work, signal);
+    case 'committed':
+      return undefined;
   }
 }
 

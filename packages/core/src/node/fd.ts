@@ -15,7 +15,15 @@ import type { AsyncOptions } from '../io/handles.js';
 /** Refuse what is not a regular file: a FIFO, a socket or a device would make a read wait forever, a directory fails later less clearly. */
 function checkRegular(path: string, stats: Stats): void {
   if (stats.isFile()) return;
-  const what = stats.isFIFO() ? 'a FIFO' : stats.isDirectory() ? 'a directory' : stats.isSocket() ? 'a socket' : stats.isCharacterDevice() || stats.isBlockDevice() ? 'a device' : 'not a regular file';
+  const what = stats.isFIFO()
+    ? 'a FIFO'
+    : stats.isDirectory()
+      ? 'a directory'
+      : stats.isSocket()
+        ? 'a socket'
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? 'a device'
+          : 'not a regular file';
   throw new NpyError('NOT_A_FILE', `${path} is ${what}; npyts reads and writes regular files only (copy the data to a file first)`);
 }
 
@@ -75,7 +83,7 @@ export function readFully(fd: number, target: Uint8Array, position: number): num
 
 /** Write all of `bytes` at `position` (at the file position when omitted), however the kernel splits it. */
 export function writeFully(fd: number, bytes: Uint8Array, position?: number): void {
-  for (let done = 0; done < bytes.length;) {
+  for (let done = 0; done < bytes.length; ) {
     done += writeSync(fd, bytes, done, Math.min(bytes.length - done, IO_CHUNK), position === undefined ? null : position + done);
   }
 }
@@ -99,7 +107,11 @@ export type { AsyncOptions } from '../io/handles.js';
  * are still being read, so no single step holds the event loop for long).
  */
 export async function readFullyAsync(
-  fh: FileHandle, target: Uint8Array, position: number, signal?: AbortSignal, onPiece?: (piece: Uint8Array) => void,
+  fh: FileHandle,
+  target: Uint8Array,
+  position: number,
+  signal?: AbortSignal,
+  onPiece?: (piece: Uint8Array) => void,
 ): Promise<number> {
   signal?.throwIfAborted();
   let next = 0;
@@ -140,7 +152,7 @@ export async function inTurns(bytes: Uint8Array, work: (piece: Uint8Array) => vo
 
 /** Write all of `bytes` at `position` (sequentially after `position` when it is a number, at the file position otherwise). */
 export async function writeFullyAsync(fh: FileHandle, bytes: Uint8Array, position: number | null, signal?: AbortSignal): Promise<void> {
-  for (let done = 0; done < bytes.length;) {
+  for (let done = 0; done < bytes.length; ) {
     signal?.throwIfAborted();
     const { bytesWritten } = await fh.write(bytes, done, Math.min(bytes.length - done, ASYNC_PIECE), position === null ? null : position + done);
     done += bytesWritten;

@@ -5,16 +5,33 @@
  * @module @npyts/core/node
  */
 export {
-  readNpyHeader, readNpyHeaderSync, loadNpy, loadNpySync, saveNpy, saveNpySync,
-  type LoadOptions, type LoadOptionsAsync, type SaveOptions,
+  readNpyHeader,
+  readNpyHeaderSync,
+  loadNpy,
+  loadNpySync,
+  saveNpy,
+  saveNpySync,
+  type LoadOptions,
+  type LoadOptionsAsync,
+  type SaveOptions,
 } from './npy-files.js';
 export { checkRegularFile, readHeaderFromFd, type AsyncOptions } from './fd.js';
 export { writeBeside } from './beside.js';
 export * from './npz/index.js';
 export { NpzArchive } from '../npz/archive.js';
 export {
-  openNpyFile, openNpyFileSync, createNpy, createNpySync, writeRegion, writeRegionSync, appendNpy, appendNpySync,
-  type NpyFileHandle, type NpyFileHandleSync, type CreateOptions, type OpenOptions,
+  openNpyFile,
+  openNpyFileSync,
+  createNpy,
+  createNpySync,
+  writeRegion,
+  writeRegionSync,
+  appendNpy,
+  appendNpySync,
+  type NpyFileHandle,
+  type NpyFileHandleSync,
+  type CreateOptions,
+  type OpenOptions,
 } from './regions.js';
 export { nativeStatus, type NativeStatus } from './native.js';
 export { regionStats } from '../io/region.js';

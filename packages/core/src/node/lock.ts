@@ -33,10 +33,16 @@ function removeIfStale(lockPath: string, stale: (content: string) => boolean): v
     return; // already gone
   }
   let content: string | null = null;
-  try { content = readFileSync(grabbed, 'utf8'); } catch { /* unreadable: treated as live */ }
+  try {
+    content = readFileSync(grabbed, 'utf8');
+  } catch {
+    /* unreadable: treated as live */
+  }
   try {
     if (content === null || !stale(content)) linkSync(grabbed, lockPath); // a live writer's lock: put it back
-  } catch { /* a newer lock exists already */ } finally {
+  } catch {
+    /* a newer lock exists already */
+  } finally {
     rmSync(grabbed, { force: true });
   }
 }
@@ -64,7 +70,11 @@ function* lockFileBeside(path: string): Operation<() => void> {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       }
       let content: string | null = null;
-      try { content = readFileSync(lockPath, 'utf8'); } catch { /* removed meanwhile */ }
+      try {
+        content = readFileSync(lockPath, 'utf8');
+      } catch {
+        /* removed meanwhile */
+      }
       const holder = Number(content);
       if (content !== null && Number.isInteger(holder) && holder > 0 && content.trim() !== '') {
         if (!alive(holder)) {
@@ -74,14 +84,21 @@ function* lockFileBeside(path: string): Operation<() => void> {
       } else if (content !== null) {
         // No process id: left by a writer killed between creating and writing it, once it is old.
         let age = 0;
-        try { age = Date.now() - statSync(lockPath).mtimeMs; } catch { continue; }
+        try {
+          age = Date.now() - statSync(lockPath).mtimeMs;
+        } catch {
+          continue;
+        }
         if (age > EMPTY_LOCK_STALE_MS) {
           removeIfStale(lockPath, (now) => now === content);
           continue;
         }
       }
       if (Date.now() > deadline) {
-        throw new NpyError('LOCKED', `${path} is being appended to by process ${holder || 'unknown'} (lock file ${lockPath}); gave up after ${LOCK_WAIT_MS / 1000} s`);
+        throw new NpyError(
+          'LOCKED',
+          `${path} is being appended to by process ${holder || 'unknown'} (lock file ${lockPath}); gave up after ${LOCK_WAIT_MS / 1000} s`,
+        );
       }
       yield { op: 'wait', ms: wait };
     }

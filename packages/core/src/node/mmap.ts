@@ -27,7 +27,12 @@ export type MapMode = 'r' | 'r+' | 'c';
  * m.data[0] = 1;   // written to the file when closed (or when the system writes pages back)
  */
 export class MappedArray<S extends DescrInput = DescrInput> extends NdArray<S> implements Disposable {
-  constructor(readonly path: string, readonly mode: MapMode, header: NpyHeader, data: StorageOf<S>) {
+  constructor(
+    readonly path: string,
+    readonly mode: MapMode,
+    header: NpyHeader,
+    data: StorageOf<S>,
+  ) {
     super(header.dtype as NdArray<S>['dtype'], header.shape, data, header.fortranOrder ? 'F' : 'C');
   }
 
@@ -53,7 +58,10 @@ export class MappedArray<S extends DescrInput = DescrInput> extends NdArray<S> i
 const MODE_NUMBER: Record<MapMode, number> = { r: 0, 'r+': 1, c: 2 };
 
 function refuse(path: string, why: string): never {
-  throw new NpyError('NOT_MAPPABLE', `${path} cannot be memory-mapped: ${why}; read it with openNpyFile(path).read(start, count) (region reads) or loadNpy instead`);
+  throw new NpyError(
+    'NOT_MAPPABLE',
+    `${path} cannot be memory-mapped: ${why}; read it with openNpyFile(path).read(start, count) (region reads) or loadNpy instead`,
+  );
 }
 
 /**

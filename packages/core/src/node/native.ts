@@ -78,7 +78,6 @@ export function preallocate(fd: number, offset: number, length: number): void {
   if (addon && length >= 1 << 20) addon.preallocate(fd, offset, length);
 }
 
-
 /**
  * Fill `target` from `fd` at `position` on several threads; the bytes read (fewer at end of file),
  * or null when the addon is not in use, the read is small, or it failed (the caller then reads
@@ -155,7 +154,11 @@ const GATHER_MAX_RUN = 64 << 10;
  * millions of runs); false when the addon is not in use or the region is better read by positional
  * reads (few or long runs), or the gather failed (the caller then reads itself and reports errors).
  */
-export function gatherRegion(fd: number, strided: { readonly base: number; readonly runLength: number; readonly counts: readonly number[]; readonly strides: readonly number[] }, out: Uint8Array): boolean {
+export function gatherRegion(
+  fd: number,
+  strided: { readonly base: number; readonly runLength: number; readonly counts: readonly number[]; readonly strides: readonly number[] },
+  out: Uint8Array,
+): boolean {
   if (!addon?.gatherStrided) return false;
   const runs = strided.counts.reduce((p, c) => p * c, 1);
   if (runs < GATHER_MIN_RUNS || strided.runLength >= GATHER_MAX_RUN || runs * strided.runLength !== out.length) return false;

@@ -121,7 +121,9 @@ function* loadingNpy(path: string, options: LoadOptions): Operation<NdArray> {
     const swapUnit = byteSwapUnit(header.dtype);
     // Pieces are multiples of 8 MiB from the start of the buffer: no swapped group straddles two.
     const into = new Uint8Array(buffer);
-    const got = (yield swapUnit ? { op: 'read', file, into, at: header.dataOffset, onPiece: (piece: Uint8Array) => swapBytes(piece, swapUnit) } : { op: 'read', file, into, at: header.dataOffset }) as number;
+    const got = (yield swapUnit
+      ? { op: 'read', file, into, at: header.dataOffset, onPiece: (piece: Uint8Array) => swapBytes(piece, swapUnit) }
+      : { op: 'read', file, into, at: header.dataOffset }) as number;
     if (got < header.dataBytes) throw truncated(header, got);
     return arrayOverNative(header, buffer, 0, options);
   } finally {

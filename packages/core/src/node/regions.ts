@@ -2,10 +2,7 @@
 import { checkDataPresent, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
-import {
-  handleAsync, handleSync, newFileLayout, planAppend,
-  type CreateOptions, type NpyFileHandle, type NpyFileHandleSync,
-} from '../io/handles.js';
+import { handleAsync, handleSync, newFileLayout, planAppend, type CreateOptions, type NpyFileHandle, type NpyFileHandleSync } from '../io/handles.js';
 import { NpyError } from '../errors.js';
 import { appendLocked } from './lock.js';
 import { run, runSync } from './drive.js';
@@ -127,7 +124,12 @@ export function createNpySync(path: string, options: CreateOptions & { mmap?: bo
  * @example
  * await writeRegion('out.npy', [25000, 0], { data: rows, shape: [100, 4096] });
  */
-export async function writeRegion(target: string | NpyFileHandle, start: readonly number[], data: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
+export async function writeRegion(
+  target: string | NpyFileHandle,
+  start: readonly number[],
+  data: NdArray | ArraySpec,
+  options: AsyncOptions = {},
+): Promise<void> {
   if (typeof target !== 'string') return target.writeRegion(start, data, options);
   const h = await openNpyFile(target, { write: true, signal: options.signal });
   try {
@@ -170,7 +172,10 @@ const REWRITE_CHUNK = 64 << 20;
  * await appendNpy('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
 export async function appendNpy(path: string, input: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
-  await run(appendLocked(path, () => appending(path, input)), options.signal);
+  await run(
+    appendLocked(path, () => appending(path, input)),
+    options.signal,
+  );
 }
 
 /**
@@ -200,7 +205,7 @@ export function* appending(path: string, input: NdArray | ArraySpec): Operation<
       yield { op: 'write', file: out, bytes: encodeHeader(header.dtype, plan.newShape, header.fortranOrder), at: null };
       const total = header.dataBytes + plan.bytes.length;
       const chunk = new Uint8Array(Math.min(REWRITE_CHUNK, Math.max(1, total)));
-      for (let at = 0; at < total;) {
+      for (let at = 0; at < total; ) {
         const n = yield* readInto(file, chunk.subarray(0, Math.min(chunk.length, total - at)), header.dataOffset + at);
         if (n === 0) throw new NpyError('DATA_TRUNCATED', `${path} ended while being rewritten`);
         yield { op: 'write', file: out, bytes: chunk.subarray(0, n), at: null };
@@ -221,7 +226,8 @@ export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/hand
 export function* droppingRows(path: string, rows: number): Operation<void> {
   yield* withFile(path, 'r+', function* (file) {
     const header = yield* readingHeader(file);
-    if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!) throw new NpyError('SHAPE_MISMATCH', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);
+    if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!)
+      throw new NpyError('SHAPE_MISMATCH', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);
     const shape = [rows, ...header.shape.slice(1)];
     const textStart = 8 + (header.version[0] === 1 ? 2 : 4);
     const text = headerTextOfLength(header.dtype, shape, false, header.dataOffset - textStart, header.version[0]);

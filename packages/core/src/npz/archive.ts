@@ -1,6 +1,17 @@
 /** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
 import type { DescrInput } from '../format/descr-types.js';
-import { arrayOfData, checkDataSize, decodeNpy, encodeNpyParts, hasObject, toNdArray, type Expecting, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
+import {
+  arrayOfData,
+  checkDataSize,
+  decodeNpy,
+  encodeNpyParts,
+  hasObject,
+  toNdArray,
+  type Expecting,
+  type ArraySpec,
+  type DecodeOptions,
+  type EncodeOptions,
+} from '../npy.js';
 import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, readHeader, type NpyHeader } from '../format/header.js';
@@ -9,8 +20,20 @@ import { settleAll } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
 import { inflateAsync } from './stream-inflate.js';
 import {
-  MemorySink, STORED, ZipWriter, checkZipCrc, memorySource, readZipEntries, readZipEntry, readZipEntryPrefix, readZipEntryStored,
-  type ByteSource, type ZipCodec, type ZipEntry, type ZipSink, type ZipWriteOptions,
+  MemorySink,
+  STORED,
+  ZipWriter,
+  checkZipCrc,
+  memorySource,
+  readZipEntries,
+  readZipEntry,
+  readZipEntryPrefix,
+  readZipEntryStored,
+  type ByteSource,
+  type ZipCodec,
+  type ZipEntry,
+  type ZipSink,
+  type ZipWriteOptions,
 } from './zip.js';
 
 /** Options of {@link decodeNpz}, `openNpz` and `loadNpz`: the codec and the decode options of every member. */
@@ -41,7 +64,10 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   readonly names: readonly string[];
   private readonly byName: Map<string, ZipEntry>;
 
-  constructor(readonly source: ByteSource, private readonly options: NpzOptions = {}) {
+  constructor(
+    readonly source: ByteSource,
+    private readonly options: NpzOptions = {},
+  ) {
     this.entries = readZipEntries(source);
     this.byName = new Map(this.entries.map((e) => [e.name, e]));
     this.names = this.entries.map((e) => keyOf(e.name));
@@ -55,7 +81,10 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   entry(name: string): ZipEntry {
     const e = this.byName.get(name) ?? this.byName.get(`${name}.npy`);
     if (!e) {
-      throw new NpyError('NPZ_KEY', `no array '${name}' in the archive; it has ${this.names.length ? this.names.map((n) => `'${n}'`).join(', ') : 'no members'}`);
+      throw new NpyError(
+        'NPZ_KEY',
+        `no array '${name}' in the archive; it has ${this.names.length ? this.names.map((n) => `'${n}'`).join(', ') : 'no members'}`,
+      );
     }
     return e;
   }
@@ -87,7 +116,8 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   headerSync(name: string): NpyHeader {
     const entry = this.entry(name);
     try {
-      if (!isNpy(readZipEntryPrefix(this.source, entry, MAGIC.length))) throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`);
+      if (!isNpy(readZipEntryPrefix(this.source, entry, MAGIC.length)))
+        throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`);
       // Prefixes are inflated from the member's start: read(0, n) gives its first n bytes.
       const header = readHeaderFrom((offset, length) => readZipEntryPrefix(this.source, entry, offset + length).subarray(offset), this.options);
       checkDataSize(header, entry.size - header.dataOffset);

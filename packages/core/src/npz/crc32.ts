@@ -42,10 +42,23 @@ export function makeCrc32(): (bytes: Uint8Array, crc?: number) => number {
       const b = words[w + 1]!;
       const d = words[w + 2]!;
       const e = words[w + 3]!;
-      c = t[0xf00 | (a & 0xff)]! ^ t[0xe00 | ((a >>> 8) & 0xff)]! ^ t[0xd00 | ((a >>> 16) & 0xff)]! ^ t[0xc00 | (a >>> 24)]!
-        ^ t[0xb00 | (b & 0xff)]! ^ t[0xa00 | ((b >>> 8) & 0xff)]! ^ t[0x900 | ((b >>> 16) & 0xff)]! ^ t[0x800 | (b >>> 24)]!
-        ^ t[0x700 | (d & 0xff)]! ^ t[0x600 | ((d >>> 8) & 0xff)]! ^ t[0x500 | ((d >>> 16) & 0xff)]! ^ t[0x400 | (d >>> 24)]!
-        ^ t[0x300 | (e & 0xff)]! ^ t[0x200 | ((e >>> 8) & 0xff)]! ^ t[0x100 | ((e >>> 16) & 0xff)]! ^ t[e >>> 24]!;
+      c =
+        t[0xf00 | (a & 0xff)]! ^
+        t[0xe00 | ((a >>> 8) & 0xff)]! ^
+        t[0xd00 | ((a >>> 16) & 0xff)]! ^
+        t[0xc00 | (a >>> 24)]! ^
+        t[0xb00 | (b & 0xff)]! ^
+        t[0xa00 | ((b >>> 8) & 0xff)]! ^
+        t[0x900 | ((b >>> 16) & 0xff)]! ^
+        t[0x800 | (b >>> 24)]! ^
+        t[0x700 | (d & 0xff)]! ^
+        t[0x600 | ((d >>> 8) & 0xff)]! ^
+        t[0x500 | ((d >>> 16) & 0xff)]! ^
+        t[0x400 | (d >>> 24)]! ^
+        t[0x300 | (e & 0xff)]! ^
+        t[0x200 | ((e >>> 8) & 0xff)]! ^
+        t[0x100 | ((e >>> 16) & 0xff)]! ^
+        t[e >>> 24]!;
     }
     return ~crcBytes(bytes, head + steps * 16, n, c) >>> 0;
   };

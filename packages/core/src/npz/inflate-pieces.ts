@@ -7,7 +7,12 @@
 import { Inflate } from 'fflate';
 
 /** Inflate the compressed `pieces` (the last one marked final) into `out`. */
-export function inflateInto(pieces: Iterable<Uint8Array>, last: (piece: number) => boolean, out: Uint8Array, stopWhenFull: boolean): { produced: number; overflow: boolean } {
+export function inflateInto(
+  pieces: Iterable<Uint8Array>,
+  last: (piece: number) => boolean,
+  out: Uint8Array,
+  stopWhenFull: boolean,
+): { produced: number; overflow: boolean } {
   let produced = 0;
   let overflow = false;
   const inflater = new Inflate((chunk) => {

@@ -37,7 +37,12 @@ async function inflateWithStream(raw: Uint8Array, size: number, split: number): 
   const head = new Uint8Array(split);
   const body = new Uint8Array(size - split);
   let produced = 0;
-  const source = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(raw); c.close(); } });
+  const source = new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(raw);
+      c.close();
+    },
+  });
   const reader = source.pipeThrough(new DecompressionStream('deflate-raw') as unknown as ReadableWritablePair<Uint8Array, Uint8Array>).getReader();
   for (;;) {
     const { value, done } = await reader.read();
@@ -68,10 +73,8 @@ function workerProgram(inflate: typeof inflateWithStream, makeCrc: typeof makeCr
   scope.onmessage = (ev) => {
     const { id, raw, size, split } = ev.data as { id: number; raw: ArrayBuffer; size: number; split: number };
     inflate(new Uint8Array(raw), size, split).then(
-      ({ head, body, produced, overflow }) => scope.postMessage(
-        { id, head: head.buffer, body: body.buffer, produced, overflow, crc: crc(body, crc(head)) },
-        [head.buffer, body.buffer],
-      ),
+      ({ head, body, produced, overflow }) =>
+        scope.postMessage({ id, head: head.buffer, body: body.buffer, produced, overflow, crc: crc(body, crc(head)) }, [head.buffer, body.buffer]),
       (e: unknown) => scope.postMessage({ id, error: String(e) }),
     );
   };
@@ -86,7 +89,7 @@ interface Job {
 }
 
 /** Workers used at once: the cores the page reports, at most 4, at least 2. */
-const POOL_SIZE = Math.min(4, Math.max(2, (globalThis.navigator?.hardwareConcurrency ?? 2)));
+const POOL_SIZE = Math.min(4, Math.max(2, globalThis.navigator?.hardwareConcurrency ?? 2));
 /** An idle pool is ended after this long, so a page that loaded its weights keeps no threads. */
 const IDLE_MS = 2000;
 
@@ -100,7 +103,9 @@ let workersRefused = false;
 function newWorker(): Worker | null {
   if (workersRefused || typeof Worker === 'undefined' || typeof Blob === 'undefined' || typeof URL.createObjectURL !== 'function') return null;
   try {
-    scriptUrl ??= URL.createObjectURL(new Blob([`(${workerProgram.toString()})(${inflateWithStream.toString()}, ${makeCrc32.toString()})`], { type: 'text/javascript' }));
+    scriptUrl ??= URL.createObjectURL(
+      new Blob([`(${workerProgram.toString()})(${inflateWithStream.toString()}, ${makeCrc32.toString()})`], { type: 'text/javascript' }),
+    );
     return new Worker(scriptUrl);
   } catch {
     workersRefused = true;
@@ -117,7 +122,10 @@ function pump(): void {
       continue;
     }
     running++;
-    if (idleTimer) { clearTimeout(idleTimer); idleTimer = null; }
+    if (idleTimer) {
+      clearTimeout(idleTimer);
+      idleTimer = null;
+    }
     const done = (): void => {
       running--;
       idle.push(worker);
@@ -134,7 +142,10 @@ function pump(): void {
       // Corrupt data, or a worker that cannot run its program (a bundler may have rewritten the
       // function's source to call helpers the worker does not have). The page's thread decides:
       // it fails the same way on corrupt data, and where it succeeds workers are not used again.
-      inflateWithStream(job.raw, job.size, job.split).then((r) => { workersRefused = true; job.resolve(r); }, job.reject);
+      inflateWithStream(job.raw, job.size, job.split).then((r) => {
+        workersRefused = true;
+        job.resolve(r);
+      }, job.reject);
     };
     worker.onerror = (ev: ErrorEvent) => {
       // A worker that cannot run (a page's policy) is dropped; its job runs here.
@@ -178,7 +189,13 @@ export function hasDecompressionStream(): boolean {
  * @example
  * const { head, body, crc } = await inflateAsync(compressed, entry.size, entry.name, header.dataOffset);
  */
-export async function inflateAsync(raw: Uint8Array, size: number, member: string, split = 0, signal?: AbortSignal): Promise<{ head: Uint8Array; body: Uint8Array; crc: number }> {
+export async function inflateAsync(
+  raw: Uint8Array,
+  size: number,
+  member: string,
+  split = 0,
+  signal?: AbortSignal,
+): Promise<{ head: Uint8Array; body: Uint8Array; crc: number }> {
   signal?.throwIfAborted();
   if (!hasDecompressionStream()) {
     const bytes = fflateCodec.inflate(raw, size, member);
@@ -189,7 +206,10 @@ export async function inflateAsync(raw: Uint8Array, size: number, member: string
   // An abort takes a member that has not started yet out of the queue (one that has runs to its end).
   const onAbort = (): void => {
     const at = queue.indexOf(job);
-    if (at >= 0) { queue.splice(at, 1); job.reject(signal!.reason); }
+    if (at >= 0) {
+      queue.splice(at, 1);
+      job.reject(signal!.reason);
+    }
   };
   signal?.addEventListener('abort', onAbort, { once: true });
   try {

@@ -23,7 +23,10 @@ export interface ByteSource {
  * once. Code that catches errors while reading must let it through.
  */
 export class NeedBytes {
-  constructor(readonly offset: number, readonly length: number) {}
+  constructor(
+    readonly offset: number,
+    readonly length: number,
+  ) {}
 }
 
 /**
@@ -105,8 +108,7 @@ function u64(view: DataView, at: number): number {
   return Number(v);
 }
 
-const CP437_HIGH =
-  'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0';
+const CP437_HIGH = 'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function decodeName(raw: Uint8Array, utf8Flag: boolean, at: number, lenient = false): string {
@@ -158,7 +160,7 @@ function findEocd(src: ByteSource): number {
 function zip64Values(extra: Uint8Array, at: number, member: string): number[] {
   const ev = view(extra);
   const values: number[] = [];
-  for (let q = 0; q + 4 <= extra.length;) {
+  for (let q = 0; q + 4 <= extra.length; ) {
     const id = ev.getUint16(q, true);
     const len = ev.getUint16(q + 2, true);
     if (q + 4 + len > extra.length) zipError(`an extra field of ${len} bytes runs past the header's ${extra.length} extra bytes`, at, member);
@@ -195,7 +197,8 @@ export function readZipEntries(src: ByteSource): ZipEntry[] {
     }
   }
   if (disk !== 0 || cdDisk !== 0) throw new NpyError('ZIP_UNSUPPORTED', 'multi-disk (split) zip archives are not supported');
-  if (cdOffset + cdSize > eocdAt) zipError(`the central directory (${cdSize} bytes at ${cdOffset}) overlaps the end record or the archive is truncated`, eocdAt);
+  if (cdOffset + cdSize > eocdAt)
+    zipError(`the central directory (${cdSize} bytes at ${cdOffset}) overlaps the end record or the archive is truncated`, eocdAt);
   const cd = readExact(src, cdOffset, cdSize, 'the central directory');
   const v = view(cd);
   const entries: ZipEntry[] = [];
@@ -239,7 +242,8 @@ function limitEntries(entries: ZipEntry[], cdOffset: number): void {
   for (let i = 0; i < byOffset.length; i++) {
     const e = byOffset[i]!;
     const next = byOffset[i + 1];
-    if (e.localHeaderOffset >= cdOffset) zipError(`member starts at byte ${e.localHeaderOffset}, inside or after the central directory (byte ${cdOffset})`, e.localHeaderOffset, e.name);
+    if (e.localHeaderOffset >= cdOffset)
+      zipError(`member starts at byte ${e.localHeaderOffset}, inside or after the central directory (byte ${cdOffset})`, e.localHeaderOffset, e.name);
     if (next && next.localHeaderOffset === e.localHeaderOffset) {
       zipError(`overlapping members: '${e.name}' and '${next.name}' start at the same byte`, e.localHeaderOffset, next.name);
     }
@@ -263,7 +267,11 @@ export function entryDataOffset(src: ByteSource, entry: ZipEntry): number {
     zipError(`truncated archive: member data ends at byte ${start + entry.compressedSize} but the archive has ${src.size}`, start, entry.name);
   }
   if (start + entry.compressedSize > entry.dataLimit) {
-    zipError(`overlapping members: the data of '${entry.name}' runs to byte ${start + entry.compressedSize}, past the start of the next member or the directory at byte ${entry.dataLimit}`, start, entry.name);
+    zipError(
+      `overlapping members: the data of '${entry.name}' runs to byte ${start + entry.compressedSize}, past the start of the next member or the directory at byte ${entry.dataLimit}`,
+      start,
+      entry.name,
+    );
   }
   checkLocalHeader(h, readExact(src, at + 30, nameLen + extraLen, `the local header of '${entry.name}'`), entry);
   return start;
@@ -291,7 +299,11 @@ function checkLocalHeader(h: DataView, rest: Uint8Array, entry: ZipEntry): void 
   }
   const differs = (local: number, central: number): boolean => !(descriptor && local === 0) && local !== U32_MAX && local !== central;
   if (differs(size, entry.size) || differs(compressed, entry.compressedSize)) {
-    throw new NpyError('ZIP_SIZE', `the local header says ${compressed} bytes stored for ${size}, the central directory ${entry.compressedSize} for ${entry.size}`, { offset: at, member: entry.name });
+    throw new NpyError(
+      'ZIP_SIZE',
+      `the local header says ${compressed} bytes stored for ${size}, the central directory ${entry.compressedSize} for ${entry.size}`,
+      { offset: at, member: entry.name },
+    );
   }
 }
 
@@ -341,7 +353,11 @@ export function readZipEntryStored(src: ByteSource, entry: ZipEntry): Uint8Array
 export function checkEntrySizes(entry: ZipEntry): void {
   checkSupported(entry);
   if (entry.size > MAX_MEMBER_BYTES || entry.compressedSize > MAX_MEMBER_BYTES) {
-    throw new NpyError('TOO_LARGE', `member of ${entry.size} bytes is larger than one buffer can hold (${MAX_MEMBER_BYTES}); in Node read it in pieces with streamNpzMember()`, { member: entry.name });
+    throw new NpyError(
+      'TOO_LARGE',
+      `member of ${entry.size} bytes is larger than one buffer can hold (${MAX_MEMBER_BYTES}); in Node read it in pieces with streamNpzMember()`,
+      { member: entry.name },
+    );
   }
   if (entry.method === STORED && entry.compressedSize !== entry.size) {
     throw new NpyError('ZIP_SIZE', `stored member sizes disagree: ${entry.compressedSize} stored, ${entry.size} declared`, { member: entry.name });
@@ -349,7 +365,9 @@ export function checkEntrySizes(entry: ZipEntry): void {
   // Deflate expands at most 1032-fold (258-byte copies in 2 bits): a larger declared size is a lie,
   // refused before the codec allocates a buffer of that size.
   if (entry.method === DEFLATED && entry.size > MAX_DEFLATE_RATIO * entry.compressedSize + 64) {
-    throw new NpyError('ZIP_SIZE', `member declares ${entry.size} bytes, more than its ${entry.compressedSize} deflated bytes can hold`, { member: entry.name });
+    throw new NpyError('ZIP_SIZE', `member declares ${entry.size} bytes, more than its ${entry.compressedSize} deflated bytes can hold`, {
+      member: entry.name,
+    });
   }
 }
 
@@ -451,7 +469,11 @@ export class ZipWriter {
   private readonly time: number;
   private readonly date: number;
 
-  constructor(private readonly sink: ZipSink, private readonly codec: ZipCodec, private readonly options: ZipWriteOptions = {}) {
+  constructor(
+    private readonly sink: ZipSink,
+    private readonly codec: ZipCodec,
+    private readonly options: ZipWriteOptions = {},
+  ) {
     [this.time, this.date] = dosDateTime(options.date ?? new Date());
   }
 
@@ -494,14 +516,21 @@ export class ZipWriter {
       crc = this.codec.crc32(piece, crc);
       written += piece.length;
       if (deflater) {
-        for (const out of deflater.push(piece, i === list.length - 1)) { this.emit(out); compressed += out.length; }
+        for (const out of deflater.push(piece, i === list.length - 1)) {
+          this.emit(out);
+          compressed += out.length;
+        }
       } else {
         this.emit(piece);
         compressed += piece.length;
       }
       yield;
     }
-    if (deflater && list.length === 0) for (const out of deflater.push(new Uint8Array(0), true)) { this.emit(out); compressed += out.length; }
+    if (deflater && list.length === 0)
+      for (const out of deflater.push(new Uint8Array(0), true)) {
+        this.emit(out);
+        compressed += out.length;
+      }
     if (written !== size) throw new NpyError('ZIP_SIZE', `member '${name}' has ${written} bytes, ${size} announced`);
     if (!zip64Local && compressed >= U32_MAX) throw new NpyError('TOO_LARGE', `member '${name}' compressed beyond 4 GiB without zip64 room`);
     // Now that CRC and sizes are known, fill them into the local header.
@@ -626,4 +655,3 @@ export class MemorySink implements ZipSink {
     return out;
   }
 }
-

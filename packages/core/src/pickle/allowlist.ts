@@ -108,7 +108,8 @@ function buildArray(dtype: DType, shape: number[], fortran: boolean, data: unkno
   }
   let raw: Uint8Array;
   if (data instanceof Uint8Array) raw = data;
-  else if (typeof data === 'string') raw = latin1Bytes(data); // Python 2 pickles carry str
+  else if (typeof data === 'string')
+    raw = latin1Bytes(data); // Python 2 pickles carry str
   else return bad('ndarray data must be bytes');
   const need = size * dtype.itemsize;
   if (raw.length !== need) bad(`array of shape (${shape.join(', ')}) and dtype ${dtype.str} needs ${need} bytes, the pickle holds ${raw.length}`);
@@ -123,12 +124,18 @@ function cToFortran(values: unknown[], shape: readonly number[]): unknown[] {
   const n = shape.length;
   const idx = new Array<number>(n).fill(0);
   const fStrides = new Array<number>(n);
-  for (let a = 0, s = 1; a < n; a++) { fStrides[a] = s; s *= shape[a]!; }
+  for (let a = 0, s = 1; a < n; a++) {
+    fStrides[a] = s;
+    s *= shape[a]!;
+  }
   for (let i = 0; i < values.length; i++) {
     let at = 0;
     for (let a = 0; a < n; a++) at += idx[a]! * fStrides[a]!;
     out[at] = values[i];
-    for (let a = n - 1; a >= 0; a--) { if (++idx[a]! < shape[a]!) break; idx[a] = 0; }
+    for (let a = n - 1; a >= 0; a--) {
+      if (++idx[a]! < shape[a]!) break;
+      idx[a] = 0;
+    }
   }
   return out;
 }
@@ -160,7 +167,10 @@ function dtypeFromPickle(code: string, state: unknown): DType {
   if (subarray instanceof Tuple) {
     const base = settle(subarray.items[0]);
     if (!(base instanceof DType)) bad('subarray dtype has no base dtype');
-    return subarrayDType(base, iterableItems(subarray.items[1], 'subarray shape').map((d) => int(d as number)));
+    return subarrayDType(
+      base,
+      iterableItems(subarray.items[1], 'subarray shape').map((d) => int(d as number)),
+    );
   }
   if (names instanceof Tuple && fields instanceof Map) {
     const specs: FieldSpec[] = names.items.map((n) => {
@@ -190,7 +200,6 @@ function dtypeFromPickle(code: string, state: unknown): DType {
   }
   return parseTypeString(`${byteOrder === '|' ? '' : byteOrder}${spec}`);
 }
-
 
 function datetimeFrom(args: unknown[], kind: 'date' | 'time' | 'datetime'): unknown {
   const b = args[0];
@@ -266,7 +275,14 @@ const ALLOWED: Record<string, Constructor | ClassMarker> = {
   'builtins complex': (args) => new PyComplex(Number(args[0] ?? 0), Number(args[1] ?? 0)),
   'builtins set': (args) => new Set(iterableItems(args[0], 'set')),
   'builtins frozenset': (args) => new Set(iterableItems(args[0], 'frozenset')),
-  'builtins bytearray': (args) => (args.length === 0 ? new Uint8Array(0) : args[0] instanceof Uint8Array ? args[0].slice() : typeof args[0] === 'string' ? latin1Bytes(args[0]) : new Uint8Array(iterableItems(args[0], 'bytearray').map((x) => int(x as number)))),
+  'builtins bytearray': (args) =>
+    args.length === 0
+      ? new Uint8Array(0)
+      : args[0] instanceof Uint8Array
+        ? args[0].slice()
+        : typeof args[0] === 'string'
+          ? latin1Bytes(args[0])
+          : new Uint8Array(iterableItems(args[0], 'bytearray').map((x) => int(x as number))),
   'builtins slice': (args) => new PySlice('slice', args[0] ?? null, args[1] ?? null, args[2] ?? null),
   'builtins range': (args) => new PySlice('range', args[0], args[1], args[2] ?? 1),
   '_codecs encode': (args) => {
@@ -306,14 +322,21 @@ for (const k of Object.keys(ALLOWED)) if (k.startsWith('builtins ')) ALLOWED[`__
 ALLOWED['__builtin__ xrange'] = ALLOWED['builtins range']!;
 
 export class Global {
-  constructor(readonly qualified: string, readonly target: Constructor | ClassMarker) {}
+  constructor(
+    readonly qualified: string,
+    readonly target: Constructor | ClassMarker,
+  ) {}
 }
 
 export function resolveGlobal(module: string, name: string, offset: number): Global {
   const key = `${module} ${name}`;
-  const target = Object.prototype.hasOwnProperty.call(ALLOWED, key) ? ALLOWED[key] : undefined;
+  const target = Object.hasOwn(ALLOWED, key) ? ALLOWED[key] : undefined;
   if (!target) {
-    throw new NpyError('PICKLE_UNSUPPORTED', `pickle: refusing to load global '${module}.${name}': npyts only rebuilds numpy arrays, dtypes, scalars and plain Python data, and never runs code`, { offset });
+    throw new NpyError(
+      'PICKLE_UNSUPPORTED',
+      `pickle: refusing to load global '${module}.${name}': npyts only rebuilds numpy arrays, dtypes, scalars and plain Python data, and never runs code`,
+      { offset },
+    );
   }
   return new Global(key, target);
 }

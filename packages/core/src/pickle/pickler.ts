@@ -1,5 +1,5 @@
 /** The pickler: JS values (and NdArrays) as protocol-3 pickles numpy 1.17+ and 2.x load. */
-import { DType } from '../format/dtype.js';
+import type { DType } from '../format/dtype.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PySlice, PyTime, PyTimedelta } from './python-values.js';
 import { OP } from './opcodes.js';
@@ -19,14 +19,29 @@ class Writer {
   bytes(b: Uint8Array): void {
     if (b.length > this.cur.length - this.n) {
       this.flush();
-      if (b.length > this.cur.length / 2) { this.chunks.push(new Uint8Array(b)); return; }
+      if (b.length > this.cur.length / 2) {
+        this.chunks.push(new Uint8Array(b));
+        return;
+      }
     }
     this.cur.set(b, this.n);
     this.n += b.length;
   }
-  u32(v: number): void { const b = new Uint8Array(4); new DataView(b.buffer).setUint32(0, v, true); this.bytes(b); }
-  i32(v: number): void { const b = new Uint8Array(4); new DataView(b.buffer).setInt32(0, v, true); this.bytes(b); }
-  f64(v: number): void { const b = new Uint8Array(8); new DataView(b.buffer).setFloat64(0, v, false); this.bytes(b); }
+  u32(v: number): void {
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setUint32(0, v, true);
+    this.bytes(b);
+  }
+  i32(v: number): void {
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setInt32(0, v, true);
+    this.bytes(b);
+  }
+  f64(v: number): void {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setFloat64(0, v, false);
+    this.bytes(b);
+  }
   private flush(): void {
     if (this.n) this.chunks.push(this.cur.slice(0, this.n));
     this.n = 0;
@@ -36,7 +51,10 @@ class Writer {
     const total = this.chunks.reduce((s, c) => s + c.length, 0);
     const out = new Uint8Array(total);
     let o = 0;
-    for (const c of this.chunks) { out.set(c, o); o += c.length; }
+    for (const c of this.chunks) {
+      out.set(c, o);
+      o += c.length;
+    }
     return out;
   }
 }
@@ -64,16 +82,33 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
     w.byte(OP.GLOBAL);
     w.bytes(enc.encode(`${module}\n${name}\n`));
   };
-  const str = (s: string): void => { const b = enc.encode(s); w.byte(OP.BINUNICODE); w.u32(b.length); w.bytes(b); };
-  const bytes = (b: Uint8Array): void => { w.byte(OP.BINBYTES); w.u32(b.length); w.bytes(b); };
+  const str = (s: string): void => {
+    const b = enc.encode(s);
+    w.byte(OP.BINUNICODE);
+    w.u32(b.length);
+    w.bytes(b);
+  };
+  const bytes = (b: Uint8Array): void => {
+    w.byte(OP.BINBYTES);
+    w.u32(b.length);
+    w.bytes(b);
+  };
   const tuple = (items: (() => void)[]): void => {
-    if (items.length <= 3 && items.length > 0) { items.forEach((f) => f()); w.byte([OP.TUPLE1, OP.TUPLE2, OP.TUPLE3][items.length - 1]!); return; }
+    if (items.length <= 3 && items.length > 0) {
+      items.forEach((f) => f());
+      w.byte([OP.TUPLE1, OP.TUPLE2, OP.TUPLE3][items.length - 1]!);
+      return;
+    }
     w.byte(OP.MARK);
     items.forEach((f) => f());
     w.byte(OP.TUPLE);
   };
   const int = (v: number | bigint): void => {
-    if (typeof v === 'number' && v >= -(2 ** 31) && v < 2 ** 31) { w.byte(OP.BININT); w.i32(v); return; }
+    if (typeof v === 'number' && v >= -(2 ** 31) && v < 2 ** 31) {
+      w.byte(OP.BININT);
+      w.i32(v);
+      return;
+    }
     let x = BigInt(v);
     const out: number[] = [];
     // Two's complement little-endian, as LONG1.
@@ -101,24 +136,38 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
     const flexible = 'SUV'.includes(dt.kind) || record;
     const flags = dt.kind === 'O' ? 63 : dt.fields ? (hasObject(dt) ? 27 : 16) : 0;
     // numpy pickles a subarray of a subarray with its nesting as written.
-    const subarray = dt.form === 'subarray' ? dt.subarrayAsWritten ?? dt.subarray : null;
+    const subarray = dt.form === 'subarray' ? (dt.subarrayAsWritten ?? dt.subarray) : null;
     const fields = dt.fields;
     const items: (() => void)[] = [
       () => int(datetime ? 4 : 3),
       () => str(dt.byteOrder),
-      subarray ? () => tuple([() => dtype(subarray.base), () => { if (subarray.shape.length) tuple(subarray.shape.map((d) => () => int(d))); else w.byte(OP.EMPTY_TUPLE); }]) : none,
+      subarray
+        ? () =>
+            tuple([
+              () => dtype(subarray.base),
+              () => {
+                if (subarray.shape.length) tuple(subarray.shape.map((d) => () => int(d)));
+                else w.byte(OP.EMPTY_TUPLE);
+              },
+            ])
+        : none,
       fields ? () => tuple(fields.map((f) => () => str(f.name))) : none,
-      fields ? () => {
-        w.byte(OP.EMPTY_DICT);
-        w.byte(OP.MARK);
-        for (const f of fields) {
-          const entry = (): void => tuple([() => dtype(f.dtype), () => int(f.offset), ...(f.title !== null ? [() => str(f.title!)] : [])]);
-          str(f.name);
-          entry();
-          if (f.title !== null) { str(f.title); entry(); }
-        }
-        w.byte(OP.SETITEMS);
-      } : none,
+      fields
+        ? () => {
+            w.byte(OP.EMPTY_DICT);
+            w.byte(OP.MARK);
+            for (const f of fields) {
+              const entry = (): void => tuple([() => dtype(f.dtype), () => int(f.offset), ...(f.title !== null ? [() => str(f.title!)] : [])]);
+              str(f.name);
+              entry();
+              if (f.title !== null) {
+                str(f.title);
+                entry();
+              }
+            }
+            w.byte(OP.SETITEMS);
+          }
+        : none,
       () => int(flexible ? dt.itemsize : -1),
       () => int(dt.subarray ? dt.subarray.base.itemsize : record ? 1 : flexible ? (dt.kind === 'U' ? 4 : 1) : -1),
       () => int(flags),
@@ -142,9 +191,15 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
     const fields = a.dtype.fields;
     tuple([
       () => int(1),
-      () => { if (a.shape.length === 0) w.byte(OP.EMPTY_TUPLE); else tuple(a.shape.map((d) => () => int(d))); },
       () => {
-        if (!options.stringDType) { dtype(a.dtype); return; }
+        if (a.shape.length === 0) w.byte(OP.EMPTY_TUPLE);
+        else tuple(a.shape.map((d) => () => int(d)));
+      },
+      () => {
+        if (!options.stringDType) {
+          dtype(a.dtype);
+          return;
+        }
         // numpy 2's StringDType pickles as _convert_to_stringdtype_kwargs(coerce=1), its text as a list of str.
         global('numpy._core._internal', '_convert_to_stringdtype_kwargs');
         int(1);
@@ -157,11 +212,18 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
           w.byte(OP.EMPTY_LIST);
           const list = a.toList();
           const flat: unknown[] = [];
-          const walkFlat = (x: unknown, d: number): void => { if (d === a.ndim) flat.push(x); else for (const y of x as unknown[]) walkFlat(y, d + 1); };
+          const walkFlat = (x: unknown, d: number): void => {
+            if (d === a.ndim) flat.push(x);
+            else for (const y of x as unknown[]) walkFlat(y, d + 1);
+          };
           walkFlat(list, 0);
           // numpy's __setstate__ takes each record of an object record array as a tuple, never a dict.
           const item = fields ? (x: unknown): void => tuple(fields.map((f) => () => val((x as Record<string, unknown>)[f.name]))) : val;
-          if (flat.length) { w.byte(OP.MARK); flat.forEach((x) => item(x)); w.byte(OP.APPENDS); }
+          if (flat.length) {
+            w.byte(OP.MARK);
+            flat.forEach((x) => item(x));
+            w.byte(OP.APPENDS);
+          }
         } else {
           bytes(dataToBytes(a.dtype, a.data as TypedArray));
         }
@@ -170,33 +232,67 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
     w.byte(OP.BUILD);
   };
   const val = (v: unknown): void => {
-    if (v === null || v === undefined) { w.byte(OP.NONE); return; }
-    if (v === true) { w.byte(OP.NEWTRUE); return; }
-    if (v === false) { w.byte(OP.NEWFALSE); return; }
-    if (typeof v === 'number') {
-      if (Number.isSafeInteger(v) && !Object.is(v, -0)) int(v);
-      else { w.byte(OP.BINFLOAT); w.f64(v); }
+    if (v === null || v === undefined) {
+      w.byte(OP.NONE);
       return;
     }
-    if (typeof v === 'bigint') { int(v); return; }
-    if (typeof v === 'string') { str(v); return; }
-    if (v instanceof Uint8Array) { bytes(v); return; }
+    if (v === true) {
+      w.byte(OP.NEWTRUE);
+      return;
+    }
+    if (v === false) {
+      w.byte(OP.NEWFALSE);
+      return;
+    }
+    if (typeof v === 'number') {
+      if (Number.isSafeInteger(v) && !Object.is(v, -0)) int(v);
+      else {
+        w.byte(OP.BINFLOAT);
+        w.f64(v);
+      }
+      return;
+    }
+    if (typeof v === 'bigint') {
+      int(v);
+      return;
+    }
+    if (typeof v === 'string') {
+      str(v);
+      return;
+    }
+    if (v instanceof Uint8Array) {
+      bytes(v);
+      return;
+    }
     if (typeof v !== 'object') bad(`cannot pickle a ${typeof v}`);
     if (active.has(v)) bad('cannot pickle a structure that contains itself');
     active.add(v);
     try {
       if (v instanceof NdArray) array(v);
-      else if (v instanceof PyComplex) { global('builtins', 'complex'); tuple([() => val(v.re), () => val(v.im)]); w.byte(OP.REDUCE); }
-      else if (v instanceof PyDecimal) { global('decimal', 'Decimal'); tuple([() => str(v.value)]); w.byte(OP.REDUCE); }
-      else if (v instanceof PyFraction) { global('fractions', 'Fraction'); tuple([() => int(v.numerator), () => int(v.denominator)]); w.byte(OP.REDUCE); }
-      else if (v instanceof PyDate) { global('datetime', 'date'); tuple([() => bytes(new Uint8Array([v.year >> 8, v.year & 255, v.month, v.day]))]); w.byte(OP.REDUCE); }
-      else if (v instanceof PyDatetime || v instanceof PyTime) {
+      else if (v instanceof PyComplex) {
+        global('builtins', 'complex');
+        tuple([() => val(v.re), () => val(v.im)]);
+        w.byte(OP.REDUCE);
+      } else if (v instanceof PyDecimal) {
+        global('decimal', 'Decimal');
+        tuple([() => str(v.value)]);
+        w.byte(OP.REDUCE);
+      } else if (v instanceof PyFraction) {
+        global('fractions', 'Fraction');
+        tuple([() => int(v.numerator), () => int(v.denominator)]);
+        w.byte(OP.REDUCE);
+      } else if (v instanceof PyDate) {
+        global('datetime', 'date');
+        tuple([() => bytes(new Uint8Array([v.year >> 8, v.year & 255, v.month, v.day]))]);
+        w.byte(OP.REDUCE);
+      } else if (v instanceof PyDatetime || v instanceof PyTime) {
         // Python's state bytes; fold rides in the high bit of the hour (time) or the month (datetime).
         const us = [(v.microsecond >> 16) & 255, (v.microsecond >> 8) & 255, v.microsecond & 255];
         const fold = v.fold ? 128 : 0;
-        const state = v instanceof PyTime
-          ? [v.hour | fold, v.minute, v.second, ...us]
-          : [v.year >> 8, v.year & 255, v.month | fold, v.day, v.hour, v.minute, v.second, ...us];
+        const state =
+          v instanceof PyTime
+            ? [v.hour | fold, v.minute, v.second, ...us]
+            : [v.year >> 8, v.year & 255, v.month | fold, v.day, v.hour, v.minute, v.second, ...us];
         const offset = v.utcOffsetSeconds;
         global('datetime', v instanceof PyTime ? 'time' : 'datetime');
         const items = [() => bytes(new Uint8Array(state))];
@@ -214,19 +310,45 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
         }
         tuple(items);
         w.byte(OP.REDUCE);
-      } else if (v instanceof PyTimedelta) { global('datetime', 'timedelta'); tuple([() => int(v.days), () => int(v.seconds), () => int(v.microseconds)]); w.byte(OP.REDUCE); }
-      else if (v instanceof PySlice) { global('builtins', v.kind); tuple([() => val(v.start), () => val(v.stop), () => val(v.step)]); w.byte(OP.REDUCE); }
-      else if (Array.isArray(v)) {
+      } else if (v instanceof PyTimedelta) {
+        global('datetime', 'timedelta');
+        tuple([() => int(v.days), () => int(v.seconds), () => int(v.microseconds)]);
+        w.byte(OP.REDUCE);
+      } else if (v instanceof PySlice) {
+        global('builtins', v.kind);
+        tuple([() => val(v.start), () => val(v.stop), () => val(v.step)]);
+        w.byte(OP.REDUCE);
+      } else if (Array.isArray(v)) {
         w.byte(OP.EMPTY_LIST);
-        if (v.length) { w.byte(OP.MARK); v.forEach(val); w.byte(OP.APPENDS); }
+        if (v.length) {
+          w.byte(OP.MARK);
+          v.forEach(val);
+          w.byte(OP.APPENDS);
+        }
       } else if (v instanceof Set) {
         global('builtins', 'set');
-        tuple([() => { w.byte(OP.EMPTY_LIST); if (v.size) { w.byte(OP.MARK); v.forEach((x) => val(x)); w.byte(OP.APPENDS); } }]);
+        tuple([
+          () => {
+            w.byte(OP.EMPTY_LIST);
+            if (v.size) {
+              w.byte(OP.MARK);
+              v.forEach((x) => val(x));
+              w.byte(OP.APPENDS);
+            }
+          },
+        ]);
         w.byte(OP.REDUCE);
       } else if (v instanceof Map || Object.getPrototypeOf(v) === Object.prototype) {
         const entries = v instanceof Map ? [...v] : Object.entries(v);
         w.byte(OP.EMPTY_DICT);
-        if (entries.length) { w.byte(OP.MARK); for (const [k, x] of entries) { val(k); val(x); } w.byte(OP.SETITEMS); }
+        if (entries.length) {
+          w.byte(OP.MARK);
+          for (const [k, x] of entries) {
+            val(k);
+            val(x);
+          }
+          w.byte(OP.SETITEMS);
+        }
       } else bad(`cannot pickle ${(v as object).constructor?.name ?? 'this object'}`);
     } finally {
       active.delete(v);

@@ -11,7 +11,10 @@ import type { NdArray } from '../array/ndarray.js';
  * value instanceof PyComplex && [value.re, value.im];
  */
 export class PyComplex {
-  constructor(readonly re: number, readonly im: number) {}
+  constructor(
+    readonly re: number,
+    readonly im: number,
+  ) {}
   toJSON(): [unknown, unknown] {
     return [jsonNumber(this.re), jsonNumber(this.im)];
   }
@@ -23,7 +26,11 @@ export class PyComplex {
  * new PyDate(2026, 11, 22).toString();   // '2026-11-22'
  */
 export class PyDate {
-  constructor(readonly year: number, readonly month: number, readonly day: number) {}
+  constructor(
+    readonly year: number,
+    readonly month: number,
+    readonly day: number,
+  ) {}
   toString(): string {
     return `${String(this.year).padStart(4, '0')}-${pad(this.month)}-${pad(this.day)}`;
   }
@@ -39,8 +46,12 @@ export class PyDate {
  */
 export class PyTime {
   constructor(
-    readonly hour: number, readonly minute: number, readonly second: number, readonly microsecond: number,
-    readonly utcOffsetSeconds: number | null = null, readonly fold = 0,
+    readonly hour: number,
+    readonly minute: number,
+    readonly second: number,
+    readonly microsecond: number,
+    readonly utcOffsetSeconds: number | null = null,
+    readonly fold = 0,
   ) {}
   toString(): string {
     const frac = this.microsecond ? `.${String(this.microsecond).padStart(6, '0')}` : '';
@@ -58,9 +69,15 @@ export class PyTime {
  */
 export class PyDatetime {
   constructor(
-    readonly year: number, readonly month: number, readonly day: number,
-    readonly hour: number, readonly minute: number, readonly second: number, readonly microsecond: number,
-    readonly utcOffsetSeconds: number | null = null, readonly fold = 0,
+    readonly year: number,
+    readonly month: number,
+    readonly day: number,
+    readonly hour: number,
+    readonly minute: number,
+    readonly second: number,
+    readonly microsecond: number,
+    readonly utcOffsetSeconds: number | null = null,
+    readonly fold = 0,
   ) {}
   toString(): string {
     const d = new PyDate(this.year, this.month, this.day).toString();
@@ -78,7 +95,11 @@ export class PyDatetime {
  * value instanceof PyTimedelta && value.days;
  */
 export class PyTimedelta {
-  constructor(readonly days: number, readonly seconds: number, readonly microseconds: number) {}
+  constructor(
+    readonly days: number,
+    readonly seconds: number,
+    readonly microseconds: number,
+  ) {}
   /** Total microseconds, exact. */
   get totalMicroseconds(): bigint {
     return (BigInt(this.days) * 86400n + BigInt(this.seconds)) * 1000000n + BigInt(this.microseconds);
@@ -97,7 +118,10 @@ export class PyTimedelta {
  * value instanceof PyTimezone && value.utcOffsetSeconds;
  */
 export class PyTimezone {
-  constructor(readonly utcOffsetSeconds: number, readonly name: string | null = null) {}
+  constructor(
+    readonly utcOffsetSeconds: number,
+    readonly name: string | null = null,
+  ) {}
 }
 
 /**
@@ -121,7 +145,10 @@ export class PyDecimal {
  * value instanceof PyFraction && [value.numerator, value.denominator];
  */
 export class PyFraction {
-  constructor(readonly numerator: bigint, readonly denominator: bigint) {}
+  constructor(
+    readonly numerator: bigint,
+    readonly denominator: bigint,
+  ) {}
   toString(): string {
     return this.denominator === 1n ? String(this.numerator) : `${this.numerator}/${this.denominator}`;
   }
@@ -136,7 +163,12 @@ export class PyFraction {
  * pickled.value instanceof PySlice;   // a Python slice or range
  */
 export class PySlice {
-  constructor(readonly kind: 'slice' | 'range', readonly start: unknown, readonly stop: unknown, readonly step: unknown) {}
+  constructor(
+    readonly kind: 'slice' | 'range',
+    readonly start: unknown,
+    readonly stop: unknown,
+    readonly step: unknown,
+  ) {}
   toJSON(): Record<string, unknown> {
     return { [this.kind]: [this.start, this.stop, this.step] };
   }
@@ -166,7 +198,11 @@ function offsetText(seconds: number | null): string {
  * m.mask.get(0);   // true where numpy's masked array hides a value
  */
 export class PyMaskedArray {
-  constructor(readonly data: NdArray, readonly mask: NdArray, readonly fillValue: unknown) {}
+  constructor(
+    readonly data: NdArray,
+    readonly mask: NdArray,
+    readonly fillValue: unknown,
+  ) {}
   toJSON(): Record<string, unknown> {
     return { data: this.data, mask: this.mask };
   }

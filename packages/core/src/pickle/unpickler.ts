@@ -27,10 +27,28 @@ class Reader {
   need(n: number): void {
     if (this.pos + n > this.bytes.length) bad(`truncated: ${n} more bytes needed at byte ${this.pos}`, this.pos);
   }
-  u8(): number { this.need(1); return this.bytes[this.pos++]!; }
-  u16(): number { this.need(2); const v = this.view.getUint16(this.pos, true); this.pos += 2; return v; }
-  u32(): number { this.need(4); const v = this.view.getUint32(this.pos, true); this.pos += 4; return v; }
-  i32(): number { this.need(4); const v = this.view.getInt32(this.pos, true); this.pos += 4; return v; }
+  u8(): number {
+    this.need(1);
+    return this.bytes[this.pos++]!;
+  }
+  u16(): number {
+    this.need(2);
+    const v = this.view.getUint16(this.pos, true);
+    this.pos += 2;
+    return v;
+  }
+  u32(): number {
+    this.need(4);
+    const v = this.view.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  i32(): number {
+    this.need(4);
+    const v = this.view.getInt32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
   u64(): number {
     this.need(8);
     const v = this.view.getBigUint64(this.pos, true);
@@ -38,8 +56,18 @@ class Reader {
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) bad(`length ${v} is too large`, this.pos - 8);
     return Number(v);
   }
-  f64be(): number { this.need(8); const v = this.view.getFloat64(this.pos, false); this.pos += 8; return v; }
-  take(n: number): Uint8Array { this.need(n); const b = this.bytes.subarray(this.pos, this.pos + n); this.pos += n; return b; }
+  f64be(): number {
+    this.need(8);
+    const v = this.view.getFloat64(this.pos, false);
+    this.pos += 8;
+    return v;
+  }
+  take(n: number): Uint8Array {
+    this.need(n);
+    const b = this.bytes.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
   line(): string {
     const end = this.bytes.indexOf(0x0a, this.pos);
     if (end < 0) bad('truncated: a text argument has no end of line', this.pos);
@@ -108,12 +136,35 @@ const FAMILIES: Record<Family, number[]> = {
   constantOps: [OP.NONE, OP.NEWTRUE, OP.NEWFALSE],
   numberOps: [OP.BININT1, OP.BININT2, OP.BININT, OP.INT, OP.LONG, OP.LONG1, OP.LONG4, OP.FLOAT, OP.BINFLOAT],
   textOps: [
-    OP.STRING, OP.BINSTRING, OP.SHORT_BINSTRING, OP.UNICODE, OP.BINUNICODE, OP.SHORT_BINUNICODE, OP.BINUNICODE8,
-    OP.BINBYTES, OP.SHORT_BINBYTES, OP.BINBYTES8, OP.BYTEARRAY8,
+    OP.STRING,
+    OP.BINSTRING,
+    OP.SHORT_BINSTRING,
+    OP.UNICODE,
+    OP.BINUNICODE,
+    OP.SHORT_BINUNICODE,
+    OP.BINUNICODE8,
+    OP.BINBYTES,
+    OP.SHORT_BINBYTES,
+    OP.BINBYTES8,
+    OP.BYTEARRAY8,
   ],
   containerOps: [
-    OP.EMPTY_LIST, OP.EMPTY_TUPLE, OP.EMPTY_DICT, OP.EMPTY_SET, OP.LIST, OP.TUPLE, OP.TUPLE1, OP.TUPLE2, OP.TUPLE3,
-    OP.DICT, OP.APPEND, OP.APPENDS, OP.SETITEM, OP.SETITEMS, OP.ADDITEMS, OP.FROZENSET,
+    OP.EMPTY_LIST,
+    OP.EMPTY_TUPLE,
+    OP.EMPTY_DICT,
+    OP.EMPTY_SET,
+    OP.LIST,
+    OP.TUPLE,
+    OP.TUPLE1,
+    OP.TUPLE2,
+    OP.TUPLE3,
+    OP.DICT,
+    OP.APPEND,
+    OP.APPENDS,
+    OP.SETITEM,
+    OP.SETITEMS,
+    OP.ADDITEMS,
+    OP.FROZENSET,
   ],
   objectOps: [OP.GLOBAL, OP.STACK_GLOBAL, OP.REDUCE, OP.NEWOBJ, OP.NEWOBJ_EX, OP.INST, OP.OBJ, OP.BUILD],
   memoOps: [OP.PUT, OP.BINPUT, OP.LONG_BINPUT, OP.MEMOIZE, OP.GET, OP.BINGET, OP.LONG_BINGET],
@@ -126,7 +177,9 @@ const FAMILY_ORDER = Object.keys(FAMILIES) as Family[];
 /** Opcode byte → its family's place in FAMILY_ORDER (-1: not a pickle opcode). */
 const FAMILY_OF: Int8Array = (() => {
   const table = new Int8Array(256).fill(-1);
-  FAMILY_ORDER.forEach((family, k) => { for (const op of FAMILIES[family]) table[op] = k; });
+  FAMILY_ORDER.forEach((family, k) => {
+    for (const op of FAMILIES[family]) table[op] = k;
+  });
   return table;
 })();
 
@@ -174,28 +227,67 @@ class PickleMachine {
       // The opcodes numpy's object arrays are mostly made of, handled here (and only here) without a
       // family call: before the JIT has warmed up, a call per opcode is most of the cost.
       switch (op) {
-        case OP.BININT1: r.need(1); stack.push(bytes[r.pos++]); continue;
-        case OP.NONE: stack.push(null); continue;
-        case OP.MEMOIZE: this.putMemo(this.memoCount, this.top(), at); continue;
-        case OP.BINPUT: r.need(1); this.putMemo(bytes[r.pos++]!, this.top(), at); continue;
-        case OP.BINGET: r.need(1); stack.push(this.getMemo(bytes[r.pos++]!, at)); continue;
-        case OP.SHORT_BINUNICODE: r.need(1); stack.push(this.shortText(bytes[r.pos++]!)); continue;
-        case OP.EMPTY_LIST: this.account(16); stack.push([]); continue;
-        case OP.MARK: this.openMark(at); continue;
-        default: break;
+        case OP.BININT1:
+          r.need(1);
+          stack.push(bytes[r.pos++]);
+          continue;
+        case OP.NONE:
+          stack.push(null);
+          continue;
+        case OP.MEMOIZE:
+          this.putMemo(this.memoCount, this.top(), at);
+          continue;
+        case OP.BINPUT:
+          r.need(1);
+          this.putMemo(bytes[r.pos++]!, this.top(), at);
+          continue;
+        case OP.BINGET:
+          r.need(1);
+          stack.push(this.getMemo(bytes[r.pos++]!, at));
+          continue;
+        case OP.SHORT_BINUNICODE:
+          r.need(1);
+          stack.push(this.shortText(bytes[r.pos++]!));
+          continue;
+        case OP.EMPTY_LIST:
+          this.account(16);
+          stack.push([]);
+          continue;
+        case OP.MARK:
+          this.openMark(at);
+          continue;
+        default:
+          break;
       }
       // Every opcode: a switch of direct calls (not this[name](…)), so each call site stays monomorphic.
       let done: Step;
       switch (FAMILY_OF[op]) {
-        case 0: done = this.controlOps(op, at); break;
-        case 1: done = this.constantOps(op); break;
-        case 2: done = this.numberOps(op, at); break;
-        case 3: done = this.textOps(op, at); break;
-        case 4: done = this.containerOps(op, at); break;
-        case 5: done = this.objectOps(op, at); break;
-        case 6: done = this.memoOps(op, at); break;
-        case 7: done = this.unsupportedOps(op, at); break;
-        default: bad(`unknown opcode 0x${op.toString(16).padStart(2, '0')}`, at);
+        case 0:
+          done = this.controlOps(op, at);
+          break;
+        case 1:
+          done = this.constantOps(op);
+          break;
+        case 2:
+          done = this.numberOps(op, at);
+          break;
+        case 3:
+          done = this.textOps(op, at);
+          break;
+        case 4:
+          done = this.containerOps(op, at);
+          break;
+        case 5:
+          done = this.objectOps(op, at);
+          break;
+        case 6:
+          done = this.memoOps(op, at);
+          break;
+        case 7:
+          done = this.unsupportedOps(op, at);
+          break;
+        default:
+          bad(`unknown opcode 0x${op.toString(16).padStart(2, '0')}`, at);
       }
       if (done) return done.value;
     }
@@ -209,13 +301,16 @@ class PickleMachine {
   };
 
   private depth(v: unknown): number {
-    return typeof v === 'object' && v !== null ? this.depthOf.get(v) ?? 1 : 0;
+    return typeof v === 'object' && v !== null ? (this.depthOf.get(v) ?? 1) : 0;
   }
 
   /** Register a new container holding `children`: its nesting depth is checked and its size counted. */
   private container<T extends object>(c: T, children: readonly unknown[]): T {
     let d = 0;
-    for (let i = 0; i < children.length; i++) { const x = children[i]; if (typeof x === 'object' && x !== null) d = Math.max(d, this.depth(x)); }
+    for (let i = 0; i < children.length; i++) {
+      const x = children[i];
+      if (typeof x === 'object' && x !== null) d = Math.max(d, this.depth(x));
+    }
     if (d + 1 > this.maxDepth) bad(`containers nested deeper than ${this.maxDepth} (option maxDepth)`, this.r.pos);
     if (d > 0) this.depthOf.set(c, d + 1);
     this.account(16);
@@ -226,7 +321,10 @@ class PickleMachine {
   private grow(c: object, added: readonly unknown[], from = 0, to = added.length): void {
     this.account(16 * (to - from));
     let deepest = 0;
-    for (let i = from; i < to; i++) { const x = added[i]; if (typeof x === 'object' && x !== null) deepest = Math.max(deepest, this.depth(x)); }
+    for (let i = from; i < to; i++) {
+      const x = added[i];
+      if (typeof x === 'object' && x !== null) deepest = Math.max(deepest, this.depth(x));
+    }
     if (deepest === 0) return; // primitives only: the depth cannot change
     const before = this.depthOf.get(c) ?? 1;
     const d = Math.max(before, deepest + 1);
@@ -289,7 +387,11 @@ class PickleMachine {
     let p = r.pos;
     while (p < end) {
       const c = bytes[p]!;
-      if (c < 0x80) { units[k++] = c; p++; continue; }
+      if (c < 0x80) {
+        units[k++] = c;
+        p++;
+        continue;
+      }
       let cp: number;
       if (c >= 0xc2 && c <= 0xdf && p + 1 < end) {
         const c1 = bytes[p + 1]!;
@@ -388,11 +490,20 @@ class PickleMachine {
         if (p > 5) bad(`unsupported protocol ${p}`, at);
         return undefined;
       }
-      case OP.FRAME: r.u64(); return undefined; // framing is transparent here
-      case OP.STOP: return { value: finish(this.pop(), (c) => this.depthOf.has(c)) }; // leftovers on the stack are harmless
-      case OP.POP: this.pop(); return undefined;
-      case OP.POP_MARK: this.popMark(); return undefined;
-      default: this.push(this.top()); return undefined; // DUP
+      case OP.FRAME:
+        r.u64();
+        return undefined; // framing is transparent here
+      case OP.STOP:
+        return { value: finish(this.pop(), (c) => this.depthOf.has(c)) }; // leftovers on the stack are harmless
+      case OP.POP:
+        this.pop();
+        return undefined;
+      case OP.POP_MARK:
+        this.popMark();
+        return undefined;
+      default:
+        this.push(this.top());
+        return undefined; // DUP
     }
   }
 
@@ -406,9 +517,14 @@ class PickleMachine {
   private numberOps(op: number, at: number): Step {
     const r = this.r;
     switch (op) {
-      case OP.BININT2: this.push(r.u16()); break;
-      case OP.BININT: this.push(r.i32()); break;
-      case OP.INT: { // text; 00/01 are False/True
+      case OP.BININT2:
+        this.push(r.u16());
+        break;
+      case OP.BININT:
+        this.push(r.i32());
+        break;
+      case OP.INT: {
+        // text; 00/01 are False/True
         const s = r.line();
         if (s === '00') this.push(false);
         else if (s === '01') this.push(true);
@@ -416,14 +532,17 @@ class PickleMachine {
         else bad(`INT argument ${JSON.stringify(s)} is not an integer`, at);
         break;
       }
-      case OP.LONG: { // text
+      case OP.LONG: {
+        // text
         const s = r.line().replace(/L$/, '');
         if (!/^[+-]?\d+$/.test(s)) bad('LONG argument is not an integer', at);
         this.account(s.length);
         this.push(pyInt(integerOfText(s)));
         break;
       }
-      case OP.LONG1: this.push(pyInt(decodeLong(r.take(r.u8())))); break;
+      case OP.LONG1:
+        this.push(pyInt(decodeLong(r.take(r.u8()))));
+        break;
       case OP.LONG4: {
         const n = r.i32();
         if (n < 0) bad('negative LONG4 length', at);
@@ -431,14 +550,16 @@ class PickleMachine {
         this.push(pyInt(decodeLong(r.take(n))));
         break;
       }
-      case OP.FLOAT: { // text
+      case OP.FLOAT: {
+        // text
         const s = r.line();
         const x = Number(s);
         if (Number.isNaN(x) && !/nan/i.test(s)) bad('FLOAT argument is not a number', at);
         this.push(x);
         break;
       }
-      default: this.push(r.f64be()); // BINFLOAT
+      default:
+        this.push(r.f64be()); // BINFLOAT
     }
     return undefined;
   }
@@ -447,20 +568,35 @@ class PickleMachine {
   private textOps(op: number, at: number): Step {
     const r = this.r;
     switch (op) {
-      case OP.STRING: this.push(unescapePy2(r.line(), at)); break; // Python 2 str
+      case OP.STRING:
+        this.push(unescapePy2(r.line(), at));
+        break; // Python 2 str
       case OP.BINSTRING: {
         const n = r.i32();
         if (n < 0) bad('negative length', at);
         this.push(latin1Text(r.take(n), this.account));
         break;
       }
-      case OP.SHORT_BINSTRING: this.push(latin1Text(r.take(r.u8()), this.account)); break;
-      case OP.UNICODE: this.push(rawUnicodeEscape(r.line())); break;
-      case OP.BINUNICODE: this.push(this.text(r.take(r.u32()))); break;
-      case OP.BINUNICODE8: this.push(this.text(r.take(r.u64()))); break;
-      case OP.BINBYTES: this.push(this.bytesValue(r.take(r.u32()))); break;
-      case OP.SHORT_BINBYTES: this.push(this.bytesValue(r.take(r.u8()))); break;
-      default: this.push(this.bytesValue(r.take(r.u64()))); // BINBYTES8, BYTEARRAY8
+      case OP.SHORT_BINSTRING:
+        this.push(latin1Text(r.take(r.u8()), this.account));
+        break;
+      case OP.UNICODE:
+        this.push(rawUnicodeEscape(r.line()));
+        break;
+      case OP.BINUNICODE:
+        this.push(this.text(r.take(r.u32())));
+        break;
+      case OP.BINUNICODE8:
+        this.push(this.text(r.take(r.u64())));
+        break;
+      case OP.BINBYTES:
+        this.push(this.bytesValue(r.take(r.u32())));
+        break;
+      case OP.SHORT_BINBYTES:
+        this.push(this.bytesValue(r.take(r.u8())));
+        break;
+      default:
+        this.push(this.bytesValue(r.take(r.u64()))); // BINBYTES8, BYTEARRAY8
     }
     return undefined;
   }
@@ -468,14 +604,43 @@ class PickleMachine {
   /** Lists, tuples, dicts and sets: made, and filled. */
   private containerOps(op: number, at: number): Step {
     switch (op) {
-      case OP.EMPTY_TUPLE: this.push(this.container(new Tuple([]), NOTHING)); break;
-      case OP.EMPTY_DICT: this.push(this.container(new Map(), NOTHING)); break;
-      case OP.EMPTY_SET: this.push(this.container(new Set(), NOTHING)); break;
-      case OP.LIST: { const items = this.popMark(); this.push(this.container(items, items)); break; }
-      case OP.TUPLE: { const items = this.popMark(); this.push(this.container(new Tuple(items), items)); break; }
-      case OP.TUPLE1: { const items = [this.pop()]; this.push(this.container(new Tuple(items), items)); break; }
-      case OP.TUPLE2: { const b = this.pop(); const items = [this.pop(), b]; this.push(this.container(new Tuple(items), items)); break; }
-      case OP.TUPLE3: { const c = this.pop(); const b = this.pop(); const items = [this.pop(), b, c]; this.push(this.container(new Tuple(items), items)); break; }
+      case OP.EMPTY_TUPLE:
+        this.push(this.container(new Tuple([]), NOTHING));
+        break;
+      case OP.EMPTY_DICT:
+        this.push(this.container(new Map(), NOTHING));
+        break;
+      case OP.EMPTY_SET:
+        this.push(this.container(new Set(), NOTHING));
+        break;
+      case OP.LIST: {
+        const items = this.popMark();
+        this.push(this.container(items, items));
+        break;
+      }
+      case OP.TUPLE: {
+        const items = this.popMark();
+        this.push(this.container(new Tuple(items), items));
+        break;
+      }
+      case OP.TUPLE1: {
+        const items = [this.pop()];
+        this.push(this.container(new Tuple(items), items));
+        break;
+      }
+      case OP.TUPLE2: {
+        const b = this.pop();
+        const items = [this.pop(), b];
+        this.push(this.container(new Tuple(items), items));
+        break;
+      }
+      case OP.TUPLE3: {
+        const c = this.pop();
+        const b = this.pop();
+        const items = [this.pop(), b, c];
+        this.push(this.container(new Tuple(items), items));
+        break;
+      }
       case OP.DICT: {
         const items = this.popMark();
         const m = this.container(new Map(), NOTHING);
@@ -503,8 +668,17 @@ class PickleMachine {
         stack.length = start;
         break;
       }
-      case OP.SETITEM: { const v = this.pop(); const k = this.pop(); this.setItems(this.top(), [k, v]); break; }
-      case OP.SETITEMS: { const items = this.popMark(); this.setItems(this.top(), items); break; }
+      case OP.SETITEM: {
+        const v = this.pop();
+        const k = this.pop();
+        this.setItems(this.top(), [k, v]);
+        break;
+      }
+      case OP.SETITEMS: {
+        const items = this.popMark();
+        this.setItems(this.top(), items);
+        break;
+      }
       case OP.ADDITEMS: {
         const items = this.popMark();
         const set = settle(this.top());
@@ -513,7 +687,10 @@ class PickleMachine {
         this.grow(set, items);
         break;
       }
-      default: { const items = this.popMark(); this.push(this.container(new Set(items.map(hashable)), items)); } // FROZENSET
+      default: {
+        const items = this.popMark();
+        this.push(this.container(new Set(items.map(hashable)), items));
+      } // FROZENSET
     }
     return undefined;
   }
@@ -522,7 +699,12 @@ class PickleMachine {
   private objectOps(op: number, at: number): Step {
     const r = this.r;
     switch (op) {
-      case OP.GLOBAL: { const module = r.line(); const name = r.line(); this.push(resolveGlobal(module, name, at)); break; }
+      case OP.GLOBAL: {
+        const module = r.line();
+        const name = r.line();
+        this.push(resolveGlobal(module, name, at));
+        break;
+      }
       case OP.STACK_GLOBAL: {
         const name = this.pop();
         const module = this.pop();
@@ -537,7 +719,8 @@ class PickleMachine {
         this.push(this.call(fn, args.items));
         break;
       }
-      case OP.NEWOBJ: { // cls.__new__(cls, *args), only for allowlisted classes
+      case OP.NEWOBJ: {
+        // cls.__new__(cls, *args), only for allowlisted classes
         const args = this.pop();
         const cls = this.pop();
         if (!(args instanceof Tuple)) bad('NEWOBJ arguments must be a tuple', at);
@@ -553,9 +736,21 @@ class PickleMachine {
         this.push(this.call(cls, args.items));
         break;
       }
-      case OP.INST: { const module = r.line(); const name = r.line(); const g = resolveGlobal(module, name, at); this.push(this.call(g, this.popMark())); break; }
-      case OP.OBJ: { const items = this.popMark(); const cls = items.shift(); this.push(this.call(cls, items)); break; }
-      default: this.build(at); // BUILD
+      case OP.INST: {
+        const module = r.line();
+        const name = r.line();
+        const g = resolveGlobal(module, name, at);
+        this.push(this.call(g, this.popMark()));
+        break;
+      }
+      case OP.OBJ: {
+        const items = this.popMark();
+        const cls = items.shift();
+        this.push(this.call(cls, items));
+        break;
+      }
+      default:
+        this.build(at); // BUILD
     }
     return undefined;
   }
@@ -579,10 +774,17 @@ class PickleMachine {
   private memoOps(op: number, at: number): Step {
     const r = this.r;
     switch (op) {
-      case OP.PUT: this.putMemo(Number(r.line()), this.top(), at); break;
-      case OP.LONG_BINPUT: this.putMemo(r.u32(), this.top(), at); break;
-      case OP.GET: this.push(this.getMemo(Number(r.line()), at)); break;
-      default: this.push(this.getMemo(r.u32(), at)); // LONG_BINGET
+      case OP.PUT:
+        this.putMemo(Number(r.line()), this.top(), at);
+        break;
+      case OP.LONG_BINPUT:
+        this.putMemo(r.u32(), this.top(), at);
+        break;
+      case OP.GET:
+        this.push(this.getMemo(Number(r.line()), at));
+        break;
+      default:
+        this.push(this.getMemo(r.u32(), at)); // LONG_BINGET
     }
     return undefined;
   }
@@ -648,18 +850,24 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
         // Own properties whatever the key: a dict key '__proto__' must not change the prototype.
         const out: Record<string, unknown> = {};
         done.set(v, out);
-        fills.push(() => { for (const [k, x] of v) putOwn(out, k as string, shell(x)); });
+        fills.push(() => {
+          for (const [k, x] of v) putOwn(out, k as string, shell(x));
+        });
         return out;
       }
       const out = new Map();
       done.set(v, out);
-      fills.push(() => { for (const [k, x] of v) out.set(shell(k), shell(x)); });
+      fills.push(() => {
+        for (const [k, x] of v) out.set(shell(k), shell(x));
+      });
       return out;
     }
     if (v instanceof Set) {
       const out = new Set();
       done.set(v, out);
-      fills.push(() => { for (const x of v) out.add(shell(x)); });
+      fills.push(() => {
+        for (const x of v) out.add(shell(x));
+      });
       return out;
     }
     if (v instanceof NdArray && Array.isArray(v.data)) {
@@ -680,7 +888,9 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
     if (!(v instanceof NdArray) && !(v instanceof Uint8Array) && !(v instanceof DType) && Object.getPrototypeOf(v) === Object.prototype) {
       const out: Record<string, unknown> = {};
       done.set(v, out);
-      fills.push(() => { for (const [k, x] of Object.entries(v)) putOwn(out, k, shell(x)); });
+      fills.push(() => {
+        for (const [k, x] of Object.entries(v)) putOwn(out, k, shell(x));
+      });
       return out;
     }
     return v;

@@ -15,7 +15,7 @@
  * Kinds: `array` (rows of any dtype), `utf8` (bytes of text), `utf8z`, `ref`. A heap may itself be a
  * ragged index (a second level of raggedness). numpy loads every file with allow_pickle=False.
  */
-import { DType, recordDType } from '../format/dtype.js';
+import { type DType, recordDType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
 import type { NdArray } from '../array/ndarray.js';
 
@@ -96,7 +96,9 @@ export function raggedInfo(dtype: DType): RaggedInfo | null {
     throw new NpyError('BAD_DESCR', `ragged index dtype ${JSON.stringify(dtype.descrLiteral)}: ${why}`);
   };
   const names = f.map((x) => x.name).join(',');
-  const layout = (Object.keys(FIELDS) as RaggedLayout[]).find((l) => FIELDS[l].join(',') === names && (l !== 'zero-terminated' || /\bkind=utf8z\b/.test(title)));
+  const layout = (Object.keys(FIELDS) as RaggedLayout[]).find(
+    (l) => FIELDS[l].join(',') === names && (l !== 'zero-terminated' || /\bkind=utf8z\b/.test(title)),
+  );
   if (!layout) bad(`its fields (${names}) are none of the layouts (start, stop), (offsets), (start) for kind utf8z, (ref)`);
   const kind = /\bkind=(\S+)/.exec(title)?.[1] as RaggedKind | undefined;
   const heap = /\bheap=(\S+)/.exec(title)?.[1];
@@ -205,7 +207,10 @@ export function heapUrlOf(indexUrl: string, heap: string, options: { allowHeapOu
   const target = new URL(heap, index);
   const folder = new URL('.', index);
   if (!options.allowHeapOutside && (target.origin !== index.origin || target.protocol !== index.protocol || !target.pathname.startsWith(folder.pathname))) {
-    throw new NpyError('UNSAFE_PATH', `the ragged index ${indexUrl} names the heap '${heap}', outside its own folder (${folder.href}); pass { allowHeapOutside: true } to allow it`);
+    throw new NpyError(
+      'UNSAFE_PATH',
+      `the ragged index ${indexUrl} names the heap '${heap}', outside its own folder (${folder.href}); pass { allowHeapOutside: true } to allow it`,
+    );
   }
   return target.href;
 }

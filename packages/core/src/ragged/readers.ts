@@ -106,10 +106,17 @@ export interface RaggedPart extends RaggedSource {
  * @example
  * const r = await openRaggedWith((u) => openNpyUrl(u), url, (i, h) => heapUrlOf(i, h));
  */
-export async function openRaggedWith<P extends RaggedPart>(open: (name: string) => Promise<P>, name: string, heapOf: (index: string, heap: string) => string): Promise<RaggedReader & { parts: P[] }> {
+export async function openRaggedWith<P extends RaggedPart>(
+  open: (name: string) => Promise<P>,
+  name: string,
+  heapOf: (index: string, heap: string) => string,
+): Promise<RaggedReader & { parts: P[] }> {
   const parts: P[] = [];
-  const closeAll = async (): Promise<void> => { for (const p of parts) await p.close?.(); };
-  const run = <T>(reading: Reading<P, T>, signal?: AbortSignal): Promise<T> => runReading(reading, { open, read: (p, s, c) => p.read(s, c, { signal }) }, parts);
+  const closeAll = async (): Promise<void> => {
+    for (const p of parts) await p.close?.();
+  };
+  const run = <T>(reading: Reading<P, T>, signal?: AbortSignal): Promise<T> =>
+    runReading(reading, { open, read: (p, s, c) => p.read(s, c, { signal }) }, parts);
   try {
     const level = await run(openingLevel<P>(name, heapOf));
     const { checkChunk, ...methods } = raggedMethods<P>(name, level, run);
@@ -142,7 +149,11 @@ export interface RaggedUrlOptions extends UrlOptions {
  * await r.get(7);
  */
 export async function openRaggedUrl(url: string | URL, options: RaggedUrlOptions = {}): Promise<RaggedUrlReader> {
-  const reader = await openRaggedWith((u) => openNpyUrl(u, options), String(url), (i, h) => heapUrlOf(i, h, options));
+  const reader = await openRaggedWith(
+    (u) => openNpyUrl(u, options),
+    String(url),
+    (i, h) => heapUrlOf(i, h, options),
+  );
   // Requests of the index and every heap, counted when asked.
   return Object.defineProperty(reader, 'stats', {
     get: () => reader.parts.reduce((t, p) => ({ requests: t.requests + p.stats.requests, bytes: t.bytes + p.stats.bytes }), { requests: 0, bytes: 0 }),

@@ -9,7 +9,18 @@ import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
 import { drive, driveSync, type Operation, type Step } from '../io/steps.js';
-import { decodeUtf8, followHeap, indexWords, raggedInfo, referencedAxis, RAGGED_TAG, type RaggedElement, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
+import {
+  decodeUtf8,
+  followHeap,
+  indexWords,
+  raggedInfo,
+  referencedAxis,
+  RAGGED_TAG,
+  type RaggedElement,
+  type RaggedInfo,
+  type RaggedKind,
+  type RaggedLayout,
+} from './convention.js';
 
 /** What the reader needs of an open .npy: its dtype, shape and order (reads go through the driver). */
 export interface RaggedSource {
@@ -22,7 +33,7 @@ export interface RaggedSource {
  * A reader: an operation (io/steps.ts) whose steps open .npy files by name and read regions of them;
  * `P` is what the driver opens (a file handle, a URL reader).
  */
-export type Reading<P, T> = Operation<T>;
+export type Reading<_P, T> = Operation<T>;
 
 /** An open ragged index with its heap (or, two levels, the inner index it ranges over). */
 export interface RaggedLevel<P> {
@@ -41,7 +52,12 @@ export interface RaggedLevel<P> {
 const product = (xs: readonly number[]): number => xs.reduce((p, x) => p * x, 1);
 
 /** Open an index and its heap (and an inner level): `heapOf` names the heap, confined by the caller's rules. */
-export function* openingLevel<P extends RaggedSource>(name: string, heapOf: (index: string, heap: string) => string, opened?: P, chain: readonly string[] = [name]): Reading<P, RaggedLevel<P>> {
+export function* openingLevel<P extends RaggedSource>(
+  name: string,
+  heapOf: (index: string, heap: string) => string,
+  opened?: P,
+  chain: readonly string[] = [name],
+): Reading<P, RaggedLevel<P>> {
   const index = opened ?? ((yield { op: 'openNpy', name }) as P);
   const info = raggedInfo(index.dtype);
   if (!info) {
@@ -123,7 +139,12 @@ function* locating<P extends RaggedSource>(lv: RaggedLevel<P>, from: number, to:
  * The (start, stop) pairs of `n` elements from the index words read for them (element `from` first),
  * checked against the heap: stops at or after starts, inside the heap's rows.
  */
-export function pairsOf<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'inner' | 'name'>, words: Float64Array, from: number, n: number): Float64Array {
+export function pairsOf<P extends RaggedSource>(
+  lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'inner' | 'name'>,
+  words: Float64Array,
+  from: number,
+  n: number,
+): Float64Array {
   const { layout } = lv.info;
   let pairs: Float64Array;
   if (layout === 'ranges') pairs = words;
@@ -140,7 +161,10 @@ export function pairsOf<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' 
     const e = pairs[2 * i + 1]!;
     if (layout === 'zero-terminated' ? s >= rows : e < s || e > rows) {
       const what = layout === 'references' ? `refers to ${s}` : layout === 'zero-terminated' ? `starts at byte ${s}` : `has bounds [${s}, ${e})`;
-      throw new NpyError('BAD_RAGGED', `ragged element ${from + i} of ${lv.name} ${what}, outside its heap's ${rows} ${lv.info.kind === 'utf8z' ? 'bytes' : 'rows'}`);
+      throw new NpyError(
+        'BAD_RAGGED',
+        `ragged element ${from + i} of ${lv.name} ${what}, outside its heap's ${rows} ${lv.info.kind === 'utf8z' ? 'bytes' : 'rows'}`,
+      );
     }
   }
   return pairs;
@@ -167,7 +191,10 @@ function* readingRanges<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' 
       last.members.push(i);
     } else clusters.push({ start: s, stop: e, members: [i] });
   }
-  const blocks = (yield { op: 'regions', reads: clusters.map((c) => ({ part: heap, start: [c.start, ...tail.map(() => 0)], count: [c.stop - c.start, ...tail] })) }) as NdArray[];
+  const blocks = (yield {
+    op: 'regions',
+    reads: clusters.map((c) => ({ part: heap, start: [c.start, ...tail.map(() => 0)], count: [c.stop - c.start, ...tail] })),
+  }) as NdArray[];
   const out = new Array<RaggedElement>(n);
   const perRow = product(tail);
   clusters.forEach((c, k) => {
@@ -200,7 +227,10 @@ function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>,
   for (const i of order) {
     const s = pairs[2 * i]!;
     const c = clusters[clusters.length - 1];
-    if (c && s - c.last <= 4096) { c.last = s; c.members.push(i); } else clusters.push({ start: s, last: s, bytes: new Uint8Array(0), members: [i] });
+    if (c && s - c.last <= 4096) {
+      c.last = s;
+      c.members.push(i);
+    } else clusters.push({ start: s, last: s, bytes: new Uint8Array(0), members: [i] });
   }
   const out = new Array<RaggedElement>(n);
   let open = clusters;
@@ -225,8 +255,8 @@ function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>,
         if (nul >= 0) {
           out[i] = decodeUtf8(c.bytes.subarray(at, nul));
           pairs[2 * i + 1] = c.start + nul;
-        }
-        else if (c.start + c.bytes.length >= size) throw new NpyError('BAD_RAGGED', `zero-terminated string ${i} of ${lv.name} (byte ${pairs[2 * i]}) has no NUL before the heap's end`);
+        } else if (c.start + c.bytes.length >= size)
+          throw new NpyError('BAD_RAGGED', `zero-terminated string ${i} of ${lv.name} (byte ${pairs[2 * i]}) has no NUL before the heap's end`);
         else pending = true;
       }
       return pending;
@@ -242,7 +272,9 @@ function* readingReferences<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'in
   const rest = referencedAxis(heap.shape, fortran).slice;
   const reads = Array.from({ length: pairs.length / 2 }, (_, i) => {
     const r = pairs[2 * i]!;
-    return fortran ? { part: heap, start: [...rest.map(() => 0), r], count: [...rest, 1] } : { part: heap, start: [r, ...rest.map(() => 0)], count: [1, ...rest] };
+    return fortran
+      ? { part: heap, start: [...rest.map(() => 0), r], count: [...rest, 1] }
+      : { part: heap, start: [r, ...rest.map(() => 0)], count: [1, ...rest] };
   });
   const got = (yield { op: 'regions', reads }) as NdArray[];
   return got.map((a) => new NdArray(a.dtype, rest, a.data, fortran ? 'F' : 'C'));
@@ -255,16 +287,22 @@ export function* readingElements<P extends RaggedSource>(lv: RaggedLevel<P>, fro
 }
 
 /** The elements at (start, stop) pairs of a level's heap (from {@link pairsOf}). */
-export function* readingPairs<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'inner' | 'name'>, pairs: Float64Array): Reading<P, RaggedElement[]> {
+export function* readingPairs<P extends RaggedSource>(
+  lv: Pick<RaggedLevel<P>, 'info' | 'heap' | 'inner' | 'name'>,
+  pairs: Float64Array,
+): Reading<P, RaggedElement[]> {
   if (lv.inner) {
     const out: RaggedElement[] = [];
     for (let i = 0; i < pairs.length; i += 2) out.push(yield* readingElements(lv.inner, pairs[i]!, pairs[i + 1]!));
     return out;
   }
   switch (lv.info.kind) {
-    case 'ref': return yield* readingReferences(lv, pairs);
-    case 'utf8z': return yield* readingZeroTerminated(lv, pairs);
-    default: return yield* readingRanges(lv, pairs);
+    case 'ref':
+      return yield* readingReferences(lv, pairs);
+    case 'utf8z':
+      return yield* readingZeroTerminated(lv, pairs);
+    default:
+      return yield* readingRanges(lv, pairs);
   }
 }
 
@@ -286,14 +324,25 @@ export function raggedShapeOf<P extends RaggedSource>(lv: RaggedLevel<P>): strin
 }
 
 /** What every reader offers about a level, and the flat position of an element given by index or by multi-index. */
-export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
-  length: number; kind: RaggedKind; layout: RaggedLayout; indexShape: number[]; raggedShape: string; heapDtype: DType; heapLength: number;
-  flat(i: number | readonly number[]): number; check(from: number, to: number): void; checkChunk(size: number): void;
+export function levelFacts<P extends RaggedSource>(
+  lv: RaggedLevel<P>,
+): {
+  length: number;
+  kind: RaggedKind;
+  layout: RaggedLayout;
+  indexShape: number[];
+  raggedShape: string;
+  heapDtype: DType;
+  heapLength: number;
+  flat(i: number | readonly number[]): number;
+  check(from: number, to: number): void;
+  checkChunk(size: number): void;
 } {
   let innermost = lv;
   while (innermost.inner) innermost = innermost.inner;
   const check = (from: number, to: number): void => {
-    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > lv.length || from > to) throw new NpyError('BAD_INDEX', `elements [${from}, ${to}) are outside 0…${lv.length}`);
+    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > lv.length || from > to)
+      throw new NpyError('BAD_INDEX', `elements [${from}, ${to}) are outside 0…${lv.length}`);
   };
   return {
     length: lv.length,
@@ -320,7 +369,10 @@ export function levelFacts<P extends RaggedSource>(lv: RaggedLevel<P>): {
 /** A heap that is not there, named with the index that names it (an index is blamed for nothing else of it). */
 function missingHeap(e: unknown, step: { name: string; heapOf?: string | undefined }): unknown {
   if (step.heapOf === undefined || (e as { code?: string })?.code !== 'ENOENT') return e;
-  return new NpyError('NO_HEAP', `the ragged index ${step.heapOf} names the heap ${step.name}, which does not exist (was it moved, or not copied with the index?)`);
+  return new NpyError(
+    'NO_HEAP',
+    `the ragged index ${step.heapOf} names the heap ${step.name}, which does not exist (was it moved, or not copied with the index?)`,
+  );
 }
 
 function cannot(step: Step): NpyError {
@@ -328,32 +380,50 @@ function cannot(step: Step): NpyError {
 }
 
 /** Perform a reader's steps, blocking: `open` and `read` are a blocking source's; opened parts are recorded. */
-export function runReadingSync<P, T>(reading: Reading<P, T>, io: { open(name: string): P; read(part: P, start: number[], count: number[]): NdArray }, opened: P[] = []): T {
+export function runReadingSync<P, T>(
+  reading: Reading<P, T>,
+  io: { open(name: string): P; read(part: P, start: number[], count: number[]): NdArray },
+  opened: P[] = [],
+): T {
   return driveSync(reading, (step) => {
     switch (step.op) {
       case 'openNpy': {
         let part: P;
-        try { part = io.open(step.name); } catch (e) { throw missingHeap(e, step); }
+        try {
+          part = io.open(step.name);
+        } catch (e) {
+          throw missingHeap(e, step);
+        }
         opened.push(part);
         return part;
       }
-      case 'regions': return step.reads.map((r) => io.read(r.part as P, r.start, r.count));
-      default: throw cannot(step);
+      case 'regions':
+        return step.reads.map((r) => io.read(r.part as P, r.start, r.count));
+      default:
+        throw cannot(step);
     }
   });
 }
 
 /** Perform a reader's steps with promises; the reads of one step run together. */
-export function runReading<P, T>(reading: Reading<P, T>, io: { open(name: string): Promise<P>; read(part: P, start: number[], count: number[]): Promise<NdArray> }, opened: P[] = []): Promise<T> {
+export function runReading<P, T>(
+  reading: Reading<P, T>,
+  io: { open(name: string): Promise<P>; read(part: P, start: number[], count: number[]): Promise<NdArray> },
+  opened: P[] = [],
+): Promise<T> {
   return drive(reading, async (step) => {
     switch (step.op) {
       case 'openNpy': {
-        const part = await io.open(step.name).catch((e: unknown) => { throw missingHeap(e, step); });
+        const part = await io.open(step.name).catch((e: unknown) => {
+          throw missingHeap(e, step);
+        });
         opened.push(part);
         return part;
       }
-      case 'regions': return Promise.all(step.reads.map((r) => io.read(r.part as P, r.start, r.count)));
-      default: throw cannot(step);
+      case 'regions':
+        return Promise.all(step.reads.map((r) => io.read(r.part as P, r.start, r.count)));
+      default:
+        throw cannot(step);
     }
   });
 }

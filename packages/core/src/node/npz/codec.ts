@@ -14,7 +14,9 @@ const inflateRawAsync = promisify(inflateRaw);
  */
 function inflateOptions(size: number, member: string): ZlibOptions {
   if (size > kMaxLength) {
-    throw new NpyError('TOO_LARGE', `member of ${size} bytes is larger than one buffer can hold (${kMaxLength}); read it in pieces with streamNpzMember()`, { member });
+    throw new NpyError('TOO_LARGE', `member of ${size} bytes is larger than one buffer can hold (${kMaxLength}); read it in pieces with streamNpzMember()`, {
+      member,
+    });
   }
   return { maxOutputLength: Math.max(1, size), chunkSize: Math.max(64, size + 1) };
 }
@@ -50,7 +52,10 @@ export const zlibCodec: ZipCodec = {
     } catch (e) {
       out = e as Error;
     }
-    return inflated(size, member, () => { if (out instanceof Error) throw out; return out; });
+    return inflated(size, member, () => {
+      if (out instanceof Error) throw out;
+      return out;
+    });
   },
   deflater(level = 6) {
     // Each piece is deflated on its own and ended with a sync flush: the pieces join into one
@@ -64,4 +69,3 @@ export const zlibCodec: ZipCodec = {
   },
   crc32: (bytes, crc) => zlibCrc32(bytes, crc),
 };
-

@@ -80,7 +80,7 @@ export async function storedArray(file: MemberFile, entry: ZipEntry, start: numb
   });
   if (got < header.dataBytes) throw new NpyError('TRUNCATED', `member data ends after ${got} of ${header.dataBytes} bytes`, { member: entry.name });
   // Bytes after the data (numpy ignores them) are in the member's CRC all the same.
-  for (let at = header.dataOffset + header.dataBytes; at < entry.size;) {
+  for (let at = header.dataOffset + header.dataBytes; at < entry.size; ) {
     const piece = await file.readRange(start + at, Math.min(READ_AHEAD, entry.size - at), signal);
     if (piece.length === 0) throw new NpyError('TRUNCATED', `member ends after ${at} of ${entry.size} bytes`, { member: entry.name });
     crc = zlibCrc32(piece, crc);
@@ -98,7 +98,9 @@ export async function storedArray(file: MemberFile, entry: ZipEntry, start: numb
 export async function inflatedArray(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | null> {
   const { signal } = options;
   const inflater = createInflateRaw({ chunkSize: INFLATE_CHUNK });
-  const abort = (): void => { inflater.destroy(signal?.reason as Error); };
+  const abort = (): void => {
+    inflater.destroy(signal?.reason as Error);
+  };
   signal?.addEventListener('abort', abort, { once: true });
   // Compressed pieces, each read while the previous one inflates.
   const feed = (async () => {
@@ -172,9 +174,13 @@ export async function inflatedArray(file: MemberFile, entry: ZipEntry, start: nu
 /** Resolves when `stream` takes more input, or rejects when it is destroyed first (which `once(…, 'drain')` would wait for forever). */
 function drained(stream: Writable): Promise<void> {
   return new Promise((resolve, reject) => {
-    const done = (): void => { stream.off('drain', done); stream.off('close', done); if (stream.destroyed) reject(new Error('the inflater was closed')); else resolve(); };
+    const done = (): void => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      if (stream.destroyed) reject(new Error('the inflater was closed'));
+      else resolve();
+    };
     stream.once('drain', done);
     stream.once('close', done);
   });
 }
-

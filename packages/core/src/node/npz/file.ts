@@ -72,7 +72,10 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     try {
       const { size } = await fh.stat();
       const source = new WindowedSource(size);
-      const archive = await source.run(() => new NpzArchive(source, { codec: zlibCodec, ...options }), (o, l) => readRange(fh, o, l, options.signal));
+      const archive = await source.run(
+        () => new NpzArchive(source, { codec: zlibCodec, ...options }),
+        (o, l) => readRange(fh, o, l, options.signal),
+      );
       return new NpzFile(path, fh, archive, size);
     } catch (e) {
       await fh.close();
@@ -109,7 +112,10 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   private run<T>(operation: (archive: NpzArchive) => T, signal?: AbortSignal): Promise<T> {
     signal?.throwIfAborted();
     const source = new WindowedSource(this.size);
-    return source.run(() => operation(this.archive.withSource(source)), (o, l) => this.readRange(o, l, signal));
+    return source.run(
+      () => operation(this.archive.withSource(source)),
+      (o, l) => this.readRange(o, l, signal),
+    );
   }
 
   /**
@@ -146,7 +152,13 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     const bytes = entry.method === DEFLATED ? await zlibCodec.inflateAsync!(raw, entry.size, entry.name) : raw;
     signal?.throwIfAborted();
     let crc = 0;
-    await inTurns(bytes, (piece) => { crc = zlibCrc32(piece, crc); }, signal);
+    await inTurns(
+      bytes,
+      (piece) => {
+        crc = zlibCrc32(piece, crc);
+      },
+      signal,
+    );
     checkZipCrc(entry, crc);
     return bytes;
   }

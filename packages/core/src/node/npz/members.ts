@@ -78,7 +78,11 @@ function clip(entry: ZipEntry, target: Uint8Array, position: number): Uint8Array
  * await using m = await openNpzMember(z, 'x');
  * const rows = await m.read([0, 0], [10, m.shape[1]!]);
  */
-export async function openNpzMember<const S extends DescrInput>(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
+export async function openNpzMember<const S extends DescrInput>(
+  archive: NpzFile,
+  name: string,
+  options: ReadHeaderOptions & AsyncOptions & Expecting<S>,
+): Promise<NpyFileHandle<S>>;
 export async function openNpzMember(archive: NpzFile, name: string, options?: ReadHeaderOptions & AsyncOptions): Promise<NpyFileHandle>;
 export async function openNpzMember(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
   const entry = storedEntry(archive, name);
@@ -90,7 +94,9 @@ export async function openNpzMember(archive: NpzFile, name: string, options: Rea
       part.set(got);
       return got.length;
     },
-    async close() { /* the archive owns the file */ },
+    async close() {
+      /* the archive owns the file */
+    },
   };
   const header = await readHeaderFromAsync(async (offset, length) => {
     const out = new Uint8Array(length);
@@ -105,7 +111,11 @@ export async function openNpzMember(archive: NpzFile, name: string, options: Rea
  * @example
  * const m = openNpzMemberSync(openNpzSync('big.npz'), 'x');
  */
-export function openNpzMemberSync<const S extends DescrInput>(archive: NpzArchive, name: string, options: ReadHeaderOptions & Expecting<S>): NpyFileHandleSync<S>;
+export function openNpzMemberSync<const S extends DescrInput>(
+  archive: NpzArchive,
+  name: string,
+  options: ReadHeaderOptions & Expecting<S>,
+): NpyFileHandleSync<S>;
 export function openNpzMemberSync(archive: NpzArchive, name: string, options?: ReadHeaderOptions): NpyFileHandleSync;
 export function openNpzMemberSync(archive: NpzArchive, name: string, options: ReadHeaderOptions = {}): NpyFileHandleSync {
   const entry = storedEntry(archive, name);
@@ -119,7 +129,9 @@ export function openNpzMemberSync(archive: NpzArchive, name: string, options: Re
       part.set(got);
       return got.length;
     },
-    close() { /* the archive owns the file */ },
+    close() {
+      /* the archive owns the file */
+    },
   };
   const header = readHeaderFrom((offset, length) => {
     const out = new Uint8Array(length);
@@ -128,4 +140,3 @@ export function openNpzMemberSync(archive: NpzArchive, name: string, options: Re
   checkDataPresent(header, entry.size - header.dataOffset);
   return openHandleSync(entry.name, io, header);
 }
-

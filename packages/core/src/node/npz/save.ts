@@ -57,4 +57,3 @@ function* savingNpz(path: string, arrays: NpzInput, options: NpzWriteOptions): O
     yield* sink.flushing(file);
   });
 }
-

@@ -1,8 +1,8 @@
 /** Appending to ragged arrays: heap rows first (made durable), then the index rows, under the index's append lock. */
 import { resolve } from 'node:path';
-import { type DType } from '../../format/dtype.js';
+import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
-import { NdArray } from '../../array/ndarray.js';
+import type { NdArray } from '../../array/ndarray.js';
 import { appending, droppingRows } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
 import { readingNpyHeader, savingNpy } from '../npy-files.js';
@@ -15,7 +15,11 @@ import { heapRows, maxOf, wordsArray, wordsOf } from './build.js';
 import { type Input, type RaggedPathOptions, heapPathOf, readingRegionAt } from './files.js';
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
-function* raggedFacts(path: string, options: RaggedPathOptions, chain: readonly string[] = [resolve(path)]): Operation<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }> {
+function* raggedFacts(
+  path: string,
+  options: RaggedPathOptions,
+  chain: readonly string[] = [resolve(path)],
+): Operation<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }> {
   const index = yield* readingNpyHeader(path);
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
@@ -68,20 +72,26 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
     const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heapDtype : undefined, layout === 'zero-terminated');
     if (elements.length && k !== kind) throw new NpyError('DTYPE_MISMATCH', `cannot append ${k} elements to a ${kind} ragged array`);
     if (nested) yield* appendingHoldingLock(heapPath, nested, options);
-    else if (rows && rows.size) yield* appending(heapPath, rows);
+    else if (rows?.size) yield* appending(heapPath, rows);
     if (!bounds.length) return;
     const words = wordsOf(layout, bounds);
     const width = index.dtype.fields![0]!.dtype.itemsize as WordWidth;
     const need = widthFor(maxOf(words));
     const per = index.shape.slice(1).reduce((p, x) => p * x, 1);
-    if (bounds.length / 2 % per) throw new NpyError('SHAPE_MISMATCH', `${path} has index rows of ${per} elements; append a multiple of ${per}`);
+    if ((bounds.length / 2) % per) throw new NpyError('SHAPE_MISMATCH', `${path} has index rows of ${per} elements; append a multiple of ${per}`);
     const rowsShape = [bounds.length / 2 / per, ...index.shape.slice(1)];
     if (layout === 'ranges' || need <= width) {
       yield* appending(path, wordsArray(raggedIndexDType(info, width), words, rowsShape));
       return;
     }
     // A word no longer fits: the index is rewritten in the wider width (beside, then renamed over).
-    const old = indexWords(yield* readingRegionAt(path, index.shape.map(() => 0), index.shape));
+    const old = indexWords(
+      yield* readingRegionAt(
+        path,
+        index.shape.map(() => 0),
+        index.shape,
+      ),
+    );
     const all = new Float64Array(old.length + words.length);
     all.set(old);
     all.set(words, old.length);

@@ -5,7 +5,7 @@ import { NpyError } from '../../errors.js';
 import { NdArray } from '../../array/ndarray.js';
 import { toOrder } from '../../array/order.js';
 import { raggedIndexDType, widthFor, type RaggedInfo, type RaggedKind, type RaggedLayout } from '../../ragged/convention.js';
-import { type Input, type RaggedPathOptions } from './files.js';
+import type { Input, RaggedPathOptions } from './files.js';
 
 /** Options of `saveRagged`: the layout, the heap's name (to share one), and dtypes of record fields. */
 export interface SaveRaggedOptions extends RaggedPathOptions {
@@ -33,7 +33,8 @@ export function kindOf(elements: Input[]): 'array' | 'utf8' | 'nested' {
   if (elements.length === 0) return 'array';
   if (elements.every((e) => typeof e === 'string')) return 'utf8';
   if (elements.every((e) => Array.isArray(e))) return 'nested';
-  if (elements.some((e) => typeof e === 'string' || Array.isArray(e))) throw new NpyError('BAD_VALUE', 'ragged elements must all be arrays, all strings, or all lists');
+  if (elements.some((e) => typeof e === 'string' || Array.isArray(e)))
+    throw new NpyError('BAD_VALUE', 'ragged elements must all be arrays, all strings, or all lists');
   return 'array';
 }
 
@@ -49,7 +50,8 @@ export function arrays(elements: Input[], heapDtype?: DType): { dtype: DType; ta
     if (p.dtype.withByteOrder('<').descrLiteral !== dtype.withByteOrder('<').descrLiteral) {
       throw new NpyError('DTYPE_MISMATCH', `ragged element ${i} has dtype ${p.dtype.descrLiteral}, the heap ${dtype.descrLiteral}`);
     }
-    if (shapeRepr(p.shape.slice(1)) !== shapeRepr(tail)) throw new NpyError('SHAPE_MISMATCH', `ragged element ${i} has trailing shape ${shapeRepr(p.shape.slice(1))}, the others ${shapeRepr(tail)}`);
+    if (shapeRepr(p.shape.slice(1)) !== shapeRepr(tail))
+      throw new NpyError('SHAPE_MISMATCH', `ragged element ${i} has trailing shape ${shapeRepr(p.shape.slice(1))}, the others ${shapeRepr(tail)}`);
   });
   return { dtype, tail, parts };
 }
@@ -61,7 +63,10 @@ function concatenate(dtype: DType, tail: number[], parts: NdArray[]): NdArray {
   const total = parts.reduce((n, p) => n + p.data.length, 0);
   const out = new Ctor(total);
   let o = 0;
-  for (const p of parts) { out.set(p.data as Uint8Array, o); o += p.data.length; }
+  for (const p of parts) {
+    out.set(p.data as Uint8Array, o);
+    o += p.data.length;
+  }
   return new NdArray(parts[0]?.dtype ?? dtype, [rows, ...tail], out, 'C');
 }
 
@@ -141,7 +146,11 @@ export function utf8Heap(strings: readonly string[], offset: number, terminated 
     for (let k = 0; k < n; k++) {
       const c = s.charCodeAt(k);
       if (c < 0x80) {
-        if (c === 0 && terminated) throw new NpyError('NOT_REPRESENTABLE', `string ${i} contains U+0000, which the zero-terminated layout cannot hold; use layout 'ranges' or 'offsets'`);
+        if (c === 0 && terminated)
+          throw new NpyError(
+            'NOT_REPRESENTABLE',
+            `string ${i} contains U+0000, which the zero-terminated layout cannot hold; use layout 'ranges' or 'offsets'`,
+          );
         out[p++] = c;
       } else if (c < 0x800) {
         out[p++] = 0xc0 | (c >> 6);
@@ -174,7 +183,12 @@ export function utf8Heap(strings: readonly string[], offset: number, terminated 
 }
 
 /** The heap rows appended for `elements`, and their bounds counted from `offset`. */
-export function heapRows(elements: Input[], offset: number, heapDtype?: DType, terminated = false): { kind: RaggedKind; rows: NdArray | null; bounds: Bounds; nested?: Input[] } {
+export function heapRows(
+  elements: Input[],
+  offset: number,
+  heapDtype?: DType,
+  terminated = false,
+): { kind: RaggedKind; rows: NdArray | null; bounds: Bounds; nested?: Input[] } {
   const kind = kindOf(elements);
   if (kind === 'utf8' || (terminated && elements.length === 0)) {
     const { bytes, bounds } = utf8Heap(elements as string[], offset, terminated);
@@ -183,7 +197,11 @@ export function heapRows(elements: Input[], offset: number, heapDtype?: DType, t
   if (terminated) throw new NpyError('BAD_OPTION', 'the zero-terminated layout holds strings only');
   const bounds = new Float64Array(2 * elements.length);
   let at = offset;
-  const bound = (i: number, rows: number): void => { bounds[2 * i] = at; bounds[2 * i + 1] = at + rows; at += rows; };
+  const bound = (i: number, rows: number): void => {
+    bounds[2 * i] = at;
+    bounds[2 * i + 1] = at + rows;
+    at += rows;
+  };
   if (kind === 'nested') {
     // Two levels: this index ranges over a heap that is itself a ragged index.
     const inner = elements.flatMap((e) => e as Input[]);
@@ -197,7 +215,10 @@ export function heapRows(elements: Input[], offset: number, heapDtype?: DType, t
 
 /** Plain objects: records, some of whose fields are ragged (arrays or strings). */
 export function isRecordList(elements: unknown[]): elements is Record<string, unknown>[] {
-  return elements.length > 0 && elements.every((e) => e !== null && typeof e === 'object' && Object.getPrototypeOf(e) === Object.prototype && !('data' in (e as object)));
+  return (
+    elements.length > 0 &&
+    elements.every((e) => e !== null && typeof e === 'object' && Object.getPrototypeOf(e) === Object.prototype && !('data' in (e as object)))
+  );
 }
 
 export const isRaggedValue = (v: unknown): boolean => typeof v === 'string' || v instanceof NdArray || (typeof v === 'object' && v !== null && 'data' in v);

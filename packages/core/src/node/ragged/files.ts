@@ -3,13 +3,12 @@ import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, resolve, sep } from 'node:path';
 import { checkDataPresent, type ArraySpec } from '../../npy.js';
 import { NpyError } from '../../errors.js';
-import { NdArray } from '../../array/ndarray.js';
+import type { NdArray } from '../../array/ndarray.js';
 import { readingNpyHeader } from '../npy-files.js';
 import type { NpyHeader } from '../../format/header.js';
 import { withFile, type Operation } from '../../io/steps.js';
 import { readingHeader } from '../../io/header-read.js';
 import { readingRegion } from '../../io/region.js';
-
 
 export type Input = NdArray | ArraySpec | string | Input[];
 
@@ -37,11 +36,11 @@ export function heapPathOf(indexPath: string, heap: string, options: RaggedPathO
     throw new NpyError('UNSAFE_PATH', `the ragged index ${indexPath} names the heap '${heap}', ${why}; pass { allowHeapOutside: true } to allow it`);
   };
   if (isAbsolute(heap)) refuse('an absolute path');
-  if (heap.split(/[\\/]/).includes('..') || !inside(folder, target)) refuse('outside the index\'s folder');
+  if (heap.split(/[\\/]/).includes('..') || !inside(folder, target)) refuse("outside the index's folder");
   // Symlinks: the nearest part of the path that exists must resolve inside the folder too.
   let existing = target;
   while (!existsSync(existing) && inside(folder, dirname(existing)) && existing !== folder) existing = dirname(existing);
-  if (existsSync(existing) && !inside(realpathSync(folder), realpathSync(existing))) refuse('which a symbolic link leads outside the index\'s folder');
+  if (existsSync(existing) && !inside(realpathSync(folder), realpathSync(existing))) refuse("which a symbolic link leads outside the index's folder");
   return target;
 }
 

@@ -1,6 +1,6 @@
 /** Reading ragged arrays from files: the blocking handle, the async reader, records with ragged fields. */
 import { getField } from '../../array/records.js';
-import { type DType } from '../../format/dtype.js';
+import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
 import { openNpyFile, openNpyFileSync, type NpyFileHandleSync } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
@@ -66,7 +66,10 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
   const main = openNpyFileSync(path);
   const fields = raggedFieldsOf(main.dtype);
   const heaps: Record<string, NpyFileHandleSync> = {};
-  const closeAll = (): void => { main.close(); for (const h of Object.values(heaps)) h.close(); };
+  const closeAll = (): void => {
+    main.close();
+    for (const h of Object.values(heaps)) h.close();
+  };
   try {
     if (Object.keys(fields).length === 0) throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
     for (const [name, info] of Object.entries(fields)) {
@@ -79,14 +82,17 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
   }
   const length = main.shape[0] ?? 0;
   const slice = (from: number, to: number): Record<string, unknown>[] => {
-    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to) throw new NpyError('BAD_INDEX', `elements [${from}, ${to}) are outside 0…${length}`);
+    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > length || from > to)
+      throw new NpyError('BAD_INDEX', `elements [${from}, ${to}) are outside 0…${length}`);
     if (from === to) return [];
     const rows = main.read([from], [to - from]);
     const out = (rows.toList() as Record<string, unknown>[]).map((rec) => ({ ...rec }));
     for (const [name, info] of Object.entries(fields)) {
       const field = { name: `${path} field '${name}'`, info, heap: heaps[name]!, inner: null };
       const elements = readBlocking(readingPairs(field, pairsOf(field, indexWords(getField(rows, name)), from, to - from)));
-      elements.forEach((e, k) => { out[k]![name] = e; });
+      elements.forEach((e, k) => {
+        out[k]![name] = e;
+      });
     }
     return out;
   };
@@ -112,10 +118,16 @@ const readBlocking = <T>(reading: Reading<NpyFileHandleSync, T>): T => runReadin
  */
 export function openRaggedSync(path: string, options: RaggedPathOptions = {}): RaggedHandle {
   const opened: NpyFileHandleSync[] = [];
-  const closeAll = (): void => { for (const h of opened) h.close(); };
+  const closeAll = (): void => {
+    for (const h of opened) h.close();
+  };
   let level: RaggedLevel<NpyFileHandleSync>;
   try {
-    level = runReadingSync(openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathOf(i, h, options)), blockingFiles, opened);
+    level = runReadingSync(
+      openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathOf(i, h, options)),
+      blockingFiles,
+      opened,
+    );
   } catch (e) {
     closeAll();
     throw e;
@@ -142,7 +154,11 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
  * await r.close();
  */
 export async function openRagged(path: string, options: RaggedPathOptions & AsyncOptions = {}): Promise<RaggedReader & AsyncDisposable> {
-  const reader = await openRaggedWith((p) => openNpyFile(p, { signal: options.signal }), path, (index, heap) => heapPathOf(index, heap, options));
+  const reader = await openRaggedWith(
+    (p) => openNpyFile(p, { signal: options.signal }),
+    path,
+    (index, heap) => heapPathOf(index, heap, options),
+  );
   return Object.assign(reader, { [Symbol.asyncDispose]: () => reader.close() });
 }
 

@@ -13,7 +13,20 @@ import { toOrder } from '../../array/order.js';
 import { MAX_RAGGED_DEPTH, rowsInHeap, raggedIndexDType, raggedInfo, referencedAxis, type RaggedInfo } from '../../ragged/convention.js';
 import { arrayFromValues } from '../../array/write-value.js';
 import { appendingRagged, lockedAppend } from './append.js';
-import { type Bounds, type SaveRaggedOptions, bytesArray, gridOf, heapRows, indexArray, isRaggedValue, isRecordList, kindOf, scalarDescr, utf8Heap, wordsArray } from './build.js';
+import {
+  type Bounds,
+  type SaveRaggedOptions,
+  bytesArray,
+  gridOf,
+  heapRows,
+  indexArray,
+  isRaggedValue,
+  isRecordList,
+  kindOf,
+  scalarDescr,
+  utf8Heap,
+  wordsArray,
+} from './build.js';
 import { type Input, type RaggedPathOptions, headerOrNull, heapPathOf } from './files.js';
 
 /**
@@ -21,7 +34,13 @@ import { type Input, type RaggedPathOptions, headerOrNull, heapPathOf } from './
  * array fields range over `main.npy.heap1`, `main.npy.heap2`, … (in field order), and every string
  * field over the one `main.npy.strings`. Other fields are ordinary columns.
  */
-function* savingRecords(path: string, records: Record<string, unknown>[], dtypes: Record<string, string>, layout: SaveRaggedOptions['layout'], taken: readonly string[]): Operation<void> {
+function* savingRecords(
+  path: string,
+  records: Record<string, unknown>[],
+  dtypes: Record<string, string>,
+  layout: SaveRaggedOptions['layout'],
+  taken: readonly string[],
+): Operation<void> {
   const strings = freshHeapName(path, `${basename(path)}.strings`, taken);
   const saves: { path: string; array: NdArray }[] = [];
   const names = Object.keys(records[0]!);
@@ -57,16 +76,25 @@ function* savingRecords(path: string, records: Record<string, unknown>[], dtypes
       info = { kind: made.kind, heap, layout: 'ranges' };
     }
     specs.push({ name, dtype: raggedIndexDType(info) });
-    columns[name] = values.map((_, i) => (info.layout === 'ranges' ? { start: BigInt(bounds[2 * i]!), stop: BigInt(bounds[2 * i + 1]!) } : { start: BigInt(bounds[2 * i]!) }));
+    columns[name] = values.map((_, i) =>
+      info.layout === 'ranges' ? { start: BigInt(bounds[2 * i]!), stop: BigInt(bounds[2 * i + 1]!) } : { start: BigInt(bounds[2 * i]!) },
+    );
   }
   if (text.length) {
     const all = new Uint8Array(textBytes);
     let at = 0;
-    for (const t of text) { all.set(t, at); at += t.length; }
+    for (const t of text) {
+      all.set(t, at);
+      at += t.length;
+    }
     saves.push({ path: join(dirname(path), strings), array: bytesArray(all) });
   }
   // Every field checked and every array built before the first write.
-  const main = arrayFromValues(records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))), recordDType(specs), { shape: [records.length] });
+  const main = arrayFromValues(
+    records.map((_, i) => Object.fromEntries(names.map((n) => [n, columns[n]![i]]))),
+    recordDType(specs),
+    { shape: [records.length] },
+  );
   for (const save of saves) yield* savingNpy(save.path, save.array);
   yield* savingNpy(path, main);
 }
@@ -103,7 +131,11 @@ function* ownedHeaps(path: string, chain: readonly string[] = [resolve(path)]): 
   try {
     const top = raggedInfo(header.dtype);
     if (top) infos.push(top);
-    else for (const f of header.dtype.fields ?? []) { const i = raggedInfo(f.dtype); if (i) infos.push(i); }
+    else
+      for (const f of header.dtype.fields ?? []) {
+        const i = raggedInfo(f.dtype);
+        if (i) infos.push(i);
+      }
   } catch {
     return []; // a malformed title: nothing of it is ours to remove
   }
@@ -145,7 +177,8 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
   const heapName = options.heap ?? freshHeapName(path, `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`, taken);
   const heapPath = heapPathOf(path, heapName, options);
   if (heapPath === resolve(path)) throw new NpyError('NAME_CLASH', `${path} cannot be its own heap`);
-  if (shared && layout === 'offsets') throw new NpyError('NAME_CLASH', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
+  if (shared && layout === 'offsets')
+    throw new NpyError('NAME_CLASH', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
   let offset = 0;
   let heapDtype: DType | undefined;
   if (shared) {
@@ -197,7 +230,7 @@ export function saveRaggedSync(path: string, elements: Input[] | Record<string, 
 function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions): Operation<void> {
   const heapPath = heapPathOf(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
   const given = typeof heap === 'string' ? null : toNdArray(heap);
-  const h = given ? null : (yield* readingNpyHeader(heapPath));
+  const h = given ? null : yield* readingNpyHeader(heapPath);
   const heapShape = given ? given.shape : h!.shape;
   if (heapShape.length === 0) throw new NpyError('SHAPE_MISMATCH', 'references need a heap with at least one axis');
   // The order the heap has (or will have) on disk: saveNpy writes Fortran order only where it differs from C.
@@ -223,7 +256,12 @@ function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string
  * @example
  * await saveReferences('picks.npy', { data: new Int32Array([2, 0, 2]), shape: [3] }, 'frames.npy');
  */
-export function saveReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
+export function saveReferences(
+  path: string,
+  refs: NdArray | ArraySpec,
+  heap: string | NdArray | ArraySpec,
+  options: RaggedPathOptions & AsyncOptions = {},
+): Promise<void> {
   return run(savingReferences(path, refs, heap, options), options.signal);
 }
 
