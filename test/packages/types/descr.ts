@@ -62,7 +62,7 @@ void wrong;
 
 // Arrays whose dtype is known only at run time: `expect` checks it once and types the result.
 import { arrayFromValues, decodeNpy, decodeNpz, getField, isDType, openNpyUrl } from '@npyts/core';
-import { loadNpy, loadNpySync, openNpyFile, openNpyFileSync, openNpz, openNpzSync } from '@npyts/core/node';
+import { loadNpy, loadNpySync, openNpyFile, openNpyFileSync, openNpz, openNpzSync, loadNpz, loadNpzSync } from '@npyts/core/node';
 declare const bytes: Uint8Array;
 expectTypeOf(decodeNpy(bytes)).toEqualTypeOf<NdArray>();
 expectTypeOf(decodeNpy(bytes).get(0)).toEqualTypeOf<unknown>();
@@ -240,8 +240,11 @@ expectTypeOf(
 // @ts-expect-error: a file's content is text or bytes
 encodeNpz({ w: f4 }, { files: { 'n.json': 3 } });
 
-// Archives in memory read asynchronously: the expected descr types the member; readAll maps keys to arrays.
-expectTypeOf(decodeNpz(bytes).read('w', { expect: '<f4', signal: AbortSignal.timeout(1000) })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+// Every archive has the same async get: the expected descr types the member; getAll maps keys to arrays.
+expectTypeOf(decodeNpz(bytes).get('w', { expect: '<f4', signal: AbortSignal.timeout(1000) })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+expectTypeOf(decodeNpz(bytes).getSync('w', { expect: '<f4' })).toEqualTypeOf<NdArray<'<f4'>>();
 expectTypeOf(decodeNpz(bytes).getAll()).toEqualTypeOf<Promise<Map<string, NdArray>>>();
-// @ts-expect-error: read takes a member name
-void decodeNpz(bytes).read(3);
+expectTypeOf(loadNpzSync('x.npz')).toEqualTypeOf<Map<string, NdArray>>();
+expectTypeOf(loadNpz('x.npz')).toEqualTypeOf<Promise<Map<string, NdArray>>>();
+// @ts-expect-error: get takes a member name
+void decodeNpz(bytes).get(3);
