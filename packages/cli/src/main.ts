@@ -1,4 +1,9 @@
-/** The `npyts` command: info, show and convert for .npy files. */
+/**
+ * The `npyts` command: argument parsing (util.parseArgs) and one function per subcommand (info, show,
+ * convert, diff, csv). Long because it holds every subcommand's wiring; the work itself is in
+ * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
+ * their own is the next step.
+ */
 import {
   NpyError,
   checkDataSize,

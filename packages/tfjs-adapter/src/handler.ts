@@ -1,6 +1,9 @@
 /**
  * A tfjs IOHandler over one .npz: `tf.loadLayersModel(npzHandler(...))`, `model.save(npzHandler(...))`,
  * `tf.loadGraphModel(npzHandler(...))`, and `npz://` URLs through tfjs's routers.
+ *
+ * Long because tfjs's IOHandler is one object with load and save, over three kinds of source and
+ * both weight layouts; the layouts' rules are in pytorch.ts and assign.ts, the sources in sources.ts.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NdArray, NpyError, familyOf, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';

@@ -3,6 +3,9 @@
  * archive arrays make each tfjs weight and how. Every rule that tells the two frameworks apart lives
  * here: axis orders, BatchNorm's names, LSTM biases, the rows of a Dense after a Flatten, epsilons and
  * activations that must agree.
+ *
+ * Long on purpose: one rule per layer type, kept together so that the differences between the two
+ * frameworks are read in one place.
  */
 import { NpyError } from '@npyts/core';
 import type { AnyArchive } from './sources.js';

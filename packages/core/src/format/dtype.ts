@@ -1,6 +1,9 @@
 /**
  * The dtype algebra: numpy's type strings and record descrs, parsed into {@link DType} and
  * printed back exactly as numpy prints them (`dtype.str`, `dtype.descr`, the header literal).
+ *
+ * Long on purpose: the three forms (scalar, subarray, record) and the parser that builds them share
+ * protected constructors and the one table of type codes, so every fact about a dtype is here.
  */
 import { NpyError } from '../errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';

@@ -3,6 +3,9 @@
  * extras in central and local headers), data descriptors, UTF-8 and cp437 names, stored and
  * deflated members, CRC-32 and size checks on every member read. Compression is delegated to a
  * {@link ZipCodec}: node:zlib in Node, fflate elsewhere.
+ *
+ * Long on purpose: reading and writing share the record layouts (local and central headers, zip64
+ * records and extras, data descriptors), which are written once here for both directions.
  */
 import { inflateInto } from './inflate-pieces.js';
 import { NpyError } from '../errors.js';

@@ -1,6 +1,10 @@
 /**
  * The pickle machine: protocols 0–5, opcode by opcode (named in opcodes.ts), with memo size, MARK
  * depth, container nesting and allocated bytes bounded; globals only from the allowlist.
+ *
+ * Long on purpose: one class, because every opcode family shares the stack, the memo and the limits,
+ * and the hot loop needs them as fields of one object (a split across modules would pass them around
+ * per opcode). Text decoding, values and the allowlist are in their own modules.
  */
 import { DType } from '../format/dtype.js';
 import { NdArray } from '../array/ndarray.js';
