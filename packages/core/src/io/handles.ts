@@ -7,7 +7,7 @@ import { checkDataSize, hasObject, toNdArray, type ArraySpec } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
 import { planRegion, readingRegion, type OpenNpy } from './region.js';
-import { drive, driveSync, type FileRef, type Operation, type PerformAsync, type PerformSync, type Step } from './steps.js';
+import { SOURCE, drive, driveSync, type FileRef, type Operation, type PerformAsync, type PerformSync, type Step } from './steps.js';
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
@@ -66,9 +66,6 @@ export interface PositionalIOAsync {
   close(): Promise<void>;
 }
 
-/** The one file a positional source is: the steps' file reference, which its driver ignores. */
-export const SOURCE = {} as FileRef;
-
 function cannot(step: Step): NpyError {
   return new NpyError('INTERNAL', `a positional source cannot perform '${step.op}'`);
 }
@@ -81,6 +78,10 @@ export function performOnSync(io: PositionalIO, path: string): PerformSync {
         const n = io.read(step.into, step.at);
         if (n > 0) step.onPiece?.(step.into.subarray(0, n));
         return n;
+      }
+      case 'view': {
+        const out = new Uint8Array(step.length);
+        return out.subarray(0, io.read(out, step.at));
       }
       case 'write':
         if (!io.write) throw readOnlyError(path);
@@ -105,6 +106,10 @@ export function performOnAsync(io: PositionalIOAsync, path: string): PerformAsyn
         const n = await io.read(step.into, step.at, signal);
         if (n > 0) step.onPiece?.(step.into.subarray(0, n));
         return n;
+      }
+      case 'view': {
+        const out = new Uint8Array(step.length);
+        return out.subarray(0, await io.read(out, step.at, signal));
       }
       case 'write':
         if (!io.write) throw readOnlyError(path);

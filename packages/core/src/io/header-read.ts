@@ -51,10 +51,19 @@ export async function readHeaderFromAsync(
   return readHeader(prefix, options);
 }
 
+/**
+ * The steps that read a header from the leading bytes of a source: `prefix(n)` gives its first `n`
+ * bytes (fewer at its end). A first block, then, only when the header is longer and its length has
+ * passed the maxHeaderBytes check, the whole header.
+ */
+export function* readingHeaderOf(prefix: (length: number) => Operation<Uint8Array>, options: ReadHeaderOptions = {}): Operation<NpyHeader> {
+  let bytes = yield* prefix(FIRST_BLOCK);
+  const need = moreNeeded(bytes, bytes.length < FIRST_BLOCK, options);
+  if (need) bytes = yield* prefix(need);
+  return readHeader(bytes, options);
+}
+
 /** The steps that read the header of an open file (a few hundred bytes in the common case). */
-export function* readingHeader(file: FileRef, options: ReadHeaderOptions = {}): Operation<NpyHeader> {
-  let prefix = yield* readBytes(file, 0, FIRST_BLOCK);
-  const need = moreNeeded(prefix, prefix.length < FIRST_BLOCK, options);
-  if (need) prefix = yield* readBytes(file, 0, need);
-  return readHeader(prefix, options);
+export function readingHeader(file: FileRef, options: ReadHeaderOptions = {}): Operation<NpyHeader> {
+  return readingHeaderOf((length) => readBytes(file, 0, length), options);
 }

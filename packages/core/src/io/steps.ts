@@ -12,6 +12,9 @@
 /** A file as a driver holds it (a descriptor, a FileHandle): opaque to operations. */
 export type FileRef = { readonly __fileRef: unique symbol };
 
+/** The one file of a driver over one source (an archive, a positional source): its drivers ignore the reference. */
+export const SOURCE = {} as FileRef;
+
 /** A region as a strided walk: runs of `runLength` bytes at `base` + Σ index × stride over `counts`. */
 export interface Strided {
   readonly base: number;
@@ -38,6 +41,11 @@ export type Step =
   /** → FileRef. An existing file must be a regular one (NOT_A_FILE otherwise). */
   | { readonly op: 'open'; readonly path: string; readonly mode: OpenMode }
   | { readonly op: 'close'; readonly file: FileRef }
+  /**
+   * → `length` bytes at `at` (fewer at the end): a view of bytes the driver holds (an archive in
+   * memory), else a buffer of their own. For reads whose bytes are only looked at, not kept.
+   */
+  | { readonly op: 'view'; readonly file: FileRef; readonly at: number; readonly length: number }
   /** → bytes read (fewer only at the end of the file). `onPiece` sees pieces as they complete. */
   | { readonly op: 'read'; readonly file: FileRef; readonly into: Uint8Array; readonly at: number; readonly onPiece?: (piece: Uint8Array) => void }
   /** Write all of `bytes` at `at` (at the file position when null). */
@@ -144,6 +152,11 @@ export function* readInto(file: FileRef, into: Uint8Array, at: number, onPiece?:
 export function* readBytes(file: FileRef, at: number, length: number): Operation<Uint8Array> {
   const out = new Uint8Array(length);
   return out.subarray(0, (yield { op: 'read', file, into: out, at }) as number);
+}
+
+/** The step {@link Step} `view`: `length` bytes at `at`, viewed where the driver holds them. */
+export function* viewBytes(file: FileRef, at: number, length: number): Operation<Uint8Array> {
+  return (yield { op: 'view', file, at, length }) as Uint8Array;
 }
 
 /** Open a file, run `body` with it, close it on every path. */

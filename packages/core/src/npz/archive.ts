@@ -15,7 +15,8 @@ import {
 import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, readHeader, type NpyHeader } from '../format/header.js';
-import { readHeaderFrom } from '../io/header-read.js';
+import { readingHeaderOf } from '../io/header-read.js';
+import { driveSync, type Operation } from '../io/steps.js';
 import { settleAll } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
 import { inflateAsync } from './stream-inflate.js';
@@ -25,10 +26,11 @@ import {
   ZipWriter,
   checkZipCrc,
   memorySource,
-  readZipEntries,
+  performOnBytes,
   readZipEntry,
-  readZipEntryPrefix,
   readZipEntryStored,
+  readingZipEntries,
+  readingZipEntryPrefix,
   type ByteSource,
   type ZipCodec,
   type ZipEntry,
@@ -52,29 +54,18 @@ function isNpy(bytes: Uint8Array): boolean {
 }
 
 /**
- * An opened .npz: the directory is read once; each member is read, checked and decoded on demand.
- * @example
- * const z = decodeNpz(bytes);
- * for await (const [name, a] of z) console.log(name, a.shape);
+ * An archive's members by numpy's keys (`a.npy` is `a`): the one place the key rules live, shared by
+ * archives in memory and archive files.
  */
-export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[string, NdArray]> {
-  /** Zip members in archive order. */
-  readonly entries: readonly ZipEntry[];
+export class NpzIndex {
   /** Keys as numpy's `NpzFile.files` lists them (`a.npy` → `a`). */
   readonly names: readonly string[];
   private readonly byName: Map<string, ZipEntry>;
 
-  constructor(
-    readonly source: ByteSource,
-    private readonly options: NpzOptions = {},
-  ) {
-    this.entries = readZipEntries(source);
-    this.byName = new Map(this.entries.map((e) => [e.name, e]));
-    this.names = this.entries.map((e) => keyOf(e.name));
-  }
-
-  get codec(): ZipCodec {
-    return this.options.codec ?? fflateCodec;
+  /** @param entries Zip members in archive order. */
+  constructor(readonly entries: readonly ZipEntry[]) {
+    this.byName = new Map(entries.map((e) => [e.name, e]));
+    this.names = entries.map((e) => keyOf(e.name));
   }
 
   /** The zip entry a key names: the exact member name first, else the key plus `.npy` (as numpy). */
@@ -91,6 +82,95 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
 
   has(name: string): boolean {
     return this.byName.has(name) || this.byName.has(`${name}.npy`);
+  }
+}
+
+/** An error of a member's bytes, re-raised naming the member. */
+function inMember<T>(entry: ZipEntry, work: () => T): T {
+  try {
+    return work();
+  } catch (e) {
+    if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
+    throw e;
+  }
+}
+
+/**
+ * Decode a member's uncompressed bytes (read and checked by the caller) as an array; errors name the member.
+ * @example
+ * const a = decodeMember(z.entry('w'), inflatedBytes);
+ */
+export function decodeMember(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions = {}): NdArray {
+  if (!isNpy(bytes)) {
+    throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${keyOf(entry.name)}')`, { member: entry.name });
+  }
+  return inMember(entry, () => decodeNpy(bytes, options));
+}
+
+/**
+ * The steps that read a member's .npy header from its first bytes (a large or object-array member
+ * is not inflated whole), in an archive of `size` bytes; the data is checked to be the size the
+ * header promises, by the member's declared size. Errors name the member.
+ */
+export function* readingMemberHeader(size: number, entry: ZipEntry, options: DecodeOptions = {}): Operation<NpyHeader> {
+  const magic = yield* readingZipEntryPrefix(size, entry, MAGIC.length);
+  if (!isNpy(magic)) decodeMember(entry, magic); // throws BAD_MAGIC naming the member
+  let header: NpyHeader;
+  try {
+    header = yield* readingHeaderOf((length) => readingZipEntryPrefix(size, entry, length), options);
+  } catch (e) {
+    return inMember(entry, () => {
+      throw e;
+    });
+  }
+  return inMember(entry, () => {
+    checkDataSize(header, entry.size - header.dataOffset);
+    return header;
+  });
+}
+
+/**
+ * An opened .npz: the directory is read once; each member is read, checked and decoded on demand.
+ * @example
+ * const z = decodeNpz(bytes);
+ * for await (const [name, a] of z) console.log(name, a.shape);
+ */
+export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[string, NdArray]> {
+  private readonly index: NpzIndex;
+
+  constructor(
+    readonly source: ByteSource,
+    private readonly options: NpzOptions = {},
+  ) {
+    this.index = new NpzIndex(this.run(readingZipEntries(source.size)));
+  }
+
+  /** An operation of zip reads, performed on this archive's source. */
+  private run<T>(operation: Operation<T>): T {
+    return driveSync(operation, performOnBytes(this.source));
+  }
+
+  /** Zip members in archive order. */
+  get entries(): readonly ZipEntry[] {
+    return this.index.entries;
+  }
+
+  /** Keys as numpy's `NpzFile.files` lists them (`a.npy` → `a`). */
+  get names(): readonly string[] {
+    return this.index.names;
+  }
+
+  get codec(): ZipCodec {
+    return this.options.codec ?? fflateCodec;
+  }
+
+  /** The zip entry a key names: the exact member name first, else the key plus `.npy` (as numpy). */
+  entry(name: string): ZipEntry {
+    return this.index.entry(name);
+  }
+
+  has(name: string): boolean {
+    return this.index.has(name);
   }
 
   /** A member's uncompressed bytes (CRC and size verified), blocking: the way to members that are not .npy. */
@@ -114,18 +194,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
    * read whole). The data is checked to be the size the header promises, by the member's declared size.
    */
   headerSync(name: string): NpyHeader {
-    const entry = this.entry(name);
-    try {
-      if (!isNpy(readZipEntryPrefix(this.source, entry, MAGIC.length)))
-        throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`);
-      // Prefixes are inflated from the member's start: read(0, n) gives its first n bytes.
-      const header = readHeaderFrom((offset, length) => readZipEntryPrefix(this.source, entry, offset + length).subarray(offset), this.options);
-      checkDataSize(header, entry.size - header.dataOffset);
-      return header;
-    } catch (e) {
-      if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
-      throw e;
-    }
+    return this.run(readingMemberHeader(this.source.size, this.entry(name), this.options));
   }
 
   /** {@link headerSync} as a promise, like the header of a file's archive (only the member's first bytes are inflated either way). */
@@ -216,31 +285,13 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   }
 
   /**
-   * Decode a member's uncompressed bytes (read and checked by the caller) as an array; errors name the member.
+   * Decode a member's uncompressed bytes (read and checked by the caller) as an array, with this
+   * archive's decode options; errors name the member.
    * @example
    * const a = z.decodeMember(z.entry('w'), inflatedBytes);
    */
   decodeMember(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions = {}): NdArray {
-    const name = keyOf(entry.name);
-    if (!isNpy(bytes)) {
-      throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${name}')`, { member: entry.name });
-    }
-    try {
-      return decodeNpy(bytes, { ...this.options, ...options });
-    } catch (e) {
-      if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
-      throw e;
-    }
-  }
-
-  /**
-   * This archive reading its members through `source` (the same bytes, another way to reach them):
-   * an async reader gives each operation its own windows of the file.
-   */
-  withSource(source: ByteSource): NpzArchive {
-    const view = Object.create(this) as NpzArchive;
-    Object.defineProperty(view, 'source', { value: source });
-    return view;
+    return decodeMember(entry, bytes, { ...this.options, ...options });
   }
 
   *[Symbol.iterator](): Iterator<[string, NdArray]> {

@@ -7,8 +7,9 @@
  * Long on purpose: reading and writing share the record layouts (local and central headers, zip64
  * records and extras, data descriptors), which are written once here for both directions.
  */
-import { inflateInto } from './inflate-pieces.js';
+import { inflaterInto } from './inflate-pieces.js';
 import { NpyError } from '../errors.js';
+import { SOURCE, driveSync, viewBytes, type Operation, type PerformSync } from '../io/steps.js';
 
 /** Positional reads over an archive held in memory, in a file, or anywhere else. */
 export interface ByteSource {
@@ -21,15 +22,16 @@ export interface ByteSource {
 }
 
 /**
- * Thrown by a source for bytes it does not hold yet: an async reader (a file, a URL) catches it,
- * fetches those bytes and runs the same synchronous parsing step again, so the zip logic is written
- * once. Code that catches errors while reading must let it through.
+ * The blocking driver of the zip reads over a {@link ByteSource}: each `view` step is one read of
+ * the source (a view, for bytes in memory). The reads are written once, as operations of `view`
+ * steps over the archive of a known size; an async reader (a file on disk) drives the same
+ * operations with its own reads.
  */
-export class NeedBytes {
-  constructor(
-    readonly offset: number,
-    readonly length: number,
-  ) {}
+export function performOnBytes(src: ByteSource): PerformSync {
+  return (step) => {
+    if (step.op !== 'view') throw new NpyError('INTERNAL', `a zip source cannot perform '${step.op}'`);
+    return src.read(step.at, step.length);
+  };
 }
 
 /**
@@ -132,21 +134,21 @@ function view(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-function readExact(src: ByteSource, offset: number, length: number, what: string): Uint8Array {
-  if (offset < 0 || offset + length > src.size) {
-    zipError(`truncated archive: ${what} at byte ${offset} needs ${length} bytes but the archive has ${src.size}`, offset);
+function* readingExact(size: number, offset: number, length: number, what: string): Operation<Uint8Array> {
+  if (offset < 0 || offset + length > size) {
+    zipError(`truncated archive: ${what} at byte ${offset} needs ${length} bytes but the archive has ${size}`, offset);
   }
-  const b = src.read(offset, length);
+  const b = yield* viewBytes(SOURCE, offset, length);
   if (b.length !== length) zipError(`short read of ${what}`, offset);
   return b;
 }
 
 /** Find the end-of-central-directory record (searching past an archive comment). */
-function findEocd(src: ByteSource): number {
-  if (src.size < 22) zipError(`not a zip archive: ${src.size} bytes is shorter than an end record`);
-  const tailLen = Math.min(src.size, 22 + U16_MAX);
-  const tailStart = src.size - tailLen;
-  const tail = readExact(src, tailStart, tailLen, 'the archive tail');
+function* findingEocd(size: number): Operation<number> {
+  if (size < 22) zipError(`not a zip archive: ${size} bytes is shorter than an end record`);
+  const tailLen = Math.min(size, 22 + U16_MAX);
+  const tailStart = size - tailLen;
+  const tail = yield* readingExact(size, tailStart, tailLen, 'the archive tail');
   const v = view(tail);
   let loose = -1;
   for (let i = tailLen - 22; i >= 0; i--) {
@@ -179,18 +181,23 @@ function zip64Values(extra: Uint8Array, at: number, member: string): number[] {
  * readZipEntries(memorySource(bytes)).map((e) => e.name);   // ['a.npy', 'b.npy']
  */
 export function readZipEntries(src: ByteSource): ZipEntry[] {
-  const eocdAt = findEocd(src);
-  const e = view(readExact(src, eocdAt, 22, 'the end record'));
+  return driveSync(readingZipEntries(src.size), performOnBytes(src));
+}
+
+/** {@link readZipEntries} as an operation over an archive of `size` bytes. */
+export function* readingZipEntries(size: number): Operation<ZipEntry[]> {
+  const eocdAt = yield* findingEocd(size);
+  const e = view(yield* readingExact(size, eocdAt, 22, 'the end record'));
   let disk = e.getUint16(4, true);
   let cdDisk = e.getUint16(6, true);
   let count = e.getUint16(10, true);
   let cdSize = e.getUint32(12, true);
   let cdOffset = e.getUint32(16, true);
   if (eocdAt >= 20) {
-    const loc = view(readExact(src, eocdAt - 20, 20, 'the zip64 locator'));
+    const loc = view(yield* readingExact(size, eocdAt - 20, 20, 'the zip64 locator'));
     if (loc.getUint32(0, true) === SIG_ZIP64_LOCATOR) {
       const z64At = u64(loc, 8);
-      const z = view(readExact(src, z64At, 56, 'the zip64 end record'));
+      const z = view(yield* readingExact(size, z64At, 56, 'the zip64 end record'));
       if (z.getUint32(0, true) !== SIG_ZIP64_EOCD) zipError('the zip64 locator does not point at a zip64 end record', z64At);
       disk = z.getUint32(16, true);
       cdDisk = z.getUint32(20, true);
@@ -202,7 +209,7 @@ export function readZipEntries(src: ByteSource): ZipEntry[] {
   if (disk !== 0 || cdDisk !== 0) throw new NpyError('ZIP_UNSUPPORTED', 'multi-disk (split) zip archives are not supported');
   if (cdOffset + cdSize > eocdAt)
     zipError(`the central directory (${cdSize} bytes at ${cdOffset}) overlaps the end record or the archive is truncated`, eocdAt);
-  const cd = readExact(src, cdOffset, cdSize, 'the central directory');
+  const cd = yield* readingExact(size, cdOffset, cdSize, 'the central directory');
   const v = view(cd);
   const entries: ZipEntry[] = [];
   let p = 0;
@@ -260,14 +267,19 @@ function limitEntries(entries: ZipEntry[], cdOffset: number): void {
  * entryDataOffset(src, entry);   // where the member's stored bytes begin
  */
 export function entryDataOffset(src: ByteSource, entry: ZipEntry): number {
+  return driveSync(readingDataOffset(src.size, entry), performOnBytes(src));
+}
+
+/** {@link entryDataOffset} as an operation over an archive of `size` bytes. */
+export function* readingDataOffset(size: number, entry: ZipEntry): Operation<number> {
   const at = entry.localHeaderOffset;
-  const h = view(readExact(src, at, 30, `the local header of '${entry.name}'`));
+  const h = view(yield* readingExact(size, at, 30, `the local header of '${entry.name}'`));
   if (h.getUint32(0, true) !== SIG_LOCAL) zipError('no local header where the central directory points', at, entry.name);
   const nameLen = h.getUint16(26, true);
   const extraLen = h.getUint16(28, true);
   const start = at + 30 + nameLen + extraLen;
-  if (start + entry.compressedSize > src.size) {
-    zipError(`truncated archive: member data ends at byte ${start + entry.compressedSize} but the archive has ${src.size}`, start, entry.name);
+  if (start + entry.compressedSize > size) {
+    zipError(`truncated archive: member data ends at byte ${start + entry.compressedSize} but the archive has ${size}`, start, entry.name);
   }
   if (start + entry.compressedSize > entry.dataLimit) {
     zipError(
@@ -276,7 +288,7 @@ export function entryDataOffset(src: ByteSource, entry: ZipEntry): number {
       entry.name,
     );
   }
-  checkLocalHeader(h, readExact(src, at + 30, nameLen + extraLen, `the local header of '${entry.name}'`), entry);
+  checkLocalHeader(h, yield* readingExact(size, at + 30, nameLen + extraLen, `the local header of '${entry.name}'`), entry);
   return start;
 }
 
@@ -329,7 +341,12 @@ const MAX_DEFLATE_RATIO = 1032;
  * const raw = readZipEntry(src, entry, fflateCodec);   // inflated, size and CRC-32 checked
  */
 export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec): Uint8Array {
-  const raw = readZipEntryStored(src, entry);
+  return driveSync(readingZipEntry(src.size, entry, codec), performOnBytes(src));
+}
+
+/** {@link readZipEntry} as an operation over an archive of `size` bytes (the codec inflates on this thread). */
+export function* readingZipEntry(size: number, entry: ZipEntry, codec: ZipCodec): Operation<Uint8Array> {
+  const raw = yield* readingZipEntryStored(size, entry);
   const data = entry.method === STORED ? raw : codec.inflate(raw, entry.size, entry.name);
   checkZipCrc(entry, codec.crc32(data, 0));
   return data;
@@ -343,8 +360,13 @@ export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec):
  * const raw = readZipEntryStored(src, entry);   // inflate it with any engine, then checkZipCrc
  */
 export function readZipEntryStored(src: ByteSource, entry: ZipEntry): Uint8Array {
+  return driveSync(readingZipEntryStored(src.size, entry), performOnBytes(src));
+}
+
+/** {@link readZipEntryStored} as an operation over an archive of `size` bytes. */
+export function* readingZipEntryStored(size: number, entry: ZipEntry): Operation<Uint8Array> {
   checkEntrySizes(entry);
-  return src.read(entryDataOffset(src, entry), entry.compressedSize);
+  return yield* viewBytes(SOURCE, yield* readingDataOffset(size, entry), entry.compressedSize);
 }
 
 /**
@@ -391,23 +413,31 @@ export function checkZipCrc(entry: ZipEntry, crc: number): void {
  * CRC covers the whole member); read the member with readZipEntry for its checked bytes.
  */
 export function readZipEntryPrefix(src: ByteSource, entry: ZipEntry, want: number): Uint8Array {
+  return driveSync(readingZipEntryPrefix(src.size, entry, want), performOnBytes(src));
+}
+
+/** {@link readZipEntryPrefix} as an operation over an archive of `size` bytes. */
+export function* readingZipEntryPrefix(size: number, entry: ZipEntry, want: number): Operation<Uint8Array> {
   checkSupported(entry);
-  const start = entryDataOffset(src, entry);
+  const start = yield* readingDataOffset(size, entry);
   const limit = Math.min(want, entry.size);
-  if (entry.method === STORED) return src.read(start, limit);
+  if (entry.method === STORED) return yield* viewBytes(SOURCE, start, limit);
   const out = new Uint8Array(limit);
+  const inflater = inflaterInto(out, true);
   // Compressed bytes are read 4 KiB at a time, only until the prefix is full.
   const PIECE = 4096;
   const count = Math.max(1, Math.ceil(entry.compressedSize / PIECE));
-  function* pieces(): Generator<Uint8Array> {
-    for (let k = 0; k < count; k++) yield src.read(start + k * PIECE, Math.min(PIECE, entry.compressedSize - k * PIECE));
+  for (let k = 0; k < count; k++) {
+    const piece = yield* viewBytes(SOURCE, start + k * PIECE, Math.min(PIECE, entry.compressedSize - k * PIECE));
+    let done: boolean;
+    try {
+      done = inflater.push(piece, k === count - 1);
+    } catch (e) {
+      throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member: entry.name });
+    }
+    if (done) break;
   }
-  try {
-    return out.subarray(0, inflateInto(pieces(), (k) => k === count - 1, out, true).produced);
-  } catch (e) {
-    if (e instanceof NeedBytes) throw e;
-    throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${(e as Error).message}`, { member: entry.name });
-  }
+  return out.subarray(0, inflater.produced);
 }
 
 function hex(x: number): string {

@@ -9,14 +9,29 @@ import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import type { DescrInput } from '../../format/descr-types.js';
 import { NpyError } from '../../errors.js';
-import { NpzArchive, type NpzOptions } from '../../npz/archive.js';
-import { WindowedSource } from '../../npz/windowed-source.js';
+import { NpzArchive, NpzIndex, decodeMember, readingMemberHeader, type NpzOptions } from '../../npz/archive.js';
+import { drive, type Operation, type PerformAsync } from '../../io/steps.js';
 import { settleAll } from '../../io/settle.js';
-import { DEFLATED, STORED, checkEntrySizes, checkZipCrc, entryDataOffset, readZipEntryStored, type ByteSource, type ZipEntry } from '../../npz/zip.js';
+import {
+  DEFLATED,
+  STORED,
+  checkEntrySizes,
+  checkZipCrc,
+  readingDataOffset,
+  readingZipEntries,
+  readingZipEntry,
+  readingZipEntryStored,
+  type ByteSource,
+  type ZipCodec,
+  type ZipEntry,
+} from '../../npz/zip.js';
 import { inTurns, openFile, openFileSync, readFully, readFullyAsync, type AsyncOptions } from '../fd.js';
 import { arrayOverNative } from '../npy-files.js';
 import { zlibCodec } from './codec.js';
 import { inflatedArray, storedArray } from './direct.js';
+
+/** Bytes read at least on a miss of an archive file's zip reads (a local header and a small member in one read). */
+const MIN_WINDOW = 64 << 10;
 
 /**
  * Positional reads from an open file: memory is what is read, never the whole file.
@@ -56,13 +71,14 @@ export interface NpzFileOptions extends NpzOptions, AsyncOptions {}
 export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposable {
   private closed = false;
 
+  private index!: NpzIndex;
+
   private constructor(
     readonly path: string,
     /** @internal */
     readonly fh: FileHandle,
-    /** The archive's logic, over the bytes each operation fetches (see WindowedSource). */
-    private readonly archive: NpzArchive,
     readonly size: number,
+    private readonly options: NpzOptions,
   ) {}
 
   /** Open `path` and read its central directory. */
@@ -71,12 +87,9 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     const fh = await openFile(path);
     try {
       const { size } = await fh.stat();
-      const source = new WindowedSource(size);
-      const archive = await source.run(
-        () => new NpzArchive(source, { codec: zlibCodec, ...options }),
-        (o, l) => readRange(fh, o, l, options.signal),
-      );
-      return new NpzFile(path, fh, archive, size);
+      const file = new NpzFile(path, fh, size, options);
+      file.index = new NpzIndex(await file.zip(readingZipEntries(size), options.signal));
+      return file;
     } catch (e) {
       await fh.close();
       throw e;
@@ -85,21 +98,26 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
 
   /** Zip members in archive order. */
   get entries(): readonly ZipEntry[] {
-    return this.archive.entries;
+    return this.index.entries;
   }
 
   /** Keys as numpy's `NpzFile.files` lists them (`a.npy` → `a`). */
   get names(): readonly string[] {
-    return this.archive.names;
+    return this.index.names;
   }
 
   has(name: string): boolean {
-    return this.archive.has(name);
+    return this.index.has(name);
   }
 
   /** The zip entry a key names: the exact member name first, else the key plus `.npy` (as numpy). */
   entry(name: string): ZipEntry {
-    return this.archive.entry(name);
+    return this.index.entry(name);
+  }
+
+  /** The codec of members this file does not inflate itself: node:zlib unless the options name another. */
+  private get codec(): ZipCodec {
+    return this.options.codec ?? zlibCodec;
   }
 
   /** `length` bytes at `offset` of the archive file (fewer at its end). */
@@ -108,14 +126,23 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     return readRange(this.fh, offset, length, signal);
   }
 
-  /** Run one synchronous archive operation over the bytes it asks for, read asynchronously. */
-  private run<T>(operation: (archive: NpzArchive) => T, signal?: AbortSignal): Promise<T> {
+  /**
+   * Run an operation of zip reads on this file. A read that misses reads at least 64 KiB, kept for
+   * the rest of the operation: a local header and a small member come in one read.
+   */
+  private zip<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
     signal?.throwIfAborted();
-    const source = new WindowedSource(this.size);
-    return source.run(
-      () => operation(this.archive.withSource(source)),
-      (o, l) => this.readRange(o, l, signal),
-    );
+    let window: { at: number; bytes: Uint8Array } | null = null;
+    const perform: PerformAsync = async (step, live) => {
+      if (step.op !== 'view') throw new NpyError('INTERNAL', `an archive file cannot perform '${step.op}'`);
+      const end = Math.min(this.size, step.at + step.length);
+      if (end <= step.at) return new Uint8Array(0);
+      if (window && window.at <= step.at && window.at + window.bytes.length >= end) return window.bytes.subarray(step.at - window.at, end - window.at);
+      const bytes = await this.readRange(step.at, Math.min(this.size - step.at, Math.max(step.length, MIN_WINDOW)), live);
+      window = { at: step.at, bytes };
+      return bytes.subarray(0, Math.min(step.length, bytes.length));
+    };
+    return drive(operation, perform, signal);
   }
 
   /**
@@ -127,11 +154,12 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   get<const S extends DescrInput>(name: string, options: DecodeOptions & AsyncOptions & Expecting<S>): Promise<NdArray<S>>;
   get(name: string, options?: DecodeOptions & AsyncOptions): Promise<NdArray>;
   async get(name: string, options: DecodeOptions & AsyncOptions = {}): Promise<NdArray> {
-    const entry = this.archive.entry(name);
-    if (!this.memberReadAsync(entry)) return this.run((a) => a.getSync(name, options), options.signal);
+    const entry = this.entry(name);
+    if (!this.memberReadAsync(entry))
+      return decodeMember(entry, await this.zip(readingZipEntry(this.size, entry, this.codec), options.signal), { ...this.options, ...options });
     if (!options.copy && !options.shared) {
       checkEntrySizes(entry);
-      const start = await this.run((a) => entryDataOffset(a.source, entry), options.signal);
+      const start = await this.zip(readingDataOffset(this.size, entry), options.signal);
       const array = await (entry.method === STORED ? storedArray : inflatedArray)(this, entry, start, options);
       if (array) return array;
     }
@@ -140,7 +168,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
 
   /** Whether a member's bytes are read, inflated and checked off the event loop (else by the archive's codec, blocking). */
   private memberReadAsync(entry: ZipEntry): boolean {
-    return entry.method === STORED || this.archive.codec === zlibCodec;
+    return entry.method === STORED || this.codec === zlibCodec;
   }
 
   /**
@@ -148,7 +176,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
    * its local header (the same windows), inflated on the thread pool, the CRC-32 computed in turns.
    */
   private async memberBytes(entry: ZipEntry, signal?: AbortSignal): Promise<Uint8Array> {
-    const raw = await this.run((a) => readZipEntryStored(a.source, entry), signal);
+    const raw = await this.zip(readingZipEntryStored(this.size, entry), signal);
     const bytes = entry.method === DEFLATED ? await zlibCodec.inflateAsync!(raw, entry.size, entry.name) : raw;
     signal?.throwIfAborted();
     let crc = 0;
@@ -173,12 +201,12 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
       header = readHeader(bytes, options);
       checkDataSize(header, bytes.length - header.dataOffset);
     } catch {
-      return this.archive.decodeMember(entry, bytes, options); // the same checks, with the member named
+      return decodeMember(entry, bytes, { ...this.options, ...options }); // the same checks, with the member named
     }
-    if (hasObject(header.dtype) || options.copy || options.shared) return this.archive.decodeMember(entry, bytes, options);
+    if (hasObject(header.dtype) || options.copy || options.shared) return decodeMember(entry, bytes, { ...this.options, ...options });
     // A small member comes in the window read with its local header (64 KiB): a view would keep the
     // whole window alive for each small array, so it gets a buffer of its own.
-    if (bytes.buffer.byteLength > 2 * header.dataBytes + 4096) return this.archive.decodeMember(entry, bytes, { ...options, copy: true });
+    if (bytes.buffer.byteLength > 2 * header.dataBytes + 4096) return decodeMember(entry, bytes, { ...this.options, ...options, copy: true });
     const swapUnit = byteSwapUnit(header.dtype);
     if (swapUnit) {
       await inTurns(bytes.subarray(header.dataOffset, header.dataOffset + header.dataBytes), (piece) => swapBytes(piece, swapUnit), options.signal);
@@ -199,19 +227,19 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
 
   /** A member's .npy header, reading only its first bytes. */
   header(name: string, options: AsyncOptions = {}): Promise<NpyHeader> {
-    return this.run((a) => a.headerSync(name), options.signal);
+    return this.zip(readingMemberHeader(this.size, this.entry(name), this.options), options.signal);
   }
 
   /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
   bytes(name: string, options: AsyncOptions = {}): Promise<Uint8Array> {
-    const entry = this.archive.entry(name);
-    if (!this.memberReadAsync(entry)) return this.run((a) => a.bytesSync(name), options.signal);
+    const entry = this.entry(name);
+    if (!this.memberReadAsync(entry)) return this.zip(readingZipEntry(this.size, entry, this.codec), options.signal);
     return this.memberBytes(entry, options.signal);
   }
 
   /** Where a member's data starts in the file (after its local header). */
   dataOffset(name: string, options: AsyncOptions = {}): Promise<number> {
-    return this.run((a) => entryDataOffset(a.source, a.entry(name)), options.signal);
+    return this.zip(readingDataOffset(this.size, this.entry(name)), options.signal);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<[string, NdArray]> {
