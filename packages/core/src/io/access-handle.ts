@@ -9,8 +9,9 @@ import { checkDataPresent, type ArraySpec, type DecodeOptions, type Expecting } 
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
-import { readHeaderFrom } from './header-read.js';
-import { newFileLayout, openHandleSync, planAppend, type CreateOptions, type NpyFileHandleSync, type PositionalIO } from './handles.js';
+import { readingHeader } from './header-read.js';
+import { newFileLayout, openHandleSync, performOnSync, planAppend, type CreateOptions, type NpyFileHandleSync, type PositionalIO } from './handles.js';
+import { SOURCE, driveSync } from './steps.js';
 
 /** What a `FileSystemSyncAccessHandle` offers (any object with these methods will do). */
 export interface SyncAccessHandle {
@@ -48,10 +49,7 @@ function accessIO(file: SyncAccessHandle): PositionalIO {
 }
 
 function headerOf(file: SyncAccessHandle, io: PositionalIO, options: DecodeOptions) {
-  const header = readHeaderFrom((offset, length) => {
-    const out = new Uint8Array(length);
-    return out.subarray(0, io.read(out, offset));
-  }, options);
+  const header = driveSync(readingHeader(SOURCE, options), performOnSync(io, 'the file'));
   checkDataPresent(header, file.getSize() - header.dataOffset);
   return header;
 }

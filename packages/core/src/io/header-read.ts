@@ -25,24 +25,21 @@ export function checkHeaderLength(prefix: Uint8Array, options: ReadHeaderOptions
   if (headerBytesNeeded(prefix) - 12 > (options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES)) readHeader(prefix, options); // throws
 }
 
-/** Read the header of a source read by `read(offset, length)` (which returns fewer bytes at its end). */
-export function readHeaderFrom(read: (offset: number, length: number) => Uint8Array, options: ReadHeaderOptions = {}): NpyHeader {
-  let prefix = read(0, FIRST_BLOCK);
-  const need = moreNeeded(prefix, prefix.length < FIRST_BLOCK, options);
-  if (need) prefix = read(0, need);
-  return readHeader(prefix, options);
-}
-
-/** {@link readHeaderFrom} for a source read asynchronously; `read` may return the bytes from `offset` on. */
-export async function readHeaderFromAsync(
-  read: (offset: number, length: number) => Promise<Uint8Array>,
+/**
+ * The steps that read a header with `read(offset, length)` (fewer bytes at the source's end): a
+ * first block, then, only when the header is longer and its length has passed the maxHeaderBytes
+ * check, the rest of it. Every source reads its header this way: files, archive members, OPFS,
+ * Blobs and URLs (whose first request may be larger, `first`).
+ */
+export function* readingHeaderOf(
+  read: (offset: number, length: number) => Operation<Uint8Array>,
   options: ReadHeaderOptions = {},
   first = FIRST_BLOCK,
-): Promise<NpyHeader> {
-  let prefix = await read(0, first);
+): Operation<NpyHeader> {
+  let prefix = yield* read(0, first);
   const need = moreNeeded(prefix, prefix.length < first, options);
   if (need) {
-    const more = await read(prefix.length, need - prefix.length);
+    const more = yield* read(prefix.length, need - prefix.length);
     const joined = new Uint8Array(prefix.length + more.length);
     joined.set(prefix);
     joined.set(more, prefix.length);
@@ -51,19 +48,7 @@ export async function readHeaderFromAsync(
   return readHeader(prefix, options);
 }
 
-/**
- * The steps that read a header from the leading bytes of a source: `prefix(n)` gives its first `n`
- * bytes (fewer at its end). A first block, then, only when the header is longer and its length has
- * passed the maxHeaderBytes check, the whole header.
- */
-export function* readingHeaderOf(prefix: (length: number) => Operation<Uint8Array>, options: ReadHeaderOptions = {}): Operation<NpyHeader> {
-  let bytes = yield* prefix(FIRST_BLOCK);
-  const need = moreNeeded(bytes, bytes.length < FIRST_BLOCK, options);
-  if (need) bytes = yield* prefix(need);
-  return readHeader(bytes, options);
-}
-
 /** The steps that read the header of an open file (a few hundred bytes in the common case). */
-export function readingHeader(file: FileRef, options: ReadHeaderOptions = {}): Operation<NpyHeader> {
-  return readingHeaderOf((length) => readBytes(file, 0, length), options);
+export function readingHeader(file: FileRef, options: ReadHeaderOptions = {}, first = FIRST_BLOCK): Operation<NpyHeader> {
+  return readingHeaderOf((offset, length) => readBytes(file, offset, length), options, first);
 }

@@ -4,10 +4,10 @@
  */
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { readHeaderFromAsync } from './header-read.js';
+import { readingHeader } from './header-read.js';
 import { readingRegion, type OpenNpy } from './region.js';
 import { performOnAsync } from './handles.js';
-import { SOURCE, drive } from './steps.js';
+import { SOURCE, drive, performReads } from './steps.js';
 import { blobSource, bytesSource, type RandomAccess } from './random-access.js';
 import { openNpyUrl, type UrlOptions } from './url.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
@@ -46,7 +46,11 @@ export async function openNpySource(
   options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {},
 ): Promise<NpyReader> {
   const name = options.name ?? 'the file';
-  const header = await readHeaderFromAsync((offset, length) => source.read(offset, length, options.signal), options);
+  const header = await drive(
+    readingHeader(SOURCE, options),
+    performReads((at, length, signal) => source.read(at, length, signal)),
+    options.signal,
+  );
   checkDataPresent(header, source.size - header.dataOffset);
   const perform = performOnAsync(
     {

@@ -8,6 +8,7 @@
  *
  * Browser-safe: the drivers for files are in node/drive.ts.
  */
+import { NpyError } from '../errors.js';
 
 /** A file as a driver holds it (a descriptor, a FileHandle): opaque to operations. */
 export type FileRef = { readonly __fileRef: unique symbol };
@@ -94,6 +95,21 @@ export type PerformSync = (step: Step) => unknown;
 
 /** Performs one step asynchronously; `signal` is undefined once the operation is cleaning up or has committed. */
 export type PerformAsync = (step: Step, signal: AbortSignal | undefined) => Promise<unknown>;
+
+/**
+ * The async driver of a source read by `read(at, length, signal)` (a Blob, HTTP ranges): it answers
+ * `view` and `read` steps, nothing else.
+ */
+export function performReads(read: (at: number, length: number, signal?: AbortSignal) => Promise<Uint8Array>): PerformAsync {
+  return async (step, signal) => {
+    if (step.op === 'view') return read(step.at, step.length, signal);
+    if (step.op !== 'read') throw new NpyError('INTERNAL', `a read-only source cannot perform '${step.op}'`);
+    const got = await read(step.at, step.into.length, signal);
+    step.into.set(got);
+    if (got.length > 0) step.onPiece?.(step.into.subarray(0, got.length));
+    return got.length;
+  };
+}
 
 /** Run an operation, each step performed blocking. */
 export function driveSync<T>(operation: Operation<T>, perform: PerformSync): T {

@@ -4,7 +4,8 @@
  * Range, or answers a different range than asked, is detected and reported, never misread.
  */
 import { NpyError } from '../errors.js';
-import { FIRST_BLOCK, readHeaderFromAsync } from './header-read.js';
+import { FIRST_BLOCK, readingHeader } from './header-read.js';
+import { SOURCE, drive, performReads } from './steps.js';
 import type { NdArray } from '../array/ndarray.js';
 import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunGroup } from './region.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
@@ -191,7 +192,10 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   };
   let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
 
-  const header = await readHeaderFromAsync((from, length) => range(from, length), options, options.firstRequest ?? FIRST_BLOCK);
+  const header = await drive(
+    readingHeader(SOURCE, options, options.firstRequest ?? FIRST_BLOCK),
+    performReads((at, length) => range(at, length)),
+  );
   const cache = options.cache ? new RangeCache(options.cache.maxBytes ?? 64 << 20) : null;
   if (total >= 0) checkDataPresent(header, total - header.dataOffset);
   const maxGap = options.maxGap ?? 65536;

@@ -7,10 +7,11 @@ import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
 import { settleAll } from '../io/settle.js';
 import { NpyError } from '../errors.js';
-import { readHeaderFrom, readHeaderFromAsync } from '../io/header-read.js';
+import { readingHeader } from '../io/header-read.js';
+import { SOURCE, driveSync } from '../io/steps.js';
+import { performOnSync } from '../io/handles.js';
 import type { NpyHeader } from '../format/header.js';
 import type { DecodeOptions } from '../npy.js';
-import type { AsyncOptions } from '../io/handles.js';
 
 /** Refuse what is not a regular file: a FIFO, a socket or a device would make a read wait forever, a directory fails later less clearly. */
 function checkRegular(path: string, stats: Stats): void {
@@ -166,16 +167,5 @@ export async function writeFullyAsync(fh: FileHandle, bytes: Uint8Array, positio
  * const header = readHeaderFromFd(openSync('x.npy', 'r'));
  */
 export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHeader {
-  return readHeaderFrom((offset, length) => {
-    const out = new Uint8Array(length);
-    return out.subarray(0, readFully(fd, out, offset));
-  }, options);
-}
-
-/** {@link readHeaderFromFd} for an open FileHandle. */
-export function readHeaderFromHandle(fh: FileHandle, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
-  return readHeaderFromAsync(async (offset, length) => {
-    const out = new Uint8Array(length);
-    return out.subarray(0, await readFullyAsync(fh, out, offset, options.signal));
-  }, options);
+  return driveSync(readingHeader(SOURCE, options), performOnSync({ read: (target, position) => readFully(fd, target, position), close() {} }, 'the file'));
 }

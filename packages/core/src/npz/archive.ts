@@ -107,6 +107,11 @@ export function decodeMember(entry: ZipEntry, bytes: Uint8Array, options: Decode
   return inMember(entry, () => decodeNpy(bytes, options));
 }
 
+/** Bytes `[offset, offset + length)` of a member's uncompressed bytes (inflated from its start). */
+function* memberBytesFrom(size: number, entry: ZipEntry, offset: number, length: number): Operation<Uint8Array> {
+  return (yield* readingZipEntryPrefix(size, entry, offset + length)).subarray(offset);
+}
+
 /**
  * The steps that read a member's .npy header from its first bytes (a large or object-array member
  * is not inflated whole), in an archive of `size` bytes; the data is checked to be the size the
@@ -117,7 +122,7 @@ export function* readingMemberHeader(size: number, entry: ZipEntry, options: Dec
   if (!isNpy(magic)) decodeMember(entry, magic); // throws BAD_MAGIC naming the member
   let header: NpyHeader;
   try {
-    header = yield* readingHeaderOf((length) => readingZipEntryPrefix(size, entry, length), options);
+    header = yield* readingHeaderOf((offset, length) => memberBytesFrom(size, entry, offset, length), options);
   } catch (e) {
     return inMember(entry, () => {
       throw e;

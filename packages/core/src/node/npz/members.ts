@@ -3,12 +3,22 @@ import { createInflateRaw, crc32 as zlibCrc32 } from 'node:zlib';
 import { checkDataPresent, type Expecting } from '../../npy.js';
 import type { ReadHeaderOptions } from '../../format/header.js';
 import type { DescrInput } from '../../format/descr-types.js';
-import { readHeaderFrom, readHeaderFromAsync } from '../../io/header-read.js';
+import { readingHeader } from '../../io/header-read.js';
+import { SOURCE, drive, driveSync } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import type { NpzArchive } from '../../npz/archive.js';
 import { STORED, checkInflatedSize, checkSupported, entryDataOffset, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
-import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
+import {
+  openHandle,
+  openHandleSync,
+  performOnAsync,
+  performOnSync,
+  type NpyFileHandle,
+  type NpyFileHandleSync,
+  type PositionalIO,
+  type PositionalIOAsync,
+} from '../../io/handles.js';
 import { NpzFile } from './file.js';
 
 /**
@@ -98,10 +108,7 @@ export async function openNpzMember(archive: NpzFile, name: string, options: Rea
       /* the archive owns the file */
     },
   };
-  const header = await readHeaderFromAsync(async (offset, length) => {
-    const out = new Uint8Array(length);
-    return out.subarray(0, await io.read(out, offset, options.signal));
-  }, options);
+  const header = await drive(readingHeader(SOURCE, options), performOnAsync(io, entry.name), options.signal);
   checkDataPresent(header, entry.size - header.dataOffset);
   return openHandle(entry.name, io, header);
 }
@@ -133,10 +140,7 @@ export function openNpzMemberSync(archive: NpzArchive, name: string, options: Re
       /* the archive owns the file */
     },
   };
-  const header = readHeaderFrom((offset, length) => {
-    const out = new Uint8Array(length);
-    return out.subarray(0, io.read(out, offset));
-  }, options);
+  const header = driveSync(readingHeader(SOURCE, options), performOnSync(io, entry.name));
   checkDataPresent(header, entry.size - header.dataOffset);
   return openHandleSync(entry.name, io, header);
 }
