@@ -8,7 +8,10 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 test('biome ci: formatted and lint-clean', () => {
-  const r = spawnSync(process.execPath, [`${root}node_modules/@biomejs/biome/bin/biome`, 'ci', '--error-on-warnings', '--reporter=summary', '.'], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [`${root}node_modules/@biomejs/biome/bin/biome`, 'ci', '--error-on-warnings', '--reporter=summary', '.'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   assert.is(r.status, 0, `${r.stdout}\n${r.stderr}\nrun \`npm run format\` to fix formatting`);
 });
 test.run();
