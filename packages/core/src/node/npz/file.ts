@@ -88,7 +88,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     try {
       const { size } = await fh.stat();
       const file = new NpzFile(path, fh, size, options);
-      file.index = new NpzIndex(await file.zip(readingZipEntries(size), options.signal));
+      file.index = new NpzIndex(await file.run(readingZipEntries(size), options.signal));
       return file;
     } catch (e) {
       await fh.close();
@@ -130,7 +130,8 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
    * Run an operation of zip reads on this file. A read that misses reads at least 64 KiB, kept for
    * the rest of the operation: a local header and a small member come in one read.
    */
-  private zip<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
+  /** @internal */
+  run<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
     signal?.throwIfAborted();
     let window: { at: number; bytes: Uint8Array } | null = null;
     const perform: PerformAsync = async (step, live) => {
@@ -156,10 +157,10 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   async get(name: string, options: DecodeOptions & AsyncOptions = {}): Promise<NdArray> {
     const entry = this.entry(name);
     if (!this.memberReadAsync(entry))
-      return decodeMember(entry, await this.zip(readingZipEntry(this.size, entry, this.codec), options.signal), { ...this.options, ...options });
+      return decodeMember(entry, await this.run(readingZipEntry(this.size, entry, this.codec), options.signal), { ...this.options, ...options });
     if (!options.copy && !options.shared) {
       checkEntrySizes(entry);
-      const start = await this.zip(readingDataOffset(this.size, entry), options.signal);
+      const start = await this.run(readingDataOffset(this.size, entry), options.signal);
       const array = await (entry.method === STORED ? storedArray : inflatedArray)(this, entry, start, options);
       if (array) return array;
     }
@@ -176,7 +177,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
    * its local header (the same windows), inflated on the thread pool, the CRC-32 computed in turns.
    */
   private async memberBytes(entry: ZipEntry, signal?: AbortSignal): Promise<Uint8Array> {
-    const raw = await this.zip(readingZipEntryStored(this.size, entry), signal);
+    const raw = await this.run(readingZipEntryStored(this.size, entry), signal);
     const bytes = entry.method === DEFLATED ? await zlibCodec.inflateAsync!(raw, entry.size, entry.name) : raw;
     signal?.throwIfAborted();
     let crc = 0;
@@ -227,19 +228,19 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
 
   /** A member's .npy header, reading only its first bytes. */
   header(name: string, options: AsyncOptions = {}): Promise<NpyHeader> {
-    return this.zip(readingMemberHeader(this.size, this.entry(name), this.options), options.signal);
+    return this.run(readingMemberHeader(this.size, this.entry(name), this.options), options.signal);
   }
 
   /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
   bytes(name: string, options: AsyncOptions = {}): Promise<Uint8Array> {
     const entry = this.entry(name);
-    if (!this.memberReadAsync(entry)) return this.zip(readingZipEntry(this.size, entry, this.codec), options.signal);
+    if (!this.memberReadAsync(entry)) return this.run(readingZipEntry(this.size, entry, this.codec), options.signal);
     return this.memberBytes(entry, options.signal);
   }
 
   /** Where a member's data starts in the file (after its local header). */
   dataOffset(name: string, options: AsyncOptions = {}): Promise<number> {
-    return this.zip(readingDataOffset(this.size, this.entry(name)), options.signal);
+    return this.run(readingDataOffset(this.size, this.entry(name)), options.signal);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<[string, NdArray]> {

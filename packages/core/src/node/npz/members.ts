@@ -1,24 +1,15 @@
 /** One member of an archive file: streamed in chunks, or (stored) opened for region reads like a .npy file. */
 import { createInflateRaw, crc32 as zlibCrc32 } from 'node:zlib';
 import { checkDataPresent, type Expecting } from '../../npy.js';
-import type { ReadHeaderOptions } from '../../format/header.js';
+import type { NpyHeader, ReadHeaderOptions } from '../../format/header.js';
 import type { DescrInput } from '../../format/descr-types.js';
-import { readingHeader } from '../../io/header-read.js';
-import { SOURCE, drive, driveSync } from '../../io/steps.js';
+import { readingHeaderOf } from '../../io/header-read.js';
+import { SOURCE, driveSync, viewBytes, type Operation } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import type { NpzArchive } from '../../npz/archive.js';
-import { STORED, checkInflatedSize, checkSupported, entryDataOffset, type ZipEntry } from '../../npz/zip.js';
+import { STORED, checkInflatedSize, checkSupported, entryDataOffset, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
-import {
-  openHandle,
-  openHandleSync,
-  performOnAsync,
-  performOnSync,
-  type NpyFileHandle,
-  type NpyFileHandleSync,
-  type PositionalIO,
-  type PositionalIOAsync,
-} from '../../io/handles.js';
+import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
 import { NpzFile } from './file.js';
 
 /**
@@ -30,7 +21,8 @@ import { NpzFile } from './file.js';
 export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
   const entry = archive.entry(name);
   checkSupported(entry);
-  const start = archive instanceof NpzFile ? await archive.dataOffset(name) : entryDataOffset(archive.source, entry);
+  const start =
+    archive instanceof NpzFile ? await archive.dataOffset(name) : entryDataOffset(archive.source, entry);
   const read = (offset: number, length: number): Promise<Uint8Array> | Uint8Array =>
     archive instanceof NpzFile ? archive.readRange(offset, length) : archive.source.read(offset, length);
   let crc = 0;
@@ -75,6 +67,17 @@ function storedEntry(archive: NpzArchive | NpzFile, name: string): ZipEntry {
   return entry;
 }
 
+/**
+ * The steps that open a stored member for region reads: where its data starts in the archive, and
+ * its header, read from the member's bytes only. Either archive drives them with its own reads.
+ */
+function* openingMember(size: number, entry: ZipEntry, options: ReadHeaderOptions): Operation<{ base: number; header: NpyHeader }> {
+  const base = yield* readingDataOffset(size, entry);
+  const header = yield* readingHeaderOf((offset, length) => viewBytes(SOURCE, base + offset, Math.max(0, Math.min(length, entry.size - offset))), options);
+  checkDataPresent(header, entry.size - header.dataOffset);
+  return { base, header };
+}
+
 /** Reads clipped to the member: a region read never strays into the next member. */
 function clip(entry: ZipEntry, target: Uint8Array, position: number): Uint8Array {
   return target.subarray(0, Math.max(0, Math.min(target.length, entry.size - position)));
@@ -96,7 +99,7 @@ export async function openNpzMember<const S extends DescrInput>(
 export async function openNpzMember(archive: NpzFile, name: string, options?: ReadHeaderOptions & AsyncOptions): Promise<NpyFileHandle>;
 export async function openNpzMember(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
   const entry = storedEntry(archive, name);
-  const base = await archive.dataOffset(name, options);
+  const { base, header } = await archive.run(openingMember(archive.size, entry, options), options.signal);
   const io: PositionalIOAsync = {
     async read(target, position, signal) {
       const part = clip(entry, target, position);
@@ -108,8 +111,6 @@ export async function openNpzMember(archive: NpzFile, name: string, options: Rea
       /* the archive owns the file */
     },
   };
-  const header = await drive(readingHeader(SOURCE, options), performOnAsync(io, entry.name), options.signal);
-  checkDataPresent(header, entry.size - header.dataOffset);
   return openHandle(entry.name, io, header);
 }
 
@@ -126,8 +127,8 @@ export function openNpzMemberSync<const S extends DescrInput>(
 export function openNpzMemberSync(archive: NpzArchive, name: string, options?: ReadHeaderOptions): NpyFileHandleSync;
 export function openNpzMemberSync(archive: NpzArchive, name: string, options: ReadHeaderOptions = {}): NpyFileHandleSync {
   const entry = storedEntry(archive, name);
-  const base = entryDataOffset(archive.source, entry);
   const src = archive.source;
+  const { base, header } = driveSync(openingMember(src.size, entry, options), performOnBytes(src));
   const io: PositionalIO = {
     read(target, position) {
       const part = clip(entry, target, position);
@@ -140,7 +141,5 @@ export function openNpzMemberSync(archive: NpzArchive, name: string, options: Re
       /* the archive owns the file */
     },
   };
-  const header = driveSync(readingHeader(SOURCE, options), performOnSync(io, entry.name));
-  checkDataPresent(header, entry.size - header.dataOffset);
   return openHandleSync(entry.name, io, header);
 }
