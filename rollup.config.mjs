@@ -8,7 +8,7 @@ import commonjs from '@rollup/plugin-commonjs';
 import terser from '@rollup/plugin-terser';
 
 const packages = {
-  core: { index: 'src/index.ts', node: 'src/node/index.ts', pickle: 'src/pickle/index.ts' },
+  core: { index: 'src/index.ts', node: 'src/node/index.ts', pickle: 'src/pickle/index.ts', plumbing: 'src/plumbing.ts' },
   cli: { main: 'src/main.ts' },
   'stdlib-adapter': { index: 'src/index.ts' },
   'tfjs-adapter': { index: 'src/index.ts' },

@@ -35,7 +35,7 @@ print(json.dumps({k: {'descr': np.asarray(v).dtype.str, 'shape': list(np.shape(v
 );
 
 await build({
-  stdin: { contents: "export { decodeNpz, crc32 } from '@npyts/core';", resolveDir: process.cwd() },
+  stdin: { contents: "export { decodeNpz } from '@npyts/core'; export { crc32 } from '@npyts/core/plumbing';", resolveDir: process.cwd() },
   bundle: true,
   format: 'esm',
   platform: 'browser',

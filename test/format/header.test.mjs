@@ -3,7 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
-import { decodeNpy, readHeader, headerBytesNeeded, NpyError, arrayToJSON, parsePyLiteral, reprFloat, reprBytes, reprPy, PyFloat } from '@npyts/core';
+import { decodeNpy, readHeader, NpyError, arrayToJSON } from '@npyts/core';
+import { headerBytesNeeded, parsePyLiteral, reprFloat, reprBytes, reprPy, PyFloat } from '@npyts/core/plumbing';
 import { numpy, python, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
 
 const dir = scratch();

@@ -8,7 +8,8 @@ import { createReadStream, createWriteStream, readFileSync, statSync, writeFileS
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, toOrder, npyDocument, readHeader } from '@npyts/core';
+import { arrayToJSON, arrayFromValues, readNpy, writeNpy, openNpyUrl, NpyError, toOrder, readHeader } from '@npyts/core';
+import { npyDocument } from '@npyts/core/plumbing';
 import {
   appendNpy,
   openNpyFile,

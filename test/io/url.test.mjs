@@ -5,7 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { openNpy, openNpyUrl, resolveUrl, withByteCache, bytesSource } from '@npyts/core';
+import { openNpy, openNpyUrl, withByteCache, bytesSource } from '@npyts/core';
+import { resolveUrl } from '@npyts/core/plumbing';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startNginx, TEST_TOKEN } from '../helpers/nginx.mjs';
 

@@ -4,7 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeNpy, encodeNpy, npyDocument, readHeader, NdArray } from '@npyts/core';
+import { decodeNpy, encodeNpy, readHeader, NdArray } from '@npyts/core';
+import { npyDocument } from '@npyts/core/plumbing';
 import { loadNpySync } from '@npyts/core/node';
 import { numpy, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
 

@@ -5,7 +5,8 @@ import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeNpz, encodeNpz, encodeNpy, npyDocument, readHeader, NpyError, fflateCodec } from '@npyts/core';
+import { decodeNpz, encodeNpz, encodeNpy, readHeader, NpyError, fflateCodec } from '@npyts/core';
+import { npyDocument } from '@npyts/core/plumbing';
 import { openNpz, openNpzSync, loadNpz, loadNpzSync, saveNpzSync, zlibCodec, loadNpySync } from '@npyts/core/node';
 import { numpy, python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 

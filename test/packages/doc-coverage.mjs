@@ -10,6 +10,7 @@ export const ENTRIES = [
   'packages/core/src/index.ts',
   'packages/core/src/node/index.ts',
   'packages/core/src/pickle/index.ts',
+  'packages/core/src/plumbing.ts',
   'packages/tfjs-adapter/src/index.ts',
   'packages/stdlib-adapter/src/index.ts',
 ];

@@ -8,7 +8,8 @@ import { crc32 } from 'node:zlib';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeNpy, decodeNpz, encodeNpy, heapUrlOf, raggedIndexDType, readHeader, NpyError, NdArray, pythonJSON } from '@npyts/core';
+import { decodeNpy, decodeNpz, encodeNpy, readHeader, NpyError, NdArray } from '@npyts/core';
+import { heapUrlOf, raggedIndexDType, pythonJSON } from '@npyts/core/plumbing';
 import { unpickle, pickleCodec, PyMaskedArray } from '@npyts/core/pickle';
 import { appendRaggedSync, loadNpySync, openRaggedSync, saveNpySync } from '@npyts/core/node';
 import { startViewer } from '../../viewer/serve.mjs';
@@ -21,7 +22,8 @@ const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** {@link boundedChild} in this suite's folder. */
 const bounded = (code, options) => boundedChild(dir, code, options);
 
-const core = "import * as core from '@npyts/core'; import * as pk from '@npyts/core/pickle'; import * as nd from '@npyts/core/node';";
+const core =
+  "import * as core from '@npyts/core'; import * as pk from '@npyts/core/pickle'; import * as nd from '@npyts/core/node'; import * as plumbing from '@npyts/core/plumbing';";
 
 // ---------------------------------------------------------------------------------------------
 // Pickles
@@ -569,7 +571,7 @@ test('a stream whose header claims 3 GiB (or 8 TiB) and sends a kilobyte costs a
     `${core}
 const results = [];
 for (const n of [402653184, 2 ** 40]) {
-  const head = core.encodeHeader(core.parseDescr('<f8'), [n], false);
+  const head = plumbing.encodeHeader(core.parseDescr('<f8'), [n], false);
   const stream = new ReadableStream({ start(c) { c.enqueue(head); c.enqueue(new Uint8Array(1024)); c.close(); } });
   try { await core.readNpy(stream); results.push('read'); } catch (e) { results.push(e instanceof core.NpyError ? e.code : String(e)); }
 }

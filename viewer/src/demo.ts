@@ -7,7 +7,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import { loadLayersModel, type LayersModel } from '@tensorflow/tfjs-layers';
 import { loadTensors, npzHandler } from '@npyts/tfjs';
-import { decodeNpz, resolveUrl } from '@npyts/core';
+import { decodeNpz } from '@npyts/core';
+import { resolveUrl } from '@npyts/core/plumbing';
 import { runDigitsCnn } from '../../demo/digits-cnn.mjs';
 
 export async function runDemo(relativeUrl: string): Promise<string> {

@@ -7,11 +7,9 @@ import {
   blobSource,
   openNpySource,
   decodeNpz,
-  jsonValue,
   openNpyUrl,
   readHeader,
   readItem,
-  readRegionFromBytes,
   NdArray,
   NpyError,
   familyOf,
@@ -21,6 +19,7 @@ import {
   type NpzArchive,
   type ObjectArrayCodec,
 } from '@npyts/core';
+import { jsonValue, readRegionFromBytes } from '@npyts/core/plumbing';
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const PAGE_ROWS = 50;

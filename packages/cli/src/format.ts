@@ -1,20 +1,6 @@
 /** A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. */
-import {
-  NdArray,
-  NOT_A_TIME,
-  NpyError,
-  decimalText,
-  familyOf,
-  shapeRepr,
-  longDoubleIsNumber,
-  readItem,
-  reprBytes,
-  reprFloat,
-  reprString,
-  type ArrayData,
-  type Complex,
-  type DType,
-} from '@npyts/core';
+import { NdArray, NOT_A_TIME, NpyError, familyOf, shapeRepr, longDoubleIsNumber, readItem, type ArrayData, type Complex, type DType } from '@npyts/core';
+import { decimalText, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { datetimeText } from './numpy-times.js';
 import { formatFloatsLikeNumpy } from './numpy-floats.js';

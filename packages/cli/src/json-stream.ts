@@ -2,7 +2,8 @@
  * `show --json` of a .npy file of any size: the document is written as region reads of at most
  * {@link BLOCK_ELEMENTS} elements come in, so memory stays the same whatever the file's size.
  */
-import { arrayToJSON, createArray, npyDocument, type NdArray } from '@npyts/core';
+import { arrayToJSON, createArray, type NdArray } from '@npyts/core';
+import { npyDocument } from '@npyts/core/plumbing';
 import type { NpyFileHandleSync } from '@npyts/core/node';
 
 /** Elements read and turned into text at a time: small enough that the garbage of each block stays in V8's young generation (measured: 1 Mi elements let a 64 MiB file peak at 359 MB, 64 Ki at a constant ~70 MB). */

@@ -6,14 +6,9 @@
  */
 import {
   NpyError,
-  checkDataSize,
-  dataToBytes,
-  encodeHeader,
-  putOwn,
   decodeNpyWithHeader,
   decodeNpz,
   encodeNpy,
-  npyDocument,
   raggedInfo,
   readHeader,
   shapeRepr,
@@ -24,6 +19,7 @@ import {
   type NpzArchive,
   type TypedArray,
 } from '@npyts/core';
+import { checkDataSize, dataToBytes, encodeHeader, putOwn, npyDocument } from '@npyts/core/plumbing';
 import {
   checkRegularFile,
   openNpzSync,

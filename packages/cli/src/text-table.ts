@@ -10,7 +10,6 @@ import {
   arrayFromValues,
   familyOf,
   parseDescr,
-  parsePyLiteral,
   toOrder,
   type DescrInput,
   type DType,
@@ -18,6 +17,7 @@ import {
   type Nested,
   type TypedArray,
 } from '@npyts/core';
+import { parsePyLiteral } from '@npyts/core/plumbing';
 import { exactExponent, scaledRound } from './numpy-floats.js';
 import { readExactItem } from './format.js';
 

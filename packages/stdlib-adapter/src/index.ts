@@ -20,7 +20,6 @@ import {
   parseDescr,
   readItem,
   shapeSize,
-  storageOf,
   type Complex,
   type ArraySpec,
   type DType,
@@ -31,6 +30,7 @@ import {
   type StorageOf,
   type FieldDescr,
 } from '@npyts/core';
+import { storageOf } from '@npyts/core/plumbing';
 import type {
   boolndarray,
   complex64ndarray,

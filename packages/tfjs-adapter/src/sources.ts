@@ -1,5 +1,6 @@
 /** Where archives come from: bytes, a Blob or File, a URL (relative to the page in a browser), a path in Node. */
-import { NpyError, decodeNpz, encodeNpz, resolveUrl, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
+import { NpyError, decodeNpz, encodeNpz, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
+import { resolveUrl } from '@npyts/core/plumbing';
 import type { NpzFile } from '@npyts/core/node';
 
 /** An archive in memory or a file read asynchronously: both have the same async `get`. */

@@ -8,7 +8,8 @@
  * depth, container nesting and allocated bytes are bounded, and every malformed input ends in an
  * NpyError.
  * @module @npyts/core/pickle
- */ import { NdArray } from '../array/ndarray.js';
+ */
+import { NdArray } from '../array/ndarray.js';
 import { encodeHeader, type NpyHeader } from '../format/header.js';
 import type { ObjectArrayCodec, UnpickleLimits } from '../npy.js';
 import { bad } from './vm-values.js';

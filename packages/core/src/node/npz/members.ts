@@ -21,8 +21,7 @@ import { NpzFile } from './file.js';
 export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
   const entry = archive.entry(name);
   checkSupported(entry);
-  const start =
-    archive instanceof NpzFile ? await archive.dataOffset(name) : entryDataOffset(archive.source, entry);
+  const start = archive instanceof NpzFile ? await archive.dataOffset(name) : entryDataOffset(archive.source, entry);
   const read = (offset: number, length: number): Promise<Uint8Array> | Uint8Array =>
     archive instanceof NpzFile ? archive.readRange(offset, length) : archive.source.read(offset, length);
   let crc = 0;

@@ -1,0 +1,34 @@
+/**
+ * `@npyts/core/plumbing` — the parts the format is built from, for tools that work on the format
+ * itself rather than on arrays: header encoding and Python literals, storage conversions, the zip
+ * container, region plans, documents and the ragged convention's words. Reading and writing arrays
+ * needs none of it (see `@npyts/core`).
+ * @module @npyts/core/plumbing
+ */
+export { encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS } from './format/header.js';
+export { putOwn } from './array/safe-object.js';
+export { orderStrides, isOrderFree } from './array/ndarray.js';
+export { encodeNpyParts, toNdArray, dtypeOfTypedArray, checkDataSize } from './npy.js';
+export { writeValue } from './array/write-value.js';
+export { readFromBytes } from './array/read-value.js';
+export { storageOf, bytesToData, dataToBytes, type Storage } from './array/layout.js';
+export { jsonValue, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';
+export { parsePyLiteral, reprPy, reprString, reprFloat, reprBytes, PyTuple, PyFloat, type PyValue } from './format/literal.js';
+export { writeNpz, npzMembers } from './npz/archive.js';
+export { readZipEntries, readZipEntry, entryDataOffset, memorySource, ZipWriter, MemorySink, STORED, DEFLATED, type ZipSink } from './npz/zip.js';
+export { crc32 } from './npz/crc32.js';
+export {
+  planRegion,
+  groupRuns,
+  placeGroup,
+  checkRegion,
+  regionArray,
+  readRegionFromBytes,
+  type ByteRun,
+  type RegionPlan,
+  type RunGroup,
+  type GroupLimits,
+  type OpenNpy,
+} from './io/region.js';
+export { resolveUrl } from './io/open.js';
+export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';
