@@ -70,60 +70,46 @@ function cannot(step: Step): NpyError {
   return new NpyError('INTERNAL', `a positional source cannot perform '${step.op}'`);
 }
 
-/** A blocking driver over one positional source: reads, writes and closing; no strided copies. */
-export function performOnSync(io: PositionalIO, path: string): PerformSync {
-  return (step) => {
-    switch (step.op) {
-      case 'read': {
-        const n = io.read(step.into, step.at);
+/** `then(value)`, at once for a value, after it for a promise: one step answer for both drivers. */
+function after<T, U>(value: T | Promise<T>, then: (value: T) => U): U | Promise<U> {
+  return value instanceof Promise ? value.then(then) : then(value);
+}
+
+/** A step performed on a positional source, blocking or async as the source is: reads, writes and closing; no strided copies. */
+function performOn(io: PositionalIO | PositionalIOAsync, path: string, step: Step, signal?: AbortSignal): unknown {
+  const source = io as PositionalIOAsync; // a blocking source returns values where this type says promises
+  switch (step.op) {
+    case 'read':
+      return after(source.read(step.into, step.at, signal), (n) => {
         if (n > 0) step.onPiece?.(step.into.subarray(0, n));
         return n;
-      }
-      case 'view': {
-        const out = new Uint8Array(step.length);
-        return out.subarray(0, io.read(out, step.at));
-      }
-      case 'write':
-        if (!io.write) throw readOnlyError(path);
-        return io.write(step.bytes, step.at ?? 0);
-      case 'gather':
-        return false;
-      case 'close':
-        return io.close();
-      case 'committed':
-        return undefined;
-      default:
-        throw cannot(step);
+      });
+    case 'view': {
+      const out = new Uint8Array(step.length);
+      return after(source.read(out, step.at, signal), (n) => out.subarray(0, n));
     }
-  };
+    case 'write':
+      if (!source.write) throw readOnlyError(path);
+      return source.write(step.bytes, step.at ?? 0, signal);
+    case 'gather':
+      return false;
+    case 'close':
+      return source.close();
+    case 'committed':
+      return undefined;
+    default:
+      throw cannot(step);
+  }
+}
+
+/** A blocking driver over one positional source. */
+export function performOnSync(io: PositionalIO, path: string): PerformSync {
+  return (step) => performOn(io, path, step);
 }
 
 /** {@link performOnSync}, async. */
 export function performOnAsync(io: PositionalIOAsync, path: string): PerformAsync {
-  return async (step, signal) => {
-    switch (step.op) {
-      case 'read': {
-        const n = await io.read(step.into, step.at, signal);
-        if (n > 0) step.onPiece?.(step.into.subarray(0, n));
-        return n;
-      }
-      case 'view': {
-        const out = new Uint8Array(step.length);
-        return out.subarray(0, await io.read(out, step.at, signal));
-      }
-      case 'write':
-        if (!io.write) throw readOnlyError(path);
-        return io.write(step.bytes, step.at ?? 0, signal);
-      case 'gather':
-        return false;
-      case 'close':
-        return io.close();
-      case 'committed':
-        return undefined;
-      default:
-        throw cannot(step);
-    }
-  };
+  return async (step, signal) => performOn(io, path, step, signal);
 }
 
 /** The steps of a region write: the runs it covers, each written at its file position. */
