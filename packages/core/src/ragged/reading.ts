@@ -3,6 +3,8 @@
  * needs (open a .npy by name, make region reads), and a driver performs them — blocking for files
  * (`openRaggedSync`), with promises for files and URLs (`openRagged`, `openRaggedUrl`). The reads of
  * one step are independent, so an async driver makes them together.
+ *
+ * A little over 400 lines: the reader and its two small drivers are kept beside each other.
  */
 import type { DType } from '../format/dtype.js';
 import { NdArray } from '../array/ndarray.js';

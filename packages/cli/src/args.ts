@@ -1,0 +1,112 @@
+import { parseArgs as parseArgsOfNode } from 'node:util';
+import { DEFAULT_TOLERANCE, type Tolerance } from './diff.js';
+import { UsageError } from './session.js';
+
+export const USAGE = `usage: npyts <command> [options]
+
+Commands:
+  info FILE... [--json]        one line per array: dtype, shape, order, format version, data bytes
+  show FILE [--json]           print the array as numpy's repr does, or its JSON document with --json
+                               (a .npy file's document is written as it is read: any size)
+      --limit N                with --json: data is the first N elements, row-major, as one flat list
+  convert IN OUT [options]     re-encode; with no options numpy's own bytes come back
+      --order C|F              memory order of the output
+      --byteorder little|big|native
+      --version 1|2|3          format version (default: numpy's automatic choice)
+      --compress | --store     for .npz output: deflate members (np.savez_compressed) or store
+                               them (np.savez); default: as the input archive, else store
+      --ragged                 an object array of arrays or strings (or a StringDType array)
+                               → a ragged index OUT with its heap OUT.heap / OUT.strings
+      --layout L               with --ragged: ranges (default), offsets (compact, Arrow-style)
+                               or zero-terminated (strings)
+      --object                 a ragged index → numpy's object array (a pickle)
+      --string-dtype           with --object: strings as numpy 2's StringDType array
+      --dtype D                reading a .csv/.tsv: the dtype ('<f8' by default, as np.loadtxt;
+                               a record descr takes one column per field, after a header line)
+      OUT.csv / OUT.tsv        a 1-d or 2-d array, or a 1-d record array (columns under a header
+                               line), as text: floats as np.savetxt(fmt='%.17g'), integers exactly
+
+  diff A B [--rtol R --atol A]  compare two arrays (or archives, member by member) as numpy's
+                               np.testing.assert_allclose does (rtol 1e-7, atol 0; NaN equals
+                               NaN); prints the mismatches; exit 0 equal, 1 different
+
+Object arrays (dtype |O) hold a Python pickle: show and convert read them only with
+--allow-pickle, through npyts' own unpickler, which rebuilds plain data and never runs code.
+
+FILE is a .npy, a .npz (every member), ARCHIVE.npz:NAME for one member, or - for standard
+input (and OUT - for standard output). convert turns
+.npz into .npz, a member into a .npy (IN.npz:NAME OUT.npy), and a .npy into an archive
+(OUT.npz, or OUT.npz:NAME to name the member).
+
+Options:
+  -q, --quiet                  no progress bar (one is drawn on standard error, when it is a
+                               terminal, for a convert to .npz or a show --json past a second)
+  -h, --help                   show this help
+  --version                    print the npyts version and whether @npyts/native is in use
+                               (without a command; NPYTS_NATIVE=0 turns it off)
+
+Exit status: 0 success, 1 bad input (one line on stderr) or, for diff, arrays that differ,
+2 usage error.
+Set NPYTS_DEBUG=1 to see stack traces.`;
+
+export interface Parsed {
+  positional: string[];
+  flags: Map<string, string | true>;
+}
+
+/** Every option, for node:util's parseArgs (strict: an unknown option is a usage error). */
+export const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  compress: { type: 'boolean' },
+  store: { type: 'boolean' },
+  'allow-pickle': { type: 'boolean' },
+  quiet: { type: 'boolean', short: 'q' },
+  ragged: { type: 'boolean' },
+  object: { type: 'boolean' },
+  'string-dtype': { type: 'boolean' },
+  layout: { type: 'string' },
+  order: { type: 'string' },
+  byteorder: { type: 'string' },
+  version: { type: 'string' },
+  limit: { type: 'string' },
+  rtol: { type: 'string' },
+  atol: { type: 'string' },
+  dtype: { type: 'string' },
+} as const;
+
+export function parseArgs(args: string[]): Parsed {
+  let parsed: ReturnType<typeof parseArgsStrict>;
+  try {
+    parsed = parseArgsStrict(args);
+  } catch (e) {
+    throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ''));
+  }
+  const flags = new Map<string, string | true>();
+  for (const [name, value] of Object.entries(parsed.values)) if (value !== undefined && value !== false) flags.set(`--${name}`, value);
+  return { positional: parsed.positionals, flags };
+}
+
+export function parseArgsStrict(args: string[]) {
+  return parseArgsOfNode({ args, options: OPTIONS, allowPositionals: true, strict: true });
+}
+
+/** `--limit N`: a count of elements, or undefined. */
+export function limitOf(p: Parsed): number | undefined {
+  const v = p.flags.get('--limit');
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(String(v))) throw new UsageError('--limit must be a count of elements');
+  if (!p.flags.has('--json')) throw new UsageError('--limit goes with --json');
+  return Number(v);
+}
+
+export function toleranceOf(p: Parsed): Tolerance {
+  const value = (flag: string, fallback: number): number => {
+    const v = p.flags.get(flag);
+    if (v === undefined) return fallback;
+    const x = Number(v);
+    if (!Number.isFinite(x) || x < 0) throw new UsageError(`${flag} must be a number ≥ 0`);
+    return x;
+  };
+  return { rtol: value('--rtol', DEFAULT_TOLERANCE.rtol), atol: value('--atol', DEFAULT_TOLERANCE.atol) };
+}

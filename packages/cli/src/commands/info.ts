@@ -1,0 +1,97 @@
+/** `npyts info`: the header of each input, as a line or as JSON. */
+/**
+ * The `npyts` command: argument parsing (util.parseArgs) and one function per subcommand (info, show,
+ * convert, diff, csv). Long because it holds every subcommand's wiring; the work itself is in
+ * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
+ * their own is the next step.
+ */
+import { raggedInfo, readHeader, shapeRepr, type NpyHeader } from '@npyts/core';
+import { checkDataSize } from '@npyts/core/plumbing';
+import { readNpyHeaderSync, openRaggedSync } from '@npyts/core/node';
+import { statSync } from 'node:fs';
+import { type Io, UsageError, withFile, printable, stdin } from '../session.js';
+import type { Parsed } from '../args.js';
+import { target, isArchive, withArchive, checkIsFile } from '../targets.js';
+
+export function orderName(h: NpyHeader): string {
+  return h.fortranOrder ? 'Fortran (F) order' : 'C order';
+}
+
+export function infoLine(file: string, h: NpyHeader): string {
+  return `${printable(file)}: ${printable(h.dtype.descrLiteral)} (${h.dtype.name}, ${h.dtype.description}), shape ${shapeRepr(h.shape)}, ${orderName(h)}, format ${h.version[0]}.${h.version[1]}, ${h.dataBytes} data bytes`;
+}
+
+export function infoJSON(file: string, h: NpyHeader): Record<string, unknown> {
+  return {
+    file,
+    version: h.version,
+    descr: h.dtype.descr,
+    dtype: h.dtype.name,
+    description: h.dtype.description,
+    shape: h.shape,
+    fortran_order: h.fortranOrder,
+    size: h.size,
+    data_offset: h.dataOffset,
+    data_bytes: h.dataBytes,
+  };
+}
+
+export function cmdInfo(p: Parsed, io: Io): void {
+  if (p.positional.length === 0) throw new UsageError('info needs at least one FILE');
+  const json = p.flags.has('--json');
+  const docs: Record<string, unknown>[] = [];
+  for (const arg of p.positional) {
+    const t = target(arg, true);
+    checkIsFile(t.file);
+    if (t.member === undefined && !isArchive(t.file)) {
+      const h = withFile(t.label, () => {
+        const header = t.file === '-' ? readHeader(stdin()) : readNpyHeaderSync(t.file);
+        // np.load fails on a file whose data is cut short; so does info.
+        checkDataSize(header, (t.file === '-' ? stdin().length : statSync(t.file).size) - header.dataOffset);
+        return header;
+      });
+      const ragged = t.file !== '-' ? withFile(t.label, () => raggedInfo(h.dtype)) : null;
+      const raggedText = ragged
+        ? withFile(t.label, () => {
+            const r = openRaggedSync(t.file);
+            try {
+              const text = r.kind === 'utf8' || r.kind === 'utf8z';
+              const what = text
+                ? 'UTF-8 strings'
+                : r.kind === 'ref'
+                  ? `references to slices of ${r.heapDtype.descrLiteral}`
+                  : `arrays (k${r.tail.map((d) => `, ${d}`).join('')}) of ${r.heapDtype.descrLiteral}`;
+              return {
+                text: `ragged: ${r.length} ${what}, shape ${r.raggedShape}, ${r.layout}, in heap ${ragged.heap} (${r.heapLength} ${text ? 'bytes' : 'rows'})`,
+                json: { elements: r.length, kind: r.kind, layout: r.layout, shape: r.raggedShape, heap: ragged.heap, heap_rows: r.heapLength },
+              };
+            } finally {
+              r.close();
+            }
+          })
+        : null;
+      if (json) docs.push({ ...infoJSON(t.label, h), ...(raggedText ? { ragged: raggedText.json } : {}) });
+      else io.stdout(`${infoLine(t.label, h)}${raggedText ? `; ${raggedText.text}` : ''}\n`);
+      continue;
+    }
+    withArchive(t, (archive) => {
+      const names = t.member !== undefined ? [t.member] : archive.names;
+      for (const name of names) {
+        const entry = archive.entry(name);
+        // The header alone, from the member's first bytes: no member is inflated whole, no pickle decoded.
+        const header = withFile(`${t.file}:${name}`, () => archive.headerSync(name));
+        const stored = entry.method === 0 ? 'stored' : `deflated ${entry.compressedSize} bytes`;
+        if (json)
+          docs.push({
+            ...infoJSON(`${t.file}:${name}`, header),
+            member: entry.name,
+            compression: entry.method === 0 ? 'stored' : 'deflate',
+            compressed_size: entry.compressedSize,
+          });
+        else io.stdout(`${infoLine(`${t.file}:${name}`, header)}, ${stored}\n`);
+      }
+      if (names.length === 0 && !json) io.stdout(`${printable(t.file)}: empty archive\n`);
+    });
+  }
+  if (json) io.stdout(JSON.stringify(docs.length === 1 && p.positional.length === 1 ? docs[0] : docs) + '\n');
+}
