@@ -61,7 +61,7 @@ export {
   type ObjectArrayCodec,
   type UnpickleLimits,
 } from './npy.js';
-export { arrayFromValues, type ValuesOptions } from './array/write-value.js';
+export { arrayFromValues, type ValuesOptions } from './array/from-values.js';
 export { readItem, NOT_A_TIME, type Scalar, type ScalarRecord } from './array/read-value.js';
 export type { TypedArray, TypedArrayConstructor, ArrayData, Complex } from './format/js-types.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, longDoubleIsNumber, numberToLongDouble } from './format/float-bits.js';

@@ -7,7 +7,7 @@ import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeader
 import { NdArray, isOrderFree, type Order } from './array/ndarray.js';
 import { byteSwapUnit, bytesToData, dataToBytes, storageOf, type BytesToDataOptions } from './array/layout.js';
 import type { ArrayData, TypedArray } from './format/js-types.js';
-import { arrayFromValues } from './array/write-value.js';
+import { arrayFromValues } from './array/from-values.js';
 import type { DescrInput } from './format/descr-types.js';
 
 /** Bounds for decoding a pickle (object arrays). */

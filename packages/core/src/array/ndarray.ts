@@ -3,10 +3,11 @@ import { allocateBuffer } from './memory.js';
 import { type DType, parseDescr, shapeRepr, shapeSize } from '../format/dtype.js';
 import { readItem } from './read-value.js';
 import { familyOf } from '../format/dtype-cases.js';
-import type { DescrInput, ElementOf, KindFamilies, KindFamily, Nested, StorageOf } from '../format/descr-types.js';
+import type { DescrInput, ElementOf, InputOf, KindFamilies, KindFamily, Nested, StorageOf } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
-import { storageOf } from './layout.js';
-import type { ArrayData } from '../format/js-types.js';
+import { bytesToData, storageOf } from './layout.js';
+import { writeValue } from './write-value.js';
+import type { ArrayData, TypedArray } from '../format/js-types.js';
 
 /** Memory order of an array: `'C'` (row-major, last axis fastest) or `'F'` (column-major). */
 export type Order = 'C' | 'F';
@@ -90,6 +91,28 @@ export class NdArray<S extends DescrInput = DescrInput> {
   /** The element at a multi-index, as a JS value of the descr's element type ({@link ElementOf}). */
   get(...index: number[]): ElementOf<S> {
     return readItem(this.dtype, this.data as ArrayData, this.offsetOf(index)) as ElementOf<S>;
+  }
+
+  /**
+   * Set the element at a multi-index (`a[i, j] = value` in numpy) from a JS value, by the rules of
+   * `arrayFromValues`: a value its dtype cannot hold (an integer out of range, a string too long, a
+   * fraction into an integer) is refused with `BAD_VALUE`, never wrapped; float16 and long double
+   * round to nearest, as numpy's casts do.
+   * @example
+   * const a = createArray('<i4', [2, 2]);
+   * a.set([1, 0], 7);
+   * a.get(1, 0);   // 7
+   */
+  set(index: readonly number[], value: InputOf<S>): void {
+    const at = this.offsetOf(index);
+    if (familyOf(this.dtype) === 'object') {
+      (this.data as unknown as unknown[])[at] = value;
+      return;
+    }
+    const bytes = new Uint8Array(this.dtype.itemsize);
+    writeValue(this.dtype, new DataView(bytes.buffer), bytes, 0, value);
+    const units = bytesToData(this.dtype, bytes.buffer, 0, 1) as TypedArray;
+    (this.data as TypedArray).set(units as never, at * units.length);
   }
 
   /** Nested arrays in logical (C) order, like numpy's `tolist()`; a bare value for 0-d. */

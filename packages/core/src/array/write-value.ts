@@ -1,24 +1,12 @@
-/** Writing JS values into stored bytes: the one writer behind arrays built from plain values. */
-import { parseDescr, shapeSize, type DType } from '../format/dtype.js';
+/** Writing JS values into stored bytes: the one writer behind arrays built from plain values and NdArray.set. */
+import type { DType } from '../format/dtype.js';
 import { matchDType, perDType } from '../format/dtype-cases.js';
-import type { DescrInput, InputOf, Nested } from '../format/descr-types.js';
-
-/** Options of {@link arrayFromValues}: the shape and order when the values are flat. */
-export interface ValuesOptions {
-  /** The shape, when `values` is flat (memory order); otherwise it is taken from the nesting. */
-  shape?: number[];
-  /** Memory order of the result (default 'C'). */
-  order?: Order;
-}
 import { NOT_A_TIME } from './read-value.js';
 import type { Complex } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
-import { NdArray, type Order } from './ndarray.js';
-import { toOrder } from './order.js';
 import { numberToFloat16, numberToLongDouble } from '../format/float-bits.js';
-import { bytesToData } from './layout.js';
 
-function fail(message: string, field?: string): never {
+export function fail(message: string, field?: string): never {
   throw new NpyError('BAD_VALUE', message, field === undefined ? {} : { field });
 }
 
@@ -152,55 +140,4 @@ function writeFloat(size: number, view: DataView, bytes: Uint8Array, at: number,
     numberToLongDouble(x, bytes, at);
     if (!le) bytes.subarray(at, at + 16).reverse();
   }
-}
-
-/** Flatten nested JS arrays in C order, returning the values and the shape found. */
-function flattenNested(values: unknown): { flat: unknown[]; shape: number[] } {
-  const shape: number[] = [];
-  let probe = values;
-  while (Array.isArray(probe)) {
-    shape.push(probe.length);
-    probe = probe[0];
-    if (probe === undefined) break;
-  }
-  const flat: unknown[] = [];
-  const walk = (x: unknown, axis: number): void => {
-    if (axis === shape.length) {
-      flat.push(x);
-      return;
-    }
-    if (!Array.isArray(x) || x.length !== shape[axis]) fail(`ragged nested lists: expected length ${shape[axis]} at axis ${axis}`);
-    for (const y of x) walk(y, axis + 1);
-  };
-  walk(values, 0);
-  return { flat, shape };
-}
-
-/**
- * Build an array from plain JS values, like `np.array(values, dtype)`: nested lists give the
- * shape (or pass `shape` with flat values in C order). Values follow the element rules of
- * {@link readItem}: numbers or bigints for integers, `{re, im}` (or a real number) for complex,
- * strings for `S`/`U`, objects for records.
- * @example
- * const a = arrayFromValues([[1, 2], [3, 4]], '<i4');   // shape [2, 2]
- */
-export function arrayFromValues<S extends DescrInput>(values: Nested<InputOf<S>>, dtype: DType<S>, options?: ValuesOptions): NdArray<S>;
-export function arrayFromValues<const S extends DescrInput>(values: Nested<InputOf<S>>, descr: S, options?: ValuesOptions): NdArray<S>;
-export function arrayFromValues(values: unknown, dtypeSpec: DType | DescrInput, options: ValuesOptions = {}): NdArray {
-  const dtype = parseDescr(dtypeSpec as DescrInput);
-  let flat: unknown[];
-  let shape: number[];
-  if (options.shape) {
-    shape = [...options.shape];
-    flat = Array.isArray(values) ? values : [values];
-    if (flat.length !== shapeSize(shape)) fail(`${flat.length} values do not fill shape (${shape.join(', ')})`);
-  } else {
-    ({ flat, shape } = flattenNested(values));
-  }
-  const raw = new Uint8Array(flat.length * dtype.itemsize);
-  const view = new DataView(raw.buffer);
-  for (let i = 0; i < flat.length; i++) writeValue(dtype, view, raw, i * dtype.itemsize, flat[i]);
-  const data = bytesToData(dtype, raw.buffer, 0, flat.length);
-  const c = new NdArray(dtype, shape, data, 'C');
-  return options.order === 'F' ? toOrder(c, 'F') : c;
 }

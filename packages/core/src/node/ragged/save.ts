@@ -11,7 +11,7 @@ import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
 import { toOrder } from '../../array/order.js';
 import { MAX_RAGGED_DEPTH, rowsInHeap, raggedIndexDType, raggedInfo, referencedAxis, type RaggedInfo } from '../../ragged/convention.js';
-import { arrayFromValues } from '../../array/write-value.js';
+import { arrayFromValues } from '../../array/from-values.js';
 import { appendingRagged, lockedAppend } from './append.js';
 import {
   type Bounds,
