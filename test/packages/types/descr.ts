@@ -248,3 +248,9 @@ expectTypeOf(loadNpzSync('x.npz')).toEqualTypeOf<Map<string, NdArray>>();
 expectTypeOf(loadNpz('x.npz')).toEqualTypeOf<Promise<Map<string, NdArray>>>();
 // @ts-expect-error: get takes a member name
 void decodeNpz(bytes).get(3);
+
+// NdArray.set takes the descr's input type.
+const settable = createArray('<f4', [2]);
+settable.set([0], 1.5);
+// @ts-expect-error: a float32 element is set from a number
+settable.set([0], 'x');
