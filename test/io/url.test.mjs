@@ -3,7 +3,7 @@
 // can be cancelled; a relative URL resolves against the page's address where there is one.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openNpy, openNpyUrl, withByteCache, bytesSource } from '@npyts/core';
 import { resolveUrl } from '@npyts/core/plumbing';
@@ -54,6 +54,21 @@ test('the byte cache answers a repeated read without a request; a cancelled read
     error = e;
   }
   assert.is(error?.name, 'AbortError');
+});
+
+test('every reader counts what it reads in stats, as the URL reader does: a Blob and bytes', async () => {
+  const file = join(dir, 'stats.npy');
+  python(`np.save(${JSON.stringify(file)}, np.arange(1000, dtype='<f8').reshape(100, 10))`);
+  const bytes = readFileSync(file);
+  for (const source of [new Blob([bytes]), new Uint8Array(bytes)]) {
+    const h = await openNpy(source);
+    const afterHeader = { ...h.stats };
+    assert.ok(afterHeader.requests >= 1 && afterHeader.bytes >= 128, JSON.stringify(afterHeader));
+    await h.read([10, 0], [5, 10]);
+    assert.is(h.stats.requests, afterHeader.requests + 1);
+    assert.is(h.stats.bytes, afterHeader.bytes + 5 * 10 * 8);
+    assert.is(h.stats.cached, 0);
+  }
 });
 
 test('withByteCache serves repeated reads of any source from memory, bounded by maxBytes', async () => {

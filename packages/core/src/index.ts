@@ -71,7 +71,7 @@ export type { ByteSource, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.
 export { fflateCodec } from './npz/fflate.js';
 export { readNpy, writeNpy, type ChunkSink, type ChunkSource } from './io/stream.js';
 export { openNpyUrl, type NpyUrlHandle, type UrlOptions } from './io/url.js';
-export { openNpy, openNpySource, type NpyReader, type NpySource } from './io/open.js';
+export { openNpy, openNpySource, type NpyReader, type NpyReadStats, type NpySource } from './io/open.js';
 export { openNpyAccessHandle, createNpyAccessHandle, appendNpyAccessHandle, type SyncAccessHandle } from './io/access-handle.js';
 export type { NpyFileHandleSync, CreateOptions, AsyncOptions } from './io/handles.js';
 export { blobSource, bytesSource, withByteCache, type RandomAccess, type ReadStats, type ByteCacheOptions } from './io/random-access.js';

@@ -105,6 +105,9 @@ import type { RaggedElement, RaggedLayout } from '@npyts/core';
 async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   const fromBlob = await openAnywhere(blob, { expect: '<u2' });
   expectTypeOf((await fromBlob.read([0], [4], { signal: AbortSignal.timeout(100) })).data).toEqualTypeOf<Uint16Array>();
+  // Every reader tells what it has read, whatever it was opened from (a URL, a Blob, bytes).
+  expectTypeOf(fromBlob.stats.requests).toEqualTypeOf<number>();
+  expectTypeOf((await openAnywhere('https://example.org/x.npy')).stats.cached).toEqualTypeOf<number>();
   using mapped = loadNpySync('x.npy', { mmap: 'r', expect: '<f8' });
   expectTypeOf(mapped).toEqualTypeOf<MappedArray<'<f8'>>();
   const column: Float64Array = mapped.data;

@@ -12,8 +12,17 @@ import { blobSource, bytesSource, type RandomAccess } from './random-access.js';
 import { openNpyUrl, type UrlOptions } from './url.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
+/** What a reader has read so far: requests (reads of its source, or HTTP requests), body bytes, and reads a cache served. */
+export interface NpyReadStats {
+  requests: number;
+  bytes: number;
+  cached: number;
+}
+
 /** An open .npy whose regions are read asynchronously, whatever holds its bytes. */
 export interface NpyReader<S extends DescrInput = DescrInput> extends OpenNpy<S> {
+  /** What this reader has read so far (the header included). */
+  readonly stats: NpyReadStats;
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
   read(start: readonly number[], count: readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<NdArray<S>>;
   close(): Promise<void>;
@@ -46,16 +55,19 @@ export async function openNpySource(
   options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {},
 ): Promise<NpyReader> {
   const name = options.name ?? 'the file';
-  const header = await drive(
-    readingHeader(SOURCE, options),
-    performReads((at, length, signal) => source.read(at, length, signal)),
-    options.signal,
-  );
+  const stats: NpyReadStats = { requests: 0, bytes: 0, cached: 0 };
+  const read = async (at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> => {
+    const got = await source.read(at, length, signal);
+    stats.requests++;
+    stats.bytes += got.length;
+    return got;
+  };
+  const header = await drive(readingHeader(SOURCE, options), performReads(read), options.signal);
   checkDataPresent(header, source.size - header.dataOffset);
   const perform = performOnAsync(
     {
       async read(target, position, signal) {
-        const got = await source.read(position, target.length, signal);
+        const got = await read(position, target.length, signal);
         target.set(got);
         return got.length;
       },
@@ -66,6 +78,7 @@ export async function openNpySource(
     name,
   );
   return {
+    stats,
     header,
     dtype: header.dtype,
     shape: [...header.shape],
