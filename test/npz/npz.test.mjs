@@ -414,4 +414,26 @@ test('CLI: convert npz → npz (--compress/--store), member → npy, npy → npz
   assert.match(r.stderr, /name one/);
 });
 
+test('object arrays: one rule for .npy and .npz, as numpy has it (saves write them, loads decode them only with allowPickle)', async () => {
+  const file = join(dir, 'objects.npz');
+  python(`np.savez(${JSON.stringify(file)}, o=np.array([1, 'a', None, [2, 3]], dtype=object), x=np.arange(3))`);
+  const refused = (e) => e instanceof NpyError && e.code === 'PICKLE_UNSUPPORTED' && /allowPickle/.test(e.message);
+  await rejects(() => loadNpz(file), refused);
+  assert.throws(() => loadNpzSync(file), refused);
+  assert.throws(() => openNpzSync(file).getSync('o'), refused);
+  const want = [1, 'a', null, [2, 3]];
+  assert.equal((await loadNpz(file, { allowPickle: true })).get('o').toList(), want);
+  assert.equal(loadNpzSync(file, { allowPickle: true }).get('o').toList(), want);
+  const z = await openNpz(file, { allowPickle: true });
+  assert.equal((await z.get('o')).toList(), want);
+  await z.close();
+  // Saving needs no option, as np.savez and saveNpy need none: numpy reads back what was written.
+  const back = join(dir, 'objects-back.npz');
+  saveNpzSync(back, loadNpzSync(file, { allowPickle: true }));
+  assert.is(
+    python(`z = np.load(${JSON.stringify(back)}, allow_pickle=True); print(z['o'].tolist() == [1, 'a', None, [2, 3]] and z['x'].tolist() == [0, 1, 2])`).trim(),
+    'True',
+  );
+});
+
 test.run();

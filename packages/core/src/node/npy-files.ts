@@ -10,7 +10,7 @@ import type { NpyHeader } from '../format/header.js';
 import { byteSwapUnit, bytesToData } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
-import { pickleCodec } from '../pickle/index.js';
+import { loadCodec, saveCodec, type PickleOptions } from './pickle-options.js';
 import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
 import type { AsyncOptions } from './fd.js';
 import { run, runSync } from './drive.js';
@@ -48,9 +48,7 @@ export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): Np
 }
 
 /** Options of {@link loadNpySync} (and, with `signal`, {@link loadNpy}). */
-export interface LoadOptions extends DecodeOptions {
-  /** Decode object arrays (pickles) with npyts' safe unpickler, which never runs code. */
-  allowPickle?: boolean;
+export interface LoadOptions extends DecodeOptions, PickleOptions {
   /**
    * Memory-map the data instead of reading it (numpy's `mmap_mode`; needs @npyts/native): `'r'`
    * reads, `'r+'` reads and writes the file, `'c'` is copy-on-write. The result is a
@@ -61,10 +59,6 @@ export interface LoadOptions extends DecodeOptions {
 
 /** Options of the async {@link loadNpy}. */
 export interface LoadOptionsAsync extends LoadOptions, AsyncOptions {}
-
-function codecFor(options: LoadOptions): LoadOptions['pickle'] {
-  return options.pickle ?? (options.allowPickle ? pickleCodec : undefined);
-}
 
 function truncated(header: NpyHeader, got: number): NpyError {
   return new NpyError('DATA_TRUNCATED', `file ended after ${got} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + got });
@@ -110,7 +104,7 @@ function* loadingNpy(path: string, options: LoadOptions): Operation<NdArray> {
   try {
     const header = yield* readingHeader(file, options);
     const fileSize = (yield { op: 'size', file }) as number;
-    const codec = codecFor(options);
+    const codec = loadCodec(options);
     if (hasObject(header.dtype) && codec) {
       const whole = new Uint8Array(fileSize);
       yield { op: 'read', file, into: whole, at: 0 };
@@ -175,7 +169,7 @@ export function saveNpySync(path: string, array: NdArray | ArraySpec, options: E
  */
 export function* savingNpy(path: string, input: NdArray | ArraySpec, options: EncodeOptions = {}): Operation<void> {
   const array = toNdArray(input);
-  const pieces = encodeNpyPieces(array, { pickle: pickleCodec, ...options });
+  const pieces = encodeNpyPieces(array, { ...options, pickle: saveCodec(options) });
   yield* writingBeside(path, function* (file) {
     let first = true;
     for (const piece of pieces) {

@@ -28,6 +28,7 @@ import {
 import { inTurns, openFile, openFileSync, readFully, readFullyAsync, type AsyncOptions } from '../fd.js';
 import { arrayOverNative } from '../npy-files.js';
 import { zlibCodec } from './codec.js';
+import { loadCodec, type PickleOptions } from '../pickle-options.js';
 import { inflatedArray, storedArray } from './direct.js';
 
 /** Bytes read at least on a miss of an archive file's zip reads (a local header and a small member in one read). */
@@ -58,8 +59,18 @@ export function fileSource(path: string): ByteSource {
   }
 }
 
+/** Options of {@link openNpzSync} and {@link loadNpzSync}: the archive's, and object arrays as `loadNpy` takes them (`allowPickle`). */
+export interface NpzFileOptionsSync extends NpzOptions, PickleOptions {}
+
 /** Options of {@link openNpz} and {@link loadNpz}. */
-export interface NpzFileOptions extends NpzOptions, AsyncOptions {}
+export interface NpzFileOptions extends NpzFileOptionsSync, AsyncOptions {}
+
+/** The archive options of a file's options: object arrays decoded only when allowed, as by loadNpy. */
+function archiveOptions(options: NpzFileOptionsSync): NpzOptions {
+  const { allowPickle: _, ...rest } = options;
+  const pickle = loadCodec(options);
+  return { codec: zlibCodec, ...rest, ...(pickle ? { pickle } : {}) };
+}
 
 /**
  * An open .npz on disk, read without blocking the event loop: the central directory is read when
@@ -87,7 +98,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     const fh = await openFile(path);
     try {
       const { size } = await fh.stat();
-      const file = new NpzFile(path, fh, size, options);
+      const file = new NpzFile(path, fh, size, archiveOptions(options));
       file.index = new NpzIndex(await file.run(readingZipEntries(size), options.signal));
       return file;
     } catch (e) {
@@ -283,10 +294,10 @@ export function openNpz(path: string, options: NpzFileOptions = {}): Promise<Npz
  * const kernel = z.getSync('dense/kernel');
  * z.close();
  */
-export function openNpzSync(path: string, options: NpzOptions = {}): NpzArchive {
+export function openNpzSync(path: string, options: NpzFileOptionsSync = {}): NpzArchive {
   const source = fileSource(path);
   try {
-    return new NpzArchive(source, { codec: zlibCodec, ...options });
+    return new NpzArchive(source, archiveOptions(options));
   } catch (e) {
     source.close?.();
     throw e;
@@ -311,7 +322,7 @@ export async function loadNpz(path: string, options: NpzFileOptions = {}): Promi
  * const arrays = loadNpzSync('model.npz');
  * arrays.get('dense/kernel')?.shape;
  */
-export function loadNpzSync(path: string, options: NpzOptions = {}): Map<string, NdArray> {
+export function loadNpzSync(path: string, options: NpzFileOptionsSync = {}): Map<string, NdArray> {
   const archive = openNpzSync(path, options);
   try {
     return archive.getAllSync(options);

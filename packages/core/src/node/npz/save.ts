@@ -7,6 +7,7 @@ import type { AsyncOptions } from '../fd.js';
 import { run, runSync } from '../drive.js';
 import { writingBeside } from '../beside.js';
 import { zlibCodec } from './codec.js';
+import { saveCodec, type PickleOptions } from '../pickle-options.js';
 
 /** A sink that queues positional writes; the save flushes them as write steps between pieces. */
 class QueuedSink implements ZipSink {
@@ -27,7 +28,11 @@ class QueuedSink implements ZipSink {
 }
 
 /** Options of {@link saveNpz}. */
-export interface SaveNpzOptions extends NpzWriteOptions, AsyncOptions {}
+/** Options of {@link saveNpzSync}: the archive's; object arrays are written as pickles, as by `np.savez` and `saveNpy`. */
+export interface SaveNpzOptionsSync extends NpzWriteOptions, PickleOptions {}
+
+/** Options of {@link saveNpz}. */
+export interface SaveNpzOptions extends SaveNpzOptionsSync, AsyncOptions {}
 
 /**
  * Write arrays as a .npz file without blocking the event loop, member by member straight to disk
@@ -45,15 +50,15 @@ export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOp
  * @example
  * saveNpzSync('out.npz', { a: { data: new Int32Array([1, 2]) } });
  */
-export function saveNpzSync(path: string, arrays: NpzInput, options: NpzWriteOptions = {}): void {
+export function saveNpzSync(path: string, arrays: NpzInput, options: SaveNpzOptionsSync = {}): void {
   runSync(savingNpz(path, arrays, options));
 }
 
 /** The steps of a save: members written a piece (≤ 16 MiB) at a time into a file beside `path`, renamed over it when complete. */
-function* savingNpz(path: string, arrays: NpzInput, options: NpzWriteOptions): Operation<void> {
+function* savingNpz(path: string, arrays: NpzInput, options: SaveNpzOptionsSync): Operation<void> {
   yield* writingBeside(path, function* (file) {
     const sink = new QueuedSink();
-    for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options })) yield* sink.flushing(file);
+    for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options, pickle: saveCodec(options) })) yield* sink.flushing(file);
     yield* sink.flushing(file);
   });
 }
