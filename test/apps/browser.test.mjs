@@ -32,17 +32,22 @@ arrays = {
   'big_ints': np.array([2**63 - 1, -2**63, 2**53 + 1, 7], dtype='<i8'),
   'cube': make('<i2', (3, 4, 5), seed=4),
 }
+def shown(page):
+    # A float16/float32 cell shows the shortest digits of its own width, as numpy prints it.
+    if page.dtype.kind == 'f' and page.dtype.itemsize <= 4:
+        return [[np.format_float_positional(v, unique=True, trim='-') for v in row] for row in page] if page.ndim == 2 else [np.format_float_positional(v, unique=True, trim='-') for v in page]
+    return to_json(page)
 out = {}
 for name, a in arrays.items():
     np.save(f'{d}/{name}.npy', a)
     view = a if a.ndim <= 2 else a[0]
     page = view[:50, :40] if view.ndim == 2 else view[:50]
-    out[name] = {'file': f'{d}/{name}.npy', 'shape': list(a.shape), 'descr': np.lib.format.dtype_to_descr(a.dtype) if a.dtype.names is None else descr_json(a.dtype.descr), 'page': to_json(page)}
+    out[name] = {'file': f'{d}/{name}.npy', 'shape': list(a.shape), 'descr': np.lib.format.dtype_to_descr(a.dtype) if a.dtype.names is None else descr_json(a.dtype.descr), 'page': shown(page)}
 np.savez_compressed(f'{d}/archive.npz', first=arrays['matrix'][:5], second=arrays['big_ints'])
 big = np.lib.format.open_memmap(f'{d}/remote.npy', mode='w+', dtype='<f4', shape=(8192, 2048))
 big[:50, :] = rng.standard_normal((50, 2048)).astype(np.float32)
 big.flush()
-out['remote'] = {'file': f'{d}/remote.npy', 'shape': [8192, 2048], 'page': to_json(np.asarray(big[:50, :40])), 'size': int(big.nbytes)}
+out['remote'] = {'file': f'{d}/remote.npy', 'shape': [8192, 2048], 'page': shown(np.asarray(big[:50, :40])), 'size': int(big.nbytes)}
 del big
 open(f'{d}/broken.npy', 'wb').write(b'\\x93NUMPX not a real file')
 np.save(f'{d}/objects.npy', np.array([1, 'two', None, [3]], dtype=object), allow_pickle=True)

@@ -19,7 +19,7 @@ import {
   type NpzArchive,
   type ObjectArrayCodec,
 } from '@npyts/core';
-import { jsonValue, readRegionFromBytes } from '@npyts/core/plumbing';
+import { jsonValue, readRegionFromBytes, shortestFloatText } from '@npyts/core/plumbing';
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const PAGE_ROWS = 50;
@@ -207,7 +207,14 @@ function region(rowStart: number, rowCount: number, colCount: number): { start: 
   return { start: [...sliceIndex, rowStart, 0], count: [...sliceIndex.map(() => 1), rowCount, colCount] };
 }
 
+/** A cell as numpy prints the value: a float16 or float32 with the digits of its own width (`0.12573022`), not of its float64 widening. */
 function cellText(dt: DType, v: unknown): string {
+  const narrow = dt.realBytes === 2 || dt.realBytes === 4;
+  if (narrow && typeof v === 'number') return shortestFloatText(v, dt.realBytes);
+  if (narrow && familyOf(dt) === 'complex') {
+    const c = v as { re: number; im: number };
+    return `[${shortestFloatText(c.re, dt.realBytes)}, ${shortestFloatText(c.im, dt.realBytes)}]`;
+  }
   const j = jsonValue(dt, v);
   return typeof j === 'string' ? j : JSON.stringify(j);
 }

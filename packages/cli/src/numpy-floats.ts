@@ -4,77 +4,13 @@
  * Digits are Dragon4's: the shortest that read back to the same value of the array's own width
  * (float16, float32 or float64), cut to the precision with exact round-half-even.
  */
-import { numberToFloat16 } from '@npyts/core';
+import { exactExponent, scaledRound, shortestDigits } from '@npyts/core/plumbing';
 
 const PRECISION = 8;
 
-/** Whether `text` reads back to `x` at `itemsize` bytes. */
-function readsBack(text: string, x: number, itemsize: number): boolean {
-  const y = Number(text);
-  if (itemsize === 2) return numberToFloat16(y) === numberToFloat16(x);
-  if (itemsize === 4) return Math.fround(y) === x;
-  return y === x;
-}
-
-/** The shortest decimal digits of |x| that identify it at its width, and the decimal exponent of the first. */
-function shortest(x: number, itemsize: number): { digits: string; exp: number } {
-  const a = Math.abs(x);
-  if (a === 0) return { digits: '0', exp: 0 };
-  if (itemsize === 8) {
-    // JavaScript's own shortest round-trip digits of a double (the closest of the shortest).
-    const [m, e] = a.toExponential().split('e') as [string, string];
-    return { digits: m.replace('.', '').replace(/0+$/, '') || '0', exp: Number(e) };
-  }
-  // Narrower floats: the fewest digits, each candidate rounded exactly (half to even, as Dragon4),
-  // that read back to the same float16 or float32.
-  const exp = exactExponent(a, Math.floor(Math.log10(a)));
-  for (let p = 1; p <= 17; p++) {
-    let q = scaledRound(a, p - 1 - exp).toString();
-    let e = exp;
-    if (q.length > p) {
-      q = q.slice(0, p);
-      e += 1;
-    }
-    if (readsBack(`${q[0]}.${q.slice(1)}e${e}`, a, itemsize)) return { digits: q.replace(/0+$/, '') || '0', exp: e };
-  }
-  throw new Error('unreachable: 17 digits identify every float');
-}
-
-/** The exponent of the first significant digit of a > 0, exactly (`guess` may be off by one). */
-export function exactExponent(a: number, guess: number): number {
-  let e = guess;
-  while (scaledRound(a, -e, true) >= 10n) e++;
-  while (scaledRound(a, -e, true) < 1n) e--;
-  return e;
-}
-
-/** |x| · 10^places rounded half to even (or down, with `floor`), exactly (x is a binary float). */
-export function scaledRound(x: number, places: number, floor = false): bigint {
-  const a = Math.abs(x);
-  // a = mantissa · 2^exponent, exactly.
-  const buf = new DataView(new ArrayBuffer(8));
-  buf.setFloat64(0, a);
-  const bits = buf.getBigUint64(0);
-  const biased = Number((bits >> 52n) & 0x7ffn);
-  let mantissa = bits & ((1n << 52n) - 1n);
-  let exponent = biased - 1075;
-  if (biased === 0) exponent = -1074;
-  else mantissa |= 1n << 52n;
-  let num = mantissa;
-  let den = 1n;
-  if (exponent >= 0) num <<= BigInt(exponent);
-  else den <<= BigInt(-exponent);
-  if (places >= 0) num *= 10n ** BigInt(places);
-  else den *= 10n ** BigInt(-places);
-  const q = num / den;
-  if (floor) return q;
-  const r2 = 2n * (num % den);
-  return r2 > den || (r2 === den && q % 2n === 1n) ? q + 1n : q;
-}
-
 /** Positional digits of |x| (Dragon4, unique, fractional, cut at `precision`): [integer, fraction]. */
 function positional(x: number, itemsize: number, precision: number): [string, string] {
-  const { digits, exp } = shortest(x, itemsize);
+  const { digits, exp } = shortestDigits(x, itemsize);
   const fractionDigits = Math.max(0, digits.length - 1 - exp);
   let text: string;
   if (fractionDigits <= precision) {
@@ -93,7 +29,7 @@ function positional(x: number, itemsize: number, precision: number): [string, st
 
 /** Scientific digits of |x| (unique, cut at `precision` fraction digits): [first digit, fraction, exponent]. */
 function scientific(x: number, itemsize: number, precision: number): [string, string, number] {
-  const { digits, exp } = shortest(x, itemsize);
+  const { digits, exp } = shortestDigits(x, itemsize);
   if (digits.length - 1 <= precision) return [digits[0]!, digits.slice(1), exp];
   // Round to precision + 1 significant digits, exactly.
   let e = exactExponent(Math.abs(x), exp);

@@ -18,7 +18,7 @@ import {
   type TypedArray,
 } from '@npyts/core';
 import { parsePyLiteral } from '@npyts/core/plumbing';
-import { exactExponent, scaledRound } from './numpy-floats.js';
+import { exactExponent, scaledRound } from '@npyts/core/plumbing';
 import { readExactItem } from './format.js';
 
 /** The delimiter of a file name's kind: `,` for .csv, a tab for .tsv; null for any other name. */
