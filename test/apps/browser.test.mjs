@@ -148,6 +148,15 @@ test('a URL is read with range requests: the header and the visible page only', 
   assert.ok(bytes < f.size / 50, transfer);
 });
 
+test('a small file opened by URL costs one request (the 12 728-byte matrix)', async () => {
+  await page.fill('#url', `${base}/data/matrix.npy`);
+  await page.click('#load-url');
+  await idle();
+  assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
+  assert.equal(await tableCells(), fixtures.matrix.page.map((row) => row.map(text)));
+  assert.match(await page.textContent('#transfer'), /^1 range request, 12728 bytes transferred of 12728/);
+});
+
 test('a large file dropped on the page is read by Blob slices: the header and the visible page only', async () => {
   const f = fixtures.remote;
   await openFile(f.file);

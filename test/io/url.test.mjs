@@ -40,6 +40,17 @@ test('a fetch hook that adds the bearer token reads the region numpy slices; so 
   assert.equal(Array.from((await viaHeaders.read([5, 300], [4, 6])).data), expected);
 });
 
+test('the bytes of the first request are kept: a file no larger than firstRequest costs one request, whatever is read', async () => {
+  const headers = { authorization: `Bearer ${TEST_TOKEN}` };
+  const small = await openNpyUrl(url, { headers, firstRequest: 512 << 10 }); // the file is 256 KiB
+  assert.equal(Array.from((await small.read([5, 300], [4, 6])).data), expected);
+  await small.read([0, 0], [64, 1000]);
+  assert.is(small.stats.requests, 1);
+  const large = await openNpyUrl(url, { headers }); // the first 4096 bytes: the header, and a little data
+  await large.read([5, 300], [4, 6]);
+  assert.is(large.stats.requests, 2);
+});
+
 test('the byte cache answers a repeated read without a request; a cancelled read rejects', async () => {
   const h = await openNpyUrl(url, { headers: { authorization: `Bearer ${TEST_TOKEN}` }, cache: { maxBytes: 1 << 20 } });
   await h.read([5, 300], [4, 6]);

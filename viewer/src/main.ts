@@ -376,7 +376,8 @@ async function openUrl(url: string): Promise<void> {
     if (!res.ok) throw new Error(`HTTP ${res.status} for ${url}`);
     return showArchive(url, decodeNpz(new Uint8Array(await res.arrayBuffer())));
   }
-  const h = await openNpyUrl(url);
+  // A first request of 64 KiB: a small file is read whole in it (one request), a large one's header.
+  const h = await openNpyUrl(url, { firstRequest: 64 << 10 });
   if (familyOf(h.header.dtype) === 'object') {
     const res = await fetch(url);
     return showBytes(url, new Uint8Array(await res.arrayBuffer()));

@@ -28,7 +28,10 @@ export interface UrlOptions extends DecodeOptions {
   cache?: { maxBytes?: number };
   /** Ranges closer than this many bytes go in one request (default 64 KiB). */
   maxGap?: number;
-  /** Bytes asked for in the first request (default 4096; the header usually fits). */
+  /**
+   * Bytes asked for in the first request (default 4096; the header usually fits). They are kept, so
+   * that a file no larger than this costs one request whatever is read of it.
+   */
   firstRequest?: number;
   /** Requests in flight at once (default 6). */
   concurrency?: number;
@@ -192,9 +195,15 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   };
   let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
 
+  // The first answer (the file's first bytes) is kept: region reads inside it need no request.
+  let first: Uint8Array = new Uint8Array(0);
   const header = await drive(
     readingHeader(SOURCE, options, options.firstRequest ?? FIRST_BLOCK),
-    performReads((at, length) => range(at, length)),
+    performReads(async (at, length) => {
+      const got = await range(at, length);
+      if (at === 0) first = got;
+      return got;
+    }),
   );
   const cache = options.cache ? new RangeCache(options.cache.maxBytes ?? 64 << 20) : null;
   if (total >= 0) checkDataPresent(header, total - header.dataOffset);
@@ -232,7 +241,8 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
           const g = held ?? groups.next();
           held = null;
           if (g.done) break;
-          const known = cache?.get(g.value.offset, g.value.length);
+          const inFirst = g.value.offset + g.value.length <= first.length ? first.subarray(g.value.offset, g.value.offset + g.value.length) : null;
+          const known = inFirst ?? cache?.get(g.value.offset, g.value.length);
           if (known) {
             placeGroup(out, g.value, known);
             stats.cached++;
