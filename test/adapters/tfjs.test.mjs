@@ -138,6 +138,31 @@ test('loadTensors from bytes, a path and a URL', async () => {
   }
 });
 
+test("a connection reset in the middle of an archive, or refused, is a NETWORK error naming the URL (not fetch's bare TypeError)", async () => {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '100000' });
+    res.write(new Uint8Array(1000));
+    setTimeout(() => res.socket.destroy(), 20);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${server.address().port}/w.npz`;
+  try {
+    for (const target of [url, url.replace(/:\d+\//, ':1/')]) {
+      let error = null;
+      try {
+        await loadTensors(target);
+      } catch (e) {
+        error = e;
+      }
+      assert.instance(error, NpyError, String(error));
+      assert.is(error.code, 'NETWORK');
+      assert.ok(error.message.includes(target), error.message);
+    }
+  } finally {
+    server.close();
+  }
+});
+
 test('assignWeights: Keras-style names, all mismatches reported at once, nothing assigned on error', async () => {
   const npz = encodeNpz({
     'dense/kernel': arrayFromValues(

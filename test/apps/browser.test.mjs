@@ -153,7 +153,10 @@ test('a small file opened by URL costs one request (the 12 728-byte matrix)', as
   await page.click('#load-url');
   await idle();
   assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
-  assert.equal(await tableCells(), fixtures.matrix.page.map((row) => row.map(text)));
+  assert.equal(
+    await tableCells(),
+    fixtures.matrix.page.map((row) => row.map(text)),
+  );
   assert.match(await page.textContent('#transfer'), /^1 range request, 12728 bytes transferred of 12728/);
 });
 

@@ -70,9 +70,21 @@ async function openAny(source: Exclude<NpzSource, AnyArchive>, options: SourceOp
   const text = String(source);
   if (source instanceof URL || SCHEME.test(text) || !inNode()) {
     const url = resolveUrl(text);
-    const res = await (options.fetch ?? fetch)(url, options.signal ? { signal: options.signal } : {});
-    if (!res.ok) throw new NpyError('TRUNCATED', `fetching ${url} failed: HTTP ${res.status}`);
-    return [decodeNpz(new Uint8Array(await res.arrayBuffer()), options), true];
+    let bytes: Uint8Array;
+    try {
+      const res = await (options.fetch ?? fetch)(url, options.signal ? { signal: options.signal } : {});
+      if (!res.ok) throw new NpyError('TRUNCATED', `fetching ${url} failed: HTTP ${res.status}`);
+      bytes = new Uint8Array(await res.arrayBuffer());
+    } catch (e) {
+      // A refused or reset connection (fetch's bare TypeError) names the URL; an abort passes through.
+      if (e instanceof NpyError || options.signal?.aborted) throw e;
+      const cause = (e as { cause?: { code?: string } }).cause?.code;
+      throw new NpyError(
+        'NETWORK',
+        `fetching ${url} failed (${(e as Error).message}${cause ? `: ${cause}` : ''}); check the URL and that the server is reachable`,
+      );
+    }
+    return [decodeNpz(bytes, options), true];
   }
   return [await (await nodeEntry()).openNpz(text, options), true];
 }
