@@ -35,6 +35,34 @@ async function serve(handle) {
   };
 }
 
+test('when one range request fails, the others stop: the error does not wait for the rest of the region to be fetched', async () => {
+  const file = join(dir, 'column.npy');
+  python(`np.save(${JSON.stringify(file)}, np.arange(200 * 1000, dtype='<f8').reshape(200, 1000))`);
+  const bytes = (await import('node:fs')).readFileSync(file);
+  let served = 0;
+  const s = await serve((req, res) => {
+    const [from, to] = /bytes=(\d+)-(\d+)/.exec(req.headers.range).slice(1).map(Number);
+    served++;
+    if (served === 3) {
+      res.writeHead(500);
+      res.end();
+      return;
+    }
+    res.writeHead(206, { 'content-range': `bytes ${from}-${to}/${bytes.length}`, 'content-length': String(to - from + 1) });
+    res.end(bytes.subarray(from, to + 1));
+  });
+  try {
+    const h = await openNpyUrl(`${s.base}/column.npy`, { rangesPerRequest: 1, maxGap: 0, concurrency: 4 });
+    const before = served;
+    const e = await rejection(h.read([0, 7], [200, 1])); // 200 ranges 8 kB apart, one request each
+    assert.instance(e, NpyError);
+    assert.match(e.message, /HTTP 500/);
+    assert.ok(served - before < 20, `${served - before} requests for a read that failed at its second`);
+  } finally {
+    await s.close();
+  }
+});
+
 test('a reset connection and a redirect loop are NpyErrors (NETWORK) that name the URL and the bytes asked for', async () => {
   const s = await serve((req, res) => {
     if (req.url === '/reset.npy') req.socket.destroy();

@@ -11,3 +11,23 @@ export async function settleAll<T>(promises: readonly Promise<T>[]): Promise<T[]
   if (failed) throw failed.reason;
   return results.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
+
+/**
+ * `count` workers that share a queue of work, run together and waited for by {@link settleAll}.
+ * When one fails the others stop at their next `stopped()` check, so an error (a failed read, an
+ * abort) does not wait for the rest of the work to be done for nothing.
+ */
+export async function inParallel(count: number, worker: (stopped: () => boolean) => Promise<void>): Promise<void> {
+  let failed = false;
+  const stopped = (): boolean => failed;
+  await settleAll(
+    Array.from({ length: count }, async () => {
+      try {
+        await worker(stopped);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    }),
+  );
+}

@@ -10,7 +10,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunGroup } from './region.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { settleAll } from './settle.js';
+import { inParallel } from './settle.js';
 
 /** Options of {@link openNpyUrl}: the fetch hook, headers, range joining, concurrency and the cache. */
 export interface UrlOptions extends DecodeOptions {
@@ -257,8 +257,8 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
         }
         return batch;
       };
-      const worker = async (): Promise<void> => {
-        for (let batch = nextBatch(); batch.length; batch = nextBatch()) {
+      const worker = async (stopped: () => boolean): Promise<void> => {
+        for (let batch = nextBatch(); batch.length && !stopped(); batch = nextBatch()) {
           if (batch.length > 1 && multiRangeWorks) {
             const bodies = await multiRange(batch, signal);
             if (bodies) {
@@ -277,7 +277,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
           }
         }
       };
-      await settleAll(Array.from({ length: concurrency }, worker));
+      await inParallel(concurrency, worker);
       return regionArray(header, plan, out);
     },
   };

@@ -5,7 +5,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
 import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
-import { settleAll } from '../io/settle.js';
+import { inParallel } from '../io/settle.js';
 import { NpyError } from '../errors.js';
 import { readingHeader } from '../io/header-read.js';
 import { SOURCE, driveSync } from '../io/steps.js';
@@ -117,8 +117,8 @@ export async function readFullyAsync(
   signal?.throwIfAborted();
   let next = 0;
   let end = target.length;
-  const worker = async (): Promise<void> => {
-    while (next < end) {
+  const worker = async (stopped: () => boolean): Promise<void> => {
+    while (next < end && !stopped()) {
       const from = next;
       const to = Math.min(end, from + ASYNC_PIECE);
       next = to;
@@ -135,7 +135,7 @@ export async function readFullyAsync(
       if (done > from) onPiece?.(target.subarray(from, done));
     }
   };
-  await settleAll(Array.from({ length: Math.min(IN_FLIGHT, Math.ceil(target.length / ASYNC_PIECE) || 1) }, worker));
+  await inParallel(Math.min(IN_FLIGHT, Math.ceil(target.length / ASYNC_PIECE) || 1), worker);
   return Math.min(end, target.length);
 }
 

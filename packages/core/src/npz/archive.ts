@@ -85,14 +85,22 @@ export class NpzIndex {
   }
 }
 
-/** An error of a member's bytes, re-raised naming the member. */
+/** An error of a member's bytes, naming the member (errors that are not npyts' pass as they are). */
+function namingMember(entry: ZipEntry, e: unknown): unknown {
+  return e instanceof NpyError ? new NpyError(e.code, e.message, { member: entry.name }) : e;
+}
+
+/** `work`, its errors naming the member. */
 function inMember<T>(entry: ZipEntry, work: () => T): T {
   try {
     return work();
   } catch (e) {
-    if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
-    throw e;
+    throw namingMember(entry, e);
   }
+}
+
+function notNpy(entry: ZipEntry): NpyError {
+  return new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${keyOf(entry.name)}')`, { member: entry.name });
 }
 
 /**
@@ -101,9 +109,7 @@ function inMember<T>(entry: ZipEntry, work: () => T): T {
  * const a = decodeMember(z.entry('w'), inflatedBytes);
  */
 export function decodeMember(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions = {}): NdArray {
-  if (!isNpy(bytes)) {
-    throw new NpyError('BAD_MAGIC', `member is not .npy data; read its raw bytes with bytes('${keyOf(entry.name)}')`, { member: entry.name });
-  }
+  if (!isNpy(bytes)) throw notNpy(entry);
   return inMember(entry, () => decodeNpy(bytes, options));
 }
 
@@ -119,19 +125,14 @@ function* memberBytesFrom(size: number, entry: ZipEntry, offset: number, length:
  */
 export function* readingMemberHeader(size: number, entry: ZipEntry, options: DecodeOptions = {}): Operation<NpyHeader> {
   const magic = yield* readingZipEntryPrefix(size, entry, MAGIC.length);
-  if (!isNpy(magic)) decodeMember(entry, magic); // throws BAD_MAGIC naming the member
-  let header: NpyHeader;
+  if (!isNpy(magic)) throw notNpy(entry);
   try {
-    header = yield* readingHeaderOf((offset, length) => memberBytesFrom(size, entry, offset, length), options);
-  } catch (e) {
-    return inMember(entry, () => {
-      throw e;
-    });
-  }
-  return inMember(entry, () => {
+    const header = yield* readingHeaderOf((offset, length) => memberBytesFrom(size, entry, offset, length), options);
     checkDataSize(header, entry.size - header.dataOffset);
     return header;
-  });
+  } catch (e) {
+    throw namingMember(entry, e);
+  }
 }
 
 /**
@@ -264,14 +265,8 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, split, signal);
     checkZipCrc(entry, crc);
     if (split === 0) return this.decodeMember(entry, body, decode);
-    try {
-      // Read again from the inflated, CRC-checked bytes, with this call's options (`expect`).
-      const header = readHeader(head, { ...this.options, ...decode });
-      return arrayOfData(header, body.buffer, body.byteOffset, { ...decode, owned: true });
-    } catch (e) {
-      if (e instanceof NpyError) throw new NpyError(e.code, e.message, { member: entry.name });
-      throw e;
-    }
+    // Read again from the inflated, CRC-checked bytes, with this call's options (`expect`).
+    return inMember(entry, () => arrayOfData(readHeader(head, { ...this.options, ...decode }), body.buffer, body.byteOffset, { ...decode, owned: true }));
   }
 
   /**
