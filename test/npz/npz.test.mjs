@@ -414,6 +414,26 @@ test('CLI: convert npz → npz (--compress/--store), member → npy, npy → npz
   assert.match(r.stderr, /name one/);
 });
 
+test('zlibCodec, blocking and on the thread pool: a size past one buffer is TOO_LARGE (before any allocation), a corrupt stream ZIP_FORMAT, more than declared ZIP_SIZE', async () => {
+  const { kMaxLength } = await import('node:buffer');
+  const { deflateRawSync } = await import('node:zlib');
+  const code = async (run) => {
+    try {
+      await run();
+    } catch (e) {
+      return e instanceof NpyError ? e.code : String(e);
+    }
+    return 'inflated';
+  };
+  const good = deflateRawSync(new Uint8Array(100));
+  for (const inflate of [zlibCodec.inflate, zlibCodec.inflateAsync]) {
+    assert.is(await code(() => inflate(good, kMaxLength + 1, 'm')), 'TOO_LARGE');
+    assert.is(await code(() => inflate(new Uint8Array([0xff, 0xff, 0xff]), 10, 'm')), 'ZIP_FORMAT');
+    assert.is(await code(() => inflate(good, 50, 'm')), 'ZIP_SIZE');
+    assert.is((await inflate(good, 100, 'm')).length, 100);
+  }
+});
+
 test('object arrays: one rule for .npy and .npz, as numpy has it (saves write them, loads decode them only with allowPickle)', async () => {
   const file = join(dir, 'objects.npz');
   python(`np.savez(${JSON.stringify(file)}, o=np.array([1, 'a', None, [2, 3]], dtype=object), x=np.arange(3))`);

@@ -21,16 +21,15 @@ function inflateOptions(size: number, member: string): ZlibOptions {
   return { maxOutputLength: Math.max(1, size), chunkSize: Math.max(64, size + 1) };
 }
 
-/** The checked result of one zlib inflate: exactly `size` bytes, or the error that names the member. */
-function inflated(size: number, member: string, inflate: () => Buffer): Uint8Array {
-  let out: Buffer;
-  try {
-    out = inflate();
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    if (err.code === 'ERR_BUFFER_TOO_LARGE') checkInflatedSize(size + 1, size, member);
-    throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${err.message}`, { member });
-  }
+/** A zlib inflate that failed: past the declared size (ZIP_SIZE) or corrupt (ZIP_FORMAT), naming the member. */
+function inflateFailure(e: unknown, size: number, member: string): never {
+  const err = e as NodeJS.ErrnoException;
+  if (err.code === 'ERR_BUFFER_TOO_LARGE') checkInflatedSize(size + 1, size, member);
+  throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${err.message}`, { member });
+}
+
+/** The output of a zlib inflate, checked to be exactly `size` bytes. */
+function checkedOutput(out: Buffer, size: number, member: string): Uint8Array {
   checkInflatedSize(out.length, size, member);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
@@ -42,20 +41,24 @@ function inflated(size: number, member: string, inflate: () => Buffer): Uint8Arr
  */
 export const zlibCodec: ZipCodec = {
   inflate(data, size, member) {
-    return inflated(size, member, () => inflateRawSync(data, inflateOptions(size, member)));
+    const options = inflateOptions(size, member); // TOO_LARGE is its own error, not a corrupt stream
+    let out: Buffer;
+    try {
+      out = inflateRawSync(data, options);
+    } catch (e) {
+      inflateFailure(e, size, member);
+    }
+    return checkedOutput(out, size, member);
   },
   async inflateAsync(data, size, member) {
     const options = inflateOptions(size, member);
-    let out: Buffer | Error;
+    let out: Buffer;
     try {
       out = await inflateRawAsync(data, options);
     } catch (e) {
-      out = e as Error;
+      inflateFailure(e, size, member);
     }
-    return inflated(size, member, () => {
-      if (out instanceof Error) throw out;
-      return out;
-    });
+    return checkedOutput(out, size, member);
   },
   deflater(level = 6) {
     // Each piece is deflated on its own and ended with a sync flush: the pieces join into one
