@@ -1,0 +1,35 @@
+// Shortest digits at a float's own width (the one place of these rules: the CLI, CSV and the viewer
+// use them), against numpy's Dragon4 (format_float_scientific / format_float_positional, unique=True).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { shortestDigits, shortestFloatText } from '@npyts/core/plumbing';
+import { python } from '../helpers/numpy.mjs';
+
+test("shortestDigits and shortestFloatText give numpy's digits for float16, float32 and float64", () => {
+  const cases = JSON.parse(
+    python(`
+rng = np.random.default_rng(5)
+out = []
+for dt, size in (('<f2', 2), ('<f4', 4), ('<f8', 8)):
+    xs = np.concatenate([rng.standard_normal(300) * 10.0 ** rng.integers(-6, 6, 300), [0.1, 1/3, 65504, 6e-8, 2.0**-24, 1e-45, 3.4028235e38]])
+    with np.errstate(over='ignore', under='ignore'):
+        vs = xs.astype(dt)
+    for v in vs:
+        if not np.isfinite(v) or v == 0: continue
+        m, e = np.format_float_scientific(v, unique=True, trim='-').split('e')
+        pos = np.format_float_positional(v, unique=True, trim='-') if 1e-4 <= abs(v) < 1e15 else None
+        out.append([float(v), size, m.replace('-', '').replace('.', ''), int(e), pos])
+print(json.dumps(out))`),
+  );
+  const wrong = [];
+  for (const [x, size, digits, exp, positional] of cases) {
+    const got = shortestDigits(x, size);
+    if (got.digits !== digits || got.exp !== exp) wrong.push(`${x} (${size} bytes): ${JSON.stringify(got)}, numpy ${digits}e${exp}`);
+    if (positional !== null && shortestFloatText(x, size) !== positional)
+      wrong.push(`${x} (${size} bytes): ${shortestFloatText(x, size)}, numpy ${positional}`);
+  }
+  assert.ok(cases.length > 800);
+  assert.equal(wrong, []);
+});
+
+test.run();
