@@ -248,6 +248,9 @@ expectTypeOf(decodeNpz(bytes).get('w', { expect: '<f4', signal: AbortSignal.time
 expectTypeOf(decodeNpz(bytes).getSync('w', { expect: '<f4' })).toEqualTypeOf<NdArray<'<f4'>>();
 expectTypeOf(decodeNpz(bytes).getAll()).toEqualTypeOf<Promise<Map<string, NdArray>>>();
 expectTypeOf(loadNpzSync('x.npz')).toEqualTypeOf<Map<string, NdArray>>();
+// Object arrays: the same opt-in as loadNpy.
+expectTypeOf(loadNpzSync('x.npz', { allowPickle: true })).toEqualTypeOf<Map<string, NdArray>>();
+expectTypeOf(openNpzSync('x.npz', { allowPickle: true }).getSync('o')).toEqualTypeOf<NdArray>();
 expectTypeOf(loadNpz('x.npz')).toEqualTypeOf<Promise<Map<string, NdArray>>>();
 // @ts-expect-error: get takes a member name
 void decodeNpz(bytes).get(3);
