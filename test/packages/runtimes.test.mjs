@@ -1,21 +1,23 @@
 // The core suites (dtypes and headers, arrays, .npy reading and writing, pickles) under every other
-// runtime the registry gives us as a package: Node 22, the current Node, Bun and Deno (root
-// optionalDependencies, so they install where their binaries fit). Each must pass exactly as many
-// tests as this Node does.
+// runtime the registry gives us as a package: Node 22, the current Node, Bun and Deno. They are not in
+// the root's dependencies (~600 MB for every contributor): test/runtimes is their own npm project,
+// installed once into a cache (installRuntimes). Each must pass exactly as many tests as this Node does.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installRuntimes } from '../runtimes/install.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SUITES = ['format/', 'array/', 'npy/', 'pickle/'];
+const installed = join(installRuntimes(), 'node_modules');
 const runtimes = {
-  'Node 22': [join(root, 'node_modules', 'node-v22', 'bin', 'node'), []],
-  'Node (current)': [join(root, 'node_modules', 'node-v26', 'bin', 'node'), []],
-  Bun: [join(root, 'node_modules', '@oven', 'bun-linux-x64', 'bin', 'bun'), []],
-  Deno: [join(root, 'node_modules', '@deno', 'linux-x64-glibc', 'deno'), ['run', '-A']],
+  'Node 22': [join(installed, 'node-v22', 'bin', 'node'), []],
+  'Node (current)': [join(installed, 'node-v26', 'bin', 'node'), []],
+  Bun: [join(installed, '@oven', 'bun-linux-x64', 'bin', 'bun'), []],
+  Deno: [join(installed, '@deno', 'linux-x64-glibc', 'deno'), ['run', '-A']],
 };
 
 function suites(binary, args) {
@@ -44,7 +46,7 @@ test(`this Node (${process.version}) passes the core suites`, () => {
 
 for (const [name, [binary, args]] of Object.entries(runtimes)) {
   test(`${name} passes the same ${SUITES.join(' ')} suites`, () => {
-    assert.ok(existsSync(binary), `${binary} is not installed (root optionalDependencies)`);
+    assert.ok(existsSync(binary), `${binary} is not installed (test/runtimes/package.json)`);
     const r = suites(binary, args);
     console.log(`      ${name}: ${r.version}: ${r.passed} passed`);
     assert.is(r.failed, 0, r.output);
