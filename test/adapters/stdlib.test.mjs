@@ -6,8 +6,8 @@ import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ndarray from '@stdlib/ndarray/ctor/lib/index.js';
-import { toStdlib, toStdlibFields, fromStdlib } from '@npyts/stdlib';
-import { encodeNpy, decodeNpy, NpyError, arrayFromValues } from '@npyts/core';
+import { toStdlib, toStdlibField, toStdlibFields, fromStdlib } from '@npyts/stdlib';
+import { encodeNpy, decodeNpy, NpyError, arrayFromValues, getField } from '@npyts/core';
 import { loadNpySync } from '@npyts/core/node';
 import { numpy, python, scratch } from '../helpers/numpy.mjs';
 
@@ -77,6 +77,48 @@ test('zero copy: stdlib ndarrays view the decoded memory, Fortran order as colum
     assert.is(x.data.buffer, a.data.buffer, `${name} copied`);
     assert.is(x.order, name.includes('_F') ? 'column-major' : 'row-major');
   }
+});
+
+test("toStdlibField takes getField's dotted path and gives what toStdlibFields gives at that path, for every (nested) field numpy names", () => {
+  const all = numpy('fields', join(dir, 'fields'));
+  // Every element of a stdlib ndarray (or an object of them), in C order, as text.
+  const values = (x) => {
+    if (typeof x.get !== 'function') return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, values(v)]));
+    const out = [];
+    const walk = (axis, index) => {
+      if (axis === x.shape.length) {
+        const v = x.get(...index);
+        out.push(typeof v === 'object' && v !== null && 're' in v ? `${v.re},${v.im}` : String(v));
+        return;
+      }
+      for (let i = 0; i < x.shape[axis]; i++) walk(axis + 1, [...index, i]);
+    };
+    walk(0, []);
+    return out;
+  };
+  const options = { int64: 'generic' };
+  let checked = 0;
+  for (const { file, path } of all) {
+    const rec = loadNpySync(file);
+    const field = toStdlibField(rec, path, options);
+    let byFields = toStdlibFields(rec, options);
+    // The nested objects' keys are the field names: walk the path as getField resolves it.
+    const got = getField(rec, path);
+    const direct = got.dtype.fields ? toStdlibFields(got, options) : toStdlib(got, options);
+    assert.equal(values(field), values(direct), `${file} ${path}`);
+    if (!file.endsWith('dotted.npy')) {
+      for (const name of path.split('.')) byFields = byFields[name];
+      assert.equal(values(field), values(byFields), `${file} ${path}`);
+    }
+    checked++;
+  }
+  assert.ok(checked > 20);
+  const dotted = loadNpySync(all.find((x) => x.file.endsWith('dotted.npy')).file);
+  assert.equal(values(toStdlibField(dotted, 'p.q.r')), values(toStdlibFields(dotted).p['q.r']));
+  assert.throws(
+    () => toStdlibField(dotted, 'p.t'),
+    (e) => e instanceof NpyError && e.code === 'NO_FIELD' && /'t'/.test(e.message),
+  );
 });
 
 test('record fields are strided views of the record memory where the layout allows', () => {

@@ -41,6 +41,33 @@ test("info --json gives numpy's header facts", async () => {
   }
 });
 
+test('info --ts prints a descr constant that loadNpy takes as expect, for scalars, records, padding, titles and subarrays, and archive members', async () => {
+  const { loadNpySync, openNpzSync } = await import('@npyts/core/node');
+  python(`
+dt = np.dtype({'names': ['a', 'b', 'pos'], 'titles': [None, 'Title', None], 'formats': ['<i2', ('<f4', (2,)), [('x', '>f8'), ('y', 'u1')]], 'offsets': [0, 4, 16], 'itemsize': 40})
+np.save(${JSON.stringify(join(dir, 'ts-rec.npy'))}, np.zeros(3, dt))
+np.savez(${JSON.stringify(join(dir, 'ts.npz'))}, **{'w-1': np.zeros(2, '>i8'), 'names': np.array(['ab'], 'U3')})
+`);
+  // The constant as a value: what follows "= " up to " as const;".
+  const constants = (text) => [...text.matchAll(/^export const (\w+) = (.*) as const;$/gm)].map((m) => [m[1], JSON.parse(m[2].replace(/'/g, '"'))]);
+  const r = await runCli(['info', '--ts', join(dir, 'ts-rec.npy'), facts.f4_F.path]);
+  assert.is(r.code, 0, r.stderr);
+  const [[recName, rec], [fName, f]] = constants(r.stdout);
+  assert.equal([recName, fName], ['tsRecDescr', 'f4FDescr']);
+  assert.ok(r.stdout.includes('shape (3,), C order'), r.stdout);
+  loadNpySync(join(dir, 'ts-rec.npy'), { expect: rec });
+  loadNpySync(facts.f4_F.path, { expect: f });
+  const z = await runCli(['info', '--ts', join(dir, 'ts.npz')]);
+  const members = constants(z.stdout);
+  assert.equal(members.map(([n]) => n), ['w1Descr', 'namesDescr']);
+  const archive = openNpzSync(join(dir, 'ts.npz'));
+  archive.getSync('w-1', { expect: members[0][1] });
+  archive.getSync('names', { expect: members[1][1] });
+  archive.close();
+  const both = await runCli(['info', '--ts', '--json', facts.i4.path]);
+  assert.is(both.code, 2);
+});
+
 test('info prints one line per file', async () => {
   const r = await runCli(['info', facts.i4.path, facts.f4_F.path]);
   const lines = r.stdout.trim().split('\n');

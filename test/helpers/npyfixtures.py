@@ -531,6 +531,8 @@ def cmd_fields(outdir):
         "titles": make(np.dtype({"names": ["a", "b"], "formats": ["<i4", "<f4"], "titles": ["my title", None]}), (2,)),
         "sub_of_rec": make([("p", [("x", "<f4"), ("y", ">i2")], (2,)), ("q", "M8[s]"), ("z", "<c16")], (2, 2)),
         "packed_odd": make([("a", "|u1"), ("b", "<f8"), ("c", "<U2")], (4,)),
+        # Field names with dots: a path takes the longest name that matches at each level.
+        "dotted": make([("x.y", "<i4"), ("p", [("q.r", "<f8"), ("s", "<i2")])], (3,)),
     }
     out = []
     for name, a in arrays.items():

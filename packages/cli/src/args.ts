@@ -6,6 +6,8 @@ export const USAGE = `usage: npyts <command> [options]
 
 Commands:
   info FILE... [--json]        one line per array: dtype, shape, order, format version, data bytes
+      --ts                     the descr of each array as a TypeScript constant: paste it and pass
+                               it as { expect } to loadNpy to type the array and its record fields
   show FILE [--json]           print the array as numpy's repr does, or its JSON document with --json
                                (a .npy file's document is written as it is read: any size)
       --limit N                with --json: data is the first N elements, row-major, as one flat list
@@ -57,6 +59,7 @@ export interface Parsed {
 /** Every option, for node:util's parseArgs (strict: an unknown option is a usage error). */
 export const OPTIONS = {
   json: { type: 'boolean' },
+  ts: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   compress: { type: 'boolean' },
   store: { type: 'boolean' },
@@ -74,6 +77,25 @@ export const OPTIONS = {
   atol: { type: 'string' },
   dtype: { type: 'string' },
 } as const;
+
+/** The options each command takes, beyond --help, --quiet and --allow-pickle; any other is a usage error. */
+const COMMAND_OPTIONS: Record<string, readonly string[]> = {
+  info: ['json', 'ts'],
+  show: ['json', 'limit'],
+  convert: ['compress', 'store', 'ragged', 'object', 'string-dtype', 'layout', 'order', 'byteorder', 'version', 'dtype'],
+  diff: ['rtol', 'atol'],
+};
+const GLOBAL_OPTIONS = ['help', 'quiet', 'allow-pickle'];
+
+/** Refuses an option the command does not take (it would otherwise be ignored). */
+export function checkOptionsOf(command: string, p: Parsed): void {
+  const own = COMMAND_OPTIONS[command];
+  if (!own) return;
+  for (const flag of p.flags.keys()) {
+    const name = flag.slice(2);
+    if (!own.includes(name) && !GLOBAL_OPTIONS.includes(name)) throw new UsageError(`${command} does not take ${flag}`);
+  }
+}
 
 export function parseArgs(args: string[]): Parsed {
   let parsed: ReturnType<typeof parseArgsStrict>;

@@ -5,7 +5,7 @@
 import { NpyError } from '@npyts/core';
 import { nativeStatus } from '@npyts/core/node';
 import { type Io, session, UsageError, FileError, printable } from './session.js';
-import { USAGE, parseArgs } from './args.js';
+import { USAGE, checkOptionsOf, parseArgs } from './args.js';
 import { cmdInfo } from './commands/info.js';
 import { cmdShow } from './commands/show.js';
 import { cmdDiff } from './commands/diff.js';
@@ -41,6 +41,7 @@ export async function main(args: string[], io: Io): Promise<number> {
       io.stdout(USAGE + '\n');
       return 0;
     }
+    checkOptionsOf(command!, parsed);
     switch (command) {
       case 'info':
         cmdInfo(parsed, io);

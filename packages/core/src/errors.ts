@@ -91,7 +91,12 @@ export interface NpyErrorDetails {
   field?: string;
   /** Archive member involved. */
   member?: string;
+  /** The file (path or URL) involved; the message then starts with it. */
+  file?: string;
 }
+
+/** Each error's message as its thrower wrote it, before the file and the where were added. */
+const written = new WeakMap<NpyError, string>();
 
 /**
  * The one error type npyts throws for malformed input or unrepresentable arrays.
@@ -104,17 +109,37 @@ export class NpyError extends Error {
   readonly field: string | undefined;
   /** The archive member involved, when known. */
   readonly member: string | undefined;
+  /** The file (path or URL) involved, when known; the message starts with it. */
+  readonly file: string | undefined;
 
   constructor(code: NpyErrorCode, message: string, details: NpyErrorDetails = {}) {
     const where: string[] = [];
     if (details.offset !== undefined) where.push(`at byte ${details.offset}`);
     if (details.field !== undefined) where.push(`in field '${details.field}'`);
     if (details.member !== undefined) where.push(`in member '${details.member}'`);
-    super(where.length ? `${message} (${where.join(', ')})` : message);
+    const text = where.length ? `${message} (${where.join(', ')})` : message;
+    super(details.file !== undefined ? `${details.file}: ${text}` : text);
     this.name = 'NpyError';
     this.code = code;
     this.offset = details.offset;
     this.field = details.field;
     this.member = details.member;
+    this.file = details.file;
+    written.set(this, message);
   }
+}
+
+/**
+ * `e` with more of where it happened (a file, an archive member), what it already says kept; other
+ * errors, and a detail `e` already has, are left as they are.
+ * @internal
+ */
+export function withWhere(e: unknown, more: Pick<NpyErrorDetails, 'file' | 'member'>): unknown {
+  if (!(e instanceof NpyError)) return e;
+  const details: NpyErrorDetails = { ...more };
+  for (const key of ['offset', 'field', 'member', 'file'] as const) if (e[key] !== undefined) details[key] = e[key] as never;
+  if (details.file === e.file && details.member === e.member) return e;
+  const named = new NpyError(e.code, written.get(e) ?? e.message, details);
+  if (e.stack) named.stack = e.stack.replace(e.message, named.message);
+  return named;
 }

@@ -29,6 +29,8 @@ import {
   type FamilyOf,
   type StorageOf,
   type FieldDescr,
+  type FieldAt,
+  type FieldPath,
 } from '@npyts/core';
 import { storageOf } from '@npyts/core/plumbing';
 import type {
@@ -213,23 +215,46 @@ export function toStdlibFields(array: NdArray, options: ToStdlibOptions = {}): R
 
 function recordToStdlib(array: NdArray, fields: readonly Field[], options: ToStdlibOptions): Record<string, StdlibNdarray> {
   const out: Record<string, StdlibNdarray> = {};
-  for (const f of fields) {
-    const view = fieldView(array, f.name);
-    const k = view ? view.dtype.typeCode : '';
-    const perItem = view ? storageOf(view.dtype).unitsPerItem : 0;
-    // A view needs a stdlib dtype of one typed-array unit per element (complex: strides in pairs).
-    const viewable = view && k in STDLIB_DTYPE && (perItem === 1 || (perItem === 2 && view.offset % 2 === 0 && view.strides.every((s) => s % 2 === 0)));
-    if (view && viewable) {
-      const scale = perItem;
-      const strides = view.shape.length ? view.strides.map((s) => s / scale) : [0];
-      out[f.name] = ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(view.dtype, view.data), view.shape, strides, view.offset / scale, stdOrder(array.order));
-    } else {
-      const field = getField(array, f.name);
-      const nested = field.dtype.fields;
-      out[f.name] = nested ? (recordToStdlib(field, nested, options) as unknown as StdlibNdarray) : plainToStdlib(field, options);
-    }
-  }
+  for (const f of fields) out[f.name] = fieldToStdlib(array, f.name, options) as StdlibNdarray;
   return out;
+}
+
+/** One field (a dotted path) as a view where the layout allows, a copy otherwise; a record field as an object of them. */
+function fieldToStdlib(array: NdArray, path: string, options: ToStdlibOptions): StdlibNdarray | Record<string, StdlibNdarray> {
+  const view = fieldView(array, path);
+  const k = view ? view.dtype.typeCode : '';
+  const perItem = view ? storageOf(view.dtype).unitsPerItem : 0;
+  // A view needs a stdlib dtype of one typed-array unit per element (complex: strides in pairs).
+  const viewable = view && k in STDLIB_DTYPE && (perItem === 1 || (perItem === 2 && view.offset % 2 === 0 && view.strides.every((s) => s % 2 === 0)));
+  if (view && viewable) {
+    const scale = perItem;
+    const strides = view.shape.length ? view.strides.map((s) => s / scale) : [0];
+    return ndarray(STDLIB_DTYPE[k]!, stdlibBuffer(view.dtype, view.data), view.shape, strides, view.offset / scale, stdOrder(array.order));
+  }
+  const field = getField(array, path);
+  const nested = field.dtype.fields;
+  return nested ? recordToStdlib(field, nested, options) : plainToStdlib(field, options);
+}
+
+/** What {@link toStdlibField} returns for the field a path names: an ndarray, or an object of them for a record field. */
+export type StdlibFieldOf<S, P extends string, O extends ToStdlibOptions = {}> =
+  FieldAt<S, P> extends infer D ? (D extends readonly FieldDescr[] ? StdlibFieldsOf<D, O> : StdlibOf<D, O>) : never;
+
+/**
+ * One field of a record array, named by the same dotted path as `getField` (`'pos.lat'`), as a
+ * stdlib ndarray: a strided view of the record memory where possible, a copy otherwise.
+ * `toStdlibField(a, 'pos.lat')` is `toStdlibFields(a).pos.lat`.
+ * @example
+ * const lat = toStdlibField(places, 'pos.lat');   // float64ndarray over the records' memory
+ */
+export function toStdlibField<S extends DescrInput, const P extends FieldPath<S>, const O extends ToStdlibOptions = {}>(
+  array: NdArray<S>,
+  path: P,
+  options?: O,
+): StdlibFieldOf<S, P, O>;
+export function toStdlibField(array: NdArray, path: string, options: ToStdlibOptions = {}): unknown {
+  if (!array.dtype.fields) throw new NpyError('DTYPE_MISMATCH', `${array.dtype.str} is not a record dtype; use toStdlib`);
+  return fieldToStdlib(array, path, options);
 }
 
 /**

@@ -212,7 +212,7 @@ arrayFromValues(
 );
 
 // The adapters carry the types on.
-import { toStdlib, toStdlibFields } from '@npyts/stdlib';
+import { toStdlib, toStdlibField, toStdlibFields } from '@npyts/stdlib';
 import { toTensor } from '@npyts/tfjs';
 import type { float32ndarray, genericndarray, boolndarray, complex128ndarray, int16ndarray } from '@stdlib/types/ndarray';
 expectTypeOf(toStdlib(createArray('<f4', [2]))).toEqualTypeOf<float32ndarray>();
@@ -222,6 +222,11 @@ expectTypeOf(toStdlib(createArray('>i2', [2]))).toEqualTypeOf<int16ndarray>();
 expectTypeOf(toStdlib(createArray('<i8', [2]), { int64: 'generic' })).toEqualTypeOf<genericndarray<bigint>>();
 expectTypeOf(toStdlib(createArray('<i8', [2]))).toEqualTypeOf<never>(); // refused without an int64 option
 expectTypeOf(toStdlibFields(rec).pos.x).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
+// One path syntax: toStdlibField takes getField's dotted path and types what it names.
+expectTypeOf(toStdlibField(rec, 'pos.x')).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
+expectTypeOf(toStdlibField(rec, 'pos').y).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
+// @ts-expect-error: no field 'pos.z'
+toStdlibField(rec, 'pos.z');
 expectTypeOf(toTensor(createArray('<f8', [2])).dtype).toEqualTypeOf<'float32'>();
 expectTypeOf(toTensor(createArray('<u2', [2])).dtype).toEqualTypeOf<'int32'>();
 expectTypeOf(toTensor(createArray('<U3', [2])).dtype).toEqualTypeOf<'string'>();

@@ -1,14 +1,9 @@
-/** `npyts info`: the header of each input, as a line or as JSON. */
-/**
- * The `npyts` command: argument parsing (util.parseArgs) and one function per subcommand (info, show,
- * convert, diff, csv). Long because it holds every subcommand's wiring; the work itself is in
- * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
- * their own is the next step.
- */
+/** `npyts info`: the header of each input, as a line, as JSON, or as a TypeScript descr constant. */
 import { raggedInfo, readHeader, shapeRepr, type NpyHeader } from '@npyts/core';
 import { checkDataSize } from '@npyts/core/plumbing';
 import { readNpyHeaderSync, openRaggedSync } from '@npyts/core/node';
 import { statSync } from 'node:fs';
+import { basename } from 'node:path';
 import { type Io, UsageError, withFile, printable, stdin } from '../session.js';
 import type { Parsed } from '../args.js';
 import { target, isArchive, withArchive, checkIsFile } from '../targets.js';
@@ -36,9 +31,32 @@ export function infoJSON(file: string, h: NpyHeader): Record<string, unknown> {
   };
 }
 
+/** A value of a numpy descr (strings, numbers, lists) as TypeScript source. */
+function tsLiteral(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(tsLiteral).join(', ')}]`;
+  if (typeof value === 'string')
+    return `'${value.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
+  return String(value);
+}
+
+/**
+ * `--ts`: the descr as a constant to paste into TypeScript, so that `loadNpy(path, { expect })` types
+ * the array (and its record fields) as the file holds it.
+ */
+export function infoTypeScript(label: string, name: string, h: NpyHeader): string {
+  const words = name
+    .replace(/\.np[yz]$/i, '')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean);
+  const ident = words.map((w, i) => (i === 0 ? w[0]!.toLowerCase() : w[0]!.toUpperCase()) + w.slice(1)).join('') || 'array';
+  return `// ${printable(label)}: shape ${shapeRepr(h.shape)}, ${orderName(h)}\nexport const ${/^[0-9]/.test(ident) ? '_' : ''}${ident}Descr = ${tsLiteral(h.dtype.descr)} as const;\n`;
+}
+
 export function cmdInfo(p: Parsed, io: Io): void {
   if (p.positional.length === 0) throw new UsageError('info needs at least one FILE');
   const json = p.flags.has('--json');
+  const ts = p.flags.has('--ts');
+  if (json && ts) throw new UsageError('--json and --ts exclude each other');
   const docs: Record<string, unknown>[] = [];
   for (const arg of p.positional) {
     const t = target(arg, true);
@@ -71,6 +89,7 @@ export function cmdInfo(p: Parsed, io: Io): void {
           })
         : null;
       if (json) docs.push({ ...infoJSON(t.label, h), ...(raggedText ? { ragged: raggedText.json } : {}) });
+      else if (ts) io.stdout(infoTypeScript(t.label, basename(t.file === '-' ? 'stdin' : t.file), h));
       else io.stdout(`${infoLine(t.label, h)}${raggedText ? `; ${raggedText.text}` : ''}\n`);
       continue;
     }
@@ -88,6 +107,7 @@ export function cmdInfo(p: Parsed, io: Io): void {
             compression: entry.method === 0 ? 'stored' : 'deflate',
             compressed_size: entry.compressedSize,
           });
+        else if (ts) io.stdout(infoTypeScript(`${t.file}:${name}`, name, header));
         else io.stdout(`${infoLine(`${t.file}:${name}`, header)}, ${stored}\n`);
       }
       if (names.length === 0 && !json) io.stdout(`${printable(t.file)}: empty archive\n`);

@@ -17,6 +17,32 @@ function findField(dtype: DType, name: string): Field {
   return f;
 }
 
+/**
+ * The fields a dotted path names, outermost first: `'pos.lat'` is field `lat` of field `pos`. A field
+ * whose own name holds a dot is found too: at each level the longest leading part of the path that
+ * names a field is taken (`'a.b.c'` tries `a.b.c`, then `a.b`, then `a`).
+ */
+function fieldsOnPath(dtype: DType, path: string): Field[] {
+  const parts = path.split('.');
+  const steps: Field[] = [];
+  let current = dtype;
+  for (let i = 0; i < parts.length; ) {
+    let found: Field | undefined;
+    let used = 0;
+    for (let n = parts.length - i; n >= 1 && !found; n--) {
+      const name = parts.slice(i, i + n).join('.');
+      found = current.fields?.find((x) => x.name === name) ?? current.fields?.find((x) => x.title === name);
+      used = n;
+    }
+    // findField names the field and the fields there are.
+    const f = found ?? findField(current, parts[i]!);
+    steps.push(f);
+    i += found ? used : 1;
+    current = fieldElement(f).base;
+  }
+  return steps;
+}
+
 /** Split a field dtype into its element dtype and subarray shape. */
 function fieldElement(f: Field): { base: DType; subShape: number[] } {
   return f.dtype.subarray ? { base: f.dtype.subarray.base, subShape: [...f.dtype.subarray.shape] } : { base: f.dtype, subShape: [] };
@@ -30,12 +56,11 @@ function fieldElement(f: Field): { base: DType; subShape: number[] } {
  */
 export function getField<S extends DescrInput, const P extends FieldPath<S>>(array: NdArray<S>, path: P): NdArray<FieldAt<S, P>> {
   let current: NdArray = array;
-  for (const name of path.split('.')) current = oneField(current, name);
+  for (const f of fieldsOnPath(array.dtype, path)) current = oneField(current, f);
   return current as NdArray<FieldAt<S, P>>;
 }
 
-function oneField(array: NdArray, name: string): NdArray {
-  const f = findField(array.dtype, name);
+function oneField(array: NdArray, f: Field): NdArray {
   const { base, subShape } = fieldElement(f);
   // Subarray elements are C-ordered inside each record: gather from a C-ordered record array.
   const src = subShape.length && array.order === 'F' ? toOrder(array, 'C') : array;
@@ -63,22 +88,26 @@ export interface FieldView {
 /**
  * A strided view of one field over the record array's own memory, or null when the layout does
  * not allow one (non-native byte order, an offset or record size not a multiple of the element
- * size, or an element kind held as raw bytes or code points that need decoding).
+ * size, an element kind held as raw bytes or code points that need decoding, or a path through a
+ * subarray of records). The field is named by a dotted path, as for {@link getField}.
  * @example
- * const v = fieldView(records, 'x');   // strides into the record bytes, or null
+ * const v = fieldView(records, 'pos.lat');   // strides into the record bytes, or null
  */
-export function fieldView(array: NdArray, name: string): FieldView | null {
-  const f = findField(array.dtype, name);
+export function fieldView(array: NdArray, path: string): FieldView | null {
+  const steps = fieldsOnPath(array.dtype, path);
+  const f = steps.at(-1)!;
+  if (steps.slice(0, -1).some((s) => s.dtype.subarray)) return null;
+  const fieldOffset = steps.reduce((sum, s) => sum + s.offset, 0);
   const { base, subShape } = fieldElement(f);
   if (base.fields || base.kind === 'O' || !base.isNative) return null;
   const { ctor, unitsPerItem } = storageOf(base);
   const bpe = ctor.BYTES_PER_ELEMENT;
   const bytes = array.data as Uint8Array;
   const rec = array.dtype.itemsize;
-  if ((bytes.byteOffset + f.offset) % bpe !== 0 || rec % bpe !== 0) return null;
+  if ((bytes.byteOffset + fieldOffset) % bpe !== 0 || rec % bpe !== 0) return null;
   const recUnits = rec / bpe;
   const outer = orderStrides(array.shape, array.order).map((s) => s * recUnits);
   const inner = orderStrides(subShape, 'C').map((s) => s * unitsPerItem);
   const data = new ctor(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / bpe)) as TypedArray;
-  return { dtype: base, shape: [...array.shape, ...subShape], data, offset: f.offset / bpe, strides: [...outer, ...inner] };
+  return { dtype: base, shape: [...array.shape, ...subShape], data, offset: fieldOffset / bpe, strides: [...outer, ...inner] };
 }

@@ -43,5 +43,5 @@ export function writeBeside(path: string, write: (fd: number) => void): void {
   const writing = function* (file: FileRef): Operation<void> {
     write(file as unknown as number);
   };
-  runSync(writingBeside(path, writing));
+  runSync(writingBeside(path, writing), path);
 }

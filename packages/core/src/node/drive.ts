@@ -9,6 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { drive, driveSync, type FileRef, type Operation, type Step } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
 import { inTurns, openFile, openFileSync, readFully, readFullyAsync, writeFully, writeFullyAsync } from './fd.js';
+import { withWhere } from '../errors.js';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
@@ -125,19 +126,25 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
 }
 
 /**
- * Run a file operation blocking.
+ * Run a file operation blocking; its NpyErrors name `file`.
  * @example
- * const header = runSync(readingNpyHeader('x.npy'));
+ * const header = runSync(readingNpyHeader('x.npy'), 'x.npy');
  */
-export function runSync<T>(operation: Operation<T>): T {
-  return driveSync(operation, performSync);
+export function runSync<T>(operation: Operation<T>, file?: string): T {
+  try {
+    return driveSync(operation, performSync);
+  } catch (e) {
+    throw file === undefined ? e : withWhere(e, { file });
+  }
 }
 
 /**
- * Run a file operation off the event loop; `signal` aborts it between steps and while waiting.
+ * Run a file operation off the event loop; `signal` aborts it between steps and while waiting. Its
+ * NpyErrors name `file`.
  * @example
- * const header = await run(readingNpyHeader('x.npy'), AbortSignal.timeout(1000));
+ * const header = await run(readingNpyHeader('x.npy'), AbortSignal.timeout(1000), 'x.npy');
  */
-export function run<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
-  return drive(operation, performAsync, signal);
+export function run<T>(operation: Operation<T>, signal?: AbortSignal, file?: string): Promise<T> {
+  const running = drive(operation, performAsync, signal);
+  return file === undefined ? running : running.catch((e: unknown) => Promise.reject(withWhere(e, { file })));
 }

@@ -35,7 +35,7 @@ export function* readingNpyHeader(path: string, options: DecodeOptions = {}): Op
  * const { shape, dtype } = await readNpyHeader('big.npy');
  */
 export function readNpyHeader(path: string, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
-  return run(readingNpyHeader(path, options), options.signal);
+  return run(readingNpyHeader(path, options), options.signal, path);
 }
 
 /**
@@ -44,7 +44,7 @@ export function readNpyHeader(path: string, options: DecodeOptions & AsyncOption
  * const { shape } = readNpyHeaderSync('big.npy');
  */
 export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): NpyHeader {
-  return runSync(readingNpyHeader(path, options));
+  return runSync(readingNpyHeader(path, options), path);
 }
 
 /** Options of {@link loadNpySync} (and, with `signal`, {@link loadNpy}). */
@@ -90,7 +90,7 @@ export async function loadNpy(path: string, options?: LoadOptionsAsync): Promise
 export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Promise<NdArray> {
   options.signal?.throwIfAborted();
   if (options.mmap) return mapNpy(path, options.mmap, options);
-  return run(loadingNpy(path, options), options.signal);
+  return run(loadingNpy(path, options), options.signal, path);
 }
 
 /**
@@ -137,7 +137,7 @@ export function loadNpySync<const S extends DescrInput>(path: string, options: L
 export function loadNpySync(path: string, options?: LoadOptions): NdArray;
 export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
   if (options.mmap) return mapNpy(path, options.mmap, options);
-  return runSync(loadingNpy(path, options));
+  return runSync(loadingNpy(path, options), path);
 }
 
 /** Options of the async {@link saveNpy}. */
@@ -151,7 +151,7 @@ export interface SaveOptions extends EncodeOptions, AsyncOptions {}
  * await saveNpy('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
 export async function saveNpy(path: string, array: NdArray | ArraySpec, options: SaveOptions = {}): Promise<void> {
-  await run(savingNpy(path, array, options), options.signal);
+  await run(savingNpy(path, array, options), options.signal, path);
 }
 
 /**
@@ -160,7 +160,7 @@ export async function saveNpy(path: string, array: NdArray | ArraySpec, options:
  * saveNpySync('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
 export function saveNpySync(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
-  runSync(savingNpy(path, array, options));
+  runSync(savingNpy(path, array, options), path);
 }
 
 /**

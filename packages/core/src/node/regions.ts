@@ -28,7 +28,7 @@ export interface OpenOptions extends DecodeOptions, AsyncOptions {
 export async function openNpyFile<const S extends DescrInput>(path: string, options: OpenOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
 export async function openNpyFile(path: string, options?: OpenOptions): Promise<NpyFileHandle>;
 export async function openNpyFile(path: string, options: OpenOptions = {}): Promise<NpyFileHandle> {
-  const { file, header } = await run(openingNpy(path, options), options.signal);
+  const { file, header } = await run(openingNpy(path, options), options.signal, path);
   return handleAsync(path, header, file, run);
 }
 
@@ -54,7 +54,7 @@ function* openingNpy(path: string, options: { write?: boolean } & DecodeOptions)
 export function openNpyFileSync<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandleSync<S>;
 export function openNpyFileSync(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandleSync;
 export function openNpyFileSync(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandleSync {
-  const { file, header } = runSync(openingNpy(path, options));
+  const { file, header } = runSync(openingNpy(path, options), path);
   return handleSync(path, header, file, runSync);
 }
 
@@ -77,7 +77,7 @@ export async function createNpy(path: string, options: CreateOptions & AsyncOpti
     createNpySync(path, plain).close();
     return mapNpy(path, 'r+');
   }
-  const { file, header } = await run(creatingNpy(path, options), options.signal);
+  const { file, header } = await run(creatingNpy(path, options), options.signal, path);
   return handleAsync(path, header, file, run);
 }
 
@@ -115,7 +115,7 @@ export function createNpySync(path: string, options: CreateOptions & { mmap?: bo
     createNpySync(path, plain).close();
     return mapNpy(path, 'r+');
   }
-  const { file, header } = runSync(creatingNpy(path, options));
+  const { file, header } = runSync(creatingNpy(path, options), path);
   return handleSync(path, header, file, runSync);
 }
 
@@ -175,6 +175,7 @@ export async function appendNpy(path: string, input: NdArray | ArraySpec, option
   await run(
     appendLocked(path, () => appending(path, input)),
     options.signal,
+    path,
   );
 }
 
@@ -184,7 +185,10 @@ export async function appendNpy(path: string, input: NdArray | ArraySpec, option
  * appendNpySync('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
 export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
-  runSync(appendLocked(path, () => appending(path, input)));
+  runSync(
+    appendLocked(path, () => appending(path, input)),
+    path,
+  );
 }
 
 /** The steps of {@link appendNpy} for a caller that holds the file's append lock already (see lock.ts). */

@@ -12,7 +12,7 @@ import {
   type DecodeOptions,
   type EncodeOptions,
 } from '../npy.js';
-import { NpyError } from '../errors.js';
+import { NpyError, withWhere } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, readHeader, type NpyHeader } from '../format/header.js';
 import { readingHeaderOf } from '../io/header-read.js';
@@ -87,7 +87,7 @@ export class NpzIndex {
 
 /** An error of a member's bytes, naming the member (errors that are not npyts' pass as they are). */
 function namingMember(entry: ZipEntry, e: unknown): unknown {
-  return e instanceof NpyError ? new NpyError(e.code, e.message, { member: entry.name }) : e;
+  return withWhere(e, { member: entry.name });
 }
 
 /** `work`, its errors naming the member. */

@@ -8,7 +8,7 @@ import type { NdArray } from '../../array/ndarray.js';
 import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import type { DescrInput } from '../../format/descr-types.js';
-import { NpyError } from '../../errors.js';
+import { NpyError, withWhere } from '../../errors.js';
 import { NpzArchive, NpzIndex, decodeMember, readingMemberHeader, type NpzOptions } from '../../npz/archive.js';
 import { drive, type Operation, type PerformAsync } from '../../io/steps.js';
 import { settleAll } from '../../io/settle.js';
@@ -103,7 +103,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
       return file;
     } catch (e) {
       await fh.close();
-      throw e;
+      throw withWhere(e, { file: path });
     }
   }
 
@@ -154,7 +154,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
       window = { at: step.at, bytes };
       return bytes.subarray(0, Math.min(step.length, bytes.length));
     };
-    return drive(operation, perform, signal);
+    return drive(operation, perform, signal).catch((e: unknown) => Promise.reject(withWhere(e, { file: this.path })));
   }
 
   /**
@@ -166,6 +166,14 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   get<const S extends DescrInput>(name: string, options: DecodeOptions & AsyncOptions & Expecting<S>): Promise<NdArray<S>>;
   get(name: string, options?: DecodeOptions & AsyncOptions): Promise<NdArray>;
   async get(name: string, options: DecodeOptions & AsyncOptions = {}): Promise<NdArray> {
+    try {
+      return await this.member(name, options);
+    } catch (e) {
+      throw withWhere(e, { file: this.path });
+    }
+  }
+
+  private async member(name: string, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
     const entry = this.entry(name);
     if (!this.memberReadAsync(entry))
       return decodeMember(entry, await this.run(readingZipEntry(this.size, entry, this.codec), options.signal), { ...this.options, ...options });
@@ -238,19 +246,20 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   }
 
   /** A member's .npy header, reading only its first bytes. */
-  header(name: string, options: AsyncOptions = {}): Promise<NpyHeader> {
+  async header(name: string, options: AsyncOptions = {}): Promise<NpyHeader> {
+    // async: an unknown name rejects, as every other failure does, rather than throwing.
     return this.run(readingMemberHeader(this.size, this.entry(name), this.options), options.signal);
   }
 
   /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
-  bytes(name: string, options: AsyncOptions = {}): Promise<Uint8Array> {
+  async bytes(name: string, options: AsyncOptions = {}): Promise<Uint8Array> {
     const entry = this.entry(name);
     if (!this.memberReadAsync(entry)) return this.run(readingZipEntry(this.size, entry, this.codec), options.signal);
     return this.memberBytes(entry, options.signal);
   }
 
   /** Where a member's data starts in the file (after its local header). */
-  dataOffset(name: string, options: AsyncOptions = {}): Promise<number> {
+  async dataOffset(name: string, options: AsyncOptions = {}): Promise<number> {
     return this.run(readingDataOffset(this.size, this.entry(name)), options.signal);
   }
 
@@ -300,7 +309,7 @@ export function openNpzSync(path: string, options: NpzFileOptionsSync = {}): Npz
     return new NpzArchive(source, archiveOptions(options));
   } catch (e) {
     source.close?.();
-    throw e;
+    throw withWhere(e, { file: path });
   }
 }
 
@@ -326,6 +335,8 @@ export function loadNpzSync(path: string, options: NpzFileOptionsSync = {}): Map
   const archive = openNpzSync(path, options);
   try {
     return archive.getAllSync(options);
+  } catch (e) {
+    throw withWhere(e, { file: path });
   } finally {
     archive.close();
   }

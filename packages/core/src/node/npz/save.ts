@@ -42,7 +42,7 @@ export interface SaveNpzOptions extends SaveNpzOptionsSync, AsyncOptions {}
  * await saveNpz('out.npz', { a: { data: new Int32Array([1, 2]) } }, { compress: true });
  */
 export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOptions = {}): Promise<void> {
-  await run(savingNpz(path, arrays, options), options.signal);
+  await run(savingNpz(path, arrays, options), options.signal, path);
 }
 
 /**
@@ -51,7 +51,7 @@ export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOp
  * saveNpzSync('out.npz', { a: { data: new Int32Array([1, 2]) } });
  */
 export function saveNpzSync(path: string, arrays: NpzInput, options: SaveNpzOptionsSync = {}): void {
-  runSync(savingNpz(path, arrays, options));
+  runSync(savingNpz(path, arrays, options), path);
 }
 
 /** The steps of a save: members written a piece (≤ 16 MiB) at a time into a file beside `path`, renamed over it when complete. */

@@ -112,7 +112,7 @@ export function* lockedAppend(path: string, array: NdArray): Operation<void> {
  * await appendRagged('words.npy', ['ghij']);
  */
 export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
-  return run(appendingRagged(path, elements, options), options.signal);
+  return run(appendingRagged(path, elements, options), options.signal, path);
 }
 
 /**
@@ -121,5 +121,5 @@ export function appendRagged(path: string, elements: Input[], options: RaggedPat
  * appendRaggedSync('words.npy', ['ghij']);
  */
 export function appendRaggedSync(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
-  runSync(appendingRagged(path, elements, options));
+  runSync(appendingRagged(path, elements, options), path);
 }

@@ -215,7 +215,7 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
  * await saveRagged('words.npy', ['a', 'bc', 'def'], { layout: 'offsets' });   // words.npy + words.npy.strings
  */
 export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
-  return run(savingRagged(path, elements, options), options.signal);
+  return run(savingRagged(path, elements, options), options.signal, path);
 }
 
 /**
@@ -224,7 +224,7 @@ export function saveRagged(path: string, elements: Input[] | Record<string, unkn
  * saveRaggedSync('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
 export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
-  runSync(savingRagged(path, elements, options));
+  runSync(savingRagged(path, elements, options), path);
 }
 
 function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions): Operation<void> {
@@ -262,7 +262,7 @@ export function saveReferences(
   heap: string | NdArray | ArraySpec,
   options: RaggedPathOptions & AsyncOptions = {},
 ): Promise<void> {
-  return run(savingReferences(path, refs, heap, options), options.signal);
+  return run(savingReferences(path, refs, heap, options), options.signal, path);
 }
 
 /**
@@ -271,5 +271,5 @@ export function saveReferences(
  * saveReferencesSync('picks.npy', { data: new Int32Array([2, 0, 2]), shape: [3] }, 'frames.npy');
  */
 export function saveReferencesSync(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions = {}): void {
-  runSync(savingReferences(path, refs, heap, options));
+  runSync(savingReferences(path, refs, heap, options), path);
 }
