@@ -59,7 +59,10 @@ np.savez(${JSON.stringify(join(dir, 'ts.npz'))}, **{'w-1': np.zeros(2, '>i8'), '
   loadNpySync(facts.f4_F.path, { expect: f });
   const z = await runCli(['info', '--ts', join(dir, 'ts.npz')]);
   const members = constants(z.stdout);
-  assert.equal(members.map(([n]) => n), ['w1Descr', 'namesDescr']);
+  assert.equal(
+    members.map(([n]) => n),
+    ['w1Descr', 'namesDescr'],
+  );
   const archive = openNpzSync(join(dir, 'ts.npz'));
   archive.getSync('w-1', { expect: members[0][1] });
   archive.getSync('names', { expect: members[1][1] });
