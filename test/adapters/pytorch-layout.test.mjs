@@ -188,40 +188,6 @@ maybe("saveWeights with layout 'pytorch' and no { like } says what it needs", as
   assert.match(e.message, /needs \{ like \}/);
 });
 
-maybe("the README's PyTorch recipe runs as written: its export snippet in PyTorch, its tfjs code in Node, and the check passes", async () => {
-  const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Weights from PyTorch'));
-  const python = /```python\n([\s\S]*?)```/.exec(section)[1];
-  const ts = /```ts\n([\s\S]*?)```/.exec(section)[1];
-  const work = scratch('npyts-readme-pytorch-');
-  // The PyTorch model the README's tfjs code mirrors, trained a little so BatchNorm's statistics matter.
-  const r = spawnSync(
-    TORCH_PYTHON,
-    [
-      '-c',
-      `import numpy as np, torch
-from torch import nn
-torch.manual_seed(3)
-model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 16 * 16, 10))
-model.train()
-with torch.no_grad():
-    for _ in range(3): model(torch.randn(8, 3, 32, 32) * 3 + 1)
-${python}`,
-    ],
-    { cwd: work, encoding: 'utf8' },
-  );
-  assert.is(r.status, 0, r.stderr);
-  // '@tensorflow/tfjs' is tfjs-core, tfjs-layers and a backend in one package; here they are separate.
-  const shim = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'tfjs-all.mjs');
-  const program = join(dirname(fileURLToPath(import.meta.url)), `readme-pytorch.${process.pid}.tmp.mjs`);
-  writeFileSync(program, `${ts.replace("from '@tensorflow/tfjs'", `from ${JSON.stringify(shim)}`)}\nconsole.log('ok');\n`);
-  try {
-    const run = spawnSync(process.execPath, [program], { cwd: work, encoding: 'utf8' });
-    assert.is(run.status, 0, run.stderr);
-    assert.match(run.stdout, /ok/);
-  } finally {
-    (await import('node:fs')).rmSync(program, { force: true });
-  }
-});
+// The PyTorch recipe of docs/tfjs.md runs as written, with its prediction check, in test/packages/guides.test.mjs.
 
 test.run();

@@ -67,18 +67,7 @@ test('model.save(npzHandler) → numpy reads every weight by name, exactly → l
   assert.equal(Array.from(await predict(again, tokens())), Array.from(await predict(model, tokens())));
 });
 
-test("the README's Python snippet reads a model saved by tfjs", async () => {
-  const model = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
-  await model.save(npzHandler(at('model.npz')));
-  const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'README.md'), 'utf8');
-  const snippet = /### tfjs's own models in one \.npz[\s\S]*?```python\n([\s\S]*?)```/.exec(readme)[1];
-  const out = execFileSync(
-    'python3',
-    ['-c', `${snippet}\nprint(json.dumps([list(kernel.shape), str(kernel.dtype), sorted(weights), topology["class_name"]]))`],
-    { cwd: dir, encoding: 'utf8' },
-  );
-  assert.equal(JSON.parse(out), [[40, 3], 'float32', model.weights.map((w) => w.originalName).sort(), 'Sequential']);
-});
+// numpy reading a model that tfjs saved, as docs/tfjs.md shows it, runs in test/packages/guides.test.mjs.
 
 test('a model built twice in one process (tfjs names the second dense/kernel_1) saves and loads by originalName', async () => {
   const first = await tfl.loadLayersModel(npzHandler(at('keras.npz')));

@@ -12,6 +12,7 @@
 //   ```sh                   bash, with `npyts` on the PATH
 //   ```ts excerpt=PATH     lines quoted from the source file PATH: each must be there, in this order
 //   ```LANG norun           shown, not run (only where running it here is impossible: say why beside it)
+//   ```LANG file=F          also saved as F in the working directory (a module later blocks import)
 //   ```text                 what the block before it prints, compared exactly
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -56,4 +57,11 @@ export function blocksOf(path) {
 /** Whether the test runs a block: ts, js, python, sh and html, unless marked norun or a worker's source. */
 export function runnable(block) {
   return ['ts', 'js', 'python', 'sh', 'html'].includes(block.lang) && !block.attrs.norun && !block.attrs.worker && !block.attrs.excerpt;
+}
+
+/** The code of the one block of `path` in language `lang` whose code includes `text` (suites that import a guide's code). */
+export function blockWith(path, lang, text) {
+  const found = blocksOf(path).filter((b) => b.lang === lang && b.code.includes(text));
+  if (found.length !== 1) throw new Error(`${path}: ${found.length} ${lang} blocks hold '${text}'`);
+  return found[0].code;
 }

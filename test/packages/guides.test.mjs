@@ -90,6 +90,7 @@ async function run(block, dir, where, state) {
   const fail = (how, r) => {
     throw new Error(`${where}: ${how}\n${(r.stdout ?? '').slice(-3000)}${(r.stderr ?? '').slice(-3000)}`);
   };
+  if (block.attrs.file) writeFileSync(join(dir, block.attrs.file), block.code);
   if (block.attrs.worker) {
     writeFileSync(join(dir, block.attrs.worker), await bundle(block.code, block.lang));
     return null;

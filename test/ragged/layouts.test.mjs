@@ -1,9 +1,9 @@
 // numpy#25374 in full: compact offsets, zero-terminated strings, references, N-d indexes, option-1
 // heap names, appends that widen or are killed midway, HTTP readers, and StringDType — each checked
-// against numpy and against the README's snippet, run as written.
+// against numpy and against the ragged guide's numpy reader, run as written.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray } from '@npyts/core';
@@ -25,11 +25,11 @@ import {
 import { python, runCli, runThenKill, scratch } from '../helpers/numpy.mjs';
 import fc from 'fast-check';
 import { startNginx } from '../helpers/nginx.mjs';
+import { blockWith } from '../packages/guide-blocks.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-layouts-');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-writeFileSync(join(dir, 'ragged_snippet.py'), /## Ragged arrays[\s\S]*?```python\n([\s\S]*?)```/.exec(readme)[1]);
+writeFileSync(join(dir, 'ragged_snippet.py'), blockWith('docs/ragged.md', 'python', 'def ragged_element'));
 const withSnippet = (code) =>
   JSON.parse(
     python(`import sys
@@ -41,7 +41,7 @@ def js(v):
     return v if isinstance(v, str) else [js(x) for x in v] if isinstance(v, list) else {k: js(x) for k, x in v.items()} if isinstance(v, dict) else to_json(np.asarray(v))
 ${code}`),
   );
-/** Every element as the README's snippet reads it with plain numpy. */
+/** Every element as the ragged guide's numpy reader reads it with plain numpy. */
 const viaSnippet = (file) =>
   withSnippet(`print(json.dumps([js(ragged_element(${JSON.stringify(file)}, i)) for i in range(ragged_length(${JSON.stringify(file)}))]))`);
 const json = (v) =>

@@ -1,11 +1,12 @@
-// Ragged arrays as plain .npy files: numpy's object arrays convert both ways, the README's numpy
+// Ragged arrays as plain .npy files: numpy's object arrays convert both ways, the ragged guide's numpy
 // snippet reconstructs our elements, element reads touch only their bytes, appends (one killed
 // midway) leave valid files, cross-file references hold, and a million strings are sampled cheaply.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
+import { readdirSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { blockWith } from '../packages/guide-blocks.mjs';
 import { arrayFromValues, arrayToJSON, openRaggedUrl, NdArray, parseDescr } from '@npyts/core';
 import {
   saveRaggedSync,
@@ -27,9 +28,8 @@ import { startViewer } from '../../viewer/serve.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-ragged-');
 
-// The README's snippet, exactly as documented, becomes a module numpy-side checks import.
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const snippet = /## Ragged arrays[\s\S]*?```python\n([\s\S]*?)```/.exec(readme)[1];
+// The ragged guide's numpy reader, exactly as documented, becomes a module numpy-side checks import.
+const snippet = blockWith('docs/ragged.md', 'python', 'def ragged_element');
 writeFileSync(join(dir, 'ragged_snippet.py'), snippet);
 const withSnippet = (code) =>
   python(
@@ -78,7 +78,7 @@ test("object arrays (and StringDType) convert to the ragged layout; numpy's snip
 index = np.load(${JSON.stringify(out)}, allow_pickle=False)
 print(json.dumps([(lambda v: v if isinstance(v, str) else to_json(v))(ragged_element(${JSON.stringify(out)}, i)) for i in range(len(index))]))`),
     );
-    assert.equal(viaNumpy, elements, `${name} via the README snippet`);
+    assert.equal(viaNumpy, elements, `${name} via the guide's numpy reader`);
   }
 });
 

@@ -9,12 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { arrayFromValues, arrayToJSON, NdArray } from '@npyts/core';
 import { appendRagged, appendRaggedSync, openRaggedSync, saveRagged, saveRaggedSync } from '@npyts/core/node';
 import { python, runThenKill, scratch } from '../helpers/numpy.mjs';
+import { blockWith } from '../packages/guide-blocks.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-replace-');
 const f = (name) => join(dir, name);
-writeFileSync(f('ragged_snippet.py'), /## Ragged arrays[\s\S]*?```python\n([\s\S]*?)```/.exec(readFileSync(join(root, 'README.md'), 'utf8'))[1]);
-/** Every element as the README's numpy snippet reads it (lists of lists for two levels). */
+writeFileSync(f('ragged_snippet.py'), blockWith('docs/ragged.md', 'python', 'def ragged_element'));
+/** Every element as the ragged guide's numpy snippet reads it (lists of lists for two levels). */
 const viaSnippet = (file) =>
   JSON.parse(
     python(`import sys

@@ -197,6 +197,12 @@ export function dtypeOfTypedArray(data: ArrayLike<unknown>): DType | null {
  */
 export function toNdArray(input: NdArray | ArraySpec): NdArray {
   if (input instanceof NdArray) return input;
+  if (ArrayBuffer.isView(input) || Array.isArray(input)) {
+    throw new NpyError(
+      'BAD_VALUE',
+      'an array is an NdArray or { data, shape, dtype? }, not a bare typed array or list: pass { data, shape: [data.length] } or arrayFromValues(list, dtype)',
+    );
+  }
   const { data } = input;
   const dtype = input.dtype !== undefined ? parseDescr(input.dtype) : dtypeOfTypedArray(data);
   if (!dtype) throw new NpyError('BAD_OPTION', 'a dtype is needed for data that is not a typed array');
