@@ -11,7 +11,10 @@ export type NpyErrorCode =
   | 'BAD_DESCR'
   | 'DATA_TRUNCATED'
   | 'SIZE_OVERFLOW'
+  /** Object data (a pickle) where no unpickler was given: the message says how to opt in. */
   | 'PICKLE_UNSUPPORTED'
+  /** A pickle that names a global outside the unpickler's allowlist (code, not data): refused, nothing run. */
+  | 'PICKLE_FORBIDDEN'
   | 'HEADER_TOO_LARGE'
   | 'ZIP_FORMAT'
   | 'ZIP_UNSUPPORTED'

@@ -333,7 +333,7 @@ export function resolveGlobal(module: string, name: string, offset: number): Glo
   const target = Object.hasOwn(ALLOWED, key) ? ALLOWED[key] : undefined;
   if (!target) {
     throw new NpyError(
-      'PICKLE_UNSUPPORTED',
+      'PICKLE_FORBIDDEN',
       `pickle: refusing to load global '${module}.${name}': npyts only rebuilds numpy arrays, dtypes, scalars and plain Python data, and never runs code`,
       { offset },
     );
