@@ -40,7 +40,7 @@ export interface NpyHeader {
   dataBytes: number;
   /** The header's dict text as written (its `descr` is not normalised: `'<d'` stays `'<d'`). */
   text?: string;
-  /** The header's `descr` value as written, parsed once with the header (see {@link descrAsWritten}). */
+  /** The header's `descr` value as written, parsed once with the header. */
   descrWritten?: PyValue;
 }
 

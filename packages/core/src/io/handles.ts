@@ -39,7 +39,7 @@ export interface NpyFileHandle<S extends DescrInput = DescrInput> extends NpyFil
   close(): Promise<void>;
 }
 
-/** {@link NpyFileHandle}, blocking: from `openNpyFileSync` and {@link createNpySync}; `using h = …` closes it. */
+/** {@link NpyFileHandle}, blocking: from `openNpyFileSync` and `createNpySync` (`@npyts/core/node`); `using h = …` closes it. */
 export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends NpyFileInfo<S>, Disposable {
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
   read(start: readonly number[], count: readonly number[]): NdArray<S>;
