@@ -91,7 +91,12 @@ function checkMagic(bytes: Uint8Array): void {
   const n = Math.min(bytes.length, MAGIC.length);
   for (let i = 0; i < n; i++) {
     if (bytes[i] !== MAGIC[i]) {
-      throw new NpyError('BAD_MAGIC', 'not a .npy file: it does not start with the magic string \\x93NUMPY', { offset: i });
+      // A zip's local header signature: an .npz given where a .npy is read.
+      const zip = bytes[0] === 0x50 && bytes[1] === 0x4b && (bytes.length < 3 || bytes[2] === 0x03);
+      const hint = zip
+        ? ' but a zip archive (.npz): read it with loadNpz or openNpz (decodeNpz in a browser)'
+        : ': it does not start with the magic string \\x93NUMPY';
+      throw new NpyError('BAD_MAGIC', `not a .npy file${hint}`, { offset: i });
     }
   }
   if (bytes.length < MAGIC.length + 2) {

@@ -59,6 +59,8 @@ export type Step =
   /** Reserve `bytes` after `at` (fallocate, where the addon has it): a hint, never an error. */
   | { readonly op: 'reserve'; readonly file: FileRef; readonly at: number; readonly bytes: number }
   | { readonly op: 'rename'; readonly from: string; readonly to: string }
+  /** Refuse a path that is there and is not a regular file (a directory, a FIFO): NOT_A_FILE, before anything is written. */
+  | { readonly op: 'replaceable'; readonly path: string }
   /** Remove a file if it is there. */
   | { readonly op: 'remove'; readonly path: string }
   /**

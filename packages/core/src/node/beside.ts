@@ -9,6 +9,7 @@ import { runSync } from './drive.js';
  * none), never a part of the new one; the temporary file is removed on every error path.
  */
 export function* writingBeside(path: string, write: (file: FileRef) => Operation<void>): Operation<void> {
+  yield { op: 'replaceable', path };
   const temp = tempBeside(path);
   const file = (yield { op: 'open', path: temp, mode: 'wx' }) as FileRef;
   let open = true;

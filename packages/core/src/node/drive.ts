@@ -8,7 +8,7 @@ import { access, open as openAsync, rename, rm, stat, type FileHandle } from 'no
 import { setTimeout as delay } from 'node:timers/promises';
 import { drive, driveSync, type FileRef, type Operation, type Step } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
-import { inTurns, openFile, openFileSync, readFully, readFullyAsync, writeFully, writeFullyAsync } from './fd.js';
+import { checkReplaceable, inTurns, openFile, openFileSync, readFully, readFullyAsync, writeFully, writeFullyAsync } from './fd.js';
 import { withWhere } from '../errors.js';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -49,6 +49,8 @@ function performSync(step: Step): unknown {
       return gatherRegion(fd(step.file), step.strided, step.out);
     case 'exists':
       return existsSync(step.path);
+    case 'replaceable':
+      return checkReplaceable(step.path, statSync(step.path, { throwIfNoEntry: false }));
     case 'same': {
       try {
         return fstatSync(fd(step.file)).ino === statSync(step.path).ino;
@@ -94,6 +96,13 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
     // A strided copy runs on the calling thread: async, only for regions of a few milliseconds.
     case 'gather':
       return step.out.length <= ASYNC_GATHER_MAX && gatherRegion(handle(step.file).fd, step.strided, step.out);
+    case 'replaceable':
+      return stat(step.path).then(
+        (stats) => checkReplaceable(step.path, stats),
+        (e: NodeJS.ErrnoException) => {
+          if (e.code !== 'ENOENT') throw e;
+        },
+      );
     case 'exists':
       return access(step.path).then(
         () => true,

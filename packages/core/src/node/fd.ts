@@ -25,7 +25,8 @@ function checkRegular(path: string, stats: Stats): void {
         : stats.isCharacterDevice() || stats.isBlockDevice()
           ? 'a device'
           : 'not a regular file';
-  throw new NpyError('NOT_A_FILE', `${path} is ${what}; npyts reads and writes regular files only (copy the data to a file first)`);
+  const fix = stats.isDirectory() ? 'give the path of a file' : 'copy the data to a regular file first';
+  throw new NpyError('NOT_A_FILE', `${path} is ${what}; npyts reads and writes regular files only (${fix})`);
 }
 
 /**
@@ -35,6 +36,11 @@ function checkRegular(path: string, stats: Stats): void {
  */
 export function checkRegularFile(path: string): void {
   checkRegular(path, statSync(path));
+}
+
+/** Refuse `path` if it is there and not a regular file; a path with nothing there is fine (it is about to be written). */
+export function checkReplaceable(path: string, stats: Stats | undefined): void {
+  if (stats) checkRegular(path, stats);
 }
 
 /** Open flags of an existing file: non-blocking, so that opening a FIFO returns at once (and is then refused) instead of waiting for a writer. */

@@ -158,6 +158,11 @@ function* findingEocd(size: number): Operation<number> {
     if (loose < 0 && i + 22 + commentLen <= tailLen) loose = tailStart + i; // trailing bytes after the comment
   }
   if (loose >= 0) return loose;
+  // A .npy given where an archive is expected is the common case: say so, and what reads it.
+  const head = yield* viewBytes(SOURCE, 0, 6);
+  if (head.length === 6 && head[0] === 0x93 && String.fromCharCode(...head.subarray(1)) === 'NUMPY') {
+    return zipError('not a zip archive but a .npy file: read it with loadNpy (or openNpy / readNpy in a browser)');
+  }
   return zipError('not a zip archive: no end-of-central-directory record');
 }
 
