@@ -33,9 +33,17 @@ arrays = {
   'cube': make('<i2', (3, 4, 5), seed=4),
 }
 def shown(page):
-    # A float16/float32 cell shows the shortest digits of its own width, as numpy prints it.
-    if page.dtype.kind == 'f' and page.dtype.itemsize <= 4:
-        return [[np.format_float_positional(v, unique=True, trim='-') for v in row] for row in page] if page.ndim == 2 else [np.format_float_positional(v, unique=True, trim='-') for v in page]
+    # A float cell shows what numpy's str of a scalar of its width shows: float32 digits for a float32.
+    if page.dtype.kind == 'f':
+        return [[str(v) for v in row] for row in page] if page.ndim == 2 else [str(v) for v in page]
+    if page.dtype.names:
+        # Fields too: a float32 subarray field shows float32 digits.
+        rows = to_json(page)
+        for row, rec in zip(rows, page):
+            for name in page.dtype.names:
+                if page.dtype[name].base.kind == 'f':
+                    row[name] = [str(v) for v in np.ravel(rec[name])]
+        return rows
     return to_json(page)
 out = {}
 for name, a in arrays.items():
@@ -110,7 +118,7 @@ test('record arrays show a field tree with offsets and one column per field', as
   const cells = await tableCells();
   assert.equal(
     cells,
-    f.page.map((r) => [text(r.id), r.name, JSON.stringify(r.pos)]),
+    f.page.map((r) => [text(r.id), r.name, `[${r.pos.join(', ')}]`]),
   );
 });
 

@@ -19,7 +19,7 @@ import {
   type NpzArchive,
   type ObjectArrayCodec,
 } from '@npyts/core';
-import { jsonValue, readRegionFromBytes, shortestFloatText } from '@npyts/core/plumbing';
+import { jsonValue, numpyScalarText, readRegionFromBytes } from '@npyts/core/plumbing';
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const PAGE_ROWS = 50;
@@ -207,16 +207,30 @@ function region(rowStart: number, rowCount: number, colCount: number): { start: 
   return { start: [...sliceIndex, rowStart, 0], count: [...sliceIndex.map(() => 1), rowCount, colCount] };
 }
 
-/** A cell as numpy prints the value: a float16 or float32 with the digits of its own width (`0.12573022`), not of its float64 widening. */
-function cellText(dt: DType, v: unknown): string {
-  const narrow = dt.realBytes === 2 || dt.realBytes === 4;
-  if (narrow && typeof v === 'number') return shortestFloatText(v, dt.realBytes);
-  if (narrow && familyOf(dt) === 'complex') {
+/**
+ * A cell as numpy prints the value: a float as numpy's str of a scalar of its width (a float32 shows
+ * `0.12573022`, not the digits of its float64 widening), at any depth (subarray and record fields included).
+ * Text at the top of a cell is shown as it is; inside a list or a record it is quoted.
+ */
+function cellText(dt: DType, v: unknown, nested = false): string {
+  if (dt.subarray) {
+    const base = dt.subarray.base;
+    const list = (x: unknown): string => (Array.isArray(x) ? `[${x.map(list).join(', ')}]` : cellText(base, x, true));
+    return list(v);
+  }
+  if (dt.fields) {
+    const record = v as Record<string, unknown>;
+    return `{${dt.fields.map((f) => `${JSON.stringify(f.name)}: ${cellText(f.dtype, record[f.name], true)}`).join(', ')}}`;
+  }
+  // Floats as numpy's str of a scalar of their width (long doubles excepted: their value is rounded to a double).
+  const width = dt.realBytes === 2 || dt.realBytes === 4 || dt.realBytes === 8 ? dt.realBytes : 0;
+  if (width && typeof v === 'number') return numpyScalarText(v, width);
+  if (width && familyOf(dt) === 'complex') {
     const c = v as { re: number; im: number };
-    return `[${shortestFloatText(c.re, dt.realBytes)}, ${shortestFloatText(c.im, dt.realBytes)}]`;
+    return `[${numpyScalarText(c.re, width)}, ${numpyScalarText(c.im, width)}]`;
   }
   const j = jsonValue(dt, v);
-  return typeof j === 'string' ? j : JSON.stringify(j);
+  return typeof j === 'string' && !nested ? j : JSON.stringify(j);
 }
 
 async function renderPage(): Promise<void> {

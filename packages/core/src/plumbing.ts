@@ -31,5 +31,5 @@ export {
   type OpenNpy,
 } from './io/region.js';
 export { resolveUrl } from './io/open.js';
-export { shortestDigits, shortestFloatText, exactExponent, scaledRound } from './format/float-text.js';
+export { shortestDigits, shortestFloatText, numpyScalarText, exactExponent, scaledRound } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';

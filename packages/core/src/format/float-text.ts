@@ -95,3 +95,30 @@ export function shortestFloatText(x: number, itemsize: number): string {
   // At most 9 significant digits: the double nearest to them prints as exactly them.
   return String(Number(`${x < 0 ? '-' : ''}${digits[0]}.${digits.slice(1)}e${exp}`));
 }
+
+/**
+ * A float as numpy's `str` of a scalar of its width prints it (`str(np.float32(x))`): the shortest
+ * digits at that width, positional from 1e-4 up to a bound of the width (1e3 for float16, 1e6 for
+ * float32, 1e16 for float64 and longer: `0.12573022`, `999999.0`), scientific outside (`1e-05`,
+ * `1.5e+06`), and `nan`, `inf`, `-inf`, `-0.0`.
+ * @example
+ * numpyScalarText(Math.fround(0.1), 4);   // '0.1'
+ * numpyScalarText(1e-5, 8);               // '1e-05'
+ */
+export function numpyScalarText(x: number, itemsize: number): string {
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  const sign = x < 0 ? '-' : '';
+  const { digits, exp } = shortestDigits(x, itemsize);
+  const a = Math.abs(x);
+  // numpy's bounds for its scalars' str (scalartypes.c), asked of numpy 2.4 by the tests.
+  const upper = itemsize === 2 ? 1e3 : itemsize === 4 ? 1e6 : 1e16;
+  if (a < 1e-4 || a >= upper) {
+    const mantissa = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  }
+  if (exp >= digits.length - 1) return `${sign}${digits}${'0'.repeat(exp - digits.length + 1)}.0`;
+  if (exp >= 0) return `${sign}${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
+  return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`;
+}
