@@ -49,7 +49,7 @@ const jsonOf = (name, values) => {
   const list = flatten(Array.from(values, (v) => v));
   if (name === 'c16') {
     if (typeof list[0] === 'object') return list.map((c) => [c.re, c.im]);
-    return list.reduce((pairs, v, i) => (i % 2 ? pairs : [...pairs, [v, list[i + 1]]]), []);
+    return list.filter((_, i) => i % 2 === 0).map((re, k) => [re, list[2 * k + 1]]);
   }
   if (name === 'i8') return list.map((v) => String(v));
   if (name === 'b1') return list.map((v) => Boolean(v));

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { createServer } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NpyError, arrayFromValues, getField, openNpy } from '@npyts/core';
+import { NpyError, getField, openNpy } from '@npyts/core';
 import { appendNpy, loadNpy, loadNpySync, loadNpz, openNpyFile, openNpz, saveNpy, saveNpz } from '@npyts/core/node';
 import { toStdlib } from '@npyts/stdlib';
 import { python, scratch } from '../helpers/numpy.mjs';

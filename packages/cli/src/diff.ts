@@ -3,7 +3,7 @@
  * (|actual − desired| ≤ atol + rtol·|desired|, NaNs equal where both are NaN, infinities equal only to
  * themselves); non-numeric arrays element by element.
  */
-import { familyOf, shapeRepr, type NdArray } from '@npyts/core';
+import { familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
 import { readExactItem } from './format.js';
 
 /** assert_allclose's tolerances and their defaults. */
@@ -25,8 +25,8 @@ const SHOWN = 10;
 
 type Num = number | { re: number; im: number };
 
-function numeric(a: NdArray): boolean {
-  return ['bool', 'int', 'uint', 'float', 'complex'].includes(familyOf(a.dtype));
+function numeric(dtype: DType): boolean {
+  return ['bool', 'int', 'uint', 'float', 'complex'].includes(familyOf(dtype));
 }
 
 function asNum(v: unknown): Num {
@@ -97,63 +97,120 @@ export function percent(k: number, n: number): string {
   return `${trim(x.toFixed(Math.max(0, 2 - e)))}%`;
 }
 
+/** Whether `data[pos]` is already the element's number (no decoding): float32/64, integers up to 32 bits, booleans. */
+function plainNumbers(dtype: DType): boolean {
+  const family = familyOf(dtype);
+  if (family === 'bool') return true;
+  if (family === 'float') return dtype.realBytes === 4 || dtype.realBytes === 8;
+  return (family === 'int' || family === 'uint') && dtype.itemsize <= 4;
+}
+
+/**
+ * A comparison fed block by block (consecutive runs of elements in C order), so that two files are
+ * compared a region at a time in bounded memory; `diffArrays` is one block.
+ */
+export class Comparison {
+  private mismatched = 0;
+  private maxAbs = 0;
+  private maxRel = 0;
+  /** Violations with a finite difference (NaN or infinity mismatches have none to measure). */
+  private measured = 0;
+  private readonly shown: string[] = [];
+  private seen = 0;
+  private readonly verdict: string | null;
+  private readonly close: boolean;
+
+  constructor(
+    private readonly shape: readonly number[],
+    private readonly size: number,
+    first: DType,
+    second: DType,
+    otherShape: readonly number[],
+    private readonly tol: Tolerance,
+  ) {
+    this.close = numeric(first) && numeric(second);
+    this.verdict =
+      shape.join(',') !== otherShape.join(',')
+        ? `shapes differ: ${shapeRepr(shape)} and ${shapeRepr(otherShape)}`
+        : !this.close && familyOf(first) !== familyOf(second)
+          ? `dtypes cannot be compared: ${first.name} and ${second.name}`
+          : null;
+  }
+
+  /** Whether there is anything to compare element by element (same shape, comparable dtypes). */
+  get comparable(): boolean {
+    return this.verdict === null;
+  }
+
+  /** The next elements, in C order: `a` and `b` are blocks of equal shape, read through their own strides. */
+  add(a: NdArray, b: NdArray): void {
+    const n = a.size;
+    const at = [cOrderPositions(a), cOrderPositions(b)] as const;
+    const plain = this.close && plainNumbers(a.dtype) && plainNumbers(b.dtype);
+    const { atol, rtol } = this.tol;
+    for (let i = 0; i < n; i++) {
+      const pa = at[0].next().value as number;
+      const pb = at[1].next().value as number;
+      if (plain) {
+        // The common case without decoding each element (the same rule as below, for plain numbers).
+        const x = (a.data as Float64Array)[pa]!;
+        const y = (b.data as Float64Array)[pb]!;
+        if (x === y) continue;
+        if (Number.isNaN(x) && Number.isNaN(y)) continue;
+        const d = Math.abs(x - y);
+        // A finite difference only: infinities of opposite signs are a mismatch, whatever rtol·∞ says.
+        if (d <= atol + rtol * Math.abs(y) && d < Infinity) continue;
+      }
+      const va = readExactItem(a.dtype, a.data, pa);
+      const vb = readExactItem(b.dtype, b.data, pb);
+      let bad: boolean;
+      if (this.close) {
+        const x = asNum(va);
+        const y = asNum(vb);
+        if (isNaNum(x) || isNaNum(y)) bad = !(isNaNum(x) && isNaNum(y));
+        else if (same(x, y)) bad = false;
+        // An infinity equals only the same infinity (assert_allclose checks their positions apart).
+        else if (!Number.isFinite(magnitude(x)) || !Number.isFinite(magnitude(y))) bad = true;
+        else {
+          const d = difference(x, y);
+          bad = !(d <= atol + rtol * magnitude(y));
+          if (bad) {
+            this.measured++;
+            this.maxAbs = Math.max(this.maxAbs, d);
+            this.maxRel = Math.max(this.maxRel, d / magnitude(y));
+          }
+        }
+      } else bad = show(va) !== show(vb);
+      if (!bad) continue;
+      this.mismatched++;
+      if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${show(va)} vs ${show(vb)}`);
+    }
+    this.seen += n;
+  }
+
+  result(): DiffResult {
+    if (this.verdict !== null) return { equal: false, lines: [this.verdict] };
+    if (this.mismatched === 0) return { equal: true, lines: [] };
+    const n = this.size;
+    const lines = [
+      this.close ? `Not equal to tolerance rtol=${this.tol.rtol}, atol=${this.tol.atol}` : 'Arrays are not equal',
+      `Mismatched elements: ${this.mismatched} / ${n} (${percent(this.mismatched, n)})`,
+    ];
+    if (this.close && this.measured > 0) {
+      lines.push(`Max absolute difference among violations: ${this.maxAbs}`, `Max relative difference among violations: ${this.maxRel}`);
+    }
+    lines.push(`First mismatches (actual vs desired):`, ...this.shown);
+    if (this.mismatched > this.shown.length) lines.push(`  … and ${this.mismatched - this.shown.length} more`);
+    return { equal: false, lines };
+  }
+}
+
 /**
  * Compare `actual` with `desired`. Shapes must be equal (numpy would broadcast; a diff of two files
  * of different shapes is a difference worth reporting).
  */
 export function diffArrays(actual: NdArray, desired: NdArray, tol: Tolerance): DiffResult {
-  if (actual.shape.join(',') !== desired.shape.join(',')) {
-    return { equal: false, lines: [`shapes differ: ${shapeRepr(actual.shape)} and ${shapeRepr(desired.shape)}`] };
-  }
-  // Both read in C order through their own strides: neither array is copied.
-  const a = actual;
-  const b = desired;
-  const at = [cOrderPositions(a), cOrderPositions(b)] as const;
-  const n = a.size;
-  const close = numeric(a) && numeric(b);
-  if (!close && familyOf(a.dtype) !== familyOf(b.dtype)) {
-    return { equal: false, lines: [`dtypes cannot be compared: ${a.dtype.name} and ${b.dtype.name}`] };
-  }
-  let mismatched = 0;
-  let maxAbs = 0;
-  let maxRel = 0;
-  /** Violations with a finite difference (NaN or infinity mismatches have none to measure). */
-  let measured = 0;
-  const shown: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const va = readExactItem(a.dtype, a.data, at[0].next().value as number);
-    const vb = readExactItem(b.dtype, b.data, at[1].next().value as number);
-    let bad: boolean;
-    if (close) {
-      const x = asNum(va);
-      const y = asNum(vb);
-      if (isNaNum(x) || isNaNum(y)) bad = !(isNaNum(x) && isNaNum(y));
-      else if (same(x, y)) bad = false;
-      // An infinity equals only the same infinity (assert_allclose checks their positions apart).
-      else if (!Number.isFinite(magnitude(x)) || !Number.isFinite(magnitude(y))) bad = true;
-      else {
-        const d = difference(x, y);
-        bad = !(d <= tol.atol + tol.rtol * magnitude(y));
-        if (bad) {
-          measured++;
-          maxAbs = Math.max(maxAbs, d);
-          maxRel = Math.max(maxRel, d / magnitude(y));
-        }
-      }
-    } else bad = show(va) !== show(vb);
-    if (!bad) continue;
-    mismatched++;
-    if (shown.length < SHOWN) shown.push(`  at ${shapeRepr(indexOf(a.shape, i))}: ${show(va)} vs ${show(vb)}`);
-  }
-  if (mismatched === 0) return { equal: true, lines: [] };
-  const lines = [
-    close ? `Not equal to tolerance rtol=${tol.rtol}, atol=${tol.atol}` : 'Arrays are not equal',
-    `Mismatched elements: ${mismatched} / ${n} (${percent(mismatched, n)})`,
-  ];
-  if (close && measured > 0) {
-    lines.push(`Max absolute difference among violations: ${maxAbs}`, `Max relative difference among violations: ${maxRel}`);
-  }
-  lines.push(`First mismatches (actual vs desired):`, ...shown);
-  if (mismatched > shown.length) lines.push(`  … and ${mismatched - shown.length} more`);
-  return { equal: false, lines };
+  const c = new Comparison(actual.shape, actual.size, actual.dtype, desired.dtype, desired.shape, tol);
+  if (c.comparable) c.add(actual, desired);
+  return c.result();
 }

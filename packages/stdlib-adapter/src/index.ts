@@ -52,11 +52,12 @@ import type {
 
 /** The parts of a @stdlib/ndarray ndarray the adapter uses. */
 export interface StdlibNdarray {
-  readonly dtype: string;
-  readonly shape: number[];
-  readonly strides: number[];
+  /** The data type: its name, or (newer @stdlib/types) an object whose text is its name. */
+  readonly dtype: string | object;
+  readonly shape: ArrayLike<number>;
+  readonly strides: ArrayLike<number>;
   readonly offset: number;
-  readonly order: 'row-major' | 'column-major';
+  readonly order: string;
   readonly data: unknown;
   readonly length: number;
   get(...index: number[]): unknown;
@@ -365,17 +366,18 @@ function inferGeneric(values: unknown[]): string {
  * const a = fromStdlib(x);   // an NdArray over the same memory
  */
 export function fromStdlib(x: StdlibNdarray, options: { dtype?: string } = {}): NdArray {
-  const shape = [...x.shape];
+  const kind = String(x.dtype);
+  const shape = Array.from(x.shape);
   const size = shapeSize(shape);
-  if (x.dtype === 'generic' || x.dtype === 'binary') {
+  if (kind === 'generic' || kind === 'binary') {
     const values: unknown[] = [];
     forEachIndex(shape, (idx) => values.push(x.get(...idx)));
     return arrayFromValues(values, options.dtype ?? inferGeneric(values), { shape });
   }
-  const descr = NUMPY_DTYPE[x.dtype];
-  if (!descr) throw new NpyError('NO_COUNTERPART', `stdlib dtype '${x.dtype}' has no numpy counterpart here`);
+  const descr = NUMPY_DTYPE[kind];
+  if (!descr) throw new NpyError('NO_COUNTERPART', `stdlib dtype '${kind}' has no numpy counterpart here`);
   const dtype = parseDescr(descr);
-  const memory = typedMemory(x.dtype, x.data as { buffer: ArrayBufferLike; byteOffset: number; length: number });
+  const memory = typedMemory(kind, x.data as { buffer: ArrayBufferLike; byteOffset: number; length: number });
   const units = storageOf(dtype).unitsPerItem;
   for (const order of ['C', 'F'] as const) {
     const want = stridesFor(shape, order);

@@ -212,7 +212,7 @@ arrayFromValues(
 );
 
 // The adapters carry the types on.
-import { toStdlib, toStdlibField, toStdlibFields } from '@npyts/stdlib';
+import { fromStdlib, toStdlib, toStdlibField, toStdlibFields } from '@npyts/stdlib';
 import { toTensor } from '@npyts/tfjs';
 import type { float32ndarray, genericndarray, boolndarray, complex128ndarray, int16ndarray } from '@stdlib/types/ndarray';
 expectTypeOf(toStdlib(createArray('<f4', [2]))).toEqualTypeOf<float32ndarray>();
@@ -223,6 +223,7 @@ expectTypeOf(toStdlib(createArray('<i8', [2]), { int64: 'generic' })).toEqualTyp
 expectTypeOf(toStdlib(createArray('<i8', [2]))).toEqualTypeOf<never>(); // refused without an int64 option
 expectTypeOf(toStdlibFields(rec).pos.x).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
 // One path syntax: toStdlibField takes getField's dotted path and types what it names.
+expectTypeOf(fromStdlib(toStdlib(createArray('<f8', [2]))).shape).toEqualTypeOf<number[]>(); // a stdlib ndarray goes back without a cast
 expectTypeOf(toStdlibField(rec, 'pos.x')).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
 expectTypeOf(toStdlibField(rec, 'pos').y).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
 // @ts-expect-error: no field 'pos.z'
