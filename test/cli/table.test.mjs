@@ -15,6 +15,10 @@ const cases = {
     'np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-5, 1e17, 123456789012345678.0, 2**-1074, 0.1, 1e-7, 1e-3, 1e22, 1e23, 9.9999999999999995e-8, 0.30000000000000004, 1049 / 2**20, 213 / 2**21, 45 / 2**22])',
     "'%.17g'",
   ], // the last three: exact ties at the 17th digit
+  // Odd 53-bit significands over small powers of two (many exact ties at the 17th digit: m / 8 has 18
+  // digits ending in 5), and at every scale.
+  f8_ties: ['(rng.integers(2**52, 2**53, 400) | 1) / 2.0 ** rng.integers(1, 8, 400)', "'%.17g'"],
+  f8_scales: ['(rng.integers(2**52, 2**53, 400) | 1) * 2.0 ** rng.integers(-1000, 1000, 400)', "'%.17g'"],
   f8_2d: ['rng.standard_normal((5, 4))', "'%.17g'"],
   f4_2d: ['(rng.standard_normal((3, 3)) * 1e6).astype(np.float32)', "'%.17g'"],
   i8: ['np.array([0, -1, 2**63 - 1, -2**63, 12345])', "'%d'"],

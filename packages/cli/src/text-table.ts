@@ -28,17 +28,38 @@ export function delimiterOf(name: string): ',' | '\t' | null {
   return null;
 }
 
+const bits = new Float64Array(1);
+const words = new Uint32Array(bits.buffer);
+
+/**
+ * Whether a > 0 can lie exactly halfway between two 17-digit decimals whose first digit is at 10^e
+ * (or 10^(e−1), should rounding have carried). With a = m·2^k (m odd), a·10^n (n = 16 − e) is
+ * m·2^(k+n)·5^n, a half-integer only if k + n = −1. Everything else skips the slow tie check.
+ */
+function mayTie(a: number, e: number): boolean {
+  bits[0] = a;
+  const lo = words[0]!;
+  const hi = words[1]!;
+  const biased = (hi >>> 20) & 0x7ff;
+  let k = biased === 0 ? -1074 : biased - 1075;
+  // Trailing zero bits of the 53-bit significand (the implicit bit keeps it nonzero for normal numbers).
+  const high = (hi & 0xfffff) | (biased === 0 ? 0 : 0x100000);
+  k += lo !== 0 ? 31 - Math.clz32(lo & -lo) : 32 + 31 - Math.clz32(high & -high);
+  const n = 16 - e;
+  return k + n === -1 || k + n === -2;
+}
+
 /**
  * The 17 significant digits of a > 0 rounded half to even, and the exponent of the first.
- * JavaScript's toExponential rounds exactly but half up; the two differ only on an exact tie, whose
- * 18th to 20th digits read 500. Only then is the exact (BigInt) rounding needed.
+ * JavaScript's toExponential rounds exactly but half up; the two differ only on an exact tie. Only a
+ * value that may be one (mayTie, then its 18th to 20th digits reading 500) takes the exact (BigInt)
+ * rounding; the 20-digit conversion that tells is eight times slower than the 17-digit one.
  */
 function digits17(a: number): [string, number] {
+  const [m, exp] = a.toExponential(16).split('e') as [string, string];
+  if (!mayTie(a, Number(exp))) return [m.replace('.', ''), Number(exp)];
   const [wide] = a.toExponential(19).split('e') as [string];
-  if (wide.slice(18, 21) !== '500') {
-    const [m, exp] = a.toExponential(16).split('e') as [string, string];
-    return [m.replace('.', ''), Number(exp)];
-  }
+  if (wide.slice(18, 21) !== '500') return [m.replace('.', ''), Number(exp)];
   // The exact value's exponent, then 17 significant digits (a carry, 9.99…95 → 10.0…, moves it up).
   let e = exactExponent(a, Math.floor(Math.log10(a)));
   let digits = scaledRound(a, 16 - e).toString();
@@ -58,7 +79,22 @@ export function formatG17(x: number): string {
   if (!Number.isFinite(x)) return x < 0 ? '-inf' : 'inf';
   const sign = x < 0 || Object.is(x, -0) ? '-' : '';
   if (x === 0) return `${sign}0`;
-  const [digits, e] = digits17(Math.abs(x));
+  const a = Math.abs(x);
+  // The common case: printf's positional range, where toPrecision(17) writes the same digits (no tie
+  // possible: log10 puts the first digit within one place of its exact one) with the zeros to trim.
+  if (a >= 1e-4 && a < 1e17) {
+    const e0 = Math.floor(Math.log10(a));
+    if (!mayTie(a, e0 - 1) && !mayTie(a, e0 + 1)) {
+      const t = a.toPrecision(17);
+      let end = t.length;
+      if (t.includes('.')) {
+        while (t.charCodeAt(end - 1) === 48) end--;
+        if (t.charCodeAt(end - 1) === 46) end--;
+      }
+      return sign + (end === t.length ? t : t.slice(0, end));
+    }
+  }
+  const [digits, e] = digits17(a);
   if (e < -4 || e >= 17) {
     const frac = digits.slice(1).replace(/0+$/, '');
     return `${sign}${digits[0]}${frac ? `.${frac}` : ''}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
@@ -121,13 +157,20 @@ export function* tablePieces(
   if (fields) yield `${fields.map((f) => f.name).join(delimiter)}\n`;
   const rows = shape[0]!;
   const cols = shape.length === 2 ? shape[1]! : 1;
+  // float32 and float64 cells are their data's numbers: no element decoding (the same text as cellOf's).
+  const plainFloats = !fields && familyOf(dtype) === 'float' && (dtype.realBytes === 4 || dtype.realBytes === 8);
   for (let from = 0; from < rows; from += ROWS_PER_STEP) {
     const count = Math.min(ROWS_PER_STEP, rows - from);
     const a = toOrder(rowsOf(from, count), 'C');
     const lines: string[] = [];
     for (let r = 0; r < count; r++) {
       const row = from + r;
-      if (fields) {
+      if (plainFloats) {
+        const data = a.data as Float64Array | Float32Array;
+        let line = cols > 0 ? formatG17(data[r * cols]!) : '';
+        for (let c = 1; c < cols; c++) line += delimiter + formatG17(data[r * cols + c]!);
+        if (cols > 0) lines.push(line);
+      } else if (fields) {
         const rec = readExactItem(dtype, a.data, r) as Record<string, unknown>;
         lines.push(fields.map((f) => cellOf(f.dtype, rec[f.name], delimiter, () => `row ${row}, field '${f.name}'`)).join(delimiter));
       } else if (cols > 0) {
@@ -188,10 +231,11 @@ export function* tableBatches(
   // A type string ('<f8'), or a record descr as numpy writes it ("[('a', '<i8'), ('b', '<f8')]").
   const dtype: DType = parseDescr(descr.trim().startsWith('[') ? (parsePyLiteral(descr) as DescrInput) : descr);
   const fields = dtype.fields;
-  const parse = (dt: DType, cell: string, where: string): unknown => {
+  // Where a cell is (line, and column when there are several) is text only when it is reported.
+  const parse = (dt: DType, cell: string, line: number, column: number): unknown => {
     const t = cell.trim();
     const bad = (): never => {
-      throw new NpyError('BAD_TABLE', `${source}:${where}: '${t}' is not a ${dt.name}`);
+      throw new NpyError('BAD_TABLE', `${source}:${line}${column > 0 ? `:${column}` : ''}: '${t}' is not a ${dt.name}`);
     };
     switch (familyOf(dt)) {
       case 'float': {
@@ -216,7 +260,18 @@ export function* tableBatches(
   let width = -1;
   let first = true;
   let batch: unknown[] = [];
+  // float32/float64 in this machine's byte order: numbers straight into the batch's typed array.
+  const plain = !fields && familyOf(dtype) === 'float' && (dtype.realBytes === 4 || dtype.realBytes === 8) && dtype.isNative;
+  let numbers: number[] = [];
+  let plainRows = 0;
   const flush = (): NdArray => {
+    if (plain) {
+      const shape = width === 1 ? [plainRows] : [plainRows, width];
+      const out = new NdArray(dtype, shape, dtype.realBytes === 8 ? Float64Array.from(numbers) : Float32Array.from(numbers), 'C');
+      numbers = [];
+      plainRows = 0;
+      return out;
+    }
     const rows = batch.length;
     const shape = fields || width === 1 ? [rows] : [rows, width];
     const out = arrayFromValues((fields ? batch : batch.flat(1)) as Nested<InputOf<DescrInput>>, dtype, { shape });
@@ -234,15 +289,20 @@ export function* tableBatches(
     }
     if (width < 0) width = cells.length;
     if (cells.length !== width) throw new NpyError('BAD_TABLE', `${source}:${number}: ${cells.length} columns, the first row has ${width}`);
+    if (plain) {
+      for (let k = 0; k < width; k++) numbers.push(parse(dtype, cells[k]!, number, width === 1 ? 0 : k + 1) as number);
+      if (++plainRows === rowsPerBatch) yield flush();
+      continue;
+    }
     if (fields) {
       if (cells.length !== fields.length) throw new NpyError('BAD_TABLE', `${source}:${number}: ${cells.length} columns for ${fields.length} fields`);
-      batch.push(Object.fromEntries(fields.map((f, k) => [f.name, parse(f.dtype, cells[k]!, `${number}`)])));
+      batch.push(Object.fromEntries(fields.map((f, k) => [f.name, parse(f.dtype, cells[k]!, number, 0)])));
     } else {
-      batch.push(width === 1 ? [parse(dtype, cells[0]!, `${number}`)] : cells.map((c, k) => parse(dtype, c, `${number}:${k + 1}`)));
+      batch.push(width === 1 ? [parse(dtype, cells[0]!, number, 0)] : cells.map((c, k) => parse(dtype, c, number, k + 1)));
     }
     if (batch.length === rowsPerBatch) yield flush();
   }
-  if (batch.length || width < 0) {
+  if (batch.length || plainRows || width < 0) {
     if (width < 0) width = 1;
     yield flush();
   }
