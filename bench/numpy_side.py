@@ -29,6 +29,17 @@ def make(d, mib):
     strings = np.empty(1_000_000, dtype=object)
     strings[:] = [f"w{i:x}" + "é" * (i % 3) for i in range(1_000_000)]
     np.save(os.path.join(d, "strings1m.npy"), strings, allow_pickle=True)
+    # A table of doubles as .npy and as np.savetxt's CSV (about 120 MB at 256 MiB), and two arrays of
+    # doubles that differ in a few places, for npyts diff against assert_allclose.
+    rows = max(1000, int(mib) * 1_000_000 // 256)
+    table = rng.standard_normal((rows, 6))
+    np.save(os.path.join(d, "table.npy"), table)
+    np.savetxt(os.path.join(d, "table.csv"), table, delimiter=",", fmt="%.17g")
+    first = rng.standard_normal(n // 16)
+    second = first.copy()
+    second[:: max(1, len(second) // 5)] += 1.0
+    np.save(os.path.join(d, "diff_a.npy"), first)
+    np.save(os.path.join(d, "diff_b.npy"), second)
     # Many small arrays: a ResNet-like state dict (stored and deflated) and 10 000 files of 4 KiB.
     if not os.path.exists(os.path.join(d, "resnet_deflated.npz")):
         make_resnet(d, "1.44" if int(mib) >= 256 else "0.5", quiet=True)
@@ -176,6 +187,11 @@ def cases(d):
         if "F" not in lazy:
             lazy["F"] = np.load(fo)
         return lazy["F"]
+    def allclose():
+        try:
+            np.testing.assert_allclose(np.load(os.path.join(d, "diff_a.npy")), np.load(os.path.join(d, "diff_b.npy")))
+        except AssertionError:
+            pass
     def member():
         if "member" not in lazy:
             lazy["member"] = np.load(os.path.join(d, "deflated.npz"))["member"]
@@ -190,6 +206,9 @@ def cases(d):
         "loadNpz": lambda: np.load(os.path.join(d, "deflated.npz"))["member"],
         "objects": lambda: np.load(os.path.join(d, "objects.npy"), allow_pickle=True),
         "saveNpz": lambda: np.savez_compressed(out + ".npz", member=member()),
+        "csv_export": lambda: np.savetxt(out + ".csv", np.load(os.path.join(d, "table.npy")), delimiter=",", fmt="%.17g"),
+        "csv_import": lambda: np.save(out, np.loadtxt(os.path.join(d, "table.csv"), delimiter=",")),
+        "diff": allclose,
     }
 
 
@@ -200,7 +219,7 @@ def serve(d):
     for line in sys.stdin:
         name, repeats = line.split()
         print(json.dumps(median_time(table[name], int(repeats))), flush=True)
-    for leftover in ("np_save_out.npy", "np_save_out.npy.npz"):
+    for leftover in ("np_save_out.npy", "np_save_out.npy.npz", "np_save_out.npy.csv"):
         if os.path.exists(os.path.join(d, leftover)):
             os.remove(os.path.join(d, leftover))
 

@@ -16,6 +16,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
 import { benchCases, medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
 import { paired, startNumpy, verdict } from './paired.mjs';
+import { main as cliMain } from '../packages/cli/dist/main.js';
 import { browserBench } from './browser.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -137,10 +138,20 @@ const pairedRows = [];
     await pairOf('F → C in memory (toOrder)', 'toC_inmemory', c.toC_inmemory, 0.5);
     await pairOf('object array, 100k mixed values (allowPickle)', 'objects', c.objects, 1.5);
     await pairOf('openNpzSync deflated member', 'loadNpz', c.loadNpz, 1.0);
+    // The CLI in this process (its main), against numpy's equivalents: savetxt, loadtxt, assert_allclose.
+    const silent = { stdout() {}, stderr() {} };
+    const cli = async (...args) => {
+      if ((await cliMain(args, silent)) > 1) throw new Error(`npyts ${args.join(' ')} failed`);
+    };
+    await pairOf('npyts convert .npy → .csv', 'csv_export', () => cli('convert', file('table.npy'), file('npyts_out.csv')), 1.0);
+    await pairOf('npyts convert .csv → .npy', 'csv_import', () => cli('convert', file('table.csv'), file('npyts_out.npy')), 1.0);
+    await pairOf('npyts diff (two arrays of doubles)', 'diff', () => cli('diff', file('diff_a.npy'), file('diff_b.npy')), 1.0);
   } finally {
     await numpy.close();
     cleanup();
     rmSync(asyncOut, { force: true });
+    rmSync(file('npyts_out.csv'), { force: true });
+    rmSync(file('npyts_out.npy'), { force: true });
   }
 }
 

@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -22,8 +22,53 @@ const thp = (() => {
   }
 })();
 
-test('the addon was built by npm ci and is in use', () => {
-  assert.equal(nativeStatus(), { loaded: true, mmap: { available: true } }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
+// Debian's libdeflate-dev (.ci/run installs it): the addon links libdeflate when its header is there.
+const libdeflate = existsSync('/usr/include/libdeflate.h');
+
+test('the addon was built by npm ci and is in use (with libdeflate where its headers are installed)', () => {
+  assert.equal(nativeStatus(), { loaded: true, mmap: { available: true }, libdeflate }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
+});
+
+test("whole deflated members: libdeflate gives zlib's bytes and zlib's errors (corrupt, longer or shorter than declared), blocking and on the thread pool", () => {
+  python(`
+rng = np.random.default_rng(3)
+np.savez_compressed(${JSON.stringify(join(dir, 'inflate.npz'))}, random=rng.standard_normal(300_000).astype('<f4'),
+    smooth=(np.sin(np.arange(500_000) / 100.0) * 10).round(1), big_endian=np.arange(70_000, dtype='>i8'), empty=np.zeros(0), text=np.array(['ab', 'çé']))`);
+  const script = `
+    import { zlibCodec, openNpzSync, openNpz, nativeStatus } from '@npyts/core/node';
+    import { deflateRawSync } from 'node:zlib';
+    import { createHash } from 'node:crypto';
+    const z = openNpzSync(${JSON.stringify(join(dir, 'inflate.npz'))});
+    const sums = {};
+    for (const name of z.names) {
+      const a = z.getSync(name);
+      sums[name] = createHash('sha256').update(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)).digest('hex') + ' ' + a.shape;
+      sums[name + ' bytes'] = createHash('sha256').update(await z.bytes(name)).digest('hex');
+    }
+    z.close();
+    const good = deflateRawSync(Buffer.alloc(100, 7));
+    const corrupt = Uint8Array.from(good);
+    corrupt[0] ^= 0xff;
+    const codes = [];
+    for (const inflate of [(d, n) => zlibCodec.inflate(d, n, 'm'), (d, n) => zlibCodec.inflateAsync(d, n, 'm')]) {
+      for (const [data, size] of [[corrupt, 100], [good, 50], [good, 150]]) {
+        try {
+          await inflate(data, size);
+          codes.push('none');
+        } catch (e) {
+          codes.push(e.code);
+        }
+      }
+    }
+    console.log(JSON.stringify({ libdeflate: nativeStatus().libdeflate, sums, codes }));`;
+  const run = (env) => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, ...env } }));
+  const fast = run({});
+  const zlib = run({ NPYTS_LIBDEFLATE: '0' });
+  assert.is(fast.libdeflate, libdeflate);
+  assert.is(zlib.libdeflate, false);
+  assert.equal(fast.sums, zlib.sums);
+  assert.equal(fast.codes, zlib.codes);
+  assert.equal(zlib.codes, ['ZIP_FORMAT', 'ZIP_SIZE', 'ZIP_SIZE', 'ZIP_FORMAT', 'ZIP_SIZE', 'ZIP_SIZE']);
 });
 
 /** Every case through loadNpySync and decodeNpy in this process; returns the mismatches. */

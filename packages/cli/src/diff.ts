@@ -145,12 +145,14 @@ export class Comparison {
   /** The next elements, in C order: `a` and `b` are blocks of equal shape, read through their own strides. */
   add(a: NdArray, b: NdArray): void {
     const n = a.size;
-    const at = [cOrderPositions(a), cOrderPositions(b)] as const;
+    // C-ordered blocks (a region of a C-order file) are walked by index; others through their strides.
+    const linear = (x: NdArray): boolean => x.order === 'C' || x.shape.filter((d) => d > 1).length <= 1;
+    const walk = linear(a) && linear(b) ? null : ([cOrderPositions(a), cOrderPositions(b)] as const);
     const plain = this.close && plainNumbers(a.dtype) && plainNumbers(b.dtype);
     const { atol, rtol } = this.tol;
     for (let i = 0; i < n; i++) {
-      const pa = at[0].next().value as number;
-      const pb = at[1].next().value as number;
+      const pa = walk ? (walk[0].next().value as number) : i;
+      const pb = walk ? (walk[1].next().value as number) : i;
       if (plain) {
         // The common case without decoding each element (the same rule as below, for plain numbers).
         const x = (a.data as Float64Array)[pa]!;

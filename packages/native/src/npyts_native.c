@@ -39,6 +39,11 @@
  *  unmapFile(arraybuffer, sync, detach)
  *                                  msync the mapping when `sync` is 1; detach the buffer when `detach`
  *                                  is 1 (its views become empty, so nothing can touch the pages again).
+ *  inflateRaw(src, dst)            (built with libdeflate, when its headers are there) inflate the raw
+ *                                  deflate stream `src` into `dst`, which must be its exact size:
+ *                                  returns the bytes written, -1 for a corrupt stream, -2 when the
+ *                                  stream holds more than `dst` (libdeflate is about 1.6 × zlib).
+ *  inflateRawAsync(src, dst)       the same on libuv's thread pool: a promise of that number.
  *
  * Every function takes a Uint8Array and touches only the bytes it views.
  */
@@ -517,6 +522,87 @@ static napi_value unmap_file(napi_env env, napi_callback_info info) {
   return number(env, rc);
 }
 
+#ifdef NPYTS_LIBDEFLATE
+#include <libdeflate.h>
+
+/* The bytes written, or -1 (corrupt), -2 (more than dst holds), -3 (no memory for a decompressor). */
+static double inflate_raw_into(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len) {
+  struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+  if (!d) return -3;
+  size_t written = 0;
+  enum libdeflate_result r = libdeflate_deflate_decompress(d, src, src_len, dst, dst_len, &written);
+  libdeflate_free_decompressor(d);
+  if (r == LIBDEFLATE_SUCCESS) return (double)written;
+  return r == LIBDEFLATE_INSUFFICIENT_SPACE ? -2 : -1;
+}
+
+static bool two_arrays(napi_env env, napi_callback_info info, napi_value *argv, uint8_t **src, size_t *src_len, uint8_t **dst, size_t *dst_len) {
+  size_t argc = 2;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2) return false;
+  uint8_t **data[2] = {src, dst};
+  size_t *len[2] = {src_len, dst_len};
+  for (int i = 0; i < 2; i++) {
+    bool is;
+    napi_typedarray_type type;
+    napi_value buffer;
+    size_t offset;
+    if (napi_is_typedarray(env, argv[i], &is) != napi_ok || !is) return false;
+    if (napi_get_typedarray_info(env, argv[i], &type, len[i], (void **)data[i], &buffer, &offset) != napi_ok || type != napi_uint8_array) return false;
+  }
+  return true;
+}
+
+static napi_value inflate_raw(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  uint8_t *src, *dst;
+  size_t src_len, dst_len;
+  if (!two_arrays(env, info, argv, &src, &src_len, &dst, &dst_len)) return throw_type_error(env, "inflateRaw(src, dst): two Uint8Arrays");
+  return number(env, inflate_raw_into(src, src_len, dst, dst_len));
+}
+
+typedef struct {
+  napi_async_work work;
+  napi_deferred deferred;
+  napi_ref keep[2];
+  uint8_t *src, *dst;
+  size_t src_len, dst_len;
+  double result;
+} inflate_job;
+
+static void inflate_execute(napi_env env, void *data) {
+  (void)env;
+  inflate_job *job = data;
+  job->result = inflate_raw_into(job->src, job->src_len, job->dst, job->dst_len);
+}
+
+static void inflate_complete(napi_env env, napi_status status, void *data) {
+  inflate_job *job = data;
+  for (int i = 0; i < 2; i++) napi_delete_reference(env, job->keep[i]);
+  napi_value result = number(env, status == napi_ok ? job->result : -3);
+  napi_resolve_deferred(env, job->deferred, result);
+  napi_delete_async_work(env, job->work);
+  free(job);
+}
+
+static napi_value inflate_raw_async(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  inflate_job *job = calloc(1, sizeof *job);
+  if (!job) return throw_type_error(env, "inflateRawAsync: out of memory");
+  if (!two_arrays(env, info, argv, &job->src, &job->src_len, &job->dst, &job->dst_len)) {
+    free(job);
+    return throw_type_error(env, "inflateRawAsync(src, dst): two Uint8Arrays");
+  }
+  /* The arrays stay alive (and their memory in place) until the work is done. */
+  for (int i = 0; i < 2; i++) napi_create_reference(env, argv[i], 1, &job->keep[i]);
+  napi_value promise, name;
+  napi_create_promise(env, &job->deferred, &promise);
+  napi_create_string_utf8(env, "npyts.inflateRaw", NAPI_AUTO_LENGTH, &name);
+  napi_create_async_work(env, NULL, name, inflate_execute, inflate_complete, job, &job->work);
+  napi_queue_async_work(env, job->work);
+  return promise;
+}
+#endif
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor functions[] = {
     {"adviseHugePages", NULL, advise_huge_pages, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -529,6 +615,10 @@ static napi_value init(napi_env env, napi_value exports) {
     {"mapFile", NULL, map_file, NULL, NULL, NULL, napi_enumerable, NULL},
     {"gatherStrided", NULL, gather_strided, NULL, NULL, NULL, napi_enumerable, NULL},
     {"unmapFile", NULL, unmap_file, NULL, NULL, NULL, napi_enumerable, NULL},
+#ifdef NPYTS_LIBDEFLATE
+    {"inflateRaw", NULL, inflate_raw, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"inflateRawAsync", NULL, inflate_raw_async, NULL, NULL, NULL, napi_enumerable, NULL},
+#endif
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
   return exports;
