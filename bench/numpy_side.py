@@ -209,6 +209,10 @@ def cases(d):
         "csv_export": lambda: np.savetxt(out + ".csv", np.load(os.path.join(d, "table.npy")), delimiter=",", fmt="%.17g"),
         "csv_import": lambda: np.save(out, np.loadtxt(os.path.join(d, "table.csv"), delimiter=",")),
         "diff": allclose,
+        "resnet_stored": lambda: {k: v for k, v in np.load(os.path.join(d, "resnet_stored.npz")).items()},
+        "resnet_deflated": lambda: {k: v for k, v in np.load(os.path.join(d, "resnet_deflated.npz")).items()},
+        "many_files": lambda: [np.load(os.path.join(d, "many", f"{i:05d}.npy")) for i in range(10_000)],
+        "strings1m": lambda: np.load(os.path.join(d, "strings1m.npy"), allow_pickle=True),
     }
 
 

@@ -7,7 +7,7 @@ import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
-import { loadNpy, loadNpySync, openNpzSync, saveNpy, saveNpzSync, openNpyFile, openNpyFileSync, regionStats, nativeStatus } from '@npyts/core/node';
+import { loadNpy, loadNpySync, openNpz, openNpzSync, saveNpy, saveNpzSync, openNpyFile, openNpyFileSync, regionStats, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
@@ -146,6 +146,26 @@ const pairedRows = [];
     await pairOf('npyts convert .npy → .csv', 'csv_export', () => cli('convert', file('table.npy'), file('npyts_out.csv')), 1.0);
     await pairOf('npyts convert .csv → .npy', 'csv_import', () => cli('convert', file('table.csv'), file('npyts_out.npy')), 1.0);
     await pairOf('npyts diff (two arrays of doubles)', 'diff', () => cli('diff', file('diff_a.npy'), file('diff_b.npy')), 1.0);
+    // Many small arrays: a ResNet-like state dict (320 members), stored and deflated, and 10 000 files.
+    const every = async (path) => {
+      const z = await openNpz(path);
+      try {
+        await z.getAll();
+      } finally {
+        await z.close();
+      }
+    };
+    await pairOf('loadNpz, ResNet-like archive, stored (async getAll)', 'resnet_stored', () => every(file('resnet_stored.npz')), 1.0);
+    await pairOf('loadNpz, ResNet-like archive, deflated (async getAll)', 'resnet_deflated', () => every(file('resnet_deflated.npz')), 1.0);
+    await pairOf(
+      '10 000 files of 4 KiB (loadNpySync)',
+      'many_files',
+      () => {
+        for (let i = 0; i < 10_000; i++) loadNpySync(file(`many/${String(i).padStart(5, '0')}.npy`));
+      },
+      1.0,
+    );
+    await pairOf('object array, 1M short strings (allowPickle)', 'strings1m', () => loadNpySync(file('strings1m.npy'), { allowPickle: true }), 1.5);
   } finally {
     await numpy.close();
     cleanup();
