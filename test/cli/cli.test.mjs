@@ -67,6 +67,11 @@ np.savez(${JSON.stringify(join(dir, 'ts.npz'))}, **{'w-1': np.zeros(2, '>i8'), '
   archive.getSync('w-1', { expect: members[0][1] });
   archive.getSync('names', { expect: members[1][1] });
   archive.close();
+  const twice = await runCli(['info', '--ts', facts.i4.path, facts.i4.path]);
+  assert.equal(
+    constants(twice.stdout).map(([n]) => n),
+    ['i4Descr', 'i4Descr2'],
+  );
   const both = await runCli(['info', '--ts', '--json', facts.i4.path]);
   assert.is(both.code, 2);
 });

@@ -27,8 +27,13 @@ export function installRuntimes() {
     rmSync(partial, { recursive: true, force: true });
     throw new Error(`npm ci of test/runtimes failed (status ${r.status}):\n${r.stdout}${r.stderr}`);
   }
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(partial, dir);
+  try {
+    renameSync(partial, dir);
+  } catch (e) {
+    // Another process finished the same install first: use its copy.
+    rmSync(partial, { recursive: true, force: true });
+    if (!existsSync(join(dir, 'node_modules', '.package-lock.json'))) throw e;
+  }
   return dir;
 }
 

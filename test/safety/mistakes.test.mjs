@@ -123,6 +123,13 @@ test('a reset connection names the URL and the bytes asked for (NETWORK), not Ty
   }
 });
 
+test('an error names its file once: a message that starts with the file is not prefixed again, one that merely starts with the same letters is', () => {
+  assert.is(new NpyError('CLOSED', 'w.npy is closed', { file: 'w.npy' }).message, 'w.npy is closed');
+  assert.is(new NpyError('BAD_DATA', 'w.npy: cut short', { file: 'w.npy' }).message, 'w.npy: cut short');
+  assert.is(new NpyError('BAD_VALUE', 'width 3 is too wide', { file: 'w' }).message, 'w: width 3 is too wide');
+  assert.is(new NpyError('BAD_VALUE', 'too wide', { file: 'w', offset: 8 }).message, 'w: too wide (at byte 8)');
+});
+
 test('a CLI error is one line that names the file once', async () => {
   const { runCli } = await import('../helpers/numpy.mjs');
   writeFileSync(at('bad.npy'), 'not numpy');

@@ -120,14 +120,16 @@ export class Comparison {
   private readonly verdict: string | null;
   private readonly close: boolean;
 
+  private readonly size: number;
+
   constructor(
     private readonly shape: readonly number[],
-    private readonly size: number,
     first: DType,
     second: DType,
     otherShape: readonly number[],
     private readonly tol: Tolerance,
   ) {
+    this.size = shape.reduce((x, y) => x * y, 1);
     this.close = numeric(first) && numeric(second);
     this.verdict =
       shape.join(',') !== otherShape.join(',')
@@ -212,7 +214,7 @@ export class Comparison {
  * of different shapes is a difference worth reporting).
  */
 export function diffArrays(actual: NdArray, desired: NdArray, tol: Tolerance): DiffResult {
-  const c = new Comparison(actual.shape, actual.size, actual.dtype, desired.dtype, desired.shape, tol);
+  const c = new Comparison(actual.shape, actual.dtype, desired.dtype, desired.shape, tol);
   if (c.comparable) c.add(actual, desired);
   return c.result();
 }

@@ -121,8 +121,9 @@ export class NpyError extends Error {
     if (details.field !== undefined) where.push(`in field '${details.field}'`);
     if (details.member !== undefined) where.push(`in member '${details.member}'`);
     const text = where.length ? `${message} (${where.join(', ')})` : message;
-    // A message that begins with the file names it already.
-    super(details.file !== undefined && !text.startsWith(details.file) ? `${details.file}: ${text}` : text);
+    // A message that begins with the file ("x.npy is closed", "x.npy: …") names it already.
+    const named = details.file !== undefined && (text.startsWith(`${details.file} `) || text.startsWith(`${details.file}:`));
+    super(details.file !== undefined && !named ? `${details.file}: ${text}` : text);
     this.name = 'NpyError';
     this.code = code;
     this.offset = details.offset;

@@ -8,32 +8,44 @@ import { type Target, target, checkIsFile, arraysOf, isArchive, openRegionsOrNul
 const BLOCK_ELEMENTS = 1 << 18;
 
 /**
- * Two .npy files compared a block of rows at a time by region reads: memory is two blocks, whatever
- * the files' sizes (a row larger than a block is read whole).
+ * The hyperslabs that cover an array in C order, each of at most `block` elements (one element of
+ * the axes before `axis`, a run along it, every element after it): a long row is split too, so that
+ * memory never follows the shape.
+ */
+function* slabsOf(shape: readonly number[], block: number): Generator<{ start: number[]; count: number[] }> {
+  if (shape.length === 0) {
+    yield { start: [], count: [] };
+    return;
+  }
+  // The outermost axis whose trailing axes fit in a block.
+  let axis = shape.length - 1;
+  let inner = 1;
+  while (axis > 0 && inner * shape[axis]! <= block) inner *= shape[axis--]!;
+  const step = Math.max(1, Math.floor(block / inner));
+  const outer = shape.slice(0, axis);
+  const index = outer.map(() => 0);
+  for (;;) {
+    for (let at = 0; at < shape[axis]!; at += step) {
+      yield {
+        start: [...index, at, ...shape.slice(axis + 1).map(() => 0)],
+        count: [...outer.map(() => 1), Math.min(step, shape[axis]! - at), ...shape.slice(axis + 1)],
+      };
+    }
+    let d = outer.length - 1;
+    while (d >= 0 && ++index[d]! === outer[d]!) index[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+/**
+ * Two .npy files compared a slab at a time by region reads: memory is two slabs of at most
+ * BLOCK_ELEMENTS elements, whatever the files' shapes.
  */
 function diffFiles(ha: NpyFileHandleSync, hb: NpyFileHandleSync, tol: Tolerance, labels: [string, string]): DiffResult {
-  const c = new Comparison(
-    ha.shape,
-    ha.shape.reduce((x, y) => x * y, 1),
-    ha.dtype,
-    hb.dtype,
-    hb.shape,
-    tol,
-  );
+  const c = new Comparison(ha.shape, ha.dtype, hb.dtype, hb.shape, tol);
   if (!c.comparable) return c.result();
-  if (ha.shape.length === 0) {
-    c.add(
-      withFile(labels[0], () => ha.read([], [])),
-      withFile(labels[1], () => hb.read([], [])),
-    );
-    return c.result();
-  }
-  const [rows, ...rest] = ha.shape as [number, ...number[]];
-  const perRow = rest.reduce((x, y) => x * y, 1);
-  const step = Math.max(1, Math.floor(BLOCK_ELEMENTS / Math.max(1, perRow)));
-  for (let r = 0; r < rows; r += step) {
-    const count = [Math.min(step, rows - r), ...rest];
-    const start = [r, ...rest.map(() => 0)];
+  if (ha.shape.includes(0)) return c.result();
+  for (const { start, count } of slabsOf(ha.shape, BLOCK_ELEMENTS)) {
     c.add(
       withFile(labels[0], () => ha.read(start, count)),
       withFile(labels[1], () => hb.read(start, count)),
@@ -53,8 +65,9 @@ export function cmdDiff(p: Parsed, io: Io): number {
   if (single(ta) && single(tb)) {
     // Two .npy files: by regions, unless one holds objects (a pickle has no regions).
     const ha = withFile(ta.label, () => openRegionsOrNull(ta.file));
-    const hb = ha && withFile(tb.label, () => openRegionsOrNull(tb.file));
+    let hb: NpyFileHandleSync | null = null;
     try {
+      hb = ha && withFile(tb.label, () => openRegionsOrNull(tb.file));
       if (ha && hb) {
         const r = diffFiles(ha, hb, tol, [ta.label, tb.label]);
         if (!r.equal) io.stdout(`${r.lines.join('\n')}\n`);

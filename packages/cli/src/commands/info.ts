@@ -43,13 +43,18 @@ function tsLiteral(value: unknown): string {
  * `--ts`: the descr as a constant to paste into TypeScript, so that `loadNpy(path, { expect })` types
  * the array (and its record fields) as the file holds it.
  */
-export function infoTypeScript(label: string, name: string, h: NpyHeader): string {
+export function infoTypeScript(label: string, name: string, h: NpyHeader, taken: Set<string>): string {
   const words = name
     .replace(/\.np[yz]$/i, '')
     .split(/[^A-Za-z0-9]+/)
     .filter(Boolean);
-  const ident = words.map((w, i) => (i === 0 ? w[0]!.toLowerCase() : w[0]!.toUpperCase()) + w.slice(1)).join('') || 'array';
-  return `// ${printable(label)}: shape ${shapeRepr(h.shape)}, ${orderName(h)}\nexport const ${/^[0-9]/.test(ident) ? '_' : ''}${ident}Descr = ${tsLiteral(h.dtype.descr)} as const;\n`;
+  const stem = words.map((w, i) => (i === 0 ? w[0]!.toLowerCase() : w[0]!.toUpperCase()) + w.slice(1)).join('') || 'array';
+  const base = `${/^[0-9]/.test(stem) ? '_' : ''}${stem}Descr`;
+  // Two inputs of one name (a.npy in two folders) get two constants that can be pasted together.
+  let ident = base;
+  for (let k = 2; taken.has(ident); k++) ident = `${base}${k}`;
+  taken.add(ident);
+  return `// ${printable(label)}: shape ${shapeRepr(h.shape)}, ${orderName(h)}\nexport const ${ident} = ${tsLiteral(h.dtype.descr)} as const;\n`;
 }
 
 export function cmdInfo(p: Parsed, io: Io): void {
@@ -57,6 +62,7 @@ export function cmdInfo(p: Parsed, io: Io): void {
   const json = p.flags.has('--json');
   const ts = p.flags.has('--ts');
   if (json && ts) throw new UsageError('--json and --ts exclude each other');
+  const constants = new Set<string>();
   const docs: Record<string, unknown>[] = [];
   for (const arg of p.positional) {
     const t = target(arg, true);
@@ -89,7 +95,7 @@ export function cmdInfo(p: Parsed, io: Io): void {
           })
         : null;
       if (json) docs.push({ ...infoJSON(t.label, h), ...(raggedText ? { ragged: raggedText.json } : {}) });
-      else if (ts) io.stdout(infoTypeScript(t.label, basename(t.file === '-' ? 'stdin' : t.file), h));
+      else if (ts) io.stdout(infoTypeScript(t.label, basename(t.file === '-' ? 'stdin' : t.file), h, constants));
       else io.stdout(`${infoLine(t.label, h)}${raggedText ? `; ${raggedText.text}` : ''}\n`);
       continue;
     }
@@ -107,7 +113,7 @@ export function cmdInfo(p: Parsed, io: Io): void {
             compression: entry.method === 0 ? 'stored' : 'deflate',
             compressed_size: entry.compressedSize,
           });
-        else if (ts) io.stdout(infoTypeScript(`${t.file}:${name}`, name, header));
+        else if (ts) io.stdout(infoTypeScript(`${t.file}:${name}`, name, header, constants));
         else io.stdout(`${infoLine(`${t.file}:${name}`, header)}, ${stored}\n`);
       }
       if (names.length === 0 && !json) io.stdout(`${printable(t.file)}: empty archive\n`);

@@ -36,9 +36,13 @@ function checkedOutput(out: Buffer, size: number, member: string): Uint8Array {
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
 
-/** libdeflate's result (bytes written, -1 corrupt, -2 past `size`) as the checked output, or the error zlib's path gives. */
+/** libdeflate's result (bytes written, -1 corrupt, -2 past `size`, -3 not started) as the checked output, or the error zlib's path gives. */
 function nativeOutput(out: Uint8Array, written: number, size: number, member: string): Uint8Array {
   if (written === -2) checkInflatedSize(size + 1, size, member);
+  if (written === -3)
+    throw new NpyError('INTERNAL', 'libdeflate could not start (no memory for a decompressor, or the work was cancelled); NPYTS_LIBDEFLATE=0 uses zlib', {
+      member,
+    });
   if (written < 0) throw new NpyError('ZIP_FORMAT', 'corrupt deflate stream (libdeflate)', { member });
   checkInflatedSize(written, size, member);
   return out;
