@@ -825,7 +825,14 @@ def object_arrays():
     records = np.array([(1, "x", 2.5), (2, [1, 2], -1.0)], dtype=[("n", "<i4"), ("o", "O"), ("f", ">f8")])
     nested = np.empty(2, dtype=object)
     nested[:] = [np.array([np.arange(2), None], dtype=object), {"deep": [[[[1]]]]}]
-    out = {"mixed": mixed, "ragged": ragged, "two_d": two_d, "fortran": np.asfortranarray(two_d), "records": records, "nested": nested,
+    # Lists and dicts longer than one APPENDS/SETITEMS batch (pickle writes 1000 items per batch),
+    # holding containers, and one list twice (the memo gives both places the same list).
+    shared = [1, [2]]
+    batches = np.empty(6, dtype=object)
+    for i, v in enumerate([[[i, str(i)] if i % 3 else {"i": i} for i in range(2500)], {f"k{i}": [i] for i in range(2100)},
+                           {i: i * 0.5 for i in range(1500)}, shared, shared, collections.OrderedDict((f"o{i}", i) for i in range(1200))]):
+        batches[i] = v
+    out = {"mixed": mixed, "ragged": ragged, "two_d": two_d, "fortran": np.asfortranarray(two_d), "records": records, "nested": nested, "batches": batches,
            "empty": np.empty((0, 2), dtype=object), "scalar": np.array({"a": 1}, dtype=object)}
     try:
         out["stringdtype"] = np.array(["ab", "", "cé整"], dtype=np.dtypes.StringDType())

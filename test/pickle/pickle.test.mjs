@@ -46,6 +46,13 @@ for (const { name, file, doc, pickles } of objects) {
   });
 }
 
+test('a list held twice in a pickle is one array in the result, in every protocol', () => {
+  for (const p of Object.values(byName.batches.pickles)) {
+    const v = unpickle(readFileSync(p)).data;
+    assert.ok(v[3] === v[4] && Array.isArray(v[3]), p);
+  }
+});
+
 test('values come back as documented JS types', () => {
   const a = decodeNpy(readFileSync(byName.mixed.file), { pickle: pickleCodec });
   const v = a.data;

@@ -11,7 +11,7 @@ import { integerOfText } from '../array/json.js';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PySlice, PyTime, PyTimedelta, PyTimezone } from './python-values.js';
 import { bytesToData } from '../array/layout.js';
 import { hasObject } from '../npy.js';
-import { Pending, Tuple, bad, settle } from './vm-values.js';
+import { Dict, List, Pending, Tuple, bad, settle } from './vm-values.js';
 
 /** ndarray and its subclasses (recarray, matrix): classes that _reconstruct takes, never called. */
 export const NDARRAY_CLASS = Symbol('numpy.ndarray');
@@ -43,10 +43,12 @@ function int(v: number | bigint): number {
 
 function iterableItems(v: unknown, callee: string): unknown[] {
   if (v === undefined) return [];
+  // A list: as the VM holds it, or settled into its array (a constructor's arguments are settled).
+  if (v instanceof List) return v.array();
   if (Array.isArray(v)) return v;
   if (v instanceof Tuple) return v.items;
   if (v instanceof Set) return [...v];
-  if (v instanceof Map) return [...v.keys()];
+  if (v instanceof Dict) return [...v.toMap().keys()];
   return bad(`${callee}: needs a list, tuple or set`);
 }
 
@@ -99,10 +101,10 @@ function buildArray(dtype: DType, shape: number[], fortran: boolean, data: unkno
     // Object arrays pickle a list of their elements in logical C order, even when Fortran-ordered.
     // The list is in logical C order; the array keeps the order it was saved in (np.save of the
     // loaded array writes fortran_order True again), so the values are laid out in that order.
-    const items = iterableItems(data, 'ndarray data');
-    if (items.length !== size) bad(`object array of shape (${shape.join(', ')}) holds ${items.length} items`);
     // A copy: the list may be referenced elsewhere in the pickle, and an array holds its own elements.
-    const values = dtype.fields ? items.map((t) => recordFromTuple(dtype, t)) : items.slice();
+    const items = data instanceof List ? data.copy() : iterableItems(data, 'ndarray data').slice();
+    if (items.length !== size) bad(`object array of shape (${shape.join(', ')}) holds ${items.length} items`);
+    const values = dtype.fields ? items.map((t) => recordFromTuple(dtype, t)) : items;
     const order = fortran && !isOrderFree(shape) ? 'F' : 'C';
     return new NdArray(dtype, shape, order === 'F' ? cToFortran(values, shape) : values, order);
   }
@@ -141,7 +143,7 @@ function cToFortran(values: unknown[], shape: readonly number[]): unknown[] {
 }
 
 function recordFromTuple(dtype: RecordDType, t: unknown): Record<string, unknown> {
-  const items = t instanceof Tuple ? t.items : Array.isArray(t) ? t : bad('a record element must be a tuple');
+  const items = t instanceof Tuple ? t.items : t instanceof List ? t.array() : Array.isArray(t) ? t : bad('a record element must be a tuple');
   if (items.length !== dtype.fields.length) bad(`a record element has ${items.length} fields, the dtype ${dtype.fields.length}`);
   return Object.fromEntries(dtype.fields.map((f, i) => [f.name, items[i]]));
 }
@@ -172,9 +174,10 @@ function dtypeFromPickle(code: string, state: unknown): DType {
       iterableItems(subarray.items[1], 'subarray shape').map((d) => int(d as number)),
     );
   }
-  if (names instanceof Tuple && fields instanceof Map) {
+  if (names instanceof Tuple && fields instanceof Dict) {
+    const byName = fields.toMap();
     const specs: FieldSpec[] = names.items.map((n) => {
-      const entry = fields.get(n);
+      const entry = byName.get(n);
       if (!(entry instanceof Tuple)) bad(`dtype field '${String(n)}' has no (dtype, offset) entry`);
       const dt = settle(entry.items[0]);
       if (!(dt instanceof DType) || !isInt(entry.items[1])) bad(`dtype field '${String(n)}' is malformed`);
@@ -291,12 +294,13 @@ const ALLOWED: Record<string, Constructor | ClassMarker> = {
     return latin1Bytes(arg(args, 0, isString, 'text', '_codecs.encode'));
   },
   'collections OrderedDict': (args) => {
-    const m = new Map<unknown, unknown>();
+    const d = new Dict();
     for (const kv of iterableItems(args[0], 'OrderedDict')) {
-      const pair = kv instanceof Tuple ? kv.items : Array.isArray(kv) ? kv : bad('OrderedDict items must be pairs');
-      m.set(pair[0], pair[1]);
+      const pair = kv instanceof Tuple ? kv.items : kv instanceof List ? kv.array() : Array.isArray(kv) ? kv : bad('OrderedDict items must be pairs');
+      if (pair.length !== 2) bad('OrderedDict items must be pairs');
+      d.add(pair, 0, 2);
     }
-    return m;
+    return d;
   },
   'datetime date': (args) => datetimeFrom(args, 'date'),
   'datetime time': (args) => datetimeFrom(args, 'time'),

@@ -13,13 +13,15 @@ import { putOwn } from '../array/safe-object.js';
 import { OP } from './opcodes.js';
 import { integerOfText } from '../array/json.js';
 import type { UnpickleLimits } from '../npy.js';
-import { Pending, Tuple, bad, settle } from './vm-values.js';
+import { Dict, List, Pending, Tuple, bad, settle } from './vm-values.js';
 import { Global, resolveGlobal, type Constructor } from './allowlist.js';
 
 /** Limits of the unpickler (container depth, items, memo size). */
 export type UnpickleOptions = UnpickleLimits;
 
 const NOTHING: readonly unknown[] = [];
+/** Memo entries per chunk. */
+const MEMO_CHUNK = 4096;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 class Reader {
@@ -196,13 +198,21 @@ type Step = { value: unknown } | undefined;
  */
 class PickleMachine {
   private readonly r: Reader;
+  /**
+   * The stack's slots; `sp` is its height. The array never shrinks: shortening a JS array frees its
+   * tail, and every batch of a list would grow it again.
+   */
   private readonly stack: unknown[] = [];
+  private sp = 0;
   /** Stack heights at the open MARKs: a MARK costs no allocation, and items are taken from the one stack. */
   private readonly marks: number[] = [];
   /** Height of the innermost open MARK (0 when none): nothing pops below it. */
   private floor = 0;
-  /** Memo entries by index (an array: indices are small and dense in practice; `undefined` is a hole, never a value). */
-  private readonly memo: unknown[] = [];
+  /**
+   * Memo entries by index, in chunks of MEMO_CHUNK (indices are small and dense in practice, and one
+   * array grown an entry at a time would copy itself over and over); `undefined` is a hole, never a value.
+   */
+  private readonly memo: unknown[][] = [];
   private memoCount = 0;
   /** Nesting depth of containers deeper than 1 (a container not in here holds no container). */
   private readonly depthOf = new Map<object, number>();
@@ -233,10 +243,10 @@ class PickleMachine {
       switch (op) {
         case OP.BININT1:
           r.need(1);
-          stack.push(bytes[r.pos++]);
+          stack[this.sp++] = bytes[r.pos++];
           continue;
         case OP.NONE:
-          stack.push(null);
+          stack[this.sp++] = null;
           continue;
         case OP.MEMOIZE:
           this.putMemo(this.memoCount, this.top(), at);
@@ -247,15 +257,15 @@ class PickleMachine {
           continue;
         case OP.BINGET:
           r.need(1);
-          stack.push(this.getMemo(bytes[r.pos++]!, at));
+          stack[this.sp++] = this.getMemo(bytes[r.pos++]!, at);
           continue;
         case OP.SHORT_BINUNICODE:
           r.need(1);
-          stack.push(this.shortText(bytes[r.pos++]!));
+          stack[this.sp++] = this.shortText(bytes[r.pos++]!);
           continue;
         case OP.EMPTY_LIST:
           this.account(16);
-          stack.push([]);
+          stack[this.sp++] = new List();
           continue;
         case OP.MARK:
           this.openMark(at);
@@ -337,18 +347,18 @@ class PickleMachine {
   }
 
   private pop(): unknown {
-    if (this.stack.length <= this.floor) bad('stack underflow', this.r.pos);
-    return this.stack.pop();
+    if (this.sp <= this.floor) bad('stack underflow', this.r.pos);
+    return this.stack[--this.sp];
   }
 
   private top(): unknown {
-    return this.stack.length > this.floor ? this.stack[this.stack.length - 1] : bad('stack underflow', this.r.pos);
+    return this.sp > this.floor ? this.stack[this.sp - 1] : bad('stack underflow', this.r.pos);
   }
 
   private openMark(at: number): void {
     if (this.marks.length >= this.maxMarks) bad(`more than ${this.maxMarks} open MARKs (option maxMarks)`, at);
-    this.marks.push(this.stack.length);
-    this.floor = this.stack.length;
+    this.marks.push(this.sp);
+    this.floor = this.sp;
   }
 
   /** Close the innermost MARK: the stack height where its items start (they stay on the stack). */
@@ -362,13 +372,13 @@ class PickleMachine {
   /** The items pushed since the last MARK, taken off the stack; the MARK is removed. */
   private popMark(): unknown[] {
     const start = this.closeMark();
-    const items = this.stack.slice(start);
-    this.stack.length = start;
+    const items = this.stack.slice(start, this.sp);
+    this.sp = start;
     return items;
   }
 
   private push(v: unknown): void {
-    this.stack.push(v);
+    this.stack[this.sp++] = v;
   }
 
   /** Arrays of character codes, one per length, reused: short text is made without allocating. */
@@ -456,29 +466,36 @@ class PickleMachine {
   private call(fn: unknown, args: unknown[]): unknown {
     if (!(fn instanceof Global) || typeof fn.target !== 'function') bad(`${fn instanceof Global ? fn.qualified : typeof fn} is not callable`, this.r.pos);
     const value = (fn.target as Constructor)(args.map(settle));
-    if (typeof value === 'object' && value !== null) this.container(value, NOTHING);
+    // A dict a constructor made holds the arguments' values: its nesting is theirs.
+    if (typeof value === 'object' && value !== null) this.container(value, value instanceof Dict ? value.array() : NOTHING);
     return value;
   }
 
-  private setItems(target: unknown, kvs: unknown[]): void {
-    const t = settle(target);
-    if (!(t instanceof Map)) bad('SETITEM(S) on something that is not a dict', this.r.pos);
-    if (kvs.length % 2) bad('SETITEMS with an odd number of items', this.r.pos);
-    for (let i = 0; i < kvs.length; i += 2) t.set(hashable(kvs[i]), kvs[i + 1]);
-    this.grow(t, kvs);
+  /** Set the keys and values `from[start, end)` (alternating) in the dict `target`. */
+  private setItems(target: unknown, from: readonly unknown[], start: number, end: number): void {
+    if (!(target instanceof Dict)) bad('SETITEM(S) on something that is not a dict', this.r.pos);
+    if ((end - start) % 2) bad('SETITEMS with an odd number of items', this.r.pos);
+    target.add(from, start, end);
+    this.grow(target, from, start, end);
   }
 
   private putMemo(i: number, v: unknown, at: number): void {
     if (!Number.isInteger(i) || i < 0) bad('bad memo index', at);
-    if (this.memo[i] === undefined) {
+    const c = Math.floor(i / MEMO_CHUNK);
+    let chunk = this.memo[c];
+    // The first chunk grows as it fills (most pickles memoise a few entries); later ones are made whole.
+    if (chunk === undefined) this.memo[c] = chunk = c === 0 ? [] : new Array<unknown>(MEMO_CHUNK);
+    const k = i - c * MEMO_CHUNK;
+    if (chunk[k] === undefined) {
       if (this.memoCount >= this.maxMemo) bad(`more than ${this.maxMemo} memo entries (option maxMemo)`, at);
       this.memoCount++;
     }
-    this.memo[i] = v;
+    chunk[k] = v;
   }
 
   private getMemo(i: number, at: number): unknown {
-    const v = this.memo[i];
+    const c = Math.floor(i / MEMO_CHUNK);
+    const v = this.memo[c]?.[i - c * MEMO_CHUNK];
     if (v === undefined) bad(`memo entry ${i} does not exist`, at);
     return v;
   }
@@ -612,14 +629,16 @@ class PickleMachine {
         this.push(this.container(new Tuple([]), NOTHING));
         break;
       case OP.EMPTY_DICT:
-        this.push(this.container(new Map(), NOTHING));
+        this.push(this.container(new Dict(), NOTHING));
         break;
       case OP.EMPTY_SET:
         this.push(this.container(new Set(), NOTHING));
         break;
       case OP.LIST: {
         const items = this.popMark();
-        this.push(this.container(items, items));
+        const list = new List();
+        list.addOwned(items);
+        this.push(this.container(list, items));
         break;
       }
       case OP.TUPLE: {
@@ -647,40 +666,45 @@ class PickleMachine {
       }
       case OP.DICT: {
         const items = this.popMark();
-        const m = this.container(new Map(), NOTHING);
-        this.setItems(m, items);
-        this.push(m);
+        const d = this.container(new Dict(), NOTHING);
+        this.setItems(d, items, 0, items.length);
+        this.push(d);
         break;
       }
       case OP.APPEND: {
-        const v = this.pop();
-        const list = settle(this.top());
-        if (!Array.isArray(list)) bad('APPEND to something that is not a list', at);
-        list.push(v);
-        this.grow(list, [v]);
+        const { stack, sp } = this;
+        const list = sp - 2 >= this.floor ? stack[sp - 2] : bad('stack underflow', at);
+        if (!(list instanceof List)) bad('APPEND to something that is not a list', at);
+        list.add(stack, sp - 1, sp);
+        this.grow(list, stack, sp - 1, sp);
+        this.sp--;
         break;
       }
       case OP.APPENDS: {
-        // The items move from the stack into the list with no array in between.
+        // The items go from the stack into the list as one batch.
         const start = this.closeMark();
         const stack = this.stack;
         if (start <= this.floor) bad('stack underflow', at);
-        const list = settle(stack[start - 1]);
-        if (!Array.isArray(list)) bad('APPENDS to something that is not a list', at);
-        for (let i = start; i < stack.length; i++) list.push(stack[i]);
-        this.grow(list, stack, start, stack.length);
-        stack.length = start;
+        const list = stack[start - 1];
+        if (!(list instanceof List)) bad('APPENDS to something that is not a list', at);
+        list.add(stack, start, this.sp);
+        this.grow(list, stack, start, this.sp);
+        this.sp = start;
         break;
       }
       case OP.SETITEM: {
-        const v = this.pop();
-        const k = this.pop();
-        this.setItems(this.top(), [k, v]);
+        const { stack, sp } = this;
+        if (sp - 3 < this.floor) bad('stack underflow', at);
+        this.setItems(stack[sp - 3], stack, sp - 2, sp);
+        this.sp -= 2;
         break;
       }
       case OP.SETITEMS: {
-        const items = this.popMark();
-        this.setItems(this.top(), items);
+        // The keys and values go from the stack into the dict as one batch.
+        const start = this.closeMark();
+        if (start <= this.floor) bad('stack underflow', at);
+        this.setItems(this.stack[start - 1], this.stack, start, this.sp);
+        this.sp = start;
         break;
       }
       case OP.ADDITEMS: {
@@ -735,8 +759,8 @@ class PickleMachine {
         const kwargs = this.pop();
         const args = this.pop();
         const cls = this.pop();
-        if (!(args instanceof Tuple) || !(kwargs instanceof Map)) bad('NEWOBJ_EX arguments are malformed', at);
-        if (kwargs.size) bad('NEWOBJ_EX with keyword arguments is not supported', at);
+        if (!(args instanceof Tuple) || !(kwargs instanceof Dict)) bad('NEWOBJ_EX arguments are malformed', at);
+        if (!kwargs.isEmpty()) bad('NEWOBJ_EX with keyword arguments is not supported', at);
         this.push(this.call(cls, args.items));
         break;
       }
@@ -767,9 +791,10 @@ class PickleMachine {
       target.build(settle(state));
       const built: unknown = (target as Pending).resolved;
       if (built instanceof NdArray) this.account(built.data.length * 8);
-    } else if (target instanceof Map && state instanceof Map) {
-      this.setItems(target, [...state].flat()); // OrderedDict-style state
-    } else if (!(state === null || (state instanceof Map && state.size === 0))) {
+    } else if (target instanceof Dict && state instanceof Dict) {
+      const pairs = state.array(); // OrderedDict-style state
+      this.setItems(target, pairs, 0, pairs.length);
+    } else if (!(state === null || (state instanceof Dict && state.isEmpty()))) {
       bad('BUILD is only supported for numpy arrays and dtypes', at);
     }
   }
@@ -798,6 +823,20 @@ class PickleMachine {
     if (op === OP.PERSID || op === OP.BINPERSID) bad('persistent ids are not supported', at);
     if (op === OP.NEXT_BUFFER || op === OP.READONLY_BUFFER) bad('out-of-band buffers are not supported', at);
     return bad('the extension registry (EXT opcodes) is not supported', at);
+  }
+}
+
+/**
+ * Fill a dict's result (made by `finish`) from its pairs, each key and value through `shell`: an
+ * object's own properties (a key '__proto__' must not change the prototype), or a Map's entries.
+ */
+function fillDict(d: Dict, pairs: readonly unknown[], shell: (v: unknown) => unknown): void {
+  const out = d.result;
+  if (out instanceof Map) {
+    for (let i = 0; i < pairs.length; i += 2) out.set(shell(hashable(pairs[i])), shell(pairs[i + 1]));
+  } else {
+    const o = out as Record<string, unknown>;
+    for (let i = 0; i < pairs.length; i += 2) putOwn(o, settle(pairs[i]) as string, shell(pairs[i + 1]));
   }
 }
 
@@ -832,16 +871,36 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
     lists.push(items);
     return items;
   };
+  /** Dicts whose results are still to be filled. */
+  const dicts: Dict[] = [];
   /** The result for `v`: a primitive as is, a container as its (possibly still unfilled) result. */
   const shell = (v: unknown): unknown => {
     if (typeof v !== 'object' || v === null) return v;
-    // A list or tuple of primitives only (the VM knows which) is already final: no bookkeeping.
-    const isList = Array.isArray(v);
-    if ((isList || v instanceof Tuple) && !holdsObjects(v)) return isList ? v : (v as Tuple).items;
+    // Lists and dicts keep their result themselves (no lookup); one of primitives only (the VM
+    // knows which) is final at once.
+    if (v instanceof List) {
+      if (v.result !== undefined) return v.result;
+      const items = v.array();
+      v.result = items;
+      if (holdsObjects(v)) inPlace(items, items);
+      return items;
+    }
+    if (v instanceof Dict) {
+      if (v.result !== undefined) return v.result;
+      const pairs = v.array();
+      let textKeys = true;
+      for (let i = 0; i < pairs.length && textKeys; i += 2) textKeys = typeof settle(pairs[i]) === 'string';
+      v.result = textKeys ? {} : new Map();
+      if (holdsObjects(v)) dicts.push(v);
+      else fillDict(v, pairs, (x) => x);
+      return v.result;
+    }
+    if (v instanceof Tuple && !holdsObjects(v)) return v.items;
     const known = done.get(v);
     if (known !== undefined) return known;
-    if (isList) return inPlace(v, v);
     if (v instanceof Tuple) return inPlace(v, v.items);
+    // A plain array (a constructor's result) may hold anything.
+    if (Array.isArray(v)) return inPlace(v, v);
     if (v instanceof Pending) {
       if (v.resolved === undefined) bad('an array or dtype was never completed (no BUILD)');
       const out = shell(v.resolved);
@@ -849,23 +908,6 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
       return out;
     }
     if (v instanceof Global) bad(`a bare reference to ${v.qualified} is not data`);
-    if (v instanceof Map) {
-      if ([...v.keys()].every((k) => typeof k === 'string')) {
-        // Own properties whatever the key: a dict key '__proto__' must not change the prototype.
-        const out: Record<string, unknown> = {};
-        done.set(v, out);
-        fills.push(() => {
-          for (const [k, x] of v) putOwn(out, k as string, shell(x));
-        });
-        return out;
-      }
-      const out = new Map();
-      done.set(v, out);
-      fills.push(() => {
-        for (const [k, x] of v) out.set(shell(k), shell(x));
-      });
-      return out;
-    }
     if (v instanceof Set) {
       const out = new Set();
       done.set(v, out);
@@ -907,6 +949,9 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
         const x = list[i];
         if (typeof x === 'object' && x !== null) list[i] = shell(x);
       }
+    } else if (dicts.length) {
+      const d = dicts.pop()!;
+      fillDict(d, d.array(), shell);
     } else if (fills.length) {
       fills.pop()!();
     } else {
