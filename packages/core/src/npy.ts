@@ -261,10 +261,11 @@ function headerFor(array: NdArray, options: EncodeOptions): Uint8Array {
 }
 
 /**
- * {@link encodeNpyParts} in pieces of at most `pieceBytes` of data: the header first, then the data,
- * each piece a view of the array's memory or, for another byte order, a swapped copy of just that
- * piece in a buffer reused for the next one (consume each piece before asking for the next). Async
- * writers use it so that no step converts a whole large array at once.
+ * {@link encodeNpyParts} in pieces: the header first, then the data. Native-order data is one piece,
+ * a view of the array's memory (no copy; the writer splits it as its medium needs, and fewer, larger
+ * writes are faster). Another byte order comes as swapped copies of at most `pieceBytes`, each in a
+ * buffer reused for the next one (consume each piece before asking for the next), so that no step
+ * converts a whole large array at once.
  */
 export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOptions = {}, pieceBytes = 8 << 20): Generator<Uint8Array> {
   const array = toNdArray(input);
@@ -281,7 +282,7 @@ export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOpti
   // A multiple of 16 bytes, so that no swapped group (a long double is 16 bytes) is cut.
   const step = Math.max(16, Math.floor(pieceBytes / 16) * 16);
   if (!swapUnit) {
-    for (let at = 0; at < bytes.length; at += step) yield bytes.subarray(at, at + step);
+    if (bytes.length) yield bytes;
     return;
   }
   // Another byte order: each piece is swapped in one scratch buffer, reused for the next piece
