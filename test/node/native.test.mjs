@@ -29,11 +29,12 @@ test('the addon was built by npm ci and is in use (with libdeflate where its hea
   assert.equal(nativeStatus(), { loaded: true, mmap: { available: true }, libdeflate }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
 });
 
-test("whole deflated members: libdeflate gives zlib's bytes and zlib's errors (corrupt, longer or shorter than declared), blocking and on the thread pool", () => {
+test("whole deflated members: libdeflate gives zlib's bytes and zlib's errors (corrupt, longer or shorter than declared), blocking and on the thread pool; async get gives each array a buffer of exactly its data", () => {
   python(`
 rng = np.random.default_rng(3)
 np.savez_compressed(${JSON.stringify(join(dir, 'inflate.npz'))}, random=rng.standard_normal(300_000).astype('<f4'),
-    smooth=(np.sin(np.arange(500_000) / 100.0) * 10).round(1), big_endian=np.arange(70_000, dtype='>i8'), empty=np.zeros(0), text=np.array(['ab', 'çé']))`);
+    smooth=(np.sin(np.arange(500_000) / 100.0) * 10).round(1), big_endian=np.arange(70_000, dtype='>i8'), empty=np.zeros(0), text=np.array(['ab', 'çé']),
+    random_big=rng.standard_normal(800_000).astype('>f8'))`);
   const script = `
     import { zlibCodec, openNpzSync, openNpz, nativeStatus } from '@npyts/core/node';
     import { deflateRawSync } from 'node:zlib';
@@ -46,6 +47,14 @@ np.savez_compressed(${JSON.stringify(join(dir, 'inflate.npz'))}, random=rng.stan
       sums[name + ' bytes'] = createHash('sha256').update(await z.bytes(name)).digest('hex');
     }
     z.close();
+    // Async get: members of 1 MiB and more go to libdeflate whole; tfjs needs each array's buffer to be exactly its data.
+    const za = await openNpz(${JSON.stringify(join(dir, 'inflate.npz'))});
+    for (const name of za.names) {
+      const a = await za.get(name);
+      const exact = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
+      sums[name + ' get'] = createHash('sha256').update(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)).digest('hex') + ' ' + a.shape + (exact ? ' exact' : ' not exact');
+    }
+    await za.close();
     const good = deflateRawSync(Buffer.alloc(100, 7));
     const corrupt = Uint8Array.from(good);
     corrupt[0] ^= 0xff;
@@ -67,6 +76,9 @@ np.savez_compressed(${JSON.stringify(join(dir, 'inflate.npz'))}, random=rng.stan
   assert.is(fast.libdeflate, libdeflate);
   assert.is(zlib.libdeflate, false);
   assert.equal(fast.sums, zlib.sums);
+  for (const name of ['random', 'random_big', 'smooth']) {
+    assert.is(fast.sums[name + ' get'], fast.sums[name].replace(/ .*/, '') + ' ' + fast.sums[name].replace(/^\S+ /, '') + ' exact');
+  }
   assert.equal(fast.codes, zlib.codes);
   assert.equal(zlib.codes, ['ZIP_FORMAT', 'ZIP_SIZE', 'ZIP_SIZE', 'ZIP_FORMAT', 'ZIP_SIZE', 'ZIP_SIZE']);
 });

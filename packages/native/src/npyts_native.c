@@ -44,6 +44,12 @@
  *                                  returns the bytes written, -1 for a corrupt stream, -2 when the
  *                                  stream holds more than `dst` (libdeflate is about 1.6 × zlib).
  *  inflateRawAsync(src, dst)       the same on libuv's thread pool: a promise of that number.
+ *  inflateNpyAsync(src, size)      on libuv's thread pool, inflate `src` (at most `size` bytes out)
+ *                                  into memory of the addon's, with its CRC-32; where the output
+ *                                  starts as a .npy, split it at the data: a promise of [written,
+ *                                  crc, header, data], `header` a copy of the bytes before the data
+ *                                  and `data` an ArrayBuffer over the rest, with no copy (freed when
+ *                                  collected); [written] alone when `written` < 0 as above.
  *
  * Every function takes a Uint8Array and touches only the bytes it views.
  */
@@ -601,6 +607,93 @@ static napi_value inflate_raw_async(napi_env env, napi_callback_info info) {
   napi_queue_async_work(env, job->work);
   return promise;
 }
+
+/* Where a .npy's data starts in `b` (its header is all there), or 0 when `b` does not start as one. */
+static size_t npy_data_offset(const uint8_t *b, size_t n) {
+  if (n < 10 || memcmp(b, "\x93NUMPY", 6) != 0) return 0;
+  size_t offset;
+  if (b[6] == 1) offset = 10 + ((size_t)b[8] | (size_t)b[9] << 8);
+  else if ((b[6] == 2 || b[6] == 3) && n >= 12) offset = 12 + ((size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24);
+  else return 0;
+  return offset <= n ? offset : 0;
+}
+
+typedef struct {
+  napi_async_work work;
+  napi_deferred deferred;
+  napi_ref keep;
+  uint8_t *src, *out;
+  size_t src_len, size, data_offset;
+  double result;
+  uint32_t crc;
+} npy_inflate_job;
+
+static void npy_inflate_execute(napi_env env, void *data) {
+  (void)env;
+  npy_inflate_job *job = data;
+  job->out = malloc(job->size ? job->size : 1);
+  if (!job->out) {
+    job->result = -3;
+    return;
+  }
+  job->result = inflate_raw_into(job->src, job->src_len, job->out, job->size);
+  if (job->result < 0) return;
+  size_t written = (size_t)job->result;
+  job->crc = libdeflate_crc32(0, job->out, written);
+  job->data_offset = npy_data_offset(job->out, written);
+}
+
+static void free_release(void *hint) { free(hint); }
+
+static void npy_inflate_complete(napi_env env, napi_status status, void *data) {
+  npy_inflate_job *job = data;
+  napi_delete_reference(env, job->keep);
+  if (status != napi_ok && job->result >= 0) job->result = -3;
+  napi_value result, item;
+  napi_create_array(env, &result);
+  napi_set_element(env, result, 0, number(env, job->result));
+  if (job->result >= 0) {
+    size_t written = (size_t)job->result;
+    napi_set_element(env, result, 1, number(env, (double)job->crc));
+    void *head_bytes;
+    napi_create_arraybuffer(env, job->data_offset, &head_bytes, &item);
+    if (job->data_offset) memcpy(head_bytes, job->out, job->data_offset);
+    napi_set_element(env, result, 2, item);
+    /* The data stays where it was inflated; the ArrayBuffer frees the whole block when collected. */
+    napi_set_element(env, result, 3, npyts_large_external_arraybuffer(job->out + job->data_offset, written - job->data_offset, free_release, job->out));
+  } else {
+    free(job->out);
+  }
+  napi_resolve_deferred(env, job->deferred, result);
+  napi_delete_async_work(env, job->work);
+  free(job);
+}
+
+static napi_value inflate_npy_async(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2) return throw_type_error(env, "inflateNpyAsync(src, size)");
+  npy_inflate_job *job = calloc(1, sizeof *job);
+  if (!job) return throw_type_error(env, "inflateNpyAsync: out of memory");
+  bool is_typed = false;
+  napi_typedarray_type type = napi_int8_array;
+  if (napi_is_typedarray(env, argv[0], &is_typed) == napi_ok && is_typed)
+    napi_get_typedarray_info(env, argv[0], &type, &job->src_len, (void **)&job->src, NULL, NULL);
+  double size = -1;
+  napi_get_value_double(env, argv[1], &size);
+  if (!is_typed || type != napi_uint8_array || !(size >= 0)) {
+    free(job);
+    return throw_type_error(env, "inflateNpyAsync(src, size): a Uint8Array and a count of bytes");
+  }
+  job->size = (size_t)size;
+  napi_create_reference(env, argv[0], 1, &job->keep);
+  napi_value promise, name;
+  napi_create_promise(env, &job->deferred, &promise);
+  napi_create_string_utf8(env, "npyts.inflateNpy", NAPI_AUTO_LENGTH, &name);
+  napi_create_async_work(env, NULL, name, npy_inflate_execute, npy_inflate_complete, job, &job->work);
+  napi_queue_async_work(env, job->work);
+  return promise;
+}
 #endif
 
 static napi_value init(napi_env env, napi_value exports) {
@@ -618,6 +711,7 @@ static napi_value init(napi_env env, napi_value exports) {
 #ifdef NPYTS_LIBDEFLATE
     {"inflateRaw", NULL, inflate_raw, NULL, NULL, NULL, napi_enumerable, NULL},
     {"inflateRawAsync", NULL, inflate_raw_async, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"inflateNpyAsync", NULL, inflate_npy_async, NULL, NULL, NULL, napi_enumerable, NULL},
 #endif
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);

@@ -25,6 +25,8 @@ interface NativeAddon {
   /** libdeflate's whole-buffer inflate, when the addon was built with it: bytes written, -1 corrupt, -2 more than `dst`. */
   inflateRaw?(src: Uint8Array, dst: Uint8Array): number;
   inflateRawAsync?(src: Uint8Array, dst: Uint8Array): Promise<number>;
+  /** libdeflate on the thread pool into the addon's memory: [written, crc, header, data] (data after a .npy header, no copy), or [written < 0]. */
+  inflateNpyAsync?(src: Uint8Array, size: number): Promise<[number, number?, ArrayBuffer?, ArrayBuffer?]>;
 }
 
 /** Threads for one large read or plane copy (the addon's work is split on 2 MiB / 64-row bounds). */
@@ -112,6 +114,34 @@ export function inflateRawNative(src: Uint8Array, dst: Uint8Array): number {
 /** {@link inflateRawNative} on libuv's thread pool. */
 export function inflateRawNativeAsync(src: Uint8Array, dst: Uint8Array): Promise<number> {
   return addon!.inflateRawAsync!(src, dst);
+}
+
+/** Whether {@link inflateNpyNative} can run (libdeflate is in use, and the addon has it). */
+export function nativeNpyInflate(): boolean {
+  return nativeInflate() && typeof addon?.inflateNpyAsync === 'function';
+}
+
+/** What {@link inflateNpyNative} gives: the bytes written (< 0 as for inflateRawNative), and for a success the CRC-32, the bytes before a .npy's data and the data. */
+export interface InflatedNpy {
+  written: number;
+  crc: number;
+  head: Uint8Array;
+  data: ArrayBuffer;
+}
+
+/**
+ * A deflated member inflated by libdeflate on the thread pool into memory of the addon's, its CRC-32
+ * computed there too, and split after a .npy header: the data is an ArrayBuffer of its own at no
+ * copy (what tfjs needs). Null when the addon cannot (zlib is in use).
+ */
+export function inflateNpyNative(src: Uint8Array, size: number): Promise<InflatedNpy> | null {
+  if (!nativeNpyInflate()) return null;
+  return addon!.inflateNpyAsync!(src, size).then(([written, crc = 0, head = new ArrayBuffer(0), data = new ArrayBuffer(0)]) => ({
+    written,
+    crc,
+    head: new Uint8Array(head),
+    data,
+  }));
 }
 
 /**
