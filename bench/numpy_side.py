@@ -216,10 +216,23 @@ def cases(d):
     }
 
 
+def region_cases(d):
+    """Region reads through numpy's memory map, for the interleaved rounds only (the files are made
+    later in the run than the other cases')."""
+    def big():
+        name = next(f for f in sorted(os.listdir(d)) if f.startswith("big-") and f.endswith("g.npy"))
+        return np.load(os.path.join(d, name), mmap_mode="r")
+    return {
+        "region_row": lambda: np.array((lambda a: a[a.shape[0] // 2, :])(big())),
+        "region_block": lambda: np.array(big()[:, 100:108]),
+        "column": lambda: np.array(np.load(os.path.join(d, "column.npy"), mmap_mode="r")[:, 7]),
+    }
+
+
 def serve(d):
     """Interleaved rounds: each line `NAME REPEATS` on stdin is answered with numpy's median time of
     that case (after one warm-up run) as a line of JSON, so the Node side can alternate with it."""
-    table = cases(d)
+    table = {**cases(d), **region_cases(d)}
     for line in sys.stdin:
         name, repeats = line.split()
         print(json.dumps(median_time(table[name], int(repeats))), flush=True)

@@ -3,7 +3,9 @@
 // tf.io.fromMemory, as tfjs-node's file handler does) against tf.loadLayersModel(npzHandler(...)) from
 // a stored and a deflated .npz. Each load runs in a fresh process: the time is that process's clock
 // around the load alone, the memory its peak resident size (VmHWM) above the same process's size just
-// before loading. The loads alternate and take turns going first. Prints one JSON object.
+// before loading. The loads alternate and take turns going first; each round's npz loads are divided
+// by that round's tfjs load, and the median of those ratios is reported with their spread (the
+// smallest and largest). Prints one JSON object.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, statSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -92,13 +94,19 @@ for (let i = 0; i < repeats; i++) {
   }
 }
 const summary = Object.fromEntries(
-  Object.entries(results).map(([who, rs]) => [
-    who,
-    {
-      seconds: middleOf(rs.map((r) => r.seconds)),
-      peakBytes: middleOf(rs.map((r) => r.peak)),
-    },
-  ]),
+  Object.entries(results).map(([who, rs]) => {
+    const ratios = rs.map((r, i) => r.seconds / results.tfjs[i].seconds);
+    return [
+      who,
+      {
+        seconds: middleOf(rs.map((r) => r.seconds)),
+        peakBytes: middleOf(rs.map((r) => r.peak)),
+        ratio: middleOf(ratios),
+        spread: [Math.min(...ratios), Math.max(...ratios)],
+        rounds: rs.length,
+      },
+    ];
+  }),
 );
 console.log(
   JSON.stringify({
