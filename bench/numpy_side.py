@@ -62,7 +62,7 @@ def make_big(path, gib):
 
 
 def column(path, gib, repeats):
-    """The issue-16 case: a C-order float32 file of `gib` GiB with 1024 columns (rows 4 KiB apart),
+    """The column case: a C-order float32 file of `gib` GiB with 1024 columns (rows 4 KiB apart),
     written whole; the time of numpy's mmap slice of one column, np.array(a[:, 7])."""
     rows = int(float(gib) * 2**30 / 4 / 1024)
     a = np.lib.format.open_memmap(path, mode="w+", dtype="<f4", shape=(rows, 1024))

@@ -382,6 +382,8 @@ static napi_value try_lock_file(napi_env env, napi_callback_info info) {
 #define MAX_GATHER_AXES 64
 /* Bytes of the file mapped at once by a gather. */
 #define GATHER_WINDOW ((uint64_t)16 << 20)
+/* Runs ahead whose first byte is prefetched (measured on a column of 4 KiB rows: 8 gains most, 32 a little more). */
+#define PREFETCH_AHEAD 32
 
 static napi_value gather_strided(napi_env env, napi_callback_info info) {
   call_args a;
@@ -426,6 +428,12 @@ static napi_value gather_strided(napi_env env, napi_callback_info info) {
       if (wend > base + span) wend = base + span;
       window = mmap(NULL, (size_t)(wend - wstart), PROT_READ, MAP_SHARED, fd, (off_t)wstart);
       if (window == MAP_FAILED) return number(env, -(double)errno);
+    }
+    /* Runs of a column each sit on their own page: ask for the one PREFETCH_AHEAD runs on (along
+       the innermost axis) now, so that several page misses overlap instead of queueing. */
+    if (k > 0) {
+      uint64_t ahead = off - wstart + PREFETCH_AHEAD * strides[k - 1];
+      if (ahead < wend - wstart) __builtin_prefetch(window + ahead);
     }
     memcpy(out + r * run, window + (off - wstart), run);
     for (size_t i = k; i-- > 0;) {

@@ -48,6 +48,7 @@ abstract class Batches {
 
   /** Add all of `items`, an array nobody else holds (it may become the store itself). */
   addOwned(items: unknown[]): void {
+    if (items.length === 0) return;
     if (this.head === undefined && !this.handedOut) this.head = items;
     else this.add(items, 0, items.length);
   }
@@ -70,7 +71,7 @@ abstract class Batches {
   }
 
   isEmpty(): boolean {
-    return this.head === undefined || this.head.length === 0;
+    return (this.head === undefined || this.head.length === 0) && this.tail === undefined;
   }
 }
 
