@@ -98,9 +98,7 @@ export function readInParallel(fd: number, target: Uint8Array, position: number)
 
 /**
  * Whether whole deflated members inflate with libdeflate through the addon (1.25–1.8 × zlib's speed
- * here); NPYTS_LIBDEFLATE=0 keeps zlib. Arrays read by NpzFile.get keep zlib's stream, which writes
- * the data into a buffer of exactly its size (libdeflate's whole-buffer output would hold the header
- * too, and tfjs would copy it out).
+ * here); NPYTS_LIBDEFLATE=0 keeps zlib. Read at each call, so the environment can change it.
  */
 export function nativeInflate(): boolean {
   return process.env.NPYTS_LIBDEFLATE !== '0' && typeof addon?.inflateRaw === 'function' && typeof addon.inflateRawAsync === 'function';
