@@ -118,6 +118,41 @@ print(json.dumps(out))`),
       assert.is(ours, verdicts[`${cell} ${dt}`], `'${cell}' as ${dt}: ${r.stderr}`);
     }
   }
+  // The same cells after a first row (rows after the first take the fast path for floats).
+  for (const cell of cells) {
+    const file = f('cell2.csv');
+    (await import('node:fs')).writeFileSync(file, `1\n${cell}\n`);
+    const want = python(`import io
+try: print(repr(np.loadtxt(io.StringIO('1\\n' + ${JSON.stringify(cell)} + '\\n'), delimiter=',')[1].item()))
+except Exception: print('refused')`).trim();
+    const r = await runCli(['convert', file, f('cell2.npy')]);
+    const ours = r.code === 0 ? python(`print(repr(np.load(${JSON.stringify(f('cell2.npy'))})[1].item()))`).trim() : 'refused';
+    assert.is(ours, want, `'${cell}' on the second row: ${r.stderr}`);
+  }
+  // CRLF, spaces around cells, empty and comment lines, and rows numpy refuses after the first: the
+  // wrong width, a cell it cannot read, a line of spaces (numpy skips only empty lines).
+  const fs = await import('node:fs');
+  fs.writeFileSync(f('mixed.csv'), '1,2\r\n  3 , 4\n\n5,6 # c\n# x\nnan,-inf\r\n\r\n7,8');
+  const rm = await runCli(['convert', f('mixed.csv'), f('mixed.npy')]);
+  assert.is(rm.code, 0, rm.stderr);
+  assert.is(
+    python(
+      `a = np.load(${JSON.stringify(f('mixed.npy'))}); b = np.loadtxt(${JSON.stringify(f('mixed.csv'))}, delimiter=','); print(a.shape == b.shape and np.array_equal(a, b, equal_nan=True))`,
+    ).trim(),
+    'True',
+  );
+  for (const [text, where] of [
+    ['1,2\n3\n', 'mixed.csv:2'],
+    ['1,2\n3,4,5\n', 'mixed.csv:2'],
+    ['1,2\n3,0x10\n', 'mixed.csv:2:2'],
+    ['1,2\n \t\n3,4\n', 'mixed.csv:2'],
+    ['1\n   \n2\n', 'mixed.csv:2'],
+  ]) {
+    fs.writeFileSync(f('mixed.csv'), text);
+    const bad = await runCli(['convert', f('mixed.csv'), f('mixed.npy')]);
+    assert.is(bad.code, 1, text);
+    assert.ok(bad.stderr.includes(where), `${JSON.stringify(text)}: ${bad.stderr}`);
+  }
   // np.savetxt with a header writes '# a,b' first; comments may also end a line. 10 000 rows span several batches.
   python(`a = np.arange(20000.0).reshape(10000, 2) / 7; np.savetxt(${JSON.stringify(f('commented.csv'))}, a, delimiter=',', header='a,b', fmt='%.17g')
 open(${JSON.stringify(f('commented.csv'))}, 'a').write('1,2 # a note\\n# the end\\n')`);

@@ -207,12 +207,13 @@ function* linesOf(pieces: Iterable<string>): Generator<{ line: string; number: n
     const text = rest + piece;
     let at = 0;
     for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', at)) {
-      yield { line: text.slice(at, nl).replace(/\r$/, ''), number: ++number };
+      // A CRLF line ends before its \r.
+      yield { line: text.slice(at, nl > at && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl), number: ++number };
       at = nl + 1;
     }
     rest = text.slice(at);
   }
-  if (rest !== '') yield { line: rest.replace(/\r$/, ''), number: ++number };
+  if (rest !== '') yield { line: rest.endsWith('\r') ? rest.slice(0, -1) : rest, number: ++number };
 }
 
 /**
@@ -262,13 +263,17 @@ export function* tableBatches(
   let batch: unknown[] = [];
   // float32/float64 in this machine's byte order: numbers straight into the batch's typed array.
   const plain = !fields && familyOf(dtype) === 'float' && (dtype.realBytes === 4 || dtype.realBytes === 8) && dtype.isNative;
-  let numbers: number[] = [];
+  const Floats = dtype.realBytes === 8 ? Float64Array : Float32Array;
+  let numbers: Float64Array | Float32Array = new Floats(0);
+  let filled = 0;
   let plainRows = 0;
   const flush = (): NdArray => {
     if (plain) {
       const shape = width === 1 ? [plainRows] : [plainRows, width];
-      const out = new NdArray(dtype, shape, dtype.realBytes === 8 ? Float64Array.from(numbers) : Float32Array.from(numbers), 'C');
-      numbers = [];
+      // A full batch hands its buffer over whole; the last one is cut to its rows.
+      const out = new NdArray(dtype, shape, filled === numbers.length ? numbers : numbers.slice(0, filled), 'C');
+      numbers = new Floats(0);
+      filled = 0;
       plainRows = 0;
       return out;
     }
@@ -281,7 +286,28 @@ export function* tableBatches(
   for (const { line: raw, number } of linesOf(pieces)) {
     const hash = raw.indexOf('#');
     const line = hash >= 0 ? raw.slice(0, hash) : raw;
-    if (line.trim() === '') continue;
+    if (plain && width > 0 && line.length > 0) {
+      // The common case, without an array of cells: each cell cut out and, when it is a plain
+      // decimal, converted at once (anything else, blanks and spaces included, takes parse()).
+      if (numbers.length === 0) numbers = new Floats(rowsPerBatch * width);
+      let from = 0;
+      let k = 0;
+      for (; k < width; k++) {
+        const to = k === width - 1 ? line.length : line.indexOf(delimiter, from);
+        if (to < 0 || (k === width - 1 && line.indexOf(delimiter, from) >= 0)) break;
+        const cell = line.slice(from, to);
+        numbers[filled + k] = FLOAT_TEXT.test(cell) ? +cell : (parse(dtype, cell, number, width === 1 ? 0 : k + 1) as number);
+        from = to + 1;
+      }
+      if (k === width) {
+        filled += width;
+        if (++plainRows === rowsPerBatch) yield flush();
+        continue;
+      }
+      // Another count of cells: the general path below says so.
+    }
+    // Only an empty line is skipped: numpy refuses one of spaces (a row of one blank cell).
+    if (line === '') continue;
     const cells = line.split(delimiter);
     if (first) {
       first = false;
@@ -290,7 +316,9 @@ export function* tableBatches(
     if (width < 0) width = cells.length;
     if (cells.length !== width) throw new NpyError('BAD_TABLE', `${source}:${number}: ${cells.length} columns, the first row has ${width}`);
     if (plain) {
-      for (let k = 0; k < width; k++) numbers.push(parse(dtype, cells[k]!, number, width === 1 ? 0 : k + 1) as number);
+      if (numbers.length === 0) numbers = new Floats(rowsPerBatch * width);
+      for (let k = 0; k < width; k++) numbers[filled + k] = parse(dtype, cells[k]!, number, width === 1 ? 0 : k + 1) as number;
+      filled += width;
       if (++plainRows === rowsPerBatch) yield flush();
       continue;
     }
