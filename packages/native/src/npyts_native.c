@@ -598,6 +598,17 @@ static void inflate_complete(napi_env env, napi_status status, void *data) {
   free(job);
 }
 
+/* Queue `execute` on libuv's thread pool, `complete` after it on the JS thread: a promise it settles. */
+static napi_value queue_work(napi_env env, const char *label, napi_async_execute_callback execute, napi_async_complete_callback complete, void *data,
+                             napi_async_work *work, napi_deferred *deferred) {
+  napi_value promise, name;
+  napi_create_promise(env, deferred, &promise);
+  napi_create_string_utf8(env, label, NAPI_AUTO_LENGTH, &name);
+  napi_create_async_work(env, NULL, name, execute, complete, data, work);
+  napi_queue_async_work(env, *work);
+  return promise;
+}
+
 static napi_value inflate_raw_async(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   inflate_job *job = calloc(1, sizeof *job);
@@ -608,12 +619,7 @@ static napi_value inflate_raw_async(napi_env env, napi_callback_info info) {
   }
   /* The arrays stay alive (and their memory in place) until the work is done. */
   for (int i = 0; i < 2; i++) napi_create_reference(env, argv[i], 1, &job->keep[i]);
-  napi_value promise, name;
-  napi_create_promise(env, &job->deferred, &promise);
-  napi_create_string_utf8(env, "npyts.inflateRaw", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(env, NULL, name, inflate_execute, inflate_complete, job, &job->work);
-  napi_queue_async_work(env, job->work);
-  return promise;
+  return queue_work(env, "npyts.inflateRaw", inflate_execute, inflate_complete, job, &job->work, &job->deferred);
 }
 
 /* Where a .npy's data starts in `b` (its header is all there), or 0 when `b` does not start as one. */
@@ -695,12 +701,7 @@ static napi_value inflate_npy_async(napi_env env, napi_callback_info info) {
   }
   job->size = (size_t)size;
   napi_create_reference(env, argv[0], 1, &job->keep);
-  napi_value promise, name;
-  napi_create_promise(env, &job->deferred, &promise);
-  napi_create_string_utf8(env, "npyts.inflateNpy", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(env, NULL, name, npy_inflate_execute, npy_inflate_complete, job, &job->work);
-  napi_queue_async_work(env, job->work);
-  return promise;
+  return queue_work(env, "npyts.inflateNpy", npy_inflate_execute, npy_inflate_complete, job, &job->work, &job->deferred);
 }
 #endif
 
