@@ -197,4 +197,25 @@ print(np.array_equal(a, b), np.array_equal(a, t))`).trim(),
   );
 });
 
+test('a table of two rows of 1.1 M columns imports as numpy reads it, reserving no more rows than it has', () => {
+  const csv = f('two-rows.csv');
+  python(`np.savetxt(${JSON.stringify(csv)}, (np.arange(2_200_000) % 10).reshape(2, 1_100_000), delimiter=',', fmt='%d')`);
+  const cli = join(process.cwd(), 'packages/cli/dist/main.js');
+  const r = boundedChild(
+    dir,
+    `import { main } from ${JSON.stringify(cli)};
+let err = '';
+const code = await main(${JSON.stringify(['convert', csv, f('two-rows.npy')])}, { stdout: () => {}, stderr: (s) => { err += s; } });
+globalThis.result = { code, err };`,
+    { timeoutMs: 60_000, maxOldSpaceMiB: 512 },
+  );
+  assert.is(r.code, 0, r.err);
+  // 4096 rows reserved ahead at this width would be 4.5 G cells: more than one typed array can hold.
+  assert.ok(r.rssMiB < 300, `peak ${r.rssMiB.toFixed(0)} MiB`);
+  assert.is(
+    python(`print(np.array_equal(np.load(${JSON.stringify(f('two-rows.npy'))}), np.loadtxt(${JSON.stringify(csv)}, delimiter=',')))`).trim(),
+    'True',
+  );
+});
+
 test.run();

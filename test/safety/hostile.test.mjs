@@ -176,6 +176,27 @@ globalThis.result = { depth: d, shared: a.get(0)[0] === a.get(0)[1], json };`,
   assert.match(json.stderr, /^npyts: error: .*dag\.npy: .*shares references/);
 });
 
+test('memo indices scattered 4096 apart (LONG_BINPUT, 5 bytes each) cost memory for the entries, not for the indices', () => {
+  // NONE, then 100 000 × LONG_BINPUT at 0, 4096, 8192, … (Python's pickle accepts any index), then STOP.
+  const bytes = [0x80, 0x02, 0x4e];
+  for (let i = 0; i < 100_000; i++) {
+    const at = i * 4096;
+    bytes.push(0x72, at & 0xff, (at >>> 8) & 0xff, (at >>> 16) & 0xff, (at >>> 24) & 0xff);
+  }
+  bytes.push(0x2e);
+  writeFileSync(join(dir, 'memo-scatter.pkl'), Uint8Array.from(bytes));
+  assert.is(python(`import pickle; print(repr(pickle.load(open(${JSON.stringify(join(dir, 'memo-scatter.pkl'))}, 'rb'))))`).trim(), 'None');
+  const out = bounded(
+    `${core}
+const fs = await import('node:fs');
+globalThis.result = { value: pk.unpickle(fs.readFileSync('memo-scatter.pkl')) };`,
+    { timeoutMs: 20_000, maxOldSpaceMiB: 512 },
+  );
+  assert.is(out.value, null);
+  // 100 000 entries; a whole 4096-slot chunk per entry would be 3 GiB.
+  assert.ok(out.rssMiB < 400, `peak ${out.rssMiB} MiB`);
+});
+
 test('a list that contains itself prints as Python prints it ([...]) and has no JSON form', () => {
   python(`
 a = np.empty(1, dtype=object); l = [1]; l.append(l); a[0] = l

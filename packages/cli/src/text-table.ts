@@ -134,6 +134,8 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
 
 /** Rows written to text per step: the memory of an export is one step's rows, whatever the array's size. */
 const ROWS_PER_STEP = 4096;
+/** Cells a batch of floats reserves at most (a wide table takes fewer rows per batch). */
+const BATCH_CELLS = 1 << 16;
 
 /**
  * The array as delimited text, a step of rows at a time: 1-d as one column, 2-d as rows, a 1-d record
@@ -267,6 +269,29 @@ export function* tableBatches(
   let numbers: Float64Array | Float32Array = new Floats(0);
   let filled = 0;
   let plainRows = 0;
+  // Rows in a plain batch: rowsPerBatch, or fewer for a wide table, so that the batch reserved ahead
+  // holds at most BATCH_CELLS cells (or one row): a wide first line must not reserve rows that may never come.
+  let batchRows = rowsPerBatch;
+  const reserve = (): void => {
+    if (numbers.length === 0) numbers = new Floats(batchRows * width);
+  };
+  /** The cells of `line`, when there are `width` of them, into the batch (true); false, with nothing kept, otherwise. */
+  const plainRow = (line: string, number: number): boolean => {
+    reserve();
+    // Each cell cut out and, when it is a plain decimal, converted at once (anything else, blanks
+    // and spaces included, takes parse()): no array of cells.
+    let from = 0;
+    for (let k = 0; k < width; k++) {
+      const next = line.indexOf(delimiter, from);
+      const last = k === width - 1;
+      if (last ? next >= 0 : next < 0) return false;
+      const cell = line.slice(from, last ? line.length : next);
+      numbers[filled + k] = FLOAT_TEXT.test(cell) ? +cell : (parse(dtype, cell, number, width === 1 ? 0 : k + 1) as number);
+      from = next + 1;
+    }
+    filled += width;
+    return true;
+  };
   const flush = (): NdArray => {
     if (plain) {
       const shape = width === 1 ? [plainRows] : [plainRows, width];
@@ -286,25 +311,10 @@ export function* tableBatches(
   for (const { line: raw, number } of linesOf(pieces)) {
     const hash = raw.indexOf('#');
     const line = hash >= 0 ? raw.slice(0, hash) : raw;
-    if (plain && width > 0 && line.length > 0) {
-      // The common case, without an array of cells: each cell cut out and, when it is a plain
-      // decimal, converted at once (anything else, blanks and spaces included, takes parse()).
-      if (numbers.length === 0) numbers = new Floats(rowsPerBatch * width);
-      let from = 0;
-      let k = 0;
-      for (; k < width; k++) {
-        const to = k === width - 1 ? line.length : line.indexOf(delimiter, from);
-        if (to < 0 || (k === width - 1 && line.indexOf(delimiter, from) >= 0)) break;
-        const cell = line.slice(from, to);
-        numbers[filled + k] = FLOAT_TEXT.test(cell) ? +cell : (parse(dtype, cell, number, width === 1 ? 0 : k + 1) as number);
-        from = to + 1;
-      }
-      if (k === width) {
-        filled += width;
-        if (++plainRows === rowsPerBatch) yield flush();
-        continue;
-      }
-      // Another count of cells: the general path below says so.
+    // Rows after the first, in the common case; another count of cells goes on to say so below.
+    if (plain && width > 0 && line !== '' && plainRow(line, number)) {
+      if (++plainRows === batchRows) yield flush();
+      continue;
     }
     // Only an empty line is skipped: numpy refuses one of spaces (a row of one blank cell).
     if (line === '') continue;
@@ -313,13 +323,16 @@ export function* tableBatches(
       first = false;
       if (fields && cells.map((c) => c.trim()).join('\u0000') === fields.map((f) => f.name).join('\u0000')) continue;
     }
-    if (width < 0) width = cells.length;
+    if (width < 0) {
+      width = cells.length;
+      batchRows = Math.max(1, Math.min(rowsPerBatch, Math.floor(BATCH_CELLS / width)));
+    }
     if (cells.length !== width) throw new NpyError('BAD_TABLE', `${source}:${number}: ${cells.length} columns, the first row has ${width}`);
     if (plain) {
-      if (numbers.length === 0) numbers = new Floats(rowsPerBatch * width);
+      reserve();
       for (let k = 0; k < width; k++) numbers[filled + k] = parse(dtype, cells[k]!, number, width === 1 ? 0 : k + 1) as number;
       filled += width;
-      if (++plainRows === rowsPerBatch) yield flush();
+      if (++plainRows === batchRows) yield flush();
       continue;
     }
     if (fields) {

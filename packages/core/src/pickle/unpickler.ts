@@ -483,8 +483,9 @@ class PickleMachine {
     if (!Number.isInteger(i) || i < 0) bad('bad memo index', at);
     const c = Math.floor(i / MEMO_CHUNK);
     let chunk = this.memo[c];
-    // The first chunk grows as it fills (most pickles memoise a few entries); later ones are made whole.
-    if (chunk === undefined) this.memo[c] = chunk = c === 0 ? [] : new Array<unknown>(MEMO_CHUNK);
+    // A chunk grows as it fills: made whole, a pickle of scattered indices (LONG_BINPUT 0, 4096,
+    // 8192, …: 5 bytes each) would cost a chunk per entry.
+    if (chunk === undefined) this.memo[c] = chunk = [];
     const k = i - c * MEMO_CHUNK;
     if (chunk[k] === undefined) {
       if (this.memoCount >= this.maxMemo) bad(`more than ${this.maxMemo} memo entries (option maxMemo)`, at);
