@@ -212,10 +212,7 @@ globalThis.result = { code, err };`,
   assert.is(r.code, 0, r.err);
   // 4096 rows reserved ahead at this width would be 4.5 G cells: more than one typed array can hold.
   assert.ok(r.rssMiB < 300, `peak ${r.rssMiB.toFixed(0)} MiB`);
-  assert.is(
-    python(`print(np.array_equal(np.load(${JSON.stringify(f('two-rows.npy'))}), np.loadtxt(${JSON.stringify(csv)}, delimiter=',')))`).trim(),
-    'True',
-  );
+  assert.is(python(`print(np.array_equal(np.load(${JSON.stringify(f('two-rows.npy'))}), np.loadtxt(${JSON.stringify(csv)}, delimiter=',')))`).trim(), 'True');
 });
 
 test.run();
