@@ -30,26 +30,34 @@ test('the addon was built by npm ci and is in use (with libdeflate where its hea
 });
 
 test("whole deflated members: libdeflate gives zlib's bytes and zlib's errors (corrupt, longer or shorter than declared), blocking and on the thread pool; async get gives each array a buffer of exactly its data", () => {
-  python(`
+  const objectsSum = python(`import hashlib
 rng = np.random.default_rng(3)
 np.savez_compressed(${JSON.stringify(join(dir, 'inflate.npz'))}, random=rng.standard_normal(300_000).astype('<f4'),
     smooth=(np.sin(np.arange(500_000) / 100.0) * 10).round(1), big_endian=np.arange(70_000, dtype='>i8'), empty=np.zeros(0), text=np.array(['ab', 'çé']),
-    random_big=rng.standard_normal(800_000).astype('>f8'))`);
+    random_big=rng.standard_normal(800_000).astype('>f8'), objects=np.array([rng.bytes(12).hex() for _ in range(200_000)], dtype=object))
+import zipfile
+z = zipfile.ZipFile(${JSON.stringify(join(dir, 'inflate.npz'))})
+assert z.getinfo('objects.npy').compress_size >= 1 << 20  # big enough for the whole-member path
+print(json.dumps(hashlib.sha256(json.dumps(np.load(${JSON.stringify(join(dir, 'inflate.npz'))}, allow_pickle=True)['objects'].tolist(), separators=(',', ':')).encode()).hexdigest()))`).trim();
   const script = `
     import { zlibCodec, openNpzSync, openNpz, nativeStatus } from '@npyts/core/node';
     import { deflateRawSync } from 'node:zlib';
     import { createHash } from 'node:crypto';
-    const z = openNpzSync(${JSON.stringify(join(dir, 'inflate.npz'))});
+    const z = openNpzSync(${JSON.stringify(join(dir, 'inflate.npz'))}, { allowPickle: true });
     const sums = {};
-    for (const name of z.names) {
+    const text = (a) => createHash('sha256').update(JSON.stringify(a.data)).digest('hex');
+    sums.objects = text(z.getSync('objects'));
+    for (const name of z.names.filter((n) => n !== 'objects')) {
       const a = z.getSync(name);
       sums[name] = createHash('sha256').update(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)).digest('hex') + ' ' + a.shape;
       sums[name + ' bytes'] = createHash('sha256').update(await z.bytes(name)).digest('hex');
     }
     z.close();
     // Async get: members of 1 MiB and more go to libdeflate whole; tfjs needs each array's buffer to be exactly its data.
-    const za = await openNpz(${JSON.stringify(join(dir, 'inflate.npz'))});
-    for (const name of za.names) {
+    const za = await openNpz(${JSON.stringify(join(dir, 'inflate.npz'))}, { allowPickle: true });
+    // An object array that big is inflated once and decoded from those bytes.
+    sums['objects get'] = text(await za.get('objects'));
+    for (const name of za.names.filter((n) => n !== 'objects')) {
       const a = await za.get(name);
       const exact = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
       sums[name + ' get'] = createHash('sha256').update(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)).digest('hex') + ' ' + a.shape + (exact ? ' exact' : ' not exact');
@@ -76,6 +84,8 @@ np.savez_compressed(${JSON.stringify(join(dir, 'inflate.npz'))}, random=rng.stan
   assert.is(fast.libdeflate, libdeflate);
   assert.is(zlib.libdeflate, false);
   assert.equal(fast.sums, zlib.sums);
+  assert.is(fast.sums.objects, JSON.parse(objectsSum));
+  assert.is(fast.sums['objects get'], JSON.parse(objectsSum));
   for (const name of ['random', 'random_big', 'smooth']) {
     assert.is(fast.sums[name + ' get'], fast.sums[name].replace(/ .*/, '') + ' ' + fast.sums[name].replace(/^\S+ /, '') + ' exact');
   }

@@ -657,7 +657,11 @@ static void npy_inflate_execute(napi_env env, void *data) {
   job->data_offset = npy_data_offset(job->out, written);
 }
 
-static void free_release(void *hint) { free(hint); }
+static void free_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)data;
+  free(hint);
+}
 
 static void npy_inflate_complete(napi_env env, napi_status status, void *data) {
   npy_inflate_job *job = data;
@@ -673,8 +677,21 @@ static void npy_inflate_complete(napi_env env, napi_status status, void *data) {
     napi_create_arraybuffer(env, job->data_offset, &head_bytes, &item);
     if (job->data_offset) memcpy(head_bytes, job->out, job->data_offset);
     napi_set_element(env, result, 2, item);
-    /* The data stays where it was inflated; the ArrayBuffer frees the whole block when collected. */
-    napi_set_element(env, result, 3, npyts_large_external_arraybuffer(job->out + job->data_offset, written - job->data_offset, free_release, job->out));
+    /* The data stays where it was inflated: an ArrayBuffer over it frees the block when collected
+       (members are under 4 GiB, N-API's limit). A runtime that refuses external memory (asked first,
+       as map_file asks, so the block is still ours) gets a copy. */
+    size_t length = written - job->data_offset;
+    if (external_buffers_allowed(env)) {
+      if (napi_create_external_arraybuffer(env, job->out + job->data_offset, length, free_finalize, job->out, &item) != napi_ok) item = NULL;
+    } else {
+      void *copy;
+      if (napi_create_arraybuffer(env, length, &copy, &item) == napi_ok) memcpy(copy, job->out + job->data_offset, length);
+      else item = NULL;
+      free(job->out);
+    }
+    /* Not handed over (no memory): the promise says so, as for a decompressor that could not start. */
+    if (item == NULL) napi_set_element(env, result, 0, number(env, -3));
+    else napi_set_element(env, result, 3, item);
   } else {
     free(job->out);
   }

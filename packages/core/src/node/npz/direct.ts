@@ -94,9 +94,10 @@ export async function storedArray(file: MemberFile, entry: ZipEntry, start: numb
  * A deflated member's array inflated as a stream (on libuv's threads, 4 MiB of output at a time)
  * straight into a buffer of exactly its data, while the compressed bytes are read ahead in 8 MiB
  * pieces: memory is the array plus a few pieces, and several members can inflate at once. Null
- * when the member is not a plain .npy: the general path then reads (and reports) it.
+ * when the member is not a plain .npy: the general path then reads (and reports) it. (Members that
+ * libdeflate inflates whole come back as their checked bytes instead of null: see below.)
  */
-export async function inflatedArray(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | null> {
+export async function inflatedArray(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | Uint8Array | null> {
   if (nativeWhole(entry)) return inflatedByLibdeflate(file, entry, start, options);
   const { signal } = options;
   const inflater = createInflateRaw({ chunkSize: INFLATE_CHUNK });
@@ -185,8 +186,10 @@ function nativeWhole(entry: ZipEntry): boolean {
  * A deflated member inflated whole by libdeflate on the thread pool (about twice zlib's speed here),
  * its CRC-32 computed there too: the compressed bytes are read first (memory: the array plus the
  * member's compressed size while it inflates), and the data arrives in a buffer of exactly its size.
+ * A member that is not a plain .npy (an object array, bytes after the data) comes back as its whole
+ * bytes, size and CRC checked, for the general decode: it is not read and inflated a second time.
  */
-async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | null> {
+async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | Uint8Array> {
   const { signal } = options;
   const src = await file.readRange(start, entry.compressedSize, signal);
   if (src.length < entry.compressedSize) {
@@ -204,10 +207,15 @@ async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: nu
   if (out.written < 0) throw new NpyError('ZIP_FORMAT', 'corrupt deflate stream (libdeflate)', { member: entry.name });
   checkInflatedSize(out.written, entry.size, entry.name);
   checkZipCrc(entry, out.crc);
+  const data = new Uint8Array(out.data);
   const header = out.head.length ? plainHeader(out.head, entry, options) : null;
-  // Not a plain .npy, or bytes after its data: the general path reads (and reports) it.
-  if (!header || header.dataBytes !== out.data.byteLength) return null;
-  return finishDirect(entry, header, null, new Uint8Array(out.data), options);
+  // The addon split the bytes by its own reading of the preamble: the header must agree with it.
+  if (header && header.dataOffset === out.head.length && header.dataBytes === data.length) return finishDirect(entry, header, null, data, options);
+  if (out.head.length === 0) return data;
+  const whole = new Uint8Array(allocateBuffer(entry.size));
+  whole.set(out.head);
+  whole.set(data, out.head.length);
+  return whole;
 }
 
 /** Resolves when `stream` takes more input, or rejects when it is destroyed first (which `once(…, 'drain')` would wait for forever). */

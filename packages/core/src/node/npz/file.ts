@@ -180,8 +180,10 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     if (!options.copy && !options.shared) {
       checkEntrySizes(entry);
       const start = await this.run(readingDataOffset(this.size, entry), options.signal);
-      const array = await (entry.method === STORED ? storedArray : inflatedArray)(this, entry, start, options);
-      if (array) return array;
+      const got = await (entry.method === STORED ? storedArray : inflatedArray)(this, entry, start, options);
+      // An array; or the member's whole bytes, checked, that only the general decode can read; or nothing yet.
+      if (got instanceof Uint8Array) return this.decodeOwned(entry, got, options);
+      if (got) return got;
     }
     return this.decodeOwned(entry, await this.memberBytes(entry, options.signal), options);
   }
