@@ -97,7 +97,12 @@ export async function storedArray(file: MemberFile, entry: ZipEntry, start: numb
  * when the member is not a plain .npy: the general path then reads (and reports) it. (Members that
  * libdeflate inflates whole come back as their checked bytes instead of null: see below.)
  */
-export async function inflatedArray(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | Uint8Array | null> {
+export async function inflatedArray(
+  file: MemberFile,
+  entry: ZipEntry,
+  start: number,
+  options: DecodeOptions & AsyncOptions,
+): Promise<NdArray | Uint8Array | null> {
   if (nativeWhole(entry)) return inflatedByLibdeflate(file, entry, start, options);
   const { signal } = options;
   const inflater = createInflateRaw({ chunkSize: INFLATE_CHUNK });
