@@ -27,6 +27,11 @@ const cases = {
     const bytes = await fetchBytes('/resnet_stored.npz');
     return () => decodeNpz(bytes).getAll();
   },
+  // The same, opened without the CRC-32 check (the documented opt-out: CRC-32 runs in JavaScript here).
+  resnet_stored_nocrc: async () => {
+    const bytes = await fetchBytes('/resnet_stored.npz');
+    return () => decodeNpz(bytes, { checkCrc: false }).getAll();
+  },
   resnet_deflated: async () => {
     const bytes = await fetchBytes('/resnet_deflated.npz');
     return () => decodeNpz(bytes).getAll();

@@ -1,6 +1,6 @@
 // The browser-relevant cases inside Debian's Chromium (playwright-core), the page and the bench
 // inputs served by nginx. `npm run bench -- --browser` calls browserBench; run alone,
-//   node bench/browser.mjs DIR [REPEATS] [--profile CASE...]
+//   node bench/browser.mjs DIR [REPEATS] [--profile CASE...] [--cases CASE...]
 // times the cases on the inputs `npm run bench` made in DIR, and with --profile prints where the
 // named cases spend their time (Chromium's sampling profiler: self time by function).
 import { build } from 'esbuild';
@@ -38,9 +38,9 @@ async function withBenchPage(dir, use, { minify = true } = {}) {
 }
 
 /** Median seconds of every browser case, with Chromium's version and the page's core count. */
-export async function browserBench(dir, repeats) {
+export async function browserBench(dir, repeats, names) {
   return withBenchPage(dir, async (page, browser) => ({
-    ...(await page.evaluate(async (n) => (await import('/bench-page.js')).run(n), repeats)),
+    ...(await page.evaluate(async ([n, which]) => (await import('/bench-page.js')).run(n, which ?? undefined), [repeats, names ?? null])),
     chromium: browser.version(),
   }));
 }
@@ -93,9 +93,10 @@ function selfTimes(profile, top) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [dir, ...rest] = process.argv.slice(2);
-  if (!dir) throw new Error('usage: node bench/browser.mjs DIR [REPEATS] [--profile CASE...]');
+  if (!dir) throw new Error('usage: node bench/browser.mjs DIR [REPEATS] [--profile CASE...] [--cases CASE...]');
   const p = rest.indexOf('--profile');
+  const c = rest.indexOf('--cases');
   const repeats = Number(rest[0]) > 0 ? Number(rest[0]) : 7;
   if (p >= 0) console.log(JSON.stringify(await browserProfile(dir, rest.slice(p + 1)), null, 2));
-  else console.log(JSON.stringify(await browserBench(dir, repeats), null, 2));
+  else console.log(JSON.stringify(await browserBench(dir, repeats, c >= 0 ? rest.slice(c + 1) : undefined), null, 2));
 }

@@ -541,6 +541,7 @@ if (asJSON) {
     line('the same', b.resnet_deflated, 'the same in Node (libdeflate, the addon)', small.resnet_deflated, null);
     line("the same with fflate on the page's thread (get)", b.resnet_deflated_fflate, 'the same in Node (node:zlib)', small.resnet_deflated_zlib, null);
     line('every member of the stored ResNet-like archive (readAll)', b.resnet_stored, 'numpy', np.resnet_stored, 1.0);
+    line('the same, opened with { checkCrc: false } (no CRC-32 check)', b.resnet_stored_nocrc, 'numpy (checks CRC-32)', np.resnet_stored, 1.0);
     line(`F → C of ${Math.round(Math.sqrt(MIB * 2 ** 18))}² float32 in memory (toOrder)`, b.toC_inmemory, 'np.ascontiguousarray', np.toC_inmemory, 0.5);
     line(`big-endian float64 → native, ${MIB} MiB in memory (decodeNpy)`, b.byteswap_inmemory, "a.astype('<f8')", np.byteswap_inmemory, 1.2);
     line('the same', b.byteswap_inmemory, "a.astype('<f8'), every result kept (fresh memory each time)", np.byteswap_inmemory_fresh, null);

@@ -65,33 +65,36 @@ async function pageAt(path, csp) {
 }
 
 /** In the page: every member by readAll(), described like numpy's side, and how many workers were made. */
-const readInPage = (page, file) =>
-  page.evaluate(async (url) => {
-    const { decodeNpz, crc32 } = await import('/data/core.js');
-    let workers = 0;
-    const Original = globalThis.Worker;
-    globalThis.Worker = class extends Original {
-      constructor(...args) {
-        super(...args);
-        workers++;
+const readInPage = (page, file, options = {}) =>
+  page.evaluate(
+    async ([url, options]) => {
+      const { decodeNpz, crc32 } = await import('/data/core.js');
+      let workers = 0;
+      const Original = globalThis.Worker;
+      globalThis.Worker = class extends Original {
+        constructor(...args) {
+          super(...args);
+          workers++;
+        }
+      };
+      try {
+        const z = decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()), options);
+        const out = {};
+        const owns = {};
+        for (const [name, a] of await z.getAll()) {
+          out[name] = { descr: a.dtype.str, shape: [...a.shape], crc: crc32(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)) };
+          // The data of a deflated member is a buffer of its own (no header bytes before it).
+          if (a.data.byteLength) owns[name] = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
+        }
+        return { out, workers, owns };
+      } catch (e) {
+        return { error: e.code ?? String(e), workers };
+      } finally {
+        globalThis.Worker = Original;
       }
-    };
-    try {
-      const z = decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()));
-      const out = {};
-      const owns = {};
-      for (const [name, a] of await z.getAll()) {
-        out[name] = { descr: a.dtype.str, shape: [...a.shape], crc: crc32(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength)) };
-        // The data of a deflated member is a buffer of its own (no header bytes before it).
-        if (a.data.byteLength) owns[name] = a.data.byteOffset === 0 && a.data.buffer.byteLength === a.data.byteLength;
-      }
-      return { out, workers, owns };
-    } catch (e) {
-      return { error: e.code ?? String(e), workers };
-    } finally {
-      globalThis.Worker = Original;
-    }
-  }, file);
+    },
+    [file, options],
+  );
 
 test("readAll() in the page gives numpy's members, inflated in workers", async () => {
   const page = await pageAt('/data/core.js');
@@ -128,6 +131,16 @@ test('corrupt archives are refused in the page with the codes Node gives', async
     truncated: 'ZIP_FORMAT',
   });
   assert.ok(Object.keys(corrupt).includes('corrupt_deflate'));
+  await page.close();
+});
+
+test('{ checkCrc: false } in the page: the member whose CRC-32 is wrong is read by the workers as numpy reads the unaltered archive', async () => {
+  const page = await pageAt('/data/core.js');
+  const { out, workers, error } = await readInPage(page, '/data/deflated-crc.npz', { checkCrc: false });
+  assert.is(error, undefined);
+  assert.equal(out.w, expected.w);
+  assert.equal(out.b, expected.b);
+  assert.ok(workers >= 1, `workers made: ${workers}`);
   await page.close();
 });
 

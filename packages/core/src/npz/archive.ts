@@ -25,6 +25,7 @@ import {
   STORED,
   ZipWriter,
   checkZipCrc,
+  checksCrc,
   memorySource,
   performOnBytes,
   readZipEntry,
@@ -32,14 +33,15 @@ import {
   readingZipEntries,
   readingZipEntryPrefix,
   type ByteSource,
+  type CrcOptions,
   type ZipCodec,
   type ZipEntry,
   type ZipSink,
   type ZipWriteOptions,
 } from './zip.js';
 
-/** Options of {@link decodeNpz}, `openNpz` and `loadNpz`: the codec and the decode options of every member. */
-export interface NpzOptions extends DecodeOptions {
+/** Options of {@link decodeNpz}, `openNpz` and `loadNpz`: the codec, the CRC-32 check, and the decode options of every member. */
+export interface NpzOptions extends DecodeOptions, CrcOptions {
   /** Inflate engine and CRC-32; fflate by default (`zlibCodec` from `@npyts/core/node` in Node). */
   codec?: ZipCodec;
 }
@@ -170,6 +172,11 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     return this.options.codec ?? fflateCodec;
   }
 
+  /** Whether members' CRC-32 is checked as they are read (unless opened with `{ checkCrc: false }`). */
+  get checksCrc(): boolean {
+    return checksCrc(this.options);
+  }
+
   /** The zip entry a key names: the exact member name first, else the key plus `.npy` (as numpy). */
   entry(name: string): ZipEntry {
     return this.index.entry(name);
@@ -181,7 +188,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
 
   /** A member's uncompressed bytes (CRC and size verified), blocking: the way to members that are not .npy. */
   bytesSync(name: string): Uint8Array {
-    return readZipEntry(this.source, this.entry(name), this.codec);
+    return readZipEntry(this.source, this.entry(name), this.codec, this.options);
   }
 
   /** {@link bytesSync}, inflating off the calling thread where the platform allows (as {@link get}). */
@@ -190,7 +197,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     const entry = this.entry(name);
     if (entry.method === STORED || !this.inflatesAsync) return this.bytesSync(name);
     if (this.options.codec) return this.inflateByCodec(entry, options.signal);
-    const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, 0, options.signal);
+    const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, 0, options.signal, this.checksCrc);
     checkZipCrc(entry, crc);
     return body;
   }
@@ -214,7 +221,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   getSync(name: string, options?: DecodeOptions): NdArray;
   getSync(name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
-    return this.decodeMember(entry, readZipEntry(this.source, entry, this.codec), options);
+    return this.decodeMember(entry, readZipEntry(this.source, entry, this.codec, this.options), options);
   }
 
   /** Whether deflated members inflate off the calling thread: the default engine does, and a codec with `inflateAsync`. */
@@ -229,7 +236,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   private async inflateByCodec(entry: ZipEntry, signal?: AbortSignal): Promise<Uint8Array> {
     const bytes = await this.codec.inflateAsync!(readZipEntryStored(this.source, entry), entry.size, entry.name);
     signal?.throwIfAborted();
-    checkZipCrc(entry, this.codec.crc32(bytes, 0));
+    checkZipCrc(entry, this.checksCrc ? this.codec.crc32(bytes, 0) : null);
     return bytes;
   }
 
@@ -262,7 +269,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     } catch {
       // Reported by the whole decode below, after the size and CRC checks.
     }
-    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, split, signal);
+    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, split, signal, this.checksCrc);
     checkZipCrc(entry, crc);
     if (split === 0) return this.decodeMember(entry, body, decode);
     // Read again from the inflated, CRC-checked bytes, with this call's options (`expect`).

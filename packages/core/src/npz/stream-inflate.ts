@@ -25,7 +25,7 @@ interface Inflated {
   body: Uint8Array;
   produced: number;
   overflow: boolean;
-  crc?: number;
+  crc?: number | null;
 }
 
 /**
@@ -71,10 +71,13 @@ function workerProgram(inflate: typeof inflateWithStream, makeCrc: typeof makeCr
   const scope = globalThis as unknown as { onmessage: (ev: MessageEvent) => void; postMessage: (m: unknown, t?: Transferable[]) => void };
   const crc = makeCrc();
   scope.onmessage = (ev) => {
-    const { id, raw, size, split } = ev.data as { id: number; raw: ArrayBuffer; size: number; split: number };
+    const { id, raw, size, split, withCrc } = ev.data as { id: number; raw: ArrayBuffer; size: number; split: number; withCrc: boolean };
     inflate(new Uint8Array(raw), size, split).then(
       ({ head, body, produced, overflow }) =>
-        scope.postMessage({ id, head: head.buffer, body: body.buffer, produced, overflow, crc: crc(body, crc(head)) }, [head.buffer, body.buffer]),
+        scope.postMessage({ id, head: head.buffer, body: body.buffer, produced, overflow, crc: withCrc ? crc(body, crc(head)) : null }, [
+          head.buffer,
+          body.buffer,
+        ]),
       (e: unknown) => scope.postMessage({ id, error: String(e) }),
     );
   };
@@ -84,6 +87,7 @@ interface Job {
   raw: Uint8Array;
   size: number;
   split: number;
+  withCrc: boolean;
   resolve(r: Inflated): void;
   reject(e: unknown): void;
 }
@@ -138,7 +142,7 @@ function pump(): void {
       pump();
     };
     worker.onmessage = (ev: MessageEvent) => {
-      const m = ev.data as { head?: ArrayBuffer; body?: ArrayBuffer; produced: number; overflow: boolean; crc: number; error?: string };
+      const m = ev.data as { head?: ArrayBuffer; body?: ArrayBuffer; produced: number; overflow: boolean; crc: number | null; error?: string };
       done();
       if (m.error === undefined) {
         job.resolve({ head: new Uint8Array(m.head!), body: new Uint8Array(m.body!), produced: m.produced, overflow: m.overflow, crc: m.crc });
@@ -163,7 +167,7 @@ function pump(): void {
     };
     // The compressed bytes are copied once into a buffer the worker takes over.
     const raw = job.raw.slice();
-    worker.postMessage({ id: 0, raw: raw.buffer, size: job.size, split: job.split }, [raw.buffer]);
+    worker.postMessage({ id: 0, raw: raw.buffer, size: job.size, split: job.split, withCrc: job.withCrc }, [raw.buffer]);
   }
 }
 
@@ -189,8 +193,8 @@ export function hasDecompressionStream(): boolean {
 /**
  * Inflate a raw-deflate member of exactly `size` bytes, off the main thread where the platform
  * allows: its first `split` bytes (a header) and the rest (an array's data, in a buffer that starts
- * with it), with the CRC-32 of the whole (taken in the worker where there is one). More or less
- * than `size` is an error naming the member.
+ * with it), with the CRC-32 of the whole (taken in the worker where there is one; null when
+ * `withCrc` is false). More or less than `size` is an error naming the member.
  * @example
  * const { head, body, crc } = await inflateAsync(compressed, entry.size, entry.name, header.dataOffset);
  */
@@ -200,14 +204,15 @@ export async function inflateAsync(
   member: string,
   split = 0,
   signal?: AbortSignal,
-): Promise<{ head: Uint8Array; body: Uint8Array; crc: number }> {
+  withCrc = true,
+): Promise<{ head: Uint8Array; body: Uint8Array; crc: number | null }> {
   signal?.throwIfAborted();
   if (!hasDecompressionStream()) {
     const bytes = fflateCodec.inflate(raw, size, member);
-    return { head: bytes.subarray(0, split), body: bytes.subarray(split), crc: crc32(bytes) };
+    return { head: bytes.subarray(0, split), body: bytes.subarray(split), crc: withCrc ? crc32(bytes) : null };
   }
   let result: Inflated;
-  const job = { raw, size, split } as Job;
+  const job = { raw, size, split, withCrc } as Job;
   // An abort takes a member that has not started yet out of the queue (one that has runs to its end).
   const onAbort = (): void => {
     const at = queue.indexOf(job);
@@ -233,5 +238,7 @@ export async function inflateAsync(
   signal?.throwIfAborted();
   checkInflatedSize(result.overflow ? size + 1 : result.produced, size, member);
   const { head, body } = result;
-  return { head, body, crc: result.crc ?? crc32(body, crc32(head)) };
+  // A worker took the CRC-32 (or was told not to); the page's own stream did not.
+  const crc = result.crc !== undefined ? result.crc : withCrc ? crc32(body, crc32(head)) : null;
+  return { head, body, crc };
 }

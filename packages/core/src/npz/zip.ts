@@ -345,15 +345,15 @@ const MAX_DEFLATE_RATIO = 1032;
  * @example
  * const raw = readZipEntry(src, entry, fflateCodec);   // inflated, size and CRC-32 checked
  */
-export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec): Uint8Array {
-  return driveSync(readingZipEntry(src.size, entry, codec), performOnBytes(src));
+export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec, options: CrcOptions = {}): Uint8Array {
+  return driveSync(readingZipEntry(src.size, entry, codec, options), performOnBytes(src));
 }
 
 /** {@link readZipEntry} as an operation over an archive of `size` bytes (the codec inflates on this thread). */
-export function* readingZipEntry(size: number, entry: ZipEntry, codec: ZipCodec): Operation<Uint8Array> {
+export function* readingZipEntry(size: number, entry: ZipEntry, codec: ZipCodec, options: CrcOptions = {}): Operation<Uint8Array> {
   const raw = yield* readingZipEntryStored(size, entry);
   const data = entry.method === STORED ? raw : codec.inflate(raw, entry.size, entry.name);
-  checkZipCrc(entry, codec.crc32(data, 0));
+  checkZipCrc(entry, checksCrc(options) ? codec.crc32(data, 0) : null);
   return data;
 }
 
@@ -401,13 +401,32 @@ export function checkEntrySizes(entry: ZipEntry): void {
   }
 }
 
+/** Whether members' CRC-32 is checked as an archive is read. */
+export interface CrcOptions {
+  /**
+   * Check each member's CRC-32 against the archive's directory (default `true`, as numpy and every
+   * zip reader do). `false` skips the check, and computing the CRC-32 where that runs in JavaScript:
+   * in browsers about half the time of reading a stored archive (Node computes it natively, at a
+   * small cost). Sizes and the .npy structure are still checked, but a corrupted byte in the data
+   * then goes unnoticed: opt out only where the bytes' integrity is already assured (a hash of the
+   * file you check, or a transport that checks it).
+   */
+  checkCrc?: boolean;
+}
+
+/** Whether reads with these options take and check members' CRC-32 (the caller may opt out). */
+export function checksCrc(options: CrcOptions): boolean {
+  return options.checkCrc !== false;
+}
+
 /**
- * Refuse a member whose uncompressed bytes have another CRC-32 than its directory entry says.
+ * Refuse a member whose uncompressed bytes have another CRC-32 than its directory entry says (null:
+ * not taken, as the caller opted out of the check, or already checked).
  * @example
  * checkZipCrc(entry, crc32(bytes));
  */
-export function checkZipCrc(entry: ZipEntry, crc: number): void {
-  if (crc >>> 0 !== entry.crc32 >>> 0) {
+export function checkZipCrc(entry: ZipEntry, crc: number | null): void {
+  if (crc !== null && crc >>> 0 !== entry.crc32 >>> 0) {
     throw new NpyError('ZIP_CRC', `CRC-32 mismatch: computed ${hex(crc >>> 0)}, the archive says ${hex(entry.crc32 >>> 0)}`, { member: entry.name });
   }
 }

@@ -13,7 +13,7 @@ import type { NdArray } from '../../array/ndarray.js';
 import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import { NpyError } from '../../errors.js';
-import { checkInflatedSize, checkZipCrc, type ZipEntry } from '../../npz/zip.js';
+import { checkInflatedSize, checkZipCrc, checksCrc, type CrcOptions, type ZipEntry } from '../../npz/zip.js';
 import { inTurns, readFullyAsync, type AsyncOptions } from '../fd.js';
 import { arrayOverNative } from '../npy-files.js';
 import { inflateNpyNative, nativeNpyInflate } from '../native.js';
@@ -26,6 +26,9 @@ const INFLATE_CHUNK = 4 << 20;
 const READ_AHEAD = 8 << 20;
 
 /** What the direct reads need of an open archive file. */
+/** A direct read's options: the call's, and whether the archive checks CRC-32. */
+type DirectOptions = DecodeOptions & AsyncOptions & CrcOptions;
+
 export interface MemberFile {
   readonly fh: FileHandle;
   /** `length` bytes at `offset` of the archive file (fewer at its end). */
@@ -47,9 +50,9 @@ function plainHeader(head: Uint8Array, entry: ZipEntry, options: DecodeOptions):
   }
 }
 
-/** The last steps of reading a member straight into its array's buffer: CRC (null: checked already), byte order, the array. */
-async function finishDirect(entry: ZipEntry, header: NpyHeader, crc: number | null, data: Uint8Array, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
-  if (crc !== null) checkZipCrc(entry, crc);
+/** The last steps of reading a member straight into its array's buffer: CRC (null: checked already, or not asked for), byte order, the array. */
+async function finishDirect(entry: ZipEntry, header: NpyHeader, crc: number | null, data: Uint8Array, options: DirectOptions): Promise<NdArray> {
+  checkZipCrc(entry, checksCrc(options) ? crc : null);
   const swapUnit = byteSwapUnit(header.dtype);
   if (swapUnit) await inTurns(data, (piece) => swapBytes(piece, swapUnit), options.signal);
   return arrayOverNative(header, data.buffer, 0, options);
@@ -60,7 +63,7 @@ async function finishDirect(entry: ZipEntry, header: NpyHeader, crc: number | nu
  * it, no copy after), the CRC-32 computed in order as the pieces arrive. Null when the member is
  * not a plain .npy whose header fits its first bytes: the general path then reads (and reports) it.
  */
-export async function storedArray(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | null> {
+export async function storedArray(file: MemberFile, entry: ZipEntry, start: number, options: DirectOptions): Promise<NdArray | null> {
   const { signal } = options;
   const head = await file.readRange(start, Math.min(entry.size, STORED_HEAD), signal);
   const header = plainHeader(head, entry, options);
@@ -97,12 +100,7 @@ export async function storedArray(file: MemberFile, entry: ZipEntry, start: numb
  * when the member is not a plain .npy: the general path then reads (and reports) it. (Members that
  * libdeflate inflates whole come back as their checked bytes instead of null: see below.)
  */
-export async function inflatedArray(
-  file: MemberFile,
-  entry: ZipEntry,
-  start: number,
-  options: DecodeOptions & AsyncOptions,
-): Promise<NdArray | Uint8Array | null> {
+export async function inflatedArray(file: MemberFile, entry: ZipEntry, start: number, options: DirectOptions): Promise<NdArray | Uint8Array | null> {
   if (nativeWhole(entry)) return inflatedByLibdeflate(file, entry, start, options);
   const { signal } = options;
   const inflater = createInflateRaw({ chunkSize: INFLATE_CHUNK });
@@ -194,7 +192,7 @@ function nativeWhole(entry: ZipEntry): boolean {
  * A member that is not a plain .npy (an object array, bytes after the data) comes back as its whole
  * bytes, size and CRC checked, for the general decode: it is not read and inflated a second time.
  */
-async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: number, options: DecodeOptions & AsyncOptions): Promise<NdArray | Uint8Array> {
+async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: number, options: DirectOptions): Promise<NdArray | Uint8Array> {
   const { signal } = options;
   const src = await file.readRange(start, entry.compressedSize, signal);
   if (src.length < entry.compressedSize) {
@@ -211,7 +209,7 @@ async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: nu
   }
   if (out.written < 0) throw new NpyError('ZIP_FORMAT', 'corrupt deflate stream (libdeflate)', { member: entry.name });
   checkInflatedSize(out.written, entry.size, entry.name);
-  checkZipCrc(entry, out.crc);
+  checkZipCrc(entry, checksCrc(options) ? out.crc : null);
   const data = new Uint8Array(out.data);
   const header = out.head.length ? plainHeader(out.head, entry, options) : null;
   // The addon split the bytes by its own reading of the preamble: the header must agree with it.

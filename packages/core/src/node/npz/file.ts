@@ -17,6 +17,7 @@ import {
   STORED,
   checkEntrySizes,
   checkZipCrc,
+  checksCrc,
   readingDataOffset,
   readingZipEntries,
   readingZipEntry,
@@ -131,6 +132,11 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     return this.options.codec ?? zlibCodec;
   }
 
+  /** Whether members' CRC-32 is checked as they are read (unless opened with `{ checkCrc: false }`). */
+  get checksCrc(): boolean {
+    return checksCrc(this.options);
+  }
+
   /** `length` bytes at `offset` of the archive file (fewer at its end). */
   readRange(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new NpyError('CLOSED', `${this.path} is closed`));
@@ -176,11 +182,11 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   private async member(name: string, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
     const entry = this.entry(name);
     if (!this.memberReadAsync(entry))
-      return decodeMember(entry, await this.run(readingZipEntry(this.size, entry, this.codec), options.signal), { ...this.options, ...options });
+      return decodeMember(entry, await this.run(readingZipEntry(this.size, entry, this.codec, this.options), options.signal), { ...this.options, ...options });
     if (!options.copy && !options.shared) {
       checkEntrySizes(entry);
       const start = await this.run(readingDataOffset(this.size, entry), options.signal);
-      const got = await (entry.method === STORED ? storedArray : inflatedArray)(this, entry, start, options);
+      const got = await (entry.method === STORED ? storedArray : inflatedArray)(this, entry, start, { ...options, checkCrc: this.checksCrc });
       // An array; or the member's whole bytes, checked, that only the general decode can read; or nothing yet.
       if (got instanceof Uint8Array) return this.decodeOwned(entry, got, options);
       if (got) return got;
@@ -201,6 +207,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     const raw = await this.run(readingZipEntryStored(this.size, entry), signal);
     const bytes = entry.method === DEFLATED ? await zlibCodec.inflateAsync!(raw, entry.size, entry.name) : raw;
     signal?.throwIfAborted();
+    if (!this.checksCrc) return bytes;
     let crc = 0;
     await inTurns(
       bytes,
@@ -256,7 +263,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
   /** A member's uncompressed bytes (CRC and size verified): the way to members that are not .npy. */
   async bytes(name: string, options: AsyncOptions = {}): Promise<Uint8Array> {
     const entry = this.entry(name);
-    if (!this.memberReadAsync(entry)) return this.run(readingZipEntry(this.size, entry, this.codec), options.signal);
+    if (!this.memberReadAsync(entry)) return this.run(readingZipEntry(this.size, entry, this.codec, this.options), options.signal);
     return this.memberBytes(entry, options.signal);
   }
 

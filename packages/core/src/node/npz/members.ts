@@ -14,7 +14,8 @@ import { NpzFile } from './file.js';
 
 /**
  * A member's uncompressed bytes as a stream of chunks, for members too large for one buffer.
- * Size and CRC-32 are checked at the end: the last step throws if they do not match.
+ * Size and CRC-32 (unless the archive was opened with `{ checkCrc: false }`) are checked at the end:
+ * the last step throws if they do not match.
  * @example
  * for await (const chunk of streamNpzMember(z, 'huge')) hash.update(chunk);
  */
@@ -53,7 +54,7 @@ export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: stri
     await feed;
   }
   checkInflatedSize(produced, entry.size, entry.name);
-  if (crc !== entry.crc32) throw new NpyError('ZIP_CRC', `CRC-32 mismatch at the end of the stream`, { member: entry.name });
+  if (archive.checksCrc && crc !== entry.crc32) throw new NpyError('ZIP_CRC', `CRC-32 mismatch at the end of the stream`, { member: entry.name });
 }
 
 /** The stored member a region read needs (deflated members have no random access). */
