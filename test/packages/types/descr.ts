@@ -260,6 +260,11 @@ expectTypeOf(openNpzSync('x.npz', { allowPickle: true }).getSync('o')).toEqualTy
 expectTypeOf(loadNpz('x.npz')).toEqualTypeOf<Promise<Map<string, NdArray>>>();
 // @ts-expect-error: get takes a member name
 void decodeNpz(bytes).get(3);
+// The CRC-32 opt-out is an archive option of every opener (a boolean), not a per-read one.
+expectTypeOf(loadNpz('x.npz', { checkCrc: false })).toEqualTypeOf<Promise<Map<string, NdArray>>>();
+expectTypeOf(decodeNpz(bytes, { checkCrc: false }).checksCrc).toEqualTypeOf<boolean>();
+// @ts-expect-error: checkCrc is a boolean
+void openNpzSync('x.npz', { checkCrc: 'no' });
 
 // NdArray.set takes the descr's input type.
 const settable = createArray('<f4', [2]);
