@@ -524,4 +524,34 @@ print(json.dumps({k: z[k].ravel().tolist() for k in z.files}))
   }
 });
 
+test("an archive opened by openNpzSync names its file in every later error (as openNpz's do); one in memory names none", async () => {
+  const path = join(dir, 'named.npz');
+  python(`
+np.savez(${JSON.stringify(path)}, w=np.arange(10.0))
+raw = bytearray(open(${JSON.stringify(path)}, 'rb').read())
+raw[raw.find(b'\\x93NUMPY') + 80] ^= 1   # a data byte: the CRC-32 no longer matches
+open(${JSON.stringify(path)}, 'wb').write(raw)
+`);
+  const named = (e) => e instanceof NpyError && e.file === path && e.message.startsWith(`${path}: `) && e.message.split(path).length === 2;
+  const z = openNpzSync(path);
+  try {
+    assert.throws(() => z.getSync('w'), named);
+    assert.throws(() => z.bytesSync('w'), named);
+    assert.throws(() => z.entry('nope'), named);
+    assert.throws(() => z.getSync('nope'), named);
+    await rejects(() => z.get('w'), named);
+    await rejects(() => z.bytes('w'), named);
+    await rejects(() => z.get('nope'), named);
+  } finally {
+    z.close();
+  }
+  const f = await openNpz(path);
+  await rejects(() => f.get('w'), named);
+  await f.close();
+  assert.throws(
+    () => decodeNpz(readFileSync(path)).getSync('w'),
+    (e) => e.code === 'ZIP_CRC' && e.file === undefined,
+  );
+});
+
 test.run();

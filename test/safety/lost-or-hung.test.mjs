@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync, execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NpyError } from '@npyts/core';
@@ -155,16 +155,20 @@ test('a FIFO named as a .npy, a heap or an archive is refused at once (API and C
   );
   await rejects(openRagged(f('words.npy')), code);
   // The CLI, in a child process with a time limit: one line, the file named.
+  mkdirSync(f('folder.npy'));
   for (const args of [
     ['info', fifo],
     ['info', f('words.npy')],
     ['show', f('pipe.npz')],
+    ['info', f('folder.npy')],
   ]) {
     const r = spawnSync(process.execPath, [join(repoRoot, 'packages/cli/bin/npyts.js'), ...args], { encoding: 'utf8', timeout: 20_000 });
     assert.is(r.error, undefined, `${args.join(' ')} hung`);
     assert.is(r.status, 1, r.stderr);
-    assert.match(r.stderr, /^npyts: error: .*(FIFO|not a regular file)/);
+    assert.match(r.stderr, /^npyts: error: .*(FIFO|not a regular file|directory)/);
     assert.is(r.stderr.trim().split('\n').length, 1, r.stderr);
+    // The line starts with the file and does not name it again.
+    if (args[1] !== f('words.npy')) assert.is(r.stderr.split(args[1]).length - 1, 1, r.stderr);
   }
 });
 

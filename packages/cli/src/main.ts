@@ -74,8 +74,12 @@ export async function main(args: string[], io: Io): Promise<number> {
 }
 
 function describe(e: unknown): string {
-  // The line already starts with the file: an error that names it says it once.
-  if (e instanceof NpyError) return e.file !== undefined && e.message.startsWith(`${e.file}: `) ? e.message.slice(e.file.length + 2) : e.message;
+  // The line already starts with the file: an error that names it ("F: …", "F is …") says it once.
+  if (e instanceof NpyError && e.file !== undefined) {
+    if (e.message.startsWith(`${e.file}: `)) return e.message.slice(e.file.length + 2);
+    if (e.message.startsWith(`${e.file} `)) return e.message.slice(e.file.length + 1);
+  }
+  if (e instanceof NpyError) return e.message;
   const err = e as NodeJS.ErrnoException;
   if (err?.code === 'ENOENT') return 'no such file';
   if (err?.code === 'EISDIR') return 'is a directory';

@@ -26,7 +26,7 @@ function checkRegular(path: string, stats: Stats): void {
           ? 'a device'
           : 'not a regular file';
   const fix = stats.isDirectory() ? 'give the path of a file' : 'copy the data to a regular file first';
-  throw new NpyError('NOT_A_FILE', `${path} is ${what}; npyts reads and writes regular files only (${fix})`);
+  throw new NpyError('NOT_A_FILE', `${path} is ${what}; npyts reads and writes regular files only (${fix})`, { file: path });
 }
 
 /**

@@ -158,6 +158,20 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     return driveSync(operation, performOnBytes(this.source));
   }
 
+  /** An error named with the source's file, where it has one (an archive opened by `openNpzSync`). */
+  private where(e: unknown): unknown {
+    return this.source.name === undefined ? e : withWhere(e, { file: this.source.name });
+  }
+
+  /** `work`, its errors named with the source's file. */
+  private named<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (e) {
+      throw this.where(e);
+    }
+  }
+
   /** Zip members in archive order. */
   get entries(): readonly ZipEntry[] {
     return this.index.entries;
@@ -179,7 +193,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
 
   /** The zip entry a key names: the exact member name first, else the key plus `.npy` (as numpy). */
   entry(name: string): ZipEntry {
-    return this.index.entry(name);
+    return this.named(() => this.index.entry(name));
   }
 
   has(name: string): boolean {
@@ -188,7 +202,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
 
   /** A member's uncompressed bytes (CRC and size verified), blocking: the way to members that are not .npy. */
   bytesSync(name: string): Uint8Array {
-    return readZipEntry(this.source, this.entry(name), this.codec, this.options);
+    return this.named(() => readZipEntry(this.source, this.entry(name), this.codec, this.options));
   }
 
   /** {@link bytesSync}, inflating off the calling thread where the platform allows (as {@link get}). */
@@ -196,10 +210,14 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     options.signal?.throwIfAborted();
     const entry = this.entry(name);
     if (entry.method === STORED || !this.inflatesAsync) return this.bytesSync(name);
-    if (this.options.codec) return this.inflateByCodec(entry, options.signal);
-    const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, 0, options.signal, this.checksCrc);
-    checkZipCrc(entry, crc);
-    return body;
+    try {
+      if (this.options.codec) return await this.inflateByCodec(entry, options.signal);
+      const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, 0, options.signal, this.checksCrc);
+      checkZipCrc(entry, crc);
+      return body;
+    } catch (e) {
+      throw this.where(e);
+    }
   }
 
   /**
@@ -207,7 +225,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
    * read whole). The data is checked to be the size the header promises, by the member's declared size.
    */
   headerSync(name: string): NpyHeader {
-    return this.run(readingMemberHeader(this.source.size, this.entry(name), this.options));
+    return this.named(() => this.run(readingMemberHeader(this.source.size, this.entry(name), this.options)));
   }
 
   /** {@link headerSync} as a promise, like the header of a file's archive (only the member's first bytes are inflated either way). */
@@ -221,7 +239,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   getSync(name: string, options?: DecodeOptions): NdArray;
   getSync(name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
-    return this.decodeMember(entry, readZipEntry(this.source, entry, this.codec, this.options), options);
+    return this.named(() => this.decodeMember(entry, readZipEntry(this.source, entry, this.codec, this.options), options));
   }
 
   /** Whether deflated members inflate off the calling thread: the default engine does, and a codec with `inflateAsync`. */
@@ -253,6 +271,14 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   async get<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S> & { signal?: AbortSignal }): Promise<NdArray<S>>;
   async get(name: string, options?: DecodeOptions & { signal?: AbortSignal }): Promise<NdArray>;
   async get(name: string, options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<NdArray> {
+    try {
+      return await this.member(name, options);
+    } catch (e) {
+      throw this.where(e);
+    }
+  }
+
+  private async member(name: string, options: DecodeOptions & { signal?: AbortSignal }): Promise<NdArray> {
     const { signal, ...decode } = options;
     signal?.throwIfAborted();
     const entry = this.entry(name);
@@ -298,7 +324,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
    * const a = z.decodeMember(z.entry('w'), inflatedBytes);
    */
   decodeMember(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions = {}): NdArray {
-    return decodeMember(entry, bytes, { ...this.options, ...options });
+    return this.named(() => decodeMember(entry, bytes, { ...this.options, ...options }));
   }
 
   *[Symbol.iterator](): Iterator<[string, NdArray]> {

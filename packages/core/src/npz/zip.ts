@@ -14,6 +14,8 @@ import { SOURCE, driveSync, viewBytes, type Operation, type PerformSync } from '
 /** Positional reads over an archive held in memory, in a file, or anywhere else. */
 export interface ByteSource {
   readonly size: number;
+  /** Where the bytes come from (a file's path), named by errors of an archive read from them. */
+  readonly name?: string;
   read(offset: number, length: number): Uint8Array;
   /** Read into `target` at `offset` without a buffer of its own; the bytes read. */
   readInto?(target: Uint8Array, offset: number): number;

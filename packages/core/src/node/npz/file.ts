@@ -46,6 +46,7 @@ export function fileSource(path: string): ByteSource {
     const size = fstatSync(fd).size;
     return {
       size,
+      name: path,
       read(offset, length) {
         const out = new Uint8Array(allocateBuffer(length));
         const got = readFully(fd, out, offset);
