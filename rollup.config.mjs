@@ -76,7 +76,8 @@ for (const [dir, entries] of Object.entries(packages)) {
     configs.push({
       input,
       external,
-      plugins: [dts({ tsconfig: 'tsconfig.json' }), commonJsTypes],
+      // Members marked @internal (used across modules, not part of the API) stay out of the published types.
+      plugins: [dts({ tsconfig: 'tsconfig.json', compilerOptions: { stripInternal: true } }), commonJsTypes],
       output: {
         dir: `${root}/dist`,
         format: 'es',
