@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeNpz, encodeNpz, encodeNpy, readHeader, NpyError, fflateCodec } from '@npyts/core';
+import { decodeNpz, encodeNpz, encodeNpy, readHeader, NpyError, fflateCodec, getField } from '@npyts/core';
 import { npyDocument } from '@npyts/core/plumbing';
 import { openNpz, openNpzSync, loadNpz, loadNpzSync, saveNpzSync, zlibCodec, loadNpySync } from '@npyts/core/node';
 import { numpy, python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
@@ -552,6 +552,27 @@ open(${JSON.stringify(path)}, 'wb').write(raw)
     () => decodeNpz(readFileSync(path)).getSync('w'),
     (e) => e.code === 'ZIP_CRC' && e.file === undefined,
   );
+});
+
+test('a member whose header is longer than the first block read (400 fields, deflated): header and data as numpy has them', async () => {
+  const path = join(dir, 'long-header.npz');
+  const want = JSON.parse(
+    python(`
+dt = np.dtype([('field_%d_with_a_long_name' % i, '<f4') for i in range(400)])
+a = np.zeros(3, dt); a['field_399_with_a_long_name'] = [1.5, 2, 3]
+np.savez_compressed(${JSON.stringify(path)}, a=a)
+import zipfile
+f = zipfile.ZipFile(${JSON.stringify(path)}).open('a.npy')
+np.lib.format.read_magic(f); np.lib.format.read_array_header_1_0(f, max_header_size=1 << 20)
+print(json.dumps({'offset': f.tell(), 'last': a['field_399_with_a_long_name'].tolist()}))
+`),
+  );
+  assert.ok(want.offset > 8192, `header of ${want.offset} bytes`);
+  for (const z of [decodeNpz(readFileSync(path)), openNpzSync(path)]) {
+    assert.is(z.headerSync('a').dataOffset, want.offset);
+    assert.equal(Array.from(getField(await z.get('a'), 'field_399_with_a_long_name').data), want.last);
+    z.close();
+  }
 });
 
 test.run();

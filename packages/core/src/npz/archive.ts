@@ -15,7 +15,7 @@ import {
 import { NpyError, withWhere } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, readHeader, type NpyHeader } from '../format/header.js';
-import { readingHeaderOf } from '../io/header-read.js';
+import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { driveSync, type Operation } from '../io/steps.js';
 import { settleAll } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -126,10 +126,15 @@ function* memberBytesFrom(size: number, entry: ZipEntry, offset: number, length:
  * header promises, by the member's declared size. Errors name the member.
  */
 export function* readingMemberHeader(size: number, entry: ZipEntry, options: DecodeOptions = {}): Operation<NpyHeader> {
-  const magic = yield* readingZipEntryPrefix(size, entry, MAGIC.length);
-  if (!isNpy(magic)) throw notNpy(entry);
+  // The first block is inflated once, for the magic and the header; only a longer header inflates more.
+  const first = yield* readingZipEntryPrefix(size, entry, FIRST_BLOCK);
+  if (!isNpy(first)) throw notNpy(entry);
+  function* read(offset: number, length: number): Operation<Uint8Array> {
+    if (offset + length <= first.length || first.length === entry.size) return first.subarray(offset, offset + length);
+    return yield* memberBytesFrom(size, entry, offset, length);
+  }
   try {
-    const header = yield* readingHeaderOf((offset, length) => memberBytesFrom(size, entry, offset, length), options);
+    const header = yield* readingHeaderOf(read, options, FIRST_BLOCK);
     checkDataSize(header, entry.size - header.dataOffset);
     return header;
   } catch (e) {
