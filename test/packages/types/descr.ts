@@ -163,6 +163,18 @@ getField(rec, 'pos.z');
 getField(rec, 'nope');
 // A record known only at run time takes any path (checked when it runs).
 expectTypeOf(getField(anyArray, 'a.b')).toEqualTypeOf<NdArray>();
+// Field names with dots: the longest name that matches is taken first, as getField does when it runs.
+const dotted = createArray(
+  [
+    ['a', [['b', '<i4']]],
+    ['a.b', '<f8'],
+    ['x.y', [['z', '<i2']]],
+  ],
+  [1],
+);
+expectTypeOf(getField(dotted, 'a.b').data).toEqualTypeOf<Float64Array>();
+expectTypeOf(getField(dotted, 'x.y.z').data).toEqualTypeOf<Int16Array>();
+expectTypeOf(getField(dotted, 'a').get(0)).toEqualTypeOf<{ b: number }>();
 
 // Values of the wrong type are compile errors.
 expectTypeOf(

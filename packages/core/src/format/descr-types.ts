@@ -245,19 +245,31 @@ type FieldPathMap<S extends readonly FieldDescr[], Depth extends unknown[]> = {
   [F in S[number] as KeyOf<F>]: KeyOf<F> | (F extends readonly [FieldName, infer D] ? `${KeyOf<F>}.${FieldPath<D, [...Depth, 0]> & string}` : never);
 };
 
-/** The descr of the field a dotted path names: its subarray shape becomes axes of the field's array. */
-export type FieldAt<S, P extends string> = S extends readonly FieldDescr[]
-  ? P extends `${infer Head}.${infer Rest}`
-    ? FieldAt<FieldDescrOf<S, Head>, Rest>
-    : FieldDescrOf<S, P>
-  : DescrInput;
+/**
+ * The descr of the field a dotted path names: its subarray shape becomes axes of the field's array.
+ * Field names may hold dots; as `getField` does, the longest name that matches is taken first.
+ */
+export type FieldAt<S, P extends string> = [DescrAt<S, P>] extends [never] ? DescrInput : DescrAt<S, P>;
 
-type FieldDescrOf<S extends readonly FieldDescr[], Name extends string> =
-  Extract<S[number], readonly [Name | readonly [string, Name], ...unknown[]]> extends infer F extends FieldDescr
-    ? [F] extends [never]
-      ? DescrInput
-      : F[1]
-    : DescrInput;
+/** The field of a record descr that has exactly this name (never when none has). */
+type FieldNamed<S extends readonly FieldDescr[], Name extends string> = Extract<S[number], readonly [Name | readonly [string, Name], ...unknown[]]>;
+
+/** The descr at a dotted path (never when nothing matches): the whole path as one name, else a split. */
+type DescrAt<S, P extends string> = S extends readonly FieldDescr[] ? ([FieldNamed<S, P>] extends [never] ? SplitAt<S, '', P> : FieldNamed<S, P>[1]) : never;
+
+/**
+ * The descr at `Done.Rest` split after a dot: the longest first name (`Done` plus more of `Rest`)
+ * that a field has, then the rest of the path inside that field.
+ */
+type SplitAt<S extends readonly FieldDescr[], Done extends string, Rest extends string> = Rest extends `${infer Next}.${infer After}`
+  ? (Done extends '' ? Next : `${Done}.${Next}`) extends infer Head extends string
+    ? [SplitAt<S, Head, After>] extends [never]
+      ? [FieldNamed<S, Head>] extends [never]
+        ? never
+        : DescrAt<FieldNamed<S, Head>[1], After>
+      : SplitAt<S, Head, After>
+    : never
+  : never;
 
 /** Kind families for {@link NdArray.is}: the descrs each one covers (any byte order). */
 export interface KindFamilies {
