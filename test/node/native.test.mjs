@@ -234,4 +234,42 @@ test('bad arguments to the addon are TypeErrors, not crashes', () => {
   assert.equal([...odd], [4, 3, 2, 1, 5]);
 });
 
+test("CRC-32 with libdeflate: Python's zlib.crc32 for every length and alignment, continued across pieces; bad arguments are TypeErrors", () => {
+  const addon = createRequire(import.meta.url)('@npyts/native');
+  if (!libdeflate) {
+    assert.is(addon.crc32, undefined);
+    return;
+  }
+  const path = join(dir, 'crc-input.bin');
+  const bytes = new Uint8Array(3 * 2 ** 20 + 77);
+  for (let i = 0, x = 12345; i < bytes.length; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    bytes[i] = x >>> 24;
+  }
+  writeFileSync(path, bytes);
+  // Pieces at every alignment, short and long: each piece's CRC and the running CRC of the whole.
+  const cuts = [0, 1, 2, 3, 7, 16, 63, 64, 65, 4096, 4099, 2 ** 20 + 5, bytes.length];
+  const want = JSON.parse(
+    python(`
+import zlib
+b = open(${JSON.stringify(path)}, 'rb').read()
+cuts = ${JSON.stringify(cuts)}
+print(json.dumps({'pieces': [zlib.crc32(b[a:c]) for a, c in zip(cuts, cuts[1:])], 'whole': zlib.crc32(b)}))
+`),
+  );
+  let running = 0;
+  const pieces = [];
+  for (let k = 0; k + 1 < cuts.length; k++) {
+    const piece = bytes.subarray(cuts[k], cuts[k + 1]);
+    pieces.push(addon.crc32(piece, 0));
+    running = addon.crc32(piece, running);
+  }
+  assert.equal(pieces, want.pieces);
+  assert.is(running, want.whole);
+  assert.is(addon.crc32(new Uint8Array(0), 0), 0);
+  assert.throws(() => addon.crc32([1, 2], 0), /Uint8Array/);
+  assert.throws(() => addon.crc32(bytes, -1), /CRC-32/);
+  assert.throws(() => addon.crc32(bytes, 2 ** 32), /CRC-32/);
+});
+
 test.run();

@@ -50,6 +50,7 @@
  *                                  crc, header, data], `header` a copy of the bytes before the data
  *                                  and `data` an ArrayBuffer over the rest, with no copy (freed when
  *                                  collected); [written] alone when `written` < 0 as above.
+ *  crc32(bytes, crc)               (with libdeflate) the zip CRC-32 of `bytes` continuing from `crc`.
  *
  * Every function takes a Uint8Array and touches only the bytes it views.
  */
@@ -86,7 +87,9 @@ static uint8_t *uint8_array_bytes(napi_env env, napi_value value, size_t *length
   if (napi_get_typedarray_info(env, value, &type, length, &data, NULL, NULL) != napi_ok || type != napi_uint8_array) {
     return NULL;
   }
-  return data;
+  /* An empty array may have no memory at all: a pointer to nothing then, never touched. */
+  static uint8_t nothing[1];
+  return data != NULL ? data : *length == 0 ? nothing : NULL;
 }
 
 /* A call's arguments, read by kind: each 'b' (a Uint8Array) fills the next bytes/length pair, each
@@ -720,6 +723,14 @@ static napi_value inflate_npy_async(napi_env env, napi_callback_info info) {
   napi_create_reference(env, argv[0], 1, &job->keep);
   return queue_work(env, "npyts.inflateNpy", npy_inflate_execute, npy_inflate_complete, job, &job->work, &job->deferred);
 }
+
+/* crc32(bytes, crc): the zip CRC-32 of bytes, continuing from crc, by libdeflate (carry-less
+   multiplication: about 3 x zlib's speed here). */
+static napi_value crc32_of(napi_env env, napi_callback_info info) {
+  call_args a;
+  if (!read_args(env, info, "bn", &a) || a.number[0] > 4294967295.0) return throw_type_error(env, "crc32(bytes, crc): a Uint8Array and a CRC-32");
+  return number(env, (double)libdeflate_crc32((uint32_t)a.number[0], a.bytes[0], a.length[0]));
+}
 #endif
 
 static napi_value init(napi_env env, napi_value exports) {
@@ -738,6 +749,7 @@ static napi_value init(napi_env env, napi_value exports) {
     {"inflateRaw", NULL, inflate_raw, NULL, NULL, NULL, napi_enumerable, NULL},
     {"inflateRawAsync", NULL, inflate_raw_async, NULL, NULL, NULL, napi_enumerable, NULL},
     {"inflateNpyAsync", NULL, inflate_npy_async, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"crc32", NULL, crc32_of, NULL, NULL, NULL, napi_enumerable, NULL},
 #endif
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);

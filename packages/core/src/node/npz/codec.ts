@@ -1,11 +1,11 @@
 /** node:zlib as the zip codec: native inflate (blocking or on libuv's threads), deflate and CRC-32. */
-import { constants as zc, crc32 as zlibCrc32, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from 'node:zlib';
+import { constants as zc, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from 'node:zlib';
 import { promisify } from 'node:util';
 import { kMaxLength } from 'node:buffer';
 import { NpyError } from '../../errors.js';
 import { checkInflatedSize, type ZipCodec } from '../../npz/zip.js';
 import { allocateBuffer } from '../../array/memory.js';
-import { inflateRawNative, inflateRawNativeAsync, nativeInflate } from '../native.js';
+import { crc32, inflateRawNative, inflateRawNativeAsync, nativeInflate } from '../native.js';
 
 const inflateRawAsync = promisify(inflateRaw);
 
@@ -94,5 +94,5 @@ export const zlibCodec: ZipCodec = {
       },
     };
   },
-  crc32: (bytes, crc) => zlibCrc32(bytes, crc),
+  crc32: (bytes, crc) => crc32(bytes, crc),
 };

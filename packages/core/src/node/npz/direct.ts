@@ -6,7 +6,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { FileHandle } from 'node:fs/promises';
-import { createInflateRaw, crc32 as zlibCrc32 } from 'node:zlib';
+import { createInflateRaw } from 'node:zlib';
 import { allocateBuffer, swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
@@ -16,7 +16,7 @@ import { NpyError } from '../../errors.js';
 import { checkInflatedSize, checkZipCrc, checksCrc, type CrcOptions, type ZipEntry } from '../../npz/zip.js';
 import { inTurns, readFullyAsync, type AsyncOptions } from '../fd.js';
 import { arrayOverNative } from '../npy-files.js';
-import { inflateNpyNative, nativeNpyInflate } from '../native.js';
+import { crc32, inflateNpyNative, nativeNpyInflate } from '../native.js';
 
 /** Bytes read at a stored member's start for its .npy header (longer headers take the general path). */
 const STORED_HEAD = 4096;
@@ -70,14 +70,14 @@ export async function storedArray(file: MemberFile, entry: ZipEntry, start: numb
   if (!header) return null;
   const buffer = allocateBuffer(header.dataBytes);
   const data = new Uint8Array(buffer);
-  let crc = zlibCrc32(head.subarray(0, header.dataOffset));
+  let crc = crc32(head.subarray(0, header.dataOffset));
   // Pieces complete out of order; the CRC takes them in order, each as soon as it can.
   const done = new Map<number, Uint8Array>();
   let next = 0;
   const got = await readFullyAsync(file.fh, data, start + header.dataOffset, signal, (piece) => {
     done.set(piece.byteOffset, piece);
     for (let p = done.get(next); p; p = done.get(next)) {
-      crc = zlibCrc32(p, crc);
+      crc = crc32(p, crc);
       done.delete(next);
       next += p.length;
     }
@@ -87,7 +87,7 @@ export async function storedArray(file: MemberFile, entry: ZipEntry, start: numb
   for (let at = header.dataOffset + header.dataBytes; at < entry.size; ) {
     const piece = await file.readRange(start + at, Math.min(READ_AHEAD, entry.size - at), signal);
     if (piece.length === 0) throw new NpyError('TRUNCATED', `member ends after ${at} of ${entry.size} bytes`, { member: entry.name });
-    crc = zlibCrc32(piece, crc);
+    crc = crc32(piece, crc);
     at += piece.length;
   }
   return finishDirect(entry, header, crc, data, options);
@@ -140,7 +140,7 @@ export async function inflatedArray(file: MemberFile, entry: ZipEntry, start: nu
     for await (const chunk of inflater as AsyncIterable<Buffer>) {
       produced += chunk.length;
       if (produced > entry.size) checkInflatedSize(produced, entry.size, entry.name);
-      crc = zlibCrc32(chunk, crc);
+      crc = crc32(chunk, crc);
       if (!data) {
         if (head.length === 0) head = chunk;
         else {

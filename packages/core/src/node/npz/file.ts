@@ -1,7 +1,6 @@
 /** An archive file on disk: open it (its central directory), read members as arrays or bytes, or load them all. */
 import { closeSync, fstatSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { crc32 as zlibCrc32 } from 'node:zlib';
 import { allocateBuffer, swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions, type Expecting } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
@@ -27,6 +26,7 @@ import {
   type ZipEntry,
 } from '../../npz/zip.js';
 import { inTurns, openFile, openFileSync, readFully, readFullyAsync, type AsyncOptions } from '../fd.js';
+import { crc32 } from '../native.js';
 import { arrayOverNative } from '../npy-files.js';
 import { zlibCodec } from './codec.js';
 import { loadCodec, type PickleOptions } from '../pickle-options.js';
@@ -213,7 +213,7 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
     await inTurns(
       bytes,
       (piece) => {
-        crc = zlibCrc32(piece, crc);
+        crc = crc32(piece, crc);
       },
       signal,
     );

@@ -1,5 +1,5 @@
 /** One member of an archive file: streamed in chunks, or (stored) opened for region reads like a .npy file. */
-import { createInflateRaw, crc32 as zlibCrc32 } from 'node:zlib';
+import { createInflateRaw } from 'node:zlib';
 import { checkDataPresent, type Expecting } from '../../npy.js';
 import type { NpyHeader, ReadHeaderOptions } from '../../format/header.js';
 import type { DescrInput } from '../../format/descr-types.js';
@@ -9,6 +9,7 @@ import { NpyError } from '../../errors.js';
 import type { NpzArchive } from '../../npz/archive.js';
 import { STORED, checkInflatedSize, checkSupported, entryDataOffset, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
+import { crc32 } from '../native.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
 import { NpzFile } from './file.js';
 
@@ -28,7 +29,7 @@ export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: stri
   let crc = 0;
   let produced = 0;
   const account = (chunk: Uint8Array): Uint8Array => {
-    crc = zlibCrc32(chunk, crc);
+    crc = crc32(chunk, crc);
     produced += chunk.length;
     if (produced > entry.size) checkInflatedSize(produced, entry.size, entry.name);
     return chunk;
