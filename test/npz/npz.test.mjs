@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNpz, encodeNpz, encodeNpy, readHeader, NpyError, fflateCodec, getField } from '@npyts/core';
 import { npyDocument } from '@npyts/core/plumbing';
@@ -201,28 +201,47 @@ test('loadNpz and loadNpzSync give every member (as np.load(path) does), the sam
   }
 });
 
-test('every corrupt archive is refused by the async reader too (members read straight into their arrays)', async () => {
-  for (const [name, { file }] of Object.entries(corrupt)) {
-    let err;
-    try {
-      const a = await openNpz(file);
-      try {
-        for (const n of a.names) await a.get(n);
-      } finally {
-        await a.close();
-      }
-    } catch (e) {
-      err = e;
-    }
-    assert.instance(err, NpyError, `${name}: ${err}`);
-    assert.ok([expectedCodes[name]].flat().includes(err.code), `${name}: ${err.code} ${err.message}`);
+// The async reader inflates with libdeflate where the addon has it, else on zlib's stream: both
+// engines are checked (NPYTS_LIBDEFLATE is read at each call).
+const ENGINES = existsSync('/usr/include/libdeflate.h') ? ['libdeflate', 'zlib'] : ['zlib'];
+async function withEngine(engine, work) {
+  const before = process.env.NPYTS_LIBDEFLATE;
+  if (engine === 'zlib') process.env.NPYTS_LIBDEFLATE = '0';
+  else delete process.env.NPYTS_LIBDEFLATE;
+  try {
+    return await work();
+  } finally {
+    if (before === undefined) delete process.env.NPYTS_LIBDEFLATE;
+    else process.env.NPYTS_LIBDEFLATE = before;
   }
-});
+}
 
-test('async members: bytes after the data (numpy ignores them) are in the CRC; both byte orders; stored and deflated; big members inflate in pieces', async () => {
-  const path = join(dir, 'trailing.npz');
-  const big = 3 * 2 ** 20 + 7; // more than one 4 MiB inflate step of output
-  python(`
+for (const engine of ENGINES)
+  test(`every corrupt archive is refused by the async reader too (members read straight into their arrays; ${engine})`, () =>
+    withEngine(engine, async () => {
+      for (const [name, { file }] of Object.entries(corrupt)) {
+        let err;
+        try {
+          const a = await openNpz(file);
+          try {
+            for (const n of a.names) await a.get(n);
+          } finally {
+            await a.close();
+          }
+        } catch (e) {
+          err = e;
+        }
+        assert.instance(err, NpyError, `${name}: ${err}`);
+        assert.ok([expectedCodes[name]].flat().includes(err.code), `${name}: ${err.code} ${err.message}`);
+      }
+    }));
+
+for (const engine of ENGINES)
+  test(`async members: bytes after the data (numpy ignores them) are in the CRC; both byte orders; stored and deflated; big members inflate in pieces (${engine})`, () =>
+    withEngine(engine, async () => {
+      const path = join(dir, `trailing-${engine}.npz`);
+      const big = 3 * 2 ** 20 + 7; // more than one 4 MiB inflate step of output
+      python(`
 import zipfile
 def npy(a):
     b = io.BytesIO(); np.save(b, a); return b.getvalue()
@@ -233,44 +252,44 @@ with zipfile.ZipFile(${JSON.stringify(path)}, 'w') as z:
 z = np.load(${JSON.stringify(path)})
 assert z['s'].tolist() == list(range(10)) and z['d'].tolist() == list(range(10))
 `);
-  const z = await openNpz(path);
-  try {
-    assert.equal(
-      Array.from((await z.get('s')).data),
-      Array.from({ length: 10 }, (_, i) => i),
-    );
-    const d = await z.get('d');
-    assert.equal(
-      Array.from(d.data),
-      Array.from({ length: 10 }, (_, i) => i),
-    );
-    assert.is(d.data.buffer.byteLength, 80, 'the array owns a buffer of exactly its data');
-    const b = (await z.get('big')).data;
-    assert.is(b.length, big);
-    let wrong = 0;
-    for (let i = 0; i < b.length; i++) if (b[i] !== i % 1000) wrong++;
-    assert.is(wrong, 0);
-    const controller = new AbortController();
-    setImmediate(() => controller.abort()); // long before 12 MiB have inflated
-    await rejects(
-      () => z.get('big', { signal: controller.signal }),
-      (e) => e.name === 'AbortError',
-    );
-  } finally {
-    await z.close();
-  }
-  // One byte of the trailing bytes changed: the CRC no longer matches, stored and deflated.
-  const bytes = readFileSync(path);
-  const at = bytes.indexOf(Buffer.from('trailing bytes'));
-  bytes[at + 3] ^= 1;
-  writeFileSync(join(dir, 'trailing-bad.npz'), bytes);
-  const bad = await openNpz(join(dir, 'trailing-bad.npz'));
-  await rejects(
-    () => bad.get('s'),
-    (e) => e.code === 'ZIP_CRC',
-  );
-  await bad.close();
-});
+      const z = await openNpz(path);
+      try {
+        assert.equal(
+          Array.from((await z.get('s')).data),
+          Array.from({ length: 10 }, (_, i) => i),
+        );
+        const d = await z.get('d');
+        assert.equal(
+          Array.from(d.data),
+          Array.from({ length: 10 }, (_, i) => i),
+        );
+        assert.is(d.data.buffer.byteLength, 80, 'the array owns a buffer of exactly its data');
+        const b = (await z.get('big')).data;
+        assert.is(b.length, big);
+        let wrong = 0;
+        for (let i = 0; i < b.length; i++) if (b[i] !== i % 1000) wrong++;
+        assert.is(wrong, 0);
+        const controller = new AbortController();
+        setImmediate(() => controller.abort()); // long before 12 MiB have inflated
+        await rejects(
+          () => z.get('big', { signal: controller.signal }),
+          (e) => e.name === 'AbortError',
+        );
+      } finally {
+        await z.close();
+      }
+      // One byte of the trailing bytes changed: the CRC no longer matches, stored and deflated.
+      const bytes = readFileSync(path);
+      const at = bytes.indexOf(Buffer.from('trailing bytes'));
+      bytes[at + 3] ^= 1;
+      writeFileSync(join(dir, `trailing-bad-${engine}.npz`), bytes);
+      const bad = await openNpz(join(dir, `trailing-bad-${engine}.npz`));
+      await rejects(
+        () => bad.get('s'),
+        (e) => e.code === 'ZIP_CRC',
+      );
+      await bad.close();
+    }));
 
 test('writes: other files beside the arrays (numpy lists them and returns their bytes), names that clash refused; progress by data bytes', () => {
   const big = { data: new Float32Array(10 * 2 ** 20), shape: [10 * 2 ** 20], dtype: '<f4' }; // 40 MiB: three pieces
