@@ -67,7 +67,7 @@ export type { TypedArray, TypedArrayConstructor, ArrayData, Complex } from './fo
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, longDoubleIsNumber, numberToLongDouble } from './format/float-bits.js';
 export { arrayToJSON } from './array/json.js';
 export { decodeNpz, encodeNpz, NpzArchive, type NpzOptions, type NpzInput, type NpzWriteOptions } from './npz/archive.js';
-export type { ByteSource, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
+export type { ByteSource, CrcOptions, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
 export { fflateCodec } from './npz/fflate.js';
 export { readNpy, writeNpy, type ChunkSink, type ChunkSource } from './io/stream.js';
 export { openNpyUrl, type NpyUrlHandle, type UrlOptions } from './io/url.js';

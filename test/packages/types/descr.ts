@@ -106,7 +106,7 @@ import {
   type MappedArray,
 } from '@npyts/core/node';
 import { stringDTypeCodec } from '@npyts/core/pickle';
-import type { RaggedElement, RaggedLayout } from '@npyts/core';
+import type { CrcOptions, NpzArchive, RaggedElement, RaggedLayout } from '@npyts/core';
 async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   const fromBlob = await openAnywhere(blob, { expect: '<u2' });
   expectTypeOf((await fromBlob.read([0], [4], { signal: AbortSignal.timeout(100) })).data).toEqualTypeOf<Uint16Array>();
@@ -280,6 +280,9 @@ void decodeNpz(bytes).get(3);
 // The CRC-32 opt-out is an archive option of every opener (a boolean), not a per-read one.
 expectTypeOf(loadNpz('x.npz', { checkCrc: false })).toEqualTypeOf<Promise<Map<string, NdArray>>>();
 expectTypeOf(decodeNpz(bytes, { checkCrc: false }).checksCrc).toEqualTypeOf<boolean>();
+// The option has a name of its own, for code that passes it along.
+const crcOff: CrcOptions = { checkCrc: false };
+expectTypeOf(openNpzSync('x.npz', crcOff)).toEqualTypeOf<NpzArchive>();
 // @ts-expect-error: checkCrc is a boolean
 void openNpzSync('x.npz', { checkCrc: 'no' });
 

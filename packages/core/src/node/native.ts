@@ -142,11 +142,13 @@ export interface InflatedNpy {
 /**
  * A deflated member inflated by libdeflate on the thread pool into memory of the addon's, its CRC-32
  * computed there too, and split after a .npy header: the data is an ArrayBuffer of its own at no
- * copy (what tfjs needs). Null when the addon cannot (zlib is in use).
+ * copy (what tfjs needs). Only where {@link nativeNpyInflate} said so (the caller decides once, so
+ * that NPYTS_LIBDEFLATE changing meanwhile cannot leave a read half on each engine).
  */
-export function inflateNpyNative(src: Uint8Array, size: number): Promise<InflatedNpy> | null {
-  if (!nativeNpyInflate()) return null;
-  return addon!.inflateNpyAsync!(src, size).then(([written, crc = 0, head = new ArrayBuffer(0), data = new ArrayBuffer(0)]) => ({
+export function inflateNpyNative(src: Uint8Array, size: number): Promise<InflatedNpy> {
+  const inflate = addon?.inflateNpyAsync;
+  if (!inflate) return Promise.reject(new Error('inflateNpyNative: @npyts/native has no libdeflate (ask nativeNpyInflate() first)'));
+  return inflate(src, size).then(([written, crc = 0, head = new ArrayBuffer(0), data = new ArrayBuffer(0)]) => ({
     written,
     crc,
     head: new Uint8Array(head),

@@ -422,13 +422,14 @@ export function checksCrc(options: CrcOptions): boolean {
 }
 
 /**
- * Refuse a member whose uncompressed bytes have another CRC-32 than its directory entry says (null:
- * not taken, as the caller opted out of the check, or already checked).
+ * Refuse a member whose uncompressed bytes have another CRC-32 than its directory entry says, unless
+ * the read's options opted out (`crc` null: not taken, for that reason or as checked already). Where
+ * computing the CRC-32 costs (JavaScript), callers skip it with {@link checksCrc} and pass null.
  * @example
- * checkZipCrc(entry, crc32(bytes));
+ * checkZipCrc(entry, crc32(bytes), options);
  */
-export function checkZipCrc(entry: ZipEntry, crc: number | null): void {
-  if (crc !== null && crc >>> 0 !== entry.crc32 >>> 0) {
+export function checkZipCrc(entry: ZipEntry, crc: number | null, options: CrcOptions = {}): void {
+  if (crc !== null && checksCrc(options) && crc >>> 0 !== entry.crc32 >>> 0) {
     throw new NpyError('ZIP_CRC', `CRC-32 mismatch: computed ${hex(crc >>> 0)}, the archive says ${hex(entry.crc32 >>> 0)}`, { member: entry.name });
   }
 }

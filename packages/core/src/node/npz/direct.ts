@@ -13,7 +13,7 @@ import type { NdArray } from '../../array/ndarray.js';
 import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import { NpyError } from '../../errors.js';
-import { checkInflatedSize, checkZipCrc, checksCrc, type CrcOptions, type ZipEntry } from '../../npz/zip.js';
+import { checkInflatedSize, checkZipCrc, type CrcOptions, type ZipEntry } from '../../npz/zip.js';
 import { inTurns, readFullyAsync, type AsyncOptions } from '../fd.js';
 import { arrayOverNative } from '../npy-files.js';
 import { crc32, inflateNpyNative, nativeNpyInflate } from '../native.js';
@@ -57,7 +57,7 @@ function plainHeader(head: Uint8Array, entry: ZipEntry, options: DecodeOptions):
 
 /** The last steps of reading a member straight into its array's buffer: CRC (null: checked already, or not asked for), byte order, the array. */
 async function finishDirect(entry: ZipEntry, header: NpyHeader, crc: number | null, data: Uint8Array, options: DirectOptions): Promise<NdArray> {
-  checkZipCrc(entry, checksCrc(options) ? crc : null);
+  checkZipCrc(entry, crc, options);
   const swapUnit = byteSwapUnit(header.dtype);
   if (swapUnit) await inTurns(data, (piece) => swapBytes(piece, swapUnit), options.signal);
   return arrayOverNative(header, data.buffer, 0, options);
@@ -198,7 +198,7 @@ async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: nu
     throw new NpyError('TRUNCATED', `deflated data ends after ${src.length} of ${entry.compressedSize} bytes`, { member: entry.name });
   }
   // The work cannot be stopped once started (it takes at most a few hundred ms); an abort is honoured when it ends.
-  const out = await inflateNpyNative(src, entry.size)!;
+  const out = await inflateNpyNative(src, entry.size);
   signal?.throwIfAborted();
   if (out.written === -2) checkInflatedSize(entry.size + 1, entry.size, entry.name);
   if (out.written === -3) {
@@ -208,7 +208,7 @@ async function inflatedByLibdeflate(file: MemberFile, entry: ZipEntry, start: nu
   }
   if (out.written < 0) throw new NpyError('ZIP_FORMAT', 'corrupt deflate stream (libdeflate)', { member: entry.name });
   checkInflatedSize(out.written, entry.size, entry.name);
-  checkZipCrc(entry, checksCrc(options) ? out.crc : null);
+  checkZipCrc(entry, out.crc, options);
   const data = new Uint8Array(out.data);
   const header = out.head.length ? plainHeader(out.head, entry, options) : null;
   // The addon split the bytes by its own reading of the preamble: the header must agree with it.

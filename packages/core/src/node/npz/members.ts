@@ -7,7 +7,7 @@ import { readingHeaderOf } from '../../io/header-read.js';
 import { SOURCE, driveSync, viewBytes, type Operation } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import type { NpzArchive } from '../../npz/archive.js';
-import { STORED, checkInflatedSize, checkSupported, entryDataOffset, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
+import { STORED, checkInflatedSize, checkSupported, checkZipCrc, entryDataOffset, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
@@ -55,7 +55,7 @@ export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: stri
     await feed;
   }
   checkInflatedSize(produced, entry.size, entry.name);
-  if (archive.checksCrc && crc !== entry.crc32) throw new NpyError('ZIP_CRC', `CRC-32 mismatch at the end of the stream`, { member: entry.name });
+  checkZipCrc(entry, crc, { checkCrc: archive.checksCrc });
 }
 
 /** The stored member a region read needs (deflated members have no random access). */
