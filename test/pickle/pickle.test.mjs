@@ -260,7 +260,11 @@ test('short text (SHORT_BINUNICODE, decoded in place) gives what a fatal TextDec
       maxLength: 12,
     })
     .map((a) => new Uint8Array(a));
-  const bytes = fc.oneof(text, mutated, edges, fc.uint8Array({ maxLength: 40 }));
+  // ASCII text (no decoding: its bytes are its code units) at every length around the written-out calls.
+  const ascii = fc
+    .string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)), maxLength: 20 })
+    .map((t) => new TextEncoder().encode(t));
+  const bytes = fc.oneof(text, mutated, edges, ascii, fc.uint8Array({ maxLength: 40 }));
   fc.assert(
     fc.property(bytes, (b) => {
       const p = new Uint8Array([0x80, 0x04, 0x8c, b.length, ...b, 0x2e]);

@@ -381,7 +381,7 @@ class PickleMachine {
     this.stack[this.sp++] = v;
   }
 
-  /** Arrays of character codes, one per length, reused: short text is made without allocating. */
+  /** Arrays of character codes, one per length, reused: longer short text is made without allocating. */
   private readonly codes: number[][] = [];
 
   /**
@@ -395,10 +395,18 @@ class PickleMachine {
     r.need(n);
     this.account(n);
     const bytes = r.bytes;
-    const end = r.pos + n;
+    const start = r.pos;
+    const end = start + n;
+    // ASCII (most text in practice) needs no decoding: its bytes are its code units.
+    let p = start;
+    while (p < end && bytes[p]! < 0x80) p++;
+    if (p === end && n <= FIXED_ARITY) {
+      r.pos = end;
+      return fromCodes(bytes, start, n);
+    }
     const units = this.units;
     let k = 0;
-    let p = r.pos;
+    for (let q = start; q < p; q++) units[k++] = bytes[q]!;
     while (p < end) {
       const c = bytes[p]!;
       if (c < 0x80) {
@@ -439,6 +447,7 @@ class PickleMachine {
     }
     if (p < end) bad('text is not valid UTF-8', r.pos);
     r.pos = end;
+    if (k <= FIXED_ARITY) return fromCodes(units, 0, k);
     let codes = this.codes[k];
     if (!codes) this.codes[k] = codes = new Array<number>(k).fill(0);
     for (let i = 0; i < k; i++) codes[i] = units[i]!;
@@ -844,6 +853,59 @@ function fillDict(d: Dict, pairs: readonly unknown[], shell: (v: unknown) => unk
 /** Dict keys and set members: JS compares objects by identity, so equal tuples stay distinct keys. */
 function hashable(k: unknown): unknown {
   return settle(k);
+}
+
+/** Text of at most this many UTF-16 code units is made by `fromCodes`. */
+const FIXED_ARITY = 12;
+
+/**
+ * The text of `codes[at, at + k)` (k ≤ FIXED_ARITY): String.fromCharCode with as many arguments,
+ * written out, costs about half of `apply` with an array, which copies its array into arguments.
+ */
+function fromCodes(codes: Uint8Array | Uint16Array, at: number, k: number): string {
+  const c = codes;
+  const a = at;
+  switch (k) {
+    case 0:
+      return '';
+    case 1:
+      return String.fromCharCode(c[a]!);
+    case 2:
+      return String.fromCharCode(c[a]!, c[a + 1]!);
+    case 3:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!);
+    case 4:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!);
+    case 5:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!, c[a + 4]!);
+    case 6:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!, c[a + 4]!, c[a + 5]!);
+    case 7:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!, c[a + 4]!, c[a + 5]!, c[a + 6]!);
+    case 8:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!, c[a + 4]!, c[a + 5]!, c[a + 6]!, c[a + 7]!);
+    case 9:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!, c[a + 4]!, c[a + 5]!, c[a + 6]!, c[a + 7]!, c[a + 8]!);
+    case 10:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!, c[a + 4]!, c[a + 5]!, c[a + 6]!, c[a + 7]!, c[a + 8]!, c[a + 9]!);
+    case 11:
+      return String.fromCharCode(c[a]!, c[a + 1]!, c[a + 2]!, c[a + 3]!, c[a + 4]!, c[a + 5]!, c[a + 6]!, c[a + 7]!, c[a + 8]!, c[a + 9]!, c[a + 10]!);
+    default:
+      return String.fromCharCode(
+        c[a]!,
+        c[a + 1]!,
+        c[a + 2]!,
+        c[a + 3]!,
+        c[a + 4]!,
+        c[a + 5]!,
+        c[a + 6]!,
+        c[a + 7]!,
+        c[a + 8]!,
+        c[a + 9]!,
+        c[a + 10]!,
+        c[a + 11]!,
+      );
+  }
 }
 
 function latin1Text(b: Uint8Array, account: (n: number) => void): string {
