@@ -217,7 +217,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     if (entry.method === STORED || !this.inflatesAsync) return this.bytesSync(name);
     try {
       if (this.options.codec) return await this.inflateByCodec(entry, options.signal);
-      const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, 0, options.signal, this.checksCrc);
+      const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry, { signal: options.signal, withCrc: this.checksCrc });
       checkZipCrc(entry, crc);
       return body;
     } catch (e) {
@@ -300,7 +300,7 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     } catch {
       // Reported by the whole decode below, after the size and CRC checks.
     }
-    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry.size, entry.name, split, signal, this.checksCrc);
+    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry, { split, signal, withCrc: this.checksCrc });
     checkZipCrc(entry, crc);
     if (split === 0) return this.decodeMember(entry, body, decode);
     // Read again from the inflated, CRC-checked bytes, with this call's options (`expect`).

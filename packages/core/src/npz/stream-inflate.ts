@@ -190,25 +190,33 @@ export function hasDecompressionStream(): boolean {
   return rawDeflateStream;
 }
 
+/** How {@link inflateAsync} splits, checks and stops. */
+export interface InflateAsyncOptions {
+  /** Bytes at the start that are a header, handed back apart from the data after them (default 0). */
+  split?: number;
+  /** Takes a member that has not started out of the queue; one that has runs to its end. */
+  signal?: AbortSignal;
+  /** Whether the CRC-32 is computed (default true); false gives `crc: null`. */
+  withCrc?: boolean;
+}
+
 /**
- * Inflate a raw-deflate member of exactly `size` bytes, off the main thread where the platform
- * allows: its first `split` bytes (a header) and the rest (an array's data, in a buffer that starts
- * with it), with the CRC-32 of the whole (taken in the worker where there is one; null when
- * `withCrc` is false). More or less than `size` is an error naming the member.
+ * Inflate a raw-deflate member of exactly `member.size` bytes, off the main thread where the
+ * platform allows: its first `split` bytes (a header) and the rest (an array's data, in a buffer that
+ * starts with it), with the CRC-32 of the whole (taken in the worker where there is one). More or
+ * less than `member.size` is an error naming the member.
  * @example
- * const { head, body, crc } = await inflateAsync(compressed, entry.size, entry.name, header.dataOffset);
+ * const { head, body, crc } = await inflateAsync(compressed, entry, { split: header.dataOffset });
  */
 export async function inflateAsync(
   raw: Uint8Array,
-  size: number,
-  member: string,
-  split = 0,
-  signal?: AbortSignal,
-  withCrc = true,
+  member: { readonly size: number; readonly name: string },
+  { split = 0, signal, withCrc = true }: InflateAsyncOptions = {},
 ): Promise<{ head: Uint8Array; body: Uint8Array; crc: number | null }> {
+  const { size, name } = member;
   signal?.throwIfAborted();
   if (!hasDecompressionStream()) {
-    const bytes = fflateCodec.inflate(raw, size, member);
+    const bytes = fflateCodec.inflate(raw, size, name);
     return { head: bytes.subarray(0, split), body: bytes.subarray(split), crc: withCrc ? crc32(bytes) : null };
   }
   let result: Inflated;
@@ -231,12 +239,12 @@ export async function inflateAsync(
     });
   } catch (e) {
     signal?.throwIfAborted();
-    throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${e instanceof Error ? e.message : String(e)}`, { member });
+    throw new NpyError('ZIP_FORMAT', `corrupt deflate stream: ${e instanceof Error ? e.message : String(e)}`, { member: name });
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
   signal?.throwIfAborted();
-  checkInflatedSize(result.overflow ? size + 1 : result.produced, size, member);
+  checkInflatedSize(result.overflow ? size + 1 : result.produced, size, name);
   const { head, body } = result;
   // A worker took the CRC-32 (or was told not to); the page's own stream did not.
   const crc = result.crc !== undefined ? result.crc : withCrc ? crc32(body, crc32(head)) : null;
