@@ -7,16 +7,15 @@ import { cpus, release, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeNpy, readHeader, openNpyUrl } from '@npyts/core';
-import { loadNpy, loadNpySync, openNpz, openNpzSync, saveNpy, saveNpzSync, openNpyFile, openNpyFileSync, regionStats, nativeStatus } from '@npyts/core/node';
+import { loadNpySync, openNpzSync, saveNpzSync, openNpyFile, openNpyFileSync, regionStats, nativeStatus } from '@npyts/core/node';
 import { startNginx } from '../test/helpers/nginx.mjs';
 import { unzipSync } from 'fflate';
 import { parse as npyjsParse } from 'npyjs';
 import { parseNpy as numpyTsParse } from 'numpy-ts';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
-import { benchCases, medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
+import { medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
 import { paired, startNumpy, verdict } from './paired.mjs';
-import { main as cliMain } from '../packages/cli/dist/main.js';
 import { browserBench } from './browser.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -117,63 +116,17 @@ ours.tfTranspose = median(
 );
 rmSync(outFile, { force: true });
 
-// The main cases again as interleaved rounds against numpy (bench/paired.mjs): the median ratio of
-// the rounds and its spread, the default (async) names beside the …Sync ones. Targets from issue 29.
+// The main cases again as interleaved rounds against numpy (bench/paired-cases.mjs), in a process of
+// their own: numpy answers from a lean process, and npyts' side should not carry this one's heap
+// (tfjs, and the gigabyte of inputs the cases above hold), which V8 marks at each large allocation.
 log('interleaved rounds against numpy …');
-const pairedRows = [];
-{
-  const numpy = startNumpy(join(here, 'numpy_side.py'), dir);
-  const { cases: c, cleanup } = benchCases(dir);
-  const asyncOut = file('npyts_async_out.npy');
-  const pairOf = async (op, name, fn, target) => {
-    const p = await paired(numpy, name, fn, { rounds: quick ? 3 : 5, repeats: quick ? 1 : 3 });
-    pairedRows.push({ op, numpy_case: name, ...p, target, verdict: verdict(p, target) });
-  };
-  try {
-    await pairOf('loadNpySync f4', 'loadNpy', c.loadNpy, 1.1);
-    await pairOf('loadNpy f4 (async)', 'loadNpy', () => loadNpy(file('f4.npy')), 1.1);
-    await pairOf('saveNpySync f4', 'saveNpy', c.saveNpy, 1.0);
-    await pairOf('saveNpy f4 (async)', 'saveNpy', () => saveNpy(asyncOut, f4), 1.1);
-    await pairOf('load big-endian f8 → native', 'byteswap', c.byteswap, 1.2);
-    await pairOf('F → C in memory (toOrder)', 'toC_inmemory', c.toC_inmemory, 0.5);
-    await pairOf('object array, 100k mixed values (allowPickle)', 'objects', c.objects, 1.5);
-    await pairOf('openNpzSync deflated member', 'loadNpz', c.loadNpz, 1.0);
-    // The CLI in this process (its main), against numpy's equivalents: savetxt, loadtxt, assert_allclose.
-    const silent = { stdout() {}, stderr() {} };
-    const cli = async (...args) => {
-      if ((await cliMain(args, silent)) > 1) throw new Error(`npyts ${args.join(' ')} failed`);
-    };
-    await pairOf('npyts convert .npy → .csv', 'csv_export', () => cli('convert', file('table.npy'), file('npyts_out.csv')), 1.0);
-    await pairOf('npyts convert .csv → .npy', 'csv_import', () => cli('convert', file('table.csv'), file('npyts_out.npy')), 1.0);
-    await pairOf('npyts diff (two arrays of doubles)', 'diff', () => cli('diff', file('diff_a.npy'), file('diff_b.npy')), 1.0);
-    // Many small arrays: a ResNet-like state dict (320 members), stored and deflated, and 10 000 files.
-    const every = async (path) => {
-      const z = await openNpz(path);
-      try {
-        await z.getAll();
-      } finally {
-        await z.close();
-      }
-    };
-    await pairOf('loadNpz, ResNet-like archive, stored (async getAll)', 'resnet_stored', () => every(file('resnet_stored.npz')), 1.0);
-    await pairOf('loadNpz, ResNet-like archive, deflated (async getAll)', 'resnet_deflated', () => every(file('resnet_deflated.npz')), 1.0);
-    await pairOf(
-      '10 000 files of 4 KiB (loadNpySync)',
-      'many_files',
-      () => {
-        for (let i = 0; i < 10_000; i++) loadNpySync(file(`many/${String(i).padStart(5, '0')}.npy`));
-      },
-      1.0,
-    );
-    await pairOf('object array, 1M short strings (allowPickle)', 'strings1m', () => loadNpySync(file('strings1m.npy'), { allowPickle: true }), 1.5);
-  } finally {
-    await numpy.close();
-    cleanup();
-    rmSync(asyncOut, { force: true });
-    rmSync(file('npyts_out.csv'), { force: true });
-    rmSync(file('npyts_out.npy'), { force: true });
-  }
-}
+const pairedRows = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'paired-cases.mjs'), dir, ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
 
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
 const allMembers = (path) => {
