@@ -117,8 +117,8 @@ ours.tfTranspose = median(
 rmSync(outFile, { force: true });
 
 // The main cases again as interleaved rounds against numpy (bench/paired-cases.mjs), in a process of
-// their own: numpy answers from a lean process, and npyts' side should not carry this one's heap
-// (tfjs, and the gigabyte of inputs the cases above hold), which V8 marks at each large allocation.
+// their own: numpy answers from a lean process, and npyts' side should not carry this one's state
+// (tfjs, and the gigabyte of inputs the cases above hold).
 log('interleaved rounds against numpy …');
 const pairedRows = JSON.parse(
   execFileSync(process.execPath, [join(here, 'paired-cases.mjs'), dir, ...(quick ? ['--quick'] : [])], {
