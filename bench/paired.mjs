@@ -1,8 +1,8 @@
 // Signal from noise: a case is timed as interleaved rounds, npyts then numpy (or numpy first, every
 // other round), each side the median of a few runs, and reported as the median of the per-round
-// ratios with their spread (the smallest and largest). A slow moment of the machine then lands on
-// one round's pair, not on one side's whole figure. numpy runs in one long-lived process
-// (`numpy_side.py serve`) that times a case when asked.
+// ratios with their spread (the smallest and largest), after one uncounted round of each side. A slow
+// moment of the machine then lands on one round's pair, not on one side's whole figure. numpy runs in
+// one long-lived process (`numpy_side.py serve`) that times a case when asked.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { middleOf } from './timing.mjs';
@@ -50,6 +50,10 @@ export async function paired(numpy, name, fn, { rounds = 5, repeats = 3 } = {}) 
   const ours = [];
   const theirs = [];
   const ratios = [];
+  // One round first, on both sides, not counted: a case's first runs meet memory and files the
+  // machine has not touched yet (on this VM, the host backs a guest's fresh memory on first touch).
+  await medianSeconds(fn, repeats);
+  await numpy.time(name, repeats);
   for (let r = 0; r < rounds; r++) {
     let a;
     let b;
