@@ -594,4 +594,26 @@ print(json.dumps({'offset': f.tell(), 'last': a['field_399_with_a_long_name'].to
   }
 });
 
+test("a deflated member larger than the inline limit, with a header longer than the inflater's chunks: decodeNpz's get() splits it at the header's end, as numpy reads it, into data that owns its buffer", async () => {
+  const path = join(dir, 'longer-header.npz');
+  const want = JSON.parse(
+    python(`
+dt = np.dtype([('field_%d_with_a_rather_long_name' % i, '<f4') for i in range(2000)])
+a = np.zeros(40, dt); a['field_1999_with_a_rather_long_name'] = np.arange(40) * 0.5
+np.savez_compressed(${JSON.stringify(path)}, a=a, small=np.arange(3.0))
+import zipfile
+f = zipfile.ZipFile(${JSON.stringify(path)}).open('a.npy')
+v = np.lib.format.read_magic(f)
+(np.lib.format.read_array_header_1_0 if v == (1, 0) else np.lib.format.read_array_header_2_0)(f, max_header_size=1 << 20)
+print(json.dumps({'offset': f.tell(), 'size': zipfile.ZipFile(${JSON.stringify(path)}).getinfo('a.npy').file_size, 'last': a['field_1999_with_a_rather_long_name'].tolist()}))
+`),
+  );
+  assert.ok(want.offset > 65536 && want.size > 2 * 65536, `header of ${want.offset} bytes, member of ${want.size}`);
+  const z = decodeNpz(readFileSync(path));
+  const [a, small] = await Promise.all([z.get('a'), z.get('small')]);
+  assert.equal(Array.from(getField(a, 'field_1999_with_a_rather_long_name').data), want.last);
+  assert.equal(Array.from(small.data), [0, 1, 2]);
+  for (const x of [a, small]) assert.equal([x.data.byteOffset, x.data.buffer.byteLength], [0, x.data.byteLength]);
+});
+
 test.run();

@@ -79,12 +79,22 @@ function lengthFieldSize(major: number): number {
  * headerBytesNeeded(bytes.subarray(0, 12));   // preamble + header length, e.g. 128
  */
 export function headerBytesNeeded(prefix: Uint8Array): number {
-  if (prefix.length < 10) return 12;
-  const major = prefix[6]!;
-  const view = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
-  if (major === 1) return 10 + view.getUint16(8, true);
-  if (prefix.length < 12) return 12;
-  return 12 + view.getUint32(8, true);
+  return dataStartOf(prefix) ?? 12;
+}
+
+/**
+ * Where a .npy file's data starts (its preamble and header end), from the version and the header's
+ * length in its first bytes; null while fewer than 10 (version 1) or 12 (later versions) are there.
+ * Nothing else is checked ({@link readHeader} does that). Self-contained: the browser's inflate
+ * workers run it from its source text.
+ * @example
+ * dataStartOf(bytes.subarray(0, 12));   // e.g. 128
+ */
+export function dataStartOf(prefix: Uint8Array): number | null {
+  if (prefix.length < 10) return null;
+  if (prefix[6] === 1) return 10 + (prefix[8]! | (prefix[9]! << 8));
+  if (prefix.length < 12) return null;
+  return 12 + (prefix[8]! | (prefix[9]! << 8) | (prefix[10]! << 16)) + prefix[11]! * 0x1000000;
 }
 
 function checkMagic(bytes: Uint8Array): void {

@@ -120,6 +120,15 @@ function* memberBytesFrom(size: number, entry: ZipEntry, offset: number, length:
   return (yield* readingZipEntryPrefix(size, entry, offset + length)).subarray(offset);
 }
 
+/** `head` and `body` as one member's bytes again (a copy only when there is a head). */
+function joined(head: Uint8Array, body: Uint8Array): Uint8Array {
+  if (head.length === 0) return body;
+  const whole = new Uint8Array(head.length + body.length);
+  whole.set(head);
+  whole.set(body, head.length);
+  return whole;
+}
+
 /**
  * The steps that read a member's .npy header from its first bytes (a large or object-array member
  * is not inflated whole), in an archive of `size` bytes; the data is checked to be the size the
@@ -290,21 +299,24 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     // Stored members, and any a codec inflates on this thread, take getSync()'s path.
     if (entry.method === STORED || !this.inflatesAsync) return this.getSync(name, decode);
     if (this.options.codec) return this.decodeMember(entry, await this.inflateByCodec(entry, signal), decode);
-    // The header from the member's first bytes tells where its data starts, so the data inflates into
-    // a buffer of its own (the array then owns it whole: no copy for tfjs or a worker). An object
-    // array, or a member that is not a plain .npy, inflates whole and decodes as getSync() would.
-    let split = 0;
-    try {
-      const header = this.headerSync(name);
-      if (!hasObject(header.dtype)) split = header.dataOffset;
-    } catch {
-      // Reported by the whole decode below, after the size and CRC checks.
-    }
-    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry, { split, signal, withCrc: this.checksCrc });
+    // The data inflates into a buffer of its own, split from the .npy header where the inflater's
+    // first bytes say the header ends (the array then owns its buffer whole: no copy for tfjs or a
+    // worker). An object array, or a member that is not a plain .npy, is joined again and decoded as
+    // getSync() would.
+    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry, { split: 'npy', signal, withCrc: this.checksCrc });
     checkZipCrc(entry, crc);
-    if (split === 0) return this.decodeMember(entry, body, decode);
-    // Read again from the inflated, CRC-checked bytes, with this call's options (`expect`).
-    return inMember(entry, () => arrayOfData(readHeader(head, { ...this.options, ...decode }), body.buffer, body.byteOffset, { ...decode, owned: true }));
+    let header: NpyHeader | null = null;
+    try {
+      if (head.length) header = readHeader(head, { ...this.options, ...decode });
+    } catch {
+      // Reported by the whole decode below.
+    }
+    if (header === null || hasObject(header.dtype) || header.dataOffset !== head.length) return this.decodeMember(entry, joined(head, body), decode);
+    const known = header;
+    return inMember(entry, () => {
+      checkDataSize(known, body.length);
+      return arrayOfData(known, body.buffer, body.byteOffset, { ...decode, owned: true });
+    });
   }
 
   /**

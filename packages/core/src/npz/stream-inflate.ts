@@ -1,6 +1,7 @@
 /**
  * Inflating members off the main thread in browsers: the platform's `DecompressionStream('deflate-raw')`
- * (the browser's own zlib) run in a small pool of Web Workers, one member per worker at a time.
+ * (the browser's own zlib) run in a small pool of Web Workers, one member per worker at a time, the
+ * largest waiting member first; members of at most 64 KiB inflate with fflate on the calling thread.
  * Measured in Chromium on a 191 MB deflated archive of random float32 weights: fflate 2.3 s (one
  * thread), DecompressionStream on the main thread 1.1 s, in two workers 0.55 s of inflating (bench:
  * `npm run bench -- --browser`). Where there are no workers (or a page's policy refuses a worker
@@ -15,6 +16,7 @@ import { NpyError } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { checkInflatedSize } from './zip.js';
 import { crc32, makeCrc32 } from './crc32.js';
+import { dataStartOf } from '../format/header.js';
 
 /**
  * What one inflate gave: the first `split` bytes (a .npy header) and the rest (the array's data, in
@@ -31,12 +33,33 @@ interface Inflated {
 /**
  * One inflate, run wherever the module runs (worker or page), into a head of `split` bytes and a
  * body of the rest: the body is an array's data in a buffer that starts with it, so the array owns
- * its buffer whole. Self-contained: its source is the worker's.
+ * its buffer whole. A negative `split` is found from the first bytes out, at the end of a .npy
+ * header (`dataStart`: where the data starts, null while more bytes are needed), so that nothing
+ * is inflated twice to learn it. Self-contained: its source is the worker's.
  */
-async function inflateWithStream(raw: Uint8Array, size: number, split: number): Promise<Inflated> {
-  const head = new Uint8Array(split);
-  const body = new Uint8Array(size - split);
+async function inflateWithStream(raw: Uint8Array, size: number, split: number, dataStart: (prefix: Uint8Array) => number | null): Promise<Inflated> {
+  let head = new Uint8Array(0);
+  let body: Uint8Array | null = null;
   let produced = 0;
+  /** Output that came before a negative split was known (a few bytes, or the stream's first chunk). */
+  let early = new Uint8Array(0);
+  const begin = (at: number): void => {
+    split = Math.min(Math.max(at, 0), size);
+    head = new Uint8Array(split);
+    body = new Uint8Array(size - split);
+  };
+  /** Write `chunk`, which starts at byte `at` of the member, into head and body. */
+  const place = (chunk: Uint8Array, at: number): void => {
+    let rest = chunk;
+    if (at < split) {
+      const n = Math.min(split - at, rest.length);
+      head.set(rest.subarray(0, n), at);
+      rest = rest.subarray(n);
+      at += n;
+    }
+    if (rest.length) body!.set(rest, at - split);
+  };
+  if (split >= 0) begin(split);
   const source = new ReadableStream<Uint8Array>({
     start(c) {
       c.enqueue(raw);
@@ -46,33 +69,44 @@ async function inflateWithStream(raw: Uint8Array, size: number, split: number): 
   const reader = source.pipeThrough(new DecompressionStream('deflate-raw') as unknown as ReadableWritablePair<Uint8Array, Uint8Array>).getReader();
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return { head, body, produced, overflow: false };
+    if (done) break;
     if (produced + value.length > size) {
       await reader.cancel();
-      return { head, body, produced, overflow: true };
+      if (body === null) begin(0);
+      return { head, body: body!, produced, overflow: true };
     }
-    let rest = value;
-    if (produced < split) {
-      const n = Math.min(split - produced, rest.length);
-      head.set(rest.subarray(0, n), produced);
-      rest = rest.subarray(n);
-      produced += n;
+    if (body === null) {
+      const joined = new Uint8Array(early.length + value.length);
+      joined.set(early);
+      joined.set(value, early.length);
+      early = joined;
+      const at = dataStart(early);
+      if (at !== null) {
+        begin(at);
+        place(early, 0);
+      }
+    } else {
+      place(value, produced);
     }
-    body.set(rest, produced - split);
-    produced += rest.length;
+    produced += value.length;
   }
+  if (body === null) {
+    begin(dataStart(early) ?? 0);
+    place(early, 0);
+  }
+  return { head, body: body!, produced, overflow: false };
 }
 
 /**
  * The worker's program: inflate each posted member, take its CRC-32 there too (so the page's thread
  * does not walk every inflated byte again), and send the buffer back (transferred, not copied).
  */
-function workerProgram(inflate: typeof inflateWithStream, makeCrc: typeof makeCrc32): void {
+function workerProgram(inflate: typeof inflateWithStream, makeCrc: typeof makeCrc32, dataStart: typeof dataStartOf): void {
   const scope = globalThis as unknown as { onmessage: (ev: MessageEvent) => void; postMessage: (m: unknown, t?: Transferable[]) => void };
   const crc = makeCrc();
   scope.onmessage = (ev) => {
     const { id, raw, size, split, withCrc } = ev.data as { id: number; raw: ArrayBuffer; size: number; split: number; withCrc: boolean };
-    inflate(new Uint8Array(raw), size, split).then(
+    inflate(new Uint8Array(raw), size, split, dataStart).then(
       ({ head, body, produced, overflow }) =>
         scope.postMessage({ id, head: head.buffer, body: body.buffer, produced, overflow, crc: withCrc ? crc(body, crc(head)) : null }, [
           head.buffer,
@@ -94,9 +128,9 @@ interface Job {
 
 /**
  * Workers used at once: one more than the cores the page reports (at least 2 cores, at most 5
- * workers). A worker's stream leaves its thread idle between chunks (a promise per 16 KiB or so of
- * output); one extra worker fills those gaps: the deflated ResNet-like archive took 1.19 s with 2
- * workers and 0.97–1.03 s with 3, on 2 cores.
+ * workers). A worker's stream leaves its thread idle between chunks (a promise per 64 KiB of output
+ * in Chromium 156); one extra worker fills those gaps: the deflated ResNet-like archive took
+ * 0.78–0.79 s with 2 workers and 0.75–0.78 s with 3, on 2 cores.
  */
 const POOL_SIZE = Math.min(5, Math.max(2, globalThis.navigator?.hardwareConcurrency ?? 2) + 1);
 /** An idle pool is ended after this long, so a page that loaded its weights keeps no threads. */
@@ -113,7 +147,9 @@ function newWorker(): Worker | null {
   if (workersRefused || typeof Worker === 'undefined' || typeof Blob === 'undefined' || typeof URL.createObjectURL !== 'function') return null;
   try {
     scriptUrl ??= URL.createObjectURL(
-      new Blob([`(${workerProgram.toString()})(${inflateWithStream.toString()}, ${makeCrc32.toString()})`], { type: 'text/javascript' }),
+      new Blob([`(${workerProgram.toString()})(${inflateWithStream.toString()}, ${makeCrc32.toString()}, ${dataStartOf.toString()})`], {
+        type: 'text/javascript',
+      }),
     );
     return new Worker(scriptUrl);
   } catch {
@@ -122,12 +158,42 @@ function newWorker(): Worker | null {
   }
 }
 
+/**
+ * The waiting job with the most bytes to inflate, taken out of the queue: the largest members start
+ * first, and the small ones fill the workers at the end, so that no worker is left with a long
+ * member while the others idle.
+ */
+function takeLargest(): Job {
+  let at = 0;
+  for (let i = 1; i < queue.length; i++) if (queue[i]!.size > queue[at]!.size) at = i;
+  return queue.splice(at, 1)[0]!;
+}
+
+/** Whether members may go to workers here (a page that refused one, or a runtime without them, inflates on its own thread). */
+function workersMayRun(): boolean {
+  return !workersRefused && typeof Worker !== 'undefined';
+}
+
+let pumpScheduled = false;
+/**
+ * Start waiting jobs once this task's code has queued all it reads (getAll queues every member in
+ * one go): the largest then go to the workers first, not the first few in archive order.
+ */
+function pumpSoon(): void {
+  if (pumpScheduled) return;
+  pumpScheduled = true;
+  queueMicrotask(() => {
+    pumpScheduled = false;
+    pump();
+  });
+}
+
 function pump(): void {
   while (queue.length && running < POOL_SIZE) {
     const worker = idle.pop() ?? newWorker();
-    const job = queue.shift()!;
+    const job = takeLargest();
     if (!worker) {
-      inflateWithStream(job.raw, job.size, job.split).then(job.resolve, job.reject);
+      inflateWithStream(job.raw, job.size, job.split, dataStartOf).then(job.resolve, job.reject);
       continue;
     }
     running++;
@@ -151,7 +217,7 @@ function pump(): void {
       // Corrupt data, or a worker that cannot run its program (a bundler may have rewritten the
       // function's source to call helpers the worker does not have). The page's thread decides:
       // it fails the same way on corrupt data, and where it succeeds workers are not used again.
-      inflateWithStream(job.raw, job.size, job.split).then((r) => {
+      inflateWithStream(job.raw, job.size, job.split, dataStartOf).then((r) => {
         workersRefused = true;
         job.resolve(r);
       }, job.reject);
@@ -162,7 +228,7 @@ function pump(): void {
       running--;
       workersRefused = true;
       worker.terminate();
-      inflateWithStream(job.raw, job.size, job.split).then(job.resolve, job.reject);
+      inflateWithStream(job.raw, job.size, job.split, dataStartOf).then(job.resolve, job.reject);
       pump();
     };
     // The compressed bytes are copied once into a buffer the worker takes over.
@@ -176,6 +242,13 @@ function endIdleWorkers(): void {
   if (running) return;
   for (const w of idle.splice(0)) w.terminate();
 }
+
+/**
+ * Members of at most this many inflated bytes inflate on the calling thread. The deflated
+ * ResNet-like archive in Chromium: 268 of its 320 members are smaller; through the workers they took
+ * the first 120 ms of 0.9 s, during which no large member had started.
+ */
+const INLINE_MAX = 64 << 10;
 
 let rawDeflateStream: boolean | undefined;
 /** Whether this runtime has the platform's raw-deflate stream (some older ones know only 'deflate' and 'gzip'). */
@@ -192,8 +265,11 @@ export function hasDecompressionStream(): boolean {
 
 /** How {@link inflateAsync} splits, checks and stops. */
 export interface InflateAsyncOptions {
-  /** Bytes at the start that are a header, handed back apart from the data after them (default 0). */
-  split?: number;
+  /**
+   * Bytes at the start that are a header, handed back apart from the data after them (default 0);
+   * `'npy'`: as many as a .npy preamble and header at the start take (found from the first bytes out).
+   */
+  split?: number | 'npy';
   /** Takes a member that has not started out of the queue; one that has runs to its end. */
   signal?: AbortSignal;
   /** Whether the CRC-32 is computed (default true); false gives `crc: null`. */
@@ -211,13 +287,24 @@ export interface InflateAsyncOptions {
 export async function inflateAsync(
   raw: Uint8Array,
   member: { readonly size: number; readonly name: string },
-  { split = 0, signal, withCrc = true }: InflateAsyncOptions = {},
+  { split: splitAt = 0, signal, withCrc = true }: InflateAsyncOptions = {},
 ): Promise<{ head: Uint8Array; body: Uint8Array; crc: number | null }> {
   const { size, name } = member;
+  const split = splitAt === 'npy' ? -1 : splitAt;
   signal?.throwIfAborted();
-  if (!hasDecompressionStream()) {
+  // A small member inflates on this thread: a worker's round trip and a new stream cost more than
+  // fflate takes for it (tens of microseconds), and most members of a model's state dict are small.
+  // Where workers run, it waits for a later task first, so that members read together reach the
+  // workers before this thread is busy with the small ones.
+  if (size <= INLINE_MAX || !hasDecompressionStream()) {
+    if (size <= INLINE_MAX && workersMayRun()) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      signal?.throwIfAborted();
+    }
     const bytes = fflateCodec.inflate(raw, size, name);
-    return { head: bytes.subarray(0, split), body: bytes.subarray(split), crc: withCrc ? crc32(bytes) : null };
+    const at = split < 0 ? Math.min(dataStartOf(bytes) ?? 0, size) : split;
+    // The body in a buffer of its own, as the stream's is (a copy, small beside fflate's work).
+    return { head: bytes.subarray(0, at), body: at ? bytes.slice(at) : bytes, crc: withCrc ? crc32(bytes) : null };
   }
   let result: Inflated;
   const job = { raw, size, split, withCrc } as Job;
@@ -235,7 +322,7 @@ export async function inflateAsync(
       job.resolve = resolve;
       job.reject = reject;
       queue.push(job);
-      pump();
+      pumpSoon();
     });
   } catch (e) {
     signal?.throwIfAborted();
