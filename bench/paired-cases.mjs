@@ -1,4 +1,4 @@
-// `node bench/paired-cases.mjs DIR [--quick]`: the main cases as interleaved rounds against numpy
+// `node bench/paired-cases.mjs DIR [--quick] [--only CASE…]`: the main cases as interleaved rounds against numpy
 // (bench/paired.mjs), the default (async) names beside the …Sync ones, with the targets of issue 29.
 // Run by run.mjs in a process of its own, so that npyts' side is a lean process as numpy's is; prints
 // the rows as JSON. Inputs are the bench's own (run.mjs makes them).
@@ -12,8 +12,10 @@ import { benchCases } from './timing.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const [dir] = process.argv.slice(2);
-if (!dir) throw new Error('usage: node bench/paired-cases.mjs DIR [--quick]');
+if (!dir) throw new Error('usage: node bench/paired-cases.mjs DIR [--quick] [--only CASE…]');
 const quick = process.argv.includes('--quick');
+// Only the rows of these numpy cases (e.g. `--only objects loadNpy`), for a quick look at a few.
+const only = process.argv.includes('--only') ? process.argv.slice(process.argv.indexOf('--only') + 1) : null;
 const file = (n) => join(dir, n);
 let f4;
 const pairedRows = [];
@@ -21,6 +23,7 @@ const numpy = startNumpy(join(here, 'numpy_side.py'), dir);
 const { cases: c, cleanup } = benchCases(dir);
 const asyncOut = file('npyts_async_out.npy');
 const pairOf = async (op, name, fn, target) => {
+  if (only && !only.includes(name)) return;
   const p = await paired(numpy, name, fn, { rounds: quick ? 3 : 5, repeats: quick ? 1 : 3 });
   pairedRows.push({ op, numpy_case: name, ...p, target, verdict: verdict(p, target) });
 };

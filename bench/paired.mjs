@@ -42,16 +42,25 @@ export async function medianSeconds(fn, repeats) {
   return middleOf(times);
 }
 
+/** How long each side's runs of a round take at least, for a case of a few milliseconds. */
+const MEASURE_SECONDS = 0.1;
+/** The most runs of a case each side makes per round. */
+const MAX_REPEATS = 25;
+
 /**
  * A case paired with numpy's of the same name over `rounds` interleaved rounds: the medians of each
  * side's times, the median ratio, and the spread of the per-round ratios.
  */
-export async function paired(numpy, name, fn, { rounds = 5, repeats = 3 } = {}) {
+export async function paired(numpy, name, fn, { rounds = 5, repeats: least = 3 } = {}) {
   const ours = [];
   const theirs = [];
   const ratios = [];
   // One round first, on both sides, not counted: a case's first runs meet memory and files the
-  // machine has not touched yet (on this VM, the host backs a guest's fresh memory on first touch).
+  // machine has not touched yet (on this VM, the host backs a guest's fresh memory on first touch),
+  // and JavaScript that V8 has not optimised yet. A case of a few milliseconds repeats more, so
+  // that each side's median covers about MEASURE_SECONDS (and the JIT has warmed up).
+  const first = await medianSeconds(fn, least);
+  const repeats = Math.max(least, Math.min(MAX_REPEATS, Math.ceil(MEASURE_SECONDS / first)));
   await medianSeconds(fn, repeats);
   await numpy.time(name, repeats);
   for (let r = 0; r < rounds; r++) {

@@ -440,7 +440,7 @@ if (asJSON) {
   );
   const range = (p) => `${p.spread[0].toFixed(2)}–${p.spread[1].toFixed(2)}`;
   console.log(
-    `Against numpy, interleaved: each row is ${pairedRows[0]?.rounds ?? 0} rounds of npyts then numpy (numpy first every other round), each side the median of a few runs; the ratio is the median of the rounds' ratios and the spread their range. A target is met when the whole spread is under it.`,
+    `Against numpy, interleaved: each row is ${pairedRows[0]?.rounds ?? 0} rounds of npyts then numpy (numpy first every other round), each side the median of a few runs (enough to take about 0.1 s), after one uncounted round; the ratio is the median of the rounds' ratios and the spread their range. A target is met when the whole spread is under it.`,
   );
   console.log('| operation | npyts | numpy | npyts / numpy | spread | target |');
   console.log('|---|---|---|---|---|---|');
