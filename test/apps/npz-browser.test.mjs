@@ -28,6 +28,22 @@ c = b.find(b'PK\\x01\\x02')
 struct.pack_into('<I', b, 14, struct.unpack_from('<I', b, 14)[0] ^ 1)
 struct.pack_into('<I', b, c + 16, struct.unpack_from('<I', b, c + 16)[0] ^ 1)
 open(${JSON.stringify(join(dir, 'deflated-crc.npz'))}, 'wb').write(bytes(b))
+# An archive of one 8 MiB member (zipfile's plain headers, no zip64), inflated by a worker: declaring
+# 1000 bytes fewer than it inflates to (local and central header), and with its stream damaged.
+import io, zipfile
+npy = io.BytesIO(); np.save(npy, arrays['w'])
+one = io.BytesIO()
+with zipfile.ZipFile(one, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('w.npy', npy.getvalue())
+info = zipfile.ZipFile(io.BytesIO(one.getvalue())).getinfo('w.npy')
+b = bytearray(one.getvalue())
+c = b.find(b'PK\x01\x02')
+struct.pack_into('<I', b, 22, info.file_size - 1000)
+struct.pack_into('<I', b, c + 24, info.file_size - 1000)
+open(${JSON.stringify(join(dir, 'deflated-size-lie.npz'))}, 'wb').write(bytes(b))
+b = bytearray(one.getvalue())
+middle = 30 + struct.unpack_from('<H', b, 26)[0] + struct.unpack_from('<H', b, 28)[0] + info.compress_size // 2
+b[middle:middle + 64] = bytes(64 * [0xff])
+open(${JSON.stringify(join(dir, 'deflated-corrupt.npz'))}, 'wb').write(bytes(b))
 # The CRC of each array's data as npyts holds it: native (little-endian) order, the file's memory order.
 held = lambda v: np.asarray(v).astype(np.asarray(v).dtype.newbyteorder('<')).tobytes(order='F' if np.isfortran(v) else 'C')
 print(json.dumps({k: {'descr': np.asarray(v).dtype.str, 'shape': list(np.shape(v)), 'crc': zlib.crc32(held(v))} for k, v in arrays.items()}))
@@ -120,10 +136,16 @@ test('corrupt archives are refused in the page with the codes Node gives', async
   for (const name of ['crc_mismatch', 'corrupt_deflate', 'size_lie_smaller', 'size_lie_larger', 'truncated']) {
     codes[name] = (await readInPage(page, `/data/corrupt/${name}.npz`)).error;
   }
-  // A deflated member whose CRC is wrong: the worker's CRC is what catches it.
+  // A deflated member whose CRC is wrong: the worker's CRC is what catches it. A large member that
+  // inflates past its declared size, or whose stream is damaged: the worker's stream stops it.
   codes.deflated_crc = (await readInPage(page, '/data/deflated-crc.npz')).error;
+  codes.deflated_size_lie = (await readInPage(page, '/data/deflated-size-lie.npz')).error;
+  codes.deflated_corrupt = (await readInPage(page, '/data/deflated-corrupt.npz')).error;
   assert.equal(codes, {
     deflated_crc: 'ZIP_CRC',
+    deflated_size_lie: 'ZIP_SIZE',
+    // Damaged data may fail as a stream, inflate to another size, or to other bytes: refused either way.
+    deflated_corrupt: ['ZIP_FORMAT', 'ZIP_SIZE', 'ZIP_CRC'].includes(codes.deflated_corrupt) ? codes.deflated_corrupt : 'a zip error',
     crc_mismatch: 'ZIP_CRC',
     corrupt_deflate: codes.corrupt_deflate === 'ZIP_CRC' ? 'ZIP_CRC' : 'ZIP_FORMAT',
     size_lie_smaller: 'ZIP_SIZE',

@@ -72,8 +72,8 @@ async function inflateWithStream(raw: Uint8Array, size: number, split: number, d
     if (done) break;
     if (produced + value.length > size) {
       await reader.cancel();
-      if (body === null) begin(0);
-      return { head, body: body!, produced, overflow: true };
+      // The caller refuses the member: nothing is allocated for it that was not already.
+      return { head, body: body ?? new Uint8Array(0), produced, overflow: true };
     }
     if (body === null) {
       const joined = new Uint8Array(early.length + value.length);
