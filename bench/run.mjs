@@ -134,20 +134,20 @@ const allMembers = (path) => {
   for (const name of z.names) z.getSync(name);
   z.close();
 };
+// The same through node:zlib alone (libdeflate off): the browser's baseline, zlib against zlib.
+const allMembersByZlib = (path) => {
+  process.env.NPYTS_LIBDEFLATE = '0';
+  try {
+    allMembers(path);
+  } finally {
+    delete process.env.NPYTS_LIBDEFLATE;
+  }
+};
 const manyFiles = Array.from({ length: 10_000 }, (_, i) => file(`many/${String(i).padStart(5, '0')}.npy`));
 const beBytes = readFileSync(file('f8_be.npy'));
 const small = {
   resnet_stored: median(() => allMembers(file('resnet_stored.npz'))),
   resnet_deflated: median(() => allMembers(file('resnet_deflated.npz'))),
-  // The same through node:zlib alone (libdeflate off): the browser's baseline, zlib against zlib.
-  resnet_deflated_zlib: median(() => {
-    process.env.NPYTS_LIBDEFLATE = '0';
-    try {
-      allMembers(file('resnet_deflated.npz'));
-    } finally {
-      delete process.env.NPYTS_LIBDEFLATE;
-    }
-  }),
   many_files: median(() => {
     for (const f of manyFiles) loadNpySync(f);
   }),
@@ -167,14 +167,7 @@ if (inBrowser) {
     for (let r = 0; r < (quick ? 1 : 3); r++) {
       const page = await browserBench(dir, REPEATS);
       const base = {
-        resnet_deflated_zlib: median(() => {
-          process.env.NPYTS_LIBDEFLATE = '0';
-          try {
-            allMembers(file('resnet_deflated.npz'));
-          } finally {
-            delete process.env.NPYTS_LIBDEFLATE;
-          }
-        }),
+        resnet_deflated_zlib: median(() => allMembersByZlib(file('resnet_deflated.npz'))),
         resnet_deflated: median(() => allMembers(file('resnet_deflated.npz'))),
       };
       for (const name of ['resnet_stored', 'toC_inmemory', 'byteswap_inmemory', 'objects', 'strings1m']) base[name] = await numpy.time(name, REPEATS);
