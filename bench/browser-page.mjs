@@ -1,13 +1,13 @@
 // The browser side of `npm run bench -- --browser`, bundled for the page by bench/browser.mjs: each
-// case timed inside Chromium with performance.now(), the median of `repeats` runs after a warm-up
-// (at least one run, more until 0.2 s have passed).
+// case timed inside Chromium with performance.now(), the median of `repeats` runs after the bench's
+// warm-up (bench/warm-up.mjs).
 import { decodeNpy, decodeNpz, toOrder } from '@npyts/core';
 import { pickleCodec } from '@npyts/core/pickle';
+import { stillWarming } from './warm-up.mjs';
 
 async function median(fn, repeats) {
-  // Warm-up as in bench/timing.mjs: at least one run, more until 0.2 s have passed (at most 20).
   const start = performance.now();
-  for (let n = 0; n === 0 || (n < 20 && performance.now() - start < 200); n++) await fn();
+  for (let n = 0; stillWarming(n, (performance.now() - start) / 1000); n++) await fn();
   const times = [];
   for (let i = 0; i < repeats; i++) {
     const t = performance.now();

@@ -1,24 +1,17 @@
-// The bench's timing rule (the median of `repeats` runs after one warm-up run) and the cases whose
-// speed @npyts/native can change, shared by run.mjs, js-paths.mjs and profile.mjs.
+// The bench's timing rule (the median of `repeats` runs after the warm-up of bench/warm-up.mjs)
+// and the cases whose speed @npyts/native can change, shared by run.mjs, js-paths.mjs and profile.mjs.
 import { toOrder } from '@npyts/core';
 import { loadNpySync, saveNpySync, openNpzSync } from '@npyts/core/node';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { stillWarming } from './warm-up.mjs';
 
 /** The middle value (the upper one of an even count). */
 export const middleOf = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
-/**
- * Warm-up before timing: at least one run, and more until WARM_SECONDS have passed (at most
- * WARM_RUNS), so that a case of a few milliseconds is timed after V8 has optimised its code (the
- * unpickler takes about five runs), not in its first, interpreted runs.
- */
-export const WARM_SECONDS = 0.2;
-export const WARM_RUNS = 20;
-
 export function medianTime(fn, repeats) {
   const start = process.hrtime.bigint();
-  for (let n = 0; n === 0 || (n < WARM_RUNS && Number(process.hrtime.bigint() - start) / 1e9 < WARM_SECONDS); n++) fn();
+  for (let n = 0; stillWarming(n, Number(process.hrtime.bigint() - start) / 1e9); n++) fn();
   const times = [];
   for (let i = 0; i < repeats; i++) {
     const t = process.hrtime.bigint();

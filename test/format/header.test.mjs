@@ -3,6 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { decodeNpy, readHeader, NpyError, arrayToJSON } from '@npyts/core';
 import { headerBytesNeeded, parsePyLiteral, reprFloat, reprBytes, reprPy, PyFloat } from '@npyts/core/plumbing';
 import { numpy, python, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
@@ -205,6 +206,37 @@ print(json.dumps({'floats': [repr(x) for x in floats], 'bytes': [repr(bytes(b)) 
     want.bytes,
   );
   assert.is(reprPy([new PyFloat(1e-7), new PyFloat(2)]), '[1e-07, 2.0]');
+});
+
+test("headerBytesNeeded gives where numpy's reader finds the data, for versions 1.0, 2.0 and 3.0 (and asks for 12 bytes while fewer are there)", () => {
+  const files = Object.fromEntries(['1', '2', '3'].map((v) => [v, join(dir, `version-${v}.npy`)]));
+  // Version 2.0 holds a header longer than 65535 bytes (its length needs a third byte); 3.0 a UTF-8 field name.
+  const want = JSON.parse(
+    python(`
+out = {}
+for v, a in (('1', np.zeros(3, '<f4')), ('2', np.zeros(2, [('f%d_%s' % (i, 'x' * 40), '<f4') for i in range(2000)])), ('3', np.zeros(2, [('é', '<i2')]))):
+    path = ${JSON.stringify(dir)} + '/version-%s.npy' % v
+    with open(path, 'wb') as fh:
+        np.lib.format.write_array(fh, a, version=(int(v), 0))
+    with open(path, 'rb') as fh:
+        version = np.lib.format.read_magic(fh)
+        # The public readers; 2_0's reads 3.0's length field too (only the text's encoding differs).
+        (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(fh, max_header_size=1 << 24)
+        out[v] = fh.tell()
+print(json.dumps(out))
+`),
+  );
+  assert.ok(want['2'] > 65536, `version 2.0 header: ${want['2']} bytes`);
+  for (const [v, file] of Object.entries(files)) {
+    const bytes = readFileSync(file);
+    assert.is(bytes[6], Number(v));
+    assert.is(headerBytesNeeded(bytes.subarray(0, 12)), want[v], `version ${v}.0`);
+    assert.is(readHeader(bytes, { maxHeaderBytes: 1 << 24 }).dataOffset, want[v]);
+    for (const short of [0, 6, 9]) assert.is(headerBytesNeeded(bytes.subarray(0, short)), 12);
+  }
+  // Version 1.0 needs only its 10 preamble bytes; later versions need 12.
+  assert.is(headerBytesNeeded(readFileSync(files['1']).subarray(0, 10)), want['1']);
+  assert.is(headerBytesNeeded(readFileSync(files['2']).subarray(0, 11)), 12);
 });
 
 test.run();

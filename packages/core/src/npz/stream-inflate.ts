@@ -144,7 +144,7 @@ let idleTimer: ReturnType<typeof setTimeout> | null = null;
 let workersRefused = false;
 
 function newWorker(): Worker | null {
-  if (workersRefused || typeof Worker === 'undefined' || typeof Blob === 'undefined' || typeof URL.createObjectURL !== 'function') return null;
+  if (!workersMayRun()) return null;
   try {
     scriptUrl ??= URL.createObjectURL(
       new Blob([`(${workerProgram.toString()})(${inflateWithStream.toString()}, ${makeCrc32.toString()}, ${dataStartOf.toString()})`], {
@@ -169,9 +169,12 @@ function takeLargest(): Job {
   return queue.splice(at, 1)[0]!;
 }
 
-/** Whether members may go to workers here (a page that refused one, or a runtime without them, inflates on its own thread). */
+/**
+ * Whether members may go to workers here: a runtime without workers (or blob: URLs to make them
+ * from), or a page that refused one, inflates on its own thread.
+ */
 function workersMayRun(): boolean {
-  return !workersRefused && typeof Worker !== 'undefined';
+  return !workersRefused && typeof Worker !== 'undefined' && typeof Blob !== 'undefined' && typeof URL.createObjectURL === 'function';
 }
 
 let pumpScheduled = false;
