@@ -2,7 +2,7 @@
 // use them), against numpy's Dragon4 (format_float_scientific / format_float_positional, unique=True).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { numpyScalarText, shortestDigits, shortestFloatText } from '@npyts/core/plumbing';
+import { exactExponent, numpyScalarText, shortestDigits, shortestFloatText } from '@npyts/core/plumbing';
 import { python } from '../helpers/numpy.mjs';
 
 test("shortestDigits and shortestFloatText give numpy's digits for float16, float32 and float64", () => {
@@ -54,6 +54,25 @@ print(json.dumps(out))`),
   }
   assert.ok(cases.length > 600);
   assert.equal(wrong, []);
+});
+
+test('exactExponent and shortestDigits refuse what has no first digit (0, NaN, infinities) instead of looping or failing inside BigInt', () => {
+  for (const [run, what] of [
+    [() => exactExponent(0, 0), 'exactExponent(0, 0)'],
+    [() => exactExponent(NaN, 0), 'exactExponent(NaN, 0)'],
+    [() => exactExponent(Infinity, 300), 'exactExponent(Infinity, 300)'],
+    [() => exactExponent(1, NaN), 'exactExponent(1, NaN)'],
+    [() => shortestDigits(NaN, 4), 'shortestDigits(NaN, 4)'],
+    [() => shortestDigits(-Infinity, 2), 'shortestDigits(-Infinity, 2)'],
+  ]) {
+    try {
+      run();
+      assert.unreachable(`${what} returned`);
+    } catch (e) {
+      assert.is(e.code, 'BAD_OPTION', `${what}: ${e}`);
+    }
+  }
+  assert.is(exactExponent(0.05, -1), -2);
 });
 
 test.run();

@@ -21,7 +21,7 @@ const runtimes = {
 };
 
 function suites(binary, args) {
-  const r = spawnSync(binary, [...args, join(root, 'test', 'run.mjs'), ...SUITES], {
+  const r = spawnSync(binary, [...args, join(root, 'test', 'run.mjs'), '--in-process', ...SUITES], {
     cwd: root,
     encoding: 'utf8',
     maxBuffer: 1 << 26,

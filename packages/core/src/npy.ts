@@ -1,5 +1,5 @@
 /** decodeNpy / encodeNpy: bytes → header → dtype → typed view, and back. */
-import { allocateBuffer, swapBytes } from './array/memory.js';
+import { allocateBuffer, swapBytesInto } from './array/memory.js';
 import { type DType, parseDescr, shapeSize } from './format/dtype.js';
 import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
@@ -261,13 +261,19 @@ function headerFor(array: NdArray, options: EncodeOptions): Uint8Array {
 }
 
 /**
+ * Bytes swapped in one piece of {@link encodeNpyPieces}: about a millisecond of plain JavaScript on a
+ * slow core, so that an async save gives the event loop a turn that often (a write step follows each).
+ */
+const SWAP_PIECE = 1 << 20;
+
+/**
  * {@link encodeNpyParts} in pieces: the header first, then the data. Native-order data is one piece,
  * a view of the array's memory (no copy; the writer splits it as its medium needs, and fewer, larger
  * writes are faster). Another byte order comes as swapped copies of at most `pieceBytes`, each in a
  * buffer reused for the next one (consume each piece before asking for the next), so that no step
  * converts a whole large array at once.
  */
-export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOptions = {}, pieceBytes = 8 << 20): Generator<Uint8Array> {
+export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOptions = {}, pieceBytes = SWAP_PIECE): Generator<Uint8Array> {
   const array = toNdArray(input);
   if (hasObject(array.dtype)) {
     const { header, body } = encodeNpyParts(array, options);
@@ -290,8 +296,7 @@ export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOpti
   const scratch = new Uint8Array(Math.min(step, bytes.length));
   for (let at = 0; at < bytes.length; at += step) {
     const piece = scratch.subarray(0, Math.min(step, bytes.length - at));
-    piece.set(bytes.subarray(at, at + piece.length));
-    swapBytes(piece, swapUnit);
+    swapBytesInto(bytes.subarray(at, at + piece.length), piece, swapUnit);
     yield piece;
   }
 }

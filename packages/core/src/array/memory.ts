@@ -98,6 +98,14 @@ export function swapBytes(bytes: Uint8Array, unit: number): void {
   else swapInto(bytes, bytes, unit);
 }
 
+/** Write `src` into `dst` (the same length, another buffer) with every `unit`-byte group reversed, in one pass. */
+export function swapBytesInto(src: Uint8Array, dst: Uint8Array, unit: number): void {
+  if (host && src.length >= HOST_SWAP_MIN) {
+    dst.set(src);
+    host.swapBytes(dst, unit);
+  } else swapInto(src, dst, unit);
+}
+
 /**
  * A copy of `bytes` (in a buffer from allocateBuffer) with every `unit`-byte group reversed: one
  * pass that reads the source and writes swapped, instead of a copy and then a swap.

@@ -33,6 +33,9 @@ function toComplex(v: unknown, dtype: DType, field?: string): Complex {
   return { re: toNumber(v, dtype, field), im: 0 };
 }
 
+const INT64_MIN = -(1n << 63n);
+const INT64_MAX = (1n << 63n) - 1n;
+
 function checkIntRange(x: bigint, dtype: DType, field?: string): void {
   const bits = BigInt(dtype.itemsize * 8);
   const lo = dtype.kind === 'i' ? -(1n << (bits - 1n)) : 0n;
@@ -67,7 +70,13 @@ function makeWriter(dtype: DType): Writer {
     else if (size === 4) view.setUint32(at, n >>> 0, le);
     else view.setBigUint64(at, BigInt.asUintN(64, x), le);
   };
-  const time = (): Writer => (view, _, at, v, field) => view.setBigInt64(at, v === 'NaT' ? NOT_A_TIME : BigInt.asIntN(64, toBigInt(v, dtype, field)), le);
+  // A count past int64 is refused (BigInt.asIntN would wrap it: 2**63 to NaT, 1e300 to the epoch);
+  // -2**63 is numpy's NaT, written as numpy writes it.
+  const time = (): Writer => (view, _, at, v, field) => {
+    const x = v === 'NaT' ? NOT_A_TIME : toBigInt(v, dtype, field);
+    if (x < INT64_MIN || x > INT64_MAX) fail(`${x} is out of range for ${dtype.str} (a count of int64)`, field);
+    view.setBigInt64(at, x, le);
+  };
   const raw = (): Writer => (_, bytes, at, v, field) => {
     let b: Uint8Array;
     if (v instanceof Uint8Array) b = v;
@@ -89,7 +98,8 @@ function makeWriter(dtype: DType): Writer {
       const rec = v as Record<string, unknown>;
       for (const f of fields) {
         const path = field ? `${field}.${f.name}` : f.name;
-        if (!(f.name in rec)) fail(`record value has no field '${f.name}'`, path);
+        // Own properties only: a field named toString or __proto__ is not found on Object.prototype.
+        if (!Object.hasOwn(rec, f.name)) fail(`record value has no field '${f.name}'`, path);
         writeValue(f.dtype, view, bytes, at + f.offset, rec[f.name], path);
       }
     },

@@ -5,6 +5,7 @@
  * viewer shows cells with them, CSV writes with them.
  */
 import { numberToFloat16 } from './float-bits.js';
+import { NpyError } from '../errors.js';
 
 /** Whether `text` reads back to `x` at `itemsize` bytes. */
 function readsBack(text: string, x: number, itemsize: number): boolean {
@@ -21,6 +22,7 @@ function readsBack(text: string, x: number, itemsize: number): boolean {
  */
 export function shortestDigits(x: number, itemsize: number): { digits: string; exp: number } {
   const a = Math.abs(x);
+  if (!Number.isFinite(a)) throw new NpyError('BAD_OPTION', `shortestDigits takes a finite number, not ${x}`);
   if (a === 0) return { digits: '0', exp: 0 };
   if (itemsize === 8) {
     // JavaScript's own shortest round-trip digits of a double (the closest of the shortest).
@@ -48,6 +50,9 @@ export function shortestDigits(x: number, itemsize: number): { digits: string; e
  * exactExponent(0.05, -1);   // -2
  */
 export function exactExponent(a: number, guess: number): number {
+  // Zero has no first significant digit (the loop below would never end); nor has NaN or infinity.
+  if (!(Math.abs(a) > 0) || !Number.isFinite(a)) throw new NpyError('BAD_OPTION', `exactExponent takes a finite number other than 0, not ${a}`);
+  if (!Number.isSafeInteger(guess)) throw new NpyError('BAD_OPTION', `exactExponent's guess must be an integer, not ${guess}`);
   let e = guess;
   while (scaledRound(a, -e, true) >= 10n) e++;
   while (scaledRound(a, -e, true) < 1n) e--;

@@ -355,12 +355,28 @@ function wrapHeader(text: Uint8Array, major: 1 | 2 | 3): Uint8Array | null {
 }
 
 /**
+ * Refuse a format version to write other than 1, 2 or 3 (or none: numpy's choice). Writers call it
+ * before they touch a file, so a refused option never replaces a good file.
+ * @example
+ * checkFormatVersion(4);   // throws NpyError BAD_OPTION
+ */
+export function checkFormatVersion(version: unknown): asserts version is 1 | 2 | 3 | undefined {
+  if (version !== undefined && version !== 1 && version !== 2 && version !== 3) {
+    throw new NpyError(
+      'BAD_OPTION',
+      `version must be 1, 2 or 3 (numpy's format versions 1.0, 2.0, 3.0), or left out for numpy's choice; got ${String(version)}`,
+    );
+  }
+}
+
+/**
  * The header bytes numpy 2.x's `np.save` writes for this dtype, shape and order: sorted keys,
  * growth padding, 64-byte alignment; version 1.0, else 2.0 when too long, else 3.0 when not latin-1.
  * @example
  * encodeHeader(parseDescr('<f4'), [2, 3], false).length;   // 128: data starts 64-byte aligned
  */
 export function encodeHeader(dtype: DType, shape: readonly number[], fortranOrder: boolean, version?: 1 | 2 | 3): Uint8Array {
+  checkFormatVersion(version);
   checkShapeToWrite(dtype, shape);
   const text = pythonHeaderText(dtype, shape, fortranOrder);
   const latin = isLatin1(text);

@@ -11,7 +11,8 @@ import { SOURCE, drive, driveSync, type FileRef, type Operation, type PerformAsy
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
-import { dataToBytes } from '../array/layout.js';
+import { storageOf } from '../array/layout.js';
+import { allocateBuffer, swapBytesInto } from '../array/memory.js';
 import type { TypedArray } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
@@ -97,6 +98,8 @@ function performOn(io: PositionalIO | PositionalIOAsync, path: string, step: Ste
       return source.close();
     case 'committed':
       return undefined;
+    case 'compute':
+      return step.work(step.bytes);
     default:
       throw cannot(step);
   }
@@ -114,7 +117,7 @@ export function performOnAsync(io: PositionalIOAsync, path: string): PerformAsyn
 
 /** The steps of a region write: the runs it covers, each written at its file position. */
 export function* writingRegion(file: FileRef, header: NpyHeader, start: readonly number[], input: NdArray | ArraySpec): Operation<void> {
-  const data = regionBytes(header, input);
+  const data = yield* regionBytesInTurns(header, input);
   const plan = planRegion(header, start, data.shape);
   for (const r of plan.runs) yield { op: 'write', file, bytes: data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), at: r.fileOffset };
 }
@@ -190,15 +193,40 @@ export function openHandle(path: string, io: PositionalIOAsync, header: NpyHeade
   return handleAsync(path, header, SOURCE, (operation, signal) => drive(operation, perform, signal));
 }
 
-/** The bytes of `input` laid out as the file stores them: its memory order and byte order. */
-export function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { shape: number[]; bytes: Uint8Array } {
+/**
+ * The bytes of `input` laid out as the file stores them: its memory order and byte order. Another
+ * byte order is swapped into a copy by a `compute` step, which an async driver performs in turns of
+ * the event loop.
+ */
+export function* regionBytesInTurns(header: NpyHeader, input: NdArray | ArraySpec): Operation<{ shape: number[]; bytes: Uint8Array }> {
   let a = toNdArray(input);
   if (a.dtype.withByteOrder('<').descrLiteral !== header.dtype.withByteOrder('<').descrLiteral) {
     throw new NpyError('DTYPE_MISMATCH', `data of dtype ${a.dtype.descrLiteral} cannot be written into an array of ${header.dtype.descrLiteral}`);
   }
   a = toOrder(a, header.fortranOrder ? 'F' : 'C');
   if (a.dtype.descrLiteral !== header.dtype.descrLiteral) a = withByteOrder(a, header.dtype.byteOrder === '>' ? '>' : '<');
-  return { shape: a.shape, bytes: dataToBytes(header.dtype, a.data as TypedArray) };
+  const data = a.data as TypedArray;
+  const native = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const swapUnit = header.dtype.isNative ? 0 : storageOf(header.dtype).swapUnit;
+  if (swapUnit <= 1) return { shape: a.shape, bytes: native };
+  const out = new Uint8Array(allocateBuffer(native.length));
+  const work = (piece: Uint8Array): void => {
+    const at = piece.byteOffset - out.byteOffset;
+    swapBytesInto(native.subarray(at, at + piece.length), piece, swapUnit);
+  };
+  yield { op: 'compute', bytes: out, work };
+  return { shape: a.shape, bytes: out };
+}
+
+/** {@link regionBytesInTurns}, at once (for callers with no driver). */
+export function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { shape: number[]; bytes: Uint8Array } {
+  return driveSync(regionBytesInTurns(header, input), computeAtOnce);
+}
+
+/** A driver of `compute` steps alone, performed at once. */
+function computeAtOnce(step: Step): unknown {
+  if (step.op !== 'compute') throw cannot(step);
+  return step.work(step.bytes);
 }
 
 /** What a new .npy file holds (`createNpy`, `createNpyAccessHandle`): dtype, shape, order and format version. */
@@ -237,6 +265,11 @@ export interface AppendPlan {
 }
 
 export function planAppend(path: string, header: NpyHeader, input: NdArray | ArraySpec, fileSize: number): AppendPlan {
+  return driveSync(planningAppend(path, header, input, fileSize), computeAtOnce);
+}
+
+/** {@link planAppend} as steps: the new data's byte swap, if any, is a `compute` step (done in turns by an async driver). */
+export function* planningAppend(path: string, header: NpyHeader, input: NdArray | ArraySpec, fileSize: number): Operation<AppendPlan> {
   // New data goes after the data the header declares: that data must be there, or a truncated file
   // claiming a huge shape would be extended (sparsely) to its claim.
   checkDataSize(header, fileSize - header.dataOffset);
@@ -251,7 +284,7 @@ export function planAppend(path: string, header: NpyHeader, input: NdArray | Arr
       `cannot append shape ${shapeRepr(add.shape)} to ${shapeRepr(header.shape)} along axis ${axis}: the other axes must match`,
     );
   }
-  const { bytes } = regionBytes(header, new NdArray(add.dtype, addShape, add.data, add.order));
+  const { bytes } = yield* regionBytesInTurns(header, new NdArray(add.dtype, addShape, add.data, add.order));
   const newShape = [...header.shape];
   newShape[axis]! += addShape[axis]!;
   const textStart = 8 + (header.version[0] === 1 ? 2 : 4);

@@ -109,6 +109,12 @@ const ASYNC_PIECE = 8 << 20;
  * into the page cache here, which bounds how late an abort is noticed.
  */
 const ASYNC_WRITE_PIECE = 64 << 20;
+/**
+ * The most bytes of CPU work (a byte swap, a CRC-32) done in one turn of the event loop: about a
+ * millisecond in plain JavaScript on a slow core, so no step of an async operation holds the loop
+ * for long, with or without the addon, whatever the byte order.
+ */
+export const CPU_TURN = 1 << 20;
 /** Pieces in flight at once (libuv's pool has 4 threads by default). */
 const IN_FLIGHT = 4;
 
@@ -144,7 +150,7 @@ export async function readFullyAsync(
         }
         done += bytesRead;
       }
-      if (done > from) onPiece?.(target.subarray(from, done));
+      if (done > from && onPiece) await inTurns(target.subarray(from, done), onPiece, signal);
     }
   };
   await inParallel(Math.min(IN_FLIGHT, Math.ceil(target.length / ASYNC_PIECE) || 1), worker);
@@ -156,10 +162,10 @@ export async function readFullyAsync(
  * noticing an abort): for CPU work on large buffers (CRC-32, byte swaps) in async operations.
  */
 export async function inTurns(bytes: Uint8Array, work: (piece: Uint8Array) => void, signal?: AbortSignal): Promise<void> {
-  for (let at = 0; at < bytes.length; at += ASYNC_PIECE) {
+  for (let at = 0; at < bytes.length; at += CPU_TURN) {
     if (at > 0) await new Promise((resolve) => setImmediate(resolve));
     signal?.throwIfAborted();
-    work(bytes.subarray(at, at + ASYNC_PIECE));
+    work(bytes.subarray(at, at + CPU_TURN));
   }
 }
 

@@ -6,7 +6,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
 import { checkDataPresent, encodeNpyPieces, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import type { NpyHeader } from '../format/header.js';
+import { checkFormatVersion, type NpyHeader } from '../format/header.js';
 import { byteSwapUnit, bytesToData } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { NdArray } from '../array/ndarray.js';
@@ -169,6 +169,7 @@ export function saveNpySync(path: string, array: NdArray | ArraySpec, options: E
  */
 export function* savingNpy(path: string, input: NdArray | ArraySpec, options: EncodeOptions = {}): Operation<void> {
   const array = toNdArray(input);
+  checkFormatVersion(options.version); // before the file beside is made
   const pieces = encodeNpyPieces(array, { ...options, pickle: saveCodec(options) });
   yield* writingBeside(path, function* (file) {
     let first = true;

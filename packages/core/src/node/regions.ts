@@ -2,7 +2,7 @@
 import { checkDataPresent, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
-import { handleAsync, handleSync, newFileLayout, planAppend, type CreateOptions, type NpyFileHandle, type NpyFileHandleSync } from '../io/handles.js';
+import { handleAsync, handleSync, newFileLayout, planningAppend, type CreateOptions, type NpyFileHandle, type NpyFileHandleSync } from '../io/handles.js';
 import { NpyError } from '../errors.js';
 import { appendLocked } from './lock.js';
 import { run, runSync } from './drive.js';
@@ -194,7 +194,7 @@ export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
 /** The steps of {@link appendNpy} for a caller that holds the file's append lock already (see lock.ts). */
 export function* appending(path: string, input: NdArray | ArraySpec): Operation<void> {
   yield* withFile(path, 'r+', function* (file) {
-    const plan = planAppend(path, yield* readingHeader(file), input, (yield { op: 'size', file }) as number);
+    const plan = yield* planningAppend(path, yield* readingHeader(file), input, (yield { op: 'size', file }) as number);
     const { header } = plan;
     yield { op: 'write', file, bytes: plan.bytes, at: plan.end };
     yield { op: 'sync', file };

@@ -14,7 +14,7 @@ import {
 } from '../npy.js';
 import { NpyError, withWhere } from '../errors.js';
 import { fflateCodec } from './fflate.js';
-import { MAGIC, readHeader, type NpyHeader } from '../format/header.js';
+import { MAGIC, checkFormatVersion, readHeader, type NpyHeader } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { driveSync, type Operation } from '../io/steps.js';
 import { settleAll } from '../io/settle.js';
@@ -25,6 +25,7 @@ import {
   STORED,
   ZipWriter,
   checkZipCrc,
+  checkZipWriteOptions,
   checksCrc,
   memorySource,
   performOnBytes,
@@ -388,6 +389,18 @@ export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
 }
 
 /**
+ * Refuse write options that are not what the archive writer takes, before any file is touched: the
+ * format version, zlib's level, the date, and `compress` as a boolean.
+ */
+export function checkNpzWriteOptions(options: NpzWriteOptions): void {
+  checkFormatVersion(options.version);
+  checkZipWriteOptions(options);
+  if (options.compress !== undefined && typeof options.compress !== 'boolean') {
+    throw new NpyError('BAD_OPTION', `compress must be true or false, got ${String(options.compress)}`);
+  }
+}
+
+/**
  * Members in order with numpy's names: keys as given, a list as `arr_0`, `arr_1`, …
  * @example
  * npzMembers([a, b]).map(([name]) => name);   // ['arr_0', 'arr_1']
@@ -420,6 +433,7 @@ export function writeNpz(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptio
  * async writer can flush the sink to disk (and notice an abort) between pieces.
  */
 export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOptions = {}): Generator<void> {
+  checkNpzWriteOptions(options);
   const writer = new ZipWriter(sink, options.codec ?? fflateCodec, options);
   const members = npzMembers(arrays).map(([name, a]) => [name, toNdArray(a)] as const);
   // Keys of a Map or object are unique, so array members are too; other files must not take their names.

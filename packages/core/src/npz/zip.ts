@@ -494,6 +494,20 @@ export interface ZipWriteOptions {
   level?: number;
 }
 
+/**
+ * Refuse zip write options that would write a member wrongly or not at all (a level zlib has not, a
+ * date that is not one); writers call it before they touch a file.
+ */
+export function checkZipWriteOptions(options: ZipWriteOptions): void {
+  const { level, date } = options;
+  if (level !== undefined && !(Number.isInteger(level) && level >= 0 && level <= 9)) {
+    throw new NpyError('BAD_OPTION', `level must be an integer from 0 to 9 (zlib's levels), got ${String(level)}`);
+  }
+  if (date !== undefined && !(date instanceof Date && Number.isFinite(date.getTime()))) {
+    throw new NpyError('BAD_OPTION', `date must be a valid Date, got ${String(date)}`);
+  }
+}
+
 interface Written {
   nameBytes: Uint8Array;
   utf8: boolean;
@@ -534,6 +548,7 @@ export class ZipWriter {
     private readonly codec: ZipCodec,
     private readonly options: ZipWriteOptions = {},
   ) {
+    checkZipWriteOptions(options);
     [this.time, this.date] = dosDateTime(options.date ?? new Date());
   }
 

@@ -1,6 +1,6 @@
 /** Saving .npz files: members written a piece at a time beside the target, renamed over it when complete. */
 import type { NpzInput, NpzWriteOptions } from '../../npz/archive.js';
-import { npzWriting } from '../../npz/archive.js';
+import { checkNpzWriteOptions, npzWriting } from '../../npz/archive.js';
 import type { ZipSink } from '../../npz/zip.js';
 import type { FileRef, Operation } from '../../io/steps.js';
 import type { AsyncOptions } from '../fd.js';
@@ -56,6 +56,7 @@ export function saveNpzSync(path: string, arrays: NpzInput, options: SaveNpzOpti
 
 /** The steps of a save: members written a piece (≤ 16 MiB) at a time into a file beside `path`, renamed over it when complete. */
 function* savingNpz(path: string, arrays: NpzInput, options: SaveNpzOptionsSync): Operation<void> {
+  checkNpzWriteOptions(options); // before the file beside is made
   yield* writingBeside(path, function* (file) {
     const sink = new QueuedSink();
     for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options, pickle: saveCodec(options) })) yield* sink.flushing(file);
