@@ -5,8 +5,10 @@ import * as assert from 'uvu/assert';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { NpyError, arrayFromValues } from '@npyts/core';
-import { createNpy, createNpySync, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
-import { python, scratch } from '../helpers/numpy.mjs';
+import { createNpy, createNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
+import { decodeNpz } from '@npyts/core';
+import { cliBin, python, scratch } from '../helpers/numpy.mjs';
+import { spawnSync } from 'node:child_process';
 
 const dir = scratch('npyts-round-three-');
 const at = (name) => join(dir, name);
@@ -90,6 +92,62 @@ test("a record's field is looked up among the value's own properties: a bool fie
     saveNpySync(path, a);
     assert.is(python(`a = np.load(${JSON.stringify(path)}); print(bool(a[0][${JSON.stringify(name)}]), int(a[0]['x']))`).trim(), 'True 3', name);
   }
+});
+
+test("an archive of 70 000 members whose end record's 16-bit count wrapped to 4 464 (no zip64 record) lists all 70 000, as numpy does", async () => {
+  const path = at('wrapped.npz');
+  const listed = JSON.parse(
+    python(`
+import zipfile, struct
+np.savez(${JSON.stringify(path)}, **{f'm{i}': np.array([i], '<i4') for i in range(70000)})
+b = open(${JSON.stringify(path)}, 'rb').read()
+# Drop the zip64 end record and its locator; write a plain end record whose count wrapped.
+eocd = b.rfind(b'PK\x05\x06'); z64 = b.rfind(b'PK\x06\x06', 0, eocd)
+cd_size, cd_offset = struct.unpack('<QQ', b[z64 + 40:z64 + 56])
+end = struct.pack('<IHHHHIIH', 0x06054b50, 0, 0, 70000 & 0xffff, 70000 & 0xffff, cd_size, cd_offset, 0)
+open(${JSON.stringify(path)}, 'wb').write(b[:z64] + end)
+z = np.load(${JSON.stringify(path)})
+print(json.dumps([len(z.files), int(z['m69999'][0]), int(z['m4464'][0])]))`),
+  );
+  assert.equal(listed, [70000, 69999, 4464]);
+  const archive = await openNpz(path);
+  try {
+    assert.is(archive.names.length, 70000);
+    assert.is((await archive.get('m69999')).get(0), 69999);
+  } finally {
+    await archive.close();
+  }
+  const bytes = readFileSync(path);
+  assert.is(decodeNpz(bytes).names.length, 70000);
+  assert.is(loadNpzSync(path).size, 70000);
+});
+
+test('npyts info/show/convert - read standard input only as far as what it is: /dev/zero is refused at once, a .npy stops at its declared data, a header claiming 4 GiB is refused', () => {
+  for (const command of [
+    ['info', '-'],
+    ['show', '-'],
+    ['convert', '-', at('out.npy')],
+  ]) {
+    const r = spawnSync('sh', ['-c', `head -c 400000000 /dev/zero | timeout 20 ${process.execPath} ${cliBin} ${command.join(' ')}`], { encoding: 'utf8' });
+    assert.is(r.status, 1, `${command.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, /^npyts: error: <stdin>: .*neither a \.npy/);
+    assert.is(r.stderr.trim().split('\n').length, 1, r.stderr);
+  }
+  // A .npy followed by an endless stream: numpy reads exactly the data its header declares, and so does npyts.
+  const small = at('small.npy');
+  python(`np.save(${JSON.stringify(small)}, np.arange(6, dtype='>i2').reshape(2, 3))`);
+  const r = spawnSync('sh', ['-c', `cat ${small} /dev/zero | timeout 20 ${process.execPath} ${cliBin} show -`], { encoding: 'utf8' });
+  assert.is(r.status, 0, r.stderr);
+  const repr = python(`print(repr(np.load(${JSON.stringify(small)})))`).trim();
+  assert.ok(r.stdout.trim().endsWith(repr), `${r.stdout} is not numpy's ${repr}`);
+  // A version 2.0 header that claims 4 GiB of header text, followed by zeros, is refused.
+  const claim = spawnSync(
+    'sh',
+    ['-c', `(printf '\\223NUMPY\\002\\000\\377\\377\\377\\377'; head -c 400000000 /dev/zero) | timeout 20 ${process.execPath} ${cliBin} info -`],
+    { encoding: 'utf8' },
+  );
+  assert.is(claim.status, 1, claim.stderr);
+  assert.match(claim.stderr, /^npyts: error: <stdin>: /);
 });
 
 test.run();

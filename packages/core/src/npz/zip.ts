@@ -197,7 +197,6 @@ export function* readingZipEntries(size: number): Operation<ZipEntry[]> {
   const e = view(yield* readingExact(size, eocdAt, 22, 'the end record'));
   let disk = e.getUint16(4, true);
   let cdDisk = e.getUint16(6, true);
-  let count = e.getUint16(10, true);
   let cdSize = e.getUint32(12, true);
   let cdOffset = e.getUint32(16, true);
   if (eocdAt >= 20) {
@@ -208,7 +207,6 @@ export function* readingZipEntries(size: number): Operation<ZipEntry[]> {
       if (z.getUint32(0, true) !== SIG_ZIP64_EOCD) zipError('the zip64 locator does not point at a zip64 end record', z64At);
       disk = z.getUint32(16, true);
       cdDisk = z.getUint32(20, true);
-      count = u64(z, 32);
       cdSize = u64(z, 40);
       cdOffset = u64(z, 48);
     }
@@ -220,7 +218,10 @@ export function* readingZipEntries(size: number): Operation<ZipEntry[]> {
   const v = view(cd);
   const entries: ZipEntry[] = [];
   let p = 0;
-  for (let i = 0; i < count; i++) {
+  // Entries are read until the directory's bytes end, as Python's zipfile (numpy's reader) does: the
+  // count is not trusted, since writers without zip64 wrap it at 65 536 (70 000 members say 4 464).
+  // Memory follows the directory's bytes, at least 46 a member.
+  for (let i = 0; p < cd.length; i++) {
     if (p + 46 > cd.length || v.getUint32(p, true) !== SIG_CENTRAL) zipError(`central directory entry ${i} is malformed`, cdOffset + p);
     const flags = v.getUint16(p + 8, true);
     const method = v.getUint16(p + 10, true);
