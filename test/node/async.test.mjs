@@ -92,10 +92,13 @@ async function steadyDrift(work, baseline) {
   return { worst, noise, result };
 }
 
-/** numpy's SHA-256 of an array's bytes in C order and native byte order, with its shape. */
+/**
+ * numpy's SHA-256 of an array's bytes in C order, with its shape: in native byte order (as npyts holds
+ * typed data), or for records as stored (npyts holds records as their stored bytes).
+ */
 const numpyDigest = (path) =>
   python(
-    `a = np.load(${JSON.stringify(path)}); print(json.dumps([list(a.shape), __import__('hashlib').sha256(np.ascontiguousarray(a.astype(a.dtype.newbyteorder('=')))).hexdigest()]))`,
+    `a = np.load(${JSON.stringify(path)}); a = a if a.dtype.names else a.astype(a.dtype.newbyteorder('=')); print(json.dumps([list(a.shape), __import__('hashlib').sha256(np.ascontiguousarray(a)).hexdigest()]))`,
   );
 
 // 256 MiB of float32, native and big-endian (the big-endian one is swapped piece by piece as it

@@ -4,12 +4,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { NpyError, arrayFromValues } from '@npyts/core';
+import { NpyError, arrayFromValues, encodeNpz } from '@npyts/core';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { assignWeights, npzHandler } from '@npyts/tfjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { createNpy, createNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
 import { decodeNpz } from '@npyts/core';
 import { cliBin, python, scratch } from '../helpers/numpy.mjs';
 import { spawnSync } from 'node:child_process';
 
+await useCpuBackend();
 const dir = scratch('npyts-round-three-');
 const at = (name) => join(dir, name);
 
@@ -148,6 +152,61 @@ test('npyts info/show/convert - read standard input only as far as what it is: /
   );
   assert.is(claim.status, 1, claim.stderr);
   assert.match(claim.stderr, /^npyts: error: <stdin>: /);
+});
+
+/** A dense layer's PyTorch parameters, each element distinct so that a swap shows. */
+const linear = (seed) => ({
+  weight: { data: Float32Array.from({ length: 9 }, (_, i) => seed + i / 10), shape: [3, 3] },
+  bias: { data: Float32Array.from({ length: 3 }, (_, i) => -seed - i / 10), shape: [3] },
+});
+const stateDict = (...modules) =>
+  Object.fromEntries(
+    modules.flatMap(([name, m]) => [
+      [`${name}.weight`, m.weight],
+      [`${name}.bias`, m.bias],
+    ]),
+  );
+const twoDense = (first, second) => {
+  const input = tfl.input({ shape: [3] });
+  const out = tfl.layers.dense({ units: 3, name: second }).apply(tfl.layers.dense({ units: 3, name: first }).apply(input));
+  return tfl.model({ inputs: input, outputs: out });
+};
+const kernelOf = (model, layer) => Array.from(model.getLayer(layer).getWeights()[0].dataSync());
+/** PyTorch's weight (out, in) as tfjs's kernel (in, out), flat. */
+const asKernel = (w) => Array.from({ length: 9 }, (_, k) => w.data[(k % 3) * 3 + Math.floor(k / 3)]);
+
+test("a tfjs layer named exactly after a module takes that module, not another whose dots read as '_' (modules fc.1 and fc_1, layers a and fc_1); a name two modules normalise to is refused naming both", async () => {
+  const fc1dot = linear(1);
+  const fc1 = linear(5);
+  const archive = encodeNpz(stateDict(['fc.1', fc1dot], ['fc_1', fc1]));
+  const model = twoDense('a', 'fc_1');
+  await assignWeights(model, archive, { layout: 'pytorch' });
+  assert.equal(kernelOf(model, 'fc_1'), asKernel(fc1.weight));
+  assert.equal(kernelOf(model, 'a'), asKernel(fc1dot.weight));
+  // npzHandler pairs the same way.
+  const loaded = await tfl.loadLayersModel(npzHandler(archive, { layout: 'pytorch', modelTopology: twoDense('a', 'fc_1') }));
+  assert.equal(kernelOf(loaded, 'fc_1'), asKernel(fc1.weight));
+  // 'a.b_c' and 'a_b.c' both read as 'a_b_c': neither is the layer's module by name.
+  const e = await refused(() => assignWeights(twoDense('a_b_c', 'z'), encodeNpz(stateDict(['a.b_c', linear(1)], ['a_b.c', linear(2)])), { layout: 'pytorch' }));
+  assert.is(e.code, 'NAME_CLASH');
+  assert.match(e.message, /'a\.b_c' or 'a_b\.c'/);
+});
+
+test("an archive holding both 'fc2.weight' and 'fc2.weight.npy' is refused (one key, two members), and the model is left as it was", async () => {
+  const arrays = stateDict(['fc1', linear(1)], ['fc2', linear(2)]);
+  const other = linear(9).weight;
+  const withBoth = encodeNpz(arrays, { files: { 'fc2.weight': encodeNpz({ x: other }) } });
+  const model = twoDense('fc1', 'fc2');
+  const before = kernelOf(model, 'fc1');
+  for (const run of [
+    () => assignWeights(model, withBoth, { layout: 'pytorch' }),
+    () => tfl.loadLayersModel(npzHandler(withBoth, { layout: 'pytorch', modelTopology: twoDense('fc1', 'fc2') })),
+  ]) {
+    const e = await refused(run);
+    assert.is(e.code, 'NAME_CLASH', e.message);
+    assert.match(e.message, /'fc2\.weight' and 'fc2\.weight\.npy'/);
+  }
+  assert.equal(kernelOf(model, 'fc1'), before);
 });
 
 test.run();

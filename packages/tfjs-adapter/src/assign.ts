@@ -78,6 +78,7 @@ export async function planFrom(
   archive: AnyArchive,
   options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string> },
 ): Promise<PlanStep[]> {
+  arrayKeys(archive); // refuses an archive where one key names two members, before anything is planned
   const list = weightList(weights);
   const problems: string[] = [];
   const steps: PlanStep[] = [];
@@ -242,6 +243,17 @@ async function readSteps(steps: readonly PlanStep[], archive: AnyArchive, option
 }
 
 function assignAll(steps: readonly PlanStep[], tensors: readonly (tf.Tensor | null)[]): void {
+  // All or nothing: every tensor is checked against its weight before the first is assigned, so a
+  // refusal leaves the model as it was (tfjs's own check would throw halfway through).
+  const wrong: string[] = [];
+  steps.forEach(({ target }, i) => {
+    const t = tensors[i];
+    if (!t) return;
+    const want = target.shape.map((d) => d ?? -1);
+    if (t.shape.join() !== want.join() || t.dtype !== target.dtype)
+      wrong.push(`${savedName(target)}: made ${t.dtype} [${t.shape}], the model has ${target.dtype} [${want}]`);
+  });
+  if (wrong.length) throw mismatchError(wrong);
   steps.forEach(({ target }, i) => {
     const t = tensors[i];
     if (!t) return;

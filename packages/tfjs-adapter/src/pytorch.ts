@@ -390,10 +390,40 @@ function rnnLayerName(module: TorchModule, count: number): string[] {
   return count === 1 ? [base, `${base}_l${module.rnnLayer}`] : [`${base}_l${module.rnnLayer}`];
 }
 
-/** The names a tfjs layer may carry to be paired with a module by name (dots cannot be in tfjs names). */
-function namesFor(module: TorchModule, rnnCount: number): string[] {
-  const raw = module.rnnLayer !== undefined ? rnnLayerName(module, rnnCount) : [module.name];
-  return raw.flatMap((n) => [n, n.replace(/\./g, '_'), n.replace(/\./g, '/')]);
+/**
+ * The names a tfjs layer may carry to be paired with a module by name: the module's own (`exact`),
+ * and its dots as `_` or `/` (dots cannot be in tfjs names).
+ */
+function namesFor(module: TorchModule, rnnCount: number): { exact: string[]; normalised: string[] } {
+  const exact = module.rnnLayer !== undefined ? rnnLayerName(module, rnnCount) : [module.name];
+  return { exact, normalised: exact.flatMap((n) => [n.replace(/\./g, '_'), n.replace(/\./g, '/')]).filter((n) => !exact.includes(n)) };
+}
+
+/**
+ * The module each tfjs layer name pairs with: a module named exactly so wins; else the one module
+ * whose name becomes it with dots turned to `_` or `/`. A normalised name that two modules share
+ * (`fc.1` and `fc_1` both give `fc_1`) pairs with neither unless one is exact: the layer is refused.
+ */
+function moduleNames(modules: readonly TorchModule[], rnnCount: Map<string, number>): (name: string) => TorchModule | undefined {
+  const exact = new Map<string, TorchModule>();
+  const normalised = new Map<string, Set<TorchModule>>();
+  for (const m of modules) {
+    const names = namesFor(m, rnnCount.get(m.name.replace(/ \(layer \d+\)$/, '')) ?? 1);
+    for (const n of names.exact) if (!exact.has(n)) exact.set(n, m);
+    for (const n of names.normalised) normalised.set(n, (normalised.get(n) ?? new Set()).add(m));
+  }
+  return (name) => {
+    const m = exact.get(name);
+    if (m) return m;
+    const candidates = [...(normalised.get(name) ?? [])];
+    if (candidates.length > 1) {
+      throw new NpyError(
+        'NAME_CLASH',
+        `tfjs layer '${name}' could be PyTorch module ${candidates.map((c) => `'${c.name}'`).join(' or ')} (dots read as '_' or '/'): name the layer exactly after one module, or map it with { names }`,
+      );
+    }
+    return candidates[0];
+  };
 }
 
 /**
@@ -424,12 +454,11 @@ export async function planPytorch(
       const base = m.name.replace(/ \(layer \d+\)$/, '');
       rnnCount.set(base, (rnnCount.get(base) ?? 0) + 1);
     }
-  const byName = new Map<string, TorchModule>();
-  for (const m of modules) for (const n of namesFor(m, rnnCount.get(m.name.replace(/ \(layer \d+\)$/, '')) ?? 1)) if (!byName.has(n)) byName.set(n, m);
+  const moduleNamed = moduleNames(modules, rnnCount);
   const pairs = new Map<LayerLike, TorchModule>();
   const taken = new Set<TorchModule>();
   for (const layer of layers) {
-    const m = byName.get(layer.name);
+    const m = moduleNamed(layer.name);
     if (m && !taken.has(m)) {
       pairs.set(layer, m);
       taken.add(m);

@@ -93,7 +93,18 @@ export function mismatchError(problems: readonly string[]): NpyError {
 
 /** The archive's members that are arrays (keys), without the ones named in `except`. */
 export function arrayKeys(archive: AnyArchive, except: ReadonlySet<string> = new Set()): string[] {
-  return archive.entries.filter((e) => e.name.endsWith('.npy') && !except.has(e.name)).map((e) => e.name.slice(0, -4));
+  const members = new Set(archive.entries.map((e) => e.name));
+  const keys = archive.entries.filter((e) => e.name.endsWith('.npy') && !except.has(e.name)).map((e) => e.name.slice(0, -4));
+  // One member per key: numpy's key `k` reads a member named `k` before `k.npy`, so an archive with
+  // both holds two arrays under one key, and a plan could take one's header and the other's data.
+  const both = keys.filter((k) => members.has(k));
+  if (both.length) {
+    throw new NpyError(
+      'NAME_CLASH',
+      `the archive has both ${both.map((k) => `'${k}' and '${k}.npy'`).join(', ')}: one key names two members (numpy would read '${both[0]}'); keep one of each`,
+    );
+  }
+  return keys;
 }
 
 /** The archive's array names, for a message: ", the archive has: a, b, c" (at most 20). */
