@@ -6,7 +6,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { NpyError, arrayFromValues, encodeNpz } from '@npyts/core';
 import * as tfl from '@tensorflow/tfjs-layers';
-import { assignWeights, npzHandler } from '@npyts/tfjs';
+import { assignWeights, checkModel, npzHandler } from '@npyts/tfjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { createNpy, createNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
 import { decodeNpz } from '@npyts/core';
@@ -207,6 +207,84 @@ test("an archive holding both 'fc2.weight' and 'fc2.weight.npy' is refused (one 
     assert.match(e.message, /'fc2\.weight' and 'fc2\.weight\.npy'/);
   }
   assert.equal(kernelOf(model, 'fc1'), before);
+});
+
+/** A model that gives its input back (a linear activation): its output is exactly its input. */
+const identity = () => tfl.sequential({ layers: [tfl.layers.activation({ activation: 'linear', inputShape: [3] })] });
+const checkArchive = (input, output) =>
+  encodeNpz({
+    'check/input': { data: Float32Array.from(input.flat()), shape: [input.length, 3] },
+    'check/output': { data: Float32Array.from(output.flat()), shape: [output.length, 3] },
+  });
+
+test('the check compares finite values on a finite scale: one inf no longer accepts anything, all-NaN proves nothing, a NaN matched where the reference has NaN is accepted', async () => {
+  // One inf in the reference made atol infinite: a wrong output passed.
+  let e = await refused(() => checkModel(identity(), checkArchive([[Infinity, 1, 2]], [[Infinity, 1.5, 2]])));
+  assert.is(e.code, 'CHECK_FAILED');
+  assert.match(e.message, /at \[0,1\]/);
+  // An infinity of the other sign, or a number where the reference has inf or NaN, is a difference.
+  for (const [x, ref] of [
+    [
+      [-Infinity, 1, 2],
+      [Infinity, 1, 2],
+    ],
+    [
+      [5, 1, 2],
+      [Number.NaN, 1, 2],
+    ],
+    [
+      [Number.NaN, 1, 2],
+      [5, 1, 2],
+    ],
+  ]) {
+    e = await refused(() => checkModel(identity(), checkArchive([x], [ref])));
+    assert.is(e.code, 'CHECK_FAILED', `${x} vs ${ref}`);
+  }
+  // All NaN in and out: nothing finite was compared, so nothing is proved.
+  e = await refused(() => checkModel(identity(), checkArchive([[Number.NaN, Number.NaN, Number.NaN]], [[Number.NaN, Number.NaN, Number.NaN]])));
+  assert.is(e.code, 'CHECK_FAILED');
+  assert.match(e.message, /no finite value/);
+  // A NaN column made atol NaN and refused a correct model.
+  const r = await checkModel(
+    identity(),
+    checkArchive(
+      [
+        [Number.NaN, 1, 2],
+        [Number.NaN, 3, -Infinity],
+      ],
+      [
+        [Number.NaN, 1, 2],
+        [Number.NaN, 3, -Infinity],
+      ],
+    ),
+  );
+  assert.is(r.compared, 3);
+  assert.is(r.maxAbsDiff, 0);
+});
+
+test('check/input with an empty batch or of text or complex dtype is refused with an NpyError, not tfjs own error', async () => {
+  const output = { data: new Float32Array(3), shape: [1, 3] };
+  for (const [input, code] of [
+    [{ data: new Float32Array(0), shape: [0, 3] }, 'NPZ_KEY'],
+    [arrayFromValues([['a', 'b', 'c']], '<U1'), 'DTYPE_MISMATCH'],
+    [
+      arrayFromValues(
+        [
+          [
+            { re: 1, im: 0 },
+            { re: 1, im: 0 },
+            { re: 1, im: 0 },
+          ],
+        ],
+        '<c8',
+      ),
+      'DTYPE_MISMATCH',
+    ],
+  ]) {
+    const e = await refused(() => checkModel(identity(), encodeNpz({ 'check/input': input, 'check/output': output })));
+    assert.is(e.code, code, e.message);
+    assert.match(e.message, /check\/input/);
+  }
 });
 
 test.run();

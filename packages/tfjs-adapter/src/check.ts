@@ -112,6 +112,10 @@ export async function checkWith(model: LayersModelLike, archive: AnyArchive, opt
           'NPZ_KEY',
           `${key} has shape [${x.shape}]${moved ? ' with channels moved last' : ''} but the model's input ${i} is [${wanted.map((d) => d ?? 'any')}]`,
         );
+      // tfjs would fail inside predict with its own words: an empty batch, text or complex numbers.
+      if (x.size === 0) throw new NpyError('NPZ_KEY', `${key} has shape [${x.shape}], no values: save a sample input of at least one example`);
+      if (!['float', 'int', 'uint', 'bool'].includes(familyOf(x.dtype)))
+        throw new NpyError('DTYPE_MISMATCH', `${key} is ${x.dtype.str} (${x.dtype.name}); a model's input is numbers: save it as float32`);
       inputs.push(toTensor(x, { int64: 'check' }));
     }
     const predicted = tf.tidy(() => {
@@ -139,6 +143,12 @@ export async function checkWith(model: LayersModelLike, archive: AnyArchive, opt
         };
       }
       if (worst.failure) throw new NpyError('CHECK_FAILED', worst.failure);
+      if (worst.compared === 0) {
+        throw new NpyError(
+          'CHECK_FAILED',
+          `the reference outputs (${outputKeys.join(', ')}) have no finite value to compare with, so they prove nothing; save a sample input whose output is finite`,
+        );
+      }
       return { maxAbsDiff: worst.abs, maxRelDiff: worst.rel, compared: worst.compared };
     } finally {
       tf.dispose(predicted);
@@ -178,24 +188,36 @@ function compare(
   options: CheckModelOptions,
 ): { abs: number; rel: number; compared: number; failure: string } {
   const rtol = options.rtol ?? 1e-5;
+  // The scale comes from finite values alone: one inf would make the default atol infinite (and
+  // accept anything), one NaN would make it NaN (and refuse everything).
   let scale = 0;
-  for (let i = 0; i < want.length; i++) scale = Math.max(scale, Math.abs(want[i]!));
+  for (let i = 0; i < want.length; i++) if (Number.isFinite(want[i]!)) scale = Math.max(scale, Math.abs(want[i]!));
   const atol = options.atol ?? rtol * scale;
   let abs = 0;
   let rel = 0;
+  let compared = 0;
   let worstExcess = 0;
   let failure = '';
+  const at = (i: number): string => `${key}: at [${indexOf(i, shape)}] tfjs gives ${got[i]} and the reference ${want[i]}`;
   for (let i = 0; i < want.length; i++) {
-    const d = Math.abs(got[i]! - want[i]!);
-    const bad = !(d <= atol + rtol * Math.abs(want[i]!)); // NaN where the reference is a number fails too
-    if (Number.isNaN(got[i]!) && Number.isNaN(want[i]!)) continue;
+    const w = want[i]!;
+    const g = got[i]!;
+    if (!Number.isFinite(w)) {
+      // A non-finite reference is matched exactly: the same infinity, NaN where NaN.
+      if (!(Object.is(g, w) || (Number.isNaN(g) && Number.isNaN(w))) && !failure)
+        failure = `the model's predictions differ from ${at(i)} (a non-finite reference is matched exactly)`;
+      continue;
+    }
+    compared++;
+    const d = Math.abs(g - w);
+    const allowed = atol + rtol * Math.abs(w);
     abs = Math.max(abs, Number.isNaN(d) ? Infinity : d);
-    if (want[i] !== 0) rel = Math.max(rel, d / Math.abs(want[i]!));
-    const excess = d - (atol + rtol * Math.abs(want[i]!));
-    if (bad && (!failure || excess > worstExcess)) {
+    if (w !== 0) rel = Math.max(rel, d / Math.abs(w));
+    const excess = Number.isNaN(d) ? Infinity : d - allowed;
+    if (!(d <= allowed) && (!failure || excess > worstExcess)) {
       worstExcess = excess;
-      failure = `the model's predictions differ from ${key}: at [${indexOf(i, shape)}] tfjs gives ${got[i]} and the reference ${want[i]} (difference ${d.toPrecision(3)}, allowed ${(atol + rtol * Math.abs(want[i]!)).toPrecision(3)} with rtol ${rtol}, atol ${atol.toPrecision(3)}); check the layers' order and configuration (padding, strides, activations) against the PyTorch model`;
+      failure = `the model's predictions differ from ${at(i)} (difference ${d.toPrecision(3)}, allowed ${allowed.toPrecision(3)} with rtol ${rtol}, atol ${atol.toPrecision(3)}); check the layers' order and configuration (padding, strides, activations) against the PyTorch model`;
     }
   }
-  return { abs, rel, compared: want.length, failure };
+  return { abs, rel, compared, failure };
 }
