@@ -2,7 +2,9 @@
 // refused before any file is touched, values that wrapped, plumbing that looped, a zip count that wrapped.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { startViewer } from '../../viewer/serve.mjs';
 import { join } from 'node:path';
 import { NpyError, arrayFromValues, encodeNpz } from '@npyts/core';
 import * as tfl from '@tensorflow/tfjs-layers';
@@ -11,7 +13,7 @@ import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { createNpy, createNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
 import { decodeNpz } from '@npyts/core';
 import { cliBin, python, scratch } from '../helpers/numpy.mjs';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 await useCpuBackend();
 const dir = scratch('npyts-round-three-');
@@ -284,6 +286,76 @@ test('check/input with an empty batch or of text or complex dtype is refused wit
     const e = await refused(() => checkModel(identity(), encodeNpz({ 'check/input': input, 'check/output': output })));
     assert.is(e.code, code, e.message);
     assert.match(e.message, /check\/input/);
+  }
+});
+
+test('the viewer never serves a file outside its folder while a link inside is swapped to an outside folder in a loop (it checks what it opened)', async () => {
+  const data = at('served');
+  const outside = at('outside');
+  mkdirSync(join(data, 'd'), { recursive: true });
+  mkdirSync(outside);
+  writeFileSync(join(data, 'd', 'secret.txt'), 'inside');
+  writeFileSync(join(outside, 'secret.txt'), 'OUTSIDE');
+  symlinkSync(outside, join(data, 'link'));
+  // Swap the folder data/d for a link to the outside folder and back, as fast as renames go: a server
+  // that resolves the path, checks it, then opens it by name again can open through the link.
+  const swapper = spawn('python3', [
+    '-c',
+    `import os, time
+d, stash, link = ${JSON.stringify(join(data, 'd'))}, ${JSON.stringify(join(data, 'stash'))}, ${JSON.stringify(join(data, 'link'))}
+end = time.time() + 60
+while time.time() < end:
+    os.rename(d, stash); os.rename(link, d)
+    os.rename(d, link); os.rename(stash, d)`,
+  ]);
+  const server = await startViewer({ port: 0, dataDir: data });
+  const url = `http://127.0.0.1:${server.address().port}/data/d/secret.txt`;
+  const answers = { inside: 0, refused: 0, OUTSIDE: 0 };
+  try {
+    for (let i = 0; i < 1500; i++) {
+      const r = await fetch(url);
+      const body = await r.text();
+      if (r.status === 200) answers[body] = (answers[body] ?? 0) + 1;
+      else answers.refused++;
+    }
+  } finally {
+    swapper.kill();
+    server.close();
+  }
+  assert.is(answers.OUTSIDE, 0, JSON.stringify(answers));
+  assert.ok(answers.inside > 0 && answers.refused > 0, `the swap was not exercised: ${JSON.stringify(answers)}`);
+});
+
+test('the viewer closes the file of every client that goes away mid-download (300 of them), and keeps serving', async () => {
+  const data = at('served-big');
+  mkdirSync(data);
+  writeFileSync(join(data, 'big.bin'), new Uint8Array(16 << 20));
+  const server = await startViewer({ port: 0, dataDir: data });
+  const { port } = server.address();
+  const open = () => readdirSync('/proc/self/fd').length;
+  try {
+    const before = open();
+    for (let i = 0; i < 300; i++) {
+      await new Promise((resolve) => {
+        const req = get({ host: '127.0.0.1', port, path: '/data/big.bin' }, (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        });
+        req.on('error', resolve);
+      });
+    }
+    // Give the server a moment to see the closed connections.
+    let after = open();
+    for (let wait = 0; wait < 50 && after > before + 5; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      after = open();
+    }
+    assert.ok(after <= before + 5, `${after - before} descriptors more than before 300 aborted downloads`);
+    assert.is((await fetch(`http://127.0.0.1:${port}/data/big.bin`, { headers: { range: 'bytes=0-9' } })).status, 206);
+  } finally {
+    server.close();
   }
 });
 
