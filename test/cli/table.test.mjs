@@ -6,6 +6,9 @@ import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { boundedChild, python, runCli, scratch } from '../helpers/numpy.mjs';
+import fc from 'fast-check';
+import { arrayFromValues } from '@npyts/core';
+import { loadNpySync, saveNpySync } from '@npyts/core/node';
 
 const dir = scratch();
 const f = (n) => join(dir, n);
@@ -85,7 +88,7 @@ open(${JSON.stringify(f('bad.csv'))}, 'w').write('1,2\\n3,x\\n'); open(${JSON.st
   for (const [args, pattern] of [
     [['convert', f('cube.npy'), f('cube.csv')], /3 dimensions has no table form/],
     [['convert', f('cplx.npy'), f('cplx.csv')], /complex128 values have no lossless CSV form/],
-    [['convert', f('comma.npy'), f('comma.csv')], /holds a delimiter/],
+    [['convert', f('comma.npy'), f('comma.csv')], /holds the delimiter/],
     [['convert', f('bad.csv'), f('bad.npy')], /bad\.csv:2:2: 'x' is not a float64/],
     [['convert', f('ragged.csv'), f('ragged.npy')], /ragged\.csv:2: 1 columns, the first row has 2/],
   ]) {
@@ -214,5 +217,107 @@ globalThis.result = { code, err };`,
   assert.ok(r.rssMiB < 300, `peak ${r.rssMiB.toFixed(0)} MiB`);
   assert.is(python(`print(np.array_equal(np.load(${JSON.stringify(f('two-rows.npy'))}), np.loadtxt(${JSON.stringify(csv)}, delimiter=',')))`).trim(), 'True');
 });
+
+// The round trip as a property: every array that export writes comes back from import exactly (the
+// same dtype, shape and values), or export refuses it with one line; numpy's loadtxt reads what was
+// written as import does.
+const specials = ['#', ',', '\t', '"', "'", ' ', '\r', '\n', '', 'é', '\u00ff', '\ud83d\ude00', '\ud800', '\\', '\u0000', 'nan', 'inf', '-'];
+const text = (max) =>
+  fc.array(fc.oneof(fc.constantFrom(...specials), fc.string({ unit: 'binary', maxLength: 2 })), { maxLength: max }).map((p) => p.join('').slice(0, max));
+const latin = (max) => fc.array(fc.integer({ min: 1, max: 255 }), { maxLength: max }).map((b) => Uint8Array.from(b));
+const kinds = {
+  '<f8': fc.double(),
+  '<f4': fc.float().map(Math.fround),
+  '<i8': fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+  '|u1': fc.integer({ min: 0, max: 255 }),
+  '|b1': fc.boolean(),
+  '<U4': text(4),
+  '|S3': latin(3),
+};
+const recordDescr = [
+  ['a b', '<U3'],
+  ['n', '<i8'],
+  ['x', '<f8'],
+];
+const anArray = fc.oneof(
+  fc.constantFrom(...Object.keys(kinds)).chain((descr) =>
+    fc.oneof(
+      fc.array(kinds[descr], { maxLength: 6 }).map((values) => ({ descr, shape: [values.length], values })),
+      fc
+        .tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 3 }))
+        .chain(([r, c]) => fc.array(kinds[descr], { minLength: r * c, maxLength: r * c }).map((values) => ({ descr, shape: [r, c], values }))),
+    ),
+  ),
+  fc
+    .array(fc.record({ 'a b': text(3), n: kinds['<i8'], x: kinds['<f8'] }), { maxLength: 4 })
+    .map((values) => ({ descr: recordDescr, shape: [values.length], values })),
+  // A field name that holds what the header line cannot.
+  fc.constantFrom('a#b', 'a,b', 'a\nb', '').map((name) => ({
+    descr: [
+      [name, '<i4'],
+      ['z', '<i4'],
+    ],
+    shape: [1],
+    values: [{ [name]: 1, z: 2 }],
+  })),
+);
+
+test('CSV and TSV round trips are exact or refused: dtypes, strings with every special character, empty and zero-size shapes (fast-check), and numpy reads what was written as import does', async () => {
+  let n = 0;
+  const written = [];
+  await fc.assert(
+    fc.asyncProperty(anArray, fc.constantFrom('csv', 'tsv'), async ({ descr, shape, values }, ext) => {
+      const a = arrayFromValues(values, descr, { shape });
+      const npy = f(`prop-${n}.npy`);
+      const table = f(`prop-${n}.${ext}`);
+      const back = f(`prop-${n}.back.npy`);
+      n++;
+      saveNpySync(npy, a);
+      const out = await runCli(['convert', npy, table]);
+      if (out.code !== 0) {
+        assert.is(out.code, 1, out.stderr);
+        assert.is(out.stderr.trim().split('\n').length, 1, out.stderr);
+        assert.match(out.stderr, /^npyts: error: /);
+        return;
+      }
+      const descrText = typeof descr === 'string' ? descr : `[${descr.map(([k, t]) => `(${JSON.stringify(k)}, '${t}')`).join(', ')}]`;
+      const r = await runCli(['convert', table, back, '--dtype', descrText]);
+      assert.is(r.code, 0, `${table}: ${r.stderr}`);
+      const got = loadNpySync(back);
+      assert.is(got.dtype.str, a.dtype.str, `${table}: dtype`);
+      assert.equal(got.shape, a.shape, `${table}: shape ${JSON.stringify(got.shape)} for ${JSON.stringify(a.shape)}`);
+      assert.ok(sameBytes(got, a), `${table}: values differ`);
+      if (written.length < 60) written.push([npy, table, descrText, ext]);
+    }),
+    { seed: 39, numRuns: 300 },
+  );
+  // numpy's loadtxt reads the same arrays from the same text (floats exactly; the other dtypes as written).
+  const checked = JSON.parse(
+    python(`
+out = []
+for npy, table, descr, ext in ${JSON.stringify(written)}:
+    a = np.load(npy)
+    d = eval(descr) if descr.startswith('[') else descr
+    try:
+        b = np.loadtxt(table, delimiter=',' if ext == 'csv' else '\t', dtype=d, encoding='utf-8', skiprows=1 if a.dtype.names else 0, ndmin=a.ndim, comments='#')
+        same = b.shape == a.shape and (a.size == 0 or (np.array_equal(a, b, equal_nan=True) if a.dtype.names is None and a.dtype.kind == 'f' else bool((a == b).all())))
+    except Exception as e:
+        same = repr(e)
+    out.append([table, same])
+print(json.dumps(out))`),
+  );
+  assert.ok(checked.length > 20, `only ${checked.length} arrays were written`);
+  assert.equal(
+    checked.filter(([, same]) => same !== true),
+    [],
+  );
+});
+
+/** Whether two arrays hold the same bytes (NaN payloads and -0 included). */
+function sameBytes(x, y) {
+  const bytes = (a) => new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+  const [p, q] = [bytes(x), bytes(y)];
+  return p.length === q.length && p.every((v, i) => v === q[i]);
+}
 
 test.run();

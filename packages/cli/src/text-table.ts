@@ -106,6 +106,20 @@ export function formatG17(x: number): string {
   return `${sign}${text}`;
 }
 
+/**
+ * Why `text` would not read back as itself from a cell (import has np.loadtxt's rules: no quoting,
+ * `#` starts a comment, lines end at CR or LF), or null when it would. A lone surrogate has no UTF-8
+ * form (it would come back as U+FFFD).
+ */
+function unreadableText(text: string, delimiter: string): string | null {
+  if (text.includes(delimiter)) return `the delimiter ${JSON.stringify(delimiter)}`;
+  if (text.includes('#')) return "a '#' (import reads it as the start of a comment)";
+  if (/[\r\n]/.test(text)) return 'a line break';
+  if (text.includes('"')) return 'a quote';
+  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text)) return 'a lone surrogate, which UTF-8 cannot hold';
+  return null;
+}
+
 function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): string {
   const family = familyOf(dt);
   switch (family) {
@@ -119,12 +133,12 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
     case 'str':
     case 'bytes': {
       const text = typeof v === 'string' ? v : new TextDecoder('latin1').decode(v as Uint8Array);
-      if (text.includes(delimiter) || /[\r\n"]/.test(text)) {
+      const why = unreadableText(text, delimiter);
+      if (why)
         throw new NpyError(
           'NOT_REPRESENTABLE',
-          `${where()}: the string ${JSON.stringify(text)} holds a delimiter, quote or line break; this text format has no quoting`,
+          `${where()}: the string ${JSON.stringify(text)} holds ${why}; this text format has no quoting: write .npy or .npz`,
         );
-      }
       return text;
     }
     default:
@@ -153,9 +167,27 @@ export function* tablePieces(
     if (shape.length !== 1)
       throw new NpyError('NO_COUNTERPART', `a record array of shape (${shape.join(', ')}) has no table form; only 1-d record arrays become columns`);
     if (fields.some((f) => f.dtype.fields || f.dtype.subarray)) throw new NpyError('NO_COUNTERPART', 'nested records and subarray fields have no table form');
+    for (const f of fields) {
+      const why = f.name === '' ? 'no name' : unreadableText(f.name, delimiter);
+      if (why)
+        throw new NpyError('NOT_REPRESENTABLE', `field name ${JSON.stringify(f.name)} holds ${why}: the header line would not read back as the field names`);
+    }
   } else if (shape.length === 0 || shape.length > 2) {
     throw new NpyError('NO_COUNTERPART', `an array of ${shape.length} dimensions has no table form; only 1-d and 2-d arrays (np.savetxt's rule)`);
+  } else if (shape.length === 2 && (shape[1] === 0 || (shape[0] === 0 && shape[1] !== 1))) {
+    // No line says how many columns an empty table has, nor that it has rows of none.
+    throw new NpyError(
+      'NO_COUNTERPART',
+      `an array of shape (${shape.join(', ')}) has no table form: text cannot hold an empty row or the width of no rows; write .npy`,
+    );
+  } else if (shape.length === 2 && shape[1] === 1) {
+    throw new NpyError(
+      'NO_COUNTERPART',
+      `an array of shape (${shape.join(', ')}) would read back as 1-d (${shape[0]},): one column is a 1-d array in text (np.loadtxt's rule); reshape it to (${shape[0]},) or write .npy`,
+    );
   }
+  // A line that would be empty is skipped by import: a one-column table has no empty cell.
+  const oneColumn = fields ? fields.length === 1 : shape.length === 1;
   if (fields) yield `${fields.map((f) => f.name).join(delimiter)}\n`;
   const rows = shape[0]!;
   const cols = shape.length === 2 ? shape[1]! : 1;
@@ -180,6 +212,8 @@ export function* tablePieces(
         for (let c = 0; c < cols; c++) cells.push(cellOf(dtype, readExactItem(dtype, a.data, r * cols + c), delimiter, () => `row ${row}, column ${c}`));
         lines.push(cells.join(delimiter));
       }
+      if (oneColumn && lines.at(-1) === '')
+        throw new NpyError('NOT_REPRESENTABLE', `row ${row}: an empty string alone on its line is a blank line, which import skips; write .npy or .npz`);
     }
     if (lines.length) yield `${lines.join('\n')}\n`;
   }
@@ -200,22 +234,26 @@ export function rowsOfArray(a: NdArray, from: number, count: number): NdArray {
 const FLOAT_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
- * Lines of text given in pieces, each with its number; memory is one piece and the line being cut.
+ * Lines of text given in pieces, each with its number. Only each new piece is searched for line
+ * ends, and a long line's pieces are joined once, at its end: time is linear in the text, and memory
+ * is one piece and the line being cut.
  */
 function* linesOf(pieces: Iterable<string>): Generator<{ line: string; number: number }> {
-  let rest = '';
+  let parts: string[] = [];
   let number = 0;
+  const cut = (text: string): string => (text.endsWith('\r') ? text.slice(0, -1) : text); // a CRLF line ends before its \r
   for (const piece of pieces) {
-    const text = rest + piece;
     let at = 0;
-    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', at)) {
-      // A CRLF line ends before its \r.
-      yield { line: text.slice(at, nl > at && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl), number: ++number };
+    for (let nl = piece.indexOf('\n'); nl >= 0; nl = piece.indexOf('\n', at)) {
+      const tail = piece.slice(at, nl);
+      const line = parts.length ? parts.join('') + tail : tail;
+      parts = [];
+      yield { line: cut(line), number: ++number };
       at = nl + 1;
     }
-    rest = text.slice(at);
+    if (at < piece.length) parts.push(piece.slice(at));
   }
-  if (rest !== '') yield { line: rest.endsWith('\r') ? rest.slice(0, -1) : rest, number: ++number };
+  if (parts.length) yield { line: cut(parts.join('')), number: ++number };
 }
 
 /**
@@ -254,8 +292,16 @@ export function* tableBatches(
         return /^(1|true)$/i.test(t) ? true : /^(0|false)$/i.test(t) ? false : bad();
       case 'str':
         return cell;
-      case 'bytes':
-        return new TextEncoder().encode(cell);
+      case 'bytes': {
+        // Bytes are written as latin-1 text (one character a byte), and read back the same way.
+        const out = new Uint8Array(cell.length);
+        for (let i = 0; i < cell.length; i++) {
+          const c = cell.charCodeAt(i);
+          if (c > 0xff) return bad();
+          out[i] = c;
+        }
+        return out;
+      }
       default:
         throw new NpyError('NO_COUNTERPART', `${dt.name} cannot be read from text here`);
     }
