@@ -10,9 +10,9 @@ import { NpyError, arrayFromValues, encodeNpz } from '@npyts/core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { assignWeights, checkModel, npzHandler } from '@npyts/tfjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
-import { createNpy, createNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
+import { createNpy, createNpySync, loadNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
 import { decodeNpz } from '@npyts/core';
-import { cliBin, python, scratch } from '../helpers/numpy.mjs';
+import { cliBin, python, runCli, scratch } from '../helpers/numpy.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 
 await useCpuBackend();
@@ -357,6 +357,40 @@ test('the viewer closes the file of every client that goes away mid-download (30
   } finally {
     server.close();
   }
+});
+
+test("object arrays written back: holes are None, a lone surrogate is kept (surrogatepass, as Python's pickle), dicts keyed by tuples and sets of tuples load in numpy as they were written", () => {
+  const from = at('objects-in.npy');
+  python(`a = np.empty(4, object); a[0] = {(1, 2): 'a', ((3, 4), 5): 'b'}; a[1] = {(1, 2), (3, (4, 5))}; a[2] = '\\ud800x\\udfff'; a[3] = [1, None, 3]
+np.save(${JSON.stringify(from)}, a, allow_pickle=True)`);
+  const a = loadNpySync(from, { allowPickle: true });
+  const back = at('objects-back.npy');
+  saveNpySync(back, a);
+  assert.is(
+    python(
+      `a = np.load(${JSON.stringify(from)}, allow_pickle=True); b = np.load(${JSON.stringify(back)}, allow_pickle=True); print(all(x == y for x, y in zip(a, b)), type(b[1]).__name__)`,
+    ).trim(),
+    'True set',
+  );
+  const holes = at('holes.npy');
+  // biome-ignore lint/suspicious/noSparseArray: the hole is the case
+  saveNpySync(holes, { data: [[1, , 3], '\ud800'], dtype: '|O' });
+  assert.is(python(`b = np.load(${JSON.stringify(holes)}, allow_pickle=True); print(b[0] == [1, None, 3], b[1] == '\\ud800')`).trim(), 'True True');
+});
+
+test('a list nested 20 000 deep is refused with an NpyError, not a stack overflow; diff --allow-pickle of two equal cyclic object arrays says they are equal', async () => {
+  let deep = [];
+  for (let i = 0; i < 20000; i++) deep = [deep];
+  const e = await refused(() => saveNpySync(at('deep.npy'), { data: [deep], dtype: '|O' }));
+  assert.match(e.message, /nested deeper than 1000/);
+  const [x, y] = [at('cyclic-a.npy'), at('cyclic-b.npy')];
+  python(`
+for path in (${JSON.stringify(x)}, ${JSON.stringify(y)}):
+    l = [1]; l.append(l); d = {'k': 2}; d['self'] = d
+    a = np.empty(2, object); a[0] = l; a[1] = d
+    np.save(path, a, allow_pickle=True)`);
+  const r = await runCli(['diff', '--allow-pickle', x, y]);
+  assert.is(r.code, 0, r.stdout + r.stderr);
 });
 
 test.run();

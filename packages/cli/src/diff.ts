@@ -83,8 +83,30 @@ const show = (v: unknown): string => {
     const { re, im } = v as { re: number; im: number };
     return `${re}${im < 0 ? '-' : '+'}${Math.abs(im)}j`;
   }
-  return JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x instanceof Uint8Array ? Array.from(x) : x));
+  return showObject(v, new Set());
 };
+
+/**
+ * An object array's element as text, safe on any structure: a container met again inside itself is
+ * `[...]` or `{...}` (as Python's repr writes a recursive list or dict), and nesting is cut at 1000
+ * (Python's recursion limit), so two equal cyclic elements print the same and nothing overflows.
+ */
+function showObject(v: unknown, open: Set<object>): string {
+  if (v === null || v === undefined) return 'None';
+  if (typeof v !== 'object') return show(v);
+  if (v instanceof Uint8Array || ('re' in v && 'im' in v)) return show(v);
+  const list = Array.isArray(v);
+  if (open.has(v) || open.size >= 1000) return list ? '[...]' : '{...}';
+  open.add(v);
+  try {
+    if (list) return `[${Array.from({ length: v.length }, (_, i) => showObject(v[i], open)).join(', ')}]`;
+    if (v instanceof Set) return `{${[...v].map((x) => showObject(x, open)).join(', ')}}`;
+    const entries = v instanceof Map ? [...v] : Object.entries(v);
+    return `{${entries.map(([k, x]) => `${showObject(k, open)}: ${showObject(x, open)}`).join(', ')}}`;
+  } finally {
+    open.delete(v);
+  }
+}
 
 /** numpy's `f'{100 * k / n:.3g}%'`: three significant digits, trailing zeros after the point dropped, an exponent below 1e-4. */
 export function percent(k: number, n: number): string {

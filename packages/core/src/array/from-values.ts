@@ -1,5 +1,6 @@
 /** Arrays built from plain JS values, like `np.array(values, dtype)`. */
 import { parseDescr, shapeSize, type DType } from '../format/dtype.js';
+import { MAX_DIMS } from '../format/header.js';
 import type { DescrInput, InputOf, Nested } from '../format/descr-types.js';
 import { NdArray, type Order } from './ndarray.js';
 import { toOrder } from './order.js';
@@ -14,11 +15,18 @@ export interface ValuesOptions {
   order?: Order;
 }
 
-/** Flatten nested JS arrays in C order, returning the values and the shape found. */
-function flattenNested(values: unknown): { flat: unknown[]; shape: number[] } {
+/**
+ * Flatten nested JS arrays in C order, returning the values and the shape found. As numpy, at most
+ * MAX_DIMS levels are axes: deeper lists are the elements of an object array, and refused otherwise.
+ */
+function flattenNested(values: unknown, objects: boolean): { flat: unknown[]; shape: number[] } {
   const shape: number[] = [];
   let probe = values;
   while (Array.isArray(probe)) {
+    if (shape.length === MAX_DIMS) {
+      if (objects) break;
+      fail(`lists nested deeper than ${MAX_DIMS} levels: numpy's arrays have at most ${MAX_DIMS} dimensions`);
+    }
     shape.push(probe.length);
     probe = probe[0];
     if (probe === undefined) break;
@@ -55,7 +63,7 @@ export function arrayFromValues(values: unknown, dtypeSpec: DType | DescrInput, 
     flat = Array.isArray(values) ? values : [values];
     if (flat.length !== shapeSize(shape)) fail(`${flat.length} values do not fill shape (${shape.join(', ')})`);
   } else {
-    ({ flat, shape } = flattenNested(values));
+    ({ flat, shape } = flattenNested(values, dtype.kind === 'O'));
   }
   const raw = new Uint8Array(flat.length * dtype.itemsize);
   const view = new DataView(raw.buffer);

@@ -61,6 +61,27 @@ class Writer {
 
 const enc = new TextEncoder();
 
+/** Containers nested at most this deep: Python's recursion limit, and the unpickler's default maxDepth. */
+const MAX_DEPTH = 1000;
+
+/**
+ * UTF-8 of a string as Python's pickle writes str (`surrogatepass`): a lone surrogate is written as
+ * its own three bytes, not replaced by U+FFFD, so Python reads back the same string.
+ */
+function utf8SurrogatePass(s: string): Uint8Array {
+  if (!/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s)) return enc.encode(s);
+  const out: number[] = [];
+  for (let i = 0; i < s.length; i++) {
+    const c = s.codePointAt(i)!;
+    if (c > 0xffff) i++;
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 0x3f));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 0x3f), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f));
+  }
+  return Uint8Array.from(out);
+}
+
 /** numpy's `is_fortran`: Fortran-contiguous and not also C-contiguous. */
 export function isFortran(a: NdArray): boolean {
   return a.order === 'F' && !isOrderFree(a.shape);
@@ -83,7 +104,7 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
     w.bytes(enc.encode(`${module}\n${name}\n`));
   };
   const str = (s: string): void => {
-    const b = enc.encode(s);
+    const b = utf8SurrogatePass(s);
     w.byte(OP.BINUNICODE);
     w.u32(b.length);
     w.bytes(b);
@@ -266,6 +287,8 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
     }
     if (typeof v !== 'object') bad(`cannot pickle a ${typeof v}`);
     if (active.has(v)) bad('cannot pickle a structure that contains itself');
+    // Python's pickle stops at its recursion limit, and the unpickler's default maxDepth is the same.
+    if (active.size >= MAX_DEPTH) bad(`cannot pickle containers nested deeper than ${MAX_DEPTH} (Python's pickle and numpy stop there)`);
     active.add(v);
     try {
       if (v instanceof NdArray) array(v);
@@ -322,7 +345,8 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
         w.byte(OP.EMPTY_LIST);
         if (v.length) {
           w.byte(OP.MARK);
-          v.forEach(val);
+          // Every index, holes included (a hole is undefined, written as None as undefined is).
+          for (let i = 0; i < v.length; i++) val(v[i]);
           w.byte(OP.APPENDS);
         }
       } else if (v instanceof Set) {
@@ -332,7 +356,7 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
             w.byte(OP.EMPTY_LIST);
             if (v.size) {
               w.byte(OP.MARK);
-              v.forEach((x) => val(x));
+              v.forEach((x) => key(x));
               w.byte(OP.APPENDS);
             }
           },
@@ -344,7 +368,7 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
         if (entries.length) {
           w.byte(OP.MARK);
           for (const [k, x] of entries) {
-            val(k);
+            key(k);
             val(x);
           }
           w.byte(OP.SETITEMS);
@@ -352,6 +376,25 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
       } else bad(`cannot pickle ${(v as object).constructor?.name ?? 'this object'}`);
     } finally {
       active.delete(v);
+    }
+  };
+  /**
+   * A dict key or set member: Python's must be hashable, so an array there is a tuple (the unpickler
+   * gives tuples as arrays), and so is every array inside it.
+   */
+  const key = (k: unknown): void => {
+    if (!Array.isArray(k)) {
+      val(k);
+      return;
+    }
+    if (active.has(k)) bad('cannot pickle a structure that contains itself');
+    if (active.size >= MAX_DEPTH) bad(`cannot pickle containers nested deeper than ${MAX_DEPTH} (Python's pickle and numpy stop there)`);
+    active.add(k);
+    try {
+      if (k.length === 0) w.byte(OP.EMPTY_TUPLE);
+      else tuple(Array.from({ length: k.length }, (_, i) => () => key(k[i])));
+    } finally {
+      active.delete(k);
     }
   };
   val(value);

@@ -24,6 +24,55 @@ const NOTHING: readonly unknown[] = [];
 const MEMO_CHUNK = 4096;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * UTF-8 `bytes[p, end)` as UTF-16 code units into `units` from `k`, as Python decodes pickled str
+ * ('surrogatepass': a surrogate's three bytes stand for it); the count of units, or -1 for malformed
+ * UTF-8 (overlong forms, past U+10FFFF, cut sequences). A high and a low surrogate written as two
+ * three-byte sequences are refused: JavaScript cannot tell them from the character they pair into.
+ */
+function decodeUtf8(bytes: Uint8Array, p: number, end: number, units: Uint16Array, k: number): number {
+  let lone = false; // whether units[k - 1] is a surrogate from a three-byte sequence
+  while (p < end) {
+    const c = bytes[p]!;
+    if (c < 0x80) {
+      units[k++] = c;
+      p++;
+      lone = false;
+      continue;
+    }
+    if (c >= 0xc2 && c <= 0xdf && p + 1 < end) {
+      const c1 = bytes[p + 1]!;
+      if ((c1 & 0xc0) !== 0x80) return -1;
+      units[k++] = ((c & 0x1f) << 6) | (c1 & 0x3f);
+      p += 2;
+      lone = false;
+    } else if (c >= 0xe0 && c <= 0xef && p + 2 < end) {
+      const c1 = bytes[p + 1]!;
+      const c2 = bytes[p + 2]!;
+      if (c1 < (c === 0xe0 ? 0xa0 : 0x80) || c1 > 0xbf || (c2 & 0xc0) !== 0x80) return -1;
+      const cp = ((c & 0x0f) << 12) | ((c1 & 0x3f) << 6) | (c2 & 0x3f);
+      const surrogate = cp >= 0xd800 && cp <= 0xdfff;
+      if (surrogate && cp >= 0xdc00 && lone && units[k - 1]! <= 0xdbff) return -1;
+      units[k++] = cp;
+      p += 3;
+      lone = surrogate;
+    } else if (c >= 0xf0 && c <= 0xf4 && p + 3 < end) {
+      const c1 = bytes[p + 1]!;
+      const c2 = bytes[p + 2]!;
+      const c3 = bytes[p + 3]!;
+      const lo = c === 0xf0 ? 0x90 : 0x80;
+      const hi = c === 0xf4 ? 0x8f : 0xbf;
+      if (c1 < lo || c1 > hi || (c2 & 0xc0) !== 0x80 || (c3 & 0xc0) !== 0x80) return -1;
+      const cp = ((c & 0x07) << 18) | ((c1 & 0x3f) << 12) | ((c2 & 0x3f) << 6) | (c3 & 0x3f);
+      units[k++] = 0xd800 + ((cp - 0x10000) >> 10);
+      units[k++] = 0xdc00 + ((cp - 0x10000) & 0x3ff);
+      p += 4;
+      lone = false;
+    } else return -1;
+  }
+  return k;
+}
+
 class Reader {
   pos = 0;
   private readonly view: DataView;
@@ -387,8 +436,8 @@ class PickleMachine {
   /**
    * The next `n` bytes (at most 255) as UTF-8 text, decoded here, in place: short strings are most
    * of an object array, and a TextDecoder call (with the view it needs) costs several times more.
-   * Malformed UTF-8 (overlong forms, surrogates, past U+10FFFF, cut sequences) is refused, as
-   * TextDecoder's fatal mode does.
+   * Malformed UTF-8 (overlong forms, past U+10FFFF, cut sequences) is refused; a lone surrogate is
+   * read as Python's 'surrogatepass' writes it (see decodeUtf8).
    */
   private shortText(n: number): string {
     const r = this.r;
@@ -405,47 +454,9 @@ class PickleMachine {
       return fromCodes(bytes, start, n);
     }
     const units = this.units;
-    let k = 0;
-    for (let q = start; q < p; q++) units[k++] = bytes[q]!;
-    while (p < end) {
-      const c = bytes[p]!;
-      if (c < 0x80) {
-        units[k++] = c;
-        p++;
-        continue;
-      }
-      let cp: number;
-      if (c >= 0xc2 && c <= 0xdf && p + 1 < end) {
-        const c1 = bytes[p + 1]!;
-        if ((c1 & 0xc0) !== 0x80) break;
-        cp = ((c & 0x1f) << 6) | (c1 & 0x3f);
-        p += 2;
-      } else if (c >= 0xe0 && c <= 0xef && p + 2 < end) {
-        const c1 = bytes[p + 1]!;
-        const c2 = bytes[p + 2]!;
-        const lo = c === 0xe0 ? 0xa0 : 0x80;
-        const hi = c === 0xed ? 0x9f : 0xbf;
-        if (c1 < lo || c1 > hi || (c2 & 0xc0) !== 0x80) break;
-        cp = ((c & 0x0f) << 12) | ((c1 & 0x3f) << 6) | (c2 & 0x3f);
-        p += 3;
-      } else if (c >= 0xf0 && c <= 0xf4 && p + 3 < end) {
-        const c1 = bytes[p + 1]!;
-        const c2 = bytes[p + 2]!;
-        const c3 = bytes[p + 3]!;
-        const lo = c === 0xf0 ? 0x90 : 0x80;
-        const hi = c === 0xf4 ? 0x8f : 0xbf;
-        if (c1 < lo || c1 > hi || (c2 & 0xc0) !== 0x80 || (c3 & 0xc0) !== 0x80) break;
-        cp = ((c & 0x07) << 18) | ((c1 & 0x3f) << 12) | ((c2 & 0x3f) << 6) | (c3 & 0x3f);
-        p += 4;
-        units[k++] = 0xd800 + ((cp - 0x10000) >> 10);
-        units[k++] = 0xdc00 + ((cp - 0x10000) & 0x3ff);
-        continue;
-      } else {
-        break;
-      }
-      units[k++] = cp;
-    }
-    if (p < end) bad('text is not valid UTF-8', r.pos);
+    for (let q = start; q < p; q++) units[q - start] = bytes[q]!;
+    const k = decodeUtf8(bytes, p, end, units, p - start);
+    if (k < 0) bad('text is not valid UTF-8', r.pos);
     r.pos = end;
     if (k <= FIXED_ARITY) return fromCodes(units, 0, k);
     let codes = this.codes[k];
@@ -462,7 +473,14 @@ class PickleMachine {
     try {
       return utf8.decode(b);
     } catch {
-      return bad('text is not valid UTF-8', this.r.pos);
+      // Python writes str with 'surrogatepass': a lone surrogate is its own three bytes, which
+      // TextDecoder refuses. Decoded here, strictly otherwise.
+      const units = new Uint16Array(b.length);
+      const k = decodeUtf8(b, 0, b.length, units, 0);
+      if (k < 0) return bad('text is not valid UTF-8', this.r.pos);
+      let out = '';
+      for (let i = 0; i < k; i += 8192) out += String.fromCharCode.apply(null, units.subarray(i, Math.min(k, i + 8192)) as unknown as number[]);
+      return out;
     }
   }
 
