@@ -12,7 +12,7 @@ import { assignWeights, checkModel, npzHandler } from '@npyts/tfjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { createNpy, createNpySync, loadNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
 import { decodeNpz } from '@npyts/core';
-import { cliBin, python, runCli, scratch } from '../helpers/numpy.mjs';
+import { boundedChild, cliBin, python, runCli, scratch } from '../helpers/numpy.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 
 await useCpuBackend();
@@ -391,6 +391,39 @@ for path in (${JSON.stringify(x)}, ${JSON.stringify(y)}):
     np.save(path, a, allow_pickle=True)`);
   const r = await runCli(['diff', '--allow-pickle', x, y]);
   assert.is(r.code, 0, r.stdout + r.stderr);
+});
+
+test("pickled integers of eight million digits (INT, LONG) are refused as Python refuses them, without making their text: the peak stays near an idle process's; a V0 inner array claiming 2**80 elements is refused, as numpy does", () => {
+  const digits = '7'.repeat(8_000_000);
+  // PROTO 2, then INT or LONG with the digits and a newline, then STOP.
+  for (const [name, op, tail] of [
+    ['int', 'I', ''],
+    ['long', 'L', 'L'],
+  ]) {
+    writeFileSync(at(`${name}.pkl`), Buffer.concat([Buffer.from([0x80, 2]), Buffer.from(`${op}${digits}${tail}\n.`, 'latin1')]));
+  }
+  const r = boundedChild(
+    dir,
+    `import { unpickle } from '@npyts/core/pickle';
+import { readFileSync } from 'node:fs';
+const codes = [];
+for (const name of ['int', 'long']) { try { unpickle(readFileSync(name + '.pkl')); codes.push('none'); } catch (e) { codes.push(e.code); } }
+globalThis.result = { codes };`,
+  );
+  assert.equal(r.codes, ['TOO_LARGE', 'TOO_LARGE']);
+  assert.ok(r.rssMiB < 150, `peak ${r.rssMiB.toFixed(0)} MiB to refuse 8 MB of digits`);
+  // numpy and npyts both refuse an inner V0 array of (2**40, 2**40).
+  const big = at('v0-big.npy');
+  python(`import pickle, struct
+a = np.zeros((3, 5), 'V0'); o = np.empty(1, object); o[0] = a
+np.save(${JSON.stringify(big)}, o, allow_pickle=True)
+raw = open(${JSON.stringify(big)}, 'rb').read(); n = b'\\x8a\\x08' + struct.pack('<q', 2**40)
+open(${JSON.stringify(big)}, 'wb').write(raw.replace(b'K\\x03K\\x05\\x86', n + n + b'\\x86'))`);
+  assert.is(python(`try:\n    np.load(${JSON.stringify(big)}, allow_pickle=True); print('read')\nexcept Exception as e: print('refused')`).trim(), 'refused');
+  assert.throws(
+    () => loadNpySync(big, { allowPickle: true }),
+    (e) => e instanceof NpyError,
+  );
 });
 
 test.run();

@@ -11,7 +11,8 @@ import { NdArray } from '../array/ndarray.js';
 import { PyMaskedArray, PySlice } from './python-values.js';
 import { putOwn } from '../array/safe-object.js';
 import { OP } from './opcodes.js';
-import { integerOfText } from '../array/json.js';
+import { MAX_INT_DIGITS, integerOfText } from '../array/json.js';
+import { NpyError } from '../errors.js';
 import type { UnpickleLimits } from '../npy.js';
 import { Dict, List, Pending, Tuple, bad, settle } from './vm-values.js';
 import { Global, resolveGlobal, type Constructor } from './allowlist.js';
@@ -123,11 +124,22 @@ class Reader {
     this.pos += n;
     return b;
   }
-  line(): string {
+  /**
+   * A text argument up to its end of line, as latin-1; an integer's text longer than `max` characters
+   * is refused before any text is made (eight million digits cost no memory to refuse).
+   */
+  line(max = Number.POSITIVE_INFINITY): string {
     const end = this.bytes.indexOf(0x0a, this.pos);
     if (end < 0) bad('truncated: a text argument has no end of line', this.pos);
+    if (end - this.pos > max)
+      throw new NpyError(
+        'TOO_LARGE',
+        `an integer written with ${end - this.pos} characters: like Python, npyts converts at most ${MAX_INT_DIGITS} digits from text`,
+        { offset: this.pos },
+      );
+    // Made in slices (flat strings), not a character at a time (a rope of as many pieces).
     let s = '';
-    for (let i = this.pos; i < end; i++) s += String.fromCharCode(this.bytes[i]!);
+    for (let i = this.pos; i < end; i += 8192) s += String.fromCharCode.apply(null, this.bytes.subarray(i, Math.min(end, i + 8192)) as unknown as number[]);
     this.pos = end + 1;
     return s;
   }
@@ -573,8 +585,8 @@ class PickleMachine {
         this.push(r.i32());
         break;
       case OP.INT: {
-        // text; 00/01 are False/True
-        const s = r.line();
+        // text; 00/01 are False/True (a sign and an L besides the digits Python converts at most)
+        const s = r.line(MAX_INT_DIGITS + 2);
         if (s === '00') this.push(false);
         else if (s === '01') this.push(true);
         else if (/^[+-]?\d+$/.test(s)) this.push(pyInt(integerOfText(s)));
@@ -583,7 +595,7 @@ class PickleMachine {
       }
       case OP.LONG: {
         // text
-        const s = r.line().replace(/L$/, '');
+        const s = r.line(MAX_INT_DIGITS + 2).replace(/L$/, '');
         if (!/^[+-]?\d+$/.test(s)) bad('LONG argument is not an integer', at);
         this.account(s.length);
         this.push(pyInt(integerOfText(s)));
