@@ -426,4 +426,35 @@ open(${JSON.stringify(big)}, 'wb').write(raw.replace(b'K\\x03K\\x05\\x86', n + n
   );
 });
 
+test("ignoreUnused allows a state_dict's extra module (aux.fc) when every layer paired by name; float64: 'refuse' refuses an LSTM's float64 biases, which are summed into one", async () => {
+  const withAux = encodeNpz(stateDict(['fc1', linear(1)], ['fc2', linear(2)], ['aux.fc', linear(3)]));
+  const e = await refused(() => assignWeights(twoDense('fc1', 'fc2'), withAux, { layout: 'pytorch' }));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  const model = twoDense('fc1', 'fc2');
+  await assignWeights(model, withAux, { layout: 'pytorch', ignoreUnused: true });
+  assert.equal(kernelOf(model, 'fc2'), asKernel(linear(2).weight));
+
+  const floats = (n, seed, Ctor = Float32Array) => Ctor.from({ length: n }, (_, i) => Math.fround((seed + i) / 16));
+  const lstm = () => {
+    const input = tfl.input({ shape: [4, 3] });
+    const out = tfl.layers.lstm({ units: 2, name: 'rnn', recurrentInitializer: 'zeros', recurrentActivation: 'sigmoid' }).apply(input);
+    return tfl.model({ inputs: input, outputs: out });
+  };
+  const archive = encodeNpz({
+    'rnn.weight_ih_l0': { data: floats(24, 1), shape: [8, 3] },
+    'rnn.weight_hh_l0': { data: floats(16, 2), shape: [8, 2] },
+    'rnn.bias_ih_l0': { data: floats(8, 3, Float64Array), shape: [8] },
+    'rnn.bias_hh_l0': { data: floats(8, 4, Float64Array), shape: [8] },
+  });
+  const m = lstm();
+  const before = m.getWeights().map((w) => Array.from(w.dataSync()));
+  const refusal = await refused(() => assignWeights(m, archive, { layout: 'pytorch', float64: 'refuse' }));
+  assert.match(refusal.message, /float64 would be rounded to float32 for tfjs; refused by \{ float64: 'refuse' \}/);
+  assert.equal(
+    m.getWeights().map((w) => Array.from(w.dataSync())),
+    before,
+  );
+  await assignWeights(lstm(), archive, { layout: 'pytorch' }); // converted by default
+});
+
 test.run();

@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions } from '@npyts/core';
-import { fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
+import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
 import { openArchive, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { isIgnoredBuffer, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
@@ -220,14 +220,20 @@ function isPredicting(weights: Weights): boolean {
 }
 
 /** Every step's tensor, read and transformed; all disposed if one fails. */
+/** A planned weight's array: its members read and transformed (float64 refused first where asked, since a sum or a repetition makes float32). */
+export async function stepArray(archive: AnyArchive, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
+  const arrays = await Promise.all(step.keys.map((k) => archive.get(`${k}.npy`)));
+  for (const a of arrays) checkFloat64(a, options);
+  return applyTransform(step.transform, arrays);
+}
+
 async function readSteps(steps: readonly PlanStep[], archive: AnyArchive, options: ToTensorOptions): Promise<tf.Tensor[]> {
   const tensors: tf.Tensor[] = [];
   const problems: string[] = [];
   try {
     for (const { target, step } of steps) {
       try {
-        const arrays = await Promise.all(step.keys.map((k) => archive.get(`${k}.npy`)));
-        const t = toTensor(applyTransform(step.transform, arrays), options);
+        const t = toTensor(await stepArray(archive, step, options), options);
         tensors.push(t);
         if (t.dtype !== target.dtype) problems.push(`${step.weight}: dtype ${t.dtype} in the archive, ${target.dtype} in the model`);
       } catch (e) {

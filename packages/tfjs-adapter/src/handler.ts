@@ -10,10 +10,10 @@ import { NdArray, NpyError, familyOf, parseDescr, toOrder, type DType, type NpzW
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { isArchive, openArchive, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, listKeys, mismatchError, type WeightKey } from './weights.js';
-import { planFrom } from './assign.js';
+import { planFrom, stepArray } from './assign.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
 import type { PlannedWeight, PytorchLayoutOptions } from './pytorch.js';
-import { applyTransform, describeTransform, type Transform } from './transform.js';
+import { describeTransform, type Transform } from './transform.js';
 
 type Artifacts = tf.io.ModelArtifacts;
 type Spec = tf.io.WeightsManifestEntry;
@@ -289,7 +289,7 @@ async function planByModel(archive: AnyArchive, model: LayersModelLike, options:
 
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
 async function weightBytes(archive: AnyArchive, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
-  const array = applyTransform(w.step.transform, await Promise.all(w.step.keys.map((k) => archive.get(`${k}.npy`))));
+  const array = await stepArray(archive, w.step, options);
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
   if (v.dtype !== 'string') return ownBuffer(v.values);

@@ -434,7 +434,7 @@ function moduleNames(modules: readonly TorchModule[], rnnCount: Map<string, numb
 export async function planPytorch(
   model: LayersModelLike,
   archive: AnyArchive,
-  options: PytorchLayoutOptions = {},
+  options: PytorchLayoutOptions & { ignoreUnused?: boolean | undefined } = {},
   excluded: Excluded = { weights: new Set(), keys: new Set() },
 ): Promise<PlannedWeight[]> {
   const rules = new LayerRules(options);
@@ -466,6 +466,8 @@ export async function planPytorch(
   }
   const restLayers = layers.filter((l) => !pairs.has(l));
   const restModules = modules.filter((m) => !taken.has(m) && [...m.params.keys()].some((p) => !IGNORED.has(p)));
+  // Every layer paired by name: modules left over (an auxiliary head) are what ignoreUnused allows.
+  if (restLayers.length === 0 && options.ignoreUnused) restModules.length = 0;
   if (restLayers.length !== restModules.length) {
     throw mismatchError([
       `the model has ${layers.length} layers with weights and the archive ${modules.length} PyTorch modules with parameters; after pairing by name, ${restLayers.length} layers and ${restModules.length} modules are left:`,

@@ -53,13 +53,23 @@ function toInt32(array: NdArray, mode: 'check' | 'wrap' | 'clamp'): Int32Array {
   return out;
 }
 
+/**
+ * Refuse, under `{ float64: 'refuse' }`, an array that float32 would round (float64, complex128, long
+ * double): the one place of that rule, for tensors made from an array and for weights summed or
+ * repeated from several (an LSTM's two biases).
+ */
+export function checkFloat64(array: NdArray, options: ToTensorOptions): void {
+  const family = familyOf(array.dtype);
+  if (options.float64 === 'refuse' && (family === 'float' || family === 'complex') && array.dtype.realBytes > 4) {
+    throw new NpyError('NOT_REPRESENTABLE', `${array.dtype.name} would be rounded to float32 for tfjs; refused by { float64: 'refuse' }`);
+  }
+}
+
 function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
   const dt = array.dtype;
   if (dt.realBytes === 4) return array.data as Float32Array;
   if (dt.realBytes === 2) return Float32Array.from(array.data as Uint16Array, float16ToNumber); // exact
-  if (options.float64 === 'refuse') {
-    throw new NpyError('NOT_REPRESENTABLE', `${dt.name} would be rounded to float32 for tfjs; refused by { float64: 'refuse' }`);
-  }
+  checkFloat64(array, options);
   if (dt.realBytes === 8) return Float32Array.from(array.data as Float64Array);
   // x86 long double, held as raw bytes: read each value, then round to float32.
   const complex = familyOf(dt) === 'complex';
