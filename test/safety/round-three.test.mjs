@@ -457,4 +457,22 @@ test("ignoreUnused allows a state_dict's extra module (aux.fc) when every layer 
   await assignWeights(lstm(), archive, { layout: 'pytorch' }); // converted by default
 });
 
+test('loadNpz (async) of 20 000 one-byte members holds a few read windows at a time: its peak is near the blocking load, and both equal numpy', () => {
+  const path = at('many.npz');
+  python(`np.savez(${JSON.stringify(path)}, **{f'm{i}': np.array([i % 256], '|u1') for i in range(20000)})`);
+  const peaks = {};
+  for (const call of ['loadNpz', 'loadNpzSync']) {
+    const r = boundedChild(
+      dir,
+      `import { ${call} } from '@npyts/core/node';
+const m = await ${call}(${JSON.stringify(path)});
+let sum = 0; for (const a of m.values()) sum += a.data[0];
+globalThis.result = { size: m.size, sum };`,
+    );
+    assert.equal([r.size, r.sum], [20000, Array.from({ length: 20000 }, (_, i) => i % 256).reduce((x, y) => x + y)]);
+    peaks[call] = r.rssMiB;
+  }
+  assert.ok(peaks.loadNpz < peaks.loadNpzSync * 1.5 + 64, `async ${peaks.loadNpz.toFixed(0)} MiB, blocking ${peaks.loadNpzSync.toFixed(0)} MiB`);
+});
+
 test.run();

@@ -31,3 +31,19 @@ export async function inParallel(count: number, worker: (stopped: () => boolean)
     }),
   );
 }
+
+/**
+ * `fn` of each item, at most `count` at a time, the results in the items' order: work over many
+ * small things (an archive's members) holds `count` of them in flight, not all at once.
+ */
+export async function mapInParallel<T, U>(items: readonly T[], count: number, fn: (item: T) => Promise<U>): Promise<U[]> {
+  const out = new Array<U>(items.length);
+  let next = 0;
+  await inParallel(Math.max(1, Math.min(count, items.length)), async (stopped) => {
+    while (next < items.length && !stopped()) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  });
+  return out;
+}

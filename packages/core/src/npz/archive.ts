@@ -17,7 +17,7 @@ import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { driveSync, type Operation } from '../io/steps.js';
-import { settleAll } from '../io/settle.js';
+import { mapInParallel } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
 import { inflateAsync } from './stream-inflate.js';
 import {
@@ -326,7 +326,8 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
    * const arrays = await decodeNpz(bytes).getAll();   // Map { 'w' => NdArray, … }
    */
   async getAll(options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<Map<string, NdArray>> {
-    const arrays = await settleAll(this.names.map((name) => this.get(name, options)));
+    // A few members at a time: 20 000 small members do not each hold a read window at once.
+    const arrays = await mapInParallel(this.names, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
     return new Map(this.names.map((name, i) => [name, arrays[i]!]));
   }
 
@@ -387,6 +388,12 @@ export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
    */
   onProgress?: (done: number, total: number) => void;
 }
+
+/**
+ * Members read at once by `getAll`: enough to keep the thread pool's inflaters busy, few enough that
+ * an archive of 20 000 small members holds a handful of read windows, not 20 000.
+ */
+export const MEMBERS_IN_FLIGHT = 8;
 
 /**
  * Refuse write options that are not what the archive writer takes, before any file is touched: the

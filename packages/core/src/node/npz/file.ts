@@ -8,9 +8,9 @@ import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import type { DescrInput } from '../../format/descr-types.js';
 import { NpyError, withWhere } from '../../errors.js';
-import { NpzArchive, NpzIndex, decodeMember, readingMemberHeader, type NpzOptions } from '../../npz/archive.js';
+import { MEMBERS_IN_FLIGHT, NpzArchive, NpzIndex, decodeMember, readingMemberHeader, type NpzOptions } from '../../npz/archive.js';
 import { drive, type Operation, type PerformAsync } from '../../io/steps.js';
-import { settleAll } from '../../io/settle.js';
+import { mapInParallel } from '../../io/settle.js';
 import {
   DEFLATED,
   STORED,
@@ -251,7 +251,8 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
    * const arrays = await z.getAll();   // Map { 'dense/kernel' => NdArray, … }
    */
   async getAll(options: DecodeOptions & AsyncOptions = {}): Promise<Map<string, NdArray>> {
-    const arrays = await settleAll(this.names.map((name) => this.get(name, options)));
+    // A few members at a time: 20 000 small members do not each hold a read window at once.
+    const arrays = await mapInParallel(this.names, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
     return new Map(this.names.map((name, i) => [name, arrays[i]!]));
   }
 
