@@ -83,6 +83,9 @@ const rank = (f) => {
   return i < 0 ? SLOW_FIRST.length : i;
 };
 
+/** The longest one file may run (the slowest takes about 5 minutes on a busy 2-core machine). */
+const FILE_LIMIT_S = 600;
+
 async function runInParallel() {
   const serial = files.filter((f) => /@serial/.test(readFileSync(join(here, f), 'utf8').slice(0, 2000)));
   const parallel = files.filter((f) => !serial.includes(f)).sort((a, b) => rank(a) - rank(b));
@@ -96,6 +99,11 @@ async function runInParallel() {
     new Promise((resolve) => {
       const t0 = performance.now();
       const child = spawn(process.execPath, [join(here, f)], { cwd: root, env: { ...process.env, FORCE_COLOR: '0' } });
+      // A file that hangs fails alone, with what it printed, instead of holding the suite until CI's limit.
+      const limit = setTimeout(() => {
+        printed += `\n${f} was stopped after ${FILE_LIMIT_S} s\n`;
+        child.kill('SIGKILL');
+      }, FILE_LIMIT_S * 1000);
       let printed = '';
       child.stdout.on('data', (c) => {
         printed += c;
@@ -104,6 +112,7 @@ async function runInParallel() {
         printed += c;
       });
       child.on('close', (code, signal) => {
+        clearTimeout(limit);
         const t = totals(printed);
         // A file that died before uvu printed its totals (a crash at import) counts as one failure.
         if (t.total === 0 || ((code !== 0 || signal) && t.failed === 0)) {

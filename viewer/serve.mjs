@@ -1,6 +1,6 @@
 // `npm run viewer`: serve the viewer (and the demo's archive) on 127.0.0.1, with HTTP range support
 // so that big files can be opened by URL. Options: --port N (default 8080), --data DIR (served at /data/).
-import { closeSync, createReadStream, fstatSync, openSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, constants, createReadStream, fstatSync, openSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { pipeline } from 'node:stream';
 import { createServer } from 'node:http';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
@@ -59,7 +59,8 @@ function openFileFor(mounts, pathname) {
 function openInside(path, root) {
   let fd;
   try {
-    fd = openSync(path, 'r');
+    // Non-blocking: opening a FIFO for reading would wait for a writer, and hold every other request.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
     if (e.code === 'EACCES' || e.code === 'EPERM') throw new HttpError(403, 'forbidden: the file cannot be read');
     throw new HttpError(404, 'not found');

@@ -475,4 +475,40 @@ globalThis.result = { size: m.size, sum };`,
   assert.ok(peaks.loadNpz < peaks.loadNpzSync * 1.5 + 64, `async ${peaks.loadNpz.toFixed(0)} MiB, blocking ${peaks.loadNpzSync.toFixed(0)} MiB`);
 });
 
+test('a 2 MB member that declares 1 GiB but whose header says (10,) float64 gives numpy its 10 values and costs what they cost, by every reader (openNpz, openNpzSync, loadNpzSync, decodeNpz with node:zlib and fflate)', () => {
+  const path = at('padded.npz');
+  // The member's .npy holds 10 float64s, then a GiB of zeros that numpy never reads.
+  python(`import zipfile, io
+b = io.BytesIO(); np.save(b, np.arange(10.0))
+with zipfile.ZipFile(${JSON.stringify(path)}, 'w', zipfile.ZIP_DEFLATED) as z:
+    with z.open('a.npy', 'w', force_zip64=True) as f:
+        f.write(b.getvalue())
+        zero = bytes(1 << 24)
+        for _ in range(64): f.write(zero)
+print(np.load(${JSON.stringify(path)})['a'].tolist())`);
+  const want = Array.from({ length: 10 }, (_, i) => i);
+  for (const how of [
+    `const z = await nd.openNpz(path); const a = await z.get('a'); await z.close();`,
+    `const a = nd.openNpzSync(path).getSync('a');`,
+    `const a = nd.loadNpzSync(path).get('a');`,
+    `const a = await core.decodeNpz(fs.readFileSync(path), { codec: nd.zlibCodec }).get('a');`,
+    `const a = await core.decodeNpz(fs.readFileSync(path), { codec: core.fflateCodec }).get('a');`,
+    `const a = await core.decodeNpz(fs.readFileSync(path)).get('a');`,
+  ]) {
+    const r = boundedChild(
+      dir,
+      `import * as nd from '@npyts/core/node';
+import * as core from '@npyts/core';
+import * as fs from 'node:fs';
+const path = ${JSON.stringify(path)};
+${how}
+globalThis.result = { values: Array.from(a.data) };`,
+      { maxOldSpaceMiB: 512 },
+    );
+    assert.equal(r.values, want, how);
+    // The file itself is ~1 MB and is read whole by the decodeNpz cases; a GiB was allocated before.
+    assert.ok(r.rssMiB < 250, `${how}: peak ${r.rssMiB.toFixed(0)} MiB`);
+  }
+});
+
 test.run();

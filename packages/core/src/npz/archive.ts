@@ -24,6 +24,7 @@ import {
   MemorySink,
   STORED,
   ZipWriter,
+  checkEntrySizes,
   checkZipCrc,
   checkZipWriteOptions,
   checksCrc,
@@ -130,12 +131,35 @@ function joined(head: Uint8Array, body: Uint8Array): Uint8Array {
   return whole;
 }
 
+/** Deflated members declaring at most this much are inflated whole, as they are: a bomb that small costs nothing. */
+const PADDED_MIN = 1 << 20;
+/** Bytes past a .npy's data that a member may carry and still be inflated whole (and CRC-checked). */
+const TRAILING_SLACK = 64 << 10;
+
+/**
+ * A deflated .npy member whose declared size runs far past the data its header describes (a 2 MB
+ * member that declares 1 GiB for ten float64s): its array from the bytes up to the data's end, as
+ * numpy's reader stops there; null for every other member, which is read whole. Memory and work
+ * follow the header's data, not the declared size. (Its CRC-32 covers the whole member, so it cannot
+ * be checked here; numpy does not check it either.)
+ */
+export function* readingPaddedMember(size: number, entry: ZipEntry, options: DecodeOptions = {}): Operation<NdArray | null> {
+  if (entry.method === STORED || entry.size <= PADDED_MIN) return null;
+  checkEntrySizes(entry); // sizes that cannot be true are refused first, as by the whole read
+  // Unchecked against the declared size: a member declaring less than its header needs is refused
+  // by the whole read (ZIP_SIZE), as before.
+  const header = yield* readingMemberHeader(size, entry, options, false);
+  const end = header.dataOffset + header.dataBytes;
+  if (hasObject(header.dtype) || entry.size - end <= TRAILING_SLACK) return null;
+  return decodeMember(entry, yield* readingZipEntryPrefix(size, entry, end), options);
+}
+
 /**
  * The steps that read a member's .npy header from its first bytes (a large or object-array member
  * is not inflated whole), in an archive of `size` bytes; the data is checked to be the size the
  * header promises, by the member's declared size. Errors name the member.
  */
-export function* readingMemberHeader(size: number, entry: ZipEntry, options: DecodeOptions = {}): Operation<NpyHeader> {
+export function* readingMemberHeader(size: number, entry: ZipEntry, options: DecodeOptions = {}, checkSize = true): Operation<NpyHeader> {
   // The first block is inflated once, for the magic and the header; only a longer header inflates more.
   const first = yield* readingZipEntryPrefix(size, entry, FIRST_BLOCK);
   if (!isNpy(first)) throw notNpy(entry);
@@ -145,7 +169,7 @@ export function* readingMemberHeader(size: number, entry: ZipEntry, options: Dec
   }
   try {
     const header = yield* readingHeaderOf(read, options, FIRST_BLOCK);
-    checkDataSize(header, entry.size - header.dataOffset);
+    if (checkSize) checkDataSize(header, entry.size - header.dataOffset);
     return header;
   } catch (e) {
     throw namingMember(entry, e);
@@ -254,7 +278,11 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   getSync(name: string, options?: DecodeOptions): NdArray;
   getSync(name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
-    return this.named(() => this.decodeMember(entry, readZipEntry(this.source, entry, this.codec, this.options), options));
+    return this.named(
+      () =>
+        driveSync(readingPaddedMember(this.source.size, entry, { ...this.options, ...options }), performOnBytes(this.source)) ??
+        this.decodeMember(entry, readZipEntry(this.source, entry, this.codec, this.options), options),
+    );
   }
 
   /** Whether deflated members inflate off the calling thread: the default engine does, and a codec with `inflateAsync`. */
@@ -297,8 +325,11 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     const { signal, ...decode } = options;
     signal?.throwIfAborted();
     const entry = this.entry(name);
-    // Stored members, and any a codec inflates on this thread, take getSync()'s path.
-    if (entry.method === STORED || !this.inflatesAsync) return this.getSync(name, decode);
+    // Stored members, any a codec inflates on this thread, and a member padded past its data take getSync()'s path.
+    if (entry.method === STORED || !this.inflatesAsync || entry.size > PADDED_MIN) {
+      const padded = driveSync(readingPaddedMember(this.source.size, entry, { ...this.options, ...decode }), performOnBytes(this.source));
+      if (padded || entry.method === STORED || !this.inflatesAsync) return padded ?? this.getSync(name, decode);
+    }
     if (this.options.codec) return this.decodeMember(entry, await this.inflateByCodec(entry, signal), decode);
     // The data inflates into a buffer of its own, split from the .npy header where the inflater's
     // first bytes say the header ends (the array then owns its buffer whole: no copy for tfjs or a

@@ -8,7 +8,7 @@ import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import type { DescrInput } from '../../format/descr-types.js';
 import { NpyError, withWhere } from '../../errors.js';
-import { MEMBERS_IN_FLIGHT, NpzArchive, NpzIndex, decodeMember, readingMemberHeader, type NpzOptions } from '../../npz/archive.js';
+import { MEMBERS_IN_FLIGHT, NpzArchive, NpzIndex, decodeMember, readingMemberHeader, readingPaddedMember, type NpzOptions } from '../../npz/archive.js';
 import { drive, type Operation, type PerformAsync } from '../../io/steps.js';
 import { mapInParallel } from '../../io/settle.js';
 import {
@@ -182,6 +182,8 @@ export class NpzFile implements AsyncIterable<[string, NdArray]>, AsyncDisposabl
 
   private async member(name: string, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
     const entry = this.entry(name);
+    const padded = await this.run(readingPaddedMember(this.size, entry, { ...this.options, ...options }), options.signal);
+    if (padded) return padded;
     if (!this.memberReadAsync(entry))
       return decodeMember(entry, await this.run(readingZipEntry(this.size, entry, this.codec, this.options), options.signal), { ...this.options, ...options });
     if (!options.copy && !options.shared) {
