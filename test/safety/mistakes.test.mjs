@@ -9,6 +9,7 @@ import { NpyError, getField, openNpy } from '@npyts/core';
 import { appendNpy, loadNpy, loadNpySync, loadNpz, openNpyFile, openNpz, saveNpy, saveNpz } from '@npyts/core/node';
 import { toStdlib } from '@npyts/stdlib';
 import { python, scratch } from '../helpers/numpy.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
 
 const dir = scratch('npyts-mistakes-');
 const at = (name) => join(dir, name);
@@ -22,17 +23,6 @@ with open(${JSON.stringify(at('deep.npy'))}, 'wb') as f:
     f.write(np.zeros(1).tobytes())
 `);
 mkdirSync(at('a-directory'));
-
-/** The NpyError `work` ends in (it must end in one). */
-async function mistake(work) {
-  try {
-    await work();
-  } catch (e) {
-    if (e instanceof NpyError) return e;
-    throw new Error(`not an NpyError: ${e?.stack ?? e}`);
-  }
-  throw new Error('no error');
-}
 
 /** Each mistake: what is done, the code, and what the message must say (the where and the fix). */
 const mistakes = [
@@ -103,7 +93,7 @@ const mistakes = [
 
 for (const [what, work, code, says] of mistakes) {
   test(`${what}: one NpyError ${code} that says where and what to do`, async () => {
-    const e = await mistake(work);
+    const e = await npyErrorOf(work);
     assert.is(e.code, code, e.message);
     for (const pattern of says) assert.match(e.message, pattern);
   });
@@ -114,7 +104,7 @@ test('a reset connection names the URL and the bytes asked for (NETWORK), not Ty
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}/w.npy`;
   try {
-    const e = await mistake(() => openNpy(url));
+    const e = await npyErrorOf(() => openNpy(url));
     assert.is(e.code, 'NETWORK');
     assert.match(e.message, /w\.npy/);
     assert.match(e.message, /bytes \d+/);

@@ -13,22 +13,12 @@ import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { createNpy, createNpySync, loadNpySync, loadNpzSync, openNpz, saveNpy, saveNpySync, saveNpz, saveNpzSync } from '@npyts/core/node';
 import { decodeNpz } from '@npyts/core';
 import { boundedChild, cliBin, python, runCli, scratch } from '../helpers/numpy.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 
 await useCpuBackend();
 const dir = scratch('npyts-round-three-');
 const at = (name) => join(dir, name);
-
-/** The NpyError `work` ends in (it must end in one). */
-async function refused(work) {
-  try {
-    await work();
-  } catch (e) {
-    if (e instanceof NpyError) return e;
-    throw new Error(`not an NpyError: ${e?.stack ?? e}`);
-  }
-  throw new Error('no error');
-}
 
 const array = { data: new Float32Array([1, 2, 3]) };
 /** Every writer, given options: each must refuse a bad one and leave the good file there as it was. */
@@ -50,7 +40,7 @@ test('every writer refuses a bad option (version 4, 7, 255, -1; a zlib level or 
     python(npz ? `np.savez(${JSON.stringify(path)}, a=np.arange(4.0))` : `np.save(${JSON.stringify(path)}, np.arange(4.0))`);
     const before = readFileSync(path);
     for (const options of npz ? [...badOptions, ...badNpzOptions] : badOptions) {
-      const e = await refused(() => write(path, options));
+      const e = await npyErrorOf(() => write(path, options));
       assert.is(e.code, 'BAD_OPTION', `${name} ${JSON.stringify(options)}: ${e.message}`);
       assert.ok(readFileSync(path).equals(before), `${name} ${JSON.stringify(options)} changed the file`);
     }
@@ -67,7 +57,7 @@ test('NdArray.set on datetime64/timedelta64 refuses a count past int64 (2**63 wa
   for (const descr of ['<M8[s]', '>m8[ns]']) {
     const a = arrayFromValues([0n, 1n], descr);
     for (const v of [2n ** 63n, -(2n ** 63n) - 1n, 1e300, -1e300]) {
-      const e = await refused(() => a.set([0], v));
+      const e = await npyErrorOf(() => a.set([0], v));
       assert.is(e.code, 'BAD_VALUE', `${descr} ${v}: ${e.message}`);
       assert.is(a.get(0), 0n, `${descr} ${v} changed the element`);
     }
@@ -86,7 +76,7 @@ test("a record's field is looked up among the value's own properties: a bool fie
       ['x', '<i4'],
     ];
     const a = arrayFromValues([JSON.parse(`{"${name}": false, "x": 1}`)], dtype);
-    const e = await refused(() => a.set([0], { x: 2 }));
+    const e = await npyErrorOf(() => a.set([0], { x: 2 }));
     assert.is(e.code, 'BAD_VALUE', `${name}: ${e.message}`);
     assert.is(e.field, name);
     const read = a.get(0);
@@ -189,7 +179,9 @@ test("a tfjs layer named exactly after a module takes that module, not another w
   const loaded = await tfl.loadLayersModel(npzHandler(archive, { layout: 'pytorch', modelTopology: twoDense('a', 'fc_1') }));
   assert.equal(kernelOf(loaded, 'fc_1'), asKernel(fc1.weight));
   // 'a.b_c' and 'a_b.c' both read as 'a_b_c': neither is the layer's module by name.
-  const e = await refused(() => assignWeights(twoDense('a_b_c', 'z'), encodeNpz(stateDict(['a.b_c', linear(1)], ['a_b.c', linear(2)])), { layout: 'pytorch' }));
+  const e = await npyErrorOf(() =>
+    assignWeights(twoDense('a_b_c', 'z'), encodeNpz(stateDict(['a.b_c', linear(1)], ['a_b.c', linear(2)])), { layout: 'pytorch' }),
+  );
   assert.is(e.code, 'NAME_CLASH');
   assert.match(e.message, /'a\.b_c' or 'a_b\.c'/);
 });
@@ -204,7 +196,7 @@ test("an archive holding both 'fc2.weight' and 'fc2.weight.npy' is refused (one 
     () => assignWeights(model, withBoth, { layout: 'pytorch' }),
     () => tfl.loadLayersModel(npzHandler(withBoth, { layout: 'pytorch', modelTopology: twoDense('fc1', 'fc2') })),
   ]) {
-    const e = await refused(run);
+    const e = await npyErrorOf(run);
     assert.is(e.code, 'NAME_CLASH', e.message);
     assert.match(e.message, /'fc2\.weight' and 'fc2\.weight\.npy'/);
   }
@@ -221,7 +213,7 @@ const checkArchive = (input, output) =>
 
 test('the check compares finite values on a finite scale: one inf no longer accepts anything, all-NaN proves nothing, a NaN matched where the reference has NaN is accepted', async () => {
   // One inf in the reference made atol infinite: a wrong output passed.
-  let e = await refused(() => checkModel(identity(), checkArchive([[Infinity, 1, 2]], [[Infinity, 1.5, 2]])));
+  let e = await npyErrorOf(() => checkModel(identity(), checkArchive([[Infinity, 1, 2]], [[Infinity, 1.5, 2]])));
   assert.is(e.code, 'CHECK_FAILED');
   assert.match(e.message, /at \[0,1\]/);
   // An infinity of the other sign, or a number where the reference has inf or NaN, is a difference.
@@ -239,11 +231,11 @@ test('the check compares finite values on a finite scale: one inf no longer acce
       [5, 1, 2],
     ],
   ]) {
-    e = await refused(() => checkModel(identity(), checkArchive([x], [ref])));
+    e = await npyErrorOf(() => checkModel(identity(), checkArchive([x], [ref])));
     assert.is(e.code, 'CHECK_FAILED', `${x} vs ${ref}`);
   }
   // All NaN in and out: nothing finite was compared, so nothing is proved.
-  e = await refused(() => checkModel(identity(), checkArchive([[Number.NaN, Number.NaN, Number.NaN]], [[Number.NaN, Number.NaN, Number.NaN]])));
+  e = await npyErrorOf(() => checkModel(identity(), checkArchive([[Number.NaN, Number.NaN, Number.NaN]], [[Number.NaN, Number.NaN, Number.NaN]])));
   assert.is(e.code, 'CHECK_FAILED');
   assert.match(e.message, /no finite value/);
   // A NaN column made atol NaN and refused a correct model.
@@ -283,7 +275,7 @@ test('check/input with an empty batch or of text or complex dtype is refused wit
       'DTYPE_MISMATCH',
     ],
   ]) {
-    const e = await refused(() => checkModel(identity(), encodeNpz({ 'check/input': input, 'check/output': output })));
+    const e = await npyErrorOf(() => checkModel(identity(), encodeNpz({ 'check/input': input, 'check/output': output })));
     assert.is(e.code, code, e.message);
     assert.match(e.message, /check\/input/);
   }
@@ -381,7 +373,7 @@ np.save(${JSON.stringify(from)}, a, allow_pickle=True)`);
 test('a list nested 20 000 deep is refused with an NpyError, not a stack overflow; diff --allow-pickle of two equal cyclic object arrays says they are equal', async () => {
   let deep = [];
   for (let i = 0; i < 20000; i++) deep = [deep];
-  const e = await refused(() => saveNpySync(at('deep.npy'), { data: [deep], dtype: '|O' }));
+  const e = await npyErrorOf(() => saveNpySync(at('deep.npy'), { data: [deep], dtype: '|O' }));
   assert.match(e.message, /nested deeper than 1000/);
   const [x, y] = [at('cyclic-a.npy'), at('cyclic-b.npy')];
   python(`
@@ -428,7 +420,7 @@ open(${JSON.stringify(big)}, 'wb').write(raw.replace(b'K\\x03K\\x05\\x86', n + n
 
 test("ignoreUnused allows a state_dict's extra module (aux.fc) when every layer paired by name; float64: 'refuse' refuses an LSTM's float64 biases, which are summed into one", async () => {
   const withAux = encodeNpz(stateDict(['fc1', linear(1)], ['fc2', linear(2)], ['aux.fc', linear(3)]));
-  const e = await refused(() => assignWeights(twoDense('fc1', 'fc2'), withAux, { layout: 'pytorch' }));
+  const e = await npyErrorOf(() => assignWeights(twoDense('fc1', 'fc2'), withAux, { layout: 'pytorch' }));
   assert.is(e.code, 'WEIGHT_MISMATCH');
   const model = twoDense('fc1', 'fc2');
   await assignWeights(model, withAux, { layout: 'pytorch', ignoreUnused: true });
@@ -448,7 +440,7 @@ test("ignoreUnused allows a state_dict's extra module (aux.fc) when every layer 
   });
   const m = lstm();
   const before = m.getWeights().map((w) => Array.from(w.dataSync()));
-  const refusal = await refused(() => assignWeights(m, archive, { layout: 'pytorch', float64: 'refuse' }));
+  const refusal = await npyErrorOf(() => assignWeights(m, archive, { layout: 'pytorch', float64: 'refuse' }));
   assert.match(refusal.message, /float64 would be rounded to float32 for tfjs; refused by \{ float64: 'refuse' \}/);
   assert.equal(
     m.getWeights().map((w) => Array.from(w.dataSync())),
