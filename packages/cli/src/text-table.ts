@@ -17,7 +17,7 @@ import {
   type Nested,
   type TypedArray,
 } from '@npyts/core';
-import { parsePyLiteral } from '@npyts/core/plumbing';
+import { hasLoneSurrogate, parsePyLiteral } from '@npyts/core/plumbing';
 import { exactExponent, scaledRound } from '@npyts/core/plumbing';
 import { readExactItem } from './format.js';
 
@@ -116,7 +116,7 @@ function unreadableText(text: string, delimiter: string): string | null {
   if (text.includes('#')) return "a '#' (import reads it as the start of a comment)";
   if (/[\r\n]/.test(text)) return 'a line break';
   if (text.includes('"')) return 'a quote';
-  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text)) return 'a lone surrogate, which UTF-8 cannot hold';
+  if (hasLoneSurrogate(text)) return 'a lone surrogate, which UTF-8 cannot hold';
   return null;
 }
 

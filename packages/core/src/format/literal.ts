@@ -346,3 +346,13 @@ export function reprPy(v: PyValue): string {
   if (Array.isArray(v)) return `[${v.map(reprPy).join(', ')}]`;
   return `{${[...v].map(([k, x]) => `${reprPy(k)}: ${reprPy(x)}`).join(', ')}}`;
 }
+
+/**
+ * Whether `s` holds a lone surrogate (a UTF-16 half without its pair): text that UTF-8 cannot hold
+ * (TextEncoder writes U+FFFD), which Python's pickle writes with 'surrogatepass'.
+ * @example
+ * hasLoneSurrogate('a\ud800');   // true
+ */
+export function hasLoneSurrogate(s: string): boolean {
+  return /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
+}

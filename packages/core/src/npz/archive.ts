@@ -325,11 +325,11 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     const { signal, ...decode } = options;
     signal?.throwIfAborted();
     const entry = this.entry(name);
-    // Stored members, any a codec inflates on this thread, and a member padded past its data take getSync()'s path.
-    if (entry.method === STORED || !this.inflatesAsync || entry.size > PADDED_MIN) {
-      const padded = driveSync(readingPaddedMember(this.source.size, entry, { ...this.options, ...decode }), performOnBytes(this.source));
-      if (padded || entry.method === STORED || !this.inflatesAsync) return padded ?? this.getSync(name, decode);
-    }
+    // Stored members, and any a codec inflates on this thread, take getSync()'s path.
+    if (entry.method === STORED || !this.inflatesAsync) return this.getSync(name, decode);
+    // A member padded far past its data is read to the data's end (its header's first block decides).
+    const padded = driveSync(readingPaddedMember(this.source.size, entry, { ...this.options, ...decode }), performOnBytes(this.source));
+    if (padded) return padded;
     if (this.options.codec) return this.decodeMember(entry, await this.inflateByCodec(entry, signal), decode);
     // The data inflates into a buffer of its own, split from the .npy header where the inflater's
     // first bytes say the header ends (the array then owns its buffer whole: no copy for tfjs or a

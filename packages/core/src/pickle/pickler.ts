@@ -7,6 +7,7 @@ import { dataToBytes } from '../array/layout.js';
 import type { TypedArray } from '../format/js-types.js';
 import { hasObject } from '../npy.js';
 import { bad } from './vm-values.js';
+import { hasLoneSurrogate } from '../format/literal.js';
 
 class Writer {
   private chunks: Uint8Array[] = [];
@@ -69,7 +70,7 @@ const MAX_DEPTH = 1000;
  * its own three bytes, not replaced by U+FFFD, so Python reads back the same string.
  */
 function utf8SurrogatePass(s: string): Uint8Array {
-  if (!/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s)) return enc.encode(s);
+  if (!hasLoneSurrogate(s)) return enc.encode(s);
   const out: number[] = [];
   for (let i = 0; i < s.length; i++) {
     const c = s.codePointAt(i)!;
