@@ -363,7 +363,7 @@ test('readNpy from a stream in small odd-sized chunks equals loadNpySync, for ev
   } catch (e) {
     failed = e;
   }
-  assert.is(failed?.code, 'TRUNCATED');
+  assert.is(failed?.code, 'HTTP_STATUS');
   assert.match(failed.message, /HTTP 404/);
   let err;
   try {
@@ -484,19 +484,25 @@ test('a server that answers one range at a time gets single-range requests (mult
   }
 });
 
-test('a server without range support, and a wrong Content-Range, are reported, never misread', async () => {
+test('a server without range support: a small file that arrived whole is read from that answer, a large one refused (NO_RANGES); a wrong Content-Range is reported, never misread', async () => {
   const port = await freePort();
   const py = spawn('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', join(dir, 'r')], { stdio: 'ignore' });
   try {
     await waitForServer(`http://127.0.0.1:${port}/`);
+    const { file, regions } = cases.find((c) => c.file.endsWith('r0C.npy'));
+    const h = await openNpyUrl(`http://127.0.0.1:${port}/r0C.npy`);
+    for (const r of regions) assert.equal(arrayToJSON(await h.read(r.start, r.count)), r.data, file);
+    assert.is(h.stats.requests, 1, 'the whole answer is kept: no request after it');
+    assert.is(h.stats.bytes, statSync(file).size, 'every byte of the whole answer is counted');
     let err;
     try {
-      await openNpyUrl(`http://127.0.0.1:${port}/r0C.npy`);
+      await openNpyUrl(`http://127.0.0.1:${port}/r0C.npy`, { wholeBodyBytes: 64 });
     } catch (e) {
       err = e;
     }
     assert.instance(err, NpyError);
-    assert.match(err.message, /ignored the Range header/);
+    assert.is(err.code, 'NO_RANGES');
+    assert.match(err.message, /ignored the Range header.*readNpy\(await fetch\(url\)\)/);
   } finally {
     py.kill();
   }

@@ -120,7 +120,7 @@ test('a multipart answer whose parts lie about their length, with a long boundar
   }
 });
 
-test('a contiguous 8 MiB region is asked for in requests of at most 1 MiB', async () => {
+test('a contiguous 8 MiB region is asked for in requests of at most requestBytes (8 MiB by default), 16 MiB in flight at most', async () => {
   python(`np.save(${JSON.stringify(join(dir, 'big.npy'))}, np.arange(2 * 2**20, dtype='<f4'))`);
   const server = await startNginx(dir);
   try {
@@ -130,11 +130,15 @@ test('a contiguous 8 MiB region is asked for in requests of at most 1 MiB', asyn
       asked.push(b - a + 1);
       return fetch(url, init);
     };
-    const h = await openNpyUrl(`${server.base}/big.npy`, { fetch: recording });
+    const h = await openNpyUrl(`${server.base}/big.npy`, { fetch: recording, requestBytes: 1 << 20 });
     const all = await h.read([0], [2 * 2 ** 20]);
     assert.is(all.data[2 * 2 ** 20 - 1], 2 * 2 ** 20 - 1);
     assert.ok(Math.max(...asked) <= 1 << 20, `a request asked for ${Math.max(...asked)} bytes`);
     assert.ok(asked.length >= 8);
+    asked.length = 0;
+    const byDefault = await openNpyUrl(`${server.base}/big.npy`, { fetch: recording });
+    assert.equal((await byDefault.read([0], [2 * 2 ** 20])).data, all.data);
+    assert.ok(Math.max(...asked) <= 8 << 20 && asked.length <= 3, `requests of ${asked.join(', ')} bytes`);
   } finally {
     server.stop();
   }

@@ -24,7 +24,7 @@ test('without the token nginx refuses, and the error says HTTP 401', async () =>
   } catch (e) {
     error = e;
   }
-  assert.ok(error && error.code === 'TRUNCATED' && /HTTP 401/.test(error.message), String(error));
+  assert.ok(error && error.code === 'HTTP_STATUS' && /HTTP 401/.test(error.message), String(error));
 });
 
 test('a fetch hook that adds the bearer token reads the region numpy slices; so do `headers`', async () => {

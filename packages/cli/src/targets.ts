@@ -5,7 +5,7 @@
  * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
  * their own is the next step.
  */
-import { NpyError, decodeNpyWithHeader, decodeNpz, type NdArray, type NpyHeader, type NpzArchive } from '@npyts/core';
+import { NpyError, decodeNpyWithHeader, decodeNpz, type NdArray, type NpyHeader, type NpzArchive, type SyncByteSource } from '@npyts/core';
 import { checkRegularFile, openNpzSync, openNpyFileSync, type NpyFileHandleSync, zlibCodec } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
@@ -46,17 +46,17 @@ export function isArchive(file: string): boolean {
   return head[0] === 0x50 && head[1] === 0x4b && (head[2] === 3 || head[2] === 5) && (head[3] === 4 || head[3] === 6);
 }
 
-export function withArchive<T>(t: Target, fn: (archive: NpzArchive) => T): T {
+export function withArchive<T>(t: Target, fn: (archive: NpzArchive<SyncByteSource>) => T): T {
   const archive = withFile(t.label, () => (t.file === '-' ? decodeNpz(stdin(), { codec: zlibCodec }) : openNpzSync(t.file)));
   try {
     return withFile(t.label, () => fn(archive));
   } finally {
-    archive.close();
+    archive.closeSync();
   }
 }
 
 /** Header and array of one .npy, or of one archive member. */
-export function loadOne(t: Target, archive?: NpzArchive): { header: NpyHeader; array: NdArray } {
+export function loadOne(t: Target, archive?: NpzArchive<SyncByteSource>): { header: NpyHeader; array: NdArray } {
   const bytes =
     archive && t.member !== undefined
       ? withFile(t.label, () => archive.bytesSync(t.member!))

@@ -31,6 +31,14 @@ export type NpyErrorCode =
   | 'NOT_A_FILE'
   /** A request failed (no answer, a reset connection, a redirect loop) or a URL is not one. */
   | 'NETWORK'
+  /** A server answered with an HTTP error status (404, 403, 416, 500, …): the message gives it. */
+  | 'HTTP_STATUS'
+  /** A server that ignores `Range` sent a whole file too large to take whole: the message names the whole-response reader. */
+  | 'NO_RANGES'
+  /** A server's answer is not what was asked (another range, more bytes than asked, a broken multipart body). */
+  | 'BAD_RESPONSE'
+  /** A blocking method called on an archive or reader whose source reads asynchronously (a URL, a Blob). */
+  | 'ASYNC_SOURCE'
   /** A ragged index names a heap that is not there. */
   | 'NO_HEAP'
   /** A model document (model.json) that is not what tfjs reads: not UTF-8 or JSON, fields of the wrong type, nested too deep. */

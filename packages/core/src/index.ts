@@ -66,15 +66,27 @@ export { readItem, NOT_A_TIME, type Scalar, type ScalarRecord } from './array/re
 export type { TypedArray, TypedArrayConstructor, ArrayData, Complex } from './format/js-types.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, longDoubleIsNumber, numberToLongDouble } from './format/float-bits.js';
 export { arrayToJSON } from './array/json.js';
-export { decodeNpz, encodeNpz, NpzArchive, type NpzOptions, type NpzInput, type NpzWriteOptions } from './npz/archive.js';
-export type { ByteSource, CrcOptions, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
+export { decodeNpz, encodeNpz, NpzArchive, type NpzOptions, type NpzReadOptions, type NpzInput, type NpzWriteOptions } from './npz/archive.js';
+export { openNpz, type NpzSource, type OpenNpzOptions } from './npz/open.js';
+export type { CrcOptions, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
 export { fflateCodec } from './npz/fflate.js';
 export { readNpy, writeNpy, type ChunkSink, type ChunkSource } from './io/stream.js';
-export { openNpyUrl, type NpyUrlHandle, type UrlOptions } from './io/url.js';
+export { openNpyUrl, urlSource, type NpyUrlHandle, type UrlOptions, type HttpOptions } from './io/url.js';
 export { openNpy, openNpySource, type NpyReader, type NpyReadStats, type NpySource } from './io/open.js';
 export { openNpyAccessHandle, createNpyAccessHandle, appendNpyAccessHandle, type SyncAccessHandle } from './io/access-handle.js';
 export type { NpyFileHandleSync, CreateOptions, AsyncOptions } from './io/handles.js';
-export { blobSource, bytesSource, withByteCache, type RandomAccess, type ReadStats, type ByteCacheOptions } from './io/random-access.js';
+export {
+  blobSource,
+  bytesSource,
+  windowSource,
+  withByteCache,
+  type ByteSource,
+  type SyncByteSource,
+  type AsyncByteSource,
+  type ReadOptions,
+  type ReadStats,
+  type ByteCacheOptions,
+} from './io/byte-source.js';
 export { raggedInfo, type RaggedInfo, type RaggedKind, type RaggedLayout, type RaggedElement, type WordWidth } from './ragged/convention.js';
 export {
   openRaggedUrl,

@@ -15,7 +15,7 @@ export { storageOf, bytesToData, dataToBytes, type Storage } from './array/layou
 export { jsonValue, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';
 export { parsePyLiteral, reprPy, reprString, reprFloat, reprBytes, hasLoneSurrogate, PyTuple, PyFloat, type PyValue } from './format/literal.js';
 export { writeNpz, npzMembers } from './npz/archive.js';
-export { readZipEntries, readZipEntry, entryDataOffset, memorySource, ZipWriter, MemorySink, STORED, DEFLATED, type ZipSink } from './npz/zip.js';
+export { readZipEntries, readZipEntry, entryDataOffset, ZipWriter, MemorySink, STORED, DEFLATED, type ZipSink } from './npz/zip.js';
 export { crc32 } from './npz/crc32.js';
 export {
   planRegion,

@@ -5,7 +5,7 @@
  * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
  * their own is the next step.
  */
-import { NpyError, encodeNpy, toOrder, withByteOrder, type NdArray, type NpzArchive, type TypedArray } from '@npyts/core';
+import { NpyError, encodeNpy, toOrder, withByteOrder, type NdArray, type NpzArchive, type SyncByteSource, type TypedArray } from '@npyts/core';
 import { dataToBytes, encodeHeader } from '@npyts/core/plumbing';
 import { openNpyFileSync, writeBeside, saveNpySync, saveNpz, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray } from '@npyts/core/node';
 import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
@@ -81,7 +81,7 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
 
   // Gather the arrays to write, with their names for an archive and the format version they came in.
   type Named = [name: string, array: NdArray, version: 1 | 2 | 3];
-  const named = (name: string, t: Target, archive?: NpzArchive): Named => {
+  const named = (name: string, t: Target, archive?: NpzArchive<SyncByteSource>): Named => {
     const { header, array } = loadOne(t, archive);
     return [name, array, header.version[0]];
   };

@@ -1,6 +1,6 @@
 /**
  * Region reads of a .npy from any source in the browser-safe entry: a URL (relative URLs resolve
- * against the page), a `Blob`/`File`, bytes in memory, or any {@link RandomAccess}.
+ * against the page), a `Blob`/`File`, bytes in memory, or any {@link ByteSource}.
  */
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
@@ -8,7 +8,7 @@ import { readingHeader } from './header-read.js';
 import { readingRegion, type OpenNpy } from './region.js';
 import { performOnAsync } from './handles.js';
 import { SOURCE, drive, performReads } from './steps.js';
-import { blobSource, bytesSource, type RandomAccess } from './random-access.js';
+import { blobSource, bytesSource, isByteSource, type ByteSource } from './byte-source.js';
 import { openNpyUrl, type UrlOptions } from './url.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
@@ -29,11 +29,7 @@ export interface NpyReader<S extends DescrInput = DescrInput> extends OpenNpy<S>
 }
 
 /** Where a .npy can be opened from in any runtime. */
-export type NpySource = string | URL | Blob | ArrayBuffer | ArrayBufferView | RandomAccess;
-
-function isRandomAccess(x: unknown): x is RandomAccess {
-  return typeof x === 'object' && x !== null && typeof (x as RandomAccess).read === 'function' && typeof (x as RandomAccess).size === 'number';
-}
+export type NpySource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource;
 
 /**
  * A URL as given, resolved against the page in a browser (`'data/x.npy'` is relative to the document).
@@ -46,18 +42,15 @@ export function resolveUrl(url: string | URL): string {
 }
 
 /**
- * Open a .npy from a {@link RandomAccess}: the header is read now, regions when asked for.
+ * Open a .npy from a {@link ByteSource}: the header is read now, regions when asked for.
  * @example
  * const h = await openNpySource(blobSource(file));
  */
-export async function openNpySource(
-  source: RandomAccess,
-  options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {},
-): Promise<NpyReader> {
-  const name = options.name ?? 'the file';
+export async function openNpySource(source: ByteSource, options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {}): Promise<NpyReader> {
+  const name = options.name ?? source.name ?? 'the file';
   const stats: NpyReadStats = { requests: 0, bytes: 0, cached: 0 };
   const read = async (at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> => {
-    const got = await source.read(at, length, signal);
+    const got = await source.read(at, length, { signal });
     stats.requests++;
     stats.bytes += got.length;
     return got;
@@ -92,7 +85,7 @@ export async function openNpySource(
 
 /**
  * Open a .npy for region reads from a URL (HTTP ranges), a `Blob`/`File` (slices: a dropped
- * multi-gigabyte file is never read whole), bytes, or any {@link RandomAccess}. In Node,
+ * multi-gigabyte file is never read whole), bytes, or any {@link ByteSource}. In Node,
  * `@npyts/core/node`'s `openNpyFile` opens paths.
  * @example
  * const h = await openNpy(droppedFile, { expect: '<f4' });
@@ -104,8 +97,8 @@ export async function openNpy(source: NpySource, options?: UrlOptions): Promise<
 export async function openNpy(source: NpySource, options: UrlOptions = {}): Promise<NpyReader> {
   if (typeof source === 'string' || source instanceof URL) return openNpyUrl(resolveUrl(source), options);
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
-    return openNpySource(blobSource(source), { ...options, name: (source as File).name ?? 'the blob' });
+    return openNpySource(blobSource(source), options);
   }
-  if (isRandomAccess(source)) return openNpySource(source, options);
+  if (isByteSource(source)) return openNpySource(source, options);
   return openNpySource(bytesSource(source as ArrayBuffer | ArrayBufferView), { ...options, name: 'the bytes' });
 }

@@ -47,3 +47,34 @@ export async function mapInParallel<T, U>(items: readonly T[], count: number, fn
   });
   return out;
 }
+
+/**
+ * Bytes that work in flight may hold together: `take` waits while others hold too much (one piece
+ * of work always proceeds, whatever its size), `give` returns them. Waiters wake when bytes come
+ * back; work that fails or is aborted gives its bytes back too, so no waiter outlives it.
+ */
+export class ByteBudget {
+  private used = 0;
+  private waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+
+  async take(bytes: number): Promise<void> {
+    while (this.used > 0 && this.used + bytes > this.limit) await new Promise<void>((wake) => this.waiting.push(wake));
+    this.used += bytes;
+  }
+
+  give(bytes: number): void {
+    this.used -= bytes;
+    for (const wake of this.waiting.splice(0)) wake();
+  }
+
+  /** `work`, holding `bytes` of the budget while it runs. */
+  async holding<T>(bytes: number, work: () => Promise<T>): Promise<T> {
+    await this.take(bytes);
+    try {
+      return await work();
+    } finally {
+      this.give(bytes);
+    }
+  }
+}

@@ -16,7 +16,7 @@ const FIRST_BUFFER = 64 << 20;
 async function* chunksOf(input: ChunkSource): AsyncGenerator<Uint8Array> {
   let source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
   if (typeof Response !== 'undefined' && input instanceof Response) {
-    if (!input.ok) throw new NpyError('TRUNCATED', `HTTP ${input.status} for ${input.url || 'the response'}`);
+    if (!input.ok) throw new NpyError('HTTP_STATUS', `HTTP ${input.status} for ${input.url || 'the response'}`);
     if (!input.body) return;
     source = input.body;
   } else if (typeof Blob !== 'undefined' && input instanceof Blob) source = input.stream() as ReadableStream<Uint8Array>;

@@ -10,17 +10,48 @@ import type { NdArray } from '../array/ndarray.js';
 import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunGroup } from './region.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { inParallel } from './settle.js';
+import { ByteBudget, inParallel } from './settle.js';
+import type { AsyncByteSource } from './byte-source.js';
 
-/** Options of {@link openNpyUrl}: the fetch hook, headers, range joining, concurrency and the cache. */
-export interface UrlOptions extends DecodeOptions {
+/** Options of every reader of a URL: the fetch hook, headers, request sizes, concurrency. */
+export interface HttpOptions {
   /**
-   * The fetch to use (default `globalThis.fetch`): any WHATWG `fetch`, for auth, signed URLs or
-   * retries. It is called as `fetch(url, { headers, signal })`.
+   * The fetch to use (default `globalThis.fetch`): any WHATWG `fetch`, for auth, signed requests
+   * (an S3 signer) or retries. It is called as `fetch(url, { headers, signal })`.
    */
   fetch?: (url: string, init: { headers: Record<string, string>; signal?: AbortSignal | undefined }) => Promise<Response>;
   /** Cancels the opening requests (each read takes its own signal). */
   signal?: AbortSignal | undefined;
+  /** Extra request headers (authorization, …). */
+  headers?: Record<string, string>;
+  /**
+   * Bytes one request asks for at most (default 8 MiB, what object stores serve best): a longer
+   * read is split into requests of this size, `concurrency` of them in flight.
+   */
+  requestBytes?: number;
+  /** Requests in flight at once (default 6). */
+  concurrency?: number;
+  /**
+   * Bytes that requests in flight may ask for together (default 16 MiB): the memory a long read
+   * holds besides its result. A single request larger than this still goes alone.
+   */
+  maxInFlight?: number;
+  /**
+   * Whether several ranges may go in one request (`Range: bytes=a-b,c-d`; default true). Object
+   * stores (S3 and its compatibles) and many CDNs answer such a request with the whole object: once
+   * an origin has, it is sent single ranges for the rest of the process. `false` never sends one.
+   */
+  multiRange?: boolean;
+  /**
+   * A server that ignores `Range` (HTTP 200 with the whole body) is still read when the body is at
+   * most this many bytes (default 1 MiB): the whole file is then kept. A larger body is refused
+   * (NO_RANGES), naming the way to read a whole response.
+   */
+  wholeBodyBytes?: number;
+}
+
+/** Options of {@link openNpyUrl}: the HTTP options, range joining, the first request and the cache. */
+export interface UrlOptions extends DecodeOptions, HttpOptions {
   /**
    * Keep the bytes of recent reads (a size-bounded LRU keyed by byte range): repeating a region read
    * (a viewer paging back) costs no request. Off by default.
@@ -33,10 +64,6 @@ export interface UrlOptions extends DecodeOptions {
    * that a file no larger than this costs one request whatever is read of it.
    */
   firstRequest?: number;
-  /** Requests in flight at once (default 6). */
-  concurrency?: number;
-  /** Extra request headers (authorization, …). */
-  headers?: Record<string, string>;
   /** Ranges asked for in one multipart request (default 100; 1 never uses multi-range requests). */
   rangesPerRequest?: number;
 }
@@ -46,21 +73,34 @@ export interface NpyUrlHandle<S extends DescrInput = DescrInput> extends OpenNpy
   readonly url: string;
   /** Size of the file on the server. */
   readonly size: number;
-  /** Requests made, body bytes received, and reads served by the cache so far. */
+  /** Requests made, body bytes received (every one, a discarded body too), and reads served by the cache so far. */
   readonly stats: { requests: number; bytes: number; cached: number };
   read(start: readonly number[], count: readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<NdArray<S>>;
   /** Nothing is held open between requests; for the same shape as other readers. */
   close(): Promise<void>;
 }
 
-/** Bytes one request asks for at most (ranges and the gaps between them): bounds memory in flight. */
-const BATCH_BYTES = 1 << 20;
+/** Bytes one request asks for at most by default (ranges and the gaps between them): bounds memory in flight. */
+const REQUEST_BYTES = 8 << 20;
+
+/** Bytes the requests in flight ask for together, by default. */
+const IN_FLIGHT_BYTES = 16 << 20;
+
+/** Bodies of at most this many bytes are used whole when a server ignores `Range`. */
+const WHOLE_BODY_BYTES = 1 << 20;
 
 /**
- * A response body, read until `max` bytes: a server that sends more than it was asked for is
- * refused as soon as it does (the rest is never read), so its length cannot cost memory.
+ * Origins (scheme, host and port) that answered a multi-range request with something other than a
+ * multipart 206: for the rest of the process they are sent one range per request, whoever reads.
  */
-async function readBody(res: Response, max: number, href: string): Promise<Uint8Array> {
+const singleRangeOrigins = new Set<string>();
+
+/**
+ * A response body, read until `max` bytes, each chunk counted as it arrives: a server that sends
+ * more than it was asked for is refused as soon as it does (the rest is never read), so its length
+ * cannot cost memory.
+ */
+async function readBody(res: Response, max: number, href: string, counted: { bytes: number }): Promise<Uint8Array> {
   if (!res.body) return new Uint8Array(0);
   const out = new Uint8Array(max);
   let n = 0;
@@ -68,9 +108,10 @@ async function readBody(res: Response, max: number, href: string): Promise<Uint8
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
+    counted.bytes += value.length;
     if (n + value.length > max) {
       await reader.cancel();
-      httpError(`${href}: the server sent more than the ${max} bytes asked for`);
+      badResponse(`${href}: the server sent more than the ${max} bytes asked for`);
     }
     out.set(value, n);
     n += value.length;
@@ -78,8 +119,9 @@ async function readBody(res: Response, max: number, href: string): Promise<Uint8
   return out.subarray(0, n);
 }
 
-function httpError(message: string): never {
-  throw new NpyError('TRUNCATED', message);
+/** An answer that is not the one asked for (a wrong range, more bytes than asked, a broken multipart body). */
+function badResponse(message: string): never {
+  throw new NpyError('BAD_RESPONSE', message);
 }
 
 /**
@@ -106,6 +148,211 @@ async function overNetwork<T>(href: string, what: string, signal: AbortSignal | 
   }
 }
 
+/** `href` as a URL, or an NpyError that says where files are opened instead. */
+function checkedUrl(href: string): URL {
+  try {
+    return new URL(href);
+  } catch {
+    throw new NpyError(
+      'NETWORK',
+      `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpyFile (region reads) or loadNpy from '@npyts/core/node'`,
+    );
+  }
+}
+
+/**
+ * One file on an HTTP server, read by range requests: the one place requests are made, answers
+ * checked and bytes counted, for `.npy` readers and byte sources alike.
+ */
+export class HttpFile {
+  readonly stats = { requests: 0, bytes: 0, cached: 0 };
+  /** The file's size, once an answer has said it (-1 before). */
+  size = -1;
+  /** The whole file, when a server that ignores `Range` sent it (small enough to keep). */
+  whole: Uint8Array | null = null;
+  /** What the requests in flight of every read of this file hold together. */
+  readonly budget: ByteBudget;
+  private readonly origin: string;
+  private readonly doFetch: NonNullable<HttpOptions['fetch']>;
+
+  constructor(
+    readonly href: string,
+    private readonly options: HttpOptions,
+  ) {
+    this.origin = checkedUrl(href).origin;
+    this.doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
+    this.budget = new ByteBudget(Math.max(1, options.maxInFlight ?? IN_FLIGHT_BYTES));
+  }
+
+  get requestBytes(): number {
+    return Math.max(1, this.options.requestBytes ?? REQUEST_BYTES);
+  }
+
+  get concurrency(): number {
+    return Math.max(1, this.options.concurrency ?? 6);
+  }
+
+  /** Whether multi-range requests may be sent to this file's origin. */
+  get multiRange(): boolean {
+    return this.options.multiRange !== false && !singleRangeOrigins.has(this.origin);
+  }
+
+  /**
+   * A `200` answer to a range request: the whole file. It is used (and kept) when it is small, else
+   * refused with the way to read a whole response.
+   */
+  private async wholeAnswer(res: Response, asked: string): Promise<Uint8Array> {
+    const limit = this.options.wholeBodyBytes ?? WHOLE_BODY_BYTES;
+    const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+    if (!(declared > limit)) {
+      try {
+        const body = await readBody(res, limit, this.href, this.stats);
+        this.whole = body;
+        this.size = body.length;
+        return body;
+      } catch (e) {
+        if (!(e instanceof NpyError)) throw e;
+      }
+    } else await res.body?.cancel();
+    throw new NpyError(
+      'NO_RANGES',
+      `${this.href}: the server ignored the Range header for ${asked} (HTTP 200 with the whole file${declared >= 0 ? ` of ${declared} bytes` : ''}); ` +
+        'read the whole response instead: readNpy(await fetch(url)), or decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()))',
+    );
+  }
+
+  private async statusError(res: Response, asked: string): Promise<never> {
+    await res.body?.cancel();
+    const why =
+      res.status === 416 ? ' (the range is outside the file)' : res.status === 401 || res.status === 403 ? ' (check the credentials or the signature)' : '';
+    throw new NpyError('HTTP_STATUS', `${this.href}: HTTP ${res.status} for ${asked}${why}`);
+  }
+
+  /**
+   * Bytes [from, from + length) of the file, checked against what the server says it sent (fewer at
+   * the file's end); `suffix` asks for the file's last `length` bytes instead (`bytes=-length`).
+   */
+  async range(from: number, length: number, signal?: AbortSignal, suffix = false): Promise<Uint8Array> {
+    if (this.whole) return this.whole.subarray(from, from + length);
+    const last = from + length - 1;
+    const spec = suffix ? `-${length}` : `${from}-${last}`;
+    return overNetwork(this.href, `bytes ${spec}`, signal, async () => {
+      this.stats.requests++;
+      const res = await this.doFetch(this.href, { headers: { ...this.options.headers, Range: `bytes=${spec}` }, signal });
+      if (res.status === 200) {
+        const whole = await this.wholeAnswer(res, `bytes ${spec}`);
+        return suffix ? whole.subarray(Math.max(0, whole.length - length)) : whole.subarray(from, from + length);
+      }
+      if (res.status !== 206) return this.statusError(res, `bytes ${spec}`);
+      const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
+      if (!cr) {
+        await res.body?.cancel();
+        badResponse(`${this.href}: a 206 answer without a valid Content-Range header`);
+      }
+      const [gotFrom, gotLast, size] = [Number(cr[1]), Number(cr[2]), cr[3] === '*' ? -1 : Number(cr[3])];
+      if (size >= 0) this.size = size;
+      const wantFrom = suffix ? Math.max(0, this.size - length) : from;
+      const wantLast = suffix ? this.size - 1 : this.size >= 0 ? Math.min(last, this.size - 1) : last;
+      if (gotFrom !== wantFrom || gotLast !== wantLast || (suffix && size < 0)) {
+        await res.body?.cancel();
+        badResponse(`${this.href}: asked for bytes ${spec}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
+      }
+      const expected = gotLast - gotFrom + 1;
+      const body = await readBody(res, expected, this.href, this.stats);
+      if (body.length !== expected) badResponse(`${this.href}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
+      return body;
+    });
+  }
+
+  /**
+   * Several ranges in one request (`Range: bytes=a-b,c-d,…`, answered as multipart/byteranges).
+   * Returns null when the server does not answer that way (remembered for its origin); the caller
+   * then asks range by range.
+   */
+  async multiRangeRead(groups: readonly { offset: number; length: number }[], signal?: AbortSignal): Promise<Uint8Array[] | null> {
+    const spec = groups.map((g) => `${g.offset}-${g.offset + g.length - 1}`).join(',');
+    return overNetwork(this.href, `bytes ${spec.length > 60 ? `${spec.slice(0, 60)}…` : spec}`, signal, async () => {
+      this.stats.requests++;
+      const res = await this.doFetch(this.href, { headers: { ...this.options.headers, Range: `bytes=${spec}` }, signal });
+      const type = res.headers.get('content-type') ?? '';
+      const boundary = /multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
+      if (res.status !== 206 || !boundary) {
+        if (res.status >= 400) return this.statusError(res, `bytes ${spec}`);
+        // A whole object (S3 answers so) or a single range: this origin is sent one range at a time.
+        singleRangeOrigins.add(this.origin);
+        await res.body?.cancel();
+        return null;
+      }
+      // The parts plus their headers and boundaries; a body much longer than that is refused unread.
+      const wanted = groups.reduce((n, g) => n + g.length, 0);
+      const body = await readBody(res, wanted + groups.length * 512 + 4096, this.href, this.stats);
+      const parts = parseByteranges(body, boundary, this.href);
+      return groups.map((g) => {
+        const p = parts.find((x) => x.from <= g.offset && x.from + x.bytes.length >= g.offset + g.length);
+        if (!p) badResponse(`${this.href}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
+        return p.bytes.subarray(g.offset - p.from, g.offset - p.from + g.length);
+      });
+    });
+  }
+
+  /**
+   * `length` bytes at `offset` (fewer at the file's end), in requests of at most `requestBytes`,
+   * `concurrency` in flight.
+   */
+  async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    signal?.throwIfAborted();
+    const end = this.size >= 0 ? Math.min(this.size, offset + length) : offset + length;
+    if (end <= offset) return new Uint8Array(0);
+    if (this.whole) return this.whole.subarray(offset, end);
+    const piece = this.requestBytes;
+    if (end - offset <= piece) return this.range(offset, end - offset, signal);
+    const out = new Uint8Array(end - offset);
+    let next = offset;
+    let got = 0;
+    await inParallel(this.concurrency, async (stopped) => {
+      while (next < end && !stopped()) {
+        const at = next;
+        next = Math.min(end, at + piece);
+        const body = await this.budget.holding(next - at, () => this.range(at, next - at, signal));
+        out.set(body, at - offset);
+        got += body.length;
+      }
+    });
+    return got === out.length ? out : out.subarray(0, got);
+  }
+}
+
+/**
+ * A URL as a byte source, read by range requests: one request now (the file's last 64 KiB, which
+ * gives its size and, for an archive, its directory), then only the ranges asked for, long reads in
+ * `requestBytes` pieces `concurrency` at a time. Every byte received is counted in `stats`.
+ * @example
+ * const src = await urlSource(presignedUrl);
+ * const z = await openNpz(src);
+ */
+export async function urlSource(
+  url: string | URL,
+  options: HttpOptions & { tailBytes?: number } = {},
+): Promise<AsyncByteSource & { readonly stats: HttpFile['stats'] }> {
+  const http = new HttpFile(String(url), options);
+  const tail = await http.range(0, Math.max(1, options.tailBytes ?? 64 << 10), options.signal, true);
+  const size = http.size;
+  const tailStart = size - tail.length;
+  return {
+    size,
+    name: http.href,
+    stats: http.stats,
+    async read(offset, length, readOptions = {}) {
+      const end = Math.min(size, offset + length);
+      if (offset >= tailStart) {
+        http.stats.cached++;
+        return tail.subarray(offset - tailStart, end - tailStart);
+      }
+      return http.read(offset, end - offset, readOptions.signal);
+    },
+  };
+}
+
 /**
  * Open a .npy by URL for region reads.
  * @example
@@ -115,100 +362,23 @@ async function overNetwork<T>(href: string, what: string, signal: AbortSignal | 
 export async function openNpyUrl<const S extends DescrInput>(url: string | URL, options: UrlOptions & Expecting<S>): Promise<NpyUrlHandle<S>>;
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
-  const href = String(url);
-  try {
-    new URL(href);
-  } catch {
-    throw new NpyError(
-      'NETWORK',
-      `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpyFile (region reads) or loadNpy from '@npyts/core/node'`,
-    );
-  }
-  const doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
-  const stats = { requests: 0, bytes: 0, cached: 0 };
-  let total = -1;
-
-  /** Bytes [from, from + length) of the file, checked against what the server says it sent. */
-  const range = async (from: number, length: number, signal = options.signal): Promise<Uint8Array> => {
-    const last = from + length - 1;
-    return overNetwork(href, `bytes ${from}-${last}`, signal, async () => {
-      stats.requests++;
-      const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${from}-${last}` }, signal });
-      if (res.status === 200) {
-        await res.body?.cancel();
-        httpError(`${href}: the server ignored the Range header (HTTP 200 with the whole body); it does not support range requests`);
-      }
-      if (res.status === 416) {
-        await res.body?.cancel();
-        httpError(`${href}: the server says bytes ${from}-${last} are outside the file (HTTP 416)`);
-      }
-      if (res.status !== 206) {
-        await res.body?.cancel();
-        httpError(`${href}: HTTP ${res.status} for bytes ${from}-${last}`);
-      }
-      const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
-      if (!cr) {
-        await res.body?.cancel();
-        httpError(`${href}: a 206 answer without a valid Content-Range header`);
-      }
-      const [gotFrom, gotLast, size] = [Number(cr[1]), Number(cr[2]), cr[3] === '*' ? -1 : Number(cr[3])];
-      if (size >= 0) total = size;
-      const expectLast = total >= 0 ? Math.min(last, total - 1) : last;
-      if (gotFrom !== from || gotLast !== expectLast) {
-        await res.body?.cancel();
-        httpError(`${href}: asked for bytes ${from}-${last}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
-      }
-      const expected = gotLast - gotFrom + 1;
-      const body = await readBody(res, expected, href);
-      stats.bytes += body.length;
-      if (body.length !== expected) httpError(`${href}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
-      return body;
-    });
-  };
-
-  /**
-   * Several ranges in one request (`Range: bytes=a-b,c-d,…`, answered as multipart/byteranges).
-   * Returns null when the server does not answer that way; the caller then asks range by range.
-   */
-  const multiRange = async (groups: { offset: number; length: number }[], signal?: AbortSignal): Promise<Uint8Array[] | null> => {
-    const spec = groups.map((g) => `${g.offset}-${g.offset + g.length - 1}`).join(',');
-    return overNetwork(href, `bytes ${spec.length > 60 ? `${spec.slice(0, 60)}…` : spec}`, signal, async () => {
-      stats.requests++;
-      const res = await doFetch(href, { headers: { ...options.headers, Range: `bytes=${spec}` }, signal });
-      const type = res.headers.get('content-type') ?? '';
-      const boundary = /multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
-      if (res.status !== 206 || !boundary) {
-        await res.body?.cancel();
-        return null;
-      }
-      // The parts plus their headers and boundaries; a body much longer than that is refused unread.
-      const wanted = groups.reduce((n, g) => n + g.length, 0);
-      const body = await readBody(res, wanted + groups.length * 512 + 4096, href);
-      stats.bytes += body.length;
-      const parts = parseByteranges(body, boundary, href);
-      return groups.map((g) => {
-        const p = parts.find((x) => x.from <= g.offset && x.from + x.bytes.length >= g.offset + g.length);
-        if (!p) httpError(`${href}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
-        return p.bytes.subarray(g.offset - p.from, g.offset - p.from + g.length);
-      });
-    });
-  };
-  let multiRangeWorks = (options.rangesPerRequest ?? 100) > 1;
+  const http = new HttpFile(String(url), options);
+  const { href, stats } = http;
 
   // The first answer (the file's first bytes) is kept: region reads inside it need no request.
   let first: Uint8Array = new Uint8Array(0);
   const header = await drive(
     readingHeader(SOURCE, options, options.firstRequest ?? FIRST_BLOCK),
     performReads(async (at, length) => {
-      const got = await range(at, length);
+      const got = await http.range(at, length, options.signal);
       if (at === 0) first = got;
       return got;
     }),
   );
   const cache = options.cache ? new RangeCache(options.cache.maxBytes ?? 64 << 20) : null;
-  if (total >= 0) checkDataPresent(header, total - header.dataOffset);
+  if (http.size >= 0) checkDataPresent(header, http.size - header.dataOffset);
   const maxGap = options.maxGap ?? 65536;
-  const concurrency = Math.max(1, options.concurrency ?? 6);
+  const requestBytes = http.requestBytes;
 
   return {
     url: href,
@@ -217,7 +387,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
     shape: [...header.shape],
     order: header.fortranOrder ? 'F' : 'C',
     get size() {
-      return total;
+      return http.size;
     },
     stats,
     async close() {
@@ -230,13 +400,13 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       const out = new Uint8Array(plan.bytes);
       const perRequest = options.rangesPerRequest ?? 100;
       // Groups are made lazily and requested in batches of at most `perRequest` ranges and
-      // BATCH_BYTES bytes, `concurrency` at a time: memory is the region plus what is in flight.
-      const groups = groupRuns(plan.runs, maxGap, { maxBytes: BATCH_BYTES, splitRuns: true });
+      // `requestBytes` bytes, `concurrency` at a time: memory is the region plus what is in flight.
+      const groups = groupRuns(plan.runs, maxGap, { maxBytes: requestBytes, splitRuns: true });
       let held: IteratorResult<RunGroup> | null = null; // a group that did not fit the last batch
       const nextBatch = (): RunGroup[] => {
         const batch: RunGroup[] = [];
         let bytes = 0;
-        const limit = multiRangeWorks ? perRequest : 1;
+        const limit = http.multiRange ? perRequest : 1;
         while (batch.length < limit) {
           const g = held ?? groups.next();
           held = null;
@@ -248,7 +418,7 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
             stats.cached++;
             continue;
           }
-          if (batch.length && bytes + g.value.length > BATCH_BYTES) {
+          if (batch.length && bytes + g.value.length > requestBytes) {
             held = g;
             break;
           }
@@ -257,27 +427,31 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
         }
         return batch;
       };
-      const worker = async (stopped: () => boolean): Promise<void> => {
-        for (let batch = nextBatch(); batch.length && !stopped(); batch = nextBatch()) {
-          if (batch.length > 1 && multiRangeWorks) {
-            const bodies = await multiRange(batch, signal);
-            if (bodies) {
-              batch.forEach((g, i) => {
-                placeGroup(out, g, bodies[i]!);
-                cache?.set(g.offset, bodies[i]!);
-              });
-              continue;
-            }
-            multiRangeWorks = false; // this server answers one range at a time
-          }
-          for (const g of batch) {
-            const body = await range(g.offset, g.length, signal);
-            placeGroup(out, g, body);
-            cache?.set(g.offset, body);
+      /** One batch's requests: one multi-range request where the origin takes them, else one per range. */
+      const requestBatch = async (batch: RunGroup[]): Promise<void> => {
+        if (batch.length > 1 && http.multiRange) {
+          const bodies = await http.multiRangeRead(batch, signal);
+          if (bodies) {
+            batch.forEach((g, i) => {
+              placeGroup(out, g, bodies[i]!);
+              cache?.set(g.offset, bodies[i]!);
+            });
+            return;
           }
         }
+        for (const g of batch) {
+          const body = await http.range(g.offset, g.length, signal);
+          placeGroup(out, g, body);
+          cache?.set(g.offset, body);
+        }
       };
-      await inParallel(concurrency, worker);
+      const worker = async (stopped: () => boolean): Promise<void> => {
+        for (let batch = nextBatch(); batch.length && !stopped(); batch = nextBatch()) {
+          const bytes = batch.reduce((n, g) => n + g.length, 0);
+          await http.budget.holding(bytes, () => requestBatch(batch));
+        }
+      };
+      await inParallel(http.concurrency, worker);
       return regionArray(header, plan, out);
     },
   };
@@ -294,14 +468,14 @@ function parseByteranges(body: Uint8Array, boundary: string, href: string): { fr
     const after = at + delimiter.length;
     if (body[after] === 0x2d && body[after + 1] === 0x2d) break; // closing --boundary--
     const headersEnd = find(new Uint8Array([13, 10, 13, 10]), after);
-    if (headersEnd < 0) httpError(`${href}: a multipart part has no end of headers`);
+    if (headersEnd < 0) badResponse(`${href}: a multipart part has no end of headers`);
     const headers = latin.decode(body.subarray(after, headersEnd));
     const cr = /content-range:\s*bytes (\d+)-(\d+)\/(\d+|\*)/i.exec(headers);
-    if (!cr) httpError(`${href}: a multipart part has no Content-Range`);
+    if (!cr) badResponse(`${href}: a multipart part has no Content-Range`);
     const from = Number(cr[1]);
     const length = Number(cr[2]) - from + 1;
     const start = headersEnd + 4;
-    if (start + length > body.length) httpError(`${href}: a multipart part is shorter than its Content-Range says`);
+    if (start + length > body.length) badResponse(`${href}: a multipart part is shorter than its Content-Range says`);
     parts.push({ from, bytes: body.subarray(start, start + length) });
     at = find(delimiter, start + length);
   }

@@ -16,7 +16,9 @@ import { NpyError, withWhere } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
-import { driveSync, type Operation } from '../io/steps.js';
+import { drive, driveSync, type Operation, type PerformAsync } from '../io/steps.js';
+import { bytesSource, windowSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
+import { openNpySource, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
 import { inflateAsync } from './stream-inflate.js';
@@ -28,13 +30,13 @@ import {
   checkZipCrc,
   checkZipWriteOptions,
   checksCrc,
-  memorySource,
+  checkSupported,
   performOnBytes,
-  readZipEntry,
-  readZipEntryStored,
+  readingDataOffset,
   readingZipEntries,
+  readingZipEntry,
   readingZipEntryPrefix,
-  type ByteSource,
+  readingZipEntryStored,
   type CrcOptions,
   type ZipCodec,
   type ZipEntry,
@@ -176,28 +178,92 @@ export function* readingMemberHeader(size: number, entry: ZipEntry, options: Dec
   }
 }
 
-/**
- * An opened .npz: the directory is read once; each member is read, checked and decoded on demand.
- * @example
- * const z = decodeNpz(bytes);
- * for await (const [name, a] of z) console.log(name, a.shape);
- */
-export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[string, NdArray]> {
-  private readonly index: NpzIndex;
+/** Bytes read at least on a miss of an async source (a local header and a small member in one read). */
+const MIN_WINDOW = 64 << 10;
 
+/**
+ * The async driver of zip reads over any source: each `view` step is one read of at least 64 KiB,
+ * kept for the rest of the operation, so a member's local header and a small member come in one read.
+ */
+function performViewsAsync(source: ByteSource): PerformAsync {
+  let window: { at: number; bytes: Uint8Array } | null = null;
+  return async (step, signal) => {
+    if (step.op !== 'view') throw new NpyError('INTERNAL', `an archive's source cannot perform '${step.op}'`);
+    const end = Math.min(source.size, step.at + step.length);
+    if (end <= step.at) return new Uint8Array(0);
+    if (window && window.at <= step.at && window.at + window.bytes.length >= end) return window.bytes.subarray(step.at - window.at, end - window.at);
+    const bytes = await source.read(step.at, Math.min(source.size - step.at, Math.max(step.length, MIN_WINDOW)), { signal });
+    window = { at: step.at, bytes };
+    return bytes.subarray(0, Math.min(step.length, bytes.length));
+  };
+}
+
+/** Options of the async methods of {@link NpzArchive}. */
+export interface NpzReadOptions extends DecodeOptions {
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * An opened .npz over any {@link ByteSource}: bytes in memory, a file, a `Blob`, a URL read by
+ * range, object storage. The directory is read once, from the archive's tail; each member is read,
+ * checked and decoded when asked for, and only its bytes are read. The plain methods work over every
+ * source; the blocking `…Sync` methods need a blocking one (bytes, a file opened blocking).
+ * @example
+ * const z = await openNpz('https://example.org/model.npz');
+ * const w = await z.get('w', { expect: '<f4' });
+ */
+export class NpzArchive<Src extends ByteSource = ByteSource>
+  implements Iterable<[string, NdArray]>, AsyncIterable<[string, NdArray]>, AsyncDisposable, Disposable
+{
+  private readonly index: NpzIndex;
+  private closed = false;
+
+  /**
+   * An archive over a blocking source, its directory read now. For any source, `NpzArchive.open`
+   * (or `openNpz`).
+   * @param index The directory, read already (by {@link NpzArchive.open}).
+   */
   constructor(
-    readonly source: ByteSource,
+    readonly source: Src,
     private readonly options: NpzOptions = {},
+    index?: NpzIndex,
   ) {
-    this.index = new NpzIndex(this.run(readingZipEntries(source.size)));
+    this.index = index ?? this.named(() => new NpzIndex(this.run(readingZipEntries(source.size))));
   }
 
-  /** An operation of zip reads, performed on this archive's source. */
+  /**
+   * Open an archive over any source, its directory read from the tail by range (a remote archive
+   * moves its directory and nothing else).
+   * @example
+   * const z = await NpzArchive.open(blobSource(file));
+   */
+  static async open<S extends ByteSource>(source: S, options: NpzOptions & { signal?: AbortSignal | undefined } = {}): Promise<NpzArchive<S>> {
+    const { signal, ...rest } = options;
+    try {
+      const entries = await drive(readingZipEntries(source.size), performViewsAsync(source), signal);
+      return new NpzArchive(source, rest, new NpzIndex(entries));
+    } catch (e) {
+      throw source.name === undefined ? e : withWhere(e, { file: source.name });
+    }
+  }
+
+  /** An operation of zip reads, performed blocking on this archive's source (refused where reads are async). */
   private run<T>(operation: Operation<T>): T {
+    if (this.closed) throw this.closedError();
     return driveSync(operation, performOnBytes(this.source));
   }
 
-  /** An error named with the source's file, where it has one (an archive opened by `openNpzSync`). */
+  /** An operation of zip reads, performed with this archive's source's reads, whatever they are. */
+  private runAsync<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
+    if (this.closed) return Promise.reject(this.closedError());
+    return drive(operation, performViewsAsync(this.source), signal);
+  }
+
+  private closedError(): NpyError {
+    return new NpyError('CLOSED', `${this.source.name ?? 'the archive'} is closed`);
+  }
+
+  /** An error named with the source's file, where it has one (a path, a URL). */
   private where(e: unknown): unknown {
     return this.source.name === undefined ? e : withWhere(e, { file: this.source.name });
   }
@@ -206,6 +272,15 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   private named<T>(work: () => T): T {
     try {
       return work();
+    } catch (e) {
+      throw this.where(e);
+    }
+  }
+
+  /** `work`, its rejections named with the source's file. */
+  private async namedAsync<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
     } catch (e) {
       throw this.where(e);
     }
@@ -240,48 +315,52 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   }
 
   /** A member's uncompressed bytes (CRC and size verified), blocking: the way to members that are not .npy. */
-  bytesSync(name: string): Uint8Array {
-    return this.named(() => readZipEntry(this.source, this.entry(name), this.codec, this.options));
+  bytesSync(this: NpzArchive<SyncByteSource>, name: string): Uint8Array {
+    return this.named(() => this.run(readingZipEntry(this.source.size, this.entry(name), this.codec, this.options)));
   }
 
-  /** {@link bytesSync}, inflating off the calling thread where the platform allows (as {@link get}). */
-  async bytes(name: string, options: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
-    options.signal?.throwIfAborted();
-    const entry = this.entry(name);
-    if (entry.method === STORED || !this.inflatesAsync) return this.bytesSync(name);
-    try {
-      if (this.options.codec) return await this.inflateByCodec(entry, options.signal);
-      const { body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry, { signal: options.signal, withCrc: this.checksCrc });
+  /** A member's uncompressed bytes (CRC and size verified), inflating off the calling thread where the platform allows (as {@link get}). */
+  async bytes(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Uint8Array> {
+    return this.namedAsync(async () => {
+      options.signal?.throwIfAborted();
+      const entry = this.index.entry(name);
+      if (entry.method === STORED || !this.inflatesAsync)
+        return this.runAsync(readingZipEntry(this.source.size, entry, this.codec, this.options), options.signal);
+      const raw = await this.runAsync(readingZipEntryStored(this.source.size, entry), options.signal);
+      if (this.options.codec) return this.inflateByCodec(entry, raw, options.signal);
+      const { body, crc } = await inflateAsync(raw, entry, { signal: options.signal, withCrc: this.checksCrc });
       checkZipCrc(entry, crc);
       return body;
-    } catch (e) {
-      throw this.where(e);
-    }
+    });
   }
 
   /**
    * A member's .npy header, inflating only its first bytes (a large or object-array member is not
    * read whole). The data is checked to be the size the header promises, by the member's declared size.
    */
-  headerSync(name: string): NpyHeader {
+  headerSync(this: NpzArchive<SyncByteSource>, name: string): NpyHeader {
     return this.named(() => this.run(readingMemberHeader(this.source.size, this.entry(name), this.options)));
   }
 
-  /** {@link headerSync} as a promise, like the header of a file's archive (only the member's first bytes are inflated either way). */
-  async header(name: string, options: { signal?: AbortSignal } = {}): Promise<NpyHeader> {
-    options.signal?.throwIfAborted();
-    return this.headerSync(name);
+  /** {@link headerSync} over any source: only the member's first bytes are read and inflated. */
+  async header(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<NpyHeader> {
+    return this.namedAsync(async () => this.runAsync(readingMemberHeader(this.source.size, this.index.entry(name), this.options), options.signal));
+  }
+
+  /** Where a member's data starts in the archive (after its local header). */
+  async dataOffset(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<number> {
+    return this.namedAsync(async () => this.runAsync(readingDataOffset(this.source.size, this.index.entry(name)), options.signal));
   }
 
   /** Decode one member as an array, blocking (in browsers {@link get} is faster: it inflates in workers). */
-  getSync<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S>): NdArray<S>;
-  getSync(name: string, options?: DecodeOptions): NdArray;
-  getSync(name: string, options: DecodeOptions = {}): NdArray {
+  getSync<const S extends DescrInput>(this: NpzArchive<SyncByteSource>, name: string, options: DecodeOptions & Expecting<S>): NdArray<S>;
+  getSync(this: NpzArchive<SyncByteSource>, name: string, options?: DecodeOptions): NdArray;
+  getSync(this: NpzArchive<SyncByteSource>, name: string, options: DecodeOptions = {}): NdArray {
     const entry = this.entry(name);
     return this.named(
       () =>
-        driveSync(readingPaddedMember(this.source.size, entry, { ...this.options, ...options }), performOnBytes(this.source)) ??
-        this.decodeMember(entry, readZipEntry(this.source, entry, this.codec, this.options), options),
+        this.run(readingPaddedMember(this.source.size, entry, { ...this.options, ...options })) ??
+        this.decodeMember(entry, this.run(readingZipEntry(this.source.size, entry, this.codec, this.options)), options),
     );
   }
 
@@ -294,48 +373,47 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
    * A deflated member inflated off the calling thread by the codec's `inflateAsync`, CRC-checked.
    * (The default engine instead splits header from data as it inflates: see inflateAsync.)
    */
-  private async inflateByCodec(entry: ZipEntry, signal?: AbortSignal): Promise<Uint8Array> {
-    const bytes = await this.codec.inflateAsync!(readZipEntryStored(this.source, entry), entry.size, entry.name);
+  private async inflateByCodec(entry: ZipEntry, raw: Uint8Array, signal?: AbortSignal): Promise<Uint8Array> {
+    const bytes = await this.codec.inflateAsync!(raw, entry.size, entry.name);
     signal?.throwIfAborted();
     checkZipCrc(entry, this.checksCrc ? this.codec.crc32(bytes, 0) : null);
     return bytes;
   }
 
   /**
-   * Decode one member as an array, inflating it off the calling thread where the platform allows: in
-   * browsers the platform's `DecompressionStream` runs in a small pool of Web Workers, so members read
-   * together inflate in parallel (`await z.getAll()`, or `Promise.all` over `get`); in Node,
-   * `zlibCodec` inflates on libuv's threads. Size and CRC-32 are checked as by {@link getSync}. A
-   * codec without `inflateAsync` inflates on this thread.
+   * Decode one member as an array, over any source, inflating it off the calling thread where the
+   * platform allows: in browsers the platform's `DecompressionStream` runs in a small pool of Web
+   * Workers, so members read together inflate in parallel (`await z.getAll()`, or `Promise.all` over
+   * `get`); in Node, `zlibCodec` inflates on libuv's threads. Size and CRC-32 are checked as by
+   * {@link getSync}. A codec without `inflateAsync` inflates on this thread.
    * @example
-   * const z = decodeNpz(new Uint8Array(await (await fetch('weights.npz')).arrayBuffer()));
+   * const z = await openNpz('weights.npz');
    * const w = await z.get('w', { signal });
    */
-  async get<const S extends DescrInput>(name: string, options: DecodeOptions & Expecting<S> & { signal?: AbortSignal }): Promise<NdArray<S>>;
-  async get(name: string, options?: DecodeOptions & { signal?: AbortSignal }): Promise<NdArray>;
-  async get(name: string, options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<NdArray> {
-    try {
-      return await this.member(name, options);
-    } catch (e) {
-      throw this.where(e);
-    }
+  async get<const S extends DescrInput>(name: string, options: NpzReadOptions & Expecting<S>): Promise<NdArray<S>>;
+  async get(name: string, options?: NpzReadOptions): Promise<NdArray>;
+  async get(name: string, options: NpzReadOptions = {}): Promise<NdArray> {
+    return this.namedAsync(() => this.member(name, options));
   }
 
-  private async member(name: string, options: DecodeOptions & { signal?: AbortSignal }): Promise<NdArray> {
+  private async member(name: string, options: NpzReadOptions): Promise<NdArray> {
     const { signal, ...decode } = options;
     signal?.throwIfAborted();
-    const entry = this.entry(name);
-    // Stored members, and any a codec inflates on this thread, take getSync()'s path.
-    if (entry.method === STORED || !this.inflatesAsync) return this.getSync(name, decode);
+    const entry = this.index.entry(name);
     // A member padded far past its data is read to the data's end (its header's first block decides).
-    const padded = driveSync(readingPaddedMember(this.source.size, entry, { ...this.options, ...decode }), performOnBytes(this.source));
+    const padded = await this.runAsync(readingPaddedMember(this.source.size, entry, { ...this.options, ...decode }), signal);
     if (padded) return padded;
-    if (this.options.codec) return this.decodeMember(entry, await this.inflateByCodec(entry, signal), decode);
+    // Stored members, and any a codec inflates on this thread, are read and decoded as getSync() does.
+    if (entry.method === STORED || !this.inflatesAsync) {
+      return this.decodeMember(entry, await this.runAsync(readingZipEntry(this.source.size, entry, this.codec, this.options), signal), decode);
+    }
+    const raw = await this.runAsync(readingZipEntryStored(this.source.size, entry), signal);
+    if (this.options.codec) return this.decodeMember(entry, await this.inflateByCodec(entry, raw, signal), decode);
     // The data inflates into a buffer of its own, split from the .npy header where the inflater's
     // first bytes say the header ends (the array then owns its buffer whole: no copy for tfjs or a
     // worker). An object array, or a member that is not a plain .npy, is joined again and decoded as
     // getSync() would.
-    const { head, body, crc } = await inflateAsync(readZipEntryStored(this.source, entry), entry, { split: 'npy', signal, withCrc: this.checksCrc });
+    const { head, body, crc } = await inflateAsync(raw, entry, { split: 'npy', signal, withCrc: this.checksCrc });
     checkZipCrc(entry, crc);
     let header: NpyHeader | null = null;
     try {
@@ -352,18 +430,49 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
   }
 
   /**
+   * Region reads of one stored (uncompressed) member, which is a plain .npy inside the archive: its
+   * header is read now, each region when asked for, and only its bytes move (over a URL, range
+   * requests of the member's bytes). Deflated members have no random access: read them whole.
+   * @example
+   * const z = await openNpz('https://example.org/big.npz');
+   * const m = await z.openMember('x');
+   * const rows = await m.read([1000, 0], [10, m.shape[1]!]);
+   */
+  async openMember<const S extends DescrInput>(
+    name: string,
+    options: DecodeOptions & Expecting<S> & { signal?: AbortSignal | undefined },
+  ): Promise<NpyReader<S>>;
+  async openMember(name: string, options?: DecodeOptions & { signal?: AbortSignal | undefined }): Promise<NpyReader>;
+  async openMember(name: string, options: DecodeOptions & { signal?: AbortSignal | undefined } = {}): Promise<NpyReader> {
+    return this.namedAsync(async () => {
+      const entry = this.index.entry(name);
+      checkSupported(entry);
+      if (entry.method !== STORED) {
+        throw new NpyError('ZIP_UNSUPPORTED', 'region reads need a stored member; this one is deflated (read it whole with get())', { member: entry.name });
+      }
+      const base = await this.runAsync(readingDataOffset(this.source.size, entry), options.signal);
+      const member = windowSource(this.source as ByteSource, base, entry.compressedSize, entry.name);
+      try {
+        return await openNpySource(member, { ...this.options, ...options, name: entry.name });
+      } catch (e) {
+        throw namingMember(entry, e);
+      }
+    });
+  }
+
+  /**
    * Every member decoded, by key in archive order, the deflated ones inflating in parallel (see {@link get}).
    * @example
-   * const arrays = await decodeNpz(bytes).getAll();   // Map { 'w' => NdArray, … }
+   * const arrays = await (await openNpz(bytes)).getAll();   // Map { 'w' => NdArray, … }
    */
-  async getAll(options: DecodeOptions & { signal?: AbortSignal } = {}): Promise<Map<string, NdArray>> {
+  async getAll(options: NpzReadOptions = {}): Promise<Map<string, NdArray>> {
     // A few members at a time: 20 000 small members do not each hold a read window at once.
     const arrays = await mapInParallel(this.names, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
     return new Map(this.names.map((name, i) => [name, arrays[i]!]));
   }
 
   /** Every member decoded, blocking, by key in archive order. */
-  getAllSync(options: DecodeOptions = {}): Map<string, NdArray> {
+  getAllSync(this: NpzArchive<SyncByteSource>, options: DecodeOptions = {}): Map<string, NdArray> {
     return new Map(this.names.map((name) => [name, this.getSync(name, options)]));
   }
 
@@ -377,16 +486,36 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
     return this.named(() => decodeMember(entry, bytes, { ...this.options, ...options }));
   }
 
+  /** Every member, blocking, in archive order (a blocking source only). */
   *[Symbol.iterator](): Iterator<[string, NdArray]> {
-    for (const name of this.names) yield [name, this.getSync(name)];
+    const blocking = this as NpzArchive<SyncByteSource>;
+    for (const name of this.names) yield [name, blocking.getSync(name)];
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<[string, NdArray]> {
     for (const name of this.names) yield [name, await this.get(name)];
   }
 
-  close(): void {
+  /** Release the source (a file it holds open); later reads fail with CLOSED. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.source.close?.();
+  }
+
+  /** {@link close}, blocking, for a blocking source. */
+  closeSync(this: NpzArchive<SyncByteSource>): void {
+    if (this.closed) return;
+    this.closed = true;
     this.source.close?.();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  [Symbol.dispose](): void {
+    (this as NpzArchive<SyncByteSource>).closeSync();
   }
 }
 
@@ -396,8 +525,8 @@ export class NpzArchive implements Iterable<[string, NdArray]>, AsyncIterable<[s
  * const z = decodeNpz(bytes);
  * const w = await z.get('w', { expect: '<f4' });
  */
-export function decodeNpz(input: Uint8Array | ArrayBuffer, options: NpzOptions = {}): NpzArchive {
-  return new NpzArchive(memorySource(input instanceof Uint8Array ? input : new Uint8Array(input)), options);
+export function decodeNpz(input: Uint8Array | ArrayBuffer, options: NpzOptions = {}): NpzArchive<SyncByteSource> {
+  return new NpzArchive(bytesSource(input), options);
 }
 
 /** Arrays to write into a .npz: by name (an object or a Map), or a list (named `arr_0`, `arr_1`, …). */

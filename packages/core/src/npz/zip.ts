@@ -10,46 +10,18 @@
 import { inflaterInto } from './inflate-pieces.js';
 import { NpyError } from '../errors.js';
 import { SOURCE, driveSync, viewBytes, type Operation, type PerformSync } from '../io/steps.js';
-
-/** Positional reads over an archive held in memory, in a file, or anywhere else. */
-export interface ByteSource {
-  readonly size: number;
-  /** Where the bytes come from (a file's path), named by errors of an archive read from them. */
-  readonly name?: string;
-  read(offset: number, length: number): Uint8Array;
-  /** Read into `target` at `offset` without a buffer of its own; the bytes read. */
-  readInto?(target: Uint8Array, offset: number): number;
-  /** Release what the source holds open (a file descriptor). */
-  close?(): void;
-}
+import { readSync, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
 
 /**
- * The blocking driver of the zip reads over a {@link ByteSource}: each `view` step is one read of
+ * The blocking driver of the zip reads over a {@link SyncByteSource}: each `view` step is one read of
  * the source (a view, for bytes in memory). The reads are written once, as operations of `view`
- * steps over the archive of a known size; an async reader (a file on disk) drives the same
- * operations with its own reads.
+ * steps over the archive of a known size; an async source drives the same operations with its own
+ * reads (npz/archive.ts).
  */
 export function performOnBytes(src: ByteSource): PerformSync {
   return (step) => {
     if (step.op !== 'view') throw new NpyError('INTERNAL', `a zip source cannot perform '${step.op}'`);
-    return src.read(step.at, step.length);
-  };
-}
-
-/**
- * Bytes in memory as a zip {@link ByteSource}.
- * @example
- * const entries = readZipEntries(memorySource(bytes));
- */
-export function memorySource(bytes: Uint8Array): ByteSource {
-  return {
-    size: bytes.length,
-    read: (offset, length) => bytes.subarray(offset, offset + length),
-    readInto: (target, offset) => {
-      const got = bytes.subarray(offset, offset + target.length);
-      target.set(got);
-      return got.length;
-    },
+    return readSync(src, step.at, step.length);
   };
 }
 
@@ -185,9 +157,9 @@ function zip64Values(extra: Uint8Array, at: number, member: string): number[] {
 /**
  * Read the central directory: every member's name, method, sizes, CRC and where it starts.
  * @example
- * readZipEntries(memorySource(bytes)).map((e) => e.name);   // ['a.npy', 'b.npy']
+ * readZipEntries(bytesSource(bytes)).map((e) => e.name);   // ['a.npy', 'b.npy']
  */
-export function readZipEntries(src: ByteSource): ZipEntry[] {
+export function readZipEntries(src: SyncByteSource): ZipEntry[] {
   return driveSync(readingZipEntries(src.size), performOnBytes(src));
 }
 
@@ -274,7 +246,7 @@ function limitEntries(entries: ZipEntry[], cdOffset: number): void {
  * @example
  * entryDataOffset(src, entry);   // where the member's stored bytes begin
  */
-export function entryDataOffset(src: ByteSource, entry: ZipEntry): number {
+export function entryDataOffset(src: SyncByteSource, entry: ZipEntry): number {
   return driveSync(readingDataOffset(src.size, entry), performOnBytes(src));
 }
 
@@ -348,7 +320,7 @@ const MAX_DEFLATE_RATIO = 1032;
  * @example
  * const raw = readZipEntry(src, entry, fflateCodec);   // inflated, size and CRC-32 checked
  */
-export function readZipEntry(src: ByteSource, entry: ZipEntry, codec: ZipCodec, options: CrcOptions = {}): Uint8Array {
+export function readZipEntry(src: SyncByteSource, entry: ZipEntry, codec: ZipCodec, options: CrcOptions = {}): Uint8Array {
   return driveSync(readingZipEntry(src.size, entry, codec, options), performOnBytes(src));
 }
 
@@ -367,7 +339,7 @@ export function* readingZipEntry(size: number, entry: ZipEntry, codec: ZipCodec,
  * @example
  * const raw = readZipEntryStored(src, entry);   // inflate it with any engine, then checkZipCrc
  */
-export function readZipEntryStored(src: ByteSource, entry: ZipEntry): Uint8Array {
+export function readZipEntryStored(src: SyncByteSource, entry: ZipEntry): Uint8Array {
   return driveSync(readingZipEntryStored(src.size, entry), performOnBytes(src));
 }
 
@@ -440,7 +412,7 @@ export function checkZipCrc(entry: ZipEntry, crc: number | null, options: CrcOpt
  * as that takes: enough for a .npy header without inflating a large member whole. Unchecked (the
  * CRC covers the whole member); read the member with readZipEntry for its checked bytes.
  */
-export function readZipEntryPrefix(src: ByteSource, entry: ZipEntry, want: number): Uint8Array {
+export function readZipEntryPrefix(src: SyncByteSource, entry: ZipEntry, want: number): Uint8Array {
   return driveSync(readingZipEntryPrefix(src.size, entry, want), performOnBytes(src));
 }
 

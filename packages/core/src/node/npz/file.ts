@@ -21,10 +21,10 @@ import {
   readingZipEntries,
   readingZipEntry,
   readingZipEntryStored,
-  type ByteSource,
   type ZipCodec,
   type ZipEntry,
 } from '../../npz/zip.js';
+import type { SyncByteSource } from '../../io/byte-source.js';
 import { inTurns, openFile, openFileSync, readFully, readFullyAsync, type AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
 import { arrayOverNative } from '../npy-files.js';
@@ -40,7 +40,7 @@ const MIN_WINDOW = 64 << 10;
  * @example
  * const z = new NpzArchive(fileSource('big.npz'));
  */
-export function fileSource(path: string): ByteSource {
+export function fileSource(path: string): SyncByteSource {
   const fd = openFileSync(path);
   try {
     const size = fstatSync(fd).size;
@@ -316,7 +316,7 @@ export function openNpz(path: string, options: NpzFileOptions = {}): Promise<Npz
  * const kernel = z.getSync('dense/kernel');
  * z.close();
  */
-export function openNpzSync(path: string, options: NpzFileOptionsSync = {}): NpzArchive {
+export function openNpzSync(path: string, options: NpzFileOptionsSync = {}): NpzArchive<SyncByteSource> {
   const source = fileSource(path);
   try {
     return new NpzArchive(source, archiveOptions(options));
@@ -351,6 +351,6 @@ export function loadNpzSync(path: string, options: NpzFileOptionsSync = {}): Map
   } catch (e) {
     throw withWhere(e, { file: path });
   } finally {
-    archive.close();
+    archive.closeSync();
   }
 }

@@ -7,7 +7,8 @@ import { readingHeaderOf } from '../../io/header-read.js';
 import { SOURCE, driveSync, viewBytes, type Operation } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import type { NpzArchive } from '../../npz/archive.js';
-import { STORED, checkInflatedSize, checkSupported, checkZipCrc, entryDataOffset, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
+import type { SyncByteSource } from '../../io/byte-source.js';
+import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
@@ -23,7 +24,7 @@ import { NpzFile } from './file.js';
 export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
   const entry = archive.entry(name);
   checkSupported(entry);
-  const start = archive instanceof NpzFile ? await archive.dataOffset(name) : entryDataOffset(archive.source, entry);
+  const start = await archive.dataOffset(name);
   const read = (offset: number, length: number): Promise<Uint8Array> | Uint8Array =>
     archive instanceof NpzFile ? archive.readRange(offset, length) : archive.source.read(offset, length);
   let crc = 0;
@@ -121,12 +122,12 @@ export async function openNpzMember(archive: NpzFile, name: string, options: Rea
  * const m = openNpzMemberSync(openNpzSync('big.npz'), 'x');
  */
 export function openNpzMemberSync<const S extends DescrInput>(
-  archive: NpzArchive,
+  archive: NpzArchive<SyncByteSource>,
   name: string,
   options: ReadHeaderOptions & Expecting<S>,
 ): NpyFileHandleSync<S>;
-export function openNpzMemberSync(archive: NpzArchive, name: string, options?: ReadHeaderOptions): NpyFileHandleSync;
-export function openNpzMemberSync(archive: NpzArchive, name: string, options: ReadHeaderOptions = {}): NpyFileHandleSync {
+export function openNpzMemberSync(archive: NpzArchive<SyncByteSource>, name: string, options?: ReadHeaderOptions): NpyFileHandleSync;
+export function openNpzMemberSync(archive: NpzArchive<SyncByteSource>, name: string, options: ReadHeaderOptions = {}): NpyFileHandleSync {
   const entry = storedEntry(archive, name);
   const src = archive.source;
   const { base, header } = driveSync(openingMember(src.size, entry, options), performOnBytes(src));

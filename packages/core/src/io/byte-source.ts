@@ -1,0 +1,198 @@
+/**
+ * The one idea every reader is built on: the bytes of one file, read by position, wherever they
+ * live. A source is blocking ({@link SyncByteSource}: bytes in memory, a file opened with blocking
+ * reads) or asynchronous ({@link AsyncByteSource}: a `Blob`, a URL, object storage, an async file
+ * handle); a stored archive member is a window of one ({@link windowSource}). Every reader takes a
+ * {@link ByteSource}; the blocking methods (`…Sync`) need a blocking one.
+ */
+import { NpyError } from '../errors.js';
+
+/** Options of one read: `signal` cancels it, even while it waits. */
+export interface ReadOptions {
+  signal?: AbortSignal | undefined;
+}
+
+/** What every source has: its size and, for errors, a name. */
+interface ByteSourceBase {
+  /** The file's size in bytes. */
+  readonly size: number;
+  /** Where the bytes come from (a path, a URL), named by the errors of what is read from them. */
+  readonly name?: string | undefined;
+}
+
+/** A source read with blocking reads (bytes in memory, a file descriptor). */
+export interface SyncByteSource extends ByteSourceBase {
+  /** `length` bytes at `offset` (fewer at the end of the file): a view where the source holds them. */
+  read(offset: number, length: number, options?: ReadOptions): Uint8Array;
+  /** Read into `target` at `offset` without a buffer of its own; the bytes read. */
+  readInto?(target: Uint8Array, offset: number): number;
+  /** Release what the source holds open (a file descriptor). */
+  close?(): void;
+}
+
+/** A source read asynchronously (a `Blob`, HTTP ranges, an async file handle). */
+export interface AsyncByteSource extends ByteSourceBase {
+  /** `length` bytes at `offset` (fewer at the end of the file). */
+  read(offset: number, length: number, options?: ReadOptions): Promise<Uint8Array>;
+  /** Release what the source holds open, if anything. */
+  close?(): Promise<void> | void;
+}
+
+/** The bytes of one file, read by position: blocking or asynchronous. */
+export type ByteSource = SyncByteSource | AsyncByteSource;
+
+/** Whether `x` has the shape of a {@link ByteSource} (a `size` and a `read`). */
+export function isByteSource(x: unknown): x is ByteSource {
+  return typeof x === 'object' && x !== null && typeof (x as ByteSource).read === 'function' && typeof (x as ByteSource).size === 'number';
+}
+
+function isPromise(x: unknown): x is Promise<unknown> {
+  return typeof (x as Promise<unknown> | null)?.then === 'function';
+}
+
+/**
+ * A blocking read of `source`: a source whose reads are asynchronous is refused (its blocking
+ * methods cannot exist), naming the async method to use instead.
+ */
+export function readSync(source: ByteSource, offset: number, length: number): Uint8Array {
+  const got = source.read(offset, length);
+  if (isPromise(got)) {
+    got.catch(() => {}); // refused below; its outcome is not wanted
+    throw new NpyError(
+      'ASYNC_SOURCE',
+      `${source.name ?? 'this source'} is read asynchronously (a URL, a Blob, an async file): blocking methods cannot read it; use the async ones (get, header, bytes; await openNpz(...))`,
+    );
+  }
+  return got;
+}
+
+/** Bytes read by a source so far, for tests and progress displays. */
+export interface ReadStats {
+  /** Reads made (HTTP requests, for a URL). */
+  reads: number;
+  /** Bytes received, every one counted (a discarded body too). */
+  bytes: number;
+}
+
+/**
+ * A `Blob` or `File` as a source: each read slices just its bytes, so a multi-gigabyte file picked
+ * in a page is never read whole.
+ * @example
+ * const z = await openNpz(blobSource(droppedFile));
+ */
+export function blobSource(blob: Blob, stats: ReadStats = { reads: 0, bytes: 0 }): AsyncByteSource & { readonly stats: ReadStats } {
+  return {
+    size: blob.size,
+    name: (blob as File).name || 'the blob',
+    stats,
+    async read(offset, length, options = {}) {
+      options.signal?.throwIfAborted();
+      const bytes = new Uint8Array(await blob.slice(offset, Math.min(blob.size, offset + length)).arrayBuffer());
+      options.signal?.throwIfAborted();
+      stats.reads++;
+      stats.bytes += bytes.length;
+      return bytes;
+    },
+  };
+}
+
+/**
+ * Bytes in memory as a blocking source (reads are views, not copies).
+ * @example
+ * const src = bytesSource(new Uint8Array(await res.arrayBuffer()));
+ */
+export function bytesSource(input: ArrayBuffer | ArrayBufferView, name?: string): SyncByteSource {
+  const bytes =
+    input instanceof Uint8Array ? input : ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input);
+  return {
+    size: bytes.length,
+    ...(name === undefined ? {} : { name }),
+    read: (offset, length) => bytes.subarray(offset, Math.min(bytes.length, offset + length)),
+    readInto: (target, offset) => {
+      const got = bytes.subarray(offset, Math.min(bytes.length, offset + target.length));
+      target.set(got);
+      return got.length;
+    },
+  };
+}
+
+/**
+ * Bytes `[start, start + length)` of `source` as a source of their own (a stored archive member):
+ * reads never stray past the window, and closing the window leaves the source open.
+ */
+export function windowSource<S extends ByteSource>(source: S, start: number, length: number, name?: string): S {
+  const size = Math.max(0, Math.min(length, source.size - start));
+  const clip = (offset: number, want: number): number => Math.max(0, Math.min(want, size - offset));
+  const window: SyncByteSource | AsyncByteSource = {
+    size,
+    name: name ?? source.name,
+    read: ((offset: number, want: number, options?: ReadOptions) => source.read(start + offset, clip(offset, want), options)) as never,
+    ...('readInto' in source && source.readInto
+      ? {
+          readInto: (target: Uint8Array, offset: number) =>
+            (source as SyncByteSource).readInto!(target.subarray(0, clip(offset, target.length)), start + offset),
+        }
+      : {}),
+  };
+  return window as S;
+}
+
+/** Options of {@link withByteCache}: its size bound and block size. */
+export interface ByteCacheOptions {
+  /** Most bytes kept (default 64 MiB); the least recently used blocks go first. */
+  maxBytes?: number;
+  /** Reads are made and kept in blocks of this size (default 64 KiB). */
+  blockBytes?: number;
+}
+
+/**
+ * A size-bounded LRU cache in front of a source: reads are made in aligned blocks, and blocks read
+ * before are served from memory. For repeated reads of the same parts of a remote or slow file
+ * (a viewer paging back and forth); one-off reads gain nothing from it.
+ * @example
+ * const cached = withByteCache(blobSource(file), { maxBytes: 32 << 20 });
+ */
+export function withByteCache(source: ByteSource, options: ByteCacheOptions = {}): AsyncByteSource & { readonly cacheStats: { hits: number; misses: number } } {
+  const blockBytes = Math.max(1, options.blockBytes ?? 64 << 10);
+  const maxBlocks = Math.max(1, Math.floor((options.maxBytes ?? 64 << 20) / blockBytes));
+  // A Map keeps insertion order: re-inserting a block on use makes the first key the least recent.
+  const blocks = new Map<number, Promise<Uint8Array>>();
+  const cacheStats = { hits: 0, misses: 0 };
+  const block = (k: number, signal?: AbortSignal): Promise<Uint8Array> => {
+    const known = blocks.get(k);
+    if (known) {
+      cacheStats.hits++;
+      blocks.delete(k);
+      blocks.set(k, known);
+      return known;
+    }
+    cacheStats.misses++;
+    const pending = Promise.resolve(source.read(k * blockBytes, blockBytes, { signal }));
+    blocks.set(k, pending);
+    pending.catch(() => blocks.delete(k)); // a failed or aborted read is not kept
+    while (blocks.size > maxBlocks) blocks.delete(blocks.keys().next().value!);
+    return pending;
+  };
+  return {
+    size: source.size,
+    name: source.name,
+    cacheStats,
+    async read(offset, length, readOptions = {}) {
+      const end = Math.min(source.size, offset + length);
+      if (end <= offset) return new Uint8Array(0);
+      const first = Math.floor(offset / blockBytes);
+      const last = Math.floor((end - 1) / blockBytes);
+      const parts = await Promise.all(Array.from({ length: last - first + 1 }, (_, i) => block(first + i, readOptions.signal)));
+      if (parts.length === 1) return parts[0]!.subarray(offset - first * blockBytes, end - first * blockBytes);
+      const out = new Uint8Array(end - offset);
+      parts.forEach((p, i) => {
+        const blockStart = (first + i) * blockBytes;
+        const from = Math.max(offset, blockStart);
+        const to = Math.min(end, blockStart + p.length);
+        if (to > from) out.set(p.subarray(from - blockStart, to - blockStart), from - offset);
+      });
+      return out;
+    },
+    close: () => source.close?.(),
+  };
+}

@@ -1,0 +1,42 @@
+/** Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
+import { blobSource, bytesSource, isByteSource, type ByteSource } from '../io/byte-source.js';
+import { resolveUrl } from '../io/open.js';
+import { urlSource, type HttpOptions } from '../io/url.js';
+import { NpzArchive, type NpzOptions } from './archive.js';
+
+/** Where an archive can be opened from in any runtime (`@npyts/core/node` adds paths). */
+export type NpzSource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource;
+
+/** Options of {@link openNpz}: the archive's, and (for a URL) the HTTP options. */
+export interface OpenNpzOptions extends NpzOptions, HttpOptions {}
+
+/**
+ * The byte source of an archive given as a URL (read by range requests; a relative URL resolves
+ * against the page), a `Blob` (sliced), bytes (viewed), or a source (as it is).
+ */
+export async function npzSourceOf(input: NpzSource, options: HttpOptions = {}): Promise<ByteSource> {
+  if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);
+  if (typeof Blob !== 'undefined' && input instanceof Blob) return blobSource(input);
+  if (isByteSource(input)) return input;
+  return bytesSource(input as ArrayBuffer | ArrayBufferView, 'the bytes');
+}
+
+/**
+ * Open a .npz from a URL, a `Blob`/`File`, bytes or any {@link ByteSource}: only the directory is
+ * read now (from the archive's tail, by range); each member, a member's header, or a region of a
+ * stored member is read when asked for, and moves only its own bytes.
+ * @example
+ * const z = await openNpz('https://example.org/model.npz', { fetch: signedFetch });
+ * const w = await z.get('dense/kernel', { expect: '<f4' });
+ * const rows = await (await z.openMember('big')).read([0, 0], [10, 512]);
+ */
+export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): Promise<NpzArchive> {
+  options.signal?.throwIfAborted();
+  const source = await npzSourceOf(input, options);
+  try {
+    return await NpzArchive.open(source, options);
+  } catch (e) {
+    if (source !== input) await source.close?.();
+    throw e;
+  }
+}
