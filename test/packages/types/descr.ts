@@ -106,7 +106,8 @@ import {
   type MappedArray,
 } from '@npyts/core/node';
 import { stringDTypeCodec } from '@npyts/core/pickle';
-import type { CrcOptions, NpzArchive, RaggedElement, RaggedLayout } from '@npyts/core';
+import type { CrcOptions, NpzArchive, RaggedElement, RaggedLayout, SyncByteSource, AsyncByteSource, ByteSource, NpyReader } from '@npyts/core';
+import { openNpz as openNpzAnywhere, urlSource, blobSource, bytesSource } from '@npyts/core';
 async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   const fromBlob = await openAnywhere(blob, { expect: '<u2' });
   expectTypeOf((await fromBlob.read([0], [4], { signal: AbortSignal.timeout(100) })).data).toEqualTypeOf<Uint16Array>();
@@ -282,7 +283,18 @@ expectTypeOf(loadNpz('x.npz', { checkCrc: false })).toEqualTypeOf<Promise<Map<st
 expectTypeOf(decodeNpz(bytes, { checkCrc: false }).checksCrc).toEqualTypeOf<boolean>();
 // The option has a name of its own, for code that passes it along.
 const crcOff: CrcOptions = { checkCrc: false };
-expectTypeOf(openNpzSync('x.npz', crcOff)).toEqualTypeOf<NpzArchive>();
+expectTypeOf(openNpzSync('x.npz', crcOff)).toEqualTypeOf<NpzArchive<SyncByteSource>>();
+// One archive over any source: the async methods everywhere, the blocking ones only where reads block.
+expectTypeOf(openNpzAnywhere('https://example.org/x.npz')).toEqualTypeOf<Promise<NpzArchive>>();
+const remote = await openNpzAnywhere(new Blob([]));
+expectTypeOf(remote.get('w', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+expectTypeOf(remote.openMember('w', { expect: '<i8' })).toEqualTypeOf<Promise<NpyReader<'<i8'>>>();
+// @ts-expect-error: an archive whose source may read asynchronously has no blocking reads
+void remote.getSync('w');
+expectTypeOf(decodeNpz(bytes).getSync('w')).toEqualTypeOf<NdArray>();
+expectTypeOf(bytesSource(bytes)).toMatchTypeOf<SyncByteSource>();
+expectTypeOf(blobSource(new Blob([]))).toMatchTypeOf<AsyncByteSource>();
+expectTypeOf(urlSource('https://example.org/x.npz')).toMatchTypeOf<Promise<ByteSource>>();
 // @ts-expect-error: checkCrc is a boolean
 void openNpzSync('x.npz', { checkCrc: 'no' });
 
