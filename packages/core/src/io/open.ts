@@ -4,6 +4,7 @@
  */
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
+import type { NpyHeader } from '../format/header.js';
 import { readingHeader } from './header-read.js';
 import { readingRegion, type OpenNpy } from './region.js';
 import { performOnAsync } from './handles.js';
@@ -47,16 +48,28 @@ export function resolveUrl(url: string | URL): string {
  * const h = await openNpySource(blobSource(file));
  */
 export async function openNpySource(source: ByteSource, options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {}): Promise<NpyReader> {
-  const name = options.name ?? source.name ?? 'the file';
   const stats: NpyReadStats = { requests: 0, bytes: 0, cached: 0 };
-  const read = async (at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> => {
+  const header = await drive(readingHeader(SOURCE, options), performReads(countedReads(source, stats)), options.signal);
+  checkDataPresent(header, source.size - header.dataOffset);
+  return npyReaderOf(source, header, options.name ?? source.name ?? 'the file', stats);
+}
+
+/** Reads of `source`, each counted in `stats`. */
+function countedReads(source: ByteSource, stats: NpyReadStats) {
+  return async (at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> => {
     const got = await source.read(at, length, { signal });
     stats.requests++;
     stats.bytes += got.length;
     return got;
   };
-  const header = await drive(readingHeader(SOURCE, options), performReads(read), options.signal);
-  checkDataPresent(header, source.size - header.dataOffset);
+}
+
+/**
+ * The reader of a .npy in `source` whose header was read already (an archive member's, read with
+ * its local header): regions are read when asked for.
+ */
+export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string, stats: NpyReadStats = { requests: 0, bytes: 0, cached: 0 }): NpyReader {
+  const read = countedReads(source, stats);
   const perform = performOnAsync(
     {
       async read(target, position, signal) {

@@ -312,8 +312,9 @@ export class HttpFile {
     await inParallel(this.concurrency, async (stopped) => {
       while (next < end && !stopped()) {
         const at = next;
-        next = Math.min(end, at + piece);
-        const body = await this.budget.holding(next - at, () => this.range(at, next - at, signal));
+        const length = Math.min(end, at + piece) - at;
+        next = at + length;
+        const body = await this.budget.holding(length, () => this.range(at, length, signal));
         out.set(body, at - offset);
         got += body.length;
       }
@@ -322,10 +323,14 @@ export class HttpFile {
   }
 }
 
+/** Bytes a zip reader searches for the end record in: 22 + the longest comment. The tail a URL source fetches first. */
+const ZIP_TAIL = 22 + 0xffff;
+
 /**
  * A URL as a byte source, read by range requests: one request now (the file's last 64 KiB, which
- * gives its size and, for an archive, its directory), then only the ranges asked for, long reads in
- * `requestBytes` pieces `concurrency` at a time. Every byte received is counted in `stats`.
+ * gives its size and, for an archive, its end record and usually its directory), then only the
+ * ranges asked for, long reads in `requestBytes` pieces `concurrency` at a time. Every byte
+ * received is counted in `stats`.
  * @example
  * const src = await urlSource(presignedUrl);
  * const z = await openNpz(src);
@@ -333,22 +338,40 @@ export class HttpFile {
 export async function urlSource(
   url: string | URL,
   options: HttpOptions & { tailBytes?: number } = {},
-): Promise<AsyncByteSource & { readonly stats: HttpFile['stats'] }> {
+): Promise<AsyncByteSource & { readonly stats: { reads: number; bytes: number; cached: number } }> {
   const http = new HttpFile(String(url), options);
-  const tail = await http.range(0, Math.max(1, options.tailBytes ?? 64 << 10), options.signal, true);
+  const tail = await http.range(0, Math.max(1, options.tailBytes ?? ZIP_TAIL), options.signal, true);
   const size = http.size;
   const tailStart = size - tail.length;
+  const stats = {
+    get reads() {
+      return http.stats.requests;
+    },
+    get bytes() {
+      return http.stats.bytes;
+    },
+    get cached() {
+      return http.stats.cached;
+    },
+  };
   return {
     size,
     name: http.href,
-    stats: http.stats,
+    stats,
     async read(offset, length, readOptions = {}) {
       const end = Math.min(size, offset + length);
+      if (end <= offset) return new Uint8Array(0);
       if (offset >= tailStart) {
         http.stats.cached++;
         return tail.subarray(offset - tailStart, end - tailStart);
       }
-      return http.read(offset, end - offset, readOptions.signal);
+      // What lies before the tail is asked for; what lies in it is already here.
+      const asked = await http.read(offset, Math.min(end, tailStart) - offset, readOptions.signal);
+      if (end <= tailStart || asked.length < tailStart - offset) return asked;
+      const out = new Uint8Array(end - offset);
+      out.set(asked);
+      out.set(tail.subarray(0, end - tailStart), asked.length);
+      return out;
     },
   };
 }

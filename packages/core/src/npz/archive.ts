@@ -2,6 +2,7 @@
 import type { DescrInput } from '../format/descr-types.js';
 import {
   arrayOfData,
+  checkDataPresent,
   checkDataSize,
   decodeNpy,
   encodeNpyParts,
@@ -14,11 +15,11 @@ import {
 } from '../npy.js';
 import { NpyError, withWhere } from '../errors.js';
 import { fflateCodec } from './fflate.js';
-import { MAGIC, checkFormatVersion, readHeader, type NpyHeader } from '../format/header.js';
+import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
-import { drive, driveSync, type Operation, type PerformAsync } from '../io/steps.js';
+import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync } from '../io/steps.js';
 import { bytesSource, windowSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
-import { openNpySource, type NpyReader } from '../io/open.js';
+import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
 import { inflateAsync } from './stream-inflate.js';
@@ -176,6 +177,17 @@ export function* readingMemberHeader(size: number, entry: ZipEntry, options: Dec
   } catch (e) {
     throw namingMember(entry, e);
   }
+}
+
+/**
+ * The steps that open a stored member for region reads: where its data starts in the archive, and
+ * its header, read from the member's bytes only (with its local header, in one read of a window).
+ */
+export function* openingMember(size: number, entry: ZipEntry, options: ReadHeaderOptions): Operation<{ base: number; header: NpyHeader }> {
+  const base = yield* readingDataOffset(size, entry);
+  const header = yield* readingHeaderOf((offset, length) => viewBytes(SOURCE, base + offset, Math.max(0, Math.min(length, entry.size - offset))), options);
+  checkDataPresent(header, entry.size - header.dataOffset);
+  return { base, header };
 }
 
 /** Bytes read at least on a miss of an async source (a local header and a small member in one read). */
@@ -450,13 +462,8 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
       if (entry.method !== STORED) {
         throw new NpyError('ZIP_UNSUPPORTED', 'region reads need a stored member; this one is deflated (read it whole with get())', { member: entry.name });
       }
-      const base = await this.runAsync(readingDataOffset(this.source.size, entry), options.signal);
-      const member = windowSource(this.source as ByteSource, base, entry.compressedSize, entry.name);
-      try {
-        return await openNpySource(member, { ...this.options, ...options, name: entry.name });
-      } catch (e) {
-        throw namingMember(entry, e);
-      }
+      const { base, header } = await this.runAsync(openingMember(this.source.size, entry, { ...this.options, ...options }), options.signal);
+      return npyReaderOf(windowSource(this.source as ByteSource, base, entry.compressedSize, entry.name), header, entry.name);
     });
   }
 

@@ -6,7 +6,7 @@ import type { DescrInput } from '../../format/descr-types.js';
 import { readingHeaderOf } from '../../io/header-read.js';
 import { SOURCE, driveSync, viewBytes, type Operation } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
-import type { NpzArchive } from '../../npz/archive.js';
+import { openingMember, type NpzArchive } from '../../npz/archive.js';
 import type { SyncByteSource } from '../../io/byte-source.js';
 import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
@@ -67,17 +67,6 @@ function storedEntry(archive: NpzArchive | NpzFile, name: string): ZipEntry {
     throw new NpyError('ZIP_UNSUPPORTED', 'region reads need a stored member; this one is deflated (read it whole, or stream it)', { member: entry.name });
   }
   return entry;
-}
-
-/**
- * The steps that open a stored member for region reads: where its data starts in the archive, and
- * its header, read from the member's bytes only. Either archive drives them with its own reads.
- */
-function* openingMember(size: number, entry: ZipEntry, options: ReadHeaderOptions): Operation<{ base: number; header: NpyHeader }> {
-  const base = yield* readingDataOffset(size, entry);
-  const header = yield* readingHeaderOf((offset, length) => viewBytes(SOURCE, base + offset, Math.max(0, Math.min(length, entry.size - offset))), options);
-  checkDataPresent(header, entry.size - header.dataOffset);
-  return { base, header };
 }
 
 /** Reads clipped to the member: a region read never strays into the next member. */

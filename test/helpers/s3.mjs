@@ -1,0 +1,38 @@
+// A throwaway S3 emulator (moto_server, in the machine's Python) on 127.0.0.1, and an S3 client for it.
+import { spawn } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
+import { S3Client } from '@aws-sdk/client-s3';
+import { freePort, waitForServer } from './nginx.mjs';
+
+export const REGION = 'us-east-1';
+export const CREDENTIALS = { accessKeyId: 'testing', secretAccessKey: 'testing' };
+
+/** Start moto_server; returns its endpoint, an S3 client for it, and a stop function. */
+export async function startMoto() {
+  const port = await freePort();
+  const proc = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  const endpoint = `http://127.0.0.1:${port}`;
+  await waitForServer(`${endpoint}/`);
+  const client = new S3Client({ endpoint, region: REGION, credentials: CREDENTIALS, forcePathStyle: true });
+  return {
+    endpoint,
+    client,
+    stop: () => {
+      client.destroy();
+      proc.kill('SIGTERM');
+    },
+  };
+}
+
+/** SHA-256 (and HMAC-SHA-256 with a secret) in the shape @smithy/signature-v4 takes. */
+export class Sha256 {
+  constructor(secret) {
+    this.hash = secret ? createHmac('sha256', secret) : createHash('sha256');
+  }
+  update(data) {
+    this.hash.update(data);
+  }
+  async digest() {
+    return new Uint8Array(this.hash.digest());
+  }
+}
