@@ -1,5 +1,5 @@
 /** Where archives come from: bytes, a Blob or File, a URL (relative to the page in a browser), a path in Node. */
-import { NpyError, decodeNpz, encodeNpz, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
+import { NpyError, decodeNpz, encodeNpz, openNpz, type HttpOptions, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
 import { resolveUrl } from '@npyts/core/plumbing';
 import type { NpzFile } from '@npyts/core/node';
 
@@ -9,13 +9,8 @@ export type AnyArchive = NpzArchive | NpzFile;
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
 export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | AnyArchive;
 
-/** Options for reading a source: the archive's, and the `fetch` and `signal` of URL reads. */
-export interface SourceOptions extends NpzOptions {
-  /** fetch to use for URLs (default: globalThis.fetch). */
-  fetch?: typeof fetch;
-  /** Aborts a URL read or a file read. */
-  signal?: AbortSignal;
-}
+/** Options for reading a source: the archive's, and those of URL reads (`fetch`, headers, request sizes; `signal` aborts any read). */
+export interface SourceOptions extends NpzOptions, HttpOptions {}
 
 /** True in Node (and runtimes that pose as it): a string without a scheme is a file path there. */
 export function inNode(): boolean {
@@ -63,28 +58,17 @@ function checkNotTorch(archive: AnyArchive, what: string): AnyArchive {
   return archive;
 }
 
-/** {@link openArchive} before its checks. */
+/**
+ * {@link openArchive} before its checks. Bytes are viewed, a `Blob` sliced and a URL read by range
+ * (core's `openNpz`): only the directory is read now, and each member when it is needed. A server
+ * that ignores `Range` sends the whole archive, which is then used whole (the weights were to be
+ * read anyway).
+ */
 async function openAny(source: Exclude<NpzSource, AnyArchive>, options: SourceOptions): Promise<[AnyArchive, boolean]> {
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [decodeNpz(source, options), true];
-  if (typeof Blob !== 'undefined' && source instanceof Blob) return [decodeNpz(new Uint8Array(await source.arrayBuffer()), options), true];
   const text = String(source);
-  if (source instanceof URL || SCHEME.test(text) || !inNode()) {
-    const url = resolveUrl(text);
-    let bytes: Uint8Array;
-    try {
-      const res = await (options.fetch ?? fetch)(url, options.signal ? { signal: options.signal } : {});
-      if (!res.ok) throw new NpyError('TRUNCATED', `fetching ${url} failed: HTTP ${res.status}`);
-      bytes = new Uint8Array(await res.arrayBuffer());
-    } catch (e) {
-      // A refused or reset connection (fetch's bare TypeError) names the URL; an abort passes through.
-      if (e instanceof NpyError || options.signal?.aborted) throw e;
-      const cause = (e as { cause?: { code?: string } }).cause?.code;
-      throw new NpyError(
-        'NETWORK',
-        `fetching ${url} failed (${(e as Error).message}${cause ? `: ${cause}` : ''}); check the URL and that the server is reachable`,
-      );
-    }
-    return [decodeNpz(bytes, options), true];
+  if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
+    return [await openNpz(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Number.POSITIVE_INFINITY, ...options }), true];
   }
   return [await (await nodeEntry()).openNpz(text, options), true];
 }

@@ -102,7 +102,7 @@ const singleRangeOrigins = new Set<string>();
  */
 async function readBody(res: Response, max: number, href: string, counted: { bytes: number }): Promise<Uint8Array> {
   if (!res.body) return new Uint8Array(0);
-  const out = new Uint8Array(max);
+  const chunks: Uint8Array[] = [];
   let n = 0;
   const reader = res.body.getReader();
   for (;;) {
@@ -113,10 +113,17 @@ async function readBody(res: Response, max: number, href: string, counted: { byt
       await reader.cancel();
       badResponse(`${href}: the server sent more than the ${max} bytes asked for`);
     }
-    out.set(value, n);
+    chunks.push(value);
     n += value.length;
   }
-  return out.subarray(0, n);
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
 }
 
 /** An answer that is not the one asked for (a wrong range, more bytes than asked, a broken multipart body). */
