@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { NpyError, arrayToJSON, openNpyUrl, openNpz, urlSource } from '@npyts/core';
+import { NpyError, NpzArchive, arrayToJSON, openNpyUrl, openNpz, urlSource } from '@npyts/core';
+import { loadNpz as loadNpzNode, openNpz as openNpzNode } from '@npyts/core/node';
+import { pathToFileURL } from 'node:url';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
 import { CREDENTIALS, REGION, Sha256, startMoto } from '../helpers/s3.mjs';
@@ -220,6 +222,22 @@ test('a server that lies about the size, or answers 404, is refused with its own
   assert.instance(missing, NpyError);
   assert.is(missing.code, 'HTTP_STATUS');
   assert.match(missing.message, /missing\.npz: HTTP 404/);
+});
+
+test("@npyts/core/node's openNpz and loadNpz take a path, a file: URL, an http(s) URL or bytes, and give the same archive class", async () => {
+  const byPath = await openNpzNode(archive);
+  const byFileUrl = await openNpzNode(pathToFileURL(archive));
+  const byUrl = await openNpzNode(`${nginx.base}/x.npz`);
+  const byBytes = await openNpzNode(readFileSync(archive));
+  for (const z of [byPath, byFileUrl, byUrl, byBytes]) {
+    assert.instance(z, NpzArchive);
+    assert.equal([...z.names], truth.files);
+    assert.equal(arrayToJSON(await z.get('small')), truth.small);
+    assert.equal(arrayToJSON(await (await z.openMember('big')).read([1000, 0], [64, 1024])), truth.rows);
+    await z.close();
+  }
+  const all = await loadNpzNode(`${nginx.base}/x.npz`);
+  assert.equal(arrayToJSON(all.get('tail')), truth.tail);
 });
 
 test.after(async () => {

@@ -3,9 +3,9 @@
  * data is read, then assigned; saves write the inverse.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions } from '@npyts/core';
+import { NpyError, encodeNpz, transpose, type NdArray, type NpzArchive, type NpzWriteOptions } from '@npyts/core';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
-import { openArchive, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { isIgnoredBuffer, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
@@ -75,7 +75,7 @@ export async function planWeights(weights: Weights, source: NpzSource, options: 
 /** {@link planWeights} on an opened archive, each step with its weight. */
 export async function planFrom(
   weights: Weights,
-  archive: AnyArchive,
+  archive: NpzArchive,
   options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string> },
 ): Promise<PlanStep[]> {
   arrayKeys(archive); // refuses an archive where one key names two members, before anything is planned
@@ -132,7 +132,7 @@ export async function planFrom(
 /** A weight's plan from the names table or its own name, checked against the member's header. */
 async function stepByName(
   w: WeightLike,
-  archive: AnyArchive,
+  archive: NpzArchive,
   names: WeightNames | undefined,
   problems: string[],
   claimed: Set<string>,
@@ -221,13 +221,13 @@ function isPredicting(weights: Weights): boolean {
 
 /** Every step's tensor, read and transformed; all disposed if one fails. */
 /** A planned weight's array: its members read and transformed (float64 refused first where asked, since a sum or a repetition makes float32). */
-export async function stepArray(archive: AnyArchive, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
+export async function stepArray(archive: NpzArchive, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
   const arrays = await Promise.all(step.keys.map((k) => archive.get(`${k}.npy`)));
   for (const a of arrays) checkFloat64(a, options);
   return applyTransform(step.transform, arrays);
 }
 
-async function readSteps(steps: readonly PlanStep[], archive: AnyArchive, options: ToTensorOptions): Promise<tf.Tensor[]> {
+async function readSteps(steps: readonly PlanStep[], archive: NpzArchive, options: ToTensorOptions): Promise<tf.Tensor[]> {
   const tensors: tf.Tensor[] = [];
   const problems: string[] = [];
   try {

@@ -6,9 +6,9 @@
  * both weight layouts; the layouts' rules are in pytorch.ts and assign.ts, the sources in sources.ts.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NdArray, NpyError, familyOf, parseDescr, toOrder, type DType, type NpzWriteOptions } from '@npyts/core';
+import { NdArray, NpyError, familyOf, parseDescr, toOrder, type DType, type NpzArchive, type NpzWriteOptions } from '@npyts/core';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
-import { isArchive, openArchive, writeArchive, type AnyArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, listKeys, mismatchError, type WeightKey } from './weights.js';
 import { planFrom, stepArray } from './assign.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
@@ -89,7 +89,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** How deep a model document may nest: far past any real topology, and no walker can overflow the stack. */
 const MAX_JSON_DEPTH = 1000;
 
-async function readModelJson(archive: AnyArchive, member: string): Promise<ModelJson> {
+async function readModelJson(archive: NpzArchive, member: string): Promise<ModelJson> {
   if (!archive.entries.some((e) => e.name === member)) return {};
   const bad = (why: string): never => {
     throw new NpyError('BAD_MODEL', `${member}: ${why}`, { member });
@@ -218,7 +218,7 @@ function isHalf(dt: DType): boolean {
  * The weights tfjs will receive, checked before any data is read: against the archive's own list
  * when it has one (every missing, extra or mis-shaped weight reported at once), else every array.
  */
-async function planByList(archive: AnyArchive, meta: ModelJson, topology: object, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
+async function planByList(archive: NpzArchive, meta: ModelJson, topology: object, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
   const names = options.names ?? {};
   const mapped = new Map(Object.entries(names));
   const keyOf = (k: WeightKey): string => (typeof k === 'string' ? k : k.key);
@@ -273,7 +273,7 @@ async function planByList(archive: AnyArchive, meta: ModelJson, topology: object
  * The weights of a model given as the topology, planned as {@link planWeights} plans them: every
  * name and shape checked against the model before tfjs sees anything.
  */
-async function planByModel(archive: AnyArchive, model: LayersModelLike, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
+async function planByModel(archive: NpzArchive, model: LayersModelLike, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
   const steps = await planFrom(model, archive, { ...options, ignoreUnusedKeys: new Set([metaMember.replace(/\.npy$/, '')]) });
   const plan: HandlerWeight[] = [];
   for (const { step } of steps) {
@@ -288,7 +288,7 @@ async function planByModel(archive: AnyArchive, model: LayersModelLike, options:
 }
 
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
-async function weightBytes(archive: AnyArchive, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
+async function weightBytes(archive: NpzArchive, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
   const array = await stepArray(archive, w.step, options);
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
@@ -504,8 +504,8 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
 }
 
 /** The weights one member at a time, each buffer exactly one weight's bytes (tfjs decodes as they arrive). */
-function weightStream(archive: AnyArchive | null, source: NpzSource, plan: HandlerWeight[], options: NpzHandlerOptions): ReadableStream<ArrayBuffer> {
-  let open: AnyArchive | null = archive;
+function weightStream(archive: NpzArchive | null, source: NpzSource, plan: HandlerWeight[], options: NpzHandlerOptions): ReadableStream<ArrayBuffer> {
+  let open: NpzArchive | null = archive;
   let next = 0;
   const release = async (): Promise<void> => {
     if (open && open !== archive) await open.close();

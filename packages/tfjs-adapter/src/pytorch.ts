@@ -8,7 +8,7 @@
  * frameworks are read in one place.
  */
 import { NpyError } from '@npyts/core';
-import type { AnyArchive } from './sources.js';
+import type { NpzArchive } from '@npyts/core';
 import { CHECK_PREFIX } from './check.js';
 import { arrayKeys, mismatchError, savedName, type WeightLike } from './weights.js';
 import { configOf, inputShapeOf, layoutOf, producerOf, weightedLayers, type LayerLike, type LayersModelLike } from './layers.js';
@@ -69,7 +69,7 @@ export interface Excluded {
 }
 
 /** The archive's modules, in the order the state_dict lists them; a recurrent module split by layer. */
-async function modulesOf(archive: AnyArchive, excluded: ReadonlySet<string>): Promise<TorchModule[]> {
+async function modulesOf(archive: NpzArchive, excluded: ReadonlySet<string>): Promise<TorchModule[]> {
   const byName = new Map<string, TorchModule>();
   for (const key of arrayKeys(archive)) {
     if (key.startsWith(CHECK_PREFIX) || excluded.has(key)) continue;
@@ -433,7 +433,7 @@ function moduleNames(modules: readonly TorchModule[], rnnCount: Map<string, numb
  */
 export async function planPytorch(
   model: LayersModelLike,
-  archive: AnyArchive,
+  archive: NpzArchive,
   options: PytorchLayoutOptions & { ignoreUnused?: boolean | undefined } = {},
   excluded: Excluded = { weights: new Set(), keys: new Set() },
 ): Promise<PlannedWeight[]> {

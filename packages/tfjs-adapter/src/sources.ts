@@ -1,13 +1,9 @@
 /** Where archives come from: bytes, a Blob or File, a URL (relative to the page in a browser), a path in Node. */
 import { NpyError, decodeNpz, encodeNpz, openNpz, type HttpOptions, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
 import { resolveUrl } from '@npyts/core/plumbing';
-import type { NpzFile } from '@npyts/core/node';
-
-/** An archive in memory or a file read asynchronously: both have the same async `get`. */
-export type AnyArchive = NpzArchive | NpzFile;
 
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
-export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | AnyArchive;
+export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | NpzArchive;
 
 /** Options for reading a source: the archive's, and those of URL reads (`fetch`, headers, request sizes; `signal` aborts any read). */
 export interface SourceOptions extends NpzOptions, HttpOptions {}
@@ -22,7 +18,7 @@ export function inNode(): boolean {
 const SCHEME = /^[a-z][a-z0-9+.-]+:/i;
 
 /** True for an opened archive handed in by the caller (it is theirs to close). */
-export function isArchive(source: unknown): source is AnyArchive {
+export function isArchive(source: unknown): source is NpzArchive {
   return typeof source === 'object' && source !== null && 'names' in source && 'get' in source && 'entry' in source;
 }
 
@@ -30,7 +26,7 @@ export function isArchive(source: unknown): source is AnyArchive {
  * Open a source as an archive. The second value says whether this call opened it (and so must close it).
  * A string with a scheme, or any string outside Node, is a URL: relative ones resolve against the page.
  */
-export async function openArchive(source: NpzSource, options: SourceOptions = {}): Promise<[AnyArchive, boolean]> {
+export async function openArchive(source: NpzSource, options: SourceOptions = {}): Promise<[NpzArchive, boolean]> {
   if (isArchive(source)) return [checkNotTorch(source, 'the archive'), false];
   const [archive, opened] = await openAny(source, options);
   try {
@@ -50,7 +46,7 @@ export const TORCH_EXPORT_HINT =
  * Refuse a `torch.save` file (a zip of `data.pkl` and tensor storages, not of .npy members): its
  * pickle would need PyTorch's classes, and reading it as an archive would find no arrays at all.
  */
-function checkNotTorch(archive: AnyArchive, what: string): AnyArchive {
+function checkNotTorch(archive: NpzArchive, what: string): NpzArchive {
   if (archive.entries.some((e) => e.name.endsWith('.npy'))) return archive;
   if (archive.entries.some((e) => /(^|\/)data\.pkl$/.test(e.name))) {
     throw new NpyError('BAD_MODEL', `${what} is a torch.save file (a zip of data.pkl and tensor storages), not a .npz of arrays; ${TORCH_EXPORT_HINT}`);
@@ -64,7 +60,7 @@ function checkNotTorch(archive: AnyArchive, what: string): AnyArchive {
  * that ignores `Range` sends the whole archive, which is then used whole (the weights were to be
  * read anyway).
  */
-async function openAny(source: Exclude<NpzSource, AnyArchive>, options: SourceOptions): Promise<[AnyArchive, boolean]> {
+async function openAny(source: Exclude<NpzSource, NpzArchive>, options: SourceOptions): Promise<[NpzArchive, boolean]> {
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [decodeNpz(source, options), true];
   const text = String(source);
   if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {

@@ -1,7 +1,7 @@
 /** Model weights and the names they have in archives: the vocabulary the plans, loads and saves share. */
 import type * as tf from '@tensorflow/tfjs-core';
 import { NpyError, transpose, type NdArray } from '@npyts/core';
-import type { AnyArchive } from './sources.js';
+import type { NpzArchive } from '@npyts/core';
 
 /**
  * What a weight must offer. tfjs-layers' `LayerVariable` (from `model.weights`, with nullable shape
@@ -92,7 +92,7 @@ export function mismatchError(problems: readonly string[]): NpyError {
 }
 
 /** The archive's members that are arrays (keys), without the ones named in `except`. */
-export function arrayKeys(archive: AnyArchive, except: ReadonlySet<string> = new Set()): string[] {
+export function arrayKeys(archive: NpzArchive, except: ReadonlySet<string> = new Set()): string[] {
   const members = new Set(archive.entries.map((e) => e.name));
   const keys = archive.entries.filter((e) => e.name.endsWith('.npy') && !except.has(e.name)).map((e) => e.name.slice(0, -4));
   // One member per key: numpy's key `k` reads a member named `k` before `k.npy`, so an archive with
@@ -108,7 +108,7 @@ export function arrayKeys(archive: AnyArchive, except: ReadonlySet<string> = new
 }
 
 /** The archive's array names, for a message: ", the archive has: a, b, c" (at most 20). */
-export function listKeys(archive: AnyArchive): string {
+export function listKeys(archive: NpzArchive): string {
   const keys = arrayKeys(archive);
   if (!keys.length) return '';
   return ` (the archive has: ${keys.slice(0, 20).join(', ')}${keys.length > 20 ? `, and ${keys.length - 20} more` : ''})`;

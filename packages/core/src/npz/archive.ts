@@ -197,7 +197,7 @@ const MIN_WINDOW = 64 << 10;
  * The async driver of zip reads over any source: each `view` step is one read of at least 64 KiB,
  * kept for the rest of the operation, so a member's local header and a small member come in one read.
  */
-function performViewsAsync(source: ByteSource): PerformAsync {
+export function performViewsAsync(source: ByteSource): PerformAsync {
   let window: { at: number; bytes: Uint8Array } | null = null;
   return async (step, signal) => {
     if (step.op !== 'view') throw new NpyError('INTERNAL', `an archive's source cannot perform '${step.op}'`);
@@ -228,7 +228,8 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   implements Iterable<[string, NdArray]>, AsyncIterable<[string, NdArray]>, AsyncDisposable, Disposable
 {
   private readonly index: NpzIndex;
-  private closed = false;
+  /** Whether close() was called: reads then fail with CLOSED. */
+  protected closed = false;
 
   /**
    * An archive over a blocking source, its directory read now. For any source, `NpzArchive.open`
@@ -237,7 +238,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    */
   constructor(
     readonly source: Src,
-    private readonly options: NpzOptions = {},
+    protected readonly options: NpzOptions = {},
     index?: NpzIndex,
   ) {
     this.index = index ?? this.named(() => new NpzIndex(this.run(readingZipEntries(source.size))));
@@ -251,9 +252,13 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    */
   static async open<S extends ByteSource>(source: S, options: NpzOptions & { signal?: AbortSignal | undefined } = {}): Promise<NpzArchive<S>> {
     const { signal, ...rest } = options;
+    return new NpzArchive(source, rest, await NpzArchive.readIndex(source, signal));
+  }
+
+  /** The directory of the archive in `source`, read from its tail. */
+  protected static async readIndex(source: ByteSource, signal?: AbortSignal): Promise<NpzIndex> {
     try {
-      const entries = await drive(readingZipEntries(source.size), performViewsAsync(source), signal);
-      return new NpzArchive(source, rest, new NpzIndex(entries));
+      return new NpzIndex(await drive(readingZipEntries(source.size), performViewsAsync(source), signal));
     } catch (e) {
       throw source.name === undefined ? e : withWhere(e, { file: source.name });
     }
@@ -265,10 +270,22 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     return driveSync(operation, performOnBytes(this.source));
   }
 
-  /** An operation of zip reads, performed with this archive's source's reads, whatever they are. */
-  private runAsync<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
+  /**
+   * An operation of zip reads, performed with this archive's source's reads, whatever they are.
+   * @internal
+   */
+  runAsync<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
     if (this.closed) return Promise.reject(this.closedError());
     return drive(operation, performViewsAsync(this.source), signal);
+  }
+
+  /**
+   * `length` bytes at `offset` of the archive (fewer at its end), read from its source; CLOSED after close().
+   * @internal
+   */
+  async readRange(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    if (this.closed) throw this.closedError();
+    return this.source.read(offset, length, { signal });
   }
 
   private closedError(): NpyError {
@@ -276,7 +293,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   }
 
   /** An error named with the source's file, where it has one (a path, a URL). */
-  private where(e: unknown): unknown {
+  protected where(e: unknown): unknown {
     return this.source.name === undefined ? e : withWhere(e, { file: this.source.name });
   }
 
@@ -290,7 +307,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   }
 
   /** `work`, its rejections named with the source's file. */
-  private async namedAsync<T>(work: () => Promise<T>): Promise<T> {
+  protected async namedAsync<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (e) {
@@ -335,15 +352,18 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   async bytes(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Uint8Array> {
     return this.namedAsync(async () => {
       options.signal?.throwIfAborted();
-      const entry = this.index.entry(name);
-      if (entry.method === STORED || !this.inflatesAsync)
-        return this.runAsync(readingZipEntry(this.source.size, entry, this.codec, this.options), options.signal);
-      const raw = await this.runAsync(readingZipEntryStored(this.source.size, entry), options.signal);
-      if (this.options.codec) return this.inflateByCodec(entry, raw, options.signal);
-      const { body, crc } = await inflateAsync(raw, entry, { signal: options.signal, withCrc: this.checksCrc });
-      checkZipCrc(entry, crc);
-      return body;
+      return this.memberBytes(this.index.entry(name), options.signal);
     });
+  }
+
+  /** {@link bytes} of an entry, before its errors are named with the file. */
+  protected async memberBytes(entry: ZipEntry, signal?: AbortSignal): Promise<Uint8Array> {
+    if (entry.method === STORED || !this.inflatesAsync) return this.runAsync(readingZipEntry(this.source.size, entry, this.codec, this.options), signal);
+    const raw = await this.runAsync(readingZipEntryStored(this.source.size, entry), signal);
+    if (this.options.codec) return this.inflateByCodec(entry, raw, signal);
+    const { body, crc } = await inflateAsync(raw, entry, { signal, withCrc: this.checksCrc });
+    checkZipCrc(entry, crc);
+    return body;
   }
 
   /**
@@ -408,7 +428,8 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     return this.namedAsync(() => this.member(name, options));
   }
 
-  private async member(name: string, options: NpzReadOptions): Promise<NdArray> {
+  /** {@link get}, before its errors are named with the file. */
+  protected async member(name: string, options: NpzReadOptions): Promise<NdArray> {
     const { signal, ...decode } = options;
     signal?.throwIfAborted();
     const entry = this.index.entry(name);

@@ -12,7 +12,6 @@ import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes,
 import type { AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
-import { NpzFile } from './file.js';
 
 /**
  * A member's uncompressed bytes as a stream of chunks, for members too large for one buffer.
@@ -21,12 +20,11 @@ import { NpzFile } from './file.js';
  * @example
  * for await (const chunk of streamNpzMember(z, 'huge')) hash.update(chunk);
  */
-export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
+export async function* streamNpzMember(archive: NpzArchive, name: string, chunkSize = 16 << 20): AsyncGenerator<Uint8Array> {
   const entry = archive.entry(name);
   checkSupported(entry);
   const start = await archive.dataOffset(name);
-  const read = (offset: number, length: number): Promise<Uint8Array> | Uint8Array =>
-    archive instanceof NpzFile ? archive.readRange(offset, length) : archive.source.read(offset, length);
+  const read = (offset: number, length: number): Promise<Uint8Array> => archive.readRange(offset, length);
   let crc = 0;
   let produced = 0;
   const account = (chunk: Uint8Array): Uint8Array => {
@@ -60,7 +58,7 @@ export async function* streamNpzMember(archive: NpzArchive | NpzFile, name: stri
 }
 
 /** The stored member a region read needs (deflated members have no random access). */
-function storedEntry(archive: NpzArchive | NpzFile, name: string): ZipEntry {
+function storedEntry(archive: NpzArchive, name: string): ZipEntry {
   const entry = archive.entry(name);
   checkSupported(entry);
   if (entry.method !== STORED) {
@@ -83,14 +81,14 @@ function clip(entry: ZipEntry, target: Uint8Array, position: number): Uint8Array
  * const rows = await m.read([0, 0], [10, m.shape[1]!]);
  */
 export async function openNpzMember<const S extends DescrInput>(
-  archive: NpzFile,
+  archive: NpzArchive,
   name: string,
   options: ReadHeaderOptions & AsyncOptions & Expecting<S>,
 ): Promise<NpyFileHandle<S>>;
-export async function openNpzMember(archive: NpzFile, name: string, options?: ReadHeaderOptions & AsyncOptions): Promise<NpyFileHandle>;
-export async function openNpzMember(archive: NpzFile, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
+export async function openNpzMember(archive: NpzArchive, name: string, options?: ReadHeaderOptions & AsyncOptions): Promise<NpyFileHandle>;
+export async function openNpzMember(archive: NpzArchive, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
   const entry = storedEntry(archive, name);
-  const { base, header } = await archive.run(openingMember(archive.size, entry, options), options.signal);
+  const { base, header } = await archive.runAsync(openingMember(archive.source.size, entry, options), options.signal);
   const io: PositionalIOAsync = {
     async read(target, position, signal) {
       const part = clip(entry, target, position);
