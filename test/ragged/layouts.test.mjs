@@ -502,9 +502,9 @@ save("h_notbytes.npy", np.array([(0, 1)], dtype=[(("npyts.ragged:v1 kind=utf8 he
   }
   for (const [name, code, pattern] of [
     ['h_self.npy', 'BAD_RAGGED', /form a cycle/],
-    ['h_title.npy', 'BAD_DESCR', /percent-encoded/],
-    ['h_fields.npy', 'BAD_DESCR', /none of the layouts/],
-    ['h_words.npy', 'BAD_DESCR', /unsigned integers/],
+    ['h_title.npy', 'BAD_RAGGED', /percent-encoded/],
+    ['h_fields.npy', 'BAD_RAGGED', /none of the layouts/],
+    ['h_words.npy', 'BAD_RAGGED', /unsigned integers/],
     ['h_notbytes.npy', 'BAD_RAGGED', /1-d bytes/],
   ]) {
     assert.throws(

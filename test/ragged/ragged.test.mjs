@@ -361,7 +361,7 @@ test('async openRagged reads what openRaggedSync and numpy read, one and two lev
   } catch (e) {
     notRagged = e;
   }
-  assert.is(notRagged?.code, 'BAD_DESCR');
+  assert.is(notRagged?.code, 'NOT_RAGGED');
   assert.is(openFiles().length, before, 'a refused open left files open');
 });
 

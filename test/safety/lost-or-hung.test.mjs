@@ -304,7 +304,7 @@ dt = np.dtype([((t.split(' heap=')[0] + ' heap=%00x', 'start'), '<u8'), ('stop',
 np.save(${JSON.stringify(f('nul.npy'))}, a.astype(dt))`);
   assert.throws(
     () => openRaggedSync(f('nul.npy')),
-    (e) => e.code === 'BAD_DESCR' && /NUL/.test(e.message),
+    (e) => e.code === 'BAD_RAGGED' && /NUL/.test(e.message),
   );
   for (const [file, pattern] of [
     ['gone.npy', /names the heap .*which does not exist/],

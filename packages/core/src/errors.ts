@@ -1,29 +1,50 @@
 /** Stable machine-readable reasons for an {@link NpyError}. */
 export type NpyErrorCode =
+  /** Input that does not start with the .npy magic (`\x93NUMPY`), or an archive member that is not .npy data. */
   | 'BAD_MAGIC'
+  /** A .npy whose format version is not 1.0, 2.0 or 3.0. */
   | 'UNSUPPORTED_VERSION'
+  /** A .npy or archive member that ends inside its preamble or header, or before the bytes its zip records promise. */
   | 'TRUNCATED'
+  /** A header that is not a Python literal numpy writes (a syntax error, an unknown token). */
   | 'HEADER_SYNTAX'
+  /** A header literal that is not a dict. */
   | 'HEADER_NOT_DICT'
+  /** A header dict without exactly the keys `descr`, `fortran_order` and `shape`. */
   | 'HEADER_KEYS'
+  /** A `shape` that is not a tuple of non-negative integers (or has more axes than numpy allows). */
   | 'BAD_SHAPE'
+  /** A `fortran_order` that is not `True` or `False`. */
   | 'BAD_FORTRAN_ORDER'
+  /** A `descr` (or a dtype given in code) that numpy would not accept: an unknown type, a bad record, an overlap. */
   | 'BAD_DESCR'
+  /** Array data shorter than the header's shape and dtype need. */
   | 'DATA_TRUNCATED'
+  /** A shape whose size in bytes no buffer can hold (past 2^53, or past the platform's largest buffer). */
   | 'SIZE_OVERFLOW'
   /** Object data (a pickle) where no unpickler was given: the message says how to opt in. */
   | 'PICKLE_UNSUPPORTED'
   /** A pickle that names a global outside the unpickler's allowlist (code, not data): refused, nothing run. */
   | 'PICKLE_FORBIDDEN'
+  /** A header longer than `maxHeaderBytes` (numpy's 10 000 by default): the message names the option. */
   | 'HEADER_TOO_LARGE'
+  /** A zip container that is malformed (no end record, a bad local header, a corrupt deflate stream). */
   | 'ZIP_FORMAT'
+  /** A zip feature npyts does not read (encryption, a compression other than stored and deflate, split archives), or a region read of a deflated member. */
   | 'ZIP_UNSUPPORTED'
+  /** A member whose CRC-32 does not match its directory entry. */
   | 'ZIP_CRC'
+  /** A member whose sizes disagree (inflated more or less than declared, sizes that cannot be true). */
   | 'ZIP_SIZE'
+  /** A key that names no member of the archive: the message lists the keys it has. */
   | 'NPZ_KEY'
+  /** A member larger than one buffer can hold (the message names streamNpzMember), or past 4 GiB compressed without zip64 room. */
   | 'TOO_LARGE'
+  /** A file another writer holds locked (an append or a header rewrite in progress elsewhere). */
   | 'LOCKED'
+  /** A file whose dtype is not the one the reader expects (`expect`). */
   | 'UNEXPECTED_DTYPE'
+  /** A heap that a ragged index names outside the index's folder (an absolute path, `..`, another origin): the message names `allowHeapOutside`. */
   | 'UNSAFE_PATH'
   /** An object dtype where data is written in place (its data is a pickle, not fixed-size slots). */
   | 'OBJECT_IN_PLACE'
@@ -73,6 +94,8 @@ export type NpyErrorCode =
   | 'BAD_VALUE'
   /** Array data that no value has (a code point past U+10FFFF in a str array). */
   | 'BAD_DATA'
+  /** An array read as a ragged index that is not one (its dtype has no `npyts.ragged` title, or no ragged fields). */
+  | 'NOT_RAGGED'
   /** A ragged index and its heaps that do not agree (bounds past the heap, cycles, strings without their end). */
   | 'BAD_RAGGED'
   /** A header rewritten in place that has no room for the new shape (the fix: rewrite the file). */

@@ -9,7 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { drive, driveSync, type FileRef, type Operation, type Step } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
 import { checkReplaceable, inTurns, openFile, openFileSync, readFully, readFullyAsync, writeFully, writeFullyAsync } from './fd.js';
-import { withWhere } from '../errors.js';
+import { NpyError, withWhere } from '../errors.js';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
@@ -68,7 +68,14 @@ function performSync(step: Step): unknown {
       return step.work(step.bytes);
     case 'committed':
       return undefined;
+    default:
+      throw cannotPerform(step);
   }
+}
+
+/** A step the file drivers have no way to perform (a view of bytes held in memory, a ragged reader's steps): a bug of npyts. */
+function cannotPerform(step: Step): NpyError {
+  return new NpyError('INTERNAL', `the file driver cannot perform '${step.op}'; please report this`);
 }
 
 async function performAsync(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
@@ -131,6 +138,8 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
       return inTurns(step.bytes, step.work, signal);
     case 'committed':
       return undefined;
+    default:
+      throw cannotPerform(step);
   }
 }
 

@@ -93,7 +93,7 @@ export function raggedInfo(dtype: DType): RaggedInfo | null {
   const title = f?.[0]?.title ?? '';
   if (!f || !title.startsWith(`${RAGGED_TAG} `)) return null;
   const bad = (why: string): never => {
-    throw new NpyError('BAD_DESCR', `ragged index dtype ${JSON.stringify(dtype.descrLiteral)}: ${why}`);
+    throw new NpyError('BAD_RAGGED', `ragged index dtype ${JSON.stringify(dtype.descrLiteral)}: ${why}`);
   };
   const names = f.map((x) => x.name).join(',');
   const layout = (Object.keys(FIELDS) as RaggedLayout[]).find(

@@ -64,7 +64,7 @@ export function* openingLevel<P extends RaggedSource>(
   const info = raggedInfo(index.dtype);
   if (!info) {
     const fields = index.dtype.fields?.some((f) => raggedInfo(f.dtype)) ? '; it has ragged fields: use openRaggedRecords' : '';
-    throw new NpyError('BAD_DESCR', `${name} is not a ragged index (its dtype has no ${RAGGED_TAG} title)${fields}`);
+    throw new NpyError('NOT_RAGGED', `${name} is not a ragged index (its dtype has no ${RAGGED_TAG} title)${fields}`);
   }
   const heapName = heapOf(name, info.heap);
   const followed = followHeap(chain, heapName);

@@ -22,7 +22,7 @@ function* raggedFacts(
 ): Operation<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }> {
   const index = yield* readingNpyHeader(path);
   const info = raggedInfo(index.dtype);
-  if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
+  if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   if (info.kind === 'ref') throw new NpyError('DTYPE_MISMATCH', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
   const heapPath = heapPathOf(path, info.heap, options);
   const followed = followHeap(chain, heapPath);
@@ -51,7 +51,7 @@ export function* appendingRagged(path: string, elements: Input[], options: Ragge
 function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Operation<void> {
   // Only the heap's name is needed to take its lock; the facts are read under both locks below.
   const info = raggedInfo((yield* readingNpyHeader(path)).dtype);
-  if (!info) throw new NpyError('BAD_DESCR', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
+  if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   const heapPath = heapPathOf(path, info.heap, options);
   followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
   yield* heapMustExist(path, heapPath);

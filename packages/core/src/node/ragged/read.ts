@@ -71,9 +71,9 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
     for (const h of Object.values(heaps)) h.close();
   };
   try {
-    if (Object.keys(fields).length === 0) throw new NpyError('BAD_DESCR', `${path} has no ragged fields`);
+    if (Object.keys(fields).length === 0) throw new NpyError('NOT_RAGGED', `${path} has no ragged fields`);
     for (const [name, info] of Object.entries(fields)) {
-      if (info.layout === 'offsets') throw new NpyError('BAD_DESCR', `${path}: field '${name}' is an offsets index, which a record field cannot be`);
+      if (info.layout === 'offsets') throw new NpyError('BAD_RAGGED', `${path}: field '${name}' is an offsets index, which a record field cannot be`);
       heaps[name] = openNpyFileSync(heapPathOf(path, info.heap, options));
     }
   } catch (e) {
