@@ -5,6 +5,8 @@ import * as assert from 'uvu/assert';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import * as esm from '@npyts/core';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const errors = readFileSync(join(root, 'packages/core/src/errors.ts'), 'utf8');
@@ -31,6 +33,26 @@ test('every error code is thrown somewhere in the packages', () => {
     .join('\n');
   const unused = codes.filter((code) => !text.includes(`'${code}'`));
   assert.equal(unused, []);
+});
+
+test('an NpyError of the ESM build is instanceof the CommonJS NpyError and back, in one process; other errors are not', () => {
+  const cjs = createRequire(import.meta.url)('@npyts/core');
+  assert.is.not(cjs.NpyError, esm.NpyError, 'one build: the test would prove nothing');
+  const thrown = (decode) => {
+    try {
+      decode(new Uint8Array(3));
+    } catch (e) {
+      return e;
+    }
+  };
+  const fromEsm = thrown(esm.decodeNpy);
+  const fromCjs = thrown(cjs.decodeNpy);
+  assert.ok(fromEsm instanceof cjs.NpyError && fromCjs instanceof esm.NpyError);
+  assert.ok(fromEsm instanceof esm.NpyError && fromCjs instanceof cjs.NpyError);
+  assert.ok(fromEsm instanceof Error);
+  for (const other of [new Error('x'), new TypeError('x'), {}, null, 'NpyError', { code: 'TRUNCATED', name: 'NpyError' }]) {
+    assert.not.ok(other instanceof esm.NpyError || other instanceof cjs.NpyError, String(other));
+  }
 });
 
 test.run();

@@ -129,6 +129,12 @@ export interface NpyErrorDetails {
   file?: string;
 }
 
+/**
+ * The mark every NpyError carries, shared by every copy of npyts in a process (the ESM and the
+ * CommonJS build, two bundles): `instanceof NpyError` is true for an NpyError of any of them.
+ */
+const BRAND = Symbol.for('npyts.NpyError');
+
 /** Each error's message as its thrower wrote it, before the file and the where were added. */
 const written = new WeakMap<NpyError, string>();
 
@@ -138,6 +144,12 @@ const written = new WeakMap<NpyError, string>();
  * try { decodeNpy(bytes); } catch (e) { if (e instanceof NpyError && e.code === 'DATA_TRUNCATED') console.log(e.offset); }
  */
 export class NpyError extends Error {
+  /** An NpyError of any build of npyts (ESM, CommonJS, a bundle) is an instance; subclasses keep the ordinary check. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== NpyError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
+  }
+
   readonly code: NpyErrorCode;
   readonly offset: number | undefined;
   readonly field: string | undefined;
@@ -156,6 +168,7 @@ export class NpyError extends Error {
     const named = details.file !== undefined && (text.startsWith(`${details.file} `) || text.startsWith(`${details.file}:`));
     super(details.file !== undefined && !named ? `${details.file}: ${text}` : text);
     this.name = 'NpyError';
+    Object.defineProperty(this, BRAND, { value: true });
     this.code = code;
     this.offset = details.offset;
     this.field = details.field;

@@ -107,7 +107,7 @@ import {
 } from '@npyts/core/node';
 import { stringDTypeCodec } from '@npyts/core/pickle';
 import type { CrcOptions, NpzArchive, RaggedElement, RaggedLayout, SyncByteSource, AsyncByteSource, ByteSource, NpyReader } from '@npyts/core';
-import { openNpz as openNpzAnywhere, urlSource, blobSource, bytesSource } from '@npyts/core';
+import { openNpz as openNpzAnywhere, urlSource, blobSource, bytesSource, readNpy as readNpyStream } from '@npyts/core';
 async function moreApi(blob: Blob, access: SyncAccessHandle): Promise<void> {
   const fromBlob = await openAnywhere(blob, { expect: '<u2' });
   expectTypeOf((await fromBlob.read([0], [4], { signal: AbortSignal.timeout(100) })).data).toEqualTypeOf<Uint16Array>();
@@ -286,6 +286,10 @@ const crcOff: CrcOptions = { checkCrc: false };
 expectTypeOf(openNpzSync('x.npz', crcOff)).toEqualTypeOf<NpzArchive<SyncByteSource>>();
 // One archive over any source: the async methods everywhere, the blocking ones only where reads block.
 expectTypeOf(openNpzAnywhere('https://example.org/x.npz')).toEqualTypeOf<Promise<NpzArchive>>();
+// readNpy of a response, typed by the dtype it expects (checked when the header arrives).
+const streamed = await readNpyStream(new Response(new Uint8Array(0)), { expect: '<f4' });
+expectTypeOf(streamed).toEqualTypeOf<NdArray<'<f4'>>();
+expectTypeOf(streamed.get(0)).toEqualTypeOf<number>();
 const remote = await openNpzAnywhere(new Blob([]));
 expectTypeOf(remote.get('w', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
 expectTypeOf(remote.openMember('w', { expect: '<i8' })).toEqualTypeOf<Promise<NpyReader<'<i8'>>>();

@@ -1,6 +1,7 @@
 /** .npy over streams (NEP 1's file-like objects): a fetch body, a zip entry, stdin, a socket. */
 import { allocateBuffer } from '../array/memory.js';
-import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions } from '../npy.js';
+import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions, type Expecting } from '../npy.js';
+import type { DescrInput } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
 import { headerBytesNeeded, readHeader } from '../format/header.js';
 import { checkHeaderLength } from './header-read.js';
@@ -45,6 +46,8 @@ async function* chunksOf(input: ChunkSource): AsyncGenerator<Uint8Array> {
  * const a = await readNpy(await fetch(url));
  * const b = await readNpy(createReadStream('x.npy'));   // Node streams too
  */
+export async function readNpy<const S extends DescrInput>(source: ChunkSource, options: DecodeOptions & Expecting<S>): Promise<NdArray<S>>;
+export async function readNpy(source: ChunkSource, options?: DecodeOptions): Promise<NdArray>;
 export async function readNpy(source: ChunkSource, options: DecodeOptions = {}): Promise<NdArray> {
   const chunks = chunksOf(source);
   // Gather the preamble and header: chunks are kept as they come and joined when enough are there
