@@ -119,6 +119,9 @@ export function bytesSource(input: ArrayBuffer | ArrayBufferView, name?: string)
 /**
  * Bytes `[start, start + length)` of `source` as a source of their own (a stored archive member):
  * reads never stray past the window, and closing the window leaves the source open.
+ * @example
+ * const member = windowSource(archiveSource, dataOffset, entry.compressedSize, entry.name);
+ * const h = await openNpy(member);
  */
 export function windowSource<S extends ByteSource>(source: S, start: number, length: number, name?: string): S {
   const size = Math.max(0, Math.min(length, source.size - start));

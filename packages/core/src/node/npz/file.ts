@@ -2,12 +2,12 @@
 import { closeSync, fstatSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { allocateBuffer, swapBytes } from '../../array/memory.js';
-import { checkDataSize, hasObject, type DecodeOptions, type Expecting } from '../../npy.js';
+import { checkDataSize, hasObject, type DecodeOptions, } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
 import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import { fileURLToPath } from 'node:url';
-import { NpyError, withWhere } from '../../errors.js';
+import { withWhere } from '../../errors.js';
 import { NpzArchive, type NpzIndex, decodeMember, readingPaddedMember, type NpzOptions, type NpzReadOptions } from '../../npz/archive.js';
 import { openNpz as openNpzAnywhere, type NpzSource } from '../../npz/open.js';
 import type { HttpOptions } from '../../io/url.js';

@@ -1,14 +1,13 @@
 /** One member of an archive file: streamed in chunks, or (stored) opened for region reads like a .npy file. */
 import { createInflateRaw } from 'node:zlib';
-import { checkDataPresent, type Expecting } from '../../npy.js';
-import type { NpyHeader, ReadHeaderOptions } from '../../format/header.js';
+import type { Expecting } from '../../npy.js';
+import type { ReadHeaderOptions } from '../../format/header.js';
 import type { DescrInput } from '../../format/descr-types.js';
-import { readingHeaderOf } from '../../io/header-read.js';
-import { SOURCE, driveSync, viewBytes, type Operation } from '../../io/steps.js';
+import { driveSync, } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import { openingMember, type NpzArchive } from '../../npz/archive.js';
 import type { SyncByteSource } from '../../io/byte-source.js';
-import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes, readingDataOffset, type ZipEntry } from '../../npz/zip.js';
+import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
