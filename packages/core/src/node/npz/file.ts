@@ -2,7 +2,7 @@
 import { closeSync, fstatSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { allocateBuffer, swapBytes } from '../../array/memory.js';
-import { checkDataSize, hasObject, type DecodeOptions, } from '../../npy.js';
+import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
 import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';

@@ -3,7 +3,7 @@ import { createInflateRaw } from 'node:zlib';
 import type { Expecting } from '../../npy.js';
 import type { ReadHeaderOptions } from '../../format/header.js';
 import type { DescrInput } from '../../format/descr-types.js';
-import { driveSync, } from '../../io/steps.js';
+import { driveSync } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import { openingMember, type NpzArchive } from '../../npz/archive.js';
 import type { SyncByteSource } from '../../io/byte-source.js';
