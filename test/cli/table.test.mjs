@@ -3,7 +3,7 @@
 // refusals for what text cannot hold.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { boundedChild, python, runCli, scratch } from '../helpers/numpy.mjs';
 import fc from 'fast-check';
@@ -28,6 +28,9 @@ const cases = {
   u1_2d: ['np.arange(12, dtype=np.uint8).reshape(3, 4)', "'%d'"],
   bool: ['np.array([True, False, True])', "'%d'"],
   text: ["np.array(['alpha', 'é', 'x y'])", "'%s'"],
+  // Datetimes as ISO 8601 in their own unit (numpy's str of a datetime64): lossless, read back exactly.
+  M_D: ["np.array(['2024-02-29', '1969-12-31', '-0001-01-01', 'NaT'], 'M8[D]')", "'%s'"],
+  M_ms_2d: ["np.array([['2020-01-01T12:00:00.5', 'NaT'], ['1900-03-01T00:00:00.001', '10000-01-01']], 'M8[ms]')", "'%s'"],
 };
 
 test('export: the same text as np.savetxt, CSV and TSV', async () => {
@@ -43,6 +46,25 @@ test('export: the same text as np.savetxt, CSV and TSV', async () => {
       assert.is(readFileSync(f(`${name}.ours.${ext}`), 'utf8'), readFileSync(f(`${name}.numpy.${ext}`), 'utf8'), `${name}.${ext}`);
     }
   }
+});
+
+test("datetimes go to text and back exactly (NaT included), and a text that is not the unit's form is refused with its line", async () => {
+  for (const [name, descr] of [
+    ['M_D', '<M8[D]'],
+    ['M_ms_2d', '<M8[ms]'],
+  ]) {
+    const back = await runCli(['convert', f(`${name}.ours.csv`), f(`${name}.back.npy`), '--dtype', descr]);
+    assert.is(back.code, 0, back.stderr);
+    const same = python(`a = np.load(${JSON.stringify(f(`${name}.npy`))}); b = np.load(${JSON.stringify(f(`${name}.back.npy`))})
+print(a.dtype == b.dtype, a.shape == b.shape, bool((a.view('i8') == b.view('i8')).all()))`);
+    assert.is(same.trim(), 'True True True', name);
+  }
+  writeFileSync(f('bad-time.csv'), '2024-02-29\n2024-02-30\n');
+  const r = await runCli(['convert', f('bad-time.csv'), f('bad-time.npy'), '--dtype', '<M8[D]']);
+  assert.is.not(r.code, 0);
+  assert.match(r.stderr, /bad-time\.csv:2: '2024-02-30' is not a datetime64\[D\]/);
+  const coarse = await runCli(['convert', f('bad-time.csv'), f('bad-time.npy'), '--dtype', '<M8[s]']);
+  assert.match(coarse.stderr, /bad-time\.csv:1: '2024-02-29' is not a datetime64\[s\]/);
 });
 
 test("records: one column per field under a header line, as np.savetxt(header=…, comments='') writes them", async () => {

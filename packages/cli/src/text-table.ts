@@ -8,7 +8,9 @@ import {
   NdArray,
   NpyError,
   arrayFromValues,
+  datetimeText,
   familyOf,
+  parseDatetimeText,
   parseDescr,
   toOrder,
   type DescrInput,
@@ -141,6 +143,9 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
         );
       return text;
     }
+    case 'datetime':
+      // ISO 8601 in the dtype's own unit, as np.datetime_as_string writes it: import reads it back exactly.
+      return datetimeText(v as bigint, dt.unit, dt.multiplier);
     default:
       throw new NpyError('NO_COUNTERPART', `${dt.name} values have no lossless ${delimiter === ',' ? 'CSV' : 'TSV'} form here; write .npy or .npz`);
   }
@@ -302,6 +307,12 @@ export function* tableBatches(
         }
         return out;
       }
+      case 'datetime':
+        try {
+          return parseDatetimeText(t, dt.unit, dt.multiplier);
+        } catch {
+          return bad();
+        }
       default:
         throw new NpyError('NO_COUNTERPART', `${dt.name} cannot be read from text here`);
     }

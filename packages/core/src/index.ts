@@ -63,6 +63,7 @@ export {
 } from './npy.js';
 export { arrayFromValues, type ValuesOptions } from './array/from-values.js';
 export { readItem, NOT_A_TIME, type Scalar, type ScalarRecord } from './array/read-value.js';
+export { datetimeText, parseDatetimeText, datetimeToDate } from './format/datetime-text.js';
 export type { TypedArray, TypedArrayConstructor, ArrayData, Complex } from './format/js-types.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, longDoubleIsNumber, numberToLongDouble } from './format/float-bits.js';
 export { arrayToJSON } from './array/json.js';

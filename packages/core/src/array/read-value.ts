@@ -17,12 +17,7 @@ export interface ScalarRecord {
   [field: string]: Scalar;
 }
 
-/**
- * The NaT sentinel of datetime64/timedelta64 counts.
- * @example
- * createArray('<M8[s]', [1]).data[0] === NOT_A_TIME;   // false: zero-filled, 1970-01-01
- */
-export const NOT_A_TIME = -(2n ** 63n);
+export { NOT_A_TIME } from '../format/datetime-text.js';
 
 function codePointsToString(get: (k: number) => number, n: number): string {
   let end = n;
