@@ -31,5 +31,6 @@ export {
   type OpenNpy,
 } from './io/region.js';
 export { resolveUrl } from './io/open.js';
+export { mapInParallel, settleAll } from './io/settle.js';
 export { shortestDigits, shortestFloatText, numpyScalarText, exactExponent, scaledRound } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';

@@ -88,8 +88,7 @@ export async function planFrom(
   const take = async (w: WeightLike, step: PlannedWeight): Promise<void> => {
     for (const key of step.keys) claimed.add(key);
     // A sum or a repetition is float work; otherwise the array's dtype decides the tensor's.
-    const made =
-      step.transform.kind === 'sum' || step.transform.kind === 'tile' ? 'float32' : tensorDTypeOf((await archive.header(`${step.keys[0]}.npy`)).dtype);
+    const made = step.transform.kind === 'sum' || step.transform.kind === 'tile' ? 'float32' : tensorDTypeOf((await archive.header(step.keys[0]!)).dtype);
     if (made !== w.dtype) {
       problems.push(`${savedName(w)}: dtype ${made} in the archive, ${w.dtype} in the model`);
       return;
@@ -155,7 +154,7 @@ async function stepByName(
   claimed.add(key);
   let shape: number[];
   try {
-    const header = await archive.header(`${key}.npy`);
+    const header = await archive.header(key);
     tensorDTypeOf(header.dtype);
     const axes = axesOf(spec, header.shape.length);
     shape = axes ? axes.map((a) => header.shape[a]!) : [...header.shape];
@@ -222,7 +221,7 @@ function isPredicting(weights: Weights): boolean {
 /** Every step's tensor, read and transformed; all disposed if one fails. */
 /** A planned weight's array: its members read and transformed (float64 refused first where asked, since a sum or a repetition makes float32). */
 export async function stepArray(archive: NpzArchive, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
-  const arrays = await Promise.all(step.keys.map((k) => archive.get(`${k}.npy`)));
+  const arrays = await Promise.all(step.keys.map((k) => archive.get(k)));
   for (const a of arrays) checkFloat64(a, options);
   return applyTransform(step.transform, arrays);
 }
@@ -348,14 +347,14 @@ async function pytorchArrays(weights: Weights, options: SaveWeightsOptions): Pro
     for (const { target, step } of steps) {
       const value = await currentValue(target);
       if (!value) throw mismatchError([`${target.name}: neither a tensor nor has read()`]);
-      const shapes = await Promise.all(step.keys.map(async (k) => (await archive.header(`${k}.npy`)).shape));
+      const shapes = await Promise.all(step.keys.map(async (k) => (await archive.header(k)).shape));
       invertTransform(step.transform, value, shapes, step.weight).forEach((a, i) => made.set(step.keys[i]!, a));
     }
     // In the state_dict's order; buffers no weight holds (num_batches_tracked) as they were.
     const arrays = new Map<string, NdArray>();
     for (const key of arrayKeys(archive)) {
       if (key.startsWith(CHECK_PREFIX)) continue;
-      const array = made.get(key) ?? (isIgnoredBuffer(key) ? await archive.get(`${key}.npy`) : null);
+      const array = made.get(key) ?? (isIgnoredBuffer(key) ? await archive.get(key) : null);
       if (!array) throw mismatchError([`${key}: in the archive given as { like } but no weight of the model makes it`]);
       arrays.set(key, array);
     }

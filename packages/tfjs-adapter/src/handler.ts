@@ -7,6 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NdArray, NpyError, familyOf, parseDescr, toOrder, type DType, type NpzArchive, type NpzWriteOptions } from '@npyts/core';
+import { mapInParallel } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, listKeys, mismatchError, type WeightKey } from './weights.js';
@@ -277,7 +278,7 @@ async function planByModel(archive: NpzArchive, model: LayersModelLike, options:
   const steps = await planFrom(model, archive, { ...options, ignoreUnusedKeys: new Set([metaMember.replace(/\.npy$/, '')]) });
   const plan: HandlerWeight[] = [];
   for (const { step } of steps) {
-    const header = await archive.header(`${step.keys[0]}.npy`);
+    const header = await archive.header(step.keys[0]!);
     const half = step.transform.kind !== 'sum' && step.transform.kind !== 'tile' && isHalf(header.dtype);
     plan.push({
       spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf(header.dtype), ...(half ? { quantization: { dtype: 'float16' } } : {}) },
@@ -304,20 +305,6 @@ async function weightBytes(archive: NpzArchive, w: HandlerWeight, options: ToTen
     at += 4 + b.length;
   }
   return out.buffer;
-}
-
-/** `work` on every item, at most `limit` at once, the results in the items' order. */
-async function inOrder<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await work(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 /** The view's bytes as an ArrayBuffer holding exactly them (tfjs takes whole buffers). */
@@ -485,7 +472,7 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
           artifacts.getWeightStream = () => weightStream(reopen ? null : archive, target as NpzSource, plan, options);
         } else {
           // Two members at a time: one inflates (or is read) on libuv's threads while the other is checked.
-          artifacts.weightData = await inOrder(plan, 3, (w) => weightBytes(archive, w, options));
+          artifacts.weightData = await mapInParallel(plan, 3, (w) => weightBytes(archive, w, options));
         }
         return artifacts;
       } finally {

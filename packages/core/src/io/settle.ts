@@ -4,6 +4,8 @@
  * Every promise's value, in order, once all have settled; else the first rejection (in order).
  * Unlike `Promise.all`, nothing is still running when it rejects: a caller that then closes the
  * file the work reads from cannot pull it from under a read still in flight.
+ * @example
+ * const [a, b] = await settleAll([z.get('a'), z.get('b')]);
  */
 export async function settleAll<T>(promises: readonly Promise<T>[]): Promise<T[]> {
   const results = await Promise.allSettled(promises);
@@ -34,7 +36,10 @@ export async function inParallel(count: number, worker: (stopped: () => boolean)
 
 /**
  * `fn` of each item, at most `count` at a time, the results in the items' order: work over many
- * small things (an archive's members) holds `count` of them in flight, not all at once.
+ * small things (an archive's members) holds `count` of them in flight, not all at once. When one
+ * fails, the others stop taking items, and the rejection waits for those in flight.
+ * @example
+ * const arrays = await mapInParallel(z.names, 8, (name) => z.get(name));
  */
 export async function mapInParallel<T, U>(items: readonly T[], count: number, fn: (item: T) => Promise<U>): Promise<U[]> {
   const out = new Array<U>(items.length);
