@@ -5,13 +5,13 @@
  * disk. Several workers can fill disjoint regions of one file when each opens its handle with
  * `{ mode: 'readwrite-unsafe' }` (Chromium); appends take the handle's exclusive default mode.
  */
-import { checkDataPresent, type ArraySpec, type DecodeOptions, type Expecting } from '../npy.js';
+import type { ArraySpec, DecodeOptions, Expecting } from '../npy.js';
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
-import { readingHeader } from './header-read.js';
-import { newFileLayout, openHandleSync, performOnSync, planAppend, type CreateOptions, type NpyFileHandleSync, type PositionalIO } from './handles.js';
-import { SOURCE, driveSync } from './steps.js';
+import { openHandleSync, performOnSync, type CreateOptions, type NpyFileHandleSync, type PositionalIO } from './handles.js';
+import { appendingRows, readingOpenNpy, writingNewNpy } from './npy-ops.js';
+import { SOURCE, driveSync, type Operation } from './steps.js';
 
 /** What a `FileSystemSyncAccessHandle` offers (any object with these methods will do). */
 export interface SyncAccessHandle {
@@ -43,15 +43,17 @@ function accessIO(file: SyncAccessHandle): PositionalIO {
         done += n;
       }
     },
+    size: () => file.getSize(),
+    truncate: (size) => file.truncate(size),
+    sync: () => file.flush(),
     // The caller owns the access handle: closing the .npy handle flushes, it does not close it.
     close: () => file.flush(),
   };
 }
 
-function headerOf(file: SyncAccessHandle, io: PositionalIO, options: DecodeOptions) {
-  const header = driveSync(readingHeader(SOURCE, options), performOnSync(io, 'the file'));
-  checkDataPresent(header, file.getSize() - header.dataOffset);
-  return header;
+/** An operation of io/npy-ops.ts run on an access handle: the same steps as on Node's files. */
+function runOn<T>(io: PositionalIO, name: string, operation: Operation<T>): T {
+  return driveSync(operation, performOnSync(io, name));
 }
 
 /**
@@ -68,8 +70,9 @@ export function openNpyAccessHandle<const S extends DescrInput>(
 ): NpyFileHandleSync<S>;
 export function openNpyAccessHandle(file: SyncAccessHandle, options?: DecodeOptions & { name?: string }): NpyFileHandleSync;
 export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptions & { name?: string } = {}): NpyFileHandleSync {
+  const name = options.name ?? UNNAMED;
   const io = accessIO(file);
-  return openHandleSync(options.name ?? UNNAMED, io, headerOf(file, io, options));
+  return openHandleSync(name, io, runOn(io, name, readingOpenNpy(SOURCE, options)));
 }
 
 /**
@@ -79,13 +82,11 @@ export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptio
  * const h = createNpyAccessHandle(access, { dtype: '<f8', shape: [1000, 1000] });
  */
 export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOptions & { name?: string }): NpyFileHandleSync {
-  const { headerBytes, fileSize } = newFileLayout(options);
+  const name = options.name ?? UNNAMED;
   const io = accessIO(file);
-  file.truncate(0);
-  io.write!(headerBytes, 0);
-  file.truncate(fileSize);
+  const header = runOn(io, name, writingNewNpy(SOURCE, options));
   file.flush();
-  return openHandleSync(options.name ?? UNNAMED, io, headerOf(file, io, {}));
+  return openHandleSync(name, io, header);
 }
 
 /**
@@ -97,16 +98,5 @@ export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOpt
  */
 export function appendNpyAccessHandle(file: SyncAccessHandle, input: NdArray | ArraySpec, options: { name?: string } = {}): void {
   const name = options.name ?? UNNAMED;
-  const io = accessIO(file);
-  const plan = planAppend(name, headerOf(file, io, {}), input, file.getSize());
-  if (!plan.inPlace) {
-    throw new NpyError(
-      'HEADER_ROOM',
-      `${name}: the header has no room for the grown shape (written by numpy before 1.24?); rewrite the file with its new shape instead`,
-    );
-  }
-  io.write!(plan.bytes, plan.end);
-  file.flush();
-  io.write!(plan.inPlace, plan.textStart);
-  file.flush();
+  runOn(accessIO(file), name, appendingRows(SOURCE, name, input, 'refuse'));
 }

@@ -57,6 +57,12 @@ export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends Np
 export interface PositionalIO {
   read(target: Uint8Array, position: number): number;
   write?(bytes: Uint8Array, position: number): void;
+  /** The file's size in bytes (for opening, creating and appending). */
+  size?(): number;
+  /** Cut or extend the file to `size` bytes. */
+  truncate?(size: number): void;
+  /** Make what was written durable (fsync, an OPFS flush). */
+  sync?(): void;
   close(): void;
 }
 
@@ -64,6 +70,9 @@ export interface PositionalIO {
 export interface PositionalIOAsync {
   read(target: Uint8Array, position: number, signal?: AbortSignal): Promise<number>;
   write?(bytes: Uint8Array, position: number, signal?: AbortSignal): Promise<void>;
+  size?(): Promise<number>;
+  truncate?(size: number): Promise<void>;
+  sync?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -100,6 +109,14 @@ function performOn(io: PositionalIO | PositionalIOAsync, path: string, step: Ste
       return undefined;
     case 'compute':
       return step.work(step.bytes);
+    case 'size':
+      if (!source.size) throw cannot(step);
+      return source.size();
+    case 'truncate':
+      if (!source.truncate) throw readOnlyError(path);
+      return source.truncate(step.size);
+    case 'sync':
+      return source.sync?.();
     default:
       throw cannot(step);
   }

@@ -1,14 +1,14 @@
 /** Regions of .npy files larger than memory: region reads and writes, sparse creation, appends. */
-import { checkDataPresent, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
+import type { DecodeOptions, ArraySpec, Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
-import { handleAsync, handleSync, newFileLayout, planningAppend, type CreateOptions, type NpyFileHandle, type NpyFileHandleSync } from '../io/handles.js';
+import { encodeHeader, type NpyHeader } from '../format/header.js';
+import { handleAsync, handleSync, newFileLayout, type CreateOptions, type NpyFileHandle, type NpyFileHandleSync } from '../io/handles.js';
+import { appendingRows, droppingRowsOf, readingOpenNpy, writingNewNpy } from '../io/npy-ops.js';
 import { NpyError } from '../errors.js';
 import { appendLocked } from './lock.js';
 import { run, runSync } from './drive.js';
 import { writingBeside } from './beside.js';
 import { readInto, withFile, type FileRef, type Operation } from '../io/steps.js';
-import { readingHeader } from '../io/header-read.js';
 import type { NdArray } from '../array/ndarray.js';
 import { tempBeside, type AsyncOptions } from './fd.js';
 import { mapNpy, type MappedArray } from './mmap.js';
@@ -36,9 +36,7 @@ export async function openNpyFile(path: string, options: OpenOptions = {}): Prom
 function* openingNpy(path: string, options: { write?: boolean } & DecodeOptions): Operation<{ file: FileRef; header: NpyHeader }> {
   const file = (yield { op: 'open', path, mode: options.write ? 'r+' : 'r' }) as FileRef;
   try {
-    const header = yield* readingHeader(file, options);
-    checkDataPresent(header, ((yield { op: 'size', file }) as number) - header.dataOffset);
-    return { file, header };
+    return { file, header: yield* readingOpenNpy(file, options) };
   } catch (e) {
     yield { op: 'close', file };
     throw e;
@@ -86,13 +84,11 @@ export async function createNpy(path: string, options: CreateOptions & AsyncOpti
  * written, file sized) and renamed over it; a refused or failed create leaves an existing file as it was.
  */
 function* creatingNpy(path: string, options: CreateOptions): Operation<{ file: FileRef; header: NpyHeader }> {
-  const { headerBytes, fileSize } = newFileLayout(options);
+  newFileLayout(options); // refused before anything is made
   const temp = tempBeside(path);
   const file = (yield { op: 'open', path: temp, mode: 'wx+' }) as FileRef;
   try {
-    yield { op: 'write', file, bytes: headerBytes, at: 0 };
-    yield { op: 'truncate', file, size: fileSize };
-    const header = yield* readingHeader(file);
+    const header = yield* writingNewNpy(file, options);
     yield { op: 'rename', from: temp, to: path };
     return { file, header };
   } catch (e) {
@@ -194,16 +190,9 @@ export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
 /** The steps of {@link appendNpy} for a caller that holds the file's append lock already (see lock.ts). */
 export function* appending(path: string, input: NdArray | ArraySpec): Operation<void> {
   yield* withFile(path, 'r+', function* (file) {
-    const plan = yield* planningAppend(path, yield* readingHeader(file), input, (yield { op: 'size', file }) as number);
+    const plan = yield* appendingRows(file, path, input, 'return');
+    if (plan === null) return;
     const { header } = plan;
-    yield { op: 'write', file, bytes: plan.bytes, at: plan.end };
-    yield { op: 'sync', file };
-    if (plan.inPlace) {
-      yield { op: 'committed' };
-      yield { op: 'write', file, bytes: plan.inPlace, at: plan.textStart };
-      yield { op: 'sync', file };
-      return;
-    }
     // No room: write the grown array beside the file, then rename it over (atomic on POSIX).
     yield* writingBeside(path, function* (out) {
       yield { op: 'write', file: out, bytes: encodeHeader(header.dtype, plan.newShape, header.fortranOrder), at: null };
@@ -228,18 +217,5 @@ export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/hand
  * header's shape are what an interrupted writer left; only a file's owner may drop them.
  */
 export function* droppingRows(path: string, rows: number): Operation<void> {
-  yield* withFile(path, 'r+', function* (file) {
-    const header = yield* readingHeader(file);
-    if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!)
-      throw new NpyError('SHAPE_MISMATCH', `${path}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);
-    const shape = [rows, ...header.shape.slice(1)];
-    const textStart = 8 + (header.version[0] === 1 ? 2 : 4);
-    const text = headerTextOfLength(header.dtype, shape, false, header.dataOffset - textStart, header.version[0]);
-    if (!text) throw new NpyError('HEADER_ROOM', `${path}: the header cannot be rewritten in place`);
-    yield { op: 'committed' }; // a repair of what an interrupted writer left: done whole
-    yield { op: 'write', file, bytes: text, at: textStart };
-    yield { op: 'sync', file };
-    yield { op: 'truncate', file, size: header.dataOffset + (header.dataBytes / (header.shape[0] || 1)) * rows };
-    yield { op: 'sync', file };
-  });
+  yield* withFile(path, 'r+', (file) => droppingRowsOf(file, path, rows));
 }
