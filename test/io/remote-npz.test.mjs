@@ -30,6 +30,7 @@ with zipfile.ZipFile(${JSON.stringify(archive)}, 'w') as z:
     z.writestr('filler.npy', npy(np.random.default_rng(0).random((1024, 1024))), compress_type=zipfile.ZIP_STORED)
     z.writestr('big.npy', npy(np.arange(4096 * 1024, dtype='<f4').reshape(4096, 1024)), compress_type=zipfile.ZIP_STORED)
     z.writestr('small.npy', npy(np.linspace(0, 1, 5000)), compress_type=zipfile.ZIP_DEFLATED)
+    z.writestr('wide.npy', npy(np.arange(32 * 131072, dtype='<f4').reshape(32, 131072)), compress_type=zipfile.ZIP_STORED)
     z.writestr('tail.npy', npy(np.arange(10, dtype='<i8')), compress_type=zipfile.ZIP_STORED)
 np.save(${JSON.stringify(join(dir, 'wide.npy'))}, np.arange(32 * 131072, dtype='<f4').reshape(32, 131072))
 `);
@@ -52,12 +53,14 @@ print(json.dumps({'files': z.files, 'shapes': {k: list(z[k].shape) for k in z.fi
  * it sent back; `onRequest` sees each request first.
  */
 async function countingProxy(upstream) {
-  const seen = { requests: 0, bytes: 0, ranges: [] };
+  const seen = { requests: 0, bytes: 0, ranges: [], inFlight: 0, mostInFlight: 0 };
   let onRequest = () => {};
   const target = new URL(upstream);
   const server = createServer((req, res) => {
     seen.requests++;
     seen.ranges.push(req.headers.range ?? '');
+    seen.mostInFlight = Math.max(seen.mostInFlight, ++seen.inFlight);
+    res.on('close', () => seen.inFlight--);
     onRequest(req);
     const up = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode, answer.headers);
@@ -82,6 +85,7 @@ async function countingProxy(upstream) {
       seen.requests = 0;
       seen.bytes = 0;
       seen.ranges = [];
+      seen.mostInFlight = 0;
     },
     close: () =>
       new Promise((ok) => {
@@ -143,6 +147,18 @@ test('a remote .npz: the directory, a header, a deflated member, a region of a s
   assert.is(big.data[4096 * 1024 - 1], 4096 * 1024 - 1);
   assert.ok(proxy.seen.bytes - before <= truth.compressed['big.npy'] + KiB64, `a 16 MiB member moved ${proxy.seen.bytes - before} bytes`);
   assert.ok(proxy.seen.bytes < size, 'the whole archive moved');
+
+  // A column of a wide stored member: its rows are 512 KiB apart, one small read each, several in flight.
+  proxy.seen.mostInFlight = 0;
+  before = proxy.seen.bytes;
+  const wide = await z.openMember('wide');
+  const column = await wide.read([0, 7], [32, 1]);
+  assert.equal(
+    Array.from(column.data),
+    Array.from({ length: 32 }, (_, i) => i * 131072 + 7),
+  );
+  assert.ok(proxy.seen.bytes - before <= 32 * 4 + 2 * KiB64, `a column of 32 values moved ${proxy.seen.bytes - before} bytes`);
+  assert.ok(proxy.seen.mostInFlight > 1, 'the rows were read one request at a time');
 
   // The member in the tail came with the first request: no request at all.
   before = proxy.seen.requests;

@@ -6,8 +6,10 @@ import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
 import { readingHeader } from './header-read.js';
-import { readingRegion, type OpenNpy } from './region.js';
-import { performOnAsync } from './handles.js';
+import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy } from './region.js';
+import { ByteBudget, inParallel } from './settle.js';
+import { allocateBuffer } from '../array/memory.js';
+import { NpyError } from '../errors.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import { blobSource, bytesSource, isByteSource, type ByteSource } from './byte-source.js';
 import { openNpyUrl, type UrlOptions } from './url.js';
@@ -64,32 +66,47 @@ function countedReads(source: ByteSource, stats: NpyReadStats) {
   };
 }
 
+/** Ranges of a region closer than this go in one read of a source (remote sources favour fewer, larger reads). */
+const SOURCE_MAX_GAP = 64 << 10;
+/** Bytes one read of a source asks for at most. */
+const SOURCE_READ_BYTES = 8 << 20;
+/** Reads of a source in flight at once, and the bytes they may hold together. */
+const SOURCE_CONCURRENCY = 6;
+const SOURCE_IN_FLIGHT = 16 << 20;
+
 /**
  * The reader of a .npy in `source` whose header was read already (an archive member's, read with
- * its local header): regions are read when asked for.
+ * its local header): a region is read as groups of nearby runs, several reads in flight at once (a
+ * remote source answers them together), at most 16 MiB held by reads in flight.
  */
 export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string, stats: NpyReadStats = { requests: 0, bytes: 0, cached: 0 }): NpyReader {
   const read = countedReads(source, stats);
-  const perform = performOnAsync(
-    {
-      async read(target, position, signal) {
-        const got = await read(position, target.length, signal);
-        target.set(got);
-        return got.length;
-      },
-      close: async () => {
-        await source.close?.();
-      },
-    },
-    name,
-  );
   return {
     stats,
     header,
     dtype: header.dtype,
     shape: [...header.shape],
     order: header.fortranOrder ? 'F' : 'C',
-    read: (start, count, readOptions = {}) => drive(readingRegion(name, SOURCE, header, start, count), perform, readOptions.signal),
+    async read(start, count, readOptions = {}) {
+      const { signal } = readOptions;
+      signal?.throwIfAborted();
+      const plan = planRegion(header, start, count);
+      const out = new Uint8Array(allocateBuffer(plan.bytes));
+      // One generator shared by the workers: each takes the next group as it is free.
+      const groups = groupRuns(plan.runs, SOURCE_MAX_GAP, { maxBytes: SOURCE_READ_BYTES, splitRuns: true });
+      const budget = new ByteBudget(SOURCE_IN_FLIGHT);
+      await inParallel(SOURCE_CONCURRENCY, async (stopped) => {
+        for (let g = groups.next(); !g.done && !stopped(); g = groups.next()) {
+          const group = g.value;
+          const body = await budget.holding(group.length, () => read(group.offset, group.length, signal));
+          if (body.length < group.length) {
+            throw new NpyError('DATA_TRUNCATED', `${name} ends at byte ${group.offset + body.length}, the region needs byte ${group.offset + group.length}`);
+          }
+          placeGroup(out, group, body);
+        }
+      });
+      return regionArray(header, plan, out);
+    },
     close: async () => {
       await source.close?.();
     },
