@@ -110,6 +110,16 @@ const column = {
   numpyTs: Object.keys(Object.values(table)[0]).find((h) => h.startsWith('numpy-ts')),
 };
 
+test('the columns name the versions installed here (major.minor)', () => {
+  for (const [pkg, header] of [
+    ['npyjs', column.npyjs],
+    ['numpy-ts', column.numpyTs],
+  ]) {
+    const { version } = JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8'));
+    assert.is(header, `${pkg} ${version.split('.').slice(0, 2).join('.')}`);
+  }
+});
+
 test('the npyjs and numpy-ts columns of the reading rows are what those libraries do with files numpy wrote', () => {
   for (const [label, names] of Object.entries(rows)) {
     assert.ok(table[label], `the README has no row '${label}'`);
