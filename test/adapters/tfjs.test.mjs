@@ -10,6 +10,7 @@ import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights } from '@
 import { NpyError, arrayFromValues, decodeNpy, encodeNpz } from '@npyts/core';
 import { loadNpySync } from '@npyts/core/node';
 import { numpy, scratch, writeJSON } from '../helpers/numpy.mjs';
+import { startNginx } from '../helpers/nginx.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 
 await useCpuBackend();
@@ -228,6 +229,50 @@ test('assignWeights: Keras-style names, all mismatches reported at once, nothing
     /* refused: mismatches */
   }
   assert.is(openOnPath(), 0, 'a refused assignWeights left the archive open');
+});
+
+test('assignWeights on a URL reads only the members it uses, by range (an 8 MiB optimizer state stays on the server)', async () => {
+  const served = scratch('npyts-tfjs-url-');
+  writeFileSync(
+    join(served, 'w.npz'),
+    encodeNpz({
+      'dense/kernel': arrayFromValues(
+        [
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ],
+        '<f4',
+      ),
+      'dense/bias': arrayFromValues([0.5, -0.5], '<f4'),
+      'optimizer/state': { data: new Float32Array(2 << 20), shape: [2 << 20] },
+    }),
+  );
+  const server = await startNginx(served);
+  let moved = 0;
+  const counting = async (url, init) => {
+    const res = await fetch(url, init);
+    moved += Number(res.headers.get('content-length') ?? 0);
+    return res;
+  };
+  try {
+    const kernel = tf.variable(tf.zeros([3, 2]), true, 'remote_kernel');
+    const bias = tf.variable(tf.zeros([2]), true, 'remote_bias');
+    await assignWeights([kernel, bias], `${server.base}/w.npz`, {
+      ignoreUnused: true,
+      fetch: counting,
+      names: { remote_kernel: 'dense/kernel', remote_bias: 'dense/bias' },
+    });
+    assert.equal(kernel.arraySync(), [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]);
+    assert.equal(bias.arraySync(), [0.5, -0.5]);
+    assert.ok(moved > 0 && moved < 256 << 10, `assignWeights moved ${moved} bytes of an 8 MiB archive`);
+  } finally {
+    server.stop();
+  }
 });
 
 test('fromTensor round-trips every tfjs dtype through encodeNpy', async () => {

@@ -193,19 +193,32 @@ export function* openingMember(size: number, entry: ZipEntry, options: ReadHeade
 /** Bytes read at least on a miss of an async source (a local header and a small member in one read). */
 const MIN_WINDOW = 64 << 10;
 
+/** Windows an archive keeps between its reads, and the largest window kept: small members and headers near each other share reads. */
+const KEPT_WINDOWS = 4;
+const KEPT_WINDOW_BYTES = 1 << 20;
+
+/** Recent reads of an archive's source, newest first: at most {@link KEPT_WINDOWS} of at most 1 MiB each. */
+type Windows = { at: number; bytes: Uint8Array }[];
+
 /**
  * The async driver of zip reads over any source: each `view` step is one read of at least 64 KiB,
- * kept for the rest of the operation, so a member's local header and a small member come in one read.
+ * and the latest windows are kept (in `kept`, shared by the archive's reads), so that a member's
+ * local header, its data and its neighbours' headers come in one read, local or remote.
  */
-export function performViewsAsync(source: ByteSource): PerformAsync {
-  let window: { at: number; bytes: Uint8Array } | null = null;
+export function performViewsAsync(source: ByteSource, kept: Windows = []): PerformAsync {
+  let last: Windows[number] | null = null; // this operation's latest read, whatever its size
   return async (step, signal) => {
     if (step.op !== 'view') throw new NpyError('INTERNAL', `an archive's source cannot perform '${step.op}'`);
     const end = Math.min(source.size, step.at + step.length);
     if (end <= step.at) return new Uint8Array(0);
-    if (window && window.at <= step.at && window.at + window.bytes.length >= end) return window.bytes.subarray(step.at - window.at, end - window.at);
+    const hit = [last, ...kept].find((w) => w !== null && w.at <= step.at && w.at + w.bytes.length >= end);
+    if (hit) return hit.bytes.subarray(step.at - hit.at, end - hit.at);
     const bytes = await source.read(step.at, Math.min(source.size - step.at, Math.max(step.length, MIN_WINDOW)), { signal });
-    window = { at: step.at, bytes };
+    last = { at: step.at, bytes };
+    if (bytes.length <= KEPT_WINDOW_BYTES) {
+      kept.unshift({ at: step.at, bytes });
+      kept.length = Math.min(kept.length, KEPT_WINDOWS);
+    }
     return bytes.subarray(0, Math.min(step.length, bytes.length));
   };
 }
@@ -228,6 +241,8 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   implements Iterable<[string, NdArray]>, AsyncIterable<[string, NdArray]>, AsyncDisposable, Disposable
 {
   private readonly index: NpzIndex;
+  /** The latest reads of the source (see performViewsAsync). */
+  private readonly windows: Windows = [];
   /** Whether close() was called: reads then fail with CLOSED. */
   protected closed = false;
 
@@ -276,7 +291,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    */
   runAsync<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
     if (this.closed) return Promise.reject(this.closedError());
-    return drive(operation, performViewsAsync(this.source), signal);
+    return drive(operation, performViewsAsync(this.source, this.windows), signal);
   }
 
   /**
