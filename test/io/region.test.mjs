@@ -474,13 +474,28 @@ test('a server that answers one range at a time gets single-range requests (mult
     const { file, regions } = cases.find((c) => c.file.endsWith('r0C.npy'));
     // The first request takes the header only: the file is small enough that a default first request
     // would hold all of it, and then no read would need a request at all.
-    const h = await openNpyUrl(`http://127.0.0.1:${server.address().port}/data/r0C.npy`, { maxGap: 0, firstRequest: 128 });
+    // wholeBodyBytes: 0 — the whole-file answer to a multi-range request is too large to keep.
+    const h = await openNpyUrl(`http://127.0.0.1:${server.address().port}/data/r0C.npy`, { maxGap: 0, firstRequest: 128, wholeBodyBytes: 0 });
     for (const r of regions) assert.equal(arrayToJSON(await h.read(r.start, r.count)), r.data, file);
     const before = h.stats.requests;
     await h.read([0, 3], [7, 1]); // a column: 7 separate ranges
     assert.is(h.stats.requests - before, 7, 'after the fallback, one request per range');
   } finally {
     server.close();
+  }
+  // By default a small file whose whole body answered a multi-range request is kept: no request
+  // after it (another origin: the first one is now sent single ranges).
+  const again = await startViewer({ port: 0, dataDir: join(dir, 'r') });
+  try {
+    const { file, regions } = cases.find((c) => c.file.endsWith('r0C.npy'));
+    const small = await openNpyUrl(`http://127.0.0.1:${again.address().port}/data/r0C.npy`, { maxGap: 0, firstRequest: 128 });
+    await small.read([0, 3], [7, 1]);
+    const settled = small.stats.requests;
+    for (const r of regions) assert.equal(arrayToJSON(await small.read(r.start, r.count)), r.data, file);
+    assert.is(small.stats.requests, settled, 'a kept whole file needs no request');
+    assert.is(small.stats.bytes, 128 + statSync(file).size, 'the whole answer is counted');
+  } finally {
+    again.close();
   }
 });
 

@@ -287,7 +287,13 @@ export class HttpFile {
         if (res.status >= 400) return this.statusError(res, `bytes ${spec}`);
         // A whole object (S3 answers so) or a single range: this origin is sent one range at a time.
         singleRangeOrigins.add(this.origin);
-        await res.body?.cancel();
+        const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+        if (res.status === 200 && declared <= (this.options.wholeBodyBytes ?? WHOLE_BODY_BYTES)) {
+          // A small whole object is read (and counted) and kept: every range of it is then at hand.
+          const whole = await this.wholeAnswer(res, `bytes ${spec}`);
+          return groups.map((g) => whole.subarray(g.offset, g.offset + g.length));
+        }
+        await res.body?.cancel(); // a large one is left unread
         return null;
       }
       // The parts plus their headers and boundaries; a body much longer than that is refused unread.
