@@ -128,6 +128,13 @@ np.savez(${JSON.stringify(f('z3.npz'))}, w=np.arange(4.0))`);
   assert.is(text.code, 1);
   assert.match(text.stdout, /Arrays are not equal/);
   assert.match(text.stdout, /at \(1,\): "b" vs "B"/);
+  // Datetimes are shown as numpy prints them (ISO 8601 in their unit), not as counts.
+  python(
+    `np.save(${JSON.stringify(f('t1.npy'))}, np.array(['2024-02-29T12:00', 'NaT'], 'M8[m]')); np.save(${JSON.stringify(f('t2.npy'))}, np.array(['2024-02-29T12:01', 'NaT'], 'M8[m]'))`,
+  );
+  const times = await runCli(['diff', f('t1.npy'), f('t2.npy')]);
+  assert.is(times.code, 1);
+  assert.match(times.stdout, /at \(0,\): 2024-02-29T12:00 vs 2024-02-29T12:01/);
   const shapes = await runCli(['diff', f('r1.npy'), f('r2.npy')]);
   assert.is(shapes.code, 1);
   assert.match(shapes.stdout, /shapes differ: \(2, 3\) and \(3, 2\)/);

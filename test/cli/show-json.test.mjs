@@ -41,6 +41,8 @@ const cases = {
   strings: "np.array([['x' * (i % 5), 'é'] for i in range(40000)])",
   records: "np.array([(i, i / 2) for i in range(70000)], dtype=[('a', '<i8'), ('b', '>f8')])",
   empty: 'np.zeros((4, 0, 3))',
+  // Datetimes as numpy's ISO 8601 text in their unit, across blocks (compared with datetime_as_string).
+  times: "np.array(['2024-02-29T12:00:00.125', 'NaT', '1969-12-31T23:59:59.999'] * 30000, dtype='>M8[ms]')",
 };
 
 test("the streamed document equals numpy's values across blocks, orders, byte orders, strings and records", async () => {
@@ -56,6 +58,8 @@ d = json.load(open(${JSON.stringify(join(dir, `${name}.json`))}))
 got, want = d['data'], a.tolist()
 if a.dtype.names:   # records are objects by field name in the document, tuples in tolist()
     got, want = [[r[n] for n in a.dtype.names] for r in got], [list(r) for r in want]
+if a.dtype.kind == 'M':   # made native first: datetime_as_string misreads big-endian values (numpy's bug)
+    want = np.datetime_as_string(a.astype(a.dtype.newbyteorder('='))).tolist()
 print(got == want and d['shape'] == list(a.shape))`).trim();
     assert.is(same, 'True', name);
   }

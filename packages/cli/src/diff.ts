@@ -3,7 +3,7 @@
  * (|actual − desired| ≤ atol + rtol·|desired|, NaNs equal where both are NaN, infinities equal only to
  * themselves); non-numeric arrays element by element.
  */
-import { familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
+import { datetimeText, familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
 import { readExactItem } from './format.js';
 
 /** assert_allclose's tolerances and their defaults. */
@@ -85,6 +85,12 @@ const show = (v: unknown): string => {
   }
   return showObject(v, new Set());
 };
+
+/** An element as text, a datetime as numpy's ISO 8601 text in its unit (as `show` prints it). */
+function showIn(dtype: DType, v: unknown): string {
+  if (familyOf(dtype) === 'datetime' && dtype.unit !== '' && typeof v === 'bigint') return datetimeText(v, dtype.unit, dtype.multiplier);
+  return show(v);
+}
 
 /**
  * An object array's element as text, safe on any structure: a container met again inside itself is
@@ -209,7 +215,7 @@ export class Comparison {
       } else bad = show(va) !== show(vb);
       if (!bad) continue;
       this.mismatched++;
-      if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${show(va)} vs ${show(vb)}`);
+      if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${showIn(a.dtype, va)} vs ${showIn(b.dtype, vb)}`);
     }
     this.seen += n;
   }

@@ -6,6 +6,7 @@ import type { Complex } from '../format/js-types.js';
 import { NdArray } from './ndarray.js';
 import { descrAsWritten, type NpyHeader } from '../format/header.js';
 import { NOT_A_TIME } from './read-value.js';
+import { datetimeText } from '../format/datetime-text.js';
 import { NpyError } from '../errors.js';
 import { PyFloat, PyTuple, type PyValue } from '../format/literal.js';
 
@@ -96,7 +97,8 @@ export function jsonBudget(repeats = MAX_JSON_REPEATS): JsonBudget {
 /**
  * A JSON-safe value for one element: integers beyond ±(2^53−1) as decimal strings, non-finite
  * floats as "NaN"/"Infinity"/"-Infinity", complex as [re, im], S as latin-1 text, V as hex,
- * datetimes as their integer count ("NaT"), records as objects, subarrays as nested arrays.
+ * datetimes as numpy's ISO 8601 text in their unit (`np.datetime_as_string`; a generic one as its
+ * count), timedeltas as their integer count ("NaT"), records as objects, subarrays as nested arrays.
  * @example
  * jsonValue(parseDescr('<c8'), { re: 1, im: -2 });   // [1, -2]
  */
@@ -112,6 +114,8 @@ const converterOf = perDType((dtype) => makeConverter(dtype));
 function makeConverter(dtype: DType): Converter {
   const integer = (): Converter => (v) => jsonInt(v as bigint | number);
   const time = (): Converter => (v) => (v === NOT_A_TIME ? 'NaT' : jsonInt(v as bigint));
+  // Datetimes with a unit as numpy's ISO 8601 text (lossless: parseDatetimeText reads it back).
+  const date = (dt: DType): Converter => (dt.unit === '' ? time() : (v) => datetimeText(v as bigint, dt.unit, dt.multiplier));
   return matchDType<Converter>(dtype, {
     record: (_, fields) => (v, budget) => {
       const rec = v as Record<string, unknown>;
@@ -128,7 +132,7 @@ function makeConverter(dtype: DType): Converter {
     uint: integer,
     float: () => (v) => jsonNumber(v as number),
     complex: () => (v) => [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)],
-    datetime: time,
+    datetime: date,
     timedelta: time,
     bytes: () => (v) => latin1(v as Uint8Array),
     void: () => (v) => Array.from(v as Uint8Array, (b) => b.toString(16).padStart(2, '0')).join(''),
