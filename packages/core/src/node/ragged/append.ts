@@ -11,8 +11,9 @@ import { appendLocked } from '../lock.js';
 import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
 import { followHeap, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedInfo, type WordWidth } from '../../ragged/convention.js';
-import { heapRows, maxOf, wordsArray, wordsOf } from './build.js';
-import { type Input, type RaggedPathOptions, heapPathOf, readingRegionAt } from './files.js';
+import { heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
+import { heapPathOf, readingRegionAt } from './files.js';
+import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
 function* raggedFacts(

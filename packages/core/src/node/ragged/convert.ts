@@ -5,8 +5,8 @@ import { NdArray } from '../../array/ndarray.js';
 import type { AsyncOptions } from '../../io/handles.js';
 import { toOrder } from '../../array/order.js';
 import { decodeUtf8 } from '../../ragged/convention.js';
-import type { SaveRaggedOptions } from './build.js';
-import type { Input } from './files.js';
+import type { SaveRaggedOptions } from '../../ragged/build.js';
+import type { Input } from '../../ragged/build.js';
 import type { RaggedHandle } from './read.js';
 import { saveRagged, saveRaggedSync } from './save.js';
 

@@ -1,26 +1,15 @@
 /** Where a ragged array's files are: heap paths confined to the index's folder, and the small file steps its writers share. */
 import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, resolve, sep } from 'node:path';
-import { checkDataPresent, type ArraySpec } from '../../npy.js';
+import { checkDataPresent } from '../../npy.js';
 import { NpyError } from '../../errors.js';
+import type { RaggedPathOptions } from '../../ragged/build.js';
 import type { NdArray } from '../../array/ndarray.js';
 import { readingNpyHeader } from '../npy-files.js';
 import type { NpyHeader } from '../../format/header.js';
 import { withFile, type Operation } from '../../io/steps.js';
 import { readingHeader } from '../../io/header-read.js';
 import { readingRegion } from '../../io/region.js';
-
-export type Input = NdArray | ArraySpec | string | Input[];
-
-/** Options of ragged file functions: whether a heap may be outside the index's folder. */
-export interface RaggedPathOptions {
-  /**
-   * Let an index name a heap outside its own folder (`..`, an absolute path, or a symlink that
-   * leads out). Off by default: the heap's name comes from the file, and a file from elsewhere must
-   * not make npyts read or write files it was not given.
-   */
-  allowHeapOutside?: boolean;
-}
 
 /**
  * The heap's path for an index at `indexPath`, confined to the index's folder unless allowed.

@@ -1,6 +1,7 @@
 /** Ragged arrays on disk (numpy#25374): one module per job, re-exported as @npyts/core/node's ragged API. */
-export { heapPathOf, type RaggedPathOptions } from './files.js';
-export type { SaveRaggedOptions } from './build.js';
+export { heapPathOf } from './files.js';
+export type { RaggedPathOptions } from '../../ragged/build.js';
+export type { SaveRaggedOptions } from '../../ragged/build.js';
 export { saveRagged, saveRaggedSync, saveReferences, saveReferencesSync } from './save.js';
 export { openRagged, openRaggedSync, openRaggedRecordsSync, isRagged, isRaggedSync, type RaggedHandle, type RaggedRecordsHandle } from './read.js';
 export { appendRagged, appendRaggedSync } from './append.js';

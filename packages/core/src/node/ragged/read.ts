@@ -8,7 +8,8 @@ import { readNpyHeader, readNpyHeaderSync } from '../npy-files.js';
 import { indexWords, raggedInfo, type RaggedElement, type RaggedInfo } from '../../ragged/convention.js';
 import { openingLevel, pairsOf, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../../ragged/reading.js';
 import { openRaggedWith, raggedMethods, type RaggedFacts, type RaggedReader } from '../../ragged/readers.js';
-import { type RaggedPathOptions, heapPathOf } from './files.js';
+import { heapPathOf } from './files.js';
+import type { RaggedPathOptions } from '../../ragged/build.js';
 
 /** An open ragged array: elements are read with region reads of the index and of the heap only. */
 export interface RaggedHandle extends RaggedFacts {

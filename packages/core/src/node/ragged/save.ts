@@ -26,8 +26,9 @@ import {
   scalarDescr,
   utf8Heap,
   wordsArray,
-} from './build.js';
-import { type Input, type RaggedPathOptions, headerOrNull, heapPathOf } from './files.js';
+} from '../../ragged/build.js';
+import { headerOrNull, heapPathOf } from './files.js';
+import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
 /**
  * Records with ragged fields, named as numpy#25374's option 1: `main.npy` holds the record array;

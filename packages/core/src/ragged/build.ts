@@ -1,11 +1,23 @@
 /** A ragged array built from values: heap rows, bounds, index words and arrays, checked before anything is written. */
-import { toNdArray, type ArraySpec } from '../../npy.js';
-import { parseDescr, shapeRepr, type DType } from '../../format/dtype.js';
-import { NpyError } from '../../errors.js';
-import { NdArray } from '../../array/ndarray.js';
-import { toOrder } from '../../array/order.js';
-import { raggedIndexDType, widthFor, type RaggedInfo, type RaggedKind, type RaggedLayout } from '../../ragged/convention.js';
-import type { Input, RaggedPathOptions } from './files.js';
+import { toNdArray, type ArraySpec } from '../npy.js';
+import { parseDescr, shapeRepr, type DType } from '../format/dtype.js';
+import { NpyError } from '../errors.js';
+import { NdArray } from '../array/ndarray.js';
+import { toOrder } from '../array/order.js';
+import { raggedIndexDType, widthFor, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
+
+/** An element of a ragged array to save: an array, a string, or a list of elements. */
+export type Input = NdArray | ArraySpec | string | Input[];
+
+/** Options of ragged file functions (also heaps named by a URL): whether a heap may be outside the index's folder. */
+export interface RaggedPathOptions {
+  /**
+   * Let an index name a heap outside its own folder (`..`, an absolute path, or a symlink that
+   * leads out). Off by default: the heap's name comes from the file, and a file from elsewhere must
+   * not make npyts read or write files it was not given.
+   */
+  allowHeapOutside?: boolean;
+}
 
 /** Options of `saveRagged`: the layout, the heap's name (to share one), and dtypes of record fields. */
 export interface SaveRaggedOptions extends RaggedPathOptions {
