@@ -40,6 +40,24 @@ print(json.dumps([str(np.datetime_as_string(np.array([int(n)], 'i8').view(f'M8[{
   assert.is(parseDatetimeText('NaT', 'ns'), NOT_A_TIME);
 });
 
+test("numpy's own bug: datetime_as_string reads big-endian values unswapped (the fixtures make them native first)", () => {
+  const [big, native] = JSON.parse(
+    python(`a = np.array([1], '>i8').view('>M8[D]'); print(json.dumps([str(np.datetime_as_string(a)[0]), str(np.datetime_as_string(a.astype('<M8[D]'))[0])]))`),
+  );
+  assert.is(native, datetimeText(1n, 'D'));
+  // When numpy fixes this, the workaround in test/helpers/npyfixtures.py and the CLI tests can go.
+  assert.is.not(big, native, 'numpy now prints big-endian datetimes right');
+});
+
+test("numpy's own bug: count × multiplier wraps past int64 without a word; npyts gives the true date", () => {
+  const n = 2n ** 62n;
+  const wrapped = python(`print(np.datetime_as_string(np.array([${n}], 'i8').view('M8[7fs]'))[0])`).trim();
+  const ours = datetimeText(n, 'fs', 7);
+  // 2^62 × 7 fs is about 32 283 s after the epoch: 1970-01-01T08:58:…
+  assert.ok(ours.startsWith('1970-01-01T08:58:'), ours);
+  assert.is.not(wrapped, ours, 'numpy no longer wraps: the filter in the first test can go');
+});
+
 test("texts that are not the unit's own form are refused, never rounded", async () => {
   for (const [text, unit, k] of [
     ['2024-02-30', 'D', 1],
