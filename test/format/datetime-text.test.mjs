@@ -69,6 +69,7 @@ test("texts that are not the unit's own form are refused, never rounded", async 
     ['1970-01-02', 'W', 1],
     ['1970-01-02', 'D', 2],
     ['2024', 'M', 1],
+    [`${'9'.repeat(100000)}-01-01`, 'D', 1], // refused by its length, before any arithmetic on it
   ]) {
     const e = await npyErrorOf(() => parseDatetimeText(text, unit, k));
     assert.is(e.code, 'BAD_VALUE', text);

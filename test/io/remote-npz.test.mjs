@@ -21,17 +21,19 @@ import { npyErrorOf } from '../helpers/refusal.mjs';
 
 const dir = scratch('npyts-remote-npz-');
 const archive = join(dir, 'x.npz');
-// filler (8 MiB, stored), big (16 MiB, stored), small (deflated), tail (stored, inside the last 64 KiB).
+// head (small, stored, first), filler (8 MiB, stored), big (16 MiB, stored), small (deflated), wide
+// (16 MiB, stored), tail (stored, inside the last 64 KiB).
 python(`
 import io, zipfile
 def npy(a):
     b = io.BytesIO(); np.save(b, a); return b.getvalue()
 with zipfile.ZipFile(${JSON.stringify(archive)}, 'w') as z:
+    z.writestr('head.npy', npy(np.arange(100, dtype='u1')), compress_type=zipfile.ZIP_STORED)
     z.writestr('filler.npy', npy(np.random.default_rng(0).random((1024, 1024))), compress_type=zipfile.ZIP_STORED)
     z.writestr('big.npy', npy(np.arange(4096 * 1024, dtype='<f4').reshape(4096, 1024)), compress_type=zipfile.ZIP_STORED)
     z.writestr('small.npy', npy(np.linspace(0, 1, 5000)), compress_type=zipfile.ZIP_DEFLATED)
     z.writestr('wide.npy', npy(np.arange(32 * 131072, dtype='<f4').reshape(32, 131072)), compress_type=zipfile.ZIP_STORED)
-    z.writestr('tail.npy', npy(np.arange(10, dtype='<i8')), compress_type=zipfile.ZIP_STORED)
+    z.writestr('tail.npy', npy(np.arange(10, dtype='u1')), compress_type=zipfile.ZIP_STORED)
 np.save(${JSON.stringify(join(dir, 'wide.npy'))}, np.arange(32 * 131072, dtype='<f4').reshape(32, 131072))
 `);
 const size = statSync(archive).size;
@@ -45,7 +47,8 @@ z = np.load(${JSON.stringify(archive)})
 info = {i.filename: i.compress_size for i in zipfile.ZipFile(${JSON.stringify(archive)}).infolist()}
 dirsize = sum(46 + len(i.filename) + len(i.extra) for i in zipfile.ZipFile(${JSON.stringify(archive)}).infolist()) + 22
 print(json.dumps({'files': z.files, 'shapes': {k: list(z[k].shape) for k in z.files}, 'dtypes': {k: z[k].dtype.str for k in z.files},
-  'compressed': info, 'dir': dirsize, 'small': z['small'].tolist(), 'rows': z['big'][1000:1064].tolist(), 'tail': z['tail'].tolist()}))`),
+  'compressed': info, 'dir': dirsize, 'small': z['small'].tolist(), 'rows': z['big'][1000:1064].tolist(), 'tail': z['tail'].tolist(),
+  'head': z['head'].tolist()}))`),
 );
 
 /**
@@ -168,6 +171,25 @@ test('a remote .npz: the directory, a header, a deflated member, a region of a s
   assert.is(source.stats.bytes, proxy.seen.bytes);
   assert.is(source.stats.reads, proxy.seen.requests);
   await z.close();
+});
+
+test('an array read from a remote archive is its own memory: writing into it never changes what the archive reads next; a member read after close() is CLOSED', async () => {
+  const source = await urlSource(`${proxy.base}/x.npz`);
+  const z = await openNpz(source);
+  // head comes from a window the archive keeps, tail from the source's first request. Both are uint8,
+  // so decoding needs no alignment copy: the array is a view of what the read returned.
+  for (const name of ['head', 'tail', 'head', 'tail']) {
+    const a = await z.get(name);
+    assert.equal(arrayToJSON(a), truth[name], name);
+    a.data.fill(99);
+  }
+  // A second archive over the same source reads the source's own first bytes again.
+  const again = await openNpz(source);
+  assert.equal(arrayToJSON(await again.get('tail')), truth.tail, 'the source served bytes an array had changed');
+  const m = await z.openMember('big');
+  await z.close();
+  const e = await npyErrorOf(() => m.read([0, 0], [1, 4]));
+  assert.is(e.code, 'CLOSED');
 });
 
 test('S3 (moto): a presigned URL and a signing fetch hook both read the archive by range', async () => {

@@ -296,6 +296,10 @@ expectTypeOf(remote.openMember('w', { expect: '<i8' })).toEqualTypeOf<Promise<Np
 // @ts-expect-error: an archive whose source may read asynchronously has no blocking reads
 void remote.getSync('w');
 expectTypeOf(decodeNpz(bytes).getSync('w')).toEqualTypeOf<NdArray>();
+// Bytes (a blocking source) give an archive with the blocking methods, without a cast.
+const inMemory = await openNpzAnywhere(new Uint8Array(0));
+expectTypeOf(inMemory.getSync('w', { expect: '<f8' })).toEqualTypeOf<NdArray<'<f8'>>();
+expectTypeOf(inMemory).toEqualTypeOf<NpzArchive<SyncByteSource>>();
 expectTypeOf(bytesSource(bytes)).toMatchTypeOf<SyncByteSource>();
 expectTypeOf(blobSource(new Blob([]))).toMatchTypeOf<AsyncByteSource>();
 expectTypeOf(urlSource('https://example.org/x.npz')).toMatchTypeOf<Promise<ByteSource>>();

@@ -123,6 +123,8 @@ export function parseDatetimeText(text: string, unit: DatetimeUnit, multiplier =
   const m = TEXT_FORM.exec(text);
   if (!m) refuse(`expected ${datetimeText(0n, unit)}'s form`);
   const [, y, mo, d, h, mi, s, f] = m!;
+  // No int64 count reaches a year of more than 20 digits; a longer one is refused before any arithmetic.
+  if (y!.length > 21) refuse('a year past any int64 count');
   const year = BigInt(y!);
   if (yearText(year) !== y) refuse('a year as numpy pads it');
   // Every field the unit has, and no other: the text is the one numpy writes for this unit.
@@ -171,8 +173,11 @@ const MS_PER: Partial<Record<DatetimeUnit, bigint>> = { W: 604_800_000n, D: 86_4
 export function datetimeToDate(count: bigint, unit: DatetimeUnit, multiplier = 1): Date {
   if (count === NAT) return new Date(Number.NaN);
   let ms: bigint;
-  if (unit === 'Y' || unit === 'M') ms = parseDatetimeText(`${datetimeText(count, unit, multiplier)}${unit === 'Y' ? '-01-01' : '-01'}`, 'D') * 86_400_000n;
-  else if (MS_PER[unit] !== undefined) ms = count * BigInt(multiplier) * MS_PER[unit]!;
+  if (unit === 'Y' || unit === 'M') {
+    // The first day of the year or month.
+    const [years, month] = unit === 'Y' ? [count * BigInt(multiplier), 0n] : floorDivMod(count * BigInt(multiplier), 12n);
+    ms = daysFromCivil(1970n + years, Number(month) + 1, 1) * 86_400_000n;
+  } else if (MS_PER[unit] !== undefined) ms = count * BigInt(multiplier) * MS_PER[unit]!;
   else {
     const perMs = PER_DAY[unit]! / 86_400_000n;
     const n = count * BigInt(multiplier);

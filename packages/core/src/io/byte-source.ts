@@ -46,7 +46,8 @@ export function isByteSource(x: unknown): x is ByteSource {
   return typeof x === 'object' && x !== null && typeof (x as ByteSource).read === 'function' && typeof (x as ByteSource).size === 'number';
 }
 
-function isPromise(x: unknown): x is Promise<unknown> {
+/** Whether a read's result is a promise (an async source) rather than the bytes (a blocking one). */
+export function isPromise(x: unknown): x is Promise<unknown> {
   return typeof (x as Promise<unknown> | null)?.then === 'function';
 }
 
@@ -186,7 +187,8 @@ export function withByteCache(source: ByteSource, options: ByteCacheOptions = {}
       const first = Math.floor(offset / blockBytes);
       const last = Math.floor((end - 1) / blockBytes);
       const parts = await Promise.all(Array.from({ length: last - first + 1 }, (_, i) => block(first + i, readOptions.signal)));
-      if (parts.length === 1) return parts[0]!.subarray(offset - first * blockBytes, end - first * blockBytes);
+      // A copy: the bytes may become an array's own memory, and the cached block serves later reads too.
+      if (parts.length === 1) return parts[0]!.slice(offset - first * blockBytes, end - first * blockBytes);
       const out = new Uint8Array(end - offset);
       parts.forEach((p, i) => {
         const blockStart = (first + i) * blockBytes;

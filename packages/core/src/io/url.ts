@@ -126,6 +126,15 @@ async function readBody(res: Response, max: number, href: string, counted: { byt
   return out;
 }
 
+/** `length` bytes to fill, or an NpyError where one buffer cannot hold them (a size a server claims). */
+function bufferFor(length: number, href: string): Uint8Array {
+  try {
+    return new Uint8Array(length);
+  } catch {
+    throw new NpyError('TOO_LARGE', `${href}: a read of ${length} bytes is larger than one buffer can hold; read it in regions`);
+  }
+}
+
 /** An answer that is not the one asked for (a wrong range, more bytes than asked, a broken multipart body). */
 function badResponse(message: string): never {
   throw new NpyError('BAD_RESPONSE', message);
@@ -240,7 +249,8 @@ export class HttpFile {
    * the file's end); `suffix` asks for the file's last `length` bytes instead (`bytes=-length`).
    */
   async range(from: number, length: number, signal?: AbortSignal, suffix = false): Promise<Uint8Array> {
-    if (this.whole) return this.whole.subarray(from, from + length);
+    // Copies: what a read returns may become an array's own memory (zero-copy), which a caller may write.
+    if (this.whole) return suffix ? this.whole.slice(Math.max(0, this.whole.length - length)) : this.whole.slice(from, from + length);
     const last = from + length - 1;
     const spec = suffix ? `-${length}` : `${from}-${last}`;
     return overNetwork(this.href, `bytes ${spec}`, signal, async () => {
@@ -248,7 +258,7 @@ export class HttpFile {
       const res = await this.doFetch(this.href, { headers: { ...this.options.headers, Range: `bytes=${spec}` }, signal });
       if (res.status === 200) {
         const whole = await this.wholeAnswer(res, `bytes ${spec}`);
-        return suffix ? whole.subarray(Math.max(0, whole.length - length)) : whole.subarray(from, from + length);
+        return suffix ? whole.slice(Math.max(0, whole.length - length)) : whole.slice(from, from + length);
       }
       if (res.status !== 206) return this.statusError(res, `bytes ${spec}`);
       const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
@@ -291,7 +301,11 @@ export class HttpFile {
         if (res.status === 200 && declared <= (this.options.wholeBodyBytes ?? WHOLE_BODY_BYTES)) {
           // A small whole object is read (and counted) and kept: every range of it is then at hand.
           const whole = await this.wholeAnswer(res, `bytes ${spec}`);
-          return groups.map((g) => whole.subarray(g.offset, g.offset + g.length));
+          return groups.map((g) => {
+            if (g.offset + g.length > whole.length)
+              badResponse(`${this.href}: the whole answer has ${whole.length} bytes, bytes ${g.offset}-${g.offset + g.length - 1} were asked for`);
+            return whole.subarray(g.offset, g.offset + g.length);
+          });
         }
         await res.body?.cancel(); // a large one is left unread
         return null;
@@ -316,10 +330,11 @@ export class HttpFile {
     signal?.throwIfAborted();
     const end = this.size >= 0 ? Math.min(this.size, offset + length) : offset + length;
     if (end <= offset) return new Uint8Array(0);
-    if (this.whole) return this.whole.subarray(offset, end);
+    if (this.whole) return this.whole.slice(offset, end);
     const piece = this.requestBytes;
     if (end - offset <= piece) return this.range(offset, end - offset, signal);
-    const out = new Uint8Array(end - offset);
+    // Pages of the buffer are touched only as pieces arrive: memory follows the bytes received.
+    const out = bufferFor(end - offset, this.href);
     let next = offset;
     let got = 0;
     await inParallel(this.concurrency, async (stopped) => {
@@ -376,7 +391,8 @@ export async function urlSource(
       if (end <= offset) return new Uint8Array(0);
       if (offset >= tailStart) {
         http.stats.cached++;
-        return tail.subarray(offset - tailStart, end - tailStart);
+        // A copy: the bytes may become an array's own memory, and the tail serves later reads too.
+        return tail.slice(offset - tailStart, end - tailStart);
       }
       // What lies before the tail is asked for; what lies in it is already here.
       const asked = await http.read(offset, Math.min(end, tailStart) - offset, readOptions.signal);
@@ -477,6 +493,8 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
         }
         for (const g of batch) {
           const body = await http.range(g.offset, g.length, signal);
+          if (body.length < g.length)
+            throw new NpyError('DATA_TRUNCATED', `${href} ends at byte ${g.offset + body.length}, the region needs byte ${g.offset + g.length}`);
           placeGroup(out, g, body);
           cache?.set(g.offset, body);
         }

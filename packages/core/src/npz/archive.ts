@@ -18,7 +18,7 @@ import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync } from '../io/steps.js';
-import { bytesSource, windowSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
+import { bytesSource, isPromise, windowSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -195,15 +195,19 @@ const MIN_WINDOW = 64 << 10;
 
 /** Windows an archive keeps between its reads, and the largest window kept: small members and headers near each other share reads. */
 const KEPT_WINDOWS = 4;
-const KEPT_WINDOW_BYTES = 1 << 20;
+const KEPT_WINDOW_BYTES = 256 << 10;
 
-/** Recent reads of an archive's source, newest first: at most {@link KEPT_WINDOWS} of at most 1 MiB each. */
+/** Recent reads of an archive's async source, newest first: private copies, never handed out. */
 type Windows = { at: number; bytes: Uint8Array }[];
 
 /**
  * The async driver of zip reads over any source: each `view` step is one read of at least 64 KiB,
- * and the latest windows are kept (in `kept`, shared by the archive's reads), so that a member's
- * local header, its data and its neighbours' headers come in one read, local or remote.
+ * kept for the rest of the operation. Of an async source (a file, a URL) the latest small windows are
+ * also kept across operations, in `kept`, so that a member's local header, its data and its
+ * neighbours' headers come in one read. Those are copies, and what comes from them is copied again:
+ * an array decoded from a view (zero-copy) never shares bytes that a later read is served from, so
+ * writing into it cannot change what the archive reads next. A blocking source (bytes in memory) is
+ * read directly each time: its reads cost nothing and are views of the caller's own bytes.
  */
 export function performViewsAsync(source: ByteSource, kept: Windows = []): PerformAsync {
   let last: Windows[number] | null = null; // this operation's latest read, whatever its size
@@ -211,12 +215,14 @@ export function performViewsAsync(source: ByteSource, kept: Windows = []): Perfo
     if (step.op !== 'view') throw new NpyError('INTERNAL', `an archive's source cannot perform '${step.op}'`);
     const end = Math.min(source.size, step.at + step.length);
     if (end <= step.at) return new Uint8Array(0);
-    const hit = [last, ...kept].find((w) => w !== null && w.at <= step.at && w.at + w.bytes.length >= end);
-    if (hit) return hit.bytes.subarray(step.at - hit.at, end - hit.at);
-    const bytes = await source.read(step.at, Math.min(source.size - step.at, Math.max(step.length, MIN_WINDOW)), { signal });
+    if (last && last.at <= step.at && last.at + last.bytes.length >= end) return last.bytes.subarray(step.at - last.at, end - last.at);
+    const hit = kept.find((w) => w.at <= step.at && w.at + w.bytes.length >= end);
+    if (hit) return hit.bytes.slice(step.at - hit.at, end - hit.at);
+    const pending = source.read(step.at, Math.min(source.size - step.at, Math.max(step.length, MIN_WINDOW)), { signal });
+    const bytes = isPromise(pending) ? await pending : pending;
     last = { at: step.at, bytes };
-    if (bytes.length <= KEPT_WINDOW_BYTES) {
-      kept.unshift({ at: step.at, bytes });
+    if (isPromise(pending) && bytes.length <= KEPT_WINDOW_BYTES) {
+      kept.unshift({ at: step.at, bytes: bytes.slice() });
       kept.length = Math.min(kept.length, KEPT_WINDOWS);
     }
     return bytes.subarray(0, Math.min(step.length, bytes.length));
@@ -499,7 +505,9 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
         throw new NpyError('ZIP_UNSUPPORTED', 'region reads need a stored member; this one is deflated (read it whole with get())', { member: entry.name });
       }
       const { base, header } = await this.runAsync(openingMember(this.source.size, entry, { ...this.options, ...options }), options.signal);
-      return npyReaderOf(windowSource(this.source as ByteSource, base, entry.compressedSize, entry.name), header, entry.name);
+      // Reads go through the archive, so that a member read after close() fails with CLOSED.
+      const through: ByteSource = { size: this.source.size, name: this.source.name, read: (at, length, o) => this.readRange(at, length, o?.signal) };
+      return npyReaderOf(windowSource(through, base, entry.compressedSize, entry.name), header, entry.name);
     });
   }
 
@@ -557,8 +565,12 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     return this.close();
   }
 
+  /** `using z = …`: closes a blocking source at once; an async one's close is started, its failure ignored (use `await using`). */
   [Symbol.dispose](): void {
-    (this as NpzArchive<SyncByteSource>).closeSync();
+    if (this.closed) return;
+    this.closed = true;
+    const closing = this.source.close?.();
+    if (isPromise(closing)) closing.catch(() => {});
   }
 }
 

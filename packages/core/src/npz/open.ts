@@ -1,5 +1,5 @@
 /** Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
-import { blobSource, bytesSource, isByteSource, type ByteSource } from '../io/byte-source.js';
+import { blobSource, bytesSource, isByteSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
 import { resolveUrl } from '../io/open.js';
 import { urlSource, type HttpOptions } from '../io/url.js';
 import { NpzArchive, type NpzOptions } from './archive.js';
@@ -30,6 +30,8 @@ export async function npzSourceOf(input: NpzSource, options: HttpOptions = {}): 
  * const w = await z.get('dense/kernel', { expect: '<f4' });
  * const rows = await (await z.openMember('big')).read([0, 0], [10, 512]);
  */
+export async function openNpz(input: ArrayBuffer | ArrayBufferView | SyncByteSource, options?: OpenNpzOptions): Promise<NpzArchive<SyncByteSource>>;
+export async function openNpz(input: NpzSource, options?: OpenNpzOptions): Promise<NpzArchive>;
 export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): Promise<NpzArchive> {
   options.signal?.throwIfAborted();
   const source = await npzSourceOf(input, options);

@@ -204,6 +204,8 @@ function isHttpUrl(text: string): boolean {
  * const kernel = await z.get('dense/kernel');
  * await using remote = await openNpz('https://example.org/model.npz');
  */
+export function openNpz(input: ArrayBuffer | ArrayBufferView | SyncByteSource, options?: NpzFileOptions & HttpOptions): Promise<NpzArchive<SyncByteSource>>;
+export function openNpz(input: string | NpzSource, options?: NpzFileOptions & HttpOptions): Promise<NpzArchive>;
 export function openNpz(input: string | NpzSource, options: NpzFileOptions & HttpOptions = {}): Promise<NpzArchive> {
   if (typeof input === 'string' && !isHttpUrl(input)) return NpzFile.openFile(input, options);
   if (input instanceof URL && input.protocol === 'file:') return NpzFile.openFile(fileURLToPath(input), options);
