@@ -66,6 +66,18 @@ function installDebianPackages() {
 }
 
 /**
+ * Python packages the tests ask for ground truth: PyTorch 2.x, safetensors and ml_dtypes in the
+ * `python3` that has numpy 2 (a CPU wheel of torch installs from these machines' package source;
+ * `--retries 0` keeps pip from waiting on an index it cannot reach).
+ */
+function installPythonPackages() {
+  if (spawnSync('python3', ['-c', 'import torch, safetensors, ml_dtypes'], { stdio: 'ignore' }).status === 0) return;
+  console.log('installing the Python packages the tests need: torch safetensors ml-dtypes');
+  const r = spawnSync('python3', ['-m', 'pip', 'install', '-q', '--retries', '0', 'torch', 'safetensors', 'ml-dtypes'], { stdio: 'inherit' });
+  if (r.status !== 0) console.log('could not install torch, safetensors and ml-dtypes; the tests that need them will fail');
+}
+
+/**
  * Files that take minutes on a 2-core machine start first, so that the others fill the time beside
  * them (longest first keeps the last process from starting late). Measured on a fresh clone.
  */
@@ -163,5 +175,6 @@ if (inProcess) {
   finish(totals(printed));
 } else {
   installDebianPackages();
+  installPythonPackages();
   await runInParallel();
 }

@@ -104,6 +104,18 @@ test("the printout after the info line is numpy's repr, for every case", async (
   assert.equal(wrong, []);
 });
 
+test("ml_dtypes' float8_e5m2 (written as <f1, which numpy cannot load) prints as ml_dtypes' repr", async () => {
+  const file = join(dir, 'e5m2.npy');
+  const want = python(`import ml_dtypes
+a = (np.random.default_rng(3).standard_normal(40) * 10.0 ** np.arange(-20, 20, dtype=np.float32)).astype(np.float32).astype(ml_dtypes.float8_e5m2)
+a[:4] = [np.nan, -np.inf, 0, -0.0]
+np.save(${JSON.stringify(file)}, a)
+print(repr(a))`).trim();
+  const r = await runCli(['show', file]);
+  assert.is(r.code, 0, r.stderr);
+  assert.is(r.stdout.split('\n').slice(1).join('\n').trim(), want);
+});
+
 test("object arrays: Python's repr of every value whose type survives decoding, lists as list([...])", async () => {
   const file = join(dir, 'objects.npy');
   python(`import datetime, decimal, fractions

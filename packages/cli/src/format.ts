@@ -17,7 +17,7 @@ import {
 } from '@npyts/core';
 import { decimalText, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
-import { formatFloatsLikeNumpy } from './numpy-floats.js';
+import { formatFloatsLikeNumpy, percentG } from './numpy-floats.js';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -233,6 +233,9 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
       return values.map((v) => reprBytes(v as Uint8Array));
     case 'void':
       return values.map((v) => voidText(v as Uint8Array));
+    case 'mlfloat':
+      // ml_dtypes' scalars print as C's %g (six significant digits), unpadded.
+      return values.map((v) => percentG(v as number));
     default:
       return values.map((v) => formatPython(v));
   }
@@ -348,6 +351,7 @@ function recordRepr(dt: DType & { form: 'record' }): string {
 /** numpy's `dtype_short_repr`. */
 function dtypeRepr(dt: DType): string {
   if (dt.form === 'record') return recordRepr(dt);
+  if (dt.mlFloat) return /^[A-Za-z][A-Za-z0-9]*$/.test(dt.name) ? dt.name : `'${dt.name}'`;
   if ('SUV'.includes(dt.kind) || !dt.isNative) return `'${dt.str}'`;
   return /^[A-Za-z][A-Za-z0-9]*$/.test(dt.name) ? dt.name : `'${dt.name}'`;
 }

@@ -110,3 +110,26 @@ export function formatFloatsLikeNumpy(xs: readonly number[], itemsize: number, s
     return `${head}.${frac.padEnd(padRight)}`;
   });
 }
+
+/**
+ * C's `%g` of a number, as Python's `'%g' % x` prints it (ml_dtypes' scalars print so): six
+ * significant digits rounded exactly (half to even), trailing zeros dropped, exponent form below
+ * 1e-4 and from 1e6 (`1e+06`).
+ */
+export function percentG(x: number): string {
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x < 0 ? '-inf' : 'inf';
+  const sign = x < 0 || Object.is(x, -0) ? '-' : '';
+  if (x === 0) return `${sign}0`;
+  let e = exactExponent(Math.abs(x), Math.floor(Math.log10(Math.abs(x))));
+  let digits = scaledRound(x, 5 - e).toString();
+  if (digits.length > 6) {
+    // 9.999995 rounded up to 10.0000
+    digits = digits.slice(0, 6);
+    e += 1;
+  }
+  const trim = (t: string): string => (t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t);
+  if (e < -4 || e >= 6) return `${sign}${trim(`${digits[0]}.${digits.slice(1)}`)}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+  const text = e >= 0 ? `${digits.slice(0, e + 1)}.${digits.slice(e + 1)}` : `0.${'0'.repeat(-e - 1)}${digits}`;
+  return `${sign}${trim(text)}`;
+}

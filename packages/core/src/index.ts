@@ -15,6 +15,8 @@ export {
   parseTypeString,
   recordDType,
   subarrayDType,
+  mlFloatDType,
+  voidAsMlFloat,
   shapeSize,
   shapeRepr,
   NATIVE_ORDER,
@@ -66,6 +68,8 @@ export { readItem, NOT_A_TIME, type Scalar, type ScalarRecord } from './array/re
 export { datetimeText, parseDatetimeText, datetimeToDate } from './format/datetime-text.js';
 export type { TypedArray, TypedArrayConstructor, ArrayData, Complex } from './format/js-types.js';
 export { float16ToNumber, numberToFloat16, longDoubleToNumber, longDoubleIsNumber, numberToLongDouble } from './format/float-bits.js';
+export { ML_FLOATS, mlFloatToNumber, numberToMlFloat, mlFloatsToFloat32, isMlFloatName, type MlFloatName } from './format/ml-floats.js';
+export { toFloat32 } from './array/widen.js';
 export { arrayToJSON } from './array/json.js';
 export { decodeNpz, encodeNpz, NpzArchive, type NpzOptions, type NpzReadOptions, type NpzInput, type NpzWriteOptions } from './npz/archive.js';
 export { openNpz, type NpzSource, type OpenNpzOptions } from './npz/open.js';

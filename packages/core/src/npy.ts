@@ -63,6 +63,7 @@ export function hasObject(dtype: DType): boolean {
     int: no,
     uint: no,
     float: no,
+    mlfloat: no,
     complex: no,
     bytes: no,
     str: no,
@@ -214,7 +215,7 @@ export function toNdArray(input: NdArray | ArraySpec): NdArray {
     if (typed instanceof ctor && !(ctor === Uint8Array && typed instanceof Uint8ClampedArray)) {
       return new NdArray(dtype, shape, typed, input.order ?? 'C');
     }
-    if (unitsPerItem !== 1 || (dtype.kind === 'f' && dtype.itemsize !== 4 && dtype.itemsize !== 8)) {
+    if (unitsPerItem !== 1 || (dtype.kind === 'f' && dtype.itemsize !== 4 && dtype.itemsize !== 8) || dtype.mlFloat) {
       throw new NpyError('DTYPE_MISMATCH', `${typed.constructor.name} cannot hold ${dtype.str} data; use ${ctor.name}`);
     }
     return converted(Array.from(typed as ArrayLike<number>), dtype, shape, input.order);

@@ -321,6 +321,10 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
     void: () => generic((v) => v),
     bytes: () => generic((v) => String.fromCharCode(...(v as Uint8Array))),
     bool: none,
+    // stdlib has no bfloat16 or float8; widening is exact but is a copy, which this view-sharing adapter does not make silently.
+    mlfloat: () => {
+      throw new NpyError('NO_COUNTERPART', `${dt.name} has no stdlib counterpart; widen it exactly with toFloat32(array) from @npyts/core first`);
+    },
     object: none,
     record: none,
     subarray: none,

@@ -5,7 +5,7 @@ import {
   NpyError,
   arrayFromValues,
   familyOf,
-  float16ToNumber,
+  toFloat32,
   matchDType,
   parseDescr,
   readItem,
@@ -68,7 +68,8 @@ export function checkFloat64(array: NdArray, options: ToTensorOptions): void {
 function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
   const dt = array.dtype;
   if (dt.realBytes === 4) return array.data as Float32Array;
-  if (dt.realBytes === 2) return Float32Array.from(array.data as Uint16Array, float16ToNumber); // exact
+  // float16, bfloat16 and float8 are widened exactly.
+  if (dt.realBytes === 2 || familyOf(dt) === 'mlfloat') return toFloat32(array).data;
   checkFloat64(array, options);
   if (dt.realBytes === 8) return Float32Array.from(array.data as Float64Array);
   // x86 long double, held as raw bytes: read each value, then round to float32.
@@ -87,7 +88,7 @@ function floatsOf(array: NdArray, options: ToTensorOptions): Float32Array {
 
 /** The tfjs dtype of a descr's tensor: float32 for every float, int32 for integers, bool, complex64, string; never for what has none. */
 export type TensorDTypeOf<S> =
-  FamilyOf<S> extends 'float'
+  FamilyOf<S> extends 'float' | 'mlfloat'
     ? 'float32'
     : FamilyOf<S> extends 'int' | 'uint'
       ? 'int32'
@@ -137,6 +138,7 @@ export function tensorDTypeOf(dt: DType): WeightDType {
     void: noTensor,
     bool: () => 'bool',
     float: () => 'float32',
+    mlfloat: () => 'float32',
     complex: () => 'complex64',
     int: () => 'int32',
     uint: () => 'int32',

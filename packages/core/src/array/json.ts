@@ -131,6 +131,7 @@ function makeConverter(dtype: DType): Converter {
     int: integer,
     uint: integer,
     float: () => (v) => jsonNumber(v as number),
+    mlfloat: () => (v) => jsonNumber(v as number),
     complex: () => (v) => [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)],
     datetime: date,
     timedelta: time,

@@ -56,6 +56,8 @@ export function storageOf(dtype: DType): Storage {
       if (dt.itemsize === 8) return { ctor: Float64Array, unitsPerItem: 1, swapUnit: 8 };
       return { ctor: Uint8Array, unitsPerItem: 16, swapUnit: 16 };
     },
+    // Narrow floats are kept as their bits: exact, and what the formats that hold them store.
+    mlfloat: (dt) => (dt.itemsize === 2 ? { ctor: Uint16Array, unitsPerItem: 1, swapUnit: 2 } : { ctor: Uint8Array, unitsPerItem: 1, swapUnit: 0 }),
     complex: (dt) => {
       if (dt.itemsize === 8) return { ctor: Float32Array, unitsPerItem: 2, swapUnit: 4 };
       if (dt.itemsize === 16) return { ctor: Float64Array, unitsPerItem: 2, swapUnit: 8 };

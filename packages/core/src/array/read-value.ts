@@ -4,6 +4,7 @@ import type { DType } from '../format/dtype.js';
 import { matchDType, perDType } from '../format/dtype-cases.js';
 import { NpyError } from '../errors.js';
 import { float16ToNumber, longDoubleToNumber } from '../format/float-bits.js';
+import { mlFloatToNumber } from '../format/ml-floats.js';
 import type { ArrayData, Complex, TypedArray } from '../format/js-types.js';
 
 /**
@@ -69,6 +70,7 @@ function makeItemReader(dtype: DType): ItemReader {
     complex: (dt) =>
       size === 32 ? fromBytes(dt.withByteOrder('=')) : (data, i) => ({ re: (data as Float32Array)[2 * i]!, im: (data as Float32Array)[2 * i + 1]! }),
     bool: () => (data, i) => (data as Uint8Array)[i] !== 0,
+    mlfloat: (dt) => (data, i) => mlFloatToNumber(dt.mlFloat!, (data as Uint16Array | Uint8Array)[i]!),
     str: () => (data, i) => codePointsToString((k) => (data as Uint32Array)[i * (size / 4) + k]!, size / 4),
     int: () => typed,
     uint: () => typed,
@@ -138,6 +140,8 @@ function makeReader(dtype: DType): Reader {
             ? (v, _, at) => v.getUint32(at, le)
             : (v, _, at) => v.getBigUint64(at, le),
     float: () => (view, bytes, at) => readFloat(size, view, bytes, at, le),
+    mlfloat: (dt) =>
+      size === 2 ? (view, _, at) => mlFloatToNumber(dt.mlFloat!, view.getUint16(at, le)) : (_, bytes, at) => mlFloatToNumber(dt.mlFloat!, bytes[at]!),
     complex: () => (view, bytes, at) => ({ re: readFloat(size / 2, view, bytes, at, le), im: readFloat(size / 2, view, bytes, at + size / 2, le) }),
     datetime: () => (view, _, at) => view.getBigInt64(at, le),
     timedelta: () => (view, _, at) => view.getBigInt64(at, le),

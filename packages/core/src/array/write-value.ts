@@ -5,6 +5,7 @@ import { NOT_A_TIME } from './read-value.js';
 import type { Complex } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
 import { numberToFloat16, numberToLongDouble } from '../format/float-bits.js';
+import { numberToMlFloat } from '../format/ml-floats.js';
 
 export function fail(message: string, field?: string): never {
   throw new NpyError('BAD_VALUE', message, field === undefined ? {} : { field });
@@ -124,6 +125,11 @@ function makeWriter(dtype: DType): Writer {
     datetime: time,
     timedelta: time,
     float: () => (view, bytes, at, v, field) => writeFloat(size, view, bytes, at, toNumber(v, dtype, field), le),
+    mlfloat: (dt) => (view, bytes, at, v, field) => {
+      const bits = numberToMlFloat(dt.mlFloat!, toNumber(v, dtype, field));
+      if (size === 2) view.setUint16(at, bits, le);
+      else bytes[at] = bits;
+    },
     complex: () => (view, bytes, at, v, field) => {
       const c = toComplex(v, dtype, field);
       writeFloat(size / 2, view, bytes, at, c.re, le);

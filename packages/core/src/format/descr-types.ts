@@ -50,6 +50,8 @@ type Text = Entry<Uint32Array, string, string, 'str'>;
 type DateTime = Entry<BigInt64Array, bigint, Int, 'datetime'>;
 type TimeDelta = Entry<BigInt64Array, bigint, Int, 'timedelta'>;
 type PyObject = Entry<unknown[], unknown, unknown, 'object'>;
+type BF16 = Entry<Uint16Array, number, Int, 'mlfloat'>;
+type F8 = Entry<Uint8Array, number, Int, 'mlfloat'>;
 
 /** numpy's type codes and names (without byte order), as parseTypeString reads them on x86-64 Linux. */
 interface ScalarCodes {
@@ -151,6 +153,10 @@ interface ScalarCodes {
   m: TimeDelta;
   m8: TimeDelta;
   timedelta64: TimeDelta;
+  bfloat16: BF16;
+  float8_e4m3fn: F8;
+  float8_e5m2: F8;
+  f1: F8;
 }
 
 /** The wide entry: a descr whose meaning is not known at compile time. */
@@ -284,6 +290,8 @@ export interface KindFamilies {
   datetime: `<M8[${string}]`;
   timedelta: `<m8[${string}]`;
   object: '|O';
+  /** ml_dtypes' narrow floats, kept as their bits: `bfloat16`, `float8_e4m3fn`, `float8_e5m2`. */
+  mlfloat: 'bfloat16' | 'float8_e4m3fn' | 'float8_e5m2';
   record: readonly FieldDescr[];
 }
 /** The kind families of dtypes (`'float'`, `'int'`, `'str'`, `'record'`, …), as `NdArray.is()` and `matchDType` name them. */

@@ -13,7 +13,7 @@ export type DTypeCases<R> = {
   subarray(dtype: SubarrayDType, base: DType, shape: readonly number[]): R;
 } & { [F in Exclude<KindFamily, 'record'>]: (dtype: ScalarDType) => R };
 
-const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
+const FAMILY: Record<string, Exclude<KindFamily, 'record' | 'mlfloat'>> = {
   b: 'bool',
   i: 'int',
   u: 'uint',
@@ -32,7 +32,7 @@ const FAMILY: Record<string, Exclude<KindFamily, 'record'>> = {
  * @example
  * const bits = matchDType(dtype, { record: () => 0, subarray: () => 0, bool: () => 8, int: (d) => d.itemsize * 8,
  *   uint: (d) => d.itemsize * 8, float: (d) => d.itemsize * 8, complex: (d) => d.itemsize * 8, bytes: () => 0, str: () => 0,
- *   void: () => 0, datetime: () => 64, timedelta: () => 64, object: () => 0 });
+ *   void: () => 0, datetime: () => 64, timedelta: () => 64, object: () => 0, mlfloat: (d) => d.itemsize * 8 });
  */
 export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
   switch (dtype.form) {
@@ -41,7 +41,7 @@ export function matchDType<R>(dtype: DType, cases: DTypeCases<R>): R {
     case 'subarray':
       return cases.subarray(dtype, dtype.subarray.base, dtype.subarray.shape);
     case 'scalar':
-      return cases[FAMILY[dtype.kind]!](dtype);
+      return dtype.mlFloat ? cases.mlfloat(dtype) : cases[FAMILY[dtype.kind]!](dtype);
   }
 }
 
@@ -67,5 +67,5 @@ export function perDType<T>(make: (dtype: DType) => T): (dtype: DType) => T {
  * familyOf(parseDescr([['a', '<i4']]));   // 'record'
  */
 export function familyOf(dtype: DType): KindFamily {
-  return dtype.fields ? 'record' : dtype.subarray ? 'void' : FAMILY[dtype.kind]!;
+  return dtype.fields ? 'record' : dtype.subarray ? 'void' : dtype.mlFloat ? 'mlfloat' : FAMILY[dtype.kind]!;
 }

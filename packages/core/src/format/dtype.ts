@@ -8,6 +8,7 @@
 import { NpyError } from '../errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
+import { ML_FLOATS, isMlFloatName, type MlFloatName } from './ml-floats.js';
 
 /** A dtype's byte order as numpy writes it: `<` little, `>` big, `|` not applicable. */
 export type ByteOrder = '<' | '>' | '|';
@@ -59,6 +60,7 @@ interface DTypeCommonInit {
   itemsize: number;
   unit?: DatetimeUnit;
   multiplier?: number;
+  mlFloat?: MlFloatName | null;
 }
 
 /**
@@ -96,6 +98,12 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
   /** datetime64/timedelta64 unit ('' for generic) and multiplier (`m8[2s]` → 2). */
   readonly unit: DatetimeUnit;
   readonly multiplier: number;
+  /**
+   * The narrow float format of a `bfloat16`, `float8_e4m3fn` or `float8_e5m2` dtype (ml_dtypes'
+   * types), null for every numpy type. Such a dtype has kind `'V'` and `str` `<V2`, `<V1` or `<f1`,
+   * which is what ml_dtypes writes into a header; its kind family is `'mlfloat'`.
+   */
+  readonly mlFloat: MlFloatName | null;
 
   /** Narrows to the {@link DType} union: every DTypeBase is one of its three forms. */
   static [Symbol.hasInstance](value: unknown): value is DType {
@@ -113,6 +121,7 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     this.itemsize = init.itemsize;
     this.unit = init.unit ?? '';
     this.multiplier = init.multiplier ?? 1;
+    this.mlFloat = init.mlFloat ?? null;
   }
 
   /** True when stored bytes are in this machine's byte order already (or have none): reading them needs no swap. */
@@ -124,6 +133,8 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
   get str(): string {
     if (this.fields || this.subarray) return `|V${this.itemsize}`;
     if (this.kind === 'O') return '|O';
+    // ml_dtypes writes float8_e5m2 as `<f1` and the others as `<V{size}`.
+    if (this.mlFloat) return `${this.byteOrder}${this.mlFloat === 'float8_e5m2' ? 'f' : 'V'}${this.itemsize}`;
     const code = this.kind === 'b' ? 'b' : this.kind;
     const size = this.kind === 'U' ? this.itemsize / 4 : this.itemsize;
     let s = `${this.byteOrder}${code}${size}`;
@@ -162,6 +173,7 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     const bits = this.itemsize * 8;
     // numpy leaves the size off flexible types of size 0: `bytes`, `str`, `void`.
     const flexBits = bits === 0 ? '' : String(bits);
+    if (this.mlFloat) return this.mlFloat;
     switch (this.kind) {
       case 'b':
         return 'bool';
@@ -195,6 +207,8 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     if (this.subarray) return `subarray ${shapeRepr(this.subarray.shape)} of ${this.subarray.base.description}`;
     const endian = this.byteOrder === '<' ? 'little-endian ' : this.byteOrder === '>' ? 'big-endian ' : '';
     const bits = this.itemsize * 8;
+    if (this.mlFloat)
+      return `${this.itemsize === 1 ? '' : endian}${this.mlFloat} (${ML_FLOATS[this.mlFloat].exponentBits}-bit exponent, ${ML_FLOATS[this.mlFloat].mantissaBits}-bit mantissa)`;
     switch (this.kind) {
       case 'b':
         return 'boolean';
@@ -242,7 +256,14 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
       }
       case 'scalar':
         if (self.byteOrder === '|' || self.byteOrder === target) return self;
-        return new ScalarDType({ kind: self.kind, byteOrder: target, itemsize: self.itemsize, unit: self.unit, multiplier: self.multiplier });
+        return new ScalarDType({
+          kind: self.kind,
+          byteOrder: target,
+          itemsize: self.itemsize,
+          unit: self.unit,
+          multiplier: self.multiplier,
+          mlFloat: self.mlFloat,
+        });
     }
   }
 
@@ -537,10 +558,13 @@ export function parseTypeString(spec: string, field?: string): DType {
 const typeStringCache = new Map<string, DType>();
 
 function parseTypeStringUncached(spec: string, field?: string): DType {
+  const ml = /^([<>|=]?)(\w+)$/.exec(spec);
+  if (ml && isMlFloatName(ml[2]!)) return mlFloatDType(ml[2], ml[1]);
   const m = /^([<>|=]?)([A-Za-z?_][A-Za-z_]*?)(\d*)(?:\[(\d*)([A-Za-z]+)\])?$/.exec(spec);
   if (!m) badDescr(`'${spec}' is not a numpy type string`, field);
   const [, order, code, digits, mult, unit] = m as unknown as [string, string, string, string, string | undefined, string | undefined];
   // Named types (`float64`, `datetime64[ns]`) carry their size in the name.
+  if (code === 'f' && digits === '1') return mlFloatDType('float8_e5m2', order);
   const named = NAMED[code + digits];
   if (named !== undefined && code.length > 1) {
     const inner = /^([<>|=]?)(.*)$/.exec(named)!;
@@ -575,6 +599,36 @@ function parseTypeStringUncached(spec: string, field?: string): DType {
   const oneByteOrder = kind === 'U' ? false : size <= 1 || kind === 'S' || kind === 'V' || kind === 'O' || kind === 'b';
   const byteOrder: ByteOrder = oneByteOrder ? '|' : order === '<' || order === '>' ? order : NATIVE_ORDER;
   return new ScalarDType({ kind, byteOrder, itemsize: size, unit: dtUnit, multiplier });
+}
+
+/**
+ * A narrow float dtype (ml_dtypes' `bfloat16`, `float8_e4m3fn`, `float8_e5m2`). Its byte order is
+ * `<` unless `>` is asked (ml_dtypes writes `<` even for one byte). `<f1` is float8_e5m2: numpy
+ * cannot read it, and ml_dtypes writes float8_e5m2 that way.
+ * @example
+ * mlFloatDType('bfloat16').str;   // '<V2'
+ */
+export function mlFloatDType(name: MlFloatName, order: string = '<'): DType {
+  const byteOrder = order === '>' || (order === '=' && NATIVE_ORDER === '>') ? '>' : '<';
+  return new ScalarDType({ kind: 'V', byteOrder, itemsize: ML_FLOATS[name].itemsize, mlFloat: name });
+}
+
+/**
+ * A plain void dtype read as the narrow float format it holds: ml_dtypes writes `bfloat16` as `<V2`
+ * and `float8_e4m3fn` as `<V1`, which reads back as raw bytes. Refused unless the dtype is plain
+ * void of the format's size (or the format itself).
+ * @example
+ * voidAsMlFloat(parseDescr('<V2'), 'bfloat16').name;   // 'bfloat16'
+ */
+export function voidAsMlFloat(dtype: DType, name: MlFloatName): DType {
+  if (dtype.mlFloat === name) return dtype;
+  if (dtype.form !== 'scalar' || dtype.kind !== 'V' || dtype.mlFloat || dtype.itemsize !== ML_FLOATS[name].itemsize) {
+    throw new NpyError(
+      'DTYPE_MISMATCH',
+      `the data is ${dtype.str} (${dtype.name}), not the ${ML_FLOATS[name].itemsize}-byte void that ml_dtypes writes for ${name}; read it without the ${name} option`,
+    );
+  }
+  return mlFloatDType(name);
 }
 
 /**
@@ -673,7 +727,7 @@ function descrFromPy(v: PyValue, path: string, depth: number): DType {
     let dt = descrFromPy(fieldDescr!, fieldPath || where, depth + 1);
     if (shapeV !== undefined) dt = subarrayDType(dt, toShape(shapeV, fieldPath), fieldPath);
     // numpy's descr_to_dtype: a ''-named plain void field is padding that only advances the offset.
-    const isPadding = name === '' && dt.kind === 'V' && !dt.fields && !dt.subarray;
+    const isPadding = name === '' && dt.kind === 'V' && !dt.fields && !dt.subarray && !dt.mlFloat;
     // Any other field named '' is a real field (numpy's own test_load_padded_dtype has one).
     if (!isPadding) specs.push({ name, title, dtype: dt, offset });
     offset += dt.itemsize;

@@ -1,5 +1,6 @@
 /** The .npy preamble: magic, version, header length and the header dict, read and written as numpy does. */
-import { type DType, dtypeFromHeaderValue, parseDescr, shapeRepr } from './dtype.js';
+import { type DType, dtypeFromHeaderValue, parseDescr, shapeRepr, voidAsMlFloat } from './dtype.js';
+import type { MlFloatName } from './ml-floats.js';
 import { NpyError } from '../errors.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
@@ -57,6 +58,12 @@ export interface ReadHeaderOptions {
   expect?: DescrInput;
   /** With `expect`: the byte order must match too. */
   exactByteOrder?: boolean;
+  /**
+   * Read a plain void dtype as the narrow float it holds: ml_dtypes writes `bfloat16` as `<V2` and
+   * `float8_e4m3fn` as `<V1`, which numpy and npyts otherwise read as raw bytes. A dtype that is not
+   * a void of that size is refused (`DTYPE_MISMATCH`). `<f1` is read as `float8_e5m2` without it.
+   */
+  voidAs?: MlFloatName;
 }
 
 const latin1 = new TextDecoder('latin1');
@@ -166,10 +173,11 @@ export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderO
   if (!Number.isSafeInteger(dataBytes)) {
     throw new NpyError('SIZE_OVERFLOW', `array of shape ${shapeRepr(h.shape)} and item size ${h.dtype.itemsize} is larger than 2^53 bytes`, { offset: start });
   }
-  if (options.expect !== undefined) checkExpected(h.dtype, options.expect, options.exactByteOrder ?? false, start);
+  const dtype = options.voidAs === undefined ? h.dtype : voidAsMlFloat(h.dtype, options.voidAs);
+  if (options.expect !== undefined) checkExpected(dtype, options.expect, options.exactByteOrder ?? false, start);
   return {
     version: [major, 0],
-    dtype: h.dtype,
+    dtype,
     shape: h.shape,
     fortranOrder: h.fortranOrder,
     dataOffset: end,
