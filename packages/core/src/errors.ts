@@ -36,7 +36,7 @@ export type NpyErrorCode =
   | 'ZIP_CRC'
   /** A member whose sizes disagree (inflated more or less than declared, sizes that cannot be true). */
   | 'ZIP_SIZE'
-  /** A key that names no member of the archive: the message lists the keys it has. */
+  /** A key that names no member of the archive (or tensor of a weight file): the message lists the keys it has. */
   | 'NPZ_KEY'
   /** A member larger than one buffer can hold (the message names streamNpzMember), or past 4 GiB compressed without zip64 room. */
   | 'TOO_LARGE'
@@ -112,6 +112,8 @@ export type NpyErrorCode =
   | 'WRITE_FAILED'
   /** A save target (or weight) that cannot take what is saved there: a function where a path is needed, no file system, no page. */
   | 'BAD_TARGET'
+  /** A .safetensors file whose header is not what the format allows (a length past the end, bad JSON, a key twice, an unknown dtype, ranges that do not tile the data). */
+  | 'BAD_SAFETENSORS'
   /** A Python pickle that is malformed or breaks a limit of the unpickler. */
   | 'BAD_PICKLE'
   /** A step a driver cannot perform: a bug in npyts, please report it. */
@@ -191,4 +193,16 @@ export function withWhere(e: unknown, more: Pick<NpyErrorDetails, 'file' | 'memb
   const named = new NpyError(e.code, written.get(e) ?? e.message, details);
   if (e.stack) named.stack = e.stack.replace(e.message, named.message);
   return named;
+}
+
+/**
+ * The error of a key that names nothing (`NPZ_KEY`): the one message for archives and weight files,
+ * listing the keys there are (the first 20, then how many more).
+ * @example
+ * throw unknownKey('w', ['a', 'b'], 'the archive');
+ */
+export function unknownKey(name: string, names: readonly string[], where: string): NpyError {
+  const shown = names.slice(0, 20).map((n) => `'${n}'`);
+  if (names.length > 20) shown.push(`and ${names.length - 20} more`);
+  return new NpyError('NPZ_KEY', `no array '${name}' in ${where}; it has ${names.length ? shown.join(', ') : 'none'}`);
 }

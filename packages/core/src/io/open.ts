@@ -12,7 +12,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { NpyError } from '../errors.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import { blobSource, bytesSource, isByteSource, type ByteSource } from './byte-source.js';
-import { openNpyUrl, type UrlOptions } from './url.js';
+import { openNpyUrl, urlSource, type HttpOptions, type UrlOptions } from './url.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
 /** What a reader has read so far: requests (reads of its source, or HTTP requests), body bytes, and reads a cache served. */
@@ -42,6 +42,20 @@ export type NpySource = string | URL | Blob | ArrayBuffer | ArrayBufferView | By
 export function resolveUrl(url: string | URL): string {
   const base = (globalThis as { location?: { href: string } }).location?.href;
   return base ? new URL(String(url), base).href : String(url);
+}
+
+/**
+ * The byte source of a file given as a URL (read by range requests; a relative URL resolves against
+ * the page; `tailBytes` is what the first request asks for, from the end), a `Blob` (sliced), bytes
+ * (viewed), or a source (as it is): the one place where every container's input becomes a source.
+ * @example
+ * const source = await sourceOf('https://example.org/model.safetensors');
+ */
+export async function sourceOf(input: NpySource, options: HttpOptions & { tailBytes?: number } = {}): Promise<ByteSource> {
+  if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);
+  if (typeof Blob !== 'undefined' && input instanceof Blob) return blobSource(input);
+  if (isByteSource(input)) return input;
+  return bytesSource(input as ArrayBuffer | ArrayBufferView, 'the bytes');
 }
 
 /**

@@ -19,6 +19,9 @@ export { checkRegularFile, readHeaderFromFd, type AsyncOptions } from './fd.js';
 export type { PickleOptions } from './pickle-options.js';
 export { writeBeside } from './beside.js';
 export * from './npz/index.js';
+export { fileSource } from './sources.js';
+export { openSafetensors, openSafetensorsSync, saveSafetensors, saveSafetensorsSync, type SaveSafetensorsOptions } from './safetensors.js';
+export { SafetensorsFile } from '../safetensors/file.js';
 export { NpzArchive } from '../npz/archive.js';
 export {
   openNpyFile,

@@ -13,7 +13,7 @@ import {
   type DecodeOptions,
   type EncodeOptions,
 } from '../npy.js';
-import { NpyError, withWhere } from '../errors.js';
+import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
@@ -79,10 +79,7 @@ export class NpzIndex {
   entry(name: string): ZipEntry {
     const e = this.byName.get(name) ?? this.byName.get(`${name}.npy`);
     if (!e) {
-      throw new NpyError(
-        'NPZ_KEY',
-        `no array '${name}' in the archive; it has ${this.names.length ? this.names.map((n) => `'${n}'`).join(', ') : 'no members'}`,
-      );
+      throw unknownKey(name, this.names, 'the archive');
     }
     return e;
   }

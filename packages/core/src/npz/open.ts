@@ -1,7 +1,7 @@
 /** Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
-import { blobSource, bytesSource, isByteSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
-import { resolveUrl } from '../io/open.js';
-import { urlSource, type HttpOptions } from '../io/url.js';
+import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
+import { sourceOf } from '../io/open.js';
+import type { HttpOptions } from '../io/url.js';
 import { NpzArchive, type NpzOptions } from './archive.js';
 
 /** Where an archive can be opened from in any runtime (`@npyts/core/node` adds paths). */
@@ -9,17 +9,6 @@ export type NpzSource = string | URL | Blob | ArrayBuffer | ArrayBufferView | By
 
 /** Options of {@link openNpz}: the archive's, and (for a URL) the HTTP options. */
 export interface OpenNpzOptions extends NpzOptions, HttpOptions {}
-
-/**
- * The byte source of an archive given as a URL (read by range requests; a relative URL resolves
- * against the page), a `Blob` (sliced), bytes (viewed), or a source (as it is).
- */
-export async function npzSourceOf(input: NpzSource, options: HttpOptions = {}): Promise<ByteSource> {
-  if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);
-  if (typeof Blob !== 'undefined' && input instanceof Blob) return blobSource(input);
-  if (isByteSource(input)) return input;
-  return bytesSource(input as ArrayBuffer | ArrayBufferView, 'the bytes');
-}
 
 /**
  * Open a .npz from a URL, a `Blob`/`File`, bytes or any {@link ByteSource}: only the directory is
@@ -34,7 +23,7 @@ export async function openNpz(input: ArrayBuffer | ArrayBufferView | SyncByteSou
 export async function openNpz(input: NpzSource, options?: OpenNpzOptions): Promise<NpzArchive>;
 export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): Promise<NpzArchive> {
   options.signal?.throwIfAborted();
-  const source = await npzSourceOf(input, options);
+  const source = await sourceOf(input, options);
   try {
     return await NpzArchive.open(source, options);
   } catch (e) {

@@ -1,7 +1,6 @@
-/** An archive file on disk: open it (its central directory), read members as arrays or bytes, or load them all. */
-import { closeSync, fstatSync } from 'node:fs';
+
 import type { FileHandle } from 'node:fs/promises';
-import { allocateBuffer, swapBytes } from '../../array/memory.js';
+import { swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
 import { readHeader, type NpyHeader } from '../../format/header.js';
@@ -23,38 +22,14 @@ import {
   type ZipEntry,
 } from '../../npz/zip.js';
 import type { AsyncByteSource, SyncByteSource } from '../../io/byte-source.js';
-import { inTurns, openFile, openFileSync, readFully, readFullyAsync, type AsyncOptions } from '../fd.js';
+import { inTurns, openFile, type AsyncOptions } from '../fd.js';
+import { fileHandleSource, fileSource, isHttpUrl } from '../sources.js';
 import { crc32 } from '../native.js';
 import { arrayOverNative } from '../npy-files.js';
 import { zlibCodec } from './codec.js';
 import { loadCodec, type PickleOptions } from '../pickle-options.js';
 import { inflatedArray, storedArray, type MemberFile } from './direct.js';
 
-/**
- * Positional reads from an open file: memory is what is read, never the whole file.
- * @example
- * const z = new NpzArchive(fileSource('big.npz'));
- */
-export function fileSource(path: string): SyncByteSource {
-  const fd = openFileSync(path);
-  try {
-    const size = fstatSync(fd).size;
-    return {
-      size,
-      name: path,
-      read(offset, length) {
-        const out = new Uint8Array(allocateBuffer(length));
-        const got = readFully(fd, out, offset);
-        return got === length ? out : out.subarray(0, got);
-      },
-      readInto: (target, offset) => readFully(fd, target, offset),
-      close: () => closeSync(fd),
-    };
-  } catch (e) {
-    closeSync(fd);
-    throw e;
-  }
-}
 
 /** Options of {@link openNpzSync} and {@link loadNpzSync}: the archive's, and object arrays as `loadNpy` takes them (`allowPickle`). */
 export interface NpzFileOptionsSync extends NpzOptions, PickleOptions {}
@@ -176,24 +151,7 @@ export class NpzFile extends NpzArchive<AsyncByteSource> implements MemberFile {
   }
 }
 
-/** An open file handle as an async source: positional reads of only the bytes asked for. */
-function fileHandleSource(fh: FileHandle, path: string, size: number): AsyncByteSource {
-  return {
-    size,
-    name: path,
-    async read(offset, length, options = {}) {
-      const out = new Uint8Array(allocateBuffer(Math.max(0, Math.min(length, size - offset))));
-      const got = await readFullyAsync(fh, out, offset, options.signal);
-      return got === out.length ? out : out.subarray(0, got);
-    },
-    close: () => fh.close(),
-  };
-}
 
-/** Whether a string names a URL that `openNpz` reads by range rather than a path (`http:`, `https:`). */
-function isHttpUrl(text: string): boolean {
-  return /^https?:\/\//i.test(text);
-}
 
 /**
  * Open a .npz without blocking: a path (read with positional reads of the file), or anything core's

@@ -1,0 +1,76 @@
+/** .safetensors files on disk: opened by position, written beside the target and renamed over it. */
+import type { SyncByteSource } from '../io/byte-source.js';
+import type { NpySource } from '../io/open.js';
+import type { FileRef, Operation } from '../io/steps.js';
+import type { HttpOptions } from '../io/url.js';
+import { SafetensorsFile } from '../safetensors/file.js';
+import { safetensorsParts, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
+import { writingBeside } from './beside.js';
+import { run, runSync } from './drive.js';
+import type { AsyncOptions } from './fd.js';
+import { fileSource, nodeSourceOf } from './sources.js';
+
+/**
+ * Open a .safetensors file without blocking: a path or `file:` URL (positional reads), an `http(s)`
+ * URL (range requests), a `Blob`, bytes or a byte source. The header is read and checked now, each
+ * tensor when asked for. Close it, or `await using` it.
+ * @example
+ * await using f = await openSafetensors('model.safetensors');
+ * f.names;                                // tensor names, in file order
+ * const w = await f.get('fc.weight');
+ */
+export async function openSafetensors(input: string | NpySource, options: HttpOptions = {}): Promise<SafetensorsFile> {
+  const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
+  try {
+    return await SafetensorsFile.open(source, options);
+  } catch (e) {
+    if (source !== input) await source.close?.();
+    throw e;
+  }
+}
+
+/**
+ * {@link openSafetensors} of a path, blocking: `getSync` reads tensors.
+ * @example
+ * using f = openSafetensorsSync('model.safetensors');
+ * const w = f.getSync('fc.weight');
+ */
+export function openSafetensorsSync(path: string): SafetensorsFile<SyncByteSource> {
+  const source = fileSource(path);
+  try {
+    return SafetensorsFile.openSync(source);
+  } catch (e) {
+    source.close?.();
+    throw e;
+  }
+}
+
+/** Options of {@link saveSafetensors}. */
+export interface SaveSafetensorsOptions extends SafetensorsWriteOptions, AsyncOptions {}
+
+/**
+ * Write tensors as a .safetensors file that Python's `safetensors` loads, without blocking: checked
+ * before anything is written, written beside `path` and renamed over it when complete.
+ * @example
+ * await saveSafetensors('model.safetensors', { 'fc.weight': w, 'fc.bias': b }, { metadata: { format: 'pt' } });
+ */
+export async function saveSafetensors(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptions = {}): Promise<void> {
+  await run(savingSafetensors(path, tensors, options), options.signal, path);
+}
+
+/**
+ * {@link saveSafetensors}, blocking.
+ * @example
+ * saveSafetensorsSync('model.safetensors', { w });
+ */
+export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SafetensorsWriteOptions = {}): void {
+  runSync(savingSafetensors(path, tensors, options), path);
+}
+
+function* savingSafetensors(path: string, tensors: SafetensorsInput, options: SafetensorsWriteOptions): Operation<void> {
+  const { header, bodies } = safetensorsParts(tensors, options); // checked before the file beside is made
+  yield* writingBeside(path, function* (file: FileRef) {
+    yield { op: 'write', file, bytes: header, at: null };
+    for (const bytes of bodies) if (bytes.length) yield { op: 'write', file, bytes, at: null };
+  });
+}

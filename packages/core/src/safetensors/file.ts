@@ -1,0 +1,236 @@
+/**
+ * A .safetensors file over any byte source: its header read and checked when opened, each tensor
+ * read when asked for, by range (a remote file moves the header and the tensors asked for).
+ */
+import type { NdArray } from '../array/ndarray.js';
+import { NpyError, unknownKey, withWhere } from '../errors.js';
+import type { DescrInput } from '../format/descr-types.js';
+import type { DType } from '../format/dtype.js';
+import { matchesDescr, type NpyHeader } from '../format/header.js';
+import { isPromise, readSync, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
+import { npyReaderOf, type NpyReader } from '../io/open.js';
+import { mapInParallel } from '../io/settle.js';
+import { arrayOfData, type Expecting } from '../npy.js';
+import { LENGTH_BYTES, headerLength, parseSafetensorsHeader, type SafetensorsEntry, type SafetensorsIndex } from './header.js';
+
+/** Bytes read first: the length field and, for most files, the whole header. */
+const FIRST_READ = 64 << 10;
+/** Tensors read at once by getAll. */
+const TENSORS_IN_FLIGHT = 4;
+
+/** Options of a tensor read: the dtype expected (checked before any data is read), and `signal`. */
+export interface TensorReadOptions {
+  signal?: AbortSignal | undefined;
+  /** The dtype the caller expects (byte order free): `UNEXPECTED_DTYPE` otherwise, before the data is read. */
+  expect?: DescrInput;
+}
+
+/** What a weight file says of one tensor without reading it. */
+export interface TensorInfo {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+/**
+ * An open .safetensors file: `names`, each tensor's `info`, `metadata`, and `get` (the blocking
+ * `getSync` where the source is blocking). Tensors are C order, as the format stores them.
+ * @example
+ * const f = await openSafetensors('model.safetensors');
+ * f.info('fc.weight');                      // { dtype: bfloat16, shape: [10, 84] }
+ * const w = toFloat32(await f.get('fc.weight'));
+ */
+export class SafetensorsFile<Src extends ByteSource = ByteSource> implements AsyncDisposable, Disposable {
+  private readonly byName: Map<string, SafetensorsEntry>;
+  private closed = false;
+
+  /** Internal: use `SafetensorsFile.open` (any source) or `openSafetensorsSync`. */
+  constructor(
+    readonly source: Src,
+    private readonly index: SafetensorsIndex,
+  ) {
+    this.byName = new Map(index.entries.map((e) => [e.name, e]));
+  }
+
+  /**
+   * Open a .safetensors file over any source: its header is read and checked now (one read for a
+   * header up to 64 KiB, two for a longer one).
+   * @example
+   * const f = await SafetensorsFile.open(blobSource(file));
+   */
+  static async open<S extends ByteSource>(source: S, options: { signal?: AbortSignal | undefined } = {}): Promise<SafetensorsFile<S>> {
+    try {
+      const first = await source.read(0, Math.min(FIRST_READ, source.size), { signal: options.signal });
+      const n = headerLength(first, source.size);
+      const json = LENGTH_BYTES + n <= first.length ? first.subarray(LENGTH_BYTES, LENGTH_BYTES + n) : await readFully(source, LENGTH_BYTES, n, options.signal);
+      return new SafetensorsFile(source, parseSafetensorsHeader(json, source.size));
+    } catch (e) {
+      throw withWhere(e, { file: source.name ?? 'the safetensors file' });
+    }
+  }
+
+  /**
+   * Open a .safetensors file over a blocking source (bytes, a file opened blocking).
+   * @example
+   * const f = SafetensorsFile.openSync(bytesSource(bytes));
+   */
+  static openSync<S extends SyncByteSource>(source: S): SafetensorsFile<S> {
+    try {
+      const first = readSync(source, 0, Math.min(FIRST_READ, source.size));
+      const n = headerLength(first, source.size);
+      const json = LENGTH_BYTES + n <= first.length ? first.subarray(LENGTH_BYTES, LENGTH_BYTES + n) : readSync(source, LENGTH_BYTES, n);
+      if (json.length < n) throw new NpyError('TRUNCATED', `the header ends at byte ${LENGTH_BYTES + json.length}, its length says ${LENGTH_BYTES + n}`);
+      return new SafetensorsFile(source, parseSafetensorsHeader(json, source.size));
+    } catch (e) {
+      throw withWhere(e, { file: source.name ?? 'the safetensors file' });
+    }
+  }
+
+  /** Tensor names in the order of their data in the file. */
+  get names(): string[] {
+    return this.index.entries.map((e) => e.name);
+  }
+
+  /** The header's `__metadata__` (string to string; empty when the file has none). */
+  get metadata(): Readonly<Record<string, string>> {
+    return this.index.metadata;
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** A tensor's dtype and shape, from the header (nothing is read). */
+  info(name: string): TensorInfo {
+    const { header } = this.entry(name);
+    return { dtype: header.dtype, shape: header.shape };
+  }
+
+  /** A tensor's dtype name as the file writes it (`BF16`, `F32`). */
+  storedDType(name: string): string {
+    return this.entry(name).stored;
+  }
+
+  /** A tensor as a .npy header would describe it: dtype, shape, and its data's offset in the file. */
+  header(name: string): NpyHeader {
+    return this.entry(name).header;
+  }
+
+  private entry(name: string): SafetensorsEntry {
+    const e = this.byName.get(name);
+    if (!e) throw withWhere(unknownKey(name, this.names, 'the safetensors file'), { file: this.fileName });
+    return e;
+  }
+
+  private get fileName(): string {
+    return this.source.name ?? 'the safetensors file';
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new NpyError('CLOSED', `${this.fileName} is closed`);
+  }
+
+  private checked(name: string, expect: DescrInput | undefined): NpyHeader {
+    this.checkOpen();
+    const { header } = this.entry(name);
+    if (expect !== undefined && !matchesDescr(header.dtype, expect)) {
+      throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${header.dtype.name}, not ${String(expect)}`), { file: this.fileName });
+    }
+    return header;
+  }
+
+  /**
+   * One tensor, read by range: only its bytes move (in reads of at most 8 MiB, several at once).
+   * @example
+   * const w = await f.get('fc.weight', { expect: '<f4' });   // NdArray<'<f4'>
+   */
+  async get<const S extends DescrInput>(name: string, options: TensorReadOptions & Expecting<S>): Promise<NdArray<S>>;
+  async get(name: string, options?: TensorReadOptions): Promise<NdArray>;
+  async get(name: string, options: TensorReadOptions = {}): Promise<NdArray> {
+    const header = this.checked(name, options.expect);
+    try {
+      return await this.reader(name, header).read(
+        header.shape.map(() => 0),
+        header.shape,
+        { signal: options.signal },
+      );
+    } catch (e) {
+      throw withWhere(e, { file: this.fileName, member: name });
+    }
+  }
+
+  /** One tensor, read blocking (a blocking source only). */
+  getSync<const S extends DescrInput>(this: SafetensorsFile<SyncByteSource>, name: string, options: Omit<TensorReadOptions, 'signal'> & Expecting<S>): NdArray<S>;
+  getSync(this: SafetensorsFile<SyncByteSource>, name: string, options?: Omit<TensorReadOptions, 'signal'>): NdArray;
+  getSync(this: SafetensorsFile<SyncByteSource>, name: string, options: Omit<TensorReadOptions, 'signal'> = {}): NdArray {
+    const header = this.checked(name, options.expect);
+    try {
+      const bytes = readSync(this.source, header.dataOffset, header.dataBytes);
+      if (bytes.length < header.dataBytes) {
+        throw new NpyError('DATA_TRUNCATED', `the file ends at byte ${header.dataOffset + bytes.length}, the tensor needs byte ${header.dataOffset + header.dataBytes}`);
+      }
+      return arrayOfData(header, bytes.buffer, bytes.byteOffset);
+    } catch (e) {
+      throw withWhere(e, { file: this.fileName, member: name });
+    }
+  }
+
+  /**
+   * Region reads of one tensor: only the bytes of each region asked for move.
+   * @example
+   * const rows = await (f.openTensor('embed.weight')).read([1000, 0], [10, 4096]);
+   */
+  openTensor(name: string): NpyReader {
+    return this.reader(name, this.checked(name, undefined));
+  }
+
+  private reader(name: string, header: NpyHeader): NpyReader {
+    // Reads go through the file, so that a tensor read after close() fails with CLOSED.
+    const through: ByteSource = {
+      size: this.source.size,
+      name: this.source.name,
+      read: (at, length, o) => {
+        this.checkOpen();
+        return this.source.read(at, length, o) as Promise<Uint8Array>;
+      },
+    };
+    return npyReaderOf(through, header, name);
+  }
+
+  /** Every tensor, by name in file order, a few read at once. */
+  async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+    const names = this.names;
+    const arrays = await mapInParallel(names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
+    return new Map(names.map((n, i) => [n, arrays[i]!]));
+  }
+
+  /** Every tensor, blocking (a blocking source only). */
+  getAllSync(this: SafetensorsFile<SyncByteSource>): Map<string, NdArray> {
+    return new Map(this.names.map((n) => [n, this.getSync(n)]));
+  }
+
+  /** Release the source; later reads fail with CLOSED. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.source.close?.();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** `using f = …`: closes a blocking source at once; an async one's close is started, its failure ignored. */
+  [Symbol.dispose](): void {
+    if (this.closed) return;
+    this.closed = true;
+    const closing = this.source.close?.();
+    if (isPromise(closing)) closing.catch(() => {});
+  }
+}
+
+/** `length` bytes at `offset`, or TRUNCATED where the source has fewer. */
+async function readFully(source: ByteSource, offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+  const got = await source.read(offset, length, { signal });
+  if (got.length < length) throw new NpyError('TRUNCATED', `the header ends at byte ${offset + got.length}, its length says ${offset + length}`);
+  return got;
+}
