@@ -22,6 +22,8 @@ export * from './npz/index.js';
 export { fileSource } from './sources.js';
 export { openSafetensors, openSafetensorsSync, saveSafetensors, saveSafetensorsSync, type SaveSafetensorsOptions } from './safetensors.js';
 export { SafetensorsFile } from '../safetensors/file.js';
+export { openWeights, loadWeights } from './weights.js';
+export { WeightFile, type WeightFormat, type OpenWeightsOptions } from '../weights/open.js';
 export { NpzArchive } from '../npz/archive.js';
 export {
   openNpyFile,

@@ -12,7 +12,28 @@ import { toNdArray, type ArraySpec } from '../npy.js';
 import { LENGTH_BYTES, safetensorsDTypeName } from './header.js';
 
 /** The reference's dtype order (its enum); tensors are written from the last of these to the first. */
-const DTYPE_ORDER = ['BOOL', 'F4', 'F6_E2M3', 'F6_E3M2', 'U8', 'I8', 'F8_E5M2', 'F8_E4M3', 'F8_E8M0', 'I16', 'U16', 'F16', 'BF16', 'I32', 'U32', 'F32', 'C64', 'F64', 'I64', 'U64'];
+const DTYPE_ORDER = [
+  'BOOL',
+  'F4',
+  'F6_E2M3',
+  'F6_E3M2',
+  'U8',
+  'I8',
+  'F8_E5M2',
+  'F8_E4M3',
+  'F8_E8M0',
+  'I16',
+  'U16',
+  'F16',
+  'BF16',
+  'I32',
+  'U32',
+  'F32',
+  'C64',
+  'F64',
+  'I64',
+  'U64',
+];
 
 /** Tensors to write: by name, in an object or a Map. */
 export type SafetensorsInput = Record<string, NdArray | ArraySpec> | Map<string, NdArray | ArraySpec>;
@@ -52,7 +73,10 @@ export function safetensorsParts(input: SafetensorsInput, options: SafetensorsWr
     const array = toNdArray(value);
     const stored = safetensorsDTypeName(array.dtype);
     if (stored === null) {
-      throw new NpyError('NO_COUNTERPART', `'${name}' is ${array.dtype.name}, which safetensors cannot hold (it holds bool, integers, float16/32/64, bfloat16, float8 and complex64)`);
+      throw new NpyError(
+        'NO_COUNTERPART',
+        `'${name}' is ${array.dtype.name}, which safetensors cannot hold (it holds bool, integers, float16/32/64, bfloat16, float8 and complex64)`,
+      );
     }
     return { name, stored, array };
   });

@@ -159,14 +159,21 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
   }
 
   /** One tensor, read blocking (a blocking source only). */
-  getSync<const S extends DescrInput>(this: SafetensorsFile<SyncByteSource>, name: string, options: Omit<TensorReadOptions, 'signal'> & Expecting<S>): NdArray<S>;
+  getSync<const S extends DescrInput>(
+    this: SafetensorsFile<SyncByteSource>,
+    name: string,
+    options: Omit<TensorReadOptions, 'signal'> & Expecting<S>,
+  ): NdArray<S>;
   getSync(this: SafetensorsFile<SyncByteSource>, name: string, options?: Omit<TensorReadOptions, 'signal'>): NdArray;
   getSync(this: SafetensorsFile<SyncByteSource>, name: string, options: Omit<TensorReadOptions, 'signal'> = {}): NdArray {
     const header = this.checked(name, options.expect);
     try {
       const bytes = readSync(this.source, header.dataOffset, header.dataBytes);
       if (bytes.length < header.dataBytes) {
-        throw new NpyError('DATA_TRUNCATED', `the file ends at byte ${header.dataOffset + bytes.length}, the tensor needs byte ${header.dataOffset + header.dataBytes}`);
+        throw new NpyError(
+          'DATA_TRUNCATED',
+          `the file ends at byte ${header.dataOffset + bytes.length}, the tensor needs byte ${header.dataOffset + header.dataBytes}`,
+        );
       }
       return arrayOfData(header, bytes.buffer, bytes.byteOffset);
     } catch (e) {

@@ -147,7 +147,9 @@ export function parseSafetensorsHeader(json: Uint8Array, fileSize: number): Safe
     for (const d of t.shape) size *= d;
     const bytes = size * t.dtype.itemsize;
     if (!Number.isSafeInteger(bytes) || bytes !== t.end - t.begin) {
-      bad(`tensor '${t.name}': shape ${shapeRepr(t.shape)} of ${t.stored} is ${Number.isSafeInteger(bytes) ? bytes : 'more than 2^53'} bytes, its data_offsets hold ${t.end - t.begin}`);
+      bad(
+        `tensor '${t.name}': shape ${shapeRepr(t.shape)} of ${t.stored} is ${Number.isSafeInteger(bytes) ? bytes : 'more than 2^53'} bytes, its data_offsets hold ${t.end - t.begin}`,
+      );
     }
     at = t.end;
     return {

@@ -1,4 +1,3 @@
-
 import type { FileHandle } from 'node:fs/promises';
 import { swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
@@ -29,7 +28,6 @@ import { arrayOverNative } from '../npy-files.js';
 import { zlibCodec } from './codec.js';
 import { loadCodec, type PickleOptions } from '../pickle-options.js';
 import { inflatedArray, storedArray, type MemberFile } from './direct.js';
-
 
 /** Options of {@link openNpzSync} and {@link loadNpzSync}: the archive's, and object arrays as `loadNpy` takes them (`allowPickle`). */
 export interface NpzFileOptionsSync extends NpzOptions, PickleOptions {}
@@ -150,8 +148,6 @@ export class NpzFile extends NpzArchive<AsyncByteSource> implements MemberFile {
     return arrayOverNative(header, bytes.buffer, bytes.byteOffset + header.dataOffset, options);
   }
 }
-
-
 
 /**
  * Open a .npz without blocking: a path (read with positional reads of the file), or anything core's

@@ -1,0 +1,202 @@
+/**
+ * One entry for every weight file npyts reads: `.npz` archives, `.safetensors` files and their
+ * sharded sets, told apart by their bytes (not their names), from any source the archive reader takes.
+ */
+import type { NdArray } from '../array/ndarray.js';
+import { NpyError, withWhere } from '../errors.js';
+import type { DescrInput } from '../format/descr-types.js';
+import type { ByteSource } from '../io/byte-source.js';
+import { resolveUrl, sourceOf, type NpySource } from '../io/open.js';
+import type { HttpOptions } from '../io/url.js';
+import { NpzArchive, type NpzOptions } from '../npz/archive.js';
+import { matchesDescr } from '../format/header.js';
+import type { Expecting } from '../npy.js';
+import { SafetensorsFile, type TensorInfo, type TensorReadOptions } from '../safetensors/file.js';
+import { ShardedSafetensors, parseShardIndex } from '../safetensors/sharded.js';
+
+/** The kinds of weight file: a .npz, a .safetensors file, a sharded set of them. */
+export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded';
+
+/** What every kind of weight file does, as {@link WeightFile} exposes it. */
+interface WeightReads {
+  info(name: string, signal?: AbortSignal): Promise<TensorInfo>;
+  get(name: string, options: TensorReadOptions): Promise<NdArray>;
+  getAll(signal?: AbortSignal): Promise<Map<string, NdArray>>;
+  close(): Promise<void>;
+}
+
+/**
+ * An open weight file of any kind: tensor `names`, each tensor's `info` (dtype and shape, read
+ * without its data), `get`, `getAll`, and the file's `metadata`. Close it, or `await using` it.
+ * @example
+ * await using w = await openWeights('https://example.org/model.safetensors');
+ * for (const name of w.names) console.log(name, (await w.info(name)).shape);
+ */
+export class WeightFile implements AsyncDisposable {
+  /** @internal */
+  constructor(
+    /** Which kind of file this is. */
+    readonly format: WeightFormat,
+    /** Tensor names, in the file's order. */
+    readonly names: readonly string[],
+    /** What the file says besides its tensors (safetensors' `__metadata__`, a sharded index's `metadata`; empty for .npz). */
+    readonly metadata: Readonly<Record<string, unknown>>,
+    private readonly reads: WeightReads,
+  ) {}
+
+  has(name: string): boolean {
+    return this.names.includes(name);
+  }
+
+  /** A tensor's dtype and shape, without reading its data. */
+  info(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<TensorInfo> {
+    return this.reads.info(name, options.signal);
+  }
+
+  /**
+   * One tensor: only its bytes are read.
+   * @example
+   * const w = await file.get('fc.weight', { expect: '<f4' });
+   */
+  async get<const S extends DescrInput>(name: string, options: TensorReadOptions & Expecting<S>): Promise<NdArray<S>>;
+  async get(name: string, options?: TensorReadOptions): Promise<NdArray>;
+  async get(name: string, options: TensorReadOptions = {}): Promise<NdArray> {
+    return this.reads.get(name, options);
+  }
+
+  /** Every tensor by name, in the file's order. */
+  getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+    return this.reads.getAll(options.signal);
+  }
+
+  close(): Promise<void> {
+    return this.reads.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** A .npz archive as a weight file. */
+function npzWeights(archive: NpzArchive): WeightFile {
+  return new WeightFile(
+    'npz',
+    archive.names,
+    {},
+    {
+      info: async (name, signal) => {
+        const h = await archive.header(name, { signal });
+        return { dtype: h.dtype, shape: h.shape };
+      },
+      get: async (name, { signal, expect }) => {
+        const a = await archive.get(name, { signal });
+        if (expect !== undefined && !matchesDescr(a.dtype, expect)) {
+          throw new NpyError('UNEXPECTED_DTYPE', `'${name}' is ${a.dtype.name}, not ${String(expect)}`, { member: name });
+        }
+        return a;
+      },
+      getAll: (signal) => archive.getAll({ signal }),
+      close: () => archive.close(),
+    },
+  );
+}
+
+/** A .safetensors file or a sharded set as a weight file. */
+function safetensorsWeights(file: SafetensorsFile | ShardedSafetensors): WeightFile {
+  return new WeightFile(file instanceof SafetensorsFile ? 'safetensors' : 'safetensors-sharded', file.names, file.metadata, {
+    info: async (name) => file.info(name),
+    get: (name, options) => file.get(name, options),
+    getAll: (signal) => file.getAll({ signal }),
+    close: () => file.close(),
+  });
+}
+
+/** Options of {@link openWeights}: the archive's (for .npz) and, for URLs, the HTTP options. */
+export interface OpenWeightsOptions extends NpzOptions, HttpOptions {}
+
+/** Opens a shard named by a sharded index, given its file name. */
+export type ShardOpener = (file: string, signal?: AbortSignal) => Promise<SafetensorsFile>;
+
+/** The kind of weight file the first bytes of a file of `size` bytes say it is, or an error naming what it is not. */
+function kindOf(first: Uint8Array, size: number, name: string): 'zip' | 'safetensors' | 'index' {
+  if (first[0] === 0x50 && first[1] === 0x4b) return 'zip';
+  // A header length is below 2^56: its last byte is 0, which JSON text cannot hold.
+  if (size >= 8 && first[7] === 0) return 'safetensors';
+  let i = 0;
+  while (i < first.length && (first[i] === 0x20 || first[i] === 0x0a || first[i] === 0x0d || first[i] === 0x09)) i++;
+  if (first[i] === 0x7b) return 'index';
+  if (first[0] === 0x80 && first[1] !== undefined && first[1] <= 5) {
+    throw new NpyError(
+      'BAD_MAGIC',
+      `${name} is a pickle: PyTorch's legacy format (before 1.6) or a plain pickle, which npyts does not read; save it again with torch.save(state_dict, path) in PyTorch ≥ 1.6 (or _use_new_zipfile_serialization=True), or as .safetensors`,
+    );
+  }
+  throw new NpyError('BAD_MAGIC', `${name} is not a weight file npyts reads: a .npz, a .safetensors file or a sharded safetensors index`);
+}
+
+/**
+ * A shard opened over its source; the source is closed again when its header is refused.
+ * @internal
+ */
+export async function openShardSource(source: ByteSource, signal?: AbortSignal): Promise<SafetensorsFile> {
+  try {
+    return await SafetensorsFile.open(source, { signal });
+  } catch (e) {
+    await source.close?.();
+    throw e;
+  }
+}
+
+/**
+ * A weight file over `source`, of the kind its bytes say (see {@link openWeights}); `openShard`
+ * opens the shards a sharded index names (none where the index was given as bytes).
+ * @internal
+ */
+export async function openWeightsFrom(source: ByteSource, options: OpenWeightsOptions, openShard: ShardOpener | null): Promise<WeightFile> {
+  const name = source.name ?? 'the weight file';
+  try {
+    const first = await source.read(0, Math.min(64, source.size), { signal: options.signal });
+    switch (kindOf(first, source.size, name)) {
+      case 'zip':
+        return npzWeights(await NpzArchive.open(source, options));
+      case 'safetensors':
+        return safetensorsWeights(await SafetensorsFile.open(source, options));
+      case 'index': {
+        if (!openShard) {
+          throw new NpyError('BAD_OPTION', `${name} is a sharded safetensors index, whose shards are found beside it: open it by its path or URL`);
+        }
+        const bytes = await source.read(0, source.size, { signal: options.signal });
+        const index = parseShardIndex(bytes, name);
+        await source.close?.();
+        return safetensorsWeights(await ShardedSafetensors.open(index, openShard, options.signal));
+      }
+    }
+  } catch (e) {
+    throw withWhere(e, { file: name });
+  }
+}
+
+/**
+ * Open a weight file of any kind from a URL (read by range: a remote file moves its header or
+ * directory and the tensors asked for), a `Blob`/`File`, bytes, or any byte source: a `.npz`, a
+ * `.safetensors` file, or a sharded set's `*.safetensors.index.json` (given by URL: its shards are
+ * read from beside it). The kind is told by the bytes. `@npyts/core/node` adds paths.
+ * @example
+ * await using w = await openWeights('https://example.org/model.safetensors.index.json');
+ * const embed = await w.get('model.embed_tokens.weight');
+ */
+export async function openWeights(input: NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
+  options.signal?.throwIfAborted();
+  const url = typeof input === 'string' || input instanceof URL ? resolveUrl(input) : null;
+  const source = await sourceOf(input, options);
+  const openShard: ShardOpener | null = url
+    ? async (file, signal) => openShardSource(await sourceOf(new URL(file, url), { ...options, signal, tailBytes: 1 }), signal)
+    : null;
+  try {
+    return await openWeightsFrom(source, options, openShard);
+  } catch (e) {
+    if (source !== input) await source.close?.();
+    throw e;
+  }
+}
