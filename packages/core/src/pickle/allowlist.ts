@@ -329,6 +329,8 @@ export class Global {
   constructor(
     readonly qualified: string,
     readonly target: Constructor | ClassMarker,
+    /** What a reference to the global stands for as data (a torch dtype named as a value), if anything. */
+    readonly value?: unknown,
   ) {}
 }
 
@@ -343,4 +345,15 @@ export function resolveGlobal(module: string, name: string, offset: number): Glo
     );
   }
   return new Global(key, target);
+}
+
+/**
+ * The constructor of a Python builtin this allowlist rebuilds (`builtins set`, `collections
+ * OrderedDict`, `_codecs encode`), for other dialects' allowlists to share; undefined for any other name.
+ * @internal
+ */
+export function builtinConstructor(qualified: string): Constructor | undefined {
+  if (!/^(builtins|collections|_codecs) /.test(qualified) || !Object.hasOwn(ALLOWED, qualified)) return undefined;
+  const target = ALLOWED[qualified];
+  return typeof target === 'function' ? target : undefined;
 }

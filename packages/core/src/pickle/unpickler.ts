@@ -20,6 +20,22 @@ import { Global, resolveGlobal, type Constructor } from './allowlist.js';
 /** Limits of the unpickler (container depth, items, memo size). */
 export type UnpickleOptions = UnpickleLimits;
 
+/**
+ * How a machine reads another library's pickles (PyTorch's checkpoints): its own allowlist of
+ * globals, its persistent ids (storages kept beside the pickle), and dicts kept as Maps.
+ * @internal
+ */
+export interface PickleDialect {
+  /** A global by module and name, refused (PICKLE_FORBIDDEN) unless allowed. */
+  resolveGlobal(module: string, name: string, offset: number): Global;
+  /** The value a persistent id stands for; without it, persistent ids are refused. */
+  persistentLoad?(pid: unknown, offset: number): unknown;
+  /** BUILD of a dict with a dict state sets the dict's attributes (a state_dict's `_metadata`): ignored, not items. */
+  dictStateIsAttributes?: boolean;
+  /** Every dict as a Map, in the order its keys were set (an object would put integer-like keys first). */
+  dictsAsMaps?: boolean;
+}
+
 const NOTHING: readonly unknown[] = [];
 /** Memo entries per chunk. */
 const MEMO_CHUNK = 4096;
@@ -191,8 +207,19 @@ function rawUnicodeEscape(text: string): string {
  * unpickle(pickleBytes);   // e.g. [1, 'two', null] for pickle.dumps([1, 'two', None])
  */
 export function unpickle(input: Uint8Array, options: UnpickleOptions = {}): unknown {
+  return unpickleWith(input, options, NUMPY_DIALECT);
+}
+
+/** numpy's pickles: the allowlist of allowlist.ts, no persistent ids. */
+const NUMPY_DIALECT: PickleDialect = { resolveGlobal };
+
+/**
+ * {@link unpickle} in a dialect: another allowlist, persistent ids.
+ * @internal
+ */
+export function unpickleWith(input: Uint8Array, options: UnpickleOptions, dialect: PickleDialect): unknown {
   // A plain view: Node's Buffer#slice would return views where copies are meant.
-  return new PickleMachine(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), options).run();
+  return new PickleMachine(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), options, dialect).run();
 }
 
 /** The families of opcodes, each run by one method of the machine. */
@@ -233,9 +260,9 @@ const FAMILIES: Record<Family, number[]> = {
     OP.ADDITEMS,
     OP.FROZENSET,
   ],
-  objectOps: [OP.GLOBAL, OP.STACK_GLOBAL, OP.REDUCE, OP.NEWOBJ, OP.NEWOBJ_EX, OP.INST, OP.OBJ, OP.BUILD],
+  objectOps: [OP.GLOBAL, OP.STACK_GLOBAL, OP.REDUCE, OP.NEWOBJ, OP.NEWOBJ_EX, OP.INST, OP.OBJ, OP.BUILD, OP.PERSID, OP.BINPERSID],
   memoOps: [OP.PUT, OP.BINPUT, OP.LONG_BINPUT, OP.MEMOIZE, OP.GET, OP.BINGET, OP.LONG_BINGET],
-  unsupportedOps: [OP.PERSID, OP.BINPERSID, OP.EXT1, OP.EXT2, OP.EXT4, OP.NEXT_BUFFER, OP.READONLY_BUFFER],
+  unsupportedOps: [OP.EXT1, OP.EXT2, OP.EXT4, OP.NEXT_BUFFER, OP.READONLY_BUFFER],
 };
 
 /** The families in the order of `run`'s switch. */
@@ -283,7 +310,11 @@ class PickleMachine {
   private readonly maxMarks: number;
   private readonly maxBytes: number;
 
-  constructor(input: Uint8Array, options: UnpickleOptions) {
+  constructor(
+    input: Uint8Array,
+    options: UnpickleOptions,
+    private readonly dialect: PickleDialect,
+  ) {
     this.r = new Reader(input);
     this.maxDepth = options.maxDepth ?? 1000;
     this.maxMemo = options.maxMemo ?? Math.max(1_000_000, input.length);
@@ -555,7 +586,7 @@ class PickleMachine {
         r.u64();
         return undefined; // framing is transparent here
       case OP.STOP:
-        return { value: finish(this.pop(), (c) => this.depthOf.has(c)) }; // leftovers on the stack are harmless
+        return { value: finish(this.pop(), (c) => this.depthOf.has(c), this.dialect.dictsAsMaps ?? false) }; // leftovers on the stack are harmless
       case OP.POP:
         this.pop();
         return undefined;
@@ -770,14 +801,14 @@ class PickleMachine {
       case OP.GLOBAL: {
         const module = r.line();
         const name = r.line();
-        this.push(resolveGlobal(module, name, at));
+        this.push(this.dialect.resolveGlobal(module, name, at));
         break;
       }
       case OP.STACK_GLOBAL: {
         const name = this.pop();
         const module = this.pop();
         if (typeof module !== 'string' || typeof name !== 'string') bad('STACK_GLOBAL needs two strings', at);
-        this.push(resolveGlobal(module, name, at));
+        this.push(this.dialect.resolveGlobal(module, name, at));
         break;
       }
       case OP.REDUCE: {
@@ -807,7 +838,7 @@ class PickleMachine {
       case OP.INST: {
         const module = r.line();
         const name = r.line();
-        const g = resolveGlobal(module, name, at);
+        const g = this.dialect.resolveGlobal(module, name, at);
         this.push(this.call(g, this.popMark()));
         break;
       }
@@ -815,6 +846,14 @@ class PickleMachine {
         const items = this.popMark();
         const cls = items.shift();
         this.push(this.call(cls, items));
+        break;
+      }
+      case OP.PERSID:
+      case OP.BINPERSID: {
+        const load = this.dialect.persistentLoad;
+        if (!load) bad('persistent ids are not supported', at);
+        const pid = op === OP.PERSID ? r.line() : settle(this.pop());
+        this.push(load.call(this.dialect, pid, at));
         break;
       }
       default:
@@ -831,6 +870,8 @@ class PickleMachine {
       target.build(settle(state));
       const built: unknown = (target as Pending).resolved;
       if (built instanceof NdArray) this.account(built.data.length * 8);
+    } else if (target instanceof Dict && state instanceof Dict && this.dialect.dictStateIsAttributes) {
+      // The dict's attributes (a state_dict's `_metadata`: module versions), not its items.
     } else if (target instanceof Dict && state instanceof Dict) {
       const pairs = state.array(); // OrderedDict-style state
       this.setItems(target, pairs, 0, pairs.length);
@@ -860,7 +901,6 @@ class PickleMachine {
 
   /** Opcodes numpy never writes that would reach outside the pickle: refused by name. */
   private unsupportedOps(op: number, at: number): never {
-    if (op === OP.PERSID || op === OP.BINPERSID) bad('persistent ids are not supported', at);
     if (op === OP.NEXT_BUFFER || op === OP.READONLY_BUFFER) bad('out-of-band buffers are not supported', at);
     return bad('the extension registry (EXT opcodes) is not supported', at);
   }
@@ -952,7 +992,7 @@ function latin1Text(b: Uint8Array, account: (n: number) => void): string {
  * values without nesting opcodes (memoised lists appended into each other), so no recursion follows
  * the data's depth. Each rebuilt container's result is made empty first and filled from a work list.
  */
-function finish(root: unknown, holdsObjects: (container: object) => boolean): unknown {
+function finish(root: unknown, holdsObjects: (container: object) => boolean, dictsAsMaps: boolean): unknown {
   const done = new Map<object, unknown>();
   /** Arrays whose elements are still to be finished, in place. */
   const lists: unknown[][] = [];
@@ -981,7 +1021,7 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
     if (v instanceof Dict) {
       if (v.result !== undefined) return v.result;
       const pairs = v.array();
-      let textKeys = true;
+      let textKeys = !dictsAsMaps;
       for (let i = 0; i < pairs.length && textKeys; i += 2) textKeys = typeof settle(pairs[i]) === 'string';
       v.result = textKeys ? {} : new Map();
       if (holdsObjects(v)) dicts.push(v);
@@ -1000,7 +1040,7 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean): un
       done.set(v, out);
       return out;
     }
-    if (v instanceof Global) bad(`a bare reference to ${v.qualified} is not data`);
+    if (v instanceof Global) return v.value !== undefined ? v.value : bad(`a bare reference to ${v.qualified} is not data`);
     if (v instanceof Set) {
       const out = new Set();
       done.set(v, out);

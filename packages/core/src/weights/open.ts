@@ -3,7 +3,8 @@
  * sharded sets, told apart by their bytes (not their names), from any source the archive reader takes.
  */
 import type { NdArray } from '../array/ndarray.js';
-import { NpyError, withWhere } from '../errors.js';
+import { NpyError, unknownKey, withWhere } from '../errors.js';
+import { mapInParallel } from '../io/settle.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { resolveUrl, sourceOf, type NpySource } from '../io/open.js';
@@ -13,9 +14,10 @@ import { matchesDescr } from '../format/header.js';
 import type { Expecting } from '../npy.js';
 import { SafetensorsFile, type TensorInfo, type TensorReadOptions } from '../safetensors/file.js';
 import { ShardedSafetensors, parseShardIndex } from '../safetensors/sharded.js';
+import { TorchFile } from '../torch/file.js';
 
 /** The kinds of weight file: a .npz, a .safetensors file, a sharded set of them. */
-export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded';
+export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torch';
 
 /** What every kind of weight file does, as {@link WeightFile} exposes it. */
 interface WeightReads {
@@ -112,8 +114,45 @@ function safetensorsWeights(file: SafetensorsFile | ShardedSafetensors): WeightF
   });
 }
 
+/** A torch.save checkpoint as a weight file: its non-tensor values are its metadata. */
+function torchWeights(file: TorchFile): WeightFile {
+  return new WeightFile('torch', file.names, file.metadata, {
+    info: async (name) => file.info(name),
+    get: (name, options) => file.get(name, options),
+    getAll: (signal) => file.getAll({ signal }),
+    close: () => file.close(),
+  });
+}
+
 /** Options of {@link openWeights}: the archive's (for .npz) and, for URLs, the HTTP options. */
-export interface OpenWeightsOptions extends NpzOptions, HttpOptions {}
+export interface OpenWeightsOptions extends NpzOptions, HttpOptions {
+  /**
+   * Only the tensors (and metadata) under this dotted path, with plain names: `{ root: 'model' }`
+   * of a checkpoint `{'model': state_dict, 'optimizer': …}` gives `conv.weight`, not `model.conv.weight`.
+   */
+  root?: string;
+}
+
+/** The part of a weight file under `root`, named without it. */
+function rooted(file: WeightFile, root: string): WeightFile {
+  const prefix = `${root}.`;
+  const names = file.names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length));
+  if (names.length === 0) {
+    const roots = [...new Set(file.names.map((n) => n.split('.')[0]!))];
+    throw unknownKey(root, roots, 'the weight file (as a root)');
+  }
+  const metadata: Record<string, unknown> = Object.create(null);
+  for (const [k, v] of Object.entries(file.metadata)) if (k.startsWith(prefix)) metadata[k.slice(prefix.length)] = v;
+  return new WeightFile(file.format, names, metadata, {
+    info: (name, signal) => file.info(prefix + name, { signal }),
+    get: (name, options) => file.get(prefix + name, options),
+    getAll: async (signal) => {
+      const arrays = await mapInParallel(names, 4, (name) => file.get(prefix + name, { signal }));
+      return new Map(names.map((n, i) => [n, arrays[i]!]));
+    },
+    close: () => file.close(),
+  });
+}
 
 /** Opens a shard named by a sharded index, given its file name. */
 export type ShardOpener = (file: string, signal?: AbortSignal) => Promise<SafetensorsFile>;
@@ -132,7 +171,7 @@ function kindOf(first: Uint8Array, size: number, name: string): 'zip' | 'safeten
       `${name} is a pickle: PyTorch's legacy format (before 1.6) or a plain pickle, which npyts does not read; save it again with torch.save(state_dict, path) in PyTorch ≥ 1.6 (or _use_new_zipfile_serialization=True), or as .safetensors`,
     );
   }
-  throw new NpyError('BAD_MAGIC', `${name} is not a weight file npyts reads: a .npz, a .safetensors file or a sharded safetensors index`);
+  throw new NpyError('BAD_MAGIC', `${name} is not a weight file npyts reads: a .npz, a torch.save file, a .safetensors file or a sharded safetensors index`);
 }
 
 /**
@@ -154,12 +193,32 @@ export async function openShardSource(source: ByteSource, signal?: AbortSignal):
  * @internal
  */
 export async function openWeightsFrom(source: ByteSource, options: OpenWeightsOptions, openShard: ShardOpener | null): Promise<WeightFile> {
+  const file = await openAnyWeights(source, options, openShard);
+  if (options.root === undefined) return file;
+  try {
+    return rooted(file, options.root);
+  } catch (e) {
+    await file.close();
+    throw withWhere(e, { file: source.name ?? 'the weight file' });
+  }
+}
+
+/** {@link openWeightsFrom} before its root is applied. */
+async function openAnyWeights(source: ByteSource, options: OpenWeightsOptions, openShard: ShardOpener | null): Promise<WeightFile> {
   const name = source.name ?? 'the weight file';
   try {
     const first = await source.read(0, Math.min(64, source.size), { signal: options.signal });
     switch (kindOf(first, source.size, name)) {
-      case 'zip':
-        return npzWeights(await NpzArchive.open(source, options));
+      case 'zip': {
+        const archive = await NpzArchive.open(source, options);
+        if (!archive.entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name))) return npzWeights(archive);
+        try {
+          return torchWeights(await TorchFile.fromArchive(archive, options));
+        } catch (e) {
+          await archive.close();
+          throw e;
+        }
+      }
       case 'safetensors':
         return safetensorsWeights(await SafetensorsFile.open(source, options));
       case 'index': {

@@ -1,0 +1,205 @@
+// torch.save files read without Python and without running code, against PyTorch 2.x (python3) and
+// Debian's PyTorch 1.13 (/usr/bin/python3): state_dicts of real modules, every dtype, views that
+// share a storage, transposed and strided views, slices of larger storages (only the slice is read),
+// 0-d and empty tensors, nested checkpoints (dotted names, { root }, metadata); a whole pickled module
+// and a data.pkl that calls os.system are refused, and nothing runs.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bytesSource, toFloat32 } from '@npyts/core';
+import { loadWeights, openWeights } from '@npyts/core/node';
+import { scratch } from '../helpers/numpy.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
+
+const dir = scratch('npyts-torch-');
+const file = (name) => join(dir, name);
+
+/** Run Python (`which`: python3 with torch 2.x, or Debian's with torch 1.13) and parse its JSON. */
+function torchPython(which, code) {
+  const out = execFileSync(which, ['-W', 'ignore', '-c', `import torch, json, sys\n${code}`], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  return out.trim() ? JSON.parse(out) : null;
+}
+
+/** What torch.load(weights_only=True) gives for every tensor of a file: shape, dtype and values as float64 (integers as text). */
+const TRUTH = `
+def truth(path, root=None):
+    d = torch.load(path, weights_only=True)
+    out = {}
+    def walk(p, v):
+        if isinstance(v, torch.Tensor):
+            x = v.detach()
+            vals = x.to(torch.complex128).view(torch.float64).reshape(-1).tolist() if x.is_complex() else [str(int(y)) for y in x.reshape(-1).tolist()] if x.dtype in (torch.int64, getattr(torch, 'uint64', torch.int64)) else x.to(torch.float64).reshape(-1).tolist()
+            out[p] = {'shape': list(x.shape), 'values': vals}
+        elif isinstance(v, dict):
+            for k, y in v.items(): walk(f'{p}.{k}' if p else str(k), y)
+        elif isinstance(v, (list, tuple)) and any(isinstance(y, (torch.Tensor, dict, list, tuple)) for y in v):
+            for i, y in enumerate(v): walk(f'{p}.{i}' if p else str(i), y)
+    walk('', d)
+    return out
+`;
+
+/** Our values of an array in the same form: row-major, float64 (integers of 64 bits as text). */
+function valuesOf(a) {
+  const wide = a.dtype.mlFloat || a.dtype.realBytes === 2 ? toFloat32(a) : a;
+  const n = a.size;
+  const out = [];
+  const strides = a.shape.map((_, k) => a.shape.slice(k + 1).reduce((x, y) => x * y, 1));
+  const fStrides = a.shape.map((_, k) => a.shape.slice(0, k).reduce((x, y) => x * y, 1));
+  const complex = a.dtype.kind === 'c';
+  for (let i = 0; i < n; i++) {
+    let at = 0;
+    for (let k = 0; k < a.shape.length; k++) at += (Math.floor(i / strides[k]) % a.shape[k]) * (a.order === 'F' ? fStrides[k] : strides[k]);
+    if (complex) out.push(wide.data[2 * at], wide.data[2 * at + 1]);
+    else {
+      const v = wide.data[at];
+      out.push(typeof v === 'bigint' ? String(v) : a.dtype.kind === 'b' ? Number(v !== 0) : Number(v));
+    }
+  }
+  return out;
+}
+
+async function checkAgainstTorch(which, path, options = {}) {
+  const want = torchPython(which, `${TRUTH}\nprint(json.dumps(truth(${JSON.stringify(path)})))`);
+  const got = await loadWeights(path, options);
+  const prefix = options.root ? `${options.root}.` : '';
+  const wanted = Object.fromEntries(
+    Object.entries(want)
+      .filter(([k]) => k.startsWith(prefix))
+      .map(([k, v]) => [k.slice(prefix.length), v]),
+  );
+  assert.equal([...got.keys()].sort(), Object.keys(wanted).sort(), `${path}: names`);
+  for (const [name, { shape, values }] of Object.entries(wanted)) {
+    const a = got.get(name);
+    assert.equal(a.shape, shape, `${name}: shape`);
+    assert.equal(valuesOf(a), values, `${name}: values`);
+  }
+  return got;
+}
+
+const MODULES = `
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LSTM(8, 5, batch_first=True))
+m[1].running_mean.uniform_(); m[1].running_var.uniform_(0.5, 2); m[1].num_batches_tracked += 12
+torch.save(m.state_dict(), sys.argv[1] if len(sys.argv) > 1 else PATH)
+`;
+
+test('state_dicts of real modules (conv, BatchNorm with num_batches_tracked, LSTM): torch 2.x and torch 1.13', async () => {
+  for (const [which, name] of [
+    ['python3', 'new.pt'],
+    ['/usr/bin/python3', 'old.pt'],
+  ]) {
+    torchPython(which, `PATH = ${JSON.stringify(file(name))}\n${MODULES}`);
+    const got = await checkAgainstTorch(which, file(name));
+    assert.ok(got.has('1.num_batches_tracked') && got.has('4.weight_hh_l0'));
+    assert.is(got.get('1.num_batches_tracked').data[0], 12n);
+  }
+});
+
+test('every dtype torch has, bfloat16 and float8 included', async () => {
+  torchPython(
+    'python3',
+    `torch.manual_seed(1)
+x = torch.randn(2, 3) * 20
+d = {str(t).split('.')[1]: x.to(t) for t in [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2, torch.uint16, torch.uint32, torch.uint64]}
+d['uint16'] = torch.arange(6, dtype=torch.int32).to(torch.uint16) * 9000; d['uint64'] = torch.tensor([2**63 + 1], dtype=torch.uint64)
+d['complex64'] = torch.randn(3, dtype=torch.complex64); d['complex128'] = torch.randn(2, dtype=torch.complex128)
+torch.save(d, ${JSON.stringify(file('dtypes.pt'))})`,
+  );
+  const got = await checkAgainstTorch('python3', file('dtypes.pt'));
+  assert.is(got.get('bfloat16').dtype.name, 'bfloat16');
+  assert.is(got.get('float8_e4m3fn').dtype.name, 'float8_e4m3fn');
+  assert.is(got.get('uint64').data[0], 2n ** 63n + 1n);
+});
+
+test('views: shared storages, transposed and strided views, a slice of a larger storage (only the slice read), 0-d, empty', async () => {
+  torchPython(
+    'python3',
+    `torch.manual_seed(2)
+w = torch.randn(64, 1024)
+torch.save({'w': w, 'same': w, 't': w.t(), 'strided': w[:, ::3], 'slice': w[40:42], 'col': w[:, 5], 'scalar': torch.tensor(2.5), 'empty': torch.zeros(0, 7), 'permuted': torch.randn(2, 3, 4).permute(2, 0, 1)}, ${JSON.stringify(file('views.pt'))})`,
+  );
+  const got = await checkAgainstTorch('python3', file('views.pt'));
+  assert.is(got.get('t').order, 'F', 'a transposed view is read in place as Fortran order');
+  // Only the slice's bytes are read from the 256 KiB storage: count a source's reads.
+  const bytes = readFileSync(file('views.pt'));
+  let moved = 0;
+  const base = bytesSource(bytes, 'views.pt');
+  const counting = {
+    size: base.size,
+    name: 'views.pt',
+    read: async (at, length) => {
+      const b = base.read(at, length);
+      moved += b.length;
+      return b.slice();
+    },
+  };
+  const w = await openWeights(counting);
+  const before = moved;
+  const slice = await w.get('slice');
+  assert.equal(slice.shape, [2, 1024]);
+  assert.ok(moved - before <= 2 * 1024 * 4 + (64 << 10), `read ${moved - before} bytes for an 8 KiB slice`);
+  await w.close();
+});
+
+test('a nested checkpoint: dotted names, metadata, { root }', async () => {
+  torchPython(
+    'python3',
+    `PATH = ${JSON.stringify(file('sd.pt'))}
+${MODULES}
+sd = torch.load(PATH)
+m2 = torch.nn.Linear(3, 2)
+opt = torch.optim.Adam(m2.parameters()); m2(torch.ones(1, 3)).sum().backward(); opt.step()
+torch.save({'model': sd, 'optimizer': opt.state_dict(), 'epoch': 7, 'note': 'hi'}, ${JSON.stringify(file('nested.pt'))})`,
+  );
+  await checkAgainstTorch('python3', file('nested.pt'));
+  const w = await openWeights(file('nested.pt'));
+  assert.is(w.format, 'torch');
+  assert.ok(w.names.includes('model.0.weight') && w.names.includes('optimizer.state.0.exp_avg'));
+  assert.is(w.metadata.epoch, 7);
+  assert.is(w.metadata.note, 'hi');
+  assert.is(w.metadata['optimizer.param_groups.0.lr'], 0.001);
+  await w.close();
+  await checkAgainstTorch('python3', file('nested.pt'), { root: 'model' });
+  const missing = await npyErrorOf(() => openWeights(file('nested.pt'), { root: 'nope' }));
+  assert.is(missing.code, 'NPZ_KEY');
+  assert.match(missing.message, /'model'/);
+});
+
+test('refused, with nothing run: a whole pickled module, a data.pkl that calls os.system, a legacy (pre-1.6) file', async () => {
+  const marker = file('ran');
+  torchPython(
+    'python3',
+    `import zipfile, pickle, os
+torch.save(torch.nn.Linear(2, 2), ${JSON.stringify(file('module.pt'))})
+class Evil:
+    def __reduce__(self):
+        return (os.system, ('touch ${marker}',))
+torch.save({'w': torch.ones(2)}, ${JSON.stringify(file('good.pt'))})
+src = zipfile.ZipFile(${JSON.stringify(file('good.pt'))})
+with zipfile.ZipFile(${JSON.stringify(file('evil.pt'))}, 'w') as z:
+    for i in src.infolist():
+        z.writestr(i, pickle.dumps({'w': Evil()}, protocol=2) if i.filename.endswith('data.pkl') else src.read(i))
+torch.save({'w': torch.ones(2)}, ${JSON.stringify(file('legacy.pt'))}, _use_new_zipfile_serialization=False)
+refused = []
+for p in ['module.pt', 'evil.pt']:
+    try:
+        torch.load(${JSON.stringify(dir)} + '/' + p, weights_only=True)
+    except Exception:
+        refused.append(p)
+print(json.dumps(refused))`,
+  );
+  const module = await npyErrorOf(() => openWeights(file('module.pt')));
+  assert.is(module.code, 'PICKLE_FORBIDDEN');
+  assert.match(module.message, /state_dict\(\)/);
+  const evil = await npyErrorOf(() => openWeights(file('evil.pt')));
+  assert.is(evil.code, 'PICKLE_FORBIDDEN');
+  assert.match(evil.message, /posix\.system|os\.system/);
+  assert.not.ok(existsSync(marker), 'os.system never ran');
+  const legacy = await npyErrorOf(() => openWeights(file('legacy.pt')));
+  assert.is(legacy.code, 'BAD_MAGIC');
+  assert.match(legacy.message, /_use_new_zipfile_serialization=True|safetensors/);
+});
+
+test.run();
