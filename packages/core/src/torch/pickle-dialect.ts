@@ -86,7 +86,7 @@ export class TensorRef {
 }
 
 /** A global named as a value (a storage class, a dtype) as what it stands for. */
-function valueOf(v: unknown): unknown {
+function standsFor(v: unknown): unknown {
   const x = settle(v);
   return x instanceof Global ? x.value : x;
 }
@@ -147,7 +147,7 @@ const unread =
 const TORCH_ALLOWED: Record<string, Constructor> = {
   'torch._utils _rebuild_tensor': (args) => rebuildTensor(args),
   'torch._utils _rebuild_tensor_v2': (args) => rebuildTensor(args),
-  'torch._utils _rebuild_tensor_v3': (args) => rebuildTensor(args, valueOf(args[6])),
+  'torch._utils _rebuild_tensor_v3': (args) => rebuildTensor(args, standsFor(args[6])),
   'torch._utils _rebuild_parameter': (args) => tensorArgument(args[0]),
   'torch._utils _rebuild_parameter_with_state': (args) => tensorArgument(args[0]),
   'torch._tensor _rebuild_from_type_v2': (args) => {
@@ -212,7 +212,7 @@ function resolveTorchGlobal(module: string, name: string, offset: number): Globa
 /** A persistent id `('storage', storage class, key, location, count)` as the storage it names. */
 function loadStorage(pid: unknown, offset: number): StorageRef {
   const items = pid instanceof Tuple ? pid.items.map(settle) : Array.isArray(pid) ? pid.map(settle) : null;
-  if (!items || items[0] !== 'storage' || items.length < 5) {
+  if (items?.[0] !== 'storage' || items.length < 5) {
     throw new NpyError('BAD_PICKLE', 'pickle: a persistent id that is not a storage', { offset });
   }
   const [, named, key, , n] = items;
