@@ -1,25 +1,36 @@
-// PyTorch files meet @npyts/tfjs (issue 27): a torch.save file is refused with the numpy export that
-// works, never read as an empty archive. Real PyTorch (Debian's python3-torch, /usr/bin/python3).
+// PyTorch files meet @npyts/tfjs (issue 41): the files PyTorch users hold (torch.save's .pt written by
+// Debian's PyTorch 1.13, and .safetensors written from it by PyTorch 2.x's safetensors) load with
+// layout 'pytorch' into their tfjs twins, which then predict PyTorch's output (the check members come
+// from the numpy export, given as { check }); loadTensors reads them as tensors; npzHandler, which
+// reads model archives, refuses a torch.save file naming assignWeights.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as tfl from '@tensorflow/tfjs-layers';
-import { assignWeights, loadTensors, npzHandler } from '@npyts/tfjs';
+import { assignWeights, checkModel, loadTensors, npzHandler } from '@npyts/tfjs';
 import { NpyError, encodeNpz } from '@npyts/core';
 import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
+import { twins } from '../helpers/torch-twins.mjs';
 
 await useCpuBackend();
 const dir = scratch('npyts-pytorch-');
-const TORCH_PYTHON = '/usr/bin/python3';
-const hasTorch = spawnSync(TORCH_PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
+const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'torch_models.py');
+const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
 if (!hasTorch) console.log('PyTorch is missing (apt-get install python3-torch): the PyTorch tests are skipped');
-const torch = (code) => {
-  const r = spawnSync(TORCH_PYTHON, ['-c', `import torch, numpy as np, json\ntorch.manual_seed(0)\n${code}`], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  return r.stdout;
-};
+if (hasTorch) {
+  execFileSync('/usr/bin/python3', [script, 'build', dir], { encoding: 'utf8' });
+  // The same state_dicts as .safetensors, written by safetensors from what torch 2.x loads.
+  execFileSync('python3', [
+    '-c',
+    `import torch, sys, glob\nfrom safetensors.torch import save_file\nfor p in glob.glob(sys.argv[1] + '/*.pt'):\n    save_file({k: v.contiguous() for k, v in torch.load(p, weights_only=True).items()}, p[:-3] + '.safetensors')`,
+    dir,
+  ]);
+}
+const maybe = hasTorch ? test : test.skip;
+const file = (name, ext) => join(dir, `${name}.${ext}`);
 
 async function refusal(promise) {
   try {
@@ -30,35 +41,73 @@ async function refusal(promise) {
   assert.unreachable('did not refuse');
 }
 
-(hasTorch ? test : test.skip)(
-  "a torch.save file is refused by loadTensors, assignWeights and npzHandler, naming the numpy export; numpy's export loads",
-  async () => {
-    const pt = join(dir, 'model.pt');
-    const npz = join(dir, 'model.npz');
-    torch(`m = torch.nn.Linear(3, 2)
-torch.save(m.state_dict(), ${JSON.stringify(pt)})
-np.savez(${JSON.stringify(npz)}, **{k: v.detach().cpu().numpy() for k, v in m.state_dict().items()})`);
-    const model = () => tfl.sequential({ layers: [tfl.layers.dense({ units: 2, inputShape: [3], name: 'l' })] });
-    for (const attempt of [
-      () => loadTensors(pt),
-      () => assignWeights(model(), pt),
-      () => tfl.loadLayersModel(npzHandler(pt, { modelTopology: model().toJSON(null, false) })),
-    ]) {
-      const e = await refusal(attempt());
-      assert.instance(e, NpyError, String(e));
-      assert.match(e.message, /torch\.save file/);
-      assert.match(e.message, /np\.savez\('weights\.npz'/);
-    }
-    const tensors = await loadTensors(npz);
-    assert.equal(Object.keys(tensors).sort(), ['bias', 'weight']);
-  },
-);
+const weightsOf = (model) => model.weights.map((w) => Array.from(w.read().dataSync()));
+
+for (const [name, ext, build] of [
+  ['cnn', 'pt', () => twins.cnn()],
+  ['lstm', 'pt', () => twins.lstm()],
+  ['attention', 'pt', () => twins.attention()],
+  // A .safetensors file keeps no module order: its layers are paired by name.
+  ['cnn', 'safetensors', () => twins.cnn({ named: true })],
+  ['attention', 'safetensors', () => twins.attention()],
+]) {
+  maybe(`${name}: the ${ext} file as it is loads with layout 'pytorch' and predicts PyTorch's output (checked with the .npz's check members)`, async () => {
+    const model = build();
+    await assignWeights(model, file(name, ext), { layout: 'pytorch', check: file(name, 'npz') }); // runs the check itself
+    const r = await checkModel(model, file(name, 'npz'));
+    assert.ok(r.compared > 0);
+    // The very weights numpy's export gives.
+    const twin = build();
+    await assignWeights(twin, file(name, 'npz'), { layout: 'pytorch' });
+    assert.equal(weightsOf(model), weightsOf(twin));
+  });
+}
+
+maybe('a .safetensors file with layers left to pair by order is refused, naming the layers to name after their modules', async () => {
+  const model = twins.cnn();
+  const before = weightsOf(model);
+  const e = await refusal(assignWeights(model, file('cnn', 'safetensors'), { layout: 'pytorch' }));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.match(e.message, /does not keep the state_dict's order/);
+  assert.match(e.message, /features_0 for features\.0/);
+  assert.equal(weightsOf(model), before);
+});
+
+maybe('loadTensors reads a .pt and a .safetensors as the tensors numpy exported', async () => {
+  const fromNpz = await loadTensors(file('cnn', 'npz'));
+  for (const ext of ['pt', 'safetensors']) {
+    const tensors = await loadTensors(file('cnn', ext));
+    assert.equal(
+      Object.keys(tensors).sort(),
+      Object.keys(fromNpz)
+        .filter((k) => !k.startsWith('check/'))
+        .sort(),
+      ext,
+    );
+    for (const [k, t] of Object.entries(tensors)) assert.equal(Array.from(t.dataSync()), Array.from(fromNpz[k].dataSync()), `${ext}: ${k}`);
+  }
+});
+
+maybe('a check file without check members is refused before any weight is assigned', async () => {
+  const model = twins.cnn();
+  const before = weightsOf(model);
+  const e = await refusal(assignWeights(model, file('cnn', 'pt'), { layout: 'pytorch', check: file('cnn', 'safetensors') }));
+  assert.is(e.code, 'NPZ_KEY');
+  assert.equal(weightsOf(model), before);
+});
+
+maybe('npzHandler (model archives) refuses a torch.save file, naming assignWeights', async () => {
+  const model = () => tfl.sequential({ layers: [tfl.layers.dense({ units: 2, inputShape: [3], name: 'l' })] });
+  const e = await refusal(tfl.loadLayersModel(npzHandler(file('cnn', 'pt'), { modelTopology: model().toJSON(null, false) })));
+  assert.instance(e, NpyError, String(e));
+  assert.match(e.message, /torch\.save file/);
+  assert.match(e.message, /assignWeights/);
+});
 
 test('an archive without a .npy member is refused by loadTensors, never read as no tensors', async () => {
   const e = await refusal(loadTensors(encodeNpz({}, { files: { 'notes.txt': new TextEncoder().encode('hi') } })));
   assert.instance(e, NpyError);
-  assert.match(e.message, /no \.npy member/);
-  assert.match(e.message, /notes\.txt/);
+  assert.match(e.message, /holds no arrays/);
 });
 
 test.run();

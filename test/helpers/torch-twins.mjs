@@ -8,21 +8,24 @@ const lstm = (units, more = {}) => tfl.layers.lstm({ units, recurrentActivation:
 
 export const twins = {
   mlp: () => tfl.sequential({ layers: [tfl.layers.dense({ units: 16, activation: 'relu', inputShape: [8] }), tfl.layers.dense({ units: 3 })] }),
-  cnn: ({ epsilon = 1e-5 } = {}) =>
-    tfl.sequential({
+  // With `named`, the weighted layers are named after their PyTorch modules (features.0 → features_0).
+  cnn: ({ epsilon = 1e-5, named = false } = {}) => {
+    const as = (name) => (named ? { name } : {});
+    return tfl.sequential({
       layers: [
-        tfl.layers.conv2d({ filters: 8, kernelSize: 3, padding: 'same', inputShape: [12, 8, 3] }),
-        tfl.layers.batchNormalization({ epsilon }),
+        tfl.layers.conv2d({ filters: 8, kernelSize: 3, padding: 'same', inputShape: [12, 8, 3], ...as('features_0') }),
+        tfl.layers.batchNormalization({ epsilon, ...as('features_1') }),
         tfl.layers.reLU(),
         tfl.layers.maxPooling2d({ poolSize: 2 }),
-        tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same' }),
-        tfl.layers.batchNormalization({ epsilon }),
+        tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same', ...as('features_4') }),
+        tfl.layers.batchNormalization({ epsilon, ...as('features_5') }),
         tfl.layers.reLU(),
         tfl.layers.maxPooling2d({ poolSize: 2 }),
         tfl.layers.flatten(),
-        tfl.layers.dense({ units: 5 }),
+        tfl.layers.dense({ units: 5, ...as('fc') }),
       ],
-    }),
+    });
+  },
   text: () =>
     tfl.sequential({
       layers: [

@@ -146,6 +146,8 @@ def export(model, x, path):
         y = model(x)
     np.savez(path, **{k: v.detach().cpu().numpy() for k, v in model.state_dict().items()},
              **{'check/input': x.numpy(), 'check/output': y.numpy()})
+    # The file PyTorch users hold: torch.save of the state_dict (the check members stay in the .npz).
+    torch.save(model.state_dict(), path[:-4] + '.pt')
 
 
 def main():

@@ -3,26 +3,14 @@
  * data is read, then assigned; saves write the inverse.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, encodeNpz, transpose, type NdArray, type NpzArchive, type NpzWriteOptions } from '@npyts/core';
+import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type WeightFile } from '@npyts/core';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
-import { openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
 import { isIgnoredBuffer, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
 import { CHECK_PREFIX, checkWith, hasCheck, type CheckModelOptions } from './check.js';
-import {
-  arrayKeys,
-  axesOf,
-  inverseAxes,
-  listKeys,
-  mappedKey,
-  mismatchError,
-  savedName,
-  weightList,
-  type WeightLike,
-  type WeightNames,
-  type Weights,
-} from './weights.js';
+import { axesOf, inverseAxes, listKeys, mappedKey, mismatchError, savedName, weightList, type WeightLike, type WeightNames, type Weights } from './weights.js';
 
 /** Options of {@link planWeights}: how the archive names and lays out the weights. */
 export interface PlanWeightsOptions extends SourceOptions, PytorchLayoutOptions {
@@ -46,9 +34,11 @@ export interface PlanWeightsOptions extends SourceOptions, PytorchLayoutOptions 
 export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOptions, Pick<CheckModelOptions, 'rtol' | 'atol'> {
   /**
    * Run {@link checkModel} when the archive carries `check/input.npy` and `check/output.npy` (default
-   * true; it needs a model that predicts). When the check fails the weights are put back as they were.
+   * true; it needs a model that predicts), or with the check members of another file (`{ check:
+   * 'check.npz' }`: a `.pt` or `.safetensors` of weights, checked against an `np.savez` of a sample
+   * input and PyTorch's output). When the check fails the weights are put back as they were.
    */
-  check?: boolean;
+  check?: boolean | WeightSource;
 }
 
 /** A weight, and where its values come from. */
@@ -63,8 +53,8 @@ interface PlanStep {
  * @example
  * for (const p of await planWeights(model, 'weights.npz', { layout: 'pytorch' })) console.log(p.weight, '←', p.keys, p.description);
  */
-export async function planWeights(weights: Weights, source: NpzSource, options: PlanWeightsOptions = {}): Promise<PlannedWeight[]> {
-  const [archive, opened] = await openArchive(source, options);
+export async function planWeights(weights: Weights, source: WeightSource, options: PlanWeightsOptions = {}): Promise<PlannedWeight[]> {
+  const [archive, opened] = await openWeightSource(source, options);
   try {
     return (await planFrom(weights, archive, options)).map((p) => p.step);
   } finally {
@@ -75,10 +65,9 @@ export async function planWeights(weights: Weights, source: NpzSource, options: 
 /** {@link planWeights} on an opened archive, each step with its weight. */
 export async function planFrom(
   weights: Weights,
-  archive: NpzArchive,
+  archive: WeightFile,
   options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string> },
 ): Promise<PlanStep[]> {
-  arrayKeys(archive); // refuses an archive where one key names two members, before anything is planned
   const list = weightList(weights);
   const problems: string[] = [];
   const steps: PlanStep[] = [];
@@ -88,7 +77,7 @@ export async function planFrom(
   const take = async (w: WeightLike, step: PlannedWeight): Promise<void> => {
     for (const key of step.keys) claimed.add(key);
     // A sum or a repetition is float work; otherwise the array's dtype decides the tensor's.
-    const made = step.transform.kind === 'sum' || step.transform.kind === 'tile' ? 'float32' : tensorDTypeOf((await archive.header(step.keys[0]!)).dtype);
+    const made = step.transform.kind === 'sum' || step.transform.kind === 'tile' ? 'float32' : tensorDTypeOf((await archive.info(step.keys[0]!)).dtype);
     if (made !== w.dtype) {
       problems.push(`${savedName(w)}: dtype ${made} in the archive, ${w.dtype} in the model`);
       return;
@@ -119,7 +108,7 @@ export async function planFrom(
     }
   }
   if (!options.ignoreUnused) {
-    for (const key of arrayKeys(archive)) {
+    for (const key of archive.names) {
       if (claimed.has(key) || options.ignoreUnusedKeys?.has(key) || (pytorch && (key.startsWith(CHECK_PREFIX) || isIgnoredBuffer(key)))) continue;
       problems.push(`${key}: in the archive but no weight uses it (pass { ignoreUnused: true } to allow)`);
     }
@@ -131,7 +120,7 @@ export async function planFrom(
 /** A weight's plan from the names table or its own name, checked against the member's header. */
 async function stepByName(
   w: WeightLike,
-  archive: NpzArchive,
+  archive: WeightFile,
   names: WeightNames | undefined,
   problems: string[],
   claimed: Set<string>,
@@ -146,15 +135,15 @@ async function stepByName(
       : ([w.originalName, w.name, w.name.replace(/:\d+$/, '')].find((k): k is string => k !== undefined && archive.has(k)) ?? null);
   if (spec === null) {
     problems.push(
-      `${label}: no array ${mapped !== null ? `${typeof mapped === 'string' ? mapped : mapped.key} ` : ''}for it in the archive${listKeys(archive)}`,
+      `${label}: no array ${mapped !== null ? `${typeof mapped === 'string' ? mapped : mapped.key} ` : ''}for it in the archive${listKeys(archive.names)}`,
     );
     return null;
   }
-  const key = archive.entry(typeof spec === 'string' ? spec : spec.key).name.replace(/\.npy$/, '');
+  const key = archive.keyOf(typeof spec === 'string' ? spec : spec.key)!;
   claimed.add(key);
   let shape: number[];
   try {
-    const header = await archive.header(key);
+    const header = await archive.info(key);
     tensorDTypeOf(header.dtype);
     const axes = axesOf(spec, header.shape.length);
     shape = axes ? axes.map((a) => header.shape[a]!) : [...header.shape];
@@ -181,29 +170,55 @@ async function stepByName(
  * await assignWeights(model, 'state_dict.npz', { layout: 'pytorch' });
  * await assignWeights(model, 'torch.npz', { names: { 'dense/kernel': { key: 'fc1.weight', transpose: true } } });
  */
-export async function assignWeights(weights: Weights, source: NpzSource, options: AssignWeightsOptions = {}): Promise<void> {
-  const [archive, opened] = await openArchive(source, options);
+export async function assignWeights(weights: Weights, source: WeightSource, options: AssignWeightsOptions = {}): Promise<void> {
+  const [archive, opened] = await openWeightSource(source, options);
+  let checks: WeightFile = archive;
+  let checksOpened = false;
   try {
+    if (options.check !== undefined && typeof options.check !== 'boolean') {
+      [checks, checksOpened] = await openWeightSource(options.check, options);
+      if (!hasCheck(checks)) {
+        throw new NpyError(
+          'NPZ_KEY',
+          `the check file has no ${CHECK_PREFIX}input and ${CHECK_PREFIX}output: write a sample input and PyTorch's output for it with np.savez`,
+        );
+      }
+    }
     const steps = await planFrom(weights, archive, options);
     const tensors = await readSteps(steps, archive, options);
-    const checking = (options.check ?? true) && hasCheck(archive) && isPredicting(weights);
-    const before = checking ? steps.map((s) => s.target.read?.().clone()) : [];
-    try {
-      assignAll(steps, tensors);
-      if (checking) await checkWith(weights as LayersModelLike, archive, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) });
-    } catch (e) {
-      // Put the weights back: a model that fails its check is not left half-converted.
-      if (checking)
-        assignAll(
-          steps,
-          before.map((t) => t ?? null),
-        );
-      throw e;
-    } finally {
-      tf.dispose(before.filter((t): t is tf.Tensor => t !== undefined));
-    }
+    const checking = options.check !== false && hasCheck(checks) && isPredicting(weights);
+    await assignChecked(weights, steps, tensors, checking ? checks : null, options);
   } finally {
-    if (opened) await archive.close(); // an archive this call opened (a file handle in Node)
+    try {
+      if (checksOpened) await checks.close();
+    } finally {
+      if (opened) await archive.close(); // an archive this call opened (a file handle in Node)
+    }
+  }
+}
+
+/** Assign the tensors, then check the model against `checks` (when given); a failed check puts the weights back. */
+async function assignChecked(
+  weights: Weights,
+  steps: readonly PlanStep[],
+  tensors: readonly tf.Tensor[],
+  checks: WeightFile | null,
+  options: AssignWeightsOptions,
+): Promise<void> {
+  const before = checks ? steps.map((s) => s.target.read?.().clone()) : [];
+  try {
+    assignAll(steps, tensors);
+    if (checks) await checkWith(weights as LayersModelLike, checks, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) });
+  } catch (e) {
+    // Put the weights back: a model that fails its check is not left half-converted.
+    if (checks)
+      assignAll(
+        steps,
+        before.map((t) => t ?? null),
+      );
+    throw e;
+  } finally {
+    tf.dispose(before.filter((t): t is tf.Tensor => t !== undefined));
   }
 }
 
@@ -220,13 +235,13 @@ function isPredicting(weights: Weights): boolean {
 
 /** Every step's tensor, read and transformed; all disposed if one fails. */
 /** A planned weight's array: its members read and transformed (float64 refused first where asked, since a sum or a repetition makes float32). */
-export async function stepArray(archive: NpzArchive, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
+export async function stepArray(archive: WeightFile, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
   const arrays = await Promise.all(step.keys.map((k) => archive.get(k)));
   for (const a of arrays) checkFloat64(a, options);
   return applyTransform(step.transform, arrays);
 }
 
-async function readSteps(steps: readonly PlanStep[], archive: NpzArchive, options: ToTensorOptions): Promise<tf.Tensor[]> {
+async function readSteps(steps: readonly PlanStep[], archive: WeightFile, options: ToTensorOptions): Promise<tf.Tensor[]> {
   const tensors: tf.Tensor[] = [];
   const problems: string[] = [];
   try {
@@ -281,7 +296,7 @@ export interface SaveWeightsOptions extends NpzWriteOptions, PytorchLayoutOption
    */
   layout?: 'tfjs' | 'pytorch';
   /** With `layout: 'pytorch'`: the archive whose keys, order and shapes to write. */
-  like?: NpzSource;
+  like?: WeightSource;
   /** Aborts writing a file (Node). */
   signal?: AbortSignal;
 }
@@ -340,19 +355,19 @@ async function pytorchArrays(weights: Weights, options: SaveWeightsOptions): Pro
       "saveWeights with layout 'pytorch' needs { like }: the archive whose keys to write (the one the weights were loaded from, or np.savez of the PyTorch model's state_dict), since a tfjs model does not know PyTorch's module names",
     );
   }
-  const [archive, opened] = await openArchive(options.like, options);
+  const [archive, opened] = await openWeightSource(options.like, options);
   try {
     const steps = await planFrom(weights, archive, { ...options, ignoreUnused: true });
     const made = new Map<string, NdArray>();
     for (const { target, step } of steps) {
       const value = await currentValue(target);
       if (!value) throw mismatchError([`${target.name}: neither a tensor nor has read()`]);
-      const shapes = await Promise.all(step.keys.map(async (k) => (await archive.header(k)).shape));
+      const shapes = await Promise.all(step.keys.map(async (k) => (await archive.info(k)).shape));
       invertTransform(step.transform, value, shapes, step.weight).forEach((a, i) => made.set(step.keys[i]!, a));
     }
     // In the state_dict's order; buffers no weight holds (num_batches_tracked) as they were.
     const arrays = new Map<string, NdArray>();
-    for (const key of arrayKeys(archive)) {
+    for (const key of archive.names) {
       if (key.startsWith(CHECK_PREFIX)) continue;
       const array = made.get(key) ?? (isIgnoredBuffer(key) ? await archive.get(key) : null);
       if (!array) throw mismatchError([`${key}: in the archive given as { like } but no weight of the model makes it`]);

@@ -3,8 +3,8 @@
  * `check/input_1.npy`, … for several inputs) and `check/output.npy` (or `check/output_0.npy`, …).
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, familyOf, transpose, toOrder, type NdArray, type NpzArchive } from '@npyts/core';
-import { openArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { NpyError, familyOf, transpose, toOrder, type NdArray, type WeightFile } from '@npyts/core';
+import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 import { toTensor } from './tensors.js';
 import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike } from './layers.js';
 
@@ -40,7 +40,7 @@ export interface CheckResult {
 }
 
 /** The check members of a kind: `check/input` alone, or `check/input_0`, `check/input_1`, … */
-function numbered(archive: NpzArchive, base: string): string[] {
+function numbered(archive: WeightFile, base: string): string[] {
   const single = `${CHECK_PREFIX}${base}`;
   if (archive.has(single)) return [single];
   const out: string[] = [];
@@ -49,7 +49,7 @@ function numbered(archive: NpzArchive, base: string): string[] {
 }
 
 /** True when the archive carries reference inputs and outputs. */
-export function hasCheck(archive: NpzArchive): boolean {
+export function hasCheck(archive: WeightFile): boolean {
   return numbered(archive, 'input').length > 0 && numbered(archive, 'output').length > 0;
 }
 
@@ -75,8 +75,8 @@ function fits(shape: readonly number[], model: readonly (number | null)[]): bool
  * @example
  * const { maxAbsDiff } = await checkModel(model, 'weights.npz');
  */
-export async function checkModel(model: LayersModelLike, source: NpzSource, options: CheckModelOptions = {}): Promise<CheckResult> {
-  const [archive, opened] = await openArchive(source, options);
+export async function checkModel(model: LayersModelLike, source: WeightSource, options: CheckModelOptions = {}): Promise<CheckResult> {
+  const [archive, opened] = await openWeightSource(source, options);
   try {
     return await checkWith(model, archive, options);
   } finally {
@@ -85,7 +85,7 @@ export async function checkModel(model: LayersModelLike, source: NpzSource, opti
 }
 
 /** {@link checkModel} on an opened archive. */
-export async function checkWith(model: LayersModelLike, archive: NpzArchive, options: CheckModelOptions = {}): Promise<CheckResult> {
+export async function checkWith(model: LayersModelLike, archive: WeightFile, options: CheckModelOptions = {}): Promise<CheckResult> {
   const inputKeys = numbered(archive, 'input');
   const outputKeys = numbered(archive, 'output');
   if (!inputKeys.length || !outputKeys.length) {

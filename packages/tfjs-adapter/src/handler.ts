@@ -6,7 +6,18 @@
  * both weight layouts; the layouts' rules are in pytorch.ts and assign.ts, the sources in sources.ts.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NdArray, NpyError, familyOf, parseDescr, toOrder, type DType, type NpzArchive, type NpzWriteOptions } from '@npyts/core';
+import {
+  NdArray,
+  NpyError,
+  familyOf,
+  parseDescr,
+  toOrder,
+  weightsOfArchive,
+  type DType,
+  type NpzArchive,
+  type NpzWriteOptions,
+  type WeightFile,
+} from '@npyts/core';
 import { mapInParallel } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
@@ -237,7 +248,7 @@ async function planByList(archive: NpzArchive, meta: ModelJson, topology: object
   for (const want of expected) {
     const key = mapped.get(want.name) ?? want.name;
     if (!archive.has(keyOf(key))) {
-      problems.push(`${want.name}: no array ${keyOf(key)} in the archive${listKeys(archive)}`);
+      problems.push(`${want.name}: no array ${keyOf(key)} in the archive${listKeys(arrayKeys(archive))}`);
       continue;
     }
     const member = archive.entry(keyOf(key)).name;
@@ -270,12 +281,20 @@ async function planByList(archive: NpzArchive, meta: ModelJson, topology: object
   return plan;
 }
 
+/** Each archive's arrays as a weight file, made once per archive. */
+const weightFiles = new WeakMap<NpzArchive, WeightFile>();
+function weightsOf(archive: NpzArchive): WeightFile {
+  let file = weightFiles.get(archive);
+  if (!file) weightFiles.set(archive, (file = weightsOfArchive(archive)));
+  return file;
+}
+
 /**
  * The weights of a model given as the topology, planned as {@link planWeights} plans them: every
  * name and shape checked against the model before tfjs sees anything.
  */
 async function planByModel(archive: NpzArchive, model: LayersModelLike, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
-  const steps = await planFrom(model, archive, { ...options, ignoreUnusedKeys: new Set([metaMember.replace(/\.npy$/, '')]) });
+  const steps = await planFrom(model, weightsOf(archive), { ...options, ignoreUnusedKeys: new Set([metaMember.replace(/\.npy$/, '')]) });
   const plan: HandlerWeight[] = [];
   for (const { step } of steps) {
     const header = await archive.header(step.keys[0]!);
@@ -290,7 +309,7 @@ async function planByModel(archive: NpzArchive, model: LayersModelLike, options:
 
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
 async function weightBytes(archive: NpzArchive, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
-  const array = await stepArray(archive, w.step, options);
+  const array = await stepArray(weightsOf(archive), w.step, options);
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
   if (v.dtype !== 'string') return ownBuffer(v.values);

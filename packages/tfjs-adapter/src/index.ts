@@ -17,7 +17,7 @@ export {
   type TensorValues,
   type WeightDType,
 } from './tensors.js';
-export { browserDownload, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+export { browserDownload, type NpzSink, type NpzSource, type SourceOptions, type WeightSource } from './sources.js';
 export { loadTensors, saveTensors, type NamedTensorMap, type LoadTensorsOptions } from './named-tensors.js';
 export type { WeightLike, ModelLike, Weights, WeightKey, WeightNames } from './weights.js';
 export {

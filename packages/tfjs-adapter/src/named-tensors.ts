@@ -2,7 +2,7 @@
 import type * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, type NdArray, type NpzWriteOptions } from '@npyts/core';
 import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
-import { openArchive, type NpzSource, type SourceOptions } from './sources.js';
+import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 
 /** Tensors by name, as tfjs names them. */
 export type NamedTensorMap = Record<string, tf.Tensor>;
@@ -11,30 +11,23 @@ export type NamedTensorMap = Record<string, tf.Tensor>;
 export interface LoadTensorsOptions extends SourceOptions, ToTensorOptions {}
 
 /**
- * Every array of a .npz (bytes, a Blob, a URL — relative to the page in a browser — or a path in Node) as a tensor, by name.
+ * Every tensor of a weight file as a tfjs tensor, by name: a .npz, a torch.save file, a .safetensors
+ * file or a sharded set (bytes, a Blob, a URL — relative to the page in a browser — or a path in
+ * Node). bfloat16 and float8 are widened to float32 exactly.
  * @example
- * const tensors = await loadTensors('weights.npz');
+ * const tensors = await loadTensors('model.safetensors');
  */
-export async function loadTensors(source: NpzSource, options: LoadTensorsOptions = {}): Promise<NamedTensorMap> {
-  const [archive, opened] = await openArchive(source, options);
+export async function loadTensors(source: WeightSource, options: LoadTensorsOptions = {}): Promise<NamedTensorMap> {
+  const [archive, opened] = await openWeightSource(source, options);
   try {
     const out: NamedTensorMap = {};
-    if (!archive.entries.some((e) => e.name.endsWith('.npy'))) {
+    if (!archive.names.length) {
       throw new NpyError(
         'NPZ_KEY',
-        `${typeof source === 'string' || source instanceof URL ? String(source) : 'the archive'} holds no .npy member, so no tensors (members: ${
-          archive.entries
-            .slice(0, 8)
-            .map((e) => e.name)
-            .join(', ') || 'none'
-        })`,
+        `${typeof source === 'string' || source instanceof URL ? String(source) : 'the weight file'} holds no arrays, so no tensors`,
       );
     }
-    for (const e of archive.entries) {
-      if (!e.name.endsWith('.npy')) continue; // metadata such as a model.json
-      const name = e.name.slice(0, -4);
-      out[name] = toTensor(await archive.get(e.name), options);
-    }
+    for (const name of archive.names) out[name] = toTensor(await archive.get(name), options);
     return out;
   } finally {
     if (opened) await archive.close();

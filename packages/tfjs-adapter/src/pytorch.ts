@@ -8,9 +8,9 @@
  * frameworks are read in one place.
  */
 import { NpyError } from '@npyts/core';
-import type { NpzArchive } from '@npyts/core';
+import type { WeightFile } from '@npyts/core';
 import { CHECK_PREFIX } from './check.js';
-import { arrayKeys, mismatchError, savedName, type WeightLike } from './weights.js';
+import { mismatchError, savedName, type WeightLike } from './weights.js';
 import { configOf, inputShapeOf, layoutOf, producerOf, weightedLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import { describeTransform, transformedShape, type Transform } from './transform.js';
 
@@ -69,9 +69,9 @@ export interface Excluded {
 }
 
 /** The archive's modules, in the order the state_dict lists them; a recurrent module split by layer. */
-async function modulesOf(archive: NpzArchive, excluded: ReadonlySet<string>): Promise<TorchModule[]> {
+async function modulesOf(archive: WeightFile, excluded: ReadonlySet<string>): Promise<TorchModule[]> {
   const byName = new Map<string, TorchModule>();
-  for (const key of arrayKeys(archive)) {
+  for (const key of archive.names) {
     if (key.startsWith(CHECK_PREFIX) || excluded.has(key)) continue;
     const dot = key.lastIndexOf('.');
     const prefix = dot < 0 ? '' : key.slice(0, dot);
@@ -80,7 +80,7 @@ async function modulesOf(archive: NpzArchive, excluded: ReadonlySet<string>): Pr
     const name = rnn ? `${prefix}${prefix ? ' ' : ''}(layer ${rnn[2]})` : prefix;
     let module = byName.get(name);
     if (!module) byName.set(name, (module = { name, params: new Map(), ...(rnn ? { rnnLayer: Number(rnn[2]) } : {}) }));
-    const header = await archive.header(archive.entry(key).name);
+    const header = await archive.info(key);
     module.params.set(rnn ? `${rnn[1]}${rnn[3] ?? ''}` : param, { key, shape: [...header.shape] });
   }
   return [...byName.values()];
@@ -433,7 +433,7 @@ function moduleNames(modules: readonly TorchModule[], rnnCount: Map<string, numb
  */
 export async function planPytorch(
   model: LayersModelLike,
-  archive: NpzArchive,
+  archive: WeightFile,
   options: PytorchLayoutOptions & { ignoreUnused?: boolean | undefined } = {},
   excluded: Excluded = { weights: new Set(), keys: new Set() },
 ): Promise<PlannedWeight[]> {
@@ -468,6 +468,15 @@ export async function planPytorch(
   const restModules = modules.filter((m) => !taken.has(m) && [...m.params.keys()].some((p) => !IGNORED.has(p)));
   // Every layer paired by name: modules left over (an auxiliary head) are what ignoreUnused allows.
   if (restLayers.length === 0 && options.ignoreUnused) restModules.length = 0;
+  // A .safetensors file keeps its tensors in its own order (by dtype, then name), not the state_dict's:
+  // pairing by order would pair the wrong modules.
+  if (restLayers.length && (archive.format === 'safetensors' || archive.format === 'safetensors-sharded')) {
+    throw mismatchError([
+      `a .safetensors file does not keep the state_dict's order, so its modules cannot be paired with layers by order; name these tfjs layers after their PyTorch modules (features_0 for features.0), or map them with { names }: ${restLayers
+        .map((l) => `${l.name} (${l.getClassName()})`)
+        .join(', ')}`,
+    ]);
+  }
   if (restLayers.length !== restModules.length) {
     throw mismatchError([
       `the model has ${layers.length} layers with weights and the archive ${modules.length} PyTorch modules with parameters; after pairing by name, ${restLayers.length} layers and ${restModules.length} modules are left:`,

@@ -1,9 +1,44 @@
 /** Where archives come from: bytes, a Blob or File, a URL (relative to the page in a browser), a path in Node. */
-import { NpyError, decodeNpz, encodeNpz, openNpz, type HttpOptions, type NdArray, type NpzArchive, type NpzOptions, type NpzWriteOptions } from '@npyts/core';
+import {
+  NpyError,
+  WeightFile,
+  decodeNpz,
+  encodeNpz,
+  openNpz,
+  openWeights,
+  weightsOfArchive,
+  type HttpOptions,
+  type NdArray,
+  type NpzArchive,
+  type NpzOptions,
+  type NpzWriteOptions,
+} from '@npyts/core';
 import { resolveUrl } from '@npyts/core/plumbing';
 
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
 export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | NpzArchive;
+
+/**
+ * Where weights are read from: any {@link NpzSource}, or an opened weight file; by bytes, a `Blob`,
+ * a URL or a path, a `.npz`, a `torch.save` file (`.pt`, `.pth`, `.bin`), a `.safetensors` file or
+ * a sharded set's `*.safetensors.index.json`, told apart by their bytes.
+ */
+export type WeightSource = NpzSource | WeightFile;
+
+/**
+ * Open a source as a weight file of any kind. The second value says whether this call opened it (and
+ * so must close it); an archive or weight file handed in is the caller's to close.
+ */
+export async function openWeightSource(source: WeightSource, options: SourceOptions = {}): Promise<[WeightFile, boolean]> {
+  if (source instanceof WeightFile) return [source, false];
+  if (isArchive(source)) return [weightsOfArchive(source), false];
+  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [await openWeights(source, options), true];
+  const text = String(source);
+  if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
+    return [await openWeights(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Number.POSITIVE_INFINITY, ...options }), true];
+  }
+  return [await (await nodeEntry()).openWeights(text, options), true];
+}
 
 /** Options for reading a source: the archive's, and those of URL reads (`fetch`, headers, request sizes; `signal` aborts any read). */
 export interface SourceOptions extends NpzOptions, HttpOptions {}
@@ -38,10 +73,6 @@ export async function openArchive(source: NpzSource, options: SourceOptions = {}
   return [archive, opened];
 }
 
-/** How to write a PyTorch model's weights as an archive npyts reads. */
-export const TORCH_EXPORT_HINT =
-  "export the weights with numpy instead: np.savez('weights.npz', **{k: v.detach().cpu().numpy() for k, v in model.state_dict().items()})";
-
 /**
  * Refuse a `torch.save` file (a zip of `data.pkl` and tensor storages, not of .npy members): its
  * pickle would need PyTorch's classes, and reading it as an archive would find no arrays at all.
@@ -49,7 +80,10 @@ export const TORCH_EXPORT_HINT =
 function checkNotTorch(archive: NpzArchive, what: string): NpzArchive {
   if (archive.entries.some((e) => e.name.endsWith('.npy'))) return archive;
   if (archive.entries.some((e) => /(^|\/)data\.pkl$/.test(e.name))) {
-    throw new NpyError('BAD_MODEL', `${what} is a torch.save file (a zip of data.pkl and tensor storages), not a .npz of arrays; ${TORCH_EXPORT_HINT}`);
+    throw new NpyError(
+      'BAD_MODEL',
+      `${what} is a torch.save file (a zip of data.pkl and tensor storages), not a model archive of arrays; assign its weights to a model with assignWeights(model, file, { layout: 'pytorch' })`,
+    );
   }
   return archive;
 }

@@ -1,6 +1,6 @@
 /** Model weights and the names they have in archives: the vocabulary the plans, loads and saves share. */
 import type * as tf from '@tensorflow/tfjs-core';
-import { NpyError, transpose, type NdArray } from '@npyts/core';
+import { NpyError, transpose, weightsOfArchive, type NdArray } from '@npyts/core';
 import type { NpzArchive } from '@npyts/core';
 
 /**
@@ -91,25 +91,13 @@ export function mismatchError(problems: readonly string[]): NpyError {
   return new NpyError('WEIGHT_MISMATCH', `${problems.length} weight mismatch${problems.length === 1 ? '' : 'es'}:\n  ${problems.join('\n  ')}`);
 }
 
-/** The archive's members that are arrays (keys), without the ones named in `except`. */
+/** The archive's members that are arrays (keys), without the members named in `except` (a key that names two members is refused). */
 export function arrayKeys(archive: NpzArchive, except: ReadonlySet<string> = new Set()): string[] {
-  const members = new Set(archive.entries.map((e) => e.name));
-  const keys = archive.entries.filter((e) => e.name.endsWith('.npy') && !except.has(e.name)).map((e) => e.name.slice(0, -4));
-  // One member per key: numpy's key `k` reads a member named `k` before `k.npy`, so an archive with
-  // both holds two arrays under one key, and a plan could take one's header and the other's data.
-  const both = keys.filter((k) => members.has(k));
-  if (both.length) {
-    throw new NpyError(
-      'NAME_CLASH',
-      `the archive has both ${both.map((k) => `'${k}' and '${k}.npy'`).join(', ')}: one key names two members (numpy would read '${both[0]}'); keep one of each`,
-    );
-  }
-  return keys;
+  return weightsOfArchive(archive).names.filter((k) => !except.has(`${k}.npy`));
 }
 
-/** The archive's array names, for a message: ", the archive has: a, b, c" (at most 20). */
-export function listKeys(archive: NpzArchive): string {
-  const keys = arrayKeys(archive);
+/** Array names, for a message: " (the archive has: a, b, c)" (at most 20). */
+export function listKeys(keys: readonly string[]): string {
   if (!keys.length) return '';
   return ` (the archive has: ${keys.slice(0, 20).join(', ')}${keys.length > 20 ? `, and ${keys.length - 20} more` : ''})`;
 }

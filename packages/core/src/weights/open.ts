@@ -21,6 +21,8 @@ export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torc
 
 /** What every kind of weight file does, as {@link WeightFile} exposes it. */
 interface WeightReads {
+  /** The name of the tensor a key names (an archive's `w.npy` is `w`), or null for none; a name of `names` by default. */
+  keyOf?(name: string): string | null;
   info(name: string, signal?: AbortSignal): Promise<TensorInfo>;
   get(name: string, options: TensorReadOptions): Promise<NdArray>;
   getAll(signal?: AbortSignal): Promise<Map<string, NdArray>>;
@@ -47,7 +49,13 @@ export class WeightFile implements AsyncDisposable {
   ) {}
 
   has(name: string): boolean {
-    return this.names.includes(name);
+    return this.keyOf(name) !== null;
+  }
+
+  /** The tensor name a key names (a .npz member's `w.npy` is `w`), or null where it names none. */
+  keyOf(name: string): string | null {
+    if (this.reads.keyOf) return this.reads.keyOf(name);
+    return this.names.includes(name) ? name : null;
   }
 
   /** A tensor's dtype and shape, without reading its data. */
@@ -80,25 +88,45 @@ export class WeightFile implements AsyncDisposable {
   }
 }
 
-/** A .npz archive as a weight file. */
-function npzWeights(archive: NpzArchive): WeightFile {
+/**
+ * A .npz archive as a weight file: its .npy members are its tensors, by numpy's keys (other members,
+ * such as a model.json, are not tensors). An archive in which one key names two members (`k` and
+ * `k.npy`) is refused: a reader could take one's header and the other's data.
+ * @example
+ * const weights = weightsOfArchive(await openNpz('weights.npz'));
+ */
+export function weightsOfArchive(archive: NpzArchive): WeightFile {
+  const members = new Set(archive.entries.map((e) => e.name));
+  const names = archive.entries.filter((e) => e.name.endsWith('.npy')).map((e) => e.name.slice(0, -4));
+  const both = names.filter((k) => members.has(k));
+  if (both.length) {
+    throw new NpyError(
+      'NAME_CLASH',
+      `the archive has both ${both.map((k) => `'${k}' and '${k}.npy'`).join(', ')}: one key names two members (numpy would read '${both[0]}'); keep one of each`,
+    );
+  }
+  const tensors = new Set(names);
   return new WeightFile(
     'npz',
-    archive.names,
+    names,
     {},
     {
+      keyOf: (name) => (tensors.has(name) ? name : name.endsWith('.npy') && tensors.has(name.slice(0, -4)) ? name.slice(0, -4) : null),
       info: async (name, signal) => {
         const h = await archive.header(name, { signal });
         return { dtype: h.dtype, shape: h.shape };
       },
       get: async (name, { signal, expect }) => {
-        const a = await archive.get(name, { signal });
-        if (expect !== undefined && !matchesDescr(a.dtype, expect)) {
-          throw new NpyError('UNEXPECTED_DTYPE', `'${name}' is ${a.dtype.name}, not ${String(expect)}`, { member: name });
+        if (expect !== undefined) {
+          const { dtype } = await archive.header(name, { signal });
+          if (!matchesDescr(dtype, expect)) throw new NpyError('UNEXPECTED_DTYPE', `'${name}' is ${dtype.name}, not ${String(expect)}`, { member: name });
         }
-        return a;
+        return archive.get(name, { signal });
       },
-      getAll: (signal) => archive.getAll({ signal }),
+      getAll: async (signal) => {
+        const arrays = await mapInParallel(names, 8, (name) => archive.get(name, { signal }));
+        return new Map(names.map((n, i) => [n, arrays[i]!]));
+      },
       close: () => archive.close(),
     },
   );
@@ -211,7 +239,7 @@ async function openAnyWeights(source: ByteSource, options: OpenWeightsOptions, o
     switch (kindOf(first, source.size, name)) {
       case 'zip': {
         const archive = await NpzArchive.open(source, options);
-        if (!archive.entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name))) return npzWeights(archive);
+        if (!archive.entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name))) return weightsOfArchive(archive);
         try {
           return torchWeights(await TorchFile.fromArchive(archive, options));
         } catch (e) {
