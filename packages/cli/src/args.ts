@@ -40,6 +40,11 @@ input (and OUT - for standard output). convert turns
 .npz into .npz, a member into a .npy (IN.npz:NAME OUT.npy), and a .npy into an archive
 (OUT.npz, or OUT.npz:NAME to name the member).
 
+Weight files are read as they are, told apart by their bytes: a torch.save file (.pt, .pth,
+.bin; read with PyTorch's weights_only rules, nothing run), a .safetensors file, or a sharded
+set's *.safetensors.index.json. info lists their tensors (FILE:NAME for one); show prints them;
+convert writes them as a .npz, one (FILE:NAME) as a .npy, or any arrays as OUT.safetensors.
+
 Options:
   -q, --quiet                  no progress bar (one is drawn on standard error, when it is a
                                terminal, for a convert to .npz or a show --json past a second)

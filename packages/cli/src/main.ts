@@ -44,7 +44,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     checkOptionsOf(command!, parsed);
     switch (command) {
       case 'info':
-        cmdInfo(parsed, io);
+        await cmdInfo(parsed, io);
         break;
       case 'show':
         await cmdShow(parsed, io);

@@ -36,6 +36,15 @@ export function withFile<T>(file: string, fn: () => T): T {
   }
 }
 
+/** {@link withFile} for work that is awaited. */
+export async function withFileAsync<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw e instanceof FileError ? e : new FileError(file, e);
+  }
+}
+
 /**
  * Text from a file (names, messages) made safe for a terminal: control characters, and characters
  * that reorder or hide text, are shown as escapes instead of acting on the terminal.

@@ -7,7 +7,16 @@
  */
 import { NpyError, encodeNpy, toOrder, withByteOrder, type NdArray, type NpzArchive, type SyncByteSource, type TypedArray } from '@npyts/core';
 import { dataToBytes, encodeHeader } from '@npyts/core/plumbing';
-import { openNpyFileSync, writeBeside, saveNpySync, saveNpz, openRaggedSync, saveObjectArrayAsRaggedSync, raggedToObjectArray } from '@npyts/core/node';
+import {
+  openNpyFileSync,
+  writeBeside,
+  saveNpySync,
+  saveNpz,
+  saveSafetensorsSync,
+  openRaggedSync,
+  saveObjectArrayAsRaggedSync,
+  raggedToObjectArray,
+} from '@npyts/core/node';
 import { pickleCodec, stringDTypeCodec } from '@npyts/core/pickle';
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
@@ -16,6 +25,7 @@ import { startProgress } from '../progress.js';
 import { type Io, session, UsageError, FileError, withFile, printable } from '../session.js';
 import type { Parsed } from '../args.js';
 import { type Target, target, isArchive, withArchive, loadOne, checkIsFile } from '../targets.js';
+import { isWeightFile, weightArrays } from '../weights.js';
 
 export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   if (p.positional.length !== 2) throw new UsageError('convert needs IN and OUT');
@@ -41,10 +51,11 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   const output = target(p.positional[1]!, false);
   // The output's kind comes from its name; anything else would write .npy bytes into a file named .csv.
   const textOut = output.member === undefined ? delimiterOf(output.file) : null;
-  if (output.file !== '-' && output.member === undefined && !textOut && !/\.np[yz]$/i.test(output.file)) {
+  const safetensorsOut = output.member === undefined && /\.safetensors$/i.test(output.file);
+  if (output.file !== '-' && output.member === undefined && !textOut && !safetensorsOut && !/\.np[yz]$/i.test(output.file)) {
     const ext = extname(output.file);
     throw new UsageError(
-      `cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .csv or .tsv`,
+      `cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .safetensors, .csv or .tsv`,
     );
   }
   const textIn = input.member === undefined && input.file !== '-' ? delimiterOf(input.file) : null;
@@ -76,7 +87,9 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     }
     return;
   }
-  const inArchive = !textIn && input.member === undefined && isArchive(input.file);
+  // A torch.save file or .safetensors (or a sharded set's index): every tensor, or the one named.
+  const weightsIn = !textIn && withFile(input.label, () => isWeightFile(input));
+  const inArchive = !weightsIn && !textIn && input.member === undefined && isArchive(input.file);
   const outArchive = output.member !== undefined || /\.npz$/i.test(output.file);
 
   // Gather the arrays to write, with their names for an archive and the format version they came in.
@@ -87,7 +100,9 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   };
   let arrays: Named[];
   let compressed = false;
-  if (inArchive) {
+  if (weightsIn) {
+    arrays = [...(await weightArrays(input))].map(([name, array]): Named => [name, array, 1]);
+  } else if (inArchive) {
     arrays = withArchive(input, (archive) => {
       compressed = archive.entries.some((e) => e.method !== 0);
       return archive.names.map((name) => named(name, { label: `${input.file}:${name}`, file: input.file, member: name }, archive));
@@ -139,7 +154,9 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     return;
   }
 
-  if (outArchive) {
+  if (safetensorsOut) {
+    withFile(output.file, () => saveSafetensorsSync(output.file, new Map(arrays.map(([name, a]) => [name, a]))));
+  } else if (outArchive) {
     if (output.member !== undefined) {
       if (arrays.length !== 1) throw new UsageError('OUT.npz:NAME takes a single array; give OUT.npz for a whole archive');
       arrays = [[output.member, arrays[0]![1], arrays[0]![2]]];

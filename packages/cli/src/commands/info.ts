@@ -7,6 +7,7 @@ import { basename } from 'node:path';
 import { type Io, UsageError, withFile, printable, stdin } from '../session.js';
 import type { Parsed } from '../args.js';
 import { target, isArchive, withArchive, checkIsFile } from '../targets.js';
+import { isWeightFile, weightsInfo } from '../weights.js';
 
 export function orderName(h: NpyHeader): string {
   return h.fortranOrder ? 'Fortran (F) order' : 'C order';
@@ -57,7 +58,7 @@ export function infoTypeScript(label: string, name: string, h: NpyHeader, taken:
   return `// ${printable(label)}: shape ${shapeRepr(h.shape)}, ${orderName(h)}\nexport const ${ident} = ${tsLiteral(h.dtype.descr)} as const;\n`;
 }
 
-export function cmdInfo(p: Parsed, io: Io): void {
+export async function cmdInfo(p: Parsed, io: Io): Promise<void> {
   if (p.positional.length === 0) throw new UsageError('info needs at least one FILE');
   const json = p.flags.has('--json');
   const ts = p.flags.has('--ts');
@@ -67,6 +68,11 @@ export function cmdInfo(p: Parsed, io: Io): void {
   for (const arg of p.positional) {
     const t = target(arg, true);
     checkIsFile(t.file);
+    if (withFile(t.label, () => isWeightFile(t))) {
+      if (ts) throw new UsageError('--ts describes .npy and .npz arrays; not a weight file');
+      await weightsInfo(t, json, io.stdout, docs);
+      continue;
+    }
     if (t.member === undefined && !isArchive(t.file)) {
       const h = withFile(t.label, () => {
         const header = t.file === '-' ? readHeader(stdin()) : readNpyHeaderSync(t.file);

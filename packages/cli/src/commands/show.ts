@@ -15,6 +15,7 @@ import { type Io, session, UsageError, FileError, withFile, printable } from '..
 import { type Parsed, limitOf } from '../args.js';
 import { target, isArchive, withArchive, loadOne, checkIsFile, openRegionsOrNull } from '../targets.js';
 import { infoLine } from './info.js';
+import { headerOf, isWeightFile, tensorLine, weightArrays } from '../weights.js';
 
 /**
  * The elements a printout shows, read from the file as they are asked for: each row's shown runs
@@ -83,6 +84,25 @@ export async function cmdShow(p: Parsed, io: Io): Promise<void> {
         `npyts: note: ${printable(label)}: object values were cut short (shown as ...): they nest too deep or repeat shared values beyond ${MAX_OBJECT_TEXT} characters\n`,
       );
   };
+  if (withFile(t.label, () => isWeightFile(t))) {
+    const arrays = await weightArrays(t);
+    if (json) {
+      const docs: Record<string, unknown> = {};
+      for (const [name, array] of arrays)
+        putOwn(
+          docs,
+          name,
+          withFile(`${t.file}:${name}`, () => npyDocument(headerOf(array), array)),
+        );
+      io.stdout(`${JSON.stringify(t.member !== undefined ? docs[[...arrays.keys()][0]!] : { arrays: docs })}\n`);
+    } else {
+      for (const [name, array] of arrays) {
+        const label = `${t.file}:${name}`;
+        io.stdout(`# ${tensorLine(label, array.dtype, array.shape)}\n${withFile(label, () => formatArray(array))}\n`);
+      }
+    }
+    return;
+  }
   if (t.member === undefined && !isArchive(t.file)) {
     const limit = limitOf(p);
     // A file is read by regions: its JSON as it is written (constant memory), its printout only

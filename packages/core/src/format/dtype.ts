@@ -207,8 +207,10 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     if (this.subarray) return `subarray ${shapeRepr(this.subarray.shape)} of ${this.subarray.base.description}`;
     const endian = this.byteOrder === '<' ? 'little-endian ' : this.byteOrder === '>' ? 'big-endian ' : '';
     const bits = this.itemsize * 8;
-    if (this.mlFloat)
-      return `${this.itemsize === 1 ? '' : endian}${this.mlFloat} (${ML_FLOATS[this.mlFloat].exponentBits}-bit exponent, ${ML_FLOATS[this.mlFloat].mantissaBits}-bit mantissa)`;
+    if (this.mlFloat) {
+      const f = ML_FLOATS[this.mlFloat];
+      return `${this.itemsize === 1 ? '' : endian}${bits}-bit float with ${f.exponentBits} exponent bits and ${f.mantissaBits} mantissa bits (ml_dtypes)`;
+    }
     switch (this.kind) {
       case 'b':
         return 'boolean';

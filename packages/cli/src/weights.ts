@@ -1,0 +1,105 @@
+/**
+ * Weight files on the command line: torch.save checkpoints, .safetensors files and sharded sets'
+ * index files, told apart by their bytes (a .npy or .npz goes the other ways), read through core's
+ * `openWeights`.
+ */
+import { shapeRepr, type DType, type NdArray, type NpyHeader, type WeightFile } from '@npyts/core';
+import { openNpzSync, openWeights } from '@npyts/core/node';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { printable, withFile, withFileAsync } from './session.js';
+import type { Target } from './targets.js';
+
+/**
+ * Whether a file is a weight file other than a .npz (a torch.save zip, a .safetensors file, a
+ * sharded index ending in `.json`), from its first bytes; standard input never is.
+ */
+export function isWeightFile(t: Target): boolean {
+  if (t.file === '-') return false;
+  const head = new Uint8Array(8);
+  const fd = openSync(t.file, 'r');
+  let got: number;
+  try {
+    got = readSync(fd, head, 0, 8, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (head[0] === 0x93 && head[1] === 0x4e) return false; // .npy
+  if (head[0] === 0x50 && head[1] === 0x4b) {
+    // A zip: a torch.save file has one <folder>/data.pkl; anything else is read as a .npz.
+    const zip = withFile(t.label, () => openNpzSync(t.file));
+    try {
+      return zip.entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name));
+    } finally {
+      zip.closeSync();
+    }
+  }
+  if (got === 8 && head[7] === 0 && statSync(t.file).size >= 8) return true; // a safetensors header length
+  return /\.json$/i.test(t.file);
+}
+
+/** A weight file opened for a command: errors name the file. */
+export async function withWeights<T>(t: Target, work: (file: WeightFile) => Promise<T>): Promise<T> {
+  const file = await withFileAsync(t.label, () => openWeights(t.file));
+  try {
+    return await withFileAsync(t.label, () => work(file));
+  } finally {
+    await file.close();
+  }
+}
+
+/** The tensors a target names: one (`FILE:NAME`) or all of them. */
+export function tensorNames(t: Target, file: WeightFile): readonly string[] {
+  if (t.member === undefined) return file.names;
+  if (!file.has(t.member)) return withFile(t.label, () => [file.keyOf(t.member!) ?? t.member!]);
+  return [t.member];
+}
+
+/** The line `info` prints for one tensor: its descr, dtype, shape and bytes. */
+export function tensorLine(label: string, dtype: DType, shape: readonly number[]): string {
+  const bytes = shape.reduce((a, b) => a * b, 1) * dtype.itemsize;
+  return `${printable(label)}: ${printable(dtype.descrLiteral)} (${dtype.name}, ${dtype.description}), shape ${shapeRepr(shape)}, ${bytes} data bytes`;
+}
+
+/** The .npy header an array would be saved with (format 1.0): for JSON documents of tensors. */
+export function headerOf(array: NdArray): NpyHeader {
+  const size = array.size;
+  return {
+    version: [1, 0],
+    dtype: array.dtype,
+    shape: array.shape,
+    fortranOrder: array.order === 'F',
+    dataOffset: 0,
+    size,
+    dataBytes: size * array.dtype.itemsize,
+  };
+}
+
+/** `npyts info` of a weight file: a line per tensor (dtype, shape, bytes), then its metadata. */
+export async function weightsInfo(t: Target, json: boolean, out: (text: string) => void, docs: Record<string, unknown>[]): Promise<void> {
+  await withWeights(t, async (file) => {
+    const tensors: Record<string, unknown>[] = [];
+    for (const name of tensorNames(t, file)) {
+      const { dtype, shape } = await file.info(name);
+      const bytes = shape.reduce((a, b) => a * b, 1) * dtype.itemsize;
+      if (json) tensors.push({ name, descr: dtype.descr, dtype: dtype.name, description: dtype.description, shape, data_bytes: bytes });
+      else out(`${tensorLine(`${t.file}:${name}`, dtype, shape)}\n`);
+    }
+    const metadata = Object.entries(file.metadata);
+    if (json) docs.push({ file: t.label, format: file.format, tensors, metadata: Object.fromEntries(metadata) });
+    else if (t.member === undefined) {
+      out(`${printable(t.file)}: ${file.format}, ${file.names.length} tensor${file.names.length === 1 ? '' : 's'}`);
+      if (metadata.length)
+        out(`; metadata: ${metadata.map(([k, v]) => `${printable(k)}=${printable(JSON.stringify(v) ?? String(v)).slice(0, 200)}`).join(', ')}`);
+      out('\n');
+    }
+  });
+}
+
+/** Every tensor a target names, by name, read in order. */
+export async function weightArrays(t: Target): Promise<Map<string, NdArray>> {
+  return withWeights(t, async (file) => {
+    const out = new Map<string, NdArray>();
+    for (const name of tensorNames(t, file)) out.set(name, await file.get(name));
+    return out;
+  });
+}

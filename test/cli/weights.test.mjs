@@ -1,0 +1,87 @@
+// The CLI over weight files (issue 41): `info` lists the tensors of a torch.save file and a
+// .safetensors file as PyTorch names them, `show` prints one, `convert` writes what numpy and
+// safetensors read with PyTorch's values; errors are one line naming the file.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { python, runCli, scratch } from '../helpers/numpy.mjs';
+
+const dir = scratch('npyts-cli-weights-');
+const file = (name) => join(dir, name);
+const keys = JSON.parse(
+  python(`import torch
+from safetensors.torch import save_file
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Linear(4, 2))
+sd = m.state_dict()
+sd['half'] = torch.randn(3).bfloat16()
+torch.save({'model': sd, 'epoch': 3}, ${JSON.stringify(file('ck.pt'))})
+save_file({k: v.contiguous() for k, v in sd.items()}, ${JSON.stringify(file('m.safetensors'))}, metadata={'format': 'pt'})
+print(json.dumps(list(sd.keys())))`),
+);
+
+test('info lists every tensor with its dtype and shape, and the metadata; --json as one document', async () => {
+  const pt = await runCli(['info', file('ck.pt')]);
+  assert.is(pt.code, 0, pt.stderr);
+  const lines = pt.stdout.trim().split('\n');
+  assert.equal(
+    lines.slice(0, -1).map((l) => l.slice(file('ck.pt').length + 1).split(':')[0]),
+    keys.map((k) => `model.${k}`),
+  );
+  assert.match(
+    lines.find((l) => l.includes(':model.0.weight:')),
+    /'<f4' \(float32, .*\), shape \(4, 3, 3, 3\), 432 data bytes/,
+  );
+  assert.match(
+    lines.find((l) => l.includes(':model.half:')),
+    /\(bfloat16, /,
+  );
+  assert.match(lines.at(-1), new RegExp(`torch, ${keys.length} tensors; metadata: epoch=3`));
+  const st = await runCli(['info', '--json', file('m.safetensors')]);
+  assert.is(st.code, 0, st.stderr);
+  const doc = JSON.parse(st.stdout);
+  assert.is(doc.format, 'safetensors');
+  assert.equal(doc.metadata, { format: 'pt' });
+  assert.equal(doc.tensors.map((t) => t.name).sort(), [...keys].sort());
+  assert.equal(doc.tensors.find((t) => t.name === '2.weight').shape, [2, 4]);
+});
+
+test('show prints one tensor as numpy (with ml_dtypes) prints it', async () => {
+  const r = await runCli(['show', `${file('ck.pt')}:model.half`]);
+  assert.is(r.code, 0, r.stderr);
+  const want = python(`import torch, ml_dtypes
+print(repr(torch.load(${JSON.stringify(file('ck.pt'))})['model']['half'].view(torch.int16).numpy().view(ml_dtypes.bfloat16)))`).trim();
+  assert.is(r.stdout.split('\n').slice(1).join('\n').trim(), want);
+});
+
+test('convert writes a .npz numpy loads and a .safetensors safetensors loads, with the values PyTorch holds', async () => {
+  for (const args of [
+    ['convert', file('ck.pt'), file('ck.npz')],
+    ['convert', file('m.safetensors'), file('again.safetensors')],
+    ['convert', `${file('ck.pt')}:model.0.weight`, file('w.npy')],
+  ]) {
+    const r = await runCli(args);
+    assert.is(r.code, 0, r.stderr);
+  }
+  const same = JSON.parse(
+    python(`import torch
+sd = torch.load(${JSON.stringify(file('ck.pt'))})['model']
+z = np.load(${JSON.stringify(file('ck.npz'))})
+from safetensors.torch import load_file as load_torch
+st = load_torch(${JSON.stringify(file('again.safetensors'))})
+ok = all(np.array_equal(z['model.' + k], v.numpy()) for k, v in sd.items() if v.dtype != torch.bfloat16)
+ok = ok and all(torch.equal(st[k], v) for k, v in sd.items())
+ok = ok and np.array_equal(np.load(${JSON.stringify(file('w.npy'))}), sd['0.weight'].numpy())
+print(json.dumps([ok, sorted(z.files) == sorted('model.' + k for k in sd)]))`),
+  );
+  assert.equal(same, [true, true]);
+});
+
+test('errors are one line naming the file', async () => {
+  const r = await runCli(['show', `${file('ck.pt')}:model.nope`]);
+  assert.is(r.code, 1);
+  assert.is(r.stderr.trim().split('\n').length, 1);
+  assert.match(r.stderr, /^npyts: error: .*ck\.pt:model\.nope: no array 'model\.nope' in the checkpoint/);
+});
+
+test.run();
