@@ -223,6 +223,11 @@ test('openWeights tells files by their bytes: .npz, .safetensors; a legacy torch
   await s.close();
   await z.close();
   python(`import torch; torch.save({'w': torch.ones(2)}, ${JSON.stringify(file('legacy.pt'))}, _use_new_zipfile_serialization=False)`);
+  const { saveNpySync } = await import('@npyts/core/node');
+  saveNpySync(file('one.npy'), { data: new Float32Array([1]) });
+  const npy = await npyErrorOf(() => openWeights(file('one.npy')));
+  assert.is(npy.code, 'BAD_MAGIC');
+  assert.match(npy.message, /loadNpy/);
   const legacy = await npyErrorOf(() => openWeights(file('legacy.pt')));
   assert.is(legacy.code, 'BAD_MAGIC');
   assert.match(legacy.message, /torch\.save/);

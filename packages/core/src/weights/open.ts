@@ -188,6 +188,9 @@ export type ShardOpener = (file: string, signal?: AbortSignal) => Promise<Safete
 /** The kind of weight file the first bytes of a file of `size` bytes say it is, or an error naming what it is not. */
 function kindOf(first: Uint8Array, size: number, name: string): 'zip' | 'safetensors' | 'index' {
   if (first[0] === 0x50 && first[1] === 0x4b) return 'zip';
+  if (first[0] === 0x93 && first[1] === 0x4e && first[2] === 0x55) {
+    throw new NpyError('BAD_MAGIC', `${name} is a .npy file, one array: read it with loadNpy (or openNpy), or save weights together with saveNpz`);
+  }
   // A header length is below 2^56: its last byte is 0, which JSON text cannot hold.
   if (size >= 8 && first[7] === 0) return 'safetensors';
   let i = 0;

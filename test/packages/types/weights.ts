@@ -1,0 +1,53 @@
+// Weight files and narrow floats (issue 41), as a strict TypeScript user writes them: no casts.
+import { expectTypeOf } from 'expect-type';
+import {
+  decodeNpy,
+  encodeSafetensors,
+  openSafetensors,
+  openWeights as openWeightsAnywhere,
+  toFloat32,
+  type NdArray,
+  type SafetensorsFile,
+  type SyncByteSource,
+  type TensorInfo,
+  type WeightFile,
+} from '@npyts/core';
+import { loadWeights, openSafetensorsSync, openWeights, saveSafetensors } from '@npyts/core/node';
+import { assignWeights, loadTensors } from '@npyts/tfjs';
+
+const bytes = new Uint8Array(0);
+// bfloat16 is a descr of its own: its data is the exact bits, its elements numbers.
+const bf = decodeNpy(bytes, { voidAs: 'bfloat16', expect: 'bfloat16' });
+expectTypeOf(bf).toEqualTypeOf<NdArray<'bfloat16'>>();
+expectTypeOf(bf.data).toEqualTypeOf<Uint16Array>();
+expectTypeOf(bf.get(0)).toEqualTypeOf<number>();
+expectTypeOf(decodeNpy(bytes, { expect: 'float8_e4m3fn' }).data).toEqualTypeOf<Uint8Array>();
+expectTypeOf(toFloat32(bf).data).toEqualTypeOf<Float32Array>();
+expectTypeOf(bf.is('mlfloat')).toEqualTypeOf<boolean>();
+// @ts-expect-error: voidAs names a narrow float
+void decodeNpy(bytes, { voidAs: 'float64' });
+
+// One entry for every weight file.
+const w = await openWeights('model.safetensors.index.json', { root: 'model' });
+expectTypeOf(w).toEqualTypeOf<WeightFile>();
+expectTypeOf(w.names).toEqualTypeOf<readonly string[]>();
+expectTypeOf(await w.info('fc.weight')).toEqualTypeOf<TensorInfo>();
+expectTypeOf(w.get('fc.weight', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+expectTypeOf(await loadWeights('model.pt')).toEqualTypeOf<Map<string, NdArray>>();
+expectTypeOf(openWeightsAnywhere(new Blob([]))).toEqualTypeOf<Promise<WeightFile>>();
+
+// safetensors: blocking reads where the source blocks, and only there.
+const inMemory = await openSafetensors(bytes);
+expectTypeOf(inMemory).toEqualTypeOf<SafetensorsFile<SyncByteSource>>();
+expectTypeOf(inMemory.getSync('w', { expect: '<f8' })).toEqualTypeOf<NdArray<'<f8'>>();
+expectTypeOf(openSafetensorsSync('m.safetensors').getSync('w')).toEqualTypeOf<NdArray>();
+const remote = await openSafetensors('https://example.org/m.safetensors');
+// @ts-expect-error: a file read asynchronously has no blocking reads
+void remote.getSync('w');
+expectTypeOf(encodeSafetensors({ w: bf }, { metadata: { format: 'pt' } })).toEqualTypeOf<Uint8Array>();
+// @ts-expect-error: metadata is strings only
+void saveSafetensors('m.safetensors', { w: bf }, { metadata: { step: 1 } });
+
+// The tfjs adapter takes any weight file, and a separate check file.
+expectTypeOf(loadTensors('model.pt')).toMatchTypeOf<Promise<object>>();
+expectTypeOf(assignWeights([], w, { layout: 'tfjs', check: 'check.npz' })).toEqualTypeOf<Promise<void>>();
