@@ -16,7 +16,8 @@ import { npyReaderOf } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
-import { STORED, type ZipEntry } from '../npz/zip.js';
+import { STORED, readingDataOffset, type ZipEntry } from '../npz/zip.js';
+import { drive, performReads } from '../io/steps.js';
 import { unpickleWith } from '../pickle/unpickler.js';
 import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
 import { TORCH_DIALECT, TensorRef } from './pickle-dialect.js';
@@ -105,9 +106,10 @@ export class TorchFile {
    */
   static async fromArchive(archive: NpzArchive, options: DecodeOptions & { signal?: AbortSignal | undefined } = {}): Promise<TorchFile> {
     const prefix = recordPrefix(archive);
+    // The pickle first: the byte order, written just after it, then comes from the same read.
+    const pickle = await archive.bytes(`${prefix}data.pkl`, options);
     const order = archive.has(`${prefix}byteorder`) ? new TextDecoder().decode(await archive.bytes(`${prefix}byteorder`, options)).trim() : 'little';
     if (order !== 'little' && order !== 'big') throw new NpyError('ZIP_FORMAT', `${prefix}byteorder says '${order.slice(0, 20)}', not little or big`);
-    const pickle = await archive.bytes(`${prefix}data.pkl`, options);
     const { tensors, metadata } = flatten(unpickleWith(pickle, options, TORCH_DIALECT));
     for (const [name, t] of tensors) {
       if (!archive.has(`${prefix}data/${t.storage.key}`)) {
@@ -176,7 +178,7 @@ export class TorchFile {
     const dense = fortran || isDense(t.shape, t.strides, false);
     if (dense && entry.method === STORED && size > 0) {
       // Read straight from the storage member, by range, in the view's own order.
-      const start = await this.archive.dataOffset(entry.name, { signal });
+      const start = await this.dataStart(entry, signal);
       const header: NpyHeader = {
         version: [1, 0],
         dtype,
@@ -199,6 +201,18 @@ export class TorchFile {
     return arrayOfData(header, out.buffer, 0, { owned: true });
   }
 
+  /**
+   * Where a storage member's bytes start, from its local header read exactly (its 30 bytes, then its
+   * name and padding): a remote checkpoint moves a few bytes more than the tensor, not a read window.
+   */
+  private dataStart(entry: ZipEntry, signal?: AbortSignal): Promise<number> {
+    return drive(
+      readingDataOffset(this.archive.source.size, entry),
+      performReads((at, length, s) => this.archive.readRange(at, length, s)),
+      signal,
+    );
+  }
+
   /** The archive's source, read through the archive (so that a read after close() is CLOSED). */
   private memberSource(): ByteSource {
     const { source } = this.archive;
@@ -208,7 +222,7 @@ export class TorchFile {
   /** `length` bytes at `at` of a storage member: by range when stored, from the inflated member otherwise. */
   private async storageBytes(entry: ZipEntry, at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     if (entry.method !== STORED) return (await this.archive.bytes(entry.name, { signal })).subarray(at, at + length);
-    const start = await this.archive.dataOffset(entry.name, { signal });
+    const start = await this.dataStart(entry, signal);
     const got = await this.archive.readRange(start + at, length, signal);
     if (got.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${entry.name} ends before the tensor's last element`);
     return got;

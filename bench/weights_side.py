@@ -1,0 +1,61 @@
+"""Python's side of the weight-file bench: makes a state_dict as .safetensors and as torch.save's .pt,
+and times safetensors.numpy.load_file and torch.load(weights_only=True) on them.
+
+python3 weights_side.py make DIR MB   -> writes DIR/state.safetensors and DIR/state.pt
+python3 weights_side.py serve DIR     -> reads 'CASE REPEATS' lines, answers the median seconds
+"""
+import json, os, statistics, sys, time
+
+
+def make(d, mb):
+    import torch
+    from safetensors.torch import save_file
+    os.makedirs(d, exist_ok=True)
+    torch.manual_seed(0)
+    total = int(mb) * 1_000_000
+    sd, made, i = {}, 0, 0
+    # Layers of a convolutional net and a transformer: a few large matrices, many small vectors.
+    shapes = [(1024, 1024), (4096, 1024), (256, 256, 3, 3), (1024,), (64, 3, 7, 7), (4096,)]
+    while made < total:
+        shape = shapes[i % len(shapes)]
+        t = torch.randn(shape)
+        sd[f"layer{i // len(shapes)}.p{i % len(shapes)}"] = t
+        made += t.numel() * 4
+        i += 1
+    save_file(sd, os.path.join(d, "state.safetensors"))
+    torch.save(sd, os.path.join(d, "state.pt"))
+    print(json.dumps({"tensors": len(sd), "bytes": made}))
+
+
+def cases(d):
+    st = os.path.join(d, "state.safetensors")
+    pt = os.path.join(d, "state.pt")
+
+    def safetensors_load():
+        from safetensors.numpy import load_file
+        return load_file(st)
+
+    def torch_load():
+        import torch
+        return torch.load(pt, weights_only=True)
+
+    return {"safetensors": safetensors_load, "torch": torch_load}
+
+
+def serve(d):
+    known = cases(d)
+    for line in sys.stdin:
+        name, repeats = line.split()
+        fn = known[name]
+        fn()
+        times = []
+        for _ in range(int(repeats)):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        print(json.dumps(statistics.median(times)), flush=True)
+
+
+if __name__ == "__main__":
+    cmd, *args = sys.argv[1:]
+    {"make": make, "serve": serve}[cmd](*args)
