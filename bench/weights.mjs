@@ -37,7 +37,14 @@ try {
   const name = st.names[Math.floor(st.names.length / 2)];
   const before = st.source.stats.bytes;
   const a = await st.get(name);
-  remote.push({ file: 'state.safetensors', tensor: name, tensor_bytes: a.data.byteLength, header_bytes: st.header(st.names[0]).dataOffset, opened_bytes: before, moved_bytes: st.source.stats.bytes });
+  remote.push({
+    file: 'state.safetensors',
+    tensor: name,
+    tensor_bytes: a.data.byteLength,
+    header_bytes: st.header(st.names[0]).dataOffset,
+    opened_bytes: before,
+    moved_bytes: st.source.stats.bytes,
+  });
   await st.close();
   // A .pt through openWeights: the directory (the archive's tail), the pickle, then the tensor.
   let moved = 0;

@@ -34,6 +34,8 @@ export interface SyncByteSource extends ByteSourceBase {
 export interface AsyncByteSource extends ByteSourceBase {
   /** `length` bytes at `offset` (fewer at the end of the file). */
   read(offset: number, length: number, options?: ReadOptions): Promise<Uint8Array>;
+  /** Read into `target` at `offset` without a buffer of its own (a file handle); the bytes read. */
+  readInto?(target: Uint8Array, offset: number, options?: ReadOptions): Promise<number>;
   /** Release what the source holds open, if anything. */
   close?(): Promise<void> | void;
 }

@@ -80,6 +80,19 @@ function countedReads(source: ByteSource, stats: NpyReadStats) {
   };
 }
 
+/** Reads of `source` into a target, each counted in `stats`; null where the source cannot read into one. */
+function countedReadsInto(source: ByteSource, stats: NpyReadStats) {
+  if (!source.readInto) return null;
+  const into = source.readInto.bind(source) as (target: Uint8Array, offset: number, options?: { signal?: AbortSignal | undefined }) => number | Promise<number>;
+  return async (target: Uint8Array, at: number, signal?: AbortSignal): Promise<number> => {
+    signal?.throwIfAborted();
+    const got = await into(target, at, { signal });
+    stats.requests++;
+    stats.bytes += got;
+    return got;
+  };
+}
+
 /** Ranges of a region closer than this go in one read of a source (remote sources favour fewer, larger reads). */
 const SOURCE_MAX_GAP = 64 << 10;
 /** Bytes one read of a source asks for at most. */
@@ -95,6 +108,7 @@ const SOURCE_IN_FLIGHT = 16 << 20;
  */
 export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string, stats: NpyReadStats = { requests: 0, bytes: 0, cached: 0 }): NpyReader {
   const read = countedReads(source, stats);
+  const readInto = countedReadsInto(source, stats);
   return {
     stats,
     header,
@@ -112,6 +126,15 @@ export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string,
       await inParallel(SOURCE_CONCURRENCY, async (stopped) => {
         for (let g = groups.next(); !g.done && !stopped(); g = groups.next()) {
           const group = g.value;
+          const only = group.runs.length === 1 ? group.runs[0]! : null;
+          if (readInto && only && only.length === group.length) {
+            // One run, read straight into its place in the region: no buffer of its own, no copy.
+            const got = await readInto(out.subarray(only.regionOffset, only.regionOffset + only.length), only.fileOffset, signal);
+            if (got < only.length) {
+              throw new NpyError('DATA_TRUNCATED', `${name} ends at byte ${only.fileOffset + got}, the region needs byte ${only.fileOffset + only.length}`);
+            }
+            continue;
+          }
           const body = await budget.holding(group.length, () => read(group.offset, group.length, signal));
           if (body.length < group.length) {
             throw new NpyError('DATA_TRUNCATED', `${name} ends at byte ${group.offset + body.length}, the region needs byte ${group.offset + group.length}`);

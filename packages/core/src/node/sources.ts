@@ -48,6 +48,7 @@ export function fileHandleSource(fh: FileHandle, path: string, size: number): As
       const got = await readFullyAsync(fh, out, offset, options.signal);
       return got === out.length ? out : out.subarray(0, got);
     },
+    readInto: (target, offset, options = {}) => readFullyAsync(fh, target, offset, options.signal),
     close: () => fh.close(),
   };
 }

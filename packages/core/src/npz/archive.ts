@@ -306,6 +306,25 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     return this.source.read(offset, length, { signal });
   }
 
+  /**
+   * Bytes of the archive read straight into `target` from `offset`, where the source reads into a
+   * target (a file): the bytes read. Null where it cannot; CLOSED after close().
+   * @internal
+   */
+  readRangeInto(): ((target: Uint8Array, offset: number, signal?: AbortSignal) => Promise<number>) | null {
+    const { source } = this;
+    if (!source.readInto) return null;
+    const into = source.readInto.bind(source) as (
+      target: Uint8Array,
+      offset: number,
+      options?: { signal?: AbortSignal | undefined },
+    ) => number | Promise<number>;
+    return async (target, offset, signal) => {
+      if (this.closed) throw this.closedError();
+      return into(target, offset, { signal });
+    };
+  }
+
   private closedError(): NpyError {
     return new NpyError('CLOSED', `${this.source.name ?? 'the archive'} is closed`);
   }

@@ -7,7 +7,7 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { DType } from '../format/dtype.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
-import { isPromise, readSync, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
+import { isPromise, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
@@ -192,14 +192,22 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
 
   private reader(name: string, header: NpyHeader): NpyReader {
     // Reads go through the file, so that a tensor read after close() fails with CLOSED.
-    const through: ByteSource = {
-      size: this.source.size,
-      name: this.source.name,
-      read: (at, length, o) => {
+    const { source } = this;
+    const through: AsyncByteSource = {
+      size: source.size,
+      name: source.name,
+      read: async (at, length, o) => {
         this.checkOpen();
-        return this.source.read(at, length, o) as Promise<Uint8Array>;
+        return source.read(at, length, o);
       },
     };
+    if (source.readInto) {
+      const into = source.readInto.bind(source) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
+      through.readInto = async (target, at, o) => {
+        this.checkOpen();
+        return into(target, at, o);
+      };
+    }
     return npyReaderOf(through, header, name);
   }
 
