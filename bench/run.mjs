@@ -348,6 +348,16 @@ const tfjsModels = JSON.parse(
   }),
 );
 
+// Weight files as users hold them: .safetensors and torch.save's .pt against Python's loaders (bench/weights.mjs).
+log('weight files …');
+const weights = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'weights.mjs'), join(dir, 'weights'), ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
+
 const bytes = MIB * (1 << 20);
 // [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
 const rows = [
@@ -441,6 +451,7 @@ const report = {
   browser,
   ragged,
   tfjs_models: tfjsModels,
+  weights,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
     file_bytes: bytes,
@@ -477,6 +488,17 @@ if (asJSON) {
       );
     }
   }
+  console.log(
+    `\nWeight files: a state_dict of ${weights.made.tensors} float32 tensors (${(weights.made.bytes / 1e6).toFixed(0)} MB) as .safetensors and as torch.save's .pt, loaded whole (loadWeights) against Python's safetensors.numpy.load_file and torch.load(weights_only=True), interleaved as above.`,
+  );
+  console.log('| operation | npyts | Python | npyts / Python | spread | target |');
+  console.log('|---|---|---|---|---|---|');
+  for (const p of weights.rows)
+    console.log(
+      `| ${p.op} | ${ms(p.seconds)} | ${ms(p.baseline)} | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${p.verdict === 'met' ? 'met' : p.verdict === 'missed' ? '**missed**' : '**crosses**'} |`,
+    );
+  for (const r of weights.remote)
+    console.log(`One tensor of a remote ${r.file} (nginx): ${r.moved_bytes} bytes moved in all for a tensor of ${r.tensor_bytes} bytes.`);
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
   console.log(
     "\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy's `{k: v for k, v in np.load(f).items()}` and a loop of np.load.",
