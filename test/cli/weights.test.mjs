@@ -77,6 +77,17 @@ print(json.dumps([ok, sorted(z.files) == sorted('model.' + k for k in sd)]))`),
   assert.equal(same, [true, true]);
 });
 
+test('diff compares weight files tensor by tensor, and one tensor with a .npy', async () => {
+  for (const [args, code] of [
+    [['diff', file('m.safetensors'), file('again.safetensors')], 0],
+    [['diff', `${file('ck.pt')}:model.0.weight`, file('w.npy')], 0],
+    [['diff', `${file('ck.pt')}:model.0.weight`, `${file('ck.pt')}:model.0.bias`], 1],
+  ]) {
+    const r = await runCli(args);
+    assert.is(r.code, code, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+  }
+});
+
 test('errors are one line naming the file', async () => {
   const r = await runCli(['show', `${file('ck.pt')}:model.nope`]);
   assert.is(r.code, 1);

@@ -202,4 +202,49 @@ print(json.dumps(refused))`,
   assert.match(legacy.message, /_use_new_zipfile_serialization=True|safetensors/);
 });
 
+test('hostile checkpoints: bounded by the bytes present, never by the shapes or sizes they declare', async () => {
+  const reference = torchPython(
+    'python3',
+    `import zipfile, pickle, io
+d = ${JSON.stringify(dir)}
+# A view 10^12 elements large over one stored element: torch keeps it lazily; an array would not fit.
+torch.save({'x': torch.zeros(1).expand(10**6, 10**6)}, d + '/expand.pt')
+torch.save({'w': torch.ones(1000)}, d + '/good2.pt')
+src = zipfile.ZipFile(d + '/good2.pt')
+members = [(i.filename, src.read(i)) for i in src.infolist()]
+def rewrite(path, change):
+    with zipfile.ZipFile(path, 'w') as z:
+        for n, b in members:
+            z.writestr(n, change(n, b))
+# The storage cut short; a storage key that climbs out of data/; two checkpoints in one zip.
+rewrite(d + '/short.pt', lambda n, b: b[:100] if n.endswith('data/0') else b)
+rewrite(d + '/climb.pt', lambda n, b: b.replace(b'X' + (1).to_bytes(4, 'little') + b'0', b'X' + (4).to_bytes(4, 'little') + b'../0') if n.endswith('data.pkl') else b)
+with zipfile.ZipFile(d + '/two.pt', 'w') as z:
+    for n, b in members:
+        z.writestr(n, b)
+        if n.endswith('data.pkl'): z.writestr('other/data.pkl', b)
+out = {}
+for p in ['short', 'climb', 'two']:
+    try:
+        x = torch.load(d + '/' + p + '.pt', weights_only=True)
+        out[p] = 'loads'
+    except Exception as e:
+        out[p] = 'refuses'
+print(json.dumps(out))`,
+  );
+  // PyTorch refuses each of the crafted files too.
+  assert.equal(reference, { short: 'refuses', climb: 'refuses', two: 'refuses' });
+  const expand = await openWeights(file('expand.pt'));
+  assert.equal((await expand.info('x')).shape, [1e6, 1e6]);
+  const big = await npyErrorOf(() => expand.get('x'));
+  assert.is(big.code, 'NO_COUNTERPART');
+  assert.match(big.message, /contiguous/);
+  await expand.close();
+  const short = await openWeights(file('short.pt'));
+  assert.is((await npyErrorOf(() => short.get('w'))).code, 'DATA_TRUNCATED');
+  await short.close();
+  assert.is((await npyErrorOf(() => openWeights(file('climb.pt')))).code, 'BAD_PICKLE');
+  assert.is((await npyErrorOf(() => openWeights(file('two.pt')))).code, 'ZIP_FORMAT');
+});
+
 test.run();

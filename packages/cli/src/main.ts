@@ -53,7 +53,7 @@ export async function main(args: string[], io: Io): Promise<number> {
         await cmdConvert(parsed, io);
         break;
       case 'diff':
-        return cmdDiff(parsed, io);
+        return await cmdDiff(parsed, io);
       default:
         throw new UsageError(`unknown command '${command}'`);
     }

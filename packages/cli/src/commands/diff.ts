@@ -1,8 +1,10 @@
+import type { NdArray } from '@npyts/core';
 import type { NpyFileHandleSync } from '@npyts/core/node';
 import { Comparison, type DiffResult, type Tolerance, diffArrays } from '../diff.js';
 import { type Io, UsageError, withFile, printable } from '../session.js';
 import { type Parsed, toleranceOf } from '../args.js';
 import { type Target, target, checkIsFile, arraysOf, isArchive, openRegionsOrNull } from '../targets.js';
+import { isWeightFile, weightArrays } from '../weights.js';
 
 /** Elements compared per region read of each file. */
 const BLOCK_ELEMENTS = 1 << 18;
@@ -55,13 +57,14 @@ function diffFiles(ha: NpyFileHandleSync, hb: NpyFileHandleSync, tol: Tolerance,
 }
 
 /** `diff A B`: exit 0 when every array matches within the tolerance, 1 when any differs. */
-export function cmdDiff(p: Parsed, io: Io): number {
+export async function cmdDiff(p: Parsed, io: Io): Promise<number> {
   if (p.positional.length !== 2) throw new UsageError('diff needs two FILEs');
   const tol = toleranceOf(p);
   const [ta, tb] = p.positional.map((arg) => target(arg, true)) as [Target, Target];
   checkIsFile(ta.file);
   checkIsFile(tb.file);
-  const single = (t: Target): boolean => t.file !== '-' && t.member === undefined && !isArchive(t.file);
+  const weights = (t: Target): boolean => withFile(t.label, () => isWeightFile(t));
+  const single = (t: Target): boolean => t.file !== '-' && t.member === undefined && !isArchive(t.file) && !weights(t);
   if (single(ta) && single(tb)) {
     // Two .npy files: by regions, unless one holds objects (a pickle has no regions).
     const ha = withFile(ta.label, () => openRegionsOrNull(ta.file));
@@ -78,8 +81,14 @@ export function cmdDiff(p: Parsed, io: Io): number {
       hb?.close();
     }
   }
-  const a = arraysOf(ta);
-  const b = arraysOf(tb);
+  // A weight file's tensors (one, named FILE:NAME, compares as a lone array does).
+  const arrays = async (t: Target): Promise<Map<string, NdArray>> => {
+    if (!weights(t)) return arraysOf(t);
+    const found = await weightArrays(t);
+    return t.member === undefined ? found : new Map([['', [...found.values()][0]!]]);
+  };
+  const a = await arrays(ta);
+  const b = await arrays(tb);
   let differ = false;
   const report = (name: string, lines: string[]): void => {
     differ = true;
