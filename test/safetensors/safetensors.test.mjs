@@ -274,10 +274,10 @@ with safe_open(${JSON.stringify(file('remote.safetensors'))}, 'pt') as f:
     assert.is(aborted?.message, 'stop');
     await w2.close();
     // A sharded set by URL: its shards are read from beside the index, by range.
-    const want = JSON.parse(readFileSync(file('sharded.json'), 'utf8'));
+    const shardedValues = JSON.parse(readFileSync(file('sharded.json'), 'utf8'));
     const sharded = await openWeightsAnywhere(`${server.base}/model.safetensors.index.json`);
     assert.is(sharded.format, 'safetensors-sharded');
-    assert.equal(Array.from(toFloat32(await sharded.get('b.weight')).data), want['b.weight']);
+    assert.equal(Array.from(toFloat32(await sharded.get('b.weight')).data), shardedValues['b.weight']);
     await sharded.close();
   } finally {
     server.stop();
