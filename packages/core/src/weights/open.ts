@@ -14,7 +14,7 @@ import { matchesDescr } from '../format/header.js';
 import type { Expecting } from '../npy.js';
 import { SafetensorsFile, type TensorInfo, type TensorReadOptions } from '../safetensors/file.js';
 import { ShardedSafetensors, parseShardIndex } from '../safetensors/sharded.js';
-import { TorchFile } from '../torch/file.js';
+import type { TorchFile } from '../torch/file.js';
 
 /** The kinds of weight file: a .npz, a .safetensors file, a sharded set of them. */
 export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torch';
@@ -244,6 +244,8 @@ async function openAnyWeights(source: ByteSource, options: OpenWeightsOptions, o
         const archive = await NpzArchive.open(source, options);
         if (!archive.entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name))) return weightsOfArchive(archive);
         try {
+          // Loaded when a checkpoint is met: the main entry's bundle holds no unpickler.
+          const { TorchFile } = await import('../torch/file.js');
           return torchWeights(await TorchFile.fromArchive(archive, options));
         } catch (e) {
           await archive.close();
