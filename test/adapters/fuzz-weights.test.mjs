@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { NpyError, encodeNpz } from '@npyts/core';
-import { assignWeights, checkModel } from '@npyts/tfjs';
+import { DEFAULT_RTOL, assignWeights, checkModel } from '@npyts/tfjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 
 await useCpuBackend();
@@ -99,7 +99,7 @@ test('fuzz: check members with non-finite values prove what they compare, no mor
           (Number.isNaN(a) && Number.isNaN(b)) ||
           (Number.isFinite(a) &&
             Number.isFinite(b) &&
-            Math.abs(a - b) <= 1e-5 * Math.max(...ref.filter(Number.isFinite).map(Math.abs), 0) + 1e-5 * Math.abs(b));
+            Math.abs(a - b) <= DEFAULT_RTOL * Math.max(...ref.filter(Number.isFinite).map(Math.abs), 0) + DEFAULT_RTOL * Math.abs(b));
         const finite = ref.filter(Number.isFinite).length;
         const shouldPass = finite > 0 && x.every((v, i) => same(Math.fround(v), ref[i]));
         let passed = true;

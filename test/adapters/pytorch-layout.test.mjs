@@ -102,19 +102,66 @@ maybe(
   },
 );
 
-maybe("tfjs's default epsilon (1e-3) on BatchNormalization is refused, naming the layer and the fix; a stated epsilon is honoured", async () => {
-  const model = twins.cnn({ epsilon: 1e-3 });
-  const before = snapshot(model);
-  const e = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch' }));
-  assert.instance(e, NpyError);
-  assert.is(e.code, 'LAYER_CONFIG');
-  assert.match(e.message, /batch_normalization/);
-  assert.match(e.message, /epsilon: 1e-5/);
-  assert.equal(snapshot(model), before, 'nothing assigned');
-  // Saying the PyTorch module had eps 1e-3 is believed, and the check then catches the difference.
-  const c = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch', epsilon: 1e-3 }));
-  assert.is(c.code, 'CHECK_FAILED', String(c));
-  assert.equal(snapshot(model), before, 'a failed check puts the weights back');
+maybe(
+  "tfjs's default epsilon (1e-3) on BatchNormalization: refused where nothing can prove it, caught by the check members where they run, naming the layer",
+  async () => {
+    const model = twins.cnn({ epsilon: 1e-3 });
+    const before = snapshot(model);
+    // Without check members (or with the check turned off) the default's word is all there is.
+    for (const attempt of [assignWeights(model, npz('cnn'), { layout: 'pytorch', check: false }), planWeights(model, npz('cnn'), { layout: 'pytorch' })]) {
+      const e = await refusal(attempt);
+      assert.instance(e, NpyError);
+      assert.is(e.code, 'LAYER_CONFIG');
+      assert.match(e.message, /batch_normalization/);
+      assert.match(e.message, /epsilon: 1e-5/);
+    }
+    assert.equal(snapshot(model), before, 'nothing assigned');
+    // With them, the evidence decides: the check fails and names the layer whose epsilon differs.
+    const e = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch' }));
+    assert.is(e.code, 'CHECK_FAILED', String(e));
+    assert.match(e.message, /where the port differs from PyTorch's defaults: .*batch_normalization.*epsilon is 0\.001/);
+    assert.equal(snapshot(model), before, 'a failed check puts the weights back');
+    // Saying the PyTorch module had eps 1e-3 is believed, and the check then catches the difference.
+    const c = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch', epsilon: 1e-3 }));
+    assert.is(c.code, 'CHECK_FAILED', String(c));
+    assert.equal(snapshot(model), before, 'a failed check puts the weights back');
+  },
+);
+
+maybe("a port with an epsilon that is not PyTorch's default (as MobileNetV3 has) is accepted when its check members prove it right", async () => {
+  const path = join(dir, 'eps.npz');
+  spawnSync(
+    'python3',
+    [
+      '-c',
+      `import torch, numpy as np
+torch.manual_seed(3)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4, eps=1e-3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))
+m.train(); m(torch.randn(8, 3, 6, 6) * 3); m.eval()
+x = torch.randn(2, 3, 6, 6)
+np.savez(${JSON.stringify(path)}, **{k: v.numpy() for k, v in m.state_dict().items()}, **{'check/input': x.numpy(), 'check/output': m(x).detach().numpy()})`,
+    ],
+    { stdio: 'inherit' },
+  );
+  const build = () =>
+    tfl.sequential({
+      layers: [
+        tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same', inputShape: [6, 6, 3] }),
+        tfl.layers.batchNormalization({ epsilon: 1e-3 }),
+        tfl.layers.reLU(),
+        tfl.layers.flatten(),
+        tfl.layers.dense({ units: 2 }),
+      ],
+    });
+  await assignWeights(build(), path, { layout: 'pytorch' }); // the check runs and passes
+  assert.is((await refusal(assignWeights(build(), path, { layout: 'pytorch', check: false }))).code, 'LAYER_CONFIG');
+});
+
+maybe("a state_dict archive without layout 'pytorch' gets one hint, not every key for every weight", async () => {
+  const e = await refusal(assignWeights(twins.cnn(), npz('cnn')));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.is(e.message.split('\n').length, 2, e.message);
+  assert.match(e.message, /PyTorch state_dict .* pass \{ layout: 'pytorch' \}/);
 });
 
 maybe("an LSTM with tfjs's default hardSigmoid gates is refused", async () => {

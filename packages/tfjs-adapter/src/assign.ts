@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type WeightFile } from '@npyts/core';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
 import { openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
-import { isIgnoredBuffer, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
+import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
 import { CHECK_PREFIX, checkWith, hasCheck, type CheckModelOptions } from './check.js';
@@ -66,7 +66,8 @@ export async function planWeights(weights: Weights, source: WeightSource, option
 export async function planFrom(
   weights: Weights,
   archive: WeightFile,
-  options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string> },
+  options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string>; evidence?: boolean },
+  suspects: string[] = [],
 ): Promise<PlanStep[]> {
   const list = weightList(weights);
   const problems: string[] = [];
@@ -103,7 +104,7 @@ export async function planFrom(
   }
   if (pytorch) {
     const byNames = new Set(viaNames.map(savedName));
-    for (const step of await planPytorch(weights as LayersModelLike, archive, options, { weights: byNames, keys: new Set(used.keys()) })) {
+    for (const step of await planPytorch(weights as LayersModelLike, archive, options, { weights: byNames, keys: new Set(used.keys()) }, suspects)) {
       await take(byName.get(step.weight)!, step);
     }
   }
@@ -113,7 +114,16 @@ export async function planFrom(
       problems.push(`${key}: in the archive but no weight uses it (pass { ignoreUnused: true } to allow)`);
     }
   }
-  if (problems.length) throw mismatchError(problems);
+  if (problems.length) {
+    // No weight found by name in what is a PyTorch state_dict: one hint, not a list of every key per weight.
+    if (!pytorch && steps.length === 0 && looksLikeStateDict(archive.names)) {
+      const example = archive.names.find((k) => !k.startsWith(CHECK_PREFIX));
+      throw mismatchError([
+        `the archive's arrays are a PyTorch state_dict (${archive.names.length} keys such as '${example}') and no weight of the model is named after them; pass { layout: 'pytorch' } to map its modules onto the model's layers`,
+      ]);
+    }
+    throw mismatchError(problems);
+  }
   return steps;
 }
 
@@ -184,10 +194,13 @@ export async function assignWeights(weights: Weights, source: WeightSource, opti
         );
       }
     }
-    const steps = await planFrom(weights, archive, options);
-    const tensors = await readSteps(steps, archive, options);
+    // With check members to run, the check is the evidence: a configuration that differs from
+    // PyTorch's defaults (an epsilon) is planned, and named if the check then fails.
     const checking = options.check !== false && hasCheck(checks) && isPredicting(weights);
-    await assignChecked(weights, steps, tensors, checking ? checks : null, options);
+    const suspects: string[] = [];
+    const steps = await planFrom(weights, archive, { ...options, evidence: checking }, suspects);
+    const tensors = await readSteps(steps, archive, options);
+    await assignChecked(weights, steps, tensors, checking ? checks : null, options, suspects);
   } finally {
     try {
       if (checksOpened) await checks.close();
@@ -204,11 +217,12 @@ async function assignChecked(
   tensors: readonly tf.Tensor[],
   checks: WeightFile | null,
   options: AssignWeightsOptions,
+  suspects: readonly string[],
 ): Promise<void> {
   const before = checks ? steps.map((s) => s.target.read?.().clone()) : [];
   try {
     assignAll(steps, tensors);
-    if (checks) await checkWith(weights as LayersModelLike, checks, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) });
+    if (checks) await checkWith(weights as LayersModelLike, checks, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) }, suspects);
   } catch (e) {
     // Put the weights back: a model that fails its check is not left half-converted.
     if (checks)

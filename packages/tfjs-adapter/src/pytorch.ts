@@ -57,6 +57,20 @@ const RNN_PARAM = /^(weight_ih|weight_hh|bias_ih|bias_hh|weight_hr)_l(\d+)(_reve
 /** Buffers PyTorch keeps that no tfjs weight holds. */
 const IGNORED = new Set(['num_batches_tracked']);
 
+/** A parameter or buffer name of a PyTorch module, as a state_dict key ends. */
+const TORCH_PARAM = /(^|\.)(weight|bias|running_mean|running_var|num_batches_tracked|in_proj_weight|in_proj_bias|(weight|bias)_(ih|hh)_l\d+(_reverse)?)$/;
+
+/**
+ * Whether keys look like a PyTorch state_dict (`features.0.weight`, `fc.bias`, …): most of them end
+ * with a module's parameter or buffer name.
+ * @example
+ * looksLikeStateDict(['conv.weight', 'conv.bias']);   // true
+ */
+export function looksLikeStateDict(keys: readonly string[]): boolean {
+  const own = keys.filter((k) => !k.startsWith('check/'));
+  return own.length > 0 && own.filter((k) => TORCH_PARAM.test(k)).length >= 0.8 * own.length;
+}
+
 /** True for an archive key of a buffer no tfjs weight holds (a BatchNorm's `num_batches_tracked`). */
 export function isIgnoredBuffer(key: string): boolean {
   return IGNORED.has(key.slice(key.lastIndexOf('.') + 1));
@@ -434,8 +448,9 @@ function moduleNames(modules: readonly TorchModule[], rnnCount: Map<string, numb
 export async function planPytorch(
   model: LayersModelLike,
   archive: WeightFile,
-  options: PytorchLayoutOptions & { ignoreUnused?: boolean | undefined } = {},
+  options: PytorchLayoutOptions & { ignoreUnused?: boolean | undefined; evidence?: boolean | undefined } = {},
   excluded: Excluded = { weights: new Set(), keys: new Set() },
+  suspects: string[] = [],
 ): Promise<PlannedWeight[]> {
   const rules = new LayerRules(options);
   const layers = weightedLayers(model).filter((l) => l.weights.some((w) => !excluded.weights.has(savedName(w))));
@@ -491,7 +506,11 @@ export async function planPytorch(
   for (const layer of layers) {
     const module = pairs.get(layer)!;
     const eps = rules.epsilonOfModule(layer, module);
-    if (eps) {
+    // An epsilon that is not PyTorch's default is refused on the default's word alone, unless the
+    // check members will run (evidence decides: a right epsilon passes, a wrong one fails the check,
+    // which then names it). An epsilon stated in { epsilon } that the layer contradicts is refused.
+    if (eps && options.evidence && options.epsilon === undefined) suspects.push(eps);
+    else if (eps) {
       problems.push(eps);
       continue;
     }
