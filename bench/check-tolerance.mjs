@@ -47,13 +47,11 @@ x = torch.randn(4, 3, 32, 32)
 np.savez(${JSON.stringify(path)}, **{k: v.numpy() for k, v in m.state_dict().items()}, **{'check/input': x.numpy(), 'check/output': m(x).detach().numpy()})`,
     ]);
     const layers = [];
-    let c = 3;
     for (let i = 0; i < depth; i++) {
       const out = Math.min(64, 16 * (1 + Math.floor(i / 4)));
       layers.push(tfl.layers.conv2d({ filters: out, kernelSize: 3, padding: 'same', ...(i === 0 ? { inputShape: [32, 32, 3] } : {}) }));
       layers.push(tfl.layers.batchNormalization({ epsilon: mistake === 'epsilon' ? 1e-3 : 1e-5 }), tfl.layers.reLU());
       if (i % 4 === 3 && i < 16) layers.push(tfl.layers.maxPooling2d({ poolSize: 2 }));
-      c = out;
     }
     layers.push(tfl.layers.globalAveragePooling2d({}), tfl.layers.dense({ units: 10 }));
     const model = tfl.sequential({ layers });

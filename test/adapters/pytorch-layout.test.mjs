@@ -119,7 +119,7 @@ maybe(
     // With them, the evidence decides: the check fails and names the layer whose epsilon differs.
     const e = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch' }));
     assert.is(e.code, 'CHECK_FAILED', String(e));
-    assert.match(e.message, /where the port differs from PyTorch's defaults: .*batch_normalization.*epsilon is 0\.001/);
+    assert.match(e.message, /where the port differs from PyTorch's defaults \(the likely cause\): .*batch_normalization.*epsilon is 0\.001/);
     assert.equal(snapshot(model), before, 'a failed check puts the weights back');
     // Saying the PyTorch module had eps 1e-3 is believed, and the check then catches the difference.
     const c = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch', epsilon: 1e-3 }));
@@ -222,12 +222,15 @@ maybe('a Flatten whose input layout cannot be told is refused, and { flattenLayo
   assert.is(kept[0].description, 'axes permuted (1,0)');
 });
 
-maybe("npzHandler checks names and shapes itself when given the model, listing the archive's keys, before tfjs sees anything", async () => {
+maybe("npzHandler checks names and shapes itself when given the model, before tfjs sees anything: a state_dict without layout 'pytorch' gets the hint, other archives the list of their keys", async () => {
   const wrong = tfl.sequential({ layers: [tfl.layers.dense({ units: 4, inputShape: [16], name: 'l' })] });
   const e = await refusal(tfl.loadLayersModel(npzHandler(npz('mlp'), { modelTopology: wrong })));
   assert.instance(e, NpyError);
   assert.is(e.code, 'WEIGHT_MISMATCH');
-  assert.match(e.message, /l\/kernel: no array for it in the archive \(the archive has: 0\.weight, 0\.bias, 2\.weight, 2\.bias/);
+  assert.match(e.message, /PyTorch state_dict \(\d+ keys such as '0\.weight'\).*pass \{ layout: 'pytorch' \}/);
+  const other = encodeNpz({ a: { data: new Float32Array(4) }, b: { data: new Float32Array(2) } });
+  const f = await refusal(tfl.loadLayersModel(npzHandler(other, { modelTopology: wrong })));
+  assert.match(f.message, /l\/kernel: no array for it in the archive \(the archive has: a, b\)/);
 });
 
 maybe("saveWeights with layout 'pytorch' and no { like } says what it needs", async () => {
