@@ -157,6 +157,24 @@ np.savez(${JSON.stringify(path)}, **{k: v.numpy() for k, v in m.state_dict().ite
   assert.is((await refusal(assignWeights(build(), path, { layout: 'pytorch', check: false }))).code, 'LAYER_CONFIG');
 });
 
+maybe('a misfit of layers paired by order says so, and names the modules to name the layers after', async () => {
+  // The cnn's weighted layers, but not in its modules' order (as a model with branches lists them).
+  const reordered = tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ filters: 8, kernelSize: 3, padding: 'same', inputShape: [12, 8, 3] }),
+      tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same' }),
+      tfl.layers.batchNormalization({ epsilon: 1e-5 }),
+      tfl.layers.batchNormalization({ epsilon: 1e-5 }),
+      tfl.layers.flatten(),
+      tfl.layers.dense({ units: 5 }),
+    ],
+  });
+  const e = await refusal(assignWeights(reordered, npz('cnn'), { layout: 'pytorch' }));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.match(e.message, /\(paired by order\)/);
+  assert.match(e.message, /name the tfjs layers after their PyTorch modules \('features_0' for features\.0/);
+});
+
 maybe("a state_dict archive without layout 'pytorch' gets one hint, not every key for every weight", async () => {
   const e = await refusal(assignWeights(twins.cnn(), npz('cnn')));
   assert.is(e.code, 'WEIGHT_MISMATCH');
@@ -222,16 +240,19 @@ maybe('a Flatten whose input layout cannot be told is refused, and { flattenLayo
   assert.is(kept[0].description, 'axes permuted (1,0)');
 });
 
-maybe("npzHandler checks names and shapes itself when given the model, before tfjs sees anything: a state_dict without layout 'pytorch' gets the hint, other archives the list of their keys", async () => {
-  const wrong = tfl.sequential({ layers: [tfl.layers.dense({ units: 4, inputShape: [16], name: 'l' })] });
-  const e = await refusal(tfl.loadLayersModel(npzHandler(npz('mlp'), { modelTopology: wrong })));
-  assert.instance(e, NpyError);
-  assert.is(e.code, 'WEIGHT_MISMATCH');
-  assert.match(e.message, /PyTorch state_dict \(\d+ keys such as '0\.weight'\).*pass \{ layout: 'pytorch' \}/);
-  const other = encodeNpz({ a: { data: new Float32Array(4) }, b: { data: new Float32Array(2) } });
-  const f = await refusal(tfl.loadLayersModel(npzHandler(other, { modelTopology: wrong })));
-  assert.match(f.message, /l\/kernel: no array for it in the archive \(the archive has: a, b\)/);
-});
+maybe(
+  "npzHandler checks names and shapes itself when given the model, before tfjs sees anything: a state_dict without layout 'pytorch' gets the hint, other archives the list of their keys",
+  async () => {
+    const wrong = tfl.sequential({ layers: [tfl.layers.dense({ units: 4, inputShape: [16], name: 'l' })] });
+    const e = await refusal(tfl.loadLayersModel(npzHandler(npz('mlp'), { modelTopology: wrong })));
+    assert.instance(e, NpyError);
+    assert.is(e.code, 'WEIGHT_MISMATCH');
+    assert.match(e.message, /PyTorch state_dict \(\d+ keys such as '0\.weight'\).*pass \{ layout: 'pytorch' \}/);
+    const other = encodeNpz({ a: { data: new Float32Array(4) }, b: { data: new Float32Array(2) } });
+    const f = await refusal(tfl.loadLayersModel(npzHandler(other, { modelTopology: wrong })));
+    assert.match(f.message, /l\/kernel: no array for it in the archive \(the archive has: a, b\)/);
+  },
+);
 
 maybe("saveWeights with layout 'pytorch' and no { like } says what it needs", async () => {
   const e = await refusal(saveWeights(twins.mlp(), join(dir, 'x.npz'), { layout: 'pytorch' }));

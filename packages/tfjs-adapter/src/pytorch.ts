@@ -501,6 +501,8 @@ export async function planPytorch(
     ]);
   }
   restLayers.forEach((l, i) => pairs.set(l, restModules[i]!));
+  const byOrder = new Set(restLayers);
+  let misfitByOrder = false;
 
   const planned: PlannedWeight[] = [];
   for (const layer of layers) {
@@ -515,10 +517,21 @@ export async function planPytorch(
       continue;
     }
     const result = rules.pair(layer, module);
-    if ('unfit' in result) misfits.push(`${describeLayer(layer)} ↔ ${describeModule(module)}: ${result.unfit}`);
-    else planned.push(...result.planned);
+    if ('unfit' in result) {
+      misfits.push(`${describeLayer(layer)} ↔ ${describeModule(module)}${byOrder.has(layer) ? ' (paired by order)' : ''}: ${result.unfit}`);
+      if (byOrder.has(layer)) misfitByOrder = true;
+    } else planned.push(...result.planned);
   }
   if (problems.length) throw configError(problems);
+  if (misfitByOrder) {
+    // Pairing by order assumes tfjs lists the layers in the state_dict's module order; a model with
+    // branches (a ResNet's downsample, a ShuffleNet's branch1) breaks it, and the misfit above may
+    // be a consequence, not a fault of the layer named.
+    const examples = restModules.slice(0, 3).map((m) => `'${m.name.replace(/ \(layer \d+\)$/, '').replace(/\./g, '_')}' for ${m.name}`);
+    misfits.push(
+      `layers marked "paired by order" were paired with modules by their order (tfjs's layer order, the state_dict's module order), which a model with branches does not keep: name the tfjs layers after their PyTorch modules (${examples.join(', ')}), or map them with { names }`,
+    );
+  }
   if (misfits.length) throw mismatchError(misfits);
   return planned;
 }
