@@ -119,7 +119,8 @@ maybe(
     // With them, the evidence decides: the check fails and names the layer whose epsilon differs.
     const e = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch' }));
     assert.is(e.code, 'CHECK_FAILED', String(e));
-    assert.match(e.message, /where the port differs from PyTorch's defaults \(the likely cause\): .*batch_normalization.*epsilon is 0\.001/);
+    assert.match(e.message, /the first PyTorch module whose output differs is 'features\.1', computed by tfjs layer 'batch_normalization/);
+    assert.match(e.message, /where the port differs from PyTorch's defaults: .*batch_normalization.*epsilon is 0\.001/);
     assert.equal(snapshot(model), before, 'a failed check puts the weights back');
     // Saying the PyTorch module had eps 1e-3 is believed, and the check then catches the difference.
     const c = await refusal(assignWeights(model, npz('cnn'), { layout: 'pytorch', epsilon: 1e-3 }));
@@ -155,6 +156,29 @@ np.savez(${JSON.stringify(path)}, **{k: v.numpy() for k, v in m.state_dict().ite
     });
   await assignWeights(build(), path, { layout: 'pytorch' }); // the check runs and passes
   assert.is((await refusal(assignWeights(build(), path, { layout: 'pytorch', check: false }))).code, 'LAYER_CONFIG');
+});
+
+maybe('the layer-by-layer check names the first module whose output differs (an ELU where PyTorch has a ReLU)', async () => {
+  const wrong = tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ filters: 8, kernelSize: 3, padding: 'same', inputShape: [12, 8, 3] }),
+      tfl.layers.batchNormalization({ epsilon: 1e-5 }),
+      tfl.layers.elu(),
+      tfl.layers.maxPooling2d({ poolSize: 2 }),
+      tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same' }),
+      tfl.layers.batchNormalization({ epsilon: 1e-5 }),
+      tfl.layers.reLU(),
+      tfl.layers.maxPooling2d({ poolSize: 2 }),
+      tfl.layers.flatten(),
+      tfl.layers.dense({ units: 5 }),
+    ],
+  });
+  const e = await refusal(assignWeights(wrong, npz('cnn'), { layout: 'pytorch' }));
+  assert.is(e.code, 'CHECK_FAILED');
+  assert.match(
+    e.message,
+    /the first PyTorch module whose output differs is 'features\.4', computed by tfjs layer '[^']+' \(Conv2D\) \(the modules before it, up to 'features\.1', agree/,
+  );
 });
 
 maybe('a misfit of layers paired by order says so, and names the modules to name the layers after', async () => {

@@ -141,11 +141,18 @@ def built(name):
 
 
 def export(model, x, path):
-    # The README's export: the state_dict, a sample input and PyTorch's output for it.
+    # The guide's export: the state_dict, a sample input and PyTorch's output for it, and each
+    # module's output (forward hooks) for the layer-by-layer check.
+    outputs = {}
+    hooks = [m.register_forward_hook(lambda mod, inp, out, name=name: outputs.__setitem__(name, out))
+             for name, m in model.named_modules() if name]
     with torch.no_grad():
         y = model(x)
+    for h in hooks:
+        h.remove()
     np.savez(path, **{k: v.detach().cpu().numpy() for k, v in model.state_dict().items()},
-             **{'check/input': x.numpy(), 'check/output': y.numpy()})
+             **{'check/input': x.numpy(), 'check/output': y.numpy()},
+             **{f'check/module/{k}': v.numpy() for k, v in outputs.items() if isinstance(v, torch.Tensor)})
     # The file PyTorch users hold: torch.save of the state_dict (the check members stay in the .npz).
     torch.save(model.state_dict(), path[:-4] + '.pt')
 

@@ -8,8 +8,8 @@ import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions
 import { openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
-import { hasLayers, type LayersModelLike } from './layers.js';
-import { CHECK_PREFIX, checkWith, hasCheck, type CheckModelOptions } from './check.js';
+import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
+import { CHECK_PREFIX, checkWith, hasCheck, type CheckModelOptions, type Findings } from './check.js';
 import { axesOf, inverseAxes, listKeys, mappedKey, mismatchError, savedName, weightList, type WeightLike, type WeightNames, type Weights } from './weights.js';
 
 /** Options of {@link planWeights}: how the archive names and lays out the weights. */
@@ -68,6 +68,7 @@ export async function planFrom(
   archive: WeightFile,
   options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string>; evidence?: boolean },
   suspects: string[] = [],
+  pairing: [LayerLike, string][] = [],
 ): Promise<PlanStep[]> {
   const list = weightList(weights);
   const problems: string[] = [];
@@ -104,7 +105,7 @@ export async function planFrom(
   }
   if (pytorch) {
     const byNames = new Set(viaNames.map(savedName));
-    for (const step of await planPytorch(weights as LayersModelLike, archive, options, { weights: byNames, keys: new Set(used.keys()) }, suspects)) {
+    for (const step of await planPytorch(weights as LayersModelLike, archive, options, { weights: byNames, keys: new Set(used.keys()) }, suspects, pairing)) {
       await take(byName.get(step.weight)!, step);
     }
   }
@@ -198,9 +199,10 @@ export async function assignWeights(weights: Weights, source: WeightSource, opti
     // PyTorch's defaults (an epsilon) is planned, and named if the check then fails.
     const checking = options.check !== false && hasCheck(checks) && isPredicting(weights);
     const suspects: string[] = [];
-    const steps = await planFrom(weights, archive, { ...options, evidence: checking }, suspects);
+    const pairing: [LayerLike, string][] = [];
+    const steps = await planFrom(weights, archive, { ...options, evidence: checking }, suspects, pairing);
     const tensors = await readSteps(steps, archive, options);
-    await assignChecked(weights, steps, tensors, checking ? checks : null, options, suspects);
+    await assignChecked(weights, steps, tensors, checking ? checks : null, options, { suspects, pairing });
   } finally {
     try {
       if (checksOpened) await checks.close();
@@ -217,12 +219,12 @@ async function assignChecked(
   tensors: readonly tf.Tensor[],
   checks: WeightFile | null,
   options: AssignWeightsOptions,
-  suspects: readonly string[],
+  found: Findings,
 ): Promise<void> {
   const before = checks ? steps.map((s) => s.target.read?.().clone()) : [];
   try {
     assignAll(steps, tensors);
-    if (checks) await checkWith(weights as LayersModelLike, checks, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) }, suspects);
+    if (checks) await checkWith(weights as LayersModelLike, checks, { layout: options.layout === 'pytorch' ? 'pytorch' : 'asIs', ...pick(options) }, found);
   } catch (e) {
     // Put the weights back: a model that fails its check is not left half-converted.
     if (checks)

@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, familyOf, transpose, toOrder, type NdArray, type WeightFile } from '@npyts/core';
 import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 import { toTensor } from './tensors.js';
-import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike } from './layers.js';
+import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike, type SymbolicLike } from './layers.js';
 
 /**
  * The folder of the archive members that hold reference inputs and outputs, not weights.
@@ -97,12 +97,22 @@ export async function checkModel(model: LayersModelLike, source: WeightSource, o
 }
 
 /** {@link checkModel} on an opened archive. */
+/** What planning found that a failed check should say: configurations that differ from PyTorch's defaults, and which module each layer computes. */
+export interface Findings {
+  readonly suspects: readonly string[];
+  readonly pairing: readonly (readonly [LayerLike, string])[];
+}
+
+/** The folder of the outputs of each PyTorch module, recorded with forward hooks (see the guide). */
+export const MODULE_PREFIX = `${CHECK_PREFIX}module/`;
+
 export async function checkWith(
   model: LayersModelLike,
   archive: WeightFile,
   options: CheckModelOptions = {},
-  suspects: readonly string[] = [],
+  found: Findings = { suspects: [], pairing: [] },
 ): Promise<CheckResult> {
+  const { suspects } = found;
   const inputKeys = numbered(archive, 'input');
   const outputKeys = numbered(archive, 'output');
   if (!inputKeys.length || !outputKeys.length) {
@@ -161,6 +171,10 @@ export async function checkWith(
         };
       }
       if (worst.failure) {
+        // With each module's output recorded, the first layer that diverges is the place to look.
+        const first = await firstDivergence(model, archive, inputs, found.pairing, pytorch, options);
+        const noted = suspects.length ? `; where the port differs from PyTorch's defaults: ${suspects.join('; ')}` : '';
+        if (first) throw new NpyError('CHECK_FAILED', `${first}; at the output: ${worst.bare}${noted}`);
         // Where the port is known to differ from PyTorch's defaults, that is the likely cause: named
         // instead of the general judgement (which would offer a looser tolerance).
         throw new NpyError(
@@ -181,6 +195,83 @@ export async function checkWith(
   } finally {
     tf.dispose(inputs);
   }
+}
+
+/** What usually makes a layer of this class compute something other than its PyTorch module. */
+const LIKELY_CAUSE: Record<string, string> = {
+  Conv1D:
+    "padding or strides (tfjs's 'same' pads a stride-2 convolution at the end only, PyTorch's padding on both sides: use a zeroPadding layer, then 'valid'), dilation, or an activation fused into the layer",
+  Conv2D:
+    "padding or strides (tfjs's 'same' pads a stride-2 convolution at the bottom and right only, PyTorch's padding on every side: use zeroPadding2d, then 'valid'), dilation, or an activation fused into the layer",
+  DepthwiseConv2D:
+    "padding or strides (tfjs's 'same' pads a stride-2 convolution at the bottom and right only: use zeroPadding2d, then 'valid'), or an activation fused into the layer",
+  Conv2DTranspose: 'padding, output padding or strides',
+  BatchNormalization:
+    "epsilon (PyTorch's 1e-5; tfjs's default 1e-3), or an activation or pooling layer just before it (PyTorch's hardsigmoid is not tfjs's hardSigmoid)",
+  LayerNormalization: 'epsilon, or the axis it normalises',
+  Dense: "the rows' order after a Flatten ({ flattenLayout }), an activation fused into the layer, or a layer just before it",
+  Embedding: 'the token ids given to it',
+  PReLU: 'the axes its slopes are shared over',
+};
+
+/**
+ * The first paired layer whose output differs from its module's recorded output (`check/module/NAME`
+ * members, in the model's layer order), as a message naming both and the likely cause; null when no
+ * module output was recorded, the model cannot be run layer by layer, or every recorded one agrees.
+ */
+async function firstDivergence(
+  model: LayersModelLike,
+  archive: WeightFile,
+  inputs: readonly tf.Tensor[],
+  pairing: readonly (readonly [LayerLike, string])[],
+  pytorch: boolean,
+  options: CheckModelOptions,
+): Promise<string | null> {
+  if (!model.execute) return null;
+  const recorded = pairing.filter(([layer, module]) => archive.has(`${MODULE_PREFIX}${module}`) && singleOutput(layer)?.name !== undefined);
+  if (!recorded.length) return null;
+  const outputs = tf.tidy(() => {
+    const y = model.execute!(
+      inputs.length === 1 ? inputs[0]! : [...inputs],
+      recorded.map(([layer]) => singleOutput(layer)!.name!),
+    );
+    return Array.isArray(y) ? y : [y];
+  });
+  try {
+    let before = '';
+    for (const [i, [layer, module]] of recorded.entries()) {
+      const key = `${MODULE_PREFIX}${module}`;
+      let reference = await archive.get(key);
+      const got = outputs[i]!;
+      if (pytorch && reference.shape.length >= 3 && layoutOf(layer) === 'channelsLast')
+        reference = toOrder(transpose(reference, channelsLast(reference.shape.length)), 'C');
+      // Judged where shapes agree (a module whose output is not its layer's cannot be compared).
+      if (reference.shape.join() !== got.shape.join()) continue;
+      let values: ArrayLike<number>;
+      try {
+        values = referenceValues(reference);
+      } catch {
+        continue;
+      }
+      const r = compare((await got.data()) as Float32Array, values, reference.shape, key, options);
+      if (r.failure) {
+        const cls = layer.getClassName();
+        const where = before ? ` (the modules before it, up to '${before}', agree: look at this layer and the layers without weights just before it)` : '';
+        return `the first PyTorch module whose output differs is '${module}', computed by tfjs layer '${layer.name}' (${cls})${where}: ${r.bare}; the likely cause for a ${cls}: ${LIKELY_CAUSE[cls] ?? 'its configuration against the module'}`;
+      }
+      before = module;
+    }
+    return null;
+  } finally {
+    tf.dispose(outputs);
+  }
+}
+
+/** A layer's one output tensor (null for a layer with several). */
+function singleOutput(layer: LayerLike): SymbolicLike | null {
+  const out = layer.output;
+  if (!out) return null;
+  return Array.isArray(out) ? (out.length === 1 ? (out[0] as SymbolicLike) : null) : (out as SymbolicLike);
 }
 
 /** A reference output's values as numbers, row-major. */

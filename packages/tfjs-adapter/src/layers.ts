@@ -22,10 +22,14 @@ export interface LayerLike {
   getConfig(): object;
   readonly weights: readonly WeightLike[];
   readonly inboundNodes: readonly NodeLike[];
+  /** The tensor the layer's call made in the model's graph (tfjs-layers' `layer.output`). */
+  readonly output?: SymbolicLike | readonly SymbolicLike[];
 }
 
 /** A tensor of a model's graph: its shape, with the batch axis as null. */
 export interface SymbolicLike {
+  /** Its name in the graph (what `LayersModel.execute` is asked for). */
+  readonly name?: string;
   readonly shape: LayerShape;
   /** The layer that makes it (an input's InputLayer). */
   readonly sourceLayer?: LayerLike;
@@ -38,6 +42,8 @@ export interface LayersModelLike {
   readonly inputs: readonly SymbolicLike[];
   readonly outputs: readonly SymbolicLike[];
   predict(x: tf.Tensor | tf.Tensor[]): tf.Tensor | tf.Tensor[];
+  /** The values of named tensors of the graph for an input (tfjs-layers' `LayersModel.execute`). */
+  execute?(inputs: tf.Tensor | tf.Tensor[], outputs: string[]): tf.Tensor | tf.Tensor[];
 }
 
 /** True for a model that lists its layers (rather than a plain list of weights). */

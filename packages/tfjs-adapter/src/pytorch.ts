@@ -451,6 +451,7 @@ export async function planPytorch(
   options: PytorchLayoutOptions & { ignoreUnused?: boolean | undefined; evidence?: boolean | undefined } = {},
   excluded: Excluded = { weights: new Set(), keys: new Set() },
   suspects: string[] = [],
+  pairing: [LayerLike, string][] = [],
 ): Promise<PlannedWeight[]> {
   const rules = new LayerRules(options);
   const layers = weightedLayers(model).filter((l) => l.weights.some((w) => !excluded.weights.has(savedName(w))));
@@ -503,6 +504,9 @@ export async function planPytorch(
   restLayers.forEach((l, i) => pairs.set(l, restModules[i]!));
   const byOrder = new Set(restLayers);
   let misfitByOrder = false;
+  // Which module each layer computes, for the layer-by-layer check (a recurrent module's layers
+  // are not compared one by one: PyTorch's hook sees the whole module).
+  for (const layer of layers) if (pairs.get(layer)!.rnnLayer === undefined) pairing.push([layer, pairs.get(layer)!.name]);
 
   const planned: PlannedWeight[] = [];
   for (const layer of layers) {
