@@ -179,6 +179,10 @@ maybe('the layer-by-layer check names the first module whose output differs (an 
     e.message,
     /the first PyTorch module whose output differs is 'features\.4', computed by tfjs layer '[^']+' \(Conv2D\) \(the modules before it, up to 'features\.1', agree/,
   );
+  // checkModel alone, on a model whose weights were assigned without the check, says the same.
+  await assignWeights(wrong, npz('cnn'), { layout: 'pytorch', check: false });
+  const c = await refusal(checkModel(wrong, npz('cnn')));
+  assert.match(c.message, /the first PyTorch module whose output differs is 'features\.4'/);
 });
 
 maybe('a misfit of layers paired by order says so, and names the modules to name the layers after', async () => {

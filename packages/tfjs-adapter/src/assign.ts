@@ -9,8 +9,20 @@ import { openWeightSource, writeArchive, type NpzSink, type SourceOptions, type 
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
-import { CHECK_PREFIX, checkWith, hasCheck, type CheckModelOptions, type Findings } from './check.js';
-import { axesOf, inverseAxes, listKeys, mappedKey, mismatchError, savedName, weightList, type WeightLike, type WeightNames, type Weights } from './weights.js';
+import { checkWith, hasCheck, type CheckModelOptions, type Findings } from './check.js';
+import {
+  CHECK_PREFIX,
+  axesOf,
+  inverseAxes,
+  listKeys,
+  mappedKey,
+  mismatchError,
+  savedName,
+  weightList,
+  type WeightLike,
+  type WeightNames,
+  type Weights,
+} from './weights.js';
 
 /** Options of {@link planWeights}: how the archive names and lays out the weights. */
 export interface PlanWeightsOptions extends SourceOptions, PytorchLayoutOptions {

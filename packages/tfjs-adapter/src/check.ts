@@ -6,14 +6,9 @@ import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, familyOf, transpose, toOrder, type NdArray, type WeightFile } from '@npyts/core';
 import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 import { toTensor } from './tensors.js';
+import { CHECK_PREFIX } from './weights.js';
+import { planPytorch } from './pytorch.js';
 import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike, type SymbolicLike } from './layers.js';
-
-/**
- * The folder of the archive members that hold reference inputs and outputs, not weights.
- * @example
- * np.savez('weights.npz', **state, **{'check/input': x.numpy(), 'check/output': y.numpy()})   # Python
- */
-export const CHECK_PREFIX = 'check/';
 
 /**
  * checkModel's default relative tolerance. Calibrated: a correct float32 port drifts from PyTorch by
@@ -21,6 +16,8 @@ export const CHECK_PREFIX = 'check/';
  * output's scale; hand ports of torchvision architectures: up to 1.1e-5), while a normalisation
  * epsilon of 1e-3 where PyTorch's is 1e-5 moves the output by 1.3e-4 to 3.7e-4 of its scale. 3e-5
  * lies between, about three times from each.
+ * @example
+ * await checkModel(model, 'weights.npz', { rtol: 10 * DEFAULT_RTOL });   // a looser check, stated
  */
 export const DEFAULT_RTOL = 3e-5;
 
@@ -90,7 +87,17 @@ function fits(shape: readonly number[], model: readonly (number | null)[]): bool
 export async function checkModel(model: LayersModelLike, source: WeightSource, options: CheckModelOptions = {}): Promise<CheckResult> {
   const [archive, opened] = await openWeightSource(source, options);
   try {
-    return await checkWith(model, archive, options);
+    // With module outputs recorded, which layer computes which module (the plan of assignWeights,
+    // headers only); a model that does not pair is checked at its outputs alone.
+    const pairing: [LayerLike, string][] = [];
+    if ((options.layout ?? 'pytorch') === 'pytorch' && archive.names.some((n) => n.startsWith(MODULE_PREFIX))) {
+      try {
+        await planPytorch(model, archive, { evidence: true, ignoreUnused: true }, undefined, [], pairing);
+      } catch {
+        pairing.length = 0;
+      }
+    }
+    return await checkWith(model, archive, options, { suspects: [], pairing });
   } finally {
     if (opened) await archive.close();
   }

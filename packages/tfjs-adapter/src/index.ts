@@ -30,7 +30,8 @@ export {
 } from './assign.js';
 export type { PlannedWeight, PytorchLayoutOptions } from './pytorch.js';
 export type { Transform } from './transform.js';
-export { checkModel, CHECK_PREFIX, DEFAULT_RTOL, type CheckModelOptions, type CheckResult } from './check.js';
+export { checkModel, DEFAULT_RTOL, type CheckModelOptions, type CheckResult } from './check.js';
+export { CHECK_PREFIX } from './weights.js';
 export type { LayersModelLike, LayerLike, NodeLike, SymbolicLike, LayerShape } from './layers.js';
 export { npzHandler, registerNpzRouters, MODEL_JSON, NPZ_SCHEME, type NpzHandlerOptions, type TopologySource } from './handler.js';
 

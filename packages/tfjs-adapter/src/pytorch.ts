@@ -9,8 +9,7 @@
  */
 import { NpyError } from '@npyts/core';
 import type { WeightFile } from '@npyts/core';
-import { CHECK_PREFIX } from './check.js';
-import { mismatchError, savedName, type WeightLike } from './weights.js';
+import { CHECK_PREFIX, mismatchError, savedName, type WeightLike } from './weights.js';
 import { configOf, inputShapeOf, layoutOf, producerOf, weightedLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import { describeTransform, transformedShape, type Transform } from './transform.js';
 

@@ -101,3 +101,10 @@ export function listKeys(keys: readonly string[]): string {
   if (!keys.length) return '';
   return ` (the archive has: ${keys.slice(0, 20).join(', ')}${keys.length > 20 ? `, and ${keys.length - 20} more` : ''})`;
 }
+
+/**
+ * The folder of the archive members that hold reference inputs and outputs, not weights.
+ * @example
+ * np.savez('weights.npz', **state, **{'check/input': x.numpy(), 'check/output': y.numpy()})   # Python
+ */
+export const CHECK_PREFIX = 'check/';
