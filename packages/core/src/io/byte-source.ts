@@ -69,6 +69,15 @@ export function readSync(source: ByteSource, offset: number, length: number): Ui
   return got;
 }
 
+/**
+ * Close a source from a blocking `[Symbol.dispose]` (`using x = …`): a blocking source closes at once;
+ * an async one's close is started and its failure ignored (`await using` waits for it).
+ */
+export function closeSourceNow(source: ByteSource): void {
+  const closing = source.close?.();
+  if (isPromise(closing)) closing.catch(() => {});
+}
+
 /** Bytes read by a source so far, for tests and progress displays. */
 export interface ReadStats {
   /** Reads made (HTTP requests, for a URL). */

@@ -18,7 +18,7 @@ import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync } from '../io/steps.js';
-import { bytesSource, isPromise, windowSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
+import { bytesSource, closeSourceNow, isPromise, windowSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -585,8 +585,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   [Symbol.dispose](): void {
     if (this.closed) return;
     this.closed = true;
-    const closing = this.source.close?.();
-    if (isPromise(closing)) closing.catch(() => {});
+    closeSourceNow(this.source);
   }
 }
 

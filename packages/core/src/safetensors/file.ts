@@ -7,7 +7,7 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { DType } from '../format/dtype.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
-import { isPromise, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
+import { closeSourceNow, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
@@ -238,8 +238,7 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
   [Symbol.dispose](): void {
     if (this.closed) return;
     this.closed = true;
-    const closing = this.source.close?.();
-    if (isPromise(closing)) closing.catch(() => {});
+    closeSourceNow(this.source);
   }
 }
 
