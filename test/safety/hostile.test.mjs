@@ -558,7 +558,11 @@ globalThis.result = { same, baseMiB: before / ${MiB} };`,
       );
       assert.ok(out.same, how);
       // The region, the bodies of the requests in flight (16 MiB by default) and their copies into it.
-      const bound = out.baseMiB + (rows * 4) / MiB + (how === 'http' ? 2 * 16 : 16) + GC_SLACK;
+      // Over HTTP the whole 256 MiB file streams through (its rows are 4 KiB apart), and fetch's bodies
+      // are external memory that V8 collects only past its external-memory limit (64 MiB): a
+      // fixed bound, whatever the file's size, but larger than a file handle's (seen at 132 MiB above
+      // the start in a fresh clone's run, against 128 allowed before).
+      const bound = out.baseMiB + (rows * 4) / MiB + (how === 'http' ? 16 + 64 : 16) + GC_SLACK;
       assert.ok(out.rssMiB < bound, `${how}: peak ${out.rssMiB.toFixed(0)} MiB against ${bound.toFixed(0)} MiB`);
     }
   } finally {
