@@ -13,7 +13,6 @@ import { python, scratch } from '../helpers/numpy.mjs';
 import { startMoto } from '../helpers/s3.mjs';
 
 const dir = scratch('npyts-parts-');
-const KiB64 = 64 << 10;
 
 /** The region of `full` (C-order values by index) that a part holds, as an array of its own. */
 function regionOf(dtype, part, valueAt) {
