@@ -259,7 +259,19 @@ with safe_open(${JSON.stringify(file('remote.safetensors'))}, 'pt') as f:
     assert.equal(Array.from(rows.data.subarray(1024, 1028)), Array.from(want.subarray(4, 8)));
     assert.ok(f.source.stats.bytes - before <= 3 * 4096 + (64 << 10));
     await f.close();
-    // And through openWeights, the same values.
+    // And through openWeights, the same values and the same bound (every body counted by a fetch hook).
+    let hooked = 0;
+    const counting = async (href, init) => {
+      const r = await fetch(href, init);
+      const body = new Uint8Array(await r.arrayBuffer());
+      hooked += body.length;
+      return new Response(body, { status: r.status, headers: r.headers });
+    };
+    const viaWeights = await openWeightsAnywhere(url, { fetch: counting });
+    const one = await viaWeights.get('layer5.weight');
+    assert.is(one.size, 512 * 1024);
+    assert.ok(hooked <= 512 * 1024 * 4 + dataStart + (64 << 10) + 64, `openWeights moved ${hooked} bytes`);
+    await viaWeights.close();
     const w2 = await openWeightsAnywhere(url);
     assert.equal(Array.from((await w2.get('layer5.weight')).data.subarray(100 * 1024, 100 * 1024 + 4)), Array.from(want.subarray(0, 4)));
     // An aborted read rejects with the signal's reason.

@@ -3,7 +3,7 @@
  * index files, told apart by their bytes (a .npy or .npz goes the other ways), read through core's
  * `openWeights`.
  */
-import { shapeRepr, type DType, type NdArray, type NpyHeader, type WeightFile } from '@npyts/core';
+import { isTorchArchive, shapeRepr, weightFileKind, type DType, type NdArray, type NpyHeader, type WeightFile } from '@npyts/core';
 import { openNpzSync, openWeights } from '@npyts/core/node';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { printable, withFile, withFileAsync } from './session.js';
@@ -11,30 +11,28 @@ import type { Target } from './targets.js';
 
 /**
  * Whether a file is a weight file other than a .npz (a torch.save zip, a .safetensors file, a
- * sharded index ending in `.json`), from its first bytes; standard input never is.
+ * sharded index), from its first bytes as core's `weightFileKind` reads them; standard input never is.
  */
 export function isWeightFile(t: Target): boolean {
   if (t.file === '-') return false;
-  const head = new Uint8Array(8);
+  const head = new Uint8Array(64);
   const fd = openSync(t.file, 'r');
   let got: number;
   try {
-    got = readSync(fd, head, 0, 8, 0);
+    got = readSync(fd, head, 0, head.length, 0);
   } finally {
     closeSync(fd);
   }
-  if (head[0] === 0x93 && head[1] === 0x4e) return false; // .npy
-  if (head[0] === 0x50 && head[1] === 0x4b) {
-    // A zip: a torch.save file has one <folder>/data.pkl; anything else is read as a .npz.
-    const zip = withFile(t.label, () => openNpzSync(t.file));
-    try {
-      return zip.entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name));
-    } finally {
-      zip.closeSync();
-    }
+  const kind = weightFileKind(head.subarray(0, got), statSync(t.file).size);
+  if (kind === 'safetensors' || kind === 'index') return true;
+  if (kind !== 'zip') return false;
+  // A zip: a torch.save file, or a .npz (read the other ways).
+  const zip = withFile(t.label, () => openNpzSync(t.file));
+  try {
+    return isTorchArchive(zip);
+  } finally {
+    zip.closeSync();
   }
-  if (got === 8 && head[7] === 0 && statSync(t.file).size >= 8) return true; // a safetensors header length
-  return /\.json$/i.test(t.file);
 }
 
 /** A weight file opened for a command: errors name the file. */

@@ -77,7 +77,8 @@ export { planParts, encodePart, type PartPlan, type PlannedPart, type PlanPartsO
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
 export { ShardedSafetensors, parseShardIndex, type ShardIndex } from './safetensors/sharded.js';
-export { openWeights, weightsOfArchive, WeightFile, type WeightFormat, type OpenWeightsOptions } from './weights/open.js';
+export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
+export { isTorchArchive } from './torch/layout.js';
 export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';
 export type { CrcOptions, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
 export { fflateCodec } from './npz/fflate.js';

@@ -3,6 +3,7 @@ import {
   NpyError,
   WeightFile,
   decodeNpz,
+  isTorchArchive,
   encodeNpz,
   openNpz,
   openWeights,
@@ -79,7 +80,7 @@ export async function openArchive(source: NpzSource, options: SourceOptions = {}
  */
 function checkNotTorch(archive: NpzArchive, what: string): NpzArchive {
   if (archive.entries.some((e) => e.name.endsWith('.npy'))) return archive;
-  if (archive.entries.some((e) => /(^|\/)data\.pkl$/.test(e.name))) {
+  if (isTorchArchive(archive)) {
     throw new NpyError(
       'BAD_MODEL',
       `${what} is a torch.save file (a zip of data.pkl and tensor storages), not a model archive of arrays; assign its weights to a model with assignWeights(model, file, { layout: 'pytorch' })`,

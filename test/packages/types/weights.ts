@@ -51,3 +51,14 @@ void saveSafetensors('m.safetensors', { w: bf }, { metadata: { step: 1 } });
 // The tfjs adapter takes any weight file, and a separate check file.
 expectTypeOf(loadTensors('model.pt')).toMatchTypeOf<Promise<object>>();
 expectTypeOf(assignWeights([], w, { layout: 'tfjs', check: 'check.npz' })).toEqualTypeOf<Promise<void>>();
+
+// Multipart plans: JSON for workers, parts from typed regions.
+import { createArray, encodePart, isTorchArchive, planParts, weightFileKind, type PartPlan, type WeightFileKind } from '@npyts/core';
+const plan = planParts({ dtype: '<f4', shape: [65536, 1024], parts: 4 });
+expectTypeOf(plan).toEqualTypeOf<PartPlan>();
+expectTypeOf(plan.parts[0]?.count).toEqualTypeOf<number[] | undefined>();
+expectTypeOf(encodePart(plan, 1, createArray('<f4', [16384, 1024]))).toEqualTypeOf<Uint8Array>();
+// @ts-expect-error: a plan needs a dtype
+void planParts({ shape: [2] });
+expectTypeOf(weightFileKind(bytes, 0)).toEqualTypeOf<WeightFileKind>();
+expectTypeOf(isTorchArchive(await openSafetensors(bytes).then(() => ({ entries: [] })))).toEqualTypeOf<boolean>();

@@ -59,6 +59,21 @@ export async function sourceOf(input: NpySource, options: HttpOptions & { tailBy
 }
 
 /**
+ * `open()` over a source made for it from `input`: when opening fails, the source is closed (a
+ * source the caller handed in as `input` is theirs, and left open). The one rule of every opener.
+ * @example
+ * return openingOver(source, input, () => NpzArchive.open(source, options));
+ */
+export async function openingOver<T>(source: ByteSource, input: unknown, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (e) {
+    if (source !== input) await source.close?.();
+    throw e;
+  }
+}
+
+/**
  * Open a .npy from a {@link ByteSource}: the header is read now, regions when asked for.
  * @example
  * const h = await openNpySource(blobSource(file));

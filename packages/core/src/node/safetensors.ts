@@ -1,6 +1,6 @@
 /** .safetensors files on disk: opened by position, written beside the target and renamed over it. */
 import type { SyncByteSource } from '../io/byte-source.js';
-import type { NpySource } from '../io/open.js';
+import { openingOver, type NpySource } from '../io/open.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import type { HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
@@ -21,12 +21,7 @@ import { fileSource, nodeSourceOf } from './sources.js';
  */
 export async function openSafetensors(input: string | NpySource, options: HttpOptions = {}): Promise<SafetensorsFile> {
   const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
-  try {
-    return await SafetensorsFile.open(source, options);
-  } catch (e) {
-    if (source !== input) await source.close?.();
-    throw e;
-  }
+  return openingOver(source, input, () => SafetensorsFile.open(source, options));
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Weight files on disk: paths (and sharded sets beside their index) as well as what core opens. */
 import { dirname, join } from 'node:path';
 import type { NdArray } from '../array/ndarray.js';
-import type { NpySource } from '../io/open.js';
+import { openingOver, type NpySource } from '../io/open.js';
 import { openShardSource, openWeightsFrom, type OpenWeightsOptions, type ShardOpener, type WeightFile } from '../weights/open.js';
 import { zlibCodec } from './npz/codec.js';
 import { nodeSourceOf, pathOf } from './sources.js';
@@ -17,7 +17,9 @@ import { nodeSourceOf, pathOf } from './sources.js';
 export async function openWeights(input: string | NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
   const path = pathOf(input);
   const where = path ?? (typeof input === 'string' || input instanceof URL ? String(input) : null);
-  const source = await nodeSourceOf(input, options);
+  // The first request of a URL learns the size with one byte: a .safetensors file is read from its
+  // start, a zip's directory from its tail, each by the reads that need it.
+  const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
   const openShard: ShardOpener | null =
     where === null
       ? null
@@ -26,12 +28,7 @@ export async function openWeights(input: string | NpySource, options: OpenWeight
             await nodeSourceOf(path !== null ? join(dirname(path), file) : new URL(file, where).href, { ...options, signal, tailBytes: 1 }),
             signal,
           );
-  try {
-    return await openWeightsFrom(source, { codec: zlibCodec, ...options }, openShard);
-  } catch (e) {
-    if (source !== input) await source.close?.();
-    throw e;
-  }
+  return openingOver(source, input, () => openWeightsFrom(source, { codec: zlibCodec, ...options }, openShard));
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
-import { sourceOf } from '../io/open.js';
+import { openingOver, sourceOf } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
 import { NpzArchive, type NpzOptions } from './archive.js';
 
@@ -24,10 +24,5 @@ export async function openNpz(input: NpzSource, options?: OpenNpzOptions): Promi
 export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): Promise<NpzArchive> {
   options.signal?.throwIfAborted();
   const source = await sourceOf(input, options);
-  try {
-    return await NpzArchive.open(source, options);
-  } catch (e) {
-    if (source !== input) await source.close?.();
-    throw e;
-  }
+  return openingOver(source, input, () => NpzArchive.open(source, options));
 }

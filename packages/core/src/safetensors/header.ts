@@ -5,7 +5,7 @@
  * written twice is refused (the reference keeps the last one).
  */
 import { NpyError } from '../errors.js';
-import { type DType, mlFloatDType, parseDescr, shapeRepr } from '../format/dtype.js';
+import { type DType, parseDescr, shapeRepr } from '../format/dtype.js';
 import type { NpyHeader } from '../format/header.js';
 import { checkNoDuplicateKeys } from './strict-json.js';
 
@@ -13,26 +13,26 @@ import { checkNoDuplicateKeys } from './strict-json.js';
 export const LENGTH_BYTES = 8;
 
 /**
- * safetensors' dtype names and the dtype each is read as (little-endian, as the format stores).
+ * safetensors' dtype names and the descr each is read as (little-endian, as the format stores).
  * The reference also names F4, F6_E2M3, F6_E3M2 and F8_E8M0, which npyts does not read yet.
  */
-const DTYPES: Record<string, () => DType> = {
-  BOOL: () => parseDescr('|b1'),
-  U8: () => parseDescr('|u1'),
-  I8: () => parseDescr('|i1'),
-  U16: () => parseDescr('<u2'),
-  I16: () => parseDescr('<i2'),
-  F16: () => parseDescr('<f2'),
-  BF16: () => mlFloatDType('bfloat16'),
-  F8_E4M3: () => mlFloatDType('float8_e4m3fn'),
-  F8_E5M2: () => mlFloatDType('float8_e5m2'),
-  U32: () => parseDescr('<u4'),
-  I32: () => parseDescr('<i4'),
-  F32: () => parseDescr('<f4'),
-  U64: () => parseDescr('<u8'),
-  I64: () => parseDescr('<i8'),
-  F64: () => parseDescr('<f8'),
-  C64: () => parseDescr('<c8'),
+const DTYPES: Record<string, string> = {
+  BOOL: '|b1',
+  U8: '|u1',
+  I8: '|i1',
+  U16: '<u2',
+  I16: '<i2',
+  F16: '<f2',
+  BF16: 'bfloat16',
+  F8_E4M3: 'float8_e4m3fn',
+  F8_E5M2: 'float8_e5m2',
+  U32: '<u4',
+  I32: '<i4',
+  F32: '<f4',
+  U64: '<u8',
+  I64: '<i8',
+  F64: '<f8',
+  C64: '<c8',
 };
 
 /** Names the reference knows and npyts does not read (sub-byte floats, the scale type). */
@@ -44,8 +44,8 @@ const UNREAD = new Set(['F4', 'F6_E2M3', 'F6_E3M2', 'F8_E8M0']);
  * safetensorsDTypeName(parseDescr('<f4'));   // 'F32'
  */
 export function safetensorsDTypeName(dtype: DType): string | null {
-  for (const [name, make] of Object.entries(DTYPES)) {
-    if (make().equals(dtype.withByteOrder('<'))) return name;
+  for (const [name, descr] of Object.entries(DTYPES)) {
+    if (parseDescr(descr).equals(dtype.withByteOrder('<'))) return name;
   }
   return null;
 }
@@ -127,14 +127,14 @@ export function parseSafetensorsHeader(json: Uint8Array, fileSize: number): Safe
     if (UNREAD.has(dtype)) {
       throw new NpyError('NO_COUNTERPART', `tensor '${name}' is ${dtype}, a safetensors dtype npyts does not read yet`);
     }
-    const make = Object.hasOwn(DTYPES, dtype) ? DTYPES[dtype] : undefined;
-    if (!make) bad(`tensor '${name}' has dtype '${dtype}', which safetensors does not define (${Object.keys(DTYPES).join(', ')})`);
+    const descr = Object.hasOwn(DTYPES, dtype) ? DTYPES[dtype] : undefined;
+    if (descr === undefined) bad(`tensor '${name}' has dtype '${dtype}', which safetensors does not define (${Object.keys(DTYPES).join(', ')})`);
     if (!Array.isArray(shape) || !shape.every(isCount)) bad(`tensor '${name}' has a shape that is not a list of non-negative integers`);
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isCount)) {
       bad(`tensor '${name}' has data_offsets that are not [begin, end] byte offsets`);
     }
     const [begin, end] = offsets as [number, number];
-    raw.push({ name, stored: dtype, dtype: make(), shape: shape as number[], begin, end });
+    raw.push({ name, stored: dtype, dtype: parseDescr(descr), shape: shape as number[], begin, end });
   }
   // As the reference: in order of their ranges, each starting where the one before ended.
   raw.sort((a, b) => a.begin - b.begin || a.end - b.end);

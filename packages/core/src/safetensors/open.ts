@@ -1,6 +1,6 @@
 /** Opening a .safetensors file from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
 import type { SyncByteSource } from '../io/byte-source.js';
-import { sourceOf, type NpySource } from '../io/open.js';
+import { openingOver, sourceOf, type NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from './file.js';
 
@@ -18,10 +18,5 @@ export async function openSafetensors(input: NpySource, options: HttpOptions = {
   options.signal?.throwIfAborted();
   // The first request of a URL learns the size with one byte; the header is read from the start.
   const source = await sourceOf(input, { ...options, tailBytes: 1 });
-  try {
-    return await SafetensorsFile.open(source, options);
-  } catch (e) {
-    if (source !== input) await source.close?.();
-    throw e;
-  }
+  return openingOver(source, input, () => SafetensorsFile.open(source, options));
 }

@@ -21,13 +21,14 @@ import { drive, performReads } from '../io/steps.js';
 import { unpickleWith } from '../pickle/unpickler.js';
 import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
 import { TORCH_DIALECT, TensorRef } from './pickle-dialect.js';
+import { TORCH_PICKLE } from './layout.js';
 
 /** Tensors read at once by getAll. */
 const TENSORS_IN_FLIGHT = 4;
 
 /** The record folder of a torch.save zip: the one folder whose `data.pkl` is the checkpoint. */
 function recordPrefix(archive: NpzArchive): string {
-  const pickles = archive.entries.filter((e) => /^[^/]+\/data\.pkl$/.test(e.name));
+  const pickles = archive.entries.filter((e) => TORCH_PICKLE.test(e.name));
   if (pickles.length !== 1) {
     throw new NpyError('ZIP_FORMAT', `a torch.save file has one <folder>/data.pkl; this zip has ${pickles.length}`);
   }

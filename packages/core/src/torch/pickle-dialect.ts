@@ -5,30 +5,30 @@
  * is read or run here; any other global (a pickled module, a function) is refused by name.
  */
 import { NpyError } from '../errors.js';
-import { type DType, mlFloatDType, parseDescr } from '../format/dtype.js';
+import { type DType, parseDescr } from '../format/dtype.js';
 import { Global, builtinConstructor, type Constructor } from '../pickle/allowlist.js';
 import type { PickleDialect } from '../pickle/unpickler.js';
 import { List, Tuple, bad, settle } from '../pickle/vm-values.js';
 
 /** torch dtypes by their names in `torch.<name>` and in typed storages' class names. */
-const TORCH_DTYPES: Record<string, () => DType> = {
-  float32: () => parseDescr('<f4'),
-  float64: () => parseDescr('<f8'),
-  float16: () => parseDescr('<f2'),
-  bfloat16: () => mlFloatDType('bfloat16'),
-  float8_e4m3fn: () => mlFloatDType('float8_e4m3fn'),
-  float8_e5m2: () => mlFloatDType('float8_e5m2'),
-  int64: () => parseDescr('<i8'),
-  int32: () => parseDescr('<i4'),
-  int16: () => parseDescr('<i2'),
-  int8: () => parseDescr('|i1'),
-  uint8: () => parseDescr('|u1'),
-  uint16: () => parseDescr('<u2'),
-  uint32: () => parseDescr('<u4'),
-  uint64: () => parseDescr('<u8'),
-  bool: () => parseDescr('|b1'),
-  complex64: () => parseDescr('<c8'),
-  complex128: () => parseDescr('<c16'),
+const TORCH_DTYPES: Record<string, string> = {
+  float32: '<f4',
+  float64: '<f8',
+  float16: '<f2',
+  bfloat16: 'bfloat16',
+  float8_e4m3fn: 'float8_e4m3fn',
+  float8_e5m2: 'float8_e5m2',
+  int64: '<i8',
+  int32: '<i4',
+  int16: '<i2',
+  int8: '|i1',
+  uint8: '|u1',
+  uint16: '<u2',
+  uint32: '<u4',
+  uint64: '<u8',
+  bool: '|b1',
+  complex64: '<c8',
+  complex128: '<c16',
 };
 
 /** The typed storage classes (`torch.FloatStorage`) and the dtype each holds. */
@@ -104,8 +104,8 @@ function counts(v: unknown, what: string): number[] {
 }
 
 function torchDType(name: string): TorchDType {
-  const make = Object.hasOwn(TORCH_DTYPES, name) ? TORCH_DTYPES[name] : undefined;
-  return new TorchDType(name, make ? make() : null);
+  const descr = Object.hasOwn(TORCH_DTYPES, name) ? TORCH_DTYPES[name] : undefined;
+  return new TorchDType(name, descr === undefined ? null : parseDescr(descr));
 }
 
 /** `_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])` and v3's `dtype` after hooks. */

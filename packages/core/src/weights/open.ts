@@ -2,6 +2,7 @@
  * One entry for every weight file npyts reads: `.npz` archives, `.safetensors` files and their
  * sharded sets, told apart by their bytes (not their names), from any source the archive reader takes.
  */
+import { openingOver } from '../io/open.js';
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { mapInParallel } from '../io/settle.js';
@@ -15,6 +16,7 @@ import type { Expecting } from '../npy.js';
 import { SafetensorsFile, type TensorInfo, type TensorReadOptions } from '../safetensors/file.js';
 import { ShardedSafetensors, parseShardIndex } from '../safetensors/sharded.js';
 import type { TorchFile } from '../torch/file.js';
+import { isTorchArchive } from '../torch/layout.js';
 
 /** The kinds of weight file: a .npz, a .safetensors file, a sharded set of them. */
 export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torch';
@@ -185,18 +187,36 @@ function rooted(file: WeightFile, root: string): WeightFile {
 /** Opens a shard named by a sharded index, given its file name. */
 export type ShardOpener = (file: string, signal?: AbortSignal) => Promise<SafetensorsFile>;
 
-/** The kind of weight file the first bytes of a file of `size` bytes say it is, or an error naming what it is not. */
-function kindOf(first: Uint8Array, size: number, name: string): 'zip' | 'safetensors' | 'index' {
+/** What the first bytes of a file say it is (see {@link weightFileKind}). */
+export type WeightFileKind = 'zip' | 'safetensors' | 'index' | 'npy' | 'pickle' | null;
+
+/**
+ * What a file's first bytes (64 are enough) say it is: a zip (a .npz or a torch.save file: see
+ * `isTorchArchive`), a .safetensors file, a sharded index (JSON), a .npy, a pickle, or none of them.
+ * The one place these rules live: `openWeights` and the CLI ask it.
+ * @example
+ * weightFileKind(firstBytes, file.size);   // 'safetensors'
+ */
+export function weightFileKind(first: Uint8Array, size: number): WeightFileKind {
   if (first[0] === 0x50 && first[1] === 0x4b) return 'zip';
-  if (first[0] === 0x93 && first[1] === 0x4e && first[2] === 0x55) {
-    throw new NpyError('BAD_MAGIC', `${name} is a .npy file, one array: read it with loadNpy (or openNpy), or save weights together with saveNpz`);
-  }
+  if (first[0] === 0x93 && first[1] === 0x4e && first[2] === 0x55) return 'npy';
   // A header length is below 2^56: its last byte is 0, which JSON text cannot hold.
-  if (size >= 8 && first[7] === 0) return 'safetensors';
+  if (size >= 8 && first.length >= 8 && first[7] === 0) return 'safetensors';
   let i = 0;
   while (i < first.length && (first[i] === 0x20 || first[i] === 0x0a || first[i] === 0x0d || first[i] === 0x09)) i++;
   if (first[i] === 0x7b) return 'index';
-  if (first[0] === 0x80 && first[1] !== undefined && first[1] <= 5) {
+  if (first[0] === 0x80 && first[1] !== undefined && first[1] <= 5) return 'pickle';
+  return null;
+}
+
+/** The kind of weight file `first` says it is, or an error naming what it is not. */
+function kindOf(first: Uint8Array, size: number, name: string): 'zip' | 'safetensors' | 'index' {
+  const kind = weightFileKind(first, size);
+  if (kind === 'zip' || kind === 'safetensors' || kind === 'index') return kind;
+  if (kind === 'npy') {
+    throw new NpyError('BAD_MAGIC', `${name} is a .npy file, one array: read it with loadNpy (or openNpy), or save weights together with saveNpz`);
+  }
+  if (kind === 'pickle') {
     throw new NpyError(
       'BAD_MAGIC',
       `${name} is a pickle: PyTorch's legacy format (before 1.6) or a plain pickle, which npyts does not read; save it again with torch.save(state_dict, path) in PyTorch ≥ 1.6 (or _use_new_zipfile_serialization=True), or as .safetensors`,
@@ -210,12 +230,7 @@ function kindOf(first: Uint8Array, size: number, name: string): 'zip' | 'safeten
  * @internal
  */
 export async function openShardSource(source: ByteSource, signal?: AbortSignal): Promise<SafetensorsFile> {
-  try {
-    return await SafetensorsFile.open(source, { signal });
-  } catch (e) {
-    await source.close?.();
-    throw e;
-  }
+  return openingOver(source, null, () => SafetensorsFile.open(source, { signal }));
 }
 
 /**
@@ -242,7 +257,7 @@ async function openAnyWeights(source: ByteSource, options: OpenWeightsOptions, o
     switch (kindOf(first, source.size, name)) {
       case 'zip': {
         const archive = await NpzArchive.open(source, options);
-        if (!archive.entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name))) return weightsOfArchive(archive);
+        if (!isTorchArchive(archive)) return weightsOfArchive(archive);
         try {
           // Loaded when a checkpoint is met: the main entry's bundle holds no unpickler.
           const { TorchFile } = await import('../torch/file.js');
@@ -281,14 +296,11 @@ async function openAnyWeights(source: ByteSource, options: OpenWeightsOptions, o
 export async function openWeights(input: NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
   options.signal?.throwIfAborted();
   const url = typeof input === 'string' || input instanceof URL ? resolveUrl(input) : null;
-  const source = await sourceOf(input, options);
+  // The first request of a URL learns the size with one byte: a .safetensors file is read from its
+  // start, a zip's directory from its tail, each by the reads that need it.
+  const source = await sourceOf(input, { ...options, tailBytes: 1 });
   const openShard: ShardOpener | null = url
     ? async (file, signal) => openShardSource(await sourceOf(new URL(file, url), { ...options, signal, tailBytes: 1 }), signal)
     : null;
-  try {
-    return await openWeightsFrom(source, options, openShard);
-  } catch (e) {
-    if (source !== input) await source.close?.();
-    throw e;
-  }
+  return openingOver(source, input, () => openWeightsFrom(source, options, openShard));
 }
