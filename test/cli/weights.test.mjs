@@ -77,6 +77,29 @@ print(json.dumps([ok, sorted(z.files) == sorted('model.' + k for k in sd)]))`),
   assert.equal(same, [true, true]);
 });
 
+test('diff compares bfloat16 tensors with tolerances, as numpy does (with ml_dtypes)', async () => {
+  const verdicts = JSON.parse(
+    python(`import torch
+from safetensors.torch import save_file
+torch.manual_seed(1)
+w = torch.randn(20).bfloat16()
+save_file({'w': w}, ${JSON.stringify(file('bf-a.safetensors'))})
+save_file({'w': w + 0.05}, ${JSON.stringify(file('bf-b.safetensors'))})
+a, b = w.float().numpy(), (w + 0.05).float().numpy()
+out = []
+for atol in [0, 0.2]:
+    try:
+        np.testing.assert_allclose(a, b, atol=atol); out.append(0)
+    except AssertionError:
+        out.append(1)
+print(json.dumps(out))`),
+  );
+  for (const [i, atol] of ['0', '0.2'].entries()) {
+    const r = await runCli(['diff', '--atol', atol, file('bf-a.safetensors'), file('bf-b.safetensors')]);
+    assert.is(r.code, verdicts[i], `--atol ${atol}: ${r.stdout}${r.stderr}`);
+  }
+});
+
 test('diff compares weight files tensor by tensor, and one tensor with a .npy', async () => {
   for (const [args, code] of [
     [['diff', file('m.safetensors'), file('again.safetensors')], 0],

@@ -26,7 +26,8 @@ const SHOWN = 10;
 type Num = number | { re: number; im: number };
 
 function numeric(dtype: DType): boolean {
-  return ['bool', 'int', 'uint', 'float', 'complex'].includes(familyOf(dtype));
+  // bfloat16 and float8 read as their exact numbers: compared with tolerances, as numpy with ml_dtypes does.
+  return ['bool', 'int', 'uint', 'float', 'mlfloat', 'complex'].includes(familyOf(dtype));
 }
 
 function asNum(v: unknown): Num {
