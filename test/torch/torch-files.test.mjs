@@ -125,6 +125,7 @@ torch.save({'w': w, 'same': w, 't': w.t(), 'strided': w[:, ::3], 'slice': w[40:4
   // Only the slice's bytes are read from the 256 KiB storage: count a source's reads.
   const bytes = readFileSync(file('views.pt'));
   let moved = 0;
+  let reads = 0;
   const base = bytesSource(bytes, 'views.pt');
   const counting = {
     size: base.size,
@@ -132,6 +133,7 @@ torch.save({'w': w, 'same': w, 't': w.t(), 'strided': w[:, ::3], 'slice': w[40:4
     read: async (at, length) => {
       const b = base.read(at, length);
       moved += b.length;
+      reads++;
       return b.slice();
     },
   };
@@ -140,6 +142,10 @@ torch.save({'w': w, 'same': w, 't': w.t(), 'strided': w[:, ::3], 'slice': w[40:4
   const slice = await w.get('slice');
   assert.equal(slice.shape, [2, 1024]);
   assert.ok(moved - before <= 2 * 1024 * 4 + (64 << 10), `read ${moved - before} bytes for an 8 KiB slice`);
+  // Another view of the same storage finds it where the first did: one read, its bytes.
+  const readsBefore = reads;
+  assert.equal((await w.get('same')).shape, [64, 1024]);
+  assert.is(reads - readsBefore, 1);
   await w.close();
 });
 

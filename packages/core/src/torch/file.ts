@@ -207,12 +207,21 @@ export class TorchFile {
    * name and padding): a remote checkpoint moves a few bytes more than the tensor, not a read window.
    */
   private dataStart(entry: ZipEntry, signal?: AbortSignal): Promise<number> {
+    // Once per storage: views that share one (a state_dict's tied weights, slices) read it once.
+    const known = this.starts.get(entry.name);
+    if (known !== undefined) return Promise.resolve(known);
     return drive(
       readingDataOffset(this.archive.source.size, entry),
       performReads((at, length, s) => this.archive.readRange(at, length, s)),
       signal,
-    );
+    ).then((start) => {
+      this.starts.set(entry.name, start);
+      return start;
+    });
   }
+
+  /** Where each storage member's bytes start, once read. */
+  private readonly starts = new Map<string, number>();
 
   /** The archive's source, read through the archive (so that a read after close() is CLOSED). */
   private memberSource(): ByteSource {
