@@ -6,11 +6,11 @@
       "cflags": ["-O3", "-Wall", "-Wextra", "-pthread"],
       "cflags_c": ["-std=c11"],
       "cflags_cc": ["-std=c++17"],
-      "libraries": ["-pthread"],
+      "libraries": ["-pthread", "-ldl"],
       "conditions": [
-        ["<!(node -p \"require('fs').existsSync('/usr/include/libdeflate.h') ? 1 : 0\")==1", {
+        ["<!(node libdeflate.cjs found)==1", {
           "defines": ["NPYTS_LIBDEFLATE"],
-          "libraries": ["-ldeflate"]
+          "libraries": ["<!(node libdeflate.cjs libraries)"]
         }]
       ]
     }

@@ -1,16 +1,22 @@
 'use strict';
-// The compiled addon. When it was not built (see build-or-skip.cjs), requiring this throws an error
-// that says why, and @npyts/core/node keeps to JavaScript (nativeStatus() reports the reason).
+// The addon: the binary built at install (build/Release) when there is one, else the prebuilt binary
+// for this platform (prebuilds/<platform>-<arch>), as node-gyp-build finds them. When neither loads,
+// requiring this throws an error that says why, and @npyts/core/node keeps to JavaScript
+// (nativeStatus() reports the reason). `binary` says which file is in use.
 const { readFileSync } = require('node:fs');
-const { join } = require('node:path');
+const { join, relative } = require('node:path');
+const gypBuild = require('node-gyp-build');
 
+let path;
 try {
-  module.exports = require('./build/Release/npyts_native.node');
+  path = gypBuild.path(__dirname);
 } catch (e) {
   let why = null;
   try {
     why = readFileSync(join(__dirname, 'build', 'not-built.txt'), 'utf8').trim();
   } catch { /* no record: not installed through npm, or the binary was removed */ }
-  if (why === null) throw e;
-  throw new Error(`@npyts/native was not built at install: ${why}`);
+  throw new Error(`@npyts/native has no binary for this platform${why ? ` and was not built at install: ${why}` : ''} (${e.message.split('\n')[0]})`);
 }
+const addon = require(path);
+Object.defineProperty(addon, 'binary', { value: relative(__dirname, path), enumerable: false });
+module.exports = addon;

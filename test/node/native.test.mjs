@@ -25,8 +25,12 @@ const thp = (() => {
 // Debian's libdeflate-dev (.ci/run installs it): the addon links libdeflate when its header is there.
 const libdeflate = existsSync('/usr/include/libdeflate.h');
 
-test('the addon was built by npm ci and is in use (with libdeflate where its headers are installed)', () => {
-  assert.equal(nativeStatus(), { loaded: true, mmap: { available: true }, libdeflate }, `@npyts/native is not loaded: ${nativeStatus().reason}`);
+test('the addon was built from source by npm ci (this checkout has no prebuilds) and is in use (with libdeflate where its headers are installed)', () => {
+  assert.equal(
+    nativeStatus(),
+    { loaded: true, mmap: { available: true }, libdeflate, binary: 'build/Release/npyts_native.node' },
+    `@npyts/native is not loaded: ${nativeStatus().reason}`,
+  );
 });
 
 test("whole deflated members: libdeflate gives zlib's bytes and zlib's errors (corrupt, longer or shorter than declared), blocking and on the thread pool; async get gives each array a buffer of exactly its data", () => {
@@ -115,7 +119,7 @@ function checkSwaps() {
 test('npyts --version says whether the addon is in use', () => {
   const r = spawnCli(['--version']);
   assert.is(r.code, 0);
-  assert.is(r.stdout, 'npyts 0.1.0 (@npyts/native: in use)\n');
+  assert.is(r.stdout, 'npyts 0.1.0 (@npyts/native: in use, built at install)\n');
 });
 
 test("big-endian data of every swap width (2, 4, 8, 16 bytes) is numpy's native bytes, and Fortran order becomes numpy's C order, with the addon", () => {

@@ -62,11 +62,13 @@ export function writeFreshProject(root, dir, tarballs, extra) {
       ...(m.dependencies ? { dependencies: m.dependencies } : {}),
       ...(m.optionalDependencies ? { optionalDependencies: m.optionalDependencies } : {}),
       ...(m.peerDependencies ? { peerDependencies: m.peerDependencies } : {}),
+      ...(m.peerDependenciesMeta ? { peerDependenciesMeta: m.peerDependenciesMeta } : {}),
       ...(m.bin ? { bin: m.bin } : {}),
       ...(m.engines ? { engines: m.engines } : {}),
       ...(m.scripts?.install ? { hasInstallScript: true } : {}),
     };
-    for (const dep of Object.keys({ ...m.dependencies, ...m.peerDependencies })) if (!tarballs[dep]) wanted.push(['', dep]);
+    const optionalPeer = (dep) => m.peerDependenciesMeta?.[dep]?.optional;
+    for (const dep of Object.keys({ ...m.dependencies, ...m.peerDependencies })) if (!tarballs[dep] && !optionalPeer(dep)) wanted.push(['', dep]);
   }
   for (const name of extra) {
     dependencies[name] = packages[`node_modules/${name}`].version;

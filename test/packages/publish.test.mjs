@@ -1,10 +1,11 @@
 // The packages as users get them: `npm pack` tarballs checked by publint and arethetypeswrong, then
-// installed offline into a fresh project (the addon builds from its sources there) and used from
+// installed offline into a fresh project with no compiler on PATH (the addon's prebuilt binary is
+// used there) and used from
 // ESM, from CommonJS, from the CLI, and from TypeScript under node16, bundler and node10 resolution.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { publint } from 'publint';
@@ -16,6 +17,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const work = scratch('npyts-publish-');
 const tarballs = packAll(root, join(work, 'tarballs'));
 const bin = (name) => join(root, 'node_modules', '.bin', name);
+/** The prebuild this machine should load (the packs are made here, where linux-x64 is built). */
+const PREBUILD = `${process.platform}-${process.arch}`;
 
 test('each tarball ships its README, LICENSE and built files, and no sources, maps or tests', () => {
   for (const [name, t] of Object.entries(tarballs)) {
@@ -27,8 +30,17 @@ test('each tarball ships its README, LICENSE and built files, and no sources, ma
     const m = t.manifest;
     assert.ok(m.repository && m.homepage && m.keywords?.length && m.license === 'MIT' && m.engines?.node, `${name}: package metadata`);
   }
-  // The addon ships what it builds from, and nothing prebuilt.
-  assert.ok(['binding.gyp', 'src/npyts_native.c', 'build-or-skip.cjs'].every((f) => tarballs['@npyts/native'].files.includes(f)));
+  // The addon ships its prebuilt binaries, and what it builds from where none fits.
+  const native = tarballs['@npyts/native'].files;
+  assert.ok(
+    ['binding.gyp', 'src/npyts_native.c', 'build-or-skip.cjs', 'libdeflate.cjs'].every((f) => native.includes(f)),
+    `${native}`,
+  );
+  assert.ok(native.includes(`prebuilds/${PREBUILD}/node.napi.glibc.node`), `${native}`);
+  // @npyts/core asks for the addon only as an optional peer: installing its tarball never sends npm
+  // to the registry for a package that is not published, and the README's install names both.
+  assert.is(tarballs['@npyts/core'].manifest.optionalDependencies?.['@npyts/native'], undefined);
+  assert.is(tarballs['@npyts/core'].manifest.peerDependenciesMeta['@npyts/native'].optional, true);
 });
 
 const PACKAGE_DIRS = { core: '@npyts/core', 'tfjs-adapter': '@npyts/tfjs', 'stdlib-adapter': '@npyts/stdlib', cli: '@npyts/cli', native: '@npyts/native' };
@@ -59,15 +71,52 @@ const project = join(work, 'project');
 mkdirSync(project);
 const extra = ['@tensorflow/tfjs-backend-cpu', '@tensorflow/tfjs-layers', '@stdlib/ndarray', 'typescript', '@types/node'];
 writeFreshProject(root, project, tarballs, extra);
-const install = spawnSync('npm', ['ci', '--offline', '--no-audit', '--no-fund', '--foreground-scripts'], { cwd: project, encoding: 'utf8' });
+// The install sees a PATH with node and sh alone (npm runs install scripts with sh): no cc, c++,
+// make or python, as on a machine without a compiler. npm runs from its own script, beside this node.
+const nodeOnly = join(work, 'node-only');
+mkdirSync(nodeOnly);
+symlinkSync(process.execPath, join(nodeOnly, 'node'));
+symlinkSync('/bin/sh', join(nodeOnly, 'sh'));
+const npmCli = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js');
+const install = spawnSync(process.execPath, [npmCli, 'ci', '--offline', '--no-audit', '--no-fund', '--foreground-scripts'], {
+  cwd: project,
+  encoding: 'utf8',
+  env: { ...process.env, PATH: nodeOnly },
+});
 
-test('the tarballs install offline into a fresh project, and the addon builds there from its sources', () => {
+test('the tarballs install offline into a fresh project with no compiler, and the addon is in use from its prebuilt binary', () => {
   assert.is(install.status, 0, install.stdout + install.stderr);
   const status = execFileSync(process.execPath, ['-e', "console.log(JSON.stringify(require('@npyts/core/node').nativeStatus()))"], {
     cwd: project,
     encoding: 'utf8',
   });
-  assert.is(JSON.parse(status).loaded, true, status);
+  const s = JSON.parse(status);
+  assert.is(s.loaded, true, status);
+  assert.is(s.binary, `prebuilds/${PREBUILD}/node.napi.glibc.node`, status);
+  assert.is(s.libdeflate, true, status);
+  assert.not.ok(existsSync(join(project, 'node_modules', '@npyts', 'native', 'build', 'Release')), 'nothing was compiled');
+  // The linux-arm64 prebuild (cross-compiled where Debian's cross compiler is installed, as .ci/run
+  // does) is an aarch64 binary that needs from Node just what the x64 one needs (N-API, and the V8
+  // functions it asks for by name).
+  if (spawnSync('sh', ['-c', 'command -v aarch64-linux-gnu-objdump']).status === 0) {
+    const dir = join(project, 'node_modules', '@npyts', 'native', 'prebuilds');
+    const arm = join(dir, 'linux-arm64', 'node.napi.glibc.node');
+    assert.ok(existsSync(arm), 'no linux-arm64 prebuild');
+    assert.is(readFileSync(arm).readUInt16LE(18), 183, 'ELF machine AArch64');
+    const needs = (tool, file) =>
+      execFileSync(tool, ['-T', file], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => l.includes('*UND*'))
+        .map((l) => l.trim().split(/\s+/).pop())
+        .filter((name) => name.startsWith('napi_') || name.startsWith('_ZN2v8'))
+        .sort();
+    const x64 = needs('objdump', join(dir, 'linux-x64', 'node.napi.glibc.node'));
+    assert.ok(x64.includes('napi_create_external_arraybuffer'), `${x64}`);
+    assert.equal(needs('aarch64-linux-gnu-objdump', arm), x64);
+  }
+  // The CLI says so too.
+  const version = execFileSync(join(project, 'node_modules', '.bin', 'npyts'), ['--version'], { cwd: project, encoding: 'utf8' });
+  assert.match(version, /prebuilt/);
 });
 
 const esm = `

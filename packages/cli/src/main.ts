@@ -30,7 +30,8 @@ export async function main(args: string[], io: Io): Promise<number> {
     }
     if (args[0] === '--version') {
       const native = nativeStatus();
-      io.stdout(`npyts 0.1.0 (@npyts/native: ${native.loaded ? 'in use' : `not in use, ${native.reason}`})\n`);
+      const which = native.binary?.startsWith('prebuilds/') ? `prebuilt for ${native.binary.split('/')[1]}` : 'built at install';
+      io.stdout(`npyts 0.1.0 (@npyts/native: ${native.loaded ? `in use, ${which}` : `not in use, ${native.reason}`})\n`);
       return 0;
     }
     const [command, ...rest] = args;

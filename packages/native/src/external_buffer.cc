@@ -2,6 +2,12 @@
 // goes through Node's Buffer and stops at 4 GiB; a memory map of a larger .npy needs V8's own
 // external backing store. The handle is handed back as a napi_value the way Node itself converts
 // V8 handles (a napi_value is a pointer to the handle's slot in the current scope).
+//
+// These V8 functions are not part of N-API's stable ABI, and a prebuilt binary serves every Node
+// from 20 on: they are bound lazily (at first call), so before the first call the process is asked
+// whether it has them under these exact names (the names encode their parameter types). Where one
+// is missing, maps over 4 GiB are refused with ERR_EXTERNAL_BUFFERS and @npyts/core reads instead.
+#include <dlfcn.h>
 #include <memory>
 #include <node_api.h>
 #include <v8.h>
@@ -19,6 +25,18 @@ void Deleter(void *, size_t, void *data) {
   delete r;
 }
 }  // namespace
+
+extern "C" int npyts_large_external_supported(void) {
+  static const char *const names[] = {
+      "_ZN2v87Isolate10GetCurrentEv",                                          // Isolate::GetCurrent()
+      "_ZN2v811ArrayBuffer15NewBackingStoreEPvmPFvS1_mS1_ES1_",                // ArrayBuffer::NewBackingStore(data, length, deleter, hint)
+      "_ZN2v811ArrayBuffer3NewEPNS_7IsolateESt10shared_ptrINS_12BackingStoreEE", // ArrayBuffer::New(isolate, shared_ptr<BackingStore>)
+      "_ZN2v812BackingStoreD1Ev",                                              // BackingStore::~BackingStore()
+  };
+  for (const char *name : names)
+    if (dlsym(RTLD_DEFAULT, name) == nullptr) return 0;
+  return 1;
+}
 
 extern "C" napi_value npyts_large_external_arraybuffer(void *data, size_t length, void (*release)(void *hint), void *hint) {
   v8::Isolate *isolate = v8::Isolate::GetCurrent();

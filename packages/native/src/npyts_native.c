@@ -469,6 +469,7 @@ static void unmap_finalize(napi_env env, void *data, void *hint) {
    N-API's Buffer-based path cannot make; first a small N-API external buffer checks that this
    runtime allows external memory at all (runtimes with a memory cage refuse it). */
 napi_value npyts_large_external_arraybuffer(void *data, size_t length, void (*release)(void *hint), void *hint);
+int npyts_large_external_supported(void);
 
 static uint8_t probe_byte;
 static void probe_finalize(napi_env env, void *data, void *hint) { (void)env; (void)data; (void)hint; }
@@ -488,6 +489,10 @@ static napi_value map_file(napi_env env, napi_callback_info info) {
   bool large = a.number[2] > 4294967296.0;
   if (large && !external_buffers_allowed(env)) {
     napi_throw_error(env, "ERR_EXTERNAL_BUFFERS", "this runtime does not allow external ArrayBuffers (memory maps)");
+    return NULL;
+  }
+  if (large && !npyts_large_external_supported()) {
+    napi_throw_error(env, "ERR_EXTERNAL_BUFFERS", "this Node does not export the V8 functions that maps over 4 GiB need");
     return NULL;
   }
   long page = sysconf(_SC_PAGESIZE);

@@ -30,6 +30,8 @@ interface NativeAddon {
   inflateNpyAsync?(src: Uint8Array, size: number): Promise<[number, number?, ArrayBuffer?, ArrayBuffer?]>;
   /** libdeflate's CRC-32 (carry-less multiplication), when the addon was built with it. */
   crc32?(bytes: Uint8Array, crc: number): number;
+  /** Which file was loaded, relative to the package: `prebuilds/<platform>-<arch>/…` or `build/Release/…`. */
+  binary?: string;
 }
 
 /** Threads for one large read or plane copy (the addon's work is split on 2 MiB / 64-row bounds). */
@@ -47,6 +49,11 @@ export interface NativeStatus {
   mmap?: { available: boolean; reason?: string };
   /** Whether deflated archive members inflate with libdeflate (the addon was built with its headers) rather than zlib. */
   libdeflate?: boolean;
+  /**
+   * Which binary is in use, relative to @npyts/native: `prebuilds/linux-x64/node.napi.glibc.node` (shipped in
+   * the package, no compiler needed) or `build/Release/npyts_native.node` (built from source at install).
+   */
+  binary?: string;
 }
 
 let addon: NativeAddon | null = null;
@@ -65,7 +72,7 @@ function load(): void {
       swapBytes: native.swapBytes,
       permutePlane: (src, dst, nA, nB, sB, dA, item) => native.permutePlane(src, dst, nA, nB, sB, dA, item, nA * nB * item >= PARALLEL_MIN ? threads : 1),
     });
-    status = { loaded: true };
+    status = { loaded: true, ...(native.binary ? { binary: native.binary } : {}) };
   } catch (e) {
     status = { loaded: false, reason: (e as Error).message.split('\n')[0] };
   }
