@@ -14,7 +14,7 @@ import { parse as npyjsParse } from 'npyjs';
 import { parseNpy as numpyTsParse } from 'numpy-ts';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor } from '@npyts/tfjs';
-import { medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
+import { columnCase, medianTime, middleOf, nativeSensitiveCases } from './timing.mjs';
 import { paired, startNumpy, verdict } from './paired.mjs';
 import { browserBench } from './browser.mjs';
 
@@ -183,25 +183,48 @@ if (inBrowser) {
 // clock around the call only (start-up and imports excluded), median over REPEATS processes.
 // The two alternate, and take turns going first: on this VM, memory freed by an earlier process is
 // handed back to the host after about two seconds, and whoever touches it next pays to fault it in.
-const onceArgs = {
-  npyts: [
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `import { loadNpySync } from '@npyts/core/node'; const t = performance.now(); loadNpySync(${JSON.stringify(file('f4.npy'))}); console.log((performance.now() - t) / 1000);`,
-    ],
-  ],
-  numpy: ['python3', ['-c', `import numpy as np, time\nt = time.perf_counter(); np.load(${JSON.stringify(file('f4.npy'))}); print(time.perf_counter() - t)`]],
+// Each case runs in three processes per round: npyts with the addon, npyts without it
+// (NPYTS_NATIVE=0), numpy; the three take turns going first.
+const onceCases = {
+  f4: { npyts: `loadNpySync(${JSON.stringify(file('f4.npy'))})`, numpy: `np.load(${JSON.stringify(file('f4.npy'))})` },
+  objects: {
+    npyts: `loadNpySync(${JSON.stringify(file('objects.npy'))}, { allowPickle: true })`,
+    numpy: `np.load(${JSON.stringify(file('objects.npy'))}, allow_pickle=True)`,
+  },
 };
-const onceTimes = { npyts: [], numpy: [] };
-for (let i = 0; i < REPEATS; i++) {
-  for (const who of i % 2 ? ['numpy', 'npyts'] : ['npyts', 'numpy']) {
-    const [cmd, args] = onceArgs[who];
-    onceTimes[who].push(Number(execFileSync(cmd, args, { encoding: 'utf8', cwd: here })));
+const onceArgs = (who, c) =>
+  who === 'numpy'
+    ? ['python3', ['-c', `import numpy as np, time\nt = time.perf_counter(); ${c.numpy}; print(time.perf_counter() - t)`], process.env]
+    : [
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { loadNpySync } from '@npyts/core/node'; const t = performance.now(); ${c.npyts}; console.log((performance.now() - t) / 1000);`,
+        ],
+        { ...process.env, NPYTS_NATIVE: who === 'npyts' ? '1' : '0' },
+      ];
+const freshProcesses = {};
+for (const [name, c] of Object.entries(onceCases)) {
+  const times = { npyts: [], npyts_js: [], numpy: [] };
+  const order = ['npyts', 'npyts_js', 'numpy'];
+  for (let i = 0; i < REPEATS; i++) {
+    for (let k = 0; k < 3; k++) {
+      const who = order[(i + k) % 3];
+      const [cmd, args, env] = onceArgs(who, c);
+      times[who].push(Number(execFileSync(cmd, args, { encoding: 'utf8', cwd: here, env })));
+    }
   }
+  // Per round, each npyts time over numpy's of the same round: the spread of those ratios.
+  const ratios = (who) => times[who].map((t, i) => t / times.numpy[i]).sort((a, b) => a - b);
+  freshProcesses[name] = {
+    npyts: middleOf(times.npyts),
+    npyts_js: middleOf(times.npyts_js),
+    numpy: middleOf(times.numpy),
+    spread: { npyts: [ratios('npyts')[0], ratios('npyts').at(-1)], npyts_js: [ratios('npyts_js')[0], ratios('npyts_js').at(-1)] },
+  };
 }
-const freshProcess = { npyts: middleOf(onceTimes.npyts), numpy: middleOf(onceTimes.numpy) };
+const freshProcess = freshProcesses.f4;
 
 // Peak memory of a whole-file load, each in a fresh process. VmHWM is per address space; getrusage's
 // maxrss would carry this (large) parent's peak across fork and exec.
@@ -310,7 +333,7 @@ await colAsync.close();
   try {
     await pairOf(`openNpyFileSync().read: one row of ${GIB} GiB`, 'region_row', () => h.read([bigRows >> 1, 0], [1, 32768]), 1.5);
     await pairOf(`openNpyFileSync().read: an 8-column stripe of ${GIB} GiB`, 'region_block', () => h.read([0, 100], [bigRows, 8]), 1.5);
-    await pairOf(`openNpyFileSync().read: one column of ${colGib} GiB (rows 4 KiB apart)`, 'column', () => c.read([0, 7], [colRows, 1]), 1.2);
+    await pairOf(columnCase(colRows), 'column', () => c.read([0, 7], [colRows, 1]), 1.2);
     await pairOf(`openNpyFile().read (async): the same column`, 'column', () => ca.read([0, 7], [colRows, 1]), 1.2);
   } finally {
     h.close();
@@ -319,6 +342,17 @@ await colAsync.close();
     await numpyRegions.close();
   }
 }
+// The cases the addon speeds up, as interleaved rounds on the JavaScript paths alone (NPYTS_NATIVE=0,
+// a process of its own), now that column.npy is there: the second column of the table below.
+log('interleaved rounds against numpy without the addon …');
+const pairedJsRows = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'paired-cases.mjs'), dir, '--js', ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    env: { ...process.env, NPYTS_NATIVE: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
 rmSync(colFile, { force: true });
 const regionPeak = {
   npyts: nodePeak(
@@ -447,6 +481,8 @@ const report = {
     target: target ? { baseline: target[0], max_ratio: target[1], ratio: t / base[target[0]], met: t / base[target[0]] <= target[1] } : null,
   })),
   paired: pairedRows,
+  paired_without_addon: pairedJsRows,
+  fresh_processes: freshProcesses,
   many_small: small,
   browser,
   ragged,
@@ -477,6 +513,25 @@ if (asJSON) {
     console.log(
       `| ${p.op} | ${ms(p.seconds)} | ${ms(p.baseline)} | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${p.verdict === 'met' ? 'met' : p.verdict === 'missed' ? '**missed**' : '**crosses**'} |`,
     );
+  // Issue 43: the same cases with the addon and without it (NPYTS_NATIVE=0), as the README's install
+  // gives each where a prebuilt binary fits and where none does.
+  console.log('\nWith and without @npyts/native (each side interleaved with numpy as above; without it, targets of an install with no addon):');
+  console.log('| operation | with the addon / numpy | spread | without / numpy | spread | target without |');
+  console.log('|---|---|---|---|---|---|');
+  for (const p of pairedJsRows) {
+    const w = pairedRows.find((r) => r.op === p.op && r.numpy_case === p.numpy_case);
+    const verdictOf = (x) => (x.verdict === 'met' ? 'met' : x.verdict === 'missed' ? '**missed**' : '**crosses**');
+    console.log(`| ${p.op} | ${w ? w.ratio.toFixed(2) : ''} | ${w ? range(w) : ''} | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${verdictOf(p)} |`);
+  }
+  for (const [name, f] of Object.entries(freshProcesses)) {
+    const r = (x) => (x / f.numpy).toFixed(2);
+    const sp = (x) => `${x[0].toFixed(2)}–${x[1].toFixed(2)}`;
+    const target = name === 'objects' ? 2 : 1.1;
+    const met = f.npyts_js / f.numpy <= target && f.spread.npyts_js[1] <= target;
+    console.log(
+      `| ${name === 'objects' ? 'object array, 100k mixed values' : 'loadNpySync f4'}, once in a fresh process (numpy ${ms(f.numpy)}) | ${r(f.npyts)} | ${sp(f.spread.npyts)} | ${r(f.npyts_js)} | ${sp(f.spread.npyts_js)} | ≤ ${target} ${met ? 'met' : '**missed**'} |`,
+    );
+  }
   console.log('\nEvery case once each (medians of single runs, one after the other; see the spread above for how far one figure moves):');
   console.log('| operation | npyts | throughput | npyts, JavaScript only | baseline | baseline time | npyts / baseline | target |');
   console.log('|---|---|---|---|---|---|---|---|');

@@ -55,3 +55,8 @@ export function nativeSensitiveCases(dir, repeats) {
   cleanup();
   return times;
 }
+
+/** The label of the column case (one float32 column of a C-order file of 1024 columns, `rows` rows): run.mjs and paired-cases.mjs --js join on it. */
+export function columnCase(rows) {
+  return `openNpyFileSync().read: one column of ${Number(((rows * 4096) / 2 ** 30).toFixed(2))} GiB (rows 4 KiB apart)`;
+}

@@ -1,12 +1,12 @@
 /**
  * Large buffers and in-place byte swapping. Both run in plain JavaScript everywhere; a host may plug
- * in faster kernels (the Node entry plugs in @npyts/native when it is built), which only change
- * speed, never results.
+ * in faster kernels (the Node entry plugs in @npyts/native when it is built, else Node's own
+ * Buffer swaps), which only change speed, never results.
  */
 
 export interface HostKernels {
   /** Ask the OS to back this fresh, not yet touched memory with huge pages (numpy does so for its arrays). */
-  adviseHugePages(bytes: Uint8Array): number;
+  adviseHugePages?(bytes: Uint8Array): number;
   /** Reverse every `unit`-byte group (2, 4, 8 or 16) in place. */
   swapBytes(bytes: Uint8Array, unit: number): void;
   /**
@@ -37,7 +37,7 @@ const HOST_SWAP_MIN = 64 << 10;
 export function allocateBuffer(nbytes: number, shared = false): ArrayBuffer | SharedArrayBuffer {
   const buffer = shared ? new SharedArrayBuffer(nbytes) : new ArrayBuffer(nbytes);
   // Advice must come before the first touch: V8 hands out large buffers as fresh, untouched mappings.
-  if (host && nbytes >= LARGE_BUFFER) host.adviseHugePages(new Uint8Array(buffer));
+  if (host?.adviseHugePages && nbytes >= LARGE_BUFFER) host.adviseHugePages(new Uint8Array(buffer));
   return buffer;
 }
 
@@ -89,6 +89,11 @@ function swapInto(src: Uint8Array, dst: Uint8Array, unit: number): void {
       }
     }
   }
+}
+
+/** {@link swapBytes} in plain JavaScript, never through the host: what a host's kernel falls back to for a unit it lacks. */
+export function swapBytesPortable(bytes: Uint8Array, unit: number): void {
+  if (unit > 1) swapInto(bytes, bytes, unit);
 }
 
 /** Reverse the bytes of every `unit`-byte group in place (unit 2, 4, 8 or 16). */

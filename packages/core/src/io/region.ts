@@ -192,8 +192,16 @@ function* cutRuns(runs: Iterable<ByteRun>, most: number): Generator<ByteRun> {
  * placeGroup(out, group, await read(group.offset, group.length));
  */
 export function placeGroup(out: Uint8Array, g: RunGroup, body: Uint8Array): void {
-  for (const r of g.runs) out.set(body.subarray(r.fileOffset - g.offset, r.fileOffset - g.offset + r.length), r.regionOffset);
+  for (const r of g.runs) {
+    const from = r.fileOffset - g.offset;
+    // A short run (a column's one value per row) is copied by a loop: a view and a set per run cost ~7× as much.
+    if (r.length <= SHORT_RUN) for (let i = 0; i < r.length; i++) out[r.regionOffset + i] = body[from + i]!;
+    else out.set(body.subarray(from, from + r.length), r.regionOffset);
+  }
 }
+
+/** Runs of at most this many bytes are copied byte by byte (see {@link placeGroup}). */
+const SHORT_RUN = 32;
 
 /**
  * The region's array from its bytes gathered in memory order (`plan.bytes` of them, owned by the caller).
@@ -220,6 +228,12 @@ export function readRegionFromBytes(bytes: Uint8Array, header: NpyHeader, start:
 
 /** Runs closer than this are read in one positional read (the gap is read and dropped). */
 const POSITIONAL_MAX_GAP = 4096;
+/**
+ * The most one positional read of a group takes: small enough that its scratch stays in the CPU's
+ * cache while its runs are copied out (a column of a 1 GiB file: 16 MiB groups 74 ms, 4 MiB 50 ms),
+ * large enough that the system calls are few.
+ */
+const POSITIONAL_GROUP_BYTES = 4 << 20;
 
 /**
  * Bytes read by region reads of this process, for tests and benchmarks.
@@ -244,7 +258,7 @@ export function* readingRegion(name: string, file: FileRef, header: NpyHeader, s
     return regionArray(header, plan, out);
   }
   let scratch = new Uint8Array(0);
-  for (const g of groupRuns(plan.runs, POSITIONAL_MAX_GAP)) {
+  for (const g of groupRuns(plan.runs, POSITIONAL_MAX_GAP, { maxBytes: POSITIONAL_GROUP_BYTES })) {
     const single = g.runs.length === 1;
     let buf: Uint8Array;
     if (single) buf = out.subarray(g.runs[0]!.regionOffset, g.runs[0]!.regionOffset + g.length);
