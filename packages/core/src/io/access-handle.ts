@@ -9,7 +9,8 @@ import type { ArraySpec, DecodeOptions, Expecting } from '../npy.js';
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
-import { openHandleSync, performOnSync, type CreateOptions, type NpyFileHandleSync, type PositionalIO } from './handles.js';
+import { openHandleSync, performOnSource, type CreateOptions, type NpyFileHandleSync } from './handles.js';
+import type { WritableByteSource } from './byte-source.js';
 import { appendingRows, readingOpenNpy, writingNewNpy } from './npy-ops.js';
 import { SOURCE, driveSync, type Operation } from './steps.js';
 
@@ -25,17 +26,27 @@ export interface SyncAccessHandle {
 /** Name used in errors when none is given. */
 const UNNAMED = 'the OPFS file';
 
-function accessIO(file: SyncAccessHandle): PositionalIO {
+/** An access handle as a writable byte source (the caller keeps the handle: nothing here closes it). */
+function accessSource(file: SyncAccessHandle, name: string): WritableByteSource {
+  const readInto = (target: Uint8Array, position: number): number => {
+    let done = 0;
+    while (done < target.length) {
+      const n = file.read(target.subarray(done), { at: position + done });
+      if (n <= 0) break;
+      done += n;
+    }
+    return done;
+  };
   return {
-    read(target, position) {
-      let done = 0;
-      while (done < target.length) {
-        const n = file.read(target.subarray(done), { at: position + done });
-        if (n <= 0) break;
-        done += n;
-      }
-      return done;
+    name,
+    get size() {
+      return file.getSize();
     },
+    read(offset, length) {
+      const out = new Uint8Array(Math.max(0, Math.min(length, file.getSize() - offset)));
+      return out.subarray(0, readInto(out, offset));
+    },
+    readInto,
     write(bytes, position) {
       for (let done = 0; done < bytes.length; ) {
         const n = file.write(bytes.subarray(done), { at: position + done });
@@ -43,17 +54,14 @@ function accessIO(file: SyncAccessHandle): PositionalIO {
         done += n;
       }
     },
-    size: () => file.getSize(),
     truncate: (size) => file.truncate(size),
     sync: () => file.flush(),
-    // The caller owns the access handle: closing the .npy handle flushes, it does not close it.
-    close: () => file.flush(),
   };
 }
 
 /** An operation of io/npy-ops.ts run on an access handle: the same steps as on Node's files. */
-function runOn<T>(io: PositionalIO, name: string, operation: Operation<T>): T {
-  return driveSync(operation, performOnSync(io, name));
+function runOn<T>(source: WritableByteSource, name: string, operation: Operation<T>): T {
+  return driveSync(operation, performOnSource(source, name));
 }
 
 /**
@@ -71,8 +79,8 @@ export function openNpyAccessHandle<const S extends DescrInput>(
 export function openNpyAccessHandle(file: SyncAccessHandle, options?: DecodeOptions & { name?: string }): NpyFileHandleSync;
 export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptions & { name?: string } = {}): NpyFileHandleSync {
   const name = options.name ?? UNNAMED;
-  const io = accessIO(file);
-  return openHandleSync(name, io, runOn(io, name, readingOpenNpy(SOURCE, options)));
+  const source = accessSource(file, name);
+  return openHandleSync(name, source, runOn(source, name, readingOpenNpy(SOURCE, options)));
 }
 
 /**
@@ -83,10 +91,10 @@ export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptio
  */
 export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOptions & { name?: string }): NpyFileHandleSync {
   const name = options.name ?? UNNAMED;
-  const io = accessIO(file);
-  const header = runOn(io, name, writingNewNpy(SOURCE, options));
+  const source = accessSource(file, name);
+  const header = runOn(source, name, writingNewNpy(SOURCE, options));
   file.flush();
-  return openHandleSync(name, io, header);
+  return openHandleSync(name, source, header);
 }
 
 /**
@@ -98,5 +106,5 @@ export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOpt
  */
 export function appendNpyAccessHandle(file: SyncAccessHandle, input: NdArray | ArraySpec, options: { name?: string } = {}): void {
   const name = options.name ?? UNNAMED;
-  runOn(accessIO(file), name, appendingRows(SOURCE, name, input, 'refuse'));
+  runOn(accessSource(file, name), name, appendingRows(SOURCE, name, input, 'refuse'));
 }

@@ -43,6 +43,19 @@ export interface AsyncByteSource extends ByteSourceBase {
 /** The bytes of one file, read by position: blocking or asynchronous. */
 export type ByteSource = SyncByteSource | AsyncByteSource;
 
+/**
+ * A blocking source that can also be changed in place (an OPFS access handle): what region writes,
+ * new files and appends need. Its `size` follows the writes.
+ */
+export interface WritableByteSource extends SyncByteSource {
+  /** Write all of `bytes` at `offset`. */
+  write(bytes: Uint8Array, offset: number): void;
+  /** Cut or extend the file to `size` bytes. */
+  truncate(size: number): void;
+  /** Make what was written durable (an OPFS flush). */
+  sync?(): void;
+}
+
 /** Whether `x` has the shape of a {@link ByteSource} (a `size` and a `read`). */
 export function isByteSource(x: unknown): x is ByteSource {
   return typeof x === 'object' && x !== null && typeof (x as ByteSource).read === 'function' && typeof (x as ByteSource).size === 'number';

@@ -16,6 +16,7 @@ import { allocateBuffer, swapBytesInto } from '../array/memory.js';
 import type { TypedArray } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
+import type { ByteSource, SyncByteSource, WritableByteSource } from './byte-source.js';
 
 /** Options every async operation takes. */
 export interface AsyncOptions {
@@ -49,33 +50,6 @@ export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends Np
   close(): void;
 }
 
-/**
- * Positional access to the bytes of one .npy: a stored archive member at an offset, an OPFS access
- * handle, a Blob or bytes. A source only moves bytes: {@link performOnSync} makes it a driver of the
- * steps a handle's operations take (io/steps.ts).
- */
-export interface PositionalIO {
-  read(target: Uint8Array, position: number): number;
-  write?(bytes: Uint8Array, position: number): void;
-  /** The file's size in bytes (for opening, creating and appending). */
-  size?(): number;
-  /** Cut or extend the file to `size` bytes. */
-  truncate?(size: number): void;
-  /** Make what was written durable (fsync, an OPFS flush). */
-  sync?(): void;
-  close(): void;
-}
-
-/** {@link PositionalIO}, async. */
-export interface PositionalIOAsync {
-  read(target: Uint8Array, position: number, signal?: AbortSignal): Promise<number>;
-  write?(bytes: Uint8Array, position: number, signal?: AbortSignal): Promise<void>;
-  size?(): Promise<number>;
-  truncate?(size: number): Promise<void>;
-  sync?(): Promise<void>;
-  close(): Promise<void>;
-}
-
 function cannot(step: Step): NpyError {
   return new NpyError('INTERNAL', `a positional source cannot perform '${step.op}'`);
 }
@@ -85,33 +59,42 @@ function after<T, U>(value: T | Promise<T>, then: (value: T) => U): U | Promise<
   return value instanceof Promise ? value.then(then) : then(value);
 }
 
-/** A step performed on a positional source, blocking or async as the source is: reads, writes and closing; no strided copies. */
-function performOn(io: PositionalIO | PositionalIOAsync, path: string, step: Step, signal?: AbortSignal): unknown {
-  const source = io as PositionalIOAsync; // a blocking source returns values where this type says promises
+/**
+ * A step performed on a byte source, blocking or async as the source is: reads, views, writes (where
+ * the source is a {@link WritableByteSource}), its size, and closing; no strided copies. The one
+ * driver of every handle over a source that is not Node's file: an archive member, an OPFS file.
+ */
+function performOn(source: ByteSource & Partial<Omit<WritableByteSource, keyof SyncByteSource>>, path: string, step: Step, signal?: AbortSignal): unknown {
+  const options = signal ? { signal } : undefined;
   switch (step.op) {
-    case 'read':
-      return after(source.read(step.into, step.at, signal), (n) => {
+    case 'read': {
+      const done = (n: number): number => {
         if (n > 0) step.onPiece?.(step.into.subarray(0, n));
         return n;
+      };
+      if (source.readInto) return after(source.readInto(step.into, step.at, options), done);
+      return after(source.read(step.at, step.into.length, options), (got) => {
+        step.into.set(got);
+        return done(got.length);
       });
-    case 'view': {
-      const out = new Uint8Array(step.length);
-      return after(source.read(out, step.at, signal), (n) => out.subarray(0, n));
     }
+    case 'view':
+      return source.read(step.at, step.length, options);
     case 'write':
       if (!source.write) throw readOnlyError(path);
-      return source.write(step.bytes, step.at ?? 0, signal);
+      return source.write(step.bytes, step.at ?? 0);
     case 'gather':
       return false;
     case 'close':
-      return source.close();
+      // The source belongs to whoever made the handle (an archive, an access handle): closing the
+      // handle only makes its writes durable.
+      return source.sync?.();
     case 'committed':
       return undefined;
     case 'compute':
       return step.work(step.bytes);
     case 'size':
-      if (!source.size) throw cannot(step);
-      return source.size();
+      return source.size;
     case 'truncate':
       if (!source.truncate) throw readOnlyError(path);
       return source.truncate(step.size);
@@ -122,14 +105,14 @@ function performOn(io: PositionalIO | PositionalIOAsync, path: string, step: Ste
   }
 }
 
-/** A blocking driver over one positional source. */
-export function performOnSync(io: PositionalIO, path: string): PerformSync {
-  return (step) => performOn(io, path, step);
+/** A blocking driver over one blocking source. */
+export function performOnSource(source: SyncByteSource | WritableByteSource, path: string): PerformSync {
+  return (step) => performOn(source, path, step);
 }
 
-/** {@link performOnSync}, async. */
-export function performOnAsync(io: PositionalIOAsync, path: string): PerformAsync {
-  return async (step, signal) => performOn(io, path, step, signal);
+/** {@link performOnSource}, async, over any source. */
+export function performOnSourceAsync(source: ByteSource, path: string): PerformAsync {
+  return async (step, signal) => performOn(source, path, step, signal);
 }
 
 /** The steps of a region write: the runs it covers, each written at its file position. */
@@ -198,15 +181,15 @@ export function handleAsync(
   return Object.assign(h, { [Symbol.asyncDispose]: h.close });
 }
 
-/** A blocking handle over a positional source. */
-export function openHandleSync(path: string, io: PositionalIO, header: NpyHeader): NpyFileHandleSync {
-  const perform = performOnSync(io, path);
+/** A blocking handle over a blocking source; closing the handle syncs a writable source and leaves it open. */
+export function openHandleSync(path: string, source: SyncByteSource | WritableByteSource, header: NpyHeader): NpyFileHandleSync {
+  const perform = performOnSource(source, path);
   return handleSync(path, header, SOURCE, (operation) => driveSync(operation, perform));
 }
 
-/** An async handle over a positional source. */
-export function openHandle(path: string, io: PositionalIOAsync, header: NpyHeader): NpyFileHandle {
-  const perform = performOnAsync(io, path);
+/** An async handle over any source; closing the handle leaves the source open. */
+export function openHandle(path: string, source: ByteSource, header: NpyHeader): NpyFileHandle {
+  const perform = performOnSourceAsync(source, path);
   return handleAsync(path, header, SOURCE, (operation, signal) => drive(operation, perform, signal));
 }
 

@@ -9,7 +9,8 @@ import { inParallel } from '../io/settle.js';
 import { NpyError } from '../errors.js';
 import { readingHeader } from '../io/header-read.js';
 import { SOURCE, driveSync } from '../io/steps.js';
-import { performOnSync } from '../io/handles.js';
+import { performOnSource } from '../io/handles.js';
+import type { SyncByteSource } from '../io/byte-source.js';
 import type { NpyHeader } from '../format/header.js';
 import type { DecodeOptions } from '../npy.js';
 
@@ -185,5 +186,17 @@ export async function writeFullyAsync(fh: FileHandle, bytes: Uint8Array, positio
  * const header = readHeaderFromFd(openSync('x.npy', 'r'));
  */
 export function readHeaderFromFd(fd: number, options: DecodeOptions = {}): NpyHeader {
-  return driveSync(readingHeader(SOURCE, options), performOnSync({ read: (target, position) => readFully(fd, target, position), close() {} }, 'the file'));
+  const file: SyncByteSource = {
+    // Asked only where a step needs it (reading a header does not).
+    get size() {
+      return fstatSync(fd).size;
+    },
+    name: 'the file',
+    read: (offset, length) => {
+      const out = new Uint8Array(length);
+      return out.subarray(0, readFully(fd, out, offset));
+    },
+    readInto: (target, offset) => readFully(fd, target, offset),
+  };
+  return driveSync(readingHeader(SOURCE, options), performOnSource(file, 'the file'));
 }

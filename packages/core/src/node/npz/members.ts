@@ -6,11 +6,11 @@ import type { DescrInput } from '../../format/descr-types.js';
 import { driveSync } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import { openingMember, type NpzArchive } from '../../npz/archive.js';
-import type { SyncByteSource } from '../../io/byte-source.js';
+import { windowSource, type AsyncByteSource, type SyncByteSource } from '../../io/byte-source.js';
 import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
-import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync, type PositionalIO, type PositionalIOAsync } from '../../io/handles.js';
+import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync } from '../../io/handles.js';
 
 /**
  * A member's uncompressed bytes as a stream of chunks, for members too large for one buffer.
@@ -66,11 +66,6 @@ function storedEntry(archive: NpzArchive, name: string): ZipEntry {
   return entry;
 }
 
-/** Reads clipped to the member: a region read never strays into the next member. */
-function clip(entry: ZipEntry, target: Uint8Array, position: number): Uint8Array {
-  return target.subarray(0, Math.max(0, Math.min(target.length, entry.size - position)));
-}
-
 /**
  * Region reads of one stored (uncompressed) member of an archive, which is a plain .npy at an
  * offset. Deflated members have no random access: read them whole or with streamNpzMember().
@@ -88,18 +83,13 @@ export async function openNpzMember(archive: NpzArchive, name: string, options?:
 export async function openNpzMember(archive: NpzArchive, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
   const entry = storedEntry(archive, name);
   const { base, header } = await archive.runAsync(openingMember(archive.source.size, entry, options), options.signal);
-  const io: PositionalIOAsync = {
-    async read(target, position, signal) {
-      const part = clip(entry, target, position);
-      const got = await archive.readRange(base + position, part.length, signal);
-      part.set(got);
-      return got.length;
-    },
-    async close() {
-      /* the archive owns the file */
-    },
+  // The member as a source of its own, read through the archive (its cache, its counted requests).
+  const member: AsyncByteSource = {
+    size: entry.size,
+    name: entry.name,
+    read: (offset, length, o) => archive.readRange(base + offset, Math.max(0, Math.min(length, entry.size - offset)), o?.signal),
   };
-  return openHandle(entry.name, io, header);
+  return openHandle(entry.name, member, header);
 }
 
 /**
@@ -117,17 +107,5 @@ export function openNpzMemberSync(archive: NpzArchive<SyncByteSource>, name: str
   const entry = storedEntry(archive, name);
   const src = archive.source;
   const { base, header } = driveSync(openingMember(src.size, entry, options), performOnBytes(src));
-  const io: PositionalIO = {
-    read(target, position) {
-      const part = clip(entry, target, position);
-      if (src.readInto) return src.readInto(part, base + position);
-      const got = src.read(base + position, part.length);
-      part.set(got);
-      return got.length;
-    },
-    close() {
-      /* the archive owns the file */
-    },
-  };
-  return openHandleSync(entry.name, io, header);
+  return openHandleSync(entry.name, windowSource(src, base, entry.size, entry.name), header);
 }
