@@ -2,13 +2,23 @@
 // .npy into parts within an object store's limits (refusing layouts that cannot meet them before
 // anything is uploaded), encodePart makes each part from its region alone; numpy loads the joined
 // parts exactly (C and Fortran order, a record dtype, rows that do not divide evenly), and so it
-// does an object uploaded to moto_server (S3) part by part with the AWS SDK.
+// does an object uploaded to moto_server (S3) part by part with the AWS SDK. Appends by parts
+// (planAppendParts) copy the old data on the server (UploadPartCopy) between numpy's new header and
+// the new rows: numpy loads the appended object exactly, in C and Fortran order, large and small.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
-import { NpyError, arrayFromValues, createArray, encodePart, planParts } from '@npyts/core';
+import {
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  UploadPartCopyCommand,
+} from '@aws-sdk/client-s3';
+import { NpyError, arrayFromValues, createArray, encodeAppendPart, encodePart, planAppendParts, planParts, readHeader } from '@npyts/core';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startMoto } from '../helpers/s3.mjs';
 
@@ -129,6 +139,151 @@ test('a multipart upload to S3 (moto_server) with the AWS SDK: four parts writte
     const path = join(dir, 's3.npy');
     writeFileSync(path, await got.Body.transformToByteArray());
     assert.is(python(`a = np.load(${JSON.stringify(path)}); print(a.shape, bool((a.ravel() == np.arange(a.size) % 65521).all()))`).trim(), '(6144, 1024) True');
+  } finally {
+    stop();
+  }
+});
+
+test('planAppendParts: the old data is copied by the store but for what part 1 needs; new rows in whole rows; limits checked first', () => {
+  const header = readHeader(encodeNpyHeaderOnly('<f4', [6144, 1024]));
+  const plan = planAppendParts(header, { rows: 3000 });
+  const copies = plan.parts.filter((p) => p.kind === 'copy');
+  const oldBytes = 6144 * 4096;
+  assert.is(
+    copies.reduce((n, p) => n + p.length, 0),
+    oldBytes - plan.parts[0].old.length,
+  );
+  assert.ok(plan.parts[0].old.length < 5 << 20, 'only what part 1 needs is read back');
+  assert.equal(plan.shape, [9144, 1024]);
+  assert.is(plan.size, plan.headerBytes + 9144 * 4096);
+  for (const p of plan.parts.slice(0, -1)) assert.ok(p.length >= 5 << 20, `part ${p.number}`);
+  // Too little old data to copy: all of it is read back, and part 1 takes new rows to reach 5 MiB.
+  const small = planAppendParts(readHeader(encodeNpyHeaderOnly('<f4', [10, 1024])), { rows: 3000 });
+  assert.equal(
+    small.parts.map((p) => p.kind),
+    ['upload', 'upload', 'upload'],
+  );
+  assert.is(small.parts[0].old.length, 10 * 4096);
+  assert.ok(small.parts[0].count[0] > 0);
+  const refusal = (f) => {
+    try {
+      f();
+    } catch (e) {
+      return e instanceof NpyError && e.code;
+    }
+    return null;
+  };
+  assert.is(
+    refusal(() => planAppendParts(header, { rows: 3000, maxParts: 2 })),
+    'BAD_OPTION',
+  );
+  assert.is(
+    refusal(() => planAppendParts(readHeader(encodeNpyHeaderOnly('|O', [3])), { rows: 1 })),
+    'BAD_OPTION',
+  );
+  assert.is(
+    refusal(() => planAppendParts(header, { rows: 1, objectSize: 1000 })),
+    'DATA_TRUNCATED',
+  );
+  assert.is(
+    refusal(() => encodeAppendPart(plan, 2, {})),
+    'BAD_OPTION',
+  ); // a copy part
+  assert.is(
+    refusal(() => encodeAppendPart(plan, 1, { old: new Uint8Array(3) })),
+    'SHAPE_MISMATCH',
+  );
+});
+
+/** The first bytes of a .npy of `descr` and `shape`: its header, made by numpy. */
+function encodeNpyHeaderOnly(descr, shape) {
+  const path = join(dir, `header-${descr.replace(/\W/g, '')}-${shape.join('x')}.npy`);
+  python(`import io
+buf = io.BytesIO()
+np.lib.format.write_array_header_1_0(buf, {'descr': ${JSON.stringify(descr)}, 'fortran_order': False, 'shape': (${shape.join(', ')},)})
+open(${JSON.stringify(path)}, 'wb').write(buf.getvalue())`);
+  return new Uint8Array(readFileSync(path));
+}
+
+test('an append to an object in S3 (moto_server) by UploadPartCopy: numpy loads the old rows and the new, with the header np.save writes (C and Fortran order)', async () => {
+  const { client, stop } = await startMoto();
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: 'arrays' }));
+    for (const [order, oldShape, rows] of [
+      ['C', [6144, 1024], 3000],
+      ['F', [1024, 6144], 3000],
+      ['C', [10, 1024], 70],
+    ]) {
+      const key = `grow-${order}-${oldShape[0]}.npy`;
+      const local = join(dir, key);
+      const expected = join(dir, `expected-${key}`);
+      const gotPath = join(dir, `got-${key}`);
+      const axis = order === 'F' ? 1 : 0;
+      const newShape = [...oldShape];
+      newShape[axis] += rows;
+      // The old object, made by numpy: values are their index in the final array's memory order.
+      python(`shape = ${JSON.stringify(newShape)}
+a = (np.arange(np.prod(shape)) % 65521).astype('<f4').reshape(shape, order=${JSON.stringify(order)})
+np.save(${JSON.stringify(local)}, a[:${oldShape[0]}] if ${axis} == 0 else a[:, :${oldShape[1]}])
+np.save(${JSON.stringify(`${expected}`)}, a)`);
+      await client.send(new PutObjectCommand({ Bucket: 'arrays', Key: key, Body: readFileSync(local) }));
+      // The old header by range, then the plan.
+      const head = await client.send(new GetObjectCommand({ Bucket: 'arrays', Key: key, Range: 'bytes=0-4095' }));
+      const header = readHeader(await head.Body.transformToByteArray());
+      const plan = planAppendParts(header, { rows, objectSize: readFileSync(local).length });
+      const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: 'arrays', Key: key }));
+      const rangeOf = (old) => `bytes=${old.offset}-${old.offset + old.length - 1}`;
+      const done = await Promise.all(
+        plan.parts.map(async (p) => {
+          if (p.kind === 'copy') {
+            const { CopyPartResult } = await client.send(
+              new UploadPartCopyCommand({
+                Bucket: 'arrays',
+                Key: key,
+                UploadId,
+                PartNumber: p.number,
+                CopySource: `arrays/${key}`,
+                CopySourceRange: rangeOf(p.old),
+              }),
+            );
+            return { ETag: CopyPartResult.ETag, PartNumber: p.number };
+          }
+          const old = p.old
+            ? await (await client.send(new GetObjectCommand({ Bucket: 'arrays', Key: key, Range: rangeOf(p.old) }))).Body.transformToByteArray()
+            : undefined;
+          let newRows;
+          if (p.count) {
+            newRows = createArray('<f4', p.count, { order });
+            // Value of new row/column r (of the appended ones) at position i: its index in the final array.
+            const [n0, n1] = p.count;
+            for (let i = 0; i < n0; i++)
+              for (let j = 0; j < n1; j++) {
+                const gi = axis === 0 ? oldShape[0] + p.start[0] + i : i;
+                const gj = axis === 1 ? oldShape[1] + p.start[1] + j : j;
+                newRows.set([i, j], (order === 'C' ? gi * newShape[1] + gj : gj * newShape[0] + gi) % 65521);
+              }
+          }
+          const Body = encodeAppendPart(plan, p.number, { ...(old ? { old } : {}), ...(newRows ? { rows: newRows } : {}) });
+          const { ETag } = await client.send(new UploadPartCommand({ Bucket: 'arrays', Key: key, UploadId, PartNumber: p.number, Body }));
+          return { ETag, PartNumber: p.number };
+        }),
+      );
+      await client.send(new CompleteMultipartUploadCommand({ Bucket: 'arrays', Key: key, UploadId, MultipartUpload: { Parts: done } }));
+      const got = await client.send(new GetObjectCommand({ Bucket: 'arrays', Key: key }));
+      writeFileSync(`${gotPath}`, await got.Body.transformToByteArray());
+      assert.is(
+        python(`got = open(${JSON.stringify(`${gotPath}`)}, 'rb').read(); want = open(${JSON.stringify(`${expected}`)}, 'rb').read()
+a = np.load(${JSON.stringify(`${gotPath}`)}); b = np.load(${JSON.stringify(`${expected}`)})
+print(a.shape == b.shape, a.flags.f_contiguous == b.flags.f_contiguous, bool((a == b).all()), got == want)`).trim(),
+        'True True True True',
+        key,
+      );
+      if (oldShape[axis] > 100)
+        assert.ok(
+          plan.parts.some((p) => p.kind === 'copy'),
+          key,
+        );
+    }
   } finally {
     stop();
   }

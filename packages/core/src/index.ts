@@ -73,7 +73,19 @@ export { toFloat32 } from './array/widen.js';
 export { arrayToJSON } from './array/json.js';
 export { decodeNpz, encodeNpz, NpzArchive, type NpzOptions, type NpzReadOptions, type NpzInput, type NpzWriteOptions } from './npz/archive.js';
 export { openNpz, type NpzSource, type OpenNpzOptions } from './npz/open.js';
-export { planParts, encodePart, type PartPlan, type PlannedPart, type PlanPartsOptions, type PartLimits } from './io/parts.js';
+export {
+  planParts,
+  encodePart,
+  planAppendParts,
+  encodeAppendPart,
+  type PartPlan,
+  type PlannedPart,
+  type PlanPartsOptions,
+  type PartLimits,
+  type AppendPart,
+  type AppendPartPlan,
+  type PlanAppendPartsOptions,
+} from './io/parts.js';
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
 export { ShardedSafetensors, parseShardIndex, type ShardIndex } from './safetensors/sharded.js';

@@ -53,12 +53,31 @@ expectTypeOf(loadTensors('model.pt')).toMatchTypeOf<Promise<object>>();
 expectTypeOf(assignWeights([], w, { layout: 'tfjs', check: 'check.npz' })).toEqualTypeOf<Promise<void>>();
 
 // Multipart plans: JSON for workers, parts from typed regions.
-import { createArray, encodePart, isTorchArchive, planParts, weightFileKind, type PartPlan, type WeightFileKind } from '@npyts/core';
+import {
+  createArray,
+  encodeAppendPart,
+  encodePart,
+  isTorchArchive,
+  planAppendParts,
+  planParts,
+  readHeader,
+  weightFileKind,
+  type AppendPartPlan,
+  type PartPlan,
+  type WeightFileKind,
+} from '@npyts/core';
 const plan = planParts({ dtype: '<f4', shape: [65536, 1024], parts: 4 });
 expectTypeOf(plan).toEqualTypeOf<PartPlan>();
 expectTypeOf(plan.parts[0]?.count).toEqualTypeOf<number[] | undefined>();
 expectTypeOf(encodePart(plan, 1, createArray('<f4', [16384, 1024]))).toEqualTypeOf<Uint8Array>();
 // @ts-expect-error: a plan needs a dtype
 void planParts({ shape: [2] });
+// Appends: a header read by range, a plan of copy and upload parts, upload parts from bytes and rows.
+const appendPlan = planAppendParts(readHeader(bytes), { rows: 10 });
+expectTypeOf(appendPlan).toEqualTypeOf<AppendPartPlan>();
+expectTypeOf(appendPlan.parts[0]?.kind).toEqualTypeOf<'copy' | 'upload' | undefined>();
+expectTypeOf(encodeAppendPart(appendPlan, 1, { old: bytes, rows: createArray('<f4', [10, 4]) })).toEqualTypeOf<Uint8Array>();
+// @ts-expect-error: an append plan needs the number of rows
+void planAppendParts(readHeader(bytes), {});
 expectTypeOf(weightFileKind(bytes, 0)).toEqualTypeOf<WeightFileKind>();
 expectTypeOf(isTorchArchive(await openSafetensors(bytes).then(() => ({ entries: [] })))).toEqualTypeOf<boolean>();

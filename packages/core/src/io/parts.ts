@@ -3,7 +3,9 @@
  * plan says which region of the array each part holds (whole rows in C order, whole columns along
  * the last axis in Fortran order) and which bytes of the object it is, within the limits object
  * stores set; each worker encodes its part from its region alone. The plan is JSON, so that workers
- * in other languages (numpy and boto3) can follow it.
+ * in other languages (numpy and boto3) can follow it. An append is planned the same way: the new
+ * object as the old one's data copied on the server (UploadPartCopy) between a new header and the
+ * new rows, so that the old bytes never leave the store.
  */
 import { storageOf } from '../array/layout.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -12,7 +14,7 @@ import { copySwapped } from '../array/memory.js';
 import { NpyError } from '../errors.js';
 import { type DescrJSON, parseDescr, shapeRepr, shapeSize } from '../format/dtype.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { encodeHeader } from '../format/header.js';
+import { encodeHeader, type NpyHeader } from '../format/header.js';
 import type { TypedArray } from '../format/js-types.js';
 import { hasObject, toNdArray, type ArraySpec } from '../npy.js';
 
@@ -186,6 +188,175 @@ export function encodePart(plan: PartPlan, number: number, input: NdArray | Arra
   const out = new Uint8Array(headerBytes.length + body.length);
   out.set(headerBytes, 0);
   out.set(body, headerBytes.length);
+  if (out.length !== part.length) throw new NpyError('INTERNAL', `part ${number} came to ${out.length} bytes, the plan says ${part.length}`);
+  return out;
+}
+
+/** What to append: how many rows (columns along the last axis of a Fortran-order file), and part sizes. */
+export interface PlanAppendPartsOptions extends PartLimits {
+  /** Rows to add along axis 0 (C order), or columns along the last axis (Fortran order). */
+  rows: number;
+  /** About how many bytes each part of new rows holds (rounded to whole rows). Default: the smallest part the limits allow. */
+  partSize?: number;
+  /** The existing object's size, when known: checked to hold all the data its header declares. */
+  objectSize?: number;
+}
+
+/**
+ * One part of an append: `copy` parts are ranges of the old object copied by the store
+ * (UploadPartCopy with `CopySourceRange: bytes=first-last`); `upload` parts are sent by a worker: the
+ * new header first in part 1, then `old` bytes read back from the old object (only what part 1
+ * needs to reach the smallest part size), then the new rows of `start`/`count` (relative to the new
+ * rows alone) when `count` is there.
+ */
+export interface AppendPart {
+  number: number;
+  kind: 'copy' | 'upload';
+  /** Byte offset of the part in the new object. */
+  offset: number;
+  length: number;
+  /** A byte range of the old object: what a copy part copies, or what an upload part carries after its header. */
+  old?: { offset: number; length: number };
+  /** The new rows an upload part carries (within the rows being appended). */
+  start?: number[];
+  count?: number[];
+}
+
+/** An append as one multipart upload: JSON, like {@link PartPlan}. */
+export interface AppendPartPlan {
+  descr: DescrJSON;
+  /** The shape after the append. */
+  shape: number[];
+  fortranOrder: boolean;
+  /** The new header (part 1 starts with it), base64: numpy's for the new shape, longer than the old one where numpy's would be. */
+  header: string;
+  headerBytes: number;
+  /** Bytes of the new object. */
+  size: number;
+  parts: AppendPart[];
+}
+
+/**
+ * A plan that appends rows to a .npy already in object storage as one multipart upload of a new
+ * object (usually under the same key): a new header, the old data copied on the server in parts
+ * (UploadPartCopy), then the new rows. Only what part 1 needs to reach the smallest part size is
+ * read back (all the old data when there is too little to copy). `header` is the old object's, read
+ * by range (`readHeader` of its first bytes, or `openNpy(url)`). Refused before anything is uploaded
+ * when the limits cannot be met.
+ * @example
+ * const old = (await openNpy(url)).header;
+ * const plan = planAppendParts(old, { rows: 4096 });
+ * plan.parts.filter((p) => p.kind === 'copy');   // UploadPartCopy, CopySourceRange bytes=p.old.offset-(p.old.offset + p.old.length - 1)
+ */
+export function planAppendParts(header: Pick<NpyHeader, 'dtype' | 'shape' | 'fortranOrder' | 'dataOffset'>, options: PlanAppendPartsOptions): AppendPartPlan {
+  const limits = { ...S3, ...options };
+  const { dtype, fortranOrder: fortran } = header;
+  if (hasObject(dtype)) refuse('object arrays are pickles, not fixed-size rows: they cannot be appended in parts');
+  if (header.shape.length === 0) refuse('a 0-d array has no axis to append along');
+  if (!Number.isSafeInteger(options.rows) || options.rows < 0) refuse(`rows must be a non-negative integer, not ${options.rows}`);
+  const axis = fortran ? header.shape.length - 1 : 0;
+  const oldData = shapeSize(header.shape) * dtype.itemsize;
+  if (options.objectSize !== undefined && options.objectSize < header.dataOffset + oldData) {
+    throw new NpyError('DATA_TRUNCATED', `the object is ${options.objectSize} bytes; its header declares ${header.dataOffset + oldData}`);
+  }
+  const shape = [...header.shape];
+  shape[axis] = shape[axis]! + options.rows;
+  const newHeader = encodeHeader(dtype, shape, fortran);
+  const H = newHeader.length;
+  const lineBytes = (shapeSize(shape) / Math.max(1, shape[axis]!)) * dtype.itemsize;
+  const newData = options.rows * lineBytes;
+  const size = H + oldData + newData;
+  if (size > limits.maxObjectBytes) refuse(`the array would be ${size} bytes with its header; the store takes objects up to ${limits.maxObjectBytes}`);
+  if (lineBytes > limits.maxPartBytes)
+    refuse(`one ${fortran ? 'column' : 'row'} is ${lineBytes} bytes, larger than the store's largest part (${limits.maxPartBytes})`);
+  const min = limits.minPartBytes;
+  const oldAt = (k: number) => ({ offset: header.dataOffset + k, length: 0 });
+  // Part 1: the header and the old bytes it needs to reach the smallest part; all of the old data
+  // when what would be left is too little for a copy part of its own.
+  let readBack = Math.min(oldData, Math.max(0, min - H));
+  if (oldData - readBack < min) readBack = oldData;
+  const parts: AppendPart[] = [];
+  const first: AppendPart = { number: 1, kind: 'upload', offset: 0, length: H + readBack, ...(readBack ? { old: { ...oldAt(0), length: readBack } } : {}) };
+  parts.push(first);
+  let offset = first.length;
+  // The rest of the old data, copied by the store in parts no larger than it allows.
+  const copied = oldData - readBack;
+  if (copied > 0) {
+    const count = Math.ceil(copied / limits.maxPartBytes);
+    const each = Math.ceil(copied / count);
+    for (let done = 0; done < copied; ) {
+      const length = Math.min(each, copied - done);
+      parts.push({ number: parts.length + 1, kind: 'copy', offset, length, old: { ...oldAt(readBack + done), length } });
+      offset += length;
+      done += length;
+    }
+  }
+  // The new rows, whole rows per part; part 1 takes the first of them when it is still short.
+  const region = (firstRow: number, n: number) => {
+    const start = shape.map(() => 0);
+    const count = [...shape];
+    count[axis] = n;
+    start[axis] = firstRow;
+    return { start, count };
+  };
+  let row = 0;
+  if (first.length < min && copied === 0 && options.rows > 0) {
+    const n = Math.min(options.rows, Math.ceil((min - first.length) / lineBytes));
+    Object.assign(first, region(0, n));
+    first.length += n * lineBytes;
+    offset += n * lineBytes;
+    row = n;
+  }
+  const per = Math.min(Math.max(1, Math.ceil((options.partSize ?? min) / lineBytes)), Math.floor(limits.maxPartBytes / lineBytes));
+  while (row < options.rows) {
+    const n = Math.min(per, options.rows - row);
+    parts.push({ number: parts.length + 1, kind: 'upload', offset, length: n * lineBytes, ...region(row, n) });
+    offset += n * lineBytes;
+    row += n;
+  }
+  if (parts.length > limits.maxParts) refuse(`${parts.length} parts; the store takes at most ${limits.maxParts}: ask for larger parts (partSize)`);
+  for (const p of parts.slice(0, -1)) {
+    if (p.length < min)
+      refuse(`part ${p.number} would hold ${p.length} bytes; the store needs every part but the last to hold at least ${min}: ask for larger parts (partSize)`);
+    if (p.length > limits.maxPartBytes) refuse(`part ${p.number} would hold ${p.length} bytes; the store takes parts up to ${limits.maxPartBytes}`);
+  }
+  if (offset !== size) throw new NpyError('INTERNAL', `the append plan covers ${offset} bytes of ${size}`);
+  return { descr: dtype.descr, shape, fortranOrder: fortran, header: base64(newHeader), headerBytes: H, size, parts };
+}
+
+/**
+ * The bytes of one upload part of an append plan: the new header (part 1), the old bytes it carries
+ * (read back by the caller from `part.old`, checked for length), then the new rows of its region,
+ * from an array of exactly that region. Copy parts have no bytes: the store copies them.
+ * @example
+ * const body = encodeAppendPart(plan, 1, { old: await readRange(url, plan.parts[0].old), rows });
+ */
+export function encodeAppendPart(plan: AppendPartPlan, number: number, input: { old?: Uint8Array; rows?: NdArray | ArraySpec }): Uint8Array {
+  const part = plan.parts.find((p) => p.number === number);
+  if (!part) refuse(`the plan has parts 1 to ${plan.parts.length}, not ${number}`);
+  if (part.kind === 'copy')
+    refuse(`part ${number} is copied by the store (UploadPartCopy of bytes ${part.old!.offset}–${part.old!.offset + part.old!.length - 1}), not uploaded`);
+  const headerBytes = number === 1 ? Uint8Array.from(atob(plan.header), (c) => c.charCodeAt(0)) : new Uint8Array(0);
+  const oldLength = part.old?.length ?? 0;
+  if ((input.old?.length ?? 0) !== oldLength) {
+    throw new NpyError(
+      'SHAPE_MISMATCH',
+      `part ${number} carries ${oldLength} bytes of the old object (bytes ${part.old?.offset ?? 0}–); ${input.old?.length ?? 0} were given`,
+    );
+  }
+  let rows: Uint8Array = new Uint8Array(0);
+  if (part.count) {
+    if (!input.rows) refuse(`part ${number} carries new rows of shape ${shapeRepr(part.count)}; none were given`);
+    const asParts: PartPlan = {
+      ...plan,
+      parts: [{ number: 2, offset: 0, length: part.length - headerBytes.length - oldLength, start: part.start!, count: part.count }],
+    };
+    rows = encodePart(asParts, 2, input.rows);
+  } else if (input.rows) refuse(`part ${number} carries no new rows`);
+  const out = new Uint8Array(headerBytes.length + oldLength + rows.length);
+  out.set(headerBytes, 0);
+  if (input.old) out.set(input.old, headerBytes.length);
+  out.set(rows, headerBytes.length + oldLength);
   if (out.length !== part.length) throw new NpyError('INTERNAL', `part ${number} came to ${out.length} bytes, the plan says ${part.length}`);
   return out;
 }
