@@ -20,7 +20,9 @@ import {
 } from '@aws-sdk/client-s3';
 import { NpyError, arrayFromValues, createArray, encodeAppendPart, encodePart, planAppendParts, planParts, readHeader } from '@npyts/core';
 import { python, scratch } from '../helpers/numpy.mjs';
-import { startMoto } from '../helpers/s3.mjs';
+import { CREDENTIALS, REGION, startMoto } from '../helpers/s3.mjs';
+import { blocksOf } from '../packages/guide-blocks.mjs';
+import { execFile } from 'node:child_process';
 
 const dir = scratch('npyts-parts-');
 
@@ -284,6 +286,43 @@ print(a.shape == b.shape, a.flags.f_contiguous == b.flags.f_contiguous, bool((a 
           key,
         );
     }
+  } finally {
+    stop();
+  }
+});
+
+test("Python workers (the larger-than-memory guide's numpy + boto3 recipe, run from the guide itself) upload four parts at once to moto; Node completes; numpy loads the object", async () => {
+  const recipe = blocksOf('docs/larger-than-memory.md').find((b) => b.attrs['run-by'] === 'test/io/parts.test.mjs');
+  assert.ok(recipe, 'the guide has the recipe');
+  const worker = join(dir, 'worker.py');
+  writeFileSync(worker, recipe.code);
+  const { client, endpoint, stop } = await startMoto();
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: 'arrays' }));
+    const shape = [6 * 1024, 1024];
+    const plan = planParts({ dtype: '<f4', shape, parts: 4 });
+    const planPath = join(dir, 'plan.json');
+    writeFileSync(planPath, JSON.stringify(plan));
+    const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: 'arrays', Key: 'py.npy' }));
+    const env = { ...process.env, AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey, AWS_DEFAULT_REGION: REGION };
+    const parts = await Promise.all(
+      plan.parts.map(
+        (p) =>
+          new Promise((resolve, reject) => {
+            execFile('python3', [worker, planPath, String(p.number), endpoint, 'arrays', 'py.npy', UploadId], { env }, (e, stdout, stderr) =>
+              e ? reject(new Error(`worker ${p.number}: ${stderr}`)) : resolve(JSON.parse(stdout)),
+            );
+          }),
+      ),
+    );
+    await client.send(new CompleteMultipartUploadCommand({ Bucket: 'arrays', Key: 'py.npy', UploadId, MultipartUpload: { Parts: parts } }));
+    const got = await client.send(new GetObjectCommand({ Bucket: 'arrays', Key: 'py.npy' }));
+    const path = join(dir, 'py.npy');
+    writeFileSync(path, await got.Body.transformToByteArray());
+    assert.is(
+      python(`a = np.load(${JSON.stringify(path)}); print(a.shape, a.dtype, bool((a.ravel() == np.arange(a.size) % 65521).all()))`).trim(),
+      '(6144, 1024) float32 True',
+    );
   } finally {
     stop();
   }

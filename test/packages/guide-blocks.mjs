@@ -12,6 +12,8 @@
 //   ```sh                   bash, with `npyts` on the PATH
 //   ```ts excerpt=PATH     lines quoted from the source file PATH: each must be there, in this order
 //   ```LANG norun           shown, not run (only where running it here is impossible: say why beside it)
+//   ```LANG run-by=PATH     not run here: the test PATH takes this very block from the guide and runs
+//                           it with what it needs (a server it starts, arguments)
 //   ```LANG file=F          also saved as F in the working directory (a module later blocks import)
 //   ```text                 what the block before it prints, compared exactly
 import { readFileSync, readdirSync } from 'node:fs';
@@ -56,7 +58,9 @@ export function blocksOf(path) {
 
 /** Whether the test runs a block: ts, js, python, sh and html, unless marked norun or a worker's source. */
 export function runnable(block) {
-  return ['ts', 'js', 'python', 'sh', 'html'].includes(block.lang) && !block.attrs.norun && !block.attrs.worker && !block.attrs.excerpt;
+  return (
+    ['ts', 'js', 'python', 'sh', 'html'].includes(block.lang) && !block.attrs.norun && !block.attrs.worker && !block.attrs.excerpt && !block.attrs['run-by']
+  );
 }
 
 /** The code of the one block of `path` in language `lang` whose code includes `text` (suites that import a guide's code). */
