@@ -392,6 +392,16 @@ const weights = JSON.parse(
   }),
 );
 
+// A .npy written into object storage as 8 parts at once, against one PutObject (bench/parts.mjs).
+log('multipart upload (moto) …');
+const upload = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'parts.mjs'), ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
+
 const bytes = MIB * (1 << 20);
 // [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
 const rows = [
@@ -488,6 +498,7 @@ const report = {
   ragged,
   tfjs_models: tfjsModels,
   weights,
+  multipart_upload: upload,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
     file_bytes: bytes,
@@ -554,6 +565,9 @@ if (asJSON) {
     );
   for (const r of weights.remote)
     console.log(`One tensor of a remote ${r.file} (nginx): ${r.moved_bytes} bytes moved in all for a tensor of ${r.tensor_bytes} bytes.`);
+  console.log(
+    `\nObject storage (moto_server on loopback): a ${(upload.bytes / 1e6).toFixed(0)} MB .npy as ${upload.parts} parts uploaded at once (planParts, encodePart per region) ${ms(upload.parts_seconds)} (${(upload.bytes / 1e6 / upload.parts_seconds).toFixed(0)} MB/s), as one PutObject ${ms(upload.whole_seconds)} (${(upload.bytes / 1e6 / upload.whole_seconds).toFixed(0)} MB/s): ${upload.ratio.toFixed(2)} × (spread ${upload.spread[0].toFixed(2)}–${upload.spread[1].toFixed(2)}). moto is one Python process; against a real store, parts from several machines add their bandwidth.`,
+  );
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
   console.log(
     "\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy's `{k: v for k, v in np.load(f).items()}` and a loop of np.load.",
