@@ -173,6 +173,44 @@ test('a remote .npz: the directory, a header, a deflated member, a region of a s
   await z.close();
 });
 
+test("getAll of a remote .npz reads neighbouring members together: each byte of the archive once, in requests of the source's size, not one or more per member", async () => {
+  // Many small members between larger ones, as a state_dict has (conv weights, biases, BN statistics).
+  const many = join(dir, 'many.npz');
+  python(`
+rng = np.random.default_rng(1)
+arrays = {}
+for i in range(60):
+    arrays[f'layer{i}.weight'] = rng.standard_normal((64, 9 * (i % 5 + 1))).astype('<f4')
+    arrays[f'layer{i}.bias'] = rng.standard_normal(64).astype('<f4')
+    arrays[f'layer{i}.running_mean'] = rng.standard_normal(64).astype('<f4')
+arrays['fc.weight'] = rng.standard_normal((1000, 2048)).astype('<f4')  # 8 MiB
+np.savez(${JSON.stringify(many)}, **arrays)`);
+  const manySize = statSync(many).size;
+  proxy.reset();
+  const source = await urlSource(`${proxy.base}/many.npz`, { requestBytes: 1 << 20 });
+  const z = await openNpz(source);
+  const opened = { requests: proxy.seen.requests, bytes: proxy.seen.bytes };
+  const all = await z.getAll();
+  assert.is(all.size, 181);
+  const sums = JSON.parse(
+    python(
+      `import json; z = np.load(${JSON.stringify(many)}); print(json.dumps({k: float(z[k].astype('f8').sum()) for k in ['layer7.weight', 'layer59.bias', 'fc.weight']}))`,
+    ),
+  );
+  for (const [k, v] of Object.entries(sums)) {
+    const a = all.get(k);
+    let t = 0;
+    for (const x of a.data) t += x;
+    assert.ok(Math.abs(t - v) <= 1e-3 * Math.max(1, Math.abs(v)), `${k}: ${t} against numpy's ${v}`);
+  }
+  const requests = proxy.seen.requests - opened.requests;
+  const bytes = proxy.seen.bytes - opened.bytes;
+  // The members' bytes once (plus what the opening read already), in requests of at most 1 MiB.
+  assert.ok(bytes <= manySize, `getAll moved ${bytes} bytes of an archive of ${manySize}`);
+  assert.ok(requests <= Math.ceil(manySize / (1 << 20)) + 2, `getAll made ${requests} requests for ${all.size} members (${manySize} bytes, 1 MiB requests)`);
+  await z.close();
+});
+
 test('an array read from a remote archive is its own memory: writing into it never changes what the archive reads next; a member read after close() is CLOSED', async () => {
   const source = await urlSource(`${proxy.base}/x.npz`);
   const z = await openNpz(source);

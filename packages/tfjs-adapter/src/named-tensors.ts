@@ -27,7 +27,8 @@ export async function loadTensors(source: WeightSource, options: LoadTensorsOpti
         `${typeof source === 'string' || source instanceof URL ? String(source) : 'the weight file'} holds no arrays, so no tensors`,
       );
     }
-    for (const name of archive.names) out[name] = toTensor(await archive.get(name), options);
+    // All at once: a remote file is then read in a few large requests (see NpzArchive.getAll).
+    for (const [name, array] of await archive.getAll({ signal: options.signal })) out[name] = toTensor(array, options);
     return out;
   } finally {
     if (opened) await archive.close();

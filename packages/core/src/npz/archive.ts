@@ -194,6 +194,32 @@ const MIN_WINDOW = 64 << 10;
 const KEPT_WINDOWS = 4;
 const KEPT_WINDOW_BYTES = 256 << 10;
 
+/** The most bytes {@link NpzArchive.getAll} reads of a remote archive at once (one span of neighbouring members). */
+const SPAN_BYTES = 32 << 20;
+
+/**
+ * Members in file order, grouped into spans of neighbours (each from a member's local header to
+ * where the next begins) of at most {@link SPAN_BYTES}; a member larger than that is left out, to be
+ * read on its own.
+ */
+function memberSpans(members: readonly (readonly [string, ZipEntry])[]): { at: number; length: number; names: string[] }[] {
+  const sorted = [...members].sort((a, b) => a[1].localHeaderOffset - b[1].localHeaderOffset);
+  const spans: { at: number; length: number; names: string[] }[] = [];
+  let span: { at: number; length: number; names: string[] } | null = null;
+  for (const [name, e] of sorted) {
+    const end = e.dataLimit;
+    if (end - e.localHeaderOffset > SPAN_BYTES) continue;
+    if (span && span.at + span.length === e.localHeaderOffset && end - span.at <= SPAN_BYTES) {
+      span.length = end - span.at;
+      span.names.push(name);
+    } else {
+      span = { at: e.localHeaderOffset, length: end - e.localHeaderOffset, names: [name] };
+      spans.push(span);
+    }
+  }
+  return spans;
+}
+
 /** Recent reads of an archive's async source, newest first: private copies, never handed out. */
 type Windows = { at: number; bytes: Uint8Array }[];
 
@@ -533,9 +559,39 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    * const arrays = await (await openNpz(bytes)).getAll();   // Map { 'w' => NdArray, … }
    */
   async getAll(options: NpzReadOptions = {}): Promise<Map<string, NdArray>> {
+    return this.getEach(this.names, options);
+  }
+
+  /**
+   * The members `names` decoded, by key in the order given ({@link getAll} of some of them).
+   * @internal
+   */
+  async getEach(names: readonly string[], options: NpzReadOptions = {}): Promise<Map<string, NdArray>> {
+    const got = new Map<string, NdArray>();
+    // Of a remote source (a URL, a Blob), neighbouring members are read together in spans of up to
+    // 32 MiB, each span one read (which a URL source makes as a few large requests at once), and
+    // decoded from it: every member is wanted, so no byte is read for nothing. A file reads each
+    // member straight into its buffer instead, and bytes in memory are views already.
+    if (!this.source.readInto) {
+      for (const span of memberSpans(names.map((name) => [name, this.index.entry(name)] as const))) {
+        const pending = this.source.read(span.at, span.length, { signal: options.signal });
+        if (!isPromise(pending)) break; // a blocking source: its reads cost nothing
+        const window = { at: span.at, bytes: await pending };
+        this.windows.unshift(window);
+        try {
+          const arrays = await mapInParallel(span.names, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
+          span.names.forEach((name, i) => got.set(name, arrays[i]!));
+        } finally {
+          const at = this.windows.indexOf(window);
+          if (at >= 0) this.windows.splice(at, 1);
+        }
+      }
+    }
     // A few members at a time: 20 000 small members do not each hold a read window at once.
-    const arrays = await mapInParallel(this.names, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
-    return new Map(this.names.map((name, i) => [name, arrays[i]!]));
+    const rest = names.filter((name) => !got.has(name));
+    const arrays = await mapInParallel(rest, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
+    rest.forEach((name, i) => got.set(name, arrays[i]!));
+    return new Map(names.map((name) => [name, got.get(name)!]));
   }
 
   /** Every member decoded, blocking, by key in archive order. */

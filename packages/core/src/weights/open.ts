@@ -125,10 +125,7 @@ export function weightsOfArchive(archive: NpzArchive): WeightFile {
         }
         return archive.get(name, { signal });
       },
-      getAll: async (signal) => {
-        const arrays = await mapInParallel(names, 8, (name) => archive.get(name, { signal }));
-        return new Map(names.map((n, i) => [n, arrays[i]!]));
-      },
+      getAll: (signal) => archive.getEach(names, { signal }),
       close: () => archive.close(),
     },
   );
