@@ -214,7 +214,7 @@ const LIKELY_CAUSE: Record<string, string> = {
     "padding or strides (tfjs's 'same' pads a stride-2 convolution at the bottom and right only: use zeroPadding2d, then 'valid'), or an activation fused into the layer",
   Conv2DTranspose: 'padding, output padding or strides',
   BatchNormalization:
-    "epsilon (PyTorch's 1e-5; tfjs's default 1e-3), or an activation or pooling layer just before it (PyTorch's hardsigmoid is not tfjs's hardSigmoid)",
+    "epsilon (PyTorch's 1e-5; tfjs's default 1e-3), or an activation or pooling layer just before it (PyTorch's hardsigmoid is not tfjs's hardSigmoid: use hardsigmoid() from @npyts/tfjs/torch-layers)",
   LayerNormalization: 'epsilon, or the axis it normalises',
   Dense: "the rows' order after a Flatten ({ flattenLayout }), an activation fused into the layer, or a layer just before it",
   Embedding: 'the token ids given to it',

@@ -73,7 +73,25 @@ export function inputShapeOf(layer: LayerLike): LayerShape | null {
  * Layers that neither mix nor move a feature map's axes: a Flatten's input keeps the layout of the
  * layer before them.
  */
+/** The class names of @npyts/tfjs/torch-layers' layers (here, so that this module needs no tfjs-layers). */
+export const TORCH_LAYER_CLASS = { hardsigmoid: 'TorchHardsigmoid', hardswish: 'TorchHardswish', adaptiveAvgPool2d: 'TorchAdaptiveAvgPool2d' } as const;
+
+/** Layers that act on each value alone: what feeds them is what the check compares them with. */
+const ELEMENTWISE = new Set([
+  'Activation',
+  'ReLU',
+  'LeakyReLU',
+  'ELU',
+  'Dropout',
+  'AlphaDropout',
+  'GaussianDropout',
+  'GaussianNoise',
+  TORCH_LAYER_CLASS.hardsigmoid,
+  TORCH_LAYER_CLASS.hardswish,
+]);
+
 const LAYOUT_KEEPING = new Set([
+  ...ELEMENTWISE,
   'Activation',
   'ReLU',
   'LeakyReLU',
@@ -119,7 +137,7 @@ export function producerOf(layer: LayerLike): LayerLike | null {
   let before = inputsOf(layer);
   for (let steps = 0; before.length === 1 && steps < 10_000; steps++) {
     const cls = before[0]!.getClassName();
-    if (!['Activation', 'ReLU', 'LeakyReLU', 'ELU', 'Dropout', 'AlphaDropout', 'GaussianDropout', 'GaussianNoise'].includes(cls)) return before[0]!;
+    if (!ELEMENTWISE.has(cls)) return before[0]!;
     before = inputsOf(before[0]!);
   }
   return null;

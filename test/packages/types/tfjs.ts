@@ -66,3 +66,12 @@ export async function typed(): Promise<void> {
   // @ts-expect-error: a names table maps to keys, not numbers
   await assignWeights(model, 'w.npz', { names: { 'dense/kernel': 3 } });
 }
+
+// PyTorch's modules as tfjs-layers layers: typed factories and classes, no casts.
+import { type TorchAdaptiveAvgPool2d, adaptiveAvgPool2d, hardsigmoid, hardswish, type TorchHardswish } from '@npyts/tfjs/torch-layers';
+expectTypeOf(hardswish({ name: 'act' })).toEqualTypeOf<TorchHardswish>();
+expectTypeOf(adaptiveAvgPool2d({ outputSize: [3, 2] })).toEqualTypeOf<TorchAdaptiveAvgPool2d>();
+expectTypeOf(adaptiveAvgPool2d({ outputSize: 7 }).outputSize).toEqualTypeOf<[number, number]>();
+void hardsigmoid();
+// @ts-expect-error: adaptive pooling needs an output size
+void adaptiveAvgPool2d({});

@@ -1,0 +1,144 @@
+// @npyts/tfjs/torch-layers (issue 42): the PyTorch modules tfjs-layers lacks, as tfjs-layers layers.
+// PyTorch (python3's torch 2) computes Hardsigmoid, Hardswish and AdaptiveAvgPool2d on the same
+// inputs; the layers give its values; a model that uses them saves and loads through npzHandler;
+// and a small PyTorch network with all three ports with layout 'pytorch' and passes its check.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { decodeNpz, toOrder, transpose } from '@npyts/core';
+import { assignWeights, npzHandler } from '@npyts/tfjs';
+import { TorchAdaptiveAvgPool2d, adaptiveAvgPool2d, hardsigmoid, hardswish } from '@npyts/tfjs/torch-layers';
+import { readFileSync } from 'node:fs';
+import { python, scratch } from '../helpers/numpy.mjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
+
+await useCpuBackend();
+const dir = scratch('npyts-torch-layers-');
+const made = join(dir, 'torch.npz');
+const POOLS = [
+  [1, 1],
+  [3, 4],
+  [7, 7],
+  [5, 11],
+  [13, 11],
+];
+// PyTorch's answers, channels last where there are channels.
+python(`import torch
+torch.manual_seed(0)
+x = torch.cat([torch.linspace(-5, 5, 10001), torch.randn(10000) * 4])
+img = torch.randn(2, 5, 13, 11)
+out = {'x': x.numpy(), 'hardsigmoid': torch.nn.Hardsigmoid()(x).numpy(), 'hardswish': torch.nn.Hardswish()(x).numpy(),
+       'img': img.permute(0, 2, 3, 1).contiguous().numpy()}
+for h, w in ${JSON.stringify(POOLS)}:
+    out[f'pool_{h}_{w}'] = torch.nn.AdaptiveAvgPool2d((h, w))(img).permute(0, 2, 3, 1).contiguous().numpy()
+np.savez(${JSON.stringify(made)}, **out)`);
+const truth = decodeNpz(readFileSync(made));
+const tensorOf = (a) => tf.tensor(a.data, a.shape, 'float32');
+const largest = (t, a) => {
+  const got = t.dataSync();
+  let worst = 0;
+  for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - a.data[i]));
+  return worst;
+};
+
+test("hardsigmoid and hardswish give PyTorch's values (tfjs's own hardSigmoid does not)", () => {
+  const x = tensorOf(truth.getSync('x'));
+  for (const [name, layer] of [
+    ['hardsigmoid', hardsigmoid()],
+    ['hardswish', hardswish()],
+  ]) {
+    const worst = largest(layer.apply(x), truth.getSync(name));
+    assert.ok(worst <= 1e-6, `${name}: differs by ${worst}`);
+  }
+  // The check is sharp: tfjs's hardSigmoid is another function.
+  assert.ok(largest(tfl.layers.activation({ activation: 'hardSigmoid' }).apply(x), truth.getSync('hardsigmoid')) > 0.05);
+});
+
+test("adaptiveAvgPool2d gives PyTorch's values for sizes that divide, do not divide, and exceed half the input", () => {
+  const img = tensorOf(truth.getSync('img'));
+  for (const [h, w] of POOLS) {
+    const layer = adaptiveAvgPool2d({ outputSize: [h, w] });
+    const out = layer.apply(img);
+    assert.equal(out.shape, [2, h, w, 5]);
+    const worst = largest(out, truth.getSync(`pool_${h}_${w}`));
+    assert.ok(worst <= 1e-6, `${h}×${w}: differs by ${worst}`);
+  }
+  assert.throws(() => adaptiveAvgPool2d({ outputSize: 0 }), /positive integer/);
+});
+
+test('a model with the three layers saves through npzHandler and loads back with the same predictions', async () => {
+  const model = tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ inputShape: [13, 11, 5], filters: 4, kernelSize: 3, padding: 'same', name: 'conv' }),
+      hardswish({ name: 'act' }),
+      adaptiveAvgPool2d({ outputSize: [3, 2], name: 'pool' }),
+      hardsigmoid({ name: 'gate' }),
+    ],
+  });
+  const img = tensorOf(truth.getSync('img'));
+  const before = model.predict(img).dataSync();
+  const path = join(dir, 'model.npz');
+  await model.save(npzHandler(path));
+  const loaded = await tfl.loadLayersModel(npzHandler(path));
+  assert.ok(loaded.getLayer('pool') instanceof TorchAdaptiveAvgPool2d);
+  assert.equal(loaded.getLayer('pool').getConfig().outputSize, [3, 2]);
+  assert.equal(Array.from(loaded.predict(img).dataSync()), Array.from(before));
+});
+
+test('a PyTorch network with Hardswish, AdaptiveAvgPool2d(3) and Hardsigmoid ports with layout "pytorch" and predicts what PyTorch predicts', async () => {
+  const weights = join(dir, 'net.npz');
+  python(`import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(5, 8, 3, padding=1)
+        self.act = torch.nn.Hardswish()
+        self.pool = torch.nn.AdaptiveAvgPool2d(3)
+        self.conv2 = torch.nn.Conv2d(8, 4, 3)
+        self.gate = torch.nn.Hardsigmoid()
+    def forward(self, x):
+        return self.gate(self.conv2(self.pool(self.act(self.conv1(x)))))
+torch.manual_seed(1)
+net = Net().eval()
+x = torch.randn(3, 5, 13, 11)
+with torch.no_grad():
+    y = net(x)
+arrays = {k: v.numpy() for k, v in net.state_dict().items()}
+arrays['check/input'] = x.numpy()   # in PyTorch's layout: the check moves channels last itself
+arrays['check/output'] = y.numpy()
+np.savez(${JSON.stringify(weights)}, **arrays)`);
+  const model = tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ inputShape: [13, 11, 5], filters: 8, kernelSize: 3, padding: 'same', name: 'conv1' }),
+      hardswish({ name: 'act' }),
+      adaptiveAvgPool2d({ outputSize: 3, name: 'pool' }),
+      tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'valid', name: 'conv2' }),
+      hardsigmoid({ name: 'gate' }),
+    ],
+  });
+  // The archive's check members are compared after the weights are set: a wrong layer would fail here.
+  await assignWeights(model, weights, { layout: 'pytorch' });
+  const z = decodeNpz(readFileSync(weights));
+  const channelsLast = (a) => toOrder(transpose(a, [0, 2, 3, 1]), 'C');
+  const worst = largest(model.predict(tensorOf(channelsLast(z.getSync('check/input')))), channelsLast(z.getSync('check/output')));
+  assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
+  // With tfjs's hardSigmoid in place of PyTorch's, the same port is refused by its check.
+  const wrong = tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ inputShape: [13, 11, 5], filters: 8, kernelSize: 3, padding: 'same', name: 'conv1' }),
+      hardswish({ name: 'act' }),
+      adaptiveAvgPool2d({ outputSize: 3, name: 'pool' }),
+      tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'valid', name: 'conv2' }),
+      tfl.layers.activation({ activation: 'hardSigmoid', name: 'gate' }),
+    ],
+  });
+  const refused = await assignWeights(wrong, weights, { layout: 'pytorch' }).then(
+    () => null,
+    (e) => e.code,
+  );
+  assert.is(refused, 'CHECK_FAILED');
+});
+
+test.run();
