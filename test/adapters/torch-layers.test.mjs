@@ -87,6 +87,18 @@ test('a model with the three layers saves through npzHandler and loads back with
   assert.equal(Array.from(loaded.predict(img).dataSync()), Array.from(before));
 });
 
+/** The tfjs twin of the network below, with `gate` as its last layer. */
+const port = (gate) =>
+  tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ inputShape: [13, 11, 5], filters: 8, kernelSize: 3, padding: 'same', name: 'conv1' }),
+      hardswish({ name: 'act' }),
+      adaptiveAvgPool2d({ outputSize: 3, name: 'pool' }),
+      tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'valid', name: 'conv2' }),
+      gate,
+    ],
+  });
+
 test('a PyTorch network with Hardswish, AdaptiveAvgPool2d(3) and Hardsigmoid ports with layout "pytorch" and predicts what PyTorch predicts', async () => {
   const weights = join(dir, 'net.npz');
   python(`import torch
@@ -109,15 +121,7 @@ arrays = {k: v.numpy() for k, v in net.state_dict().items()}
 arrays['check/input'] = x.numpy()   # in PyTorch's layout: the check moves channels last itself
 arrays['check/output'] = y.numpy()
 np.savez(${JSON.stringify(weights)}, **arrays)`);
-  const model = tfl.sequential({
-    layers: [
-      tfl.layers.conv2d({ inputShape: [13, 11, 5], filters: 8, kernelSize: 3, padding: 'same', name: 'conv1' }),
-      hardswish({ name: 'act' }),
-      adaptiveAvgPool2d({ outputSize: 3, name: 'pool' }),
-      tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'valid', name: 'conv2' }),
-      hardsigmoid({ name: 'gate' }),
-    ],
-  });
+  const model = port(hardsigmoid({ name: 'gate' }));
   // The archive's check members are compared after the weights are set: a wrong layer would fail here.
   await assignWeights(model, weights, { layout: 'pytorch' });
   const z = decodeNpz(readFileSync(weights));
@@ -125,15 +129,7 @@ np.savez(${JSON.stringify(weights)}, **arrays)`);
   const worst = largest(model.predict(tensorOf(channelsLast(z.getSync('check/input')))), channelsLast(z.getSync('check/output')));
   assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
   // With tfjs's hardSigmoid in place of PyTorch's, the same port is refused by its check.
-  const wrong = tfl.sequential({
-    layers: [
-      tfl.layers.conv2d({ inputShape: [13, 11, 5], filters: 8, kernelSize: 3, padding: 'same', name: 'conv1' }),
-      hardswish({ name: 'act' }),
-      adaptiveAvgPool2d({ outputSize: 3, name: 'pool' }),
-      tfl.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'valid', name: 'conv2' }),
-      tfl.layers.activation({ activation: 'hardSigmoid', name: 'gate' }),
-    ],
-  });
+  const wrong = port(tfl.layers.activation({ activation: 'hardSigmoid', name: 'gate' }));
   const refused = await assignWeights(wrong, weights, { layout: 'pytorch' }).then(
     () => null,
     (e) => e.code,

@@ -84,6 +84,7 @@ export {
   type PartLimits,
   type AppendPart,
   type AppendPartPlan,
+  type ObjectPlan,
   type PlanAppendPartsOptions,
 } from './io/parts.js';
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';

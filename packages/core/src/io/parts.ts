@@ -56,16 +56,21 @@ export interface PlannedPart {
   count: number[];
 }
 
-/** A multipart plan: JSON, for workers in any language. */
-export interface PartPlan {
+/** What every multipart plan says of the object it makes: JSON, for workers in any language. */
+export interface ObjectPlan {
   descr: DescrJSON;
+  /** The array's shape (after the append, for an append). */
   shape: number[];
   fortranOrder: boolean;
-  /** The .npy header (part 1 starts with it), base64. */
+  /** The .npy header (part 1 starts with it), base64: numpy's for the shape. */
   header: string;
   headerBytes: number;
   /** Bytes of the whole object. */
   size: number;
+}
+
+/** A multipart plan: JSON, for workers in any language. */
+export interface PartPlan extends ObjectPlan {
   parts: PlannedPart[];
 }
 
@@ -223,16 +228,7 @@ export interface AppendPart {
 }
 
 /** An append as one multipart upload: JSON, like {@link PartPlan}. */
-export interface AppendPartPlan {
-  descr: DescrJSON;
-  /** The shape after the append. */
-  shape: number[];
-  fortranOrder: boolean;
-  /** The new header (part 1 starts with it), base64: numpy's for the new shape, longer than the old one where numpy's would be. */
-  header: string;
-  headerBytes: number;
-  /** Bytes of the new object. */
-  size: number;
+export interface AppendPartPlan extends ObjectPlan {
   parts: AppendPart[];
 }
 
