@@ -179,6 +179,14 @@ test('planAppendParts: the old data is copied by the store but for what part 1 n
     refusal(() => planAppendParts(header, { rows: 3000, maxParts: 2 })),
     'BAD_OPTION',
   );
+  // A count of parts far past the limit is refused at once, before a part is made (timed loosely: a
+  // plan of a trillion one-byte parts would not end).
+  const t = performance.now();
+  assert.is(
+    refusal(() => planAppendParts(readHeader(encodeNpyHeaderOnly('|u1', [10, 1])), { rows: 2 ** 40, partSize: 1 })),
+    'BAD_OPTION',
+  );
+  assert.ok(performance.now() - t < 5000, 'refused without planning every part');
   assert.is(
     refusal(() => planAppendParts(readHeader(encodeNpyHeaderOnly('|O', [3])), { rows: 1 })),
     'BAD_OPTION',

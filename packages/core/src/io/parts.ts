@@ -279,6 +279,7 @@ export function planAppendParts(header: Pick<NpyHeader, 'dtype' | 'shape' | 'for
   const copied = oldData - readBack;
   if (copied > 0) {
     const count = Math.ceil(copied / limits.maxPartBytes);
+    if (count + 1 > limits.maxParts) refuse(`the old data alone needs ${count} copy parts; the store takes at most ${limits.maxParts} parts`);
     const each = Math.ceil(copied / count);
     for (let done = 0; done < copied; ) {
       const length = Math.min(each, copied - done);
@@ -304,13 +305,16 @@ export function planAppendParts(header: Pick<NpyHeader, 'dtype' | 'shape' | 'for
     row = n;
   }
   const per = Math.min(Math.max(1, Math.ceil((options.partSize ?? min) / lineBytes)), Math.floor(limits.maxPartBytes / lineBytes));
+  // Counted before any part is made: the work follows the parts the store allows, never a count
+  // that an old header or a large `rows` would imply.
+  const planned = parts.length + Math.ceil((options.rows - row) / per);
+  if (planned > limits.maxParts) refuse(`${planned} parts; the store takes at most ${limits.maxParts}: ask for larger parts (partSize)`);
   while (row < options.rows) {
     const n = Math.min(per, options.rows - row);
     parts.push({ number: parts.length + 1, kind: 'upload', offset, length: n * lineBytes, ...region(row, n) });
     offset += n * lineBytes;
     row += n;
   }
-  if (parts.length > limits.maxParts) refuse(`${parts.length} parts; the store takes at most ${limits.maxParts}: ask for larger parts (partSize)`);
   for (const p of parts.slice(0, -1)) {
     if (p.length < min)
       refuse(`part ${p.number} would hold ${p.length} bytes; the store needs every part but the last to hold at least ${min}: ask for larger parts (partSize)`);
