@@ -54,7 +54,7 @@ export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOption
 }
 
 /** A weight, and where its values come from. */
-interface PlanStep {
+export interface PlanStep {
   target: WeightLike;
   step: PlannedWeight;
 }

@@ -21,11 +21,10 @@ import {
 import { mapInParallel } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
-import { arrayKeys, axesOf, listKeys, mismatchError, type WeightKey } from './weights.js';
-import { planFrom, stepArray } from './assign.js';
+import { arrayKeys, axesOf, type WeightKey, type WeightLike } from './weights.js';
+import { planFrom, stepArray, type PlanStep } from './assign.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
 import type { PlannedWeight, PytorchLayoutOptions } from './pytorch.js';
-import { describeTransform, type Transform } from './transform.js';
 
 type Artifacts = tf.io.ModelArtifacts;
 type Spec = tf.io.WeightsManifestEntry;
@@ -227,58 +226,42 @@ function isHalf(dt: DType): boolean {
 }
 
 /**
- * The weights tfjs will receive, checked before any data is read: against the archive's own list
- * when it has one (every missing, extra or mis-shaped weight reported at once), else every array.
+ * The weights tfjs will receive, checked before any data is read, as {@link planWeights} checks them:
+ * against the archive's own list when it has one (every missing, extra or mis-shaped weight reported
+ * at once), else every array the topology names, each taken as it is.
  */
 async function planByList(archive: NpzArchive, meta: ModelJson, topology: object, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
-  const names = options.names ?? {};
-  const mapped = new Map(Object.entries(names));
+  const file = weightsOf(archive);
   const keyOf = (k: WeightKey): string => (typeof k === 'string' ? k : k.key);
-  type Wanted = { name: string; shape?: number[]; dtype?: WeightDType; group?: tf.io.WeightGroup };
-  const mappedKeys = new Set([...mapped.values()].map(keyOf));
-  const expected: Wanted[] = meta.weightSpecs ?? [
-    ...[...mapped.keys()].map((name) => ({ name })),
-    ...arrayKeys(archive, new Set([metaMember]))
-      .filter((k) => !mappedKeys.has(k) && isWeightOf(topology, k))
-      .map((name) => ({ name })),
-  ];
-  const problems: string[] = [];
-  const plan: HandlerWeight[] = [];
-  const used = new Set<string>([metaMember]);
-  for (const want of expected) {
-    const key = mapped.get(want.name) ?? want.name;
-    if (!archive.has(keyOf(key))) {
-      problems.push(`${want.name}: no array ${keyOf(key)} in the archive${listKeys(arrayKeys(archive))}`);
-      continue;
-    }
-    const member = archive.entry(keyOf(key)).name;
-    used.add(member);
-    let spec: Spec;
-    try {
-      const header = await archive.header(member);
-      const axes = axesOf(key, header.shape.length);
-      const shape = axes ? axes.map((a) => header.shape[a]!) : header.shape;
-      const dtype = tensorDTypeOf(header.dtype);
-      spec = { name: want.name, shape, dtype, ...(isHalf(header.dtype) ? { quantization: { dtype: 'float16' } } : {}) };
-    } catch (e) {
-      problems.push(`${want.name}: ${(e as Error).message}`);
-      continue;
-    }
-    if (want.shape && want.shape.join(',') !== spec.shape.join(','))
-      problems.push(`${want.name}: shape [${spec.shape}] in the archive, [${want.shape}] in the model`);
-    else if (want.dtype && want.dtype !== spec.dtype) problems.push(`${want.name}: dtype ${spec.dtype} in the archive, ${want.dtype} in the model`);
-    else {
-      const axes = axesOf(key, spec.shape.length);
-      const transform: Transform = axes ? { kind: 'permute', axes } : { kind: 'copy' };
-      const step = { weight: want.name, keys: [member.replace(/\.npy$/, '')], transform, description: describeTransform(transform), shape: spec.shape };
-      plan.push({ spec: want.group ? { ...spec, group: want.group } : spec, step });
-    }
+  const mapped = new Map(Object.entries(options.names ?? {}));
+  let wanted: WeightLike[] | undefined = meta.weightSpecs;
+  if (!wanted) {
+    // No list: the archive's arrays are the list, each weight shaped as its (mapped) array is.
+    const mappedKeys = new Set([...mapped.values()].map(keyOf));
+    const names = [...mapped.keys(), ...arrayKeys(archive, new Set([metaMember])).filter((k) => !mappedKeys.has(k) && isWeightOf(topology, k))];
+    wanted = await Promise.all(names.map(async (name) => ({ name, ...(await arrayAsStored(file, mapped.get(name) ?? name)) })));
   }
-  if (meta.weightSpecs && !options.ignoreUnused) {
-    for (const k of arrayKeys(archive, used)) problems.push(`${k}: in the archive but not a weight of the model (pass { ignoreUnused: true } to allow)`);
+  const steps = await planFrom(wanted, file, {
+    ...(options.names ? { names: options.names } : {}),
+    ignoreUnused: !meta.weightSpecs || options.ignoreUnused === true,
+    ignoreUnusedKeys: new Set([metaMember.replace(/\.npy$/, '')]),
+  });
+  const groups = new Map((meta.weightSpecs ?? []).map((s) => [s.name, s.group]));
+  return handlerWeights(archive, steps, groups);
+}
+
+/**
+ * The shape and tensor dtype of the array a key names, as a weight that takes it whole would have.
+ * Where there is none (no such array, a dtype tfjs has not), planFrom finds and reports the same.
+ */
+async function arrayAsStored(file: WeightFile, key: WeightKey): Promise<{ shape: number[]; dtype: string }> {
+  try {
+    const info = await file.info(typeof key === 'string' ? key : key.key);
+    const axes = axesOf(key, info.shape.length);
+    return { shape: axes ? axes.map((a) => info.shape[a]!) : [...info.shape], dtype: tensorDTypeOf(info.dtype) };
+  } catch {
+    return { shape: [], dtype: '' };
   }
-  if (problems.length) throw mismatchError(problems);
-  return plan;
 }
 
 /** Each archive's arrays as a weight file, made once per archive. */
@@ -295,12 +278,24 @@ function weightsOf(archive: NpzArchive): WeightFile {
  */
 async function planByModel(archive: NpzArchive, model: LayersModelLike, options: NpzHandlerOptions, metaMember: string): Promise<HandlerWeight[]> {
   const steps = await planFrom(model, weightsOf(archive), { ...options, ignoreUnusedKeys: new Set([metaMember.replace(/\.npy$/, '')]) });
+  return handlerWeights(archive, steps);
+}
+
+/** Planned steps as tfjs's weight specs: float16 arrays travel as float16 unless summed or repeated. */
+async function handlerWeights(archive: NpzArchive, steps: PlanStep[], groups?: ReadonlyMap<string, tf.io.WeightGroup | undefined>): Promise<HandlerWeight[]> {
   const plan: HandlerWeight[] = [];
   for (const { step } of steps) {
     const header = await archive.header(step.keys[0]!);
     const half = step.transform.kind !== 'sum' && step.transform.kind !== 'tile' && isHalf(header.dtype);
+    const group = groups?.get(step.weight);
     plan.push({
-      spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf(header.dtype), ...(half ? { quantization: { dtype: 'float16' } } : {}) },
+      spec: {
+        name: step.weight,
+        shape: [...step.shape],
+        dtype: tensorDTypeOf(header.dtype),
+        ...(half ? { quantization: { dtype: 'float16' } } : {}),
+        ...(group ? { group } : {}),
+      },
       step,
     });
   }
