@@ -36,8 +36,21 @@ export interface AsyncByteSource extends ByteSourceBase {
   read(offset: number, length: number, options?: ReadOptions): Promise<Uint8Array>;
   /** Read into `target` at `offset` without a buffer of its own (a file handle); the bytes read. */
   readInto?(target: Uint8Array, offset: number, options?: ReadOptions): Promise<number>;
+  /**
+   * Several ranges at once, where the source has a way to ask for them together (an HTTP server
+   * answering `Range: bytes=a-b,c-d`): their bytes in order, each shorter only at the file's end.
+   */
+  readRanges?(ranges: readonly ByteRange[], options?: ReadOptions): Promise<Uint8Array[]>;
+  /** How many ranges {@link readRanges} is worth handing at once now (1, or absent: read them one by one). */
+  readonly rangesPerRead?: number;
   /** Release what the source holds open, if anything. */
   close?(): Promise<void> | void;
+}
+
+/** `length` bytes at `offset` of a source. */
+export interface ByteRange {
+  readonly offset: number;
+  readonly length: number;
 }
 
 /** The bytes of one file, read by position: blocking or asynchronous. */
@@ -162,6 +175,19 @@ export function windowSource<S extends ByteSource>(source: S, start: number, len
         }
       : {}),
   };
+  if ('readRanges' in source && source.readRanges) {
+    const ranged = source as AsyncByteSource;
+    Object.defineProperties(window, {
+      readRanges: {
+        value: (ranges: readonly ByteRange[], options?: ReadOptions) =>
+          ranged.readRanges!(
+            ranges.map((r) => ({ offset: start + r.offset, length: clip(r.offset, r.length) })),
+            options,
+          ),
+      },
+      rangesPerRead: { get: () => ranged.rangesPerRead },
+    });
+  }
   return window as S;
 }
 

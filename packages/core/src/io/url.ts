@@ -7,7 +7,8 @@ import { NpyError } from '../errors.js';
 import { FIRST_BLOCK, readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import type { NdArray } from '../array/ndarray.js';
-import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunGroup } from './region.js';
+import type { OpenNpy } from './region.js';
+import { npyReaderOf } from './reader.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { ByteBudget, inParallel } from './settle.js';
@@ -355,10 +356,72 @@ export class HttpFile {
 const ZIP_TAIL = 22 + 0xffff;
 
 /**
+ * `http` as a byte source. Bytes it already holds (`kept`, at `keptAt`: the first or the last bytes
+ * of the file, read when it was opened) and, with a `cache`, bytes of recent reads are served without
+ * a request; several ranges go in one request while the origin answers them as multipart.
+ */
+function httpSource(http: HttpFile, kept: Uint8Array, keptAt: number, options: { cache?: RangeCache | null; rangesPerRequest?: number } = {}): AsyncByteSource {
+  const { cache = null } = options;
+  const perRequest = Math.max(1, options.rangesPerRequest ?? 100);
+  const keptEnd = keptAt + kept.length;
+  /** The bytes of a range already here (a copy: it may become an array's own memory), else null. */
+  const endOf = (offset: number, length: number): number => (http.size >= 0 ? Math.min(http.size, offset + length) : offset + length);
+  const known = (offset: number, length: number): Uint8Array | null => {
+    const end = endOf(offset, length);
+    const hit = offset >= keptAt && end <= keptEnd ? kept.subarray(offset - keptAt, end - keptAt) : (cache?.get(offset, length) ?? null);
+    if (!hit) return null;
+    http.stats.cached++;
+    return hit.slice();
+  };
+  const fetched = (offset: number, body: Uint8Array): Uint8Array => {
+    cache?.set(offset, body);
+    return body;
+  };
+  /** A range's bytes: what is held, else a request (the part before held bytes at the end is asked for). */
+  const read = async (offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> => {
+    const end = endOf(offset, length);
+    if (end <= offset) return new Uint8Array(0);
+    const hit = known(offset, end - offset);
+    if (hit) return hit;
+    if (offset >= keptAt || end <= keptAt) return fetched(offset, await http.read(offset, end - offset, signal));
+    // What lies before the kept bytes is asked for; what lies in them is already here.
+    const asked = await http.read(offset, keptAt - offset, signal);
+    if (asked.length < keptAt - offset) return asked;
+    const out = new Uint8Array(end - offset);
+    out.set(asked);
+    out.set(kept.subarray(0, end - keptAt), asked.length);
+    return out;
+  };
+  return {
+    get size() {
+      return http.size;
+    },
+    name: http.href,
+    read: (offset, length, readOptions = {}) => read(offset, length, readOptions.signal),
+    get rangesPerRead() {
+      return http.multiRange ? perRequest : 1;
+    },
+    async readRanges(ranges, readOptions = {}) {
+      const { signal } = readOptions;
+      const out: (Uint8Array | null)[] = ranges.map((r) => known(r.offset, r.length));
+      const asked = ranges.filter((_, i) => !out[i]);
+      const bodies = asked.length > 1 && http.multiRange ? await http.multiRangeRead(asked, signal) : null;
+      let next = 0;
+      for (let i = 0; i < ranges.length; i++) {
+        if (out[i]) continue;
+        const r = ranges[i]!;
+        out[i] = bodies ? fetched(r.offset, bodies[next++]!) : await read(r.offset, r.length, signal);
+      }
+      return out as Uint8Array[];
+    },
+  };
+}
+
+/**
  * A URL as a byte source, read by range requests: one request now (the file's last 64 KiB, which
  * gives its size and, for an archive, its end record and usually its directory), then only the
- * ranges asked for, long reads in `requestBytes` pieces `concurrency` at a time. Every byte
- * received is counted in `stats`.
+ * ranges asked for, long reads in `requestBytes` pieces `concurrency` at a time, several ranges in
+ * one request where the origin takes them. Every byte received is counted in `stats`.
  * @example
  * const src = await urlSource(presignedUrl);
  * const z = await openNpz(src);
@@ -369,8 +432,7 @@ export async function urlSource(
 ): Promise<AsyncByteSource & { readonly stats: { reads: number; bytes: number; cached: number } }> {
   const http = new HttpFile(String(url), options);
   const tail = await http.range(0, Math.max(1, options.tailBytes ?? ZIP_TAIL), options.signal, true);
-  const size = http.size;
-  const tailStart = size - tail.length;
+  const source = httpSource(http, tail, http.size - tail.length);
   const stats = {
     get reads() {
       return http.stats.requests;
@@ -382,27 +444,7 @@ export async function urlSource(
       return http.stats.cached;
     },
   };
-  return {
-    size,
-    name: http.href,
-    stats,
-    async read(offset, length, readOptions = {}) {
-      const end = Math.min(size, offset + length);
-      if (end <= offset) return new Uint8Array(0);
-      if (offset >= tailStart) {
-        http.stats.cached++;
-        // A copy: the bytes may become an array's own memory, and the tail serves later reads too.
-        return tail.slice(offset - tailStart, end - tailStart);
-      }
-      // What lies before the tail is asked for; what lies in it is already here.
-      const asked = await http.read(offset, Math.min(end, tailStart) - offset, readOptions.signal);
-      if (end <= tailStart || asked.length < tailStart - offset) return asked;
-      const out = new Uint8Array(end - offset);
-      out.set(asked);
-      out.set(tail.subarray(0, end - tailStart), asked.length);
-      return out;
-    },
-  };
+  return Object.assign(source, { stats });
 }
 
 /**
@@ -415,8 +457,6 @@ export async function openNpyUrl<const S extends DescrInput>(url: string | URL, 
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
   const http = new HttpFile(String(url), options);
-  const { href, stats } = http;
-
   // The first answer (the file's first bytes) is kept: region reads inside it need no request.
   let first: Uint8Array = new Uint8Array(0);
   const header = await drive(
@@ -427,88 +467,18 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
       return got;
     }),
   );
-  const cache = options.cache ? new RangeCache(options.cache.maxBytes ?? 64 << 20) : null;
   if (http.size >= 0) checkDataPresent(header, http.size - header.dataOffset);
-  const maxGap = options.maxGap ?? 65536;
-  const requestBytes = http.requestBytes;
-
-  return {
-    url: href,
-    header,
-    dtype: header.dtype,
-    shape: [...header.shape],
-    order: header.fortranOrder ? 'F' : 'C',
-    get size() {
-      return http.size;
-    },
-    stats,
-    async close() {
-      /* nothing held open */
-    },
-    async read(start, count, readOptions = {}) {
-      const { signal } = readOptions;
-      signal?.throwIfAborted();
-      const plan = planRegion(header, start, count);
-      const out = new Uint8Array(plan.bytes);
-      const perRequest = options.rangesPerRequest ?? 100;
-      // Groups are made lazily and requested in batches of at most `perRequest` ranges and
-      // `requestBytes` bytes, `concurrency` at a time: memory is the region plus what is in flight.
-      const groups = groupRuns(plan.runs, maxGap, { maxBytes: requestBytes, splitRuns: true });
-      let held: IteratorResult<RunGroup> | null = null; // a group that did not fit the last batch
-      const nextBatch = (): RunGroup[] => {
-        const batch: RunGroup[] = [];
-        let bytes = 0;
-        const limit = http.multiRange ? perRequest : 1;
-        while (batch.length < limit) {
-          const g = held ?? groups.next();
-          held = null;
-          if (g.done) break;
-          const inFirst = g.value.offset + g.value.length <= first.length ? first.subarray(g.value.offset, g.value.offset + g.value.length) : null;
-          const known = inFirst ?? cache?.get(g.value.offset, g.value.length);
-          if (known) {
-            placeGroup(out, g.value, known);
-            stats.cached++;
-            continue;
-          }
-          if (batch.length && bytes + g.value.length > requestBytes) {
-            held = g;
-            break;
-          }
-          batch.push(g.value);
-          bytes += g.value.length;
-        }
-        return batch;
-      };
-      /** One batch's requests: one multi-range request where the origin takes them, else one per range. */
-      const requestBatch = async (batch: RunGroup[]): Promise<void> => {
-        if (batch.length > 1 && http.multiRange) {
-          const bodies = await http.multiRangeRead(batch, signal);
-          if (bodies) {
-            batch.forEach((g, i) => {
-              placeGroup(out, g, bodies[i]!);
-              cache?.set(g.offset, bodies[i]!);
-            });
-            return;
-          }
-        }
-        for (const g of batch) {
-          const body = await http.range(g.offset, g.length, signal);
-          if (body.length < g.length)
-            throw new NpyError('DATA_TRUNCATED', `${href} ends at byte ${g.offset + body.length}, the region needs byte ${g.offset + g.length}`);
-          placeGroup(out, g, body);
-          cache?.set(g.offset, body);
-        }
-      };
-      const worker = async (stopped: () => boolean): Promise<void> => {
-        for (let batch = nextBatch(); batch.length && !stopped(); batch = nextBatch()) {
-          const bytes = batch.reduce((n, g) => n + g.length, 0);
-          await http.budget.holding(bytes, () => requestBatch(batch));
-        }
-      };
-      await inParallel(http.concurrency, worker);
-      return regionArray(header, plan, out);
-    },
-  };
+  const cache = options.cache ? new RangeCache(options.cache.maxBytes ?? 64 << 20) : null;
+  const source = httpSource(http, first, 0, { cache, ...(options.rangesPerRequest !== undefined ? { rangesPerRequest: options.rangesPerRequest } : {}) });
+  const reader = npyReaderOf(source, header, http.href, {
+    stats: http.stats,
+    countReads: false, // the HTTP file counts every request and byte, a discarded body too
+    tuning: { maxGap: options.maxGap ?? 65536, readBytes: http.requestBytes, concurrency: http.concurrency, budget: http.budget },
+  });
+  return Object.defineProperties(reader, {
+    url: { value: http.href, enumerable: true },
+    size: { get: () => http.size, enumerable: true },
+  }) as NpyUrlHandle;
 }
 
 /** The parts of a multipart/byteranges body: where each starts in the file, and its bytes. */

@@ -18,7 +18,17 @@ import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync } from '../io/steps.js';
-import { bytesSource, closeSourceNow, isPromise, windowSource, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
+import {
+  bytesSource,
+  closeSourceNow,
+  isPromise,
+  windowSource,
+  type AsyncByteSource,
+  type ByteRange,
+  type ByteSource,
+  type ReadOptions,
+  type SyncByteSource,
+} from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -333,22 +343,36 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   }
 
   /**
-   * Bytes of the archive read straight into `target` from `offset`, where the source reads into a
-   * target (a file): the bytes read. Null where it cannot; CLOSED after close().
+   * The archive's source, each read made through the archive (CLOSED after close()): what a
+   * member's window reads, with the source's ways of reading (into a target, several ranges at once).
    * @internal
    */
-  readRangeInto(): ((target: Uint8Array, offset: number, signal?: AbortSignal) => Promise<number>) | null {
+  sourceThrough(): AsyncByteSource {
     const { source } = this;
-    if (!source.readInto) return null;
-    const into = source.readInto.bind(source) as (
-      target: Uint8Array,
-      offset: number,
-      options?: { signal?: AbortSignal | undefined },
-    ) => number | Promise<number>;
-    return async (target, offset, signal) => {
+    const open = (): void => {
       if (this.closed) throw this.closedError();
-      return into(target, offset, { signal });
     };
+    const through: AsyncByteSource = { size: source.size, name: source.name, read: (at, length, o) => this.readRange(at, length, o?.signal) };
+    if (source.readInto) {
+      const into = source.readInto.bind(source) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
+      through.readInto = async (target, at, o) => {
+        open();
+        return into(target, at, o);
+      };
+    }
+    if ('readRanges' in source && source.readRanges) {
+      const ranged = source as AsyncByteSource;
+      Object.defineProperties(through, {
+        readRanges: {
+          value: async (ranges: readonly ByteRange[], o?: ReadOptions) => {
+            open();
+            return ranged.readRanges!(ranges, o);
+          },
+        },
+        rangesPerRead: { get: () => ranged.rangesPerRead },
+      });
+    }
+    return through;
   }
 
   private closedError(): NpyError {
@@ -548,8 +572,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
       }
       const { base, header } = await this.runAsync(openingMember(this.source.size, entry, { ...this.options, ...options }), options.signal);
       // Reads go through the archive, so that a member read after close() fails with CLOSED.
-      const through: ByteSource = { size: this.source.size, name: this.source.name, read: (at, length, o) => this.readRange(at, length, o?.signal) };
-      return npyReaderOf(windowSource(through, base, entry.compressedSize, entry.name), header, entry.name);
+      return npyReaderOf(windowSource(this.sourceThrough(), base, entry.compressedSize, entry.name), header, entry.name);
     });
   }
 

@@ -11,7 +11,7 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DType } from '../format/dtype.js';
 import type { NpyHeader } from '../format/header.js';
 import { matchesDescr } from '../format/header.js';
-import type { AsyncByteSource, ByteSource } from '../io/byte-source.js';
+import type { ByteSource } from '../io/byte-source.js';
 import { npyReaderOf } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type DecodeOptions } from '../npy.js';
@@ -225,11 +225,7 @@ export class TorchFile {
 
   /** The archive's source, read through the archive (so that a read after close() is CLOSED). */
   private memberSource(): ByteSource {
-    const { source } = this.archive;
-    const through: AsyncByteSource = { size: source.size, name: source.name, read: (at, length, o) => this.archive.readRange(at, length, o?.signal) };
-    const into = this.archive.readRangeInto();
-    if (into) through.readInto = (target, at, o) => into(target, at, o?.signal);
-    return through;
+    return this.archive.sourceThrough();
   }
 
   /** `length` bytes at `at` of a storage member: by range when stored, from the inflated member otherwise. */

@@ -6,7 +6,7 @@ import type { DescrInput } from '../../format/descr-types.js';
 import { driveSync } from '../../io/steps.js';
 import { NpyError } from '../../errors.js';
 import { openingMember, type NpzArchive } from '../../npz/archive.js';
-import { windowSource, type AsyncByteSource, type SyncByteSource } from '../../io/byte-source.js';
+import { windowSource, type SyncByteSource } from '../../io/byte-source.js';
 import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes, type ZipEntry } from '../../npz/zip.js';
 import type { AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
@@ -84,12 +84,7 @@ export async function openNpzMember(archive: NpzArchive, name: string, options: 
   const entry = storedEntry(archive, name);
   const { base, header } = await archive.runAsync(openingMember(archive.source.size, entry, options), options.signal);
   // The member as a source of its own, read through the archive (its cache, its counted requests).
-  const member: AsyncByteSource = {
-    size: entry.size,
-    name: entry.name,
-    read: (offset, length, o) => archive.readRange(base + offset, Math.max(0, Math.min(length, entry.size - offset)), o?.signal),
-  };
-  return openHandle(entry.name, member, header);
+  return openHandle(entry.name, windowSource(archive.sourceThrough(), base, entry.size, entry.name), header);
 }
 
 /**
