@@ -87,6 +87,19 @@ export {
   type ObjectPlan,
   type PlanAppendPartsOptions,
 } from './io/parts.js';
+export {
+  planNpzParts,
+  encodeNpzPart,
+  combineNpzChecksums,
+  type NpzPartPlan,
+  type NpzPlannedPart,
+  type NpzPlannedMember,
+  type NpzPiece,
+  type NpzMemberSpec,
+  type PlanNpzPartsOptions,
+  type EncodedNpzPart,
+  type MemberChecksum,
+} from './npz/parts.js';
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
 export { ShardedSafetensors, parseShardIndex, type ShardIndex } from './safetensors/sharded.js';

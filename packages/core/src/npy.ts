@@ -192,6 +192,17 @@ export function dtypeOfTypedArray(data: ArrayLike<unknown>): DType | null {
 }
 
 /**
+ * The array over data already swapped to native byte order at `byteOffset` of a buffer the caller
+ * owns: a view when aligned (a copy otherwise).
+ * @example
+ * const a = arrayOverNative(header, buffer, 0, {});
+ */
+export function arrayOverNative(header: NpyHeader, buffer: ArrayBufferLike, byteOffset: number, options: DecodeOptions): NdArray {
+  const data = bytesToData(header.dtype.withByteOrder('='), buffer, byteOffset, header.size, { ...options, owned: true, copy: false });
+  return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
+}
+
+/**
  * Turn an {@link ArraySpec} into an NdArray, reusing typed data without copying.
  * @example
  * toNdArray({ data: new Int16Array([1, 2, 3, 4]), shape: [2, 2] }).dtype.str;   // '<i2'

@@ -16,7 +16,7 @@ export { jsonValue, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from 
 export { parsePyLiteral, reprPy, reprString, reprFloat, reprBytes, hasLoneSurrogate, PyTuple, PyFloat, type PyValue } from './format/literal.js';
 export { writeNpz, npzMembers } from './npz/archive.js';
 export { readZipEntries, readZipEntry, entryDataOffset, ZipWriter, MemorySink, STORED, DEFLATED, type ZipSink } from './npz/zip.js';
-export { crc32 } from './npz/crc32.js';
+export { crc32, crc32Combine } from './npz/crc32.js';
 export {
   planRegion,
   groupRuns,

@@ -30,7 +30,8 @@ export interface PartLimits {
   maxObjectBytes?: number;
 }
 
-const S3: Required<PartLimits> = { minPartBytes: 5 * 2 ** 20, maxPartBytes: 5 * 2 ** 30, maxParts: 10_000, maxObjectBytes: 5 * 2 ** 40 };
+/** S3's multipart limits, the default of every plan. */
+export const S3: Required<PartLimits> = { minPartBytes: 5 * 2 ** 20, maxPartBytes: 5 * 2 ** 30, maxParts: 10_000, maxObjectBytes: 5 * 2 ** 40 };
 
 /** What to plan: the array's dtype, shape and order, and how many parts or how large. */
 export interface PlanPartsOptions extends PartLimits {
@@ -74,11 +75,17 @@ export interface PartPlan extends ObjectPlan {
   parts: PlannedPart[];
 }
 
-function refuse(message: string): never {
+/** A plan the limits or the options do not allow. */
+export function refuse(message: string): never {
   throw new NpyError('BAD_OPTION', message);
 }
 
-function base64(bytes: Uint8Array): string {
+/**
+ * Bytes as base64, the way plans carry them in JSON.
+ * @example
+ * base64(new Uint8Array([0x93, 0x4e]));   // 'k04='
+ */
+export function base64(bytes: Uint8Array): string {
   let text = '';
   for (const b of bytes) text += String.fromCharCode(b);
   return btoa(text);
@@ -169,32 +176,56 @@ export function planParts(options: PlanPartsOptions): PartPlan {
 export function encodePart(plan: PartPlan, number: number, input: NdArray | ArraySpec): Uint8Array {
   const part = plan.parts.find((p) => p.number === number);
   if (!part) refuse(`the plan has parts 1 to ${plan.parts.length}, not ${number}`);
+  const body = regionBytes(plan, part, input, `part ${number}`);
+  const headerBytes = number === 1 ? fromBase64(plan.header) : new Uint8Array(0);
+  const out = new Uint8Array(headerBytes.length + body.length);
+  out.set(headerBytes, 0);
+  out.set(body, headerBytes.length);
+  if (out.length !== part.length) throw new NpyError('INTERNAL', `part ${number} came to ${out.length} bytes, the plan says ${part.length}`);
+  return out;
+}
+
+/**
+ * The file-order bytes of a region of a planned array (`what` names it in errors), from an array of
+ * exactly that region: its dtype and shape are checked against the plan.
+ * @example
+ * const body = regionBytes(plan, { start: [0, 0], count: [10, 4] }, rows, 'part 2');
+ */
+export function regionBytes(
+  plan: Pick<ObjectPlan, 'descr' | 'fortranOrder'>,
+  region: { start: readonly number[]; count: readonly number[] },
+  input: NdArray | ArraySpec,
+  what: string,
+): Uint8Array {
   const dtype = parseDescr(plan.descr as DescrInput);
   const array = toNdArray(input);
   // Records are written as their bytes are held: their byte order must be the plan's. Numbers are
   // held native and swapped here.
   const fits = array.dtype.equals(dtype) || (dtype.form === 'scalar' && array.dtype.withByteOrder('<').equals(dtype.withByteOrder('<')));
   if (!fits) {
-    throw new NpyError('DTYPE_MISMATCH', `part ${number} is ${dtype.descrLiteral}; the array is ${array.dtype.descrLiteral}`);
+    throw new NpyError('DTYPE_MISMATCH', `${what} is ${dtype.descrLiteral}; the array is ${array.dtype.descrLiteral}`);
   }
-  if (array.shape.join() !== part.count.join()) {
+  if (array.shape.join() !== region.count.join()) {
     throw new NpyError(
       'SHAPE_MISMATCH',
-      `part ${number} holds the region of shape ${shapeRepr(part.count)} from ${shapeRepr(part.start)}; the array has shape ${shapeRepr(array.shape)}`,
+      `${what} holds the region of shape ${shapeRepr(region.count)} from ${shapeRepr(region.start)}; the array has shape ${shapeRepr(array.shape)}`,
     );
   }
   const ordered = toOrder(array, plan.fortranOrder ? 'F' : 'C');
   const data = ordered.data as TypedArray;
-  let body = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const body = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   // In the plan's byte order (the data is native in memory).
   const { swapUnit } = storageOf(dtype);
-  if (swapUnit > 1 && !dtype.isNative) body = copySwapped(body, swapUnit);
-  const headerBytes = number === 1 ? Uint8Array.from(atob(plan.header), (c) => c.charCodeAt(0)) : new Uint8Array(0);
-  const out = new Uint8Array(headerBytes.length + body.length);
-  out.set(headerBytes, 0);
-  out.set(body, headerBytes.length);
-  if (out.length !== part.length) throw new NpyError('INTERNAL', `part ${number} came to ${out.length} bytes, the plan says ${part.length}`);
-  return out;
+  return swapUnit > 1 && !dtype.isNative ? copySwapped(body, swapUnit) : body;
+}
+
+/**
+ * Bytes written as base64 in a plan (its header), back as bytes.
+ * @example
+ * const header = fromBase64(plan.header);
+ */
+export function fromBase64(text: string): Uint8Array {
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 }
 
 /** What to append: how many rows (columns along the last axis of a Fortran-order file), and part sizes. */
@@ -336,7 +367,7 @@ export function encodeAppendPart(plan: AppendPartPlan, number: number, input: { 
   if (!part) refuse(`the plan has parts 1 to ${plan.parts.length}, not ${number}`);
   if (part.kind === 'copy')
     refuse(`part ${number} is copied by the store (UploadPartCopy of bytes ${part.old!.offset}–${part.old!.offset + part.old!.length - 1}), not uploaded`);
-  const headerBytes = number === 1 ? Uint8Array.from(atob(plan.header), (c) => c.charCodeAt(0)) : new Uint8Array(0);
+  const headerBytes = number === 1 ? fromBase64(plan.header) : new Uint8Array(0);
   const oldLength = part.old?.length ?? 0;
   if ((input.old?.length ?? 0) !== oldLength) {
     throw new NpyError(

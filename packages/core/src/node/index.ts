@@ -16,7 +16,7 @@ export {
   type SaveOptions,
 } from './npy-files.js';
 export { checkRegularFile, readHeaderFromFd, type AsyncOptions } from './fd.js';
-export type { PickleOptions } from './pickle-options.js';
+export type { PickleOptions } from '../pickle/options.js';
 export { writeBeside } from './beside.js';
 export * from './npz/index.js';
 export { fileSource } from './sources.js';

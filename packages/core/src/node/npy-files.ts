@@ -4,13 +4,23 @@
  */
 import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
-import { checkDataPresent, encodeNpyPieces, hasObject, toNdArray, type DecodeOptions, type EncodeOptions, type ArraySpec, type Expecting } from '../npy.js';
+import {
+  arrayOverNative,
+  checkDataPresent,
+  encodeNpyPieces,
+  hasObject,
+  toNdArray,
+  type DecodeOptions,
+  type EncodeOptions,
+  type ArraySpec,
+  type Expecting,
+} from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { checkFormatVersion, type NpyHeader } from '../format/header.js';
-import { byteSwapUnit, bytesToData } from '../array/layout.js';
+import { byteSwapUnit } from '../array/layout.js';
 import { NpyError } from '../errors.js';
-import { NdArray } from '../array/ndarray.js';
-import { loadCodec, saveCodec, type PickleOptions } from './pickle-options.js';
+import type { NdArray } from '../array/ndarray.js';
+import { loadCodec, saveCodec, type PickleOptions } from '../pickle/options.js';
 import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
 import type { AsyncOptions } from './fd.js';
 import { run, runSync } from './drive.js';
@@ -62,15 +72,6 @@ export interface LoadOptionsAsync extends LoadOptions, AsyncOptions {}
 
 function truncated(header: NpyHeader, got: number): NpyError {
   return new NpyError('DATA_TRUNCATED', `file ended after ${got} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + got });
-}
-
-/**
- * The array over data already swapped to native byte order at `byteOffset` of a buffer the caller
- * owns: a view when aligned (a copy otherwise).
- */
-export function arrayOverNative(header: NpyHeader, buffer: ArrayBufferLike, byteOffset: number, options: DecodeOptions): NdArray {
-  const data = bytesToData(header.dtype.withByteOrder('='), buffer, byteOffset, header.size, { ...options, owned: true, copy: false });
-  return new NdArray(header.dtype, header.shape, data, header.fortranOrder ? 'F' : 'C');
 }
 
 /**

@@ -70,3 +70,38 @@ export function makeCrc32(): (bytes: Uint8Array, crc?: number) => number {
  * crc32(new TextEncoder().encode('123456789')).toString(16);   // 'cbf43926'
  */
 export const crc32: (bytes: Uint8Array, crc?: number) => number = makeCrc32();
+
+/** a(x)·b(x) modulo the CRC-32 polynomial, in the reflected bit order CRCs are kept in. */
+function multiplyModP(a: number, b: number): number {
+  let m = 0x80000000;
+  let p = 0;
+  for (;;) {
+    if (a & m) {
+      p ^= b;
+      if ((a & (m - 1)) === 0) break;
+    }
+    m >>>= 1;
+    b = b & 1 ? (b >>> 1) ^ 0xedb88320 : b >>> 1;
+  }
+  return p >>> 0;
+}
+
+/** x^(2^k) modulo the polynomial, k = 0…31 (x^1 is 0x40000000 reflected). */
+const X_POW_2K: number[] = [0x40000000];
+for (let k = 1; k < 32; k++) X_POW_2K.push(multiplyModP(X_POW_2K[k - 1]!, X_POW_2K[k - 1]!));
+
+/**
+ * The CRC-32 of two byte strings one after the other, from the CRC of each and the second's length
+ * (zlib's `crc32_combine`): parts of one member written by different workers give the member's
+ * CRC without any worker seeing the whole.
+ * @example
+ * crc32Combine(crc32(a), crc32(b), b.length) === crc32(b, crc32(a));   // true
+ */
+export function crc32Combine(first: number, second: number, secondLength: number): number {
+  if (!Number.isSafeInteger(secondLength) || secondLength < 0) throw new RangeError(`a length must be a non-negative integer, not ${secondLength}`);
+  // first · x^(8·secondLength) mod P, then the second CRC on top.
+  let shift = 0x80000000; // x^0
+  let k = 3; // 8 = 2^3: bytes to bits
+  for (let n = secondLength; n > 0; n = Math.floor(n / 2), k++) if (n % 2) shift = multiplyModP(X_POW_2K[k & 31]!, shift);
+  return (multiplyModP(shift, first) ^ second) >>> 0;
+}

@@ -9,7 +9,7 @@
  */
 import { inflaterInto } from './inflate-pieces.js';
 import { NpyError } from '../errors.js';
-import { SOURCE, driveSync, viewBytes, type Operation, type PerformSync } from '../io/steps.js';
+import { SOURCE, driveSync, viewBytes, type FileRef, type Operation, type PerformSync } from '../io/steps.js';
 import { readSync, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
 
 /**
@@ -481,18 +481,26 @@ export function checkZipWriteOptions(options: ZipWriteOptions): void {
   }
 }
 
-interface Written {
+/** What the zip records say of one written member: the central directory is made from these. */
+export interface ZipRecord {
   nameBytes: Uint8Array;
   utf8: boolean;
   method: number;
   crc: number;
   compressedSize: number;
   size: number;
+  /** Where its local header starts in the archive. */
   offset: number;
+  /** Whether its local header carries zip64 sizes (a member of nearly 4 GiB or more). */
   zip64Local: boolean;
 }
 
-function dosDateTime(d: Date): [number, number] {
+/**
+ * The DOS time and date words zip records carry for `d` (local time, two-second steps, from 1980).
+ * @example
+ * const [time, date] = dosDateTime(new Date(2026, 10, 27));
+ */
+export function dosDateTime(d: Date): [number, number] {
   const year = Math.max(1980, d.getFullYear());
   const date = ((year - 1980) << 9) | ((d.getMonth() + 1) << 5) | d.getDate();
   const time = (d.getHours() << 11) | (d.getMinutes() << 5) | (d.getSeconds() >> 1);
@@ -501,6 +509,131 @@ function dosDateTime(d: Date): [number, number] {
 
 /** Sizes at or above this get zip64 fields in the local header (deflate may expand slightly). */
 const ZIP64_LOCAL_THRESHOLD = 0xffff0000 - 0x1000000;
+
+/**
+ * A member's name and method as a record to be written (its CRC, sizes and offset filled in later).
+ * @example
+ * const record = zipRecord('w.npy', STORED, 1024, 0);
+ */
+export function zipRecord(name: string, method: number, size: number, offset: number): ZipRecord {
+  const nameBytes = new TextEncoder().encode(name);
+  if (nameBytes.length > U16_MAX) throw new NpyError('ZIP_UNSUPPORTED', `member name of ${nameBytes.length} bytes is too long for zip`);
+  return { nameBytes, utf8: /[^\x00-\x7f]/.test(name), method, crc: 0, compressedSize: 0, size, offset, zip64Local: size >= ZIP64_LOCAL_THRESHOLD };
+}
+
+/** Bytes of a member's local header. */
+export function localHeaderLength(record: ZipRecord): number {
+  return 30 + record.nameBytes.length + (record.zip64Local ? 20 : 0);
+}
+
+/**
+ * A member's local header: with its CRC and sizes where `filled` (else zeros, to be patched).
+ * @example
+ * sink.write(localHeader(record, time, date, true));
+ */
+export function localHeader(m: ZipRecord, time: number, date: number, filled: boolean): Uint8Array {
+  const header = new Uint8Array(localHeaderLength(m));
+  const h = view(header);
+  h.setUint32(0, SIG_LOCAL, true);
+  h.setUint16(4, m.zip64Local ? 45 : 20, true);
+  h.setUint16(6, m.utf8 ? FLAG_UTF8 : 0, true);
+  h.setUint16(8, m.method, true);
+  h.setUint16(10, time, true);
+  h.setUint16(12, date, true);
+  h.setUint16(26, m.nameBytes.length, true);
+  h.setUint16(28, m.zip64Local ? 20 : 0, true);
+  header.set(m.nameBytes, 30);
+  if (filled) {
+    h.setUint32(14, m.crc, true);
+    h.setUint32(18, m.zip64Local ? U32_MAX : m.compressedSize, true);
+    h.setUint32(22, m.zip64Local ? U32_MAX : m.size, true);
+  }
+  if (m.zip64Local) {
+    const q = 30 + m.nameBytes.length;
+    h.setUint16(q, 0x0001, true);
+    h.setUint16(q + 2, 16, true);
+    if (filled) {
+      h.setBigUint64(q + 4, BigInt(m.size), true);
+      h.setBigUint64(q + 12, BigInt(m.compressedSize), true);
+    }
+  }
+  return header;
+}
+
+/**
+ * The central directory and end records of members written from `cdStart` on (zip64 records exactly
+ * when needed), as the chunks to write.
+ * @example
+ * for (const chunk of centralDirectory(records, at, time, date)) sink.write(chunk);
+ */
+export function centralDirectory(members: readonly ZipRecord[], cdStart: number, time: number, date: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let position = cdStart;
+  for (const m of members) {
+    const needSize = m.size >= U32_MAX || m.compressedSize >= U32_MAX || m.zip64Local;
+    const needOffset = m.offset >= U32_MAX;
+    const extraLen = needSize || needOffset ? 4 + (needSize ? 16 : 0) + (needOffset ? 8 : 0) : 0;
+    const e = new Uint8Array(46 + m.nameBytes.length + extraLen);
+    const v = view(e);
+    v.setUint32(0, SIG_CENTRAL, true);
+    v.setUint16(4, (3 << 8) | 45, true); // made by: Unix, zip 4.5
+    v.setUint16(6, extraLen ? 45 : 20, true);
+    v.setUint16(8, m.utf8 ? FLAG_UTF8 : 0, true);
+    v.setUint16(10, m.method, true);
+    v.setUint16(12, time, true);
+    v.setUint16(14, date, true);
+    v.setUint32(16, m.crc, true);
+    v.setUint32(20, needSize ? U32_MAX : m.compressedSize, true);
+    v.setUint32(24, needSize ? U32_MAX : m.size, true);
+    v.setUint16(28, m.nameBytes.length, true);
+    v.setUint16(30, extraLen, true);
+    v.setUint32(38, (0o100644 << 16) >>> 0, true); // a regular file, rw-r--r--
+    v.setUint32(42, needOffset ? U32_MAX : m.offset, true);
+    e.set(m.nameBytes, 46);
+    if (extraLen) {
+      let q = 46 + m.nameBytes.length;
+      v.setUint16(q, 0x0001, true);
+      v.setUint16(q + 2, extraLen - 4, true);
+      q += 4;
+      if (needSize) {
+        v.setBigUint64(q, BigInt(m.size), true);
+        v.setBigUint64(q + 8, BigInt(m.compressedSize), true);
+        q += 16;
+      }
+      if (needOffset) v.setBigUint64(q, BigInt(m.offset), true);
+    }
+    out.push(e);
+    position += e.length;
+  }
+  const cdSize = position - cdStart;
+  const count = members.length;
+  const need64 = count > U16_MAX - 1 || cdStart >= U32_MAX || cdSize >= U32_MAX;
+  if (need64) {
+    const z = new Uint8Array(56 + 20);
+    const v = view(z);
+    v.setUint32(0, SIG_ZIP64_EOCD, true);
+    v.setBigUint64(4, 44n, true);
+    v.setUint16(12, (3 << 8) | 45, true);
+    v.setUint16(14, 45, true);
+    v.setBigUint64(24, BigInt(count), true);
+    v.setBigUint64(32, BigInt(count), true);
+    v.setBigUint64(40, BigInt(cdSize), true);
+    v.setBigUint64(48, BigInt(cdStart), true);
+    v.setUint32(56, SIG_ZIP64_LOCATOR, true);
+    v.setBigUint64(64, BigInt(position), true);
+    v.setUint32(72, 1, true);
+    out.push(z);
+  }
+  const end = new Uint8Array(22);
+  const v = view(end);
+  v.setUint32(0, SIG_EOCD, true);
+  v.setUint16(8, need64 ? U16_MAX : count, true);
+  v.setUint16(10, need64 ? U16_MAX : count, true);
+  v.setUint32(12, need64 ? U32_MAX : cdSize, true);
+  v.setUint32(16, need64 ? U32_MAX : cdStart, true);
+  out.push(end);
+  return out;
+}
 
 /**
  * Writes a zip archive member by member to a sink; members can be streamed in pieces.
@@ -512,7 +645,7 @@ const ZIP64_LOCAL_THRESHOLD = 0xffff0000 - 0x1000000;
  */
 export class ZipWriter {
   private position = 0;
-  private readonly members: Written[] = [];
+  private readonly members: ZipRecord[] = [];
   private readonly time: number;
   private readonly date: number;
 
@@ -538,23 +671,8 @@ export class ZipWriter {
 
   /** {@link add} as steps: it pauses after each piece, for an async writer to flush its sink. */
   *adding(name: string, pieces: Iterable<Uint8Array>, size: number, compress: boolean): Generator<void> {
-    const utf8Name = /[^\x00-\x7f]/.test(name);
-    const nameBytes = new TextEncoder().encode(name);
-    if (nameBytes.length > U16_MAX) throw new NpyError('ZIP_UNSUPPORTED', `member name of ${nameBytes.length} bytes is too long for zip`);
-    const zip64Local = size >= ZIP64_LOCAL_THRESHOLD;
-    const offset = this.position;
-    const header = new Uint8Array(30 + nameBytes.length + (zip64Local ? 20 : 0));
-    const h = view(header);
-    h.setUint32(0, SIG_LOCAL, true);
-    h.setUint16(4, zip64Local ? 45 : 20, true);
-    h.setUint16(6, utf8Name ? FLAG_UTF8 : 0, true);
-    h.setUint16(8, compress ? DEFLATED : STORED, true);
-    h.setUint16(10, this.time, true);
-    h.setUint16(12, this.date, true);
-    h.setUint16(26, nameBytes.length, true);
-    h.setUint16(28, zip64Local ? 20 : 0, true);
-    header.set(nameBytes, 30);
-    this.emit(header);
+    const record = zipRecord(name, compress ? DEFLATED : STORED, size, this.position);
+    this.emit(localHeader(record, this.time, this.date, false));
     let crc = 0;
     let written = 0;
     let compressed = 0;
@@ -580,92 +698,41 @@ export class ZipWriter {
         compressed += out.length;
       }
     if (written !== size) throw new NpyError('ZIP_SIZE', `member '${name}' has ${written} bytes, ${size} announced`);
-    if (!zip64Local && compressed >= U32_MAX) throw new NpyError('TOO_LARGE', `member '${name}' compressed beyond 4 GiB without zip64 room`);
-    // Now that CRC and sizes are known, fill them into the local header.
-    const patch = new Uint8Array(12);
-    const pv = view(patch);
-    pv.setUint32(0, crc, true);
-    pv.setUint32(4, zip64Local ? U32_MAX : compressed, true);
-    pv.setUint32(8, zip64Local ? U32_MAX : size, true);
-    this.sink.patch(offset + 14, patch);
-    if (zip64Local) {
-      const extra = new Uint8Array(20);
-      const ev = view(extra);
-      ev.setUint16(0, 0x0001, true);
-      ev.setUint16(2, 16, true);
-      ev.setBigUint64(4, BigInt(size), true);
-      ev.setBigUint64(12, BigInt(compressed), true);
-      this.sink.patch(offset + 30 + nameBytes.length, extra);
-    }
-    this.members.push({ nameBytes, utf8: utf8Name, method: compress ? DEFLATED : STORED, crc, compressedSize: compressed, size, offset, zip64Local });
+    if (!record.zip64Local && compressed >= U32_MAX) throw new NpyError('TOO_LARGE', `member '${name}' compressed beyond 4 GiB without zip64 room`);
+    // Now that CRC and sizes are known, the local header is written again with them.
+    record.crc = crc;
+    record.compressedSize = compressed;
+    this.sink.patch(record.offset, localHeader(record, this.time, this.date, true));
+    this.members.push(record);
   }
 
   /** Write the central directory and end records (zip64 ones exactly when needed). */
   finish(): void {
-    const cdStart = this.position;
-    for (const m of this.members) {
-      const needSize = m.size >= U32_MAX || m.compressedSize >= U32_MAX || m.zip64Local;
-      const needOffset = m.offset >= U32_MAX;
-      const extraLen = needSize || needOffset ? 4 + (needSize ? 16 : 0) + (needOffset ? 8 : 0) : 0;
-      const e = new Uint8Array(46 + m.nameBytes.length + extraLen);
-      const v = view(e);
-      v.setUint32(0, SIG_CENTRAL, true);
-      v.setUint16(4, (3 << 8) | 45, true); // made by: Unix, zip 4.5
-      v.setUint16(6, extraLen ? 45 : 20, true);
-      v.setUint16(8, m.utf8 ? FLAG_UTF8 : 0, true);
-      v.setUint16(10, m.method, true);
-      v.setUint16(12, this.time, true);
-      v.setUint16(14, this.date, true);
-      v.setUint32(16, m.crc, true);
-      v.setUint32(20, needSize ? U32_MAX : m.compressedSize, true);
-      v.setUint32(24, needSize ? U32_MAX : m.size, true);
-      v.setUint16(28, m.nameBytes.length, true);
-      v.setUint16(30, extraLen, true);
-      v.setUint32(38, (0o100644 << 16) >>> 0, true); // a regular file, rw-r--r--
-      v.setUint32(42, needOffset ? U32_MAX : m.offset, true);
-      e.set(m.nameBytes, 46);
-      if (extraLen) {
-        let q = 46 + m.nameBytes.length;
-        v.setUint16(q, 0x0001, true);
-        v.setUint16(q + 2, extraLen - 4, true);
-        q += 4;
-        if (needSize) {
-          v.setBigUint64(q, BigInt(m.size), true);
-          v.setBigUint64(q + 8, BigInt(m.compressedSize), true);
-          q += 16;
-        }
-        if (needOffset) v.setBigUint64(q, BigInt(m.offset), true);
-      }
-      this.emit(e);
-    }
-    const cdSize = this.position - cdStart;
-    const count = this.members.length;
-    const need64 = count > U16_MAX - 1 || cdStart >= U32_MAX || cdSize >= U32_MAX;
-    if (need64) {
-      const z64At = this.position;
-      const z = new Uint8Array(56 + 20);
-      const v = view(z);
-      v.setUint32(0, SIG_ZIP64_EOCD, true);
-      v.setBigUint64(4, 44n, true);
-      v.setUint16(12, (3 << 8) | 45, true);
-      v.setUint16(14, 45, true);
-      v.setBigUint64(24, BigInt(count), true);
-      v.setBigUint64(32, BigInt(count), true);
-      v.setBigUint64(40, BigInt(cdSize), true);
-      v.setBigUint64(48, BigInt(cdStart), true);
-      v.setUint32(56, SIG_ZIP64_LOCATOR, true);
-      v.setBigUint64(64, BigInt(z64At), true);
-      v.setUint32(72, 1, true);
-      this.emit(z);
-    }
-    const end = new Uint8Array(22);
-    const v = view(end);
-    v.setUint32(0, SIG_EOCD, true);
-    v.setUint16(8, need64 ? U16_MAX : count, true);
-    v.setUint16(10, need64 ? U16_MAX : count, true);
-    v.setUint32(12, need64 ? U32_MAX : cdSize, true);
-    v.setUint32(16, need64 ? U32_MAX : cdStart, true);
-    this.emit(end);
+    for (const chunk of centralDirectory(this.members, this.position, this.time, this.date)) this.emit(chunk);
+  }
+}
+
+/**
+ * A sink that queues positional writes; a save flushes them as write steps between pieces (into a
+ * file, whatever performs the steps).
+ * @example
+ * const sink = new QueuedSink();
+ * yield* sink.flushing(file);
+ */
+export class QueuedSink implements ZipSink {
+  private position = 0;
+  private queue: [Uint8Array, number][] = [];
+  write(chunk: Uint8Array): void {
+    this.queue.push([chunk, this.position]);
+    this.position += chunk.length;
+  }
+  patch(position: number, bytes: Uint8Array): void {
+    this.queue.push([bytes.slice(), position]);
+  }
+  *flushing(file: FileRef): Operation<void> {
+    const pending = this.queue;
+    this.queue = [];
+    for (const [bytes, at] of pending) yield { op: 'write', file, bytes, at };
   }
 }
 

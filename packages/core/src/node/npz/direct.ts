@@ -15,7 +15,7 @@ import { byteSwapUnit } from '../../array/layout.js';
 import { NpyError } from '../../errors.js';
 import { checkInflatedSize, checkZipCrc, type CrcOptions, type ZipEntry } from '../../npz/zip.js';
 import { inTurns, readFullyAsync, type AsyncOptions } from '../fd.js';
-import { arrayOverNative } from '../npy-files.js';
+import { arrayOverNative } from '../../npy.js';
 import { crc32, inflateNpyNative, nativeNpyInflate } from '../native.js';
 
 /** Bytes read at a stored member's start for its .npy header (longer headers take the general path). */

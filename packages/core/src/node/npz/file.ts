@@ -24,9 +24,9 @@ import type { AsyncByteSource, SyncByteSource } from '../../io/byte-source.js';
 import { inTurns, openFile, type AsyncOptions } from '../fd.js';
 import { fileHandleSource, fileSource, isHttpUrl } from '../sources.js';
 import { crc32 } from '../native.js';
-import { arrayOverNative } from '../npy-files.js';
+import { arrayOverNative } from '../../npy.js';
 import { zlibCodec } from './codec.js';
-import { loadCodec, type PickleOptions } from '../pickle-options.js';
+import { loadCodec, type PickleOptions } from '../../pickle/options.js';
 import { inflatedArray, storedArray, type MemberFile } from './direct.js';
 
 /** Options of {@link openNpzSync} and {@link loadNpzSync}: the archive's, and object arrays as `loadNpy` takes them (`allowPickle`). */

@@ -1,31 +1,13 @@
 /** Saving .npz files: members written a piece at a time beside the target, renamed over it when complete. */
 import type { NpzInput, NpzWriteOptions } from '../../npz/archive.js';
 import { checkNpzWriteOptions, npzWriting } from '../../npz/archive.js';
-import type { ZipSink } from '../../npz/zip.js';
-import type { FileRef, Operation } from '../../io/steps.js';
+import { QueuedSink } from '../../npz/zip.js';
+import type { Operation } from '../../io/steps.js';
 import type { AsyncOptions } from '../fd.js';
 import { run, runSync } from '../drive.js';
 import { writingBeside } from '../beside.js';
 import { zlibCodec } from './codec.js';
-import { saveCodec, type PickleOptions } from '../pickle-options.js';
-
-/** A sink that queues positional writes; the save flushes them as write steps between pieces. */
-class QueuedSink implements ZipSink {
-  private position = 0;
-  private queue: [Uint8Array, number][] = [];
-  write(chunk: Uint8Array): void {
-    this.queue.push([chunk, this.position]);
-    this.position += chunk.length;
-  }
-  patch(position: number, bytes: Uint8Array): void {
-    this.queue.push([bytes.slice(), position]);
-  }
-  *flushing(file: FileRef): Operation<void> {
-    const pending = this.queue;
-    this.queue = [];
-    for (const [bytes, at] of pending) yield { op: 'write', file, bytes, at };
-  }
-}
+import { saveCodec, type PickleOptions } from '../../pickle/options.js';
 
 /** Options of {@link saveNpz}. */
 /** Options of {@link saveNpzSync}: the archive's; object arrays are written as pickles, as by `np.savez` and `saveNpy`. */

@@ -5,4 +5,5 @@ export type { SaveRaggedOptions } from '../../ragged/build.js';
 export { saveRagged, saveRaggedSync, saveReferences, saveReferencesSync } from './save.js';
 export { openRagged, openRaggedSync, openRaggedRecordsSync, isRagged, isRaggedSync, type RaggedHandle, type RaggedRecordsHandle } from './read.js';
 export { appendRagged, appendRaggedSync } from './append.js';
-export { saveObjectArrayAsRagged, saveObjectArrayAsRaggedSync, raggedToObjectArray } from './convert.js';
+export { saveObjectArrayAsRagged, saveObjectArrayAsRaggedSync } from './convert.js';
+export { raggedToObjectArray } from '../../ragged/objects.js';

@@ -4,7 +4,7 @@
  * `np.load(allow_pickle=True)`), with npyts' safe unpickler, which never runs code.
  */
 import type { ObjectArrayCodec } from '../npy.js';
-import { pickleCodec } from '../pickle/index.js';
+import { pickleCodec } from './index.js';
 
 /** The object-array options every file function of `@npyts/core/node` takes. */
 export interface PickleOptions {
