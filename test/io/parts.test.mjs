@@ -5,15 +5,20 @@
 // does an object uploaded to moto_server (S3) part by part with the AWS SDK. Appends by parts
 // (planAppendParts) copy the old data on the server (UploadPartCopy) between numpy's new header and
 // the new rows: numpy loads the appended object exactly, in C and Fortran order, large and small.
+// The larger-than-memory guide's recipes run from the guide itself: Python workers (numpy + boto3),
+// and a Node coordinator handing presigned part URLs to eight worker processes (it aborts the upload
+// when they fail).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   UploadPartCommand,
   UploadPartCopyCommand,
@@ -21,7 +26,7 @@ import {
 import { NpyError, arrayFromValues, createArray, encodeAppendPart, encodePart, planAppendParts, planParts, readHeader } from '@npyts/core';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { CREDENTIALS, REGION, startMoto } from '../helpers/s3.mjs';
-import { blocksOf } from '../packages/guide-blocks.mjs';
+import { blocksOf, root } from '../packages/guide-blocks.mjs';
 import { execFile } from 'node:child_process';
 
 const dir = scratch('npyts-parts-');
@@ -300,7 +305,7 @@ print(a.shape == b.shape, a.flags.f_contiguous == b.flags.f_contiguous, bool((a 
 });
 
 test("Python workers (the larger-than-memory guide's numpy + boto3 recipe, run from the guide itself) upload four parts at once to moto; Node completes; numpy loads the object", async () => {
-  const recipe = blocksOf('docs/larger-than-memory.md').find((b) => b.attrs['run-by'] === 'test/io/parts.test.mjs');
+  const recipe = blocksOf('docs/larger-than-memory.md').find((b) => b.attrs['run-by'] === 'test/io/parts.test.mjs' && b.lang === 'python');
   assert.ok(recipe, 'the guide has the recipe');
   const worker = join(dir, 'worker.py');
   writeFileSync(worker, recipe.code);
@@ -330,6 +335,62 @@ test("Python workers (the larger-than-memory guide's numpy + boto3 recipe, run f
     assert.is(
       python(`a = np.load(${JSON.stringify(path)}); print(a.shape, a.dtype, bool((a.ravel() == np.arange(a.size) % 65521).all()))`).trim(),
       '(6144, 1024) float32 True',
+    );
+  } finally {
+    stop();
+  }
+});
+
+test("the guide's Node recipe as it is: a coordinator with presigned part URLs and eight worker processes write one .npy into moto; numpy loads it", async () => {
+  const blocks = blocksOf('docs/larger-than-memory.md').filter((b) => b.attrs['run-by'] === 'test/io/parts.test.mjs' && b.lang === 'js');
+  const role = (r) => blocks.find((b) => b.attrs.role === r)?.code;
+  assert.ok(role('coordinator') && role('worker'), 'the guide has both blocks');
+  // Beside the repository's node_modules, so that the recipe's imports resolve as in a user's project.
+  const recipeDir = join(root, 'node_modules', '.cache', 'npyts-parts-recipe');
+  mkdirSync(recipeDir, { recursive: true });
+  writeFileSync(join(recipeDir, 'coordinator.mjs'), role('coordinator'));
+  writeFileSync(join(recipeDir, 'worker.mjs'), role('worker'));
+  const { client, endpoint, stop } = await startMoto();
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: 'arrays' }));
+    const env = {
+      ...process.env,
+      AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+      AWS_REGION: REGION,
+      NODE_NO_WARNINGS: '1',
+    };
+    const printed = await new Promise((resolve, reject) =>
+      execFile(process.execPath, [join(recipeDir, 'coordinator.mjs'), endpoint, 'arrays', 'eight.npy', '12288', '8'], { env }, (e, stdout, stderr) =>
+        e ? reject(new Error(`the coordinator failed: ${stderr}`)) : resolve(stdout),
+      ),
+    );
+    assert.is(printed.trim(), `eight.npy: 8 parts, ${128 + 12288 * 4096} bytes`);
+    const got = await client.send(new GetObjectCommand({ Bucket: 'arrays', Key: 'eight.npy' }));
+    const path = join(dir, 'eight.npy');
+    writeFileSync(path, await got.Body.transformToByteArray());
+    assert.is(
+      python(`a = np.load(${JSON.stringify(path)}); print(a.shape, a.dtype, bool((a.ravel() == np.arange(a.size) % 65521).all()))`).trim(),
+      '(12288, 1024) float32 True',
+    );
+    // Workers that fail (here: the coordinator alone, with no worker.mjs beside it): the coordinator
+    // aborts the upload, and neither an object nor an upload is left.
+    const alone = join(recipeDir, 'alone');
+    mkdirSync(alone, { recursive: true });
+    writeFileSync(join(alone, 'coordinator.mjs'), role('coordinator'));
+    const failing = await new Promise((resolve) =>
+      execFile(process.execPath, [join(alone, 'coordinator.mjs'), endpoint, 'arrays', 'broken.npy', '12288', '8'], { env }, (e) => resolve(e)),
+    );
+    assert.ok(failing, 'the coordinator reported no failure');
+    const { Uploads = [] } = await client.send(new ListMultipartUploadsCommand({ Bucket: 'arrays' }));
+    assert.equal(
+      Uploads.map((u) => u.Key),
+      [],
+    );
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: 'arrays' }));
+    assert.equal(
+      listed.Contents.map((o) => o.Key),
+      ['eight.npy'],
     );
   } finally {
     stop();

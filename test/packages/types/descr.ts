@@ -311,3 +311,17 @@ const settable = createArray('<f4', [2]);
 settable.set([0], 1.5);
 // @ts-expect-error: a float32 element is set from a number
 settable.set([0], 'x');
+
+// A .npz in parts: the plan is plain data, the checksums JSON, the CRCs a record by key; no casts.
+import { combineNpzChecksums, encodeNpzPart, planNpzParts, type MemberChecksum, type NpzPartPlan } from '@npyts/core';
+import { crc32Combine } from '@npyts/core/plumbing';
+const npzPlan = planNpzParts({ members: [{ key: 'x', dtype: '<f4', shape: [4, 2] }] });
+expectTypeOf(npzPlan).toEqualTypeOf<NpzPartPlan>();
+const encodedPart = encodeNpzPart(npzPlan, 1, { x: createArray('<f4', [4, 2]) });
+const reported: MemberChecksum[] = JSON.parse(JSON.stringify(encodedPart.checksums));
+const memberCrcs = combineNpzChecksums(npzPlan, reported);
+expectTypeOf(memberCrcs).toEqualTypeOf<Record<string, number>>();
+expectTypeOf(encodedPart.bytes(memberCrcs)).toEqualTypeOf<Uint8Array>();
+expectTypeOf(crc32Combine(1, 2, 3)).toEqualTypeOf<number>();
+// @ts-expect-error: a member needs its shape
+void planNpzParts({ members: [{ key: 'x', dtype: '<f4' }] });
