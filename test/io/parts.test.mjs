@@ -23,7 +23,8 @@ import {
   UploadPartCommand,
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
-import { NpyError, arrayFromValues, createArray, encodeAppendPart, encodePart, planAppendParts, planParts, readHeader } from '@npyts/core';
+import { NpyError, arrayFromValues, createArray, encodeAppendPart, encodePart, openNpy, planAppendParts, planParts, readHeader } from '@npyts/core';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { CREDENTIALS, REGION, startMoto } from '../helpers/s3.mjs';
 import { blocksOf, root } from '../packages/guide-blocks.mjs';
@@ -146,6 +147,67 @@ test('a multipart upload to S3 (moto_server) with the AWS SDK: four parts writte
     const path = join(dir, 's3.npy');
     writeFileSync(path, await got.Body.transformToByteArray());
     assert.is(python(`a = np.load(${JSON.stringify(path)}); print(a.shape, bool((a.ravel() == np.arange(a.size) % 65521).all()))`).trim(), '(6144, 1024) True');
+    // npyts reads it back by range from a presigned URL: rows 5000–5002, in two requests.
+    const url = await getSignedUrl(client, new GetObjectCommand({ Bucket: 'arrays', Key: 'x.npy' }), { expiresIn: 600 });
+    const h = await openNpy(url, { expect: '<f4' });
+    const rows = await h.read([5000, 0], [3, 1024]);
+    assert.equal(
+      Array.from(rows.data),
+      Array.from({ length: 3 * 1024 }, (_, i) => (5000 * 1024 + i) % 65521),
+    );
+    assert.is(h.stats.requests, 2);
+  } finally {
+    stop();
+  }
+});
+
+test('Fortran order, a record dtype and rows that do not divide evenly, each uploaded to moto as parts sent at once: numpy loads every object exactly', async () => {
+  const { client, stop } = await startMoto();
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: 'arrays' }));
+    const rec = [
+      ['x', '<f8'],
+      ['n', '<i2', [2]],
+    ];
+    const cases = [
+      {
+        key: 'f.npy',
+        dtype: '>i8',
+        shape: [700, 2048],
+        order: 'F',
+        value: ([r, c]) => r * 4096 - c,
+        verify: "a.dtype.str, a.flags['F_CONTIGUOUS'], bool((a == np.arange(700)[:, None] * 4096 - np.arange(2048)).all())",
+        expected: '>i8 True True',
+      },
+      {
+        key: 'rec.npy',
+        dtype: rec,
+        shape: [1_000_003],
+        value: ([r]) => ({ x: r / 4, n: [r % 30000, -(r % 30000)] }),
+        verify:
+          "a.shape, bool((a['x'] == np.arange(1_000_003) / 4).all() and (a['n'][:, 0] == np.arange(1_000_003) % 30000).all() and (a['n'][:, 1] == -a['n'][:, 0]).all())",
+        expected: '(1000003,) True',
+      },
+    ];
+    for (const c of cases) {
+      const plan = planParts({ dtype: c.dtype, shape: c.shape, order: c.order ?? 'C', parts: 2 });
+      assert.is(plan.parts.length, 2);
+      const axis = c.order === 'F' ? c.shape.length - 1 : 0;
+      if (c.dtype === rec) assert.not.equal(plan.parts[0].count[axis], plan.parts[1].count[axis], 'the rows divide evenly');
+      const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: 'arrays', Key: c.key }));
+      const etags = await Promise.all(
+        plan.parts.map(async (p) => {
+          const body = encodePart(plan, p.number, regionOf(c.dtype, p, c.value));
+          const { ETag } = await client.send(new UploadPartCommand({ Bucket: 'arrays', Key: c.key, UploadId, PartNumber: p.number, Body: body }));
+          return { ETag, PartNumber: p.number };
+        }),
+      );
+      await client.send(new CompleteMultipartUploadCommand({ Bucket: 'arrays', Key: c.key, UploadId, MultipartUpload: { Parts: etags } }));
+      const got = await client.send(new GetObjectCommand({ Bucket: 'arrays', Key: c.key }));
+      const path = join(dir, `s3-${c.key}`);
+      writeFileSync(path, await got.Body.transformToByteArray());
+      assert.is(python(`a = np.load(${JSON.stringify(path)}); print(${c.verify})`).trim(), c.expected, c.key);
+    }
   } finally {
     stop();
   }
