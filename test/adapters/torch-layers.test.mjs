@@ -2,6 +2,8 @@
 // PyTorch (python3's torch 2) computes Hardsigmoid, Hardswish and AdaptiveAvgPool2d on the same
 // inputs; the layers give its values; a model that uses them saves and loads through npzHandler;
 // and a small PyTorch network with all three ports with layout 'pytorch' and passes its check.
+// Grouped convolutions (with PyTorch's padding, strides and dilation) and PyTorch's GRU port the same
+// way and predict what PyTorch predicts; tfjs's own Conv2D and GRU are refused, naming these layers.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
@@ -9,7 +11,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { decodeNpz, toOrder, transpose } from '@npyts/core';
 import { assignWeights, npzHandler } from '@npyts/tfjs';
-import { TorchAdaptiveAvgPool2d, adaptiveAvgPool2d, hardsigmoid, hardswish } from '@npyts/tfjs/torch-layers';
+import { TorchAdaptiveAvgPool2d, TorchGRU, adaptiveAvgPool2d, hardsigmoid, hardswish, torchConv2d, torchGRU } from '@npyts/tfjs/torch-layers';
 import { readFileSync } from 'node:fs';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
@@ -135,6 +137,114 @@ np.savez(${JSON.stringify(weights)}, **arrays)`);
     (e) => e.code,
   );
   assert.is(refused, 'CHECK_FAILED');
+});
+
+/** PyTorch's channels-first check arrays as channels-last tensors. */
+const channelsLast = (a) => toOrder(transpose(a, [0, 2, 3, 1]), 'C');
+const refusal = (promise) =>
+  promise.then(
+    () => null,
+    (e) => e,
+  );
+
+test('grouped convolutions (groups 4 and 3, padding, stride, dilation, no bias) port with layout "pytorch" and predict what PyTorch predicts; a tfjs Conv2D in their place is refused, naming TorchConv2D', async () => {
+  const weights = join(dir, 'grouped.npz');
+  python(`import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(8, 12, 3, padding=1, groups=4)
+        self.act = torch.nn.ReLU()
+        self.conv2 = torch.nn.Conv2d(12, 6, 3, stride=2, padding=(2, 1), dilation=2, groups=3, bias=False)
+    def forward(self, x):
+        return self.conv2(self.act(self.conv1(x)))
+torch.manual_seed(2)
+net = Net().eval()
+x = torch.randn(2, 8, 15, 13)
+with torch.no_grad():
+    y = net(x)
+arrays = {k: v.numpy() for k, v in net.state_dict().items()}
+arrays['check/input'] = x.numpy()
+arrays['check/output'] = y.numpy()
+np.savez(${JSON.stringify(weights)}, **arrays)`);
+  const model = tfl.sequential({
+    layers: [
+      torchConv2d({ inputShape: [15, 13, 8], filters: 12, kernelSize: 3, padding: 1, groups: 4, name: 'conv1' }),
+      tfl.layers.reLU({ name: 'act' }),
+      torchConv2d({ filters: 6, kernelSize: 3, strides: 2, padding: [2, 1], dilation: 2, groups: 3, useBias: false, name: 'conv2' }),
+    ],
+  });
+  await assignWeights(model, weights, { layout: 'pytorch' }); // its check members pass
+  const z = decodeNpz(readFileSync(weights));
+  const out = model.predict(tensorOf(channelsLast(z.getSync('check/input'))));
+  const want = channelsLast(z.getSync('check/output'));
+  assert.equal(out.shape, want.shape);
+  const worst = largest(out, want);
+  assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
+  // tfjs's Conv2D cannot be grouped: the refusal names the layer to use.
+  const plain = tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ inputShape: [15, 15, 8], filters: 12, kernelSize: 3, padding: 'same', name: 'conv1' }),
+      tfl.layers.reLU({ name: 'act' }),
+      torchConv2d({ filters: 6, kernelSize: 3, strides: 2, padding: [2, 1], dilation: 2, groups: 3, useBias: false, name: 'conv2' }),
+    ],
+  });
+  const e = await refusal(assignWeights(plain, weights, { layout: 'pytorch' }));
+  assert.match(e?.message ?? '', /grouped convolution \(groups=4\).*TorchConv2D from '@npyts\/tfjs\/torch-layers'/);
+  assert.throws(() => torchConv2d({ filters: 6, kernelSize: 3, groups: 4 }), /divides filters/);
+});
+
+test("PyTorch's GRU (reset gate after the recurrent product) ports as TorchGRU: the last step and every step agree with PyTorch; tfjs's GRU is refused, naming TorchGRU", async () => {
+  const weights = join(dir, 'gru.npz');
+  python(`import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(5, 7, batch_first=True)
+        self.fc = torch.nn.Linear(7, 3)
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.fc(out[:, -1])
+torch.manual_seed(3)
+net = Net().eval()
+x = torch.randn(4, 9, 5)
+with torch.no_grad():
+    y = net(x)
+    seq, _ = net.gru(x)
+arrays = {k: v.numpy() for k, v in net.state_dict().items()}
+arrays['check/input'] = x.numpy()
+arrays['check/output'] = y.numpy()
+arrays['sequence'] = seq.numpy()
+np.savez(${JSON.stringify(weights)}, **arrays)`);
+  const build = (recurrent) => tfl.sequential({ layers: [recurrent, tfl.layers.dense({ units: 3, name: 'fc' })] });
+  const model = build(torchGRU({ inputShape: [9, 5], units: 7, name: 'gru' }));
+  await assignWeights(model, weights, { layout: 'pytorch', ignoreUnused: true }); // the check members pass
+  const z = decodeNpz(readFileSync(weights));
+  const x = tensorOf(z.getSync('check/input'));
+  const worst = largest(model.predict(x), z.getSync('check/output'));
+  assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
+  // Every step: a TorchGRU that returns sequences, with the same weights.
+  const everyStep = torchGRU({ units: 7, returnSequences: true });
+  everyStep.apply(tfl.input({ shape: [9, 5] }));
+  everyStep.setWeights(model.getLayer('gru').getWeights());
+  const steps = everyStep.apply(x);
+  assert.equal(steps.shape, [4, 9, 7]);
+  const worstStep = largest(steps, z.getSync('sequence'));
+  assert.ok(worstStep <= 1e-5, `a step differs from PyTorch by ${worstStep}`);
+  // tfjs's GRU has only reset_after=false: refused before any weight is set, naming TorchGRU.
+  const e = await refusal(
+    assignWeights(build(tfl.layers.gru({ inputShape: [9, 5], units: 7, name: 'gru', recurrentInitializer: 'zeros' })), weights, {
+      layout: 'pytorch',
+      ignoreUnused: true,
+    }),
+  );
+  assert.match(e?.message ?? '', /TorchGRU from '@npyts\/tfjs\/torch-layers'/);
+  // Saved and loaded through npzHandler, the layer is a TorchGRU again and predicts the same.
+  const path = join(dir, 'gru-model.npz');
+  await model.save(npzHandler(path));
+  const loaded = await tfl.loadLayersModel(npzHandler(path));
+  assert.ok(loaded.getLayer('gru') instanceof TorchGRU);
+  assert.equal(Array.from(loaded.predict(x).dataSync()), Array.from(model.predict(x).dataSync()));
 });
 
 test.run();

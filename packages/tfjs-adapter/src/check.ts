@@ -8,7 +8,7 @@ import { openWeightSource, type SourceOptions, type WeightSource } from './sourc
 import { toTensor } from './tensors.js';
 import { CHECK_PREFIX } from './weights.js';
 import { planPytorch } from './pytorch.js';
-import { configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike, type SymbolicLike } from './layers.js';
+import { TORCH_LAYER_CLASS, configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike, type SymbolicLike } from './layers.js';
 
 /**
  * checkModel's default relative tolerance. Calibrated: a correct float32 port drifts from PyTorch by
@@ -219,6 +219,9 @@ const LIKELY_CAUSE: Record<string, string> = {
   Dense: "the rows' order after a Flatten ({ flattenLayout }), an activation fused into the layer, or a layer just before it",
   Embedding: 'the token ids given to it',
   PReLU: 'the axes its slopes are shared over',
+  [TORCH_LAYER_CLASS.conv2d]: "padding, strides, dilation or groups against the module's",
+  [TORCH_LAYER_CLASS.gru]: "the sequence's axes (PyTorch's default batch_first=False takes (time, batch, features)), or the module's direction and layer",
+  LSTM: "recurrentActivation ('sigmoid', as PyTorch's), the sequence's axes (batch_first), or the module's direction and layer",
 };
 
 /**

@@ -74,7 +74,13 @@ export function inputShapeOf(layer: LayerLike): LayerShape | null {
  * layer before them.
  */
 /** The class names of @npyts/tfjs/torch-layers' layers (here, so that this module needs no tfjs-layers). */
-export const TORCH_LAYER_CLASS = { hardsigmoid: 'TorchHardsigmoid', hardswish: 'TorchHardswish', adaptiveAvgPool2d: 'TorchAdaptiveAvgPool2d' } as const;
+export const TORCH_LAYER_CLASS = {
+  hardsigmoid: 'TorchHardsigmoid',
+  hardswish: 'TorchHardswish',
+  adaptiveAvgPool2d: 'TorchAdaptiveAvgPool2d',
+  conv2d: 'TorchConv2D',
+  gru: 'TorchGRU',
+} as const;
 
 /** Layers that act on each value alone: what feeds them is what the check compares them with. */
 const ELEMENTWISE = new Set([

@@ -10,7 +10,7 @@
 import { NpyError } from '@npyts/core';
 import type { WeightFile } from '@npyts/core';
 import { CHECK_PREFIX, mismatchError, savedName, type WeightLike } from './weights.js';
-import { configOf, inputShapeOf, layoutOf, producerOf, weightedLayers, type LayerLike, type LayersModelLike } from './layers.js';
+import { TORCH_LAYER_CLASS, configOf, inputShapeOf, layoutOf, producerOf, weightedLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import { describeTransform, transformedShape, type Transform } from './transform.js';
 
 /** Options of the PyTorch layout. */
@@ -165,6 +165,10 @@ class LayerRules {
       case 'LSTM':
       case 'Bidirectional':
         return this.lstm(layer, module);
+      case TORCH_LAYER_CLASS.conv2d:
+        return this.conv(layer, module);
+      case TORCH_LAYER_CLASS.gru:
+        return this.gru(layer, module);
       default:
         return { unfit: 'npyts knows no PyTorch counterpart of this layer; map its weights with { names }' };
     }
@@ -175,7 +179,7 @@ class LayerRules {
     const cls = layer.getClassName();
     const rnn = cls === 'Bidirectional' ? innerClass(layer) : cls;
     if (rnn === 'GRU') {
-      return `${describeLayer(layer)}: PyTorch's GRU applies the reset gate after the recurrent product (Keras' reset_after=True), which tfjs-layers' GRU cannot (it has only reset_after=False); no weights make them agree, so use an LSTM or run the GRU elsewhere`;
+      return `${describeLayer(layer)}: PyTorch's GRU applies the reset gate after the recurrent product (Keras' reset_after=True), which tfjs-layers' GRU cannot (it has only reset_after=False); no weights make them agree: build it as TorchGRU from '@npyts/tfjs/torch-layers' (torchGRU({ units }))`;
     }
     if (rnn === 'SimpleRNN')
       return `${describeLayer(layer)}: a SimpleRNN's activation cannot be checked against the PyTorch RNN's nonlinearity; map its weights with { names } and check the model with checkModel`;
@@ -291,14 +295,14 @@ class LayerRules {
 
   private conv(layer: LayerLike, module: TorchModule): Pairing {
     const weight = module.params.get('weight');
-    const rank = ({ Conv1D: 3, Conv2D: 4, Conv3D: 5 } as Record<string, number>)[layer.getClassName()] ?? 4;
+    const rank = ({ Conv1D: 3, Conv2D: 4, Conv3D: 5, [TORCH_LAYER_CLASS.conv2d]: 4 } as Record<string, number>)[layer.getClassName()] ?? 4;
     if (!weight || weight.shape.length !== rank) return { unfit: `a ${layer.getClassName()} needs a convolution weight of ${rank} axes` };
     const kernel = layer.weights.find((w) => weightRole(w) === 'kernel');
     const inChannels = kernel?.shape[kernel.shape.length - 2];
     const perGroup = weight.shape[1]!;
     if (typeof inChannels === 'number' && perGroup < inChannels && inChannels % perGroup === 0) {
       return {
-        unfit: `the module is a grouped convolution (groups=${inChannels / perGroup}), which tfjs-layers cannot compute: it has depthwise convolutions (groups = in_channels → DepthwiseConv2D) and no other groups`,
+        unfit: `the module is a grouped convolution (groups=${inChannels / perGroup}), which tfjs-layers' ${layer.getClassName()} cannot compute: build it as TorchConv2D from '@npyts/tfjs/torch-layers' (torchConv2d({ filters, kernelSize, groups: ${inChannels / perGroup} }))${inChannels / perGroup === inChannels ? ', or as a DepthwiseConv2D (groups = in_channels)' : ''}`,
       };
     }
     // (O, I, k…) → (k…, I, O)
@@ -378,6 +382,22 @@ class LayerRules {
       };
       return roles[role];
     });
+  }
+
+  private gru(layer: LayerLike, module: TorchModule): Pairing {
+    if (module.rnnLayer === undefined) return { unfit: 'a TorchGRU needs one layer of a PyTorch GRU (weight_ih_l0, weight_hh_l0…)' };
+    if (module.params.has('weight_ih_reverse'))
+      return {
+        unfit: 'the module is bidirectional; TorchGRU runs forward only: port each direction as its own TorchGRU, the backward one on the reversed sequence',
+      };
+    // PyTorch's gates r, z, n are TorchGRU's: its kernels are the weights transposed, its two biases PyTorch's two.
+    const roles: Record<string, Rule> = {
+      kernel: ['weight_ih', LayerRules.TRANSPOSE],
+      recurrent_kernel: ['weight_hh', LayerRules.TRANSPOSE],
+      bias: ['bias_ih', LayerRules.COPY],
+      recurrent_bias: ['bias_hh', LayerRules.COPY],
+    };
+    return this.byRole(layer, module, (role) => roles[role]);
   }
 }
 

@@ -1,7 +1,9 @@
 /**
  * `@npyts/tfjs/torch-layers`: tfjs-layers layers that compute what PyTorch modules compute where
  * tfjs-layers has no layer of its own, or one of the same name that computes something else:
- * `nn.Hardsigmoid`, `nn.Hardswish` and `nn.AdaptiveAvgPool2d` to any output size. They are ordinary
+ * `nn.Hardsigmoid`, `nn.Hardswish`, `nn.AdaptiveAvgPool2d` to any output size, `nn.Conv2d` with
+ * groups (and PyTorch's explicit padding), and `nn.GRU` (whose reset gate acts after the recurrent
+ * product, which tfjs-layers' GRU cannot compute). They are ordinary
  * tfjs-layers layers (registered for serialization, so a model that uses them saves and loads),
  * channels-last like the rest of a ported model. This entry imports @tensorflow/tfjs-layers, which
  * the main entry does not.
@@ -98,7 +100,224 @@ export class TorchAdaptiveAvgPool2d extends tfl.layers.Layer {
   }
 }
 
-for (const layer of [TorchHardsigmoid, TorchHardswish, TorchAdaptiveAvgPool2d]) tf.serialization.registerClass(layer);
+/** A PyTorch size argument: one number for every spatial axis, or one per axis. */
+type Pair = number | [number, number];
+
+function pairOf(value: Pair | undefined, fallback: number, what: string, least: number): [number, number] {
+  const pair = value === undefined ? [fallback, fallback] : typeof value === 'number' ? [value, value] : value;
+  if (pair.length !== 2 || !pair.every((v) => Number.isSafeInteger(v) && v >= least)) {
+    throw new RangeError(`TorchConv2D: ${what} must be an integer of at least ${least}, or two, not ${JSON.stringify(value)}`);
+  }
+  return [pair[0]!, pair[1]!];
+}
+
+/** Arguments of {@link TorchConv2D}: `nn.Conv2d`'s, with tfjs's names for filters and bias. */
+export interface TorchConv2DArgs extends TorchLayerArgs {
+  /** Output channels (`out_channels`). */
+  filters: number;
+  kernelSize: Pair;
+  /** Default 1. */
+  strides?: Pair;
+  /** Zeros added on each side of each spatial axis, as PyTorch's `padding` (default 0). */
+  padding?: Pair;
+  /** Default 1. */
+  dilation?: Pair;
+  /** Channel groups (default 1): each group of output channels sees only its group of input channels. */
+  groups?: number;
+  /** Default true. */
+  useBias?: boolean;
+}
+
+/**
+ * PyTorch's `nn.Conv2d` on channels-last input, grouped convolutions (`groups`) included, with
+ * PyTorch's explicit zero padding. The kernel is `[kh, kw, in_channels / groups, filters]`: each
+ * group's output channels are a slice of the last axis (PyTorch's order), so a state_dict's weight
+ * `(out, in / groups, kh, kw)` maps onto it as onto a Conv2D.
+ * @example
+ * const conv = new TorchConv2D({ filters: 64, kernelSize: 3, padding: 1, groups: 32, name: 'layer1_0_conv2' });
+ */
+export class TorchConv2D extends tfl.layers.Layer {
+  static readonly className = TORCH_LAYER_CLASS.conv2d;
+  readonly filters: number;
+  readonly kernelSize: [number, number];
+  readonly strides: [number, number];
+  readonly padding: [number, number];
+  readonly dilation: [number, number];
+  readonly groups: number;
+  readonly useBias: boolean;
+  private kernel: tfl.LayerVariable | null = null;
+  private bias: tfl.LayerVariable | null = null;
+
+  constructor(args: TorchConv2DArgs) {
+    super(args);
+    if (!Number.isSafeInteger(args.filters) || args.filters < 1) throw new RangeError(`TorchConv2D: filters must be a positive integer, not ${args.filters}`);
+    this.filters = args.filters;
+    this.kernelSize = pairOf(args.kernelSize, 1, 'kernelSize', 1);
+    this.strides = pairOf(args.strides, 1, 'strides', 1);
+    this.padding = pairOf(args.padding, 0, 'padding', 0);
+    this.dilation = pairOf(args.dilation, 1, 'dilation', 1);
+    this.groups = args.groups ?? 1;
+    if (!Number.isSafeInteger(this.groups) || this.groups < 1 || this.filters % this.groups !== 0) {
+      throw new RangeError(`TorchConv2D: groups must be a positive integer that divides filters (${this.filters}), not ${args.groups}`);
+    }
+    this.useBias = args.useBias ?? true;
+  }
+
+  override build(inputShape: tfl.Shape | tfl.Shape[]): void {
+    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const channels = shape[3];
+    if (typeof channels !== 'number' || channels % this.groups !== 0) {
+      throw new RangeError(`TorchConv2D '${this.name}': ${channels} input channels do not divide into ${this.groups} groups`);
+    }
+    const [kh, kw] = this.kernelSize;
+    this.kernel = this.addWeight('kernel', [kh, kw, channels / this.groups, this.filters], 'float32', tfl.initializers.glorotUniform({}));
+    if (this.useBias) this.bias = this.addWeight('bias', [this.filters], 'float32', tfl.initializers.zeros());
+    this.built = true;
+  }
+
+  override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
+    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const out = (size: number | null, axis: 0 | 1): number | null =>
+      size === null ? null : Math.floor((size + 2 * this.padding[axis] - this.dilation[axis] * (this.kernelSize[axis] - 1) - 1) / this.strides[axis]) + 1;
+    return [shape[0]!, out(shape[1]!, 0), out(shape[2]!, 1), this.filters];
+  }
+
+  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+    return tf.tidy(() => {
+      let x = single(inputs) as tf.Tensor4D;
+      const [ph, pw] = this.padding;
+      if (ph || pw)
+        x = tf.pad(x, [
+          [0, 0],
+          [ph, ph],
+          [pw, pw],
+          [0, 0],
+        ]);
+      const kernel = this.kernel!.read() as tf.Tensor4D;
+      const strided = this.strides.some((v) => v > 1);
+      const dilated = this.dilation.some((v) => v > 1);
+      const conv = (input: tf.Tensor4D, k: tf.Tensor4D): tf.Tensor4D => {
+        if (!(strided && dilated)) return tf.conv2d(input, k, this.strides, 'valid', 'NHWC', this.dilation);
+        // tfjs takes strides or dilation, not both (PyTorch does): every position, then every stride-th.
+        const full = tf.conv2d(input, k, 1, 'valid', 'NHWC', this.dilation);
+        return tf.stridedSlice(full, [0, 0, 0, 0], full.shape, [1, this.strides[0], this.strides[1], 1]) as tf.Tensor4D;
+      };
+      let y: tf.Tensor4D;
+      if (this.groups === 1) y = conv(x, kernel);
+      else {
+        // Group g: input channels g·C/G … and output channels g·F/G …, as PyTorch splits them.
+        const xs = tf.split(x, this.groups, 3);
+        const ks = tf.split(kernel, this.groups, 3);
+        y = tf.concat(
+          xs.map((part, g) => conv(part as tf.Tensor4D, ks[g] as tf.Tensor4D)),
+          3,
+        );
+      }
+      return this.bias ? tf.add(y, this.bias.read()) : y;
+    });
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return {
+      ...super.getConfig(),
+      filters: this.filters,
+      kernelSize: [...this.kernelSize],
+      strides: [...this.strides],
+      padding: [...this.padding],
+      dilation: [...this.dilation],
+      groups: this.groups,
+      useBias: this.useBias,
+      dataFormat: 'channelsLast',
+    };
+  }
+}
+
+/** Arguments of {@link TorchGRU}. */
+export interface TorchGRUArgs extends TorchLayerArgs {
+  /** The hidden size (`hidden_size`). */
+  units: number;
+  /** The output at every step `[batch, time, units]` (default: the last step's, `[batch, units]`). */
+  returnSequences?: boolean;
+}
+
+/**
+ * One layer of PyTorch's `nn.GRU(batch_first=True)` on `[batch, time, features]`, from a zero state:
+ * r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz),
+ * n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h. The reset gate acts after
+ * the recurrent product, which tfjs-layers' GRU cannot compute. Weights are PyTorch's, transposed:
+ * `kernel` `[features, 3·units]`, `recurrent_kernel` `[units, 3·units]` (gates r, z, n), and the two
+ * biases as PyTorch keeps them, `bias` (b_i) and `recurrent_bias` (b_h).
+ * @example
+ * const gru = new TorchGRU({ units: 128, name: 'encoder_gru' });
+ */
+export class TorchGRU extends tfl.layers.Layer {
+  static readonly className = TORCH_LAYER_CLASS.gru;
+  readonly units: number;
+  readonly returnSequences: boolean;
+  private kernel: tfl.LayerVariable | null = null;
+  private recurrentKernel: tfl.LayerVariable | null = null;
+  private bias: tfl.LayerVariable | null = null;
+  private recurrentBias: tfl.LayerVariable | null = null;
+
+  constructor(args: TorchGRUArgs) {
+    super(args);
+    if (!Number.isSafeInteger(args.units) || args.units < 1) throw new RangeError(`TorchGRU: units must be a positive integer, not ${args.units}`);
+    this.units = args.units;
+    this.returnSequences = args.returnSequences ?? false;
+  }
+
+  override build(inputShape: tfl.Shape | tfl.Shape[]): void {
+    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const features = shape[2];
+    if (shape.length !== 3 || typeof features !== 'number') throw new RangeError(`TorchGRU '${this.name}' takes [batch, time, features], not [${shape}]`);
+    const gates = 3 * this.units;
+    // Glorot-uniform, not tfjs's orthogonal default, which fails in some builds of tfjs-layers; a port's weights replace them.
+    this.kernel = this.addWeight('kernel', [features, gates], 'float32', tfl.initializers.glorotUniform({}));
+    this.recurrentKernel = this.addWeight('recurrent_kernel', [this.units, gates], 'float32', tfl.initializers.glorotUniform({}));
+    this.bias = this.addWeight('bias', [gates], 'float32', tfl.initializers.zeros());
+    this.recurrentBias = this.addWeight('recurrent_bias', [gates], 'float32', tfl.initializers.zeros());
+    this.built = true;
+  }
+
+  override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
+    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    return this.returnSequences ? [shape[0]!, shape[1]!, this.units] : [shape[0]!, this.units];
+  }
+
+  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+    return tf.tidy(() => {
+      const x = single(inputs) as tf.Tensor3D;
+      const [batch, steps, features] = x.shape;
+      const H = this.units;
+      // The input's part of every gate at every step in one product: [batch, time, 3·units].
+      const fromInput = tf.reshape(tf.add(tf.matMul(tf.reshape(x, [batch * steps, features]), this.kernel!.read() as tf.Tensor2D), this.bias!.read()), [
+        batch,
+        steps,
+        3 * H,
+      ]);
+      const recurrent = this.recurrentKernel!.read() as tf.Tensor2D;
+      const recurrentBias = this.recurrentBias!.read();
+      let h: tf.Tensor2D = tf.zeros([batch, H]);
+      const outputs: tf.Tensor2D[] = [];
+      for (let t = 0; t < steps; t++) {
+        const [xr, xz, xn] = tf.split(tf.reshape(tf.slice(fromInput, [0, t, 0], [-1, 1, -1]), [batch, 3 * H]), 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
+        const [hr, hz, hn] = tf.split(tf.add(tf.matMul(h, recurrent), recurrentBias), 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
+        const r = tf.sigmoid(tf.add(xr, hr));
+        const z = tf.sigmoid(tf.add(xz, hz));
+        const n = tf.tanh(tf.add(xn, tf.mul(r, hn)));
+        h = tf.add(tf.mul(tf.sub(1, z), n), tf.mul(z, h));
+        if (this.returnSequences) outputs.push(h);
+      }
+      return this.returnSequences ? tf.stack(outputs, 1) : h;
+    });
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return { ...super.getConfig(), units: this.units, returnSequences: this.returnSequences };
+  }
+}
+
+for (const layer of [TorchHardsigmoid, TorchHardswish, TorchAdaptiveAvgPool2d, TorchConv2D, TorchGRU]) tf.serialization.registerClass(layer);
 
 /**
  * PyTorch's `nn.Hardsigmoid` as a layer.
@@ -125,4 +344,22 @@ export function hardswish(args: TorchLayerArgs = {}): TorchHardswish {
  */
 export function adaptiveAvgPool2d(args: AdaptiveAvgPool2dArgs): TorchAdaptiveAvgPool2d {
   return new TorchAdaptiveAvgPool2d(args);
+}
+
+/**
+ * PyTorch's `nn.Conv2d` (groups and explicit padding included) as a layer (channels last).
+ * @example
+ * const conv = torchConv2d({ filters: 64, kernelSize: 3, padding: 1, groups: 32, name: 'conv2' });
+ */
+export function torchConv2d(args: TorchConv2DArgs): TorchConv2D {
+  return new TorchConv2D(args);
+}
+
+/**
+ * One layer of PyTorch's `nn.GRU(batch_first=True)` as a layer.
+ * @example
+ * const gru = torchGRU({ units: 64, returnSequences: true, name: 'gru' });
+ */
+export function torchGRU(args: TorchGRUArgs): TorchGRU {
+  return new TorchGRU(args);
 }
