@@ -4,6 +4,8 @@
 // and a small PyTorch network with all three ports with layout 'pytorch' and passes its check.
 // Grouped convolutions (with PyTorch's padding, strides and dilation) and PyTorch's GRU port the same
 // way and predict what PyTorch predicts; tfjs's own Conv2D and GRU are refused, naming these layers.
+// MultiheadAttention (packed in_proj_weight, its out_proj folded into it) ports for self-attention
+// with and without a causal mask, and computes PyTorch's cross-attention.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
@@ -11,7 +13,17 @@ import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { decodeNpz, toOrder, transpose } from '@npyts/core';
 import { assignWeights, npzHandler } from '@npyts/tfjs';
-import { TorchAdaptiveAvgPool2d, TorchGRU, adaptiveAvgPool2d, hardsigmoid, hardswish, torchConv2d, torchGRU } from '@npyts/tfjs/torch-layers';
+import {
+  TorchAdaptiveAvgPool2d,
+  TorchGRU,
+  TorchMultiheadAttention,
+  adaptiveAvgPool2d,
+  hardsigmoid,
+  hardswish,
+  torchConv2d,
+  torchGRU,
+  torchMultiheadAttention,
+} from '@npyts/tfjs/torch-layers';
 import { readFileSync } from 'node:fs';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
@@ -245,6 +257,70 @@ np.savez(${JSON.stringify(weights)}, **arrays)`);
   const loaded = await tfl.loadLayersModel(npzHandler(path));
   assert.ok(loaded.getLayer('gru') instanceof TorchGRU);
   assert.equal(Array.from(loaded.predict(x).dataSync()), Array.from(model.predict(x).dataSync()));
+});
+
+test('MultiheadAttention (packed in_proj_weight, out_proj) ports with layout "pytorch": self-attention with and without a causal mask, and cross-attention, predict what PyTorch predicts', async () => {
+  const weights = join(dir, 'attention.npz');
+  python(`import torch
+class Net(torch.nn.Module):
+    def __init__(self, causal):
+        super().__init__()
+        self.causal = causal
+        self.embed = torch.nn.Linear(6, 16)
+        self.attn = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+        self.fc = torch.nn.Linear(16, 3)
+    def forward(self, x):
+        h = self.embed(x)
+        n = x.shape[1]
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if self.causal else None
+        a, _ = self.attn(h, h, h, attn_mask=mask)
+        return self.fc(a)
+torch.manual_seed(4)
+net = Net(False).eval()
+x = torch.randn(3, 10, 6)
+q, kv = torch.randn(2, 5, 16), torch.randn(2, 8, 16)
+with torch.no_grad():
+    y = net(x)
+    net.causal = True
+    causal = net(x)
+    cross, _ = net.attn(q, kv, kv)
+arrays = {k: v.numpy() for k, v in net.state_dict().items()}
+arrays['check/input'] = x.numpy()
+arrays['check/output'] = y.numpy()
+np.savez(${JSON.stringify(weights)}, **arrays)
+np.savez(${JSON.stringify(join(dir, 'attention-truth.npz'))}, causal=causal.numpy(), q=q.numpy(), kv=kv.numpy(), cross=cross.numpy())`);
+  const build = (causal) =>
+    tfl.sequential({
+      layers: [
+        tfl.layers.dense({ inputShape: [10, 6], units: 16, name: 'embed' }),
+        torchMultiheadAttention({ numHeads: 4, causal, name: 'attn' }),
+        tfl.layers.dense({ units: 3, name: 'fc' }),
+      ],
+    });
+  const model = build(false);
+  await assignWeights(model, weights, { layout: 'pytorch' }); // the check members pass
+  const z = decodeNpz(readFileSync(weights));
+  const truth = decodeNpz(readFileSync(join(dir, 'attention-truth.npz')));
+  const x = tensorOf(z.getSync('check/input'));
+  const worst = largest(model.predict(x), z.getSync('check/output'));
+  assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
+  const causal = build(true);
+  await assignWeights(causal, weights, { layout: 'pytorch', check: false });
+  const worstCausal = largest(causal.predict(x), truth.getSync('causal'));
+  assert.ok(worstCausal <= 1e-5, `the causal mask differs from PyTorch by ${worstCausal}`);
+  // Cross-attention: a query of 5 positions over 8 keys and values.
+  const attn = model.getLayer('attn');
+  assert.ok(attn instanceof TorchMultiheadAttention);
+  const cross = attn.apply([tensorOf(truth.getSync('q')), tensorOf(truth.getSync('kv'))]);
+  assert.equal(cross.shape, [2, 5, 16]);
+  const worstCross = largest(cross, truth.getSync('cross'));
+  assert.ok(worstCross <= 1e-5, `cross-attention differs from PyTorch by ${worstCross}`);
+  // Saved and loaded, it is a TorchMultiheadAttention again, with its mask.
+  const path = join(dir, 'attention-model.npz');
+  await causal.save(npzHandler(path));
+  const loaded = await tfl.loadLayersModel(npzHandler(path));
+  assert.equal(loaded.getLayer('attn').getConfig().causal, true);
+  assert.equal(Array.from(loaded.predict(x).dataSync()), Array.from(causal.predict(x).dataSync()));
 });
 
 test.run();

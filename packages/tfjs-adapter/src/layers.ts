@@ -80,6 +80,7 @@ export const TORCH_LAYER_CLASS = {
   adaptiveAvgPool2d: 'TorchAdaptiveAvgPool2d',
   conv2d: 'TorchConv2D',
   gru: 'TorchGRU',
+  multiheadAttention: 'TorchMultiheadAttention',
 } as const;
 
 /** Layers that act on each value alone: what feeds them is what the check compares them with. */

@@ -96,6 +96,14 @@ async function modulesOf(archive: WeightFile, excluded: ReadonlySet<string>): Pr
     const header = await archive.info(key);
     module.params.set(rnn ? `${rnn[1]}${rnn[3] ?? ''}` : param, { key, shape: [...header.shape] });
   }
+  // A MultiheadAttention keeps its output projection as a submodule that its forward never calls as
+  // one: its parameters are the attention module's (out_proj.weight, out_proj.bias).
+  for (const [name, module] of byName) {
+    const owner = name.endsWith('.out_proj') ? byName.get(name.slice(0, -'.out_proj'.length)) : undefined;
+    if (!owner?.params.has('in_proj_weight')) continue;
+    for (const [param, value] of module.params) owner.params.set(`out_proj.${param}`, value);
+    byName.delete(name);
+  }
   return [...byName.values()];
 }
 
@@ -169,6 +177,8 @@ class LayerRules {
         return this.conv(layer, module);
       case TORCH_LAYER_CLASS.gru:
         return this.gru(layer, module);
+      case TORCH_LAYER_CLASS.multiheadAttention:
+        return this.attention(layer, module);
       default:
         return { unfit: 'npyts knows no PyTorch counterpart of this layer; map its weights with { names }' };
     }
@@ -396,6 +406,26 @@ class LayerRules {
       recurrent_kernel: ['weight_hh', LayerRules.TRANSPOSE],
       bias: ['bias_ih', LayerRules.COPY],
       recurrent_bias: ['bias_hh', LayerRules.COPY],
+    };
+    return this.byRole(layer, module, (role) => roles[role]);
+  }
+
+  private attention(layer: LayerLike, module: TorchModule): Pairing {
+    if (!module.params.has('in_proj_weight')) {
+      return module.params.has('q_proj_weight')
+        ? {
+            unfit:
+              'the module projects keys and values from other sizes (kdim, vdim: q_proj_weight, k_proj_weight, v_proj_weight), which TorchMultiheadAttention does not',
+          }
+        : { unfit: "a TorchMultiheadAttention needs a MultiheadAttention module's in_proj_weight and out_proj.weight" };
+    }
+    if (module.params.has('bias_k')) return { unfit: 'the module adds biases to the keys and values (add_bias_kv), which TorchMultiheadAttention does not' };
+    // The packed projection (query, key, value rows) and the output projection, transposed.
+    const roles: Record<string, Rule> = {
+      kernel: ['in_proj_weight', LayerRules.TRANSPOSE],
+      bias: ['in_proj_bias', LayerRules.COPY],
+      out_kernel: ['out_proj.weight', LayerRules.TRANSPOSE],
+      out_bias: ['out_proj.bias', LayerRules.COPY],
     };
     return this.byRole(layer, module, (role) => roles[role]);
   }

@@ -2,8 +2,8 @@
  * `@npyts/tfjs/torch-layers`: tfjs-layers layers that compute what PyTorch modules compute where
  * tfjs-layers has no layer of its own, or one of the same name that computes something else:
  * `nn.Hardsigmoid`, `nn.Hardswish`, `nn.AdaptiveAvgPool2d` to any output size, `nn.Conv2d` with
- * groups (and PyTorch's explicit padding), and `nn.GRU` (whose reset gate acts after the recurrent
- * product, which tfjs-layers' GRU cannot compute). They are ordinary
+ * groups (and PyTorch's explicit padding), `nn.GRU` (whose reset gate acts after the recurrent
+ * product, which tfjs-layers' GRU cannot compute) and `nn.MultiheadAttention`. They are ordinary
  * tfjs-layers layers (registered for serialization, so a model that uses them saves and loads),
  * channels-last like the rest of a ported model. This entry imports @tensorflow/tfjs-layers, which
  * the main entry does not.
@@ -317,7 +317,110 @@ export class TorchGRU extends tfl.layers.Layer {
   }
 }
 
-for (const layer of [TorchHardsigmoid, TorchHardswish, TorchAdaptiveAvgPool2d, TorchConv2D, TorchGRU]) tf.serialization.registerClass(layer);
+/** Arguments of {@link TorchMultiheadAttention}. */
+export interface TorchMultiheadAttentionArgs extends TorchLayerArgs {
+  /** Heads (`num_heads`); the embedding size (the query's last axis) must divide by it. */
+  numHeads: number;
+  /** PyTorch's `bias` (default true): the projections' biases. */
+  useBias?: boolean;
+  /**
+   * Each position attends only to itself and the positions before it: what PyTorch computes with
+   * `attn_mask=torch.triu(torch.ones(L, S, dtype=torch.bool), 1)` (default false: no mask).
+   */
+  causal?: boolean;
+}
+
+/**
+ * PyTorch's `nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)`: called on one tensor
+ * `[batch, length, embed]` (self-attention), on `[query, keyAndValue]` or on `[query, key, value]`,
+ * it gives the attention output (PyTorch's first result). Its weights are the module's, transposed:
+ * `kernel` `[embed, 3·embed]` from the packed `in_proj_weight` (query, key, value), `bias` from
+ * `in_proj_bias`, `out_kernel` and `out_bias` from `out_proj`. The query is scaled by 1/√head_dim
+ * before the product, as PyTorch does. Padding masks, `add_bias_kv`, `add_zero_attn` and separate
+ * key/value sizes (`kdim`, `vdim`) are not supported.
+ * @example
+ * const attn = new TorchMultiheadAttention({ numHeads: 8, causal: true, name: 'blocks_0_attn' });
+ */
+export class TorchMultiheadAttention extends tfl.layers.Layer {
+  static readonly className = TORCH_LAYER_CLASS.multiheadAttention;
+  readonly numHeads: number;
+  readonly useBias: boolean;
+  readonly causal: boolean;
+  private kernel: tfl.LayerVariable | null = null;
+  private bias: tfl.LayerVariable | null = null;
+  private outKernel: tfl.LayerVariable | null = null;
+  private outBias: tfl.LayerVariable | null = null;
+
+  constructor(args: TorchMultiheadAttentionArgs) {
+    super(args);
+    if (!Number.isSafeInteger(args.numHeads) || args.numHeads < 1)
+      throw new RangeError(`TorchMultiheadAttention: numHeads must be a positive integer, not ${args.numHeads}`);
+    this.numHeads = args.numHeads;
+    this.useBias = args.useBias ?? true;
+    this.causal = args.causal ?? false;
+  }
+
+  override build(inputShape: tfl.Shape | tfl.Shape[]): void {
+    const query = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const embed = query[query.length - 1];
+    if (query.length !== 3 || typeof embed !== 'number' || embed % this.numHeads !== 0) {
+      throw new RangeError(
+        `TorchMultiheadAttention '${this.name}' takes [batch, length, embed] with embed a multiple of numHeads (${this.numHeads}), not [${query}]`,
+      );
+    }
+    const glorot = tfl.initializers.glorotUniform({});
+    this.kernel = this.addWeight('kernel', [embed, 3 * embed], 'float32', glorot);
+    if (this.useBias) this.bias = this.addWeight('bias', [3 * embed], 'float32', tfl.initializers.zeros());
+    this.outKernel = this.addWeight('out_kernel', [embed, embed], 'float32', glorot);
+    if (this.useBias) this.outBias = this.addWeight('out_bias', [embed], 'float32', tfl.initializers.zeros());
+    this.built = true;
+  }
+
+  override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
+    return [...((Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape)];
+  }
+
+  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+    return tf.tidy(() => {
+      const list = Array.isArray(inputs) ? inputs : [inputs];
+      const query = list[0] as tf.Tensor3D;
+      const key = (list[1] ?? query) as tf.Tensor3D;
+      const value = (list[2] ?? list[1] ?? query) as tf.Tensor3D;
+      const [batch, length, embed] = query.shape;
+      const sourceLength = key.shape[1];
+      const heads = this.numHeads;
+      const depth = embed / heads;
+      const [wq, wk, wv] = tf.split(this.kernel!.read(), 3, 1) as tf.Tensor2D[];
+      const [bq, bk, bv] = this.bias ? tf.split(this.bias.read(), 3, 0) : [null, null, null];
+      /** x·W + b on the last axis, as [batch, heads, positions, depth]. */
+      const project = (x: tf.Tensor3D, w: tf.Tensor2D, b: tf.Tensor | null): tf.Tensor4D => {
+        const n = x.shape[1];
+        const flat = tf.matMul(tf.reshape(x, [batch * n, embed]), w);
+        return tf.transpose(tf.reshape(b ? tf.add(flat, b) : flat, [batch, n, heads, depth]), [0, 2, 1, 3]);
+      };
+      const q = tf.mul(project(query, wq!, bq!), Math.sqrt(1 / depth));
+      const k = project(key, wk!, bk!);
+      const v = project(value, wv!, bv!);
+      let scores = tf.matMul(q, k, false, true); // [batch, heads, length, sourceLength]
+      if (this.causal) {
+        const rows = tf.reshape(tf.range(0, length), [length, 1]);
+        const cols = tf.reshape(tf.range(0, sourceLength), [1, sourceLength]);
+        scores = tf.where(tf.greater(cols, rows), tf.fill(scores.shape, Number.NEGATIVE_INFINITY), scores);
+      }
+      const attended = tf.matMul(tf.softmax(scores), v); // [batch, heads, length, depth]
+      const joined = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch * length, embed]);
+      const out = tf.matMul(joined, this.outKernel!.read() as tf.Tensor2D);
+      return tf.reshape(this.outBias ? tf.add(out, this.outBias.read()) : out, [batch, length, embed]);
+    });
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return { ...super.getConfig(), numHeads: this.numHeads, useBias: this.useBias, causal: this.causal };
+  }
+}
+
+for (const layer of [TorchHardsigmoid, TorchHardswish, TorchAdaptiveAvgPool2d, TorchConv2D, TorchGRU, TorchMultiheadAttention])
+  tf.serialization.registerClass(layer);
 
 /**
  * PyTorch's `nn.Hardsigmoid` as a layer.
@@ -362,4 +465,13 @@ export function torchConv2d(args: TorchConv2DArgs): TorchConv2D {
  */
 export function torchGRU(args: TorchGRUArgs): TorchGRU {
   return new TorchGRU(args);
+}
+
+/**
+ * PyTorch's `nn.MultiheadAttention(batch_first=True)` as a layer.
+ * @example
+ * const attn = torchMultiheadAttention({ numHeads: 4, name: 'attn' });
+ */
+export function torchMultiheadAttention(args: TorchMultiheadAttentionArgs): TorchMultiheadAttention {
+  return new TorchMultiheadAttention(args);
 }
