@@ -47,7 +47,8 @@ function finish({ total, passed, skipped, failed }) {
 
 /**
  * Debian packages the tests drive: unzip (checks our archives), nginx (HTTP range reads), chromium
- * (the viewer) and python3-torch (real PyTorch models, with Debian's numpy 1.24). Install what is
+ * (the viewer), python3-torch (real PyTorch models, with Debian's numpy 1.24) and python3-torchvision
+ * (torchvision's architectures, ported in the tfjs tests). Install what is
  * missing, so that `npm ci && npm test` is the whole set-up.
  */
 function installDebianPackages() {
@@ -56,6 +57,7 @@ function installDebianPackages() {
     ['nginx-light', 'command -v nginx || test -x /usr/sbin/nginx'],
     ['chromium', 'test -x /usr/bin/chromium'],
     ['python3-torch', "/usr/bin/python3 -c 'import torch'"],
+    ['python3-torchvision', "/usr/bin/python3 -c 'import torchvision'"],
   ]
     .filter(([, check]) => spawnSync('sh', ['-c', check], { stdio: 'ignore' }).status !== 0)
     .map(([pkg]) => pkg);

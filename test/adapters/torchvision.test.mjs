@@ -1,0 +1,193 @@
+// Real architectures nobody here wrote (issue 42): torchvision 0.14's resnet18 and mobilenet_v2 (Debian's
+// PyTorch 1.13 in /usr/bin/python3), with random weights from fixed seeds and BatchNorm statistics
+// moved by a few training-mode passes, exported as numpy's state_dict archive with check members.
+// Their tfjs twins, built channels-last with layers named after the modules, take the weights with
+// layout 'pytorch' under the default check (a correct port of a deep net is accepted: the issue saw
+// mobilenet_v2 with seed 0 refused when the check did not know float32), and predict what PyTorch
+// predicts. A port with one wrong padding is refused, and the layer-by-layer check (each module's
+// output recorded with forward hooks) names the module where it goes wrong.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { decodeNpz, toOrder, transpose } from '@npyts/core';
+import { assignWeights } from '@npyts/tfjs';
+import { torchConv2d } from '@npyts/tfjs/torch-layers';
+import { scratch } from '../helpers/numpy.mjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
+
+await useCpuBackend();
+const dir = scratch('npyts-torchvision-');
+const hasTorchvision = spawnSync('/usr/bin/python3', ['-c', 'import torchvision'], { stdio: 'ignore' }).status === 0;
+if (!hasTorchvision) console.log('torchvision is missing (apt-get install python3-torchvision): the torchvision ports are skipped');
+const maybe = hasTorchvision ? test : test.skip;
+
+/** torchvision's `name` with random weights (seed), statistics moved, its state_dict and check members (and each module's output) in one archive. */
+function exportModel(name, seed, size) {
+  const path = join(dir, `${name}.npz`);
+  execFileSync(
+    '/usr/bin/python3',
+    [
+      '-c',
+      `import numpy as np, torch, torchvision, sys
+torch.manual_seed(${seed})
+net = getattr(torchvision.models, ${JSON.stringify(name)})()
+net.train()
+with torch.no_grad():
+    for _ in range(3):
+        net(torch.randn(4, 3, ${size}, ${size}))
+net.eval()
+outputs = {}
+def record(name):
+    def hook(module, inputs, output):
+        outputs['check/module/' + name] = output.detach().numpy()
+    return hook
+for n, m in net.named_modules():
+    if n and not list(m.children()):
+        m.register_forward_hook(record(n))
+x = torch.randn(2, 3, ${size}, ${size})
+with torch.no_grad():
+    y = net(x)
+arrays = {k: v.numpy() for k, v in net.state_dict().items()}
+arrays.update(outputs)
+arrays['check/input'] = x.numpy()
+arrays['check/output'] = y.numpy()
+np.savez(sys.argv[1], **arrays)`,
+      path,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  return path;
+}
+
+const bn = (name) => tfl.layers.batchNormalization({ epsilon: 1e-5, momentum: 0.9, name });
+
+/**
+ * torchvision's resnet18 as tfjs layers (functional), channels last. `wrongStem` builds the first
+ * convolution with tfjs's 'same' padding, which pads a stride-2 convolution 2 rows above and 3 below
+ * where PyTorch pads 3 and 3: the same shapes, other values.
+ */
+function resnet18(size, wrongStem = false) {
+  const input = tfl.input({ shape: [size, size, 3] });
+  const conv = (name, filters, kernel, stride, padding) => torchConv2d({ filters, kernelSize: kernel, strides: stride, padding, useBias: false, name });
+  const convBn = (x, name, filters, kernel, stride, padding) =>
+    bn(`${name.replace('conv', 'bn')}`).apply(conv(name, filters, kernel, stride, padding).apply(x));
+  const stem = wrongStem
+    ? tfl.layers.conv2d({ filters: 64, kernelSize: 7, strides: 2, padding: 'same', useBias: false, name: 'conv1' })
+    : conv('conv1', 64, 7, 2, 3);
+  let x = bn('bn1').apply(stem.apply(input));
+  x = tfl.layers.reLU({ name: 'relu' }).apply(x);
+  x = tfl.layers.maxPooling2d({ poolSize: 3, strides: 2, padding: 'valid', name: 'maxpool' }).apply(tfl.layers.zeroPadding2d({ padding: 1 }).apply(x)); // after a ReLU, zeros pad as -inf would
+  let channels = 64;
+  for (const [stage, filters] of [64, 128, 256, 512].entries()) {
+    for (let block = 0; block < 2; block++) {
+      const stride = stage > 0 && block === 0 ? 2 : 1;
+      const at = `layer${stage + 1}_${block}`;
+      let y = tfl.layers.reLU().apply(convBn(x, `${at}_conv1`, filters, 3, stride, 1));
+      y = convBn(y, `${at}_conv2`, filters, 3, 1, 1);
+      let shortcut = x;
+      if (stride !== 1 || channels !== filters) {
+        shortcut = tfl.layers
+          .batchNormalization({ epsilon: 1e-5, name: `${at}_downsample_1` })
+          .apply(torchConv2d({ filters, kernelSize: 1, strides: stride, useBias: false, name: `${at}_downsample_0` }).apply(x));
+      }
+      x = tfl.layers.reLU().apply(tfl.layers.add().apply([y, shortcut]));
+      channels = filters;
+    }
+  }
+  x = tfl.layers.globalAveragePooling2d({ name: 'avgpool' }).apply(x);
+  return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'fc' }).apply(x) });
+}
+
+/** torchvision's mobilenet_v2 as tfjs layers, channels last: inverted residual blocks with depthwise convolutions. */
+function mobilenetV2(size) {
+  const input = tfl.input({ shape: [size, size, 3] });
+  const relu6 = () => tfl.layers.reLU({ maxValue: 6 });
+  const convBnRelu = (x, at, filters, stride) =>
+    relu6().apply(bn(`${at}_1`).apply(torchConv2d({ filters, kernelSize: 3, strides: stride, padding: 1, useBias: false, name: `${at}_0` }).apply(x)));
+  const pointwise = (x, at, filters) => bn(`${at}_1`).apply(torchConv2d({ filters, kernelSize: 1, useBias: false, name: `${at}_0` }).apply(x));
+  const depthwise = (x, at, stride) =>
+    relu6().apply(
+      bn(`${at}_1`).apply(
+        tfl.layers
+          .depthwiseConv2d({ kernelSize: 3, strides: stride, padding: 'valid', useBias: false, name: `${at}_0` })
+          .apply(tfl.layers.zeroPadding2d({ padding: 1 }).apply(x)),
+      ),
+    );
+  let x = convBnRelu(input, 'features_0', 32, 2);
+  let channels = 32;
+  let index = 1;
+  for (const [t, c, n, s] of [
+    [1, 16, 1, 1],
+    [6, 24, 2, 2],
+    [6, 32, 3, 2],
+    [6, 64, 4, 2],
+    [6, 96, 3, 1],
+    [6, 160, 3, 2],
+    [6, 320, 1, 1],
+  ]) {
+    for (let i = 0; i < n; i++) {
+      const stride = i === 0 ? s : 1;
+      const at = `features_${index++}_conv`;
+      let y = x;
+      let k = 0;
+      if (t !== 1) y = relu6().apply(pointwise(y, `${at}_${k++}`, channels * t));
+      y = depthwise(y, `${at}_${k++}`, stride);
+      y = torchConv2d({ filters: c, kernelSize: 1, useBias: false, name: `${at}_${k++}` }).apply(y);
+      y = bn(`${at}_${k++}`).apply(y);
+      x = stride === 1 && channels === c ? tfl.layers.add().apply([x, y]) : y;
+      channels = c;
+    }
+  }
+  x = relu6().apply(pointwise(x, 'features_18', 1280));
+  x = tfl.layers.globalAveragePooling2d({ name: 'avgpool' }).apply(x);
+  return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'classifier_1' }).apply(x) });
+}
+
+/** The largest difference between the model's prediction on the check input (moved channels last) and PyTorch's output, and that output's scale. */
+function predictionGap(model, path) {
+  const z = decodeNpz(readFileSync(path));
+  const input = toOrder(transpose(z.getSync('check/input'), [0, 2, 3, 1]), 'C');
+  const want = z.getSync('check/output');
+  const got = model.predict(tf.tensor(input.data, input.shape)).dataSync();
+  let worst = 0;
+  let scale = 0;
+  for (let i = 0; i < got.length; i++) {
+    worst = Math.max(worst, Math.abs(got[i] - want.data[i]));
+    scale = Math.max(scale, Math.abs(want.data[i]));
+  }
+  return { worst, scale };
+}
+
+maybe("torchvision's resnet18 and mobilenet_v2 (seed 0) port with layout 'pytorch' under the default check and predict PyTorch's output", async () => {
+  for (const [name, build, size] of [
+    ['resnet18', resnet18, 64],
+    ['mobilenet_v2', mobilenetV2, 64],
+  ]) {
+    const path = exportModel(name, 0, size);
+    const model = build(size);
+    // The default check runs on the check members: it must accept a correct port.
+    await assignWeights(model, path, { layout: 'pytorch' });
+    const { worst, scale } = predictionGap(model, path);
+    assert.ok(worst <= 1e-4 * scale, `${name}: differs from PyTorch by ${worst} (outputs up to ${scale})`);
+  }
+});
+
+maybe(
+  "a resnet18 port with tfjs's 'same' padding in its stride-2 stem is refused, and the layer-by-layer check names the module where it goes wrong: 'conv1'",
+  async () => {
+    const path = exportModel('resnet18', 1, 64);
+    const wrong = resnet18(64, true);
+    const error = await assignWeights(wrong, path, { layout: 'pytorch' }).then(
+      () => null,
+      (e) => e,
+    );
+    assert.is(error?.code, 'CHECK_FAILED');
+    assert.match(error.message, /the first PyTorch module whose output differs is 'conv1'/);
+  },
+);
+
+test.run();
