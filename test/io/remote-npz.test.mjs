@@ -12,7 +12,7 @@ import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sd
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { NpyError, NpzArchive, arrayToJSON, openNpyUrl, openNpz, urlSource } from '@npyts/core';
-import { loadNpz as loadNpzNode, openNpz as openNpzNode } from '@npyts/core/node';
+import { loadNpz as loadNpzNode, openNpz as openNpzNode, streamNpzMember } from '@npyts/core/node';
 import { pathToFileURL } from 'node:url';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
@@ -323,6 +323,13 @@ test("@npyts/core/node's openNpz and loadNpz take a path, a file: URL, an http(s
   }
   const all = await loadNpzNode(`${nginx.base}/x.npz`);
   assert.equal(arrayToJSON(all.get('tail')), truth.tail);
+  // A deflated member streamed from the URL (inflated as its compressed pieces arrive) is the member's bytes.
+  const remote = await openNpzNode(`${nginx.base}/x.npz`);
+  assert.is(remote.entry('small').method, 8);
+  const chunks = [];
+  for await (const chunk of streamNpzMember(remote, 'small', 4096)) chunks.push(chunk);
+  assert.equal(Buffer.concat(chunks), Buffer.from(await remote.bytes('small')));
+  await remote.close();
 });
 
 test.after(async () => {
