@@ -26,26 +26,12 @@ import {
 import { NpyError, arrayFromValues, createArray, encodeAppendPart, encodePart, openNpy, planAppendParts, planParts, readHeader } from '@npyts/core';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { python, scratch } from '../helpers/numpy.mjs';
+import { regionOf } from '../helpers/regions.mjs';
 import { CREDENTIALS, REGION, startMoto } from '../helpers/s3.mjs';
 import { blocksOf, root } from '../packages/guide-blocks.mjs';
 import { execFile } from 'node:child_process';
 
 const dir = scratch('npyts-parts-');
-
-/** The region of `full` (C-order values by index) that a part holds, as an array of its own. */
-function regionOf(dtype, part, valueAt) {
-  const a = createArray(dtype, part.count);
-  const n = part.count.reduce((x, y) => x * y, 1);
-  const strides = part.count.map((_, k) => part.count.slice(k + 1).reduce((x, y) => x * y, 1));
-  for (let i = 0; i < n; i++) {
-    const index = part.count.map((c, k) => (Math.floor(i / strides[k]) % c) + part.start[k]);
-    a.set(
-      part.count.map((c, k) => Math.floor(i / strides[k]) % c),
-      valueAt(index),
-    );
-  }
-  return a;
-}
 
 function joined(plan, dtype, valueAt) {
   const bodies = plan.parts.map((p) => encodePart(plan, p.number, regionOf(dtype, p, valueAt)));

@@ -16,21 +16,10 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { openNpz } from '@npyts/core/node';
 import { crc32, crc32Combine } from '@npyts/core/plumbing';
 import { python, scratch } from '../helpers/numpy.mjs';
+import { regionOf } from '../helpers/regions.mjs';
 import { startMoto } from '../helpers/s3.mjs';
 
 const dir = scratch('npyts-npz-parts-');
-
-/** The region a piece holds, as an array of its own: value = f(index in the whole array). */
-function regionOf(dtype, piece, valueAt) {
-  const a = createArray(dtype, piece.count);
-  const n = piece.count.reduce((x, y) => x * y, 1);
-  const strides = piece.count.map((_, k) => piece.count.slice(k + 1).reduce((x, y) => x * y, 1));
-  for (let i = 0; i < n; i++) {
-    const local = piece.count.map((c, k) => Math.floor(i / strides[k]) % c);
-    a.set(local, valueAt(local.map((v, k) => v + piece.start[k])));
-  }
-  return a;
-}
 
 const MEMBERS = [
   { key: 'big', dtype: '<f4', shape: [3001, 37], value: ([r, c]) => r * 1000 + c, numpy: 'np.arange(3001)[:, None] * 1000 + np.arange(37)' },

@@ -17,6 +17,15 @@ export type TorchLayerArgs = NonNullable<ConstructorParameters<typeof tfl.layers
 
 const single = (inputs: tf.Tensor | tf.Tensor[]): tf.Tensor => (Array.isArray(inputs) ? inputs[0]! : inputs);
 
+/** The shape of a layer's (first) input, as tfjs-layers hands it to build and computeOutputShape. */
+const firstShape = (shape: tfl.Shape | tfl.Shape[]): tfl.Shape => (Array.isArray(shape[0]) ? shape[0] : shape) as tfl.Shape;
+
+/** `value` when it is a positive integer; else a RangeError naming the layer's argument. */
+function positiveInteger(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${what} must be a positive integer, not ${value}`);
+  return value;
+}
+
 /**
  * PyTorch's `nn.Hardsigmoid`: relu6(x + 3) / 6, in PyTorch's order of operations. tfjs's
  * `hardSigmoid` activation is clip(0.2 x + 0.5, 0, 1), another function.
@@ -76,7 +85,7 @@ export class TorchAdaptiveAvgPool2d extends tfl.layers.Layer {
   }
 
   override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
-    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const shape = firstShape(inputShape);
     return [shape[0]!, this.outputSize[0], this.outputSize[1], shape[3]!];
   }
 
@@ -150,8 +159,7 @@ export class TorchConv2D extends tfl.layers.Layer {
 
   constructor(args: TorchConv2DArgs) {
     super(args);
-    if (!Number.isSafeInteger(args.filters) || args.filters < 1) throw new RangeError(`TorchConv2D: filters must be a positive integer, not ${args.filters}`);
-    this.filters = args.filters;
+    this.filters = positiveInteger(args.filters, 'TorchConv2D: filters');
     this.kernelSize = pairOf(args.kernelSize, 1, 'kernelSize', 1);
     this.strides = pairOf(args.strides, 1, 'strides', 1);
     this.padding = pairOf(args.padding, 0, 'padding', 0);
@@ -164,7 +172,7 @@ export class TorchConv2D extends tfl.layers.Layer {
   }
 
   override build(inputShape: tfl.Shape | tfl.Shape[]): void {
-    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const shape = firstShape(inputShape);
     const channels = shape[3];
     if (typeof channels !== 'number' || channels % this.groups !== 0) {
       throw new RangeError(`TorchConv2D '${this.name}': ${channels} input channels do not divide into ${this.groups} groups`);
@@ -176,7 +184,7 @@ export class TorchConv2D extends tfl.layers.Layer {
   }
 
   override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
-    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const shape = firstShape(inputShape);
     const out = (size: number | null, axis: 0 | 1): number | null =>
       size === null ? null : Math.floor((size + 2 * this.padding[axis] - this.dilation[axis] * (this.kernelSize[axis] - 1) - 1) / this.strides[axis]) + 1;
     return [shape[0]!, out(shape[1]!, 0), out(shape[2]!, 1), this.filters];
@@ -261,13 +269,12 @@ export class TorchGRU extends tfl.layers.Layer {
 
   constructor(args: TorchGRUArgs) {
     super(args);
-    if (!Number.isSafeInteger(args.units) || args.units < 1) throw new RangeError(`TorchGRU: units must be a positive integer, not ${args.units}`);
-    this.units = args.units;
+    this.units = positiveInteger(args.units, 'TorchGRU: units');
     this.returnSequences = args.returnSequences ?? false;
   }
 
   override build(inputShape: tfl.Shape | tfl.Shape[]): void {
-    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const shape = firstShape(inputShape);
     const features = shape[2];
     if (shape.length !== 3 || typeof features !== 'number') throw new RangeError(`TorchGRU '${this.name}' takes [batch, time, features], not [${shape}]`);
     const gates = 3 * this.units;
@@ -280,7 +287,7 @@ export class TorchGRU extends tfl.layers.Layer {
   }
 
   override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
-    const shape = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const shape = firstShape(inputShape);
     return this.returnSequences ? [shape[0]!, shape[1]!, this.units] : [shape[0]!, this.units];
   }
 
@@ -353,15 +360,13 @@ export class TorchMultiheadAttention extends tfl.layers.Layer {
 
   constructor(args: TorchMultiheadAttentionArgs) {
     super(args);
-    if (!Number.isSafeInteger(args.numHeads) || args.numHeads < 1)
-      throw new RangeError(`TorchMultiheadAttention: numHeads must be a positive integer, not ${args.numHeads}`);
-    this.numHeads = args.numHeads;
+    this.numHeads = positiveInteger(args.numHeads, 'TorchMultiheadAttention: numHeads');
     this.useBias = args.useBias ?? true;
     this.causal = args.causal ?? false;
   }
 
   override build(inputShape: tfl.Shape | tfl.Shape[]): void {
-    const query = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape;
+    const query = firstShape(inputShape);
     const embed = query[query.length - 1];
     if (query.length !== 3 || typeof embed !== 'number' || embed % this.numHeads !== 0) {
       throw new RangeError(
@@ -377,7 +382,7 @@ export class TorchMultiheadAttention extends tfl.layers.Layer {
   }
 
   override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
-    return [...((Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tfl.Shape)];
+    return [...firstShape(inputShape)];
   }
 
   override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
