@@ -401,9 +401,11 @@ function httpSource(http: HttpFile, kept: Uint8Array, keptAt: number, options: {
     get rangesPerRead() {
       return http.multiRange ? perRequest : 1;
     },
-    async readRanges(ranges, readOptions = {}) {
+    async readRanges(wanted, readOptions = {}) {
       const { signal } = readOptions;
-      const out: (Uint8Array | null)[] = ranges.map((r) => known(r.offset, r.length));
+      // Clipped to the file (a short file then gives short bodies, as read() does); empty ones need no request.
+      const ranges = wanted.map((r) => ({ offset: r.offset, length: Math.max(0, endOf(r.offset, r.length) - r.offset) }));
+      const out: (Uint8Array | null)[] = ranges.map((r) => (r.length === 0 ? new Uint8Array(0) : known(r.offset, r.length)));
       const asked = ranges.filter((_, i) => !out[i]);
       const bodies = asked.length > 1 && http.multiRange ? await http.multiRangeRead(asked, signal) : null;
       let next = 0;
