@@ -1,6 +1,6 @@
-// Real architectures nobody here wrote (issue 42): torchvision 0.14's resnet18 and mobilenet_v2 (Debian's
-// PyTorch 1.13 in /usr/bin/python3), with random weights from fixed seeds and BatchNorm statistics
-// moved by a few training-mode passes, exported as numpy's state_dict archive with check members.
+// Real architectures nobody here wrote (issue 42): torchvision 0.14's resnet18, mobilenet_v2 and
+// mobilenet_v3_small (Debian's PyTorch 1.13 in /usr/bin/python3), with random weights of a trained
+// net's scale from fixed seeds and BatchNorm statistics moved by a few training-mode passes, exported as numpy's state_dict archive with check members.
 // Their tfjs twins, built channels-last with layers named after the modules, take the weights with
 // layout 'pytorch' under the default check (a correct port of a deep net is accepted: the issue saw
 // mobilenet_v2 with seed 0 refused when the check did not know float32), and predict what PyTorch
@@ -15,7 +15,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { decodeNpz, toOrder, transpose } from '@npyts/core';
 import { assignWeights } from '@npyts/tfjs';
-import { torchConv2d } from '@npyts/tfjs/torch-layers';
+import { hardsigmoid, hardswish, torchConv2d } from '@npyts/tfjs/torch-layers';
 import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 
@@ -35,6 +35,17 @@ function exportModel(name, seed, size) {
       `import numpy as np, torch, torchvision, sys
 torch.manual_seed(${seed})
 net = getattr(torchvision.models, ${JSON.stringify(name)})()
+# Weights of a trained net's scale rather than torchvision's initialisation (whose classifier and
+# zero biases make some outputs nearly constant): He-scaled weights, small biases, BatchNorm affine.
+with torch.no_grad():
+    for module in net.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+            module.weight.normal_(0, (2 / module.weight[0].numel()) ** 0.5)
+            if module.bias is not None:
+                module.bias.uniform_(-0.1, 0.1)
+        elif isinstance(module, torch.nn.BatchNorm2d):
+            module.weight.uniform_(0.5, 1.5)
+            module.bias.uniform_(-0.2, 0.2)
 net.train()
 with torch.no_grad():
     for _ in range(3):
@@ -43,7 +54,8 @@ net.eval()
 outputs = {}
 def record(name):
     def hook(module, inputs, output):
-        outputs['check/module/' + name] = output.detach().numpy()
+        # A copy: torchvision's activations work in place and would change it after the hook.
+        outputs['check/module/' + name] = output.detach().clone().numpy()
     return hook
 for n, m in net.named_modules():
     if n and not list(m.children()):
@@ -147,6 +159,70 @@ function mobilenetV2(size) {
   return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'classifier_1' }).apply(x) });
 }
 
+/** torchvision's rounding of channel counts (`_make_divisible(v, 8)`). */
+const divisible = (v) => {
+  const rounded = Math.max(8, Math.floor((v + 4) / 8) * 8);
+  return rounded < 0.9 * v ? rounded + 8 : rounded;
+};
+
+/**
+ * torchvision's mobilenet_v3_small as tfjs layers, channels last: PyTorch's Hardswish and
+ * Hardsigmoid (from @npyts/tfjs/torch-layers), squeeze-excitation gates, and BatchNorm with
+ * torchvision's eps 1e-3 (not PyTorch's default, which only the check members can vouch for).
+ */
+function mobilenetV3Small(size, gate = null) {
+  // `gate`, when given, makes the squeeze-excitation gates' activation (else PyTorch's Hardsigmoid).
+  const input = tfl.input({ shape: [size, size, 3] });
+  const act = (kind) => (kind === 'HS' ? hardswish() : tfl.layers.reLU());
+  const bn3 = (name) => tfl.layers.batchNormalization({ epsilon: 1e-3, momentum: 0.99, name });
+  /** Conv2dNormActivation: a convolution (depthwise where groups = channels), BatchNorm, an activation (or none). */
+  const convNormAct = (x, at, filters, kernel, stride, kind, depthwise = false) => {
+    const padded = tfl.layers.zeroPadding2d({ padding: (kernel - 1) / 2 }).apply(x);
+    const conv = depthwise
+      ? tfl.layers.depthwiseConv2d({ kernelSize: kernel, strides: stride, padding: 'valid', useBias: false, name: `${at}_0` })
+      : torchConv2d({ filters, kernelSize: kernel, strides: stride, useBias: false, name: `${at}_0` });
+    const y = bn3(`${at}_1`).apply(conv.apply(kernel === 1 ? x : padded));
+    return kind ? act(kind).apply(y) : y;
+  };
+  let x = convNormAct(input, 'features_0', 16, 3, 2, 'HS');
+  let channels = 16;
+  const blocks = [
+    [3, 16, 16, true, 'RE', 2],
+    [3, 72, 24, false, 'RE', 2],
+    [3, 88, 24, false, 'RE', 1],
+    [5, 96, 40, true, 'HS', 2],
+    [5, 240, 40, true, 'HS', 1],
+    [5, 240, 40, true, 'HS', 1],
+    [5, 120, 48, true, 'HS', 1],
+    [5, 144, 48, true, 'HS', 1],
+    [5, 288, 96, true, 'HS', 2],
+    [5, 576, 96, true, 'HS', 1],
+    [5, 576, 96, true, 'HS', 1],
+  ];
+  for (const [n, [kernel, expanded, out, se, kind, stride]] of blocks.entries()) {
+    const at = `features_${n + 1}_block`;
+    let i = 0;
+    let y = x;
+    if (expanded !== channels) y = convNormAct(y, `${at}_${i++}`, expanded, 1, 1, kind);
+    y = convNormAct(y, `${at}_${i++}`, expanded, kernel, stride, kind, true);
+    if (se) {
+      const squeezed = divisible(Math.floor(expanded / 4));
+      let s = tfl.layers.reshape({ targetShape: [1, 1, expanded] }).apply(tfl.layers.globalAveragePooling2d({}).apply(y));
+      s = tfl.layers.reLU().apply(torchConv2d({ filters: squeezed, kernelSize: 1, name: `${at}_${i}_fc1` }).apply(s));
+      s = (gate ? gate() : hardsigmoid()).apply(torchConv2d({ filters: expanded, kernelSize: 1, name: `${at}_${i}_fc2` }).apply(s));
+      y = tfl.layers.multiply().apply([y, s]);
+      i++;
+    }
+    y = convNormAct(y, `${at}_${i++}`, out, 1, 1, null);
+    x = stride === 1 && channels === out ? tfl.layers.add().apply([x, y]) : y;
+    channels = out;
+  }
+  x = convNormAct(x, 'features_12', 576, 1, 1, 'HS');
+  x = tfl.layers.globalAveragePooling2d({ name: 'avgpool' }).apply(x);
+  x = hardswish().apply(tfl.layers.dense({ units: 1024, name: 'classifier_0' }).apply(x));
+  return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'classifier_3' }).apply(x) });
+}
+
 /** The largest difference between the model's prediction on the check input (moved channels last) and PyTorch's output, and that output's scale. */
 function predictionGap(model, path) {
   const z = decodeNpz(readFileSync(path));
@@ -162,19 +238,23 @@ function predictionGap(model, path) {
   return { worst, scale };
 }
 
-maybe("torchvision's resnet18 and mobilenet_v2 (seed 0) port with layout 'pytorch' under the default check and predict PyTorch's output", async () => {
-  for (const [name, build, size] of [
-    ['resnet18', resnet18, 64],
-    ['mobilenet_v2', mobilenetV2, 64],
-  ]) {
-    const path = exportModel(name, 0, size);
-    const model = build(size);
-    // The default check runs on the check members: it must accept a correct port.
-    await assignWeights(model, path, { layout: 'pytorch' });
-    const { worst, scale } = predictionGap(model, path);
-    assert.ok(worst <= 1e-4 * scale, `${name}: differs from PyTorch by ${worst} (outputs up to ${scale})`);
-  }
-});
+maybe(
+  "torchvision's resnet18, mobilenet_v2 and mobilenet_v3_small (seed 0; the last with BatchNorm eps 1e-3) port with layout 'pytorch' under the default check and predict PyTorch's output",
+  async () => {
+    for (const [name, build, size] of [
+      ['resnet18', resnet18, 64],
+      ['mobilenet_v2', mobilenetV2, 64],
+      ['mobilenet_v3_small', mobilenetV3Small, 64],
+    ]) {
+      const path = exportModel(name, 0, size);
+      const model = build(size);
+      // The default check runs on the check members: it must accept a correct port.
+      await assignWeights(model, path, { layout: 'pytorch' });
+      const { worst, scale } = predictionGap(model, path);
+      assert.ok(worst <= 1e-4 * scale, `${name}: differs from PyTorch by ${worst} (outputs up to ${scale})`);
+    }
+  },
+);
 
 maybe(
   "a resnet18 port with tfjs's 'same' padding in its stride-2 stem is refused, and the layer-by-layer check names the module where it goes wrong: 'conv1'",
@@ -187,6 +267,36 @@ maybe(
     );
     assert.is(error?.code, 'CHECK_FAILED');
     assert.match(error.message, /the first PyTorch module whose output differs is 'conv1'/);
+  },
+);
+
+maybe(
+  "a mobilenet_v3_small port with tfjs's hardSigmoid in its squeeze-excitation gates is refused at the first block after a gate; BatchNorm's eps 1e-3 is suspected only where no module output vouches for it, and summed up",
+  async () => {
+    const path = exportModel('mobilenet_v3_small', 2, 64);
+    const wrong = mobilenetV3Small(64, () => tfl.layers.activation({ activation: 'hardSigmoid' }));
+    const error = await assignWeights(wrong, path, { layout: 'pytorch' }).then(
+      () => null,
+      (e) => e,
+    );
+    assert.is(error?.code, 'CHECK_FAILED');
+    assert.match(error.message, /the first PyTorch module whose output differs is 'features\.1\.block\.2\.0'/);
+    assert.match(error.message, /epsilon is 0\.001.*; and \d+ more layers like them/);
+    // The BatchNorms before the gate were seen to agree with their modules: their epsilon is not suspected.
+    assert.not.match(error.message, /tfjs layer 'features_0_1'/);
+    assert.ok(error.message.length < 3000, `${error.message.length} characters`);
+    // One gate layer called in every block: tfjs cannot run such a model layer by layer, and the refusal says so.
+    const shared = tfl.layers.activation({ activation: 'hardSigmoid' });
+    const sharing = await assignWeights(
+      mobilenetV3Small(64, () => shared),
+      path,
+      { layout: 'pytorch' },
+    ).then(
+      () => null,
+      (e) => e,
+    );
+    assert.is(sharing?.code, 'CHECK_FAILED');
+    assert.match(sharing.message, /the layer-by-layer check could not run this model \(tfjs: Layer .* has multiple inbound nodes/);
   },
 );
 

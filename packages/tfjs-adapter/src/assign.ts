@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type WeightFile } from '@npyts/core';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
 import { openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
-import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions } from './pytorch.js';
+import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions, type Suspect } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import { checkWith, hasCheck, type CheckModelOptions, type Findings } from './check.js';
@@ -79,7 +79,7 @@ export async function planFrom(
   weights: Weights,
   archive: WeightFile,
   options: PlanWeightsOptions & { ignoreUnusedKeys?: ReadonlySet<string>; evidence?: boolean },
-  suspects: string[] = [],
+  suspects: Suspect[] = [],
   pairing: [LayerLike, string][] = [],
 ): Promise<PlanStep[]> {
   const list = weightList(weights);
@@ -210,7 +210,7 @@ export async function assignWeights(weights: Weights, source: WeightSource, opti
     // With check members to run, the check is the evidence: a configuration that differs from
     // PyTorch's defaults (an epsilon) is planned, and named if the check then fails.
     const checking = options.check !== false && hasCheck(checks) && isPredicting(weights);
-    const suspects: string[] = [];
+    const suspects: Suspect[] = [];
     const pairing: [LayerLike, string][] = [];
     const steps = await planFrom(weights, archive, { ...options, evidence: checking }, suspects, pairing);
     const tensors = await readSteps(steps, archive, options);

@@ -7,7 +7,7 @@ import { NpyError, familyOf, transpose, toOrder, type NdArray, type WeightFile }
 import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 import { toTensor } from './tensors.js';
 import { CHECK_PREFIX } from './weights.js';
-import { planPytorch } from './pytorch.js';
+import { planPytorch, type Suspect } from './pytorch.js';
 import { TORCH_LAYER_CLASS, configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike, type SymbolicLike } from './layers.js';
 
 /**
@@ -106,7 +106,7 @@ export async function checkModel(model: LayersModelLike, source: WeightSource, o
 /** {@link checkModel} on an opened archive. */
 /** What planning found that a failed check should say: configurations that differ from PyTorch's defaults, and which module each layer computes. */
 export interface Findings {
-  readonly suspects: readonly string[];
+  readonly suspects: readonly Suspect[];
   readonly pairing: readonly (readonly [LayerLike, string])[];
 }
 
@@ -180,13 +180,16 @@ export async function checkWith(
       if (worst.failure) {
         // With each module's output recorded, the first layer that diverges is the place to look.
         const first = await firstDivergence(model, archive, inputs, found.pairing, pytorch, options);
-        const noted = suspects.length ? `; where the port differs from PyTorch's defaults: ${suspects.join('; ')}` : '';
-        if (first) throw new NpyError('CHECK_FAILED', `${first}; at the output: ${worst.bare}${noted}`);
+        // A layer whose own output was seen to agree with its module's is cleared of suspicion.
+        const open = suspects.filter((s) => !first?.agreed.has(s.layer)).map((s) => s.text);
+        const noted = open.length ? `; where the port differs from PyTorch's defaults: ${listed(open)}` : '';
+        if (first && !first.ran) throw new NpyError('CHECK_FAILED', `${worst.failure}${noted}; ${first.message}`);
+        if (first) throw new NpyError('CHECK_FAILED', `${first.message}; at the output: ${worst.bare}${noted}`);
         // Where the port is known to differ from PyTorch's defaults, that is the likely cause: named
         // instead of the general judgement (which would offer a looser tolerance).
         throw new NpyError(
           'CHECK_FAILED',
-          suspects.length ? `${worst.bare}; where the port differs from PyTorch's defaults (the likely cause): ${suspects.join('; ')}` : worst.failure,
+          open.length ? `${worst.bare}; where the port differs from PyTorch's defaults (the likely cause): ${listed(open)}` : worst.failure,
         );
       }
       if (worst.compared === 0) {
@@ -202,6 +205,12 @@ export async function checkWith(
   } finally {
     tf.dispose(inputs);
   }
+}
+
+/** The first few of many findings, and how many more (a net's 50 BatchNorms built alike make one point, not 50). */
+function listed(findings: readonly string[], shown = 3): string {
+  if (findings.length <= shown) return findings.join('; ');
+  return `${findings.slice(0, shown).join('; ')}; and ${findings.length - shown} more layers like them`;
 }
 
 /** What usually makes a layer of this class compute something other than its PyTorch module. */
@@ -227,7 +236,8 @@ const LIKELY_CAUSE: Record<string, string> = {
 /**
  * The first paired layer whose output differs from its module's recorded output (`check/module/NAME`
  * members, in the model's layer order), as a message naming both and the likely cause; null when no
- * module output was recorded, the model cannot be run layer by layer, or every recorded one agrees.
+ * module output was recorded or every recorded one agrees; `ran: false` with the reason where tfjs cannot
+ * run the model layer by layer.
  */
 async function firstDivergence(
   model: LayersModelLike,
@@ -236,19 +246,30 @@ async function firstDivergence(
   pairing: readonly (readonly [LayerLike, string])[],
   pytorch: boolean,
   options: CheckModelOptions,
-): Promise<string | null> {
+): Promise<{ ran: boolean; message: string; agreed: ReadonlySet<string> } | null> {
   if (!model.execute) return null;
   const recorded = pairing.filter(([layer, module]) => archive.has(`${MODULE_PREFIX}${module}`) && singleOutput(layer)?.name !== undefined);
   if (!recorded.length) return null;
-  const outputs = tf.tidy(() => {
-    const y = model.execute!(
-      inputs.length === 1 ? inputs[0]! : [...inputs],
-      recorded.map(([layer]) => singleOutput(layer)!.name!),
-    );
-    return Array.isArray(y) ? y : [y];
-  });
+  let outputs: tf.Tensor[];
+  try {
+    outputs = tf.tidy(() => {
+      const y = model.execute!(
+        inputs.length === 1 ? inputs[0]! : [...inputs],
+        recorded.map(([layer]) => singleOutput(layer)!.name!),
+      );
+      return Array.isArray(y) ? y : [y];
+    });
+  } catch (e) {
+    // tfjs-layers' execute refuses some models (one layer object called at several places).
+    return {
+      ran: false,
+      agreed: new Set(),
+      message: `the layer-by-layer check could not run this model (tfjs: ${(e as Error).message}); give each call its own layer to have it name the first module that differs`,
+    };
+  }
   try {
     let before = '';
+    const agreed = new Set<string>();
     for (const [i, [layer, module]] of recorded.entries()) {
       const key = `${MODULE_PREFIX}${module}`;
       let reference = await archive.get(key);
@@ -267,9 +288,14 @@ async function firstDivergence(
       if (r.failure) {
         const cls = layer.getClassName();
         const where = before ? ` (the modules before it, up to '${before}', agree: look at this layer and the layers without weights just before it)` : '';
-        return `the first PyTorch module whose output differs is '${module}', computed by tfjs layer '${layer.name}' (${cls})${where}: ${r.bare}; the likely cause for a ${cls}: ${LIKELY_CAUSE[cls] ?? 'its configuration against the module'}`;
+        return {
+          ran: true,
+          agreed,
+          message: `the first PyTorch module whose output differs is '${module}', computed by tfjs layer '${layer.name}' (${cls})${where}: ${r.bare}; the likely cause for a ${cls}: ${LIKELY_CAUSE[cls] ?? 'its configuration against the module'}`,
+        };
       }
       before = module;
+      agreed.add(layer.name);
     }
     return null;
   } finally {

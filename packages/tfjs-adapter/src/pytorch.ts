@@ -43,6 +43,14 @@ export interface PlannedWeight {
   readonly shape: readonly number[];
 }
 
+/** A layer whose configuration differs from its module's default, planned because the check will judge it. */
+export interface Suspect {
+  /** The tfjs layer's name. */
+  readonly layer: string;
+  /** How it differs, and the fix if it is wrong. */
+  readonly text: string;
+}
+
 /** A PyTorch module as the archive gives it: its name and its parameters' keys and shapes. */
 interface TorchModule {
   readonly name: string;
@@ -227,7 +235,10 @@ class LayerRules {
       const n = Number(v.toPrecision(6));
       return n !== 0 && Math.abs(n) < 1e-3 ? n.toExponential() : String(n);
     };
-    return `${describeLayer(layer)}: epsilon is ${e(eps)} but ${describeModule(module)} has eps ${e(wanted)}${stated ? ' (as stated in { epsilon })' : " (PyTorch's default; tfjs's is 1e-3)"}; build the layer with epsilon: ${e(wanted)}${stated ? '' : ', or pass { epsilon } if the PyTorch module was built with another eps'}`;
+    if (stated)
+      return `${describeLayer(layer)}: epsilon is ${e(eps)} but ${describeModule(module)} has eps ${e(wanted)} (as stated in { epsilon }); build the layer with epsilon: ${e(wanted)}`;
+    // A state_dict does not record eps: the module has PyTorch's default unless it was built with another.
+    return `${describeLayer(layer)}: epsilon is ${e(eps)}, but ${describeModule(module)} has PyTorch's default eps ${e(wanted)} unless it was built with another (a state_dict does not say; tfjs's default is 1e-3); build the layer with epsilon: ${e(wanted)}, or pass { epsilon } if the PyTorch module was built with another eps`;
   }
 
   /**
@@ -499,7 +510,7 @@ export async function planPytorch(
   archive: WeightFile,
   options: PytorchLayoutOptions & { ignoreUnused?: boolean | undefined; evidence?: boolean | undefined } = {},
   excluded: Excluded = { weights: new Set(), keys: new Set() },
-  suspects: string[] = [],
+  suspects: Suspect[] = [],
   pairing: [LayerLike, string][] = [],
 ): Promise<PlannedWeight[]> {
   const rules = new LayerRules(options);
@@ -564,7 +575,7 @@ export async function planPytorch(
     // An epsilon that is not PyTorch's default is refused on the default's word alone, unless the
     // check members will run (evidence decides: a right epsilon passes, a wrong one fails the check,
     // which then names it). An epsilon stated in { epsilon } that the layer contradicts is refused.
-    if (eps && options.evidence && options.epsilon === undefined) suspects.push(eps);
+    if (eps && options.evidence && options.epsilon === undefined) suspects.push({ layer: layer.name, text: eps });
     else if (eps) {
       problems.push(eps);
       continue;
