@@ -1,6 +1,7 @@
-// Real architectures nobody here wrote (issue 42): torchvision 0.14's resnet18, mobilenet_v2 and
-// mobilenet_v3_small (Debian's PyTorch 1.13 in /usr/bin/python3), with random weights of a trained
-// net's scale from fixed seeds and BatchNorm statistics moved by a few training-mode passes, exported as numpy's state_dict archive with check members.
+// Real architectures nobody here wrote (issue 42): torchvision 0.14's resnet18, mobilenet_v2,
+// mobilenet_v3_small and efficientnet_b0 (Debian's PyTorch 1.13 in /usr/bin/python3), with random
+// weights of a trained net's scale from fixed seeds and BatchNorm statistics moved by a few
+// training-mode passes, exported as numpy's state_dict archive with check members.
 // Their tfjs twins, built channels-last with layers named after the modules, take the weights with
 // layout 'pytorch' under the default check (a correct port of a deep net is accepted: the issue saw
 // mobilenet_v2 with seed 0 refused when the check did not know float32), and predict what PyTorch
@@ -223,6 +224,57 @@ function mobilenetV3Small(size, gate = null) {
   return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'classifier_3' }).apply(x) });
 }
 
+/**
+ * torchvision's efficientnet_b0 as tfjs layers, channels last: MBConv blocks with SiLU (tfjs's
+ * 'swish'), squeeze-excitation gated by a sigmoid, and residuals (stochastic depth is the identity
+ * when evaluating).
+ */
+function efficientnetB0(size) {
+  const input = tfl.input({ shape: [size, size, 3] });
+  const silu = () => tfl.layers.activation({ activation: 'swish' });
+  const convNormAct = (x, at, filters, kernel, stride, activate, depthwise = false) => {
+    const padded = kernel === 1 ? x : tfl.layers.zeroPadding2d({ padding: (kernel - 1) / 2 }).apply(x);
+    const conv = depthwise
+      ? tfl.layers.depthwiseConv2d({ kernelSize: kernel, strides: stride, padding: 'valid', useBias: false, name: `${at}_0` })
+      : torchConv2d({ filters, kernelSize: kernel, strides: stride, useBias: false, name: `${at}_0` });
+    const y = bn(`${at}_1`).apply(conv.apply(padded));
+    return activate ? silu().apply(y) : y;
+  };
+  let x = convNormAct(input, 'features_0', 32, 3, 2, true);
+  let channels = 32;
+  const stages = [
+    [1, 3, 1, 16, 1],
+    [6, 3, 2, 24, 2],
+    [6, 5, 2, 40, 2],
+    [6, 3, 2, 80, 3],
+    [6, 5, 1, 112, 3],
+    [6, 5, 2, 192, 4],
+    [6, 3, 1, 320, 1],
+  ];
+  for (const [stage, [expand, kernel, firstStride, out, count]] of stages.entries()) {
+    for (let j = 0; j < count; j++) {
+      const stride = j === 0 ? firstStride : 1;
+      const at = `features_${stage + 1}_${j}_block`;
+      const expanded = divisible(channels * expand);
+      let i = 0;
+      let y = x;
+      if (expanded !== channels) y = convNormAct(y, `${at}_${i++}`, expanded, 1, 1, true);
+      y = convNormAct(y, `${at}_${i++}`, expanded, kernel, stride, true, true);
+      let s = tfl.layers.reshape({ targetShape: [1, 1, expanded] }).apply(tfl.layers.globalAveragePooling2d({}).apply(y));
+      s = silu().apply(torchConv2d({ filters: Math.max(1, Math.floor(channels / 4)), kernelSize: 1, name: `${at}_${i}_fc1` }).apply(s));
+      s = tfl.layers.activation({ activation: 'sigmoid' }).apply(torchConv2d({ filters: expanded, kernelSize: 1, name: `${at}_${i}_fc2` }).apply(s));
+      y = tfl.layers.multiply().apply([y, s]);
+      i++;
+      y = convNormAct(y, `${at}_${i++}`, out, 1, 1, false);
+      x = stride === 1 && channels === out ? tfl.layers.add().apply([x, y]) : y;
+      channels = out;
+    }
+  }
+  x = convNormAct(x, 'features_8', 1280, 1, 1, true);
+  x = tfl.layers.globalAveragePooling2d({ name: 'avgpool' }).apply(x);
+  return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'classifier_1' }).apply(x) });
+}
+
 /** The largest difference between the model's prediction on the check input (moved channels last) and PyTorch's output, and that output's scale. */
 function predictionGap(model, path) {
   const z = decodeNpz(readFileSync(path));
@@ -239,12 +291,13 @@ function predictionGap(model, path) {
 }
 
 maybe(
-  "torchvision's resnet18, mobilenet_v2 and mobilenet_v3_small (seed 0; the last with BatchNorm eps 1e-3) port with layout 'pytorch' under the default check and predict PyTorch's output",
+  "torchvision's resnet18, mobilenet_v2, mobilenet_v3_small (BatchNorm eps 1e-3) and efficientnet_b0 (seed 0) port with layout 'pytorch' under the default check and predict PyTorch's output",
   async () => {
     for (const [name, build, size] of [
       ['resnet18', resnet18, 64],
       ['mobilenet_v2', mobilenetV2, 64],
       ['mobilenet_v3_small', mobilenetV3Small, 64],
+      ['efficientnet_b0', efficientnetB0, 64],
     ]) {
       const path = exportModel(name, 0, size);
       const model = build(size);
