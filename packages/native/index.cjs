@@ -17,6 +17,14 @@ try {
   } catch { /* no record: not installed through npm, or the binary was removed */ }
   throw new Error(`@npyts/native has no binary for this platform${why ? ` and was not built at install: ${why}` : ''} (${e.message.split('\n')[0]})`);
 }
-const addon = require(path);
+let addon;
+try {
+  addon = require(path);
+} catch (e) {
+  // A binary that is there but does not load (a prebuild for a newer glibc, a file damaged): say which, and the way out.
+  throw new Error(
+    `@npyts/native's binary ${relative(__dirname, path)} does not load here (${e.message.split('\n')[0]}); build it for this machine with \`npm rebuild @npyts/native\` (needs a C compiler), or run without it`,
+  );
+}
 Object.defineProperty(addon, 'binary', { value: relative(__dirname, path), enumerable: false });
 module.exports = addon;

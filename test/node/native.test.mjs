@@ -3,13 +3,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { decodeNpy, toOrder, createArray } from '@npyts/core';
 import { loadNpySync, saveNpySync, nativeStatus } from '@npyts/core/node';
 import { numpy, python, scratch, spawnCli } from '../helpers/numpy.mjs';
+import { root } from '../packages/guide-blocks.mjs';
 
 const dir = scratch();
 const cases = numpy('swapped', dir);
@@ -115,6 +116,23 @@ function checkSwaps() {
   }
   return bad;
 }
+
+test('a binary that is there but does not load (a prebuild for a newer glibc, say) is named, with the way to build one: npyts keeps to JavaScript and nativeStatus() says why', () => {
+  // A copy of the package beside the repository's node_modules, whose only binary is a damaged prebuild.
+  const copy = join(root, 'node_modules', '.cache', 'npyts-native-damaged');
+  rmSync(copy, { recursive: true, force: true });
+  mkdirSync(join(copy, 'prebuilds', `${process.platform}-${process.arch}`), { recursive: true });
+  for (const f of ['index.cjs', 'package.json']) writeFileSync(join(copy, f), readFileSync(join(root, 'packages', 'native', f)));
+  writeFileSync(join(copy, 'prebuilds', `${process.platform}-${process.arch}`, 'node.napi.glibc.node'), 'not an ELF file');
+  const said = execFileSync(process.execPath, ['-e', `try { require(${JSON.stringify(join(copy, 'index.cjs'))}) } catch (e) { console.log(e.message) }`], {
+    encoding: 'utf8',
+  });
+  assert.match(
+    said,
+    /^@npyts\/native's binary prebuilds\/[\w-]+\/node\.napi\.glibc\.node does not load here \(.*\); build it for this machine with `npm rebuild @npyts\/native`/,
+  );
+  rmSync(copy, { recursive: true, force: true });
+});
 
 test('npyts --version says whether the addon is in use', () => {
   const r = spawnCli(['--version']);
