@@ -18,6 +18,8 @@ import {
   TorchGRU,
   TorchMultiheadAttention,
   adaptiveAvgPool2d,
+  channelChunk,
+  channelShuffle,
   hardsigmoid,
   hardswish,
   torchConv2d,
@@ -321,6 +323,27 @@ np.savez(${JSON.stringify(join(dir, 'attention-truth.npz'))}, causal=causal.nump
   const loaded = await tfl.loadLayersModel(npzHandler(path));
   assert.equal(loaded.getLayer('attn').getConfig().causal, true);
   assert.equal(Array.from(loaded.predict(x).dataSync()), Array.from(causal.predict(x).dataSync()));
+});
+
+test("channelShuffle and channelChunk give PyTorch's channel_shuffle and chunk (channels last), also where the chunks do not divide", () => {
+  const path = join(dir, 'channels.npz');
+  python(`import torch
+torch.manual_seed(5)
+x = torch.randn(2, 12, 3, 4)
+b, c, h, w = x.shape
+shuffled = x.view(b, 3, c // 3, h, w).transpose(1, 2).reshape(b, c, h, w)
+y = torch.randn(2, 7, 3, 4)
+last = lambda t: t.permute(0, 2, 3, 1).contiguous().numpy()
+np.savez(${JSON.stringify(path)}, x=last(x), shuffled=last(shuffled), y=last(y), **{f'chunk{i}': last(t) for i, t in enumerate(y.chunk(3, dim=1))})`);
+  const z = decodeNpz(readFileSync(path));
+  const shuffled = channelShuffle({ groups: 3 }).apply(tensorOf(z.getSync('x')));
+  assert.equal(Array.from(shuffled.dataSync()), Array.from(z.getSync('shuffled').data));
+  for (let i = 0; i < 3; i++) {
+    const chunk = channelChunk({ chunks: 3, index: i }).apply(tensorOf(z.getSync('y')));
+    assert.equal(chunk.shape, z.getSync(`chunk${i}`).shape);
+    assert.equal(Array.from(chunk.dataSync()), Array.from(z.getSync(`chunk${i}`).data));
+  }
+  assert.throws(() => channelChunk({ chunks: 2, index: 2 }), /index must be an integer from 0 to 1/);
 });
 
 test.run();

@@ -1,5 +1,5 @@
 // Real architectures nobody here wrote (issue 42): torchvision 0.14's resnet18, mobilenet_v2,
-// mobilenet_v3_small and efficientnet_b0 (Debian's PyTorch 1.13 in /usr/bin/python3), with random
+// mobilenet_v3_small, efficientnet_b0 and shufflenet_v2_x0_5 (Debian's PyTorch 1.13 in /usr/bin/python3), with random
 // weights of a trained net's scale from fixed seeds and BatchNorm statistics moved by a few
 // training-mode passes, exported as numpy's state_dict archive with check members.
 // Their tfjs twins, built channels-last with layers named after the modules, take the weights with
@@ -16,7 +16,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { decodeNpz, toOrder, transpose } from '@npyts/core';
 import { assignWeights } from '@npyts/tfjs';
-import { hardsigmoid, hardswish, torchConv2d } from '@npyts/tfjs/torch-layers';
+import { channelChunk, channelShuffle, hardsigmoid, hardswish, torchConv2d } from '@npyts/tfjs/torch-layers';
 import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 
@@ -275,6 +275,53 @@ function efficientnetB0(size) {
   return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'classifier_1' }).apply(x) });
 }
 
+/**
+ * torchvision's shufflenet_v2_x0_5 as tfjs layers, channels last: each block splits its channels in
+ * two (stride 1) or runs two branches (stride 2), joins them and shuffles the channels, with
+ * channelChunk and channelShuffle from @npyts/tfjs/torch-layers.
+ */
+function shufflenetV2x05(size) {
+  const input = tfl.input({ shape: [size, size, 3] });
+  const relu = () => tfl.layers.reLU();
+  const pointwise = (x, at, filters) => torchConv2d({ filters, kernelSize: 1, useBias: false, name: at }).apply(x);
+  const depthwise = (x, at, stride) =>
+    tfl.layers
+      .depthwiseConv2d({ kernelSize: 3, strides: stride, padding: 'valid', useBias: false, name: at })
+      .apply(tfl.layers.zeroPadding2d({ padding: 1 }).apply(x));
+  let x = relu().apply(bn('conv1_1').apply(torchConv2d({ filters: 24, kernelSize: 3, strides: 2, padding: 1, useBias: false, name: 'conv1_0' }).apply(input)));
+  x = tfl.layers.maxPooling2d({ poolSize: 3, strides: 2, padding: 'valid', name: 'maxpool' }).apply(tfl.layers.zeroPadding2d({ padding: 1 }).apply(x)); // after a ReLU, zeros pad as -inf would
+  for (const [stage, [repeats, out]] of [
+    [4, 48],
+    [8, 96],
+    [4, 192],
+  ].entries()) {
+    const half = out / 2;
+    for (let j = 0; j < repeats; j++) {
+      const at = `stage${stage + 2}_${j}`;
+      const stride = j === 0 ? 2 : 1;
+      const branch2 = (y) => {
+        y = relu().apply(bn(`${at}_branch2_1`).apply(pointwise(y, `${at}_branch2_0`, half)));
+        y = bn(`${at}_branch2_4`).apply(depthwise(y, `${at}_branch2_3`, stride));
+        return relu().apply(bn(`${at}_branch2_6`).apply(pointwise(y, `${at}_branch2_5`, half)));
+      };
+      let left;
+      let right;
+      if (stride === 1) {
+        left = channelChunk({ chunks: 2, index: 0 }).apply(x);
+        right = branch2(channelChunk({ chunks: 2, index: 1 }).apply(x));
+      } else {
+        left = bn(`${at}_branch1_1`).apply(depthwise(x, `${at}_branch1_0`, 2));
+        left = relu().apply(bn(`${at}_branch1_3`).apply(pointwise(left, `${at}_branch1_2`, half)));
+        right = branch2(x);
+      }
+      x = channelShuffle({ groups: 2 }).apply(tfl.layers.concatenate({ axis: -1 }).apply([left, right]));
+    }
+  }
+  x = relu().apply(bn('conv5_1').apply(pointwise(x, 'conv5_0', 1024)));
+  x = tfl.layers.globalAveragePooling2d({ name: 'avgpool' }).apply(x);
+  return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'fc' }).apply(x) });
+}
+
 /** The largest difference between the model's prediction on the check input (moved channels last) and PyTorch's output, and that output's scale. */
 function predictionGap(model, path) {
   const z = decodeNpz(readFileSync(path));
@@ -291,13 +338,14 @@ function predictionGap(model, path) {
 }
 
 maybe(
-  "torchvision's resnet18, mobilenet_v2, mobilenet_v3_small (BatchNorm eps 1e-3) and efficientnet_b0 (seed 0) port with layout 'pytorch' under the default check and predict PyTorch's output",
+  "torchvision's resnet18, mobilenet_v2, mobilenet_v3_small (BatchNorm eps 1e-3), efficientnet_b0 and shufflenet_v2_x0_5 (seed 0) port with layout 'pytorch' under the default check and predict PyTorch's output",
   async () => {
     for (const [name, build, size] of [
       ['resnet18', resnet18, 64],
       ['mobilenet_v2', mobilenetV2, 64],
       ['mobilenet_v3_small', mobilenetV3Small, 64],
       ['efficientnet_b0', efficientnetB0, 64],
+      ['shufflenet_v2_x0_5', shufflenetV2x05, 64],
     ]) {
       const path = exportModel(name, 0, size);
       const model = build(size);

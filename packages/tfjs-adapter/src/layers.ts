@@ -81,6 +81,8 @@ export const TORCH_LAYER_CLASS = {
   conv2d: 'TorchConv2D',
   gru: 'TorchGRU',
   multiheadAttention: 'TorchMultiheadAttention',
+  channelShuffle: 'TorchChannelShuffle',
+  channelChunk: 'TorchChannelChunk',
 } as const;
 
 /** Layers that act on each value alone: what feeds them is what the check compares them with. */
@@ -130,7 +132,8 @@ export function layoutOf(layer: LayerLike): Layout {
     const cls = at.getClassName();
     const format = configOf(at).dataFormat;
     if (format === 'channelsLast' || format === 'channelsFirst') return format;
-    if (['Embedding', 'LSTM', 'GRU', 'SimpleRNN', 'Bidirectional', 'Dense'].includes(cls)) return 'same';
+    if (['Embedding', 'LSTM', 'GRU', 'SimpleRNN', 'Bidirectional', 'Dense', TORCH_LAYER_CLASS.gru, TORCH_LAYER_CLASS.multiheadAttention].includes(cls))
+      return 'same';
     if (!LAYOUT_KEEPING.has(cls)) return 'unknown';
     const before = inputsOf(at);
     if (before.length !== 1) return 'unknown';

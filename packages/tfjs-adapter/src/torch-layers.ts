@@ -3,7 +3,8 @@
  * tfjs-layers has no layer of its own, or one of the same name that computes something else:
  * `nn.Hardsigmoid`, `nn.Hardswish`, `nn.AdaptiveAvgPool2d` to any output size, `nn.Conv2d` with
  * groups (and PyTorch's explicit padding), `nn.GRU` (whose reset gate acts after the recurrent
- * product, which tfjs-layers' GRU cannot compute) and `nn.MultiheadAttention`. They are ordinary
+ * product, which tfjs-layers' GRU cannot compute), `nn.MultiheadAttention`, and ShuffleNet's channel
+ * split and shuffle. They are ordinary
  * tfjs-layers layers (registered for serialization, so a model that uses them saves and loads),
  * channels-last like the rest of a ported model. This entry imports @tensorflow/tfjs-layers, which
  * the main entry does not.
@@ -424,8 +425,118 @@ export class TorchMultiheadAttention extends tfl.layers.Layer {
   }
 }
 
-for (const layer of [TorchHardsigmoid, TorchHardswish, TorchAdaptiveAvgPool2d, TorchConv2D, TorchGRU, TorchMultiheadAttention])
+/** Arguments of {@link TorchChannelShuffle}. */
+export interface ChannelShuffleArgs extends TorchLayerArgs {
+  /** Groups (ShuffleNet's 2); the channels must divide by it. */
+  groups: number;
+}
+
+/**
+ * ShuffleNet's channel shuffle (`torchvision.models.shufflenetv2.channel_shuffle`) on channels-last
+ * input: the channels seen as `groups` rows of `channels / groups`, transposed. PyTorch's
+ * `x.view(b, g, c // g, h, w).transpose(1, 2).reshape(b, c, h, w)`.
+ * @example
+ * const shuffle = new TorchChannelShuffle({ groups: 2 });
+ */
+export class TorchChannelShuffle extends tfl.layers.Layer {
+  static readonly className = TORCH_LAYER_CLASS.channelShuffle;
+  readonly groups: number;
+
+  constructor(args: ChannelShuffleArgs) {
+    super(args);
+    this.groups = positiveInteger(args.groups, 'TorchChannelShuffle: groups');
+  }
+
+  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+    return tf.tidy(() => {
+      const x = single(inputs);
+      const shape = x.shape;
+      const channels = shape[shape.length - 1]!;
+      if (channels % this.groups !== 0)
+        throw new RangeError(`TorchChannelShuffle '${this.name}': ${channels} channels do not divide into ${this.groups} groups`);
+      const lead = shape.slice(0, -1);
+      const grouped = tf.reshape(x, [...lead, this.groups, channels / this.groups]);
+      const axes = [...lead.map((_, i) => i), lead.length + 1, lead.length];
+      return tf.reshape(tf.transpose(grouped, axes), shape);
+    });
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return { ...super.getConfig(), groups: this.groups, dataFormat: 'channelsLast' };
+  }
+}
+
+/** Arguments of {@link TorchChannelChunk}. */
+export interface ChannelChunkArgs extends TorchLayerArgs {
+  /** How many chunks the channels are cut into (PyTorch's `chunks`). */
+  chunks: number;
+  /** Which chunk this layer gives, from 0. */
+  index: number;
+}
+
+/**
+ * One chunk of the channels of channels-last input: PyTorch's `x.chunk(chunks, dim=1)[index]`
+ * (chunks of ⌈channels / chunks⌉, the last one shorter when they do not divide).
+ * @example
+ * const [left, right] = [0, 1].map((index) => new TorchChannelChunk({ chunks: 2, index }).apply(x));
+ */
+export class TorchChannelChunk extends tfl.layers.Layer {
+  static readonly className = TORCH_LAYER_CLASS.channelChunk;
+  readonly chunks: number;
+  readonly index: number;
+
+  constructor(args: ChannelChunkArgs) {
+    super(args);
+    this.chunks = positiveInteger(args.chunks, 'TorchChannelChunk: chunks');
+    if (!Number.isSafeInteger(args.index) || args.index < 0 || args.index >= this.chunks) {
+      throw new RangeError(`TorchChannelChunk: index must be an integer from 0 to ${this.chunks - 1}, not ${args.index}`);
+    }
+    this.index = args.index;
+  }
+
+  /** [first channel, count] of this chunk of `channels`. */
+  private range(channels: number): [number, number] {
+    const size = Math.ceil(channels / this.chunks);
+    const from = Math.min(channels, this.index * size);
+    return [from, Math.max(0, Math.min(size, channels - from))];
+  }
+
+  override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
+    const shape = [...firstShape(inputShape)];
+    const channels = shape[shape.length - 1];
+    if (typeof channels === 'number') shape[shape.length - 1] = this.range(channels)[1];
+    return shape;
+  }
+
+  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+    return tf.tidy(() => {
+      const x = single(inputs);
+      const [from, count] = this.range(x.shape[x.shape.length - 1]!);
+      const begin = x.shape.map(() => 0);
+      const size = x.shape.map(() => -1);
+      begin[begin.length - 1] = from;
+      size[size.length - 1] = count;
+      return tf.slice(x, begin, size);
+    });
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return { ...super.getConfig(), chunks: this.chunks, index: this.index, dataFormat: 'channelsLast' };
+  }
+}
+
+for (const layer of [
+  TorchHardsigmoid,
+  TorchHardswish,
+  TorchAdaptiveAvgPool2d,
+  TorchConv2D,
+  TorchGRU,
+  TorchMultiheadAttention,
+  TorchChannelShuffle,
+  TorchChannelChunk,
+]) {
   tf.serialization.registerClass(layer);
+}
 
 /**
  * PyTorch's `nn.Hardsigmoid` as a layer.
@@ -479,4 +590,22 @@ export function torchGRU(args: TorchGRUArgs): TorchGRU {
  */
 export function torchMultiheadAttention(args: TorchMultiheadAttentionArgs): TorchMultiheadAttention {
   return new TorchMultiheadAttention(args);
+}
+
+/**
+ * ShuffleNet's channel shuffle as a layer (channels last).
+ * @example
+ * const y = channelShuffle({ groups: 2 }).apply(tfl.layers.concatenate().apply([a, b]));
+ */
+export function channelShuffle(args: ChannelShuffleArgs): TorchChannelShuffle {
+  return new TorchChannelShuffle(args);
+}
+
+/**
+ * One chunk of the channels as a layer: PyTorch's `x.chunk(chunks, dim=1)[index]`, channels last.
+ * @example
+ * const right = channelChunk({ chunks: 2, index: 1 }).apply(x);
+ */
+export function channelChunk(args: ChannelChunkArgs): TorchChannelChunk {
+  return new TorchChannelChunk(args);
 }
