@@ -1,5 +1,5 @@
 // Real architectures nobody here wrote (issue 42): torchvision 0.14's resnet18, mobilenet_v2,
-// mobilenet_v3_small, efficientnet_b0 and shufflenet_v2_x0_5 (Debian's PyTorch 1.13 in /usr/bin/python3), with random
+// mobilenet_v3_small, efficientnet_b0, shufflenet_v2_x0_5, squeezenet1_1 and densenet121 (Debian's PyTorch 1.13 in /usr/bin/python3), with random
 // weights of a trained net's scale from fixed seeds and BatchNorm statistics moved by a few
 // training-mode passes, exported as numpy's state_dict archive with check members.
 // Their tfjs twins, built channels-last with layers named after the modules, take the weights with
@@ -322,6 +322,81 @@ function shufflenetV2x05(size) {
   return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'fc' }).apply(x) });
 }
 
+/** torchvision's squeezenet1_1 as tfjs layers: Fire modules, and max pooling with ceil_mode (extra zeros at the bottom and right, after a ReLU). */
+function squeezenet11(size) {
+  const input = tfl.input({ shape: [size, size, 3] });
+  const relu = () => tfl.layers.reLU();
+  const conv = (x, name, filters, kernel, padding = 0, stride = 1) =>
+    relu().apply(torchConv2d({ filters, kernelSize: kernel, strides: stride, padding, name }).apply(x));
+  let n = Math.floor((size - 3) / 2) + 1;
+  /** MaxPool2d(3, 2, ceil_mode=True): a last window that starts inside the input is kept. */
+  const pool = (x) => {
+    const out = Math.ceil((n - 3) / 2) + 1;
+    const extra = (out - 1) * 2 + 3 - n;
+    n = out;
+    const padded = extra
+      ? tfl.layers
+          .zeroPadding2d({
+            padding: [
+              [0, extra],
+              [0, extra],
+            ],
+          })
+          .apply(x)
+      : x;
+    return tfl.layers.maxPooling2d({ poolSize: 3, strides: 2, padding: 'valid' }).apply(padded);
+  };
+  const fire = (x, at, squeeze, expand) => {
+    const s = conv(x, `${at}_squeeze`, squeeze, 1);
+    return tfl.layers.concatenate({ axis: -1 }).apply([conv(s, `${at}_expand1x1`, expand, 1), conv(s, `${at}_expand3x3`, expand, 3, 1)]);
+  };
+  let x = conv(input, 'features_0', 64, 3, 0, 2);
+  x = pool(x);
+  x = fire(fire(x, 'features_3', 16, 64), 'features_4', 16, 64);
+  x = pool(x);
+  x = fire(fire(x, 'features_6', 32, 128), 'features_7', 32, 128);
+  x = pool(x);
+  for (const [i, [squeeze, expand]] of [
+    [48, 192],
+    [48, 192],
+    [64, 256],
+    [64, 256],
+  ].entries()) {
+    x = fire(x, `features_${9 + i}`, squeeze, expand);
+  }
+  x = conv(x, 'classifier_1', 1000, 1);
+  return tfl.model({ inputs: input, outputs: tfl.layers.globalAveragePooling2d({ name: 'avgpool' }).apply(x) });
+}
+
+/** torchvision's densenet121 as tfjs layers: dense blocks (BatchNorm, ReLU, convolution, each layer's output joined to all before it) and transitions. */
+function densenet121(size) {
+  const input = tfl.input({ shape: [size, size, 3] });
+  const relu = () => tfl.layers.reLU();
+  const normReluConv = (x, norm, conv, filters, kernel, padding) =>
+    torchConv2d({ filters, kernelSize: kernel, padding, useBias: false, name: conv }).apply(relu().apply(bn(norm).apply(x)));
+  let x = relu().apply(
+    bn('features_norm0').apply(torchConv2d({ filters: 64, kernelSize: 7, strides: 2, padding: 3, useBias: false, name: 'features_conv0' }).apply(input)),
+  );
+  x = tfl.layers.maxPooling2d({ poolSize: 3, strides: 2, padding: 'valid' }).apply(tfl.layers.zeroPadding2d({ padding: 1 }).apply(x));
+  let channels = 64;
+  for (const [b, layers] of [6, 12, 24, 16].entries()) {
+    for (let l = 1; l <= layers; l++) {
+      const at = `features_denseblock${b + 1}_denselayer${l}`;
+      const y = normReluConv(normReluConv(x, `${at}_norm1`, `${at}_conv1`, 128, 1, 0), `${at}_norm2`, `${at}_conv2`, 32, 3, 1);
+      x = tfl.layers.concatenate({ axis: -1 }).apply([x, y]);
+      channels += 32;
+    }
+    if (b < 3) {
+      const at = `features_transition${b + 1}`;
+      channels /= 2;
+      x = tfl.layers.averagePooling2d({ poolSize: 2, strides: 2 }).apply(normReluConv(x, `${at}_norm`, `${at}_conv`, channels, 1, 0));
+    }
+  }
+  x = relu().apply(bn('features_norm5').apply(x));
+  x = tfl.layers.globalAveragePooling2d({ name: 'avgpool' }).apply(x);
+  return tfl.model({ inputs: input, outputs: tfl.layers.dense({ units: 1000, name: 'classifier' }).apply(x) });
+}
+
 /** The largest difference between the model's prediction on the check input (moved channels last) and PyTorch's output, and that output's scale. */
 function predictionGap(model, path) {
   const z = decodeNpz(readFileSync(path));
@@ -338,7 +413,7 @@ function predictionGap(model, path) {
 }
 
 maybe(
-  "torchvision's resnet18, mobilenet_v2, mobilenet_v3_small (BatchNorm eps 1e-3), efficientnet_b0 and shufflenet_v2_x0_5 (seed 0) port with layout 'pytorch' under the default check and predict PyTorch's output",
+  "torchvision's resnet18, mobilenet_v2, mobilenet_v3_small (BatchNorm eps 1e-3), efficientnet_b0, shufflenet_v2_x0_5, squeezenet1_1 (ceil_mode pooling) and densenet121 (seed 0) port with layout 'pytorch' under the default check and predict PyTorch's output",
   async () => {
     for (const [name, build, size] of [
       ['resnet18', resnet18, 64],
@@ -346,6 +421,8 @@ maybe(
       ['mobilenet_v3_small', mobilenetV3Small, 64],
       ['efficientnet_b0', efficientnetB0, 64],
       ['shufflenet_v2_x0_5', shufflenetV2x05, 64],
+      ['squeezenet1_1', squeezenet11, 65],
+      ['densenet121', densenet121, 64],
     ]) {
       const path = exportModel(name, 0, size);
       const model = build(size);
