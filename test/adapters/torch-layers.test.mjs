@@ -325,6 +325,39 @@ np.savez(${JSON.stringify(join(dir, 'attention-truth.npz'))}, causal=causal.nump
   assert.equal(Array.from(loaded.predict(x).dataSync()), Array.from(causal.predict(x).dataSync()));
 });
 
+test('a two-layer PyTorch GRU ports as two TorchGRU layers named after its layers (gru_l0, gru_l1)', async () => {
+  const weights = join(dir, 'gru2.npz');
+  python(`import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(4, 6, num_layers=2, batch_first=True)
+        self.fc = torch.nn.Linear(6, 2)
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.fc(out[:, -1])
+torch.manual_seed(6)
+net = Net().eval()
+x = torch.randn(3, 7, 4)
+with torch.no_grad():
+    y = net(x)
+arrays = {k: v.numpy() for k, v in net.state_dict().items()}
+arrays['check/input'] = x.numpy()
+arrays['check/output'] = y.numpy()
+np.savez(${JSON.stringify(weights)}, **arrays)`);
+  const model = tfl.sequential({
+    layers: [
+      torchGRU({ inputShape: [7, 4], units: 6, returnSequences: true, name: 'gru_l0' }),
+      torchGRU({ units: 6, name: 'gru_l1' }),
+      tfl.layers.dense({ units: 2, name: 'fc' }),
+    ],
+  });
+  await assignWeights(model, weights, { layout: 'pytorch' }); // the check members pass
+  const z = decodeNpz(readFileSync(weights));
+  const worst = largest(model.predict(tensorOf(z.getSync('check/input'))), z.getSync('check/output'));
+  assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
+});
+
 test("channelShuffle and channelChunk give PyTorch's channel_shuffle and chunk (channels last), also where the chunks do not divide", () => {
   const path = join(dir, 'channels.npz');
   python(`import torch
