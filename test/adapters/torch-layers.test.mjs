@@ -39,6 +39,7 @@ const POOLS = [
   [7, 7],
   [5, 11],
   [13, 11],
+  [17, 14],
 ];
 // PyTorch's answers, channels last where there are channels.
 python(`import torch
@@ -72,7 +73,7 @@ test("hardsigmoid and hardswish give PyTorch's values (tfjs's own hardSigmoid do
   assert.ok(largest(tfl.layers.activation({ activation: 'hardSigmoid' }).apply(x), truth.getSync('hardsigmoid')) > 0.05);
 });
 
-test("adaptiveAvgPool2d gives PyTorch's values for sizes that divide, do not divide, and exceed half the input", () => {
+test("adaptiveAvgPool2d gives PyTorch's values for sizes that divide, do not divide, exceed half the input, and exceed the input", () => {
   const img = tensorOf(truth.getSync('img'));
   for (const [h, w] of POOLS) {
     const layer = adaptiveAvgPool2d({ outputSize: [h, w] });
