@@ -55,6 +55,14 @@ test('the joined parts are the .npy numpy loads: C and Fortran order, a record d
     );
     assert.is(same.trim(), 'True True True', `case ${i}`);
   }
+  // A part after the first is a view of its region's memory where no byte swap is needed (no copy);
+  // a byte-swapped one is a copy, and part 1 carries the header before the rows.
+  const little = planParts({ dtype: '<f4', shape: [1001, 37], minPartBytes: 4096, parts: 7 });
+  const rows = regionOf('<f4', little.parts[1], ([r, c]) => r * 1000 + c);
+  assert.is(encodePart(little, 2, rows).buffer, rows.data.buffer);
+  const big = planParts({ dtype: '>i8', shape: [50, 300], order: 'F', minPartBytes: 4096, parts: 7 });
+  const swapped = regionOf('>i8', big.parts[1], ([r, c]) => r - c);
+  assert.is.not(encodePart(big, 2, swapped).buffer, swapped.data.buffer);
   // A record dtype, the header in part 1 only.
   const rec = [
     ['x', '<f8'],

@@ -121,6 +121,32 @@ test('refused before any upload: parts below the smallest, too many parts; a wro
   refuses(() => combineNpzChecksums(plan, all.slice(1)), /the checksums of member 'big' miss its bytes 0 to/);
   refuses(() => combineNpzChecksums(plan, [...all, all[0]]), /cover its bytes from 0 twice/);
   refuses(() => encoded[0].bytes({}), /needs the CRC-32 of member 'big'/);
+  // A report that is not what a worker computes (a CRC as text, a negative offset) is refused, not combined.
+  refuses(() => combineNpzChecksums(plan, [{ ...all[0], crc: 'abc' }, ...all.slice(1)]), /a checksum of member 'big' is not one encodeNpzPart reports/);
+  refuses(() => combineNpzChecksums(plan, [{ ...all[0], at: -1 }, ...all.slice(1)]), /is not one encodeNpzPart reports/);
+  // Planning follows the parts the store allows, not the sizes asked for: a 128 TiB member, or
+  // three members of 9 000 parts each, are refused before their parts are made.
+  refuses(
+    () => planNpzParts({ members: [{ key: 'huge', dtype: '<f4', shape: [2 ** 45] }], maxObjectBytes: 2 ** 50 }),
+    /the store takes at most 10000: ask for larger parts/,
+  );
+  const nineThousand = { dtype: '<f4', shape: [9000 * 1310720] };
+  refuses(() => planNpzParts({ members: ['a', 'b', 'c'].map((key) => ({ key, ...nineThousand })) }), /more than 10000 parts; the store takes at most 10000/);
+});
+
+test("a part of one member's rows alone is a view of the array given (no copy); one with headers is assembled", () => {
+  const plan = planNpzParts({ members: MEMBERS, partSize: 40_000, minPartBytes: 40_000 });
+  const byKey = new Map(MEMBERS.map((m) => [m.key, m]));
+  const regions = plan.parts.map((p) => Object.fromEntries(p.pieces.map((q) => [q.key, regionOf(byKey.get(q.key).dtype, q, byKey.get(q.key).value)])));
+  const encoded = plan.parts.map((p, i) => encodeNpzPart(plan, p.number, regions[i]));
+  const crcs = combineNpzChecksums(
+    plan,
+    encoded.flatMap((e) => e.checksums),
+  );
+  const middle = plan.parts.findIndex((p) => p.pieces.length === 1 && p.pieces[0].key === 'big' && p.pieces[0].at > 0 && !p.directory);
+  assert.ok(middle > 0, 'a part in the middle of big');
+  assert.is(encoded[middle].bytes(crcs).buffer, regions[middle].big.data.buffer);
+  assert.is.not(encoded[0].bytes(crcs).buffer, regions[0].big.data.buffer);
 });
 
 test('an archive uploaded to S3 (moto_server) as parts encoded at once: numpy loads every member', async () => {

@@ -144,7 +144,9 @@ export function planParts(options: PlanPartsOptions): PartPlan {
   per = Math.min(per, Math.floor(limits.maxPartBytes / lineBytes));
   const count = Math.ceil(lines / per);
   if (count > limits.maxParts) {
-    refuse(`${count} parts of ${per} ${fortran ? 'columns' : 'rows'} each; the store takes at most ${limits.maxParts}: ask for larger parts (partSize)`);
+    refuse(
+      `${count} parts; the store takes at most ${limits.maxParts}: ask for larger parts (partSize; each holds ${per} ${fortran ? 'columns' : 'rows'} now)`,
+    );
   }
   const parts: PlannedPart[] = [];
   let offset = 0;
@@ -169,7 +171,8 @@ export function planParts(options: PlanPartsOptions): PartPlan {
 
 /**
  * The bytes of one part, in the object's order (part 1 with the header first), from an array of
- * exactly its region: its dtype and shape are checked against the plan.
+ * exactly its region: its dtype and shape are checked against the plan. A part after the first is
+ * a view of the array's own memory where its order and byte order are the plan's (no copy).
  * @example
  * const body = encodePart(plan, 2, rows);   // upload as part 2
  */
@@ -178,10 +181,14 @@ export function encodePart(plan: PartPlan, number: number, input: NdArray | Arra
   if (!part) refuse(`the plan has parts 1 to ${plan.parts.length}, not ${number}`);
   const body = regionBytes(plan, part, input, `part ${number}`);
   const headerBytes = number === 1 ? fromBase64(plan.header) : new Uint8Array(0);
+  if (headerBytes.length + body.length !== part.length) {
+    throw new NpyError('INTERNAL', `part ${number} came to ${headerBytes.length + body.length} bytes, the plan says ${part.length}`);
+  }
+  // A part without the header is the region's bytes as they are: no copy where they need no swap.
+  if (headerBytes.length === 0) return body;
   const out = new Uint8Array(headerBytes.length + body.length);
   out.set(headerBytes, 0);
   out.set(body, headerBytes.length);
-  if (out.length !== part.length) throw new NpyError('INTERNAL', `part ${number} came to ${out.length} bytes, the plan says ${part.length}`);
   return out;
 }
 
@@ -378,12 +385,10 @@ export function encodeAppendPart(plan: AppendPartPlan, number: number, input: { 
   let rows: Uint8Array = new Uint8Array(0);
   if (part.count) {
     if (!input.rows) refuse(`part ${number} carries new rows of shape ${shapeRepr(part.count)}; none were given`);
-    const asParts: PartPlan = {
-      ...plan,
-      parts: [{ number: 2, offset: 0, length: part.length - headerBytes.length - oldLength, start: part.start!, count: part.count }],
-    };
-    rows = encodePart(asParts, 2, input.rows);
+    rows = regionBytes(plan, { start: part.start!, count: part.count }, input.rows, `part ${number}`);
   } else if (input.rows) refuse(`part ${number} carries no new rows`);
+  // A part of new rows alone is their bytes as they are: no copy where they need no swap.
+  if (headerBytes.length === 0 && oldLength === 0 && rows.length === part.length) return rows;
   const out = new Uint8Array(headerBytes.length + oldLength + rows.length);
   out.set(headerBytes, 0);
   if (input.old) out.set(input.old, headerBytes.length);

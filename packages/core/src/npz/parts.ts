@@ -9,9 +9,9 @@
 import { parseDescr } from '../format/dtype.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NdArray } from '../array/ndarray.js';
-import { NpyError } from '../errors.js';
+import { NpyError, withWhere } from '../errors.js';
 import { hasObject, type ArraySpec } from '../npy.js';
-import { S3, fromBase64, planParts, refuse, regionBytes, type ObjectPlan, type PartLimits } from '../io/parts.js';
+import { S3, fromBase64, planParts, refuse, regionBytes, type ObjectPlan, type PartLimits, type PartPlan } from '../io/parts.js';
 import { STORED, centralDirectory, dosDateTime, localHeader, localHeaderLength, zipRecord, type ZipRecord } from './zip.js';
 import { crc32, crc32Combine } from './crc32.js';
 
@@ -108,6 +108,7 @@ export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
   const records: ZipRecord[] = [];
   /** The pieces in archive order, each with the bytes before it in the archive (its headers). */
   const units: { piece: NpzPiece; offset: number; length: number }[] = [];
+  let fullParts = 0;
   let offset = 0;
   for (const spec of options.members) {
     if (keys.has(spec.key)) refuse(`the member '${spec.key}' is named twice`);
@@ -115,15 +116,22 @@ export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
     const dtype = parseDescr(spec.dtype);
     if (hasObject(dtype)) refuse(`member '${spec.key}' is an object array: pickles are not fixed-size rows and cannot be written in parts`);
     // The member's own row split, as a .npy of its own would have it (no smallest part: small tails are merged below).
-    const own = planParts({
-      dtype: spec.dtype,
-      shape: spec.shape,
-      order: spec.order ?? 'C',
-      partSize: target,
-      minPartBytes: 0,
-      maxPartBytes: limits.maxPartBytes,
-      maxParts: Number.MAX_SAFE_INTEGER,
-    });
+    let own: PartPlan;
+    try {
+      own = planParts({
+        dtype: spec.dtype,
+        shape: spec.shape,
+        order: spec.order ?? 'C',
+        partSize: target,
+        minPartBytes: 0,
+        maxPartBytes: limits.maxPartBytes,
+        maxObjectBytes: limits.maxObjectBytes,
+        // A member that alone needs more parts than the store allows is refused before they are made.
+        maxParts: limits.maxParts,
+      });
+    } catch (e) {
+      throw withWhere(e, { member: `${spec.key}.npy` });
+    }
     const name = `${spec.key}.npy`;
     const record = zipRecord(name, STORED, own.size, offset);
     records.push(record);
@@ -142,6 +150,10 @@ export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
     for (const piece of split) {
       const first = piece.at === 0;
       units.push({ piece, offset: first ? offset : npyOffset + piece.at, length: piece.length + (first ? npyOffset - offset : 0) });
+      // Each piece of partSize or more closes a part of its own: counted as they come, so that many
+      // large members are refused before all their pieces are planned.
+      if (piece.length >= target && ++fullParts > limits.maxParts)
+        refuse(`more than ${limits.maxParts} parts; the store takes at most ${limits.maxParts}: ask for larger parts (partSize)`);
     }
     offset = npyOffset + own.size;
   }
@@ -188,7 +200,11 @@ export interface EncodedNpzPart {
   number: number;
   /** The CRC-32 of each member piece in the part: report these, to be combined with every other part's. */
   checksums: MemberChecksum[];
-  /** The part's bytes, its local headers (and, in the last part, the directory) written with the members' CRCs. */
+  /**
+   * The part's bytes, its local headers (and, in the last part, the directory) written with the
+   * members' CRCs. A part of one member's rows alone is a view of the array given (no copy): keep
+   * that array unchanged until the part is uploaded.
+   */
   bytes(crcs: Readonly<Record<string, number>>): Uint8Array;
 }
 
@@ -222,9 +238,10 @@ export function encodeNpzPart(plan: NpzPartPlan, number: number, arrays: Readonl
   for (const key of Object.keys(arrays)) {
     if (!part.pieces.some((p) => p.key === key)) refuse(`part ${number} holds ${part.pieces.map((p) => `'${p.key}'`).join(', ')}, not '${key}'`);
   }
-  const out = new Uint8Array(part.length);
   const checksums: MemberChecksum[] = [];
   const headers: { at: number; member: NpzPlannedMember }[] = [];
+  /** What the part is made of, in order: each piece's headers (at its start) and its region's bytes. */
+  const segments: { at: number; bytes: Uint8Array }[] = [];
   let at = 0;
   for (const piece of part.pieces) {
     const member = plan.members.find((m) => m.key === piece.key)!;
@@ -236,11 +253,11 @@ export function encodeNpzPart(plan: NpzPartPlan, number: number, arrays: Readonl
       headers.push({ at, member });
       at += member.npyOffset - member.offset; // the local header, written once the CRC is known
       const npyHeader = fromBase64(member.header);
-      out.set(npyHeader, at);
+      segments.push({ at, bytes: npyHeader });
       at += npyHeader.length;
       crc = crc32(npyHeader);
     }
-    out.set(data, at);
+    segments.push({ at, bytes: data });
     at += data.length;
     checksums.push({ key: piece.key, at: piece.at, length: piece.length, crc: crc32(data, crc) });
   }
@@ -248,6 +265,15 @@ export function encodeNpzPart(plan: NpzPartPlan, number: number, arrays: Readonl
   if (directoryAt + (part.directory ? plan.size - plan.directoryOffset : 0) !== part.length) {
     throw new NpyError('INTERNAL', `part ${number} came to ${directoryAt} bytes before its directory, the plan says ${part.length}`);
   }
+  // A part that is rows of one member alone (the middle of a large member) is those rows' bytes as
+  // they are: no copy where they need no swap (the array must then stay as it is until the upload).
+  // Others are assembled now, their headers filled in when the CRCs are known.
+  if (segments.length === 1 && headers.length === 0 && !part.directory) {
+    const alone = segments[0]!.bytes;
+    return { number, checksums, bytes: () => alone };
+  }
+  const out = new Uint8Array(part.length);
+  for (const segment of segments) out.set(segment.bytes, segment.at);
   return {
     number,
     checksums,
@@ -273,9 +299,20 @@ export function encodeNpzPart(plan: NpzPartPlan, number: number, arrays: Readonl
  * const crcs = combineNpzChecksums(plan, reports.flat());   // { x: 0x…, y: 0x… }: hand to every worker
  */
 export function combineNpzChecksums(plan: NpzPartPlan, checksums: readonly MemberChecksum[]): Record<string, number> {
+  const byMember = new Map<string, MemberChecksum[]>();
+  for (const c of checksums) {
+    // Reports arrive as JSON from workers: a field that is not what a worker computes is refused, never combined.
+    const whole = (v: unknown, most: number): boolean => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= most;
+    if (!whole(c.at, Number.MAX_SAFE_INTEGER) || !whole(c.length, Number.MAX_SAFE_INTEGER) || !whole(c.crc, 0xffffffff)) {
+      throw new NpyError('BAD_OPTION', `a checksum of member '${String(c.key)}' is not one encodeNpzPart reports: ${JSON.stringify(c)}`);
+    }
+    const list = byMember.get(c.key);
+    if (list) list.push(c);
+    else byMember.set(c.key, [c]);
+  }
   const crcs: Record<string, number> = {};
   for (const member of plan.members) {
-    const pieces = checksums.filter((c) => c.key === member.key).sort((a, b) => a.at - b.at);
+    const pieces = (byMember.get(member.key) ?? []).sort((a, b) => a.at - b.at);
     let crc = 0;
     let covered = 0;
     for (const piece of pieces) {
