@@ -616,4 +616,22 @@ print(json.dumps({'offset': f.tell(), 'size': zipfile.ZipFile(${JSON.stringify(p
   for (const x of [a, small]) assert.equal([x.data.byteOffset, x.data.buffer.byteLength], [0, x.data.byteLength]);
 });
 
+test("a region read of a stored member of an archive file honours its signal inside the file's read (the member's window passes the signal on)", async () => {
+  const path = join(dir, 'abort-member.npz');
+  python(`np.savez(${JSON.stringify(path)}, w=np.arange(1 << 20, dtype='<f4'))`);
+  const z = await openNpz(path);
+  const member = await z.openMember('w', { expect: '<f4' });
+  // One run of 4 MiB: one read into the result, aborted while it is in flight.
+  const controller = new AbortController();
+  const reading = member.read([0], [1 << 20], { signal: controller.signal });
+  controller.abort();
+  const outcome = await reading.then(
+    () => 'read',
+    (e) => e.name,
+  );
+  assert.is(outcome, 'AbortError');
+  assert.equal(Array.from((await member.read([5], [3])).data), [5, 6, 7]);
+  await z.close();
+});
+
 test.run();

@@ -168,27 +168,48 @@ export function windowSource<S extends ByteSource>(source: S, start: number, len
     size,
     name: name ?? source.name,
     read: ((offset: number, want: number, options?: ReadOptions) => source.read(start + offset, clip(offset, want), options)) as never,
-    ...('readInto' in source && source.readInto
-      ? {
-          readInto: (target: Uint8Array, offset: number) =>
-            (source as SyncByteSource).readInto!(target.subarray(0, clip(offset, target.length)), start + offset),
-        }
-      : {}),
   };
-  if ('readRanges' in source && source.readRanges) {
-    const ranged = source as AsyncByteSource;
-    Object.defineProperties(window, {
+  passReadsOn(window, source, (offset, want) => ({ offset: start + offset, length: clip(offset, want) }));
+  return window as S;
+}
+
+/**
+ * Give `to`, a source made over `from` (a window, an archive's members), the ways of reading `from`
+ * has besides `read`: into a target, and several ranges at once. Each range is mapped by `range`
+ * (a window's offset and end), and `before` runs first (a closed archive refuses). Options, the
+ * signal among them, pass on.
+ * @example
+ * passReadsOn(window, source, (offset, length) => ({ offset: start + offset, length }));
+ */
+export function passReadsOn(
+  to: SyncByteSource | AsyncByteSource,
+  from: ByteSource,
+  range: (offset: number, length: number) => ByteRange,
+  before: () => void = () => {},
+): void {
+  if (from.readInto) {
+    const into = from.readInto.bind(from) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
+    (to as { readInto?: unknown }).readInto = (target: Uint8Array, offset: number, options?: ReadOptions) => {
+      before();
+      const r = range(offset, target.length);
+      return into(target.subarray(0, r.length), r.offset, options);
+    };
+  }
+  if ('readRanges' in from && from.readRanges) {
+    const ranged = from as AsyncByteSource;
+    Object.defineProperties(to, {
       readRanges: {
-        value: (ranges: readonly ByteRange[], options?: ReadOptions) =>
-          ranged.readRanges!(
-            ranges.map((r) => ({ offset: start + r.offset, length: clip(r.offset, r.length) })),
+        value: async (ranges: readonly ByteRange[], options?: ReadOptions) => {
+          before();
+          return ranged.readRanges!(
+            ranges.map((r) => range(r.offset, r.length)),
             options,
-          ),
+          );
+        },
       },
       rangesPerRead: { get: () => ranged.rangesPerRead },
     });
   }
-  return window as S;
 }
 
 /** Options of {@link withByteCache}: its size bound and block size. */

@@ -22,11 +22,10 @@ import {
   bytesSource,
   closeSourceNow,
   isPromise,
+  passReadsOn,
   windowSource,
   type AsyncByteSource,
-  type ByteRange,
   type ByteSource,
-  type ReadOptions,
   type SyncByteSource,
 } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
@@ -349,29 +348,15 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    */
   sourceThrough(): AsyncByteSource {
     const { source } = this;
-    const open = (): void => {
-      if (this.closed) throw this.closedError();
-    };
     const through: AsyncByteSource = { size: source.size, name: source.name, read: (at, length, o) => this.readRange(at, length, o?.signal) };
-    if (source.readInto) {
-      const into = source.readInto.bind(source) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
-      through.readInto = async (target, at, o) => {
-        open();
-        return into(target, at, o);
-      };
-    }
-    if ('readRanges' in source && source.readRanges) {
-      const ranged = source as AsyncByteSource;
-      Object.defineProperties(through, {
-        readRanges: {
-          value: async (ranges: readonly ByteRange[], o?: ReadOptions) => {
-            open();
-            return ranged.readRanges!(ranges, o);
-          },
-        },
-        rangesPerRead: { get: () => ranged.rangesPerRead },
-      });
-    }
+    passReadsOn(
+      through,
+      source,
+      (offset, length) => ({ offset, length }),
+      () => {
+        if (this.closed) throw this.closedError();
+      },
+    );
     return through;
   }
 
