@@ -104,6 +104,27 @@ test('a model with the three layers saves through npzHandler and loads back with
   assert.equal(Array.from(loaded.predict(img).dataSync()), Array.from(before));
 });
 
+/**
+ * A PyTorch network whose class body is `body`, built with `make` after seeding and run on `input`:
+ * its state_dict and check members (the input in PyTorch's layout, the output) saved at `path`.
+ * `more` runs after, with `net`, `x` and `arrays` (reference values of its own).
+ */
+function exportNet(path, { body, seed, input, make = 'Net()', more = '' }) {
+  python(`import torch
+class Net(torch.nn.Module):
+${body}
+torch.manual_seed(${seed})
+net = ${make}.eval()
+x = ${input}
+with torch.no_grad():
+    y = net(x)
+arrays = {k: v.numpy() for k, v in net.state_dict().items()}
+arrays['check/input'] = x.numpy()   # in PyTorch's layout: the check moves channels last itself
+arrays['check/output'] = y.numpy()
+${more}
+np.savez(${JSON.stringify(path)}, **arrays)`);
+}
+
 /** The tfjs twin of the network below, with `gate` as its last layer. */
 const port = (gate) =>
   tfl.sequential({
@@ -118,9 +139,10 @@ const port = (gate) =>
 
 test('a PyTorch network with Hardswish, AdaptiveAvgPool2d(3) and Hardsigmoid ports with layout "pytorch" and predicts what PyTorch predicts', async () => {
   const weights = join(dir, 'net.npz');
-  python(`import torch
-class Net(torch.nn.Module):
-    def __init__(self):
+  exportNet(weights, {
+    seed: 1,
+    input: 'torch.randn(3, 5, 13, 11)',
+    body: `    def __init__(self):
         super().__init__()
         self.conv1 = torch.nn.Conv2d(5, 8, 3, padding=1)
         self.act = torch.nn.Hardswish()
@@ -128,16 +150,8 @@ class Net(torch.nn.Module):
         self.conv2 = torch.nn.Conv2d(8, 4, 3)
         self.gate = torch.nn.Hardsigmoid()
     def forward(self, x):
-        return self.gate(self.conv2(self.pool(self.act(self.conv1(x)))))
-torch.manual_seed(1)
-net = Net().eval()
-x = torch.randn(3, 5, 13, 11)
-with torch.no_grad():
-    y = net(x)
-arrays = {k: v.numpy() for k, v in net.state_dict().items()}
-arrays['check/input'] = x.numpy()   # in PyTorch's layout: the check moves channels last itself
-arrays['check/output'] = y.numpy()
-np.savez(${JSON.stringify(weights)}, **arrays)`);
+        return self.gate(self.conv2(self.pool(self.act(self.conv1(x)))))`,
+  });
   const model = port(hardsigmoid({ name: 'gate' }));
   // The archive's check members are compared after the weights are set: a wrong layer would fail here.
   await assignWeights(model, weights, { layout: 'pytorch' });
@@ -164,24 +178,17 @@ const refusal = (promise) =>
 
 test('grouped convolutions (groups 4 and 3, padding, stride, dilation, no bias) port with layout "pytorch" and predict what PyTorch predicts; a tfjs Conv2D in their place is refused, naming TorchConv2D', async () => {
   const weights = join(dir, 'grouped.npz');
-  python(`import torch
-class Net(torch.nn.Module):
-    def __init__(self):
+  exportNet(weights, {
+    seed: 2,
+    input: 'torch.randn(2, 8, 15, 13)',
+    body: `    def __init__(self):
         super().__init__()
         self.conv1 = torch.nn.Conv2d(8, 12, 3, padding=1, groups=4)
         self.act = torch.nn.ReLU()
         self.conv2 = torch.nn.Conv2d(12, 6, 3, stride=2, padding=(2, 1), dilation=2, groups=3, bias=False)
     def forward(self, x):
-        return self.conv2(self.act(self.conv1(x)))
-torch.manual_seed(2)
-net = Net().eval()
-x = torch.randn(2, 8, 15, 13)
-with torch.no_grad():
-    y = net(x)
-arrays = {k: v.numpy() for k, v in net.state_dict().items()}
-arrays['check/input'] = x.numpy()
-arrays['check/output'] = y.numpy()
-np.savez(${JSON.stringify(weights)}, **arrays)`);
+        return self.conv2(self.act(self.conv1(x)))`,
+  });
   const model = tfl.sequential({
     layers: [
       torchConv2d({ inputShape: [15, 13, 8], filters: 12, kernelSize: 3, padding: 1, groups: 4, name: 'conv1' }),
@@ -211,26 +218,20 @@ np.savez(${JSON.stringify(weights)}, **arrays)`);
 
 test("PyTorch's GRU (reset gate after the recurrent product) ports as TorchGRU: the last step and every step agree with PyTorch; tfjs's GRU is refused, naming TorchGRU", async () => {
   const weights = join(dir, 'gru.npz');
-  python(`import torch
-class Net(torch.nn.Module):
-    def __init__(self):
+  exportNet(weights, {
+    seed: 3,
+    input: 'torch.randn(4, 9, 5)',
+    body: `    def __init__(self):
         super().__init__()
         self.gru = torch.nn.GRU(5, 7, batch_first=True)
         self.fc = torch.nn.Linear(7, 3)
     def forward(self, x):
         out, _ = self.gru(x)
-        return self.fc(out[:, -1])
-torch.manual_seed(3)
-net = Net().eval()
-x = torch.randn(4, 9, 5)
-with torch.no_grad():
-    y = net(x)
+        return self.fc(out[:, -1])`,
+    more: `with torch.no_grad():
     seq, _ = net.gru(x)
-arrays = {k: v.numpy() for k, v in net.state_dict().items()}
-arrays['check/input'] = x.numpy()
-arrays['check/output'] = y.numpy()
-arrays['sequence'] = seq.numpy()
-np.savez(${JSON.stringify(weights)}, **arrays)`);
+arrays['sequence'] = seq.numpy()`,
+  });
   const build = (recurrent) => tfl.sequential({ layers: [recurrent, tfl.layers.dense({ units: 3, name: 'fc' })] });
   const model = build(torchGRU({ inputShape: [9, 5], units: 7, name: 'gru' }));
   await assignWeights(model, weights, { layout: 'pytorch', ignoreUnused: true }); // the check members pass
@@ -264,9 +265,11 @@ np.savez(${JSON.stringify(weights)}, **arrays)`);
 
 test('MultiheadAttention (packed in_proj_weight, out_proj) ports with layout "pytorch": self-attention with and without a causal mask, and cross-attention, predict what PyTorch predicts', async () => {
   const weights = join(dir, 'attention.npz');
-  python(`import torch
-class Net(torch.nn.Module):
-    def __init__(self, causal):
+  exportNet(weights, {
+    seed: 4,
+    input: 'torch.randn(3, 10, 6)',
+    make: 'Net(False)',
+    body: `    def __init__(self, causal):
         super().__init__()
         self.causal = causal
         self.embed = torch.nn.Linear(6, 16)
@@ -277,21 +280,14 @@ class Net(torch.nn.Module):
         n = x.shape[1]
         mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if self.causal else None
         a, _ = self.attn(h, h, h, attn_mask=mask)
-        return self.fc(a)
-torch.manual_seed(4)
-net = Net(False).eval()
-x = torch.randn(3, 10, 6)
-q, kv = torch.randn(2, 5, 16), torch.randn(2, 8, 16)
+        return self.fc(a)`,
+    more: `q, kv = torch.randn(2, 5, 16), torch.randn(2, 8, 16)
 with torch.no_grad():
-    y = net(x)
     net.causal = True
     causal = net(x)
     cross, _ = net.attn(q, kv, kv)
-arrays = {k: v.numpy() for k, v in net.state_dict().items()}
-arrays['check/input'] = x.numpy()
-arrays['check/output'] = y.numpy()
-np.savez(${JSON.stringify(weights)}, **arrays)
-np.savez(${JSON.stringify(join(dir, 'attention-truth.npz'))}, causal=causal.numpy(), q=q.numpy(), kv=kv.numpy(), cross=cross.numpy())`);
+np.savez(${JSON.stringify(join(dir, 'attention-truth.npz'))}, causal=causal.numpy(), q=q.numpy(), kv=kv.numpy(), cross=cross.numpy())`,
+  });
   const build = (causal) =>
     tfl.sequential({
       layers: [
@@ -328,24 +324,17 @@ np.savez(${JSON.stringify(join(dir, 'attention-truth.npz'))}, causal=causal.nump
 
 test('a two-layer PyTorch GRU ports as two TorchGRU layers named after its layers (gru_l0, gru_l1)', async () => {
   const weights = join(dir, 'gru2.npz');
-  python(`import torch
-class Net(torch.nn.Module):
-    def __init__(self):
+  exportNet(weights, {
+    seed: 6,
+    input: 'torch.randn(3, 7, 4)',
+    body: `    def __init__(self):
         super().__init__()
         self.gru = torch.nn.GRU(4, 6, num_layers=2, batch_first=True)
         self.fc = torch.nn.Linear(6, 2)
     def forward(self, x):
         out, _ = self.gru(x)
-        return self.fc(out[:, -1])
-torch.manual_seed(6)
-net = Net().eval()
-x = torch.randn(3, 7, 4)
-with torch.no_grad():
-    y = net(x)
-arrays = {k: v.numpy() for k, v in net.state_dict().items()}
-arrays['check/input'] = x.numpy()
-arrays['check/output'] = y.numpy()
-np.savez(${JSON.stringify(weights)}, **arrays)`);
+        return self.fc(out[:, -1])`,
+  });
   const model = tfl.sequential({
     layers: [
       torchGRU({ inputShape: [7, 4], units: 6, returnSequences: true, name: 'gru_l0' }),
@@ -378,6 +367,9 @@ np.savez(${JSON.stringify(path)}, x=last(x), shuffled=last(shuffled), y=last(y),
     assert.equal(Array.from(chunk.dataSync()), Array.from(z.getSync(`chunk${i}`).data));
   }
   assert.throws(() => channelChunk({ chunks: 2, index: 2 }), /index must be an integer from 0 to 1/);
+  // PyTorch cuts 5 channels into 3 chunks of 2, 2 and 1 when asked for 4: there is no fourth to give.
+  assert.throws(() => channelChunk({ chunks: 4, index: 3 }).apply(tfl.input({ shape: [3, 4, 5] })), /x\.chunk\(4\) of 5 channels gives 3 chunks/);
+  assert.equal(python('import torch; print(len(torch.zeros(1, 5, 3, 4).chunk(4, dim=1)))').trim(), '3');
 });
 
 test.run();

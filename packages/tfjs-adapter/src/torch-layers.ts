@@ -494,11 +494,19 @@ export class TorchChannelChunk extends tfl.layers.Layer {
     this.index = args.index;
   }
 
-  /** [first channel, count] of this chunk of `channels`. */
+  /**
+   * [first channel, count] of this chunk of `channels`. PyTorch gives fewer chunks than asked where
+   * the channels run out first (5 channels in chunks of 2: 3 chunks); a chunk it does not give is refused.
+   */
   private range(channels: number): [number, number] {
     const size = Math.ceil(channels / this.chunks);
-    const from = Math.min(channels, this.index * size);
-    return [from, Math.max(0, Math.min(size, channels - from))];
+    const from = this.index * size;
+    if (from >= channels) {
+      throw new RangeError(
+        `TorchChannelChunk '${this.name}': x.chunk(${this.chunks}) of ${channels} channels gives ${Math.ceil(channels / size)} chunks, so there is no chunk ${this.index}`,
+      );
+    }
+    return [from, Math.min(size, channels - from)];
   }
 
   override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {

@@ -75,3 +75,25 @@ expectTypeOf(adaptiveAvgPool2d({ outputSize: 7 }).outputSize).toEqualTypeOf<[num
 void hardsigmoid();
 // @ts-expect-error: adaptive pooling needs an output size
 void adaptiveAvgPool2d({});
+import {
+  channelChunk,
+  channelShuffle,
+  torchConv2d,
+  torchGRU,
+  torchMultiheadAttention,
+  type TorchChannelChunk,
+  type TorchChannelShuffle,
+  type TorchConv2D,
+  type TorchGRU,
+  type TorchMultiheadAttention,
+} from '@npyts/tfjs/torch-layers';
+expectTypeOf(torchConv2d({ filters: 8, kernelSize: [3, 1], padding: 1, groups: 2 })).toEqualTypeOf<TorchConv2D>();
+expectTypeOf(torchConv2d({ filters: 8, kernelSize: 3 }).padding).toEqualTypeOf<[number, number]>();
+expectTypeOf(torchGRU({ units: 4, returnSequences: true })).toEqualTypeOf<TorchGRU>();
+expectTypeOf(torchMultiheadAttention({ numHeads: 2, causal: true })).toEqualTypeOf<TorchMultiheadAttention>();
+expectTypeOf(channelShuffle({ groups: 2 })).toEqualTypeOf<TorchChannelShuffle>();
+expectTypeOf(channelChunk({ chunks: 2, index: 1 })).toEqualTypeOf<TorchChannelChunk>();
+// @ts-expect-error: PyTorch's padding is numbers, not tfjs's 'same'
+void torchConv2d({ filters: 8, kernelSize: 3, padding: 'same' });
+// @ts-expect-error: a GRU needs its hidden size
+void torchGRU({});
