@@ -5,7 +5,7 @@
 import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadNpy, loadNpySync, nativeStatus, openNpyFile, openNpyFileSync, openNpz, saveNpy } from '@npyts/core/node';
+import { loadNpy, loadNpySync, nativeStatus, openNpyFile, openNpyFileSync, openNpz, saveNpy, saveNpySync } from '@npyts/core/node';
 import { main as cliMain } from '../packages/cli/dist/main.js';
 import { paired, startNumpy, verdict } from './paired.mjs';
 import { benchCases, columnCase } from './timing.mjs';
@@ -22,6 +22,12 @@ const pairedRows = [];
 const numpy = startNumpy(join(here, 'numpy_side.py'), dir);
 const { cases: c, cleanup } = benchCases(dir);
 const asyncOut = file('npyts_async_out.npy');
+const newPath = file('npyts_save_new.npy');
+// A save that replaces no file: ext4 then does not write the new file out at the rename (see docs/performance.md).
+const saveToNewPath = () => {
+  rmSync(newPath, { force: true });
+  saveNpySync(newPath, (f4 ??= loadNpySync(file('f4.npy'))));
+};
 const pairOf = async (op, name, fn, target) => {
   if (only && !only.includes(name)) return;
   const p = await paired(numpy, name, fn, { rounds: quick ? 3 : 5, repeats: quick ? 1 : 3 });
@@ -36,6 +42,7 @@ try {
     await pairOf('loadNpySync f4', 'loadNpy', c.loadNpy, 1.1);
     await pairOf('saveNpySync f4', 'saveNpy', c.saveNpy, 1.3);
     await pairOf('saveNpy f4 (async)', 'saveNpy', () => saveNpy(asyncOut, (f4 ??= loadNpySync(file('f4.npy')))), 1.3);
+    await pairOf('saveNpySync f4 to a new path (the old file removed first, both sides)', 'saveNpy_new', saveToNewPath, 1.3);
     await pairOf('load big-endian f8 → native', 'byteswap', c.byteswap, 1.0);
     await pairOf('object array, 100k mixed values (allowPickle)', 'objects', c.objects, 1.5);
     const col = openNpyFileSync(file('column.npy'));
@@ -53,6 +60,7 @@ try {
     await pairOf('loadNpy f4 (async)', 'loadNpy', () => loadNpy(file('f4.npy')), 1.1);
     await pairOf('saveNpySync f4', 'saveNpy', c.saveNpy, 1.0);
     await pairOf('saveNpy f4 (async)', 'saveNpy', () => saveNpy(asyncOut, (f4 ??= loadNpySync(file('f4.npy')))), 1.1);
+    await pairOf('saveNpySync f4 to a new path (the old file removed first, both sides)', 'saveNpy_new', saveToNewPath, 1.0);
     await pairOf('load big-endian f8 → native', 'byteswap', c.byteswap, 1.2);
     await pairOf('F → C in memory (toOrder)', 'toC_inmemory', c.toC_inmemory, 0.5);
     await pairOf('object array, 100k mixed values (allowPickle)', 'objects', c.objects, 1.5);
@@ -90,6 +98,7 @@ try {
   await numpy.close();
   cleanup();
   rmSync(asyncOut, { force: true });
+  rmSync(newPath, { force: true });
   rmSync(file('npyts_out.csv'), { force: true });
   rmSync(file('npyts_out.npy'), { force: true });
 }

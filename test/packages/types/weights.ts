@@ -12,7 +12,7 @@ import {
   type TensorInfo,
   type WeightFile,
 } from '@npyts/core';
-import { loadWeights, openSafetensorsSync, openWeights, saveSafetensors } from '@npyts/core/node';
+import { loadWeights, openSafetensorsSync, openWeights, saveNpySync, saveNpz, saveSafetensors, saveSafetensorsSync } from '@npyts/core/node';
 import { assignWeights, loadTensors } from '@npyts/tfjs';
 
 const bytes = new Uint8Array(0);
@@ -47,6 +47,12 @@ void remote.getSync('w');
 expectTypeOf(encodeSafetensors({ w: bf }, { metadata: { format: 'pt' } })).toEqualTypeOf<Uint8Array>();
 // @ts-expect-error: metadata is strings only
 void saveSafetensors('m.safetensors', { w: bf }, { metadata: { step: 1 } });
+// Every save that replaces a file can be made durable (fsync), blocking or not.
+saveSafetensorsSync('m.safetensors', { w: bf }, { durable: true, metadata: { format: 'pt' } });
+void saveNpz('m.npz', { w: bf }, { durable: true, signal: AbortSignal.timeout(100) });
+saveNpySync('m.npy', bf, { durable: true });
+// @ts-expect-error: durable is a boolean
+saveNpySync('m.npy', bf, { durable: 'yes' });
 
 // The tfjs adapter takes any weight file, and a separate check file.
 expectTypeOf(loadTensors('model.pt')).toMatchTypeOf<Promise<object>>();

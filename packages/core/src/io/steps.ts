@@ -55,6 +55,8 @@ export type Step =
   | { readonly op: 'size'; readonly file: FileRef }
   /** Make the file's data durable (fsync). */
   | { readonly op: 'sync'; readonly file: FileRef }
+  /** Make the directory's entries durable (fsync of the directory, where the platform has it): a rename into it survives a crash. */
+  | { readonly op: 'syncDirectory'; readonly path: string }
   | { readonly op: 'truncate'; readonly file: FileRef; readonly size: number }
   /** Reserve `bytes` after `at` (fallocate, where the addon has it): a hint, never an error. */
   | { readonly op: 'reserve'; readonly file: FileRef; readonly at: number; readonly bytes: number }

@@ -1,20 +1,35 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
+import { dirname } from 'node:path';
 import type { FileRef, Operation } from '../io/steps.js';
 import { tempBeside } from './fd.js';
 import { runSync } from './drive.js';
 
+/** How a save replaces its file. */
+export interface ReplaceOptions {
+  /**
+   * Make the new file durable before it replaces the old one, and the replacement durable after:
+   * `fsync` of the file before the rename, then of its directory. Without it (the default, as
+   * `np.save`), a save is whole or absent for readers, errors, aborts and a crash of the process,
+   * but a power loss or a crash of the system soon after it can leave the file empty or zeroed:
+   * the data may still be in the page cache when the rename reaches the disk.
+   */
+  durable?: boolean;
+}
+
 /**
  * Write a file through a temporary file beside it, renamed over `path` only when `write` completes
- * (and, async, the signal has not fired): a crash, an error or an abort leaves the old file (or
- * none), never a part of the new one; the temporary file is removed on every error path.
+ * (and, async, the signal has not fired): an error, an abort or a crash of the process leaves the
+ * old file (or none), never a part of the new one, and so does a crash of the system with
+ * `durable` (see {@link ReplaceOptions}); the temporary file is removed on every error path.
  */
-export function* writingBeside(path: string, write: (file: FileRef) => Operation<void>): Operation<void> {
+export function* writingBeside(path: string, write: (file: FileRef) => Operation<void>, options: ReplaceOptions = {}): Operation<void> {
   yield { op: 'replaceable', path };
   const temp = tempBeside(path);
   const file = (yield { op: 'open', path: temp, mode: 'wx' }) as FileRef;
   let open = true;
   try {
     yield* write(file);
+    if (options.durable) yield { op: 'sync', file };
     open = false;
     yield { op: 'close', file };
     yield { op: 'rename', from: temp, to: path };
@@ -29,6 +44,8 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
     yield { op: 'remove', path: temp };
     throw e;
   }
+  // After the rename the new file is in place: a failure here is reported, and nothing is removed.
+  if (options.durable) yield { op: 'syncDirectory', path: dirname(path) };
 }
 
 /**
@@ -38,11 +55,11 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
  * @example
  * writeBeside('out.bin', (fd) => writeSync(fd, bytes));   // renamed over out.bin when complete
  */
-export function writeBeside(path: string, write: (fd: number) => void): void {
+export function writeBeside(path: string, write: (fd: number) => void, options: ReplaceOptions = {}): void {
   // The caller's writes are its own blocking calls on the descriptor the blocking driver opened: no steps.
   // biome-ignore lint/correctness/useYield: see above
   const writing = function* (file: FileRef): Operation<void> {
     write(file as unknown as number);
   };
-  runSync(writingBeside(path, writing), path);
+  runSync(writingBeside(path, writing, options), path);
 }

@@ -8,7 +8,18 @@ import { access, open as openAsync, rename, rm, stat, type FileHandle } from 'no
 import { setTimeout as delay } from 'node:timers/promises';
 import { drive, driveSync, type FileRef, type Operation, type Step } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
-import { checkReplaceable, inTurns, openFile, openFileSync, readFully, readFullyAsync, writeFully, writeFullyAsync } from './fd.js';
+import {
+  checkReplaceable,
+  inTurns,
+  openFile,
+  openFileSync,
+  readFully,
+  readFullyAsync,
+  syncDirectory,
+  syncDirectorySync,
+  writeFully,
+  writeFullyAsync,
+} from './fd.js';
 import { NpyError, withWhere } from '../errors.js';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -37,6 +48,8 @@ function performSync(step: Step): unknown {
       return fstatSync(fd(step.file)).size;
     case 'sync':
       return fsyncSync(fd(step.file));
+    case 'syncDirectory':
+      return syncDirectorySync(step.path);
     case 'truncate':
       return ftruncateSync(fd(step.file), step.size);
     case 'reserve':
@@ -92,6 +105,8 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
       return (await handle(step.file).stat()).size;
     case 'sync':
       return handle(step.file).sync();
+    case 'syncDirectory':
+      return syncDirectory(step.path);
     case 'truncate':
       return handle(step.file).truncate(step.size);
     case 'reserve':

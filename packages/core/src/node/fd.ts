@@ -2,7 +2,7 @@
  * File helpers shared by every file operation, blocking (file descriptors) and async (FileHandles):
  * whole reads and writes, and saves written beside the target.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
 import { open as openAsync, type FileHandle } from 'node:fs/promises';
 import { readInParallel } from './native.js';
 import { inParallel } from '../io/settle.js';
@@ -95,6 +95,52 @@ export function writeFully(fd: number, bytes: Uint8Array, position?: number): vo
     done += writeSync(fd, bytes, done, Math.min(bytes.length - done, IO_CHUNK), position === undefined ? null : position + done);
   }
 }
+/**
+ * Errors of a directory's fsync that mean the platform has none (Windows cannot open a directory;
+ * some file systems refuse fsync of one): nothing more can be done there, so they are not errors.
+ */
+const NO_DIRECTORY_SYNC = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'EBADF', 'ENOTSUP']);
+
+function directorySyncFailed(e: unknown): void {
+  if (!NO_DIRECTORY_SYNC.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+}
+
+/** fsync a directory, so that entries renamed into it survive a crash of the system; a no-op where the platform has no such sync. */
+export function syncDirectorySync(path: string): void {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (e) {
+    directorySyncFailed(e);
+    return;
+  }
+  try {
+    fsyncSync(fd);
+  } catch (e) {
+    directorySyncFailed(e);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** {@link syncDirectorySync}, on the thread pool. */
+export async function syncDirectory(path: string): Promise<void> {
+  let dir: FileHandle;
+  try {
+    dir = await openAsync(path, 'r');
+  } catch (e) {
+    directorySyncFailed(e);
+    return;
+  }
+  try {
+    await dir.sync();
+  } catch (e) {
+    directorySyncFailed(e);
+  } finally {
+    await dir.close();
+  }
+}
+
 /** A temporary name beside `path`, unique to this process and call. */
 export function tempBeside(path: string): string {
   return `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2, 8)}.tmp`;

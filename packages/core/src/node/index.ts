@@ -14,13 +14,21 @@ export {
   type LoadOptions,
   type LoadOptionsAsync,
   type SaveOptions,
+  type SaveOptionsSync,
 } from './npy-files.js';
 export { checkRegularFile, readHeaderFromFd, type AsyncOptions } from './fd.js';
 export type { PickleOptions } from '../pickle/options.js';
-export { writeBeside } from './beside.js';
+export { writeBeside, type ReplaceOptions } from './beside.js';
 export * from './npz/index.js';
 export { fileSource } from './sources.js';
-export { openSafetensors, openSafetensorsSync, saveSafetensors, saveSafetensorsSync, type SaveSafetensorsOptions } from './safetensors.js';
+export {
+  openSafetensors,
+  openSafetensorsSync,
+  saveSafetensors,
+  saveSafetensorsSync,
+  type SaveSafetensorsOptions,
+  type SaveSafetensorsOptionsSync,
+} from './safetensors.js';
 export { SafetensorsFile } from '../safetensors/file.js';
 export { openWeights, loadWeights } from './weights.js';
 export { WeightFile, type WeightFormat, type OpenWeightsOptions } from '../weights/open.js';

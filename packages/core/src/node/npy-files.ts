@@ -24,7 +24,7 @@ import { loadCodec, saveCodec, type PickleOptions } from '../pickle/options.js';
 import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
 import type { AsyncOptions } from './fd.js';
 import { run, runSync } from './drive.js';
-import { writingBeside } from './beside.js';
+import { writingBeside, type ReplaceOptions } from './beside.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
 
@@ -141,8 +141,11 @@ export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
   return runSync(loadingNpy(path, options), path);
 }
 
+/** Options of {@link saveNpySync}: numpy's header options, and how the file is replaced. */
+export interface SaveOptionsSync extends EncodeOptions, ReplaceOptions {}
+
 /** Options of the async {@link saveNpy}. */
-export interface SaveOptions extends EncodeOptions, AsyncOptions {}
+export interface SaveOptions extends SaveOptionsSync, AsyncOptions {}
 
 /**
  * Write an array as numpy's `np.save` would, without blocking the event loop: native-endian data is
@@ -160,7 +163,7 @@ export async function saveNpy(path: string, array: NdArray | ArraySpec, options:
  * @example
  * saveNpySync('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
-export function saveNpySync(path: string, array: NdArray | ArraySpec, options: EncodeOptions = {}): void {
+export function saveNpySync(path: string, array: NdArray | ArraySpec, options: SaveOptionsSync = {}): void {
   runSync(savingNpy(path, array, options), path);
 }
 
@@ -168,17 +171,21 @@ export function saveNpySync(path: string, array: NdArray | ArraySpec, options: E
  * The steps of a save: numpy's header, then the data straight from its memory when native-endian
  * (other byte orders a piece at a time), into a file beside `path` renamed over it when complete.
  */
-export function* savingNpy(path: string, input: NdArray | ArraySpec, options: EncodeOptions = {}): Operation<void> {
+export function* savingNpy(path: string, input: NdArray | ArraySpec, options: SaveOptionsSync = {}): Operation<void> {
   const array = toNdArray(input);
   checkFormatVersion(options.version); // before the file beside is made
   const pieces = encodeNpyPieces(array, { ...options, pickle: saveCodec(options) });
-  yield* writingBeside(path, function* (file) {
-    let first = true;
-    for (const piece of pieces) {
-      yield { op: 'write', file, bytes: piece, at: null };
-      // After the header, the data's size is reserved at once where the file system can (one extent, not growth per write).
-      if (first && !hasObject(array.dtype)) yield { op: 'reserve', file, at: piece.length, bytes: array.size * array.dtype.itemsize };
-      first = false;
-    }
-  });
+  yield* writingBeside(
+    path,
+    function* (file) {
+      let first = true;
+      for (const piece of pieces) {
+        yield { op: 'write', file, bytes: piece, at: null };
+        // After the header, the data's size is reserved at once where the file system can (one extent, not growth per write).
+        if (first && !hasObject(array.dtype)) yield { op: 'reserve', file, at: piece.length, bytes: array.size * array.dtype.itemsize };
+        first = false;
+      }
+    },
+    options,
+  );
 }

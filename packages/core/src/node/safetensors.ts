@@ -5,7 +5,7 @@ import type { FileRef, Operation } from '../io/steps.js';
 import type { HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import { safetensorsParts, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
-import { writingBeside } from './beside.js';
+import { writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
 import { fileSource, nodeSourceOf } from './sources.js';
@@ -40,8 +40,11 @@ export function openSafetensorsSync(path: string): SafetensorsFile<SyncByteSourc
   }
 }
 
+/** Options of {@link saveSafetensorsSync}: the file's metadata, and how the file is replaced. */
+export interface SaveSafetensorsOptionsSync extends SafetensorsWriteOptions, ReplaceOptions {}
+
 /** Options of {@link saveSafetensors}. */
-export interface SaveSafetensorsOptions extends SafetensorsWriteOptions, AsyncOptions {}
+export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, AsyncOptions {}
 
 /**
  * Write tensors as a .safetensors file that Python's `safetensors` loads, without blocking: checked
@@ -58,14 +61,18 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput, o
  * @example
  * saveSafetensorsSync('model.safetensors', { w });
  */
-export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SafetensorsWriteOptions = {}): void {
+export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync = {}): void {
   runSync(savingSafetensors(path, tensors, options), path);
 }
 
-function* savingSafetensors(path: string, tensors: SafetensorsInput, options: SafetensorsWriteOptions): Operation<void> {
+function* savingSafetensors(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync): Operation<void> {
   const { header, bodies } = safetensorsParts(tensors, options); // checked before the file beside is made
-  yield* writingBeside(path, function* (file: FileRef) {
-    yield { op: 'write', file, bytes: header, at: null };
-    for (const bytes of bodies) if (bytes.length) yield { op: 'write', file, bytes, at: null };
-  });
+  yield* writingBeside(
+    path,
+    function* (file: FileRef) {
+      yield { op: 'write', file, bytes: header, at: null };
+      for (const bytes of bodies) if (bytes.length) yield { op: 'write', file, bytes, at: null };
+    },
+    options,
+  );
 }

@@ -5,13 +5,12 @@ import { QueuedSink } from '../../npz/zip.js';
 import type { Operation } from '../../io/steps.js';
 import type { AsyncOptions } from '../fd.js';
 import { run, runSync } from '../drive.js';
-import { writingBeside } from '../beside.js';
+import { writingBeside, type ReplaceOptions } from '../beside.js';
 import { zlibCodec } from './codec.js';
 import { saveCodec, type PickleOptions } from '../../pickle/options.js';
 
-/** Options of {@link saveNpz}. */
-/** Options of {@link saveNpzSync}: the archive's; object arrays are written as pickles, as by `np.savez` and `saveNpy`. */
-export interface SaveNpzOptionsSync extends NpzWriteOptions, PickleOptions {}
+/** Options of {@link saveNpzSync}: the archive's, and how the file is replaced; object arrays are written as pickles, as by `np.savez` and `saveNpy`. */
+export interface SaveNpzOptionsSync extends NpzWriteOptions, PickleOptions, ReplaceOptions {}
 
 /** Options of {@link saveNpz}. */
 export interface SaveNpzOptions extends SaveNpzOptionsSync, AsyncOptions {}
@@ -39,9 +38,13 @@ export function saveNpzSync(path: string, arrays: NpzInput, options: SaveNpzOpti
 /** The steps of a save: members written a piece (≤ 16 MiB) at a time into a file beside `path`, renamed over it when complete. */
 function* savingNpz(path: string, arrays: NpzInput, options: SaveNpzOptionsSync): Operation<void> {
   checkNpzWriteOptions(options); // before the file beside is made
-  yield* writingBeside(path, function* (file) {
-    const sink = new QueuedSink();
-    for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options, pickle: saveCodec(options) })) yield* sink.flushing(file);
-    yield* sink.flushing(file);
-  });
+  yield* writingBeside(
+    path,
+    function* (file) {
+      const sink = new QueuedSink();
+      for (const _ of npzWriting(sink, arrays, { codec: zlibCodec, ...options, pickle: saveCodec(options) })) yield* sink.flushing(file);
+      yield* sink.flushing(file);
+    },
+    options,
+  );
 }

@@ -2,7 +2,7 @@
 export { heapPathOf } from './files.js';
 export type { RaggedPathOptions } from '../../ragged/build.js';
 export type { SaveRaggedOptions } from '../../ragged/build.js';
-export { saveRagged, saveRaggedSync, saveReferences, saveReferencesSync } from './save.js';
+export { saveRagged, saveRaggedSync, saveReferences, saveReferencesSync, type SaveRaggedFileOptions } from './save.js';
 export { openRagged, openRaggedSync, openRaggedRecordsSync, isRagged, isRaggedSync, type RaggedHandle, type RaggedRecordsHandle } from './read.js';
 export { appendRagged, appendRaggedSync } from './append.js';
 export { saveObjectArrayAsRagged, saveObjectArrayAsRaggedSync } from './convert.js';

@@ -6,6 +6,7 @@ import { NpyError } from '../../errors.js';
 import { NdArray, isOrderFree } from '../../array/ndarray.js';
 import type { AsyncOptions } from '../../io/handles.js';
 import { readingNpyHeader, savingNpy } from '../npy-files.js';
+import type { ReplaceOptions } from '../beside.js';
 import { appendLocked } from '../lock.js';
 import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
@@ -30,6 +31,9 @@ import {
 import { headerOrNull, heapPathOf } from './files.js';
 import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
+/** Options of {@link saveRaggedSync}: the layout and names, and how each file is replaced (`durable`: each heap and the index are made durable before the index is renamed into place). */
+export interface SaveRaggedFileOptions extends SaveRaggedOptions, ReplaceOptions {}
+
 /**
  * Records with ragged fields, named as numpy#25374's option 1: `main.npy` holds the record array;
  * array fields range over `main.npy.heap1`, `main.npy.heap2`, … (in field order), and every string
@@ -41,6 +45,7 @@ function* savingRecords(
   dtypes: Record<string, string>,
   layout: SaveRaggedOptions['layout'],
   taken: readonly string[],
+  replace: ReplaceOptions,
 ): Operation<void> {
   const strings = freshHeapName(path, `${basename(path)}.strings`, taken);
   const saves: { path: string; array: NdArray }[] = [];
@@ -96,18 +101,19 @@ function* savingRecords(
     recordDType(specs),
     { shape: [records.length] },
   );
-  for (const save of saves) yield* savingNpy(save.path, save.array);
-  yield* savingNpy(path, main);
+  for (const save of saves) yield* savingNpy(save.path, save.array, replace);
+  yield* savingNpy(path, main, replace);
 }
 
 /**
  * Write a ragged array as steps (see {@link FileStep}). A ragged array already at `path` is replaced
  * under its append lock (so no append mixes the two), and never in place: the new heaps are written
  * under names the old index does not use, the new index is renamed over the old one (the one atomic
- * step), and only then are the old heaps removed. A reader, a crash or an abort at any moment sees the
- * old array or the new one, never the old index over a new heap.
+ * step), and only then are the old heaps removed. A reader, an error, an abort or a crash of the process
+ * at any moment sees the old array or the new one, never the old index over a new heap (a crash of the
+ * system too, with `durable`).
  */
-function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): Operation<void> {
+function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedFileOptions = {}): Operation<void> {
   if (!((yield { op: 'exists', path }) as boolean)) {
     yield* replacingRagged(path, elements, options, []);
     return;
@@ -157,10 +163,15 @@ function freshHeapName(path: string, wanted: string, taken: readonly string[]): 
 }
 
 /** Write the new heaps and index (replacing one whose heaps are `taken`), then remove the heaps of `taken` the new one does not use. */
-function* replacingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions, taken: readonly string[]): Operation<void> {
+function* replacingRagged(
+  path: string,
+  elements: Input[] | Record<string, unknown>[],
+  options: SaveRaggedFileOptions,
+  taken: readonly string[],
+): Operation<void> {
   if (isRecordList(elements)) {
     if (options.shape) throw new NpyError('SHAPE_MISMATCH', 'records with ragged fields are 1-d; `shape` is for an index of elements');
-    yield* savingRecords(path, elements, options.dtypes ?? {}, options.layout, taken);
+    yield* savingRecords(path, elements, options.dtypes ?? {}, options.layout, taken, { durable: options.durable ?? false });
   } else {
     yield* savingElements(path, elements as Input[], options, taken);
   }
@@ -170,7 +181,8 @@ function* replacingRagged(path: string, elements: Input[] | Record<string, unkno
 }
 
 /** Write ragged elements: all checks first, then the heap (or rows appended to a shared one), then the index. */
-function* savingElements(path: string, elements: Input[], options: SaveRaggedOptions, taken: readonly string[]): Operation<void> {
+function* savingElements(path: string, elements: Input[], options: SaveRaggedFileOptions, taken: readonly string[]): Operation<void> {
+  const replace = { durable: options.durable ?? false };
   const layout = options.layout ?? 'ranges';
   const kind = kindOf(elements);
   const terminated = layout === 'zero-terminated' && kind !== 'nested';
@@ -195,14 +207,14 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
   const index = indexArray(info, bounds, offset);
   if (nested) {
     if (shared) yield* appendingRagged(heapPath, nested, {});
-    else yield* savingRagged(heapPath, nested, { layout });
+    else yield* savingRagged(heapPath, nested, { layout, ...replace });
   } else if (rows) {
     if (shared) yield* lockedAppend(heapPath, rows);
-    else yield* savingNpy(heapPath, rows);
+    else yield* savingNpy(heapPath, rows, replace);
   } else if (!shared) {
-    yield* savingNpy(heapPath, bytesArray(new Uint8Array(0)));
+    yield* savingNpy(heapPath, bytesArray(new Uint8Array(0)), replace);
   }
-  yield* savingNpy(path, grid ? new NdArray(index.dtype, grid, index.data) : index);
+  yield* savingNpy(path, grid ? new NdArray(index.dtype, grid, index.data) : index, replace);
 }
 
 /**
@@ -215,7 +227,7 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedOpt
  * @example
  * await saveRagged('words.npy', ['a', 'bc', 'def'], { layout: 'offsets' });   // words.npy + words.npy.strings
  */
-export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions & AsyncOptions = {}): Promise<void> {
+export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedFileOptions & AsyncOptions = {}): Promise<void> {
   return run(savingRagged(path, elements, options), options.signal, path);
 }
 
@@ -224,11 +236,17 @@ export function saveRagged(path: string, elements: Input[] | Record<string, unkn
  * @example
  * saveRaggedSync('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
-export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedOptions = {}): void {
+export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedFileOptions = {}): void {
   runSync(savingRagged(path, elements, options), path);
 }
 
-function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions): Operation<void> {
+function* savingReferences(
+  path: string,
+  refs: NdArray | ArraySpec,
+  heap: string | NdArray | ArraySpec,
+  options: RaggedPathOptions & ReplaceOptions,
+): Operation<void> {
+  const replace = { durable: options.durable ?? false };
   const heapPath = heapPathOf(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
   const given = typeof heap === 'string' ? null : toNdArray(heap);
   const h = given ? null : yield* readingNpyHeader(heapPath);
@@ -244,9 +262,9 @@ function* savingReferences(path: string, refs: NdArray | ArraySpec, heap: string
     if (!(v >= 0 && v < rows)) throw new NpyError('BAD_INDEX', `reference ${i} is ${v}, outside the heap's ${rows} rows`);
     words[i] = v;
   }
-  if (given) yield* savingNpy(heapPath, given);
+  if (given) yield* savingNpy(heapPath, given, replace);
   const dtype = raggedIndexDType({ kind: 'ref', heap: relative(dirname(path), heapPath), layout: 'references' });
-  yield* savingNpy(path, wordsArray(dtype, words, r.shape));
+  yield* savingNpy(path, wordsArray(dtype, words, r.shape), replace);
 }
 
 /**
@@ -261,7 +279,7 @@ export function saveReferences(
   path: string,
   refs: NdArray | ArraySpec,
   heap: string | NdArray | ArraySpec,
-  options: RaggedPathOptions & AsyncOptions = {},
+  options: RaggedPathOptions & ReplaceOptions & AsyncOptions = {},
 ): Promise<void> {
   return run(savingReferences(path, refs, heap, options), options.signal, path);
 }
@@ -271,6 +289,11 @@ export function saveReferences(
  * @example
  * saveReferencesSync('picks.npy', { data: new Int32Array([2, 0, 2]), shape: [3] }, 'frames.npy');
  */
-export function saveReferencesSync(path: string, refs: NdArray | ArraySpec, heap: string | NdArray | ArraySpec, options: RaggedPathOptions = {}): void {
+export function saveReferencesSync(
+  path: string,
+  refs: NdArray | ArraySpec,
+  heap: string | NdArray | ArraySpec,
+  options: RaggedPathOptions & ReplaceOptions = {},
+): void {
   runSync(savingReferences(path, refs, heap, options), path);
 }

@@ -1,0 +1,113 @@
+// `{ durable: true }` on every save that replaces a file: the temporary file is fsync'd before the
+// rename and the directory after it, in that order (seen by strace, the real system calls); without
+// it neither happens. The saved bytes are the same either way, and numpy loads them.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync, realpathSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { python, scratch } from '../helpers/numpy.mjs';
+
+const dir = realpathSync(scratch('npyts-durable-'));
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+// One save in a child process, named by the function that makes it; its file is `out`.
+const script = `
+import * as node from '@npyts/core/node';
+const [name, out, durable] = process.argv.slice(1);
+const data = { data: new Float32Array([1.5, -2, 3]), shape: [3] };
+const options = durable === '1' ? { durable: true } : {};
+const input = name.startsWith('saveNpz') || name.startsWith('saveSafetensors') ? { w: data } : name.startsWith('saveRagged') ? ['a', 'bc', 'def'] : data;
+await node[name](out, input, options);
+`;
+
+/** The system calls of one save: opens, fsyncs and renames, in order, with the path or fd they name. */
+function traceSave(name, out, durable) {
+  const log = join(dir, `${name}-${durable}.strace`);
+  const r = spawnSync(
+    'strace',
+    [
+      '-f',
+      '-qq',
+      '-e',
+      'trace=openat,fsync,fdatasync,rename,renameat,renameat2,close',
+      '-o',
+      log,
+      process.execPath,
+      '--input-type=module',
+      '-e',
+      script,
+      name,
+      out,
+      durable ? '1' : '0',
+    ],
+    {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    },
+  );
+  assert.is(r.status, 0, r.stderr);
+  return readFileSync(log, 'utf8').split('\n');
+}
+
+/** What happened to `out`'s temporary file and its directory: 'sync-file', 'rename', 'sync-dir', in order. */
+function eventsOf(lines, out) {
+  const fds = new Map(); // fd → 'temp' | 'dir' while open
+  const events = [];
+  for (const line of lines) {
+    const open = /openat\(AT_FDCWD, "([^"]+)", [^)]*\) = (\d+)/.exec(line);
+    if (open) {
+      const [, path, fd] = open;
+      // The temporary file is `${out}.PID.TIME.RANDOM.tmp` (not another file's, such as `${out}.strings.…`).
+      if (path.startsWith(`${out}.`) && /^\d+\.\d+\.[a-z0-9]+\.tmp$/.test(path.slice(out.length + 1))) fds.set(fd, 'temp');
+      else if (path === dirname(out) && events.at(-1) === 'rename') fds.set(fd, 'dir');
+      continue;
+    }
+    const sync = /f(?:data)?sync\((\d+)\)\s+= 0/.exec(line);
+    if (sync && fds.has(sync[1])) events.push(`sync-${fds.get(sync[1]) === 'temp' ? 'file' : 'dir'}`);
+    const close = /close\((\d+)\)/.exec(line);
+    if (close) fds.delete(close[1]);
+    if (/rename(?:at2?)?\(.*"([^"]+)"(?:, \d+)?\) = 0/.test(line) && line.includes(`"${out}"`)) events.push('rename');
+  }
+  return events;
+}
+
+const spawnOk = spawnSync('strace', ['-qq', '-e', 'trace=none', 'true']).status === 0;
+
+for (const [name, ext] of [
+  ['saveNpySync', 'npy'],
+  ['saveNpy', 'npy'],
+  ['saveNpzSync', 'npz'],
+  ['saveNpz', 'npz'],
+  ['saveSafetensorsSync', 'safetensors'],
+  ['saveSafetensors', 'safetensors'],
+]) {
+  test(`${name}({ durable: true }) syncs the file before the rename and the directory after it; without it, neither`, () => {
+    assert.ok(spawnOk, 'strace cannot trace here: the test needs it (apt-get install strace)');
+    const out = join(dir, `${name}.${ext}`);
+    assert.equal(eventsOf(traceSave(name, out, true), out), ['sync-file', 'rename', 'sync-dir']);
+    const durableBytes = readFileSync(out);
+    assert.equal(eventsOf(traceSave(name, out, false), out), ['rename']);
+    assert.ok(readFileSync(out).equals(durableBytes), 'the same bytes either way');
+  });
+}
+
+test('saveRaggedSync({ durable: true }) makes the heap durable before the index is renamed into place', () => {
+  const out = join(dir, 'words.npy');
+  const lines = traceSave('saveRaggedSync', out, true);
+  const heap = eventsOf(lines, `${out}.strings`);
+  assert.equal(heap, ['sync-file', 'rename', 'sync-dir']);
+  assert.equal(eventsOf(lines, out), ['sync-file', 'rename', 'sync-dir']);
+  const renames = lines.filter((l) => /rename/.test(l) && / = 0$/.test(l));
+  assert.ok(renames[0].includes(`"${out}.strings"`) && renames[1].includes(`"${out}"`), 'the heap is in place before the index');
+  assert.equal(eventsOf(traceSave('saveRaggedSync', out, false), out), ['rename']);
+});
+
+test('numpy loads what a durable save wrote', () => {
+  const out = join(dir, 'saveNpySync.npy');
+  const got = python(`import numpy as np, json; print(json.dumps(np.load(${JSON.stringify(out)}).tolist()))`);
+  assert.equal(JSON.parse(got), [1.5, -2, 3]);
+});
+
+test.run();
