@@ -3,7 +3,7 @@
 // midway), streams, shared memory, and HTTP range reads from nginx — each checked against numpy.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createReadStream, createWriteStream, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,6 +101,43 @@ test('a region read moves only the bytes the region covers (plus small joined ga
   assert.is(regionStats.reads - before.reads, 1);
   assert.is(regionStats.bytes - before.bytes, 3 * 9 * 4);
   h.close();
+});
+
+test('without the addon, an async column read keeps several reads in flight and equals numpy; a file cut short fails once every read has settled', () => {
+  const file = join(dir, 'column-js.npy');
+  const cut = join(dir, 'column-js-cut.npy');
+  // 4096 rows of 4 KiB: a column is 16 groups of 1 MiB; the copy is cut to half its rows once open.
+  python(`a = np.arange(4096 * 1024, dtype='<f4').reshape(4096, 1024) / 3; np.save(${JSON.stringify(file)}, a); np.save(${JSON.stringify(cut)}, a)`);
+  const expected = JSON.parse(python(`import json; print(json.dumps(np.load(${JSON.stringify(file)})[:, 7].tolist()))`));
+  const code = `
+import { openNpyFile } from '@npyts/core/node';
+const { open } = await import('node:fs/promises');
+// Watch FileHandle reads (the real ones): how many are in flight at once.
+const probe = await open(${JSON.stringify(file)});
+const proto = Object.getPrototypeOf(probe);
+await probe.close();
+let inFlight = 0, most = 0;
+const read = proto.read;
+proto.read = async function (...args) {
+  most = Math.max(most, ++inFlight);
+  try { return await read.apply(this, args); } finally { inFlight--; }
+};
+const h = await openNpyFile(${JSON.stringify(file)});
+const column = Array.from((await h.read([0, 7], [4096, 1])).data);
+await h.close();
+let error = null, inFlightAtError = -1;
+const c = await openNpyFile(${JSON.stringify(cut)});
+await (await import('node:fs/promises')).truncate(${JSON.stringify(cut)}, 8 << 20);
+try { await c.read([0, 7], [4096, 1]); } catch (e) { error = e.code; inFlightAtError = inFlight; }
+await c.close();
+console.log(JSON.stringify({ column, most, error, inFlightAtError }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', cwd: root, env: { ...process.env, NPYTS_NATIVE: '0' } });
+  assert.is(r.status, 0, r.stderr);
+  const got = JSON.parse(r.stdout.trim().split('\n').pop());
+  assert.equal(got.column, expected);
+  assert.ok(got.most >= 2, `reads in flight at most: ${got.most}`);
+  assert.is(got.error, 'DATA_TRUNCATED');
+  assert.is(got.inFlightAtError, 0, 'no read still running when the read fails');
 });
 
 test('stored npz members support the same region reads', () => {

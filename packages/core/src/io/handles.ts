@@ -7,7 +7,19 @@ import { checkDataSize, hasObject, toNdArray, type ArraySpec } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, headerTextOfLength, type NpyHeader } from '../format/header.js';
 import { planRegion, readingRegion, type OpenNpy } from './region.js';
-import { SOURCE, drive, driveSync, type FileRef, type Operation, type PerformAsync, type PerformSync, type Step } from './steps.js';
+import {
+  SOURCE,
+  drive,
+  driveSync,
+  readEach,
+  readEachSync,
+  type FileRef,
+  type Operation,
+  type PerformAsync,
+  type PerformSync,
+  type PositionalRead,
+  type Step,
+} from './steps.js';
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
 import { parseDescr, shapeRepr, shapeSize, type DType } from '../format/dtype.js';
@@ -107,12 +119,18 @@ function performOn(source: ByteSource & Partial<Omit<WritableByteSource, keyof S
 
 /** A blocking driver over one blocking source. */
 export function performOnSource(source: SyncByteSource | WritableByteSource, path: string): PerformSync {
-  return (step) => performOn(source, path, step);
+  return (step) => (step.op === 'reads' ? readEachSync(step, (r) => performOn(source, path, readOf(step.file, r)) as number) : performOn(source, path, step));
 }
+
+/** The `read` step of one read of a `reads` step. */
+const readOf = (file: FileRef, r: PositionalRead): Step => ({ op: 'read', file, into: r.into, at: r.at });
 
 /** {@link performOnSource}, async, over any source. */
 export function performOnSourceAsync(source: ByteSource, path: string): PerformAsync {
-  return async (step, signal) => performOn(source, path, step, signal);
+  return async (step, signal) =>
+    step.op === 'reads'
+      ? readEach(step, async (r) => performOn(source, path, readOf(step.file, r), signal) as number | Promise<number>)
+      : performOn(source, path, step, signal);
 }
 
 /** The steps of a region write: the runs it covers, each written at its file position. */

@@ -9,12 +9,19 @@
  * Browser-safe: the drivers for files are in node/drive.ts.
  */
 import { NpyError } from '../errors.js';
+import { inParallel } from './settle.js';
 
 /** A file as a driver holds it (a descriptor, a FileHandle): opaque to operations. */
 export type FileRef = { readonly __fileRef: unique symbol };
 
 /** The one file of a driver over one source (an archive, a positional source): its drivers ignore the reference. */
 export const SOURCE = {} as FileRef;
+
+/** One positional read: `into.length` bytes at `at`. */
+export interface PositionalRead {
+  readonly into: Uint8Array;
+  readonly at: number;
+}
 
 /** A region as a strided walk: runs of `runLength` bytes at `base` + Σ index × stride over `counts`. */
 export interface Strided {
@@ -49,6 +56,13 @@ export type Step =
   | { readonly op: 'view'; readonly file: FileRef; readonly at: number; readonly length: number }
   /** → bytes read (fewer only at the end of the file). `onPiece` sees pieces as they complete. */
   | { readonly op: 'read'; readonly file: FileRef; readonly into: Uint8Array; readonly at: number; readonly onPiece?: (piece: Uint8Array) => void }
+  /**
+   * Positional reads taken from `reads` as the driver is ready for them (blocking: one at a time;
+   * async: several in flight, all settled before it answers), each handed to `onRead` with the
+   * bytes it got (fewer only at the end of the file) as it completes. An error of `onRead` stops
+   * the reads.
+   */
+  | { readonly op: 'reads'; readonly file: FileRef; readonly reads: Iterable<PositionalRead>; readonly onRead: (read: PositionalRead, got: number) => void }
   /** Write all of `bytes` at `at` (at the file position when null). */
   | { readonly op: 'write'; readonly file: FileRef; readonly bytes: Uint8Array; readonly at: number | null }
   /** → the file's size in bytes. */
@@ -107,12 +121,36 @@ export type PerformAsync = (step: Step, signal: AbortSignal | undefined) => Prom
 export function performReads(read: (at: number, length: number, signal?: AbortSignal) => Promise<Uint8Array>): PerformAsync {
   return async (step, signal) => {
     if (step.op === 'view') return read(step.at, step.length, signal);
+    if (step.op === 'reads')
+      return readEach(step, async (r) => {
+        const got = await read(r.at, r.into.length, signal);
+        r.into.set(got);
+        return got.length;
+      });
     if (step.op !== 'read') throw new NpyError('INTERNAL', `a read-only source cannot perform '${step.op}'`);
     const got = await read(step.at, step.into.length, signal);
     step.into.set(got);
     if (got.length > 0) step.onPiece?.(step.into.subarray(0, got.length));
     return got.length;
   };
+}
+
+/** Reads in flight at once for a `reads` step (libuv's pool has 4 threads by default). */
+const READS_IN_FLIGHT = 4;
+
+/** Perform a `reads` step, blocking: each read in turn, handed to `onRead` before the next is taken. */
+export function readEachSync(step: Extract<Step, { op: 'reads' }>, read: (r: PositionalRead) => number): void {
+  for (const r of step.reads) step.onRead(r, read(r));
+}
+
+/** Perform a `reads` step asynchronously: a few reads in flight, each handed to `onRead` as it completes and the next one then taken. */
+export async function readEach(step: Extract<Step, { op: 'reads' }>, read: (r: PositionalRead) => Promise<number>): Promise<void> {
+  const it = step.reads[Symbol.iterator]();
+  await inParallel(READS_IN_FLIGHT, async (stopped) => {
+    for (let next = it.next(); !next.done && !stopped(); next = stopped() ? { done: true, value: undefined } : it.next()) {
+      step.onRead(next.value, await read(next.value));
+    }
+  });
 }
 
 /** Run an operation, each step performed blocking. */

@@ -6,7 +6,7 @@
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { access, open as openAsync, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { drive, driveSync, type FileRef, type Operation, type Step } from '../io/steps.js';
+import { drive, driveSync, readEach, readEachSync, type FileRef, type Operation, type Step } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
 import {
   checkReplaceable,
@@ -42,6 +42,8 @@ function performSync(step: Step): unknown {
       if (n > 0) step.onPiece?.(step.into.subarray(0, n));
       return n;
     }
+    case 'reads':
+      return readEachSync(step, (r) => readFully(fd(step.file), r.into, r.at));
     case 'write':
       return writeFully(fd(step.file), step.bytes, step.at ?? undefined);
     case 'size':
@@ -99,6 +101,8 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
       return handle(step.file).close();
     case 'read':
       return readFullyAsync(handle(step.file), step.into, step.at, signal, step.onPiece);
+    case 'reads':
+      return readEach(step, (r) => readFullyAsync(handle(step.file), r.into, r.at, signal));
     case 'write':
       return writeFullyAsync(handle(step.file), step.bytes, step.at, signal);
     case 'size':
