@@ -327,6 +327,8 @@ export interface SaveWeightsOptions extends NpzWriteOptions, PytorchLayoutOption
   like?: WeightSource;
   /** Aborts writing a file (Node). */
   signal?: AbortSignal;
+  /** Writing a file (Node): make it durable before it replaces the old one, as `saveNpz`'s `durable` (`fsync`). */
+  durable?: boolean;
 }
 
 /**

@@ -124,7 +124,7 @@ export type NpzSink = (npz: Uint8Array) => unknown;
 export async function writeArchive(
   target: string | NpzSink,
   arrays: Map<string, NdArray>,
-  options: NpzWriteOptions & { signal?: AbortSignal | undefined },
+  options: NpzWriteOptions & { signal?: AbortSignal | undefined; durable?: boolean | undefined },
 ): Promise<void> {
   if (typeof target === 'function') {
     await target(encodeNpz(arrays, options));

@@ -31,6 +31,7 @@ export async function typed(): Promise<void> {
 
   expectTypeOf(saveWeights(model)).toEqualTypeOf<Promise<Uint8Array>>();
   expectTypeOf(saveWeights(model, 'weights.npz')).toEqualTypeOf<Promise<void>>();
+  expectTypeOf(saveWeights(model, 'weights.npz', { durable: true })).toEqualTypeOf<Promise<void>>();
   await saveWeights(model.weights, browserDownload('weights.npz'));
 
   // IOHandlers where tfjs takes them.
