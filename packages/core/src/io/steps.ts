@@ -147,7 +147,9 @@ export function readEachSync(step: Extract<Step, { op: 'reads' }>, read: (r: Pos
 export async function readEach(step: Extract<Step, { op: 'reads' }>, read: (r: PositionalRead) => Promise<number>): Promise<void> {
   const it = step.reads[Symbol.iterator]();
   await inParallel(READS_IN_FLIGHT, async (stopped) => {
-    for (let next = it.next(); !next.done && !stopped(); next = stopped() ? { done: true, value: undefined } : it.next()) {
+    while (!stopped()) {
+      const next = it.next();
+      if (next.done) return;
       step.onRead(next.value, await read(next.value));
     }
   });
