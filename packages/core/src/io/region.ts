@@ -232,7 +232,7 @@ const POSITIONAL_MAX_GAP = 4096;
  * The most one positional read of a group takes: small enough that the scratches of the reads in
  * flight stay in the CPU's cache while their runs are copied out (a column of a 1 GiB file on the
  * 2-core VM, blocking: 16 MiB groups 74 ms, 4 MiB 50 ms; async with 4 reads in flight, 4 MiB groups
- * 115 ms, 1 MiB 90 ms), large enough that the system calls are few.
+ * 115 ms, 1 MiB 90 ms, and 134–162 ms one read at a time), large enough that the system calls are few.
  */
 const POSITIONAL_GROUP_BYTES = 1 << 20;
 
