@@ -110,6 +110,28 @@ test('saveRaggedSync({ durable: true }) makes the heap durable before the index 
   assert.equal(eventsOf(traceSave('saveRaggedSync', out, false), out), ['rename']);
 });
 
+test('an abort that arrives while the file is renamed into place is too late: the durable save completes', () => {
+  const out = join(dir, 'abort-late.npy');
+  // The abort fires inside the rename (the real one, watched through node:fs/promises).
+  const code = `
+import { syncBuiltinESMExports } from 'node:module';
+import fsp from 'node:fs/promises';
+const controller = new AbortController();
+const rename = fsp.rename;
+fsp.rename = async (...args) => { await rename(...args); controller.abort(); };
+syncBuiltinESMExports();
+const { saveNpy, loadNpySync } = await import('@npyts/core/node');
+await saveNpy(${JSON.stringify(out)}, { data: new Float32Array([1, 2]) });
+let outcome = 'resolved';
+try {
+  await saveNpy(${JSON.stringify(out)}, { data: new Float32Array([3, 4]) }, { durable: true, signal: controller.signal });
+} catch (e) { outcome = e.name; }
+console.log(JSON.stringify({ aborted: controller.signal.aborted, outcome, data: Array.from(loadNpySync(${JSON.stringify(out)}).data) }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: repoRoot, encoding: 'utf8' });
+  assert.is(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout), { aborted: true, outcome: 'resolved', data: [3, 4] });
+});
+
 test('numpy loads what a durable save wrote', () => {
   const out = join(dir, 'saveNpySync.npy');
   const got = python(`import numpy as np, json; print(json.dumps(np.load(${JSON.stringify(out)}).tolist()))`);

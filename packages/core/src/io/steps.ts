@@ -69,12 +69,11 @@ export type Step =
   | { readonly op: 'size'; readonly file: FileRef }
   /** Make the file's data durable (fsync). */
   | { readonly op: 'sync'; readonly file: FileRef }
-  /** Make the directory's entries durable (fsync of the directory, where the platform has it): a rename into it survives a crash. */
-  | { readonly op: 'syncDirectory'; readonly path: string }
   | { readonly op: 'truncate'; readonly file: FileRef; readonly size: number }
   /** Reserve `bytes` after `at` (fallocate, where the addon has it): a hint, never an error. */
   | { readonly op: 'reserve'; readonly file: FileRef; readonly at: number; readonly bytes: number }
-  | { readonly op: 'rename'; readonly from: string; readonly to: string }
+  /** Rename `from` over `to`; `durable`: then make the rename durable (fsync of their folder, where the platform has it). */
+  | { readonly op: 'rename'; readonly from: string; readonly to: string; readonly durable?: boolean }
   /** Refuse a path that is there and is not a regular file (a directory, a FIFO): NOT_A_FILE, before anything is written. */
   | { readonly op: 'replaceable'; readonly path: string }
   /** Remove a file if it is there. */

@@ -1,5 +1,4 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
-import { dirname } from 'node:path';
 import type { FileRef, Operation } from '../io/steps.js';
 import { tempBeside } from './fd.js';
 import { runSync } from './drive.js';
@@ -32,7 +31,8 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
     if (options.durable) yield { op: 'sync', file };
     open = false;
     yield { op: 'close', file };
-    yield { op: 'rename', from: temp, to: path };
+    // One step: an abort cannot fall between the rename and its sync.
+    yield { op: 'rename', from: temp, to: path, durable: options.durable ?? false };
   } catch (e) {
     if (open) {
       try {
@@ -44,8 +44,6 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
     yield { op: 'remove', path: temp };
     throw e;
   }
-  // After the rename the new file is in place: a failure here is reported, and nothing is removed.
-  if (options.durable) yield { op: 'syncDirectory', path: dirname(path) };
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { access, open as openAsync, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { drive, driveSync, readEach, readEachSync, type FileRef, type Operation, type Step } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
@@ -50,14 +51,14 @@ function performSync(step: Step): unknown {
       return fstatSync(fd(step.file)).size;
     case 'sync':
       return fsyncSync(fd(step.file));
-    case 'syncDirectory':
-      return syncDirectorySync(step.path);
     case 'truncate':
       return ftruncateSync(fd(step.file), step.size);
     case 'reserve':
       return preallocate(fd(step.file), step.at, step.bytes);
     case 'rename':
-      return renameSync(step.from, step.to);
+      renameSync(step.from, step.to);
+      if (step.durable) syncDirectorySync(dirname(step.to));
+      return undefined;
     case 'remove':
       return rmSync(step.path, { force: true });
     case 'gather':
@@ -109,14 +110,14 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
       return (await handle(step.file).stat()).size;
     case 'sync':
       return handle(step.file).sync();
-    case 'syncDirectory':
-      return syncDirectory(step.path);
     case 'truncate':
       return handle(step.file).truncate(step.size);
     case 'reserve':
       return preallocate(handle(step.file).fd, step.at, step.bytes);
     case 'rename':
-      return rename(step.from, step.to);
+      await rename(step.from, step.to);
+      if (step.durable) await syncDirectory(dirname(step.to));
+      return undefined;
     case 'remove':
       return rm(step.path, { force: true });
     // A strided copy runs on the calling thread: async, only for regions of a few milliseconds.
