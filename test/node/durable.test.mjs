@@ -118,11 +118,13 @@ import { syncBuiltinESMExports } from 'node:module';
 import fsp from 'node:fs/promises';
 const controller = new AbortController();
 const rename = fsp.rename;
-fsp.rename = async (...args) => { await rename(...args); controller.abort(); };
+let armed = false;
+fsp.rename = async (...args) => { await rename(...args); if (armed) controller.abort(); };
 syncBuiltinESMExports();
 const { saveNpy, loadNpySync } = await import('@npyts/core/node');
 await saveNpy(${JSON.stringify(out)}, { data: new Float32Array([1, 2]) });
 let outcome = 'resolved';
+armed = true;
 try {
   await saveNpy(${JSON.stringify(out)}, { data: new Float32Array([3, 4]) }, { durable: true, signal: controller.signal });
 } catch (e) { outcome = e.name; }
