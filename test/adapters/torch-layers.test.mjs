@@ -348,6 +348,63 @@ test('a two-layer PyTorch GRU ports as two TorchGRU layers named after its layer
   assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
 });
 
+test('a bidirectional PyTorch GRU (one and two layers) ports as tf.layers.bidirectional of TorchGRU: the last step and every step agree with PyTorch; a plain TorchGRU is refused, naming the wrapper', async () => {
+  const weights = join(dir, 'bigru.npz');
+  exportNet(weights, {
+    seed: 7,
+    input: 'torch.randn(3, 8, 5)',
+    body: `    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(5, 6, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = torch.nn.Linear(12, 2)
+    def forward(self, x):
+        # Each direction's final state (Keras' Bidirectional without sequences): h_n of the last layer.
+        _, h = self.gru(x)
+        return self.fc(torch.cat([h[-2], h[-1]], 1))`,
+    more: `with torch.no_grad():
+    seq, _ = net.gru(x)
+arrays['sequence'] = seq.numpy()`,
+  });
+  const bi = (args) =>
+    tfl.layers.bidirectional({ layer: torchGRU(args), mergeMode: 'concat', name: args.name, ...(args.inputShape ? { inputShape: args.inputShape } : {}) });
+  const build = (last) =>
+    tfl.sequential({
+      layers: [
+        bi({ inputShape: [8, 5], units: 6, returnSequences: true, name: 'gru_l0' }),
+        bi({ units: 6, returnSequences: !last, name: 'gru_l1' }),
+        ...(last ? [tfl.layers.dense({ units: 2, name: 'fc' })] : []),
+      ],
+    });
+  const model = build(true);
+  await assignWeights(model, weights, { layout: 'pytorch', ignoreUnused: true }); // the check members pass
+  const z = decodeNpz(readFileSync(weights));
+  const x = tensorOf(z.getSync('check/input'));
+  const worst = largest(model.predict(x), z.getSync('check/output'));
+  assert.ok(worst <= 1e-5, `differs from PyTorch by ${worst}`);
+  // Every step of the second layer: both directions, each at the step PyTorch puts it.
+  const steps = build(false);
+  await assignWeights(steps, weights, { layout: 'pytorch', ignoreUnused: true, check: false });
+  const seq = steps.predict(x);
+  assert.equal(seq.shape, [3, 8, 12]);
+  const worstStep = largest(seq, z.getSync('sequence'));
+  assert.ok(worstStep <= 1e-5, `a step differs from PyTorch by ${worstStep}`);
+  // A plain TorchGRU for a bidirectional module is refused, and the message says how to wrap it.
+  const plain = tfl.sequential({
+    layers: [
+      torchGRU({ inputShape: [8, 5], units: 6, returnSequences: true, name: 'gru_l0' }),
+      torchGRU({ units: 6, name: 'gru_l1' }),
+      tfl.layers.dense({ units: 2, name: 'fc' }),
+    ],
+  });
+  const e = await refusal(assignWeights(plain, weights, { layout: 'pytorch', ignoreUnused: true }));
+  assert.match(e?.message ?? '', /bidirectional; wrap the TorchGRU in tf\.layers\.bidirectional/);
+  // Saved and loaded through npzHandler, the wrapper holds TorchGRUs again and predicts the same.
+  const path = join(dir, 'bigru-model.npz');
+  await model.save(npzHandler(path));
+  const loaded = await tfl.loadLayersModel(npzHandler(path));
+  assert.equal(Array.from(loaded.predict(x).dataSync()), Array.from(model.predict(x).dataSync()));
+});
+
 test("channelShuffle and channelChunk give PyTorch's channel_shuffle and chunk (channels last), also where the chunks do not divide", () => {
   const path = join(dir, 'channels.npz');
   python(`import torch

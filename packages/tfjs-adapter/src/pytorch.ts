@@ -179,8 +179,9 @@ class LayerRules {
       case 'PReLU':
         return this.prelu(layer, module);
       case 'LSTM':
-      case 'Bidirectional':
         return this.lstm(layer, module);
+      case 'Bidirectional':
+        return innerClass(layer) === TORCH_LAYER_CLASS.gru ? this.gru(layer, module) : this.lstm(layer, module);
       case TORCH_LAYER_CLASS.conv2d:
         return this.conv(layer, module);
       case TORCH_LAYER_CLASS.gru:
@@ -407,18 +408,25 @@ class LayerRules {
 
   private gru(layer: LayerLike, module: TorchModule): Pairing {
     if (module.rnnLayer === undefined) return { unfit: 'a TorchGRU needs one layer of a PyTorch GRU (weight_ih_l0, weight_hh_l0…)' };
-    if (module.params.has('weight_ih_reverse'))
-      return {
-        unfit: 'the module is bidirectional; TorchGRU runs forward only: port each direction as its own TorchGRU, the backward one on the reversed sequence',
+    const bidirectional = layer.getClassName() === 'Bidirectional';
+    if (bidirectional !== module.params.has('weight_ih_reverse')) {
+      return bidirectional
+        ? { unfit: 'the module is not bidirectional; build the tfjs layer as a plain TorchGRU' }
+        : { unfit: "the module is bidirectional; wrap the TorchGRU in tf.layers.bidirectional({ layer: torchGRU({ units }), mergeMode: 'concat' })" };
+    }
+    // PyTorch's gates r, z, n are TorchGRU's: its kernels are the weights transposed, its two biases
+    // PyTorch's two. A Bidirectional lists the forward layer's weights, then the backward's (`_reverse`).
+    const half = layer.weights.length / 2;
+    return this.byRole(layer, module, (role, index) => {
+      const suffix = bidirectional && index >= half ? '_reverse' : '';
+      const roles: Record<string, Rule> = {
+        kernel: [`weight_ih${suffix}`, LayerRules.TRANSPOSE],
+        recurrent_kernel: [`weight_hh${suffix}`, LayerRules.TRANSPOSE],
+        bias: [`bias_ih${suffix}`, LayerRules.COPY],
+        recurrent_bias: [`bias_hh${suffix}`, LayerRules.COPY],
       };
-    // PyTorch's gates r, z, n are TorchGRU's: its kernels are the weights transposed, its two biases PyTorch's two.
-    const roles: Record<string, Rule> = {
-      kernel: ['weight_ih', LayerRules.TRANSPOSE],
-      recurrent_kernel: ['weight_hh', LayerRules.TRANSPOSE],
-      bias: ['bias_ih', LayerRules.COPY],
-      recurrent_bias: ['bias_hh', LayerRules.COPY],
-    };
-    return this.byRole(layer, module, (role) => roles[role]);
+      return roles[role];
+    });
   }
 
   private attention(layer: LayerLike, module: TorchModule): Pairing {

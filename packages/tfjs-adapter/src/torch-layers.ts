@@ -247,6 +247,15 @@ export interface TorchGRUArgs extends TorchLayerArgs {
   units: number;
   /** The output at every step `[batch, time, units]` (default: the last step's, `[batch, units]`). */
   returnSequences?: boolean;
+  /**
+   * Run from the last step to the first, as Keras' `goBackwards`: the outputs come in that order
+   * (the last one is the first step's). `tf.layers.bidirectional` sets it on its backward copy, so a
+   * bidirectional PyTorch GRU is `tf.layers.bidirectional({ layer: torchGRU({ units }), mergeMode: 'concat' })`.
+   * With `returnSequences` that gives PyTorch's output `[batch, time, 2·units]`; without, each
+   * direction's final state, PyTorch's `torch.cat([h_n[-2], h_n[-1]], 1)` (not `output[:, -1]`,
+   * whose backward half is the backward pass's first step).
+   */
+  goBackwards?: boolean;
 }
 
 /**
@@ -263,6 +272,7 @@ export class TorchGRU extends tfl.layers.Layer {
   static readonly className = TORCH_LAYER_CLASS.gru;
   readonly units: number;
   readonly returnSequences: boolean;
+  readonly goBackwards: boolean;
   private kernel: tfl.LayerVariable | null = null;
   private recurrentKernel: tfl.LayerVariable | null = null;
   private bias: tfl.LayerVariable | null = null;
@@ -272,6 +282,7 @@ export class TorchGRU extends tfl.layers.Layer {
     super(args);
     this.units = positiveInteger(args.units, 'TorchGRU: units');
     this.returnSequences = args.returnSequences ?? false;
+    this.goBackwards = args.goBackwards ?? false;
   }
 
   override build(inputShape: tfl.Shape | tfl.Shape[]): void {
@@ -307,7 +318,8 @@ export class TorchGRU extends tfl.layers.Layer {
       const recurrentBias = this.recurrentBias!.read();
       let h: tf.Tensor2D = tf.zeros([batch, H]);
       const outputs: tf.Tensor2D[] = [];
-      for (let t = 0; t < steps; t++) {
+      for (let i = 0; i < steps; i++) {
+        const t = this.goBackwards ? steps - 1 - i : i;
         const [xr, xz, xn] = tf.split(tf.reshape(tf.slice(fromInput, [0, t, 0], [-1, 1, -1]), [batch, 3 * H]), 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
         const [hr, hz, hn] = tf.split(tf.add(tf.matMul(h, recurrent), recurrentBias), 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
         const r = tf.sigmoid(tf.add(xr, hr));
@@ -321,7 +333,7 @@ export class TorchGRU extends tfl.layers.Layer {
   }
 
   override getConfig(): tf.serialization.ConfigDict {
-    return { ...super.getConfig(), units: this.units, returnSequences: this.returnSequences };
+    return { ...super.getConfig(), units: this.units, returnSequences: this.returnSequences, goBackwards: this.goBackwards };
   }
 }
 

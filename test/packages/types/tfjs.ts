@@ -91,6 +91,7 @@ import {
 expectTypeOf(torchConv2d({ filters: 8, kernelSize: [3, 1], padding: 1, groups: 2 })).toEqualTypeOf<TorchConv2D>();
 expectTypeOf(torchConv2d({ filters: 8, kernelSize: 3 }).padding).toEqualTypeOf<[number, number]>();
 expectTypeOf(torchGRU({ units: 4, returnSequences: true })).toEqualTypeOf<TorchGRU>();
+expectTypeOf(torchGRU({ units: 4, goBackwards: true }).goBackwards).toEqualTypeOf<boolean>();
 expectTypeOf(torchMultiheadAttention({ numHeads: 2, causal: true })).toEqualTypeOf<TorchMultiheadAttention>();
 expectTypeOf(channelShuffle({ groups: 2 })).toEqualTypeOf<TorchChannelShuffle>();
 expectTypeOf(channelChunk({ chunks: 2, index: 1 })).toEqualTypeOf<TorchChannelChunk>();
