@@ -308,24 +308,28 @@ export class TorchGRU extends tfl.layers.Layer {
       const x = single(inputs) as tf.Tensor3D;
       const [batch, steps, features] = x.shape;
       const H = this.units;
-      // The input's part of every gate at every step in one product: [batch, time, 3·units].
-      const fromInput = tf.reshape(tf.add(tf.matMul(tf.reshape(x, [batch * steps, features]), this.kernel!.read() as tf.Tensor2D), this.bias!.read()), [
-        batch,
-        steps,
-        3 * H,
-      ]);
-      const recurrent = this.recurrentKernel!.read() as tf.Tensor2D;
-      const recurrentBias = this.recurrentBias!.read();
+      // Each gate's weights apart, so that no step slices across the last axis (tfjs's CPU backend
+      // slices that element by element: it took most of the time).
+      const gates = <T extends tf.Tensor>(w: T, axis: number): T[] => tf.split(w, 3, axis) as T[];
+      const [kr, kz, kn] = gates(this.kernel!.read() as tf.Tensor2D, 1);
+      const [rr, rz, rn] = gates(this.recurrentKernel!.read() as tf.Tensor2D, 1);
+      const [br, bz, bn] = gates(this.bias!.read() as tf.Tensor1D, 0);
+      const [cr, cz, cn] = gates(this.recurrentBias!.read() as tf.Tensor1D, 0);
+      // The input's part of a gate at every step in one product, then step by step: time first, so
+      // each step is a contiguous slice.
+      const flat = tf.reshape(x, [batch * steps, features]);
+      const bySteps = (k: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D[] =>
+        tf.unstack(tf.transpose(tf.reshape(tf.add(tf.matMul(flat, k), b), [batch, steps, H]), [1, 0, 2])) as tf.Tensor2D[];
+      const [xr, xz, xn] = [bySteps(kr!, br!), bySteps(kz!, bz!), bySteps(kn!, bn!)];
       let h: tf.Tensor2D = tf.zeros([batch, H]);
       const outputs: tf.Tensor2D[] = [];
       for (let i = 0; i < steps; i++) {
         const t = this.goBackwards ? steps - 1 - i : i;
-        const [xr, xz, xn] = tf.split(tf.reshape(tf.slice(fromInput, [0, t, 0], [-1, 1, -1]), [batch, 3 * H]), 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
-        const [hr, hz, hn] = tf.split(tf.add(tf.matMul(h, recurrent), recurrentBias), 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
-        const r = tf.sigmoid(tf.add(xr, hr));
-        const z = tf.sigmoid(tf.add(xz, hz));
-        const n = tf.tanh(tf.add(xn, tf.mul(r, hn)));
-        h = tf.add(tf.mul(tf.sub(1, z), n), tf.mul(z, h));
+        const r = tf.sigmoid(tf.add(xr[t]!, tf.add(tf.matMul(h, rr!), cr!)));
+        const z = tf.sigmoid(tf.add(xz[t]!, tf.add(tf.matMul(h, rz!), cz!)));
+        const n = tf.tanh(tf.add(xn[t]!, tf.mul(r, tf.add(tf.matMul(h, rn!), cn!))));
+        // (1 − z) ⊙ n + z ⊙ h, as n + z ⊙ (h − n): one operation fewer.
+        h = tf.add(n, tf.mul(z, tf.sub(h, n)));
         if (this.returnSequences) outputs.push(h);
       }
       return this.returnSequences ? tf.stack(outputs, 1) : h;
