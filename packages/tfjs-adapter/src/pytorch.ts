@@ -386,47 +386,45 @@ class LayerRules {
   private lstm(layer: LayerLike, module: TorchModule): Pairing {
     if (module.rnnLayer === undefined) return { unfit: 'an LSTM needs one layer of a PyTorch LSTM (weight_ih_l0, weight_hh_l0…)' };
     if (module.params.has('weight_hr')) return { unfit: "the module has a projection (proj_size), which tfjs-layers' LSTM does not have" };
-    const bidirectional = layer.getClassName() === 'Bidirectional';
-    if (bidirectional !== module.params.has('weight_ih_reverse')) {
-      return bidirectional
-        ? { unfit: 'the module is not bidirectional; build the tfjs layer as a plain LSTM' }
-        : { unfit: "the module is bidirectional; wrap the tfjs LSTM in tf.layers.bidirectional({ layer, mergeMode: 'concat' })" };
-    }
     // Gates are i, f, g, o in both (tfjs calls g c): the kernels are PyTorch's weights transposed, and
-    // PyTorch's two biases add up to tfjs's one. A Bidirectional lists the forward weights, then the backward.
-    const half = layer.weights.length / 2;
-    return this.byRole(layer, module, (role, index) => {
-      const suffix = bidirectional && index >= half ? '_reverse' : '';
-      const roles: Record<string, Rule> = {
-        kernel: [`weight_ih${suffix}`, LayerRules.TRANSPOSE],
-        recurrent_kernel: [`weight_hh${suffix}`, LayerRules.TRANSPOSE],
-        bias: [[`bias_ih${suffix}`, `bias_hh${suffix}`], { kind: 'sum' }],
-      };
-      return roles[role];
-    });
+    // PyTorch's two biases add up to tfjs's one.
+    return this.recurrent(layer, module, { name: 'tfjs LSTM', wrapped: 'layer' }, (d) => ({
+      kernel: [`weight_ih${d}`, LayerRules.TRANSPOSE],
+      recurrent_kernel: [`weight_hh${d}`, LayerRules.TRANSPOSE],
+      bias: [[`bias_ih${d}`, `bias_hh${d}`], { kind: 'sum' }],
+    }));
   }
 
   private gru(layer: LayerLike, module: TorchModule): Pairing {
     if (module.rnnLayer === undefined) return { unfit: 'a TorchGRU needs one layer of a PyTorch GRU (weight_ih_l0, weight_hh_l0…)' };
+    // PyTorch's gates r, z, n are TorchGRU's: its kernels are the weights transposed, its two biases PyTorch's two.
+    return this.recurrent(layer, module, { name: 'TorchGRU', wrapped: 'layer: torchGRU({ units })' }, (d) => ({
+      kernel: [`weight_ih${d}`, LayerRules.TRANSPOSE],
+      recurrent_kernel: [`weight_hh${d}`, LayerRules.TRANSPOSE],
+      bias: [`bias_ih${d}`, LayerRules.COPY],
+      recurrent_bias: [`bias_hh${d}`, LayerRules.COPY],
+    }));
+  }
+
+  /**
+   * A recurrent layer, plain or wrapped in a Bidirectional, as the module is one or the other: its
+   * weights by role from `roles(direction)`, where a Bidirectional lists the forward layer's weights,
+   * then the backward's, which take the module's `_reverse` parameters.
+   */
+  private recurrent(
+    layer: LayerLike,
+    module: TorchModule,
+    how: { name: string; wrapped: string },
+    roles: (direction: '' | '_reverse') => Record<string, Rule>,
+  ): Pairing {
     const bidirectional = layer.getClassName() === 'Bidirectional';
     if (bidirectional !== module.params.has('weight_ih_reverse')) {
       return bidirectional
-        ? { unfit: 'the module is not bidirectional; build the tfjs layer as a plain TorchGRU' }
-        : { unfit: "the module is bidirectional; wrap the TorchGRU in tf.layers.bidirectional({ layer: torchGRU({ units }), mergeMode: 'concat' })" };
+        ? { unfit: `the module is not bidirectional; build the tfjs layer as a plain ${how.name}` }
+        : { unfit: `the module is bidirectional; wrap the ${how.name} in tf.layers.bidirectional({ ${how.wrapped}, mergeMode: 'concat' })` };
     }
-    // PyTorch's gates r, z, n are TorchGRU's: its kernels are the weights transposed, its two biases
-    // PyTorch's two. A Bidirectional lists the forward layer's weights, then the backward's (`_reverse`).
     const half = layer.weights.length / 2;
-    return this.byRole(layer, module, (role, index) => {
-      const suffix = bidirectional && index >= half ? '_reverse' : '';
-      const roles: Record<string, Rule> = {
-        kernel: [`weight_ih${suffix}`, LayerRules.TRANSPOSE],
-        recurrent_kernel: [`weight_hh${suffix}`, LayerRules.TRANSPOSE],
-        bias: [`bias_ih${suffix}`, LayerRules.COPY],
-        recurrent_bias: [`bias_hh${suffix}`, LayerRules.COPY],
-      };
-      return roles[role];
-    });
+    return this.byRole(layer, module, (role, index) => roles(bidirectional && index >= half ? '_reverse' : '')[role]);
   }
 
   private attention(layer: LayerLike, module: TorchModule): Pairing {
