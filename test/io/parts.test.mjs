@@ -96,6 +96,20 @@ test("S3's limits: parts too small, too many, a row too large, refused before an
   refused(() => planParts({ dtype: '<f4', shape: [1 << 20, 1024], partSize: 4096, minPartBytes: 1 }), 'BAD_OPTION', /at most 10000/);
   refused(() => planParts({ dtype: '<f4', shape: [4, 1 << 20], maxPartBytes: 1 << 20, minPartBytes: 1 }), 'BAD_OPTION', /larger than the store's largest part/);
   refused(() => planParts({ dtype: '|O', shape: [4] }), 'BAD_OPTION', /object arrays/);
+  // Part 1 holds the header too: no part may pass the store's largest, header included.
+  for (const [shape, partSize] of [
+    [[1000], 1000],
+    [[1000], 1 << 20],
+    [[250, 1], 4000],
+  ]) {
+    const capped = planParts({ dtype: '<f4', shape, partSize, maxPartBytes: 1000, minPartBytes: 100 });
+    for (const p of capped.parts) assert.ok(p.length <= 1000, `part ${p.number} of ${JSON.stringify(shape)} is ${p.length} bytes`);
+    assert.is(
+      capped.parts.reduce((n, p) => n + p.length, 0),
+      capped.size,
+    );
+  }
+  refused(() => planParts({ dtype: '<f4', shape: [4, 240], maxPartBytes: 1000, minPartBytes: 1 }), 'BAD_OPTION', /with the 128-byte header larger/);
   // S3's defaults: 256 MiB in 4 parts of 64 MiB, the header in part 1.
   const plan = planParts({ dtype: '<f4', shape: [65536, 1024], parts: 4 });
   assert.equal(

@@ -109,6 +109,21 @@ test('refused before any upload: parts below the smallest, too many parts; a wro
   refuses(() => planNpzParts({ members: MEMBERS, minPartBytes: 4096, maxParts: 3 }), /parts; the store takes at most 3: ask for larger parts/);
   refuses(() => planNpzParts({ members: [MEMBERS[0], MEMBERS[0]] }), /named twice/);
   refuses(() => planNpzParts({ members: [{ key: 'o', dtype: '|O', shape: [3] }] }), /object array/);
+  // A member's first part holds its local header and .npy header too: no part passes the store's largest.
+  for (const members of [
+    [{ key: 'a', dtype: '<f4', shape: [1000] }],
+    [
+      { key: 'a', dtype: '<f4', shape: [300] },
+      { key: 'b', dtype: '<i8', shape: [200, 1] },
+    ],
+  ]) {
+    const capped = planNpzParts({ members, partSize: 1000, minPartBytes: 100, maxPartBytes: 1000 });
+    for (const p of capped.parts) assert.ok(p.length <= 1000, `part ${p.number} is ${p.length} bytes`);
+    assert.is(
+      capped.parts.reduce((n, p) => n + p.length, 0),
+      capped.size,
+    );
+  }
   const plan = planNpzParts({ members: MEMBERS, partSize: 40_000, minPartBytes: 40_000 });
   const first = plan.parts[0];
   refuses(() => encodeNpzPart(plan, first.number, {}), /part 1 holds rows of 'big': pass them as \{ 'big': array \}/);

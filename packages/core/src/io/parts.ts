@@ -127,9 +127,11 @@ export function planParts(options: PlanPartsOptions): PartPlan {
     if (size > limits.maxPartBytes) refuse(`the array is one part of ${size} bytes; the store takes parts up to ${limits.maxPartBytes}`);
     return whole();
   }
-  if (lineBytes > limits.maxPartBytes) {
+  // Part 1 holds the header too: every part's lines are counted with room for it.
+  const room = limits.maxPartBytes - header.length;
+  if (lineBytes > room) {
     refuse(
-      `one ${fortran ? 'column' : 'row'} is ${lineBytes} bytes, larger than the store's largest part (${limits.maxPartBytes}); write it in ${fortran ? 'C' : 'Fortran'} order, or as several arrays`,
+      `one ${fortran ? 'column' : 'row'} is ${lineBytes} bytes, with the ${header.length}-byte header larger than the store's largest part (${limits.maxPartBytes}); write it in ${fortran ? 'C' : 'Fortran'} order, or as several arrays`,
     );
   }
   let per: number;
@@ -141,7 +143,7 @@ export function planParts(options: PlanPartsOptions): PartPlan {
     if (!(target > 0)) refuse(`partSize must be a positive number of bytes, not ${options.partSize}`);
     per = Math.max(1, Math.ceil(target / lineBytes));
   }
-  per = Math.min(per, Math.floor(limits.maxPartBytes / lineBytes));
+  per = Math.min(per, Math.floor(room / lineBytes));
   const count = Math.ceil(lines / per);
   if (count > limits.maxParts) {
     refuse(

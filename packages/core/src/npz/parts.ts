@@ -115,6 +115,9 @@ export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
     keys.add(spec.key);
     const dtype = parseDescr(spec.dtype);
     if (hasObject(dtype)) refuse(`member '${spec.key}' is an object array: pickles are not fixed-size rows and cannot be written in parts`);
+    const name = `${spec.key}.npy`;
+    // A member's first piece carries its local header: pieces leave room for the largest it can be.
+    const pieceMax = limits.maxPartBytes - localHeaderLength({ ...zipRecord(name, STORED, 0, 0), zip64Local: true });
     // The member's own row split, as a .npy of its own would have it (no smallest part: small tails are merged below).
     let own: PartPlan;
     try {
@@ -124,7 +127,7 @@ export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
         order: spec.order ?? 'C',
         partSize: target,
         minPartBytes: 0,
-        maxPartBytes: limits.maxPartBytes,
+        maxPartBytes: pieceMax,
         maxObjectBytes: limits.maxObjectBytes,
         // A member that alone needs more parts than the store allows is refused before they are made.
         maxParts: limits.maxParts,
@@ -132,7 +135,6 @@ export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
     } catch (e) {
       throw withWhere(e, { member: `${spec.key}.npy` });
     }
-    const name = `${spec.key}.npy`;
     const record = zipRecord(name, STORED, own.size, offset);
     records.push(record);
     const npyOffset = offset + localHeaderLength(record);
@@ -141,7 +143,7 @@ export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
     // A short last piece joins the one before it (a member's parts are then all about partSize).
     const last = split.at(-1)!;
     const before = split.at(-2);
-    if (before && last.length < target && before.length + last.length <= limits.maxPartBytes) {
+    if (before && last.length < target && before.length + last.length <= pieceMax) {
       const axis = own.fortranOrder ? own.shape.length - 1 : 0;
       before.count[axis]! += last.count[axis]!;
       before.length += last.length;
