@@ -3,7 +3,8 @@
 // it neither happens. The saved bytes are the same either way, and numpy loads them.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, realpathSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { loadNpySync } from '@npyts/core/node';
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -132,6 +133,35 @@ console.log(JSON.stringify({ aborted: controller.signal.aborted, outcome, data: 
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: repoRoot, encoding: 'utf8' });
   assert.is(r.status, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout), { aborted: true, outcome: 'resolved', data: [3, 4] });
+});
+
+test('a folder that cannot be synced fails a durable save, saying the file is in place (not skipped in silence); without durable the save succeeds', () => {
+  // A folder its user may write into but not open (mode 333): the rename works, the folder's sync cannot.
+  const folder = join(dir, 'unreadable');
+  mkdirSync(folder);
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    chownSync(folder, 65534, 65534); // run as nobody: root opens any folder
+    chmodSync(dir, 0o711); // and nobody passes through the scratch folder to it
+  }
+  chmodSync(folder, 0o333);
+  const code = `
+import { saveNpySync, saveNpy } from '@npyts/core/node';
+const out = [];
+for (const [save, durable] of [[saveNpySync, true], [saveNpy, true], [saveNpySync, false]]) {
+  try { await save(${JSON.stringify(join(folder, 'x.npy'))}, { data: new Float32Array([1, 2]) }, { durable }); out.push('saved'); }
+  catch (e) { out.push(e.code + ': ' + e.message); }
+}
+console.log(JSON.stringify(out));`;
+  const command = asRoot ? 'setpriv' : process.execPath;
+  const args = [...(asRoot ? ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath] : []), '--input-type=module', '-e', code];
+  const r = spawnSync(command, args, { cwd: repoRoot, encoding: 'utf8' });
+  assert.is(r.status, 0, r.stderr);
+  const [blocking, async, plain] = JSON.parse(r.stdout);
+  for (const got of [blocking, async]) assert.match(got, /^EACCES: the file is in place, but its folder .*unreadable could not be synced/);
+  assert.is(plain, 'saved');
+  chmodSync(folder, 0o755);
+  assert.equal(Array.from(loadNpySync(join(folder, 'x.npy')).data), [1, 2]);
 });
 
 test('numpy loads what a durable save wrote', () => {

@@ -10,7 +10,10 @@ export interface ReplaceOptions {
    * `fsync` of the file before the rename, then of its directory. Without it (the default, as
    * `np.save`), a save is whole or absent for readers, errors, aborts and a crash of the process,
    * but a power loss or a crash of the system soon after it can leave the file empty or zeroed:
-   * the data may still be in the page cache when the rename reaches the disk.
+   * the data may still be in the page cache when the rename reaches the disk. A folder that cannot be
+   * synced fails the save with the folder's error, which says the file is in place (Windows, which
+   * cannot open a folder, and file systems that refuse the call are the exceptions: nothing more can
+   * be done there).
    */
   durable?: boolean;
 }

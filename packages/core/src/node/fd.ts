@@ -96,28 +96,34 @@ export function writeFully(fd: number, bytes: Uint8Array, position?: number): vo
   }
 }
 /**
- * Errors of a directory's fsync that mean the platform has none (Windows cannot open a directory;
- * some file systems refuse fsync of one): nothing more can be done there, so they are not errors.
+ * Errors of a directory's fsync that mean its file system has none (it refuses the call): nothing
+ * more can be done there. Windows cannot open a directory at all, so there it is not tried.
  */
-const NO_DIRECTORY_SYNC = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'EBADF', 'ENOTSUP']);
+const NO_DIRECTORY_SYNC = new Set(['EINVAL', 'ENOTSUP']);
+const directoriesSync = process.platform !== 'win32';
 
-function directorySyncFailed(e: unknown): void {
-  if (!NO_DIRECTORY_SYNC.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+/** A failed sync of `dir`, the folder of a file already renamed into place: said so, not hidden (`durable` was asked for). */
+function directorySyncFailed(e: unknown, dir: string): void {
+  const error = e as NodeJS.ErrnoException;
+  if (NO_DIRECTORY_SYNC.has(error.code ?? '')) return;
+  error.message = `the file is in place, but its folder ${dir} could not be synced, so the save may not survive a crash of the system (${error.message})`;
+  throw error;
 }
 
 /** fsync a directory, so that entries renamed into it survive a crash of the system; a no-op where the platform has no such sync. */
 export function syncDirectorySync(path: string): void {
+  if (!directoriesSync) return;
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch (e) {
-    directorySyncFailed(e);
+    directorySyncFailed(e, path);
     return;
   }
   try {
     fsyncSync(fd);
   } catch (e) {
-    directorySyncFailed(e);
+    directorySyncFailed(e, path);
   } finally {
     closeSync(fd);
   }
@@ -125,17 +131,18 @@ export function syncDirectorySync(path: string): void {
 
 /** {@link syncDirectorySync}, on the thread pool. */
 export async function syncDirectory(path: string): Promise<void> {
+  if (!directoriesSync) return;
   let dir: FileHandle;
   try {
     dir = await openAsync(path, 'r');
   } catch (e) {
-    directorySyncFailed(e);
+    directorySyncFailed(e, path);
     return;
   }
   try {
     await dir.sync();
   } catch (e) {
-    directorySyncFailed(e);
+    directorySyncFailed(e, path);
   } finally {
     await dir.close();
   }
