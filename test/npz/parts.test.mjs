@@ -135,6 +135,7 @@ test('refused before any upload: parts below the smallest, too many parts; a wro
   const all = encoded.flatMap((e) => e.checksums);
   refuses(() => combineNpzChecksums(plan, all.slice(1)), /the checksums of member 'big' miss its bytes 0 to/);
   refuses(() => combineNpzChecksums(plan, [...all, all[0]]), /cover its bytes from 0 twice/);
+  refuses(() => combineNpzChecksums(plan, [...all, { ...all[0], key: 'other' }]), /names member 'other', which the plan does not have/);
   refuses(() => encoded[0].bytes({}), /needs the CRC-32 of member 'big'/);
   // A report that is not what a worker computes (a CRC as text, a negative offset) is refused, not combined.
   refuses(() => combineNpzChecksums(plan, [{ ...all[0], crc: 'abc' }, ...all.slice(1)]), /a checksum of member 'big' is not one encodeNpzPart reports/);

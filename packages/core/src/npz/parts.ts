@@ -301,7 +301,7 @@ export function encodeNpzPart(plan: NpzPartPlan, number: number, arrays: Readonl
  * const crcs = combineNpzChecksums(plan, reports.flat());   // { x: 0x…, y: 0x… }: hand to every worker
  */
 export function combineNpzChecksums(plan: NpzPartPlan, checksums: readonly MemberChecksum[]): Record<string, number> {
-  const byMember = new Map<string, MemberChecksum[]>();
+  const byMember = new Map<string, MemberChecksum[]>(plan.members.map((m) => [m.key, []]));
   for (const c of checksums) {
     // Reports arrive as JSON from workers: a field that is not what a worker computes is refused, never combined.
     const whole = (v: unknown, most: number): boolean => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= most;
@@ -309,12 +309,14 @@ export function combineNpzChecksums(plan: NpzPartPlan, checksums: readonly Membe
       throw new NpyError('BAD_OPTION', `a checksum of member '${String(c.key)}' is not one encodeNpzPart reports: ${JSON.stringify(c)}`);
     }
     const list = byMember.get(c.key);
-    if (list) list.push(c);
-    else byMember.set(c.key, [c]);
+    // A checksum of no member of this plan is another plan's (or archive's): refused, not ignored.
+    if (!list)
+      throw new NpyError('BAD_OPTION', `a checksum names member '${String(c.key)}', which the plan does not have: combine the checksums of this plan's parts`);
+    list.push(c);
   }
   const crcs: Record<string, number> = {};
   for (const member of plan.members) {
-    const pieces = (byMember.get(member.key) ?? []).sort((a, b) => a.at - b.at);
+    const pieces = byMember.get(member.key)!.sort((a, b) => a.at - b.at);
     let crc = 0;
     let covered = 0;
     for (const piece of pieces) {
