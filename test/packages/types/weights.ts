@@ -12,7 +12,20 @@ import {
   type TensorInfo,
   type WeightFile,
 } from '@npyts/core';
-import { loadWeights, openSafetensorsSync, openWeights, saveNpySync, saveNpz, saveSafetensors, saveSafetensorsSync } from '@npyts/core/node';
+import {
+  loadWeights,
+  openSafetensorsSync,
+  openWeights,
+  saveNpySync,
+  saveNpz,
+  saveRagged,
+  saveReferencesSync,
+  saveSafetensors,
+  saveSafetensorsSync,
+  writeBeside,
+  type ReplaceOptions,
+  type SaveRaggedFileOptions,
+} from '@npyts/core/node';
 import { assignWeights, loadTensors } from '@npyts/tfjs';
 
 const bytes = new Uint8Array(0);
@@ -53,6 +66,13 @@ void saveNpz('m.npz', { w: bf }, { durable: true, signal: AbortSignal.timeout(10
 saveNpySync('m.npy', bf, { durable: true });
 // @ts-expect-error: durable is a boolean
 saveNpySync('m.npy', bf, { durable: 'yes' });
+void saveRagged('words.npy', ['a', 'bc'], { layout: 'offsets', durable: true });
+saveReferencesSync('picks.npy', { data: new Int32Array([0]) }, 'words.npy', { durable: true });
+// @ts-expect-error: durable is a boolean on references too
+saveReferencesSync('picks.npy', { data: new Int32Array([0]) }, 'words.npy', { durable: 1 });
+writeBeside('out.bin', (fd: number) => void fd, { durable: true });
+const replace: ReplaceOptions & SaveRaggedFileOptions = { durable: true, layout: 'ranges' };
+void replace;
 
 // The tfjs adapter takes any weight file, and a separate check file.
 expectTypeOf(loadTensors('model.pt')).toMatchTypeOf<Promise<object>>();
