@@ -88,24 +88,36 @@ test('the right port passes its check', async () => {
   await assignWeights(port(), weights, { layout: 'pytorch' });
 });
 
-test('a missing ReLU: the span from the BatchNorm to the GRU is blamed, naming PyTorch\'s ReLU, which no tfjs layer gives', async () => {
+test("a missing ReLU: the span from the BatchNorm to the GRU is blamed, naming PyTorch's ReLU, which no tfjs layer gives", async () => {
   const e = await refusal(port({ relu: false }));
   assert.is(e.code, 'CHECK_FAILED');
-  assert.match(e.message, /the first PyTorch module whose output differs is 'gru', computed by tfjs layer 'gru' \(Bidirectional\(TorchGRU\)\) \(the modules before it, up to 'bn', agree/);
+  assert.match(
+    e.message,
+    /the first PyTorch module whose output differs is 'gru', computed by tfjs layer 'gru' \(Bidirectional\(TorchGRU\)\) \(the modules before it, up to 'bn', agree/,
+  );
   assert.match(e.message, /PyTorch's 'relu'( and 'pool')? between them (was|were) recorded but not compared/);
-  assert.match(e.message, /the mistake lies in the span after 'bn' up to 'gru', which tfjs computes with layers '[^']+' \(MaxPooling2D\), '[^']+' \(Permute\), '[^']+' \(Reshape\) and 'gru' \(Bidirectional\(TorchGRU\)\) and PyTorch with 'relu'/);
+  assert.match(
+    e.message,
+    /the mistake lies in the span after 'bn' up to 'gru', which tfjs computes with layers '[^']+' \(MaxPooling2D\), '[^']+' \(Permute\), '[^']+' \(Reshape\) and 'gru' \(Bidirectional\(TorchGRU\)\) and PyTorch with 'relu'/,
+  );
   assert.not.match(e.message, /differs is 'attn'/);
 });
 
 test('average instead of max pooling: the ReLU agrees by value, the span from it to the GRU is blamed, naming the average pooling', async () => {
   const e = await refusal(port({ pool: 'average' }));
   assert.match(e.message, /differs is 'gru'.*\(the modules before it, up to 'relu', agree; PyTorch's 'pool' between them was recorded but not compared/);
-  assert.match(e.message, /the span after 'relu' up to 'gru', which tfjs computes with layers '[^']+' \(AveragePooling2D\), '[^']+' \(Permute\), '[^']+' \(Reshape\) and 'gru' \(Bidirectional\(TorchGRU\)\) and PyTorch with 'pool' and 'gru'/);
+  assert.match(
+    e.message,
+    /the span after 'relu' up to 'gru', which tfjs computes with layers '[^']+' \(AveragePooling2D\), '[^']+' \(Permute\), '[^']+' \(Reshape\) and 'gru' \(Bidirectional\(TorchGRU\)\) and PyTorch with 'pool' and 'gru'/,
+  );
 });
 
 test('channels in the wrong order before the reshape: the pooling agrees, the span from it (permute, reshape, GRU) is blamed', async () => {
   const e = await refusal(port({ dims: [2, 1, 3] }));
-  assert.match(e.message, /differs is 'gru'.*\(the modules before it, up to 'pool', agree: the mistake lies in the span after 'pool' up to 'gru', which tfjs computes with layers '[^']+' \(Permute\), '[^']+' \(Reshape\) and 'gru' \(Bidirectional\(TorchGRU\)\)\)/);
+  assert.match(
+    e.message,
+    /differs is 'gru'.*\(the modules before it, up to 'pool', agree: the mistake lies in the span after 'pool' up to 'gru', which tfjs computes with layers '[^']+' \(Permute\), '[^']+' \(Reshape\) and 'gru' \(Bidirectional\(TorchGRU\)\)\)/,
+  );
 });
 
 test('goBackwards inside the bidirectional wrapper: the GRU is compared and blamed, with goBackwards named', async () => {

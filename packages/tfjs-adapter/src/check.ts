@@ -371,7 +371,7 @@ async function blame(
   // compared module (its hook runs after its children's), nor part of this one.
   const all = [...seen.compared];
   let between = order
-    .slice(last ? order.indexOf(last) + 1 : 0, at < 0 ? 0 : at)
+    .slice(last ? order.indexOf(last) + 1 : 0, Math.max(at, 0))
     .filter((m) => m && !seen.compared.has(m) && !all.some((c) => c.startsWith(`${m}.`)) && !m.startsWith(`${module}.`));
   // The span: the layers this one's output depends on, less those an agreeing layer's depends on.
   const cleared = new Set(seen.agreedLayers.flatMap(upstream));
@@ -413,7 +413,9 @@ async function blame(
     where = `${last ? ` (the modules before it, up to '${last}', agree` : ' (no module before it agrees'}${skipped}: the mistake lies in the span ${from} up to '${module}', which tfjs computes with layers ${andList(span.map(named))}${between.length ? ` and PyTorch with ${andList([...between, module].map((m) => `'${m}'`))}` : ''})`;
   } else if (last) where = ` (the modules before it, up to '${last}', agree)`;
   const inferred = await inferOptions(model, archive, inputs, layer, module, pytorch, options);
-  const cause = inferred ?? `the likely cause${others.length ? `, if it is this layer,` : ''} for a ${layerClass(layer)}: ${LIKELY_CAUSE[cls] ?? 'its configuration against the module'}`;
+  const cause =
+    inferred ??
+    `the likely cause${others.length ? `, if it is this layer,` : ''} for a ${layerClass(layer)}: ${LIKELY_CAUSE[cls] ?? 'its configuration against the module'}`;
   return `the first PyTorch module whose output differs is '${module}', computed by tfjs layer ${named(layer)}${where}: ${failing.bare}; ${cause}`;
 }
 

@@ -211,7 +211,9 @@ export class TorchConv2D extends tfl.layers.Layer {
   override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
     const shape = firstShape(inputShape);
     const out = (size: number | null, axis: 0 | 1): number | null =>
-      size === null ? null : Math.floor((size + this.pads[axis][0] + this.pads[axis][1] - this.dilation[axis] * (this.kernelSize[axis] - 1) - 1) / this.strides[axis]) + 1;
+      size === null
+        ? null
+        : Math.floor((size + this.pads[axis][0] + this.pads[axis][1] - this.dilation[axis] * (this.kernelSize[axis] - 1) - 1) / this.strides[axis]) + 1;
     return [shape[0]!, out(shape[1]!, 0), out(shape[2]!, 1), this.filters];
   }
 
@@ -414,7 +416,10 @@ export class TorchGRU extends tfl.RNN {
   }
 
   /** Built from its own configuration (RNN's reads a cell's, which a TorchGRU makes itself). */
-  static override fromConfig<T extends tf.serialization.Serializable>(cls: tf.serialization.SerializableConstructor<T>, config: tf.serialization.ConfigDict): T {
+  static override fromConfig<T extends tf.serialization.Serializable>(
+    cls: tf.serialization.SerializableConstructor<T>,
+    config: tf.serialization.ConfigDict,
+  ): T {
     return new cls(config);
   }
 }
