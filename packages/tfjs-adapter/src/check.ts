@@ -342,8 +342,9 @@ function upstream(layer: LayerLike): LayerLike[] {
 
 const named = (layer: LayerLike): string => `'${layer.name}' (${layerClass(layer)})`;
 
-/** Words in a list: 'a', 'a and b', 'a, b and c'. */
-function andList(items: readonly string[]): string {
+/** Words in a list: 'a', 'a and b', 'a, b and c'; past `shown`, the first ones, how many more, and the last. */
+function andList(items: readonly string[], shown = 12): string {
+  if (items.length > shown) return `${items.slice(0, shown - 1).join(', ')}, ${items.length - shown} more and ${items[items.length - 1]}`;
   return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }
 
