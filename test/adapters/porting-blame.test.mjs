@@ -58,11 +58,22 @@ np.savez(${JSON.stringify(weights)}, **{k: v.numpy() for k, v in net.state_dict(
          **{f'check/module/{k}': v.numpy() for k, v in outputs.items()})`);
 
 /** The tfjs port, right unless told otherwise. */
-const port = ({ scaled = false, relu = true, pool = 'max', dims = [2, 3, 1], goBackwards = false, numHeads = 2, causal = false, fc = true } = {}) =>
+const port = ({ shifted = false, relu = true, pool = 'max', dims = [2, 3, 1], goBackwards = false, numHeads = 2, causal = false, fc = true } = {}) =>
   tfl.sequential({
     layers: [
-      ...(scaled ? [tfl.layers.rescaling({ scale: 1 / 255, inputShape: [4, 12, 3] })] : []),
-      tfl.layers.conv2d({ ...(scaled ? {} : { inputShape: [4, 12, 3] }), filters: 4, kernelSize: 3, padding: 'same', name: 'conv' }),
+      // PyTorch pads one row and column on each side; `shifted` pads two before and none after.
+      ...(shifted
+        ? [
+            tfl.layers.zeroPadding2d({
+              padding: [
+                [2, 0],
+                [2, 0],
+              ],
+              inputShape: [4, 12, 3],
+            }),
+          ]
+        : []),
+      tfl.layers.conv2d({ ...(shifted ? {} : { inputShape: [4, 12, 3] }), filters: 4, kernelSize: 3, padding: shifted ? 'valid' : 'same', name: 'conv' }),
       tfl.layers.batchNormalization({ epsilon: 1e-5, name: 'bn' }),
       ...(relu ? [tfl.layers.reLU()] : []),
       pool === 'max' ? tfl.layers.maxPooling2d({ poolSize: 2 }) : tfl.layers.averagePooling2d({ poolSize: 2 }),
@@ -127,11 +138,11 @@ test('goBackwards inside the bidirectional wrapper: the GRU is compared and blam
   assert.match(e.message, /the likely cause, if it is this layer, for a Bidirectional\(TorchGRU\): goBackwards set on the wrapped layer/);
 });
 
-test('a layer the PyTorch model does not have before the first module: the span from the input is blamed', async () => {
-  const e = await refusal(port({ scaled: true }));
+test('padding before the first module on the wrong sides: the span from the input is blamed', async () => {
+  const e = await refusal(port({ shifted: true }));
   assert.match(
     e.message,
-    /differs is 'conv', computed by tfjs layer 'conv' \(Conv2D\) \(no module before it was seen to agree: the mistake lies in the span from the input up to 'conv', which tfjs computes with layers '[^']+' \(Rescaling\) and 'conv' \(Conv2D\)\)/,
+    /differs is 'conv', computed by tfjs layer 'conv' \(Conv2D\) \(no module before it was seen to agree: the mistake lies in the span from the input up to 'conv', which tfjs computes with layers '[^']+' \(ZeroPadding2D\) and 'conv' \(Conv2D\)\)/,
   );
 });
 

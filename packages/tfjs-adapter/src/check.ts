@@ -411,7 +411,7 @@ async function blame(
       ? `; PyTorch's ${andList(between.map((m) => `'${m}'`))} between them ${between.length === 1 ? 'was' : 'were'} recorded but not compared, since no tfjs layer gives ${between.length === 1 ? 'its' : 'their'} output`
       : '';
     const from = last ? `after '${last}'` : 'from the input';
-    where = `${last ? ` (the modules before it, up to '${last}', agree` : ' (no module before it agrees'}${skipped}: the mistake lies in the span ${from} up to '${module}', which tfjs computes with layers ${andList(span.map(named))}${between.length ? ` and PyTorch with ${andList([...between, module].map((m) => `'${m}'`))}` : ''})`;
+    where = `${last ? ` (the modules before it, up to '${last}', agree` : ' (no module before it was seen to agree'}${skipped}: the mistake lies in the span ${from} up to '${module}', which tfjs computes with layers ${andList(span.map(named))}${between.length ? ` and PyTorch with ${andList([...between, module].map((m) => `'${m}'`))}` : ''})`;
   } else if (last) where = ` (the modules before it, up to '${last}', agree)`;
   const inferred = await inferOptions(model, archive, inputs, layer, module, pytorch, options);
   const cause =
