@@ -201,6 +201,10 @@ maybe('a misfit of layers paired by order says so, and names the modules to name
   assert.is(e.code, 'WEIGHT_MISMATCH');
   assert.match(e.message, /\(paired by order\)/);
   assert.match(e.message, /name the tfjs layers after their PyTorch modules \('features_0' for features\.0/);
+  // The header counts the misfits it lists; the advice after them is not one.
+  const count = Number(/^(\d+) weight mismatch/.exec(e.message)?.[1]);
+  assert.is(count, e.message.split('\n').filter((line) => /^ {2}\S/.test(line)).length, e.message);
+  assert.is(count, (e.message.match(/\(paired by order\):/g) ?? []).length, e.message);
 });
 
 maybe("a state_dict archive without layout 'pytorch' gets one hint, not every key for every weight", async () => {

@@ -15,6 +15,7 @@ import { decodeNpz, toOrder, transpose } from '@npyts/core';
 import { assignWeights, npzHandler } from '@npyts/tfjs';
 import {
   TorchAdaptiveAvgPool2d,
+  TorchConv2D,
   TorchGRU,
   TorchMultiheadAttention,
   adaptiveAvgPool2d,
@@ -213,7 +214,63 @@ test('grouped convolutions (groups 4 and 3, padding, stride, dilation, no bias) 
   });
   const e = await refusal(assignWeights(plain, weights, { layout: 'pytorch' }));
   assert.match(e?.message ?? '', /grouped convolution \(groups=4\).*TorchConv2D from '@npyts\/tfjs\/torch-layers'/);
+  // A TorchConv2D built without groups for a grouped module: its groups are what differs, and the fix names the number.
+  const ungrouped = tfl.sequential({
+    layers: [
+      torchConv2d({ inputShape: [15, 13, 8], filters: 12, kernelSize: 3, padding: 1, name: 'conv1' }),
+      tfl.layers.reLU({ name: 'act' }),
+      torchConv2d({ filters: 6, kernelSize: 3, strides: 2, padding: [2, 1], dilation: 2, groups: 3, useBias: false, name: 'conv2' }),
+    ],
+  });
+  const g = await refusal(assignWeights(ungrouped, weights, { layout: 'pytorch' }));
+  assert.match(g?.message ?? '', /TorchConv2D\) ↔ PyTorch module 'conv1' .*grouped convolution \(groups=4\) and the layer has groups 1: set `groups: 4`/);
+  assert.not.match(g?.message ?? '', /build it as TorchConv2D/);
   assert.throws(() => torchConv2d({ filters: 6, kernelSize: 3, groups: 4 }), /divides filters/);
+});
+
+test("torchConv2d's padding 'same' (odd, even and dilated kernels: PyTorch's extra row and column after) and 'valid' compute PyTorch's; 'same' with strides is refused, as PyTorch refuses it", () => {
+  const path = join(dir, 'padding.npz');
+  const cases = {
+    same_odd: { torch: "3, 4, 3, padding='same'", js: { filters: 4, kernelSize: 3, padding: 'same' } },
+    same_even: { torch: "3, 4, (4, 2), padding='same'", js: { filters: 4, kernelSize: [4, 2], padding: 'same' } },
+    same_dilated: { torch: "3, 4, (2, 3), padding='same', dilation=(3, 2)", js: { filters: 4, kernelSize: [2, 3], padding: 'same', dilation: [3, 2] } },
+    valid: { torch: "3, 4, (2, 3), padding='valid'", js: { filters: 4, kernelSize: [2, 3], padding: 'valid' } },
+  };
+  const refusedByTorch = python(`import torch
+torch.manual_seed(9)
+x = torch.randn(2, 3, 7, 9)
+last = lambda t: t.permute(0, 2, 3, 1).contiguous().numpy()
+out = {'x': last(x)}
+for name, args in ${JSON.stringify(Object.fromEntries(Object.entries(cases).map(([k, v]) => [k, v.torch])))}.items():
+    conv = eval(f'torch.nn.Conv2d({args})')
+    with torch.no_grad():
+        out[name] = last(conv(x))
+    out[name + '_kernel'] = conv.weight.detach().permute(2, 3, 1, 0).contiguous().numpy()
+    out[name + '_bias'] = conv.bias.detach().numpy()
+np.savez(${JSON.stringify(path)}, **out)
+try:
+    torch.nn.Conv2d(3, 4, 3, stride=2, padding='same')
+    print('accepted')
+except ValueError as e:
+    print('refused:', e)`);
+  const z = decodeNpz(readFileSync(path));
+  const x = tensorOf(z.getSync('x'));
+  for (const [name, { js }] of Object.entries(cases)) {
+    const conv = torchConv2d(js);
+    conv.apply(tfl.input({ shape: [7, 9, 3] }));
+    conv.setWeights([tensorOf(z.getSync(`${name}_kernel`)), tensorOf(z.getSync(`${name}_bias`))]);
+    const y = conv.apply(x);
+    assert.equal(y.shape, z.getSync(name).shape, name);
+    const worst = largest(y, z.getSync(name));
+    assert.ok(worst <= 1e-5, `${name}: differs from PyTorch by ${worst}`);
+  }
+  assert.equal(torchConv2d({ filters: 4, kernelSize: 3, padding: 'valid' }).padding, [0, 0]);
+  assert.match(refusedByTorch, /^refused: .*strided/);
+  assert.throws(() => torchConv2d({ filters: 4, kernelSize: 3, strides: 2, padding: 'same' }), /padding 'same' is not supported for strided convolutions/);
+  // Saved and loaded, a 'same' layer keeps its padding.
+  const restored = new TorchConv2D(torchConv2d(cases.same_even.js).getConfig());
+  assert.is(restored.padding, 'same');
+  assert.equal(restored.computeOutputShape([null, 7, 9, 3]), [null, 7, 9, 4]);
 });
 
 test("PyTorch's GRU (reset gate after the recurrent product) ports as TorchGRU: the last step and every step agree with PyTorch; tfjs's GRU is refused, naming TorchGRU", async () => {

@@ -7,7 +7,7 @@ import { NpyError, familyOf, transpose, toOrder, type NdArray, type WeightFile }
 import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 import { toTensor } from './tensors.js';
 import { CHECK_PREFIX } from './weights.js';
-import { planPytorch, type Suspect } from './pytorch.js';
+import { layerClass, planPytorch, type Suspect } from './pytorch.js';
 import { TORCH_LAYER_CLASS, configOf, inputsOf, layoutOf, type LayerLike, type LayersModelLike, type SymbolicLike } from './layers.js';
 
 /**
@@ -230,6 +230,9 @@ const LIKELY_CAUSE: Record<string, string> = {
   PReLU: 'the axes its slopes are shared over',
   [TORCH_LAYER_CLASS.conv2d]: "padding, strides, dilation or groups against the module's",
   [TORCH_LAYER_CLASS.gru]: "the sequence's axes (PyTorch's default batch_first=False takes (time, batch, features)), or the module's direction and layer",
+  Bidirectional:
+    "goBackwards set on the wrapped layer (leave it unset: the wrapper runs its backward copy itself), mergeMode (PyTorch's is 'concat'), returnSequences, or the sequence's axes (batch_first)",
+  [TORCH_LAYER_CLASS.multiheadAttention]: 'numHeads or causal against the module (a state_dict records neither), or the layers before it',
   LSTM: "recurrentActivation ('sigmoid', as PyTorch's), the sequence's axes (batch_first), or the module's direction and layer",
 };
 
@@ -237,7 +240,9 @@ const LIKELY_CAUSE: Record<string, string> = {
  * The first paired layer whose output differs from its module's recorded output (`check/module/NAME`
  * members, in the model's layer order), as a message naming both and the likely cause; null when no
  * module output was recorded or every recorded one agrees; `ran: false` with the reason where tfjs cannot
- * run the model layer by layer.
+ * run the model layer by layer. Where modules that were not compared (a ReLU, a pooling, a recurrent
+ * module whose output is not its layer's) lie between the last module that agrees and the first that
+ * differs, the blame is the whole span, each tfjs layer in it named.
  */
 async function firstDivergence(
   model: LayersModelLike,
@@ -252,13 +257,11 @@ async function firstDivergence(
   if (!recorded.length) return null;
   let outputs: tf.Tensor[];
   try {
-    outputs = tf.tidy(() => {
-      const y = model.execute!(
-        inputs.length === 1 ? inputs[0]! : [...inputs],
-        recorded.map(([layer]) => singleOutput(layer)!.name!),
-      );
-      return Array.isArray(y) ? y : [y];
-    });
+    outputs = execute(
+      model,
+      inputs,
+      recorded.map(([layer]) => layer),
+    );
   } catch (e) {
     // tfjs-layers' execute refuses some models (one layer object called at several places).
     return {
@@ -268,38 +271,205 @@ async function firstDivergence(
     };
   }
   try {
-    let before = '';
     const agreed = new Set<string>();
+    const agreedLayers: LayerLike[] = [];
+    const agreedModules: string[] = [];
+    const compared = new Set<string>();
     for (const [i, [layer, module]] of recorded.entries()) {
-      const key = `${MODULE_PREFIX}${module}`;
-      let reference = await archive.get(key);
       const got = outputs[i]!;
-      if (pytorch && reference.shape.length >= 3 && layoutOf(layer) === 'channelsLast')
-        reference = toOrder(transpose(reference, channelsLast(reference.shape.length)), 'C');
+      const values = await referenceFor(archive, module, layer, got.shape, pytorch);
       // Judged where shapes agree (a module whose output is not its layer's cannot be compared).
-      if (reference.shape.join() !== got.shape.join()) continue;
-      let values: ArrayLike<number>;
-      try {
-        values = referenceValues(reference);
-      } catch {
-        continue;
-      }
-      const r = compare((await got.data()) as Float32Array, values, reference.shape, key, options);
+      if (!values) continue;
+      compared.add(module);
+      const r = compare((await got.data()) as Float32Array, values, got.shape, `${MODULE_PREFIX}${module}`, options);
       if (r.failure) {
-        const cls = layer.getClassName();
-        const where = before ? ` (the modules before it, up to '${before}', agree: look at this layer and the layers without weights just before it)` : '';
-        return {
-          ran: true,
-          agreed,
-          message: `the first PyTorch module whose output differs is '${module}', computed by tfjs layer '${layer.name}' (${cls})${where}: ${r.bare}; the likely cause for a ${cls}: ${LIKELY_CAUSE[cls] ?? 'its configuration against the module'}`,
-        };
+        const message = await blame(model, archive, inputs, { layer, module, bare: r.bare }, { agreedLayers, agreedModules, compared }, pytorch, options);
+        return { ran: true, agreed, message };
       }
-      before = module;
       agreed.add(layer.name);
+      agreedLayers.push(layer);
+      agreedModules.push(module);
     }
     return null;
   } finally {
     tf.dispose(outputs);
+  }
+}
+
+/** The named layers' outputs for the model's inputs (tfjs-layers' execute). */
+function execute(model: LayersModelLike, inputs: readonly tf.Tensor[], layers: readonly LayerLike[]): tf.Tensor[] {
+  return tf.tidy(() => {
+    const y = model.execute!(
+      inputs.length === 1 ? inputs[0]! : [...inputs],
+      layers.map((layer) => singleOutput(layer)!.name!),
+    );
+    return Array.isArray(y) ? y : [y];
+  });
+}
+
+/** A module's recorded output as the layer gives it (channels moved last where the layer's are), or null where the shapes differ or it holds no numbers. */
+async function referenceFor(
+  archive: WeightFile,
+  module: string,
+  layer: LayerLike,
+  shape: readonly number[],
+  pytorch: boolean,
+): Promise<ArrayLike<number> | null> {
+  let reference = await archive.get(`${MODULE_PREFIX}${module}`);
+  if (pytorch && reference.shape.length >= 3 && layoutOf(layer) === 'channelsLast')
+    reference = toOrder(transpose(reference, channelsLast(reference.shape.length)), 'C');
+  if (reference.shape.join() !== shape.join()) return null;
+  try {
+    return referenceValues(reference);
+  } catch {
+    return null;
+  }
+}
+
+/** The layers a layer's output depends on, itself included, inputs first. */
+function upstream(layer: LayerLike): LayerLike[] {
+  const seen = new Set<LayerLike>();
+  const order: LayerLike[] = [];
+  const visit = (at: LayerLike): void => {
+    if (seen.has(at)) return;
+    seen.add(at);
+    for (const before of inputsOf(at)) visit(before);
+    order.push(at);
+  };
+  visit(layer);
+  return order;
+}
+
+const named = (layer: LayerLike): string => `'${layer.name}' (${layerClass(layer)})`;
+
+/** Words in a list: 'a', 'a and b', 'a, b and c'; past `shown`, the first ones, how many more, and the last. */
+function andList(items: readonly string[], shown = 12): string {
+  if (items.length > shown) return `${items.slice(0, shown - 1).join(', ')}, ${items.length - shown} more and ${items[items.length - 1]}`;
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+/**
+ * The message for the first module that differs: the span from the last module that agrees to it.
+ * Modules recorded between them but not compared (no paired layer) are compared by value with the
+ * span's layers without weights: one that agrees with a layer clears that layer and those before it.
+ */
+async function blame(
+  model: LayersModelLike,
+  archive: WeightFile,
+  inputs: readonly tf.Tensor[],
+  failing: { layer: LayerLike; module: string; bare: string },
+  seen: { agreedLayers: readonly LayerLike[]; agreedModules: readonly string[]; compared: ReadonlySet<string> },
+  pytorch: boolean,
+  options: CheckModelOptions,
+): Promise<string> {
+  const { layer, module } = failing;
+  // Modules in the order their hooks ran (np.savez keeps it), the model itself ('') aside.
+  const order = archive.names.filter((n) => n.startsWith(MODULE_PREFIX)).map((n) => n.slice(MODULE_PREFIX.length));
+  const at = order.indexOf(module);
+  let last = '';
+  for (const m of seen.agreedModules) if (order.indexOf(m) < at && (!last || order.indexOf(m) > order.indexOf(last))) last = m;
+  // Not compared: recorded after the last agreeing module and before this one; not a container of a
+  // compared module (its hook runs after its children's), nor part of this one.
+  const all = [...seen.compared];
+  let between = order
+    .slice(last ? order.indexOf(last) + 1 : 0, Math.max(at, 0))
+    .filter((m) => m && !seen.compared.has(m) && !all.some((c) => c.startsWith(`${m}.`)) && !m.startsWith(`${module}.`));
+  // The span: the layers this one's output depends on, less those an agreeing layer's depends on.
+  const cleared = new Set(seen.agreedLayers.flatMap(upstream));
+  let span = upstream(layer).filter((l) => !cleared.has(l) && l.getClassName() !== 'InputLayer');
+  if (between.length && model.execute) {
+    const candidates = span.filter((l) => l !== layer && singleOutput(l)?.name !== undefined);
+    let values: tf.Tensor[] = [];
+    try {
+      values = candidates.length ? execute(model, inputs, candidates) : [];
+      const matched = new Set<string>();
+      for (const m of between) {
+        for (const [i, l] of candidates.entries()) {
+          if (!span.includes(l)) continue;
+          const want = await referenceFor(archive, m, l, values[i]!.shape, pytorch);
+          if (!want || compare((await values[i]!.data()) as Float32Array, want, values[i]!.shape, m, options).failure) continue;
+          // The module's output is this layer's: it and the layers before it agree.
+          matched.add(m);
+          last = m;
+          const before = new Set(upstream(l));
+          span = span.filter((s) => !before.has(s));
+          break;
+        }
+      }
+      between = between.filter((m) => !matched.has(m) && order.indexOf(m) > order.indexOf(last));
+    } catch {
+      // A model tfjs cannot run layer by layer here keeps the wider span.
+    } finally {
+      tf.dispose(values);
+    }
+  }
+  const cls = layer.getClassName();
+  let where = '';
+  const others = span.filter((l) => l !== layer);
+  if (between.length || others.length) {
+    const skipped = between.length
+      ? `; PyTorch's ${andList(between.map((m) => `'${m}'`))} between them ${between.length === 1 ? 'was' : 'were'} recorded but not compared, since no tfjs layer gives ${between.length === 1 ? 'its' : 'their'} output`
+      : '';
+    const from = last ? `after '${last}'` : 'from the input';
+    where = `${last ? ` (the modules before it, up to '${last}', agree` : ' (no module before it was seen to agree'}${skipped}: the mistake lies in the span ${from} up to '${module}', which tfjs computes with layers ${andList(span.map(named))}${between.length ? ` and PyTorch with ${andList([...between, module].map((m) => `'${m}'`))}` : ''})`;
+  } else if (last) where = ` (the modules before it, up to '${last}', agree)`;
+  const inferred = await inferOptions(model, archive, inputs, layer, module, pytorch, options);
+  const cause =
+    inferred ??
+    `the likely cause${others.length ? `, if it is this layer,` : ''} for a ${layerClass(layer)}: ${LIKELY_CAUSE[cls] ?? 'its configuration against the module'}`;
+  return `the first PyTorch module whose output differs is '${module}', computed by tfjs layer ${named(layer)}${where}: ${failing.bare}; ${cause}`;
+}
+
+/** A layer that computes its output under other options (TorchMultiheadAttention). */
+interface CallsWith {
+  callWith(inputs: tf.Tensor | tf.Tensor[], options: Record<string, unknown>): tf.Tensor;
+}
+
+/**
+ * For a layer whose options a state_dict does not record (attention's numHeads and causal): the
+ * options under which its output is the module's, tried on its own inputs (numHeads: each divisor of
+ * the embedding size; causal: both), as words naming the options that differ; null where none agrees.
+ */
+async function inferOptions(
+  model: LayersModelLike,
+  archive: WeightFile,
+  inputs: readonly tf.Tensor[],
+  layer: LayerLike,
+  module: string,
+  pytorch: boolean,
+  options: CheckModelOptions,
+): Promise<string | null> {
+  if (layer.getClassName() !== TORCH_LAYER_CLASS.multiheadAttention || typeof (layer as Partial<CallsWith>).callWith !== 'function') return null;
+  const sources = inputsOf(layer);
+  if (!sources.length || !sources.every((l) => singleOutput(l)?.name !== undefined)) return null;
+  const config = configOf(layer);
+  let given: tf.Tensor[] = [];
+  try {
+    given = execute(model, inputs, sources);
+    const embed = given[0]!.shape[given[0]!.shape.length - 1]!;
+    const heads = Array.from({ length: embed }, (_, i) => i + 1).filter((h) => embed % h === 0);
+    // One option changed before both: the fewest differences that explain the output.
+    const tries: { numHeads: number; causal: boolean }[] = [];
+    const now = { numHeads: Number(config.numHeads), causal: config.causal === true };
+    tries.push({ ...now, causal: !now.causal });
+    for (const h of heads) if (h !== now.numHeads) tries.push({ ...now, numHeads: h });
+    for (const h of heads) if (h !== now.numHeads) tries.push({ numHeads: h, causal: !now.causal });
+    for (const t of tries) {
+      const y = (layer as unknown as CallsWith).callWith(given.length === 1 ? given[0]! : given, t);
+      try {
+        const want = await referenceFor(archive, module, layer, y.shape, pytorch);
+        if (!want || compare((await y.data()) as Float32Array, want, y.shape, module, options).failure) continue;
+      } finally {
+        y.dispose();
+      }
+      const differ = (['numHeads', 'causal'] as const).filter((k) => t[k] !== now[k]);
+      return `the module's output is what this layer gives with ${andList(differ.map((k) => `${k}: ${t[k]}`))} (it has ${andList(differ.map((k) => `${k}: ${now[k]}`))}): build it with ${andList(differ.map((k) => `${k}: ${t[k]}`))}`;
+    }
+    return null;
+  } catch {
+    return null;
+  } finally {
+    tf.dispose(given);
   }
 }
 

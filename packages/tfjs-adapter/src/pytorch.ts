@@ -120,10 +120,18 @@ function describeModule(m: TorchModule): string {
   return `PyTorch module '${m.name || '(the model itself)'}' (${[...m.params.keys()].join(', ')})`;
 }
 
+/**
+ * A layer's class for messages, a wrapper's with the class it wraps: `Bidirectional(TorchGRU)`.
+ * @example
+ * layerClass(model.getLayer('gru'));   // 'Bidirectional(TorchGRU)'
+ */
+export function layerClass(layer: LayerLike): string {
+  return layer.getClassName() === 'Bidirectional' ? `Bidirectional(${innerClass(layer)})` : layer.getClassName();
+}
+
 /** The tfjs layer and its class, for messages. */
 function describeLayer(layer: LayerLike): string {
-  const inner = layer.getClassName() === 'Bidirectional' ? `(${innerClass(layer)})` : '';
-  return `tfjs layer '${layer.name}' (${layer.getClassName()}${inner})`;
+  return `tfjs layer '${layer.name}' (${layerClass(layer)})`;
 }
 
 function innerClass(layer: LayerLike): string {
@@ -320,11 +328,18 @@ class LayerRules {
     const rank = ({ Conv1D: 3, Conv2D: 4, Conv3D: 5, [TORCH_LAYER_CLASS.conv2d]: 4 } as Record<string, number>)[layer.getClassName()] ?? 4;
     if (!weight || weight.shape.length !== rank) return { unfit: `a ${layer.getClassName()} needs a convolution weight of ${rank} axes` };
     const kernel = layer.weights.find((w) => weightRole(w) === 'kernel');
-    const inChannels = kernel?.shape[kernel.shape.length - 2];
+    const torchConv = layer.getClassName() === TORCH_LAYER_CLASS.conv2d;
+    const layerGroups = torchConv ? Number(configOf(layer).groups ?? 1) : 1;
+    const perLayerGroup = kernel?.shape[kernel.shape.length - 2];
+    const inChannels = typeof perLayerGroup === 'number' ? perLayerGroup * layerGroups : undefined;
     const perGroup = weight.shape[1]!;
-    if (typeof inChannels === 'number' && perGroup < inChannels && inChannels % perGroup === 0) {
+    if (typeof inChannels === 'number' && perGroup !== perLayerGroup && inChannels % perGroup === 0) {
+      const groups = inChannels / perGroup;
+      // A TorchConv2D computes any grouping: its groups are what differs.
+      if (torchConv)
+        return { unfit: `the module is a grouped convolution (groups=${groups}) and the layer has groups ${layerGroups}: set \`groups: ${groups}\`` };
       return {
-        unfit: `the module is a grouped convolution (groups=${inChannels / perGroup}), which tfjs-layers' ${layer.getClassName()} cannot compute: build it as TorchConv2D from '@npyts/tfjs/torch-layers' (torchConv2d({ filters, kernelSize, groups: ${inChannels / perGroup} }))${inChannels / perGroup === inChannels ? ', or as a DepthwiseConv2D (groups = in_channels)' : ''}`,
+        unfit: `the module is a grouped convolution (groups=${groups}), which tfjs-layers' ${layer.getClassName()} cannot compute: build it as TorchConv2D from '@npyts/tfjs/torch-layers' (torchConv2d({ filters, kernelSize, groups: ${groups} }))${groups === inChannels ? ', or as a DepthwiseConv2D (groups = in_channels)' : ''}`,
       };
     }
     // (O, I, k…) → (k…, I, O)
@@ -553,26 +568,40 @@ export async function planPytorch(
   // A .safetensors file keeps its tensors in its own order (by dtype, then name), not the state_dict's:
   // pairing by order would pair the wrong modules.
   if (restLayers.length && (archive.format === 'safetensors' || archive.format === 'safetensors-sharded')) {
-    throw mismatchError([
-      `a .safetensors file does not keep the state_dict's order, so its modules cannot be paired with layers by order; name these tfjs layers after their PyTorch modules (features_0 for features.0), or map them with { names }: ${restLayers
-        .map((l) => `${l.name} (${l.getClassName()})`)
-        .join(', ')}`,
-    ]);
+    throw mismatchError(
+      restLayers.map((l) => `tfjs layer '${l.name}' (${l.getClassName()}) is not named after a PyTorch module`),
+      [
+        "a .safetensors file does not keep the state_dict's order, so modules cannot be paired with layers by order: name these tfjs layers after their PyTorch modules (features_0 for features.0), or map them with { names }",
+      ],
+    );
   }
   if (restLayers.length !== restModules.length) {
-    throw mismatchError([
-      `the model has ${layers.length} layers with weights and the archive ${modules.length} PyTorch modules with parameters; after pairing by name, ${restLayers.length} layers and ${restModules.length} modules are left:`,
-      `  tfjs: ${restLayers.map((l) => `${l.name} (${l.getClassName()})`).join(', ') || 'none'}`,
-      `  PyTorch: ${restModules.map((m) => `${m.name || '(the model itself)'} (${[...m.params.keys()].join(', ')})`).join(', ') || 'none'}`,
-      'build the tfjs model with the same weighted layers, or map the others with { names }',
-    ]);
+    // One problem (the layers and modules do not pair up), listing what is left on each side.
+    throw mismatchError(
+      [
+        [
+          `the model has ${layers.length} layers with weights and the archive ${modules.length} PyTorch modules with parameters; after pairing by name, ${restLayers.length} layer${restLayers.length === 1 ? '' : 's'} and ${restModules.length} module${restModules.length === 1 ? '' : 's'} are left:`,
+          `tfjs: ${restLayers.map((l) => `${l.name} (${l.getClassName()})`).join(', ') || 'none'}`,
+          `PyTorch: ${restModules.map((m) => `${m.name || '(the model itself)'} (${[...m.params.keys()].join(', ')})`).join(', ') || 'none'}`,
+        ].join('\n'),
+      ],
+      ['build the tfjs model with the same weighted layers, or map the others with { names }'],
+    );
   }
   restLayers.forEach((l, i) => pairs.set(l, restModules[i]!));
   const byOrder = new Set(restLayers);
+  const notes: string[] = [];
   let misfitByOrder = false;
-  // Which module each layer computes, for the layer-by-layer check (a recurrent module's layers
-  // are not compared one by one: PyTorch's hook sees the whole module).
-  for (const layer of layers) if (pairs.get(layer)!.rnnLayer === undefined) pairing.push([layer, pairs.get(layer)!.name]);
+  // Which module each layer computes, for the layer-by-layer check. PyTorch's hook sees a recurrent
+  // module whole: its output (every step of its last layer) is its last layer's.
+  for (const layer of layers) {
+    const m = pairs.get(layer)!;
+    if (m.rnnLayer === undefined) pairing.push([layer, m.name]);
+    else {
+      const base = m.name.replace(/ \(layer \d+\)$/, '');
+      if (m.rnnLayer === (rnnCount.get(base) ?? 1) - 1) pairing.push([layer, base]);
+    }
+  }
 
   const planned: PlannedWeight[] = [];
   for (const layer of layers) {
@@ -598,10 +627,10 @@ export async function planPytorch(
     // branches (a ResNet's downsample, a ShuffleNet's branch1) breaks it, and the misfit above may
     // be a consequence, not a fault of the layer named.
     const examples = restModules.slice(0, 3).map((m) => `'${m.name.replace(/ \(layer \d+\)$/, '').replace(/\./g, '_')}' for ${m.name}`);
-    misfits.push(
+    notes.push(
       `layers marked "paired by order" were paired with modules by their order (tfjs's layer order, the state_dict's module order), which a model with branches does not keep: name the tfjs layers after their PyTorch modules (${examples.join(', ')}), or map them with { names }`,
     );
   }
-  if (misfits.length) throw mismatchError(misfits);
+  if (misfits.length) throw mismatchError(misfits, notes);
   return planned;
 }

@@ -128,8 +128,13 @@ export interface TorchConv2DArgs extends TorchLayerArgs {
   kernelSize: Pair;
   /** Default 1. */
   strides?: Pair;
-  /** Zeros added on each side of each spatial axis, as PyTorch's `padding` (default 0). */
-  padding?: Pair;
+  /**
+   * Zeros added on each side of each spatial axis, as PyTorch's `padding` (default 0); or PyTorch's
+   * `'valid'` (no padding) or `'same'` (stride 1 only, as PyTorch: the output keeps the input's size,
+   * with `dilation·(kernel − 1)` zeros per axis, half before and the rest after, so an even kernel
+   * pads one more at the bottom and right).
+   */
+  padding?: Pair | 'same' | 'valid';
   /** Default 1. */
   dilation?: Pair;
   /** Channel groups (default 1): each group of output channels sees only its group of input channels. */
@@ -151,10 +156,13 @@ export class TorchConv2D extends tfl.layers.Layer {
   readonly filters: number;
   readonly kernelSize: [number, number];
   readonly strides: [number, number];
-  readonly padding: [number, number];
+  /** Zeros on each side of each spatial axis as given (`'valid'` is `[0, 0]`), or `'same'`. */
+  readonly padding: [number, number] | 'same';
   readonly dilation: [number, number];
   readonly groups: number;
   readonly useBias: boolean;
+  /** Zeros before and after, per spatial axis: [[top, bottom], [left, right]]. */
+  private readonly pads: [[number, number], [number, number]];
   private kernel: tfl.LayerVariable | null = null;
   private bias: tfl.LayerVariable | null = null;
 
@@ -163,8 +171,24 @@ export class TorchConv2D extends tfl.layers.Layer {
     this.filters = positiveInteger(args.filters, 'TorchConv2D: filters');
     this.kernelSize = pairOf(args.kernelSize, 1, 'kernelSize', 1);
     this.strides = pairOf(args.strides, 1, 'strides', 1);
-    this.padding = pairOf(args.padding, 0, 'padding', 0);
     this.dilation = pairOf(args.dilation, 1, 'dilation', 1);
+    if (args.padding === 'same') {
+      // PyTorch refuses 'same' with strides (ValueError: padding='same' is not supported for strided convolutions).
+      if (this.strides.some((v) => v > 1))
+        throw new RangeError(`TorchConv2D: padding 'same' is not supported for strided convolutions (as in PyTorch); give the padding as numbers`);
+      this.padding = 'same';
+      const total = (axis: 0 | 1): [number, number] => {
+        const all = this.dilation[axis] * (this.kernelSize[axis] - 1);
+        return [Math.floor(all / 2), all - Math.floor(all / 2)];
+      };
+      this.pads = [total(0), total(1)];
+    } else {
+      this.padding = args.padding === 'valid' ? [0, 0] : pairOf(args.padding, 0, 'padding', 0);
+      this.pads = [
+        [this.padding[0], this.padding[0]],
+        [this.padding[1], this.padding[1]],
+      ];
+    }
     this.groups = args.groups ?? 1;
     if (!Number.isSafeInteger(this.groups) || this.groups < 1 || this.filters % this.groups !== 0) {
       throw new RangeError(`TorchConv2D: groups must be a positive integer that divides filters (${this.filters}), not ${args.groups}`);
@@ -187,21 +211,16 @@ export class TorchConv2D extends tfl.layers.Layer {
   override computeOutputShape(inputShape: tfl.Shape | tfl.Shape[]): tfl.Shape {
     const shape = firstShape(inputShape);
     const out = (size: number | null, axis: 0 | 1): number | null =>
-      size === null ? null : Math.floor((size + 2 * this.padding[axis] - this.dilation[axis] * (this.kernelSize[axis] - 1) - 1) / this.strides[axis]) + 1;
+      size === null
+        ? null
+        : Math.floor((size + this.pads[axis][0] + this.pads[axis][1] - this.dilation[axis] * (this.kernelSize[axis] - 1) - 1) / this.strides[axis]) + 1;
     return [shape[0]!, out(shape[1]!, 0), out(shape[2]!, 1), this.filters];
   }
 
   override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
     return tf.tidy(() => {
       let x = single(inputs) as tf.Tensor4D;
-      const [ph, pw] = this.padding;
-      if (ph || pw)
-        x = tf.pad(x, [
-          [0, 0],
-          [ph, ph],
-          [pw, pw],
-          [0, 0],
-        ]);
+      if (this.pads.flat().some((p) => p > 0)) x = tf.pad(x, [[0, 0], ...this.pads, [0, 0]]);
       const kernel = this.kernel!.read() as tf.Tensor4D;
       const strided = this.strides.some((v) => v > 1);
       const dilated = this.dilation.some((v) => v > 1);
@@ -232,7 +251,7 @@ export class TorchConv2D extends tfl.layers.Layer {
       filters: this.filters,
       kernelSize: [...this.kernelSize],
       strides: [...this.strides],
-      padding: [...this.padding],
+      padding: this.padding === 'same' ? 'same' : [...this.padding],
       dilation: [...this.dilation],
       groups: this.groups,
       useBias: this.useBias,
@@ -258,43 +277,103 @@ export interface TorchGRUArgs extends TorchLayerArgs {
   goBackwards?: boolean;
 }
 
-/**
- * One layer of PyTorch's `nn.GRU(batch_first=True)` on `[batch, time, features]`, from a zero state:
- * r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz),
- * n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h. The reset gate acts after
- * the recurrent product, which tfjs-layers' GRU cannot compute. Weights are PyTorch's, transposed:
- * `kernel` `[features, 3·units]`, `recurrent_kernel` `[units, 3·units]` (gates r, z, n), and the two
- * biases as PyTorch keeps them, `bias` (b_i) and `recurrent_bias` (b_h).
- * @example
- * const gru = new TorchGRU({ units: 128, name: 'encoder_gru' });
- */
-export class TorchGRU extends tfl.layers.Layer {
-  static readonly className = TORCH_LAYER_CLASS.gru;
+/** The weights of a {@link TorchGRU}, each gate's part apart (r, z, n), and one step of its recurrence. */
+class TorchGRUCell extends tfl.layers.RNNCell {
+  static readonly className = 'TorchGRUCell';
   readonly units: number;
-  readonly returnSequences: boolean;
-  readonly goBackwards: boolean;
-  private kernel: tfl.LayerVariable | null = null;
-  private recurrentKernel: tfl.LayerVariable | null = null;
-  private bias: tfl.LayerVariable | null = null;
-  private recurrentBias: tfl.LayerVariable | null = null;
+  stateSize: number;
+  kernel: tfl.LayerVariable | null = null;
+  recurrentKernel: tfl.LayerVariable | null = null;
+  bias: tfl.LayerVariable | null = null;
+  recurrentBias: tfl.LayerVariable | null = null;
 
-  constructor(args: TorchGRUArgs) {
-    super(args);
-    this.units = positiveInteger(args.units, 'TorchGRU: units');
-    this.returnSequences = args.returnSequences ?? false;
-    this.goBackwards = args.goBackwards ?? false;
+  constructor(units: number) {
+    super({});
+    this.units = units;
+    this.stateSize = units;
   }
 
   override build(inputShape: tfl.Shape | tfl.Shape[]): void {
     const shape = firstShape(inputShape);
-    const features = shape[2];
-    if (shape.length !== 3 || typeof features !== 'number') throw new RangeError(`TorchGRU '${this.name}' takes [batch, time, features], not [${shape}]`);
+    const features = shape[shape.length - 1];
+    if (typeof features !== 'number') throw new RangeError(`TorchGRU takes [batch, time, features] with a known feature size, not [${shape}]`);
     const gates = 3 * this.units;
     // Glorot-uniform, not tfjs's orthogonal default, which fails in some builds of tfjs-layers; a port's weights replace them.
     this.kernel = this.addWeight('kernel', [features, gates], 'float32', tfl.initializers.glorotUniform({}));
     this.recurrentKernel = this.addWeight('recurrent_kernel', [this.units, gates], 'float32', tfl.initializers.glorotUniform({}));
     this.bias = this.addWeight('bias', [gates], 'float32', tfl.initializers.zeros());
     this.recurrentBias = this.addWeight('recurrent_bias', [gates], 'float32', tfl.initializers.zeros());
+    this.built = true;
+  }
+
+  /** Each weight split by gate (r, z, n). */
+  gates(): { kernel: tf.Tensor2D[]; recurrentKernel: tf.Tensor2D[]; bias: tf.Tensor1D[]; recurrentBias: tf.Tensor1D[] } {
+    const split = <T extends tf.Tensor>(w: tfl.LayerVariable, axis: number): T[] => tf.split(w.read(), 3, axis) as T[];
+    return {
+      kernel: split(this.kernel!, 1),
+      recurrentKernel: split(this.recurrentKernel!, 1),
+      bias: split(this.bias!, 0),
+      recurrentBias: split(this.recurrentBias!, 0),
+    };
+  }
+
+  /**
+   * h' from h and the input's part of each gate at this step (x·W_i + b_i for r, z, n):
+   * r = σ(xr + W_hr h + b_hr), z = σ(xz + W_hz h + b_hz), n = tanh(xn + r ⊙ (W_hn h + b_hn)),
+   * h' = (1 − z) ⊙ n + z ⊙ h, computed as n + z ⊙ (h − n): one operation fewer.
+   */
+  static step(h: tf.Tensor2D, [xr, xz, xn]: tf.Tensor2D[], w: ReturnType<TorchGRUCell['gates']>): tf.Tensor2D {
+    const [rr, rz, rn] = w.recurrentKernel;
+    const [cr, cz, cn] = w.recurrentBias;
+    const r = tf.sigmoid(tf.add(xr!, tf.add(tf.matMul(h, rr!), cr!)));
+    const z = tf.sigmoid(tf.add(xz!, tf.add(tf.matMul(h, rz!), cz!)));
+    const n = tf.tanh(tf.add(xn!, tf.mul(r, tf.add(tf.matMul(h, rn!), cn!))));
+    return tf.add(n, tf.mul(z, tf.sub(h, n)));
+  }
+
+  /** One step, as tfjs-layers' RNN calls a cell: `[x_t, h]` → `[h', h']`. */
+  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor[] {
+    return tf.tidy(() => {
+      const [x, h] = inputs as tf.Tensor2D[];
+      const w = this.gates();
+      const next = TorchGRUCell.step(
+        h!,
+        w.kernel.map((k, i) => tf.add(tf.matMul(x!, k), w.bias[i]!)),
+        w,
+      );
+      return [next, next];
+    });
+  }
+}
+
+/**
+ * One layer of PyTorch's `nn.GRU(batch_first=True)` on `[batch, time, features]`, from a zero state:
+ * r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz),
+ * n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h. The reset gate acts after
+ * the recurrent product, which tfjs-layers' GRU cannot compute. Weights are PyTorch's, transposed:
+ * `kernel` `[features, 3·units]`, `recurrent_kernel` `[units, 3·units]` (gates r, z, n), and the two
+ * biases as PyTorch keeps them, `bias` (b_i) and `recurrent_bias` (b_h). A tfjs-layers `RNN`, so
+ * that `tf.layers.bidirectional({ layer: torchGRU({ units }) })` takes it as it is.
+ * @example
+ * const gru = new TorchGRU({ units: 128, name: 'encoder_gru' });
+ */
+export class TorchGRU extends tfl.RNN {
+  static override readonly className = TORCH_LAYER_CLASS.gru;
+  readonly units: number;
+  private readonly gru: TorchGRUCell;
+
+  constructor(args: TorchGRUArgs) {
+    const units = positiveInteger(args.units, 'TorchGRU: units');
+    const cell = new TorchGRUCell(units);
+    super({ ...args, cell });
+    this.units = units;
+    this.gru = cell;
+  }
+
+  override build(inputShape: tfl.Shape | tfl.Shape[]): void {
+    const shape = firstShape(inputShape);
+    if (shape.length !== 3 || typeof shape[2] !== 'number') throw new RangeError(`TorchGRU '${this.name}' takes [batch, time, features], not [${shape}]`);
+    this.gru.build(shape);
     this.built = true;
   }
 
@@ -310,26 +389,22 @@ export class TorchGRU extends tfl.layers.Layer {
       const H = this.units;
       // Each gate's weights apart, so that no step slices across the last axis (tfjs's CPU backend
       // slices that element by element: it took most of the time).
-      const gates = <T extends tf.Tensor>(w: T, axis: number): T[] => tf.split(w, 3, axis) as T[];
-      const [kr, kz, kn] = gates(this.kernel!.read() as tf.Tensor2D, 1);
-      const [rr, rz, rn] = gates(this.recurrentKernel!.read() as tf.Tensor2D, 1);
-      const [br, bz, bn] = gates(this.bias!.read() as tf.Tensor1D, 0);
-      const [cr, cz, cn] = gates(this.recurrentBias!.read() as tf.Tensor1D, 0);
+      const w = this.gru.gates();
       // The input's part of a gate at every step in one product, then step by step: time first, so
       // each step is a contiguous slice.
       const flat = tf.reshape(x, [batch * steps, features]);
       const bySteps = (k: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D[] =>
         tf.unstack(tf.transpose(tf.reshape(tf.add(tf.matMul(flat, k), b), [batch, steps, H]), [1, 0, 2])) as tf.Tensor2D[];
-      const [xr, xz, xn] = [bySteps(kr!, br!), bySteps(kz!, bz!), bySteps(kn!, bn!)];
+      const xs = w.kernel.map((k, i) => bySteps(k, w.bias[i]!));
       let h: tf.Tensor2D = tf.zeros([batch, H]);
       const outputs: tf.Tensor2D[] = [];
       for (let i = 0; i < steps; i++) {
         const t = this.goBackwards ? steps - 1 - i : i;
-        const r = tf.sigmoid(tf.add(xr[t]!, tf.add(tf.matMul(h, rr!), cr!)));
-        const z = tf.sigmoid(tf.add(xz[t]!, tf.add(tf.matMul(h, rz!), cz!)));
-        const n = tf.tanh(tf.add(xn[t]!, tf.mul(r, tf.add(tf.matMul(h, rn!), cn!))));
-        // (1 − z) ⊙ n + z ⊙ h, as n + z ⊙ (h − n): one operation fewer.
-        h = tf.add(n, tf.mul(z, tf.sub(h, n)));
+        h = TorchGRUCell.step(
+          h,
+          xs.map((gate) => gate[t]!),
+          w,
+        );
         if (this.returnSequences) outputs.push(h);
       }
       return this.returnSequences ? tf.stack(outputs, 1) : h;
@@ -338,6 +413,14 @@ export class TorchGRU extends tfl.layers.Layer {
 
   override getConfig(): tf.serialization.ConfigDict {
     return { ...super.getConfig(), units: this.units, returnSequences: this.returnSequences, goBackwards: this.goBackwards };
+  }
+
+  /** Built from its own configuration (RNN's reads a cell's, which a TorchGRU makes itself). */
+  static override fromConfig<T extends tf.serialization.Serializable>(
+    cls: tf.serialization.SerializableConstructor<T>,
+    config: tf.serialization.ConfigDict,
+  ): T {
+    return new cls(config);
   }
 }
 
@@ -403,6 +486,18 @@ export class TorchMultiheadAttention extends tfl.layers.Layer {
   }
 
   override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+    return this.callWith(inputs);
+  }
+
+  /**
+   * What the layer computes with its weights, built with other options: the layer-by-layer check
+   * tries them to name the option that makes a port differ from its module.
+   * @example
+   * const y = attn.callWith(x, { numHeads: 2, causal: true });
+   */
+  callWith(inputs: tf.Tensor | tf.Tensor[], options: { numHeads?: number; causal?: boolean } = {}): tf.Tensor {
+    const heads = positiveInteger(options.numHeads ?? this.numHeads, 'TorchMultiheadAttention: numHeads');
+    const causal = options.causal ?? this.causal;
     return tf.tidy(() => {
       const list = Array.isArray(inputs) ? inputs : [inputs];
       const query = list[0] as tf.Tensor3D;
@@ -410,7 +505,7 @@ export class TorchMultiheadAttention extends tfl.layers.Layer {
       const value = (list[2] ?? list[1] ?? query) as tf.Tensor3D;
       const [batch, length, embed] = query.shape;
       const sourceLength = key.shape[1];
-      const heads = this.numHeads;
+      if (embed % heads !== 0) throw new RangeError(`TorchMultiheadAttention '${this.name}': embed ${embed} does not divide into ${heads} heads`);
       const depth = embed / heads;
       const [wq, wk, wv] = tf.split(this.kernel!.read(), 3, 1) as tf.Tensor2D[];
       const [bq, bk, bv] = this.bias ? tf.split(this.bias.read(), 3, 0) : [null, null, null];
@@ -424,7 +519,7 @@ export class TorchMultiheadAttention extends tfl.layers.Layer {
       const k = project(key, wk!, bk!);
       const v = project(value, wv!, bv!);
       let scores = tf.matMul(q, k, false, true); // [batch, heads, length, sourceLength]
-      if (this.causal) {
+      if (causal) {
         const rows = tf.reshape(tf.range(0, length), [length, 1]);
         const cols = tf.reshape(tf.range(0, sourceLength), [1, sourceLength]);
         scores = tf.where(tf.greater(cols, rows), tf.fill(scores.shape, Number.NEGATIVE_INFINITY), scores);

@@ -87,8 +87,14 @@ export function inModelLayout(array: NdArray, spec: WeightKey): NdArray {
 }
 
 /** "1 weight mismatch:" / "3 weight mismatches:" and the list, as one error. */
-export function mismatchError(problems: readonly string[]): NpyError {
-  return new NpyError('WEIGHT_MISMATCH', `${problems.length} weight mismatch${problems.length === 1 ? '' : 'es'}:\n  ${problems.join('\n  ')}`);
+export function mismatchError(problems: readonly string[], notes: readonly string[] = []): NpyError {
+  // The header counts the problems listed; a problem's own lines (a list of layers) are indented
+  // under it, and notes (how to fix several at once) follow, uncounted.
+  const listed = problems.map((p) => p.replace(/\n/g, '\n    '));
+  return new NpyError(
+    'WEIGHT_MISMATCH',
+    `${problems.length} weight mismatch${problems.length === 1 ? '' : 'es'}:\n  ${listed.join('\n  ')}${notes.map((n) => `\n${n}`).join('')}`,
+  );
 }
 
 /** The archive's members that are arrays (keys), without the members named in `except` (a key that names two members is refused). */

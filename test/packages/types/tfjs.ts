@@ -89,13 +89,19 @@ import {
   type TorchMultiheadAttention,
 } from '@npyts/tfjs/torch-layers';
 expectTypeOf(torchConv2d({ filters: 8, kernelSize: [3, 1], padding: 1, groups: 2 })).toEqualTypeOf<TorchConv2D>();
-expectTypeOf(torchConv2d({ filters: 8, kernelSize: 3 }).padding).toEqualTypeOf<[number, number]>();
+expectTypeOf(torchConv2d({ filters: 8, kernelSize: 3 }).padding).toEqualTypeOf<[number, number] | 'same'>();
+void torchConv2d({ filters: 8, kernelSize: 3, padding: 'same' });
+void torchConv2d({ filters: 8, kernelSize: 3, padding: 'valid' });
 expectTypeOf(torchGRU({ units: 4, returnSequences: true })).toEqualTypeOf<TorchGRU>();
 expectTypeOf(torchGRU({ units: 4, goBackwards: true }).goBackwards).toEqualTypeOf<boolean>();
 expectTypeOf(torchMultiheadAttention({ numHeads: 2, causal: true })).toEqualTypeOf<TorchMultiheadAttention>();
 expectTypeOf(channelShuffle({ groups: 2 })).toEqualTypeOf<TorchChannelShuffle>();
 expectTypeOf(channelChunk({ chunks: 2, index: 1 })).toEqualTypeOf<TorchChannelChunk>();
-// @ts-expect-error: PyTorch's padding is numbers, not tfjs's 'same'
-void torchConv2d({ filters: 8, kernelSize: 3, padding: 'same' });
+// @ts-expect-error: PyTorch's padding is numbers, 'same' or 'valid'
+void torchConv2d({ filters: 8, kernelSize: 3, padding: 'full' });
+// A TorchGRU is an RNN: tf.layers.bidirectional takes it as the guide writes it, without a cast.
+const bidirectional: tfl.layers.Layer = tfl.layers.bidirectional({ layer: torchGRU({ units: 4, returnSequences: true }), mergeMode: 'concat', name: 'gru' });
+void bidirectional;
+expectTypeOf(torchGRU({ units: 4 })).toMatchTypeOf<tfl.RNN>();
 // @ts-expect-error: a GRU needs its hidden size
 void torchGRU({});
