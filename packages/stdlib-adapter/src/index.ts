@@ -342,7 +342,7 @@ function fieldToStdlib(array: NdArray, path: string, options: ToStdlibFieldsOpti
   // A record field's own fields are views of `array` where they can be; a subarray of records is a copy.
   if (nested) return whyNot === RECORD ? recordToStdlib(array, nested, options, `${path}.`, shared) : recordToStdlib(field, nested, options, '', false);
   if (options.view) {
-    throw new NpyError('NO_COUNTERPART', `field '${path}' cannot be a view of the records' memory: ${whyNot}; leave out { view: true } to take a copy`, {
+    throw new NpyError('NO_COUNTERPART', `cannot be a view of the records' memory: ${whyNot}; leave out { view: true } to take a copy`, {
       field: path,
     });
   }

@@ -1,0 +1,3 @@
+import { openWeights } from '@npyts/core';
+const w = await openWeights(new Blob([]));
+console.log(await w.get('x'));
