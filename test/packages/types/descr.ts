@@ -237,8 +237,9 @@ expectTypeOf(toStdlib(createArray('<c16', [2]))).toEqualTypeOf<complex128ndarray
 expectTypeOf(toStdlib(createArray('>i2', [2]))).toEqualTypeOf<int16ndarray>();
 expectTypeOf(toStdlib(createArray('<i8', [2]), { int64: 'generic' })).toEqualTypeOf<genericndarray<bigint>>();
 // Refused without an int64 option: not an ndarray, so using it as one is a compile error (it was `never`, which compiled).
+const takesFloat64 = (x: import('@stdlib/types/ndarray').float64ndarray): number => x.length;
 // @ts-expect-error an int64 array needs { int64 } to be an ndarray
-const refusedI8: import('@stdlib/types/ndarray').float64ndarray = toStdlib(createArray('<i8', [2]));
+takesFloat64(toStdlib(createArray('<i8', [2])));
 // @ts-expect-error a long double needs { longDouble: 'float64' }
 toStdlib(createArray('<f16', [2])).get(0);
 expectTypeOf(toStdlib(createArray('<i8', [2]), { int64: 'float64' })).toEqualTypeOf<import('@stdlib/types/ndarray').float64ndarray>();
