@@ -165,7 +165,7 @@ export interface ToStdlibOptions {
    */
   nat?: 'NaN' | undefined;
   /**
-   * float16 arrays: `'float32'` widens them exactly into a float32 copy, which @stdlib 0.4's own
+   * float16 arrays: `'float32'` widens them exactly into a float32 copy, which `@stdlib` 0.4's own
    * functions take (most have no float16 kernels yet). By default they stay a zero-copy `'float16'`
    * ndarray over the same memory, as every other dtype does.
    */
@@ -313,6 +313,7 @@ function recordToStdlib(
 }
 
 const mark = (x: StdlibNdarray, isView: boolean): Marked => Object.defineProperty(x, 'isView', { value: isView, enumerable: false }) as Marked;
+// What fieldViewOrWhyNot says of a record field (whose own fields are then views of `array` where they can be).
 const RECORD = 'it is a record (its fields can be views)';
 
 /** One field (a dotted path) as a view where the layout allows, a copy otherwise; a record field as an object of them. */
@@ -373,7 +374,7 @@ export function toStdlibField(array: NdArray, path: string, options: ToStdlibFie
 /**
  * An ndarray over the same memory (no copy) for every dtype stdlib has, typed with @stdlib/types'
  * interface for it; strings become `generic`. Records: {@link toStdlibFields}. float16 stays
- * `'float16'` unless `{ float16: 'float32' }` (an exact widening copy, which @stdlib's functions take).
+ * `'float16'` unless `{ float16: 'float32' }` (an exact widening copy, which `@stdlib`'s functions take).
  * @example
  * const x = toStdlib(await loadNpy('w.npy', { expect: '<f4' }));   // float32ndarray
  */
