@@ -375,10 +375,10 @@ print(a.shape == b.shape, a.flags.f_contiguous == b.flags.f_contiguous, bool((a 
 });
 
 test("Python workers (the larger-than-memory guide's numpy + boto3 recipe, run from the guide itself) upload four parts at once to moto; Node completes; numpy loads the object", async () => {
-  const recipe = blocksOf('docs/larger-than-memory.md').find((b) => b.attrs['run-by'] === 'test/io/parts.test.mjs' && b.lang === 'python');
+  const recipe = pythonRecipe('worker');
   assert.ok(recipe, 'the guide has the recipe');
   const worker = join(dir, 'worker.py');
-  writeFileSync(worker, recipe.code);
+  writeFileSync(worker, recipe);
   const { client, endpoint, stop } = await startMoto();
   try {
     await client.send(new CreateBucketCommand({ Bucket: 'arrays' }));
@@ -405,6 +405,55 @@ test("Python workers (the larger-than-memory guide's numpy + boto3 recipe, run f
     assert.is(
       python(`a = np.load(${JSON.stringify(path)}); print(a.shape, a.dtype, bool((a.ravel() == np.arange(a.size) % 65521).all()))`).trim(),
       '(6144, 1024) float32 True',
+    );
+  } finally {
+    stop();
+  }
+});
+
+/** The guide's Python block of this role (worker, coordinator). */
+const pythonRecipe = (role) =>
+  blocksOf('docs/larger-than-memory.md').find((b) => b.attrs['run-by'] === 'test/io/parts.test.mjs' && b.lang === 'python' && b.attrs.role === role)?.code;
+
+test("the guide's Python recipe as it is: a boto3 coordinator runs eight Python workers at once into moto and completes; numpy loads the object; with no workers, it aborts and leaves nothing", async () => {
+  const [coordinator, worker] = [pythonRecipe('coordinator'), pythonRecipe('worker')];
+  assert.ok(coordinator && worker, 'the guide has both blocks');
+  const recipeDir = join(dir, 'python-recipe');
+  const alone = join(recipeDir, 'alone');
+  mkdirSync(alone, { recursive: true });
+  writeFileSync(join(recipeDir, 'coordinator.py'), coordinator);
+  writeFileSync(join(recipeDir, 'worker.py'), worker);
+  writeFileSync(join(alone, 'coordinator.py'), coordinator);
+  const planPath = join(recipeDir, 'plan.json');
+  writeFileSync(planPath, JSON.stringify(planParts({ dtype: '<f4', shape: [12288, 1024], parts: 8 })));
+  const { client, endpoint, stop } = await startMoto();
+  const env = { ...process.env, AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey, AWS_DEFAULT_REGION: REGION };
+  const coordinate = (script, key) =>
+    new Promise((resolve) => execFile('python3', [script, planPath, endpoint, 'arrays', key], { env }, (e, stdout, stderr) => resolve({ e, stdout, stderr })));
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: 'arrays' }));
+    const done = await coordinate(join(recipeDir, 'coordinator.py'), 'eight.npy');
+    assert.not.ok(done.e, done.stderr);
+    assert.is(done.stdout.trim(), `eight.npy: 8 parts, ${128 + 12288 * 4096} bytes`);
+    const got = await client.send(new GetObjectCommand({ Bucket: 'arrays', Key: 'eight.npy' }));
+    const path = join(dir, 'python-eight.npy');
+    writeFileSync(path, await got.Body.transformToByteArray());
+    assert.is(
+      python(`a = np.load(${JSON.stringify(path)}); print(a.shape, a.dtype, bool((a.ravel() == np.arange(a.size) % 65521).all()))`).trim(),
+      '(12288, 1024) float32 True',
+    );
+    const failing = await coordinate(join(alone, 'coordinator.py'), 'broken.npy');
+    assert.ok(failing.e, 'the coordinator reported no failure');
+    assert.match(failing.stderr, /the workers of parts \[1, 2, 3, 4, 5, 6, 7, 8\] failed/);
+    const { Uploads = [] } = await client.send(new ListMultipartUploadsCommand({ Bucket: 'arrays' }));
+    assert.equal(
+      Uploads.map((u) => u.Key),
+      [],
+    );
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: 'arrays' }));
+    assert.equal(
+      (listed.Contents ?? []).map((o) => o.Key),
+      ['eight.npy'],
     );
   } finally {
     stop();

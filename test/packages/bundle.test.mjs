@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
 
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'packages', 'core', 'dist');
 
@@ -54,6 +55,49 @@ test('bundle sizes are reported (gzip)', () => {
     `      @npyts/core main entry: ${(main / 1024).toFixed(1)} KiB gzip (unminified, without fflate); pickle entry with what it shares: ${(withPickle / 1024).toFixed(1)} KiB`,
   );
   assert.ok(main > 0 && withPickle > 0);
+});
+
+/** The unpickler's own words: what a bundle holds when it carries it. */
+const UNPICKLER = /the extension registry \(EXT opcodes\) is not supported/;
+
+/** esbuild's minified browser bundle of `code` (an ES module): `{ entry, chunks }`, texts keyed by file name. */
+async function bundleOf(code, splitting) {
+  const r = await build({
+    stdin: { contents: code, resolveDir: join(dirname(fileURLToPath(import.meta.url)), '..', '..'), loader: 'js' },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    splitting,
+    outdir: '/virtual',
+    write: false,
+    logLevel: 'silent',
+  });
+  const files = Object.fromEntries(r.outputFiles.map((f) => [f.path.slice('/virtual/'.length), f.text]));
+  return { entry: files['stdin.js'], chunks: files };
+}
+
+test('code that reads only safetensors does not pay for pickles: openSafetensors carries no unpickler, and openWeights loads it only as a chunk of its own (bundlers that split), as the browser guide says', async () => {
+  const safetensorsOnly = `import { openSafetensors } from '@npyts/core';\nconst f = await openSafetensors('model.safetensors');\nconsole.log(await f.get('w'));\n`;
+  const anyWeights = `import { openWeights } from '@npyts/core';\nconst w = await openWeights('model.safetensors');\nconsole.log(await w.get('w'));\n`;
+  const single = await bundleOf(safetensorsOnly, false);
+  assert.not.match(single.entry, UNPICKLER, 'openSafetensors bundled whole carries the unpickler');
+  const split = await bundleOf(anyWeights, true);
+  // What the page loads at start: the entry and the chunks it imports statically.
+  const loaded = new Set(['stdin.js']);
+  for (const name of loaded) for (const m of split.chunks[name].matchAll(/(?:^|[;}])import\s*(?:[^"'()]*?from\s*)?"\.\/([^"]+)"/g)) loaded.add(m[1]);
+  for (const name of loaded) assert.not.match(split.chunks[name], UNPICKLER, `${name}, loaded at start, carries the unpickler`);
+  assert.ok(
+    Object.values(split.chunks).some((t) => UNPICKLER.test(t)),
+    'the torch reader is a chunk of its own',
+  );
+  // A bundler that does not split inlines every dynamic import: openWeights then carries it (the guide says to split, or to use openSafetensors).
+  const whole = await bundleOf(anyWeights, false);
+  assert.match(whole.entry, UNPICKLER);
+  const kib = (t) => `${(t.length / 1024).toFixed(0)} KiB`;
+  console.log(
+    `      minified: openSafetensors ${kib(single.entry)}; openWeights ${kib(whole.entry)} whole, ${kib([...loaded].map((n) => split.chunks[n]).join(''))} at start when split`,
+  );
 });
 
 test.run();

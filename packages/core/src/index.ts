@@ -48,7 +48,7 @@ export type {
   FamilyOf,
 } from './format/descr-types.js';
 export { toOrder, transpose } from './array/order.js';
-export { getField, fieldView, type FieldView } from './array/records.js';
+export { getField, fieldView, fieldViewOrWhyNot, type FieldView } from './array/records.js';
 export { withByteOrder } from './array/byte-order.js';
 export {
   decodeNpy,

@@ -42,7 +42,7 @@ export interface DecodeOptions extends ReadHeaderOptions, UnpickleLimits {
   /** Place copied data in a SharedArrayBuffer. */
   shared?: boolean;
   /** Decode object arrays with this codec (opt-in: `{ pickle: pickleCodec }` from `@npyts/core/pickle`). */
-  pickle?: ObjectArrayCodec;
+  pickle?: ObjectArrayCodec | undefined;
 }
 
 const PICKLE_HINT =
@@ -215,6 +215,12 @@ export function toNdArray(input: NdArray | ArraySpec): NdArray {
       'an array is an NdArray or { data, shape, dtype? }, not a bare typed array or list: pass { data, shape: [data.length] } or arrayFromValues(list, dtype)',
     );
   }
+  if (isStdlibNdarray(input)) {
+    throw new NpyError(
+      'BAD_VALUE',
+      "this is a @stdlib ndarray, not an NdArray or { data, shape, dtype? }: convert it with fromStdlib(x) from '@npyts/stdlib' (it keeps strides, offset and order)",
+    );
+  }
   const { data } = input;
   const dtype = input.dtype !== undefined ? parseDescr(input.dtype) : dtypeOfTypedArray(data);
   if (!dtype) throw new NpyError('BAD_OPTION', 'a dtype is needed for data that is not a typed array');
@@ -236,6 +242,15 @@ export function toNdArray(input: NdArray | ArraySpec): NdArray {
   return converted(values, dtype, input.shape ?? [values.length], input.order);
 }
 
+/** A @stdlib/ndarray ndarray, told by its own properties (its class is stdlib's, not imported here). */
+function isStdlibNdarray(x: object): boolean {
+  return (
+    ['dtype', 'shape', 'strides', 'offset', 'order', 'data'].every((k) => k in x) &&
+    typeof (x as { order: unknown }).order === 'string' &&
+    (x as { order: string }).order.endsWith('-major')
+  );
+}
+
 function converted(values: unknown[], dtype: DType, shape: readonly number[], order: Order | undefined): NdArray {
   if (values.length !== shapeSize(shape)) {
     throw new NpyError('SHAPE_MISMATCH', `${values.length} values do not fill shape (${shape.join(', ')})`);
@@ -250,7 +265,7 @@ export interface EncodeOptions {
   /** Force a format version; by default numpy's choice (1.0, else 2.0 if too long, else 3.0). */
   version?: 1 | 2 | 3;
   /** Encode object arrays with this codec (`pickleCodec` from `@npyts/core/pickle`). */
-  pickle?: ObjectArrayCodec;
+  pickle?: ObjectArrayCodec | undefined;
 }
 
 /**

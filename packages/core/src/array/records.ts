@@ -94,17 +94,31 @@ export interface FieldView {
  * const v = fieldView(records, 'pos.lat');   // strides into the record bytes, or null
  */
 export function fieldView(array: NdArray, path: string): FieldView | null {
+  const v = fieldViewOrWhyNot(array, path);
+  return typeof v === 'string' ? null : v;
+}
+
+/**
+ * {@link fieldView}, or, where the layout allows no view, why not (a phrase: "its offset 3 is not a
+ * multiple of 8 bytes (a packed record)").
+ * @example
+ * const v = fieldViewOrWhyNot(records, 'x');   // "'>f8' is not in this machine's byte order"
+ */
+export function fieldViewOrWhyNot(array: NdArray, path: string): FieldView | string {
   const steps = fieldsOnPath(array.dtype, path);
   const f = steps.at(-1)!;
-  if (steps.slice(0, -1).some((s) => s.dtype.subarray)) return null;
+  if (steps.slice(0, -1).some((s) => s.dtype.subarray)) return 'its path goes through a subarray of records';
   const fieldOffset = steps.reduce((sum, s) => sum + s.offset, 0);
   const { base, subShape } = fieldElement(f);
-  if (base.fields || base.kind === 'O' || !base.isNative) return null;
+  if (base.fields) return 'it is a record (its fields can be views)';
+  if (base.kind === 'O') return 'it holds Python objects';
+  if (!base.isNative) return `'${base.str}' is not in this machine's byte order`;
   const { ctor, unitsPerItem } = storageOf(base);
   const bpe = ctor.BYTES_PER_ELEMENT;
   const bytes = array.data as Uint8Array;
   const rec = array.dtype.itemsize;
-  if ((bytes.byteOffset + fieldOffset) % bpe !== 0 || rec % bpe !== 0) return null;
+  if ((bytes.byteOffset + fieldOffset) % bpe !== 0) return `its offset ${fieldOffset} is not a multiple of ${bpe} bytes (a packed record)`;
+  if (rec % bpe !== 0) return `the record size ${rec} is not a multiple of ${bpe} bytes (a packed record)`;
   const recUnits = rec / bpe;
   const outer = orderStrides(array.shape, array.order).map((s) => s * recUnits);
   const inner = orderStrides(subShape, 'C').map((s) => s * unitsPerItem);
