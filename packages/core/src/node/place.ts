@@ -1,0 +1,41 @@
+/** Where a file's siblings are on disk: its folder, each sibling confined to it (symbolic links too). */
+import { existsSync, realpathSync } from 'node:fs';
+import { dirname, resolve, sep } from 'node:path';
+import { NpyError } from '../errors.js';
+import { checkSiblingName, type Place } from '../weights/place.js';
+import { nodeSourceOf } from './sources.js';
+
+/**
+ * The path of a sibling of the file at `indexPath`, inside its folder: `UNSAFE_PATH` for a name
+ * that leads out (`..`, an absolute path, a scheme, or a symbolic link that leads outside).
+ * @example
+ * siblingPath('/data/model.safetensors.index.json', 'model-00001-of-00002.safetensors', 'the shard', true);
+ */
+export function siblingPath(indexPath: string, name: string, what: string, flat: boolean): string {
+  checkSiblingName(name, what, indexPath, flat);
+  const folder = resolve(dirname(indexPath));
+  const target = resolve(folder, name);
+  const inside = (root: string, p: string): boolean => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
+  const refuse = (why: string): never => {
+    throw new NpyError('UNSAFE_PATH', `${indexPath} names ${what} as '${name}', ${why}`);
+  };
+  if (!inside(folder, target)) refuse("outside the file's folder");
+  // Symlinks: the nearest part of the path that exists must resolve inside the folder too.
+  let existing = target;
+  while (!existsSync(existing) && inside(folder, dirname(existing)) && existing !== folder) existing = dirname(existing);
+  if (existsSync(existing) && !inside(realpathSync(folder), realpathSync(existing))) refuse("which a symbolic link leads outside the file's folder");
+  return target;
+}
+
+/**
+ * The siblings of the file at `path`: files in its folder, read by position.
+ * @example
+ * const place = folderPlace('/data/model.safetensors.index.json');
+ */
+export function folderPlace(path: string, flat = true): Place {
+  return {
+    where: dirname(resolve(path)),
+    check: (name, what) => void siblingPath(path, name, what, flat),
+    open: async (name, options) => nodeSourceOf(siblingPath(path, name, `'${name}'`, flat), { ...options, tailBytes: 1 }),
+  };
+}
