@@ -132,7 +132,7 @@ export function urlPlace(url: string, flat = true): Place {
     async open(name, options) {
       const href = siblingUrl(url, name, `'${name}'`, flat);
       try {
-        return await sourceOf(href, { ...options, tailBytes: 1 });
+        return await sourceOf(href, { ...options, within: new URL('.', url).href, tailBytes: 1 });
       } catch (e) {
         throw withResolveHint(e, href);
       }
