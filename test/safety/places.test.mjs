@@ -11,6 +11,10 @@ import { openWeights, saveRagged } from '@npyts/core/node';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { serveFiles } from '../helpers/serve-files.mjs';
+import { startMoto } from '../helpers/s3.mjs';
+import { blocksOf, root as repoRoot } from '../packages/guide-blocks.mjs';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { pathToFileURL } from 'node:url';
 
 const root = scratch('npyts-places-');
 const dir = join(root, 'models', 'm');
@@ -193,6 +197,30 @@ test('issue 55: an index given as bytes, a Blob or a source opens with a place (
     assert.match(e.message, /resolve/);
   } finally {
     await server.close();
+  }
+});
+
+test("issue 54: the guide's recipe as it is: a sharded set in a private bucket (moto), the index and each shard presigned by the AWS SDK in the resolve hook", async () => {
+  const code = blocksOf('docs/larger-than-memory.md').find((b) => b.attrs['run-by'] === 'test/safety/places.test.mjs' && b.code.includes('openPrivateSet'))?.code;
+  assert.ok(code, 'the guide has the block');
+  // Beside the repository's node_modules, so that the recipe's imports resolve as in a user's project.
+  const recipeDir = join(repoRoot, 'node_modules', '.cache', 'npyts-places-recipe');
+  mkdirSync(recipeDir, { recursive: true });
+  writeFileSync(join(recipeDir, 'recipe.mjs'), code);
+  const { openPrivateSet } = await import(pathToFileURL(join(recipeDir, 'recipe.mjs')).href);
+  const { client, endpoint, stop } = await startMoto();
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: 'models' }));
+    for (const file of ['model.safetensors.index.json', 'model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors']) {
+      await client.send(new PutObjectCommand({ Bucket: 'models', Key: `llama/${file}`, Body: readFileSync(at(file)) }));
+    }
+    // The bucket is private: an unsigned read is refused.
+    assert.is((await fetch(`${endpoint}/models/llama/model-00001-of-00003.safetensors`)).status, 403);
+    const w = await openPrivateSet(client, 'models', 'llama');
+    for (const name of w.names) assert.ok(close(Array.from(toFloat32(await w.get(name)).data), values[name]), name);
+    await w.close();
+  } finally {
+    stop();
   }
 });
 
