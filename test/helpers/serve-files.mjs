@@ -12,7 +12,13 @@ export async function serveFiles(root, answer = () => null) {
   const log = [];
   const server = createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
-    log.push({ path: decodeURIComponent(url.pathname), rawPath: url.pathname, search: url.search, range: req.headers.range, authorization: req.headers.authorization });
+    log.push({
+      path: decodeURIComponent(url.pathname),
+      rawPath: url.pathname,
+      search: url.search,
+      range: req.headers.range,
+      authorization: req.headers.authorization,
+    });
     const special = answer(req, url);
     if (special) {
       res.writeHead(special.status, special.headers ?? {});

@@ -86,7 +86,9 @@ test('a remote set of four shards or more: opening it reads no shard, one get re
     assert.equal(Array.from(toFloat32(await w.get(name)).data), want[name].values);
     assert.equal(shardsAsked(), [shards[2]]);
     // Another tensor of the same shard reads no other shard either.
-    const again = Object.keys(stIndex.weight_map).filter((n) => stIndex.weight_map[n] === shards[2]).at(-1);
+    const again = Object.keys(stIndex.weight_map)
+      .filter((n) => stIndex.weight_map[n] === shards[2])
+      .at(-1);
     await w.get(again);
     assert.equal(shardsAsked(), [shards[2]]);
     for (const n of w.names) assert.equal((await w.info(n)).shape, want[n].shape, n);

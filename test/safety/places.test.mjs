@@ -4,7 +4,7 @@
 // origin, a redirect outside the folder is refused, and a signed index reaches its shards by the hook.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openRaggedUrl, openWeights as openWeightsAnywhere, toFloat32 } from '@npyts/core';
 import { openWeights, saveRagged } from '@npyts/core/node';
@@ -85,7 +85,14 @@ test('issue 53: shard names of a remote index that lead elsewhere are refused (U
 });
 
 test('issue 53: the same names in an index on disk are refused (UNSAFE_PATH), and a shard found beside the index reads', async () => {
-  for (const [i, name] of ['file:model-00002-of-00003.safetensors', 'data:,x', '%2e%2e', '../m/model-00002-of-00003.safetensors', at('model-00002-of-00003.safetensors'), 'C:x'].entries()) {
+  for (const [i, name] of [
+    'file:model-00002-of-00003.safetensors',
+    'data:,x',
+    '%2e%2e',
+    '../m/model-00002-of-00003.safetensors',
+    at('model-00002-of-00003.safetensors'),
+    'C:x',
+  ].entries()) {
     badIndex(`local-${i}.index.json`, name);
     const e = await npyErrorOf(() => openWeights(at(`local-${i}.index.json`)));
     assert.is(e.code, 'UNSAFE_PATH', `${name}: ${e.message}`);
@@ -103,7 +110,9 @@ test('issue 53: a ragged heap read through a redirect outside the index folder i
   await saveRagged(join(data, 'words.npy'), ['a', 'bc', 'def'], { layout: 'offsets' });
   await saveRagged(join(other, 'words.npy'), ['x', 'yz', 'secret'], { layout: 'offsets' });
   let target = '/other/words.npy.strings';
-  const server = await serveFiles(root, (_req, url) => (url.pathname === '/data/words.npy.strings' && target ? { status: 302, headers: { location: target } } : null));
+  const server = await serveFiles(root, (_req, url) =>
+    url.pathname === '/data/words.npy.strings' && target ? { status: 302, headers: { location: target } } : null,
+  );
   try {
     const e = await npyErrorOf(async () => {
       const r = await openRaggedUrl(`${server.base}/data/words.npy`);
@@ -162,7 +171,10 @@ test('issue 54: a presigned index reaches its shards through openWeights(url, { 
     assert.ok(close(Array.from(toFloat32(await w.get('c.weight')).data), values['c.weight']));
     await w.close();
     assert.ok(elsewhere.log.length > 0);
-    assert.equal(elsewhere.log.filter((r) => r.authorization !== undefined), []);
+    assert.equal(
+      elsewhere.log.filter((r) => r.authorization !== undefined),
+      [],
+    );
     assert.ok(bucket.log.every((r) => r.authorization === 'Bearer secret'));
     // The hook is asked only for names inside the index's folder.
     badIndex('hooked.index.json', '../m/model-00002-of-00003.safetensors');
@@ -200,8 +212,39 @@ test('issue 55: an index given as bytes, a Blob or a source opens with a place (
   }
 });
 
+test('issue 53: a shard on disk that changed after its set was opened (size, or only its modification time) is refused (SOURCE_CHANGED) when first read', async () => {
+  const copy = join(root, 'changing');
+  mkdirSync(copy, { recursive: true });
+  for (const f of [
+    'model.safetensors.index.json',
+    'model-00001-of-00003.safetensors',
+    'model-00002-of-00003.safetensors',
+    'model-00003-of-00003.safetensors',
+  ]) {
+    writeFileSync(join(copy, f), readFileSync(at(f)));
+  }
+  const w = await openWeights(join(copy, 'model.safetensors.index.json'));
+  // Shard 2 replaced by shard 3's bytes (another size); shard 3 rewritten as it was, a minute later.
+  writeFileSync(join(copy, 'model-00002-of-00003.safetensors'), Buffer.concat([readFileSync(at('model-00002-of-00003.safetensors')), Buffer.alloc(8)]));
+  const later = new Date(Date.now() + 60_000);
+  utimesSync(join(copy, 'model-00003-of-00003.safetensors'), later, later);
+  for (const name of ['b.weight', 'c.weight']) {
+    const e = await npyErrorOf(() => w.get(name));
+    assert.is(e.code, 'SOURCE_CHANGED', `${name}: ${e.message}`);
+  }
+  // Shard 1 did not change: it reads.
+  assert.ok(close(Array.from(toFloat32(await w.get('a.weight')).data), values['a.weight']));
+  await w.close();
+  // Opened again, the set reads the files as they are now.
+  const again = await openWeights(join(copy, 'model.safetensors.index.json'));
+  assert.ok(close(Array.from(toFloat32(await again.get('c.weight')).data), values['c.weight']));
+  await again.close();
+});
+
 test("issue 54: the guide's recipe as it is: a sharded set in a private bucket (moto), the index and each shard presigned by the AWS SDK in the resolve hook", async () => {
-  const code = blocksOf('docs/larger-than-memory.md').find((b) => b.attrs['run-by'] === 'test/safety/places.test.mjs' && b.code.includes('openPrivateSet'))?.code;
+  const code = blocksOf('docs/larger-than-memory.md').find(
+    (b) => b.attrs['run-by'] === 'test/safety/places.test.mjs' && b.code.includes('openPrivateSet'),
+  )?.code;
   assert.ok(code, 'the guide has the block');
   // Beside the repository's node_modules, so that the recipe's imports resolve as in a user's project.
   const recipeDir = join(repoRoot, 'node_modules', '.cache', 'npyts-places-recipe');
@@ -211,7 +254,12 @@ test("issue 54: the guide's recipe as it is: a sharded set in a private bucket (
   const { client, endpoint, stop } = await startMoto();
   try {
     await client.send(new CreateBucketCommand({ Bucket: 'models' }));
-    for (const file of ['model.safetensors.index.json', 'model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors']) {
+    for (const file of [
+      'model.safetensors.index.json',
+      'model-00001-of-00003.safetensors',
+      'model-00002-of-00003.safetensors',
+      'model-00003-of-00003.safetensors',
+    ]) {
       await client.send(new PutObjectCommand({ Bucket: 'models', Key: `llama/${file}`, Body: readFileSync(at(file)) }));
     }
     // The bucket is private: an unsigned read is refused.

@@ -5,7 +5,17 @@
  * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
  * their own is the next step.
  */
-import { NpyError, SNIFF_BYTES, formatOf, decodeNpyWithHeader, decodeNpz, type NdArray, type NpyHeader, type NpzArchive, type SyncByteSource } from '@npyts/core';
+import {
+  NpyError,
+  SNIFF_BYTES,
+  formatOf,
+  decodeNpyWithHeader,
+  decodeNpz,
+  type NdArray,
+  type NpyHeader,
+  type NpzArchive,
+  type SyncByteSource,
+} from '@npyts/core';
 import { checkRegularFile, openNpzSync, openNpyFileSync, type NpyFileHandleSync, zlibCodec } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';

@@ -1,5 +1,6 @@
 /** Where a file's siblings are on disk: its folder, each sibling confined to it (symbolic links too). */
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { NpyError } from '../errors.js';
 import { checkSiblingName, type Place } from '../weights/place.js';
@@ -28,14 +29,41 @@ export function siblingPath(indexPath: string, name: string, what: string, flat:
 }
 
 /**
- * The siblings of the file at `path`: files in its folder, read by position.
+ * The siblings of the file at `path`: files in its folder, read by position. Each sibling's size and
+ * modification time are taken when its name is checked (as the set is opened); a sibling opened
+ * later that differs is refused (`SOURCE_CHANGED`): a set is read as it was when opened.
  * @example
  * const place = folderPlace('/data/model.safetensors.index.json');
  */
 export function folderPlace(path: string, flat = true): Place {
+  const seen = new Map<string, { size: number; mtimeMs: number }>();
   return {
     where: dirname(resolve(path)),
-    check: (name, what) => void siblingPath(path, name, what, flat),
-    open: async (name, options) => nodeSourceOf(siblingPath(path, name, `'${name}'`, flat), { ...options, tailBytes: 1 }),
+    check(name, what) {
+      const target = siblingPath(path, name, what, flat);
+      if (seen.has(name)) return;
+      try {
+        const { size, mtimeMs } = statSync(target);
+        seen.set(name, { size, mtimeMs });
+      } catch {
+        // Missing now: opening it says so.
+      }
+    },
+    async open(name, options) {
+      const target = siblingPath(path, name, `'${name}'`, flat);
+      const source = await nodeSourceOf(target, { ...options, tailBytes: 1 });
+      const was = seen.get(name);
+      if (was) {
+        const now = await stat(target).catch(() => null);
+        if (!now || source.size !== was.size || now.mtimeMs !== was.mtimeMs) {
+          await source.close?.();
+          throw new NpyError(
+            'SOURCE_CHANGED',
+            `${target} changed after the set that names it was opened (${was.size} bytes then, ${source.size} now${now && now.mtimeMs !== was.mtimeMs ? '; modified since' : ''}): open the set again to read the new file`,
+          );
+        }
+      }
+      return source;
+    },
   };
 }

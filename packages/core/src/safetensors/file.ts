@@ -5,7 +5,6 @@
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
-import type { DType } from '../format/dtype.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
 import { closeSourceNow, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';

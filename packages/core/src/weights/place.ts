@@ -94,7 +94,10 @@ export function siblingUrl(base: string, name: string, what: string, flat: boole
   const target = new URL(name, index);
   const folder = new URL('.', index);
   if (target.protocol !== index.protocol || target.origin !== index.origin || !target.pathname.startsWith(folder.pathname)) {
-    throw new NpyError('UNSAFE_PATH', `${base} names ${what} as '${name}', which resolves to ${target.origin}${target.pathname}, outside its folder (${folder.href})`);
+    throw new NpyError(
+      'UNSAFE_PATH',
+      `${base} names ${what} as '${name}', which resolves to ${target.origin}${target.pathname}, outside its folder (${folder.href})`,
+    );
   }
   return target.href;
 }
