@@ -28,7 +28,11 @@ export interface WeightFormatEntry {
   open(source: ByteSource, place: Place | null, options: FormatOptions): Promise<TensorFile>;
 }
 
-/** Bytes read to tell a format: every entry's `sniff` decides from these. */
+/**
+ * Bytes read to tell a format: every entry's `sniff` decides from these.
+ * @example
+ * const first = new Uint8Array(await file.slice(0, SNIFF_BYTES).arrayBuffer());
+ */
 export const SNIFF_BYTES = 64;
 
 /** A .npy is one array, not a set of tensors: refused, naming the readers that take it. */
@@ -81,6 +85,8 @@ const indexFormat: WeightFormatEntry = {
 /**
  * The weight formats, asked in this order. A format whose bytes start with a magic goes before
  * `safetensors`, whose test is the weakest (its 8th byte is 0).
+ * @example
+ * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'safetensors', 'index', 'pickle']
  */
 export const weightFormats: readonly WeightFormatEntry[] = [zipFormat, npyFormat, safetensorsFormat, indexFormat, pickleFormat];
 

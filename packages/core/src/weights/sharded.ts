@@ -183,6 +183,8 @@ export class ShardedWeights implements TensorFile, AsyncDisposable {
 
 /**
  * @deprecated The sharded set of any shard format: {@link ShardedWeights}.
+ * @example
+ * const set = await openWeights('model.safetensors.index.json');   // a ShardedWeights behind a WeightFile
  */
 export const ShardedSafetensors = ShardedWeights;
 /** @deprecated {@link ShardedWeights}. */
