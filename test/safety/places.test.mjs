@@ -133,6 +133,23 @@ test('issue 53: a ragged heap read through a redirect outside the index folder i
   }
 });
 
+test('issue 53: a shard redirected outside the index folder is refused (UNSAFE_PATH) before its body is used', async () => {
+  mkdirSync(join(root, 'outside'), { recursive: true });
+  writeFileSync(join(root, 'outside', 'model-00002-of-00003.safetensors'), readFileSync(at('model-00002-of-00003.safetensors')));
+  const server = await serveFiles(root, (_req, url) =>
+    url.pathname === '/models/m/model-00002-of-00003.safetensors' ? { status: 302, headers: { location: '/outside/model-00002-of-00003.safetensors' } } : null,
+  );
+  try {
+    const w = await openWeightsAnywhere(`${server.base}/models/m/model.safetensors.index.json`);
+    const e = await npyErrorOf(() => w.get('b.weight'));
+    assert.is(e.code, 'UNSAFE_PATH', e.message);
+    assert.ok(close(Array.from(toFloat32(await w.get('a.weight')).data), values['a.weight']));
+    await w.close();
+  } finally {
+    await server.close();
+  }
+});
+
 /** A private bucket: every object needs `?sig=<its path>`, as a presigned URL carries its own signature. */
 function privateBucket() {
   return serveFiles(root, (_req, url) => (url.searchParams.get('sig') === url.pathname ? null : { status: 403 }));
