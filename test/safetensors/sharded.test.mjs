@@ -14,11 +14,28 @@ const dir = scratch('npyts-sharded-');
 const bin = join(dir, 'bin');
 const st = join(dir, 'st');
 
-// A small BERT (transformers' own modules, when installed; else an equivalent torch module), saved
+// A small BERT (transformers' own modules, when installed; else an equivalent torch module), split
+// by huggingface_hub's splitter (what save_pretrained calls; when it is missing, the same greedy split) and saved
 // the ways transformers saves: .bin shards with their index, and (for the lazy test) four .safetensors shards.
 python(`
 import torch, json, os
-from huggingface_hub import split_torch_state_dict_into_shards
+try:
+    from huggingface_hub import split_torch_state_dict_into_shards
+except ImportError:
+    # Without huggingface_hub (installed with transformers): its greedy split, in file order.
+    from types import SimpleNamespace
+    def split_torch_state_dict_into_shards(sd, filename_pattern, max_shard_size):
+        shards, size = [[]], 0
+        for n, t in sd.items():
+            b = t.numel() * t.element_size()
+            if shards[-1] and size + b > max_shard_size:
+                shards.append([])
+                size = 0
+            shards[-1].append(n)
+            size += b
+        files = {filename_pattern.format(suffix=f'-{i + 1:05d}-of-{len(shards):05d}'): names for i, names in enumerate(shards)}
+        return SimpleNamespace(filename_to_tensors=files, tensor_to_filename={n: f for f, names in files.items() for n in names},
+                               metadata={'total_size': sum(t.numel() * t.element_size() for t in sd.values())})
 from safetensors.torch import save_file
 torch.manual_seed(3)
 try:
