@@ -4,6 +4,8 @@
  * the header, then only the rows on screen.
  */
 import {
+  formatOf,
+  SNIFF_BYTES,
   blobSource,
   openNpySource,
   decodeNpz,
@@ -62,7 +64,8 @@ async function pickleOption(): Promise<{ pickle?: ObjectArrayCodec }> {
 }
 
 async function showBytes(label: string, bytes: Uint8Array): Promise<void> {
-  if (bytes[0] === 0x50 && bytes[1] === 0x4b) return showArchive(label, decodeNpz(bytes));
+  // What the bytes are is core's format list's to say (formatOf), as for openWeights and the CLI.
+  if (formatOf(bytes.subarray(0, SNIFF_BYTES), bytes.length)?.name === 'zip') return showArchive(label, decodeNpz(bytes));
   const header = readHeader(bytes);
   const options = await pickleOption();
   if (hasObject(header.dtype)) {
@@ -420,10 +423,10 @@ function openFile(file: File): void {
     clearAll();
     $('transfer').textContent = '';
     const label = `${file.name} (${file.size} bytes)`;
-    const magic = new Uint8Array(await file.slice(0, 2).arrayBuffer());
+    const first = new Uint8Array(await file.slice(0, SNIFF_BYTES).arrayBuffer());
     // A .npy is read by slices of the file: a dropped multi-gigabyte array costs its header and the
     // rows on screen. Archives and object arrays are read whole.
-    if (magic[0] === 0x93 && magic[1] === 0x4e) {
+    if (formatOf(first, file.size)?.name === 'npy') {
       const source = blobSource(file);
       // Object arrays (a pickle, no regions) are refused by openNpySource: they are read whole below.
       const h = await openNpySource(source, { name: file.name }).catch((e: unknown) => {

@@ -5,10 +5,20 @@
  * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
  * their own is the next step.
  */
-import { NpyError, decodeNpyWithHeader, decodeNpz, type NdArray, type NpyHeader, type NpzArchive, type SyncByteSource } from '@npyts/core';
+import {
+  NpyError,
+  SNIFF_BYTES,
+  formatOf,
+  decodeNpyWithHeader,
+  decodeNpz,
+  type NdArray,
+  type NpyHeader,
+  type NpzArchive,
+  type SyncByteSource,
+} from '@npyts/core';
 import { checkRegularFile, openNpzSync, openNpyFileSync, type NpyFileHandleSync, zlibCodec } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
-import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { session, withFile, stdin } from './session.js';
 
 /** A path on the command line: a file, or `ARCHIVE.npz:NAME` for one member. */
@@ -30,20 +40,29 @@ export function target(arg: string, mustExist: boolean): Target {
   return { label: arg, file: arg, member: undefined };
 }
 
-/** Zip archives start with a local header, or with the end record when empty. */
-export function isArchive(file: string): boolean {
+/**
+ * The first bytes of a file (or of standard input) and its size: what core's format list
+ * (`formatOf`) tells a file's kind from, the one place those rules live.
+ */
+export function firstBytes(file: string): { first: Uint8Array; size: number } {
   if (file === '-') {
     const b = stdin();
-    return b[0] === 0x50 && b[1] === 0x4b;
+    return { first: b.subarray(0, SNIFF_BYTES), size: b.length };
   }
-  const head = new Uint8Array(4);
+  const head = new Uint8Array(SNIFF_BYTES);
   const fd = openSync(file, 'r');
   try {
-    readSync(fd, head, 0, 4, 0);
+    const got = readSync(fd, head, 0, head.length, 0);
+    return { first: head.subarray(0, got), size: fstatSync(fd).size };
   } finally {
     closeSync(fd);
   }
-  return head[0] === 0x50 && head[1] === 0x4b && (head[2] === 3 || head[2] === 5) && (head[3] === 4 || head[3] === 6);
+}
+
+/** Whether a file is a zip (a .npz, or a torch.save file), as core's format list tells it. */
+export function isArchive(file: string): boolean {
+  const { first, size } = firstBytes(file);
+  return formatOf(first, size)?.name === 'zip';
 }
 
 export function withArchive<T>(t: Target, fn: (archive: NpzArchive<SyncByteSource>) => T): T {

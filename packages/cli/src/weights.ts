@@ -3,29 +3,21 @@
  * index files, told apart by their bytes (a .npy or .npz goes the other ways), read through core's
  * `openWeights`.
  */
-import { isTorchArchive, shapeRepr, weightFileKind, type DType, type NdArray, type NpyHeader, type WeightFile } from '@npyts/core';
+import { formatOf, isTorchArchive, shapeRepr, type DType, type NdArray, type NpyHeader, type WeightFile } from '@npyts/core';
 import { openNpzSync, openWeights } from '@npyts/core/node';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { printable, withFile, withFileAsync } from './session.js';
-import type { Target } from './targets.js';
+import { firstBytes, type Target } from './targets.js';
 
 /**
  * Whether a file is a weight file other than a .npz (a torch.save zip, a .safetensors file, a
- * sharded index), from its first bytes as core's `weightFileKind` reads them; standard input never is.
+ * sharded index, or any other format of core's list but .npy), from its first bytes as core's `formatOf` reads them; standard input never is.
  */
 export function isWeightFile(t: Target): boolean {
   if (t.file === '-') return false;
-  const head = new Uint8Array(64);
-  const fd = openSync(t.file, 'r');
-  let got: number;
-  try {
-    got = readSync(fd, head, 0, head.length, 0);
-  } finally {
-    closeSync(fd);
-  }
-  const kind = weightFileKind(head.subarray(0, got), statSync(t.file).size);
-  if (kind === 'safetensors' || kind === 'index') return true;
-  if (kind !== 'zip') return false;
+  const { first, size } = firstBytes(t.file);
+  const kind = formatOf(first, size)?.name;
+  if (kind === undefined || kind === 'npy' || kind === 'pickle') return false;
+  if (kind !== 'zip') return true;
   // A zip: a torch.save file, or a .npz (read the other ways).
   const zip = withFile(t.label, () => openNpzSync(t.file));
   try {

@@ -44,8 +44,10 @@ export type NpyErrorCode =
   | 'LOCKED'
   /** A file whose dtype is not the one the reader expects (`expect`). */
   | 'UNEXPECTED_DTYPE'
-  /** A heap that a ragged index names outside the index's folder (an absolute path, `..`, another origin): the message names `allowHeapOutside`. */
+  /** A file named by another (a ragged index's heap, a sharded set's shard) outside that file's folder: an absolute path, `..` (or `%2e%2e`), a scheme or another origin, or an answer redirected there (for heaps the message names `allowHeapOutside`). */
   | 'UNSAFE_PATH'
+  /** A file that changed while it was read: a sibling (a shard) whose size or modification time differs from when its set was opened. */
+  | 'SOURCE_CHANGED'
   /** An object dtype where data is written in place (its data is a pickle, not fixed-size slots). */
   | 'OBJECT_IN_PLACE'
   /** A path that is not a regular file (a FIFO, a device, a directory) where a file is read or written. */

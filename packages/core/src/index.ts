@@ -102,7 +102,10 @@ export {
 } from './npz/parts.js';
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
-export { ShardedSafetensors, parseShardIndex, type ShardIndex } from './safetensors/sharded.js';
+export { ShardedWeights, ShardedSafetensors, parseShardIndex, type ShardIndex, type OpenShard } from './weights/sharded.js';
+export type { TensorFile, FormatOptions } from './weights/tensor-file.js';
+export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
+export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weights/place.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
 export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';

@@ -34,3 +34,7 @@ export { resolveUrl } from './io/open.js';
 export { mapInParallel, settleAll } from './io/settle.js';
 export { shortestDigits, shortestFloatText, numpyScalarText, exactExponent, scaledRound } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';
+export { openTensorFile } from './weights/formats.js';
+export { urlPlace, hookPlace, siblingUrl, checkSiblingName } from './weights/place.js';
+export { tensorsOfArchive, zipFormat } from './npz/format.js';
+export { safetensorsFormat } from './safetensors/format.js';

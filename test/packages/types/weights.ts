@@ -107,3 +107,34 @@ expectTypeOf(encodeAppendPart(appendPlan, 1, { old: bytes, rows: createArray('<f
 void planAppendParts(readHeader(bytes), {});
 expectTypeOf(weightFileKind(bytes, 0)).toEqualTypeOf<WeightFileKind>();
 expectTypeOf(isTorchArchive(await openSafetensors(bytes).then(() => ({ entries: [] })))).toEqualTypeOf<boolean>();
+
+// Formats and places (issue 55): one TensorFile shape, one format entry shape, the resolve hook.
+import { formatOf, weightFormats, type ResolveHook, type TensorFile, type WeightFormatEntry } from '@npyts/core';
+const anyFile: TensorFile = await openWeightsAnywhere(bytes);
+expectTypeOf(anyFile.names).toEqualTypeOf<readonly string[]>();
+expectTypeOf(await anyFile.info('w')).toEqualTypeOf<TensorInfo>();
+const safetensorsAsTensors: TensorFile = await openSafetensors(bytes);
+expectTypeOf(safetensorsAsTensors.format).toEqualTypeOf<string>();
+expectTypeOf(formatOf(bytes, 0)).toEqualTypeOf<WeightFormatEntry | null>();
+expectTypeOf(weightFormats).toEqualTypeOf<readonly WeightFormatEntry[]>();
+const entry: WeightFormatEntry = {
+  name: 'mine',
+  sniff: (first) => first[0] === 0x4d,
+  open: async (source) => ({
+    format: 'mine',
+    names: [],
+    metadata: {},
+    info: () => ({ dtype: bf.dtype, shape: [] }),
+    get: async () => bf,
+    getAll: async () => new Map(),
+    close: async () => source.close?.(),
+  }),
+};
+expectTypeOf(entry.name).toEqualTypeOf<string>();
+// The hook answers a URL, a promise of one, a Blob or a source; paths too in Node.
+const presign: ResolveHook = async (name) => `https://bucket.example/models/${name}?X-Amz-Signature=…`;
+await openWeightsAnywhere('https://bucket.example/models/model.safetensors.index.json', { resolve: presign });
+await openWeightsAnywhere(bytes, { place: 'https://bucket.example/models/' });
+await openWeights(bytes, { resolve: (name) => `/models/${name}`, place: '/models/' });
+// @ts-expect-error: the hook answers a place, not a number
+await openWeightsAnywhere(bytes, { resolve: () => 7 });

@@ -49,6 +49,12 @@ export interface HttpOptions {
    * (NO_RANGES), naming the way to read a whole response.
    */
   wholeBodyBytes?: number;
+  /**
+   * A folder URL every answer must come from, after redirects: a file found beside another (a
+   * shard, a ragged heap) and redirected outside that file's folder or origin is refused
+   * (`UNSAFE_PATH`) before its body is read. Set by the readers of such files.
+   */
+  within?: string;
 }
 
 /** Options of {@link openNpyUrl}: the HTTP options, range joining, the first request and the cache. */
@@ -95,6 +101,16 @@ const WHOLE_BODY_BYTES = 1 << 20;
  * multipart 206: for the rest of the process they are sent one range per request, whoever reads.
  */
 const singleRangeOrigins = new Set<string>();
+
+/** A response that came (through redirects) from outside the folder `within`: refused, its body unread. */
+async function confined(res: Response, href: string, within: string): Promise<Response> {
+  if (!res.url) return res;
+  const got = new URL(res.url);
+  const folder = new URL(within);
+  if (got.origin === folder.origin && got.pathname.startsWith(folder.pathname)) return res;
+  await res.body?.cancel();
+  throw new NpyError('UNSAFE_PATH', `${href} was redirected to ${got.origin}${got.pathname}, outside the folder of the file that names it (${folder.href})`);
+}
 
 /**
  * A response body, read until `max` bytes, each chunk counted as it arrives: a server that sends
@@ -197,7 +213,9 @@ export class HttpFile {
     private readonly options: HttpOptions,
   ) {
     this.origin = checkedUrl(href).origin;
-    this.doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
+    const fetch: NonNullable<HttpOptions['fetch']> = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
+    const { within } = options;
+    this.doFetch = within === undefined ? fetch : async (u, init) => confined(await fetch(u, init), href, within);
     this.budget = new ByteBudget(Math.max(1, options.maxInFlight ?? IN_FLIGHT_BYTES));
   }
 

@@ -1,34 +1,47 @@
 /** Weight files on disk: paths (and sharded sets beside their index) as well as what core opens. */
-import { dirname, join } from 'node:path';
+import { join, sep } from 'node:path';
 import type { NdArray } from '../array/ndarray.js';
 import { openingOver, type NpySource } from '../io/open.js';
-import { openShardSource, openWeightsFrom, type OpenWeightsOptions, type ShardOpener, type WeightFile } from '../weights/open.js';
+import { openWeightsFrom, placeOf, type OpenWeightsOptions, type WeightFile } from '../weights/open.js';
+import { hookPlace, type Place } from '../weights/place.js';
 import { zlibCodec } from './npz/codec.js';
-import { nodeSourceOf, pathOf } from './sources.js';
+import { folderPlace } from './place.js';
+import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
+
+/**
+ * Where a file's siblings are in Node: the `resolve` hook (its answers may be paths too), the
+ * `place` given (a path, `file:` or `http(s)` URL of the file, or of its folder ending in `/`),
+ * or the file's own folder or URL.
+ */
+function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptions): Place | null {
+  const given = options.place === undefined ? input : options.place;
+  const path = pathOf(given);
+  if (options.resolve) {
+    const where = path ?? (typeof given === 'string' || given instanceof URL ? String(given) : null);
+    return hookPlace(options.resolve, where, true, nodeSourceOf);
+  }
+  if (path !== null) return folderPlace(path.endsWith('/') || path.endsWith(sep) ? join(path, 'index') : path);
+  if (typeof given === 'string' && isHttpUrl(given)) return placeOf(given, {});
+  if (given instanceof URL) return placeOf(given.href, {});
+  return null;
+}
 
 /**
  * Open a weight file of any kind without blocking: a path or `file:` URL, an `http(s)` URL, a
- * `Blob`, bytes or a byte source; a `.npz`, a `.safetensors` file, or a sharded set's
- * `*.safetensors.index.json` (its shards are opened from beside it). The kind is told by the bytes.
+ * `Blob`, bytes or a byte source; a `.npz`, a `torch.save` file, a `.safetensors` file, or a
+ * sharded set's index (`*.safetensors.index.json`, `pytorch_model.bin.index.json`: its shards are
+ * opened from beside it, from `place`, or through `resolve`). The kind is told by the bytes.
  * @example
  * await using w = await openWeights('model.safetensors.index.json');
  * const { dtype, shape } = await w.info('lm_head.weight');
  */
 export async function openWeights(input: string | NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
-  const path = pathOf(input);
-  const where = path ?? (typeof input === 'string' || input instanceof URL ? String(input) : null);
+  options.signal?.throwIfAborted();
+  const place = nodePlaceOf(input, options);
   // The first request of a URL learns the size with one byte: a .safetensors file is read from its
   // start, a zip's directory from its tail, each by the reads that need it.
   const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
-  const openShard: ShardOpener | null =
-    where === null
-      ? null
-      : async (file, signal) =>
-          openShardSource(
-            await nodeSourceOf(path !== null ? join(dirname(path), file) : new URL(file, where).href, { ...options, signal, tailBytes: 1 }),
-            signal,
-          );
-  return openingOver(source, input, () => openWeightsFrom(source, { codec: zlibCodec, ...options }, openShard));
+  return openingOver(source, input, () => openWeightsFrom(source, { codec: zlibCodec, ...options }, place));
 }
 
 /**

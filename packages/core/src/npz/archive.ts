@@ -456,6 +456,33 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     return this.namedAsync(async () => this.runAsync(readingDataOffset(this.source.size, this.index.entry(name)), options.signal));
   }
 
+  /**
+   * A stored member's raw bytes as a byte source, read by range through the archive (CLOSED after
+   * close()): the way a reader of a zip-based format (torch.save's storages) reads parts of a member.
+   * Its local header is read once per member; a deflated member is refused (ZIP_UNSUPPORTED).
+   * @example
+   * const storage = await archive.storedMember('archive/data/0');
+   * const bytes = await storage.read(4096, 16);
+   */
+  async storedMember(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<AsyncByteSource> {
+    return this.namedAsync(async () => {
+      const entry = this.index.entry(name);
+      checkSupported(entry);
+      if (entry.method !== STORED) {
+        throw new NpyError('ZIP_UNSUPPORTED', 'range reads need a stored member; this one is deflated (read it whole with bytes())', { member: entry.name });
+      }
+      let start = this.dataStarts.get(entry.name);
+      if (start === undefined) {
+        start = await this.runAsync(readingDataOffset(this.source.size, entry), options.signal);
+        this.dataStarts.set(entry.name, start);
+      }
+      return windowSource(this.sourceThrough(), start, entry.compressedSize, entry.name);
+    });
+  }
+
+  /** Where each stored member's bytes start, once read (see {@link storedMember}). */
+  private readonly dataStarts = new Map<string, number>();
+
   /** Decode one member as an array, blocking (in browsers {@link get} is faster: it inflates in workers). */
   getSync<const S extends DescrInput>(this: NpzArchive<SyncByteSource>, name: string, options: DecodeOptions & Expecting<S>): NdArray<S>;
   getSync(this: NpzArchive<SyncByteSource>, name: string, options?: DecodeOptions): NdArray;

@@ -16,6 +16,7 @@
  * ragged index (a second level of raggedness). numpy loads every file with allow_pickle=False.
  */
 import { type DType, recordDType } from '../format/dtype.js';
+import { siblingUrl } from '../weights/place.js';
 import { NpyError } from '../errors.js';
 import type { NdArray } from '../array/ndarray.js';
 
@@ -203,14 +204,11 @@ export function indexWords(rows: NdArray): Float64Array {
  * heapUrlOf('https://h/data/w.npy', 'w.npy.strings');   // 'https://h/data/w.npy.strings'
  */
 export function heapUrlOf(indexUrl: string, heap: string, options: { allowHeapOutside?: boolean } = {}): string {
-  const index = new URL(indexUrl);
-  const target = new URL(heap, index);
-  const folder = new URL('.', index);
-  if (!options.allowHeapOutside && (target.origin !== index.origin || target.protocol !== index.protocol || !target.pathname.startsWith(folder.pathname))) {
-    throw new NpyError(
-      'UNSAFE_PATH',
-      `the ragged index ${indexUrl} names the heap '${heap}', outside its own folder (${folder.href}); pass { allowHeapOutside: true } to allow it`,
-    );
+  if (options.allowHeapOutside) return new URL(heap, indexUrl).href;
+  try {
+    return siblingUrl(indexUrl, heap, 'the ragged heap', false);
+  } catch (e) {
+    if (!(e instanceof NpyError)) throw e;
+    throw new NpyError('UNSAFE_PATH', `the ragged index ${e.message}; pass { allowHeapOutside: true } to allow it`);
   }
-  return target.href;
 }

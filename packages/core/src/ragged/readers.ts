@@ -149,8 +149,10 @@ export interface RaggedUrlOptions extends UrlOptions {
  * await r.get(7);
  */
 export async function openRaggedUrl(url: string | URL, options: RaggedUrlOptions = {}): Promise<RaggedUrlReader> {
+  // Heaps are confined to the index's folder, after redirects too (unless allowed elsewhere).
+  const within = options.allowHeapOutside ? undefined : new URL('.', String(url)).href;
   const reader = await openRaggedWith(
-    (u) => openNpyUrl(u, options),
+    (u) => openNpyUrl(u, u === String(url) || within === undefined ? options : { ...options, within }),
     String(url),
     (i, h) => heapUrlOf(i, h, options),
   );

@@ -5,12 +5,12 @@
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
-import type { DType } from '../format/dtype.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
 import { closeSourceNow, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
+import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { LENGTH_BYTES, headerLength, parseSafetensorsHeader, type SafetensorsEntry, type SafetensorsIndex } from './header.js';
 
 /** Bytes read first: the length field and, for most files, the whole header. */
@@ -18,18 +18,7 @@ const FIRST_READ = 64 << 10;
 /** Tensors read at once by getAll. */
 const TENSORS_IN_FLIGHT = 4;
 
-/** Options of a tensor read: the dtype expected (checked before any data is read), and `signal`. */
-export interface TensorReadOptions {
-  signal?: AbortSignal | undefined;
-  /** The dtype the caller expects (byte order free): `UNEXPECTED_DTYPE` otherwise, before the data is read. */
-  expect?: DescrInput;
-}
-
-/** What a weight file says of one tensor without reading it. */
-export interface TensorInfo {
-  readonly dtype: DType;
-  readonly shape: readonly number[];
-}
+export type { TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 
 /**
  * An open .safetensors file: `names`, each tensor's `info`, `metadata`, and `get` (the blocking
@@ -39,7 +28,9 @@ export interface TensorInfo {
  * f.info('fc.weight');                      // { dtype: bfloat16, shape: [10, 84] }
  * const w = toFloat32(await f.get('fc.weight'));
  */
-export class SafetensorsFile<Src extends ByteSource = ByteSource> implements AsyncDisposable, Disposable {
+export class SafetensorsFile<Src extends ByteSource = ByteSource> implements TensorFile, AsyncDisposable, Disposable {
+  /** The format's name, as `WeightFile.format` says it. */
+  readonly format = 'safetensors';
   private readonly byName: Map<string, SafetensorsEntry>;
   private closed = false;
 

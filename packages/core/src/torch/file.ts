@@ -11,15 +11,13 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DType } from '../format/dtype.js';
 import type { NpyHeader } from '../format/header.js';
 import { matchesDescr } from '../format/header.js';
-import type { ByteSource } from '../io/byte-source.js';
 import { npyReaderOf } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
-import { STORED, readingDataOffset, type ZipEntry } from '../npz/zip.js';
-import { drive, performReads } from '../io/steps.js';
+import { STORED, type ZipEntry } from '../npz/zip.js';
 import { unpickleWith } from '../pickle/unpickler.js';
-import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
+import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { TORCH_DIALECT, TensorRef } from './pickle-dialect.js';
 import { TORCH_PICKLE } from './layout.js';
 
@@ -92,7 +90,10 @@ function isDense(shape: readonly number[], strides: readonly number[], fortran: 
  * @example
  * await using w = await openWeights('model.pt');   // a TorchFile behind a WeightFile
  */
-export class TorchFile {
+export class TorchFile implements TensorFile {
+  /** The format's name, as `WeightFile.format` says it. */
+  readonly format = 'torch';
+
   private constructor(
     private readonly archive: NpzArchive,
     private readonly prefix: string,
@@ -179,17 +180,17 @@ export class TorchFile {
     const dense = fortran || isDense(t.shape, t.strides, false);
     if (dense && entry.method === STORED && size > 0) {
       // Read straight from the storage member, by range, in the view's own order.
-      const start = await this.dataStart(entry, signal);
       const header: NpyHeader = {
         version: [1, 0],
         dtype,
         shape: [...t.shape],
         fortranOrder: fortran,
-        dataOffset: start + t.offset * itemsize,
+        dataOffset: t.offset * itemsize,
         size,
         dataBytes: size * itemsize,
       };
-      return npyReaderOf(this.memberSource(), header, name).read(
+      const member = await this.archive.storedMember(entry.name, { signal });
+      return npyReaderOf(member, header, name).read(
         t.shape.map(() => 0),
         t.shape,
         { signal },
@@ -202,37 +203,11 @@ export class TorchFile {
     return arrayOfData(header, out.buffer, 0, { owned: true });
   }
 
-  /**
-   * Where a storage member's bytes start, from its local header read exactly (its 30 bytes, then its
-   * name and padding): a remote checkpoint moves a few bytes more than the tensor, not a read window.
-   */
-  private dataStart(entry: ZipEntry, signal?: AbortSignal): Promise<number> {
-    // Once per storage: views that share one (a state_dict's tied weights, slices) read it once.
-    const known = this.starts.get(entry.name);
-    if (known !== undefined) return Promise.resolve(known);
-    return drive(
-      readingDataOffset(this.archive.source.size, entry),
-      performReads((at, length, s) => this.archive.readRange(at, length, s)),
-      signal,
-    ).then((start) => {
-      this.starts.set(entry.name, start);
-      return start;
-    });
-  }
-
-  /** Where each storage member's bytes start, once read. */
-  private readonly starts = new Map<string, number>();
-
-  /** The archive's source, read through the archive (so that a read after close() is CLOSED). */
-  private memberSource(): ByteSource {
-    return this.archive.sourceThrough();
-  }
-
   /** `length` bytes at `at` of a storage member: by range when stored, from the inflated member otherwise. */
   private async storageBytes(entry: ZipEntry, at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     if (entry.method !== STORED) return (await this.archive.bytes(entry.name, { signal })).subarray(at, at + length);
-    const start = await this.dataStart(entry, signal);
-    const got = await this.archive.readRange(start + at, length, signal);
+    const member = await this.archive.storedMember(entry.name, { signal });
+    const got = await member.read(at, length, { signal });
     if (got.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${entry.name} ends before the tensor's last element`);
     return got;
   }

@@ -1,6 +1,6 @@
 /** Where a ragged array's files are: heap paths confined to the index's folder, and the small file steps its writers share. */
-import { existsSync, realpathSync } from 'node:fs';
-import { dirname, isAbsolute, resolve, sep } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { siblingPath } from '../place.js';
 import { checkDataPresent } from '../../npy.js';
 import { NpyError } from '../../errors.js';
 import type { RaggedPathOptions } from '../../ragged/build.js';
@@ -17,20 +17,13 @@ import { readingRegion } from '../../io/region.js';
  * heapPathOf('/data/words.npy', 'words.npy.strings');   // '/data/words.npy.strings'
  */
 export function heapPathOf(indexPath: string, heap: string, options: RaggedPathOptions = {}): string {
-  const folder = resolve(dirname(indexPath));
-  const target = resolve(folder, heap);
-  if (options.allowHeapOutside) return target;
-  const inside = (root: string, p: string): boolean => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
-  const refuse = (why: string): never => {
-    throw new NpyError('UNSAFE_PATH', `the ragged index ${indexPath} names the heap '${heap}', ${why}; pass { allowHeapOutside: true } to allow it`);
-  };
-  if (isAbsolute(heap)) refuse('an absolute path');
-  if (heap.split(/[\\/]/).includes('..') || !inside(folder, target)) refuse("outside the index's folder");
-  // Symlinks: the nearest part of the path that exists must resolve inside the folder too.
-  let existing = target;
-  while (!existsSync(existing) && inside(folder, dirname(existing)) && existing !== folder) existing = dirname(existing);
-  if (existsSync(existing) && !inside(realpathSync(folder), realpathSync(existing))) refuse("which a symbolic link leads outside the index's folder");
-  return target;
+  if (options.allowHeapOutside) return resolve(dirname(indexPath), heap);
+  try {
+    return siblingPath(indexPath, heap, 'the heap', false);
+  } catch (e) {
+    if (!(e instanceof NpyError)) throw e;
+    throw new NpyError('UNSAFE_PATH', `the ragged index ${e.message}; pass { allowHeapOutside: true } to allow it`);
+  }
 }
 
 /** The steps of a region read of the .npy at `path` (a few words of an index). */

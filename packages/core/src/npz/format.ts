@@ -1,0 +1,72 @@
+/**
+ * The zip entry of the weight format list: a .npz archive (its .npy members are its tensors) or a
+ * torch.save checkpoint (a zip of `<folder>/data.pkl` and storages), told apart by the directory.
+ */
+import type { NdArray } from '../array/ndarray.js';
+import { NpyError } from '../errors.js';
+import { matchesDescr } from '../format/header.js';
+import { isTorchArchive } from '../torch/layout.js';
+import type { WeightFormatEntry } from '../weights/formats.js';
+import type { TensorFile, TensorReadOptions } from '../weights/tensor-file.js';
+import { NpzArchive } from './archive.js';
+
+/**
+ * A .npz archive as a tensor file: its .npy members are its tensors, by numpy's keys (other members,
+ * such as a model.json, are not tensors). An archive in which one key names two members (`k` and
+ * `k.npy`) is refused: a reader could take one's header and the other's data.
+ * @example
+ * const file = tensorsOfArchive(await openNpz('weights.npz'));
+ */
+export function tensorsOfArchive(archive: NpzArchive): TensorFile {
+  const members = new Set(archive.entries.map((e) => e.name));
+  const names = archive.entries.filter((e) => e.name.endsWith('.npy')).map((e) => e.name.slice(0, -4));
+  const both = names.filter((k) => members.has(k));
+  if (both.length) {
+    throw new NpyError(
+      'NAME_CLASH',
+      `the archive has both ${both.map((k) => `'${k}' and '${k}.npy'`).join(', ')}: one key names two members (numpy would read '${both[0]}'); keep one of each`,
+    );
+  }
+  const tensors = new Set(names);
+  return {
+    format: 'npz',
+    names,
+    metadata: {},
+    keyOf: (name) => (tensors.has(name) ? name : name.endsWith('.npy') && tensors.has(name.slice(0, -4)) ? name.slice(0, -4) : null),
+    info: async (name, { signal } = {}) => {
+      const h = await archive.header(name, { signal });
+      return { dtype: h.dtype, shape: h.shape };
+    },
+    get: async (name, { signal, expect }: TensorReadOptions = {}): Promise<NdArray> => {
+      if (expect !== undefined) {
+        const { dtype } = await archive.header(name, { signal });
+        if (!matchesDescr(dtype, expect)) throw new NpyError('UNEXPECTED_DTYPE', `'${name}' is ${dtype.name}, not ${String(expect)}`, { member: name });
+      }
+      return archive.get(name, { signal });
+    },
+    getAll: ({ signal } = {}) => archive.getEach(names, { signal }),
+    close: () => archive.close(),
+  };
+}
+
+/**
+ * A zip (its first bytes `PK`): a .npz, or a torch.save file (whose reader, with the unpickler, is
+ * loaded only when a checkpoint is met: a bundle that reads only .npz or .safetensors holds none).
+ * @example
+ * zipFormat.sniff(firstBytes, size);   // true for a .npz or a .pt
+ */
+export const zipFormat: WeightFormatEntry = {
+  name: 'zip',
+  sniff: (b) => b[0] === 0x50 && b[1] === 0x4b,
+  open: async (source, _place, options) => {
+    const archive = await NpzArchive.open(source, options);
+    try {
+      if (!isTorchArchive(archive)) return tensorsOfArchive(archive);
+      const { TorchFile } = await import('../torch/file.js');
+      return await TorchFile.fromArchive(archive, options);
+    } catch (e) {
+      await archive.close();
+      throw e;
+    }
+  },
+};

@@ -1,0 +1,123 @@
+/**
+ * The one list of weight formats npyts reads, each told by its first bytes. `openWeights`, the CLI,
+ * the tfjs adapter and the viewer ask {@link formatOf}; nothing else sniffs. Adding a format is one
+ * folder exporting one {@link WeightFormatEntry}, one line in {@link weightFormats}, and its error
+ * codes (docs/architecture.md, "Adding a weight format").
+ */
+import { NpyError, withWhere } from '../errors.js';
+import type { ByteSource } from '../io/byte-source.js';
+import { zipFormat } from '../npz/format.js';
+import { safetensorsFormat } from '../safetensors/format.js';
+import type { Place } from './place.js';
+import { ShardedWeights, parseShardIndex } from './sharded.js';
+import type { FormatOptions, TensorFile } from './tensor-file.js';
+
+/**
+ * One weight format: its name, how its first bytes are told (`sniff`), and how a source of it is
+ * opened as a {@link TensorFile}. `place` is where the file's siblings are (null where it has none:
+ * bytes, a Blob, a source given without `resolve` or `place`).
+ * @example
+ * const entry: WeightFormatEntry = { name: 'gguf', sniff: (b) => b[0] === 0x47 && …, open: (source) => GgufFile.open(source) };
+ */
+export interface WeightFormatEntry {
+  /** The format's name: `'zip'`, `'safetensors'`, `'index'`, `'npy'`, `'pickle'`, … (what `weightFileKind` answers). */
+  readonly name: string;
+  /** Whether a file is of this format, from its first bytes (up to {@link SNIFF_BYTES}; fewer in a shorter file) and its size. */
+  sniff(first: Uint8Array, size: number): boolean;
+  /** The file over `source` as a tensor file; the caller closes `source` when this fails. */
+  open(source: ByteSource, place: Place | null, options: FormatOptions): Promise<TensorFile>;
+}
+
+/**
+ * Bytes read to tell a format: every entry's `sniff` decides from these.
+ * @example
+ * const first = new Uint8Array(await file.slice(0, SNIFF_BYTES).arrayBuffer());
+ */
+export const SNIFF_BYTES = 64;
+
+/** A .npy is one array, not a set of tensors: refused, naming the readers that take it. */
+const npyFormat: WeightFormatEntry = {
+  name: 'npy',
+  sniff: (b) => b[0] === 0x93 && b[1] === 0x4e && b[2] === 0x55,
+  open: async (source) => {
+    throw new NpyError(
+      'BAD_MAGIC',
+      `${source.name ?? 'the weight file'} is a .npy file, one array: read it with loadNpy (or openNpy), or save weights together with saveNpz`,
+    );
+  },
+};
+
+/** A bare pickle (PyTorch's format before 1.6, or a plain pickle): refused, naming the fix. */
+const pickleFormat: WeightFormatEntry = {
+  name: 'pickle',
+  sniff: (b) => b[0] === 0x80 && b[1] !== undefined && b[1] <= 5,
+  open: async (source) => {
+    throw new NpyError(
+      'BAD_MAGIC',
+      `${source.name ?? 'the weight file'} is a pickle: PyTorch's legacy format (before 1.6) or a plain pickle, which npyts does not read; save it again with torch.save(state_dict, path) in PyTorch ≥ 1.6 (or _use_new_zipfile_serialization=True), or as .safetensors`,
+    );
+  },
+};
+
+/** A sharded set's JSON index: its shards are found through the place and told by their own bytes. */
+const indexFormat: WeightFormatEntry = {
+  name: 'index',
+  sniff: (b) => {
+    let i = 0;
+    while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+    return b[i] === 0x7b;
+  },
+  open: async (source, place, options) => {
+    const name = source.name ?? 'the index';
+    if (!place) {
+      throw new NpyError(
+        'BAD_OPTION',
+        `${name} is the index of a sharded set, whose shards are found beside it: open it by its path or URL, or pass { resolve: (name) => urlOrSourceOf(name) }`,
+      );
+    }
+    const bytes = await source.read(0, source.size, { signal: options.signal });
+    const index = parseShardIndex(bytes, name);
+    await source.close?.();
+    return ShardedWeights.open(index, place, (shard, o) => openTensorFile(shard, null, { ...options, ...o }), options);
+  },
+};
+
+/**
+ * The weight formats, asked in this order. A format whose bytes start with a magic goes before
+ * `safetensors`, whose test is the weakest (its 8th byte is 0).
+ * @example
+ * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'safetensors', 'index', 'pickle']
+ */
+export const weightFormats: readonly WeightFormatEntry[] = [zipFormat, npyFormat, safetensorsFormat, indexFormat, pickleFormat];
+
+/**
+ * The format a file's first bytes (up to {@link SNIFF_BYTES}) say it is, or null for none.
+ * @example
+ * formatOf(firstBytes, file.size)?.name;   // 'safetensors'
+ */
+export function formatOf(first: Uint8Array, size: number): WeightFormatEntry | null {
+  return weightFormats.find((f) => f.sniff(first, size)) ?? null;
+}
+
+/**
+ * The weight file over `source`, opened by the format its first bytes say; `place` is where its
+ * siblings are. Errors name the file; the caller closes `source` when this fails.
+ * @example
+ * const file = await openTensorFile(blobSource(blob), null, {});
+ */
+export async function openTensorFile(source: ByteSource, place: Place | null, options: FormatOptions): Promise<TensorFile> {
+  const name = source.name ?? 'the weight file';
+  try {
+    const first = await source.read(0, Math.min(SNIFF_BYTES, source.size), { signal: options.signal });
+    const format = formatOf(first, source.size);
+    if (!format) {
+      throw new NpyError(
+        'BAD_MAGIC',
+        `${name} is not a weight file npyts reads: a .npz, a torch.save file, a .safetensors file or a sharded set's index (${weightFormats.map((f) => f.name).join(', ')})`,
+      );
+    }
+    return await format.open(source, place, options);
+  } catch (e) {
+    throw withWhere(e, { file: name });
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * What every weight format's reader is: a {@link TensorFile}. A `.npz`, a `torch.save` file, a
+ * `.safetensors` file and a sharded set each implement it directly, and `openWeights` hands it out
+ * behind a `WeightFile`; a new format implements it too (see docs/architecture.md, "Adding a weight format").
+ */
+import type { NdArray } from '../array/ndarray.js';
+import type { DescrInput } from '../format/descr-types.js';
+import type { DType } from '../format/dtype.js';
+import type { HttpOptions } from '../io/url.js';
+import type { NpzOptions } from '../npz/archive.js';
+
+/** Options of a tensor read: the dtype expected (checked before any data is read), and `signal`. */
+export interface TensorReadOptions {
+  signal?: AbortSignal | undefined;
+  /** The dtype the caller expects (byte order free): `UNEXPECTED_DTYPE` otherwise, before the data is read. */
+  expect?: DescrInput;
+}
+
+/** What a weight file says of one tensor without reading it. */
+export interface TensorInfo {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+/**
+ * An open file of named tensors, whatever its format: what a format's `open` returns.
+ * @example
+ * const file: TensorFile = await openWeights('model.safetensors');
+ * for (const name of file.names) console.log(name, (await file.info(name)).shape);
+ */
+export interface TensorFile {
+  /** The format's name (`'npz'`, `'safetensors'`, `'torch'`, …): what `WeightFile.format` says. */
+  readonly format: string;
+  /** Tensor names, in the file's order. */
+  readonly names: readonly string[];
+  /** What the file says besides its tensors (safetensors' `__metadata__`, a checkpoint's other values, an index's `metadata`). */
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** The tensor name a key names (a .npz member's `w.npy` is `w`), or null for none; where absent, a name of `names`. */
+  keyOf?(name: string): string | null;
+  /** A tensor's dtype and shape, without reading its data (a sharded set may read its shard's header). */
+  info(name: string, options?: { signal?: AbortSignal | undefined }): TensorInfo | Promise<TensorInfo>;
+  /** One tensor: only its bytes are read. */
+  get(name: string, options?: TensorReadOptions): Promise<NdArray>;
+  /** Every tensor by name, in the file's order. */
+  getAll(options?: { signal?: AbortSignal | undefined }): Promise<Map<string, NdArray>>;
+  /** Release what the file holds open; later reads fail with CLOSED. */
+  close(): Promise<void>;
+}
+
+/** What a format's `open` is given besides the source: the archive options (for zips) and the HTTP options of the file (for its siblings). */
+export interface FormatOptions extends NpzOptions, HttpOptions {}
