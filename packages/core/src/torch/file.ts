@@ -16,11 +16,12 @@ import { npyReaderOf } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
-import { STORED, readingDataOffset, type ZipEntry } from '../npz/zip.js';
+import { STORED, readingDataOffset, readingZipEntry, readingZipEntryPrefix, type ZipEntry } from '../npz/zip.js';
 import { drive, performReads } from '../io/steps.js';
 import { unpickleWith } from '../pickle/unpickler.js';
 import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
-import { TORCH_DIALECT, TensorRef } from './pickle-dialect.js';
+import { StorageRef, TensorRef, TorchDType, UnreadTensor, torchDialect } from './pickle-dialect.js';
+import { parseDescr } from '../format/dtype.js';
 import { TORCH_PICKLE } from './layout.js';
 
 /** Tensors read at once by getAll. */
@@ -35,17 +36,35 @@ function recordPrefix(archive: NpzArchive): string {
   return pickles[0]!.name.slice(0, -'data.pkl'.length);
 }
 
+/** What a checkpoint names as a tensor: one npyts reads, or one it lists and refuses to read. */
+type Tensorish = TensorRef | UnreadTensor;
+
+/** The element type of an untyped storage saved as a value: its bytes. */
+const UINT8 = new TorchDType('uint8', parseDescr('|u1'));
+
 /**
  * Every tensor of a checkpoint's value under its dotted path (`model.conv.weight`; list items by
  * index), and every other leaf (numbers, text, None) as metadata under its path. Iterative, so a
  * deeply nested checkpoint costs no stack.
+ *
+ * Each dict and list is walked once, at the first path that reaches it (depth first, in the
+ * pickle's order, which is the order torch.load's dicts iterate in). A later path to the same
+ * container (the pickle shares it by a memo reference, or it holds itself) names nothing new: it
+ * is kept as an alias of the first path, through which `get` still reaches its tensors
+ * (`b.w` reads what `a.w` names when `b` and `a` are one dict). A tensor itself (a leaf) is named at
+ * every path, as tied weights are. So the names are at most the items the pickle holds, bounded by
+ * its bytes, however its containers share one another: ten levels of ten references to the level
+ * below name 100 items, not 10^10.
  */
-function flatten(root: unknown): { tensors: Map<string, TensorRef>; metadata: Record<string, unknown> } {
-  const tensors = new Map<string, TensorRef>();
+function flatten(root: unknown): { tensors: Map<string, Tensorish>; metadata: Record<string, unknown>; aliases: Map<string, string> } {
+  const tensors = new Map<string, Tensorish>();
   const metadata: Record<string, unknown> = Object.create(null);
+  const aliases = new Map<string, string>();
   const work: [string, unknown][] = [['', root]];
   const join = (path: string, key: unknown) => (path === '' ? String(key) : `${path}.${String(key)}`);
   const seen = new Set<string>();
+  /** The containers walked, by the path that walked them. */
+  const walked = new Map<object, string>();
   const claim = (path: string) => {
     if (seen.has(path))
       throw new NpyError('NAME_CLASH', `the checkpoint names '${path}' twice (a dotted key and a nested one); read it with { root } to pick one`);
@@ -53,19 +72,57 @@ function flatten(root: unknown): { tensors: Map<string, TensorRef>; metadata: Re
   };
   while (work.length) {
     const [path, v] = work.pop()!;
-    if (v instanceof TensorRef) {
+    const container =
+      v instanceof Map ||
+      (Array.isArray(v) &&
+        v.some((x) => x instanceof TensorRef || x instanceof UnreadTensor || x instanceof StorageRef || x instanceof Map || Array.isArray(x)));
+    if (container) {
+      const first = walked.get(v as object);
+      if (first !== undefined) {
+        claim(path);
+        aliases.set(path, first);
+        continue;
+      }
+      walked.set(v as object, path);
+    }
+    if (v instanceof TensorRef || v instanceof UnreadTensor) {
       claim(path);
       tensors.set(path, v);
+    } else if (v instanceof StorageRef) {
+      // A storage saved as a value (not inside a tensor): torch.load gives the storage; npyts the
+      // 1-d tensor of all its elements (bytes, for an untyped storage).
+      claim(path);
+      tensors.set(path, new TensorRef(v, v.element ?? UINT8, 0, [v.count], [1]));
     } else if (v instanceof Map) {
       for (const [k, x] of [...v.entries()].reverse()) work.push([join(path, k), x]);
-    } else if (Array.isArray(v) && v.some((x) => x instanceof TensorRef || x instanceof Map || Array.isArray(x))) {
-      for (let i = v.length - 1; i >= 0; i--) work.push([join(path, i), v[i]]);
+    } else if (container) {
+      const items = v as unknown[];
+      for (let i = items.length - 1; i >= 0; i--) work.push([join(path, i), items[i]]);
     } else {
       claim(path);
       metadata[path] = v;
     }
   }
-  return { tensors, metadata };
+  return { tensors, metadata, aliases };
+}
+
+/**
+ * The tensor path a name stands for when part of it is an alias (a later path to a shared
+ * container, see {@link flatten}): the alias's first path put in its place, until none is left.
+ * Each step shortens what is left to resolve, so this ends.
+ */
+function throughAliases(name: string, aliases: ReadonlyMap<string, string>, tensors: ReadonlyMap<string, unknown>): string {
+  let path = name;
+  for (let guard = 0; guard <= name.length && !tensors.has(path); guard++) {
+    const parts = path.split('.');
+    let k = parts.length;
+    while (k >= 1 && !aliases.has(parts.slice(0, k).join('.'))) k--;
+    if (k === 0) break;
+    const first = aliases.get(parts.slice(0, k).join('.'))!;
+    const tail = parts.slice(k).join('.');
+    path = first === '' ? tail : tail === '' ? first : `${first}.${tail}`;
+  }
+  return path;
 }
 
 /** C-order (or, with `fortran`, F-order) element strides of a shape. */
@@ -97,8 +154,10 @@ export class TorchFile {
     private readonly archive: NpzArchive,
     private readonly prefix: string,
     private readonly bigEndian: boolean,
-    readonly tensors: ReadonlyMap<string, TensorRef>,
+    readonly tensors: ReadonlyMap<string, Tensorish>,
     readonly metadata: Readonly<Record<string, unknown>>,
+    /** Later paths to a shared container, and the first path that names its contents (see flatten). */
+    private readonly aliases: ReadonlyMap<string, string> = new Map(),
   ) {}
 
   /**
@@ -107,17 +166,25 @@ export class TorchFile {
    */
   static async fromArchive(archive: NpzArchive, options: DecodeOptions & { signal?: AbortSignal | undefined } = {}): Promise<TorchFile> {
     const prefix = recordPrefix(archive);
+    if (archive.has(`${prefix}constants.pkl`) || archive.entries.some((e) => e.name.startsWith(`${prefix}code/`))) {
+      throw new NpyError(
+        'NO_COUNTERPART',
+        `this is a TorchScript archive (torch.jit.save: ${prefix}code/ and ${prefix}constants.pkl beside ${prefix}data.pkl), a program with its weights, which npyts does not run; in Python, torch.save(torch.jit.load(path).state_dict(), 'weights.pt') gives a file npyts reads`,
+      );
+    }
     // The pickle first: the byte order, written just after it, then comes from the same read.
-    const pickle = await archive.bytes(`${prefix}data.pkl`, options);
-    const order = archive.has(`${prefix}byteorder`) ? new TextDecoder().decode(await archive.bytes(`${prefix}byteorder`, options)).trim() : 'little';
+    const pickle = await memberBytes(archive, `${prefix}data.pkl`, options.signal);
+    const order = archive.has(`${prefix}byteorder`)
+      ? new TextDecoder().decode(await memberBytes(archive, `${prefix}byteorder`, options.signal)).trim()
+      : 'little';
     if (order !== 'little' && order !== 'big') throw new NpyError('ZIP_FORMAT', `${prefix}byteorder says '${order.slice(0, 20)}', not little or big`);
-    const { tensors, metadata } = flatten(unpickleWith(pickle, options, TORCH_DIALECT));
+    const { tensors, metadata, aliases } = flatten(unpickleWith(pickle, options, torchDialect()));
     for (const [name, t] of tensors) {
-      if (!archive.has(`${prefix}data/${t.storage.key}`)) {
+      if (t instanceof TensorRef && !archive.has(`${prefix}data/${t.storage.key}`)) {
         throw new NpyError('ZIP_FORMAT', `tensor '${name}' is in storage ${t.storage.key}, which the file does not hold (${prefix}data/${t.storage.key})`);
       }
     }
-    return new TorchFile(archive, prefix, order === 'big', tensors, metadata);
+    return new TorchFile(archive, prefix, order === 'big', tensors, metadata, aliases);
   }
 
   get names(): string[] {
@@ -125,8 +192,11 @@ export class TorchFile {
   }
 
   private ref(name: string): TensorRef {
-    const t = this.tensors.get(name);
+    const t = this.tensors.get(name) ?? (this.aliases.size ? this.tensors.get(throughAliases(name, this.aliases, this.tensors)) : undefined);
     if (!t) throw unknownKey(name, this.names, 'the checkpoint');
+    if (t instanceof UnreadTensor) {
+      throw new NpyError('NO_COUNTERPART', `tensor '${name}' is ${t.what}, which npyts does not read; save it as a dense tensor (${t.fix}) to read it`);
+    }
     return t;
   }
 
@@ -160,14 +230,23 @@ export class TorchFile {
   }
 
   private async read(name: string, t: TensorRef, dtype: DType, signal?: AbortSignal): Promise<NdArray> {
+    const a = await this.view(name, t, dtype, signal);
+    if (t.conj || t.neg) applyFlags(name, a, t);
+    return a;
+  }
+
+  /** The elements of a tensor's view of its storage, before its conj and neg flags. */
+  private async view(name: string, t: TensorRef, dtype: DType, signal?: AbortSignal): Promise<NdArray> {
     const size = t.shape.reduce((a, b) => a * b, 1);
     const itemsize = dtype.itemsize;
     // The elements of the storage the view reaches: from its offset to its last element.
     const extent = size === 0 ? 0 : 1 + t.shape.reduce((sum, n, k) => sum + (n - 1) * t.strides[k]!, 0);
-    if (size > extent) {
+    if (size > extent && size * itemsize > MAX_BROADCAST_BYTES) {
+      // A view that repeats elements (expand(), a stride 0) is copied out, as .contiguous() would:
+      // its size is what it declares, not what the file holds, so only up to a bound.
       throw new NpyError(
-        'NO_COUNTERPART',
-        `tensor '${name}' has more elements (${size}) than it reaches in its storage (${extent}): a view that repeats elements, such as expand(); npyts makes arrays no larger than the bytes they come from: save it as .contiguous()`,
+        'TOO_LARGE',
+        `tensor '${name}' repeats its ${extent} stored elements as ${size} (a view such as expand(), with stride 0): a copy of ${size * itemsize} bytes, more than npyts makes of repeated elements (${MAX_BROADCAST_BYTES}); save what you need of it with .contiguous()`,
       );
     }
     const entry = this.archive.entry(`${this.prefix}data/${t.storage.key}`);
@@ -228,9 +307,21 @@ export class TorchFile {
     return this.archive.sourceThrough();
   }
 
-  /** `length` bytes at `at` of a storage member: by range when stored, from the inflated member otherwise. */
+  /**
+   * `length` bytes at `at` of a storage member: by range when stored; when deflated, inflated from
+   * its start only up to the end of what is asked (the whole member, CRC-checked, when that is all of it).
+   */
   private async storageBytes(entry: ZipEntry, at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
-    if (entry.method !== STORED) return (await this.archive.bytes(entry.name, { signal })).subarray(at, at + length);
+    if (entry.method !== STORED) {
+      const end = at + length;
+      const bytes =
+        end === entry.size
+          ? await memberBytes(this.archive, entry.name, signal)
+          : await this.archive.runAsync(readingZipEntryPrefix(this.archive.source.size, entry, end), signal);
+      if (bytes.length < end)
+        throw new NpyError('DATA_TRUNCATED', `storage ${entry.name} inflates to ${bytes.length} bytes, before the tensor's last element (byte ${end})`);
+      return bytes.subarray(at, end);
+    }
     const start = await this.dataStart(entry, signal);
     const got = await this.archive.readRange(start + at, length, signal);
     if (got.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${entry.name} ends before the tensor's last element`);
@@ -270,4 +361,48 @@ function gather(span: Uint8Array, out: Uint8Array, shape: readonly number[], str
       index[k] = 0;
     }
   }
+}
+
+/** The most bytes a view that repeats its elements (expand()) is copied into: 1 GiB. */
+const MAX_BROADCAST_BYTES = 2 ** 30;
+
+/**
+ * A member's bytes, as PyTorch's reader takes them: CRC-checked, except where the CRC is 0, which
+ * PyTorch writes for "not recorded" (`torch.utils.serialization.config.save.compute_crc32 = False`)
+ * and then does not check. Such members are read unchecked, as torch.load reads them.
+ */
+function memberBytes(archive: NpzArchive, name: string, signal?: AbortSignal): Promise<Uint8Array> {
+  const entry = archive.entry(name);
+  if (entry.crc32 !== 0 || entry.size === 0) return archive.bytes(name, { signal });
+  return archive.runAsync(readingZipEntry(archive.source.size, entry, archive.codec, { checkCrc: false }), signal);
+}
+
+/**
+ * A view's lazy flags applied to its elements, in place (the array was just read into a buffer of
+ * its own): `neg` negates every value, `conj` every imaginary part. Floats (narrow ones too) change
+ * their sign bit, integers wrap as torch's do; a flag on any other dtype is refused.
+ */
+function applyFlags(name: string, a: NdArray, t: TensorRef): void {
+  const kind = a.dtype.kind;
+  const data = a.data as unknown as ArrayLike<number | bigint> & { [i: number]: number | bigint; length: number };
+  const every = (step: number, from: number) => {
+    if (a.dtype.mlFloat || (kind === 'f' && a.dtype.itemsize === 2)) {
+      // Narrow floats are held as their bits: the sign is the top bit.
+      const bits = a.dtype.itemsize === 2 ? 0x8000 : 0x80;
+      for (let i = from; i < data.length; i += step) data[i] = (data[i] as number) ^ bits;
+    } else if (typeof data[0] === 'bigint') {
+      for (let i = from; i < data.length; i += step) data[i] = -(data[i] as bigint);
+    } else {
+      for (let i = from; i < data.length; i += step) data[i] = -(data[i] as number);
+    }
+  };
+  const numeric = kind === 'f' || kind === 'c' || kind === 'i' || kind === 'u' || a.dtype.mlFloat;
+  if (!numeric || (kind === 'c' && a.dtype.itemsize > 16)) {
+    throw new NpyError(
+      'NO_COUNTERPART',
+      `tensor '${name}' is a ${t.neg ? 'negated' : 'conjugated'} view of ${a.dtype.name}, which npyts does not apply; save it with .resolve_neg().resolve_conj()`,
+    );
+  }
+  if (t.neg) every(1, 0);
+  if (t.conj && kind === 'c') every(2, 1);
 }
