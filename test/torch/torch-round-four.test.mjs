@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { openWeights } from '@npyts/core/node';
+import { loadWeights, openWeights } from '@npyts/core/node';
 import { boundedChild, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { checkAgainstTorch, torchPython, valuesOf } from '../helpers/torch-truth.mjs';
@@ -38,7 +38,7 @@ assert y['self']['self']['w'].tolist() == [0.0, 1.0, 2.0] and x['9']['3']['0']['
   // In a child with a small heap: walking every path (10^9) exhausts it; walking each container once does not.
   const got = boundedChild(
     dir,
-    `import { openWeights } from '@npyts/core/node';
+    `import { loadWeights, openWeights } from '@npyts/core/node';
 const out = {};
 for (const [p, alias] of [['deep.pt', '9.3.0.0.0.0.0.0.7.w'], ['deepl.pt', 'l.9.3.0.0.0.0.0.0.7.0'], ['self.pt', 'self.self.self.w']]) {
   const w = await openWeights(p);
@@ -84,7 +84,7 @@ assert zipfile_ok`,
   assert.ok(statSync(file('big-deflated.pt')).size < 4 << 20, 'the file is a few MiB');
   const got = boundedChild(
     dir,
-    `import { openWeights } from '@npyts/core/node';
+    `import { loadWeights, openWeights } from '@npyts/core/node';
 const w = await openWeights('big-deflated.pt');
 globalThis.result = { v: Array.from((await w.get('v')).data) };
 await w.close();`,
@@ -215,6 +215,54 @@ torch.save({'old': OldTensorV1(x), 'new': x}, ${at('old-tensor.pt')})`,
   await w.close();
   const got = await checkAgainstTorch('python3', file('old-tensor.pt'));
   assert.equal(valuesOf(got.get('old')), valuesOf(got.get('new')));
+});
+
+test('the legacy format (_use_new_zipfile_serialization=False): read as torch.load reads it, with the same allowlist', async () => {
+  const code = (path, extra = '') => `torch.manual_seed(7)
+w = torch.randn(6, 4)
+torch.save({'model': {'w': w, 't': w.t(), 'slice': w[2:4], 'h': torch.arange(5, dtype=torch.int16)[1:], 'b': torch.tensor([True, False])}, 'epoch': 3, 'note': 'old'}, ${at(path)}, _use_new_zipfile_serialization=False${extra})`;
+  torchPython('python3', code('legacy2.pt'));
+  torchPython(
+    'python3',
+    `${code('legacy-p4.pt', ', pickle_protocol=4')}
+import pickle
+try:
+    torch.load(${at('legacy-p4.pt')}, weights_only=True)
+    raise SystemExit('torch.load(weights_only=True) reads a framed legacy file now: compare it with torch')
+except pickle.UnpicklingError as e:
+    assert 'Unsupported operand 149' in str(e)
+assert torch.load(${at('legacy-p4.pt')}, weights_only=False)['epoch'] == 3`,
+  );
+  torchPython('/usr/bin/python3', code('legacy13.pt'));
+  torchPython(
+    'python3',
+    `import os, pickle
+class Evil:
+    def __reduce__(self): return (os.system, ('touch ${file('ran')}',))
+torch.save({'w': torch.ones(2), 'x': Evil()}, ${at('legacy-evil.pt')}, _use_new_zipfile_serialization=False)`,
+  );
+  for (const [which, path] of [
+    ['python3', 'legacy2.pt'],
+    ['/usr/bin/python3', 'legacy13.pt'],
+    ['python3', 'legacy13.pt'],
+  ]) {
+    await checkAgainstTorch(which, file(path));
+  }
+  // Protocol 4 frames its pickles (FRAME), which torch's weights_only unpickler does not know
+  // ("Unsupported operand 149", its own gap: torch.load without weights_only reads the file): npyts
+  // reads it, with the values of the same checkpoint saved with protocol 2.
+  const [p2, p4] = [await loadWeights(file('legacy2.pt')), await loadWeights(file('legacy-p4.pt'))];
+  assert.equal([...p4.keys()], [...p2.keys()]);
+  for (const [name, a] of p2) assert.equal(valuesOf(p4.get(name)), valuesOf(a), name);
+  const w = await openWeights(file('legacy2.pt'));
+  assert.is(w.format, 'torch');
+  assert.is(w.metadata.epoch, 3);
+  assert.is(w.metadata.note, 'old');
+  assert.equal((await w.info('model.h')).shape, [4]);
+  await w.close();
+  const evil = await npyErrorOf(() => openWeights(file('legacy-evil.pt')));
+  assert.is(evil.code, 'PICKLE_FORBIDDEN');
+  assert.match(evil.message, /system/);
 });
 
 test.run();

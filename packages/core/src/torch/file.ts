@@ -8,19 +8,20 @@
 import type { NdArray } from '../array/ndarray.js';
 import { allocateBuffer } from '../array/memory.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
+import { bad } from '../pickle/vm-values.js';
 import type { DType } from '../format/dtype.js';
 import type { NpyHeader } from '../format/header.js';
 import { matchesDescr } from '../format/header.js';
-import type { ByteSource } from '../io/byte-source.js';
+import type { AsyncByteSource, ByteSource } from '../io/byte-source.js';
 import { npyReaderOf } from '../io/open.js';
 import { mapInParallel } from '../io/settle.js';
 import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
 import { STORED, readingDataOffset, readingZipEntry, readingZipEntryPrefix, type ZipEntry } from '../npz/zip.js';
 import { drive, performReads } from '../io/steps.js';
-import { unpickleWith } from '../pickle/unpickler.js';
+import { unpickleFirst, unpickleWith } from '../pickle/unpickler.js';
 import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
-import { StorageRef, TensorRef, TorchDType, UnreadTensor, torchDialect } from './pickle-dialect.js';
+import { StorageRef, TensorRef, TorchDType, UnreadTensor, elementBytes, torchDialect } from './pickle-dialect.js';
 import { parseDescr } from '../format/dtype.js';
 import { TORCH_PICKLE } from './layout.js';
 
@@ -151,8 +152,7 @@ function isDense(shape: readonly number[], strides: readonly number[], fortran: 
  */
 export class TorchFile {
   private constructor(
-    private readonly archive: NpzArchive,
-    private readonly prefix: string,
+    private readonly storages: Storages,
     private readonly bigEndian: boolean,
     readonly tensors: ReadonlyMap<string, Tensorish>,
     readonly metadata: Readonly<Record<string, unknown>>,
@@ -184,7 +184,74 @@ export class TorchFile {
         throw new NpyError('ZIP_FORMAT', `tensor '${name}' is in storage ${t.storage.key}, which the file does not hold (${prefix}data/${t.storage.key})`);
       }
     }
-    return new TorchFile(archive, prefix, order === 'big', tensors, metadata, aliases);
+    return new TorchFile(new ZipStorages(archive, prefix), order === 'big', tensors, metadata, aliases);
+  }
+
+  /**
+   * A checkpoint in PyTorch's legacy format (before 1.6, or `_use_new_zipfile_serialization=False`),
+   * as torch.load reads it: pickles one after another (the magic number, the format's version, the
+   * writer's byte order and type sizes, the checkpoint, its storage keys), then each storage's bytes
+   * in the keys' order, each after its element count (8 bytes). The checkpoint's pickle is read with
+   * the same allowlist as a zip's; no tensor data is read yet.
+   */
+  static async fromLegacy(source: ByteSource, options: DecodeOptions & { signal?: AbortSignal | undefined } = {}): Promise<TorchFile> {
+    const name = source.name ?? 'the checkpoint';
+    // The pickles come first and their length is not recorded: read a prefix of the file, longer
+    // until the pickles end in it (each read bounded by the file).
+    let length = Math.min(source.size, 1 << 16);
+    for (;;) {
+      const head = await source.read(0, length, { signal: options.signal });
+      try {
+        return TorchFile.fromLegacyHead(source, head, options);
+      } catch (e) {
+        const short = e instanceof NpyError && e.code === 'BAD_PICKLE' && /truncated/.test(e.message);
+        if (!short || length >= source.size) {
+          await source.close?.();
+          throw withWhere(e, { file: name });
+        }
+        length = Math.min(source.size, length * 4);
+      }
+    }
+  }
+
+  /** {@link fromLegacy} from the file's first bytes, `head`: refused as truncated where its pickles run past them. */
+  private static fromLegacyHead(source: ByteSource, head: Uint8Array, options: DecodeOptions): TorchFile {
+    let at = 0;
+    const next = (dialect = torchDialect()): unknown => {
+      const { value, end } = unpickleFirst(head.subarray(at), options, dialect);
+      at += end;
+      return value;
+    };
+    const magic = next();
+    if (magic !== LEGACY_MAGIC) throw new NpyError('BAD_MAGIC', "not a legacy torch.save file: its first pickle is not PyTorch's magic number");
+    const version = next();
+    if (version !== 1001)
+      throw new NpyError('UNSUPPORTED_VERSION', `a legacy torch.save file of version ${String(version)}; PyTorch (and npyts) read version 1001`);
+    const info = next();
+    const little = !(info instanceof Map) || info.get('little_endian') !== false;
+    const storages = new Map<string, StorageRef>();
+    const { tensors, metadata, aliases } = flatten(next(torchDialect(storages)));
+    const keys = next();
+    if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string')) bad("the legacy file's storage keys are not a list of names");
+    // Each storage's bytes follow, in the keys' order, each after its element count (8 bytes).
+    const runs = new Map<string, StorageRun>();
+    let pos = at;
+    for (const key of keys as string[]) {
+      const ref = storages.get(key);
+      const itemsize = ref ? elementBytes(ref.element) : null;
+      if (!ref || itemsize === null || runs.has(key)) bad(`the legacy file lists storage ${key.slice(0, 40)}, which its checkpoint does not name once`);
+      const bytes = ref.count * itemsize;
+      runs.set(key, { at: pos, count: ref.count, bytes });
+      pos += 8 + bytes;
+      if (pos > source.size) {
+        throw new NpyError('DATA_TRUNCATED', `the file ends (at byte ${source.size}) before storage ${key} does (byte ${pos})`);
+      }
+    }
+    for (const [name, t] of tensors) {
+      if (t instanceof TensorRef && !runs.has(t.storage.key))
+        bad(`tensor '${name}' is in storage ${t.storage.key}, which the file's list of storages does not name`);
+    }
+    return new TorchFile(new LegacyStorages(source, runs, !little), !little, tensors, metadata, aliases);
   }
 
   get names(): string[] {
@@ -249,16 +316,17 @@ export class TorchFile {
         `tensor '${name}' repeats its ${extent} stored elements as ${size} (a view such as expand(), with stride 0): a copy of ${size * itemsize} bytes, more than npyts makes of repeated elements (${MAX_BROADCAST_BYTES}); save what you need of it with .contiguous()`,
       );
     }
-    const entry = this.archive.entry(`${this.prefix}data/${t.storage.key}`);
+    const key = t.storage.key;
+    const held = this.storages.size(key);
     const need = (t.offset + extent) * itemsize;
-    if (!Number.isSafeInteger(need) || need > entry.size) {
-      throw new NpyError('DATA_TRUNCATED', `storage ${t.storage.key} holds ${entry.size} bytes; tensor '${name}' needs ${need}`);
+    if (!Number.isSafeInteger(need) || held === null || need > held) {
+      throw new NpyError('DATA_TRUNCATED', `storage ${key} holds ${held ?? 0} bytes; tensor '${name}' needs ${need}`);
     }
     const fortran = !isDense(t.shape, t.strides, false) && isDense(t.shape, t.strides, true);
     const dense = fortran || isDense(t.shape, t.strides, false);
-    if (dense && entry.method === STORED && size > 0) {
-      // Read straight from the storage member, by range, in the view's own order.
-      const start = await this.dataStart(entry, signal);
+    const start = dense && size > 0 ? await this.storages.start(key, signal) : null;
+    if (start !== null) {
+      // Read straight from the storage's bytes in the file, by range, in the view's own order.
       const header: NpyHeader = {
         version: [1, 0],
         dtype,
@@ -268,17 +336,145 @@ export class TorchFile {
         size,
         dataBytes: size * itemsize,
       };
-      return npyReaderOf(this.memberSource(), header, name).read(
+      return npyReaderOf(this.storages.source(), header, name).read(
         t.shape.map(() => 0),
         t.shape,
         { signal },
       );
     }
-    const span = await this.storageBytes(entry, t.offset * itemsize, extent * itemsize, signal);
+    const span = await this.storages.bytes(key, t.offset * itemsize, extent * itemsize, signal);
     const out = new Uint8Array(allocateBuffer(size * itemsize));
     gather(span, out, t.shape, t.strides, itemsize);
     const header: NpyHeader = { version: [1, 0], dtype, shape: [...t.shape], fortranOrder: false, dataOffset: 0, size, dataBytes: size * itemsize };
     return arrayOfData(header, out.buffer, 0, { owned: true });
+  }
+
+  /** Every tensor by name, a few read at once. */
+  async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+    const names = this.names;
+    const arrays = await mapInParallel(names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
+    return new Map(names.map((n, i) => [n, arrays[i]!]));
+  }
+
+  close(): Promise<void> {
+    return this.storages.close();
+  }
+}
+
+/** Where a checkpoint's storages are: a zip's members, or byte runs of a legacy file. */
+interface Storages {
+  /** The bytes a storage holds; null where the file has no storage by that key. */
+  size(key: string): number | null;
+  /** Where a storage's bytes start in {@link source}, where they lie there as they are; null where they are deflated. */
+  start(key: string, signal?: AbortSignal): Promise<number | null>;
+  /** `length` bytes at `at` of a storage. */
+  bytes(key: string, at: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
+  /** The file's bytes, read so that a read after close() is CLOSED. */
+  source(): ByteSource;
+  close(): Promise<void>;
+}
+
+/** PyTorch's legacy magic number, the first pickle of a legacy file. */
+const LEGACY_MAGIC = 0x1950a86a20f9469cfc6cn;
+
+/** Where a legacy file holds one storage: its element count (8 bytes) at `at`, then its `bytes`. */
+interface StorageRun {
+  at: number;
+  count: number;
+  bytes: number;
+}
+
+/** The storages of a legacy torch.save file: byte runs after its pickles. */
+class LegacyStorages implements Storages {
+  private closed = false;
+  /** Storages whose element count was read and found to be the pickle's. */
+  private readonly checked = new Set<string>();
+  private readonly through: AsyncByteSource;
+
+  constructor(
+    private readonly file: ByteSource,
+    private readonly runs: ReadonlyMap<string, StorageRun>,
+    private readonly bigEndian: boolean,
+  ) {
+    this.through = {
+      size: file.size,
+      name: file.name,
+      read: async (at, length, o) => {
+        if (this.closed) throw new NpyError('CLOSED', `${file.name ?? 'the checkpoint'} is closed`);
+        return file.read(at, length, o);
+      },
+    };
+  }
+
+  size(key: string): number | null {
+    return this.runs.get(key)?.bytes ?? null;
+  }
+
+  async start(key: string, signal?: AbortSignal): Promise<number> {
+    const run = this.runs.get(key)!;
+    if (!this.checked.has(key)) {
+      // The count written before the bytes is the one the pickle gave (as torch.load checks).
+      const head = await this.through.read(run.at, 8, { signal });
+      const written = head.length === 8 ? new DataView(head.buffer, head.byteOffset, 8).getBigUint64(0, !this.bigEndian) : -1n;
+      if (written !== BigInt(run.count)) {
+        throw new NpyError(
+          'DATA_TRUNCATED',
+          `storage ${key} should hold ${run.count} elements from byte ${run.at}; the file says ${written < 0n ? 'nothing (it ends)' : String(written)}`,
+        );
+      }
+      this.checked.add(key);
+    }
+    return run.at + 8;
+  }
+
+  async bytes(key: string, at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    const start = await this.start(key, signal);
+    const got = await this.through.read(start + at, length, { signal });
+    if (got.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${key} ends before the tensor's last element`);
+    return got;
+  }
+
+  source(): ByteSource {
+    return this.through;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.file.close?.();
+  }
+}
+
+/** The storages of a torch.save zip: its members `<prefix>data/<key>`. */
+class ZipStorages implements Storages {
+  constructor(
+    private readonly archive: NpzArchive,
+    private readonly prefix: string,
+  ) {}
+
+  private entry(key: string): ZipEntry {
+    return this.archive.entry(`${this.prefix}data/${key}`);
+  }
+
+  size(key: string): number | null {
+    return this.archive.has(`${this.prefix}data/${key}`) ? this.entry(key).size : null;
+  }
+
+  start(key: string, signal?: AbortSignal): Promise<number | null> {
+    const entry = this.entry(key);
+    return entry.method === STORED ? this.dataStart(entry, signal) : Promise.resolve(null);
+  }
+
+  bytes(key: string, at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    return this.storageBytes(this.entry(key), at, length, signal);
+  }
+
+  source(): ByteSource {
+    return this.archive.sourceThrough();
+  }
+
+  close(): Promise<void> {
+    return this.archive.close();
   }
 
   /**
@@ -302,11 +498,6 @@ export class TorchFile {
   /** Where each storage member's bytes start, once read. */
   private readonly starts = new Map<string, number>();
 
-  /** The archive's source, read through the archive (so that a read after close() is CLOSED). */
-  private memberSource(): ByteSource {
-    return this.archive.sourceThrough();
-  }
-
   /**
    * `length` bytes at `at` of a storage member: by range when stored; when deflated, inflated from
    * its start only up to the end of what is asked (the whole member, CRC-checked, when that is all of it).
@@ -326,17 +517,6 @@ export class TorchFile {
     const got = await this.archive.readRange(start + at, length, signal);
     if (got.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${entry.name} ends before the tensor's last element`);
     return got;
-  }
-
-  /** Every tensor by name, a few read at once. */
-  async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    const names = this.names;
-    const arrays = await mapInParallel(names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
-    return new Map(names.map((n, i) => [n, arrays[i]!]));
-  }
-
-  close(): Promise<void> {
-    return this.archive.close();
   }
 }
 

@@ -56,6 +56,13 @@ const QUANTIZED_STORAGES: Record<string, string> = {
   QUInt2x4Storage: 'quint2x4',
 };
 
+/** The bytes of one element of a storage of `element` (null: an untyped storage, bytes); null where npyts does not know it. */
+export function elementBytes(element: TorchDType | null): number | null {
+  if (element === null) return 1;
+  if (element.dtype) return element.dtype.itemsize;
+  return element.name === 'qint32' ? 4 : Object.values(QUANTIZED_STORAGES).includes(element.name) ? 1 : null;
+}
+
 /** A torch dtype, as the pickle names it (`torch.float32`); `dtype` null where npyts has no counterpart. */
 export class TorchDType {
   constructor(
@@ -304,7 +311,15 @@ function loadStorage(pid: unknown, offset: number): StorageRef {
   if (items?.[0] !== 'storage' || items.length < 5) {
     throw new NpyError('BAD_PICKLE', 'pickle: a persistent id that is not a storage', { offset });
   }
-  const [, named, key, , n] = items;
+  const [, named, key, , n, view] = items;
+  if (view !== undefined && view !== null) {
+    // The legacy format's storage views (PyTorch before 0.4): one storage's bytes seen as another's.
+    throw new NpyError(
+      'NO_COUNTERPART',
+      `the checkpoint holds a view of storage ${String(key)} as another storage (PyTorch before 0.4), which npyts does not read; save it again with a newer PyTorch`,
+      { offset },
+    );
+  }
   const cls = named instanceof Global ? named.value : named;
   if (!(cls instanceof StorageClass) && !(cls instanceof TorchDType)) bad('a storage of an unknown class', offset);
   if (typeof key !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(key)) bad('a storage key that is not a plain name', offset);
@@ -317,10 +332,9 @@ function loadStorage(pid: unknown, offset: number): StorageRef {
  *
  * A storage key named again is the storage first named, as torch.load caches it: its element type
  * is the first persistent id's (two tensors over one key, one through `FloatStorage` and one through
- * `IntStorage`, are both float32 in torch, and so here).
+ * `IntStorage`, are both float32 in torch, and so here). `storages` collects them by key.
  */
-export function torchDialect(): PickleDialect {
-  const storages = new Map<string, StorageRef>();
+export function torchDialect(storages: Map<string, StorageRef> = new Map()): PickleDialect {
   return {
     resolveGlobal: resolveTorchGlobal,
     persistentLoad(pid, offset) {

@@ -16,7 +16,7 @@ import type { Expecting } from '../npy.js';
 import { SafetensorsFile, type TensorInfo, type TensorReadOptions } from '../safetensors/file.js';
 import { ShardedSafetensors, parseShardIndex } from '../safetensors/sharded.js';
 import type { TorchFile } from '../torch/file.js';
-import { isTorchArchive } from '../torch/layout.js';
+import { isLegacyTorchFile, isTorchArchive } from '../torch/layout.js';
 
 /** The kinds of weight file: a .npz, a .safetensors file, a sharded set of them. */
 export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torch';
@@ -251,6 +251,10 @@ async function openAnyWeights(source: ByteSource, options: OpenWeightsOptions, o
   const name = source.name ?? 'the weight file';
   try {
     const first = await source.read(0, Math.min(64, source.size), { signal: options.signal });
+    if (isLegacyTorchFile(first)) {
+      const { TorchFile } = await import('../torch/file.js');
+      return torchWeights(await TorchFile.fromLegacy(source, options));
+    }
     switch (kindOf(first, source.size, name)) {
       case 'zip': {
         const archive = await NpzArchive.open(source, options);
