@@ -216,7 +216,7 @@ function kindOf(first: Uint8Array, size: number, name: string): 'zip' | 'safeten
   if (kind === 'pickle') {
     throw new NpyError(
       'BAD_MAGIC',
-      `${name} is a pickle: PyTorch's legacy format (before 1.6) or a plain pickle, which npyts does not read; save it again with torch.save(state_dict, path) in PyTorch ≥ 1.6 (or _use_new_zipfile_serialization=True), or as .safetensors`,
+      `${name} is a plain pickle, not a torch.save file (neither its zip format nor its legacy one), which npyts does not read; save the tensors with torch.save(state_dict, path), or as .safetensors`,
     );
   }
   throw new NpyError('BAD_MAGIC', `${name} is not a weight file npyts reads: a .npz, a torch.save file, a .safetensors file or a sharded safetensors index`);
