@@ -58,7 +58,7 @@ globalThis.result = out;`,
 });
 
 test('a deflated storage is inflated only as far as the views read from it need', async () => {
-  const n = 2 ** 27; // 512 MiB of float32
+  const n = 2 ** 26; // 256 MiB of float32
   torchPython(
     'python3',
     `import zipfile, os
@@ -81,7 +81,7 @@ for i in zipfile.ZipFile(${at('big-deflated.pt')}).infolist():
 os.remove(${at('big-stored.pt')})
 assert zipfile_ok`,
   );
-  assert.ok(statSync(file('big-deflated.pt')).size < 4 << 20, 'the file is a few MiB');
+  assert.ok(statSync(file('big-deflated.pt')).size < 1 << 20, 'the file is under 1 MiB');
   const got = boundedChild(
     dir,
     `import { loadWeights, openWeights } from '@npyts/core/node';
@@ -92,8 +92,9 @@ await w.close();`,
   );
   const want = torchPython('python3', `print(json.dumps(torch.load(${at('big-deflated.pt')}, weights_only=True)['v'].tolist()))`);
   assert.equal(got.v, want);
-  // Four floats from the storage's start: nothing near its 512 MiB is inflated.
-  assert.ok(got.rssMiB < 256, `peak ${got.rssMiB} MiB for a view of four floats`);
+  // Four floats from the storage's start: nothing near its 256 MiB is inflated (about 70 MiB is
+  // Node and npyts; inflating the storage whole peaks above 320 MiB).
+  assert.ok(got.rssMiB < 160, `peak ${got.rssMiB} MiB for a view of four floats`);
 });
 
 test('conjugated and negated views, and storages saved as values, read as torch.load gives them', async () => {
