@@ -261,6 +261,21 @@ torch.save({'w': torch.ones(2), 'x': Evil()}, ${at('legacy-evil.pt')}, _use_new_
   assert.is(w.metadata.note, 'old');
   assert.equal((await w.info('model.h')).shape, [4]);
   await w.close();
+  // Cut short: the last storage ends past the file's end (torch refuses it too); refused at open,
+  // by positions the pickle gives, before any storage is read.
+  torchPython(
+    'python3',
+    `b = open(${at('legacy2.pt')}, 'rb').read()
+open(${at('legacy-short.pt')}, 'wb').write(b[:-4])
+try:
+    torch.load(${at('legacy-short.pt')}, weights_only=True)
+    raise SystemExit('torch reads a cut legacy file')
+except RuntimeError:
+    pass`,
+  );
+  const short = await npyErrorOf(() => openWeights(file('legacy-short.pt')));
+  assert.is(short.code, 'DATA_TRUNCATED');
+  assert.match(short.message, /ends/);
   const evil = await npyErrorOf(() => openWeights(file('legacy-evil.pt')));
   assert.is(evil.code, 'PICKLE_FORBIDDEN');
   assert.match(evil.message, /system/);
