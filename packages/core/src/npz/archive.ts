@@ -266,6 +266,16 @@ export interface NpzReadOptions extends DecodeOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** Options of {@link NpzArchive.bytes}. */
+export interface MemberBytesOptions {
+  signal?: AbortSignal | undefined;
+  /**
+   * Read a member whose recorded CRC-32 is 0 unchecked, as PyTorch does (it writes 0 for "not
+   * recorded" under `compute_crc32 = False`). Off by default: a .npz's CRC of 0 is checked.
+   */
+  zeroCrcUnrecorded?: boolean | undefined;
+}
+
 /**
  * An opened .npz over any {@link ByteSource}: bytes in memory, a file, a `Blob`, a URL read by
  * range, object storage. The directory is read once, from the archive's tail; each member is read,
@@ -421,10 +431,30 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   }
 
   /** A member's uncompressed bytes (CRC and size verified), inflating off the calling thread where the platform allows (as {@link get}). */
-  async bytes(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Uint8Array> {
+  async bytes(name: string, options: MemberBytesOptions = {}): Promise<Uint8Array> {
     return this.namedAsync(async () => {
       options.signal?.throwIfAborted();
-      return this.memberBytes(this.index.entry(name), options.signal);
+      const entry = this.index.entry(name);
+      if (options.zeroCrcUnrecorded && entry.crc32 === 0 && entry.size > 0) {
+        return this.runAsync(readingZipEntry(this.source.size, entry, this.codec, { ...this.options, checkCrc: false }), options.signal);
+      }
+      return this.memberBytes(entry, options.signal);
+    });
+  }
+
+  /**
+   * A member's first `end` bytes (fewer where it holds fewer), inflating a deflated member only as far
+   * as `end`: a view at the start of a large deflated member costs the view, not the member. The
+   * CRC covers the whole member, so these bytes are not checked against it.
+   * @example
+   * const head = await archive.bytesPrefix('archive/data/0', 16);
+   */
+  async bytesPrefix(name: string, end: number, options: { signal?: AbortSignal | undefined } = {}): Promise<Uint8Array> {
+    return this.namedAsync(async () => {
+      const entry = this.index.entry(name);
+      checkSupported(entry);
+      if (entry.method === STORED) return (await this.storedMember(name, options)).read(0, Math.min(end, entry.size), options);
+      return this.runAsync(readingZipEntryPrefix(this.source.size, entry, end), options.signal);
     });
   }
 

@@ -295,6 +295,13 @@ const ALLOWED: Record<string, Constructor | ClassMarker> = {
   },
   'collections OrderedDict': (args) => {
     const d = new Dict();
+    // OrderedDict(mapping) and Counter(mapping) (how a Counter pickles): its pairs, in order.
+    const from = args[0];
+    if (from instanceof Dict) {
+      const pairs = from.copy();
+      d.add(pairs, 0, pairs.length);
+      return d;
+    }
     for (const kv of iterableItems(args[0], 'OrderedDict')) {
       const pair = kv instanceof Tuple ? kv.items : kv instanceof List ? kv.array() : Array.isArray(kv) ? kv : bad('OrderedDict items must be pairs');
       if (pair.length !== 2) bad('OrderedDict items must be pairs');

@@ -218,8 +218,19 @@ const NUMPY_DIALECT: PickleDialect = { resolveGlobal };
  * @internal
  */
 export function unpickleWith(input: Uint8Array, options: UnpickleOptions, dialect: PickleDialect): unknown {
+  return unpickleFirst(input, options, dialect).value;
+}
+
+/**
+ * {@link unpickleWith} of the first pickle in `input`, and where it ends (the byte after its STOP):
+ * for files that hold pickles one after another (PyTorch's legacy format).
+ * @internal
+ */
+export function unpickleFirst(input: Uint8Array, options: UnpickleOptions, dialect: PickleDialect): { value: unknown; end: number } {
   // A plain view: Node's Buffer#slice would return views where copies are meant.
-  return new PickleMachine(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), options, dialect).run();
+  const machine = new PickleMachine(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), options, dialect);
+  const value = machine.run();
+  return { value, end: machine.end };
 }
 
 /** The families of opcodes, each run by one method of the machine. */
@@ -320,6 +331,11 @@ class PickleMachine {
     this.maxMemo = options.maxMemo ?? Math.max(1_000_000, input.length);
     this.maxMarks = options.maxMarks ?? 10_000;
     this.maxBytes = options.maxBytes ?? 2 ** 31;
+  }
+
+  /** Where the input was read to: after the STOP, once run() returned. */
+  get end(): number {
+    return this.r.pos;
   }
 
   run(): unknown {

@@ -8,6 +8,7 @@ import { NpyError, withWhere } from '../errors.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { zipFormat } from '../npz/format.js';
 import { safetensorsFormat } from '../safetensors/format.js';
+import { legacyTorchFormat } from '../torch/layout.js';
 import type { Place } from './place.js';
 import { ShardedWeights, parseShardIndex } from './sharded.js';
 import type { FormatOptions, TensorFile } from './tensor-file.js';
@@ -47,14 +48,14 @@ const npyFormat: WeightFormatEntry = {
   },
 };
 
-/** A bare pickle (PyTorch's format before 1.6, or a plain pickle): refused, naming the fix. */
+/** A plain pickle (not PyTorch's legacy format, which {@link legacyTorchFormat} takes first): refused, naming the fix. */
 const pickleFormat: WeightFormatEntry = {
   name: 'pickle',
   sniff: (b) => b[0] === 0x80 && b[1] !== undefined && b[1] <= 5,
   open: async (source) => {
     throw new NpyError(
       'BAD_MAGIC',
-      `${source.name ?? 'the weight file'} is a pickle: PyTorch's legacy format (before 1.6) or a plain pickle, which npyts does not read; save it again with torch.save(state_dict, path) in PyTorch ≥ 1.6 (or _use_new_zipfile_serialization=True), or as .safetensors`,
+      `${source.name ?? 'the weight file'} is a plain pickle, not a torch.save file (neither its zip format nor its legacy one), which npyts does not read; save the tensors with torch.save(state_dict, path), or as .safetensors`,
     );
   },
 };
@@ -86,9 +87,9 @@ const indexFormat: WeightFormatEntry = {
  * The weight formats, asked in this order. A format whose bytes start with a magic goes before
  * `safetensors`, whose test is the weakest (its 8th byte is 0).
  * @example
- * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'safetensors', 'index', 'pickle']
+ * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'safetensors', 'index', 'torch-legacy', 'pickle']
  */
-export const weightFormats: readonly WeightFormatEntry[] = [zipFormat, npyFormat, safetensorsFormat, indexFormat, pickleFormat];
+export const weightFormats: readonly WeightFormatEntry[] = [zipFormat, npyFormat, safetensorsFormat, indexFormat, legacyTorchFormat, pickleFormat];
 
 /**
  * The format a file's first bytes (up to {@link SNIFF_BYTES}) say it is, or null for none.
