@@ -99,8 +99,8 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
   readonly unit: DatetimeUnit;
   readonly multiplier: number;
   /**
-   * The narrow float format of a `bfloat16`, `float8_e4m3fn` or `float8_e5m2` dtype (ml_dtypes'
-   * types), null for every numpy type. Such a dtype has kind `'V'` and `str` `<V2`, `<V1` or `<f1`,
+   * The narrow float format of a `bfloat16`, float8, float6 or float4 dtype (ml_dtypes' types,
+   * {@link ML_FLOATS}), null for every numpy type. Such a dtype has kind `'V'` and `str` `<V2`, `<V1` or `<f1`,
    * which is what ml_dtypes writes into a header; its kind family is `'mlfloat'`.
    */
   readonly mlFloat: MlFloatName | null;
@@ -209,7 +209,7 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     const bits = this.itemsize * 8;
     if (this.mlFloat) {
       const f = ML_FLOATS[this.mlFloat];
-      return `${this.itemsize === 1 ? '' : endian}${bits}-bit float with ${f.exponentBits} exponent bits and ${f.mantissaBits} mantissa bits (ml_dtypes)`;
+      return `${this.itemsize === 1 ? '' : endian}${f.bits}-bit float with ${f.exponentBits} exponent bits and ${f.mantissaBits} mantissa bits (ml_dtypes${f.bits < bits ? `, one per byte` : ''})`;
     }
     switch (this.kind) {
       case 'b':
@@ -604,7 +604,7 @@ function parseTypeStringUncached(spec: string, field?: string): DType {
 }
 
 /**
- * A narrow float dtype (ml_dtypes' `bfloat16`, `float8_e4m3fn`, `float8_e5m2`). Its byte order is
+ * A narrow float dtype (ml_dtypes' `bfloat16`, `float8_e4m3fn`, `float4_e2m1fn`, ...). Its byte order is
  * `<` unless `>` is asked (ml_dtypes writes `<` even for one byte). `<f1` is float8_e5m2: numpy
  * cannot read it, and ml_dtypes writes float8_e5m2 that way.
  * @example
