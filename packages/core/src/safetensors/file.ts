@@ -9,7 +9,7 @@ import type { DType } from '../format/dtype.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
 import { closeSourceNow, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
-import { mapInParallel } from '../io/settle.js';
+import { getEvery, getEverySync } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
 import { LENGTH_BYTES, headerLength, parseSafetensorsHeader, type SafetensorsEntry, type SafetensorsIndex } from './header.js';
 
@@ -29,6 +29,11 @@ export interface TensorReadOptions {
 export interface TensorInfo {
   readonly dtype: DType;
   readonly shape: readonly number[];
+  /**
+   * Why `get` refuses this tensor, where the file holds a dtype npyts lists and cannot read (a
+   * safetensors F6, packed in an order nothing defines); absent for every tensor that reads.
+   */
+  readonly unreadable?: string;
 }
 
 /**
@@ -101,8 +106,8 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
 
   /** A tensor's dtype and shape, from the header (nothing is read). */
   info(name: string): TensorInfo {
-    const { header } = this.entry(name);
-    return { dtype: header.dtype, shape: header.shape };
+    const { header, unreadable } = this.entry(name);
+    return unreadable === undefined ? { dtype: header.dtype, shape: header.shape } : { dtype: header.dtype, shape: header.shape, unreadable };
   }
 
   /** A tensor's dtype name as the file writes it (`BF16`, `F32`). */
@@ -131,7 +136,12 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
 
   private checked(name: string, expect: DescrInput | undefined): NpyHeader {
     this.checkOpen();
-    const { header } = this.entry(name);
+    const { header, stored, unreadable } = this.entry(name);
+    if (unreadable !== undefined) {
+      throw withWhere(new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored} (${header.dtype.name}), which npyts lists and does not read: ${unreadable}`), {
+        file: this.fileName,
+      });
+    }
     if (expect !== undefined && !matchesDescr(header.dtype, expect)) {
       throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${header.dtype.name}, not ${String(expect)}`), { file: this.fileName });
     }
@@ -148,6 +158,7 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
   async get(name: string, options: TensorReadOptions = {}): Promise<NdArray> {
     const header = this.checked(name, options.expect);
     try {
+      if (this.entry(name).packed) return unpacked(header, await readFully(this.source, header.dataOffset, header.dataBytes, options.signal, 'tensor'));
       return await this.reader(name, header).read(
         header.shape.map(() => 0),
         header.shape,
@@ -175,6 +186,7 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
           `the file ends at byte ${header.dataOffset + bytes.length}, the tensor needs byte ${header.dataOffset + header.dataBytes}`,
         );
       }
+      if (this.entry(name).packed) return unpacked(header, bytes);
       return arrayOfData(header, bytes.buffer, bytes.byteOffset);
     } catch (e) {
       throw withWhere(e, { file: this.fileName, member: name });
@@ -187,7 +199,14 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
    * const rows = await (f.openTensor('embed.weight')).read([1000, 0], [10, 4096]);
    */
   openTensor(name: string): NpyReader {
-    return this.reader(name, this.checked(name, undefined));
+    const header = this.checked(name, undefined);
+    const { packed, stored } = this.entry(name);
+    if (packed) {
+      throw withWhere(new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored}, packed ${8 / packed} elements to a byte: region reads do not unpack it; get() it whole`), {
+        file: this.fileName,
+      });
+    }
+    return this.reader(name, header);
   }
 
   private reader(name: string, header: NpyHeader): NpyReader {
@@ -213,14 +232,12 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
 
   /** Every tensor, by name in file order, a few read at once. */
   async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    const names = this.names;
-    const arrays = await mapInParallel(names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
-    return new Map(names.map((n, i) => [n, arrays[i]!]));
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
   }
 
   /** Every tensor, blocking (a blocking source only). */
   getAllSync(this: SafetensorsFile<SyncByteSource>): Map<string, NdArray> {
-    return new Map(this.names.map((n) => [n, this.getSync(n)]));
+    return getEverySync(this.names, (n) => this.getSync(n));
   }
 
   /** Release the source; later reads fail with CLOSED. */
@@ -242,9 +259,23 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
   }
 }
 
-/** `length` bytes at `offset`, or TRUNCATED where the source has fewer. */
-async function readFully(source: ByteSource, offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+/** `length` bytes at `offset`, or TRUNCATED (DATA_TRUNCATED for a tensor) where the source has fewer. */
+async function readFully(source: ByteSource, offset: number, length: number, signal?: AbortSignal, what: 'header' | 'tensor' = 'header'): Promise<Uint8Array> {
   const got = await source.read(offset, length, { signal });
-  if (got.length < length) throw new NpyError('TRUNCATED', `the header ends at byte ${offset + got.length}, its length says ${offset + length}`);
+  if (got.length < length) {
+    if (what === 'tensor') throw new NpyError('DATA_TRUNCATED', `the file ends at byte ${offset + got.length}, the tensor needs byte ${offset + length}`);
+    throw new NpyError('TRUNCATED', `the header ends at byte ${offset + got.length}, its length says ${offset + length}`);
+  }
   return got;
+}
+
+/**
+ * A packed F4 tensor's bytes as ml_dtypes' float4_e2m1fn, one element per byte: the first of each
+ * byte's two elements in its low four bits, as PyTorch's `float4_e2m1fn_x2` (which safetensors
+ * stores as F4) lays them out.
+ */
+function unpacked(header: NpyHeader, bytes: Uint8Array): NdArray {
+  const out = new Uint8Array(header.size);
+  for (let i = 0; i < header.size; i++) out[i] = (bytes[i >> 1]! >> ((i & 1) << 2)) & 0xf;
+  return arrayOfData({ ...header, dataBytes: header.size }, out.buffer, 0);
 }

@@ -6,7 +6,7 @@
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { mapInParallel, settleAll } from '../io/settle.js';
+import { getEvery, mapInParallel, settleAll } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import type { SafetensorsFile, TensorInfo, TensorReadOptions } from './file.js';
 import { checkNoDuplicateKeys } from './strict-json.js';
@@ -129,9 +129,7 @@ export class ShardedSafetensors implements AsyncDisposable {
 
   /** Every tensor, by name in the index's order, a few read at once. */
   async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    const names = this.names;
-    const arrays = await mapInParallel(names, SHARDS_IN_FLIGHT, (name) => this.get(name, options));
-    return new Map(names.map((n, i) => [n, arrays[i]!]));
+    return getEvery(this.names, SHARDS_IN_FLIGHT, (name) => this.get(name, options));
   }
 
   /** Close every shard. */

@@ -5,7 +5,7 @@
 import { openingOver } from '../io/open.js';
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
-import { mapInParallel } from '../io/settle.js';
+import { getEvery } from '../io/settle.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { resolveUrl, sourceOf, type NpySource } from '../io/open.js';
@@ -146,7 +146,8 @@ function torchWeights(file: TorchFile): WeightFile {
   return new WeightFile('torch', file.names, file.metadata, {
     info: async (name) => file.info(name),
     get: (name, options) => file.get(name, options),
-    getAll: (signal) => file.getAll({ signal }),
+    // Each tensor by get, so that one npyts cannot read does not hide the others (getEvery).
+    getAll: (signal) => getEvery(file.names, 4, (name) => file.get(name, { signal })),
     close: () => file.close(),
   });
 }
@@ -173,10 +174,7 @@ function rooted(file: WeightFile, root: string): WeightFile {
   return new WeightFile(file.format, names, metadata, {
     info: (name, signal) => file.info(prefix + name, { signal }),
     get: (name, options) => file.get(prefix + name, options),
-    getAll: async (signal) => {
-      const arrays = await mapInParallel(names, 4, (name) => file.get(prefix + name, { signal }));
-      return new Map(names.map((n, i) => [n, arrays[i]!]));
-    },
+    getAll: (signal) => getEvery(names, 4, (name) => file.get(prefix + name, { signal })),
     close: () => file.close(),
   });
 }
