@@ -13,6 +13,50 @@ import { getEvery, getEverySync } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
 import { LENGTH_BYTES, headerLength, parseSafetensorsHeader, type SafetensorsEntry, type SafetensorsIndex } from './header.js';
 
+/**
+ * Tensors of at most this many bytes are read together by getAll, in reads of at most BATCH_BYTES
+ * (a tensor kept alone keeps the rest of its batch's bytes alive: at most 4 MiB).
+ */
+const SMALL_TENSOR = 64 << 10;
+const BATCH_BYTES = 4 << 20;
+
+/** Neighbouring small tensors that getAll reads with one read: their bytes while any is still to be made. */
+interface Batch {
+  readonly begin: number;
+  readonly end: number;
+  left: number;
+  bytes?: Promise<Uint8Array> | Uint8Array | undefined;
+}
+
+/**
+ * Runs of neighbouring small tensors (in file order, each at most SMALL_TENSOR bytes, a run at most
+ * BATCH_BYTES), by the name of each tensor in a run of two or more.
+ */
+function batchesOf(entries: readonly SafetensorsEntry[]): Map<string, Batch> {
+  const out = new Map<string, Batch>();
+  let run: SafetensorsEntry[] = [];
+  const flush = (): void => {
+    if (run.length > 1) {
+      const first = run[0]!.header;
+      const last = run.at(-1)!.header;
+      const batch: Batch = { begin: first.dataOffset, end: last.dataOffset + last.dataBytes, left: run.length };
+      for (const e of run) out.set(e.name, batch);
+    }
+    run = [];
+  };
+  for (const e of entries) {
+    const { dataOffset, dataBytes } = e.header;
+    if (e.unreadable !== undefined || dataBytes > SMALL_TENSOR) {
+      flush();
+      continue;
+    }
+    if (run.length && dataOffset + dataBytes - run[0]!.header.dataOffset > BATCH_BYTES) flush();
+    run.push(e);
+  }
+  flush();
+  return out;
+}
+
 /** Bytes read first: the length field and, for most files, the whole header. */
 const FIRST_READ = 64 << 10;
 /** Tensors read at once by getAll. */
@@ -230,14 +274,58 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
     return npyReaderOf(through, header, name);
   }
 
-  /** Every tensor, by name in file order, a few read at once. */
+  /**
+   * Every tensor, by name in file order, a few read at once. Small tensors next to one another are
+   * read together ({@link batchesOf}): a file of 100 000 small tensors costs a few reads, not one each.
+   */
   async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
+    const batchOf = batchesOf(this.index.entries);
+    return getEvery(this.names, TENSORS_IN_FLIGHT, async (name) => {
+      const batch = batchOf.get(name);
+      if (!batch) return this.get(name, options);
+      this.checked(name, undefined);
+      batch.bytes ??= readFully(this.source, batch.begin, batch.end - batch.begin, options.signal, 'tensor');
+      try {
+        return this.fromBatch(name, batch, await batch.bytes);
+      } catch (e) {
+        throw withWhere(e, { file: this.fileName, member: name });
+      }
+    });
   }
 
-  /** Every tensor, blocking (a blocking source only). */
+  /** Every tensor, blocking (a blocking source only), small neighbours read together as by getAll. */
   getAllSync(this: SafetensorsFile<SyncByteSource>): Map<string, NdArray> {
-    return getEverySync(this.names, (n) => this.getSync(n));
+    const batchOf = batchesOf(this.index.entries);
+    return getEverySync(this.names, (name) => {
+      const batch = batchOf.get(name);
+      if (!batch) return this.getSync(name);
+      this.checked(name, undefined);
+      try {
+        if (!batch.bytes) {
+          const bytes = readSync(this.source, batch.begin, batch.end - batch.begin);
+          if (bytes.length < batch.end - batch.begin) {
+            throw new NpyError('DATA_TRUNCATED', `the file ends at byte ${batch.begin + bytes.length}, the tensors need byte ${batch.end}`);
+          }
+          batch.bytes = bytes;
+        }
+        return this.fromBatch(name, batch, batch.bytes as Uint8Array);
+      } catch (e) {
+        throw withWhere(e, { file: this.fileName, member: name });
+      }
+    });
+  }
+
+  /**
+   * One tensor of a batch's bytes: a view of them where its layout allows, as `get` gives a view of
+   * its own read (a buffer per tensor would cost more than the read); the batch lets its bytes go
+   * after its last tensor.
+   */
+  private fromBatch(name: string, batch: Batch, bytes: Uint8Array): NdArray {
+    const { header, packed } = this.entry(name);
+    const at = bytes.byteOffset + header.dataOffset - batch.begin;
+    if (--batch.left === 0) batch.bytes = undefined;
+    if (packed) return unpacked(header, new Uint8Array(bytes.buffer, at, header.dataBytes));
+    return arrayOfData(header, bytes.buffer, at);
   }
 
   /** Release the source; later reads fail with CLOSED. */
