@@ -153,7 +153,10 @@ except Exception as e:
   const script = `import('@npyts/core/node').then(async ({ openWeights }) => {
     try { await openWeights(${JSON.stringify(path)}); console.log('opened'); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }
   })`;
-  const run = spawnSync(process.execPath, ['-r', join(here, '..', 'helpers', 'peak-rss.cjs'), '--input-type=module', '-e', script], { cwd: here, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, ['-r', join(here, '..', 'helpers', 'peak-rss.cjs'), '--input-type=module', '-e', script], {
+    cwd: here,
+    encoding: 'utf8',
+  });
   const { code, message } = JSON.parse(run.stdout.trim());
   assert.is(code, 'HEADER_TOO_LARGE');
   assert.match(message, /header length says 1073741824 bytes; safetensors refuses headers over 100000000 bytes/);

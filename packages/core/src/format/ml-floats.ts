@@ -71,8 +71,8 @@ const widenBits = new Uint32Array(widen32.buffer);
 /** The 256 values of each 1-byte format, built once from its layout. */
 const byteTables = new Map<MlFloatName, Float32Array>();
 
-/** The value of one pattern of a format of at most 8 bits (high bits of the byte ignored, as ml_dtypes does). */
-function valueOf(f: MlFloatFormat, byte: number): number {
+/** The value of one byte of a format of at most 8 bits, as ml_dtypes reads it. */
+function byteValue(f: MlFloatFormat, byte: number): number {
   const v = byte & 0xff;
   const signBit = f.specials === 'e8m0' ? 0 : 1 << (f.bits - 1);
   const magnitude = f.specials === 'e8m0' ? v : v & (signBit - 1);
@@ -105,7 +105,7 @@ function byteTable(name: MlFloatName): Float32Array {
   if (table) return table;
   const f: MlFloatFormat = ML_FLOATS[name];
   table = new Float32Array(256);
-  for (let byte = 0; byte < 256; byte++) table[byte] = valueOf(f, byte);
+  for (let byte = 0; byte < 256; byte++) table[byte] = byteValue(f, byte);
   byteTables.set(name, table);
   return table;
 }

@@ -122,7 +122,10 @@ export async function getEvery<U>(names: readonly string[], count: number, get: 
     }
   });
   const order = new Map(failures.length > 1 ? names.map((n, i) => [n, i]) : []);
-  const failed = unreadable(names, failures.sort((a, b) => order.get(a[0])! - order.get(b[0])!));
+  const failed = unreadable(
+    names,
+    failures.sort((a, b) => order.get(a[0])! - order.get(b[0])!),
+  );
   if (failed) throw failed;
   return new Map(names.map((n, i) => [n, got[i] as U]));
 }

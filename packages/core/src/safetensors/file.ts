@@ -182,9 +182,12 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
     this.checkOpen();
     const { header, stored, unreadable } = this.entry(name);
     if (unreadable !== undefined) {
-      throw withWhere(new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored} (${header.dtype.name}), which npyts lists and does not read: ${unreadable}`), {
-        file: this.fileName,
-      });
+      throw withWhere(
+        new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored} (${header.dtype.name}), which npyts lists and does not read: ${unreadable}`),
+        {
+          file: this.fileName,
+        },
+      );
     }
     if (expect !== undefined && !matchesDescr(header.dtype, expect)) {
       throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${header.dtype.name}, not ${String(expect)}`), { file: this.fileName });
@@ -246,9 +249,12 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Asy
     const header = this.checked(name, undefined);
     const { packed, stored } = this.entry(name);
     if (packed) {
-      throw withWhere(new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored}, packed ${8 / packed} elements to a byte: region reads do not unpack it; get() it whole`), {
-        file: this.fileName,
-      });
+      throw withWhere(
+        new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored}, packed ${8 / packed} elements to a byte: region reads do not unpack it; get() it whole`),
+        {
+          file: this.fileName,
+        },
+      );
     }
     return this.reader(name, header);
   }
