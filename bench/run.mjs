@@ -555,7 +555,7 @@ if (asJSON) {
     }
   }
   console.log(
-    `\nWeight files: a state_dict of ${weights.made.tensors} float32 tensors (${(weights.made.bytes / 1e6).toFixed(0)} MB) as .safetensors and as torch.save's .pt, loaded whole (loadWeights) against Python's safetensors.numpy.load_file and torch.load(weights_only=True), interleaved as above.`,
+    `\nWeight files: a state_dict of ${weights.made.tensors} float32 tensors (${(weights.made.bytes / 1e6).toFixed(0)} MB) as .safetensors and as torch.save's .pt, and a .safetensors of ${weights.made.many} tensors of two floats (the per-tensor cost), loaded whole (loadWeights) against Python's safetensors.numpy.load_file and torch.load(weights_only=True), interleaved as above.`,
   );
   console.log('| operation | npyts | Python | npyts / Python | spread | target |');
   console.log('|---|---|---|---|---|---|');

@@ -21,6 +21,7 @@ try {
   for (const [op, name, path] of [
     ['loadWeights .safetensors', 'safetensors', join(dir, 'state.safetensors')],
     ['loadWeights .pt (torch.save)', 'torch', join(dir, 'state.pt')],
+    [`loadWeights .safetensors of ${made.many} small tensors`, 'many', join(dir, 'many.safetensors')],
   ]) {
     const p = await paired(python, name, () => loadWeights(path), { rounds: quick ? 3 : 5, repeats: quick ? 1 : 3 });
     rows.push({ op, baseline_case: name, ...p, target: 1.0, verdict: verdict(p, 1.0) });

@@ -1,7 +1,7 @@
 """Python's side of the weight-file bench: makes a state_dict as .safetensors and as torch.save's .pt,
 and times safetensors.numpy.load_file and torch.load(weights_only=True) on them.
 
-python3 weights_side.py make DIR MB   -> writes DIR/state.safetensors and DIR/state.pt
+python3 weights_side.py make DIR MB   -> writes DIR/state.safetensors, DIR/state.pt and DIR/many.safetensors
 python3 weights_side.py serve DIR     -> reads 'CASE REPEATS' lines, answers the median seconds
 """
 import json, os, statistics, sys, time
@@ -24,7 +24,10 @@ def make(d, mb):
         i += 1
     save_file(sd, os.path.join(d, "state.safetensors"))
     torch.save(sd, os.path.join(d, "state.pt"))
-    print(json.dumps({"tensors": len(sd), "bytes": made}))
+    # Many small tensors (issue 53: 100 000 read in 8.5 s where Python took 1.4 s): the per-tensor cost.
+    many = 100_000 if total >= 100_000_000 else 10_000
+    save_file({f"layer.{i}.w": torch.full((2,), float(i)) for i in range(many)}, os.path.join(d, "many.safetensors"))
+    print(json.dumps({"tensors": len(sd), "bytes": made, "many": many}))
 
 
 def cases(d):
@@ -35,11 +38,15 @@ def cases(d):
         from safetensors.numpy import load_file
         return load_file(st)
 
+    def many_load():
+        from safetensors.numpy import load_file
+        return load_file(os.path.join(d, "many.safetensors"))
+
     def torch_load():
         import torch
         return torch.load(pt, weights_only=True)
 
-    return {"safetensors": safetensors_load, "torch": torch_load}
+    return {"safetensors": safetensors_load, "torch": torch_load, "many": many_load}
 
 
 def serve(d):

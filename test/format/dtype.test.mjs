@@ -3,6 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { parseDescr, NpyError } from '@npyts/core';
 import { numpy, python, scratch, writeJSON } from '../helpers/numpy.mjs';
 
@@ -228,3 +229,45 @@ print(json.dumps(out))`),
   });
   assert.equal(got, want);
 });
+
+test("a dtype prints as numpy's repr(dtype), on one line: toString, repr, util.inspect and console.log", () => {
+  const cases = JSON.parse(
+    python(`
+import ml_dtypes
+specs = ['<f4', '<f8', '>f4', '|i1', '|u1', '?', '>i8', '<u2', '<f2', '<f16', '<c8', '>c16', '|S5', 'S0', '<U3', '>U2', 'V4',
+         'O', '<M8[ns]', '<m8[2s]', '<M8', '>M8[D]', ('<f4', (2, 3)), ('>i2', (4,)),
+         [('a', '<f4'), ('b', '>i8', (2, 3))], [('x', [('y', '?'), ('z', '<U2')]), ('w', 'S3')],
+         [(('Title', 'a'), '<i4'), ('b', '<m8[us]')],
+         {'names': ['a', 'b'], 'formats': ['<f4', '<i2'], 'offsets': [0, 8], 'itemsize': 12},
+         {'names': ['a'], 'formats': ['<f8'], 'offsets': [0], 'titles': ['T'], 'itemsize': 16}]
+def tojson(d):
+    return [tojson(x) for x in d] if isinstance(d, (list, tuple)) else d
+# A subarray's descr is its void ('|V8'): give it as the (base, shape) pair it was made from.
+out = [[tojson(s) if isinstance(s, tuple) else tojson(np.lib.format.dtype_to_descr(np.dtype(s))), repr(np.dtype(s))] for s in specs]
+for name in ['bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'float8_e8m0fnu', 'float4_e2m1fn']:
+    out.append([name, repr(np.dtype(getattr(ml_dtypes, name)))])
+print(json.dumps(out))`),
+  );
+  assert.ok(cases.length > 30);
+  const wrong = [];
+  for (const [descr, want] of cases) {
+    const dt = parseDescr(descr);
+    for (const [how, got] of [
+      ['repr', dt.repr],
+      ['String', String(dt)],
+      ['template', `${dt}`],
+      ['inspect', inspect(dt)],
+      // Inside an object, inspect may break the line before a long value: compare without that.
+      ['inspect in an object', inspect({ dtype: dt }).replace(/\n\s*/g, ' ')],
+    ]) {
+      const expected = how === 'inspect in an object' ? `{ dtype: ${want} }` : want;
+      if (got !== expected) wrong.push([JSON.stringify(descr), how, got, expected]);
+    }
+  }
+  assert.equal(wrong, []);
+  // The header's spelling is still there, and bfloat16's str stays as ml_dtypes writes it.
+  assert.is(parseDescr('bfloat16').str, '<V2');
+  assert.is(parseDescr('<f4').descrLiteral, "'<f4'");
+});
+
+test.run();

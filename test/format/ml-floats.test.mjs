@@ -11,6 +11,25 @@ import { python, scratch } from '../helpers/numpy.mjs';
 const dir = scratch();
 const NAMES = Object.keys(ML_FLOATS);
 
+test("every float type ml_dtypes has is one npyts reads, with ml_dtypes' numbers of exponent and mantissa bits", () => {
+  const theirs = JSON.parse(
+    python(`
+import ml_dtypes as m
+out = {}
+for n in dir(m):
+    try:
+        fi = m.finfo(getattr(m, n))
+    except Exception:
+        continue
+    if n != 'finfo' and np.dtype(getattr(m, n)).itemsize <= 2:
+        out[n] = [fi.nexp, fi.nmant, np.dtype(getattr(m, n)).itemsize]
+print(json.dumps(out))`),
+  );
+  assert.ok(Object.keys(theirs).length >= 12, Object.keys(theirs).join());
+  const ours = Object.fromEntries(NAMES.map((n) => [n, [ML_FLOATS[n].exponentBits, ML_FLOATS[n].mantissaBits, ML_FLOATS[n].itemsize]]));
+  assert.equal(ours, theirs);
+});
+
 /** Float32 values as ml_dtypes sees them: every pattern of each format, widened by ml_dtypes. */
 python(`
 import ml_dtypes as m
@@ -60,13 +79,24 @@ for (const name of NAMES) {
     const b = readFileSync(join(dir, `${name}.encoded`));
     const want = ML_FLOATS[name].itemsize === 2 ? new Uint16Array(b.buffer, b.byteOffset, b.byteLength / 2) : b;
     const wrong = [];
+    let refused = 0;
     for (let i = 0; i < inputs.length; i++) {
+      if (Number.isNaN(inputs[i]) && ML_FLOATS[name].nanBits < 0) {
+        // No NaN in the format: ml_dtypes writes a zero; npyts refuses rather than write a number.
+        try {
+          numberToMlFloat(name, inputs[i]);
+        } catch (e) {
+          if (e instanceof NpyError && e.code === 'NOT_REPRESENTABLE') refused++;
+        }
+        continue;
+      }
       const got = numberToMlFloat(name, inputs[i]);
       // A NaN's payload is not a value: any NaN of the format is right for a NaN.
       const nan = Number.isNaN(inputs[i]) && Number.isNaN(mlFloatToNumber(name, got)) && Number.isNaN(mlFloatToNumber(name, want[i]));
       if (got !== want[i] && !nan) wrong.push([inputs[i], got, want[i]]);
     }
     assert.equal(wrong.slice(0, 5), []);
+    assert.is(refused, ML_FLOATS[name].nanBits < 0 ? inputs.filter(Number.isNaN).length : 0);
   });
 }
 
@@ -104,6 +134,25 @@ for n in ['bf16', 'e4m3', 'e5m2']:
   }
   // Without the option the bytes are what numpy reads: raw void.
   assert.is(decodeNpy(readFileSync(join(dir, 'bf16.npy'))).dtype.str, '|V2');
+});
+
+test('ml_dtypes files of every narrow float: read with voidAs to its values, saved back byte for byte', () => {
+  const names = NAMES.filter((n) => n !== 'float8_e5m2');
+  python(`
+import ml_dtypes as m
+v = np.array([[0.1, -2.5, 448, 1e-3], [3.0, -0.0, 1e4, 0.3]], dtype=np.float32)
+for n in ${JSON.stringify(names)}:
+    a = v.astype(getattr(m, n))
+    np.save('${dir}/file-' + n + '.npy', a)
+    a.astype(np.float32).tofile('${dir}/file-' + n + '.values')
+`);
+  for (const name of names) {
+    const bytes = readFileSync(join(dir, `file-${name}.npy`));
+    const a = decodeNpy(bytes, { voidAs: name });
+    assert.is(a.dtype.name, name);
+    assert.equal(Array.from(toFloat32(a).data), Array.from(floats(`file-${name}.values`)), name);
+    assert.equal(Buffer.from(encodeNpy(a)), bytes, `${name}: the header and data ml_dtypes wrote`);
+  }
 });
 
 test('numpy + ml_dtypes load what npyts writes from numbers', () => {

@@ -15,7 +15,7 @@ import {
   type Complex,
   type DType,
 } from '@npyts/core';
-import { decimalText, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
+import { decimalText, dtypeConstructionRepr, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { formatFloatsLikeNumpy, percentG } from './numpy-floats.js';
 
@@ -309,48 +309,9 @@ function formatArrayText(array: NdArray): string {
   });
 }
 
-/** numpy's short text of a dtype inside a record (`_construction_repr(short=True)`): `'<f8'`, `'S2'`, `'?'`. */
-function fieldDTypeRepr(dt: DType): string {
-  if (dt.form === 'record') return recordRepr(dt);
-  if (dt.form === 'subarray') return `(${fieldDTypeRepr(dt.subarray.base)}, ${shapeRepr(dt.subarray.shape)})`;
-  if (dt.kind === 'b') return "'?'";
-  if (dt.kind === 'O') return "'O'";
-  // Byte order shows only where it matters ('|' is dropped).
-  return `'${dt.byteOrder === '|' ? dt.typeCode : dt.str}'`;
-}
-
-/**
- * numpy's `_struct_str`: the list of `(name, format[, shape])` of a packed record, or the dict of
- * names, formats, offsets (and titles) and itemsize when fields have gaps or are out of order.
- */
-function recordRepr(dt: DType & { form: 'record' }): string {
-  const fields = dt.fields;
-  let end = 0;
-  const packed =
-    fields.every((f) => {
-      const inOrder = f.offset === end;
-      end += f.dtype.itemsize;
-      return inOrder;
-    }) && end === dt.itemsize;
-  if (packed) {
-    return `[${fields
-      .map((f) => {
-        const name = f.title === null ? reprString(f.name) : `(${reprString(f.title)}, ${reprString(f.name)})`;
-        const format = f.dtype.form === 'subarray' ? `${fieldDTypeRepr(f.dtype.subarray.base)}, ${shapeRepr(f.dtype.subarray.shape)}` : fieldDTypeRepr(f.dtype);
-        return `(${name}, ${format})`;
-      })
-      .join(', ')}]`;
-  }
-  const titles = fields.some((f) => f.title !== null) ? `, 'titles': [${fields.map((f) => (f.title === null ? 'None' : reprString(f.title))).join(', ')}]` : '';
-  return (
-    `{'names': [${fields.map((f) => reprString(f.name)).join(', ')}], 'formats': [${fields.map((f) => fieldDTypeRepr(f.dtype)).join(', ')}], ` +
-    `'offsets': [${fields.map((f) => f.offset).join(', ')}]${titles}, 'itemsize': ${dt.itemsize}}`
-  );
-}
-
 /** numpy's `dtype_short_repr`. */
 function dtypeRepr(dt: DType): string {
-  if (dt.form === 'record') return recordRepr(dt);
+  if (dt.form === 'record') return dtypeConstructionRepr(dt);
   if (dt.mlFloat) return /^[A-Za-z][A-Za-z0-9]*$/.test(dt.name) ? dt.name : `'${dt.name}'`;
   if ('SUV'.includes(dt.kind) || !dt.isNative) return `'${dt.str}'`;
   return /^[A-Za-z][A-Za-z0-9]*$/.test(dt.name) ? dt.name : `'${dt.name}'`;

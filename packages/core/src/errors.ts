@@ -26,7 +26,7 @@ export type NpyErrorCode =
   | 'PICKLE_UNSUPPORTED'
   /** A pickle that names a global outside the unpickler's allowlist (code, not data): refused, nothing run. */
   | 'PICKLE_FORBIDDEN'
-  /** A header longer than `maxHeaderBytes` (numpy's 10 000 by default): the message names the option. */
+  /** A header longer than allowed: a .npy's over `maxHeaderBytes` (numpy's 10 000 by default, the message names the option), a .safetensors' over the reference's 100 MB. */
   | 'HEADER_TOO_LARGE'
   /** A zip container that is malformed (no end record, a bad local header, a corrupt deflate stream). */
   | 'ZIP_FORMAT'

@@ -10,6 +10,7 @@
  * const f: Float32Array = a.data;          // no cast
  * const x: number = a.get(0, 1);
  */
+import type { MlFloatName } from './ml-floats.js';
 import type { ArrayData, Complex } from './js-types.js';
 
 /** A record field as numpy writes it: `(name, descr)` or `(name, descr, shape)`; a name may be `(title, name)`. */
@@ -154,8 +155,17 @@ interface ScalarCodes {
   m8: TimeDelta;
   timedelta64: TimeDelta;
   bfloat16: BF16;
+  float8_e3m4: F8;
+  float8_e4m3: F8;
   float8_e4m3fn: F8;
+  float8_e4m3fnuz: F8;
+  float8_e4m3b11fnuz: F8;
   float8_e5m2: F8;
+  float8_e5m2fnuz: F8;
+  float8_e8m0fnu: F8;
+  float6_e2m3fn: F8;
+  float6_e3m2fn: F8;
+  float4_e2m1fn: F8;
   f1: F8;
 }
 
@@ -290,8 +300,8 @@ export interface KindFamilies {
   datetime: `<M8[${string}]`;
   timedelta: `<m8[${string}]`;
   object: '|O';
-  /** ml_dtypes' narrow floats, kept as their bits: `bfloat16`, `float8_e4m3fn`, `float8_e5m2`. */
-  mlfloat: 'bfloat16' | 'float8_e4m3fn' | 'float8_e5m2';
+  /** ml_dtypes' narrow floats, kept as their bits: `bfloat16`, the float8s, `float6_*`, `float4_e2m1fn`. */
+  mlfloat: MlFloatName;
   record: readonly FieldDescr[];
 }
 /** The kind families of dtypes (`'float'`, `'int'`, `'str'`, `'record'`, …), as `NdArray.is()` and `matchDType` name them. */

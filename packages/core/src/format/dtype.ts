@@ -6,7 +6,7 @@
  * protected constructors and the one table of type codes, so every fact about a dtype is here.
  */
 import { NpyError } from '../errors.js';
-import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
+import { PyTuple, parsePyLiteral, reprPy, reprString, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 import { ML_FLOATS, isMlFloatName, type MlFloatName } from './ml-floats.js';
 
@@ -99,8 +99,8 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
   readonly unit: DatetimeUnit;
   readonly multiplier: number;
   /**
-   * The narrow float format of a `bfloat16`, `float8_e4m3fn` or `float8_e5m2` dtype (ml_dtypes'
-   * types), null for every numpy type. Such a dtype has kind `'V'` and `str` `<V2`, `<V1` or `<f1`,
+   * The narrow float format of a `bfloat16`, float8, float6 or float4 dtype (ml_dtypes' types,
+   * {@link ML_FLOATS}), null for every numpy type. Such a dtype has kind `'V'` and `str` `<V2`, `<V1` or `<f1`,
    * which is what ml_dtypes writes into a header; its kind family is `'mlfloat'`.
    */
   readonly mlFloat: MlFloatName | null;
@@ -209,7 +209,7 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     const bits = this.itemsize * 8;
     if (this.mlFloat) {
       const f = ML_FLOATS[this.mlFloat];
-      return `${this.itemsize === 1 ? '' : endian}${bits}-bit float with ${f.exponentBits} exponent bits and ${f.mantissaBits} mantissa bits (ml_dtypes)`;
+      return `${this.itemsize === 1 ? '' : endian}${f.bits}-bit float with ${f.exponentBits} exponent bits and ${f.mantissaBits} mantissa bits (ml_dtypes${f.bits < bits ? `, one per byte` : ''})`;
     }
     switch (this.kind) {
       case 'b':
@@ -274,9 +274,87 @@ export abstract class DTypeBase<S extends DescrInput = DescrInput> {
     return this.asForm === other || this.descrLiteral === other.descrLiteral;
   }
 
-  toString(): string {
-    return this.descrLiteral;
+  /**
+   * numpy's `repr(dtype)`, one line: `dtype('float32')`, `dtype('>i4')`, `dtype('<U3')`,
+   * `dtype([('a', '<f4'), ('b', '<i8', (2,))])`, and `dtype(bfloat16)` for ml_dtypes' types.
+   */
+  get repr(): string {
+    return `dtype(${dtypeConstructionRepr(this.asForm)})`;
   }
+
+  /** numpy's repr (see {@link DTypeBase.repr}); {@link DTypeBase.descrLiteral} is the header's spelling. */
+  toString(): string {
+    return this.repr;
+  }
+
+  /** How Node's `console.log` and `util.inspect` show a dtype: its repr, on one line. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.repr;
+  }
+}
+
+const KIND_NAMES: Record<string, string> = { i: 'int', u: 'uint', f: 'float', c: 'complex' };
+
+/**
+ * numpy's `_construction_repr`: what `repr(dtype)` writes inside `dtype(...)`, and, `short`, how a
+ * record writes each field's dtype (`'<f8'`, `'S2'`, `'?'`): a packed record as its field list, one
+ * with gaps or fields out of order as the dict of names, formats, offsets (titles) and itemsize.
+ * @example
+ * dtypeConstructionRepr(parseDescr('<f4'));         // "'float32'"
+ * dtypeConstructionRepr(parseDescr('<f4'), true);   // "'<f4'"
+ */
+export function dtypeConstructionRepr(dt: DType, short = false): string {
+  if (dt.form === 'record') return recordRepr(dt);
+  if (dt.form === 'subarray') return `(${dtypeConstructionRepr(dt.subarray.base, true)}, ${shapeRepr(dt.subarray.shape)})`;
+  // ml_dtypes' types are user dtypes to numpy: their type's name, unquoted.
+  if (dt.mlFloat) return dt.mlFloat;
+  const order = dt.byteOrder === '|' ? '' : dt.byteOrder;
+  switch (dt.kind) {
+    case 'b':
+      return short ? "'?'" : "'bool'";
+    case 'O':
+      return "'O'";
+    case 'S':
+    case 'V':
+      return `'${dt.kind}${dt.itemsize === 0 ? '' : dt.itemsize}'`;
+    case 'U':
+      return `'${order}U${dt.itemsize === 0 ? '' : dt.itemsize / 4}'`;
+    case 'M':
+    case 'm':
+      return `'${order}${dt.kind}8${dt.unit ? `[${dt.multiplier === 1 ? '' : dt.multiplier}${dt.unit}]` : ''}'`;
+    default:
+      // Numbers: the long name in native order (`'float32'`), else the short code (`'>f4'`).
+      return short || !dt.isNative ? `'${order}${dt.kind}${dt.itemsize}'` : `'${KIND_NAMES[dt.kind]}${dt.itemsize * 8}'`;
+  }
+}
+
+/** numpy's `_struct_str` (a record is always numpy's void type here, so no type name is shown). */
+function recordRepr(dt: RecordDType): string {
+  const fields = dt.fields;
+  let end = 0;
+  const packed =
+    fields.every((f) => {
+      const inOrder = f.offset === end;
+      end += f.dtype.itemsize;
+      return inOrder;
+    }) && end === dt.itemsize;
+  if (packed) {
+    return `[${fields
+      .map((f) => {
+        const name = f.title === null ? reprString(f.name) : `(${reprString(f.title)}, ${reprString(f.name)})`;
+        const format =
+          f.dtype.form === 'subarray'
+            ? `${dtypeConstructionRepr(f.dtype.subarray.base, true)}, ${shapeRepr(f.dtype.subarray.shape)}`
+            : dtypeConstructionRepr(f.dtype, true);
+        return `(${name}, ${format})`;
+      })
+      .join(', ')}]`;
+  }
+  const titles = fields.some((f) => f.title !== null) ? `, 'titles': [${fields.map((f) => (f.title === null ? 'None' : reprString(f.title))).join(', ')}]` : '';
+  return (
+    `{'names': [${fields.map((f) => reprString(f.name)).join(', ')}], 'formats': [${fields.map((f) => dtypeConstructionRepr(f.dtype, true)).join(', ')}], ` +
+    `'offsets': [${fields.map((f) => f.offset).join(', ')}]${titles}, 'itemsize': ${dt.itemsize}}`
+  );
 }
 
 /** The value behind `instanceof DType`: every dtype is a {@link DTypeBase}. */
@@ -604,7 +682,7 @@ function parseTypeStringUncached(spec: string, field?: string): DType {
 }
 
 /**
- * A narrow float dtype (ml_dtypes' `bfloat16`, `float8_e4m3fn`, `float8_e5m2`). Its byte order is
+ * A narrow float dtype (ml_dtypes' `bfloat16`, `float8_e4m3fn`, `float4_e2m1fn`, ...). Its byte order is
  * `<` unless `>` is asked (ml_dtypes writes `<` even for one byte). `<f1` is float8_e5m2: numpy
  * cannot read it, and ml_dtypes writes float8_e5m2 that way.
  * @example

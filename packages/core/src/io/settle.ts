@@ -1,4 +1,5 @@
 /** Waiting for work started together. */
+import { NpyError } from '../errors.js';
 
 /**
  * Every promise's value, in order, once all have settled; else the first rejection (in order).
@@ -82,4 +83,70 @@ export class ByteBudget {
       this.give(bytes);
     }
   }
+}
+
+/** The failures of {@link getEvery} as one error, or null where none failed. */
+function unreadable(names: readonly string[], failures: readonly [string, NpyError][]): NpyError | null {
+  if (failures.length === 0) return null;
+  if (failures.length === 1) return failures[0]![1];
+  // The first 20 by name, and how many more: a file of many such tensors gets a message of bounded size.
+  const reasons = failures.slice(0, 20).map(([name, e]) => {
+    const text = e.file !== undefined && e.message.startsWith(`${e.file}: `) ? e.message.slice(e.file.length + 2) : e.message;
+    return `'${name}': ${text}`;
+  });
+  if (failures.length > 20) reasons.push(`and ${failures.length - 20} more`);
+  return new NpyError(
+    'NO_COUNTERPART',
+    `${failures.length} of the ${names.length} tensors cannot be read (${reasons.join('; ')}); get() the others by name`,
+    failures[0]![1].file === undefined ? {} : { file: failures[0]![1].file },
+  );
+}
+
+/**
+ * Each tensor of `names` by `get`, at most `count` at a time, in the names' order. A tensor npyts
+ * cannot read (`NO_COUNTERPART`: a dtype it has no counterpart for) does not stop the others: once
+ * all were tried, one `NO_COUNTERPART` names every such tensor and why. Any other failure stops the
+ * work at once, as {@link mapInParallel} does.
+ * @example
+ * const all = await getEvery(f.names, 4, (name) => f.get(name));
+ */
+export async function getEvery<U>(names: readonly string[], count: number, get: (name: string) => Promise<U>): Promise<Map<string, U>> {
+  const failures: [string, NpyError][] = [];
+  const got = await mapInParallel(names, count, async (name) => {
+    try {
+      return await get(name);
+    } catch (e) {
+      if (!(e instanceof NpyError && e.code === 'NO_COUNTERPART')) throw e;
+      failures.push([name, e]);
+      return undefined;
+    }
+  });
+  const order = new Map(failures.length > 1 ? names.map((n, i) => [n, i]) : []);
+  const failed = unreadable(
+    names,
+    failures.sort((a, b) => order.get(a[0])! - order.get(b[0])!),
+  );
+  if (failed) throw failed;
+  return new Map(names.map((n, i) => [n, got[i] as U]));
+}
+
+/**
+ * {@link getEvery}, blocking.
+ * @example
+ * const all = getEverySync(f.names, (name) => f.getSync(name));
+ */
+export function getEverySync<U>(names: readonly string[], get: (name: string) => U): Map<string, U> {
+  const failures: [string, NpyError][] = [];
+  const out = new Map<string, U>();
+  for (const name of names) {
+    try {
+      out.set(name, get(name));
+    } catch (e) {
+      if (!(e instanceof NpyError && e.code === 'NO_COUNTERPART')) throw e;
+      failures.push([name, e]);
+    }
+  }
+  const failed = unreadable(names, failures);
+  if (failed) throw failed;
+  return out;
 }

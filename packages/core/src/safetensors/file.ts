@@ -8,10 +8,54 @@ import type { DescrInput } from '../format/descr-types.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
 import { closeSourceNow, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
-import { mapInParallel } from '../io/settle.js';
+import { getEvery, getEverySync } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
 import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { LENGTH_BYTES, headerLength, parseSafetensorsHeader, type SafetensorsEntry, type SafetensorsIndex } from './header.js';
+
+/**
+ * Tensors of at most this many bytes are read together by getAll, in reads of at most BATCH_BYTES
+ * (a tensor kept alone keeps the rest of its batch's bytes alive: at most 4 MiB).
+ */
+const SMALL_TENSOR = 64 << 10;
+const BATCH_BYTES = 4 << 20;
+
+/** Neighbouring small tensors that getAll reads with one read: their bytes while any is still to be made. */
+interface Batch {
+  readonly begin: number;
+  readonly end: number;
+  left: number;
+  bytes?: Promise<Uint8Array> | Uint8Array | undefined;
+}
+
+/**
+ * Runs of neighbouring small tensors (in file order, each at most SMALL_TENSOR bytes, a run at most
+ * BATCH_BYTES), by the name of each tensor in a run of two or more.
+ */
+function batchesOf(entries: readonly SafetensorsEntry[]): Map<string, Batch> {
+  const out = new Map<string, Batch>();
+  let run: SafetensorsEntry[] = [];
+  const flush = (): void => {
+    if (run.length > 1) {
+      const first = run[0]!.header;
+      const last = run.at(-1)!.header;
+      const batch: Batch = { begin: first.dataOffset, end: last.dataOffset + last.dataBytes, left: run.length };
+      for (const e of run) out.set(e.name, batch);
+    }
+    run = [];
+  };
+  for (const e of entries) {
+    const { dataOffset, dataBytes } = e.header;
+    if (e.unreadable !== undefined || dataBytes > SMALL_TENSOR) {
+      flush();
+      continue;
+    }
+    if (run.length && dataOffset + dataBytes - run[0]!.header.dataOffset > BATCH_BYTES) flush();
+    run.push(e);
+  }
+  flush();
+  return out;
+}
 
 /** Bytes read first: the length field and, for most files, the whole header. */
 const FIRST_READ = 64 << 10;
@@ -92,8 +136,8 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
 
   /** A tensor's dtype and shape, from the header (nothing is read). */
   info(name: string): TensorInfo {
-    const { header } = this.entry(name);
-    return { dtype: header.dtype, shape: header.shape };
+    const { header, unreadable } = this.entry(name);
+    return unreadable === undefined ? { dtype: header.dtype, shape: header.shape } : { dtype: header.dtype, shape: header.shape, unreadable };
   }
 
   /** A tensor's dtype name as the file writes it (`BF16`, `F32`). */
@@ -122,7 +166,15 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
 
   private checked(name: string, expect: DescrInput | undefined): NpyHeader {
     this.checkOpen();
-    const { header } = this.entry(name);
+    const { header, stored, unreadable } = this.entry(name);
+    if (unreadable !== undefined) {
+      throw withWhere(
+        new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored} (${header.dtype.name}), which npyts lists and does not read: ${unreadable}`),
+        {
+          file: this.fileName,
+        },
+      );
+    }
     if (expect !== undefined && !matchesDescr(header.dtype, expect)) {
       throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${header.dtype.name}, not ${String(expect)}`), { file: this.fileName });
     }
@@ -139,6 +191,7 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
   async get(name: string, options: TensorReadOptions = {}): Promise<NdArray> {
     const header = this.checked(name, options.expect);
     try {
+      if (this.entry(name).packed) return unpacked(header, await readFully(this.source, header.dataOffset, header.dataBytes, options.signal, 'tensor'));
       return await this.reader(name, header).read(
         header.shape.map(() => 0),
         header.shape,
@@ -166,6 +219,7 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
           `the file ends at byte ${header.dataOffset + bytes.length}, the tensor needs byte ${header.dataOffset + header.dataBytes}`,
         );
       }
+      if (this.entry(name).packed) return unpacked(header, bytes);
       return arrayOfData(header, bytes.buffer, bytes.byteOffset);
     } catch (e) {
       throw withWhere(e, { file: this.fileName, member: name });
@@ -178,7 +232,17 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
    * const rows = await (f.openTensor('embed.weight')).read([1000, 0], [10, 4096]);
    */
   openTensor(name: string): NpyReader {
-    return this.reader(name, this.checked(name, undefined));
+    const header = this.checked(name, undefined);
+    const { packed, stored } = this.entry(name);
+    if (packed) {
+      throw withWhere(
+        new NpyError('NO_COUNTERPART', `tensor '${name}' is ${stored}, packed ${8 / packed} elements to a byte: region reads do not unpack it; get() it whole`),
+        {
+          file: this.fileName,
+        },
+      );
+    }
+    return this.reader(name, header);
   }
 
   private reader(name: string, header: NpyHeader): NpyReader {
@@ -202,16 +266,58 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
     return npyReaderOf(through, header, name);
   }
 
-  /** Every tensor, by name in file order, a few read at once. */
+  /**
+   * Every tensor, by name in file order, a few read at once. Small tensors next to one another are
+   * read together ({@link batchesOf}): a file of 100 000 small tensors costs a few reads, not one each.
+   */
   async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    const names = this.names;
-    const arrays = await mapInParallel(names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
-    return new Map(names.map((n, i) => [n, arrays[i]!]));
+    const batchOf = batchesOf(this.index.entries);
+    return getEvery(this.names, TENSORS_IN_FLIGHT, async (name) => {
+      const batch = batchOf.get(name);
+      if (!batch) return this.get(name, options);
+      this.checked(name, undefined);
+      batch.bytes ??= readFully(this.source, batch.begin, batch.end - batch.begin, options.signal, 'tensor');
+      try {
+        return this.fromBatch(name, batch, await batch.bytes);
+      } catch (e) {
+        throw withWhere(e, { file: this.fileName, member: name });
+      }
+    });
   }
 
-  /** Every tensor, blocking (a blocking source only). */
+  /** Every tensor, blocking (a blocking source only), small neighbours read together as by getAll. */
   getAllSync(this: SafetensorsFile<SyncByteSource>): Map<string, NdArray> {
-    return new Map(this.names.map((n) => [n, this.getSync(n)]));
+    const batchOf = batchesOf(this.index.entries);
+    return getEverySync(this.names, (name) => {
+      const batch = batchOf.get(name);
+      if (!batch) return this.getSync(name);
+      this.checked(name, undefined);
+      try {
+        if (!batch.bytes) {
+          const bytes = readSync(this.source, batch.begin, batch.end - batch.begin);
+          if (bytes.length < batch.end - batch.begin) {
+            throw new NpyError('DATA_TRUNCATED', `the file ends at byte ${batch.begin + bytes.length}, the tensors need byte ${batch.end}`);
+          }
+          batch.bytes = bytes;
+        }
+        return this.fromBatch(name, batch, batch.bytes as Uint8Array);
+      } catch (e) {
+        throw withWhere(e, { file: this.fileName, member: name });
+      }
+    });
+  }
+
+  /**
+   * One tensor of a batch's bytes: a view of them where its layout allows, as `get` gives a view of
+   * its own read (a buffer per tensor would cost more than the read); the batch lets its bytes go
+   * after its last tensor.
+   */
+  private fromBatch(name: string, batch: Batch, bytes: Uint8Array): NdArray {
+    const { header, packed } = this.entry(name);
+    const at = bytes.byteOffset + header.dataOffset - batch.begin;
+    if (--batch.left === 0) batch.bytes = undefined;
+    if (packed) return unpacked(header, new Uint8Array(bytes.buffer, at, header.dataBytes));
+    return arrayOfData(header, bytes.buffer, at);
   }
 
   /** Release the source; later reads fail with CLOSED. */
@@ -233,9 +339,23 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
   }
 }
 
-/** `length` bytes at `offset`, or TRUNCATED where the source has fewer. */
-async function readFully(source: ByteSource, offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+/** `length` bytes at `offset`, or TRUNCATED (DATA_TRUNCATED for a tensor) where the source has fewer. */
+async function readFully(source: ByteSource, offset: number, length: number, signal?: AbortSignal, what: 'header' | 'tensor' = 'header'): Promise<Uint8Array> {
   const got = await source.read(offset, length, { signal });
-  if (got.length < length) throw new NpyError('TRUNCATED', `the header ends at byte ${offset + got.length}, its length says ${offset + length}`);
+  if (got.length < length) {
+    if (what === 'tensor') throw new NpyError('DATA_TRUNCATED', `the file ends at byte ${offset + got.length}, the tensor needs byte ${offset + length}`);
+    throw new NpyError('TRUNCATED', `the header ends at byte ${offset + got.length}, its length says ${offset + length}`);
+  }
   return got;
+}
+
+/**
+ * A packed F4 tensor's bytes as ml_dtypes' float4_e2m1fn, one element per byte: the first of each
+ * byte's two elements in its low four bits, as PyTorch's `float4_e2m1fn_x2` (which safetensors
+ * stores as F4) lays them out.
+ */
+function unpacked(header: NpyHeader, bytes: Uint8Array): NdArray {
+  const out = new Uint8Array(header.size);
+  for (let i = 0; i < header.size; i++) out[i] = (bytes[i >> 1]! >> ((i & 1) << 2)) & 0xf;
+  return arrayOfData({ ...header, dataBytes: header.size }, out.buffer, 0);
 }

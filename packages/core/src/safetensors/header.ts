@@ -12,31 +12,49 @@ import { checkNoDuplicateKeys } from './strict-json.js';
 /** Bytes of the length field before the JSON. */
 export const LENGTH_BYTES = 8;
 
+/** The longest header the reference reads (its `MAX_HEADER_SIZE`); a longer one is refused unread. */
+const MAX_HEADER_BYTES = 100_000_000;
+
 /**
- * safetensors' dtype names and the descr each is read as (little-endian, as the format stores).
- * The reference also names F4, F6_E2M3, F6_E3M2 and F8_E8M0, which npyts does not read yet.
+ * safetensors' dtype names (every one the reference defines) and the descr each is read as
+ * (little-endian, as the format stores). F4 and F6 are packed: several elements share a byte, so
+ * their tensors' bytes are `elements × bits / 8` (`packed`), unpacked to ml_dtypes' one per byte.
  */
-const DTYPES: Record<string, string> = {
-  BOOL: '|b1',
-  U8: '|u1',
-  I8: '|i1',
-  U16: '<u2',
-  I16: '<i2',
-  F16: '<f2',
-  BF16: 'bfloat16',
-  F8_E4M3: 'float8_e4m3fn',
-  F8_E5M2: 'float8_e5m2',
-  U32: '<u4',
-  I32: '<i4',
-  F32: '<f4',
-  U64: '<u8',
-  I64: '<i8',
-  F64: '<f8',
-  C64: '<c8',
+const DTYPES: Record<string, { readonly descr: string; readonly packed?: 4 | 6 }> = {
+  BOOL: { descr: '|b1' },
+  F4: { descr: 'float4_e2m1fn', packed: 4 },
+  F6_E2M3: { descr: 'float6_e2m3fn', packed: 6 },
+  F6_E3M2: { descr: 'float6_e3m2fn', packed: 6 },
+  U8: { descr: '|u1' },
+  I8: { descr: '|i1' },
+  F8_E5M2: { descr: 'float8_e5m2' },
+  F8_E4M3: { descr: 'float8_e4m3fn' },
+  F8_E8M0: { descr: 'float8_e8m0fnu' },
+  F8_E4M3FNUZ: { descr: 'float8_e4m3fnuz' },
+  F8_E5M2FNUZ: { descr: 'float8_e5m2fnuz' },
+  I16: { descr: '<i2' },
+  U16: { descr: '<u2' },
+  F16: { descr: '<f2' },
+  BF16: { descr: 'bfloat16' },
+  I32: { descr: '<i4' },
+  U32: { descr: '<u4' },
+  F32: { descr: '<f4' },
+  C64: { descr: '<c8' },
+  F64: { descr: '<f8' },
+  I64: { descr: '<i8' },
+  U64: { descr: '<u8' },
 };
 
-/** Names the reference knows and npyts does not read (sub-byte floats, the scale type). */
-const UNREAD = new Set(['F4', 'F6_E2M3', 'F6_E3M2', 'F8_E8M0']);
+/**
+ * Why a tensor of a dtype the format defines cannot be read, by dtype name: listed (names, info)
+ * and refused by `get`. F6 packs four 6-bit elements into three bytes in a bit order that neither
+ * safetensors nor ml_dtypes nor PyTorch defines (F4's order is PyTorch's `float4_e2m1fn_x2`: the
+ * first element in the low four bits).
+ */
+const UNREADABLE: Record<string, string> = {
+  F6_E2M3: 'safetensors packs four 6-bit elements into three bytes in an order that neither it, ml_dtypes nor PyTorch defines',
+  F6_E3M2: 'safetensors packs four 6-bit elements into three bytes in an order that neither it, ml_dtypes nor PyTorch defines',
+};
 
 /**
  * The safetensors name of a dtype, or null where the format has none.
@@ -44,8 +62,8 @@ const UNREAD = new Set(['F4', 'F6_E2M3', 'F6_E3M2', 'F8_E8M0']);
  * safetensorsDTypeName(parseDescr('<f4'));   // 'F32'
  */
 export function safetensorsDTypeName(dtype: DType): string | null {
-  for (const [name, descr] of Object.entries(DTYPES)) {
-    if (parseDescr(descr).equals(dtype.withByteOrder('<'))) return name;
+  for (const [name, { descr, packed }] of Object.entries(DTYPES)) {
+    if (packed === undefined && parseDescr(descr).equals(dtype.withByteOrder('<'))) return name;
   }
   return null;
 }
@@ -57,6 +75,10 @@ export interface SafetensorsEntry {
   readonly stored: string;
   /** As a {@link NpyHeader} (data offset in the file), so every .npy region reader reads it. */
   readonly header: NpyHeader;
+  /** Bits per element of a packed dtype (F4, F6): `header.dataBytes` is the packed bytes. */
+  readonly packed?: 4 | 6;
+  /** Why `get` refuses this tensor (a dtype the format defines and npyts cannot read); absent when it reads. */
+  readonly unreadable?: string;
 }
 
 /** A safetensors file's header: its tensors in file order, its `__metadata__`, and where its data starts. */
@@ -79,6 +101,13 @@ function bad(message: string, offset?: number): never {
 export function headerLength(first: Uint8Array, fileSize: number): number {
   if (first.length < LENGTH_BYTES || fileSize < LENGTH_BYTES) bad(`a safetensors file starts with an 8-byte header length; this one has ${fileSize} bytes`);
   const n = new DataView(first.buffer, first.byteOffset, LENGTH_BYTES).getBigUint64(0, true);
+  if (n > BigInt(MAX_HEADER_BYTES)) {
+    throw new NpyError(
+      'HEADER_TOO_LARGE',
+      `the header length says ${n} bytes; safetensors refuses headers over ${MAX_HEADER_BYTES} bytes (100 MB) as too large, and so does npyts, without reading them`,
+      { offset: 0 },
+    );
+  }
   if (n > BigInt(fileSize - LENGTH_BYTES)) bad(`the header length (${n} bytes) runs past the end of the file (${fileSize} bytes)`, 0);
   return Number(n);
 }
@@ -115,8 +144,11 @@ export function parseSafetensorsHeader(json: Uint8Array, fileSize: number): Safe
   const dataStart = LENGTH_BYTES + json.length;
   const dataBytes = fileSize - dataStart;
   let metadata: Record<string, string> = {};
-  const raw: { name: string; stored: string; dtype: DType; shape: number[]; begin: number; end: number }[] = [];
-  for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
+  const raw: { name: string; stored: string; dtype: DType; packed: 4 | 6 | undefined; shape: number[]; begin: number; end: number }[] = [];
+  const described = parsed as Record<string, unknown>;
+  // Keys then lookups: Object.entries of 100 000 keys builds 100 000 pairs for nothing.
+  for (const name of Object.keys(described)) {
+    const value = described[name];
     if (name === '__metadata__') {
       metadata = checkMetadata(value);
       continue;
@@ -124,17 +156,15 @@ export function parseSafetensorsHeader(json: Uint8Array, fileSize: number): Safe
     if (value === null || typeof value !== 'object' || Array.isArray(value)) bad(`tensor '${name}' is not described by an object`);
     const { dtype, shape, data_offsets: offsets } = value as Record<string, unknown>;
     if (typeof dtype !== 'string') bad(`tensor '${name}' has no dtype name`);
-    if (UNREAD.has(dtype)) {
-      throw new NpyError('NO_COUNTERPART', `tensor '${name}' is ${dtype}, a safetensors dtype npyts does not read yet`);
-    }
-    const descr = Object.hasOwn(DTYPES, dtype) ? DTYPES[dtype] : undefined;
-    if (descr === undefined) bad(`tensor '${name}' has dtype '${dtype}', which safetensors does not define (${Object.keys(DTYPES).join(', ')})`);
+    const known = Object.hasOwn(DTYPES, dtype) ? DTYPES[dtype] : undefined;
+    // As the reference: a name it does not define fails the whole header.
+    if (known === undefined) bad(`tensor '${name}' has dtype '${dtype}', which safetensors does not define (${Object.keys(DTYPES).join(', ')})`);
     if (!Array.isArray(shape) || !shape.every(isCount)) bad(`tensor '${name}' has a shape that is not a list of non-negative integers`);
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isCount)) {
       bad(`tensor '${name}' has data_offsets that are not [begin, end] byte offsets`);
     }
     const [begin, end] = offsets as [number, number];
-    raw.push({ name, stored: dtype, dtype: parseDescr(descr), shape: shape as number[], begin, end });
+    raw.push({ name, stored: dtype, dtype: parseDescr(known.descr), packed: known.packed, shape: shape as number[], begin, end });
   }
   // As the reference: in order of their ranges, each starting where the one before ended.
   raw.sort((a, b) => a.begin - b.begin || a.end - b.end);
@@ -145,8 +175,13 @@ export function parseSafetensorsHeader(json: Uint8Array, fileSize: number): Safe
     }
     let size = 1;
     for (const d of t.shape) size *= d;
-    const bytes = size * t.dtype.itemsize;
-    if (!Number.isSafeInteger(bytes) || bytes !== t.end - t.begin) {
+    // Packed elements (F4, F6) end on a byte boundary, as the reference requires.
+    const bits = size * (t.packed ?? t.dtype.itemsize * 8);
+    if (Number.isSafeInteger(bits) && bits % 8 !== 0) {
+      bad(`tensor '${t.name}': ${size} elements of ${t.stored} are ${bits} bits, which do not end on a byte boundary`);
+    }
+    const bytes = bits / 8;
+    if (!Number.isSafeInteger(bits) || bytes !== t.end - t.begin) {
       bad(
         `tensor '${t.name}': shape ${shapeRepr(t.shape)} of ${t.stored} is ${Number.isSafeInteger(bytes) ? bytes : 'more than 2^53'} bytes, its data_offsets hold ${t.end - t.begin}`,
       );
@@ -156,6 +191,8 @@ export function parseSafetensorsHeader(json: Uint8Array, fileSize: number): Safe
       name: t.name,
       stored: t.stored,
       header: { version: [1, 0], dtype: t.dtype, shape: t.shape, fortranOrder: false, dataOffset: dataStart + t.begin, size, dataBytes: bytes },
+      ...(t.packed === undefined ? {} : { packed: t.packed }),
+      ...(Object.hasOwn(UNREADABLE, t.stored) ? { unreadable: UNREADABLE[t.stored]! } : {}),
     };
   });
   if (at !== dataBytes) {

@@ -21,17 +21,27 @@ export function checkNoDuplicateKeys(text: string, baseOffset = 0): void {
     else if (c === 0x7d /* } */ || c === 0x5d /* ] */) open.pop();
     else if (c === 0x22 /* " */) {
       const start = i;
-      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c /* \ */) i++;
+      let escaped = false;
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) {
+        if (text.charCodeAt(i) === 0x5c /* \ */) {
+          escaped = true;
+          i++;
+        }
+      }
       const keys = open.at(-1);
       if (!keys) continue;
       let j = i + 1;
-      while (j < text.length && /\s/.test(text[j]!)) j++;
-      if (text[j] !== ':') continue;
+      // JSON's whitespace: space, tab, line feed, carriage return.
+      for (let w = text.charCodeAt(j); w === 0x20 || w === 0x09 || w === 0x0a || w === 0x0d; w = text.charCodeAt(++j));
+      if (text.charCodeAt(j) !== 0x3a /* : */) continue;
       let key: string;
-      try {
-        key = JSON.parse(text.slice(start, i + 1)) as string;
-      } catch {
-        return; // not JSON: the parse reports it
+      if (!escaped) key = text.slice(start + 1, i);
+      else {
+        try {
+          key = JSON.parse(text.slice(start, i + 1)) as string;
+        } catch {
+          return; // not JSON: the parse reports it
+        }
       }
       if (keys.has(key)) {
         throw new NpyError('BAD_SAFETENSORS', `the header names '${key}' twice; which one is meant cannot be told (write each key once)`, {

@@ -14,7 +14,7 @@ import type { NpyHeader } from '../format/header.js';
 import { matchesDescr } from '../format/header.js';
 import type { AsyncByteSource, ByteSource } from '../io/byte-source.js';
 import { npyReaderOf } from '../io/open.js';
-import { mapInParallel } from '../io/settle.js';
+import { getEvery } from '../io/settle.js';
 import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
 import { STORED, type ZipEntry } from '../npz/zip.js';
@@ -353,9 +353,8 @@ export class TorchFile implements TensorFile {
 
   /** Every tensor by name, a few read at once. */
   async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    const names = this.names;
-    const arrays = await mapInParallel(names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
-    return new Map(names.map((n, i) => [n, arrays[i]!]));
+    // Each tensor by get, so that one npyts cannot read does not hide the others (getEvery).
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
   }
 
   close(): Promise<void> {

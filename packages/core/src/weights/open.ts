@@ -5,7 +5,7 @@
  */
 import type { NdArray } from '../array/ndarray.js';
 import { unknownKey, withWhere } from '../errors.js';
-import { mapInParallel } from '../io/settle.js';
+import { getEvery } from '../io/settle.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openingOver, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
@@ -138,10 +138,7 @@ function rooted(file: WeightFile, root: string): WeightFile {
     metadata,
     info: (name, options) => file.info(prefix + name, options),
     get: (name, options) => file.get(prefix + name, options),
-    getAll: async ({ signal } = {}) => {
-      const arrays = await mapInParallel(names, 4, (name) => file.get(prefix + name, { signal }));
-      return new Map(names.map((n, i) => [n, arrays[i]!]));
-    },
+    getAll: ({ signal } = {}) => getEvery(names, 4, (name) => file.get(prefix + name, { signal })),
     close: () => file.close(),
   });
 }

@@ -9,7 +9,7 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openingOver } from '../io/open.js';
-import { mapInParallel, settleAll } from '../io/settle.js';
+import { getEvery, mapInParallel, settleAll } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import { checkNoDuplicateKeys } from '../safetensors/strict-json.js';
 import { checkSiblingName, type Place, type SiblingOptions } from './place.js';
@@ -163,9 +163,8 @@ export class ShardedWeights implements TensorFile, AsyncDisposable {
 
   /** Every tensor, by name in the index's order, a few read at once. */
   async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    const names = this.names;
-    const arrays = await mapInParallel(names, SHARDS_IN_FLIGHT, (name) => this.get(name, options));
-    return new Map(names.map((n, i) => [n, arrays[i]!]));
+    // Each tensor by get, so that one npyts cannot read does not hide the others (getEvery).
+    return getEvery(this.names, SHARDS_IN_FLIGHT, (name) => this.get(name, options));
   }
 
   /** Close every shard opened. */

@@ -20,6 +20,11 @@ export interface TensorReadOptions {
 export interface TensorInfo {
   readonly dtype: DType;
   readonly shape: readonly number[];
+  /**
+   * Why `get` refuses this tensor, where the file holds a dtype npyts lists and cannot read (a
+   * safetensors F6, packed in an order nothing defines); absent for every tensor that reads.
+   */
+  readonly unreadable?: string;
 }
 
 /**
