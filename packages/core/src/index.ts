@@ -102,6 +102,8 @@ export {
 } from './npz/parts.js';
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
+export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
+export { openGguf } from './gguf/open.js';
 export { ShardedSafetensors, parseShardIndex, type ShardIndex } from './safetensors/sharded.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
