@@ -357,12 +357,20 @@ class Cursor {
       }
       return new typed(copy);
     }
-    const out = new Array<unknown>(n);
-    if (type === VT.STRING) {
-      const what = `a string of '${key}'`;
-      for (let i = 0; i < n; i++) out[i] = this.string(what);
-    } else {
-      for (let i = 0; i < n; i++) out[i] = this.value(type, depth + 1, key);
+    // Filled by push: V8 holds a `new Array(n)` of more than about 100 000 as a dictionary (slow).
+    const out: unknown[] = [];
+    const start = this.at;
+    try {
+      if (type === VT.STRING) {
+        const what = `a string of '${key}'`;
+        for (let i = 0; i < n; i++) out.push(this.string(what));
+      } else {
+        for (let i = 0; i < n; i++) out.push(this.value(type, depth + 1, key));
+      }
+    } catch (e) {
+      // Ask at once for what the rest of the array will likely take, at the items' pace so far.
+      if (e instanceof NeedMore && out.length > 0) throw new NeedMore(Math.max(e.upTo, start + Math.ceil(((this.at - start) / out.length) * n * 1.05)));
+      throw e;
     }
     return out;
   }
