@@ -127,7 +127,8 @@ test('metadata: every key/value in file order, 64-bit integers exact, arrays typ
 
 test('general.alignment: the data section and each tensor at its multiples', async () => {
   const f = await open('aligned.gguf');
-  assert.is(f.metadata['general.alignment'], 64);
+  assert.is(f.metadata['general.alignment'], 256);
+  assert.is(report.files['aligned.gguf'].dataOffset % 256, 0);
   assert.equal(Array.from((await f.get('a')).data), [0, 1, 2]);
   assert.equal(Array.from((await f.get('b')).data), [0, 1, 2, 3, 4]);
 });
@@ -231,7 +232,7 @@ test('tensor data past the end of the file: DATA_TRUNCATED at open, naming the t
 test('a file cut anywhere: one NpyError, never another error', async () => {
   // Up to the end of its last tensor's data (a file cut in the padding after it is whole).
   const whole = bytesOf('aligned.gguf');
-  for (let n = 0; n < report.files['aligned.gguf'].dataOffset + 64 + 10; n++) {
+  for (let n = 0; n < report.files['aligned.gguf'].dataOffset + 256 + 10; n++) {
     const e = await npyErrorOf(() => GgufFile.open(bytesSource(whole.subarray(0, n))));
     assert.ok(['BAD_MAGIC', 'BAD_GGUF', 'DATA_TRUNCATED'].includes(e.code), `${n}: ${e.code}`);
   }

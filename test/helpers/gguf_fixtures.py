@@ -109,7 +109,7 @@ w = gguf.GGUFWriter(os.path.join(out, 'big-endian.gguf'), 'test', endianess=gguf
 w.add_tensor('x', np.arange(4, dtype=np.float32))
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 w = gguf.GGUFWriter(os.path.join(out, 'aligned.gguf'), 'test')
-w.add_custom_alignment(64)
+w.add_custom_alignment(256)
 w.add_tensor('a', np.arange(3, dtype=np.float32)); w.add_tensor('b', np.arange(5, dtype=np.int16))
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
