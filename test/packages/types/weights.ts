@@ -3,9 +3,13 @@ import { expectTypeOf } from 'expect-type';
 import {
   decodeNpy,
   encodeSafetensors,
+  ggufFormat,
+  openGguf,
   openSafetensors,
   openWeights as openWeightsAnywhere,
   toFloat32,
+  type GgufFile,
+  type GgufTensorInfo,
   type NdArray,
   type SafetensorsFile,
   type SyncByteSource,
@@ -107,3 +111,14 @@ expectTypeOf(encodeAppendPart(appendPlan, 1, { old: bytes, rows: createArray('<f
 void planAppendParts(readHeader(bytes), {});
 expectTypeOf(weightFileKind(bytes, 0)).toEqualTypeOf<WeightFileKind>();
 expectTypeOf(isTorchArchive(await openSafetensors(bytes).then(() => ({ entries: [] })))).toEqualTypeOf<boolean>();
+
+// GGUF: quantized tensors read as float32, the ggml type in info; metadata values of many types.
+const g = await openGguf('https://example.org/model-Q4_K_M.gguf');
+expectTypeOf(g).toEqualTypeOf<GgufFile>();
+expectTypeOf(g.format).toEqualTypeOf<'gguf'>();
+expectTypeOf(await g.info('w')).toEqualTypeOf<GgufTensorInfo>();
+expectTypeOf((await g.info('w')).quantization).toEqualTypeOf<string | undefined>();
+expectTypeOf(g.get('w', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+expectTypeOf(g.metadata['general.architecture']).toEqualTypeOf<unknown>();
+expectTypeOf(ggufFormat.sniff(bytes, 0)).toEqualTypeOf<boolean>();
+expectTypeOf(ggufFormat.open(inMemory.source)).toEqualTypeOf<Promise<GgufFile>>();

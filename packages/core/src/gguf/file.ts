@@ -237,6 +237,10 @@ export class GgufFile implements AsyncDisposable {
 /**
  * GGUF as one of the weight formats: told by its first bytes (the magic `GGUF` and a version this
  * reader reads), opened over any source.
+ * @example
+ * if (ggufFormat.sniff(first, source.size)) {
+ *   const f = await ggufFormat.open(source, { signal });
+ * }
  */
 export const ggufFormat = {
   name: 'gguf',
