@@ -84,10 +84,6 @@ for vt in ['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'FLOAT32', 'UI
     w.add_key_value(f'a.{vt}', vals, V.ARRAY, sub_type=V[vt])
 w.add_array('m.nested', [[1, 2, 3], [4], [[5, 6], [7]]])
 w.add_array('m.nested_strs', [['a', 'b'], ['c']])
-vocab = [''.join(chr(c) for c in rng.integers(0x61, 0x7b, rng.integers(1, 12))) for _ in range(150000)]
-vocab[7] = 'Ġthe'; vocab[8] = '<|endoftext|>'; vocab[9] = '日本語のトークン'
-w.add_token_list(vocab)
-w.add_token_scores(rng.standard_normal(150000).astype(np.float32).tolist())
 plain = {
     'F32': rng.standard_normal((3, 5)).astype(np.float32),
     'F16': rng.standard_normal((2, 3, 4)).astype(np.float16),
@@ -104,7 +100,19 @@ bf = rng.standard_normal((3, 8)).astype(np.float32)
 w.add_tensor('plain.BF16', gguf.quants.quantize(bf, Q.BF16), raw_dtype=Q.BF16)
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
-# 3. A big-endian file and a custom alignment, written by gguf-py.
+# 3. A tokenizer of 150 000 tokens (its own file: gguf-py's reader takes half a minute over it; the
+# tokens and scores written are the truth here).
+vocab = [''.join(chr(c) for c in rng.integers(0x61, 0x7b, rng.integers(1, 12))) for _ in range(150000)]
+vocab[7] = 'Ġthe'; vocab[8] = '<|endoftext|>'; vocab[9] = '日本語のトークン'
+scores = rng.standard_normal(150000).astype(np.float32)
+w = gguf.GGUFWriter(os.path.join(out, 'vocab.gguf'), 'test')
+w.add_token_list(vocab)
+w.add_token_scores(scores.tolist())
+w.add_tensor('x', np.arange(1000, dtype=np.float32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+report['vocab'] = {'tokens': vocab, 'scores': [float(x) for x in scores]}
+
+# 4. A big-endian file and a custom alignment, written by gguf-py.
 w = gguf.GGUFWriter(os.path.join(out, 'big-endian.gguf'), 'test', endianess=gguf.GGUFEndian.BIG)
 w.add_tensor('x', np.arange(4, dtype=np.float32))
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
