@@ -128,6 +128,16 @@ const pairedRows = JSON.parse(
   }),
 );
 
+// GGUF: a Q4_K file dequantized to float32, against gguf-py and against reading as many float32 bytes (bench/gguf.mjs).
+log('GGUF …');
+const gguf = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'gguf.mjs'), join(dir, 'gguf'), ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
+
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
 const allMembers = (path) => {
   const z = openNpzSync(path);
@@ -498,6 +508,7 @@ const report = {
   ragged,
   tfjs_models: tfjsModels,
   weights,
+  gguf,
   multipart_upload: upload,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
@@ -565,6 +576,15 @@ if (asJSON) {
     );
   for (const r of weights.remote)
     console.log(`One tensor of a remote ${r.file} (nginx): ${r.moved_bytes} bytes moved in all for a tensor of ${r.tensor_bytes} bytes.`);
+  console.log(
+    `\nGGUF: a file of ${(gguf.made.q4k_bytes / 1e6).toFixed(0)} MB of Q4_K tensors (${(gguf.made.values / 1e6).toFixed(0)} M values), opened and every tensor dequantized to float32 (GgufFile.getAll), against gguf-py (GGUFReader, gguf.quants.dequantize) and against loadNpySync of a float32 .npy of as many bytes, interleaved as above.`,
+  );
+  console.log('| operation | npyts | baseline | npyts / baseline | spread | target |');
+  console.log('|---|---|---|---|---|---|');
+  for (const p of gguf.rows)
+    console.log(
+      `| ${p.op} | ${ms(p.seconds)} | ${ms(p.baseline)} (${p.baseline_case}) | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${p.verdict === 'met' ? 'met' : p.verdict === 'missed' ? '**missed**' : '**crosses**'} |`,
+    );
   console.log(
     `\nObject storage (moto_server on loopback): a ${(upload.bytes / 1e6).toFixed(0)} MB .npy as ${upload.parts} parts uploaded at once (planParts, encodePart per region) ${ms(upload.parts_seconds)} (${(upload.bytes / 1e6 / upload.parts_seconds).toFixed(0)} MB/s), as one PutObject ${ms(upload.whole_seconds)} (${(upload.bytes / 1e6 / upload.whole_seconds).toFixed(0)} MB/s): ${upload.ratio.toFixed(2)} × (spread ${upload.spread[0].toFixed(2)}–${upload.spread[1].toFixed(2)}). moto is one Python process; against a real store, parts from several machines add their bandwidth.`,
   );

@@ -106,6 +106,8 @@ export { ShardedWeights, ShardedSafetensors, parseShardIndex, type ShardIndex, t
 export type { TensorFile, FormatOptions } from './weights/tensor-file.js';
 export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
 export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weights/place.js';
+export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
+export { openGguf } from './gguf/open.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
 export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';

@@ -3,9 +3,13 @@ import { expectTypeOf } from 'expect-type';
 import {
   decodeNpy,
   encodeSafetensors,
+  ggufFormat,
+  openGguf,
   openSafetensors,
   openWeights as openWeightsAnywhere,
   toFloat32,
+  type GgufFile,
+  type GgufTensorInfo,
   type NdArray,
   type SafetensorsFile,
   type SyncByteSource,
@@ -138,3 +142,15 @@ await openWeightsAnywhere(bytes, { place: 'https://bucket.example/models/' });
 await openWeights(bytes, { resolve: (name) => `/models/${name}`, place: '/models/' });
 // @ts-expect-error: the hook answers a place, not a number
 await openWeightsAnywhere(bytes, { resolve: () => 7 });
+// GGUF: quantized tensors read as float32, the ggml type in info; metadata values of many types.
+const g = await openGguf('https://example.org/model-Q4_K_M.gguf');
+expectTypeOf(g).toEqualTypeOf<GgufFile>();
+expectTypeOf(g.format).toEqualTypeOf<'gguf'>();
+expectTypeOf(await g.info('w')).toEqualTypeOf<GgufTensorInfo>();
+expectTypeOf((await g.info('w')).quantization).toEqualTypeOf<string | undefined>();
+expectTypeOf(g.get('w', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+expectTypeOf(g.metadata['general.architecture']).toEqualTypeOf<unknown>();
+expectTypeOf(ggufFormat.sniff(bytes, 0)).toEqualTypeOf<boolean>();
+expectTypeOf(ggufFormat.open(inMemory.source, null, {})).toEqualTypeOf<Promise<GgufFile>>();
+const ggufEntry: WeightFormatEntry = ggufFormat;
+expectTypeOf(ggufEntry.name).toEqualTypeOf<string>();

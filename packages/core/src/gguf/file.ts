@@ -1,0 +1,257 @@
+/**
+ * A GGUF file (llama.cpp's format) over any byte source: its header read and checked when opened,
+ * each tensor read when asked for, by range (a remote file moves the header and the tensors asked
+ * for). Unquantized tensors are read as themselves; quantized ones are dequantized to float32 as
+ * gguf-py's `gguf.quants.dequantize` does, bit for bit.
+ */
+import type { WeightFormatEntry } from '../weights/formats.js';
+import type { TensorFile } from '../weights/tensor-file.js';
+import type { Place } from '../weights/place.js';
+import { NdArray } from '../array/ndarray.js';
+import { NpyError, unknownKey, withWhere } from '../errors.js';
+import type { DescrInput } from '../format/descr-types.js';
+import { parseDescr } from '../format/dtype.js';
+import { matchesDescr, type NpyHeader } from '../format/header.js';
+import type { AsyncByteSource, ByteSource, ReadOptions } from '../io/byte-source.js';
+import { npyReaderOf } from '../io/open.js';
+import { getEvery, mapInParallel } from '../io/settle.js';
+import type { Expecting } from '../npy.js';
+import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
+import { type GgufTensor, isGguf, parseGgufHeader } from './header.js';
+import { DEQUANTIZE_IQ } from './iq.js';
+import { DEQUANTIZE, type Dequantize } from './quants.js';
+
+/** Bytes read first: the preamble and, for most files without a vocabulary, the whole header. */
+const FIRST_READ = 64 << 10;
+/** Bytes of quantized blocks read (and dequantized) at a time, and how many such reads in flight. */
+const CHUNK_BYTES = 4 << 20;
+const CHUNKS_IN_FLIGHT = 4;
+/** Tensors read at once by getAll. */
+const TENSORS_IN_FLIGHT = 4;
+
+const DEQUANTIZERS: Readonly<Record<string, Dequantize>> = { ...DEQUANTIZE, ...DEQUANTIZE_IQ };
+const FLOAT32 = parseDescr('<f4');
+
+/** What a GGUF file says of one tensor: the dtype `get` returns, the shape, and a quantized tensor's ggml type. */
+export interface GgufTensorInfo extends TensorInfo {
+  /** The ggml type of a quantized tensor (`'Q4_K'`, `'IQ2_XS'`), read as float32; absent for an unquantized one. */
+  readonly quantization?: string;
+}
+
+/**
+ * An open GGUF file: tensor `names` in file order, each tensor's `info`, the header's `metadata`,
+ * and `get` (quantized tensors dequantized to float32). Shapes are numpy's C order (ggml's `ne`
+ * reversed).
+ * @example
+ * const f = await openGguf('https://example.org/model-Q4_K_M.gguf');
+ * f.metadata['general.architecture'];        // 'llama'
+ * (await f.info('blk.0.attn_q.weight')).quantization;   // 'Q4_K'
+ * const w = await f.get('blk.0.attn_q.weight');          // NdArray<'<f4'>
+ */
+export class GgufFile implements TensorFile, AsyncDisposable {
+  readonly format = 'gguf' as const;
+  /** Tensor names in the order the header lists them. */
+  readonly names: readonly string[];
+  /**
+   * Every key/value of the header, in file order: integers up to 32 bits and floats as numbers,
+   * uint64/int64 as numbers where they are safe integers and bigints beyond, strings, booleans,
+   * numeric arrays as typed arrays (`BigUint64Array`/`BigInt64Array` for 64-bit integers), arrays of
+   * strings, booleans or arrays as arrays.
+   */
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** The GGUF version (2 or 3). */
+  readonly version: number;
+  private readonly byName: Map<string, GgufTensor>;
+  private closed = false;
+
+  private constructor(
+    readonly source: ByteSource,
+    header: Awaited<ReturnType<typeof parseGgufHeader>>,
+  ) {
+    this.names = header.tensors.map((t) => t.name);
+    this.metadata = header.metadata;
+    this.version = header.version;
+    this.byName = new Map(header.tensors.map((t) => [t.name, t]));
+  }
+
+  /**
+   * Open a GGUF file over any source: the header is read and checked now (one read for a header up
+   * to 64 KiB; a longer one, a tokenizer's vocabulary, in a few reads that each at least double it).
+   * @example
+   * const f = await GgufFile.open(blobSource(file));
+   */
+  static async open(source: ByteSource, options: { signal?: AbortSignal | undefined } = {}): Promise<GgufFile> {
+    const { signal } = options;
+    try {
+      let bytes = await source.read(0, Math.min(FIRST_READ, source.size), { signal });
+      const header = await parseGgufHeader(bytes, source.size, async (upTo) => {
+        const tail = await source.read(bytes.length, upTo - bytes.length, { signal });
+        const grown = new Uint8Array(bytes.length + tail.length);
+        grown.set(bytes);
+        grown.set(tail, bytes.length);
+        bytes = grown;
+        return grown;
+      });
+      return new GgufFile(source, header);
+    } catch (e) {
+      throw withWhere(e, { file: source.name ?? 'the GGUF file' });
+    }
+  }
+
+  /** Whether the file has a tensor of this name. */
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** A tensor's dtype (float32 for a quantized one), shape and ggml type, from the header (nothing is read). */
+  async info(name: string, _options: { signal?: AbortSignal | undefined } = {}): Promise<GgufTensorInfo> {
+    const t = this.entry(name);
+    const dtype = t.type.descr === undefined ? FLOAT32 : parseDescr(t.type.descr);
+    return t.type.descr === undefined ? { dtype, shape: t.shape, quantization: t.type.name } : { dtype, shape: t.shape };
+  }
+
+  /**
+   * One tensor, read by range (only its bytes move): an unquantized one as itself (F32, F16, BF16,
+   * F64, I8–I64), a quantized one dequantized to float32.
+   * @example
+   * const w = await f.get('token_embd.weight', { expect: '<f4' });   // NdArray<'<f4'>
+   */
+  async get<const S extends DescrInput>(name: string, options: TensorReadOptions & Expecting<S>): Promise<NdArray<S>>;
+  async get(name: string, options?: TensorReadOptions): Promise<NdArray>;
+  async get(name: string, options: TensorReadOptions = {}): Promise<NdArray> {
+    this.checkOpen();
+    const t = this.entry(name);
+    const { signal } = options;
+    const dtype = t.type.descr === undefined ? FLOAT32 : parseDescr(t.type.descr);
+    if (options.expect !== undefined && !matchesDescr(dtype, options.expect)) {
+      throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${t.type.name} (read as ${dtype.name}), not ${String(options.expect)}`), {
+        file: this.fileName,
+      });
+    }
+    try {
+      if (t.type.descr !== undefined) {
+        const header: NpyHeader = {
+          version: [1, 0],
+          dtype,
+          shape: t.shape,
+          fortranOrder: false,
+          dataOffset: t.dataOffset,
+          size: t.size,
+          dataBytes: t.dataBytes,
+        };
+        return await npyReaderOf(this.checkedSource(), header, name).read(
+          t.shape.map(() => 0),
+          t.shape,
+          { signal },
+        );
+      }
+      return new NdArray(FLOAT32, t.shape, await this.dequantized(t, signal));
+    } catch (e) {
+      throw withWhere(e, { file: this.fileName, member: name });
+    }
+  }
+
+  private async dequantized(t: GgufTensor, signal: AbortSignal | undefined): Promise<Float32Array> {
+    const dequantize = DEQUANTIZERS[t.type.name];
+    if (!dequantize) {
+      throw new NpyError(
+        'GGUF_UNSUPPORTED',
+        `tensor '${t.name}' is ${t.type.name}, which gguf-py does not dequantize either; npyts dequantizes what gguf.quants.dequantize does`,
+      );
+    }
+    let out: Float32Array;
+    try {
+      out = new Float32Array(t.size);
+    } catch {
+      throw new NpyError('SIZE_OVERFLOW', `tensor '${t.name}' has ${t.size} values, more float32 than one buffer can hold here`);
+    }
+    const blocks = t.dataBytes / t.type.bytes;
+    const perRead = Math.max(1, Math.floor(CHUNK_BYTES / t.type.bytes));
+    const starts: number[] = [];
+    for (let b = 0; b < blocks; b += perRead) starts.push(b);
+    await mapInParallel(starts, CHUNKS_IN_FLIGHT, async (first) => {
+      const n = Math.min(perRead, blocks - first);
+      const at = t.dataOffset + first * t.type.bytes;
+      this.checkOpen();
+      const bytes = await this.source.read(at, n * t.type.bytes, { signal });
+      if (bytes.length < n * t.type.bytes) {
+        throw new NpyError('DATA_TRUNCATED', `the file ends at byte ${at + bytes.length}, tensor '${t.name}' needs byte ${at + n * t.type.bytes}`);
+      }
+      signal?.throwIfAborted();
+      dequantize(bytes, out.subarray(first * t.type.block, (first + n) * t.type.block), n);
+    });
+    return out;
+  }
+
+  /** Every tensor, by name in file order, a few read at once. */
+  async getAll({ signal }: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+    // Each tensor by get, so that one npyts cannot read (a Q8_1) does not hide the others (getEvery).
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }));
+  }
+
+  /** Release the source; later reads fail with CLOSED. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.source.close?.();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  private entry(name: string): GgufTensor {
+    const t = this.byName.get(name);
+    if (!t) throw withWhere(unknownKey(name, this.names, 'the GGUF file'), { file: this.fileName });
+    return t;
+  }
+
+  private get fileName(): string {
+    return this.source.name ?? 'the GGUF file';
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new NpyError('CLOSED', `${this.fileName} is closed`);
+  }
+
+  /** The source, read through the file, so that a read after close() fails with CLOSED. */
+  private checkedSource(): AsyncByteSource {
+    const { source } = this;
+    const through: AsyncByteSource = {
+      size: source.size,
+      name: source.name,
+      read: async (at, length, o) => {
+        this.checkOpen();
+        return source.read(at, length, o);
+      },
+    };
+    if (source.readInto) {
+      const into = source.readInto.bind(source) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
+      through.readInto = async (target, at, o) => {
+        this.checkOpen();
+        return into(target, at, o);
+      };
+    }
+    return through;
+  }
+}
+
+/**
+ * GGUF as one of the weight formats: told by its first bytes (the magic `GGUF` and a version this
+ * reader reads), opened over any source.
+ * @example
+ * if (ggufFormat.sniff(first, source.size)) {
+ *   const f = await ggufFormat.open(source, null, { signal });
+ * }
+ */
+export const ggufFormat = {
+  name: 'gguf',
+  /** Whether the file's first bytes are a GGUF header this reader reads (little-endian, version 2 or 3). */
+  sniff(first: Uint8Array, _size: number): boolean {
+    return isGguf(first);
+  },
+  /** Open a GGUF file over a source: its header is read now (a GGUF file has no siblings: `place` is unused). */
+  open(source: ByteSource, _place?: Place | null, options: { signal?: AbortSignal | undefined } = {}): Promise<GgufFile> {
+    return GgufFile.open(source, options);
+  },
+} as const satisfies WeightFormatEntry;

@@ -1,0 +1,399 @@
+/**
+ * The GGUF header (llama.cpp's format, versions 2 and 3): the magic `GGUF`, a version, the tensor
+ * and key/value counts, every key/value, every tensor's name, `ne`, ggml type and offset, then the
+ * data section at the next multiple of `general.alignment` (32 by default). Read as gguf-py's
+ * `GGUFReader` reads it, and refused where it refuses (a duplicate key or tensor name, an unknown
+ * type id, an alignment that is not a power of two, a row not a whole number of blocks); refused
+ * too where llama.cpp refuses (tensor data not aligned). Every count and length is checked against
+ * the bytes the file has left before anything is made for it.
+ *
+ * Values: integers up to 32 bits, float32 and float64 are numbers; uint64 and int64 are numbers
+ * where they are safe integers and bigints beyond (as the pickle reader gives Python ints); bool a
+ * boolean; string a string; an array of numbers a typed array (`Uint8Array` … `Float64Array`,
+ * `BigUint64Array`/`BigInt64Array` for 64-bit integers); of bools a boolean[]; of strings a string[];
+ * of arrays an array of those.
+ */
+import { putOwn } from '../array/safe-object.js';
+import { NpyError } from '../errors.js';
+import { GGML_TYPES, type GgmlType } from './types.js';
+
+/** The magic `GGUF`, read as a little-endian uint32. */
+const MAGIC = 0x46554747;
+/** Alignment of the data section and of each tensor where `general.alignment` says nothing. */
+const DEFAULT_ALIGNMENT = 32;
+/** Deepest nesting of arrays read (gguf-py recurses; a hostile file would overflow its stack). */
+const MAX_NESTING = 64;
+/** Most axes a tensor may have (numpy's limit). */
+const MAX_DIMS = 64;
+
+/** GGUF value types (gguf-py's `GGUFValueType`). */
+enum VT {
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
+}
+/** The fewest bytes one value of each type takes (a string its length, an array its type and count). */
+const MIN_BYTES = [1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8];
+const TYPED: Partial<Record<VT, { new (buffer: ArrayBuffer): ArrayBufferView; BYTES_PER_ELEMENT: number }>> = {
+  [VT.UINT8]: Uint8Array,
+  [VT.INT8]: Int8Array,
+  [VT.UINT16]: Uint16Array,
+  [VT.INT16]: Int16Array,
+  [VT.UINT32]: Uint32Array,
+  [VT.INT32]: Int32Array,
+  [VT.FLOAT32]: Float32Array,
+  [VT.UINT64]: BigUint64Array,
+  [VT.INT64]: BigInt64Array,
+  [VT.FLOAT64]: Float64Array,
+};
+const littleHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** One tensor as the header describes it. */
+export interface GgufTensor {
+  readonly name: string;
+  readonly type: GgmlType;
+  /** numpy's C-order shape: ggml's `ne` reversed. */
+  readonly shape: number[];
+  readonly size: number;
+  /** Where its bytes start in the file, and how many. */
+  readonly dataOffset: number;
+  readonly dataBytes: number;
+}
+
+/** A parsed GGUF header. */
+export interface GgufHeader {
+  readonly version: number;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly tensors: readonly GgufTensor[];
+  readonly alignment: number;
+  /** Where the data section starts (the end of the header, aligned). */
+  readonly dataStart: number;
+}
+
+/** Thrown inside the parser when the bytes read so far end before what it needs: read to `upTo`, go on. */
+class NeedMore {
+  constructor(readonly upTo: number) {}
+}
+
+const bad = (message: string, offset?: number): NpyError => new NpyError('BAD_GGUF', message, offset === undefined ? {} : { offset });
+
+/**
+ * Whether `first` (the file's first bytes) starts a GGUF file this reader reads: the magic and
+ * version 2 or 3, little-endian.
+ */
+export function isGguf(first: Uint8Array): boolean {
+  if (first.length < 8) return false;
+  const v = new DataView(first.buffer, first.byteOffset, 8);
+  const version = v.getUint32(4, true);
+  return v.getUint32(0, true) === MAGIC && (version === 2 || version === 3);
+}
+
+/** Tensor and key/value entries read so far, and where the next one starts: the parser resumes there. */
+interface Progress {
+  version: number;
+  tensorCount: number;
+  kvCount: number;
+  at: number;
+  kvDone: number;
+  metadata: Record<string, unknown>;
+  infos: { name: string; ne: number[]; typeId: number; offset: number; at: number }[];
+  /** The value type `general.alignment` is written with (gguf-py takes a uint32 only). */
+  alignmentType?: number;
+}
+
+/**
+ * Parse a GGUF header from a file of `fileSize` bytes, asking `more(upTo)` for its first `upTo`
+ * bytes whenever the bytes it has end too soon (each ask at least doubles what it has). Resumes at
+ * the entry it was in, so a header of many megabytes (a tokenizer's vocabulary) is read once.
+ * @example
+ * const h = await parseGgufHeader(first, source.size, (n) => source.read(0, n));
+ */
+export async function parseGgufHeader(first: Uint8Array, fileSize: number, more: (upTo: number) => Promise<Uint8Array>): Promise<GgufHeader> {
+  let bytes = first;
+  let progress: Progress | null = null;
+  for (;;) {
+    try {
+      const p: Progress = progress ?? preamble(bytes, fileSize);
+      progress = p;
+      return entries(bytes, fileSize, p);
+    } catch (e) {
+      if (!(e instanceof NeedMore)) throw e;
+      const upTo = Math.min(fileSize, Math.max(e.upTo + (64 << 10), bytes.length * 2));
+      const got = await more(upTo);
+      if (got.length <= bytes.length) throw bad(`the file ends at byte ${bytes.length}, inside the header`);
+      bytes = got;
+    }
+  }
+}
+
+function preamble(bytes: Uint8Array, fileSize: number): Progress {
+  if (bytes.length < 24 && fileSize > bytes.length) throw new NeedMore(24);
+  if (bytes.length < 4 || new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true) !== MAGIC) {
+    throw new NpyError('BAD_MAGIC', 'not a GGUF file: it does not start with the magic "GGUF"', { offset: 0 });
+  }
+  if (bytes.length < 24) throw bad(`the file ends at byte ${bytes.length}, inside the header's counts`);
+  const c = new Cursor(bytes, fileSize, 4);
+  const version = c.u32();
+  if ((version & 0xffff) === 0) {
+    throw new NpyError('GGUF_UNSUPPORTED', `a big-endian GGUF file (version ${c.swapped(version)}): npyts reads little-endian GGUF; convert it with gguf-py`, {
+      offset: 4,
+    });
+  }
+  if (version !== 2 && version !== 3) {
+    throw new NpyError('GGUF_UNSUPPORTED', `GGUF version ${version}: npyts reads versions 2 and 3 (as gguf-py does); rewrite it with gguf-py or llama.cpp`, {
+      offset: 4,
+    });
+  }
+  const tensorCount = c.u64();
+  const kvCount = c.u64();
+  const left = fileSize - 24;
+  // Each key/value takes at least 13 bytes, each tensor info 24: a count the file cannot hold is refused before anything is made for it.
+  if (kvCount > left / 13) throw bad(`the header declares ${c.u64Text(16)} key/values, more than the ${left} bytes after it can hold`, 16);
+  if (tensorCount > (left - kvCount * 13) / 24) throw bad(`the header declares ${c.u64Text(8)} tensors, more than the ${left} bytes after it can hold`, 8);
+  return { version, tensorCount, kvCount, at: 24, kvDone: 0, metadata: Object.create(null) as Record<string, unknown>, infos: [] };
+}
+
+function entries(bytes: Uint8Array, fileSize: number, p: Progress): GgufHeader {
+  const c = new Cursor(bytes, fileSize, p.at);
+  const seen = p.metadata;
+  while (p.kvDone < p.kvCount) {
+    const at = c.at;
+    const key = c.string('a key');
+    const type = c.u32();
+    const value = c.value(type, 0, key);
+    if (Object.hasOwn(seen, key)) throw bad(`the key '${key}' is written twice`, at);
+    if (key === 'general.alignment') p.alignmentType = type;
+    putOwn(seen, key, value);
+    p.kvDone++;
+    p.at = c.at;
+  }
+  while (p.infos.length < p.tensorCount) {
+    const at = c.at;
+    const name = c.string('a tensor name');
+    const nDims = c.u32();
+    if (nDims > MAX_DIMS) throw bad(`tensor '${name}' has ${nDims} dimensions; numpy allows at most ${MAX_DIMS}`, c.at - 4);
+    c.need(nDims * 8 + 12);
+    const ne: number[] = [];
+    for (let i = 0; i < nDims; i++) ne.push(c.u64());
+    const typeId = c.u32();
+    const offset = c.u64();
+    p.infos.push({ name, ne, typeId, offset, at });
+    p.at = c.at;
+  }
+  return finish(p, fileSize);
+}
+
+function finish(p: Progress, fileSize: number): GgufHeader {
+  let alignment = DEFAULT_ALIGNMENT;
+  if (Object.hasOwn(p.metadata, 'general.alignment')) {
+    const a = p.metadata['general.alignment'];
+    if (p.alignmentType !== VT.UINT32) throw bad(`general.alignment is not a uint32 (gguf-py refuses it)`);
+    if (typeof a !== 'number' || a === 0 || (a & (a - 1)) !== 0) throw bad(`general.alignment is ${String(a)}, not a power of two`);
+    alignment = a;
+  }
+  const dataStart = Math.ceil(p.at / alignment) * alignment;
+  const names = new Set<string>();
+  const tensors = p.infos.map(({ name, ne, typeId, offset, at }): GgufTensor => {
+    const where = `tensor '${name}'`;
+    if (names.has(name)) throw bad(`the tensor name '${name}' is written twice`, at);
+    names.add(name);
+    const type = GGML_TYPES.get(typeId);
+    if (!type) throw bad(`${where} has ggml type ${typeId}, which GGUF does not define`, at);
+    let size = 1;
+    for (const n of ne) size *= n;
+    if (!ne.every(Number.isSafeInteger) || !Number.isSafeInteger(size)) {
+      throw bad(`${where} has dimensions [${ne.join(', ')}] whose product overflows 2^53 elements`, at);
+    }
+    const row = ne[0] ?? 1;
+    if (row % type.block !== 0) throw bad(`${where} is ${type.name}, whose rows are blocks of ${type.block} values, but its rows have ${row}`, at);
+    const dataBytes = (size / type.block) * type.bytes;
+    if (offset % alignment !== 0) throw bad(`${where} starts at data offset ${offset}, not a multiple of the alignment ${alignment}`, at);
+    const dataOffset = dataStart + offset;
+    if (!(dataOffset + dataBytes <= fileSize)) {
+      throw new NpyError('DATA_TRUNCATED', `${where} needs bytes ${dataOffset} to ${dataOffset + dataBytes}, but the file ends at byte ${fileSize}`);
+    }
+    return { name, type, shape: ne.slice().reverse(), size, dataOffset, dataBytes };
+  });
+  return { version: p.version, metadata: p.metadata, tensors, alignment, dataStart };
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** A position in the header's bytes: each read checks the file has the bytes, and asks for more where they are not read yet. */
+class Cursor {
+  private readonly view: DataView;
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly fileSize: number,
+    public at: number,
+  ) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  }
+
+  /** `n` more bytes, or BAD_GGUF where the file ends first, or NeedMore where they are not read yet. */
+  need(n: number, what = 'the header'): void {
+    if (this.at + n <= this.bytes.length) return;
+    if (this.at + n > this.fileSize) throw bad(`${what} needs ${n} bytes at byte ${this.at}, but the file ends at byte ${this.fileSize}`, this.at);
+    throw new NeedMore(this.at + n);
+  }
+
+  u32(): number {
+    this.need(4);
+    const v = this.view.getUint32(this.at, true);
+    this.at += 4;
+    return v;
+  }
+
+  swapped(v: number): number {
+    return ((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24);
+  }
+
+  /** A uint64 as a number: exact up to 2^53, and past it a number larger than any file (for counts and lengths). */
+  u64(): number {
+    this.need(8);
+    const v = this.view.getUint32(this.at, true) + this.view.getUint32(this.at + 4, true) * 2 ** 32;
+    this.at += 8;
+    return v;
+  }
+
+  /** The uint64 at `at`, exact, as text (for messages). */
+  u64Text(at: number): string {
+    return this.view.getBigUint64(at, true).toString();
+  }
+
+  /** A string: a uint64 length, then UTF-8 (refused where it is not, as gguf-py refuses it). */
+  string(what: string): string {
+    const n = this.u64();
+    const start = this.at;
+    if (n > this.fileSize - start)
+      throw bad(`${what} is ${this.u64Text(start - 8)} bytes long, but the file has ${this.fileSize - start} bytes left`, start - 8);
+    this.need(n, what);
+    this.at += n;
+    return utf8(this.bytes, start, start + n, what);
+  }
+
+  value(type: number, depth: number, key: string): unknown {
+    switch (type) {
+      case VT.UINT8:
+        this.need(1);
+        return this.bytes[this.at++];
+      case VT.INT8:
+        this.need(1);
+        return this.view.getInt8(this.at++);
+      case VT.BOOL:
+        this.need(1);
+        return this.bytes[this.at++] !== 0;
+      case VT.UINT16:
+        this.need(2);
+        this.at += 2;
+        return this.view.getUint16(this.at - 2, true);
+      case VT.INT16:
+        this.need(2);
+        this.at += 2;
+        return this.view.getInt16(this.at - 2, true);
+      case VT.UINT32:
+        this.need(4);
+        this.at += 4;
+        return this.view.getUint32(this.at - 4, true);
+      case VT.INT32:
+        this.need(4);
+        this.at += 4;
+        return this.view.getInt32(this.at - 4, true);
+      case VT.FLOAT32:
+        this.need(4);
+        this.at += 4;
+        return this.view.getFloat32(this.at - 4, true);
+      case VT.FLOAT64:
+        this.need(8);
+        this.at += 8;
+        return this.view.getFloat64(this.at - 8, true);
+      case VT.UINT64:
+      case VT.INT64: {
+        this.need(8);
+        this.at += 8;
+        const big = type === VT.UINT64 ? this.view.getBigUint64(this.at - 8, true) : this.view.getBigInt64(this.at - 8, true);
+        const n = Number(big);
+        return Number.isSafeInteger(n) ? n : big;
+      }
+      case VT.STRING:
+        return this.string(`the value of '${key}'`);
+      case VT.ARRAY:
+        return this.array(depth, key);
+      default:
+        throw bad(`the value of '${key}' has type ${type}, which GGUF does not define`, this.at - 4);
+    }
+  }
+
+  private array(depth: number, key: string): unknown {
+    if (depth >= MAX_NESTING) throw bad(`the value of '${key}' nests arrays more than ${MAX_NESTING} deep`, this.at);
+    const type = this.u32();
+    const n = this.u64();
+    const min = MIN_BYTES[type];
+    if (min === undefined) throw bad(`the value of '${key}' is an array of type ${type}, which GGUF does not define`, this.at - 12);
+    const left = this.fileSize - this.at;
+    if (n > left / min)
+      throw bad(`the value of '${key}' is an array of ${this.u64Text(this.at - 8)} items, more than the ${left} bytes left can hold`, this.at - 8);
+    const typed = TYPED[type as VT];
+    if (typed) {
+      const nbytes = n * typed.BYTES_PER_ELEMENT;
+      this.need(nbytes, `the value of '${key}'`);
+      const start = this.bytes.byteOffset + this.at;
+      this.at += nbytes;
+      const copy = this.bytes.buffer.slice(start, start + nbytes) as ArrayBuffer;
+      if (!littleHost) {
+        const w = typed.BYTES_PER_ELEMENT;
+        const b = new Uint8Array(copy);
+        for (let i = 0; i < nbytes; i += w) b.subarray(i, i + w).reverse();
+      }
+      return new typed(copy);
+    }
+    // Filled by push: V8 holds a `new Array(n)` of more than about 100 000 as a dictionary (slow).
+    const out: unknown[] = [];
+    const start = this.at;
+    try {
+      if (type === VT.STRING) {
+        const what = `a string of '${key}'`;
+        for (let i = 0; i < n; i++) out.push(this.string(what));
+      } else {
+        for (let i = 0; i < n; i++) out.push(this.value(type, depth + 1, key));
+      }
+    } catch (e) {
+      // Ask at once for what the rest of the array will likely take, at the items' pace so far.
+      if (e instanceof NeedMore && out.length > 0) throw new NeedMore(Math.max(e.upTo, start + Math.ceil(((this.at - start) / out.length) * n * 1.05)));
+      throw e;
+    }
+    return out;
+  }
+}
+
+/** Bytes `[start, end)` as UTF-8: short ASCII (most tokens) without the decoder's call cost. */
+function utf8(bytes: Uint8Array, start: number, end: number, what: string): string {
+  if (end - start <= 24) {
+    let s = '';
+    for (let i = start; i < end; i++) {
+      const b = bytes[i]!;
+      if (b >= 0x80) return decode(bytes, start, end, what);
+      s += String.fromCharCode(b);
+    }
+    return s;
+  }
+  return decode(bytes, start, end, what);
+}
+
+function decode(bytes: Uint8Array, start: number, end: number, what: string): string {
+  try {
+    return decoder.decode(bytes.subarray(start, end));
+  } catch {
+    throw bad(`${what} is not UTF-8`, start);
+  }
+}

@@ -1,0 +1,281 @@
+// GGUF against the real thing (gguf-py, llama.cpp's own Python package): files written at test time
+// by its GGUFWriter, metadata and tensors compared with what its GGUFReader reads, and every
+// quantized type compared bit for bit with gguf.quants.dequantize (random valid blocks for each
+// type, and values gguf-py quantized itself where it can). Hostile headers are built here, byte by
+// byte, and each must end in one NpyError, bounded by the bytes present.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GgufFile, ggufFormat, openGguf, bytesSource } from '@npyts/core';
+import { scratch } from '../helpers/numpy.mjs';
+import { startNginx } from '../helpers/nginx.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dir = scratch('npyts-gguf-');
+execFileSync('python3', ['-m', 'pip', 'install', '--retries', '0', '-q', 'gguf'], { stdio: 'ignore' });
+const report = JSON.parse(
+  execFileSync('python3', ['-W', 'ignore', join(here, '..', 'helpers', 'gguf_fixtures.py'), dir], { encoding: 'utf8', maxBuffer: 1 << 28 }),
+);
+const file = (name) => join(dir, name);
+const bytesOf = (name) => new Uint8Array(readFileSync(file(name)));
+const open = (name) => GgufFile.open(bytesSource(bytesOf(name), name));
+const expected = (fname, tensor) => new Uint8Array(readFileSync(join(dir, 'expect', fname, `${tensor}.bin`)));
+const raw = (a) => new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+const sameBytes = (got, want, what) => {
+  assert.is(got.length, want.length, `${what}: length`);
+  const at = got.findIndex((b, i) => b !== want[i]);
+  assert.is(at, -1, `${what}: first differing byte ${at}`);
+};
+
+test('every quantized type gguf-py dequantizes: float32 equal to gguf.quants.dequantize, bit for bit', async () => {
+  const fname = 'quants.gguf';
+  const f = await open(fname);
+  const { tensors } = report.files[fname];
+  assert.equal(
+    [...f.names],
+    tensors.map((t) => t.name),
+    'names in file order',
+  );
+  let checked = 0;
+  for (const t of tensors) {
+    const info = await f.info(t.name);
+    assert.equal(info.shape, t.shape, t.name);
+    assert.is(info.quantization, t.type, t.name);
+    assert.is(info.dtype.str, '<f4');
+    if (t.type === 'Q8_1') continue;
+    const a = await f.get(t.name, { expect: '<f4' });
+    assert.equal(a.shape, t.shape);
+    sameBytes(raw(a), expected(fname, t.name), t.name);
+    checked++;
+  }
+  // 23 types from random blocks, 8 of them also from values gguf-py quantized.
+  assert.is(checked, 23 + 8);
+});
+
+test('a type gguf-py does not dequantize (Q8_1) is listed, and refused when read, naming it', async () => {
+  const f = await open('quants.gguf');
+  assert.is((await f.info('unread.Q8_1')).quantization, 'Q8_1');
+  const e = await npyErrorOf(() => f.get('unread.Q8_1'));
+  assert.is(e.code, 'GGUF_UNSUPPORTED');
+  assert.match(e.message, /Q8_1/);
+});
+
+test('unquantized tensors of every type as themselves: dtype, shape and the bytes gguf-py reads', async () => {
+  const fname = 'plain.gguf';
+  const f = await open(fname);
+  const dtypes = { F32: 'float32', F16: 'float16', BF16: 'bfloat16', F64: 'float64', I8: 'int8', I16: 'int16', I32: 'int32', I64: 'int64' };
+  const { tensors } = report.files[fname];
+  assert.equal(
+    [...f.names],
+    tensors.map((t) => t.name),
+  );
+  for (const t of tensors) {
+    const info = await f.info(t.name);
+    assert.is(info.quantization, undefined);
+    assert.is(info.dtype.name, dtypes[t.type], t.name);
+    const a = await f.get(t.name);
+    assert.equal(a.shape, t.shape, t.name);
+    sameBytes(raw(a), expected(fname, t.name), t.name);
+  }
+  const all = await f.getAll();
+  assert.equal(
+    [...all.keys()],
+    tensors.map((t) => t.name),
+  );
+});
+
+// Our values in the report's terms: 64-bit integers past 2^53 as { big }, typed arrays as arrays.
+const typedOf = {
+  UINT8: Uint8Array,
+  INT8: Int8Array,
+  UINT16: Uint16Array,
+  INT16: Int16Array,
+  UINT32: Uint32Array,
+  INT32: Int32Array,
+  FLOAT32: Float32Array,
+  UINT64: BigUint64Array,
+  INT64: BigInt64Array,
+  FLOAT64: Float64Array,
+};
+const norm = (v) => (typeof v === 'bigint' ? { big: String(v) } : ArrayBuffer.isView(v) ? Array.from(v, norm) : Array.isArray(v) ? v.map(norm) : v);
+
+test('metadata: every key/value in file order, 64-bit integers exact, arrays typed, as gguf-py reads them', async () => {
+  const fname = 'plain.gguf';
+  const f = await open(fname);
+  const want = report.files[fname].metadata;
+  assert.equal(Object.keys(f.metadata), Object.keys(want), 'keys in file order');
+  for (const [key, { types, value }] of Object.entries(want)) {
+    const got = f.metadata[key];
+    if (types[0] === 'ARRAY' && types.length === 2 && typedOf[types[1]]) assert.instance(got, typedOf[types[1]], key);
+    if (types.length > 2) {
+      // gguf-py flattens nested arrays (its FIXME); npyts keeps them nested.
+      assert.equal(norm(got).flat(Number.POSITIVE_INFINITY), value, key);
+    } else {
+      assert.equal(norm(got), value, key);
+    }
+  }
+  assert.equal(f.metadata['m.nested'], [Int32Array.of(1, 2, 3), Int32Array.of(4), [Int32Array.of(5, 6), Int32Array.of(7)]]);
+  assert.is(f.metadata['m.u64'], 2n ** 63n + 5n);
+  assert.is(f.metadata['m.u64small'], 2 ** 53 - 1);
+  assert.is(f.version, 3);
+});
+
+test('a tokenizer of 150 000 tokens: the strings and scores written, in order', async () => {
+  const f = await open('vocab.gguf');
+  assert.equal(f.metadata['tokenizer.ggml.tokens'], report.vocab.tokens);
+  assert.instance(f.metadata['tokenizer.ggml.scores'], Float32Array);
+  assert.equal(Array.from(f.metadata['tokenizer.ggml.scores']), report.vocab.scores);
+  assert.equal(Array.from((await f.get('x')).data.subarray(995)), [995, 996, 997, 998, 999]);
+});
+
+test('general.alignment: the data section and each tensor at its multiples', async () => {
+  const f = await open('aligned.gguf');
+  assert.is(f.metadata['general.alignment'], 256);
+  assert.is(report.files['aligned.gguf'].dataOffset % 256, 0);
+  assert.equal(Array.from((await f.get('a')).data), [0, 1, 2]);
+  assert.equal(Array.from((await f.get('b')).data), [0, 1, 2, 3, 4]);
+});
+
+test('sniff: the magic and a version read; big-endian files and version 1 refused, naming why', async () => {
+  assert.ok(ggufFormat.sniff(bytesOf('plain.gguf').subarray(0, 64), 100));
+  assert.not.ok(ggufFormat.sniff(new TextEncoder().encode('GGUF\x01\0\0\0'), 8));
+  assert.not.ok(ggufFormat.sniff(bytesOf('big-endian.gguf'), 100));
+  assert.not.ok(ggufFormat.sniff(new Uint8Array(3), 3));
+  const e = await npyErrorOf(() => open('big-endian.gguf'));
+  assert.is(e.code, 'GGUF_UNSUPPORTED');
+  assert.match(e.message, /big-endian/);
+  const v1 = bytesOf('aligned.gguf');
+  v1[4] = 1;
+  assert.is((await npyErrorOf(() => GgufFile.open(bytesSource(v1)))).code, 'GGUF_UNSUPPORTED');
+  assert.is((await npyErrorOf(() => GgufFile.open(bytesSource(new TextEncoder().encode('GGML1234'))))).code, 'BAD_MAGIC');
+});
+
+// Hostile headers, byte by byte.
+const u32 = (n) => new Uint8Array(Uint32Array.of(n).buffer);
+const u64 = (n) => new Uint8Array(BigUint64Array.of(BigInt(n)).buffer);
+const str = (s) => {
+  const b = typeof s === 'string' ? new TextEncoder().encode(s) : s;
+  return [u64(b.length), b];
+};
+const cat = (...parts) => {
+  const flat = parts.flat(Number.POSITIVE_INFINITY);
+  const out = new Uint8Array(flat.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of flat) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+};
+const MAGIC = new TextEncoder().encode('GGUF');
+/** A v3 file: key/values and tensor infos as given (raw parts), the data section padded to 32, then `data` bytes. */
+const gguf = ({ kvs = [], infos = [], tensorCount = infos.length, kvCount = kvs.length, data = 64 }) => {
+  const head = cat(MAGIC, u32(3), u64(tensorCount), u64(kvCount), kvs, infos);
+  return cat(head, new Uint8Array((32 - (head.length % 32)) % 32), new Uint8Array(data));
+};
+const kv = (key, type, ...value) => [str(key), u32(type), value];
+const info = (name, ne, type = 0, offset = 0) => [str(name), u32(ne.length), ne.map(u64), u32(type), u64(offset)];
+const refusal = async (bytes) => npyErrorOf(() => GgufFile.open(bytesSource(bytes, 'hostile.gguf')));
+
+test('a well-formed hand-made file reads (so each hostile case below differs by its one fault)', async () => {
+  const f = await GgufFile.open(bytesSource(gguf({ kvs: [kv('k', 4, u32(7))], infos: [info('t', [4, 2])] })));
+  assert.equal(f.metadata, Object.assign(Object.create(null), { k: 7 }));
+  assert.equal((await f.get('t')).shape, [2, 4]);
+});
+
+test('hostile counts and lengths: refused with BAD_GGUF before anything is made for them', async () => {
+  const cases = {
+    'tensor count 2^62': gguf({ tensorCount: 2n ** 62n }),
+    'kv count 2^62': gguf({ kvCount: 2n ** 62n }),
+    'key of 2^60 bytes': gguf({ kvs: [[u64(2n ** 60n), new Uint8Array(8)]] }),
+    'string value of 2^60 bytes': gguf({ kvs: [kv('k', 8, u64(2n ** 60n))] }),
+    'array of 2^40 uint8': gguf({ kvs: [kv('k', 9, u32(0), u64(2n ** 40n))] }),
+    'array of 2^40 strings': gguf({ kvs: [kv('k', 9, u32(8), u64(2n ** 40n))] }),
+    'tensor name of 2^60 bytes': gguf({ infos: [[u64(2n ** 60n), new Uint8Array(30)]] }),
+    'unknown value type': gguf({ kvs: [kv('k', 13, u32(0))] }),
+    'unknown array item type': gguf({ kvs: [kv('k', 9, u32(99), u64(1), u32(0))] }),
+    'unknown ggml type': gguf({ infos: [info('t', [32], 4)] }),
+    'dimensions overflowing 2^53': gguf({ infos: [info('t', [2n ** 32n, 2n ** 32n])] }),
+    'a dimension of 2^60': gguf({ infos: [info('t', [2n ** 60n, 0])] }),
+    'misaligned tensor data': gguf({ infos: [info('t', [4], 0, 4)] }),
+    'a quantized row not whole blocks': gguf({ infos: [info('t', [33], 8)] }),
+    'duplicate key': gguf({ kvs: [kv('k', 4, u32(1)), kv('k', 4, u32(2))] }),
+    'duplicate tensor name': gguf({ infos: [info('t', [4]), info('t', [4], 0, 32)] }),
+    'alignment not a power of two': gguf({ kvs: [kv('general.alignment', 4, u32(24))] }),
+    'alignment not a uint32': gguf({ kvs: [kv('general.alignment', 10, u64(32))] }),
+    'a key that is not UTF-8': gguf({ kvs: [kv(Uint8Array.of(0xff, 0xfe), 4, u32(1))] }),
+    'arrays nested 100 deep': gguf({
+      kvs: [
+        kv(
+          'k',
+          9,
+          Array.from({ length: 100 }, () => [u32(9), u64(1)]),
+          u32(0),
+          u64(0),
+        ),
+      ],
+    }),
+    'more dimensions than numpy allows': gguf({ infos: [[str('t'), u32(65), new Uint8Array(65 * 8 + 12)]] }),
+  };
+  for (const [what, bytes] of Object.entries(cases)) {
+    const e = await refusal(bytes);
+    assert.is(e.code, 'BAD_GGUF', `${what}: ${e.message}`);
+    assert.match(e.message, /^hostile\.gguf: /, what);
+  }
+});
+
+test('tensor data past the end of the file: DATA_TRUNCATED at open, naming the tensor', async () => {
+  for (const t of [info('t', [1024]), info('t', [4], 0, 2n ** 50n), info('t', [4], 0, 2n ** 63n)]) {
+    const e = await refusal(gguf({ infos: [t] }));
+    assert.is(e.code, 'DATA_TRUNCATED', e.message);
+    assert.match(e.message, /tensor 't'/);
+  }
+});
+
+test('a file cut anywhere: one NpyError, never another error', async () => {
+  // Up to the end of its last tensor's data (a file cut in the padding after it is whole).
+  const whole = bytesOf('aligned.gguf');
+  for (let n = 0; n < report.files['aligned.gguf'].dataOffset + 256 + 10; n++) {
+    const e = await npyErrorOf(() => GgufFile.open(bytesSource(whole.subarray(0, n))));
+    assert.ok(['BAD_MAGIC', 'BAD_GGUF', 'DATA_TRUNCATED'].includes(e.code), `${n}: ${e.code}`);
+  }
+  // Cut inside a vocabulary of 150 000 strings (the header read in growing pieces).
+  const big = bytesOf('vocab.gguf');
+  for (const n of [70_000, 1_000_000]) assert.is((await npyErrorOf(() => GgufFile.open(bytesSource(big.subarray(0, n))))).code, 'BAD_GGUF');
+});
+
+test('closed files refuse reads; unknown names list the names', async () => {
+  const f = await open('aligned.gguf');
+  assert.is((await npyErrorOf(() => f.get('nope'))).code, 'NPZ_KEY');
+  await f.close();
+  assert.is((await npyErrorOf(() => f.get('a'))).code, 'CLOSED');
+});
+
+test('by range from a URL: one tensor moves the tensor, the header and at most 64 KiB more', async () => {
+  const server = await startNginx(dir);
+  try {
+    const f = await openGguf(`${server.base}/quants.gguf`);
+    const { dataOffset } = report.files['quants.gguf'];
+    const name = 'random.Q6_K';
+    const a = await f.get(name);
+    sameBytes(raw(a), expected('quants.gguf', name), name);
+    const tensorBytes = (a.size / 256) * 210;
+    assert.ok(f.source.stats.bytes <= dataOffset + tensorBytes + (64 << 10), `moved ${f.source.stats.bytes}`);
+    await f.close();
+    // A header larger than the first read (a vocabulary of 150 000 tokens) is read in a few pieces.
+    const p = await openGguf(`${server.base}/vocab.gguf`);
+    assert.is(p.metadata['tokenizer.ggml.tokens'][9], '日本語のトークン');
+    assert.ok(p.source.stats.reads <= 12, `${p.source.stats.reads} reads`);
+    const size = readFileSync(file('vocab.gguf')).length;
+    assert.ok(p.source.stats.bytes <= size, `moved ${p.source.stats.bytes}`);
+    await p.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+test.run();
