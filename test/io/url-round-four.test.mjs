@@ -92,7 +92,10 @@ for (const ignoreIfMatch of [false, true]) {
       const e = await npyErrorOf(() => f.get('w'));
       assert.is(e.code, 'SOURCE_CHANGED', e.message);
       assert.match(e.message, /model\.safetensors: the file changed on the server while it was read/);
-      assert.ok(s.seen.slice(1).every((h) => h['if-match'] === '"v1"'), 'every request after the first carries If-Match with its ETag');
+      assert.ok(
+        s.seen.slice(1).every((h) => h['if-match'] === '"v1"'),
+        'every request after the first carries If-Match with its ETag',
+      );
       // Opened again, the new version reads as what Python wrote.
       const again = await openWeights(`${s.base}/model.safetensors`);
       const w = await again.get('w');
@@ -233,7 +236,10 @@ test('S3 (moto): a presigned URL is never shown with its signature: a 404, NO_RA
 
 test('redactUrls: AWS, GCS, Azure and token parameters, user info and long opaque values go; the rest stays', () => {
   const cases = [
-    ['https://storage.googleapis.com/b/w.npz?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=sa%40p.iam.gserviceaccount.com%2F20260101%2Fauto&X-Goog-Date=20260101T000000Z&X-Goog-Expires=900&X-Goog-SignedHeaders=host&X-Goog-Signature=0a1b2c', ['sa%40p', '0a1b2c']],
+    [
+      'https://storage.googleapis.com/b/w.npz?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=sa%40p.iam.gserviceaccount.com%2F20260101%2Fauto&X-Goog-Date=20260101T000000Z&X-Goog-Expires=900&X-Goog-SignedHeaders=host&X-Goog-Signature=0a1b2c',
+      ['sa%40p', '0a1b2c'],
+    ],
     ['https://acct.blob.core.windows.net/c/w.safetensors?sv=2022-11-02&se=2026-01-01T00%3A00%3A00Z&sr=b&sp=r&sig=AbCd%2Bef%3D', ['AbCd%2Bef', '2026-01-01T00']],
     ['https://b.s3.amazonaws.com/k.npy?X-Amz-Security-Token=IQoJb3JpZ2lu&X-Amz-Signature=deadbeef', ['IQoJb3JpZ2lu', 'deadbeef']],
     ['https://h/x.npy?token=t0k&api_key=k3y&access_token=at&key=kk&signature=s1&Policy=p0l&Key-Pair-Id=kp', ['t0k', 'k3y', '=at', '=kk', 's1', 'p0l', '=kp']],
@@ -276,13 +282,21 @@ print(json.dumps({'head': t['big'][:5].tolist(), 'tail': t['big'][-3:].tolist(),
     assert.ok(Math.abs(big.data.reduce((s, v) => s + v, 0) - truth.sum) < 1e-6 * Math.abs(truth.sum));
     await (await openWeights(url)).get('small');
     assert.is(warnings.length, 1, warnings.join('\n'));
-    assert.match(warnings[0], new RegExp(`^npyts: http://127\\.0\\.0\\.1:${port} ignores HTTP Range requests \\(Python's http\\.server does\\), so every file read from it is downloaded whole`));
+    assert.match(
+      warnings[0],
+      new RegExp(
+        `^npyts: http://127\\.0\\.0\\.1:${port} ignores HTTP Range requests \\(Python's http\\.server does\\), so every file read from it is downloaded whole`,
+      ),
+    );
     assert.not.match(warnings[0], /\n/);
 
     const e = await npyErrorOf(() => openWeights(url, { wholeBodyBytes: 1 << 20 }));
     assert.is(e.code, 'NO_RANGES');
     assert.match(e.message, /sent the whole file \(8\.4 MB\), more than wholeBodyBytes \(1 MiB\)/);
-    assert.match(e.message, /pass a larger wholeBodyBytes to take it whole, or read the whole response: openWeights\(await \(await fetch\(url\)\)\.blob\(\)\)$/);
+    assert.match(
+      e.message,
+      /pass a larger wholeBodyBytes to take it whole, or read the whole response: openWeights\(await \(await fetch\(url\)\)\.blob\(\)\)$/,
+    );
     assert.not.match(e.message, /bytes -|readNpy|decodeNpz/);
     // The advice follows the format.
     const npy = await npyErrorOf(() => openNpyUrl(`http://127.0.0.1:${port}/column.npy`, { wholeBodyBytes: 1 << 20 }));
@@ -299,7 +313,10 @@ print(json.dumps({'head': t['big'][:5].tolist(), 'tail': t['big'][-3:].tolist(),
 /** `work`'s outcome, or a failure when it is still pending after `ms` (a hang, not a slow machine: ms is 100 times the timeout). */
 function within(ms, work) {
   let timer;
-  return Promise.race([work.finally(() => clearTimeout(timer)), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)))]);
+  return Promise.race([
+    work.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms))),
+  ]);
 }
 
 test('a server that accepts and never answers, or stalls in the body, fails after timeoutMs with NETWORK naming it', async () => {
@@ -309,18 +326,26 @@ test('a server that accepts and never answers, or stalls in the body, fails afte
     const suffix = /bytes=-(\d+)/.exec(req.headers.range);
     const [from, to] = suffix ? [bytes.length - Number(suffix[1]), bytes.length - 1] : /bytes=(\d+)-(\d+)/.exec(req.headers.range).slice(1).map(Number);
     res.writeHead(206, { 'content-range': `bytes ${from}-${to}/${bytes.length}`, 'content-length': to - from + 1 });
-    if (to - from > 100_000) res.write(bytes.subarray(from, from + 100)); // and nothing more
+    if (to - from > 100_000)
+      res.write(bytes.subarray(from, from + 100)); // and nothing more
     else res.end(bytes.subarray(from, to + 1));
   });
   try {
-    const e = await within(20_000, npyErrorOf(() => openWeights(`${silent.base}/m.safetensors`, { timeoutMs: 200 })));
+    const e = await within(
+      20_000,
+      npyErrorOf(() => openWeights(`${silent.base}/m.safetensors`, { timeoutMs: 200 })),
+    );
     assert.is(e.code, 'NETWORK');
     assert.match(e.message, /m\.safetensors: no answer came for the last 1 bytes in 200 ms \(timeoutMs, 30 000 by default\)/);
     const f = await openWeights(`${stalled.base}/m.safetensors`, { timeoutMs: 200 });
-    const s = await within(20_000, npyErrorOf(() => f.get('big')));
+    const s = await within(
+      20_000,
+      npyErrorOf(() => f.get('big')),
+    );
     assert.is(s.code, 'NETWORK');
     assert.match(s.message, /the answer for bytes \d+-\d+ stalled: no bytes came in 200 ms \(timeoutMs/);
-    for (const bad of [0, -5, Number.NaN, '100']) assert.is((await npyErrorOf(() => openWeights(`${silent.base}/m.safetensors`, { timeoutMs: bad }))).code, 'BAD_OPTION', String(bad));
+    for (const bad of [0, -5, Number.NaN, '100'])
+      assert.is((await npyErrorOf(() => openWeights(`${silent.base}/m.safetensors`, { timeoutMs: bad }))).code, 'BAD_OPTION', String(bad));
   } finally {
     await silent.close();
     await stalled.close();

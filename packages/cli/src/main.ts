@@ -61,7 +61,8 @@ export async function main(args: string[], io: Io): Promise<number> {
     }
     return 0;
   } catch (e) {
-    if (process.env.NPYTS_DEBUG === '1') io.stderr(redactUrls(`${(e as Error)?.stack ?? e}\n${e instanceof FileError ? `caused by: ${(e.cause as Error)?.stack}\n` : ''}`));
+    if (process.env.NPYTS_DEBUG === '1')
+      io.stderr(redactUrls(`${(e as Error)?.stack ?? e}\n${e instanceof FileError ? `caused by: ${(e.cause as Error)?.stack}\n` : ''}`));
     if (e instanceof UsageError) {
       io.stderr(`npyts: usage error: ${e.message}\nRun 'npyts --help' for usage.\n`);
       return 2;

@@ -260,7 +260,8 @@ export type UrlFormat = 'npy' | 'npz' | 'weights';
 function wholeReader(format: UrlFormat | undefined, url: URL): string {
   const ext = /\.([a-z0-9]+)$/i.exec(url.pathname)?.[1]?.toLowerCase();
   const kind =
-    format ?? (ext === 'npy' ? 'npy' : ext === 'npz' ? 'npz' : ext && ['safetensors', 'pt', 'pth', 'bin', 'ckpt', 'json'].includes(ext) ? 'weights' : undefined);
+    format ??
+    (ext === 'npy' ? 'npy' : ext === 'npz' ? 'npz' : ext && ['safetensors', 'pt', 'pth', 'bin', 'ckpt', 'json'].includes(ext) ? 'weights' : undefined);
   const npy = 'readNpy(await fetch(url))';
   const npz = 'openNpz(await (await fetch(url)).blob())';
   const weights = 'openWeights(await (await fetch(url)).blob())';
@@ -354,7 +355,9 @@ export class HttpFile {
     const pin = this.pin && mayCondition(this.origin) ? this.conditions(this.pin) : {};
     try {
       this.stats.requests++;
-      const res = await deadline.race(this.doFetch(this.href, { headers: { ...this.options.headers, ...pin, Range: `bytes=${spec}` }, signal: controller.signal }));
+      const res = await deadline.race(
+        this.doFetch(this.href, { headers: { ...this.options.headers, ...pin, Range: `bytes=${spec}` }, signal: controller.signal }),
+      );
       deadline.answered = true;
       deadline.arm();
       return await use(res, deadline);
@@ -486,7 +489,13 @@ export class HttpFile {
         badResponse(`${this.shown}: asked for ${what}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
       }
       const expected = gotLast - gotFrom + 1;
-      const body = await readBody(res, expected, this.stats, deadline, () => new NpyError('BAD_RESPONSE', `${this.shown}: the server sent more than the ${expected} bytes asked for`));
+      const body = await readBody(
+        res,
+        expected,
+        this.stats,
+        deadline,
+        () => new NpyError('BAD_RESPONSE', `${this.shown}: the server sent more than the ${expected} bytes asked for`),
+      );
       if (body.length !== expected) badResponse(`${this.shown}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
       return body;
     });
@@ -544,7 +553,13 @@ export class HttpFile {
       // The parts plus their headers and boundaries; a body much longer than that is refused unread.
       const wanted = groups.reduce((n, g) => n + g.length, 0);
       const max = wanted + groups.length * 512 + 4096;
-      const body = await readBody(res, max, this.stats, deadline, () => new NpyError('BAD_RESPONSE', `${this.shown}: the server sent more than the ${max} bytes asked for`));
+      const body = await readBody(
+        res,
+        max,
+        this.stats,
+        deadline,
+        () => new NpyError('BAD_RESPONSE', `${this.shown}: the server sent more than the ${max} bytes asked for`),
+      );
       const parts = parseByteranges(body, boundary, this.shown);
       for (const p of parts) if (p.size >= 0) this.pinned(res, p.size);
       return groups.map((g) => {
