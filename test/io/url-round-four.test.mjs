@@ -193,6 +193,20 @@ test('S3 (moto): a presigned URL is never shown with its signature: a 404, NO_RA
   assert.match(e404.message, new RegExp(`${moto.endpoint}/models/missing\\.safetensors\\?.*X-Amz-Signature=\\[redacted\\]`));
   for (const shown of [e404.message, String(e404), inspect(e404), e404.stack, e404.file ?? '']) assertNoSecret(shown, missing, 'the 404');
 
+  // A 403 (moto does not check presigned signatures: a store that refuses this one stands for S3).
+  const refusing = await serve((_, res) => res.writeHead(403, { 'content-type': 'application/xml' }).end('<Error><Code>SignatureDoesNotMatch</Code></Error>'));
+  const refusingClient = new S3Client({ endpoint: refusing.base, region: REGION, credentials: CREDENTIALS, forcePathStyle: true });
+  try {
+    const denied = await getSignedUrl(refusingClient, new GetObjectCommand({ Bucket: 'models', Key: 'model.safetensors' }), { expiresIn: 300 });
+    const e403 = await npyErrorOf(() => openWeights(denied));
+    assert.is(e403.code, 'HTTP_STATUS');
+    assert.match(e403.message, /model\.safetensors\?.*: HTTP 403 for the last 1 bytes \(check the credentials or the signature\)/);
+    for (const shown of [e403.message, String(e403), inspect(e403), e403.stack]) assertNoSecret(shown, denied, 'the 403');
+  } finally {
+    refusingClient.destroy();
+    await refusing.close();
+  }
+
   // A proxy that drops Range: moto then answers with the whole object, too large for wholeBodyBytes.
   const noRanges = await serve((req, res) => {
     const { range: _, ...headers } = req.headers;
