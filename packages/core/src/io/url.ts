@@ -1,7 +1,10 @@
 /**
  * .npy over HTTP range requests: one small request for the header (a second if the header is
  * larger), then only the byte ranges a region needs, nearby ranges joined. A server that ignores
- * Range, or answers a different range than asked, is detected and reported, never misread.
+ * Range, or answers a different range than asked, is detected and reported, never misread; a file
+ * replaced while it is read is refused (pinned to its first answer's ETag, date and size); every
+ * request has a deadline. This file is long because it is the one place where requests are made and
+ * answers checked (`HttpFile`), for every reader of a URL.
  */
 import { NpyError } from '../errors.js';
 import { FIRST_BLOCK, readingHeader } from './header-read.js';
