@@ -324,7 +324,7 @@ print(json.dumps({'head': t['big'][:5].tolist(), 'tail': t['big'][-3:].tolist(),
   }
 });
 
-/** `work`'s outcome, or a failure when it is still pending after `ms` (a hang, not a slow machine: ms is 100 times the timeout). */
+/** `work`'s outcome, or a failure when it is still pending after `ms` (a hang, not a slow machine: ms is 200 times the timeout). */
 function within(ms, work) {
   let timer;
   return Promise.race([
@@ -333,31 +333,26 @@ function within(ms, work) {
   ]);
 }
 
-test('a server that accepts and never answers, or stalls in the body, fails after timeoutMs with NETWORK naming it', async () => {
+test('a server that accepts and never answers, or sends headers and then no body, fails after timeoutMs with NETWORK naming it', async () => {
+  // Neither server ever sends what is waited for: the outcome does not depend on the machine's speed.
   const silent = await serve(() => {});
-  const bytes = readFileSync(at('model.safetensors'));
-  const stalled = await serve((req, res) => {
-    const suffix = /bytes=-(\d+)/.exec(req.headers.range);
-    const [from, to] = suffix ? [bytes.length - Number(suffix[1]), bytes.length - 1] : /bytes=(\d+)-(\d+)/.exec(req.headers.range).slice(1).map(Number);
-    res.writeHead(206, { 'content-range': `bytes ${from}-${to}/${bytes.length}`, 'content-length': to - from + 1 });
-    if (to - from > 100_000)
-      res.write(bytes.subarray(from, from + 100)); // and nothing more
-    else res.end(bytes.subarray(from, to + 1));
+  const stalled = await serve((_, res) => {
+    res.writeHead(206, { 'content-range': 'bytes 99-99/100', 'content-length': 1 });
+    res.flushHeaders(); // and no body
   });
   try {
     const e = await within(
-      20_000,
-      npyErrorOf(() => openWeights(`${silent.base}/m.safetensors`, { timeoutMs: 200 })),
+      60_000,
+      npyErrorOf(() => openWeights(`${silent.base}/m.safetensors`, { timeoutMs: 300 })),
     );
     assert.is(e.code, 'NETWORK');
-    assert.match(e.message, /m\.safetensors: no answer came for the last 1 bytes in 200 ms \(timeoutMs, 30 000 by default\)/);
-    const f = await openWeights(`${stalled.base}/m.safetensors`, { timeoutMs: 200 });
+    assert.match(e.message, /m\.safetensors: no answer came for the last 1 bytes in 300 ms \(timeoutMs, 30 000 by default\)/);
     const s = await within(
-      20_000,
-      npyErrorOf(() => f.get('big')),
+      60_000,
+      npyErrorOf(() => openWeights(`${stalled.base}/m.safetensors`, { timeoutMs: 300 })),
     );
     assert.is(s.code, 'NETWORK');
-    assert.match(s.message, /the answer for bytes \d+-\d+ stalled: no bytes came in 200 ms \(timeoutMs/);
+    assert.match(s.message, /the answer for the last 1 bytes stalled: no bytes came in 300 ms \(timeoutMs/);
     for (const bad of [0, -5, Number.NaN, '100'])
       assert.is((await npyErrorOf(() => openWeights(`${silent.base}/m.safetensors`, { timeoutMs: bad }))).code, 'BAD_OPTION', String(bad));
   } finally {
