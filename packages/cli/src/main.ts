@@ -2,7 +2,7 @@
  * The `npyts` command: runs one subcommand (commands/) and turns every failure into one line on
  * standard error. Arguments are in args.ts, inputs in targets.ts, what a run shares in session.ts.
  */
-import { NpyError } from '@npyts/core';
+import { NpyError, redactUrls } from '@npyts/core';
 import { nativeStatus } from '@npyts/core/node';
 import { type Io, session, UsageError, FileError, printable } from './session.js';
 import { USAGE, checkOptionsOf, parseArgs } from './args.js';
@@ -14,8 +14,9 @@ import { cmdConvert } from './commands/convert.js';
 /** Longest error message printed; the rest is counted, not shown (a 10 MB descr makes a 10 MB message). */
 const MAX_MESSAGE = 300;
 
+/** `message` as one printable line, its URLs without their credentials (a presigned URL's signature). */
 function oneLine(message: string): string {
-  const s = printable(message);
+  const s = printable(redactUrls(message));
   return s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE)}… (${s.length - MAX_MESSAGE} more characters)` : s;
 }
 
@@ -60,7 +61,8 @@ export async function main(args: string[], io: Io): Promise<number> {
     }
     return 0;
   } catch (e) {
-    if (process.env.NPYTS_DEBUG === '1') io.stderr(`${(e as Error)?.stack ?? e}\n${e instanceof FileError ? `caused by: ${(e.cause as Error)?.stack}\n` : ''}`);
+    if (process.env.NPYTS_DEBUG === '1')
+      io.stderr(redactUrls(`${(e as Error)?.stack ?? e}\n${e instanceof FileError ? `caused by: ${(e.cause as Error)?.stack}\n` : ''}`));
     if (e instanceof UsageError) {
       io.stderr(`npyts: usage error: ${e.message}\nRun 'npyts --help' for usage.\n`);
       return 2;

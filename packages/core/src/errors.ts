@@ -1,3 +1,5 @@
+import { redactUrls } from './io/redact.js';
+
 /** Stable machine-readable reasons for an {@link NpyError}. */
 export type NpyErrorCode =
   /** Input that does not start with the .npy magic (`\x93NUMPY`), or an archive member that is not .npy data. */
@@ -46,8 +48,6 @@ export type NpyErrorCode =
   | 'UNEXPECTED_DTYPE'
   /** A file named by another (a ragged index's heap, a sharded set's shard) outside that file's folder: an absolute path, `..` (or `%2e%2e`), a scheme or another origin, or an answer redirected there (for heaps the message names `allowHeapOutside`). */
   | 'UNSAFE_PATH'
-  /** A file that changed while it was read: a sibling (a shard) whose size or modification time differs from when its set was opened. */
-  | 'SOURCE_CHANGED'
   /** An object dtype where data is written in place (its data is a pickle, not fixed-size slots). */
   | 'OBJECT_IN_PLACE'
   /** A path that is not a regular file (a FIFO, a device, a directory) where a file is read or written. */
@@ -56,8 +56,10 @@ export type NpyErrorCode =
   | 'NETWORK'
   /** A server answered with an HTTP error status (404, 403, 416, 500, …): the message gives it. */
   | 'HTTP_STATUS'
-  /** A server that ignores `Range` sent a whole file too large to take whole: the message names the whole-response reader. */
+  /** A server that ignores `Range` sent a whole file larger than `wholeBodyBytes`: the message names the option and the whole-response reader of the format. */
   | 'NO_RANGES'
+  /** A file that changed while it was read: a remote file whose answer has another ETag, Last-Modified or size than its first (or HTTP 412), or a local sibling (a shard) whose size or modification time differs from when its set was opened: reopen it. */
+  | 'SOURCE_CHANGED'
   /** A server's answer is not what was asked (another range, more bytes than asked, a broken multipart body). */
   | 'BAD_RESPONSE'
   /** A blocking method called on an archive or reader whose source reads asynchronously (a URL, a Blob). */
@@ -163,18 +165,21 @@ export class NpyError extends Error {
   readonly field: string | undefined;
   /** The archive member involved, when known. */
   readonly member: string | undefined;
-  /** The file (path or URL) involved, when known; the message starts with it. */
+  /** The file (path or URL) involved, when known; the message starts with it. A URL's credentials are redacted, as in the message. */
   readonly file: string | undefined;
 
-  constructor(code: NpyErrorCode, message: string, details: NpyErrorDetails = {}) {
+  constructor(code: NpyErrorCode, text: string, given: NpyErrorDetails = {}) {
+    // Every URL in a message or a file name is shown without its query's secrets (a presigned URL is a credential).
+    const message = redactUrls(text);
+    const details = given.file === undefined ? given : { ...given, file: redactUrls(given.file) };
     const where: string[] = [];
     if (details.offset !== undefined) where.push(`at byte ${details.offset}`);
     if (details.field !== undefined) where.push(`in field '${details.field}'`);
     if (details.member !== undefined) where.push(`in member '${details.member}'`);
-    const text = where.length ? `${message} (${where.join(', ')})` : message;
+    const full = where.length ? `${message} (${where.join(', ')})` : message;
     // A message that begins with the file ("x.npy is closed", "x.npy: …") names it already.
-    const named = details.file !== undefined && (text.startsWith(`${details.file} `) || text.startsWith(`${details.file}:`));
-    super(details.file !== undefined && !named ? `${details.file}: ${text}` : text);
+    const named = details.file !== undefined && (full.startsWith(`${details.file} `) || full.startsWith(`${details.file}:`));
+    super(details.file !== undefined && !named ? `${details.file}: ${full}` : full);
     this.name = 'NpyError';
     Object.defineProperty(this, BRAND, { value: true });
     this.code = code;

@@ -1,7 +1,10 @@
 /**
  * .npy over HTTP range requests: one small request for the header (a second if the header is
  * larger), then only the byte ranges a region needs, nearby ranges joined. A server that ignores
- * Range, or answers a different range than asked, is detected and reported, never misread.
+ * Range, or answers a different range than asked, is detected and reported, never misread; a file
+ * replaced while it is read is refused (pinned to its first answer's ETag, date and size); every
+ * request has a deadline. This file is long because it is the one place where requests are made and
+ * answers checked (`HttpFile`), for every reader of a URL.
  */
 import { NpyError } from '../errors.js';
 import { FIRST_BLOCK, readingHeader } from './header-read.js';
@@ -13,8 +16,9 @@ import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js'
 import type { DescrInput } from '../format/descr-types.js';
 import { ByteBudget, inParallel } from './settle.js';
 import type { AsyncByteSource } from './byte-source.js';
+import { redactUrls } from './redact.js';
 
-/** Options of every reader of a URL: the fetch hook, headers, request sizes, concurrency. */
+/** Options of every reader of a URL: the fetch hook, headers, request sizes, concurrency, the timeout. */
 export interface HttpOptions {
   /**
    * The fetch to use (default `globalThis.fetch`): any WHATWG `fetch`, for auth, signed requests
@@ -39,14 +43,17 @@ export interface HttpOptions {
   maxInFlight?: number;
   /**
    * Whether several ranges may go in one request (`Range: bytes=a-b,c-d`; default true). Object
-   * stores (S3 and its compatibles) and many CDNs answer such a request with the whole object: once
-   * an origin has, it is sent single ranges for the rest of the process. `false` never sends one.
+   * stores (S3 and its compatibles) and many CDNs answer such a request with the whole object: the
+   * first such request to an origin is sent alone, and once an origin has answered with a whole
+   * object it is sent single ranges for the rest of the process. `false` never sends one.
    */
   multiRange?: boolean;
   /**
-   * A server that ignores `Range` (HTTP 200 with the whole body) is still read when the body is at
-   * most this many bytes (default 1 MiB): the whole file is then kept. A larger body is refused
-   * (NO_RANGES), naming the way to read a whole response.
+   * A server that ignores `Range` (HTTP 200 with the whole body; Python's `http.server` does) is
+   * still read when the body is at most this many bytes (default 256 MiB, sized for development
+   * servers): the whole file is then downloaded once and kept, and a warning says so once per
+   * origin. A larger body is refused (NO_RANGES), naming this option and the whole-response reader
+   * of the format.
    */
   wholeBodyBytes?: number;
   /**
@@ -55,6 +62,13 @@ export interface HttpOptions {
    * (`UNSAFE_PATH`) before its body is read. Set by the readers of such files.
    */
   within?: string;
+  /**
+   * Milliseconds a request waits for its answer's headers, and then for each next piece of its
+   * body, before it fails with NETWORK (default 30 000): a server that accepts the connection and
+   * never answers does not hold a read for the platform's own timeout (five minutes in Node).
+   * `Infinity` waits as long as the connection lives; `signal` still cancels.
+   */
+  timeoutMs?: number;
 }
 
 /** Options of {@link openNpyUrl}: the HTTP options, range joining, the first request and the cache. */
@@ -77,6 +91,7 @@ export interface UrlOptions extends DecodeOptions, HttpOptions {
 
 /** An open .npy over HTTP: its header, and regions read by range requests. */
 export interface NpyUrlHandle<S extends DescrInput = DescrInput> extends OpenNpy<S> {
+  /** The URL as given (not enumerated, so that printing the handle shows no presigned URL's signature). */
   readonly url: string;
   /** Size of the file on the server. */
   readonly size: number;
@@ -93,8 +108,17 @@ const REQUEST_BYTES = 8 << 20;
 /** Bytes the requests in flight ask for together, by default. */
 const IN_FLIGHT_BYTES = 16 << 20;
 
-/** Bodies of at most this many bytes are used whole when a server ignores `Range`. */
-const WHOLE_BODY_BYTES = 1 << 20;
+/** Bodies of at most this many bytes are used whole when a server ignores `Range` (a development server's files). */
+const WHOLE_BODY_BYTES = 256 << 20;
+
+/**
+ * A whole object sent for a multi-range request is read when it is at most this large; a larger one
+ * is left unread and asked for by single ranges (which S3 answers), not downloaded whole.
+ */
+const WHOLE_MULTI_BYTES = 1 << 20;
+
+/** Milliseconds a request waits for its headers, or for the next piece of its body, by default. */
+const TIMEOUT_MS = 30_000;
 
 /**
  * Origins (scheme, host and port) that answered a multi-range request with something other than a
@@ -109,26 +133,90 @@ async function confined(res: Response, href: string, within: string): Promise<Re
   const folder = new URL(within);
   if (got.origin === folder.origin && got.pathname.startsWith(folder.pathname)) return res;
   await res.body?.cancel();
-  throw new NpyError('UNSAFE_PATH', `${href} was redirected to ${got.origin}${got.pathname}, outside the folder of the file that names it (${folder.href})`);
+  throw new NpyError('UNSAFE_PATH', `${redactUrls(href)} was redirected to ${got.origin}${got.pathname}, outside the folder of the file that names it (${redactUrls(folder.href)})`);
+}
+
+/** Origins that answered a multi-range request as multipart/byteranges: they take them from everyone. */
+const multiRangeOrigins = new Set<string>();
+
+/** The first multi-range request to each origin whose answer is awaited: the others wait for it. */
+const probes = new Map<string, Promise<unknown>>();
+
+/** Origins already warned about ignoring `Range`: the warning is said once per origin. */
+const warnedOrigins = new Set<string>();
+
+/** `value` of option `name`: a number at least 0 (`zero`) or above 0, `Infinity` included; else BAD_OPTION. */
+function limitOption(name: string, value: number | undefined, fallback: number, zero: boolean): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!zero && value === 0))
+    throw new NpyError('BAD_OPTION', `${name} must be a number ${zero ? 'of at least 0' : 'above 0'} (or Infinity), got ${String(value)}`);
+  return value;
+}
+
+/**
+ * The timer of one request: it fails the request when the answer's headers, or the next piece of
+ * its body, take longer than `ms`. Every wait of the request goes through {@link race}, so a fetch
+ * hook that ignores the signal times out too.
+ */
+class Deadline {
+  fired = false;
+  /** Whether the answer's headers have arrived. */
+  answered = false;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private fail: (e: unknown) => void = () => {};
+  private readonly expired: Promise<never>;
+
+  constructor(
+    private readonly ms: number,
+    private readonly controller: AbortController,
+  ) {
+    this.expired = new Promise<never>((_, reject) => {
+      this.fail = reject;
+    });
+    this.expired.catch(() => {});
+    this.arm();
+  }
+
+  /** Start the wait again (the headers or a piece of the body arrived). */
+  arm(): void {
+    this.stop();
+    if (!Number.isFinite(this.ms)) return;
+    this.timer = setTimeout(() => {
+      this.fired = true;
+      const e = new Error('timed out');
+      this.controller.abort(e);
+      this.fail(e);
+    }, this.ms);
+  }
+
+  race<T>(work: Promise<T>): Promise<T> {
+    return Number.isFinite(this.ms) ? Promise.race([work, this.expired]) : work;
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
 }
 
 /**
  * A response body, read until `max` bytes, each chunk counted as it arrives: a server that sends
- * more than it was asked for is refused as soon as it does (the rest is never read), so its length
- * cannot cost memory.
+ * more than it was asked for is refused (`tooLong`) as soon as it does (the rest is never read), so
+ * its length cannot cost memory. Each chunk restarts the request's deadline.
  */
-async function readBody(res: Response, max: number, href: string, counted: { bytes: number }): Promise<Uint8Array> {
+async function readBody(res: Response, max: number, counted: { bytes: number }, deadline: Deadline, tooLong: () => NpyError): Promise<Uint8Array> {
   if (!res.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let n = 0;
   const reader = res.body.getReader();
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await deadline.race(reader.read());
     if (done) break;
+    deadline.arm();
     counted.bytes += value.length;
     if (n + value.length > max) {
-      await reader.cancel();
-      badResponse(`${href}: the server sent more than the ${max} bytes asked for`);
+      await reader.cancel().catch(() => {});
+      throw tooLong();
     }
     chunks.push(value);
     n += value.length;
@@ -172,15 +260,6 @@ function networkError(e: unknown, href: string, what: string, signal: AbortSigna
   );
 }
 
-/** `work` (a request and the reading of its body), its network failures as {@link networkError}. */
-async function overNetwork<T>(href: string, what: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (e) {
-    throw networkError(e, href, what, signal);
-  }
-}
-
 /** `href` as a URL, or an NpyError that says where files are opened instead. */
 function checkedUrl(href: string): URL {
   try {
@@ -193,9 +272,49 @@ function checkedUrl(href: string): URL {
   }
 }
 
+/** What a file is read as, for the advice of a refusal: by its reader, else by its name's extension. */
+export type UrlFormat = 'npy' | 'npz' | 'weights';
+
+/** How to read the whole response of a file of `format` (or, not knowing it, of each format). */
+function wholeReader(format: UrlFormat | undefined, url: URL): string {
+  const ext = /\.([a-z0-9]+)$/i.exec(url.pathname)?.[1]?.toLowerCase();
+  const kind =
+    format ??
+    (ext === 'npy' ? 'npy' : ext === 'npz' ? 'npz' : ext && ['safetensors', 'pt', 'pth', 'bin', 'ckpt', 'json'].includes(ext) ? 'weights' : undefined);
+  const npy = 'readNpy(await fetch(url))';
+  const npz = 'openNpz(await (await fetch(url)).blob())';
+  const weights = 'openWeights(await (await fetch(url)).blob())';
+  if (kind === 'npy') return npy;
+  if (kind === 'npz') return npz;
+  if (kind === 'weights') return weights;
+  return `${weights} for a weight file, ${npz} for a .npz, ${npy} for a .npy`;
+}
+
+/** A number of bytes as people say it (`8.4 MB`, `256 MiB` for a power of two). */
+function bytesText(n: number): string {
+  if (n >= 1 << 20 && n % (1 << 20) === 0) return `${n / (1 << 20)} MiB`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} MB`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)} kB`;
+  return `${n} bytes`;
+}
+
+/**
+ * Whether conditional headers (`If-Match`) may go with each request: always, except cross-origin
+ * from a page, where a header that is not CORS-safelisted would add a preflight that many servers
+ * (a bucket's CORS rule allowing only `Range`) refuse. There, each answer's validators are still
+ * compared with the first's.
+ */
+function mayCondition(origin: string): boolean {
+  const page = (globalThis as { location?: { origin?: string } }).location?.origin;
+  return page === undefined || page === origin;
+}
+
 /**
  * One file on an HTTP server, read by range requests: the one place requests are made, answers
- * checked and bytes counted, for `.npy` readers and byte sources alike.
+ * checked and bytes counted, for `.npy` readers and byte sources alike. The file is pinned to its
+ * first answer: later requests carry `If-Match` with its ETag (or `If-Unmodified-Since` with its
+ * Last-Modified), and every answer's ETag, Last-Modified and size are compared with the first's, so
+ * that bytes of a file replaced while it is read are refused (SOURCE_CHANGED), never mixed.
  */
 export class HttpFile {
   readonly stats = { requests: 0, bytes: 0, cached: 0 };
@@ -205,18 +324,30 @@ export class HttpFile {
   whole: Uint8Array | null = null;
   /** What the requests in flight of every read of this file hold together. */
   readonly budget: ByteBudget;
+  /** The URL as messages and names show it: without its query's credentials. */
+  readonly shown: string;
+  private readonly url: URL;
   private readonly origin: string;
   private readonly doFetch: NonNullable<HttpOptions['fetch']>;
+  private readonly wholeBodyBytes: number;
+  private readonly timeoutMs: number;
+  /** The validators of the first answer (null before it). */
+  private pin: { etag: string | null; lastModified: string | null } | null = null;
 
   constructor(
     readonly href: string,
     private readonly options: HttpOptions,
+    private readonly format?: UrlFormat,
   ) {
-    this.origin = checkedUrl(href).origin;
+    this.url = checkedUrl(href);
+    this.origin = this.url.origin;
+    this.shown = redactUrls(href);
     const fetch: NonNullable<HttpOptions['fetch']> = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
     const { within } = options;
     this.doFetch = within === undefined ? fetch : async (u, init) => confined(await fetch(u, init), href, within);
     this.budget = new ByteBudget(Math.max(1, options.maxInFlight ?? IN_FLIGHT_BYTES));
+    this.wholeBodyBytes = limitOption('wholeBodyBytes', options.wholeBodyBytes, WHOLE_BODY_BYTES, true);
+    this.timeoutMs = limitOption('timeoutMs', options.timeoutMs, TIMEOUT_MS, false);
   }
 
   get requestBytes(): number {
@@ -233,34 +364,118 @@ export class HttpFile {
   }
 
   /**
-   * A `200` answer to a range request: the whole file. It is used (and kept) when it is small, else
-   * refused with the way to read a whole response.
+   * One request for `Range: bytes=spec` and the handling of its answer (`use`), under the request's
+   * deadline: a failure of the request is NETWORK naming `what`, a timeout NETWORK naming `timeoutMs`.
    */
-  private async wholeAnswer(res: Response, asked: string): Promise<Uint8Array> {
-    const limit = this.options.wholeBodyBytes ?? WHOLE_BODY_BYTES;
-    const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-    if (!(declared > limit)) {
-      try {
-        const body = await readBody(res, limit, this.href, this.stats);
-        this.whole = body;
-        this.size = body.length;
-        return body;
-      } catch (e) {
-        if (!(e instanceof NpyError)) throw e;
+  private async exchange<T>(spec: string, what: string, signal: AbortSignal | undefined, use: (res: Response, deadline: Deadline) => Promise<T>): Promise<T> {
+    signal?.throwIfAborted();
+    const controller = new AbortController();
+    const deadline = new Deadline(this.timeoutMs, controller);
+    const onAbort = (): void => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const pin = this.pin && mayCondition(this.origin) ? this.conditions(this.pin) : {};
+    try {
+      this.stats.requests++;
+      const res = await deadline.race(
+        this.doFetch(this.href, { headers: { ...this.options.headers, ...pin, Range: `bytes=${spec}` }, signal: controller.signal }),
+      );
+      deadline.answered = true;
+      deadline.arm();
+      return await use(res, deadline);
+    } catch (e) {
+      if (deadline.fired && !signal?.aborted && !(e instanceof NpyError)) {
+        const late = deadline.answered ? `the answer for ${what} stalled: no bytes came` : `no answer came for ${what}`;
+        throw new NpyError(
+          'NETWORK',
+          `${this.shown}: ${late} in ${this.timeoutMs} ms (timeoutMs, 30 000 by default); check that the server is reachable and answering, or pass a larger timeoutMs`,
+        );
       }
-    } else await res.body?.cancel();
-    throw new NpyError(
-      'NO_RANGES',
-      `${this.href}: the server ignored the Range header for ${asked} (HTTP 200 with the whole file${declared >= 0 ? ` of ${declared} bytes` : ''}); ` +
-        'read the whole response instead: readNpy(await fetch(url)), or decodeNpz(new Uint8Array(await (await fetch(url)).arrayBuffer()))',
+      throw networkError(e, this.shown, what, signal);
+    } finally {
+      deadline.stop();
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** The headers that make a request fail (HTTP 412) when the file is no longer the one first answered. */
+  private conditions(pin: { etag: string | null; lastModified: string | null }): Record<string, string> {
+    // If-Match compares strongly: a weak ETag never matches it, so it is not sent.
+    if (pin.etag && !pin.etag.startsWith('W/')) return { 'If-Match': pin.etag };
+    if (pin.lastModified) return { 'If-Unmodified-Since': pin.lastModified };
+    return {};
+  }
+
+  /**
+   * The answer `res` (of a file of `size` bytes, -1 if it does not say) checked against the first
+   * answer, which pins the file: another ETag, Last-Modified or size is SOURCE_CHANGED.
+   */
+  private pinned(res: Response, size: number): void {
+    const etag = res.headers.get('etag');
+    const lastModified = res.headers.get('last-modified');
+    if (!this.pin) {
+      this.pin = { etag, lastModified };
+      return;
+    }
+    const was = this.pin;
+    const why =
+      etag && was.etag && etag !== was.etag
+        ? `its ETag was ${was.etag}, an answer now says ${etag}`
+        : lastModified && was.lastModified && lastModified !== was.lastModified
+          ? `it was last modified ${was.lastModified}, an answer now says ${lastModified}`
+          : size >= 0 && this.size >= 0 && size !== this.size
+            ? `it had ${this.size} bytes, an answer now says ${size}`
+            : null;
+    if (why) throw this.changed(why);
+  }
+
+  private changed(why: string): NpyError {
+    return new NpyError(
+      'SOURCE_CHANGED',
+      `${this.shown}: the file changed on the server while it was read (${why}); its bytes are not mixed with the old ones: open it again to read the new version`,
+    );
+  }
+
+  /**
+   * A `200` answer to a range request: the whole file. It is used (and kept) up to `wholeBodyBytes`,
+   * else refused naming that option and the way to read a whole response of the format.
+   */
+  private async wholeAnswer(res: Response, deadline: Deadline, limit = this.wholeBodyBytes): Promise<Uint8Array> {
+    const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+    const refusal = (): NpyError =>
+      new NpyError(
+        'NO_RANGES',
+        `${this.shown}: the server ignores Range requests and sent the whole file (${declared >= 0 ? bytesText(declared) : `more than ${bytesText(limit)}`}), ` +
+          `more than wholeBodyBytes (${bytesText(limit)}${this.options.wholeBodyBytes === undefined ? ', the default' : ''}) takes; ` +
+          `pass a larger wholeBodyBytes to take it whole, or read the whole response: ${wholeReader(this.format, this.url)}`,
+      );
+    if (declared > limit) {
+      await res.body?.cancel().catch(() => {});
+      throw refusal();
+    }
+    this.pinned(res, declared >= 0 ? declared : -1);
+    const body = await readBody(res, limit, this.stats, deadline, refusal);
+    this.pinned(res, body.length);
+    this.whole = body;
+    this.size = body.length;
+    return body;
+  }
+
+  /** Says once per origin that its server sends whole files: every file read from it is a whole download. */
+  private warnWhole(): void {
+    if (warnedOrigins.has(this.origin)) return;
+    warnedOrigins.add(this.origin);
+    console.warn(
+      `npyts: ${this.origin} ignores HTTP Range requests (Python's http.server does), so every file read from it is downloaded whole; ` +
+        'serve the files with a server that answers ranges (nginx, caddy, an object store) to read only what is used',
     );
   }
 
   private async statusError(res: Response, asked: string): Promise<never> {
-    await res.body?.cancel();
+    await res.body?.cancel().catch(() => {});
+    if (res.status === 412) throw this.changed(`HTTP 412: it no longer matches ${res.headers.get('etag') ?? 'the ETag or date of its first answer'}`);
     const why =
       res.status === 416 ? ' (the range is outside the file)' : res.status === 401 || res.status === 403 ? ' (check the credentials or the signature)' : '';
-    throw new NpyError('HTTP_STATUS', `${this.href}: HTTP ${res.status} for ${asked}${why}`);
+    throw new NpyError('HTTP_STATUS', `${this.shown}: HTTP ${res.status} for ${asked}${why}`);
   }
 
   /**
@@ -272,44 +487,68 @@ export class HttpFile {
     if (this.whole) return suffix ? this.whole.slice(Math.max(0, this.whole.length - length)) : this.whole.slice(from, from + length);
     const last = from + length - 1;
     const spec = suffix ? `-${length}` : `${from}-${last}`;
-    return overNetwork(this.href, `bytes ${spec}`, signal, async () => {
-      this.stats.requests++;
-      const res = await this.doFetch(this.href, { headers: { ...this.options.headers, Range: `bytes=${spec}` }, signal });
+    const what = suffix ? `the last ${length} bytes` : `bytes ${spec}`;
+    return this.exchange(spec, what, signal, async (res, deadline) => {
       if (res.status === 200) {
-        const whole = await this.wholeAnswer(res, `bytes ${spec}`);
+        const whole = await this.wholeAnswer(res, deadline);
+        this.warnWhole();
         return suffix ? whole.slice(Math.max(0, whole.length - length)) : whole.slice(from, from + length);
       }
-      if (res.status !== 206) return this.statusError(res, `bytes ${spec}`);
+      if (res.status !== 206) return this.statusError(res, what);
       const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
       if (!cr) {
-        await res.body?.cancel();
-        badResponse(`${this.href}: a 206 answer without a valid Content-Range header`);
+        await res.body?.cancel().catch(() => {});
+        badResponse(`${this.shown}: a 206 answer without a valid Content-Range header`);
       }
       const [gotFrom, gotLast, size] = [Number(cr[1]), Number(cr[2]), cr[3] === '*' ? -1 : Number(cr[3])];
+      this.pinned(res, size);
       if (size >= 0) this.size = size;
       const wantFrom = suffix ? Math.max(0, this.size - length) : from;
       const wantLast = suffix ? this.size - 1 : this.size >= 0 ? Math.min(last, this.size - 1) : last;
       if (gotFrom !== wantFrom || gotLast !== wantLast || (suffix && size < 0)) {
-        await res.body?.cancel();
-        badResponse(`${this.href}: asked for bytes ${spec}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
+        await res.body?.cancel().catch(() => {});
+        badResponse(`${this.shown}: asked for ${what}, the server sent ${gotFrom}-${gotLast} (Content-Range: ${res.headers.get('content-range')})`);
       }
       const expected = gotLast - gotFrom + 1;
-      const body = await readBody(res, expected, this.href, this.stats);
-      if (body.length !== expected) badResponse(`${this.href}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
+      const body = await readBody(
+        res,
+        expected,
+        this.stats,
+        deadline,
+        () => new NpyError('BAD_RESPONSE', `${this.shown}: the server sent more than the ${expected} bytes asked for`),
+      );
+      if (body.length !== expected) badResponse(`${this.shown}: Content-Range promised ${expected} bytes, the body has ${body.length}`);
       return body;
     });
   }
 
   /**
    * Several ranges in one request (`Range: bytes=a-b,c-d,…`, answered as multipart/byteranges).
-   * Returns null when the server does not answer that way (remembered for its origin); the caller
-   * then asks range by range.
+   * Returns null when the origin does not answer that way (remembered for it); the caller then asks
+   * range by range. Until an origin has answered one, a single request finds out: the others wait
+   * for its answer rather than each paying for a whole object.
    */
   async multiRangeRead(groups: readonly { offset: number; length: number }[], signal?: AbortSignal): Promise<Uint8Array[] | null> {
+    for (;;) {
+      if (singleRangeOrigins.has(this.origin)) return null;
+      if (multiRangeOrigins.has(this.origin)) return this.multiRangeRequest(groups, signal);
+      const probe = probes.get(this.origin);
+      if (!probe) break;
+      await probe.catch(() => {}); // a probe that failed leaves the origin unknown: the next request probes
+      signal?.throwIfAborted();
+    }
+    const probe = this.multiRangeRequest(groups, signal);
+    probes.set(this.origin, probe);
+    try {
+      return await probe;
+    } finally {
+      probes.delete(this.origin);
+    }
+  }
+
+  private async multiRangeRequest(groups: readonly { offset: number; length: number }[], signal?: AbortSignal): Promise<Uint8Array[] | null> {
     const spec = groups.map((g) => `${g.offset}-${g.offset + g.length - 1}`).join(',');
-    return overNetwork(this.href, `bytes ${spec.length > 60 ? `${spec.slice(0, 60)}…` : spec}`, signal, async () => {
-      this.stats.requests++;
-      const res = await this.doFetch(this.href, { headers: { ...this.options.headers, Range: `bytes=${spec}` }, signal });
+    return this.exchange(spec, `bytes ${spec.length > 60 ? `${spec.slice(0, 60)}…` : spec}`, signal, async (res, deadline) => {
       const type = res.headers.get('content-type') ?? '';
       const boundary = /multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
       if (res.status !== 206 || !boundary) {
@@ -317,25 +556,36 @@ export class HttpFile {
         // A whole object (S3 answers so) or a single range: this origin is sent one range at a time.
         singleRangeOrigins.add(this.origin);
         const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-        if (res.status === 200 && declared <= (this.options.wholeBodyBytes ?? WHOLE_BODY_BYTES)) {
+        if (res.status === 200 && declared <= Math.min(this.wholeBodyBytes, WHOLE_MULTI_BYTES)) {
           // A small whole object is read (and counted) and kept: every range of it is then at hand.
-          const whole = await this.wholeAnswer(res, `bytes ${spec}`);
+          const whole = await this.wholeAnswer(res, deadline, Math.min(this.wholeBodyBytes, WHOLE_MULTI_BYTES));
           return groups.map((g) => {
             if (g.offset + g.length > whole.length)
-              badResponse(`${this.href}: the whole answer has ${whole.length} bytes, bytes ${g.offset}-${g.offset + g.length - 1} were asked for`);
+              badResponse(`${this.shown}: the whole answer has ${whole.length} bytes, bytes ${g.offset}-${g.offset + g.length - 1} were asked for`);
             return whole.subarray(g.offset, g.offset + g.length);
           });
         }
-        await res.body?.cancel(); // a large one is left unread
+        if (res.status === 200 || res.status === 206) this.pinned(res, res.status === 200 && declared >= 0 ? declared : -1);
+        await res.body?.cancel().catch(() => {}); // a large one is left unread
         return null;
       }
+      multiRangeOrigins.add(this.origin);
+      this.pinned(res, -1);
       // The parts plus their headers and boundaries; a body much longer than that is refused unread.
       const wanted = groups.reduce((n, g) => n + g.length, 0);
-      const body = await readBody(res, wanted + groups.length * 512 + 4096, this.href, this.stats);
-      const parts = parseByteranges(body, boundary, this.href);
+      const max = wanted + groups.length * 512 + 4096;
+      const body = await readBody(
+        res,
+        max,
+        this.stats,
+        deadline,
+        () => new NpyError('BAD_RESPONSE', `${this.shown}: the server sent more than the ${max} bytes asked for`),
+      );
+      const parts = parseByteranges(body, boundary, this.shown);
+      for (const p of parts) if (p.size >= 0) this.pinned(res, p.size);
       return groups.map((g) => {
         const p = parts.find((x) => x.from <= g.offset && x.from + x.bytes.length >= g.offset + g.length);
-        if (!p) badResponse(`${this.href}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
+        if (!p) badResponse(`${this.shown}: the multipart answer lacks bytes ${g.offset}-${g.offset + g.length - 1}`);
         return p.bytes.subarray(g.offset - p.from, g.offset - p.from + g.length);
       });
     });
@@ -353,7 +603,7 @@ export class HttpFile {
     const piece = this.requestBytes;
     if (end - offset <= piece) return this.range(offset, end - offset, signal);
     // Pages of the buffer are touched only as pieces arrive: memory follows the bytes received.
-    const out = bufferFor(end - offset, this.href);
+    const out = bufferFor(end - offset, this.shown);
     let next = offset;
     let got = 0;
     await inParallel(this.concurrency, async (stopped) => {
@@ -414,7 +664,7 @@ function httpSource(http: HttpFile, kept: Uint8Array, keptAt: number, options: {
     get size() {
       return http.size;
     },
-    name: http.href,
+    name: http.shown,
     read: (offset, length, readOptions = {}) => read(offset, length, readOptions.signal),
     get rangesPerRead() {
       return http.multiRange ? perRequest : 1;
@@ -476,7 +726,7 @@ export async function urlSource(
 export async function openNpyUrl<const S extends DescrInput>(url: string | URL, options: UrlOptions & Expecting<S>): Promise<NpyUrlHandle<S>>;
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
-  const http = new HttpFile(String(url), options);
+  const http = new HttpFile(String(url), options, 'npy');
   // The first answer (the file's first bytes) is kept: region reads inside it need no request.
   let first: Uint8Array = new Uint8Array(0);
   const header = await drive(
@@ -490,23 +740,23 @@ export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): P
   if (http.size >= 0) checkDataPresent(header, http.size - header.dataOffset);
   const cache = options.cache ? new RangeCache(options.cache.maxBytes ?? 64 << 20) : null;
   const source = httpSource(http, first, 0, { cache, ...(options.rangesPerRequest !== undefined ? { rangesPerRequest: options.rangesPerRequest } : {}) });
-  const reader = npyReaderOf(source, header, http.href, {
+  const reader = npyReaderOf(source, header, http.shown, {
     stats: http.stats,
     countReads: false, // the HTTP file counts every request and byte, a discarded body too
     tuning: { maxGap: options.maxGap ?? 65536, readBytes: http.requestBytes, concurrency: http.concurrency, budget: http.budget },
   });
   return Object.defineProperties(reader, {
-    url: { value: http.href, enumerable: true },
+    url: { value: http.href, enumerable: false },
     size: { get: () => http.size, enumerable: true },
   }) as NpyUrlHandle;
 }
 
-/** The parts of a multipart/byteranges body: where each starts in the file, and its bytes. */
-function parseByteranges(body: Uint8Array, boundary: string, href: string): { from: number; bytes: Uint8Array }[] {
+/** The parts of a multipart/byteranges body: where each starts in the file, the file's size it gives (-1 if none), and its bytes. */
+function parseByteranges(body: Uint8Array, boundary: string, href: string): { from: number; size: number; bytes: Uint8Array }[] {
   const latin = new TextDecoder('latin1');
   const delimiter = new TextEncoder().encode(`--${boundary}`);
   const find = (needle: Uint8Array, from: number): number => indexOfBytes(body, needle, from);
-  const parts: { from: number; bytes: Uint8Array }[] = [];
+  const parts: { from: number; size: number; bytes: Uint8Array }[] = [];
   let at = find(delimiter, 0);
   while (at >= 0) {
     const after = at + delimiter.length;
@@ -520,7 +770,7 @@ function parseByteranges(body: Uint8Array, boundary: string, href: string): { fr
     const length = Number(cr[2]) - from + 1;
     const start = headersEnd + 4;
     if (start + length > body.length) badResponse(`${href}: a multipart part is shorter than its Content-Range says`);
-    parts.push({ from, bytes: body.subarray(start, start + length) });
+    parts.push({ from, size: cr[3] === '*' ? -1 : Number(cr[3]), bytes: body.subarray(start, start + length) });
     at = find(delimiter, start + length);
   }
   return parts;
