@@ -71,7 +71,16 @@ export { float16ToNumber, numberToFloat16, longDoubleToNumber, longDoubleIsNumbe
 export { ML_FLOATS, mlFloatToNumber, numberToMlFloat, mlFloatsToFloat32, isMlFloatName, type MlFloatName } from './format/ml-floats.js';
 export { toFloat32 } from './array/widen.js';
 export { arrayToJSON } from './array/json.js';
-export { decodeNpz, encodeNpz, NpzArchive, type NpzOptions, type NpzReadOptions, type NpzInput, type NpzWriteOptions, type MemberBytesOptions } from './npz/archive.js';
+export {
+  decodeNpz,
+  encodeNpz,
+  NpzArchive,
+  type NpzOptions,
+  type NpzReadOptions,
+  type NpzInput,
+  type NpzWriteOptions,
+  type MemberBytesOptions,
+} from './npz/archive.js';
 export { openNpz, type NpzSource, type OpenNpzOptions } from './npz/open.js';
 export {
   planParts,

@@ -133,7 +133,10 @@ async function confined(res: Response, href: string, within: string): Promise<Re
   const folder = new URL(within);
   if (got.origin === folder.origin && got.pathname.startsWith(folder.pathname)) return res;
   await res.body?.cancel();
-  throw new NpyError('UNSAFE_PATH', `${redactUrls(href)} was redirected to ${got.origin}${got.pathname}, outside the folder of the file that names it (${redactUrls(folder.href)})`);
+  throw new NpyError(
+    'UNSAFE_PATH',
+    `${redactUrls(href)} was redirected to ${got.origin}${got.pathname}, outside the folder of the file that names it (${redactUrls(folder.href)})`,
+  );
 }
 
 /** Origins that answered a multi-range request as multipart/byteranges: they take them from everyone. */

@@ -88,9 +88,9 @@ const indexFormat: WeightFormatEntry = {
  * The weight formats, asked in this order. A format whose bytes start with a magic goes before
  * `safetensors`, whose test is the weakest (its 8th byte is 0).
  * @example
- * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'gguf', 'safetensors', 'index', 'torch-legacy', 'pickle']
+ * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'gguf', 'torch-legacy', 'safetensors', 'index', 'pickle']
  */
-export const weightFormats: readonly WeightFormatEntry[] = [zipFormat, npyFormat, ggufFormat, safetensorsFormat, indexFormat, legacyTorchFormat, pickleFormat];
+export const weightFormats: readonly WeightFormatEntry[] = [zipFormat, npyFormat, ggufFormat, legacyTorchFormat, safetensorsFormat, indexFormat, pickleFormat];
 
 /**
  * The format a file's first bytes (up to {@link SNIFF_BYTES}) say it is, or null for none.

@@ -9,7 +9,7 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openingOver } from '../io/open.js';
-import { getEvery, mapInParallel, settleAll } from '../io/settle.js';
+import { getEvery, settleAll } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import { checkNoDuplicateKeys } from '../safetensors/strict-json.js';
 import { checkSiblingName, type Place, type SiblingOptions } from './place.js';
