@@ -118,4 +118,32 @@ test('errors are one line naming the file', async () => {
   assert.match(r.stderr, /^npyts: error: .*ck\.pt:model\.nope: no array 'model\.nope' in the checkpoint/);
 });
 
+test('info and show read a GGUF file: quantized tensors named with their ggml type, shown as gguf-py dequantizes them', async () => {
+  const path = file('m.gguf');
+  const q8 = JSON.parse(
+    python(`import gguf
+w = gguf.GGUFWriter(${JSON.stringify(path)}, 'llama')
+w.add_uint32('answer', 42)
+w.add_tensor('plain', np.arange(6, dtype=np.float32).reshape(2, 3))
+rng = np.random.default_rng(0)
+q = gguf.quants.quantize(rng.random((2, 32), dtype=np.float32), gguf.GGMLQuantizationType.Q8_0)
+w.add_tensor('q', q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+r = gguf.GGUFReader(${JSON.stringify(path)})
+t = [t for t in r.tensors if t.name == 'q'][0]
+print(json.dumps(gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).ravel().tolist()))`),
+  );
+  const info = await runCli(['info', path]);
+  assert.is(info.code, 0, info.stderr);
+  const lines = info.stdout.trim().split('\n');
+  assert.match(lines[0], /:plain: '<f4' \(float32, .*\), shape \(2, 3\), 24 data bytes$/);
+  assert.match(lines[1], /:q: '<f4' \(float32, .*\), shape \(2, 32\), 256 data bytes, stored as Q8_0 \(dequantized when read\)$/);
+  assert.match(lines.at(-1), /gguf, 2 tensors; metadata: .*answer=42/);
+  const json = JSON.parse((await runCli(['info', '--json', path])).stdout);
+  assert.is(json.tensors.find((t) => t.name === 'q').quantization, 'Q8_0');
+  const shown = await runCli(['show', '--json', `${path}:q`]);
+  assert.is(shown.code, 0, shown.stderr);
+  assert.equal(JSON.parse(shown.stdout).data.flat(), q8);
+});
+
 test.run();

@@ -45,9 +45,16 @@ export function tensorNames(t: Target, file: WeightFile): readonly string[] {
 }
 
 /** The line `info` prints for one tensor: its descr, dtype, shape and bytes. */
-export function tensorLine(label: string, dtype: DType, shape: readonly number[]): string {
+export function tensorLine(
+  label: string,
+  dtype: DType,
+  shape: readonly number[],
+  stored: { quantization?: string | undefined; unreadable?: string | undefined } = {},
+): string {
   const bytes = shape.reduce((a, b) => a * b, 1) * dtype.itemsize;
-  return `${printable(label)}: ${printable(dtype.descrLiteral)} (${dtype.name}, ${dtype.description}), shape ${shapeRepr(shape)}, ${bytes} data bytes`;
+  const how = stored.quantization !== undefined ? `, stored as ${printable(stored.quantization)} (dequantized when read)` : '';
+  const refused = stored.unreadable !== undefined ? `, not read: ${printable(stored.unreadable)}` : '';
+  return `${printable(label)}: ${printable(dtype.descrLiteral)} (${dtype.name}, ${dtype.description}), shape ${shapeRepr(shape)}, ${bytes} data bytes${how}${refused}`;
 }
 
 /** The .npy header an array would be saved with (format 1.0): for JSON documents of tensors. */
@@ -69,10 +76,21 @@ export async function weightsInfo(t: Target, json: boolean, out: (text: string) 
   await withWeights(t, async (file) => {
     const tensors: Record<string, unknown>[] = [];
     for (const name of tensorNames(t, file)) {
-      const { dtype, shape } = await file.info(name);
+      const info = await file.info(name);
+      const { dtype, shape } = info;
       const bytes = shape.reduce((a, b) => a * b, 1) * dtype.itemsize;
-      if (json) tensors.push({ name, descr: dtype.descr, dtype: dtype.name, description: dtype.description, shape, data_bytes: bytes });
-      else out(`${tensorLine(`${t.file}:${name}`, dtype, shape)}\n`);
+      if (json) {
+        tensors.push({
+          name,
+          descr: dtype.descr,
+          dtype: dtype.name,
+          description: dtype.description,
+          shape,
+          data_bytes: bytes,
+          ...(info.quantization !== undefined ? { quantization: info.quantization } : {}),
+          ...(info.unreadable !== undefined ? { unreadable: info.unreadable } : {}),
+        });
+      } else out(`${tensorLine(`${t.file}:${name}`, dtype, shape, info)}\n`);
     }
     const metadata = Object.entries(file.metadata);
     if (json) docs.push({ file: t.label, format: file.format, tensors, metadata: Object.fromEntries(metadata) });

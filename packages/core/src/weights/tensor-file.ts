@@ -25,6 +25,11 @@ export interface TensorInfo {
    * safetensors F6, packed in an order nothing defines); absent for every tensor that reads.
    */
   readonly unreadable?: string;
+  /**
+   * The quantized type a tensor is stored as, where `get` dequantizes it to `dtype` (a GGUF `'Q4_K'`);
+   * absent for a tensor stored as its dtype.
+   */
+  readonly quantization?: string;
 }
 
 /**
