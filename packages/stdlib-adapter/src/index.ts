@@ -32,7 +32,7 @@ import {
   type FieldAt,
   type FieldPath,
 } from '@npyts/core';
-import { storageOf } from '@npyts/core/plumbing';
+import { putOwn, storageOf } from '@npyts/core/plumbing';
 import type {
   boolndarray,
   complex64ndarray,
@@ -216,7 +216,7 @@ export function toStdlibFields(array: NdArray, options: ToStdlibOptions = {}): R
 
 function recordToStdlib(array: NdArray, fields: readonly Field[], options: ToStdlibOptions): Record<string, StdlibNdarray> {
   const out: Record<string, StdlibNdarray> = {};
-  for (const f of fields) out[f.name] = fieldToStdlib(array, f.name, options) as StdlibNdarray;
+  for (const f of fields) putOwn(out, f.name, fieldToStdlib(array, f.name, options));
   return out;
 }
 

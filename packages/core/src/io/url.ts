@@ -4,6 +4,7 @@
  * Range, or answers a different range than asked, is detected and reported, never misread.
  */
 import { NpyError } from '../errors.js';
+import { HTTP_RULES, checkNumbers, checkReadOptions } from '../options.js';
 import { FIRST_BLOCK, readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -196,6 +197,7 @@ export class HttpFile {
     readonly href: string,
     private readonly options: HttpOptions,
   ) {
+    checkNumbers(options, HTTP_RULES);
     this.origin = checkedUrl(href).origin;
     this.doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
     this.budget = new ByteBudget(Math.max(1, options.maxInFlight ?? IN_FLIGHT_BYTES));
@@ -458,6 +460,7 @@ export async function urlSource(
 export async function openNpyUrl<const S extends DescrInput>(url: string | URL, options: UrlOptions & Expecting<S>): Promise<NpyUrlHandle<S>>;
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
+  checkReadOptions(options);
   const http = new HttpFile(String(url), options);
   // The first answer (the file's first bytes) is kept: region reads inside it need no request.
   let first: Uint8Array = new Uint8Array(0);

@@ -1,0 +1,87 @@
+/**
+ * The one check of numeric options: every public function that takes a count, a size or a limit
+ * refuses one that is not a finite number of the kind it takes (`BAD_OPTION`), before any work. A
+ * NaN compares false with everything, so an unchecked `maxParts: NaN` switches a limit off and a
+ * `maxPartBytes: NaN` makes zero parts: the rules below are the only way options are checked.
+ */
+import { NpyError } from './errors.js';
+
+/** What one numeric option takes: a finite number, a whole one where `integer`, within `min`..`max`. */
+export interface NumberRule {
+  integer: boolean;
+  min: number;
+  max?: number;
+}
+
+/** A count of things (parts, requests, memo entries): a whole number of at least 1. */
+export const COUNT: NumberRule = { integer: true, min: 1 };
+/** A number of bytes or things that may be 0 (a gap, a cache, an allowance): a whole number, not negative. */
+export const AMOUNT: NumberRule = { integer: true, min: 0 };
+/** A size in bytes that must hold something: a whole number of at least 1. */
+export const SIZE: NumberRule = { integer: true, min: 1 };
+/** A tolerance: a finite number, not negative. */
+export const TOLERANCE: NumberRule = { integer: false, min: 0 };
+
+/** Rules by option name. */
+export type NumberRules = Readonly<Record<string, NumberRule>>;
+
+/**
+ * Refuse `value` unless it is absent or a number `rule` takes.
+ * @example
+ * checkNumber('maxParts', NaN, COUNT);   // throws NpyError BAD_OPTION
+ */
+export function checkNumber(name: string, value: unknown, rule: NumberRule): void {
+  if (value === undefined) return;
+  const ok =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    (!rule.integer || Number.isSafeInteger(value)) &&
+    value >= rule.min &&
+    (rule.max === undefined || value <= rule.max);
+  if (ok) return;
+  const kind = rule.integer ? 'an integer' : 'a finite number';
+  const range = rule.max === undefined ? `of at least ${rule.min}` : `from ${rule.min} to ${rule.max}`;
+  const shown = typeof value === 'number' ? String(value) : typeof value === 'string' ? JSON.stringify(value) : typeof value;
+  throw new NpyError('BAD_OPTION', `option ${name} must be ${kind} ${range}, not ${shown}`);
+}
+
+/**
+ * Refuse the options of `options` that `rules` names and that are not numbers of their kind.
+ * @example
+ * checkNumbers({ maxPartBytes: NaN }, PART_LIMIT_RULES);   // throws NpyError BAD_OPTION
+ */
+export function checkNumbers(options: object | null | undefined, ...rules: NumberRules[]): void {
+  if (options === null || options === undefined) return;
+  const given = options as Readonly<Record<string, unknown>>;
+  for (const set of rules) for (const name of Object.keys(set)) checkNumber(name, given[name], set[name]!);
+}
+
+/** `maxHeaderBytes` (every reader of a .npy header). */
+export const HEADER_RULES: NumberRules = { maxHeaderBytes: SIZE };
+/** The unpickler's limits (object arrays, torch files). */
+export const PICKLE_RULES: NumberRules = { maxDepth: COUNT, maxMemo: AMOUNT, maxMarks: AMOUNT, maxBytes: AMOUNT };
+/** Every reader of a .npy or .npz: the header's limit and the unpickler's. */
+export const DECODE_RULES: NumberRules = { ...HEADER_RULES, ...PICKLE_RULES };
+/** HTTP reads (`HttpOptions`). */
+export const HTTP_RULES: NumberRules = { requestBytes: SIZE, concurrency: COUNT, maxInFlight: SIZE, wholeBodyBytes: AMOUNT };
+/** A remote .npy (`UrlOptions`, beside the HTTP and decode rules). */
+export const URL_RULES: NumberRules = { maxGap: AMOUNT, firstRequest: SIZE, rangesPerRequest: COUNT, tailBytes: SIZE };
+/** A byte cache (`ByteCacheOptions`, and a URL's `cache`). */
+export const CACHE_RULES: NumberRules = { maxBytes: AMOUNT, blockBytes: SIZE };
+/** An object store's multipart limits (`PartLimits`). */
+export const PART_LIMIT_RULES: NumberRules = { minPartBytes: AMOUNT, maxPartBytes: SIZE, maxParts: COUNT, maxObjectBytes: SIZE };
+/** What a multipart plan is asked for, beside the store's limits: parts of about `partSize`, or `parts` of them, and rows to append. */
+export const PLAN_RULES: NumberRules = { partSize: SIZE, parts: COUNT, rows: AMOUNT, objectSize: AMOUNT };
+/** zlib's levels. */
+export const LEVEL_RULES: NumberRules = { level: { integer: true, min: 0, max: 9 } };
+
+/**
+ * Refuse the options of a reader that takes HTTP sources: the decode, HTTP, URL and cache rules.
+ * @example
+ * checkReadOptions({ concurrency: 0 });   // throws NpyError BAD_OPTION
+ */
+export function checkReadOptions(options: object | null | undefined): void {
+  checkNumbers(options, DECODE_RULES, HTTP_RULES, URL_RULES);
+  const cache = (options as { cache?: unknown } | null | undefined)?.cache;
+  if (cache !== null && typeof cache === 'object') checkNumbers(cache, { maxBytes: AMOUNT });
+}
