@@ -2,7 +2,9 @@
 // case that was wrong. Outputs are read back by the reference (Python's safetensors, numpy).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import * as core from '@npyts/core';
@@ -70,6 +72,173 @@ test("planNpzParts with a member keyed '__proto__' (np.savez writes one) makes a
   });
   // A part's arrays are read by own key: an object without '__proto__' is refused, not read as Object.prototype.
   assert.throws(() => encodeNpzPart(plan, 1, { b: f32(3) }), (e) => e.code === 'BAD_OPTION' && /'__proto__'/.test(e.message));
+});
+
+// ---- Options that switch checks off: every numeric option of every public function ----
+
+/** What each numeric option takes; the completeness test below finds every one the public types declare. */
+const KIND = {
+  maxHeaderBytes: 'size',
+  maxDepth: 'amount',
+  maxMemo: 'amount',
+  maxMarks: 'amount',
+  maxBytes: 'amount',
+  requestBytes: 'size',
+  concurrency: 'size',
+  maxInFlight: 'size',
+  wholeBodyBytes: 'amount',
+  maxGap: 'amount',
+  firstRequest: 'size',
+  rangesPerRequest: 'size',
+  blockBytes: 'size',
+  'cache.maxBytes': 'amount',
+  minPartBytes: 'amount',
+  maxPartBytes: 'size',
+  maxParts: 'size',
+  maxObjectBytes: 'size',
+  partSize: 'size',
+  parts: 'size',
+  rows: 'amount',
+  objectSize: 'amount',
+  level: 'level',
+  rtol: 'tolerance',
+  atol: 'tolerance',
+  epsilon: 'tolerance',
+};
+/** Values each kind refuses. */
+const BAD = {
+  size: [Number.NaN, Number.POSITIVE_INFINITY, -1, 0, 1.5, '8'],
+  amount: [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1, 1.5, null],
+  level: [Number.NaN, Number.POSITIVE_INFINITY, -1, 1.5, 10],
+  tolerance: [Number.NaN, Number.POSITIVE_INFINITY, -1],
+};
+
+const READ = ['maxHeaderBytes', 'maxDepth', 'maxMemo', 'maxMarks', 'maxBytes'];
+const HTTP = ['requestBytes', 'concurrency', 'maxInFlight', 'wholeBodyBytes'];
+const URL_OPTIONS = [...READ, ...HTTP, 'maxGap', 'firstRequest', 'rangesPerRequest', 'cache.maxBytes'];
+const LIMITS = ['minPartBytes', 'maxPartBytes', 'maxParts', 'maxObjectBytes'];
+
+const npyBytes = core.encodeNpy(f32(1, 2));
+const npzBytes = core.encodeNpz({ a: f32(1, 2) });
+const stBytes = encodeSafetensors({ a: f32(1, 2) });
+const npyPath = at('options.npy');
+const npzPath = at('options.npz');
+const stPath = at('options.safetensors');
+writeFileSync(npyPath, npyBytes);
+writeFileSync(npzPath, npzBytes);
+writeFileSync(stPath, stBytes);
+// A port nothing listens on: a URL function must refuse its options before any request.
+const url = 'http://127.0.0.1:9/nothing.npy';
+const header = core.readHeader(npyBytes);
+const members = [{ key: 'a', dtype: '<f4', shape: [4] }];
+
+/** Each public function that takes numeric options, called with `o`, and the options it takes. */
+const FUNCTIONS = {
+  decodeNpy: [(o) => core.decodeNpy(npyBytes, o), READ],
+  decodeNpyWithHeader: [(o) => core.decodeNpyWithHeader(npyBytes, o), READ],
+  readHeader: [(o) => core.readHeader(npyBytes, o), ['maxHeaderBytes']],
+  decodeNpz: [(o) => core.decodeNpz(npzBytes, o), READ],
+  openNpz: [(o) => core.openNpz(npzBytes, o), [...READ, ...HTTP]],
+  'openNpz (url)': [(o) => core.openNpz(url, o), [...READ, ...HTTP]],
+  openNpy: [(o) => core.openNpy(npyBytes, o), URL_OPTIONS],
+  'openNpy (url)': [(o) => core.openNpy(url, o), URL_OPTIONS],
+  openNpyUrl: [(o) => core.openNpyUrl(url, o), URL_OPTIONS],
+  openRaggedUrl: [(o) => core.openRaggedUrl(url, o), URL_OPTIONS],
+  urlSource: [(o) => core.urlSource(url, o), HTTP],
+  openWeights: [(o) => core.openWeights(stBytes, o), [...READ, ...HTTP]],
+  openSafetensors: [(o) => core.openSafetensors(stBytes, o), HTTP],
+  withByteCache: [(o) => core.withByteCache(core.bytesSource(npyBytes), o), ['maxBytes', 'blockBytes']],
+  planParts: [(o) => core.planParts({ dtype: '<f4', shape: [4], ...o }), [...LIMITS, 'parts', 'partSize']],
+  planAppendParts: [(o) => core.planAppendParts(header, { rows: 1, ...o }), [...LIMITS, 'rows', 'partSize', 'objectSize']],
+  planNpzParts: [(o) => planNpzParts({ members, ...o }), [...LIMITS, 'partSize']],
+  encodeNpz: [(o) => core.encodeNpz({ a: f32(1) }, o), ['level']],
+  loadNpySync: [(o) => node.loadNpySync(npyPath, o), READ],
+  loadNpy: [(o) => node.loadNpy(npyPath, o), READ],
+  openNpyFileSync: [(o) => node.openNpyFileSync(npyPath, o), READ],
+  openNpyFile: [(o) => node.openNpyFile(npyPath, o), READ],
+  loadNpzSync: [(o) => node.loadNpzSync(npzPath, o), READ],
+  loadNpz: [(o) => node.loadNpz(npzPath, o), READ],
+  'node openNpz': [(o) => node.openNpz(npzPath, o), READ],
+  openNpzSync: [(o) => node.openNpzSync(npzPath, o), READ],
+  'node openWeights': [(o) => node.openWeights(stPath, o), [...READ, ...HTTP]],
+  loadWeights: [(o) => node.loadWeights(stPath, o), [...READ, ...HTTP]],
+  'node openSafetensors': [(o) => node.openSafetensors(stPath, o), HTTP],
+  saveNpzSync: [(o) => saveNpzSync(at('options-out.npz'), { a: f32(1) }, o), ['level']],
+  saveNpz: [(o) => saveNpz(at('options-out.npz'), { a: f32(1) }, o), ['level']],
+  loadTensors: [(o) => tfjs.loadTensors(stBytes, o), [...READ, ...HTTP]],
+  // The model is never reached: the options are refused before the source is opened.
+  checkModel: [(o) => tfjs.checkModel(null, npzBytes, o), ['rtol', 'atol', ...READ, ...HTTP]],
+  assignWeights: [(o) => tfjs.assignWeights(null, npzBytes, o), ['rtol', 'atol', 'epsilon', ...READ, ...HTTP]],
+  planWeights: [(o) => tfjs.planWeights(null, npzBytes, o), ['epsilon', ...READ, ...HTTP]],
+  saveWeights: [(o) => tfjs.saveWeights([], undefined, o), ['epsilon', 'level']],
+  npzHandler: [(o) => tfjs.npzHandler(npzBytes, o), ['epsilon', 'level', ...READ, ...HTTP]],
+};
+
+/** `{ name: value }`, or `{ cache: { maxBytes: value } }` for a nested one. */
+function optionOf(name, value) {
+  const [outer, inner] = name.split('.');
+  return inner ? { [outer]: { [inner]: value } } : { [outer]: value };
+}
+
+test('every numeric option of every public function refuses NaN, ±Infinity, negatives and fractions with BAD_OPTION (fast-check)', async () => {
+  const cases = Object.entries(FUNCTIONS).flatMap(([fn, [call, names]]) => names.map((name) => ({ fn, call, name })));
+  await fc.assert(
+    fc.asyncProperty(
+      fc.constantFrom(...cases).chain((c) => fc.tuple(fc.constant(c), fc.constantFrom(...BAD[KIND[c.name]]))),
+      async ([{ fn, call, name }, value]) => {
+        const e = await npyErrorOf(() => call(optionOf(name, value)));
+        if (e.code !== 'BAD_OPTION') throw new Error(`${fn}({ ${name}: ${String(value)} }) ended in ${e.code}: ${e.message}`);
+        if (!e.message.includes(name.split('.').at(-1))) throw new Error(`${fn}: the message does not name ${name}: ${e.message}`);
+      },
+    ),
+    { numRuns: 600 },
+  );
+  // And the cases of the issue, each once.
+  for (const [call, o] of [
+    [() => core.planParts({ dtype: '<f4', shape: [67108864], maxPartBytes: Number.NaN }), 'maxPartBytes'],
+    [() => core.planParts({ dtype: '<f4', shape: [67108864], maxParts: Number.NaN }), 'maxParts'],
+    [() => planNpzParts({ members, maxPartBytes: Number.NaN }), 'maxPartBytes'],
+  ]) {
+    const e = await npyErrorOf(call);
+    assert.is(e.code, 'BAD_OPTION');
+    assert.match(e.message, o);
+  }
+});
+
+test('good values are taken: integers in range, and tolerances that are fractions', async () => {
+  core.decodeNpy(npyBytes, { maxHeaderBytes: 1 << 20, maxDepth: 0, maxMemo: 0, maxMarks: 0, maxBytes: 0 });
+  core.planParts({ dtype: '<f4', shape: [4], minPartBytes: 0, maxPartBytes: 1024, maxParts: 1, maxObjectBytes: 1024, parts: 1 });
+  core.encodeNpz({ a: f32(1) }, { level: 0 });
+  tfjs.npzHandler(npzBytes, { epsilon: { bn: 1e-3 }, level: 9 });
+  assert.is((await npyErrorOf(() => tfjs.npzHandler(npzBytes, { epsilon: { bn: Number.NaN } }))).code, 'BAD_OPTION');
+  (await core.openNpy(npyBytes, { maxGap: 0, firstRequest: 64, rangesPerRequest: 1, cache: { maxBytes: 0 }, concurrency: 1 })).close?.();
+});
+
+test('the options above are every numeric option the public types declare', () => {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const root = join(here, '..', '..');
+  const ts = createRequire(import.meta.url)('typescript');
+  const entries = ['core/dist/index.d.ts', 'core/dist/node.d.ts', 'tfjs-adapter/dist/index.d.ts', 'stdlib-adapter/dist/index.d.ts'].map((e) => join(root, 'packages', e));
+  const program = ts.createProgram(entries, { strict: true, noEmit: true, skipLibCheck: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler });
+  const checker = program.getTypeChecker();
+  const found = new Set();
+  const numeric = (type, prefix) => {
+    for (const p of checker.getPropertiesOfType(type)) {
+      const t = checker.getNonNullableType(checker.getTypeOfSymbol(p));
+      const text = checker.typeToString(t);
+      if (/^number( \| Readonly<Record<string, number>>)?$/.test(text)) found.add(prefix + p.name);
+      else if (/\bnumber\b/.test(text) && !/\[\]|=>/.test(text) && t.getProperties().length) numeric(t, `${prefix}${p.name}.`);
+    }
+  };
+  for (const entry of entries) {
+    for (let s of checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)))) {
+      if (s.flags & ts.SymbolFlags.Alias) s = checker.getAliasedSymbol(s);
+      if (/Options/.test(s.name) && s.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias)) numeric(checker.getDeclaredTypeOfSymbol(s), '');
+    }
+  }
+  assert.ok(found.has('maxPartBytes') && found.has('cache.maxBytes'), [...found].join(', '));
+  const named = new Set(Object.values(FUNCTIONS).flatMap(([, names]) => names));
+  assert.equal([...found].filter((n) => !(n in KIND) || !named.has(n)), [], 'a numeric option without a case here');
 });
 
 test.run();

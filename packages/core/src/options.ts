@@ -59,7 +59,7 @@ export function checkNumbers(options: object | null | undefined, ...rules: Numbe
 /** `maxHeaderBytes` (every reader of a .npy header). */
 export const HEADER_RULES: NumberRules = { maxHeaderBytes: SIZE };
 /** The unpickler's limits (object arrays, torch files). */
-export const PICKLE_RULES: NumberRules = { maxDepth: COUNT, maxMemo: AMOUNT, maxMarks: AMOUNT, maxBytes: AMOUNT };
+export const PICKLE_RULES: NumberRules = { maxDepth: AMOUNT, maxMemo: AMOUNT, maxMarks: AMOUNT, maxBytes: AMOUNT };
 /** Every reader of a .npy or .npz: the header's limit and the unpickler's. */
 export const DECODE_RULES: NumberRules = { ...HEADER_RULES, ...PICKLE_RULES };
 /** HTTP reads (`HttpOptions`). */

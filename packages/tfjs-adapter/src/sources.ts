@@ -14,7 +14,7 @@ import {
   type NpzOptions,
   type NpzWriteOptions,
 } from '@npyts/core';
-import { TOLERANCE, checkNumber, checkNumbers, checkReadOptions, resolveUrl } from '@npyts/core/plumbing';
+import { LEVEL_RULES, TOLERANCE, checkNumber, checkNumbers, checkReadOptions, resolveUrl } from '@npyts/core/plumbing';
 
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
 export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | NpzArchive;
@@ -48,11 +48,11 @@ export interface SourceOptions extends NpzOptions, HttpOptions {}
 /**
  * Refuse numeric options of any of the adapter's functions that are not numbers of their kind
  * (`BAD_OPTION`), before a source is opened, whatever the source: core's reading options, the
- * tolerances `rtol`/`atol`, and `epsilon` (a number, or numbers by layer).
+ * tolerances `rtol`/`atol`, `epsilon` (a number, or numbers by layer) and a save's zlib `level`.
  */
 export function checkAdapterOptions(options: object): void {
   checkReadOptions(options);
-  checkNumbers(options, { rtol: TOLERANCE, atol: TOLERANCE });
+  checkNumbers(options, { rtol: TOLERANCE, atol: TOLERANCE }, LEVEL_RULES);
   const { epsilon } = options as { epsilon?: unknown };
   if (epsilon !== null && typeof epsilon === 'object') for (const [name, e] of Object.entries(epsilon)) checkNumber(`epsilon['${name}']`, e, TOLERANCE);
   else checkNumber('epsilon', epsilon, TOLERANCE);

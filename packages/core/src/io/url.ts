@@ -434,6 +434,7 @@ export async function urlSource(
   url: string | URL,
   options: HttpOptions & { tailBytes?: number } = {},
 ): Promise<AsyncByteSource & { readonly stats: { reads: number; bytes: number; cached: number } }> {
+  checkReadOptions(options);
   const http = new HttpFile(String(url), options);
   const tail = await http.range(0, Math.max(1, options.tailBytes ?? ZIP_TAIL), options.signal, true);
   const source = httpSource(http, tail, http.size - tail.length);
