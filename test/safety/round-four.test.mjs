@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import * as core from '@npyts/core';
 import * as node from '@npyts/core/node';
@@ -72,6 +72,39 @@ test("planNpzParts with a member keyed '__proto__' (np.savez writes one) makes a
   });
   // A part's arrays are read by own key: an object without '__proto__' is refused, not read as Object.prototype.
   assert.throws(() => encodeNpzPart(plan, 1, { b: f32(3) }), (e) => e.code === 'BAD_OPTION' && /'__proto__'/.test(e.message));
+});
+
+// ---- A ragged heap shared by two indexes ----
+
+test('an append through an offsets index whose heap another index shares is refused, and nothing is changed: the other still reads', async () => {
+  const folder = at('shared-heap');
+  mkdirSync(folder);
+  const a = join(folder, 'a.npy');
+  const b = join(folder, 'b.npy');
+  node.saveRaggedSync(a, ['one', 'two'], { layout: 'offsets' });
+  // b's strings go after a's end in a's heap.
+  node.saveRaggedSync(b, ['three', 'four'], { heap: 'a.npy.strings' });
+  const before = [a, b, join(folder, 'a.npy.strings')].map((p) => readFileSync(p));
+  for (const append of [() => node.appendRaggedSync(a, ['five']), () => node.appendRagged(a, ['five'])]) {
+    const e = await npyErrorOf(append);
+    assert.is(e.code, 'NAME_CLASH');
+    assert.ok(e.message.includes(b) && /Nothing was changed/.test(e.message), e.message);
+  }
+  assert.equal([a, b, join(folder, 'a.npy.strings')].map((p) => readFileSync(p)), before);
+  const rb = node.openRaggedSync(b);
+  assert.equal(rb.slice(0, 2), ['three', 'four']);
+  rb.close?.();
+  const ra = node.openRaggedSync(a);
+  assert.equal(ra.slice(0, 2), ['one', 'two']);
+  ra.close?.();
+  // A heap of its own still drops rows an interrupted append left (the index owns them).
+  const c = join(folder, 'c.npy');
+  node.saveRaggedSync(c, ['x'], { layout: 'offsets' });
+  node.appendNpySync(join(folder, 'c.npy.strings'), { data: new TextEncoder().encode('lost'), shape: [4], dtype: '|u1' });
+  node.appendRaggedSync(c, ['y']);
+  const rc = node.openRaggedSync(c);
+  assert.equal(rc.slice(0, 2), ['x', 'y']);
+  rc.close?.();
 });
 
 // ---- Options that switch checks off: every numeric option of every public function ----
