@@ -12,7 +12,7 @@ import * as node from '@npyts/core/node';
 import * as tfjs from '@npyts/tfjs';
 import { combineNpzChecksums, encodeNpzPart, encodeSafetensors, planNpzParts } from '@npyts/core';
 import { saveNpz, saveNpzSync, saveSafetensors, saveSafetensorsSync } from '@npyts/core/node';
-import { python, scratch } from '../helpers/numpy.mjs';
+import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
 const dir = scratch('npyts-round-four-');
@@ -105,6 +105,49 @@ test('an append through an offsets index whose heap another index shares is refu
   const rc = node.openRaggedSync(c);
   assert.equal(rc.slice(0, 2), ['x', 'y']);
   rc.close?.();
+});
+
+// ---- CSV with lone CR line ends ----
+
+/** CSV text whose line end `end` starts at the last byte of the CLI's first 1 MiB read. */
+function atEdge(end) {
+  const edge = (1 << 20) - 1;
+  let text = '';
+  for (let i = 0; text.length < edge - 64; i++) text += `${i},${i / 4}${i % 2 ? '\r' : '\r\n'}`;
+  text += `${' '.repeat(edge - text.length - 3)}7,8`;
+  return `${text}${end}9,10\r11,12\n`;
+}
+
+test('a CSV whose lines end in lone CRs (old Mac text), or mix CR, LF and CRLF, converts as np.loadtxt reads it, across read pieces', async () => {
+  const texts = {
+    'cr.csv': '1,2\r3,4\r\r5,6\r',
+    'mixed-ends.csv': '1,2\r\n3,4\r5,6\n7,8\r\r\n9,10',
+    // The CLI reads text in pieces of 1 MiB: a CRLF, and a lone CR, cut by a piece's edge.
+    'edge-crlf.csv': atEdge('\r\n'),
+    'edge-cr.csv': atEdge('\r'),
+  };
+  for (const [name, text] of Object.entries(texts)) {
+    writeFileSync(at(name), text);
+    const out = at(name.replace('.csv', '.npy'));
+    const r = await runCli(['convert', at(name), out]);
+    assert.is(r.code, 0, `${name}: ${r.stderr}`);
+    assert.is(
+      python(`a = np.load(${JSON.stringify(out)}); b = np.loadtxt(${JSON.stringify(at(name))}, delimiter=','); print(a.shape == b.shape and np.array_equal(a, b))`).trim(),
+      'True',
+      name,
+    );
+  }
+  // Errors still name the right line (as Python's universal newlines count them), past a CRLF cut by a piece's edge too.
+  for (const [name, text] of [
+    ['cr-bad.csv', '1,2\r3,4\r5\r'],
+    ['edge-bad.csv', `${atEdge('\r\n')}13\n`],
+  ]) {
+    writeFileSync(at(name), text);
+    const line = python(`print(len(open(${JSON.stringify(at(name))}, newline=None).read().splitlines()))`).trim();
+    const bad = await runCli(['convert', at(name), at('bad.npy')]);
+    assert.is(bad.code, 1);
+    assert.ok(bad.stderr.includes(`${name}:${line}`), `${line}: ${bad.stderr}`);
+  }
 });
 
 // ---- Options that switch checks off: every numeric option of every public function ----
