@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import * as core from '@npyts/core';
 import * as node from '@npyts/core/node';
 import * as tfjs from '@npyts/tfjs';
+import { pickleCodec } from '@npyts/core/pickle';
 import { combineNpzChecksums, encodeNpzPart, encodeSafetensors, planNpzParts } from '@npyts/core';
 import { saveNpz, saveNpzSync, saveSafetensors, saveSafetensorsSync } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
@@ -148,6 +149,24 @@ test('a CSV whose lines end in lone CRs (old Mac text), or mix CR, LF and CRLF, 
     assert.is(bad.code, 1);
     assert.ok(bad.stderr.includes(`${name}:${line}`), `${line}: ${bad.stderr}`);
   }
+});
+
+// ---- A dict keyed by frozensets, read and saved back ----
+
+test('a dict keyed by frozensets (and a set of frozensets), read from numpy and saved back, loads in numpy as it was', () => {
+  const from = at('frozen.npy');
+  const back = at('frozen-back.npy');
+  python(`o = np.empty(2, object)
+o[0] = {frozenset({1, 2}): 'a', frozenset(): 'b', (frozenset({3}), 4): 'c'}
+o[1] = {frozenset({frozenset({5})}), 6}
+np.save(${JSON.stringify(from)}, o, allow_pickle=True)`);
+  const a = node.loadNpySync(from, { pickle: pickleCodec });
+  node.saveNpySync(back, a, { pickle: pickleCodec });
+  assert.is(
+    python(`a = np.load(${JSON.stringify(from)}, allow_pickle=True); b = np.load(${JSON.stringify(back)}, allow_pickle=True)
+print(a[0] == b[0] and a[1] == b[1], type(next(iter(b[0]))).__name__)`).trim(),
+    'True frozenset',
+  );
 });
 
 // ---- Options that switch checks off: every numeric option of every public function ----
