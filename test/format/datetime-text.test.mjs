@@ -69,7 +69,11 @@ test("numpy's own bug: near the int64 ends its calendar arithmetic wraps (1970 +
     ['W', -(M / 7n) - 1n],
     ['D', -M],
   ];
-  const theirs = JSON.parse(python(`print(json.dumps([str(np.array([n], 'i8').view(f'M8[{u}]')[0]) for u, n in ${JSON.stringify(cases.map(([u, n]) => [u, String(n)])).replace(/"(-?\d+)"/g, '$1')}]))`));
+  const theirs = JSON.parse(
+    python(
+      `print(json.dumps([str(np.array([n], 'i8').view(f'M8[{u}]')[0]) for u, n in ${JSON.stringify(cases.map(([u, n]) => [u, String(n)])).replace(/"(-?\d+)"/g, '$1')}]))`,
+    ),
+  );
   cases.forEach(([unit, n], i) => {
     const ours = datetimeText(n, unit);
     assert.is(parseDatetimeText(ours, unit), n, ours);

@@ -62,7 +62,12 @@ test('a tensor name, metadata or npz key holding a lone surrogate is refused (BA
 });
 
 test("planNpzParts with a member keyed '__proto__' (np.savez writes one) makes an archive numpy reads", () => {
-  const plan = planNpzParts({ members: [{ key: '__proto__', dtype: '<f4', shape: [2] }, { key: 'b', dtype: '<f4', shape: [1] }] });
+  const plan = planNpzParts({
+    members: [
+      { key: '__proto__', dtype: '<f4', shape: [2] },
+      { key: 'b', dtype: '<f4', shape: [1] },
+    ],
+  });
   const part = encodeNpzPart(plan, 1, { ['__proto__']: f32(1, 2), b: f32(3) });
   const crcs = combineNpzChecksums(plan, part.checksums);
   assert.equal(Object.keys(crcs), ['__proto__', 'b']);
@@ -72,7 +77,10 @@ test("planNpzParts with a member keyed '__proto__' (np.savez writes one) makes a
     b: [3],
   });
   // A part's arrays are read by own key: an object without '__proto__' is refused, not read as Object.prototype.
-  assert.throws(() => encodeNpzPart(plan, 1, { b: f32(3) }), (e) => e.code === 'BAD_OPTION' && /'__proto__'/.test(e.message));
+  assert.throws(
+    () => encodeNpzPart(plan, 1, { b: f32(3) }),
+    (e) => e.code === 'BAD_OPTION' && /'__proto__'/.test(e.message),
+  );
 });
 
 // ---- A ragged heap shared by two indexes ----
@@ -91,7 +99,10 @@ test('an append through an offsets index whose heap another index shares is refu
     assert.is(e.code, 'NAME_CLASH');
     assert.ok(e.message.includes(b) && /Nothing was changed/.test(e.message), e.message);
   }
-  assert.equal([a, b, join(folder, 'a.npy.strings')].map((p) => readFileSync(p)), before);
+  assert.equal(
+    [a, b, join(folder, 'a.npy.strings')].map((p) => readFileSync(p)),
+    before,
+  );
   const rb = node.openRaggedSync(b);
   assert.equal(rb.slice(0, 2), ['three', 'four']);
   rb.close?.();
@@ -133,7 +144,9 @@ test('a CSV whose lines end in lone CRs (old Mac text), or mix CR, LF and CRLF, 
     const r = await runCli(['convert', at(name), out]);
     assert.is(r.code, 0, `${name}: ${r.stderr}`);
     assert.is(
-      python(`a = np.load(${JSON.stringify(out)}); b = np.loadtxt(${JSON.stringify(at(name))}, delimiter=','); print(a.shape == b.shape and np.array_equal(a, b))`).trim(),
+      python(
+        `a = np.load(${JSON.stringify(out)}); b = np.loadtxt(${JSON.stringify(at(name))}, delimiter=','); print(a.shape == b.shape and np.array_equal(a, b))`,
+      ).trim(),
       'True',
       name,
     );
@@ -313,8 +326,16 @@ test('the options above are every numeric option the public types declare', () =
   const here = dirname(fileURLToPath(import.meta.url));
   const root = join(here, '..', '..');
   const ts = createRequire(import.meta.url)('typescript');
-  const entries = ['core/dist/index.d.ts', 'core/dist/node.d.ts', 'tfjs-adapter/dist/index.d.ts', 'stdlib-adapter/dist/index.d.ts'].map((e) => join(root, 'packages', e));
-  const program = ts.createProgram(entries, { strict: true, noEmit: true, skipLibCheck: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler });
+  const entries = ['core/dist/index.d.ts', 'core/dist/node.d.ts', 'tfjs-adapter/dist/index.d.ts', 'stdlib-adapter/dist/index.d.ts'].map((e) =>
+    join(root, 'packages', e),
+  );
+  const program = ts.createProgram(entries, {
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+  });
   const checker = program.getTypeChecker();
   const found = new Set();
   const numeric = (type, prefix) => {
@@ -333,7 +354,11 @@ test('the options above are every numeric option the public types declare', () =
   }
   assert.ok(found.has('maxPartBytes') && found.has('cache.maxBytes'), [...found].join(', '));
   const named = new Set(Object.values(FUNCTIONS).flatMap(([, names]) => names));
-  assert.equal([...found].filter((n) => !(n in KIND) || !named.has(n)), [], 'a numeric option without a case here');
+  assert.equal(
+    [...found].filter((n) => !(n in KIND) || !named.has(n)),
+    [],
+    'a numeric option without a case here',
+  );
 });
 
 test.run();

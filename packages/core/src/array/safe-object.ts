@@ -39,6 +39,9 @@ export function namedObject<T>(): Record<string, T> {
 export function checkWrittenName(name: string, what: string): void {
   if (hasLoneSurrogate(name)) {
     // JSON.stringify writes a lone surrogate as its escape, so the message shows which name.
-    throw new NpyError('BAD_OPTION', `${what} ${JSON.stringify(name)} holds a lone surrogate, which UTF-8 cannot hold (files would not read it back): give a well-formed name`);
+    throw new NpyError(
+      'BAD_OPTION',
+      `${what} ${JSON.stringify(name)} holds a lone surrogate, which UTF-8 cannot hold (files would not read it back): give a well-formed name`,
+    );
   }
 }
