@@ -13,13 +13,29 @@ export interface NumberRule {
   max?: number;
 }
 
-/** A count of things (parts, requests, memo entries): a whole number of at least 1. */
+/**
+ * A count of things (parts, requests): a whole number of at least 1.
+ * @example
+ * checkNumber('concurrency', 0, COUNT);   // throws NpyError BAD_OPTION
+ */
 export const COUNT: NumberRule = { integer: true, min: 1 };
-/** A number of bytes or things that may be 0 (a gap, a cache, an allowance): a whole number, not negative. */
+/**
+ * A number of bytes or things that may be 0 (a gap, a cache, an allowance): a whole number, not negative.
+ * @example
+ * checkNumber('maxGap', -1, AMOUNT);   // throws NpyError BAD_OPTION
+ */
 export const AMOUNT: NumberRule = { integer: true, min: 0 };
-/** A size in bytes that must hold something: a whole number of at least 1. */
+/**
+ * A size in bytes that must hold something: a whole number of at least 1.
+ * @example
+ * checkNumber('maxPartBytes', Number.NaN, SIZE);   // throws NpyError BAD_OPTION
+ */
 export const SIZE: NumberRule = { integer: true, min: 1 };
-/** A tolerance: a finite number, not negative. */
+/**
+ * A tolerance: a finite number, not negative.
+ * @example
+ * checkNumber('rtol', 1e-5, TOLERANCE);   // takes it
+ */
 export const TOLERANCE: NumberRule = { integer: false, min: 0 };
 
 /** Rules by option name. */
@@ -72,7 +88,11 @@ export const CACHE_RULES: NumberRules = { maxBytes: AMOUNT, blockBytes: SIZE };
 export const PART_LIMIT_RULES: NumberRules = { minPartBytes: AMOUNT, maxPartBytes: SIZE, maxParts: COUNT, maxObjectBytes: SIZE };
 /** What a multipart plan is asked for, beside the store's limits: parts of about `partSize`, or `parts` of them, and rows to append. */
 export const PLAN_RULES: NumberRules = { partSize: SIZE, parts: COUNT, rows: AMOUNT, objectSize: AMOUNT };
-/** zlib's levels. */
+/**
+ * zlib's levels, 0 to 9.
+ * @example
+ * checkNumbers({ level: 10 }, LEVEL_RULES);   // throws NpyError BAD_OPTION
+ */
 export const LEVEL_RULES: NumberRules = { level: { integer: true, min: 0, max: 9 } };
 
 /**
