@@ -58,6 +58,32 @@ test("numpy's own bug: count × multiplier wraps past int64 without a word; npyt
   assert.is.not(wrapped, ours, 'numpy no longer wraps: the filter in the first test can go');
 });
 
+test("numpy's own bug: near the int64 ends its calendar arithmetic wraps (1970 + years, weeks × 7, days − 10957); npyts gives the true date and reads it back", () => {
+  // Issue 53 found these printed differently from numpy: numpy computes them in int64 and wraps
+  // without a word (the year of M8[Y] 2^63 − 1 comes out negative; one past it is NaT).
+  const M = 2n ** 63n - 1n;
+  const cases = [
+    ['Y', M],
+    ['Y', M - 1969n],
+    ['W', M],
+    ['W', -(M / 7n) - 1n],
+    ['D', -M],
+  ];
+  const theirs = JSON.parse(
+    python(
+      `print(json.dumps([str(np.array([n], 'i8').view(f'M8[{u}]')[0]) for u, n in ${JSON.stringify(cases.map(([u, n]) => [u, String(n)])).replace(/"(-?\d+)"/g, '$1')}]))`,
+    ),
+  );
+  cases.forEach(([unit, n], i) => {
+    const ours = datetimeText(n, unit);
+    assert.is(parseDatetimeText(ours, unit), n, ours);
+    assert.is.not(theirs[i], ours, `numpy no longer wraps ${n} ${unit}: print as it does (${theirs[i]})`);
+  });
+  // The true years: 1970 + (2^63 − 1) for M8[Y]; weeks and days far past year 10^16 either way.
+  assert.is(datetimeText(M, 'Y'), String(1970n + M));
+  assert.ok(datetimeText(-M, 'D').startsWith('-25252734927764585-'), datetimeText(-M, 'D'));
+});
+
 test("texts that are not the unit's own form are refused, never rounded", async () => {
   for (const [text, unit, k] of [
     ['2024-02-30', 'D', 1],

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { decodeNpy, readHeader, NpyError, arrayToJSON } from '@npyts/core';
 import { headerBytesNeeded, parsePyLiteral, reprFloat, reprBytes, reprPy, PyFloat } from '@npyts/core/plumbing';
 import { numpy, python, runCli, scratch, spawnCli } from '../helpers/numpy.mjs';
+import { cpuMs } from '../helpers/work.mjs';
 
 const dir = scratch();
 const { ok, bad } = numpy('headers', dir);
@@ -65,7 +66,7 @@ test('every malformed case is covered and numpy refuses each of them too', () =>
 for (const { name, file } of bad) {
   test(`refuses ${name} with ${expectedCodes[name]}`, () => {
     const bytes = readFileSync(file);
-    const t0 = performance.now();
+    const t0 = cpuMs();
     let err;
     try {
       decodeNpy(bytes);
@@ -75,7 +76,7 @@ for (const { name, file } of bad) {
     assert.instance(err, NpyError, `${name}: ${err}`);
     assert.is(err.code, expectedCodes[name], err.message);
     assert.ok(err.offset === undefined || (err.offset >= 0 && err.offset <= bytes.length), `${name}: offset ${err.offset}`);
-    assert.ok(performance.now() - t0 < 2000, 'refusal must be fast');
+    assert.ok(cpuMs() - t0 < 2000, 'refusal must be fast');
   });
 }
 
@@ -115,15 +116,15 @@ test('readHeader needs only the header bytes', () => {
 
 test('the literal parser is linear on long flat input and bounded on deep input', () => {
   const flat = `[${'1, '.repeat(200000)}1]`;
-  let t0 = performance.now();
+  let t0 = cpuMs();
   assert.is(parsePyLiteral(flat).length, 200001);
-  assert.ok(performance.now() - t0 < 1500);
-  t0 = performance.now();
+  assert.ok(cpuMs() - t0 < 1500);
+  t0 = cpuMs();
   assert.throws(
     () => parsePyLiteral('('.repeat(1e6)),
     (e) => e.code === 'HEADER_SYNTAX' && /nesting/.test(e.message),
   );
-  assert.ok(performance.now() - t0 < 1500);
+  assert.ok(cpuMs() - t0 < 1500);
 });
 
 test('CLI: one line on stderr naming the file, exit 1, for every malformed file', async () => {

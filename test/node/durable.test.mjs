@@ -3,7 +3,7 @@
 // it neither happens. The saved bytes are the same either way, and numpy loads them.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, chownSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { loadNpySync } from '@npyts/core/node';
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -135,14 +135,40 @@ console.log(JSON.stringify({ aborted: controller.signal.aborted, outcome, data: 
   assert.equal(JSON.parse(r.stdout), { aborted: true, outcome: 'resolved', data: [3, 4] });
 });
 
+/** The built @npyts/core and its dependency copied into `folder`, every part readable by all: a cwd any user can import it from. */
+function worldReadableCopy(folder) {
+  const modules = join(folder, 'node_modules');
+  for (const part of ['package.json', 'dist']) cpSync(join(repoRoot, 'packages', 'core', part), join(modules, '@npyts', 'core', part), { recursive: true });
+  cpSync(join(repoRoot, 'node_modules', 'fflate'), join(modules, 'fflate'), { recursive: true, dereference: true });
+  const open = (p) => {
+    const directory = statSync(p).isDirectory();
+    chmodSync(p, directory ? 0o755 : 0o644);
+    if (directory) for (const name of readdirSync(p)) open(join(p, name));
+  };
+  open(folder);
+  return folder;
+}
+
 test('a folder that cannot be synced fails a durable save, saying the file is in place (not skipped in silence); without durable the save succeeds', () => {
   // A folder its user may write into but not open (mode 333): the rename works, the folder's sync cannot.
   const folder = join(dir, 'unreadable');
   mkdirSync(folder);
   const asRoot = process.getuid?.() === 0;
+  // The child imports the package from where it runs: as nobody, from a copy of the built package in
+  // the scratch folder, since the clone's own folder may be private (mktemp -d makes 0700 folders).
+  let cwd = repoRoot;
   if (asRoot) {
     chownSync(folder, 65534, 65534); // run as nobody: root opens any folder
     chmodSync(dir, 0o711); // and nobody passes through the scratch folder to it
+    cwd = worldReadableCopy(join(dir, 'package'));
+    const reach = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', "require('@npyts/core/package.json')"], {
+      cwd,
+      encoding: 'utf8',
+    });
+    if (reach.status !== 0) {
+      console.log(`skipped: nobody cannot run node from ${cwd} (a private folder above the scratch folder or node?): ${reach.stderr || reach.error}`);
+      return;
+    }
   }
   chmodSync(folder, 0o333);
   const code = `
@@ -155,7 +181,7 @@ for (const [save, durable] of [[saveNpySync, true], [saveNpy, true], [saveNpySyn
 console.log(JSON.stringify(out));`;
   const command = asRoot ? 'setpriv' : process.execPath;
   const args = [...(asRoot ? ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath] : []), '--input-type=module', '-e', code];
-  const r = spawnSync(command, args, { cwd: repoRoot, encoding: 'utf8' });
+  const r = spawnSync(command, args, { cwd, encoding: 'utf8' });
   assert.is(r.status, 0, r.stderr);
   const [blocking, async, plain] = JSON.parse(r.stdout);
   for (const got of [blocking, async]) assert.match(got, /^EACCES: the file is in place, but its folder .*unreadable could not be synced/);

@@ -239,26 +239,32 @@ export function rowsOfArray(a: NdArray, from: number, count: number): NdArray {
 const FLOAT_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
- * Lines of text given in pieces, each with its number. Only each new piece is searched for line
- * ends, and a long line's pieces are joined once, at its end: time is linear in the text, and memory
- * is one piece and the line being cut.
+ * Lines of text given in pieces, each with its number. Lines end at LF, CRLF or a lone CR (Python's
+ * universal newlines, as np.loadtxt reads a file), a CRLF split between two pieces once. Only each
+ * new piece is searched for line ends, and a long line's pieces are joined once, at its end: time is
+ * linear in the text, and memory is one piece and the line being cut.
  */
 function* linesOf(pieces: Iterable<string>): Generator<{ line: string; number: number }> {
   let parts: string[] = [];
   let number = 0;
-  const cut = (text: string): string => (text.endsWith('\r') ? text.slice(0, -1) : text); // a CRLF line ends before its \r
+  // The last piece ended in a CR: a LF starting the next one ends that same line.
+  let afterCR = false;
+  const ends = /\r\n?|\n/g;
   for (const piece of pieces) {
-    let at = 0;
-    for (let nl = piece.indexOf('\n'); nl >= 0; nl = piece.indexOf('\n', at)) {
-      const tail = piece.slice(at, nl);
+    let at: number = afterCR && piece.startsWith('\n') ? 1 : 0;
+    afterCR = false;
+    ends.lastIndex = at;
+    for (let m = ends.exec(piece); m; m = ends.exec(piece)) {
+      const tail = piece.slice(at, m.index);
       const line = parts.length ? parts.join('') + tail : tail;
       parts = [];
-      yield { line: cut(line), number: ++number };
-      at = nl + 1;
+      at = m.index + m[0].length;
+      afterCR = m[0] === '\r' && at === piece.length;
+      yield { line, number: ++number };
     }
     if (at < piece.length) parts.push(piece.slice(at));
   }
-  if (parts.length) yield { line: cut(parts.join('')), number: ++number };
+  if (parts.length) yield { line: parts.join(''), number: ++number };
 }
 
 /**

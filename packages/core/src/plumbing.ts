@@ -8,6 +8,20 @@
 export { encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS } from './format/header.js';
 export { putOwn } from './array/safe-object.js';
 export { dtypeConstructionRepr } from './format/dtype.js';
+export {
+  checkNumber,
+  checkNumbers,
+  checkReadOptions,
+  COUNT,
+  AMOUNT,
+  SIZE,
+  TOLERANCE,
+  LIMIT,
+  MILLISECONDS,
+  LEVEL_RULES,
+  type NumberRule,
+  type NumberRules,
+} from './options.js';
 export { orderStrides, isOrderFree } from './array/ndarray.js';
 export { encodeNpyParts, toNdArray, dtypeOfTypedArray, checkDataSize } from './npy.js';
 export { writeValue } from './array/write-value.js';

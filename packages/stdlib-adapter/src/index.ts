@@ -32,7 +32,7 @@ import {
   type FieldAt,
   type FieldPath,
 } from '@npyts/core';
-import { bytesToData, readFromBytes, storageOf, writeValue } from '@npyts/core/plumbing';
+import { bytesToData, putOwn, readFromBytes, storageOf, writeValue } from '@npyts/core/plumbing';
 import type {
   boolndarray,
   complex64ndarray,
@@ -308,7 +308,7 @@ function recordToStdlib(
   shared: boolean,
 ): { [name: string]: FieldOut } {
   const out: { [name: string]: FieldOut } = {};
-  for (const f of fields) out[f.name] = fieldToStdlib(array, prefix + f.name, options, shared);
+  for (const f of fields) putOwn(out, f.name, fieldToStdlib(array, prefix + f.name, options, shared));
   return out;
 }
 

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type WeightFile } from '@npyts/core';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
-import { openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
+import { checkAdapterOptions, openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions, type Suspect } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
@@ -342,6 +342,7 @@ export interface SaveWeightsOptions extends NpzWriteOptions, PytorchLayoutOption
 export async function saveWeights(weights: Weights, target: string | NpzSink, options?: SaveWeightsOptions): Promise<void>;
 export async function saveWeights(weights: Weights, target?: undefined, options?: SaveWeightsOptions): Promise<Uint8Array>;
 export async function saveWeights(weights: Weights, target?: string | NpzSink, options: SaveWeightsOptions = {}): Promise<Uint8Array | void> {
+  checkAdapterOptions(options);
   const arrays = options.layout === 'pytorch' ? await pytorchArrays(weights, options) : await namedArrays(weights, options);
   if (target === undefined) return encodeNpz(arrays, options);
   await writeArchive(target, arrays, options);

@@ -20,7 +20,7 @@ import {
 } from '@npyts/core';
 import { mapInParallel } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
-import { isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { checkAdapterOptions, isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, type WeightKey, type WeightLike } from './weights.js';
 import { planFrom, stepArray, type PlanStep } from './assign.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
@@ -451,6 +451,7 @@ function modelJsonOf(artifacts: Artifacts): ModelJson {
  * const fromNumpy = await tf.loadLayersModel(npzHandler('weights.npz', { modelTopology: topologyJson }));
  */
 export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptions = {}): tf.io.IOHandler {
+  checkAdapterOptions(options);
   const metaMember = options.metadataMember ?? MODEL_JSON;
   const describe = typeof target === 'string' || target instanceof URL ? String(target) : 'the archive';
   return {

@@ -1,6 +1,7 @@
 /** Every array of an archive as tensors by name, and tensors by name as an archive. */
 import type * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, type NdArray, type NpzWriteOptions } from '@npyts/core';
+import { putOwn } from '@npyts/core/plumbing';
 import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
 import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 
@@ -28,7 +29,8 @@ export async function loadTensors(source: WeightSource, options: LoadTensorsOpti
       );
     }
     // All at once: a remote file is then read in a few large requests (see NpzArchive.getAll).
-    for (const [name, array] of await archive.getAll({ signal: options.signal })) out[name] = toTensor(array, options);
+    // putOwn: a tensor named '__proto__' is kept as a name, not taken for the object's prototype.
+    for (const [name, array] of await archive.getAll({ signal: options.signal })) putOwn(out, name, toTensor(array, options));
     return out;
   } finally {
     if (opened) await archive.close();

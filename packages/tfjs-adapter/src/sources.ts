@@ -14,7 +14,7 @@ import {
   type NpzOptions,
   type NpzWriteOptions,
 } from '@npyts/core';
-import { resolveUrl } from '@npyts/core/plumbing';
+import { LEVEL_RULES, TOLERANCE, checkNumber, checkNumbers, checkReadOptions, resolveUrl } from '@npyts/core/plumbing';
 
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
 export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | NpzArchive;
@@ -31,18 +31,32 @@ export type WeightSource = NpzSource | WeightFile;
  * so must close it); an archive or weight file handed in is the caller's to close.
  */
 export async function openWeightSource(source: WeightSource, options: SourceOptions = {}): Promise<[WeightFile, boolean]> {
+  checkAdapterOptions(options);
   if (source instanceof WeightFile) return [source, false];
   if (isArchive(source)) return [weightsOfArchive(source), false];
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [await openWeights(source, options), true];
   const text = String(source);
   if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
-    return [await openWeights(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Number.POSITIVE_INFINITY, ...options }), true];
+    return [await openWeights(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...options }), true];
   }
   return [await (await nodeEntry()).openWeights(text, options), true];
 }
 
 /** Options for reading a source: the archive's, and those of URL reads (`fetch`, headers, request sizes; `signal` aborts any read). */
 export interface SourceOptions extends NpzOptions, HttpOptions {}
+
+/**
+ * Refuse numeric options of any of the adapter's functions that are not numbers of their kind
+ * (`BAD_OPTION`), before a source is opened, whatever the source: core's reading options, the
+ * tolerances `rtol`/`atol`, `epsilon` (a number, or numbers by layer) and a save's zlib `level`.
+ */
+export function checkAdapterOptions(options: object): void {
+  checkReadOptions(options);
+  checkNumbers(options, { rtol: TOLERANCE, atol: TOLERANCE }, LEVEL_RULES);
+  const { epsilon } = options as { epsilon?: unknown };
+  if (epsilon !== null && typeof epsilon === 'object') for (const [name, e] of Object.entries(epsilon)) checkNumber(`epsilon['${name}']`, e, TOLERANCE);
+  else checkNumber('epsilon', epsilon, TOLERANCE);
+}
 
 /** True in Node (and runtimes that pose as it): a string without a scheme is a file path there. */
 export function inNode(): boolean {
@@ -63,6 +77,7 @@ export function isArchive(source: unknown): source is NpzArchive {
  * A string with a scheme, or any string outside Node, is a URL: relative ones resolve against the page.
  */
 export async function openArchive(source: NpzSource, options: SourceOptions = {}): Promise<[NpzArchive, boolean]> {
+  checkAdapterOptions(options);
   if (isArchive(source)) return [checkNotTorch(source, 'the archive'), false];
   const [archive, opened] = await openAny(source, options);
   try {
@@ -99,7 +114,7 @@ async function openAny(source: Exclude<NpzSource, NpzArchive>, options: SourceOp
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [decodeNpz(source, options), true];
   const text = String(source);
   if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
-    return [await openNpz(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Number.POSITIVE_INFINITY, ...options }), true];
+    return [await openNpz(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...options }), true];
   }
   return [await (await nodeEntry()).openNpz(text, options), true];
 }

@@ -2,6 +2,7 @@
 import { type DType, dtypeFromHeaderValue, parseDescr, shapeRepr, voidAsMlFloat } from './dtype.js';
 import type { MlFloatName } from './ml-floats.js';
 import { NpyError } from '../errors.js';
+import { DECODE_RULES, checkNumbers } from '../options.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 
@@ -127,6 +128,7 @@ function checkMagic(bytes: Uint8Array): void {
  * const h = readHeader(bytes);   // { version, dtype, shape, fortranOrder, dataOffset, size, dataBytes }
  */
 export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderOptions = {}): NpyHeader {
+  checkNumbers(options, DECODE_RULES);
   const bytes = input instanceof Uint8Array ? input : new Uint8Array(input);
   checkMagic(bytes);
   const major = bytes[6]!;

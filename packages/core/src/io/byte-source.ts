@@ -6,6 +6,7 @@
  * {@link ByteSource}; the blocking methods (`…Sync`) need a blocking one.
  */
 import { NpyError } from '../errors.js';
+import { CACHE_RULES, checkNumbers } from '../options.js';
 
 /** Options of one read: `signal` cancels it, even while it waits. */
 export interface ReadOptions {
@@ -228,6 +229,7 @@ export interface ByteCacheOptions {
  * const cached = withByteCache(blobSource(file), { maxBytes: 32 << 20 });
  */
 export function withByteCache(source: ByteSource, options: ByteCacheOptions = {}): AsyncByteSource & { readonly cacheStats: { hits: number; misses: number } } {
+  checkNumbers(options, CACHE_RULES);
   const blockBytes = Math.max(1, options.blockBytes ?? 64 << 10);
   const maxBlocks = Math.max(1, Math.floor((options.maxBytes ?? 64 << 20) / blockBytes));
   // A Map keeps insertion order: re-inserting a block on use makes the first key the least recent.

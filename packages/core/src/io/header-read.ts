@@ -4,6 +4,7 @@
  * the maxHeaderBytes check, so a length field of 4 GiB is refused before anything is allocated.
  */
 import { DEFAULT_MAX_HEADER_BYTES, headerBytesNeeded, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
+import { DECODE_RULES, checkNumbers } from '../options.js';
 import { readBytes, type FileRef, type Operation } from './steps.js';
 
 /** Bytes read first: every header numpy writes for ordinary dtypes fits. */
@@ -36,6 +37,8 @@ export function* readingHeaderOf(
   options: ReadHeaderOptions = {},
   first = FIRST_BLOCK,
 ): Operation<NpyHeader> {
+  // Checked before the first read: a limit of NaN would switch the length check below off.
+  checkNumbers(options, DECODE_RULES);
   let prefix = yield* read(0, first);
   const need = moreNeeded(prefix, prefix.length < first, options);
   if (need) {

@@ -10,6 +10,7 @@ import { openNpyUrl, urlSource, type HttpOptions, type UrlOptions } from './url.
 import { npyReaderOf, type NpyReadStats, type NpyReader } from './reader.js';
 
 export { npyReaderOf, type NpyReadStats, type NpyReader, type ReadTuning, type ReaderOptions } from './reader.js';
+import { checkReadOptions } from '../options.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
 /** Where a .npy can be opened from in any runtime. */
@@ -33,6 +34,8 @@ export function resolveUrl(url: string | URL): string {
  * const source = await sourceOf('https://example.org/model.safetensors');
  */
 export async function sourceOf(input: NpySource, options: HttpOptions & { tailBytes?: number } = {}): Promise<ByteSource> {
+  // Every opener's options, checked whatever the input: bytes ignore the HTTP ones, but a NaN is a mistake anywhere.
+  checkReadOptions(options);
   if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);
   if (typeof Blob !== 'undefined' && input instanceof Blob) return blobSource(input);
   if (isByteSource(input)) return input;
@@ -88,6 +91,7 @@ function countedReads(source: ByteSource, stats: NpyReadStats) {
 export async function openNpy<const S extends DescrInput>(source: NpySource, options: UrlOptions & Expecting<S>): Promise<NpyReader<S>>;
 export async function openNpy(source: NpySource, options?: UrlOptions): Promise<NpyReader>;
 export async function openNpy(source: NpySource, options: UrlOptions = {}): Promise<NpyReader> {
+  checkReadOptions(options);
   if (typeof source === 'string' || source instanceof URL) return openNpyUrl(resolveUrl(source), options);
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
     return openNpySource(blobSource(source), options);

@@ -12,6 +12,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { copySwapped } from '../array/memory.js';
 import { NpyError } from '../errors.js';
+import { PART_LIMIT_RULES, PLAN_RULES, checkNumbers } from '../options.js';
 import { type DescrJSON, parseDescr, shapeRepr, shapeSize } from '../format/dtype.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, type NpyHeader } from '../format/header.js';
@@ -101,6 +102,7 @@ export function base64(bytes: Uint8Array): string {
  * plan.parts[0];   // { number: 1, offset: 0, length: 128 + 16384 rows × 4096 bytes, start: [0, 0], count: [16384, 1024] }
  */
 export function planParts(options: PlanPartsOptions): PartPlan {
+  checkNumbers(options, PART_LIMIT_RULES, PLAN_RULES);
   const limits = { ...S3, ...options };
   const dtype = parseDescr(options.dtype);
   if (hasObject(dtype)) refuse('object arrays are pickles, not fixed-size rows: they cannot be written in parts');
@@ -136,11 +138,9 @@ export function planParts(options: PlanPartsOptions): PartPlan {
   }
   let per: number;
   if (options.parts !== undefined) {
-    if (!Number.isSafeInteger(options.parts) || options.parts < 1) refuse(`parts must be a positive integer, not ${options.parts}`);
     per = Math.ceil(lines / options.parts);
   } else {
     const target = options.partSize ?? limits.minPartBytes;
-    if (!(target > 0)) refuse(`partSize must be a positive number of bytes, not ${options.partSize}`);
     per = Math.max(1, Math.ceil(target / lineBytes));
   }
   per = Math.min(per, Math.floor(room / lineBytes));
@@ -285,11 +285,12 @@ export interface AppendPartPlan extends ObjectPlan {
  * plan.parts.filter((p) => p.kind === 'copy');   // UploadPartCopy, CopySourceRange bytes=p.old.offset-(p.old.offset + p.old.length - 1)
  */
 export function planAppendParts(header: Pick<NpyHeader, 'dtype' | 'shape' | 'fortranOrder' | 'dataOffset'>, options: PlanAppendPartsOptions): AppendPartPlan {
+  checkNumbers(options, PART_LIMIT_RULES, PLAN_RULES);
   const limits = { ...S3, ...options };
   const { dtype, fortranOrder: fortran } = header;
   if (hasObject(dtype)) refuse('object arrays are pickles, not fixed-size rows: they cannot be appended in parts');
   if (header.shape.length === 0) refuse('a 0-d array has no axis to append along');
-  if (!Number.isSafeInteger(options.rows) || options.rows < 0) refuse(`rows must be a non-negative integer, not ${options.rows}`);
+  if (options.rows === undefined) refuse('rows (how many rows to append) is needed');
   const axis = fortran ? header.shape.length - 1 : 0;
   const oldData = shapeSize(header.shape) * dtype.itemsize;
   if (options.objectSize !== undefined && options.objectSize < header.dataOffset + oldData) {

@@ -7,6 +7,7 @@
  * answers checked (`HttpFile`), for every reader of a URL.
  */
 import { NpyError } from '../errors.js';
+import { HTTP_RULES, checkNumbers, checkReadOptions } from '../options.js';
 import { FIRST_BLOCK, readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -147,14 +148,6 @@ const probes = new Map<string, Promise<unknown>>();
 
 /** Origins already warned about ignoring `Range`: the warning is said once per origin. */
 const warnedOrigins = new Set<string>();
-
-/** `value` of option `name`: a number at least 0 (`zero`) or above 0, `Infinity` included; else BAD_OPTION. */
-function limitOption(name: string, value: number | undefined, fallback: number, zero: boolean): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!zero && value === 0))
-    throw new NpyError('BAD_OPTION', `${name} must be a number ${zero ? 'of at least 0' : 'above 0'} (or Infinity), got ${String(value)}`);
-  return value;
-}
 
 /**
  * The timer of one request: it fails the request when the answer's headers, or the next piece of
@@ -342,6 +335,7 @@ export class HttpFile {
     private readonly options: HttpOptions,
     private readonly format?: UrlFormat,
   ) {
+    checkNumbers(options, HTTP_RULES);
     this.url = checkedUrl(href);
     this.origin = this.url.origin;
     this.shown = redactUrls(href);
@@ -349,8 +343,8 @@ export class HttpFile {
     const { within } = options;
     this.doFetch = within === undefined ? fetch : async (u, init) => confined(await fetch(u, init), href, within);
     this.budget = new ByteBudget(Math.max(1, options.maxInFlight ?? IN_FLIGHT_BYTES));
-    this.wholeBodyBytes = limitOption('wholeBodyBytes', options.wholeBodyBytes, WHOLE_BODY_BYTES, true);
-    this.timeoutMs = limitOption('timeoutMs', options.timeoutMs, TIMEOUT_MS, false);
+    this.wholeBodyBytes = options.wholeBodyBytes ?? WHOLE_BODY_BYTES;
+    this.timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
   }
 
   get requestBytes(): number {
@@ -703,6 +697,7 @@ export async function urlSource(
   url: string | URL,
   options: HttpOptions & { tailBytes?: number } = {},
 ): Promise<AsyncByteSource & { readonly stats: { reads: number; bytes: number; cached: number } }> {
+  checkReadOptions(options);
   const http = new HttpFile(String(url), options);
   const tail = await http.range(0, Math.max(1, options.tailBytes ?? ZIP_TAIL), options.signal, true);
   const source = httpSource(http, tail, http.size - tail.length);
@@ -729,6 +724,7 @@ export async function urlSource(
 export async function openNpyUrl<const S extends DescrInput>(url: string | URL, options: UrlOptions & Expecting<S>): Promise<NpyUrlHandle<S>>;
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
+  checkReadOptions(options);
   const http = new HttpFile(String(url), options, 'npy');
   // The first answer (the file's first bytes) is kept: region reads inside it need no request.
   let first: Uint8Array = new Uint8Array(0);

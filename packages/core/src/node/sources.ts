@@ -2,6 +2,7 @@
  * Files as byte sources, and the one rule of what a Node input names: a path or `file:` URL is a
  * file read by position, an `http(s)` URL is read by range, anything else is what core's readers take.
  */
+import { checkReadOptions } from '../options.js';
 import { closeSync, fstatSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +77,7 @@ export function pathOf(input: unknown): string | null {
  * const source = await nodeSourceOf('model.safetensors');
  */
 export async function nodeSourceOf(input: string | NpySource, options: HttpOptions & { tailBytes?: number } = {}): Promise<ByteSource> {
+  checkReadOptions(options);
   const path = pathOf(input);
   if (path === null) return sourceOf(input, options);
   options.signal?.throwIfAborted();

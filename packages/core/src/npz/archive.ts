@@ -14,6 +14,7 @@ import {
   type EncodeOptions,
 } from '../npy.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
+import { DECODE_RULES, checkNumbers } from '../options.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
@@ -304,6 +305,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     protected readonly options: NpzOptions = {},
     index?: NpzIndex,
   ) {
+    checkNumbers(options, DECODE_RULES);
     this.index = index ?? this.named(() => new NpzIndex(this.run(readingZipEntries(source.size))));
   }
 
@@ -315,6 +317,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    */
   static async open<S extends ByteSource>(source: S, options: NpzOptions & { signal?: AbortSignal | undefined } = {}): Promise<NpzArchive<S>> {
     const { signal, ...rest } = options;
+    checkNumbers(rest, DECODE_RULES);
     return new NpzArchive(source, rest, await NpzArchive.readIndex(source, signal));
   }
 

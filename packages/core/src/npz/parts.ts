@@ -10,10 +10,12 @@ import { parseDescr } from '../format/dtype.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, withWhere } from '../errors.js';
+import { PART_LIMIT_RULES, PLAN_RULES, checkNumbers } from '../options.js';
 import { hasObject, type ArraySpec } from '../npy.js';
 import { S3, fromBase64, planParts, refuse, regionBytes, type ObjectPlan, type PartLimits, type PartPlan } from '../io/parts.js';
 import { STORED, centralDirectory, dosDateTime, localHeader, localHeaderLength, zipRecord, type ZipRecord } from './zip.js';
 import { crc32, crc32Combine } from './crc32.js';
+import { namedObject } from '../array/safe-object.js';
 
 /** One member of a planned archive. */
 export interface NpzMemberSpec {
@@ -98,6 +100,7 @@ export interface MemberChecksum {
  * plan.parts.map((p) => p.pieces.map((q) => q.key));   // [['x'], ['x'], …, ['x', 'y']]
  */
 export function planNpzParts(options: PlanNpzPartsOptions): NpzPartPlan {
+  checkNumbers(options, PART_LIMIT_RULES, PLAN_RULES);
   const limits = { ...S3, ...options };
   const target = options.partSize ?? limits.minPartBytes;
   if (!(target >= limits.minPartBytes)) refuse(`partSize must be at least the store's smallest part (${limits.minPartBytes} bytes), not ${options.partSize}`);
@@ -219,7 +222,8 @@ function recordOf(member: NpzPlannedMember, crc: number): ZipRecord {
 }
 
 function crcOf(crcs: Readonly<Record<string, number>>, key: string, number: number): number {
-  const crc = crcs[key];
+  // Own properties only: a key such as 'constructor' or '__proto__' must not read the prototype's.
+  const crc = Object.hasOwn(crcs, key) ? crcs[key] : undefined;
   if (!Number.isInteger(crc) || crc! < 0 || crc! > 0xffffffff) {
     throw new NpyError('BAD_OPTION', `part ${number} needs the CRC-32 of member '${key}' (combine every part's checksums with combineNpzChecksums)`);
   }
@@ -247,7 +251,7 @@ export function encodeNpzPart(plan: NpzPartPlan, number: number, arrays: Readonl
   let at = 0;
   for (const piece of part.pieces) {
     const member = plan.members.find((m) => m.key === piece.key)!;
-    const input = arrays[piece.key];
+    const input = Object.hasOwn(arrays, piece.key) ? arrays[piece.key] : undefined;
     if (input === undefined) refuse(`part ${number} holds rows of '${piece.key}': pass them as { '${piece.key}': array }`);
     const data = regionBytes(member, piece, input, `part ${number}'s piece of '${piece.key}'`);
     let crc = 0;
@@ -314,7 +318,8 @@ export function combineNpzChecksums(plan: NpzPartPlan, checksums: readonly Membe
       throw new NpyError('BAD_OPTION', `a checksum names member '${String(c.key)}', which the plan does not have: combine the checksums of this plan's parts`);
     list.push(c);
   }
-  const crcs: Record<string, number> = {};
+  // No prototype: a member keyed '__proto__' (np.savez writes one) is a key like any other.
+  const crcs = namedObject<number>();
   for (const member of plan.members) {
     const pieces = byMember.get(member.key)!.sort((a, b) => a.at - b.at);
     let crc = 0;

@@ -8,6 +8,8 @@
  * records and extras, data descriptors), which are written once here for both directions.
  */
 import { inflaterInto } from './inflate-pieces.js';
+import { LEVEL_RULES, checkNumbers } from '../options.js';
+import { checkWrittenName } from '../array/safe-object.js';
 import { NpyError } from '../errors.js';
 import { SOURCE, driveSync, viewBytes, type FileRef, type Operation, type PerformSync } from '../io/steps.js';
 import { readSync, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
@@ -472,10 +474,8 @@ export interface ZipWriteOptions {
  * date that is not one); writers call it before they touch a file.
  */
 export function checkZipWriteOptions(options: ZipWriteOptions): void {
-  const { level, date } = options;
-  if (level !== undefined && !(Number.isInteger(level) && level >= 0 && level <= 9)) {
-    throw new NpyError('BAD_OPTION', `level must be an integer from 0 to 9 (zlib's levels), got ${String(level)}`);
-  }
+  const { date } = options;
+  checkNumbers(options, LEVEL_RULES);
   if (date !== undefined && !(date instanceof Date && Number.isFinite(date.getTime()))) {
     throw new NpyError('BAD_OPTION', `date must be a valid Date, got ${String(date)}`);
   }
@@ -516,6 +516,7 @@ const ZIP64_LOCAL_THRESHOLD = 0xffff0000 - 0x1000000;
  * const record = zipRecord('w.npy', STORED, 1024, 0);
  */
 export function zipRecord(name: string, method: number, size: number, offset: number): ZipRecord {
+  checkWrittenName(name, 'member name');
   const nameBytes = new TextEncoder().encode(name);
   if (nameBytes.length > U16_MAX) throw new NpyError('ZIP_UNSUPPORTED', `member name of ${nameBytes.length} bytes is too long for zip`);
   return { nameBytes, utf8: /[^\x00-\x7f]/.test(name), method, crc: 0, compressedSize: 0, size, offset, zip64Local: size >= ZIP64_LOCAL_THRESHOLD };

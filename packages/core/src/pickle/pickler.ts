@@ -351,18 +351,7 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
           w.byte(OP.APPENDS);
         }
       } else if (v instanceof Set) {
-        global('builtins', 'set');
-        tuple([
-          () => {
-            w.byte(OP.EMPTY_LIST);
-            if (v.size) {
-              w.byte(OP.MARK);
-              v.forEach((x) => key(x));
-              w.byte(OP.APPENDS);
-            }
-          },
-        ]);
-        w.byte(OP.REDUCE);
+        setOf(v, 'set');
       } else if (v instanceof Map || Object.getPrototypeOf(v) === Object.prototype) {
         const entries = v instanceof Map ? [...v] : Object.entries(v);
         w.byte(OP.EMPTY_DICT);
@@ -383,7 +372,35 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
    * A dict key or set member: Python's must be hashable, so an array there is a tuple (the unpickler
    * gives tuples as arrays), and so is every array inside it.
    */
+  /** A set as `builtins.set` or `builtins.frozenset` called with the list of its items (hashable: keys). */
+  const setOf = (v: Set<unknown>, kind: 'set' | 'frozenset'): void => {
+    global('builtins', kind);
+    tuple([
+      () => {
+        w.byte(OP.EMPTY_LIST);
+        if (v.size) {
+          w.byte(OP.MARK);
+          v.forEach((x) => key(x));
+          w.byte(OP.APPENDS);
+        }
+      },
+    ]);
+    w.byte(OP.REDUCE);
+  };
+  // A dict key or a set's item must be hashable: a list is written as a tuple, a set as a frozenset
+  // (a frozenset read from a pickle comes back as a Set; written as a set, Python could not hash it).
   const key = (k: unknown): void => {
+    if (k instanceof Set) {
+      if (active.has(k)) bad('cannot pickle a structure that contains itself');
+      if (active.size >= MAX_DEPTH) bad(`cannot pickle containers nested deeper than ${MAX_DEPTH} (Python's pickle and numpy stop there)`);
+      active.add(k);
+      try {
+        setOf(k, 'frozenset');
+      } finally {
+        active.delete(k);
+      }
+      return;
+    }
     if (!Array.isArray(k)) {
       val(k);
       return;

@@ -13,6 +13,7 @@ import { putOwn } from '../array/safe-object.js';
 import { OP } from './opcodes.js';
 import { MAX_INT_DIGITS, integerOfText } from '../array/json.js';
 import { NpyError } from '../errors.js';
+import { PICKLE_RULES, checkNumbers } from '../options.js';
 import type { UnpickleLimits } from '../npy.js';
 import { Dict, List, Pending, Tuple, bad, settle } from './vm-values.js';
 import { Global, resolveGlobal, type Constructor } from './allowlist.js';
@@ -326,6 +327,7 @@ class PickleMachine {
     options: UnpickleOptions,
     private readonly dialect: PickleDialect,
   ) {
+    checkNumbers(options, PICKLE_RULES);
     this.r = new Reader(input);
     this.maxDepth = options.maxDepth ?? 1000;
     this.maxMemo = options.maxMemo ?? Math.max(1_000_000, input.length);

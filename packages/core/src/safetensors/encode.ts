@@ -7,6 +7,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { dataToBytes } from '../array/layout.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
+import { checkWrittenName, namedObject } from '../array/safe-object.js';
 import type { TypedArray } from '../format/js-types.js';
 import { toNdArray, type ArraySpec } from '../npy.js';
 import { LENGTH_BYTES, safetensorsDTypeName } from './header.js';
@@ -65,11 +66,14 @@ export function safetensorsParts(input: SafetensorsInput, options: SafetensorsWr
     if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new NpyError('BAD_OPTION', 'metadata must be an object of strings');
     for (const [k, v] of Object.entries(metadata)) {
       if (typeof v !== 'string') throw new NpyError('BAD_OPTION', `metadata '${k}' must be a string, not ${typeof v}`);
+      checkWrittenName(k, 'metadata key');
+      checkWrittenName(v, `metadata '${k}'`);
     }
   }
   const named = input instanceof Map ? [...input.entries()] : Object.entries(input);
   const tensors = named.map(([name, value]) => {
     if (name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
+    checkWrittenName(name, 'tensor name');
     const array = toNdArray(value);
     const stored = safetensorsDTypeName(array.dtype);
     if (stored === null) {
@@ -81,7 +85,9 @@ export function safetensorsParts(input: SafetensorsInput, options: SafetensorsWr
     return { name, stored, array };
   });
   tensors.sort((a, b) => DTYPE_ORDER.indexOf(b.stored) - DTYPE_ORDER.indexOf(a.stored) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const entries: Record<string, unknown> = {};
+  // No prototype: a tensor named '__proto__' is a name like any other (on `{}` it would set the
+  // prototype and vanish from the header, its bytes written all the same).
+  const entries = namedObject<unknown>();
   if (metadata !== undefined) entries.__metadata__ = metadata;
   const bodies: Uint8Array[] = [];
   let at = 0;

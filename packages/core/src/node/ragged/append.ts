@@ -1,5 +1,6 @@
 /** Appending to ragged arrays: heap rows first (made durable), then the index rows, under the index's append lock. */
-import { resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
 import type { NdArray } from '../../array/ndarray.js';
@@ -12,7 +13,7 @@ import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
 import { followHeap, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedInfo, type WordWidth } from '../../ragged/convention.js';
 import { heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
-import { heapPathOf, readingRegionAt } from './files.js';
+import { headerOrNull, heapPathOf, readingRegionAt } from './files.js';
 import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
@@ -32,6 +33,37 @@ function* raggedFacts(
   // Two levels: the heap is itself an index; the arrays' dtype is that of its own heap.
   const heapDtype = raggedInfo(heap.dtype) ? (yield* raggedFacts(heapPath, options, followed)).heapDtype : heap.dtype;
   return { index, info, heapPath, heap, heapDtype, heapLength: rowsInHeap(heap) };
+}
+
+/**
+ * The ragged indexes other than `index` that name `heapPath` (a top-level index, or a record field's),
+ * found in the heap's folder and the index's: where a heap is shared, its indexes are beside it.
+ */
+function* indexesNaming(heapPath: string, index: string): Operation<string[]> {
+  const self = resolve(index);
+  const found: string[] = [];
+  for (const folder of new Set([dirname(heapPath), dirname(self)])) {
+    let names: string[];
+    try {
+      names = readdirSync(folder);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const other = join(folder, name);
+      if (other === self || other === heapPath) continue;
+      const header = yield* headerOrNull(other);
+      if (!header) continue;
+      let infos: (RaggedInfo | null)[];
+      try {
+        infos = [raggedInfo(header.dtype), ...(header.dtype.fields ?? []).map((f) => raggedInfo(f.dtype))];
+      } catch {
+        continue; // a malformed title names no heap
+      }
+      if (infos.some((i) => i !== null && resolve(folder, i.heap) === heapPath)) found.push(other);
+    }
+  }
+  return found;
 }
 
 /** Refuse an index whose heap is not there, naming both (before any lock is taken on the heap). */
@@ -67,7 +99,18 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
       const last = count ? indexWords(yield* readingRegionAt(path, [count - 1], [1]))[0]! : 0;
       if (last > heapLength) throw new NpyError('BAD_RAGGED', `${path} ends at row ${last} of its heap, which has ${heapLength}`);
       // A heap that is itself an offsets index keeps one word more than its elements.
-      if (last < heapLength) yield* droppingRows(heapPath, last + (heap.shape[0] ?? 0) - heapLength);
+      if (last < heapLength) {
+        // Unless another index names the heap: the rows past this index's end are then (or may be)
+        // its elements, and dropping them would leave it unreadable. Nothing is changed.
+        const others = yield* indexesNaming(heapPath, path);
+        if (others.length) {
+          throw new NpyError(
+            'NAME_CLASH',
+            `${path} is an offsets index, which owns its heap, but ${others.join(', ')} also ${others.length > 1 ? 'name' : 'names'} its heap ${heapPath}: appending would drop the ${heapLength - last} heap rows past ${path}'s end, which may be theirs. Nothing was changed; give each index a heap of its own (save ${path} again, or share heaps with the ranges layout)`,
+          );
+        }
+        yield* droppingRows(heapPath, last + (heap.shape[0] ?? 0) - heapLength);
+      }
       start = last;
     }
     const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heapDtype : undefined, layout === 'zero-terminated');

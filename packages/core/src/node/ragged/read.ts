@@ -2,6 +2,7 @@
 import { getField } from '../../array/records.js';
 import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
+import { namedObject } from '../../array/safe-object.js';
 import { openNpyFile, openNpyFileSync, type NpyFileHandleSync } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
 import { readNpyHeader, readNpyHeaderSync } from '../npy-files.js';
@@ -46,7 +47,7 @@ export interface RaggedRecordsHandle {
 
 /** The ragged fields of a record dtype: field name → its index info. */
 function raggedFieldsOf(dtype: DType): Record<string, RaggedInfo> {
-  const out: Record<string, RaggedInfo> = {};
+  const out = namedObject<RaggedInfo>();
   for (const f of dtype.fields ?? []) {
     const info = raggedInfo(f.dtype);
     if (info) out[f.name] = info;
@@ -66,7 +67,7 @@ const blockingFiles = { open: (p: string) => openNpyFileSync(p), read: (h: NpyFi
 export function openRaggedRecordsSync(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
   const main = openNpyFileSync(path);
   const fields = raggedFieldsOf(main.dtype);
-  const heaps: Record<string, NpyFileHandleSync> = {};
+  const heaps = namedObject<NpyFileHandleSync>();
   const closeAll = (): void => {
     main.close();
     for (const h of Object.values(heaps)) h.close();

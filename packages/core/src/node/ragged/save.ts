@@ -3,6 +3,7 @@ import { basename, dirname, join, relative, resolve } from 'node:path';
 import { toNdArray, type ArraySpec } from '../../npy.js';
 import { recordDType, type DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
+import { namedObject } from '../../array/safe-object.js';
 import { NdArray, isOrderFree } from '../../array/ndarray.js';
 import type { AsyncOptions } from '../../io/handles.js';
 import { readingNpyHeader, savingNpy } from '../npy-files.js';
@@ -51,18 +52,18 @@ function* savingRecords(
   const saves: { path: string; array: NdArray }[] = [];
   const names = Object.keys(records[0]!);
   const specs: { name: string; dtype: DType | string }[] = [];
-  const columns: Record<string, unknown[]> = {};
+  const columns = namedObject<unknown[]>();
   const terminated = layout === 'zero-terminated';
   const text: Uint8Array[] = [];
   let textBytes = 0;
   let arrayHeaps = 0;
   for (const name of names) {
     const values = records.map((r, i) => {
-      if (!(name in r)) throw new NpyError('NO_FIELD', `record ${i} has no field '${name}'`);
+      if (!Object.hasOwn(r, name)) throw new NpyError('NO_FIELD', `record ${i} has no field '${name}'`);
       return r[name];
     });
     if (!values.every(isRaggedValue)) {
-      specs.push({ name, dtype: scalarDescr(name, values, dtypes[name]) });
+      specs.push({ name, dtype: scalarDescr(name, values, Object.hasOwn(dtypes, name) ? dtypes[name] : undefined) });
       columns[name] = values;
       continue;
     }
