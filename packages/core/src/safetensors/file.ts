@@ -268,7 +268,7 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
 
   /**
    * Every tensor, by name in file order, a few read at once. Small tensors next to one another are
-   * read together ({@link batchesOf}): a file of 100 000 small tensors costs a few reads, not one each.
+   * read together (in runs of at most 4 MiB): a file of 100 000 small tensors costs a few reads, not one each.
    */
   async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
     const batchOf = batchesOf(this.index.entries);
