@@ -151,30 +151,38 @@ test('dtypes ORT has no type for are refused by name', () => {
 
 // withWeights against PyTorch: an MLP and a CNN with BatchNorm exported by both exporters, a perturbed
 // state_dict saved as .safetensors / .pt / .npz swapped in, run in onnxruntime-node, and compared with
-// onnxruntime-python on the model re-exported with the perturbed weights. The TorchScript exporter is
+// onnxruntime-python on the model re-exported (TorchScript exporter) with the perturbed weights. The TorchScript exporter is
 // torch.onnx.export(dynamo=False); torch 2.x's default is the dynamo one (dynamo=True). Both give float32
 // graphs; the two runs execute the same kernels on the same values, so outputs agree to float32 rounding
 // of differently fused kernels: tolerance 1e-5 relative + 1e-6 absolute.
 const wdir = scratch();
 const exports = JSON.parse(
   python(`
-import torch, onnx, onnxruntime as rt, safetensors.torch, contextlib, os
+import torch, onnx, onnxruntime as rt, safetensors.torch, contextlib, os, logging
 torch.manual_seed(57)
 d = ${JSON.stringify(wdir)}
 mlp = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).eval()
 cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(64, 2)).eval()
-inputs = {'mlp': torch.randn(2, 4), 'cnn': torch.randn(2, 3, 6, 6)}
-exporters = {'ts': dict(dynamo=False, do_constant_folding=False), 'dynamo': dict(dynamo=True, optimize=False),
+logging.disable(logging.WARNING)
+# The TorchScript exporter fuses BatchNorm into Conv in eval mode even without constant folding: PRESERVE keeps it.
+exporters = {'ts': dict(dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE), 'dynamo': dict(dynamo=True, optimize=False),
              'ts-folded': dict(dynamo=False), 'dynamo-folded': dict(dynamo=True)}
 def export(m, x, f, kw):
     with open(os.devnull, 'w') as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
         torch.onnx.export(m, (x,), f, input_names=['x'], output_names=['y'], dynamic_axes=None, **kw)
+inputs = {'mlp': torch.randn(2, 4), 'cnn': torch.randn(2, 3, 6, 6)}
+# A trained BatchNorm's statistics: fresh ones (ones, zeros) equal its weight and bias, which the
+# TorchScript exporter would merge into one initializer (see the alias test).
+fresh = __import__('copy').deepcopy(cnn)
+with torch.no_grad():
+    cnn[1].running_mean.uniform_(-1, 1); cnn[1].running_var.uniform_(0.5, 2); cnn[1].weight.uniform_(0.5, 2); cnn[1].bias.uniform_(-1, 1)
+export(fresh, inputs['cnn'], f'{d}/cnn-fresh.onnx', dict(dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE))
 out = []
 for name, m in [('mlp', mlp), ('cnn', cnn)]:
     x = inputs[name]
     np.save(f'{d}/{name}-x.npy', x.numpy())
     for ex, kw in exporters.items():
-        export(m, x, f'{d}/{name}-{ex}.onnx', kw)
+        if ex != 'dynamo-folded' or name == 'cnn': export(m, x, f'{d}/{name}-{ex}.onnx', kw)
     tuned = __import__('copy').deepcopy(m)
     with torch.no_grad():
         for k, v in tuned.state_dict().items():
@@ -184,9 +192,10 @@ for name, m in [('mlp', mlp), ('cnn', cnn)]:
     safetensors.torch.save_file(sd, f'{d}/{name}.safetensors')
     torch.save(sd, f'{d}/{name}.pt')
     np.savez(f'{d}/{name}.npz', **{k: v.numpy() for k, v in sd.items()})
+    # The reference: onnxruntime on the model re-exported (TorchScript exporter) with the perturbed weights.
+    export(tuned, x, f'{d}/{name}-tuned.onnx', exporters['ts'])
+    y = rt.InferenceSession(f'{d}/{name}-tuned.onnx').run(None, {'x': x.numpy()})[0]
     for ex in ['ts', 'dynamo']:
-        export(tuned, x, f'{d}/{name}-{ex}-tuned.onnx', exporters[ex])
-        y = rt.InferenceSession(f'{d}/{name}-{ex}-tuned.onnx').run(None, {'x': x.numpy()})[0]
         y0 = rt.InferenceSession(f'{d}/{name}-{ex}.onnx').run(None, {'x': x.numpy()})[0]
         np.save(f'{d}/{name}-{ex}-want.npy', y)
         out.append({'model': name, 'exporter': ex, 'differs': float(np.abs(y - y0).max())})
@@ -270,6 +279,26 @@ test('withWeights: exports that folded BatchNorm or renamed weights are refused,
   if (names.some((n) => n.startsWith('onnx::') || /^val_/.test(n))) {
     await refused(withWeights(folded, join(wdir, 'mlp.safetensors')), 'WEIGHT_MISMATCH', /generated/);
   }
+});
+
+test('withWeights: names the exporter merged into one initializer are refused where the file holds other values', async () => {
+  const fresh = readFileSync(join(wdir, 'cnn-fresh.onnx'));
+  await refused(
+    withWeights(fresh, join(wdir, 'cnn.safetensors')),
+    'WEIGHT_MISMATCH',
+    /1\.running_(var|mean) is an alias of the initializer 1\.(weight|bias).*differs/,
+  );
+  // Swapping the kept one alone would change its alias too.
+  const sd = decodeNpzFile(join(wdir, 'cnn.npz'));
+  await refused(
+    withWeights(fresh, encodeNpzOf({ '1.weight': sd['1.weight'] })),
+    'WEIGHT_MISMATCH',
+    /1\.running_var is an alias of the initializer 1\.weight.*no 1\.running_var/,
+  );
+  // Equal values under both names are what the export holds: swapped.
+  const equal = { ...sd, '1.running_var': sd['1.weight'], '1.running_mean': sd['1.bias'] };
+  const r = await withWeights(fresh, encodeNpzOf(equal));
+  assert.equal(r.unused, ['1.num_batches_tracked']);
 });
 
 test.run();

@@ -59,7 +59,7 @@ const FLOAT_TYPES = new Set([1, 10, 11, 16]);
 const BATCHNORM_BUFFER = /(^|\.)(running_mean|running_var)$/;
 
 const HOW_TO_EXPORT =
-  'export for swapping without folding: torch.onnx.export(..., dynamo=False, do_constant_folding=False) for the TorchScript exporter, ' +
+  'export for swapping without folding: torch.onnx.export(..., dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE) for the TorchScript exporter (its eval mode fuses BatchNorm into Conv even without constant folding), ' +
   'or torch.onnx.export(..., dynamo=True, optimize=False) for the dynamo exporter';
 
 interface Initializer {
@@ -103,9 +103,12 @@ function modelBytes(model: Uint8Array | ArrayBuffer): Uint8Array {
  * - a graph whose exporter changed the values under the names (`WEIGHT_MISMATCH`): BatchNorm folded into the
  *   convolution before it (the file's `running_mean`/`running_var` have no initializer), or file tensors left
  *   unused while the model has generated names (`val_113`, `onnx::Conv_208`) that hold renamed, transposed or
- *   folded copies of them. The message says how to export for swapping (`do_constant_folding=False`,
- *   `optimize=False`). Detection works from names; a file with only some of the weights of a folded model
+ *   folded copies of them. The message says how to export for swapping (`do_constant_folding=False` with
+ *   `training=torch.onnx.TrainingMode.PRESERVE`, or `optimize=False`). Detection works from names; a file with only some of the weights of a folded model
  *   cannot be told apart.
+ *
+ * - names the TorchScript exporter merged (an initializer equal to another at export becomes `Identity` of it,
+ *   as BatchNorm's fresh `running_var` does of its `weight`) whose file tensors differ (`WEIGHT_MISMATCH`).
  *
  * Initializers the file lacks keep their exported values (`kept`); file tensors no initializer is
  * named after are listed (`unused`). Only the main graph's initializers are swapped.
@@ -114,7 +117,7 @@ function modelBytes(model: Uint8Array | ArrayBuffer): Uint8Array {
  * const session = await ort.InferenceSession.create(model);
  */
 export async function withWeights(model: Uint8Array | ArrayBuffer, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
-  let message: protobuf.Message & { graph?: { initializer?: Initializer[] } };
+  let message: protobuf.Message & { graph?: { initializer?: Initializer[]; node?: { op_type: string; input: string[]; output: string[] }[] } };
   try {
     message = ModelProto.decode(modelBytes(model)) as typeof message;
   } catch (e) {
@@ -126,7 +129,35 @@ export async function withWeights(model: Uint8Array | ArrayBuffer, weights: Weig
     const byName = new Map(initializers.map((t) => [t.name, t]));
     const matched = initializers.filter((t) => file.has(t.name));
     const kept = initializers.filter((t) => !file.has(t.name)).map((t) => t.name);
-    const unused = file.names.filter((n) => !byName.has(n));
+    // The TorchScript exporter merges initializers equal at export time: the others become
+    // Identity(kept one). A file whose tensors under those names differ cannot be swapped in.
+    const aliases = new Map<string, string>();
+    for (const node of message.graph?.node ?? []) {
+      if (node.op_type === 'Identity' && byName.has(node.input[0]!) && node.output[0] !== undefined) aliases.set(node.output[0], node.input[0]!);
+    }
+    for (const [n, source] of aliases) {
+      if (file.has(source) && !file.has(n)) {
+        throw new NpyError(
+          'WEIGHT_MISMATCH',
+          `refusing to swap weights by name: in the model ${n} is an alias of the initializer ${source} (the exporter merged initializers that were equal when it ran), and the file has ${source} but no ${n}: swapping ${source} would change ${n} too; export the model from weights where they differ`,
+        );
+      }
+    }
+    const unused: string[] = [];
+    for (const n of file.names) {
+      if (byName.has(n)) continue;
+      const source = aliases.get(n);
+      if (source === undefined) {
+        unused.push(n);
+        continue;
+      }
+      if (!file.has(source) || !(await sameValues(file, n, source, options))) {
+        throw new NpyError(
+          'WEIGHT_MISMATCH',
+          `refusing to swap weights by name: in the model ${n} is an alias of the initializer ${source} (the exporter merged initializers that were equal when it ran), but the file's ${n} ${file.has(source) ? 'differs from its ' + source : 'has no ' + source + ' beside it'}; export the model from weights where they differ (the fine-tuned ones, for instance)`,
+        );
+      }
+    }
 
     const folded = unused.filter((n) => BATCHNORM_BUFFER.test(n));
     if (folded.length > 0) {
@@ -164,9 +195,7 @@ export async function withWeights(model: Uint8Array | ArrayBuffer, weights: Weig
     }
 
     for (const t of matched) {
-      const a = await file.get(t.name, options);
-      const data = a.data as Exclude<typeof a.data, unknown[]>;
-      setRaw(t, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+      setRaw(t, bytesOf((await file.get(t.name, options)).data));
     }
     return { model: ModelProto.encode(message).finish(), replaced: matched.map((t) => t.name), kept, unused };
   } finally {
@@ -196,6 +225,20 @@ async function renamedPairs(
     if (match !== undefined) pairs.push([name, match]);
   }
   return pairs;
+}
+
+/** Whether two of the file's tensors hold the same dtype, shape and bytes. */
+async function sameValues(file: WeightFile, a: string, b: string, options: WithWeightsOptions): Promise<boolean> {
+  const [x, y] = [await file.get(a, options), await file.get(b, options)];
+  if (x.dtype.str !== y.dtype.str || shapeRepr(x.shape) !== shapeRepr(y.shape)) return false;
+  const bx = bytesOf(x.data);
+  const by = bytesOf(y.data);
+  return bx.length === by.length && bx.every((v, i) => v === by[i]);
+}
+
+function bytesOf(data: unknown): Uint8Array {
+  const d = data as ArrayBufferView;
+  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
 }
 
 /** Store the values inline as raw little-endian bytes, clearing every other place a TensorProto can hold them. */
