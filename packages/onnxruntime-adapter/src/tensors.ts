@@ -121,9 +121,13 @@ function dtypeOf(type: string): DType {
 
 /** What {@link fromOrtTensor} reads: any ORT tensor on the CPU (onnxruntime-node's, -web's or common's). */
 export interface OrtTensorLike {
+  /** ORT's element type name (`'float32'`, `'int64'`, `'string'`...). */
   readonly type: string;
+  /** The shape. */
   readonly dims: readonly number[];
+  /** Where the data is (`'cpu'` unless a GPU execution provider kept it). */
   readonly location?: string;
+  /** The values: a typed array, or `string[]` for strings. */
   readonly data: unknown;
 }
 
