@@ -1,6 +1,6 @@
 // Writes src/onnx-schema.ts: ONNX's own onnx-ml.proto (from the installed `onnx` Python package) as the
 // JSON descriptor protobufjs loads with Root.fromJSON, so that the package parses no .proto text at run time.
-// Run: node packages/onnxruntime-adapter/scripts/onnx-schema.mjs (after `pip install onnx`).
+// Run: node packages/onnxruntime-adapter/scripts/onnx-schema.mjs && npx biome format --write packages/onnxruntime-adapter/src (after `pip install onnx`).
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import protobuf from 'protobufjs';
