@@ -12,6 +12,7 @@ const packages = {
   cli: { main: 'src/main.ts' },
   'stdlib-adapter': { index: 'src/index.ts' },
   'tfjs-adapter': { index: 'src/index.ts', 'torch-layers': 'src/torch-layers.ts' },
+  'onnxruntime-adapter': { index: 'src/index.ts' },
 };
 
 // Ambient module declarations a package's types use (its .d.ts must reference them for its users).

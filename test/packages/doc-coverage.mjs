@@ -13,6 +13,7 @@ export const ENTRIES = [
   'packages/core/src/plumbing.ts',
   'packages/tfjs-adapter/src/index.ts',
   'packages/stdlib-adapter/src/index.ts',
+  'packages/onnxruntime-adapter/src/index.ts',
 ];
 
 /** `[entry, name, what is missing, file:line]` for every public symbol without the documentation it needs. */

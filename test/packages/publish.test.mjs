@@ -43,7 +43,14 @@ test('each tarball ships its README, LICENSE and built files, and no sources, ma
   assert.is(tarballs['@npyts/core'].manifest.peerDependenciesMeta['@npyts/native'].optional, true);
 });
 
-const PACKAGE_DIRS = { core: '@npyts/core', 'tfjs-adapter': '@npyts/tfjs', 'stdlib-adapter': '@npyts/stdlib', cli: '@npyts/cli', native: '@npyts/native' };
+const PACKAGE_DIRS = {
+  core: '@npyts/core',
+  'tfjs-adapter': '@npyts/tfjs',
+  'stdlib-adapter': '@npyts/stdlib',
+  'onnxruntime-adapter': '@npyts/onnxruntime',
+  cli: '@npyts/cli',
+  native: '@npyts/native',
+};
 
 test('publint finds nothing to report in any package, not even a suggestion', async () => {
   for (const [dir, name] of Object.entries(PACKAGE_DIRS)) {
@@ -57,7 +64,7 @@ test('publint finds nothing to report in any package, not even a suggestion', as
 });
 
 test('arethetypeswrong: every entry of every typed package resolves to the right types under node10, node16 (ESM and CJS) and bundler', () => {
-  for (const name of ['@npyts/core', '@npyts/tfjs', '@npyts/stdlib']) {
+  for (const name of ['@npyts/core', '@npyts/tfjs', '@npyts/stdlib', '@npyts/onnxruntime']) {
     const r = spawnSync(bin('attw'), [tarballs[name].file, '--format', 'json'], { encoding: 'utf8' });
     const report = JSON.parse(r.stdout);
     assert.equal(report.analysis.problems ?? [], [], `${name}: ${r.stdout.slice(0, 2000)}`);
@@ -69,7 +76,7 @@ test('arethetypeswrong: every entry of every typed package resolves to the right
 
 const project = join(work, 'project');
 mkdirSync(project);
-const extra = ['@tensorflow/tfjs-backend-cpu', '@tensorflow/tfjs-layers', '@stdlib/ndarray', 'typescript', '@types/node'];
+const extra = ['@tensorflow/tfjs-backend-cpu', '@tensorflow/tfjs-layers', '@stdlib/ndarray', 'onnxruntime-common', 'typescript', '@types/node'];
 writeFreshProject(root, project, tarballs, extra);
 // The install sees a PATH with node and sh alone (npm runs install scripts with sh): no cc, c++,
 // make or python, as on a machine without a compiler. npm runs from its own script, beside this node.
@@ -192,8 +199,11 @@ import { loadNpy } from '@npyts/core/node';
 import { unpickle } from '@npyts/core/pickle';
 import { npzHandler, assignWeights } from '@npyts/tfjs';
 import { toStdlib } from '@npyts/stdlib';
+import { toOrtTensor, withWeights } from '@npyts/onnxruntime';
 import * as tfl from '@tensorflow/tfjs-layers';
 const a: NdArray<'<f4'> = arrayFromValues([1, 2], '<f4');
+export const dims: readonly number[] = toOrtTensor(a).dims;
+export const swapped: Promise<Uint8Array> = withWeights(new Uint8Array(0), 'w.safetensors').then((r) => r.model);
 const f: Float32Array = a.data;
 export async function run(): Promise<void> {
   const b = await loadNpy('x.npy', { expect: '<i8' });
@@ -209,8 +219,9 @@ import { loadNpySync } from '@npyts/core/node';
 import { pickleCodec } from '@npyts/core/pickle';
 import { toTensor } from '@npyts/tfjs';
 import { toStdlib } from '@npyts/stdlib';
+import { fromOrtTensor } from '@npyts/onnxruntime';
 const data: Float64Array = arrayFromValues([1], '<f8').data;
-export const used = [data, loadNpySync, pickleCodec, toTensor, toStdlib];
+export const used = [data, loadNpySync, pickleCodec, toTensor, toStdlib, fromOrtTensor];
 `,
   'bundler.ts': `
 import { arrayFromValues } from '@npyts/core';

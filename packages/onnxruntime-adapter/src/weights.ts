@@ -1,0 +1,254 @@
+/** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
+import protobuf from 'protobufjs/light.js';
+import { NpyError, WeightFile, openWeights, shapeRepr, type HttpOptions } from '@npyts/core';
+import { ONNX_SCHEMA } from './onnx-schema.js';
+
+/** Where weights come from: a path (Node), a URL, bytes, a Blob, or a {@link WeightFile} already open (left open). */
+export type WeightInput = string | URL | Uint8Array | ArrayBuffer | Blob | WeightFile;
+
+/** Options of {@link withWeights}. */
+export interface WithWeightsOptions extends HttpOptions {
+  /** Aborts the reads. */
+  signal?: AbortSignal;
+}
+
+/** What {@link withWeights} made, and what it did with every name. */
+export interface WithWeightsResult {
+  /** The model's bytes with the swapped initializers' values: for `ort.InferenceSession.create(model)` (-node and -web alike). */
+  model: Uint8Array;
+  /** Initializers whose values now come from the weight file. */
+  replaced: string[];
+  /** Initializers the file has no tensor for: they keep the exported values. */
+  kept: string[];
+  /** Tensors of the file that no initializer is named after. */
+  unused: string[];
+}
+
+const root = protobuf.Root.fromJSON(ONNX_SCHEMA as unknown as protobuf.INamespace);
+const ModelProto = root.lookupType('onnx.ModelProto');
+
+/** ONNX's TensorProto.DataType codes as numpy dtype names (npyts' `DType.name`). */
+const ONNX_DTYPES: Record<number, string> = {
+  1: 'float32',
+  2: 'uint8',
+  3: 'int8',
+  4: 'uint16',
+  5: 'int16',
+  6: 'int32',
+  7: 'int64',
+  8: 'string',
+  9: 'bool',
+  10: 'float16',
+  11: 'float64',
+  12: 'uint32',
+  13: 'uint64',
+  14: 'complex64',
+  15: 'complex128',
+  16: 'bfloat16',
+  17: 'float8_e4m3fn',
+  18: 'float8_e4m3fnuz',
+  19: 'float8_e5m2',
+  20: 'float8_e5m2fnuz',
+};
+
+/** Names exporters make up: the dynamo exporter's `val_113`, the TorchScript exporter's `onnx::Conv_208`. */
+const GENERATED = /^(_?val_\d+|onnx::|_v_\d+$|const_)|::/;
+/** ONNX's floating-point TensorProto.DataType codes (float, float16, double, bfloat16). */
+const FLOAT_TYPES = new Set([1, 10, 11, 16]);
+/** A BatchNorm's buffers: present in a state_dict, absent from a graph that folded the BatchNorm away. */
+const BATCHNORM_BUFFER = /(^|\.)(running_mean|running_var)$/;
+
+const HOW_TO_EXPORT =
+  'export for swapping without folding: torch.onnx.export(..., dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE) for the TorchScript exporter (its eval mode fuses BatchNorm into Conv even without constant folding), ' +
+  'or torch.onnx.export(..., dynamo=True, optimize=False) for the dynamo exporter';
+
+interface Initializer {
+  name: string;
+  dims: (number | { toNumber(): number })[];
+  data_type: number;
+  raw_data?: Uint8Array;
+  data_location?: number;
+  external_data?: unknown[];
+  [field: string]: unknown;
+}
+
+const num = (v: number | { toNumber(): number }): number => (typeof v === 'number' ? v : v.toNumber());
+
+function inNode(): boolean {
+  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
+  return typeof p?.versions?.node === 'string';
+}
+
+async function open(input: WeightInput, options: WithWeightsOptions): Promise<[WeightFile, boolean]> {
+  if (input instanceof WeightFile) return [input, false];
+  if (typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input)) {
+    const node = await import('@npyts/core/node');
+    return [await node.openWeights(input, options), true];
+  }
+  return [await openWeights(input, options), true];
+}
+
+function modelBytes(model: Uint8Array | ArrayBuffer): Uint8Array {
+  return model instanceof Uint8Array ? model : new Uint8Array(model);
+}
+
+/**
+ * The model's initializers, matched by name, with their values from a `.safetensors`, `.pt` or `.npz`
+ * file: a fine-tuned state_dict runs in an exported graph without Python. The result is a new
+ * model's bytes (initializers stored inline), which `ort.InferenceSession.create` takes in
+ * onnxruntime-node and -web alike; the file's tensors are read once, the model is copied once.
+ *
+ * Everything is checked before anything is built, and refused rather than run wrong:
+ * - a tensor whose dtype (`DTYPE_MISMATCH`) or shape (`SHAPE_MISMATCH`) differs from its initializer's, naming it;
+ * - a graph whose exporter changed the values under the names (`WEIGHT_MISMATCH`): BatchNorm folded into the
+ *   convolution before it (the file's `running_mean`/`running_var` have no initializer), or file tensors left
+ *   unused while the model has generated names (`val_113`, `onnx::Conv_208`) that hold renamed, transposed or
+ *   folded copies of them. The message says how to export for swapping (`do_constant_folding=False` with
+ *   `training=torch.onnx.TrainingMode.PRESERVE`, or `optimize=False`). Detection works from names; a file with only some of the weights of a folded model
+ *   cannot be told apart.
+ *
+ * - names the TorchScript exporter merged (an initializer equal to another at export becomes `Identity` of it,
+ *   as BatchNorm's fresh `running_var` does of its `weight`) whose file tensors differ (`WEIGHT_MISMATCH`).
+ *
+ * Initializers the file lacks keep their exported values (`kept`); file tensors no initializer is
+ * named after are listed (`unused`). Only the main graph's initializers are swapped.
+ * @example
+ * const { model, kept } = await withWeights(readFileSync('mlp.onnx'), 'finetuned.safetensors');
+ * const session = await ort.InferenceSession.create(model);
+ */
+export async function withWeights(model: Uint8Array | ArrayBuffer, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
+  let message: protobuf.Message & { graph?: { initializer?: Initializer[]; node?: { op_type: string; input: string[]; output: string[] }[] } };
+  try {
+    message = ModelProto.decode(modelBytes(model)) as typeof message;
+  } catch (e) {
+    throw new NpyError('BAD_MODEL', `the model is not an ONNX ModelProto: ${(e as Error).message}`);
+  }
+  const initializers = message.graph?.initializer ?? [];
+  const [file, owned] = await open(weights, options);
+  try {
+    const byName = new Map(initializers.map((t) => [t.name, t]));
+    const matched = initializers.filter((t) => file.has(t.name));
+    const kept = initializers.filter((t) => !file.has(t.name)).map((t) => t.name);
+    // The TorchScript exporter merges initializers equal at export time: the others become
+    // Identity(kept one). A file whose tensors under those names differ cannot be swapped in.
+    const aliases = new Map<string, string>();
+    for (const node of message.graph?.node ?? []) {
+      if (node.op_type === 'Identity' && byName.has(node.input[0]!) && node.output[0] !== undefined) aliases.set(node.output[0], node.input[0]!);
+    }
+    for (const [n, source] of aliases) {
+      if (file.has(source) && !file.has(n)) {
+        throw new NpyError(
+          'WEIGHT_MISMATCH',
+          `refusing to swap weights by name: in the model ${n} is an alias of the initializer ${source} (the exporter merged initializers that were equal when it ran), and the file has ${source} but no ${n}: swapping ${source} would change ${n} too; export the model from weights where they differ`,
+        );
+      }
+    }
+    const unused: string[] = [];
+    for (const n of file.names) {
+      if (byName.has(n)) continue;
+      const source = aliases.get(n);
+      if (source === undefined) {
+        unused.push(n);
+        continue;
+      }
+      if (!file.has(source) || !(await sameValues(file, n, source, options))) {
+        throw new NpyError(
+          'WEIGHT_MISMATCH',
+          `refusing to swap weights by name: in the model ${n} is an alias of the initializer ${source} (the exporter merged initializers that were equal when it ran), but the file's ${n} ${file.has(source) ? 'differs from its ' + source : 'has no ' + source + ' beside it'}; export the model from weights where they differ (the fine-tuned ones, for instance)`,
+        );
+      }
+    }
+
+    const folded = unused.filter((n) => BATCHNORM_BUFFER.test(n));
+    if (folded.length > 0) {
+      throw new NpyError(
+        'WEIGHT_MISMATCH',
+        `refusing to swap weights by name: the model has no initializer for the BatchNorm statistics ${list(folded)}: the exporter folded the BatchNorm into the layer before it, so that layer's values under its name are not the file's; ${HOW_TO_EXPORT}`,
+      );
+    }
+    const renamed = await renamedPairs(initializers, file, unused, options);
+    if (renamed.length > 0) {
+      throw new NpyError(
+        'WEIGHT_MISMATCH',
+        `refusing to swap weights by name: the file's ${list(renamed.map(([f]) => f))} match no initializer while the model holds exporter-generated floating-point initializers of their size (${list(renamed.map(([, m]) => m))}): the exporter renamed, transposed or folded weights; ${HOW_TO_EXPORT}`,
+      );
+    }
+
+    const infos = await Promise.all(matched.map((t) => file.info(t.name, options)));
+    const wrongType: string[] = [];
+    const wrongShape: string[] = [];
+    matched.forEach((t, i) => {
+      const { dtype, shape } = infos[i]!;
+      const want = ONNX_DTYPES[t.data_type] ?? `ONNX type ${t.data_type}`;
+      const dims = t.dims.map(num);
+      if (dtype.name !== want || want === 'string') wrongType.push(`${t.name} (model ${want}, file ${dtype.name})`);
+      else if (shapeRepr(shape) !== shapeRepr(dims)) wrongShape.push(`${t.name} (model ${shapeRepr(dims)}, file ${shapeRepr(shape)})`);
+    });
+    if (wrongType.length > 0) {
+      throw new NpyError(
+        'DTYPE_MISMATCH',
+        `initializers whose file tensor has another dtype: ${wrongType.join(', ')}; cast the state_dict (or export the model) to match`,
+      );
+    }
+    if (wrongShape.length > 0) {
+      throw new NpyError('SHAPE_MISMATCH', `initializers whose file tensor has another shape: ${wrongShape.join(', ')}; the file is not this model's`);
+    }
+
+    for (const t of matched) {
+      setRaw(t, bytesOf((await file.get(t.name, options)).data));
+    }
+    return { model: ModelProto.encode(message).finish(), replaced: matched.map((t) => t.name), kept, unused };
+  } finally {
+    if (owned) await file.close();
+  }
+}
+
+/**
+ * Unused file tensors paired with an exporter-generated floating-point initializer of as many
+ * elements (a Linear's weight stored transposed as `val_113`, a folded convolution as `onnx::Conv_208`).
+ * BatchNorm's step counter (`num_batches_tracked`) is never in a graph and is not counted.
+ */
+async function renamedPairs(
+  initializers: readonly Initializer[],
+  file: WeightFile,
+  unused: readonly string[],
+  options: WithWeightsOptions,
+): Promise<[string, string][]> {
+  const generated = initializers.filter((t) => GENERATED.test(t.name) && FLOAT_TYPES.has(t.data_type));
+  if (generated.length === 0) return [];
+  const sizes = new Map(generated.map((t) => [t.dims.map(num).reduce((a, b) => a * b, 1), t.name]));
+  const pairs: [string, string][] = [];
+  for (const name of unused) {
+    if (name.endsWith('num_batches_tracked')) continue;
+    const { shape } = await file.info(name, options);
+    const match = sizes.get(shape.reduce((a, b) => a * b, 1));
+    if (match !== undefined) pairs.push([name, match]);
+  }
+  return pairs;
+}
+
+/** Whether two of the file's tensors hold the same dtype, shape and bytes. */
+async function sameValues(file: WeightFile, a: string, b: string, options: WithWeightsOptions): Promise<boolean> {
+  const [x, y] = [await file.get(a, options), await file.get(b, options)];
+  if (x.dtype.str !== y.dtype.str || shapeRepr(x.shape) !== shapeRepr(y.shape)) return false;
+  const bx = bytesOf(x.data);
+  const by = bytesOf(y.data);
+  return bx.length === by.length && bx.every((v, i) => v === by[i]);
+}
+
+function bytesOf(data: unknown): Uint8Array {
+  const d = data as ArrayBufferView;
+  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+}
+
+/** Store the values inline as raw little-endian bytes, clearing every other place a TensorProto can hold them. */
+function setRaw(t: Initializer, bytes: Uint8Array): void {
+  for (const field of ['float_data', 'int32_data', 'string_data', 'int64_data', 'double_data', 'uint64_data', 'external_data']) t[field] = [];
+  t.data_location = 0;
+  t.raw_data = bytes;
+}
+
+function list(names: readonly string[]): string {
+  const shown = names.slice(0, 6).join(', ');
+  return names.length > 6 ? `${shown} and ${names.length - 6} more` : shown;
+}

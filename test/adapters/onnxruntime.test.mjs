@@ -1,0 +1,301 @@
+// @npyts/onnxruntime against onnxruntime (Python) and PyTorch: tensors of every mapped dtype through an
+// Identity model in onnxruntime-node (values compared with what onnxruntime in Python returns for the
+// same .npy), memory sharing, refusals; withWeights on exported models (see the second half).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
+import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
+import { python, scratch } from '../helpers/numpy.mjs';
+
+const dir = scratch();
+
+// One Identity model per ONNX type, an input .npy per case (C order, Fortran order, big-endian) and
+// onnxruntime-python's output for it.
+const cases = JSON.parse(
+  python(`
+import onnx, onnxruntime as rt, ml_dtypes
+from onnx import helper, TensorProto
+d = ${JSON.stringify(dir)}
+def model(name, elem):
+    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'id',
+        [helper.make_tensor_value_info('x', elem, None)], [helper.make_tensor_value_info('y', elem, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 21)]); m.ir_version = 10
+    onnx.save(m, f'{d}/{name}.onnx')
+rng = np.random.default_rng(57)
+types = {'float32': '<f4', 'float64': '<f8', 'float16': '<f2', 'int8': 'i1', 'int16': '<i2', 'int32': '<i4', 'int64': '<i8',
+         'uint8': 'u1', 'uint16': '<u2', 'uint32': '<u4', 'uint64': '<u8', 'bool': '?'}
+out = []
+for t, descr in types.items():
+    model(t, helper.np_dtype_to_tensor_dtype(np.dtype(descr)))
+    if t == 'bool': a = rng.integers(0, 2, (3, 4)).astype('?')
+    elif descr[-2] in 'iu': info = np.iinfo(descr); a = rng.integers(info.min, info.max, (3, 4), dtype=descr, endpoint=True)
+    else: a = (rng.standard_normal((3, 4)) * 100).astype(descr); a.flat[0] = np.inf; a.flat[1] = -0.0
+    variants = {'c': a, 'f': np.asfortranarray(a)}
+    if a.dtype.itemsize > 1: variants['be'] = a.astype(a.dtype.newbyteorder('>'))
+    for k, v in variants.items():
+        np.save(f'{d}/{t}-{k}.npy', v)
+        y = rt.InferenceSession(f'{d}/{t}.onnx').run(None, {'x': v.astype(v.dtype.newbyteorder('='))})[0]
+        np.save(f'{d}/{t}-{k}-out.npy', np.ascontiguousarray(y))
+        out.append({'type': t, 'variant': k})
+model('string', TensorProto.STRING)
+s = np.array([['a', 'héllo', ''], ['ünï', 'x' * 9, '日本']])
+np.save(f'{d}/string-c.npy', s); np.save(f'{d}/string-f.npy', np.asfortranarray(s))
+for k in 'cf':
+    y = rt.InferenceSession(f'{d}/string.onnx').run(None, {'x': np.load(f'{d}/string-{k}.npy')})[0]
+    np.save(f'{d}/string-{k}-out.npy', y.astype(str)); out.append({'type': 'string', 'variant': k})
+b = (rng.standard_normal((2, 5)) * 1000).astype(ml_dtypes.bfloat16); np.save(f'{d}/bf16.npy', b)
+np.save(f'{d}/bf16-f32.npy', b.astype(np.float32)); np.save(f'{d}/bf16-f16.npy', b.astype(np.float16))
+e = rng.standard_normal((2, 5)).astype(ml_dtypes.float8_e4m3fn); np.save(f'{d}/f8.npy', e); np.save(f'{d}/f8-f16.npy', e.astype(np.float16))
+np.save(f'{d}/bf16-big.npy', np.array([1e5], dtype=ml_dtypes.bfloat16))
+print(json.dumps(out))
+`),
+);
+
+const load = (name) => decodeNpy(readFileSync(join(dir, `${name}.npy`)));
+// ml_dtypes saves its types as numpy void ('|V2'); the name says which one.
+const loadMl = (name, ml) => {
+  const a = load(name);
+  const dt = voidAsMlFloat(a.dtype, ml);
+  const data = dt.itemsize === 2 ? new Uint16Array(a.data.buffer, a.data.byteOffset, a.size) : a.data;
+  return new NdArray(dt, a.shape, data, a.order);
+};
+const bytesOf = (a) => new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+const sessions = new Map();
+async function identity(type, tensor) {
+  if (!sessions.has(type)) sessions.set(type, await ort.InferenceSession.create(join(dir, `${type}.onnx`)));
+  return (await sessions.get(type).run({ x: tensor })).y;
+}
+
+test('every dtype round-trips through an ORT Identity model as onnxruntime-python returns it', async () => {
+  assert.ok(cases.length >= 30, `${cases.length} cases`);
+  for (const { type, variant } of cases) {
+    const a = load(`${type}-${variant}`);
+    const t = toOrtTensor(a);
+    assert.is(t.type, type, `${type}-${variant}`);
+    assert.equal(t.dims, a.shape);
+    const back = fromOrtTensor(await identity(type, t));
+    const want = load(`${type}-${variant}-out`);
+    assert.equal(back.shape, want.shape, `${type}-${variant}`);
+    if (type === 'string') assert.equal(back.toList(), want.toList(), `${type}-${variant}`);
+    else {
+      assert.is(back.dtype.str, want.dtype.str, `${type}-${variant}`);
+      assert.equal(bytesOf(back), bytesOf(want), `${type}-${variant}`);
+    }
+  }
+});
+
+test('C-order numeric arrays share memory both ways; Fortran order is copied', () => {
+  for (const type of ['float32', 'float16', 'int64', 'uint8', 'bool']) {
+    const a = load(`${type}-c`);
+    const t = toOrtTensor(a);
+    assert.ok(t.data === a.data, type);
+    assert.ok(fromOrtTensor(t).data === t.data, type);
+    const f = load(`${type}-f`);
+    assert.is(f.order, 'F');
+    assert.ok(toOrtTensor(f).data !== f.data, type);
+  }
+  assert.is(fromOrtTensor(toOrtTensor(load('float16-c'))).dtype.str, '<f2');
+});
+
+test('bfloat16 and float8 convert only when asked, as ml_dtypes converts them', () => {
+  const b = loadMl('bf16', 'bfloat16');
+  const err = (() => {
+    try {
+      toOrtTensor(b);
+    } catch (e) {
+      return e;
+    }
+  })();
+  assert.instance(err, NpyError);
+  assert.is(err.code, 'NO_COUNTERPART');
+  assert.match(err.message, "{ as: 'float32' }");
+  const f32 = toOrtTensor(b, { as: 'float32' });
+  assert.is(f32.type, 'float32');
+  assert.equal(bytesOf(fromOrtTensor(f32)), bytesOf(load('bf16-f32')));
+  const f16 = toOrtTensor(b, { as: 'float16' });
+  assert.is(f16.type, 'float16');
+  assert.equal(bytesOf(fromOrtTensor(f16)), bytesOf(load('bf16-f16')));
+  assert.equal(bytesOf(fromOrtTensor(toOrtTensor(loadMl('f8', 'float8_e4m3fn'), { as: 'float16' }))), bytesOf(load('f8-f16')));
+  assert.throws(
+    () => toOrtTensor(loadMl('bf16-big', 'bfloat16'), { as: 'float16' }),
+    (e) => e.code === 'NOT_REPRESENTABLE' && /float16/.test(e.message),
+  );
+});
+
+test('dtypes ORT has no type for are refused by name', () => {
+  for (const descr of ['<c8', '<M8[s]', '|V4', '<f16' /* not every machine */]) {
+    let dt;
+    try {
+      dt = parseDescr(descr);
+    } catch {
+      continue;
+    }
+    const a = new NdArray(dt, [0], dt.kind === 'c' ? new Float32Array(0) : dt.kind === 'M' ? new BigInt64Array(0) : new Uint8Array(0));
+    assert.throws(
+      () => toOrtTensor(a),
+      (e) => e instanceof NpyError && e.code === 'NO_COUNTERPART',
+    );
+  }
+  assert.throws(
+    () => fromOrtTensor(new ort.Tensor('int4', new Uint8Array(2), [4])),
+    (e) => e.code === 'NO_COUNTERPART',
+  );
+  assert.throws(
+    () => fromOrtTensor({ type: 'float32', dims: [1], location: 'gpu-buffer', data: null }),
+    (e) => e.code === 'NO_COUNTERPART' && /getData/.test(e.message),
+  );
+});
+
+// withWeights against PyTorch: an MLP and a CNN with BatchNorm exported by both exporters, a perturbed
+// state_dict saved as .safetensors / .pt / .npz swapped in, run in onnxruntime-node, and compared with
+// onnxruntime-python on the model re-exported (TorchScript exporter) with the perturbed weights. The TorchScript exporter is
+// torch.onnx.export(dynamo=False); torch 2.x's default is the dynamo one (dynamo=True). Both give float32
+// graphs; the two runs execute the same kernels on the same values, so outputs agree to float32 rounding
+// of differently fused kernels: tolerance 1e-5 relative + 1e-6 absolute.
+const wdir = scratch();
+const exports = JSON.parse(
+  python(`
+import torch, onnx, onnxruntime as rt, safetensors.torch, contextlib, os, logging
+torch.manual_seed(57)
+d = ${JSON.stringify(wdir)}
+mlp = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).eval()
+cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(64, 2)).eval()
+logging.disable(logging.WARNING)
+# The TorchScript exporter fuses BatchNorm into Conv in eval mode even without constant folding: PRESERVE keeps it.
+exporters = {'ts': dict(dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE), 'dynamo': dict(dynamo=True, optimize=False),
+             'ts-folded': dict(dynamo=False), 'dynamo-folded': dict(dynamo=True)}
+def export(m, x, f, kw):
+    with open(os.devnull, 'w') as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+        torch.onnx.export(m, (x,), f, input_names=['x'], output_names=['y'], dynamic_axes=None, **kw)
+inputs = {'mlp': torch.randn(2, 4), 'cnn': torch.randn(2, 3, 6, 6)}
+# A trained BatchNorm's statistics: fresh ones (ones, zeros) equal its weight and bias, which the
+# TorchScript exporter would merge into one initializer (see the alias test).
+fresh = __import__('copy').deepcopy(cnn)
+with torch.no_grad():
+    cnn[1].running_mean.uniform_(-1, 1); cnn[1].running_var.uniform_(0.5, 2); cnn[1].weight.uniform_(0.5, 2); cnn[1].bias.uniform_(-1, 1)
+export(fresh, inputs['cnn'], f'{d}/cnn-fresh.onnx', dict(dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE))
+out = []
+for name, m in [('mlp', mlp), ('cnn', cnn)]:
+    x = inputs[name]
+    np.save(f'{d}/{name}-x.npy', x.numpy())
+    for ex, kw in exporters.items():
+        if not ex.endswith('folded') or name == 'cnn': export(m, x, f'{d}/{name}-{ex}.onnx', kw)
+    tuned = __import__('copy').deepcopy(m)
+    with torch.no_grad():
+        for k, v in tuned.state_dict().items():
+            if v.is_floating_point(): v.add_(torch.randn_like(v) * 0.5)
+            if k.endswith('running_var'): v.abs_().add_(0.1)
+    sd = {k: v.contiguous() for k, v in tuned.state_dict().items()}
+    safetensors.torch.save_file(sd, f'{d}/{name}.safetensors')
+    torch.save(sd, f'{d}/{name}.pt')
+    np.savez(f'{d}/{name}.npz', **{k: v.numpy() for k, v in sd.items()})
+    # The reference: onnxruntime on the model re-exported (TorchScript exporter) with the perturbed weights.
+    export(tuned, x, f'{d}/{name}-tuned.onnx', exporters['ts'])
+    y = rt.InferenceSession(f'{d}/{name}-tuned.onnx').run(None, {'x': x.numpy()})[0]
+    for ex in ['ts', 'dynamo']:
+        y0 = rt.InferenceSession(f'{d}/{name}-{ex}.onnx').run(None, {'x': x.numpy()})[0]
+        np.save(f'{d}/{name}-{ex}-want.npy', y)
+        out.append({'model': name, 'exporter': ex, 'differs': float(np.abs(y - y0).max())})
+print(json.dumps(out))
+`),
+);
+
+const wload = (name) => decodeNpy(readFileSync(join(wdir, `${name}.npy`)));
+const close = (got, want, what) => {
+  for (let i = 0; i < want.length; i++) {
+    const ok = Math.abs(got[i] - want[i]) <= 1e-6 + 1e-5 * Math.abs(want[i]);
+    assert.ok(ok, `${what}: element ${i}: ${got[i]} vs ${want[i]}`);
+  }
+};
+
+const decodeNpzFile = (path) => {
+  const z = decodeNpz(readFileSync(path));
+  return Object.fromEntries(z.names.map((n) => [n, z.getSync(n)]));
+};
+const encodeNpzOf = (arrays) => encodeNpz(arrays);
+async function refused(promise, code, pattern) {
+  try {
+    await promise;
+  } catch (e) {
+    assert.instance(e, NpyError);
+    assert.is(e.code, code, e.message);
+    assert.match(e.message, pattern);
+    return;
+  }
+  assert.unreachable(`not refused (${code})`);
+}
+
+test('withWeights: a perturbed state_dict runs as the model re-exported with it (both exporters, three file formats)', async () => {
+  assert.is(exports.length, 4);
+  for (const { model, exporter, differs } of exports) {
+    assert.ok(differs > 1e-2, `${model}-${exporter}: the perturbation shows in the output (${differs})`);
+    const bytes = readFileSync(join(wdir, `${model}-${exporter}.onnx`));
+    const x = toOrtTensor(wload(`${model}-x`));
+    const want = wload(`${model}-${exporter}-want`).data;
+    for (const ext of ['safetensors', 'pt', 'npz']) {
+      const r = await withWeights(bytes, join(wdir, `${model}.${ext}`));
+      const session = await ort.InferenceSession.create(r.model);
+      const y = fromOrtTensor((await session.run({ x })).y);
+      close(y.data, want, `${model}-${exporter}.${ext}`);
+      assert.ok(r.replaced.length >= 4, `${model}-${exporter}: replaced ${r.replaced}`);
+      assert.equal(r.kept, [], `${model}-${exporter}: kept`);
+      assert.equal(r.unused, model === 'cnn' ? ['1.num_batches_tracked'] : [], `${model}-${exporter}.${ext}: unused`);
+    }
+  }
+});
+
+test('withWeights: names the model has and the file lacks keep their values; unused tensors are listed', async () => {
+  const bytes = readFileSync(join(wdir, 'mlp-ts.onnx'));
+  const sd = decodeNpzFile(join(wdir, 'mlp.npz'));
+  const partial = { '0.weight': sd['0.weight'], 'extra.bias': sd['2.bias'] };
+  const r = await withWeights(bytes, encodeNpzOf(partial));
+  assert.equal(r.replaced, ['0.weight']);
+  assert.equal(r.kept.sort(), ['0.bias', '2.bias', '2.weight']);
+  assert.equal(r.unused, ['extra.bias']);
+});
+
+test('withWeights: a shape or dtype mismatch is refused naming the initializer, before anything is built', async () => {
+  const bytes = readFileSync(join(wdir, 'mlp-ts.onnx'));
+  const sd = decodeNpzFile(join(wdir, 'mlp.npz'));
+  const wrongShape = { ...sd, '2.weight': sd['0.weight'] };
+  await refused(withWeights(bytes, encodeNpzOf(wrongShape)), 'SHAPE_MISMATCH', /2\.weight \(model \(3, 8\), file \(8, 4\)\)/);
+  const f64 = { ...sd, '0.bias': new NdArray(parseDescr('<f8'), sd['0.bias'].shape, Float64Array.from(sd['0.bias'].data)) };
+  await refused(withWeights(bytes, encodeNpzOf(f64)), 'DTYPE_MISMATCH', /0\.bias \(model float32, file float64\)/);
+});
+
+test('withWeights: exports that folded BatchNorm or renamed weights are refused, saying how to export', async () => {
+  for (const exporter of ['ts-folded', 'dynamo-folded']) {
+    const bytes = readFileSync(join(wdir, `cnn-${exporter}.onnx`));
+    await refused(withWeights(bytes, join(wdir, 'cnn.safetensors')), 'WEIGHT_MISMATCH', /running_mean.*do_constant_folding=False.*optimize=False/);
+  }
+  // Without the BatchNorm's tensors in the file, the folded convolution's generated names (onnx::Conv_16)
+  // give it away: the file's 0.weight matches no initializer but one of its size.
+  const sd = decodeNpzFile(join(wdir, 'cnn.npz'));
+  const convOnly = { '0.weight': sd['0.weight'], '0.bias': sd['0.bias'], '4.weight': sd['4.weight'] };
+  await refused(withWeights(readFileSync(join(wdir, 'cnn-ts-folded.onnx')), encodeNpzOf(convOnly)), 'WEIGHT_MISMATCH', /0\.weight.*generated.*onnx::Conv_\d+/);
+});
+
+test('withWeights: names the exporter merged into one initializer are refused where the file holds other values', async () => {
+  const fresh = readFileSync(join(wdir, 'cnn-fresh.onnx'));
+  await refused(
+    withWeights(fresh, join(wdir, 'cnn.safetensors')),
+    'WEIGHT_MISMATCH',
+    /1\.running_(var|mean) is an alias of the initializer 1\.(weight|bias).*differs/,
+  );
+  // Swapping the kept one alone would change its alias too.
+  const sd = decodeNpzFile(join(wdir, 'cnn.npz'));
+  await refused(
+    withWeights(fresh, encodeNpzOf({ '1.weight': sd['1.weight'] })),
+    'WEIGHT_MISMATCH',
+    /1\.running_var is an alias of the initializer 1\.weight.*no 1\.running_var/,
+  );
+  // Equal values under both names are what the export holds: swapped.
+  const equal = { ...sd, '1.running_var': sd['1.weight'], '1.running_mean': sd['1.bias'] };
+  const r = await withWeights(fresh, encodeNpzOf(equal));
+  assert.equal(r.unused, ['1.num_batches_tracked']);
+});
+
+test.run();

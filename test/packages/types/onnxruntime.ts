@@ -1,0 +1,24 @@
+// The ONNX Runtime bridge as a strict TypeScript user writes it, with onnxruntime-node's own types: no casts.
+import { expectTypeOf } from 'expect-type';
+import * as ort from 'onnxruntime-node';
+import { toOrtTensor, fromOrtTensor, withWeights, ortTypeOf, type OrtType, type WithWeightsResult } from '@npyts/onnxruntime';
+import { arrayFromValues, parseDescr, type NdArray } from '@npyts/core';
+
+declare const bytes: Uint8Array;
+
+export async function typed(): Promise<void> {
+  const a = arrayFromValues([1, 2, 3], '<f4');
+  const t = toOrtTensor(a);
+  // onnxruntime-common's Tensor is what onnxruntime-node's session takes and gives.
+  const session = await ort.InferenceSession.create(bytes);
+  const out = await session.run({ x: t, y: toOrtTensor(a, { as: 'float16' }) });
+  const back = fromOrtTensor(out.y!);
+  expectTypeOf(back).toEqualTypeOf<NdArray>();
+  expectTypeOf(ortTypeOf(parseDescr('<i8'))).toEqualTypeOf<OrtType>();
+  const r = await withWeights(bytes, 'w.safetensors', { signal: AbortSignal.timeout(1000) });
+  expectTypeOf(r).toEqualTypeOf<WithWeightsResult>();
+  const session2 = await ort.InferenceSession.create(r.model);
+  void session2;
+  // @ts-expect-error: the `as` option is a float type name
+  toOrtTensor(a, { as: 'int8' });
+}
