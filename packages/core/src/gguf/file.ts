@@ -12,7 +12,7 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { parseDescr } from '../format/dtype.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
-import type { AsyncByteSource, ByteSource, ReadOptions } from '../io/byte-source.js';
+import { checkedReads, type AsyncByteSource, type ByteSource } from '../io/byte-source.js';
 import { npyReaderOf } from '../io/open.js';
 import { getEvery, mapInParallel } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
@@ -216,23 +216,7 @@ export class GgufFile implements TensorFile, AsyncDisposable {
 
   /** The source, read through the file, so that a read after close() fails with CLOSED. */
   private checkedSource(): AsyncByteSource {
-    const { source } = this;
-    const through: AsyncByteSource = {
-      size: source.size,
-      name: source.name,
-      read: async (at, length, o) => {
-        this.checkOpen();
-        return source.read(at, length, o);
-      },
-    };
-    if (source.readInto) {
-      const into = source.readInto.bind(source) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
-      through.readInto = async (target, at, o) => {
-        this.checkOpen();
-        return into(target, at, o);
-      };
-    }
-    return through;
+    return checkedReads(this.source, () => this.checkOpen());
   }
 }
 

@@ -213,6 +213,25 @@ export function passReadsOn(
   }
 }
 
+/**
+ * `source` read through `before` (a check that throws, as a closed file's does) in every way it
+ * reads: one rule for the readers that refuse reads after close().
+ * @example
+ * const through = checkedReads(source, () => { if (closed) throw new NpyError('CLOSED', 'closed'); });
+ */
+export function checkedReads(source: ByteSource, before: () => void): AsyncByteSource {
+  const through: AsyncByteSource = {
+    size: source.size,
+    name: source.name,
+    read: async (at, length, options) => {
+      before();
+      return source.read(at, length, options);
+    },
+  };
+  passReadsOn(through, source, (offset, length) => ({ offset, length }), before);
+  return through;
+}
+
 /** Options of {@link withByteCache}: its size bound and block size. */
 export interface ByteCacheOptions {
   /** Most bytes kept (default 64 MiB); the least recently used blocks go first. */

@@ -6,7 +6,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
-import { closeSourceNow, readSync, type AsyncByteSource, type ByteSource, type ReadOptions, type SyncByteSource } from '../io/byte-source.js';
+import { checkedReads, closeSourceNow, readSync, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { getEvery, getEverySync } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
@@ -247,23 +247,11 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
 
   private reader(name: string, header: NpyHeader): NpyReader {
     // Reads go through the file, so that a tensor read after close() fails with CLOSED.
-    const { source } = this;
-    const through: AsyncByteSource = {
-      size: source.size,
-      name: source.name,
-      read: async (at, length, o) => {
-        this.checkOpen();
-        return source.read(at, length, o);
-      },
-    };
-    if (source.readInto) {
-      const into = source.readInto.bind(source) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
-      through.readInto = async (target, at, o) => {
-        this.checkOpen();
-        return into(target, at, o);
-      };
-    }
-    return npyReaderOf(through, header, name);
+    return npyReaderOf(
+      checkedReads(this.source, () => this.checkOpen()),
+      header,
+      name,
+    );
   }
 
   /**

@@ -12,7 +12,7 @@ import { bad } from '../pickle/vm-values.js';
 import type { DType } from '../format/dtype.js';
 import type { NpyHeader } from '../format/header.js';
 import { matchesDescr } from '../format/header.js';
-import type { AsyncByteSource, ByteSource } from '../io/byte-source.js';
+import { checkedReads, type AsyncByteSource, type ByteSource } from '../io/byte-source.js';
 import { npyReaderOf } from '../io/open.js';
 import { getEvery } from '../io/settle.js';
 import { arrayOfData, type DecodeOptions } from '../npy.js';
@@ -398,14 +398,9 @@ class LegacyStorages implements Storages {
     private readonly runs: ReadonlyMap<string, StorageRun>,
     private readonly bigEndian: boolean,
   ) {
-    this.through = {
-      size: file.size,
-      name: file.name,
-      read: async (at, length, o) => {
-        if (this.closed) throw new NpyError('CLOSED', `${file.name ?? 'the checkpoint'} is closed`);
-        return file.read(at, length, o);
-      },
-    };
+    this.through = checkedReads(file, () => {
+      if (this.closed) throw new NpyError('CLOSED', `${file.name ?? 'the checkpoint'} is closed`);
+    });
   }
 
   size(key: string): number | null {
