@@ -118,6 +118,29 @@ test('errors are one line naming the file', async () => {
   assert.match(r.stderr, /^npyts: error: .*ck\.pt:model\.nope: no array 'model\.nope' in the checkpoint/);
 });
 
+test('info lists a tensor npyts cannot read (complex32, sparse) with the reason, and the others as usual', async () => {
+  const path = file('unread.pt');
+  python(`import torch
+torch.save({'c32': torch.randn(3, dtype=torch.complex64).to(torch.complex32), 'sp': torch.eye(3).to_sparse(), 'ok': torch.arange(3.0)}, ${JSON.stringify(path)})`);
+  const r = await runCli(['info', path]);
+  assert.is(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  assert.match(
+    lines.find((l) => l.includes(':c32:')),
+    /: not read: .*torch\.complex32/,
+  );
+  assert.match(
+    lines.find((l) => l.includes(':sp:')),
+    /: not read: .*sparse.*to_dense/,
+  );
+  assert.match(
+    lines.find((l) => l.includes(':ok:')),
+    /'<f4' \(float32, .*\), shape \(3,\), 12 data bytes$/,
+  );
+  const json = JSON.parse((await runCli(['info', '--json', path])).stdout);
+  assert.match(json.tensors.find((t) => t.name === 'c32').unreadable, /complex32/);
+});
+
 test('info and show read a GGUF file: quantized tensors named with their ggml type, shown as gguf-py dequantizes them', async () => {
   const path = file('m.gguf');
   const q8 = JSON.parse(

@@ -3,7 +3,7 @@
  * index files, told apart by their bytes (a .npy or .npz goes the other ways), read through core's
  * `openWeights`.
  */
-import { formatOf, isTorchArchive, shapeRepr, type DType, type NdArray, type NpyHeader, type WeightFile } from '@npyts/core';
+import { NpyError, formatOf, isTorchArchive, shapeRepr, type DType, type NdArray, type NpyHeader, type TensorInfo, type WeightFile } from '@npyts/core';
 import { openNpzSync, openWeights } from '@npyts/core/node';
 import { printable, withFile, withFileAsync } from './session.js';
 import { firstBytes, type Target } from './targets.js';
@@ -71,12 +71,28 @@ export function headerOf(array: NdArray): NpyHeader {
   };
 }
 
+/** A tensor's info, or why npyts cannot read it (`NO_COUNTERPART`: a dtype or layout it has no counterpart for). */
+async function unreadOrInfo(file: WeightFile, name: string): Promise<TensorInfo | string> {
+  try {
+    return await file.info(name);
+  } catch (e) {
+    if (e instanceof NpyError && e.code === 'NO_COUNTERPART') return e.message;
+    throw e;
+  }
+}
+
 /** `npyts info` of a weight file: a line per tensor (dtype, shape, bytes), then its metadata. */
 export async function weightsInfo(t: Target, json: boolean, out: (text: string) => void, docs: Record<string, unknown>[]): Promise<void> {
   await withWeights(t, async (file) => {
     const tensors: Record<string, unknown>[] = [];
     for (const name of tensorNames(t, file)) {
-      const info = await file.info(name);
+      const info = await unreadOrInfo(file, name);
+      if (typeof info === 'string') {
+        // Listed, as the file lists it; only reading it is refused (a sparse or complex32 tensor).
+        if (json) tensors.push({ name, unreadable: info });
+        else out(`${printable(`${t.file}:${name}`)}: not read: ${printable(info)}\n`);
+        continue;
+      }
       const { dtype, shape } = info;
       const bytes = shape.reduce((a, b) => a * b, 1) * dtype.itemsize;
       if (json) {
