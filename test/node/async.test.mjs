@@ -206,10 +206,10 @@ print(a.dtype.str, a.shape, bool((a == np.concatenate([x, x, x])).all()), b.dtyp
   }
 });
 
-test('a deflated 256 MiB member is inflated off the event loop (drift within 20 ms of an idle wait) and equals numpy; a corrupt one is refused as by the blocking get', () => {
+test('a deflated 256 MiB member is inflated off the event loop (drift within 20 ms of an idle wait, or a quarter of the whole get on a busy machine) and equals numpy; a corrupt one is refused as by the blocking get', () => {
   const zipped = join(dir, 'deflated-big.npz');
   python(`np.savez_compressed(${JSON.stringify(zipped)}, m=np.load(${JSON.stringify(bigBE)}))`);
-  const { worst, noise, digest, corrupt } = inChild(`
+  const { worst, noise, took, digest, corrupt } = inChild(`
 const { createHash } = await import('node:crypto');
 const fs = await import('node:fs');
 const z = await nd.openNpz(${JSON.stringify(zipped)});
@@ -227,8 +227,11 @@ const codes = [];
 for (const run of [async () => (await nd.openNpz(${JSON.stringify(join(dir, 'corrupt.npz'))})).get('m'), async () => nd.openNpzSync(${JSON.stringify(join(dir, 'corrupt.npz'))}).getSync('m')]) {
   try { await run(); codes.push('none'); } catch (e) { codes.push(e.code); }
 }
-return { worst, noise, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]), corrupt: codes };`);
-  assert.ok(worst < 20 + noise, `a 5 ms timer was held up ${worst.toFixed(1)} ms (an idle wait: ${noise.toFixed(1)} ms)`);
+return { worst, noise, took, digest: JSON.stringify([result.shape, createHash('sha256').update(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)).digest('hex')]), corrupt: codes };`);
+  // Inflated on the loop, the get would hold a timer up for about all of its time (hundreds of ms);
+  // off it, a busy machine's scheduling alone can pass 20 ms, so the bound is the larger of the two.
+  const bound = Math.max(20, took / 4);
+  assert.ok(worst < bound + noise, `a 5 ms timer was held up ${worst.toFixed(1)} ms (an idle wait: ${noise.toFixed(1)} ms; the whole get: ${took.toFixed(0)} ms)`);
   assert.is(digest, JSON.stringify(JSON.parse(numpyDigest(bigBE))).replace(/\s/g, ''));
   assert.ok(['ZIP_FORMAT', 'ZIP_CRC'].includes(corrupt[0]), JSON.stringify(corrupt));
   assert.is(corrupt[0], corrupt[1]);
