@@ -231,7 +231,10 @@ return { worst, noise, took, digest: JSON.stringify([result.shape, createHash('s
   // Inflated on the loop, the get would hold a timer up for about all of its time (hundreds of ms);
   // off it, a busy machine's scheduling alone can pass 20 ms, so the bound is the larger of the two.
   const bound = Math.max(20, took / 4);
-  assert.ok(worst < bound + noise, `a 5 ms timer was held up ${worst.toFixed(1)} ms (an idle wait: ${noise.toFixed(1)} ms; the whole get: ${took.toFixed(0)} ms)`);
+  assert.ok(
+    worst < bound + noise,
+    `a 5 ms timer was held up ${worst.toFixed(1)} ms (an idle wait: ${noise.toFixed(1)} ms; the whole get: ${took.toFixed(0)} ms)`,
+  );
   assert.is(digest, JSON.stringify(JSON.parse(numpyDigest(bigBE))).replace(/\s/g, ''));
   assert.ok(['ZIP_FORMAT', 'ZIP_CRC'].includes(corrupt[0]), JSON.stringify(corrupt));
   assert.is(corrupt[0], corrupt[1]);
