@@ -1,10 +1,8 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
-import protobuf from 'protobufjs/light.js';
-import { NpyError, WeightFile, openWeights, shapeRepr, type HttpOptions } from '@npyts/core';
-import { ONNX_SCHEMA } from './onnx-schema.js';
+import { NpyError, WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
+import { ModelProto, decodeModel, openInput, type WeightInput } from './model.js';
 
-/** Where weights come from: a path (Node), a URL, bytes, a Blob, or a {@link WeightFile} already open (left open). */
-export type WeightInput = string | URL | Uint8Array | ArrayBuffer | Blob | WeightFile;
+export type { WeightInput } from './model.js';
 
 /** Options of {@link withWeights}. */
 export interface WithWeightsOptions extends HttpOptions {
@@ -24,8 +22,6 @@ export interface WithWeightsResult {
   unused: string[];
 }
 
-const root = protobuf.Root.fromJSON(ONNX_SCHEMA as unknown as protobuf.INamespace);
-const ModelProto = root.lookupType('onnx.ModelProto');
 
 /** ONNX's TensorProto.DataType codes as numpy dtype names (npyts' `DType.name`). */
 const ONNX_DTYPES: Record<number, string> = {
@@ -74,24 +70,6 @@ interface Initializer {
 
 const num = (v: number | { toNumber(): number }): number => (typeof v === 'number' ? v : v.toNumber());
 
-function inNode(): boolean {
-  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof p?.versions?.node === 'string';
-}
-
-async function open(input: WeightInput, options: WithWeightsOptions): Promise<[WeightFile, boolean]> {
-  if (input instanceof WeightFile) return [input, false];
-  if (typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input)) {
-    const node = await import('@npyts/core/node');
-    return [await node.openWeights(input, options), true];
-  }
-  return [await openWeights(input, options), true];
-}
-
-function modelBytes(model: Uint8Array | ArrayBuffer): Uint8Array {
-  return model instanceof Uint8Array ? model : new Uint8Array(model);
-}
-
 /**
  * The model's initializers, matched by name, with their values from a `.safetensors`, `.pt` or `.npz`
  * file: a fine-tuned state_dict runs in an exported graph without Python. The result is a new
@@ -117,14 +95,9 @@ function modelBytes(model: Uint8Array | ArrayBuffer): Uint8Array {
  * const session = await ort.InferenceSession.create(model);
  */
 export async function withWeights(model: Uint8Array | ArrayBuffer, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
-  let message: protobuf.Message & { graph?: { initializer?: Initializer[]; node?: { op_type: string; input: string[]; output: string[] }[] } };
-  try {
-    message = ModelProto.decode(modelBytes(model)) as typeof message;
-  } catch (e) {
-    throw new NpyError('BAD_MODEL', `the model is not an ONNX ModelProto: ${(e as Error).message}`);
-  }
-  const initializers = message.graph?.initializer ?? [];
-  const [file, owned] = await open(weights, options);
+  const message = decodeModel(model instanceof Uint8Array ? model : new Uint8Array(model));
+  const initializers = (message.graph?.initializer ?? []) as Initializer[];
+  const [file, owned] = await openInput(weights, options);
   try {
     const byName = new Map(initializers.map((t) => [t.name, t]));
     const matched = initializers.filter((t) => file.has(t.name));
