@@ -134,9 +134,10 @@ for kind, exporter in plan:
         if t.name == target:
             a = numpy_helper.to_array(t).copy(); a.flat[0] += 0.5 * float(np.abs(a).max()) + 0.1
             t.CopyFrom(numpy_helper.from_array(a, t.name))
+    node = next(n.name for n in m.graph.node if target in n.input)
     onnx.save(m, f'{out_dir}/{name}-broken.onnx')
     bs = rt.InferenceSession(f'{out_dir}/{name}-broken.onnx', providers=['CPUExecutionProvider'])
     broken = bs.run(None, {bs.get_inputs()[0].name: x.numpy()})[0]
     cases.append({'name': name, 'exported': True, 'drift': drift, 'scale': scale, 'relDrift': drift / scale,
-                  'brokenDrift': float(np.abs(broken - y.numpy()).max()) / scale, 'perturbed': target, 'module': module})
+                  'brokenDrift': float(np.abs(broken - y.numpy()).max()) / scale, 'perturbed': target, 'node': node, 'module': module})
 with open(f'{out_dir}/cases.json', 'w') as f: json.dump(cases, f)
