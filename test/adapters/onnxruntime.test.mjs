@@ -5,6 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import * as ort from 'onnxruntime-node';
 import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
 import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
@@ -98,6 +99,24 @@ test('C-order numeric arrays share memory both ways; Fortran order is copied', (
     assert.ok(toOrtTensor(f).data !== f.data, type);
   }
   assert.is(fromOrtTensor(toOrtTensor(load('float16-c'))).dtype.str, '<f2');
+});
+
+test("instanceof ort.Tensor: onnxruntime-node's own class under { Tensor }, in an ES module and in CommonJS", async () => {
+  const a = load('float32-c');
+  // The hazard: onnxruntime-node is CommonJS, its Tensor is onnxruntime-common's CommonJS copy, and
+  // this ES module's toOrtTensor builds the ES copy. ORT runs either (it reads the fields).
+  assert.not.ok(toOrtTensor(a) instanceof ort.Tensor, 'two copies of onnxruntime-common: the test would prove nothing');
+  const t = toOrtTensor(a, { Tensor: ort.Tensor });
+  assert.ok(t instanceof ort.Tensor);
+  assert.is(t.data, a.data, 'still shares the memory');
+  assert.equal(Array.from((await identity('float32', t)).data), Array.from(a.data));
+  // CommonJS: one copy, with or without the option.
+  const require = createRequire(import.meta.url);
+  const cjsOrt = require('onnxruntime-node');
+  const cjs = require('@npyts/onnxruntime');
+  assert.ok(cjs.toOrtTensor(a) instanceof cjsOrt.Tensor);
+  assert.ok(cjs.toOrtTensor(a, { Tensor: cjsOrt.Tensor }) instanceof cjsOrt.Tensor);
+  assert.ok(cjs.toOrtTensor(a, { as: 'float32', Tensor: cjsOrt.Tensor }) instanceof cjsOrt.Tensor);
 });
 
 test('bfloat16 and float8 convert only when asked, as ml_dtypes converts them', () => {

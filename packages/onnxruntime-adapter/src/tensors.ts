@@ -13,6 +13,14 @@ export interface ToOrtTensorOptions {
    * does not fit). Without it such an array is refused. Other dtypes ignore it.
    */
   as?: 'float32' | 'float16';
+  /**
+   * The `Tensor` class to build (default: onnxruntime-common's, as this package imports it). Pass your
+   * runtime's, `ort.Tensor`, for `instanceof ort.Tensor` to hold in an ES module using onnxruntime-node:
+   * onnxruntime-node is CommonJS, so its `Tensor` is onnxruntime-common's CommonJS copy while an ES
+   * module importing onnxruntime-common gets the ES copy (two classes; ORT itself takes either, as it
+   * reads a tensor's fields). onnxruntime-web and CommonJS programs have one copy and need not pass it.
+   */
+  Tensor?: typeof Tensor;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -83,8 +91,8 @@ function stringsOf(array: NdArray): string[] {
 }
 
 /**
- * An `ort.Tensor` (onnxruntime-common's, so it serves onnxruntime-node and onnxruntime-web alike)
- * with the array's values and shape. It shares the array's memory wherever the dtype maps:
+ * An `ort.Tensor` (onnxruntime-common's, so it serves onnxruntime-node and onnxruntime-web alike;
+ * `{ Tensor: ort.Tensor }` builds your runtime's own class) with the array's values and shape. It shares the array's memory wherever the dtype maps:
  * float16/32/64, int8–64, uint8–64 and bool (float16 as ORT takes it, raw bits in a Uint16Array).
  * It copies where it must: a Fortran-ordered array is copied to C order (ORT is row-major), text
  * and bytes become a `string[]`, and bfloat16 or float8 are converted only under `{ as }`.
@@ -93,16 +101,18 @@ function stringsOf(array: NdArray): string[] {
  * @example
  * const t = toOrtTensor(await loadNpy('x.npy'));        // t.type: 'float32', t.dims: [1, 3, 224, 224]
  * const w = toOrtTensor(bf16, { as: 'float32' });        // bfloat16 widened exactly
+ * const n = toOrtTensor(x, { Tensor: ort.Tensor });       // n instanceof ort.Tensor, also in an ES module with onnxruntime-node
  */
 export function toOrtTensor(array: NdArray, options: ToOrtTensorOptions = {}): Tensor {
   const type = ortTypeOf(array.dtype, options);
   const c = toOrder(array, 'C');
   const dims = [...c.shape];
-  if (type === 'string') return new Tensor('string', stringsOf(c), dims);
+  const Made = options.Tensor ?? Tensor;
+  if (type === 'string') return new Made('string', stringsOf(c), dims);
   if (c.dtype.mlFloat) {
-    return type === 'float16' ? new Tensor('float16', toFloat16Bits(c), dims) : new Tensor('float32', toFloat32(c).data, dims);
+    return type === 'float16' ? new Made('float16', toFloat16Bits(c), dims) : new Made('float32', toFloat32(c).data, dims);
   }
-  return new Tensor(type, c.data as Tensor.DataTypeMap[Exclude<OrtType, 'string'>], dims);
+  return new Made(type, c.data as Tensor.DataTypeMap[Exclude<OrtType, 'string'>], dims);
 }
 
 /** The numpy dtype of an ORT type: ORT names its types as numpy does, so the core parses the name. */
