@@ -143,6 +143,16 @@ test("inputs that are not what the model wants are refused before ORT runs, nami
     'NPZ_KEY',
     (m) => m.includes("the model's outputs 'y'"),
   );
+  // What ORT refuses where the session says nothing of its inputs (no inputMetadata before ORT 1.22).
+  const bare = { inputNames: session.inputNames, outputNames: session.outputNames, run: (feeds) => session.run(feeds) };
+  await refused(
+    checkSession(bare, archiveWith((m) => {
+      const x = m['check/input'];
+      m['check/input'] = new NdArray(parseDescr('<f8'), x.shape, Float64Array.from(x.data), 'C');
+    })),
+    'CHECK_FAILED',
+    (m) => m.startsWith('ONNX Runtime could not run the model on the reference inputs: ') && m.includes("the model's inputs are 'x'"),
+  );
   // Named members work as the bare ones do.
   const named = archiveWith((m) => {
     m['check/input/x'] = m['check/input'];

@@ -1,7 +1,17 @@
 // The ONNX Runtime bridge as a strict TypeScript user writes it, with onnxruntime-node's own types: no casts.
 import { expectTypeOf } from 'expect-type';
 import * as ort from 'onnxruntime-node';
-import { toOrtTensor, fromOrtTensor, withWeights, ortTypeOf, type OrtType, type WithWeightsResult } from '@npyts/onnxruntime';
+import {
+  toOrtTensor,
+  fromOrtTensor,
+  withWeights,
+  ortTypeOf,
+  checkSession,
+  DEFAULT_RTOL,
+  type OrtType,
+  type WithWeightsResult,
+  type CheckSessionReport,
+} from '@npyts/onnxruntime';
 import { arrayFromValues, parseDescr, type NdArray } from '@npyts/core';
 
 declare const bytes: Uint8Array;
@@ -21,4 +31,20 @@ export async function typed(): Promise<void> {
   void session2;
   // @ts-expect-error: the `as` option is a float type name
   toOrtTensor(a, { as: 'int8' });
+  // onnxruntime-node's class, for instanceof in an ES module; still an ort.Tensor to its session.
+  const own = toOrtTensor(a, { Tensor: ort.Tensor });
+  expectTypeOf(own).toEqualTypeOf<ort.Tensor>();
+  // @ts-expect-error: Tensor is a tensor class
+  toOrtTensor(a, { Tensor: Float32Array });
+  // onnxruntime-node's session is what checkSession takes; the copy's session maker too.
+  const report = await checkSession(session, 'check.npz', {
+    model: bytes,
+    rtol: 10 * DEFAULT_RTOL,
+    signal: AbortSignal.timeout(1000),
+    createSession: (m) => ort.InferenceSession.create(m, { executionProviders: ['cpu'] }),
+  });
+  expectTypeOf(report).toEqualTypeOf<CheckSessionReport>();
+  expectTypeOf(report.maxAbsDiff).toEqualTypeOf<number>();
+  // @ts-expect-error: model is a path, URL or bytes
+  await checkSession(session, 'check.npz', { model: 3 });
 }
