@@ -35,7 +35,11 @@ async function refused(promise, code, check = () => true) {
 }
 
 test('every model is exported, each exporter covers at least three of the four models', () => {
-  for (const kind of ['mlp', 'cnn', 'transformer', 'resnet18']) assert.ok(exported.some((c) => c.name.startsWith(`${kind}-`)), kind);
+  for (const kind of ['mlp', 'cnn', 'transformer', 'resnet18'])
+    assert.ok(
+      exported.some((c) => c.name.startsWith(`${kind}-`)),
+      kind,
+    );
   for (const exporter of ['torchscript', 'dynamo']) assert.ok(exported.filter((c) => c.name.endsWith(exporter)).length >= 3, exporter);
   // torch 2.13's TorchScript exporter cannot export nn.TransformerEncoderLayer (its attention passes
   // is_causal as a tensor): the dynamo export covers it.
@@ -67,7 +71,10 @@ test('a perturbed initializer is refused naming its module and the node that rea
       return {
         inputNames: copy.inputNames,
         outputNames: copy.outputNames,
-        run: (feeds) => (runs++, copy.run(feeds)),
+        run: (feeds) => {
+          runs++;
+          return copy.run(feeds);
+        },
       };
     };
     const message = await refused(checkSession(session, at(`${c.name}.npz`), { model: at(`${c.name}-broken.onnx`), createSession }), 'CHECK_FAILED');
@@ -84,16 +91,12 @@ test('a perturbed initializer is refused naming its module and the node that rea
 
 test("the session's own class makes the copy, and BatchNorm folded by the exporter is said", async () => {
   const session = await ort.InferenceSession.create(at('cnn-torchscript-broken.onnx'));
-  await refused(
-    checkSession(session, at('cnn-torchscript.npz'), { model: readFileSync(at('cnn-torchscript-broken.onnx')) }),
-    'CHECK_FAILED',
-    (m) => m.includes("'bn2', recorded after it, has no ONNX node of its own (folded into it or removed by the exporter)"),
+  await refused(checkSession(session, at('cnn-torchscript.npz'), { model: readFileSync(at('cnn-torchscript-broken.onnx')) }), 'CHECK_FAILED', (m) =>
+    m.includes("'bn2', recorded after it, has no ONNX node of its own (folded into it or removed by the exporter)"),
   );
   const dynamo = await ort.InferenceSession.create(at('cnn-dynamo-broken.onnx'));
-  await refused(
-    checkSession(dynamo, at('cnn-dynamo.npz'), { model: at('cnn-dynamo-broken.onnx') }),
-    'CHECK_FAILED',
-    (m) => m.includes("the modules before it, up to 'relu1', agree; PyTorch's 'conv2' (no ONNX node of its own: the exporter fused it into another)"),
+  await refused(checkSession(dynamo, at('cnn-dynamo.npz'), { model: at('cnn-dynamo-broken.onnx') }), 'CHECK_FAILED', (m) =>
+    m.includes("the modules before it, up to 'relu1', agree; PyTorch's 'conv2' (no ONNX node of its own: the exporter fused it into another)"),
   );
 });
 
@@ -115,41 +118,61 @@ function archiveWith(change) {
   return encodeNpz(members);
 }
 
-test("inputs that are not what the model wants are refused before ORT runs, naming the input and what it wants", async () => {
+test('inputs that are not what the model wants are refused before ORT runs, naming the input and what it wants', async () => {
   const session = await ort.InferenceSession.create(at('mlp-dynamo.onnx'));
   await refused(
-    checkSession(session, archiveWith((m) => { m['check/input/z'] = m['check/input']; delete m['check/input']; })),
+    checkSession(
+      session,
+      archiveWith((m) => {
+        m['check/input/z'] = m['check/input'];
+        delete m['check/input'];
+      }),
+    ),
     'NPZ_KEY',
     (m) => m.includes("the model's input 'x' (float32 [3, 16])") && m.includes('check/input/x'),
   );
   await refused(
-    checkSession(session, archiveWith((m) => {
-      const x = m['check/input'];
-      m['check/input'] = new NdArray(parseDescr('<f8'), x.shape, Float64Array.from(x.data), 'C');
-    })),
+    checkSession(
+      session,
+      archiveWith((m) => {
+        const x = m['check/input'];
+        m['check/input'] = new NdArray(parseDescr('<f8'), x.shape, Float64Array.from(x.data), 'C');
+      }),
+    ),
     'DTYPE_MISMATCH',
     (m) => m.includes("check/input is float64 but the model's input 'x' is float32 [3, 16]"),
   );
   await refused(
-    checkSession(session, archiveWith((m) => {
-      const x = m['check/input'];
-      m['check/input'] = new NdArray(x.dtype, [3, 4, 4], x.data, 'C');
-    })),
+    checkSession(
+      session,
+      archiveWith((m) => {
+        const x = m['check/input'];
+        m['check/input'] = new NdArray(x.dtype, [3, 4, 4], x.data, 'C');
+      }),
+    ),
     'SHAPE_MISMATCH',
     (m) => m.includes("check/input has shape [3, 4, 4] but the model's input 'x' is float32 [3, 16]"),
   );
   await refused(
-    checkSession(session, archiveWith((m) => { delete m['check/output']; })),
+    checkSession(
+      session,
+      archiveWith((m) => {
+        delete m['check/output'];
+      }),
+    ),
     'NPZ_KEY',
     (m) => m.includes("the model's outputs 'y'"),
   );
   // What ORT refuses where the session says nothing of its inputs (no inputMetadata before ORT 1.22).
   const bare = { inputNames: session.inputNames, outputNames: session.outputNames, run: (feeds) => session.run(feeds) };
   await refused(
-    checkSession(bare, archiveWith((m) => {
-      const x = m['check/input'];
-      m['check/input'] = new NdArray(parseDescr('<f8'), x.shape, Float64Array.from(x.data), 'C');
-    })),
+    checkSession(
+      bare,
+      archiveWith((m) => {
+        const x = m['check/input'];
+        m['check/input'] = new NdArray(parseDescr('<f8'), x.shape, Float64Array.from(x.data), 'C');
+      }),
+    ),
     'CHECK_FAILED',
     (m) => m.startsWith('ONNX Runtime could not run the model on the reference inputs: ') && m.includes("the model's inputs are 'x'"),
   );

@@ -30,7 +30,12 @@ export interface SessionLike {
   /** The model's output names. */
   readonly outputNames: readonly string[];
   /** The model's inputs' types and shapes (onnxruntime 1.22 and later). */
-  readonly inputMetadata?: readonly { readonly name: string; readonly isTensor: boolean; readonly type?: string; readonly shape?: ReadonlyArray<number | string> }[];
+  readonly inputMetadata?: readonly {
+    readonly name: string;
+    readonly isTensor: boolean;
+    readonly type?: string;
+    readonly shape?: ReadonlyArray<number | string>;
+  }[];
   /** Runs the model. */
   run(feeds: Record<string, Tensor>): Promise<Record<string, OrtTensorLike>>;
 }
@@ -174,7 +179,10 @@ async function run(session: SessionLike, feeds: Record<string, Tensor>): Promise
     return await session.run(feeds);
   } catch (e) {
     const inputs = session.inputNames.map((n, i) => `'${n}' (${wants(session.inputMetadata?.[i])})`).join(', ');
-    throw new NpyError('CHECK_FAILED', `ONNX Runtime could not run the model on the reference inputs: ${(e as Error).message}; the model's inputs are ${inputs}`);
+    throw new NpyError(
+      'CHECK_FAILED',
+      `ONNX Runtime could not run the model on the reference inputs: ${(e as Error).message}; the model's inputs are ${inputs}`,
+    );
   }
 }
 
@@ -244,7 +252,10 @@ export async function checkSession(session: SessionLike, reference: WeightInput,
       throw new NpyError('CHECK_FAILED', `${where}; at the output: ${total.failure}`);
     }
     if (total.compared === 0) {
-      throw new NpyError('CHECK_FAILED', 'the reference outputs have no finite value to compare with, so they prove nothing; save a sample input whose output is finite');
+      throw new NpyError(
+        'CHECK_FAILED',
+        'the reference outputs have no finite value to compare with, so they prove nothing; save a sample input whose output is finite',
+      );
     }
     return { maxAbsDiff: total.abs, maxRelDiff: total.rel, compared: total.compared, outputs: outputs.map(([n]) => n), rtol };
   } finally {
@@ -443,7 +454,9 @@ function blame(module: string, value: string, failure: string, w: Walk): string 
         ? ` (the modules before it, up to '${last}', agree)`
         : '';
   // A module recorded right after this one with no node of its own was folded into it.
-  const folded = w.absent.filter((m) => order.indexOf(m) > at && order.slice(at + 1, order.indexOf(m)).every((x) => w.absent.includes(x) || x.startsWith(`${module}.`)));
+  const folded = w.absent.filter(
+    (m) => order.indexOf(m) > at && order.slice(at + 1, order.indexOf(m)).every((x) => w.absent.includes(x) || x.startsWith(`${module}.`)),
+  );
   const into = folded.length
     ? `; ${quoted(folded)}, recorded after it, ${folded.length === 1 ? 'has' : 'have'} no ONNX node of ${folded.length === 1 ? 'its' : 'their'} own (folded into it or removed by the exporter), so this value is ${folded.length === 1 ? 'its' : 'their'} output too`
     : '';

@@ -1,5 +1,5 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
-import { NpyError, WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
+import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
 import { ModelProto, decodeModel, openInput, type WeightInput } from './model.js';
 
 export type { WeightInput } from './model.js';
@@ -21,7 +21,6 @@ export interface WithWeightsResult {
   /** Tensors of the file that no initializer is named after. */
   unused: string[];
 }
-
 
 /** ONNX's TensorProto.DataType codes as numpy dtype names (npyts' `DType.name`). */
 const ONNX_DTYPES: Record<number, string> = {
