@@ -3,8 +3,10 @@ torch.onnx.export (TorchScript exporter: dynamo=False; dynamo exporter: dynamo=T
 PyTorch output recorded with forward hooks as docs/onnxruntime.md says, onnxruntime-python's output
 for the same input, and broken copies (one initializer perturbed with the onnx package).
 
+Also torchvision's resnet18 exported by Debian's /usr/bin/python3 (torch 1.13), where that is installed.
+
 usage: python3 ort_check_fixtures.py OUT_DIR  -> OUT_DIR/cases.json lists the cases (the exporters print to stdout)."""
-import json, sys, warnings, logging
+import json, os, subprocess, sys, warnings, logging
 from collections import OrderedDict
 import numpy as np, torch, onnx, onnxruntime as rt
 from onnx import numpy_helper
@@ -109,6 +111,56 @@ def consumer_initializer(m, module, param):
     raise SystemExit(f'no initializer for {param}')
 
 
+TORCHVISION = """
+import sys, warnings
+warnings.filterwarnings('ignore')
+import numpy as np, torch, torchvision
+out = sys.argv[1]
+torch.manual_seed(57)
+m = torchvision.models.resnet18(weights=None, num_classes=10)
+g = torch.Generator().manual_seed(1)
+for b in m.modules():
+    if isinstance(b, torch.nn.BatchNorm2d):
+        b.running_mean.copy_(torch.randn(b.num_features, generator=g) * 0.1)
+        b.running_var.copy_(torch.rand(b.num_features, generator=g) + 0.5)
+m.eval()
+x = torch.randn(1, 3, 64, 64)
+outputs = {}
+def record(name):
+    def hook(module, inputs, output): outputs[name] = (output[0] if isinstance(output, tuple) else output).detach().clone()
+    return hook
+hooks = [sub.register_forward_hook(record(n)) for n, sub in m.named_modules() if n]
+y = m(x).detach()
+for h in hooks: h.remove()
+np.savez(f'{out}/resnet18-torchvision.npz', **{'check/input': x.numpy(), 'check/output': y.numpy()},
+         **{f'check/module/{k}': v.numpy() for k, v in outputs.items()})
+torch.onnx.export(m, (x,), f'{out}/resnet18-torchvision.onnx', input_names=['x'], output_names=['y'])
+"""
+
+
+def reference_and_broken(name, param, module):
+    """onnxruntime-python's difference from PyTorch, and a copy with `param`'s initializer perturbed."""
+    path = f'{out_dir}/{name}.onnx'
+    ref = np.load(f'{out_dir}/{name}.npz')
+    x, y = ref['check/input'], ref['check/output']
+    sess = rt.InferenceSession(path, providers=['CPUExecutionProvider'])
+    got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    scale = float(np.abs(y).max())
+    drift = float(np.abs(got - y).max())
+    m = onnx.load(path)
+    target = consumer_initializer(m, module, param)
+    for t in m.graph.initializer:
+        if t.name == target:
+            a = numpy_helper.to_array(t).copy(); a[0] += 0.5 * float(np.abs(a).max()) + 0.1  # one output channel, or row
+            t.CopyFrom(numpy_helper.from_array(a, t.name))
+    node = next(n.name for n in m.graph.node if target in n.input)
+    onnx.save(m, f'{out_dir}/{name}-broken.onnx')
+    bs = rt.InferenceSession(f'{out_dir}/{name}-broken.onnx', providers=['CPUExecutionProvider'])
+    broken = bs.run(None, {bs.get_inputs()[0].name: x})[0]
+    return {'name': name, 'exported': True, 'drift': drift, 'scale': scale, 'relDrift': drift / scale,
+            'brokenDrift': float(np.abs(broken - y).max()) / scale, 'perturbed': target, 'node': node, 'module': module}
+
+
 cases = []
 plan = [('mlp', 'torchscript'), ('mlp', 'dynamo'), ('cnn', 'torchscript'), ('cnn', 'dynamo'),
         ('transformer', 'torchscript'), ('transformer', 'dynamo'), ('resnet18', 'torchscript'), ('resnet18', 'dynamo')]
@@ -117,27 +169,18 @@ for kind, exporter in plan:
     model.eval()
     y, outputs = record(model, x)
     name = f'{kind}-{exporter}'
-    path = f'{out_dir}/{name}.onnx'
     try:
-        torch.onnx.export(model, (x,), path, input_names=['x'], output_names=['y'], dynamo=exporter == 'dynamo')
+        torch.onnx.export(model, (x,), f'{out_dir}/{name}.onnx', input_names=['x'], output_names=['y'], dynamo=exporter == 'dynamo')
     except Exception as e:  # an exporter that cannot export this model: said, not hidden
         cases.append({'name': name, 'exported': False, 'why': str(e).splitlines()[0][:200]}); continue
     np.savez(f'{out_dir}/{name}.npz', **{'check/input': x.numpy(), 'check/output': y.numpy()},
              **{f'check/module/{k}': v.numpy() for k, v in outputs.items()})
-    sess = rt.InferenceSession(path, providers=['CPUExecutionProvider'])
-    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
-    scale = float(np.abs(y.numpy()).max())
-    drift = float(np.abs(got - y.numpy()).max())
-    m = onnx.load(path)
-    target = consumer_initializer(m, module, param)
-    for t in m.graph.initializer:
-        if t.name == target:
-            a = numpy_helper.to_array(t).copy(); a.flat[0] += 0.5 * float(np.abs(a).max()) + 0.1
-            t.CopyFrom(numpy_helper.from_array(a, t.name))
-    node = next(n.name for n in m.graph.node if target in n.input)
-    onnx.save(m, f'{out_dir}/{name}-broken.onnx')
-    bs = rt.InferenceSession(f'{out_dir}/{name}-broken.onnx', providers=['CPUExecutionProvider'])
-    broken = bs.run(None, {bs.get_inputs()[0].name: x.numpy()})[0]
-    cases.append({'name': name, 'exported': True, 'drift': drift, 'scale': scale, 'relDrift': drift / scale,
-                  'brokenDrift': float(np.abs(broken - y.numpy()).max()) / scale, 'perturbed': target, 'node': node, 'module': module})
+    cases.append(reference_and_broken(name, param, module))
+# torchvision's resnet18 by Debian's torch 1.13 (its TorchScript exporter names nodes by module path too).
+if os.path.exists('/usr/bin/python3'):
+    r = subprocess.run(['/usr/bin/python3', '-W', 'ignore', '-c', TORCHVISION, out_dir], capture_output=True, text=True)
+    if r.returncode == 0:
+        cases.append(reference_and_broken('resnet18-torchvision', 'layer3.1.conv2.weight', 'layer3.1.conv2'))
+    else:
+        cases.append({'name': 'resnet18-torchvision', 'exported': False, 'why': r.stderr.strip().splitlines()[-1][:200]})
 with open(f'{out_dir}/cases.json', 'w') as f: json.dump(cases, f)
