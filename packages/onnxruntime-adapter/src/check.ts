@@ -13,7 +13,8 @@ import { fromOrtTensor, toOrtTensor, type OrtTensorLike } from './tensors.js';
  * an MLP, a CNN with BatchNorm, nn.TransformerEncoderLayer and a ResNet-18 by both exporters of torch
  * 2.13, torchvision's resnet18 by torch 1.13's): ORT differs from PyTorch by at most 7.3e-7 of the
  * output's scale, while a normalisation epsilon of 1e-3 where PyTorch's is 1e-5 moves an output by
- * 1.3e-4 to 3.7e-4 of its scale (measured for the tfjs check). 3e-5, as tfjs's `DEFAULT_RTOL`, lies about forty times above the one and four below the other.
+ * 1.3e-4 to 3.7e-4 of its scale (measured for the tfjs check). 3e-5, as tfjs's `DEFAULT_RTOL`, lies
+ * about forty times above the one and four below the other.
  * @example
  * await checkSession(session, 'check.npz', { rtol: 10 * DEFAULT_RTOL });   // a looser check, stated
  */
