@@ -89,6 +89,8 @@ test('a perturbed initializer is refused naming its module and the node that rea
     assert.is(runs, 1, c.name);
     // The TorchScript exporter names nodes by module path: the module is named as the one that differs.
     if (c.name.endsWith('torchscript')) assert.ok(message.startsWith(`the first PyTorch module whose output differs is '${c.module}'`), message);
+    // A ReLU called twice in a block: its hook kept the second call, computed after the module that differs.
+    if (c.name.startsWith('resnet18')) assert.ok(message.includes("'layer3.1.relu' (called again later: a hook records the last call)"), message);
   }
 });
 
@@ -103,6 +105,13 @@ test("the session's own class makes the copy, and BatchNorm folded by the export
   );
 });
 
+/** The MLP's reference archive with its members changed. */
+function archiveWith(change) {
+  const members = Object.fromEntries(decodeNpz(readFileSync(at('mlp-dynamo.npz'))).getAllSync());
+  change(members);
+  return encodeNpz(members);
+}
+
 test('without { model } a difference is refused at the output, saying what names the module', async () => {
   const session = await ort.InferenceSession.create(at('mlp-dynamo-broken.onnx'));
   await refused(checkSession(session, readFileSync(at('mlp-dynamo.npz'))), 'CHECK_FAILED', (m) =>
@@ -115,18 +124,29 @@ test('without { model } a difference is refused at the output, saying what names
   await refused(checkSession(session, at('mlp-dynamo.npz'), { model: at('mlp-dynamo-broken.onnx'), createSession }), 'CHECK_FAILED', (m) =>
     m.startsWith("the model's outputs differ, and ONNX Runtime could not run the model's copy with the modules' values as extra outputs (no session for you)"),
   );
+  // A reference output that no module explains: every module agrees, the difference comes after them.
+  const good = await ort.InferenceSession.create(at('mlp-dynamo.onnx'));
+  const scaled = archiveWith((m) => {
+    const y = m['check/output'];
+    m['check/output'] = new NdArray(
+      y.dtype,
+      y.shape,
+      y.data.map((v) => v * 1.1),
+      'C',
+    );
+  });
+  await refused(checkSession(good, scaled, { model: at('mlp-dynamo.onnx') }), 'CHECK_FAILED', (m) =>
+    m.startsWith("every module compared agrees with PyTorch, up to '4': the difference arises after it"),
+  );
+  // The dynamo exporter keeps the weights in mlp-dynamo.onnx.data: read beside a path, not found from bytes.
+  await refused(checkSession(good, scaled, { model: readFileSync(at('mlp-dynamo.onnx')) }), 'CHECK_FAILED', (m) =>
+    m.includes("the model's copy cannot be made: the model keeps initializers in mlp-dynamo.onnx.data beside it; pass the model's path or URL"),
+  );
   // A tolerance stated by the caller is the one used.
   const report = await checkSession(session, at('mlp-dynamo.npz'), { rtol: 1 });
   assert.is(report.rtol, 1);
   await refused(checkSession(session, at('mlp-dynamo.npz'), { rtol: -1 }), 'BAD_OPTION');
 });
-
-/** The MLP's reference archive with its members changed. */
-function archiveWith(change) {
-  const members = Object.fromEntries(decodeNpz(readFileSync(at('mlp-dynamo.npz'))).getAllSync());
-  change(members);
-  return encodeNpz(members);
-}
 
 test('inputs that are not what the model wants are refused before ORT runs, naming the input and what it wants', async () => {
   const session = await ort.InferenceSession.create(at('mlp-dynamo.onnx'));

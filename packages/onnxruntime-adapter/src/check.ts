@@ -4,7 +4,7 @@
  */
 import { NpyError, familyOf, toFloat32, type HttpOptions, type NdArray, type WeightFile } from '@npyts/core';
 import type { Tensor } from 'onnxruntime-common';
-import { ModelProto, decodeModel, modelBytes, openInput, type GraphNode, type ModelInput, type WeightInput } from './model.js';
+import { ModelProto, decodeModel, inlineExternalData, modelBytes, openInput, type GraphNode, type ModelInput, type WeightInput } from './model.js';
 import { fromOrtTensor, toOrtTensor, type OrtTensorLike } from './tensors.js';
 
 /**
@@ -315,6 +315,12 @@ async function firstDivergence(
   options: CheckSessionOptions,
 ): Promise<string> {
   const message = decodeModel(await modelBytes(model, options));
+  try {
+    await inlineExternalData(message, model, options);
+  } catch (e) {
+    if (!(e instanceof NpyError)) throw e;
+    return `the model's outputs differ, and the model's copy cannot be made: ${e.message}`;
+  }
   const graph = message.graph ?? {};
   const nodes = graph.node ?? [];
   // Modules in the order their hooks ran (np.savez keeps it): children before their containers.

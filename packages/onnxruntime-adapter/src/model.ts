@@ -75,3 +75,55 @@ export async function modelBytes(model: ModelInput, options: HttpOptions = {}): 
   const source = await urlSource(model, options);
   return source.read(0, source.size);
 }
+
+interface ExternalTensor {
+  name: string;
+  data_location?: number;
+  external_data?: { key: string; value: string }[];
+  raw_data?: Uint8Array;
+  [field: string]: unknown;
+}
+
+/**
+ * The initializers a model keeps in files beside it (the dynamo exporter writes `model.onnx.data`),
+ * read into the model, so that its bytes alone make a session: files are found beside the model's
+ * path or URL. A model given as bytes has nothing to find them beside: BAD_MODEL names the files.
+ * @internal
+ */
+export async function inlineExternalData(message: ModelMessage, model: ModelInput, options: HttpOptions = {}): Promise<void> {
+  const external = ((message.graph?.initializer ?? []) as ExternalTensor[]).filter((t) => t.data_location === 1);
+  if (external.length === 0) return;
+  const field = (t: ExternalTensor, key: string): string | undefined => t.external_data?.find((e) => e.key === key)?.value;
+  if (typeof model !== 'string' && !(model instanceof URL)) {
+    const files = [...new Set(external.map((t) => field(t, 'location')))].join(', ');
+    throw new NpyError('BAD_MODEL', `the model keeps initializers in ${files} beside it; pass the model's path or URL so that they can be read`);
+  }
+  for (const t of external) {
+    const location = field(t, 'location');
+    if (location === undefined || location.includes('..') || location.startsWith('/')) {
+      throw new NpyError('BAD_MODEL', `initializer ${t.name} names no external file inside the model's folder (location ${location})`);
+    }
+    const offset = Number(field(t, 'offset') ?? 0);
+    const where = isPath(model) ? model.replace(/[^/\\]*$/, '') + location : new URL(location, model);
+    let bytes: Uint8Array;
+    if (typeof where === 'string') {
+      const node = await import('@npyts/core/node');
+      const source = node.fileSource(where);
+      try {
+        const length = Number(field(t, 'length') ?? source.size - offset);
+        bytes = source.read(offset, length).slice();
+        if (bytes.length !== length) throw new NpyError('TRUNCATED', `${where} ends before initializer ${t.name}'s ${length} bytes at offset ${offset}`);
+      } finally {
+        source.close?.();
+      }
+    } else {
+      const source = await urlSource(where, options);
+      const length = Number(field(t, 'length') ?? source.size - offset);
+      bytes = await source.read(offset, length);
+      if (bytes.length !== length) throw new NpyError('TRUNCATED', `${where} ends before initializer ${t.name}'s ${length} bytes at offset ${offset}`);
+    }
+    t.raw_data = bytes;
+    t.external_data = [];
+    t.data_location = 0;
+  }
+}
