@@ -10,7 +10,8 @@ import { weightBytes, type HandlerWeight } from './handler.js';
 import { kerasTopology } from './keras-config.js';
 import { kerasNames, type KerasRecords } from './keras-weights.js';
 import type { LayersModelLike } from './layers.js';
-import type { SourceOptions } from './sources.js';
+import { checkAdapterOptions, type NpzSource, type SourceOptions } from './sources.js';
+import { openKerasFile } from './keras-file.js';
 import { tensorDTypeOf, type ToTensorOptions } from './tensors.js';
 
 /** Options of {@link kerasHandler}: where the file is read from, and how its values become tensors. */
@@ -62,4 +63,30 @@ export async function kerasArtifacts(file: KerasModelFile, where: string, option
   }
   const weightData = await mapInParallel(plan, 3, (w) => weightBytes(file.weights, w, options));
   return { modelTopology: topology, weightSpecs: plan.map((w) => w.spec), weightData, format: 'layers-model', generatedBy: 'keras', convertedBy: 'npyts' };
+}
+
+/**
+ * A tfjs `IOHandler` over a Keras 3 model file: `tf.loadLayersModel(kerasHandler(source))` builds the
+ * model from a `.keras` file or a legacy full-model `.h5` (Keras 2 or 3) and assigns every weight.
+ * The source is a path (Node), a URL, a `Blob`/`File` or bytes. Layers, activations and options tfjs
+ * cannot build are refused together (`UNSUPPORTED_LAYER`) before anything is built; weights are paired
+ * through Keras's records and checked (`WEIGHT_MISMATCH`) before any is read. bfloat16 and float16
+ * weights become float32 exactly.
+ * @example
+ * const model = await tf.loadLayersModel(kerasHandler('model.keras'));
+ * const legacy = await tf.loadLayersModel(kerasHandler('https://example.com/model.h5'));
+ */
+export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {}): tf.io.IOHandler {
+  checkAdapterOptions(options);
+  const where = typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
+  return {
+    async load(): Promise<tf.io.ModelArtifacts> {
+      const file = await openKerasFile(source, options);
+      try {
+        return await kerasArtifacts(file, where, options);
+      } finally {
+        await file.weights.close();
+      }
+    },
+  };
 }
