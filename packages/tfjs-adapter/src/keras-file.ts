@@ -20,12 +20,21 @@ const MAX_GROUPS = 100_000;
 /** HDF5's signature, the first bytes of a `.h5`. */
 const HDF5_MAGIC = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];
 
-/** The records of each Keras weight file, for the plans that pair a model with it. */
-const recordsOf = new WeakMap<WeightFile, KerasRecords>();
-
-/** What a weight file opened by {@link openKerasFile} records of its layers (undefined for other files). */
+/**
+ * What a Keras weight file records of its layers, from its metadata (`layers`: each `vars` group's
+ * layer name by the group's path, or a legacy file's layer groups), or undefined for other files.
+ */
 export function kerasRecordsOf(file: WeightFile): KerasRecords | undefined {
-  return recordsOf.get(file);
+  const layers = (file.metadata as { layers?: unknown }).layers;
+  if (file.format !== 'keras' || typeof layers !== 'object' || layers === null) return undefined;
+  const groups = Object.entries(layers as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string');
+  const keys = file.names;
+  if (groups.some(([g]) => g === 'vars' || g.endsWith('/vars'))) {
+    // Keras 3: 'layers/dense/vars' names the layer whose group is 'layers/dense'.
+    return { keys, layers: new Map(groups.filter(([g]) => g.endsWith('/vars')).map(([g, name]) => [g.slice(0, -'/vars'.length), name])) };
+  }
+  // Legacy: a layer's weights are the datasets below its group, in its weight_names' order (the file's).
+  return { keys, legacy: new Map(groups.map(([g, name]) => [name, keys.filter((k) => k.startsWith(`${g}/`))])) };
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -105,27 +114,23 @@ async function kerasOfHdf5(h5: Hdf5File, config: unknown, where: string): Promis
   const rootAttrs = await h5.root.attrs();
   if (config === null && typeof rootAttrs.model_config === 'string') config = parseJson(rootAttrs.model_config, `${where}: model_config`);
   const datasets = new Map<string, Hdf5Dataset>();
-  const layers = new Map<string, string>();
-  let legacy: Map<string, string[]> | undefined;
+  const layers: Record<string, string> = {};
   const weightsGroup = (await h5.root.children()).includes('model_weights') ? await h5.root.get('model_weights') : h5.root;
   const legacyAttrs = weightsGroup.kind === 'group' ? (weightsGroup === h5.root ? rootAttrs : await weightsGroup.attrs()) : {};
   if (weightsGroup.kind === 'group' && Array.isArray(legacyAttrs.layer_names)) {
     // Legacy: layer_names, and each layer's weight_names (its datasets, below the layer's group).
-    legacy = new Map();
     const base = weightsGroup === h5.root ? '' : 'model_weights/';
     for (const layer of legacyAttrs.layer_names) {
       const g = await weightsGroup.get(layer);
       const names = g.kind === 'group' ? (await g.attrs()).weight_names : undefined;
       const list = Array.isArray(names) ? names : [];
-      const keys: string[] = [];
       for (const w of list) {
         const d = await h5.root.get(`${base}${layer}/${w}`);
         if (d.kind !== 'dataset') throw new NpyError('BAD_MODEL', `${where}: ${base}${layer}/${w} (in weight_names of '${layer}') is not a dataset`);
         const key = `${base}${layer}/${w}`;
         datasets.set(key, d);
-        keys.push(key);
       }
-      legacy.set(layer, keys);
+      layers[`${base}${layer}`] = layer;
     }
   } else {
     // Keras 3: every dataset by path, and each vars group's `name`. Walked with a stack, each group once.
@@ -143,7 +148,7 @@ async function kerasOfHdf5(h5: Hdf5File, config: unknown, where: string): Promis
         else {
           if (child === 'vars') {
             const name = (await o.attrs()).name;
-            if (typeof name === 'string') layers.set(g.path.replace(/^\//, ''), name);
+            if (typeof name === 'string') layers[path] = name;
           }
           stack.push(o);
         }
@@ -164,7 +169,7 @@ async function kerasOfHdf5(h5: Hdf5File, config: unknown, where: string): Promis
   const tensors: TensorFile = {
     format: 'keras',
     names: keys,
-    metadata: config === null ? {} : { config: config as object },
+    metadata: { config, layers },
     async info(name) {
       const d = dataset(name);
       const as = await kindOf(d);
@@ -183,7 +188,5 @@ async function kerasOfHdf5(h5: Hdf5File, config: unknown, where: string): Promis
     close: () => h5.close(),
   };
   const weights = new WeightFile(tensors);
-  const records: KerasRecords = legacy ? { keys, legacy } : { keys, layers };
-  recordsOf.set(weights, records);
-  return { config, records, weights };
+  return { config, records: kerasRecordsOf(weights)!, weights };
 }
