@@ -59,7 +59,7 @@ test('a Sequential CNN with BatchNormalization (.keras) predicts what Keras pred
   assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
 });
 
-test('a Functional model with two inputs and outputs, a shared layer, Add, Concatenate and a nested Sequential', async () => {
+test('a Functional model with two inputs and outputs, a shared layer, Add, Concatenate and a nested Sequential, compiled (its optimizer state is not a weight)', async () => {
   const model = await tfl.loadLayersModel(kerasHandler(at('fn.keras')));
   assert.equal(
     model.inputs.map((t) => t.sourceLayer.name),

@@ -71,6 +71,9 @@ x = layers.Add()([shared(a), shared(b)])
 y = layers.Concatenate()([a, x])
 fn = keras.Model([a, b], [layers.Dense(1, name="o1")(x), inner(y)], name="two_in_two_out")
 randomize(fn)
+# Compiled and trained a step: the file then holds the optimizer's variables beside the model's.
+fn.compile("adam", "mse")
+fn.fit([rng.normal(size=(8, 4)), rng.normal(size=(8, 4))], [rng.normal(size=(8, 1)), rng.normal(size=(8, 3))], epochs=1, verbose=0)
 fn.save(at("fn.keras"))
 record("fn", fn, [rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=(3, 4)).astype("float32")])
 

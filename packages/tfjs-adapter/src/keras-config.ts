@@ -181,7 +181,7 @@ export function kerasTopology(config: unknown, where: string): KerasTopology {
       delete out.backward_layer;
     }
     if (className === 'GRU' && config.reset_after === true && !(gru ??= gruResetsAfter())) {
-      problems.push(`${at}: reset_after=True (tfjs's GRU throws; import '@npyts/tfjs/keras-layers' for one that builds it)`);
+      problems.push(`${at}: reset_after=True (tfjs's GRU throws on it)`);
     }
     const refused = REFUSED_OPTIONS[className]?.(config);
     if (refused) problems.push(`${at}: ${refused}`);
@@ -274,7 +274,7 @@ export function kerasTopology(config: unknown, where: string): KerasTopology {
     throw new NpyError(
       'UNSUPPORTED_LAYER',
       `${where}: tfjs cannot build ${problems.length === 1 ? 'one part' : `${problems.length} parts`} of this Keras model:\n  ${problems.join('\n  ')}\n` +
-        "Register tfjs layers of these names (import '@npyts/tfjs/keras-layers' has Keras 3's common ones), or change the model in Keras.",
+        'Register tfjs layers and activations under these class names (tf.serialization.registerClass) before loading, or change the model in Keras.',
     );
   }
   return { topology: translated, className: top.class_name as string };

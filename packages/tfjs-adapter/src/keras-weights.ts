@@ -21,6 +21,15 @@ export interface KerasRecords {
   readonly legacy?: ReadonlyMap<string, readonly string[]>;
 }
 
+/**
+ * Keys of a Keras file that are training state, not the model's weights: a compiled model's file
+ * holds its optimizer's variables (`optimizer/vars/0`, …) and its metrics' beside `layers/`.
+ */
+export function trainingState(records: KerasRecords): Set<string> {
+  if (records.legacy) return new Set();
+  return new Set(records.keys.filter((k) => !k.startsWith('layers/') && !k.startsWith('vars/')));
+}
+
 /** Where a layer of a class keeps its variables under its group, in the order its weights list them. */
 function varsPaths(className: string, config: Record<string, unknown>): string[] {
   const inner = (key: string): string[] => {

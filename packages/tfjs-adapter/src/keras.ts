@@ -8,7 +8,7 @@ import { mapInParallel } from '@npyts/core/plumbing';
 import { planFrom } from './assign.js';
 import { weightBytes, type HandlerWeight } from './handler.js';
 import { kerasTopology } from './keras-config.js';
-import { kerasNames, type KerasRecords } from './keras-weights.js';
+import { kerasNames, trainingState, type KerasRecords } from './keras-weights.js';
 import type { LayersModelLike } from './layers.js';
 import { checkAdapterOptions, type NpzSource, type SourceOptions } from './sources.js';
 import { openKerasFile } from './keras-file.js';
@@ -51,7 +51,7 @@ export async function kerasArtifacts(file: KerasModelFile, where: string, option
   let plan: HandlerWeight[];
   try {
     const names = kerasNames(model, file.records, where);
-    const steps = await planFrom(model, file.weights, { names });
+    const steps = await planFrom(model, file.weights, { names, ignoreUnusedKeys: trainingState(file.records) });
     plan = await Promise.all(
       steps.map(async ({ step }) => ({
         spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf((await file.weights.info(step.keys[0]!)).dtype) },
