@@ -5,6 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
@@ -98,6 +99,20 @@ test('a .keras file loads by URL', async () => {
   } finally {
     await server.close();
   }
+});
+
+test('a .keras and a legacy .h5 load from bytes as from a path', async () => {
+  for (const name of ['cnn.keras', 'cnn.h5']) {
+    const model = await tfl.loadLayersModel(kerasHandler(new Uint8Array(readFileSync(at(name)))));
+    const err = worst(model, 'cnn');
+    assert.ok(err < TOLERANCE, `${name}: largest relative difference from Keras ${err}`);
+  }
+});
+
+test('a .keras whose config.json is not a model is refused as BAD_MODEL', async () => {
+  const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('not_a_model.keras'))));
+  assert.is(e.code, 'BAD_MODEL');
+  assert.match(e.message, 'not a Sequential or Functional model');
 });
 
 /** The CNN of keras_models.py built by hand in tfjs, its layers named as Keras named them. */

@@ -112,4 +112,14 @@ h = layers.Conv1D(4, 1, groups=1)(h)
 bad = keras.Model(u, h, name="unsupported")
 bad.save(at("unsupported.keras"))
 
+# A .keras whose config.json is a layer, not a model: refused as a model document.
+import zipfile  # noqa: E402
+
+with zipfile.ZipFile(at("cnn.keras")) as src, zipfile.ZipFile(at("not_a_model.keras"), "w") as dst:
+    for item in src.infolist():
+        data = src.read(item.filename)
+        if item.filename == "config.json":
+            data = json.dumps({"module": "keras.layers", "class_name": "Dense", "config": {"units": 1}}).encode()
+        dst.writestr(item, data)
+
 print(json.dumps(results))
