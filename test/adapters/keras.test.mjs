@@ -84,6 +84,12 @@ test('a bfloat16 model: its weights become float32 exactly (Keras on the same we
   assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
 });
 
+test("activations by name and as layers, Keras 3's option names translated (LeakyReLU's negative_slope is tfjs's alpha)", async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('acts.keras')));
+  const err = worst(model, 'acts');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
 test('a legacy full-model .h5 (model.save("m.h5")) loads from its model_config and layer_names/weight_names', async () => {
   const model = await tfl.loadLayersModel(kerasHandler(at('cnn.h5')));
   const err = worst(model, 'cnn');
@@ -151,6 +157,12 @@ test('a model with layers and options tfjs cannot build is refused before anythi
   assert.match(e.message, "'gru' (GRU): reset_after=True");
   assert.match(e.message, "'unit_normalization' (UnitNormalization): tfjs has no UnitNormalization layer");
   assert.match(e.message, "activation 'hard_silu'");
+  // Keras 3's hard_sigmoid is relu6(x + 3) / 6, not tfjs's hardSigmoid (0.2x + 0.5).
+  assert.match(e.message, "activation 'hard_sigmoid'");
+  assert.match(e.message, "(ReLU): negative_slope=0.1, threshold=0 (tfjs's ReLU has max_value only)");
+  assert.match(e.message, '(GlobalAveragePooling1D): keepdims=True');
+  assert.match(e.message, "(ELU): alpha=0.5 (tfjs's ELU layer has alpha=1 only)");
+  assert.match(e.message, 'tfjs cannot build 7 parts');
 });
 
 test.run();

@@ -103,12 +103,36 @@ for w32, w16 in zip(bf32.weights, bf.weights):
     w32.assign(keras.ops.convert_to_numpy(keras.ops.cast(w16.value, "float32")))
 record("bf16", bf32, [rng.normal(size=(2, 6)).astype("float32")])
 
+# Activations by name and as layers, with Keras 3's option names (LeakyReLU's negative_slope).
+acts = keras.Sequential(
+    [
+        keras.Input((6,)),
+        layers.Dense(8, activation="gelu"),
+        layers.LeakyReLU(negative_slope=0.1),
+        layers.Dense(8, activation="silu"),
+        layers.ReLU(max_value=0.8),
+        layers.Dense(8, activation="selu"),
+        layers.ELU(),
+        layers.Dense(8, activation="softplus"),
+        layers.Dense(8, activation="elu"),
+        layers.Dense(4, activation="log_softmax"),
+    ],
+    name="acts",
+)
+randomize(acts)
+acts.save(at("acts.keras"))
+record("acts", acts, [rng.normal(size=(3, 6)).astype("float32")])
+
 # Layers and options tfjs cannot build, in one model (the refusal lists every one).
 u = keras.Input((5, 3))
 h = layers.GRU(4, return_sequences=True)(u)
 h = layers.UnitNormalization()(h)
 h = layers.Dense(3, activation="hard_silu")(h)
 h = layers.Conv1D(4, 1, groups=1)(h)
+h = layers.Dense(4, activation="hard_sigmoid")(h)
+h = layers.ReLU(negative_slope=0.1)(h)
+h = layers.ELU(alpha=0.5)(h)
+h = layers.GlobalAveragePooling1D(keepdims=True)(h)
 bad = keras.Model(u, h, name="unsupported")
 bad.save(at("unsupported.keras"))
 

@@ -11,9 +11,11 @@ type Json = Record<string, unknown>;
 /** How deep a Keras config may nest models in models: far past any real one, and no walk overflows the stack. */
 const MAX_NESTING = 64;
 
-/** Keras's activation names → the names tfjs registers them by (the rest are the same in both). */
+/**
+ * Keras's activation names → the names tfjs registers them by (the rest are the same in both). Not
+ * `hard_sigmoid`: Keras 3's is relu6(x + 3) / 6, tfjs's `hardSigmoid` is Keras 2's 0.2x + 0.5.
+ */
 const ACTIVATIONS: Readonly<Record<string, string>> = {
-  hard_sigmoid: 'hardSigmoid',
   log_softmax: 'logSoftmax',
   silu: 'swish',
   gelu: 'gelu',
@@ -43,6 +45,20 @@ const REFUSED_OPTIONS: Readonly<Record<string, (c: Json) => string | null>> = {
   LayerNormalization: (c) => (c.rms_scaling === true ? 'rms_scaling=True (tfjs normalizes by the variance about the mean)' : null),
   Dense: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
   Embedding: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
+  ReLU: (c) =>
+    (typeof c.negative_slope === 'number' && c.negative_slope !== 0) || (typeof c.threshold === 'number' && c.threshold !== 0)
+      ? `negative_slope=${String(c.negative_slope)}, threshold=${String(c.threshold)} (tfjs's ReLU has max_value only)`
+      : null,
+  ELU: (c) => (typeof c.alpha === 'number' && c.alpha !== 1 ? `alpha=${c.alpha} (tfjs's ELU layer has alpha=1 only)` : null),
+  GlobalAveragePooling1D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+  GlobalAveragePooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+  GlobalMaxPooling1D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+  GlobalMaxPooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+};
+
+/** Options Keras 3 renamed: tfjs reads them by Keras 2's names. */
+const RENAMED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  LeakyReLU: { negative_slope: 'alpha' },
 };
 
 /** The classes tfjs can deserialize now (tfjs's own and those registered since, such as `@npyts/tfjs/keras-layers`). */
@@ -160,7 +176,7 @@ export function kerasTopology(config: unknown, where: string): KerasTopology {
       } else if ((key === 'layer' || key === 'backward_layer' || key === 'cell') && isObject(value)) {
         out[key] = layer(value, `${at} → ${key}`, depth + 1).layer;
       } else {
-        out[key] = value;
+        out[RENAMED[className]?.[key] ?? key] = value;
       }
     }
     if (className === 'InputLayer') {
