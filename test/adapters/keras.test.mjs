@@ -84,6 +84,12 @@ test('a bfloat16 model: its weights become float32 exactly (Keras on the same we
   assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
 });
 
+test("keras.applications' MobileNetV2 (weights=None, 32×32) predicts what Keras predicts", async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('mobilenetv2.keras')));
+  const err = worst(model, 'mobilenetv2');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
 test("activations by name and as layers, Keras 3's option names translated (LeakyReLU's negative_slope is tfjs's alpha)", async () => {
   const model = await tfl.loadLayersModel(kerasHandler(at('acts.keras')));
   const err = worst(model, 'acts');

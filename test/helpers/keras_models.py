@@ -103,6 +103,13 @@ for w32, w16 in zip(bf32.weights, bf.weights):
     w32.assign(keras.ops.convert_to_numpy(keras.ops.cast(w16.value, "float32")))
 record("bf16", bf32, [rng.normal(size=(2, 6)).astype("float32")])
 
+# keras.applications' MobileNetV2 (ZeroPadding2D, DepthwiseConv2D, ReLU(max_value=6), BatchNormalization, Add,
+# global pooling), untrained at a small input size, with non-trivial BatchNormalization statistics.
+mobilenet = keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3), classes=10)
+randomize(mobilenet)
+mobilenet.save(at("mobilenetv2.keras"))
+record("mobilenetv2", mobilenet, [rng.uniform(-1, 1, size=(1, 32, 32, 3)).astype("float32")])
+
 # Activations by name and as layers, with Keras 3's option names (LeakyReLU's negative_slope).
 acts = keras.Sequential(
     [

@@ -26,6 +26,13 @@ export interface KerasModelFile {
   readonly weights: WeightFile;
 }
 
+/** A copy of a topology with every initializer `Zeros`. */
+function zeroInitialized(topology: object): object {
+  return JSON.parse(JSON.stringify(topology), (key, value: unknown) =>
+    key.endsWith('_initializer') && value !== null && typeof value === 'object' ? { class_name: 'Zeros', config: {} } : value,
+  ) as object;
+}
+
 /** The layers model tfjs builds from a topology (tfjs-layers, loaded only when a Keras model is). */
 async function buildModel(topology: object): Promise<LayersModelLike & { dispose(): unknown }> {
   let layers: typeof import('@tensorflow/tfjs-layers');
@@ -47,7 +54,9 @@ export async function kerasArtifacts(file: KerasModelFile, where: string, option
     throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
   }
   const { topology } = kerasTopology(file.config, where);
-  const model = await buildModel(topology);
+  // Built only for its weights' names and shapes, so with zeros (random and orthogonal fills of a
+  // large model cost seconds); tfjs builds the model itself from the topology as translated.
+  const model = await buildModel(zeroInitialized(topology));
   let plan: HandlerWeight[];
   try {
     const names = kerasNames(model, file.records, where);
