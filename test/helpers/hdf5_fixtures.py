@@ -65,7 +65,7 @@ def tree(fname):
                 entry['shape'] = list(obj.shape)
                 entry['dtype'] = obj.dtype.str
                 entry['chunks'] = obj.chunks is not None
-                if obj.chunks is None and obj.dtype.kind in 'iufS':
+                if obj.chunks is None and obj.dtype.kind in 'iufSV':
                     # npyts arrays hold values in the machine's order, whatever the file's.
                     data = np.ascontiguousarray(obj[()])
                     data = data.astype(data.dtype.newbyteorder('='))
@@ -95,6 +95,8 @@ def common(f, small):
     f['scalar'] = np.float64(3.25)
     f['empty'] = np.zeros((0, 3), dtype='<f4')
     f['strings'] = np.array([b'a', b'bcd', b'xyz12'])
+    if not small:
+        f['opaque'] = np.frombuffer(bytes(range(12)), dtype='V4')
     compact(f, 'compact', values('<i4', (2, 3)))
     g = f.create_group('meta')
     g.attrs['name'] = 'dense'

@@ -128,6 +128,10 @@ export type NpyErrorCode =
   | 'BAD_HDF5'
   /** An HDF5 feature npyts does not read (chunked or filtered datasets, dense link or attribute storage, soft and external links, datatypes other than integers, IEEE floats and strings). */
   | 'HDF5_UNSUPPORTED'
+  /** A `.keras` file that is malformed: no `model.weights.h5` beside its `config.json`, a `config.json` or `metadata.json` that is not a JSON object. */
+  | 'BAD_KERAS'
+  /** A `.keras` file whose weights npyts does not read: `model.weights.npz` (pickled Variables, which Keras cannot load either) or sharded weights. */
+  | 'KERAS_UNSUPPORTED'
   /** A Python pickle that is malformed or breaks a limit of the unpickler. */
   | 'BAD_PICKLE'
   /** A step a driver cannot perform: a bug in npyts, please report it. */

@@ -6,14 +6,8 @@
  * bytes that hold it, and every walk keeps the addresses it has seen (a cycle is `BAD_HDF5`).
  */
 import { Cursor, type MetaReader, type Sizes, UNDEFINED, bad, unsupported } from './bytes.js';
+import { isHdf5 } from './signature.js';
 import { type Hdf5Type, parseDataspace, parseDatatype } from './types.js';
-
-const SIGNATURE = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];
-
-/** Whether bytes start with the HDF5 signature. */
-export function isHdf5(first: Uint8Array): boolean {
-  return SIGNATURE.every((b, i) => first[i] === b);
-}
 
 /** What the superblock says: the sizes of addresses and lengths, and where the root group is. */
 export interface Superblock {

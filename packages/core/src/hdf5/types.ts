@@ -77,6 +77,9 @@ export function parseDatatype(c: Cursor, sizes: Sizes): Hdf5Type {
       if (size !== 4 + sizes.offsets + 4) throw bad(`${c.what} at byte ${c.at} has a variable-length string of ${size} bytes, not ${8 + sizes.offsets}`);
       return { kind: 'vlen-string', size };
     }
+    case 5:
+      // Opaque bytes (numpy's void `V<n>`, and how h5py stores ml_dtypes' bfloat16 for Keras); its tag is not needed.
+      return { kind: 'number', size, descr: `|V${size}` };
     case 8:
       return { kind: 'unsupported', size, what: 'an enum (h5py writes numpy bool so: store it as uint8)' };
     default:
@@ -89,7 +92,7 @@ export function dtypeOf(t: Hdf5Type, where: string): DType {
   if (t.kind === 'number') return parseDescr(t.descr);
   if (t.kind === 'string') return parseDescr(`|S${t.size}`);
   if (t.kind === 'vlen-string') throw unsupported(`${where} holds variable-length strings, which npyts reads only as attributes`);
-  throw unsupported(`${where} is ${t.what}, which npyts does not read (it reads integers, IEEE floats and strings)`);
+  throw unsupported(`${where} is ${t.what}, which npyts does not read (it reads integers, IEEE floats, opaque bytes and strings)`);
 }
 
 /** A dataspace: its shape (`[]` for a scalar), or null for a null dataspace (no value). */
