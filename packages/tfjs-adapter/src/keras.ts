@@ -10,15 +10,15 @@ import { weightBytes, type HandlerWeight } from './handler.js';
 import { kerasTopology } from './keras-config.js';
 import { kerasNames, trainingState, type KerasRecords } from './keras-weights.js';
 import type { LayersModelLike } from './layers.js';
-import { checkAdapterOptions, type NpzSource, type SourceOptions } from './sources.js';
-import { openKerasFile } from './keras-file.js';
+import { checkAdapterOptions, openWeightSource, type NpzSource, type SourceOptions } from './sources.js';
+import { kerasConfigOf, kerasRecordsOf } from './keras-file.js';
 import { tensorDTypeOf, type ToTensorOptions } from './tensors.js';
 
 /** Options of {@link kerasHandler}: where the file is read from, and how its values become tensors. */
 export interface KerasHandlerOptions extends SourceOptions, ToTensorOptions {}
 
 /** An opened Keras file: its model config, what it records of its layers, and its weights by path. */
-export interface KerasModelFile {
+interface KerasModelFile {
   /** The model config (`config.json`, or a legacy `.h5`'s `model_config`); null for a weights-only file. */
   readonly config: unknown;
   readonly records: KerasRecords;
@@ -49,7 +49,7 @@ async function buildModel(topology: object): Promise<LayersModelLike & { dispose
  * once), then each weight paired through Keras's records and checked (names, counts, shapes) on a
  * model built from it before the first byte of weight data is read.
  */
-export async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTensorOptions = {}): Promise<tf.io.ModelArtifacts> {
+async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTensorOptions = {}): Promise<tf.io.ModelArtifacts> {
   if (file.config === null || file.config === undefined) {
     throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
   }
@@ -90,11 +90,15 @@ export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {
   const where = typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
   return {
     async load(): Promise<tf.io.ModelArtifacts> {
-      const file = await openKerasFile(source, options);
+      const [weights, opened] = await openWeightSource(source, options);
       try {
-        return await kerasArtifacts(file, where, options);
+        const records = kerasRecordsOf(weights);
+        if (!records) {
+          throw new NpyError('BAD_MODEL', `${where} is a ${weights.format} file, not a Keras model (.keras or a full-model .h5); load it with npzHandler or assignWeights`);
+        }
+        return await kerasArtifacts({ config: kerasConfigOf(weights), records, weights }, where, options);
       } finally {
-        await file.weights.close();
+        if (opened) await weights.close();
       }
     },
   };
