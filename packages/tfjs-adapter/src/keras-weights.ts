@@ -47,7 +47,11 @@ function varsPaths(className: string, config: Record<string, unknown>): string[]
       return ['vars', 'cell/vars'];
     case 'Bidirectional':
       // tfjs lists the forward layer's weights, then the backward one's.
-      return ['vars', ...inner('layer').map((p) => p.replace(/^layer\//, 'forward_layer/')), ...inner('layer').map((p) => p.replace(/^layer\//, 'backward_layer/'))];
+      return [
+        'vars',
+        ...inner('layer').map((p) => p.replace(/^layer\//, 'forward_layer/')),
+        ...inner('layer').map((p) => p.replace(/^layer\//, 'backward_layer/')),
+      ];
     case 'TimeDistributed':
       return ['vars', ...inner('layer')];
     case 'MultiHeadAttention':

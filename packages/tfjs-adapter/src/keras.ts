@@ -2,7 +2,7 @@
  * Keras 3 models as tfjs models: `tf.loadLayersModel(kerasHandler('model.keras'))` builds the model from
  * Keras's config (keras-config.ts) and assigns every weight through Keras's records (keras-weights.ts).
  */
-import * as tf from '@tensorflow/tfjs-core';
+import type * as tf from '@tensorflow/tfjs-core';
 import { NpyError, type WeightFile } from '@npyts/core';
 import { mapInParallel } from '@npyts/core/plumbing';
 import { planFrom } from './assign.js';
@@ -41,7 +41,9 @@ async function buildModel(topology: object): Promise<LayersModelLike & { dispose
   } catch {
     throw new NpyError('BAD_MODEL', 'loading a Keras model needs @tensorflow/tfjs-layers (npm install @tensorflow/tfjs-layers)');
   }
-  return (await layers.models.modelFromJSON({ modelTopology: topology as tf.io.ModelJSON['modelTopology'] & {} })) as unknown as LayersModelLike & { dispose(): unknown };
+  return (await layers.models.modelFromJSON({ modelTopology: topology as tf.io.ModelJSON['modelTopology'] & {} })) as unknown as LayersModelLike & {
+    dispose(): unknown;
+  };
 }
 
 /**
@@ -87,14 +89,18 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
  */
 export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {}): tf.io.IOHandler {
   checkAdapterOptions(options);
-  const where = typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
+  const where =
+    typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
   return {
     async load(): Promise<tf.io.ModelArtifacts> {
       const [weights, opened] = await openWeightSource(source, options);
       try {
         const records = kerasRecordsOf(weights);
         if (!records) {
-          throw new NpyError('BAD_MODEL', `${where} is a ${weights.format} file, not a Keras model (.keras or a full-model .h5); load it with npzHandler or assignWeights`);
+          throw new NpyError(
+            'BAD_MODEL',
+            `${where} is a ${weights.format} file, not a Keras model (.keras or a full-model .h5); load it with npzHandler or assignWeights`,
+          );
         }
         return await kerasArtifacts({ config: kerasConfigOf(weights), records, weights }, where, options);
       } finally {
