@@ -127,6 +127,12 @@ test('a .keras whose config.json is not a model is refused as BAD_MODEL', async 
   assert.match(e.message, 'not a Sequential or Functional model');
 });
 
+test('a .keras whose models nest 200 deep is refused (BAD_MODEL), not walked into a stack overflow', async () => {
+  const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('deep.keras'))));
+  assert.is(e.code, 'BAD_MODEL');
+  assert.match(e.message, 'models nest more than 64 deep');
+});
+
 /** The CNN of keras_models.py built by hand in tfjs, its layers named as Keras named them. */
 function handBuiltCnn({ lastUnits = 5 } = {}) {
   return tfl.sequential({

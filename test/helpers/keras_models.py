@@ -146,11 +146,18 @@ bad.save(at("unsupported.keras"))
 # A .keras whose config.json is a layer, not a model: refused as a model document.
 import zipfile  # noqa: E402
 
-with zipfile.ZipFile(at("cnn.keras")) as src, zipfile.ZipFile(at("not_a_model.keras"), "w") as dst:
-    for item in src.infolist():
-        data = src.read(item.filename)
-        if item.filename == "config.json":
-            data = json.dumps({"module": "keras.layers", "class_name": "Dense", "config": {"units": 1}}).encode()
-        dst.writestr(item, data)
+
+def with_config(name, config):
+    with zipfile.ZipFile(at("cnn.keras")) as src, zipfile.ZipFile(at(name), "w") as dst:
+        for item in src.infolist():
+            dst.writestr(item, json.dumps(config).encode() if item.filename == "config.json" else src.read(item.filename))
+
+
+with_config("not_a_model.keras", {"module": "keras.layers", "class_name": "Dense", "config": {"units": 1}})
+# Sequential models nested 200 deep: refused before any walk could overflow the stack.
+deep = {"class_name": "Sequential", "config": {"name": "m", "layers": []}}
+for _ in range(200):
+    deep = {"class_name": "Sequential", "config": {"name": "m", "layers": [deep]}}
+with_config("deep.keras", deep)
 
 print(json.dumps(results))
