@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
@@ -131,6 +131,14 @@ test('a .keras whose models nest 200 deep is refused (BAD_MODEL), not walked int
   const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('deep.keras'))));
   assert.is(e.code, 'BAD_MODEL');
   assert.match(e.message, 'models nest more than 64 deep');
+});
+
+test('saving through kerasHandler is refused with the reason (BAD_TARGET), nothing written', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('cnn.keras')));
+  const e = await npyErrorOf(() => model.save(kerasHandler(at('out.keras'))));
+  assert.is(e.code, 'BAD_TARGET');
+  assert.match(e.message, 'npzHandler');
+  assert.not.ok(existsSync(at('out.keras')));
 });
 
 /** The CNN of keras_models.py built by hand in tfjs, its layers named as Keras named them. */

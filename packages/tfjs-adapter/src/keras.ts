@@ -107,5 +107,14 @@ export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {
         if (opened) await weights.close();
       }
     },
+    save(): Promise<tf.io.SaveResult> {
+      // Keras 3 loads a .keras's weights from model.weights.h5 only: its .npz store writes pickled dicts it cannot read back.
+      return Promise.reject(
+        new NpyError(
+          'BAD_TARGET',
+          `saving a tfjs model as a Keras file (${where}) is not supported yet: Keras 3 would need its weights as HDF5; save it with npzHandler, which numpy reads`,
+        ),
+      );
+    },
   };
 }
