@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Hdf5File, NdArray, bytesSource, openHdf5 } from '@npyts/core';
+import { Hdf5File, NdArray, bytesSource, hdf5Format, openHdf5 } from '@npyts/core';
 import { scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
@@ -118,6 +118,67 @@ test('openHdf5 over a Blob; a closed file refuses later reads with CLOSED', asyn
   assert.is(d.dtype.str, '>i8');
   await f.close();
   assert.is((await npyErrorOf(() => d.read())).code, 'CLOSED');
+});
+
+/** Where the data of the first message of `type` in the version 1 object header at `address` starts. */
+function messageAt(bytes, address, type) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset);
+  const length = view.getUint32(address + 8, true);
+  for (let p = address + 16; p < address + 16 + length; ) {
+    const t = view.getUint16(p, true);
+    const size = view.getUint16(p + 2, true);
+    if (t === type) return p + 8;
+    p += 8 + size;
+  }
+  throw new Error(`no message ${type} at ${address}`);
+}
+const setU64 = (bytes, at, v) => new DataView(bytes.buffer, bytes.byteOffset).setBigUint64(at, BigInt(v), true);
+/** Open a file's weights (every dataset walked) and read them all: what a hostile file must end in an NpyError doing. */
+const walkAll = async (bytes) => {
+  const f = await hdf5Format.open(bytesSource(bytes, 'hostile.h5'), null, {});
+  await f.getAll();
+  for (const name of f.names) await f.info(name);
+};
+
+test('hostile files: addresses past the end, huge dimensions, bad heaps, cycles: BAD_HDF5, nothing allocated for them', async () => {
+  const good = bytesOf('default.h5');
+  const f = await open('default.h5');
+  const f4 = (await f.get('num/f4')).address;
+  const patched = (patch) => {
+    const b = good.slice();
+    patch(b);
+    return b;
+  };
+  const heap = good.findIndex((_, i) => good[i] === 0x48 && good[i + 1] === 0x45 && good[i + 2] === 0x41 && good[i + 3] === 0x50);
+  const gcol = good.findIndex((_, i) => good[i] === 0x47 && good[i + 1] === 0x43 && good[i + 2] === 0x4f && good[i + 3] === 0x4c);
+  const cases = {
+    'root header past the end': [patched((b) => setU64(b, 64, 2 ** 50)), (x) => x.root.children()],
+    'a dataspace of 255 dimensions': [patched((b) => (b[messageAt(b, f4, 1) + 1] = 255)), (x) => x.get('num/f4')],
+    'a dimension of 2^50': [patched((b) => setU64(b, messageAt(b, f4, 1) + 8, 2 ** 50)), async (x) => (await x.get('num/f4')).read()],
+    'data past the end': [patched((b) => setU64(b, messageAt(b, f4, 8) + 2, good.length - 8)), async (x) => (await x.get('num/f4')).read()],
+    'a local heap of 2^50 bytes': [patched((b) => setU64(b, heap + 8, 2 ** 50)), (x) => x.root.children()],
+    'a global heap collection of 2^50 bytes': [patched((b) => setU64(b, gcol + 8, 2 ** 50)), async (x) => (await x.get('meta')).attrs()],
+    'an object header continued into itself': [patched((b) => setU64(b, messageAt(b, f4, 16), f4)), (x) => x.get('num/f4')],
+  };
+  for (const [what, [bytes, work]] of Object.entries(cases)) {
+    const e = await npyErrorOf(async () => work(await open('hostile.h5', bytes)));
+    assert.is(e.code, 'BAD_HDF5', `${what}: ${e.code} ${e.message}`);
+  }
+  const cycle = await npyErrorOf(() => walkAll(bytesOf('cycle.h5')));
+  assert.is(cycle.code, 'BAD_HDF5');
+  assert.match(cycle.message, 'cycle');
+  // Cut anywhere, or a byte of the metadata flipped: a file read, or one NpyError.
+  for (let n = 0; n < good.length; n += 4099) {
+    const e = await npyErrorOf(() => walkAll(good.subarray(0, n)));
+    assert.ok(['BAD_HDF5', 'DATA_TRUNCATED'].includes(e.code), `cut at ${n}: ${e.code} ${e.message}`);
+  }
+  for (let at = 0; at < 8192; at += 89) {
+    try {
+      await walkAll(patched((b) => (b[at] ^= 0xff)));
+    } catch (e) {
+      assert.ok(e?.name === 'NpyError', `byte ${at} flipped: ${e?.stack ?? e}`);
+    }
+  }
 });
 
 test.run();

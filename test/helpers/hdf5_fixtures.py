@@ -156,4 +156,9 @@ with h5py.File(os.path.join(out, 'dense.h5'), 'w', libver='latest') as f:
         f.attrs[f'a{i}'] = i
 files['refused.h5'] = tree('refused.h5')
 
+# A hard link to an ancestor: a cycle that h5py writes and reads (visiting each object once).
+with h5py.File(os.path.join(out, 'cycle.h5'), 'w') as f:
+    f['a/b/w'] = np.arange(3, dtype='<f4')
+    f['a/b/loop'] = f['a']
+
 json.dump({'files': files}, sys.stdout)

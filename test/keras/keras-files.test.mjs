@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KerasFile, openHdf5, urlSource } from '@npyts/core';
 import { loadWeights, openWeights } from '@npyts/core/node';
-import { scratch } from '../helpers/numpy.mjs';
+import { runCli, scratch } from '../helpers/numpy.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
@@ -90,6 +90,15 @@ test('model.weights.npz in a .keras: refused as Keras itself refuses it; a zip o
   const other = await npyErrorOf(() => loadWeights(file('other.zip')));
   assert.is(other.code, 'BAD_MAGIC');
   assert.match(other.message, 'no .npy member');
+});
+
+test('npyts info lists a .keras, a .weights.h5 and a legacy .h5 by their paths', async () => {
+  for (const fname of ['model.keras', 'model.weights.h5', 'legacy.h5']) {
+    const { code, stdout } = await runCli(['info', file(fname)]);
+    assert.is(code, 0, fname);
+    for (const t of report.files[fname].tensors) assert.ok(stdout.includes(`${fname}:${t.name}: `), `${fname}: ${t.name}`);
+    assert.match(stdout, `keras, ${report.files[fname].tensors.length} tensors`);
+  }
 });
 
 test('by range from a URL: one weight of a .keras moves its bytes and the metadata, not the file', async () => {

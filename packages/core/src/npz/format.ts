@@ -29,14 +29,6 @@ export function tensorsOfArchive(archive: NpzArchive): TensorFile {
       `the archive has both ${both.map((k) => `'${k}' and '${k}.npy'`).join(', ')}: one key names two members (numpy would read '${both[0]}'); keep one of each`,
     );
   }
-  if (names.length === 0 && archive.entries.length > 0) {
-    // A zip of other things (a .keras of a newer layout, a model.json beside files): not an empty set of weights.
-    const shown = archive.entries.slice(0, 10).map((e) => e.name);
-    throw new NpyError(
-      'BAD_MAGIC',
-      `the zip holds no .npy member (${shown.join(', ')}${archive.entries.length > 10 ? ', …' : ''}): it is not a .npz, a torch.save file or a .keras model`,
-    );
-  }
   const tensors = new Set(names);
   return {
     format: 'npz',
@@ -75,7 +67,17 @@ export const zipFormat: WeightFormatEntry = {
         const { KerasFile } = await import('../keras/file.js');
         return await KerasFile.fromArchive(archive, options);
       }
-      if (!isTorchArchive(archive)) return tensorsOfArchive(archive);
+      if (!isTorchArchive(archive)) {
+        if (!archive.entries.some((e) => e.name.endsWith('.npy')) && archive.entries.length > 0) {
+          // A zip of other things (a .keras of another layout, a model.json beside files): not an empty set of weights.
+          const shown = archive.entries.slice(0, 10).map((e) => e.name);
+          throw new NpyError(
+            'BAD_MAGIC',
+            `the zip holds no .npy member (${shown.join(', ')}${archive.entries.length > 10 ? ', …' : ''}): it is not a .npz, a torch.save file or a .keras model`,
+          );
+        }
+        return tensorsOfArchive(archive);
+      }
       const { TorchFile } = await import('../torch/file.js');
       return await TorchFile.fromArchive(archive, options);
     } catch (e) {
