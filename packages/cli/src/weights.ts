@@ -3,7 +3,18 @@
  * index files, told apart by their bytes (a .npy or .npz goes the other ways), read through core's
  * `openWeights`.
  */
-import { NpyError, formatOf, isTorchArchive, shapeRepr, type DType, type NdArray, type NpyHeader, type TensorInfo, type WeightFile } from '@npyts/core';
+import {
+  NpyError,
+  formatOf,
+  isKerasArchive,
+  isTorchArchive,
+  shapeRepr,
+  type DType,
+  type NdArray,
+  type NpyHeader,
+  type TensorInfo,
+  type WeightFile,
+} from '@npyts/core';
 import { openNpzSync, openWeights } from '@npyts/core/node';
 import { printable, withFile, withFileAsync } from './session.js';
 import { firstBytes, type Target } from './targets.js';
@@ -18,10 +29,10 @@ export function isWeightFile(t: Target): boolean {
   const kind = formatOf(first, size)?.name;
   if (kind === undefined || kind === 'npy' || kind === 'pickle') return false;
   if (kind !== 'zip') return true;
-  // A zip: a torch.save file, or a .npz (read the other ways).
+  // A zip: a torch.save file or a .keras model, or a .npz (read the other ways).
   const zip = withFile(t.label, () => openNpzSync(t.file));
   try {
-    return isTorchArchive(zip);
+    return isTorchArchive(zip) || isKerasArchive(zip.names);
   } finally {
     zip.closeSync();
   }

@@ -74,6 +74,8 @@ export type NpyErrorCode =
   | 'WEIGHT_MISMATCH'
   /** A tfjs layer whose configuration cannot compute what the PyTorch module it is given computes (an epsilon, an activation, a GRU, a grouped convolution). */
   | 'LAYER_CONFIG'
+  /** A Keras model with layers, activations or options tfjs cannot build: every one is listed with its class and place. */
+  | 'UNSUPPORTED_LAYER'
   /** A model's predictions differ from the reference outputs an archive carries (check/output.npy) by more than the tolerance. */
   | 'CHECK_FAILED'
   /** A handle or archive used after close(). */
@@ -122,6 +124,14 @@ export type NpyErrorCode =
   | 'BAD_GGUF'
   /** A GGUF file npyts does not read: version 1, a big-endian file, or a tensor type gguf-py does not dequantize (Q8_1, Q8_K, Q1_0). */
   | 'GGUF_UNSUPPORTED'
+  /** An HDF5 file that is malformed: an address or length past the end of the file, a cycle of groups or B-tree nodes, a bad signature, heap or count, a dataset claiming more bytes than it stores. */
+  | 'BAD_HDF5'
+  /** An HDF5 feature npyts does not read (chunked or filtered datasets, dense link or attribute storage, soft and external links, datatypes other than integers, IEEE floats and strings). */
+  | 'HDF5_UNSUPPORTED'
+  /** A `.keras` file that is malformed: no `model.weights.h5` beside its `config.json`, a `config.json` or `metadata.json` that is not a JSON object. */
+  | 'BAD_KERAS'
+  /** A `.keras` file whose weights npyts does not read: `model.weights.npz` (pickled Variables, which Keras cannot load either) or sharded weights. */
+  | 'KERAS_UNSUPPORTED'
   /** A Python pickle that is malformed or breaks a limit of the unpickler. */
   | 'BAD_PICKLE'
   /** A step a driver cannot perform: a bug in npyts, please report it. */

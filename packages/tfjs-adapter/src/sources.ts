@@ -22,7 +22,8 @@ export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | NpzArch
 /**
  * Where weights are read from: any {@link NpzSource}, or an opened weight file; by bytes, a `Blob`,
  * a URL or a path, a `.npz`, a `torch.save` file (`.pt`, `.pth`, `.bin`), a `.safetensors` file or
- * a sharded set's `*.safetensors.index.json`, told apart by their bytes.
+ * a sharded set's `*.safetensors.index.json`, or Keras's `.keras`, `.weights.h5` and `.h5` files,
+ * told apart by their bytes.
  */
 export type WeightSource = NpzSource | WeightFile;
 

@@ -4,12 +4,19 @@ import {
   decodeNpy,
   encodeSafetensors,
   ggufFormat,
+  hdf5Format,
   openGguf,
+  openHdf5,
+  KerasFile,
   openSafetensors,
   openWeights as openWeightsAnywhere,
   toFloat32,
   type GgufFile,
   type GgufTensorInfo,
+  type Hdf5AttributeValue,
+  type Hdf5Dataset,
+  type Hdf5Group,
+  type KerasMetadata,
   type NdArray,
   type SafetensorsFile,
   type SyncByteSource,
@@ -154,3 +161,21 @@ expectTypeOf(ggufFormat.sniff(bytes, 0)).toEqualTypeOf<boolean>();
 expectTypeOf(ggufFormat.open(inMemory.source, null, {})).toEqualTypeOf<Promise<GgufFile>>();
 const ggufEntry: WeightFormatEntry = ggufFormat;
 expectTypeOf(ggufEntry.name).toEqualTypeOf<string>();
+// HDF5 and Keras: a member is a group or a dataset, told by `kind`; a Keras file's metadata is typed.
+const h5 = await openHdf5('https://example.org/model.weights.h5');
+const member = await h5.get('layers/dense/vars/0');
+expectTypeOf(member).toEqualTypeOf<Hdf5Group | Hdf5Dataset>();
+if (member.kind === 'dataset') {
+  expectTypeOf(member.shape).toEqualTypeOf<readonly number[]>();
+  expectTypeOf(member.read()).toEqualTypeOf<Promise<NdArray>>();
+} else {
+  expectTypeOf(member.children()).toEqualTypeOf<Promise<string[]>>();
+}
+expectTypeOf(await h5.root.attrs()).toEqualTypeOf<Record<string, Hdf5AttributeValue>>();
+const keras = await KerasFile.fromHdf5(h5);
+expectTypeOf(keras.metadata).toEqualTypeOf<KerasMetadata>();
+expectTypeOf(keras.metadata.layers['layers/dense/vars']).toEqualTypeOf<string | undefined>();
+expectTypeOf(keras.config).toEqualTypeOf<Record<string, unknown> | null>();
+expectTypeOf(keras.get('layers/dense/vars/0', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+const hdf5Entry: WeightFormatEntry = hdf5Format;
+expectTypeOf(hdf5Entry.name).toEqualTypeOf<string>();

@@ -1,11 +1,13 @@
 /**
- * The zip entry of the weight format list: a .npz archive (its .npy members are its tensors) or a
- * torch.save checkpoint (a zip of `<folder>/data.pkl` and storages), told apart by the directory.
+ * The zip entry of the weight format list: a .npz archive (its .npy members are its tensors), a
+ * torch.save checkpoint (a zip of `<folder>/data.pkl` and storages) or a `.keras` model (`config.json`
+ * beside `model.weights.h5`), told apart by the directory.
  */
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import { matchesDescr } from '../format/header.js';
 import { isTorchArchive } from '../torch/layout.js';
+import { isKerasArchive } from '../keras/format.js';
 import type { WeightFormatEntry } from '../weights/formats.js';
 import type { TensorFile, TensorReadOptions } from '../weights/tensor-file.js';
 import { NpzArchive } from './archive.js';
@@ -61,7 +63,21 @@ export const zipFormat: WeightFormatEntry = {
   open: async (source, _place, options) => {
     const archive = await NpzArchive.open(source, options);
     try {
-      if (!isTorchArchive(archive)) return tensorsOfArchive(archive);
+      if (isKerasArchive(archive.names)) {
+        const { KerasFile } = await import('../keras/file.js');
+        return await KerasFile.fromArchive(archive, options);
+      }
+      if (!isTorchArchive(archive)) {
+        if (!archive.entries.some((e) => e.name.endsWith('.npy')) && archive.entries.length > 0) {
+          // A zip of other things (a .keras of another layout, a model.json beside files): not an empty set of weights.
+          const shown = archive.entries.slice(0, 10).map((e) => e.name);
+          throw new NpyError(
+            'BAD_MAGIC',
+            `the zip holds no .npy member (${shown.join(', ')}${archive.entries.length > 10 ? ', …' : ''}): it is not a .npz, a torch.save file or a .keras model`,
+          );
+        }
+        return tensorsOfArchive(archive);
+      }
       const { TorchFile } = await import('../torch/file.js');
       return await TorchFile.fromArchive(archive, options);
     } catch (e) {

@@ -10,6 +10,7 @@ import { zipFormat } from '../npz/format.js';
 import { safetensorsFormat } from '../safetensors/format.js';
 import { legacyTorchFormat } from '../torch/layout.js';
 import { ggufFormat } from '../gguf/file.js';
+import { hdf5Format } from '../keras/format.js';
 import type { Place } from './place.js';
 import { ShardedWeights, parseShardIndex } from './sharded.js';
 import type { FormatOptions, TensorFile } from './tensor-file.js';
@@ -88,9 +89,18 @@ const indexFormat: WeightFormatEntry = {
  * The weight formats, asked in this order. A format whose bytes start with a magic goes before
  * `safetensors`, whose test is the weakest (its 8th byte is 0).
  * @example
- * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'gguf', 'torch-legacy', 'safetensors', 'index', 'pickle']
+ * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'gguf', 'hdf5', 'torch-legacy', 'safetensors', 'index', 'pickle']
  */
-export const weightFormats: readonly WeightFormatEntry[] = [zipFormat, npyFormat, ggufFormat, legacyTorchFormat, safetensorsFormat, indexFormat, pickleFormat];
+export const weightFormats: readonly WeightFormatEntry[] = [
+  zipFormat,
+  npyFormat,
+  ggufFormat,
+  hdf5Format,
+  legacyTorchFormat,
+  safetensorsFormat,
+  indexFormat,
+  pickleFormat,
+];
 
 /**
  * The format a file's first bytes (up to {@link SNIFF_BYTES}) say it is, or null for none.
@@ -115,7 +125,7 @@ export async function openTensorFile(source: ByteSource, place: Place | null, op
     if (!format) {
       throw new NpyError(
         'BAD_MAGIC',
-        `${name} is not a weight file npyts reads: a .npz, a torch.save file, a .safetensors file, a GGUF file or a sharded set's index (${weightFormats.map((f) => f.name).join(', ')})`,
+        `${name} is not a weight file npyts reads: a .npz, a torch.save file, a .safetensors file, a GGUF file, an HDF5 (Keras) file or a sharded set's index (${weightFormats.map((f) => f.name).join(', ')})`,
       );
     }
     return await format.open(source, place, options);

@@ -1,0 +1,308 @@
+/**
+ * Keras weight files as tensor files: Keras 3's `.weights.h5` (datasets by path, such as
+ * `layers/dense/vars/0`; a `vars` group's `name` attribute is its layer's name), legacy `.h5` files
+ * (`model.save('m.h5')`, Keras 2's `save_weights`: `layer_names` and `weight_names` attributes) and
+ * `.keras` zips (`config.json`, `metadata.json` and `model.weights.h5`, read by range through the
+ * zip). Any other HDF5 file lists its datasets by path. Weights Keras stores as bfloat16 (uint16 or
+ * opaque bytes with the attribute `dtype='bfloat16'`) read as bfloat16.
+ */
+import type { NdArray } from '../array/ndarray.js';
+import { NpyError, unknownKey, withWhere } from '../errors.js';
+import type { DescrInput } from '../format/descr-types.js';
+import { parseDescr } from '../format/dtype.js';
+import { matchesDescr } from '../format/header.js';
+import type { ByteSource } from '../io/byte-source.js';
+import { bytesSource } from '../io/byte-source.js';
+import { getEvery } from '../io/settle.js';
+import type { NpzArchive } from '../npz/archive.js';
+import type { Expecting } from '../npy.js';
+import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
+import { bad } from '../hdf5/bytes.js';
+import { type Hdf5Dataset, Hdf5File, type Hdf5Group } from '../hdf5/file.js';
+import { KERAS_WEIGHTS } from './format.js';
+
+/** Tensors read at once by getAll. */
+const TENSORS_IN_FLIGHT = 4;
+
+/**
+ * What a Keras file says besides its weights: the model's configuration (`config.json` of a
+ * `.keras`, the `model_config` attribute of a legacy `.h5`; null for a weights-only file), a
+ * `.keras`'s `metadata.json`, and each layer's name by the group that holds its weights.
+ */
+export type KerasMetadata = {
+  /** The model's configuration, parsed (what `keras.saving.deserialize_keras_object` reads); null where the file has none. */
+  readonly config: Record<string, unknown> | null;
+  /** A `.keras` file's `metadata.json` (`keras_version`, `date_saved`), parsed; null elsewhere. */
+  readonly metadata: Record<string, unknown> | null;
+  /**
+   * Each layer's name by the group that holds its weights: a `.weights.h5`'s `vars` groups
+   * (`'layers/dense/vars': 'dense'`: the group's `name` attribute), a legacy file's layer groups
+   * (`'model_weights/dense': 'dense'`).
+   */
+  readonly layers: Readonly<Record<string, string>>;
+  /** The `keras_version` and `backend` attributes of a legacy `.h5`, where it has them. */
+  readonly kerasVersion?: string;
+  readonly backend?: string;
+};
+
+/** One tensor: its dataset, and the dtype it is read as. */
+interface Entry {
+  readonly dataset: Hdf5Dataset;
+  readonly as: string | undefined;
+}
+
+/**
+ * An open Keras weight file (or any HDF5 file, its datasets by path): `names` in Keras's order,
+ * `info`, `get` (by range: one weight of a remote file moves its bytes and the metadata read when
+ * the file was opened), and `metadata` ({@link KerasMetadata}).
+ * @example
+ * const f = await openWeights('model.keras');
+ * f.names;                         // ['layers/dense/vars/0', 'layers/dense/vars/1', …]
+ * f.metadata.layers;               // { 'layers/dense/vars': 'dense', … }
+ */
+export class KerasFile implements TensorFile, AsyncDisposable {
+  /** `'keras'` for a file of Keras's layouts, `'hdf5'` for another HDF5 file. */
+  readonly format: 'keras' | 'hdf5';
+  readonly names: readonly string[];
+  readonly metadata: KerasMetadata;
+  private readonly entries: ReadonlyMap<string, Entry>;
+  private closed = false;
+
+  private constructor(
+    readonly hdf5: Hdf5File,
+    format: 'keras' | 'hdf5',
+    entries: Map<string, Entry>,
+    metadata: KerasMetadata,
+    private readonly release: () => Promise<void>,
+  ) {
+    this.format = format;
+    this.entries = entries;
+    this.names = [...entries.keys()];
+    this.metadata = metadata;
+  }
+
+  /** The model's configuration (see {@link KerasMetadata.config}). */
+  get config(): Record<string, unknown> | null {
+    return this.metadata.config;
+  }
+
+  /**
+   * An HDF5 file's weights: every dataset is walked now (metadata only: headers and attributes),
+   * each tensor read when asked for. `extra` is a `.keras`'s JSON members; `release` closes what
+   * the file was read through.
+   */
+  static async fromHdf5(
+    hdf5: Hdf5File,
+    extra: { config: Record<string, unknown> | null; metadata: Record<string, unknown> | null } = { config: null, metadata: null },
+    options: { signal?: AbortSignal | undefined; release?: () => Promise<void> } = {},
+  ): Promise<KerasFile> {
+    const { signal } = options;
+    const entries = new Map<string, Entry>();
+    const layers: Record<string, string> = {};
+    const rootAttrs = await hdf5.root.attrs({ signal });
+    const rootNames = await hdf5.root.children({ signal });
+    let legacyRoot: Hdf5Group | null = null;
+    let prefix = '';
+    if (rootNames.includes('model_weights')) {
+      const g = await hdf5.root.get('model_weights', { signal });
+      if (g.kind === 'group' && 'layer_names' in (await g.attrs({ signal }))) {
+        legacyRoot = g;
+        prefix = 'model_weights/';
+      }
+    } else if ('layer_names' in rootAttrs) {
+      legacyRoot = hdf5.root;
+    }
+    let format: 'keras' | 'hdf5' = 'hdf5';
+    let config = extra.config;
+    const more: { kerasVersion?: string; backend?: string } = {};
+    if (legacyRoot) {
+      format = 'keras';
+      const attrs = await legacyRoot.attrs({ signal });
+      const layerNames = stringsOf(attrs.layer_names, `the layer_names attribute of /${prefix}`);
+      for (const layer of layerNames) {
+        const g = await legacyRoot.get(layer, { signal });
+        if (g.kind !== 'group') throw bad(`layer '${layer}' of layer_names is a dataset at ${g.path}, not a group of weights`);
+        layers[`${prefix}${layer}`] = layer;
+        const weightNames = stringsOf((await g.attrs({ signal })).weight_names, `the weight_names attribute of ${g.path}`);
+        for (const w of weightNames) {
+          const d = await g.get(w, { signal });
+          if (d.kind !== 'dataset') throw bad(`weight '${w}' of ${g.path} is a group, not a dataset`);
+          const name = `${prefix}${layer}/${w}`;
+          if (entries.has(name)) throw bad(`weight '${name}' is named twice by weight_names`);
+          entries.set(name, { dataset: d, as: await bfloat16Of(d, signal) });
+        }
+      }
+      const top = legacyRoot === hdf5.root ? rootAttrs : { ...rootAttrs, ...(await legacyRoot.attrs({ signal })) };
+      if (typeof top.keras_version === 'string') more.kerasVersion = top.keras_version;
+      if (typeof top.backend === 'string') more.backend = top.backend;
+      if (config === null && typeof rootAttrs.model_config === 'string') config = parseJson(rootAttrs.model_config, 'the model_config attribute');
+    } else {
+      await walk(hdf5.root, new Set([hdf5.root.address]), new Set(), entries, layers, signal);
+      if (rootNames.includes('layers') || Object.keys(layers).length) format = 'keras';
+    }
+    return new KerasFile(hdf5, format, entries, { config, metadata: extra.metadata, layers, ...more }, options.release ?? (() => hdf5.close()));
+  }
+
+  /**
+   * A `.keras` zip's model: `config.json`, `metadata.json` and `model.weights.h5` (a stored member
+   * is read by range; a deflated one is read whole). A `.keras` whose weights are
+   * `model.weights.npz` is refused: Keras writes them as pickled `Variable` objects that Keras
+   * itself cannot load (`np.load(allow_pickle=False)`).
+   */
+  static async fromArchive(archive: NpzArchive, options: { signal?: AbortSignal | undefined } = {}): Promise<KerasFile> {
+    const { signal } = options;
+    // A stored member is read by range (its local header, then its bytes), so a remote .keras moves its JSON, not 64 KiB around it.
+    const member = async (name: string): Promise<ByteSource> =>
+      archive.entry(name).method === 0 ? archive.storedMember(name, { signal }) : bytesSource(await archive.bytes(name, { signal }), name);
+    const json = async (name: string): Promise<Record<string, unknown> | null> => {
+      if (!archive.has(name)) return null;
+      const m = await member(name);
+      return parseJson(new TextDecoder().decode(await m.read(0, m.size, { signal })), name);
+    };
+    const config = await json('config.json');
+    const metadata = await json('metadata.json');
+    if (!archive.has(KERAS_WEIGHTS)) {
+      if (archive.has('model.weights.npz')) {
+        throw new NpyError(
+          'KERAS_UNSUPPORTED',
+          "the .keras file's weights are model.weights.npz, which Keras writes as pickled Variable objects and cannot load itself (np.load with allow_pickle=False refuses them): save the model with the default weights format (model.weights.h5)",
+        );
+      }
+      if (archive.has('model.weights.json')) {
+        throw new NpyError(
+          'KERAS_UNSUPPORTED',
+          'the .keras file holds sharded weights (model.weights.json), which npyts does not read yet: save it without max_shard_size',
+        );
+      }
+      throw new NpyError('BAD_KERAS', `the .keras file has no ${KERAS_WEIGHTS}; it has ${archive.names.join(', ') || 'no member'}`);
+    }
+    const source = await member(KERAS_WEIGHTS);
+    try {
+      const hdf5 = await Hdf5File.open(source, { signal });
+      return await KerasFile.fromHdf5(hdf5, { config, metadata }, { signal, release: () => archive.close() });
+    } catch (e) {
+      throw withWhere(e, { member: KERAS_WEIGHTS });
+    }
+  }
+
+  /** A tensor's dtype and shape, from its dataset's header (nothing is read). */
+  info(name: string, _options: { signal?: AbortSignal | undefined } = {}): TensorInfo {
+    const { dataset, as } = this.entry(name);
+    return { dtype: as === undefined ? dataset.dtype : parseDescr(as), shape: dataset.shape };
+  }
+
+  /**
+   * One tensor, read by range (only its bytes move).
+   * @example
+   * const kernel = await f.get('layers/dense/vars/0', { expect: '<f4' });
+   */
+  async get<const S extends DescrInput>(name: string, options: TensorReadOptions & Expecting<S>): Promise<NdArray<S>>;
+  async get(name: string, options?: TensorReadOptions): Promise<NdArray>;
+  async get(name: string, options: TensorReadOptions = {}): Promise<NdArray> {
+    this.checkOpen();
+    const { dataset, as } = this.entry(name);
+    const dtype = this.info(name).dtype;
+    if (options.expect !== undefined && !matchesDescr(dtype, options.expect)) {
+      throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${dtype.name}, not ${String(options.expect)}`), { file: this.fileName });
+    }
+    return dataset.read({ signal: options.signal, ...(as === undefined ? {} : { as }) });
+  }
+
+  /** Every tensor by name, in Keras's order, a few read at once. */
+  getAll({ signal }: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }));
+  }
+
+  /** The name of the layer whose weights a tensor is (its `vars` group's `name`, a legacy file's layer), or null. */
+  layerOf(name: string): string | null {
+    this.entry(name);
+    let best: string | null = null;
+    for (const group of Object.keys(this.metadata.layers)) {
+      if (name.startsWith(`${group}/`) && (best === null || group.length > best.length)) best = group;
+    }
+    return best === null ? null : this.metadata.layers[best]!;
+  }
+
+  /** Release the file; later reads fail with CLOSED. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.hdf5.close();
+    await this.release();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  private entry(name: string): Entry {
+    const e = this.entries.get(name);
+    if (!e) throw withWhere(unknownKey(name, this.names, 'the Keras file'), { file: this.fileName });
+    return e;
+  }
+
+  private get fileName(): string {
+    return this.hdf5.source.name ?? 'the Keras file';
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new NpyError('CLOSED', `${this.fileName} is closed`);
+  }
+}
+
+/** Every dataset below `group` (depth-first, in h5py's order), each group once: a cycle or a second path to one is `BAD_HDF5`. */
+async function walk(
+  group: Hdf5Group,
+  ancestors: Set<number>,
+  seen: Set<number>,
+  entries: Map<string, Entry>,
+  layers: Record<string, string>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  for (const name of await group.children({ signal })) {
+    const child = await group.get(name, { signal });
+    if (child.kind === 'dataset') {
+      entries.set(child.path.slice(1), { dataset: child, as: await bfloat16Of(child, signal) });
+      continue;
+    }
+    if (ancestors.has(child.address)) throw bad(`group ${child.path} is its own ancestor (its header is at byte ${child.address}): a cycle`);
+    if (seen.has(child.address)) throw bad(`group ${child.path} is reached by a second path (its header is at byte ${child.address})`);
+    seen.add(child.address);
+    if (name === 'vars') {
+      const layer = (await child.attrs({ signal })).name;
+      if (typeof layer === 'string') layers[child.path.slice(1)] = layer;
+    }
+    ancestors.add(child.address);
+    await walk(child, ancestors, seen, entries, layers, signal);
+    ancestors.delete(child.address);
+  }
+}
+
+/** `'bfloat16'` where Keras stored a dataset's bfloat16 values as 2-byte integers or opaque bytes (its attribute `dtype`). */
+async function bfloat16Of(d: Hdf5Dataset, signal: AbortSignal | undefined): Promise<string | undefined> {
+  const attrs = await d.attrs({ signal });
+  if (attrs.dtype !== 'bfloat16') return undefined;
+  if (d.dtype.itemsize !== 2 || !['u', 'i', 'V'].includes(d.dtype.kind)) {
+    throw bad(`${d.path} says dtype='bfloat16' but holds ${d.dtype.name}, not 2-byte values`);
+  }
+  return 'bfloat16';
+}
+
+/** An attribute that must be a list of strings (a legacy file's `layer_names`, `weight_names`). */
+function stringsOf(v: unknown, what: string): string[] {
+  if (Array.isArray(v)) return v;
+  if (typeof v === 'string') return [v];
+  if (v !== null && typeof v === 'object' && 'size' in v && (v as NdArray).size === 0) return [];
+  throw bad(`${what} is not a list of strings`);
+}
+
+function parseJson(text: string, what: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new NpyError('BAD_KERAS', `${what} is not JSON: ${(e as Error).message}`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new NpyError('BAD_KERAS', `${what} is not a JSON object`);
+  return v as Record<string, unknown>;
+}

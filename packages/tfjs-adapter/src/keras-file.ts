@@ -1,0 +1,28 @@
+/**
+ * What a Keras weight file opened by core (`openWeights` of a `.keras`, `.weights.h5` or legacy
+ * `.h5`: a `KerasFile`) records of its layers, read from its metadata.
+ */
+import type { WeightFile } from '@npyts/core';
+import type { KerasRecords } from './keras-weights.js';
+
+/**
+ * What a Keras weight file records of its layers, from its metadata (`layers`: each `vars` group's
+ * layer name by the group's path, or a legacy file's layer groups), or undefined for other files.
+ */
+export function kerasRecordsOf(file: WeightFile): KerasRecords | undefined {
+  const layers = (file.metadata as { layers?: unknown }).layers;
+  if (file.format !== 'keras' || typeof layers !== 'object' || layers === null) return undefined;
+  const groups = Object.entries(layers as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string');
+  const keys = file.names;
+  if (groups.some(([g]) => g === 'vars' || g.endsWith('/vars'))) {
+    // Keras 3: 'layers/dense/vars' names the layer whose group is 'layers/dense'.
+    return { keys, layers: new Map(groups.filter(([g]) => g.endsWith('/vars')).map(([g, name]) => [g.slice(0, -'/vars'.length), name])) };
+  }
+  // Legacy: a layer's weights are the datasets below its group, in its weight_names' order (the file's).
+  return { keys, legacy: new Map(groups.map(([g, name]) => [name, keys.filter((k) => k.startsWith(`${g}/`))])) };
+}
+
+/** A Keras file's model config (`config.json`, a legacy `.h5`'s `model_config`), or null for weights only. */
+export function kerasConfigOf(file: WeightFile): unknown {
+  return (file.metadata as { config?: unknown }).config ?? null;
+}

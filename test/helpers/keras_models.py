@@ -1,0 +1,163 @@
+"""Keras 3 models for test/adapters/keras.test.mjs, built, saved and run by Keras itself (KERAS_BACKEND=torch).
+
+python3 keras_models.py DIR  writes DIR/<name>.keras (and .h5, .weights.h5 where asked) and prints JSON:
+{name: {"inputs": [...], "outputs": [...]}} -- Keras's predictions on the inputs it was given.
+"""
+import json
+import os
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "torch")
+import numpy as np  # noqa: E402
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
+out = sys.argv[1]
+rng = np.random.default_rng(7)
+keras.utils.set_random_seed(7)
+results = {}
+
+
+def at(name):
+    return os.path.join(out, name)
+
+
+def randomize(model):
+    """Every weight random, BatchNormalization's statistics included (so a wrong pairing cannot pass)."""
+    for w in model.weights:
+        shape = tuple(w.shape)
+        if "variance" in w.path:
+            value = rng.uniform(0.5, 2.0, shape)
+        else:
+            value = rng.normal(0, 0.5, shape)
+        w.assign(value.astype(keras.backend.standardize_dtype(w.dtype)) if w.dtype != "bfloat16" else value.astype("float32"))
+
+
+def record(name, model, inputs):
+    ys = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
+    ys = ys if isinstance(ys, (list, tuple)) else [ys]
+    results[name] = {
+        "inputs": [np.asarray(x).tolist() for x in inputs],
+        "outputs": [np.asarray(y, dtype="float32").tolist() for y in ys],
+    }
+
+
+# A Sequential CNN with BatchNormalization (non-trivial moving statistics).
+cnn = keras.Sequential(
+    [
+        keras.Input((8, 8, 3)),
+        layers.Conv2D(4, 3, activation="relu", padding="same"),
+        layers.BatchNormalization(),
+        layers.MaxPooling2D(),
+        layers.Conv2D(6, 3, activation="silu"),
+        layers.Flatten(),
+        layers.Dropout(0.5),
+        layers.Dense(5, activation="softmax"),
+    ],
+    name="cnn",
+)
+randomize(cnn)
+cnn.save(at("cnn.keras"))
+cnn.save(at("cnn.h5"))
+cnn.save_weights(at("cnn.weights.h5"))
+record("cnn", cnn, [rng.normal(size=(2, 8, 8, 3)).astype("float32")])
+
+# A Functional model: two inputs, two outputs, a shared layer, Add and Concatenate, a nested Sequential.
+a = keras.Input((4,), name="a")
+b = keras.Input((4,), name="b")
+shared = layers.Dense(4, activation="tanh", name="shared")
+inner = keras.Sequential([keras.Input((8,)), layers.Dense(3, activation="relu"), layers.Dense(3)], name="inner")
+x = layers.Add()([shared(a), shared(b)])
+y = layers.Concatenate()([a, x])
+fn = keras.Model([a, b], [layers.Dense(1, name="o1")(x), inner(y)], name="two_in_two_out")
+randomize(fn)
+# Compiled and trained a step: the file then holds the optimizer's variables beside the model's.
+fn.compile("adam", "mse")
+fn.fit([rng.normal(size=(8, 4)), rng.normal(size=(8, 4))], [rng.normal(size=(8, 1)), rng.normal(size=(8, 3))], epochs=1, verbose=0)
+fn.save(at("fn.keras"))
+record("fn", fn, [rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=(3, 4)).astype("float32")])
+
+# A text model: Embedding, Bidirectional(LSTM), pooling, Dense.
+text = keras.Sequential(
+    [
+        keras.Input((6,), dtype="int32"),
+        layers.Embedding(20, 8),
+        layers.Bidirectional(layers.LSTM(5, return_sequences=True)),
+        layers.LSTM(4),
+        layers.Dense(2),
+    ],
+    name="text",
+)
+randomize(text)
+text.save(at("text.keras"))
+record("text", text, [rng.integers(0, 20, size=(3, 6)).astype("int32")])
+
+# A bfloat16 model: its weights are stored as bfloat16.
+bf = keras.Sequential(
+    [keras.Input((6,)), layers.Dense(5, activation="relu", dtype="bfloat16"), layers.Dense(3, dtype="bfloat16")], name="bf16"
+)
+randomize(bf)
+bf.save(at("bf16.keras"))
+bf32 = keras.Sequential([keras.Input((6,)), layers.Dense(5, activation="relu"), layers.Dense(3)], name="bf16_as_f32")
+for w32, w16 in zip(bf32.weights, bf.weights):
+    w32.assign(keras.ops.convert_to_numpy(keras.ops.cast(w16.value, "float32")))
+record("bf16", bf32, [rng.normal(size=(2, 6)).astype("float32")])
+
+# keras.applications' MobileNetV2 (ZeroPadding2D, DepthwiseConv2D, ReLU(max_value=6), BatchNormalization, Add,
+# global pooling), untrained at a small input size, with non-trivial BatchNormalization statistics.
+mobilenet = keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3), classes=10)
+randomize(mobilenet)
+mobilenet.save(at("mobilenetv2.keras"))
+record("mobilenetv2", mobilenet, [rng.uniform(-1, 1, size=(1, 32, 32, 3)).astype("float32")])
+
+# Activations by name and as layers, with Keras 3's option names (LeakyReLU's negative_slope).
+acts = keras.Sequential(
+    [
+        keras.Input((6,)),
+        layers.Dense(8, activation="gelu"),
+        layers.LeakyReLU(negative_slope=0.1),
+        layers.Dense(8, activation="silu"),
+        layers.ReLU(max_value=0.8),
+        layers.Dense(8, activation="selu"),
+        layers.ELU(),
+        layers.Dense(8, activation="softplus"),
+        layers.Dense(8, activation="elu"),
+        layers.Dense(4, activation="log_softmax"),
+    ],
+    name="acts",
+)
+randomize(acts)
+acts.save(at("acts.keras"))
+record("acts", acts, [rng.normal(size=(3, 6)).astype("float32")])
+
+# Layers and options tfjs cannot build, in one model (the refusal lists every one).
+u = keras.Input((5, 3))
+h = layers.GRU(4, return_sequences=True)(u)
+h = layers.UnitNormalization()(h)
+h = layers.Dense(3, activation="hard_silu")(h)
+h = layers.Conv1D(4, 1, groups=1)(h)
+h = layers.Dense(4, activation="hard_sigmoid")(h)
+h = layers.ReLU(negative_slope=0.1)(h)
+h = layers.ELU(alpha=0.5)(h)
+h = layers.GlobalAveragePooling1D(keepdims=True)(h)
+bad = keras.Model(u, h, name="unsupported")
+bad.save(at("unsupported.keras"))
+
+# A .keras whose config.json is a layer, not a model: refused as a model document.
+import zipfile  # noqa: E402
+
+
+def with_config(name, config):
+    with zipfile.ZipFile(at("cnn.keras")) as src, zipfile.ZipFile(at(name), "w") as dst:
+        for item in src.infolist():
+            dst.writestr(item, json.dumps(config).encode() if item.filename == "config.json" else src.read(item.filename))
+
+
+with_config("not_a_model.keras", {"module": "keras.layers", "class_name": "Dense", "config": {"units": 1}})
+# Sequential models nested 200 deep: refused before any walk could overflow the stack.
+deep = {"class_name": "Sequential", "config": {"name": "m", "layers": []}}
+for _ in range(200):
+    deep = {"class_name": "Sequential", "config": {"name": "m", "layers": [deep]}}
+with_config("deep.keras", deep)
+
+print(json.dumps(results))
