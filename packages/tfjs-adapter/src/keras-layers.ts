@@ -654,6 +654,9 @@ export interface MultiHeadAttentionArgs extends KerasLayerArgs {
   slidingWindow?: number | null;
 }
 
+/** A call's `useCausalMask` (Keras's `use_causal_mask`, camel-cased by tfjs's deserializer or not). */
+const causalOf = (kwargs: Record<string, unknown> | undefined): boolean => kwargs?.useCausalMask === true || kwargs?.use_causal_mask === true;
+
 /**
  * Keras's `MultiHeadAttention` on `[batch, length, features]` inputs: applied to `[query, value]` or
  * `[query, value, key]` (Keras's argument order), it gives the attention output. Its weights are
@@ -674,6 +677,8 @@ export class KerasMultiHeadAttention extends tfl.layers.Layer {
   /** The output's last axis as configured (null: the query's). */
   readonly outputDim: number | null;
   private readonly w: Record<string, tfl.LayerVariable | null> = {};
+  /** `useCausalMask` as the model's graph called the layer (tfjs's predict does not pass a node's call arguments on). */
+  private graphCausal: boolean | null = null;
 
   constructor(args: MultiHeadAttentionArgs) {
     super(args);
@@ -722,13 +727,30 @@ export class KerasMultiHeadAttention extends tfl.layers.Layer {
     return [q[0]!, q[1]!, this.outputDim ?? q[2]!];
   }
 
+  /** Applied in a model's graph, the call's `useCausalMask` is kept: tfjs's predict calls the layer without it. */
+  override apply(
+    inputs: tf.Tensor | tf.Tensor[] | tfl.SymbolicTensor | tfl.SymbolicTensor[],
+    kwargs?: Record<string, unknown>,
+  ): tf.Tensor | tf.Tensor[] | tfl.SymbolicTensor | tfl.SymbolicTensor[] {
+    const list = Array.isArray(inputs) ? inputs : [inputs];
+    if (list.some((x) => x instanceof tfl.SymbolicTensor)) {
+      const causal = causalOf(kwargs);
+      if (this.graphCausal !== null && this.graphCausal !== causal) {
+        throw new RangeError(`MultiHeadAttention '${this.name}': a layer shared with and without use_causal_mask is not supported`);
+      }
+      this.graphCausal = causal;
+    }
+    return super.apply(inputs, kwargs);
+  }
+
   override call(inputs: tf.Tensor | tf.Tensor[], kwargs: Record<string, unknown> = {}): tf.Tensor {
     return tf.tidy(() => {
       const list = Array.isArray(inputs) ? inputs : [inputs];
       const query = list[0] as tf.Tensor3D;
       const value = (list[1] ?? query) as tf.Tensor3D;
       const key = (list[2] ?? value) as tf.Tensor3D;
-      const causal = kwargs.useCausalMask === true || kwargs.use_causal_mask === true;
+      const given = kwargs.useCausalMask ?? kwargs.use_causal_mask;
+      const causal = given === undefined ? (this.graphCausal ?? false) : given === true;
       const project = (x: tf.Tensor3D, part: string): tf.Tensor => {
         const y = tf.einsum('abc,cde->abde', x, this.w[`${part}/kernel`]!.read());
         const b = this.w[`${part}/bias`];
