@@ -122,6 +122,10 @@ export type NpyErrorCode =
   | 'BAD_GGUF'
   /** A GGUF file npyts does not read: version 1, a big-endian file, or a tensor type gguf-py does not dequantize (Q8_1, Q8_K, Q1_0). */
   | 'GGUF_UNSUPPORTED'
+  /** An HDF5 file that is malformed: an address or length past the end of the file, a cycle of groups or B-tree nodes, a bad signature, heap or count, a dataset claiming more bytes than it stores. */
+  | 'BAD_HDF5'
+  /** An HDF5 feature npyts does not read (chunked or filtered datasets, dense link or attribute storage, soft and external links, datatypes other than integers, IEEE floats and strings). */
+  | 'HDF5_UNSUPPORTED'
   /** A Python pickle that is malformed or breaks a limit of the unpickler. */
   | 'BAD_PICKLE'
   /** A step a driver cannot perform: a bug in npyts, please report it. */

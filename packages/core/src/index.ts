@@ -117,6 +117,8 @@ export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './
 export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weights/place.js';
 export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
 export { openGguf } from './gguf/open.js';
+export { Hdf5File, Hdf5Group, Hdf5Dataset, type Hdf5AttributeValue, type Hdf5ReadOptions } from './hdf5/file.js';
+export { openHdf5 } from './hdf5/open.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
 export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';

@@ -1,0 +1,353 @@
+/**
+ * An HDF5 file over any byte source, as h5py and Keras write it: groups, datasets and their
+ * attributes, each read when asked for, by range (a remote file moves the metadata walked and the
+ * datasets read). The subset read: superblocks 0 to 3, object headers 1 and 2, old-style groups
+ * (symbol tables) and compact new-style ones (link messages), contiguous and compact datasets of
+ * integers, IEEE floats and fixed-length strings, attributes of those and of variable-length
+ * strings. The rest (chunked or filtered datasets, dense storage, soft and external links, other
+ * datatypes) is refused by name: `HDF5_UNSUPPORTED`.
+ */
+import type { NdArray } from '../array/ndarray.js';
+import { NpyError, unknownKey, withWhere } from '../errors.js';
+import { parseDescr, type DType } from '../format/dtype.js';
+import type { NpyHeader } from '../format/header.js';
+import { type AsyncByteSource, type ByteSource, bytesSource, checkedReads } from '../io/byte-source.js';
+import { npyReaderOf } from '../io/open.js';
+import { Cursor, MetaReader, UNDEFINED, bad, unsupported } from './bytes.js';
+import {
+  type DatasetHeader,
+  GlobalHeaps,
+  type Link,
+  type ObjectHeader,
+  type RawAttribute,
+  attributesOf,
+  datasetOf,
+  isGroup,
+  linksOf,
+  readObjectHeader,
+  readSuperblock,
+} from './objects.js';
+import { countOf, dtypeOf, fixedString, vlenString } from './types.js';
+
+/**
+ * An attribute's value as h5py reads it: a string (fixed or variable length), a number (a bigint
+ * for a 64-bit integer past 2^53), an array of strings, or an `NdArray` of numbers; null for an
+ * attribute with no value (a null dataspace).
+ */
+export type Hdf5AttributeValue = string | number | bigint | string[] | NdArray | null;
+
+/** Options of one read: `signal` cancels it. */
+export interface Hdf5ReadOptions {
+  signal?: AbortSignal | undefined;
+}
+
+/** What the file's objects share: the metadata reader, the global heaps, the data source. */
+interface Context {
+  readonly meta: MetaReader;
+  readonly heaps: GlobalHeaps;
+  /** The source, read through a check that the file is open. */
+  readonly data: AsyncByteSource;
+  /** The root group's object header. */
+  readonly root: number;
+}
+
+/** Most groups a path may cross: deeper paths are refused (h5py's own limit is memory). */
+const MAX_DEPTH = 1024;
+
+/** The parts of an object shared by groups and datasets: where it is, and its attributes. */
+abstract class Hdf5Object {
+  constructor(
+    protected readonly ctx: Context,
+    protected readonly header: ObjectHeader,
+    /** The object's path from the root (`'/'`, `'/model_weights/dense'`). */
+    readonly path: string,
+  ) {}
+
+  /** The last part of the path (`'dense'`; `''` for the root). */
+  get name(): string {
+    return this.path.slice(this.path.lastIndexOf('/') + 1);
+  }
+
+  /** The object header's byte in the file (objects linked twice have one). */
+  get address(): number {
+    return this.header.address;
+  }
+
+  /**
+   * Every attribute, by name in the header's order: strings, numbers, arrays (see
+   * {@link Hdf5AttributeValue}); a datatype npyts does not read is refused naming the attribute.
+   * @example
+   * (await group.attrs()).name;   // 'dense'
+   */
+  async attrs(options: Hdf5ReadOptions = {}): Promise<Record<string, Hdf5AttributeValue>> {
+    const out: Record<string, Hdf5AttributeValue> = {};
+    for (const a of attributesOf(this.header, this.ctx.meta.sizes, this.path)) {
+      try {
+        out[a.name] = await attributeValue(this.ctx, a, `attribute '${a.name}' of ${this.path}`, options.signal);
+      } catch (e) {
+        throw withWhere(e, { file: this.ctx.meta.name, member: `${this.path} @${a.name}` });
+      }
+    }
+    return out;
+  }
+}
+
+/**
+ * A group: its members by name (`children`), one by path (`get`), its attributes.
+ * @example
+ * const g = await file.root.get('model_weights/dense');
+ * if (g.kind === 'group') console.log(await g.children());
+ */
+export class Hdf5Group extends Hdf5Object {
+  readonly kind = 'group' as const;
+  private links: Promise<Map<string, Link>> | null = null;
+
+  /** The names of the group's members, as h5py lists them (by name, or by creation order where the group tracks it). */
+  async children(options: Hdf5ReadOptions = {}): Promise<string[]> {
+    return [...(await this.linkMap(options.signal)).keys()];
+  }
+
+  /**
+   * The member at `path` below this group (`'a/b/c'`; a leading `/` starts at the root), a group or
+   * a dataset; `NPZ_KEY` for a name the group lacks, listing those it has.
+   * @example
+   * const w = await file.root.get('layers/dense/vars/0');
+   * if (w.kind === 'dataset') await w.read();
+   */
+  async get(path: string, options: Hdf5ReadOptions = {}): Promise<Hdf5Group | Hdf5Dataset> {
+    const parts = path.split('/').filter((p) => p !== '' && p !== '.');
+    if (parts.length > MAX_DEPTH) throw new NpyError('BAD_OPTION', `the path '${path}' has ${parts.length} parts; ${MAX_DEPTH} at most`);
+    let here: Hdf5Group | Hdf5Dataset = path.startsWith('/') ? await this.rootOf(options.signal) : this;
+    for (const part of parts) {
+      if (here.kind !== 'group') throw new NpyError('NPZ_KEY', `${here.path} is a dataset, not a group: it has no member '${part}' (${path})`);
+      here = await here.child(part, options.signal);
+    }
+    return here;
+  }
+
+  /** The member `name` of this group, opened. */
+  private async child(name: string, signal?: AbortSignal): Promise<Hdf5Group | Hdf5Dataset> {
+    const links = await this.linkMap(signal);
+    const link = links.get(name);
+    const path = `${this.path === '/' ? '' : this.path}/${name}`;
+    if (!link) throw withWhere(unknownKey(name, [...links.keys()], `group ${this.path}`), { file: this.ctx.meta.name });
+    if (link.kind !== 'hard') throw withWhere(unsupported(`${path} is ${link.what}, which npyts does not follow`), { file: this.ctx.meta.name });
+    return openObject(this.ctx, link.address, path, signal);
+  }
+
+  private async rootOf(signal?: AbortSignal): Promise<Hdf5Group> {
+    return this.path === '/' ? this : (openObject(this.ctx, this.ctx.root, '/', signal) as Promise<Hdf5Group>);
+  }
+
+  private linkMap(signal?: AbortSignal): Promise<Map<string, Link>> {
+    if (!this.links) {
+      this.links = linksOf(this.ctx.meta, this.header, this.path, signal).catch((e: unknown) => {
+        this.links = null;
+        throw withWhere(e, { file: this.ctx.meta.name });
+      });
+    }
+    return this.links;
+  }
+}
+
+/**
+ * A dataset: its `shape` and `dtype` (read from its header when it was opened) and `read`, which
+ * moves its bytes (only them) and returns the npyts array.
+ * @example
+ * const d = await file.root.get('a');
+ * if (d.kind === 'dataset') { d.shape; d.dtype.str; const a = await d.read(); }
+ */
+export class Hdf5Dataset extends Hdf5Object {
+  readonly kind = 'dataset' as const;
+  /** The dataset's shape (`[]` for a scalar). */
+  readonly shape: readonly number[];
+  /** The npyts dtype its values read as (`<f4`, `>i8`, `|S5`). */
+  readonly dtype: DType;
+  private readonly stored: DatasetHeader;
+
+  /** @internal */
+  constructor(ctx: Context, header: ObjectHeader, path: string) {
+    super(ctx, header, path);
+    this.stored = datasetOf(header, ctx.meta.sizes, path);
+    this.shape = this.stored.shape;
+    this.dtype = dtypeOf(this.stored.type, path);
+  }
+
+  /** The bytes the dataset's values take. */
+  get byteLength(): number {
+    return countOf(this.shape, this.path) * this.dtype.itemsize;
+  }
+
+  /** Where the dataset's bytes are in the file (null for a compact dataset, whose bytes are in its header). */
+  get dataOffset(): number | null {
+    return this.stored.layout.kind === 'contiguous' ? this.stored.layout.address : null;
+  }
+
+  /**
+   * The dataset's values, read by range (only its bytes move). `as` reads the same bytes as another
+   * dtype of the same item size (Keras stores bfloat16 as uint16: `{ as: 'bfloat16' }`).
+   * @example
+   * const kernel = await d.read();   // NdArray<'<f4'>
+   */
+  async read(options: Hdf5ReadOptions & { as?: DType | string } = {}): Promise<NdArray> {
+    const { signal } = options;
+    const dtype = options.as === undefined ? this.dtype : parseDescr(options.as);
+    if (dtype.itemsize !== this.dtype.itemsize) {
+      throw new NpyError('BAD_OPTION', `${this.path} holds ${this.dtype.itemsize}-byte values (${this.dtype.name}); it cannot be read as ${dtype.name}`);
+    }
+    try {
+      const size = countOf(this.shape, this.path);
+      const bytes = size * dtype.itemsize;
+      const layout = this.stored.layout;
+      let source: ByteSource;
+      let offset = 0;
+      if (layout.kind === 'compact') {
+        if (layout.data.length < bytes) throw bad(`${this.path} is compact with ${layout.data.length} bytes; its shape and dtype need ${bytes}`);
+        source = bytesSource(layout.data, this.path);
+      } else {
+        if (layout.size >= 0 && layout.size < bytes) throw bad(`${this.path} stores ${layout.size} bytes; its shape and dtype need ${bytes}`);
+        if (layout.address === UNDEFINED && bytes > 0) {
+          throw unsupported(
+            `${this.path} has no storage allocated (it was created without data and never written): its values are the fill value, which npyts does not read`,
+          );
+        }
+        if (bytes > 0) this.ctx.meta.check(layout.address, bytes, `the data of ${this.path}`);
+        source = this.ctx.data;
+        offset = Math.max(0, layout.address);
+      }
+      return await readArray(source, offset, dtype, this.shape, this.path, signal);
+    } catch (e) {
+      throw withWhere(e, { file: this.ctx.meta.name, member: this.path });
+    }
+  }
+}
+
+/** The C-order array of `shape` at `offset` of `source` (checked to be there by the caller). */
+function readArray(source: ByteSource, offset: number, dtype: DType, shape: readonly number[], name: string, signal?: AbortSignal): Promise<NdArray> {
+  const size = countOf(shape, name);
+  const header: NpyHeader = { version: [1, 0], dtype, shape: [...shape], fortranOrder: false, dataOffset: offset, size, dataBytes: size * dtype.itemsize };
+  return npyReaderOf(source, header, name).read(
+    shape.map(() => 0),
+    [...shape],
+    { signal },
+  );
+}
+
+/** Open the object at `address` as a group or a dataset. */
+async function openObject(ctx: Context, address: number, path: string, signal?: AbortSignal): Promise<Hdf5Group | Hdf5Dataset> {
+  try {
+    ctx.meta.check(address, 16, `the object header of ${path}`);
+    const header = await readObjectHeader(ctx.meta, address, signal);
+    return isGroup(header) ? new Hdf5Group(ctx, header, path) : new Hdf5Dataset(ctx, header, path);
+  } catch (e) {
+    throw withWhere(e, { file: ctx.meta.name, member: path });
+  }
+}
+
+/** One attribute's value, decoded. */
+async function attributeValue(ctx: Context, a: RawAttribute, where: string, signal?: AbortSignal): Promise<Hdf5AttributeValue> {
+  if (a.shape === null) return null;
+  const count = countOf(a.shape, where);
+  const t = a.type;
+  if (count * t.size > a.data.length) throw bad(`${where} claims ${count} values of ${t.size} bytes; its message holds ${a.data.length}`);
+  const scalar = a.shape.length === 0;
+  if (t.kind === 'string' || t.kind === 'vlen-string') {
+    const strings: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const item = a.data.subarray(i * t.size, (i + 1) * t.size);
+      if (t.kind === 'string') {
+        strings.push(fixedString(item, t.pad));
+      } else {
+        const c = new Cursor(item, a.at + i * t.size, where);
+        const length = c.u32();
+        const collection = c.uint(ctx.meta.sizes.offsets);
+        const index = c.u32();
+        if (length === 0) {
+          strings.push('');
+          continue;
+        }
+        const object = await ctx.heaps.object(collection, index, signal);
+        if (length > object.length) throw bad(`${where} claims a string of ${length} bytes in a heap object of ${object.length}`);
+        strings.push(vlenString(object.subarray(0, length)));
+      }
+    }
+    return scalar ? strings[0]! : strings;
+  }
+  const dtype = dtypeOf(t, where);
+  const array = await readArray(bytesSource(a.data.slice(0, count * t.size), where), 0, dtype, a.shape, where, signal);
+  if (!scalar) return array;
+  const v = (array.data as ArrayLike<number | bigint>)[0]!;
+  return typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+}
+
+/**
+ * An open HDF5 file: its `root` group, from which every group and dataset is reached by path.
+ * @example
+ * const f = await openHdf5('model.weights.h5');
+ * const d = await f.get('layers/dense/vars/0');
+ * if (d.kind === 'dataset') console.log(d.shape, await d.read());
+ */
+export class Hdf5File implements AsyncDisposable {
+  /** The root group (`'/'`). */
+  readonly root: Hdf5Group;
+  /** The superblock's version (h5py writes 0; 2 or 3 with `libver='latest'`). */
+  readonly superblockVersion: number;
+  private closed = false;
+
+  private constructor(
+    readonly source: ByteSource,
+    root: Hdf5Group,
+    version: number,
+  ) {
+    this.root = root;
+    this.superblockVersion = version;
+  }
+
+  /**
+   * Open an HDF5 file over any source: the superblock and the root group's header are read now;
+   * groups, attributes and datasets when asked for.
+   * @example
+   * const f = await Hdf5File.open(blobSource(file));
+   */
+  static async open(source: ByteSource, options: Hdf5ReadOptions = {}): Promise<Hdf5File> {
+    const { signal } = options;
+    try {
+      // `file` exists once the root is open: every later read checks it was not closed.
+      let file: Hdf5File | null = null;
+      const data = checkedReads(source, () => file?.checkOpen());
+      const meta = new MetaReader(data);
+      const sb = await readSuperblock(meta, signal);
+      if (sb.base !== 0) throw unsupported(`${meta.name} has a base address of ${sb.base} (a user block), which npyts does not read`);
+      meta.sizes = sb.sizes;
+      const ctx: Context = { meta, heaps: new GlobalHeaps(meta), data, root: sb.root };
+      const root = await openObject(ctx, sb.root, '/', signal);
+      if (root.kind !== 'group') throw bad(`the root object of ${meta.name} (at byte ${sb.root}) is not a group`);
+      file = new Hdf5File(source, root, sb.version);
+      return file;
+    } catch (e) {
+      throw withWhere(e, { file: source.name ?? 'the HDF5 file' });
+    }
+  }
+
+  /** The group or dataset at `path` from the root (`'model_weights/dense/dense/kernel:0'`). */
+  get(path: string, options: Hdf5ReadOptions = {}): Promise<Hdf5Group | Hdf5Dataset> {
+    this.checkOpen();
+    return this.root.get(path, options);
+  }
+
+  /** Release the source; later reads of data fail with CLOSED. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.source.close?.();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** @internal */
+  checkOpen(): void {
+    if (this.closed) throw new NpyError('CLOSED', `${this.source.name ?? 'the HDF5 file'} is closed`);
+  }
+}
