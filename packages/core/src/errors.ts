@@ -74,6 +74,8 @@ export type NpyErrorCode =
   | 'WEIGHT_MISMATCH'
   /** A tfjs layer whose configuration cannot compute what the PyTorch module it is given computes (an epsilon, an activation, a GRU, a grouped convolution). */
   | 'LAYER_CONFIG'
+  /** A Keras model with layers, activations or options tfjs cannot build: every one is listed with its class and place. */
+  | 'UNSUPPORTED_LAYER'
   /** A model's predictions differ from the reference outputs an archive carries (check/output.npy) by more than the tolerance. */
   | 'CHECK_FAILED'
   /** A handle or archive used after close(). */

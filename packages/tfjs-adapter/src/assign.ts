@@ -9,6 +9,8 @@ import { checkAdapterOptions, openWeightSource, writeArchive, type NpzSink, type
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions, type Suspect } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
+import { kerasRecordsOf } from './keras-file.js';
+import { kerasNames } from './keras-weights.js';
 import { checkWith, hasCheck, type CheckModelOptions, type Findings } from './check.js';
 import {
   CHECK_PREFIX,
@@ -82,6 +84,9 @@ export async function planFrom(
   suspects: Suspect[] = [],
   pairing: [LayerLike, string][] = [],
 ): Promise<PlanStep[]> {
+  // A Keras file pairs its weights with the model's layers through its own records.
+  const records = kerasRecordsOf(archive);
+  if (records && options.names === undefined && hasLayers(weights)) options = { ...options, names: kerasNames(weights, records, 'the Keras file') };
   const list = weightList(weights);
   const problems: string[] = [];
   const steps: PlanStep[] = [];

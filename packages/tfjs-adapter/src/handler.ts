@@ -215,7 +215,7 @@ function isWeightOf(topology: object, key: string): boolean {
 }
 
 /** One weight as tfjs will ask for it: its spec, and where its values come from. */
-interface HandlerWeight {
+export interface HandlerWeight {
   spec: Spec;
   step: PlannedWeight;
 }
@@ -303,8 +303,8 @@ async function handlerWeights(archive: NpzArchive, steps: PlanStep[], groups?: R
 }
 
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
-async function weightBytes(archive: NpzArchive, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
-  const array = await stepArray(weightsOf(archive), w.step, options);
+export async function weightBytes(file: WeightFile, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
+  const array = await stepArray(file, w.step, options);
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
   if (v.dtype !== 'string') return ownBuffer(v.values);
@@ -487,7 +487,7 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
           artifacts.getWeightStream = () => weightStream(reopen ? null : archive, target as NpzSource, plan, options);
         } else {
           // Two members at a time: one inflates (or is read) on libuv's threads while the other is checked.
-          artifacts.weightData = await mapInParallel(plan, 3, (w) => weightBytes(archive, w, options));
+          artifacts.weightData = await mapInParallel(plan, 3, (w) => weightBytes(weightsOf(archive), w, options));
         }
         return artifacts;
       } finally {
@@ -523,7 +523,7 @@ function weightStream(archive: NpzArchive | null, source: NpzSource, plan: Handl
             controller.close();
             return;
           }
-          controller.enqueue(await weightBytes(open, plan[next++]!, options));
+          controller.enqueue(await weightBytes(weightsOf(open), plan[next++]!, options));
         } catch (e) {
           await release();
           controller.error(e);

@@ -33,6 +33,7 @@ export type { Transform } from './transform.js';
 export { checkModel, DEFAULT_RTOL, type CheckModelOptions, type CheckResult } from './check.js';
 export { CHECK_PREFIX } from './weights.js';
 export type { LayersModelLike, LayerLike, NodeLike, SymbolicLike, LayerShape } from './layers.js';
+export { kerasHandler, type KerasHandlerOptions } from './keras.js';
 export { npzHandler, registerNpzRouters, MODEL_JSON, NPZ_SCHEME, type NpzHandlerOptions, type TopologySource } from './handler.js';
 
 registerNpzRouters();

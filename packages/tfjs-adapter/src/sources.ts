@@ -22,7 +22,8 @@ export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | NpzArch
 /**
  * Where weights are read from: any {@link NpzSource}, or an opened weight file; by bytes, a `Blob`,
  * a URL or a path, a `.npz`, a `torch.save` file (`.pt`, `.pth`, `.bin`), a `.safetensors` file or
- * a sharded set's `*.safetensors.index.json`, told apart by their bytes.
+ * a sharded set's `*.safetensors.index.json`, told apart by their bytes; or Keras's `.keras`,
+ * `.weights.h5` and `.h5` files, told apart by their names (or HDF5's signature).
  */
 export type WeightSource = NpzSource | WeightFile;
 
@@ -34,6 +35,9 @@ export async function openWeightSource(source: WeightSource, options: SourceOpti
   checkAdapterOptions(options);
   if (source instanceof WeightFile) return [source, false];
   if (isArchive(source)) return [weightsOfArchive(source), false];
+  // Keras's files (.keras, .weights.h5, .h5): their weights by path, with the records that pair them with a model's layers.
+  const keras = await import('./keras-file.js');
+  if (keras.isKerasSource(source)) return [(await keras.openKerasFile(source, options)).weights, true];
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [await openWeights(source, options), true];
   const text = String(source);
   if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {

@@ -1,0 +1,281 @@
+/**
+ * Keras's model config (Keras 3's `config.json`, a legacy `.h5`'s `model_config` in Keras 2 or 3 form)
+ * as the model JSON tfjs-layers deserializes (the Keras 2 form it was modelled on), with every layer
+ * and option tfjs cannot build listed at once before anything is built.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { NpyError } from '@npyts/core';
+
+type Json = Record<string, unknown>;
+
+/** How deep a Keras config may nest models in models: far past any real one, and no walk overflows the stack. */
+const MAX_NESTING = 64;
+
+/** Keras's activation names → the names tfjs registers them by (the rest are the same in both). */
+const ACTIVATIONS: Readonly<Record<string, string>> = {
+  hard_sigmoid: 'hardSigmoid',
+  log_softmax: 'logSoftmax',
+  silu: 'swish',
+  gelu: 'gelu',
+};
+
+/** Dtype policies tfjs computes in float32: their weights are stored in 16 bits and read as float32 exactly. */
+const FLOAT32_POLICIES = new Set(['float32', 'float16', 'bfloat16', 'mixed_float16', 'mixed_bfloat16']);
+
+/** Keras's model classes (tfjs registers the functional one as `Model`). */
+const MODEL_CLASSES = new Set(['Functional', 'Model', 'Sequential']);
+
+/** Keras 3's regularizers as tfjs's one class, `L1L2`. */
+const REGULARIZERS: Readonly<Record<string, (c: Json) => Json>> = {
+  L1: (c) => ({ l1: c.l1 ?? 0, l2: 0 }),
+  L2: (c) => ({ l1: 0, l2: c.l2 ?? 0 }),
+  L1L2: (c) => ({ l1: c.l1 ?? 0, l2: c.l2 ?? 0 }),
+};
+
+/** Keys of a serialized Keras object that tfjs does not read (Keras 3's bookkeeping). */
+const BOOKKEEPING = new Set(['module', 'registered_name', 'build_config', 'compile_config', 'shared_object_id']);
+
+/** Options of layers that tfjs builds but would compute otherwise than Keras does: refused when set so. */
+const REFUSED_OPTIONS: Readonly<Record<string, (c: Json) => string | null>> = {
+  Conv1D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
+  Conv2D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
+  Conv3D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
+  LayerNormalization: (c) => (c.rms_scaling === true ? 'rms_scaling=True (tfjs normalizes by the variance about the mean)' : null),
+  Dense: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
+  Embedding: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
+};
+
+/** The classes tfjs can deserialize now (tfjs's own and those registered since, such as `@npyts/tfjs/keras-layers`). */
+function registered(): Readonly<Record<string, unknown>> {
+  return tf.serialization.SerializationMap.getMap().classNameMap as Record<string, unknown>;
+}
+
+/**
+ * Whether tfjs's registered class builds a GRU with Keras 3's default `reset_after=True` (tfjs's own
+ * GRUCell throws; a layer registered in its place may not).
+ */
+function gruResetsAfter(): boolean {
+  const entry = registered().GRU as [new (args: object) => unknown] | undefined;
+  if (!entry) return false;
+  try {
+    new entry[0]({ units: 1, resetAfter: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What a Keras config translates to: tfjs's model JSON, and the Keras class of each layer by its name. */
+export interface KerasTopology {
+  /** The model JSON `tf.loadLayersModel` deserializes (`{ class_name, config }`, Keras 2's form). */
+  topology: Json;
+  /** The class name of the top-level model (`Sequential`, `Functional`). */
+  className: string;
+}
+
+/**
+ * Keras's model config (the object in `config.json`, or a legacy `.h5`'s `model_config`) as tfjs's
+ * model JSON. Every layer class tfjs has not registered and every option it would compute otherwise
+ * is collected, and all are refused together (`UNSUPPORTED_LAYER`) before anything is built.
+ * @param where what the config came from, for messages (a file name).
+ */
+export function kerasTopology(config: unknown, where: string): KerasTopology {
+  const problems: string[] = [];
+  const bad = (why: string): never => {
+    throw new NpyError('BAD_MODEL', `${where}: ${why}`);
+  };
+  if (!isObject(config) || typeof config.class_name !== 'string' || !isObject(config.config)) {
+    bad('the model config is not a Keras object ({ class_name, config })');
+  }
+  const classes = registered();
+  let gru: boolean | undefined;
+
+  /** A serialized Keras object ({ class_name, config, ... }) without Keras 3's bookkeeping, or null/a string as given. */
+  const objectRef = (v: unknown, kind: string, at: string, map?: (name: string, c: Json) => [string, Json] | null): unknown => {
+    if (v === null || v === undefined) return v;
+    if (typeof v === 'string') return v;
+    if (!isObject(v) || typeof v.class_name !== 'string') {
+      problems.push(`${at}: ${kind} ${JSON.stringify(v).slice(0, 80)} is not one tfjs reads`);
+      return null;
+    }
+    const c = isObject(v.config) ? v.config : {};
+    const mapped: [string, Json] | null = map ? map(v.class_name, c) : [v.class_name, c];
+    if (!mapped || !(mapped[0] in classes)) {
+      problems.push(`${at}: ${kind} ${v.class_name} (tfjs has none)`);
+      return null;
+    }
+    return { class_name: mapped[0], config: Object.fromEntries(Object.entries(mapped[1]).filter(([, x]) => x !== null)) };
+  };
+
+  const activation = (v: unknown, at: string): unknown => {
+    if (v === null || v === undefined) return v;
+    let name: unknown = v;
+    // Keras 3 writes built-in activations by name; a serialized function is { class_name: 'function', config: name }.
+    if (isObject(v)) name = typeof v.config === 'string' ? v.config : isObject(v.config) ? v.config.name : v.class_name;
+    if (typeof name !== 'string') {
+      problems.push(`${at}: activation ${JSON.stringify(v).slice(0, 80)} is not one tfjs reads`);
+      return 'linear';
+    }
+    const tfName = ACTIVATIONS[name] ?? name;
+    if (!(tfName in classes)) {
+      problems.push(`${at}: activation '${name}' (tfjs has none)`);
+      return 'linear';
+    }
+    return tfName;
+  };
+
+  const dtype = (v: unknown, at: string, input: boolean): string | undefined => {
+    if (v === null || v === undefined) return undefined;
+    const name = isObject(v) ? (isObject(v.config) ? v.config.name : undefined) : v;
+    if (typeof name !== 'string') {
+      problems.push(`${at}: dtype ${JSON.stringify(v).slice(0, 80)} is not one tfjs reads`);
+      return undefined;
+    }
+    if (FLOAT32_POLICIES.has(name)) return 'float32';
+    if (input && (name === 'int32' || name === 'int64' || name === 'int16' || name === 'int8' || name === 'uint8')) return 'int32';
+    if (input && name === 'bool') return 'bool';
+    problems.push(`${at}: dtype '${name}' (tfjs computes in float32 and int32 only)`);
+    return undefined;
+  };
+
+  /** One layer's config, Keras 3 → tfjs. */
+  const layerConfig = (className: string, config: Json, at: string, depth: number): Json => {
+    const out: Json = {};
+    for (const [key, value] of Object.entries(config)) {
+      if (BOOKKEEPING.has(key)) continue;
+      if (key === 'dtype') {
+        const d = dtype(value, at, className === 'InputLayer');
+        if (d) out.dtype = d;
+      } else if (key === 'activation' || key === 'recurrent_activation') {
+        out[key] = activation(value, at);
+      } else if (key.endsWith('_initializer')) {
+        // tfjs 4.22's Orthogonal throws (its QR's result has no flatten()); every weight is then read from the file, so it is built with zeros.
+        out[key] = objectRef(value, 'initializer', at, (name, c) => (name === 'Orthogonal' ? ['Zeros', {}] : [name, c]));
+      } else if (key.endsWith('_regularizer')) {
+        out[key] = objectRef(value, 'regularizer', at, (name, c) => (REGULARIZERS[name] ? ['L1L2', REGULARIZERS[name](c)] : [name, c]));
+      } else if (key.endsWith('_constraint')) {
+        out[key] = objectRef(value, 'constraint', at);
+      } else if ((key === 'layer' || key === 'backward_layer' || key === 'cell') && isObject(value)) {
+        out[key] = layer(value, `${at} → ${key}`, depth + 1).layer;
+      } else {
+        out[key] = value;
+      }
+    }
+    if (className === 'InputLayer') {
+      if (config.batch_shape !== undefined) out.batch_input_shape = config.batch_shape;
+      delete out.batch_shape;
+      if (config.sparse === true) problems.push(`${at}: sparse=True (tfjs has no sparse tensors)`);
+      if (config.ragged === true) problems.push(`${at}: ragged=True (tfjs has no ragged tensors)`);
+      if (config.optional === true) problems.push(`${at}: optional=True (tfjs needs every input)`);
+      for (const k of ['sparse', 'ragged', 'optional']) delete out[k];
+    }
+    // tfjs's Bidirectional builds its backward layer from `layer`; Keras 3 writes that same layer going backwards.
+    if (className === 'Bidirectional' && isObject(out.backward_layer)) {
+      const configOf = (l: unknown): Json => (isObject(l) && isObject(l.config) ? l.config : {});
+      const f = configOf(out.layer);
+      const b = configOf(out.backward_layer);
+      const same = Object.keys({ ...f, ...b }).every((k) => k === 'name' || k === 'go_backwards' || JSON.stringify(f[k]) === JSON.stringify(b[k]));
+      if (!same || b.go_backwards !== !f.go_backwards) problems.push(`${at}: a backward_layer other than the forward layer reversed (tfjs builds only that)`);
+      delete out.backward_layer;
+    }
+    if (className === 'GRU' && config.reset_after === true && !(gru ??= gruResetsAfter())) {
+      problems.push(`${at}: reset_after=True (tfjs's GRU throws; import '@npyts/tfjs/keras-layers' for one that builds it)`);
+    }
+    const refused = REFUSED_OPTIONS[className]?.(config);
+    if (refused) problems.push(`${at}: ${refused}`);
+    return out;
+  };
+
+  /** One serialized layer (or nested model) → tfjs's form; `inbound_nodes` in Keras 2's nested lists. */
+  const layer = (raw: unknown, at: string, depth: number): { layer: Json; name: string } => {
+    if (depth > MAX_NESTING) bad(`${at}: models nest more than ${MAX_NESTING} deep`);
+    if (!isObject(raw) || typeof raw.class_name !== 'string') bad(`${at}: a layer is not a Keras object ({ class_name, config })`);
+    const r = raw as Json;
+    const className = r.class_name as string;
+    const config = isObject(r.config) ? r.config : {};
+    const name = typeof config.name === 'string' ? config.name : typeof r.name === 'string' ? r.name : '';
+    const here = `${at}${name ? ` '${name}'` : ''} (${className})`;
+    const out: Json = { class_name: className };
+    if (MODEL_CLASSES.has(className)) {
+      Object.assign(out, model(className, config, here, depth + 1));
+    } else {
+      if (!(className in classes)) problems.push(`${here}: tfjs has no ${className} layer`);
+      out.config = layerConfig(className, config, here, depth);
+    }
+    if (r.name !== undefined) out.name = r.name;
+    if (Array.isArray(r.inbound_nodes)) out.inbound_nodes = r.inbound_nodes.map((n, i) => inboundNode(n, `${here} call ${i}`));
+    return { layer: out, name };
+  };
+
+  /** A Keras 3 call record ({ args, kwargs }) → Keras 2's list of [layer, node, tensor, kwargs]; Keras 2's form as it is. */
+  const inboundNode = (node: unknown, at: string): unknown[] => {
+    if (Array.isArray(node)) return node; // Keras 2 (a legacy .h5)
+    if (!isObject(node)) bad(`${at}: an inbound node is neither Keras 2's list nor Keras 3's { args, kwargs }`);
+    const n = node as Json;
+    const tensors: unknown[][] = [];
+    const walk = (v: unknown, depthLeft: number): void => {
+      if (depthLeft === 0) bad(`${at}: call arguments nest too deep`);
+      if (Array.isArray(v)) for (const x of v) walk(x, depthLeft - 1);
+      else if (isObject(v) && v.class_name === '__keras_tensor__') {
+        const h = isObject(v.config) ? v.config.keras_history : undefined;
+        if (!Array.isArray(h) || h.length !== 3) bad(`${at}: a tensor without keras_history [layer, node, tensor]`);
+        tensors.push([...(h as unknown[])]);
+      } else if (isObject(v)) bad(`${at}: a call argument ${JSON.stringify(v).slice(0, 80)} tfjs cannot pass`);
+    };
+    walk(n.args ?? [], MAX_NESTING);
+    const kwargs: Json = {};
+    for (const [k, v] of Object.entries(isObject(n.kwargs) ? n.kwargs : {})) {
+      if (v === null || v === undefined) continue;
+      if (JSON.stringify(v).includes('__keras_tensor__')) problems.push(`${at}: the tensor argument ${k}= (tfjs passes tensors positionally only)`);
+      else kwargs[k] = v;
+    }
+    return tensors.map((t) => [...t, kwargs]);
+  };
+
+  /** A tensor reference list of a model (`input_layers`, `output_layers`): one [name, node, tensor] or several. */
+  const refs = (v: unknown, at: string, what: string): unknown[] => {
+    if (isObject(v)) {
+      problems.push(`${at}: ${what} given as a dict (tfjs takes lists)`);
+      return [];
+    }
+    if (!Array.isArray(v)) bad(`${at}: ${what} is not a list`);
+    const list = v as unknown[];
+    return typeof list[0] === 'string' ? [list] : list;
+  };
+
+  /** A model's config → tfjs's: Sequential's layers, or Functional's graph. */
+  const model = (className: string, config: Json, at: string, depth: number): Json => {
+    if (!Array.isArray(config.layers)) bad(`${at}: the model has no list of layers`);
+    const layers = (config.layers as unknown[]).map((l, i) => layer(l, `${at} → layers[${i}]`, depth).layer);
+    const out: Json = { name: config.name, layers };
+    if (className === 'Sequential') return { class_name: 'Sequential', config: out };
+    out.input_layers = refs(config.input_layers, at, 'input_layers');
+    out.output_layers = refs(config.output_layers, at, 'output_layers');
+    // A nested model has one node more in tfjs than Keras 3 counts (the one its own inputs made; Keras 2
+    // counted it too): Keras 3's references to a nested model's calls move up by one.
+    const raw = config.layers as Json[];
+    if (raw.some((l) => Array.isArray(l?.inbound_nodes) && l.inbound_nodes.some((n) => !Array.isArray(n)))) {
+      const nested = new Set(raw.filter((l) => MODEL_CLASSES.has(l?.class_name as string)).map((l) => (isObject(l.config) ? l.config.name : l.name)));
+      const shift = (ref: unknown): void => {
+        if (Array.isArray(ref) && nested.has(ref[0]) && typeof ref[1] === 'number') ref[1] += 1;
+      };
+      for (const l of layers) for (const node of (l.inbound_nodes as unknown[][] | undefined) ?? []) for (const ref of node) shift(ref);
+      for (const ref of out.output_layers as unknown[]) shift(ref);
+    }
+    return { class_name: 'Model', config: out };
+  };
+
+  const top = config as Json;
+  if (!MODEL_CLASSES.has(top.class_name as string)) bad(`the top-level object is a ${String(top.class_name)}, not a Sequential or Functional model`);
+  const translated = model(top.class_name as string, top.config as Json, String(top.class_name), 0);
+  if (problems.length > 0) {
+    throw new NpyError(
+      'UNSUPPORTED_LAYER',
+      `${where}: tfjs cannot build ${problems.length === 1 ? 'one part' : `${problems.length} parts`} of this Keras model:\n  ${problems.join('\n  ')}\n` +
+        "Register tfjs layers of these names (import '@npyts/tfjs/keras-layers' has Keras 3's common ones), or change the model in Keras.",
+    );
+  }
+  return { topology: translated, className: top.class_name as string };
+}

@@ -1,0 +1,92 @@
+/**
+ * Keras 3 models as tfjs models: `tf.loadLayersModel(kerasHandler('model.keras'))` builds the model from
+ * Keras's config (keras-config.ts) and assigns every weight through Keras's records (keras-weights.ts).
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { NpyError, type WeightFile } from '@npyts/core';
+import { mapInParallel } from '@npyts/core/plumbing';
+import { planFrom } from './assign.js';
+import { weightBytes, type HandlerWeight } from './handler.js';
+import { kerasTopology } from './keras-config.js';
+import { kerasNames, type KerasRecords } from './keras-weights.js';
+import type { LayersModelLike } from './layers.js';
+import { checkAdapterOptions, type NpzSource, type SourceOptions } from './sources.js';
+import { openKerasFile } from './keras-file.js';
+import { tensorDTypeOf, type ToTensorOptions } from './tensors.js';
+
+/** Options of {@link kerasHandler}: where the file is read from, and how its values become tensors. */
+export interface KerasHandlerOptions extends SourceOptions, ToTensorOptions {}
+
+/** An opened Keras file: its model config, what it records of its layers, and its weights by path. */
+export interface KerasModelFile {
+  /** The model config (`config.json`, or a legacy `.h5`'s `model_config`); null for a weights-only file. */
+  readonly config: unknown;
+  readonly records: KerasRecords;
+  /** The weights by path (`layers/dense/vars/0`). */
+  readonly weights: WeightFile;
+}
+
+/** The layers model tfjs builds from a topology (tfjs-layers, loaded only when a Keras model is). */
+async function buildModel(topology: object): Promise<LayersModelLike & { dispose(): unknown }> {
+  let layers: typeof import('@tensorflow/tfjs-layers');
+  try {
+    layers = await import('@tensorflow/tfjs-layers');
+  } catch {
+    throw new NpyError('BAD_MODEL', 'loading a Keras model needs @tensorflow/tfjs-layers (npm install @tensorflow/tfjs-layers)');
+  }
+  return (await layers.models.modelFromJSON({ modelTopology: topology as tf.io.ModelJSON['modelTopology'] & {} })) as unknown as LayersModelLike & { dispose(): unknown };
+}
+
+/**
+ * A Keras file's model as tfjs's artifacts: the topology translated (every unsupported layer refused at
+ * once), then each weight paired through Keras's records and checked (names, counts, shapes) on a
+ * model built from it before the first byte of weight data is read.
+ */
+export async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTensorOptions = {}): Promise<tf.io.ModelArtifacts> {
+  if (file.config === null || file.config === undefined) {
+    throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
+  }
+  const { topology } = kerasTopology(file.config, where);
+  const model = await buildModel(topology);
+  let plan: HandlerWeight[];
+  try {
+    const names = kerasNames(model, file.records, where);
+    const steps = await planFrom(model, file.weights, { names });
+    plan = await Promise.all(
+      steps.map(async ({ step }) => ({
+        spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf((await file.weights.info(step.keys[0]!)).dtype) },
+        step,
+      })),
+    );
+  } finally {
+    model.dispose();
+  }
+  const weightData = await mapInParallel(plan, 3, (w) => weightBytes(file.weights, w, options));
+  return { modelTopology: topology, weightSpecs: plan.map((w) => w.spec), weightData, format: 'layers-model', generatedBy: 'keras', convertedBy: 'npyts' };
+}
+
+/**
+ * A tfjs `IOHandler` over a Keras 3 model file: `tf.loadLayersModel(kerasHandler(source))` builds the
+ * model from a `.keras` file or a legacy full-model `.h5` (Keras 2 or 3) and assigns every weight.
+ * The source is a path (Node), a URL, a `Blob`/`File` or bytes. Layers, activations and options tfjs
+ * cannot build are refused together (`UNSUPPORTED_LAYER`) before anything is built; weights are paired
+ * through Keras's records and checked (`WEIGHT_MISMATCH`) before any is read. bfloat16 and float16
+ * weights become float32 exactly.
+ * @example
+ * const model = await tf.loadLayersModel(kerasHandler('model.keras'));
+ * const legacy = await tf.loadLayersModel(kerasHandler('https://example.com/model.h5'));
+ */
+export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {}): tf.io.IOHandler {
+  checkAdapterOptions(options);
+  const where = typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
+  return {
+    async load(): Promise<tf.io.ModelArtifacts> {
+      const file = await openKerasFile(source, options);
+      try {
+        return await kerasArtifacts(file, where, options);
+      } finally {
+        await file.weights.close();
+      }
+    },
+  };
+}

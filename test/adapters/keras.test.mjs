@@ -1,0 +1,141 @@
+// Keras 3 models into tfjs: tf.loadLayersModel(kerasHandler(...)) on .keras files and legacy .h5 files, and
+// assignWeights on a .weights.h5, against models built, saved and run by Keras 3 itself (test/helpers/keras_models.py,
+// KERAS_BACKEND=torch). Tolerance: 1e-5 relative to max(1, |Keras's value|); what float32 gives here is about 3e-7
+// (the same float32 math in another order), a wrong pairing or layout is off by 1e-1 and more.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as tf from '@tensorflow/tfjs-core';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { kerasHandler, assignWeights } from '@npyts/tfjs';
+import { scratch } from '../helpers/numpy.mjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
+import { serveFiles } from '../helpers/serve-files.mjs';
+
+await useCpuBackend();
+
+const TOLERANCE = 1e-5;
+const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'keras_models.py');
+const dir = scratch();
+// One Python process builds, saves and runs every model of this file.
+const keras = JSON.parse(
+  execFileSync('python3', ['-W', 'ignore', script, dir], {
+    encoding: 'utf8',
+    env: { ...process.env, KERAS_BACKEND: 'torch', TF_CPP_MIN_LOG_LEVEL: '3' },
+    maxBuffer: 1 << 26,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }),
+);
+const at = (name) => join(dir, name);
+
+/** The largest difference between tfjs's predictions and Keras's, relative to max(1, |Keras's|). */
+function worst(model, name) {
+  const { inputs, outputs } = keras[name];
+  const xs = inputs.map((x, i) => tf.tensor(x, undefined, model.inputs[i].dtype));
+  const made = model.predict(xs.length === 1 ? xs[0] : xs);
+  const ys = Array.isArray(made) ? made : [made];
+  assert.is(ys.length, outputs.length);
+  let err = 0;
+  ys.forEach((y, i) => {
+    const a = y.dataSync();
+    const b = outputs[i].flat(Infinity);
+    assert.is(a.length, b.length);
+    for (let j = 0; j < b.length; j++) err = Math.max(err, Math.abs(a[j] - b[j]) / Math.max(1, Math.abs(b[j])));
+  });
+  tf.dispose([...xs, ...ys]);
+  return err;
+}
+
+test('a Sequential CNN with BatchNormalization (.keras) predicts what Keras predicts, its layer names kept', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('cnn.keras')));
+  assert.equal(
+    model.layers.map((l) => l.name),
+    ['input_layer', 'conv2d', 'batch_normalization', 'max_pooling2d', 'conv2d_1', 'flatten', 'dropout', 'dense'],
+  );
+  const err = worst(model, 'cnn');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test('a Functional model with two inputs and outputs, a shared layer, Add, Concatenate and a nested Sequential', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('fn.keras')));
+  assert.equal(
+    model.inputs.map((t) => t.sourceLayer.name),
+    ['a', 'b'],
+  );
+  assert.is(model.outputs.length, 2);
+  const err = worst(model, 'fn');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test('a text model: Embedding, Bidirectional(LSTM) and LSTM', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('text.keras')));
+  const err = worst(model, 'text');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test('a bfloat16 model: its weights become float32 exactly (Keras on the same weights in float32 agrees)', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('bf16.keras')));
+  assert.ok(model.weights.every((w) => w.dtype === 'float32'));
+  const err = worst(model, 'bf16');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test('a legacy full-model .h5 (model.save("m.h5")) loads from its model_config and layer_names/weight_names', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('cnn.h5')));
+  const err = worst(model, 'cnn');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test('a .keras file loads by URL', async () => {
+  const server = await serveFiles(dir);
+  try {
+    const model = await tfl.loadLayersModel(kerasHandler(`${server.base}/cnn.keras`));
+    const err = worst(model, 'cnn');
+    assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+  } finally {
+    await server.close();
+  }
+});
+
+/** The CNN of keras_models.py built by hand in tfjs, its layers named as Keras named them. */
+function handBuiltCnn({ lastUnits = 5 } = {}) {
+  return tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ name: 'conv2d', inputShape: [8, 8, 3], filters: 4, kernelSize: 3, activation: 'relu', padding: 'same' }),
+      tfl.layers.batchNormalization({ name: 'batch_normalization' }),
+      tfl.layers.maxPooling2d({ name: 'max_pooling2d', poolSize: 2 }),
+      tfl.layers.conv2d({ name: 'conv2d_1', filters: 6, kernelSize: 3, activation: 'swish' }),
+      tfl.layers.flatten({ name: 'flatten' }),
+      tfl.layers.dense({ name: 'dense', units: lastUnits, activation: 'softmax' }),
+    ],
+  });
+}
+
+test('assignWeights: a weights-only .weights.h5 into a tfjs model built by hand, paired by the layer names Keras records', async () => {
+  const model = handBuiltCnn();
+  await assignWeights(model, at('cnn.weights.h5'));
+  const err = worst(model, 'cnn');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test('assignWeights refuses a .weights.h5 whose shapes disagree with the model, and assigns nothing', async () => {
+  const model = handBuiltCnn({ lastUnits: 7 });
+  const before = model.getWeights().map((w) => w.dataSync().slice());
+  const e = await npyErrorOf(() => assignWeights(model, at('cnn.weights.h5')));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.match(e.message, 'dense/kernel');
+  model.getWeights().forEach((w, i) => assert.equal(w.dataSync(), before[i], model.weights[i].name));
+});
+
+test('a model with layers and options tfjs cannot build is refused before anything is built, every one listed', async () => {
+  const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('unsupported.keras'))));
+  assert.is(e.code, 'UNSUPPORTED_LAYER');
+  assert.match(e.message, "'gru' (GRU): reset_after=True");
+  assert.match(e.message, "'unit_normalization' (UnitNormalization): tfjs has no UnitNormalization layer");
+  assert.match(e.message, "activation 'hard_silu'");
+});
+
+test.run();
