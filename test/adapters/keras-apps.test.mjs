@@ -1,12 +1,12 @@
 // keras.applications and a transformer block end to end (issue 56): Keras 3 (test/helpers/keras_apps.py,
 // one process, KERAS_BACKEND=torch) builds MobileNetV2, EfficientNetB0 and DenseNet121 (weights=None,
 // 32x32 inputs, logits) and a transformer block (causal MultiHeadAttention, LayerNormalization, gelu),
-// gives every BatchNormalization and Normalization random statistics, saves each as .keras and
-// predicts; tfjs loads the .keras through kerasHandler with @npyts/tfjs/keras-layers imported (the
+// gives every BatchNormalization and Normalization non-trivial statistics (calibrated on a batch so
+// that the output still depends on the input, then perturbed), saves each as .keras and predicts; tfjs loads the .keras through kerasHandler with @npyts/tfjs/keras-layers imported (the
 // Normalization and MultiHeadAttention layers come from it) and predicts the same within
-// TOLERANCE, relative to max(1, |Keras's value|) (float32 through ~100 layers in another order of
-// operations: the worst seen is 4.5e-6, DenseNet121; with the Normalization variance of EfficientNetB0
-// left at 1 it is off by far more).
+// TOLERANCE, relative to max(1, |Keras's value|): float32 through 100-400 layers in another order of
+// operations, the worst seen 5e-4 (EfficientNetB0, whose logits reach ~200; the others 2e-5 and less);
+// with one BatchNormalization's (or EfficientNetB0's Normalization's) variance set to ones it is off by 3 and more.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
@@ -22,7 +22,7 @@ import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 
 await useCpuBackend();
-const TOLERANCE = 1e-4;
+const TOLERANCE = 2e-3;
 const dir = scratch('npyts-keras-apps-');
 const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'keras_apps.py');
 execFileSync('python3', ['-W', 'ignore', script, dir], { env: { ...process.env, KERAS_BACKEND: 'torch' }, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -35,6 +35,15 @@ async function worst(name) {
   const y = truth.getSync('y');
   const got = model.predict(tf.tensor(x.data, x.shape, 'float32'));
   assert.equal(got.shape, y.shape);
+  // Keras's answer depends on the input (a network whose signal died would pass with any weights).
+  const half = y.data.length / 2;
+  let spread = 0;
+  let largest = 0;
+  for (let i = 0; i < half; i++) {
+    spread = Math.max(spread, Math.abs(y.data[i] - y.data[half + i]));
+    largest = Math.max(largest, Math.abs(y.data[i]), Math.abs(y.data[half + i]));
+  }
+  assert.ok(spread > 0.1 * largest, `${name}: Keras gives about the same output for both inputs`);
   const g = got.dataSync();
   let err = 0;
   for (let i = 0; i < g.length; i++) err = Math.max(err, Math.abs(g[i] - y.data[i]) / Math.max(1, Math.abs(y.data[i])));

@@ -1,7 +1,7 @@
 # Keras 3's models for test/adapters/keras-apps.test.mjs, all in one process (KERAS_BACKEND=torch):
 # keras.applications MobileNetV2, EfficientNetB0 and DenseNet121 (weights=None, 32x32 inputs, logits),
 # and a transformer block (LayerNormalization, causal MultiHeadAttention, gelu), each with random weights
-# and non-trivial BatchNormalization / Normalization statistics, saved as OUT/<name>.keras, with an
+# and non-trivial BatchNormalization / Normalization statistics (calibrated on a batch, then perturbed), saved as OUT/<name>.keras, with an
 # input and Keras's inference output in OUT/<name>.npz (x, y).
 # Usage: python3 keras_apps.py OUT [name ...]
 import os
@@ -17,20 +17,28 @@ wanted = set(sys.argv[2:])
 rng = np.random.default_rng(11)
 
 
-def perturb(model):
-    """Random statistics for every BatchNormalization and Normalization, so a wrong layout cannot pass."""
+def calibrate(model, x):
+    """Non-trivial statistics that keep the signal alive through the depth: random gamma and beta, then
+    every BatchNormalization's moving statistics set to its batch's (one training-mode pass with momentum
+    0) and perturbed, and Normalization's to the input's, perturbed."""
+    bns = [layer for layer in model.layers if isinstance(layer, L.BatchNormalization)]
+    for layer in bns:
+        gamma, beta, mean, var = layer.get_weights()
+        layer.set_weights([rng.uniform(0.6, 1.4, gamma.shape).astype('float32'), (rng.standard_normal(beta.shape) * 0.1).astype('float32'), mean, var])
     for layer in model.layers:
-        if isinstance(layer, L.BatchNormalization):
-            gamma, beta, mean, var = layer.get_weights()
-            layer.set_weights([
-                rng.uniform(0.6, 1.4, gamma.shape).astype('float32'),
-                (rng.standard_normal(beta.shape) * 0.1).astype('float32'),
-                (rng.standard_normal(mean.shape) * 0.1).astype('float32'),
-                rng.uniform(0.6, 1.6, var.shape).astype('float32'),
-            ])
-        elif isinstance(layer, L.Normalization) and layer.get_weights():
-            mean, var, count = layer.get_weights()
-            layer.set_weights([(rng.standard_normal(mean.shape) * 0.2).astype('float32'), rng.uniform(0.5, 2, var.shape).astype('float32'), count])
+        if isinstance(layer, L.Normalization) and layer.get_weights():
+            _, _, count = layer.get_weights()
+            # After Rescaling(1/255): uniform 0..1 has mean 0.5, variance 1/12.
+            layer.set_weights([(0.5 + rng.standard_normal(3) * 0.05).astype('float32'), (rng.uniform(0.8, 1.25, 3) / 12).astype('float32'), count])
+    momenta = [layer.momentum for layer in bns]
+    for layer in bns:
+        layer.momentum = 0.0
+    model(x, training=True)
+    for layer, momentum in zip(bns, momenta):
+        layer.momentum = momentum
+        gamma, beta, mean, var = layer.get_weights()
+        mean = mean + rng.standard_normal(mean.shape).astype('float32') * 0.1 * np.sqrt(var)
+        layer.set_weights([gamma, beta, mean.astype('float32'), (var * rng.uniform(0.8, 1.25, var.shape)).astype('float32')])
 
 
 def transformer():
@@ -62,9 +70,11 @@ for name, make in MODELS.items():
         continue
     keras.utils.set_random_seed(3)
     model = make()
-    perturb(model)
     shape = (2, *model.input_shape[1:])
-    x = (rng.uniform(0, 255, shape) if name != 'transformer' else rng.standard_normal(shape)).astype('float32')
+    low, high = (-1, 1) if name == 'mobilenetv2' else (0, 255)  # MobileNetV2 takes [-1, 1], its ReLU6 saturates on 0..255
+    draw = (lambda n: rng.standard_normal((n, *shape[1:]))) if name == 'transformer' else (lambda n: rng.uniform(low, high, (n, *shape[1:])))
+    calibrate(model, draw(16).astype('float32'))
+    x = draw(2).astype('float32')
     y = keras.ops.convert_to_numpy(model(x, training=False))
     model.save(os.path.join(out_dir, f'{name}.keras'))
     np.savez(os.path.join(out_dir, f'{name}.npz'), x=x, y=y.astype('float32'))
