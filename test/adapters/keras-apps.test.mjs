@@ -1,9 +1,11 @@
 // keras.applications and a transformer block end to end (issue 56): Keras 3 (test/helpers/keras_apps.py,
 // one process, KERAS_BACKEND=torch) builds MobileNetV2, EfficientNetB0 and DenseNet121 (weights=None,
-// 32x32 inputs, logits) and a transformer block (causal MultiHeadAttention, LayerNormalization, gelu),
+// 32x32 inputs, logits), a transformer block (causal MultiHeadAttention, LayerNormalization, gelu)
+// and a text model (Embedding, Bidirectional(GRU), GRU: Keras 3's reset_after=True),
 // gives every BatchNormalization and Normalization non-trivial statistics (calibrated on a batch so
-// that the output still depends on the input, then perturbed), saves each as .keras and predicts; tfjs loads the .keras through kerasHandler with @npyts/tfjs/keras-layers imported (the
-// Normalization and MultiHeadAttention layers come from it) and predicts the same within
+// that the output still depends on the input, then perturbed), saves each as .keras and predicts;
+// tfjs loads the .keras through kerasHandler with @npyts/tfjs/keras-layers imported (the Normalization,
+// MultiHeadAttention and GRU layers come from it) and predicts the same within
 // TOLERANCE, relative to max(1, |Keras's value|): float32 through 100-400 layers in another order of
 // operations, the worst seen 5e-4 (EfficientNetB0, whose logits reach ~200; the others 2e-5 and less);
 // with one BatchNormalization's (or EfficientNetB0's Normalization's) variance set to ones it is off by 3 and more.
@@ -33,7 +35,7 @@ async function worst(name) {
   const truth = decodeNpz(readFileSync(join(dir, `${name}.npz`)));
   const x = truth.getSync('x');
   const y = truth.getSync('y');
-  const got = model.predict(tf.tensor(x.data, x.shape, 'float32'));
+  const got = model.predict(tf.tensor(x.data, x.shape, x.data instanceof Int32Array ? 'int32' : 'float32'));
   assert.equal(got.shape, y.shape);
   // Keras's answer depends on the input (a network whose signal died would pass with any weights).
   const half = y.data.length / 2;
@@ -55,6 +57,7 @@ for (const [name, uses] of [
   ['efficientnetb0', ['Normalization', 'Rescaling', 'Multiply']],
   ['densenet121', ['Concatenate', 'AveragePooling2D']],
   ['transformer', ['MultiHeadAttention', 'LayerNormalization']],
+  ['textgru', ['Bidirectional', 'GRU']],
 ]) {
   test(`${name} saved by Keras 3 as .keras predicts in tfjs what Keras predicts`, async () => {
     const { err, model } = await worst(name);

@@ -1,6 +1,7 @@
 # Keras 3's models for test/adapters/keras-apps.test.mjs, all in one process (KERAS_BACKEND=torch):
 # keras.applications MobileNetV2, EfficientNetB0 and DenseNet121 (weights=None, 32x32 inputs, logits),
-# and a transformer block (LayerNormalization, causal MultiHeadAttention, gelu), each with random weights
+# a transformer block (LayerNormalization, causal MultiHeadAttention, gelu) and a text model
+# (Embedding, Bidirectional(GRU), GRU with Keras 3's reset_after=True), each with random weights
 # and non-trivial BatchNormalization / Normalization statistics (calibrated on a batch, then perturbed), saved as OUT/<name>.keras, with an
 # input and Keras's inference output in OUT/<name>.npz (x, y).
 # Usage: python3 keras_apps.py OUT [name ...]
@@ -58,11 +59,20 @@ def transformer():
     return model
 
 
+def text_gru():
+    x_in = keras.Input((12,), dtype='int32')
+    h = L.Embedding(50, 8)(x_in)
+    h = L.Bidirectional(L.GRU(6, return_sequences=True))(h)
+    h = L.GRU(5)(h)  # Keras 3's reset_after=True
+    return keras.Model(x_in, L.Dense(3)(h))
+
+
 MODELS = {
     'mobilenetv2': lambda: keras.applications.MobileNetV2(input_shape=(32, 32, 3), weights=None, classes=10, classifier_activation=None),
     'efficientnetb0': lambda: keras.applications.EfficientNetB0(input_shape=(32, 32, 3), weights=None, classes=10, classifier_activation=None),
     'densenet121': lambda: keras.applications.DenseNet121(input_shape=(32, 32, 3), weights=None, classes=10, classifier_activation=None),
     'transformer': transformer,
+    'textgru': text_gru,
 }
 
 for name, make in MODELS.items():
@@ -72,9 +82,12 @@ for name, make in MODELS.items():
     model = make()
     shape = (2, *model.input_shape[1:])
     low, high = (-1, 1) if name == 'mobilenetv2' else (0, 255)  # MobileNetV2 takes [-1, 1], its ReLU6 saturates on 0..255
-    draw = (lambda n: rng.standard_normal((n, *shape[1:]))) if name == 'transformer' else (lambda n: rng.uniform(low, high, (n, *shape[1:])))
-    calibrate(model, draw(16).astype('float32'))
-    x = draw(2).astype('float32')
+    if name == 'textgru':
+        x = rng.integers(0, 50, shape).astype('int32')
+    else:
+        draw = (lambda n: rng.standard_normal((n, *shape[1:]))) if name == 'transformer' else (lambda n: rng.uniform(low, high, (n, *shape[1:])))
+        calibrate(model, draw(16).astype('float32'))
+        x = draw(2).astype('float32')
     y = keras.ops.convert_to_numpy(model(x, training=False))
     model.save(os.path.join(out_dir, f'{name}.keras'))
     np.savez(os.path.join(out_dir, f'{name}.npz'), x=x, y=y.astype('float32'))

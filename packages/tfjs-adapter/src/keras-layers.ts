@@ -46,7 +46,13 @@ function channelsLast(dataFormat: unknown, what: string): void {
 // Activations
 // ---------------------------------------------------------------------------------------------
 
-/** What a tfjs activation is: a serializable function of a tensor (tfjs's own base class is not exported). */
+/**
+ * What a tfjs activation is: a serializable function of a tensor (tfjs's own base class is not
+ * exported). The activations this entry registers are of this class.
+ * @example
+ * const [cls, fromConfig] = tf.serialization.SerializationMap.getMap().classNameMap[kerasActivation('hard_silu')!]!;
+ * const y = (fromConfig(cls, {}) as KerasActivation).apply(x);
+ */
 export abstract class KerasActivation extends tf.serialization.Serializable {
   abstract apply(x: tf.Tensor): tf.Tensor;
   override getConfig(): tf.serialization.ConfigDict {
@@ -320,7 +326,10 @@ export class KerasUpSampling1D extends tfl.layers.Layer {
 /**
  * A Keras layer that is the identity at inference: the random augmentations (`RandomFlip`,
  * `RandomRotation`, …, which Keras applies only in training), `SpatialDropout2D`/`3D` and
- * `ActivityRegularization`. Their options are kept in the config and not otherwise read.
+ * `ActivityRegularization`. Their options are kept in the config and not otherwise read. Each of
+ * {@link KERAS_INFERENCE_IDENTITIES} is registered as a subclass of this one under its Keras name.
+ * @example
+ * const flip = new KerasInferenceIdentity({ name: 'random_flip' });
  */
 export class KerasInferenceIdentity extends tfl.layers.Layer {
   static readonly className: string = 'KerasInferenceIdentity';
@@ -338,7 +347,12 @@ export class KerasInferenceIdentity extends tfl.layers.Layer {
   }
 }
 
-/** Keras's layers that are the identity at inference, each registered under its Keras class name. */
+/**
+ * Keras's layers that are the identity at inference, each registered under its Keras class name
+ * (Keras 3.15 returns their input unchanged with `training=False`; tested).
+ * @example
+ * KERAS_INFERENCE_IDENTITIES.includes('RandomFlip');   // true
+ */
 export const KERAS_INFERENCE_IDENTITIES: readonly string[] = [
   'RandomFlip',
   'RandomRotation',
@@ -1034,7 +1048,11 @@ for (const layer of [
   tf.serialization.registerClass(layer);
 }
 
-/** The Keras class names this entry registers (layers), for a config translator's messages. */
+/**
+ * The Keras class names this entry registers (layers), for a config translator's messages.
+ * @example
+ * KERAS_LAYER_CLASSES.includes('MultiHeadAttention');   // true
+ */
 export const KERAS_LAYER_CLASSES: readonly string[] = [
   'Subtract',
   'UnitNormalization',
@@ -1050,5 +1068,9 @@ export const KERAS_LAYER_CLASSES: readonly string[] = [
   ...KERAS_INFERENCE_IDENTITIES,
 ];
 
-/** The activation classes registered here, by name (for tests and translators that check what is registered). */
+/**
+ * The activation classes registered here, by name (for tests and translators that check what is registered).
+ * @example
+ * KERAS_ACTIVATION_CLASSES.includes('hardSilu');   // true
+ */
 export const KERAS_ACTIVATION_CLASSES: readonly string[] = Object.keys(REGISTERED_ACTIVATIONS);
