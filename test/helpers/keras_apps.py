@@ -64,7 +64,12 @@ def text_gru():
     h = L.Embedding(50, 8)(x_in)
     h = L.Bidirectional(L.GRU(6, return_sequences=True))(h)
     h = L.GRU(5)(h)  # Keras 3's reset_after=True
-    return keras.Model(x_in, L.Dense(3)(h))
+    model = keras.Model(x_in, L.Dense(3)(h))
+    # Weights of unit scale (Keras's initial embeddings are within ±0.05), so the outputs are too.
+    for layer in model.layers:
+        if isinstance(layer, (L.Embedding, L.Dense)):
+            layer.set_weights([rng.standard_normal(w.shape).astype('float32') for w in layer.get_weights()])
+    return model
 
 
 MODELS = {
