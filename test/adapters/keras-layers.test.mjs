@@ -52,7 +52,12 @@ function tfjsConfig(config) {
 function topologyOf(c) {
   const inputs = Array.from({ length: c.inputs }, (_, i) => {
     const shape = truth.getSync(`${c.name}__in${i}`).shape;
-    return { class_name: 'InputLayer', name: `in${i}`, config: { name: `in${i}`, batch_input_shape: [null, ...shape.slice(1)], dtype: 'float32' }, inbound_nodes: [] };
+    return {
+      class_name: 'InputLayer',
+      name: `in${i}`,
+      config: { name: `in${i}`, batch_input_shape: [null, ...shape.slice(1)], dtype: 'float32' },
+      inbound_nodes: [],
+    };
   });
   const name = c.config.name;
   const layer = { class_name: c.class_name, name, config: tfjsConfig(c.config), inbound_nodes: [inputs.map((i) => [i.name, 0, 0, c.kwargs])] };

@@ -417,7 +417,6 @@ export class KerasNormalization extends tfl.layers.Layer {
   private readonly givenVariance: number | number[] | null;
   private mean: tfl.LayerVariable | null = null;
   private variance: tfl.LayerVariable | null = null;
-  private count: tfl.LayerVariable | null = null;
   private broadcast: number[] = [];
 
   constructor(args: NormalizationArgs = {}) {
@@ -433,14 +432,17 @@ export class KerasNormalization extends tfl.layers.Layer {
     const shape = firstShape(inputShape);
     const rank = shape.length;
     const keep = this.axis.map((a) => (a < 0 ? a + rank : a));
-    if (keep.some((a) => a < 1 || a >= rank)) throw new RangeError(`Normalization '${this.name}': axis ${JSON.stringify(this.axis)} is outside a rank-${rank} input`);
+    if (keep.some((a) => a < 1 || a >= rank))
+      throw new RangeError(`Normalization '${this.name}': axis ${JSON.stringify(this.axis)} is outside a rank-${rank} input`);
     const dims = keep.map((a) => shape[a]);
-    if (!dims.every((d): d is number => typeof d === 'number')) throw new RangeError(`Normalization '${this.name}': the kept axes need known sizes, not [${shape}]`);
+    if (!dims.every((d): d is number => typeof d === 'number'))
+      throw new RangeError(`Normalization '${this.name}': the kept axes need known sizes, not [${shape}]`);
     this.broadcast = shape.map((d, i) => (keep.includes(i) ? (d as number) : 1));
     if (this.givenMean === null) {
       this.mean = this.addWeight('mean', dims, 'float32', tfl.initializers.zeros(), undefined, false);
       this.variance = this.addWeight('variance', dims, 'float32', tfl.initializers.ones(), undefined, false);
-      this.count = this.addWeight('count', [], 'int32', tfl.initializers.zeros(), undefined, false);
+      // Keras's count of adapted samples: kept for the weights' order, not read at inference.
+      this.addWeight('count', [], 'int32', tfl.initializers.zeros(), undefined, false);
     }
     this.built = true;
   }
@@ -551,7 +553,8 @@ function analyzeEinsum(
   const m = /^([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]+)$/.exec(equation);
   if (!m) throw new RangeError(`${where}: equation ${JSON.stringify(equation)} is not of the form 'ab,bc->ac' (an ellipsis '...' is not supported)`);
   const [, inputSpec, weightSpec, outputSpec] = m as unknown as [string, string, string, string];
-  if (inputSpec.length !== inputShape.length) throw new RangeError(`${where}: equation ${equation} names ${inputSpec.length} input axes, the input has ${inputShape.length}`);
+  if (inputSpec.length !== inputShape.length)
+    throw new RangeError(`${where}: equation ${equation} names ${inputSpec.length} input axes, the input has ${inputShape.length}`);
   const output = [inputShape[0] ?? null, ...outputShape];
   if (output.length !== outputSpec.length) throw new RangeError(`${where}: output_shape ${JSON.stringify(outputShape)} does not fit ${equation}`);
   const inputAt = new Map([...inputSpec].map((c, i) => [c, i]));
@@ -560,7 +563,8 @@ function analyzeEinsum(
     const o = outputAt.get(c);
     if (o !== undefined) {
       if (output[o] === null) output[o] = inputShape[i] ?? null;
-      else if (inputShape[i] !== null && output[o] !== inputShape[i]) throw new RangeError(`${where}: axis ${c} is ${inputShape[i]} in the input and ${output[o]} in output_shape`);
+      else if (inputShape[i] !== null && output[o] !== inputShape[i])
+        throw new RangeError(`${where}: axis ${c} is ${inputShape[i]} in the input and ${output[o]} in output_shape`);
     }
   }
   const kernel = [...weightSpec].map((c) => {
@@ -608,7 +612,6 @@ export class KerasEinsumDense extends tfl.layers.Layer {
   private readonly activationFn: ReturnType<typeof activationOf>;
   private kernel: tfl.LayerVariable | null = null;
   private bias: tfl.LayerVariable | null = null;
-  private fullOutputShape: (number | null)[] = [];
 
   constructor(args: EinsumDenseArgs) {
     super(args);
@@ -619,10 +622,9 @@ export class KerasEinsumDense extends tfl.layers.Layer {
   }
 
   override build(inputShape: tfl.Shape | tfl.Shape[]): void {
-    const { kernel, bias, output } = analyzeEinsum(this.equation, this.biasAxes, firstShape(inputShape), this.partialOutputShape, `EinsumDense '${this.name}'`);
+    const { kernel, bias } = analyzeEinsum(this.equation, this.biasAxes, firstShape(inputShape), this.partialOutputShape, `EinsumDense '${this.name}'`);
     this.kernel = this.addWeight('kernel', kernel, 'float32', tfl.initializers.glorotUniform({}));
     if (bias) this.bias = this.addWeight('bias', bias, 'float32', tfl.initializers.zeros());
-    this.fullOutputShape = output;
     this.built = true;
   }
 
@@ -706,7 +708,9 @@ export class KerasMultiHeadAttention extends tfl.layers.Layer {
     this.outputDim = outDims ? positiveInteger(outDims[0], 'MultiHeadAttention: outputShape') : null;
     const axes = args.attentionAxes;
     if (axes !== undefined && axes !== null && JSON.stringify(typeof axes === 'number' ? [axes] : axes) !== '[1]' && JSON.stringify(axes) !== '[-2]') {
-      throw new RangeError(`MultiHeadAttention: only attention over axis 1 of [batch, length, features] is supported, not attention_axes ${JSON.stringify(axes)}`);
+      throw new RangeError(
+        `MultiHeadAttention: only attention over axis 1 of [batch, length, features] is supported, not attention_axes ${JSON.stringify(axes)}`,
+      );
     }
     if (args.useGate) throw new RangeError('MultiHeadAttention: use_gate=True is not supported');
     if (args.slidingWindow !== undefined && args.slidingWindow !== null) throw new RangeError('MultiHeadAttention: sliding_window is not supported');
@@ -718,7 +722,8 @@ export class KerasMultiHeadAttention extends tfl.layers.Layer {
     const key = shapes[2] ?? value;
     const dim = (s: tfl.Shape, what: string): number => {
       const d = s[s.length - 1];
-      if (s.length !== 3 || typeof d !== 'number') throw new RangeError(`MultiHeadAttention '${this.name}': the ${what} must be [batch, length, features], not [${s}]`);
+      if (s.length !== 3 || typeof d !== 'number')
+        throw new RangeError(`MultiHeadAttention '${this.name}': the ${what} must be [batch, length, features], not [${s}]`);
       return d;
     };
     const glorot = tfl.initializers.glorotUniform({});
@@ -852,9 +857,12 @@ export class KerasConv1DTranspose extends tfl.layers.Layer {
     this.kernelSize = oneOf(args.kernelSize, 1, 'Conv1DTranspose: kernelSize');
     this.strides = oneOf(args.strides, 1, 'Conv1DTranspose: strides');
     this.padding = args.padding ?? 'valid';
-    if (this.padding !== 'valid' && this.padding !== 'same') throw new RangeError(`Conv1DTranspose: padding must be 'valid' or 'same', not ${JSON.stringify(args.padding)}`);
-    if (args.outputPadding !== undefined && args.outputPadding !== null) throw new RangeError('Conv1DTranspose: output_padding is not supported (only its default, None)');
-    if (oneOf(args.dilationRate, 1, 'Conv1DTranspose: dilationRate') !== 1) throw new RangeError('Conv1DTranspose: dilation_rate other than 1 is not supported');
+    if (this.padding !== 'valid' && this.padding !== 'same')
+      throw new RangeError(`Conv1DTranspose: padding must be 'valid' or 'same', not ${JSON.stringify(args.padding)}`);
+    if (args.outputPadding !== undefined && args.outputPadding !== null)
+      throw new RangeError('Conv1DTranspose: output_padding is not supported (only its default, None)');
+    if (oneOf(args.dilationRate, 1, 'Conv1DTranspose: dilationRate') !== 1)
+      throw new RangeError('Conv1DTranspose: dilation_rate other than 1 is not supported');
     channelsLast(args.dataFormat, 'Conv1DTranspose');
     this.useBias = args.useBias ?? true;
     this.activationFn = activationOf(args.activation, `Conv1DTranspose '${this.name}'`);
@@ -863,7 +871,8 @@ export class KerasConv1DTranspose extends tfl.layers.Layer {
   override build(inputShape: tfl.Shape | tfl.Shape[]): void {
     const shape = firstShape(inputShape);
     const channels = shape[2];
-    if (shape.length !== 3 || typeof channels !== 'number') throw new RangeError(`Conv1DTranspose '${this.name}' takes [batch, steps, channels], not [${shape}]`);
+    if (shape.length !== 3 || typeof channels !== 'number')
+      throw new RangeError(`Conv1DTranspose '${this.name}' takes [batch, steps, channels], not [${shape}]`);
     this.kernel = this.addWeight('kernel', [this.kernelSize, this.filters, channels], 'float32', tfl.initializers.glorotUniform({}));
     if (this.useBias) this.bias = this.addWeight('bias', [this.filters], 'float32', tfl.initializers.zeros());
     this.built = true;

@@ -107,14 +107,7 @@ expectTypeOf(torchGRU({ units: 4 })).toMatchTypeOf<tfl.RNN>();
 void torchGRU({});
 
 // Keras 3's layers and activations tfjs lacks (@npyts/tfjs/keras-layers): classes and the activation table, no casts.
-import {
-  KerasGRU,
-  KerasMultiHeadAttention,
-  KerasEinsumDense,
-  KerasNormalization,
-  KERAS_LAYER_CLASSES,
-  kerasActivation,
-} from '@npyts/tfjs/keras-layers';
+import { KerasGRU, KerasMultiHeadAttention, KerasEinsumDense, KerasNormalization, KERAS_LAYER_CLASSES, kerasActivation } from '@npyts/tfjs/keras-layers';
 expectTypeOf(kerasActivation('hard_silu')).toEqualTypeOf<string | null>();
 void kerasActivation('hard_sigmoid', 2);
 // @ts-expect-error: Keras's major versions here are 2 and 3
