@@ -11,7 +11,7 @@ const packages = {
   core: { index: 'src/index.ts', node: 'src/node/index.ts', pickle: 'src/pickle/index.ts', plumbing: 'src/plumbing.ts' },
   cli: { main: 'src/main.ts' },
   'stdlib-adapter': { index: 'src/index.ts' },
-  'tfjs-adapter': { index: 'src/index.ts', 'torch-layers': 'src/torch-layers.ts' },
+  'tfjs-adapter': { index: 'src/index.ts', 'torch-layers': 'src/torch-layers.ts', 'keras-layers': 'src/keras-layers.ts' },
   'onnxruntime-adapter': { index: 'src/index.ts' },
 };
 

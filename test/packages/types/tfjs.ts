@@ -105,3 +105,20 @@ void bidirectional;
 expectTypeOf(torchGRU({ units: 4 })).toMatchTypeOf<tfl.RNN>();
 // @ts-expect-error: a GRU needs its hidden size
 void torchGRU({});
+
+// Keras 3's layers and activations tfjs lacks (@npyts/tfjs/keras-layers): classes and the activation table, no casts.
+import { KerasGRU, KerasMultiHeadAttention, KerasEinsumDense, KerasNormalization, KERAS_LAYER_CLASSES, kerasActivation } from '@npyts/tfjs/keras-layers';
+expectTypeOf(kerasActivation('hard_silu')).toEqualTypeOf<string | null>();
+void kerasActivation('hard_sigmoid', 2);
+// @ts-expect-error: Keras's major versions here are 2 and 3
+void kerasActivation('hard_sigmoid', 4);
+expectTypeOf(KERAS_LAYER_CLASSES).toEqualTypeOf<readonly string[]>();
+const mha = new KerasMultiHeadAttention({ numHeads: 2, keyDim: 8, name: 'attn' });
+expectTypeOf(mha.valueDim).toEqualTypeOf<number>();
+expectTypeOf(new KerasGRU({ units: 4, resetAfter: true, returnSequences: true })).toMatchTypeOf<tfl.RNN>();
+void new KerasEinsumDense({ equation: 'abc,cde->abde', outputShape: [null, 2, 4], biasAxes: 'de' });
+void new KerasNormalization({ axis: [1, 3], mean: [0.5], variance: [0.25] });
+// @ts-expect-error: MultiHeadAttention needs its key size
+void new KerasMultiHeadAttention({ numHeads: 2 });
+// A KerasGRU goes into tf.layers.bidirectional as tfjs's own GRU does.
+void tfl.layers.bidirectional({ layer: new KerasGRU({ units: 4 }), mergeMode: 'concat' });

@@ -1,0 +1,183 @@
+// @npyts/tfjs/keras-layers (issue 56): the Keras 3 layers and activations tfjs-layers 4.22 lacks or
+// cannot build as Keras configures them. Keras 3 itself (test/helpers/keras_layers.py, one process,
+// KERAS_BACKEND=torch) builds each layer with a non-trivial config and random weights and saves its
+// config, inputs, get_weights() and inference output; here tfjs builds the layer from that config
+// through its own deserializer (tfl.models.modelFromJSON, which camel-cases Keras's keys as for any
+// Keras JSON), takes Keras's weights in Keras's order (their shapes checked one by one), predicts,
+// and agrees within float32 rounding: |tfjs − keras| ≤ 2e-5 + 2e-5·|keras| (the worst seen is
+// below 3e-6; a wrong gate order, bias row, scale or axis is off by more than 1e-2).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as tf from '@tensorflow/tfjs-core';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { decodeNpz } from '@npyts/core';
+import { KERAS_ACTIVATION_CLASSES, KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from '@npyts/tfjs/keras-layers';
+import { scratch } from '../helpers/numpy.mjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
+
+await useCpuBackend();
+const dir = scratch('npyts-keras-layers-');
+const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'keras_layers.py');
+execFileSync('python3', ['-W', 'ignore', script, dir], { env: { ...process.env, KERAS_BACKEND: 'torch' }, stdio: ['ignore', 'ignore', 'inherit'] });
+const meta = JSON.parse(readFileSync(join(dir, 'cases.json'), 'utf8'));
+const truth = decodeNpz(readFileSync(join(dir, 'cases.npz')));
+
+const ATOL = 2e-5;
+const RTOL = 2e-5;
+const tensorOf = (a) => tf.tensor(a.data, a.shape, a.data instanceof Int32Array ? 'int32' : 'float32');
+/** The worst |got − want| / (ATOL + RTOL·|want|): at most 1 within tolerance. */
+function worst(got, want) {
+  assert.equal(got.shape, want.shape, 'shape');
+  const g = got.dataSync();
+  let bad = 0;
+  for (let i = 0; i < g.length; i++) bad = Math.max(bad, Math.abs(g[i] - want.data[i]) / (ATOL + RTOL * Math.abs(want.data[i])));
+  return Number.isNaN(bad) ? Number.POSITIVE_INFINITY : bad;
+}
+
+/** Keras's layer config as a translator gives it to tfjs: no dtype policy objects or initializers, activations by their tfjs names. */
+function tfjsConfig(config) {
+  const out = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (key === 'dtype' || /_(initializer|regularizer|constraint)$/.test(key)) continue;
+    out[key] = key === 'activation' || key === 'recurrent_activation' ? kerasActivation(value) : value;
+  }
+  return out;
+}
+
+/** A one-layer functional model JSON (Keras 2's form, as tfjs reads it) around the case's layer. */
+function topologyOf(c) {
+  const inputs = Array.from({ length: c.inputs }, (_, i) => {
+    const shape = truth.getSync(`${c.name}__in${i}`).shape;
+    return {
+      class_name: 'InputLayer',
+      name: `in${i}`,
+      config: { name: `in${i}`, batch_input_shape: [null, ...shape.slice(1)], dtype: 'float32' },
+      inbound_nodes: [],
+    };
+  });
+  const name = c.config.name;
+  const layer = { class_name: c.class_name, name, config: tfjsConfig(c.config), inbound_nodes: [inputs.map((i) => [i.name, 0, 0, c.kwargs])] };
+  return {
+    class_name: 'Model',
+    config: { name: 'm', layers: [...inputs, layer], input_layers: inputs.map((i) => [i.name, 0, 0]), output_layers: [[name, 0, 0]] },
+  };
+}
+
+async function built(c) {
+  const model = await tfl.models.modelFromJSON({ modelTopology: topologyOf(c) });
+  const layer = model.layers[model.layers.length - 1];
+  assert.is(layer.getClassName(), c.class_name);
+  // Keras's weights, in Keras's order and shapes.
+  assert.equal(
+    layer.weights.map((w) => w.shape),
+    c.weights.map(([shape]) => shape),
+    `${c.name}: weight shapes`,
+  );
+  layer.setWeights(c.weights.map((_, i) => tensorOf(truth.getSync(`${c.name}__w${i}`))));
+  return model;
+}
+
+const predict = (model, c) => {
+  const xs = Array.from({ length: c.inputs }, (_, i) => tensorOf(truth.getSync(`${c.name}__in${i}`)));
+  return model.predict(xs.length === 1 ? xs[0] : xs);
+};
+
+const layerCases = meta.cases.filter((c) => !c.name.startsWith('identity_'));
+
+for (const c of layerCases) {
+  test(`${c.name}: ${c.class_name} built from Keras's config with Keras's weights predicts what Keras predicts`, async () => {
+    const model = await built(c);
+    const bad = worst(predict(model, c), truth.getSync(`${c.name}__out`));
+    assert.ok(bad <= 1, `${c.name}: off by ${bad}× the tolerance`);
+  });
+}
+
+test('every layer class this entry registers is tested against Keras here', () => {
+  const tested = new Set(meta.cases.map((c) => c.class_name));
+  assert.equal(
+    KERAS_LAYER_CLASSES.filter((name) => !tested.has(name)),
+    [],
+  );
+});
+
+test("the layers save and load through tfjs's serialization (their configs rebuild the same layer)", async () => {
+  for (const c of layerCases) {
+    const model = await built(c);
+    const again = await tfl.models.modelFromJSON({ modelTopology: model.toJSON(null, false) });
+    again.setWeights(model.getWeights());
+    const bad = worst(predict(again, c), truth.getSync(`${c.name}__out`));
+    assert.ok(bad <= 1, `${c.name} after a round trip: off by ${bad}× the tolerance`);
+  }
+});
+
+test("Keras 3's random augmentations, spatial dropouts and ActivityRegularization are the identity at inference, here as in Keras", async () => {
+  const cases = new Map(meta.cases.filter((c) => c.name.startsWith('identity_')).map((c) => [c.class_name, c]));
+  for (const name of KERAS_INFERENCE_IDENTITIES) {
+    const c = cases.get(name);
+    assert.ok(c, `${name} has a Keras case`);
+    assert.ok(c.identity, `Keras's ${name} is the identity at inference`);
+    const model = await built(c);
+    assert.equal(Array.from(predict(model, c).dataSync()), Array.from(truth.getSync(`${c.name}__in0`).data), name);
+  }
+});
+
+test("Keras 3's activations by their Keras names, through kerasActivation(), compute Keras's values", () => {
+  const x = tensorOf(truth.getSync('act__x'));
+  const map = tf.serialization.SerializationMap.getMap().classNameMap;
+  for (const name of meta.activations) {
+    const tfName = kerasActivation(name);
+    assert.ok(tfName && map[tfName], `${name} → ${tfName} is registered`);
+    const [cls, fromConfig] = map[tfName];
+    const bad = worst(fromConfig(cls, {}).apply(x), truth.getSync(`act__${name}`));
+    assert.ok(bad <= 1, `${name} (${tfName}): off by ${bad}× the tolerance`);
+  }
+  // Every activation registered here is one of Keras's, tested above.
+  const reached = new Set(meta.activations.map((n) => kerasActivation(n)));
+  assert.equal(
+    KERAS_ACTIVATION_CLASSES.filter((n) => !reached.has(n)),
+    [],
+  );
+});
+
+test("hard_sigmoid is Keras 3's relu6(x + 3) / 6, not tfjs's hardSigmoid (Keras 2's), which kerasActivation gives for Keras 2", () => {
+  const x = tensorOf(truth.getSync('act__x'));
+  const map = tf.serialization.SerializationMap.getMap().classNameMap;
+  const [cls, fromConfig] = map.hardSigmoid;
+  assert.ok(worst(fromConfig(cls, {}).apply(x), truth.getSync('act__hard_sigmoid')) > 100);
+  assert.is(kerasActivation('hard_sigmoid', 2), 'hardSigmoid');
+  assert.is(kerasActivation('hard_sigmoid'), 'kerasHardSigmoid');
+  assert.is(kerasActivation('glu'), null);
+  assert.is(kerasActivation('toString'), null);
+});
+
+test('options these layers cannot compute are refused when built, naming the option', async () => {
+  const refused = [
+    ['MultiHeadAttention', { num_heads: 2, key_dim: 2, attention_axes: [1, 2] }, /attention_axes/],
+    ['MultiHeadAttention', { num_heads: 2, key_dim: 2, use_gate: true }, /use_gate/],
+    ['EinsumDense', { equation: '...b,bc->...c', output_shape: [4] }, /ellipsis/],
+    ['Conv1DTranspose', { filters: 2, kernel_size: [3], output_padding: [1] }, /output_padding/],
+    ['Conv1DTranspose', { filters: 2, kernel_size: [3], dilation_rate: [2] }, /dilation_rate/],
+    ['GroupNormalization', { groups: 2, axis: 1 }, /axis/],
+  ];
+  for (const [className, config, pattern] of refused) {
+    const c = { name: 'x', class_name: className, config: { name: 'x', ...config }, kwargs: {}, inputs: 1, weights: [] };
+    const shape = className === 'EinsumDense' ? [null, 3, 5] : [null, 5, 4];
+    const topology = topologyOf({ ...c, inputs: 0 });
+    topology.config.layers.unshift({ class_name: 'InputLayer', name: 'in0', config: { name: 'in0', batch_input_shape: shape }, inbound_nodes: [] });
+    topology.config.layers[1].inbound_nodes = [[['in0', 0, 0, {}]]];
+    topology.config.input_layers = [['in0', 0, 0]];
+    let error;
+    try {
+      await tfl.models.modelFromJSON({ modelTopology: topology });
+    } catch (e) {
+      error = e;
+    }
+    assert.ok(error && pattern.test(error.message), `${className} ${JSON.stringify(config)}: ${error?.message}`);
+  }
+});
+
+test.run();
