@@ -185,4 +185,14 @@ test('a model with layers and options tfjs cannot build is refused before anythi
   assert.match(e.message, 'tfjs cannot build 7 parts');
 });
 
+test("with @npyts/tfjs/keras-layers imported, Keras 3's hard_sigmoid and hard_silu load and compute Keras's functions (not tfjs's Keras 2 hardSigmoid)", async () => {
+  // Last in this file: importing the entry registers its layers and activations for the whole process.
+  const refused = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('hard.keras'))));
+  assert.match(refused.message, "import '@npyts/tfjs/keras-layers' first");
+  await import('@npyts/tfjs/keras-layers');
+  const model = await tfl.loadLayersModel(kerasHandler(at('hard.keras')));
+  const err = worst(model, 'hard');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
 test.run();

@@ -130,6 +130,16 @@ randomize(acts)
 acts.save(at("acts.keras"))
 record("acts", acts, [rng.normal(size=(3, 6)).astype("float32")])
 
+# Keras 3's own activations (hard_sigmoid is relu6(x + 3) / 6 here, not Keras 2's 0.2x + 0.5): tfjs has them
+# once @npyts/tfjs/keras-layers is imported.
+hard = keras.Sequential(
+    [keras.Input((6,)), layers.Dense(5, activation="hard_sigmoid"), layers.Dense(4, activation="hard_silu")],
+    name="hard",
+)
+randomize(hard)
+hard.save(at("hard.keras"))
+record("hard", hard, [(3 * rng.normal(size=(4, 6))).astype("float32")])
+
 # Layers and options tfjs cannot build, in one model (the refusal lists every one).
 u = keras.Input((5, 3))
 h = layers.GRU(4, return_sequences=True)(u)

@@ -5,21 +5,12 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError } from '@npyts/core';
+import { kerasActivation } from './keras-activations.js';
 
 type Json = Record<string, unknown>;
 
 /** How deep a Keras config may nest models in models: far past any real one, and no walk overflows the stack. */
 const MAX_NESTING = 64;
-
-/**
- * Keras's activation names → the names tfjs registers them by (the rest are the same in both). Not
- * `hard_sigmoid`: Keras 3's is relu6(x + 3) / 6, tfjs's `hardSigmoid` is Keras 2's 0.2x + 0.5.
- */
-const ACTIVATIONS: Readonly<Record<string, string>> = {
-  log_softmax: 'logSoftmax',
-  silu: 'swish',
-  gelu: 'gelu',
-};
 
 /** Dtype policies tfjs computes in float32: their weights are stored in 16 bits and read as float32 exactly. */
 const FLOAT32_POLICIES = new Set(['float32', 'float16', 'bfloat16', 'mixed_float16', 'mixed_bfloat16']);
@@ -97,7 +88,7 @@ export interface KerasTopology {
  * is collected, and all are refused together (`UNSUPPORTED_LAYER`) before anything is built.
  * @param where what the config came from, for messages (a file name).
  */
-export function kerasTopology(config: unknown, where: string): KerasTopology {
+export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 = 3): KerasTopology {
   const problems: string[] = [];
   const bad = (why: string): never => {
     throw new NpyError('BAD_MODEL', `${where}: ${why}`);
@@ -134,9 +125,15 @@ export function kerasTopology(config: unknown, where: string): KerasTopology {
       problems.push(`${at}: activation ${JSON.stringify(v).slice(0, 80)} is not one tfjs reads`);
       return 'linear';
     }
-    const tfName = ACTIVATIONS[name] ?? name;
-    if (!(tfName in classes)) {
-      problems.push(`${at}: activation '${name}' (tfjs has none)`);
+    // One table (keras-activations.ts) says which tfjs activation computes Keras's function: Keras 3's
+    // hard_sigmoid is not tfjs's hardSigmoid (Keras 2's), so the file's Keras version decides.
+    const tfName = kerasActivation(name, kerasMajor);
+    if (tfName === null || !(tfName in classes)) {
+      problems.push(
+        tfName === null
+          ? `${at}: activation '${name}' (tfjs has none)`
+          : `${at}: activation '${name}' (import '@npyts/tfjs/keras-layers' first: it registers ${tfName})`,
+      );
       return 'linear';
     }
     return tfName;

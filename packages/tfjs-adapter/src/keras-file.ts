@@ -26,3 +26,12 @@ export function kerasRecordsOf(file: WeightFile): KerasRecords | undefined {
 export function kerasConfigOf(file: WeightFile): unknown {
   return (file.metadata as { config?: unknown }).config ?? null;
 }
+
+/**
+ * The Keras major version that wrote `file`, where functions differ by version (Keras 3's
+ * `hard_sigmoid` is not Keras 2's): 2 for a legacy `.h5` whose `keras_version` says 2.x, else 3.
+ */
+export function kerasMajorOf(file: WeightFile): 2 | 3 {
+  const version = (file.metadata as { kerasVersion?: unknown }).kerasVersion;
+  return typeof version === 'string' && /^2\./.test(version) ? 2 : 3;
+}

@@ -12,6 +12,9 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
+import { kerasActivation } from './keras-activations.js';
+
+export { kerasActivation };
 
 /** What every tfjs-layers layer takes (`name`, `inputShape`, …). */
 export type KerasLayerArgs = NonNullable<ConstructorParameters<typeof tfl.layers.Layer>[0]>;
@@ -82,7 +85,6 @@ const hardSigmoid3 = (x: tf.Tensor): tf.Tensor => tf.div(tf.relu6(tf.add(x, 3)),
  * other function).
  */
 const REGISTERED_ACTIVATIONS = {
-  silu: activationClass('silu', (x) => tf.mul(x, tf.sigmoid(x))),
   hardSilu: activationClass('hardSilu', (x) => tf.mul(x, hardSigmoid3(x))),
   hardSwish: activationClass('hardSwish', (x) => tf.mul(x, hardSigmoid3(x))),
   kerasHardSigmoid: activationClass('kerasHardSigmoid', hardSigmoid3),
@@ -100,64 +102,6 @@ const REGISTERED_ACTIVATIONS = {
   ),
   sparseSigmoid: activationClass('sparseSigmoid', (x) => tf.clipByValue(tf.div(tf.add(x, 1), 2), 0, 1)),
 };
-
-/** Keras activation names that tfjs registers under another name computing the same function. */
-const SAME_IN_TFJS: Readonly<Record<string, string>> = {
-  linear: 'linear',
-  relu: 'relu',
-  relu6: 'relu6',
-  elu: 'elu',
-  selu: 'selu',
-  sigmoid: 'sigmoid',
-  softplus: 'softplus',
-  softsign: 'softsign',
-  tanh: 'tanh',
-  softmax: 'softmax',
-  log_softmax: 'logSoftmax',
-  gelu: 'gelu',
-  mish: 'mish',
-  swish: 'silu',
-  silu: 'silu',
-};
-
-/** Keras 3 activation names → the activation registered here. */
-const KERAS3_ACTIVATIONS: Readonly<Record<string, string>> = {
-  ...SAME_IN_TFJS,
-  hard_silu: 'hardSilu',
-  hard_swish: 'hardSwish',
-  hard_sigmoid: 'kerasHardSigmoid',
-  leaky_relu: 'leakyRelu',
-  exponential: 'exponential',
-  hard_tanh: 'hardTanh',
-  log_sigmoid: 'logSigmoid',
-  celu: 'celu',
-  tanh_shrink: 'tanhShrink',
-  soft_shrink: 'softShrink',
-  hard_shrink: 'hardShrink',
-  squareplus: 'squareplus',
-  sparse_plus: 'sparsePlus',
-  sparse_sigmoid: 'sparseSigmoid',
-};
-
-/** Keras 2 (legacy `.h5` files) differs: its hard_sigmoid is tfjs's. */
-const KERAS2_ACTIVATIONS: Readonly<Record<string, string>> = { ...KERAS3_ACTIVATIONS, hard_sigmoid: 'hardSigmoid' };
-
-/**
- * The name under which tfjs (with this entry imported) finds the activation Keras names `name`
- * (what a Keras config's `activation` holds), or `null` where neither has one (`glu`, `sparsemax`,
- * `threshold`, … take arguments or shapes these do not). A config translator writes this name in the
- * tfjs model JSON. Keras 3's `hard_sigmoid` is relu6(x + 3) / 6 and Keras 2's is
- * clip(0.2·x + 0.5, 0, 1) (tfjs's `hardSigmoid`): give the Keras major version the file was written by.
- * @example
- * kerasActivation('hard_silu');          // 'hardSilu'
- * kerasActivation('hard_sigmoid');       // 'kerasHardSigmoid' (Keras 3's function)
- * kerasActivation('hard_sigmoid', 2);    // 'hardSigmoid' (tfjs's, which is Keras 2's)
- * kerasActivation('glu');                // null
- */
-export function kerasActivation(name: string, kerasMajor: 2 | 3 = 3): string | null {
-  const table = kerasMajor === 2 ? KERAS2_ACTIVATIONS : KERAS3_ACTIVATIONS;
-  return Object.hasOwn(table, name) ? table[name]! : null;
-}
 
 /** The activation registered under `name` (tfjs's own or this entry's), to call on tensors. */
 function activationOf(name: unknown, where: string): { apply(x: tf.Tensor): tf.Tensor; getClassName(): string } {

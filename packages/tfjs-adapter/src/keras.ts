@@ -11,7 +11,7 @@ import { kerasTopology } from './keras-config.js';
 import { kerasNames, trainingState, type KerasRecords } from './keras-weights.js';
 import type { LayersModelLike } from './layers.js';
 import { checkAdapterOptions, openWeightSource, type NpzSource, type SourceOptions } from './sources.js';
-import { kerasConfigOf, kerasRecordsOf } from './keras-file.js';
+import { kerasConfigOf, kerasMajorOf, kerasRecordsOf } from './keras-file.js';
 import { tensorDTypeOf, type ToTensorOptions } from './tensors.js';
 
 /** Options of {@link kerasHandler}: where the file is read from, and how its values become tensors. */
@@ -24,6 +24,8 @@ interface KerasModelFile {
   readonly records: KerasRecords;
   /** The weights by path (`layers/dense/vars/0`). */
   readonly weights: WeightFile;
+  /** The Keras major version that wrote it (activations differ between 2 and 3). */
+  readonly kerasMajor: 2 | 3;
 }
 
 /** A copy of a topology with every initializer `Zeros`. */
@@ -55,7 +57,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
   if (file.config === null || file.config === undefined) {
     throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
   }
-  const { topology } = kerasTopology(file.config, where);
+  const { topology } = kerasTopology(file.config, where, file.kerasMajor);
   // Built only for its weights' names and shapes, so with zeros (random and orthogonal fills of a
   // large model cost seconds); tfjs builds the model itself from the topology as translated.
   const model = await buildModel(zeroInitialized(topology));
@@ -102,7 +104,7 @@ export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {
             `${where} is a ${weights.format} file, not a Keras model (.keras or a full-model .h5); load it with npzHandler or assignWeights`,
           );
         }
-        return await kerasArtifacts({ config: kerasConfigOf(weights), records, weights }, where, options);
+        return await kerasArtifacts({ config: kerasConfigOf(weights), records, weights, kerasMajor: kerasMajorOf(weights) }, where, options);
       } finally {
         if (opened) await weights.close();
       }

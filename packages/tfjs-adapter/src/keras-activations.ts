@@ -1,0 +1,65 @@
+/**
+ * Keras's activation names and the names tfjs finds them by: one table for the config translator
+ * (keras-config.ts) and the layers entry (keras-layers.ts), which registers the ones tfjs lacks.
+ * Browser-safe and free of tfjs imports.
+ */
+
+/** Keras activation names that tfjs registers itself, under the same or another name, computing the same function. */
+const SAME_IN_TFJS: Readonly<Record<string, string>> = {
+  linear: 'linear',
+  relu: 'relu',
+  relu6: 'relu6',
+  elu: 'elu',
+  selu: 'selu',
+  sigmoid: 'sigmoid',
+  softplus: 'softplus',
+  softsign: 'softsign',
+  tanh: 'tanh',
+  softmax: 'softmax',
+  log_softmax: 'logSoftmax',
+  gelu: 'gelu',
+  mish: 'mish',
+  // tfjs's `swish` is x·sigmoid(x), Keras's silu (and its alias swish).
+  swish: 'swish',
+  silu: 'swish',
+};
+
+/** Keras 3 activation names → the activation tfjs or the `@npyts/tfjs/keras-layers` entry registers. */
+const KERAS3_ACTIVATIONS: Readonly<Record<string, string>> = {
+  ...SAME_IN_TFJS,
+  hard_silu: 'hardSilu',
+  hard_swish: 'hardSwish',
+  hard_sigmoid: 'kerasHardSigmoid',
+  leaky_relu: 'leakyRelu',
+  exponential: 'exponential',
+  hard_tanh: 'hardTanh',
+  log_sigmoid: 'logSigmoid',
+  celu: 'celu',
+  tanh_shrink: 'tanhShrink',
+  soft_shrink: 'softShrink',
+  hard_shrink: 'hardShrink',
+  squareplus: 'squareplus',
+  sparse_plus: 'sparsePlus',
+  sparse_sigmoid: 'sparseSigmoid',
+};
+
+/** Keras 2 (legacy `.h5` files) differs: its hard_sigmoid is tfjs's. */
+const KERAS2_ACTIVATIONS: Readonly<Record<string, string>> = { ...KERAS3_ACTIVATIONS, hard_sigmoid: 'hardSigmoid' };
+
+/**
+ * The name under which tfjs (with `@npyts/tfjs/keras-layers` imported) finds the activation Keras names `name`
+ * (what a Keras config's `activation` holds), or `null` where neither has one (`glu`, `sparsemax`,
+ * `threshold`, … take arguments or shapes these do not). A config translator writes this name in the
+ * tfjs model JSON. Keras 3's `hard_sigmoid` is relu6(x + 3) / 6 and Keras 2's is
+ * clip(0.2·x + 0.5, 0, 1) (tfjs's `hardSigmoid`): give the Keras major version the file was written by.
+ * @example
+ * kerasActivation('hard_silu');          // 'hardSilu'
+ * kerasActivation('hard_sigmoid');       // 'kerasHardSigmoid' (Keras 3's function)
+ * kerasActivation('hard_sigmoid', 2);    // 'hardSigmoid' (tfjs's, which is Keras 2's)
+ * kerasActivation('glu');                // null
+ */
+export function kerasActivation(name: string, kerasMajor: 2 | 3 = 3): string | null {
+  const table = kerasMajor === 2 ? KERAS2_ACTIVATIONS : KERAS3_ACTIVATIONS;
+  return Object.hasOwn(table, name) ? table[name]! : null;
+}
+
