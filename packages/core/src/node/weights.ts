@@ -20,7 +20,7 @@ function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptions): Pl
     const where = path ?? (typeof given === 'string' || given instanceof URL ? String(given) : null);
     return hookPlace(options.resolve, where, true, nodeSourceOf);
   }
-  if (path !== null) return folderPlace(path.endsWith('/') || path.endsWith(sep) ? join(path, 'index') : path);
+  if (path !== null) return folderPlace(path.endsWith('/') || path.endsWith(sep) ? join(path, 'index') : path, true, options.mmap);
   if (typeof given === 'string' && isHttpUrl(given)) return placeOf(given, {});
   if (given instanceof URL) return placeOf(given.href, {});
   return null;
