@@ -10,7 +10,10 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as tf from '@tensorflow/tfjs-core';
+import { assignWeights } from '@npyts/tfjs';
 import { loadWeights, openWeights } from '@npyts/core/node';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { python, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch('npyts-mmap-weights-');
@@ -215,6 +218,21 @@ test('a file replaced by rename (as npyts and safetensors write) leaves live vie
   copyFileSync(at('unaligned.safetensors'), `${path}.new`);
   renameSync(`${path}.new`, path);
   assert.equal([...all.get('w').data.subarray(0, 8)], want);
+});
+
+test('tfjs (CPU backend): assignWeights from a mapped file keeps the view as the variable\'s values, no copy', async () => {
+  await useCpuBackend();
+  const path = at('model.safetensors');
+  const w = tf.variable(tf.zeros([64, 48]), true, 'w:0');
+  const d = tf.variable(tf.zeros([3, 3]), true, 'd:0');
+  await assignWeights([w, d], path, { mmap: 'r', ignoreUnused: true });
+  const values = w.dataSync();
+  assert.is(values.buffer.byteLength, statSync(path).size, 'the float32 weight is the map');
+  const want = (await loadWeights(path)).get('w').data;
+  assert.equal(values, want);
+  assert.is.not(d.dataSync().buffer.byteLength, statSync(path).size, 'a float64 weight is converted: a copy');
+  w.dispose();
+  d.dispose();
 });
 
 test.run();
