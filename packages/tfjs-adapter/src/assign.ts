@@ -55,7 +55,7 @@ export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOption
    * Map a weight file given by path (Node, with @npyts/native) instead of reading it, as
    * `openWeights(path, { mmap })`: a float32 or int32 tensor stored as itself is handed to tfjs as a
    * view of the map, which tfjs's CPU backend keeps as its values (no copy at all); other backends
-   * copy once as they upload (docs/performance.md, "Memory-mapped weight files").
+   * copy once as they upload (docs/larger-than-memory.md, "Memory-mapped weight files").
    */
   mmap?: OpenWeightsOptions['mmap'];
 }

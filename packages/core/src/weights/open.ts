@@ -127,7 +127,7 @@ export interface OpenWeightsOptions extends FormatOptions {
    * bytes already have its layout is a typed-array view of one shared map, and the others are copied
    * (`info(name).copied` says why). Node, with @npyts/native, for a file given by path; elsewhere
    * (no addon, a URL, bytes, a browser) one warning (`NPYTS_NO_MMAP`, once a process) and the file
-   * is read as without it. See docs/performance.md, "Memory-mapped weight files".
+   * is read as without it. See docs/larger-than-memory.md, "Memory-mapped weight files".
    */
   mmap?: MapMode | undefined;
 }
