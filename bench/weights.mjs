@@ -46,8 +46,18 @@ try {
     for (const [op, name, fn, target] of [
       ['loadWeights .safetensors { mmap }: every tensor as views', 'safetensors', () => loadWeights(join(dir, 'state.safetensors'), { mmap: 'r' }), 0.2],
       ['loadWeights .pt { mmap } vs torch.load(mmap=True)', 'torch_mmap', () => loadWeights(join(dir, 'state.pt'), { mmap: 'r' }), 1.0],
-      [`open a ${(big.bytes / 1e9).toFixed(1)} GB .safetensors { mmap }, one 4 MiB tensor, vs safe_open`, 'safetensors_one', () => oneOf(join(dir, 'big.safetensors')), 1.0],
-      [`open a ${(big.bytes / 1e9).toFixed(1)} GB .pt { mmap }, one 4 MiB tensor, vs torch.load(mmap=True)`, 'torch_one', () => oneOf(join(dir, 'big.pt')), 1.0],
+      [
+        `open a ${(big.bytes / 1e9).toFixed(1)} GB .safetensors { mmap }, one 4 MiB tensor, vs safe_open`,
+        'safetensors_one',
+        () => oneOf(join(dir, 'big.safetensors')),
+        1.0,
+      ],
+      [
+        `open a ${(big.bytes / 1e9).toFixed(1)} GB .pt { mmap }, one 4 MiB tensor, vs torch.load(mmap=True)`,
+        'torch_one',
+        () => oneOf(join(dir, 'big.pt')),
+        1.0,
+      ],
     ]) {
       const p = await paired(python, name, fn, { rounds: quick ? 3 : 5, repeats: quick ? 1 : 3 });
       rows.push({ op, baseline_case: name, ...p, target, verdict: verdict(p, target) });

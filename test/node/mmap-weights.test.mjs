@@ -34,7 +34,16 @@ function fileOf(path, name) {
   return at(JSON.parse(readFileSync(path, 'utf8')).weight_map[name]);
 }
 
-const FILES = ['model.safetensors', 'model.safetensors.index.json', 'unaligned.safetensors', 'model.pt', 'legacy.pt', 'stored.npz', 'deflated.npz', 'model.gguf'];
+const FILES = [
+  'model.safetensors',
+  'model.safetensors.index.json',
+  'unaligned.safetensors',
+  'model.pt',
+  'legacy.pt',
+  'stored.npz',
+  'deflated.npz',
+  'model.gguf',
+];
 
 test('every format: the mapped read equals the copied read bit for bit; a view exactly where info() names no copy', async () => {
   let views = 0;
@@ -74,7 +83,10 @@ test('what is copied and why: unaligned, byte-swapped, deflated, quantized, stri
     return out;
   };
   const st = await reasons('model.safetensors');
-  assert.ok(Object.values(st).every((r) => r === undefined), 'a file the reference wrote: every tensor a view');
+  assert.ok(
+    Object.values(st).every((r) => r === undefined),
+    'a file the reference wrote: every tensor a view',
+  );
   const pt = await reasons('model.pt');
   assert.equal(
     Object.keys(pt).filter((n) => pt[n] === undefined),
@@ -204,7 +216,10 @@ console.log('read', a.data[100]);`);
   const path = at('truncated-numpy.npy');
   const r = spawnSync(
     'python3',
-    ['-c', `import numpy as np, os\nnp.save(${JSON.stringify(path)}, np.ones(100000))\nm = np.load(${JSON.stringify(path)}, mmap_mode='r')\nos.truncate(${JSON.stringify(path)}, 0)\nprint(m[50000])`],
+    [
+      '-c',
+      `import numpy as np, os\nnp.save(${JSON.stringify(path)}, np.ones(100000))\nm = np.load(${JSON.stringify(path)}, mmap_mode='r')\nos.truncate(${JSON.stringify(path)}, 0)\nprint(m[50000])`,
+    ],
     { encoding: 'utf8' },
   );
   assert.is(r.signal, 'SIGBUS');
@@ -220,7 +235,7 @@ test('a file replaced by rename (as npyts and safetensors write) leaves live vie
   assert.equal([...all.get('w').data.subarray(0, 8)], want);
 });
 
-test('tfjs (CPU backend): assignWeights from a mapped file keeps the view as the variable\'s values, no copy', async () => {
+test("tfjs (CPU backend): assignWeights from a mapped file keeps the view as the variable's values, no copy", async () => {
   await useCpuBackend();
   const path = at('model.safetensors');
   const w = tf.variable(tf.zeros([64, 48]), true, 'w:0');

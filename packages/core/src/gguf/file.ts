@@ -109,7 +109,9 @@ export class GgufFile implements TensorFile, AsyncDisposable {
     const t = this.entry(name);
     const dtype = t.type.descr === undefined ? FLOAT32 : parseDescr(t.type.descr);
     if (t.type.descr === undefined) {
-      return this.source.views ? { dtype, shape: t.shape, quantization: t.type.name, copied: `it is quantized (${t.type.name}) and dequantized` } : { dtype, shape: t.shape, quantization: t.type.name };
+      return this.source.views
+        ? { dtype, shape: t.shape, quantization: t.type.name, copied: `it is quantized (${t.type.name}) and dequantized` }
+        : { dtype, shape: t.shape, quantization: t.type.name };
     }
     // Over a map, why get() copies it (the rule of bytesToData).
     const copied = this.source.views ? copyReason(dtype, t.dataOffset) : null;

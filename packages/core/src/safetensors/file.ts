@@ -140,7 +140,11 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
     const { header, unreadable, packed, stored } = this.entry(name);
     if (unreadable !== undefined) return { dtype: header.dtype, shape: header.shape, unreadable };
     // Over a map, why get() copies: the rule of bytesToData, or unpacking.
-    const copied = !this.source.views ? null : packed ? `${stored} packs ${8 / packed} elements to a byte; they are unpacked` : copyReason(header.dtype, header.dataOffset);
+    const copied = !this.source.views
+      ? null
+      : packed
+        ? `${stored} packs ${8 / packed} elements to a byte; they are unpacked`
+        : copyReason(header.dtype, header.dataOffset);
     return copied === null ? { dtype: header.dtype, shape: header.shape } : { dtype: header.dtype, shape: header.shape, copied };
   }
 
