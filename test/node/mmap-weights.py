@@ -41,6 +41,17 @@ with open(p('unaligned.safetensors'), 'wb') as f:
 ref = load_file(p('unaligned.safetensors'))  # the reference reads it
 assert (ref['odd'] == a.reshape(2, 3)).all() and (ref['even'] == c).all()
 
+# By hand, sparse: a U8 tensor of 5 GiB (a hole on disk), then a small F32 tensor past 4 GiB.
+S = 5 << 30
+tail = np.array([0.5, -1.25, 3.0, 7.75], dtype=np.float32)
+text = json.dumps({'big': {'dtype': 'U8', 'shape': [S], 'data_offsets': [0, S]},
+                   'tail': {'dtype': 'F32', 'shape': [4], 'data_offsets': [S, S + 16]}}).encode()
+text += b' ' * (-len(text) % 8)
+with open(p('huge.safetensors'), 'wb') as f:
+    f.write(struct.pack('<Q', len(text)) + text)
+    f.seek(8 + len(text) + S)
+    f.write(tail.tobytes())
+
 # torch.save: dense tensors, a transposed view (Fortran order), a slice at an offset, a strided
 # view, a negated view and a conjugated complex view, all over shared storages.
 base = torch.arange(24, dtype=torch.float32).reshape(4, 6)

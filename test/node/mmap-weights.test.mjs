@@ -121,6 +121,20 @@ print(json.dumps({k: v.tolist() for k, v in load_file(${JSON.stringify(at('unali
   await w.close();
 });
 
+test('a file over 4 GiB: a tensor past 4 GiB is a view of the map, equal to what safe_open reads', async () => {
+  const path = at('huge.safetensors');
+  const want = JSON.parse(
+    python(`from safetensors import safe_open
+with safe_open(${JSON.stringify(path)}, framework='np') as f: print(json.dumps(f.get_tensor('tail').tolist()))`),
+  );
+  const w = await openWeights(path, { mmap: 'r' });
+  const tail = await w.get('tail', { expect: '<f4' });
+  assert.equal([...tail.data], want);
+  assert.is(tail.data.buffer.byteLength, statSync(path).size);
+  assert.ok(tail.data.byteOffset > 2 ** 32);
+  await w.close();
+});
+
 test("'c': a write through a view changes the map (every view of it) and not the file", async () => {
   const path = at('model.safetensors');
   const before = readFileSync(path);

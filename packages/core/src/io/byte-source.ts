@@ -22,7 +22,7 @@ interface ByteSourceBase {
   /**
    * Whether `read` hands out views of memory that stays as it is while any view of it lives (a
    * memory map of the file, `openWeights(path, { mmap })`): readers then give arrays over those
-   * bytes where the layout allows, instead of copies (see {@link copyReason}). A source whose
+   * bytes where the layout allows, instead of copies (see `copyReason`, array/layout.ts). A source whose
    * memory may change or be reused leaves it unset.
    */
   readonly views?: boolean | undefined;

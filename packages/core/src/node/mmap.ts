@@ -117,24 +117,26 @@ export function mappedFileSource(path: string, mode: MapMode): SyncByteSource | 
   try {
     const size = fstatSync(fd).size;
     // The map outlives the descriptor: closing the file does not unmap it. An empty file has no map.
-    let bytes: Uint8Array | null = size === 0 ? new Uint8Array(0) : new Uint8Array(mapFile(fd, 0, size, MODE_NUMBER[mode]));
-    const held = (): Uint8Array => {
-      if (!bytes) throw new NpyError('CLOSED', `${path} is closed`);
-      return bytes;
+    // Views are made of the buffer itself: one Uint8Array of a map over 4 GiB is more than V8 allows.
+    let buffer: ArrayBuffer | null = size === 0 ? new ArrayBuffer(0) : mapFile(fd, 0, size, MODE_NUMBER[mode]);
+    const view = (offset: number, length: number): Uint8Array => {
+      if (!buffer) throw new NpyError('CLOSED', `${path} is closed`);
+      const from = Math.min(size, offset);
+      return new Uint8Array(buffer, from, Math.max(0, Math.min(size, offset + length) - from));
     };
     return {
       size,
       name: path,
       views: true,
-      read: (offset, length) => held().subarray(offset, Math.min(size, offset + length)),
+      read: view,
       readInto: (target, offset) => {
-        const got = held().subarray(offset, Math.min(size, offset + target.length));
+        const got = view(offset, target.length);
         target.set(got);
         return got.length;
       },
       close: () => {
-        if (bytes && mode === 'r+' && size > 0) unmapFile(bytes.buffer as ArrayBuffer, true, false);
-        bytes = null;
+        if (buffer && mode === 'r+' && size > 0) unmapFile(buffer, true, false);
+        buffer = null;
       },
     };
   } finally {
