@@ -169,6 +169,12 @@ test('a sharded set maps each shard: views of one map per shard', async () => {
   assert.is.not(all.get('w').data.buffer, all.get('bf').data.buffer);
 });
 
+test('shards found through the resolve hook (paths) are mapped too', async () => {
+  const all = await loadWeights(at('model.safetensors.index.json'), { mmap: 'r', resolve: (name) => at(name) });
+  assert.is(all.get('w').data.buffer.byteLength, statSync(at('model-00001-of-00002.safetensors')).size);
+  assert.is(all.get('w').data.buffer, all.get('h').data.buffer);
+});
+
 test('a bad mmap mode is refused before anything is opened', async () => {
   try {
     await openWeights(at('model.safetensors'), { mmap: 'w' });
