@@ -2,6 +2,7 @@
 and times safetensors.numpy.load_file and torch.load(weights_only=True) on them.
 
 python3 weights_side.py make DIR MB   -> writes DIR/state.safetensors, DIR/state.pt and DIR/many.safetensors
+python3 weights_side.py big DIR MB    -> writes DIR/big.safetensors and DIR/big.pt: MB of 4 MiB tensors (for mapped loads)
 python3 weights_side.py serve DIR     -> reads 'CASE REPEATS' lines, answers the median seconds
 """
 import json, os, statistics, sys, time
@@ -30,6 +31,18 @@ def make(d, mb):
     print(json.dumps({"tensors": len(sd), "bytes": made, "many": many}))
 
 
+def big(d, mb):
+    """Files for the mapped rows: `mb` MB of (1024, 1024) float32 tensors (4 MiB each), cheap to make."""
+    import torch
+    from safetensors.torch import save_file
+    os.makedirs(d, exist_ok=True)
+    n = max(2, int(mb) * 1_000_000 // (4 << 20))
+    sd = {f"block{i}.w": torch.full((1024, 1024), float(i)) for i in range(n)}
+    save_file(sd, os.path.join(d, "big.safetensors"))
+    torch.save(sd, os.path.join(d, "big.pt"))
+    print(json.dumps({"tensors": n, "bytes": n * (4 << 20), "one": f"block{n // 2}.w"}))
+
+
 def cases(d):
     st = os.path.join(d, "state.safetensors")
     pt = os.path.join(d, "state.pt")
@@ -46,7 +59,28 @@ def cases(d):
         import torch
         return torch.load(pt, weights_only=True)
 
-    return {"safetensors": safetensors_load, "torch": torch_load, "many": many_load}
+    def torch_mmap():
+        import torch
+        return torch.load(pt, mmap=True, weights_only=True)
+
+    # One 4 MiB tensor of a big file, opened with a map each time: its first and last value read.
+    bst = os.path.join(d, "big.safetensors")
+    bpt = os.path.join(d, "big.pt")
+    one = lambda: json.load(open(os.path.join(d, "big.json")))["one"]
+
+    def safetensors_one():
+        from safetensors import safe_open
+        with safe_open(bst, framework="np") as f:
+            t = f.get_tensor(one())
+            return float(t[0, 0]) + float(t[-1, -1])
+
+    def torch_one():
+        import torch
+        t = torch.load(bpt, mmap=True, weights_only=True)[one()]
+        return float(t[0, 0]) + float(t[-1, -1])
+
+    return {"safetensors": safetensors_load, "torch": torch_load, "many": many_load, "torch_mmap": torch_mmap,
+            "safetensors_one": safetensors_one, "torch_one": torch_one}
 
 
 def serve(d):
@@ -65,4 +99,4 @@ def serve(d):
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"make": make, "serve": serve}[cmd](*args)
+    {"make": make, "big": big, "serve": serve}[cmd](*args)

@@ -122,3 +122,17 @@ export function checkReadOptions(options: object | null | undefined): void {
   const cache = (options as { cache?: unknown } | null | undefined)?.cache;
   if (cache !== null && typeof cache === 'object') checkNumbers(cache, { maxBytes: AMOUNT });
 }
+
+/** numpy's mmap modes: read, read and write the file, copy-on-write (writes stay in this process). */
+export type MapMode = 'r' | 'r+' | 'c';
+
+/**
+ * Refuse an `mmap` option that is not one of numpy's modes (absent: no map).
+ * @example
+ * checkMapMode('w');   // throws NpyError BAD_OPTION
+ */
+export function checkMapMode(value: unknown): asserts value is MapMode | undefined {
+  if (value === undefined || value === 'r' || value === 'r+' || value === 'c') return;
+  const shown = typeof value === 'string' ? JSON.stringify(value) : typeof value;
+  throw new NpyError('BAD_OPTION', `option mmap must be 'r', 'r+' or 'c' (numpy's mmap modes), not ${shown}`);
+}

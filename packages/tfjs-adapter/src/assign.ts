@@ -3,7 +3,7 @@
  * data is read, then assigned; saves write the inverse.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type WeightFile } from '@npyts/core';
+import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type OpenWeightsOptions, type WeightFile } from '@npyts/core';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
 import { checkAdapterOptions, openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions, type Suspect } from './pytorch.js';
@@ -53,6 +53,13 @@ export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOption
    * input and PyTorch's output). When the check fails the weights are put back as they were.
    */
   check?: boolean | WeightSource;
+  /**
+   * Map a weight file given by path (Node, with @npyts/native) instead of reading it, as
+   * `openWeights(path, { mmap })`: a float32 or int32 tensor stored as itself is handed to tfjs as a
+   * view of the map, which tfjs's CPU backend keeps as its values (no copy at all); other backends
+   * copy once as they upload (docs/larger-than-memory.md, "Memory-mapped weight files").
+   */
+  mmap?: OpenWeightsOptions['mmap'];
 }
 
 /** A weight, and where its values come from. */

@@ -24,6 +24,7 @@ export async function typed(): Promise<void> {
   const model = tfl.sequential({ layers: [tfl.layers.dense({ units: 2, inputShape: [3] })] });
   // A model, its LayerVariables (shape (number | null)[]), tf.Variables: all accepted as they are.
   await assignWeights(model, 'weights.npz');
+  await assignWeights(model, 'model.safetensors', { mmap: 'r' });
   await assignWeights(model.weights, 'weights.npz');
   await assignWeights([tf.variable(tf.zeros([2]))], bytes);
   await assignWeights(model, file, { names: { 'dense/kernel': { key: 'fc.weight', transpose: true } } });

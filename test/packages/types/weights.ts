@@ -58,6 +58,11 @@ expectTypeOf(w.names).toEqualTypeOf<readonly string[]>();
 expectTypeOf(await w.info('fc.weight')).toEqualTypeOf<TensorInfo>();
 expectTypeOf(w.get('fc.weight', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
 expectTypeOf(await loadWeights('model.pt')).toEqualTypeOf<Map<string, NdArray>>();
+// Memory-mapped weight files: numpy's modes, and why a tensor is copied.
+expectTypeOf(await loadWeights('model.pt', { mmap: 'r' })).toEqualTypeOf<Map<string, NdArray>>();
+expectTypeOf((await (await openWeights('model.safetensors', { mmap: 'c' })).info('w')).copied).toEqualTypeOf<string | undefined>();
+// @ts-expect-error: mmap is one of numpy's modes
+await loadWeights('model.pt', { mmap: 'w' });
 expectTypeOf(openWeightsAnywhere(new Blob([]))).toEqualTypeOf<Promise<WeightFile>>();
 
 // safetensors: blocking reads where the source blocks, and only there.

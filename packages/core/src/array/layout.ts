@@ -90,6 +90,20 @@ export interface BytesToDataOptions {
 }
 
 /**
+ * Why bytes of `dtype` at `byteOffset` of a buffer cannot be its array's data as they are (a byte
+ * swap, an offset not aligned to the element size), or null where they can: where a memory-mapped
+ * tensor is copied rather than viewed, as {@link bytesToData} decides.
+ * @example
+ * copyReason(parseDescr('<f4'), 6);   // 'its data starts at byte 6, not a multiple of 4 (Float32Array)'
+ */
+export function copyReason(dtype: DType, byteOffset: number): string | null {
+  if (byteSwapUnit(dtype)) return `its data is ${dtype.byteOrder === '>' ? 'big' : 'little'}-endian and is byte-swapped`;
+  const { ctor } = storageOf(dtype);
+  if (byteOffset % ctor.BYTES_PER_ELEMENT !== 0) return `its data starts at byte ${byteOffset}, not a multiple of ${ctor.BYTES_PER_ELEMENT} (${ctor.name})`;
+  return null;
+}
+
+/**
  * Element data for `count` items of `dtype` stored at `byteOffset` of `buffer`: a zero-copy view
  * when the bytes are native-endian and aligned, a native-endian copy otherwise.
  * @example

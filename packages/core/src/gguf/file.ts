@@ -8,6 +8,7 @@ import type { WeightFormatEntry } from '../weights/formats.js';
 import type { TensorFile } from '../weights/tensor-file.js';
 import type { Place } from '../weights/place.js';
 import { NdArray } from '../array/ndarray.js';
+import { copyReason } from '../array/layout.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { parseDescr } from '../format/dtype.js';
@@ -107,7 +108,14 @@ export class GgufFile implements TensorFile, AsyncDisposable {
   async info(name: string, _options: { signal?: AbortSignal | undefined } = {}): Promise<GgufTensorInfo> {
     const t = this.entry(name);
     const dtype = t.type.descr === undefined ? FLOAT32 : parseDescr(t.type.descr);
-    return t.type.descr === undefined ? { dtype, shape: t.shape, quantization: t.type.name } : { dtype, shape: t.shape };
+    if (t.type.descr === undefined) {
+      return this.source.views
+        ? { dtype, shape: t.shape, quantization: t.type.name, copied: `it is quantized (${t.type.name}) and dequantized` }
+        : { dtype, shape: t.shape, quantization: t.type.name };
+    }
+    // Over a map, why get() copies it (the rule of bytesToData).
+    const copied = this.source.views ? copyReason(dtype, t.dataOffset) : null;
+    return copied === null ? { dtype, shape: t.shape } : { dtype, shape: t.shape, copied };
   }
 
   /**

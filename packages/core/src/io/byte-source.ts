@@ -19,6 +19,13 @@ interface ByteSourceBase {
   readonly size: number;
   /** Where the bytes come from (a path, a URL), named by the errors of what is read from them. */
   readonly name?: string | undefined;
+  /**
+   * Whether `read` hands out views of memory that stays as it is while any view of it lives (a
+   * memory map of the file, `openWeights(path, { mmap })`): readers then give arrays over those
+   * bytes where the layout allows, instead of copies (see `copyReason`, array/layout.ts). A source whose
+   * memory may change or be reused leaves it unset.
+   */
+  readonly views?: boolean | undefined;
 }
 
 /** A source read with blocking reads (bytes in memory, a file descriptor). */
@@ -188,6 +195,7 @@ export function passReadsOn(
   range: (offset: number, length: number) => ByteRange,
   before: () => void = () => {},
 ): void {
+  if (from.views) (to as { views?: boolean }).views = true;
   if (from.readInto) {
     const into = from.readInto.bind(from) as (target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>;
     (to as { readInto?: unknown }).readInto = (target: Uint8Array, offset: number, options?: ReadOptions) => {

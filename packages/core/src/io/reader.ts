@@ -2,10 +2,12 @@
  * The one region reader of a .npy over any byte source (a file, a Blob, a URL, an archive member, a
  * tensor of a weight file): its header read already, regions read as batches of nearby runs.
  */
-import type { NdArray } from '../array/ndarray.js';
+import { NdArray } from '../array/ndarray.js';
+import { bytesToData } from '../array/layout.js';
+import { shapeSize } from '../format/dtype.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
-import { groupRuns, placeGroup, planRegion, regionArray, type OpenNpy, type RunGroup } from './region.js';
+import { groupRuns, placeGroup, planRegion, regionArray, type ByteRun, type OpenNpy, type RegionPlan, type RunGroup } from './region.js';
 import { ByteBudget, inParallel } from './settle.js';
 import { allocateBuffer } from '../array/memory.js';
 import { NpyError } from '../errors.js';
@@ -83,6 +85,18 @@ export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string,
       const { signal } = readOptions;
       signal?.throwIfAborted();
       const plan = planRegion(header, start, count_);
+      if (source.views && header.dtype.itemsize > 0) {
+        // A source whose reads are views of a map: a region that is one run of the file is an array
+        // over those bytes (a copy only where bytesToData must: a byte swap, an unaligned offset).
+        const run = oneRun(plan);
+        if (run) {
+          const body = await source.read(run.fileOffset, run.length, { signal });
+          count([body]);
+          if (body.length < run.length) truncated({ offset: run.fileOffset, length: run.length }, body.length);
+          const data = bytesToData(header.dtype, body.buffer, body.byteOffset, shapeSize(plan.shape));
+          return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
+        }
+      }
       const out = new Uint8Array(allocateBuffer(plan.bytes));
       // One generator shared by the workers: each takes the next batch of groups as it is free.
       const groups = groupRuns(plan.runs, tuning.maxGap, { maxBytes: tuning.readBytes, splitRuns: true });
@@ -135,4 +149,14 @@ export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string,
       await source.close?.();
     },
   };
+}
+
+/** The one run of a region that is one stretch of the file (all of its bytes), or null. */
+function oneRun(plan: RegionPlan): ByteRun | null {
+  let only: ByteRun | null = null;
+  for (const r of plan.runs) {
+    if (only) return null;
+    only = r;
+  }
+  return only && only.length === plan.bytes ? only : null;
 }

@@ -12,11 +12,13 @@ import type { TypedArray } from '../format/js-types.js';
 import { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import type { StorageOf } from '../format/descr-types.js';
+import { checkMapMode, type MapMode } from '../options.js';
+import type { SyncByteSource } from '../io/byte-source.js';
+import { warnNoMap } from '../weights/open.js';
 import { mapFile, mapUnavailable, unmapFile } from './native.js';
 import { openFileSync, readHeaderFromFd } from './fd.js';
 
-/** numpy's mmap modes: read, read and write the file, copy-on-write (writes stay in this process). */
-export type MapMode = 'r' | 'r+' | 'c';
+export type { MapMode };
 
 /**
  * An array over a memory map of its file. `close()` (or `using`) ends access at once (with `'r+'`,
@@ -73,6 +75,7 @@ function refuse(path: string, why: string): never {
  * m.close();
  */
 export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {}): MappedArray {
+  checkMapMode(mode);
   const unavailable = mapUnavailable();
   if (unavailable) {
     throw new NpyError('NO_ADDON', `memory maps need @npyts/native (${unavailable}); read regions with openNpyFile(path).read(start, count) instead`);
@@ -88,6 +91,54 @@ export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {})
     const buffer = mapFile(fd, header.dataOffset, header.dataBytes, MODE_NUMBER[mode]);
     const data = bytesToData(header.dtype, buffer, 0, header.size, { copy: false });
     return new MappedArray(path, mode, header, data as StorageOf<DescrInput>);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A whole file as a source whose reads are views of one shared map of it (`mode` as numpy's
+ * `mmap_mode`), for `openWeights(path, { mmap })`: each tensor whose bytes have its layout is an
+ * array over the map. The map lives while the source or any view of it does; `close()` drops the
+ * source's hold (after writing `'r+'` pages back), and the map is removed when the last view is
+ * collected. Null, after one warning (`NPYTS_NO_MMAP`, once a process), where maps cannot be
+ * made here (no @npyts/native): the caller then reads the file as without `mmap`.
+ * @example
+ * const source = mappedFileSource('model.safetensors', 'r');   // null without the addon
+ */
+export function mappedFileSource(path: string, mode: MapMode): SyncByteSource | null {
+  checkMapMode(mode);
+  const unavailable = mapUnavailable();
+  if (unavailable) {
+    warnNoMap(`memory maps need @npyts/native (${unavailable})`);
+    return null;
+  }
+  const fd = openFileSync(path, mode === 'r+' ? 'r+' : 'r');
+  try {
+    const size = fstatSync(fd).size;
+    // The map outlives the descriptor: closing the file does not unmap it. An empty file has no map.
+    // Views are made of the buffer itself: one Uint8Array of a map over 4 GiB is more than V8 allows.
+    let buffer: ArrayBuffer | null = size === 0 ? new ArrayBuffer(0) : mapFile(fd, 0, size, MODE_NUMBER[mode]);
+    const view = (offset: number, length: number): Uint8Array => {
+      if (!buffer) throw new NpyError('CLOSED', `${path} is closed`);
+      const from = Math.min(size, offset);
+      return new Uint8Array(buffer, from, Math.max(0, Math.min(size, offset + length) - from));
+    };
+    return {
+      size,
+      name: path,
+      views: true,
+      read: view,
+      readInto: (target, offset) => {
+        const got = view(offset, target.length);
+        target.set(got);
+        return got.length;
+      },
+      close: () => {
+        if (buffer && mode === 'r+' && size > 0) unmapFile(buffer, true, false);
+        buffer = null;
+      },
+    };
   } finally {
     closeSync(fd);
   }

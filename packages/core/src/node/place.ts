@@ -3,6 +3,7 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { NpyError } from '../errors.js';
+import type { MapMode } from '../options.js';
 import { checkSiblingName, type Place } from '../weights/place.js';
 import { nodeSourceOf } from './sources.js';
 
@@ -31,11 +32,12 @@ export function siblingPath(indexPath: string, name: string, what: string, flat:
 /**
  * The siblings of the file at `path`: files in its folder, read by position. Each sibling's size and
  * modification time are taken when its name is checked (as the set is opened); a sibling opened
- * later that differs is refused (`SOURCE_CHANGED`): a set is read as it was when opened.
+ * later that differs is refused (`SOURCE_CHANGED`): a set is read as it was when opened. With
+ * `mmap`, each sibling is mapped (see `openWeights`'s `mmap`).
  * @example
  * const place = folderPlace('/data/model.safetensors.index.json');
  */
-export function folderPlace(path: string, flat = true): Place {
+export function folderPlace(path: string, flat = true, mmap?: MapMode): Place {
   const seen = new Map<string, { size: number; mtimeMs: number }>();
   return {
     where: dirname(resolve(path)),
@@ -51,7 +53,7 @@ export function folderPlace(path: string, flat = true): Place {
     },
     async open(name, options) {
       const target = siblingPath(path, name, `'${name}'`, flat);
-      const source = await nodeSourceOf(target, { ...options, tailBytes: 1 });
+      const source = await nodeSourceOf(target, { ...options, tailBytes: 1, mmap });
       const was = seen.get(name);
       if (was) {
         const now = await stat(target).catch(() => null);

@@ -2,7 +2,9 @@
  * Files as byte sources, and the one rule of what a Node input names: a path or `file:` URL is a
  * file read by position, an `http(s)` URL is read by range, anything else is what core's readers take.
  */
-import { checkReadOptions } from '../options.js';
+import { checkMapMode, checkReadOptions, type MapMode } from '../options.js';
+import { warnNoMap } from '../weights/open.js';
+import { mappedFileSource } from './mmap.js';
 import { closeSync, fstatSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -76,11 +78,27 @@ export function pathOf(input: unknown): string | null {
  * @example
  * const source = await nodeSourceOf('model.safetensors');
  */
-export async function nodeSourceOf(input: string | NpySource, options: HttpOptions & { tailBytes?: number } = {}): Promise<ByteSource> {
+export async function nodeSourceOf(
+  input: string | NpySource,
+  options: HttpOptions & { tailBytes?: number; mmap?: MapMode | undefined } = {},
+): Promise<ByteSource> {
   checkReadOptions(options);
+  checkMapMode(options.mmap);
   const path = pathOf(input);
-  if (path === null) return sourceOf(input, options);
+  if (path === null) {
+    if (options.mmap) warnNoMap('memory maps need a file given by path');
+    return sourceOf(input, options);
+  }
   options.signal?.throwIfAborted();
+  if (options.mmap) {
+    // A map of the whole file; without the addon (one warning), read as without mmap.
+    try {
+      const mapped = mappedFileSource(path, options.mmap);
+      if (mapped) return mapped;
+    } catch (e) {
+      throw withWhere(e, { file: path });
+    }
+  }
   const fh = await openFile(path);
   try {
     const { size } = await fh.stat();

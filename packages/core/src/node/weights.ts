@@ -18,9 +18,10 @@ function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptions): Pl
   const path = pathOf(given);
   if (options.resolve) {
     const where = path ?? (typeof given === 'string' || given instanceof URL ? String(given) : null);
-    return hookPlace(options.resolve, where, true, nodeSourceOf);
+    // The hook's answers that are paths are mapped too, with `mmap`.
+    return hookPlace(options.resolve, where, true, (answer, o) => nodeSourceOf(answer, { ...o, mmap: options.mmap }));
   }
-  if (path !== null) return folderPlace(path.endsWith('/') || path.endsWith(sep) ? join(path, 'index') : path);
+  if (path !== null) return folderPlace(path.endsWith('/') || path.endsWith(sep) ? join(path, 'index') : path, true, options.mmap);
   if (typeof given === 'string' && isHttpUrl(given)) return placeOf(given, {});
   if (given instanceof URL) return placeOf(given.href, {});
   return null;

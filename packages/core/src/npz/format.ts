@@ -4,7 +4,10 @@
  * beside `model.weights.h5`), told apart by the directory.
  */
 import type { NdArray } from '../array/ndarray.js';
+import { copyReason } from '../array/layout.js';
 import { NpyError } from '../errors.js';
+import { hasObject } from '../npy.js';
+import { STORED } from './zip.js';
 import { matchesDescr } from '../format/header.js';
 import { isTorchArchive } from '../torch/layout.js';
 import { isKerasArchive } from '../keras/format.js';
@@ -37,7 +40,15 @@ export function tensorsOfArchive(archive: NpzArchive): TensorFile {
     keyOf: (name) => (tensors.has(name) ? name : name.endsWith('.npy') && tensors.has(name.slice(0, -4)) ? name.slice(0, -4) : null),
     info: async (name, { signal } = {}) => {
       const h = await archive.header(name, { signal });
-      return { dtype: h.dtype, shape: h.shape };
+      if (!archive.source.views) return { dtype: h.dtype, shape: h.shape };
+      // Over a map, why get() copies a member instead of viewing its bytes (see bytesToData).
+      const copied =
+        archive.entry(name).method !== STORED
+          ? 'it is a deflated member, inflated'
+          : hasObject(h.dtype)
+            ? 'it holds Python objects, unpickled'
+            : copyReason(h.dtype, (await archive.dataOffset(name, { signal })) + h.dataOffset);
+      return copied === null ? { dtype: h.dtype, shape: h.shape } : { dtype: h.dtype, shape: h.shape, copied };
     },
     get: async (name, { signal, expect }: TensorReadOptions = {}): Promise<NdArray> => {
       if (expect !== undefined) {

@@ -3,6 +3,7 @@
  * read when asked for, by range (a remote file moves the header and the tensors asked for).
  */
 import type { NdArray } from '../array/ndarray.js';
+import { copyReason } from '../array/layout.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
@@ -136,8 +137,15 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
 
   /** A tensor's dtype and shape, from the header (nothing is read). */
   info(name: string): TensorInfo {
-    const { header, unreadable } = this.entry(name);
-    return unreadable === undefined ? { dtype: header.dtype, shape: header.shape } : { dtype: header.dtype, shape: header.shape, unreadable };
+    const { header, unreadable, packed, stored } = this.entry(name);
+    if (unreadable !== undefined) return { dtype: header.dtype, shape: header.shape, unreadable };
+    // Over a map, why get() copies: the rule of bytesToData, or unpacking.
+    const copied = !this.source.views
+      ? null
+      : packed
+        ? `${stored} packs ${8 / packed} elements to a byte; they are unpacked`
+        : copyReason(header.dtype, header.dataOffset);
+    return copied === null ? { dtype: header.dtype, shape: header.shape } : { dtype: header.dtype, shape: header.shape, copied };
   }
 
   /** A tensor's dtype name as the file writes it (`BF16`, `F32`). */

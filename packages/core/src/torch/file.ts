@@ -5,8 +5,10 @@
  * offset, shape and strides: a slice of a larger storage reads only the slice, a transposed view
  * is read as Fortran order, any other strided view is gathered into C order.
  */
-import type { NdArray } from '../array/ndarray.js';
+import { NdArray } from '../array/ndarray.js';
+import { copyReason as copyReasonAt } from '../array/layout.js';
 import { allocateBuffer } from '../array/memory.js';
+import type { TypedArray } from '../format/js-types.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { bad } from '../pickle/vm-values.js';
 import type { DType } from '../format/dtype.js';
@@ -186,7 +188,9 @@ export class TorchFile implements TensorFile {
         throw new NpyError('ZIP_FORMAT', `tensor '${name}' is in storage ${t.storage.key}, which the file does not hold (${prefix}data/${t.storage.key})`);
       }
     }
-    return new TorchFile(new ZipStorages(archive, prefix), order === 'big', tensors, metadata, aliases);
+    const storages = new ZipStorages(archive, prefix);
+    await storages.findStarts(options.signal);
+    return new TorchFile(storages, order === 'big', tensors, metadata, aliases);
   }
 
   /**
@@ -277,7 +281,20 @@ export class TorchFile implements TensorFile {
   /** A tensor's dtype and shape, from the pickle (nothing is read). */
   info(name: string): TensorInfo {
     const t = this.ref(name);
-    return { dtype: this.dtypeOf(name, t), shape: t.shape };
+    const dtype = this.dtypeOf(name, t);
+    const copied = this.storages.views ? this.copyReason(t, dtype) : null;
+    return copied === null ? { dtype, shape: t.shape } : { dtype, shape: t.shape, copied };
+  }
+
+  /** Over a map, why get() copies a tensor instead of viewing its storage's bytes; null where it views them. */
+  private copyReason(t: TensorRef, dtype: DType): string | null {
+    const size = t.shape.reduce((a, b) => a * b, 1);
+    if (size === 0) return null;
+    const start = this.storages.start(t.storage.key);
+    if (start === null) return `its storage (${t.storage.key}) is a deflated zip member, inflated`;
+    if (!isDense(t.shape, t.strides, false) && !isDense(t.shape, t.strides, true)) return 'it is a strided view of its storage, gathered into C order';
+    if (t.conj || t.neg) return `its ${t.conj ? 'conj' : 'neg'} flag is applied to a copy`;
+    return copyReasonAt(dtype, start + t.offset * dtype.itemsize);
   }
 
   /**
@@ -299,8 +316,12 @@ export class TorchFile implements TensorFile {
   }
 
   private async read(name: string, t: TensorRef, dtype: DType, signal?: AbortSignal): Promise<NdArray> {
-    const a = await this.view(name, t, dtype, signal);
-    if (t.conj || t.neg) applyFlags(name, a, t);
+    let a = await this.view(name, t, dtype, signal);
+    if (t.conj || t.neg) {
+      // A view of a map is never written: the flags are applied to a copy.
+      if (this.storages.views) a = new NdArray(a.dtype, a.shape, (a.data as TypedArray).slice(), a.order);
+      applyFlags(name, a, t);
+    }
     return a;
   }
 
@@ -364,6 +385,13 @@ export class TorchFile implements TensorFile {
 
 /** Where a checkpoint's storages are: a zip's members, or byte runs of a legacy file. */
 interface Storages {
+  /** Whether the file's reads are views of a map (see `ByteSource.views`). */
+  readonly views: boolean;
+  /**
+   * Where a storage's bytes start in the file, where they lie there as they are; null where they
+   * are deflated. Known once the storage was found (over a map: from the start).
+   */
+  start(key: string): number | null;
   /** The bytes a storage holds; null where the file has no storage by that key. */
   size(key: string): number | null;
   /**
@@ -407,11 +435,20 @@ class LegacyStorages implements Storages {
     return this.runs.get(key)?.bytes ?? null;
   }
 
-  async where(key: string, signal?: AbortSignal): Promise<{ source: ByteSource; start: number }> {
-    return { source: this.through, start: await this.start(key, signal) };
+  get views(): boolean {
+    return this.file.views === true;
   }
 
-  private async start(key: string, signal?: AbortSignal): Promise<number> {
+  start(key: string): number | null {
+    const run = this.runs.get(key);
+    return run ? run.at + 8 : null;
+  }
+
+  async where(key: string, signal?: AbortSignal): Promise<{ source: ByteSource; start: number }> {
+    return { source: this.through, start: await this.checkedStart(key, signal) };
+  }
+
+  private async checkedStart(key: string, signal?: AbortSignal): Promise<number> {
     const run = this.runs.get(key)!;
     if (!this.checked.has(key)) {
       // The count written before the bytes is the one the pickle gave (as torch.load checks).
@@ -429,7 +466,7 @@ class LegacyStorages implements Storages {
   }
 
   async bytes(key: string, at: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
-    const start = await this.start(key, signal);
+    const start = await this.checkedStart(key, signal);
     const got = await this.through.read(start + at, length, { signal });
     if (got.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${key} ends before the tensor's last element`);
     return got;
@@ -444,10 +481,30 @@ class LegacyStorages implements Storages {
 
 /** The storages of a torch.save zip: its members `<prefix>data/<key>`, read through the archive's public reads. */
 class ZipStorages implements Storages {
+  /** Where each stored storage's bytes start in the file, once found (over a map, all of them when opened). */
+  private readonly starts = new Map<string, number>();
+
   constructor(
     private readonly archive: NpzArchive,
     private readonly prefix: string,
   ) {}
+
+  get views(): boolean {
+    return this.archive.source.views === true;
+  }
+
+  /** Over a map, where every stored storage starts (local headers read from memory): info() then says which tensors are copied. */
+  async findStarts(signal?: AbortSignal): Promise<void> {
+    if (!this.views) return;
+    for (const e of this.archive.entries) {
+      if (e.method !== STORED || !e.name.startsWith(`${this.prefix}data/`)) continue;
+      this.starts.set(e.name.slice(this.prefix.length + 5), await this.archive.dataOffset(e.name, { signal }));
+    }
+  }
+
+  start(key: string): number | null {
+    return this.entry(key).method === STORED ? (this.starts.get(key) ?? 0) : null;
+  }
 
   private entry(key: string): ZipEntry {
     return this.archive.entry(`${this.prefix}data/${key}`);

@@ -5,6 +5,7 @@
  */
 import type { NdArray } from '../array/ndarray.js';
 import { unknownKey, withWhere } from '../errors.js';
+import { checkMapMode, type MapMode } from '../options.js';
 import { getEvery } from '../io/settle.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
@@ -120,6 +121,31 @@ export interface OpenWeightsOptions extends FormatOptions {
    * of a checkpoint `{'model': state_dict, 'optimizer': …}` gives `conv.weight`, not `model.conv.weight`.
    */
   root?: string;
+  /**
+   * Map the file (and each shard of a set) into memory instead of reading it, as numpy's
+   * `mmap_mode` (`'r'`, `'r+'`: writes reach the file, `'c'`: copy-on-write): every tensor whose
+   * bytes already have its layout is a typed-array view of one shared map, and the others are copied
+   * (`info(name).copied` says why). Node, with @npyts/native, for a file given by path; elsewhere
+   * (no addon, a URL, bytes, a browser) one warning (`NPYTS_NO_MMAP`, once a process) and the file
+   * is read as without it. See docs/larger-than-memory.md, "Memory-mapped weight files".
+   */
+  mmap?: MapMode | undefined;
+}
+
+/** Whether the one "no memory maps here" warning was given. */
+let mapWarned = false;
+
+/**
+ * The one warning (once a process) that `{ mmap }` cannot map here and the file is read by copying.
+ * @internal
+ */
+export function warnNoMap(why: string): void {
+  if (mapWarned) return;
+  mapWarned = true;
+  const text = `npyts: mmap: ${why}; weight files are read by copying instead`;
+  const proc = (globalThis as { process?: { emitWarning?: (text: string, options: { code: string }) => void } }).process;
+  if (proc?.emitWarning) proc.emitWarning(text, { code: 'NPYTS_NO_MMAP' });
+  else console.warn(text);
 }
 
 /** The part of a weight file under `root`, named without it. */
@@ -196,6 +222,8 @@ export async function openWeightsFrom(source: ByteSource, options: OpenWeightsOp
  */
 export async function openWeights(input: NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
   options.signal?.throwIfAborted();
+  checkMapMode(options.mmap);
+  if (options.mmap) warnNoMap('memory maps need a file path in Node, with @npyts/native');
   const url = typeof input === 'string' || input instanceof URL ? resolveUrl(input) : null;
   const place = placeOf(url, options);
   // The first request of a URL learns the size with one byte: a .safetensors file is read from its

@@ -30,6 +30,13 @@ export interface TensorInfo {
    * absent for a tensor stored as its dtype.
    */
   readonly quantization?: string;
+  /**
+   * Where the file is memory-mapped (`openWeights(path, { mmap })`), why `get` gives this tensor as
+   * a copy and not as a view of the map: its data is byte-swapped, starts at an offset not aligned
+   * to its element size, is deflated, quantized, unpacked or gathered from a strided view. Absent
+   * for a tensor `get` gives as a view, and for every tensor of a file that is not mapped.
+   */
+  readonly copied?: string;
 }
 
 /**
