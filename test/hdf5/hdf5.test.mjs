@@ -164,6 +164,19 @@ test('hostile files: addresses past the end, huge dimensions, bad heaps, cycles:
     const e = await npyErrorOf(async () => work(await open('hostile.h5', bytes)));
     assert.is(e.code, 'BAD_HDF5', `${what}: ${e.code} ${e.message}`);
   }
+  // Version 2 structures carry checksums (lookup3), which h5py checks: a changed byte is refused.
+  const latest = bytesOf('latest.h5');
+  const rootAt = Number(new DataView(latest.buffer, latest.byteOffset).getBigUint64(36, true));
+  for (const [what, at] of [
+    ['the superblock', 30],
+    ['the root object header', rootAt + 20],
+  ]) {
+    const b = latest.slice();
+    b[at] ^= 1;
+    const e = await npyErrorOf(async () => (await open('latest.h5', b)).root.children());
+    assert.is(e.code, 'BAD_HDF5', what);
+    assert.match(e.message, 'checksum', what);
+  }
   const cycle = await npyErrorOf(() => walkAll(bytesOf('cycle.h5')));
   assert.is(cycle.code, 'BAD_HDF5');
   assert.match(cycle.message, 'cycle');
