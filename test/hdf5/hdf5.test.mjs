@@ -140,6 +140,20 @@ const walkAll = async (bytes) => {
   for (const name of f.names) await f.info(name);
 };
 
+test("as a weight file (the format list's hdf5 entry): every dataset by its path, read as h5py reads it", async () => {
+  const f = await hdf5Format.open(bytesSource(bytesOf('default.h5'), 'default.h5'), null, {});
+  assert.is(f.format, 'hdf5');
+  const datasets = Object.entries(report.files['default.h5']).filter(([, o]) => o.kind === 'dataset');
+  assert.equal([...f.names].sort(), datasets.map(([p]) => p.slice(1)).sort());
+  // A float32 dataset whose dtype attribute says bfloat16 (Keras's mark for 2-byte values) stays float32, as h5py reads it.
+  assert.is((await f.info('num/f4')).dtype.str, '<f4');
+  const all = await f.getAll();
+  for (const [path, want] of datasets) {
+    assert.equal(raw(all.get(path.slice(1))), new Uint8Array(readFileSync(join(dir, 'expect', 'default.h5', want.bin))), path);
+  }
+  await f.close();
+});
+
 test('hostile files: addresses past the end, huge dimensions, bad heaps, cycles: BAD_HDF5, nothing allocated for them', async () => {
   const good = bytesOf('default.h5');
   const f = await open('default.h5');
