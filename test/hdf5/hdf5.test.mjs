@@ -140,6 +140,20 @@ const walkAll = async (bytes) => {
   for (const name of f.names) await f.info(name);
 };
 
+test("as a weight file (the format list's hdf5 entry): every dataset by its path, read as h5py reads it", async () => {
+  const f = await hdf5Format.open(bytesSource(bytesOf('default.h5'), 'default.h5'), null, {});
+  assert.is(f.format, 'hdf5');
+  const datasets = Object.entries(report.files['default.h5']).filter(([, o]) => o.kind === 'dataset');
+  assert.equal([...f.names].sort(), datasets.map(([p]) => p.slice(1)).sort());
+  // A float32 dataset whose dtype attribute says bfloat16 (Keras's mark for 2-byte values) stays float32, as h5py reads it.
+  assert.is((await f.info('num/f4')).dtype.str, '<f4');
+  const all = await f.getAll();
+  for (const [path, want] of datasets) {
+    assert.equal(raw(all.get(path.slice(1))), new Uint8Array(readFileSync(join(dir, 'expect', 'default.h5', want.bin))), path);
+  }
+  await f.close();
+});
+
 test('hostile files: addresses past the end, huge dimensions, bad heaps, cycles: BAD_HDF5, nothing allocated for them', async () => {
   const good = bytesOf('default.h5');
   const f = await open('default.h5');
@@ -163,6 +177,19 @@ test('hostile files: addresses past the end, huge dimensions, bad heaps, cycles:
   for (const [what, [bytes, work]] of Object.entries(cases)) {
     const e = await npyErrorOf(async () => work(await open('hostile.h5', bytes)));
     assert.is(e.code, 'BAD_HDF5', `${what}: ${e.code} ${e.message}`);
+  }
+  // Version 2 structures carry checksums (lookup3), which h5py checks: a changed byte is refused.
+  const latest = bytesOf('latest.h5');
+  const rootAt = Number(new DataView(latest.buffer, latest.byteOffset).getBigUint64(36, true));
+  for (const [what, at] of [
+    ['the superblock', 30],
+    ['the root object header', rootAt + 20],
+  ]) {
+    const b = latest.slice();
+    b[at] ^= 1;
+    const e = await npyErrorOf(async () => (await open('latest.h5', b)).root.children());
+    assert.is(e.code, 'BAD_HDF5', what);
+    assert.match(e.message, 'checksum', what);
   }
   const cycle = await npyErrorOf(() => walkAll(bytesOf('cycle.h5')));
   assert.is(cycle.code, 'BAD_HDF5');

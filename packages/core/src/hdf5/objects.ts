@@ -6,6 +6,7 @@
  * bytes that hold it, and every walk keeps the addresses it has seen (a cycle is `BAD_HDF5`).
  */
 import { Cursor, type MetaReader, type Sizes, UNDEFINED, bad, unsupported } from './bytes.js';
+import { checkChecksum } from './checksum.js';
 import { isHdf5 } from './signature.js';
 import { type Hdf5Type, parseDataspace, parseDatatype } from './types.js';
 
@@ -49,6 +50,7 @@ export async function readSuperblock(meta: MetaReader, signal?: AbortSignal): Pr
     c.skip(sizes.offsets);
     c.uint(sizes.offsets); // end of file
     const root = c.uint(sizes.offsets);
+    checkChecksum(c.bytes.subarray(0, c.pos + 4), 0, 'the superblock');
     return { version, sizes, root, base: Math.max(0, base) };
   }
   throw unsupported(`${meta.name} has an HDF5 superblock of version ${version}; npyts reads versions 0 to 3`);
@@ -127,6 +129,9 @@ export async function readObjectHeader(meta: MetaReader, address: number, signal
     if (flags & 0x20) first.skip(16);
     if (flags & 0x10) first.skip(4);
     const length = first.uint(1 << (flags & 3));
+    // The first chunk's messages, then its checksum (of everything from 'OHDR' on).
+    const whole = await meta.cursor(address, first.pos + length + 4, 'the object header', signal);
+    checkChecksum(whole.bytes, address, 'the object header');
     blocks.push({ at: address + first.pos, length });
   }
   let firstBlock = true;
@@ -137,6 +142,7 @@ export async function readObjectHeader(meta: MetaReader, address: number, signal
     if (version2 && !firstBlock) {
       // A continuation block of a version 2 header: 'OCHK', messages, a checksum.
       c.signature('OCHK');
+      checkChecksum(c.bytes, at, 'an object header continuation block');
       end = length - 4;
     }
     firstBlock = false;

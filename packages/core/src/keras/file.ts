@@ -278,14 +278,14 @@ async function walk(
   }
 }
 
-/** `'bfloat16'` where Keras stored a dataset's bfloat16 values as 2-byte integers or opaque bytes (its attribute `dtype`). */
+/**
+ * `'bfloat16'` where Keras stored a dataset's bfloat16 values as 2-byte integers or opaque bytes (its
+ * attribute `dtype`); a dataset of other values is read as h5py reads it, whatever the attribute says.
+ */
 async function bfloat16Of(d: Hdf5Dataset, signal: AbortSignal | undefined): Promise<string | undefined> {
+  if (d.dtype.itemsize !== 2 || !['u', 'i', 'V'].includes(d.dtype.kind)) return undefined;
   const attrs = await d.attrs({ signal });
-  if (attrs.dtype !== 'bfloat16') return undefined;
-  if (d.dtype.itemsize !== 2 || !['u', 'i', 'V'].includes(d.dtype.kind)) {
-    throw bad(`${d.path} says dtype='bfloat16' but holds ${d.dtype.name}, not 2-byte values`);
-  }
-  return 'bfloat16';
+  return attrs.dtype === 'bfloat16' ? 'bfloat16' : undefined;
 }
 
 /** An attribute that must be a list of strings (a legacy file's `layer_names`, `weight_names`). */
