@@ -5,7 +5,7 @@
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import { matchesDescr } from '../format/header.js';
-import { isTorchArchive } from '../torch/layout.js';
+import { TORCH_PICKLE, isTorchArchive } from '../torch/layout.js';
 import type { WeightFormatEntry } from '../weights/formats.js';
 import type { TensorFile, TensorReadOptions } from '../weights/tensor-file.js';
 import { NpzArchive } from './archive.js';
@@ -58,6 +58,7 @@ export function tensorsOfArchive(archive: NpzArchive): TensorFile {
 export const zipFormat: WeightFormatEntry = {
   name: 'zip',
   sniff: (b) => b[0] === 0x50 && b[1] === 0x4b,
+  tensors: (members) => members.some((name) => TORCH_PICKLE.test(name)),
   open: async (source, _place, options) => {
     const archive = await NpzArchive.open(source, options);
     try {
