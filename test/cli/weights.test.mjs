@@ -189,10 +189,7 @@ pickle.dump([1, 2], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2
       zip.closeSync();
     }
   };
-  assert.equal(
-    ['one.npy', 'plain.pkl', 'two.npz', 'ck.pt', 'm.safetensors'].map(holds),
-    [false, false, false, true, true],
-  );
+  assert.equal(['one.npy', 'plain.pkl', 'two.npz', 'ck.pt', 'm.safetensors'].map(holds), [false, false, false, true, true]);
   // The CLI reads each as the list says: the .npz by its members, the checkpoint by its tensors.
   const npz = await runCli(['info', file('two.npz')]);
   assert.is(npz.code, 0, npz.stderr);

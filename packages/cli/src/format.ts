@@ -2,19 +2,7 @@
  * A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. A little
  * over 400 lines: numpy's repr rules (line width, edge items, record and subarray forms) read best together.
  */
-import {
-  NdArray,
-  NOT_A_TIME,
-  NpyError,
-  datetimeText,
-  familyOf,
-  shapeRepr,
-  longDoubleIsNumber,
-  readItem,
-  type ArrayData,
-  type Complex,
-  type DType,
-} from '@npyts/core';
+import { NdArray, NOT_A_TIME, NpyError, datetimeText, familyOf, shapeRepr, longDoubleIsNumber, readItem, type ArrayData, type DType } from '@npyts/core';
 import { decimalText, dtypeConstructionRepr, longDoubleExact, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { formatFloatsLikeNumpy, percentG, type Real } from './numpy-floats.js';

@@ -146,7 +146,8 @@ function shortestExactDigits(x: ExactFloat): { digits: string; exp: number } {
  */
 export function exactExponent(a: number | ExactFloat, guess: number): number {
   // Zero has no first significant digit (the loop below would never end); nor has NaN or infinity.
-  if (typeof a === 'number' && (!(Math.abs(a) > 0) || !Number.isFinite(a))) throw new NpyError('BAD_OPTION', `exactExponent takes a finite number other than 0, not ${a}`);
+  if (typeof a === 'number' && (!(Math.abs(a) > 0) || !Number.isFinite(a)))
+    throw new NpyError('BAD_OPTION', `exactExponent takes a finite number other than 0, not ${a}`);
   if (!Number.isSafeInteger(guess)) throw new NpyError('BAD_OPTION', `exactExponent's guess must be an integer, not ${guess}`);
   let e = guess;
   while (scaledRound(a, -e, true) >= 10n) e++;
