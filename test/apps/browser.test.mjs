@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import { build } from 'esbuild';
 import { python, scratch } from '../helpers/numpy.mjs';
@@ -240,6 +241,44 @@ test('the PyTorch CNN demo runs in the page and agrees with PyTorch on every hel
   assert.match(result, new RegExp(`PyTorch: ${torchRight}/360`));
   assert.match(result, /agreeing with PyTorch's: 360\/360/);
   assert.match(result, new RegExp(`in tfjs \\(cpu backend in the browser\\): ${torchRight}/360 right`));
+});
+
+test("a GGUF file lists its tensors with their ggml types, and shows each as gguf-py dequantizes it (numpy's str of each float32)", async () => {
+  execFileSync('python3', ['-m', 'pip', 'install', '--retries', '0', '-q', 'gguf'], { stdio: 'ignore' });
+  const want = JSON.parse(
+    python(`
+import gguf
+from gguf.constants import GGMLQuantizationType as Q
+rng = np.random.default_rng(5)
+w = gguf.GGUFWriter(${JSON.stringify(join(dir, 'model.gguf'))}, 'test')
+x = rng.standard_normal((4, 64)).astype(np.float32)
+q = gguf.quants.quantize(x, Q.Q8_0)
+w.add_tensor('blk.0.q8', q, raw_dtype=Q.Q8_0)
+w.add_tensor('norm', rng.standard_normal(5).astype(np.float32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+deq = gguf.quants.dequantize(q, Q.Q8_0)
+r = gguf.GGUFReader(${JSON.stringify(join(dir, 'model.gguf'))})
+print(json.dumps({'names': [t.name for t in r.tensors], 'types': [t.tensor_type.name for t in r.tensors],
+                  'q8': [[str(v) for v in row[:40]] for row in deq], 'norm': [str(v) for v in r.tensors[1].data]}))`),
+  );
+  await openFile(join(dir, 'model.gguf'));
+  assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
+  assert.match(await page.textContent('#source-info'), /model\.gguf.*:blk\.0\.q8/);
+  const members = await page.$$eval('#members-table tr', (trs) => trs.slice(1).map((tr) => [...tr.cells].slice(0, 3).map((c) => c.textContent)));
+  assert.equal(
+    members.map((m) => m[0]),
+    want.names,
+  );
+  assert.equal(members[0], ['blk.0.q8', 'float32 (4, 64)', `${want.types[0]} (dequantized to float32)`]);
+  assert.equal(members[1], ['norm', 'float32 (5,)', 'as is']);
+  // The first tensor is shown at once: gguf-py's dequantized values.
+  assert.equal(await tableCells(), want.q8);
+  await page.click('#members-table button[data-member="norm"]');
+  await idle();
+  assert.equal(
+    (await tableCells()).map((r) => r[0]),
+    want.norm,
+  );
 });
 
 test('no uncaught errors in the page; bundle sizes reported', async () => {

@@ -156,38 +156,56 @@ test('a summarised printout reads only the rows it shows: a 64 MiB file prints w
   assert.is(out.split('\n').slice(1).join('\n').trim(), python(`print(repr(np.load(${JSON.stringify(file)})))`).trim());
 });
 
-test('float128 (x86 long double): values that are float64 values show as numpy shows them; others are refused, never shown or compared as their float64 neighbours', async () => {
+test('float128 (x86 long double): shown exactly as numpy shows it, past float64 (range and precision), subnormals, NaN and inf; diff still refuses what float64 cannot hold', async () => {
   const d = scratch();
-  const exactness = python(`
+  const at = (name) => join(d, name);
+  const report = JSON.parse(
+    python(`
 rng = np.random.default_rng(3)
 fi = np.finfo(np.longdouble)
-vals = [fi.max, fi.tiny, np.longdouble(1) / 3, np.longdouble(2) ** -1074, np.longdouble(2) ** -1075, np.longdouble(2) ** 1023, np.longdouble(2) ** 1024,
-        np.longdouble(0.1), np.longdouble(1) + np.longdouble(2) ** -52, np.longdouble(1) + np.longdouble(2) ** -53, -np.longdouble(0.0), np.inf, np.nan]
-vals += list(rng.standard_normal(20).astype(np.longdouble) * np.longdouble(2) ** rng.integers(-1100, 1100, 20))
+one = np.longdouble(1)
+vals = [fi.max, -fi.max, fi.tiny, fi.smallest_subnormal, fi.smallest_subnormal * 3, fi.tiny - fi.smallest_subnormal, one / 3, one / 7 * 1e-300,
+        np.longdouble(2) ** -1074, np.longdouble(2) ** -1075, np.longdouble(2) ** 1023, np.longdouble(2) ** 1024, np.longdouble(2) ** 64,
+        np.longdouble(0.1), np.longdouble('0.1'), one + np.longdouble(2) ** -52, one + np.longdouble(2) ** -63, one - np.longdouble(2) ** -64,
+        np.longdouble('9.99999999999999999e4931'), np.longdouble('1e4000'), np.longdouble('1e-4000'), np.longdouble('123456789.123456789'), -np.longdouble(0.0), np.inf, -np.inf, np.nan]
+vals += list(rng.standard_normal(40).astype(np.longdouble) * np.longdouble(2) ** rng.integers(-16440, 16380, 40))
+vals += list(rng.standard_normal(20).astype(np.longdouble) / np.longdouble(3) * np.longdouble(2) ** rng.integers(-60, 60, 20))
 a = np.array(vals, dtype='<f16')
-np.save(${JSON.stringify(join(d, 'ld.npy'))}, a)
-with np.errstate(all='ignore'):
-    print(json.dumps([bool(np.isnan(x) or np.longdouble(np.float64(x)) == x) for x in a]))`);
-  const { longDoubleIsNumber } = await import('@npyts/core');
-  const bytes = readFileSync(join(d, 'ld.npy'));
-  const data = bytes.subarray(bytes.length - 16 * JSON.parse(exactness).length);
-  assert.equal(
-    JSON.parse(exactness).map((_, i) => longDoubleIsNumber(data, 16 * i)),
-    JSON.parse(exactness),
+np.save(${JSON.stringify(at('ld.npy'))}, a)
+# Arrays numpy prints positionally, with padding, and in scientific notation.
+np.save(${JSON.stringify(at('pos.npy'))}, (np.arange(12, dtype=np.longdouble) / 7).reshape(3, 4))
+np.save(${JSON.stringify(at('wide.npy'))}, np.array([one / 3, np.longdouble(2) ** 70, one / 3 * 1e-4900], dtype='<f16'))
+np.save(${JSON.stringify(at('near.npy'))}, np.array([np.longdouble(1e8) - np.longdouble(2) ** -30, 1.5], dtype='<f16'))
+np.save(${JSON.stringify(at('be.npy'))}, np.array([fi.max, one / 3, np.nan], dtype='>f16'))
+np.save(${JSON.stringify(at('c32.npy'))}, np.array([complex(1, 2), 0], dtype=np.clongdouble) + np.array([one / 3 + 1j * fi.max, fi.tiny], dtype=np.clongdouble))
+names = ['ld', 'pos', 'wide', 'near', 'be', 'c32']
+print(json.dumps({'count': len(a), 'repr': {n: repr(np.load(${JSON.stringify(d)} + '/' + n + '.npy')) for n in names},
+                  'unique': [np.format_float_scientific(x, unique=True) for x in a if np.isfinite(x) and x != 0]}))`),
   );
-  // Shown: an array of float64 values, as numpy prints it.
-  python(`np.save(${JSON.stringify(join(d, 'ok.npy'))}, np.array([0.1, 2.5, -3e300], dtype='<f16'))`);
-  const ok = await runCli(['show', join(d, 'ok.npy')]);
-  assert.is(ok.code, 0, ok.stderr);
-  assert.ok(ok.stdout.includes(python(`print(repr(np.load(${JSON.stringify(join(d, 'ok.npy'))})))`).trim()), ok.stdout);
-  // Refused: past float64's range, and compared with half of itself.
+  // The shortest digits of each value at its own 64-bit precision, as numpy's Dragon4 gives them.
+  const { longDoubleExact, shortestDigits } = await import('@npyts/core/plumbing');
+  const bytes = readFileSync(at('ld.npy'));
+  const { count } = report;
+  const data = bytes.subarray(bytes.length - 16 * count);
+  const ours = [];
+  for (let i = 0; i < count; i++) {
+    const x = longDoubleExact(data, 16 * i);
+    if (typeof x === 'number') continue;
+    const { digits, exp } = shortestDigits(x, 16);
+    ours.push(`${x.neg ? '-' : ''}${digits[0]}.${digits.slice(1)}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`);
+  }
+  assert.equal(ours, report.unique);
+  // show prints numpy's repr of each array.
+  for (const [name, repr] of Object.entries(report.repr)) {
+    const r = await runCli(['show', at(`${name}.npy`)]);
+    assert.is(r.code, 0, `${name}: ${r.stderr}`);
+    assert.is(r.stdout.split('\n').slice(1).join('\n').trim(), repr.trim(), name);
+  }
+  // diff compares as float64 and so still refuses what float64 cannot hold.
   python(
-    `m = np.finfo(np.longdouble).max; np.save(${JSON.stringify(join(d, 'max.npy'))}, np.array([m, 1], dtype='<f16')); np.save(${JSON.stringify(join(d, 'half.npy'))}, np.array([m / 2, 1], dtype='<f16'))`,
+    `m = np.finfo(np.longdouble).max; np.save(${JSON.stringify(at('max.npy'))}, np.array([m, 1], dtype='<f16')); np.save(${JSON.stringify(at('half.npy'))}, np.array([m / 2, 1], dtype='<f16'))`,
   );
-  const shown = await runCli(['show', join(d, 'max.npy')]);
-  assert.is(shown.code, 1);
-  assert.match(shown.stderr, /outside float64's range/);
-  const diff = await runCli(['diff', join(d, 'max.npy'), join(d, 'half.npy')]);
+  const diff = await runCli(['diff', at('max.npy'), at('half.npy')]);
   assert.is(diff.code, 1);
   assert.match(diff.stderr, /outside float64's range/);
 });

@@ -3,6 +3,7 @@
 // safetensors read with PyTorch's values; errors are one line naming the file.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 
@@ -167,6 +168,33 @@ print(json.dumps(gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64
   const shown = await runCli(['show', '--json', `${path}:q`]);
   assert.is(shown.code, 0, shown.stderr);
   assert.equal(JSON.parse(shown.stdout).data.flat(), q8);
+});
+
+test("what holds tensors is the format list's word (its entries' `tensors`), which the CLI and the tfjs adapter ask", async () => {
+  const { formatOf, SNIFF_BYTES } = await import('@npyts/core');
+  const { openNpzSync } = await import('@npyts/core/node');
+  python(`import numpy as np, pickle
+np.save(${JSON.stringify(file('one.npy'))}, np.arange(3))
+np.savez(${JSON.stringify(file('two.npz'))}, a=np.arange(3))
+# (a list: the 8th byte of a pickled dict is 0, which the safetensors sniff takes)
+pickle.dump([1, 2], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2)`);
+  const holds = (name) => {
+    const bytes = readFileSync(file(name));
+    const format = formatOf(bytes.subarray(0, SNIFF_BYTES), bytes.length);
+    if (typeof format.tensors !== 'function') return format.tensors ?? true;
+    const zip = openNpzSync(file(name));
+    try {
+      return format.tensors(zip.entries.map((e) => e.name));
+    } finally {
+      zip.closeSync();
+    }
+  };
+  assert.equal(['one.npy', 'plain.pkl', 'two.npz', 'ck.pt', 'm.safetensors'].map(holds), [false, false, false, true, true]);
+  // The CLI reads each as the list says: the .npz by its members, the checkpoint by its tensors.
+  const npz = await runCli(['info', file('two.npz')]);
+  assert.is(npz.code, 0, npz.stderr);
+  assert.match(npz.stdout, /two\.npz:a: /);
+  assert.not.match(npz.stdout, /tensors?;|, 1 tensor/);
 });
 
 test.run();

@@ -64,6 +64,18 @@ test('a type gguf-py does not dequantize (Q8_1) is listed, and refused when read
   assert.match(e.message, /Q8_1/);
 });
 
+test('getAll and loadWeights read the other tensors, then name every tensor of a type gguf-py does not dequantize in one error', async () => {
+  const { refused } = report.files['unread.gguf'];
+  assert.equal(refused, ['unread.Q8_1', 'unread.Q8_K'], 'gguf-py refuses both');
+  const f = await open('unread.gguf');
+  assert.equal([...(await f.get('ok')).data], [0, 1, 2, 3]);
+  for (const whole of [() => f.getAll(), async () => (await import('@npyts/core/node')).loadWeights(file('unread.gguf'))]) {
+    const e = await npyErrorOf(whole);
+    assert.is(e.code, 'GGUF_UNSUPPORTED');
+    assert.match(e.message, /2 of the 3 tensors cannot be read \('unread\.Q8_1': .*Q8_1.*; 'unread\.Q8_K': .*Q8_K.*\); get\(\) the others by name/);
+  }
+});
+
 test('unquantized tensors of every type as themselves: dtype, shape and the bytes gguf-py reads', async () => {
   const fname = 'plain.gguf';
   const f = await open(fname);

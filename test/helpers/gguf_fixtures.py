@@ -149,4 +149,20 @@ for fname in ['quants.gguf', 'plain.gguf', 'aligned.gguf']:
         else:
             meta[key] = {'types': types, 'value': c if types[0] == 'ARRAY' else norm(c, types[0])}
     report['files'][fname] = {'tensors': tensors, 'metadata': meta, 'dataOffset': int(r.data_offset), 'alignment': int(r.alignment)}
+
+# 4. Two tensors of types gguf-py does not dequantize beside one it reads: a whole read names both.
+fname = 'unread.gguf'
+w = gguf.GGUFWriter(os.path.join(out, fname), 'test')
+w.add_tensor('ok', np.arange(4, dtype=np.float32))
+refused = []
+for name in ['Q8_1', 'Q8_K']:
+    block, size = GGML_QUANT_SIZES[Q[name]]
+    raw = rng.integers(0, 256, (1, size), dtype=np.uint8)
+    w.add_tensor(f'unread.{name}', raw, raw_dtype=Q[name])
+    try:
+        gguf.quants.dequantize(raw, Q[name])
+    except NotImplementedError:
+        refused.append(f'unread.{name}')
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+report['files'][fname] = {'refused': refused}
 print(json.dumps(report))

@@ -85,6 +85,34 @@ test("planNpzParts with a member keyed '__proto__' (np.savez writes one) makes a
 
 // ---- A ragged heap shared by two indexes ----
 
+test("the async append looks for the heap's other indexes without blocking the loop (no readdirSync; the engine's list step)", async () => {
+  const folder = at('shared-heap-async');
+  mkdirSync(folder);
+  const a = join(folder, 'a.npy');
+  const b = join(folder, 'b.npy');
+  node.saveRaggedSync(a, ['one', 'two'], { layout: 'offsets' });
+  node.saveRaggedSync(b, ['three'], { heap: 'a.npy.strings' });
+  const fs = createRequire(import.meta.url)('node:fs');
+  const { syncBuiltinESMExports } = createRequire(import.meta.url)('node:module');
+  const real = fs.readdirSync;
+  const blocking = [];
+  fs.readdirSync = (...args) => {
+    blocking.push(String(args[0]));
+    throw new Error('a blocking listing in an async append');
+  };
+  syncBuiltinESMExports();
+  let e;
+  try {
+    e = await npyErrorOf(() => node.appendRagged(a, ['five']));
+  } finally {
+    fs.readdirSync = real;
+    syncBuiltinESMExports();
+  }
+  assert.equal(blocking, []);
+  assert.is(e.code, 'NAME_CLASH', e.message);
+  assert.ok(e.message.includes(b), e.message);
+});
+
 test('an append through an offsets index whose heap another index shares is refused, and nothing is changed: the other still reads', async () => {
   const folder = at('shared-heap');
   mkdirSync(folder);

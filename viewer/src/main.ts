@@ -16,6 +16,10 @@ import {
   NpyError,
   familyOf,
   hasObject,
+  openWeights,
+  shapeRepr,
+  encodeNpy,
+  type WeightFile,
   type DType,
   type NpyHeader,
   type NpzArchive,
@@ -65,7 +69,15 @@ async function pickleOption(): Promise<{ pickle?: ObjectArrayCodec }> {
 
 async function showBytes(label: string, bytes: Uint8Array): Promise<void> {
   // What the bytes are is core's format list's to say (formatOf), as for openWeights and the CLI.
-  if (formatOf(bytes.subarray(0, SNIFF_BYTES), bytes.length)?.name === 'zip') return showArchive(label, decodeNpz(bytes));
+  const format = formatOf(bytes.subarray(0, SNIFF_BYTES), bytes.length);
+  if (format?.tensors === undefined && format !== null) return showWeights(label, await openWeights(bytes));
+  if (typeof format?.tensors === 'function') {
+    // A container whose members tell: a .npz's arrays, or a torch.save checkpoint's tensors.
+    const archive = decodeNpz(bytes);
+    if (!format.tensors(archive.entries.map((e) => e.name))) return showArchive(label, archive);
+    await archive.close();
+    return showWeights(label, await openWeights(bytes));
+  }
   const header = readHeader(bytes);
   const options = await pickleOption();
   if (hasObject(header.dtype)) {
@@ -114,6 +126,45 @@ function showArchive(label: string, archive: NpzArchive): void {
   });
   $('members').hidden = false;
   if (archive.names.length) (table.querySelector('button') as HTMLButtonElement).click();
+}
+
+/**
+ * A weight file (GGUF, .safetensors, a torch.save checkpoint): its tensors listed with dtype, shape
+ * and how each is stored (a GGUF quantization is dequantized to float32 when shown), each shown as an array.
+ */
+async function showWeights(label: string, weights: WeightFile): Promise<void> {
+  $('source').hidden = false;
+  const n = weights.names.length;
+  $('source-info').textContent = `${label}: ${weights.format}, ${n} tensor${n === 1 ? '' : 's'}`;
+  const table = $<HTMLTableElement>('members-table');
+  table.innerHTML = '<tr><th>name</th><th>dtype and shape</th><th>stored as</th><th></th></tr>';
+  for (const name of weights.names) {
+    const tr = table.insertRow();
+    tr.insertCell().textContent = name;
+    let info: Awaited<ReturnType<WeightFile['info']>> | null = null;
+    try {
+      info = await weights.info(name);
+    } catch (e) {
+      tr.insertCell().textContent = e instanceof Error ? e.message : String(e);
+    }
+    if (!info) continue;
+    tr.insertCell().textContent = `${info.dtype.name} ${shapeRepr(info.shape)}`;
+    tr.insertCell().textContent = info.quantization !== undefined ? `${info.quantization} (dequantized to float32)` : 'as is';
+    const b = document.createElement('button');
+    b.textContent = 'show';
+    b.dataset.member = name;
+    b.onclick = () =>
+      run(async () => {
+        const tensor = await weights.get(name);
+        $('values').hidden = true;
+        await showBytes(`${label}:${name}`, encodeNpy(tensor));
+        $('members').hidden = false;
+      });
+    tr.insertCell().append(b);
+  }
+  $('members').hidden = false;
+  const first = table.querySelector('button') as HTMLButtonElement | null;
+  first?.click();
 }
 
 function orderText(h: NpyHeader): string {
@@ -442,6 +493,9 @@ function openFile(file: File): void {
         });
       }
     }
+    // A weight file (GGUF, .safetensors) is read by slices too: its header, then each tensor shown.
+    const format = formatOf(first, file.size);
+    if (format !== null && format.tensors === undefined) return showWeights(label, await openWeights(file));
     await showBytes(label, new Uint8Array(await file.arrayBuffer()));
   });
 }

@@ -2,22 +2,10 @@
  * A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. A little
  * over 400 lines: numpy's repr rules (line width, edge items, record and subarray forms) read best together.
  */
-import {
-  NdArray,
-  NOT_A_TIME,
-  NpyError,
-  datetimeText,
-  familyOf,
-  shapeRepr,
-  longDoubleIsNumber,
-  readItem,
-  type ArrayData,
-  type Complex,
-  type DType,
-} from '@npyts/core';
-import { decimalText, dtypeConstructionRepr, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
+import { NdArray, NOT_A_TIME, NpyError, datetimeText, familyOf, shapeRepr, longDoubleIsNumber, readItem, type ArrayData, type DType } from '@npyts/core';
+import { decimalText, dtypeConstructionRepr, longDoubleExact, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
-import { formatFloatsLikeNumpy, percentG } from './numpy-floats.js';
+import { formatFloatsLikeNumpy, percentG, type Real } from './numpy-floats.js';
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -196,16 +184,16 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
   const family = familyOf(dtype);
   switch (family) {
     case 'float':
-      return formatFloatsLikeNumpy(values as number[], dtype.itemsize);
+      return formatFloatsLikeNumpy(values as Real[], dtype.itemsize);
     case 'complex': {
       // numpy: the real parts formatted together, the imaginary parts together with a sign, then 'j'.
       const half = dtype.itemsize / 2;
       const re = formatFloatsLikeNumpy(
-        (values as Complex[]).map((c) => c.re),
+        (values as { re: Real }[]).map((c) => c.re),
         half,
       );
       const im = formatFloatsLikeNumpy(
-        (values as Complex[]).map((c) => c.im),
+        (values as { im: Real }[]).map((c) => c.im),
         half,
         '+',
       );
@@ -242,9 +230,10 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
 }
 
 /**
- * {@link readItem} for what the CLI prints, compares or writes as text: an x86 long double (`f16`,
- * or a part of `c32`) that is not exactly a float64 (past its range, or with more than 53 bits) is
- * refused, since the float64 it reads as would be shown, compared or written silently wrong.
+ * {@link readItem} for what the CLI compares or writes as text (`diff`, CSV; `show` prints long
+ * doubles exactly, see {@link readShownItem}): an x86 long double (`f16`, or a part of `c32`) that
+ * is not exactly a float64 (past its range, or with more than 53 bits) is refused, since the float64
+ * it reads as would be compared or written silently wrong.
  */
 export function readExactItem(dtype: DType, data: ArrayData, pos: number): unknown {
   if (dtype.realBytes === 16) {
@@ -258,6 +247,19 @@ export function readExactItem(dtype: DType, data: ArrayData, pos: number): unkno
     }
   }
   return readItem(dtype, data, pos);
+}
+
+/**
+ * {@link readItem} for what the CLI prints as numpy's repr: an x86 long double (`f16`, or each part
+ * of `c32`) as its exact value (core's `longDoubleExact`), printed with the shortest digits of its
+ * own 64-bit precision, as numpy prints it, whatever its range.
+ */
+export function readShownItem(dtype: DType, data: ArrayData, pos: number): unknown {
+  if (dtype.realBytes !== 16 || dtype.fields) return readItem(dtype, data, pos);
+  // An array's long doubles are held little-endian, whatever the file's order (read swaps them).
+  const part = (at: number): Real => longDoubleExact(data as Uint8Array, at);
+  const at = pos * dtype.itemsize;
+  return dtype.itemsize === 16 ? part(at) : { re: part(at), im: part(at + 16) };
 }
 
 /**
@@ -301,7 +303,7 @@ function formatArrayText(array: NdArray): string {
     dtype: array.dtype,
     shape: array.shape,
     get: (index) =>
-      readExactItem(
+      readShownItem(
         array.dtype,
         array.data,
         index.reduce((pos, i, d) => pos + i * strides[d]!, 0),

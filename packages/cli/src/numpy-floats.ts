@@ -4,12 +4,19 @@
  * Digits are Dragon4's: the shortest that read back to the same value of the array's own width
  * (float16, float32 or float64), cut to the precision with exact round-half-even.
  */
-import { exactExponent, scaledRound, shortestDigits } from '@npyts/core/plumbing';
+import { compareMagnitudes, exactExponent, scaledRound, shortestDigits, type ExactFloat } from '@npyts/core/plumbing';
+
+/** A float value: a number, or a long double's exact value where it is wider than one (see core's `longDoubleExact`). */
+export type Real = number | ExactFloat;
+
+const isFiniteReal = (x: Real): boolean => typeof x !== 'number' || Number.isFinite(x);
+const isNegative = (x: Real): boolean => (typeof x === 'number' ? x < 0 || Object.is(x, -0) : x.neg);
+const isZero = (x: Real): boolean => typeof x === 'number' && x === 0;
 
 const PRECISION = 8;
 
 /** Positional digits of |x| (Dragon4, unique, fractional, cut at `precision`): [integer, fraction]. */
-function positional(x: number, itemsize: number, precision: number): [string, string] {
+function positional(x: Real, itemsize: number, precision: number): [string, string] {
   const { digits, exp } = shortestDigits(x, itemsize);
   const fractionDigits = Math.max(0, digits.length - 1 - exp);
   let text: string;
@@ -28,11 +35,11 @@ function positional(x: number, itemsize: number, precision: number): [string, st
 }
 
 /** Scientific digits of |x| (unique, cut at `precision` fraction digits): [first digit, fraction, exponent]. */
-function scientific(x: number, itemsize: number, precision: number): [string, string, number] {
+function scientific(x: Real, itemsize: number, precision: number): [string, string, number] {
   const { digits, exp } = shortestDigits(x, itemsize);
   if (digits.length - 1 <= precision) return [digits[0]!, digits.slice(1), exp];
   // Round to precision + 1 significant digits, exactly.
-  let e = exactExponent(Math.abs(x), exp);
+  let e = exactExponent(x, exp);
   let q = scaledRound(x, precision - e).toString();
   if (q.length > precision + 1) {
     q = q.slice(0, precision + 1);
@@ -46,10 +53,10 @@ function scientific(x: number, itemsize: number, precision: number): [string, st
  * numpy fills a column's shorter values with their further true digits (`min_digits`), not zeros.
  * `exp` (the shortest digits' exponent) is the first guess at the exact value's.
  */
-function digitsAt(x: number, exp: number, fraction: number): [string, string, number] {
-  if (x === 0) return ['0', '0'.repeat(fraction), 0];
+function digitsAt(x: Real, exp: number, fraction: number): [string, string, number] {
+  if (isZero(x)) return ['0', '0'.repeat(fraction), 0];
   // The exact value's exponent: its first digit, whatever the shortest digits rounded to.
-  let e = exactExponent(Math.abs(x), exp);
+  let e = exactExponent(x, exp);
   let q = scaledRound(x, fraction - e).toString();
   if (q.length > fraction + 1) {
     e += 1;
@@ -62,21 +69,30 @@ function digitsAt(x: number, exp: number, fraction: number): [string, string, nu
  * Every value formatted as numpy formats them together in one array: the same notation, integer
  * parts right-aligned, fraction parts padded (positional) or zero-filled (scientific).
  */
-export function formatFloatsLikeNumpy(xs: readonly number[], itemsize: number, sign: '-' | '+' = '-'): string[] {
-  const finite = xs.filter((x) => Number.isFinite(x));
-  const nonzero = finite.map(Math.abs).filter((x) => x !== 0);
+export function formatFloatsLikeNumpy(xs: readonly Real[], itemsize: number, sign: '-' | '+' = '-'): string[] {
+  const finite = xs.filter(isFiniteReal);
+  const nonzero = finite.filter((x) => !isZero(x));
   let expFormat = false;
   if (nonzero.length) {
-    const max = Math.max(...nonzero);
-    const min = Math.min(...nonzero);
-    expFormat = max >= 1e8 || min < 1e-4 || max / min > 1000;
+    if (nonzero.every((x) => typeof x === 'number')) {
+      // float64 arithmetic, as numpy's for arrays of doubles and narrower.
+      const abs = (nonzero as number[]).map(Math.abs);
+      const max = Math.max(...abs);
+      const min = Math.min(...abs);
+      expFormat = max >= 1e8 || min < 1e-4 || max / min > 1000;
+    } else {
+      // Long doubles: compared exactly (numpy compares them in long double).
+      const max = nonzero.reduce((a, b) => (compareMagnitudes(b, a) > 0 ? b : a));
+      const min = nonzero.reduce((a, b) => (compareMagnitudes(b, a) < 0 ? b : a));
+      expFormat = compareMagnitudes(max, 1e8) >= 0 || compareMagnitudes(min, 1e-4) < 0 || compareMagnitudes(max, min, 1000n) > 0;
+    }
   }
-  const signOf = (x: number): string => (x < 0 || Object.is(x, -0) ? '-' : sign === '+' ? '+' : '');
+  const signOf = (x: Real): string => (isNegative(x) ? '-' : sign === '+' ? '+' : '');
   let padLeft = 0;
   let padRight = 0;
   let fracDigits = 0;
   let expDigits = 0;
-  const parts = new Map<number, [string, string, number]>();
+  const parts = new Map<Real, [string, string, number]>();
   if (finite.length) {
     if (expFormat) {
       for (const x of finite) parts.set(x, scientific(x, itemsize, PRECISION));
@@ -99,7 +115,7 @@ export function formatFloatsLikeNumpy(xs: readonly number[], itemsize: number, s
     padLeft = Math.max(padLeft, 3 - (padRight + 1), 3 + negInf - (padRight + 1));
   }
   return xs.map((x) => {
-    if (!Number.isFinite(x)) {
+    if (typeof x === 'number' && !Number.isFinite(x)) {
       const text = Number.isNaN(x) ? `${sign === '+' ? '+' : ''}nan` : `${x < 0 ? '-' : sign === '+' ? '+' : ''}inf`;
       return text.padStart(padLeft + padRight + 1);
     }

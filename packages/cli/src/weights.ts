@@ -3,36 +3,26 @@
  * index files, told apart by their bytes (a .npy or .npz goes the other ways), read through core's
  * `openWeights`.
  */
-import {
-  NpyError,
-  formatOf,
-  isKerasArchive,
-  isTorchArchive,
-  shapeRepr,
-  type DType,
-  type NdArray,
-  type NpyHeader,
-  type TensorInfo,
-  type WeightFile,
-} from '@npyts/core';
+import { NpyError, formatOf, shapeRepr, type DType, type NdArray, type NpyHeader, type TensorInfo, type WeightFile } from '@npyts/core';
 import { openNpzSync, openWeights } from '@npyts/core/node';
 import { printable, withFile, withFileAsync } from './session.js';
 import { firstBytes, type Target } from './targets.js';
 
 /**
  * Whether a file is a weight file other than a .npz (a torch.save zip, a .safetensors file, a
- * sharded index, or any other format of core's list but .npy), from its first bytes as core's `formatOf` reads them; standard input never is.
+ * sharded index, or any other format of core's list that holds tensors), as core's `formatOf` and
+ * the format's `tensors` say; standard input never is.
  */
 export function isWeightFile(t: Target): boolean {
   if (t.file === '-') return false;
   const { first, size } = firstBytes(t.file);
-  const kind = formatOf(first, size)?.name;
-  if (kind === undefined || kind === 'npy' || kind === 'pickle') return false;
-  if (kind !== 'zip') return true;
-  // A zip: a torch.save file or a .keras model, or a .npz (read the other ways).
+  const format = formatOf(first, size);
+  if (format === null || format.tensors === false) return false;
+  if (format.tensors === undefined) return true;
+  // A container (a zip) whose members tell: a torch.save file or a .keras model, or a .npz (read the other ways).
   const zip = withFile(t.label, () => openNpzSync(t.file));
   try {
-    return isTorchArchive(zip) || isKerasArchive(zip.names);
+    return format.tensors(zip.entries.map((e) => e.name));
   } finally {
     zip.closeSync();
   }

@@ -122,7 +122,7 @@ export type NpyErrorCode =
   | 'BAD_SAFETENSORS'
   /** A GGUF header that is malformed: a count, length or dimension the file cannot hold, an unknown value or tensor type, a duplicate key or tensor name, misaligned tensor data, a file that ends inside it. */
   | 'BAD_GGUF'
-  /** A GGUF file npyts does not read: version 1, a big-endian file, or a tensor type gguf-py does not dequantize (Q8_1, Q8_K, Q1_0). */
+  /** A GGUF file npyts does not read: version 1, a big-endian file, or a tensor type gguf-py does not dequantize (Q8_1, Q8_K, Q1_0; `getAll` reads the others, then names each such tensor in one error of this code). */
   | 'GGUF_UNSUPPORTED'
   /** An HDF5 file that is malformed: an address or length past the end of the file, a cycle of groups or B-tree nodes, a bad signature, heap or count, a dataset claiming more bytes than it stores. */
   | 'BAD_HDF5'

@@ -47,7 +47,16 @@ export {
 } from './io/region.js';
 export { resolveUrl } from './io/open.js';
 export { mapInParallel, settleAll } from './io/settle.js';
-export { shortestDigits, shortestFloatText, numpyScalarText, exactExponent, scaledRound } from './format/float-text.js';
+export {
+  shortestDigits,
+  shortestFloatText,
+  numpyScalarText,
+  exactExponent,
+  scaledRound,
+  longDoubleExact,
+  compareMagnitudes,
+  type ExactFloat,
+} from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';
 export { openTensorFile } from './weights/formats.js';
 export { urlPlace, hookPlace, siblingUrl, checkSiblingName } from './weights/place.js';

@@ -3,10 +3,10 @@ import {
   NpyError,
   WeightFile,
   decodeNpz,
-  isTorchArchive,
   encodeNpz,
   openNpz,
   openWeights,
+  weightFormats,
   weightsOfArchive,
   type HttpOptions,
   type NdArray,
@@ -96,7 +96,8 @@ export async function openArchive(source: NpzSource, options: SourceOptions = {}
  */
 function checkNotTorch(archive: NpzArchive, what: string): NpzArchive {
   if (archive.entries.some((e) => e.name.endsWith('.npy'))) return archive;
-  if (isTorchArchive(archive)) {
+  const members = archive.entries.map((e) => e.name);
+  if (weightFormats.some((f) => typeof f.tensors === 'function' && f.tensors(members))) {
     throw new NpyError(
       'BAD_MODEL',
       `${what} is a torch.save file (a zip of data.pkl and tensor storages), not a model archive of arrays; assign its weights to a model with assignWeights(model, file, { layout: 'pytorch' })`,

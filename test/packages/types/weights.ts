@@ -147,6 +147,8 @@ const entry: WeightFormatEntry = {
   }),
 };
 expectTypeOf(entry.name).toEqualTypeOf<string>();
+// Whether a format holds tensors: absent (it does), false (.npy, plain pickles), or a test of a container's members (a zip).
+expectTypeOf(entry.tensors).toEqualTypeOf<false | ((members: readonly string[]) => boolean) | undefined>();
 // The hook answers a URL, a promise of one, a Blob or a source; paths too in Node.
 const presign: ResolveHook = async (name) => `https://bucket.example/models/${name}?X-Amz-Signature=…`;
 await openWeightsAnywhere('https://bucket.example/models/model.safetensors.index.json', { resolve: presign });

@@ -7,6 +7,67 @@
 import { numberToFloat16 } from './float-bits.js';
 import { NpyError } from '../errors.js';
 
+/**
+ * A float's exact value, `(-1)^neg · mant · 2^exp2`, for floats wider than a JavaScript number (an
+ * x86 80-bit long double): `mant` is the stored significand (an integer of up to `bits` bits, > 0),
+ * and `2^exp2` the distance to its neighbours (half that below a power of two, above the smallest exponent).
+ * @example
+ * const x: ExactFloat = { neg: false, mant: 1n << 63n, exp2: -63, bits: 64 };   // 1.0 as a long double
+ */
+export interface ExactFloat {
+  readonly neg: boolean;
+  readonly mant: bigint;
+  readonly exp2: number;
+  /** The format's significand bits (64 for the x86 extended format). */
+  readonly bits: number;
+}
+
+/**
+ * The x86 80-bit value at `at` (numpy's `<f16` on x86-64, little-endian in the first 10 of 16
+ * bytes) exactly: zeros, infinities and NaN as numbers, any other value as an {@link ExactFloat}.
+ * @example
+ * longDoubleExact(bytes, 0);   // { neg: false, mant: 0xffffffffffffffffn, exp2: 16321, bits: 64 } for np.finfo(np.longdouble).max
+ */
+export function longDoubleExact(bytes: Uint8Array, at: number): number | ExactFloat {
+  let mant = 0n;
+  for (let i = 7; i >= 0; i--) mant = (mant << 8n) | BigInt(bytes[at + i]!);
+  const se = bytes[at + 8]! | (bytes[at + 9]! << 8);
+  const neg = (se & 0x8000) !== 0;
+  const biased = se & 0x7fff;
+  if (biased === 0x7fff) return (mant & 0x7fffffffffffffffn) === 0n ? (neg ? -Infinity : Infinity) : NaN;
+  if (mant === 0n) return neg ? -0 : 0;
+  return { neg, mant, exp2: (biased === 0 ? 1 : biased) - 16383 - 63, bits: 64 };
+}
+
+/** A finite number's exact value (|x| = mant · 2^exp2, mant < 2^53). */
+function exactOfNumber(x: number): { mant: bigint; exp2: number } {
+  const buf = new DataView(new ArrayBuffer(8));
+  buf.setFloat64(0, Math.abs(x));
+  const bits = buf.getBigUint64(0);
+  const biased = Number((bits >> 52n) & 0x7ffn);
+  const mantissa = bits & ((1n << 52n) - 1n);
+  return biased === 0 ? { mant: mantissa, exp2: -1074 } : { mant: mantissa | (1n << 52n), exp2: biased - 1075 };
+}
+
+/** |x| as `num / den`, exactly. */
+function fractionOf(x: number | ExactFloat): [bigint, bigint] {
+  const { mant, exp2 } = typeof x === 'number' ? exactOfNumber(x) : x;
+  return exp2 >= 0 ? [mant << BigInt(exp2), 1n] : [mant, 1n << BigInt(-exp2)];
+}
+
+/**
+ * -1, 0 or 1 as |a| is below, equal to or above |b| · `times`, exactly (finite values).
+ * @example
+ * compareMagnitudes(longDoubleExact(bytes, 0), 1e8);   // 1 for a long double above 1e8
+ */
+export function compareMagnitudes(a: number | ExactFloat, b: number | ExactFloat, times = 1n): -1 | 0 | 1 {
+  const [an, ad] = fractionOf(a);
+  const [bn, bd] = fractionOf(b);
+  const l = an * bd;
+  const r = bn * ad * (times < 0n ? -times : times);
+  return l < r ? -1 : l > r ? 1 : 0;
+}
+
 /** Whether `text` reads back to `x` at `itemsize` bytes. */
 function readsBack(text: string, x: number, itemsize: number): boolean {
   const y = Number(text);
@@ -20,7 +81,8 @@ function readsBack(text: string, x: number, itemsize: number): boolean {
  * @example
  * shortestDigits(Math.fround(0.1), 4);   // { digits: '1', exp: -1 }
  */
-export function shortestDigits(x: number, itemsize: number): { digits: string; exp: number } {
+export function shortestDigits(x: number | ExactFloat, itemsize: number): { digits: string; exp: number } {
+  if (typeof x !== 'number') return shortestExactDigits(x);
   const a = Math.abs(x);
   if (!Number.isFinite(a)) throw new NpyError('BAD_OPTION', `shortestDigits takes a finite number, not ${x}`);
   if (a === 0) return { digits: '0', exp: 0 };
@@ -44,14 +106,48 @@ export function shortestDigits(x: number, itemsize: number): { digits: string; e
   throw new Error('unreachable: 17 digits identify every float');
 }
 
+/** About log10(|x|) of an {@link ExactFloat} (a first guess for {@link exactExponent}). */
+function log10Guess(x: ExactFloat): number {
+  return Math.floor((x.exp2 + x.mant.toString(2).length - 1) * Math.log10(2));
+}
+
 /**
- * The exponent of the first significant digit of a > 0, exactly (`guess` may be off by one).
+ * The shortest digits of an {@link ExactFloat} that no neighbour of its format is nearer to, as
+ * numpy's Dragon4 finds them (the interval's ends excluded): for each count of digits, the value
+ * rounded to that many (half to even) is taken when it lies strictly within half a gap of it.
+ */
+function shortestExactDigits(x: ExactFloat): { digits: string; exp: number } {
+  const exp = exactExponent(x, log10Guess(x));
+  // The gap below is half the gap above at a power of two (a normal significand of one bit), except at the smallest exponent.
+  const top = 1n << BigInt(x.bits - 1);
+  const narrowBelow = x.mant === top && x.exp2 > -16445;
+  for (let p = 1; ; p++) {
+    let q = scaledRound(x, p - 1 - exp);
+    let e = exp;
+    if (q.toString().length > p) {
+      q /= 10n;
+      e += 1;
+    }
+    // Compare D = q·10^k with v = mant·2^exp2, all scaled to integers (×2^(2 - exp2) and ×10^-k where negative).
+    const k = e - p + 1;
+    const s2 = Math.max(0, 2 - x.exp2);
+    const s10 = Math.max(0, -k);
+    const scaled = (c: bigint, pow2: number, pow10: number): bigint => c * (1n << BigInt(pow2 + s2)) * 10n ** BigInt(pow10 + s10);
+    const d = scaled(q, 0, k) - scaled(x.mant, x.exp2, 0);
+    const halfGap = scaled(1n, x.exp2 - (d < 0n && narrowBelow ? 2 : 1), 0);
+    if ((d < 0n ? -d : d) < halfGap) return { digits: q.toString().replace(/0+$/, '') || '0', exp: e };
+  }
+}
+
+/**
+ * The exponent of the first significant digit of |a| > 0, exactly (`guess` may be off by one).
  * @example
  * exactExponent(0.05, -1);   // -2
  */
-export function exactExponent(a: number, guess: number): number {
+export function exactExponent(a: number | ExactFloat, guess: number): number {
   // Zero has no first significant digit (the loop below would never end); nor has NaN or infinity.
-  if (!(Math.abs(a) > 0) || !Number.isFinite(a)) throw new NpyError('BAD_OPTION', `exactExponent takes a finite number other than 0, not ${a}`);
+  if (typeof a === 'number' && (!(Math.abs(a) > 0) || !Number.isFinite(a)))
+    throw new NpyError('BAD_OPTION', `exactExponent takes a finite number other than 0, not ${a}`);
   if (!Number.isSafeInteger(guess)) throw new NpyError('BAD_OPTION', `exactExponent's guess must be an integer, not ${guess}`);
   let e = guess;
   while (scaledRound(a, -e, true) >= 10n) e++;
@@ -60,25 +156,13 @@ export function exactExponent(a: number, guess: number): number {
 }
 
 /**
- * |x| · 10^places rounded half to even (or down, with `floor`), exactly (x is a binary float).
+ * |x| · 10^places rounded half to even (or down, with `floor`), exactly (x is a binary float, or a
+ * wider one's {@link ExactFloat}).
  * @example
  * scaledRound(2.5, 0);   // 2n (half to even)
  */
-export function scaledRound(x: number, places: number, floor = false): bigint {
-  const a = Math.abs(x);
-  // a = mantissa · 2^exponent, exactly.
-  const buf = new DataView(new ArrayBuffer(8));
-  buf.setFloat64(0, a);
-  const bits = buf.getBigUint64(0);
-  const biased = Number((bits >> 52n) & 0x7ffn);
-  let mantissa = bits & ((1n << 52n) - 1n);
-  let exponent = biased - 1075;
-  if (biased === 0) exponent = -1074;
-  else mantissa |= 1n << 52n;
-  let num = mantissa;
-  let den = 1n;
-  if (exponent >= 0) num <<= BigInt(exponent);
-  else den <<= BigInt(-exponent);
+export function scaledRound(x: number | ExactFloat, places: number, floor = false): bigint {
+  let [num, den] = fractionOf(x);
   if (places >= 0) num *= 10n ** BigInt(places);
   else den *= 10n ** BigInt(-places);
   const q = num / den;

@@ -85,7 +85,23 @@ export class ByteBudget {
   }
 }
 
-/** The failures of {@link getEvery} as one error, or null where none failed. */
+/**
+ * The codes that say "this tensor cannot be read" (a dtype npyts has no counterpart for; a GGUF
+ * quantization gguf-py does not dequantize either): {@link getEvery} reads the others and then names
+ * every such tensor in one error.
+ */
+const UNREADABLE: ReadonlySet<string> = new Set(['NO_COUNTERPART', 'GGUF_UNSUPPORTED']);
+
+/** Whether `e` says that one tensor cannot be read, not that the read failed. */
+function isUnreadable(e: unknown): e is NpyError {
+  return e instanceof NpyError && UNREADABLE.has(e.code);
+}
+
+/**
+ * The failures of {@link getEvery} as one error, or null where none failed: the failure itself
+ * where there is one; else one error naming each, with their code where they share one and
+ * `NO_COUNTERPART` where they differ.
+ */
 function unreadable(names: readonly string[], failures: readonly [string, NpyError][]): NpyError | null {
   if (failures.length === 0) return null;
   if (failures.length === 1) return failures[0]![1];
@@ -95,8 +111,9 @@ function unreadable(names: readonly string[], failures: readonly [string, NpyErr
     return `'${name}': ${text}`;
   });
   if (failures.length > 20) reasons.push(`and ${failures.length - 20} more`);
+  const code = failures.every(([, e]) => e.code === failures[0]![1].code) ? failures[0]![1].code : 'NO_COUNTERPART';
   return new NpyError(
-    'NO_COUNTERPART',
+    code,
     `${failures.length} of the ${names.length} tensors cannot be read (${reasons.join('; ')}); get() the others by name`,
     failures[0]![1].file === undefined ? {} : { file: failures[0]![1].file },
   );
@@ -104,8 +121,9 @@ function unreadable(names: readonly string[], failures: readonly [string, NpyErr
 
 /**
  * Each tensor of `names` by `get`, at most `count` at a time, in the names' order. A tensor npyts
- * cannot read (`NO_COUNTERPART`: a dtype it has no counterpart for) does not stop the others: once
- * all were tried, one `NO_COUNTERPART` names every such tensor and why. Any other failure stops the
+ * cannot read (`NO_COUNTERPART`: a dtype it has no counterpart for; `GGUF_UNSUPPORTED`: a GGUF
+ * quantization gguf-py does not dequantize) does not stop the others: once all were tried, one
+ * error names every such tensor and why. Any other failure stops the
  * work at once, as {@link mapInParallel} does.
  * @example
  * const all = await getEvery(f.names, 4, (name) => f.get(name));
@@ -116,7 +134,7 @@ export async function getEvery<U>(names: readonly string[], count: number, get: 
     try {
       return await get(name);
     } catch (e) {
-      if (!(e instanceof NpyError && e.code === 'NO_COUNTERPART')) throw e;
+      if (!isUnreadable(e)) throw e;
       failures.push([name, e]);
       return undefined;
     }
@@ -142,7 +160,7 @@ export function getEverySync<U>(names: readonly string[], get: (name: string) =>
     try {
       out.set(name, get(name));
     } catch (e) {
-      if (!(e instanceof NpyError && e.code === 'NO_COUNTERPART')) throw e;
+      if (!isUnreadable(e)) throw e;
       failures.push([name, e]);
     }
   }

@@ -85,6 +85,8 @@ export type Step =
   | { readonly op: 'gather'; readonly file: FileRef; readonly strided: Strided; readonly out: Uint8Array }
   /** → whether a path exists. */
   | { readonly op: 'exists'; readonly path: string }
+  /** → the names in a folder (not `.` and `..`), or null where it cannot be listed. */
+  | { readonly op: 'list'; readonly path: string }
   /** → whether `file` is still the file at `path` (not replaced by a rename meanwhile). */
   | { readonly op: 'same'; readonly file: FileRef; readonly path: string }
   /** → true when the file's exclusive advisory lock is now held (waiting for it as the driver waits), null where there are no such locks. */

@@ -3,8 +3,8 @@
  * (FileHandles on libuv's thread pool, reads overlapped in pieces, `signal` honoured while waiting).
  * Every file operation of @npyts/core/node is a generator of steps run by one of these.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
-import { access, open as openAsync, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { access, open as openAsync, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { drive, driveSync, readEach, readEachSync, type FileRef, type Operation, type Step } from '../io/steps.js';
@@ -65,6 +65,12 @@ function performSync(step: Step): unknown {
       return gatherRegion(fd(step.file), step.strided, step.out);
     case 'exists':
       return existsSync(step.path);
+    case 'list':
+      try {
+        return readdirSync(step.path);
+      } catch {
+        return null;
+      }
     case 'replaceable':
       return checkReplaceable(step.path, statSync(step.path, { throwIfNoEntry: false }));
     case 'same': {
@@ -130,6 +136,8 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
           if (e.code !== 'ENOENT') throw e;
         },
       );
+    case 'list':
+      return readdir(step.path).catch(() => null);
     case 'exists':
       return access(step.path).then(
         () => true,

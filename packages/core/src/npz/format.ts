@@ -9,7 +9,7 @@ import { NpyError } from '../errors.js';
 import { hasObject } from '../npy.js';
 import { STORED } from './zip.js';
 import { matchesDescr } from '../format/header.js';
-import { isTorchArchive } from '../torch/layout.js';
+import { TORCH_PICKLE, isTorchArchive } from '../torch/layout.js';
 import { isKerasArchive } from '../keras/format.js';
 import type { WeightFormatEntry } from '../weights/formats.js';
 import type { TensorFile, TensorReadOptions } from '../weights/tensor-file.js';
@@ -71,6 +71,7 @@ export function tensorsOfArchive(archive: NpzArchive): TensorFile {
 export const zipFormat: WeightFormatEntry = {
   name: 'zip',
   sniff: (b) => b[0] === 0x50 && b[1] === 0x4b,
+  tensors: (members) => members.some((name) => TORCH_PICKLE.test(name)) || isKerasArchive(members),
   open: async (source, _place, options) => {
     const archive = await NpzArchive.open(source, options);
     try {

@@ -29,6 +29,13 @@ export interface WeightFormatEntry {
   sniff(first: Uint8Array, size: number): boolean;
   /** The file over `source` as a tensor file; the caller closes `source` when this fails. */
   open(source: ByteSource, place: Place | null, options: FormatOptions): Promise<TensorFile>;
+  /**
+   * Whether a file of this format is a set of tensors for `openWeights` (absent: it is). `false` for a
+   * format listed only to be refused with advice (a .npy is one array, a plain pickle holds objects);
+   * for a container whose members tell, a test of its member names (a zip is a torch.save
+   * checkpoint's tensors, or a .npz of arrays, which `openNpz` and the model adapters also read).
+   */
+  readonly tensors?: false | ((members: readonly string[]) => boolean);
 }
 
 /**
@@ -41,6 +48,7 @@ export const SNIFF_BYTES = 64;
 /** A .npy is one array, not a set of tensors: refused, naming the readers that take it. */
 const npyFormat: WeightFormatEntry = {
   name: 'npy',
+  tensors: false,
   sniff: (b) => b[0] === 0x93 && b[1] === 0x4e && b[2] === 0x55,
   open: async (source) => {
     throw new NpyError(
@@ -53,6 +61,7 @@ const npyFormat: WeightFormatEntry = {
 /** A plain pickle (not PyTorch's legacy format, which {@link legacyTorchFormat} takes first): refused, naming the fix. */
 const pickleFormat: WeightFormatEntry = {
   name: 'pickle',
+  tensors: false,
   sniff: (b) => b[0] === 0x80 && b[1] !== undefined && b[1] <= 5,
   open: async (source) => {
     throw new NpyError(

@@ -1,5 +1,4 @@
 /** Appending to ragged arrays: heap rows first (made durable), then the index rows, under the index's append lock. */
-import { readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
@@ -38,18 +37,15 @@ function* raggedFacts(
 /**
  * The ragged indexes other than `index` that name `heapPath` (a top-level index, or a record field's),
  * found in the heap's folder and the index's: where a heap is shared, its indexes are beside it.
+ * The folders are listed by the engine's `list` step (async in an async append), and only when an
+ * append would drop heap rows: the usual append lists nothing.
  */
 function* indexesNaming(heapPath: string, index: string): Operation<string[]> {
   const self = resolve(index);
   const found: string[] = [];
   for (const folder of new Set([dirname(heapPath), dirname(self)])) {
-    let names: string[];
-    try {
-      names = readdirSync(folder);
-    } catch {
-      continue;
-    }
-    for (const name of names) {
+    const names = (yield { op: 'list', path: folder }) as string[] | null;
+    for (const name of names ?? []) {
       const other = join(folder, name);
       if (other === self || other === heapPath) continue;
       const header = yield* headerOrNull(other);
