@@ -176,8 +176,10 @@ test("what holds tensors is the format list's word (its entries' `tensors`), whi
   python(`import numpy as np, pickle
 np.save(${JSON.stringify(file('one.npy'))}, np.arange(3))
 np.savez(${JSON.stringify(file('two.npz'))}, a=np.arange(3))
-# (a list: the 8th byte of a pickled dict is 0, which the safetensors sniff takes)
-pickle.dump([1, 2], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2)`);
+pickle.dump([1, 2], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2)
+# A dict's 8th byte is 0 at protocols 2 and 4, as a .safetensors header length's is: its 9th is not '{'.
+pickle.dump({'a': 1}, open(${JSON.stringify(file('dict2.pkl'))}, 'wb'), protocol=2)
+pickle.dump({'a': 1}, open(${JSON.stringify(file('dict4.pkl'))}, 'wb'), protocol=4)`);
   const holds = (name) => {
     const bytes = readFileSync(file(name));
     const format = formatOf(bytes.subarray(0, SNIFF_BYTES), bytes.length);
@@ -190,6 +192,11 @@ pickle.dump([1, 2], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2
     }
   };
   assert.equal(['one.npy', 'plain.pkl', 'two.npz', 'ck.pt', 'm.safetensors'].map(holds), [false, false, false, true, true]);
+  for (const name of ['dict2.pkl', 'dict4.pkl']) {
+    const bytes = readFileSync(file(name));
+    assert.is(bytes[7], 0, name);
+    assert.is(formatOf(bytes.subarray(0, SNIFF_BYTES), bytes.length).name, 'pickle', name);
+  }
   // The CLI reads each as the list says: the .npz by its members, the checkpoint by its tensors.
   const npz = await runCli(['info', file('two.npz')]);
   assert.is(npz.code, 0, npz.stderr);
