@@ -62,4 +62,3 @@ export function kerasActivation(name: string, kerasMajor: 2 | 3 = 3): string | n
   const table = kerasMajor === 2 ? KERAS2_ACTIVATIONS : KERAS3_ACTIVATIONS;
   return Object.hasOwn(table, name) ? table[name]! : null;
 }
-
