@@ -3,7 +3,7 @@
 // same .npy), memory sharing, refusals; withWeights on exported models (see the second half).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import * as ort from 'onnxruntime-node';
@@ -218,6 +218,11 @@ for name, m in [('mlp', mlp), ('cnn', cnn)]:
         y0 = rt.InferenceSession(f'{d}/{name}-{ex}.onnx').run(None, {'x': x.numpy()})[0]
         np.save(f'{d}/{name}-{ex}-want.npy', y)
         out.append({'model': name, 'exporter': ex, 'differs': float(np.abs(y - y0).max())})
+# Wide enough that the dynamo exporter stores the first weight (over 1 KiB) in wide-dynamo.onnx.data.
+wide = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 3)).eval()
+export(wide, inputs['mlp'], f'{d}/wide-dynamo.onnx', exporters['dynamo'])
+assert any(t.data_location == 1 for t in onnx.load(f'{d}/wide-dynamo.onnx', load_external_data=False).graph.initializer)
+np.savez(f'{d}/wide.npz', **{k: v.numpy() for k, v in wide.state_dict().items()})
 print(json.dumps(out))
 `),
 );
@@ -274,6 +279,21 @@ test('withWeights: names the model has and the file lacks keep their values; unu
   assert.equal(r.replaced, ['0.weight']);
   assert.equal(r.kept.sort(), ['0.bias', '2.bias', '2.weight']);
   assert.equal(r.unused, ['extra.bias']);
+});
+
+test("withWeights: kept initializers the dynamo exporter stored beside the model are read in from its path; from bytes it is refused", async () => {
+  const path = join(wdir, 'wide-dynamo.onnx');
+  assert.ok(existsSync(`${path}.data`), 'the dynamo exporter wrote its initializers beside the model');
+  const sd = decodeNpzFile(join(wdir, 'wide.npz'));
+  const partial = { '0.bias': sd['0.bias'] };
+  await refused(withWeights(readFileSync(path), encodeNpzOf(partial)), 'BAD_MODEL', 'wide-dynamo.onnx.data');
+  const r = await withWeights(path, encodeNpzOf(partial));
+  assert.equal(r.replaced, ['0.bias']);
+  const full = await withWeights(path, encodeNpzOf(sd));
+  const x = new ort.Tensor('float32', new Float32Array([0.5, -1, 2, 0.25, 1, 1, -0.5, 0]), [2, 4]);
+  const [a, b] = await Promise.all([r.model, full.model].map(async (m) => (await (await ort.InferenceSession.create(m)).run({ x })).y.data));
+  // The file holds the exported values: swapping one or all of them gives the same outputs.
+  assert.equal(Array.from(a), Array.from(b));
 });
 
 test('withWeights: a shape or dtype mismatch is refused naming the initializer, before anything is built', async () => {

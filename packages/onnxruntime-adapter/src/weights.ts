@@ -1,6 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
 import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
-import { ModelProto, decodeModel, openInput, type WeightInput } from './model.js';
+import { ModelProto, decodeModel, inlineExternalData, modelBytes, openInput, type ModelInput, type WeightInput } from './model.js';
 
 export type { WeightInput } from './model.js';
 
@@ -88,13 +88,16 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  *   as BatchNorm's fresh `running_var` does of its `weight`) whose file tensors differ (`WEIGHT_MISMATCH`).
  *
  * Initializers the file lacks keep their exported values (`kept`); file tensors no initializer is
- * named after are listed (`unused`). Only the main graph's initializers are swapped.
+ * named after are listed (`unused`). Only the main graph's initializers are swapped. The model is
+ * bytes, a path (Node) or a URL; kept initializers an exporter stored beside the model (the dynamo
+ * exporter's `model.onnx.data`) are read into the result from beside its path or URL, and refused
+ * (`BAD_MODEL`) when the model is given as bytes.
  * @example
  * const { model, kept } = await withWeights(readFileSync('mlp.onnx'), 'finetuned.safetensors');
  * const session = await ort.InferenceSession.create(model);
  */
-export async function withWeights(model: Uint8Array | ArrayBuffer, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
-  const message = decodeModel(model instanceof Uint8Array ? model : new Uint8Array(model));
+export async function withWeights(model: ModelInput, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
+  const message = decodeModel(await modelBytes(model, options));
   const initializers = (message.graph?.initializer ?? []) as Initializer[];
   const [file, owned] = await openInput(weights, options);
   try {
@@ -169,6 +172,9 @@ export async function withWeights(model: Uint8Array | ArrayBuffer, weights: Weig
     for (const t of matched) {
       setRaw(t, bytesOf((await file.get(t.name, options)).data));
     }
+    // Kept initializers the exporter wrote beside the model (the dynamo exporter's model.onnx.data)
+    // are read into the new bytes, which alone then make a session; from bytes this is BAD_MODEL.
+    await inlineExternalData(message, model, options);
     return { model: ModelProto.encode(message).finish(), replaced: matched.map((t) => t.name), kept, unused };
   } finally {
     if (owned) await file.close();
