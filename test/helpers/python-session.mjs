@@ -4,7 +4,7 @@
 // fresh globals, with its own stdout, and a snippet that raises (or `raise SystemExit(...)`) fails
 // only the test that ran it, with Python's traceback. State kept inside modules (torch.manual_seed,
 // torch's config) does carry over: a snippet that changes it sets it back.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 const SERVER = `
 import sys, json, io, contextlib, traceback
@@ -82,4 +82,13 @@ export function pythonSession(which = 'python3') {
   };
   sessions.set(which, s);
   return s;
+}
+
+/**
+ * Whether interpreter `which` has every one of `modules`, found without importing them (importing
+ * torch to see whether it is there costs seconds).
+ */
+export function hasPythonModules(which, ...modules) {
+  const check = 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))';
+  return spawnSync(which, ['-c', check, ...modules], { stdio: 'ignore' }).status === 0;
 }
