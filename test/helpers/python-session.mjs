@@ -40,8 +40,11 @@ export function pythonSession(which = 'python3') {
   child.unref();
   child.stdin.unref?.();
   child.stdout.unref?.();
-  process.on('exit', () => child.kill());
   let pending = [];
+  // At exit an idle session ends by itself (its stdin closes); one still running a snippet is stopped.
+  process.on('exit', () => {
+    if (pending.length) child.kill();
+  });
   let rest = '';
   let dead = null;
   child.stdout.setEncoding('utf8');
