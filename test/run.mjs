@@ -52,12 +52,15 @@ function finish({ total, passed, skipped, failed }) {
  * missing, so that `npm ci && npm test` is the whole set-up.
  */
 function installDebianPackages() {
+  // Whether a Python module is there, found without importing it (importing torch costs seconds).
+  const hasModules = (python, modules) =>
+    `${python} -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ${JSON.stringify(modules).replace(/"/g, "'")}))"`;
   const missing = [
     ['unzip', 'command -v unzip'],
     ['nginx-light', 'command -v nginx || test -x /usr/sbin/nginx'],
     ['chromium', 'test -x /usr/bin/chromium'],
-    ['python3-torch', "/usr/bin/python3 -c 'import torch'"],
-    ['python3-torchvision', "/usr/bin/python3 -c 'import torchvision'"],
+    ['python3-torch', hasModules('/usr/bin/python3', ['torch'])],
+    ['python3-torchvision', hasModules('/usr/bin/python3', ['torchvision'])],
   ]
     .filter(([, check]) => spawnSync('sh', ['-c', check], { stdio: 'ignore' }).status !== 0)
     .map(([pkg]) => pkg);
@@ -73,7 +76,8 @@ function installDebianPackages() {
  * `--retries 0` keeps pip from waiting on an index it cannot reach).
  */
 function installPythonPackages() {
-  if (spawnSync('python3', ['-c', 'import torch, safetensors, ml_dtypes'], { stdio: 'ignore' }).status === 0) return;
+  const found = "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ['torch', 'safetensors', 'ml_dtypes']))";
+  if (spawnSync('python3', ['-c', found], { stdio: 'ignore' }).status === 0) return;
   console.log('installing the Python packages the tests need: torch safetensors ml-dtypes');
   const r = spawnSync('python3', ['-m', 'pip', 'install', '-q', '--retries', '0', 'torch', 'safetensors', 'ml-dtypes'], { stdio: 'inherit' });
   if (r.status !== 0) console.log('could not install torch, safetensors and ml-dtypes; the tests that need them will fail');
@@ -85,6 +89,7 @@ function installPythonPackages() {
  */
 const SLOW_FIRST = [
   'packages/runtimes.test.mjs',
+  'packages/publish.test.mjs',
   'adapters/tfjs-models.test.mjs',
   'adapters/pytorch.test.mjs',
   'packages/guides.test.mjs',
@@ -148,7 +153,7 @@ async function runInParallel() {
     }),
   );
   for (const f of serial) await runOne(f);
-  const slowest = times.sort((a, b) => b[1] - a[1]).slice(0, 5);
+  const slowest = times.sort((a, b) => b[1] - a[1]).slice(0, 10);
   console.log(
     `\n${files.length} files in ${((performance.now() - started) / 1000).toFixed(0)} s, ${jobs} at a time; slowest: ${slowest.map(([f, s]) => `${f} ${s.toFixed(0)} s`).join(', ')}`,
   );

@@ -12,6 +12,7 @@ import * as tfl from '@tensorflow/tfjs-layers';
 import { assignWeights, checkModel, npzHandler, planWeights, saveWeights } from '@npyts/tfjs';
 import { NpyError, decodeNpz, encodeNpz, transpose, toOrder } from '@npyts/core';
 import { scratch } from '../helpers/numpy.mjs';
+import { hasPythonModules } from '../helpers/python-session.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { twins } from '../helpers/torch-twins.mjs';
 
@@ -19,7 +20,7 @@ await useCpuBackend();
 const dir = scratch('npyts-pytorch-layout-');
 const TORCH_PYTHON = '/usr/bin/python3';
 const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'torch_models.py');
-const hasTorch = spawnSync(TORCH_PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
+const hasTorch = hasPythonModules(TORCH_PYTHON, 'torch');
 if (!hasTorch) console.log('PyTorch is missing (apt-get install python3-torch): the PyTorch layout tests are skipped');
 const torch = (...args) => {
   const r = spawnSync(TORCH_PYTHON, [script, ...args], { encoding: 'utf8' });

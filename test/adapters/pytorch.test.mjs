@@ -5,20 +5,21 @@
 // reads model archives, refuses a torch.save file naming assignWeights.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { assignWeights, checkModel, loadTensors, npzHandler } from '@npyts/tfjs';
 import { NpyError, encodeNpz } from '@npyts/core';
 import { scratch } from '../helpers/numpy.mjs';
+import { hasPythonModules } from '../helpers/python-session.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { twins } from '../helpers/torch-twins.mjs';
 
 await useCpuBackend();
 const dir = scratch('npyts-pytorch-');
 const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'torch_models.py');
-const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
+const hasTorch = hasPythonModules('/usr/bin/python3', 'torch');
 if (!hasTorch) console.log('PyTorch is missing (apt-get install python3-torch): the PyTorch tests are skipped');
 if (hasTorch) {
   execFileSync('/usr/bin/python3', [script, 'build', dir], { encoding: 'utf8' });

@@ -28,7 +28,7 @@ import {
   torchMultiheadAttention,
 } from '@npyts/tfjs/torch-layers';
 import { readFileSync } from 'node:fs';
-import { python, scratch } from '../helpers/numpy.mjs';
+import { pythonAsync, scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 
 await useCpuBackend();
@@ -43,7 +43,7 @@ const POOLS = [
   [17, 14],
 ];
 // PyTorch's answers, channels last where there are channels.
-python(`import torch
+await pythonAsync(`import torch
 torch.manual_seed(0)
 x = torch.cat([torch.linspace(-5, 5, 10001), torch.randn(10000) * 4])
 img = torch.randn(2, 5, 13, 11)
@@ -110,8 +110,8 @@ test('a model with the three layers saves through npzHandler and loads back with
  * its state_dict and check members (the input in PyTorch's layout, the output) saved at `path`.
  * `more` runs after, with `net`, `x` and `arrays` (reference values of its own).
  */
-function exportNet(path, { body, seed, input, make = 'Net()', more = '' }) {
-  python(`import torch
+async function exportNet(path, { body, seed, input, make = 'Net()', more = '' }) {
+  await pythonAsync(`import torch
 class Net(torch.nn.Module):
 ${body}
 torch.manual_seed(${seed})
@@ -140,7 +140,7 @@ const port = (gate) =>
 
 test('a PyTorch network with Hardswish, AdaptiveAvgPool2d(3) and Hardsigmoid ports with layout "pytorch" and predicts what PyTorch predicts', async () => {
   const weights = join(dir, 'net.npz');
-  exportNet(weights, {
+  await exportNet(weights, {
     seed: 1,
     input: 'torch.randn(3, 5, 13, 11)',
     body: `    def __init__(self):
@@ -179,7 +179,7 @@ const refusal = (promise) =>
 
 test('grouped convolutions (groups 4 and 3, padding, stride, dilation, no bias) port with layout "pytorch" and predict what PyTorch predicts; a tfjs Conv2D in their place is refused, naming TorchConv2D', async () => {
   const weights = join(dir, 'grouped.npz');
-  exportNet(weights, {
+  await exportNet(weights, {
     seed: 2,
     input: 'torch.randn(2, 8, 15, 13)',
     body: `    def __init__(self):
@@ -228,7 +228,7 @@ test('grouped convolutions (groups 4 and 3, padding, stride, dilation, no bias) 
   assert.throws(() => torchConv2d({ filters: 6, kernelSize: 3, groups: 4 }), /divides filters/);
 });
 
-test("torchConv2d's padding 'same' (odd, even and dilated kernels: PyTorch's extra row and column after) and 'valid' compute PyTorch's; 'same' with strides is refused, as PyTorch refuses it", () => {
+test("torchConv2d's padding 'same' (odd, even and dilated kernels: PyTorch's extra row and column after) and 'valid' compute PyTorch's; 'same' with strides is refused, as PyTorch refuses it", async () => {
   const path = join(dir, 'padding.npz');
   const cases = {
     same_odd: { torch: "3, 4, 3, padding='same'", js: { filters: 4, kernelSize: 3, padding: 'same' } },
@@ -236,7 +236,7 @@ test("torchConv2d's padding 'same' (odd, even and dilated kernels: PyTorch's ext
     same_dilated: { torch: "3, 4, (2, 3), padding='same', dilation=(3, 2)", js: { filters: 4, kernelSize: [2, 3], padding: 'same', dilation: [3, 2] } },
     valid: { torch: "3, 4, (2, 3), padding='valid'", js: { filters: 4, kernelSize: [2, 3], padding: 'valid' } },
   };
-  const refusedByTorch = python(`import torch
+  const refusedByTorch = await pythonAsync(`import torch
 torch.manual_seed(9)
 x = torch.randn(2, 3, 7, 9)
 last = lambda t: t.permute(0, 2, 3, 1).contiguous().numpy()
@@ -275,7 +275,7 @@ except ValueError as e:
 
 test("PyTorch's GRU (reset gate after the recurrent product) ports as TorchGRU: the last step and every step agree with PyTorch; tfjs's GRU is refused, naming TorchGRU", async () => {
   const weights = join(dir, 'gru.npz');
-  exportNet(weights, {
+  await exportNet(weights, {
     seed: 3,
     input: 'torch.randn(4, 9, 5)',
     body: `    def __init__(self):
@@ -322,7 +322,7 @@ arrays['sequence'] = seq.numpy()`,
 
 test('MultiheadAttention (packed in_proj_weight, out_proj) ports with layout "pytorch": self-attention with and without a causal mask, and cross-attention, predict what PyTorch predicts', async () => {
   const weights = join(dir, 'attention.npz');
-  exportNet(weights, {
+  await exportNet(weights, {
     seed: 4,
     input: 'torch.randn(3, 10, 6)',
     make: 'Net(False)',
@@ -381,7 +381,7 @@ np.savez(${JSON.stringify(join(dir, 'attention-truth.npz'))}, causal=causal.nump
 
 test('a two-layer PyTorch GRU ports as two TorchGRU layers named after its layers (gru_l0, gru_l1)', async () => {
   const weights = join(dir, 'gru2.npz');
-  exportNet(weights, {
+  await exportNet(weights, {
     seed: 6,
     input: 'torch.randn(3, 7, 4)',
     body: `    def __init__(self):
@@ -407,7 +407,7 @@ test('a two-layer PyTorch GRU ports as two TorchGRU layers named after its layer
 
 test('a bidirectional PyTorch GRU (one and two layers) ports as tf.layers.bidirectional of TorchGRU: the last step and every step agree with PyTorch; a plain TorchGRU is refused, naming the wrapper', async () => {
   const weights = join(dir, 'bigru.npz');
-  exportNet(weights, {
+  await exportNet(weights, {
     seed: 7,
     input: 'torch.randn(3, 8, 5)',
     body: `    def __init__(self):
@@ -462,9 +462,9 @@ arrays['sequence'] = seq.numpy()`,
   assert.equal(Array.from(loaded.predict(x).dataSync()), Array.from(model.predict(x).dataSync()));
 });
 
-test("channelShuffle and channelChunk give PyTorch's channel_shuffle and chunk (channels last), also where the chunks do not divide", () => {
+test("channelShuffle and channelChunk give PyTorch's channel_shuffle and chunk (channels last), also where the chunks do not divide", async () => {
   const path = join(dir, 'channels.npz');
-  python(`import torch
+  await pythonAsync(`import torch
 torch.manual_seed(5)
 x = torch.randn(2, 12, 3, 4)
 b, c, h, w = x.shape
@@ -483,7 +483,7 @@ np.savez(${JSON.stringify(path)}, x=last(x), shuffled=last(shuffled), y=last(y),
   assert.throws(() => channelChunk({ chunks: 2, index: 2 }), /index must be an integer from 0 to 1/);
   // PyTorch cuts 5 channels into 3 chunks of 2, 2 and 1 when asked for 4: there is no fourth to give.
   assert.throws(() => channelChunk({ chunks: 4, index: 3 }).apply(tfl.input({ shape: [3, 4, 5] })), /x\.chunk\(4\) of 5 channels gives 3 chunks/);
-  assert.equal(python('import torch; print(len(torch.zeros(1, 5, 3, 4).chunk(4, dim=1)))').trim(), '3');
+  assert.equal((await pythonAsync('import torch; print(len(torch.zeros(1, 5, 3, 4).chunk(4, dim=1)))')).trim(), '3');
 });
 
 test.run();

@@ -9,7 +9,6 @@
 // output recorded with forward hooks) names the module where it goes wrong.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -18,22 +17,21 @@ import { decodeNpz, toOrder, transpose } from '@npyts/core';
 import { assignWeights } from '@npyts/tfjs';
 import { channelChunk, channelShuffle, hardsigmoid, hardswish, torchConv2d } from '@npyts/tfjs/torch-layers';
 import { scratch } from '../helpers/numpy.mjs';
+import { hasPythonModules, pythonSession } from '../helpers/python-session.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 
 await useCpuBackend();
 const dir = scratch('npyts-torchvision-');
-const hasTorchvision = spawnSync('/usr/bin/python3', ['-c', 'import torchvision'], { stdio: 'ignore' }).status === 0;
+const hasTorchvision = hasPythonModules('/usr/bin/python3', 'torchvision');
 if (!hasTorchvision) console.log('torchvision is missing (apt-get install python3-torchvision): the torchvision ports are skipped');
 const maybe = hasTorchvision ? test : test.skip;
 
 /** torchvision's `name` with random weights (seed), statistics moved, its state_dict and check members (and each module's output) in one archive. */
-function exportModel(name, seed, size) {
+async function exportModel(name, seed, size) {
   const path = join(dir, `${name}.npz`);
-  execFileSync(
-    '/usr/bin/python3',
-    [
-      '-c',
-      `import numpy as np, torch, torchvision, sys
+  // One Debian Python for the file (its torch and torchvision imported once), not one per model.
+  await pythonSession('/usr/bin/python3').run(
+    `import numpy as np, torch, torchvision, sys
 torch.manual_seed(${seed})
 net = getattr(torchvision.models, ${JSON.stringify(name)})()
 # Weights of a trained net's scale rather than torchvision's initialisation (whose classifier and
@@ -68,10 +66,7 @@ arrays = {k: v.numpy() for k, v in net.state_dict().items()}
 arrays.update(outputs)
 arrays['check/input'] = x.numpy()
 arrays['check/output'] = y.numpy()
-np.savez(sys.argv[1], **arrays)`,
-      path,
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+np.savez(${JSON.stringify(path)}, **arrays)`,
   );
   return path;
 }
@@ -424,7 +419,7 @@ maybe(
       ['squeezenet1_1', squeezenet11, 65],
       ['densenet121', densenet121, 64],
     ]) {
-      const path = exportModel(name, 0, size);
+      const path = await exportModel(name, 0, size);
       const model = build(size);
       // The default check runs on the check members: it must accept a correct port.
       await assignWeights(model, path, { layout: 'pytorch' });
@@ -437,7 +432,7 @@ maybe(
 maybe(
   "a resnet18 port with tfjs's 'same' padding in its stride-2 stem is refused, and the layer-by-layer check names the module where it goes wrong: 'conv1'",
   async () => {
-    const path = exportModel('resnet18', 1, 64);
+    const path = await exportModel('resnet18', 1, 64);
     const wrong = resnet18(64, true);
     const error = await assignWeights(wrong, path, { layout: 'pytorch' }).then(
       () => null,
@@ -451,7 +446,7 @@ maybe(
 maybe(
   "a mobilenet_v3_small port with tfjs's hardSigmoid in its squeeze-excitation gates is refused at the first block after a gate; BatchNorm's eps 1e-3 is suspected only where no module output vouches for it, and summed up",
   async () => {
-    const path = exportModel('mobilenet_v3_small', 2, 64);
+    const path = await exportModel('mobilenet_v3_small', 2, 64);
     const wrong = mobilenetV3Small(64, () => tfl.layers.activation({ activation: 'hardSigmoid' }));
     const error = await assignWeights(wrong, path, { layout: 'pytorch' }).then(
       () => null,

@@ -5,12 +5,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import { pythonAsync, runCli, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch('npyts-cli-weights-');
 const file = (name) => join(dir, name);
 const keys = JSON.parse(
-  python(`import torch
+  await pythonAsync(`import torch
 from safetensors.torch import save_file
 torch.manual_seed(0)
 m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Linear(4, 2))
@@ -50,8 +50,10 @@ test('info lists every tensor with its dtype and shape, and the metadata; --json
 test('show prints one tensor as numpy (with ml_dtypes) prints it', async () => {
   const r = await runCli(['show', `${file('ck.pt')}:model.half`]);
   assert.is(r.code, 0, r.stderr);
-  const want = python(`import torch, ml_dtypes
-print(repr(torch.load(${JSON.stringify(file('ck.pt'))})['model']['half'].view(torch.int16).numpy().view(ml_dtypes.bfloat16)))`).trim();
+  const want = (
+    await pythonAsync(`import torch, ml_dtypes
+print(repr(torch.load(${JSON.stringify(file('ck.pt'))})['model']['half'].view(torch.int16).numpy().view(ml_dtypes.bfloat16)))`)
+  ).trim();
   assert.is(r.stdout.split('\n').slice(1).join('\n').trim(), want);
 });
 
@@ -65,7 +67,7 @@ test('convert writes a .npz numpy loads and a .safetensors safetensors loads, wi
     assert.is(r.code, 0, r.stderr);
   }
   const same = JSON.parse(
-    python(`import torch
+    await pythonAsync(`import torch
 sd = torch.load(${JSON.stringify(file('ck.pt'))})['model']
 z = np.load(${JSON.stringify(file('ck.npz'))})
 from safetensors.torch import load_file as load_torch
@@ -80,7 +82,7 @@ print(json.dumps([ok, sorted(z.files) == sorted('model.' + k for k in sd)]))`),
 
 test('diff compares bfloat16 tensors with tolerances, as numpy does (with ml_dtypes)', async () => {
   const verdicts = JSON.parse(
-    python(`import torch
+    await pythonAsync(`import torch
 from safetensors.torch import save_file
 torch.manual_seed(1)
 w = torch.randn(20).bfloat16()
@@ -121,7 +123,7 @@ test('errors are one line naming the file', async () => {
 
 test('info lists a tensor npyts cannot read (complex32, sparse) with the reason, and the others as usual', async () => {
   const path = file('unread.pt');
-  python(`import torch
+  await pythonAsync(`import torch
 torch.save({'c32': torch.randn(3, dtype=torch.complex64).to(torch.complex32), 'sp': torch.eye(3).to_sparse(), 'ok': torch.arange(3.0)}, ${JSON.stringify(path)})`);
   const r = await runCli(['info', path]);
   assert.is(r.code, 0, r.stderr);
@@ -145,7 +147,7 @@ torch.save({'c32': torch.randn(3, dtype=torch.complex64).to(torch.complex32), 's
 test('info and show read a GGUF file: quantized tensors named with their ggml type, shown as gguf-py dequantizes them', async () => {
   const path = file('m.gguf');
   const q8 = JSON.parse(
-    python(`import gguf
+    await pythonAsync(`import gguf
 w = gguf.GGUFWriter(${JSON.stringify(path)}, 'llama')
 w.add_uint32('answer', 42)
 w.add_tensor('plain', np.arange(6, dtype=np.float32).reshape(2, 3))

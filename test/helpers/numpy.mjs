@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pythonSession } from './python-session.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, 'npyfixtures.py');
@@ -17,6 +18,14 @@ export function numpy(command, ...args) {
 /** Run a short Python snippet with numpy imported as np; returns stdout. */
 export function python(code) {
   return execFileSync('python3', ['-W', 'ignore', '-c', `import numpy as np, sys, json, io\n${code}`], { maxBuffer: 1 << 30, encoding: 'utf8' });
+}
+
+/**
+ * {@link python} in this file's long-lived Python session (one interpreter start, and one import of
+ * numpy and torch, for the whole file): the snippet runs in fresh globals; resolves to its stdout.
+ */
+export function pythonAsync(code) {
+  return pythonSession('python3').run(`import numpy as np, sys, json, io\n${code}`);
 }
 
 /** A fresh temporary directory, removed at process exit. */

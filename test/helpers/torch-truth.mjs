@@ -5,10 +5,21 @@ import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { toFloat32 } from '@npyts/core';
 import { loadWeights } from '@npyts/core/node';
+import { pythonSession } from './python-session.mjs';
 
 /** Run Python (`which`: python3 with torch 2.x, or Debian's with torch 1.13) and parse its JSON. */
 export function torchPython(which, code) {
   const out = execFileSync(which, ['-W', 'ignore', '-c', `import torch, json, sys\n${code}`], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  return out.trim() ? JSON.parse(out) : null;
+}
+
+/**
+ * {@link torchPython} in this file's long-lived session of `which` (one torch import for the file,
+ * not one per call): the snippet runs in fresh globals; a snippet that changes torch's own state
+ * (seeds excepted: set them where they matter) sets it back.
+ */
+export async function torchAsync(which, code) {
+  const out = await pythonSession(which).run(`import torch, json, sys\n${code}`);
   return out.trim() ? JSON.parse(out) : null;
 }
 
@@ -51,7 +62,7 @@ export function valuesOf(a) {
 }
 
 export async function checkAgainstTorch(which, path, options = {}) {
-  const want = torchPython(which, `${TRUTH}\nprint(json.dumps(truth(${JSON.stringify(path)})))`);
+  const want = await torchAsync(which, `${TRUTH}\nprint(json.dumps(truth(${JSON.stringify(path)})))`);
   const got = await loadWeights(path, options);
   const prefix = options.root ? `${options.root}.` : '';
   const wanted = Object.fromEntries(

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toFloat32 } from '@npyts/core';
 import { loadWeights, openSafetensorsSync, openWeights } from '@npyts/core/node';
-import { python, scratch } from '../helpers/numpy.mjs';
+import { pythonAsync, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
 /** The NpyError `work` fails with, checked to have `code`. */
@@ -32,7 +32,7 @@ const floats = (name) => {
 const same = (got, want) => got.length === want.length && got.every((x, i) => Object.is(x, want[i]) || (Number.isNaN(x) && Number.isNaN(want[i])));
 
 test("F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ and F4 written by safetensors.torch read with ml_dtypes' values", async () => {
-  python(`
+  await pythonAsync(`
 import torch, ml_dtypes as m
 from safetensors.torch import save_file
 torch.manual_seed(1)
@@ -74,7 +74,7 @@ f4.astype(np.float32).tofile('${dir}/f4.f32')
 });
 
 test('a tensor npyts cannot read (F6) is listed with its dtype and refused only by get; loadWeights names every one', async () => {
-  python(`
+  await pythonAsync(`
 import json, struct
 h = {'w': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]},
      'a': {'dtype': 'F6_E2M3', 'shape': [4], 'data_offsets': [8, 11]},
@@ -102,7 +102,7 @@ with safe_open('${file('f6.safetensors')}', 'numpy') as f:
 });
 
 test("torch.save: float8_e4m3fnuz/e5m2fnuz/e8m0fnu read with torch's values; complex32 and float4_e2m1fn_x2 listed, refused by get, all named by loadWeights", async () => {
-  python(`
+  await pythonAsync(`
 import torch
 torch.manual_seed(2)
 x = torch.randn(5) * 20
@@ -133,7 +133,7 @@ for k in ['fnuz4', 'fnuz5', 'e8m0']:
   await w.close();
 });
 
-test('a header length over 100 MB (a sparse 1 GiB file) is refused as the reference refuses it, without reading it', () => {
+test('a header length over 100 MB (a sparse 1 GiB file) is refused as the reference refuses it, without reading it', async () => {
   const path = file('sparse.safetensors');
   const fd = openSync(path, 'w');
   const length = Buffer.alloc(8);
@@ -141,7 +141,7 @@ test('a header length over 100 MB (a sparse 1 GiB file) is refused as the refere
   writeSync(fd, length);
   ftruncateSync(fd, (1 << 30) + 64);
   closeSync(fd);
-  const reference = python(`
+  const reference = await pythonAsync(`
 from safetensors import safe_open
 try:
     safe_open('${path}', 'numpy')
@@ -165,7 +165,7 @@ except Exception as e:
 });
 
 test('100 000 tensors: every one listed and read, as safetensors wrote them', async () => {
-  python(`
+  await pythonAsync(`
 from safetensors.numpy import save_file
 save_file({f'layer.{i}.w': np.full(2, i, '<f4') for i in range(100000)}, '${file('many.safetensors')}')
 `);

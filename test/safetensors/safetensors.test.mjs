@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NpyError, encodeSafetensors, openSafetensors as openAnywhere, openWeights as openWeightsAnywhere, toFloat32 } from '@npyts/core';
 import { loadWeights, openSafetensors, openSafetensorsSync, openWeights, saveNpz, saveSafetensors, saveSafetensorsSync } from '@npyts/core/node';
-import { python, scratch } from '../helpers/numpy.mjs';
+import { pythonAsync, scratch } from '../helpers/numpy.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
@@ -18,7 +18,7 @@ const file = (name) => join(dir, name);
 // Every dtype torch and safetensors share, with 0-d, empty and odd-sized tensors; values as torch
 // holds them (raw little-endian bytes, and float64 for comparison).
 const truth = JSON.parse(
-  python(`
+  await pythonAsync(`
 import torch, base64
 from safetensors.torch import save_file
 torch.manual_seed(0)
@@ -98,7 +98,7 @@ test('written files: byte for byte what safetensors writes, and loaded by it wit
   );
   saveSafetensorsSync(file('f.safetensors'), { m, i: { data: new Int32Array([7, -8]) } });
   const back = JSON.parse(
-    python(`from safetensors.numpy import load_file
+    await pythonAsync(`from safetensors.numpy import load_file
 d = load_file(${JSON.stringify(file('f.safetensors'))})
 print(json.dumps({k: v.tolist() for k, v in d.items()}))`),
   );
@@ -124,7 +124,7 @@ print(json.dumps({k: v.tolist() for k, v in d.items()}))`),
 });
 
 test('a sharded set through its index: every tensor from its shard; shards outside the folder and index lies refused', async () => {
-  python(`
+  await pythonAsync(`
 import torch
 from safetensors.torch import save_file
 torch.manual_seed(1)
@@ -195,7 +195,7 @@ test('hostile headers: refused where safetensors refuses them; a key written twi
   const paths = {};
   for (const [name, [bytes]] of Object.entries(cases)) writeFileSync((paths[name] = file(`hostile-${name}.safetensors`)), bytes);
   const reference = JSON.parse(
-    python(`from safetensors import safe_open
+    await pythonAsync(`from safetensors import safe_open
 out = {}
 for k, p in json.loads(sys.argv[1] if len(sys.argv) > 1 else ${JSON.stringify(JSON.stringify(paths))}).items():
     try:
@@ -228,7 +228,7 @@ test('openWeights tells files by their bytes: .npz, .safetensors; a plain pickle
   await s.close();
   await z.close();
   // A plain pickle (torch's legacy format, a pickle too, is read: test/torch/torch-round-four).
-  python(`import pickle; pickle.dump([1.0, 2.0], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2)`);
+  await pythonAsync(`import pickle; pickle.dump([1.0, 2.0], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2)`);
   const { saveNpySync } = await import('@npyts/core/node');
   saveNpySync(file('one.npy'), { data: new Float32Array([1]) });
   const npy = await npyErrorOf(() => openWeights(file('one.npy')));
@@ -240,7 +240,7 @@ test('openWeights tells files by their bytes: .npz, .safetensors; a plain pickle
 });
 
 test('a remote .safetensors: one tensor moves that tensor, the header and at most 64 KiB more', async () => {
-  python(`
+  await pythonAsync(`
 import torch
 from safetensors.torch import save_file
 torch.manual_seed(2)

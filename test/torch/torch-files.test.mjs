@@ -11,7 +11,7 @@ import { bytesSource } from '@npyts/core';
 import { openWeights } from '@npyts/core/node';
 import { scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
-import { checkAgainstTorch, torchPython } from '../helpers/torch-truth.mjs';
+import { checkAgainstTorch, torchAsync } from '../helpers/torch-truth.mjs';
 
 const dir = scratch('npyts-torch-');
 const file = (name) => join(dir, name);
@@ -28,7 +28,7 @@ test('state_dicts of real modules (conv, BatchNorm with num_batches_tracked, LST
     ['python3', 'new.pt'],
     ['/usr/bin/python3', 'old.pt'],
   ]) {
-    torchPython(which, `PATH = ${JSON.stringify(file(name))}\n${MODULES}`);
+    await torchAsync(which, `PATH = ${JSON.stringify(file(name))}\n${MODULES}`);
     const got = await checkAgainstTorch(which, file(name));
     assert.ok(got.has('1.num_batches_tracked') && got.has('4.weight_hh_l0'));
     assert.is(got.get('1.num_batches_tracked').data[0], 12n);
@@ -36,7 +36,7 @@ test('state_dicts of real modules (conv, BatchNorm with num_batches_tracked, LST
 });
 
 test('every dtype torch has, bfloat16 and float8 included', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `torch.manual_seed(1)
 x = torch.randn(2, 3) * 20
@@ -52,7 +52,7 @@ torch.save(d, ${JSON.stringify(file('dtypes.pt'))})`,
 });
 
 test('views: shared storages, transposed and strided views, a slice of a larger storage (only the slice read), 0-d, empty', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `torch.manual_seed(2)
 w = torch.randn(64, 1024)
@@ -88,7 +88,7 @@ torch.save({'w': w, 'same': w, 't': w.t(), 'strided': w[:, ::3], 'slice': w[40:4
 });
 
 test('a nested checkpoint: dotted names, metadata, { root }', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `PATH = ${JSON.stringify(file('sd.pt'))}
 ${MODULES}
@@ -113,7 +113,7 @@ torch.save({'model': sd, 'optimizer': opt.state_dict(), 'epoch': 7, 'note': 'hi'
 
 test('refused, with nothing run: a whole pickled module, a data.pkl that calls os.system', async () => {
   const marker = file('ran');
-  torchPython(
+  await torchAsync(
     'python3',
     `import zipfile, pickle, os
 torch.save(torch.nn.Linear(2, 2), ${JSON.stringify(file('module.pt'))})
@@ -143,7 +143,7 @@ print(json.dumps(refused))`,
 });
 
 test('hostile checkpoints: bounded by the bytes present, never by the shapes or sizes they declare', async () => {
-  const reference = torchPython(
+  const reference = await torchAsync(
     'python3',
     `import zipfile, pickle, io
 d = ${JSON.stringify(dir)}

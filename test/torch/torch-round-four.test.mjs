@@ -12,14 +12,14 @@ import { join } from 'node:path';
 import { loadWeights, openWeights } from '@npyts/core/node';
 import { boundedChild, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
-import { checkAgainstTorch, torchPython, valuesOf } from '../helpers/torch-truth.mjs';
+import { checkAgainstTorch, torchAsync, valuesOf } from '../helpers/torch-truth.mjs';
 
 const dir = scratch('npyts-torch4-');
 const file = (name) => join(dir, name);
 const at = (name) => JSON.stringify(file(name));
 
-test('shared containers: ten levels of ten memo references, a list of lists, a dict that holds itself: each container walked once', () => {
-  torchPython(
+test('shared containers: ten levels of ten memo references, a list of lists, a dict that holds itself: each container walked once', async () => {
+  await torchAsync(
     'python3',
     `t = torch.arange(3.0)
 a = {'w': t}
@@ -59,7 +59,7 @@ globalThis.result = out;`,
 
 test('a deflated storage is inflated only as far as the views read from it need', async () => {
   const n = 2 ** 26; // 256 MiB of float32
-  torchPython(
+  await torchAsync(
     'python3',
     `import zipfile, os
 x = torch.zeros(${n}); x[:8] = torch.arange(8.0) + 0.5
@@ -90,7 +90,7 @@ globalThis.result = { v: Array.from((await w.get('v')).data) };
 await w.close();`,
     { timeoutMs: 300_000 },
   );
-  const want = torchPython('python3', `print(json.dumps(torch.load(${at('big-deflated.pt')}, weights_only=True)['v'].tolist()))`);
+  const want = await torchAsync('python3', `print(json.dumps(torch.load(${at('big-deflated.pt')}, weights_only=True)['v'].tolist()))`);
   assert.equal(got.v, want);
   // Four floats from the storage's start: nothing near its 256 MiB is inflated (about 70 MiB is
   // Node and npyts; inflating the storage whole peaks above 320 MiB).
@@ -98,7 +98,7 @@ await w.close();`,
 });
 
 test('conjugated and negated views, and storages saved as values, read as torch.load gives them', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `torch.manual_seed(4)
 x = torch.randn(3, dtype=torch.complex64); y = torch.randn(2, 2, dtype=torch.complex128)
@@ -109,7 +109,7 @@ torch.save({'untyped': torch.tensor([1.0, -2.0, 3.5]).untyped_storage(), 'typed'
   );
   await checkAgainstTorch('python3', file('flags.pt'));
   // Storages come back as 1-d tensors of their elements (bytes, for an untyped one).
-  const want = torchPython(
+  const want = await torchAsync(
     'python3',
     `d = torch.load(${at('storages.pt')}, weights_only=True)
 print(json.dumps({'untyped': list(bytes(d['untyped'])), 'typed': d['typed'].tolist()}))`,
@@ -124,7 +124,7 @@ print(json.dumps({'untyped': list(bytes(d['untyped'])), 'typed': d['typed'].toli
 });
 
 test('two storage types over one key read as torch reads them (the first wins); expand() views are copied out', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `import zipfile
 torch.save({'a': torch.tensor([1.5, 2.5, -3.0]), 'b': torch.tensor([7, 8], dtype=torch.int32)}, ${at('two-types-src.pt')})
@@ -146,12 +146,16 @@ torch.save({'row': torch.arange(3.0).expand(4, 3), 'col': torch.tensor([[1], [2]
 });
 
 test('members saved without a CRC (compute_crc32 = False) read as PyTorch reads them', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `import torch.utils.serialization, zipfile
+crc = torch.utils.serialization.config.save.compute_crc32
 torch.utils.serialization.config.save.compute_crc32 = False
-torch.manual_seed(5)
-torch.save({'w': torch.randn(4, 3), 'step': 3}, ${at('nocrc.pt')})
+try:
+    torch.manual_seed(5)
+    torch.save({'w': torch.randn(4, 3), 'step': 3}, ${at('nocrc.pt')})
+finally:
+    torch.utils.serialization.config.save.compute_crc32 = crc
 assert all(i.CRC == 0 for i in zipfile.ZipFile(${at('nocrc.pt')}).infolist())`,
   );
   await checkAgainstTorch('python3', file('nocrc.pt'));
@@ -161,7 +165,7 @@ assert all(i.CRC == 0 for i in zipfile.ZipFile(${at('nocrc.pt')}).infolist())`,
 });
 
 test('sparse, quantized and meta tensors are listed and refused when read, saying what they are; TorchScript archives too', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `s = torch.zeros(3, 3); s[1, 1] = 1
 torch.save({'coo': s.to_sparse(), 'csr': s.to_sparse_csr(), 'q': torch.quantize_per_tensor(torch.randn(3), 0.1, 10, torch.quint8),
@@ -195,7 +199,7 @@ torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), ${at('script.pt')})`,
 });
 
 test('protocol 2: __builtin__ set, complex and bytearray, a Counter, and the old torch.Tensor rebuild (OldTensorV1)', async () => {
-  torchPython(
+  await torchAsync(
     'python3',
     `import collections, zipfile
 torch.save({'s': {1, 2}, 'c': 1 + 2j, 'b': bytearray(b'ab'), 'k': collections.Counter({'a': 2, 'b': 1}), 'w': torch.ones(2)}, ${at('builtins.pt')})
@@ -222,8 +226,8 @@ test('the legacy format (_use_new_zipfile_serialization=False): read as torch.lo
   const code = (path, extra = '') => `torch.manual_seed(7)
 w = torch.randn(6, 4)
 torch.save({'model': {'w': w, 't': w.t(), 'slice': w[2:4], 'h': torch.arange(5, dtype=torch.int16)[1:], 'b': torch.tensor([True, False])}, 'epoch': 3, 'note': 'old'}, ${at(path)}, _use_new_zipfile_serialization=False${extra})`;
-  torchPython('python3', code('legacy2.pt'));
-  torchPython(
+  await torchAsync('python3', code('legacy2.pt'));
+  await torchAsync(
     'python3',
     `${code('legacy-p4.pt', ', pickle_protocol=4')}
 import pickle
@@ -234,8 +238,8 @@ except pickle.UnpicklingError as e:
     assert 'Unsupported operand 149' in str(e)
 assert torch.load(${at('legacy-p4.pt')}, weights_only=False)['epoch'] == 3`,
   );
-  torchPython('/usr/bin/python3', code('legacy13.pt'));
-  torchPython(
+  await torchAsync('/usr/bin/python3', code('legacy13.pt'));
+  await torchAsync(
     'python3',
     `import os, pickle
 class Evil:
@@ -263,7 +267,7 @@ torch.save({'w': torch.ones(2), 'x': Evil()}, ${at('legacy-evil.pt')}, _use_new_
   await w.close();
   // Cut short: the last storage ends past the file's end (torch refuses it too); refused at open,
   // by positions the pickle gives, before any storage is read.
-  torchPython(
+  await torchAsync(
     'python3',
     `b = open(${at('legacy2.pt')}, 'rb').read()
 open(${at('legacy-short.pt')}, 'wb').write(b[:-4])
