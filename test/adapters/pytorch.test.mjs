@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { assignWeights, checkModel, loadTensors, npzHandler } from '@npyts/tfjs';
-import { NpyError, encodeNpz } from '@npyts/core';
+import { NpyError, decodeNpz, encodeNpz } from '@npyts/core';
 import { scratch } from '../helpers/numpy.mjs';
 import { hasPythonModules } from '../helpers/python-session.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
@@ -106,9 +106,16 @@ maybe('npzHandler (model archives) refuses a torch.save file, naming assignWeigh
 });
 
 test('an archive without a .npy member is refused by loadTensors, never read as no tensors', async () => {
-  const e = await refusal(loadTensors(encodeNpz({}, { files: { 'notes.txt': new TextEncoder().encode('hi') } })));
+  const bytes = encodeNpz({}, { files: { 'notes.txt': new TextEncoder().encode('hi') } });
+  // By bytes, openWeights refuses the zip itself (nor a torch.save file nor a .keras model either).
+  const e = await refusal(loadTensors(bytes));
   assert.instance(e, NpyError);
-  assert.match(e.message, /holds no arrays/);
+  assert.is(e.code, 'BAD_MAGIC');
+  assert.match(e.message, /holds no \.npy member \(notes\.txt\)/);
+  // An archive already opened is the adapter's to refuse.
+  const opened = await refusal(loadTensors(decodeNpz(bytes)));
+  assert.instance(opened, NpyError);
+  assert.match(opened.message, /holds no arrays/);
 });
 
 test.run();
