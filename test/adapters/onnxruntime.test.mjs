@@ -281,7 +281,7 @@ test('withWeights: names the model has and the file lacks keep their values; unu
   assert.equal(r.unused, ['extra.bias']);
 });
 
-test("withWeights: kept initializers the dynamo exporter stored beside the model are read in from its path; from bytes it is refused", async () => {
+test('withWeights: kept initializers the dynamo exporter stored beside the model are read in from its path; from bytes it is refused', async () => {
   const path = join(wdir, 'wide-dynamo.onnx');
   assert.ok(existsSync(`${path}.data`), 'the dynamo exporter wrote its initializers beside the model');
   const sd = decodeNpzFile(join(wdir, 'wide.npz'));

@@ -27,6 +27,7 @@ export { encodeNpyParts, toNdArray, dtypeOfTypedArray, checkDataSize } from './n
 export { writeValue } from './array/write-value.js';
 export { readFromBytes } from './array/read-value.js';
 export { storageOf, bytesToData, dataToBytes, type Storage } from './array/layout.js';
+export { closeness, indexInShape, type Closeness, type CloseFailure } from './array/closeness.js';
 export { jsonValue, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';
 export { parsePyLiteral, reprPy, reprString, reprFloat, reprBytes, hasLoneSurrogate, PyTuple, PyFloat, type PyValue } from './format/literal.js';
 export { writeNpz, npzMembers } from './npz/archive.js';

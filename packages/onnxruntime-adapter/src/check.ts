@@ -4,6 +4,7 @@
  */
 import { NpyError, familyOf, toFloat32, type HttpOptions, type NdArray, type WeightFile } from '@npyts/core';
 import type { Tensor } from 'onnxruntime-common';
+import { closeness } from '@npyts/core/plumbing';
 import { ModelProto, decodeModel, inlineExternalData, modelBytes, openInput, type GraphNode, type ModelInput, type WeightInput } from './model.js';
 import { fromOrtTensor, toOrtTensor, type OrtTensorLike } from './tensors.js';
 
@@ -85,16 +86,6 @@ function numbers(a: NdArray, key: string): ArrayLike<number> {
   return a.data as ArrayLike<number>;
 }
 
-/** The index of flat position i in a shape, for messages. */
-function indexOf(i: number, shape: readonly number[]): number[] {
-  const out = new Array<number>(shape.length);
-  for (let k = shape.length - 1; k >= 0; k--) {
-    out[k] = i % shape[k]!;
-    i = Math.floor(i / shape[k]!);
-  }
-  return out;
-}
-
 interface Compared {
   abs: number;
   rel: number;
@@ -103,38 +94,20 @@ interface Compared {
   failure: string;
 }
 
-/** ORT's values against the reference's, within the tolerance; a non-finite reference is matched exactly. */
+/** ORT's values against the reference's under the one rule (`closeness`): a non-finite reference is matched exactly. */
 function compare(got: ArrayLike<number>, want: ArrayLike<number>, shape: readonly number[], key: string, options: CheckSessionOptions): Compared {
-  const rtol = options.rtol ?? DEFAULT_RTOL;
-  let scale = 0;
-  for (let i = 0; i < want.length; i++) if (Number.isFinite(want[i]!)) scale = Math.max(scale, Math.abs(want[i]!));
-  const atol = options.atol ?? rtol * scale;
-  let abs = 0;
-  let rel = 0;
-  let compared = 0;
-  let worst = -Infinity;
-  let failure = '';
-  const at = (i: number): string => `${key}: at [${indexOf(i, shape)}] ORT gives ${got[i]} and the reference ${want[i]}`;
-  for (let i = 0; i < want.length; i++) {
-    const w = want[i]!;
-    const g = got[i]!;
-    if (!Number.isFinite(w)) {
-      if (!(Object.is(g, w) || (Number.isNaN(g) && Number.isNaN(w))) && !failure) failure = `${at(i)} (a non-finite reference is matched exactly)`;
-      continue;
-    }
-    compared++;
-    const d = Math.abs(g - w);
-    const allowed = atol + rtol * Math.abs(w);
-    abs = Math.max(abs, Number.isNaN(d) ? Infinity : d);
-    if (w !== 0) rel = Math.max(rel, d / Math.abs(w));
-    const excess = Number.isNaN(d) ? Infinity : d - allowed;
-    if (!(d <= allowed) && excess > worst) {
-      worst = excess;
-      const ofScale = scale > 0 && Number.isFinite(d) ? `, ${(d / scale).toPrecision(2)} of its scale` : '';
-      failure = `${at(i)} (difference ${d.toPrecision(3)}${ofScale}; allowed ${allowed.toPrecision(3)} with rtol ${rtol}, atol ${atol.toPrecision(3)})`;
-    }
-  }
-  return { abs, rel, compared, failure };
+  const c = closeness(got, want, shape, options.rtol ?? DEFAULT_RTOL, options.atol);
+  const f = c.failure;
+  if (f === null) return { abs: c.abs, rel: c.rel, compared: c.compared, failure: '' };
+  const at = `${key}: at [${f.index}] ORT gives ${f.got} and the reference ${f.want}`;
+  if (f.nonFinite) return { abs: c.abs, rel: c.rel, compared: c.compared, failure: `${at} (a non-finite reference is matched exactly)` };
+  const ofScale = c.scale > 0 && Number.isFinite(f.diff) ? `, ${(f.diff / c.scale).toPrecision(2)} of its scale` : '';
+  return {
+    abs: c.abs,
+    rel: c.rel,
+    compared: c.compared,
+    failure: `${at} (difference ${f.diff.toPrecision(3)}${ofScale}; allowed ${f.allowed.toPrecision(3)} with rtol ${c.rtol}, atol ${c.atol.toPrecision(3)})`,
+  };
 }
 
 /** The reference member for an ONNX input or output: `check/<kind>/<name>`, or `check/<kind>` for the first. */

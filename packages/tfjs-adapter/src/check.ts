@@ -4,6 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, familyOf, transpose, toOrder, type NdArray, type WeightFile } from '@npyts/core';
+import { closeness } from '@npyts/core/plumbing';
 import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 import { toTensor } from './tensors.js';
 import { CHECK_PREFIX } from './weights.js';
@@ -509,16 +510,7 @@ function judged(d: number, allowed: number, scale: number): string {
   return `far above float32 rounding (${Number.isFinite(d) ? `${(d / allowed).toPrecision(2)} times the allowed` : 'not a number'}${ofScale}): the tfjs model computes something else; check the layers' pairing and configuration (padding, strides, activations, epsilons) against the PyTorch model`;
 }
 
-/** The index of flat position i in a shape, for messages: [0, 3, 1]. */
-function indexOf(i: number, shape: readonly number[]): number[] {
-  const out = new Array<number>(shape.length);
-  for (let k = shape.length - 1; k >= 0; k--) {
-    out[k] = i % shape[k]!;
-    i = Math.floor(i / shape[k]!);
-  }
-  return out;
-}
-
+/** tfjs's values against the reference's under the one rule (`closeness`), with what a failure says. */
 function compare(
   got: ArrayLike<number>,
   want: ArrayLike<number>,
@@ -526,39 +518,14 @@ function compare(
   key: string,
   options: CheckModelOptions,
 ): { abs: number; rel: number; compared: number; failure: string; bare: string } {
-  const rtol = options.rtol ?? DEFAULT_RTOL;
-  // The scale comes from finite values alone: one inf would make the default atol infinite (and
-  // accept anything), one NaN would make it NaN (and refuse everything).
-  let scale = 0;
-  for (let i = 0; i < want.length; i++) if (Number.isFinite(want[i]!)) scale = Math.max(scale, Math.abs(want[i]!));
-  const atol = options.atol ?? rtol * scale;
-  let abs = 0;
-  let rel = 0;
-  let compared = 0;
-  let worstExcess = 0;
-  let failure = '';
-  let bare = '';
-  const at = (i: number): string => `${key}: at [${indexOf(i, shape)}] tfjs gives ${got[i]} and the reference ${want[i]}`;
-  for (let i = 0; i < want.length; i++) {
-    const w = want[i]!;
-    const g = got[i]!;
-    if (!Number.isFinite(w)) {
-      // A non-finite reference is matched exactly: the same infinity, NaN where NaN.
-      if (!(Object.is(g, w) || (Number.isNaN(g) && Number.isNaN(w))) && !failure)
-        failure = `the model's predictions differ from ${at(i)} (a non-finite reference is matched exactly)`;
-      continue;
-    }
-    compared++;
-    const d = Math.abs(g - w);
-    const allowed = atol + rtol * Math.abs(w);
-    abs = Math.max(abs, Number.isNaN(d) ? Infinity : d);
-    if (w !== 0) rel = Math.max(rel, d / Math.abs(w));
-    const excess = Number.isNaN(d) ? Infinity : d - allowed;
-    if (!(d <= allowed) && (!failure || excess > worstExcess)) {
-      worstExcess = excess;
-      bare = `the model's predictions differ from ${at(i)} (difference ${d.toPrecision(3)}, allowed ${allowed.toPrecision(3)} with rtol ${rtol}, atol ${atol.toPrecision(3)})`;
-      failure = `${bare}; ${judged(d, allowed, scale)}`;
-    }
+  const c = closeness(got, want, shape, options.rtol ?? DEFAULT_RTOL, options.atol);
+  const f = c.failure;
+  if (f === null) return { abs: c.abs, rel: c.rel, compared: c.compared, failure: '', bare: '' };
+  const at = `${key}: at [${f.index}] tfjs gives ${f.got} and the reference ${f.want}`;
+  if (f.nonFinite) {
+    const failure = `the model's predictions differ from ${at} (a non-finite reference is matched exactly)`;
+    return { abs: c.abs, rel: c.rel, compared: c.compared, failure, bare: failure };
   }
-  return { abs, rel, compared, failure, bare: bare || failure };
+  const bare = `the model's predictions differ from ${at} (difference ${f.diff.toPrecision(3)}, allowed ${f.allowed.toPrecision(3)} with rtol ${c.rtol}, atol ${c.atol.toPrecision(3)})`;
+  return { abs: c.abs, rel: c.rel, compared: c.compared, failure: `${bare}; ${judged(f.diff, f.allowed, c.scale)}`, bare };
 }

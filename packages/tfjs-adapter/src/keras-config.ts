@@ -5,12 +5,16 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError } from '@npyts/core';
-import { kerasActivation } from './keras-activations.js';
+import { KERAS_LAYER_CLASSES, kerasActivation } from './keras-entry-names.js';
 
 type Json = Record<string, unknown>;
 
 /** How deep a Keras config may nest models in models: far past any real one, and no walk overflows the stack. */
 const MAX_NESTING = 64;
+
+/** Where the `@npyts/tfjs/keras-layers` entry registers a Keras layer class tfjs lacks, the hint that says so. */
+const ENTRY_HAS = (className: string): string =>
+  KERAS_LAYER_CLASSES.includes(className) ? ` (import '@npyts/tfjs/keras-layers' first: it registers ${className})` : '';
 
 /** Dtype policies tfjs computes in float32: their weights are stored in 16 bits and read as float32 exactly. */
 const FLOAT32_POLICIES = new Set(['float32', 'float16', 'bfloat16', 'mixed_float16', 'mixed_bfloat16']);
@@ -194,7 +198,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
       delete out.backward_layer;
     }
     if (className === 'GRU' && config.reset_after === true && !(gru ??= gruResetsAfter())) {
-      problems.push(`${at}: reset_after=True (tfjs's GRU throws on it)`);
+      problems.push(`${at}: reset_after=True (tfjs's GRU throws on it; import '@npyts/tfjs/keras-layers' first: it registers a GRU that builds it)`);
     }
     const refused = REFUSED_OPTIONS[className]?.(config);
     if (refused) problems.push(`${at}: ${refused}`);
@@ -214,7 +218,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     if (MODEL_CLASSES.has(className)) {
       Object.assign(out, model(className, config, here, depth + 1));
     } else {
-      if (!(className in classes)) problems.push(`${here}: tfjs has no ${className} layer`);
+      if (!(className in classes)) problems.push(`${here}: tfjs has no ${className} layer${ENTRY_HAS(className)}`);
       out.config = layerConfig(className, config, here, depth);
     }
     if (r.name !== undefined) out.name = r.name;

@@ -12,9 +12,9 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
-import { kerasActivation } from './keras-activations.js';
+import { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from './keras-entry-names.js';
 
-export { kerasActivation };
+export { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation };
 
 /** What every tfjs-layers layer takes (`name`, `inputShape`, …). */
 export type KerasLayerArgs = NonNullable<ConstructorParameters<typeof tfl.layers.Layer>[0]>;
@@ -291,36 +291,6 @@ export class KerasInferenceIdentity extends tfl.layers.Layer {
   }
 }
 
-/**
- * Keras's layers that are the identity at inference, each registered under its Keras class name
- * (Keras 3.15 returns their input unchanged with `training=False`; tested).
- * @example
- * KERAS_INFERENCE_IDENTITIES.includes('RandomFlip');   // true
- */
-export const KERAS_INFERENCE_IDENTITIES: readonly string[] = [
-  'RandomFlip',
-  'RandomRotation',
-  'RandomZoom',
-  'RandomTranslation',
-  'RandomContrast',
-  'RandomBrightness',
-  'RandomGrayscale',
-  'RandomHue',
-  'RandomSaturation',
-  'RandomSharpness',
-  'RandomShear',
-  'RandomPosterization',
-  'RandomInvert',
-  'RandomColorDegeneration',
-  'RandomColorJitter',
-  'RandomErasing',
-  'RandomGaussianBlur',
-  'RandomPerspective',
-  'RandomElasticTransform',
-  'SpatialDropout2D',
-  'SpatialDropout3D',
-  'ActivityRegularization',
-];
 
 const identityClasses = KERAS_INFERENCE_IDENTITIES.map((className) => {
   const cls = class extends KerasInferenceIdentity {
@@ -1001,25 +971,6 @@ for (const layer of [
   tf.serialization.registerClass(layer);
 }
 
-/**
- * The Keras class names this entry registers (layers), for a config translator's messages.
- * @example
- * KERAS_LAYER_CLASSES.includes('MultiHeadAttention');   // true
- */
-export const KERAS_LAYER_CLASSES: readonly string[] = [
-  'Subtract',
-  'UnitNormalization',
-  'Cropping1D',
-  'ZeroPadding1D',
-  'UpSampling1D',
-  'Normalization',
-  'GroupNormalization',
-  'EinsumDense',
-  'MultiHeadAttention',
-  'Conv1DTranspose',
-  'GRU',
-  ...KERAS_INFERENCE_IDENTITIES,
-];
 
 /**
  * The activation classes registered here, by name (for tests and translators that check what is registered).

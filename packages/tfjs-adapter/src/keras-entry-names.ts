@@ -1,7 +1,8 @@
 /**
- * Keras's activation names and the names tfjs finds them by: one table for the config translator
- * (keras-config.ts) and the layers entry (keras-layers.ts), which registers the ones tfjs lacks.
- * Browser-safe and free of tfjs imports.
+ * What the `@npyts/tfjs/keras-layers` entry registers, by Keras's names: its layer classes, and the
+ * activations with the names tfjs finds them by. One list for the config translator (keras-config.ts,
+ * whose messages name the entry where it would help) and the entry itself (keras-layers.ts, which
+ * registers them). Free of tfjs imports, so the translator can ask it without loading the entry.
  */
 
 /** Keras activation names that tfjs registers itself, under the same or another name, computing the same function. */
@@ -62,3 +63,56 @@ export function kerasActivation(name: string, kerasMajor: 2 | 3 = 3): string | n
   const table = kerasMajor === 2 ? KERAS2_ACTIVATIONS : KERAS3_ACTIVATIONS;
   return Object.hasOwn(table, name) ? table[name]! : null;
 }
+
+/**
+ * Keras's layers that are the identity at inference, each registered under its Keras class name
+ * (Keras 3.15 returns their input unchanged with `training=False`; tested).
+ * @example
+ * KERAS_INFERENCE_IDENTITIES.includes('RandomFlip');   // true
+ */
+export const KERAS_INFERENCE_IDENTITIES: readonly string[] = [
+  'RandomFlip',
+  'RandomRotation',
+  'RandomZoom',
+  'RandomTranslation',
+  'RandomContrast',
+  'RandomBrightness',
+  'RandomGrayscale',
+  'RandomHue',
+  'RandomSaturation',
+  'RandomSharpness',
+  'RandomShear',
+  'RandomPosterization',
+  'RandomInvert',
+  'RandomColorDegeneration',
+  'RandomColorJitter',
+  'RandomErasing',
+  'RandomGaussianBlur',
+  'RandomPerspective',
+  'RandomElasticTransform',
+  'SpatialDropout2D',
+  'SpatialDropout3D',
+  'ActivityRegularization',
+];
+
+
+/**
+ * The Keras class names this entry registers (layers), for a config translator's messages.
+ * @example
+ * KERAS_LAYER_CLASSES.includes('MultiHeadAttention');   // true
+ */
+export const KERAS_LAYER_CLASSES: readonly string[] = [
+  'Subtract',
+  'UnitNormalization',
+  'Cropping1D',
+  'ZeroPadding1D',
+  'UpSampling1D',
+  'Normalization',
+  'GroupNormalization',
+  'EinsumDense',
+  'MultiHeadAttention',
+  'Conv1DTranspose',
+  'GRU',
+  ...KERAS_INFERENCE_IDENTITIES,
+];
+
