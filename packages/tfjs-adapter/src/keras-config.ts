@@ -15,7 +15,7 @@ const MAX_NESTING = 64;
  * Keras's activation names → the names tfjs registers them by (the rest are the same in both). Not
  * `hard_sigmoid`: Keras 3's is relu6(x + 3) / 6, tfjs's `hardSigmoid` is Keras 2's 0.2x + 0.5.
  */
-const ACTIVATIONS: Readonly<Record<string, string>> = {
+export const ACTIVATIONS: Readonly<Record<string, string>> = {
   log_softmax: 'logSoftmax',
   silu: 'swish',
   gelu: 'gelu',
@@ -57,7 +57,7 @@ const REFUSED_OPTIONS: Readonly<Record<string, (c: Json) => string | null>> = {
 };
 
 /** Options Keras 3 renamed: tfjs reads them by Keras 2's names. */
-const RENAMED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+export const RENAMED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   LeakyReLU: { negative_slope: 'alpha' },
 };
 
