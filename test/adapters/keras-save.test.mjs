@@ -33,7 +33,7 @@ function values(shape, seed) {
 
 /** Every weight of a model random, BatchNormalization's variances in [0.5, 2). */
 function randomize(model, seed) {
-  model.setWeights(model.weights.map((w, i) => (w.name.includes('variance') ? values(w.shape, seed + i).abs().add(0.5) : values(w.shape, seed + i))));
+  model.setWeights(model.weights.map((w, i) => (w.name.includes('variance') ? tf.add(tf.abs(values(w.shape, seed + i)), 0.5) : values(w.shape, seed + i))));
 }
 
 function cnn() {
@@ -64,8 +64,8 @@ function twoInTwoOut() {
 function text() {
   const m = tfl.sequential();
   m.add(tfl.layers.embedding({ inputDim: 20, outputDim: 6, inputLength: 7 }));
-  m.add(tfl.layers.lstm({ units: 5, returnSequences: true, recurrentInitializer: 'glorotNormal' }));
-  m.add(tfl.layers.lstm({ units: 4, recurrentInitializer: 'glorotNormal' }));
+  m.add(tfl.layers.lstm({ units: 5, returnSequences: true, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' }));
+  m.add(tfl.layers.lstm({ units: 4, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' }));
   m.add(tfl.layers.dense({ units: 2 }));
   return m;
 }

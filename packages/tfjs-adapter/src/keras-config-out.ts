@@ -34,8 +34,13 @@ const KERAS_LAYERS = new Set(
 /** tfjs's activation names → Keras's (the inverse of keras-config.ts's table); `hardSigmoid` differs in Keras 3. */
 const KERAS_ACTIVATIONS: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(ACTIVATIONS).map(([k, v]) => [v, k]));
 const REFUSED_ACTIVATIONS: Readonly<Record<string, string>> = {
-  hardSigmoid: "Keras 3's hard_sigmoid is relu6(x + 3) / 6, tfjs's 0.2x + 0.5",
+  // tfjs's JSON writes its activations' names in snake case (hardSigmoid as hard_sigmoid).
+  hard_sigmoid: "Keras 3's hard_sigmoid is relu6(x + 3) / 6, tfjs's hardSigmoid 0.2x + 0.5: use 'sigmoid'",
+  hardSigmoid: "Keras 3's hard_sigmoid is relu6(x + 3) / 6, tfjs's hardSigmoid 0.2x + 0.5: use 'sigmoid'",
 };
+
+/** The shape and dtype of a layer's output (by layer name, call node and output index, as tfjs counts them). */
+export type TensorShapes = (layer: string, node: number, tensor: number) => { shape: readonly (number | null)[]; dtype: string } | undefined;
 
 /** Keys of tfjs's configs that Keras 3's constructors do not take (an Embedding's sequence length is its input's shape in Keras 3). */
 const DROPPED = new Set(['batch_input_shape', 'input_length', 'time_major']);
@@ -54,8 +59,9 @@ function kerasObject(module: string, className: string, config: Json): Json {
 /**
  * Keras 3's `config.json` of a tfjs topology (`model.toJSON(null, false)`, or a save's `modelTopology`).
  * @param where what the model is, for messages.
+ * @param shapes the output shapes of a functional model's layers (Keras 3 records each call argument's).
  */
-export function kerasConfigOf(topology: unknown, where: string): KerasConfigOut {
+export function kerasConfigOf(topology: unknown, where: string, shapes: TensorShapes = () => undefined): KerasConfigOut {
   const problems: string[] = [];
   const bad = (why: string): never => {
     throw new NpyError('BAD_MODEL', `${where}: ${why}`);
@@ -124,8 +130,10 @@ export function kerasConfigOf(topology: unknown, where: string): KerasConfigOut 
     if (!Array.isArray(node) || node.length === 0) return bad(`${at}: an inbound node is not a list of [layer, node, tensor, kwargs]`);
     const tensors = (node as unknown[]).map((ref) => {
       if (!Array.isArray(ref) || ref.length < 3) bad(`${at}: an inbound tensor is not [layer, node, tensor]`);
-      const r = ref as unknown[];
-      return { class_name: '__keras_tensor__', config: { keras_history: [r[0], r[1], r[2]] } };
+      const r = ref as [string, number, number];
+      const known = shapes(r[0], r[1], r[2]);
+      if (!known) bad(`${at}: the shape of ${r[0]}'s output [${r[1]}, ${r[2]}] is not known (save the model itself, not its JSON)`);
+      return { class_name: '__keras_tensor__', config: { shape: known!.shape, dtype: known!.dtype, keras_history: [r[0], r[1], r[2]] } };
     });
     const first = (node as unknown[][])[0]!;
     const kwargs = isObject(first[3]) ? first[3] : {};

@@ -7,7 +7,7 @@
 import type * as tf from '@tensorflow/tfjs-core';
 import { encodeHdf5, NpyError, type Hdf5DatasetInput, type Hdf5GroupInput, type NdArray } from '@npyts/core';
 import { arraysOf } from './handler.js';
-import { kerasConfigOf } from './keras-config-out.js';
+import { kerasConfigOf, type TensorShapes } from './keras-config-out.js';
 import { varsPaths } from './keras-weights.js';
 import { writeArchive, type NpzSink } from './sources.js';
 
@@ -106,10 +106,16 @@ function weightsTree(topology: Json, arrays: Map<string, NdArray>, where: string
  * Save tfjs's artifacts as a `.keras` file: to a path (Node; written beside and renamed over it) or to
  * a function given the bytes.
  */
-export async function saveKeras(artifacts: tf.io.ModelArtifacts, target: string | NpzSink, where: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+export async function saveKeras(
+  artifacts: tf.io.ModelArtifacts,
+  target: string | NpzSink,
+  where: string,
+  shapes: TensorShapes,
+  options: { signal?: AbortSignal } = {},
+): Promise<void> {
   const topology = artifacts.modelTopology;
   if (!isObject(topology)) throw new NpyError('BAD_TARGET', `${where}: a binary (GraphDef) topology cannot be saved as a Keras file; save a layers model`);
-  const { config } = kerasConfigOf(topology, where);
+  const { config } = kerasConfigOf(topology, where, shapes);
   const weights = encodeHdf5(weightsTree(topology, arraysOf(artifacts), where));
   const metadata = { keras_version: '3.0.0', date_saved: new Date().toISOString().replace('T', '@').slice(0, 19), saved_by: 'npyts' };
   await writeArchive(target, new Map(), {

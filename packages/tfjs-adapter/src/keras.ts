@@ -10,7 +10,8 @@ import { planFrom } from './assign.js';
 import { weightBytes, type HandlerWeight } from './handler.js';
 import { kerasTopology } from './keras-config.js';
 import { kerasNames, trainingState, type KerasRecords } from './keras-weights.js';
-import type { LayersModelLike } from './layers.js';
+import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
+import type { TensorShapes } from './keras-config-out.js';
 import { checkAdapterOptions, openWeightSource, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { saveKeras } from './keras-save.js';
 import { kerasConfigOf, kerasRecordsOf } from './keras-file.js';
@@ -46,6 +47,32 @@ async function buildModel(topology: object): Promise<LayersModelLike & { dispose
   return (await layers.models.modelFromJSON({ modelTopology: topology as tf.io.ModelJSON['modelTopology'] & {} })) as unknown as LayersModelLike & {
     dispose(): unknown;
   };
+}
+
+/**
+ * The output shapes of a functional topology's layers, from the model tfjs builds of it (with zeros):
+ * Keras 3's config records each call argument's shape. A Sequential topology needs none.
+ */
+async function outputShapes(topology: unknown): Promise<TensorShapes> {
+  const known = new Map<string, { shape: readonly (number | null)[]; dtype: string }>();
+  const key = (layer: string, node: number, tensor: number): string => JSON.stringify([layer, node, tensor]);
+  if (topology === null || typeof topology !== 'object' || (topology as { class_name?: unknown }).class_name === 'Sequential') return () => undefined;
+  const model = await buildModel(zeroInitialized(topology));
+  try {
+    const walk = (layers: readonly LayerLike[]): void => {
+      for (const layer of layers) {
+        layer.inboundNodes.forEach((node, i) => {
+          const outputs = (node as unknown as { outputTensors: readonly { shape: readonly (number | null)[]; dtype: string }[] }).outputTensors;
+          outputs.forEach((t, j) => known.set(key(layer.name, i, j), { shape: [...t.shape], dtype: t.dtype }));
+        });
+        if (hasLayers(layer)) walk(layer.layers);
+      }
+    };
+    walk(model.layers);
+  } finally {
+    model.dispose();
+  }
+  return (layer, node, tensor) => known.get(key(layer, node, tensor));
 }
 
 /**
@@ -120,7 +147,7 @@ export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerO
       if (typeof source !== 'string' && typeof source !== 'function') {
         throw new NpyError('BAD_TARGET', 'kerasHandler saves to a path (Node) or a function receiving the bytes (browserDownload in a page)');
       }
-      await saveKeras(artifacts, source, where, options);
+      await saveKeras(artifacts, source, where, await outputShapes(artifacts.modelTopology), options);
       return { modelArtifactsInfo: io.getModelArtifactsInfoForJSON(artifacts) };
     },
   };
