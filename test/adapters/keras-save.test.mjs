@@ -1,6 +1,7 @@
 // tfjs models saved as .keras files that Keras 3 itself loads (keras.saving.load_model, KERAS_BACKEND=torch)
 // and predicts with: a Sequential CNN with BatchNormalization (statistics far from 0 and 1), a functional
-// model with two inputs and two outputs through Add and Concatenate, an LSTM text model, and a model Keras
+// model with two inputs and two outputs through Add and Concatenate, a text model (Embedding, LSTM,
+// Bidirectional(LSTM), GRU), a functional model with a Sequential inside, and a model Keras
 // wrote, loaded into tfjs and saved back. Keras's predictions must match tfjs's within 1e-4 (absolute and
 // relative: float32 sums in another order). All models are loaded in one Python process.
 import { test } from 'uvu';
@@ -65,9 +66,21 @@ function text() {
   const m = tfl.sequential();
   m.add(tfl.layers.embedding({ inputDim: 20, outputDim: 6, inputLength: 7 }));
   m.add(tfl.layers.lstm({ units: 5, returnSequences: true, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' }));
+  const inner = tfl.layers.lstm({ units: 3, returnSequences: true, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' });
+  m.add(tfl.layers.bidirectional({ layer: inner, mergeMode: 'concat' }));
+  m.add(tfl.layers.gru({ units: 3, returnSequences: true, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' }));
   m.add(tfl.layers.lstm({ units: 4, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' }));
   m.add(tfl.layers.dense({ units: 2 }));
   return m;
+}
+
+/** A functional model with a Sequential model inside it, called once. */
+function nested() {
+  const block = tfl.sequential({ layers: [tfl.layers.dense({ inputShape: [4], units: 3, activation: 'relu' }), tfl.layers.dense({ units: 3 })] });
+  const x = tfl.input({ shape: [4] });
+  const h = tfl.layers.dense({ units: 4 }).apply(x);
+  const y = block.apply(h);
+  return tfl.model({ inputs: x, outputs: tfl.layers.dense({ units: 2 }).apply(y) });
 }
 
 const cases = {};
@@ -89,6 +102,9 @@ await saved('functional', fn, [values([3, 5], 98).arraySync(), values([3, 5], 97
 const lstm = text();
 randomize(lstm, 3);
 await saved('text', lstm, [[[1, 5, 19, 0, 3, 3, 7], [2, 2, 11, 12, 0, 1, 18]]]);
+const inner = nested();
+randomize(inner, 4);
+await saved('nested', inner, [values([2, 4], 96).arraySync()]);
 // A Keras model, into tfjs and back.
 const made = keras('make', dir);
 const fromKeras = await tfl.loadLayersModel(kerasHandler(join(dir, 'keras_cnn.keras')));
@@ -103,7 +119,7 @@ function close(a, b, path) {
   } else if (Math.abs(a - b) > TOL + TOL * Math.abs(b)) assert.unreachable(`${path}: Keras ${a}, tfjs ${b}`);
 }
 
-for (const name of ['cnn', 'functional', 'text', 'roundtrip']) {
+for (const name of ['cnn', 'functional', 'text', 'nested', 'roundtrip']) {
   test(`Keras 3 loads the ${name} model saved from tfjs and predicts what tfjs predicts`, () => {
     assert.not.ok(got[name].error, got[name].error);
     assert.is(got[name].outputs.length, cases[name].want.length);
