@@ -21,7 +21,10 @@ import { npyErrorOf } from '../helpers/refusal.mjs';
 
 const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'keras_save.py');
 const dir = scratch('npyts-keras-save-');
-const keras = (...args) => JSON.parse(execFileSync('python3', ['-W', 'ignore', script, ...args], { encoding: 'utf8', maxBuffer: 1 << 28, env: { ...process.env, KERAS_BACKEND: 'torch' } }));
+const keras = (...args) =>
+  JSON.parse(
+    execFileSync('python3', ['-W', 'ignore', script, ...args], { encoding: 'utf8', maxBuffer: 1 << 28, env: { ...process.env, KERAS_BACKEND: 'torch' } }),
+  );
 const TOL = 1e-4;
 
 await useCpuBackend();
@@ -29,7 +32,10 @@ await useCpuBackend();
 /** A deterministic pseudo-random float32 tensor. */
 function values(shape, seed) {
   const n = shape.reduce((a, b) => a * b, 1);
-  return tf.tensor(Float32Array.from({ length: n }, (_, i) => Math.sin(seed * 7.31 + i * 1.37) * 0.9), shape);
+  return tf.tensor(
+    Float32Array.from({ length: n }, (_, i) => Math.sin(seed * 7.31 + i * 1.37) * 0.9),
+    shape,
+  );
 }
 
 /** Every weight of a model random, BatchNormalization's variances in [0.5, 2). */
@@ -101,7 +107,12 @@ randomize(fn, 2);
 await saved('functional', fn, [values([3, 5], 98).arraySync(), values([3, 5], 97).arraySync()]);
 const lstm = text();
 randomize(lstm, 3);
-await saved('text', lstm, [[[1, 5, 19, 0, 3, 3, 7], [2, 2, 11, 12, 0, 1, 18]]]);
+await saved('text', lstm, [
+  [
+    [1, 5, 19, 0, 3, 3, 7],
+    [2, 2, 11, 12, 0, 1, 18],
+  ],
+]);
 const inner = nested();
 randomize(inner, 4);
 await saved('nested', inner, [values([2, 4], 96).arraySync()]);
@@ -138,7 +149,11 @@ test("the weights file names each layer's vars as Keras does, and npyts loads th
   assert.equal(await g.children(), ['0', '1', '2', '3']);
   const again = await tfl.loadLayersModel(kerasHandler(cases.functional.file));
   const x = cases.functional.inputs.map((v) => tf.tensor(v));
-  close(again.predict(x).map((y) => y.arraySync()), cases.functional.want, 'reloaded');
+  close(
+    again.predict(x).map((y) => y.arraySync()),
+    cases.functional.want,
+    'reloaded',
+  );
 });
 
 test('layers Keras 3 has not are refused together, before anything is written', async () => {

@@ -30,9 +30,7 @@ function tree() {
     empty: { descr: '<f4', shape: [0, 4], bytes: new Uint8Array(0) },
   };
   const nine = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`dense_${i}`, { members: {}, attrs: { name: `d${i}` } }]));
-  const many = Object.fromEntries(
-    Array.from({ length: 600 }, (_, i) => [String(i), { descr: '<i2', shape: [1], bytes: bytes(new Int16Array([i])) }]),
-  );
+  const many = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [String(i), { descr: '<i2', shape: [1], bytes: bytes(new Int16Array([i])) }]));
   return {
     attrs: { note: 'root é ✓', ratio: 0.25 },
     members: {
@@ -48,7 +46,9 @@ function tree() {
 const file = join(dir, 'tree.h5');
 const encoded = encodeHdf5(tree());
 writeFileSync(file, encoded);
-const h5py = JSON.parse(execFileSync('python3', ['-W', 'ignore', join(here, '..', 'helpers', 'hdf5_read.py'), file], { encoding: 'utf8', maxBuffer: 1 << 26 }))[file];
+const h5py = JSON.parse(execFileSync('python3', ['-W', 'ignore', join(here, '..', 'helpers', 'hdf5_read.py'), file], { encoding: 'utf8', maxBuffer: 1 << 26 }))[
+  file
+];
 
 /** The objects the tree describes, keyed as h5py names them. */
 function expected(group, path = '/', out = {}) {

@@ -45,7 +45,7 @@ export type TensorShapes = (layer: string, node: number, tensor: number) => { sh
 /** Keys of tfjs's configs that Keras 3's constructors do not take (an Embedding's sequence length is its input's shape in Keras 3). */
 const DROPPED = new Set(['batch_input_shape', 'input_length', 'time_major']);
 
-/** What {@link kerasConfigOf} gives: Keras 3's model config, and the Keras class of each layer (by tfjs layer name) for its weights' paths. */
+/** What {@link kerasConfigOf} gives: Keras 3's model config. */
 export interface KerasConfigOut {
   /** The object of `config.json`. */
   readonly config: Json;
@@ -149,9 +149,17 @@ export function kerasConfigOf(topology: unknown, where: string, shapes: TensorSh
       const batchShape = first.batch_input_shape;
       const out: Json = { name: config.name, trainable: true, dtype: 'float32', layers };
       if (Array.isArray(batchShape) && (raw[0] as Json).class_name !== 'InputLayer') {
-        layers.unshift(kerasObject('keras.layers', 'InputLayer', { batch_shape: batchShape, dtype: first.dtype ?? 'float32', name: `${String(config.name)}_input` }));
+        layers.unshift(
+          kerasObject('keras.layers', 'InputLayer', { batch_shape: batchShape, dtype: first.dtype ?? 'float32', name: `${String(config.name)}_input` }),
+        );
       }
-      return { module: 'keras', class_name: 'Sequential', config: out, registered_name: null, ...(Array.isArray(batchShape) ? { build_config: { input_shape: batchShape } } : {}) };
+      return {
+        module: 'keras',
+        class_name: 'Sequential',
+        config: out,
+        registered_name: null,
+        ...(Array.isArray(batchShape) ? { build_config: { input_shape: batchShape } } : {}),
+      };
     }
     const layers = raw.map((l, i) => layer(l, `${at} → layers[${i}]`, depth, true));
     // A nested model has one call node fewer in Keras 3 than in tfjs (keras-config.ts adds it back).

@@ -83,7 +83,10 @@ function weightsTree(topology: Json, arrays: Map<string, NdArray>, where: string
       for (const p of paths) groupAt(group, p).attrs = { name };
       const weights = byLayer.get(name) ?? [];
       if (weights.length % leaves.length !== 0) {
-        throw new NpyError('WEIGHT_MISMATCH', `${where}: layer '${name}' (${className}) has ${weights.length} weights for ${leaves.length} Keras variable groups`);
+        throw new NpyError(
+          'WEIGHT_MISMATCH',
+          `${where}: layer '${name}' (${className}) has ${weights.length} weights for ${leaves.length} Keras variable groups`,
+        );
       }
       const per = weights.length / leaves.length;
       leaves.forEach((p, j) => {

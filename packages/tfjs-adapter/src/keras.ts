@@ -128,7 +128,8 @@ export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerO
     typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
   return {
     async load(): Promise<tf.io.ModelArtifacts> {
-      if (typeof source === 'function') throw new NpyError('BAD_TARGET', 'this kerasHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
+      if (typeof source === 'function')
+        throw new NpyError('BAD_TARGET', 'this kerasHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
       const [weights, opened] = await openWeightSource(source, options);
       try {
         const records = kerasRecordsOf(weights);

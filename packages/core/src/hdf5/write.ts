@@ -176,7 +176,8 @@ function writeGroup(layout: Layout, g: Hdf5GroupInput, where: string, k: number,
   if (depth > 64) throw new NpyError('BAD_OPTION', `${where} nests groups deeper than 64`);
   const children: [Uint8Array, number, [number, number] | null][] = [];
   for (const [name, node] of Object.entries(g.members)) {
-    if (name === '' || name.includes('/') || name === '.') throw new NpyError('BAD_OPTION', `${where} has a member named '${name}' (HDF5 names have no '/' and are not empty)`);
+    if (name === '' || name.includes('/') || name === '.')
+      throw new NpyError('BAD_OPTION', `${where} has a member named '${name}' (HDF5 names have no '/' and are not empty)`);
     const path = `${where}/${name}`;
     if (isDataset(node)) children.push([encoder.encode(name), writeDataset(layout, node, path), null]);
     else {
