@@ -1,7 +1,7 @@
 // tfjs models saved as .keras files that Keras 3 itself loads (keras.saving.load_model, KERAS_BACKEND=torch)
 // and predicts with: a Sequential CNN with BatchNormalization (statistics far from 0 and 1), a functional
 // model with two inputs and two outputs through Add and Concatenate, a text model (Embedding, LSTM,
-// Bidirectional(LSTM), GRU), a functional model with a Sequential inside, and a model Keras
+// Bidirectional(LSTM), GRU, TimeDistributed(Dense)), a functional model with a Sequential inside, and a model Keras
 // wrote, loaded into tfjs and saved back. Keras's predictions must match tfjs's within 1e-4 (absolute and
 // relative: float32 sums in another order). All models are loaded in one Python process.
 import { test } from 'uvu';
@@ -75,6 +75,7 @@ function text() {
   const inner = tfl.layers.lstm({ units: 3, returnSequences: true, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' });
   m.add(tfl.layers.bidirectional({ layer: inner, mergeMode: 'concat' }));
   m.add(tfl.layers.gru({ units: 3, returnSequences: true, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' }));
+  m.add(tfl.layers.timeDistributed({ layer: tfl.layers.dense({ units: 3, activation: 'relu' }) }));
   m.add(tfl.layers.lstm({ units: 4, recurrentInitializer: 'glorotNormal', recurrentActivation: 'sigmoid' }));
   m.add(tfl.layers.dense({ units: 2 }));
   return m;
