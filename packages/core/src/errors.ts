@@ -126,7 +126,7 @@ export type NpyErrorCode =
   | 'GGUF_UNSUPPORTED'
   /** An HDF5 file that is malformed: an address or length past the end of the file, a cycle of groups or B-tree nodes, a bad signature, heap or count, a dataset claiming more bytes than it stores. */
   | 'BAD_HDF5'
-  /** An HDF5 feature npyts does not read (chunked or filtered datasets, dense link or attribute storage, soft and external links, datatypes other than integers, IEEE floats and strings). */
+  /** An HDF5 feature npyts does not read or write (the writer writes little-endian integers and IEEE floats only; the reader refuses chunked or filtered datasets, dense link or attribute storage, soft and external links, datatypes other than integers, IEEE floats and strings). */
   | 'HDF5_UNSUPPORTED'
   /** A `.keras` file that is malformed: no `model.weights.h5` beside its `config.json`, a `config.json` or `metadata.json` that is not a JSON object. */
   | 'BAD_KERAS'

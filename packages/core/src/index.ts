@@ -119,6 +119,7 @@ export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
 export { openGguf } from './gguf/open.js';
 export { Hdf5File, Hdf5Group, Hdf5Dataset, type Hdf5AttributeValue, type Hdf5ReadOptions } from './hdf5/file.js';
 export { openHdf5 } from './hdf5/open.js';
+export { encodeHdf5, type Hdf5GroupInput, type Hdf5DatasetInput, type Hdf5AttributeInput } from './hdf5/write.js';
 export { KerasFile, type KerasMetadata } from './keras/file.js';
 export { hdf5Format, isKerasArchive } from './keras/format.js';
 export { isHdf5 } from './hdf5/signature.js';

@@ -384,7 +384,7 @@ class WeightReader {
 }
 
 /** tfjs's weight data and specs back as arrays (the inverse of what {@link npzHandler} loads). */
-function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
+export function arraysOf(artifacts: Artifacts): Map<string, NdArray> {
   const specs = artifacts.weightSpecs ?? [];
   const data = new WeightReader(artifacts.weightData);
   const arrays = new Map<string, NdArray>();

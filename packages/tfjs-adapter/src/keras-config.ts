@@ -52,7 +52,7 @@ const REFUSED_OPTIONS: Readonly<Record<string, (c: Json) => string | null>> = {
 };
 
 /** Options Keras 3 renamed: tfjs reads them by Keras 2's names. */
-const RENAMED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+export const RENAMED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   LeakyReLU: { negative_slope: 'alpha' },
 };
 

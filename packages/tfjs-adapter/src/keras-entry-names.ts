@@ -116,3 +116,26 @@ export const KERAS_LAYER_CLASSES: readonly string[] = [
   ...KERAS_INFERENCE_IDENTITIES,
 ];
 
+
+/** tfjs's activation names (its class names, and the snake_case form its JSON writes) → Keras 3's. */
+const KERAS3_NAME_OF: ReadonlyMap<string, string> = (() => {
+  const out = new Map<string, string>();
+  const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  for (const [keras, tfjs] of Object.entries(KERAS3_ACTIVATIONS)) {
+    for (const form of [tfjs, snake(tfjs)]) if (!out.has(form)) out.set(form, keras);
+  }
+  return out;
+})();
+
+/**
+ * The Keras 3 activation that computes what tfjs's activation `name` computes (its class name or the
+ * snake_case form tfjs's JSON writes), or `null` where Keras 3 has none: tfjs's `hardSigmoid` is
+ * Keras 2's function, not Keras 3's `hard_sigmoid`. The inverse of {@link kerasActivation}.
+ * @example
+ * kerasActivationOf('log_softmax');          // 'log_softmax'
+ * kerasActivationOf('keras_hard_sigmoid');   // 'hard_sigmoid'
+ * kerasActivationOf('hard_sigmoid');         // null (tfjs's hardSigmoid, Keras 2's function)
+ */
+export function kerasActivationOf(name: string): string | null {
+  return KERAS3_NAME_OF.get(name) ?? null;
+}

@@ -31,7 +31,7 @@ export function trainingState(records: KerasRecords): Set<string> {
 }
 
 /** Where a layer of a class keeps its variables under its group, in the order its weights list them. */
-function varsPaths(className: string, config: Record<string, unknown>): string[] {
+export function varsPaths(className: string, config: Record<string, unknown>): string[] {
   const inner = (key: string): string[] => {
     const c = config[key] as { className?: string; class_name?: string; config?: Record<string, unknown> } | undefined;
     const name = c?.className ?? c?.class_name;

@@ -3,14 +3,17 @@
  * Keras's config (keras-config.ts) and assigns every weight through Keras's records (keras-weights.ts).
  */
 import type * as tf from '@tensorflow/tfjs-core';
+import { io } from '@tensorflow/tfjs-core';
 import { NpyError, type WeightFile } from '@npyts/core';
 import { mapInParallel } from '@npyts/core/plumbing';
 import { planFrom } from './assign.js';
 import { weightBytes, type HandlerWeight } from './handler.js';
 import { kerasTopology } from './keras-config.js';
 import { kerasNames, trainingState, type KerasRecords } from './keras-weights.js';
-import type { LayersModelLike } from './layers.js';
-import { checkAdapterOptions, openWeightSource, type NpzSource, type SourceOptions } from './sources.js';
+import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
+import type { TensorShapes } from './keras-config-out.js';
+import { checkAdapterOptions, openWeightSource, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { saveKeras } from './keras-save.js';
 import { kerasConfigOf, kerasMajorOf, kerasRecordsOf } from './keras-file.js';
 import { tensorDTypeOf, type ToTensorOptions } from './tensors.js';
 
@@ -46,6 +49,32 @@ async function buildModel(topology: object): Promise<LayersModelLike & { dispose
   return (await layers.models.modelFromJSON({ modelTopology: topology as tf.io.ModelJSON['modelTopology'] & {} })) as unknown as LayersModelLike & {
     dispose(): unknown;
   };
+}
+
+/**
+ * The output shapes of a functional topology's layers, from the model tfjs builds of it (with zeros):
+ * Keras 3's config records each call argument's shape. A Sequential topology needs none.
+ */
+async function outputShapes(topology: unknown): Promise<TensorShapes> {
+  const known = new Map<string, { shape: readonly (number | null)[]; dtype: string }>();
+  const key = (layer: string, node: number, tensor: number): string => JSON.stringify([layer, node, tensor]);
+  if (topology === null || typeof topology !== 'object' || (topology as { class_name?: unknown }).class_name === 'Sequential') return () => undefined;
+  const model = await buildModel(zeroInitialized(topology));
+  try {
+    const walk = (layers: readonly LayerLike[]): void => {
+      for (const layer of layers) {
+        layer.inboundNodes.forEach((node, i) => {
+          const outputs = (node as unknown as { outputTensors: readonly { shape: readonly (number | null)[]; dtype: string }[] }).outputTensors;
+          outputs.forEach((t, j) => known.set(key(layer.name, i, j), { shape: [...t.shape], dtype: t.dtype }));
+        });
+        if (hasLayers(layer)) walk(layer.layers);
+      }
+    };
+    walk(model.layers);
+  } finally {
+    model.dispose();
+  }
+  return (layer, node, tensor) => known.get(key(layer, node, tensor));
 }
 
 /**
@@ -85,16 +114,24 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
  * cannot build are refused together (`UNSUPPORTED_LAYER`) before anything is built; weights are paired
  * through Keras's records and checked (`WEIGHT_MISMATCH`) before any is read. bfloat16 and float16
  * weights become float32 exactly.
+ *
+ * Saving (`model.save(kerasHandler('out.keras'))`) writes a `.keras` file Keras 3 loads with
+ * `keras.saving.load_model`: to a path in Node (written beside it, then renamed over it), or to a
+ * function given the file's bytes (`browserDownload('model.keras')` in a page). A layer Keras 3 has no
+ * class for is refused (`UNSUPPORTED_LAYER`, listing all of them) before anything is written.
  * @example
  * const model = await tf.loadLayersModel(kerasHandler('model.keras'));
  * const legacy = await tf.loadLayersModel(kerasHandler('https://example.com/model.h5'));
+ * await model.save(kerasHandler('out.keras'));
  */
-export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {}): tf.io.IOHandler {
+export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerOptions = {}): tf.io.IOHandler {
   checkAdapterOptions(options);
   const where =
     typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
   return {
     async load(): Promise<tf.io.ModelArtifacts> {
+      if (typeof source === 'function')
+        throw new NpyError('BAD_TARGET', 'this kerasHandler only saves (its target is a function); load from a path, URL, Blob or bytes');
       const [weights, opened] = await openWeightSource(source, options);
       try {
         const records = kerasRecordsOf(weights);
@@ -109,14 +146,12 @@ export function kerasHandler(source: NpzSource, options: KerasHandlerOptions = {
         if (opened) await weights.close();
       }
     },
-    save(): Promise<tf.io.SaveResult> {
-      // Keras 3 loads a .keras's weights from model.weights.h5 only: its .npz store writes pickled dicts it cannot read back.
-      return Promise.reject(
-        new NpyError(
-          'BAD_TARGET',
-          `saving a tfjs model as a Keras file (${where}) is not supported yet: Keras 3 would need its weights as HDF5; save it with npzHandler, which numpy reads`,
-        ),
-      );
+    async save(artifacts: tf.io.ModelArtifacts): Promise<tf.io.SaveResult> {
+      if (typeof source !== 'string' && typeof source !== 'function') {
+        throw new NpyError('BAD_TARGET', 'kerasHandler saves to a path (Node) or a function receiving the bytes (browserDownload in a page)');
+      }
+      await saveKeras(artifacts, source, where, await outputShapes(artifacts.modelTopology), options);
+      return { modelArtifactsInfo: io.getModelArtifactsInfoForJSON(artifacts) };
     },
   };
 }

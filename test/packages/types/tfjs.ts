@@ -7,6 +7,7 @@ import {
   assignWeights,
   saveWeights,
   npzHandler,
+  kerasHandler,
   browserDownload,
   loadTensors,
   planWeights,
@@ -44,6 +45,14 @@ export async function typed(): Promise<void> {
     }),
   );
   await tfl.loadLayersModel(npzHandler(file, { modelTopology: model }));
+  // A .keras file: saved to a path, a function given the bytes, or a download in a page.
+  await loaded.save(kerasHandler('out.keras'));
+  await loaded.save(
+    kerasHandler((bytes) => {
+      expectTypeOf(bytes).toEqualTypeOf<Uint8Array>();
+    }),
+  );
+  await loaded.save(kerasHandler(browserDownload('model.keras')));
   const graph: GraphModel = await loadGraphModel(npzHandler(new URL('https://example.com/graph.npz')));
   expectTypeOf(graph).toEqualTypeOf<GraphModel>();
   expectTypeOf(await loadTensors('weights.npz')).toEqualTypeOf<NamedTensorMap>();

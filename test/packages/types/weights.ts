@@ -7,6 +7,8 @@ import {
   hdf5Format,
   openGguf,
   openHdf5,
+  encodeHdf5,
+  type Hdf5GroupInput,
   KerasFile,
   openSafetensors,
   openWeights as openWeightsAnywhere,
@@ -184,5 +186,13 @@ expectTypeOf(keras.metadata).toEqualTypeOf<KerasMetadata>();
 expectTypeOf(keras.metadata.layers['layers/dense/vars']).toEqualTypeOf<string | undefined>();
 expectTypeOf(keras.config).toEqualTypeOf<Record<string, unknown> | null>();
 expectTypeOf(keras.get('layers/dense/vars/0', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
+// Writing HDF5: a tree of groups and datasets (bytes of a little-endian dtype), attributes strings or numbers.
+const tree: Hdf5GroupInput = {
+  attrs: { name: 'model', version: 3 },
+  members: { vars: { members: { '0': { descr: '<f4', shape: [2], bytes: new Uint8Array(8) } } } },
+};
+expectTypeOf(encodeHdf5(tree)).toEqualTypeOf<Uint8Array>();
+// @ts-expect-error: an attribute is a string or a number
+encodeHdf5({ members: {}, attrs: { flag: true } });
 const hdf5Entry: WeightFormatEntry = hdf5Format;
 expectTypeOf(hdf5Entry.name).toEqualTypeOf<string>();
