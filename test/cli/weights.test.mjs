@@ -175,7 +175,7 @@ print(json.dumps(gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64
 test("what holds tensors is the format list's word (its entries' `tensors`), which the CLI and the tfjs adapter ask", async () => {
   const { formatOf, SNIFF_BYTES } = await import('@npyts/core');
   const { openNpzSync } = await import('@npyts/core/node');
-  python(`import numpy as np, pickle
+  await pythonAsync(`import numpy as np, pickle
 np.save(${JSON.stringify(file('one.npy'))}, np.arange(3))
 np.savez(${JSON.stringify(file('two.npz'))}, a=np.arange(3))
 pickle.dump([1, 2], open(${JSON.stringify(file('plain.pkl'))}, 'wb'), protocol=2)

@@ -53,7 +53,32 @@ function traceSave(name, out, durable) {
     },
   );
   assert.is(r.status, 0, r.stderr);
-  return readFileSync(log, 'utf8').split('\n');
+  return joinInterrupted(readFileSync(log, 'utf8').split('\n'));
+}
+
+/**
+ * strace -f splits a call that another thread interrupts into `PID  fsync(23 <unfinished ...>` and,
+ * later, `PID  <... fsync resumed>) = 0`: each pair becomes one line again, so that a busy machine's
+ * interleaving (libuv's pool fsyncs while the main thread runs) does not hide a call.
+ */
+function joinInterrupted(lines) {
+  const pending = new Map(); // pid → the call's start
+  const out = [];
+  for (const line of lines) {
+    const unfinished = /^(\d+)\s+(.*) <unfinished \.\.\.>$/.exec(line);
+    if (unfinished) {
+      pending.set(unfinished[1], unfinished[2]);
+      continue;
+    }
+    const resumed = /^(\d+)\s+<\.\.\. \w+ resumed>(.*)$/.exec(line);
+    if (resumed && pending.has(resumed[1])) {
+      out.push(`${resumed[1]}  ${pending.get(resumed[1])}${resumed[2]}`);
+      pending.delete(resumed[1]);
+      continue;
+    }
+    out.push(line);
+  }
+  return out;
 }
 
 /** What happened to `out`'s temporary file and its directory: 'sync-file', 'rename', 'sync-dir', in order. */
@@ -61,7 +86,7 @@ function eventsOf(lines, out) {
   const fds = new Map(); // fd → 'temp' | 'dir' while open
   const events = [];
   for (const line of lines) {
-    const open = /openat\(AT_FDCWD, "([^"]+)", [^)]*\) = (\d+)/.exec(line);
+    const open = /openat\(AT_FDCWD, "([^"]+)", [^)]*\)\s+= (\d+)/.exec(line);
     if (open) {
       const [, path, fd] = open;
       // The temporary file is `${out}.PID.TIME.RANDOM.tmp` (not another file's, such as `${out}.strings.…`).

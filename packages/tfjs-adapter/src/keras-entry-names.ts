@@ -95,7 +95,6 @@ export const KERAS_INFERENCE_IDENTITIES: readonly string[] = [
   'ActivityRegularization',
 ];
 
-
 /**
  * The Keras class names this entry registers (layers), for a config translator's messages.
  * @example
@@ -115,7 +114,6 @@ export const KERAS_LAYER_CLASSES: readonly string[] = [
   'GRU',
   ...KERAS_INFERENCE_IDENTITIES,
 ];
-
 
 /** tfjs's activation names (its class names, and the snake_case form its JSON writes) → Keras 3's. */
 const KERAS3_NAME_OF: ReadonlyMap<string, string> = (() => {

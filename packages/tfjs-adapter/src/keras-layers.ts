@@ -291,7 +291,6 @@ export class KerasInferenceIdentity extends tfl.layers.Layer {
   }
 }
 
-
 const identityClasses = KERAS_INFERENCE_IDENTITIES.map((className) => {
   const cls = class extends KerasInferenceIdentity {
     static override readonly className = className;
@@ -970,7 +969,6 @@ for (const layer of [
 ]) {
   tf.serialization.registerClass(layer);
 }
-
 
 /**
  * The activation classes registered here, by name (for tests and translators that check what is registered).
