@@ -20,7 +20,9 @@ mkdirSync(dir, { recursive: true });
 const files = { keras: join(dir, 'resnet50.keras'), json: join(dir, 'resnet50-tfjs.json'), bin: join(dir, 'resnet50-tfjs.weights.bin') };
 const pythonEnv = { ...process.env, KERAS_BACKEND: 'torch', TF_CPP_MIN_LOG_LEVEL: '3' };
 const python = (...args) =>
-  JSON.parse(execFileSync('python3', ['-W', 'ignore', join(here, 'keras_side.py'), ...args], { encoding: 'utf8', env: pythonEnv, stdio: ['ignore', 'pipe', 'ignore'] }));
+  JSON.parse(
+    execFileSync('python3', ['-W', 'ignore', join(here, 'keras_side.py'), ...args], { encoding: 'utf8', env: pythonEnv, stdio: ['ignore', 'pipe', 'ignore'] }),
+  );
 
 const prelude = `
 import * as tf from '@tensorflow/tfjs-core';
@@ -95,7 +97,8 @@ const summary = {
   vs_tfjs: against('tfjs'),
 };
 const ms = (s) => `${(s * 1000).toFixed(0)} ms`;
-const cell = (p) => `${p.ratio.toFixed(2)} × (spread ${p.spread[0].toFixed(2)}–${p.spread[1].toFixed(2)}; target ≤ 1: ${p.spread[1] <= 1 ? 'met' : p.spread[0] > 1 ? '**missed**' : '**crosses**'})`;
+const cell = (p) =>
+  `${p.ratio.toFixed(2)} × (spread ${p.spread[0].toFixed(2)}–${p.spread[1].toFixed(2)}; target ≤ 1: ${p.spread[1] <= 1 ? 'met' : p.spread[0] > 1 ? '**missed**' : '**crosses**'})`;
 summary.line =
   `Keras: a .keras ResNet50 (${(summary.parameters / 1e6).toFixed(1)} M parameters, ${(summary.bytes.keras / 1e6).toFixed(0)} MB) into tfjs, ` +
   `tf.loadLayersModel(kerasHandler(file)) ${ms(summary.seconds.npyts)}; Keras's keras.saving.load_model (torch backend) ${ms(summary.seconds.keras)}: ${cell(summary.vs_keras)}; ` +

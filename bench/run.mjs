@@ -404,7 +404,13 @@ const weights = JSON.parse(
 
 // A .keras ResNet50 into tfjs against Keras's load_model and tfjs's own format (bench/keras-models.mjs).
 log('Keras models …');
-const kerasModels = JSON.parse(execFileSync(process.execPath, [join(here, 'keras-models.mjs'), join(dir, 'keras-models'), String(quick ? 1 : 3)], { encoding: 'utf8', maxBuffer: 1 << 20, stdio: ['ignore', 'pipe', 'inherit'] }));
+const kerasModels = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'keras-models.mjs'), join(dir, 'keras-models'), String(quick ? 1 : 3)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
 
 // checkSession against one session.run on a ResNet-18 export (bench/onnxruntime-check.mjs).
 log('onnxruntime checkSession …');

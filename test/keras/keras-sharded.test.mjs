@@ -21,7 +21,7 @@ import { npyErrorOf } from '../helpers/refusal.mjs';
 await useCpuBackend();
 
 const dir = scratch('npyts-keras-sharded-');
-const PY = String.raw`
+const PY = `
 import os, sys, json
 import numpy as np, keras, h5py
 out = sys.argv[1]
@@ -86,7 +86,13 @@ test('openWeights of x.weights.json: every weight by its path, in one file order
     assert.equal(raw(a), new Uint8Array(readFileSync(join(dir, 'expect', t.bin))), t.name);
   }
   // Each layer's name, from the shard where its group was started (the split layer's second part has none).
-  assert.equal(f.metadata.layers, { vars: 'sequential', 'layers/dense/vars': 'a', 'layers/batch_normalization/vars': 'bn', 'layers/dense_1/vars': 'b', 'layers/dense_2/vars': 'c' });
+  assert.equal(f.metadata.layers, {
+    vars: 'sequential',
+    'layers/dense/vars': 'a',
+    'layers/batch_normalization/vars': 'bn',
+    'layers/dense_1/vars': 'b',
+    'layers/dense_2/vars': 'c',
+  });
   assert.is(f.metadata.shardMap.total_size, keras.map.metadata.total_size);
   await f.close();
 });
@@ -96,7 +102,11 @@ test('a get reads only the shard that holds the weight', async () => {
   const counted = (name) => {
     const s = bytesSource(new Uint8Array(readFileSync(at(name))), name);
     reads.set(name, 0);
-    return { ...s, name, size: s.size, read: (o, n, opt) => (reads.set(name, reads.get(name) + 1), s.read(o, n, opt)), close: async () => {} };
+    const read = (o, n, opt) => {
+      reads.set(name, reads.get(name) + 1);
+      return s.read(o, n, opt);
+    };
+    return { ...s, name, size: s.size, read, close: async () => {} };
   };
   const f = await openWeights(new Uint8Array(readFileSync(at('x.weights.json'))), { resolve: counted });
   const before = new Map(reads);
