@@ -17,6 +17,7 @@ import { assignWeights } from '@npyts/tfjs';
 import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
+import { startNginx } from '../helpers/nginx.mjs';
 
 await useCpuBackend();
 
@@ -133,6 +134,21 @@ test('assignWeights(model, x.weights.json): a tfjs model built by hand predicts 
   want.forEach((v, i) => (err = Math.max(err, Math.abs(y[i] - v) / Math.max(1, Math.abs(v)))));
   // 1e-5 relative, as test/adapters/keras.test.mjs: float32 in another order gives about 1e-7, a wrong pairing 1e-1.
   assert.ok(err < 1e-5, `largest relative difference from Keras ${err}`);
+});
+
+test('from a URL: the shards are found beside the map, every weight as Keras reads it', async () => {
+  const server = await startNginx(dir);
+  try {
+    const f = await openWeights(`${server.base}/x.weights.json`);
+    assert.equal(
+      [...f.names],
+      keras.tensors.map((t) => t.name),
+    );
+    for (const t of keras.tensors) assert.equal(raw(await f.get(t.name)), new Uint8Array(readFileSync(join(dir, 'expect', t.bin))), t.name);
+    await f.close();
+  } finally {
+    await server.stop();
+  }
 });
 
 test('a shard name that leads out of the folder is refused before any request (UNSAFE_PATH)', async () => {
