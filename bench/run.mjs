@@ -402,6 +402,16 @@ const weights = JSON.parse(
   }),
 );
 
+// A .keras ResNet50 into tfjs against Keras's load_model and tfjs's own format (bench/keras-models.mjs).
+log('Keras models …');
+const kerasModels = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'keras-models.mjs'), join(dir, 'keras-models'), String(quick ? 1 : 3)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
+
 // checkSession against one session.run on a ResNet-18 export (bench/onnxruntime-check.mjs).
 log('onnxruntime checkSession …');
 const ortCheck = JSON.parse(
@@ -521,6 +531,7 @@ const report = {
   gguf,
   multipart_upload: upload,
   onnxruntime_check: ortCheck,
+  keras_models: kerasModels,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
     file_bytes: bytes,
@@ -599,6 +610,7 @@ if (asJSON) {
   console.log(
     `\nObject storage (moto_server on loopback): a ${(upload.bytes / 1e6).toFixed(0)} MB .npy as ${upload.parts} parts uploaded at once (planParts, encodePart per region) ${ms(upload.parts_seconds)} (${(upload.bytes / 1e6 / upload.parts_seconds).toFixed(0)} MB/s), as one PutObject ${ms(upload.whole_seconds)} (${(upload.bytes / 1e6 / upload.whole_seconds).toFixed(0)} MB/s): ${upload.ratio.toFixed(2)} × (spread ${upload.spread[0].toFixed(2)}–${upload.spread[1].toFixed(2)}). moto is one Python process; against a real store, parts from several machines add their bandwidth.`,
   );
+  console.log(`\n${kerasModels.line}`);
   console.log(
     `\nONNX Runtime (bench/onnxruntime-check.mjs): ${ortCheck.model} with ${ortCheck.modules} modules recorded; one session.run ${ms(ortCheck.run_seconds)}, checkSession on the correct export ${ms(ortCheck.check_seconds)} (${ortCheck.check_ratio.toFixed(2)} ×), on a broken copy with { model } ${ms(ortCheck.failed_check_seconds)} (${ortCheck.failed_check_ratio.toFixed(1)} ×: one extra run, most of it ORT making the copy's session).`,
   );

@@ -121,7 +121,8 @@ export { Hdf5File, Hdf5Group, Hdf5Dataset, type Hdf5AttributeValue, type Hdf5Rea
 export { openHdf5 } from './hdf5/open.js';
 export { encodeHdf5, type Hdf5GroupInput, type Hdf5DatasetInput, type Hdf5AttributeInput } from './hdf5/write.js';
 export { KerasFile, type KerasMetadata } from './keras/file.js';
-export { hdf5Format, isKerasArchive } from './keras/format.js';
+export { hdf5Format, isKerasArchive, isKerasShardMap, kerasShardMap, type KerasShardMap } from './keras/format.js';
+export { KerasShardedWeights } from './keras/sharded.js';
 export { isHdf5 } from './hdf5/signature.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';

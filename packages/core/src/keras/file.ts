@@ -171,7 +171,7 @@ export class KerasFile implements TensorFile, AsyncDisposable {
       if (archive.has('model.weights.json')) {
         throw new NpyError(
           'KERAS_UNSUPPORTED',
-          'the .keras file holds sharded weights (model.weights.json), which npyts does not read yet: save it without max_shard_size',
+          "the .keras file holds sharded weights (model.weights.json), which Keras 3.15 itself neither writes nor loads (load_model expects model.weights.h5 or model.weights.npz): save the model with keras.saving.save_model, and sharded weights beside it with model.save_weights('x.weights.json', max_shard_size=...)",
         );
       }
       throw new NpyError('BAD_KERAS', `the .keras file has no ${KERAS_WEIGHTS}; it has ${archive.names.join(', ') || 'no member'}`);

@@ -10,9 +10,10 @@ import { zipFormat } from '../npz/format.js';
 import { safetensorsFormat } from '../safetensors/format.js';
 import { legacyTorchFormat } from '../torch/layout.js';
 import { ggufFormat } from '../gguf/file.js';
-import { hdf5Format } from '../keras/format.js';
+import { hdf5Format, isKerasShardMap, kerasShardMap, type KerasShardMap } from '../keras/format.js';
 import type { Place } from './place.js';
 import { ShardedWeights, parseShardIndex } from './sharded.js';
+import { checkNoDuplicateKeys } from '../safetensors/strict-json.js';
 import type { FormatOptions, TensorFile } from './tensor-file.js';
 
 /**
@@ -71,7 +72,20 @@ const pickleFormat: WeightFormatEntry = {
   },
 };
 
-/** A sharded set's JSON index: its shards are found through the place and told by their own bytes. */
+/** Keras's sharded map (`x.weights.json`, told by its group paths), checked; null for another index. */
+function kerasShardMapOf(bytes: Uint8Array, name: string): KerasShardMap | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    return null; // parseShardIndex says what is wrong
+  }
+  if (!isKerasShardMap(parsed)) return null;
+  checkNoDuplicateKeys(new TextDecoder().decode(bytes));
+  return kerasShardMap(parsed, name);
+}
+
+/** A sharded set's JSON index (a safetensors/transformers index, or Keras's `x.weights.json`): its shards are found through the place and told by their own bytes. */
 const indexFormat: WeightFormatEntry = {
   name: 'index',
   sniff: (b) => {
@@ -88,6 +102,12 @@ const indexFormat: WeightFormatEntry = {
       );
     }
     const bytes = await source.read(0, source.size, { signal: options.signal });
+    const keras = kerasShardMapOf(bytes, name);
+    if (keras) {
+      await source.close?.();
+      const { KerasShardedWeights } = await import('../keras/sharded.js');
+      return KerasShardedWeights.open(keras, place, name, options);
+    }
     const index = parseShardIndex(bytes, name);
     await source.close?.();
     return ShardedWeights.open(index, place, (shard, o) => openTensorFile(shard, null, { ...options, ...o }), options);

@@ -1,0 +1,106 @@
+// `node bench/keras-models.mjs DIR ROUNDS`: a Keras 3 `.keras` ResNet50 (keras.applications.ResNet50(weights=None),
+// about 100 MB, made by bench/keras_side.py) loaded into tfjs with tf.loadLayersModel(kerasHandler(...)), against
+// Keras's own keras.saving.load_model (KERAS_BACKEND=torch) on the same machine, and against tfjs loading the same
+// model from its own format (model.json + weights.bin, written once from the loaded model, read from disk and
+// handed to tf.io.fromMemory, as tfjs-node's file handler does). Each load runs in a fresh process, timed by that
+// process's clock around the load alone (imports of tfjs, torch and Keras not counted). The loads alternate and
+// take turns going first; each round's npyts load is divided by that round's Keras and tfjs loads, and the median
+// of those ratios is reported with their spread (the smallest and largest). Prints one JSON object; its `line`
+// is the report's paragraph.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { middleOf } from './timing.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const [dir, roundsArg] = process.argv.slice(2);
+const rounds = Number(roundsArg ?? 3);
+mkdirSync(dir, { recursive: true });
+const files = { keras: join(dir, 'resnet50.keras'), json: join(dir, 'resnet50-tfjs.json'), bin: join(dir, 'resnet50-tfjs.weights.bin') };
+const pythonEnv = { ...process.env, KERAS_BACKEND: 'torch', TF_CPP_MIN_LOG_LEVEL: '3' };
+const python = (...args) =>
+  JSON.parse(
+    execFileSync('python3', ['-W', 'ignore', join(here, 'keras_side.py'), ...args], { encoding: 'utf8', env: pythonEnv, stdio: ['ignore', 'pipe', 'ignore'] }),
+  );
+
+const prelude = `
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { readFile } from 'node:fs/promises';
+import { kerasHandler } from '@npyts/tfjs';
+await tf.setBackend('cpu');
+{ const warn = console.warn; console.warn = () => {}; tf.scalar(0).dispose(); console.warn = warn; }
+`;
+const node = (code) =>
+  JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', prelude + code], { cwd: here, encoding: 'utf8', maxBuffer: 1 << 24 }));
+
+if (!existsSync(files.keras)) {
+  process.stderr.write('making a .keras ResNet50 with Keras …\n');
+  python('make', dir);
+}
+if (!existsSync(files.json) || !existsSync(files.bin)) {
+  // tfjs's own format, as tfjs-node's file:// handler writes it: model.json and one weights.bin.
+  node(`
+    const model = await tfl.loadLayersModel(kerasHandler(${JSON.stringify(files.keras)}));
+    await model.save(tf.io.withSaveHandler(async (a) => {
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(${JSON.stringify(files.bin)}, new Uint8Array(a.weightData));
+      writeFileSync(${JSON.stringify(files.json)}, JSON.stringify({ modelTopology: a.modelTopology, format: a.format, generatedBy: a.generatedBy,
+        weightsManifest: [{ paths: ['weights.bin'], weights: a.weightSpecs }] }));
+      return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(a) };
+    }));
+    console.log('null');
+  `);
+}
+
+// Each tfjs load ends with the model's weight count read back, so that the weights are really assigned.
+const tfjsLoad = (load) =>
+  node(`
+  const t = performance.now();
+  const model = await (async () => { ${load} })();
+  const seconds = (performance.now() - t) / 1000;
+  console.log(JSON.stringify({ seconds, parameters: model.countParams() }));
+`);
+const loads = {
+  npyts: () => tfjsLoad(`return tfl.loadLayersModel(kerasHandler(${JSON.stringify(files.keras)}));`),
+  keras: () => python('load', files.keras),
+  tfjs: () =>
+    tfjsLoad(`
+    const json = JSON.parse(await readFile(${JSON.stringify(files.json)}, 'utf8'));
+    const weightData = (await readFile(${JSON.stringify(files.bin)})).buffer;
+    return tfl.loadLayersModel(tf.io.fromMemory({ modelTopology: json.modelTopology, weightSpecs: json.weightsManifest[0].weights, weightData }));`),
+};
+
+const results = Object.fromEntries(Object.keys(loads).map((k) => [k, []]));
+const order = Object.keys(loads);
+for (let i = 0; i < rounds; i++) {
+  for (let j = 0; j < order.length; j++) {
+    const who = order[(i + j) % order.length];
+    results[who].push(loads[who]());
+  }
+}
+const params = new Set(Object.values(results).flatMap((rs) => rs.map((r) => r.parameters)));
+if (params.size !== 1) throw new Error(`the three loads built models of different sizes: ${[...params].join(', ')} parameters`);
+const seconds = (who) => middleOf(results[who].map((r) => r.seconds));
+const against = (base) => {
+  const ratios = results.npyts.map((r, i) => r.seconds / results[base][i].seconds);
+  return { ratio: middleOf(ratios), spread: [Math.min(...ratios), Math.max(...ratios)] };
+};
+const summary = {
+  parameters: [...params][0],
+  bytes: { keras: statSync(files.keras).size, tfjs: statSync(files.bin).size + statSync(files.json).size },
+  rounds,
+  seconds: { npyts: seconds('npyts'), keras: seconds('keras'), tfjs: seconds('tfjs') },
+  vs_keras: against('keras'),
+  vs_tfjs: against('tfjs'),
+};
+const ms = (s) => `${(s * 1000).toFixed(0)} ms`;
+const cell = (p) =>
+  `${p.ratio.toFixed(2)} × (spread ${p.spread[0].toFixed(2)}–${p.spread[1].toFixed(2)}; target ≤ 1: ${p.spread[1] <= 1 ? 'met' : p.spread[0] > 1 ? '**missed**' : '**crosses**'})`;
+summary.line =
+  `Keras: a .keras ResNet50 (${(summary.parameters / 1e6).toFixed(1)} M parameters, ${(summary.bytes.keras / 1e6).toFixed(0)} MB) into tfjs, ` +
+  `tf.loadLayersModel(kerasHandler(file)) ${ms(summary.seconds.npyts)}; Keras's keras.saving.load_model (torch backend) ${ms(summary.seconds.keras)}: ${cell(summary.vs_keras)}; ` +
+  `tfjs from its own model.json + weights.bin ${ms(summary.seconds.tfjs)}: ${cell(summary.vs_tfjs)}. Fresh processes, ${rounds} interleaved rounds.`;
+console.log(JSON.stringify(summary));
