@@ -223,6 +223,14 @@ wide = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Lin
 export(wide, inputs['mlp'], f'{d}/wide-dynamo.onnx', exporters['dynamo'])
 assert any(t.data_location == 1 for t in onnx.load(f'{d}/wide-dynamo.onnx', load_external_data=False).graph.initializer)
 np.savez(f'{d}/wide.npz', **{k: v.numpy() for k, v in wide.state_dict().items()})
+# The same model whose external data claims to live elsewhere, or to be larger than its file.
+for name, key, value in [('wide-parent', 'location', '../wide-dynamo.onnx.data'), ('wide-scheme', 'location', 'https:127.0.0.1:9/x'),
+                         ('wide-huge', 'length', str(1 << 40))]:
+    m = onnx.load(f'{d}/wide-dynamo.onnx', load_external_data=False)
+    for t in m.graph.initializer:
+        for e in t.external_data:
+            if e.key == key: e.value = value
+    onnx.save(m, f'{d}/{name}.onnx')
 print(json.dumps(out))
 `),
 );
@@ -294,6 +302,14 @@ test('withWeights: kept initializers the dynamo exporter stored beside the model
   const [a, b] = await Promise.all([r.model, full.model].map(async (m) => (await (await ort.InferenceSession.create(m)).run({ x })).y.data));
   // The file holds the exported values: swapping one or all of them gives the same outputs.
   assert.equal(Array.from(a), Array.from(b));
+});
+
+test("withWeights: external data named outside the model's folder, by a scheme, or past its file's end is refused before any read", async () => {
+  const sd = decodeNpzFile(join(wdir, 'wide.npz'));
+  const partial = encodeNpzOf({ '0.bias': sd['0.bias'] });
+  await refused(withWeights(join(wdir, 'wide-parent.onnx'), partial), 'UNSAFE_PATH', '../wide-dynamo.onnx.data');
+  await refused(withWeights(join(wdir, 'wide-scheme.onnx'), partial), 'UNSAFE_PATH', 'scheme');
+  await refused(withWeights(join(wdir, 'wide-huge.onnx'), partial), 'TRUNCATED', String(2 ** 40));
 });
 
 test('withWeights: a shape or dtype mismatch is refused naming the initializer, before anything is built', async () => {

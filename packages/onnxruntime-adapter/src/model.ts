@@ -1,6 +1,7 @@
 /** What this package's functions share: ONNX's ModelProto through protobufjs, and the inputs they open. */
 import protobuf from 'protobufjs/light.js';
 import { NpyError, WeightFile, openWeights, urlSource, type HttpOptions } from '@npyts/core';
+import { checkSiblingName, urlPlace } from '@npyts/core/plumbing';
 import { ONNX_SCHEMA } from './onnx-schema.js';
 
 /** Where weights or a reference archive come from: a path (Node), a URL, bytes, a Blob, or a {@link WeightFile} already open (left open). */
@@ -98,32 +99,37 @@ export async function inlineExternalData(message: ModelMessage, model: ModelInpu
     const files = [...new Set(external.map((t) => field(t, 'location')))].join(', ');
     throw new NpyError('BAD_MODEL', `the model keeps initializers in ${files} beside it; pass the model's path or URL so that they can be read`);
   }
-  for (const t of external) {
-    const location = field(t, 'location');
-    if (location === undefined || location.includes('..') || location.startsWith('/')) {
-      throw new NpyError('BAD_MODEL', `initializer ${t.name} names no external file inside the model's folder (location ${location})`);
-    }
-    const offset = Number(field(t, 'offset') ?? 0);
-    const where = isPath(model) ? model.replace(/[^/\\]*$/, '') + location : new URL(location, model);
-    let bytes: Uint8Array;
-    if (typeof where === 'string') {
-      const node = await import('@npyts/core/node');
-      const source = node.fileSource(where);
-      try {
-        const length = Number(field(t, 'length') ?? source.size - offset);
-        bytes = source.read(offset, length).slice();
-        if (bytes.length !== length) throw new NpyError('TRUNCATED', `${where} ends before initializer ${t.name}'s ${length} bytes at offset ${offset}`);
-      } finally {
-        source.close?.();
+  // Each file beside the model is opened once, and its name is checked by the project's one rule for
+  // siblings (no scheme, no other origin, nothing outside the model's folder) before any read: a
+  // model's `location` must never send the user's headers elsewhere.
+  const opened = new Map<string, { read(offset: number, length: number): Uint8Array | Promise<Uint8Array>; size: number; close?(): unknown }>();
+  try {
+    for (const t of external) {
+      const location = field(t, 'location') ?? '';
+      const what = `initializer ${t.name}'s external data`;
+      let source = opened.get(location);
+      if (source === undefined) {
+        if (isPath(model)) {
+          checkSiblingName(location, what, model, false);
+          source = (await import('@npyts/core/node')).fileSource(model.replace(/[^/\\]*$/, '') + location);
+        } else {
+          source = await urlPlace(String(model), false).open(location, options);
+        }
+        opened.set(location, source);
       }
-    } else {
-      const source = await urlSource(where, options);
+      const offset = Number(field(t, 'offset') ?? 0);
       const length = Number(field(t, 'length') ?? source.size - offset);
-      bytes = await source.read(offset, length);
-      if (bytes.length !== length) throw new NpyError('TRUNCATED', `${where} ends before initializer ${t.name}'s ${length} bytes at offset ${offset}`);
+      // The model's claims are checked against the file's size before anything is allocated.
+      if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > source.size) {
+        throw new NpyError('TRUNCATED', `${location} (${source.size} bytes) does not hold initializer ${t.name}'s ${length} bytes at offset ${offset}`);
+      }
+      const bytes = (await source.read(offset, length)).slice();
+      if (bytes.length !== length) throw new NpyError('TRUNCATED', `${location} ends before initializer ${t.name}'s ${length} bytes at offset ${offset}`);
+      t.raw_data = bytes;
+      t.external_data = [];
+      t.data_location = 0;
     }
-    t.raw_data = bytes;
-    t.external_data = [];
-    t.data_location = 0;
+  } finally {
+    for (const source of opened.values()) await source.close?.();
   }
 }
