@@ -71,16 +71,35 @@ function installDebianPackages() {
 }
 
 /**
- * Python packages the tests ask for ground truth: PyTorch 2.x, safetensors and ml_dtypes in the
- * `python3` that has numpy 2 (a CPU wheel of torch installs from these machines' package source;
- * `--retries 0` keeps pip from waiting on an index it cannot reach).
+ * Python packages the tests ask for ground truth, in the `python3` that has numpy 2: PyTorch 2.x,
+ * safetensors, ml_dtypes, huggingface_hub's shard splitter, Keras 3 and h5py, onnx, onnxruntime and
+ * onnxscript, and gguf-py. Each installs from these machines' package source (`--retries 0` keeps pip
+ * from waiting on an index it cannot reach); only the missing ones are installed. transformers is
+ * not needed: the one test that uses it falls back to a model of its own.
  */
+const PYTHON_PACKAGES = [
+  // [module, pip name]
+  ['torch', 'torch'],
+  ['safetensors', 'safetensors'],
+  ['ml_dtypes', 'ml-dtypes'],
+  ['huggingface_hub', 'huggingface_hub'],
+  ['keras', 'keras'],
+  ['h5py', 'h5py'],
+  ['onnx', 'onnx'],
+  ['onnxruntime', 'onnxruntime'],
+  ['onnxscript', 'onnxscript'],
+  ['gguf', 'gguf'],
+];
+
 function installPythonPackages() {
-  const found = "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ['torch', 'safetensors', 'ml_dtypes']))";
-  if (spawnSync('python3', ['-c', found], { stdio: 'ignore' }).status === 0) return;
-  console.log('installing the Python packages the tests need: torch safetensors ml-dtypes');
-  const r = spawnSync('python3', ['-m', 'pip', 'install', '-q', '--retries', '0', 'torch', 'safetensors', 'ml-dtypes'], { stdio: 'inherit' });
-  if (r.status !== 0) console.log('could not install torch, safetensors and ml-dtypes; the tests that need them will fail');
+  const check = 'import importlib.util as u, sys; print(" ".join(m for m in sys.argv[1:] if u.find_spec(m) is None))';
+  const found = spawnSync('python3', ['-c', check, ...PYTHON_PACKAGES.map(([m]) => m)], { encoding: 'utf8' });
+  const absent = new Set((found.stdout ?? '').split(/\s+/).filter(Boolean));
+  const missing = PYTHON_PACKAGES.filter(([m]) => absent.has(m)).map(([, pip]) => pip);
+  if (found.status !== 0 || !missing.length) return;
+  console.log(`installing the Python packages the tests need: ${missing.join(' ')}`);
+  const r = spawnSync('python3', ['-m', 'pip', 'install', '-q', '--retries', '0', ...missing], { stdio: 'inherit' });
+  if (r.status !== 0) console.log(`could not install ${missing.join(' ')}; the tests that need them will fail`);
 }
 
 /**

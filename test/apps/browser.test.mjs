@@ -7,7 +7,6 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import { build } from 'esbuild';
 import { python, scratch } from '../helpers/numpy.mjs';
@@ -244,7 +243,6 @@ test('the PyTorch CNN demo runs in the page and agrees with PyTorch on every hel
 });
 
 test("a GGUF file lists its tensors with their ggml types, and shows each as gguf-py dequantizes it (numpy's str of each float32)", async () => {
-  execFileSync('python3', ['-m', 'pip', 'install', '--retries', '0', '-q', 'gguf'], { stdio: 'ignore' });
   const want = JSON.parse(
     python(`
 import gguf

@@ -16,7 +16,6 @@ import { npyErrorOf } from '../helpers/refusal.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dir = scratch('npyts-gguf-');
-execFileSync('python3', ['-m', 'pip', 'install', '--retries', '0', '-q', 'gguf'], { stdio: 'ignore' });
 const report = JSON.parse(
   execFileSync('python3', ['-W', 'ignore', join(here, '..', 'helpers', 'gguf_fixtures.py'), dir], { encoding: 'utf8', maxBuffer: 1 << 28 }),
 );
