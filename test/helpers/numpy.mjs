@@ -1,23 +1,24 @@
 // Bridges the tests to numpy: every fixture and every expected value comes from numpy at test time.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pythonSession } from './python-session.mjs';
+import { pythonSession, pythonSync } from './python-session.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, 'npyfixtures.py');
 
 /** Run a command of npyfixtures.py and parse its JSON output. */
 export function numpy(command, ...args) {
-  const out = execFileSync('python3', ['-W', 'ignore', script, command, ...args], { maxBuffer: 1 << 30, encoding: 'utf8' });
-  return JSON.parse(out);
+  scriptSource ??= readFileSync(script, 'utf8');
+  return JSON.parse(pythonSync(scriptSource, { argv: [script, command, ...args], file: script }));
 }
+let scriptSource;
 
 /** Run a short Python snippet with numpy imported as np; returns stdout. */
 export function python(code) {
-  return execFileSync('python3', ['-W', 'ignore', '-c', `import numpy as np, sys, json, io\n${code}`], { maxBuffer: 1 << 30, encoding: 'utf8' });
+  return pythonSync(`import numpy as np, sys, json, io\n${code}`);
 }
 
 /**
