@@ -53,20 +53,34 @@ const openFiles = () =>
 /** How many descriptors of this process are open on files of the test folder. */
 const openFds = () => openFiles().filter((f) => f.startsWith(dir)).length;
 
-/** Run `work` while a 5 ms timer ticks; the largest delay of a tick beyond its period, in ms. */
+/**
+ * Run `work` while a 5 ms timer ticks; the longest the event loop was held between two ticks, in ms.
+ * "Held" is counted in the main thread's own time on a CPU (Linux's per-thread schedstat, in ns), not
+ * in wall time: a busy machine that takes the core away from this process makes a tick late without
+ * the library holding the loop, and a library that computes for 50 ms without yielding is on the CPU
+ * for those 50 ms however long the machine makes them last. Where schedstat is missing, wall time.
+ */
 async function worstTimerDrift(work) {
-  let last = performance.now();
+  const { readFileSync } = await import('node:fs');
+  const stat = `/proc/self/task/${process.pid}/schedstat`;
+  let onCpu;
+  try {
+    readFileSync(stat);
+    onCpu = () => Number(readFileSync(stat, 'latin1').split(' ')[0]) / 1e6;
+  } catch {
+    onCpu = () => performance.now();
+  }
+  let last = onCpu();
   let worst = 0;
   const timer = setInterval(() => {
-    const now = performance.now();
-    worst = Math.max(worst, now - last - 5);
+    const now = onCpu();
+    worst = Math.max(worst, now - last);
     last = now;
   }, 5);
   try {
     const result = await work();
-    // Blocking in the last stretch (or all of it, had the work been synchronous) shows here: the
-    // loop was free only if a tick came less than a period ago.
-    worst = Math.max(worst, performance.now() - last - 5);
+    // Blocking in the last stretch (or all of it, had the work been synchronous) shows here.
+    worst = Math.max(worst, onCpu() - last);
     return { worst, result };
   } finally {
     clearInterval(timer);
@@ -74,10 +88,10 @@ async function worstTimerDrift(work) {
 }
 
 /**
- * On a busy machine a tick can be late for reasons of its own (another process had the core). So
- * `work` runs three times, each after `baseline` (Node's own non-blocking equivalent, or an idle
- * wait), and the least drift of `work` is compared with the most the baseline saw in the same run:
- * a library that blocks is late in every round, the machine's noise shows in the baseline too.
+ * A tick can still be held by this process for reasons of its own (a garbage collection). So `work`
+ * runs three times, each after `baseline` (Node's own non-blocking equivalent, or an idle wait), and
+ * the least hold of `work` is compared with the most the baseline saw in the same run: a library
+ * that blocks holds the loop in every round.
  */
 async function steadyDrift(work, baseline) {
   let worst = Infinity;
@@ -140,7 +154,7 @@ console.log(JSON.stringify(out));`;
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-test("a 256 MiB load keeps the event loop ticking (timer drift within 20 ms of Node's own, busy machine or not), native and big-endian f4, f8, c16 and records, with and without the addon, and equals numpy", () => {
+test("a 256 MiB load keeps the event loop ticking (no stretch on the main thread 20 ms longer than Node's own, busy machine or not), native and big-endian f4, f8, c16 and records, with and without the addon, and equals numpy", () => {
   for (const env of engines) {
     for (const [path] of large) {
       const { worst, noise, digest } = inChild(
@@ -153,13 +167,13 @@ return { worst, noise, digest: JSON.stringify([result.shape, createHash('sha256'
         env,
       );
       const where = `${path} ${JSON.stringify(env)}`;
-      assert.ok(worst < 20 + noise, `${where}: a 5 ms timer was held up ${worst.toFixed(1)} ms (fs.readFile: ${noise.toFixed(1)} ms)`);
+      assert.ok(worst < 20 + noise, `${where}: the event loop was held ${worst.toFixed(1)} ms (fs.readFile: ${noise.toFixed(1)} ms)`);
       assert.is(digest, JSON.stringify(JSON.parse(numpyDigest(path))).replace(/\s/g, ''), where);
     }
   }
 });
 
-test("a 256 MiB save keeps the event loop ticking (timer drift within 20 ms of Node's own, busy machine or not), native and big-endian f4, f8, c16 and records, with and without the addon; numpy reads what it wrote", () => {
+test("a 256 MiB save keeps the event loop ticking (no stretch on the main thread 20 ms longer than Node's own, busy machine or not), native and big-endian f4, f8, c16 and records, with and without the addon; numpy reads what it wrote", () => {
   for (const env of engines) {
     for (const [from, dtype] of large) {
       const out = join(dir, `saved-${from.split('/').pop()}`);
@@ -173,14 +187,14 @@ return { worst, noise };`,
         env,
       );
       const where = `${out} ${JSON.stringify(env)}`;
-      assert.ok(worst < 20 + noise, `${where}: a 5 ms timer was held up ${worst.toFixed(1)} ms (fs.writeFile: ${noise.toFixed(1)} ms)`);
+      assert.ok(worst < 20 + noise, `${where}: the event loop was held ${worst.toFixed(1)} ms (fs.writeFile: ${noise.toFixed(1)} ms)`);
       assert.is(python(`t = np.load(${JSON.stringify(out)}, mmap_mode='r').dtype; print(t.str if t.names is None else t.descr)`).trim(), dtype, where);
       assert.is(JSON.parse(numpyDigest(out)).join(), JSON.parse(numpyDigest(from)).join(), where);
     }
   }
 });
 
-test("appending and writing a region of 128 MiB of big-endian rows keep the event loop ticking (within 20 ms of Node's own write), with and without the addon; numpy reads what was written", () => {
+test("appending and writing a region of 128 MiB of big-endian rows keep the event loop ticking (no stretch on the main thread 20 ms longer than Node's own write), with and without the addon; numpy reads what was written", () => {
   for (const env of engines) {
     const log = join(dir, `append-${env.NPYTS_NATIVE ?? 'addon'}.npy`);
     const region = join(dir, `region-${env.NPYTS_NATIVE ?? 'addon'}.npy`);
@@ -199,14 +213,14 @@ const { worst, noise } = await steadyDrift(async () => {
 return { worst, noise };`,
       env,
     );
-    assert.ok(worst < 20 + noise, `${JSON.stringify(env)}: a 5 ms timer was held up ${worst.toFixed(1)} ms (fs.writeFile: ${noise.toFixed(1)} ms)`);
+    assert.ok(worst < 20 + noise, `${JSON.stringify(env)}: the event loop was held ${worst.toFixed(1)} ms (fs.writeFile: ${noise.toFixed(1)} ms)`);
     const check = `a = np.load(${JSON.stringify(log)}); b = np.load(${JSON.stringify(region)}); x = (np.arange(16 * 2**20) / 3).reshape(-1, 1024)
 print(a.dtype.str, a.shape, bool((a == np.concatenate([x, x, x])).all()), b.dtype.str, bool((b == x).all()))`;
     assert.is(python(check).trim(), '>f8 (49152, 1024) True >f8 True');
   }
 });
 
-test('a deflated 256 MiB member is inflated off the event loop (drift within 20 ms of an idle wait, or a quarter of the whole get on a busy machine) and equals numpy; a corrupt one is refused as by the blocking get', () => {
+test('a deflated 256 MiB member is inflated off the event loop (no stretch on the main thread over 20 ms, or a quarter of the whole get) and equals numpy; a corrupt one is refused as by the blocking get', () => {
   const zipped = join(dir, 'deflated-big.npz');
   python(`np.savez_compressed(${JSON.stringify(zipped)}, m=np.load(${JSON.stringify(bigBE)}))`);
   const { worst, noise, took, digest, corrupt } = inChild(`
@@ -233,7 +247,7 @@ return { worst, noise, took, digest: JSON.stringify([result.shape, createHash('s
   const bound = Math.max(20, took / 4);
   assert.ok(
     worst < bound + noise,
-    `a 5 ms timer was held up ${worst.toFixed(1)} ms (an idle wait: ${noise.toFixed(1)} ms; the whole get: ${took.toFixed(0)} ms)`,
+    `the event loop was held ${worst.toFixed(1)} ms (an idle wait: ${noise.toFixed(1)} ms; the whole get: ${took.toFixed(0)} ms)`,
   );
   assert.is(digest, JSON.stringify(JSON.parse(numpyDigest(bigBE))).replace(/\s/g, ''));
   assert.ok(['ZIP_FORMAT', 'ZIP_CRC'].includes(corrupt[0]), JSON.stringify(corrupt));

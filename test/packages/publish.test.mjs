@@ -100,7 +100,8 @@ test('the tarballs install offline into a fresh project with no compiler, and th
   const s = JSON.parse(status);
   assert.is(s.loaded, true, status);
   assert.is(s.binary, `prebuilds/${PREBUILD}/node.napi.glibc.node`, status);
-  assert.is(s.libdeflate, true, status);
+  // The prebuild links libdeflate where its header was there when it was built (here, by npm pack).
+  assert.is(s.libdeflate, existsSync('/usr/include/libdeflate.h'), status);
   assert.not.ok(existsSync(join(project, 'node_modules', '@npyts', 'native', 'build', 'Release')), 'nothing was compiled');
   // The linux-arm64 prebuild (cross-compiled where Debian's cross compiler is installed, as .ci/run
   // does) is an aarch64 binary that needs from Node just what the x64 one needs (N-API, and the V8
