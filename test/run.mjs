@@ -107,14 +107,16 @@ function installPythonPackages() {
  * them (longest first keeps the last process from starting late). Measured on a fresh clone.
  */
 const SLOW_FIRST = [
+  'packages/guides.test.mjs',
   'packages/runtimes.test.mjs',
   'packages/publish.test.mjs',
-  'adapters/tfjs-models.test.mjs',
-  'adapters/pytorch.test.mjs',
-  'packages/guides.test.mjs',
-  'apps/',
+  'safety/hostile.test.mjs',
+  'io/parts.test.mjs',
+  'node/async.test.mjs',
+  'npz/npz-large.test.mjs',
+  'io/region.test.mjs',
   'packages/',
-  'ragged/layouts.test.mjs',
+  'apps/',
 ];
 const rank = (f) => {
   const i = SLOW_FIRST.findIndex((s) => f.startsWith(s));

@@ -1,6 +1,7 @@
 // The async file API of @npyts/core/node: the event loop keeps ticking during large loads and saves,
 // aborts release what they opened and change no file, and results agree with numpy both ways.
-// @serial: it measures how late a timer is, which another test's load beside it would blur.
+// It runs beside the other files: how long the loop is held is counted in this process's own CPU
+// time, which their load does not change.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from 'node:fs';
