@@ -47,8 +47,8 @@ function inNode(): boolean {
   return typeof p?.versions?.node === 'string';
 }
 
-/** A path when running in Node and the string names no URL scheme. */
-const isPath = (input: unknown): input is string => typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input);
+/** A path when running in Node and the string names no URL scheme. @internal */
+export const isPath = (input: unknown): input is string => typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input);
 
 /** The input opened as a weight file, and whether it was opened here (to be closed here). @internal */
 export async function openInput(input: WeightInput, options: HttpOptions): Promise<[WeightFile, boolean]> {
@@ -58,6 +58,22 @@ export async function openInput(input: WeightInput, options: HttpOptions): Promi
     return [await node.openWeights(input, options), true];
   }
   return [await openWeights(input, options), true];
+}
+
+/**
+ * A local weight file opened over a read-only memory map, so that a tensor stored with the layout it
+ * has in memory is a view whose `byteOffset` is its place in the file and none of its bytes is read;
+ * or, where maps cannot be made here, why not (the file is then opened by reading).
+ * @internal
+ */
+export async function openMapped(path: string, options: HttpOptions): Promise<{ file: WeightFile; size: number; unmapped?: string }> {
+  const node = await import('@npyts/core/node');
+  const source = node.fileSource(path);
+  const size = source.size;
+  source.close?.();
+  const map = node.nativeStatus().mmap;
+  if (map?.available !== true) return { file: await node.openWeights(path, options), size, unmapped: `memory maps are unavailable here (${map?.reason ?? 'no @npyts/native'})` };
+  return { file: await node.openWeights(path, { ...options, mmap: 'r' }), size };
 }
 
 /** A model's bytes: read from a path (Node) or URL, or the bytes given. @internal */
