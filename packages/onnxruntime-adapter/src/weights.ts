@@ -104,8 +104,15 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
 /**
  * The model's initializers, matched by name, with their values from a `.safetensors`, `.pt` or `.npz`
  * file: a fine-tuned state_dict runs in an exported graph without Python. The result is a new
- * model's bytes (initializers stored inline), which `ort.InferenceSession.create` takes in
- * onnxruntime-node and -web alike; the file's tensors are read once, the model is copied once.
+ * model's bytes for `ort.InferenceSession.create(model, sessionOptions)`.
+ *
+ * Given a local path (Node, with @npyts/native's memory maps), the swapped initializers point into
+ * the weight file as ONNX external data (`external`): its offsets come from a read-only map and none
+ * of the tensors' bytes is read, ORT reads them when it makes the session (keep the file unchanged
+ * while sessions use it). A tensor whose bytes ORT cannot take as they are (misaligned for its type,
+ * big-endian, a deflated `.npz` member, in another shard) is copied into the model, and `copied`
+ * says why for each. Weights given as bytes, a URL (only the swapped tensors' bytes are fetched) or
+ * with `{ inline: true }` are copied: the model's bytes then make a session alone (-node and -web).
  *
  * Everything is checked before anything is built, and refused rather than run wrong:
  * - a tensor whose dtype (`DTYPE_MISMATCH`) or shape (`SHAPE_MISMATCH`) differs from its initializer's, naming it;
@@ -125,8 +132,8 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  * exporter's `model.onnx.data`) are read into the result from beside its path or URL, and refused
  * (`BAD_MODEL`) when the model is given as bytes.
  * @example
- * const { model, kept } = await withWeights(readFileSync('mlp.onnx'), 'finetuned.safetensors');
- * const session = await ort.InferenceSession.create(model);
+ * const { model, sessionOptions, copied } = await withWeights('mlp.onnx', 'finetuned.safetensors');
+ * const session = await ort.InferenceSession.create(model, sessionOptions);
  */
 export async function withWeights(model: ModelInput, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
   const message = decodeModel(await modelBytes(model, options));
