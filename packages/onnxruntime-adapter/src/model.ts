@@ -47,6 +47,15 @@ function inNode(): boolean {
   return typeof p?.versions?.node === 'string';
 }
 
+/**
+ * `@npyts/core/node`, loaded only when a path is used. The specifier is a variable so that browser
+ * bundlers do not pull Node's file system into the page (as @npyts/tfjs does).
+ */
+async function nodeEntry(): Promise<typeof import('@npyts/core/node')> {
+  const specifier = '@npyts/core/node';
+  return (await import(/* @vite-ignore */ specifier)) as typeof import('@npyts/core/node');
+}
+
 /** A path when running in Node and the string names no URL scheme. @internal */
 export const isPath = (input: unknown): input is string => typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input);
 
@@ -54,7 +63,7 @@ export const isPath = (input: unknown): input is string => typeof input === 'str
 export async function openInput(input: WeightInput, options: HttpOptions): Promise<[WeightFile, boolean]> {
   if (input instanceof WeightFile) return [input, false];
   if (isPath(input)) {
-    const node = await import('@npyts/core/node');
+    const node = await nodeEntry();
     return [await node.openWeights(input, options), true];
   }
   return [await openWeights(input, options), true];
@@ -67,7 +76,7 @@ export async function openInput(input: WeightInput, options: HttpOptions): Promi
  * @internal
  */
 export async function openMapped(path: string, options: HttpOptions): Promise<{ file: WeightFile; size: number; unmapped?: string }> {
-  const node = await import('@npyts/core/node');
+  const node = await nodeEntry();
   const source = node.fileSource(path);
   const size = source.size;
   source.close?.();
@@ -81,7 +90,7 @@ export async function modelBytes(model: ModelInput, options: HttpOptions = {}): 
   if (model instanceof Uint8Array) return model;
   if (model instanceof ArrayBuffer) return new Uint8Array(model);
   if (isPath(model)) {
-    const node = await import('@npyts/core/node');
+    const node = await nodeEntry();
     const source = node.fileSource(model);
     try {
       return source.read(0, source.size);
@@ -127,7 +136,7 @@ export async function inlineExternalData(message: ModelMessage, model: ModelInpu
       if (source === undefined) {
         if (isPath(model)) {
           checkSiblingName(location, what, model, false);
-          source = (await import('@npyts/core/node')).fileSource(model.replace(/[^/\\]*$/, '') + location);
+          source = (await nodeEntry()).fileSource(model.replace(/[^/\\]*$/, '') + location);
         } else {
           source = await urlPlace(String(model), false).open(location, options);
         }
