@@ -363,7 +363,9 @@ test('withWeights: kept initializers the dynamo exporter stored beside the model
   const pointed = await withWeights(path, join(wdir, 'wide-bias.safetensors'));
   assert.equal(pointed.external, ['0.bias']);
   const x = new ort.Tensor('float32', new Float32Array([0.5, -1, 2, 0.25, 1, 1, -0.5, 0]), [2, 4]);
-  const [a, b, c] = await Promise.all([r, full, pointed].map(async (w) => (await (await ort.InferenceSession.create(w.model, w.sessionOptions)).run({ x })).y.data));
+  const [a, b, c] = await Promise.all(
+    [r, full, pointed].map(async (w) => (await (await ort.InferenceSession.create(w.model, w.sessionOptions)).run({ x })).y.data),
+  );
   // The file holds the exported values: swapping one or all of them gives the same outputs.
   assert.equal(Array.from(a), Array.from(b));
   assert.equal(Array.from(c), Array.from(b));

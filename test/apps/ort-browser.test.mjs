@@ -42,7 +42,8 @@ const tunedWant = JSON.parse(npy('tuned-want.npy'));
 // wasm binary beside it, handed to ORT as bytes.
 await build({
   stdin: {
-    contents: "export * as ort from 'onnxruntime-web/wasm'; export { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime'; export { decodeNpy } from '@npyts/core';",
+    contents:
+      "export * as ort from 'onnxruntime-web/wasm'; export { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime'; export { decodeNpy } from '@npyts/core';",
     resolveDir: root,
   },
   bundle: true,

@@ -81,7 +81,8 @@ export async function openMapped(path: string, options: HttpOptions): Promise<{ 
   const size = source.size;
   source.close?.();
   const map = node.nativeStatus().mmap;
-  if (map?.available !== true) return { file: await node.openWeights(path, options), size, unmapped: `memory maps are unavailable here (${map?.reason ?? 'no @npyts/native'})` };
+  if (map?.available !== true)
+    return { file: await node.openWeights(path, options), size, unmapped: `memory maps are unavailable here (${map?.reason ?? 'no @npyts/native'})` };
   return { file: await node.openWeights(path, { ...options, mmap: 'r' }), size };
 }
 
