@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
 import * as ort from 'onnxruntime-node';
 import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
 import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
@@ -228,6 +229,10 @@ safetensors.torch.save_file({'0.bias': wide.state_dict()['0.bias'].contiguous()}
 tuned_sd = {k: v.numpy() for k, v in safetensors.torch.load_file(f'{d}/mlp.safetensors').items()}
 np.savez(f'{d}/mlp-be.npz', **{k: v.astype(v.dtype.newbyteorder('>')) for k, v in tuned_sd.items()})
 np.savez_compressed(f'{d}/mlp-deflated.npz', **tuned_sd)
+# A sharded set (one tensor a shard): its tensors are in files other than the index given.
+import huggingface_hub
+os.makedirs(f'{d}/mlp-sharded')
+huggingface_hub.save_torch_state_dict(safetensors.torch.load_file(f'{d}/mlp.safetensors'), f'{d}/mlp-sharded', max_shard_size=100)
 # The same model whose external data claims to live elsewhere, or to be larger than its file.
 for name, key, value in [('wide-parent', 'location', '../wide-dynamo.onnx.data'), ('wide-scheme', 'location', 'https:127.0.0.1:9/x'),
                          ('wide-huge', 'length', str(1 << 40))]:
@@ -318,13 +323,14 @@ print(json.dumps({'inline': inline, 'differs': float(np.abs(y - np.load(f'{d}/ml
   assert.ok(got.differs <= 1e-5, `onnxruntime-python differs by ${got.differs}`);
 });
 
-test('withWeights: big-endian, deflated, or bytes-given tensors are copied, each saying why; the outputs are the same', async () => {
+test('withWeights: big-endian, deflated, sharded or bytes-given tensors are copied, each saying why; the outputs are the same', async () => {
   const bytes = readFileSync(join(wdir, 'mlp-ts.onnx'));
   const x = toOrtTensor(wload('mlp-x'));
   const want = wload('mlp-ts-want').data;
   const cases = [
     [join(wdir, 'mlp-be.npz'), /big-endian/],
     [join(wdir, 'mlp-deflated.npz'), /deflated/],
+    [join(wdir, 'mlp-sharded', 'model.safetensors.index.json'), /shard of a sharded set/],
     [readFileSync(join(wdir, 'mlp.safetensors')), /not given as a local path/],
   ];
   for (const [weights, why] of cases) {
@@ -338,6 +344,29 @@ test('withWeights: big-endian, deflated, or bytes-given tensors are copied, each
     const y = fromOrtTensor((await (await ort.InferenceSession.create(r.model, r.sessionOptions)).run({ x })).y);
     close(y.data, want, what);
   }
+});
+
+test('withWeights: without memory maps (NPYTS_NATIVE=0) every tensor is copied, saying why, and runs the same', () => {
+  const code = `
+import * as ort from 'onnxruntime-node';
+import { withWeights, toOrtTensor, fromOrtTensor } from '@npyts/onnxruntime';
+import { loadNpy } from '@npyts/core/node';
+const d = ${JSON.stringify(wdir)};
+const r = await withWeights(d + '/mlp-ts.onnx', d + '/mlp.safetensors');
+const session = await ort.InferenceSession.create(r.model, r.sessionOptions);
+const y = fromOrtTensor((await session.run({ x: toOrtTensor(await loadNpy(d + '/mlp-x.npy')) })).y);
+console.log(JSON.stringify({ external: r.external, copied: r.copied, replaced: r.replaced, y: Array.from(y.data) }));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: join(import.meta.dirname, '..', '..'),
+    env: { ...process.env, NPYTS_NATIVE: '0' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const r = JSON.parse(out);
+  assert.equal(r.external, []);
+  assert.equal(Object.keys(r.copied).sort(), r.replaced.sort());
+  for (const why of Object.values(r.copied)) assert.match(why, /memory maps are unavailable/);
+  close(r.y, wload('mlp-ts-want').data, 'without maps');
 });
 
 test('withWeights: names the model has and the file lacks keep their values; unused tensors are listed', async () => {

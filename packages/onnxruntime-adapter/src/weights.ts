@@ -271,7 +271,9 @@ async function spanInFile(file: WeightFile, name: string, size: number, options:
   const data = (await file.get(name, options)).data as ArrayBufferView;
   if (data.byteLength === 0) return 'it holds no bytes';
   // A sharded set's tensors are views of their shards' maps, not of this file's.
-  if (data.buffer.byteLength !== size) return 'its bytes are in another file of a sharded set';
+  if (data.buffer.byteLength !== size) {
+    return /sharded/.test(file.format) ? 'it is in a shard of a sharded set, not in the file given' : "it was read as a copy, not as a view of the file's map";
+  }
   return { offset: data.byteOffset, length: data.byteLength };
 }
 
