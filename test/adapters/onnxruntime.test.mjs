@@ -323,6 +323,16 @@ print(json.dumps({'inline': inline, 'differs': float(np.abs(y - np.load(f'{d}/ml
   assert.ok(got.differs <= 1e-5, `onnxruntime-python differs by ${got.differs}`);
 });
 
+test('withWeights: onnxruntime-web in Node runs the pointed model from { externalData }, as onnxruntime-node does from sessionOptions', async () => {
+  const web = await import('onnxruntime-web');
+  web.env.wasm.numThreads = 1;
+  const r = await withWeights(join(wdir, 'mlp-ts.onnx'), join(wdir, 'mlp.safetensors'));
+  assert.equal(r.external.length, r.replaced.length);
+  const session = await web.InferenceSession.create(r.model, { externalData: r.externalData });
+  const y = fromOrtTensor((await session.run({ x: toOrtTensor(wload('mlp-x')) })).y);
+  close(y.data, wload('mlp-ts-want').data, 'onnxruntime-web');
+});
+
 test('withWeights: big-endian, deflated, sharded or bytes-given tensors are copied, each saying why; the outputs are the same', async () => {
   const bytes = readFileSync(join(wdir, 'mlp-ts.onnx'));
   const x = toOrtTensor(wload('mlp-x'));
