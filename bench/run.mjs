@@ -422,6 +422,16 @@ const ortCheck = JSON.parse(
   }),
 );
 
+// withWeights on a ~500 MB state_dict against reading the file once, time and peak RSS (bench/onnxruntime-weights.mjs).
+log('onnxruntime withWeights …');
+const ortWeights = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'onnxruntime-weights.mjs'), join(dir, 'onnxruntime-weights'), ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
+
 // A .npy written into object storage as 8 parts at once, against one PutObject (bench/parts.mjs).
 log('multipart upload (moto) …');
 const upload = JSON.parse(
@@ -531,6 +541,7 @@ const report = {
   gguf,
   multipart_upload: upload,
   onnxruntime_check: ortCheck,
+  onnxruntime_weights: ortWeights,
   keras_models: kerasModels,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
@@ -614,6 +625,15 @@ if (asJSON) {
   console.log(
     `\nONNX Runtime (bench/onnxruntime-check.mjs): ${ortCheck.model} with ${ortCheck.modules} modules recorded; one session.run ${ms(ortCheck.run_seconds)}, checkSession on the correct export ${ms(ortCheck.check_seconds)} (${ortCheck.check_ratio.toFixed(2)} ×), on a broken copy with { model } ${ms(ortCheck.failed_check_seconds)} (${ortCheck.failed_check_ratio.toFixed(1)} ×: one extra run, most of it ORT making the copy's session).`,
   );
+  console.log(
+    `\nONNX Runtime withWeights (bench/onnxruntime-weights.mjs): a ${(ortWeights.bytes / 1e6).toFixed(0)} MB .safetensors state_dict of ${ortWeights.layers} Linear(${ortWeights.width}, ${ortWeights.width}) layers swapped into their torch.onnx.export model; each case a fresh Node process, ${ortWeights.rounds} interleaved rounds.`,
+  );
+  console.log('| operation | npyts | baseline | time ratio (spread) | peak RSS | baseline peak RSS | RSS ratio (spread) |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of ortWeights.rows)
+    console.log(
+      `| ${r.op} | ${ms(r.seconds)} | ${ms(r.baseline_seconds)} (${r.baseline}) | ${r.time.ratio.toFixed(2)} (${r.time.spread.map((v) => v.toFixed(2)).join('–')}) | ${(r.peak_rss / 1e6).toFixed(0)} MB | ${(r.baseline_peak_rss / 1e6).toFixed(0)} MB | ${r.rss.ratio.toFixed(2)} (${r.rss.spread.map((v) => v.toFixed(2)).join('–')}) |`,
+    );
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
   console.log(
     "\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy's `{k: v for k, v in np.load(f).items()}` and a loop of np.load.",

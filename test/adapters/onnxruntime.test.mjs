@@ -3,13 +3,14 @@
 // same .npy), memory sharing, refusals; withWeights on exported models (see the second half).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
 import * as ort from 'onnxruntime-node';
 import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
 import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
-import { python, scratch } from '../helpers/numpy.mjs';
+import { python, pythonAsync, scratch } from '../helpers/numpy.mjs';
 
 const dir = scratch();
 
@@ -223,6 +224,15 @@ wide = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Lin
 export(wide, inputs['mlp'], f'{d}/wide-dynamo.onnx', exporters['dynamo'])
 assert any(t.data_location == 1 for t in onnx.load(f'{d}/wide-dynamo.onnx', load_external_data=False).graph.initializer)
 np.savez(f'{d}/wide.npz', **{k: v.numpy() for k, v in wide.state_dict().items()})
+safetensors.torch.save_file({'0.bias': wide.state_dict()['0.bias'].contiguous()}, f'{d}/wide-bias.safetensors')
+# Layouts ORT cannot read in place: big-endian, deflated.
+tuned_sd = {k: v.numpy() for k, v in safetensors.torch.load_file(f'{d}/mlp.safetensors').items()}
+np.savez(f'{d}/mlp-be.npz', **{k: v.astype(v.dtype.newbyteorder('>')) for k, v in tuned_sd.items()})
+np.savez_compressed(f'{d}/mlp-deflated.npz', **tuned_sd)
+# A sharded set (one tensor a shard): its tensors are in files other than the index given.
+import huggingface_hub
+os.makedirs(f'{d}/mlp-sharded')
+huggingface_hub.save_torch_state_dict(safetensors.torch.load_file(f'{d}/mlp.safetensors'), f'{d}/mlp-sharded', max_shard_size=100)
 # The same model whose external data claims to live elsewhere, or to be larger than its file.
 for name, key, value in [('wide-parent', 'location', '../wide-dynamo.onnx.data'), ('wide-scheme', 'location', 'https:127.0.0.1:9/x'),
                          ('wide-huge', 'length', str(1 << 40))]:
@@ -269,14 +279,104 @@ test('withWeights: a perturbed state_dict runs as the model re-exported with it 
     const want = wload(`${model}-${exporter}-want`).data;
     for (const ext of ['safetensors', 'pt', 'npz']) {
       const r = await withWeights(bytes, join(wdir, `${model}.${ext}`));
-      const session = await ort.InferenceSession.create(r.model);
+      const session = await ort.InferenceSession.create(r.model, r.sessionOptions);
       const y = fromOrtTensor((await session.run({ x })).y);
       close(y.data, want, `${model}-${exporter}.${ext}`);
       assert.ok(r.replaced.length >= 4, `${model}-${exporter}: replaced ${r.replaced}`);
+      // safetensors and torch.save align their tensors: every one is pointed at in the file. numpy's
+      // savez stores each member's data wherever its zip header ends: the misaligned ones are copied.
+      assert.equal([...r.external, ...Object.keys(r.copied)].sort(), [...r.replaced].sort(), `${model}-${exporter}.${ext}`);
+      if (ext !== 'npz') assert.equal(r.copied, {}, `${model}-${exporter}.${ext}: copied`);
+      for (const why of Object.values(r.copied)) assert.match(why, /not a multiple of \d/);
       assert.equal(r.kept, [], `${model}-${exporter}: kept`);
       assert.equal(r.unused, model === 'cnn' ? ['1.num_batches_tracked'] : [], `${model}-${exporter}.${ext}: unused`);
     }
   }
+});
+
+test("withWeights: a local file's tensors are pointed at, not copied: the model holds none of their bytes, and onnxruntime-python runs it as the re-export", async () => {
+  const bytes = readFileSync(join(wdir, 'mlp-dynamo.onnx'));
+  const file = join(wdir, 'mlp.safetensors');
+  // A path relative to the working directory is made absolute: the session finds it from anywhere.
+  const r = await withWeights(bytes, relative(process.cwd(), file));
+  const inline = await withWeights(bytes, file, { inline: true });
+  assert.equal(r.external.sort(), r.replaced.sort());
+  assert.equal(r.externalData, [{ path: 'mlp.safetensors', data: file }]);
+  assert.equal(r.sessionOptions, { extra: { session: { model_external_initializers_file_folder_path: `${wdir}/` } } });
+  assert.equal(inline.external, []);
+  assert.equal(Object.keys(inline.copied).sort(), inline.replaced.sort());
+  assert.match(inline.copied['0.weight'], /inline: true/);
+  // The model is plain ONNX with external data beside it: onnx reads where each initializer points,
+  // and onnxruntime-python runs it from the weights' folder.
+  writeFileSync(join(wdir, 'mlp-pointed.onnx'), r.model);
+  const got = JSON.parse(
+    await pythonAsync(`
+import onnx, onnxruntime as rt
+d = ${JSON.stringify(wdir)}
+m = onnx.load(f'{d}/mlp-pointed.onnx', load_external_data=False)
+inline = sorted(t.name for t in m.graph.initializer if t.data_location != onnx.TensorProto.EXTERNAL or len(t.raw_data))
+y = rt.InferenceSession(f'{d}/mlp-pointed.onnx').run(None, {'x': np.load(f'{d}/mlp-x.npy')})[0]
+print(json.dumps({'inline': inline, 'differs': float(np.abs(y - np.load(f'{d}/mlp-ts-want.npy')).max())}))
+`),
+  );
+  assert.equal(got.inline, [], 'initializers holding bytes in the model');
+  assert.ok(got.differs <= 1e-5, `onnxruntime-python differs by ${got.differs}`);
+});
+
+test('withWeights: onnxruntime-web in Node runs the pointed model from { externalData }, as onnxruntime-node does from sessionOptions', async () => {
+  const web = await import('onnxruntime-web');
+  web.env.wasm.numThreads = 1;
+  const r = await withWeights(join(wdir, 'mlp-ts.onnx'), join(wdir, 'mlp.safetensors'));
+  assert.equal(r.external.length, r.replaced.length);
+  const session = await web.InferenceSession.create(r.model, { externalData: r.externalData });
+  const y = fromOrtTensor((await session.run({ x: toOrtTensor(wload('mlp-x')) })).y);
+  close(y.data, wload('mlp-ts-want').data, 'onnxruntime-web');
+});
+
+test('withWeights: big-endian, deflated, sharded or bytes-given tensors are copied, each saying why; the outputs are the same', async () => {
+  const bytes = readFileSync(join(wdir, 'mlp-ts.onnx'));
+  const x = toOrtTensor(wload('mlp-x'));
+  const want = wload('mlp-ts-want').data;
+  const cases = [
+    [join(wdir, 'mlp-be.npz'), /big-endian/],
+    [join(wdir, 'mlp-deflated.npz'), /deflated/],
+    [join(wdir, 'mlp-sharded', 'model.safetensors.index.json'), /shard of a sharded set/],
+    [readFileSync(join(wdir, 'mlp.safetensors')), /not given as a local path/],
+  ];
+  for (const [weights, why] of cases) {
+    const r = await withWeights(bytes, weights);
+    const what = typeof weights === 'string' ? weights : 'bytes';
+    assert.equal(r.external, [], what);
+    assert.equal(Object.keys(r.copied).sort(), r.replaced.sort(), what);
+    for (const reason of Object.values(r.copied)) assert.match(reason, why, what);
+    assert.equal(r.sessionOptions, {}, what);
+    assert.equal(r.externalData, [], what);
+    const y = fromOrtTensor((await (await ort.InferenceSession.create(r.model, r.sessionOptions)).run({ x })).y);
+    close(y.data, want, what);
+  }
+});
+
+test('withWeights: without memory maps (NPYTS_NATIVE=0) every tensor is copied, saying why, and runs the same', () => {
+  const code = `
+import * as ort from 'onnxruntime-node';
+import { withWeights, toOrtTensor, fromOrtTensor } from '@npyts/onnxruntime';
+import { loadNpy } from '@npyts/core/node';
+const d = ${JSON.stringify(wdir)};
+const r = await withWeights(d + '/mlp-ts.onnx', d + '/mlp.safetensors');
+const session = await ort.InferenceSession.create(r.model, r.sessionOptions);
+const y = fromOrtTensor((await session.run({ x: toOrtTensor(await loadNpy(d + '/mlp-x.npy')) })).y);
+console.log(JSON.stringify({ external: r.external, copied: r.copied, replaced: r.replaced, y: Array.from(y.data) }));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: join(import.meta.dirname, '..', '..'),
+    env: { ...process.env, NPYTS_NATIVE: '0' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const r = JSON.parse(out);
+  assert.equal(r.external, []);
+  assert.equal(Object.keys(r.copied).sort(), r.replaced.sort());
+  for (const why of Object.values(r.copied)) assert.match(why, /memory maps are unavailable/);
+  close(r.y, wload('mlp-ts-want').data, 'without maps');
 });
 
 test('withWeights: names the model has and the file lacks keep their values; unused tensors are listed', async () => {
@@ -298,10 +398,16 @@ test('withWeights: kept initializers the dynamo exporter stored beside the model
   const r = await withWeights(path, encodeNpzOf(partial));
   assert.equal(r.replaced, ['0.bias']);
   const full = await withWeights(path, encodeNpzOf(sd));
+  // Kept ones inlined from model.onnx.data, the swapped one pointed at in the weight file.
+  const pointed = await withWeights(path, join(wdir, 'wide-bias.safetensors'));
+  assert.equal(pointed.external, ['0.bias']);
   const x = new ort.Tensor('float32', new Float32Array([0.5, -1, 2, 0.25, 1, 1, -0.5, 0]), [2, 4]);
-  const [a, b] = await Promise.all([r.model, full.model].map(async (m) => (await (await ort.InferenceSession.create(m)).run({ x })).y.data));
+  const [a, b, c] = await Promise.all(
+    [r, full, pointed].map(async (w) => (await (await ort.InferenceSession.create(w.model, w.sessionOptions)).run({ x })).y.data),
+  );
   // The file holds the exported values: swapping one or all of them gives the same outputs.
   assert.equal(Array.from(a), Array.from(b));
+  assert.equal(Array.from(c), Array.from(b));
 });
 
 test("withWeights: external data named outside the model's folder, by a scheme, or past its file's end is refused before any read", async () => {

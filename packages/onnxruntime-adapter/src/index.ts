@@ -8,4 +8,4 @@
 export { toOrtTensor, fromOrtTensor, ortTypeOf, type OrtType, type OrtTensorLike, type ToOrtTensorOptions } from './tensors.js';
 export { checkSession, DEFAULT_RTOL, type CheckSessionOptions, type CheckSessionReport, type SessionLike } from './check.js';
 export type { ModelInput } from './model.js';
-export { withWeights, type WeightInput, type WithWeightsOptions, type WithWeightsResult } from './weights.js';
+export { withWeights, type WeightInput, type WithWeightsOptions, type WithWeightsResult, type ExternalDataFile, type WeightSessionOptions } from './weights.js';

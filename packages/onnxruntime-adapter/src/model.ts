@@ -47,17 +47,43 @@ function inNode(): boolean {
   return typeof p?.versions?.node === 'string';
 }
 
-/** A path when running in Node and the string names no URL scheme. */
-const isPath = (input: unknown): input is string => typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input);
+/**
+ * `@npyts/core/node`, loaded only when a path is used. The specifier is a variable so that browser
+ * bundlers do not pull Node's file system into the page (as @npyts/tfjs does).
+ */
+async function nodeEntry(): Promise<typeof import('@npyts/core/node')> {
+  const specifier = '@npyts/core/node';
+  return (await import(/* @vite-ignore */ specifier)) as typeof import('@npyts/core/node');
+}
+
+/** A path when running in Node and the string names no URL scheme. @internal */
+export const isPath = (input: unknown): input is string => typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input);
 
 /** The input opened as a weight file, and whether it was opened here (to be closed here). @internal */
 export async function openInput(input: WeightInput, options: HttpOptions): Promise<[WeightFile, boolean]> {
   if (input instanceof WeightFile) return [input, false];
   if (isPath(input)) {
-    const node = await import('@npyts/core/node');
+    const node = await nodeEntry();
     return [await node.openWeights(input, options), true];
   }
   return [await openWeights(input, options), true];
+}
+
+/**
+ * A local weight file opened over a read-only memory map, so that a tensor stored with the layout it
+ * has in memory is a view whose `byteOffset` is its place in the file and none of its bytes is read;
+ * or, where maps cannot be made here, why not (the file is then opened by reading).
+ * @internal
+ */
+export async function openMapped(path: string, options: HttpOptions): Promise<{ file: WeightFile; size: number; unmapped?: string }> {
+  const node = await nodeEntry();
+  const source = node.fileSource(path);
+  const size = source.size;
+  source.close?.();
+  const map = node.nativeStatus().mmap;
+  if (map?.available !== true)
+    return { file: await node.openWeights(path, options), size, unmapped: `memory maps are unavailable here (${map?.reason ?? 'no @npyts/native'})` };
+  return { file: await node.openWeights(path, { ...options, mmap: 'r' }), size };
 }
 
 /** A model's bytes: read from a path (Node) or URL, or the bytes given. @internal */
@@ -65,7 +91,7 @@ export async function modelBytes(model: ModelInput, options: HttpOptions = {}): 
   if (model instanceof Uint8Array) return model;
   if (model instanceof ArrayBuffer) return new Uint8Array(model);
   if (isPath(model)) {
-    const node = await import('@npyts/core/node');
+    const node = await nodeEntry();
     const source = node.fileSource(model);
     try {
       return source.read(0, source.size);
@@ -111,7 +137,7 @@ export async function inlineExternalData(message: ModelMessage, model: ModelInpu
       if (source === undefined) {
         if (isPath(model)) {
           checkSiblingName(location, what, model, false);
-          source = (await import('@npyts/core/node')).fileSource(model.replace(/[^/\\]*$/, '') + location);
+          source = (await nodeEntry()).fileSource(model.replace(/[^/\\]*$/, '') + location);
         } else {
           source = await urlPlace(String(model), false).open(location, options);
         }

@@ -1,6 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
 import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
-import { ModelProto, decodeModel, inlineExternalData, modelBytes, openInput, type ModelInput, type WeightInput } from './model.js';
+import { ModelProto, decodeModel, inlineExternalData, isPath, modelBytes, openInput, openMapped, type ModelInput, type WeightInput } from './model.js';
 
 export type { WeightInput } from './model.js';
 
@@ -8,14 +8,46 @@ export type { WeightInput } from './model.js';
 export interface WithWeightsOptions extends HttpOptions {
   /** Aborts the reads. */
   signal?: AbortSignal;
+  /**
+   * Copy every swapped value into the model (bytes that alone make a session, to send elsewhere),
+   * instead of pointing initializers into a local weight file. Default false.
+   */
+  inline?: boolean;
+}
+
+/** One external data file of {@link WithWeightsResult.externalData}: ORT's `ExternalDataFileDescription` with a path. */
+export interface ExternalDataFile {
+  /** The name the model's initializers give (their `location`): the weight file's name. */
+  path: string;
+  /** The weight file's absolute path, which onnxruntime-web reads in Node. */
+  data: string;
+}
+
+/** Session options making onnxruntime-node find the weight file that a model from bytes points into. */
+export interface WeightSessionOptions {
+  extra?: { session: { model_external_initializers_file_folder_path: string } };
 }
 
 /** What {@link withWeights} made, and what it did with every name. */
 export interface WithWeightsResult {
-  /** The model's bytes with the swapped initializers' values: for `ort.InferenceSession.create(model)` (-node and -web alike). */
+  /**
+   * The model's bytes: swapped initializers point into the weight file (see `external`) or hold their
+   * values (see `copied`). For `ort.InferenceSession.create(model, sessionOptions)`.
+   */
   model: Uint8Array;
+  /**
+   * What onnxruntime-node needs to find the weight file (the folder it is in; empty when nothing
+   * points into it): `ort.InferenceSession.create(model, sessionOptions)`.
+   */
+  sessionOptions: WeightSessionOptions;
+  /** For onnxruntime-web in Node: `{ externalData }` (it reads the whole file); empty when nothing points into it. */
+  externalData: ExternalDataFile[];
   /** Initializers whose values now come from the weight file. */
   replaced: string[];
+  /** Of `replaced`, those the model points at in the weight file (ONNX external data): none of their bytes was read. */
+  external: string[];
+  /** Of `replaced`, those whose values were copied into the model, each with why (its layout in the file, or how the file was given). */
+  copied: Record<string, string>;
   /** Initializers the file has no tensor for: they keep the exported values. */
   kept: string[];
   /** Tensors of the file that no initializer is named after. */
@@ -72,8 +104,15 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
 /**
  * The model's initializers, matched by name, with their values from a `.safetensors`, `.pt` or `.npz`
  * file: a fine-tuned state_dict runs in an exported graph without Python. The result is a new
- * model's bytes (initializers stored inline), which `ort.InferenceSession.create` takes in
- * onnxruntime-node and -web alike; the file's tensors are read once, the model is copied once.
+ * model's bytes for `ort.InferenceSession.create(model, sessionOptions)`.
+ *
+ * Given a local path (Node, with @npyts/native's memory maps), the swapped initializers point into
+ * the weight file as ONNX external data (`external`): its offsets come from a read-only map and none
+ * of the tensors' bytes is read, ORT reads them when it makes the session (keep the file unchanged
+ * while sessions use it). A tensor whose bytes ORT cannot take as they are (misaligned for its type,
+ * big-endian, a deflated `.npz` member, in another shard) is copied into the model, and `copied`
+ * says why for each. Weights given as bytes, a URL (only the swapped tensors' bytes are fetched) or
+ * with `{ inline: true }` are copied: the model's bytes then make a session alone (-node and -web).
  *
  * Everything is checked before anything is built, and refused rather than run wrong:
  * - a tensor whose dtype (`DTYPE_MISMATCH`) or shape (`SHAPE_MISMATCH`) differs from its initializer's, naming it;
@@ -93,13 +132,28 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  * exporter's `model.onnx.data`) are read into the result from beside its path or URL, and refused
  * (`BAD_MODEL`) when the model is given as bytes.
  * @example
- * const { model, kept } = await withWeights(readFileSync('mlp.onnx'), 'finetuned.safetensors');
- * const session = await ort.InferenceSession.create(model);
+ * const { model, sessionOptions, copied } = await withWeights('mlp.onnx', 'finetuned.safetensors');
+ * const session = await ort.InferenceSession.create(model, sessionOptions);
  */
 export async function withWeights(model: ModelInput, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
   const message = decodeModel(await modelBytes(model, options));
   const initializers = (message.graph?.initializer ?? []) as Initializer[];
-  const [file, owned] = await openInput(weights, options);
+  // A local file is mapped, so that the swapped initializers can point into it unread.
+  let local: { path: string; size: number } | null = null;
+  let whyInline = 'the weights were not given as a local path';
+  let file: WeightFile;
+  let owned = true;
+  if (options.inline === true) {
+    whyInline = '{ inline: true } was asked';
+    [file, owned] = await openInput(weights, options);
+  } else if (isPath(weights)) {
+    const mapped = await openMapped(weights, options);
+    file = mapped.file;
+    if (mapped.unmapped === undefined) local = { path: absolute(weights), size: mapped.size };
+    else whyInline = mapped.unmapped;
+  } else {
+    [file, owned] = await openInput(weights, options);
+  }
   try {
     const byName = new Map(initializers.map((t) => [t.name, t]));
     const matched = initializers.filter((t) => file.has(t.name));
@@ -169,16 +223,72 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
       throw new NpyError('SHAPE_MISMATCH', `initializers whose file tensor has another shape: ${wrongShape.join(', ')}; the file is not this model's`);
     }
 
+    // Where a tensor's bytes in a local file are what ORT reads (little-endian, aligned, stored), the
+    // initializer points at them; the others are copied, each with why.
+    const spans = new Map<string, { offset: number; length: number }>();
+    const copied = new Map<string, string>();
     for (const t of matched) {
-      setRaw(t, bytesOf((await file.get(t.name, options)).data));
+      const span = local === null ? whyInline : await spanInFile(file, t.name, local.size, options);
+      if (typeof span === 'string') {
+        copied.set(t.name, span);
+        setRaw(t, bytesOf((await file.get(t.name, options)).data));
+      } else {
+        spans.set(t.name, span);
+        setRaw(t, new Uint8Array(0));
+      }
     }
     // Kept initializers the exporter wrote beside the model (the dynamo exporter's model.onnx.data)
-    // are read into the new bytes, which alone then make a session; from bytes this is BAD_MODEL.
+    // are read into the new bytes; from bytes this is BAD_MODEL.
     await inlineExternalData(message, model, options);
-    return { model: ModelProto.encode(message).finish(), replaced: matched.map((t) => t.name), kept, unused };
+    const location = local === null ? '' : baseName(local.path);
+    for (const t of matched) {
+      const span = spans.get(t.name);
+      if (span !== undefined) setExternal(t, location, span.offset, span.length);
+    }
+    const pointed = spans.size > 0 ? local : null;
+    return {
+      model: ModelProto.encode(message).finish(),
+      sessionOptions: pointed ? { extra: { session: { model_external_initializers_file_folder_path: folderOf(pointed.path) } } } : {},
+      externalData: pointed ? [{ path: location, data: pointed.path }] : [],
+      replaced: matched.map((t) => t.name),
+      external: [...spans.keys()],
+      copied: Object.fromEntries(copied),
+      kept,
+      unused,
+    };
   } finally {
     if (owned) await file.close();
   }
+}
+
+/**
+ * A tensor's bytes in the mapped file, or why they are not what ORT reads: `get` over a map gives a
+ * view of the file exactly where the bytes have the tensor's layout (`info().copied` says why not).
+ */
+async function spanInFile(file: WeightFile, name: string, size: number, options: WithWeightsOptions): Promise<{ offset: number; length: number } | string> {
+  const { copied } = await file.info(name, options);
+  if (copied !== undefined) return copied;
+  const data = (await file.get(name, options)).data as ArrayBufferView;
+  if (data.byteLength === 0) return 'it holds no bytes';
+  // A sharded set's tensors are views of their shards' maps, not of this file's.
+  if (data.buffer.byteLength !== size) {
+    return /sharded/.test(file.format) ? 'it is in a shard of a sharded set, not in the file given' : "it was read as a copy, not as a view of the file's map";
+  }
+  return { offset: data.byteOffset, length: data.byteLength };
+}
+
+const baseName = (path: string): string => path.replace(/^.*[/\\]/, '');
+const folderOf = (path: string): string => path.slice(0, path.length - baseName(path).length) || '.';
+
+/** The path made absolute against the working directory (Node), `.` and `..` resolved, so that a session finds it from anywhere. */
+function absolute(path: string): string {
+  const given = /^([/\\]|[A-Za-z]:)/.test(path) ? path : `${(globalThis as { process?: { cwd(): string } }).process!.cwd()}/${path}`;
+  const parts: string[] = [];
+  for (const part of given.split(/[/\\]+/)) {
+    if (part === '..') parts.pop();
+    else if (part !== '.' && part !== '') parts.push(part);
+  }
+  return /^[A-Za-z]:$/.test(parts[0] ?? '') ? parts.join('/') : `/${parts.join('/')}`;
 }
 
 /**
@@ -224,6 +334,18 @@ function setRaw(t: Initializer, bytes: Uint8Array): void {
   for (const field of ['float_data', 'int32_data', 'string_data', 'int64_data', 'double_data', 'uint64_data', 'external_data']) t[field] = [];
   t.data_location = 0;
   t.raw_data = bytes;
+}
+
+/** Point the values at `length` bytes at `offset` of the file `location` beside the model (ONNX external data). */
+function setExternal(t: Initializer, location: string, offset: number, length: number): void {
+  setRaw(t, new Uint8Array(0));
+  delete t.raw_data;
+  t.data_location = 1;
+  t.external_data = [
+    { key: 'location', value: location },
+    { key: 'offset', value: String(offset) },
+    { key: 'length', value: String(length) },
+  ];
 }
 
 function list(names: readonly string[]): string {

@@ -27,8 +27,10 @@ export async function typed(): Promise<void> {
   expectTypeOf(ortTypeOf(parseDescr('<i8'))).toEqualTypeOf<OrtType>();
   const r = await withWeights(bytes, 'w.safetensors', { signal: AbortSignal.timeout(1000) });
   expectTypeOf(r).toEqualTypeOf<WithWeightsResult>();
-  const session2 = await ort.InferenceSession.create(r.model);
-  void session2;
+  const session2 = await ort.InferenceSession.create(r.model, r.sessionOptions);
+  const web: { path: string; data: string }[] = r.externalData;
+  const why: string | undefined = r.copied['fc.weight'];
+  void [session2, web, why, withWeights(bytes, 'w.npz', { inline: true })];
   // @ts-expect-error: the `as` option is a float type name
   toOrtTensor(a, { as: 'int8' });
   // onnxruntime-node's class, for instanceof in an ES module; still an ort.Tensor to its session.

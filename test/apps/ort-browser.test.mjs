@@ -1,0 +1,115 @@
+// @npyts/onnxruntime with onnxruntime-web (its wasm backend) in a real Chromium (Debian's, through
+// playwright-core): an MLP exported by torch.onnx.export runs in the page on an input read from a .npy
+// with toOrtTensor, its output read back with fromOrtTensor, and equals what onnxruntime-python gives;
+// a fine-tuned state_dict fetched by URL and swapped in with withWeights (copied into the model: a page
+// has no file to point into) runs as the model re-exported with it does in onnxruntime-python.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { copyFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { build } from 'esbuild';
+import { python, scratch } from '../helpers/numpy.mjs';
+import { startViewer } from '../../viewer/serve.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const dir = scratch('npyts-ort-browser-');
+python(`
+import torch, onnxruntime as rt, safetensors.torch, contextlib, os, logging
+torch.manual_seed(57)
+d = ${JSON.stringify(dir)}
+logging.disable(logging.WARNING)
+def export(m, x, f):
+    with open(os.devnull, 'w') as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+        torch.onnx.export(m, (x,), f, input_names=['x'], output_names=['y'], dynamo=False, do_constant_folding=False)
+mlp = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)).eval()
+x = torch.randn(4, 5)
+np.save(f'{d}/x.npy', x.numpy())
+export(mlp, x, f'{d}/mlp.onnx')
+np.save(f'{d}/want.npy', rt.InferenceSession(f'{d}/mlp.onnx').run(None, {'x': x.numpy()})[0])
+with torch.no_grad():
+    for p in mlp.parameters(): p.add_(torch.randn_like(p) * 0.5)
+safetensors.torch.save_file({k: v.contiguous() for k, v in mlp.state_dict().items()}, f'{d}/tuned.safetensors')
+export(mlp, x, f'{d}/tuned.onnx')
+np.save(f'{d}/tuned-want.npy', rt.InferenceSession(f'{d}/tuned.onnx').run(None, {'x': x.numpy()})[0])
+`);
+const npy = (name) => python(`print(json.dumps(np.load(${JSON.stringify(join(dir, name))}).ravel().tolist()))`);
+const want = JSON.parse(npy('want.npy'));
+const tunedWant = JSON.parse(npy('tuned-want.npy'));
+
+// The page's code: onnxruntime-web's wasm build and the built packages, as one browser bundle; the
+// wasm binary beside it, handed to ORT as bytes.
+await build({
+  stdin: {
+    contents:
+      "export * as ort from 'onnxruntime-web/wasm'; export { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime'; export { decodeNpy } from '@npyts/core';",
+    resolveDir: root,
+  },
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  outfile: join(dir, 'bundle.js'),
+  logLevel: 'error',
+  tsconfigRaw: {},
+});
+copyFileSync(join(root, 'node_modules', 'onnxruntime-web', 'dist', 'ort-wasm-simd-threaded.wasm'), join(dir, 'ort.wasm'));
+
+const server = await startViewer({ port: 0, dataDir: dir });
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+});
+const page = await browser.newPage();
+const problems = [];
+page.on('pageerror', (e) => problems.push(String(e)));
+await page.goto(`${base}/data/bundle.js`);
+
+/** In the page: the model (a URL, or withWeights' bytes) run on x.npy; the output's dtype, shape and values. */
+const runInPage = (weights) =>
+  page.evaluate(async (weights) => {
+    const { ort, toOrtTensor, fromOrtTensor, withWeights, decodeNpy } = await import('/data/bundle.js');
+    ort.env.wasm.numThreads = 1;
+    ort.env.wasm.wasmBinary = await (await fetch('/data/ort.wasm')).arrayBuffer();
+    const bytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
+    let model = await bytes('/data/mlp.onnx');
+    let external = 'none';
+    if (weights) {
+      const r = await withWeights(new URL('/data/mlp.onnx', location.href), new URL(weights, location.href));
+      model = r.model;
+      external = `${r.external.length} pointed, ${Object.keys(r.copied).length} copied`;
+    }
+    const session = await ort.InferenceSession.create(model);
+    const x = decodeNpy(await bytes('/data/x.npy'));
+    const { y } = await session.run({ x: toOrtTensor(x) });
+    const out = fromOrtTensor(y);
+    return { dtype: out.dtype.str, shape: out.shape, values: Array.from(out.data), external };
+  }, weights);
+
+const worstOf = (got, expected) => Math.max(...expected.map((v, i) => Math.abs(got[i] - v) / (1 + Math.abs(v))));
+
+test("an exported MLP runs in onnxruntime-web in Chromium on toOrtTensor's input, and fromOrtTensor gives onnxruntime-python's output", async () => {
+  const r = await runInPage(null);
+  assert.equal(problems, []);
+  assert.is(r.dtype, '<f4');
+  assert.equal(r.shape, [4, 3]);
+  const worst = worstOf(r.values, want);
+  assert.ok(worst <= 1e-5, `largest relative difference from onnxruntime-python ${worst}`);
+});
+
+test('withWeights in the page: a state_dict fetched by URL is copied in, and runs as the re-exported model does in onnxruntime-python', async () => {
+  const r = await runInPage('/data/tuned.safetensors');
+  assert.is(r.external, '0 pointed, 4 copied');
+  const worst = worstOf(r.values, tunedWant);
+  assert.ok(worst <= 1e-5, `largest relative difference from onnxruntime-python ${worst}`);
+  assert.ok(worstOf(r.values, want) > 1e-2, 'the swapped weights change the output');
+});
+
+test.after(async () => {
+  await browser.close();
+  server.close();
+});
+
+test.run();
