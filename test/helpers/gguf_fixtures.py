@@ -68,22 +68,9 @@ for k, v in expected.items():
     assert v.dtype == np.float32
     v.tofile(os.path.join(d, k + '.bin'))
 
-# 2. Unquantized tensors of every type, and metadata of every value type.
-fname = 'plain.gguf'
-w = gguf.GGUFWriter(os.path.join(out, fname), 'test')
-w.add_uint8('m.u8', 200); w.add_int8('m.i8', -100); w.add_uint16('m.u16', 60000); w.add_int16('m.i16', -30000)
-w.add_uint32('m.u32', 4000000000); w.add_int32('m.i32', -2000000000); w.add_float32('m.f32', 0.1)
-w.add_uint64('m.u64', 2**63 + 5); w.add_uint64('m.u64small', 2**53 - 1); w.add_int64('m.i64', -2**63); w.add_int64('m.i64small', -7)
-w.add_float64('m.f64', 1 / 3); w.add_bool('m.true', True); w.add_bool('m.false', False)
-w.add_string('m.str', 'héllo, wörld ✓ 𝄞'); w.add_string('m.empty', '')
-w.add_array('m.strs', ['a', '', 'ü', 'x' * 100])
-for vt in ['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'FLOAT32', 'UINT64', 'INT64', 'FLOAT64', 'BOOL']:
-    vals = {'UINT8': [0, 255], 'INT8': [-128, 127], 'UINT16': [0, 65535], 'INT16': [-32768, 32767], 'UINT32': [0, 2**32 - 1],
-            'INT32': [-2**31, 2**31 - 1], 'FLOAT32': [0.1, -2.5e-40], 'UINT64': [0, 2**64 - 1, 5], 'INT64': [-2**63, 2**63 - 1, -5],
-            'FLOAT64': [0.1, -1e300], 'BOOL': [True, False, True]}[vt]
-    w.add_key_value(f'a.{vt}', vals, V.ARRAY, sub_type=V[vt])
-w.add_array('m.nested', [[1, 2, 3], [4], [[5, 6], [7]]])
-w.add_array('m.nested_strs', [['a', 'b'], ['c']])
+# 2. Unquantized tensors of every type, and metadata of every value type; and the same file
+# big-endian (gguf-py's writer swaps every number of it, its reader swaps them back), where a BF16
+# and a Q8_0 tensor hold the bytes the writer was given.
 plain = {
     'F32': rng.standard_normal((3, 5)).astype(np.float32),
     'F16': rng.standard_normal((2, 3, 4)).astype(np.float16),
@@ -94,11 +81,33 @@ plain = {
     'I64': np.array([-2**63, 2**63 - 1, 0, 5], dtype=np.int64),
     'empty': np.zeros((0, 4), dtype=np.float32),
 }
-for k, v in plain.items():
-    w.add_tensor(f'plain.{k}', v)
 bf = rng.standard_normal((3, 8)).astype(np.float32)
-w.add_tensor('plain.BF16', gguf.quants.quantize(bf, Q.BF16), raw_dtype=Q.BF16)
-w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+q8 = rng.standard_normal((2, 64)).astype(np.float32)
+
+def write_plain(fname, endianess):
+    w = gguf.GGUFWriter(os.path.join(out, fname), 'test', endianess=endianess)
+    w.add_uint8('m.u8', 200); w.add_int8('m.i8', -100); w.add_uint16('m.u16', 60000); w.add_int16('m.i16', -30000)
+    w.add_uint32('m.u32', 4000000000); w.add_int32('m.i32', -2000000000); w.add_float32('m.f32', 0.1)
+    w.add_uint64('m.u64', 2**63 + 5); w.add_uint64('m.u64small', 2**53 - 1); w.add_int64('m.i64', -2**63); w.add_int64('m.i64small', -7)
+    w.add_float64('m.f64', 1 / 3); w.add_bool('m.true', True); w.add_bool('m.false', False)
+    w.add_string('m.str', 'héllo, wörld ✓ 𝄞'); w.add_string('m.empty', '')
+    w.add_array('m.strs', ['a', '', 'ü', 'x' * 100])
+    for vt in ['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'FLOAT32', 'UINT64', 'INT64', 'FLOAT64', 'BOOL']:
+        vals = {'UINT8': [0, 255], 'INT8': [-128, 127], 'UINT16': [0, 65535], 'INT16': [-32768, 32767], 'UINT32': [0, 2**32 - 1],
+                'INT32': [-2**31, 2**31 - 1], 'FLOAT32': [0.1, -2.5e-40], 'UINT64': [0, 2**64 - 1, 5], 'INT64': [-2**63, 2**63 - 1, -5],
+                'FLOAT64': [0.1, -1e300], 'BOOL': [True, False, True]}[vt]
+        w.add_key_value(f'a.{vt}', vals, V.ARRAY, sub_type=V[vt])
+    w.add_array('m.nested', [[1, 2, 3], [4], [[5, 6], [7]]])
+    w.add_array('m.nested_strs', [['a', 'b'], ['c']])
+    for k, v in plain.items():
+        w.add_tensor(f'plain.{k}', v.copy())
+    w.add_tensor('plain.BF16', gguf.quants.quantize(bf, Q.BF16), raw_dtype=Q.BF16)
+    if endianess == gguf.GGUFEndian.BIG:
+        w.add_tensor('plain.Q8_0', gguf.quants.quantize(q8, Q.Q8_0), raw_dtype=Q.Q8_0)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+write_plain('plain.gguf', gguf.GGUFEndian.LITTLE)
+write_plain('plain-be.gguf', gguf.GGUFEndian.BIG)
 
 # 3. A tokenizer of 150 000 tokens (its own file: gguf-py's reader takes half a minute over it; the
 # tokens and scores written are the truth here).
@@ -130,14 +139,15 @@ def norm(v, t):
         return int(v)
     return v
 
-for fname in ['quants.gguf', 'plain.gguf', 'aligned.gguf']:
+for fname in ['quants.gguf', 'plain.gguf', 'plain-be.gguf', 'aligned.gguf']:
     r = gguf.GGUFReader(os.path.join(out, fname))
     d = expect_dir(fname)
     tensors = []
     for t in r.tensors:
         tensors.append({'name': t.name, 'shape': [int(x) for x in reversed(t.shape.tolist())], 'type': t.tensor_type.name})
         if fname != 'quants.gguf':
-            np.ascontiguousarray(t.data).tofile(os.path.join(d, t.name + '.bin'))
+            # In native byte order, as npyts holds the values of a big-endian dtype.
+            np.ascontiguousarray(t.data).astype(t.data.dtype.newbyteorder('=')).tofile(os.path.join(d, t.name + '.bin'))
     meta = {}
     for key, f in r.fields.items():
         if key.startswith('GGUF.'):

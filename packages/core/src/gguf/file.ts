@@ -62,6 +62,8 @@ export class GgufFile implements TensorFile, AsyncDisposable {
   readonly metadata: Readonly<Record<string, unknown>>;
   /** The GGUF version (2 or 3). */
   readonly version: number;
+  /** Whether the file is little-endian (GGUF's usual order) or big-endian (gguf-py writes those on request). */
+  readonly littleEndian: boolean;
   private readonly byName: Map<string, GgufTensor>;
   private closed = false;
 
@@ -72,6 +74,7 @@ export class GgufFile implements TensorFile, AsyncDisposable {
     this.names = header.tensors.map((t) => t.name);
     this.metadata = header.metadata;
     this.version = header.version;
+    this.littleEndian = header.littleEndian;
     this.byName = new Map(header.tensors.map((t) => [t.name, t]));
   }
 
@@ -107,8 +110,8 @@ export class GgufFile implements TensorFile, AsyncDisposable {
   /** A tensor's dtype (float32 for a quantized one), shape and ggml type, from the header (nothing is read). */
   async info(name: string, _options: { signal?: AbortSignal | undefined } = {}): Promise<GgufTensorInfo> {
     const t = this.entry(name);
-    const dtype = t.type.descr === undefined ? FLOAT32 : parseDescr(t.type.descr);
-    if (t.type.descr === undefined) {
+    const dtype = t.descr === undefined ? FLOAT32 : parseDescr(t.descr);
+    if (t.descr === undefined) {
       return this.source.views
         ? { dtype, shape: t.shape, quantization: t.type.name, copied: `it is quantized (${t.type.name}) and dequantized` }
         : { dtype, shape: t.shape, quantization: t.type.name };
@@ -130,14 +133,25 @@ export class GgufFile implements TensorFile, AsyncDisposable {
     this.checkOpen();
     const t = this.entry(name);
     const { signal } = options;
-    const dtype = t.type.descr === undefined ? FLOAT32 : parseDescr(t.type.descr);
+    const dtype = t.descr === undefined ? FLOAT32 : parseDescr(t.descr);
     if (options.expect !== undefined && !matchesDescr(dtype, options.expect)) {
       throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${t.type.name} (read as ${dtype.name}), not ${String(options.expect)}`), {
         file: this.fileName,
       });
     }
+    if (!this.littleEndian && (t.descr === undefined || t.type.name === 'BF16')) {
+      // gguf-py's GGUFWriter leaves these bytes as it is given them (little-endian inside each block),
+      // while its gguf_convert_endian swaps the blocks' scales: the file does not say which it holds.
+      throw withWhere(
+        new NpyError(
+          'GGUF_UNSUPPORTED',
+          `tensor '${name}' is ${t.type.name} in a big-endian GGUF file, whose byte order inside each block the file does not record (gguf-py's writer and its gguf_convert_endian differ); read it from the little-endian file it was made from`,
+        ),
+        { file: this.fileName, member: name },
+      );
+    }
     try {
-      if (t.type.descr !== undefined) {
+      if (t.descr !== undefined) {
         const header: NpyHeader = {
           version: [1, 0],
           dtype,
@@ -238,7 +252,7 @@ export class GgufFile implements TensorFile, AsyncDisposable {
  */
 export const ggufFormat = {
   name: 'gguf',
-  /** Whether the file's first bytes are a GGUF header this reader reads (little-endian, version 2 or 3). */
+  /** Whether the file's first bytes are a GGUF header this reader reads (version 2 or 3, either byte order). */
   sniff(first: Uint8Array, _size: number): boolean {
     return isGguf(first);
   },

@@ -62,6 +62,12 @@ const littleHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 export interface GgufTensor {
   readonly name: string;
   readonly type: GgmlType;
+  /**
+   * The dtype an unquantized tensor is read as, in the file's byte order (as gguf-py's GGUFReader
+   * reads it: a big-endian file's F16–F64 and I16–I64 are big-endian; BF16 and quantized blocks are
+   * the bytes GGUFWriter wrote, little-endian in either); absent for a quantized one.
+   */
+  readonly descr?: string;
   /** numpy's C-order shape: ggml's `ne` reversed. */
   readonly shape: number[];
   readonly size: number;
@@ -73,6 +79,8 @@ export interface GgufTensor {
 /** A parsed GGUF header. */
 export interface GgufHeader {
   readonly version: number;
+  /** Whether the file is little-endian (GGUF's usual order); gguf-py writes big-endian ones on request. */
+  readonly littleEndian: boolean;
   readonly metadata: Readonly<Record<string, unknown>>;
   readonly tensors: readonly GgufTensor[];
   readonly alignment: number;
@@ -89,18 +97,25 @@ const bad = (message: string, offset?: number): NpyError => new NpyError('BAD_GG
 
 /**
  * Whether `first` (the file's first bytes) starts a GGUF file this reader reads: the magic and
- * version 2 or 3, little-endian.
+ * version 2 or 3, little- or big-endian.
  */
 export function isGguf(first: Uint8Array): boolean {
   if (first.length < 8) return false;
   const v = new DataView(first.buffer, first.byteOffset, 8);
-  const version = v.getUint32(4, true);
+  const version = v.getUint32(4, littleEndianOf(v.getUint32(4, true)));
   return v.getUint32(0, true) === MAGIC && (version === 2 || version === 3);
 }
+
+/**
+ * The file's byte order from its version field read as little-endian: GGUF versions are small, so
+ * a value whose low 16 bits are zero is a version written big-endian (gguf-py's own test).
+ */
+const littleEndianOf = (versionAsLittle: number): boolean => (versionAsLittle & 0xffff) !== 0;
 
 /** Tensor and key/value entries read so far, and where the next one starts: the parser resumes there. */
 interface Progress {
   version: number;
+  littleEndian: boolean;
   tensorCount: number;
   kvCount: number;
   at: number;
@@ -142,13 +157,9 @@ function preamble(bytes: Uint8Array, fileSize: number): Progress {
     throw new NpyError('BAD_MAGIC', 'not a GGUF file: it does not start with the magic "GGUF"', { offset: 0 });
   }
   if (bytes.length < 24) throw bad(`the file ends at byte ${bytes.length}, inside the header's counts`);
-  const c = new Cursor(bytes, fileSize, 4);
+  const littleEndian = littleEndianOf(new DataView(bytes.buffer, bytes.byteOffset, 8).getUint32(4, true));
+  const c = new Cursor(bytes, fileSize, 4, littleEndian);
   const version = c.u32();
-  if ((version & 0xffff) === 0) {
-    throw new NpyError('GGUF_UNSUPPORTED', `a big-endian GGUF file (version ${c.swapped(version)}): npyts reads little-endian GGUF; convert it with gguf-py`, {
-      offset: 4,
-    });
-  }
   if (version !== 2 && version !== 3) {
     throw new NpyError('GGUF_UNSUPPORTED', `GGUF version ${version}: npyts reads versions 2 and 3 (as gguf-py does); rewrite it with gguf-py or llama.cpp`, {
       offset: 4,
@@ -160,11 +171,11 @@ function preamble(bytes: Uint8Array, fileSize: number): Progress {
   // Each key/value takes at least 13 bytes, each tensor info 24: a count the file cannot hold is refused before anything is made for it.
   if (kvCount > left / 13) throw bad(`the header declares ${c.u64Text(16)} key/values, more than the ${left} bytes after it can hold`, 16);
   if (tensorCount > (left - kvCount * 13) / 24) throw bad(`the header declares ${c.u64Text(8)} tensors, more than the ${left} bytes after it can hold`, 8);
-  return { version, tensorCount, kvCount, at: 24, kvDone: 0, metadata: Object.create(null) as Record<string, unknown>, infos: [] };
+  return { version, littleEndian, tensorCount, kvCount, at: 24, kvDone: 0, metadata: Object.create(null) as Record<string, unknown>, infos: [] };
 }
 
 function entries(bytes: Uint8Array, fileSize: number, p: Progress): GgufHeader {
-  const c = new Cursor(bytes, fileSize, p.at);
+  const c = new Cursor(bytes, fileSize, p.at, p.littleEndian);
   const seen = p.metadata;
   while (p.kvDone < p.kvCount) {
     const at = c.at;
@@ -222,9 +233,12 @@ function finish(p: Progress, fileSize: number): GgufHeader {
     if (!(dataOffset + dataBytes <= fileSize)) {
       throw new NpyError('DATA_TRUNCATED', `${where} needs bytes ${dataOffset} to ${dataOffset + dataBytes}, but the file ends at byte ${fileSize}`);
     }
-    return { name, type, shape: ne.slice().reverse(), size, dataOffset, dataBytes };
+    const shape = ne.slice().reverse();
+    if (type.descr === undefined) return { name, type, shape, size, dataOffset, dataBytes };
+    const descr = p.littleEndian || !type.descr.startsWith('<') ? type.descr : `>${type.descr.slice(1)}`;
+    return { name, type, descr, shape, size, dataOffset, dataBytes };
   });
-  return { version: p.version, metadata: p.metadata, tensors, alignment, dataStart };
+  return { version: p.version, littleEndian: p.littleEndian, metadata: p.metadata, tensors, alignment, dataStart };
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -236,6 +250,8 @@ class Cursor {
     private readonly bytes: Uint8Array,
     private readonly fileSize: number,
     public at: number,
+    /** The file's byte order, for every number of the header. */
+    private readonly le: boolean,
   ) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   }
@@ -249,26 +265,24 @@ class Cursor {
 
   u32(): number {
     this.need(4);
-    const v = this.view.getUint32(this.at, true);
+    const v = this.view.getUint32(this.at, this.le);
     this.at += 4;
     return v;
   }
 
-  swapped(v: number): number {
-    return ((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24);
-  }
 
   /** A uint64 as a number: exact up to 2^53, and past it a number larger than any file (for counts and lengths). */
   u64(): number {
     this.need(8);
-    const v = this.view.getUint32(this.at, true) + this.view.getUint32(this.at + 4, true) * 2 ** 32;
+    const [low, high] = this.le ? [this.at, this.at + 4] : [this.at + 4, this.at];
+    const v = this.view.getUint32(low, this.le) + this.view.getUint32(high, this.le) * 2 ** 32;
     this.at += 8;
     return v;
   }
 
   /** The uint64 at `at`, exact, as text (for messages). */
   u64Text(at: number): string {
-    return this.view.getBigUint64(at, true).toString();
+    return this.view.getBigUint64(at, this.le).toString();
   }
 
   /** A string: a uint64 length, then UTF-8 (refused where it is not, as gguf-py refuses it). */
@@ -296,32 +310,32 @@ class Cursor {
       case VT.UINT16:
         this.need(2);
         this.at += 2;
-        return this.view.getUint16(this.at - 2, true);
+        return this.view.getUint16(this.at - 2, this.le);
       case VT.INT16:
         this.need(2);
         this.at += 2;
-        return this.view.getInt16(this.at - 2, true);
+        return this.view.getInt16(this.at - 2, this.le);
       case VT.UINT32:
         this.need(4);
         this.at += 4;
-        return this.view.getUint32(this.at - 4, true);
+        return this.view.getUint32(this.at - 4, this.le);
       case VT.INT32:
         this.need(4);
         this.at += 4;
-        return this.view.getInt32(this.at - 4, true);
+        return this.view.getInt32(this.at - 4, this.le);
       case VT.FLOAT32:
         this.need(4);
         this.at += 4;
-        return this.view.getFloat32(this.at - 4, true);
+        return this.view.getFloat32(this.at - 4, this.le);
       case VT.FLOAT64:
         this.need(8);
         this.at += 8;
-        return this.view.getFloat64(this.at - 8, true);
+        return this.view.getFloat64(this.at - 8, this.le);
       case VT.UINT64:
       case VT.INT64: {
         this.need(8);
         this.at += 8;
-        const big = type === VT.UINT64 ? this.view.getBigUint64(this.at - 8, true) : this.view.getBigInt64(this.at - 8, true);
+        const big = type === VT.UINT64 ? this.view.getBigUint64(this.at - 8, this.le) : this.view.getBigInt64(this.at - 8, this.le);
         const n = Number(big);
         return Number.isSafeInteger(n) ? n : big;
       }
@@ -350,7 +364,7 @@ class Cursor {
       const start = this.bytes.byteOffset + this.at;
       this.at += nbytes;
       const copy = this.bytes.buffer.slice(start, start + nbytes) as ArrayBuffer;
-      if (!littleHost) {
+      if (littleHost !== this.le) {
         const w = typed.BYTES_PER_ELEMENT;
         const b = new Uint8Array(copy);
         for (let i = 0; i < nbytes; i += w) b.subarray(i, i + w).reverse();
