@@ -130,25 +130,26 @@ const typedOf = {
 };
 const norm = (v) => (typeof v === 'bigint' ? { big: String(v) } : ArrayBuffer.isView(v) ? Array.from(v, norm) : Array.isArray(v) ? v.map(norm) : v);
 
-for (const fname of ['plain.gguf', 'plain-be.gguf']) test(`metadata: every key/value in file order, 64-bit integers exact, arrays typed, as gguf-py reads them (${fname})`, async () => {
-  const f = await open(fname);
-  const want = report.files[fname].metadata;
-  assert.equal(Object.keys(f.metadata), Object.keys(want), 'keys in file order');
-  for (const [key, { types, value }] of Object.entries(want)) {
-    const got = f.metadata[key];
-    if (types[0] === 'ARRAY' && types.length === 2 && typedOf[types[1]]) assert.instance(got, typedOf[types[1]], key);
-    if (types.length > 2) {
-      // gguf-py flattens nested arrays (its FIXME); npyts keeps them nested.
-      assert.equal(norm(got).flat(Number.POSITIVE_INFINITY), value, key);
-    } else {
-      assert.equal(norm(got), value, key);
+for (const fname of ['plain.gguf', 'plain-be.gguf'])
+  test(`metadata: every key/value in file order, 64-bit integers exact, arrays typed, as gguf-py reads them (${fname})`, async () => {
+    const f = await open(fname);
+    const want = report.files[fname].metadata;
+    assert.equal(Object.keys(f.metadata), Object.keys(want), 'keys in file order');
+    for (const [key, { types, value }] of Object.entries(want)) {
+      const got = f.metadata[key];
+      if (types[0] === 'ARRAY' && types.length === 2 && typedOf[types[1]]) assert.instance(got, typedOf[types[1]], key);
+      if (types.length > 2) {
+        // gguf-py flattens nested arrays (its FIXME); npyts keeps them nested.
+        assert.equal(norm(got).flat(Number.POSITIVE_INFINITY), value, key);
+      } else {
+        assert.equal(norm(got), value, key);
+      }
     }
-  }
-  assert.equal(f.metadata['m.nested'], [Int32Array.of(1, 2, 3), Int32Array.of(4), [Int32Array.of(5, 6), Int32Array.of(7)]]);
-  assert.is(f.metadata['m.u64'], 2n ** 63n + 5n);
-  assert.is(f.metadata['m.u64small'], 2 ** 53 - 1);
-  assert.is(f.version, 3);
-});
+    assert.equal(f.metadata['m.nested'], [Int32Array.of(1, 2, 3), Int32Array.of(4), [Int32Array.of(5, 6), Int32Array.of(7)]]);
+    assert.is(f.metadata['m.u64'], 2n ** 63n + 5n);
+    assert.is(f.metadata['m.u64small'], 2 ** 53 - 1);
+    assert.is(f.version, 3);
+  });
 
 test('a tokenizer of 150 000 tokens: the strings and scores written, in order', async () => {
   const f = await open('vocab.gguf');

@@ -270,7 +270,6 @@ class Cursor {
     return v;
   }
 
-
   /** A uint64 as a number: exact up to 2^53, and past it a number larger than any file (for counts and lengths). */
   u64(): number {
     this.need(8);
