@@ -102,6 +102,9 @@ bf32 = keras.Sequential([keras.Input((6,)), layers.Dense(5, activation="relu"), 
 for w32, w16 in zip(bf32.weights, bf.weights):
     w32.assign(keras.ops.convert_to_numpy(keras.ops.cast(w16.value, "float32")))
 record("bf16", bf32, [rng.normal(size=(2, 6)).astype("float32")])
+# The same model as a legacy .h5: h5py stores its bfloat16 weights as opaque 2-byte values (|V2),
+# and only the layers' dtype policies in model_config say what they are.
+bf.save(at("bf16.h5"))
 
 # keras.applications' MobileNetV2 (ZeroPadding2D, DepthwiseConv2D, ReLU(max_value=6), BatchNormalization, Add,
 # global pooling), untrained at a small input size, with non-trivial BatchNormalization statistics.

@@ -75,6 +75,9 @@ test('a .keras zip: config.json and metadata.json parsed, model.weights.h5 read 
 
 test("a legacy .h5 (model.save('m.h5')): weights in layer_names/weight_names order, model_config parsed", async () => {
   const want = report.files['legacy.h5'];
+  // Keras 3 writes bfloat16 weights into a legacy .h5 and then refuses to load it ("Invalid dtype:
+  // void16"): its bug. npyts reads them as the layer's policy says (the saved model's own bfloat16).
+  assert.is(want.kerasReadsBfloat16, false, 'Keras now loads its legacy bfloat16 files: compare with its load instead');
   const f = await sameAsKeras('legacy.h5');
   assert.equal(f.metadata.config, want.config);
   assert.is(f.metadata.kerasVersion, want.keras_version);

@@ -117,6 +117,10 @@ export class KerasFile implements TensorFile, AsyncDisposable {
     const more: { kerasVersion?: string; backend?: string } = {};
     if (legacyRoot) {
       format = 'keras';
+      if (config === null && typeof rootAttrs.model_config === 'string') config = parseJson(rootAttrs.model_config, 'the model_config attribute');
+      // A legacy file records no dtype of its own for bfloat16 weights (h5py stores them as opaque
+      // 2-byte values): the layers' dtype policies in the model's config say which they are.
+      const bfloat16Layers = layersWithPolicy(config, 'bfloat16');
       const attrs = await legacyRoot.attrs({ signal });
       const layerNames = stringsOf(attrs.layer_names, `the layer_names attribute of /${prefix}`);
       for (const layer of layerNames) {
@@ -129,13 +133,13 @@ export class KerasFile implements TensorFile, AsyncDisposable {
           if (d.kind !== 'dataset') throw bad(`weight '${w}' of ${g.path} is a group, not a dataset`);
           const name = `${prefix}${layer}/${w}`;
           if (entries.has(name)) throw bad(`weight '${name}' is named twice by weight_names`);
-          entries.set(name, { dataset: d, as: await bfloat16Of(d, signal) });
+          const byPolicy = d.dtype.kind === 'V' && d.dtype.itemsize === 2 && [layer, ...w.split('/')].some((n) => bfloat16Layers.has(n));
+          entries.set(name, { dataset: d, as: byPolicy ? 'bfloat16' : await bfloat16Of(d, signal) });
         }
       }
       const top = legacyRoot === hdf5.root ? rootAttrs : { ...rootAttrs, ...(await legacyRoot.attrs({ signal })) };
       if (typeof top.keras_version === 'string') more.kerasVersion = top.keras_version;
       if (typeof top.backend === 'string') more.backend = top.backend;
-      if (config === null && typeof rootAttrs.model_config === 'string') config = parseJson(rootAttrs.model_config, 'the model_config attribute');
     } else {
       await walk(hdf5.root, new Set([hdf5.root.address]), new Set(), entries, layers, signal);
       if (rootNames.includes('layers') || Object.keys(layers).length) format = 'keras';
@@ -286,6 +290,28 @@ async function bfloat16Of(d: Hdf5Dataset, signal: AbortSignal | undefined): Prom
   if (d.dtype.itemsize !== 2 || !['u', 'i', 'V'].includes(d.dtype.kind)) return undefined;
   const attrs = await d.attrs({ signal });
   return attrs.dtype === 'bfloat16' ? 'bfloat16' : undefined;
+}
+
+/**
+ * The names of the layers of a Keras model config (at any depth: nested models' layers too) whose
+ * dtype policy is `policy`: Keras 3 writes it as a `DTypePolicy` object, Keras 2 as its name.
+ */
+function layersWithPolicy(config: unknown, policy: string): Set<string> {
+  const names = new Set<string>();
+  const seen = new Set<object>();
+  const visit = (v: unknown): void => {
+    if (v === null || typeof v !== 'object' || seen.has(v)) return;
+    seen.add(v);
+    const layer = (v as { config?: { name?: unknown; dtype?: unknown } }).config;
+    if (typeof layer?.name === 'string') {
+      const dtype = layer.dtype as { config?: { name?: unknown } } | string | undefined;
+      const name = typeof dtype === 'string' ? dtype : dtype?.config?.name;
+      if (name === policy) names.add(layer.name);
+    }
+    for (const child of Object.values(v)) visit(child);
+  };
+  visit(config);
+  return names;
 }
 
 /** An attribute that must be a list of strings (a legacy file's `layer_names`, `weight_names`). */
