@@ -84,7 +84,7 @@ test('a bfloat16 model: its weights become float32 exactly (Keras on the same we
   assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
 });
 
-test('a bfloat16 model saved as a legacy .h5 (weights as opaque |V2, their dtype only in the layers\' policies): float32 exactly, as from the .keras', async () => {
+test("a bfloat16 model saved as a legacy .h5 (weights as opaque |V2, their dtype only in the layers' policies): float32 exactly, as from the .keras", async () => {
   const model = await tfl.loadLayersModel(kerasHandler(at('bf16.h5')));
   assert.ok(model.weights.every((w) => w.dtype === 'float32'));
   const err = worst(model, 'bf16');
