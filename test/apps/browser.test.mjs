@@ -7,14 +7,13 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { launchChromium, CHROMIUM } from '../helpers/chromium.mjs';
 import { build } from 'esbuild';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-browser-');
-const CHROMIUM = '/usr/bin/chromium';
 if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's chromium at /usr/bin/chromium (.ci/run installs it)");
 
 // numpy makes the fixtures and says what the first page of each holds (rows × up to 40 columns).
@@ -65,11 +64,7 @@ print(json.dumps(out))
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-});
+const browser = await launchChromium();
 const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
 const problems = [];
 page.on('pageerror', (e) => problems.push(String(e)));

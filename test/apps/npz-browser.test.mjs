@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.mjs';
 import { build } from 'esbuild';
 import { numpy, python, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
@@ -60,11 +60,7 @@ await build({
 });
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-});
+const browser = await launchChromium();
 const problems = [];
 
 /** A page at `path` under the server (optionally answered with a Content-Security-Policy). */

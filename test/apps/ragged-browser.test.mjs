@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.mjs';
 import { build } from 'esbuild';
 import { arrayFromValues, arrayToJSON, NdArray } from '@npyts/core';
 import { openRaggedSync, saveRaggedSync, saveReferencesSync } from '@npyts/core/node';
@@ -49,11 +49,7 @@ await build({
 });
 writeFileSync(join(dir, 'index.html'), '<!doctype html><title>ragged</title>');
 const server = await startNginx(dir);
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-});
+const browser = await launchChromium();
 
 test('every layout, an N-d index, references and a numpy-written index read in Chromium as in Node', async () => {
   const page = await browser.newPage();

@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.mjs';
 import { build } from 'esbuild';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
@@ -37,11 +37,7 @@ await build({
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-});
+const browser = await launchChromium();
 const page = await browser.newPage();
 const problems = [];
 page.on('pageerror', (e) => problems.push(String(e)));
