@@ -23,14 +23,12 @@ export function ensureNginx() {
   return existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
 }
 
-export async function waitForServer(url) {
-  for (let i = 0; i < 200; i++) {
+export async function waitForServer(url, isOurs = () => true) {
+  for (let i = 0; i < 400; i++) {
     try {
-      await fetch(url);
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 25));
-    }
+      if (isOurs(await fetch(url))) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`${url} did not come up`);
 }
@@ -41,21 +39,28 @@ export const TEST_TOKEN = 'npyts-test-token';
 /** Start nginx serving `root`; returns its base URL and a stop function. */
 export async function startNginx(root) {
   const nginx = ensureNginx();
-  const port = await freePort();
-  const conf = mkdtempSync(join(tmpdir(), 'npyts-nginx-'));
-  mkdirSync(join(conf, 'tmp'));
-  writeFileSync(
-    join(conf, 'nginx.conf'),
-    `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
+  // The port is free when picked, but another test's server can take it before nginx binds it (then
+  // nginx exits, and the other server would answer in its place): nginx's own answer is awaited,
+  // and a new port tried when it exits first.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const conf = mkdtempSync(join(tmpdir(), 'npyts-nginx-'));
+    mkdirSync(join(conf, 'tmp'));
+    writeFileSync(
+      join(conf, 'nginx.conf'),
+      `user root; worker_processes 1; daemon off; pid ${conf}/nginx.pid; error_log ${conf}/error.log;
 events { worker_connections 64; }
 http { access_log off; client_body_temp_path ${conf}/tmp; proxy_temp_path ${conf}/tmp; fastcgi_temp_path ${conf}/tmp; uwsgi_temp_path ${conf}/tmp; scgi_temp_path ${conf}/tmp;
   types { text/javascript js mjs; text/html html; application/octet-stream npy npz; }
   server { listen 127.0.0.1:${port}; root ${root};
     # Files under /private/ need the token the tests' fetch hooks add.
     location /private/ { if ($http_authorization != "Bearer ${TEST_TOKEN}") { return 401; } } } }`,
-  );
-  const proc = spawn(nginx, ['-c', join(conf, 'nginx.conf'), '-p', conf], { stdio: 'ignore' });
-  const base = `http://127.0.0.1:${port}`;
-  await waitForServer(`${base}/`);
-  return { base, stop: () => proc.kill('SIGTERM') };
+    );
+    const proc = spawn(nginx, ['-c', join(conf, 'nginx.conf'), '-p', conf], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => proc.once('exit', () => resolve(false)));
+    const base = `http://127.0.0.1:${port}`;
+    const up = await Promise.race([waitForServer(`${base}/`, (r) => /^nginx/.test(r.headers.get('server') ?? '')).then(() => true), exited]);
+    if (up) return { base, stop: () => proc.kill('SIGTERM') };
+    if (attempt === 5) throw new Error(`nginx did not start (see ${conf}/error.log)`);
+  }
 }
