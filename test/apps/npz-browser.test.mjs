@@ -4,8 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { launchChromium } from '../helpers/chromium.mjs';
-import { build } from 'esbuild';
+import { bundleForPage, launchChromium } from '../helpers/chromium.mjs';
 import { numpy, python, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
 
@@ -50,14 +49,7 @@ print(json.dumps({k: {'descr': np.asarray(v).dtype.str, 'shape': list(np.shape(v
 `),
 );
 
-await build({
-  stdin: { contents: "export { decodeNpz } from '@npyts/core'; export { crc32 } from '@npyts/core/plumbing';", resolveDir: process.cwd() },
-  bundle: true,
-  format: 'esm',
-  platform: 'browser',
-  outfile: join(dir, 'core.js'),
-  logLevel: 'error',
-});
+await bundleForPage("export { decodeNpz } from '@npyts/core'; export { crc32 } from '@npyts/core/plumbing';", join(dir, 'core.js'));
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await launchChromium();

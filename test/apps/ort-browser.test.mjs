@@ -8,8 +8,7 @@ import * as assert from 'uvu/assert';
 import { copyFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchChromium } from '../helpers/chromium.mjs';
-import { build } from 'esbuild';
+import { bundleForPage, launchChromium } from '../helpers/chromium.mjs';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
 
@@ -40,19 +39,10 @@ const tunedWant = JSON.parse(npy('tuned-want.npy'));
 
 // The page's code: onnxruntime-web's wasm build and the built packages, as one browser bundle; the
 // wasm binary beside it, handed to ORT as bytes.
-await build({
-  stdin: {
-    contents:
-      "export * as ort from 'onnxruntime-web/wasm'; export { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime'; export { decodeNpy } from '@npyts/core';",
-    resolveDir: root,
-  },
-  bundle: true,
-  format: 'esm',
-  platform: 'browser',
-  outfile: join(dir, 'bundle.js'),
-  logLevel: 'error',
-  tsconfigRaw: {},
-});
+await bundleForPage(
+  "export * as ort from 'onnxruntime-web/wasm'; export { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime'; export { decodeNpy } from '@npyts/core';",
+  join(dir, 'bundle.js'),
+);
 copyFileSync(join(root, 'node_modules', 'onnxruntime-web', 'dist', 'ort-wasm-simd-threaded.wasm'), join(dir, 'ort.wasm'));
 
 const server = await startViewer({ port: 0, dataDir: dir });

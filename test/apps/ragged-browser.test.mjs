@@ -5,8 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { launchChromium } from '../helpers/chromium.mjs';
-import { build } from 'esbuild';
+import { bundleForPage, launchChromium } from '../helpers/chromium.mjs';
 import { arrayFromValues, arrayToJSON, NdArray } from '@npyts/core';
 import { openRaggedSync, saveRaggedSync, saveReferencesSync } from '@npyts/core/node';
 import { python, scratch } from '../helpers/numpy.mjs';
@@ -39,14 +38,7 @@ np.save(${JSON.stringify(join(dir, 'np.npy'))}, np.array([(0, 2), (2, 2), (2, 6)
 saveReferencesSync(join(dir, 'picks.npy'), { data: new Int32Array([9, 0, 3, 3]), shape: [2, 2] }, 'frames.npy');
 const names = ['words.npy', 'tags.npy', 'grid.npy', 'nested.npy', 'picks.npy', 'np.npy'];
 
-await build({
-  stdin: { contents: "export { openRaggedUrl, arrayToJSON, NdArray } from '@npyts/core';", resolveDir: process.cwd() },
-  bundle: true,
-  format: 'esm',
-  platform: 'browser',
-  outfile: join(dir, 'core.js'),
-  logLevel: 'error',
-});
+await bundleForPage("export { openRaggedUrl, arrayToJSON, NdArray } from '@npyts/core';", join(dir, 'core.js'));
 writeFileSync(join(dir, 'index.html'), '<!doctype html><title>ragged</title>');
 const server = await startNginx(dir);
 const browser = await launchChromium();

@@ -8,8 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchChromium } from '../helpers/chromium.mjs';
-import { build } from 'esbuild';
+import { bundleForPage, launchChromium } from '../helpers/chromium.mjs';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startViewer } from '../../viewer/serve.mjs';
 
@@ -21,19 +20,10 @@ const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 
 if (hasTorch) execFileSync('/usr/bin/python3', [join(root, 'test', 'helpers', 'torch_models.py'), 'build', dir]);
 
 // The page's code: tfjs and @npyts/tfjs as a browser bundle of the built packages.
-await build({
-  stdin: {
-    contents:
-      "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler, assignWeights, checkModel } from '@npyts/tfjs'; export { twins } from './test/helpers/torch-twins.mjs';",
-    resolveDir: root,
-  },
-  bundle: true,
-  format: 'esm',
-  platform: 'browser',
-  outfile: join(dir, 'bundle.js'),
-  logLevel: 'error',
-  tsconfigRaw: {},
-});
+await bundleForPage(
+  "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler, assignWeights, checkModel } from '@npyts/tfjs'; export { twins } from './test/helpers/torch-twins.mjs';",
+  join(dir, 'bundle.js'),
+);
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
