@@ -8,9 +8,8 @@ import * as assert from 'uvu/assert';
 import { copyFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleForPage, launchChromium } from '../helpers/chromium.mjs';
+import { bundleForPage, pageOverData } from '../helpers/chromium.mjs';
 import { python, scratch } from '../helpers/numpy.mjs';
-import { startViewer } from '../../viewer/serve.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-ort-browser-');
@@ -45,13 +44,7 @@ await bundleForPage(
 );
 copyFileSync(join(root, 'node_modules', 'onnxruntime-web', 'dist', 'ort-wasm-simd-threaded.wasm'), join(dir, 'ort.wasm'));
 
-const server = await startViewer({ port: 0, dataDir: dir });
-const base = `http://127.0.0.1:${server.address().port}`;
-const browser = await launchChromium();
-const page = await browser.newPage();
-const problems = [];
-page.on('pageerror', (e) => problems.push(String(e)));
-await page.goto(`${base}/data/bundle.js`);
+const { page, problems, close } = await pageOverData(dir);
 
 /** In the page: the model (a URL, or withWeights' bytes) run on x.npy; the output's dtype, shape and values. */
 const runInPage = (weights) =>
@@ -93,9 +86,6 @@ test('withWeights in the page: a state_dict fetched by URL is copied in, and run
   assert.ok(worstOf(r.values, want) > 1e-2, 'the swapped weights change the output');
 });
 
-test.after(async () => {
-  await browser.close();
-  server.close();
-});
+test.after(close);
 
 test.run();

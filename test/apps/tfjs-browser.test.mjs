@@ -8,9 +8,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleForPage, launchChromium } from '../helpers/chromium.mjs';
+import { bundleForPage, pageOverData } from '../helpers/chromium.mjs';
 import { python, scratch } from '../helpers/numpy.mjs';
-import { startViewer } from '../../viewer/serve.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-tfjs-browser-');
@@ -25,14 +24,8 @@ await bundleForPage(
   join(dir, 'bundle.js'),
 );
 
-const server = await startViewer({ port: 0, dataDir: dir });
-const base = `http://127.0.0.1:${server.address().port}`;
-const browser = await launchChromium();
-const page = await browser.newPage();
-const problems = [];
-page.on('pageerror', (e) => problems.push(String(e)));
 // A page in /data/, so that 'keras.npz' is a URL relative to it.
-await page.goto(`${base}/data/bundle.js`);
+const { page, problems, close } = await pageOverData(dir);
 
 test('the numpy-built model loads by a relative URL in the page and predicts what numpy computes', async () => {
   const result = await page.evaluate(async (tokens) => {
@@ -85,9 +78,6 @@ print(names == sorted(k for k in b.files if k != 'model.json') and all(np.array_
   },
 );
 
-test.after(async () => {
-  await browser.close();
-  server.close();
-});
+test.after(close);
 
 test.run();

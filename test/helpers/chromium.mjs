@@ -32,3 +32,28 @@ export function bundleForPage(contents, outfile) {
     tsconfigRaw: {},
   });
 }
+
+/**
+ * A page in Chromium at `/data/bundle.js` of a viewer server over `dir` (so that the bundle's module
+ * and the files in `dir` are URLs relative to it); `problems` collects the page's uncaught errors;
+ * `close()` ends the browser and the server.
+ */
+export async function pageOverData(dir) {
+  const { startViewer } = await import('../../viewer/serve.mjs');
+  const server = await startViewer({ port: 0, dataDir: dir });
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const browser = await launchChromium();
+  const page = await browser.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(String(e)));
+  await page.goto(`${base}/data/bundle.js`);
+  return {
+    page,
+    base,
+    problems,
+    close: async () => {
+      await browser.close();
+      server.close();
+    },
+  };
+}
