@@ -171,4 +171,93 @@ except AssertionError as e:
   }
 });
 
+test("float128 (x86 long double): compared exactly past float64's range and precision, with numpy's verdict, count and largest differences", async () => {
+  const cases = [];
+  const make = [];
+  const pairsLd = {
+    // Past float64's range: a relative difference of 1e-6 fails rtol 1e-7 and passes rtol 1e-5.
+    huge: [
+      "np.array([np.longdouble('1e400'), -np.longdouble('3e4000'), 1.5], dtype='<f16')",
+      "np.array([np.longdouble('1e400') * (1 + np.longdouble('1e-6')), -np.longdouble('3e4000'), 1.5], dtype='<f16')",
+    ],
+    tiny: [
+      "np.array([np.longdouble('1e-4000'), np.longdouble('2e-4900')], dtype='<f16')",
+      "np.array([np.longdouble('1.0000001e-4000'), np.longdouble('2e-4900') * 3], dtype='<f16')",
+    ],
+    // Finer than float64: 1 + 2^-60 against 1 is equal as float64, and not for atol below 2^-60.
+    precision: [
+      "np.array([1 + np.longdouble(2) ** -60, 1 / np.longdouble(3)], dtype='<f16')",
+      "np.array([np.longdouble(1), np.longdouble(1) / 3 + np.longdouble(2) ** -62], dtype='<f16')",
+    ],
+    inf_nan: [
+      "np.array([np.longdouble('1e400'), np.inf, np.nan, np.nan], dtype='<f16')",
+      "np.array([np.inf, np.inf, np.nan, np.longdouble('1e400')], dtype='<f16')",
+    ],
+    zero_desired: ["np.array([np.longdouble('1e-4000'), 0], dtype='<f16')", "np.array([0, 0], dtype='<f16')"],
+    against_f8: ["np.array([np.longdouble('1e400'), 1 + np.longdouble(2) ** -60], dtype='<f16')", 'np.array([1e300, 1.0])'],
+    big_endian: ["np.array([np.longdouble('1e400'), 2], dtype='>f16')", "np.array([np.longdouble('1.5e400'), 2], dtype='<f16')"],
+  };
+  for (const [name, [a, b]] of Object.entries(pairsLd)) {
+    const fa = join(dir, `ld_${name}_a.npy`);
+    const fb = join(dir, `ld_${name}_b.npy`);
+    make.push(`np.save(${JSON.stringify(fa)}, ${a}); np.save(${JSON.stringify(fb)}, ${b})`);
+    for (const [rtol, atol] of [
+      [1e-7, 0],
+      [1e-5, 0],
+      [0, 2 ** -61],
+      [1e-7, 1e-300],
+    ])
+      cases.push({ name, fa, fb, rtol, atol });
+  }
+  python(make.join('\n'));
+  const expected = JSON.parse(
+    python(
+      `
+out = []
+for c in json.load(open(${JSON.stringify(writeJSON(join(dir, 'ld-cases.json'), cases))})):
+    x, y = np.load(c['fa']), np.load(c['fb'])
+    with np.errstate(all='ignore'):
+        try:
+            np.testing.assert_allclose(x, y, rtol=c['rtol'], atol=c['atol'])
+            out.append({'equal': True})
+            continue
+        except AssertionError as e:
+            m = str(e)
+        x, y = x.astype(np.longdouble), y.astype(np.longdouble)
+        err = abs(x - y)
+        bad = ~((err <= c['atol'] + c['rtol'] * abs(y)) | (np.isnan(x) & np.isnan(y)) | ((x == y) & np.isinf(x)))
+        fin = bad & np.isfinite(err)
+        count = re.search(r'Mismatched elements: (\\d+) /', m)
+        out.append({'equal': False, 'count': int(count.group(1)) if count else None,
+                    'abs': None if not fin.any() else str(err[fin].max()), 'rel': None if not fin.any() else str((err[fin] / abs(y[fin])).max())})
+print(json.dumps(out))`.replace('out = []', 'import re\nout = []'),
+    ),
+  );
+  const checks = [];
+  for (const [i, c] of cases.entries()) {
+    const want = expected[i];
+    const label = `${c.name} rtol=${c.rtol} atol=${c.atol}`;
+    const r = await runCli(['diff', c.fa, c.fb, '--rtol', String(c.rtol), '--atol', String(c.atol)]);
+    assert.is(r.code, want.equal ? 0 : 1, `${label}: ${r.stdout}${r.stderr}`);
+    if (want.equal) continue;
+    if (want.count !== null) assert.match(r.stdout, new RegExp(`Mismatched elements: ${want.count} / `), `${label}\n${r.stdout}`);
+    const ours = (what) => new RegExp(`Max ${what} difference among violations: (\\S+)`).exec(r.stdout)?.[1] ?? null;
+    if (want.rel !== null) checks.push({ label, abs: [ours('absolute'), want.abs], rel: [ours('relative'), want.rel] });
+  }
+  // Our largest differences, read back as long doubles: the absolute one is numpy's to the bit (both
+  // are |x − y| rounded once); the relative one within two units in the last place (numpy rounds twice).
+  const wrong = JSON.parse(
+    python(`
+bad = []
+for c in json.load(open(${JSON.stringify(writeJSON(join(dir, 'ld-checks.json'), checks))})):
+    (oa, na), (orl, nr) = c['abs'], c['rel']
+    if np.longdouble(oa) != np.longdouble(na): bad.append([c['label'], 'abs', oa, na])
+    o, n = np.longdouble(orl), np.longdouble(nr)
+    if abs(o - n) > 2 * np.spacing(n): bad.append([c['label'], 'rel', orl, nr])
+print(json.dumps(bad))`),
+  );
+  assert.equal(wrong, []);
+  assert.ok(checks.length >= 8, `${checks.length} cases measured`);
+});
+
 test.run();

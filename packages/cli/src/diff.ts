@@ -4,6 +4,7 @@
  * themselves); non-numeric arrays element by element.
  */
 import { datetimeText, familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
+import { compareMagnitudes, exactDistance, longDoubleExact, roundedLongDouble, shortestDigits, withinTolerance, type ExactFloat } from '@npyts/core/plumbing';
 import { readExactItem } from './format.js';
 
 /** assert_allclose's tolerances and their defaults. */
@@ -74,6 +75,24 @@ function indexOf(shape: readonly number[], i: number): number[] {
   return out;
 }
 
+/** A long double's exact value as text: its shortest digits at its own 64 bits, in scientific notation. */
+function exactText(x: ExactFloat): string {
+  const { digits, exp } = shortestDigits(x, 16);
+  return `${x.neg ? '-' : ''}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ''}e${exp < 0 ? '-' : '+'}${Math.abs(exp)}`;
+}
+
+const textOf = (v: number | ExactFloat): string => (typeof v === 'number' ? `${v}` : exactText(v));
+
+/** The larger of two magnitudes (not negative; either may be infinite). */
+function larger(a: number | ExactFloat, b: number | ExactFloat): number | ExactFloat {
+  if (typeof a === 'number' && typeof b === 'number') return Math.max(a, b);
+  if (a === Infinity || b === Infinity) return Infinity;
+  return compareMagnitudes(a, b) >= 0 ? a : b;
+}
+
+/** Whether a float dtype is numpy's x86 long double (read exactly, past float64's range and precision). */
+const longDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dtype.realBytes === 16;
+
 const show = (v: unknown): string => {
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number') return `${v}`;
@@ -140,8 +159,8 @@ function plainNumbers(dtype: DType): boolean {
  */
 export class Comparison {
   private mismatched = 0;
-  private maxAbs = 0;
-  private maxRel = 0;
+  private maxAbs: number | ExactFloat = 0;
+  private maxRel: number | ExactFloat = 0;
   /** Violations with a finite difference (NaN or infinity mismatches have none to measure). */
   private measured = 0;
   private readonly shown: string[] = [];
@@ -180,6 +199,7 @@ export class Comparison {
     const linear = (x: NdArray): boolean => x.order === 'C' || x.shape.filter((d) => d > 1).length <= 1;
     const walk = linear(a) && linear(b) ? null : ([cOrderPositions(a), cOrderPositions(b)] as const);
     const plain = this.close && plainNumbers(a.dtype) && plainNumbers(b.dtype);
+    const exact = this.close && (longDouble(a.dtype) || longDouble(b.dtype)) && familyOf(a.dtype) !== 'complex' && familyOf(b.dtype) !== 'complex';
     const { atol, rtol } = this.tol;
     for (let i = 0; i < n; i++) {
       const pa = walk ? (walk[0].next().value as number) : i;
@@ -193,6 +213,16 @@ export class Comparison {
         const d = Math.abs(x - y);
         // A finite difference only: infinities of opposite signs are a mismatch, whatever rtol·∞ says.
         if (d <= atol + rtol * Math.abs(y) && d < Infinity) continue;
+      }
+      if (exact) {
+        // A long double on either side: compared exactly, past float64's range and precision.
+        const x = longDouble(a.dtype) ? longDoubleExact(a.data as Uint8Array, pa * 16) : (asNum(readExactItem(a.dtype, a.data, pa)) as number);
+        const y = longDouble(b.dtype) ? longDoubleExact(b.data as Uint8Array, pb * 16) : (asNum(readExactItem(b.dtype, b.data, pb)) as number);
+        if (!this.exactlyClose(x, y)) {
+          this.mismatched++;
+          if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${textOf(x)} vs ${textOf(y)}`);
+        }
+        continue;
       }
       const va = readExactItem(a.dtype, a.data, pa);
       const vb = readExactItem(b.dtype, b.data, pb);
@@ -209,8 +239,8 @@ export class Comparison {
           bad = !(d <= atol + rtol * magnitude(y));
           if (bad) {
             this.measured++;
-            this.maxAbs = Math.max(this.maxAbs, d);
-            this.maxRel = Math.max(this.maxRel, d / magnitude(y));
+            this.maxAbs = larger(this.maxAbs, d);
+            this.maxRel = larger(this.maxRel, d / magnitude(y));
           }
         }
       } else bad = show(va) !== show(vb);
@@ -219,6 +249,21 @@ export class Comparison {
       if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${showIn(a.dtype, va)} vs ${showIn(b.dtype, vb)}`);
     }
     this.seen += n;
+  }
+
+  /** assert_allclose's test of two real values of which one or both may be long doubles, exactly. */
+  private exactlyClose(x: number | ExactFloat, y: number | ExactFloat): boolean {
+    const nan = (v: number | ExactFloat): boolean => typeof v === 'number' && Number.isNaN(v);
+    if (nan(x) || nan(y)) return nan(x) && nan(y);
+    const infinite = (v: number | ExactFloat): boolean => typeof v === 'number' && !Number.isFinite(v);
+    if (infinite(x) || infinite(y)) return x === y;
+    const d = exactDistance(x, y);
+    if (withinTolerance(d, y, this.tol.rtol, this.tol.atol)) return true;
+    this.measured++;
+    this.maxAbs = larger(this.maxAbs, roundedLongDouble(d));
+    const zero = typeof y === 'number' && y === 0;
+    this.maxRel = larger(this.maxRel, zero ? Infinity : roundedLongDouble(d, y));
+    return false;
   }
 
   result(): DiffResult {
@@ -230,7 +275,7 @@ export class Comparison {
       `Mismatched elements: ${this.mismatched} / ${n} (${percent(this.mismatched, n)})`,
     ];
     if (this.close && this.measured > 0) {
-      lines.push(`Max absolute difference among violations: ${this.maxAbs}`, `Max relative difference among violations: ${this.maxRel}`);
+      lines.push(`Max absolute difference among violations: ${textOf(this.maxAbs)}`, `Max relative difference among violations: ${textOf(this.maxRel)}`);
     }
     lines.push(`First mismatches (actual vs desired):`, ...this.shown);
     if (this.mismatched > this.shown.length) lines.push(`  … and ${this.mismatched - this.shown.length} more`);

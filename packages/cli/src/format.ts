@@ -230,10 +230,10 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
 }
 
 /**
- * {@link readItem} for what the CLI compares or writes as text (`diff`, CSV; `show` prints long
- * doubles exactly, see {@link readShownItem}): an x86 long double (`f16`, or a part of `c32`) that
- * is not exactly a float64 (past its range, or with more than 53 bits) is refused, since the float64
- * it reads as would be compared or written silently wrong.
+ * {@link readItem} for what the CLI writes as text (CSV; `show` prints long doubles exactly, see
+ * {@link readShownItem}, and `diff` compares real ones exactly): an x86 long double (`f16`, or a
+ * part of `c32`) that is not exactly a float64 (past its range, or with more than 53 bits) is
+ * refused, since the float64 it reads as would be written or compared silently wrong.
  */
 export function readExactItem(dtype: DType, data: ArrayData, pos: number): unknown {
   if (dtype.realBytes === 16) {
@@ -241,7 +241,7 @@ export function readExactItem(dtype: DType, data: ArrayData, pos: number): unkno
       if (!longDoubleIsNumber(data as Uint8Array, pos * dtype.itemsize + part)) {
         throw new NpyError(
           'NOT_REPRESENTABLE',
-          `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts prints, compares and writes as text only long doubles that are float64 values: use numpy for this one`,
+          `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts writes as text, and compares as complex numbers, only long doubles that are float64 values: use numpy for this one`,
         );
       }
     }

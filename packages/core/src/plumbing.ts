@@ -56,6 +56,9 @@ export {
   scaledRound,
   longDoubleExact,
   compareMagnitudes,
+  exactDistance,
+  withinTolerance,
+  roundedLongDouble,
   type ExactFloat,
 } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';

@@ -68,6 +68,77 @@ export function compareMagnitudes(a: number | ExactFloat, b: number | ExactFloat
   return l < r ? -1 : l > r ? 1 : 0;
 }
 
+/**
+ * |a − b| of two finite values, exactly: the difference of two binary floats is itself one (with as
+ * many bits as it takes), so a long double compared with a long double loses nothing.
+ * @example
+ * exactDistance(longDoubleExact(bytes, 0), 1e400 as a long double);   // { neg: false, mant, exp2, bits }
+ */
+export function exactDistance(a: number | ExactFloat, b: number | ExactFloat): ExactFloat {
+  const [x, y] = [a, b].map(signedOf) as [[bigint, number], [bigint, number]];
+  const exp2 = Math.min(x[1], y[1]);
+  const d = (x[0] << BigInt(x[1] - exp2)) - (y[0] << BigInt(y[1] - exp2));
+  const mant = d < 0n ? -d : d;
+  return { neg: false, mant, exp2, bits: mant.toString(2).length };
+}
+
+/** A finite value as a signed integer times 2^exp2. */
+function signedOf(x: number | ExactFloat): [bigint, number] {
+  if (typeof x === 'number') {
+    const { mant, exp2 } = exactOfNumber(x);
+    return [x < 0 ? -mant : mant, exp2];
+  }
+  return [x.neg ? -x.mant : x.mant, x.exp2];
+}
+
+/**
+ * Whether |d| ≤ atol + rtol · |y|, exactly (np.testing.assert_allclose's test, computed without
+ * rounding: numpy rounds each step to the long double, which can differ only where the two sides are
+ * within a rounding of each other). `rtol` and `atol` are finite and not negative.
+ */
+export function withinTolerance(d: number | ExactFloat, y: number | ExactFloat, rtol: number, atol: number): boolean {
+  const [dn, dd] = fractionOf(d);
+  const [yn, yd] = fractionOf(y);
+  const [rn, rd] = fractionOf(rtol);
+  const [an, ad] = fractionOf(atol);
+  // dn/dd ≤ an/ad + (rn·yn)/(rd·yd), over the common denominator dd·ad·rd·yd.
+  return dn * ad * rd * yd <= an * dd * rd * yd + rn * yn * dd * ad;
+}
+
+/**
+ * |a| / |b| (b not zero), or |a| alone, rounded half to even to a long double's 64 bits (x86
+ * extended: exponents down to its subnormals, infinity past its largest): the value numpy's long
+ * double arithmetic gives for one operation, as a long double (0 and infinity as numbers).
+ * @example
+ * roundedLongDouble(exactDistance(x, y));   // the long double nearest |x − y|
+ */
+export function roundedLongDouble(a: number | ExactFloat, b: number | ExactFloat = 1): number | ExactFloat {
+  let [num, den] = fractionOf(a);
+  const [bn, bd] = fractionOf(b);
+  num *= bd;
+  den *= bn;
+  if (num === 0n) return 0;
+  // The exponent e with 2^63 ≤ num / den · 2^-e < 2^64, then the quotient rounded half to even.
+  let e = num.toString(2).length - den.toString(2).length - 63;
+  const scaled = (k: number): [bigint, bigint] => (k >= 0 ? [num, den << BigInt(k)] : [num << BigInt(-k), den]);
+  let [n, d] = scaled(e);
+  if (n / d >= 1n << 64n) [n, d] = scaled(++e);
+  else if (n / d < 1n << 63n) [n, d] = scaled(--e);
+  // Below the smallest normal the format keeps fewer bits: round at its subnormal step instead.
+  const MIN_EXP2 = 1 - 16383 - 63;
+  if (e < MIN_EXP2) [n, d] = scaled((e = MIN_EXP2));
+  let q = n / d;
+  const r2 = 2n * (n % d);
+  if (r2 > d || (r2 === d && (q & 1n) === 1n)) q += 1n;
+  if (q === 1n << 64n) {
+    q >>= 1n;
+    e += 1;
+  }
+  if (q === 0n) return 0;
+  if (e + 63 > 16383) return Infinity;
+  return { neg: false, mant: q, exp2: e, bits: 64 };
+}
+
 /** Whether `text` reads back to `x` at `itemsize` bytes. */
 function readsBack(text: string, x: number, itemsize: number): boolean {
   const y = Number(text);
