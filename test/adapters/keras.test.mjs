@@ -128,6 +128,31 @@ test('a .keras and a legacy .h5 load from bytes as from a path', async () => {
   }
 });
 
+test('the model built only to pair and check the weights takes no memory per weight: its weights are views of a few shared buffers', async () => {
+  // tfjs's Zeros (or any initializer) would write a buffer of each weight's size.
+  const backend = tf.backend();
+  const write = backend.write;
+  const buffers = new Set();
+  let weights = 0;
+  let largest = 0;
+  backend.write = function (values, ...rest) {
+    if (values?.length >= 64) {
+      weights++;
+      largest = Math.max(largest, values.byteLength);
+      buffers.add(values.buffer);
+    }
+    return write.call(this, values, ...rest);
+  };
+  try {
+    await kerasHandler(at('mobilenetv2.keras')).load();
+  } finally {
+    backend.write = write;
+  }
+  const held = [...buffers].reduce((n, b) => n + b.byteLength, 0);
+  assert.ok(weights > 50, `${weights} weights written`);
+  assert.ok(buffers.size * 4 < weights && held <= 4 * largest, `${buffers.size} buffers of ${held} bytes for ${weights} weights, the largest ${largest} bytes`);
+});
+
 test('a .keras whose config.json is not a model is refused as BAD_MODEL', async () => {
   const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('not_a_model.keras'))));
   assert.is(e.code, 'BAD_MODEL');

@@ -2,8 +2,7 @@
  * Keras 3 models as tfjs models: `tf.loadLayersModel(kerasHandler('model.keras'))` builds the model from
  * Keras's config (keras-config.ts) and assigns every weight through Keras's records (keras-weights.ts).
  */
-import type * as tf from '@tensorflow/tfjs-core';
-import { io } from '@tensorflow/tfjs-core';
+import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, type WeightFile } from '@npyts/core';
 import { mapInParallel } from '@npyts/core/plumbing';
 import { planFrom } from './assign.js';
@@ -31,14 +30,44 @@ interface KerasModelFile {
   readonly kerasMajor: 2 | 3;
 }
 
-/** A copy of a topology with every initializer `Zeros`. */
-function zeroInitialized(topology: object): object {
+/**
+ * The initializer of the models built only for their weights' names and shapes: every weight a view
+ * of one zero-filled buffer (grown by doubling to the largest weight's size, never written, dropped
+ * after the build), so that no weight of the model is allocated, filled or paged in. Random and
+ * orthogonal fills of a large model cost seconds, and even zeros cost a fresh buffer per weight.
+ */
+class ShapeOnly extends tf.serialization.Serializable {
+  static readonly className = 'NpytsShapeOnly';
+  /** The shared zeros; concurrent builds may share it or each grow their own (all zeros either way). */
+  static blank = new ArrayBuffer(0);
+
+  apply(shape: readonly number[], dtype: tf.DataType = 'float32'): tf.Tensor {
+    const Values = dtype === 'float32' ? Float32Array : dtype === 'int32' ? Int32Array : dtype === 'bool' ? Uint8Array : null;
+    if (Values === null) return tf.zeros([...shape], dtype);
+    const size = shape.reduce((n, d) => n * d, 1);
+    const bytes = size * Values.BYTES_PER_ELEMENT;
+    // Doubling: a few buffers in all, at most twice the largest weight, however the weights come.
+    if (ShapeOnly.blank.byteLength < bytes) ShapeOnly.blank = new ArrayBuffer(Math.max(bytes, 2 * ShapeOnly.blank.byteLength));
+    return tf.tensor(new Values(ShapeOnly.blank, 0, size), [...shape], dtype);
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return {};
+  }
+}
+tf.serialization.registerClass(ShapeOnly);
+
+/** A copy of a topology with every initializer {@link ShapeOnly}. */
+function shapeOnly(topology: object): object {
   return JSON.parse(JSON.stringify(topology), (key, value: unknown) =>
-    key.endsWith('_initializer') && value !== null && typeof value === 'object' ? { class_name: 'Zeros', config: {} } : value,
+    key.endsWith('_initializer') && value !== null && typeof value === 'object' ? { class_name: ShapeOnly.className, config: {} } : value,
   ) as object;
 }
 
-/** The layers model tfjs builds from a topology (tfjs-layers, loaded only when a Keras model is). */
+/**
+ * The layers model tfjs builds from a topology, with no memory for its weights (see {@link ShapeOnly}):
+ * for their names, shapes and its tensors' shapes only (tfjs-layers, loaded only when a Keras model is).
+ */
 async function buildModel(topology: object): Promise<LayersModelLike & { dispose(): unknown }> {
   let layers: typeof import('@tensorflow/tfjs-layers');
   try {
@@ -46,20 +75,26 @@ async function buildModel(topology: object): Promise<LayersModelLike & { dispose
   } catch {
     throw new NpyError('BAD_MODEL', 'loading a Keras model needs @tensorflow/tfjs-layers (npm install @tensorflow/tfjs-layers)');
   }
-  return (await layers.models.modelFromJSON({ modelTopology: topology as tf.io.ModelJSON['modelTopology'] & {} })) as unknown as LayersModelLike & {
-    dispose(): unknown;
-  };
+  try {
+    return (await layers.models.modelFromJSON({
+      modelTopology: shapeOnly(topology) as tf.io.ModelJSON['modelTopology'] & {},
+    })) as unknown as LayersModelLike & {
+      dispose(): unknown;
+    };
+  } finally {
+    ShapeOnly.blank = new ArrayBuffer(0);
+  }
 }
 
 /**
- * The output shapes of a functional topology's layers, from the model tfjs builds of it (with zeros):
+ * The output shapes of a functional topology's layers, from the model tfjs builds of it:
  * Keras 3's config records each call argument's shape. A Sequential topology needs none.
  */
 async function outputShapes(topology: unknown): Promise<TensorShapes> {
   const known = new Map<string, { shape: readonly (number | null)[]; dtype: string }>();
   const key = (layer: string, node: number, tensor: number): string => JSON.stringify([layer, node, tensor]);
   if (topology === null || typeof topology !== 'object' || (topology as { class_name?: unknown }).class_name === 'Sequential') return () => undefined;
-  const model = await buildModel(zeroInitialized(topology));
+  const model = await buildModel(topology);
   try {
     const walk = (layers: readonly LayerLike[]): void => {
       for (const layer of layers) {
@@ -87,9 +122,8 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
     throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
   }
   const { topology } = kerasTopology(file.config, where, file.kerasMajor);
-  // Built only for its weights' names and shapes, so with zeros (random and orthogonal fills of a
-  // large model cost seconds); tfjs builds the model itself from the topology as translated.
-  const model = await buildModel(zeroInitialized(topology));
+  // Built only for its weights' names and shapes; tfjs builds the model itself from the topology as translated.
+  const model = await buildModel(topology);
   let plan: HandlerWeight[];
   try {
     const names = kerasNames(model, file.records, where);
@@ -151,7 +185,7 @@ export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerO
         throw new NpyError('BAD_TARGET', 'kerasHandler saves to a path (Node) or a function receiving the bytes (browserDownload in a page)');
       }
       await saveKeras(artifacts, source, where, await outputShapes(artifacts.modelTopology), options);
-      return { modelArtifactsInfo: io.getModelArtifactsInfoForJSON(artifacts) };
+      return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(artifacts) };
     },
   };
 }
