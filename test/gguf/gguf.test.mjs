@@ -179,93 +179,117 @@ test('sniff: the magic and a version read in either byte order; version 1 refuse
   assert.is((await npyErrorOf(() => GgufFile.open(bytesSource(new TextEncoder().encode('GGML1234'))))).code, 'BAD_MAGIC');
 });
 
-// Hostile headers, byte by byte.
-const u32 = (n) => new Uint8Array(Uint32Array.of(n).buffer);
-const u64 = (n) => new Uint8Array(BigUint64Array.of(BigInt(n)).buffer);
-const str = (s) => {
-  const b = typeof s === 'string' ? new TextEncoder().encode(s) : s;
-  return [u64(b.length), b];
-};
-const cat = (...parts) => {
-  const flat = parts.flat(Number.POSITIVE_INFINITY);
-  const out = new Uint8Array(flat.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of flat) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-};
+// Hostile headers, byte by byte, in either byte order (a big-endian file's magic stays "GGUF"; every
+// number after it is big-endian, as gguf-py's GGUFWriter writes them).
 const MAGIC = new TextEncoder().encode('GGUF');
-/** A v3 file: key/values and tensor infos as given (raw parts), the data section padded to 32, then `data` bytes. */
-const gguf = ({ kvs = [], infos = [], tensorCount = infos.length, kvCount = kvs.length, data = 64 }) => {
-  const head = cat(MAGIC, u32(3), u64(tensorCount), u64(kvCount), kvs, infos);
-  return cat(head, new Uint8Array((32 - (head.length % 32)) % 32), new Uint8Array(data));
+const builders = (little) => {
+  const u32 = (n) => {
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setUint32(0, n, little);
+    return b;
+  };
+  const u64 = (n) => {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigUint64(0, BigInt(n), little);
+    return b;
+  };
+  const str = (s) => {
+    const b = typeof s === 'string' ? new TextEncoder().encode(s) : s;
+    return [u64(b.length), b];
+  };
+  const cat = (...parts) => {
+    const flat = parts.flat(Number.POSITIVE_INFINITY);
+    const out = new Uint8Array(flat.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of flat) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  };
+  /** A v3 file: key/values and tensor infos as given (raw parts), the data section padded to 32, then `data` bytes. */
+  const gguf = ({ kvs = [], infos = [], tensorCount = infos.length, kvCount = kvs.length, data = 64 }) => {
+    const head = cat(MAGIC, u32(3), u64(tensorCount), u64(kvCount), kvs, infos);
+    return cat(head, new Uint8Array((32 - (head.length % 32)) % 32), new Uint8Array(data));
+  };
+  const kv = (key, type, ...value) => [str(key), u32(type), value];
+  const info = (name, ne, type = 0, offset = 0) => [str(name), u32(ne.length), ne.map(u64), u32(type), u64(offset)];
+  return { u32, u64, str, gguf, kv, info };
 };
-const kv = (key, type, ...value) => [str(key), u32(type), value];
-const info = (name, ne, type = 0, offset = 0) => [str(name), u32(ne.length), ne.map(u64), u32(type), u64(offset)];
 const refusal = async (bytes) => npyErrorOf(() => GgufFile.open(bytesSource(bytes, 'hostile.gguf')));
 
-test('a well-formed hand-made file reads (so each hostile case below differs by its one fault)', async () => {
-  const f = await GgufFile.open(bytesSource(gguf({ kvs: [kv('k', 4, u32(7))], infos: [info('t', [4, 2])] })));
-  assert.equal(f.metadata, Object.assign(Object.create(null), { k: 7 }));
-  assert.equal((await f.get('t')).shape, [2, 4]);
-});
+for (const little of [true, false]) {
+  const { u32, u64, str, gguf, kv, info } = builders(little);
+  const order = little ? 'little-endian' : 'big-endian';
 
-test('hostile counts and lengths: refused with BAD_GGUF before anything is made for them', async () => {
-  const cases = {
-    'tensor count 2^62': gguf({ tensorCount: 2n ** 62n }),
-    'kv count 2^62': gguf({ kvCount: 2n ** 62n }),
-    'key of 2^60 bytes': gguf({ kvs: [[u64(2n ** 60n), new Uint8Array(8)]] }),
-    'string value of 2^60 bytes': gguf({ kvs: [kv('k', 8, u64(2n ** 60n))] }),
-    'array of 2^40 uint8': gguf({ kvs: [kv('k', 9, u32(0), u64(2n ** 40n))] }),
-    'array of 2^40 strings': gguf({ kvs: [kv('k', 9, u32(8), u64(2n ** 40n))] }),
-    'tensor name of 2^60 bytes': gguf({ infos: [[u64(2n ** 60n), new Uint8Array(30)]] }),
-    'unknown value type': gguf({ kvs: [kv('k', 13, u32(0))] }),
-    'unknown array item type': gguf({ kvs: [kv('k', 9, u32(99), u64(1), u32(0))] }),
-    'unknown ggml type': gguf({ infos: [info('t', [32], 4)] }),
-    'dimensions overflowing 2^53': gguf({ infos: [info('t', [2n ** 32n, 2n ** 32n])] }),
-    'a dimension of 2^60': gguf({ infos: [info('t', [2n ** 60n, 0])] }),
-    'misaligned tensor data': gguf({ infos: [info('t', [4], 0, 4)] }),
-    'a quantized row not whole blocks': gguf({ infos: [info('t', [33], 8)] }),
-    'duplicate key': gguf({ kvs: [kv('k', 4, u32(1)), kv('k', 4, u32(2))] }),
-    'duplicate tensor name': gguf({ infos: [info('t', [4]), info('t', [4], 0, 32)] }),
-    'alignment not a power of two': gguf({ kvs: [kv('general.alignment', 4, u32(24))] }),
-    'alignment not a uint32': gguf({ kvs: [kv('general.alignment', 10, u64(32))] }),
-    'a key that is not UTF-8': gguf({ kvs: [kv(Uint8Array.of(0xff, 0xfe), 4, u32(1))] }),
-    'arrays nested 100 deep': gguf({
-      kvs: [
-        kv(
-          'k',
-          9,
-          Array.from({ length: 100 }, () => [u32(9), u64(1)]),
-          u32(0),
-          u64(0),
-        ),
-      ],
-    }),
-    'more dimensions than numpy allows': gguf({ infos: [[str('t'), u32(65), new Uint8Array(65 * 8 + 12)]] }),
-  };
-  for (const [what, bytes] of Object.entries(cases)) {
-    const e = await refusal(bytes);
-    assert.is(e.code, 'BAD_GGUF', `${what}: ${e.message}`);
-    assert.match(e.message, /^hostile\.gguf: /, what);
-  }
-});
+  test(`a well-formed hand-made file reads (so each hostile case below differs by its one fault), ${order}`, async () => {
+    const f = await GgufFile.open(bytesSource(gguf({ kvs: [kv('k', 4, u32(7)), kv('k64', 10, u64(2n ** 60n + 1n))], infos: [info('t', [4, 2])] })));
+    assert.is(f.littleEndian, little);
+    assert.equal(f.metadata, Object.assign(Object.create(null), { k: 7, k64: 2n ** 60n + 1n }));
+    assert.equal((await f.get('t')).shape, [2, 4]);
+  });
 
-test('tensor data past the end of the file: DATA_TRUNCATED at open, naming the tensor', async () => {
-  for (const t of [info('t', [1024]), info('t', [4], 0, 2n ** 50n), info('t', [4], 0, 2n ** 63n)]) {
-    const e = await refusal(gguf({ infos: [t] }));
-    assert.is(e.code, 'DATA_TRUNCATED', e.message);
-    assert.match(e.message, /tensor 't'/);
-  }
-});
+  test(`hostile counts and lengths, ${order}: refused with BAD_GGUF before anything is made for them`, async () => {
+    const cases = {
+      'tensor count 2^62': gguf({ tensorCount: 2n ** 62n }),
+      'kv count 2^62': gguf({ kvCount: 2n ** 62n }),
+      'key of 2^60 bytes': gguf({ kvs: [[u64(2n ** 60n), new Uint8Array(8)]] }),
+      'string value of 2^60 bytes': gguf({ kvs: [kv('k', 8, u64(2n ** 60n))] }),
+      'array of 2^40 uint8': gguf({ kvs: [kv('k', 9, u32(0), u64(2n ** 40n))] }),
+      'array of 2^40 strings': gguf({ kvs: [kv('k', 9, u32(8), u64(2n ** 40n))] }),
+      'tensor name of 2^60 bytes': gguf({ infos: [[u64(2n ** 60n), new Uint8Array(30)]] }),
+      'unknown value type': gguf({ kvs: [kv('k', 13, u32(0))] }),
+      'unknown array item type': gguf({ kvs: [kv('k', 9, u32(99), u64(1), u32(0))] }),
+      'unknown ggml type': gguf({ infos: [info('t', [32], 4)] }),
+      'dimensions overflowing 2^53': gguf({ infos: [info('t', [2n ** 32n, 2n ** 32n])] }),
+      'a dimension of 2^60': gguf({ infos: [info('t', [2n ** 60n, 0])] }),
+      'misaligned tensor data': gguf({ infos: [info('t', [4], 0, 4)] }),
+      'a quantized row not whole blocks': gguf({ infos: [info('t', [33], 8)] }),
+      'duplicate key': gguf({ kvs: [kv('k', 4, u32(1)), kv('k', 4, u32(2))] }),
+      'duplicate tensor name': gguf({ infos: [info('t', [4]), info('t', [4], 0, 32)] }),
+      'alignment not a power of two': gguf({ kvs: [kv('general.alignment', 4, u32(24))] }),
+      'alignment not a uint32': gguf({ kvs: [kv('general.alignment', 10, u64(32))] }),
+      'a key that is not UTF-8': gguf({ kvs: [kv(Uint8Array.of(0xff, 0xfe), 4, u32(1))] }),
+      'arrays nested 100 deep': gguf({
+        kvs: [
+          kv(
+            'k',
+            9,
+            Array.from({ length: 100 }, () => [u32(9), u64(1)]),
+            u32(0),
+            u64(0),
+          ),
+        ],
+      }),
+      'more dimensions than numpy allows': gguf({ infos: [[str('t'), u32(65), new Uint8Array(65 * 8 + 12)]] }),
+    };
+    for (const [what, bytes] of Object.entries(cases)) {
+      const e = await refusal(bytes);
+      assert.is(e.code, 'BAD_GGUF', `${what}: ${e.message}`);
+      assert.match(e.message, /^hostile\.gguf: /, what);
+    }
+  });
 
-test('a file cut anywhere: one NpyError, never another error', async () => {
+  test(`tensor data past the end of the file, ${order}: DATA_TRUNCATED at open, naming the tensor`, async () => {
+    for (const t of [info('t', [1024]), info('t', [4], 0, 2n ** 50n), info('t', [4], 0, 2n ** 63n)]) {
+      const e = await refusal(gguf({ infos: [t] }));
+      assert.is(e.code, 'DATA_TRUNCATED', e.message);
+      assert.match(e.message, /tensor 't'/);
+    }
+  });
+}
+
+test('a file cut anywhere, in either byte order: one NpyError, never another error', async () => {
   // Up to the end of its last tensor's data (a file cut in the padding after it is whole).
   const whole = bytesOf('aligned.gguf');
   for (let n = 0; n < report.files['aligned.gguf'].dataOffset + 256 + 10; n++) {
     const e = await npyErrorOf(() => GgufFile.open(bytesSource(whole.subarray(0, n))));
+    assert.ok(['BAD_MAGIC', 'BAD_GGUF', 'DATA_TRUNCATED'].includes(e.code), `${n}: ${e.code}`);
+  }
+  // gguf-py's big-endian file: every value type in its header, cut at each byte of it.
+  const be = bytesOf('plain-be.gguf');
+  for (let n = 0; n < report.files['plain-be.gguf'].dataOffset; n++) {
+    const e = await npyErrorOf(() => GgufFile.open(bytesSource(be.subarray(0, n))));
     assert.ok(['BAD_MAGIC', 'BAD_GGUF', 'DATA_TRUNCATED'].includes(e.code), `${n}: ${e.code}`);
   }
   // Cut inside a vocabulary of 150 000 strings (the header read in growing pieces).
