@@ -412,6 +412,16 @@ const kerasModels = JSON.parse(
   }),
 );
 
+// Resident memory of a tfjs model whose weights come from a mapped .safetensors (bench/tfjs-mapped-rss.mjs).
+log('tfjs model from a mapped .safetensors …');
+const tfjsMappedRss = JSON.parse(
+  execFileSync(process.execPath, [join(here, 'tfjs-mapped-rss.mjs'), join(dir, 'tfjs-mapped-rss'), String(quick ? 0.25 : 2)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }),
+);
+
 // checkSession against one session.run on a ResNet-18 export (bench/onnxruntime-check.mjs).
 log('onnxruntime checkSession …');
 const ortCheck = JSON.parse(
@@ -543,6 +553,7 @@ const report = {
   onnxruntime_check: ortCheck,
   onnxruntime_weights: ortWeights,
   keras_models: kerasModels,
+  tfjs_mapped_rss: tfjsMappedRss,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
     file_bytes: bytes,
@@ -622,6 +633,7 @@ if (asJSON) {
     `\nObject storage (moto_server on loopback): a ${(upload.bytes / 1e6).toFixed(0)} MB .npy as ${upload.parts} parts uploaded at once (planParts, encodePart per region) ${ms(upload.parts_seconds)} (${(upload.bytes / 1e6 / upload.parts_seconds).toFixed(0)} MB/s), as one PutObject ${ms(upload.whole_seconds)} (${(upload.bytes / 1e6 / upload.whole_seconds).toFixed(0)} MB/s): ${upload.ratio.toFixed(2)} × (spread ${upload.spread[0].toFixed(2)}–${upload.spread[1].toFixed(2)}). moto is one Python process; against a real store, parts from several machines add their bandwidth.`,
   );
   console.log(`\n${kerasModels.line}`);
+  console.log(`\n${tfjsMappedRss.line}`);
   console.log(
     `\nONNX Runtime (bench/onnxruntime-check.mjs): ${ortCheck.model} with ${ortCheck.modules} modules recorded; one session.run ${ms(ortCheck.run_seconds)}, checkSession on the correct export ${ms(ortCheck.check_seconds)} (${ortCheck.check_ratio.toFixed(2)} ×), on a broken copy with { model } ${ms(ortCheck.failed_check_seconds)} (${ortCheck.failed_check_ratio.toFixed(1)} ×: one extra run, most of it ORT making the copy's session).`,
   );
