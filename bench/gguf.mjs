@@ -86,7 +86,12 @@ if (full) {
   // gguf-py in a process of its own per run (`once`): its time is its own measure, without the start.
   const gguf = () => Number(JSON.parse(execFileSync('python3', ['-W', 'ignore', side, 'once', dir, 'gguf_q4k_each'], { encoding: 'utf8' })));
   // Untimed: the file into the page cache, and the dequantizer and the reader warmed up.
-  await new Promise((resolve, reject) => createReadStream(fullPath).on('data', () => {}).on('end', resolve).on('error', reject));
+  await new Promise((resolve, reject) =>
+    createReadStream(fullPath)
+      .on('data', () => {})
+      .on('end', resolve)
+      .on('error', reject),
+  );
   await each();
   readEach();
   const fullRounds = 3;

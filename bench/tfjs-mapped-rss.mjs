@@ -24,7 +24,10 @@ if (process.argv[2] === '--child') {
   const tfl = await import('@tensorflow/tfjs-layers');
   const { assignWeights } = await import('@npyts/tfjs');
   const { readFileSync } = await import('node:fs');
-  const status = () => Object.fromEntries([...readFileSync('/proc/self/status', 'utf8').matchAll(/^(VmHWM|VmRSS|RssAnon|RssFile):\s+(\d+) kB/gm)].map((m) => [m[1], Number(m[2]) * 1024]));
+  const status = () =>
+    Object.fromEntries(
+      [...readFileSync('/proc/self/status', 'utf8').matchAll(/^(VmHWM|VmRSS|RssAnon|RssFile):\s+(\d+) kB/gm)].map((m) => [m[1], Number(m[2]) * 1024]),
+    );
   const model = tfl.sequential();
   for (let i = 0; i < Number(n); i++) {
     model.add(tfl.layers.dense({ units: WIDTH, inputShape: i === 0 ? [WIDTH] : undefined, kernelInitializer: 'zeros', name: `d${i}` }));
@@ -51,7 +54,13 @@ if (!existsSync(file)) {
   await saveSafetensors(file, tensors);
 }
 const self = fileURLToPath(import.meta.url);
-const run = (mode) => JSON.parse(execFileSync(process.execPath, ['--expose-gc', self, '--child', file, mode, String(layers)], { encoding: 'utf8', maxBuffer: 1 << 20 }).trim().split('\n').pop());
+const run = (mode) =>
+  JSON.parse(
+    execFileSync(process.execPath, ['--expose-gc', self, '--child', file, mode, String(layers)], { encoding: 'utf8', maxBuffer: 1 << 20 })
+      .trim()
+      .split('\n')
+      .pop(),
+  );
 const mib = (b) => Math.round(b / 2 ** 20);
 const rows = ['mmap', 'copy'].map(run);
 const fileBytes = statSync(file).size;

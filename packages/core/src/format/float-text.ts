@@ -95,6 +95,8 @@ function signedOf(x: number | ExactFloat): [bigint, number] {
  * Whether |d| ≤ atol + rtol · |y|, exactly (np.testing.assert_allclose's test, computed without
  * rounding: numpy rounds each step to the long double, which can differ only where the two sides are
  * within a rounding of each other). `rtol` and `atol` are finite and not negative.
+ * @example
+ * withinTolerance(exactDistance(x, y), y, 1e-7, 0);   // assert_allclose's verdict for long doubles x and y
  */
 export function withinTolerance(d: number | ExactFloat, y: number | ExactFloat, rtol: number, atol: number): boolean {
   const [dn, dd] = fractionOf(d);
