@@ -124,4 +124,22 @@ console.log(JSON.stringify({ status: nativeStatus().mmap, message }));`,
   assert.match(without.message, /memory maps need @npyts\/native.*openNpyFile\(path\)\.read/);
 });
 
+test('a map is not memory of the JS heap: a 3 GiB map adds nothing to the array buffers V8 counts, and ten opens force no collection for "external memory pressure"', () => {
+  const path = join(dir, 'sparse-3g.npy');
+  createNpySync(path, { dtype: '<f4', shape: [3 * 2 ** 28] }).close();
+  const code = `
+import { loadNpySync } from '@npyts/core/node';
+const before = process.memoryUsage().arrayBuffers;
+const maps = [];
+for (let i = 0; i < 10; i++) maps.push(loadNpySync(${JSON.stringify(path)}, { mmap: 'r' }));
+console.log(JSON.stringify({ added: process.memoryUsage().arrayBuffers - before, length: maps[9].data.length }));`;
+  const r = spawnSync(process.execPath, ['--trace-gc', '--input-type=module', '-e', code], { encoding: 'utf8' });
+  assert.is(r.status, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  const { added, length } = JSON.parse(lines.find((l) => l.startsWith('{')));
+  assert.is(length, 3 * 2 ** 28);
+  assert.ok(added < 1 << 20, `ten 3 GiB maps added ${added} bytes to process.memoryUsage().arrayBuffers`);
+  assert.equal(lines.filter((l) => l.includes('external memory pressure')), []);
+});
+
 test.run();

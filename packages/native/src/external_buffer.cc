@@ -45,3 +45,22 @@ extern "C" napi_value npyts_large_external_arraybuffer(void *data, size_t length
   v8::Local<v8::ArrayBuffer> buffer = v8::ArrayBuffer::New(isolate, std::move(store));
   return reinterpret_cast<napi_value>(*buffer);
 }
+
+// A map handed out as an ArrayBuffer that V8 does not count as memory of the heap's own: V8 counts an
+// external backing store's bytes against its heap's external memory, and a 5 GB map then forces a
+// full garbage collection at every open ("external memory pressure"), although its pages are the
+// page cache's. A backing store made with V8's EmptyDeleter is not counted (V8 frees nothing for
+// it); the map is removed instead by a finalizer on the ArrayBuffer object (npyts_native.c), which
+// runs once no view holds the object.
+extern "C" int npyts_uncounted_supported(void) {
+  static int known = -1;
+  if (known < 0) known = npyts_large_external_supported() && dlsym(RTLD_DEFAULT, "_ZN2v812BackingStore12EmptyDeleterEPvmS1_") != nullptr;
+  return known;
+}
+
+extern "C" napi_value npyts_uncounted_arraybuffer(void *data, size_t length) {
+  v8::Isolate *isolate = v8::Isolate::GetCurrent();
+  std::unique_ptr<v8::BackingStore> store = v8::ArrayBuffer::NewBackingStore(data, length, v8::BackingStore::EmptyDeleter, nullptr);
+  v8::Local<v8::ArrayBuffer> buffer = v8::ArrayBuffer::New(isolate, std::move(store));
+  return reinterpret_cast<napi_value>(*buffer);
+}

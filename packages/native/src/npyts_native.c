@@ -455,7 +455,7 @@ typedef struct {
 
 static void unmap_release(void *hint) {
   mapping *m = hint;
-  munmap(m->base, m->length);
+  if (m->base != NULL) munmap(m->base, m->length);
   free(m);
 }
 
@@ -465,11 +465,20 @@ static void unmap_finalize(napi_env env, void *data, void *hint) {
   unmap_release(hint);
 }
 
+/* The finalizer of a wrapped (uncounted) map: napi_wrap hands the record as `data`. */
+static void unmap_wrapped_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  unmap_release(data);
+}
+
 /* Maps above 4 GiB are made with V8's own external backing store (external_buffer.cc), which
    N-API's Buffer-based path cannot make; first a small N-API external buffer checks that this
    runtime allows external memory at all (runtimes with a memory cage refuse it). */
 napi_value npyts_large_external_arraybuffer(void *data, size_t length, void (*release)(void *hint), void *hint);
 int npyts_large_external_supported(void);
+napi_value npyts_uncounted_arraybuffer(void *data, size_t length);
+int npyts_uncounted_supported(void);
 
 static uint8_t probe_byte;
 static void probe_finalize(napi_env env, void *data, void *hint) { (void)env; (void)data; (void)hint; }
@@ -513,6 +522,16 @@ static napi_value map_file(napi_env env, napi_callback_info info) {
   m->base = base;
   m->length = total;
   napi_value buffer;
+  if (npyts_uncounted_supported() && external_buffers_allowed(env)) {
+    /* Not counted as V8 heap memory (external_buffer.cc); removed by the finalizer (or by unmapFile's
+       detach) once no view holds the ArrayBuffer. */
+    buffer = npyts_uncounted_arraybuffer((uint8_t *)base + delta, length);
+    if (buffer != NULL && napi_wrap(env, buffer, m, unmap_wrapped_finalize, NULL, NULL) == napi_ok) return buffer;
+    munmap(base, total);
+    free(m);
+    napi_throw_error(env, "ERR_EXTERNAL_BUFFERS", "this runtime does not allow external ArrayBuffers (memory maps)");
+    return NULL;
+  }
   if (large) return npyts_large_external_arraybuffer((uint8_t *)base + delta, length, unmap_release, m);
   if (napi_create_external_arraybuffer(env, (uint8_t *)base + delta, length, unmap_finalize, m, &buffer) != napi_ok) {
     /* Node may already have run the finalizer (it does when its Buffer refuses): touching the
@@ -540,7 +559,16 @@ static napi_value unmap_file(napi_env env, napi_callback_info info) {
   }
   double detach = 0;
   napi_get_value_double(env, argv[2], &detach);
-  if (detach != 0) napi_detach_arraybuffer(env, argv[0]);
+  if (detach != 0) {
+    napi_detach_arraybuffer(env, argv[0]);
+    /* An uncounted map (wrapped, see map_file) is removed now, as a counted one is when its
+       detached backing store goes; its finalizer then only frees the record. */
+    mapping *m = NULL;
+    if (napi_unwrap(env, argv[0], (void **)&m) == napi_ok && m != NULL && m->base != NULL) {
+      munmap(m->base, m->length);
+      m->base = NULL;
+    }
+  }
   return number(env, rc);
 }
 

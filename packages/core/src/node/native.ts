@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { swapBytesPortable, useHostKernels } from '../array/memory.js';
 import { constants as osConstants } from 'node:os';
+import * as workerThreads from 'node:worker_threads';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 
 const EWOULDBLOCK = osConstants.errno.EWOULDBLOCK;
@@ -220,7 +221,11 @@ let mapRefusal: string | null = null;
 /** An ArrayBuffer over a map of `length` bytes of `fd` at `offset` (mode 0 'r', 1 'r+', 2 'c'). */
 export function mapFile(fd: number, offset: number, length: number, mode: number): ArrayBuffer {
   try {
-    return addon!.mapFile!(fd, offset, length, mode);
+    const buffer = addon!.mapFile!(fd, offset, length, mode);
+    // The map is removed when this ArrayBuffer object is collected: moved to a worker, its bytes
+    // would outlive it there. A transfer list that names it does not move it (Node copies it, or refuses).
+    (workerThreads as { markAsUntransferable?: (o: object) => void }).markAsUntransferable?.(buffer);
+    return buffer;
   } catch (e) {
     if ((e as { code?: string }).code === 'ERR_EXTERNAL_BUFFERS') mapRefusal = (e as Error).message;
     throw e;
