@@ -2,7 +2,7 @@
 // and predicts with: a Sequential CNN with BatchNormalization (statistics far from 0 and 1), a functional
 // model with two inputs and two outputs through Add and Concatenate, a text model (Embedding, LSTM,
 // Bidirectional(LSTM), GRU, TimeDistributed(Dense)), a functional model with a Sequential inside, and a model Keras
-// wrote, loaded into tfjs and saved back. Keras's predictions must match tfjs's within 1e-4 (absolute and
+// wrote, loaded into tfjs and saved back (a CNN, and a transformer block with causal MultiHeadAttention). Keras's predictions must match tfjs's within 1e-4 (absolute and
 // relative: float32 sums in another order). All models are loaded in one Python process.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { kerasHandler } from '@npyts/tfjs';
+import '@npyts/tfjs/keras-layers';
 import { unzipSync as unzip } from 'fflate';
 import { bytesSource, Hdf5File } from '@npyts/core';
 import { scratch } from '../helpers/numpy.mjs';
@@ -121,6 +122,8 @@ await saved('nested', inner, [values([2, 4], 96).arraySync()]);
 const made = keras('make', dir);
 const fromKeras = await tfl.loadLayersModel(kerasHandler(join(dir, 'keras_cnn.keras')));
 await saved('roundtrip', fromKeras, [made.input]);
+const transformer = await tfl.loadLayersModel(kerasHandler(join(dir, 'keras_transformer.keras')));
+await saved('transformer', transformer, [made.transformer_input]);
 writeFileSync(join(dir, 'spec.json'), JSON.stringify(Object.fromEntries(Object.entries(cases).map(([k, v]) => [k, { file: v.file, inputs: v.inputs }]))));
 const got = keras('load', join(dir, 'spec.json'));
 
@@ -131,7 +134,7 @@ function close(a, b, path) {
   } else if (Math.abs(a - b) > TOL + TOL * Math.abs(b)) assert.unreachable(`${path}: Keras ${a}, tfjs ${b}`);
 }
 
-for (const name of ['cnn', 'functional', 'text', 'nested', 'roundtrip']) {
+for (const name of ['cnn', 'functional', 'text', 'nested', 'roundtrip', 'transformer']) {
   test(`Keras 3 loads the ${name} model saved from tfjs and predicts what tfjs predicts`, () => {
     assert.not.ok(got[name].error, got[name].error);
     assert.is(got[name].outputs.length, cases[name].want.length);

@@ -1,7 +1,8 @@
 """Keras 3's side of test/adapters/keras-save.test.mjs (KERAS_BACKEND=torch).
 
 python3 keras_save.py make DIR   writes DIR/keras_cnn.keras (a Keras model with random weights and
-                                 BatchNormalization statistics) and prints {"input": [...], "output": [...]}.
+                                 BatchNormalization statistics) and DIR/keras_transformer.keras (causal
+                                 MultiHeadAttention), and prints {"input", "output", "transformer_input"}.
 python3 keras_save.py load SPEC  loads each .keras of SPEC ({name: {"file", "inputs"}}) with
                                  keras.saving.load_model, predicts, and prints {name: {"outputs"} or {"error"}}.
 """
@@ -22,7 +23,17 @@ if sys.argv[1] == "make":
         w.assign(v.astype("float32"))
     x = rng.normal(0, 1, (2, 6, 6, 2)).astype("float32")
     model.save(os.path.join(sys.argv[2], "keras_cnn.keras"))
-    print(json.dumps({"input": x.tolist(), "output": np.asarray(model.predict(x, verbose=0)).tolist()}))
+    # A transformer block: causal MultiHeadAttention (npyts's own tfjs layer), LayerNormalization, gelu.
+    t_in = keras.Input((5, 8))
+    h = layers.MultiHeadAttention(num_heads=2, key_dim=4)(t_in, t_in, use_causal_mask=True)
+    t = layers.LayerNormalization(epsilon=1e-6)(layers.Add()([t_in, h]))
+    t = layers.Dense(6, activation="gelu")(t)
+    transformer = keras.Model(t_in, layers.Dense(3)(layers.GlobalAveragePooling1D()(t)))
+    for w in transformer.weights:
+        w.assign(rng.normal(0, 0.5, tuple(w.shape)).astype("float32"))
+    transformer.save(os.path.join(sys.argv[2], "keras_transformer.keras"))
+    tx = rng.normal(0, 1, (2, 5, 8)).astype("float32")
+    print(json.dumps({"input": x.tolist(), "output": np.asarray(model.predict(x, verbose=0)).tolist(), "transformer_input": tx.tolist()}))
 else:
     spec = json.load(open(sys.argv[2]))
     out = {}

@@ -32,6 +32,9 @@ const KERAS_LAYERS = new Set(
   ).split(' '),
 );
 
+/** Layers whose Keras call takes its input tensors as separate arguments, not as one list. */
+const SEPARATE_TENSOR_ARGS = new Set(['MultiHeadAttention']);
+
 /** The shape and dtype of a layer's output (by layer name, call node and output index, as tfjs counts them). */
 export type TensorShapes = (layer: string, node: number, tensor: number) => { shape: readonly (number | null)[]; dtype: string } | undefined;
 
@@ -122,13 +125,13 @@ export function kerasConfigOf(topology: unknown, where: string, shapes: TensorSh
     }
     if (functional) {
       out.name = name;
-      out.inbound_nodes = Array.isArray(raw.inbound_nodes) ? raw.inbound_nodes.map((n) => inboundNode(n, here)) : [];
+      out.inbound_nodes = Array.isArray(raw.inbound_nodes) ? raw.inbound_nodes.map((n) => inboundNode(n, here, className)) : [];
     }
     return out;
   };
 
   /** Keras 2's call record (a list of [layer, node, tensor, kwargs]) → Keras 3's { args, kwargs }. */
-  const inboundNode = (node: unknown, at: string): Json => {
+  const inboundNode = (node: unknown, at: string, className: string): Json => {
     if (!Array.isArray(node) || node.length === 0) return bad(`${at}: an inbound node is not a list of [layer, node, tensor, kwargs]`);
     const tensors = (node as unknown[]).map((ref) => {
       if (!Array.isArray(ref) || ref.length < 3) bad(`${at}: an inbound tensor is not [layer, node, tensor]`);
@@ -139,7 +142,9 @@ export function kerasConfigOf(topology: unknown, where: string, shapes: TensorSh
     });
     const first = (node as unknown[][])[0]!;
     const kwargs = isObject(first[3]) ? first[3] : {};
-    return { args: tensors.length === 1 ? [tensors[0]] : [tensors], kwargs };
+    // Several tensors are one list argument (Add, Concatenate), or separate ones where Keras's call
+    // takes them so (MultiHeadAttention's query, value and key).
+    return { args: tensors.length === 1 || SEPARATE_TENSOR_ARGS.has(className) ? tensors : [tensors], kwargs };
   };
 
   const model = (className: string, config: Json, at: string, depth: number): Json => {
