@@ -19,6 +19,16 @@ import { paired, startNumpy, verdict } from './paired.mjs';
 import { browserBench } from './browser.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
+/** Run a bench script of this folder in a process of its own; what it prints is JSON. `js`: without @npyts/native. */
+function benchScript(script, args, { js = false } = {}) {
+  const out = execFileSync(process.execPath, [join(here, script), ...args], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    ...(js ? { env: { ...process.env, NPYTS_NATIVE: '0' } } : {}),
+  });
+  return JSON.parse(out);
+}
 const quick = process.argv.includes('--quick');
 const asJSON = process.argv.includes('--json');
 const inBrowser = process.argv.includes('--browser');
@@ -85,14 +95,7 @@ const ours = {
   fflateUnzip: median(() => unzipSync(readFileSync(file('deflated.npz')))),
 };
 // The same cases on the JavaScript paths alone (no @npyts/native), in a child process.
-const jsOnly = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'js-paths.mjs'), dir, String(REPEATS)], {
-    encoding: 'utf8',
-    env: { ...process.env, NPYTS_NATIVE: '0' },
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const jsOnly = benchScript('js-paths.mjs', [dir, String(REPEATS)], { js: true });
 const member = (() => {
   const a = openNpzSync(file('deflated.npz'));
   const m = a.getSync('member');
@@ -120,23 +123,11 @@ rmSync(outFile, { force: true });
 // their own: numpy answers from a lean process, and npyts' side should not carry this one's state
 // (tfjs, and the gigabyte of inputs the cases above hold).
 log('interleaved rounds against numpy …');
-const pairedRows = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'paired-cases.mjs'), dir, ...(quick ? ['--quick'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const pairedRows = benchScript('paired-cases.mjs', [dir, ...(quick ? ['--quick'] : [])]);
 
 // GGUF: a Q4_K file dequantized to float32, against gguf-py and against reading as many float32 bytes (bench/gguf.mjs).
 log('GGUF …');
-const gguf = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'gguf.mjs'), join(dir, 'gguf'), ...(quick ? ['--quick'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const gguf = benchScript('gguf.mjs', [join(dir, 'gguf'), ...(quick ? ['--quick'] : [])]);
 
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
 const allMembers = (path) => {
@@ -355,14 +346,7 @@ await colAsync.close();
 // The cases the addon speeds up, as interleaved rounds on the JavaScript paths alone (NPYTS_NATIVE=0,
 // a process of its own), now that column.npy is there: the second column of the table below.
 log('interleaved rounds against numpy without the addon …');
-const pairedJsRows = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'paired-cases.mjs'), dir, '--js', ...(quick ? ['--quick'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    env: { ...process.env, NPYTS_NATIVE: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const pairedJsRows = benchScript('paired-cases.mjs', [dir, '--js', ...(quick ? ['--quick'] : [])], { js: true });
 rmSync(colFile, { force: true });
 const regionPeak = {
   npyts: nodePeak(
@@ -374,83 +358,35 @@ rmSync(bigFile, { force: true });
 
 // Ragged data: npyts' plain-.npy layouts against numpy's pickled object arrays (bench/ragged.mjs).
 log('ragged data …');
-const ragged = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'ragged.mjs'), dir, ...(quick ? ['--quick'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const ragged = benchScript('ragged.mjs', [dir, ...(quick ? ['--quick'] : [])]);
 
 // tfjs models: tfjs's own loader against loadLayersModel(npzHandler(...)), fresh processes (bench/tfjs-models.mjs).
 log('tfjs models …');
-const tfjsModels = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'tfjs-models.mjs'), join(dir, 'tfjs-models'), String(Math.max(3, REPEATS >> 1)), String(quick ? 5e6 : 50e6)], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const tfjsModels = benchScript('tfjs-models.mjs', [join(dir, 'tfjs-models'), String(Math.max(3, REPEATS >> 1)), String(quick ? 5e6 : 50e6)]);
 
 // Weight files as users hold them: .safetensors and torch.save's .pt against Python's loaders (bench/weights.mjs).
 log('weight files …');
-const weights = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'weights.mjs'), join(dir, 'weights'), ...(quick ? ['--quick'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const weights = benchScript('weights.mjs', [join(dir, 'weights'), ...(quick ? ['--quick'] : [])]);
 
 // A .keras ResNet50 into tfjs against Keras's load_model and tfjs's own format (bench/keras-models.mjs).
 log('Keras models …');
-const kerasModels = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'keras-models.mjs'), join(dir, 'keras-models'), String(quick ? 1 : 3)], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const kerasModels = benchScript('keras-models.mjs', [join(dir, 'keras-models'), String(quick ? 1 : 3)]);
 
 // Resident memory of a tfjs model whose weights come from a mapped .safetensors (bench/tfjs-mapped-rss.mjs).
 log('tfjs model from a mapped .safetensors …');
-const tfjsMappedRss = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'tfjs-mapped-rss.mjs'), join(dir, 'tfjs-mapped-rss'), String(quick ? 0.25 : 2)], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const tfjsMappedRss = benchScript('tfjs-mapped-rss.mjs', [join(dir, 'tfjs-mapped-rss'), String(quick ? 0.25 : 2)]);
 
 // checkSession against one session.run on a ResNet-18 export (bench/onnxruntime-check.mjs).
 log('onnxruntime checkSession …');
-const ortCheck = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'onnxruntime-check.mjs'), join(dir, 'onnxruntime-check'), String(REPEATS)], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const ortCheck = benchScript('onnxruntime-check.mjs', [join(dir, 'onnxruntime-check'), String(REPEATS)]);
 
 // withWeights on a ~500 MB state_dict against reading the file once, time and peak RSS (bench/onnxruntime-weights.mjs).
 log('onnxruntime withWeights …');
-const ortWeights = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'onnxruntime-weights.mjs'), join(dir, 'onnxruntime-weights'), ...(quick ? ['--quick'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const ortWeights = benchScript('onnxruntime-weights.mjs', [join(dir, 'onnxruntime-weights'), ...(quick ? ['--quick'] : [])]);
 
 // A .npy written into object storage as 8 parts at once, against one PutObject (bench/parts.mjs).
 log('multipart upload (moto) …');
-const upload = JSON.parse(
-  execFileSync(process.execPath, [join(here, 'parts.mjs'), ...(quick ? ['--quick'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }),
-);
+const upload = benchScript('parts.mjs', [...(quick ? ['--quick'] : [])]);
 
 const bytes = MIB * (1 << 20);
 // [operation, npyts seconds, bytes, baselines, target: [baseline, largest npyts/baseline ratio] from issue 7, JS-only seconds]
