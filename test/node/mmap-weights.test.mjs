@@ -3,7 +3,7 @@
 // others are copies, and info() says why; 'c' writes stay in this process, 'r+' writes reach the
 // file; a file truncated under a live map kills the process with SIGBUS, as numpy's maps do, and a
 // file replaced by rename does not. Fixtures by safetensors, torch.save, numpy and gguf-py
-// (mmap-weights.py, one Python process).
+// (mmap-weights.py, one Python process), and by Keras 3 (KERAS_BACKEND=torch) and h5py (below).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -19,6 +19,60 @@ import { python, scratch } from '../helpers/numpy.mjs';
 const dir = scratch('npyts-mmap-weights-');
 const here = dirname(fileURLToPath(import.meta.url));
 execFileSync('python3', ['-W', 'ignore', join(here, 'mmap-weights.py'), dir], { encoding: 'utf8' });
+// Keras's own files (a .weights.h5 with float32 and bfloat16 weights, a legacy .h5, a .keras whose
+// stored model.weights.h5 starts where the zip puts it, and that .keras with the member deflated),
+// and h5py datasets Keras does not write: a big-endian one and a compact one (bytes in its header).
+// It prints each dataset's byte in its file as h5py and zipfile place it.
+const h5Offsets = JSON.parse(
+  execFileSync(
+    'python3',
+    [
+      '-W',
+      'ignore',
+      '-c',
+      `import json, os, struct, sys, zipfile
+os.environ['KERAS_BACKEND'] = 'torch'
+import h5py, keras, numpy as np
+d = sys.argv[1]
+keras.utils.set_random_seed(4)
+inp = keras.Input((40,))
+x = keras.layers.Dense(300, name='fc')(inp)
+x = keras.layers.BatchNormalization(name='bn')(x)
+y = keras.layers.Dense(7, dtype='bfloat16', name='head')(x)
+model = keras.Model(inp, y)
+model.save_weights(os.path.join(d, 'keras.weights.h5'))
+model.save(os.path.join(d, 'model.keras'))
+model.save(os.path.join(d, 'legacy.h5'))
+with zipfile.ZipFile(os.path.join(d, 'model.keras')) as z, zipfile.ZipFile(os.path.join(d, 'deflated.keras'), 'w', zipfile.ZIP_DEFLATED) as out:
+    for m in z.namelist(): out.writestr(m, z.read(m))
+with h5py.File(os.path.join(d, 'other.h5'), 'w') as f:
+    f.create_dataset('le', data=np.arange(1000, dtype='<f4'))
+    f.create_dataset('be', data=np.arange(1000, dtype='>f8'))
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_layout(h5py.h5d.COMPACT)
+    h5py.h5d.create(f.id, b'compact', h5py.h5t.NATIVE_INT32, h5py.h5s.create_simple((16,)), dcpl=dcpl).write(h5py.h5s.ALL, h5py.h5s.ALL, np.arange(16, dtype='i4'))
+with h5py.File(os.path.join(d, 'unallocated.h5'), 'w') as f:
+    f.create_dataset('never_written', shape=(10,), dtype='<f4')
+def offsets(f, base):
+    out = {}
+    f.visititems(lambda n, o: out.__setitem__(n, None if o.id.get_offset() is None else base + o.id.get_offset()) if isinstance(o, h5py.Dataset) else None)
+    return out
+res = {n: offsets(h5py.File(os.path.join(d, n), 'r'), 0) for n in ['keras.weights.h5', 'legacy.h5', 'other.h5']}
+with zipfile.ZipFile(os.path.join(d, 'model.keras')) as z:
+    i = z.getinfo('model.weights.h5')
+    assert i.compress_type == zipfile.ZIP_STORED
+    with open(os.path.join(d, 'model.keras'), 'rb') as raw:
+        raw.seek(i.header_offset)
+        n, e = struct.unpack('<HH', raw.read(30)[26:30])
+    res['model.keras'] = offsets(h5py.File(z.open(i), 'r'), i.header_offset + 30 + n + e)
+print(json.dumps(res))
+`,
+      dir,
+    ],
+    // stderr kept (Keras warns that .h5 is legacy), shown only if the script fails.
+    { encoding: 'utf8', env: { ...process.env, KERAS_BACKEND: 'torch' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  ),
+);
 const at = (name) => join(dir, name);
 
 const bytesOf = (a) => new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
@@ -43,6 +97,11 @@ const FILES = [
   'stored.npz',
   'deflated.npz',
   'model.gguf',
+  'keras.weights.h5',
+  'legacy.h5',
+  'model.keras',
+  'deflated.keras',
+  'other.h5',
 ];
 
 test('every format: the mapped read equals the copied read bit for bit; a view exactly where info() names no copy', async () => {
@@ -105,6 +164,49 @@ test('what is copied and why: unaligned, byte-swapped, deflated, quantized, stri
   assert.match(gg.q8, /quantized \(Q8_0\)/);
 });
 
+test('Keras and HDF5 files: a contiguous dataset is a view exactly where its byte in the map (as h5py and zipfile place it) is aligned', async () => {
+  let views = 0;
+  let unaligned = 0;
+  for (const [f, offsets] of Object.entries(h5Offsets)) {
+    const w = await openWeights(at(f), { mmap: 'r' });
+    for (const name of w.names) {
+      const { dtype, copied } = await w.info(name);
+      const where = `${f}: ${name}`;
+      const offset = offsets[name];
+      assert.ok(offset !== undefined, `${where}: h5py knows the dataset`);
+      if (offset === null) {
+        assert.match(copied, /compact dataset/, where);
+      } else if (dtype.byteOrder === '>') {
+        assert.match(copied, /big-endian/, where);
+      } else if (offset % dtype.itemsize === 0) {
+        assert.is(copied, undefined, where);
+        views++;
+      } else {
+        assert.ok(copied?.startsWith(`its data starts at byte ${offset}, not a multiple of ${dtype.itemsize} `), `${where}: ${copied}`);
+        unaligned++;
+      }
+    }
+    await w.close();
+  }
+  // Both kinds, or the test proves less than it says (the .keras's member starts where the zip puts it).
+  assert.ok(views >= 10 && unaligned >= 1, `${views} views, ${unaligned} unaligned copies`);
+  const deflated = await openWeights(at('deflated.keras'), { mmap: 'r' });
+  for (const name of deflated.names) assert.match((await deflated.info(name)).copied, /model\.weights\.h5 is a deflated member/, name);
+  await deflated.close();
+});
+
+test('an HDF5 dataset never written (no storage, so no byte in the map): no copy reason, and get() refuses it', async () => {
+  const w = await openWeights(at('unallocated.h5'), { mmap: 'r' });
+  assert.is((await w.info('never_written')).copied, undefined);
+  try {
+    await w.get('never_written');
+    assert.unreachable('read');
+  } catch (e) {
+    assert.is(e.code, 'HDF5_UNSUPPORTED', e.message);
+  }
+  await w.close();
+});
+
 test('an unaligned safetensors tensor (written by hand) comes back right, as a copy named as such', async () => {
   const want = JSON.parse(
     python(`from safetensors.numpy import load_file
@@ -148,6 +250,36 @@ test("'c': a write through a view changes the map (every view of it) and not the
   assert.equal(readFileSync(path), before, 'the file is unchanged');
   const again = await loadWeights(path, { mmap: 'c' });
   assert.is(again.get('w').data[5], was, 'a new map reads the file');
+});
+
+test("Keras .weights.h5, 'c': a write through a view changes the map and not the file", async () => {
+  const path = at('keras.weights.h5');
+  const before = readFileSync(path);
+  const w = await openWeights(path, { mmap: 'c' });
+  const name = 'layers/dense/vars/0';
+  const a = await w.get(name, { expect: '<f4' });
+  assert.is(a.data.buffer.byteLength, before.length, 'a view of the map');
+  a.data[3] = 12345.5;
+  assert.is((await w.get(name)).data[3], 12345.5, 'another view of the same map');
+  await w.close();
+  assert.equal(readFileSync(path), before, 'the file is unchanged');
+  const kernel = python(`import h5py
+with h5py.File(${JSON.stringify(path)}, 'r') as f: print(repr(float(f[${JSON.stringify(name)}][()].ravel()[3])))`).trim();
+  assert.is(Number(kernel), (await loadWeights(path, { mmap: 'c' })).get(name).data[3], 'a new map reads the file, as h5py does');
+  assert.is.not(Number(kernel), 12345.5);
+});
+
+test("Keras .weights.h5, 'r+': a write through a view reaches the file h5py reads", async () => {
+  const path = at('rplus.weights.h5');
+  copyFileSync(at('keras.weights.h5'), path);
+  const w = await openWeights(path, { mmap: 'r+' });
+  const a = await w.get('layers/dense/vars/0', { expect: '<f4' });
+  assert.is(a.data.buffer.byteLength, statSync(path).size, 'a view of the map');
+  a.data[0] = -7.25;
+  await w.close(); // writes the changed pages back
+  const got = python(`import h5py
+with h5py.File(${JSON.stringify(path)}, 'r') as f: print(float(f['layers/dense/vars/0'][0, 0]))`).trim();
+  assert.is(got, '-7.25');
 });
 
 test("'r+': a write through a view reaches the file the reference reads", async () => {

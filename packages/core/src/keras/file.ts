@@ -6,10 +6,11 @@
  * zip). Any other HDF5 file lists its datasets by path. Weights Keras stores as bfloat16 (uint16 or
  * opaque bytes with the attribute `dtype='bfloat16'`) read as bfloat16.
  */
+import { copyReason } from '../array/layout.js';
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
-import { parseDescr } from '../format/dtype.js';
+import { type DType, parseDescr } from '../format/dtype.js';
 import { matchesDescr } from '../format/header.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { bytesSource } from '../io/byte-source.js';
@@ -45,6 +46,13 @@ export type KerasMetadata = {
   readonly backend?: string;
 };
 
+/**
+ * Where the HDF5 file's reads are views of a map (`openWeights(path, { mmap })`): `base`, the
+ * file's first byte in the map (a `.keras`'s stored member starts inside the zip), or `all`, why
+ * every dataset is copied (a deflated member is inflated). Null where nothing is mapped.
+ */
+type Mapping = { readonly base: number } | { readonly all: string } | null;
+
 /** One tensor: its dataset, and the dtype it is read as. */
 interface Entry {
   readonly dataset: Hdf5Dataset;
@@ -74,6 +82,7 @@ export class KerasFile implements TensorFile, AsyncDisposable {
     entries: Map<string, Entry>,
     metadata: KerasMetadata,
     private readonly release: () => Promise<void>,
+    private readonly mapping: Mapping,
   ) {
     this.format = format;
     this.entries = entries;
@@ -89,12 +98,18 @@ export class KerasFile implements TensorFile, AsyncDisposable {
   /**
    * An HDF5 file's weights: every dataset is walked now (metadata only: headers and attributes),
    * each tensor read when asked for. `extra` is a `.keras`'s JSON members; `release` closes what
-   * the file was read through.
+   * the file was read through; `mapping` says where its bytes are in a map (by default: at 0 where
+   * the file's source hands out views).
    */
   static async fromHdf5(
     hdf5: Hdf5File,
     extra: { config: Record<string, unknown> | null; metadata: Record<string, unknown> | null } = { config: null, metadata: null },
-    options: { signal?: AbortSignal | undefined; release?: () => Promise<void> } = {},
+    options: {
+      signal?: AbortSignal | undefined;
+      release?: () => Promise<void>;
+      /** @internal Where the file's bytes are in a map (fromArchive's member); by default at 0 where the source hands out views. */
+      mapping?: Mapping;
+    } = {},
   ): Promise<KerasFile> {
     const { signal } = options;
     const entries = new Map<string, Entry>();
@@ -144,7 +159,8 @@ export class KerasFile implements TensorFile, AsyncDisposable {
       await walk(hdf5.root, new Set([hdf5.root.address]), new Set(), entries, layers, signal);
       if (rootNames.includes('layers') || Object.keys(layers).length) format = 'keras';
     }
-    return new KerasFile(hdf5, format, entries, { config, metadata: extra.metadata, layers, ...more }, options.release ?? (() => hdf5.close()));
+    const mapping = options.mapping !== undefined ? options.mapping : hdf5.source.views ? { base: 0 } : null;
+    return new KerasFile(hdf5, format, entries, { config, metadata: extra.metadata, layers, ...more }, options.release ?? (() => hdf5.close()), mapping);
   }
 
   /**
@@ -183,16 +199,35 @@ export class KerasFile implements TensorFile, AsyncDisposable {
     const source = await member(KERAS_WEIGHTS);
     try {
       const hdf5 = await Hdf5File.open(source, { signal });
-      return await KerasFile.fromHdf5(hdf5, { config, metadata }, { signal, release: () => archive.close() });
+      const mapping: Mapping = !archive.source.views
+        ? null
+        : archive.entry(KERAS_WEIGHTS).method === 0
+          ? { base: await archive.dataOffset(KERAS_WEIGHTS, { signal }) }
+          : { all: `${KERAS_WEIGHTS} is a deflated member of the .keras file; it is inflated` };
+      return await KerasFile.fromHdf5(hdf5, { config, metadata }, { signal, release: () => archive.close(), mapping });
     } catch (e) {
       throw withWhere(e, { member: KERAS_WEIGHTS });
     }
   }
 
-  /** A tensor's dtype and shape, from its dataset's header (nothing is read). */
+  /** A tensor's dtype and shape, from its dataset's header (nothing is read); over a map, why `get` copies it. */
   info(name: string, _options: { signal?: AbortSignal | undefined } = {}): TensorInfo {
     const { dataset, as } = this.entry(name);
-    return { dtype: as === undefined ? dataset.dtype : parseDescr(as), shape: dataset.shape };
+    const dtype = as === undefined ? dataset.dtype : parseDescr(as);
+    const copied = this.copyReason(dataset, dtype);
+    return copied === null ? { dtype, shape: dataset.shape } : { dtype, shape: dataset.shape, copied };
+  }
+
+  /** Over a map, why get() copies a dataset instead of viewing its bytes; null where it views them (the rule of bytesToData). */
+  private copyReason(dataset: Hdf5Dataset, dtype: DType): string | null {
+    const m = this.mapping;
+    if (m === null) return null;
+    if ('all' in m) return m.all;
+    const at = dataset.dataOffset;
+    if (dataset.byteLength === 0) return null; // nothing to view or copy
+    if (at === null) return 'it is a compact dataset (its bytes are in its object header, read as a copy)';
+    if (at < 0) return null; // no storage allocated: get() refuses it
+    return copyReason(dtype, m.base + at);
   }
 
   /**
