@@ -139,7 +139,10 @@ console.log(JSON.stringify({ added: process.memoryUsage().arrayBuffers - before,
   const { added, length } = JSON.parse(lines.find((l) => l.startsWith('{')));
   assert.is(length, 3 * 2 ** 28);
   assert.ok(added < 1 << 20, `ten 3 GiB maps added ${added} bytes to process.memoryUsage().arrayBuffers`);
-  assert.equal(lines.filter((l) => l.includes('external memory pressure')), []);
+  assert.equal(
+    lines.filter((l) => l.includes('external memory pressure')),
+    [],
+  );
 });
 
 test.run();
