@@ -195,6 +195,8 @@ test("float128 (x86 long double): compared exactly past float64's range and prec
     ],
     zero_desired: ["np.array([np.longdouble('1e-4000'), 0], dtype='<f16')", "np.array([0, 0], dtype='<f16')"],
     against_f8: ["np.array([np.longdouble('1e400'), 1 + np.longdouble(2) ** -60], dtype='<f16')", 'np.array([1e300, 1.0])'],
+    // A 64-bit integer past 2^53 is compared exactly too (as a float64 it would round to 2^62).
+    int64_vs_long_double: ["np.array([2**62 + 1, 5], dtype='<i8')", "np.array([np.longdouble(2**62), 5], dtype='<f16')"],
     big_endian: ["np.array([np.longdouble('1e400'), 2], dtype='>f16')", "np.array([np.longdouble('1.5e400'), 2], dtype='<f16')"],
   };
   for (const [name, [a, b]] of Object.entries(pairsLd)) {

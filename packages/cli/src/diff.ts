@@ -93,6 +93,18 @@ function larger(a: number | ExactFloat, b: number | ExactFloat): number | ExactF
 /** Whether a float dtype is numpy's x86 long double (read exactly, past float64's range and precision). */
 const longDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dtype.realBytes === 16;
 
+/**
+ * A real element exactly, for a comparison with a long double: a long double as its exact value, a
+ * 64-bit integer past 2^53 as one too (as a number it would round), anything else as its number.
+ */
+function exactReal(array: NdArray, pos: number): number | ExactFloat {
+  if (longDouble(array.dtype)) return longDoubleExact(array.data as Uint8Array, pos * 16);
+  const v = readExactItem(array.dtype, array.data, pos);
+  if (typeof v !== 'bigint' || (v <= 2n ** 53n && v >= -(2n ** 53n))) return asNum(v) as number;
+  const mant = v < 0n ? -v : v;
+  return { neg: v < 0n, mant, exp2: 0, bits: mant.toString(2).length };
+}
+
 const show = (v: unknown): string => {
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number') return `${v}`;
@@ -216,8 +228,8 @@ export class Comparison {
       }
       if (exact) {
         // A long double on either side: compared exactly, past float64's range and precision.
-        const x = longDouble(a.dtype) ? longDoubleExact(a.data as Uint8Array, pa * 16) : (asNum(readExactItem(a.dtype, a.data, pa)) as number);
-        const y = longDouble(b.dtype) ? longDoubleExact(b.data as Uint8Array, pb * 16) : (asNum(readExactItem(b.dtype, b.data, pb)) as number);
+        const x = exactReal(a, pa);
+        const y = exactReal(b, pb);
         if (!this.exactlyClose(x, y)) {
           this.mismatched++;
           if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${textOf(x)} vs ${textOf(y)}`);
