@@ -229,10 +229,6 @@ safetensors.torch.save_file({'0.bias': wide.state_dict()['0.bias'].contiguous()}
 tuned_sd = {k: v.numpy() for k, v in safetensors.torch.load_file(f'{d}/mlp.safetensors').items()}
 np.savez(f'{d}/mlp-be.npz', **{k: v.astype(v.dtype.newbyteorder('>')) for k, v in tuned_sd.items()})
 np.savez_compressed(f'{d}/mlp-deflated.npz', **tuned_sd)
-# A sharded set (one tensor a shard): its tensors are in files other than the index given.
-import huggingface_hub
-os.makedirs(f'{d}/mlp-sharded')
-huggingface_hub.save_torch_state_dict(safetensors.torch.load_file(f'{d}/mlp.safetensors'), f'{d}/mlp-sharded', max_shard_size=100)
 # The same model whose external data claims to live elsewhere, or to be larger than its file.
 for name, key, value in [('wide-parent', 'location', '../wide-dynamo.onnx.data'), ('wide-scheme', 'location', 'https:127.0.0.1:9/x'),
                          ('wide-huge', 'length', str(1 << 40))]:
@@ -333,14 +329,13 @@ test('withWeights: onnxruntime-web in Node runs the pointed model from { externa
   close(y.data, wload('mlp-ts-want').data, 'onnxruntime-web');
 });
 
-test('withWeights: big-endian, deflated, sharded or bytes-given tensors are copied, each saying why; the outputs are the same', async () => {
+test('withWeights: big-endian, deflated or bytes-given tensors are copied, each saying why; the outputs are the same', async () => {
   const bytes = readFileSync(join(wdir, 'mlp-ts.onnx'));
   const x = toOrtTensor(wload('mlp-x'));
   const want = wload('mlp-ts-want').data;
   const cases = [
     [join(wdir, 'mlp-be.npz'), /big-endian/],
     [join(wdir, 'mlp-deflated.npz'), /deflated/],
-    [join(wdir, 'mlp-sharded', 'model.safetensors.index.json'), /shard of a sharded set/],
     [readFileSync(join(wdir, 'mlp.safetensors')), /not given as a local path/],
   ];
   for (const [weights, why] of cases) {

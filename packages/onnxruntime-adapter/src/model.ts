@@ -77,13 +77,19 @@ export async function openInput(input: WeightInput, options: HttpOptions): Promi
  */
 export async function openMapped(path: string, options: HttpOptions): Promise<{ file: WeightFile; size: number; unmapped?: string }> {
   const node = await nodeEntry();
-  const source = node.fileSource(path);
-  const size = source.size;
-  source.close?.();
+  const size = await fileSize(path);
   const map = node.nativeStatus().mmap;
   if (map?.available !== true)
     return { file: await node.openWeights(path, options), size, unmapped: `memory maps are unavailable here (${map?.reason ?? 'no @npyts/native'})` };
   return { file: await node.openWeights(path, { ...options, mmap: 'r' }), size };
+}
+
+/** A local file's size in bytes (Node). @internal */
+export async function fileSize(path: string): Promise<number> {
+  const source = (await nodeEntry()).fileSource(path);
+  const size = source.size;
+  source.close?.();
+  return size;
 }
 
 /** A model's bytes: read from a path (Node) or URL, or the bytes given. @internal */

@@ -1,6 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
 import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
-import { ModelProto, decodeModel, inlineExternalData, isPath, modelBytes, openInput, openMapped, type ModelInput, type WeightInput } from './model.js';
+import { ModelProto, decodeModel, fileSize, inlineExternalData, isPath, modelBytes, openInput, openMapped, type ModelInput, type WeightInput } from './model.js';
 
 export type { WeightInput } from './model.js';
 
@@ -17,13 +17,13 @@ export interface WithWeightsOptions extends HttpOptions {
 
 /** One external data file of {@link WithWeightsResult.externalData}: ORT's `ExternalDataFileDescription` with a path. */
 export interface ExternalDataFile {
-  /** The name the model's initializers give (their `location`): the weight file's name. */
+  /** The name the model's initializers give (their `location`): the weight file's name, or a shard's (as its index names it). */
   path: string;
-  /** The weight file's absolute path, which onnxruntime-web reads in Node. */
+  /** The file's absolute path, which onnxruntime-web reads in Node. */
   data: string;
 }
 
-/** Session options making onnxruntime-node find the weight file that a model from bytes points into. */
+/** Session options making onnxruntime-node find the weight files (a file, or a sharded set's shards beside its index) that a model from bytes points into. */
 export interface WeightSessionOptions {
   extra?: { session: { model_external_initializers_file_folder_path: string } };
 }
@@ -36,15 +36,18 @@ export interface WithWeightsResult {
    */
   model: Uint8Array;
   /**
-   * What onnxruntime-node needs to find the weight file (the folder it is in; empty when nothing
-   * points into it): `ort.InferenceSession.create(model, sessionOptions)`.
+   * What onnxruntime-node needs to find the weight file (the folder it is in, a sharded set's index's
+   * folder; empty when nothing points into it): `ort.InferenceSession.create(model, sessionOptions)`.
    */
   sessionOptions: WeightSessionOptions;
-  /** For onnxruntime-web in Node: `{ externalData }` (it reads the whole file); empty when nothing points into it. */
+  /**
+   * For onnxruntime-web in Node: `{ externalData }`, one entry for each file pointed into (the weight
+   * file, or each shard of a sharded set that holds a swapped tensor; it reads each whole); empty when nothing points into one.
+   */
   externalData: ExternalDataFile[];
   /** Initializers whose values now come from the weight file. */
   replaced: string[];
-  /** Of `replaced`, those the model points at in the weight file (ONNX external data): none of their bytes was read. */
+  /** Of `replaced`, those the model points at in the weight file, or in their shard of a sharded set (ONNX external data): none of their bytes was read. */
   external: string[];
   /** Of `replaced`, those whose values were copied into the model, each with why (its layout in the file, or how the file was given). */
   copied: Record<string, string>;
@@ -109,9 +112,11 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  * Given a local path (Node, with @npyts/native's memory maps), the swapped initializers point into
  * the weight file as ONNX external data (`external`): its offsets come from a read-only map and none
  * of the tensors' bytes is read, ORT reads them when it makes the session (keep the file unchanged
- * while sessions use it). A tensor whose bytes ORT cannot take as they are (misaligned for its type,
- * big-endian, a deflated `.npz` member, in another shard) is copied into the model, and `copied`
- * says why for each. Weights given as bytes, a URL (only the swapped tensors' bytes are fetched) or
+ * while sessions use it). Given a sharded set's index (`model.safetensors.index.json`,
+ * `pytorch_model.bin.index.json`), each points into the shard that holds it (its `location` the
+ * shard's name, which the set checked to be a file beside the index). A tensor whose bytes ORT cannot
+ * take as they are (misaligned for its type, big-endian, a deflated `.npz` member) is copied into
+ * the model, and `copied` says why for each. Weights given as bytes, a URL (only the swapped tensors' bytes are fetched) or
  * with `{ inline: true }` are copied: the model's bytes then make a session alone (-node and -web).
  *
  * Everything is checked before anything is built, and refused rather than run wrong:
@@ -225,10 +230,11 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
 
     // Where a tensor's bytes in a local file are what ORT reads (little-endian, aligned, stored), the
     // initializer points at them; the others are copied, each with why.
-    const spans = new Map<string, { offset: number; length: number }>();
+    const spans = new Map<string, Span>();
     const copied = new Map<string, string>();
+    const shardSizes = new Map<string, Promise<number>>();
     for (const t of matched) {
-      const span = local === null ? whyInline : await spanInFile(file, t.name, local.size, options);
+      const span = local === null ? whyInline : await spanInFile(file, t.name, local, shardSizes, options);
       if (typeof span === 'string') {
         copied.set(t.name, span);
         setRaw(t, bytesOf((await file.get(t.name, options)).data));
@@ -240,16 +246,17 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     // Kept initializers the exporter wrote beside the model (the dynamo exporter's model.onnx.data)
     // are read into the new bytes; from bytes this is BAD_MODEL.
     await inlineExternalData(message, model, options);
-    const location = local === null ? '' : baseName(local.path);
     for (const t of matched) {
       const span = spans.get(t.name);
-      if (span !== undefined) setExternal(t, location, span.offset, span.length);
+      if (span !== undefined) setExternal(t, span.location, span.offset, span.length);
     }
-    const pointed = spans.size > 0 ? local : null;
+    // Every file pointed into is in one folder: the weight file's, or the sharded set's index's.
+    const folder = local === null ? '' : folderOf(local.path);
+    const locations = [...new Set([...spans.values()].map((s) => s.location))].sort();
     return {
       model: ModelProto.encode(message).finish(),
-      sessionOptions: pointed ? { extra: { session: { model_external_initializers_file_folder_path: folderOf(pointed.path) } } } : {},
-      externalData: pointed ? [{ path: location, data: pointed.path }] : [],
+      sessionOptions: spans.size > 0 ? { extra: { session: { model_external_initializers_file_folder_path: folder } } } : {},
+      externalData: locations.map((location) => ({ path: location, data: folder + location })),
       replaced: matched.map((t) => t.name),
       external: [...spans.keys()],
       copied: Object.fromEntries(copied),
@@ -261,20 +268,40 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
   }
 }
 
+/** Where an initializer's bytes are: `length` bytes at `offset` of the file `location`, named relative to the weights' folder. */
+interface Span {
+  location: string;
+  offset: number;
+  length: number;
+}
+
 /**
- * A tensor's bytes in the mapped file, or why they are not what ORT reads: `get` over a map gives a
- * view of the file exactly where the bytes have the tensor's layout (`info().copied` says why not).
+ * A tensor's bytes in the mapped file (a sharded set's: in its shard, which `info().shard` names),
+ * or why they are not what ORT reads: `get` over a map gives a view of the file exactly where the
+ * bytes have the tensor's layout (`info().copied` says why not).
  */
-async function spanInFile(file: WeightFile, name: string, size: number, options: WithWeightsOptions): Promise<{ offset: number; length: number } | string> {
-  const { copied } = await file.info(name, options);
-  if (copied !== undefined) return copied;
+async function spanInFile(
+  file: WeightFile,
+  name: string,
+  local: { path: string; size: number },
+  shardSizes: Map<string, Promise<number>>,
+  options: WithWeightsOptions,
+): Promise<Span | string> {
+  const { copied, shard } = await file.info(name, options);
+  if (copied !== undefined) return shard === undefined ? copied : `in ${shard}, ${copied}`;
   const data = (await file.get(name, options)).data as ArrayBufferView;
   if (data.byteLength === 0) return 'it holds no bytes';
-  // A sharded set's tensors are views of their shards' maps, not of this file's.
-  if (data.buffer.byteLength !== size) {
-    return /sharded/.test(file.format) ? 'it is in a shard of a sharded set, not in the file given' : "it was read as a copy, not as a view of the file's map";
+  // A shard's name is the set's, checked by the project's rule for siblings when the set was
+  // opened (a plain file name beside the index: no folder, `..`, scheme or link out of it).
+  const location = shard ?? baseName(local.path);
+  let size = local.size;
+  if (shard !== undefined) {
+    if (!shardSizes.has(shard)) shardSizes.set(shard, fileSize(folderOf(local.path) + shard));
+    size = await shardSizes.get(shard)!;
   }
-  return { offset: data.byteOffset, length: data.byteLength };
+  // A view of the map is over the whole file it maps.
+  if (data.buffer.byteLength !== size) return `it was read as a copy, not as a view of ${shard ?? 'the file'}'s map`;
+  return { location, offset: data.byteOffset, length: data.byteLength };
 }
 
 const baseName = (path: string): string => path.replace(/^.*[/\\]/, '');

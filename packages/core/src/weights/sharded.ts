@@ -149,9 +149,10 @@ export class ShardedWeights implements TensorFile, AsyncDisposable {
     return shard;
   }
 
-  /** A tensor's dtype and shape, from its shard's header (read when first needed). */
+  /** A tensor's dtype and shape, from its shard's header (read when first needed), and which shard holds it (`shard`). */
   async info(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<TensorInfo> {
-    return (await this.shardOf(name, options.signal)).info(name, options);
+    const info = await (await this.shardOf(name, options.signal)).info(name, options);
+    return { ...info, shard: this.index.weightMap.get(name)! };
   }
 
   /** One tensor, read from its shard: no other shard is read. */

@@ -37,6 +37,11 @@ export interface TensorInfo {
    * for a tensor `get` gives as a view, and for every tensor of a file that is not mapped.
    */
   readonly copied?: string;
+  /**
+   * For a tensor of a sharded set, the shard that holds it: the file name its index gives (a file
+   * beside the index, checked as every shard's name is). Absent for a tensor of a single file.
+   */
+  readonly shard?: string;
 }
 
 /**
