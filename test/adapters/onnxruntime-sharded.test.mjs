@@ -129,7 +129,11 @@ test('withWeights: every initializer points into its own shard (.safetensors and
     assert.equal(r.unused, [], set);
     assert.equal(r.sessionOptions, { extra: { session: { model_external_initializers_file_folder_path: `${folder}/` } } }, set);
     const shards = [...new Set(Object.values(map))].sort();
-    assert.equal(r.externalData, shards.map((s) => ({ path: s, data: join(folder, s) })), set);
+    assert.equal(
+      r.externalData,
+      shards.map((s) => ({ path: s, data: join(folder, s) })),
+      set,
+    );
     assert.ok(r.model.length < 4000, `${set}: the model holds no weights (${r.model.length} bytes)`);
     close(await runNode(r), set);
   }
@@ -183,7 +187,10 @@ test("withWeights: a shard's tensor that is not aligned (a legacy torch.save sha
       assert.ok(reason.startsWith(`in ${odd}, `), `${set}: ${reason}`);
     }
     for (const name of r.external) assert.ok(set === 'legacy' || !inOdd.includes(name), `${set}: ${name} pointed into ${odd}`);
-    assert.ok(r.external.some((n) => !inOdd.includes(n)), `${set}: the other shards are pointed into`);
+    assert.ok(
+      r.external.some((n) => !inOdd.includes(n)),
+      `${set}: the other shards are pointed into`,
+    );
     const used = [...new Set(r.external.map((n) => map[n]))].sort();
     assert.equal(
       r.externalData.map((e) => e.path),
@@ -214,20 +221,20 @@ test('withWeights: a sharded set given by URL is copied (only the swapped tensor
 
 test("withWeights: a shard named outside the index's folder, or a link leading out of it, is refused before ORT is told to read it", async () => {
   const map = weightMap('st');
-  const escape = join(dir, 'escape');
-  mkdirSync(escape);
+  const outward = join(dir, 'outward');
+  mkdirSync(outward);
   const target = join(dir, 'outside');
   mkdirSync(target);
-  for (const s of new Set(Object.values(map))) copyFileSync(join(dir, 'st', s), join(escape, s));
+  for (const s of new Set(Object.values(map))) copyFileSync(join(dir, 'st', s), join(outward, s));
   const first = map['0.weight'];
   // A name through '..': the set refuses it.
   copyFileSync(join(dir, 'st', first), join(target, first));
-  writeFileSync(join(escape, 'parent.index.json'), JSON.stringify({ metadata: {}, weight_map: { ...map, '0.weight': `../outside/${first}` } }));
-  await refused(withWeights(modelPath, join(escape, 'parent.index.json')), 'UNSAFE_PATH', /outside|'\.\.'/);
+  writeFileSync(join(outward, 'parent.index.json'), JSON.stringify({ metadata: {}, weight_map: { ...map, '0.weight': `../outside/${first}` } }));
+  await refused(withWeights(modelPath, join(outward, 'parent.index.json')), 'UNSAFE_PATH', /outside|'\.\.'/);
   // A plain name that is a symbolic link to a file outside the folder.
-  writeFileSync(join(escape, 'link.index.json'), JSON.stringify({ metadata: {}, weight_map: { ...map, '0.weight': 'linked.safetensors' } }));
-  symlinkSync(join(target, first), join(escape, 'linked.safetensors'));
-  await refused(withWeights(modelPath, join(escape, 'link.index.json')), 'UNSAFE_PATH', /symbolic link/);
+  writeFileSync(join(outward, 'link.index.json'), JSON.stringify({ metadata: {}, weight_map: { ...map, '0.weight': 'linked.safetensors' } }));
+  symlinkSync(join(target, first), join(outward, 'linked.safetensors'));
+  await refused(withWeights(modelPath, join(outward, 'link.index.json')), 'UNSAFE_PATH', /symbolic link/);
 });
 
 test.run();

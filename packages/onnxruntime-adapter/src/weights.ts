@@ -1,6 +1,17 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
 import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
-import { ModelProto, decodeModel, fileSize, inlineExternalData, isPath, modelBytes, openInput, openMapped, type ModelInput, type WeightInput } from './model.js';
+import {
+  ModelProto,
+  decodeModel,
+  fileSize,
+  inlineExternalData,
+  isPath,
+  modelBytes,
+  openInput,
+  openMapped,
+  type ModelInput,
+  type WeightInput,
+} from './model.js';
 
 export type { WeightInput } from './model.js';
 

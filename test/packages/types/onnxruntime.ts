@@ -29,6 +29,8 @@ export async function typed(): Promise<void> {
   expectTypeOf(r).toEqualTypeOf<WithWeightsResult>();
   const session2 = await ort.InferenceSession.create(r.model, r.sessionOptions);
   const web: { path: string; data: string }[] = r.externalData;
+  // A sharded set's index: the same result, each initializer pointing into its shard.
+  expectTypeOf(await withWeights(bytes, 'model.safetensors.index.json')).toEqualTypeOf<WithWeightsResult>();
   const why: string | undefined = r.copied['fc.weight'];
   void [session2, web, why, withWeights(bytes, 'w.npz', { inline: true })];
   // @ts-expect-error: the `as` option is a float type name

@@ -58,6 +58,8 @@ const w = await openWeights('model.safetensors.index.json', { root: 'model' });
 expectTypeOf(w).toEqualTypeOf<WeightFile>();
 expectTypeOf(w.names).toEqualTypeOf<readonly string[]>();
 expectTypeOf(await w.info('fc.weight')).toEqualTypeOf<TensorInfo>();
+// The shard of a sharded set that holds a tensor (absent for a single file).
+expectTypeOf((await w.info('fc.weight')).shard).toEqualTypeOf<string | undefined>();
 expectTypeOf(w.get('fc.weight', { expect: '<f4' })).toEqualTypeOf<Promise<NdArray<'<f4'>>>();
 expectTypeOf(await loadWeights('model.pt')).toEqualTypeOf<Map<string, NdArray>>();
 // Memory-mapped weight files: numpy's modes, and why a tensor is copied.
