@@ -140,7 +140,14 @@ test('without { model } a difference is refused at the output, saying what names
   );
   // The dynamo exporter keeps the weights in mlp-dynamo.onnx.data: read beside a path, not found from bytes.
   await refused(checkSession(good, scaled, { model: readFileSync(at('mlp-dynamo.onnx')) }), 'CHECK_FAILED', (m) =>
-    m.includes("the model's copy cannot be made: the model keeps initializers in mlp-dynamo.onnx.data beside it; pass the model's path or URL"),
+    m.includes("the model's copy cannot be made: the model keeps initializers in mlp-dynamo.onnx.data beside it; pass the model's path or URL") &&
+    m.includes('or pass { createSession: (bytes) => ort.InferenceSession.create(bytes, sessionOptions) }'),
+  );
+  // From bytes with the caller's createSession, which tells ORT where the files are (as withWeights's
+  // sessionOptions do), the copy keeps its pointers and the modules are compared.
+  const beside = (bytes) => ort.InferenceSession.create(bytes, { extra: { session: { model_external_initializers_file_folder_path: dir } } });
+  await refused(checkSession(good, scaled, { model: readFileSync(at('mlp-dynamo.onnx')), createSession: beside }), 'CHECK_FAILED', (m) =>
+    m.startsWith("every module compared agrees with PyTorch, up to '4': the difference arises after it"),
   );
   // A tolerance stated by the caller is the one used.
   const report = await checkSession(session, at('mlp-dynamo.npz'), { rtol: 1 });

@@ -54,11 +54,15 @@ export interface CheckSessionOptions extends HttpOptions {
    * The session's `.onnx` model (path, URL or bytes). With it, and `check/module/<name>` members in the
    * reference, a failed check runs a copy of the model once more with the modules' values as extra
    * outputs and names the first module whose output differs. A session does not hold its model.
+   * Initializers it keeps in files beside it (ONNX external data) are read into the copy from beside
+   * its path or URL; a model given as bytes that points into files (`withWeights`'s `model`) keeps
+   * its pointers when `createSession` is given, which must tell ORT where the files are.
    */
   model?: ModelInput;
   /**
    * Makes the session for that copy (default: the session's own class, `InferenceSession.create(bytes)`):
-   * pass one to choose execution providers.
+   * pass one to choose execution providers, or to give a `withWeights` model its `sessionOptions`
+   * (`(bytes) => ort.InferenceSession.create(bytes, sessionOptions)`).
    */
   createSession?: (model: Uint8Array) => Promise<SessionLike>;
 }
@@ -288,11 +292,21 @@ async function firstDivergence(
   options: CheckSessionOptions,
 ): Promise<string> {
   const message = decodeModel(await modelBytes(model, options));
-  try {
-    await inlineExternalData(message, model, options);
-  } catch (e) {
-    if (!(e instanceof NpyError)) throw e;
-    return `the model's outputs differ, and the model's copy cannot be made: ${e.message}`;
+  // A model given as bytes that points into files beside it (a withWeights result, a dynamo export
+  // read into memory) has nothing here to find them beside: the caller's createSession tells ORT
+  // where they are (withWeights's sessionOptions), so the copy keeps its pointers. Otherwise the
+  // files' values are read into the copy, found beside the model's path or URL.
+  const fromBytes = model instanceof Uint8Array;
+  if (!(fromBytes && options.createSession)) {
+    try {
+      await inlineExternalData(message, model, options);
+    } catch (e) {
+      if (!(e instanceof NpyError)) throw e;
+      const fix = fromBytes
+        ? ", or pass { createSession: (bytes) => ort.InferenceSession.create(bytes, sessionOptions) } with the options that tell ORT where they are (withWeights's sessionOptions)"
+        : '';
+      return `the model's outputs differ, and the model's copy cannot be made: ${e.message}${fix}`;
+    }
   }
   const graph = message.graph ?? {};
   const nodes = graph.node ?? [];
