@@ -139,9 +139,12 @@ test('without { model } a difference is refused at the output, saying what names
     m.startsWith("every module compared agrees with PyTorch, up to '4': the difference arises after it"),
   );
   // The dynamo exporter keeps the weights in mlp-dynamo.onnx.data: read beside a path, not found from bytes.
-  await refused(checkSession(good, scaled, { model: readFileSync(at('mlp-dynamo.onnx')) }), 'CHECK_FAILED', (m) =>
-    m.includes("the model's copy cannot be made: the model keeps initializers in mlp-dynamo.onnx.data beside it; pass the model's path or URL") &&
-    m.includes('or pass { createSession: (bytes) => ort.InferenceSession.create(bytes, sessionOptions) }'),
+  await refused(
+    checkSession(good, scaled, { model: readFileSync(at('mlp-dynamo.onnx')) }),
+    'CHECK_FAILED',
+    (m) =>
+      m.includes("the model's copy cannot be made: the model keeps initializers in mlp-dynamo.onnx.data beside it; pass the model's path or URL") &&
+      m.includes('or pass { createSession: (bytes) => ort.InferenceSession.create(bytes, sessionOptions) }'),
   );
   // From bytes with the caller's createSession, which tells ORT where the files are (as withWeights's
   // sessionOptions do), the copy keeps its pointers and the modules are compared.
