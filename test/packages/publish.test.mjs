@@ -11,10 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 import { packAll, writeFreshProject } from './fresh-project.mjs';
-import { python, scratch } from '../helpers/numpy.mjs';
+import { memoryScratch, python } from '../helpers/numpy.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const work = scratch('npyts-publish-');
+// The fresh project's node_modules is 55 000 files (most of them @stdlib's): in memory where it can be.
+const work = memoryScratch('npyts-publish-', 2 ** 31);
 const tarballs = packAll(root, join(work, 'tarballs'));
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 /** The prebuild this machine should load (the packs are made here, where linux-x64 is built). */
