@@ -10,19 +10,35 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const SERVER = `
-import sys, json, io, contextlib, traceback
+import sys, os, json, io, contextlib, traceback, types
 out, inp = sys.stdout, sys.stdin
+home = os.getcwd()
+server = sys.modules['__main__']
 for line in inp:
-    code = json.loads(line)
+    ask = json.loads(line)
+    code, cwd = (ask, None) if isinstance(ask, str) else (ask['code'], ask.get('cwd'))
     buf = io.StringIO()
-    g = {'__name__': '__main__'}
+    # The snippet's globals are a fresh __main__ module's, so that what it defines can be pickled by
+    # name (multiprocessing sends functions so).
+    main = types.ModuleType('__main__')
+    sys.modules['__main__'] = main
+    g = main.__dict__
     try:
+        if cwd:
+            os.chdir(cwd)
         with contextlib.redirect_stdout(buf):
-            exec(compile(code, '<snippet>', 'exec'), g)
+            try:
+                exec(compile(code, '<snippet>', 'exec'), g)
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    raise
         reply = {'stdout': buf.getvalue()}
     except BaseException:
         reply = {'error': traceback.format_exc(), 'stdout': buf.getvalue()}
-    del g
+    finally:
+        os.chdir(home)
+        sys.modules['__main__'] = server
+    del g, main
     out.write(json.dumps(reply) + '\\n')
     out.flush()
 `;
@@ -31,8 +47,9 @@ const sessions = new Map();
 
 /**
  * The Python session of this process for interpreter `which` (started at the first call, stopped
- * when the process exits). `run(code)` resolves to what the snippet printed, or rejects with its
- * traceback; snippets run one at a time, in the order asked.
+ * when the process exits). `run(code, { cwd })` resolves to what the snippet printed, or rejects
+ * with its traceback; snippets run one at a time, in the order asked, each in `cwd` if given (a
+ * script's working directory: files it names and modules it imports are found there).
  */
 export function pythonSession(which = 'python3') {
   let s = sessions.get(which);
@@ -69,14 +86,14 @@ export function pythonSession(which = 'python3') {
   child.on('exit', (code, signal) => fail(`${which} exited (${signal ?? `code ${code}`})`));
   let queue = Promise.resolve();
   s = {
-    run(code) {
+    run(code, { cwd } = {}) {
       const reply = queue.then(
         () =>
           new Promise((resolve) => {
             if (dead) return resolve({ error: dead });
             pending.push(resolve);
             child.stdout.ref?.();
-            child.stdin.write(`${JSON.stringify(code)}\n`);
+            child.stdin.write(`${JSON.stringify(cwd ? { code, cwd } : code)}\n`);
           }),
       );
       queue = reply;

@@ -10,6 +10,7 @@ import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import { build, transformSync } from 'esbuild';
 import { scratch } from '../helpers/numpy.mjs';
+import { pythonSession } from '../helpers/python-session.mjs';
 import { blocksOf, guides, root, runnable } from './guide-blocks.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -112,11 +113,20 @@ async function run(block, dir, where, state) {
     await state.page.goto(`${state.page.base}/guide.html`);
     return `${shown}\n`;
   }
-  if (block.lang === 'python' || block.lang === 'sh') {
-    const [cmd, args] =
-      block.lang === 'sh' ? ['bash', ['-euo', 'pipefail', '-c', block.code]] : [block.attrs.torch ? '/usr/bin/python3' : 'python3', ['-c', block.code]];
-    const r = spawnSync(cmd, args, { cwd: dir, env, encoding: 'utf8', timeout: 300_000, maxBuffer: 1 << 26 });
-    if (r.status !== 0) fail(`${cmd} exited with ${r.status ?? r.signal}`, r);
+  if (block.lang === 'python') {
+    // One interpreter per Python for the whole file, each block a script of its own (fresh globals,
+    // run in the guide's directory): a block pays for its own work, not for importing numpy, torch
+    // and Keras again (seconds each on a busy machine).
+    const which = block.attrs.torch ? '/usr/bin/python3' : 'python3';
+    try {
+      return await pythonSession(which).run(block.code, { cwd: dir });
+    } catch (e) {
+      fail(`${which} failed`, { stderr: e.message });
+    }
+  }
+  if (block.lang === 'sh') {
+    const r = spawnSync('bash', ['-euo', 'pipefail', '-c', block.code], { cwd: dir, env, encoding: 'utf8', timeout: 300_000, maxBuffer: 1 << 26 });
+    if (r.status !== 0) fail(`bash exited with ${r.status ?? r.signal}`, r);
     return r.stdout;
   }
   if (block.attrs.browser) {
