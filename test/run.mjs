@@ -1,6 +1,6 @@
 // Runs the uvu suites in test/ and ends with the line `N passed, N failed`.
-// Usage: node test/run.mjs [--in-process] [--jobs N] [path-fragment...]
-//   (only files whose path, e.g. `npz/npz`, contains a fragment)
+// Usage: node test/run.mjs [--in-process] [--jobs N] [--skip path-fragment]... [path-fragment...]
+//   (only files whose path, e.g. `npz/npz`, contains a fragment, and none a --skip fragment)
 //
 // By default each test file runs in a process of its own, several at once (the files are
 // independent: each makes its fixtures with numpy and PyTorch and starts the servers it needs), the
@@ -20,13 +20,17 @@ const root = join(here, '..');
 const args = process.argv.slice(2);
 const inProcess = args.includes('--in-process');
 const jobsAt = args.indexOf('--jobs');
-const only = args.filter((a, i) => !a.startsWith('--') && !(jobsAt >= 0 && i === jobsAt + 1));
+/** Whether argument `i` is the value of an option (--jobs N, --skip F). */
+const isOptionValue = (i) => i > 0 && (args[i - 1] === '--jobs' || args[i - 1] === '--skip');
+const skip = args.filter((_, i) => i > 0 && args[i - 1] === '--skip');
+const only = args.filter((a, i) => !a.startsWith('--') && !isOptionValue(i));
 
 // Suites live in folders that mirror packages/core/src (format/, array/, npy/, io/, npz/, pickle/,
 // ragged/, node/) plus adapters/, cli/, packages/, apps/ and safety/.
 const files = readdirSync(here, { recursive: true })
   .filter((f) => f.endsWith('.test.mjs'))
   .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .filter((f) => !skip.some((o) => f.includes(o)))
   .sort();
 
 /** uvu's totals in what a run printed: the last ones (a failure message may quote another run's). */
