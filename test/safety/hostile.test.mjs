@@ -662,7 +662,7 @@ test('a save killed at any moment leaves the old file whole (written beside and 
   const target = join(dir, 'victim.npy');
   python(`np.save('${target}', np.arange(1000, dtype='<i8'))`);
   const code = `import { saveNpySync } from '@npyts/core/node';
-const a = new Float64Array(50 << 20); a.fill(7);
+const a = new Float64Array(1 << 20); a.fill(7);
 process.stdout.write('go\\n');
 for (;;) saveNpySync(${JSON.stringify(target)}, { data: a });`;
   for (const delay of [0, 20, 60, 120, 200, 350, 500, 800]) {
@@ -672,7 +672,7 @@ for (;;) saveNpySync(${JSON.stringify(target)}, { data: a });`;
     child.kill('SIGKILL');
     await new Promise((ok) => child.once('exit', ok));
     const check = python(`a = np.load('${target}'); print(a.dtype, a.shape, a[-1])`).trim();
-    assert.ok(check === 'int64 (1000,) 999' || check === 'float64 (52428800,) 7.0', `after ${delay} ms: ${check}`);
+    assert.ok(check === 'int64 (1000,) 999' || check === 'float64 (1048576,) 7.0', `after ${delay} ms: ${check}`);
   }
   for (const f of readdirSync(dir)) if (f.startsWith('victim.npy.') && f.endsWith('.tmp')) rmSync(join(dir, f)); // left by SIGKILL only
 });
@@ -899,10 +899,10 @@ np.save('${dir}/nested.npy', np.zeros(2, dtype=[('c', ('<f8', (5,)), (2,)), ('d'
   assert.equal(nested.get(0).c[0].length, 5);
 });
 
-test('huge headers: refused past 1 MiB by default, naming the option; with it raised, 2.9 M fields in 57 MiB decode in linear memory', () => {
+test('huge headers: refused past 1 MiB by default, naming the option; with it raised, 700 000 fields in 13 MiB decode in linear memory', () => {
   const out = bounded(
     `${core}
-const fields = 2_900_000;
+const fields = 700_000;
 const parts = new Array(fields);
 for (let i = 0; i < fields; i++) parts[i] = "('f" + i + "', '<u1')";
 const text = "{'descr': [" + parts.join(', ') + "], 'fortran_order': False, 'shape': (0,), }";
@@ -920,8 +920,8 @@ globalThis.result = { refusal, fields: h.dtype.fields.length, headerMiB: text.le
     { timeoutMs: 60_000 },
   );
   assert.match(out.refusal, /^HEADER_TOO_LARGE: .*maxHeaderBytes/);
-  assert.is(out.fields, 2_900_000);
-  assert.ok(out.headerMiB > 50);
+  assert.is(out.fields, 700_000);
+  assert.ok(out.headerMiB > 12);
   // About 25 bytes of memory per header byte: every field becomes objects (documented with the option).
   assert.ok(out.rssMiB - out.baseMiB < 30 * out.headerMiB, `header of ${out.headerMiB.toFixed(0)} MiB took ${(out.rssMiB - out.baseMiB).toFixed(0)} MiB`);
 });
