@@ -345,7 +345,7 @@ print(float(np.load(paths[0])['w'][0, 0]) == float(torch.load(paths[1], weights_
   assert.is(got, 'True');
 });
 
-test('torch.save over a map: a storage\'s local header is read when its tensor is asked for; a damaged one refuses that tensor, not the file', async () => {
+test("torch.save over a map: a storage's local header is read when its tensor is asked for; a damaged one refuses that tensor, not the file", async () => {
   const path = at('damaged.pt');
   // torch.save numbers storages in the order it meets them: data/0 is a's, data/1 is b's.
   python(`import torch, zipfile

@@ -354,7 +354,7 @@ export class TorchFile implements TensorFile {
     const fortran = !isDense(t.shape, t.strides, false) && isDense(t.shape, t.strides, true);
     const dense = fortran || isDense(t.shape, t.strides, false);
     const at = dense && size > 0 ? await this.storages.where(key, signal) : null;
-    if (at !== null && at.source.views) {
+    if (at?.source.views) {
       // Over a map: an array over the tensor's bytes in the map, in the view's own order (a copy only
       // where bytesToData must: a byte swap, an unaligned offset), as npyReaderOf gives one run.
       const length = size * itemsize;
