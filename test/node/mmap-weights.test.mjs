@@ -294,6 +294,94 @@ with safe_open(${JSON.stringify(path)}, framework='pt') as f: print(float(f.get_
   assert.is(got, '-7.25');
 });
 
+test("'r+' is refused for a zip (.npz, torch.save, .keras): a write would leave the member's CRC-32 stale; 'c' writes stay in this process and the file still passes Python's CRC check", async () => {
+  const paths = [];
+  for (const f of ['stored.npz', 'model.pt', 'model.keras']) {
+    const path = at(`rplus-${f}`);
+    copyFileSync(at(f), path);
+    paths.push(path);
+    const before = readFileSync(path);
+    for (const open of [() => openWeights(path, { mmap: 'r+' }), () => loadWeights(path, { mmap: 'r+' })]) {
+      try {
+        await open();
+        assert.unreachable(`${f} opened 'r+'`);
+      } catch (e) {
+        assert.is(e.code, 'BAD_OPTION', `${f}: ${e.message}`);
+        assert.ok(e.message.includes(path), e.message);
+        assert.match(e.message, /CRC-32/);
+        assert.match(e.message, /'c'/);
+      }
+    }
+    // 'c': the same write changes the map only.
+    const w = await openWeights(path, { mmap: 'c' });
+    let name = null;
+    for (const n of w.names) {
+      const info = await w.info(n);
+      if (name === null && info.copied === undefined && info.shape.length && info.shape.every((k) => k > 0)) name = n;
+    }
+    const a = await w.get(name);
+    assert.is(a.data.buffer.byteLength, before.length, `${f}: ${name} is a view of the map`);
+    const was = bytesOf(a)[0];
+    bytesOf(a)[0] = was ^ 0xff;
+    if (f.endsWith('.npz')) {
+      // A stored .npz member is read whole and its CRC-32 checked: the changed map no longer matches it.
+      try {
+        await w.get(name);
+        assert.unreachable();
+      } catch (e) {
+        assert.is(e.code, 'ZIP_CRC', e.message);
+      }
+    } else {
+      assert.is(bytesOf(await w.get(name))[0], was ^ 0xff, `${f}: another view of the same map`);
+    }
+    await w.close();
+    assert.equal(readFileSync(path), before, `${f}: the file is unchanged`);
+  }
+  // numpy, torch and zipfile (Keras's reader) read the files, every member's CRC-32 checked.
+  const got = python(`import zipfile, torch
+paths = ${JSON.stringify(paths)}
+for p in paths: assert zipfile.ZipFile(p).testzip() is None, p
+print(float(np.load(paths[0])['w'][0, 0]) == float(torch.load(paths[1], weights_only=True)['w'][0, 0]))`).trim();
+  assert.is(got, 'True');
+});
+
+test("torch.save over a map: a storage's local header is read when its tensor is asked for; a damaged one refuses that tensor, not the file", async () => {
+  const path = at('damaged.pt');
+  // torch.save numbers storages in the order it meets them: data/0 is a's, data/1 is b's.
+  python(`import torch, zipfile
+p = ${JSON.stringify(path)}
+torch.save({'a': torch.arange(10, dtype=torch.float32), 'b': torch.arange(5, dtype=torch.int32)}, p)
+z = zipfile.ZipFile(p)
+(info,) = [i for i in z.infolist() if i.filename.endswith('/data/1')]
+with open(p, 'r+b') as f:
+    f.seek(info.header_offset + 3)
+    f.write(b'\\x05')   # PK\\x03\\x05: no local header where the directory points`);
+  for (const mmap of ['r', undefined]) {
+    const w = await openWeights(path, { mmap });
+    assert.equal([...(await w.get('a')).data], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], `${mmap}: a reads`);
+    assert.is((await w.info('a')).copied, undefined);
+    for (const ask of [() => w.get('b'), ...(mmap ? [() => w.info('b')] : [])]) {
+      try {
+        await ask();
+        assert.unreachable();
+      } catch (e) {
+        assert.is(e.code, 'ZIP_FORMAT', e.message);
+        assert.match(e.message, /no local header/);
+        assert.match(e.message, /data\/1/);
+      }
+    }
+    await w.close();
+  }
+  const w = await openWeights(path, { mmap: 'r' });
+  await w.close();
+  try {
+    await w.info('a');
+    assert.unreachable();
+  } catch (e) {
+    assert.is(e.code, 'CLOSED', e.message);
+  }
+});
+
 test('a sharded set maps each shard: views of one map per shard', async () => {
   const all = await loadWeights(at('model.safetensors.index.json'), { mmap: 'r' });
   assert.is(all.get('w').data.buffer, all.get('b').data.buffer, 'one map for the first shard');

@@ -16,7 +16,7 @@ import { checkMapMode, type MapMode } from '../options.js';
 import type { SyncByteSource } from '../io/byte-source.js';
 import { warnNoMap } from '../weights/open.js';
 import { mapFile, mapUnavailable, unmapFile } from './native.js';
-import { openFileSync, readHeaderFromFd } from './fd.js';
+import { openFileSync, readFully, readHeaderFromFd } from './fd.js';
 
 export type { MapMode };
 
@@ -113,17 +113,21 @@ export function mappedFileSource(path: string, mode: MapMode): SyncByteSource | 
     warnNoMap(`memory maps need @npyts/native (${unavailable})`);
     return null;
   }
-  const fd = openFileSync(path, mode === 'r+' ? 'r+' : 'r');
+  let fd: number | null = openFileSync(path, mode === 'r+' ? 'r+' : 'r');
   try {
     const size = fstatSync(fd).size;
     // The map outlives the descriptor: closing the file does not unmap it. An empty file has no map.
     // Views are made of the buffer itself: one Uint8Array of a map over 4 GiB is more than V8 allows.
     let buffer: ArrayBuffer | null = size === 0 ? new ArrayBuffer(0) : mapFile(fd, 0, size, MODE_NUMBER[mode]);
+    const closed = () => new NpyError('CLOSED', `${path} is closed`);
     const view = (offset: number, length: number): Uint8Array => {
-      if (!buffer) throw new NpyError('CLOSED', `${path} is closed`);
+      if (!buffer) throw closed();
       const from = Math.min(size, offset);
       return new Uint8Array(buffer, from, Math.max(0, Math.min(size, offset + length) - from));
     };
+    // The descriptor is kept for readCopy (the same file as the map, even after a rename over its path).
+    const kept = fd;
+    fd = null;
     return {
       size,
       name: path,
@@ -134,12 +138,23 @@ export function mappedFileSource(path: string, mode: MapMode): SyncByteSource | 
         target.set(got);
         return got.length;
       },
+      readCopy: (offset, length) => {
+        if (!buffer) throw closed();
+        const from = Math.min(size, offset);
+        const out = new Uint8Array(Math.max(0, Math.min(size, offset + length) - from));
+        return out.subarray(0, readFully(kept, out, from));
+      },
       close: () => {
-        if (buffer && mode === 'r+' && size > 0) unmapFile(buffer, true, false);
-        buffer = null;
+        if (!buffer) return;
+        try {
+          if (mode === 'r+' && size > 0) unmapFile(buffer, true, false);
+        } finally {
+          buffer = null;
+          closeSync(kept);
+        }
       },
     };
   } finally {
-    closeSync(fd);
+    if (fd !== null) closeSync(fd);
   }
 }

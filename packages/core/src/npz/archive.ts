@@ -197,6 +197,8 @@ export function* openingMember(size: number, entry: ZipEntry, options: ReadHeade
   return { base, header };
 }
 
+/** Bytes of a local header read at once by a source's `readCopy`: its 30 fixed bytes, a name and an extra field of usual lengths. */
+const LOCAL_HEADER_READ = 512;
 /** Bytes read at least on a miss of an async source (a local header and a small member in one read). */
 const MIN_WINDOW = 64 << 10;
 
@@ -484,9 +486,40 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     return this.namedAsync(async () => this.runAsync(readingMemberHeader(this.source.size, this.index.entry(name), this.options), options.signal));
   }
 
-  /** Where a member's data starts in the archive (after its local header). */
+  /** Where a member's data starts in the archive (after its local header, read once and checked). */
   async dataOffset(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<number> {
-    return this.namedAsync(async () => this.runAsync(readingDataOffset(this.source.size, this.index.entry(name)), options.signal));
+    return this.namedAsync(async () => this.dataStart(this.index.entry(name), options.signal));
+  }
+
+  /**
+   * Where a member's data starts, its local header read once: by a copying read where the source
+   * has one (a map's `readCopy`: no page of the map is faulted in for the header), else as every
+   * other read of the archive.
+   */
+  private async dataStart(entry: ZipEntry, signal?: AbortSignal): Promise<number> {
+    let start = this.dataStarts.get(entry.name);
+    if (start !== undefined) return start;
+    const { readCopy } = this.source as Partial<SyncByteSource>;
+    if (readCopy) {
+      if (this.closed) throw this.closedError();
+      signal?.throwIfAborted();
+      // One read for the fixed part, the name and the extra field (together under LOCAL_HEADER_READ).
+      const source = this.source;
+      let last: Uint8Array = new Uint8Array(0);
+      let lastAt = 0;
+      const read = (at: number, length: number): Uint8Array => {
+        if (at < lastAt || at + length > lastAt + last.length) {
+          last = readCopy.call(source, at, Math.max(length, LOCAL_HEADER_READ));
+          lastAt = at;
+        }
+        return last.subarray(at - lastAt, at - lastAt + length);
+      };
+      start = driveSync(readingDataOffset(source.size, entry), performOnBytes({ size: source.size, read }));
+    } else {
+      start = await this.runAsync(readingDataOffset(this.source.size, entry), signal);
+    }
+    this.dataStarts.set(entry.name, start);
+    return start;
   }
 
   /**
@@ -504,16 +537,11 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
       if (entry.method !== STORED) {
         throw new NpyError('ZIP_UNSUPPORTED', 'range reads need a stored member; this one is deflated (read it whole with bytes())', { member: entry.name });
       }
-      let start = this.dataStarts.get(entry.name);
-      if (start === undefined) {
-        start = await this.runAsync(readingDataOffset(this.source.size, entry), options.signal);
-        this.dataStarts.set(entry.name, start);
-      }
-      return windowSource(this.sourceThrough(), start, entry.compressedSize, entry.name);
+      return windowSource(this.sourceThrough(), await this.dataStart(entry, options.signal), entry.compressedSize, entry.name);
     });
   }
 
-  /** Where each stored member's bytes start, once read (see {@link storedMember}). */
+  /** Where each member's bytes start, once read (see {@link dataStart}). */
   private readonly dataStarts = new Map<string, number>();
 
   /** Decode one member as an array, blocking (in browsers {@link get} is faster: it inflates in workers). */

@@ -63,6 +63,21 @@ export function tensorsOfArchive(archive: NpzArchive): TensorFile {
 }
 
 /**
+ * The refusal of `{ mmap: 'r+' }` for a zip (a .npz, a torch.save file, a .keras): a write through a
+ * view changes a stored member's bytes and leaves its CRC-32 (in its local header and the central
+ * directory) stale, so the file is no longer a valid zip: numpy's `np.load` and Python's `zipfile`
+ * (Keras's reader) refuse it with "Bad CRC-32". Recomputing the CRCs at close() cannot be certain,
+ * since views outlive close() and a write through one still reaches the file.
+ */
+function writableZipMap(name: string, archive: NpzArchive): NpyError {
+  const kind = isKerasArchive(archive.names) ? 'a .keras model' : isTorchArchive(archive) ? 'a torch.save file' : 'a .npz';
+  return new NpyError(
+    'BAD_OPTION',
+    `${name} is ${kind}, a zip: { mmap: 'r+' } is refused for it, since a write through a view would change a member's bytes and leave its CRC-32 in the zip stale, and numpy and Python's zipfile then refuse the file ("Bad CRC-32"); map it with 'c' (writes stay in this process) and save the changed tensors as a new file, or keep the weights as .safetensors or .npy, whose 'r+' writes reach the file`,
+  );
+}
+
+/**
  * A zip (its first bytes `PK`): a .npz, or a torch.save file (whose reader, with the unpickler, is
  * loaded only when a checkpoint is met: a bundle that reads only .npz or .safetensors holds none).
  * @example
@@ -75,6 +90,7 @@ export const zipFormat: WeightFormatEntry = {
   open: async (source, _place, options) => {
     const archive = await NpzArchive.open(source, options);
     try {
+      if (options.mmap === 'r+') throw writableZipMap(source.name ?? 'the weight file', archive);
       if (isKerasArchive(archive.names)) {
         const { KerasFile } = await import('../keras/file.js');
         return await KerasFile.fromArchive(archive, options);

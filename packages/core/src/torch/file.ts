@@ -6,7 +6,7 @@
  * is read as Fortran order, any other strided view is gathered into C order.
  */
 import { NdArray } from '../array/ndarray.js';
-import { copyReason as copyReasonAt } from '../array/layout.js';
+import { bytesToData, copyReason as copyReasonAt } from '../array/layout.js';
 import { allocateBuffer } from '../array/memory.js';
 import type { TypedArray } from '../format/js-types.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
@@ -188,9 +188,7 @@ export class TorchFile implements TensorFile {
         throw new NpyError('ZIP_FORMAT', `tensor '${name}' is in storage ${t.storage.key}, which the file does not hold (${prefix}data/${t.storage.key})`);
       }
     }
-    const storages = new ZipStorages(archive, prefix);
-    await storages.findStarts(options.signal);
-    return new TorchFile(storages, order === 'big', tensors, metadata, aliases);
+    return new TorchFile(new ZipStorages(archive, prefix), order === 'big', tensors, metadata, aliases);
   }
 
   /**
@@ -278,19 +276,27 @@ export class TorchFile implements TensorFile {
     return this.bigEndian ? t.dtype.dtype.withByteOrder('>') : t.dtype.dtype;
   }
 
-  /** A tensor's dtype and shape, from the pickle (nothing is read). */
-  info(name: string): TensorInfo {
+  /**
+   * A tensor's dtype and shape, from the pickle; over a map, also whether get() copies it, for which
+   * its storage's local header is read (once) where it is a stored zip member.
+   */
+  async info(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<TensorInfo> {
     const t = this.ref(name);
     const dtype = this.dtypeOf(name, t);
-    const copied = this.storages.views ? this.copyReason(t, dtype) : null;
+    let copied: string | null = null;
+    try {
+      copied = this.storages.views ? await this.copyReason(t, dtype, options.signal) : null;
+    } catch (e) {
+      throw withWhere(e, { member: name });
+    }
     return copied === null ? { dtype, shape: t.shape } : { dtype, shape: t.shape, copied };
   }
 
   /** Over a map, why get() copies a tensor instead of viewing its storage's bytes; null where it views them. */
-  private copyReason(t: TensorRef, dtype: DType): string | null {
+  private async copyReason(t: TensorRef, dtype: DType, signal?: AbortSignal): Promise<string | null> {
     const size = t.shape.reduce((a, b) => a * b, 1);
     if (size === 0) return null;
-    const start = this.storages.start(t.storage.key);
+    const start = await this.storages.start(t.storage.key, signal);
     if (start === null) return `its storage (${t.storage.key}) is a deflated zip member, inflated`;
     if (!isDense(t.shape, t.strides, false) && !isDense(t.shape, t.strides, true)) return 'it is a strided view of its storage, gathered into C order';
     if (t.conj || t.neg) return `its ${t.conj ? 'conj' : 'neg'} flag is applied to a copy`;
@@ -348,6 +354,14 @@ export class TorchFile implements TensorFile {
     const fortran = !isDense(t.shape, t.strides, false) && isDense(t.shape, t.strides, true);
     const dense = fortran || isDense(t.shape, t.strides, false);
     const at = dense && size > 0 ? await this.storages.where(key, signal) : null;
+    if (at?.source.views) {
+      // Over a map: an array over the tensor's bytes in the map, in the view's own order (a copy only
+      // where bytesToData must: a byte swap, an unaligned offset), as npyReaderOf gives one run.
+      const length = size * itemsize;
+      const body = await at.source.read(at.start + t.offset * itemsize, length, { signal });
+      if (body.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${key} ends before the last element of tensor '${name}'`);
+      return new NdArray(dtype, [...t.shape], bytesToData(dtype, body.buffer, body.byteOffset, size), fortran ? 'F' : 'C');
+    }
     if (at !== null) {
       // Read straight from the storage's bytes in the file, by range, in the view's own order.
       const header: NpyHeader = {
@@ -387,11 +401,8 @@ export class TorchFile implements TensorFile {
 interface Storages {
   /** Whether the file's reads are views of a map (see `ByteSource.views`). */
   readonly views: boolean;
-  /**
-   * Where a storage's bytes start in the file, where they lie there as they are; null where they
-   * are deflated. Known once the storage was found (over a map: from the start).
-   */
-  start(key: string): number | null;
+  /** Where a storage's bytes start in the file, where they lie there as they are; null where they are deflated. */
+  start(key: string, signal?: AbortSignal): Promise<number | null>;
   /** The bytes a storage holds; null where the file has no storage by that key. */
   size(key: string): number | null;
   /**
@@ -439,7 +450,7 @@ class LegacyStorages implements Storages {
     return this.file.views === true;
   }
 
-  start(key: string): number | null {
+  async start(key: string): Promise<number | null> {
     const run = this.runs.get(key);
     return run ? run.at + 8 : null;
   }
@@ -481,9 +492,6 @@ class LegacyStorages implements Storages {
 
 /** The storages of a torch.save zip: its members `<prefix>data/<key>`, read through the archive's public reads. */
 class ZipStorages implements Storages {
-  /** Where each stored storage's bytes start in the file, once found (over a map, all of them when opened). */
-  private readonly starts = new Map<string, number>();
-
   constructor(
     private readonly archive: NpzArchive,
     private readonly prefix: string,
@@ -493,17 +501,10 @@ class ZipStorages implements Storages {
     return this.archive.source.views === true;
   }
 
-  /** Over a map, where every stored storage starts (local headers read from memory): info() then says which tensors are copied. */
-  async findStarts(signal?: AbortSignal): Promise<void> {
-    if (!this.views) return;
-    for (const e of this.archive.entries) {
-      if (e.method !== STORED || !e.name.startsWith(`${this.prefix}data/`)) continue;
-      this.starts.set(e.name.slice(this.prefix.length + 5), await this.archive.dataOffset(e.name, { signal }));
-    }
-  }
-
-  start(key: string): number | null {
-    return this.entry(key).method === STORED ? (this.starts.get(key) ?? 0) : null;
+  /** Where a stored storage starts: its local header read when first asked for (by info() or get()), never all at open. */
+  async start(key: string, signal?: AbortSignal): Promise<number | null> {
+    const entry = this.entry(key);
+    return entry.method === STORED ? this.archive.dataOffset(entry.name, { signal }) : null;
   }
 
   private entry(key: string): ZipEntry {

@@ -123,7 +123,8 @@ export interface OpenWeightsOptions extends FormatOptions {
   root?: string;
   /**
    * Map the file (and each shard of a set) into memory instead of reading it, as numpy's
-   * `mmap_mode` (`'r'`, `'r+'`: writes reach the file, `'c'`: copy-on-write): every tensor whose
+   * `mmap_mode` (`'r'`, `'r+'`: writes reach the file, `'c'`: copy-on-write; `'r+'` is refused for
+   * a zip, a .npz, torch.save or .keras file, whose CRC-32s its writes would leave stale): every tensor whose
    * bytes already have its layout is a typed-array view of one shared map, and the others are copied
    * (`info(name).copied` says why). Node, with @npyts/native, for a file given by path; elsewhere
    * (no addon, a URL, bytes, a browser) one warning (`NPYTS_NO_MMAP`, once a process) and the file

@@ -8,6 +8,7 @@ import type { DescrInput } from '../format/descr-types.js';
 import type { DType } from '../format/dtype.js';
 import type { HttpOptions } from '../io/url.js';
 import type { NpzOptions } from '../npz/archive.js';
+import type { MapMode } from '../options.js';
 
 /** Options of a tensor read: the dtype expected (checked before any data is read), and `signal`. */
 export interface TensorReadOptions {
@@ -70,4 +71,7 @@ export interface TensorFile {
 }
 
 /** What a format's `open` is given besides the source: the archive options (for zips) and the HTTP options of the file (for its siblings). */
-export interface FormatOptions extends NpzOptions, HttpOptions {}
+export interface FormatOptions extends NpzOptions, HttpOptions {
+  /** The map mode `openWeights` was given (`{ mmap }`): a format whose file a write through a view would damage refuses `'r+'`. */
+  mmap?: MapMode | undefined;
+}
