@@ -10,9 +10,10 @@ import { readFileSync, writeFileSync, mkdirSync, copyFileSync, symlinkSync } fro
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
-import { NpyError, decodeNpy } from '@npyts/core';
+import { decodeNpy } from '@npyts/core';
 import { openWeights } from '@npyts/core/node';
 import { python, pythonAsync, scratch } from '../helpers/numpy.mjs';
+import { refusedWith as refused } from '../helpers/refusal.mjs';
 import { serveFiles } from '../helpers/serve-files.mjs';
 
 const dir = scratch('npyts-ortshard-');
@@ -95,17 +96,6 @@ const close = (got, what) => {
 async function runNode(r) {
   const session = await ort.InferenceSession.create(r.model, r.sessionOptions);
   return fromOrtTensor((await session.run({ x })).y).data;
-}
-async function refused(promise, code, pattern) {
-  try {
-    await promise;
-  } catch (e) {
-    assert.instance(e, NpyError);
-    assert.is(e.code, code, e.message);
-    assert.match(e.message, pattern);
-    return;
-  }
-  assert.unreachable(`not refused (${code})`);
 }
 
 test('the fixture: three shards a set, and the fine-tuned weights change the output', async () => {

@@ -11,6 +11,7 @@ import * as ort from 'onnxruntime-node';
 import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
 import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
 import { python, pythonAsync, scratch } from '../helpers/numpy.mjs';
+import { refusedWith as refused } from '../helpers/refusal.mjs';
 
 const dir = scratch();
 
@@ -254,17 +255,6 @@ const decodeNpzFile = (path) => {
   return Object.fromEntries(z.names.map((n) => [n, z.getSync(n)]));
 };
 const encodeNpzOf = (arrays) => encodeNpz(arrays);
-async function refused(promise, code, pattern) {
-  try {
-    await promise;
-  } catch (e) {
-    assert.instance(e, NpyError);
-    assert.is(e.code, code, e.message);
-    assert.match(e.message, pattern);
-    return;
-  }
-  assert.unreachable(`not refused (${code})`);
-}
 
 test('withWeights: a perturbed state_dict runs as the model re-exported with it (both exporters, three file formats)', async () => {
   assert.is(exports.length, 4);
