@@ -55,6 +55,49 @@ test('every quantized type gguf-py dequantizes: float32 equal to gguf.quants.deq
   assert.is(checked, 23 + 8);
 });
 
+test('every quantized type from bytes at an odd address (a source whose reads are views): the same bits', async () => {
+  // Blocks one byte past a word boundary: the dequantizers read words at any alignment.
+  const bytes = bytesOf('quants.gguf');
+  const odd = new Uint8Array(bytes.length + 1).subarray(1);
+  odd.set(bytes);
+  const f = await GgufFile.open({ ...bytesSource(odd, 'odd'), views: true });
+  for (const t of report.files['quants.gguf'].tensors) {
+    if (t.type !== 'Q8_1') sameBytes(raw(await f.get(t.name)), expected('quants.gguf', t.name), t.name);
+  }
+});
+
+test("tensors of more than one 4 MiB read, from bytes and from a file read either way, one by one and all at once: gguf-py's bits", async () => {
+  const fname = 'chunks.gguf';
+  const { tensors } = report.files[fname];
+  const { fileSource, openWeights } = await import('@npyts/core/node');
+  const wants = new Map(tensors.map((t) => [t.name, readFileSync(join(dir, 'expect', fname, `${t.name}.bin`))]));
+  const same = (a, name) => {
+    // Buffer's compare first (20-30 MB each here); the first differing byte only when they differ.
+    const got = Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+    if (!got.equals(wants.get(name))) sameBytes(raw(a), expected(fname, name), name);
+  };
+  const sources = {
+    'bytes in memory': () => GgufFile.open(bytesSource(bytesOf(fname), fname)),
+    'a file, blocking reads': () => GgufFile.open(fileSource(file(fname))),
+    'a file, async reads': () => openWeights(file(fname)),
+  };
+  for (const [what, opened] of Object.entries(sources)) {
+    const f = await opened();
+    try {
+      // Each read goes into a buffer an earlier one used: the second tensor's into the first's.
+      for (const t of tensors) {
+        const a = await f.get(t.name);
+        assert.equal(a.shape, t.shape, `${what}: ${t.name}`);
+        same(a, t.name);
+      }
+      const all = await f.getAll();
+      for (const t of tensors) same(all.get(t.name), t.name);
+    } finally {
+      await f.close();
+    }
+  }
+});
+
 test('a type gguf-py does not dequantize (Q8_1) is listed, and refused when read, naming it', async () => {
   const f = await open('quants.gguf');
   assert.is((await f.info('unread.Q8_1')).quantization, 'Q8_1');

@@ -175,4 +175,23 @@ for name in ['Q8_1', 'Q8_K']:
         refused.append(f'unread.{name}')
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 report['files'][fname] = {'refused': refused}
+
+# 5. Tensors of more than one read (npyts reads 4 MiB of blocks at a time, into buffers it uses
+# again): a few blocks past one read of each, random blocks with sane scales as in 1.
+fname = 'chunks.gguf'
+w = gguf.GGUFWriter(os.path.join(out, fname), 'test')
+chunk_expected = {}
+for name in ['Q4_K', 'Q6_K']:
+    block, size = GGML_QUANT_SIZES[Q[name]]
+    n_blocks = (4 << 20) // size + 5
+    raw = random_blocks(name, n_blocks).reshape(n_blocks, size)
+    w.add_tensor(f'big.{name}', raw, raw_dtype=Q[name])
+    chunk_expected[f'big.{name}'] = gguf.quants.dequantize(raw, Q[name])
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+d = expect_dir(fname)
+for k, v in chunk_expected.items():
+    v.tofile(os.path.join(d, k + '.bin'))
+r = gguf.GGUFReader(os.path.join(out, fname))
+report['files'][fname] = {'tensors': [{'name': t.name, 'shape': [int(x) for x in reversed(t.shape.tolist())], 'type': t.tensor_type.name} for t in r.tensors]}
+
 print(json.dumps(report))
