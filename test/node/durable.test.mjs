@@ -133,7 +133,9 @@ test('saveRaggedSync({ durable: true }) makes the heap durable before the index 
   assert.equal(eventsOf(lines, out), ['sync-file', 'rename', 'sync-dir']);
   const renames = lines.filter((l) => /rename/.test(l) && / = 0$/.test(l));
   assert.ok(renames[0].includes(`"${out}.strings"`) && renames[1].includes(`"${out}"`), 'the heap is in place before the index');
-  assert.equal(eventsOf(traceSave('saveRaggedSync', out, false), out), ['rename']);
+  // Once, on a busy machine, the second save's rename was not found in its trace: say what the trace held.
+  const again = traceSave('saveRaggedSync', out, false);
+  assert.equal(eventsOf(again, out), ['rename'], again.filter((l) => l.includes(out) || /rename|<unfinished|resumed>/.test(l)).join('\n'));
 });
 
 test('an abort that arrives while the file is renamed into place is too late: the durable save completes', () => {
