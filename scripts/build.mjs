@@ -42,9 +42,9 @@ function inputsDigest() {
   return hash.digest('hex');
 }
 
-// The folders rollup writes: each package whose manifest names its dist, and the viewer's.
+// The folders rollup writes: each package whose manifest names its dist folder ("dist", "./dist/…"), and the viewer's.
 const outputs = [
-  ...packages.filter((p) => readFileSync(join(root, 'packages', p, 'package.json'), 'utf8').includes('dist')).map((p) => `packages/${p}/dist`),
+  ...packages.filter((p) => readFileSync(join(root, 'packages', p, 'package.json'), 'utf8').match(/["/]dist["/]/)).map((p) => `packages/${p}/dist`),
   'viewer/dist',
 ];
 const digest = inputsDigest();
