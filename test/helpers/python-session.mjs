@@ -47,9 +47,10 @@ const sessions = new Map();
 
 /**
  * The Python session of this process for interpreter `which` (started at the first call, stopped
- * when the process exits). `run(code, { cwd })` resolves to what the snippet printed, or rejects
- * with its traceback; snippets run one at a time, in the order asked, each in `cwd` if given (a
- * script's working directory: files it names and modules it imports are found there).
+ * when the process exits). `run(code, { cwd, timeoutMs })` resolves to what the snippet printed, or
+ * rejects with its traceback; snippets run one at a time, in the order asked, each in `cwd` if given
+ * (a script's working directory: files it names and modules it imports are found there), and one
+ * that runs past `timeoutMs` (counted from when it starts) is stopped and rejects saying so.
  */
 export function pythonSession(which = 'python3') {
   let s = sessions.get(which);
@@ -81,12 +82,14 @@ export function pythonSession(which = 'python3') {
     dead = why;
     for (const resolve of pending) resolve({ error: why });
     pending = [];
+    // A dead session is forgotten: the next call for this interpreter starts a new one.
+    if (sessions.get(which) === s) sessions.delete(which);
   };
   child.on('error', (e) => fail(`${which} could not start: ${e.message}`));
   child.on('exit', (code, signal) => fail(`${which} exited (${signal ?? `code ${code}`})`));
   let queue = Promise.resolve();
   s = {
-    run(code, { cwd } = {}) {
+    run(code, { cwd, timeoutMs } = {}) {
       const reply = queue.then(
         () =>
           new Promise((resolve) => {
@@ -94,6 +97,20 @@ export function pythonSession(which = 'python3') {
             pending.push(resolve);
             child.stdout.ref?.();
             child.stdin.write(`${JSON.stringify(cwd ? { code, cwd } : code)}\n`);
+            // A snippet that runs past its time stops the interpreter (Python cannot interrupt
+            // native code from outside), fails with that reason, and the next call starts afresh.
+            if (timeoutMs) {
+              const timer = setTimeout(() => {
+                fail(`the snippet ran past ${timeoutMs / 1000} s and was stopped`);
+                child.kill('SIGKILL');
+              }, timeoutMs);
+              timer.unref();
+              const done = pending[pending.length - 1];
+              pending[pending.length - 1] = (r) => {
+                clearTimeout(timer);
+                done(r);
+              };
+            }
           }),
       );
       queue = reply;

@@ -14,6 +14,8 @@ import { pythonSession } from '../helpers/python-session.mjs';
 import { blocksOf, guides, root, runnable } from './guide-blocks.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
+// A block that takes longer than this is stopped and fails the guide (a Python block through its session).
+const BLOCK_TIMEOUT_MS = 300_000;
 // Node resolves a block's imports from where its file is: under the repository, as a user's module
 // resolves them from their project.
 const modules = join(root, 'node_modules', '.cache', 'npyts-guides');
@@ -119,13 +121,13 @@ async function run(block, dir, where, state) {
     // and Keras again (seconds each on a busy machine).
     const which = block.attrs.torch ? '/usr/bin/python3' : 'python3';
     try {
-      return await pythonSession(which).run(block.code, { cwd: dir });
+      return await pythonSession(which).run(block.code, { cwd: dir, timeoutMs: BLOCK_TIMEOUT_MS });
     } catch (e) {
       fail(`${which} failed`, { stderr: e.message });
     }
   }
   if (block.lang === 'sh') {
-    const r = spawnSync('bash', ['-euo', 'pipefail', '-c', block.code], { cwd: dir, env, encoding: 'utf8', timeout: 300_000, maxBuffer: 1 << 26 });
+    const r = spawnSync('bash', ['-euo', 'pipefail', '-c', block.code], { cwd: dir, env, encoding: 'utf8', timeout: BLOCK_TIMEOUT_MS, maxBuffer: 1 << 26 });
     if (r.status !== 0) fail(`bash exited with ${r.status ?? r.signal}`, r);
     return r.stdout;
   }
@@ -152,7 +154,7 @@ async function run(block, dir, where, state) {
   const js = block.attrs.cjs ? block.code : transformSync(block.code, { loader: block.lang === 'ts' ? 'ts' : 'js', format: 'esm', target: 'node20' }).code;
   const file = join(state.modules, `block-${block.line}.${block.attrs.cjs ? 'cjs' : 'mjs'}`);
   writeFileSync(file, js);
-  const r = spawnSync(process.execPath, [file], { cwd: dir, env, encoding: 'utf8', timeout: 300_000, maxBuffer: 1 << 26 });
+  const r = spawnSync(process.execPath, [file], { cwd: dir, env, encoding: 'utf8', timeout: BLOCK_TIMEOUT_MS, maxBuffer: 1 << 26 });
   if (r.status !== 0) fail(`node exited with ${r.status ?? r.signal}`, r);
   return r.stdout;
 }
