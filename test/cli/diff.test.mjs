@@ -262,4 +262,29 @@ print(json.dumps(bad))`),
   assert.ok(checks.length >= 8, `${checks.length} cases measured`);
 });
 
+test('records and subarrays holding long doubles are compared exactly (read as float64, 1e400 and 2e400 were both inf, and "equal")', async () => {
+  const at = (n) => join(dir, n);
+  const numpySays = python(`
+L = np.longdouble
+dt = np.dtype([('a', '<f16'), ('b', '>f16'), ('s', '<f16', (2,)), ('i', '<i4')])
+r = np.zeros(2, dt)
+r['a'], r['b'], r['s'], r['i'] = [L('1e400'), L(1) / 3], [L('-3e-4000'), 7], [[L('1e4000'), 1], [2, 3]], [1, 2]
+np.save(${JSON.stringify(at('ldrec1.npy'))}, r)
+for name, field, k, value in [('a', 'a', 0, L('2e400')), ('b', 'b', 0, L('-3.0000000000000000001e-4000')), ('s', 's', 0, [L('1e4000') * (1 + np.finfo(L).eps), 1]), ('third', 'a', 1, L(1) / 3 + np.finfo(L).eps / 4)]:
+    q = r.copy(); q[field][k] = value
+    np.save(${JSON.stringify(at('ldrec-'))} + name + '.npy', q)
+    print(name, bool((q == r).all()))
+`);
+  const same = await runCli(['diff', at('ldrec1.npy'), at('ldrec1.npy')]);
+  assert.is(same.code, 0, same.stdout + same.stderr);
+  for (const name of ['a', 'b', 's', 'third']) {
+    assert.ok(numpySays.includes(`${name} False`), `numpy finds ${name} different: ${numpySays}`);
+    const r = await runCli(['diff', at('ldrec1.npy'), at(`ldrec-${name}.npy`)]);
+    assert.is(r.code, 1, `${name}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /Mismatched elements: 1 \/ 2/, name);
+  }
+  const shown = (await runCli(['diff', at('ldrec1.npy'), at('ldrec-a.npy')])).stdout;
+  assert.match(shown, /"a": 1e\+400,.* vs \{"a": 2e\+400,/);
+});
+
 test.run();

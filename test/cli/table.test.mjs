@@ -104,6 +104,67 @@ print(got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got
   }
 });
 
+test("long doubles to text and back exactly: each cell numpy's str() of it, which np.loadtxt(dtype=np.longdouble) reads back; import rounds decimals as np.loadtxt does, ties included", async () => {
+  python(`
+from fractions import Fraction
+rng = np.random.default_rng(5)
+L = np.longdouble
+fi = np.finfo(L)
+special = [L('1e400'), L(1) / 3, L(2.5), L(0.1), L('0.1'), -L('1e-4940'), fi.max, -fi.max, fi.smallest_subnormal, fi.tiny, -L(0), L(0), 1 + fi.eps, np.inf, -np.inf, np.nan, L(7)]
+bits = [L(m) * L(2) ** int(e) for m, e in zip(rng.integers(2**62, 2**63, 200), rng.integers(-16400, 16300, 200))]
+values = np.array(special + bits, dtype=L)
+np.save(${JSON.stringify(f('ld.npy'))}, values)
+np.save(${JSON.stringify(f('ld_be.npy'))}, values.astype('>f16'))
+rec = np.zeros(len(values), [('x', '<f16'), ('y', '>f16'), ('i', '<i4')])
+rec['x'], rec['y'], rec['i'] = values, values[::-1], np.arange(len(values))
+np.save(${JSON.stringify(f('ld_rec.npy'))}, rec)
+open(${JSON.stringify(f('ld.str.txt'))}, 'w').write('\\n'.join(str(v) for v in values) + '\\n')
+# Text to import: 25-digit decimals at every scale, values past the range both ways, and exact
+# midpoints between neighbouring long doubles (ties, which round to the even one).
+def exact(q):
+    n, d = q.numerator, q.denominator
+    k = d.bit_length() - 1
+    assert d == 1 << k
+    digits = str(abs(n) * 5 ** k)
+    return ('-' if n < 0 else '') + digits + 'e-' + str(k)
+cells = ['%d%se%d' % (rng.integers(1, 10), ''.join(map(str, rng.integers(0, 10, 24))), e) for e in rng.integers(-4980, 4910, 300)]
+cells += ['1e5000', '-1e5000', '1e-5000', '0e999999999', '0.000', '.5', '5.', '+3', '1e99999999999999999999', '1' + '0' * 300 + 'e-300']
+import sys
+limit = sys.get_int_max_str_digits()
+sys.set_int_max_str_digits(0)  # a tiny midpoint's exact decimal has thousands of digits
+try:
+    for v in list(values[np.isfinite(values) & (values != 0)][:40]):
+        up = np.nextafter(v, L(np.inf))
+        if np.isfinite(up):
+            cells.append(exact((Fraction(*v.as_integer_ratio()) + Fraction(*up.as_integer_ratio())) / 2))
+finally:
+    sys.set_int_max_str_digits(limit)
+open(${JSON.stringify(f('ld_in.csv'))}, 'w').write('\\n'.join(cells) + '\\n')
+`);
+  for (const name of ['ld', 'ld_be']) {
+    const r = await runCli(['convert', f(`${name}.npy`), f(`${name}.csv`)]);
+    assert.is(r.code, 0, r.stderr);
+    assert.is(readFileSync(f(`${name}.csv`), 'utf8'), readFileSync(f('ld.str.txt'), 'utf8'), `${name}: each cell is numpy's str()`);
+  }
+  assert.is((await runCli(['convert', f('ld_rec.npy'), f('ld_rec.csv')])).code, 0);
+  assert.is((await runCli(['convert', f('ld_in.csv'), f('ld_in.npy'), '--dtype', '<f16'])).code, 0);
+  assert.is((await runCli(['convert', f('ld.csv'), f('ld_back.npy'), '--dtype', '>f16'])).code, 0);
+  const verdict = python(`
+import warnings
+warnings.simplefilter('ignore')
+L = np.longdouble
+same = lambda a, b: a.shape == b.shape and a.tobytes() == b.tobytes() or (a.shape == b.shape and all((x == y and np.signbit(x) == np.signbit(y)) or (np.isnan(x) and np.isnan(y)) for x, y in zip(a, b)))
+values = np.load(${JSON.stringify(f('ld.npy'))})
+rec = np.load(${JSON.stringify(f('ld_rec.npy'))})
+print(json.dumps({
+  'numpy reads the text back': bool(same(np.loadtxt(${JSON.stringify(f('ld.csv'))}, dtype=L), values)),
+  'records': bool(all(same(np.loadtxt(${JSON.stringify(f('ld_rec.csv'))}, dtype=rec.dtype, delimiter=',', skiprows=1)[k], rec[k]) for k in ('x', 'y', 'i'))),
+  'import is numpy': bool(same(np.load(${JSON.stringify(f('ld_in.npy'))}), np.loadtxt(${JSON.stringify(f('ld_in.csv'))}, dtype=L))),
+  'round trip': bool(same(np.load(${JSON.stringify(f('ld_back.npy'))}).astype(L), values)),
+}))`);
+  assert.equal(JSON.parse(verdict), { 'numpy reads the text back': true, records: true, 'import is numpy': true, 'round trip': true });
+});
+
 test('refused, with one line each: 3-d arrays, complex numbers, a delimiter inside a string, bad cells, other names', async () => {
   python(`np.save(${JSON.stringify(f('cube.npy'))}, np.zeros((2, 2, 2))); np.save(${JSON.stringify(f('cplx.npy'))}, np.array([1j])); np.save(${JSON.stringify(f('comma.npy'))}, np.array(['a,b']))
 open(${JSON.stringify(f('bad.csv'))}, 'w').write('1,2\\n3,x\\n'); open(${JSON.stringify(f('ragged.csv'))}, 'w').write('1,2\\n3\\n')`);

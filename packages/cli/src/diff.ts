@@ -3,9 +3,10 @@
  * (|actual − desired| ≤ atol + rtol·|desired|, NaNs equal where both are NaN, infinities equal only to
  * themselves); non-numeric arrays element by element.
  */
-import { datetimeText, familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
-import { compareMagnitudes, exactDistance, longDoubleExact, roundedLongDouble, shortestDigits, withinTolerance, type ExactFloat } from '@npyts/core/plumbing';
+import { NpyError, datetimeText, familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
+import { compareMagnitudes, exactDistance, longDoubleExact, roundedLongDouble, withinTolerance, type ExactFloat } from '@npyts/core/plumbing';
 import { readExactItem } from './format.js';
+import { exactText } from './numpy-floats.js';
 
 /** assert_allclose's tolerances and their defaults. */
 export interface Tolerance {
@@ -31,11 +32,20 @@ function numeric(dtype: DType): boolean {
   return ['bool', 'int', 'uint', 'float', 'mlfloat', 'complex'].includes(familyOf(dtype));
 }
 
-function asNum(v: unknown): Num {
+/** A numeric element as a number or complex of numbers; `pos` names it where a long double cannot be one. */
+function asNum(v: unknown, dtype: DType, pos: number): Num {
   if (typeof v === 'bigint') return Number(v);
   if (typeof v === 'boolean') return v ? 1 : 0;
   if (typeof v === 'number') return v;
-  const c = v as { re: number; im: number };
+  const c = v as { re: unknown; im: unknown };
+  // A long double past float64 (an exact value, not a number) is compared exactly only as a real:
+  // as a complex number's part (or against one) it would be rounded.
+  if (v === null || typeof v !== 'object' || !('re' in v) || typeof c.re !== 'number' || typeof c.im !== 'number') {
+    throw new NpyError(
+      'NOT_REPRESENTABLE',
+      `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts compares long doubles exactly as real numbers, and as complex numbers only where they are float64 values: use numpy for this one`,
+    );
+  }
   return { re: c.re, im: c.im };
 }
 
@@ -75,12 +85,6 @@ function indexOf(shape: readonly number[], i: number): number[] {
   return out;
 }
 
-/** A long double's exact value as text: its shortest digits at its own 64 bits, in scientific notation. */
-function exactText(x: ExactFloat): string {
-  const { digits, exp } = shortestDigits(x, 16);
-  return `${x.neg ? '-' : ''}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ''}e${exp < 0 ? '-' : '+'}${Math.abs(exp)}`;
-}
-
 const textOf = (v: number | ExactFloat): string => (typeof v === 'number' ? `${v}` : exactText(v));
 
 /** The larger of two magnitudes (not negative; either may be infinite). */
@@ -100,20 +104,25 @@ const longDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dty
 function exactReal(array: NdArray, pos: number): number | ExactFloat {
   if (longDouble(array.dtype)) return longDoubleExact(array.data as Uint8Array, pos * 16);
   const v = readExactItem(array.dtype, array.data, pos);
-  if (typeof v !== 'bigint' || (v <= 2n ** 53n && v >= -(2n ** 53n))) return asNum(v) as number;
+  if (typeof v !== 'bigint' || (v <= 2n ** 53n && v >= -(2n ** 53n))) return asNum(v, array.dtype, pos) as number;
   const mant = v < 0n ? -v : v;
   return { neg: v < 0n, mant, exp2: 0, bits: mant.toString(2).length };
 }
 
+const isExact = (v: unknown): v is ExactFloat => v !== null && typeof v === 'object' && typeof (v as ExactFloat).mant === 'bigint';
+
 const show = (v: unknown): string => {
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number') return `${v}`;
+  if (isExact(v)) return exactText(v);
   if (typeof v === 'string') return JSON.stringify(v);
   if (v instanceof Uint8Array)
     return `b'${Array.from(v, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('')}'`;
   if (v && typeof v === 'object' && 're' in v && 'im' in v) {
-    const { re, im } = v as { re: number; im: number };
-    return `${re}${im < 0 ? '-' : '+'}${Math.abs(im)}j`;
+    const { re, im } = v as { re: number | ExactFloat; im: number | ExactFloat };
+    const negative = typeof im === 'number' ? im < 0 : im.neg;
+    const size = typeof im === 'number' ? Math.abs(im) : { ...im, neg: false };
+    return `${show(re)}${negative ? '-' : '+'}${show(size)}j`;
   }
   return showObject(v, new Set());
 };
@@ -132,7 +141,7 @@ function showIn(dtype: DType, v: unknown): string {
 function showObject(v: unknown, open: Set<object>): string {
   if (v === null || v === undefined) return 'None';
   if (typeof v !== 'object') return show(v);
-  if (v instanceof Uint8Array || ('re' in v && 'im' in v)) return show(v);
+  if (v instanceof Uint8Array || isExact(v) || ('re' in v && 'im' in v)) return show(v);
   const list = Array.isArray(v);
   if (open.has(v) || open.size >= 1000) return list ? '[...]' : '{...}';
   open.add(v);
@@ -240,8 +249,8 @@ export class Comparison {
       const vb = readExactItem(b.dtype, b.data, pb);
       let bad: boolean;
       if (this.close) {
-        const x = asNum(va);
-        const y = asNum(vb);
+        const x = asNum(va, a.dtype, pa);
+        const y = asNum(vb, b.dtype, pb);
         if (isNaNum(x) || isNaNum(y)) bad = !(isNaNum(x) && isNaNum(y));
         else if (same(x, y)) bad = false;
         // An infinity equals only the same infinity (assert_allclose checks their positions apart).

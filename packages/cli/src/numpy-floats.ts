@@ -9,6 +9,12 @@ import { compareMagnitudes, exactExponent, scaledRound, shortestDigits, type Exa
 /** A float value: a number, or a long double's exact value where it is wider than one (see core's `longDoubleExact`). */
 export type Real = number | ExactFloat;
 
+/** A long double's exact value as text: its shortest digits at its own 64 bits, in scientific notation (`1e+400`). */
+export function exactText(x: ExactFloat): string {
+  const { digits, exp } = shortestDigits(x, 16);
+  return `${x.neg ? '-' : ''}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ''}e${exp < 0 ? '-' : '+'}${Math.abs(exp)}`;
+}
+
 const isFiniteReal = (x: Real): boolean => typeof x !== 'number' || Number.isFinite(x);
 const isNegative = (x: Real): boolean => (typeof x === 'number' ? x < 0 || Object.is(x, -0) : x.neg);
 const isZero = (x: Real): boolean => typeof x === 'number' && x === 0;

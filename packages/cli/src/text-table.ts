@@ -1,6 +1,8 @@
 /**
  * Arrays as CSV/TSV text and back, as numpy's `np.savetxt` / `np.loadtxt` see them: floats written
- * with `%.17g` (every double reads back exactly), integers as exact decimals, one row per line, record
+ * with `%.17g` (every double reads back exactly), long doubles as numpy's str() of them (their
+ * shortest digits at 64 bits, which `np.loadtxt(dtype=np.longdouble)` reads back exactly, as import
+ * does; np.savetxt would write them as doubles), integers as exact decimals, one row per line, record
  * fields as columns under a header line of their names. What text cannot hold without loss or
  * ambiguity (3-d arrays, complex numbers, datetimes, a delimiter inside a string) is refused.
  */
@@ -20,7 +22,7 @@ import {
   type TypedArray,
 } from '@npyts/core';
 import { hasLoneSurrogate, parsePyLiteral } from '@npyts/core/plumbing';
-import { exactExponent, scaledRound } from '@npyts/core/plumbing';
+import { exactExponent, longDoubleOfDecimal, numpyScalarText, scaledRound, type ExactFloat } from '@npyts/core/plumbing';
 import { readExactItem } from './format.js';
 
 /** The delimiter of a file name's kind: `,` for .csv, a tab for .tsv; null for any other name. */
@@ -126,7 +128,9 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
   const family = familyOf(dt);
   switch (family) {
     case 'float':
-      return formatG17(v as number);
+      // A long double as numpy's str() of it: its shortest digits at its own 64 bits, which np.loadtxt
+      // (dtype=np.longdouble) and import read back exactly.
+      return longDouble(dt) ? numpyScalarText(v as number | ExactFloat, 16) : formatG17(v as number);
     case 'int':
     case 'uint':
       return String(v);
@@ -150,6 +154,9 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
       throw new NpyError('NO_COUNTERPART', `${dt.name} values have no lossless ${delimiter === ',' ? 'CSV' : 'TSV'} form here; write .npy or .npz`);
   }
 }
+
+/** Whether a dtype is numpy's x86 long double (written and read exactly, past a double's range and precision). */
+const longDouble = (dt: DType): boolean => familyOf(dt) === 'float' && dt.realBytes === 16;
 
 /** Rows written to text per step: the memory of an export is one step's rows, whatever the array's size. */
 const ROWS_PER_STEP = 4096;
@@ -291,7 +298,7 @@ export function* tableBatches(
     };
     switch (familyOf(dt)) {
       case 'float': {
-        if (FLOAT_TEXT.test(t)) return Number(t);
+        if (FLOAT_TEXT.test(t)) return longDouble(dt) ? longDoubleOfDecimal(t) : Number(t);
         if (/^[+-]?inf(inity)?$/i.test(t)) return t.startsWith('-') ? -Infinity : Infinity;
         if (/^[+-]?nan$/i.test(t)) return NaN;
         return bad();

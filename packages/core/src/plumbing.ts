@@ -59,6 +59,8 @@ export {
   exactDistance,
   withinTolerance,
   roundedLongDouble,
+  longDoubleOfDecimal,
+  writeLongDoubleExact,
   type ExactFloat,
 } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';

@@ -6,6 +6,7 @@ import type { Complex } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
 import { numberToFloat16, numberToLongDouble } from '../format/float-bits.js';
 import { numberToMlFloat } from '../format/ml-floats.js';
+import { writeLongDoubleExact, type ExactFloat } from '../format/float-text.js';
 
 export function fail(message: string, field?: string): never {
   throw new NpyError('BAD_VALUE', message, field === undefined ? {} : { field });
@@ -25,6 +26,8 @@ function toNumber(v: unknown, dtype: DType, field?: string): number {
   if (typeof v === 'boolean') return v ? 1 : 0;
   return fail(`${JSON.stringify(String(v))} is not a number for ${dtype.str}`, field);
 }
+
+const isExactFloat = (v: unknown): v is ExactFloat => v !== null && typeof v === 'object' && typeof (v as ExactFloat).mant === 'bigint';
 
 function toComplex(v: unknown, dtype: DType, field?: string): Complex {
   if (v !== null && typeof v === 'object' && 're' in v && 'im' in v) {
@@ -124,7 +127,13 @@ function makeWriter(dtype: DType): Writer {
     uint: integer,
     datetime: time,
     timedelta: time,
-    float: () => (view, bytes, at, v, field) => writeFloat(size, view, bytes, at, toNumber(v, dtype, field), le),
+    float: () => (view, bytes, at, v, field) => {
+      // A long double also takes its exact value (text read as numpy reads it, wider than a number).
+      if (size === 16 && isExactFloat(v)) {
+        writeLongDoubleExact(v, bytes, at);
+        if (!le) bytes.subarray(at, at + 16).reverse();
+      } else writeFloat(size, view, bytes, at, toNumber(v, dtype, field), le);
+    },
     mlfloat: (dt) => (view, bytes, at, v, field) => {
       const bits = numberToMlFloat(dt.mlFloat!, toNumber(v, dtype, field));
       if (size === 2) view.setUint16(at, bits, le);

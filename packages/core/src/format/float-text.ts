@@ -259,28 +259,115 @@ export function shortestFloatText(x: number, itemsize: number): string {
 }
 
 /**
- * A float as numpy's `str` of a scalar of its width prints it (`str(np.float32(x))`): the shortest
+ * A float (a long double as its exact value) as numpy's `str` of a scalar of its width prints it (`str(np.float32(x))`): the shortest
  * digits at that width, positional from 1e-4 up to a bound of the width (1e3 for float16, 1e6 for
  * float32, 1e16 for float64 and longer: `0.12573022`, `999999.0`), scientific outside (`1e-05`,
  * `1.5e+06`), and `nan`, `inf`, `-inf`, `-0.0`.
  * @example
  * numpyScalarText(Math.fround(0.1), 4);   // '0.1'
  * numpyScalarText(1e-5, 8);               // '1e-05'
+ * numpyScalarText(longDoubleExact(bytes, 0), 16);   // '1e+400', as str(np.longdouble('1e400'))
  */
-export function numpyScalarText(x: number, itemsize: number): string {
-  if (Number.isNaN(x)) return 'nan';
-  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
-  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
-  const sign = x < 0 ? '-' : '';
+export function numpyScalarText(x: number | ExactFloat, itemsize: number): string {
+  if (typeof x === 'number') {
+    if (Number.isNaN(x)) return 'nan';
+    if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+    if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  }
+  const sign = (typeof x === 'number' ? x < 0 : x.neg) ? '-' : '';
   const { digits, exp } = shortestDigits(x, itemsize);
-  const a = Math.abs(x);
   // numpy's bounds for its scalars' str (scalartypes.c), asked of numpy 2.4 by the tests.
   const upper = itemsize === 2 ? 1e3 : itemsize === 4 ? 1e6 : 1e16;
-  if (a < 1e-4 || a >= upper) {
+  if (compareMagnitudes(x, 1e-4) < 0 || compareMagnitudes(x, upper) >= 0) {
     const mantissa = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
     return `${sign}${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
   }
   if (exp >= digits.length - 1) return `${sign}${digits}${'0'.repeat(exp - digits.length + 1)}.0`;
   if (exp >= 0) return `${sign}${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
   return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`;
+}
+
+/** The x86 extended format's exponent of its least significant bit: 2^LONG_DOUBLE_MIN_EXP2 is its smallest subnormal. */
+const LONG_DOUBLE_MIN_EXP2 = 1 - 16383 - 63;
+/** …and the largest normal's (biased exponent 32766). */
+const LONG_DOUBLE_MAX_EXP2 = 32766 - 16383 - 63;
+const BIT63 = 1n << 63n;
+const BIT64 = 1n << 64n;
+
+/**
+ * A decimal in Python's float() grammar (digits, an optional point, an optional exponent; no hex or
+ * underscores) as the nearest x86 80-bit long double, rounded half to even, as numpy reads text
+ * into `np.longdouble` (`np.loadtxt(dtype=np.longdouble)`, C's strtold): zeros and values past its
+ * range (infinity) as numbers, anything else as an {@link ExactFloat}. Work grows with the digits
+ * given, not with the exponent: an exponent far past the format's range gives zero or infinity at once.
+ * @example
+ * longDoubleOfDecimal('0.1');     // { neg: false, mant: 0xcccccccccccccccdn, exp2: -67, bits: 64 }
+ * longDoubleOfDecimal('1e5000');  // Infinity
+ */
+export function longDoubleOfDecimal(text: string): number | ExactFloat {
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (!m || (m[2] === '' && !m[3])) throw new NpyError('BAD_VALUE', `'${text}' is not a decimal number`);
+  const neg = m[1] === '-';
+  const whole = `${m[2]}${m[3] ?? ''}`;
+  const significant = whole.replace(/^0+/, '');
+  if (significant === '') return neg ? -0 : 0;
+  const digits = significant.replace(/0+$/, '');
+  // value = digits · 10^e10; an exponent of hundreds of digits is only compared, never raised.
+  const written = Number(m[4] ?? 0);
+  const e10 = written - (m[3]?.length ?? 0) + (significant.length - digits.length);
+  // Past 10^4933 is past the largest long double (1.19e4932); below 10^-4952, nearer 0 than half its
+  // smallest subnormal (3.6e-4951).
+  if (digits.length - 1 + e10 > 4933) return neg ? -Infinity : Infinity;
+  if (digits.length + e10 < -4952) return neg ? -0 : 0;
+  const d = BigInt(digits);
+  const [num, den] = e10 >= 0 ? [d * 10n ** BigInt(e10), 1n] : [d, 10n ** BigInt(-e10)];
+  // q = floor(num · 2^s / den) with 2^63 ≤ q < 2^64 (fewer bits at the smallest exponent): the value is q · 2^-s.
+  let s = 64 - (num.toString(2).length - den.toString(2).length);
+  const quotient = (shift: number): [bigint, bigint, bigint] => {
+    const n = shift >= 0 ? num << BigInt(shift) : num;
+    const dd = shift >= 0 ? den : den << BigInt(-shift);
+    return [n / dd, n % dd, dd];
+  };
+  let [q, r, divisor] = quotient(s);
+  while (q >= BIT64) [q, r, divisor] = quotient(--s);
+  while (q < BIT63 && -s > LONG_DOUBLE_MIN_EXP2) [q, r, divisor] = quotient(++s);
+  if (-s < LONG_DOUBLE_MIN_EXP2) [q, r, divisor] = quotient((s = -LONG_DOUBLE_MIN_EXP2));
+  // Round half to even.
+  if (2n * r > divisor || (2n * r === divisor && (q & 1n) === 1n)) q += 1n;
+  let exp2 = -s;
+  if (q === BIT64) {
+    q = BIT63;
+    exp2 += 1;
+  }
+  if (exp2 > LONG_DOUBLE_MAX_EXP2) return neg ? -Infinity : Infinity;
+  if (q === 0n) return neg ? -0 : 0;
+  return { neg, mant: q, exp2, bits: 64 };
+}
+
+/**
+ * An x86 long double's exact value (as {@link longDoubleExact} reads it, or {@link longDoubleOfDecimal}
+ * makes it) into 16 little-endian bytes at `at`: the inverse of {@link longDoubleExact}. A value the
+ * format cannot hold exactly is refused (`NOT_REPRESENTABLE`), never rounded in silence.
+ * @example
+ * writeLongDoubleExact(longDoubleOfDecimal('0.1') as ExactFloat, out, 0);
+ */
+export function writeLongDoubleExact(x: ExactFloat, out: Uint8Array, at: number): void {
+  let { mant, exp2 } = x;
+  // Normalised: the integer bit set, unless at the smallest exponent (a subnormal).
+  while (mant > 0n && mant < BIT63 && exp2 > LONG_DOUBLE_MIN_EXP2) {
+    mant <<= 1n;
+    exp2 -= 1;
+  }
+  if (mant <= 0n || mant >= BIT64 || exp2 < LONG_DOUBLE_MIN_EXP2 || exp2 > LONG_DOUBLE_MAX_EXP2) {
+    throw new NpyError('NOT_REPRESENTABLE', `${mant}·2^${exp2} is not an x86 long double value`);
+  }
+  const biased = mant >= BIT63 ? exp2 + 63 + 16383 : 0;
+  out.fill(0, at, at + 16);
+  for (let i = 0; i < 8; i++) {
+    out[at + i] = Number(mant & 0xffn);
+    mant >>= 8n;
+  }
+  const se = ((x.neg ? 1 : 0) << 15) | biased;
+  out[at + 8] = se & 0xff;
+  out[at + 9] = se >> 8;
 }
