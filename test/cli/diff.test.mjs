@@ -198,6 +198,16 @@ test("float128 (x86 long double): compared exactly past float64's range and prec
     // A 64-bit integer past 2^53 is compared exactly too (as a float64 it would round to 2^62).
     int64_vs_long_double: ["np.array([2**62 + 1, 5], dtype='<i8')", "np.array([np.longdouble(2**62), 5], dtype='<f16')"],
     big_endian: ["np.array([np.longdouble('1e400'), 2], dtype='>f16')", "np.array([np.longdouble('1.5e400'), 2], dtype='<f16')"],
+    // Complex long doubles (complex256): |x − y| is the hypotenuse, past float64's range and precision.
+    c32_huge: ["np.array([C('1e400', '2e400'), C(3, 0)], dtype='<c32')", "np.array([C(L('1e400') * (1 + L('1e-6')), '2e400'), C(3, 0)], dtype='<c32')"],
+    c32_precision: ["np.array([C(1 + L(2) ** -60, 1), C(0, L(1) / 3)], dtype='<c32')", "np.array([C(1, 1), C(0, L(1) / 3 + L(2) ** -62)], dtype='>c32')"],
+    c32_inf_nan: [
+      "np.array([C(np.inf, 1), C(np.nan, 0), C(0, '1e400'), C(np.inf, np.inf)], dtype='<c32')",
+      "np.array([C(np.inf, 1), C(0, np.nan), C(np.inf, 0), C(np.inf, np.inf)], dtype='<c32')",
+    ],
+    c32_max: ['np.array([C(np.finfo(L).max, 0), C(1, 0)], dtype=\'<c32\')', 'np.array([C(np.finfo(L).max / 2, 0), C(1, 0)], dtype=\'<c32\')'],
+    c32_against_c16: ["np.array([C('1e400', 1), C(1 + L(2) ** -60, 0)], dtype='<c32')", 'np.array([1e300 + 1j, 1.0 + 0j])'],
+    c32_against_f16: ["np.array([C('1e400', '1e-4000'), C(2, 0)], dtype='<c32')", "np.array([np.longdouble('1e400'), 2], dtype='<f16')"],
   };
   for (const [name, [a, b]] of Object.entries(pairsLd)) {
     const fa = join(dir, `ld_${name}_a.npy`);
@@ -211,7 +221,12 @@ test("float128 (x86 long double): compared exactly past float64's range and prec
     ])
       cases.push({ name, fa, fb, rtol, atol });
   }
-  python(make.join('\n'));
+  python(`L = np.longdouble
+def C(re, im):
+    z = np.zeros(1, np.clongdouble)
+    z.real, z.imag = L(re), L(im)
+    return z[0]
+${make.join('\n')}`);
   const expected = JSON.parse(
     python(
       `
@@ -225,7 +240,8 @@ for c in json.load(open(${JSON.stringify(writeJSON(join(dir, 'ld-cases.json'), c
             continue
         except AssertionError as e:
             m = str(e)
-        x, y = x.astype(np.longdouble), y.astype(np.longdouble)
+        wide = np.clongdouble if 'c' in (x.dtype.kind, y.dtype.kind) else np.longdouble
+        x, y = x.astype(wide), y.astype(wide)
         err = abs(x - y)
         bad = ~((err <= c['atol'] + c['rtol'] * abs(y)) | (np.isnan(x) & np.isnan(y)) | ((x == y) & np.isinf(x)))
         fin = bad & np.isfinite(err)
@@ -246,14 +262,17 @@ print(json.dumps(out))`.replace('out = []', 'import re\nout = []'),
     const ours = (what) => new RegExp(`Max ${what} difference among violations: (\\S+)`).exec(r.stdout)?.[1] ?? null;
     if (want.rel !== null) checks.push({ label, abs: [ours('absolute'), want.abs], rel: [ours('relative'), want.rel] });
   }
-  // Our largest differences, read back as long doubles: the absolute one is numpy's to the bit (both
-  // are |x − y| rounded once); the relative one within two units in the last place (numpy rounds twice).
+  // Our largest differences, read back as long doubles: the absolute one of reals is numpy's to the
+  // bit (both are |x − y| rounded once); the relative one, and a complex one (numpy's hypotl of the
+  // rounded parts, ours the exact hypotenuse rounded once), within two units in the last place.
   const wrong = JSON.parse(
     python(`
 bad = []
 for c in json.load(open(${JSON.stringify(writeJSON(join(dir, 'ld-checks.json'), checks))})):
     (oa, na), (orl, nr) = c['abs'], c['rel']
-    if np.longdouble(oa) != np.longdouble(na): bad.append([c['label'], 'abs', oa, na])
+    if c['label'].startswith('c32'):
+        if abs(np.longdouble(oa) - np.longdouble(na)) > 2 * np.spacing(np.longdouble(na)): bad.append([c['label'], 'abs', oa, na])
+    elif np.longdouble(oa) != np.longdouble(na): bad.append([c['label'], 'abs', oa, na])
     o, n = np.longdouble(orl), np.longdouble(nr)
     if abs(o - n) > 2 * np.spacing(n): bad.append([c['label'], 'rel', orl, nr])
 print(json.dumps(bad))`),

@@ -3,8 +3,18 @@
  * (|actual − desired| ≤ atol + rtol·|desired|, NaNs equal where both are NaN, infinities equal only to
  * themselves); non-numeric arrays element by element.
  */
-import { NpyError, datetimeText, familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
-import { compareMagnitudes, exactDistance, longDoubleExact, roundedLongDouble, withinTolerance, type ExactFloat } from '@npyts/core/plumbing';
+import { datetimeText, familyOf, shapeRepr, type DType, type NdArray } from '@npyts/core';
+import {
+  compareMagnitudes,
+  complexDistances,
+  exactDistance,
+  longDoubleExact,
+  roundedLongDouble,
+  withinTolerance,
+  withinToleranceComplex,
+  type ExactComplex,
+  type ExactFloat,
+} from '@npyts/core/plumbing';
 import { readExactItem } from './format.js';
 import { exactText } from './numpy-floats.js';
 
@@ -32,20 +42,11 @@ function numeric(dtype: DType): boolean {
   return ['bool', 'int', 'uint', 'float', 'mlfloat', 'complex'].includes(familyOf(dtype));
 }
 
-/** A numeric element as a number or complex of numbers; `pos` names it where a long double cannot be one. */
-function asNum(v: unknown, dtype: DType, pos: number): Num {
+function asNum(v: unknown): Num {
   if (typeof v === 'bigint') return Number(v);
   if (typeof v === 'boolean') return v ? 1 : 0;
   if (typeof v === 'number') return v;
-  const c = v as { re: unknown; im: unknown };
-  // A long double past float64 (an exact value, not a number) is compared exactly only as a real:
-  // as a complex number's part (or against one) it would be rounded.
-  if (v === null || typeof v !== 'object' || !('re' in v) || typeof c.re !== 'number' || typeof c.im !== 'number') {
-    throw new NpyError(
-      'NOT_REPRESENTABLE',
-      `element ${pos} of this ${dtype.name} array is outside float64's range or needs more than its 53 bits; npyts compares long doubles exactly as real numbers, and as complex numbers only where they are float64 values: use numpy for this one`,
-    );
-  }
+  const c = v as { re: number; im: number };
   return { re: c.re, im: c.im };
 }
 
@@ -96,6 +97,14 @@ function larger(a: number | ExactFloat, b: number | ExactFloat): number | ExactF
 
 /** Whether a float dtype is numpy's x86 long double (read exactly, past float64's range and precision). */
 const longDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dtype.realBytes === 16;
+/** Whether a dtype holds long doubles as reals or as a complex number's parts. */
+const longDoubleParts = (dtype: DType): boolean => dtype.realBytes === 16 && (familyOf(dtype) === 'float' || familyOf(dtype) === 'complex');
+
+/** An element as a complex value exactly, for a comparison where one side is a complex long double. */
+function exactComplex(array: NdArray, pos: number): ExactComplex {
+  if (familyOf(array.dtype) !== 'complex') return { re: exactReal(array, pos), im: 0 };
+  return readExactItem(array.dtype, array.data, pos) as ExactComplex;
+}
 
 /**
  * A real element exactly, for a comparison with a long double: a long double as its exact value, a
@@ -104,7 +113,7 @@ const longDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dty
 function exactReal(array: NdArray, pos: number): number | ExactFloat {
   if (longDouble(array.dtype)) return longDoubleExact(array.data as Uint8Array, pos * 16);
   const v = readExactItem(array.dtype, array.data, pos);
-  if (typeof v !== 'bigint' || (v <= 2n ** 53n && v >= -(2n ** 53n))) return asNum(v, array.dtype, pos) as number;
+  if (typeof v !== 'bigint' || (v <= 2n ** 53n && v >= -(2n ** 53n))) return asNum(v) as number;
   const mant = v < 0n ? -v : v;
   return { neg: v < 0n, mant, exp2: 0, bits: mant.toString(2).length };
 }
@@ -220,7 +229,10 @@ export class Comparison {
     const linear = (x: NdArray): boolean => x.order === 'C' || x.shape.filter((d) => d > 1).length <= 1;
     const walk = linear(a) && linear(b) ? null : ([cOrderPositions(a), cOrderPositions(b)] as const);
     const plain = this.close && plainNumbers(a.dtype) && plainNumbers(b.dtype);
-    const exact = this.close && (longDouble(a.dtype) || longDouble(b.dtype)) && familyOf(a.dtype) !== 'complex' && familyOf(b.dtype) !== 'complex';
+    const wide = this.close && (longDoubleParts(a.dtype) || longDoubleParts(b.dtype));
+    const complex = familyOf(a.dtype) === 'complex' || familyOf(b.dtype) === 'complex';
+    const exact = wide && !complex;
+    const exactComplexes = wide && complex;
     const { atol, rtol } = this.tol;
     for (let i = 0; i < n; i++) {
       const pa = walk ? (walk[0].next().value as number) : i;
@@ -245,12 +257,22 @@ export class Comparison {
         }
         continue;
       }
+      if (exactComplexes) {
+        // A complex long double on either side: compared exactly, as complex numbers.
+        const x = exactComplex(a, pa);
+        const y = exactComplex(b, pb);
+        if (!this.exactlyCloseComplex(x, y)) {
+          this.mismatched++;
+          if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${show(x)} vs ${show(y)}`);
+        }
+        continue;
+      }
       const va = readExactItem(a.dtype, a.data, pa);
       const vb = readExactItem(b.dtype, b.data, pb);
       let bad: boolean;
       if (this.close) {
-        const x = asNum(va, a.dtype, pa);
-        const y = asNum(vb, b.dtype, pb);
+        const x = asNum(va);
+        const y = asNum(vb);
         if (isNaNum(x) || isNaNum(y)) bad = !(isNaNum(x) && isNaNum(y));
         else if (same(x, y)) bad = false;
         // An infinity equals only the same infinity (assert_allclose checks their positions apart).
@@ -284,6 +306,25 @@ export class Comparison {
     this.maxAbs = larger(this.maxAbs, roundedLongDouble(d));
     const zero = typeof y === 'number' && y === 0;
     this.maxRel = larger(this.maxRel, zero ? Infinity : roundedLongDouble(d, y));
+    return false;
+  }
+
+  /** assert_allclose's test of two complex values of which one or both hold long doubles, exactly. */
+  private exactlyCloseComplex(x: ExactComplex, y: ExactComplex): boolean {
+    const nan = (v: number | ExactFloat): boolean => typeof v === 'number' && Number.isNaN(v);
+    const infinite = (v: number | ExactFloat): boolean => typeof v === 'number' && !Number.isFinite(v);
+    const equal = (u: number | ExactFloat, v: number | ExactFloat): boolean =>
+      typeof u === 'number' && typeof v === 'number'
+        ? u === v
+        : typeof u !== 'number' && typeof v !== 'number' && compareMagnitudes(u, v) === 0 && u.neg === v.neg;
+    // NaN anywhere equals NaN anywhere; an infinite part only the same value (as for numbers above).
+    if (nan(x.re) || nan(x.im) || nan(y.re) || nan(y.im)) return (nan(x.re) || nan(x.im)) && (nan(y.re) || nan(y.im));
+    if (infinite(x.re) || infinite(x.im) || infinite(y.re) || infinite(y.im)) return equal(x.re, y.re) && equal(x.im, y.im);
+    if (withinToleranceComplex(x, y, this.tol.rtol, this.tol.atol)) return true;
+    this.measured++;
+    const { abs, rel } = complexDistances(x, y);
+    this.maxAbs = larger(this.maxAbs, abs);
+    this.maxRel = larger(this.maxRel, rel);
     return false;
   }
 

@@ -61,6 +61,9 @@ export {
   roundedLongDouble,
   longDoubleOfDecimal,
   writeLongDoubleExact,
+  withinToleranceComplex,
+  complexDistances,
+  type ExactComplex,
   type ExactFloat,
 } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';

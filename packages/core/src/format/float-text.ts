@@ -22,6 +22,13 @@ export interface ExactFloat {
   readonly bits: number;
 }
 
+/** The x86 extended format's exponent of its least significant bit: 2^LONG_DOUBLE_MIN_EXP2 is its smallest subnormal. */
+const LONG_DOUBLE_MIN_EXP2 = 1 - 16383 - 63;
+/** …and the largest normal's (biased exponent 32766). */
+const LONG_DOUBLE_MAX_EXP2 = 32766 - 16383 - 63;
+const BIT63 = 1n << 63n;
+const BIT64 = 1n << 64n;
+
 /**
  * The x86 80-bit value at `at` (numpy's `<f16` on x86-64, little-endian in the first 10 of 16
  * bytes) exactly: zeros, infinities and NaN as numbers, any other value as an {@link ExactFloat}.
@@ -115,30 +122,126 @@ export function withinTolerance(d: number | ExactFloat, y: number | ExactFloat, 
  * roundedLongDouble(exactDistance(x, y));   // the long double nearest |x − y|
  */
 export function roundedLongDouble(a: number | ExactFloat, b: number | ExactFloat = 1): number | ExactFloat {
-  let [num, den] = fractionOf(a);
+  const [num, den] = fractionOf(a);
   const [bn, bd] = fractionOf(b);
-  num *= bd;
-  den *= bn;
+  return nearestLongDouble(num * bd, den * bn);
+}
+
+/**
+ * num / den (both ≥ 0, den > 0) rounded half to even to an x86 long double: its 64 bits, exponents
+ * down to its subnormals, infinity past its largest; 0 and infinity as numbers.
+ */
+function nearestLongDouble(num: bigint, den: bigint): number | ExactFloat {
   if (num === 0n) return 0;
   // The exponent e with 2^63 ≤ num / den · 2^-e < 2^64, then the quotient rounded half to even.
   let e = num.toString(2).length - den.toString(2).length - 63;
   const scaled = (k: number): [bigint, bigint] => (k >= 0 ? [num, den << BigInt(k)] : [num << BigInt(-k), den]);
   let [n, d] = scaled(e);
-  if (n / d >= 1n << 64n) [n, d] = scaled(++e);
-  else if (n / d < 1n << 63n) [n, d] = scaled(--e);
+  if (n / d >= BIT64) [n, d] = scaled(++e);
+  else if (n / d < BIT63) [n, d] = scaled(--e);
   // Below the smallest normal the format keeps fewer bits: round at its subnormal step instead.
-  const MIN_EXP2 = 1 - 16383 - 63;
-  if (e < MIN_EXP2) [n, d] = scaled((e = MIN_EXP2));
+  if (e < LONG_DOUBLE_MIN_EXP2) [n, d] = scaled((e = LONG_DOUBLE_MIN_EXP2));
   let q = n / d;
   const r2 = 2n * (n % d);
   if (r2 > d || (r2 === d && (q & 1n) === 1n)) q += 1n;
-  if (q === 1n << 64n) {
+  if (q === BIT64) {
     q >>= 1n;
     e += 1;
   }
   if (q === 0n) return 0;
-  if (e + 63 > 16383) return Infinity;
+  if (e > LONG_DOUBLE_MAX_EXP2) return Infinity;
   return { neg: false, mant: q, exp2: e, bits: 64 };
+}
+
+/**
+ * √(num / den) (num ≥ 0, den > 0) rounded half to even to an x86 long double, as {@link nearestLongDouble}.
+ */
+function nearestLongDoubleRoot(num: bigint, den: bigint): number | ExactFloat {
+  if (num === 0n) return 0;
+  // e with 2^63 ≤ √(num / den) · 2^-e < 2^64: q = ⌊√(num · 2^-2e / den)⌋ (an integer root of the
+  // quotient's floor is the floor of the root), then rounded up when the root passes q + ½.
+  let e = Math.floor((num.toString(2).length - den.toString(2).length) / 2) - 63;
+  const scaled = (k: number): [bigint, bigint] => (k >= 0 ? [num, den << BigInt(2 * k)] : [num << BigInt(-2 * k), den]);
+  const rootAt = (k: number): [bigint, bigint, bigint] => {
+    const [n, d] = scaled(k);
+    return [integerRoot(n / d), n, d];
+  };
+  let [q, n, d] = rootAt(e);
+  while (q >= BIT64) [q, n, d] = rootAt(++e);
+  while (q < BIT63 && e > LONG_DOUBLE_MIN_EXP2) [q, n, d] = rootAt(--e);
+  if (e < LONG_DOUBLE_MIN_EXP2) [q, n, d] = rootAt((e = LONG_DOUBLE_MIN_EXP2));
+  // √x > q + ½ ⇔ 4x > 4q² + 4q + 1 (never equal: that root would be irrational).
+  if (4n * n > (4n * q * q + 4n * q + 1n) * d) q += 1n;
+  if (q === BIT64) {
+    q >>= 1n;
+    e += 1;
+  }
+  if (q === 0n) return 0;
+  if (e > LONG_DOUBLE_MAX_EXP2) return Infinity;
+  return { neg: false, mant: q, exp2: e, bits: 64 };
+}
+
+/** ⌊√n⌋ of n ≥ 0 (Newton's iteration from above). */
+function integerRoot(n: bigint): bigint {
+  if (n < 2n) return n;
+  let x = 1n << BigInt(Math.ceil(n.toString(2).length / 2));
+  for (;;) {
+    const y = (x + n / x) >> 1n;
+    if (y >= x) return x;
+    x = y;
+  }
+}
+
+/** A complex value's parts, each a number or a long double's exact value. */
+export interface ExactComplex {
+  readonly re: number | ExactFloat;
+  readonly im: number | ExactFloat;
+}
+
+/** |a − b|² of two finite complex values, exactly, as num / den. */
+function squaredDistance(a: ExactComplex, b: ExactComplex): [bigint, bigint] {
+  return sumOfSquares(exactDistance(a.re, b.re), exactDistance(a.im, b.im));
+}
+
+/** x² + y² of two finite values, exactly, as num / den. */
+function sumOfSquares(x: number | ExactFloat, y: number | ExactFloat): [bigint, bigint] {
+  const [xn, xd] = fractionOf(x);
+  const [yn, yd] = fractionOf(y);
+  return [xn * xn * yd * yd + yn * yn * xd * xd, xd * xd * yd * yd];
+}
+
+/**
+ * Whether |a − b| ≤ atol + rtol · |b| for finite complex values, exactly (np.testing.assert_allclose's
+ * test for complex numbers, where |z| is the hypotenuse; numpy rounds each step to the long double,
+ * which can differ only where the two sides are within a rounding of each other).
+ * @example
+ * withinToleranceComplex(x, y, 1e-7, 0);   // assert_allclose's verdict for complex long doubles x and y
+ */
+export function withinToleranceComplex(a: ExactComplex, b: ExactComplex, rtol: number, atol: number): boolean {
+  // √D ≤ A + R·√Y ⇔ D ≤ A² + 2AR·√Y + R²·Y ⇔ (D − A² − R²Y ≤ 0, or its square ≤ 4A²R²·Y): all exact.
+  const [dn, dd] = squaredDistance(a, b);
+  const [yn, yd] = sumOfSquares(b.re, b.im);
+  const [rn, rd] = fractionOf(rtol);
+  const [an, ad] = fractionOf(atol);
+  // Over the common denominator dd·ad²·rd²·yd.
+  const den = dd * ad * ad * rd * rd * yd;
+  const lhs = dn * ad * ad * rd * rd * yd - an * an * dd * rd * rd * yd - rn * rn * yn * dd * ad * ad;
+  if (lhs <= 0n) return true;
+  // lhs/den ≤ 2·(an/ad)·(rn/rd)·√(yn/yd) ⇔ (lhs/den)² ≤ 4·an²·rn²·yn / (ad²·rd²·yd)
+  return lhs * lhs * ad * ad * rd * rd * yd <= 4n * an * an * rn * rn * yn * den * den;
+}
+
+/**
+ * |a − b| and |a − b| / |b| of finite complex values (b not zero for the second), each rounded half to
+ * even to a long double (0 and infinity as numbers): the largest differences a diff of complex long
+ * doubles reports.
+ * @example
+ * complexDistances(x, y);   // { abs: the long double nearest |x − y|, rel: … nearest |x − y| / |y| }
+ */
+export function complexDistances(a: ExactComplex, b: ExactComplex): { abs: number | ExactFloat; rel: number | ExactFloat } {
+  const [dn, dd] = squaredDistance(a, b);
+  const [yn, yd] = sumOfSquares(b.re, b.im);
+  return { abs: nearestLongDoubleRoot(dn, dd), rel: yn === 0n ? Infinity : nearestLongDoubleRoot(dn * yd, dd * yn) };
 }
 
 /** Whether `text` reads back to `x` at `itemsize` bytes. */
@@ -287,13 +390,6 @@ export function numpyScalarText(x: number | ExactFloat, itemsize: number): strin
   return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`;
 }
 
-/** The x86 extended format's exponent of its least significant bit: 2^LONG_DOUBLE_MIN_EXP2 is its smallest subnormal. */
-const LONG_DOUBLE_MIN_EXP2 = 1 - 16383 - 63;
-/** …and the largest normal's (biased exponent 32766). */
-const LONG_DOUBLE_MAX_EXP2 = 32766 - 16383 - 63;
-const BIT63 = 1n << 63n;
-const BIT64 = 1n << 64n;
-
 /**
  * A decimal in Python's float() grammar (digits, an optional point, an optional exponent; no hex or
  * underscores) as the nearest x86 80-bit long double, rounded half to even, as numpy reads text
@@ -321,27 +417,9 @@ export function longDoubleOfDecimal(text: string): number | ExactFloat {
   if (digits.length + e10 < -4952) return neg ? -0 : 0;
   const d = BigInt(digits);
   const [num, den] = e10 >= 0 ? [d * 10n ** BigInt(e10), 1n] : [d, 10n ** BigInt(-e10)];
-  // q = floor(num · 2^s / den) with 2^63 ≤ q < 2^64 (fewer bits at the smallest exponent): the value is q · 2^-s.
-  let s = 64 - (num.toString(2).length - den.toString(2).length);
-  const quotient = (shift: number): [bigint, bigint, bigint] => {
-    const n = shift >= 0 ? num << BigInt(shift) : num;
-    const dd = shift >= 0 ? den : den << BigInt(-shift);
-    return [n / dd, n % dd, dd];
-  };
-  let [q, r, divisor] = quotient(s);
-  while (q >= BIT64) [q, r, divisor] = quotient(--s);
-  while (q < BIT63 && -s > LONG_DOUBLE_MIN_EXP2) [q, r, divisor] = quotient(++s);
-  if (-s < LONG_DOUBLE_MIN_EXP2) [q, r, divisor] = quotient((s = -LONG_DOUBLE_MIN_EXP2));
-  // Round half to even.
-  if (2n * r > divisor || (2n * r === divisor && (q & 1n) === 1n)) q += 1n;
-  let exp2 = -s;
-  if (q === BIT64) {
-    q = BIT63;
-    exp2 += 1;
-  }
-  if (exp2 > LONG_DOUBLE_MAX_EXP2) return neg ? -Infinity : Infinity;
-  if (q === 0n) return neg ? -0 : 0;
-  return { neg, mant: q, exp2, bits: 64 };
+  const x = nearestLongDouble(num, den);
+  if (typeof x === 'number') return neg ? -x : x;
+  return neg ? { ...x, neg } : x;
 }
 
 /**
