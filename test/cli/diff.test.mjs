@@ -205,7 +205,7 @@ test("float128 (x86 long double): compared exactly past float64's range and prec
       "np.array([C(np.inf, 1), C(np.nan, 0), C(0, '1e400'), C(np.inf, np.inf)], dtype='<c32')",
       "np.array([C(np.inf, 1), C(0, np.nan), C(np.inf, 0), C(np.inf, np.inf)], dtype='<c32')",
     ],
-    c32_max: ['np.array([C(np.finfo(L).max, 0), C(1, 0)], dtype=\'<c32\')', 'np.array([C(np.finfo(L).max / 2, 0), C(1, 0)], dtype=\'<c32\')'],
+    c32_max: ["np.array([C(np.finfo(L).max, 0), C(1, 0)], dtype='<c32')", "np.array([C(np.finfo(L).max / 2, 0), C(1, 0)], dtype='<c32')"],
     c32_against_c16: ["np.array([C('1e400', 1), C(1 + L(2) ** -60, 0)], dtype='<c32')", 'np.array([1e300 + 1j, 1.0 + 0j])'],
     c32_against_f16: ["np.array([C('1e400', '1e-4000'), C(2, 0)], dtype='<c32')", "np.array([np.longdouble('1e400'), 2], dtype='<f16')"],
   };
