@@ -34,7 +34,12 @@ const BOOKKEEPING = new Set(['module', 'registered_name', 'build_config', 'compi
 
 /** Options of layers that tfjs builds but would compute otherwise than Keras does: refused when set so. */
 const REFUSED_OPTIONS: Readonly<Record<string, (c: Json) => string | null>> = {
-  Conv1D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
+  Conv1D: (c) =>
+    c.groups !== undefined && c.groups !== 1
+      ? `groups=${String(c.groups)} (tfjs has no grouped convolution)`
+      : c.padding === 'causal'
+        ? "padding='causal' (tfjs-layers 4.22 builds it and then throws when it runs)"
+        : null,
   Conv2D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
   Conv3D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
   LayerNormalization: (c) => (c.rms_scaling === true ? 'rms_scaling=True (tfjs normalizes by the variance about the mean)' : null),
@@ -49,6 +54,20 @@ const REFUSED_OPTIONS: Readonly<Record<string, (c: Json) => string | null>> = {
   GlobalAveragePooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
   GlobalMaxPooling1D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
   GlobalMaxPooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+  // Keras resizes with half-pixel centers (tf.image.resize), tfjs's layer without: 0.7 apart on random inputs.
+  UpSampling2D: (c) =>
+    c.interpolation !== undefined && c.interpolation !== 'nearest'
+      ? `interpolation='${String(c.interpolation)}' (tfjs's UpSampling2D resizes without half-pixel centers; only 'nearest' computes as Keras does)`
+      : null,
+};
+
+/**
+ * Options Keras 2 writes that its layer never uses, and that tfjs refuses to be given at all: dropped.
+ * Keras 2's SeparableConv1D/2D write Conv's kernel_* options beside their depthwise_* and pointwise_* ones.
+ */
+const UNUSED_OPTIONS: Readonly<Record<string, ReadonlySet<string>>> = {
+  SeparableConv1D: new Set(['kernel_initializer', 'kernel_regularizer', 'kernel_constraint']),
+  SeparableConv2D: new Set(['kernel_initializer', 'kernel_regularizer', 'kernel_constraint']),
 };
 
 /** Options Keras 3 renamed: tfjs reads them by Keras 2's names. */
@@ -161,7 +180,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
   const layerConfig = (className: string, config: Json, at: string, depth: number): Json => {
     const out: Json = {};
     for (const [key, value] of Object.entries(config)) {
-      if (BOOKKEEPING.has(key)) continue;
+      if (BOOKKEEPING.has(key) || UNUSED_OPTIONS[className]?.has(key)) continue;
       if (key === 'dtype') {
         const d = dtype(value, at, className === 'InputLayer');
         if (d) out.dtype = d;

@@ -57,11 +57,60 @@ class ShapeOnly extends tf.serialization.Serializable {
 }
 tf.serialization.registerClass(ShapeOnly);
 
-/** A copy of a topology with every initializer {@link ShapeOnly}. */
+/**
+ * tfjs-layers 4.22's Reshape gives a -1 in its target no size when it infers the shapes after it (it counts
+ * the batch's null as an unknown size), so a layer after it that needs that size (a Dense after a Reshape to
+ * (-1,), a Flatten) cannot be built. The model built for the weights' shapes uses this Reshape, which sizes
+ * the -1 from its input's known sizes as Keras does, and the topology tfjs loads is given those sizes
+ * ({@link sizeReshapes}). Registered when the first Keras model is built (tfjs-layers is loaded then).
+ */
+const SIZED_RESHAPE = 'NpytsSizedReshape';
+
+function registerSizedReshape(): void {
+  const classes = tf.serialization.SerializationMap.getMap().classNameMap as Record<string, [unknown, unknown] | undefined>;
+  const Reshape = classes.Reshape?.[0] as (new (args: object) => { computeOutputShape(s: (number | null)[]): (number | null)[] }) | undefined;
+  if (classes[SIZED_RESHAPE] || !Reshape) return;
+  class SizedReshape extends Reshape {
+    static readonly className = SIZED_RESHAPE;
+    override computeOutputShape(shape: (number | null)[]): (number | null)[] {
+      const self = this as unknown as { targetShape: (number | null)[]; fixUnknownDimension(i: number[], o: (number | null)[]): number[] };
+      const known = shape.slice(1);
+      if (known.some((d) => d === null)) return super.computeOutputShape(shape);
+      return [shape[0] ?? null, ...self.fixUnknownDimension(known as number[], self.targetShape)];
+    }
+  }
+  tf.serialization.registerClass(SizedReshape as unknown as tf.serialization.SerializableConstructor<tf.serialization.Serializable>);
+}
+
+/** A copy of a topology with every initializer {@link ShapeOnly}, and every Reshape one that sizes its -1 ({@link SIZED_RESHAPE}). */
 function shapeOnly(topology: object): object {
   return JSON.parse(JSON.stringify(topology), (key, value: unknown) =>
-    key.endsWith('_initializer') && value !== null && typeof value === 'object' ? { class_name: ShapeOnly.className, config: {} } : value,
+    key.endsWith('_initializer') && value !== null && typeof value === 'object'
+      ? { class_name: ShapeOnly.className, config: {} }
+      : key === 'class_name' && value === 'Reshape'
+        ? SIZED_RESHAPE
+        : value,
   ) as object;
+}
+
+/**
+ * The topology's Reshape layers given the sizes of their -1 that `built` (built from it by {@link buildModel})
+ * found, model by model and layer by name; one whose input has an unknown size keeps its -1 (sized as the
+ * model runs). The values are the same either way: only what tfjs infers of the layers after it differs.
+ */
+function sizeReshapes(topology: object, built: { readonly layers: readonly LayerLike[] }): void {
+  const entries = (topology as { config?: { layers?: unknown } }).config?.layers;
+  if (!Array.isArray(entries)) return;
+  for (const entry of entries as { class_name?: unknown; name?: unknown; config?: { name?: unknown; target_shape?: unknown } }[]) {
+    const name = entry.config?.name ?? entry.name;
+    const layer = built.layers.find((l) => l.name === name);
+    if (!layer) continue;
+    if (hasLayers(layer)) sizeReshapes(entry, layer);
+    else if (entry.class_name === 'Reshape' && layer.getClassName() === SIZED_RESHAPE && entry.config) {
+      const shape = (layer as unknown as { outputShape: (number | null)[] }).outputShape.slice(1);
+      if (shape.every((d) => typeof d === 'number' && d > 0)) entry.config.target_shape = shape;
+    }
+  }
 }
 
 /**
@@ -75,6 +124,7 @@ async function buildModel(topology: object): Promise<LayersModelLike & { dispose
   } catch {
     throw new NpyError('BAD_MODEL', 'loading a Keras model needs @tensorflow/tfjs-layers (npm install @tensorflow/tfjs-layers)');
   }
+  registerSizedReshape();
   try {
     return (await layers.models.modelFromJSON({
       modelTopology: shapeOnly(topology) as tf.io.ModelJSON['modelTopology'] & {},
@@ -126,6 +176,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
   const model = await buildModel(topology);
   let plan: HandlerWeight[];
   try {
+    sizeReshapes(topology, model);
     const names = kerasNames(model, file.records, where);
     const steps = await planFrom(model, file.weights, { names, ignoreUnusedKeys: trainingState(file.records) });
     plan = await Promise.all(
