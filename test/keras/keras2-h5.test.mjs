@@ -7,49 +7,25 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import * as tf from '@tensorflow/tfjs-core';
+import { join } from 'node:path';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { kerasHandler, assignWeights } from '@npyts/tfjs';
 import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
+import { kerasTruth, worstRelativeError } from '../helpers/keras-truth.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { installTf2 } from '../helpers/tf2.mjs';
 
 await useCpuBackend();
 
 const TOLERANCE = 1e-5;
-const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'keras2_models.py');
 const dir = scratch();
 // One Python process builds, saves and runs every model of this file, with Keras 2 on its PYTHONPATH.
-const keras = JSON.parse(
-  execFileSync('python3', ['-W', 'ignore', script, dir], {
-    encoding: 'utf8',
-    env: { ...process.env, PYTHONPATH: installTf2(), TF_CPP_MIN_LOG_LEVEL: '3' },
-    maxBuffer: 1 << 26,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  }),
-);
+const keras = kerasTruth('keras2_models.py', dir, { PYTHONPATH: installTf2() });
 const at = (name) => join(dir, name);
 
 /** The largest difference between tfjs's predictions and Keras's, relative to max(1, |Keras's|). */
-function worst(model, name) {
-  const { inputs, outputs } = keras[name];
-  const xs = inputs.map((x, i) => tf.tensor(x, undefined, model.inputs[i].dtype));
-  const made = model.predict(xs.length === 1 ? xs[0] : xs);
-  const ys = Array.isArray(made) ? made : [made];
-  assert.is(ys.length, outputs.length);
-  let err = 0;
-  ys.forEach((y, i) => {
-    const a = y.dataSync();
-    const b = outputs[i].flat(Infinity);
-    assert.is(a.length, b.length);
-    for (let j = 0; j < b.length; j++) err = Math.max(err, Math.abs(a[j] - b[j]) / Math.max(1, Math.abs(b[j])));
-  });
-  tf.dispose([...xs, ...ys]);
-  return err;
-}
+const worst = (model, name) => worstRelativeError(model, keras[name]);
 
 /** The largest error seen in this file, printed at its end. */
 let worstSeen = 0;

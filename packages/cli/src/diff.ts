@@ -247,21 +247,15 @@ export class Comparison {
         // A finite difference only: infinities of opposite signs are a mismatch, whatever rtol·∞ says.
         if (d <= atol + rtol * Math.abs(y) && d < Infinity) continue;
       }
-      if (exact) {
-        // A long double on either side: compared exactly, past float64's range and precision.
-        const x = exactReal(a, pa);
-        const y = exactReal(b, pb);
-        if (!this.exactlyClose(x, y)) {
-          this.mismatched++;
-          if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${textOf(x)} vs ${textOf(y)}`);
-        }
-        continue;
-      }
-      if (exactComplexes) {
-        // A complex long double on either side: compared exactly, as complex numbers.
-        const x = exactComplex(a, pa);
-        const y = exactComplex(b, pb);
-        if (!this.exactlyCloseComplex(x, y)) {
+      if (exact || exactComplexes) {
+        // A long double on either side: compared exactly, past float64's range and precision (as
+        // complex numbers where either side is complex).
+        const x = exact ? exactReal(a, pa) : exactComplex(a, pa);
+        const y = exact ? exactReal(b, pb) : exactComplex(b, pb);
+        const close = exact
+          ? this.exactlyClose(x as number | ExactFloat, y as number | ExactFloat)
+          : this.exactlyCloseComplex(x as ExactComplex, y as ExactComplex);
+        if (!close) {
           this.mismatched++;
           if (this.shown.length < SHOWN) this.shown.push(`  at ${shapeRepr(indexOf(this.shape, this.seen + i))}: ${show(x)} vs ${show(y)}`);
         }

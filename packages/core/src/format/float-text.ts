@@ -141,16 +141,24 @@ function nearestLongDouble(num: bigint, den: bigint): number | ExactFloat {
   else if (n / d < BIT63) [n, d] = scaled(--e);
   // Below the smallest normal the format keeps fewer bits: round at its subnormal step instead.
   if (e < LONG_DOUBLE_MIN_EXP2) [n, d] = scaled((e = LONG_DOUBLE_MIN_EXP2));
-  let q = n / d;
   const r2 = 2n * (n % d);
-  if (r2 > d || (r2 === d && (q & 1n) === 1n)) q += 1n;
-  if (q === BIT64) {
-    q >>= 1n;
-    e += 1;
+  return roundedUp(n / d, r2 > d || (r2 === d && ((n / d) & 1n) === 1n), e);
+}
+
+/**
+ * The long double q · 2^e (q < 2^64, its exponent at least the smallest) with q rounded up by one
+ * where `up` says: a carry to 2^64 moves to the next exponent, past the largest is infinity.
+ */
+function roundedUp(q: bigint, up: boolean, e: number): number | ExactFloat {
+  let mant = up ? q + 1n : q;
+  let exp2 = e;
+  if (mant === BIT64) {
+    mant >>= 1n;
+    exp2 += 1;
   }
-  if (q === 0n) return 0;
-  if (e > LONG_DOUBLE_MAX_EXP2) return Infinity;
-  return { neg: false, mant: q, exp2: e, bits: 64 };
+  if (mant === 0n) return 0;
+  if (exp2 > LONG_DOUBLE_MAX_EXP2) return Infinity;
+  return { neg: false, mant, exp2, bits: 64 };
 }
 
 /**
@@ -171,14 +179,7 @@ function nearestLongDoubleRoot(num: bigint, den: bigint): number | ExactFloat {
   while (q < BIT63 && e > LONG_DOUBLE_MIN_EXP2) [q, n, d] = rootAt(--e);
   if (e < LONG_DOUBLE_MIN_EXP2) [q, n, d] = rootAt((e = LONG_DOUBLE_MIN_EXP2));
   // √x > q + ½ ⇔ 4x > 4q² + 4q + 1 (never equal: that root would be irrational).
-  if (4n * n > (4n * q * q + 4n * q + 1n) * d) q += 1n;
-  if (q === BIT64) {
-    q >>= 1n;
-    e += 1;
-  }
-  if (q === 0n) return 0;
-  if (e > LONG_DOUBLE_MAX_EXP2) return Infinity;
-  return { neg: false, mant: q, exp2: e, bits: 64 };
+  return roundedUp(q, 4n * n > (4n * q * q + 4n * q + 1n) * d, e);
 }
 
 /** ⌊√n⌋ of n ≥ 0 (Newton's iteration from above). */
