@@ -84,22 +84,26 @@ export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string,
     async read(start, count_, readOptions = {}) {
       const { signal } = readOptions;
       signal?.throwIfAborted();
-      const plan = planRegion(header, start, count_);
+      // The whole array is one run, known without planning it (a weight file's every get asks for it).
+      const whole = start.length === header.shape.length && start.every((s, k) => s === 0 && count_[k] === header.shape[k]);
+      const plan = whole && source.views ? null : planRegion(header, start, count_);
       if (source.views && header.dtype.itemsize > 0) {
         // A source whose reads are views of a map: a region that is one run of the file is an array
         // over those bytes (a copy only where bytesToData must: a byte swap, an unaligned offset).
-        const run = oneRun(plan);
+        const run = plan ? oneRun(plan) : { fileOffset: header.dataOffset, length: header.dataBytes };
         if (run) {
+          const shape = plan ? plan.shape : [...header.shape];
           const body = await source.read(run.fileOffset, run.length, { signal });
           count([body]);
           if (body.length < run.length) truncated({ offset: run.fileOffset, length: run.length }, body.length);
-          const data = bytesToData(header.dtype, body.buffer, body.byteOffset, shapeSize(plan.shape));
-          return new NdArray(header.dtype, plan.shape, data, header.fortranOrder ? 'F' : 'C');
+          const data = bytesToData(header.dtype, body.buffer, body.byteOffset, shapeSize(shape));
+          return new NdArray(header.dtype, shape, data, header.fortranOrder ? 'F' : 'C');
         }
       }
-      const out = new Uint8Array(allocateBuffer(plan.bytes));
+      const region = plan ?? planRegion(header, start, count_);
+      const out = new Uint8Array(allocateBuffer(region.bytes));
       // One generator shared by the workers: each takes the next batch of groups as it is free.
-      const groups = groupRuns(plan.runs, tuning.maxGap, { maxBytes: tuning.readBytes, splitRuns: true });
+      const groups = groupRuns(region.runs, tuning.maxGap, { maxBytes: tuning.readBytes, splitRuns: true });
       let held: RunGroup | null = null; // a group that did not fit the last batch
       const nextBatch = (): RunGroup[] => {
         const batch: RunGroup[] = [];
@@ -143,7 +147,7 @@ export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string,
           });
         }
       });
-      return regionArray(header, plan, out);
+      return regionArray(header, region, out);
     },
     close: async () => {
       await source.close?.();

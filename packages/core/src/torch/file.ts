@@ -6,7 +6,7 @@
  * is read as Fortran order, any other strided view is gathered into C order.
  */
 import { NdArray } from '../array/ndarray.js';
-import { bytesToData, copyReason as copyReasonAt } from '../array/layout.js';
+import { copyReason as copyReasonAt } from '../array/layout.js';
 import { allocateBuffer } from '../array/memory.js';
 import type { TypedArray } from '../format/js-types.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
@@ -354,16 +354,9 @@ export class TorchFile implements TensorFile {
     const fortran = !isDense(t.shape, t.strides, false) && isDense(t.shape, t.strides, true);
     const dense = fortran || isDense(t.shape, t.strides, false);
     const at = dense && size > 0 ? await this.storages.where(key, signal) : null;
-    if (at?.source.views) {
-      // Over a map: an array over the tensor's bytes in the map, in the view's own order (a copy only
-      // where bytesToData must: a byte swap, an unaligned offset), as npyReaderOf gives one run.
-      const length = size * itemsize;
-      const body = await at.source.read(at.start + t.offset * itemsize, length, { signal });
-      if (body.length < length) throw new NpyError('DATA_TRUNCATED', `storage ${key} ends before the last element of tensor '${name}'`);
-      return new NdArray(dtype, [...t.shape], bytesToData(dtype, body.buffer, body.byteOffset, size), fortran ? 'F' : 'C');
-    }
     if (at !== null) {
-      // Read straight from the storage's bytes in the file, by range, in the view's own order.
+      // Read straight from the storage's bytes in the file, by range, in the view's own order (over a
+      // map: an array over those bytes, npyReaderOf's whole-array run).
       const header: NpyHeader = {
         version: [1, 0],
         dtype,
