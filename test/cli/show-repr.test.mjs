@@ -156,7 +156,7 @@ test('a summarised printout reads only the rows it shows: a 64 MiB file prints w
   assert.is(out.split('\n').slice(1).join('\n').trim(), python(`print(repr(np.load(${JSON.stringify(file)})))`).trim());
 });
 
-test('float128 (x86 long double): shown exactly as numpy shows it, past float64 (range and precision), subnormals, NaN and inf; diff of complex ones still refuses what float64 cannot hold', async () => {
+test('float128 (x86 long double): shown exactly as numpy shows it, past float64 (range and precision), subnormals, NaN and inf, in records and subarrays too', async () => {
   const d = scratch();
   const at = (name) => join(d, name);
   const report = JSON.parse(
@@ -178,7 +178,13 @@ np.save(${JSON.stringify(at('wide.npy'))}, np.array([one / 3, np.longdouble(2) *
 np.save(${JSON.stringify(at('near.npy'))}, np.array([np.longdouble(1e8) - np.longdouble(2) ** -30, 1.5], dtype='<f16'))
 np.save(${JSON.stringify(at('be.npy'))}, np.array([fi.max, one / 3, np.nan], dtype='>f16'))
 np.save(${JSON.stringify(at('c32.npy'))}, np.array([complex(1, 2), 0], dtype=np.clongdouble) + np.array([one / 3 + 1j * fi.max, fi.tiny], dtype=np.clongdouble))
-names = ['ld', 'pos', 'wide', 'near', 'be', 'c32']
+# Records and subarrays holding long doubles (each field printed at its own 64 bits, as numpy does).
+rec = np.zeros(3, [('a', '<f16'), ('b', '>f16'), ('z', '<c32'), ('s', '<f16', (2,)), ('i', '<i4')])
+rec['a'], rec['b'], rec['i'] = [fi.max, one / 3, 2.5], [np.longdouble('-3e-4000'), 7, np.longdouble('1e4000')], [1, 2, 3]
+rec['z'] = np.array([one / 3 + 1j * fi.max, 0, 1j], dtype=np.clongdouble)
+rec['s'] = [[np.longdouble('1e400'), 1], [one / 7, 2], [3, fi.tiny]]
+np.save(${JSON.stringify(at('rec.npy'))}, rec)
+names = ['ld', 'pos', 'wide', 'near', 'be', 'c32', 'rec']
 print(json.dumps({'count': len(a), 'repr': {n: repr(np.load(${JSON.stringify(d)} + '/' + n + '.npy')) for n in names},
                   'unique': [np.format_float_scientific(x, unique=True) for x in a if np.isfinite(x) and x != 0]}))`),
   );

@@ -15,7 +15,7 @@ import {
   type ExactComplex,
   type ExactFloat,
 } from '@npyts/core/plumbing';
-import { readExactItem } from './format.js';
+import { isLongDouble, readExactItem } from './format.js';
 import { exactText } from './numpy-floats.js';
 
 /** assert_allclose's tolerances and their defaults. */
@@ -95,10 +95,6 @@ function larger(a: number | ExactFloat, b: number | ExactFloat): number | ExactF
   return compareMagnitudes(a, b) >= 0 ? a : b;
 }
 
-/** Whether a float dtype is numpy's x86 long double (read exactly, past float64's range and precision). */
-const longDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dtype.realBytes === 16;
-/** Whether a dtype holds long doubles as reals or as a complex number's parts. */
-const longDoubleParts = (dtype: DType): boolean => dtype.realBytes === 16 && (familyOf(dtype) === 'float' || familyOf(dtype) === 'complex');
 
 /** An element as a complex value exactly, for a comparison where one side is a complex long double. */
 function exactComplex(array: NdArray, pos: number): ExactComplex {
@@ -111,7 +107,7 @@ function exactComplex(array: NdArray, pos: number): ExactComplex {
  * 64-bit integer past 2^53 as one too (as a number it would round), anything else as its number.
  */
 function exactReal(array: NdArray, pos: number): number | ExactFloat {
-  if (longDouble(array.dtype)) return longDoubleExact(array.data as Uint8Array, pos * 16);
+  if (isLongDouble(array.dtype)) return longDoubleExact(array.data as Uint8Array, pos * 16);
   const v = readExactItem(array.dtype, array.data, pos);
   if (typeof v !== 'bigint' || (v <= 2n ** 53n && v >= -(2n ** 53n))) return asNum(v) as number;
   const mant = v < 0n ? -v : v;
@@ -229,7 +225,8 @@ export class Comparison {
     const linear = (x: NdArray): boolean => x.order === 'C' || x.shape.filter((d) => d > 1).length <= 1;
     const walk = linear(a) && linear(b) ? null : ([cOrderPositions(a), cOrderPositions(b)] as const);
     const plain = this.close && plainNumbers(a.dtype) && plainNumbers(b.dtype);
-    const wide = this.close && (longDoubleParts(a.dtype) || longDoubleParts(b.dtype));
+    // realBytes is 16 for a long double, real or a complex number's part.
+    const wide = this.close && (a.dtype.realBytes === 16 || b.dtype.realBytes === 16);
     const complex = familyOf(a.dtype) === 'complex' || familyOf(b.dtype) === 'complex';
     const exact = wide && !complex;
     const exactComplexes = wide && complex;

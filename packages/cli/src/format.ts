@@ -232,8 +232,9 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
 /**
  * {@link readItem} with every x86 long double (`f16`, each part of `c32`, inside records and
  * subarrays too) as its exact value (core's `longDoubleExact`: a number where it is zero, infinite or
- * NaN, an `ExactFloat` otherwise), for what the CLI writes or compares: read as a float64, a long
- * double past its range or precision would be written or compared silently wrong.
+ * NaN, an `ExactFloat` otherwise), for what the CLI prints, writes or compares: read as a float64,
+ * a long double past its range or precision would be shown, written or compared silently wrong
+ * (numpy prints each at its own 64 bits, whatever its range).
  */
 export function readExactItem(dtype: DType, data: ArrayData, pos: number): unknown {
   if (!holdsLongDouble(dtype)) return readItem(dtype, data, pos);
@@ -243,7 +244,10 @@ export function readExactItem(dtype: DType, data: ArrayData, pos: number): unkno
   return exactFromBytes(plain ? dtype.withByteOrder('<') : dtype, data as Uint8Array, pos * dtype.itemsize);
 }
 
-/** Whether a dtype holds an x86 long double anywhere (itself, a field, a subarray's element). */
+/** Whether a dtype is numpy's x86 long double (`f16`, float128), a real one. */
+export const isLongDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dtype.realBytes === 16;
+
+/** Whether a dtype holds an x86 long double anywhere (itself, a complex's part, a field, a subarray's element). */
 function holdsLongDouble(dtype: DType): boolean {
   if (dtype.fields) return dtype.fields.some((f) => holdsLongDouble(f.dtype));
   if (dtype.subarray) return holdsLongDouble(dtype.subarray.base);
@@ -269,19 +273,6 @@ function exactFromBytes(dtype: DType, bytes: Uint8Array, at: number): unknown {
   }
   if (dtype.realBytes !== 16) return readFromBytes(dtype, bytes, at);
   const part = (p: number): Real => (dtype.byteOrder === '>' ? longDoubleExact(bytes.slice(p, p + 16).reverse(), 0) : longDoubleExact(bytes, p));
-  return dtype.itemsize === 16 ? part(at) : { re: part(at), im: part(at + 16) };
-}
-
-/**
- * {@link readItem} for what the CLI prints as numpy's repr: an x86 long double (`f16`, or each part
- * of `c32`) as its exact value (core's `longDoubleExact`), printed with the shortest digits of its
- * own 64-bit precision, as numpy prints it, whatever its range.
- */
-export function readShownItem(dtype: DType, data: ArrayData, pos: number): unknown {
-  if (dtype.realBytes !== 16 || dtype.fields) return readItem(dtype, data, pos);
-  // An array's long doubles are held little-endian, whatever the file's order (read swaps them).
-  const part = (at: number): Real => longDoubleExact(data as Uint8Array, at);
-  const at = pos * dtype.itemsize;
   return dtype.itemsize === 16 ? part(at) : { re: part(at), im: part(at + 16) };
 }
 
@@ -326,7 +317,7 @@ function formatArrayText(array: NdArray): string {
     dtype: array.dtype,
     shape: array.shape,
     get: (index) =>
-      readShownItem(
+      readExactItem(
         array.dtype,
         array.data,
         index.reduce((pos, i, d) => pos + i * strides[d]!, 0),

@@ -23,7 +23,7 @@ import {
 } from '@npyts/core';
 import { hasLoneSurrogate, parsePyLiteral } from '@npyts/core/plumbing';
 import { exactExponent, longDoubleOfDecimal, numpyScalarText, scaledRound, type ExactFloat } from '@npyts/core/plumbing';
-import { readExactItem } from './format.js';
+import { isLongDouble, readExactItem } from './format.js';
 
 /** The delimiter of a file name's kind: `,` for .csv, a tab for .tsv; null for any other name. */
 export function delimiterOf(name: string): ',' | '\t' | null {
@@ -130,7 +130,7 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
     case 'float':
       // A long double as numpy's str() of it: its shortest digits at its own 64 bits, which np.loadtxt
       // (dtype=np.longdouble) and import read back exactly.
-      return longDouble(dt) ? numpyScalarText(v as number | ExactFloat, 16) : formatG17(v as number);
+      return isLongDouble(dt) ? numpyScalarText(v as number | ExactFloat, 16) : formatG17(v as number);
     case 'int':
     case 'uint':
       return String(v);
@@ -154,9 +154,6 @@ function cellOf(dt: DType, v: unknown, delimiter: string, where: () => string): 
       throw new NpyError('NO_COUNTERPART', `${dt.name} values have no lossless ${delimiter === ',' ? 'CSV' : 'TSV'} form here; write .npy or .npz`);
   }
 }
-
-/** Whether a dtype is numpy's x86 long double (written and read exactly, past a double's range and precision). */
-const longDouble = (dt: DType): boolean => familyOf(dt) === 'float' && dt.realBytes === 16;
 
 /** Rows written to text per step: the memory of an export is one step's rows, whatever the array's size. */
 const ROWS_PER_STEP = 4096;
@@ -298,7 +295,7 @@ export function* tableBatches(
     };
     switch (familyOf(dt)) {
       case 'float': {
-        if (FLOAT_TEXT.test(t)) return longDouble(dt) ? longDoubleOfDecimal(t) : Number(t);
+        if (FLOAT_TEXT.test(t)) return isLongDouble(dt) ? longDoubleOfDecimal(t) : Number(t);
         if (/^[+-]?inf(inity)?$/i.test(t)) return t.startsWith('-') ? -Infinity : Infinity;
         if (/^[+-]?nan$/i.test(t)) return NaN;
         return bad();

@@ -8,7 +8,7 @@
 import type { NdArray, NpyHeader } from '@npyts/core';
 import { putOwn, npyDocument } from '@npyts/core/plumbing';
 import type { NpyFileHandleSync } from '@npyts/core/node';
-import { formatArray, readShownItem, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from '../format.js';
+import { formatArray, readExactItem, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from '../format.js';
 import { streamJsonDocument } from '../json-stream.js';
 import { startProgress } from '../progress.js';
 import { type Io, session, UsageError, FileError, withFile, printable } from '../session.js';
@@ -34,7 +34,7 @@ export function shownElements(handle: NpyFileHandleSync): Printable {
       dtype,
       shape,
       get: (index) =>
-        readShownItem(
+        readExactItem(
           dtype,
           whole.data,
           index.reduce((pos, i, d) => pos + i * strides[d]!, 0),
@@ -61,7 +61,7 @@ export function shownElements(handle: NpyFileHandleSync): Printable {
         row = new Map();
         for (const [start, count] of runs) {
           const part = handle.read([...index.slice(0, last), start], [...index.slice(0, last).map(() => 1), count]);
-          for (let k = 0; k < count; k++) row.set(start + k, readShownItem(dtype, part.data, k));
+          for (let k = 0; k < count; k++) row.set(start + k, readExactItem(dtype, part.data, k));
         }
         rows.set(key, row);
       }
