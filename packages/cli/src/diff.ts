@@ -95,7 +95,6 @@ function larger(a: number | ExactFloat, b: number | ExactFloat): number | ExactF
   return compareMagnitudes(a, b) >= 0 ? a : b;
 }
 
-
 /** An element as a complex value exactly, for a comparison where one side is a complex long double. */
 function exactComplex(array: NdArray, pos: number): ExactComplex {
   if (familyOf(array.dtype) !== 'complex') return { re: exactReal(array, pos), im: 0 };
