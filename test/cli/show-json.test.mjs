@@ -65,6 +65,47 @@ print(got == want and d['shape'] == list(a.shape))`).trim();
   }
 });
 
+test('long doubles: a number where a float64 holds the value, else numpy\'s str() of it, which numpy reads back exactly (never rounded to a float64)', async () => {
+  const file = join(dir, 'ld.npy');
+  const recFile = join(dir, 'ld-rec.npy');
+  python(`
+L = np.longdouble
+fi = np.finfo(L)
+rng = np.random.default_rng(4)
+vals = [L('1e400'), L(1) / 3, L(2.5), L(0.1), L('0.1'), fi.max, -fi.max, fi.smallest_subnormal, L(2) ** -1074, L(2) ** -1075, L(2) ** 1023, L(2) ** 1024, -L(0), np.inf, np.nan]
+vals += list(L(m) * L(2) ** int(e) for m, e in zip(rng.integers(1, 2**63, 70000), rng.integers(-16400, 16300, 70000)))
+np.save(${JSON.stringify(file)}, np.array(vals, dtype='>f16').reshape(-1, 5))
+rec = np.zeros(3, [('x', '<f16'), ('z', '<c32'), ('s', '<f16', (2,))])
+rec['x'], rec['z'], rec['s'] = vals[:3], [complex(1, 2), 0, 1j], [[vals[0], 1], [vals[1], 2], [3, vals[5]]]
+rec['z'][0] += vals[0]
+np.save(${JSON.stringify(recFile)}, rec)`);
+  for (const f of [file, recFile]) {
+    const r = await run(['show', '--json', f]);
+    assert.is(r.code, 0, r.stderr);
+    writeFileSync(`${f}.json`, r.stdout);
+  }
+  const verdict = python(`
+L = np.longdouble
+def back(v):
+    # A JSON number is a float64 (exact as a long double); a string is read as numpy reads text.
+    return L(float(v)) if isinstance(v, (int, float)) else L(v)
+def same(x, y):
+    # (JSON.stringify writes -0 as 0, for every float dtype alike: the sign of a zero is not compared.)
+    return (np.isnan(x) and np.isnan(y)) or (x == y and (x == 0 or np.signbit(x) == np.signbit(y)))
+a = np.load(${JSON.stringify(file)}).ravel()
+d = json.load(open(${JSON.stringify(`${file}.json`)}))['data']
+flat = [v for row in d for v in row]
+# A number only where a float64 holds the value exactly; a string otherwise (and for NaN, inf).
+numbers_exact = all(L(float(v)) == x for v, x in zip(flat, a) if isinstance(v, (int, float)))
+strings_needed = all(isinstance(v, str) for v, x in zip(flat, a) if np.isfinite(x) and L(float(x)) != x)
+rec = np.load(${JSON.stringify(recFile)})
+rd = json.load(open(${JSON.stringify(`${recFile}.json`)}))['data']
+rec_ok = all(same(back(r['x']), x['x']) and same(back(r['z'][0]), x['z'].real) and same(back(r['z'][1]), x['z'].imag)
+             and all(same(back(u), w) for u, w in zip(r['s'], x['s'])) for r, x in zip(rd, rec))
+print(json.dumps({'count': len(flat) == len(a), 'exact': all(same(back(v), x) for v, x in zip(flat, a)), 'numbers': numbers_exact, 'strings': strings_needed, 'records': rec_ok}))`);
+  assert.equal(JSON.parse(verdict), { count: true, exact: true, numbers: true, strings: true, records: true });
+});
+
 test('--limit N: the first N elements in row-major order, flat', async () => {
   const file = join(dir, 'three_d.npy');
   const r = await run(['show', '--json', '--limit', '70000', file]);

@@ -9,13 +9,14 @@ import {
   complexDistances,
   exactDistance,
   longDoubleExact,
+  readExactItem,
   roundedLongDouble,
   withinTolerance,
   withinToleranceComplex,
   type ExactComplex,
   type ExactFloat,
 } from '@npyts/core/plumbing';
-import { isLongDouble, readExactItem } from './format.js';
+import { isLongDouble } from './format.js';
 import { exactText } from './numpy-floats.js';
 
 /** assert_allclose's tolerances and their defaults. */

@@ -2,8 +2,8 @@
  * A numpy-like text rendering of an array, summarising large ones with `...` as numpy does. A little
  * over 400 lines: numpy's repr rules (line width, edge items, record and subarray forms) read best together.
  */
-import { NdArray, NOT_A_TIME, datetimeText, familyOf, shapeRepr, readItem, type ArrayData, type DType } from '@npyts/core';
-import { decimalText, dtypeConstructionRepr, longDoubleExact, readFromBytes, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
+import { NdArray, NOT_A_TIME, datetimeText, familyOf, shapeRepr, type DType } from '@npyts/core';
+import { decimalText, dtypeConstructionRepr, readExactItem, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { formatFloatsLikeNumpy, percentG, type Real } from './numpy-floats.js';
 
@@ -229,52 +229,8 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
   }
 }
 
-/**
- * {@link readItem} with every x86 long double (`f16`, each part of `c32`, inside records and
- * subarrays too) as its exact value (core's `longDoubleExact`: a number where it is zero, infinite or
- * NaN, an `ExactFloat` otherwise), for what the CLI prints, writes or compares: read as a float64,
- * a long double past its range or precision would be shown, written or compared silently wrong
- * (numpy prints each at its own 64 bits, whatever its range).
- */
-export function readExactItem(dtype: DType, data: ArrayData, pos: number): unknown {
-  if (!holdsLongDouble(dtype)) return readItem(dtype, data, pos);
-  // An array's plain long doubles are held little-endian, whatever the file's order (read swaps
-  // them); a record's fields are held as stored.
-  const plain = !dtype.fields && !dtype.subarray;
-  return exactFromBytes(plain ? dtype.withByteOrder('<') : dtype, data as Uint8Array, pos * dtype.itemsize);
-}
-
 /** Whether a dtype is numpy's x86 long double (`f16`, float128), a real one. */
 export const isLongDouble = (dtype: DType): boolean => familyOf(dtype) === 'float' && dtype.realBytes === 16;
-
-/** Whether a dtype holds an x86 long double anywhere (itself, a complex's part, a field, a subarray's element). */
-function holdsLongDouble(dtype: DType): boolean {
-  if (dtype.fields) return dtype.fields.some((f) => holdsLongDouble(f.dtype));
-  if (dtype.subarray) return holdsLongDouble(dtype.subarray.base);
-  return dtype.realBytes === 16;
-}
-
-/** The element of `dtype` stored at byte `at`, long doubles exactly (see {@link readExactItem}). */
-function exactFromBytes(dtype: DType, bytes: Uint8Array, at: number): unknown {
-  if (dtype.fields) {
-    const rec: Record<string, unknown> = Object.create(null);
-    for (const f of dtype.fields) rec[f.name] = exactFromBytes(f.dtype, bytes, at + f.offset);
-    return rec;
-  }
-  if (dtype.subarray) {
-    const { base, shape } = dtype.subarray;
-    const nest = (axis: number, from: number): unknown[] => {
-      const step = shape.slice(axis + 1).reduce((p, d) => p * d, base.itemsize);
-      return Array.from({ length: shape[axis]! }, (_, k) =>
-        axis === shape.length - 1 ? exactFromBytes(base, bytes, from + k * step) : nest(axis + 1, from + k * step),
-      );
-    };
-    return nest(0, at);
-  }
-  if (dtype.realBytes !== 16) return readFromBytes(dtype, bytes, at);
-  const part = (p: number): Real => (dtype.byteOrder === '>' ? longDoubleExact(bytes.slice(p, p + 16).reverse(), 0) : longDoubleExact(bytes, p));
-  return dtype.itemsize === 16 ? part(at) : { re: part(at), im: part(at + 16) };
-}
 
 /**
  * `array([...], dtype=…)` with rows broken like numpy's repr and large arrays summarised. `report.cut`

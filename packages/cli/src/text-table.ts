@@ -22,8 +22,8 @@ import {
   type TypedArray,
 } from '@npyts/core';
 import { hasLoneSurrogate, parsePyLiteral } from '@npyts/core/plumbing';
-import { exactExponent, longDoubleOfDecimal, numpyScalarText, scaledRound, type ExactFloat } from '@npyts/core/plumbing';
-import { isLongDouble, readExactItem } from './format.js';
+import { exactExponent, longDoubleOfDecimal, numpyScalarText, readExactItem, scaledRound, type ExactFloat } from '@npyts/core/plumbing';
+import { isLongDouble } from './format.js';
 
 /** The delimiter of a file name's kind: `,` for .csv, a tab for .tsv; null for any other name. */
 export function delimiterOf(name: string): ',' | '\t' | null {

@@ -25,7 +25,7 @@ export {
 export { orderStrides, isOrderFree } from './array/ndarray.js';
 export { encodeNpyParts, toNdArray, dtypeOfTypedArray, checkDataSize } from './npy.js';
 export { writeValue } from './array/write-value.js';
-export { readFromBytes } from './array/read-value.js';
+export { readFromBytes, readExactItem } from './array/read-value.js';
 export { storageOf, bytesToData, dataToBytes, type Storage } from './array/layout.js';
 export { closeness, indexInShape, type Closeness, type CloseFailure } from './array/closeness.js';
 export { jsonValue, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';

@@ -6,9 +6,9 @@
  * their own is the next step.
  */
 import type { NdArray, NpyHeader } from '@npyts/core';
-import { putOwn, npyDocument } from '@npyts/core/plumbing';
+import { putOwn, npyDocument, readExactItem } from '@npyts/core/plumbing';
 import type { NpyFileHandleSync } from '@npyts/core/node';
-import { formatArray, readExactItem, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from '../format.js';
+import { formatArray, reprLikeNumpy, MAX_OBJECT_TEXT, type Printable } from '../format.js';
 import { streamJsonDocument } from '../json-stream.js';
 import { startProgress } from '../progress.js';
 import { type Io, session, UsageError, FileError, withFile, printable } from '../session.js';

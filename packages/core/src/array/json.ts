@@ -2,10 +2,10 @@
 import { putOwn } from './safe-object.js';
 import type { DType } from '../format/dtype.js';
 import { matchDType, perDType } from '../format/dtype-cases.js';
-import type { Complex } from '../format/js-types.js';
 import { NdArray } from './ndarray.js';
 import { descrAsWritten, type NpyHeader } from '../format/header.js';
-import { NOT_A_TIME } from './read-value.js';
+import { NOT_A_TIME, holdsLongDouble, readExactItem } from './read-value.js';
+import { exactAsNumber, numpyScalarText, type ExactFloat } from '../format/float-text.js';
 import { datetimeText } from '../format/datetime-text.js';
 import { NpyError } from '../errors.js';
 import { PyFloat, PyTuple, type PyValue } from '../format/literal.js';
@@ -16,6 +16,15 @@ export function jsonNumber(x: number): number | string {
   if (x === Infinity) return 'Infinity';
   if (x === -Infinity) return '-Infinity';
   return x;
+}
+
+/**
+ * A long double as JSON: a number where a float64 holds it exactly, else numpy's str() of it (its
+ * shortest digits at 64 bits, a string as integers past 2^53 are), never a float64 rounding of it.
+ */
+function jsonLongDouble(x: number | ExactFloat): number | string {
+  if (typeof x === 'number') return jsonNumber(x);
+  return exactAsNumber(x) ?? numpyScalarText(x, 16);
 }
 
 function jsonInt(x: bigint | number): number | string {
@@ -96,7 +105,8 @@ export function jsonBudget(repeats = MAX_JSON_REPEATS): JsonBudget {
 
 /**
  * A JSON-safe value for one element: integers beyond ±(2^53−1) as decimal strings, non-finite
- * floats as "NaN"/"Infinity"/"-Infinity", complex as [re, im], S as latin-1 text, V as hex,
+ * floats as "NaN"/"Infinity"/"-Infinity", a long double no float64 holds as numpy's str() of it
+ * (given exactly, as readExactItem reads it), complex as [re, im], S as latin-1 text, V as hex,
  * datetimes as numpy's ISO 8601 text in their unit (`np.datetime_as_string`; a generic one as its
  * count), timedeltas as their integer count ("NaT"), records as objects, subarrays as nested arrays.
  * @example
@@ -130,9 +140,12 @@ function makeConverter(dtype: DType): Converter {
     bool: () => (v) => v as boolean,
     int: integer,
     uint: integer,
-    float: () => (v) => jsonNumber(v as number),
+    float: () => (dtype.itemsize === 16 ? (v) => jsonLongDouble(v as number | ExactFloat) : (v) => jsonNumber(v as number)),
     mlfloat: () => (v) => jsonNumber(v as number),
-    complex: () => (v) => [jsonNumber((v as Complex).re), jsonNumber((v as Complex).im)],
+    complex: () => (v) => {
+      const { re, im } = v as { re: number | ExactFloat; im: number | ExactFloat };
+      return [jsonLongDouble(re), jsonLongDouble(im)];
+    },
     datetime: date,
     timedelta: time,
     bytes: () => (v) => latin1(v as Uint8Array),
@@ -210,7 +223,17 @@ export function arrayToJSON(array: NdArray, budget: JsonBudget = jsonBudget()): 
   }
   const nest = (x: unknown, depth: number): unknown =>
     depth === array.ndim ? jsonValue(array.dtype, x, budget) : (x as unknown[]).map((y) => nest(y, depth + 1));
-  return nest(array.toList(), 0);
+  return nest(holdsLongDouble(array.dtype) ? exactList(array) : array.toList(), 0);
+}
+
+/** {@link NdArray.toList} with long doubles exact (see readExactItem). */
+function exactList(array: NdArray): unknown {
+  const { strides, shape } = array;
+  const walk = (axis: number, pos: number): unknown =>
+    axis === shape.length
+      ? readExactItem(array.dtype, array.data, pos)
+      : Array.from({ length: shape[axis]! }, (_, i) => walk(axis + 1, pos + i * strides[axis]!));
+  return walk(0, 0);
 }
 
 /**

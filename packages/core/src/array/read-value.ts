@@ -5,6 +5,7 @@ import { matchDType, perDType } from '../format/dtype-cases.js';
 import { NpyError } from '../errors.js';
 import { float16ToNumber, longDoubleToNumber } from '../format/float-bits.js';
 import { mlFloatToNumber } from '../format/ml-floats.js';
+import { longDoubleExact, type ExactFloat } from '../format/float-text.js';
 import type { ArrayData, Complex, TypedArray } from '../format/js-types.js';
 
 /**
@@ -161,4 +162,50 @@ function readFloat(size: number, view: DataView, bytes: Uint8Array, at: number, 
   if (le) return longDoubleToNumber(bytes, at);
   for (let k = 0; k < 16; k++) scratch16[k] = bytes[at + 15 - k]!;
   return longDoubleToNumber(scratch16, 0);
+}
+
+/**
+ * {@link readItem} with every x86 long double (`f16`, each part of `c32`, inside records and
+ * subarrays too) as its exact value (`longDoubleExact`: a number where it is zero, infinite or NaN,
+ * an `ExactFloat` otherwise), for what is printed, written as text or compared: read as a float64, a
+ * long double past its range or precision would be silently wrong (numpy prints each at its own 64
+ * bits, whatever its range). Other elements as readItem gives them.
+ * @example
+ * readExactItem(a.dtype, a.data, 0);   // { neg: false, mant, exp2: 1265, bits: 64 } for np.longdouble('1e400')
+ */
+export function readExactItem(dtype: DType, data: ArrayData, i: number): Scalar | ExactFloat {
+  if (!holdsLongDouble(dtype)) return readItem(dtype, data, i);
+  // An array's plain long doubles are held in native (little-endian) order, whatever the file's
+  // (reading swaps them); a record's and a subarray's bytes are held as stored.
+  const plain = !dtype.fields && !dtype.subarray;
+  return exactFromBytes(plain ? dtype.withByteOrder('<') : dtype, data as Uint8Array, i * dtype.itemsize);
+}
+
+/** Whether a dtype holds an x86 long double anywhere (itself, a complex's part, a field, a subarray's element). */
+export function holdsLongDouble(dtype: DType): boolean {
+  if (dtype.fields) return dtype.fields.some((f) => holdsLongDouble(f.dtype));
+  if (dtype.subarray) return holdsLongDouble(dtype.subarray.base);
+  return dtype.realBytes === 16;
+}
+
+/** The element of `dtype` stored at byte `at`, long doubles exactly (see {@link readExactItem}). */
+function exactFromBytes(dtype: DType, bytes: Uint8Array, at: number): Scalar | ExactFloat {
+  if (dtype.fields) {
+    const rec: ScalarRecord = {};
+    for (const f of dtype.fields) putOwn(rec, f.name, exactFromBytes(f.dtype, bytes, at + f.offset));
+    return rec;
+  }
+  if (dtype.subarray) {
+    const { base, shape } = dtype.subarray;
+    const nest = (axis: number, from: number): unknown[] => {
+      const step = shape.slice(axis + 1).reduce((p, d) => p * d, base.itemsize);
+      return Array.from({ length: shape[axis]! }, (_, k) =>
+        axis === shape.length - 1 ? exactFromBytes(base, bytes, from + k * step) : nest(axis + 1, from + k * step),
+      );
+    };
+    return nest(0, at);
+  }
+  if (dtype.realBytes !== 16) return readFromBytes(dtype, bytes, at);
+  const part = (p: number): number | ExactFloat => (dtype.byteOrder === '>' ? longDoubleExact(bytes.slice(p, p + 16).reverse(), 0) : longDoubleExact(bytes, p));
+  return dtype.itemsize === 16 ? part(at) : { re: part(at), im: part(at + 16) };
 }

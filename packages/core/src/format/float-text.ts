@@ -424,6 +424,27 @@ export function longDoubleOfDecimal(text: string): number | ExactFloat {
 }
 
 /**
+ * An exact value as a number where a float64 holds it exactly (at most 53 significant bits, within
+ * its range, subnormals included); null where it does not.
+ * @example
+ * exactAsNumber(longDoubleExact(bytes, 0));   // 2.5 for np.longdouble(2.5), null for np.longdouble('1e400')
+ */
+export function exactAsNumber(x: ExactFloat): number | null {
+  let { mant, exp2 } = x;
+  if (mant === 0n) return x.neg ? -0 : 0;
+  while ((mant & 1n) === 0n) {
+    mant >>= 1n;
+    exp2 += 1;
+  }
+  const bits = mant.toString(2).length;
+  // Its lowest bit at 2^-1074 or above, its highest at 2^1023 or below: then mant · 2^exp2 is one
+  // float64, and so is each factor of the product below.
+  if (bits > 53 || exp2 < -1074 || exp2 + bits - 1 > 1023) return null;
+  const value = exp2 >= -1022 ? Number(mant) * 2 ** exp2 : Number(mant) * 2 ** (exp2 + 1022) * 2 ** -1022;
+  return x.neg ? -value : value;
+}
+
+/**
  * An x86 long double's exact value (as {@link longDoubleExact} reads it, or {@link longDoubleOfDecimal}
  * makes it) into 16 little-endian bytes at `at`: the inverse of {@link longDoubleExact}. A value the
  * format cannot hold exactly is refused (`NOT_REPRESENTABLE`), never rounded in silence.
