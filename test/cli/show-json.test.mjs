@@ -65,7 +65,7 @@ print(got == want and d['shape'] == list(a.shape))`).trim();
   }
 });
 
-test('long doubles: a number where a float64 holds the value, else numpy\'s str() of it, which numpy reads back exactly (never rounded to a float64)', async () => {
+test("long doubles: a number where a float64 holds the value, else numpy's str() of it, which numpy reads back exactly (never rounded to a float64)", async () => {
   const file = join(dir, 'ld.npy');
   const recFile = join(dir, 'ld-rec.npy');
   python(`
