@@ -30,6 +30,8 @@ arrays = {
   'records': make([('id', '<i8'), ('name', '<U5'), ('pos', '<f4', (2,))], (8,), seed=3),
   'big_ints': np.array([2**63 - 1, -2**63, 2**53 + 1, 7], dtype='<i8'),
   'cube': make('<i2', (3, 4, 5), seed=4),
+  # Long doubles past a double's range and precision, shown from their exact values.
+  'long_doubles': np.array([np.longdouble('1e400'), np.longdouble(1) / 3, 2.5, -np.longdouble('1e-4000'), np.finfo(np.longdouble).max], dtype='>f16'),
 }
 def shown(page):
     # A float cell shows what numpy's str of a scalar of its width shows: float32 digits for a float32.
@@ -87,7 +89,7 @@ const tableCells = () =>
 const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
 
 test("files opened through the file input show numpy's header and first page of values", async () => {
-  for (const name of ['matrix', 'fortran_be', 'big_ints', 'cube']) {
+  for (const name of ['matrix', 'fortran_be', 'big_ints', 'cube', 'long_doubles']) {
     const f = fixtures[name];
     await openFile(f.file);
     assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));

@@ -25,7 +25,7 @@ import {
   type NpzArchive,
   type ObjectArrayCodec,
 } from '@npyts/core';
-import { jsonValue, numpyScalarText, readRegionFromBytes } from '@npyts/core/plumbing';
+import { jsonValue, numpyScalarText, readExactItem, readRegionFromBytes, type ExactFloat } from '@npyts/core/plumbing';
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const PAGE_ROWS = 50;
@@ -276,11 +276,11 @@ function cellText(dt: DType, v: unknown, nested = false): string {
     const record = v as Record<string, unknown>;
     return `{${dt.fields.map((f) => `${JSON.stringify(f.name)}: ${cellText(f.dtype, record[f.name], true)}`).join(', ')}}`;
   }
-  // Floats as numpy's str of a scalar of their width (long doubles excepted: their value is rounded to a double).
-  const width = dt.realBytes === 2 || dt.realBytes === 4 || dt.realBytes === 8 ? dt.realBytes : 0;
-  if (width && typeof v === 'number') return numpyScalarText(v, width);
+  // Floats as numpy's str of a scalar of their width (a long double from its exact value: readExactItem).
+  const width = dt.realBytes;
+  if (width && familyOf(dt) === 'float') return numpyScalarText(v as number | ExactFloat, width);
   if (width && familyOf(dt) === 'complex') {
-    const c = v as { re: number; im: number };
+    const c = v as { re: number | ExactFloat; im: number | ExactFloat };
     return `[${numpyScalarText(c.re, width)}, ${numpyScalarText(c.im, width)}]`;
   }
   const j = jsonValue(dt, v);
@@ -321,7 +321,7 @@ async function renderPage(): Promise<void> {
       for (let j = 0; j < perRow; j++) {
         const pos =
           s.header.shape.length === 0 ? 0 : s.header.shape.length === 1 ? i * strides[0]! : i * strides[strides.length - 2]! + j * strides[strides.length - 1]!;
-        const v = readItem(dt, a.data, pos);
+        const v = readExactItem(dt, a.data, pos);
         if (fields && s.header.shape.length <= 1) {
           for (const f of fields) tr.insertCell().textContent = cellText(f.dtype, (v as Record<string, unknown>)[f.name]);
         } else {
