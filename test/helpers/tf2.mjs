@@ -4,7 +4,7 @@
 // cache keyed by its version, as test/runtimes/install.mjs installs the runtimes), since installing it
 // there would change the numpy, protobuf and h5py the other tests rely on; it is used through PYTHONPATH.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,13 +12,29 @@ import { fileURLToPath } from 'node:url';
 /** The tensorflow-cpu release whose bundled Keras 2 the tests use. */
 export const TF_VERSION = '2.21.0';
 
+/** Whether process `pid` is running (signal 0 checks without sending one). */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
 /** The directory to put on PYTHONPATH for `from tensorflow.python import keras`, installing it first when it is not there. */
 export function installTf2() {
   const cache = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'npyts-tf2');
   const dir = join(cache, TF_VERSION);
   const done = (d) => existsSync(join(d, 'tensorflow', 'python', 'keras', 'saving', 'hdf5_format.py'));
   if (done(dir)) return dir;
-  // Install beside and rename, so a cut-off install is never taken for a finished one.
+  // Install beside and rename, so a cut-off install is never taken for a finished one. A cut-off
+  // install's folder (1.5 GB) is removed by the next install, once its process is gone.
+  mkdirSync(cache, { recursive: true });
+  for (const name of readdirSync(cache)) {
+    const pid = new RegExp(`^${TF_VERSION.replaceAll('.', '\\.')}\\.(\\d+)\\.partial$`).exec(name)?.[1];
+    if (pid && Number(pid) !== process.pid && !alive(Number(pid))) rmSync(join(cache, name), { recursive: true, force: true });
+  }
   const partial = `${dir}.${process.pid}.partial`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true });
