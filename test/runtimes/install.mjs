@@ -3,10 +3,11 @@
 // `npm run runtimes` installs them ahead; the runtime test calls installRuntimes() itself.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installOnce } from '../helpers/install-once.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -16,25 +17,15 @@ export function installRuntimes() {
   const key = createHash('sha256').update(lock).digest('hex').slice(0, 16);
   const cache = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'npyts-runtimes');
   const dir = join(cache, key);
-  if (existsSync(join(dir, 'node_modules', '.package-lock.json'))) return dir;
-  // Install beside and rename, so a cut-off install is never taken for a finished one.
-  const partial = `${dir}.${process.pid}.partial`;
-  rmSync(partial, { recursive: true, force: true });
-  mkdirSync(partial, { recursive: true });
-  for (const f of ['package.json', 'package-lock.json']) copyFileSync(join(here, f), join(partial, f));
-  const r = spawnSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: partial, encoding: 'utf8' });
-  if (r.status !== 0) {
-    rmSync(partial, { recursive: true, force: true });
-    throw new Error(`npm ci of test/runtimes failed (status ${r.status}):\n${r.stdout}${r.stderr}`);
-  }
-  try {
-    renameSync(partial, dir);
-  } catch (e) {
-    // Another process finished the same install first: use its copy.
-    rmSync(partial, { recursive: true, force: true });
-    if (!existsSync(join(dir, 'node_modules', '.package-lock.json'))) throw e;
-  }
-  return dir;
+  return installOnce(
+    dir,
+    (d) => existsSync(join(d, 'node_modules', '.package-lock.json')),
+    (partial) => {
+      for (const f of ['package.json', 'package-lock.json']) copyFileSync(join(here, f), join(partial, f));
+      const r = spawnSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: partial, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`npm ci of test/runtimes failed (status ${r.status}):\n${r.stdout}${r.stderr}`);
+    },
+  );
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(installRuntimes());
