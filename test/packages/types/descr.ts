@@ -336,3 +336,16 @@ expectTypeOf(encodedPart.bytes(memberCrcs)).toEqualTypeOf<Uint8Array>();
 expectTypeOf(crc32Combine(1, 2, 3)).toEqualTypeOf<number>();
 // @ts-expect-error: a member needs its shape
 void planNpzParts({ members: [{ key: 'x', dtype: '<f4' }] });
+
+// Long doubles exactly (plumbing): text to a value, a value to text, and an element read exactly; no casts.
+import { longDoubleOfDecimal, numpyScalarText, readExactItem, withinToleranceComplex, complexDistances, type ExactFloat, type ExactComplex } from '@npyts/core/plumbing';
+const ld = longDoubleOfDecimal('1e400');
+expectTypeOf(ld).toEqualTypeOf<number | ExactFloat>();
+if (typeof ld !== 'number') expectTypeOf(ld.mant).toEqualTypeOf<bigint>();
+expectTypeOf(numpyScalarText(ld, 16)).toEqualTypeOf<string>();
+const ldArray = createArray('<f16', [2]);
+const exactElement = readExactItem(ldArray.dtype, ldArray.data, 0);
+void exactElement;
+const z: ExactComplex = { re: ld, im: 0 };
+expectTypeOf(withinToleranceComplex(z, z, 1e-7, 0)).toEqualTypeOf<boolean>();
+expectTypeOf(complexDistances(z, { re: 1, im: 2 }).abs).toEqualTypeOf<number | ExactFloat>();
