@@ -338,7 +338,15 @@ expectTypeOf(crc32Combine(1, 2, 3)).toEqualTypeOf<number>();
 void planNpzParts({ members: [{ key: 'x', dtype: '<f4' }] });
 
 // Long doubles exactly (plumbing): text to a value, a value to text, and an element read exactly; no casts.
-import { longDoubleOfDecimal, numpyScalarText, readExactItem, withinToleranceComplex, complexDistances, type ExactFloat, type ExactComplex } from '@npyts/core/plumbing';
+import {
+  longDoubleOfDecimal,
+  numpyScalarText,
+  readExactItem,
+  withinToleranceComplex,
+  complexDistances,
+  type ExactFloat,
+  type ExactComplex,
+} from '@npyts/core/plumbing';
 const ld = longDoubleOfDecimal('1e400');
 expectTypeOf(ld).toEqualTypeOf<number | ExactFloat>();
 if (typeof ld !== 'number') expectTypeOf(ld.mant).toEqualTypeOf<bigint>();
