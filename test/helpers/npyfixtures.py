@@ -11,6 +11,9 @@ BIG_HEADER = 10**9
 
 # ---------------------------------------------------------------- expected JSON (the CLI's document rules)
 def jfloat(x):
+    # A long double no float64 holds is numpy's str() of it (a string, as integers past 2**53 are).
+    if isinstance(x, np.longdouble) and np.isfinite(x) and np.longdouble(float(x)) != x:
+        return str(x)
     x = float(x)
     if x != x:
         return "NaN"
