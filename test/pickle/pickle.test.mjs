@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNpy, encodeNpy, readHeader, NpyError, NdArray, parseDescr, arrayFromValues } from '@npyts/core';
 import { npyDocument, pythonJSON } from '@npyts/core/plumbing';
-import { unpickle, pickle, pickleCodec, PyComplex, PyDecimal, PyDatetime, PyFraction } from '@npyts/core/pickle';
+import { unpickle, pickle, pickleCodec, PyComplex, PyDecimal, PyDatetime, PyFraction, isPyFrozenset, isPyTuple, pyFrozenset, pyTuple } from '@npyts/core/pickle';
 import { loadNpySync, saveNpySync } from '@npyts/core/node';
 import { numpy, python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 import fc from 'fast-check';
@@ -300,3 +300,27 @@ test('an object array of 1 100 000 strings (numpy memoises each one) decodes: th
 });
 
 test.run();
+
+test('tuples and frozensets, as dict keys, set members and values, are written back as tuples and frozensets: numpy reads what it wrote', () => {
+  const theirs = join(dir, 'tuples.npy');
+  const ours = join(dir, 'tuples-again.npy');
+  const made = `[{(1, 2): (3, [4]), frozenset({1}): frozenset({5}), 'k': [1, (2,)], (): ()}, {(1, 'a'), frozenset({2})}, (1, 2), frozenset({3}), {((1, 2), (3,)): 1}, [(), [()]]]`;
+  python(`a = np.empty(6, object); a[:] = ${made}; np.save(${JSON.stringify(theirs)}, a, allow_pickle=True)`);
+  const read = loadNpySync(theirs, { allowPickle: true });
+  // Read, they are the documented Arrays and Sets; saved again, Python gets the same types back.
+  assert.ok(Array.isArray(read.data[2]) && read.data[3] instanceof Set);
+  assert.ok(isPyTuple(read.data[2]) && !isPyTuple(read.data[5]) && isPyFrozenset(read.data[3]) && !isPyFrozenset(read.data[1]));
+  saveNpySync(ours, read);
+  const verdict = python(`def same(x, y):
+    if type(x) is not type(y): return False
+    if isinstance(x, (list, tuple)): return len(x) == len(y) and all(same(p, q) for p, q in zip(x, y))
+    if isinstance(x, dict): return list(x) == list(y) and all(same(x[k], y[k]) for k in x)
+    return x == y
+a = np.load(${JSON.stringify(theirs)}, allow_pickle=True); b = np.load(${JSON.stringify(ours)}, allow_pickle=True)
+print(all(same(p, q) for p, q in zip(a, b)), [repr(v) for v in b])`).trim();
+  assert.ok(verdict.startsWith('True'), verdict);
+  // Made in JavaScript: pyTuple and pyFrozenset say what an Array or a Set is to be.
+  const made2 = join(dir, 'tuples-made.npy');
+  saveNpySync(made2, new NdArray(parseDescr('|O'), [2], [pyTuple([1, [2]]), new Map([[pyFrozenset(new Set([1])), pyFrozenset(new Set([2]))]])]));
+  assert.is(python(`print(repr(list(np.load(${JSON.stringify(made2)}, allow_pickle=True))))`).trim(), '[(1, [2]), {frozenset({1}): frozenset({2})}]');
+});

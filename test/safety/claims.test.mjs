@@ -62,6 +62,17 @@ open(${JSON.stringify(file)}, 'wb').write(pickle.dumps(A(), protocol=4))`);
       else assert.is(ours, 'SIZE_OVERFLOW', `${dt} ${shape}: numpy says ${theirs}`);
     }
   }
+  // Pickle protocol 5's form, _frombuffer(bytes, dtype, shape, order): numpy rebuilds it with
+  // np.frombuffer, which refuses zero-size items ("itemsize cannot be zero") whatever the shape.
+  const file = join(dir, 'zero-frombuffer.pkl');
+  python(`import pickle, numpy._core.numeric as n
+class A:
+    def __reduce__(self):
+        return (n._frombuffer, (b'', np.dtype('V0'), (10**9,), 'C'))
+open(${JSON.stringify(file)}, 'wb').write(pickle.dumps(A(), protocol=5))`);
+  const { theirs, ours } = verdicts(file);
+  assert.is.not(theirs, 'ok', 'numpy refuses it');
+  assert.is(ours, 'BAD_PICKLE', `numpy says ${theirs}`);
 });
 
 test('the fflate codec stops a member that inflates far past a small declared size within a few MiB', () => {

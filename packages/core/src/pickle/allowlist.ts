@@ -8,7 +8,7 @@ import { readFromBytes } from '../array/read-value.js';
 import { NpyError } from '../errors.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
 import { integerOfText } from '../array/json.js';
-import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PySlice, PyTime, PyTimedelta, PyTimezone } from './python-values.js';
+import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PySlice, PyTime, PyTimedelta, PyTimezone, pyFrozenset } from './python-values.js';
 import { bytesToData } from '../array/layout.js';
 import { hasObject } from '../npy.js';
 import { Dict, List, Pending, Tuple, bad, settle } from './vm-values.js';
@@ -241,6 +241,9 @@ const numpyScalar: Constructor = (args) => {
 const numpyFrombuffer: Constructor = (args) => {
   const dt = settle(args[1]);
   if (!(dt instanceof DType)) bad('_frombuffer: needs a dtype');
+  // numpy rebuilds it with np.frombuffer, which refuses zero-size items whatever the shape claims
+  // ("itemsize cannot be zero in type"): refused before the shape is looked at.
+  if (dt.itemsize === 0) bad(`_frombuffer: dtype ${dt.str} has items of zero bytes, which numpy's frombuffer refuses`);
   const shape = iterableItems(args[2], '_frombuffer shape').map((d) => int(d as number));
   return buildArray(dt, shape, args[3] === 'F', args[0]);
 };
@@ -277,7 +280,7 @@ const ALLOWED: Record<string, Constructor | ClassMarker> = {
   'numpy.core._internal _convert_to_stringdtype_kwargs': () => STRING_DTYPE,
   'builtins complex': (args) => new PyComplex(Number(args[0] ?? 0), Number(args[1] ?? 0)),
   'builtins set': (args) => new Set(iterableItems(args[0], 'set')),
-  'builtins frozenset': (args) => new Set(iterableItems(args[0], 'frozenset')),
+  'builtins frozenset': (args) => pyFrozenset(new Set(iterableItems(args[0], 'frozenset'))),
   'builtins bytearray': (args) =>
     args.length === 0
       ? new Uint8Array(0)

@@ -1,7 +1,7 @@
 /** The pickler: JS values (and NdArrays) as protocol-3 pickles numpy 1.17+ and 2.x load. */
 import type { DType } from '../format/dtype.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
-import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PySlice, PyTime, PyTimedelta } from './python-values.js';
+import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PySlice, PyTime, PyTimedelta, isPyFrozenset, isPyTuple } from './python-values.js';
 import { OP } from './opcodes.js';
 import { dataToBytes } from '../array/layout.js';
 import type { TypedArray } from '../format/js-types.js';
@@ -342,6 +342,9 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
         global('builtins', v.kind);
         tuple([() => val(v.start), () => val(v.stop), () => val(v.step)]);
         w.byte(OP.REDUCE);
+      } else if (isPyTuple(v)) {
+        if (v.length === 0) w.byte(OP.EMPTY_TUPLE);
+        else tuple(Array.from({ length: v.length }, (_, i) => () => val(v[i])));
       } else if (Array.isArray(v)) {
         w.byte(OP.EMPTY_LIST);
         if (v.length) {
@@ -351,7 +354,7 @@ export function pickle(value: unknown, options: { stringDType?: boolean } = {}):
           w.byte(OP.APPENDS);
         }
       } else if (v instanceof Set) {
-        setOf(v, 'set');
+        setOf(v, isPyFrozenset(v) ? 'frozenset' : 'set');
       } else if (v instanceof Map || Object.getPrototypeOf(v) === Object.prototype) {
         const entries = v instanceof Map ? [...v] : Object.entries(v);
         w.byte(OP.EMPTY_DICT);

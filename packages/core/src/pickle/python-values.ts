@@ -207,3 +207,36 @@ export class PyMaskedArray {
     return { data: this.data, mask: this.mask };
   }
 }
+
+// Python's tuple and frozenset arrive as an Array and a Set, as list and set do. Which ones were
+// tuples and frozensets is remembered (weakly, on the objects themselves), so that a value read and
+// saved again is written as what it was: `{(1, 2): (3, 4)}` stays a dict of tuples, not of lists.
+const TUPLES = new WeakSet<readonly unknown[]>();
+const FROZENSETS = new WeakSet<ReadonlySet<unknown>>();
+
+/**
+ * Marks an array to be pickled as a Python tuple (arrays read from a tuple are marked already).
+ * @example
+ * pickle(pyTuple([1, 'a']));   // Python reads (1, 'a')
+ */
+export function pyTuple<T extends unknown[]>(items: T): T {
+  TUPLES.add(items);
+  return items;
+}
+/** Whether `value` was read from a Python tuple, or marked by {@link pyTuple}. */
+export function isPyTuple(value: unknown): value is unknown[] {
+  return Array.isArray(value) && TUPLES.has(value);
+}
+/**
+ * Marks a Set to be pickled as a Python frozenset (Sets read from a frozenset are marked already).
+ * @example
+ * pickle(pyFrozenset(new Set([1, 2])));   // Python reads frozenset({1, 2})
+ */
+export function pyFrozenset<T extends Set<unknown>>(items: T): T {
+  FROZENSETS.add(items);
+  return items;
+}
+/** Whether `value` was read from a Python frozenset, or marked by {@link pyFrozenset}. */
+export function isPyFrozenset(value: unknown): value is Set<unknown> {
+  return value instanceof Set && FROZENSETS.has(value);
+}

@@ -8,7 +8,7 @@
  */
 import { DType } from '../format/dtype.js';
 import { NdArray } from '../array/ndarray.js';
-import { PyMaskedArray, PySlice } from './python-values.js';
+import { PyMaskedArray, PySlice, isPyFrozenset, pyFrozenset, pyTuple } from './python-values.js';
 import { putOwn } from '../array/safe-object.js';
 import { OP } from './opcodes.js';
 import { MAX_INT_DIGITS, integerOfText } from '../array/json.js';
@@ -806,7 +806,7 @@ class PickleMachine {
       }
       default: {
         const items = this.popMark();
-        this.push(this.container(new Set(items.map(hashable)), items));
+        this.push(this.container(pyFrozenset(new Set(items.map(hashable))), items));
       } // FROZENSET
     }
     return undefined;
@@ -1046,10 +1046,10 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean, dic
       else fillDict(v, pairs, (x) => x);
       return v.result;
     }
-    if (v instanceof Tuple && !holdsObjects(v)) return v.items;
+    if (v instanceof Tuple && !holdsObjects(v)) return pyTuple(v.items);
     const known = done.get(v);
     if (known !== undefined) return known;
-    if (v instanceof Tuple) return inPlace(v, v.items);
+    if (v instanceof Tuple) return inPlace(v, pyTuple(v.items));
     // A plain array (a constructor's result) may hold anything.
     if (Array.isArray(v)) return inPlace(v, v);
     if (v instanceof Pending) {
@@ -1061,6 +1061,7 @@ function finish(root: unknown, holdsObjects: (container: object) => boolean, dic
     if (v instanceof Global) return v.value !== undefined ? v.value : bad(`a bare reference to ${v.qualified} is not data`);
     if (v instanceof Set) {
       const out = new Set();
+      if (isPyFrozenset(v)) pyFrozenset(out);
       done.set(v, out);
       fills.push(() => {
         for (const x of v) out.add(shell(x));
