@@ -7,7 +7,19 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNpy, encodeNpy, readHeader, NpyError, NdArray, parseDescr, arrayFromValues } from '@npyts/core';
 import { npyDocument, pythonJSON } from '@npyts/core/plumbing';
-import { unpickle, pickle, pickleCodec, PyComplex, PyDecimal, PyDatetime, PyFraction, isPyFrozenset, isPyTuple, pyFrozenset, pyTuple } from '@npyts/core/pickle';
+import {
+  unpickle,
+  pickle,
+  pickleCodec,
+  PyComplex,
+  PyDecimal,
+  PyDatetime,
+  PyFraction,
+  isPyFrozenset,
+  isPyTuple,
+  pyFrozenset,
+  pyTuple,
+} from '@npyts/core/pickle';
 import { loadNpySync, saveNpySync } from '@npyts/core/node';
 import { numpy, python, runCli, scratch, writeJSON } from '../helpers/numpy.mjs';
 import fc from 'fast-check';

@@ -223,7 +223,11 @@ export function pyTuple<T extends unknown[]>(items: T): T {
   TUPLES.add(items);
   return items;
 }
-/** Whether `value` was read from a Python tuple, or marked by {@link pyTuple}. */
+/**
+ * Whether `value` was read from a Python tuple, or marked by {@link pyTuple}.
+ * @example
+ * isPyTuple(unpickle(bytes));   // true for a pickled (1, 2), false for [1, 2]
+ */
 export function isPyTuple(value: unknown): value is unknown[] {
   return Array.isArray(value) && TUPLES.has(value);
 }
@@ -236,7 +240,11 @@ export function pyFrozenset<T extends Set<unknown>>(items: T): T {
   FROZENSETS.add(items);
   return items;
 }
-/** Whether `value` was read from a Python frozenset, or marked by {@link pyFrozenset}. */
+/**
+ * Whether `value` was read from a Python frozenset, or marked by {@link pyFrozenset}.
+ * @example
+ * isPyFrozenset(unpickle(bytes));   // true for a pickled frozenset({1}), false for {1}
+ */
 export function isPyFrozenset(value: unknown): value is Set<unknown> {
   return value instanceof Set && FROZENSETS.has(value);
 }
