@@ -141,6 +141,57 @@ test('a .keras whose models nest 200 deep is refused (BAD_MODEL), not walked int
   assert.match(e.message, 'models nest more than 64 deep');
 });
 
+test("Keras's test_nested_functional_model_saving: two nested Functional models, two inputs and outputs, predict what Keras predicts", async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('nested_fn.keras')));
+  const err = worst(model, 'nested_fn');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test("LecunNormal/LecunUniform initializers (tfjs's LeCun...) and an activity_regularizer (dropped: a training loss only) load and predict as Keras", async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('lecun.keras')));
+  const err = worst(model, 'lecun');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test("a Sequential nested in a Sequential predicts as Keras, and dispose() leaves no tensor behind (as tfjs's own loader)", async () => {
+  const before = tf.memory().numTensors;
+  const model = await tfl.loadLayersModel(kerasHandler(at('nested_seq.keras')));
+  const err = worst(model, 'nested_seq');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+  model.dispose();
+  assert.is(tf.memory().numTensors, before, 'tensors left after dispose()');
+});
+
+test('configs nested 100 000 deep (an option, call kwargs) and a legacy model_config 30 000 deep are refused (BAD_KERAS), not a stack overflow', async () => {
+  for (const name of ['deep_value.keras', 'deep_kwargs.keras', 'deep_config.h5']) {
+    const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at(name))));
+    assert.is(e.code, 'BAD_KERAS', name);
+    assert.match(e.message, 'nests deeper than 1000 levels', name);
+  }
+});
+
+test('sizes no file holds (units=2**53, batch_shape 2**40) and negative units are refused before anything is allocated', async () => {
+  const units = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('huge_units.keras'))));
+  assert.is(units.code, 'BAD_MODEL');
+  assert.match(units.message, 'units=9007199254740992 is not a positive integer');
+  const input = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('huge_input.keras'))));
+  assert.is(input.code, 'WEIGHT_MISMATCH');
+  assert.match(input.message, 'shape [1099511627776, 8]');
+  assert.match(input.message, 'larger than any tensor the file holds');
+  const negative = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('negative_units.keras'))));
+  assert.is(negative.code, 'BAD_MODEL');
+  assert.match(negative.message, 'units=-3 is not a positive integer');
+});
+
+test("class names and an initializer named after Object's own members (constructor, __proto__) are refused as classes tfjs lacks", async () => {
+  const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('own_members.keras'))));
+  assert.is(e.code, 'UNSUPPORTED_LAYER');
+  assert.match(e.message, '(constructor): tfjs has no constructor layer');
+  assert.match(e.message, '(__proto__): tfjs has no __proto__ layer');
+  assert.match(e.message, 'initializer constructor (tfjs has none)');
+  assert.match(e.message, 'regularizer hasOwnProperty (tfjs has none)');
+});
+
 test('saving through kerasHandler to a URL or bytes is refused (BAD_TARGET); saving is tested in keras-save.test.mjs', async () => {
   const model = await tfl.loadLayersModel(kerasHandler(at('cnn.keras')));
   for (const target of [new URL('https://example.org/out.keras'), new Uint8Array(4)]) {

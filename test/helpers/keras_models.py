@@ -156,14 +156,104 @@ h = layers.GlobalAveragePooling1D(keepdims=True)(h)
 bad = keras.Model(u, h, name="unsupported")
 bad.save(at("unsupported.keras"))
 
+# Keras's own test_nested_functional_model_saving: two nested Functional models, two inputs, two outputs
+# (Keras 3 writes output_layers' references to a nested Functional counting its own first node).
+def two_dense(out_size, name):
+    i = keras.Input((4,))
+    return keras.Model(i, layers.Dense(out_size)(i), name=name)
+
+
+na, nb = keras.Input((4,)), keras.Input((4,))
+nested_fn = keras.Model([na, nb], [two_dense(2, "func_a")(na), two_dense(3, "func_b")(nb)], name="nested_fn")
+randomize(nested_fn)
+nested_fn.save(at("nested_fn.keras"))
+record("nested_fn", nested_fn, [rng.normal(size=(2, 4)).astype("float32"), rng.normal(size=(2, 4)).astype("float32")])
+
+# Initializers tfjs spells otherwise (LeCun...), and an activity regularizer (a training loss only).
+lecun = keras.Sequential(
+    [
+        keras.Input((4,)),
+        layers.Dense(3, kernel_initializer="lecun_normal", activation="tanh"),
+        layers.Dense(2, kernel_initializer=keras.initializers.LecunUniform(), activity_regularizer="l2"),
+    ],
+    name="lecun",
+)
+randomize(lecun)
+lecun.save(at("lecun.keras"))
+record("lecun", lecun, [rng.normal(size=(3, 4)).astype("float32")])
+
+# A Sequential in a Sequential (Keras writes [InputLayer, inner]).
+nested_seq = keras.Sequential([keras.Input((4,)), keras.Sequential([layers.Dense(3), layers.Dense(2)], name="inner")], name="outer")
+randomize(nested_seq)
+nested_seq.save(at("nested_seq.keras"))
+record("nested_seq", nested_seq, [rng.normal(size=(2, 4)).astype("float32")])
+
 # A .keras whose config.json is a layer, not a model: refused as a model document.
+import copy  # noqa: E402
 import zipfile  # noqa: E402
 
+import h5py  # noqa: E402
 
-def with_config(name, config):
-    with zipfile.ZipFile(at("cnn.keras")) as src, zipfile.ZipFile(at(name), "w") as dst:
+
+def with_config(name, config, base="cnn.keras"):
+    with zipfile.ZipFile(at(base)) as src, zipfile.ZipFile(at(name), "w") as dst:
         for item in src.infolist():
-            dst.writestr(item, json.dumps(config).encode() if item.filename == "config.json" else src.read(item.filename))
+            dst.writestr(item, deep_json(config).encode() if item.filename == "config.json" else src.read(item.filename))
+
+
+def config_of(base):
+    with zipfile.ZipFile(at(base)) as src:
+        return json.loads(src.read("config.json"))
+
+
+DEEP = "__nested_100000_deep__"
+
+
+def deep_json(config, depth=100_000):
+    """The config as JSON, with DEEP replaced by lists nested `depth` deep (Python's json cannot write them)."""
+    return json.dumps(config).replace(json.dumps(DEEP), "[" * depth + "]" * depth)
+
+
+# Hostile configs (each one claim changed in a real model's config.json): nesting 100 000 deep in a
+# layer's option and in a call's kwargs, sizes no file holds, negative units, names of Object's own members.
+deep_value = config_of("cnn.keras")
+deep_value["config"]["layers"][-1]["config"]["x"] = DEEP
+with_config("deep_value.keras", deep_value)
+deep_kwargs = config_of("fn.keras")
+next(l for l in deep_kwargs["config"]["layers"] if l["inbound_nodes"])["inbound_nodes"][0]["kwargs"]["x"] = DEEP
+with_config("deep_kwargs.keras", deep_kwargs, "fn.keras")
+# A legacy .h5 whose model_config nests 30 000 deep.
+with open(at("cnn.h5"), "rb") as f:
+    legacy = f.read()
+with open(at("deep_config.h5"), "wb") as f:
+    f.write(legacy)
+with h5py.File(at("deep_config.h5"), "r+") as f:
+    f.attrs["model_config"] = deep_json({"class_name": "Sequential", "config": {"name": "m", "layers": [DEEP]}}, 30_000)
+
+
+def acts_with(change):
+    c = copy.deepcopy(config_of("acts.keras"))
+    change(c["config"]["layers"])
+    return c
+
+
+def set_units(units):
+    return lambda ls: ls[1]["config"].update(units=units)
+
+
+with_config("huge_units.keras", acts_with(set_units(2**53)), "acts.keras")
+with_config("huge_input.keras", acts_with(lambda ls: ls[0]["config"].update(batch_shape=[None, 2**40])), "acts.keras")
+with_config("negative_units.keras", acts_with(set_units(-3)), "acts.keras")
+
+
+def own_member_names(ls):
+    ls[2]["class_name"] = "constructor"
+    ls[3]["class_name"] = "__proto__"
+    ls[1]["config"]["kernel_initializer"]["class_name"] = "constructor"
+    ls[5]["config"]["bias_regularizer"] = {"class_name": "hasOwnProperty", "config": {}}
+
+
+with_config("own_members.keras", acts_with(own_member_names), "acts.keras")
 
 
 with_config("not_a_model.keras", {"module": "keras.layers", "class_name": "Dense", "config": {"units": 1}})

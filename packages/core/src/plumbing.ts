@@ -28,7 +28,7 @@ export { writeValue } from './array/write-value.js';
 export { readFromBytes, readExactItem } from './array/read-value.js';
 export { storageOf, bytesToData, dataToBytes, type Storage } from './array/layout.js';
 export { closeness, indexInShape, type Closeness, type CloseFailure } from './array/closeness.js';
-export { jsonValue, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS } from './array/json.js';
+export { jsonValue, npyDocument, pythonJSON, decimalText, MAX_INT_DIGITS, MAX_JSON_DEPTH, nestsDeeperThan } from './array/json.js';
 export { parsePyLiteral, reprPy, reprString, reprFloat, reprBytes, hasLoneSurrogate, PyTuple, PyFloat, type PyValue } from './format/literal.js';
 export { writeNpz, npzMembers } from './npz/archive.js';
 export { readZipEntries, readZipEntry, entryDataOffset, ZipWriter, MemorySink, STORED, DEFLATED, type ZipSink } from './npz/zip.js';

@@ -18,7 +18,7 @@ import {
   type NpzWriteOptions,
   type WeightFile,
 } from '@npyts/core';
-import { mapInParallel } from '@npyts/core/plumbing';
+import { MAX_JSON_DEPTH, mapInParallel, nestsDeeperThan } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { checkAdapterOptions, isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, type WeightKey, type WeightLike } from './weights.js';
@@ -97,9 +97,6 @@ const METADATA_FIELDS = [
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** How deep a model document may nest: far past any real topology, and no walker can overflow the stack. */
-const MAX_JSON_DEPTH = 1000;
-
 async function readModelJson(archive: NpzArchive, member: string): Promise<ModelJson> {
   if (!archive.entries.some((e) => e.name === member)) return {};
   const bad = (why: string): never => {
@@ -128,13 +125,7 @@ async function readModelJson(archive: NpzArchive, member: string): Promise<Model
  */
 function checkModelJson(json: unknown, bad: (why: string) => never): ModelJson {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) bad('is not a JSON object');
-  const stack: [unknown, number][] = [[json, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth > MAX_JSON_DEPTH) bad(`nests deeper than ${MAX_JSON_DEPTH} levels`);
-    for (const x of Array.isArray(v) ? v : Object.values(v)) if (typeof x === 'object' && x !== null) stack.push([x, depth + 1]);
-  }
+  if (nestsDeeperThan(json, MAX_JSON_DEPTH)) bad(`nests deeper than ${MAX_JSON_DEPTH} levels`);
   const doc = json as Record<string, unknown>;
   const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
   if (doc.modelTopology !== undefined && !isObject(doc.modelTopology)) bad('modelTopology is not an object');

@@ -87,8 +87,8 @@ export function kerasConfigOf(topology: unknown, where: string, shapes: TensorSh
   };
 
   const renamedBack = (className: string, key: string): string => {
-    const table = RENAMED[className] ?? {};
-    return Object.keys(table).find((k) => table[k] === key) ?? key;
+    for (const [keras3, tfjs] of RENAMED.get(className) ?? []) if (tfjs === key) return keras3;
+    return key;
   };
 
   const layerConfig = (className: string, config: Json, at: string, depth: number): Json => {

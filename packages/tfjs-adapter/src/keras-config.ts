@@ -5,6 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError } from '@npyts/core';
+import { MAX_JSON_DEPTH, nestsDeeperThan, putOwn } from '@npyts/core/plumbing';
 import { KERAS_LAYER_CLASSES, kerasActivation } from './keras-entry-names.js';
 
 type Json = Record<string, unknown>;
@@ -22,63 +23,110 @@ const FLOAT32_POLICIES = new Set(['float32', 'float16', 'bfloat16', 'mixed_float
 /** Keras's model classes (tfjs registers the functional one as `Model`). */
 const MODEL_CLASSES = new Set(['Functional', 'Model', 'Sequential']);
 
+/** The class names of translated nested models (tfjs's). */
+const NESTED = new Set(['Model', 'Sequential']);
+
+/**
+ * Whether a translated InputLayer gives what a translated nested model's own first input takes (its
+ * batch shape and dtype), so that the model can stand first in a Sequential without it.
+ */
+function sameInputs(input: Json, model: Json): boolean {
+  const own = (l: unknown): Json => (isObject(l) && isObject(l.config) ? l.config : {});
+  const config = own(model);
+  const layers = Array.isArray(config.layers) ? (config.layers as unknown[]) : [];
+  let inner: Json | undefined;
+  if (model.class_name === 'Sequential') inner = isObject(layers[0]) && layers[0].class_name === 'InputLayer' ? own(layers[0]) : undefined;
+  else {
+    const refs = Array.isArray(config.input_layers) ? (config.input_layers as unknown[]) : [];
+    if (refs.length !== 1 || !Array.isArray(refs[0])) return false;
+    const name = refs[0][0];
+    inner = own(layers.find((l) => isObject(l) && own(l).name === name));
+  }
+  const outer = own(input);
+  return (
+    inner !== undefined &&
+    JSON.stringify(inner.batch_input_shape) === JSON.stringify(outer.batch_input_shape) &&
+    (inner.dtype ?? 'float32') === (outer.dtype ?? 'float32')
+  );
+}
+
 /** Keras 3's regularizers as tfjs's one class, `L1L2`. */
-const REGULARIZERS: Readonly<Record<string, (c: Json) => Json>> = {
-  L1: (c) => ({ l1: c.l1 ?? 0, l2: 0 }),
-  L2: (c) => ({ l1: 0, l2: c.l2 ?? 0 }),
-  L1L2: (c) => ({ l1: c.l1 ?? 0, l2: c.l2 ?? 0 }),
-};
+const REGULARIZERS: ReadonlyMap<string, (c: Json) => Json> = new Map([
+  ['L1', (c: Json) => ({ l1: c.l1 ?? 0, l2: 0 })],
+  ['L2', (c: Json) => ({ l1: 0, l2: c.l2 ?? 0 })],
+  ['L1L2', (c: Json) => ({ l1: c.l1 ?? 0, l2: c.l2 ?? 0 })],
+]);
+
+/**
+ * Keras's initializers that tfjs has under another name (the initializer only fills a weight that is then
+ * read from the file, but tfjs must know its class to build the layer). Orthogonal: tfjs 4.22's throws
+ * (its QR's result has no flatten()), so it is built with zeros.
+ */
+const INITIALIZERS: ReadonlyMap<string, (c: Json) => [string, Json]> = new Map([
+  ['LecunNormal', (c: Json): [string, Json] => ['LeCunNormal', c]],
+  ['LecunUniform', (c: Json): [string, Json] => ['LeCunUniform', c]],
+  ['Orthogonal', (): [string, Json] => ['Zeros', {}]],
+]);
+
+/**
+ * Options that count something a layer allocates (units, filters, …): positive integers in Keras
+ * (its constructors refuse others), checked here before tfjs builds anything with them.
+ */
+const COUNTS: ReadonlySet<string> = new Set(['units', 'filters', 'input_dim', 'output_dim', 'depth_multiplier', 'num_heads', 'key_dim', 'value_dim', 'n']);
 
 /** Keys of a serialized Keras object that tfjs does not read (Keras 3's bookkeeping). */
 const BOOKKEEPING = new Set(['module', 'registered_name', 'build_config', 'compile_config', 'shared_object_id']);
 
 /** Options of layers that tfjs builds but would compute otherwise than Keras does: refused when set so. */
-const REFUSED_OPTIONS: Readonly<Record<string, (c: Json) => string | null>> = {
-  Conv1D: (c) =>
-    c.groups !== undefined && c.groups !== 1
-      ? `groups=${String(c.groups)} (tfjs has no grouped convolution)`
-      : c.padding === 'causal'
-        ? "padding='causal' (tfjs-layers 4.22 builds it and then throws when it runs)"
+const REFUSED_OPTIONS: ReadonlyMap<string, (c: Json) => string | null> = new Map(
+  Object.entries({
+    Conv1D: (c) =>
+      c.groups !== undefined && c.groups !== 1
+        ? `groups=${String(c.groups)} (tfjs has no grouped convolution)`
+        : c.padding === 'causal'
+          ? "padding='causal' (tfjs-layers 4.22 builds it and then throws when it runs)"
+          : null,
+    Conv2D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
+    Conv3D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
+    LayerNormalization: (c) => (c.rms_scaling === true ? 'rms_scaling=True (tfjs normalizes by the variance about the mean)' : null),
+    Dense: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
+    Embedding: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
+    ReLU: (c) =>
+      (typeof c.negative_slope === 'number' && c.negative_slope !== 0) || (typeof c.threshold === 'number' && c.threshold !== 0)
+        ? `negative_slope=${String(c.negative_slope)}, threshold=${String(c.threshold)} (tfjs's ReLU has max_value only)`
         : null,
-  Conv2D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
-  Conv3D: (c) => (c.groups !== undefined && c.groups !== 1 ? `groups=${String(c.groups)} (tfjs has no grouped convolution)` : null),
-  LayerNormalization: (c) => (c.rms_scaling === true ? 'rms_scaling=True (tfjs normalizes by the variance about the mean)' : null),
-  Dense: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
-  Embedding: (c) => (typeof c.lora_rank === 'number' && c.lora_rank > 0 ? `lora_rank=${c.lora_rank} (merge the LoRA weights in Keras first)` : null),
-  ReLU: (c) =>
-    (typeof c.negative_slope === 'number' && c.negative_slope !== 0) || (typeof c.threshold === 'number' && c.threshold !== 0)
-      ? `negative_slope=${String(c.negative_slope)}, threshold=${String(c.threshold)} (tfjs's ReLU has max_value only)`
-      : null,
-  ELU: (c) => (typeof c.alpha === 'number' && c.alpha !== 1 ? `alpha=${c.alpha} (tfjs's ELU layer has alpha=1 only)` : null),
-  GlobalAveragePooling1D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
-  GlobalAveragePooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
-  GlobalMaxPooling1D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
-  GlobalMaxPooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
-  // Keras resizes with half-pixel centers (tf.image.resize), tfjs's layer without: 0.7 apart on random inputs.
-  UpSampling2D: (c) =>
-    c.interpolation !== undefined && c.interpolation !== 'nearest'
-      ? `interpolation='${String(c.interpolation)}' (tfjs's UpSampling2D resizes without half-pixel centers; only 'nearest' computes as Keras does)`
-      : null,
-};
+    ELU: (c) => (typeof c.alpha === 'number' && c.alpha !== 1 ? `alpha=${c.alpha} (tfjs's ELU layer has alpha=1 only)` : null),
+    GlobalAveragePooling1D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+    GlobalAveragePooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+    GlobalMaxPooling1D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+    GlobalMaxPooling2D: (c) => (c.keepdims === true ? 'keepdims=True (tfjs drops the pooled axes)' : null),
+    // Keras resizes with half-pixel centers (tf.image.resize), tfjs's layer without: 0.7 apart on random inputs.
+    UpSampling2D: (c) =>
+      c.interpolation !== undefined && c.interpolation !== 'nearest'
+        ? `interpolation='${String(c.interpolation)}' (tfjs's UpSampling2D resizes without half-pixel centers; only 'nearest' computes as Keras does)`
+        : null,
+  } satisfies Record<string, (c: Json) => string | null>),
+);
 
 /**
  * Options Keras 2 writes that its layer never uses, and that tfjs refuses to be given at all: dropped.
  * Keras 2's SeparableConv1D/2D write Conv's kernel_* options beside their depthwise_* and pointwise_* ones.
  */
-const UNUSED_OPTIONS: Readonly<Record<string, ReadonlySet<string>>> = {
-  SeparableConv1D: new Set(['kernel_initializer', 'kernel_regularizer', 'kernel_constraint']),
-  SeparableConv2D: new Set(['kernel_initializer', 'kernel_regularizer', 'kernel_constraint']),
-};
+const UNUSED_OPTIONS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['SeparableConv1D', new Set(['kernel_initializer', 'kernel_regularizer', 'kernel_constraint'])],
+  ['SeparableConv2D', new Set(['kernel_initializer', 'kernel_regularizer', 'kernel_constraint'])],
+]);
 
-/** Options Keras 3 renamed: tfjs reads them by Keras 2's names. */
-export const RENAMED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  LeakyReLU: { negative_slope: 'alpha' },
-};
+/** Options Keras 3 renamed (class → Keras 3's name → Keras 2's): tfjs reads them by Keras 2's names. */
+export const RENAMED: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map([['LeakyReLU', new Map([['negative_slope', 'alpha']])]]);
 
 /** The classes tfjs can deserialize now (tfjs's own and those registered since, such as `@npyts/tfjs/keras-layers`). */
 function registered(): Readonly<Record<string, unknown>> {
   return tf.serialization.SerializationMap.getMap().classNameMap as Record<string, unknown>;
 }
+
+/** Whether tfjs has registered a class of this name (an own entry: `constructor` and `__proto__` are none). */
+const hasClass = (classes: Readonly<Record<string, unknown>>, name: string): boolean => Object.hasOwn(classes, name);
 
 /**
  * Whether tfjs's registered class builds a GRU with Keras 3's default `reset_after=True` (tfjs's own
@@ -119,6 +167,8 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
   if (!isObject(config) || typeof config.class_name !== 'string' || !isObject(config.config)) {
     bad('the model config is not a Keras object ({ class_name, config })');
   }
+  // Files are checked as they are read (KerasFile); a config given otherwise is checked here, before any walk.
+  if (nestsDeeperThan(config, MAX_JSON_DEPTH)) bad(`the model config nests deeper than ${MAX_JSON_DEPTH} levels (Keras's JSON parser stops there too)`);
   const classes = registered();
   let gru: boolean | undefined;
 
@@ -132,7 +182,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     }
     const c = isObject(v.config) ? v.config : {};
     const mapped: [string, Json] | null = map ? map(v.class_name, c) : [v.class_name, c];
-    if (!mapped || !(mapped[0] in classes)) {
+    if (!mapped || !hasClass(classes, mapped[0])) {
       problems.push(`${at}: ${kind} ${v.class_name} (tfjs has none)`);
       return null;
     }
@@ -151,7 +201,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     // One table (keras-activations.ts) says which tfjs activation computes Keras's function: Keras 3's
     // hard_sigmoid is not tfjs's hardSigmoid (Keras 2's), so the file's Keras version decides.
     const tfName = kerasActivation(name, kerasMajor);
-    if (tfName === null || !(tfName in classes)) {
+    if (tfName === null || !hasClass(classes, tfName)) {
       problems.push(
         tfName === null
           ? `${at}: activation '${name}' (tfjs has none)`
@@ -180,26 +230,38 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
   const layerConfig = (className: string, config: Json, at: string, depth: number): Json => {
     const out: Json = {};
     for (const [key, value] of Object.entries(config)) {
-      if (BOOKKEEPING.has(key) || UNUSED_OPTIONS[className]?.has(key)) continue;
+      if (BOOKKEEPING.has(key) || UNUSED_OPTIONS.get(className)?.has(key)) continue;
+      // An activity regularizer adds a loss term in training and never changes a layer's outputs; tfjs
+      // 4.22 builds it and then throws when the layer runs. Dropped: the model predicts what Keras's does.
+      if (key === 'activity_regularizer') continue;
+      if (COUNTS.has(key) && value !== null && value !== undefined && !(Number.isSafeInteger(value) && (value as number) > 0)) {
+        bad(`${at}: ${key}=${JSON.stringify(value)} is not a positive integer below 2**53 (Keras refuses those below 1; no file holds weights that large)`);
+      }
       if (key === 'dtype') {
         const d = dtype(value, at, className === 'InputLayer');
         if (d) out.dtype = d;
       } else if (key === 'activation' || key === 'recurrent_activation') {
         out[key] = activation(value, at);
       } else if (key.endsWith('_initializer')) {
-        // tfjs 4.22's Orthogonal throws (its QR's result has no flatten()); every weight is then read from the file, so it is built with zeros.
-        out[key] = objectRef(value, 'initializer', at, (name, c) => (name === 'Orthogonal' ? ['Zeros', {}] : [name, c]));
+        out[key] = objectRef(value, 'initializer', at, (name, c) => INITIALIZERS.get(name)?.(c) ?? [name, c]);
       } else if (key.endsWith('_regularizer')) {
-        out[key] = objectRef(value, 'regularizer', at, (name, c) => (REGULARIZERS[name] ? ['L1L2', REGULARIZERS[name](c)] : [name, c]));
+        out[key] = objectRef(value, 'regularizer', at, (name, c) => {
+          const l1l2 = REGULARIZERS.get(name);
+          return l1l2 ? ['L1L2', l1l2(c)] : [name, c];
+        });
       } else if (key.endsWith('_constraint')) {
         out[key] = objectRef(value, 'constraint', at);
       } else if ((key === 'layer' || key === 'backward_layer' || key === 'cell') && isObject(value)) {
         out[key] = layer(value, `${at} → ${key}`, depth + 1).layer;
       } else {
-        out[RENAMED[className]?.[key] ?? key] = value;
+        putOwn(out, RENAMED.get(className)?.get(key) ?? key, value);
       }
     }
     if (className === 'InputLayer') {
+      const shape = config.batch_shape ?? config.batch_input_shape;
+      if (shape !== undefined && shape !== null && !(Array.isArray(shape) && shape.every((d) => d === null || (Number.isSafeInteger(d) && d >= 0)))) {
+        bad(`${at}: batch_shape ${JSON.stringify(shape).slice(0, 80)} is not a list of sizes (non-negative integers or None)`);
+      }
       if (config.batch_shape !== undefined) out.batch_input_shape = config.batch_shape;
       delete out.batch_shape;
       if (config.sparse === true) problems.push(`${at}: sparse=True (tfjs has no sparse tensors)`);
@@ -219,7 +281,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     if (className === 'GRU' && config.reset_after === true && !(gru ??= gruResetsAfter())) {
       problems.push(`${at}: reset_after=True (tfjs's GRU throws on it; import '@npyts/tfjs/keras-layers' first: it registers a GRU that builds it)`);
     }
-    const refused = REFUSED_OPTIONS[className]?.(config);
+    const refused = REFUSED_OPTIONS.get(className)?.(config);
     if (refused) problems.push(`${at}: ${refused}`);
     return out;
   };
@@ -237,7 +299,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     if (MODEL_CLASSES.has(className)) {
       Object.assign(out, model(className, config, here, depth + 1));
     } else {
-      if (!(className in classes)) problems.push(`${here}: tfjs has no ${className} layer${ENTRY_HAS(className)}`);
+      if (!hasClass(classes, className)) problems.push(`${here}: tfjs has no ${className} layer${ENTRY_HAS(className)}`);
       out.config = layerConfig(className, config, here, depth);
     }
     if (r.name !== undefined) out.name = r.name;
@@ -265,7 +327,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     for (const [k, v] of Object.entries(isObject(n.kwargs) ? n.kwargs : {})) {
       if (v === null || v === undefined) continue;
       if (JSON.stringify(v).includes('__keras_tensor__')) problems.push(`${at}: the tensor argument ${k}= (tfjs passes tensors positionally only)`);
-      else kwargs[k] = v;
+      else putOwn(kwargs, k, v);
     }
     return tensors.map((t) => [...t, kwargs]);
   };
@@ -278,7 +340,8 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     }
     if (!Array.isArray(v)) bad(`${at}: ${what} is not a list`);
     const list = v as unknown[];
-    return typeof list[0] === 'string' ? [list] : list;
+    // Copies: the references to nested models are renumbered below, and the file's config stays as read.
+    return (typeof list[0] === 'string' ? [list] : list).map((r) => (Array.isArray(r) ? [...r] : r));
   };
 
   /** A model's config → tfjs's: Sequential's layers, or Functional's graph. */
@@ -286,19 +349,31 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     if (!Array.isArray(config.layers)) bad(`${at}: the model has no list of layers`);
     const layers = (config.layers as unknown[]).map((l, i) => layer(l, `${at} → layers[${i}]`, depth).layer);
     const out: Json = { name: config.name, layers };
-    if (className === 'Sequential') return { class_name: 'Sequential', config: out };
+    if (className === 'Sequential') {
+      // Keras writes a Sequential whose first layer is a model as [InputLayer, model]. tfjs's Sequential
+      // calls that model on the InputLayer's tensor, which takes a reference to it that the outer model's
+      // dispose() never gives back (its weights outlive the model). tfjs's own form starts with the nested
+      // model, which has inputs of its own: the InputLayer is dropped where they are the same.
+      const [first, second] = layers as Json[];
+      if (first?.class_name === 'InputLayer' && second && NESTED.has(second.class_name as string) && sameInputs(first, second)) layers.shift();
+      return { class_name: 'Sequential', config: out };
+    }
     out.input_layers = refs(config.input_layers, at, 'input_layers');
     out.output_layers = refs(config.output_layers, at, 'output_layers');
-    // A nested model has one node more in tfjs than Keras 3 counts (the one its own inputs made; Keras 2
-    // counted it too): Keras 3's references to a nested model's calls move up by one.
+    // A nested model has one node more in tfjs than Keras 3 counts in call records (the one its own
+    // inputs made; Keras 2 counted it too): Keras 3's references to a nested model's calls move up by one.
+    // Keras 3's output_layers already count that node for a nested Functional (its get_config starts a
+    // Functional's count at 1, and functional_from_config takes 1 off again), not for a Sequential.
     const raw = config.layers as Json[];
     if (raw.some((l) => Array.isArray(l?.inbound_nodes) && l.inbound_nodes.some((n) => !Array.isArray(n)))) {
-      const nested = new Set(raw.filter((l) => MODEL_CLASSES.has(l?.class_name as string)).map((l) => (isObject(l.config) ? l.config.name : l.name)));
-      const shift = (ref: unknown): void => {
-        if (Array.isArray(ref) && nested.has(ref[0]) && typeof ref[1] === 'number') ref[1] += 1;
+      const nameOf = (l: Json): unknown => (isObject(l.config) ? l.config.name : l.name);
+      const nested = new Set(raw.filter((l) => MODEL_CLASSES.has(l?.class_name as string)).map(nameOf));
+      const sequential = new Set(raw.filter((l) => l?.class_name === 'Sequential').map(nameOf));
+      const shift = (ref: unknown, among: ReadonlySet<unknown>): void => {
+        if (Array.isArray(ref) && among.has(ref[0]) && typeof ref[1] === 'number') ref[1] += 1;
       };
-      for (const l of layers) for (const node of (l.inbound_nodes as unknown[][] | undefined) ?? []) for (const ref of node) shift(ref);
-      for (const ref of out.output_layers as unknown[]) shift(ref);
+      for (const l of layers) for (const node of (l.inbound_nodes as unknown[][] | undefined) ?? []) for (const ref of node) shift(ref, nested);
+      for (const ref of out.output_layers as unknown[]) shift(ref, sequential);
     }
     return { class_name: 'Model', config: out };
   };

@@ -40,11 +40,26 @@ class ShapeOnly extends tf.serialization.Serializable {
   static readonly className = 'NpytsShapeOnly';
   /** The shared zeros; concurrent builds may share it or each grow their own (all zeros either way). */
   static blank = new ArrayBuffer(0);
+  /**
+   * The most values a weight of the model being built may have, and the file it must come from: set by
+   * {@link buildModel} around tfjs's build (which is synchronous, so concurrent builds never see another's).
+   */
+  static limit: { values: number; where: string } | null = null;
 
   apply(shape: readonly number[], dtype: tf.DataType = 'float32'): tf.Tensor {
+    const size = shape.reduce((n, d) => n * d, 1);
+    // A config may claim any size (Dense(units=2**53)); every weight must be one of the file's tensors,
+    // so one larger than the largest of them is refused before anything is allocated for it.
+    const limit = ShapeOnly.limit;
+    if (limit !== null && !(size <= limit.values)) {
+      throw new NpyError(
+        'WEIGHT_MISMATCH',
+        `${limit.where}: the model config makes a weight of shape [${shape.join(', ')}] (${size} values), larger than any tensor the file holds ` +
+          `(the largest has ${limit.values}); the config's sizes (units, filters, input shapes) disagree with its weights`,
+      );
+    }
     const Values = dtype === 'float32' ? Float32Array : dtype === 'int32' ? Int32Array : dtype === 'bool' ? Uint8Array : null;
     if (Values === null) return tf.zeros([...shape], dtype);
-    const size = shape.reduce((n, d) => n * d, 1);
     const bytes = size * Values.BYTES_PER_ELEMENT;
     // Doubling: a few buffers in all, at most twice the largest weight, however the weights come.
     if (ShapeOnly.blank.byteLength < bytes) ShapeOnly.blank = new ArrayBuffer(Math.max(bytes, 2 * ShapeOnly.blank.byteLength));
@@ -117,7 +132,7 @@ function sizeReshapes(topology: object, built: { readonly layers: readonly Layer
  * The layers model tfjs builds from a topology, with no memory for its weights (see {@link ShapeOnly}):
  * for their names, shapes and its tensors' shapes only (tfjs-layers, loaded only when a Keras model is).
  */
-async function buildModel(topology: object): Promise<LayersModelLike & { dispose(): unknown }> {
+async function buildModel(topology: object, limit: typeof ShapeOnly.limit = null): Promise<LayersModelLike & { dispose(): unknown }> {
   let layers: typeof import('@tensorflow/tfjs-layers');
   try {
     layers = await import('@tensorflow/tfjs-layers');
@@ -125,15 +140,29 @@ async function buildModel(topology: object): Promise<LayersModelLike & { dispose
     throw new NpyError('BAD_MODEL', 'loading a Keras model needs @tensorflow/tfjs-layers (npm install @tensorflow/tfjs-layers)');
   }
   registerSizedReshape();
+  ShapeOnly.limit = limit;
+  let built: ReturnType<typeof layers.models.modelFromJSON>;
   try {
-    return (await layers.models.modelFromJSON({
-      modelTopology: shapeOnly(topology) as tf.io.ModelJSON['modelTopology'] & {},
-    })) as unknown as LayersModelLike & {
-      dispose(): unknown;
-    };
+    // modelFromJSON builds the model before its first await (it has no weights to fetch).
+    built = layers.models.modelFromJSON({ modelTopology: shapeOnly(topology) as tf.io.ModelJSON['modelTopology'] & {} });
+  } finally {
+    ShapeOnly.limit = null;
+  }
+  try {
+    return (await built) as unknown as LayersModelLike & { dispose(): unknown };
   } finally {
     ShapeOnly.blank = new ArrayBuffer(0);
   }
+}
+
+/**
+ * Dispose of a model {@link buildModel} built, every weight with it: tfjs's dispose() keeps the weights of a
+ * model nested in a Sequential after another layer (the call took a reference the outer model never gives back).
+ */
+function disposeBuilt(model: LayersModelLike & { dispose(): unknown }): void {
+  const variables = model.weights.map((w) => (w as unknown as { val?: tf.Variable }).val);
+  model.dispose();
+  for (const v of variables) if (v && !v.isDisposed) v.dispose();
 }
 
 /**
@@ -157,7 +186,7 @@ async function outputShapes(topology: unknown): Promise<TensorShapes> {
     };
     walk(model.layers);
   } finally {
-    model.dispose();
+    disposeBuilt(model);
   }
   return (layer, node, tensor) => known.get(key(layer, node, tensor));
 }
@@ -172,8 +201,12 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
     throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
   }
   const { topology } = kerasTopology(file.config, where, file.kerasMajor);
+  // Every weight of the model is one of the file's tensors: none may be larger than the largest (the
+  // tensors' headers, read when the file was opened; no data).
+  const sizes = await mapInParallel([...file.weights.names], 8, async (name) => (await file.weights.info(name)).shape.reduce((n, d) => n * d, 1));
+  const values = sizes.reduce((a, b) => Math.max(a, b), 0);
   // Built only for its weights' names and shapes; tfjs builds the model itself from the topology as translated.
-  const model = await buildModel(topology);
+  const model = await buildModel(topology, { values, where });
   let plan: HandlerWeight[];
   try {
     sizeReshapes(topology, model);
@@ -186,7 +219,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
       })),
     );
   } finally {
-    model.dispose();
+    disposeBuilt(model);
   }
   const weightData = await mapInParallel(plan, 3, (w) => weightBytes(file.weights, w, options));
   return { modelTopology: topology, weightSpecs: plan.map((w) => w.spec), weightData, format: 'layers-model', generatedBy: 'keras', convertedBy: 'npyts' };

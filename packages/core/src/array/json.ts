@@ -155,7 +155,26 @@ function makeConverter(dtype: DType): Converter {
   });
 }
 
-const MAX_JSON_DEPTH = 1000;
+/** How deep a JSON document may nest: Python's recursion limit, where its json module (and so Keras) stops. */
+export const MAX_JSON_DEPTH = 1000;
+
+/**
+ * Whether a parsed JSON value nests objects and arrays deeper than `limit` levels (the value itself is
+ * level 1), measured with a stack of its own, not recursion: checked once before anything recursive
+ * (JSON.stringify, a deserializer) walks a document a file gave, which would overflow the call stack.
+ * @example
+ * nestsDeeperThan(JSON.parse('[[[]]]'), 2);   // true
+ */
+export function nestsDeeperThan(value: unknown, limit: number = MAX_JSON_DEPTH): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > limit) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) if (typeof x === 'object' && x !== null) stack.push([x, depth + 1]);
+  }
+  return false;
+}
 
 /**
  * A decoded Python value as JSON: None → null, numbers and integers by the rules above, bytes as

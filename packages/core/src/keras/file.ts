@@ -6,7 +6,9 @@
  * zip). Any other HDF5 file lists its datasets by path. Weights Keras stores as bfloat16 (uint16 or
  * opaque bytes with the attribute `dtype='bfloat16'`) read as bfloat16.
  */
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../array/json.js';
 import { copyReason } from '../array/layout.js';
+import { putOwn } from '../array/safe-object.js';
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
@@ -141,7 +143,7 @@ export class KerasFile implements TensorFile, AsyncDisposable {
       for (const layer of layerNames) {
         const g = await legacyRoot.get(layer, { signal });
         if (g.kind !== 'group') throw bad(`layer '${layer}' of layer_names is a dataset at ${g.path}, not a group of weights`);
-        layers[`${prefix}${layer}`] = layer;
+        putOwn(layers, `${prefix}${layer}`, layer);
         const weightNames = stringsOf((await g.attrs({ signal })).weight_names, `the weight_names attribute of ${g.path}`);
         for (const w of weightNames) {
           const d = await g.get(w, { signal });
@@ -309,7 +311,7 @@ async function walk(
     seen.add(child.address);
     if (name === 'vars') {
       const layer = (await child.attrs({ signal })).name;
-      if (typeof layer === 'string') layers[child.path.slice(1)] = layer;
+      if (typeof layer === 'string') putOwn(layers, child.path.slice(1), layer);
     }
     ancestors.add(child.address);
     await walk(child, ancestors, seen, entries, layers, signal);
@@ -365,5 +367,10 @@ function parseJson(text: string, what: string): Record<string, unknown> {
     throw new NpyError('BAD_KERAS', `${what} is not JSON: ${(e as Error).message}`);
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new NpyError('BAD_KERAS', `${what} is not a JSON object`);
+  // Keras parses it with Python's json, which stops at its recursion limit; every walk of the config
+  // after this one (here and in the tfjs adapter) may then recurse without overflowing the stack.
+  if (nestsDeeperThan(v, MAX_JSON_DEPTH)) {
+    throw new NpyError('BAD_KERAS', `${what} nests deeper than ${MAX_JSON_DEPTH} levels (Keras's JSON parser stops there too); no real model config does`);
+  }
   return v as Record<string, unknown>;
 }
