@@ -5,13 +5,14 @@
 // is strict about the metadata (the bytes each reference names are fetched for it by the test).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { referencesOf as referencesOfAny } from '@npyts/core';
 import { referencesOf } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
+import { serveFiles } from '../helpers/serve-files.mjs';
 
 const dir = scratch('npyts-refs-');
 const at = (name) => join(dir, name);
@@ -37,6 +38,23 @@ np.savez_compressed(f'{d}/deflated.npz', x=np.arange(3))
 save_file({'w': rng.standard_normal((8, 4)).astype('<f4'), 'b': np.arange(4, dtype='<i8'), 'h': np.ones((2, 2), '<f2')}, f'{d}/m.safetensors')
 for i, n in enumerate([6, 12, 6, 18, 6]):
     np.save(f'{d}/part-{i}.npy', np.arange(n * 2, dtype='<i8').reshape(n, 2) + 1000 * i)
+os.makedirs(f'{d}/set', exist_ok=True)
+shards = [{'a.w': rng.standard_normal((6, 2)).astype('<f4'), 'a.b': np.arange(5, dtype='<i4')}, {'b.w': rng.standard_normal((3, 3)).astype('<f8')}]
+weight_map = {}
+for i, t in enumerate(shards):
+    name = f'model-0000{i + 1}-of-00002.safetensors'
+    save_file(t, f'{d}/set/{name}')
+    weight_map.update({k: name for k in t})
+json.dump({'metadata': {}, 'weight_map': weight_map}, open(f'{d}/set/model.safetensors.index.json', 'w'))
+import gguf
+w = gguf.GGUFWriter(f'{d}/m.gguf', 'llama')
+w.add_tensor('f32', rng.standard_normal((4, 6)).astype(np.float32))
+w.add_tensor('f16', rng.standard_normal((2, 3, 4)).astype(np.float16))
+w.add_tensor('i32', np.arange(7, dtype=np.int32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+w = gguf.GGUFWriter(f'{d}/q.gguf', 'llama')
+w.add_tensor('q', gguf.quants.quantize(np.ones((2, 32), np.float32), gguf.GGMLQuantizationType.Q8_0), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 # A bfloat16 tensor, written as safetensors writes one: no Zarr reader has a type for it.
 head = json.dumps({'w': {'dtype': 'BF16', 'shape': [2], 'data_offsets': [0, 4]}}).encode()
 head += b' ' * (-len(head) % 8)
@@ -57,11 +75,31 @@ const V2_FILES = [
   'stored.npz',
   'm.safetensors',
 ];
-const V3_FILES = ['c.npy', 'f.npy', 'b.npy', 'z.npy', 'h.npy', 'scalar.npy', 'prime.npy', 'stored.npz', 'm.safetensors'];
+const V3_FILES = [
+  'c.npy',
+  'f.npy',
+  'b.npy',
+  'z.npy',
+  'h.npy',
+  'scalar.npy',
+  'prime.npy',
+  'stored.npz',
+  'm.safetensors',
+  'm.gguf',
+  'set/model.safetensors.index.json',
+];
 
 /** What numpy (or safetensors) reads from `file`: arrays by name, for Python to compare with. */
-const ORIGINAL = `def original(path, name):
+const ORIGINAL = `import os
+def original(path, name):
     if path.endswith('.npz'): return {k: v for k, v in np.load(path).items()}
+    if path.endswith('.gguf'):
+        import gguf
+        return {t.name: np.array(t.data) for t in gguf.GGUFReader(path).tensors}
+    if path.endswith('.index.json'):
+        from safetensors.numpy import load_file
+        folder = os.path.dirname(path)
+        return {k: v for f in sorted(set(json.load(open(path))['weight_map'].values())) for k, v in load_file(os.path.join(folder, f)).items()}
     if path.endswith('.safetensors'):
         from safetensors.numpy import load_file
         return load_file(path)
@@ -91,6 +129,23 @@ for path, refs, name in json.loads(${JSON.stringify(JSON.stringify(sets))}):
         if k in got and not same(got[k], v): bad.append([path, k, str(got[k].dtype), str(v.dtype), got[k].shape, v.shape])
 print(json.dumps(bad))`),
   );
+}
+
+/** {@link debianPython} without blocking the event loop (for a server of this process that Python reads). */
+function debianPythonAsync(code, ...argv) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/python3', ['-c', `import json, os, sys, numpy as np\n${code}`, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    child.stderr.on('data', (c) => {
+      err += c;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`python exited ${code}: ${err}`))));
+  });
 }
 
 /** Run Debian's Python (zarr 2.13, xarray, dask, fsspec) on `code`; `argv` as sys.argv[1:]. */
@@ -188,6 +243,13 @@ test('refused by name: a deflated member, bfloat16, a dtype Zarr v3 lacks, misma
   const bf16 = await npyErrorOf(() => referencesOf(at('bf16.safetensors')));
   assert.is(bf16.code, 'NO_COUNTERPART');
   assert.match(bf16.message, /bfloat16/);
+  // A hostile index: a shard outside its folder is refused before any shard is opened.
+  (await import('node:fs')).mkdirSync(at('evil'), { recursive: true });
+  writeFileSync(at('evil/model.safetensors.index.json'), JSON.stringify({ weight_map: { w: '../m.safetensors' } }));
+  assert.is((await npyErrorOf(() => referencesOf(at('evil/model.safetensors.index.json')))).code, 'UNSAFE_PATH');
+  const quantized = await npyErrorOf(() => referencesOf(at('q.gguf')));
+  assert.is(quantized.code, 'NO_COUNTERPART');
+  assert.match(quantized.message, /quantized \(q\)/);
   const strings = await npyErrorOf(() => referencesOf(at('s.npy')));
   assert.is(strings.code, 'NO_COUNTERPART');
   assert.match(strings.message, /--zarr-format 2/);
@@ -199,6 +261,38 @@ test('refused by name: a deflated member, bfloat16, a dtype Zarr v3 lacks, misma
   // With a url, bytes make a set that points there.
   const set = await referencesOfAny(bytes, { url: 'https://example.org/c.npy', zarrFormat: 2 });
   assert.equal(set.refs['array/0.0'], ['https://example.org/c.npy', 128, 12 * 3 * 4]);
+});
+
+test("references to URLs: a set made over HTTP (headers only moved) points at the URLs, and zarr-python reads the arrays through them, a sharded set's shards too", async () => {
+  const server = await serveFiles(dir);
+  try {
+    const sets = [];
+    for (const f of ['c.npy', 'set/model.safetensors.index.json']) {
+      const set = await referencesOf(`${server.base}/${f}`, { zarrFormat: 2, chunkBytes: 40 });
+      writeFileSync(at(`${f}.http.json`), JSON.stringify(set));
+      sets.push([at(f), at(`${f}.http.json`), f.replace(/\.npy$/, '')]);
+    }
+    // Making the sets read headers only: no range past the first 64 KiB of any file.
+    for (const r of server.log) assert.ok(!r.range || Number(/bytes=(\d*)/.exec(r.range)[1] || 0) < 65536, JSON.stringify(r));
+    const refs = JSON.parse((await import('node:fs')).readFileSync(at('set/model.safetensors.index.json.http.json'), 'utf8')).refs;
+    assert.is(refs['b.w/0.0'][0], `${server.base}/set/model-00002-of-00002.safetensors`);
+    const readDir = scratch('npyts-refs-http-');
+    await debianPythonAsync(
+      `import fsspec, zarr
+for path, refs, name in json.loads(sys.argv[1]):
+    g = zarr.open_group(fsspec.filesystem('reference', fo=refs, remote_protocol='http').get_mapper(''), mode='r')
+    for k in g.array_keys(): np.save(os.path.join(sys.argv[2], os.path.basename(refs) + '__' + k + '.npy'), g[k][...])`,
+      JSON.stringify(sets),
+      readDir,
+    );
+    assert.equal(compareRead(sets, readDir), []);
+    assert.ok(
+      server.log.some((r) => r.path === '/set/model-00001-of-00002.safetensors' && r.range),
+      'zarr read the shard by range',
+    );
+  } finally {
+    await server.close();
+  }
 });
 
 test('npyts refs: the CLI writes the set (-o), with a {name} template for the URL, and one clean line for an error', async () => {

@@ -4,6 +4,8 @@ import type { NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
 import { closeOwn, referencesOfSources, type ReferenceInput, type ReferenceOptions, type ReferenceSet } from '../refs/references.js';
 import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
+import { nodePlaceOf } from './weights.js';
+import type { OpenWeightsOptions } from '../weights/open.js';
 
 /**
  * The reference set of a file, or of files joined with `concat: 0` (see core's `referencesOf`): paths
@@ -19,11 +21,13 @@ export async function referencesOf(
   const list = Array.isArray(input) ? (input as readonly (string | NpySource)[]) : [input as string | NpySource];
   const sources: ReferenceInput[] = [];
   try {
-    for (const one of list) {
+    for (const given of list) {
+      // A path is made absolute first: the references, and a sharded set's shards, name it so.
+      const path = pathOf(given);
+      const one = path === null ? given : resolve(path);
       const source = await nodeSourceOf(one, { ...options, tailBytes: 1 });
-      const path = pathOf(one);
-      const url = path !== null ? resolve(path) : typeof one === 'string' && isHttpUrl(one) ? one : one instanceof URL ? one.href : null;
-      sources.push({ source, url, own: source !== one });
+      const url = path !== null ? (one as string) : typeof one === 'string' && isHttpUrl(one) ? one : one instanceof URL ? one.href : null;
+      sources.push({ source, url, own: source !== one, place: nodePlaceOf(one, options) });
     }
     return await referencesOfSources(sources, options);
   } finally {

@@ -11,8 +11,12 @@ import { openNpySource, resolveUrl, sourceOf, type NpySource } from '../io/open.
 import type { HttpOptions } from '../io/url.js';
 import { NpzArchive } from '../npz/archive.js';
 import { SafetensorsFile } from '../safetensors/file.js';
+import { GgufFile } from '../gguf/file.js';
 import { formatOf, SNIFF_BYTES } from '../weights/formats.js';
 import { isTorchArchive } from '../torch/layout.js';
+import { parseShardIndex } from '../weights/sharded.js';
+import { placeOf, type OpenWeightsOptions } from '../weights/open.js';
+import type { Place } from '../weights/place.js';
 import { arrayMetadata, chunkKey, groupMetadata, zarrRefusal, type ZarrFormat } from './zarr.js';
 
 /** One reference: a metadata document's text, or `[url, offset, length]` of a chunk's bytes. */
@@ -58,6 +62,8 @@ export interface ReferenceInput {
   readonly url: string | null;
   /** Whether the source was made for this call (and is closed by it). */
   readonly own: boolean;
+  /** Where the input's siblings are (a sharded set's shards), or null. */
+  readonly place: Place | null;
 }
 
 /** One array found in a file: dtype, shape, order, and where its bytes start. */
@@ -67,12 +73,14 @@ interface Extent {
   readonly shape: readonly number[];
   readonly fortranOrder: boolean;
   readonly offset: number;
+  /** The file that holds the bytes where it is not the input itself (a sharded set's shard): its path or URL. */
+  readonly location?: string;
 }
 
 export const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
 
 /** Every array of one file, where its bytes are: a .npy's one array, a stored .npz's members, a .safetensors file's tensors. */
-async function extentsOf(source: ByteSource, fallbackName: string, signal: AbortSignal | undefined): Promise<Extent[]> {
+async function extentsOf(source: ByteSource, fallbackName: string, place: Place | null, signal: AbortSignal | undefined): Promise<Extent[]> {
   const first = await source.read(0, Math.min(SNIFF_BYTES, source.size), { signal });
   const kind = formatOf(first, source.size)?.name ?? null;
   if (kind === 'npy') {
@@ -109,10 +117,58 @@ async function extentsOf(source: ByteSource, fallbackName: string, signal: Abort
       return { name, dtype: h.dtype, shape: h.shape, fortranOrder: false, offset: h.dataOffset };
     });
   }
+  if (kind === 'index') return shardExtents(source, place, signal);
+  if (kind === 'gguf') {
+    const file = await GgufFile.open(source, { signal });
+    const quantized = file.names.filter((n) => file.extent(n) === null);
+    if (quantized.length) {
+      throw new NpyError(
+        'NO_COUNTERPART',
+        `${quantized.length} tensor(s) are quantized (${quantized.slice(0, 5).join(', ')}${quantized.length > 5 ? ', …' : ''}): their bytes are ggml blocks, not arrays, so no Zarr reader reads them in place; write the model's unquantized tensors (F32, F16) to a GGUF of their own, or convert them`,
+      );
+    }
+    return file.names.map((n) => ({ name: n, ...file.extent(n)! }));
+  }
   throw new NpyError(
     'BAD_MAGIC',
-    `reference sets are made of .npy files, stored .npz archives and .safetensors files; this is ${kind === null ? 'none of them' : `a ${kind} file, which they are not made of yet`}`,
+    `reference sets are made of .npy files, stored .npz archives, .safetensors files and sets, and unquantized GGUF files; this is ${kind === null ? 'none of them' : `a ${kind} file, which they are not made of yet`}`,
   );
+}
+
+/**
+ * Every tensor of a sharded `.safetensors` set, in its shard: the index read, each shard's name checked
+ * by the place's one rule before anything is requested, then each shard's header.
+ */
+async function shardExtents(source: ByteSource, place: Place | null, signal: AbortSignal | undefined): Promise<Extent[]> {
+  const name = source.name ?? 'the index';
+  if (!place) throw new NpyError('BAD_OPTION', `${name} is the index of a sharded set, whose shards are found beside it: give it by its path or URL`);
+  const index = parseShardIndex(await source.read(0, source.size, { signal }), name);
+  const byShard = new Map<string, string[]>();
+  for (const [tensor, file] of index.weightMap) {
+    place.check(file, `the shard of '${tensor}'`);
+    byShard.set(file, [...(byShard.get(file) ?? []), tensor]);
+  }
+  const out: Extent[] = [];
+  for (const [file, tensors] of byShard) {
+    const shardSource = await place.open(file, { signal });
+    try {
+      const first = await shardSource.read(0, Math.min(SNIFF_BYTES, shardSource.size), { signal });
+      if (formatOf(first, shardSource.size)?.name !== 'safetensors') {
+        throw new NpyError('BAD_OPTION', `shard ${file} is not a .safetensors file: reference sets of other shards are not made yet`);
+      }
+      const shard = await SafetensorsFile.open(shardSource, { signal });
+      for (const tensor of tensors) {
+        if (!shard.has(tensor)) throw new NpyError('BAD_SAFETENSORS', `the index puts '${tensor}' in ${file}, which does not hold it`);
+        const h = shard.header(tensor);
+        out.push({ name: tensor, dtype: h.dtype, shape: h.shape, fortranOrder: false, offset: h.dataOffset, location: shardSource.name ?? file });
+      }
+    } catch (e) {
+      throw withWhere(e, { file: shardSource.name ?? file });
+    } finally {
+      await shardSource.close?.();
+    }
+  }
+  return out;
 }
 
 /** The largest divisor of `n` that is at most `most` (at least 1). */
@@ -163,6 +219,10 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   if (template !== undefined && inputs.length > 1 && !template.includes('{name}')) {
     throw new NpyError('BAD_OPTION', `url '${template}' would point every input at one file: give a template with {name}`);
   }
+  const locate = (extent: Extent, fallback: string): string => {
+    if (extent.location === undefined) return fallback;
+    return template === undefined ? extent.location : template.replaceAll('{name}', baseName(extent.location));
+  };
   const urlOf = (input: ReferenceInput): string => {
     if (template !== undefined) return input.url === null ? template : template.replaceAll('{name}', baseName(input.url));
     if (input.url === null) {
@@ -187,7 +247,7 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
     for (const input of inputs) {
       options.signal?.throwIfAborted();
       const file = input.source.name ?? input.url ?? 'an input';
-      const extents = await withFile(file, () => extentsOf(input.source, name, options.signal));
+      const extents = await withFile(file, () => extentsOf(input.source, name, input.place, options.signal));
       if (extents.length !== 1) throw withWhere(new NpyError('BAD_OPTION', 'concat joins .npy files, one array each; this file holds several'), { file });
       parts.push({ extent: extents[0]!, url: urlOf(input), file });
     }
@@ -228,7 +288,10 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   const input = inputs[0]!;
   const file = input.source.name ?? input.url ?? 'the input';
   const url = urlOf(input);
-  const extents = await withFile(file, () => extentsOf(input.source, name, options.signal));
+  const extents = await withFile(file, () => extentsOf(input.source, name, input.place, options.signal));
+  if (template !== undefined && !template.includes('{name}') && extents.some((e) => e.location !== undefined)) {
+    throw new NpyError('BAD_OPTION', `url '${template}' would point every shard at one file: give a template with {name}`);
+  }
   const seen = new Set<string>();
   for (const e of extents) {
     options.signal?.throwIfAborted();
@@ -256,7 +319,7 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
     if (rowBytes === 0 || length === 0) continue; // an empty array: no chunk, Zarr gives the fill value for none
     for (let r = 0, k = 0; r < length; r += rows, k++) {
       const at = e.shape.map((_, i) => (i === axis ? k : 0));
-      refs[`${e.name}/${chunkKey(at, format)}`] = [url, e.offset + r * rowBytes, rows * rowBytes];
+      refs[`${e.name}/${chunkKey(at, format)}`] = [locate(e, url), e.offset + r * rowBytes, rows * rowBytes];
     }
   }
   return { version: 1, refs };
@@ -300,13 +363,17 @@ function withFileSync<T>(file: string, f: () => T): T {
  * const set = await referencesOf('https://example.org/data.npy', { zarrFormat: 2 });
  * // xarray.open_dataset('reference://', engine='zarr', backend_kwargs={'storage_options': {'fo': set}, 'consolidated': False})
  */
-export async function referencesOf(input: NpySource | readonly NpySource[], options: ReferenceOptions & HttpOptions = {}): Promise<ReferenceSet> {
+export async function referencesOf(
+  input: NpySource | readonly NpySource[],
+  options: ReferenceOptions & HttpOptions & Pick<OpenWeightsOptions, 'resolve' | 'place'> = {},
+): Promise<ReferenceSet> {
   const list = Array.isArray(input) ? (input as readonly NpySource[]) : [input as NpySource];
   const sources: ReferenceInput[] = [];
   try {
     for (const one of list) {
       const source = await sourceOf(one, { ...options, tailBytes: 1 });
-      sources.push({ source, url: typeof one === 'string' || one instanceof URL ? resolveUrl(one) : null, own: source !== one });
+      const url = typeof one === 'string' || one instanceof URL ? resolveUrl(one) : null;
+      sources.push({ source, url, own: source !== one, place: placeOf(url, options) });
     }
     return await referencesOfSources(sources, options);
   } finally {
