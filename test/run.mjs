@@ -65,6 +65,11 @@ function installDebianPackages() {
     ['chromium', 'test -x /usr/bin/chromium'],
     ['python3-torch', hasModules('/usr/bin/python3', ['torch'])],
     ['python3-torchvision', hasModules('/usr/bin/python3', ['torchvision'])],
+    // Zarr v2, xarray, dask and distributed read reference sets, over HTTP with aiohttp (not in the pip source of python3).
+    [
+      'python3-zarr python3-xarray python3-dask python3-distributed python3-fsspec python3-aiohttp',
+      hasModules('/usr/bin/python3', ['zarr', 'xarray', 'dask', 'distributed', 'fsspec', 'aiohttp']),
+    ],
   ]
     .filter(([, check]) => spawnSync('sh', ['-c', check], { stdio: 'ignore' }).status !== 0)
     .map(([pkg]) => pkg);
@@ -93,6 +98,7 @@ const PYTHON_PACKAGES = [
   ['onnxruntime', 'onnxruntime'],
   ['onnxscript', 'onnxscript'],
   ['gguf', 'gguf'],
+  ['tensorstore', 'tensorstore'],
 ];
 
 function installPythonPackages() {

@@ -28,6 +28,15 @@ Commands:
       OUT.csv / OUT.tsv        a 1-d or 2-d array, or a 1-d record array (columns under a header
                                line), as text: floats as np.savetxt(fmt='%.17g'), integers exactly
 
+  refs FILE... [options]       a reference set (kerchunk JSON) that xarray, dask, zarr-python and
+                               zarrita open as a Zarr group, reading the files where they lie
+      -o, --output OUT         write it to OUT (default: standard output)
+      --zarr-format 2|3        Zarr's metadata: v3 zarr.json (default) or v2 .zarray/.zattrs
+      --chunk-bytes N          about N bytes a chunk, whole rows dividing the axis (default 64 MiB)
+      --concat 0               join .npy files of one dtype and trailing shape along axis 0
+      --url URL                where the references point (default each file's absolute path);
+                               {name} stands for each file's name: s3://bucket/run/{name}
+
   diff A B [--rtol R --atol A]  compare two arrays (or archives, member by member) as numpy's
                                np.testing.assert_allclose does (rtol 1e-7, atol 0; NaN equals
                                NaN); prints the mismatches; exit 0 equal, 1 different
@@ -81,6 +90,11 @@ export const OPTIONS = {
   rtol: { type: 'string' },
   atol: { type: 'string' },
   dtype: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  url: { type: 'string' },
+  'chunk-bytes': { type: 'string' },
+  concat: { type: 'string' },
+  'zarr-format': { type: 'string' },
 } as const;
 
 /** The options each command takes, beyond --help, --quiet and --allow-pickle; any other is a usage error. */
@@ -89,6 +103,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   show: ['json', 'limit'],
   convert: ['compress', 'store', 'ragged', 'object', 'string-dtype', 'layout', 'order', 'byteorder', 'version', 'dtype'],
   diff: ['rtol', 'atol'],
+  refs: ['output', 'url', 'chunk-bytes', 'concat', 'zarr-format'],
 };
 const GLOBAL_OPTIONS = ['help', 'quiet', 'allow-pickle'];
 

@@ -10,6 +10,7 @@ import { cmdInfo } from './commands/info.js';
 import { cmdShow } from './commands/show.js';
 import { cmdDiff } from './commands/diff.js';
 import { cmdConvert } from './commands/convert.js';
+import { cmdRefs } from './commands/refs.js';
 
 /** Longest error message printed; the rest is counted, not shown (a 10 MB descr makes a 10 MB message). */
 const MAX_MESSAGE = 300;
@@ -56,6 +57,9 @@ export async function main(args: string[], io: Io): Promise<number> {
         break;
       case 'diff':
         return await cmdDiff(parsed, io);
+      case 'refs':
+        await cmdRefs(parsed, io);
+        break;
       default:
         throw new UsageError(`unknown command '${command}'`);
     }

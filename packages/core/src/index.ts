@@ -112,7 +112,7 @@ export {
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
 export { ShardedWeights, ShardedSafetensors, parseShardIndex, type ShardIndex, type OpenShard } from './weights/sharded.js';
-export type { TensorFile, FormatOptions } from './weights/tensor-file.js';
+export type { TensorFile, FormatOptions, TensorExtent } from './weights/tensor-file.js';
 export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
 export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weights/place.js';
 export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
@@ -126,6 +126,7 @@ export { KerasShardedWeights } from './keras/sharded.js';
 export { isHdf5 } from './hdf5/signature.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
+export { referencesOf, type ReferenceSet, type Reference, type ReferenceOptions } from './refs/references.js';
 export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';
 export type { CrcOptions, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
 export { fflateCodec } from './npz/fflate.js';

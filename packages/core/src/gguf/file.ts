@@ -19,6 +19,7 @@ import { npyReaderOf } from '../io/open.js';
 import { getEvery, mapInParallel } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
+import type { TensorExtent } from '../weights/tensor-file.js';
 import { type GgufTensor, isGguf, parseGgufHeader } from './header.js';
 import { DEQUANTIZE_IQ } from './iq.js';
 import { DEQUANTIZE, type Dequantize } from './quants.js';
@@ -124,6 +125,17 @@ export class GgufFile implements TensorFile, AsyncDisposable {
     // Over a map, why get() copies it (the rule of bytesToData).
     const copied = this.source.views ? copyReason(dtype, t.dataOffset) : null;
     return copied === null ? { dtype, shape: t.shape } : { dtype, shape: t.shape, copied };
+  }
+
+  /**
+   * Where an unquantized tensor's bytes are in the file (dtype, shape in numpy's order, offset), or
+   * null for a quantized one, whose bytes are blocks rather than the array.
+   * @example
+   * f.extent('output_norm.weight');   // { dtype: <f4, shape: [4096], fortranOrder: false, offset: 7340064 }
+   */
+  extent(name: string): TensorExtent | null {
+    const t = this.entry(name);
+    return t.descr === undefined ? null : { dtype: parseDescr(t.descr), shape: t.shape, fortranOrder: false, offset: t.dataOffset };
   }
 
   /**

@@ -31,6 +31,7 @@ export {
 } from './safetensors.js';
 export { SafetensorsFile } from '../safetensors/file.js';
 export { openWeights, loadWeights } from './weights.js';
+export { referencesOf } from './references.js';
 export { WeightFile, type WeightFormat, type OpenWeightsOptions } from '../weights/open.js';
 export { NpzArchive } from '../npz/archive.js';
 export {

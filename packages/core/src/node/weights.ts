@@ -13,7 +13,7 @@ import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
  * `place` given (a path, `file:` or `http(s)` URL of the file, or of its folder ending in `/`),
  * or the file's own folder or URL.
  */
-function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptions): Place | null {
+export function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptions): Place | null {
   const given = options.place === undefined ? input : options.place;
   const path = pathOf(given);
   if (options.resolve) {

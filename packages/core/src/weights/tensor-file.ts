@@ -46,6 +46,18 @@ export interface TensorInfo {
 }
 
 /**
+ * Where a tensor's bytes lie in its file as they are: its dtype, shape, memory order and the byte
+ * offset of its first element. What a reference set points at; a tensor stored otherwise (quantized
+ * blocks, deflated, gathered from a strided view) has none.
+ */
+export interface TensorExtent {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly fortranOrder: boolean;
+  readonly offset: number;
+}
+
+/**
  * An open file of named tensors, whatever its format: what a format's `open` returns.
  * @example
  * const file: TensorFile = await openWeights('model.safetensors');

@@ -1,0 +1,36 @@
+/** Reference sets of files on disk: paths as well as what core's `referencesOf` takes. */
+import { resolve } from 'node:path';
+import type { NpySource } from '../io/open.js';
+import type { HttpOptions } from '../io/url.js';
+import { closeOwn, referencesOfSources, type ReferenceInput, type ReferenceOptions, type ReferenceSet } from '../refs/references.js';
+import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
+import { nodePlaceOf } from './weights.js';
+import type { OpenWeightsOptions } from '../weights/open.js';
+
+/**
+ * The reference set of a file, or of files joined with `concat: 0` (see core's `referencesOf`): paths
+ * and `file:` URLs too, whose references point at the absolute path unless `{ url }` says otherwise.
+ * @example
+ * const set = await referencesOf(['part-0.npy', 'part-1.npy'], { concat: 0, zarrFormat: 2 });
+ * await writeFile('refs.json', JSON.stringify(set));
+ */
+export async function referencesOf(
+  input: string | NpySource | readonly (string | NpySource)[],
+  options: ReferenceOptions & HttpOptions = {},
+): Promise<ReferenceSet> {
+  const list = Array.isArray(input) ? (input as readonly (string | NpySource)[]) : [input as string | NpySource];
+  const sources: ReferenceInput[] = [];
+  try {
+    for (const given of list) {
+      // A path is made absolute first: the references, and a sharded set's shards, name it so.
+      const path = pathOf(given);
+      const one = path === null ? given : resolve(path);
+      const source = await nodeSourceOf(one, { ...options, tailBytes: 1 });
+      const url = path !== null ? (one as string) : typeof one === 'string' && isHttpUrl(one) ? one : one instanceof URL ? one.href : null;
+      sources.push({ source, url, own: source !== one, place: nodePlaceOf(one, options) });
+    }
+    return await referencesOfSources(sources, options);
+  } finally {
+    await closeOwn(sources);
+  }
+}

@@ -1,0 +1,312 @@
+// Reference sets (issue 69): each array npyts finds in a .npy, a stored .npz or a .safetensors file,
+// and .npy files joined along axis 0, is read through the set by the engines themselves, equal to
+// numpy's own reading bit for bit: Zarr v2 by fsspec's reference filesystem with zarr-python, xarray
+// and dask on a LocalCluster (Debian's /usr/bin/python3), Zarr v3 by tensorstore, whose zarr3 driver
+// is strict about the metadata (the bytes each reference names are fetched for it by the test).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { referencesOf as referencesOfAny } from '@npyts/core';
+import { referencesOf } from '@npyts/core/node';
+import { python, runCli, scratch } from '../helpers/numpy.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
+import { serveFiles } from '../helpers/serve-files.mjs';
+
+const dir = scratch('npyts-refs-');
+const at = (name) => join(dir, name);
+
+// Fixtures, written by numpy (and safetensors' own writer) at test time.
+python(`import os
+from safetensors.numpy import save_file
+d = ${JSON.stringify(dir)}
+rng = np.random.default_rng(5)
+np.save(f'{d}/c.npy', rng.standard_normal((12, 3)).astype('<f4'))
+np.save(f'{d}/f.npy', np.asfortranarray(rng.integers(-999, 999, (4, 5, 6)).astype('>i2')))
+np.save(f'{d}/b.npy', rng.integers(0, 2, 7).astype(bool))
+np.save(f'{d}/z.npy', (rng.standard_normal((6, 2)) + 1j * rng.standard_normal((6, 2))).astype('<c16'))
+np.save(f'{d}/h.npy', np.array([1.5, -0.0, np.inf, 65504], '<f2'))
+np.save(f'{d}/s.npy', np.array([b'ab', b'', b'xyzzy'], 'S5'))
+np.save(f'{d}/u.npy', np.array(['é', 'ab', ''], '<U3'))
+np.save(f'{d}/t.npy', np.array([0, -1, 2**40], '<M8[ns]'))
+np.save(f'{d}/scalar.npy', np.float64(np.pi))
+np.save(f'{d}/empty.npy', np.zeros((0, 3), '<f8'))
+np.save(f'{d}/prime.npy', np.arange(13 * 2, dtype='<i8').reshape(13, 2))
+np.savez(f'{d}/stored.npz', x=rng.standard_normal((10, 4)), y=np.arange(3, dtype='<i8'))
+np.savez_compressed(f'{d}/deflated.npz', x=np.arange(3))
+save_file({'w': rng.standard_normal((8, 4)).astype('<f4'), 'b': np.arange(4, dtype='<i8'), 'h': np.ones((2, 2), '<f2')}, f'{d}/m.safetensors')
+for i, n in enumerate([6, 12, 6, 18, 6]):
+    np.save(f'{d}/part-{i}.npy', np.arange(n * 2, dtype='<i8').reshape(n, 2) + 1000 * i)
+os.makedirs(f'{d}/set', exist_ok=True)
+shards = [{'a.w': rng.standard_normal((6, 2)).astype('<f4'), 'a.b': np.arange(5, dtype='<i4')}, {'b.w': rng.standard_normal((3, 3)).astype('<f8')}]
+weight_map = {}
+for i, t in enumerate(shards):
+    name = f'model-0000{i + 1}-of-00002.safetensors'
+    save_file(t, f'{d}/set/{name}')
+    weight_map.update({k: name for k in t})
+json.dump({'metadata': {}, 'weight_map': weight_map}, open(f'{d}/set/model.safetensors.index.json', 'w'))
+import gguf
+w = gguf.GGUFWriter(f'{d}/m.gguf', 'llama')
+w.add_tensor('f32', rng.standard_normal((4, 6)).astype(np.float32))
+w.add_tensor('f16', rng.standard_normal((2, 3, 4)).astype(np.float16))
+w.add_tensor('i32', np.arange(7, dtype=np.int32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+w = gguf.GGUFWriter(f'{d}/q.gguf', 'llama')
+w.add_tensor('q', gguf.quants.quantize(np.ones((2, 32), np.float32), gguf.GGMLQuantizationType.Q8_0), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+# A bfloat16 tensor, written as safetensors writes one: no Zarr reader has a type for it.
+head = json.dumps({'w': {'dtype': 'BF16', 'shape': [2], 'data_offsets': [0, 4]}}).encode()
+head += b' ' * (-len(head) % 8)
+open(f'{d}/bf16.safetensors', 'wb').write(len(head).to_bytes(8, 'little') + head + b'\\0' * 4)`);
+
+const V2_FILES = [
+  'c.npy',
+  'f.npy',
+  'b.npy',
+  'z.npy',
+  'h.npy',
+  's.npy',
+  'u.npy',
+  't.npy',
+  'scalar.npy',
+  'empty.npy',
+  'prime.npy',
+  'stored.npz',
+  'm.safetensors',
+];
+const V3_FILES = [
+  'c.npy',
+  'f.npy',
+  'b.npy',
+  'z.npy',
+  'h.npy',
+  'scalar.npy',
+  'prime.npy',
+  'stored.npz',
+  'm.safetensors',
+  'm.gguf',
+  'set/model.safetensors.index.json',
+];
+
+/** What numpy (or safetensors) reads from `file`: arrays by name, for Python to compare with. */
+const ORIGINAL = `import os
+def original(path, name):
+    if path.endswith('.npz'): return {k: v for k, v in np.load(path).items()}
+    if path.endswith('.gguf'):
+        import gguf
+        return {t.name: np.array(t.data) for t in gguf.GGUFReader(path).tensors}
+    if path.endswith('.index.json'):
+        from safetensors.numpy import load_file
+        folder = os.path.dirname(path)
+        return {k: v for f in sorted(set(json.load(open(path))['weight_map'].values())) for k, v in load_file(os.path.join(folder, f)).items()}
+    if path.endswith('.safetensors'):
+        from safetensors.numpy import load_file
+        return load_file(path)
+    return {name: np.load(path)}
+def little(a):
+    # The same values in little-endian order: a reader may hand back native order (tensorstore does).
+    return np.ascontiguousarray(a.astype(a.dtype.newbyteorder('<')) if a.dtype.byteorder == '>' else a)
+def same(a, b):
+    return little(a).dtype == little(b).dtype and a.shape == b.shape and little(a).tobytes() == little(b).tobytes()
+`;
+
+/**
+ * Compare what an engine read (`.npy` files it wrote of each array, in `readDir`, named
+ * `<set>__<array>.npy`) with numpy's own reading of the originals; returns the mismatches.
+ */
+function compareRead(sets, readDir) {
+  return JSON.parse(
+    python(`${ORIGINAL}
+import os
+bad = []
+for path, refs, name in json.loads(${JSON.stringify(JSON.stringify(sets))}):
+    want = original(path, name)
+    stem = os.path.basename(refs)
+    got = {f[len(stem) + 2:-4]: np.load(os.path.join(${JSON.stringify(readDir)}, f)) for f in os.listdir(${JSON.stringify(readDir)}) if f.startswith(stem + '__')}
+    if sorted(got) != sorted(want): bad.append([path, sorted(got), sorted(want)])
+    for k, v in want.items():
+        if k in got and not same(got[k], v): bad.append([path, k, str(got[k].dtype), str(v.dtype), got[k].shape, v.shape])
+print(json.dumps(bad))`),
+  );
+}
+
+/** {@link debianPython} without blocking the event loop (for a server of this process that Python reads). */
+function debianPythonAsync(code, ...argv) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/python3', ['-c', `import json, os, sys, numpy as np\n${code}`, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    child.stderr.on('data', (c) => {
+      err += c;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`python exited ${code}: ${err}`))));
+  });
+}
+
+/** Run Debian's Python (zarr 2.13, xarray, dask, fsspec) on `code`; `argv` as sys.argv[1:]. */
+function debianPython(code, ...argv) {
+  const r = spawnSync('/usr/bin/python3', ['-c', `import json, os, sys, numpy as np\n${code}`, ...argv], { encoding: 'utf8', timeout: 300_000 });
+  assert.is(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+test('Zarr v2 sets read by zarr-python through fsspec, equal to numpy bit for bit; xarray opens one with named dimensions', async () => {
+  const sets = [];
+  for (const f of V2_FILES) {
+    // Small chunks, so that arrays span several (13 rows, a prime: one row a chunk).
+    const set = await referencesOf(at(f), { zarrFormat: 2, chunkBytes: 40 });
+    const out = at(`${f}.v2.json`);
+    writeFileSync(out, JSON.stringify(set));
+    sets.push([at(f), out, f.replace(/\.npy$/, '')]);
+  }
+  const readDir = scratch('npyts-refs-read-');
+  const xarray = JSON.parse(
+    debianPython(
+      `import fsspec, zarr, xarray as xr
+sets, out = json.loads(sys.argv[1]), sys.argv[2]
+for path, refs, name in sets:
+    g = zarr.open_group(fsspec.filesystem('reference', fo=refs).get_mapper(''), mode='r')
+    for k in g.array_keys(): np.save(os.path.join(out, os.path.basename(refs) + '__' + k + '.npy'), g[k][...])
+ds = xr.open_dataset('reference://', engine='zarr', backend_kwargs={'storage_options': {'fo': sys.argv[3]}, 'consolidated': False})
+print(json.dumps({k: [list(v.dims), v.values.tolist()] for k, v in ds.data_vars.items()}))`,
+      JSON.stringify(sets),
+      readDir,
+      at('stored.npz.v2.json'),
+    ),
+  );
+  assert.equal(compareRead(sets, readDir), []);
+  // xarray: one variable per member, each with its own dimension names, and numpy's values.
+  const want = JSON.parse(python(`a = np.load(${JSON.stringify(at('stored.npz'))}); print(json.dumps({k: a[k].tolist() for k in a}))`));
+  assert.equal(xarray, { x: [['x_dim_0', 'x_dim_1'], want.x], y: [['y_dim_0'], want.y] });
+});
+
+test('Zarr v3 sets read by tensorstore (strict metadata: endian on every multi-byte type, transpose for Fortran order), equal to numpy bit for bit', async () => {
+  const sets = [];
+  for (const f of V3_FILES) {
+    const set = await referencesOf(at(f), { chunkBytes: 40 });
+    const out = at(`${f}.v3.json`);
+    writeFileSync(out, JSON.stringify(set));
+    sets.push([at(f), out, f.replace(/\.npy$/, '')]);
+  }
+  const readDir = scratch('npyts-refs-read3-');
+  python(`import tensorstore as ts, os
+for path, refs, name in json.loads(${JSON.stringify(JSON.stringify(sets))}):
+    ctx = ts.Context()
+    kv = ts.KvStore.open({'driver': 'memory'}, context=ctx).result()
+    refs_doc = json.load(open(refs))['refs']
+    for key, ref in refs_doc.items():
+        if isinstance(ref, str): kv.write(key, ref.encode()).result()
+        else:
+            with open(ref[0], 'rb') as f: f.seek(ref[1]); kv.write(key, f.read(ref[2])).result()
+    names = [k[:-len('/zarr.json')] for k, v in refs_doc.items() if k.endswith('/zarr.json') and json.loads(v)['node_type'] == 'array']
+    for k in names:
+        a = ts.open({'driver': 'zarr3', 'kvstore': {'driver': 'memory', 'path': k + '/'}}, context=ctx, open=True).result()
+        np.save(os.path.join(${JSON.stringify(readDir)}, os.path.basename(refs) + '__' + k + '.npy'), a.read().result())`);
+  assert.equal(compareRead(sets, readDir), []);
+});
+
+test('100 .npy files joined along axis 0: one array, chunks never straddling two files; dask on a LocalCluster of 2 worker processes sums it as numpy sums np.concatenate', async () => {
+  const parts = [0, 1, 2, 3, 4].map((i) => at(`part-${i}.npy`));
+  // The five files, each given 20 times: 100 inputs, rows of 16 bytes, 6 rows a chunk (gcd of 6, 12, 18).
+  const inputs = Array.from({ length: 100 }, (_, i) => parts[i % 5]);
+  const set = await referencesOf(inputs, { concat: 0, zarrFormat: 2, chunkBytes: 16 * 7 });
+  const meta = JSON.parse(set.refs['part-0/.zarray']);
+  assert.equal(meta.chunks, [6, 2]);
+  writeFileSync(at('joined.json'), JSON.stringify(set));
+  const [sum, equal] = JSON.parse(
+    debianPython(
+      `import fsspec, zarr, dask.array as da
+from distributed import Client, LocalCluster
+files = json.loads(sys.argv[2])
+with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster):
+    x = da.from_zarr(fsspec.filesystem('reference', fo=sys.argv[1]).get_mapper(''), component='part-0')
+    total = int(x.sum().compute())
+    whole = x.compute()
+want = np.concatenate([np.load(f) for f in files])
+print(json.dumps([total - int(want.sum()), whole.dtype == want.dtype and whole.tobytes() == want.tobytes()]))`,
+      at('joined.json'),
+      JSON.stringify(inputs),
+    ),
+  );
+  assert.is(sum, 0);
+  assert.ok(equal);
+});
+
+test('refused by name: a deflated member, bfloat16, a dtype Zarr v3 lacks, mismatched files to join, several files not joined, bytes without a url', async () => {
+  assert.is((await npyErrorOf(() => referencesOf(at('deflated.npz')))).code, 'ZIP_UNSUPPORTED');
+  assert.match((await npyErrorOf(() => referencesOf(at('deflated.npz')))).message, /np\.savez/);
+  const bf16 = await npyErrorOf(() => referencesOf(at('bf16.safetensors')));
+  assert.is(bf16.code, 'NO_COUNTERPART');
+  assert.match(bf16.message, /bfloat16/);
+  // A hostile index: a shard outside its folder is refused before any shard is opened.
+  (await import('node:fs')).mkdirSync(at('evil'), { recursive: true });
+  writeFileSync(at('evil/model.safetensors.index.json'), JSON.stringify({ weight_map: { w: '../m.safetensors' } }));
+  assert.is((await npyErrorOf(() => referencesOf(at('evil/model.safetensors.index.json')))).code, 'UNSAFE_PATH');
+  const quantized = await npyErrorOf(() => referencesOf(at('q.gguf')));
+  assert.is(quantized.code, 'NO_COUNTERPART');
+  assert.match(quantized.message, /quantized \(q\)/);
+  const strings = await npyErrorOf(() => referencesOf(at('s.npy')));
+  assert.is(strings.code, 'NO_COUNTERPART');
+  assert.match(strings.message, /--zarr-format 2/);
+  assert.is((await npyErrorOf(() => referencesOf([at('c.npy'), at('part-0.npy')], { concat: 0 }))).code, 'DTYPE_MISMATCH');
+  assert.is((await npyErrorOf(() => referencesOf([at('f.npy'), at('f.npy')], { concat: 0 }))).code, 'SHAPE_MISMATCH');
+  assert.is((await npyErrorOf(() => referencesOf([at('c.npy'), at('c.npy')]))).code, 'BAD_OPTION');
+  const bytes = new Uint8Array(await (await import('node:fs/promises')).readFile(at('c.npy')));
+  assert.is((await npyErrorOf(() => referencesOfAny(bytes))).code, 'BAD_OPTION');
+  // With a url, bytes make a set that points there.
+  const set = await referencesOfAny(bytes, { url: 'https://example.org/c.npy', zarrFormat: 2 });
+  assert.equal(set.refs['array/0.0'], ['https://example.org/c.npy', 128, 12 * 3 * 4]);
+});
+
+test("references to URLs: a set made over HTTP (headers only moved) points at the URLs, and zarr-python reads the arrays through them, a sharded set's shards too", async () => {
+  const server = await serveFiles(dir);
+  try {
+    const sets = [];
+    for (const f of ['c.npy', 'set/model.safetensors.index.json']) {
+      const set = await referencesOf(`${server.base}/${f}`, { zarrFormat: 2, chunkBytes: 40 });
+      writeFileSync(at(`${f}.http.json`), JSON.stringify(set));
+      sets.push([at(f), at(`${f}.http.json`), f.replace(/\.npy$/, '')]);
+    }
+    // Making the sets read headers only: no range past the first 64 KiB of any file.
+    for (const r of server.log) assert.ok(!r.range || Number(/bytes=(\d*)/.exec(r.range)[1] || 0) < 65536, JSON.stringify(r));
+    const refs = JSON.parse((await import('node:fs')).readFileSync(at('set/model.safetensors.index.json.http.json'), 'utf8')).refs;
+    assert.is(refs['b.w/0.0'][0], `${server.base}/set/model-00002-of-00002.safetensors`);
+    const readDir = scratch('npyts-refs-http-');
+    await debianPythonAsync(
+      `import fsspec, zarr
+for path, refs, name in json.loads(sys.argv[1]):
+    g = zarr.open_group(fsspec.filesystem('reference', fo=refs, remote_protocol='http').get_mapper(''), mode='r')
+    for k in g.array_keys(): np.save(os.path.join(sys.argv[2], os.path.basename(refs) + '__' + k + '.npy'), g[k][...])`,
+      JSON.stringify(sets),
+      readDir,
+    );
+    assert.equal(compareRead(sets, readDir), []);
+    assert.ok(
+      server.log.some((r) => r.path === '/set/model-00001-of-00002.safetensors' && r.range),
+      'zarr read the shard by range',
+    );
+  } finally {
+    await server.close();
+  }
+});
+
+test('npyts refs: the CLI writes the set (-o), with a {name} template for the URL, and one clean line for an error', async () => {
+  const out = at('cli.json');
+  const r = await runCli(['refs', at('part-0.npy'), at('part-1.npy'), '--concat', '0', '--zarr-format', '2', '--url', 's3://bucket/run/{name}', '-o', out]);
+  assert.is(r.code, 0, r.stderr);
+  const set = JSON.parse((await import('node:fs')).readFileSync(out, 'utf8'));
+  assert.equal(set.refs['part-0/0.0'], ['s3://bucket/run/part-0.npy', 128, 6 * 2 * 8]);
+  assert.equal(set.refs['part-0/1.0'], ['s3://bucket/run/part-1.npy', 128, 6 * 2 * 8]);
+  assert.equal(set.refs['part-0/2.0'], ['s3://bucket/run/part-1.npy', 128 + 6 * 2 * 8, 6 * 2 * 8]);
+  const bad = await runCli(['refs', at('deflated.npz')]);
+  assert.is(bad.code, 1);
+  assert.match(bad.stderr, /^npyts: error: .*deflated\.npz: .*np\.savez/);
+  assert.is(bad.stderr.trim().split('\n').length, 1);
+});
+
+test.run();
