@@ -1,11 +1,12 @@
 /**
  * An HDF5 file over any byte source, as h5py and Keras write it: groups, datasets and their
  * attributes, each read when asked for, by range (a remote file moves the metadata walked and the
- * datasets read). The subset read: superblocks 0 to 3, object headers 1 and 2, old-style groups
- * (symbol tables) and compact new-style ones (link messages), contiguous and compact datasets of
- * integers, IEEE floats and fixed-length strings, attributes of those and of variable-length
- * strings. The rest (chunked or filtered datasets, dense storage, soft and external links, other
- * datatypes) is refused by name: `HDF5_UNSUPPORTED`.
+ * datasets read). The subset read: superblocks 0 to 3 (at byte 0 or past a user block), object
+ * headers 1 and 2, old-style groups (symbol tables) and compact new-style ones (link messages),
+ * contiguous and compact datasets of integers, IEEE floats and fixed-length strings, datasets with
+ * no value (h5py's `Empty`), attributes of those and of variable-length strings. The rest (chunked,
+ * filtered or external datasets, dense storage, soft and external links, other datatypes) is refused
+ * by name: `HDF5_UNSUPPORTED`.
  */
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
