@@ -273,7 +273,7 @@ function checkedUrl(href: string, opener?: string): URL {
   }
 }
 
-/** @internal What a URL source is made with besides the HTTP options: the first request's size, and the opener named when a path is given. */
+/** What a URL source is made with besides the HTTP options: the first request's size, and the opener named when a path is given. */
 export interface UrlSourceOptions extends HttpOptions {
   tailBytes?: number;
   /** The opener the input was given to (`'openHdf5'`), named by the refusal of a path as the one to import from `@npyts/core/node`. */
