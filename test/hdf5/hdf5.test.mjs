@@ -7,8 +7,9 @@ import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Hdf5File, NdArray, bytesSource, hdf5Format, openHdf5 } from '@npyts/core';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Hdf5File, NdArray, bytesSource, hdf5Format, openHdf5, openWeights } from '@npyts/core';
+import * as coreNode from '@npyts/core/node';
 import { scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
@@ -43,14 +44,23 @@ async function compareWithH5py(fname, skip = () => false) {
     assert.is(got.kind, want.kind, path);
     assert.is(got.path, path, path);
     const attrs = await got.attrs();
-    const wantAttrs = Object.fromEntries(Object.entries(want.attrs).map(([k, v]) => [k, k === 'ratio' ? { float: v.float } : v]));
-    assert.equal(Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, attrOf(v)])), wantAttrs, `${path} attributes`);
+    // As entries: in h5py's order, and an attribute named `constructor` is compared as any other.
+    const wantAttrs = Object.entries(want.attrs).map(([k, v]) => [k, k === 'ratio' ? { float: v.float } : v]);
+    assert.equal(
+      Object.entries(attrs).map(([k, v]) => [k, attrOf(v)]),
+      wantAttrs,
+      `${path} attributes`,
+    );
     assert.equal(Object.keys(attrs), Object.keys(want.attrs), `${path}: attributes in h5py's order`);
     if (want.kind === 'group') {
       assert.equal(await got.children(), want.children, `${path} members in h5py's order`);
     } else {
       assert.equal(got.shape, want.shape, path);
       assert.is(got.dtype.str, want.dtype, path);
+      // Where h5py says the bytes are in the file (past a user block), where it says they are anywhere.
+      assert.is(got.dataOffset !== null && got.dataOffset >= 0 ? got.dataOffset : null, want.offset, `${path} offset`);
+      // h5py.Empty: no shape (None), and no values (Empty), read as null.
+      if (want.shape === null) assert.is(await got.read(), null, path);
       if (!want.bin) continue;
       const a = await got.read();
       assert.equal(a.shape, want.shape, path);
@@ -65,8 +75,34 @@ async function compareWithH5py(fname, skip = () => false) {
 test("h5py's default format (superblock 0, symbol tables, a 300-member group): every group, attribute and dataset as h5py reads it", async () => {
   const f = await open('default.h5');
   assert.is(f.superblockVersion, 0);
-  // 20 numeric dtypes, a scalar, an empty, strings, opaque bytes, a compact dataset, 300 in 'many'.
-  assert.is(await compareWithH5py('default.h5'), 20 + 5 + 300);
+  // 20 numeric dtypes, a scalar, an empty, strings, opaque bytes, a compact dataset, 300 in 'many', 3 in 'tracked'.
+  assert.is(await compareWithH5py('default.h5'), 20 + 5 + 300 + 3);
+});
+
+test('attributes as h5py reads them: float16 scalars decoded, h5py.Empty as null (datasets too), names such as __proto__ kept, creation order where tracked', async () => {
+  const f = await open('default.h5');
+  const meta = await (await f.get('meta')).attrs();
+  // float16 scalars were their raw bits (20810 for 42.3125).
+  assert.is(meta.half, report.files['default.h5']['/meta'].attrs.half.float);
+  assert.is(meta.half_be, report.files['default.h5']['/meta'].attrs.half_be.float);
+  // No prototype: `__proto__` is an attribute (it was dropped), and no name is inherited.
+  assert.is(Object.getPrototypeOf(meta), null);
+  assert.ok(Object.hasOwn(meta, '__proto__') && Object.hasOwn(meta, 'constructor'));
+  assert.is(Object.getOwnPropertyDescriptor(meta, '__proto__')?.value, 'p');
+  assert.is(meta.constructor, 7);
+  assert.not.ok('toString' in meta);
+  // h5py.Empty as a dataset was refused as corrupt; its attribute of Empty too is null.
+  const nothing = await f.get('nothing');
+  assert.is(nothing.kind, 'dataset');
+  assert.is(nothing.shape, null);
+  assert.is(nothing.byteLength, 0);
+  assert.is(await nothing.read(), null);
+  assert.is((await nothing.attrs()).nothing, null);
+  // track_order=True: attributes and members in creation order, as h5py lists them.
+  const tracked = await f.get('tracked');
+  const want = report.files['default.h5']['/tracked'];
+  assert.equal(Object.keys(await tracked.attrs()), Object.keys(want.attrs));
+  assert.equal(await tracked.children(), want.children);
 });
 
 test("libver='latest' (superblock 3, object headers 2, link messages, track_order): as h5py reads it", async () => {
@@ -98,11 +134,16 @@ test('what npyts does not read is refused by name (HDF5_UNSUPPORTED): chunks, fi
     ['external', 'external link'],
     ['bools', 'enum'],
     ['vlen', 'variable-length'],
+    ['external_storage', 'external storage'],
   ]) {
     const e = await npyErrorOf(() => f.get(path));
     assert.is(e.code, 'HDF5_UNSUPPORTED', `${path}: ${e.message}`);
     assert.match(e.message, words, path);
   }
+  // External storage is named with its files (it was refused as "never written").
+  const external = await npyErrorOf(() => f.get('external_storage'));
+  assert.match(external.message, 'ext1.bin');
+  assert.match(external.message, 'ext2.bin');
   assert.equal(raw(await (await f.get('plain')).read()), new Uint8Array(new Float32Array([0, 1, 2, 3]).buffer));
   const bool = await npyErrorOf(() => f.root.attrs());
   assert.is(bool.code, 'HDF5_UNSUPPORTED');
@@ -110,6 +151,34 @@ test('what npyts does not read is refused by name (HDF5_UNSUPPORTED): chunks, fi
   const e = await npyErrorOf(() => dense.root.children());
   assert.is(e.code, 'HDF5_UNSUPPORTED');
   assert.match(e.message, 'dense storage');
+});
+
+test('a user block (h5py userblock_size=512, 2048): the superblock found after it, addresses counted from it, told apart by openWeights', async () => {
+  for (const fname of ['userblock.h5', 'userblock_latest.h5']) {
+    assert.is(await compareWithH5py(fname), 3, fname);
+    // Zeros before the superblock passed safetensors' weak test (BAD_SAFETENSORS); text told no format.
+    const w = await openWeights(bytesOf(fname));
+    assert.is(w.format, 'hdf5', fname);
+    const want = report.files[fname]['/w'];
+    assert.equal(raw(await w.get('w')), new Uint8Array(readFileSync(join(dir, 'expect', fname, want.bin))), fname);
+    await w.close();
+  }
+  // Not HDF5 anywhere the library looks: refused, naming where it looked.
+  const e = await npyErrorOf(() => open('zeros.h5', new Uint8Array(4096)));
+  assert.is(e.code, 'BAD_HDF5');
+  assert.match(e.message, '512');
+});
+
+test("paths: @npyts/core/node's openHdf5 opens them (a path, a file: URL); the main entry's refusal names it", async () => {
+  for (const input of [join(dir, 'userblock.h5'), pathToFileURL(join(dir, 'userblock.h5'))]) {
+    const f = await coreNode.openHdf5(input);
+    const want = report.files['userblock.h5']['/g/b'];
+    assert.equal(raw(await (await f.get('g/b')).read()), new Uint8Array(readFileSync(join(dir, 'expect', 'userblock.h5', want.bin))));
+    await f.close();
+  }
+  const e = await npyErrorOf(() => openHdf5(join(dir, 'default.h5')));
+  assert.is(e.code, 'NETWORK');
+  assert.match(e.message, "import { openHdf5 } from '@npyts/core/node'");
 });
 
 test('openHdf5 over a Blob; a closed file refuses later reads with CLOSED', async () => {
@@ -143,7 +212,8 @@ const walkAll = async (bytes) => {
 test("as a weight file (the format list's hdf5 entry): every dataset by its path, read as h5py reads it", async () => {
   const f = await hdf5Format.open(bytesSource(bytesOf('default.h5'), 'default.h5'), null, {});
   assert.is(f.format, 'hdf5');
-  const datasets = Object.entries(report.files['default.h5']).filter(([, o]) => o.kind === 'dataset');
+  // A dataset with no value (h5py.Empty) holds no tensor: it is not listed.
+  const datasets = Object.entries(report.files['default.h5']).filter(([, o]) => o.kind === 'dataset' && o.shape !== null);
   assert.equal([...f.names].sort(), datasets.map(([p]) => p.slice(1)).sort());
   // A float32 dataset whose dtype attribute says bfloat16 (Keras's mark for 2-byte values) stays float32, as h5py reads it.
   assert.is((await f.info('num/f4')).dtype.str, '<f4');

@@ -40,6 +40,8 @@ def attr_json(v):
         return {'float': float(v)}
     if isinstance(v, h5py.Empty):
         return {'empty': True}
+    if isinstance(v, np.void):
+        return {'array': list(v.tobytes()), 'shape': [], 'dtype': v.dtype.str}
     raise TypeError(type(v))
 
 
@@ -62,10 +64,13 @@ def tree(fname):
                         objects[child] = {'kind': 'link', 'link': type(link).__name__}
             else:
                 entry['kind'] = 'dataset'
-                entry['shape'] = list(obj.shape)
+                # h5py.Empty (a null dataspace): no shape, no values.
+                entry['shape'] = None if obj.shape is None else list(obj.shape)
                 entry['dtype'] = obj.dtype.str
                 entry['chunks'] = obj.chunks is not None
-                if obj.chunks is None and obj.dtype.kind in 'iufSV':
+                # Where h5py says the bytes are in the file (past a user block too), None for compact or chunked.
+                entry['offset'] = obj.id.get_offset()
+                if obj.chunks is None and obj.shape is not None and obj.dtype.kind in 'iufSV':
                     # npyts arrays hold values in the machine's order, whatever the file's.
                     data = np.ascontiguousarray(obj[()])
                     data = data.astype(data.dtype.newbyteorder('='))
@@ -115,6 +120,20 @@ def common(f, small):
     g.attrs['floats'] = np.array([1.5, -2.25], dtype='<f8')
     g.attrs['empty_str'] = ''
     g.attrs['bytes_scalar'] = np.bytes_(b'keras')
+    # float16 scalars (either byte order) and an opaque one, decoded as a dataset's values are.
+    g.attrs['half'] = np.float16(42.3125)
+    g.attrs['half_be'] = np.array(-0.333, dtype='>f2')
+    g.attrs['void'] = np.void(b'\x01\x02\x03\x04')
+    # Names an object's prototype has: attributes like any other.
+    g.attrs['__proto__'] = 'p'
+    g.attrs['constructor'] = np.int32(7)
+    # h5py.Empty as a dataset (a null dataspace): its shape is None, its value Empty.
+    f.create_dataset('nothing', data=h5py.Empty('<f4')).attrs['nothing'] = h5py.Empty('i8')
+    # track_order=True: attributes and members in creation order (a version 2 object header keeps each attribute's).
+    t = f.create_group('tracked', track_order=True)
+    for k in ['zeta', 'alpha', 'mid']:
+        t.attrs[k] = k
+        t[k] = np.array([1.0], dtype='<f4')
     d = f['num/f4']
     for i in range(30):
         d.attrs[f'extra_{i}'] = i  # forces continuation blocks after the dataset's first header block
@@ -138,7 +157,20 @@ with h5py.File(os.path.join(out, 'latest.h5'), 'w', libver='latest') as f:
     t = f.create_group('ordered', track_order=True)
     for k in ['zeta', 'alpha', 'mid']:
         t[k] = np.array([1.0], dtype='<f4')
+        t.attrs[k] = np.int16(len(k))
 files['latest.h5'] = tree('latest.h5')
+
+# User blocks: the superblock at 512 (zeros before it, as h5py leaves them) and at 2048 (text
+# written into the block), with libver='latest' for the second: addresses count from the superblock.
+for fname, size, libver, text in [('userblock.h5', 512, 'earliest', b''), ('userblock_latest.h5', 2048, 'latest', b'npyts user block: any bytes')]:
+    with h5py.File(os.path.join(out, fname), 'w', userblock_size=size, libver=libver) as f:
+        f['w'] = values('<f4', (3, 4))
+        f['g/b'] = values('>i2', (5,))
+        f['g'].attrs['name'] = 'dense'
+        compact(f, 'compact', values('<i4', (2, 3)))
+    with open(os.path.join(out, fname), 'r+b') as b:
+        b.write(text)
+    files[fname] = tree(fname)
 
 # What npyts refuses by name: chunks, filters, soft and external links, dense groups, enums.
 with h5py.File(os.path.join(out, 'refused.h5'), 'w') as f:
@@ -148,6 +180,11 @@ with h5py.File(os.path.join(out, 'refused.h5'), 'w') as f:
     f['soft'] = h5py.SoftLink('/plain')
     f['external'] = h5py.ExternalLink('other.h5', '/x')
     f['bools'] = np.array([True, False])
+    # Values in external files (h5py reads them from there): refused, naming them.
+    for i in (1, 2):
+        with open(os.path.join(out, f'ext{i}.bin'), 'wb') as b:
+            b.write(np.arange(2, dtype='<f4').tobytes())
+    f.create_dataset('external_storage', shape=(4,), dtype='<f4', external=[(os.path.join(out, f'ext{i}.bin'), 0, 8) for i in (1, 2)])
     f['vlen'] = np.array(['a', 'bb'], dtype=h5py.string_dtype())
     f.attrs['bool_attr'] = np.bool_(True)
 with h5py.File(os.path.join(out, 'dense.h5'), 'w', libver='latest') as f:

@@ -17,6 +17,7 @@ import {
   type GgufTensorInfo,
   type Hdf5AttributeValue,
   type Hdf5Dataset,
+  type Hdf5File,
   type Hdf5Group,
   type KerasMetadata,
   type NdArray,
@@ -27,6 +28,7 @@ import {
 } from '@npyts/core';
 import {
   loadWeights,
+  openHdf5 as openHdf5Path,
   openSafetensorsSync,
   openWeights,
   saveNpySync,
@@ -177,12 +179,15 @@ const h5 = await openHdf5('https://example.org/model.weights.h5');
 const member = await h5.get('layers/dense/vars/0');
 expectTypeOf(member).toEqualTypeOf<Hdf5Group | Hdf5Dataset>();
 if (member.kind === 'dataset') {
-  expectTypeOf(member.shape).toEqualTypeOf<readonly number[]>();
-  expectTypeOf(member.read()).toEqualTypeOf<Promise<NdArray>>();
+  // null for a dataset with no value (h5py.Empty): no shape, and read() gives null.
+  expectTypeOf(member.shape).toEqualTypeOf<readonly number[] | null>();
+  expectTypeOf(member.read()).toEqualTypeOf<Promise<NdArray | null>>();
 } else {
   expectTypeOf(member.children()).toEqualTypeOf<Promise<string[]>>();
 }
 expectTypeOf(await h5.root.attrs()).toEqualTypeOf<Record<string, Hdf5AttributeValue>>();
+// In Node, a path (or anything core's openHdf5 takes).
+expectTypeOf(openHdf5Path('model.weights.h5')).toEqualTypeOf<Promise<Hdf5File>>();
 const keras = await KerasFile.fromHdf5(h5);
 expectTypeOf(keras.metadata).toEqualTypeOf<KerasMetadata>();
 expectTypeOf(keras.metadata.layers['layers/dense/vars']).toEqualTypeOf<string | undefined>();

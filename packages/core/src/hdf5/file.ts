@@ -1,17 +1,18 @@
 /**
  * An HDF5 file over any byte source, as h5py and Keras write it: groups, datasets and their
  * attributes, each read when asked for, by range (a remote file moves the metadata walked and the
- * datasets read). The subset read: superblocks 0 to 3, object headers 1 and 2, old-style groups
- * (symbol tables) and compact new-style ones (link messages), contiguous and compact datasets of
- * integers, IEEE floats and fixed-length strings, attributes of those and of variable-length
- * strings. The rest (chunked or filtered datasets, dense storage, soft and external links, other
- * datatypes) is refused by name: `HDF5_UNSUPPORTED`.
+ * datasets read). The subset read: superblocks 0 to 3 (at byte 0 or past a user block), object
+ * headers 1 and 2, old-style groups (symbol tables) and compact new-style ones (link messages),
+ * contiguous and compact datasets of integers, IEEE floats and fixed-length strings, datasets with
+ * no value (h5py's `Empty`), attributes of those and of variable-length strings. The rest (chunked,
+ * filtered or external datasets, dense storage, soft and external links, other datatypes) is refused
+ * by name: `HDF5_UNSUPPORTED`.
  */
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { parseDescr, type DType } from '../format/dtype.js';
 import type { NpyHeader } from '../format/header.js';
-import { type AsyncByteSource, type ByteSource, bytesSource, checkedReads } from '../io/byte-source.js';
+import { type AsyncByteSource, type ByteSource, bytesSource, checkedReads, windowSource } from '../io/byte-source.js';
 import { npyReaderOf } from '../io/open.js';
 import { Cursor, MetaReader, UNDEFINED, bad, unsupported } from './bytes.js';
 import {
@@ -26,13 +27,16 @@ import {
   linksOf,
   readObjectHeader,
   readSuperblock,
+  refuseExternal,
 } from './objects.js';
+import { hdf5Start } from './signature.js';
 import { countOf, dtypeOf, fixedString, vlenString } from './types.js';
 
 /**
- * An attribute's value as h5py reads it: a string (fixed or variable length), a number (a bigint
- * for a 64-bit integer past 2^53), an array of strings, or an `NdArray` of numbers; null for an
- * attribute with no value (a null dataspace).
+ * An attribute's value as h5py reads it: a string (fixed or variable length), a number (float16 to
+ * float64, integers; a bigint for a 64-bit integer past 2^53), an array of strings, or an `NdArray`
+ * of numbers (and a 0-d one for a scalar of opaque bytes); null for an attribute with no value (a
+ * null dataspace: h5py's `h5py.Empty`).
  */
 export type Hdf5AttributeValue = string | number | bigint | string[] | NdArray | null;
 
@@ -49,6 +53,8 @@ interface Context {
   readonly data: AsyncByteSource;
   /** The root group's object header. */
   readonly root: number;
+  /** Where the HDF5 data starts in the source (after a user block; 0 without one): addresses count from here. */
+  readonly base: number;
 }
 
 /** Most groups a path may cross: deeper paths are refused (h5py's own limit is memory). */
@@ -74,13 +80,16 @@ abstract class Hdf5Object {
   }
 
   /**
-   * Every attribute, by name in the header's order: strings, numbers, arrays (see
-   * {@link Hdf5AttributeValue}); a datatype npyts does not read is refused naming the attribute.
+   * Every attribute, in h5py's order (by name, or by creation order where the object tracks it:
+   * `track_order=True`): strings, numbers, arrays (see {@link Hdf5AttributeValue}); a datatype npyts
+   * does not read is refused naming the attribute. The object has no prototype: every name the file
+   * has is an own property (`__proto__` and `constructor` too), and no other name is there.
    * @example
    * (await group.attrs()).name;   // 'dense'
    */
   async attrs(options: Hdf5ReadOptions = {}): Promise<Record<string, Hdf5AttributeValue>> {
-    const out: Record<string, Hdf5AttributeValue> = {};
+    // No prototype: a name from the file is only ever an own property (an attribute named `__proto__` is kept, not a prototype).
+    const out: Record<string, Hdf5AttributeValue> = Object.create(null);
     for (const a of attributesOf(this.header, this.ctx.meta.sizes, this.path)) {
       try {
         out[a.name] = await attributeValue(this.ctx, a, `attribute '${a.name}' of ${this.path}`, options.signal);
@@ -152,15 +161,16 @@ export class Hdf5Group extends Hdf5Object {
 
 /**
  * A dataset: its `shape` and `dtype` (read from its header when it was opened) and `read`, which
- * moves its bytes (only them) and returns the npyts array.
+ * moves its bytes (only them) and returns the npyts array. A dataset with no value (a null
+ * dataspace: h5py's `h5py.Empty`, whose `shape` is None) has `shape` null and reads as null.
  * @example
  * const d = await file.root.get('a');
  * if (d.kind === 'dataset') { d.shape; d.dtype.str; const a = await d.read(); }
  */
 export class Hdf5Dataset extends Hdf5Object {
   readonly kind = 'dataset' as const;
-  /** The dataset's shape (`[]` for a scalar). */
-  readonly shape: readonly number[];
+  /** The dataset's shape (`[]` for a scalar); null for a dataset with no value (h5py's `Empty`). */
+  readonly shape: readonly number[] | null;
   /** The npyts dtype its values read as (`<f4`, `>i8`, `|S5`). */
   readonly dtype: DType;
   private readonly stored: DatasetHeader;
@@ -173,28 +183,35 @@ export class Hdf5Dataset extends Hdf5Object {
     this.dtype = dtypeOf(this.stored.type, path);
   }
 
-  /** The bytes the dataset's values take. */
+  /** The bytes the dataset's values take (0 for one with no value). */
   get byteLength(): number {
-    return countOf(this.shape, this.path) * this.dtype.itemsize;
-  }
-
-  /** Where the dataset's bytes are in the file (null for a compact dataset, whose bytes are in its header). */
-  get dataOffset(): number | null {
-    return this.stored.layout.kind === 'contiguous' ? this.stored.layout.address : null;
+    return this.shape === null ? 0 : countOf(this.shape, this.path) * this.dtype.itemsize;
   }
 
   /**
-   * The dataset's values, read by range (only its bytes move). `as` reads the same bytes as another
-   * dtype of the same item size (Keras stores bfloat16 as uint16: `{ as: 'bfloat16' }`).
+   * The byte of the file where the dataset's bytes are (past a user block where the file has one);
+   * null for a compact dataset, whose bytes are in its header; negative where no storage is allocated.
+   */
+  get dataOffset(): number | null {
+    const layout = this.stored.layout;
+    if (layout.kind !== 'contiguous') return null;
+    return layout.address === UNDEFINED ? UNDEFINED : this.ctx.base + layout.address;
+  }
+
+  /**
+   * The dataset's values, read by range (only its bytes move); null for a dataset with no value
+   * (`shape` null: h5py reads it as `h5py.Empty`). `as` reads the same bytes as another dtype of the
+   * same item size (Keras stores bfloat16 as uint16: `{ as: 'bfloat16' }`).
    * @example
    * const kernel = await d.read();   // NdArray<'<f4'>
    */
-  async read(options: Hdf5ReadOptions & { as?: DType | string } = {}): Promise<NdArray> {
+  async read(options: Hdf5ReadOptions & { as?: DType | string } = {}): Promise<NdArray | null> {
     const { signal } = options;
     const dtype = options.as === undefined ? this.dtype : parseDescr(options.as);
     if (dtype.itemsize !== this.dtype.itemsize) {
       throw new NpyError('BAD_OPTION', `${this.path} holds ${this.dtype.itemsize}-byte values (${this.dtype.name}); it cannot be read as ${dtype.name}`);
     }
+    if (this.shape === null) return null;
     try {
       const size = countOf(this.shape, this.path);
       const bytes = size * dtype.itemsize;
@@ -238,7 +255,9 @@ async function openObject(ctx: Context, address: number, path: string, signal?: 
   try {
     ctx.meta.check(address, 16, `the object header of ${path}`);
     const header = await readObjectHeader(ctx.meta, address, signal);
-    return isGroup(header) ? new Hdf5Group(ctx, header, path) : new Hdf5Dataset(ctx, header, path);
+    if (isGroup(header)) return new Hdf5Group(ctx, header, path);
+    await refuseExternal(ctx.meta, header, path, signal);
+    return new Hdf5Dataset(ctx, header, path);
   } catch (e) {
     throw withWhere(e, { file: ctx.meta.name, member: path });
   }
@@ -275,9 +294,12 @@ async function attributeValue(ctx: Context, a: RawAttribute, where: string, sign
   }
   const dtype = dtypeOf(t, where);
   const array = await readArray(bytesSource(a.data.slice(0, count * t.size), where), 0, dtype, a.shape, where, signal);
-  if (!scalar) return array;
-  const v = (array.data as ArrayLike<number | bigint>)[0]!;
-  return typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  // A scalar number is decoded as an array's element is (float16 from its bits, either byte order); opaque bytes stay a 0-d array.
+  if (!scalar || dtype.kind === 'V') return array;
+  const v = array.get();
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  throw unsupported(`${where} is a scalar of ${dtype.name}, which npyts does not read as an attribute`);
 }
 
 /**
@@ -314,12 +336,20 @@ export class Hdf5File implements AsyncDisposable {
     try {
       // `file` exists once the root is open: every later read checks it was not closed.
       let file: Hdf5File | null = null;
-      const data = checkedReads(source, () => file?.checkOpen());
-      const meta = new MetaReader(data);
+      const whole = checkedReads(source, () => file?.checkOpen());
+      let meta = new MetaReader(whole);
+      const base = await hdf5Start(async (at, n) => (await meta.cursor(at, n, 'the HDF5 signature', signal)).bytes, meta.size);
+      if (base === null) {
+        throw bad(
+          `${meta.name} is not an HDF5 file: it has no HDF5 signature (\\x89HDF\\r\\n\\x1a\\n) at byte 0, nor after a user block at byte 512, 1024, 2048, …`,
+        );
+      }
+      // After a user block, the file's addresses count from its superblock: the rest is read through a window.
+      const data = base === 0 ? whole : windowSource(whole, base, whole.size - base);
+      if (base !== 0) meta = new MetaReader(data);
       const sb = await readSuperblock(meta, signal);
-      if (sb.base !== 0) throw unsupported(`${meta.name} has a base address of ${sb.base} (a user block), which npyts does not read`);
       meta.sizes = sb.sizes;
-      const ctx: Context = { meta, heaps: new GlobalHeaps(meta), data, root: sb.root };
+      const ctx: Context = { meta, heaps: new GlobalHeaps(meta), data, root: sb.root, base };
       const root = await openObject(ctx, sb.root, '/', signal);
       if (root.kind !== 'group') throw bad(`the root object of ${meta.name} (at byte ${sb.root}) is not a group`);
       file = new Hdf5File(source, root, sb.version);

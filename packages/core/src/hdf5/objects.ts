@@ -16,11 +16,13 @@ export interface Superblock {
   readonly sizes: Sizes;
   /** The root group's object header. */
   readonly root: number;
-  /** Where addresses count from (0 but in files with a user block written in place). */
-  readonly base: number;
 }
 
-/** Read the superblock at the start of the file (h5py writes it at byte 0). */
+/**
+ * Read the superblock at byte 0 of `meta` (the file from where its superblock is: addresses count
+ * from there). Its base address field is not used: the HDF5 library sets the base to where it found
+ * the superblock, whatever the field says.
+ */
 export async function readSuperblock(meta: MetaReader, signal?: AbortSignal): Promise<Superblock> {
   const c = await meta.cursorUpTo(0, 256, 12, 'the superblock', signal);
   if (!isHdf5(c.take(8))) throw bad(`${meta.name} does not start with the HDF5 signature (\\x89HDF\\r\\n\\x1a\\n)`);
@@ -32,26 +34,26 @@ export async function readSuperblock(meta: MetaReader, signal?: AbortSignal): Pr
     checkSizes(sizes);
     c.skip(1 + 4 + 4); // reserved, group K values, flags
     if (version === 1) c.skip(4);
-    const base = c.uint(sizes.offsets);
+    c.skip(sizes.offsets); // base address
     c.skip(sizes.offsets); // free space
     c.uint(sizes.offsets); // end of file
     c.skip(sizes.offsets); // driver information
     // The root group's symbol table entry: its object header is what counts.
     c.skip(sizes.offsets);
     const root = c.uint(sizes.offsets);
-    return { version, sizes, root, base: Math.max(0, base) };
+    return { version, sizes, root };
   }
   if (version === 2 || version === 3) {
     sizes = { offsets: c.u8(), lengths: c.u8() };
     checkSizes(sizes);
     c.skip(1); // flags
-    const base = c.uint(sizes.offsets);
+    c.skip(sizes.offsets); // base address
     // A superblock extension holds file-wide settings (shared messages, file space): none this reader needs.
     c.skip(sizes.offsets);
     c.uint(sizes.offsets); // end of file
     const root = c.uint(sizes.offsets);
     checkChecksum(c.bytes.subarray(0, c.pos + 4), 0, 'the superblock');
-    return { version, sizes, root, base: Math.max(0, base) };
+    return { version, sizes, root };
   }
   throw unsupported(`${meta.name} has an HDF5 superblock of version ${version}; npyts reads versions 0 to 3`);
 }
@@ -72,6 +74,8 @@ export interface Message {
   readonly data: Uint8Array;
   /** The byte of the file where the message's data starts. */
   readonly at: number;
+  /** Its creation order, where the header keeps one (version 2 with attribute creation order tracked); else null. */
+  readonly order: number | null;
 }
 
 /** A link from a group: to an object's header (hard), or a soft or external link (refused when followed). */
@@ -97,6 +101,7 @@ const MSG = {
   CONTINUATION: 16,
   SYMBOL_TABLE: 17,
   LINK: 6,
+  EXTERNAL: 7,
   ATTRIBUTE_INFO: 21,
 } as const;
 
@@ -151,8 +156,9 @@ export async function readObjectHeader(meta: MetaReader, address: number, signal
       const type = version2 ? c.u8() : c.u16();
       const size = c.u16();
       const mflags = c.u8();
+      let order: number | null = null;
       if (version2) {
-        if (flags & 4) c.skip(2);
+        if (flags & 4) order = c.u16();
       } else {
         c.skip(3);
       }
@@ -169,7 +175,7 @@ export async function readObjectHeader(meta: MetaReader, address: number, signal
         meta.check(next, nextLength, `a continuation of the object header at byte ${address}`);
         blocks.push({ at: next, length: nextLength });
       } else if (type !== MSG.NIL) {
-        messages.push({ type, flags: mflags, data, at: dataAt });
+        messages.push({ type, flags: mflags, data, at: dataAt, order });
       }
       if (!version2) c.align(8);
     }
@@ -195,7 +201,8 @@ export function isGroup(h: ObjectHeader): boolean {
 /** A dataset's datatype, shape and storage, from its header. */
 export interface DatasetHeader {
   readonly type: Hdf5Type;
-  readonly shape: number[];
+  /** Null for a null dataspace (h5py's `Empty`: no values). */
+  readonly shape: number[] | null;
   readonly layout: Layout;
 }
 
@@ -208,7 +215,7 @@ export function datasetOf(h: ObjectHeader, sizes: Sizes, where: string): Dataset
   if (t.flags & 2) throw unsupported(`${where} has a shared (committed) datatype, which npyts does not read`);
   if (s.flags & 2) throw unsupported(`${where} has a shared dataspace, which npyts does not read`);
   const type = parseDatatype(cursorOf(t, `the datatype of ${where}`), sizes);
-  const shape = parseDataspace(cursorOf(s, `the dataspace of ${where}`), sizes) ?? [];
+  const shape = parseDataspace(cursorOf(s, `the dataspace of ${where}`), sizes);
   const c = cursorOf(l, `the layout of ${where}`);
   const version = c.u8();
   let layout: Layout;
@@ -251,6 +258,34 @@ export function datasetOf(h: ObjectHeader, sizes: Sizes, where: string): Dataset
   return { type, shape, layout };
 }
 
+/** External files named in a refusal: the first few (a dataset may list many). */
+const EXTERNAL_NAMES_SHOWN = 4;
+
+/**
+ * Refuse a dataset stored in external files (h5py's `external=`), naming them: its values are not in
+ * this file (h5py reads them from files beside it), and npyts reads one file.
+ */
+export async function refuseExternal(meta: MetaReader, h: ObjectHeader, where: string, signal?: AbortSignal): Promise<void> {
+  const m = messageOf(h, MSG.EXTERNAL);
+  if (!m) return;
+  const { sizes } = meta;
+  const c = cursorOf(m, `the external files message of ${where}`);
+  const version = c.u8();
+  if (version !== 1) throw bad(`the external files message of ${where} (at byte ${m.at}) has version ${version} (1)`);
+  c.skip(3 + 2); // reserved, allocated slots
+  const used = c.u16();
+  const heap = await localHeap(meta, c.uint(sizes.offsets), where, signal);
+  const names: string[] = [];
+  for (let i = 0; i < Math.min(used, EXTERNAL_NAMES_SHOWN); i++) {
+    names.push(`'${heapName(heap, c.uint(sizes.lengths), where)}'`);
+    c.skip(2 * sizes.lengths); // offset in the file, size
+  }
+  const more = used > names.length ? ` and ${used - names.length} more` : '';
+  throw unsupported(
+    `${where} keeps its values in external storage (h5py's external=: ${used} external file${used === 1 ? '' : 's'}, ${names.join(', ')}${more}), not in this file, which npyts does not read: write it into the file`,
+  );
+}
+
 /** A raw attribute: its name, datatype, shape (null for no value) and data bytes. */
 export interface RawAttribute {
   readonly name: string;
@@ -265,10 +300,13 @@ const utf8 = new TextDecoder('utf-8');
 /** The attributes stored in an object's header (dense attribute storage is refused by name). */
 export function attributesOf(h: ObjectHeader, sizes: Sizes, where: string): RawAttribute[] {
   const info = messageOf(h, MSG.ATTRIBUTE_INFO);
+  // h5py lists attributes by creation order where the object tracks it (track_order=True), else by name.
+  let byCreation = false;
   if (info) {
     const c = cursorOf(info, `the attribute info of ${where}`);
     c.u8();
     const flags = c.u8();
+    byCreation = (flags & 1) !== 0;
     if (flags & 1) c.skip(2);
     const heap = c.uint(sizes.offsets);
     if (heap !== UNDEFINED)
@@ -276,11 +314,9 @@ export function attributesOf(h: ObjectHeader, sizes: Sizes, where: string): RawA
         `${where} keeps its attributes in dense storage (a fractal heap: more than 8 attributes, or large ones, with libver='latest'), which npyts does not read`,
       );
   }
-  // h5py lists attributes by name (as it lists a group's members), whatever order the header has.
-  const byName = (a: RawAttribute, b: RawAttribute): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  return h.messages
+  const attributes = h.messages
     .filter((m) => m.type === MSG.ATTRIBUTE)
-    .map((m) => {
+    .map((m, i): [number, RawAttribute] => {
       const c = cursorOf(m, `an attribute of ${where}`);
       const version = c.u8();
       if (version < 1 || version > 3) throw bad(`an attribute of ${where} (at byte ${m.at}) has version ${version} (1 to 3)`);
@@ -298,9 +334,15 @@ export function attributesOf(h: ObjectHeader, sizes: Sizes, where: string): RawA
       const type = parseDatatype(new Cursor(c.take(pad(typeSize)), m.at + typeAt, `the datatype of attribute '${name}' of ${where}`), sizes);
       const spaceAt = c.pos;
       const shape = parseDataspace(new Cursor(c.take(pad(spaceSize)), m.at + spaceAt, `the dataspace of attribute '${name}' of ${where}`), sizes);
-      return { name, type, shape, data: c.take(c.left), at: m.at + c.pos };
-    })
-    .sort(byName);
+      return [m.order ?? i, { name, type, shape, data: c.take(c.left), at: m.at + c.pos }];
+    });
+  return sortedNames(attributes, byCreation);
+}
+
+/** Items by creation order (`byCreation`) or by name, as h5py lists a group's members and an object's attributes. */
+function sortedNames<T extends { readonly name: string }>(items: [number, T][], byCreation: boolean): T[] {
+  items.sort(byCreation ? (a, b) => a[0] - b[0] : (a, b) => (a[1].name < b[1].name ? -1 : a[1].name > b[1].name ? 1 : 0));
+  return items.map(([, item]) => item);
 }
 
 /**
@@ -331,8 +373,9 @@ export async function linksOf(meta: MetaReader, h: ObjectHeader, where: string, 
       );
     }
   }
-  const order: [number, string][] = [];
-  const byCreation = info !== undefined && (info.data[1]! & 2) !== 0;
+  const order: [number, { name: string }][] = [];
+  // h5py lists a group's members by name, or by creation order where the group tracks it (track_order=True).
+  const byCreation = info !== undefined && (info.data[1]! & 1) !== 0;
   for (const m of h.messages) {
     if (m.type !== MSG.LINK) continue;
     const c = cursorOf(m, `a link of ${where}`);
@@ -351,12 +394,10 @@ export async function linksOf(meta: MetaReader, h: ObjectHeader, where: string, 
     else link = { kind: 'other', what: `a link of type ${type}` };
     if (links.has(name)) throw bad(`${where} has two links named '${name}'`);
     links.set(name, link);
-    order.push([created, name]);
+    order.push([created, { name }]);
   }
   if (!order.length) return links;
-  // h5py lists a group's members by name, or by creation order where the group indexes it (track_order=True).
-  order.sort(byCreation ? (a, b) => a[0] - b[0] : (a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
-  return new Map(order.map(([, name]) => [name, links.get(name)!]));
+  return new Map(sortedNames(order, byCreation).map(({ name }) => [name, links.get(name)!]));
 }
 
 /** A local heap's data segment (the names of a symbol table's members). */

@@ -6,7 +6,7 @@ import type { DescrInput } from '../format/descr-types.js';
 import { readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import { blobSource, bytesSource, isByteSource, type ByteSource } from './byte-source.js';
-import { openNpyUrl, urlSource, type HttpOptions, type UrlOptions } from './url.js';
+import { openNpyUrl, urlSource, type UrlOptions, type UrlSourceOptions } from './url.js';
 import { npyReaderOf, type NpyReadStats, type NpyReader } from './reader.js';
 
 export { npyReaderOf, type NpyReadStats, type NpyReader, type ReadTuning, type ReaderOptions } from './reader.js';
@@ -28,12 +28,13 @@ export function resolveUrl(url: string | URL): string {
 
 /**
  * The byte source of a file given as a URL (read by range requests; a relative URL resolves against
- * the page; `tailBytes` is what the first request asks for, from the end), a `Blob` (sliced), bytes
- * (viewed), or a source (as it is): the one place where every container's input becomes a source.
+ * the page; `tailBytes` is what the first request asks for, from the end; `opener` is the function
+ * named when a path is given), a `Blob` (sliced), bytes (viewed), or a source (as it is): the one
+ * place where every container's input becomes a source.
  * @example
  * const source = await sourceOf('https://example.org/model.safetensors');
  */
-export async function sourceOf(input: NpySource, options: HttpOptions & { tailBytes?: number } = {}): Promise<ByteSource> {
+export async function sourceOf(input: NpySource, options: UrlSourceOptions = {}): Promise<ByteSource> {
   // Every opener's options, checked whatever the input: bytes ignore the HTTP ones, but a NaN is a mistake anywhere.
   checkReadOptions(options);
   if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);

@@ -256,16 +256,28 @@ function networkError(e: unknown, href: string, what: string, signal: AbortSigna
   );
 }
 
-/** `href` as a URL, or an NpyError that says where files are opened instead. */
-function checkedUrl(href: string): URL {
+/**
+ * `href` as a URL, or an NpyError that says where files are opened instead: with `opener` (the
+ * function given the path, whose twin in `@npyts/core/node` opens paths), that one; else the .npy readers.
+ */
+function checkedUrl(href: string, opener?: string): URL {
   try {
     return new URL(href);
   } catch {
     throw new NpyError(
       'NETWORK',
-      `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpyFile (region reads) or loadNpy from '@npyts/core/node'`,
+      opener
+        ? `'${href}' is not a URL: ${opener} of '@npyts/core' reads URLs, Blobs and bytes; in Node, open a path with import { ${opener} } from '@npyts/core/node'`
+        : `'${href}' is not a URL: this openNpy reads URLs, Blobs and bytes; in Node, open a file with openNpyFile (region reads) or loadNpy from '@npyts/core/node'`,
     );
   }
+}
+
+/** What a URL source is made with besides the HTTP options: the first request's size, and the opener named when a path is given. */
+export interface UrlSourceOptions extends HttpOptions {
+  tailBytes?: number;
+  /** The opener the input was given to (`'openHdf5'`), named by the refusal of a path as the one to import from `@npyts/core/node`. */
+  opener?: string;
 }
 
 /** What a file is read as, for the advice of a refusal: by its reader, else by its name's extension. */
@@ -334,9 +346,10 @@ export class HttpFile {
     readonly href: string,
     private readonly options: HttpOptions,
     private readonly format?: UrlFormat,
+    opener?: string,
   ) {
     checkNumbers(options, HTTP_RULES);
-    this.url = checkedUrl(href);
+    this.url = checkedUrl(href, opener);
     this.origin = this.url.origin;
     this.shown = redactUrls(href);
     const fetch: NonNullable<HttpOptions['fetch']> = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
@@ -695,10 +708,10 @@ function httpSource(http: HttpFile, kept: Uint8Array, keptAt: number, options: {
  */
 export async function urlSource(
   url: string | URL,
-  options: HttpOptions & { tailBytes?: number } = {},
+  options: UrlSourceOptions = {},
 ): Promise<AsyncByteSource & { readonly stats: { reads: number; bytes: number; cached: number } }> {
   checkReadOptions(options);
-  const http = new HttpFile(String(url), options);
+  const http = new HttpFile(String(url), options, undefined, options.opener);
   const tail = await http.range(0, Math.max(1, options.tailBytes ?? ZIP_TAIL), options.signal, true);
   const source = httpSource(http, tail, http.size - tail.length);
   const stats = {

@@ -55,10 +55,17 @@ export type KerasMetadata = {
  */
 type Mapping = { readonly base: number } | { readonly all: string } | null;
 
-/** One tensor: its dataset, and the dtype it is read as. */
+/** One tensor: its dataset, its shape, and the dtype it is read as. */
 interface Entry {
   readonly dataset: Hdf5Dataset;
+  readonly shape: readonly number[];
   readonly as: string | undefined;
+}
+
+/** A dataset's shape as a tensor's; a dataset with no value (h5py's `Empty`) is no tensor: `BAD_HDF5`. */
+function tensorShape(d: Hdf5Dataset, what: string): readonly number[] {
+  if (d.shape === null) throw bad(`${what} ${d.path} has no value (a null dataspace: h5py's Empty), not a tensor`);
+  return d.shape;
 }
 
 /**
@@ -122,11 +129,11 @@ export class KerasFile implements TensorFile, AsyncDisposable {
     let prefix = '';
     if (rootNames.includes('model_weights')) {
       const g = await hdf5.root.get('model_weights', { signal });
-      if (g.kind === 'group' && 'layer_names' in (await g.attrs({ signal }))) {
+      if (g.kind === 'group' && Object.hasOwn(await g.attrs({ signal }), 'layer_names')) {
         legacyRoot = g;
         prefix = 'model_weights/';
       }
-    } else if ('layer_names' in rootAttrs) {
+    } else if (Object.hasOwn(rootAttrs, 'layer_names')) {
       legacyRoot = hdf5.root;
     }
     let format: 'keras' | 'hdf5' = 'hdf5';
@@ -151,7 +158,7 @@ export class KerasFile implements TensorFile, AsyncDisposable {
           const name = `${prefix}${layer}/${w}`;
           if (entries.has(name)) throw bad(`weight '${name}' is named twice by weight_names`);
           const byPolicy = d.dtype.kind === 'V' && d.dtype.itemsize === 2 && [layer, ...w.split('/')].some((n) => bfloat16Layers.has(n));
-          entries.set(name, { dataset: d, as: byPolicy ? 'bfloat16' : await bfloat16Of(d, signal) });
+          entries.set(name, { dataset: d, shape: tensorShape(d, `weight '${w}' of ${g.path}:`), as: byPolicy ? 'bfloat16' : await bfloat16Of(d, signal) });
         }
       }
       const top = legacyRoot === hdf5.root ? rootAttrs : { ...rootAttrs, ...(await legacyRoot.attrs({ signal })) };
@@ -214,10 +221,10 @@ export class KerasFile implements TensorFile, AsyncDisposable {
 
   /** A tensor's dtype and shape, from its dataset's header (nothing is read); over a map, why `get` copies it. */
   info(name: string, _options: { signal?: AbortSignal | undefined } = {}): TensorInfo {
-    const { dataset, as } = this.entry(name);
+    const { dataset, shape, as } = this.entry(name);
     const dtype = as === undefined ? dataset.dtype : parseDescr(as);
     const copied = this.copyReason(dataset, dtype);
-    return copied === null ? { dtype, shape: dataset.shape } : { dtype, shape: dataset.shape, copied };
+    return copied === null ? { dtype, shape } : { dtype, shape, copied };
   }
 
   /** Over a map, why get() copies a dataset instead of viewing its bytes; null where it views them (the rule of bytesToData). */
@@ -246,7 +253,10 @@ export class KerasFile implements TensorFile, AsyncDisposable {
     if (options.expect !== undefined && !matchesDescr(dtype, options.expect)) {
       throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${dtype.name}, not ${String(options.expect)}`), { file: this.fileName });
     }
-    return dataset.read({ signal: options.signal, ...(as === undefined ? {} : { as }) });
+    const array = await dataset.read({ signal: options.signal, ...(as === undefined ? {} : { as }) });
+    // Never null: a dataset with no value is not made a tensor (tensorShape, walk).
+    if (array === null) throw withWhere(bad(`tensor '${name}' (${dataset.path}) has no value`), { file: this.fileName });
+    return array;
   }
 
   /** Every tensor by name, in Keras's order, a few read at once. */
@@ -303,7 +313,8 @@ async function walk(
   for (const name of await group.children({ signal })) {
     const child = await group.get(name, { signal });
     if (child.kind === 'dataset') {
-      entries.set(child.path.slice(1), { dataset: child, as: await bfloat16Of(child, signal) });
+      // A dataset with no value (h5py's Empty, a null dataspace) holds no tensor: it is not listed.
+      if (child.shape !== null) entries.set(child.path.slice(1), { dataset: child, shape: child.shape, as: await bfloat16Of(child, signal) });
       continue;
     }
     if (ancestors.has(child.address)) throw bad(`group ${child.path} is its own ancestor (its header is at byte ${child.address}): a cycle`);

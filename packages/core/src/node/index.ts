@@ -30,6 +30,7 @@ export {
   type SaveSafetensorsOptionsSync,
 } from './safetensors.js';
 export { SafetensorsFile } from '../safetensors/file.js';
+export { openHdf5 } from './hdf5.js';
 export { openWeights, loadWeights } from './weights.js';
 export { referencesOf } from './references.js';
 export { WeightFile, type WeightFormat, type OpenWeightsOptions } from '../weights/open.js';

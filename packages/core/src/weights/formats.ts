@@ -11,6 +11,7 @@ import { safetensorsFormat } from '../safetensors/format.js';
 import { legacyTorchFormat } from '../torch/layout.js';
 import { ggufFormat } from '../gguf/file.js';
 import { hdf5Format, isKerasShardMap, kerasShardMap, type KerasShardMap } from '../keras/format.js';
+import { hdf5Start } from '../hdf5/signature.js';
 import type { Place } from './place.js';
 import { ShardedWeights, parseShardIndex } from './sharded.js';
 import { checkNoDuplicateKeys } from '../safetensors/strict-json.js';
@@ -150,7 +151,13 @@ export async function openTensorFile(source: ByteSource, place: Place | null, op
   const name = source.name ?? 'the weight file';
   try {
     const first = await source.read(0, Math.min(SNIFF_BYTES, source.size), { signal: options.signal });
-    const format = formatOf(first, source.size);
+    let format = formatOf(first, source.size);
+    // An HDF5 file may start with a user block (h5py's userblock_size=, zeros unless written), which
+    // no first bytes tell, and whose zeros pass safetensors' weak test, though a safetensors header
+    // starts with '{': there, its superblock is looked for where the HDF5 library looks.
+    if (format === null || (format === safetensorsFormat && first[8] !== 0x7b)) {
+      if ((await hdf5Start((at, n) => source.read(at, n, { signal: options.signal }), source.size)) !== null) format = hdf5Format;
+    }
     if (!format) {
       throw new NpyError(
         'BAD_MAGIC',
