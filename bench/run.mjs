@@ -129,6 +129,11 @@ const pairedRows = benchScript('paired-cases.mjs', [dir, ...(quick ? ['--quick']
 log('GGUF …');
 const gguf = benchScript('gguf.mjs', [join(dir, 'gguf'), ...(quick ? ['--quick'] : [])]);
 
+// Reference sets (issue 69): a set of 10 000 .npy files against numpy reading each header, and dask
+// over the set against dask over the files np.load'ed (bench/refs.mjs).
+log('reference sets …');
+const refSets = benchScript('refs.mjs', [join(dir, 'refs'), ...(quick ? ['--quick'] : [])]);
+
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
 const allMembers = (path) => {
   const z = openNpzSync(path);
@@ -485,6 +490,7 @@ const report = {
   tfjs_models: tfjsModels,
   weights,
   gguf,
+  reference_sets: refSets,
   multipart_upload: upload,
   onnxruntime_check: ortCheck,
   onnxruntime_weights: ortWeights,
@@ -565,6 +571,12 @@ if (asJSON) {
     console.log(
       `| ${p.op} | ${ms(p.seconds)} | ${ms(p.baseline)} (${p.baseline_case}) | ${p.ratio.toFixed(2)} | ${range(p)} | ≤ ${p.target} ${p.verdict === 'met' ? 'met' : p.verdict === 'missed' ? '**missed**' : '**crosses**'} |`,
     );
+  {
+    const { made, headers: h, dask: d } = refSets;
+    console.log(
+      `\nReference sets: referencesOf of ${made.files} .npy files joined along axis 0 ${ms(h.seconds)}, numpy reading each header (read_magic, read_array_header) ${ms(h.baseline)}: ${h.ratio.toFixed(2)} × (spread ${h.spread[0].toFixed(2)}–${h.spread[1].toFixed(2)}, ${h.rounds} interleaved rounds). dask's sum over the set ${ms(d.seconds)}, over the files np.load'ed ${ms(d.baseline)}: ${d.ratio.toFixed(2)} × (spread ${d.spread[0].toFixed(2)}–${d.spread[1].toFixed(2)}).`,
+    );
+  }
   console.log(
     `\nObject storage (moto_server on loopback): a ${(upload.bytes / 1e6).toFixed(0)} MB .npy as ${upload.parts} parts uploaded at once (planParts, encodePart per region) ${ms(upload.parts_seconds)} (${(upload.bytes / 1e6 / upload.parts_seconds).toFixed(0)} MB/s), as one PutObject ${ms(upload.whole_seconds)} (${(upload.bytes / 1e6 / upload.whole_seconds).toFixed(0)} MB/s): ${upload.ratio.toFixed(2)} × (spread ${upload.spread[0].toFixed(2)}–${upload.spread[1].toFixed(2)}). moto is one Python process; against a real store, parts from several machines add their bandwidth.`,
   );
