@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import type { NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
-import { closeOwn, referencesOfSources, type ReferenceInput, type ReferenceOptions, type ReferenceSet } from '../refs/references.js';
+import { referenceInput, referencesOfSources, type ReferenceOptions, type ReferenceSet } from '../refs/references.js';
 import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
 import { nodePlaceOf } from './weights.js';
 import type { OpenWeightsOptions } from '../weights/open.js';
@@ -19,18 +19,12 @@ export async function referencesOf(
   options: ReferenceOptions & HttpOptions = {},
 ): Promise<ReferenceSet> {
   const list = Array.isArray(input) ? (input as readonly (string | NpySource)[]) : [input as string | NpySource];
-  const sources: ReferenceInput[] = [];
-  try {
-    for (const given of list) {
-      // A path is made absolute first: the references, and a sharded set's shards, name it so.
-      const path = pathOf(given);
-      const one = path === null ? given : resolve(path);
-      const source = await nodeSourceOf(one, { ...options, tailBytes: 1 });
-      const url = path !== null ? (one as string) : typeof one === 'string' && isHttpUrl(one) ? one : one instanceof URL ? one.href : null;
-      sources.push({ source, url, own: source !== one, place: nodePlaceOf(one, options) });
-    }
-    return await referencesOfSources(sources, options);
-  } finally {
-    await closeOwn(sources);
-  }
+  const inputs = list.map((given) => {
+    // A path is made absolute first: the references, and a sharded set's shards, name it so.
+    const path = pathOf(given);
+    const one = path === null ? given : resolve(path);
+    const url = path !== null ? (one as string) : typeof one === 'string' && isHttpUrl(one) ? one : one instanceof URL ? one.href : null;
+    return referenceInput(one, url, nodePlaceOf(one, options), () => nodeSourceOf(one, { ...options, tailBytes: 1 }));
+  });
+  return referencesOfSources(inputs, options);
 }

@@ -9,6 +9,7 @@ import type { DType } from '../format/dtype.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openNpySource, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
+import { mapInParallel } from '../io/settle.js';
 import { NpzArchive } from '../npz/archive.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import { GgufFile } from '../gguf/file.js';
@@ -57,13 +58,28 @@ export interface ReferenceOptions {
 
 /** An input of `referencesOf`: a source, with the place its references point at and its file name. */
 export interface ReferenceInput {
-  readonly source: ByteSource;
+  /** The input's bytes, opened when its headers are read (a few at a time) and closed then. */
+  readonly open: () => Promise<{ source: ByteSource; close: () => Promise<void> }>;
   /** Where the references point (a path or URL), or null for an input with no place of its own. */
   readonly url: string | null;
-  /** Whether the source was made for this call (and is closed by it). */
-  readonly own: boolean;
   /** Where the input's siblings are (a sharded set's shards), or null. */
   readonly place: Place | null;
+  /** The input in words, for messages. */
+  readonly label: string;
+}
+
+/** How many inputs have their headers read at once: latency overlaps, and open files stay few. */
+const INPUTS_IN_FLIGHT = 16;
+
+/** The arrays of one input: opened, its headers read, closed (named with the input on failure). */
+async function extentsOfInput(input: ReferenceInput, fallbackName: string, signal: AbortSignal | undefined): Promise<Extent[]> {
+  signal?.throwIfAborted();
+  const { source, close } = await input.open();
+  try {
+    return await withFile(source.name ?? input.label, () => extentsOf(source, fallbackName, input.place, signal));
+  } finally {
+    await close();
+  }
 }
 
 /** One array found in a file: dtype, shape, order, and where its bytes start. */
@@ -228,7 +244,7 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
     if (input.url === null) {
       throw new NpyError(
         'BAD_OPTION',
-        `${input.source.name ?? 'this input'} has no path or URL of its own: pass url (--url) to say where the references point`,
+        `${input.label} has no path or URL of its own: pass url (--url) to say where the references point`,
       );
     }
     return input.url;
@@ -243,14 +259,13 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   put('', groupMetadata(format));
 
   if (options.concat === 0) {
-    const parts: { extent: Extent; url: string; file: string }[] = [];
-    for (const input of inputs) {
-      options.signal?.throwIfAborted();
-      const file = input.source.name ?? input.url ?? 'an input';
-      const extents = await withFile(file, () => extentsOf(input.source, name, input.place, options.signal));
+    const parts = await mapInParallel(inputs, INPUTS_IN_FLIGHT, async (input) => {
+      const file = input.url ?? input.label;
+      const url = urlOf(input);
+      const extents = await extentsOfInput(input, name, options.signal);
       if (extents.length !== 1) throw withWhere(new NpyError('BAD_OPTION', 'concat joins .npy files, one array each; this file holds several'), { file });
-      parts.push({ extent: extents[0]!, url: urlOf(input), file });
-    }
+      return { extent: extents[0]!, url, file };
+    });
     const head = parts[0]!.extent;
     for (const { extent: e, file } of parts) {
       if (e.shape.length === 0) throw withWhere(new NpyError('SHAPE_MISMATCH', 'a 0-d array has no axis 0 to join along'), { file });
@@ -286,9 +301,9 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   }
 
   const input = inputs[0]!;
-  const file = input.source.name ?? input.url ?? 'the input';
+  const file = input.url ?? input.label;
   const url = urlOf(input);
-  const extents = await withFile(file, () => extentsOf(input.source, name, input.place, options.signal));
+  const extents = await extentsOfInput(input, name, options.signal);
   if (template !== undefined && !template.includes('{name}') && extents.some((e) => e.location !== undefined)) {
     throw new NpyError('BAD_OPTION', `url '${template}' would point every shard at one file: give a template with {name}`);
   }
@@ -368,20 +383,22 @@ export async function referencesOf(
   options: ReferenceOptions & HttpOptions & Pick<OpenWeightsOptions, 'resolve' | 'place'> = {},
 ): Promise<ReferenceSet> {
   const list = Array.isArray(input) ? (input as readonly NpySource[]) : [input as NpySource];
-  const sources: ReferenceInput[] = [];
-  try {
-    for (const one of list) {
-      const source = await sourceOf(one, { ...options, tailBytes: 1 });
-      const url = typeof one === 'string' || one instanceof URL ? resolveUrl(one) : null;
-      sources.push({ source, url, own: source !== one, place: placeOf(url, options) });
-    }
-    return await referencesOfSources(sources, options);
-  } finally {
-    await closeOwn(sources);
-  }
+  const inputs = list.map((one) => {
+    const url = typeof one === 'string' || one instanceof URL ? resolveUrl(one) : null;
+    return referenceInput(one, url, placeOf(url, options), () => sourceOf(one, { ...options, tailBytes: 1 }));
+  });
+  return referencesOfSources(inputs, options);
 }
 
-/** Close the sources made for the inputs (a source the caller gave is theirs). */
-export async function closeOwn(sources: readonly ReferenceInput[]): Promise<void> {
-  for (const s of sources) if (s.own) await s.source.close?.();
+/** An input of {@link referencesOfSources}: `given` (a source the caller gave is theirs to close), where its references point, and its place. */
+export function referenceInput(given: unknown, url: string | null, place: Place | null, open: () => Promise<ByteSource>): ReferenceInput {
+  return {
+    url,
+    place,
+    label: url ?? 'the input',
+    open: async () => {
+      const source = await open();
+      return { source, close: async () => (source === given ? undefined : source.close?.()) };
+    },
+  };
 }
