@@ -118,7 +118,7 @@ function load(): void {
     );
   status = {
     loaded: false,
-    reason: `${fromSource ? `@npyts/native: ${fromSource}; ` : ''}${reasons.join('; ')}; \`npm install @npyts/native\` builds the addon from source (needs a C compiler and Python)`,
+    reason: `${fromSource ? `${fromSource}; ` : ''}${reasons.join('; ')}; \`npm install @npyts/native\` builds the addon from source (needs a C compiler and Python)`,
   };
 }
 
