@@ -124,7 +124,7 @@ function cachedTarball(name, version, integrity) {
 
 /**
  * A registry on 127.0.0.1 serving the tarballs (by the name and version in their manifests) and the
- * dependencies they have beyond each other, with the versions and tarballs of this repository's lock
+ * packages they need beyond each other, with the versions and tarballs of this repository's lock
  * (from npm's cache). Anything else is a 404, as for a package that is not published. Returns its
  * `url`, the `requests` it answered (paths), and `close()`.
  */
@@ -132,14 +132,17 @@ export async function serveRegistry(root, tarballs) {
   const rootLock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')).packages;
   const packages = new Map();
   for (const t of Object.values(tarballs)) packages.set(t.manifest.name, { manifest: t.manifest, integrity: t.integrity, bytes: () => readFileSync(t.file) });
-  for (const t of Object.values(tarballs))
-    for (const dep of Object.keys(t.manifest.dependencies ?? {})) {
-      const entry = rootLock[`node_modules/${dep}`];
-      if (packages.has(dep) || !entry) continue;
-      const { version, integrity, license, dependencies, engines } = entry;
-      if (dependencies) throw new Error(`${dep} has dependencies of its own: the registry serves leaves only`);
-      packages.set(dep, { manifest: { name: dep, version, license, engines }, integrity, bytes: () => cachedTarball(dep, version, integrity) });
-    }
+  // What they need beyond each other, with what that needs, at the versions this repository's lock hoists.
+  const wanted = Object.values(tarballs).flatMap((t) => Object.keys(t.manifest.dependencies ?? {}));
+  while (wanted.length) {
+    const dep = wanted.pop();
+    const entry = rootLock[`node_modules/${dep}`];
+    if (packages.has(dep)) continue;
+    if (!entry) throw new Error(`${dep} is not in this repository's lock`);
+    const { version, integrity, license, dependencies, engines } = entry;
+    packages.set(dep, { manifest: { name: dep, version, license, engines, dependencies }, integrity, bytes: () => cachedTarball(dep, version, integrity) });
+    wanted.push(...Object.keys(dependencies ?? {}));
+  }
   const requests = [];
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname).slice(1);
