@@ -1,23 +1,13 @@
-// At install: use the prebuilt binary when one fits this machine (it is loaded in a child process to
-// be sure: a glibc older than it needs, say), else build the addon with node-gyp (bundled with npm).
-// The addon is only a speed-up: when there is no compiler or no Node headers either, say so and
-// leave @npyts/core on its portable JavaScript paths.
+// At install: build the addon from source with node-gyp (bundled with npm). This package is the
+// opt-in from-source build: @npyts/core brings a prebuilt binary through its optional platform
+// packages (@npyts/native-linux-x64-gnu, …) with no install script. The addon is only a speed-up:
+// when there is no compiler or no Node headers, say so and leave @npyts/core on its prebuilt
+// binary where there is one, else on its portable JavaScript paths.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const { join } = require('node:path');
 
-const { existsSync, mkdirSync, rmSync, writeFileSync } = require('node:fs');
-
-const prebuiltLoads = () => {
-  const probe = `const p = require('node-gyp-build').path(${JSON.stringify(__dirname)}); if (!p.includes('prebuilds')) process.exit(1); require(p);`;
-  return spawnSync(process.execPath, ['-e', probe], { cwd: __dirname, stdio: 'ignore' }).status === 0;
-};
-// A from-source build left from an earlier install would shadow the prebuild: the check above
-// looks past it by asking with build/ out of the way only when there is no build of our own yet.
-if (!existsSync(join(__dirname, 'build', 'Release', 'npyts_native.node')) && process.env.NPYTS_NATIVE_BUILD !== '1' && prebuiltLoads()) {
-  rmSync(join(__dirname, 'build', 'not-built.txt'), { force: true });
-  process.exit(0);
-}
+const { existsSync, mkdirSync, writeFileSync } = require('node:fs');
 
 // npm passes its own node-gyp to install scripts; run by hand, look beside this node's npm.
 const bundled = join(process.execPath, '..', '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
@@ -30,7 +20,7 @@ const run = spawnSync(cmd, args, { cwd: __dirname, stdio: ['ignore', 'ignore', '
 // npm hides the output of a dependency's install script, so the reason is also kept in a file:
 // index.cjs puts it in the error it throws, and @npyts/core's nativeStatus() reports it.
 const say = (why) => {
-  const line = `@npyts/native: no prebuilt binary for ${process.platform}-${process.arch} and not built (${why}); npyts runs without it, on its JavaScript paths.`;
+  const line = `@npyts/native: not built from source (${why}); npyts runs without it, on its prebuilt binary where @npyts/core brought one, else on its JavaScript paths.`;
   console.warn(line);
   try {
     mkdirSync(join(__dirname, 'build'), { recursive: true });

@@ -1,8 +1,8 @@
 'use strict';
-// The addon: the binary built at install (build/Release) when there is one, else the prebuilt binary
-// for this platform (prebuilds/<platform>-<arch>), as node-gyp-build finds them. When neither loads,
-// requiring this throws an error that says why, and @npyts/core/node keeps to JavaScript
-// (nativeStatus() reports the reason). `binary` says which file is in use.
+// The addon built from source at install (build/Release), as node-gyp-build finds it. When it does
+// not load, requiring this throws an error that says why, and @npyts/core/node turns to the prebuilt
+// binary of its platform package, else keeps to JavaScript (nativeStatus() reports the reason).
+// `binary` says which file is in use.
 const { readFileSync } = require('node:fs');
 const { join, relative } = require('node:path');
 const gypBuild = require('node-gyp-build');
@@ -15,7 +15,7 @@ try {
   try {
     why = readFileSync(join(__dirname, 'build', 'not-built.txt'), 'utf8').trim();
   } catch { /* no record: not installed through npm, or the binary was removed */ }
-  throw new Error(`@npyts/native has no binary for this platform${why ? ` and was not built at install: ${why}` : ''} (${e.message.split('\n')[0]})`);
+  throw new Error(`@npyts/native has no binary${why ? `: it was not built at install: ${why}` : ''} (${e.message.split('\n')[0]})`);
 }
 let addon;
 try {

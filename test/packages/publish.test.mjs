@@ -1,25 +1,57 @@
-// The packages as users get them: `npm pack` tarballs checked by publint and arethetypeswrong, then
-// installed offline into a fresh project with no compiler on PATH (the addon's prebuilt binary is
-// used there) and used from
-// ESM, from CommonJS, from the CLI, and from TypeScript under node16, bundler and node10 resolution.
+// The packages as users get them: `npm pack` tarballs checked by publint and arethetypeswrong (and
+// core by `deno publish --dry-run`, for JSR), then installed offline into a fresh project with no
+// compiler on PATH (the addon's platform package brings its prebuilt binary there) and used from
+// ESM, from CommonJS, from the CLI, and from TypeScript under node16, bundler and node10 resolution;
+// and `npm install` of the core tarball alone from a registry on 127.0.0.1, as users will install it.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
-import { packAll, writeFreshProject } from './fresh-project.mjs';
+import { packAll, serveRegistry, writeFreshProject } from './fresh-project.mjs';
 import { memoryScratch, python } from '../helpers/numpy.mjs';
+import { installRuntimes } from '../runtimes/install.mjs';
+import { installOnce } from '../helpers/install-once.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 // The fresh project's node_modules is 55 000 files (most of them @stdlib's): in memory where it can be.
 const work = memoryScratch('npyts-publish-', 2 ** 31);
 const tarballs = packAll(root, join(work, 'tarballs'));
 const bin = (name) => join(root, 'node_modules', '.bin', name);
-/** The prebuild this machine should load (the packs are made here, where linux-x64 is built). */
-const PREBUILD = `${process.platform}-${process.arch}`;
+/** The platform package this machine installs and loads (its tarball is packed here, as every one is). */
+const PLATFORM = `@npyts/native-${process.platform}-${process.arch}-gnu`;
+/** The addon's platform packages: packages/native-<platform>-<arch>-<libc>. */
+const platforms = Object.keys(tarballs).filter((name) => name.startsWith('@npyts/native-'));
+
+/** `cmd args` run without blocking this process (a registry in it answers meanwhile): its status and output. */
+function run(cmd, args, options) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, options);
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    child.stderr.on('data', (c) => {
+      out += c;
+    });
+    child.on('error', (e) => {
+      out += String(e);
+    });
+    child.on('close', (status) => resolve({ status, out }));
+  });
+}
+
+// JSR: core's jsr.json publishes its TypeScript sources. Started now, it type-checks them while the
+// installs below run; offline (the proxies go nowhere), fflate from this repository's node_modules.
+const deno = join(installRuntimes(), 'node_modules', '@deno', 'linux-x64-glibc', 'deno');
+const jsr = run(deno, ['publish', '--dry-run', '--allow-dirty'], {
+  cwd: join(root, 'packages', 'core'),
+  env: { ...process.env, NO_COLOR: '1', DENO_DIR: join(work, 'deno'), HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' },
+});
 
 test('each tarball ships its README, LICENSE and built files, and no sources, maps or tests', () => {
   for (const [name, t] of Object.entries(tarballs)) {
@@ -31,31 +63,43 @@ test('each tarball ships its README, LICENSE and built files, and no sources, ma
     const m = t.manifest;
     assert.ok(m.repository && m.homepage && m.keywords?.length && m.license === 'MIT' && m.engines?.node, `${name}: package metadata`);
   }
-  // The addon ships its prebuilt binaries, and what it builds from where none fits.
+  // @npyts/native is the opt-in build from source: what it builds from, and no binary.
   const native = tarballs['@npyts/native'].files;
   assert.ok(
     ['binding.gyp', 'src/npyts_native.c', 'build-or-skip.cjs', 'libdeflate.cjs'].every((f) => native.includes(f)),
     `${native}`,
   );
-  assert.ok(native.includes(`prebuilds/${PREBUILD}/node.napi.glibc.node`), `${native}`);
-  // @npyts/core asks for the addon only as an optional peer: installing its tarball never sends npm
-  // to the registry for a package that is not published, and the README's install names both.
-  assert.is(tarballs['@npyts/core'].manifest.optionalDependencies?.['@npyts/native'], undefined);
-  assert.is(tarballs['@npyts/core'].manifest.peerDependenciesMeta['@npyts/native'].optional, true);
+  assert.equal(
+    native.filter((f) => f.endsWith('.node')),
+    [],
+  );
+  // The prebuilt binaries come one platform package each (linux x64 and arm64, glibc), each holding
+  // its binary alone, with os, cpu and libc so that package managers install the one that fits, and
+  // no install script; @npyts/core names every one as an optional dependency, so it brings the
+  // binary itself. The addon from source stays an optional peer, installed only when asked for.
+  assert.equal(platforms.sort(), ['@npyts/native-linux-arm64-gnu', '@npyts/native-linux-x64-gnu']);
+  const core = tarballs['@npyts/core'].manifest;
+  assert.equal(core.optionalDependencies, Object.fromEntries(platforms.map((name) => [name, core.version])));
+  for (const name of platforms) {
+    const m = tarballs[name].manifest;
+    assert.equal(tarballs[name].files.sort(), ['LICENSE', 'README.md', 'npyts_native.node', 'package.json'], name);
+    assert.equal([m.os, m.cpu, m.libc, m.main], [['linux'], [name.split('-')[2]], ['glibc'], 'npyts_native.node'], name);
+    assert.equal(
+      Object.keys(m.scripts ?? {}).filter((s) => /install/.test(s)),
+      [],
+      name,
+    );
+  }
+  assert.is(core.peerDependenciesMeta['@npyts/native'].optional, true);
+  assert.is(core.optionalDependencies['@npyts/native'], undefined);
 });
 
-const PACKAGE_DIRS = {
-  core: '@npyts/core',
-  'tfjs-adapter': '@npyts/tfjs',
-  'stdlib-adapter': '@npyts/stdlib',
-  'onnxruntime-adapter': '@npyts/onnxruntime',
-  cli: '@npyts/cli',
-  native: '@npyts/native',
-};
-
-test('publint finds nothing to report in any package, not even a suggestion', async () => {
-  for (const [dir, name] of Object.entries(PACKAGE_DIRS)) {
-    const { messages, pkg } = await publint({ pkgDir: join(root, 'packages', dir), level: 'suggestion', pack: 'npm' });
+test('publint finds nothing to report in any package (the platform packages too), not even a suggestion', async () => {
+  assert.ok(Object.keys(tarballs).length >= 8, Object.keys(tarballs).join(' '));
+  for (const [name, t] of Object.entries(tarballs)) {
+    // The tarball as packed (no second pack, which would build the platform binaries again).
+    const bytes = readFileSync(t.file);
+    const { messages, pkg } = await publint({ level: 'suggestion', pack: { tarball: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) } });
     assert.equal(
       messages.map((m) => formatMessage(m, pkg)),
       [],
@@ -78,7 +122,9 @@ test('arethetypeswrong: every entry of every typed package resolves to the right
 const project = join(work, 'project');
 mkdirSync(project);
 const extra = ['@tensorflow/tfjs-backend-cpu', '@tensorflow/tfjs-layers', '@stdlib/ndarray', 'onnxruntime-common', 'typescript', '@types/node'];
-writeFreshProject(root, project, tarballs, extra);
+// Every package but @npyts/native (the opt-in build from source): the platform packages come as core's optional dependencies.
+const { '@npyts/native': _fromSource, ...installed } = tarballs;
+writeFreshProject(root, project, installed, extra);
 // The install sees a PATH with node and sh alone (npm runs install scripts with sh): no cc, c++,
 // make or python, as on a machine without a compiler. npm runs from its own script, beside this node.
 const nodeOnly = join(work, 'node-only');
@@ -92,25 +138,32 @@ const install = spawnSync(process.execPath, [npmCli, 'ci', '--offline', '--no-au
   env: { ...process.env, PATH: nodeOnly },
 });
 
-test('the tarballs install offline into a fresh project with no compiler, and the addon is in use from its prebuilt binary', () => {
+test('the tarballs install offline into a fresh project with no compiler, and the addon is in use from its platform package, with no install script', () => {
   assert.is(install.status, 0, install.stdout + install.stderr);
+  assert.not.match(install.stdout + install.stderr, /allowScripts|install script|EBADPLATFORM/i);
   const status = execFileSync(process.execPath, ['-e', "console.log(JSON.stringify(require('@npyts/core/node').nativeStatus()))"], {
     cwd: project,
     encoding: 'utf8',
   });
   const s = JSON.parse(status);
   assert.is(s.loaded, true, status);
-  assert.is(s.binary, `prebuilds/${PREBUILD}/node.napi.glibc.node`, status);
+  assert.is(s.binary, `${PLATFORM}/npyts_native.node`, status);
   // The prebuild links libdeflate where its header was there when it was built (here, by npm pack).
   assert.is(s.libdeflate, existsSync('/usr/include/libdeflate.h'), status);
-  assert.not.ok(existsSync(join(project, 'node_modules', '@npyts', 'native', 'build', 'Release')), 'nothing was compiled');
-  // The linux-arm64 prebuild (cross-compiled where Debian's cross compiler is installed, as .ci/run
-  // does) is an aarch64 binary that needs from Node just what the x64 one needs (N-API, and the V8
-  // functions it asks for by name).
+  const modules = join(project, 'node_modules', '@npyts');
+  assert.equal(
+    readdirSync(modules).filter((d) => d.startsWith('native')),
+    [PLATFORM.slice('@npyts/'.length)],
+    'only the platform package that fits is installed, and nothing is compiled',
+  );
+  // The linux-arm64 package (cross-compiled by its npm pack with Debian's cross compiler, as .ci/run
+  // installs it) holds an aarch64 binary that needs from Node just what the x64 one needs (N-API,
+  // and the V8 functions it asks for by name).
   if (spawnSync('sh', ['-c', 'command -v aarch64-linux-gnu-objdump']).status === 0) {
-    const dir = join(project, 'node_modules', '@npyts', 'native', 'prebuilds');
-    const arm = join(dir, 'linux-arm64', 'node.napi.glibc.node');
-    assert.ok(existsSync(arm), 'no linux-arm64 prebuild');
+    const dir = join(work, 'arm64');
+    mkdirSync(dir);
+    execFileSync('tar', ['-xzf', tarballs['@npyts/native-linux-arm64-gnu'].file, '-C', dir]);
+    const arm = join(dir, 'package', 'npyts_native.node');
     assert.is(readFileSync(arm).readUInt16LE(18), 183, 'ELF machine AArch64');
     const needs = (tool, file) =>
       execFileSync(tool, ['-T', file], { encoding: 'utf8' })
@@ -119,13 +172,90 @@ test('the tarballs install offline into a fresh project with no compiler, and th
         .map((l) => l.trim().split(/\s+/).pop())
         .filter((name) => name.startsWith('napi_') || name.startsWith('_ZN2v8'))
         .sort();
-    const x64 = needs('objdump', join(dir, 'linux-x64', 'node.napi.glibc.node'));
+    const x64 = needs('objdump', join(modules, 'native-linux-x64-gnu', 'npyts_native.node'));
     assert.ok(x64.includes('napi_create_external_arraybuffer'), `${x64}`);
     assert.equal(needs('aarch64-linux-gnu-objdump', arm), x64);
   }
   // The CLI says so too.
   const version = execFileSync(join(project, 'node_modules', '.bin', 'npyts'), ['--version'], { cwd: project, encoding: 'utf8' });
-  assert.match(version, /prebuilt/);
+  assert.match(version, new RegExp(`in use, prebuilt for ${PLATFORM.slice('@npyts/native-'.length)}\\)`));
+});
+
+// `npm install` (pnpm add, bun add) of the core tarball alone into a fresh project, every name
+// resolved by a registry on 127.0.0.1 that serves the tarballs (nothing by this machine's caches or
+// the internet: each manager has a cache of its own here). pnpm is installed once into a cache, as
+// the runtimes are; bun is one of the runtimes.
+const runtimes = join(installRuntimes(), 'node_modules');
+const PNPM = '10.34.8';
+const pnpmDir = installOnce(
+  join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'npyts-pnpm', PNPM),
+  (d) => existsSync(join(d, 'node_modules', 'pnpm', 'bin', 'pnpm.cjs')),
+  (partial) =>
+    execFileSync(process.execPath, [npmCli, 'install', '--prefix', partial, '--no-save', '--no-audit', '--no-fund', `pnpm@${PNPM}`], { stdio: 'ignore' }),
+);
+const MANAGERS = {
+  npm: (url, dir) => [
+    process.execPath,
+    [npmCli, 'install', tarballs['@npyts/core'].file, `--registry=${url}`, `--cache=${join(dir, '..', 'npm-cache')}`, '--no-audit', '--no-fund'],
+  ],
+  pnpm: (url, dir) => [
+    process.execPath,
+    [
+      join(pnpmDir, 'node_modules', 'pnpm', 'bin', 'pnpm.cjs'),
+      'add',
+      tarballs['@npyts/core'].file,
+      `--registry=${url}`,
+      `--store-dir=${join(dir, '..', 'pnpm-store')}`,
+      `--cache-dir=${join(dir, '..', 'pnpm-cache')}`,
+    ],
+  ],
+  bun: (url) => [join(runtimes, '@oven', 'bun-linux-x64', 'bin', 'bun'), ['add', tarballs['@npyts/core'].file, `--registry=${url}`]],
+};
+let registryRuns = null;
+function registryInstalls() {
+  registryRuns ??= (async () => {
+    const registry = await serveRegistry(root, tarballs);
+    const runs = await Promise.all(
+      Object.entries(MANAGERS).map(async ([manager, command]) => {
+        const dir = join(work, `registry-${manager}`, 'project');
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'package.json'), '{ "name": "fresh-registry", "private": true }');
+        const [cmd, args] = command(registry.url, dir);
+        const env = { ...process.env, PATH: `${nodeOnly}`, BUN_INSTALL_CACHE_DIR: join(dir, '..', 'bun-cache'), NO_COLOR: '1', CI: '1' };
+        const r = await run(cmd, args, { cwd: dir, env });
+        return [manager, { ...r, dir }];
+      }),
+    );
+    await registry.close();
+    return { requests: registry.requests, runs: Object.fromEntries(runs) };
+  })();
+  return registryRuns;
+}
+
+for (const manager of Object.keys(MANAGERS)) {
+  test(`${manager} installs the core tarball alone from a registry: it brings the platform package that fits, the addon is in use, and no install script is there to warn of`, async () => {
+    const { requests, runs } = await registryInstalls();
+    const r = runs[manager];
+    assert.is(r.status, 0, r.out);
+    // npm 11: "install scripts not yet covered by allowScripts"; pnpm: "Ignored build scripts … approve-builds"; bun: "Blocked 1 postinstall … untrusted".
+    assert.not.match(r.out, /allowScripts|install script|build script|approve|blocked|untrusted/i, r.out);
+    // Each platform package was asked for by name; only the one that fits was fetched.
+    for (const name of platforms) assert.ok(requests.includes(name), `${name}: ${requests}`);
+    assert.equal([...new Set(requests.filter((p) => p.includes('/-/native-')))], [`${PLATFORM}/-/${PLATFORM.slice('@npyts/'.length)}-0.1.0.tgz`]);
+    const said = execFileSync(process.execPath, ['-e', "console.log(JSON.stringify(require('@npyts/core/node').nativeStatus()))"], {
+      cwd: r.dir,
+      encoding: 'utf8',
+    });
+    const s = JSON.parse(said);
+    assert.equal([s.loaded, s.binary, s.reason], [true, `${PLATFORM}/npyts_native.node`, undefined], said);
+  });
+}
+
+test("core's jsr.json passes `deno publish --dry-run` (JSR's type check, explicit types in the public API, the files it would publish)", async () => {
+  const r = await jsr;
+  assert.is(r.status, 0, r.out.slice(-4000));
+  assert.match(r.out, /Success Dry run complete/);
+  assert.match(r.out, /src\/node\/native\.ts/);
 });
 
 const esm = `

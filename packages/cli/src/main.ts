@@ -32,7 +32,9 @@ export async function main(args: string[], io: Io): Promise<number> {
     }
     if (args[0] === '--version') {
       const native = nativeStatus();
-      const which = native.binary?.startsWith('prebuilds/') ? `prebuilt for ${native.binary.split('/')[1]}` : 'built at install';
+      // A platform package's binary (`@npyts/native-linux-x64-gnu/…`), or @npyts/native's own build.
+      const prebuilt = /^@npyts\/native-([^/]+)\//.exec(native.binary ?? '');
+      const which = prebuilt ? `prebuilt for ${prebuilt[1]}` : 'built at install';
       io.stdout(`npyts 0.1.0 (@npyts/native: ${native.loaded ? `in use, ${which}` : `not in use, ${native.reason}`})\n`);
       return 0;
     }

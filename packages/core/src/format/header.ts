@@ -11,7 +11,7 @@ import type { DescrInput } from './descr-types.js';
  * @example
  * MAGIC.every((b, i) => bytes[i] === b);   // a .npy file starts with \x93NUMPY
  */
-export const MAGIC = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x93NUMPY
+export const MAGIC: Uint8Array = new Uint8Array([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]); // \x93NUMPY
 export const ARRAY_ALIGN = 64;
 /** numpy ≥ 1.24 leaves room for the growth axis to reach this many digits. */
 export const GROWTH_AXIS_MAX_DIGITS = 21;

@@ -286,7 +286,12 @@ export class GgufFile implements TensorFile, AsyncDisposable {
  *   const f = await ggufFormat.open(source, null, { signal });
  * }
  */
-export const ggufFormat = {
+// Its type written out (JSR's rule: every exported symbol has an explicit type), `open` giving a GgufFile.
+export const ggufFormat: {
+  readonly name: 'gguf';
+  sniff(first: Uint8Array, _size: number): boolean;
+  open(source: ByteSource, _place?: Place | null, options?: { signal?: AbortSignal | undefined }): Promise<GgufFile>;
+} = {
   name: 'gguf',
   /** Whether the file's first bytes are a GGUF header this reader reads (version 2 or 3, either byte order). */
   sniff(first: Uint8Array, _size: number): boolean {

@@ -28,7 +28,12 @@ export function isKerasArchive(names: readonly string[]): boolean {
  * @example
  * hdf5Format.sniff(firstBytes, size);   // true for a .h5
  */
-export const hdf5Format = {
+// Its type written out (JSR's rule: every exported symbol has an explicit type), `open` giving a KerasFile.
+export const hdf5Format: {
+  readonly name: 'hdf5';
+  sniff(first: Uint8Array, _size: number): boolean;
+  open(source: ByteSource, _place?: unknown, options?: { signal?: AbortSignal | undefined }): Promise<KerasFile>;
+} = {
   name: 'hdf5',
   /** Whether the file starts with the HDF5 signature. */
   sniff(first: Uint8Array, _size: number): boolean {

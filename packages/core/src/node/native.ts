@@ -7,6 +7,7 @@
 import { Buffer } from 'node:buffer';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
+import { basename } from 'node:path';
 import { swapBytesPortable, useHostKernels } from '../array/memory.js';
 import { constants as osConstants } from 'node:os';
 import * as workerThreads from 'node:worker_threads';
@@ -32,7 +33,7 @@ interface NativeAddon {
   inflateNpyAsync?(src: Uint8Array, size: number): Promise<[number, number?, ArrayBuffer?, ArrayBuffer?]>;
   /** libdeflate's CRC-32 (carry-less multiplication), when the addon was built with it. */
   crc32?(bytes: Uint8Array, crc: number): number;
-  /** Which file was loaded, relative to the package: `prebuilds/<platform>-<arch>/…` or `build/Release/…`. */
+  /** Which file @npyts/native loaded, relative to it: `build/Release/npyts_native.node`. */
   binary?: string;
 }
 
@@ -52,8 +53,9 @@ export interface NativeStatus {
   /** Whether deflated archive members inflate with libdeflate (the addon was built with its headers) rather than zlib. */
   libdeflate?: boolean;
   /**
-   * Which binary is in use, relative to @npyts/native: `prebuilds/linux-x64/node.napi.glibc.node` (shipped in
-   * the package, no compiler needed) or `build/Release/npyts_native.node` (built from source at install).
+   * Which binary is in use: `@npyts/native-linux-x64-gnu/npyts_native.node` (prebuilt, the platform
+   * package that @npyts/core's optional dependencies bring; no compiler, no install script) or
+   * `build/Release/npyts_native.node` (in @npyts/native, built from source at its install).
    */
   binary?: string;
 }
@@ -81,18 +83,59 @@ function load(): void {
     status = { loaded: false, reason: 'turned off by NPYTS_NATIVE=0' };
     return;
   }
+  const require = createRequire(import.meta.url);
+  // @npyts/native, built from source at its install, where the user asked for it; else the prebuilt
+  // binary that @npyts/core's optional dependencies brought for this platform.
+  let fromSource: string | null = null;
   try {
-    const native = createRequire(import.meta.url)('@npyts/native') as NativeAddon;
-    addon = native;
-    useHostKernels({
-      adviseHugePages: native.adviseHugePages,
-      swapBytes: native.swapBytes,
-      permutePlane: (src, dst, nA, nB, sB, dA, item) => native.permutePlane(src, dst, nA, nB, sB, dA, item, nA * nB * item >= PARALLEL_MIN ? threads : 1),
-    });
-    status = { loaded: true, ...(native.binary ? { binary: native.binary } : {}) };
+    const native = require('@npyts/native') as NativeAddon;
+    use(native, native.binary);
+    return;
   } catch (e) {
-    status = { loaded: false, reason: (e as Error).message.split('\n')[0] };
+    // Not installed is the usual case, and no reason of its own; a failed build or load is.
+    if ((e as { code?: string }).code !== 'MODULE_NOT_FOUND' || !/'@npyts\/native'/.test((e as Error).message))
+      fromSource = (e as Error).message.split('\n', 1)[0] ?? '';
   }
+  const reasons: string[] = [];
+  for (const name of platformPackages()) {
+    let path: string;
+    try {
+      path = require.resolve(name);
+    } catch {
+      continue;
+    }
+    try {
+      use(require(path) as NativeAddon, `${name}/${basename(path)}`);
+      return;
+    } catch (e) {
+      // A binary that is there but does not load (a glibc older than it needs, a damaged file).
+      reasons.push(`${name}/${basename(path)} does not load here (${(e as Error).message.split('\n')[0]})`);
+    }
+  }
+  if (!reasons.length)
+    reasons.push(
+      `no prebuilt binary is installed for ${process.platform}-${process.arch} (${platformPackages().join(' or ')}: npm installs it with @npyts/core where one is published, unless optional dependencies are omitted)`,
+    );
+  status = {
+    loaded: false,
+    reason: `${fromSource ? `${fromSource}; ` : ''}${reasons.join('; ')}; \`npm install @npyts/native\` builds the addon from source (needs a C compiler and Python)`,
+  };
+}
+
+/** The platform packages that may hold this machine's prebuilt binary: linux's name its C library, glibc's first. */
+function platformPackages(): string[] {
+  const key = `${process.platform}-${process.arch}`;
+  return process.platform === 'linux' ? [`@npyts/native-${key}-gnu`, `@npyts/native-${key}-musl`] : [`@npyts/native-${key}`];
+}
+
+function use(native: NativeAddon, binary: string | undefined): void {
+  addon = native;
+  useHostKernels({
+    adviseHugePages: native.adviseHugePages,
+    swapBytes: native.swapBytes,
+    permutePlane: (src, dst, nA, nB, sB, dA, item) => native.permutePlane(src, dst, nA, nB, sB, dA, item, nA * nB * item >= PARALLEL_MIN ? threads : 1),
+  });
+  status = { loaded: true, ...(binary ? { binary } : {}) };
 }
 load();
 
