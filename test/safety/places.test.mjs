@@ -169,6 +169,11 @@ test('a redirect to another origin is checked before it is requested: a shard or
   try {
     const w = await openWeightsAnywhere(`${server.base}/models/m/model.safetensors.index.json`, { headers });
     const e = await npyErrorOf(() => w.get('b.weight'));
+    assert.equal(
+      other.log.map((q) => q.headers['x-api-key']),
+      [],
+      'the shard was asked for on the other origin',
+    );
     assert.is(e.code, 'UNSAFE_PATH', e.message);
     assert.match(e.message, /was redirected \(HTTP 302\) to http:\/\/127\.0\.0\.1:\d+\/models\/m\/model-00002-of-00003\.safetensors, outside the folder/);
     assert.match(e.message, /read only from that file's folder, on its origin, redirects included/);
