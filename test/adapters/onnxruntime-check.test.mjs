@@ -7,7 +7,7 @@
 // is refused naming the module of that initializer and the node that reads it.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -145,6 +145,15 @@ test('without { model } a difference is refused at the output, saying what names
     (m) =>
       m.includes("the model's copy cannot be made: the model keeps initializers in mlp-dynamo.onnx.data beside it; pass the model's path or URL") &&
       m.includes('or pass { createSession: (bytes) => ort.InferenceSession.create(bytes, sessionOptions) }'),
+  );
+  // Files beside the model are found by the rule of every sibling: a symbolic link out of its folder is refused.
+  const linked = at('linked');
+  rmSync(linked, { recursive: true, force: true });
+  mkdirSync(linked);
+  copyFileSync(at('mlp-dynamo.onnx'), join(linked, 'mlp-dynamo.onnx'));
+  symlinkSync(at('mlp-dynamo.onnx.data'), join(linked, 'mlp-dynamo.onnx.data'));
+  await refused(checkSession(good, scaled, { model: join(linked, 'mlp-dynamo.onnx') }), 'CHECK_FAILED', (m) =>
+    /the model's copy cannot be made: .*mlp-dynamo\.onnx\.data'?, which a symbolic link leads outside the file's folder/.test(m),
   );
   // From bytes with the caller's createSession, which tells ORT where the files are (as withWeights's
   // sessionOptions do), the copy keeps its pointers and the modules are compared.

@@ -3,7 +3,7 @@
 // same .npy), memory sharing, refusals; withWeights on exported models (see the second half).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
@@ -401,6 +401,22 @@ test("withWeights: external data named outside the model's folder, by a scheme, 
   await refused(withWeights(join(wdir, 'wide-parent.onnx'), partial), 'UNSAFE_PATH', '../wide-dynamo.onnx.data');
   await refused(withWeights(join(wdir, 'wide-scheme.onnx'), partial), 'UNSAFE_PATH', 'scheme');
   await refused(withWeights(join(wdir, 'wide-huge.onnx'), partial), 'TRUNCATED', String(2 ** 40));
+});
+
+test("withWeights: external data reached through a symbolic link that leads out of the model's folder is refused (UNSAFE_PATH), as a sharded set's shard is; one inside it reads", async () => {
+  const sd = decodeNpzFile(join(wdir, 'wide.npz'));
+  const partial = encodeNpzOf({ '0.bias': sd['0.bias'] });
+  const linked = join(wdir, 'linked');
+  rmSync(linked, { recursive: true, force: true });
+  mkdirSync(join(linked, 'inner'), { recursive: true });
+  copyFileSync(join(wdir, 'wide-dynamo.onnx'), join(linked, 'wide-dynamo.onnx'));
+  symlinkSync(join(wdir, 'wide-dynamo.onnx.data'), join(linked, 'wide-dynamo.onnx.data'));
+  await refused(withWeights(join(linked, 'wide-dynamo.onnx'), partial), 'UNSAFE_PATH', 'symbolic link');
+  // A link that stays inside the folder is a file beside the model.
+  rmSync(join(linked, 'wide-dynamo.onnx.data'));
+  copyFileSync(join(wdir, 'wide-dynamo.onnx.data'), join(linked, 'inner', 'data'));
+  symlinkSync(join(linked, 'inner', 'data'), join(linked, 'wide-dynamo.onnx.data'));
+  assert.equal((await withWeights(join(linked, 'wide-dynamo.onnx'), partial)).replaced, ['0.bias']);
 });
 
 test('withWeights: a shape or dtype mismatch is refused naming the initializer, before anything is built', async () => {

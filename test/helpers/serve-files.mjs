@@ -1,5 +1,5 @@
 // A small HTTP file server for tests of files found beside others: byte ranges, a log of every
-// request (path, query, range, authorization), and per-path answers a test sets (redirects, 403s).
+// request (path, query, range, authorization, every header), and per-path answers a test sets (redirects, 403s).
 import { createServer } from 'node:http';
 import { readFileSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +18,7 @@ export async function serveFiles(root, answer = () => null) {
       search: url.search,
       range: req.headers.range,
       authorization: req.headers.authorization,
+      headers: { ...req.headers },
     });
     const special = answer(req, url);
     if (special) {

@@ -200,7 +200,7 @@ test('S3 (moto): a presigned URL is never shown with its signature: a 404, NO_RA
     const denied = await getSignedUrl(refusingClient, new GetObjectCommand({ Bucket: 'models', Key: 'model.safetensors' }), { expiresIn: 300 });
     const e403 = await npyErrorOf(() => openWeights(denied));
     assert.is(e403.code, 'HTTP_STATUS');
-    assert.match(e403.message, /model\.safetensors\?.*: HTTP 403 for the last 1 bytes \(check the credentials or the signature\)/);
+    assert.match(e403.message, /model\.safetensors\?.*: HTTP 403 for the last 1 bytes \(check the signature: it may have expired\)/);
     for (const shown of [e403.message, String(e403), inspect(e403), e403.stack]) assertNoSecret(shown, denied, 'the 403');
   } finally {
     refusingClient.destroy();
@@ -361,7 +361,7 @@ test('a server that accepts and never answers, or sends headers and then no body
   }
 });
 
-test('S3 (moto): the first multi-range request to an origin goes out once, even when a read has several in flight; the rest wait for its answer', async () => {
+test('S3 (moto), with multiRange: true: the first multi-range request to an origin goes out once, even when a read has several in flight; the rest wait for its answer', async () => {
   const expected = JSON.parse(python(`print(np.load(${JSON.stringify(at('column.npy'))})[:, 5].tolist())`));
   const multi = [];
   const proxy = await serve((req, res) => {
@@ -377,13 +377,57 @@ test('S3 (moto): the first multi-range request to an origin goes out once, even 
   const client = new S3Client({ endpoint: proxy.base, region: REGION, credentials: CREDENTIALS, forcePathStyle: true });
   try {
     const url = await getSignedUrl(client, new GetObjectCommand({ Bucket: 'models', Key: 'column.npy' }), { expiresIn: 300 });
-    // 64 ranges 128 KiB apart, 8 per request: 8 multi-range requests would go out, 6 at once.
-    const h = await openNpyUrl(url, { rangesPerRequest: 8, firstRequest: 128 });
+    // 64 ranges 128 KiB apart, 8 per request: 8 multi-range requests would go out, 6 at once
+    // (`multiRange: true`: by default none goes to a server not known to answer them).
+    const h = await openNpyUrl(url, { rangesPerRequest: 8, firstRequest: 128, multiRange: true });
     assert.equal(Array.from((await h.read([0, 5], [64, 1])).data), expected);
     assert.is(multi.length, 1, `${multi.length} multi-range requests`);
   } finally {
     client.destroy();
     await proxy.close();
+  }
+});
+
+test('a server that ignores Range on multi-range requests (200, the whole 16 MiB) is never sent one by default: a column moves kilobytes, not the object', async () => {
+  const body = readFileSync(at('column.npy')); // 8 MiB
+  const big = Buffer.concat([body, body]);
+  const sent = { multi: 0 };
+  const sockets = new Set();
+  const server = await serve((req, res) => {
+    const range = req.headers.range ?? '';
+    sockets.add(req.socket);
+    const m = /^bytes=(\d+)-(\d+)$/.exec(range);
+    if (m) {
+      const [a, b] = [Number(m[1]), Math.min(Number(m[2]), big.length - 1)];
+      res.writeHead(206, { 'content-range': `bytes ${a}-${b}/${big.length}`, 'content-length': b - a + 1 }).end(big.subarray(a, b + 1));
+      return;
+    }
+    if (range.includes(',')) sent.multi++;
+    // The whole object, as S3 answers, written as fast as the connection takes it.
+    res.writeHead(200, { 'content-length': big.length });
+    let at = 0;
+    const pump = () => {
+      while (at < big.length) {
+        const piece = big.subarray(at, at + 65536);
+        at += piece.length;
+        if (!res.write(piece)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  });
+  try {
+    // The file as numpy holds it: two copies of column.npy's bytes, so the data repeat after 8 MiB.
+    const expected = JSON.parse(python(`print(np.load(${JSON.stringify(at('column.npy'))})[:, 5].tolist())`));
+    const h = await openNpyUrl(`${server.base}/x.npy`, { firstRequest: 128 });
+    assert.equal(Array.from((await h.read([0, 5], [64, 1])).data), expected);
+    await server.close();
+    // What the server handed its connections (the kernel's buffers included), not what the client read.
+    const bytes = [...sockets].reduce((n, s) => n + s.bytesWritten, 0);
+    assert.is(sent.multi, 0, `${sent.multi} multi-range requests`);
+    assert.ok(bytes < 256 << 10, `the server sent ${bytes} bytes for 64 values`);
+  } finally {
+    await server.close();
   }
 });
 

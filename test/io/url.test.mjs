@@ -5,14 +5,18 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openNpy, openNpyUrl, withByteCache, bytesSource } from '@npyts/core';
+import { openNpy, openNpyUrl, withByteCache, bytesSource, openWeights, openNpz, openSafetensors, urlSource, NpyError } from '@npyts/core';
+import { openWeights as openWeightsNode } from '@npyts/core/node';
 import { resolveUrl } from '@npyts/core/plumbing';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { startNginx, TEST_TOKEN } from '../helpers/nginx.mjs';
 
 const dir = scratch('npyts-url-');
 mkdirSync(join(dir, 'private'));
-python(`np.save(${JSON.stringify(join(dir, 'private', 'w.npy'))}, np.arange(64 * 1000, dtype='<f4').reshape(64, 1000))`);
+python(`np.save(${JSON.stringify(join(dir, 'private', 'w.npy'))}, np.arange(64 * 1000, dtype='<f4').reshape(64, 1000))
+from safetensors.numpy import save_file
+save_file({'fc': np.arange(12, dtype='<f4').reshape(3, 4) / 8}, ${JSON.stringify(join(dir, 'm.safetensors'))})
+np.savez(${JSON.stringify(join(dir, 'z.npz'))}, fc=np.arange(12, dtype='<f4').reshape(3, 4) / 8)`);
 const expected = JSON.parse(python(`a = np.load(${JSON.stringify(join(dir, 'private', 'w.npy'))}); print(json.dumps(a[5:9, 300:306].ravel().tolist()))`));
 const server = await startNginx(dir);
 const url = `${server.base}/private/w.npy`;
@@ -107,6 +111,34 @@ test('withByteCache serves repeated reads of any source from memory, bounded by 
   assert.is(reads, after + 8 + 1, 'the least recently used block was not evicted');
   const h = await openNpy(bytesSource(new Uint8Array(await (await fetch(url, { headers: { authorization: `Bearer ${TEST_TOKEN}` } })).arrayBuffer())));
   assert.equal(Array.from((await h.read([5, 300], [4, 6])).data), expected);
+});
+
+test('urlSource(url) passed without await (a promise of the source) opens as the source does; a promise of something else is BAD_OPTION, not BAD_MAGIC', async () => {
+  const fc = JSON.parse(python(`print(json.dumps((np.arange(12, dtype='<f4') / 8).tolist()))`));
+  const plain = (name) => urlSource(`${server.base}/${name}`);
+  for (const [what, open] of [
+    ['openWeights', () => openWeights(plain('m.safetensors'))],
+    ['node openWeights', () => openWeightsNode(plain('m.safetensors'))],
+    ['openSafetensors', () => openSafetensors(plain('m.safetensors'))],
+    ['openWeights of a .npz', () => openWeights(plain('z.npz'))],
+  ]) {
+    const w = await open();
+    assert.equal(Array.from((await w.get('fc')).data), fc, what);
+    await w.close();
+  }
+  const z = await openNpz(plain('z.npz'));
+  assert.equal(Array.from((await z.get('fc')).data), fc);
+  const h = await openNpy(urlSource(url, { headers: { authorization: `Bearer ${TEST_TOKEN}` } }));
+  assert.equal(Array.from((await h.read([5, 300], [4, 6])).data), expected);
+  for (const wrong of [Promise.resolve(42), {}, 'x'.length]) {
+    const e = await openWeights(wrong).then(
+      () => null,
+      (err) => err,
+    );
+    assert.instance(e, NpyError, String(e));
+    assert.is(e.code, 'BAD_OPTION', e.message);
+    assert.match(e.message, /pass a URL, a Blob, bytes.* or a byte source/);
+  }
 });
 
 test("relative URLs resolve against the page's address when there is one", () => {

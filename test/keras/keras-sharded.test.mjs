@@ -18,6 +18,7 @@ import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
+import { serveFiles } from '../helpers/serve-files.mjs';
 
 await useCpuBackend();
 
@@ -148,6 +149,22 @@ test('from a URL: the shards are found beside the map, every weight as Keras rea
     await f.close();
   } finally {
     await server.stop();
+  }
+});
+
+test('a shard redirected to another origin is refused (UNSAFE_PATH) before the other origin is asked, which never sees the headers', async () => {
+  const other = await serveFiles(dir);
+  const server = await serveFiles(dir, (_req, url) =>
+    url.pathname.endsWith('.weights.h5') ? { status: 302, headers: { location: `${other.base}${url.pathname}` } } : null,
+  );
+  try {
+    const e = await npyErrorOf(() => openWeights(`${server.base}/x.weights.json`, { headers: { 'x-api-key': 'secret' } }));
+    assert.is(e.code, 'UNSAFE_PATH', e.message);
+    assert.match(e.message, /x_\d+\.weights\.h5 was redirected \(HTTP 302\) to/);
+    assert.equal(other.log, []);
+  } finally {
+    await server.close();
+    await other.close();
   }
 });
 

@@ -150,6 +150,92 @@ test('issue 53: a shard redirected outside the index folder is refused (UNSAFE_P
   }
 });
 
+test('a redirect to another origin is checked before it is requested: a shard or a heap is refused (UNSAFE_PATH, naming the redirect and the rule) and the other origin never sees the x-api-key header; a same-origin redirect reads; a file opened by its own URL follows it without the header', async () => {
+  const data = join(root, 'data');
+  mkdirSync(data, { recursive: true });
+  await saveRagged(join(data, 'words.npy'), ['a', 'bc', 'def'], { layout: 'offsets' });
+  const other = await serveFiles(root);
+  const server = await serveFiles(root, (_req, url) => {
+    const to = {
+      '/models/m/model-00002-of-00003.safetensors': `${other.base}/models/m/model-00002-of-00003.safetensors`,
+      '/models/m/model-00003-of-00003.safetensors': '/models/m/model-00003-of-00003.safetensors?v=2',
+      '/top/model.safetensors': `${other.base}/models/m/model-00001-of-00003.safetensors`,
+    };
+    // The heap (words.npy.strings, or .strings.1 beside an earlier test's heap) to the other origin.
+    if (url.pathname.startsWith('/data/words.npy.strings')) return { status: 302, headers: { location: `${other.base}${url.pathname}` } };
+    return Object.hasOwn(to, url.pathname) && url.search === '' ? { status: 302, headers: { location: to[url.pathname] } } : null;
+  });
+  const headers = { 'x-api-key': 'secret' };
+  try {
+    const w = await openWeightsAnywhere(`${server.base}/models/m/model.safetensors.index.json`, { headers });
+    const e = await npyErrorOf(() => w.get('b.weight'));
+    assert.equal(
+      other.log.map((q) => q.headers['x-api-key']),
+      [],
+      'the shard was asked for on the other origin',
+    );
+    assert.is(e.code, 'UNSAFE_PATH', e.message);
+    assert.match(e.message, /was redirected \(HTTP 302\) to http:\/\/127\.0\.0\.1:\d+\/models\/m\/model-00002-of-00003\.safetensors, outside the folder/);
+    assert.match(e.message, /read only from that file's folder, on its origin, redirects included/);
+    // Inside the folder, the redirect is followed with the header.
+    assert.ok(close(Array.from(toFloat32(await w.get('c.weight')).data), values['c.weight']));
+    assert.ok(server.log.some((r) => r.search === '?v=2' && r.headers['x-api-key'] === 'secret'));
+    await w.close();
+    const h = await npyErrorOf(async () => {
+      const r = await openRaggedUrl(`${server.base}/data/words.npy`, { headers });
+      try {
+        return await r.get(2);
+      } finally {
+        await r.close();
+      }
+    });
+    assert.is(h.code, 'UNSAFE_PATH', h.message);
+    assert.match(h.message, /words\.npy\.strings(\.1)? was redirected \(HTTP 302\) to/);
+    assert.equal(other.log, [], 'the other origin was asked');
+    // A file opened by its own URL may be redirected elsewhere (a CDN): the header stays home.
+    const top = await openWeightsAnywhere(`${server.base}/top/model.safetensors`, { headers });
+    assert.ok(close(Array.from(toFloat32(await top.get('a.weight')).data), values['a.weight']));
+    await top.close();
+    assert.ok(other.log.length > 0);
+    assert.equal(
+      other.log.filter((q) => q.headers['x-api-key'] !== undefined),
+      [],
+      'the header went to the other origin',
+    );
+  } finally {
+    await server.close();
+    await other.close();
+  }
+});
+
+test('an unsigned index whose shard the server refuses (403: nginx and a 0600 file) says so and names the file, without the presigned advice; a signed one gives that advice', async () => {
+  const server = await serveFiles(root, (_req, url) => (url.pathname.endsWith('model-00002-of-00003.safetensors') ? { status: 403 } : null));
+  try {
+    for (const [query, presigned] of [
+      ['', false],
+      ['?X-Amz-Signature=abc123', true],
+      ['?sig=abc', true],
+      ['?token=abc', true],
+      ['?rev=main', false],
+    ]) {
+      const w = await openWeightsAnywhere(`${server.base}/models/m/model.safetensors.index.json${query}`);
+      const e = await npyErrorOf(() => w.get('b.weight'));
+      await w.close();
+      assert.is(e.code, 'HTTP_STATUS', e.message);
+      assert.match(e.message, /HTTP 403/);
+      if (presigned) {
+        assert.match(e.message, /needs its own signature: pass \{ resolve/, query);
+      } else {
+        assert.not.match(e.message, /presigned|signature|resolve/, `${query}: ${e.message}`);
+        assert.match(e.message, /the server refused http:\/\/127\.0\.0\.1:\d+\/models\/m\/model-00002-of-00003\.safetensors/);
+        assert.match(e.message, /check that the server may read it.*0600.*chmod a\+r/);
+      }
+    }
+  } finally {
+    await server.close();
+  }
+});
+
 /** A private bucket: every object needs `?sig=<its path>`, as a presigned URL carries its own signature. */
 function privateBucket() {
   return serveFiles(root, (_req, url) => (url.searchParams.get('sig') === url.pathname ? null : { status: 403 }));

@@ -1,7 +1,7 @@
 /** What this package's functions share: ONNX's ModelProto through protobufjs, and the inputs they open. */
 import protobuf from 'protobufjs/light.js';
 import { NpyError, WeightFile, openWeights, urlSource, type HttpOptions } from '@npyts/core';
-import { checkSiblingName, urlPlace } from '@npyts/core/plumbing';
+import { urlPlace } from '@npyts/core/plumbing';
 import { ONNX_SCHEMA } from './onnx-schema.js';
 
 /** Where weights or a reference archive come from: a path (Node), a URL, bytes, a Blob, or a {@link WeightFile} already open (left open). */
@@ -141,12 +141,10 @@ export async function inlineExternalData(message: ModelMessage, model: ModelInpu
       const what = `initializer ${t.name}'s external data`;
       let source = opened.get(location);
       if (source === undefined) {
-        if (isPath(model)) {
-          checkSiblingName(location, what, model, false);
-          source = (await nodeEntry()).fileSource(model.replace(/[^/\\]*$/, '') + location);
-        } else {
-          source = await urlPlace(String(model), false).open(location, options);
-        }
+        // The places sharded sets use: a folder (symbolic links that lead out of it refused too), a URL's folder.
+        const place = isPath(model) ? (await nodeEntry()).folderPlace(model, false) : urlPlace(String(model), false);
+        place.check(location, what);
+        source = await place.open(location, options);
         opened.set(location, source);
       }
       const offset = Number(field(t, 'offset') ?? 0);

@@ -5,7 +5,8 @@
 import type { DescrInput } from '../format/descr-types.js';
 import { readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
-import { blobSource, bytesSource, isByteSource, type ByteSource } from './byte-source.js';
+import { blobSource, bytesSource, isByteSource, isPromise, type ByteSource } from './byte-source.js';
+import { NpyError } from '../errors.js';
 import { openNpyUrl, urlSource, type UrlOptions, type UrlSourceOptions } from './url.js';
 import { npyReaderOf, type NpyReadStats, type NpyReader } from './reader.js';
 
@@ -13,8 +14,11 @@ export { npyReaderOf, type NpyReadStats, type NpyReader, type ReadTuning, type R
 import { checkReadOptions } from '../options.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
-/** Where a .npy can be opened from in any runtime. */
-export type NpySource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource;
+/**
+ * Where a .npy can be opened from in any runtime: a URL, a `Blob`, bytes, a byte source, or a promise
+ * of a byte source (what `urlSource(url)` returns, passed without `await`).
+ */
+export type NpySource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource | PromiseLike<ByteSource>;
 
 /**
  * A URL as given, resolved against the page in a browser (`'data/x.npy'` is relative to the document).
@@ -39,8 +43,43 @@ export async function sourceOf(input: NpySource, options: UrlSourceOptions = {})
   checkReadOptions(options);
   if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);
   if (typeof Blob !== 'undefined' && input instanceof Blob) return blobSource(input);
+  return settledSource(input);
+}
+
+/**
+ * `input` as a byte source when it is one, a promise of one (awaited), or bytes; anything else is
+ * BAD_OPTION naming what was given (never read as bytes, whose first ones then look like no format).
+ */
+async function settledSource(input: unknown): Promise<ByteSource> {
   if (isByteSource(input)) return input;
-  return bytesSource(input as ArrayBuffer | ArrayBufferView, 'the bytes');
+  if (isPromise(input)) {
+    const source: unknown = await input;
+    if (isByteSource(source)) return source;
+    throw new NpyError(
+      'BAD_OPTION',
+      `the promise given to open resolved to ${describe(source)}, not a byte source; pass a URL, a Blob, bytes or a byte source`,
+    );
+  }
+  // By tag, not instanceof: bytes made in another realm (a vm context, a test runner's) are bytes too.
+  const tag = Object.prototype.toString.call(input);
+  if (ArrayBuffer.isView(input) || tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]')
+    return bytesSource(input as ArrayBuffer, 'the bytes');
+  throw new NpyError('BAD_OPTION', `cannot open ${describe(input)}: pass a URL, a Blob, bytes (ArrayBuffer, Uint8Array) or a byte source`);
+}
+
+/** What a value is, for a message: its class's name, or its type. */
+function describe(x: unknown): string {
+  if (x === null) return 'null';
+  const name = typeof x === 'object' ? (x as object).constructor?.name : undefined;
+  return name ? `a ${name}` : typeof x;
+}
+
+/**
+ * Whether a source opened from `input` is the caller's own (left open when opening fails): the
+ * source itself, or a promise of it that the caller holds.
+ */
+function givenByCaller(source: ByteSource, input: unknown): boolean {
+  return source === input || isPromise(input);
 }
 
 /**
@@ -53,7 +92,7 @@ export async function openingOver<T>(source: ByteSource, input: unknown, open: (
   try {
     return await open();
   } catch (e) {
-    if (source !== input) await source.close?.();
+    if (!givenByCaller(source, input)) await source.close?.();
     throw e;
   }
 }
@@ -97,6 +136,5 @@ export async function openNpy(source: NpySource, options: UrlOptions = {}): Prom
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
     return openNpySource(blobSource(source), options);
   }
-  if (isByteSource(source)) return openNpySource(source, options);
-  return openNpySource(bytesSource(source as ArrayBuffer | ArrayBufferView), { ...options, name: 'the bytes' });
+  return openNpySource(await settledSource(source), options);
 }

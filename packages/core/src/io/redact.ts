@@ -77,3 +77,17 @@ export function redactUrls(text: string): string {
   if (!text.includes('://')) return text;
   return text.replace(URL_IN_TEXT, (url) => (/[?#@]/.test(url) ? redactOne(url) : url));
 }
+
+/**
+ * Whether `url` carries credentials of its own: user info, or a query or fragment parameter that
+ * {@link redactUrls} hides (named like a signature or token: `X-Amz-Signature`, `X-Goog-Signature`,
+ * `Signature`, `sig`, `token`, …, or holding a long opaque value). What tells a presigned (or
+ * otherwise signed) URL from a plain one: the same rule as redaction, so that what is hidden as a
+ * secret is what is called a signature.
+ * @example
+ * carriesCredentials('https://b.s3.amazonaws.com/x.npz?X-Amz-Signature=9f0c');   // true
+ * carriesCredentials('https://h/models/model.safetensors.index.json');              // false
+ */
+export function carriesCredentials(url: string): boolean {
+  return /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(url) && /[?#@]/.test(url) && redactOne(url) !== url;
+}

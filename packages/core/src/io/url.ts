@@ -17,15 +17,18 @@ import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js'
 import type { DescrInput } from '../format/descr-types.js';
 import { ByteBudget, inParallel } from './settle.js';
 import type { AsyncByteSource } from './byte-source.js';
-import { redactUrls } from './redact.js';
+import { carriesCredentials, redactUrls } from './redact.js';
 
 /** Options of every reader of a URL: the fetch hook, headers, request sizes, concurrency, the timeout. */
 export interface HttpOptions {
   /**
    * The fetch to use (default `globalThis.fetch`): any WHATWG `fetch`, for auth, signed requests
-   * (an S3 signer) or retries. It is called as `fetch(url, { headers, signal })`.
+   * (an S3 signer) or retries. It is called as `fetch(url, { headers, signal, redirect: 'manual' })`:
+   * hand `redirect` on to fetch, so that npyts sees each redirect and checks where it leads before
+   * it is requested (it then calls the hook again for the next URL). A hook that follows redirects
+   * itself is checked only afterwards, by the final answer's `url`.
    */
-  fetch?: (url: string, init: { headers: Record<string, string>; signal?: AbortSignal | undefined }) => Promise<Response>;
+  fetch?: (url: string, init: { headers: Record<string, string>; signal?: AbortSignal | undefined; redirect?: 'manual' }) => Promise<Response>;
   /** Cancels the opening requests (each read takes its own signal). */
   signal?: AbortSignal | undefined;
   /** Extra request headers (authorization, …). */
@@ -43,10 +46,13 @@ export interface HttpOptions {
    */
   maxInFlight?: number;
   /**
-   * Whether several ranges may go in one request (`Range: bytes=a-b,c-d`; default true). Object
-   * stores (S3 and its compatibles) and many CDNs answer such a request with the whole object: the
-   * first such request to an origin is sent alone, and once an origin has answered with a whole
-   * object it is sent single ranges for the rest of the process. `false` never sends one.
+   * Whether several ranges may go in one request (`Range: bytes=a-b,c-d`). Object stores (S3 and
+   * its compatibles) and many CDNs answer such a request with the whole object, so by default one
+   * is sent only where that costs little or cannot happen: to an origin that has answered one as
+   * multipart, to a server that names itself as one that does (nginx, Apache, Caddy, lighttpd), or
+   * for a file of at most 1 MiB; elsewhere single ranges are sent. `true` sends them to any origin
+   * (the first alone; one that then answers with a whole object is sent single ranges for the rest
+   * of the process); `false` never sends one.
    */
   multiRange?: boolean;
   /**
@@ -58,9 +64,10 @@ export interface HttpOptions {
    */
   wholeBodyBytes?: number;
   /**
-   * A folder URL every answer must come from, after redirects: a file found beside another (a
-   * shard, a ragged heap) and redirected outside that file's folder or origin is refused
-   * (`UNSAFE_PATH`) before its body is read. Set by the readers of such files.
+   * A folder URL every request must stay in, redirects included: a file found beside another (a
+   * shard, a ragged heap, ONNX external data) redirected outside that file's folder or origin is
+   * refused (`UNSAFE_PATH`) before the redirect's target is requested. Set by the readers of such
+   * files. Without it, a redirect to another origin is followed without the `headers`.
    */
   within?: string;
   /**
@@ -118,6 +125,13 @@ const WHOLE_BODY_BYTES = 256 << 20;
  */
 const WHOLE_MULTI_BYTES = 1 << 20;
 
+/**
+ * Servers that answer a request for several ranges with the parts asked for (multipart/byteranges),
+ * by their `Server` header: nginx (and OpenResty), Apache, Caddy, lighttpd, LiteSpeed. Another
+ * origin is sent one only once it is known to take them (or `multiRange: true`).
+ */
+const MULTI_RANGE_SERVERS = /^(nginx|openresty|apache|caddy|lighttpd|litespeed)\b/i;
+
 /** Milliseconds a request waits for its headers, or for the next piece of its body, by default. */
 const TIMEOUT_MS = 30_000;
 
@@ -127,16 +141,21 @@ const TIMEOUT_MS = 30_000;
  */
 const singleRangeOrigins = new Set<string>();
 
-/** A response that came (through redirects) from outside the folder `within`: refused, its body unread. */
-async function confined(res: Response, href: string, within: string): Promise<Response> {
-  if (!res.url) return res;
-  const got = new URL(res.url);
+/** Redirects one request follows at most (fetch's own bound is 20): a loop ends as NETWORK. */
+const MAX_REDIRECTS = 10;
+
+/** Whether `url` lies in the folder `within` (its origin, under its path). */
+function inFolder(url: URL, within: string): boolean {
   const folder = new URL(within);
-  if (got.origin === folder.origin && got.pathname.startsWith(folder.pathname)) return res;
-  await res.body?.cancel();
-  throw new NpyError(
+  return url.origin === folder.origin && url.pathname.startsWith(folder.pathname);
+}
+
+/** The refusal of a file redirected (or, by a fetch hook that follows redirects, answered) from outside the folder `within`. */
+function outsideFolder(href: string, to: URL, within: string, how: string): NpyError {
+  return new NpyError(
     'UNSAFE_PATH',
-    `${redactUrls(href)} was redirected to ${got.origin}${got.pathname}, outside the folder of the file that names it (${redactUrls(folder.href)})`,
+    `${redactUrls(href)} was ${how} ${to.origin}${to.pathname}, outside the folder of the file that names it (${redactUrls(new URL(within).href)}): ` +
+      "a file found beside another is read only from that file's folder, on its origin, redirects included; pass { resolve } to give its URL yourself",
   );
 }
 
@@ -339,6 +358,8 @@ export class HttpFile {
   private readonly doFetch: NonNullable<HttpOptions['fetch']>;
   private readonly wholeBodyBytes: number;
   private readonly timeoutMs: number;
+  /** The `Server` header of the first answer that has one ('' until then; hidden from a page by CORS unless exposed). */
+  private server = '';
   /** The validators of the first answer (null before it). */
   private pin: { etag: string | null; lastModified: string | null } | null = null;
 
@@ -352,9 +373,7 @@ export class HttpFile {
     this.url = checkedUrl(href, opener);
     this.origin = this.url.origin;
     this.shown = redactUrls(href);
-    const fetch: NonNullable<HttpOptions['fetch']> = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
-    const { within } = options;
-    this.doFetch = within === undefined ? fetch : async (u, init) => confined(await fetch(u, init), href, within);
+    this.doFetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
     this.budget = new ByteBudget(Math.max(1, options.maxInFlight ?? IN_FLIGHT_BYTES));
     this.wholeBodyBytes = options.wholeBodyBytes ?? WHOLE_BODY_BYTES;
     this.timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
@@ -368,9 +387,18 @@ export class HttpFile {
     return Math.max(1, this.options.concurrency ?? 6);
   }
 
-  /** Whether multi-range requests may be sent to this file's origin. */
+  /**
+   * Whether multi-range requests may be sent to this file's origin: where it is known to answer them,
+   * or asked for (`multiRange: true`). An origin not known yet is sent one only where a whole-object
+   * answer (S3's, a CDN's) would cost little: a file of at most 1 MiB, or a server that says it is
+   * one that answers them (nginx, Apache, Caddy, lighttpd). Else its first request for several
+   * ranges could bring the whole object, which a client cannot stop in time (the socket's buffers
+   * take megabytes before the answer's headers are read): single ranges are sent instead.
+   */
   get multiRange(): boolean {
-    return this.options.multiRange !== false && !singleRangeOrigins.has(this.origin);
+    if (this.options.multiRange === false || singleRangeOrigins.has(this.origin)) return false;
+    if (this.options.multiRange === true || multiRangeOrigins.has(this.origin)) return true;
+    return (this.size >= 0 && this.size <= WHOLE_MULTI_BYTES) || MULTI_RANGE_SERVERS.test(this.server);
   }
 
   /**
@@ -386,10 +414,9 @@ export class HttpFile {
     const pin = this.pin && mayCondition(this.origin) ? this.conditions(this.pin) : {};
     try {
       this.stats.requests++;
-      const res = await deadline.race(
-        this.doFetch(this.href, { headers: { ...this.options.headers, ...pin, Range: `bytes=${spec}` }, signal: controller.signal }),
-      );
+      const res = await this.send({ ...pin, Range: `bytes=${spec}` }, controller.signal, deadline);
       deadline.answered = true;
+      this.server ||= res.headers.get('server') ?? '';
       deadline.arm();
       return await use(res, deadline);
     } catch (e) {
@@ -404,6 +431,50 @@ export class HttpFile {
     } finally {
       deadline.stop();
       signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * One request of the file, redirects followed here one by one (`redirect: 'manual'`), each target
+   * checked before it is requested: inside `within` where that is set (else UNSAFE_PATH), http(s)
+   * only, at most {@link MAX_REDIRECTS}. The user's `headers` go only to the file's own origin, as
+   * fetch does with `Authorization` alone; `ours` (Range, the pin's conditions) go everywhere.
+   */
+  private async send(ours: Record<string, string>, signal: AbortSignal, deadline: Deadline): Promise<Response> {
+    const { within } = this.options;
+    let url = this.url;
+    for (let hops = 0; ; hops++) {
+      const headers = url.origin === this.origin ? { ...this.options.headers, ...ours } : ours;
+      let res = await deadline.race(this.doFetch(url.href, { headers, signal, redirect: 'manual' }));
+      if (res.type === 'opaqueredirect') {
+        // In a browser a manual redirect is opaque: its target cannot be read, so it cannot be
+        // checked first. It is followed by the browser then, without the user's headers where the
+        // file is a sibling (which must not carry them elsewhere; a same-origin redirect that needs
+        // them then fails with its HTTP status), and the answer's `url` is checked after.
+        res = await deadline.race(this.doFetch(url.href, { headers: within === undefined ? headers : ours, signal }));
+      }
+      const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;
+      if (location === null) {
+        // A hook (or a browser) that followed redirects itself: its final answer is checked.
+        if (within !== undefined && res.url && !inFolder(new URL(res.url), within)) {
+          await res.body?.cancel().catch(() => {});
+          throw outsideFolder(this.href, new URL(res.url), within, 'answered from');
+        }
+        return res;
+      }
+      await res.body?.cancel().catch(() => {});
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        badResponse(`${this.shown}: HTTP ${res.status} redirects to '${redactUrls(location).slice(0, 200)}', which is not a URL`);
+      }
+      if (within !== undefined && !inFolder(next, within)) throw outsideFolder(this.href, next, within, `redirected (HTTP ${res.status}) to`);
+      if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+        throw new NpyError('UNSAFE_PATH', `${this.shown} was redirected (HTTP ${res.status}) to a ${next.protocol} URL; only http(s) redirects are followed`);
+      }
+      if (hops === MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects`); // NETWORK, naming the URL and the bytes
+      url = next;
     }
   }
 
@@ -484,7 +555,13 @@ export class HttpFile {
     await res.body?.cancel().catch(() => {});
     if (res.status === 412) throw this.changed(`HTTP 412: it no longer matches ${res.headers.get('etag') ?? 'the ETag or date of its first answer'}`);
     const why =
-      res.status === 416 ? ' (the range is outside the file)' : res.status === 401 || res.status === 403 ? ' (check the credentials or the signature)' : '';
+      res.status === 416
+        ? ' (the range is outside the file)'
+        : res.status === 401 || res.status === 403
+          ? carriesCredentials(this.href)
+            ? ' (check the signature: it may have expired)'
+            : " (the server refused it: check the credentials, or the file's permissions on the server)"
+          : '';
     throw new NpyError('HTTP_STATUS', `${this.shown}: HTTP ${res.status} for ${asked}${why}`);
   }
 

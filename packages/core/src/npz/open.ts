@@ -4,8 +4,8 @@ import { openingOver, sourceOf } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
 import { NpzArchive, type NpzOptions } from './archive.js';
 
-/** Where an archive can be opened from in any runtime (`@npyts/core/node` adds paths). */
-export type NpzSource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource;
+/** Where an archive can be opened from in any runtime (`@npyts/core/node` adds paths); a promise of a source is awaited. */
+export type NpzSource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource | PromiseLike<ByteSource>;
 
 /** Options of {@link openNpz}: the archive's, and (for a URL) the HTTP options. */
 export interface OpenNpzOptions extends NpzOptions, HttpOptions {}

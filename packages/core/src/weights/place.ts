@@ -9,6 +9,7 @@ import { NpyError } from '../errors.js';
 import { isByteSource, type ByteSource } from '../io/byte-source.js';
 import { sourceOf } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
+import { carriesCredentials, redactUrls } from '../io/redact.js';
 
 /** What a {@link ResolveHook} answers for a sibling's name: a URL (a presigned one), or the bytes' source itself. */
 export type SiblingAnswer = string | URL | Blob | ByteSource;
@@ -112,14 +113,29 @@ function originOf(url: string | URL): string | null {
   }
 }
 
-/** An HTTP 401/403 on a sibling beside a signed index: the fix is a `resolve` hook. */
-function withResolveHint(e: unknown, href: string): unknown {
-  if (!(e instanceof NpyError) || e.code !== 'HTTP_STATUS' || !/HTTP 40[13]\b/.test(e.message)) return e;
-  return new NpyError(
-    'HTTP_STATUS',
-    `${e.message}; a file beside a presigned (or otherwise signed) URL needs its own signature: pass { resolve: (name) => signedUrlOf(name) } to openWeights, which then asks it for each sibling's URL`,
-    { file: e.file ?? href },
-  );
+/**
+ * An HTTP 401/403 on a sibling: beside a signed index (its URL carries a signature, see
+ * {@link carriesCredentials}) the fix is a `resolve` hook, since the sibling's URL has none; beside a
+ * plain one the server refused the file itself (nginx answers 403 for a file it may not read: the
+ * 0600 files `safetensors` and `huggingface_hub` write).
+ */
+function withResolveHint(e: unknown, href: string, index: string): unknown {
+  if (!(e instanceof NpyError) || e.code !== 'HTTP_STATUS') return e;
+  const status = /HTTP (40[13])\b/.exec(e.message)?.[1];
+  if (status === undefined) return e;
+  const file = e.file ?? href;
+  if (carriesCredentials(index)) {
+    return new NpyError(
+      'HTTP_STATUS',
+      `${e.message}; a file beside a presigned (or otherwise signed) URL needs its own signature: pass { resolve: (name) => signedUrlOf(name) } to openWeights, which then asks it for each sibling's URL`,
+      { file },
+    );
+  }
+  const fix =
+    status === '403'
+      ? 'check that the server may read it (nginx answers 403 for a file it cannot read, such as the mode 0600 files safetensors and huggingface_hub write: chmod a+r it)'
+      : "pass the headers it needs ({ headers }, which go to the index's origin)";
+  return new NpyError('HTTP_STATUS', `${e.message}; the server refused ${redactUrls(href)}, a file beside ${redactUrls(index)}: ${fix}`, { file });
 }
 
 /**
@@ -137,7 +153,7 @@ export function urlPlace(url: string, flat = true): Place {
       try {
         return await sourceOf(href, { ...options, within: new URL('.', url).href, tailBytes: 1 });
       } catch (e) {
-        throw withResolveHint(e, href);
+        throw withResolveHint(e, href, url);
       }
     },
   };
