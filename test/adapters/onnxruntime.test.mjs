@@ -3,7 +3,7 @@
 // same .npy), memory sharing, refusals; withWeights on exported models (see the second half).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import { execFileSync, spawn } from 'node:child_process';
@@ -14,6 +14,7 @@ import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsM
 import { python, pythonAsync, scratch } from '../helpers/numpy.mjs';
 import { refusedWith as refused } from '../helpers/refusal.mjs';
 import { blocksOf, root } from '../packages/guide-blocks.mjs';
+import { serveFiles } from '../helpers/serve-files.mjs';
 
 const dir = scratch();
 
@@ -246,6 +247,10 @@ for n in m.graph.node:
     n.output[:] = ['onnx::Gemm_7' if v == '1.bias' else v for v in n.output]
     n.input[:] = ['onnx::Gemm_7' if v == '1.bias' else v for v in n.input]
 onnx.save(m, f'{d}/twin-generated.onnx')
+# A state_dict of 106 KB in a .npz read by URL: its first member is larger than a 64 KiB read window.
+remote = torch.nn.Sequential(torch.nn.Linear(128, 200), torch.nn.ReLU(), torch.nn.Linear(200, 8)).eval()
+export(remote, torch.randn(2, 128), f'{d}/remote.onnx', exporters['ts'])
+np.savez(f'{d}/remote.npz', **{k: (v + 1).numpy() for k, v in remote.state_dict().items()})
 # Layouts ORT cannot read in place: big-endian, deflated.
 tuned_sd = {k: v.numpy() for k, v in safetensors.torch.load_file(f'{d}/mlp.safetensors').items()}
 np.savez(f'{d}/mlp-be.npz', **{k: v.astype(v.dtype.newbyteorder('>')) for k, v in tuned_sd.items()})
@@ -413,6 +418,33 @@ test('withWeights: kept initializers the dynamo exporter stored beside the model
   // The file holds the exported values: swapping one or all of them gives the same outputs.
   assert.equal(Array.from(a), Array.from(b));
   assert.equal(Array.from(c), Array.from(b));
+});
+
+test('withWeights: a remote .npz moves about its own size (directory, headers and tensors once), and swaps the same values as from its path', async () => {
+  const path = join(wdir, 'remote.npz');
+  const size = statSync(path).size;
+  const server = await serveFiles(wdir);
+  try {
+    const r = await withWeights(join(wdir, 'remote.onnx'), `${server.base}/remote.npz`);
+    assert.equal([...r.replaced].sort(), ['0.bias', '0.weight', '2.bias', '2.weight']);
+    // What each answer carried, as the server answers a range (`bytes=a-b`, `bytes=-n`).
+    const moved = server.log.reduce((n, { range }) => {
+      const [, a, b] = /^bytes=(\d*)-(\d*)$/.exec(range ?? '') ?? [];
+      if (a === undefined) return n + size;
+      return n + (a === '' ? Math.min(size, Number(b)) : Math.min(b === '' ? size - 1 : Number(b), size - 1) - Number(a) + 1);
+    }, 0);
+    assert.ok(moved <= size + 1024, `${moved} bytes moved for an archive of ${size} (${server.log.map((l) => l.range).join(', ')})`);
+    const local = await withWeights(join(wdir, 'remote.onnx'), path, { inline: true });
+    const x = new ort.Tensor(
+      'float32',
+      Float32Array.from({ length: 256 }, (_, i) => Math.sin(i)),
+      [2, 128],
+    );
+    const [a, b] = await Promise.all([r, local].map(async (w) => (await (await ort.InferenceSession.create(w.model)).run({ x })).y.data));
+    assert.equal(Array.from(a), Array.from(b));
+  } finally {
+    await server.close();
+  }
 });
 
 test("withWeights: external data named outside the model's folder, by a scheme, or past its file's end is refused before any read", async () => {
