@@ -144,7 +144,6 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  *   `training=torch.onnx.TrainingMode.PRESERVE`, or `optimize=False`). Detection works from names; a file with only some of the weights of a folded model
  *   cannot be told apart.
  *
- *
  * Names the TorchScript exporter merged (an initializer equal to another at export becomes `Identity` of it,
  * as two biases at their initial zeros do, or a fresh BatchNorm's `running_var` of its `weight`) get
  * their own initializers again where the file names them, so that each takes the file's tensor.
@@ -371,7 +370,7 @@ function splitMerged(message: ModelMessage, file: WeightFile): void {
     } else if (file.has(source)) {
       throw new NpyError(
         'WEIGHT_MISMATCH',
-        `refusing to swap weights by name: in the model ${n} is an alias of the initializer ${source} (the exporter merged initializers that were equal when it ran), and the file has ${source} but no ${n}: swapping ${source} would change ${n} too; export the model from weights where they differ`,
+        `refusing to swap weights by name: in the model ${n}, a name the exporter made up, is an alias of the initializer ${source}, and the file has ${source} but no ${n}: whether ${n} is ${source} itself (to take its new value) or a tensor merged with it (to keep the exported one) cannot be told; save the values ${n} should hold under that name in the file`,
       );
     }
   }
