@@ -94,11 +94,19 @@ test('a perturbed initializer is refused naming its module and the node that rea
   }
 });
 
-test("the session's own class makes the copy, and BatchNorm folded by the exporter is said", async () => {
+test("the session's own class makes the copy, and BatchNorm folded by the exporter is said, its output compared", async () => {
   const session = await ort.InferenceSession.create(at('cnn-torchscript-broken.onnx'));
-  await refused(checkSession(session, at('cnn-torchscript.npz'), { model: readFileSync(at('cnn-torchscript-broken.onnx')) }), 'CHECK_FAILED', (m) =>
-    m.includes("'bn2', recorded after it, has no ONNX node of its own (folded into it or removed by the exporter)"),
+  const message = await refused(
+    checkSession(session, at('cnn-torchscript.npz'), { model: readFileSync(at('cnn-torchscript-broken.onnx')) }),
+    'CHECK_FAILED',
+    (m) => m.includes("'bn2', recorded after it, has no ONNX node of its own (folded into it or removed by the exporter)"),
   );
+  // The fused Conv node computes bn2's output: the value said is bn2's reference there, not conv2's.
+  const [, key, index, want] = /: (check\/module\/\S+): at \[([\d,]+)\] ORT gives \S+ and the reference (\S+) \(/.exec(message) ?? [];
+  assert.is(key, 'check/module/bn2', message);
+  const reference = decodeNpz(readFileSync(at('cnn-torchscript.npz'))).getSync(key);
+  const flat = index.split(',').reduce((at, i, k) => at * reference.shape[k] + Number(i), 0);
+  assert.is(want, String(reference.data[flat]), message);
   const dynamo = await ort.InferenceSession.create(at('cnn-dynamo-broken.onnx'));
   await refused(checkSession(dynamo, at('cnn-dynamo.npz'), { model: at('cnn-dynamo-broken.onnx') }), 'CHECK_FAILED', (m) =>
     m.includes("the modules before it, up to 'relu1', agree; PyTorch's 'conv2' (no ONNX node of its own: the exporter fused it into another)"),

@@ -3,15 +3,18 @@
 // same .npy), memory sharing, refusals; withWeights on exported models (see the second half).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { createRequire } from 'node:module';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import * as ort from 'onnxruntime-node';
 import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
 import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
 import { python, pythonAsync, scratch } from '../helpers/numpy.mjs';
 import { refusedWith as refused } from '../helpers/refusal.mjs';
+import { blocksOf, root } from '../packages/guide-blocks.mjs';
+import { serveFiles } from '../helpers/serve-files.mjs';
 
 const dir = scratch();
 
@@ -193,7 +196,7 @@ def export(m, x, f, kw):
         torch.onnx.export(m, (x,), f, input_names=['x'], output_names=['y'], dynamic_axes=None, **kw)
 inputs = {'mlp': torch.randn(2, 4), 'cnn': torch.randn(2, 3, 6, 6)}
 # A trained BatchNorm's statistics: fresh ones (ones, zeros) equal its weight and bias, which the
-# TorchScript exporter would merge into one initializer (see the alias test).
+# TorchScript exporter merges into one initializer (see the merged-names test).
 fresh = __import__('copy').deepcopy(cnn)
 with torch.no_grad():
     cnn[1].running_mean.uniform_(-1, 1); cnn[1].running_var.uniform_(0.5, 2); cnn[1].weight.uniform_(0.5, 2); cnn[1].bias.uniform_(-1, 1)
@@ -226,6 +229,28 @@ export(wide, inputs['mlp'], f'{d}/wide-dynamo.onnx', exporters['dynamo'])
 assert any(t.data_location == 1 for t in onnx.load(f'{d}/wide-dynamo.onnx', load_external_data=False).graph.initializer)
 np.savez(f'{d}/wide.npz', **{k: v.numpy() for k, v in wide.state_dict().items()})
 safetensors.torch.save_file({'0.bias': wide.state_dict()['0.bias'].contiguous()}, f'{d}/wide-bias.safetensors')
+# Biases at their initial zeros when exported: the TorchScript exporter (defaults) merges 0.bias, 1.bias and
+# 2.bias (the LayerNorm's) into one initializer; the state_dict trained since holds three different ones.
+twin = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 8), torch.nn.LayerNorm(8)).eval()
+with torch.no_grad():
+    twin[0].bias.zero_(); twin[1].bias.zero_()
+export(twin, inputs['mlp'], f'{d}/twin.onnx', dict(dynamo=False))
+merged = [n for n in onnx.load(f'{d}/twin.onnx').graph.node if n.op_type == 'Identity']
+assert sorted(n.output[0] for n in merged) == ['1.bias', '2.bias'] and merged[0].input[0] == '0.bias', merged
+with torch.no_grad():
+    for v in twin.parameters(): v.add_(torch.randn_like(v) * 0.5)
+    np.save(f'{d}/twin-want.npy', twin(inputs['mlp']).numpy())
+safetensors.torch.save_file({k: v.contiguous() for k, v in twin.state_dict().items()}, f'{d}/twin.safetensors')
+# The same graph with 1.bias's Identity output under a generated name: a value of the kept one, not a tensor of its own.
+m = onnx.load(f'{d}/twin.onnx')
+for n in m.graph.node:
+    n.output[:] = ['onnx::Gemm_7' if v == '1.bias' else v for v in n.output]
+    n.input[:] = ['onnx::Gemm_7' if v == '1.bias' else v for v in n.input]
+onnx.save(m, f'{d}/twin-generated.onnx')
+# A state_dict of 106 KB in a .npz read by URL: its first member is larger than a 64 KiB read window.
+remote = torch.nn.Sequential(torch.nn.Linear(128, 200), torch.nn.ReLU(), torch.nn.Linear(200, 8)).eval()
+export(remote, torch.randn(2, 128), f'{d}/remote.onnx', exporters['ts'])
+np.savez(f'{d}/remote.npz', **{k: (v + 1).numpy() for k, v in remote.state_dict().items()})
 # Layouts ORT cannot read in place: big-endian, deflated.
 tuned_sd = {k: v.numpy() for k, v in safetensors.torch.load_file(f'{d}/mlp.safetensors').items()}
 np.savez(f'{d}/mlp-be.npz', **{k: v.astype(v.dtype.newbyteorder('>')) for k, v in tuned_sd.items()})
@@ -395,6 +420,33 @@ test('withWeights: kept initializers the dynamo exporter stored beside the model
   assert.equal(Array.from(c), Array.from(b));
 });
 
+test('withWeights: a remote .npz moves about its own size (directory, headers and tensors once), and swaps the same values as from its path', async () => {
+  const path = join(wdir, 'remote.npz');
+  const size = statSync(path).size;
+  const server = await serveFiles(wdir);
+  try {
+    const r = await withWeights(join(wdir, 'remote.onnx'), `${server.base}/remote.npz`);
+    assert.equal([...r.replaced].sort(), ['0.bias', '0.weight', '2.bias', '2.weight']);
+    // What each answer carried, as the server answers a range (`bytes=a-b`, `bytes=-n`).
+    const moved = server.log.reduce((n, { range }) => {
+      const [, a, b] = /^bytes=(\d*)-(\d*)$/.exec(range ?? '') ?? [];
+      if (a === undefined) return n + size;
+      return n + (a === '' ? Math.min(size, Number(b)) : Math.min(b === '' ? size - 1 : Number(b), size - 1) - Number(a) + 1);
+    }, 0);
+    assert.ok(moved <= size + 1024, `${moved} bytes moved for an archive of ${size} (${server.log.map((l) => l.range).join(', ')})`);
+    const local = await withWeights(join(wdir, 'remote.onnx'), path, { inline: true });
+    const x = new ort.Tensor(
+      'float32',
+      Float32Array.from({ length: 256 }, (_, i) => Math.sin(i)),
+      [2, 128],
+    );
+    const [a, b] = await Promise.all([r, local].map(async (w) => (await (await ort.InferenceSession.create(w.model)).run({ x })).y.data));
+    assert.equal(Array.from(a), Array.from(b));
+  } finally {
+    await server.close();
+  }
+});
+
 test("withWeights: external data named outside the model's folder, by a scheme, or past its file's end is refused before any read", async () => {
   const sd = decodeNpzFile(join(wdir, 'wide.npz'));
   const partial = encodeNpzOf({ '0.bias': sd['0.bias'] });
@@ -440,24 +492,94 @@ test('withWeights: exports that folded BatchNorm or renamed weights are refused,
   await refused(withWeights(readFileSync(join(wdir, 'cnn-ts-folded.onnx')), encodeNpzOf(convOnly)), 'WEIGHT_MISMATCH', /0\.weight.*generated.*onnx::Conv_\d+/);
 });
 
-test('withWeights: names the exporter merged into one initializer are refused where the file holds other values', async () => {
+test("withWeights: names the exporter merged into one initializer (biases at their initial zeros) get their own, and the outputs are PyTorch's", async () => {
+  // twin.onnx: 1.bias and 2.bias are Identity(0.bias); the trained state_dict's three differ.
+  const x = toOrtTensor(wload('mlp-x'));
+  for (const weights of [join(wdir, 'twin.safetensors'), readFileSync(join(wdir, 'twin.safetensors'))]) {
+    const r = await withWeights(join(wdir, 'twin.onnx'), weights);
+    assert.equal([...r.replaced].sort(), ['0.bias', '0.weight', '1.bias', '1.weight', '2.bias', '2.weight']);
+    assert.equal(r.kept, []);
+    assert.equal(r.unused, []);
+    const y = fromOrtTensor((await (await ort.InferenceSession.create(r.model, r.sessionOptions)).run({ x })).y);
+    close(y.data, wload('twin-want').data, `twin from ${typeof weights === 'string' ? 'a path' : 'bytes'}`);
+  }
+  // An Identity of 0.bias under a generated name is no PyTorch tensor: it would take 0.bias's new value or keep the old, which cannot be told.
+  await refused(
+    withWeights(join(wdir, 'twin-generated.onnx'), join(wdir, 'twin.safetensors')),
+    'WEIGHT_MISMATCH',
+    /onnx::Gemm_7, a name the exporter made up, is an alias of the initializer 0\.bias.*save the values onnx::Gemm_7 should hold/,
+  );
+  // A fresh BatchNorm's running_var and running_mean were merged into its weight and bias: the trained
+  // state_dict runs as the model re-exported with it.
   const fresh = readFileSync(join(wdir, 'cnn-fresh.onnx'));
-  await refused(
-    withWeights(fresh, join(wdir, 'cnn.safetensors')),
-    'WEIGHT_MISMATCH',
-    /1\.running_(var|mean) is an alias of the initializer 1\.(weight|bias).*differs/,
-  );
-  // Swapping the kept one alone would change its alias too.
+  const cx = toOrtTensor(wload('cnn-x'));
+  const run = async (r) => fromOrtTensor((await (await ort.InferenceSession.create(r.model, r.sessionOptions)).run({ x: cx })).y).data;
+  const swapped = await withWeights(fresh, join(wdir, 'cnn.safetensors'));
+  assert.ok(swapped.replaced.includes('1.running_var') && swapped.replaced.includes('1.running_mean'), String(swapped.replaced));
+  close(await run(swapped), wload('cnn-ts-want').data, 'cnn-fresh');
+  // A name the file lacks keeps its exported value: swapping 1.weight leaves 1.running_var at its ones.
   const sd = decodeNpzFile(join(wdir, 'cnn.npz'));
-  await refused(
-    withWeights(fresh, encodeNpzOf({ '1.weight': sd['1.weight'] })),
-    'WEIGHT_MISMATCH',
-    /1\.running_var is an alias of the initializer 1\.weight.*no 1\.running_var/,
+  const partial = await withWeights(fresh, encodeNpzOf({ '1.weight': sd['1.weight'] }));
+  assert.equal(partial.replaced, ['1.weight']);
+  assert.ok(partial.kept.includes('1.running_var'), String(partial.kept));
+  const ones = await withWeights(
+    fresh,
+    encodeNpzOf({ '1.weight': sd['1.weight'], '1.running_var': new NdArray(parseDescr('<f4'), [4], new Float32Array(4).fill(1)) }),
   );
-  // Equal values under both names are what the export holds: swapped.
-  const equal = { ...sd, '1.running_var': sd['1.weight'], '1.running_mean': sd['1.bias'] };
-  const r = await withWeights(fresh, encodeNpzOf(equal));
-  assert.equal(r.unused, ['1.num_batches_tracked']);
+  assert.equal(Array.from(await run(partial)), Array.from(await run(ones)));
+});
+
+// docs/onnxruntime.md's offline setting, run as written before npm runs onnxruntime-node's install
+// script (npm rebuild: the package as installed, without unpacking its 290 MB again) in a project of
+// its own, offline, behind a proxy that counts connections (global-agent, which the script loads,
+// sends its downloads through GLOBAL_AGENT_HTTP_PROXY). Without the setting the script does connect.
+test("docs/onnxruntime.md's offline setting: npm does not warn, onnxruntime-node's install script downloads nothing", async () => {
+  const block = blocksOf('docs/onnxruntime.md').find((b) => b.lang === 'sh' && b.attrs['run-by'] === 'test/adapters/onnxruntime.test.mjs');
+  assert.ok(block, 'docs/onnxruntime.md has the block this test runs');
+  // The installed package, hard-linked file by file into the project (nothing in it is written).
+  const project = scratch();
+  const link = (from, to) => {
+    mkdirSync(to, { recursive: true });
+    for (const e of readdirSync(from, { withFileTypes: true })) {
+      if (e.isDirectory()) link(join(from, e.name), join(to, e.name));
+      else if (e.isFile()) linkSync(join(from, e.name), join(to, e.name));
+    }
+  };
+  const installed = dirname(createRequire(import.meta.url).resolve('onnxruntime-node/package.json'));
+  link(installed, join(project, 'node_modules', 'onnxruntime-node'));
+  const version = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).version;
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'offline', version: '1.0.0', dependencies: { 'onnxruntime-node': version } }));
+  const connections = [];
+  const proxy = createServer((socket) => {
+    connections.push(socket.remoteAddress);
+    socket.destroy();
+  });
+  await new Promise((r) => proxy.listen(0, '127.0.0.1', r));
+  // A clean environment: none of the npm settings or flags of the npm that may run this test.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(npm_|ONNXRUNTIME_NODE_INSTALL)/i.test(k)));
+  Object.assign(env, { NODE_PATH: join(root, 'node_modules'), GLOBAL_AGENT_HTTP_PROXY: `http://127.0.0.1:${proxy.address().port}` });
+  const run = (command, args) =>
+    new Promise((resolve) => {
+      const child = spawn(command, args, { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      child.on('close', (code) => resolve({ code, out }));
+    });
+  try {
+    const r = await run('bash', ['-c', `${block.code}\nnpm rebuild onnxruntime-node --offline --foreground-scripts`]);
+    assert.is(r.code, 0, r.out);
+    assert.ok(r.out.includes('node ./script/install'), `npm ran the install script: ${r.out}`);
+    assert.not.match(r.out, /config/i, 'npm warns of no setting');
+    assert.equal(connections, [], 'no download attempted');
+    // The control: on Linux x64 (where it has CUDA binaries to fetch) the script without the setting connects.
+    if (process.platform === 'linux' && process.arch === 'x64') {
+      await run(process.execPath, [join(project, 'node_modules', 'onnxruntime-node', 'script', 'install.js')]);
+      assert.ok(connections.length > 0, 'without the setting the script tries to download');
+    }
+  } finally {
+    await new Promise((r) => proxy.close(r));
+  }
 });
 
 test.run();

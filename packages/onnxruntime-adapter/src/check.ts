@@ -363,12 +363,37 @@ async function firstDivergence(
   }
   located.sort((a, b) => a.at - b.at || order.indexOf(a.module) - order.indexOf(b.module));
 
+  /**
+   * The module whose output a TorchScript-exported Conv node of a leaf module computes: the next one
+   * recorded, where it has no node of its own and the value's shape (the dynamo exporter scopes a
+   * fused node to the BatchNorm, which then has one).
+   */
+  const foldedInto = async (module: string, value: string): Promise<string | undefined> => {
+    const node = nodes[producer.get(value)!]!;
+    if (node.op_type !== 'Conv' || !node.name.startsWith('/') || node.metadata_props?.some((p) => p.key === 'pkg.torch.onnx.name_scopes')) return undefined;
+    if (order.some((m) => m.startsWith(`${module}.`))) return undefined;
+    const next = order[order.indexOf(module) + 1];
+    if (next === undefined || !absent.includes(next)) return undefined;
+    return (await archive.info(`${MODULE}${next}`, options)).shape.join() === values[value]!.dims.join() ? next : undefined;
+  };
   const agreed: { module: string; value: string }[] = [];
   const judge = async (module: string, value: string): Promise<string> => {
     const want = await archive.get(`${MODULE}${module}`, options);
     return compare(numbers(fromOrtTensor(values[value]!), value), numbers(want, module), want.shape, `${MODULE}${module}`, options).failure;
   };
   for (const { module, value } of located) {
+    // The TorchScript exporter folds a BatchNorm into the convolution before it, under the
+    // convolution's name: that Conv node's value is the output of the module recorded right after
+    // (the BatchNorm, with no node of its own), and is compared with that module's.
+    const fused = await foldedInto(module, value);
+    if (fused !== undefined) {
+      const failure = await judge(fused, value);
+      if (!failure) {
+        agreed.push({ module: fused, value });
+        continue;
+      }
+      return blame(module, value, failure, { nodes, scope, producer, order, agreed, absent, otherShape, candidates });
+    }
     const failure = await judge(module, value);
     if (!failure) {
       agreed.push({ module, value });

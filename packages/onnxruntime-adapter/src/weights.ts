@@ -3,6 +3,8 @@ import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/c
 import {
   ModelProto,
   decodeModel,
+  type GraphNode,
+  type ModelMessage,
   fileSize,
   inlineExternalData,
   isPath,
@@ -113,6 +115,9 @@ interface Initializer {
   [field: string]: unknown;
 }
 
+/** onnx.TensorProto, to copy an initializer. */
+const TensorProto = ModelProto.root.lookupType('onnx.TensorProto');
+
 const num = (v: number | { toNumber(): number }): number => (typeof v === 'number' ? v : v.toNumber());
 
 /**
@@ -139,8 +144,9 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  *   `training=torch.onnx.TrainingMode.PRESERVE`, or `optimize=False`). Detection works from names; a file with only some of the weights of a folded model
  *   cannot be told apart.
  *
- * - names the TorchScript exporter merged (an initializer equal to another at export becomes `Identity` of it,
- *   as BatchNorm's fresh `running_var` does of its `weight`) whose file tensors differ (`WEIGHT_MISMATCH`).
+ * Names the TorchScript exporter merged (an initializer equal to another at export becomes `Identity` of it,
+ * as two biases at their initial zeros do, or a fresh BatchNorm's `running_var` of its `weight`) get
+ * their own initializers again where the file names them, so that each takes the file's tensor.
  *
  * Initializers the file lacks keep their exported values (`kept`); file tensors no initializer is
  * named after are listed (`unused`). Only the main graph's initializers are swapped. The model is
@@ -153,7 +159,6 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  */
 export async function withWeights(model: ModelInput, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
   const message = decodeModel(await modelBytes(model, options));
-  const initializers = (message.graph?.initializer ?? []) as Initializer[];
   // A local file is mapped, so that the swapped initializers can point into it unread.
   let local: { path: string; size: number } | null = null;
   let whyInline = 'the weights were not given as a local path';
@@ -171,38 +176,12 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     [file, owned] = await openInput(weights, options);
   }
   try {
+    splitMerged(message, file);
+    const initializers = (message.graph?.initializer ?? []) as Initializer[];
     const byName = new Map(initializers.map((t) => [t.name, t]));
     const matched = initializers.filter((t) => file.has(t.name));
     const kept = initializers.filter((t) => !file.has(t.name)).map((t) => t.name);
-    // The TorchScript exporter merges initializers equal at export time: the others become
-    // Identity(kept one). A file whose tensors under those names differ cannot be swapped in.
-    const aliases = new Map<string, string>();
-    for (const node of message.graph?.node ?? []) {
-      if (node.op_type === 'Identity' && byName.has(node.input[0]!) && node.output[0] !== undefined) aliases.set(node.output[0], node.input[0]!);
-    }
-    for (const [n, source] of aliases) {
-      if (file.has(source) && !file.has(n)) {
-        throw new NpyError(
-          'WEIGHT_MISMATCH',
-          `refusing to swap weights by name: in the model ${n} is an alias of the initializer ${source} (the exporter merged initializers that were equal when it ran), and the file has ${source} but no ${n}: swapping ${source} would change ${n} too; export the model from weights where they differ`,
-        );
-      }
-    }
-    const unused: string[] = [];
-    for (const n of file.names) {
-      if (byName.has(n)) continue;
-      const source = aliases.get(n);
-      if (source === undefined) {
-        unused.push(n);
-        continue;
-      }
-      if (!file.has(source) || !(await sameValues(file, n, source, options))) {
-        throw new NpyError(
-          'WEIGHT_MISMATCH',
-          `refusing to swap weights by name: in the model ${n} is an alias of the initializer ${source} (the exporter merged initializers that were equal when it ran), but the file's ${n} ${file.has(source) ? 'differs from its ' + source : 'has no ' + source + ' beside it'}; export the model from weights where they differ (the fine-tuned ones, for instance)`,
-        );
-      }
-    }
+    const unused = file.names.filter((n) => !byName.has(n));
 
     const folded = unused.filter((n) => BATCHNORM_BUFFER.test(n));
     if (folded.length > 0) {
@@ -353,18 +332,51 @@ async function renamedPairs(
   return pairs;
 }
 
-/** Whether two of the file's tensors hold the same dtype, shape and bytes. */
-async function sameValues(file: WeightFile, a: string, b: string, options: WithWeightsOptions): Promise<boolean> {
-  const [x, y] = [await file.get(a, options), await file.get(b, options)];
-  if (x.dtype.str !== y.dtype.str || shapeRepr(x.shape) !== shapeRepr(y.shape)) return false;
-  const bx = bytesOf(x.data);
-  const by = bytesOf(y.data);
-  return bx.length === by.length && bx.every((v, i) => v === by[i]);
-}
-
 function bytesOf(data: unknown): Uint8Array {
   const d = data as ArrayBufferView;
   return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+}
+
+/**
+ * The TorchScript exporter merges initializers that are equal when it runs (two biases still at their
+ * initial zeros, a fresh BatchNorm's running_var and weight): it keeps one, and each other becomes
+ * `Identity(kept one)` whose output carries that other's PyTorch name. Where the file names either,
+ * each merged name gets its own initializer again, a copy of the kept one's exported values under
+ * its name, and its Identity goes, so that the nodes that read the name read that initializer: the
+ * file's tensors are then swapped in one by one, equal or not, and a name the file lacks keeps the
+ * exported value. Splitting whether or not the file's values differ means no tensor is read to
+ * decide (a local file's stay unread, pointed at; a remote one's are fetched once) and every
+ * PyTorch name is listed in `replaced` or `kept`.
+ *
+ * An Identity whose output has an exporter-generated name (`onnx::…`) is not a PyTorch tensor of its
+ * own: it is left reading the kept initializer, and refused (`WEIGHT_MISMATCH`) where the file
+ * swaps the kept one without naming it, as the value under the generated name cannot be told.
+ */
+function splitMerged(message: ModelMessage, file: WeightFile): void {
+  const graph = message.graph;
+  if (graph === undefined) return;
+  const initializers = (graph.initializer ?? []) as Initializer[];
+  const byName = new Map(initializers.map((t) => [t.name, t]));
+  const split = new Set<GraphNode>();
+  for (const node of graph.node ?? []) {
+    const source = node.input[0];
+    const n = node.output[0];
+    if (node.op_type !== 'Identity' || source === undefined || n === undefined || !byName.has(source) || byName.has(n)) continue;
+    if (file.has(n) || (file.has(source) && !GENERATED.test(n))) {
+      const copy = TensorProto.decode(TensorProto.encode(byName.get(source)!).finish()) as unknown as Initializer;
+      copy.name = n;
+      initializers.push(copy);
+      split.add(node);
+    } else if (file.has(source)) {
+      throw new NpyError(
+        'WEIGHT_MISMATCH',
+        `refusing to swap weights by name: in the model ${n}, a name the exporter made up, is an alias of the initializer ${source}, and the file has ${source} but no ${n}: whether ${n} is ${source} itself (to take its new value) or a tensor merged with it (to keep the exported one) cannot be told; save the values ${n} should hold under that name in the file`,
+      );
+    }
+  }
+  if (split.size === 0) return;
+  graph.initializer = initializers;
+  graph.node = graph.node!.filter((node) => !split.has(node));
 }
 
 /** Store the values inline as raw little-endian bytes, clearing every other place a TensorProto can hold them. */

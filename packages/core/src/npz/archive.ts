@@ -253,8 +253,37 @@ export function performViewsAsync(source: ByteSource, kept: Windows = []): Perfo
     if (last && last.at <= step.at && last.at + last.bytes.length >= end) return last.bytes.subarray(step.at - last.at, end - last.at);
     const hit = kept.find((w) => w.at <= step.at && w.at + w.bytes.length >= end);
     if (hit) return hit.bytes.slice(step.at - hit.at, end - hit.at);
-    const pending = source.read(step.at, Math.min(source.size - step.at, Math.max(step.length, MIN_WINDOW)), { signal });
-    const bytes = isPromise(pending) ? await pending : pending;
+    // One request at most, for the bytes no kept window holds: windows holding the start give the
+    // first bytes, and one holding the rest (or the bytes that a window read past `end` would read
+    // again) ends the request early. A member's data read after its header then moves only what
+    // the header's window did not, and a header read before the directory's tail stops at it.
+    // Joining pieces copies them into one array: only for reads small enough to be kept, so that a
+    // large member's read never holds its bytes twice.
+    const joinable = end - step.at <= KEPT_WINDOW_BYTES;
+    const pieces: Windows = [];
+    let from = step.at;
+    const holding = (at: number) => (joinable ? kept.find((k) => k.at <= at && at < k.at + k.bytes.length) : undefined);
+    for (let w = holding(from); w && from < end; w = holding(from)) {
+      pieces.push({ at: from, bytes: w.bytes.subarray(from - w.at) });
+      from = w.at + w.bytes.length;
+    }
+    let to = from < end ? Math.min(source.size, Math.max(end, step.at + MIN_WINDOW)) : from;
+    let tail: Windows[number] | undefined;
+    for (const w of kept) {
+      if (w.at <= from || w.at >= to || (w.at < end && (!joinable || w.at + w.bytes.length < end))) continue;
+      to = w.at;
+      tail = w.at < end ? w : undefined;
+    }
+    const pending = from < to ? source.read(from, to - from, { signal }) : new Uint8Array(0);
+    const read = isPromise(pending) ? await pending : pending;
+    let bytes = read;
+    if (pieces.length > 0 || tail) {
+      if (read.length === to - from && tail) pieces.push({ at: from, bytes: read }, { at: to, bytes: tail.bytes.subarray(0, end - tail.at) });
+      else pieces.push({ at: from, bytes: read });
+      const final = pieces[pieces.length - 1]!;
+      bytes = new Uint8Array(final.at + final.bytes.length - step.at);
+      for (const piece of pieces) bytes.set(piece.bytes, piece.at - step.at);
+    }
     last = { at: step.at, bytes };
     if (isPromise(pending) && bytes.length <= KEPT_WINDOW_BYTES) {
       kept.unshift({ at: step.at, bytes: bytes.slice() });
@@ -320,13 +349,17 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   static async open<S extends ByteSource>(source: S, options: NpzOptions & { signal?: AbortSignal | undefined } = {}): Promise<NpzArchive<S>> {
     const { signal, ...rest } = options;
     checkNumbers(rest, DECODE_RULES);
-    return new NpzArchive(source, rest, await NpzArchive.readIndex(source, signal));
+    // The tail read for the directory is kept: members near the archive's end need no other read.
+    const windows: Windows = [];
+    const archive = new NpzArchive(source, rest, await NpzArchive.readIndex(source, signal, windows));
+    archive.windows.push(...windows);
+    return archive;
   }
 
-  /** The directory of the archive in `source`, read from its tail. */
-  protected static async readIndex(source: ByteSource, signal?: AbortSignal): Promise<NpzIndex> {
+  /** The directory of the archive in `source`, read from its tail (the reads kept in `windows`, see performViewsAsync). */
+  protected static async readIndex(source: ByteSource, signal?: AbortSignal, windows: Windows = []): Promise<NpzIndex> {
     try {
-      return new NpzIndex(await drive(readingZipEntries(source.size), performViewsAsync(source), signal));
+      return new NpzIndex(await drive(readingZipEntries(source.size), performViewsAsync(source, windows), signal));
     } catch (e) {
       throw source.name === undefined ? e : withWhere(e, { file: source.name });
     }
