@@ -19,6 +19,7 @@ import { kerasHandler } from '@npyts/tfjs';
 import { KERAS_ACTIVATION_CLASSES, KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from '@npyts/tfjs/keras-layers';
 import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
 
 await useCpuBackend();
 const dir = scratch('npyts-keras-layers-');
@@ -124,6 +125,19 @@ test("Keras 3's random augmentations, spatial dropouts and ActivityRegularizatio
     const model = await built(c);
     assert.equal(Array.from(predict(model, c).dataSync()), Array.from(truth.getSync(`${c.name}__in0`).data), name);
   }
+});
+
+test('training through an inference identity is refused (Keras augments, drops or adds a loss there), naming the layer; predict still works', async () => {
+  const [RandomFlip] = tf.serialization.SerializationMap.getMap().classNameMap.RandomFlip;
+  const input = tfl.input({ shape: [3, 2] });
+  const dense = tfl.layers.dense({ units: 2, kernelInitializer: 'identity' });
+  const model = tfl.model({ inputs: input, outputs: new RandomFlip({ name: 'flip' }).apply(dense.apply(input)) });
+  const x = tf.randomNormal([2, 3, 2]);
+  model.compile({ optimizer: tf.train.sgd(0.1), loss: 'meanSquaredError' });
+  const e = await npyErrorOf(() => model.trainOnBatch(x, x));
+  assert.is(e.code, 'UNSUPPORTED_LAYER');
+  assert.match(e.message, "RandomFlip 'flip' is the identity at inference only");
+  assert.equal(Array.from(model.predict(x).dataSync()), Array.from(x.dataSync()));
 });
 
 test("Keras 3's activations by their Keras names, through kerasActivation(), compute Keras's values", () => {

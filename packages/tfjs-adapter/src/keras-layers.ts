@@ -12,6 +12,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
+import { NpyError } from '@npyts/core';
 import { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from './keras-entry-names.js';
 
 export { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation };
@@ -295,7 +296,8 @@ export class KerasUpSampling1D extends tfl.layers.Layer {
 /**
  * A Keras layer that is the identity at inference: the random augmentations (`RandomFlip`,
  * `RandomRotation`, …, which Keras applies only in training), `SpatialDropout2D`/`3D` and
- * `ActivityRegularization`. Their options are kept in the config and not otherwise read. Each of
+ * `ActivityRegularization`. Their options are kept in the config and not otherwise read; training
+ * through one is refused (`UNSUPPORTED_LAYER`), since Keras's differs there. Each of
  * {@link KERAS_INFERENCE_IDENTITIES} is registered as a subclass of this one under its Keras name.
  * @example
  * const flip = new KerasInferenceIdentity({ name: 'random_flip' });
@@ -308,7 +310,15 @@ export class KerasInferenceIdentity extends tfl.layers.Layer {
     const { name: _n, trainable: _t, dtype: _d, inputShape: _i, batchInputShape: _b, batchSize: _s, ...options } = args;
     this.options = options as tf.serialization.ConfigDict;
   }
-  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+  /** Refused in training (`fit`), where Keras augments, drops or adds a loss: the identity would train another model. */
+  override call(inputs: tf.Tensor | tf.Tensor[], kwargs: Record<string, unknown> = {}): tf.Tensor {
+    if (kwargs.training === true) {
+      throw new NpyError(
+        'UNSUPPORTED_LAYER',
+        `${this.getClassName()} '${this.name}' is the identity at inference only: in training Keras applies it (random augmentation, dropout or an activity loss), ` +
+          'which @npyts/tfjs/keras-layers does not; take the layer out of the model to train it in tfjs',
+      );
+    }
     return tf.clone(single(inputs));
   }
   override getConfig(): tf.serialization.ConfigDict {
