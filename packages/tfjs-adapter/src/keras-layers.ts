@@ -4,8 +4,9 @@
  * Keras's own class names: importing this entry is enough for `tf.loadLayersModel` to build a model
  * JSON (or a Keras config translated to one) that names them. Each layer's weights are Keras's, in
  * Keras's order and shapes (`layer.get_weights()`), and each computes what Keras computes at
- * inference (tested against Keras 3 itself). Initializers, regularizers and constraints in a Keras
- * config are not read: the layers are for models whose weights come from a file.
+ * inference and trains as Keras does (one SGD step gives Keras's weights; tested against Keras 3
+ * itself). Initializers, regularizers and constraints in a Keras config are not read: the layers are
+ * for models whose weights come from a file. `kerasHandler` imports this entry when a model needs it.
  *
  * Importing this entry replaces tfjs's `GRU` by one that builds Keras 3's default
  * `reset_after=True` as well as `reset_after=False` (same weights as tfjs's in that case).
