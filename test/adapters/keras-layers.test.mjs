@@ -310,4 +310,25 @@ for (const kind of ['esm', 'cjs']) {
   });
 }
 
+test('a model kerasHandler gave repeat layers, saved as tfjs model JSON, loads again where only @npyts/tfjs/keras-layers is imported (a fresh process)', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(join(dir, 'block_merges.keras')));
+  const topology = model.toJSON(null, false);
+  assert.match(JSON.stringify(topology), 'NpytsRepeatedInput');
+  const file = join(dir, 'repeats.json');
+  writeFileSync(file, JSON.stringify(topology));
+  const source = `
+import '@tensorflow/tfjs-backend-cpu';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { readFileSync } from 'node:fs';
+import '@npyts/tfjs/keras-layers';
+const model = await tfl.models.modelFromJSON({ modelTopology: JSON.parse(readFileSync(${JSON.stringify(file)}, 'utf8')) });
+console.log(model.layers.map((l) => l.getClassName()).join(','));`;
+  const out = execFileSync(process.execPath, ['--input-type', 'module', '-e', source], {
+    cwd: join(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  assert.match(out, 'NpytsRepeatedInput');
+});
+
 test.run();

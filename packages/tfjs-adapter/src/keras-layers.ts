@@ -15,6 +15,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { NpyError } from '@npyts/core';
 import { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from './keras-entry-names.js';
+import { registerRepeat } from './keras-repeats.js';
 
 export { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation };
 
@@ -1058,6 +1059,10 @@ export class KerasGRU extends tfl.RNN {
     return new cls(config);
   }
 }
+
+// The layer kerasHandler puts in for a tensor given twice to one call: a model it loaded, saved with
+// another handler (npzHandler, tfjs's own), loads again where this entry is imported.
+registerRepeat(tfl);
 
 for (const layer of [
   KerasSubtract,
