@@ -165,6 +165,9 @@ case('einsum_heads', L.EinsumDense('abc,cde->abde', output_shape=(None, 2, 3), b
 case('einsum_dense', L.EinsumDense('ab,bc->ac', output_shape=7, bias_axes='c', activation='hard_silu'), [rand(3, 5)])
 case('einsum_nobias', L.EinsumDense('abc,cd->abd', output_shape=(None, 4)), [rand(2, 3, 5)])
 case('einsum_inner_bias', L.EinsumDense('abc,cde->abde', output_shape=(None, 2, 3), bias_axes='d'), [rand(2, 4, 5)])
+# An axis in the input, the kernel and the output (b), and an input axis summed out (d in abcd,ce->abe).
+case('einsum_shared_axis', L.EinsumDense('abc,bcd->abd', output_shape=(4, 6), bias_axes='d'), [rand(2, 4, 5)])
+case('einsum_summed_axis', L.EinsumDense('abcd,ce->abe', output_shape=(3, 6)), [rand(2, 3, 4, 5)])
 
 # Merges and 1D shape layers.
 case('subtract', L.Subtract(), [rand(2, 3, 4), rand(2, 3, 4)])
@@ -233,6 +236,8 @@ trained('normalization', [(4, 6)], lambda: L.Normalization(axis=-1))
 trained('group_norm', [(4, 6)], lambda: L.GroupNormalization(groups=3))
 trained('unit_norm', [(4, 6)], lambda: L.UnitNormalization())
 trained('einsum_heads', [(4, 5)], lambda: L.EinsumDense('abc,cde->abde', output_shape=(4, 2, 3), bias_axes='de'))
+trained('einsum_shared_axis', [(4, 5)], lambda: L.EinsumDense('abc,bcd->abd', output_shape=(4, 6), bias_axes='d'))
+trained('einsum_summed_axis', [(3, 4, 5)], lambda: L.EinsumDense('abcd,ce->abe', output_shape=(3, 6)))
 trained('einsum_dense', [(5,)], lambda: L.EinsumDense('ab,bc->ac', output_shape=7, bias_axes='c', activation='hard_silu'))
 trained('subtract', [(3, 4), (3, 4)], lambda: L.Subtract())
 trained('cropping1d', [(7, 5)], lambda: L.Cropping1D(cropping=(1, 2)))

@@ -80,7 +80,7 @@ export function separateRepeatedInputs<T>(topology: T): T {
       }
       arranged.push(layer); // after the layers put in for it
     }
-    (config as Json).layers = arranged;
+    config.layers = arranged;
   }
   return topology;
 }
@@ -90,6 +90,7 @@ export function separateRepeatedInputs<T>(topology: T): T {
  * each call takes the repeated tensor itself again, as the model was written.
  */
 export function joinRepeatedInputs<T>(topology: T): T {
+  if (!isObject(topology) || topology instanceof ArrayBuffer) return topology; // not a layers model's JSON: the saver says so
   const copy = JSON.parse(JSON.stringify(topology)) as T;
   for (const config of modelConfigs(copy)) {
     const layers = graphOf(config);
