@@ -9,15 +9,17 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { decodeNpz } from '@npyts/core';
+import { kerasHandler } from '@npyts/tfjs';
 import { KERAS_ACTIVATION_CLASSES, KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from '@npyts/tfjs/keras-layers';
 import { scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
 
 await useCpuBackend();
 const dir = scratch('npyts-keras-layers-');
@@ -125,6 +127,19 @@ test("Keras 3's random augmentations, spatial dropouts and ActivityRegularizatio
   }
 });
 
+test('training through an inference identity is refused (Keras augments, drops or adds a loss there), naming the layer; predict still works', async () => {
+  const [RandomFlip] = tf.serialization.SerializationMap.getMap().classNameMap.RandomFlip;
+  const input = tfl.input({ shape: [3, 2] });
+  const dense = tfl.layers.dense({ units: 2, kernelInitializer: 'identity' });
+  const model = tfl.model({ inputs: input, outputs: new RandomFlip({ name: 'flip' }).apply(dense.apply(input)) });
+  const x = tf.randomNormal([2, 3, 2]);
+  model.compile({ optimizer: tf.train.sgd(0.1), loss: 'meanSquaredError' });
+  const e = await npyErrorOf(() => model.trainOnBatch(x, x));
+  assert.is(e.code, 'UNSUPPORTED_LAYER');
+  assert.match(e.message, "RandomFlip 'flip' is the identity at inference only");
+  assert.equal(Array.from(model.predict(x).dataSync()), Array.from(x.dataSync()));
+});
+
 test("Keras 3's activations by their Keras names, through kerasActivation(), compute Keras's values", () => {
   const x = tensorOf(truth.getSync('act__x'));
   const map = tf.serialization.SerializationMap.getMap().classNameMap;
@@ -178,6 +193,142 @@ test('options these layers cannot compute are refused when built, naming the opt
     }
     assert.ok(error && pattern.test(error.message), `${className} ${JSON.stringify(config)}: ${error?.message}`);
   }
+});
+
+// Models through kerasHandler (test/helpers/keras_layers.py saves them as .keras files).
+const saveScript = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'keras_save.py');
+/** Keras's predictions of .keras files ({ name: { file, inputs } }, inputs as nested arrays), one Python process. */
+const kerasPredicts = (spec) => {
+  writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));
+  return JSON.parse(
+    execFileSync('python3', ['-W', 'ignore', saveScript, 'load', join(dir, 'spec.json')], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+      env: { ...process.env, KERAS_BACKEND: 'torch' },
+    }),
+  );
+};
+/** Models saved as .keras here, for Keras to load and predict at the end: { name: { file, inputs, want } }. */
+const savedHere = {};
+async function saveForKeras(name, model, xs) {
+  const file = join(dir, `saved_${name}.keras`);
+  await model.save(kerasHandler(file));
+  const y = model.predict(xs.length === 1 ? xs[0] : xs);
+  savedHere[name] = { file, inputs: xs.map((x) => x.arraySync()), want: y };
+}
+
+for (const name of meta.blocks) {
+  test(`${name}: a tensor given twice or three times to one layer call (residual from an inner layer) predicts what Keras predicts, predict after predict, holding no tensors`, async () => {
+    const model = await tfl.loadLayersModel(kerasHandler(join(dir, `${name}.keras`)));
+    const x = tensorOf(truth.getSync(`${name}__x`));
+    const first = model.predict(x);
+    const bad = worst(first, truth.getSync(`${name}__y`));
+    assert.ok(bad <= 1, `${name}: off by ${bad}× the tolerance`);
+    first.dispose();
+    // tfjs's predict frees every tensor it made but its output: as many tensors after each predict.
+    const held = tf.memory().numTensors;
+    for (let i = 0; i < 3; i++) {
+      const again = model.predict(x);
+      assert.ok(worst(again, truth.getSync(`${name}__y`)) <= 1, `${name}: predict ${i + 2}`);
+      again.dispose();
+      assert.is(tf.memory().numTensors, held, `${name}: tensors held after predict ${i + 2}`);
+    }
+    await saveForKeras(name, model, [x]);
+  });
+}
+
+// Training: one step of SGD (learning rate 0.1, mean squared error) from the weights Keras saved, on
+// Keras's batch, gives the weights Keras's step gave, within |tfjs − keras| ≤ 2e-5 + 2e-5·|keras| (the
+// worst seen is below 2e-6; Keras's step moves some weight of every model by more than 1e-3).
+for (const c of meta.train) {
+  test(`${c.name}: a loaded model with ${c.class_name} trains one SGD step to Keras's weights`, async () => {
+    const model = await tfl.loadLayersModel(kerasHandler(join(dir, `train_${c.name}.keras`)));
+    model.compile({ optimizer: tf.train.sgd(0.1), loss: 'meanSquaredError' });
+    const xs = Array.from({ length: c.inputs }, (_, i) => tensorOf(truth.getSync(`train_${c.name}__x${i}`)));
+    const weightsOf = (layer) => model.getLayer(layer).getWeights();
+    const before = Object.fromEntries(Object.keys(c.layers).map((layer) => [layer, weightsOf(layer).map((w) => w.dataSync().slice())]));
+    await model.trainOnBatch(xs.length === 1 ? xs[0] : xs, tensorOf(truth.getSync(`train_${c.name}__t`)));
+    let moved = 0;
+    for (const [layer, count] of Object.entries(c.layers)) {
+      const weights = weightsOf(layer);
+      assert.is(weights.length, count, `${c.name}/${layer}: weights`);
+      weights.forEach((w, i) => {
+        const want = truth.getSync(`train_${c.name}__${layer}__w${i}`);
+        const bad = worst(w, want);
+        assert.ok(bad <= 1, `${c.name}/${layer} weight ${i}: off by ${bad}× the tolerance after one step`);
+        const start = before[layer][i];
+        for (let j = 0; j < start.length; j++) moved = Math.max(moved, Math.abs(want.data[j] - start[j]));
+      });
+    }
+    assert.ok(moved > 1e-3, `${c.name}: Keras's step moved the weights by ${moved} only`);
+    await saveForKeras(`train_${c.name}`, model, xs);
+  });
+}
+
+test('the fine-tuned models and the blocks, saved as .keras by kerasHandler, load in Keras and predict what tfjs predicts', () => {
+  const names = Object.keys(savedHere);
+  assert.is(names.length, meta.blocks.length + meta.train.length);
+  const got = kerasPredicts(Object.fromEntries(names.map((n) => [n, { file: savedHere[n].file, inputs: savedHere[n].inputs }])));
+  for (const name of names) {
+    assert.not.ok(got[name].error, `${name}: ${got[name].error}`);
+    const [y] = got[name].outputs;
+    const bad = worst(tf.tensor(y), { shape: savedHere[name].want.shape, data: savedHere[name].want.dataSync() });
+    assert.ok(bad <= 1, `${name}: Keras's prediction off by ${bad}× the tolerance`);
+  }
+});
+
+// kerasHandler imports @npyts/tfjs/keras-layers itself when a model needs it: in a fresh Node process
+// (ESM and CommonJS), a model of tfjs's own layers loads without it (tfjs's GRU left in place), then a
+// transformer block loads and predicts what Keras predicts.
+const freshProcess = (kind) => `
+const tf = ${kind === 'esm' ? "await import('@tensorflow/tfjs-core')" : "require('@tensorflow/tfjs-core')"};
+${kind === 'esm' ? "await import('@tensorflow/tfjs-backend-cpu')" : "require('@tensorflow/tfjs-backend-cpu')"};
+const tfl = ${kind === 'esm' ? "await import('@tensorflow/tfjs-layers')" : "require('@tensorflow/tfjs-layers')"};
+const { kerasHandler } = ${kind === 'esm' ? "await import('@npyts/tfjs')" : "require('@npyts/tfjs')"};
+await tf.setBackend('cpu');
+const has = () => 'MultiHeadAttention' in tf.serialization.SerializationMap.getMap().classNameMap;
+const before = has();
+await tfl.loadLayersModel(kerasHandler(${JSON.stringify(join(dir, 'block_merges.keras'))}));
+const plain = has();
+const model = await tfl.loadLayersModel(kerasHandler(${JSON.stringify(join(dir, 'block_post_norm.keras'))}));
+const x = tf.tensor(${JSON.stringify(Array.from(truth.getSync('block_post_norm__x').data))}, ${JSON.stringify(truth.getSync('block_post_norm__x').shape)});
+console.log(JSON.stringify({ before, plain, after: has(), y: Array.from(model.predict(x).dataSync()) }));`;
+
+for (const kind of ['esm', 'cjs']) {
+  test(`kerasHandler loads a model with MultiHeadAttention without the user importing @npyts/tfjs/keras-layers (${kind === 'esm' ? 'ESM' : 'CommonJS'}, a fresh process)`, () => {
+    const source = kind === 'esm' ? freshProcess(kind) : `(async () => {${freshProcess(kind)}})().catch((e) => { console.error(e); process.exit(1); });`;
+    const out = execFileSync(process.execPath, ['--input-type', kind === 'esm' ? 'module' : 'commonjs', '-e', source], {
+      cwd: join(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const r = JSON.parse(out.trim().split('\n').pop());
+    assert.equal([r.before, r.plain, r.after], [false, false, true], 'MultiHeadAttention registered: before, after a plain model, after the block');
+    const want = truth.getSync('block_post_norm__y');
+    const bad = worst({ shape: want.shape, dataSync: () => r.y }, want);
+    assert.ok(bad <= 1, `off by ${bad}× the tolerance`);
+  });
+}
+
+test('a model kerasHandler gave repeat layers, saved as tfjs model JSON, loads again where only @npyts/tfjs/keras-layers is imported (a fresh process)', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(join(dir, 'block_merges.keras')));
+  const topology = model.toJSON(null, false);
+  assert.match(JSON.stringify(topology), 'NpytsRepeatedInput');
+  const file = join(dir, 'repeats.json');
+  writeFileSync(file, JSON.stringify(topology));
+  const source = `
+import '@tensorflow/tfjs-backend-cpu';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { readFileSync } from 'node:fs';
+import '@npyts/tfjs/keras-layers';
+const model = await tfl.models.modelFromJSON({ modelTopology: JSON.parse(readFileSync(${JSON.stringify(file)}, 'utf8')) });
+console.log(model.layers.map((l) => l.getClassName()).join(','));`;
+  const out = execFileSync(process.execPath, ['--input-type', 'module', '-e', source], {
+    cwd: join(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  assert.match(out, 'NpytsRepeatedInput');
 });
 
 test.run();

@@ -1,15 +1,17 @@
 // @npyts/tfjs in a real Chromium (Debian's, through playwright-core): the model numpy built (embedding,
 // conv2d, batchnorm, dense; test/helpers/models.py) loads with tf.loadLayersModel(npzHandler(URL
 // relative to the page)) and predicts numpy's answers; model.save(npzHandler(function)) in the page
-// gives an archive numpy reads weight by weight.
+// gives an archive numpy reads weight by weight; a Keras 3 transformer block loads with kerasHandler
+// (which imports @npyts/tfjs/keras-layers itself) and predicts Keras's answers.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleForPage, pageOverData } from '../helpers/chromium.mjs';
 import { python, scratch } from '../helpers/numpy.mjs';
+import { decodeNpz } from '@npyts/core';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-tfjs-browser-');
@@ -18,9 +20,17 @@ const expected = JSON.parse(execFileSync('python3', ['-W', 'ignore', join(root, 
 const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
 if (hasTorch) execFileSync('/usr/bin/python3', [join(root, 'test', 'helpers', 'torch_models.py'), 'build', dir]);
 
+// Keras 3 transformer blocks (.keras) whose MultiHeadAttention takes one tensor as query and value, with
+// the residual from an inner layer (test/helpers/keras_layers.py), and Keras's predictions of them.
+execFileSync('python3', ['-W', 'ignore', join(root, 'test', 'helpers', 'keras_layers.py'), dir, 'blocks'], {
+  env: { ...process.env, KERAS_BACKEND: 'torch' },
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
+const blocks = decodeNpz(readFileSync(join(dir, 'cases.npz')));
+
 // The page's code: tfjs and @npyts/tfjs as a browser bundle of the built packages.
 await bundleForPage(
-  "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler, assignWeights, checkModel } from '@npyts/tfjs'; export { twins } from './test/helpers/torch-twins.mjs';",
+  "import '@tensorflow/tfjs-backend-cpu'; export * as tf from '@tensorflow/tfjs-core'; export * as tfl from '@tensorflow/tfjs-layers'; export { npzHandler, kerasHandler, assignWeights, checkModel } from '@npyts/tfjs'; export { twins } from './test/helpers/torch-twins.mjs';",
   join(dir, 'bundle.js'),
 );
 
@@ -77,6 +87,37 @@ print(names == sorted(k for k in b.files if k != 'model.json') and all(np.array_
     assert.equal(problems, []);
   },
 );
+
+test('a Keras transformer block loads by kerasHandler in the page, which brings in @npyts/tfjs/keras-layers itself, and predicts what Keras predicts, twice', async () => {
+  const x = blocks.getSync('block_pre_norm__x');
+  const r = await page.evaluate(
+    async ([data, shape]) => {
+      const { tf, tfl, kerasHandler } = await import('/data/bundle.js');
+      await tf.setBackend('cpu');
+      const registered = () => 'MultiHeadAttention' in tf.serialization.SerializationMap.getMap().classNameMap;
+      const before = registered();
+      const model = await tfl.loadLayersModel(kerasHandler('block_pre_norm.keras'));
+      const input = tf.tensor(data, shape);
+      const runs = [];
+      for (let i = 0; i < 2; i++) {
+        const y = model.predict(input);
+        const values = Array.from(await y.data());
+        y.dispose();
+        runs.push({ values, tensors: tf.memory().numTensors });
+      }
+      return { before, after: registered(), runs };
+    },
+    [Array.from(x.data), x.shape],
+  );
+  assert.equal([r.before, r.after], [false, true], 'MultiHeadAttention registered before and after loading');
+  const want = blocks.getSync('block_pre_norm__y').data;
+  for (const run of r.runs) {
+    const worst = run.values.reduce((m, v, i) => Math.max(m, Math.abs(v - want[i]) / (1e-5 + Math.abs(want[i]))), 0);
+    assert.ok(worst < 1, `off by ${worst}× the tolerance (1e-5, absolute and relative)`);
+  }
+  assert.is(r.runs[1].tensors, r.runs[0].tensors, 'tensors held after each predict');
+  assert.equal(problems, []);
+});
 
 test.after(close);
 

@@ -1,7 +1,8 @@
 # Keras 3's answers for test/adapters/keras-layers.test.mjs, all in one process (KERAS_BACKEND=torch):
 # for each case, the Keras layer built with a non-trivial config and random weights, its inputs,
 # layer.get_weights() and its inference output, into OUT/cases.npz, with the configs in OUT/cases.json.
-# Usage: python3 keras_layers.py OUT
+# Also Keras models as .keras files for kerasHandler (see below).
+# Usage: python3 keras_layers.py OUT [blocks]   (blocks: only the transformer blocks)
 import os
 import sys
 import json
@@ -14,7 +15,6 @@ L = keras.layers
 out_dir = sys.argv[1]
 rng = np.random.default_rng(7)
 arrays = {}
-cases = []
 
 
 def rand(*shape, scale=1.0):
@@ -55,10 +55,75 @@ def case(name, layer, inputs, kwargs=None, weights=None):
     })
 
 
+# Models whose layers are given one tensor more than once in a call (kerasHandler's, keras-repeats.ts):
+# transformer blocks with the residual from an inner layer, post- and pre-norm, a tensor given to
+# MultiHeadAttention three times, and plain merges (Multiply([d, d]) then Add([d, m])). Saved as .keras;
+# Keras's predictions of OUT/<name>.keras on <name>__x in cases.npz as <name>__y.
+def randomize(model):
+    for w in model.weights:
+        if w.dtype.startswith('float'):
+            v = rng.standard_normal(tuple(w.shape)) * 0.5
+            w.assign((np.abs(v) + 0.1 if 'variance' in w.path else v).astype('float32'))
+
+
+def block(name, shape, build):
+    inp = keras.Input(shape)
+    model = keras.Model(inp, build(inp), name=name)
+    randomize(model)
+    x = rand(2, *shape)
+    model.save(os.path.join(out_dir, f'{name}.keras'))
+    arrays[f'{name}__x'] = x
+    arrays[f'{name}__y'] = np.asarray(model.predict(x, verbose=0), dtype='float32')
+    blocks.append(name)
+
+
+def post_norm(x):
+    d = L.Dense(8)(x)
+    h = L.LayerNormalization()(L.Add()([d, L.MultiHeadAttention(num_heads=2, key_dim=4)(d, d)]))
+    return L.LayerNormalization()(L.Add()([h, L.Dense(8)(L.Dense(16, activation='relu')(h))]))
+
+
+def pre_norm(x):
+    d = L.Dense(8)(x)
+    n = L.LayerNormalization()(d)
+    r = L.Add()([d, L.MultiHeadAttention(num_heads=2, key_dim=4)(n, n, use_causal_mask=True)])
+    return L.Add()([r, L.Dense(8, activation='gelu')(L.LayerNormalization()(r))])
+
+
+def three_times(x):
+    d = L.Dense(8)(x)
+    return L.Add()([d, L.MultiHeadAttention(num_heads=2, key_dim=3, value_dim=2)(d, d, d)])
+
+
+def merges(x):
+    d = L.Dense(6)(x)
+    m = L.Multiply()([d, d])
+    return L.Concatenate()([L.Add()([d, m]), L.Add()([d, d, d])])
+
+
+blocks = []
+block('block_post_norm', (5, 6), post_norm)
+block('block_pre_norm', (5, 6), pre_norm)
+block('block_three_times', (4, 8), three_times)
+block('block_merges', (6,), merges)
+
+
+def save():
+    np.savez(os.path.join(out_dir, 'cases.npz'), **arrays)
+    with open(os.path.join(out_dir, 'cases.json'), 'w') as f:
+        json.dump({'cases': cases, 'activations': ACTIVATIONS, 'blocks': blocks, 'train': train}, f)
+
+
+cases, train, ACTIVATIONS = [], [], []
+if sys.argv[2:] == ['blocks']:  # the blocks only (test/apps/tfjs-browser.test.mjs)
+    save()
+    sys.exit(0)
+
+
 # Activations, on a dense grid and random values, through keras.activations.get(name).
 x = np.concatenate([np.linspace(-7, 7, 2800), rng.standard_normal(2000) * 3]).astype('float32').reshape(4, -1)
 arrays['act__x'] = x
-ACTIVATIONS = ['hard_sigmoid', 'hard_silu', 'hard_swish', 'silu', 'swish', 'leaky_relu', 'exponential', 'hard_tanh',
+ACTIVATIONS += ['hard_sigmoid', 'hard_silu', 'hard_swish', 'silu', 'swish', 'leaky_relu', 'exponential', 'hard_tanh',
                'log_sigmoid', 'celu', 'tanh_shrink', 'soft_shrink', 'hard_shrink', 'squareplus', 'sparse_plus',
                'sparse_sigmoid', 'gelu', 'mish', 'relu6', 'log_softmax', 'selu', 'elu', 'softplus', 'softsign',
                'relu', 'sigmoid', 'tanh', 'softmax', 'linear']
@@ -100,6 +165,9 @@ case('einsum_heads', L.EinsumDense('abc,cde->abde', output_shape=(None, 2, 3), b
 case('einsum_dense', L.EinsumDense('ab,bc->ac', output_shape=7, bias_axes='c', activation='hard_silu'), [rand(3, 5)])
 case('einsum_nobias', L.EinsumDense('abc,cd->abd', output_shape=(None, 4)), [rand(2, 3, 5)])
 case('einsum_inner_bias', L.EinsumDense('abc,cde->abde', output_shape=(None, 2, 3), bias_axes='d'), [rand(2, 4, 5)])
+# An axis in the input, the kernel and the output (b), and an input axis summed out (d in abcd,ce->abe).
+case('einsum_shared_axis', L.EinsumDense('abc,bcd->abd', output_shape=(4, 6), bias_axes='d'), [rand(2, 4, 5)])
+case('einsum_summed_axis', L.EinsumDense('abcd,ce->abe', output_shape=(3, 6)), [rand(2, 3, 4, 5)])
 
 # Merges and 1D shape layers.
 case('subtract', L.Subtract(), [rand(2, 3, 4), rand(2, 3, 4)])
@@ -125,6 +193,59 @@ for layer in [L.RandomFlip(), L.RandomRotation(0.2), L.RandomZoom(0.2), L.Random
     case(f'identity_{type(layer).__name__}', layer, [image])
 case('identity_SpatialDropout3D', L.SpatialDropout3D(0.5), [rand(2, 3, 4, 5, 2)])
 
-np.savez(os.path.join(out_dir, 'cases.npz'), **arrays)
-with open(os.path.join(out_dir, 'cases.json'), 'w') as f:
-    json.dump({'cases': cases, 'activations': ACTIVATIONS}, f)
+
+# One step of training: for each layer, a model of a Dense per input (so that what flows back through
+# the layer reaches trainable weights) and the layer, saved as .keras, then trained one step of SGD
+# (learning rate 0.1) on mean squared error by Keras: the batch and target in cases.npz
+# (train_<name>__x<i>, train_<name>__t), each layer's weights after the step as
+# train_<name>__<layer>__w<i>.
+def trained(name, shapes, make, kwargs=None):
+    ins = [keras.Input(s) for s in shapes]
+    pre = [L.Dense(shape[-1], name=f'pre{i}')(x) for i, (x, shape) in enumerate(zip(ins, shapes))]
+    layer = make()
+    if isinstance(layer, L.MultiHeadAttention):  # self-attention: the one tensor as query and value
+        y = layer(*(pre if len(pre) > 1 else pre * 2), **(kwargs or {}))
+    else:
+        y = layer(pre if len(pre) > 1 else pre[0])
+    model = keras.Model(ins, y, name=f'train_{name}')
+    randomize(model)
+    xs = [rand(3, *s) for s in shapes]
+    target = rand(*((3,) + tuple(y.shape[1:])))
+    model.save(os.path.join(out_dir, f'train_{name}.keras'))
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss='mse')
+    model.train_on_batch(xs if len(xs) > 1 else xs[0], target)
+    for i, x in enumerate(xs):
+        arrays[f'train_{name}__x{i}'] = x
+    arrays[f'train_{name}__t'] = target
+    layers = {}
+    for lyr in model.layers:
+        ws = lyr.get_weights()
+        for i, w in enumerate(ws):
+            arrays[f'train_{name}__{lyr.name}__w{i}'] = w
+        if ws:
+            layers[lyr.name] = len(ws)
+    train.append({'name': name, 'class_name': type(layer).__name__ if isinstance(layer, L.Layer) else 'activations', 'inputs': len(xs), 'layers': layers})
+
+
+trained('gru_after', [(7, 5)], lambda: L.GRU(4))
+trained('gru_before', [(7, 5)], lambda: L.GRU(3, reset_after=False, return_sequences=True))
+trained('mha_self', [(5, 8)], lambda: L.MultiHeadAttention(num_heads=2, key_dim=3))
+trained('mha_cross', [(5, 8), (7, 6), (7, 4)], lambda: L.MultiHeadAttention(num_heads=3, key_dim=4, value_dim=2, output_shape=5))
+trained('mha_causal', [(5, 8)], lambda: L.MultiHeadAttention(num_heads=2, key_dim=2), {'use_causal_mask': True})
+trained('normalization', [(4, 6)], lambda: L.Normalization(axis=-1))
+trained('group_norm', [(4, 6)], lambda: L.GroupNormalization(groups=3))
+trained('unit_norm', [(4, 6)], lambda: L.UnitNormalization())
+trained('einsum_heads', [(4, 5)], lambda: L.EinsumDense('abc,cde->abde', output_shape=(4, 2, 3), bias_axes='de'))
+trained('einsum_shared_axis', [(4, 5)], lambda: L.EinsumDense('abc,bcd->abd', output_shape=(4, 6), bias_axes='d'))
+trained('einsum_summed_axis', [(3, 4, 5)], lambda: L.EinsumDense('abcd,ce->abe', output_shape=(3, 6)))
+trained('einsum_dense', [(5,)], lambda: L.EinsumDense('ab,bc->ac', output_shape=7, bias_axes='c', activation='hard_silu'))
+trained('subtract', [(3, 4), (3, 4)], lambda: L.Subtract())
+trained('cropping1d', [(7, 5)], lambda: L.Cropping1D(cropping=(1, 2)))
+trained('zeropadding1d', [(7, 5)], lambda: L.ZeroPadding1D(padding=(2, 1)))
+trained('upsampling1d', [(7, 5)], lambda: L.UpSampling1D(size=3))
+trained('conv1dt', [(7, 5)], lambda: L.Conv1DTranspose(4, 3, strides=2, padding='same', activation='relu'))
+TRAIN_ACTIVATIONS = ['hard_sigmoid', 'hard_silu', 'leaky_relu', 'exponential', 'hard_tanh', 'log_sigmoid', 'celu',
+                     'tanh_shrink', 'soft_shrink', 'hard_shrink', 'squareplus', 'sparse_plus', 'sparse_sigmoid']
+trained('activations', [(6,)], lambda: (lambda x: L.Concatenate()([L.Dense(3, activation=a)(x) for a in TRAIN_ACTIVATIONS])))
+
+save()

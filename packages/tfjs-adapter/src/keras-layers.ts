@@ -4,15 +4,18 @@
  * Keras's own class names: importing this entry is enough for `tf.loadLayersModel` to build a model
  * JSON (or a Keras config translated to one) that names them. Each layer's weights are Keras's, in
  * Keras's order and shapes (`layer.get_weights()`), and each computes what Keras computes at
- * inference (tested against Keras 3 itself). Initializers, regularizers and constraints in a Keras
- * config are not read: the layers are for models whose weights come from a file.
+ * inference and trains as Keras does (one SGD step gives Keras's weights; tested against Keras 3
+ * itself). Initializers, regularizers and constraints in a Keras config are not read: the layers are
+ * for models whose weights come from a file. `kerasHandler` imports this entry when a model needs it.
  *
  * Importing this entry replaces tfjs's `GRU` by one that builds Keras 3's default
  * `reset_after=True` as well as `reset_after=False` (same weights as tfjs's in that case).
  */
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
+import { NpyError } from '@npyts/core';
 import { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from './keras-entry-names.js';
+import { registerRepeat } from './keras-repeats.js';
 
 export { KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation };
 
@@ -75,6 +78,19 @@ function activationClass(className: string, fn: (x: tf.Tensor) => tf.Tensor): ty
   return cls;
 }
 
+/**
+ * `fn` with the gradient `dy · derivative(x)`: for functions chosen piecewise by `tf.where` on the
+ * input, whose comparisons have no gradient in tfjs (backpropagation through them throws).
+ */
+function withDerivative(fn: (x: tf.Tensor) => tf.Tensor, derivative: (x: tf.Tensor) => tf.Tensor): (x: tf.Tensor) => tf.Tensor {
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [x, save] = args as [tf.Tensor, tf.GradSaveFunc];
+    save([x]);
+    return { value: fn(x), gradFunc: (dy: tf.Tensor, [saved]: tf.Tensor[]) => tf.mul(dy, derivative(saved!)) };
+  });
+  return (x) => f(x);
+}
+
 /** Keras 3's hard_sigmoid: relu6(x + 3) / 6 (Keras 2's and tfjs's `hardSigmoid` is clip(0.2·x + 0.5, 0, 1), another function). */
 const hardSigmoid3 = (x: tf.Tensor): tf.Tensor => tf.div(tf.relu6(tf.add(x, 3)), 6);
 
@@ -91,14 +107,26 @@ const REGISTERED_ACTIVATIONS = {
   leakyRelu: activationClass('leakyRelu', (x) => tf.leakyRelu(x, 0.2)),
   exponential: activationClass('exponential', (x) => tf.exp(x)),
   hardTanh: activationClass('hardTanh', (x) => tf.clipByValue(x, -1, 1)),
-  logSigmoid: activationClass('logSigmoid', (x) => tf.logSigmoid(x)),
+  // −softplus(−x), tf.logSigmoid's value: its own gradient reads its input after a layer's tidy disposed it.
+  logSigmoid: activationClass('logSigmoid', (x) => tf.neg(tf.softplus(tf.neg(x)))),
   celu: activationClass('celu', (x) => tf.add(tf.relu(x), tf.minimum(0, tf.expm1(x)))),
   tanhShrink: activationClass('tanhShrink', (x) => tf.sub(x, tf.tanh(x))),
-  softShrink: activationClass('softShrink', (x) => tf.where(tf.greater(tf.abs(x), 0.5), tf.sub(x, tf.mul(tf.sign(x), 0.5)), tf.zerosLike(x))),
-  hardShrink: activationClass('hardShrink', (x) => tf.where(tf.greater(tf.abs(x), 0.5), x, tf.zerosLike(x))),
+  // x − t·sign(x) beyond ±t, else 0 (x − x): Keras's values, differentiable without a comparison.
+  softShrink: activationClass('softShrink', (x) => tf.sub(x, tf.clipByValue(x, -0.5, 0.5))),
+  hardShrink: activationClass(
+    'hardShrink',
+    withDerivative(
+      (x) => tf.where(tf.greater(tf.abs(x), 0.5), x, tf.zerosLike(x)),
+      (x) => tf.cast(tf.greater(tf.abs(x), 0.5), 'float32'),
+    ),
+  ),
   squareplus: activationClass('squareplus', (x) => tf.div(tf.add(x, tf.sqrt(tf.add(tf.square(x), 4))), 2)),
-  sparsePlus: activationClass('sparsePlus', (x) =>
-    tf.where(tf.lessEqual(x, -1), tf.zerosLike(x), tf.where(tf.greaterEqual(x, 1), x, tf.div(tf.square(tf.add(x, 1)), 4))),
+  sparsePlus: activationClass(
+    'sparsePlus',
+    withDerivative(
+      (x) => tf.where(tf.lessEqual(x, -1), tf.zerosLike(x), tf.where(tf.greaterEqual(x, 1), x, tf.div(tf.square(tf.add(x, 1)), 4))),
+      (x) => tf.div(tf.add(tf.clipByValue(x, -1, 1), 1), 2),
+    ),
   ),
   sparseSigmoid: activationClass('sparseSigmoid', (x) => tf.clipByValue(tf.div(tf.add(x, 1), 2), 0, 1)),
 };
@@ -270,7 +298,8 @@ export class KerasUpSampling1D extends tfl.layers.Layer {
 /**
  * A Keras layer that is the identity at inference: the random augmentations (`RandomFlip`,
  * `RandomRotation`, …, which Keras applies only in training), `SpatialDropout2D`/`3D` and
- * `ActivityRegularization`. Their options are kept in the config and not otherwise read. Each of
+ * `ActivityRegularization`. Their options are kept in the config and not otherwise read; training
+ * through one is refused (`UNSUPPORTED_LAYER`), since Keras's differs there. Each of
  * {@link KERAS_INFERENCE_IDENTITIES} is registered as a subclass of this one under its Keras name.
  * @example
  * const flip = new KerasInferenceIdentity({ name: 'random_flip' });
@@ -283,7 +312,15 @@ export class KerasInferenceIdentity extends tfl.layers.Layer {
     const { name: _n, trainable: _t, dtype: _d, inputShape: _i, batchInputShape: _b, batchSize: _s, ...options } = args;
     this.options = options as tf.serialization.ConfigDict;
   }
-  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+  /** Refused in training (`fit`), where Keras augments, drops or adds a loss: the identity would train another model. */
+  override call(inputs: tf.Tensor | tf.Tensor[], kwargs: Record<string, unknown> = {}): tf.Tensor {
+    if (kwargs.training === true) {
+      throw new NpyError(
+        'UNSUPPORTED_LAYER',
+        `${this.getClassName()} '${this.name}' is the identity at inference only: in training Keras applies it (random augmentation, dropout or an activity loss), ` +
+          'which @npyts/tfjs/keras-layers does not; take the layer out of the model to train it in tfjs',
+      );
+    }
     return tf.clone(single(inputs));
   }
   override getConfig(): tf.serialization.ConfigDict {
@@ -499,6 +536,75 @@ function analyzeEinsum(
   return { kernel, bias, output };
 }
 
+/**
+ * `einsum(equation, a, b)` of two operands without an ellipsis or a letter repeated in one operand, as
+ * sums, transposes, reshapes and one batched matMul: tfjs-core 4.22's `tf.einsum` has no gradient, so a
+ * model using it could not train. Letters in both operands and the output are batch axes, in both
+ * operands only are contracted, in one operand only are summed out first.
+ */
+function einsum(equation: string, a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+  const m = /^([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]*)$/.exec(equation);
+  const [, specA, specB, specOut] = (m ?? []) as unknown as [string, string, string, string];
+  const repeats = (spec: string): boolean => new Set(spec).size !== spec.length;
+  if (!m || repeats(specA) || repeats(specB) || repeats(specOut) || [...specOut].some((c) => !specA.includes(c) && !specB.includes(c))) {
+    throw new RangeError(`einsum: ${JSON.stringify(equation)} is not a two-operand equation this layer computes (no ellipsis, no repeated axis)`);
+  }
+  if (specA.length !== a.rank || specB.length !== b.rank) throw new RangeError(`einsum ${equation}: operands of ranks ${a.rank} and ${b.rank}`);
+  return tf.tidy(() => {
+    const size = new Map<string, number>();
+    for (const [spec, t] of [
+      [specA, a],
+      [specB, b],
+    ] as const) {
+      [...spec].forEach((c, i) => {
+        const d = t.shape[i]!;
+        if (size.has(c) && size.get(c) !== d) throw new RangeError(`einsum ${equation}: axis ${c} is ${size.get(c)} in one operand and ${d} in the other`);
+        size.set(c, d);
+      });
+    }
+    const inOut = (c: string): boolean => specOut.includes(c);
+    /** The operand with the axes only it has (and the output lacks) summed out, and its remaining letters. */
+    const reduced = (spec: string, other: string, t: tf.Tensor): [tf.Tensor, string] => {
+      const gone = [...spec].map((c, i) => [c, i] as const).filter(([c]) => !other.includes(c) && !inOut(c));
+      return gone.length === 0
+        ? [t, spec]
+        : [
+            tf.sum(
+              t,
+              gone.map(([, i]) => i),
+            ),
+            [...spec].filter((c) => other.includes(c) || inOut(c)).join(''),
+          ];
+    };
+    const [ra, la] = reduced(specA, specB, a);
+    const [rb, lb] = reduced(specB, specA, b);
+    const batch = [...la].filter((c) => lb.includes(c) && inOut(c));
+    const contracted = [...la].filter((c) => lb.includes(c) && !inOut(c));
+    const freeA = [...la].filter((c) => !lb.includes(c));
+    const freeB = [...lb].filter((c) => !la.includes(c));
+    const n = (letters: string[]): number => letters.reduce((p, c) => p * size.get(c)!, 1);
+    const arranged = (t: tf.Tensor, letters: string, order: string[], dims: number[]): tf.Tensor =>
+      tf.reshape(
+        tf.transpose(
+          t,
+          order.map((c) => letters.indexOf(c)),
+        ),
+        dims,
+      );
+    const left = arranged(ra, la, [...batch, ...freeA, ...contracted], [n(batch), n(freeA), n(contracted)]);
+    const right = arranged(rb, lb, [...batch, ...contracted, ...freeB], [n(batch), n(contracted), n(freeB)]);
+    const product = [...batch, ...freeA, ...freeB];
+    const y = tf.reshape(
+      tf.matMul(left, right),
+      product.map((c) => size.get(c)!),
+    );
+    return tf.transpose(
+      y,
+      [...specOut].map((c) => product.indexOf(c)),
+    );
+  });
+}
+
 /** Arguments of {@link KerasEinsumDense}. */
 export interface EinsumDenseArgs extends KerasLayerArgs {
   /** Keras's equation, `'<input>,<kernel>-><output>'` (`'abc,cde->abde'`); an ellipsis is not supported. */
@@ -547,7 +653,7 @@ export class KerasEinsumDense extends tfl.layers.Layer {
 
   override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
     return tf.tidy(() => {
-      let y = tf.einsum(this.equation, single(inputs), this.kernel!.read());
+      let y = einsum(this.equation, single(inputs), this.kernel!.read());
       if (this.bias) y = tf.add(y, this.bias.read());
       return this.activationFn.apply(y);
     });
@@ -684,7 +790,7 @@ export class KerasMultiHeadAttention extends tfl.layers.Layer {
       const given = kwargs.useCausalMask ?? kwargs.use_causal_mask;
       const causal = given === undefined ? (this.graphCausal ?? false) : given === true;
       const project = (x: tf.Tensor3D, part: string): tf.Tensor => {
-        const y = tf.einsum('abc,cde->abde', x, this.w[`${part}/kernel`]!.read());
+        const y = einsum('abc,cde->abde', x, this.w[`${part}/kernel`]!.read());
         const b = this.w[`${part}/bias`];
         return b ? tf.add(y, b.read()) : y;
       };
@@ -705,7 +811,7 @@ export class KerasMultiHeadAttention extends tfl.layers.Layer {
         scores = tf.where(tf.greater(cols, rows), tf.fill(scores.shape, -1e9), scores);
       }
       const attended = tf.transpose(tf.matMul(tf.softmax(scores), vh), [0, 2, 1, 3]); // [batch, length, heads, valueDim]
-      const y = tf.einsum('abcd,cde->abe', attended, this.w['attention_output/kernel']!.read());
+      const y = einsum('abcd,cde->abe', attended, this.w['attention_output/kernel']!.read());
       const b = this.w['attention_output/bias'];
       return b ? tf.add(y, b.read()) : y;
     });
@@ -953,6 +1059,10 @@ export class KerasGRU extends tfl.RNN {
     return new cls(config);
   }
 }
+
+// The layer kerasHandler puts in for a tensor given twice to one call: a model it loaded, saved with
+// another handler (npzHandler, tfjs's own), loads again where this entry is imported.
+registerRepeat(tfl);
 
 for (const layer of [
   KerasSubtract,

@@ -15,6 +15,7 @@ import { checkAdapterOptions, openWeightSource, type NpzSink, type NpzSource, ty
 import { saveKeras } from './keras-save.js';
 import { kerasConfigOf, kerasMajorOf, kerasRecordsOf } from './keras-file.js';
 import { tensorDTypeOf, type ToTensorOptions } from './tensors.js';
+import { joinRepeatedInputs, registerRepeat, separateRepeatedInputs } from './keras-repeats.js';
 
 /** Options of {@link kerasHandler}: where the file is read from, and how its values become tensors. */
 export interface KerasHandlerOptions extends SourceOptions, ToTensorOptions {}
@@ -140,6 +141,7 @@ async function buildModel(topology: object, limit: typeof ShapeOnly.limit = null
     throw new NpyError('BAD_MODEL', 'loading a Keras model needs @tensorflow/tfjs-layers (npm install @tensorflow/tfjs-layers)');
   }
   registerSizedReshape();
+  registerRepeat(layers);
   ShapeOnly.limit = limit;
   let built: ReturnType<typeof layers.models.modelFromJSON>;
   try {
@@ -191,6 +193,29 @@ async function outputShapes(topology: unknown): Promise<TensorShapes> {
   return (layer, node, tensor) => known.get(key(layer, node, tensor));
 }
 
+/** What `@npyts/tfjs/keras-layers` is called in the messages of a config it would make buildable. */
+const KERAS_LAYERS_ENTRY = '@npyts/tfjs/keras-layers';
+
+/**
+ * A Keras config translated ({@link kerasTopology}); where it is refused for a layer, activation or
+ * option that `@npyts/tfjs/keras-layers` registers, that entry is imported (once: it registers its
+ * classes when first loaded) and the config translated again, so that a model needing it loads in one
+ * call. A model that does not need it leaves tfjs's registry as it was (the entry replaces tfjs's GRU).
+ */
+async function translated(config: unknown, where: string, kerasMajor: 2 | 3): Promise<ReturnType<typeof kerasTopology>> {
+  try {
+    return kerasTopology(config, where, kerasMajor);
+  } catch (e) {
+    if (!(e instanceof NpyError && e.code === 'UNSUPPORTED_LAYER' && e.message.includes(KERAS_LAYERS_ENTRY))) throw e;
+  }
+  try {
+    await import('./keras-layers.js');
+  } catch (e) {
+    throw new NpyError('BAD_MODEL', `${where} needs ${KERAS_LAYERS_ENTRY}, which could not be loaded (${String(e)}); it needs @tensorflow/tfjs-layers`);
+  }
+  return kerasTopology(config, where, kerasMajor);
+}
+
 /**
  * A Keras file's model as tfjs's artifacts: the topology translated (every unsupported layer refused at
  * once), then each weight paired through Keras's records and checked (names, counts, shapes) on a
@@ -200,7 +225,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
   if (file.config === null || file.config === undefined) {
     throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
   }
-  const { topology } = kerasTopology(file.config, where, file.kerasMajor);
+  const topology = separateRepeatedInputs((await translated(file.config, where, file.kerasMajor)).topology);
   // Every weight of the model is one of the file's tensors: none may be larger than the largest (the
   // tensors' headers, read when the file was opened; no data).
   const sizes = await mapInParallel([...file.weights.names], 8, async (name) => (await file.weights.info(name)).shape.reduce((n, d) => n * d, 1));
@@ -268,7 +293,9 @@ export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerO
       if (typeof source !== 'string' && typeof source !== 'function') {
         throw new NpyError('BAD_TARGET', 'kerasHandler saves to a path (Node) or a function receiving the bytes (browserDownload in a page)');
       }
-      await saveKeras(artifacts, source, where, await outputShapes(artifacts.modelTopology), options);
+      // As written in Keras: without the layers put in for a tensor given twice to one call (keras-repeats.ts).
+      const asWritten = { ...artifacts, modelTopology: joinRepeatedInputs(artifacts.modelTopology) };
+      await saveKeras(asWritten, source, where, await outputShapes(asWritten.modelTopology), options);
       return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(artifacts) };
     },
   };
