@@ -85,22 +85,16 @@ export class GgufFile implements TensorFile, AsyncDisposable {
 
   /**
    * Open a GGUF file over any source: the header is read and checked now (one read for a header up
-   * to 64 KiB; a longer one, a tokenizer's vocabulary, in a few reads that each at least double it).
+   * to 64 KiB; a longer one, a tokenizer's vocabulary or many tensors, in windows of up to 16 MiB
+   * that start at the entry being read; a header over 100 MB is refused, as safetensors refuses its own).
    * @example
    * const f = await GgufFile.open(blobSource(file));
    */
   static async open(source: ByteSource, options: { signal?: AbortSignal | undefined } = {}): Promise<GgufFile> {
     const { signal } = options;
     try {
-      let bytes = await source.read(0, Math.min(FIRST_READ, source.size), { signal });
-      const header = await parseGgufHeader(bytes, source.size, async (upTo) => {
-        const tail = await source.read(bytes.length, upTo - bytes.length, { signal });
-        const grown = new Uint8Array(bytes.length + tail.length);
-        grown.set(bytes);
-        grown.set(tail, bytes.length);
-        bytes = grown;
-        return grown;
-      });
+      const first = await source.read(0, Math.min(FIRST_READ, source.size), { signal });
+      const header = await parseGgufHeader(first, source.size, (at, length) => source.read(at, length, { signal }));
       return new GgufFile(source, header);
     } catch (e) {
       throw withWhere(e, { file: source.name ?? 'the GGUF file' });
