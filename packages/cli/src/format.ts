@@ -208,7 +208,8 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
     case 'int':
     case 'uint': {
       const strs = values.map(String);
-      const width = Math.max(0, ...strs.map((x) => x.length));
+      let width = 0;
+      for (const x of strs) width = Math.max(width, x.length);
       return strs.map((x) => x.padStart(width));
     }
     case 'datetime':
