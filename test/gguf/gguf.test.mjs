@@ -180,6 +180,7 @@ for (const fname of ['plain.gguf', 'plain-be.gguf'])
     assert.equal(Object.keys(f.metadata), Object.keys(want), 'keys in file order');
     for (const [key, { types, value }] of Object.entries(want)) {
       const got = f.metadata[key];
+      assert.is(f.metadataTypes[key], types[0], `${key}: gguf-py's type`);
       if (types[0] === 'ARRAY' && types.length === 2 && typedOf[types[1]]) assert.instance(got, typedOf[types[1]], key);
       if (types.length > 2) {
         // gguf-py flattens nested arrays (its FIXME); npyts keeps them nested.

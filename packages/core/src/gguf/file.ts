@@ -19,7 +19,7 @@ import { npyReaderOf } from '../io/open.js';
 import { getEvery, mapInParallel } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
-import { type GgufTensor, isGguf, parseGgufHeader } from './header.js';
+import { type GgufTensor, type GgufValueType, isGguf, parseGgufHeader } from './header.js';
 import { DEQUANTIZE_IQ } from './iq.js';
 import { DEQUANTIZE, type Dequantize } from './quants.js';
 
@@ -63,6 +63,14 @@ export class GgufFile implements TensorFile, AsyncDisposable {
    * strings, booleans or arrays as arrays.
    */
   readonly metadata: Readonly<Record<string, unknown>>;
+  /**
+   * Each key's GGUF value type, as gguf-py's `GGUFValueType` names it: what tells a float32 value
+   * (`'FLOAT32'`) from a float64 one, both numbers in `metadata`. An array is `'ARRAY'`; its items'
+   * type is its typed array's (`Float32Array` for FLOAT32).
+   * @example
+   * f.metadataTypes['llama.attention.layer_norm_rms_epsilon'];   // 'FLOAT32'
+   */
+  readonly metadataTypes: Readonly<Record<string, GgufValueType>>;
   /** The GGUF version (2 or 3). */
   readonly version: number;
   /** Whether the file is little-endian (GGUF's usual order) or big-endian (gguf-py writes those on request). */
@@ -78,6 +86,7 @@ export class GgufFile implements TensorFile, AsyncDisposable {
   ) {
     this.names = header.tensors.map((t) => t.name);
     this.metadata = header.metadata;
+    this.metadataTypes = header.metadataTypes;
     this.version = header.version;
     this.littleEndian = header.littleEndian;
     this.byName = new Map(header.tensors.map((t) => [t.name, t]));

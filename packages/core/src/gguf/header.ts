@@ -45,6 +45,9 @@ enum VT {
   INT64 = 11,
   FLOAT64 = 12,
 }
+/** A GGUF value type's name, as gguf-py's `GGUFValueType` spells it. */
+export type GgufValueType = keyof typeof VT;
+
 /** The fewest bytes one value of each type takes (a string its length, an array its type and count). */
 const MIN_BYTES = [1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8];
 const TYPED: Partial<Record<VT, { new (buffer: ArrayBuffer): ArrayBufferView; BYTES_PER_ELEMENT: number }>> = {
@@ -85,6 +88,8 @@ export interface GgufHeader {
   /** Whether the file is little-endian (GGUF's usual order); gguf-py writes big-endian ones on request. */
   readonly littleEndian: boolean;
   readonly metadata: Readonly<Record<string, unknown>>;
+  /** Each key's GGUF value type, as gguf-py's `GGUFValueType` names it (`'FLOAT32'`, `'ARRAY'`). */
+  readonly metadataTypes: Readonly<Record<string, GgufValueType>>;
   readonly tensors: readonly GgufTensor[];
   readonly alignment: number;
   /** Where the data section starts (the end of the header, aligned). */
@@ -127,6 +132,7 @@ interface Progress {
   at: number;
   kvDone: number;
   metadata: Record<string, unknown>;
+  metadataTypes: Record<string, GgufValueType>;
   /** Known once every key/value is read. */
   alignment?: number;
   /** Tensors by name, in file order: a name written twice is refused when it is read. */
@@ -211,7 +217,17 @@ function preamble(bytes: Uint8Array, fileSize: number): Progress {
     `the header declares ${c.u64Text(16)} key/values and ${c.u64Text(8)} tensors, which take at least ${24 + kvCount * 13 + tensorCount * 24} bytes`,
     8,
   );
-  return { version, littleEndian, tensorCount, kvCount, at: 24, kvDone: 0, metadata: Object.create(null) as Record<string, unknown>, tensors: new Map() };
+  return {
+    version,
+    littleEndian,
+    tensorCount,
+    kvCount,
+    at: 24,
+    kvDone: 0,
+    metadata: Object.create(null) as Record<string, unknown>,
+    metadataTypes: Object.create(null) as Record<string, GgufValueType>,
+    tensors: new Map(),
+  };
 }
 
 function entries(bytes: Uint8Array, base: number, fileSize: number, p: Progress): GgufHeader {
@@ -225,6 +241,8 @@ function entries(bytes: Uint8Array, base: number, fileSize: number, p: Progress)
     if (Object.hasOwn(seen, key)) throw bad(`the key '${key}' is written twice`, at);
     if (key === 'general.alignment' && type !== VT.UINT32) throw bad(`general.alignment is not a uint32 (gguf-py refuses it)`, at);
     putOwn(seen, key, value);
+    // The value read, so its type is one of VT's.
+    putOwn(p.metadataTypes, key, VT[type] as GgufValueType);
     p.kvDone++;
     p.at = c.at;
   }
@@ -290,7 +308,7 @@ function finish(p: Progress, fileSize: number): GgufHeader {
     t.dataOffset = dataOffset;
     tensors.push(t);
   }
-  return { version: p.version, littleEndian: p.littleEndian, metadata: p.metadata, tensors, alignment, dataStart };
+  return { version: p.version, littleEndian: p.littleEndian, metadata: p.metadata, metadataTypes: p.metadataTypes, tensors, alignment, dataStart };
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
