@@ -106,6 +106,15 @@ test('C-order numeric arrays share memory both ways; Fortran order is copied', (
   assert.is(fromOrtTensor(toOrtTensor(load('float16-c'))).dtype.str, '<f2');
 });
 
+test('fromOrtTensor of 200 000 strings: the <U width numpy gives them (no spread of the lengths onto the stack)', () => {
+  const n = 200_000;
+  const strings = Array.from({ length: n }, (_, i) => 'ab'.repeat(i % 5) + (i === n - 1 ? 'é🙂' : ''));
+  const want = python(`s = np.array(['ab' * (i % 5) + ('é🙂' if i == ${n} - 1 else '') for i in range(${n})]); print(s.dtype.str, s.shape[0])`).trim();
+  const a = fromOrtTensor(new ort.Tensor('string', strings, [n]));
+  assert.is(`${a.dtype.str} ${a.shape[0]}`, want);
+  assert.is(a.get(n - 1), strings[n - 1]);
+});
+
 test("instanceof ort.Tensor: onnxruntime-node's own class under { Tensor }, in an ES module and in CommonJS", async () => {
   const a = load('float32-c');
   // The hazard: onnxruntime-node is CommonJS, its Tensor is onnxruntime-common's CommonJS copy, and

@@ -172,6 +172,41 @@ print(json.dumps(gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64
   assert.equal(JSON.parse(shown.stdout).data.flat(), q8);
 });
 
+test("info of a GGUF's metadata: arrays as lists, in --json as gguf-py's field values; float32 printed as numpy prints it", async () => {
+  const path = file('meta.gguf');
+  const want = JSON.parse(
+    await pythonAsync(`import gguf
+w = gguf.GGUFWriter(${JSON.stringify(path)}, 'llama')
+w.add_float32('eps', 1e-5)
+w.add_float32('third', 1 / 3)
+w.add_float64('eps64', 1e-5)
+w.add_array('scores', [0.0, -1.0, 0.1, 1e-5, 3e38])
+w.add_array('ids', [1, 2, 3])
+w.add_array('tokens', ['<s>', 'a b', 'é'])
+w.add_uint64('big', 2**63 + 5)
+w.add_tensor('plain', np.arange(6, dtype=np.float32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+r = gguf.GGUFReader(${JSON.stringify(path)})
+out = {'contents': {}, 'text': {}}
+for k in ['eps', 'third', 'eps64', 'scores', 'ids', 'tokens', 'big']:
+    f = r.fields[k]
+    v = f.contents()
+    out['contents'][k] = str(v) if isinstance(v, int) and v > 2**53 else v
+    t = f.types[-1]
+    num = {gguf.GGUFValueType.FLOAT32: np.float32, gguf.GGUFValueType.FLOAT64: np.float64}.get(t)
+    item = (lambda x: str(num(x))) if num else (lambda x: json.dumps(x, ensure_ascii=False) if isinstance(x, str) else str(x))
+    out['text'][k] = '[' + ', '.join(item(x) for x in v) + ']' if isinstance(v, list) else item(v)
+print(json.dumps(out))`),
+  );
+  const doc = JSON.parse((await runCli(['info', '--json', path])).stdout);
+  for (const [k, v] of Object.entries(want.contents)) assert.equal(doc.metadata[k], v, k);
+  const info = await runCli(['info', path]);
+  assert.is(info.code, 0, info.stderr);
+  const line = info.stdout.trim().split('\n').at(-1);
+  assert.is(want.text.eps, '1e-05');
+  for (const [k, text] of Object.entries(want.text)) assert.ok(line.includes(`, ${k}=${text}`), `${k}=${text} in ${line}`);
+});
+
 test("what holds tensors is the format list's word (its entries' `tensors`), which the CLI and the tfjs adapter ask", async () => {
   const { formatOf, SNIFF_BYTES } = await import('@npyts/core');
   const { openNpzSync } = await import('@npyts/core/node');

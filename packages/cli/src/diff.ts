@@ -330,7 +330,8 @@ export class Comparison {
     if (this.close && this.measured > 0) {
       lines.push(`Max absolute difference among violations: ${textOf(this.maxAbs)}`, `Max relative difference among violations: ${textOf(this.maxRel)}`);
     }
-    lines.push(`First mismatches (actual vs desired):`, ...this.shown);
+    lines.push(`First mismatches (actual vs desired):`);
+    for (const line of this.shown) lines.push(line);
     if (this.mismatched > this.shown.length) lines.push(`  … and ${this.mismatched - this.shown.length} more`);
     return { equal: false, lines };
   }

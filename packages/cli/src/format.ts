@@ -3,7 +3,7 @@
  * over 400 lines: numpy's repr rules (line width, edge items, record and subarray forms) read best together.
  */
 import { NdArray, NOT_A_TIME, datetimeText, familyOf, shapeRepr, type DType } from '@npyts/core';
-import { decimalText, dtypeConstructionRepr, readExactItem, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
+import { decimalText, dtypeConstructionRepr, numpyScalarText, pythonJSON, readExactItem, reprBytes, reprFloat, reprString } from '@npyts/core/plumbing';
 import { PyComplex, PyDate, PyDatetime, PyDecimal, PyFraction, PyMaskedArray, PyTime, PyTimedelta } from '@npyts/core/pickle';
 import { formatFloatsLikeNumpy, percentG, type Real } from './numpy-floats.js';
 
@@ -208,7 +208,8 @@ function formatLeaves(dtype: DType, values: unknown[]): string[] {
     case 'int':
     case 'uint': {
       const strs = values.map(String);
-      const width = Math.max(0, ...strs.map((x) => x.length));
+      let width = 0;
+      for (const x of strs) width = Math.max(width, x.length);
       return strs.map((x) => x.padStart(width));
     }
     case 'datetime':
@@ -375,4 +376,61 @@ function layout(shape: readonly number[], text: (index: number[]) => string, sum
     return `[${s.slice(hanging.length)}]`;
   };
   return recurse([], nextLinePrefix, lineWidth);
+}
+
+/** A GGUF metadata value's items, one by one: a typed array's numbers (float32 ones with their width), or an array's values. */
+function itemsOf(v: unknown): { items: Iterable<unknown>; itemsize?: 4 | 8 } | null {
+  if (v instanceof Float32Array) return { items: v, itemsize: 4 };
+  if (v instanceof Float64Array) return { items: v, itemsize: 8 };
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return { items: v as unknown as Iterable<unknown> };
+  if (Array.isArray(v)) return { items: v };
+  return null;
+}
+
+/**
+ * A GGUF metadata value as `npyts info` prints it, cut at `limit` characters (with `…`): arrays as
+ * lists (typed arrays too), floats as numpy prints a scalar of their width (`type` `'FLOAT32'`, or a
+ * `Float32Array`'s items: `1e-05`, not a double's digits), strings quoted. Only the items shown are
+ * turned into text, so a vocabulary of 200 000 tokens costs its first few.
+ * @example
+ * ggufValueText(Math.fround(1e-5), 'FLOAT32');   // '1e-05'
+ * ggufValueText(Float32Array.of(0, -1), 'ARRAY');   // '[0.0, -1.0]'
+ */
+export function ggufValueText(v: unknown, type: string | undefined, limit = 200): string {
+  const out = { text: '' };
+  const put = (s: string): boolean => {
+    out.text += s;
+    return out.text.length <= limit;
+  };
+  const one = (x: unknown, itemsize: 4 | 8 | undefined): boolean => {
+    const list = itemsOf(x);
+    if (list) {
+      if (!put('[')) return false;
+      let first = true;
+      for (const item of list.items) {
+        if (!first && !put(', ')) return false;
+        first = false;
+        if (!one(item, list.itemsize)) return false;
+      }
+      return put(']');
+    }
+    if (typeof x === 'number' && itemsize !== undefined) return put(numpyScalarText(x, itemsize));
+    if (typeof x === 'string') return put(JSON.stringify(x));
+    return put(String(x));
+  };
+  const whole = one(v, type === 'FLOAT32' ? 4 : type === 'FLOAT64' ? 8 : undefined);
+  return whole && out.text.length <= limit ? out.text : `${out.text.slice(0, limit)}…`;
+}
+
+/**
+ * A GGUF metadata value as JSON, as gguf-py's `field.contents()` gives it: arrays (typed arrays too)
+ * as lists, floats as their values (NaN and infinities as strings), 64-bit integers past 2^53 as
+ * decimal strings, as `show --json` writes them.
+ * @example
+ * ggufValueJSON(Float32Array.of(0, -1));   // [0, -1]
+ */
+export function ggufValueJSON(v: unknown): unknown {
+  const list = itemsOf(v);
+  if (list) return Array.from(list.items, ggufValueJSON);
+  return pythonJSON(v);
 }

@@ -82,9 +82,13 @@ export function formatFloatsLikeNumpy(xs: readonly Real[], itemsize: number, sig
   if (nonzero.length) {
     if (nonzero.every((x) => typeof x === 'number')) {
       // float64 arithmetic, as numpy's for arrays of doubles and narrower.
-      const abs = (nonzero as number[]).map(Math.abs);
-      const max = Math.max(...abs);
-      const min = Math.min(...abs);
+      let max = 0;
+      let min = Infinity;
+      for (const x of nonzero as number[]) {
+        const a = Math.abs(x);
+        if (a > max) max = a;
+        if (a < min) min = a;
+      }
       expFormat = max >= 1e8 || min < 1e-4 || max / min > 1000;
     } else {
       // Long doubles: compared exactly (numpy compares them in long double).
@@ -102,17 +106,20 @@ export function formatFloatsLikeNumpy(xs: readonly Real[], itemsize: number, sig
   if (finite.length) {
     if (expFormat) {
       for (const x of finite) parts.set(x, scientific(x, itemsize, PRECISION));
-      fracDigits = Math.max(...[...parts.values()].map((p) => p[1].length));
-      expDigits = Math.max(2, ...[...parts.values()].map((p) => String(Math.abs(p[2])).length));
-      padLeft = Math.max(...finite.map((x) => signOf(x).length + 1));
+      expDigits = 2;
+      for (const p of parts.values()) {
+        fracDigits = Math.max(fracDigits, p[1].length);
+        expDigits = Math.max(expDigits, String(Math.abs(p[2])).length);
+      }
+      for (const x of finite) padLeft = Math.max(padLeft, signOf(x).length + 1);
       padRight = expDigits + 2 + fracDigits;
     } else {
       for (const x of finite) {
         const [i, f] = positional(x, itemsize, PRECISION);
         parts.set(x, [i, f, 0]);
       }
-      padLeft = Math.max(...finite.map((x) => signOf(x).length + parts.get(x)![0].length));
-      padRight = Math.max(...[...parts.values()].map((p) => p[1].length));
+      for (const x of finite) padLeft = Math.max(padLeft, signOf(x).length + parts.get(x)![0].length);
+      for (const p of parts.values()) padRight = Math.max(padRight, p[1].length);
     }
   }
   if (finite.length !== xs.length) {

@@ -6,6 +6,7 @@
 import { NpyError, formatOf, shapeRepr, type DType, type NdArray, type NpyHeader, type TensorInfo, type WeightFile } from '@npyts/core';
 import { openNpzSync, openWeights } from '@npyts/core/node';
 import { printable, withFile, withFileAsync } from './session.js';
+import { ggufValueJSON, ggufValueText } from './format.js';
 import { firstBytes, type Target } from './targets.js';
 
 /**
@@ -110,11 +111,23 @@ export async function weightsInfo(t: Target, json: boolean, out: (text: string) 
       } else out(`${tensorLine(`${t.file}:${name}`, dtype, shape, info)}\n`);
     }
     const metadata = Object.entries(file.metadata);
-    if (json) docs.push({ file: t.label, format: file.format, tensors, metadata: Object.fromEntries(metadata) });
-    else if (t.member === undefined) {
+    const types = file.metadataTypes;
+    // A GGUF's values by their GGUF types (arrays as lists, float32 with its own digits); other formats' as JSON has them.
+    const gguf = file.format === 'gguf';
+    if (json) {
+      const values = gguf ? metadata.map(([k, v]): [string, unknown] => [k, ggufValueJSON(v)]) : metadata;
+      docs.push({ file: t.label, format: file.format, tensors, metadata: Object.fromEntries(values) });
+    } else if (t.member === undefined) {
       out(`${printable(t.file)}: ${file.format}, ${file.names.length} tensor${file.names.length === 1 ? '' : 's'}`);
       if (metadata.length)
-        out(`; metadata: ${metadata.map(([k, v]) => `${printable(k)}=${printable(JSON.stringify(v) ?? String(v)).slice(0, 200)}`).join(', ')}`);
+        out(
+          `; metadata: ${metadata
+            .map(([k, v]) => {
+              const text = gguf ? printable(ggufValueText(v, types?.[k])) : printable(JSON.stringify(v) ?? String(v)).slice(0, 200);
+              return `${printable(k)}=${text}`;
+            })
+            .join(', ')}`,
+        );
       out('\n');
     }
   });

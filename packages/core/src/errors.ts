@@ -28,7 +28,7 @@ export type NpyErrorCode =
   | 'PICKLE_UNSUPPORTED'
   /** A pickle that names a global outside the unpickler's allowlist (code, not data): refused, nothing run. */
   | 'PICKLE_FORBIDDEN'
-  /** A header longer than allowed: a .npy's over `maxHeaderBytes` (numpy's 10 000 by default, the message names the option), a .safetensors' over the reference's 100 MB. */
+  /** A header longer than allowed: a .npy's over `maxHeaderBytes` (numpy's 10 000 by default, the message names the option), a .safetensors' or a GGUF's over the reference's 100 MB (one cap, `weights/header-cap.ts`). */
   | 'HEADER_TOO_LARGE'
   /** A zip container that is malformed (no end record, a bad local header, a corrupt deflate stream). */
   | 'ZIP_FORMAT'
@@ -122,7 +122,7 @@ export type NpyErrorCode =
   | 'BAD_SAFETENSORS'
   /** A GGUF header that is malformed: a count, length or dimension the file cannot hold, an unknown value or tensor type, a duplicate key or tensor name, misaligned tensor data, a file that ends inside it. */
   | 'BAD_GGUF'
-  /** A GGUF file npyts does not read: version 1, a big-endian file, or a tensor type gguf-py does not dequantize (Q8_1, Q8_K, Q1_0; `getAll` reads the others, then names each such tensor in one error of this code). */
+  /** A GGUF file npyts does not read: a version other than 2 and 3 (0, 1, 4: gguf-py refuses them too), a big-endian file's quantized or BF16 tensors, or a tensor type gguf-py does not dequantize (Q8_1, Q8_K, Q1_0; `getAll` reads the others, then names each such tensor in one error of this code). */
   | 'GGUF_UNSUPPORTED'
   /** An HDF5 file that is malformed: an address or length past the end of the file, a cycle of groups or B-tree nodes, a bad signature, heap or count, a dataset claiming more bytes than it stores. */
   | 'BAD_HDF5'

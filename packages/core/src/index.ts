@@ -116,6 +116,7 @@ export type { TensorFile, FormatOptions, TensorExtent } from './weights/tensor-f
 export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
 export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weights/place.js';
 export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
+export type { GgufValueType } from './gguf/header.js';
 export { openGguf } from './gguf/open.js';
 export { Hdf5File, Hdf5Group, Hdf5Dataset, type Hdf5AttributeValue, type Hdf5ReadOptions } from './hdf5/file.js';
 export { openHdf5 } from './hdf5/open.js';

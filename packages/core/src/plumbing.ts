@@ -25,6 +25,7 @@ export {
 export { orderStrides, isOrderFree } from './array/ndarray.js';
 export { encodeNpyParts, toNdArray, dtypeOfTypedArray, checkDataSize } from './npy.js';
 export { writeValue } from './array/write-value.js';
+export { unicodeWidth } from './array/from-values.js';
 export { readFromBytes, readExactItem } from './array/read-value.js';
 export { storageOf, bytesToData, dataToBytes, type Storage } from './array/layout.js';
 export { closeness, indexInShape, type Closeness, type CloseFailure } from './array/closeness.js';

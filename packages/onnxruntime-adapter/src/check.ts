@@ -439,7 +439,7 @@ function ancestors(value: string, nodes: readonly GraphNode[], producer: Readonl
     const at = producer.get(stack.pop()!);
     if (at === undefined || seen.has(at)) continue;
     seen.add(at);
-    stack.push(...nodes[at]!.input);
+    for (const input of nodes[at]!.input) stack.push(input);
   }
   return seen;
 }

@@ -1,5 +1,6 @@
 /** Arrays as ONNX Runtime tensors and back: the dtype rules between numpy and ORT. */
 import { Tensor } from 'onnxruntime-common';
+import { unicodeWidth } from '@npyts/core/plumbing';
 import { NdArray, NpyError, arrayFromValues, matchDType, numberToFloat16, parseDescr, readItem, toFloat32, toOrder, type DType } from '@npyts/core';
 
 /** The ORT element types an npyts array can become (ORT's 4-bit types have no numpy counterpart). */
@@ -159,8 +160,7 @@ export function fromOrtTensor(tensor: OrtTensorLike): NdArray {
   const shape = [...tensor.dims];
   if (tensor.type === 'string') {
     const strings = tensor.data as string[];
-    const width = Math.max(1, ...strings.map((s) => Array.from(s).length));
-    return arrayFromValues(strings, `<U${width}`, { shape });
+    return arrayFromValues(strings, `<U${unicodeWidth(strings)}`, { shape });
   }
   const dt = dtypeOf(tensor.type);
   let data = tensor.data as NdArray['data'];

@@ -32,7 +32,7 @@ import {
   type FieldAt,
   type FieldPath,
 } from '@npyts/core';
-import { bytesToData, putOwn, readFromBytes, storageOf, writeValue } from '@npyts/core/plumbing';
+import { bytesToData, putOwn, readFromBytes, storageOf, unicodeWidth, writeValue } from '@npyts/core/plumbing';
 import type {
   boolndarray,
   complex64ndarray,
@@ -434,7 +434,13 @@ function plainToStdlib(array: NdArray, options: ToStdlibOptions): StdlibNdarray 
     complex: () => longDouble(true),
     str: () => generic((v) => v),
     void: () => generic((v) => v),
-    bytes: () => generic((v) => String.fromCharCode(...(v as Uint8Array))),
+    bytes: () =>
+      generic((v) => {
+        // Byte by byte (a spread would overflow the stack on a long item; TextDecoder's 'latin1' is windows-1252).
+        let s = '';
+        for (const b of v as Uint8Array) s += String.fromCharCode(b);
+        return s;
+      }),
     bool: none,
     // stdlib has no bfloat16 or float8; widening is exact but is a copy, which this view-sharing adapter does not make silently.
     mlfloat: () => {
@@ -472,8 +478,7 @@ function inferGeneric(values: unknown[]): string {
   if (values.every((v) => typeof v === 'bigint')) return '<i8';
   if (values.every((v) => typeof v === 'number')) return '<f8';
   if (values.every((v) => typeof v === 'string')) {
-    const n = Math.max(1, ...values.map((s) => Array.from(s as string).length));
-    return `<U${n}`;
+    return `<U${unicodeWidth(values as string[])}`;
   }
   throw new NpyError('BAD_OPTION', 'a generic ndarray needs values of one kind (numbers, bigints, booleans or strings), or pass { dtype }');
 }

@@ -160,7 +160,8 @@ export function weightedLayers(model: { readonly layers: readonly LayerLike[] })
   while (stack.length) {
     const layer = stack.pop()!;
     if (hasLayers(layer)) {
-      stack.push(...[...layer.layers].reverse());
+      const inner = layer.layers;
+      for (let i = inner.length - 1; i >= 0; i--) stack.push(inner[i]!);
       continue;
     }
     if (layer.weights.length > 0) out.push(layer);

@@ -619,7 +619,7 @@ export async function planPytorch(
     if ('unfit' in result) {
       misfits.push(`${describeLayer(layer)} ↔ ${describeModule(module)}${byOrder.has(layer) ? ' (paired by order)' : ''}: ${result.unfit}`);
       if (byOrder.has(layer)) misfitByOrder = true;
-    } else planned.push(...result.planned);
+    } else for (const p of result.planned) planned.push(p);
   }
   if (problems.length) throw configError(problems);
   if (misfitByOrder) {

@@ -1,5 +1,6 @@
 /** Arrays as tfjs tensors and back: the dtype rules between numpy and tfjs. */
 import * as tf from '@tensorflow/tfjs-core';
+import { unicodeWidth } from '@npyts/core/plumbing';
 import {
   NdArray,
   NpyError,
@@ -221,10 +222,10 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export function stringArray(raw: Uint8Array[], shape: readonly number[]): NdArray {
   try {
     const strings = raw.map((b) => utf8.decode(b));
-    const width = Math.max(1, ...strings.map((s) => Array.from(s).length));
-    return arrayFromValues(strings, `<U${width}`, { shape: [...shape] });
+    return arrayFromValues(strings, `<U${unicodeWidth(strings)}`, { shape: [...shape] });
   } catch {
-    const width = Math.max(1, ...raw.map((b) => b.length));
+    let width = 1;
+    for (const b of raw) width = Math.max(width, b.length);
     return arrayFromValues(raw, `|S${width}`, { shape: [...shape] });
   }
 }

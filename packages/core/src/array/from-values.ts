@@ -72,3 +72,21 @@ export function arrayFromValues(values: unknown, dtypeSpec: DType | DescrInput, 
   const c = new NdArray(dtype, shape, data, 'C');
   return options.order === 'F' ? toOrder(c, 'F') : c;
 }
+
+/**
+ * The `<U` width numpy gives a list of strings: the most code points of any (at least 1), by a loop,
+ * never a spread into `Math.max` (which overflows the stack past about 100 000 strings).
+ * @example
+ * unicodeWidth(['a', 'héllo', '']);   // 5
+ */
+export function unicodeWidth(strings: readonly string[]): number {
+  let width = 1;
+  for (const s of strings) {
+    // Code units bound code points from above: count the points only where the units could exceed the width.
+    if (s.length <= width) continue;
+    let points = 0;
+    for (const _ of s) points++;
+    if (points > width) width = points;
+  }
+  return width;
+}

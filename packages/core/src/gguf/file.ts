@@ -20,7 +20,7 @@ import { getEvery, mapInParallel } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import type { TensorInfo, TensorReadOptions } from '../safetensors/file.js';
 import type { TensorExtent } from '../weights/tensor-file.js';
-import { type GgufTensor, isGguf, parseGgufHeader } from './header.js';
+import { type GgufTensor, type GgufValueType, isGguf, parseGgufHeader } from './header.js';
 import { DEQUANTIZE_IQ } from './iq.js';
 import { DEQUANTIZE, type Dequantize } from './quants.js';
 
@@ -64,6 +64,14 @@ export class GgufFile implements TensorFile, AsyncDisposable {
    * strings, booleans or arrays as arrays.
    */
   readonly metadata: Readonly<Record<string, unknown>>;
+  /**
+   * Each key's GGUF value type, as gguf-py's `GGUFValueType` names it: what tells a float32 value
+   * (`'FLOAT32'`) from a float64 one, both numbers in `metadata`. An array is `'ARRAY'`; its items'
+   * type is its typed array's (`Float32Array` for FLOAT32).
+   * @example
+   * f.metadataTypes['llama.attention.layer_norm_rms_epsilon'];   // 'FLOAT32'
+   */
+  readonly metadataTypes: Readonly<Record<string, GgufValueType>>;
   /** The GGUF version (2 or 3). */
   readonly version: number;
   /** Whether the file is little-endian (GGUF's usual order) or big-endian (gguf-py writes those on request). */
@@ -79,6 +87,7 @@ export class GgufFile implements TensorFile, AsyncDisposable {
   ) {
     this.names = header.tensors.map((t) => t.name);
     this.metadata = header.metadata;
+    this.metadataTypes = header.metadataTypes;
     this.version = header.version;
     this.littleEndian = header.littleEndian;
     this.byName = new Map(header.tensors.map((t) => [t.name, t]));
@@ -86,22 +95,16 @@ export class GgufFile implements TensorFile, AsyncDisposable {
 
   /**
    * Open a GGUF file over any source: the header is read and checked now (one read for a header up
-   * to 64 KiB; a longer one, a tokenizer's vocabulary, in a few reads that each at least double it).
+   * to 64 KiB; a longer one, a tokenizer's vocabulary or many tensors, in windows of up to 16 MiB
+   * that start at the entry being read; a header over 100 MB is refused, as safetensors refuses its own).
    * @example
    * const f = await GgufFile.open(blobSource(file));
    */
   static async open(source: ByteSource, options: { signal?: AbortSignal | undefined } = {}): Promise<GgufFile> {
     const { signal } = options;
     try {
-      let bytes = await source.read(0, Math.min(FIRST_READ, source.size), { signal });
-      const header = await parseGgufHeader(bytes, source.size, async (upTo) => {
-        const tail = await source.read(bytes.length, upTo - bytes.length, { signal });
-        const grown = new Uint8Array(bytes.length + tail.length);
-        grown.set(bytes);
-        grown.set(tail, bytes.length);
-        bytes = grown;
-        return grown;
-      });
+      const first = await source.read(0, Math.min(FIRST_READ, source.size), { signal });
+      const header = await parseGgufHeader(first, source.size, (at, length) => source.read(at, length, { signal }));
       return new GgufFile(source, header);
     } catch (e) {
       throw withWhere(e, { file: source.name ?? 'the GGUF file' });

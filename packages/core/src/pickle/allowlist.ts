@@ -120,6 +120,13 @@ function buildArray(dtype: DType, shape: number[], fortran: boolean, data: unkno
   return new NdArray(dtype, shape, typed, fortran && !isOrderFree(shape) ? 'F' : 'C');
 }
 
+/** Bytes as latin-1 text, byte by byte (a spread into fromCharCode overflows the stack on a long run). */
+function latin1Text(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += String.fromCharCode(b);
+  return s;
+}
+
 /** Values listed in C order, rearranged into Fortran memory order. */
 function cToFortran(values: unknown[], shape: readonly number[]): unknown[] {
   const out = new Array<unknown>(values.length);
@@ -196,7 +203,7 @@ function dtypeFromPickle(code: string, state: unknown): DType {
     const meta = s[8] instanceof Tuple ? s[8].items[1] : undefined;
     if (meta instanceof Tuple) {
       const unitBytes = meta.items[0];
-      const unit = unitBytes instanceof Uint8Array ? String.fromCharCode(...unitBytes) : String(unitBytes);
+      const unit = unitBytes instanceof Uint8Array ? latin1Text(unitBytes) : String(unitBytes);
       const mult = meta.items[1];
       spec += unit === 'generic' ? '' : `[${mult === 1 ? '' : String(mult)}${unit}]`;
     }

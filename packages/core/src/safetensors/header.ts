@@ -8,12 +8,10 @@ import { NpyError } from '../errors.js';
 import { type DType, parseDescr, shapeRepr } from '../format/dtype.js';
 import type { NpyHeader } from '../format/header.js';
 import { checkNoDuplicateKeys } from './strict-json.js';
+import { checkHeaderBytes } from '../weights/header-cap.js';
 
 /** Bytes of the length field before the JSON. */
 export const LENGTH_BYTES = 8;
-
-/** The longest header the reference reads (its `MAX_HEADER_SIZE`); a longer one is refused unread. */
-const MAX_HEADER_BYTES = 100_000_000;
 
 /**
  * safetensors' dtype names (every one the reference defines) and the descr each is read as
@@ -101,13 +99,7 @@ function bad(message: string, offset?: number): never {
 export function headerLength(first: Uint8Array, fileSize: number): number {
   if (first.length < LENGTH_BYTES || fileSize < LENGTH_BYTES) bad(`a safetensors file starts with an 8-byte header length; this one has ${fileSize} bytes`);
   const n = new DataView(first.buffer, first.byteOffset, LENGTH_BYTES).getBigUint64(0, true);
-  if (n > BigInt(MAX_HEADER_BYTES)) {
-    throw new NpyError(
-      'HEADER_TOO_LARGE',
-      `the header length says ${n} bytes; safetensors refuses headers over ${MAX_HEADER_BYTES} bytes (100 MB) as too large, and so does npyts, without reading them`,
-      { offset: 0 },
-    );
-  }
+  checkHeaderBytes(n, `the header length says ${n} bytes`, 0);
   if (n > BigInt(fileSize - LENGTH_BYTES)) bad(`the header length (${n} bytes) runs past the end of the file (${fileSize} bytes)`, 0);
   return Number(n);
 }

@@ -37,6 +37,11 @@ export class WeightFile implements TensorFile, AsyncDisposable {
   readonly names: readonly string[];
   /** What the file says besides its tensors (safetensors' `__metadata__`, a sharded index's `metadata`; empty for .npz). */
   readonly metadata: Readonly<Record<string, unknown>>;
+  /**
+   * Each metadata key's value type where the format records one the value does not show (a GGUF's,
+   * as gguf-py names them: `'FLOAT32'` or `'FLOAT64'` for a number); absent for other formats.
+   */
+  readonly metadataTypes: Readonly<Record<string, string>> | undefined;
 
   /**
    * A weight file over an opened tensor file of any format.
@@ -47,6 +52,7 @@ export class WeightFile implements TensorFile, AsyncDisposable {
     this.format = file.format;
     this.names = file.names;
     this.metadata = file.metadata;
+    this.metadataTypes = file.metadataTypes;
   }
 
   has(name: string): boolean {
@@ -159,10 +165,16 @@ function rooted(file: WeightFile, root: string): WeightFile {
   }
   const metadata: Record<string, unknown> = Object.create(null);
   for (const [k, v] of Object.entries(file.metadata)) if (k.startsWith(prefix)) metadata[k.slice(prefix.length)] = v;
+  let metadataTypes: Record<string, string> | undefined;
+  if (file.metadataTypes) {
+    metadataTypes = Object.create(null) as Record<string, string>;
+    for (const [k, v] of Object.entries(file.metadataTypes)) if (k.startsWith(prefix)) metadataTypes[k.slice(prefix.length)] = v;
+  }
   return new WeightFile({
     format: file.format,
     names,
     metadata,
+    ...(metadataTypes ? { metadataTypes } : {}),
     info: (name, options) => file.info(prefix + name, options),
     get: (name, options) => file.get(prefix + name, options),
     getAll: ({ signal } = {}) => getEvery(names, 4, (name) => file.get(prefix + name, { signal })),

@@ -70,6 +70,8 @@ export interface TensorFile {
   readonly names: readonly string[];
   /** What the file says besides its tensors (safetensors' `__metadata__`, a checkpoint's other values, an index's `metadata`). */
   readonly metadata: Readonly<Record<string, unknown>>;
+  /** Each metadata key's value type, where the format records one that the value does not show (GGUF's: `'FLOAT32'` or `'FLOAT64'` for a number). */
+  readonly metadataTypes?: Readonly<Record<string, string>> | undefined;
   /** The tensor name a key names (a .npz member's `w.npy` is `w`), or null for none; where absent, a name of `names`. */
   keyOf?(name: string): string | null;
   /** A tensor's dtype and shape, without reading its data (a sharded set may read its shard's header). */
