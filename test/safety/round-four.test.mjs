@@ -238,6 +238,7 @@ const KIND = {
   rows: 'amount',
   objectSize: 'amount',
   level: 'level',
+  chunkBytes: 'size',
   rtol: 'tolerance',
   atol: 'tolerance',
   epsilon: 'tolerance',
@@ -312,6 +313,7 @@ const FUNCTIONS = {
   planWeights: [(o) => tfjs.planWeights(null, npzBytes, o), ['epsilon', ...READ, ...HTTP]],
   saveWeights: [(o) => tfjs.saveWeights([], undefined, o), ['epsilon', 'level']],
   npzHandler: [(o) => tfjs.npzHandler(npzBytes, o), ['epsilon', 'level', ...READ, ...HTTP]],
+  'node referencesOf': [(o) => node.referencesOf(npyPath, o), ['chunkBytes', ...READ, ...HTTP]],
 };
 
 /** `{ name: value }`, or `{ cache: { maxBytes: value } }` for a nested one. */

@@ -105,6 +105,8 @@ export const CACHE_RULES: NumberRules = { maxBytes: AMOUNT, blockBytes: SIZE };
 export const PART_LIMIT_RULES: NumberRules = { minPartBytes: AMOUNT, maxPartBytes: SIZE, maxParts: COUNT, maxObjectBytes: SIZE };
 /** What a multipart plan is asked for, beside the store's limits: parts of about `partSize`, or `parts` of them, and rows to append. */
 export const PLAN_RULES: NumberRules = { partSize: SIZE, parts: COUNT, rows: AMOUNT, objectSize: AMOUNT };
+/** A reference set's chunks (`ReferenceOptions`). */
+export const REFERENCE_RULES: NumberRules = { chunkBytes: SIZE };
 /**
  * zlib's levels, 0 to 9.
  * @example

@@ -155,7 +155,11 @@ function makeConverter(dtype: DType): Converter {
   });
 }
 
-/** How deep a JSON document may nest: Python's recursion limit, where its json module (and so Keras) stops. */
+/**
+ * How deep a JSON document may nest: Python's recursion limit, where its json module (and so Keras) stops.
+ * @example
+ * if (nestsDeeperThan(config, MAX_JSON_DEPTH)) throw new Error('nested too deep');
+ */
 export const MAX_JSON_DEPTH = 1000;
 
 /**

@@ -16,7 +16,7 @@ import type { OpenWeightsOptions } from '../weights/open.js';
  */
 export async function referencesOf(
   input: string | NpySource | readonly (string | NpySource)[],
-  options: ReferenceOptions & HttpOptions = {},
+  options: ReferenceOptions & HttpOptions & Pick<OpenWeightsOptions, 'resolve' | 'place'> = {},
 ): Promise<ReferenceSet> {
   const list = Array.isArray(input) ? (input as readonly (string | NpySource)[]) : [input as string | NpySource];
   const inputs = list.map((given) => {

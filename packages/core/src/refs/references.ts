@@ -10,6 +10,7 @@ import type { ByteSource } from '../io/byte-source.js';
 import { openNpySource, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
 import { mapInParallel } from '../io/settle.js';
+import { checkNumbers, REFERENCE_RULES } from '../options.js';
 import { NpzArchive } from '../npz/archive.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import { GgufFile } from '../gguf/file.js';
@@ -50,7 +51,7 @@ export interface ReferenceOptions {
    * Join the inputs (.npy files of one dtype, order and trailing shape) into one array along this
    * axis (only 0: the files' rows follow each other). Without it, several inputs are refused.
    */
-  concat?: number;
+  concat?: 0;
   /** The array's name for a .npy (and for inputs joined): by default the first input's file name without `.npy`. */
   name?: string;
   signal?: AbortSignal | undefined;
@@ -222,9 +223,8 @@ function checkArrayName(name: string): void {
 export async function referencesOfSources(inputs: readonly ReferenceInput[], options: ReferenceOptions = {}): Promise<ReferenceSet> {
   const format = options.zarrFormat ?? 3;
   if (format !== 2 && format !== 3) throw new NpyError('BAD_OPTION', `zarrFormat must be 2 or 3, not ${String(format)}`);
+  checkNumbers(options, REFERENCE_RULES);
   const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1)
-    throw new NpyError('BAD_OPTION', `chunkBytes must be a whole number of bytes ≥ 1, not ${String(chunkBytes)}`);
   if (options.concat !== undefined && options.concat !== 0)
     throw new NpyError('BAD_OPTION', `concat joins files along axis 0 only, not ${String(options.concat)}`);
   if (inputs.length === 0) throw new NpyError('BAD_OPTION', 'no input to make references of');
@@ -242,10 +242,7 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   const urlOf = (input: ReferenceInput): string => {
     if (template !== undefined) return input.url === null ? template : template.replaceAll('{name}', baseName(input.url));
     if (input.url === null) {
-      throw new NpyError(
-        'BAD_OPTION',
-        `${input.label} has no path or URL of its own: pass url (--url) to say where the references point`,
-      );
+      throw new NpyError('BAD_OPTION', `${input.label} has no path or URL of its own: pass url (--url) to say where the references point`);
     }
     return input.url;
   };
