@@ -166,7 +166,7 @@ function handBuiltCnn({ lastUnits = 5 } = {}) {
   });
 }
 
-test('assignWeights: a weights-only .weights.h5 into a tfjs model built by hand, paired by the layer names Keras records', async () => {
+test("assignWeights: a weights-only .weights.h5 into a tfjs model built by hand, paired by each layer's group path as Keras pairs it", async () => {
   const model = handBuiltCnn();
   await assignWeights(model, at('cnn.weights.h5'));
   const err = worst(model, 'cnn');
