@@ -240,6 +240,19 @@ test('assignWeights: a .weights.h5 with no name attributes at all loads as Keras
   model.getWeights().forEach((w, i) => assert.equal(w.dataSync(), before[i], model.weights[i].name));
 });
 
+test("a legacy .h5 is paired by the order of its layers, as Keras's legacy_h5_format pairs it: a model under other names loads it, reversed layer_names load crossed as in Keras", async () => {
+  const model = handBuiltTwin();
+  await assignWeights(model, at('twin.h5'));
+  let err = worst(model, 'fresh_h5');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+  const reversed = await tfl.loadLayersModel(kerasHandler(at('reversed.h5')));
+  err = worst(reversed, 'reversed_h5');
+  assert.ok(err < TOLERANCE, `reversed layer_names: largest relative difference from Keras ${err}`);
+  const e = await npyErrorOf(() => assignWeights(tfl.sequential({ layers: [tfl.layers.dense({ inputShape: [4], units: 4 })] }), at('twin.h5')));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.match(e.message, "the model has 1 layers with weights, the file's layer_names 2");
+});
+
 test('a model with layers and options tfjs cannot build is refused before anything is built, every one listed', async () => {
   const e = await npyErrorOf(() => tfl.loadLayersModel(kerasHandler(at('unsupported.keras'))));
   assert.is(e.code, 'UNSUPPORTED_LAYER');

@@ -212,6 +212,19 @@ with h5py.File(at("nameless.weights.h5"), "r+") as h:
 nameless = twin_model([{}, {}])
 nameless.load_weights(at("nameless.weights.h5"))
 record("nameless", nameless, twin_x)
+# A legacy .h5 is paired by order (legacy_h5_format's "topological" loading: the layers with weights in the model's
+# order against layer_names'), never by name: a fresh twin loads it, and one whose layer_names are reversed
+# loads crossed.
+twin.save(at("twin.h5"))
+fresh_h5 = twin_model([{}, {}])
+fresh_h5.load_weights(at("twin.h5"))
+record("fresh_h5", fresh_h5, twin_x)
+with open(at("twin.h5"), "rb") as src, open(at("reversed.h5"), "wb") as dst:
+    dst.write(src.read())
+with h5py.File(at("reversed.h5"), "r+") as h:
+    g = h["model_weights"]
+    g.attrs["layer_names"] = g.attrs["layer_names"][::-1]
+record("reversed_h5", keras.saving.load_model(at("reversed.h5")), twin_x)
 with open(at("nameless.weights.h5"), "rb") as src, open(at("gap.weights.h5"), "wb") as dst:
     dst.write(src.read())
 with h5py.File(at("gap.weights.h5"), "r+") as h:

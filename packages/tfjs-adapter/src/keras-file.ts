@@ -18,8 +18,15 @@ export function kerasRecordsOf(file: WeightFile): KerasRecords | undefined {
   // A legacy file's layer groups (`model_weights/dense`) are never `vars` groups; a Keras 3 file lists only
   // those, and none where no `vars` group has a `name` attribute (Keras loads it all the same).
   if (groups.length === 0 || groups.some(([g]) => g === 'vars' || g.endsWith('/vars'))) return { keys };
-  // Legacy: a layer's weights are the datasets below its group, in its weight_names' order (the file's).
-  return { keys, legacy: new Map(groups.map(([g, name]) => [name, keys.filter((k) => k.startsWith(`${g}/`))])) };
+  // Legacy: a layer's weights are the datasets below its group, in its weight_names' order (the file's); the
+  // layers with weights in layer_names' order, which is the file's order of their weights (the metadata's
+  // keys are an object's, which would put a layer named '0' first).
+  const index = new Map(keys.map((k, i) => [k, i]));
+  const legacy = groups
+    .map(([g, name]) => ({ name, keys: keys.filter((k) => k.startsWith(`${g}/`)) }))
+    .filter((l) => l.keys.length > 0)
+    .sort((a, b) => index.get(a.keys[0]!)! - index.get(b.keys[0]!)!);
+  return { keys, legacy };
 }
 
 /** A Keras file's model config (`config.json`, a legacy `.h5`'s `model_config`), or null for weights only. */

@@ -3,7 +3,8 @@
  * (`.weights.h5`, a `.keras`'s `model.weights.h5`, a sharded set) a layer's variables are
  * `layers/<snake_case class>[_<n>]/vars/<i>`, the group named by the layer's class and its place among
  * the layers of its model (Keras's `saving_lib`; the `vars` group's `name` attribute is not read); in a
- * legacy `.h5` a layer's group lists its variables by name (`weight_names`).
+ * legacy `.h5` the layers with weights are taken in order, the model's against `layer_names`' (Keras's
+ * "topological" loading of `legacy_h5_format`), each group listing its variables (`weight_names`).
  */
 import { NpyError } from '@npyts/core';
 import { savedName } from './weights.js';
@@ -13,8 +14,11 @@ import { hasLayers, type LayerLike } from './layers.js';
 export interface KerasRecords {
   /** Every weight's path in the file (`layers/dense/vars/0`, `model_weights/dense/dense/kernel:0`). */
   readonly keys: readonly string[];
-  /** A legacy `.h5`: each layer's name (`layer_names`), to the paths of its weights in Keras's order (`weight_names`). */
-  readonly legacy?: ReadonlyMap<string, readonly string[]>;
+  /**
+   * A legacy `.h5`: its layers that have weights, in `layer_names`' order, each its name and the paths of
+   * its weights in Keras's order (`weight_names`).
+   */
+  readonly legacy?: readonly { readonly name: string; readonly keys: readonly string[] }[];
 }
 
 /**
@@ -112,7 +116,7 @@ function varsGroups(keys: readonly string[]): Map<string, Map<number, string>> {
 /**
  * The Keras key of each weight of a tfjs model (by its `originalName`), paired layer by layer as Keras
  * pairs them: a Keras 3 file by each layer's group path (its class and place, nested models below their
- * own group: {@link layerGroupNames}), a legacy `.h5` by its layer names. Every layer whose group is
+ * own group: {@link layerGroupNames}), a legacy `.h5` by the order of its layers. Every layer whose group is
  * missing, holds another number of variables or has gaps in their numbering is reported together
  * (`WEIGHT_MISMATCH`); shapes are checked by the plan that uses this.
  */
@@ -129,11 +133,12 @@ export function kerasNames(model: { readonly layers: readonly LayerLike[] }, rec
     });
   };
   if (records.legacy) {
-    for (const layer of model.layers) {
-      if (layer.weights.length === 0) continue;
-      const keys = records.legacy.get(layer.name);
-      if (!keys) problems.push(`${layer.name} (${layer.getClassName()}): no layer of this name in the file's layer_names`);
-      else pair(layer, [...keys], `weight_names of '${layer.name}'`);
+    const saved = records.legacy;
+    const layers = model.layers.filter((l) => l.weights.length > 0);
+    if (layers.length !== saved.length) {
+      problems.push(`the model has ${layers.length} layers with weights, the file's layer_names ${saved.length}`);
+    } else {
+      layers.forEach((layer, k) => pair(layer, [...saved[k]!.keys], `weight_names of '${saved[k]!.name}' (its layer ${k + 1} with weights)`));
     }
   } else {
     const groups = varsGroups(records.keys);
@@ -168,7 +173,7 @@ export function kerasNames(model: { readonly layers: readonly LayerLike[] }, rec
   }
   if (problems.length) {
     const how = records.legacy
-      ? ''
+      ? "\nKeras pairs a legacy .h5's layers with weights by their order, the model's against layer_names', not by their names: the model needs Keras's layers in Keras's order."
       : "\nKeras pairs each layer with the group its class and place among its model's layers name (layers/<snake_case class>[_<n>]), not by layer names: the model needs Keras's layers in Keras's order.";
     throw new NpyError('WEIGHT_MISMATCH', `${where}: the model's layers and the Keras file's records disagree:\n  ${problems.join('\n  ')}${how}`);
   }
