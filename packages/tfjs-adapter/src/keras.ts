@@ -65,7 +65,6 @@ tf.serialization.registerClass(ShapeOnly);
  * ({@link sizeReshapes}). Registered when the first Keras model is built (tfjs-layers is loaded then);
  * its class name, {@link SIZED_RESHAPE}, is Keras's Reshape to the pairing of weights (keras-weights.ts).
  */
-
 function registerSizedReshape(): void {
   const classes = tf.serialization.SerializationMap.getMap().classNameMap as Record<string, [unknown, unknown] | undefined>;
   const Reshape = classes.Reshape?.[0] as (new (args: object) => { computeOutputShape(s: (number | null)[]): (number | null)[] }) | undefined;

@@ -35,7 +35,8 @@ function byComponents(a: string, b: string): number {
  * `.weights.h5`, in the order one file would list them) and each layer's name by its `vars` group.
  * Opening checks every shard name against the place before any request, then reads each shard's
  * HDF5 metadata (its groups and dataset headers, not its weights) and checks it holds only groups
- * the map puts in it, and that every group the map lists has variables in the shards it names; `get` reads a weight's bytes from the one shard that holds it.
+ * the map puts in it, and that every group the map lists has variables in the shards it names;
+ * `get` reads a weight's bytes from the one shard that holds it.
  * @example
  * const set = await openWeights('x.weights.json');   // from @npyts/core/node
  * await set.get('layers/dense/vars/0');
