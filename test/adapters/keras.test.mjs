@@ -217,7 +217,7 @@ function handBuiltCnn({ lastUnits = 5 } = {}) {
   });
 }
 
-test('assignWeights: a weights-only .weights.h5 into a tfjs model built by hand, paired by the layer names Keras records', async () => {
+test("assignWeights: a weights-only .weights.h5 into a tfjs model built by hand, paired by each layer's group path as Keras pairs it", async () => {
   const model = handBuiltCnn();
   await assignWeights(model, at('cnn.weights.h5'));
   const err = worst(model, 'cnn');
@@ -231,6 +231,77 @@ test('assignWeights refuses a .weights.h5 whose shapes disagree with the model, 
   assert.is(e.code, 'WEIGHT_MISMATCH');
   assert.match(e.message, 'dense/kernel');
   model.getWeights().forEach((w, i) => assert.equal(w.dataSync(), before[i], model.weights[i].name));
+});
+
+// Keras pairs by each layer's group path (layers/<snake_case class>[_<n>], in the model's layer order) and never
+// reads the vars groups' name attributes: keras_models.py swaps two Dense layers' name attributes, and loads a
+// .weights.h5 into a freshly built model whose layers Keras named otherwise.
+test('a .keras whose two vars groups have their name attributes swapped predicts what Keras predicts from it (the names are not read)', async () => {
+  const model = await tfl.loadLayersModel(kerasHandler(at('swapped.keras')));
+  const err = worst(model, 'swapped');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+/** keras_models.py's twin model built by hand in tfjs, its layers named `names` (tfjs's own names where absent). */
+const handBuiltTwin = (names = [{}, {}]) =>
+  tfl.sequential({
+    layers: [tfl.layers.dense({ ...names[0], inputShape: [4], units: 4, activation: 'tanh' }), tfl.layers.dense({ ...names[1], units: 4 })],
+  });
+
+test('assignWeights: a .weights.h5 whose name attributes are swapped gives what Keras load_weights gives', async () => {
+  const model = handBuiltTwin([{ name: 'first' }, { name: 'second' }]);
+  await assignWeights(model, at('swapped.weights.h5'));
+  const err = worst(model, 'swapped_weights');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test("assignWeights: a model of the same layers under other names (a fresh build's) loads a .weights.h5, as Keras's load_weights does", async () => {
+  const model = handBuiltTwin();
+  assert.not.equal(
+    model.layers.map((l) => l.name),
+    ['first', 'second'],
+  );
+  await assignWeights(model, at('twin.weights.h5'));
+  const err = worst(model, 'fresh');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+});
+
+test("assignWeights refuses a model whose layers are not Keras's in Keras's order, naming the group it looked for", async () => {
+  // The twin's second Dense is a BatchNormalization here: its group, layers/batch_normalization, is not in the file.
+  const model = tfl.sequential({
+    layers: [tfl.layers.dense({ inputShape: [4], units: 4 }), tfl.layers.batchNormalization()],
+  });
+  const e = await npyErrorOf(() => assignWeights(model, at('twin.weights.h5')));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.match(e.message, "4 weights in the model, 0 in the file's group layers/batch_normalization");
+  assert.match(e.message, 'layers/<snake_case class>[_<n>]');
+});
+
+test('assignWeights: a .weights.h5 with no name attributes at all loads as Keras loads it; one whose variables skip a number is refused, as Keras refuses it', async () => {
+  const model = handBuiltTwin();
+  await assignWeights(model, at('nameless.weights.h5'));
+  const err = worst(model, 'nameless');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+  // The second Dense's variables are numbered 1 and 2: Keras reads '0' and fails.
+  assert.match(keras.gap, "'0'");
+  const before = model.getWeights().map((w) => w.dataSync().slice());
+  const e = await npyErrorOf(() => assignWeights(model, at('gap.weights.h5')));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.match(e.message, "layers/dense_1/vars holds 2 variables but no '0'");
+  model.getWeights().forEach((w, i) => assert.equal(w.dataSync(), before[i], model.weights[i].name));
+});
+
+test("a legacy .h5 is paired by the order of its layers, as Keras's legacy_h5_format pairs it: a model under other names loads it, reversed layer_names load crossed as in Keras", async () => {
+  const model = handBuiltTwin();
+  await assignWeights(model, at('twin.h5'));
+  let err = worst(model, 'fresh_h5');
+  assert.ok(err < TOLERANCE, `largest relative difference from Keras ${err}`);
+  const reversed = await tfl.loadLayersModel(kerasHandler(at('reversed.h5')));
+  err = worst(reversed, 'reversed_h5');
+  assert.ok(err < TOLERANCE, `reversed layer_names: largest relative difference from Keras ${err}`);
+  const e = await npyErrorOf(() => assignWeights(tfl.sequential({ layers: [tfl.layers.dense({ inputShape: [4], units: 4 })] }), at('twin.h5')));
+  assert.is(e.code, 'WEIGHT_MISMATCH');
+  assert.match(e.message, "the model has 1 layers with weights, the file's layer_names 2");
 });
 
 test('a model with layers and options tfjs cannot build is refused before anything is built, every one listed', async () => {

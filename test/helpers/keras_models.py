@@ -143,6 +143,94 @@ randomize(hard)
 hard.save(at("hard.keras"))
 record("hard", hard, [(3 * rng.normal(size=(4, 6))).astype("float32")])
 
+# Keras pairs a .weights.h5 with a model by each layer's group path (layers/<snake_case class>[_<n>]), not by
+# the name attribute of its vars group: two Dense layers of one shape whose groups' name attributes are
+# swapped (in a .keras and a .weights.h5) load as before in Keras, and a freshly built model whose layers
+# have other auto-generated names loads the file too. The truths are what Keras predicts after loading them.
+import io  # noqa: E402
+import zipfile  # noqa: E402
+
+import h5py  # noqa: E402
+
+
+def twin_model(names):
+    return keras.Sequential(
+        [keras.Input((4,)), layers.Dense(4, activation="tanh", **names[0]), layers.Dense(4, **names[1])], name="twin"
+    )
+
+
+def swap_names(h5):
+    a, b = h5["layers/dense/vars"], h5["layers/dense_1/vars"]
+    na, nb = a.attrs["name"], b.attrs["name"]
+    a.attrs["name"], b.attrs["name"] = nb, na
+
+
+twin = twin_model([{"name": "first"}, {"name": "second"}])
+randomize(twin)
+twin.save(at("twin.keras"))
+twin.save_weights(at("twin.weights.h5"))
+twin_x = [rng.normal(size=(3, 4)).astype("float32")]
+with zipfile.ZipFile(at("twin.keras")) as src, zipfile.ZipFile(at("swapped.keras"), "w") as dst:
+    for item in src.infolist():
+        data = src.read(item.filename)
+        if item.filename == "model.weights.h5":
+            buffer = io.BytesIO(data)
+            with h5py.File(buffer, "r+") as h:
+                swap_names(h)
+            data = buffer.getvalue()
+        dst.writestr(item, data)
+record("swapped", keras.saving.load_model(at("swapped.keras")), twin_x)
+with open(at("twin.weights.h5"), "rb") as src, open(at("swapped.weights.h5"), "wb") as dst:
+    dst.write(src.read())
+with h5py.File(at("swapped.weights.h5"), "r+") as h:
+    swap_names(h)
+loaded = twin_model([{"name": "first"}, {"name": "second"}])
+loaded.load_weights(at("swapped.weights.h5"))
+record("swapped_weights", loaded, twin_x)
+fresh = twin_model([{}, {}])
+assert [l.name for l in fresh.layers] != ["first", "second"]
+fresh.load_weights(at("twin.weights.h5"))
+record("fresh", fresh, twin_x)
+# With no name attribute at all Keras loads the file as before; with the second layer's variables numbered 1 and 2
+# (not 0 and 1) it refuses it (it reads '0', '1', ... of as many as the group holds).
+with open(at("twin.weights.h5"), "rb") as src, open(at("nameless.weights.h5"), "wb") as dst:
+    dst.write(src.read())
+with h5py.File(at("nameless.weights.h5"), "r+") as h:
+    h.visititems(lambda name, o: o.attrs.__delitem__("name") if "name" in o.attrs else None)
+    h.move("layers/dense_1/vars/1", "layers/dense_1/vars/2")
+    h.move("layers/dense_1/vars/0", "layers/dense_1/vars/1")
+with h5py.File(at("nameless.weights.h5"), "r") as h:
+    assert not any("name" in h[g].attrs for g in ["vars", "layers/dense/vars", "layers/dense_1/vars"])
+try:
+    twin_model([{}, {}]).load_weights(at("nameless.weights.h5"))
+    results["gap"] = None
+except Exception as e:
+    results["gap"] = str(e)
+with h5py.File(at("nameless.weights.h5"), "r+") as h:
+    h.move("layers/dense_1/vars/1", "layers/dense_1/vars/0")
+    h.move("layers/dense_1/vars/2", "layers/dense_1/vars/1")
+nameless = twin_model([{}, {}])
+nameless.load_weights(at("nameless.weights.h5"))
+record("nameless", nameless, twin_x)
+# A legacy .h5 is paired by order (legacy_h5_format's "topological" loading: the layers with weights in the model's
+# order against layer_names'), never by name: a fresh twin loads it, and one whose layer_names are reversed
+# loads crossed.
+twin.save(at("twin.h5"))
+fresh_h5 = twin_model([{}, {}])
+fresh_h5.load_weights(at("twin.h5"))
+record("fresh_h5", fresh_h5, twin_x)
+with open(at("twin.h5"), "rb") as src, open(at("reversed.h5"), "wb") as dst:
+    dst.write(src.read())
+with h5py.File(at("reversed.h5"), "r+") as h:
+    g = h["model_weights"]
+    g.attrs["layer_names"] = g.attrs["layer_names"][::-1]
+record("reversed_h5", keras.saving.load_model(at("reversed.h5")), twin_x)
+with open(at("nameless.weights.h5"), "rb") as src, open(at("gap.weights.h5"), "wb") as dst:
+    dst.write(src.read())
+with h5py.File(at("gap.weights.h5"), "r+") as h:
+    h.move("layers/dense_1/vars/1", "layers/dense_1/vars/2")
+    h.move("layers/dense_1/vars/0", "layers/dense_1/vars/1")
+
 # Layers and options tfjs cannot build, in one model (the refusal lists every one).
 u = keras.Input((5, 3))
 h = layers.GRU(4, return_sequences=True)(u)
@@ -190,9 +278,6 @@ record("nested_seq", nested_seq, [rng.normal(size=(2, 4)).astype("float32")])
 
 # A .keras whose config.json is a layer, not a model: refused as a model document.
 import copy  # noqa: E402
-import zipfile  # noqa: E402
-
-import h5py  # noqa: E402
 
 
 def with_config(name, config, base="cnn.keras"):

@@ -24,7 +24,7 @@ await useCpuBackend();
 
 const dir = scratch('npyts-keras-sharded-');
 const PY = `
-import os, sys, json
+import os, sys, json, shutil
 import numpy as np, keras, h5py
 out = sys.argv[1]
 def build():
@@ -54,8 +54,28 @@ with h5py.File(os.path.join(out, 'read.weights.h5')) as h:
             tensors.append({'name': name, 'shape': list(a.shape), 'dtype': a.dtype.str, 'bin': b})
     h.visititems(visit)
 x = rng.standard_normal((3, 8)).astype('float32')
+# Keras's test_load_sharded_weights: a fresh model whose layers Keras named otherwise loads the set all the same.
+fresh = keras.Sequential([keras.Input((8,)), keras.layers.Dense(64, activation='relu'), keras.layers.Dense(32, activation='tanh'),
+    keras.layers.Dense(4), keras.layers.BatchNormalization()])
+assert [l.name for l in fresh.layers] != ['a', 'b', 'c', 'bn']
+fresh.load_weights(os.path.join(out, 'x.weights.json'))
+# The same shards under a map that puts dense (and dense_1, split over both shards) in the second shard alone:
+# no group is read from the first, and dense's group in the second holds none of its variables.
+os.makedirs(os.path.join(out, 'missing'))
+for f in ('x_00000.weights.h5', 'x_00001.weights.h5'):
+    shutil.copy(os.path.join(out, f), os.path.join(out, 'missing', f))
+shard_map = json.load(open(os.path.join(out, 'x.weights.json')))
+shard_map['weight_map']['/layers/dense/vars'] = 'x_00001.weights.h5'
+shard_map['weight_map']['/layers/dense_1/vars'] = ['x_00001.weights.h5']
+json.dump(shard_map, open(os.path.join(out, 'missing', 'x.weights.json'), 'w'))
+try:
+    build().load_weights(os.path.join(out, 'missing', 'x.weights.json'))
+    missing = None
+except Exception as e:
+    missing = str(e)
 print(json.dumps({'tensors': tensors, 'files': sorted(f for f in os.listdir(out) if f.startswith('x_')),
-    'map': json.load(open(os.path.join(out, 'x.weights.json'))), 'x': x.tolist(), 'y': k.predict(x, verbose=0).tolist()}))
+    'map': json.load(open(os.path.join(out, 'x.weights.json'))), 'x': x.tolist(), 'y': k.predict(x, verbose=0).tolist(),
+    'fresh': fresh.predict(x, verbose=0).tolist(), 'missing': missing}))
 `;
 const keras = JSON.parse(
   execFileSync('python3', ['-W', 'ignore', '-c', PY, dir], {
@@ -135,6 +155,31 @@ test('assignWeights(model, x.weights.json): a tfjs model built by hand predicts 
   want.forEach((v, i) => (err = Math.max(err, Math.abs(y[i] - v) / Math.max(1, Math.abs(v)))));
   // 1e-5 relative, as test/adapters/keras.test.mjs: float32 in another order gives about 1e-7, a wrong pairing 1e-1.
   assert.ok(err < 1e-5, `largest relative difference from Keras ${err}`);
+});
+
+test("assignWeights(model, x.weights.json): a model of the same layers under other names loads the set, as in Keras's test_load_sharded_weights", async () => {
+  const model = tfl.sequential({
+    layers: [
+      tfl.layers.dense({ inputShape: [8], units: 64, activation: 'relu' }),
+      tfl.layers.dense({ units: 32, activation: 'tanh' }),
+      tfl.layers.dense({ units: 4 }),
+      tfl.layers.batchNormalization(),
+    ],
+  });
+  await assignWeights(model, at('x.weights.json'));
+  const y = model.predict(tf.tensor(keras.x)).dataSync();
+  let err = 0;
+  keras.fresh.flat().forEach((v, i) => (err = Math.max(err, Math.abs(y[i] - v) / Math.max(1, Math.abs(v)))));
+  assert.ok(err < 1e-5, `largest relative difference from Keras ${err}`);
+});
+
+test("a map that puts a layer's group in a shard holding none of its variables is refused, naming the layer, as Keras refuses it", async () => {
+  // Keras: "Layer 'a' expected 2 variables, but received 0 variables during loading".
+  assert.match(keras.missing, 'expected 2 variables, but received 0');
+  const e = await npyErrorOf(() => openWeights(at('missing/x.weights.json')));
+  assert.is(e.code, 'BAD_KERAS');
+  assert.match(e.message, "layer group '/layers/dense'");
+  assert.match(e.message, 'x_00001.weights.h5');
 });
 
 test('from a URL: the shards are found beside the map, every weight as Keras reads it', async () => {

@@ -8,24 +8,12 @@ import type * as tf from '@tensorflow/tfjs-core';
 import { encodeHdf5, NpyError, type Hdf5DatasetInput, type Hdf5GroupInput, type NdArray } from '@npyts/core';
 import { arraysOf } from './handler.js';
 import { kerasConfigOf, type TensorShapes } from './keras-config-out.js';
-import { varsPaths } from './keras-weights.js';
+import { layerGroupNames, varsPaths } from './keras-weights.js';
 import { writeArchive, type NpzSink } from './sources.js';
 
 type Json = Record<string, unknown>;
 type Members = Record<string, Hdf5GroupInput | Hdf5DatasetInput>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Keras's `naming.to_snake_case` of a class name (`Conv2D` → `conv2d`, `BatchNormalization` → `batch_normalization`). */
-export function snakeCase(name: string): string {
-  return name
-    .replace(/\W+/g, '')
-    .replace(/(.)([A-Z][a-z]+)/g, '$1_$2')
-    .replace(/([a-z])([A-Z])/g, '$1_$2')
-    .toLowerCase();
-}
-
-/** The Keras class a tfjs class is saved as. */
-const kerasClass = (className: string): string => (className === 'Model' ? 'Functional' : className);
 
 function dataset(a: NdArray, name: string): Hdf5DatasetInput {
   const d = a.data as ArrayLike<unknown> & ArrayBufferView;
@@ -62,17 +50,13 @@ function weightsTree(topology: Json, arrays: Map<string, NdArray>, where: string
     const config = isObject(model.config) ? model.config : {};
     const layers = Array.isArray(config.layers) ? (config.layers as Json[]) : [];
     groupAt(base, 'vars').attrs = { name: modelName };
-    const count = new Map<string, number>();
-    for (const l of layers) {
+    const keys = layerGroupNames(layers.map((l) => String(l.class_name)));
+    for (const [i, l] of layers.entries()) {
       const className = String(l.class_name);
       const c = isObject(l.config) ? l.config : {};
       const name = String(c.name ?? l.name);
       if (className === 'InputLayer') continue;
-      let key = snakeCase(kerasClass(className));
-      const n = count.get(key);
-      count.set(key, (n ?? -1) + 1);
-      if (n !== undefined) key = `${key}_${n + 1}`;
-      const group = groupAt(base, `layers/${key}`).members;
+      const group = groupAt(base, `layers/${keys[i]}`).members;
       if (className === 'Sequential' || className === 'Model') {
         walk(l, group, name);
         continue;

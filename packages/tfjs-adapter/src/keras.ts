@@ -8,7 +8,7 @@ import { mapInParallel } from '@npyts/core/plumbing';
 import { planFrom } from './assign.js';
 import { weightBytes, type HandlerWeight } from './handler.js';
 import { kerasTopology } from './keras-config.js';
-import { kerasNames, trainingState, type KerasRecords } from './keras-weights.js';
+import { kerasNames, SIZED_RESHAPE, trainingState, type KerasRecords } from './keras-weights.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import type { TensorShapes } from './keras-config-out.js';
 import { checkAdapterOptions, openWeightSource, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
@@ -78,10 +78,9 @@ tf.serialization.registerClass(ShapeOnly);
  * the batch's null as an unknown size), so a layer after it that needs that size (a Dense after a Reshape to
  * (-1,), a Flatten) cannot be built. The model built for the weights' shapes uses this Reshape, which sizes
  * the -1 from its input's known sizes as Keras does, and the topology tfjs loads is given those sizes
- * ({@link sizeReshapes}). Registered when the first Keras model is built (tfjs-layers is loaded then).
+ * ({@link sizeReshapes}). Registered when the first Keras model is built (tfjs-layers is loaded then);
+ * its class name, {@link SIZED_RESHAPE}, is Keras's Reshape to the pairing of weights (keras-weights.ts).
  */
-const SIZED_RESHAPE = 'NpytsSizedReshape';
-
 function registerSizedReshape(): void {
   const classes = tf.serialization.SerializationMap.getMap().classNameMap as Record<string, [unknown, unknown] | undefined>;
   const Reshape = classes.Reshape?.[0] as (new (args: object) => { computeOutputShape(s: (number | null)[]): (number | null)[] }) | undefined;

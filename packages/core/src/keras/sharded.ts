@@ -35,7 +35,8 @@ function byComponents(a: string, b: string): number {
  * `.weights.h5`, in the order one file would list them) and each layer's name by its `vars` group.
  * Opening checks every shard name against the place before any request, then reads each shard's
  * HDF5 metadata (its groups and dataset headers, not its weights) and checks it holds only groups
- * the map puts in it; `get` reads a weight's bytes from the one shard that holds it.
+ * the map puts in it, and that every group the map lists has variables in the shards it names;
+ * `get` reads a weight's bytes from the one shard that holds it.
  * @example
  * const set = await openWeights('x.weights.json');   // from @npyts/core/node
  * await set.get('layers/dense/vars/0');
@@ -82,6 +83,21 @@ export class KerasShardedWeights implements TensorFile, AsyncDisposable {
         }
         // A group split over shards has its `name` attribute only in the shard where it was started.
         for (const [g, layer] of Object.entries(shard.metadata.layers)) layers[g] ??= layer;
+      }
+      // Keras reads a group's variables from the shards the map names for it alone: a group whose shards
+      // hold none would load as a layer with no variables, which Keras refuses ("expected 2 variables, but
+      // received 0"), and the set would silently lack that layer's weights.
+      const held = new Set([...where.keys()].map((t) => t.slice(0, t.lastIndexOf('/'))));
+      for (const [group, shards] of map.groups) {
+        if (held.has(group)) continue;
+        const layer = group === 'vars' ? 'the model itself' : `layer group '/${group.slice(0, -'/vars'.length)}'`;
+        throw withWhere(
+          new NpyError(
+            'BAD_KERAS',
+            `${name} puts the variables of ${layer} ('/${group}') in ${shards.join(', ')}, which hold${shards.length === 1 ? 's' : ''} none of them: Keras would give that layer no variables, and refuses it; the map and its shards are not those Keras wrote together`,
+          ),
+          { file: name },
+        );
       }
       return new KerasShardedWeights(where, opened, layers, map.metadata);
     } catch (e) {
