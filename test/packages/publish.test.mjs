@@ -50,7 +50,14 @@ function run(cmd, args, options) {
 const deno = join(installRuntimes(), 'node_modules', '@deno', 'linux-x64-glibc', 'deno');
 const jsr = run(deno, ['publish', '--dry-run', '--allow-dirty'], {
   cwd: join(root, 'packages', 'core'),
-  env: { ...process.env, NO_COLOR: '1', DENO_DIR: join(work, 'deno'), HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' },
+  // Without FORCE_COLOR: the test runner sets it to 0, which Deno reads as "force colours", over NO_COLOR.
+  env: {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'FORCE_COLOR')),
+    NO_COLOR: '1',
+    DENO_DIR: join(work, 'deno'),
+    HTTP_PROXY: 'http://127.0.0.1:9',
+    HTTPS_PROXY: 'http://127.0.0.1:9',
+  },
 });
 
 test('each tarball ships its README, LICENSE and built files, and no sources, maps or tests', () => {
