@@ -5,6 +5,7 @@
 # file already made with the same arguments is kept. `serve DIR`: times a case when asked
 # (paired.mjs). `once DIR CASE`: one run of a case, its seconds on stdout (for the cases of minutes).
 import json, os, sys, time
+import side_serve  # bench/side_serve.py, beside this file
 import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
@@ -61,18 +62,7 @@ def cases(d):
 
 
 def serve(d):
-    known = cases(d)
-    for line in sys.stdin:
-        name, repeats = line.split()
-        fn = known[name]
-        fn()
-        times = []
-        for _ in range(int(repeats)):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        times.sort()
-        print(json.dumps(times[len(times) // 2]), flush=True)
+    side_serve.serve(cases(d))
 
 
 def once(d, name):

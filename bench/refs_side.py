@@ -5,6 +5,7 @@
 # dask): dask's sum over the reference set against dask's sum over the same files np.load'ed,
 # interleaved, the threaded scheduler on both sides; prints the medians and the per-round ratios.
 import glob, json, os, sys, time
+import side_serve  # bench/side_serve.py, beside this file
 import numpy as np
 
 
@@ -32,18 +33,7 @@ def headers(d):
 
 
 def serve(d):
-    known = {'headers': lambda: headers(d)}
-    for line in sys.stdin:
-        name, repeats = line.split()
-        fn = known[name]
-        fn()
-        times = []
-        for _ in range(int(repeats)):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        times.sort()
-        print(json.dumps(times[len(times) // 2]), flush=True)
+    side_serve.serve({'headers': lambda: headers(d)})
 
 
 def dask_side(d, refs, rounds):

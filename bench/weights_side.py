@@ -6,6 +6,7 @@ python3 weights_side.py big DIR MB    -> writes DIR/big.safetensors and DIR/big.
 python3 weights_side.py serve DIR     -> reads 'CASE REPEATS' lines, answers the median seconds
 """
 import json, os, statistics, sys, time
+import side_serve  # bench/side_serve.py, beside this file
 
 
 def make(d, mb):
@@ -84,17 +85,7 @@ def cases(d):
 
 
 def serve(d):
-    known = cases(d)
-    for line in sys.stdin:
-        name, repeats = line.split()
-        fn = known[name]
-        fn()
-        times = []
-        for _ in range(int(repeats)):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        print(json.dumps(statistics.median(times)), flush=True)
+    side_serve.serve(cases(d))
 
 
 if __name__ == "__main__":
