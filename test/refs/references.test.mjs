@@ -237,7 +237,7 @@ print(json.dumps([total - int(want.sum()), whole.dtype == want.dtype and whole.t
   assert.ok(equal);
 });
 
-test('refused by name: a deflated member, bfloat16, a dtype Zarr v3 lacks, mismatched files to join, several files not joined, bytes without a url', async () => {
+test('refused by name: a .npy cut short, a deflated member, bfloat16, a dtype Zarr v3 lacks, mismatched files to join, several files not joined, bytes without a url', async () => {
   assert.is((await npyErrorOf(() => referencesOf(at('deflated.npz')))).code, 'ZIP_UNSUPPORTED');
   assert.match((await npyErrorOf(() => referencesOf(at('deflated.npz')))).message, /np\.savez/);
   const bf16 = await npyErrorOf(() => referencesOf(at('bf16.safetensors')));
@@ -247,6 +247,9 @@ test('refused by name: a deflated member, bfloat16, a dtype Zarr v3 lacks, misma
   (await import('node:fs')).mkdirSync(at('evil'), { recursive: true });
   writeFileSync(at('evil/model.safetensors.index.json'), JSON.stringify({ weight_map: { w: '../m.safetensors' } }));
   assert.is((await npyErrorOf(() => referencesOf(at('evil/model.safetensors.index.json')))).code, 'UNSAFE_PATH');
+  // A .npy cut short: a reference past the end would give short chunks.
+  writeFileSync(at('cut.npy'), (await import('node:fs')).readFileSync(at('c.npy')).subarray(0, 150));
+  assert.is((await npyErrorOf(() => referencesOf(at('cut.npy')))).code, 'DATA_TRUNCATED');
   const quantized = await npyErrorOf(() => referencesOf(at('q.gguf')));
   assert.is(quantized.code, 'NO_COUNTERPART');
   assert.match(quantized.message, /quantized \(q\)/);

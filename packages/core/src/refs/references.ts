@@ -8,6 +8,7 @@ import { NpyError, withWhere } from '../errors.js';
 import type { DType } from '../format/dtype.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openNpySource, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
+import { headerBytesNeeded, readHeader } from '../format/header.js';
 import type { HttpOptions } from '../io/url.js';
 import { mapInParallel } from '../io/settle.js';
 import { checkNumbers, REFERENCE_RULES } from '../options.js';
@@ -95,14 +96,24 @@ interface Extent {
 }
 
 export const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
+/** The first read of each input: its sniff, and a .npy's whole header where it is under this. */
+const FIRST_READ = 4096;
 
 /** Every array of one file, where its bytes are: a .npy's one array, a stored .npz's members, a .safetensors file's tensors. */
 async function extentsOf(source: ByteSource, fallbackName: string, place: Place | null, signal: AbortSignal | undefined): Promise<Extent[]> {
-  const first = await source.read(0, Math.min(SNIFF_BYTES, source.size), { signal });
+  // One read that holds most .npy headers whole (numpy pads them to 64 bytes; a few records' more):
+  // the sniff and the header from the same bytes, one request a file where there are thousands.
+  const first = await source.read(0, Math.min(FIRST_READ, source.size), { signal });
   const kind = formatOf(first, source.size)?.name ?? null;
   if (kind === 'npy') {
-    const reader = await openNpySource(source, { signal });
-    const h = reader.header;
+    const h = first.length >= headerBytesNeeded(first) ? readHeader(first) : (await openNpySource(source, { signal })).header;
+    // A reference past the end would give a reader short chunks: the file must hold what the header promises.
+    if (h.dataOffset + h.dataBytes > source.size) {
+      throw new NpyError(
+        'DATA_TRUNCATED',
+        `the header promises ${h.dataBytes} data bytes from byte ${h.dataOffset}; the file has ${source.size - h.dataOffset}`,
+      );
+    }
     return [{ name: fallbackName, dtype: h.dtype, shape: h.shape, fortranOrder: h.fortranOrder, offset: h.dataOffset }];
   }
   if (kind === 'zip') {
