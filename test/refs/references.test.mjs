@@ -247,6 +247,18 @@ test('refused by name: a .npy cut short, a deflated member, bfloat16, a dtype Za
   (await import('node:fs')).mkdirSync(at('evil'), { recursive: true });
   writeFileSync(at('evil/model.safetensors.index.json'), JSON.stringify({ weight_map: { w: '../m.safetensors' } }));
   assert.is((await npyErrorOf(() => referencesOf(at('evil/model.safetensors.index.json')))).code, 'UNSAFE_PATH');
+  // Rows of no bytes claiming 10^15 of them: one chunk, found at once (no divisor search over the claim).
+  python(
+    `np.lib.format.write_array_header_1_0(f := open(${JSON.stringify(at('claims.npy'))}, 'wb'), {'descr': '<f4', 'fortran_order': False, 'shape': (10**15, 0)}); f.close()`,
+  );
+  const started = performance.now();
+  const claims = await referencesOf(at('claims.npy'), { zarrFormat: 2 });
+  assert.ok(performance.now() - started < 5000, 'a claimed length costs no work');
+  assert.equal(JSON.parse(claims.refs['claims/.zarray']).chunks, [10 ** 15, 1]);
+  assert.equal(
+    Object.keys(claims.refs).filter((k) => /\/\d/.test(k)),
+    [],
+  );
   // A .npy cut short: a reference past the end would give short chunks.
   writeFileSync(at('cut.npy'), (await import('node:fs')).readFileSync(at('c.npy')).subarray(0, 150));
   assert.is((await npyErrorOf(() => referencesOf(at('cut.npy')))).code, 'DATA_TRUNCATED');

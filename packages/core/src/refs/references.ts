@@ -213,6 +213,16 @@ function largestDivisorAtMost(n: number, most: number): number {
   return best;
 }
 
+/**
+ * Rows per chunk along an axis of `length` rows of `rowBytes` each: the most that fit `chunkBytes` and
+ * divide the axis. Rows of no bytes are one chunk whatever the length claims: the divisor search costs
+ * √length, and only an axis the file's bytes back (its data checked against the file's size) may set it.
+ */
+function rowsPerChunk(length: number, rowBytes: number, chunkBytes: number): number {
+  if (rowBytes === 0) return Math.max(length, 1);
+  return largestDivisorAtMost(length, Math.max(1, Math.floor(chunkBytes / rowBytes)));
+}
+
 /** The file name at the end of a path or URL (`a/b/c.npy` → `c.npy`). */
 function baseName(where: string): string {
   const path = where.replace(/[?#].*$/, '');
@@ -296,7 +306,7 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
     const rowBytes = head.dtype.itemsize * head.shape.slice(1).reduce((a, b) => a * b, 1);
     // Rows per chunk divide every file's length, so no chunk straddles two files or runs short.
     const common = lengths.reduce(gcd);
-    const rows = largestDivisorAtMost(common, Math.max(1, Math.floor(chunkBytes / Math.max(rowBytes, 1))));
+    const rows = rowsPerChunk(common, rowBytes, chunkBytes);
     put(name, arrayMetadata(zarrArray(name, head.dtype, shape, false, [rows || 1, ...shape.slice(1).map((d) => Math.max(d, 1))]), format));
     if (rowBytes === 0 || common === 0) return { version: 1, refs };
     let at = 0;
@@ -336,7 +346,7 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
     const others = e.shape.filter((_, i) => i !== axis).reduce((a, b) => a * b, 1);
     const rowBytes = e.dtype.itemsize * others;
     const length = n === 0 ? 1 : e.shape[axis]!;
-    const rows = n === 0 ? 1 : largestDivisorAtMost(length, Math.max(1, Math.floor(chunkBytes / Math.max(rowBytes, 1))));
+    const rows = n === 0 ? 1 : rowsPerChunk(length, rowBytes, chunkBytes);
     const chunks = e.shape.map((d, i) => (i === axis ? Math.max(rows, 1) : Math.max(d, 1)));
     put(e.name, arrayMetadata(zarrArray(e.name, e.dtype, e.shape, e.fortranOrder, chunks), format));
     if (rowBytes === 0 || length === 0) continue; // an empty array: no chunk, Zarr gives the fill value for none
