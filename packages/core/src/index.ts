@@ -5,6 +5,7 @@
  * @module @npyts/core
  */
 export { NpyError, type NpyErrorCode, type NpyErrorDetails } from './errors.js';
+export { type LoadProgress, type OnProgress } from './progress.js';
 export {
   DType,
   DTypeBase,

@@ -7,6 +7,7 @@
  */
 export { encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS } from './format/header.js';
 export { putOwn } from './array/safe-object.js';
+export { progressReporter, type ProgressReporter } from './progress.js';
 export { dtypeConstructionRepr } from './format/dtype.js';
 export {
   checkNumber,
