@@ -1,4 +1,5 @@
 // Debian's Chromium through playwright-core (which never downloads a browser), as the browser tests start it.
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -6,13 +7,38 @@ import { chromium } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
-/** A headless Chromium with nothing of its own going to the network (no updates, no sync). */
-export function launchChromium() {
+/** A headless Chromium with nothing of its own going to the network (no updates, no sync); `args` adds switches. */
+export function launchChromium(args = []) {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', ...args],
   });
+}
+
+/**
+ * The peak resident memory (`VmHWM`, bytes) of each renderer of the Chromium whose command line holds
+ * `marker` (a switch given to {@link launchChromium} to tell it from other browsers on the machine).
+ */
+export function rendererPeaks(marker) {
+  const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  const read = (pid, file) => {
+    try {
+      return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const parent = (pid) => /PPid:\s+(\d+)/.exec(read(pid, 'status'))?.[1];
+  const browser = procs.find((pid) => read(pid, 'cmdline').split('\0').includes(marker) && !read(pid, 'cmdline').includes('--type='));
+  if (browser === undefined) throw new Error(`no Chromium runs with ${marker}`);
+  const under = (pid) => {
+    for (let p = parent(pid), hops = 0; p !== undefined && p !== '0' && hops < 8; p = parent(p), hops++) if (p === browser) return true;
+    return false;
+  };
+  return procs
+    .filter((pid) => read(pid, 'cmdline').includes('--type=renderer') && under(pid))
+    .map((pid) => Number(/VmHWM:\s+(\d+) kB/.exec(read(pid, 'status'))?.[1] ?? 0) * 1024);
 }
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -36,13 +62,13 @@ export function bundleForPage(contents, outfile) {
 /**
  * A page in Chromium at `/data/bundle.js` of a viewer server over `dir` (so that the bundle's module
  * and the files in `dir` are URLs relative to it); `problems` collects the page's uncaught errors;
- * `close()` ends the browser and the server.
+ * `close()` ends the browser and the server; `args` are Chromium switches.
  */
-export async function pageOverData(dir) {
+export async function pageOverData(dir, args = []) {
   const { startViewer } = await import('../../viewer/serve.mjs');
   const server = await startViewer({ port: 0, dataDir: dir });
   const base = `http://127.0.0.1:${server.address().port}`;
-  const browser = await launchChromium();
+  const browser = await launchChromium(args);
   const page = await browser.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(String(e)));
