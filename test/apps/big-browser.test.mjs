@@ -1,6 +1,6 @@
 // Weight files past 4 GiB in a real Chromium, one of every format npyts reads by range: a stored .npz,
 // a torch.save zip, a GGUF, a sharded .safetensors set and a .keras, each chosen through
-// `<input type=file>` and each giving the tensor that lies past 4 GiB, equal to what the format's
+// `<input type=file>` and fetched by HTTP ranges, each giving the tensor that lies past 4 GiB, equal to what the format's
 // reference reader gives (big-files.py, sparse files: only the headers and the tensors read are
 // real bytes), with the renderer's peak memory far below the files' size.
 import { test } from 'uvu';
@@ -59,6 +59,28 @@ test('every format past 4 GiB, chosen through <input type=file>, gives its tenso
   // Each file is over 4 GiB; what the page read is a few KiB of headers and the tensors asked for.
   const peak = Math.max(...rendererPeaks(marker));
   assert.ok(peak < 512 * 2 ** 20, `the renderer's peak is ${(peak / 2 ** 20).toFixed(0)} MiB`);
+  assert.equal(problems, []);
+});
+
+test('the same files read by HTTP ranges give the same tensors past 4 GiB', async () => {
+  const got = await page.evaluate(async (base) => {
+    const { openWeights } = await import(`${base}/data/bundle.js`);
+    const out = {};
+    for (const [name, tensor] of [
+      ['big.npz', 'tail'],
+      ['big.pt', 'tail'],
+      ['big.gguf', 'tail'],
+      ['big.safetensors.index.json', 'tail'],
+      ['big.keras', 'layers/dense/vars/1'],
+    ]) {
+      const w = await openWeights(`${base}/data/${name}`);
+      out[name] = [...(await w.get(tensor)).data.slice(0, 8)];
+      await w.close();
+    }
+    return out;
+  }, base);
+  for (const name of ['big.npz', 'big.pt', 'big.gguf', 'big.safetensors.index.json']) assert.equal(got[name], want.tail, name);
+  assert.equal(got['big.keras'], want.bias);
   assert.equal(problems, []);
 });
 
