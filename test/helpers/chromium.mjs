@@ -7,12 +7,24 @@ import { chromium } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
-/** A headless Chromium with nothing of its own going to the network (no updates, no sync); `args` adds switches. */
-export function launchChromium(args = []) {
+/**
+ * A headless Chromium with nothing of its own going to the network (no updates, no sync); `args` adds
+ * switches. With `webgpu`, its GPU process runs and WebGPU is on: Debian's Chromium then offers a
+ * SwiftShader adapter (a GPU in software), which is what the WebGPU tests use.
+ */
+export function launchChromium(args = [], { webgpu = false } = {}) {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', ...args],
+    args: [
+      '--no-sandbox',
+      ...(webgpu ? ['--enable-unsafe-webgpu'] : ['--disable-gpu']),
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+      ...args,
+    ],
   });
 }
 
@@ -62,13 +74,13 @@ export function bundleForPage(contents, outfile) {
 /**
  * A page in Chromium at `/data/bundle.js` of a viewer server over `dir` (so that the bundle's module
  * and the files in `dir` are URLs relative to it); `problems` collects the page's uncaught errors;
- * `close()` ends the browser and the server; `args` are Chromium switches.
+ * `close()` ends the browser and the server; `args` and `launch` go to {@link launchChromium}.
  */
-export async function pageOverData(dir, args = []) {
+export async function pageOverData(dir, args = [], launch = {}) {
   const { startViewer } = await import('../../viewer/serve.mjs');
   const server = await startViewer({ port: 0, dataDir: dir });
   const base = `http://127.0.0.1:${server.address().port}`;
-  const browser = await launchChromium(args);
+  const browser = await launchChromium(args, launch);
   const page = await browser.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(String(e)));
