@@ -5,7 +5,7 @@
  * @module @npyts/core
  */
 export { NpyError, type NpyErrorCode, type NpyErrorDetails } from './errors.js';
-export { type LoadProgress, type OnProgress } from './progress.js';
+export type { LoadProgress, OnProgress } from './progress.js';
 export {
   DType,
   DTypeBase,

@@ -71,5 +71,5 @@ export {
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';
 export { openTensorFile } from './weights/formats.js';
 export { urlPlace, hookPlace, siblingUrl, checkSiblingName } from './weights/place.js';
-export { tensorsOfArchive, zipFormat } from './npz/format.js';
+export { tensorsOfArchive, zipFormat } from './weights/zip-format.js';
 export { safetensorsFormat } from './safetensors/format.js';

@@ -1,5 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
 import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
+import { settleAll } from '@npyts/core/plumbing';
 import {
   ModelProto,
   decodeModel,
@@ -198,7 +199,7 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
       );
     }
 
-    const infos = await Promise.all(matched.map((t) => file.info(t.name, options)));
+    const infos = await settleAll(matched.map((t) => file.info(t.name, options)));
     const wrongType: string[] = [];
     const wrongShape: string[] = [];
     matched.forEach((t, i) => {

@@ -3,6 +3,7 @@
  * data is read, then assigned; saves write the inverse.
  */
 import * as tf from '@tensorflow/tfjs-core';
+import { settleAll } from '@npyts/core/plumbing';
 import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type OpenWeightsOptions, type WeightFile } from '@npyts/core';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
 import { checkAdapterOptions, openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
@@ -279,7 +280,7 @@ function isPredicting(weights: Weights): boolean {
 /** Every step's tensor, read and transformed; all disposed if one fails. */
 /** A planned weight's array: its members read and transformed (float64 refused first where asked, since a sum or a repetition makes float32). */
 export async function stepArray(archive: WeightFile, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
-  const arrays = await Promise.all(step.keys.map((k) => archive.get(k)));
+  const arrays = await settleAll(step.keys.map((k) => archive.get(k)));
   for (const a of arrays) checkFloat64(a, options);
   return applyTransform(step.transform, arrays);
 }
@@ -408,7 +409,7 @@ async function pytorchArrays(weights: Weights, options: SaveWeightsOptions): Pro
     for (const { target, step } of steps) {
       const value = await currentValue(target);
       if (!value) throw mismatchError([`${target.name}: neither a tensor nor has read()`]);
-      const shapes = await Promise.all(step.keys.map(async (k) => (await archive.info(k)).shape));
+      const shapes = await settleAll(step.keys.map(async (k) => (await archive.info(k)).shape));
       invertTransform(step.transform, value, shapes, step.weight).forEach((a, i) => made.set(step.keys[i]!, a));
     }
     // In the state_dict's order; buffers no weight holds (num_batches_tracked) as they were.

@@ -18,7 +18,7 @@ import {
   type NpzWriteOptions,
   type WeightFile,
 } from '@npyts/core';
-import { MAX_JSON_DEPTH, mapInParallel, nestsDeeperThan } from '@npyts/core/plumbing';
+import { MAX_JSON_DEPTH, mapInParallel, nestsDeeperThan, settleAll } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { checkAdapterOptions, isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, type WeightKey, type WeightLike } from './weights.js';
@@ -230,7 +230,7 @@ async function planByList(archive: NpzArchive, meta: ModelJson, topology: object
     // No list: the archive's arrays are the list, each weight shaped as its (mapped) array is.
     const mappedKeys = new Set([...mapped.values()].map(keyOf));
     const names = [...mapped.keys(), ...arrayKeys(archive, new Set([metaMember])).filter((k) => !mappedKeys.has(k) && isWeightOf(topology, k))];
-    wanted = await Promise.all(names.map(async (name) => ({ name, ...(await arrayAsStored(file, mapped.get(name) ?? name)) })));
+    wanted = await settleAll(names.map(async (name) => ({ name, ...(await arrayAsStored(file, mapped.get(name) ?? name)) })));
   }
   const steps = await planFrom(wanted, file, {
     ...(options.names ? { names: options.names } : {}),

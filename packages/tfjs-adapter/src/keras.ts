@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, type WeightFile } from '@npyts/core';
-import { mapInParallel } from '@npyts/core/plumbing';
+import { mapInParallel, settleAll } from '@npyts/core/plumbing';
 import { planFrom } from './assign.js';
 import { weightBytes, type HandlerWeight } from './handler.js';
 import { kerasTopology } from './keras-config.js';
@@ -236,7 +236,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
     sizeReshapes(topology, model);
     const names = kerasNames(model, file.records, where);
     const steps = await planFrom(model, file.weights, { names, ignoreUnusedKeys: trainingState(file.records) });
-    plan = await Promise.all(
+    plan = await settleAll(
       steps.map(async ({ step }) => ({
         spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf((await file.weights.info(step.keys[0]!)).dtype) },
         step,

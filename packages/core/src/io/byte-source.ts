@@ -7,6 +7,7 @@
  */
 import { NpyError } from '../errors.js';
 import { CACHE_RULES, checkNumbers } from '../options.js';
+import { settleAll } from './settle.js';
 
 /** Options of one read: `signal` cancels it, even while it waits. */
 export interface ReadOptions {
@@ -294,7 +295,7 @@ export function withByteCache(source: ByteSource, options: ByteCacheOptions = {}
       if (end <= offset) return new Uint8Array(0);
       const first = Math.floor(offset / blockBytes);
       const last = Math.floor((end - 1) / blockBytes);
-      const parts = await Promise.all(Array.from({ length: last - first + 1 }, (_, i) => block(first + i, readOptions.signal)));
+      const parts = await settleAll(Array.from({ length: last - first + 1 }, (_, i) => block(first + i, readOptions.signal)));
       // A copy: the bytes may become an array's own memory, and the cached block serves later reads too.
       if (parts.length === 1) return parts[0]!.slice(offset - first * blockBytes, end - first * blockBytes);
       const out = new Uint8Array(end - offset);

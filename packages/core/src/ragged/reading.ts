@@ -10,6 +10,7 @@ import type { DType } from '../format/dtype.js';
 import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
+import { settleAll } from '../io/settle.js';
 import { drive, driveSync, type Operation, type Step } from '../io/steps.js';
 import {
   decodeUtf8,
@@ -423,7 +424,7 @@ export function runReading<P, T>(
         return part;
       }
       case 'regions':
-        return Promise.all(step.reads.map((r) => io.read(r.part as P, r.start, r.count)));
+        return settleAll(step.reads.map((r) => io.read(r.part as P, r.start, r.count)));
       default:
         throw cannot(step);
     }

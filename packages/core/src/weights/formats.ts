@@ -6,7 +6,7 @@
  */
 import { NpyError, withWhere } from '../errors.js';
 import type { ByteSource } from '../io/byte-source.js';
-import { zipFormat } from '../npz/format.js';
+import { zipFormat } from './zip-format.js';
 import { safetensorsFormat } from '../safetensors/format.js';
 import { legacyTorchFormat } from '../torch/layout.js';
 import { ggufFormat } from '../gguf/file.js';

@@ -11,7 +11,7 @@ import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openingOver, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import type { NpzArchive } from '../npz/archive.js';
-import { tensorsOfArchive } from '../npz/format.js';
+import { tensorsOfArchive } from './zip-format.js';
 import type { Expecting } from '../npy.js';
 import { formatOf, openTensorFile } from './formats.js';
 import { hookPlace, urlPlace, type Place, type ResolveHook } from './place.js';
@@ -110,7 +110,7 @@ export function weightsOfArchive(archive: NpzArchive): WeightFile {
 export interface OpenWeightsOptions extends FormatOptions {
   /**
    * Where the file's siblings (a sharded set's shards) are, found by the name the index gives each:
-   * a hook answering a URL (a presigned one: the recipe is in docs/remote.md), a `Blob` or a source,
+   * a hook answering a URL (a presigned one: docs/larger-than-memory.md has the recipe), a `Blob` or a source,
    * or a promise of one. Every name is checked first (`UNSAFE_PATH` for one that leads out of the
    * index's folder); the answers are trusted, and `headers` go only to the index's own origin.
    * @example

@@ -7,13 +7,13 @@ import type { NdArray } from '../array/ndarray.js';
 import { copyReason } from '../array/layout.js';
 import { NpyError } from '../errors.js';
 import { hasObject } from '../npy.js';
-import { STORED } from './zip.js';
+import { STORED } from '../npz/zip.js';
 import { matchesDescr } from '../format/header.js';
 import { TORCH_PICKLE, isTorchArchive } from '../torch/layout.js';
 import { isKerasArchive } from '../keras/format.js';
-import type { WeightFormatEntry } from '../weights/formats.js';
-import type { TensorFile, TensorReadOptions } from '../weights/tensor-file.js';
-import { NpzArchive } from './archive.js';
+import type { WeightFormatEntry } from './formats.js';
+import type { TensorFile, TensorReadOptions } from './tensor-file.js';
+import { NpzArchive } from '../npz/archive.js';
 
 /**
  * A .npz archive as a tensor file: its .npy members are its tensors, by numpy's keys (other members,
