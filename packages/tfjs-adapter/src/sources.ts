@@ -7,6 +7,7 @@ import {
   openNpz,
   openWeights,
   weightFormats,
+  type WeightFormatEntry,
   weightsOfArchive,
   type HttpOptions,
   type NdArray,
@@ -97,7 +98,8 @@ export async function openArchive(source: NpzSource, options: SourceOptions = {}
 function checkNotTorch(archive: NpzArchive, what: string): NpzArchive {
   if (archive.entries.some((e) => e.name.endsWith('.npy'))) return archive;
   const members = archive.entries.map((e) => e.name);
-  if (weightFormats.some((f) => typeof f.tensors === 'function' && f.tensors(members))) {
+  const formats: readonly WeightFormatEntry[] = weightFormats;
+  if (formats.some((f) => typeof f.tensors === 'function' && f.tensors(members))) {
     throw new NpyError(
       'BAD_MODEL',
       `${what} is a torch.save file (a zip of data.pkl and tensor storages), not a model archive of arrays; assign its weights to a model with assignWeights(model, file, { layout: 'pytorch' })`,

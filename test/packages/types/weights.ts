@@ -128,6 +128,8 @@ expectTypeOf(encodeAppendPart(appendPlan, 1, { old: bytes, rows: createArray('<f
 // @ts-expect-error: an append plan needs the number of rows
 void planAppendParts(readHeader(bytes), {});
 expectTypeOf(weightFileKind(bytes, 0)).toEqualTypeOf<WeightFileKind>();
+// Every format of the list is a kind (derived from the list, not written out beside it).
+expectTypeOf<WeightFileKind>().toEqualTypeOf<'zip' | 'npy' | 'gguf' | 'hdf5' | 'torch-legacy' | 'safetensors' | 'index' | 'pickle' | null>();
 expectTypeOf(isTorchArchive(await openSafetensors(bytes).then(() => ({ entries: [] })))).toEqualTypeOf<boolean>();
 
 // Formats and places (issue 55): one TensorFile shape, one format entry shape, the resolve hook.
@@ -137,8 +139,9 @@ expectTypeOf(anyFile.names).toEqualTypeOf<readonly string[]>();
 expectTypeOf(await anyFile.info('w')).toEqualTypeOf<TensorInfo>();
 const safetensorsAsTensors: TensorFile = await openSafetensors(bytes);
 expectTypeOf(safetensorsAsTensors.format).toEqualTypeOf<string>();
-expectTypeOf(formatOf(bytes, 0)).toEqualTypeOf<WeightFormatEntry | null>();
-expectTypeOf(weightFormats).toEqualTypeOf<readonly WeightFormatEntry[]>();
+expectTypeOf(formatOf(bytes, 0)?.name).toEqualTypeOf<Exclude<WeightFileKind, null> | undefined>();
+const listed: readonly WeightFormatEntry[] = weightFormats;
+expectTypeOf(listed.length).toEqualTypeOf<number>();
 const entry: WeightFormatEntry = {
   name: 'mine',
   sniff: (first) => first[0] === 0x4d,

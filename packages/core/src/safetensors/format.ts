@@ -11,7 +11,7 @@ import { SafetensorsFile } from './file.js';
  * @example
  * safetensorsFormat.sniff(firstBytes, size);   // true for a .safetensors file
  */
-export const safetensorsFormat: WeightFormatEntry = {
+export const safetensorsFormat: WeightFormatEntry<'safetensors'> = {
   name: 'safetensors',
   sniff: (b, size) => size >= 8 && b.length >= 8 && b[7] === 0 && (b[0] !== 0x80 || b[8] === 0x7b),
   open: (source, _place, options) => SafetensorsFile.open(source, options),

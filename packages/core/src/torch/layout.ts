@@ -39,7 +39,7 @@ export function isLegacyTorchFile(first: Uint8Array): boolean {
  * @example
  * legacyTorchFormat.sniff(firstBytes, size);   // true for an old pytorch_model.bin
  */
-export const legacyTorchFormat: WeightFormatEntry = {
+export const legacyTorchFormat: WeightFormatEntry<'torch-legacy'> = {
   name: 'torch-legacy',
   sniff: (first) => isLegacyTorchFile(first),
   open: async (source, _place, options) => {

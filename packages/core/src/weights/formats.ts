@@ -24,9 +24,9 @@ import type { FormatOptions, TensorFile } from './tensor-file.js';
  * @example
  * const entry: WeightFormatEntry = { name: 'gguf', sniff: (b) => b[0] === 0x47 && …, open: (source) => GgufFile.open(source) };
  */
-export interface WeightFormatEntry {
+export interface WeightFormatEntry<Name extends string = string> {
   /** The format's name: `'zip'`, `'safetensors'`, `'index'`, `'npy'`, `'pickle'`, … (what `weightFileKind` answers). */
-  readonly name: string;
+  readonly name: Name;
   /** Whether a file is of this format, from its first bytes (up to {@link SNIFF_BYTES}; fewer in a shorter file) and its size. */
   sniff(first: Uint8Array, size: number): boolean;
   /** The file over `source` as a tensor file; the caller closes `source` when this fails. */
@@ -48,7 +48,7 @@ export interface WeightFormatEntry {
 export const SNIFF_BYTES = 64;
 
 /** A .npy is one array, not a set of tensors: refused, naming the readers that take it. */
-const npyFormat: WeightFormatEntry = {
+const npyFormat: WeightFormatEntry<'npy'> = {
   name: 'npy',
   tensors: false,
   sniff: (b) => b[0] === 0x93 && b[1] === 0x4e && b[2] === 0x55,
@@ -61,7 +61,7 @@ const npyFormat: WeightFormatEntry = {
 };
 
 /** A plain pickle (not PyTorch's legacy format, which {@link legacyTorchFormat} takes first): refused, naming the fix. */
-const pickleFormat: WeightFormatEntry = {
+const pickleFormat: WeightFormatEntry<'pickle'> = {
   name: 'pickle',
   tensors: false,
   sniff: (b) => b[0] === 0x80 && b[1] !== undefined && b[1] <= 5,
@@ -87,7 +87,7 @@ function kerasShardMapOf(bytes: Uint8Array, name: string): KerasShardMap | null 
 }
 
 /** A sharded set's JSON index (a safetensors/transformers index, or Keras's `x.weights.json`): its shards are found through the place and told by their own bytes. */
-const indexFormat: WeightFormatEntry = {
+const indexFormat: WeightFormatEntry<'index'> = {
   name: 'index',
   sniff: (b) => {
     let i = 0;
@@ -121,23 +121,26 @@ const indexFormat: WeightFormatEntry = {
  * @example
  * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'gguf', 'hdf5', 'torch-legacy', 'safetensors', 'index', 'pickle']
  */
-export const weightFormats: readonly WeightFormatEntry[] = [
-  zipFormat,
-  npyFormat,
-  ggufFormat,
-  hdf5Format,
-  legacyTorchFormat,
-  safetensorsFormat,
-  indexFormat,
-  pickleFormat,
-];
+export const weightFormats: readonly [
+  typeof zipFormat,
+  typeof npyFormat,
+  typeof ggufFormat,
+  typeof hdf5Format,
+  typeof legacyTorchFormat,
+  typeof safetensorsFormat,
+  typeof indexFormat,
+  typeof pickleFormat,
+] = [zipFormat, npyFormat, ggufFormat, hdf5Format, legacyTorchFormat, safetensorsFormat, indexFormat, pickleFormat];
+
+/** The names of the formats of {@link weightFormats}. */
+export type WeightFormatName = (typeof weightFormats)[number]['name'];
 
 /**
  * The format a file's first bytes (up to {@link SNIFF_BYTES}) say it is, or null for none.
  * @example
  * formatOf(firstBytes, file.size)?.name;   // 'safetensors'
  */
-export function formatOf(first: Uint8Array, size: number): WeightFormatEntry | null {
+export function formatOf(first: Uint8Array, size: number): WeightFormatEntry<WeightFormatName> | null {
   return weightFormats.find((f) => f.sniff(first, size)) ?? null;
 }
 

@@ -13,15 +13,16 @@ import { openingOver, resolveUrl, sourceOf, type NpySource } from '../io/open.js
 import type { NpzArchive } from '../npz/archive.js';
 import { tensorsOfArchive } from './zip-format.js';
 import type { Expecting } from '../npy.js';
-import { formatOf, openTensorFile } from './formats.js';
+import { formatOf, openTensorFile, type WeightFormatName } from './formats.js';
 import { hookPlace, urlPlace, type Place, type ResolveHook } from './place.js';
 import type { FormatOptions, TensorFile, TensorInfo, TensorReadOptions } from './tensor-file.js';
 
 /**
- * The kinds of weight file: a .npz, a .safetensors file, a torch.save file, a sharded set (of
- * .safetensors shards, or of any other), or the name of a format added to the list.
+ * The kinds of weight file, as each reader names its files: a .npz, a .safetensors file, a torch.save
+ * file, a GGUF, a Keras file (`'keras'`: a .keras or Keras 3's weights; `'hdf5'`: other HDF5), a
+ * sharded set (of .safetensors shards, or of any other), or the name of a format added to the list.
  */
-export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torch' | 'sharded' | (string & {});
+export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torch' | 'gguf' | 'keras' | 'hdf5' | 'sharded' | (string & {});
 
 /**
  * An open weight file of any kind: tensor `names`, each tensor's `info` (dtype and shape, read
@@ -183,7 +184,7 @@ function rooted(file: WeightFile, root: string): WeightFile {
 }
 
 /** What the first bytes of a file say it is (see {@link weightFileKind}): the name of its entry in the format list. */
-export type WeightFileKind = 'zip' | 'safetensors' | 'index' | 'npy' | 'pickle' | null;
+export type WeightFileKind = WeightFormatName | null;
 
 /**
  * What a file's first bytes (64 are enough) say it is: the name of its format in the format list
@@ -193,7 +194,7 @@ export type WeightFileKind = 'zip' | 'safetensors' | 'index' | 'npy' | 'pickle' 
  * weightFileKind(firstBytes, file.size);   // 'safetensors'
  */
 export function weightFileKind(first: Uint8Array, size: number): WeightFileKind {
-  return (formatOf(first, size)?.name ?? null) as WeightFileKind;
+  return formatOf(first, size)?.name ?? null;
 }
 
 /**

@@ -83,7 +83,7 @@ function writableZipMap(name: string, archive: NpzArchive): NpyError {
  * @example
  * zipFormat.sniff(firstBytes, size);   // true for a .npz or a .pt
  */
-export const zipFormat: WeightFormatEntry = {
+export const zipFormat: WeightFormatEntry<'zip'> = {
   name: 'zip',
   sniff: (b) => b[0] === 0x50 && b[1] === 0x4b,
   tensors: (members) => members.some((name) => TORCH_PICKLE.test(name)) || isKerasArchive(members),
