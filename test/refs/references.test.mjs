@@ -58,7 +58,9 @@ w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); 
 # A bfloat16 tensor, written as safetensors writes one: no Zarr reader has a type for it.
 head = json.dumps({'w': {'dtype': 'BF16', 'shape': [2], 'data_offsets': [0, 4]}}).encode()
 head += b' ' * (-len(head) % 8)
-open(f'{d}/bf16.safetensors', 'wb').write(len(head).to_bytes(8, 'little') + head + b'\\0' * 4)`);
+open(f'{d}/bf16.safetensors', 'wb').write(len(head).to_bytes(8, 'little') + head + b'\\0' * 4)
+# Every integer width and both byte orders, for zarrita.
+np.savez(f'{d}/ints.npz', **{k.strip('<>') + ('_be' if k[0] == '>' else ''): rng.integers(np.iinfo(k).min, np.iinfo(k).max, (5, 3), dtype=k[-2:], endpoint=True).astype(k) for k in ['i1', 'u1', '<i2', '>u2', '>i4', '<u4', '<i8', '>u8']})`);
 
 const V2_FILES = [
   'c.npy',
@@ -208,6 +210,127 @@ for path, refs, name in json.loads(${JSON.stringify(JSON.stringify(sets))}):
         a = ts.open({'driver': 'zarr3', 'kvstore': {'driver': 'memory', 'path': k + '/'}}, context=ctx, open=True).result()
         np.save(os.path.join(${JSON.stringify(readDir)}, os.path.basename(refs) + '__' + k + '.npy'), a.read().result())`);
   assert.equal(compareRead(sets, readDir), []);
+});
+
+/** The Zarr arrays of a set (a group of arrays, some in groups), by path: what a reader is asked for. */
+const arraysOf = (set) =>
+  Object.entries(set.refs)
+    .filter(([k, v]) => (k.endsWith('/zarr.json') && JSON.parse(v).node_type === 'array') || k.endsWith('/.zarray'))
+    .map(([k]) => k.slice(0, k.lastIndexOf('/')));
+
+/**
+ * Save what zarrita read (`[set file, array, bytes of its data, shape, strides in items]`, the data in
+ * the platform's order) as `<set>__<array>.npy` in `readDir`, with the dtype numpy reads the original
+ * with (its little-endian form), for {@link compareRead}.
+ */
+function saveRead(sets, reads, readDir) {
+  const raw = scratch('npyts-refs-raw-');
+  const list = reads.map(([refs, name, bytes, shape, stride], i) => {
+    writeFileSync(join(raw, `${i}`), bytes);
+    return [refs, name, join(raw, `${i}`), shape, stride];
+  });
+  python(`${ORIGINAL}
+import os
+paths = {s[1]: [s[0], s[2]] for s in json.loads(${JSON.stringify(JSON.stringify(sets))})}
+for refs, k, raw, shape, stride in json.loads(${JSON.stringify(JSON.stringify(list))}):
+    want = little(original(*paths[refs])[k])
+    a = np.ndarray(shape, want.dtype, open(raw, 'rb').read(), strides=[s * want.dtype.itemsize for s in stride])
+    np.save(os.path.join(${JSON.stringify(readDir)}, os.path.basename(refs) + '__' + k + '.npy'), a)`);
+}
+
+// Every dtype zarrita 0.7 reads: bool, integers, float32/64 in v3 and v2, fixed-width bytes and strings
+// in v2 (not float16 in Node 20, which lacks Float16Array, nor complex or datetimes, which it lacks).
+const ZARRITA_V3 = ['c.npy', 'f.npy', 'b.npy', 'prime.npy', 'stored.npz', 'ints.npz', 'set/model.safetensors.index.json'];
+const ZARRITA_V2 = ['c.npy', 'f.npy', 'b.npy', 's.npy', 'u.npy', 'prime.npy', 'ints.npz', 'stored.npz'];
+
+/** Sets of `files` (v3 and v2) whose references are URLs under `base`, written beside them; `[original, set file, name]` each. */
+async function zarritaSets(base, files3, files2, tag) {
+  const sets = [];
+  for (const [format, files] of [
+    [3, files3],
+    [2, files2],
+  ]) {
+    for (const f of files) {
+      const set = await referencesOf(`${base}/${f}`, { zarrFormat: format, chunkBytes: 40 });
+      const out = at(`${f}.${tag}${format}.json`);
+      writeFileSync(out, JSON.stringify(set));
+      sets.push([at(f), out, f.replace(/\.npy$/, ''), set]);
+    }
+  }
+  return sets;
+}
+
+test('zarrita (Node) reads v3 and v2 sets through its reference store over HTTP, every dtype it has, equal to numpy bit for bit', async () => {
+  const zarr = await import('zarrita');
+  const { default: ReferenceStore } = await import('@zarrita/storage/ref');
+  // zarrita fetches every reference of an array at once: a server with a deep backlog (Node's) keeps up.
+  const server = await serveFiles(dir);
+  try {
+    const sets = await zarritaSets(server.base, ZARRITA_V3, ZARRITA_V2, 'zarrita');
+    const reads = [];
+    for (const [, out, , set] of sets) {
+      const store = ReferenceStore.fromSpec(set);
+      const root = zarr.root(store);
+      for (const name of arraysOf(set)) {
+        const a = await zarr.open(root.resolve(name), { kind: 'array' });
+        const { data, shape, stride } = await zarr.get(a);
+        reads.push([out, name, new Uint8Array(data.buffer, data.byteOffset, data.byteLength), shape, stride]);
+      }
+    }
+    const readDir = scratch('npyts-refs-zarrita-');
+    saveRead(sets, reads, readDir);
+    assert.equal(
+      compareRead(
+        sets.map(([p, o, n]) => [p, o, n]),
+        readDir,
+      ),
+      [],
+    );
+    // Chunks were read by range from the files themselves.
+    assert.ok(server.log.some((r) => r.path === '/set/model-00002-of-00002.safetensors' && r.range));
+  } finally {
+    await server.close();
+  }
+});
+
+test('zarrita bundled for a page reads a v3 and a v2 set in Chromium over HTTP from 127.0.0.1, equal to numpy bit for bit', async () => {
+  const { bundleForPage, pageOverData } = await import('../helpers/chromium.mjs');
+  await bundleForPage("export * as zarr from 'zarrita'; export { default as ReferenceStore } from '@zarrita/storage/ref';", at('zarrita.js'));
+  const browser = await pageOverData(dir);
+  try {
+    const sets = await zarritaSets(`${browser.base}/data`, ['c.npy', 'f.npy', 'ints.npz'], ['u.npy', 'stored.npz'], 'chromium');
+    const got = await browser.page.evaluate(
+      async (sets) => {
+        const { zarr, ReferenceStore } = await import('/data/zarrita.js');
+        const out = [];
+        for (const [file, set, names] of sets) {
+          const root = zarr.root(ReferenceStore.fromSpec(set));
+          for (const name of names) {
+            const { data, shape, stride } = await zarr.get(await zarr.open(root.resolve(name), { kind: 'array' }));
+            out.push([file, name, Array.from(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)), shape, stride]);
+          }
+        }
+        return out;
+      },
+      sets.map(([, out, , set]) => [out, set, arraysOf(set)]),
+    );
+    assert.equal(browser.problems, []);
+    const readDir = scratch('npyts-refs-chromium-');
+    saveRead(
+      sets,
+      got.map(([f, n, bytes, shape, stride]) => [f, n, Uint8Array.from(bytes), shape, stride]),
+      readDir,
+    );
+    assert.equal(
+      compareRead(
+        sets.map(([p, o, n]) => [p, o, n]),
+        readDir,
+      ),
+      [],
+    );
+  } finally {
+    await browser.close();
+  }
 });
 
 test('100 .npy files joined along axis 0: one array, chunks never straddling two files; dask on a LocalCluster of 2 worker processes sums it as numpy sums np.concatenate', async () => {
