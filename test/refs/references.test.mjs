@@ -1,4 +1,4 @@
-// Reference sets (issue 69): each array npyts finds in a .npy, a stored .npz or a .safetensors file,
+// Reference sets (issue 69): each array npyts finds in a .npy, a stored .npz, a .safetensors file or a torch.save zip,
 // and .npy files joined along axis 0, is read through the set by the engines themselves, equal to
 // numpy's own reading bit for bit: Zarr v2 by fsspec's reference filesystem with zarr-python, xarray
 // and dask on a LocalCluster (Debian's /usr/bin/python3), Zarr v3 by tensorstore, whose zarr3 driver
@@ -59,6 +59,16 @@ w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); 
 head = json.dumps({'w': {'dtype': 'BF16', 'shape': [2], 'data_offsets': [0, 4]}}).encode()
 head += b' ' * (-len(head) % 8)
 open(f'{d}/bf16.safetensors', 'wb').write(len(head).to_bytes(8, 'little') + head + b'\\0' * 4)
+# A torch.save zip: tensors of several dtypes, a slice of rows of a larger storage (a storage offset),
+# a transposed view (Fortran order); a strided slice and a permutation that is no transpose, refused.
+import torch
+g = torch.Generator().manual_seed(5)
+big = torch.randn(8, 5, generator=g)
+torch.save({'w': torch.randn(6, 4, generator=g), 'big': big, 'rows': big[2:5], 'wt': torch.randn(3, 7, generator=g).t(),
+            'i8': torch.arange(-5, 5, dtype=torch.int8), 'flags': torch.tensor([True, False, True]), 'h': torch.randn(4, generator=g).half(),
+            'z': torch.randn(3, dtype=torch.complex64, generator=g), 'n': torch.arange(12).reshape(3, 4), 'scalar': torch.tensor(2.5, dtype=torch.float64)}, f'{d}/m.pt')
+torch.save({'s': big[:, ::2]}, f'{d}/strided.pt')
+torch.save({'p': torch.randn(2, 3, 4, generator=g).permute(1, 0, 2)}, f'{d}/permuted.pt')
 # Every integer width and both byte orders, for zarrita.
 np.savez(f'{d}/ints.npz', **{k.strip('<>') + ('_be' if k[0] == '>' else ''): rng.integers(np.iinfo(k).min, np.iinfo(k).max, (5, 3), dtype=k[-2:], endpoint=True).astype(k) for k in ['i1', 'u1', '<i2', '>u2', '>i4', '<u4', '<i8', '>u8']})`);
 
@@ -89,12 +99,16 @@ const V3_FILES = [
   'm.safetensors',
   'm.gguf',
   'set/model.safetensors.index.json',
+  'm.pt',
 ];
 
 /** What numpy (or safetensors) reads from `file`: arrays by name, for Python to compare with. */
 const ORIGINAL = `import os
 def original(path, name):
     if path.endswith('.npz'): return {k: v for k, v in np.load(path).items()}
+    if path.endswith('.pt'):
+        import torch
+        return {k: v.numpy() for k, v in torch.load(path, weights_only=True).items()}
     if path.endswith('.gguf'):
         import gguf
         return {t.name: np.array(t.data) for t in gguf.GGUFReader(path).tensors}
@@ -187,7 +201,7 @@ print(json.dumps({k: [list(v.dims), v.values.tolist()] for k, v in ds.data_vars.
   assert.equal(xarray, { x: [['x_dim_0', 'x_dim_1'], want.x], y: [['y_dim_0'], want.y] });
 });
 
-test('Zarr v3 sets read by tensorstore (strict metadata: endian on every multi-byte type, transpose for Fortran order), equal to numpy bit for bit', async () => {
+test("Zarr v3 sets read by tensorstore (strict metadata: endian on every multi-byte type, transpose for Fortran order), equal to numpy bit for bit, a torch.save zip's tensors (a storage offset, a transposed view) to torch.load's", async () => {
   const sets = [];
   for (const f of V3_FILES) {
     const set = await referencesOf(at(f), { chunkBytes: 40 });
@@ -360,7 +374,7 @@ print(json.dumps([total - int(want.sum()), whole.dtype == want.dtype and whole.t
   assert.ok(equal);
 });
 
-test('refused by name: a .npy cut short, a deflated member, bfloat16, a dtype Zarr v3 lacks, mismatched files to join, several files not joined, bytes without a url', async () => {
+test('refused by name: a .npy cut short, torch views that are not the array as it lies (a strided slice, a permutation), a deflated member, bfloat16, a dtype Zarr v3 lacks, mismatched files to join, several files not joined, bytes without a url', async () => {
   assert.is((await npyErrorOf(() => referencesOf(at('deflated.npz')))).code, 'ZIP_UNSUPPORTED');
   assert.match((await npyErrorOf(() => referencesOf(at('deflated.npz')))).message, /np\.savez/);
   const bf16 = await npyErrorOf(() => referencesOf(at('bf16.safetensors')));
@@ -385,6 +399,14 @@ test('refused by name: a .npy cut short, a deflated member, bfloat16, a dtype Za
   // A .npy cut short: a reference past the end would give short chunks.
   writeFileSync(at('cut.npy'), (await import('node:fs')).readFileSync(at('c.npy')).subarray(0, 150));
   assert.is((await npyErrorOf(() => referencesOf(at('cut.npy')))).code, 'DATA_TRUNCATED');
+  for (const [f, name] of [
+    ['strided.pt', 's'],
+    ['permuted.pt', 'p'],
+  ]) {
+    const view = await npyErrorOf(() => referencesOf(at(f)));
+    assert.is(view.code, 'NO_COUNTERPART');
+    assert.match(view.message, new RegExp(`tensor '${name}' is a strided view.*\\.contiguous\\(\\)`));
+  }
   const quantized = await npyErrorOf(() => referencesOf(at('q.gguf')));
   assert.is(quantized.code, 'NO_COUNTERPART');
   assert.match(quantized.message, /quantized \(q\)/);

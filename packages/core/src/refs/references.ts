@@ -17,6 +17,7 @@ import { SafetensorsFile } from '../safetensors/file.js';
 import { GgufFile } from '../gguf/file.js';
 import { formatOf, SNIFF_BYTES } from '../weights/formats.js';
 import { isTorchArchive } from '../torch/layout.js';
+import { TorchFile } from '../torch/file.js';
 import { parseShardIndex } from '../weights/sharded.js';
 import { placeOf, type OpenWeightsOptions } from '../weights/open.js';
 import type { Place } from '../weights/place.js';
@@ -118,11 +119,13 @@ async function extentsOf(source: ByteSource, fallbackName: string, place: Place 
   }
   if (kind === 'zip') {
     const archive = await NpzArchive.open(source, { signal });
-    if (isTorchArchive(archive))
-      throw new NpyError(
-        'BAD_OPTION',
-        'reference sets of torch.save files are not made yet: convert it to .safetensors first (npyts convert IN.pt OUT.safetensors)',
-      );
+    if (isTorchArchive(archive)) {
+      // Each tensor where its storage member's bytes lie in the zip (TorchFile.extent refuses views that are not the array as it lies).
+      const file = await TorchFile.fromArchive(archive, { signal });
+      const out: Extent[] = [];
+      for (const name of file.names) out.push({ name, ...(await file.extent(name, { signal })) });
+      return out;
+    }
     const out: Extent[] = [];
     for (const [i, entry] of archive.entries.entries()) {
       const name = archive.names[i]!;
@@ -159,7 +162,7 @@ async function extentsOf(source: ByteSource, fallbackName: string, place: Place 
   }
   throw new NpyError(
     'BAD_MAGIC',
-    `reference sets are made of .npy files, stored .npz archives, .safetensors files and sets, and unquantized GGUF files; this is ${kind === null ? 'none of them' : `a ${kind} file, which they are not made of yet`}`,
+    `reference sets are made of .npy files, stored .npz archives, .safetensors files and sets, unquantized GGUF files and torch.save zips; this is ${kind === null ? 'none of them' : `a ${kind} file, which they are not made of yet`}`,
   );
 }
 
