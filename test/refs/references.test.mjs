@@ -7,9 +7,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { referencesOf as referencesOfAny } from '@npyts/core';
-import { referencesOf } from '@npyts/core/node';
+import { basename, join } from 'node:path';
+import { encodeNpy, openWeights as openWeightsAny, referencesOf as referencesOfAny } from '@npyts/core';
+import { openWeights, referencesOf } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { serveFiles } from '../helpers/serve-files.mjs';
@@ -453,6 +453,102 @@ for path, refs, name in json.loads(sys.argv[1]):
   } finally {
     await server.close();
   }
+});
+
+test('openWeights of a set (v3 and v2, made for .npy, .npz, .safetensors, torch.save and a sharded set; paths and URLs): one weights object equal to the originals', async () => {
+  const server = await serveFiles(dir);
+  try {
+    const files = [
+      'c.npy',
+      'f.npy',
+      'b.npy',
+      'z.npy',
+      's.npy',
+      'scalar.npy',
+      'empty.npy',
+      'prime.npy',
+      'stored.npz',
+      'm.safetensors',
+      'm.pt',
+      'set/model.safetensors.index.json',
+    ];
+    for (const [format, where] of [
+      [3, 'path'],
+      [2, 'path'],
+      [3, 'url'],
+    ]) {
+      const sets = [];
+      const readDir = scratch('npyts-refs-open-');
+      for (const f of files) {
+        if (format === 3 && f === 's.npy') continue; // no v3 type for bytes
+        // Chunks of 40 bytes: arrays span several references, each read and joined.
+        const set = await referencesOf(where === 'url' ? `${server.base}/${f}` : at(f), { zarrFormat: format, chunkBytes: 40 });
+        const out = at(`${f}.open${format}${where}.json`);
+        writeFileSync(out, JSON.stringify(set));
+        sets.push([at(f), out, f.replace(/\.npy$/, '')]);
+        const w = await openWeights(where === 'url' ? `${server.base}/${f}.open${format}${where}.json` : out);
+        assert.is(w.format, 'references');
+        for (const [k, a] of await w.getAll()) writeFileSync(join(readDir, `${basename(out)}__${k}.npy`), encodeNpy(a));
+        await w.close();
+      }
+      assert.equal(compareRead(sets, readDir), [], `zarr ${format}, ${where}`);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test('openWeights of a set refuses by name: a reference outside its place, a chunk past the end of its file, a grid its references do not fill, a set as bytes without a place', async () => {
+  const base = await referencesOf(at('c.npy'), { chunkBytes: 48 });
+  const write = (name, edit) => {
+    const set = structuredClone(base);
+    edit(set.refs);
+    writeFileSync(at(name), JSON.stringify(set));
+    return at(name);
+  };
+  const outside = write('outside.json', (r) => {
+    r['c/c/1/0'][0] = '/etc/passwd';
+  });
+  assert.is((await npyErrorOf(() => openWeights(outside))).code, 'UNSAFE_PATH');
+  const up = write('up.json', (r) => {
+    r['c/c/1/0'][0] = '../c.npy';
+  });
+  assert.is((await npyErrorOf(() => openWeights(up))).code, 'UNSAFE_PATH');
+  const url = write('url.json', (r) => {
+    r['c/c/1/0'][0] = 'https://example.org/c.npy';
+  });
+  assert.is((await npyErrorOf(() => openWeights(url))).code, 'UNSAFE_PATH');
+  const past = write('past.json', (r) => {
+    r['c/c/2/0'][1] = 10_000;
+  });
+  const w = await openWeights(past);
+  const e = await npyErrorOf(() => w.get('c'));
+  await w.close();
+  assert.is(e.code, 'DATA_TRUNCATED');
+  const long = write('long.json', (r) => {
+    r['c/c/0/0'][2] += 4;
+  });
+  const w2 = await openWeights(long);
+  assert.is((await npyErrorOf(() => w2.get('c'))).code, 'BAD_SHAPE');
+  await w2.close();
+  const missing = write('missing.json', (r) => {
+    delete r['c/c/2/0'];
+  });
+  assert.is((await npyErrorOf(() => openWeights(missing))).code, 'BAD_REFERENCES');
+  const grid = write('grid.json', (r) => {
+    const m = JSON.parse(r['c/zarr.json']);
+    m.shape = [10 ** 15, 3];
+    r['c/zarr.json'] = JSON.stringify(m);
+  });
+  assert.is((await npyErrorOf(() => openWeights(grid))).code, 'BAD_REFERENCES');
+  const compressed = write('gzip.json', (r) => {
+    const m = JSON.parse(r['c/zarr.json']);
+    m.codecs.push({ name: 'gzip', configuration: { level: 1 } });
+    r['c/zarr.json'] = JSON.stringify(m);
+  });
+  assert.is((await npyErrorOf(() => openWeights(compressed))).code, 'NO_COUNTERPART');
+  const bytes = new Uint8Array((await import('node:fs')).readFileSync(at('outside.json')));
+  assert.is((await npyErrorOf(() => openWeightsAny(bytes))).code, 'BAD_OPTION');
 });
 
 test('npyts refs: the CLI writes the set (-o), with a {name} template for the URL, and one clean line for an error', async () => {

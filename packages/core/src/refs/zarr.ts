@@ -105,8 +105,23 @@ export function groupMetadata(format: ZarrFormat, attributes: Readonly<Record<st
     : { 'zarr.json': JSON.stringify({ zarr_format: 3, node_type: 'group', attributes }) };
 }
 
-/** The key of the chunk at grid position `at`, relative to the array's path. */
-export function chunkKey(at: readonly number[], format: ZarrFormat): string {
-  if (format === 2) return at.length ? at.join('.') : '0';
-  return ['c', ...at].join('/');
+/**
+ * The key of the chunk at grid position `at`, relative to the array's path: Zarr v2's (`1.0`, `0` for
+ * a 0-d array) or v3's default encoding (`c/1/0`), with the separator the metadata names.
+ */
+export function chunkKey(at: readonly number[], format: ZarrFormat, separator = format === 2 ? '.' : '/'): string {
+  if (format === 2) return at.length ? at.join(separator) : '0';
+  return ['c', ...at].join(separator);
+}
+
+/**
+ * The numpy descr of a Zarr v3 core data type in the byte order of its `bytes` codec (`float32`,
+ * `big` → `>f4`), or null for a type that is not one of them.
+ */
+export function descrOfV3(dataType: string, endian: 'little' | 'big'): string | null {
+  const entry = Object.entries(V3_TYPES).find(([, name]) => name === dataType);
+  if (!entry) return null;
+  const [code] = entry;
+  const single = code === 'b1' || code === 'i1' || code === 'u1';
+  return `${single ? '|' : endian === 'big' ? '>' : '<'}${code}`;
 }

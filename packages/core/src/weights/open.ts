@@ -183,7 +183,7 @@ function rooted(file: WeightFile, root: string): WeightFile {
 }
 
 /** What the first bytes of a file say it is (see {@link weightFileKind}): the name of its entry in the format list. */
-export type WeightFileKind = 'zip' | 'safetensors' | 'index' | 'npy' | 'pickle' | null;
+export type WeightFileKind = 'zip' | 'safetensors' | 'index' | 'references' | 'npy' | 'pickle' | null;
 
 /**
  * What a file's first bytes (64 are enough) say it is: the name of its format in the format list
