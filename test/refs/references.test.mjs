@@ -498,6 +498,30 @@ test('openWeights of a set (v3 and v2, made for .npy, .npz, .safetensors, torch.
   }
 });
 
+test('openWeights of a set with inline references (base64 and text, as kerchunk inlines small chunks): equal to numpy, as zarr-python reads the same set', async () => {
+  const { readFileSync } = await import('node:fs');
+  const set = await referencesOf([at('part-0.npy'), at('part-1.npy')], { concat: 0, zarrFormat: 2, chunkBytes: 96 });
+  // The first chunk as base64, the second as text (bytes below 0x80 are their own UTF-8), the rest by range.
+  const range = (ref) => readFileSync(ref[0]).subarray(ref[1], ref[1] + ref[2]);
+  set.refs['part-0/0.0'] = `base64:${range(set.refs['part-0/0.0']).toString('base64')}`;
+  const small = python(`print(json.dumps(np.arange(12, dtype='<i8').reshape(6, 2).tobytes().decode('ascii')))`);
+  set.refs['part-0/1.0'] = JSON.parse(small);
+  writeFileSync(at('inline.json'), JSON.stringify(set));
+  const w = await openWeights(at('inline.json'));
+  const got = await w.get('part-0');
+  await w.close();
+  writeFileSync(at('inline-got.npy'), encodeNpy(got));
+  const same = debianPython(
+    `import fsspec, zarr
+z = zarr.open_array(fsspec.filesystem('reference', fo=sys.argv[1]).get_mapper('part-0'), mode='r')[...]
+got = np.load(sys.argv[2])
+print(json.dumps([got.dtype == z.dtype, got.shape == z.shape, got.tobytes() == z.tobytes(), bool((got[6:12] == np.arange(12).reshape(6, 2)).all())]))`,
+    at('inline.json'),
+    at('inline-got.npy'),
+  );
+  assert.equal(JSON.parse(same), [true, true, true, true]);
+});
+
 test('openWeights of a set refuses by name: a reference outside its place, a chunk past the end of its file, a grid its references do not fill, a set as bytes without a place', async () => {
   const base = await referencesOf(at('c.npy'), { chunkBytes: 48 });
   const write = (name, edit) => {
