@@ -307,12 +307,17 @@ test('zarrita (Node) reads v3 and v2 sets through its reference store over HTTP,
   }
 });
 
-test('zarrita bundled for a page reads a v3 and a v2 set in Chromium over HTTP from 127.0.0.1, equal to numpy bit for bit', async () => {
+test('zarrita bundled for a page reads v3 and v2 sets in Chromium over HTTP from 127.0.0.1 (float16 too: Chromium has Float16Array), equal to numpy bit for bit', async () => {
   const { bundleForPage, pageOverData } = await import('../helpers/chromium.mjs');
   await bundleForPage("export * as zarr from 'zarrita'; export { default as ReferenceStore } from '@zarrita/storage/ref';", at('zarrita.js'));
   const browser = await pageOverData(dir);
   try {
-    const sets = await zarritaSets(`${browser.base}/data`, ['c.npy', 'f.npy', 'ints.npz'], ['u.npy', 'stored.npz'], 'chromium');
+    const sets = await zarritaSets(
+      `${browser.base}/data`,
+      ['c.npy', 'f.npy', 'b.npy', 'h.npy', 'ints.npz', 'm.safetensors'],
+      ['u.npy', 's.npy', 'h.npy', 'stored.npz'],
+      'chromium',
+    );
     const got = await browser.page.evaluate(
       async (sets) => {
         const { zarr, ReferenceStore } = await import('/data/zarrita.js');

@@ -392,9 +392,10 @@ function withFileSync<T>(file: string, f: () => T): T {
  * The reference set of a file (or of files joined with `concat: 0`): a Zarr group, one array per
  * array or tensor, whose chunks are byte ranges of the file where it lies, for fsspec's
  * `reference://` filesystem (xarray, dask, zarr-python) and zarrita's reference store. Reads only
- * headers: one or two range requests for a URL. A `.npy`, a stored `.npz` and a `.safetensors` file
- * are read; a URL's references point at it, bytes and Blobs need `{ url }`. In Node, paths too
- * (`@npyts/core/node`). See docs/larger-than-memory.md, "Read in place with xarray, dask and zarr".
+ * headers: one or two range requests for a URL. A `.npy`, a stored `.npz`, a `.safetensors` file or
+ * sharded set, an unquantized GGUF file and a `torch.save` zip are read; a URL's references point at
+ * it, bytes and Blobs need `{ url }`. In Node, paths too (`@npyts/core/node`). `openWeights` reads a
+ * set back as one weights object. See docs/larger-than-memory.md, "Read in place with xarray, dask and zarr".
  * @example
  * const set = await referencesOf('https://example.org/data.npy', { zarrFormat: 2 });
  * // xarray.open_dataset('reference://', engine='zarr', backend_kwargs={'storage_options': {'fo': set}, 'consolidated': False})
