@@ -3,8 +3,9 @@
  * file: each Zarr array is a tensor whose chunks are read from the byte ranges (or inline text) its
  * references name. The files referenced are found through the set's place, by the sibling rule of
  * sharded sets: a relative name, or an absolute path or URL under the set's folder; anything else is
- * refused (`UNSAFE_PATH`) before a request is made. Uncompressed chunks only, cut along one axis (the
- * slowest: what `referencesOf` writes); a set that is not that is refused by name.
+ * refused (`UNSAFE_PATH`) before a request is made. Uncompressed chunks only (C or Fortran order, or
+ * v3's transpose of any permutation), cut along one axis (the slowest: what `referencesOf` writes);
+ * a set that is not that is refused by name.
  */
 import type { NdArray } from '../array/ndarray.js';
 import { allocateBuffer } from '../array/memory.js';
@@ -15,6 +16,7 @@ import type { ByteSource } from '../io/byte-source.js';
 import { fromBase64 } from '../io/parts.js';
 import { getEvery } from '../io/settle.js';
 import { arrayOfData } from '../npy.js';
+import { denseStrides, gather } from '../torch/file.js';
 import { checkHeaderBytes } from '../weights/header-cap.js';
 import type { Place } from '../weights/place.js';
 import type { FormatOptions, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
@@ -31,7 +33,9 @@ interface RefArray {
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly fortranOrder: boolean;
-  /** The axis its chunks cut (0, or the last in Fortran order), and rows of it a chunk holds. */
+  /** The axes in the order the bytes lie (slowest first), where neither C nor Fortran order: read, then gathered into C order. */
+  readonly permutation: readonly number[] | null;
+  /** The axis its chunks cut (0, the last in Fortran order, or the permutation's first), and rows of it a chunk holds. */
   readonly axis: number;
   readonly rows: number;
   /** The references of its chunks, in order along the axis. */
@@ -75,6 +79,8 @@ function parseArray(meta: Record<string, unknown>, format: ZarrFormat, name: str
   const shape = axesOf(meta.shape, 0, `the shape of '${name}'`);
   let dtype: DType;
   let fortranOrder = false;
+  /** The axes in the order the bytes lie, where neither C nor Fortran order. */
+  let permutation: number[] | null = null;
   let chunks: number[];
   let key: (at: readonly number[]) => string;
   if (format === 2) {
@@ -105,11 +111,13 @@ function parseArray(meta: Record<string, unknown>, format: ZarrFormat, name: str
     const codecs = Array.isArray(meta.codecs) ? (meta.codecs as { name?: unknown; configuration?: Record<string, unknown> }[]) : [];
     let at = 0;
     if (codecs[0]?.name === 'transpose') {
-      const order = codecs[0].configuration?.order;
+      const given = codecs[0].configuration?.order;
       const reversed = shape.map((_, i) => shape.length - 1 - i);
-      if (order === 'F' || (Array.isArray(order) && order.length === shape.length && order.every((o, i) => o === reversed[i]))) fortranOrder = shape.length > 1;
-      else if (!(order === 'C' || (Array.isArray(order) && order.length === shape.length && order.every((o, i) => o === i))))
-        throw new NpyError('NO_COUNTERPART', `array '${name}' has a transpose codec of order ${JSON.stringify(order)}: npyts reads C and Fortran order`);
+      const order = given === 'F' ? reversed : given === 'C' ? shape.map((_, i) => i) : given;
+      if (!Array.isArray(order) || order.length !== shape.length || !shape.every((_, i) => order.includes(i)))
+        throw bad(`array '${name}' has a transpose codec whose order ${JSON.stringify(given)} is not a permutation of its ${shape.length} axes`);
+      if (shape.length > 1 && order.every((o, i) => o === reversed[i])) fortranOrder = true;
+      else if (!order.every((o, i) => o === i)) permutation = order as number[];
       at = 1;
     }
     if (codecs.length !== at + 1 || codecs[at]?.name !== 'bytes') {
@@ -128,7 +136,7 @@ function parseArray(meta: Record<string, unknown>, format: ZarrFormat, name: str
   const refused = zarrRefusal(dtype, 2);
   if (refused !== null) throw new NpyError('NO_COUNTERPART', `array '${name}': ${refused}`);
   if (chunks.length !== shape.length) throw new NpyError('BAD_SHAPE', `array '${name}' has ${shape.length} axes and chunks of ${chunks.length}`);
-  return { dtype, shape, fortranOrder, chunks, key };
+  return { dtype, shape, fortranOrder, permutation, chunks, key };
 }
 
 /**
@@ -271,6 +279,18 @@ export class ReferenceSetFile implements TensorFile {
         out.set(r.bytes ? r.bytes.subarray(0, n) : await r.source!.read(r.offset, n, { signal: options.signal }), at);
         at += n;
       }
+      let data = out;
+      if (a.permutation) {
+        // The bytes are C order of the axes in the permutation's order: each axis's stride is its place's there.
+        const p = a.permutation;
+        const stored = denseStrides(
+          p.map((k) => a.shape[k]!),
+          false,
+        );
+        const strides = a.shape.map((_, k) => stored[p.indexOf(k)]!);
+        data = new Uint8Array(allocateBuffer(out.length));
+        gather(out, data, a.shape, strides, a.dtype.itemsize);
+      }
       const header: NpyHeader = {
         version: [1, 0],
         dtype: a.dtype,
@@ -278,9 +298,9 @@ export class ReferenceSetFile implements TensorFile {
         fortranOrder: a.fortranOrder,
         dataOffset: 0,
         size,
-        dataBytes: out.length,
+        dataBytes: data.length,
       };
-      return arrayOfData(header, out.buffer, 0, { owned: true });
+      return arrayOfData(header, data.buffer, 0, { owned: true });
     } catch (e) {
       throw withWhere(e, { member: name });
     }
@@ -312,7 +332,7 @@ function sizeMismatch(name: string, length: number, chunkBytes: number, where: s
  */
 function chunksOf(name: string, a: ReturnType<typeof parseArray>, refs: ReadonlyMap<string, Ref>): RefArray {
   const n = a.shape.length;
-  const axis = a.fortranOrder ? n - 1 : 0;
+  const axis = a.permutation ? a.permutation[0]! : a.fortranOrder ? n - 1 : 0;
   for (let i = 0; i < n; i++) {
     if (i !== axis && a.shape[i]! > 0 && a.chunks[i] !== a.shape[i]) {
       throw new NpyError(
@@ -340,5 +360,5 @@ function chunksOf(name: string, a: ReturnType<typeof parseArray>, refs: Readonly
       throw bad(`the reference of ${key} is neither text nor [url, offset, length]`);
     chunks.push(ref);
   }
-  return { dtype: a.dtype, shape: a.shape, fortranOrder: a.fortranOrder, axis, rows, chunks };
+  return { dtype: a.dtype, shape: a.shape, fortranOrder: a.fortranOrder, permutation: a.permutation, axis, rows, chunks };
 }

@@ -20,6 +20,7 @@ import { isTorchArchive } from '../torch/layout.js';
 import { TorchFile } from '../torch/file.js';
 import { parseShardIndex } from '../weights/sharded.js';
 import { placeOf, type OpenWeightsOptions } from '../weights/open.js';
+import type { TensorExtent } from '../weights/tensor-file.js';
 import type { Place } from '../weights/place.js';
 import { arrayMetadata, chunkKey, groupMetadata, zarrRefusal, type ZarrFormat } from './zarr.js';
 
@@ -86,12 +87,8 @@ async function extentsOfInput(input: ReferenceInput, fallbackName: string, signa
 }
 
 /** One array found in a file: dtype, shape, order, and where its bytes start. */
-interface Extent {
+interface Extent extends TensorExtent {
   readonly name: string;
-  readonly dtype: DType;
-  readonly shape: readonly number[];
-  readonly fortranOrder: boolean;
-  readonly offset: number;
   /** The file that holds the bytes where it is not the input itself (a sharded set's shard): its path or URL. */
   readonly location?: string;
 }
@@ -344,14 +341,17 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
       seen.add(group);
     }
     const n = e.shape.length;
-    // The slowest axis: axis 0 in C order, the last in Fortran order; rows along it are contiguous.
-    const axis = e.fortranOrder ? n - 1 : 0;
+    // The slowest axis: axis 0 in C order, the last in Fortran order, the first of a permuted view's order; rows along it are contiguous.
+    const axis = e.order ? e.order[0]! : e.fortranOrder ? n - 1 : 0;
     const others = e.shape.filter((_, i) => i !== axis).reduce((a, b) => a * b, 1);
     const rowBytes = e.dtype.itemsize * others;
     const length = n === 0 ? 1 : e.shape[axis]!;
     const rows = n === 0 ? 1 : rowsPerChunk(length, rowBytes, chunkBytes);
     const chunks = e.shape.map((d, i) => (i === axis ? Math.max(rows, 1) : Math.max(d, 1)));
-    put(e.name, arrayMetadata(zarrArray(e.name, e.dtype, e.shape, e.fortranOrder, chunks), format));
+    put(
+      e.name,
+      withFileSync(file, () => arrayMetadata(zarrArray(e.name, e.dtype, e.shape, e.fortranOrder, chunks, e.order), format)),
+    );
     if (rowBytes === 0 || length === 0) continue; // an empty array: no chunk, Zarr gives the fill value for none
     for (let r = 0, k = 0; r < length; r += rows, k++) {
       const at = e.shape.map((_, i) => (i === axis ? k : 0));
@@ -361,10 +361,10 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   return { version: 1, refs };
 }
 
-function zarrArray(name: string, dtype: DType, shape: readonly number[], fortranOrder: boolean, chunks: readonly number[]) {
+function zarrArray(name: string, dtype: DType, shape: readonly number[], fortranOrder: boolean, chunks: readonly number[], order?: readonly number[]) {
   // Each array names its own axes: xarray refuses one name shared by axes of different lengths.
   const base = name.slice(name.lastIndexOf('/') + 1);
-  return { dtype, shape, fortranOrder, chunks, dimensionNames: shape.map((_, i) => `${base}_dim_${i}`), attributes: {} };
+  return { name, dtype, shape, fortranOrder, ...(order ? { order } : {}), chunks, dimensionNames: shape.map((_, i) => `${base}_dim_${i}`), attributes: {} };
 }
 
 function gcd(a: number, b: number): number {
