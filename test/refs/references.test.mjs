@@ -1,4 +1,4 @@
-// Reference sets (issue 69): each array npyts finds in a .npy, a stored .npz or a .safetensors file,
+// Reference sets (issue 69): each array npyts finds in a .npy, a stored .npz, a .safetensors file or a torch.save zip,
 // and .npy files joined along axis 0, is read through the set by the engines themselves, equal to
 // numpy's own reading bit for bit: Zarr v2 by fsspec's reference filesystem with zarr-python, xarray
 // and dask on a LocalCluster (Debian's /usr/bin/python3), Zarr v3 by tensorstore, whose zarr3 driver
@@ -7,9 +7,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { referencesOf as referencesOfAny } from '@npyts/core';
-import { referencesOf } from '@npyts/core/node';
+import { basename, join } from 'node:path';
+import { encodeNpy, openWeights as openWeightsAny, referencesOf as referencesOfAny } from '@npyts/core';
+import { openWeights, referencesOf } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { serveFiles } from '../helpers/serve-files.mjs';
@@ -58,7 +58,19 @@ w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); 
 # A bfloat16 tensor, written as safetensors writes one: no Zarr reader has a type for it.
 head = json.dumps({'w': {'dtype': 'BF16', 'shape': [2], 'data_offsets': [0, 4]}}).encode()
 head += b' ' * (-len(head) % 8)
-open(f'{d}/bf16.safetensors', 'wb').write(len(head).to_bytes(8, 'little') + head + b'\\0' * 4)`);
+open(f'{d}/bf16.safetensors', 'wb').write(len(head).to_bytes(8, 'little') + head + b'\\0' * 4)
+# A torch.save zip: tensors of several dtypes, a slice of rows of a larger storage (a storage offset),
+# a transposed view (Fortran order); other permutations (Zarr v3's transpose); a strided slice, refused.
+import torch
+g = torch.Generator().manual_seed(5)
+big = torch.randn(8, 5, generator=g)
+torch.save({'w': torch.randn(6, 4, generator=g), 'big': big, 'rows': big[2:5], 'wt': torch.randn(3, 7, generator=g).t(),
+            'i8': torch.arange(-5, 5, dtype=torch.int8), 'flags': torch.tensor([True, False, True]), 'h': torch.randn(4, generator=g).half(),
+            'z': torch.randn(3, dtype=torch.complex64, generator=g), 'n': torch.arange(12).reshape(3, 4), 'scalar': torch.tensor(2.5, dtype=torch.float64)}, f'{d}/m.pt')
+torch.save({'s': big[:, ::2]}, f'{d}/strided.pt')
+torch.save({'p': torch.randn(2, 3, 4, generator=g).permute(1, 0, 2), 'q': torch.randn(2, 3, 4, 5, generator=g).permute(2, 0, 3, 1)}, f'{d}/permuted.pt')
+# Every integer width and both byte orders, for zarrita.
+np.savez(f'{d}/ints.npz', **{k.strip('<>') + ('_be' if k[0] == '>' else ''): rng.integers(np.iinfo(k).min, np.iinfo(k).max, (5, 3), dtype=k[-2:], endpoint=True).astype(k) for k in ['i1', 'u1', '<i2', '>u2', '>i4', '<u4', '<i8', '>u8']})`);
 
 const V2_FILES = [
   'c.npy',
@@ -87,12 +99,17 @@ const V3_FILES = [
   'm.safetensors',
   'm.gguf',
   'set/model.safetensors.index.json',
+  'm.pt',
+  'permuted.pt',
 ];
 
 /** What numpy (or safetensors) reads from `file`: arrays by name, for Python to compare with. */
 const ORIGINAL = `import os
 def original(path, name):
     if path.endswith('.npz'): return {k: v for k, v in np.load(path).items()}
+    if path.endswith('.pt'):
+        import torch
+        return {k: v.numpy() for k, v in torch.load(path, weights_only=True).items()}
     if path.endswith('.gguf'):
         import gguf
         return {t.name: np.array(t.data) for t in gguf.GGUFReader(path).tensors}
@@ -185,7 +202,7 @@ print(json.dumps({k: [list(v.dims), v.values.tolist()] for k, v in ds.data_vars.
   assert.equal(xarray, { x: [['x_dim_0', 'x_dim_1'], want.x], y: [['y_dim_0'], want.y] });
 });
 
-test('Zarr v3 sets read by tensorstore (strict metadata: endian on every multi-byte type, transpose for Fortran order), equal to numpy bit for bit', async () => {
+test("Zarr v3 sets read by tensorstore (strict metadata: endian on every multi-byte type, transpose for Fortran order), equal to numpy bit for bit, a torch.save zip's tensors (a storage offset, a transposed view, permuted views) to torch.load's", async () => {
   const sets = [];
   for (const f of V3_FILES) {
     const set = await referencesOf(at(f), { chunkBytes: 40 });
@@ -208,6 +225,132 @@ for path, refs, name in json.loads(${JSON.stringify(JSON.stringify(sets))}):
         a = ts.open({'driver': 'zarr3', 'kvstore': {'driver': 'memory', 'path': k + '/'}}, context=ctx, open=True).result()
         np.save(os.path.join(${JSON.stringify(readDir)}, os.path.basename(refs) + '__' + k + '.npy'), a.read().result())`);
   assert.equal(compareRead(sets, readDir), []);
+});
+
+/** The Zarr arrays of a set (a group of arrays, some in groups), by path: what a reader is asked for. */
+const arraysOf = (set) =>
+  Object.entries(set.refs)
+    .filter(([k, v]) => (k.endsWith('/zarr.json') && JSON.parse(v).node_type === 'array') || k.endsWith('/.zarray'))
+    .map(([k]) => k.slice(0, k.lastIndexOf('/')));
+
+/**
+ * Save what zarrita read (`[set file, array, bytes of its data, shape, strides in items]`, the data in
+ * the platform's order) as `<set>__<array>.npy` in `readDir`, with the dtype numpy reads the original
+ * with (its little-endian form), for {@link compareRead}.
+ */
+function saveRead(sets, reads, readDir) {
+  const raw = scratch('npyts-refs-raw-');
+  const list = reads.map(([refs, name, bytes, shape, stride], i) => {
+    writeFileSync(join(raw, `${i}`), bytes);
+    return [refs, name, join(raw, `${i}`), shape, stride];
+  });
+  python(`${ORIGINAL}
+import os
+paths = {s[1]: [s[0], s[2]] for s in json.loads(${JSON.stringify(JSON.stringify(sets))})}
+for refs, k, raw, shape, stride in json.loads(${JSON.stringify(JSON.stringify(list))}):
+    want = little(original(*paths[refs])[k])
+    a = np.ndarray(shape, want.dtype, open(raw, 'rb').read(), strides=[s * want.dtype.itemsize for s in stride])
+    np.save(os.path.join(${JSON.stringify(readDir)}, os.path.basename(refs) + '__' + k + '.npy'), a)`);
+}
+
+// Every dtype zarrita 0.7 reads: bool, integers, float32/64 in v3 and v2, fixed-width bytes and strings
+// in v2 (not float16 in Node 20, which lacks Float16Array, nor complex or datetimes, which it lacks).
+const ZARRITA_V3 = ['c.npy', 'f.npy', 'b.npy', 'prime.npy', 'stored.npz', 'ints.npz', 'set/model.safetensors.index.json'];
+const ZARRITA_V2 = ['c.npy', 'f.npy', 'b.npy', 's.npy', 'u.npy', 'prime.npy', 'ints.npz', 'stored.npz'];
+
+/** Sets of `files` (v3 and v2) whose references are URLs under `base`, written beside them; `[original, set file, name]` each. */
+async function zarritaSets(base, files3, files2, tag) {
+  const sets = [];
+  for (const [format, files] of [
+    [3, files3],
+    [2, files2],
+  ]) {
+    for (const f of files) {
+      const set = await referencesOf(`${base}/${f}`, { zarrFormat: format, chunkBytes: 40 });
+      const out = at(`${f}.${tag}${format}.json`);
+      writeFileSync(out, JSON.stringify(set));
+      sets.push([at(f), out, f.replace(/\.npy$/, ''), set]);
+    }
+  }
+  return sets;
+}
+
+test('zarrita (Node) reads v3 and v2 sets through its reference store over HTTP, every dtype it has, equal to numpy bit for bit', async () => {
+  const zarr = await import('zarrita');
+  const { default: ReferenceStore } = await import('@zarrita/storage/ref');
+  // zarrita fetches every reference of an array at once: a server with a deep backlog (Node's) keeps up.
+  const server = await serveFiles(dir);
+  try {
+    const sets = await zarritaSets(server.base, ZARRITA_V3, ZARRITA_V2, 'zarrita');
+    const reads = [];
+    for (const [, out, , set] of sets) {
+      const store = ReferenceStore.fromSpec(set);
+      const root = zarr.root(store);
+      for (const name of arraysOf(set)) {
+        const a = await zarr.open(root.resolve(name), { kind: 'array' });
+        const { data, shape, stride } = await zarr.get(a);
+        reads.push([out, name, new Uint8Array(data.buffer, data.byteOffset, data.byteLength), shape, stride]);
+      }
+    }
+    const readDir = scratch('npyts-refs-zarrita-');
+    saveRead(sets, reads, readDir);
+    assert.equal(
+      compareRead(
+        sets.map(([p, o, n]) => [p, o, n]),
+        readDir,
+      ),
+      [],
+    );
+    // Chunks were read by range from the files themselves.
+    assert.ok(server.log.some((r) => r.path === '/set/model-00002-of-00002.safetensors' && r.range));
+  } finally {
+    await server.close();
+  }
+});
+
+test('zarrita bundled for a page reads v3 and v2 sets in Chromium over HTTP from 127.0.0.1 (float16 too: Chromium has Float16Array), equal to numpy bit for bit', async () => {
+  const { bundleForPage, pageOverData } = await import('../helpers/chromium.mjs');
+  await bundleForPage("export * as zarr from 'zarrita'; export { default as ReferenceStore } from '@zarrita/storage/ref';", at('zarrita.js'));
+  const browser = await pageOverData(dir);
+  try {
+    const sets = await zarritaSets(
+      `${browser.base}/data`,
+      ['c.npy', 'f.npy', 'b.npy', 'h.npy', 'ints.npz', 'm.safetensors'],
+      ['u.npy', 's.npy', 'h.npy', 'stored.npz'],
+      'chromium',
+    );
+    const got = await browser.page.evaluate(
+      async (sets) => {
+        const { zarr, ReferenceStore } = await import('/data/zarrita.js');
+        const out = [];
+        for (const [file, set, names] of sets) {
+          const root = zarr.root(ReferenceStore.fromSpec(set));
+          for (const name of names) {
+            const { data, shape, stride } = await zarr.get(await zarr.open(root.resolve(name), { kind: 'array' }));
+            out.push([file, name, Array.from(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)), shape, stride]);
+          }
+        }
+        return out;
+      },
+      sets.map(([, out, , set]) => [out, set, arraysOf(set)]),
+    );
+    assert.equal(browser.problems, []);
+    const readDir = scratch('npyts-refs-chromium-');
+    saveRead(
+      sets,
+      got.map(([f, n, bytes, shape, stride]) => [f, n, Uint8Array.from(bytes), shape, stride]),
+      readDir,
+    );
+    assert.equal(
+      compareRead(
+        sets.map(([p, o, n]) => [p, o, n]),
+        readDir,
+      ),
+      [],
+    );
+  } finally {
+    await browser.close();
+  }
 });
 
 test('100 .npy files joined along axis 0: one array, chunks never straddling two files; dask on a LocalCluster of 2 worker processes sums it as numpy sums np.concatenate', async () => {
@@ -237,7 +380,7 @@ print(json.dumps([total - int(want.sum()), whole.dtype == want.dtype and whole.t
   assert.ok(equal);
 });
 
-test('refused by name: a .npy cut short, a deflated member, bfloat16, a dtype Zarr v3 lacks, mismatched files to join, several files not joined, bytes without a url', async () => {
+test('refused by name: a .npy cut short, torch views that are not the array as it lies (a strided slice; a permutation in Zarr v2), a deflated member, bfloat16, a dtype Zarr v3 lacks, mismatched files to join, several files not joined, bytes without a url', async () => {
   assert.is((await npyErrorOf(() => referencesOf(at('deflated.npz')))).code, 'ZIP_UNSUPPORTED');
   assert.match((await npyErrorOf(() => referencesOf(at('deflated.npz')))).message, /np\.savez/);
   const bf16 = await npyErrorOf(() => referencesOf(at('bf16.safetensors')));
@@ -262,6 +405,12 @@ test('refused by name: a .npy cut short, a deflated member, bfloat16, a dtype Za
   // A .npy cut short: a reference past the end would give short chunks.
   writeFileSync(at('cut.npy'), (await import('node:fs')).readFileSync(at('c.npy')).subarray(0, 150));
   assert.is((await npyErrorOf(() => referencesOf(at('cut.npy')))).code, 'DATA_TRUNCATED');
+  const strided = await npyErrorOf(() => referencesOf(at('strided.pt')));
+  assert.is(strided.code, 'NO_COUNTERPART');
+  assert.match(strided.message, /tensor 's' is a strided view.*\.contiguous\(\)/);
+  const permuted = await npyErrorOf(() => referencesOf(at('permuted.pt'), { zarrFormat: 2 }));
+  assert.is(permuted.code, 'NO_COUNTERPART');
+  assert.match(permuted.message, /array 'p' lies in the order of axes 1, 0, 2 \(a permuted view\).*Zarr v3/);
   const quantized = await npyErrorOf(() => referencesOf(at('q.gguf')));
   assert.is(quantized.code, 'NO_COUNTERPART');
   assert.match(quantized.message, /quantized \(q\)/);
@@ -308,6 +457,127 @@ for path, refs, name in json.loads(sys.argv[1]):
   } finally {
     await server.close();
   }
+});
+
+test('openWeights of a set (v3 and v2, made for .npy, .npz, .safetensors, torch.save and a sharded set; paths and URLs): one weights object equal to the originals', async () => {
+  const server = await serveFiles(dir);
+  try {
+    const files = [
+      'c.npy',
+      'f.npy',
+      'b.npy',
+      'z.npy',
+      's.npy',
+      'scalar.npy',
+      'empty.npy',
+      'prime.npy',
+      'stored.npz',
+      'm.safetensors',
+      'm.pt',
+      'permuted.pt',
+      'set/model.safetensors.index.json',
+    ];
+    for (const [format, where] of [
+      [3, 'path'],
+      [2, 'path'],
+      [3, 'url'],
+    ]) {
+      const sets = [];
+      const readDir = scratch('npyts-refs-open-');
+      for (const f of files) {
+        if ((format === 3 && f === 's.npy') || (format === 2 && f === 'permuted.pt')) continue; // no v3 type for bytes, no v2 order for a permutation
+        // Chunks of 40 bytes: arrays span several references, each read and joined.
+        const set = await referencesOf(where === 'url' ? `${server.base}/${f}` : at(f), { zarrFormat: format, chunkBytes: 40 });
+        const out = at(`${f}.open${format}${where}.json`);
+        writeFileSync(out, JSON.stringify(set));
+        sets.push([at(f), out, f.replace(/\.npy$/, '')]);
+        const w = await openWeights(where === 'url' ? `${server.base}/${f}.open${format}${where}.json` : out);
+        assert.is(w.format, 'references');
+        for (const [k, a] of await w.getAll()) writeFileSync(join(readDir, `${basename(out)}__${k}.npy`), encodeNpy(a));
+        await w.close();
+      }
+      assert.equal(compareRead(sets, readDir), [], `zarr ${format}, ${where}`);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test('openWeights of a set with inline references (base64 and text, as kerchunk inlines small chunks): equal to numpy, as zarr-python reads the same set', async () => {
+  const { readFileSync } = await import('node:fs');
+  const set = await referencesOf([at('part-0.npy'), at('part-1.npy')], { concat: 0, zarrFormat: 2, chunkBytes: 96 });
+  // The first chunk as base64, the second as text (bytes below 0x80 are their own UTF-8), the rest by range.
+  const range = (ref) => readFileSync(ref[0]).subarray(ref[1], ref[1] + ref[2]);
+  set.refs['part-0/0.0'] = `base64:${range(set.refs['part-0/0.0']).toString('base64')}`;
+  const small = python(`print(json.dumps(np.arange(12, dtype='<i8').reshape(6, 2).tobytes().decode('ascii')))`);
+  set.refs['part-0/1.0'] = JSON.parse(small);
+  writeFileSync(at('inline.json'), JSON.stringify(set));
+  const w = await openWeights(at('inline.json'));
+  const got = await w.get('part-0');
+  await w.close();
+  writeFileSync(at('inline-got.npy'), encodeNpy(got));
+  const same = debianPython(
+    `import fsspec, zarr
+z = zarr.open_array(fsspec.filesystem('reference', fo=sys.argv[1]).get_mapper('part-0'), mode='r')[...]
+got = np.load(sys.argv[2])
+print(json.dumps([got.dtype == z.dtype, got.shape == z.shape, got.tobytes() == z.tobytes(), bool((got[6:12] == np.arange(12).reshape(6, 2)).all())]))`,
+    at('inline.json'),
+    at('inline-got.npy'),
+  );
+  assert.equal(JSON.parse(same), [true, true, true, true]);
+});
+
+test('openWeights of a set refuses by name: a reference outside its place, a chunk past the end of its file, a grid its references do not fill, a set as bytes without a place', async () => {
+  const base = await referencesOf(at('c.npy'), { chunkBytes: 48 });
+  const write = (name, edit) => {
+    const set = structuredClone(base);
+    edit(set.refs);
+    writeFileSync(at(name), JSON.stringify(set));
+    return at(name);
+  };
+  const outside = write('outside.json', (r) => {
+    r['c/c/1/0'][0] = '/etc/passwd';
+  });
+  assert.is((await npyErrorOf(() => openWeights(outside))).code, 'UNSAFE_PATH');
+  const up = write('up.json', (r) => {
+    r['c/c/1/0'][0] = '../c.npy';
+  });
+  assert.is((await npyErrorOf(() => openWeights(up))).code, 'UNSAFE_PATH');
+  const url = write('url.json', (r) => {
+    r['c/c/1/0'][0] = 'https://example.org/c.npy';
+  });
+  assert.is((await npyErrorOf(() => openWeights(url))).code, 'UNSAFE_PATH');
+  const past = write('past.json', (r) => {
+    r['c/c/2/0'][1] = 10_000;
+  });
+  const w = await openWeights(past);
+  const e = await npyErrorOf(() => w.get('c'));
+  await w.close();
+  assert.is(e.code, 'DATA_TRUNCATED');
+  const long = write('long.json', (r) => {
+    r['c/c/0/0'][2] += 4;
+  });
+  const w2 = await openWeights(long);
+  assert.is((await npyErrorOf(() => w2.get('c'))).code, 'BAD_SHAPE');
+  await w2.close();
+  const missing = write('missing.json', (r) => {
+    delete r['c/c/2/0'];
+  });
+  assert.is((await npyErrorOf(() => openWeights(missing))).code, 'BAD_REFERENCES');
+  const grid = write('grid.json', (r) => {
+    const m = JSON.parse(r['c/zarr.json']);
+    m.shape = [10 ** 15, 3];
+    r['c/zarr.json'] = JSON.stringify(m);
+  });
+  assert.is((await npyErrorOf(() => openWeights(grid))).code, 'BAD_REFERENCES');
+  const compressed = write('gzip.json', (r) => {
+    const m = JSON.parse(r['c/zarr.json']);
+    m.codecs.push({ name: 'gzip', configuration: { level: 1 } });
+    r['c/zarr.json'] = JSON.stringify(m);
+  });
+  assert.is((await npyErrorOf(() => openWeights(compressed))).code, 'NO_COUNTERPART');
+  const bytes = new Uint8Array((await import('node:fs')).readFileSync(at('outside.json')));
+  assert.is((await npyErrorOf(() => openWeightsAny(bytes))).code, 'BAD_OPTION');
 });
 
 test('npyts refs: the CLI writes the set (-o), with a {name} template for the URL, and one clean line for an error', async () => {

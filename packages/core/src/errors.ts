@@ -132,6 +132,8 @@ export type NpyErrorCode =
   | 'BAD_KERAS'
   /** A `.keras` file whose weights npyts does not read: `model.weights.npz` (pickled Variables, which Keras cannot load either) or sharded weights. */
   | 'KERAS_UNSUPPORTED'
+  /** A reference set (kerchunk JSON) that is malformed: not JSON, no `refs`, a version other than 1, Zarr metadata that is not an object or names an unknown order or separator, a chunk without a reference, a reference that is neither text nor `[url, offset, length]`. */
+  | 'BAD_REFERENCES'
   /** A Python pickle that is malformed or breaks a limit of the unpickler. */
   | 'BAD_PICKLE'
   /** A step a driver cannot perform: a bug in npyts, please report it. */

@@ -129,7 +129,7 @@ expectTypeOf(encodeAppendPart(appendPlan, 1, { old: bytes, rows: createArray('<f
 void planAppendParts(readHeader(bytes), {});
 expectTypeOf(weightFileKind(bytes, 0)).toEqualTypeOf<WeightFileKind>();
 // Every format of the list is a kind (derived from the list, not written out beside it).
-expectTypeOf<WeightFileKind>().toEqualTypeOf<'zip' | 'npy' | 'gguf' | 'hdf5' | 'torch-legacy' | 'safetensors' | 'index' | 'pickle' | null>();
+expectTypeOf<WeightFileKind>().toEqualTypeOf<'zip' | 'npy' | 'gguf' | 'hdf5' | 'torch-legacy' | 'safetensors' | 'references' | 'index' | 'pickle' | null>();
 expectTypeOf(isTorchArchive(await openSafetensors(bytes).then(() => ({ entries: [] })))).toEqualTypeOf<boolean>();
 
 // Formats and places (issue 55): one TensorFile shape, one format entry shape, the resolve hook.

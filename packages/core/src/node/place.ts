@@ -1,7 +1,8 @@
 /** Where a file's siblings are on disk: its folder, each sibling confined to it (symbolic links too). */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { dirname, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { NpyError } from '../errors.js';
 import type { MapMode } from '../options.js';
 import { checkSiblingName, type Place } from '../weights/place.js';
@@ -39,8 +40,21 @@ export function siblingPath(indexPath: string, name: string, what: string, flat:
  */
 export function folderPlace(path: string, flat = true, mmap?: MapMode): Place {
   const seen = new Map<string, { size: number; mtimeMs: number }>();
+  const folder = dirname(resolve(path));
   return {
-    where: dirname(resolve(path)),
+    where: folder,
+    inside(target) {
+      // An absolute path under the folder (or a file: URL of one), as a name relative to it.
+      let file = target;
+      try {
+        if (target.startsWith('file:')) file = fileURLToPath(target);
+      } catch {
+        return null; // a file: URL of another host
+      }
+      if (!isAbsolute(file)) return null;
+      const name = relative(folder, resolve(file));
+      return name === '' || name.startsWith('..') || isAbsolute(name) ? null : name.split(sep).join('/');
+    },
     check(name, what) {
       const target = siblingPath(path, name, what, flat);
       if (seen.has(name)) return;

@@ -17,8 +17,10 @@ import { SafetensorsFile } from '../safetensors/file.js';
 import { GgufFile } from '../gguf/file.js';
 import { formatOf, SNIFF_BYTES } from '../weights/formats.js';
 import { isTorchArchive } from '../torch/layout.js';
+import { TorchFile } from '../torch/file.js';
 import { parseShardIndex } from '../weights/sharded.js';
 import { placeOf, type OpenWeightsOptions } from '../weights/open.js';
+import type { TensorExtent } from '../weights/tensor-file.js';
 import type { Place } from '../weights/place.js';
 import { arrayMetadata, chunkKey, groupMetadata, zarrRefusal, type ZarrFormat } from './zarr.js';
 
@@ -85,12 +87,8 @@ async function extentsOfInput(input: ReferenceInput, fallbackName: string, signa
 }
 
 /** One array found in a file: dtype, shape, order, and where its bytes start. */
-interface Extent {
+interface Extent extends TensorExtent {
   readonly name: string;
-  readonly dtype: DType;
-  readonly shape: readonly number[];
-  readonly fortranOrder: boolean;
-  readonly offset: number;
   /** The file that holds the bytes where it is not the input itself (a sharded set's shard): its path or URL. */
   readonly location?: string;
 }
@@ -118,11 +116,13 @@ async function extentsOf(source: ByteSource, fallbackName: string, place: Place 
   }
   if (kind === 'zip') {
     const archive = await NpzArchive.open(source, { signal });
-    if (isTorchArchive(archive))
-      throw new NpyError(
-        'BAD_OPTION',
-        'reference sets of torch.save files are not made yet: convert it to .safetensors first (npyts convert IN.pt OUT.safetensors)',
-      );
+    if (isTorchArchive(archive)) {
+      // Each tensor where its storage member's bytes lie in the zip (TorchFile.extent refuses views that are not the array as it lies).
+      const file = await TorchFile.fromArchive(archive, { signal });
+      const out: Extent[] = [];
+      for (const name of file.names) out.push({ name, ...(await file.extent(name, { signal })) });
+      return out;
+    }
     const out: Extent[] = [];
     for (const [i, entry] of archive.entries.entries()) {
       const name = archive.names[i]!;
@@ -159,7 +159,7 @@ async function extentsOf(source: ByteSource, fallbackName: string, place: Place 
   }
   throw new NpyError(
     'BAD_MAGIC',
-    `reference sets are made of .npy files, stored .npz archives, .safetensors files and sets, and unquantized GGUF files; this is ${kind === null ? 'none of them' : `a ${kind} file, which they are not made of yet`}`,
+    `reference sets are made of .npy files, stored .npz archives, .safetensors files and sets, unquantized GGUF files and torch.save zips; this is ${kind === null ? 'none of them' : `a ${kind} file, which they are not made of yet`}`,
   );
 }
 
@@ -341,14 +341,17 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
       seen.add(group);
     }
     const n = e.shape.length;
-    // The slowest axis: axis 0 in C order, the last in Fortran order; rows along it are contiguous.
-    const axis = e.fortranOrder ? n - 1 : 0;
+    // The slowest axis: axis 0 in C order, the last in Fortran order, the first of a permuted view's order; rows along it are contiguous.
+    const axis = e.order ? e.order[0]! : e.fortranOrder ? n - 1 : 0;
     const others = e.shape.filter((_, i) => i !== axis).reduce((a, b) => a * b, 1);
     const rowBytes = e.dtype.itemsize * others;
     const length = n === 0 ? 1 : e.shape[axis]!;
     const rows = n === 0 ? 1 : rowsPerChunk(length, rowBytes, chunkBytes);
     const chunks = e.shape.map((d, i) => (i === axis ? Math.max(rows, 1) : Math.max(d, 1)));
-    put(e.name, arrayMetadata(zarrArray(e.name, e.dtype, e.shape, e.fortranOrder, chunks), format));
+    put(
+      e.name,
+      withFileSync(file, () => arrayMetadata(zarrArray(e.name, e.dtype, e.shape, e.fortranOrder, chunks, e.order), format)),
+    );
     if (rowBytes === 0 || length === 0) continue; // an empty array: no chunk, Zarr gives the fill value for none
     for (let r = 0, k = 0; r < length; r += rows, k++) {
       const at = e.shape.map((_, i) => (i === axis ? k : 0));
@@ -358,10 +361,10 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   return { version: 1, refs };
 }
 
-function zarrArray(name: string, dtype: DType, shape: readonly number[], fortranOrder: boolean, chunks: readonly number[]) {
+function zarrArray(name: string, dtype: DType, shape: readonly number[], fortranOrder: boolean, chunks: readonly number[], order?: readonly number[]) {
   // Each array names its own axes: xarray refuses one name shared by axes of different lengths.
   const base = name.slice(name.lastIndexOf('/') + 1);
-  return { dtype, shape, fortranOrder, chunks, dimensionNames: shape.map((_, i) => `${base}_dim_${i}`), attributes: {} };
+  return { name, dtype, shape, fortranOrder, ...(order ? { order } : {}), chunks, dimensionNames: shape.map((_, i) => `${base}_dim_${i}`), attributes: {} };
 }
 
 function gcd(a: number, b: number): number {
@@ -389,9 +392,10 @@ function withFileSync<T>(file: string, f: () => T): T {
  * The reference set of a file (or of files joined with `concat: 0`): a Zarr group, one array per
  * array or tensor, whose chunks are byte ranges of the file where it lies, for fsspec's
  * `reference://` filesystem (xarray, dask, zarr-python) and zarrita's reference store. Reads only
- * headers: one or two range requests for a URL. A `.npy`, a stored `.npz` and a `.safetensors` file
- * are read; a URL's references point at it, bytes and Blobs need `{ url }`. In Node, paths too
- * (`@npyts/core/node`). See docs/larger-than-memory.md, "Read in place with xarray, dask and zarr".
+ * headers: one or two range requests for a URL. A `.npy`, a stored `.npz`, a `.safetensors` file or
+ * sharded set, an unquantized GGUF file and a `torch.save` zip are read; a URL's references point at
+ * it, bytes and Blobs need `{ url }`. In Node, paths too (`@npyts/core/node`). `openWeights` reads a
+ * set back as one weights object. See docs/larger-than-memory.md, "Read in place with xarray, dask and zarr".
  * @example
  * const set = await referencesOf('https://example.org/data.npy', { zarrFormat: 2 });
  * // xarray.open_dataset('reference://', engine='zarr', backend_kwargs={'storage_options': {'fo': set}, 'consolidated': False})

@@ -50,6 +50,10 @@ export interface ZarrArray {
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly fortranOrder: boolean;
+  /** The axes in the order their bytes lie, where neither C nor Fortran order (a permuted view): Zarr v3's transpose only. */
+  readonly order?: readonly number[];
+  /** The array's name, for messages. */
+  readonly name?: string;
   readonly chunks: readonly number[];
   readonly dimensionNames: readonly string[];
   readonly attributes: Readonly<Record<string, unknown>>;
@@ -59,6 +63,12 @@ export interface ZarrArray {
 export function arrayMetadata(a: ZarrArray, format: ZarrFormat): Record<string, string> {
   const refused = zarrRefusal(a.dtype, format);
   if (refused !== null) throw new NpyError('NO_COUNTERPART', refused);
+  if (format === 2 && a.order) {
+    throw new NpyError(
+      'NO_COUNTERPART',
+      `array '${a.name ?? 'the array'}' lies in the order of axes ${a.order.join(', ')} (a permuted view), which Zarr v2's C and F orders do not express: use Zarr v3 (its transpose codec), or save it with .contiguous()`,
+    );
+  }
   if (format === 2) {
     return {
       '.zarray': JSON.stringify({
@@ -79,7 +89,8 @@ export function arrayMetadata(a: ZarrArray, format: ZarrFormat): Record<string, 
   const kind = a.dtype.kind;
   const codecs: unknown[] = [];
   // Fortran order is C order of the reversed axes: the transpose codec, never a copy of the data.
-  if (a.fortranOrder && a.shape.length > 1) codecs.push({ name: 'transpose', configuration: { order: a.shape.map((_, i) => a.shape.length - 1 - i) } });
+  if (a.order) codecs.push({ name: 'transpose', configuration: { order: a.order } });
+  else if (a.fortranOrder && a.shape.length > 1) codecs.push({ name: 'transpose', configuration: { order: a.shape.map((_, i) => a.shape.length - 1 - i) } });
   const multiByte = a.dtype.itemsize > (kind === 'c' ? 2 : 1);
   codecs.push({ name: 'bytes', configuration: multiByte ? { endian: a.dtype.byteOrder === '>' ? 'big' : 'little' } : {} });
   return {
@@ -105,8 +116,23 @@ export function groupMetadata(format: ZarrFormat, attributes: Readonly<Record<st
     : { 'zarr.json': JSON.stringify({ zarr_format: 3, node_type: 'group', attributes }) };
 }
 
-/** The key of the chunk at grid position `at`, relative to the array's path. */
-export function chunkKey(at: readonly number[], format: ZarrFormat): string {
-  if (format === 2) return at.length ? at.join('.') : '0';
-  return ['c', ...at].join('/');
+/**
+ * The key of the chunk at grid position `at`, relative to the array's path: Zarr v2's (`1.0`, `0` for
+ * a 0-d array) or v3's default encoding (`c/1/0`), with the separator the metadata names.
+ */
+export function chunkKey(at: readonly number[], format: ZarrFormat, separator = format === 2 ? '.' : '/'): string {
+  if (format === 2) return at.length ? at.join(separator) : '0';
+  return ['c', ...at].join(separator);
+}
+
+/**
+ * The numpy descr of a Zarr v3 core data type in the byte order of its `bytes` codec (`float32`,
+ * `big` → `>f4`), or null for a type that is not one of them.
+ */
+export function descrOfV3(dataType: string, endian: 'little' | 'big'): string | null {
+  const entry = Object.entries(V3_TYPES).find(([, name]) => name === dataType);
+  if (!entry) return null;
+  const [code] = entry;
+  const single = code === 'b1' || code === 'i1' || code === 'u1';
+  return `${single ? '|' : endian === 'big' ? '>' : '<'}${code}`;
 }

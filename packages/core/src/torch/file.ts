@@ -21,7 +21,7 @@ import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
 import { STORED, type ZipEntry } from '../npz/zip.js';
 import { unpickleFirst, unpickleWith } from '../pickle/unpickler.js';
-import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
+import type { TensorExtent, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { StorageRef, TensorRef, TorchDType, UnreadTensor, elementBytes, torchDialect } from './pickle-dialect.js';
 import { parseDescr } from '../format/dtype.js';
 import { TORCH_PICKLE } from './layout.js';
@@ -127,8 +127,11 @@ function throughAliases(name: string, aliases: ReadonlyMap<string, string>, tens
   return path;
 }
 
-/** C-order (or, with `fortran`, F-order) element strides of a shape. */
-function denseStrides(shape: readonly number[], fortran: boolean): number[] {
+/**
+ * C-order (or, with `fortran`, F-order) element strides of a shape.
+ * @internal
+ */
+export function denseStrides(shape: readonly number[], fortran: boolean): number[] {
   const out = new Array<number>(shape.length);
   let step = 1;
   for (let k = 0; k < shape.length; k++) {
@@ -143,6 +146,21 @@ function denseStrides(shape: readonly number[], fortran: boolean): number[] {
 function isDense(shape: readonly number[], strides: readonly number[], fortran: boolean): boolean {
   const want = denseStrides(shape, fortran);
   return shape.every((n, k) => n <= 1 || strides[k] === want[k]);
+}
+
+/**
+ * The order of a view's axes in its storage, slowest first, where its strides lay it out densely in
+ * some order of its axes (a `permute()` of a contiguous tensor); null where they do not.
+ */
+function permutationOf(shape: readonly number[], strides: readonly number[]): number[] | null {
+  const order = shape.map((_, k) => k).sort((a, b) => strides[b]! - strides[a]! || a - b);
+  return isDense(
+    order.map((k) => shape[k]!),
+    order.map((k) => strides[k]!),
+    false,
+  )
+    ? order
+    : null;
 }
 
 /**
@@ -304,6 +322,53 @@ export class TorchFile implements TensorFile {
   }
 
   /**
+   * Where a tensor's bytes lie in the file as they are (dtype, shape, memory order, the offset of its
+   * first element: its storage's data offset plus its storage offset): what a reference set points
+   * at. A C-ordered view of a stored storage has one, a transposed one in Fortran order, another
+   * permutation of a contiguous tensor's axes with its `order`; a view that is none of them (a strided
+   * slice, an expand()), a conj or neg flag, or a deflated storage is refused by name, with the fix
+   * (`.contiguous()`).
+   * @example
+   * await torchFile.extent('fc.weight');   // { dtype: <f4, shape: [10, 4], fortranOrder: false, offset: 1472 }
+   */
+  async extent(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<TensorExtent> {
+    try {
+      const t = this.ref(name);
+      const dtype = this.dtypeOf(name, t);
+      this.checkHeld(name, t, dtype.itemsize);
+      const refuse = (why: string) =>
+        new NpyError('NO_COUNTERPART', `tensor '${name}' ${why}, so its bytes are not the array as they lie: save it with .contiguous()`);
+      const size = t.shape.reduce((a, b) => a * b, 1);
+      const fortran = !isDense(t.shape, t.strides, false) && isDense(t.shape, t.strides, true);
+      // Another permutation of the axes of a contiguous tensor: its axes' order in the storage.
+      const order = size > 0 && !fortran && !isDense(t.shape, t.strides, false) ? permutationOf(t.shape, t.strides) : undefined;
+      if (order === null) {
+        // A slice with steps, an expand() (stride 0): not the array's bytes in any order of its axes.
+        throw refuse(`is a strided view of its storage (strides ${t.strides.join(', ')} for shape ${t.shape.join(', ')})`);
+      }
+      if (t.conj || t.neg) throw refuse(`has its ${t.conj ? 'conj' : 'neg'} flag set, applied only when it is read`);
+      const start = await this.storages.start(t.storage.key, options.signal);
+      if (start === null) throw refuse(`is in storage ${t.storage.key}, a deflated zip member`);
+      return { dtype, shape: t.shape, fortranOrder: fortran, ...(order ? { order } : {}), offset: start + t.offset * dtype.itemsize };
+    } catch (e) {
+      throw withWhere(e, { member: name });
+    }
+  }
+
+  /** The elements of its storage a view reaches (from its offset to its last element), checked to be held there. */
+  private checkHeld(name: string, t: TensorRef, itemsize: number): number {
+    const size = t.shape.reduce((a, b) => a * b, 1);
+    const span = size === 0 ? 0 : 1 + t.shape.reduce((sum, n, k) => sum + (n - 1) * t.strides[k]!, 0);
+    const key = t.storage.key;
+    const held = this.storages.size(key);
+    const need = (t.offset + span) * itemsize;
+    if (!Number.isSafeInteger(need) || held === null || need > held) {
+      throw new NpyError('DATA_TRUNCATED', `storage ${key} holds ${held ?? 0} bytes; tensor '${name}' needs ${need}`);
+    }
+    return span;
+  }
+
+  /**
    * One tensor with the values PyTorch gives: the bytes of its view of the storage and no more.
    * @example
    * const w = await torchFile.get('conv.weight');
@@ -345,12 +410,8 @@ export class TorchFile implements TensorFile {
         `tensor '${name}' repeats its ${extent} stored elements as ${size} (a view such as expand(), with stride 0): a copy of ${size * itemsize} bytes, more than npyts makes of repeated elements (${MAX_BROADCAST_BYTES}); save what you need of it with .contiguous()`,
       );
     }
+    this.checkHeld(name, t, itemsize);
     const key = t.storage.key;
-    const held = this.storages.size(key);
-    const need = (t.offset + extent) * itemsize;
-    if (!Number.isSafeInteger(need) || held === null || need > held) {
-      throw new NpyError('DATA_TRUNCATED', `storage ${key} holds ${held ?? 0} bytes; tensor '${name}' needs ${need}`);
-    }
     const fortran = !isDense(t.shape, t.strides, false) && isDense(t.shape, t.strides, true);
     const dense = fortran || isDense(t.shape, t.strides, false);
     const at = dense && size > 0 ? await this.storages.where(key, signal) : null;
@@ -541,8 +602,9 @@ class ZipStorages implements Storages {
 /**
  * The elements of a strided view, from the bytes of its extent (`span` starts at its first
  * element), into `out` in C order: an odometer over the axes, one element's bytes at a time.
+ * @internal
  */
-function gather(span: Uint8Array, out: Uint8Array, shape: readonly number[], strides: readonly number[], itemsize: number): void {
+export function gather(span: Uint8Array, out: Uint8Array, shape: readonly number[], strides: readonly number[], itemsize: number): void {
   const size = shape.reduce((a, b) => a * b, 1);
   if (size === 0) return;
   const ndim = shape.length;

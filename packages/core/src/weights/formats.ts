@@ -15,6 +15,7 @@ import { hdf5Start } from '../hdf5/signature.js';
 import type { Place } from './place.js';
 import { ShardedWeights, parseShardIndex } from './sharded.js';
 import { checkNoDuplicateKeys } from '../safetensors/strict-json.js';
+import { isReferenceSet, ReferenceSetFile } from '../refs/reader.js';
 import type { FormatOptions, TensorFile } from './tensor-file.js';
 
 /**
@@ -115,11 +116,18 @@ const indexFormat: WeightFormatEntry<'index'> = {
   },
 };
 
+/** A reference set (kerchunk's JSON, `referencesOf`'s output): its arrays read from the files it names, found through the place. */
+const referencesFormat: WeightFormatEntry<'references'> = {
+  name: 'references',
+  sniff: (b) => isReferenceSet(b),
+  open: (source, place, options) => ReferenceSetFile.open(source, place, options),
+};
+
 /**
  * The weight formats, asked in this order. A format whose bytes start with a magic goes before
  * `safetensors`, whose test is the weakest (its 8th byte is 0).
  * @example
- * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'gguf', 'hdf5', 'torch-legacy', 'safetensors', 'index', 'pickle']
+ * weightFormats.map((f) => f.name);   // ['zip', 'npy', 'gguf', 'hdf5', 'torch-legacy', 'safetensors', 'references', 'index', 'pickle']
  */
 export const weightFormats: readonly [
   typeof zipFormat,
@@ -128,9 +136,10 @@ export const weightFormats: readonly [
   typeof hdf5Format,
   typeof legacyTorchFormat,
   typeof safetensorsFormat,
+  typeof referencesFormat,
   typeof indexFormat,
   typeof pickleFormat,
-] = [zipFormat, npyFormat, ggufFormat, hdf5Format, legacyTorchFormat, safetensorsFormat, indexFormat, pickleFormat];
+] = [zipFormat, npyFormat, ggufFormat, hdf5Format, legacyTorchFormat, safetensorsFormat, referencesFormat, indexFormat, pickleFormat];
 
 /** The names of the formats of {@link weightFormats}. */
 export type WeightFormatName = (typeof weightFormats)[number]['name'];
@@ -164,7 +173,7 @@ export async function openTensorFile(source: ByteSource, place: Place | null, op
     if (!format) {
       throw new NpyError(
         'BAD_MAGIC',
-        `${name} is not a weight file npyts reads: a .npz, a torch.save file, a .safetensors file, a GGUF file, an HDF5 (Keras) file or a sharded set's index (${weightFormats.map((f) => f.name).join(', ')})`,
+        `${name} is not a weight file npyts reads: a .npz, a torch.save file, a .safetensors file, a GGUF file, an HDF5 (Keras) file, a sharded set's index or a reference set (${weightFormats.map((f) => f.name).join(', ')})`,
       );
     }
     return await format.open(source, place, options);

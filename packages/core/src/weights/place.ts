@@ -43,6 +43,12 @@ export interface Place {
   check(name: string, what: string): void;
   /** The sibling's bytes as a source (checked first); the source is the caller's to close. */
   open(name: string, options: SiblingOptions): Promise<ByteSource>;
+  /**
+   * The sibling name of `target`, an absolute path or URL (a reference set's), where it lies under
+   * the place's folder; null where it does not (or the place has no folder: a hook). The name is then
+   * checked as every sibling's is.
+   */
+  inside?(target: string): string | null;
 }
 
 /** A string that starts with a scheme (`https:`, `file:`, `data:`, a drive letter `C:`). */
@@ -145,9 +151,11 @@ function withResolveHint(e: unknown, href: string, index: string): unknown {
  * const place = urlPlace('https://h/m/model.safetensors.index.json');
  */
 export function urlPlace(url: string, flat = true): Place {
+  const folder = new URL('.', url).href;
   return {
-    where: new URL('.', url).href,
+    where: folder,
     check: (name, what) => void siblingUrl(url, name, what, flat),
+    inside: (target) => (target.startsWith(folder) && target.length > folder.length ? target.slice(folder.length) : null),
     async open(name, options) {
       const href = siblingUrl(url, name, `'${name}'`, flat);
       try {

@@ -54,6 +54,11 @@ export interface TensorExtent {
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly fortranOrder: boolean;
+  /**
+   * Where the bytes are neither C nor Fortran order, but C order of a permutation of the axes (a
+   * torch `permute()` view): the axes in the order they lie, slowest first (Zarr v3's `transpose`).
+   */
+  readonly order?: readonly number[];
   readonly offset: number;
 }
 
