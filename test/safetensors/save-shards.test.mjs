@@ -63,6 +63,15 @@ const cases = {
       ['h.1', 'float32', [8]],
     ],
   },
+  // Tied, one file: the dropped name in the file's metadata (whose key order the Rust writer leaves to its hash map).
+  tiedOne: {
+    max: '1GB',
+    tie: ['lm_head.weight', 'wte.weight'],
+    tensors: [
+      ['wte.weight', 'float32', [4, 2]],
+      ['h.0', 'float32', [8]],
+    ],
+  },
 };
 
 const made = pythonAsync(`
@@ -120,6 +129,44 @@ test('tied: one tensor under two names is saved once, the other named in the ind
   saveSafetensorsSync(out, await caseTensors('tied', false), { maxShardSize: cases.tied.max });
   sameFolders(out, join(dir, 'tied-hf'));
   assert.equal(JSON.parse(readFileSync(join(out, 'model.safetensors.index.json'), 'utf8')).metadata['wte.weight'], 'lm_head.weight');
+});
+
+test('tied in a torch.save file (one storage, two names), read lazily: saved once as huggingface_hub saves it', async () => {
+  await made;
+  const out = join(dir, 'tied-lazy');
+  const w = await caseTensors('tied', true);
+  try {
+    await saveSafetensors(out, w, { maxShardSize: cases.tied.max });
+  } finally {
+    await w.close();
+  }
+  sameFolders(out, join(dir, 'tied-hf'));
+});
+
+test('tied, one file: the same header (metadata compared as a set) and data', async () => {
+  await made;
+  const out = join(dir, 'tiedOne-ours');
+  await saveSafetensors(out, await caseTensors('tiedOne', false), { maxShardSize: cases.tiedOne.max });
+  assert.equal(readdirSync(out), ['model.safetensors']);
+  assert.equal(readdirSync(join(dir, 'tiedOne-hf')), ['model.safetensors']);
+  const parts = (p) => {
+    const b = readFileSync(p);
+    const n = Number(b.readBigUInt64LE(0));
+    const header = JSON.parse(b.subarray(8, 8 + n).toString());
+    return { header, metadata: Object.entries(header.__metadata__).sort(), data: b.subarray(8 + n), n };
+  };
+  const ours = parts(join(out, 'model.safetensors'));
+  const theirs = parts(join(dir, 'tiedOne-hf', 'model.safetensors'));
+  assert.equal(ours.metadata, theirs.metadata);
+  assert.equal(ours.metadata, [
+    ['format', 'pt'],
+    ['wte.weight', 'lm_head.weight'],
+  ]);
+  delete ours.header.__metadata__;
+  delete theirs.header.__metadata__;
+  assert.equal(ours.header, theirs.header);
+  assert.is(ours.n, theirs.n);
+  assert.ok(Buffer.compare(ours.data, theirs.data) === 0);
 });
 
 test('DIR/NAME.safetensors names the files; an earlier save of more shards is cleared as huggingface_hub clears it', async () => {

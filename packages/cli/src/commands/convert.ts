@@ -99,7 +99,7 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     // Streamed: each tensor read when its turn comes to be written (.safetensors is C order and
     // little-endian whatever --order and --byteorder say), so memory stays near the largest tensor.
     await withWeights(input, (file) => {
-      const source = { names: tensorNames(input, file), info: file.info.bind(file), get: file.get.bind(file) };
+      const source = { names: tensorNames(input, file), info: file.info.bind(file), get: file.get.bind(file), tieOf: file.tieOf.bind(file) };
       return withFileAsync(output.file, () => saveSafetensors(output.file, source, shardSize === undefined ? {} : { maxShardSize: shardSize }));
     });
     return;

@@ -72,7 +72,7 @@ export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, Asyn
  * Tensors read one at a time: a weight file from `openWeights` (any format), or anything with its
  * `names`, `info` and `get`. Only one tensor's data is held at a time while it is written.
  */
-export type SafetensorsSource = Pick<TensorFile, 'names' | 'info' | 'get'>;
+export type SafetensorsSource = Pick<TensorFile, 'names' | 'info' | 'get' | 'tieOf'>;
 
 /**
  * Write tensors as a .safetensors file that Python's `safetensors` loads, without blocking: checked
@@ -93,7 +93,7 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
     const entries: TensorEntry[] = [];
     for (const name of tensors.names) {
       const info = await tensors.info(name, { signal: options.signal });
-      entries.push({ name, dtype: info.dtype, shape: info.shape });
+      entries.push({ name, dtype: info.dtype, shape: info.shape, tie: tensors.tieOf?.(name) });
     }
     source = { entries, array: null, lazy: tensors };
   } else source = inMemory(tensors);
