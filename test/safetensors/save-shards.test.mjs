@@ -220,6 +220,32 @@ for bad in ['5MiB', '5', 'GB']:
   assert.not.ok(existsSync(join(dir, 'none', 'model.safetensors')));
 });
 
+test('npyts convert of a pytorch_model.bin.index.json set: the shards save_torch_state_dict writes of its tensors', async () => {
+  const bins = join(dir, 'bins');
+  const hf = join(dir, 'bins-hf');
+  await pythonAsync(`
+import torch, json, os
+from huggingface_hub import save_torch_state_dict, split_torch_state_dict_into_shards
+torch.manual_seed(2)
+sd = {f'layer.{i}.weight': torch.randn(4, 6) for i in range(5)}
+sd['head.bias'] = torch.randn(3).to(torch.float16)
+os.makedirs(${JSON.stringify(bins)})
+split = split_torch_state_dict_into_shards(sd, filename_pattern='pytorch_model{suffix}.bin', max_shard_size=200)
+for file, names in split.filename_to_tensors.items():
+    torch.save({n: sd[n] for n in names}, os.path.join(${JSON.stringify(bins)}, file))
+json.dump({'metadata': split.metadata, 'weight_map': split.tensor_to_filename}, open(os.path.join(${JSON.stringify(bins)}, 'pytorch_model.bin.index.json'), 'w'), indent=2)
+# The set's tensors as transformers gathers them, in the index's order, saved by huggingface_hub.
+index = json.load(open(os.path.join(${JSON.stringify(bins)}, 'pytorch_model.bin.index.json')))['weight_map']
+loaded = {f: torch.load(os.path.join(${JSON.stringify(bins)}, f), weights_only=True) for f in set(index.values())}
+os.makedirs(${JSON.stringify(hf)})
+save_torch_state_dict({n: loaded[f][n] for n, f in index.items()}, ${JSON.stringify(hf)}, max_shard_size='0.25KB')
+`);
+  const out = join(dir, 'bins-ours');
+  const r = await runCli(['convert', join(bins, 'pytorch_model.bin.index.json'), join(out, 'model.safetensors'), '--max-shard-size', '0.25KB']);
+  assert.is(r.code, 0, r.stderr);
+  sameFolders(out, hf);
+});
+
 test('npyts convert streams a .pt into shards with --max-shard-size; huggingface_hub loads them into the model', async () => {
   await made;
   const pt = join(dir, 'net.pt');
