@@ -389,6 +389,10 @@ const ortCheck = benchScript('onnxruntime-check.mjs', [join(dir, 'onnxruntime-ch
 log('onnxruntime withWeights …');
 const ortWeights = benchScript('onnxruntime-weights.mjs', [join(dir, 'onnxruntime-weights'), ...(quick ? ['--quick'] : [])]);
 
+// A ~1 GiB .pt converted to sharded .safetensors against huggingface_hub's save_torch_state_dict, time and peak RSS (bench/shards.mjs).
+log('sharded .safetensors convert …');
+const shards = benchScript('shards.mjs', [join(dir, 'shards'), ...(quick ? ['--quick'] : [])]);
+
 // A .npy written into object storage as 8 parts at once, against one PutObject (bench/parts.mjs).
 log('multipart upload (moto) …');
 const upload = benchScript('parts.mjs', [...(quick ? ['--quick'] : [])]);
@@ -494,6 +498,7 @@ const report = {
   multipart_upload: upload,
   onnxruntime_check: ortCheck,
   onnxruntime_weights: ortWeights,
+  sharded_safetensors: shards,
   keras_models: kerasModels,
   tfjs_mapped_rss: tfjsMappedRss,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
@@ -594,6 +599,9 @@ if (asJSON) {
     console.log(
       `| ${r.op} | ${ms(r.seconds)} | ${ms(r.baseline_seconds)} (${r.baseline}) | ${r.time.ratio.toFixed(2)} (${r.time.spread.map((v) => v.toFixed(2)).join('–')}) | ${(r.peak_rss / 1e6).toFixed(0)} MB | ${(r.baseline_peak_rss / 1e6).toFixed(0)} MB | ${r.rss.ratio.toFixed(2)} (${r.rss.spread.map((v) => v.toFixed(2)).join('–')}) |`,
     );
+  console.log(
+    `\nSharded .safetensors (bench/shards.mjs): ${shards.op}, a ${(shards.bytes / 1e6).toFixed(0)} MB torch.save state_dict of ${shards.tensors} float32 tensors (largest ${(shards.largest_tensor / 1e6).toFixed(0)} MB) into ${shards.files} files, against ${shards.baseline}; each a fresh process, ${shards.rounds} interleaved rounds, medians (spread). Time ${shards.seconds.toFixed(2)} s against ${shards.baseline_seconds.toFixed(2)} s: ${shards.time_ratio.toFixed(2)} × (${shards.time_ratio_spread.map((v) => v.toFixed(2)).join('–')}). Peak RSS ${(shards.peak_rss / 1e6).toFixed(0)} MB (${shards.peak_rss_spread.map((v) => (v / 1e6).toFixed(0)).join('–')}), huggingface_hub's ${(shards.baseline_peak_rss / 1e6).toFixed(0)} MB; target ≤ largest tensor + 100 MiB = ${(shards.rss_limit / 1e6).toFixed(0)} MB: ${shards.verdict === 'met' ? 'met' : '**missed**'}.`,
+  );
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
   console.log(
     "\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy's `{k: v for k, v in np.load(f).items()}` and a loop of np.load.",

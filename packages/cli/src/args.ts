@@ -25,6 +25,11 @@ Commands:
       --string-dtype           with --object: strings as numpy 2's StringDType array
       --dtype D                reading a .csv/.tsv: the dtype ('<f8' by default, as np.loadtxt;
                                a record descr takes one column per field, after a header line)
+      --max-shard-size S       for OUT.safetensors: Hugging Face's sharded layout, as huggingface_hub's
+                               save_torch_state_dict writes it (shards of at most S bytes, '5GB',
+                               '500MB', or a number; model-0000k-of-0000n.safetensors and its
+                               model.safetensors.index.json beside OUT, or OUT itself for one shard);
+                               weight files are streamed, one tensor in memory at a time
       OUT.csv / OUT.tsv        a 1-d or 2-d array, or a 1-d record array (columns under a header
                                line), as text: floats as np.savetxt(fmt='%.17g'), integers exactly
 
@@ -95,13 +100,14 @@ export const OPTIONS = {
   'chunk-bytes': { type: 'string' },
   concat: { type: 'string' },
   'zarr-format': { type: 'string' },
+  'max-shard-size': { type: 'string' },
 } as const;
 
 /** The options each command takes, beyond --help, --quiet and --allow-pickle; any other is a usage error. */
 const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   info: ['json', 'ts'],
   show: ['json', 'limit'],
-  convert: ['compress', 'store', 'ragged', 'object', 'string-dtype', 'layout', 'order', 'byteorder', 'version', 'dtype'],
+  convert: ['compress', 'store', 'ragged', 'object', 'string-dtype', 'layout', 'order', 'byteorder', 'version', 'dtype', 'max-shard-size'],
   diff: ['rtol', 'atol'],
   refs: ['output', 'url', 'chunk-bytes', 'concat', 'zarr-format'],
 };

@@ -129,7 +129,17 @@ export { isHdf5 } from './hdf5/signature.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
 export { referencesOf, type ReferenceSet, type Reference, type ReferenceOptions } from './refs/references.js';
-export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';
+export {
+  encodeSafetensors,
+  safetensorsParts,
+  safetensorsLayout,
+  type SafetensorsEntry,
+  type SafetensorsInput,
+  type SafetensorsLayout,
+  type SafetensorsParts,
+  type SafetensorsWriteOptions,
+} from './safetensors/encode.js';
+export { planShards, parseShardSize, type ShardEntry, type ShardPlan } from './safetensors/shards.js';
 export type { CrcOptions, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
 export { fflateCodec } from './npz/fflate.js';
 export { readNpy, writeNpy, type ChunkSink, type ChunkSource } from './io/stream.js';

@@ -12,7 +12,7 @@ import {
   writeBeside,
   saveNpySync,
   saveNpz,
-  saveSafetensorsSync,
+  saveSafetensors,
   openRaggedSync,
   saveObjectArrayAsRaggedSync,
   raggedToObjectArray,
@@ -22,10 +22,10 @@ import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { delimiterOf, rowsOfArray, tableBatches, tablePieces, tableToArray } from '../text-table.js';
 import { startProgress } from '../progress.js';
-import { type Io, session, UsageError, FileError, withFile, printable } from '../session.js';
+import { type Io, session, UsageError, FileError, withFile, withFileAsync, printable } from '../session.js';
 import type { Parsed } from '../args.js';
 import { type Target, target, isArchive, withArchive, loadOne, checkIsFile } from '../targets.js';
-import { isWeightFile, weightArrays } from '../weights.js';
+import { isWeightFile, tensorNames, weightArrays, withWeights } from '../weights.js';
 
 export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   if (p.positional.length !== 2) throw new UsageError('convert needs IN and OUT');
@@ -92,6 +92,18 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   const inArchive = !weightsIn && !textIn && input.member === undefined && isArchive(input.file);
   const outArchive = output.member !== undefined || /\.npz$/i.test(output.file);
 
+  const maxShardSize = p.flags.get('--max-shard-size');
+  if (maxShardSize !== undefined && !safetensorsOut) throw new UsageError('--max-shard-size is for writing OUT.safetensors');
+  const shardSize = maxShardSize === undefined ? undefined : /^\d+$/.test(String(maxShardSize)) ? Number(maxShardSize) : String(maxShardSize);
+  if (weightsIn && safetensorsOut) {
+    // Streamed: each tensor read when its turn comes to be written (.safetensors is C order and
+    // little-endian whatever --order and --byteorder say), so memory stays near the largest tensor.
+    await withWeights(input, (file) => {
+      const source = { names: tensorNames(input, file), info: file.info.bind(file), get: file.get.bind(file), tieOf: file.tieOf.bind(file) };
+      return withFileAsync(output.file, () => saveSafetensors(output.file, source, shardSize === undefined ? {} : { maxShardSize: shardSize }));
+    });
+    return;
+  }
   // Gather the arrays to write, with their names for an archive and the format version they came in.
   type Named = [name: string, array: NdArray, version: 1 | 2 | 3];
   const named = (name: string, t: Target, archive?: NpzArchive<SyncByteSource>): Named => {
@@ -155,7 +167,8 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   }
 
   if (safetensorsOut) {
-    withFile(output.file, () => saveSafetensorsSync(output.file, new Map(arrays.map(([name, a]) => [name, a]))));
+    const tensors = new Map(arrays.map(([name, a]) => [name, a]));
+    await withFileAsync(output.file, () => saveSafetensors(output.file, tensors, shardSize === undefined ? {} : { maxShardSize: shardSize }));
   } else if (outArchive) {
     if (output.member !== undefined) {
       if (arrays.length !== 1) throw new UsageError('OUT.npz:NAME takes a single array; give OUT.npz for a whole archive');

@@ -104,7 +104,12 @@ export type Step =
   /** → the arrays of region reads of open .npy files, in order (an async driver makes them together). */
   | { readonly op: 'regions'; readonly reads: readonly RegionRead[] }
   /** The operation's effect has happened: from here on, an abort no longer interrupts it. */
-  | { readonly op: 'committed' };
+  | { readonly op: 'committed' }
+  /**
+   * → what `value` resolves to: work of another source (a lazy weight file's tensor) done while the
+   * operation holds its files open. Async drivers only: a blocking one cannot wait for it.
+   */
+  | { readonly op: 'await'; readonly value: (signal: AbortSignal | undefined) => Promise<unknown> };
 
 /** An operation: yields steps, is answered with their results, returns its own. */
 export type Operation<T> = Generator<Step, T, unknown>;

@@ -166,6 +166,8 @@ async function performAsync(step: Step, signal: AbortSignal | undefined): Promis
       return inTurns(step.bytes, step.work, signal);
     case 'committed':
       return undefined;
+    case 'await':
+      return step.value(signal);
     default:
       throw cannotPerform(step);
   }

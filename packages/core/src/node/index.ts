@@ -29,6 +29,7 @@ export {
   saveSafetensorsSync,
   type SaveSafetensorsOptions,
   type SaveSafetensorsOptionsSync,
+  type SafetensorsSource,
 } from './safetensors.js';
 export { SafetensorsFile } from '../safetensors/file.js';
 export { openHdf5 } from './hdf5.js';

@@ -4,7 +4,15 @@ import { openingOver, type NpySource } from '../io/open.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import type { HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
-import { safetensorsParts, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
+import { checkedBytes, safetensorsLayout, type SafetensorsEntry, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
+import { isPatternFile, planShards } from '../safetensors/shards.js';
+import type { NdArray } from '../array/ndarray.js';
+import { NpyError } from '../errors.js';
+import { toNdArray } from '../npy.js';
+import type { TensorFile } from '../weights/tensor-file.js';
+import { mkdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { basename, dirname, join, sep } from 'node:path';
 import { writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
@@ -40,39 +48,186 @@ export function openSafetensorsSync(path: string): SafetensorsFile<SyncByteSourc
   }
 }
 
-/** Options of {@link saveSafetensorsSync}: the file's metadata, and how the file is replaced. */
-export interface SaveSafetensorsOptionsSync extends SafetensorsWriteOptions, ReplaceOptions {}
+/** Options of {@link saveSafetensorsSync}: the file's metadata, how the file is replaced, and a shard size. */
+export interface SaveSafetensorsOptionsSync extends SafetensorsWriteOptions, ReplaceOptions {
+  /**
+   * Write Hugging Face's sharded layout, as `huggingface_hub`'s `save_torch_state_dict` does, with
+   * shards of at most this many bytes (a number, or `'5GB'`, `'500MB'`: decimal units); a tensor
+   * larger than this is alone in its shard. The target is then a folder (`model-0000k-of-0000n.safetensors`
+   * and `model.safetensors.index.json` in it, or `model.safetensors` where one file holds all) or a
+   * path `DIR/NAME.safetensors` (NAME in place of `model`). Every file gets `{ format: 'pt' }`;
+   * `metadata` goes where `save_torch_state_dict` puts it (the index, or the single file). Tensors
+   * given under several names with the same data (the same array, or views of the same bytes) are
+   * written once, under the code-point-first name, the others recorded in the metadata as
+   * `name: kept` (transformers ties them again). Files of an earlier save with the same names that
+   * the new set does not have are removed once it is complete.
+   */
+  maxShardSize?: number | string;
+}
 
 /** Options of {@link saveSafetensors}. */
 export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, AsyncOptions {}
 
 /**
+ * Tensors read one at a time: a weight file from `openWeights` (any format), or anything with its
+ * `names`, `info` and `get`. Only one tensor's data is held at a time while it is written.
+ */
+export type SafetensorsSource = Pick<TensorFile, 'names' | 'info' | 'get' | 'tieOf'>;
+
+/**
  * Write tensors as a .safetensors file that Python's `safetensors` loads, without blocking: checked
- * before anything is written, written beside `path` and renamed over it when complete.
+ * before anything is written, written beside `path` and renamed over it when complete. `tensors`
+ * may be a weight file (`openWeights`): its tensors are read one at a time as they are written, so
+ * memory stays near the largest tensor. With `maxShardSize`, the sharded layout of
+ * `huggingface_hub` (see {@link SaveSafetensorsOptionsSync.maxShardSize}), each shard written beside
+ * and renamed, the index last.
  * @example
  * await saveSafetensors('model.safetensors', { 'fc.weight': w, 'fc.bias': b }, { metadata: { format: 'pt' } });
+ * await using w = await openWeights('pytorch_model.bin');
+ * await saveSafetensors('out/', w, { maxShardSize: '2GB' });   // out/model-00001-of-00003.safetensors, …
  */
-export async function saveSafetensors(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptions = {}): Promise<void> {
-  await run(savingSafetensors(path, tensors, options), options.signal, path);
+export async function saveSafetensors(path: string, tensors: SafetensorsInput | SafetensorsSource, options: SaveSafetensorsOptions = {}): Promise<void> {
+  options.signal?.throwIfAborted();
+  let source: Tensors;
+  if (isSource(tensors)) {
+    const entries: TensorEntry[] = [];
+    for (const name of tensors.names) {
+      const info = await tensors.info(name, { signal: options.signal });
+      entries.push({ name, dtype: info.dtype, shape: info.shape, tie: tensors.tieOf?.(name) });
+    }
+    source = { entries, array: null, lazy: tensors };
+  } else source = inMemory(tensors);
+  if (options.maxShardSize === undefined) {
+    await run(savingSafetensors(path, source, options), options.signal, path);
+    return;
+  }
+  const { folder, pattern } = shardTarget(path);
+  await mkdir(folder, { recursive: true });
+  await run(savingShards(folder, pattern, source, options), options.signal, path);
 }
 
 /**
- * {@link saveSafetensors}, blocking.
+ * {@link saveSafetensors}, blocking (tensors held in memory).
  * @example
  * saveSafetensorsSync('model.safetensors', { w });
  */
 export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync = {}): void {
-  runSync(savingSafetensors(path, tensors, options), path);
+  const source = inMemory(tensors);
+  if (options.maxShardSize === undefined) {
+    runSync(savingSafetensors(path, source, options), path);
+    return;
+  }
+  const { folder, pattern } = shardTarget(path);
+  mkdirSync(folder, { recursive: true });
+  runSync(savingShards(folder, pattern, source, options), path);
 }
 
-function* savingSafetensors(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync): Operation<void> {
-  const { header, bodies } = safetensorsParts(tensors, options); // checked before the file beside is made
+interface TensorEntry extends SafetensorsEntry {
+  /** What its data is, for ties: equal keys are the same bytes. */
+  readonly tie?: unknown;
+}
+
+/** Tensors to write: their names, dtypes and shapes now, their data when asked (held, or read from `lazy`). */
+interface Tensors {
+  readonly entries: readonly TensorEntry[];
+  readonly array: ((name: string) => NdArray) | null;
+  readonly lazy?: SafetensorsSource;
+}
+
+function isSource(x: SafetensorsInput | SafetensorsSource): x is SafetensorsSource {
+  // A tensor record's values are arrays or specs, never functions: a `get` function is a source's.
+  return !(x instanceof Map) && typeof (x as { get?: unknown }).get === 'function' && Array.isArray((x as { names?: unknown }).names);
+}
+
+/** Tensors held in memory; two names whose data is the same bytes (same buffer, offset, length, dtype, shape) are tied. */
+function inMemory(input: SafetensorsInput): Tensors {
+  const arrays = new Map<string, NdArray>();
+  const regions = new Map<ArrayBufferLike, Map<string, object>>();
+  const entries = (input instanceof Map ? [...input.entries()] : Object.entries(input)).map(([name, value]): TensorEntry => {
+    if (name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
+    const array = toNdArray(value);
+    arrays.set(name, array);
+    let tie: object | undefined;
+    const data: unknown = array.data;
+    if (ArrayBuffer.isView(data) && data.byteLength > 0) {
+      const key = `${data.byteOffset}:${data.byteLength}:${array.dtype.str}:${array.order}:${array.shape.join(',')}`;
+      let inBuffer = regions.get(data.buffer);
+      if (!inBuffer) regions.set(data.buffer, (inBuffer = new Map()));
+      tie = inBuffer.get(key);
+      if (!tie) inBuffer.set(key, (tie = {}));
+    }
+    return { name, dtype: array.dtype, shape: array.shape, tie };
+  });
+  return { entries, array: (name) => arrays.get(name)! };
+}
+
+/** The folder and file names of a sharded save: `DIR/NAME.safetensors` names its pattern; any other path is the folder. */
+function shardTarget(path: string): { folder: string; pattern: { prefix: string; suffix: string } } {
+  const file = basename(path);
+  if (/\.safetensors$/.test(file) && !path.endsWith('/') && !path.endsWith(sep)) {
+    return { folder: dirname(path), pattern: { prefix: file.slice(0, -'.safetensors'.length), suffix: '.safetensors' } };
+  }
+  return { folder: path, pattern: { prefix: 'model', suffix: '.safetensors' } };
+}
+
+/** One file's tensors written: the header, then each tensor's bytes, read one at a time. */
+function* writingFile(path: string, tensors: Tensors, names: readonly string[], options: SaveSafetensorsOptionsSync): Operation<void> {
+  const byName = new Map(tensors.entries.map((e) => [e.name, e]));
+  const { header, order } = safetensorsLayout(
+    names.map((n) => byName.get(n)!),
+    options,
+  ); // checked before the file beside is made
+  const lazy = tensors.lazy;
   yield* writingBeside(
     path,
     function* (file: FileRef) {
       yield { op: 'write', file, bytes: header, at: null };
-      for (const bytes of bodies) if (bytes.length) yield { op: 'write', file, bytes, at: null };
+      for (const at of order) {
+        const array = tensors.array ? tensors.array(at.name) : ((yield { op: 'await', value: (signal) => lazy!.get(at.name, { signal }) }) as NdArray);
+        const bytes = checkedBytes(array, at);
+        if (bytes.length) yield { op: 'write', file, bytes, at: null };
+      }
     },
     options,
   );
+}
+
+function* savingSafetensors(path: string, tensors: Tensors, options: SaveSafetensorsOptionsSync): Operation<void> {
+  yield* writingFile(
+    path,
+    tensors,
+    tensors.entries.map((e) => e.name),
+    options,
+  );
+}
+
+function* savingShards(folder: string, pattern: { prefix: string; suffix: string }, tensors: Tensors, options: SaveSafetensorsOptionsSync): Operation<void> {
+  const plan = planShards(
+    tensors.entries.map((e) => ({ name: e.name, bytes: e.shape.reduce((n, d) => n * d, e.dtype.itemsize), tie: e.tie })),
+    options.maxShardSize,
+    { pattern, ...(options.metadata ? { metadata: options.metadata } : {}) },
+  );
+  // Every file's header is checked (names, dtypes) before the first is written.
+  const byName = new Map(tensors.entries.map((e) => [e.name, e]));
+  for (const f of plan.files)
+    safetensorsLayout(
+      f.tensors.map((n) => byName.get(n)!),
+      { metadata: plan.fileMetadata },
+    );
+  for (const f of plan.files) yield* writingFile(join(folder, f.name), tensors, f.tensors, { ...options, metadata: plan.fileMetadata });
+  const written = new Set(plan.files.map((f) => f.name));
+  const index = plan.index;
+  if (index) {
+    written.add(index.name);
+    yield* writingBeside(
+      join(folder, index.name),
+      function* (file: FileRef) {
+        yield { op: 'write', file, bytes: index.bytes, at: null };
+      },
+      options,
+    );
+  }
+  // An earlier save's files that this one does not replace (a stale index beside a single file, shards past the new count).
+  const names = (yield { op: 'list', path: folder }) as string[] | null;
+  for (const name of names ?? []) if (!written.has(name) && isPatternFile(name, pattern)) yield { op: 'remove', path: join(folder, name) };
 }

@@ -9,6 +9,7 @@ import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
 import { checkWrittenName, namedObject } from '../array/safe-object.js';
 import type { TypedArray } from '../format/js-types.js';
+import type { DType } from '../format/dtype.js';
 import { toNdArray, type ArraySpec } from '../npy.js';
 import { LENGTH_BYTES, safetensorsDTypeName } from './header.js';
 
@@ -53,6 +54,94 @@ export interface SafetensorsParts {
   readonly size: number;
 }
 
+/** One tensor of a header: its name, dtype and shape (C order), its data not needed yet. */
+export interface SafetensorsEntry {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+/** A file's header and where each tensor's bytes go, in the order they are written. */
+export interface SafetensorsLayout {
+  readonly header: Uint8Array;
+  /** Tensors in the order their bytes follow the header, with their byte range in the data. */
+  readonly order: readonly { readonly name: string; readonly begin: number; readonly end: number }[];
+  /** Bytes of the whole file. */
+  readonly size: number;
+}
+
+function checkMetadata(metadata: Record<string, string> | undefined): void {
+  if (metadata === undefined) return;
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new NpyError('BAD_OPTION', 'metadata must be an object of strings');
+  for (const [k, v] of Object.entries(metadata)) {
+    if (typeof v !== 'string') throw new NpyError('BAD_OPTION', `metadata '${k}' must be a string, not ${typeof v}`);
+    checkWrittenName(k, 'metadata key');
+    checkWrittenName(v, `metadata '${k}'`);
+  }
+}
+
+/**
+ * The header of a .safetensors file from its tensors' names, dtypes and shapes alone, checked:
+ * names once each and not `__metadata__`, dtypes the format has, metadata of strings. What a
+ * streamed write needs before it reads any tensor's data.
+ * @example
+ * const { header, order } = safetensorsLayout([{ name: 'w', dtype: dtype('<f4'), shape: [2, 3] }]);
+ */
+export function safetensorsLayout(tensors: readonly SafetensorsEntry[], options: SafetensorsWriteOptions = {}): SafetensorsLayout {
+  const metadata = options.metadata;
+  checkMetadata(metadata);
+  const stored = tensors.map((t) => {
+    if (t.name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
+    checkWrittenName(t.name, 'tensor name');
+    const name = safetensorsDTypeName(t.dtype);
+    if (name === null) {
+      throw new NpyError(
+        'NO_COUNTERPART',
+        `'${t.name}' is ${t.dtype.name}, which safetensors cannot hold (it holds bool, integers, float16/32/64, bfloat16, float8 and complex64)`,
+      );
+    }
+    return { entry: t, stored: name };
+  });
+  stored.sort(
+    (a, b) => DTYPE_ORDER.indexOf(b.stored) - DTYPE_ORDER.indexOf(a.stored) || (a.entry.name < b.entry.name ? -1 : a.entry.name > b.entry.name ? 1 : 0),
+  );
+  // No prototype: a tensor named '__proto__' is a name like any other (on `{}` it would set the
+  // prototype and vanish from the header, its bytes written all the same).
+  const entries = namedObject<unknown>();
+  if (metadata !== undefined) entries.__metadata__ = metadata;
+  const order: { name: string; begin: number; end: number }[] = [];
+  let at = 0;
+  for (const { entry, stored: dtype } of stored) {
+    if (Object.hasOwn(entries, entry.name)) throw new NpyError('NAME_CLASH', `the tensor name '${entry.name}' is given twice`);
+    const bytes = entry.shape.reduce((n, d) => n * d, entry.dtype.itemsize);
+    entries[entry.name] = { dtype, shape: [...entry.shape], data_offsets: [at, at + bytes] };
+    order.push({ name: entry.name, begin: at, end: at + bytes });
+    at += bytes;
+  }
+  const jsonBytes = new TextEncoder().encode(JSON.stringify(entries));
+  const padded = Math.ceil(jsonBytes.length / 8) * 8;
+  const header = new Uint8Array(LENGTH_BYTES + padded);
+  new DataView(header.buffer).setBigUint64(0, BigInt(padded), true);
+  header.set(jsonBytes, LENGTH_BYTES);
+  header.fill(0x20, LENGTH_BYTES + jsonBytes.length);
+  return { header, order, size: header.length + at };
+}
+
+/** A tensor's bytes as a .safetensors file stores them: C order, little-endian (a view where the data is so already). */
+export function safetensorsBytes(array: NdArray): Uint8Array {
+  const c = toOrder(array, 'C');
+  return dataToBytes(c.dtype.withByteOrder('<'), c.data as TypedArray);
+}
+
+/** A tensor's bytes, checked to fill the range its header gives (a source whose data is not its info's shape is refused). */
+export function checkedBytes(array: NdArray, at: { readonly name: string; readonly begin: number; readonly end: number }): Uint8Array {
+  const bytes = safetensorsBytes(array);
+  if (bytes.length !== at.end - at.begin) {
+    throw new NpyError('SHAPE_MISMATCH', `tensor '${at.name}' has ${bytes.length} bytes where its header gives ${at.end - at.begin}`);
+  }
+  return bytes;
+}
+
 /**
  * The pieces of a .safetensors file, checked before any is made: names once each and not
  * `__metadata__`, dtypes the format has (bool, integers, float16/32/64, bfloat16, float8, complex64),
@@ -61,52 +150,17 @@ export interface SafetensorsParts {
  * const { header, bodies } = safetensorsParts({ w: array });
  */
 export function safetensorsParts(input: SafetensorsInput, options: SafetensorsWriteOptions = {}): SafetensorsParts {
-  const metadata = options.metadata;
-  if (metadata !== undefined) {
-    if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new NpyError('BAD_OPTION', 'metadata must be an object of strings');
-    for (const [k, v] of Object.entries(metadata)) {
-      if (typeof v !== 'string') throw new NpyError('BAD_OPTION', `metadata '${k}' must be a string, not ${typeof v}`);
-      checkWrittenName(k, 'metadata key');
-      checkWrittenName(v, `metadata '${k}'`);
-    }
-  }
   const named = input instanceof Map ? [...input.entries()] : Object.entries(input);
-  const tensors = named.map(([name, value]) => {
+  const arrays = new Map<string, NdArray>();
+  const entries = named.map(([name, value]): SafetensorsEntry => {
     if (name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
-    checkWrittenName(name, 'tensor name');
     const array = toNdArray(value);
-    const stored = safetensorsDTypeName(array.dtype);
-    if (stored === null) {
-      throw new NpyError(
-        'NO_COUNTERPART',
-        `'${name}' is ${array.dtype.name}, which safetensors cannot hold (it holds bool, integers, float16/32/64, bfloat16, float8 and complex64)`,
-      );
-    }
-    return { name, stored, array };
+    arrays.set(name, array);
+    return { name, dtype: array.dtype, shape: array.shape };
   });
-  tensors.sort((a, b) => DTYPE_ORDER.indexOf(b.stored) - DTYPE_ORDER.indexOf(a.stored) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  // No prototype: a tensor named '__proto__' is a name like any other (on `{}` it would set the
-  // prototype and vanish from the header, its bytes written all the same).
-  const entries = namedObject<unknown>();
-  if (metadata !== undefined) entries.__metadata__ = metadata;
-  const bodies: Uint8Array[] = [];
-  let at = 0;
-  for (const t of tensors) {
-    const c = toOrder(t.array, 'C');
-    // Little-endian, as the format stores: a view where the data is native already.
-    const body = dataToBytes(c.dtype.withByteOrder('<'), c.data as TypedArray);
-    entries[t.name] = { dtype: t.stored, shape: c.shape, data_offsets: [at, at + body.length] };
-    at += body.length;
-    bodies.push(body);
-  }
-  const json = JSON.stringify(entries);
-  const jsonBytes = new TextEncoder().encode(json);
-  const padded = Math.ceil(jsonBytes.length / 8) * 8;
-  const header = new Uint8Array(LENGTH_BYTES + padded);
-  new DataView(header.buffer).setBigUint64(0, BigInt(padded), true);
-  header.set(jsonBytes, LENGTH_BYTES);
-  header.fill(0x20, LENGTH_BYTES + jsonBytes.length);
-  return { header, bodies, size: header.length + at };
+  const { header, order, size } = safetensorsLayout(entries, options);
+  const bodies = order.map((t) => checkedBytes(arrays.get(t.name)!, t));
+  return { header, bodies, size };
 }
 
 /**

@@ -295,6 +295,19 @@ export class TorchFile implements TensorFile {
   }
 
   /**
+   * What a tensor shares with the other names that are the same whole storage seen whole, in the
+   * same dtype and shape (tied weights: `lm_head.weight` and `wte.weight`): equal for those names
+   * (`save_torch_state_dict` saves them once), undefined for a tensor that is a part of its storage.
+   */
+  tieOf(name: string): unknown {
+    const t = this.tensors.get(name);
+    if (!(t instanceof TensorRef) || t.offset !== 0 || t.conj || t.neg || !t.dtype.dtype || !isDense(t.shape, t.strides, false)) return undefined;
+    const bytes = t.shape.reduce((a, b) => a * b, t.dtype.dtype.itemsize);
+    if (bytes === 0 || this.storages.size(t.storage.key) !== bytes) return undefined;
+    return `${t.storage.key}\0${t.dtype.name}\0${t.shape.join(',')}`;
+  }
+
+  /**
    * A tensor's dtype and shape, from the pickle; over a map, also whether get() copies it, for which
    * its storage's local header is read (once) where it is a stored zip member.
    */

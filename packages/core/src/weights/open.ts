@@ -66,6 +66,11 @@ export class WeightFile implements TensorFile, AsyncDisposable {
     return this.names.includes(name) ? name : null;
   }
 
+  /** What the names holding the same data share (tied torch weights), or undefined: see {@link TensorFile.tieOf}. */
+  tieOf(name: string): unknown {
+    return this.file.tieOf?.(name);
+  }
+
   /** A tensor's dtype and shape, without reading its data. */
   async info(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<TensorInfo> {
     return this.file.info(name, options);

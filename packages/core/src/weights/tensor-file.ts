@@ -79,6 +79,12 @@ export interface TensorFile {
   readonly metadataTypes?: Readonly<Record<string, string>> | undefined;
   /** The tensor name a key names (a .npz member's `w.npy` is `w`), or null for none; where absent, a name of `names`. */
   keyOf?(name: string): string | null;
+  /**
+   * An identity that the names holding the same data share (a torch storage saved under two names:
+   * tied weights), for writers that save such data once; undefined where the tensor shares none or
+   * the format does not tell. Absent: the format does not tell.
+   */
+  tieOf?(name: string): unknown;
   /** A tensor's dtype and shape, without reading its data (a sharded set may read its shard's header). */
   info(name: string, options?: { signal?: AbortSignal | undefined }): TensorInfo | Promise<TensorInfo>;
   /** One tensor: only its bytes are read. */

@@ -1,0 +1,273 @@
+// Sharded .safetensors written (issue 70): `saveSafetensors(target, weights, { maxShardSize })`
+// writes the files huggingface_hub's save_torch_state_dict writes for the same tensors, byte for
+// byte, each rule of its split checked against the real function at test time.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseShardSize } from '@npyts/core';
+import { loadWeights, openWeights, saveSafetensors, saveSafetensorsSync } from '@npyts/core/node';
+import { pythonAsync, runCli, scratch } from '../helpers/numpy.mjs';
+import { refusedWith } from '../helpers/refusal.mjs';
+
+const dir = scratch('npyts-save-shards-');
+
+// Each case: tensors (name, dtype, shape, in insertion order) and a shard size; Python saves them
+// with torch.save (what npyts reads) and with save_torch_state_dict (what npyts must write).
+const cases = {
+  // A shard closes when the next tensor would pass the limit; dtypes mixed (each shard's header orders them).
+  order: {
+    max: 64,
+    tensors: [
+      ['z.w', 'float32', [10]],
+      ['a.w', 'float16', [12]],
+      ['m.b', 'bfloat16', [20]],
+      ['b', 'int64', [2]],
+      ['flag', 'bool', [8]],
+    ],
+  },
+  // A tensor over the limit is alone, numbered before the shard still filling.
+  oversize: {
+    max: 40,
+    tensors: [
+      ['a', 'float32', [4]],
+      ['big', 'float32', [25]],
+      ['b', 'float32', [4]],
+      ['c', 'float32', [4]],
+    ],
+  },
+  // One shard: model.safetensors, no index ("5GB", the default size, as a string).
+  single: {
+    max: '5GB',
+    tensors: [
+      ['x', 'float32', [3, 2]],
+      ['y', 'int32', [5]],
+    ],
+  },
+  // Names the index escapes as Python's json.dump does (ensure_ascii), a size string with spaces and lower case.
+  names: {
+    max: ' 0.05 kb',
+    tensors: [
+      ['café.wéight', 'float32', [8]],
+      ['\u{1F600}', 'float32', [8]],
+      ['q"\\', 'float32', [8]],
+    ],
+  },
+  // Tied weights (one tensor under two names): saved once, the other name in the index's metadata.
+  tied: {
+    max: 48,
+    tie: ['lm_head.weight', 'wte.weight'],
+    tensors: [
+      ['wte.weight', 'float32', [4, 2]],
+      ['h.0', 'float32', [8]],
+      ['h.1', 'float32', [8]],
+    ],
+  },
+  // Tied, one file: the dropped name in the file's metadata (whose key order the Rust writer leaves to its hash map).
+  tiedOne: {
+    max: '1GB',
+    tie: ['lm_head.weight', 'wte.weight'],
+    tensors: [
+      ['wte.weight', 'float32', [4, 2]],
+      ['h.0', 'float32', [8]],
+    ],
+  },
+};
+
+const made = pythonAsync(`
+import torch, json, os
+from huggingface_hub import save_torch_state_dict
+torch.manual_seed(7)
+cases = json.loads(${JSON.stringify(JSON.stringify(cases))})
+for name, case in cases.items():
+    sd = {}
+    for n, dtype, shape in case['tensors']:
+        dt = getattr(torch, dtype)
+        t = torch.randn(shape) * 100
+        sd[n] = t > 0 if dtype == 'bool' else t.to(dt)
+    if 'tie' in case:
+        sd[case['tie'][0]] = sd[case['tie'][1]]
+    torch.save(sd, os.path.join(${JSON.stringify(dir)}, name + '.pt'))
+    out = os.path.join(${JSON.stringify(dir)}, name + '-hf')
+    os.makedirs(out)
+    save_torch_state_dict(sd, out, max_shard_size=case['max'])
+`);
+
+/** The tensors of a case as npyts reads its torch.save file: lazily, or in memory with its ties. */
+async function caseTensors(name, lazy) {
+  const pt = join(dir, `${name}.pt`);
+  if (lazy) return openWeights(pt);
+  const map = await loadWeights(pt);
+  const tie = cases[name].tie;
+  if (tie) map.set(tie[0], map.get(tie[1])); // the same array under two names, in torch's order
+  return map;
+}
+
+function sameFolders(ours, theirs) {
+  const names = readdirSync(theirs).sort();
+  assert.equal(readdirSync(ours).sort(), names);
+  for (const f of names) assert.ok(Buffer.compare(readFileSync(join(ours, f)), readFileSync(join(theirs, f))) === 0, `${f} differs from huggingface_hub's`);
+}
+
+for (const name of ['order', 'oversize', 'names', 'single']) {
+  test(`${name}: the files save_torch_state_dict writes, byte for byte (from a lazy weight file)`, async () => {
+    await made;
+    const out = join(dir, `${name}-ours`);
+    const w = await caseTensors(name, true);
+    try {
+      await saveSafetensors(out, w, { maxShardSize: cases[name].max });
+    } finally {
+      await w.close();
+    }
+    sameFolders(out, join(dir, `${name}-hf`));
+  });
+}
+
+test('tied: one tensor under two names is saved once, the other named in the index (sync, in memory)', async () => {
+  await made;
+  const out = join(dir, 'tied-ours');
+  saveSafetensorsSync(out, await caseTensors('tied', false), { maxShardSize: cases.tied.max });
+  sameFolders(out, join(dir, 'tied-hf'));
+  assert.equal(JSON.parse(readFileSync(join(out, 'model.safetensors.index.json'), 'utf8')).metadata['wte.weight'], 'lm_head.weight');
+});
+
+test('tied in a torch.save file (one storage, two names), read lazily: saved once as huggingface_hub saves it', async () => {
+  await made;
+  const out = join(dir, 'tied-lazy');
+  const w = await caseTensors('tied', true);
+  try {
+    await saveSafetensors(out, w, { maxShardSize: cases.tied.max });
+  } finally {
+    await w.close();
+  }
+  sameFolders(out, join(dir, 'tied-hf'));
+});
+
+test('tied, one file: the same header (metadata compared as a set) and data', async () => {
+  await made;
+  const out = join(dir, 'tiedOne-ours');
+  await saveSafetensors(out, await caseTensors('tiedOne', false), { maxShardSize: cases.tiedOne.max });
+  assert.equal(readdirSync(out), ['model.safetensors']);
+  assert.equal(readdirSync(join(dir, 'tiedOne-hf')), ['model.safetensors']);
+  const parts = (p) => {
+    const b = readFileSync(p);
+    const n = Number(b.readBigUInt64LE(0));
+    const header = JSON.parse(b.subarray(8, 8 + n).toString());
+    return { header, metadata: Object.entries(header.__metadata__).sort(), data: b.subarray(8 + n), n };
+  };
+  const ours = parts(join(out, 'model.safetensors'));
+  const theirs = parts(join(dir, 'tiedOne-hf', 'model.safetensors'));
+  assert.equal(ours.metadata, theirs.metadata);
+  assert.equal(ours.metadata, [
+    ['format', 'pt'],
+    ['wte.weight', 'lm_head.weight'],
+  ]);
+  delete ours.header.__metadata__;
+  delete theirs.header.__metadata__;
+  assert.equal(ours.header, theirs.header);
+  assert.is(ours.n, theirs.n);
+  assert.ok(Buffer.compare(ours.data, theirs.data) === 0);
+});
+
+test('DIR/NAME.safetensors names the files; an earlier save of more shards is cleared as huggingface_hub clears it', async () => {
+  await made;
+  const out = join(dir, 'named');
+  mkdirSync(out);
+  for (const f of ['w-00001-of-00003.safetensors', 'w-00003-of-00003.safetensors', 'w.safetensors.index.json', 'keep.txt', 'w.safetensors.bak'])
+    writeFileSync(join(out, f), 'old');
+  await saveSafetensors(join(out, 'w.safetensors'), await caseTensors('oversize', false), { maxShardSize: cases.oversize.max });
+  assert.equal(readdirSync(out).sort(), [
+    'keep.txt',
+    'w-00001-of-00003.safetensors',
+    'w-00002-of-00003.safetensors',
+    'w-00003-of-00003.safetensors',
+    'w.safetensors.bak',
+    'w.safetensors.index.json',
+  ]);
+  for (const f of readdirSync(join(dir, 'oversize-hf')).filter((f) => !f.endsWith('.json')))
+    assert.ok(readFileSync(join(out, f.replace(/^model/, 'w'))).length === readFileSync(join(dir, 'oversize-hf', f)).length, f);
+  // Now one file: the stale shards and index go.
+  await saveSafetensors(join(out, 'w.safetensors'), await caseTensors('oversize', false), { maxShardSize: '1GB' });
+  assert.equal(readdirSync(out).sort(), ['keep.txt', 'w.safetensors', 'w.safetensors.bak']);
+});
+
+test('size strings read as parse_size_to_int reads them; what it refuses is refused', async () => {
+  const sizes = ['5GB', '1.5gb', ' 2 KB ', '0.001TB', '3MB', '.5KB', '1e3KB', '12.34567MB'];
+  const want = JSON.parse(
+    await pythonAsync(`
+import json
+from huggingface_hub.serialization._base import parse_size_to_int
+print(json.dumps([parse_size_to_int(s) for s in ${JSON.stringify(sizes)}]))
+for bad in ['5MiB', '5', 'GB']:
+    try:
+        parse_size_to_int(bad)
+        raise SystemExit(bad + ' was accepted')
+    except ValueError:
+        pass
+`),
+  );
+  assert.equal(
+    sizes.map((s) => parseShardSize(s)),
+    want,
+  );
+  for (const bad of ['5MiB', '5', 'GB'])
+    assert.throws(
+      () => parseShardSize(bad),
+      (e) => e.code === 'BAD_OPTION',
+      bad,
+    );
+  await refusedWith(saveSafetensors(join(dir, 'none'), new Map(), { maxShardSize: 10 }), 'BAD_OPTION', /no tensors/);
+  assert.not.ok(existsSync(join(dir, 'none', 'model.safetensors')));
+});
+
+test('npyts convert of a pytorch_model.bin.index.json set: the shards save_torch_state_dict writes of its tensors', async () => {
+  const bins = join(dir, 'bins');
+  const hf = join(dir, 'bins-hf');
+  await pythonAsync(`
+import torch, json, os
+from huggingface_hub import save_torch_state_dict, split_torch_state_dict_into_shards
+torch.manual_seed(2)
+sd = {f'layer.{i}.weight': torch.randn(4, 6) for i in range(5)}
+sd['head.bias'] = torch.randn(3).to(torch.float16)
+os.makedirs(${JSON.stringify(bins)})
+split = split_torch_state_dict_into_shards(sd, filename_pattern='pytorch_model{suffix}.bin', max_shard_size=200)
+for file, names in split.filename_to_tensors.items():
+    torch.save({n: sd[n] for n in names}, os.path.join(${JSON.stringify(bins)}, file))
+json.dump({'metadata': split.metadata, 'weight_map': split.tensor_to_filename}, open(os.path.join(${JSON.stringify(bins)}, 'pytorch_model.bin.index.json'), 'w'), indent=2)
+# The set's tensors as transformers gathers them, in the index's order, saved by huggingface_hub.
+index = json.load(open(os.path.join(${JSON.stringify(bins)}, 'pytorch_model.bin.index.json')))['weight_map']
+loaded = {f: torch.load(os.path.join(${JSON.stringify(bins)}, f), weights_only=True) for f in set(index.values())}
+os.makedirs(${JSON.stringify(hf)})
+save_torch_state_dict({n: loaded[f][n] for n, f in index.items()}, ${JSON.stringify(hf)}, max_shard_size='0.25KB')
+`);
+  const out = join(dir, 'bins-ours');
+  const r = await runCli(['convert', join(bins, 'pytorch_model.bin.index.json'), join(out, 'model.safetensors'), '--max-shard-size', '0.25KB']);
+  assert.is(r.code, 0, r.stderr);
+  sameFolders(out, hf);
+});
+
+test('npyts convert streams a .pt into shards with --max-shard-size; huggingface_hub loads them into the model', async () => {
+  await made;
+  const pt = join(dir, 'net.pt');
+  await pythonAsync(`
+import torch
+torch.manual_seed(1)
+net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+torch.save(net.state_dict(), ${JSON.stringify(pt)})
+`);
+  const out = join(dir, 'net-st');
+  const r = await runCli(['convert', pt, join(out, 'model.safetensors'), '--max-shard-size', '300']);
+  assert.is(r.code, 0, r.stderr);
+  assert.ok(existsSync(join(out, 'model.safetensors.index.json')));
+  await pythonAsync(`
+import torch
+from huggingface_hub import load_torch_model
+net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+load_torch_model(net, ${JSON.stringify(out)}, strict=True)
+want = torch.load(${JSON.stringify(pt)}, weights_only=True)
+for k, v in net.state_dict().items():
+    assert torch.equal(v, want[k]), k
+`);
+});
+
+test.run();
