@@ -9,7 +9,8 @@
 // reports on stderr, as `npm pack --json` keeps stdout for its own answer.
 'use strict';
 const { spawnSync } = require('node:child_process');
-const { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } = require('node:fs');
+const { createHash } = require('node:crypto');
+const { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } = require('node:fs');
 const { arch: hostArch, tmpdir } = require('node:os');
 const { join } = require('node:path');
 
@@ -60,6 +61,27 @@ if (!tools) {
   console.error(`@npyts/native prebuild: ${target.name}: no ${target.triple}-gcc and ${target.triple}-g++ on PATH (Debian: apt-get install gcc-${target.triple} g++-${target.triple}); not packed`);
   process.exit(1);
 }
+// What the binary is built from: the sources and this script, the target, the compiler and the
+// libdeflate it would link, the Node headers. A binary built from exactly these (its digest beside it,
+// not packed) is packed as it is: the tests pack every package on each run, and the two compiles were
+// most of that time. Anything changed, and it is built again.
+function inputsDigest() {
+  const hash = createHash('sha256');
+  for (const f of ['binding.gyp', 'libdeflate.cjs', 'prebuild.cjs', ...readdirSync(join(here, 'src')).sort().map((f) => join('src', f))]) {
+    hash.update(`${f}\0`).update(readFileSync(join(here, f))).update('\0');
+  }
+  const ask = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8', env: { ...process.env, CC: tools.cc } }).stdout ?? '';
+  const libdeflate = [ask(process.execPath, [join(here, 'libdeflate.cjs')]), ask(process.execPath, [join(here, 'libdeflate.cjs'), 'found'])];
+  hash.update(JSON.stringify([target, tools, ask(tools.cc, ['--version']), ask(tools.cxx, ['--version']), libdeflate, nodedir, process.version]));
+  return hash.digest('hex');
+}
+const digest = inputsDigest();
+const stamp = join(out, '.npyts_native.sha256');
+if (existsSync(join(out, 'npyts_native.node')) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) {
+  console.error(`@npyts/native prebuild: ${target.name} is built from these sources already`);
+  process.exit(0);
+}
+rmSync(stamp, { force: true });
 // A copy of the sources, so that the prebuild never disturbs build/ (this checkout's own build).
 const work = mkdtempSync(join(tmpdir(), 'npyts-prebuild-'));
 try {
@@ -83,6 +105,7 @@ try {
   const partial = join(out, `.npyts_native.node.${process.pid}`);
   copyFileSync(built, partial);
   renameSync(partial, join(out, 'npyts_native.node'));
+  writeFileSync(stamp, digest);
   console.error(`@npyts/native prebuild: ${target.name} (glibc ${glibcNeeded(built, target.triple)} or newer) with ${tools.cc}`);
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -17,7 +17,7 @@ import * as tfl from '@tensorflow/tfjs-layers';
 import { decodeNpz } from '@npyts/core';
 import { kerasHandler } from '@npyts/tfjs';
 import { KERAS_ACTIVATION_CLASSES, KERAS_INFERENCE_IDENTITIES, KERAS_LAYER_CLASSES, kerasActivation } from '@npyts/tfjs/keras-layers';
-import { scratch } from '../helpers/numpy.mjs';
+import { python, scratch } from '../helpers/numpy.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
@@ -277,9 +277,22 @@ test('the fine-tuned models and the blocks, saved as .keras by kerasHandler, loa
   }
 });
 
-// kerasHandler imports @npyts/tfjs/keras-layers itself when a model needs it: in a fresh Node process
-// (ESM and CommonJS), a model of tfjs's own layers loads without it (tfjs's GRU left in place), then a
-// transformer block loads and predicts what Keras predicts.
+// kerasHandler imports @npyts/tfjs/keras-layers itself when a model needs it, decided from the config:
+// in a fresh Node process (ESM and CommonJS), a model refused for a layer the entry does not register
+// (its class name spelling the entry's, as a message would) and a model of tfjs's own layers load
+// without it (tfjs's GRU left in place), then a transformer block loads and predicts what Keras predicts.
+const spelled = join(dir, 'spelled.keras');
+python(`
+import zipfile
+with zipfile.ZipFile(${JSON.stringify(join(dir, 'block_merges.keras'))}) as src, zipfile.ZipFile(${JSON.stringify(spelled)}, 'w') as out:
+    for item in src.infolist():
+        data = src.read(item.filename)
+        if item.filename == 'config.json':
+            c = json.loads(data)
+            next(l for l in c['config']['layers'] if l['class_name'] == 'Multiply')['class_name'] = '@npyts/tfjs/keras-layers>Shim'
+            data = json.dumps(c).encode()
+        out.writestr(item, data)
+`);
 const freshProcess = (kind) => `
 const tf = ${kind === 'esm' ? "await import('@tensorflow/tfjs-core')" : "require('@tensorflow/tfjs-core')"};
 ${kind === 'esm' ? "await import('@tensorflow/tfjs-backend-cpu')" : "require('@tensorflow/tfjs-backend-cpu')"};
@@ -288,14 +301,16 @@ const { kerasHandler } = ${kind === 'esm' ? "await import('@npyts/tfjs')" : "req
 await tf.setBackend('cpu');
 const has = () => 'MultiHeadAttention' in tf.serialization.SerializationMap.getMap().classNameMap;
 const before = has();
+const refused = await tfl.loadLayersModel(kerasHandler(${JSON.stringify(spelled)})).then(() => 'loaded', (e) => e.code);
+const spelled = has();
 await tfl.loadLayersModel(kerasHandler(${JSON.stringify(join(dir, 'block_merges.keras'))}));
 const plain = has();
 const model = await tfl.loadLayersModel(kerasHandler(${JSON.stringify(join(dir, 'block_post_norm.keras'))}));
 const x = tf.tensor(${JSON.stringify(Array.from(truth.getSync('block_post_norm__x').data))}, ${JSON.stringify(truth.getSync('block_post_norm__x').shape)});
-console.log(JSON.stringify({ before, plain, after: has(), y: Array.from(model.predict(x).dataSync()) }));`;
+console.log(JSON.stringify({ before, refused, spelled, plain, after: has(), y: Array.from(model.predict(x).dataSync()) }));`;
 
 for (const kind of ['esm', 'cjs']) {
-  test(`kerasHandler loads a model with MultiHeadAttention without the user importing @npyts/tfjs/keras-layers (${kind === 'esm' ? 'ESM' : 'CommonJS'}, a fresh process)`, () => {
+  test(`kerasHandler imports @npyts/tfjs/keras-layers itself for a model with MultiHeadAttention, decided from the config, and never for one that does not need it (${kind === 'esm' ? 'ESM' : 'CommonJS'}, a fresh process)`, () => {
     const source = kind === 'esm' ? freshProcess(kind) : `(async () => {${freshProcess(kind)}})().catch((e) => { console.error(e); process.exit(1); });`;
     const out = execFileSync(process.execPath, ['--input-type', kind === 'esm' ? 'module' : 'commonjs', '-e', source], {
       cwd: join(dirname(fileURLToPath(import.meta.url)), '..', '..'),
@@ -303,7 +318,12 @@ for (const kind of ['esm', 'cjs']) {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const r = JSON.parse(out.trim().split('\n').pop());
-    assert.equal([r.before, r.plain, r.after], [false, false, true], 'MultiHeadAttention registered: before, after a plain model, after the block');
+    assert.is(r.refused, 'UNSUPPORTED_LAYER');
+    assert.equal(
+      [r.before, r.spelled, r.plain, r.after],
+      [false, false, false, true],
+      'MultiHeadAttention registered: before, after the refused model, after a plain model, after the block',
+    );
     const want = truth.getSync('block_post_norm__y');
     const bad = worst({ shape: want.shape, dataSync: () => r.y }, want);
     assert.ok(bad <= 1, `off by ${bad}× the tolerance`);

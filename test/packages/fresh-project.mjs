@@ -3,7 +3,7 @@
 // lock (so npm takes them from the local cache, by integrity, without asking the registry). And a
 // registry on 127.0.0.1 that serves the tarballs by name, as npm's registry will once they are
 // published, for the installs that resolve names themselves (optional platform packages).
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -12,25 +12,40 @@ import { join, relative } from 'node:path';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-/** `npm pack` every package into `dir`; the tarballs by package name. */
-export function packAll(root, dir) {
+/** `npm pack` of one package folder into `dir`, without blocking this process: npm's JSON answer. */
+function pack(cwd, dir) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NPM, ['pack', '--json', '--pack-destination', dir], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    child.stderr.on('data', (c) => {
+      err += c;
+    });
+    child.on('error', reject);
+    child.on('close', (status) => (status === 0 ? resolve(JSON.parse(out)) : reject(new Error(`npm pack in ${cwd}: ${status}\n${err}`))));
+  });
+}
+
+/** `npm pack` every package into `dir`, two at a time (the two platform packages compile); the tarballs by package name. */
+export async function packAll(root, dir) {
   mkdirSync(dir, { recursive: true });
   const tarballs = {};
-  for (const pkg of readdirSync(join(root, 'packages'))) {
-    const out = JSON.parse(
-      execFileSync(NPM, ['pack', '--json', '--pack-destination', dir], {
-        cwd: join(root, 'packages', pkg),
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }),
-    );
-    tarballs[out[0].name] = {
-      file: join(dir, out[0].filename),
-      integrity: out[0].integrity,
-      files: out[0].files.map((f) => f.path),
-      manifest: JSON.parse(readFileSync(join(root, 'packages', pkg, 'package.json'), 'utf8')),
-    };
-  }
+  const queue = readdirSync(join(root, 'packages'));
+  const worker = async () => {
+    for (let pkg = queue.shift(); pkg !== undefined; pkg = queue.shift()) {
+      const out = await pack(join(root, 'packages', pkg), dir);
+      tarballs[out[0].name] = {
+        file: join(dir, out[0].filename),
+        integrity: out[0].integrity,
+        files: out[0].files.map((f) => f.path),
+        manifest: JSON.parse(readFileSync(join(root, 'packages', pkg, 'package.json'), 'utf8')),
+      };
+    }
+  };
+  await Promise.all([worker(), worker()]);
   return tarballs;
 }
 
@@ -128,6 +143,9 @@ function cachedTarball(name, version, integrity) {
  * (from npm's cache). Anything else is a 404, as for a package that is not published. Returns its
  * `url`, the `requests` it answered (paths), and `close()`.
  */
+/** The date every package the registry serves says it was published: past any package manager's age gate. */
+const PUBLISHED = '2026-01-01T00:00:00.000Z';
+
 export async function serveRegistry(root, tarballs) {
   const rootLock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')).packages;
   const packages = new Map();
@@ -162,7 +180,9 @@ export async function serveRegistry(root, tarballs) {
     }
     const { name, version } = p.manifest;
     const dist = { tarball: `${url}/${name}/-/${name.split('/').pop()}-${version}.tgz`, integrity: p.integrity };
-    const body = JSON.stringify({ name, 'dist-tags': { latest: version }, versions: { [version]: { ...p.manifest, _id: `${name}@${version}`, dist } } });
+    // A publish date, as npm's registry gives: yarn 4 quarantines versions younger than a day (npmMinimalAgeGate), and one without a date.
+    const time = { created: PUBLISHED, modified: PUBLISHED, [version]: PUBLISHED };
+    const body = JSON.stringify({ name, 'dist-tags': { latest: version }, time, versions: { [version]: { ...p.manifest, _id: `${name}@${version}`, dist } } });
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   });

@@ -13,10 +13,6 @@ type Json = Record<string, unknown>;
 /** How deep a Keras config may nest models in models: far past any real one, and no walk overflows the stack. */
 const MAX_NESTING = 64;
 
-/** Where the `@npyts/tfjs/keras-layers` entry registers a Keras layer class tfjs lacks, the hint that says so. */
-const ENTRY_HAS = (className: string): string =>
-  KERAS_LAYER_CLASSES.includes(className) ? ` (import '@npyts/tfjs/keras-layers' first: it registers ${className})` : '';
-
 /** Dtype policies tfjs computes in float32: their weights are stored in 16 bits and read as float32 exactly. */
 const FLOAT32_POLICIES = new Set(['float32', 'float16', 'bfloat16', 'mixed_float16', 'mixed_bfloat16']);
 
@@ -145,6 +141,51 @@ function gruResetsAfter(): boolean {
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+// What `@npyts/tfjs/keras-layers` registers that tfjs (as registered now) lacks: one set of rules for
+// the translator's messages, which name the entry, and for needsKerasLayers, which decides to load it.
+/** A layer class tfjs has not registered and the entry registers. */
+const entryLayer = (classes: Readonly<Record<string, unknown>>, className: string): boolean =>
+  !hasClass(classes, className) && KERAS_LAYER_CLASSES.includes(className);
+/** An activation (its tfjs name, `null` where neither has one) tfjs has not registered and the entry registers. */
+const entryActivation = (classes: Readonly<Record<string, unknown>>, tfName: string | null): boolean => tfName !== null && !hasClass(classes, tfName);
+/** A GRU with Keras 3's `reset_after=True`, which the entry's GRU builds and tfjs's throws on (`resetsAfter`: what is registered builds it). */
+const entryGru = (className: string, config: Json, resetsAfter: () => boolean): boolean => className === 'GRU' && config.reset_after === true && !resetsAfter();
+
+/** The name of an activation as Keras writes it: by name, or serialized as `{ class_name: 'function', config: name }`. */
+function activationName(v: unknown): unknown {
+  return isObject(v) ? (typeof v.config === 'string' ? v.config : isObject(v.config) ? v.config.name : v.class_name) : v;
+}
+
+/**
+ * Whether a Keras config uses a layer class, activation or option that tfjs (as registered now) lacks and
+ * `@npyts/tfjs/keras-layers` registers: decided from the config alone, before it is translated, so that
+ * `kerasHandler` loads that entry for a model that needs it and never for one that does not (the entry
+ * replaces tfjs's GRU). A config nested too deep to walk says no (the translator refuses it).
+ */
+export function needsKerasLayers(config: unknown, kerasMajor: 2 | 3 = 3): boolean {
+  if (nestsDeeperThan(config, MAX_JSON_DEPTH)) return false;
+  const classes = registered();
+  let gru: boolean | undefined;
+  const resetsAfter = (): boolean => (gru ??= gruResetsAfter());
+  // Every object of the config, layers of nested models and wrapped layers (`layer`, `cell`) among them.
+  const stack: unknown[] = [config];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    const values = Object.values(v);
+    if (isObject(v) && typeof v.class_name === 'string' && isObject(v.config)) {
+      const c = v.config;
+      if (entryLayer(classes, v.class_name) || entryGru(v.class_name, c, resetsAfter)) return true;
+      for (const key of ['activation', 'recurrent_activation']) {
+        const name = Object.hasOwn(c, key) ? activationName(c[key]) : undefined;
+        if (typeof name === 'string' && entryActivation(classes, kerasActivation(name, kerasMajor))) return true;
+      }
+    }
+    for (const x of values) if (typeof x === 'object' && x !== null) stack.push(x);
+  }
+  return false;
+}
+
 /** What a Keras config translates to: tfjs's model JSON, and the Keras class of each layer by its name. */
 export interface KerasTopology {
   /** The model JSON `tf.loadLayersModel` deserializes (`{ class_name, config }`, Keras 2's form). */
@@ -191,9 +232,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
 
   const activation = (v: unknown, at: string): unknown => {
     if (v === null || v === undefined) return v;
-    let name: unknown = v;
-    // Keras 3 writes built-in activations by name; a serialized function is { class_name: 'function', config: name }.
-    if (isObject(v)) name = typeof v.config === 'string' ? v.config : isObject(v.config) ? v.config.name : v.class_name;
+    const name = activationName(v);
     if (typeof name !== 'string') {
       problems.push(`${at}: activation ${JSON.stringify(v).slice(0, 80)} is not one tfjs reads`);
       return 'linear';
@@ -201,7 +240,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     // One table (keras-activations.ts) says which tfjs activation computes Keras's function: Keras 3's
     // hard_sigmoid is not tfjs's hardSigmoid (Keras 2's), so the file's Keras version decides.
     const tfName = kerasActivation(name, kerasMajor);
-    if (tfName === null || !hasClass(classes, tfName)) {
+    if (tfName === null || entryActivation(classes, tfName)) {
       problems.push(
         tfName === null
           ? `${at}: activation '${name}' (tfjs has none)`
@@ -278,7 +317,7 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
       if (!same || b.go_backwards !== !f.go_backwards) problems.push(`${at}: a backward_layer other than the forward layer reversed (tfjs builds only that)`);
       delete out.backward_layer;
     }
-    if (className === 'GRU' && config.reset_after === true && !(gru ??= gruResetsAfter())) {
+    if (entryGru(className, config, () => (gru ??= gruResetsAfter()))) {
       problems.push(`${at}: reset_after=True (tfjs's GRU throws on it; import '@npyts/tfjs/keras-layers' first: it registers a GRU that builds it)`);
     }
     const refused = REFUSED_OPTIONS.get(className)?.(config);
@@ -299,7 +338,10 @@ export function kerasTopology(config: unknown, where: string, kerasMajor: 2 | 3 
     if (MODEL_CLASSES.has(className)) {
       Object.assign(out, model(className, config, here, depth + 1));
     } else {
-      if (!hasClass(classes, className)) problems.push(`${here}: tfjs has no ${className} layer${ENTRY_HAS(className)}`);
+      if (!hasClass(classes, className)) {
+        const hint = entryLayer(classes, className) ? ` (import '@npyts/tfjs/keras-layers' first: it registers ${className})` : '';
+        problems.push(`${here}: tfjs has no ${className} layer${hint}`);
+      }
       out.config = layerConfig(className, config, here, depth);
     }
     if (r.name !== undefined) out.name = r.name;

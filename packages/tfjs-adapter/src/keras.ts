@@ -7,7 +7,7 @@ import { NpyError, type WeightFile } from '@npyts/core';
 import { mapInParallel, settleAll } from '@npyts/core/plumbing';
 import { planFrom } from './assign.js';
 import { weightBytes, type HandlerWeight } from './handler.js';
-import { kerasTopology } from './keras-config.js';
+import { kerasTopology, needsKerasLayers } from './keras-config.js';
 import { kerasNames, SIZED_RESHAPE, trainingState, type KerasRecords } from './keras-weights.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import type { TensorShapes } from './keras-config-out.js';
@@ -192,25 +192,18 @@ async function outputShapes(topology: unknown): Promise<TensorShapes> {
   return (layer, node, tensor) => known.get(key(layer, node, tensor));
 }
 
-/** What `@npyts/tfjs/keras-layers` is called in the messages of a config it would make buildable. */
-const KERAS_LAYERS_ENTRY = '@npyts/tfjs/keras-layers';
-
 /**
- * A Keras config translated ({@link kerasTopology}); where it is refused for a layer, activation or
- * option that `@npyts/tfjs/keras-layers` registers, that entry is imported (once: it registers its
- * classes when first loaded) and the config translated again, so that a model needing it loads in one
- * call. A model that does not need it leaves tfjs's registry as it was (the entry replaces tfjs's GRU).
+ * A Keras config translated ({@link kerasTopology}), `@npyts/tfjs/keras-layers` imported first where
+ * the config needs what it registers ({@link needsKerasLayers}: decided from the config, so that a model
+ * needing it loads in one call and one that does not leaves tfjs's registry as it was, its GRU included).
  */
 async function translated(config: unknown, where: string, kerasMajor: 2 | 3): Promise<ReturnType<typeof kerasTopology>> {
-  try {
-    return kerasTopology(config, where, kerasMajor);
-  } catch (e) {
-    if (!(e instanceof NpyError && e.code === 'UNSUPPORTED_LAYER' && e.message.includes(KERAS_LAYERS_ENTRY))) throw e;
-  }
-  try {
-    await import('./keras-layers.js');
-  } catch (e) {
-    throw new NpyError('BAD_MODEL', `${where} needs ${KERAS_LAYERS_ENTRY}, which could not be loaded (${String(e)}); it needs @tensorflow/tfjs-layers`);
+  if (needsKerasLayers(config, kerasMajor)) {
+    try {
+      await import('./keras-layers.js');
+    } catch (e) {
+      throw new NpyError('BAD_MODEL', `${where} needs @npyts/tfjs/keras-layers, which could not be loaded (${String(e)}); it needs @tensorflow/tfjs-layers`);
+    }
   }
   return kerasTopology(config, where, kerasMajor);
 }
