@@ -85,7 +85,7 @@ function coreImports() {
     for (const m of text.matchAll(/^(import|export)\s+(type\s+)?([^;]*?)\s+from\s+'(\.[^']+)'/gms)) {
       if (m[2]) continue;
       const braces = /^\{([^}]*)\}$/.exec(m[3].trim());
-      const onlyTypes = braces && braces[1].split(',').every((s) => s.trim() === '' || s.trim().startsWith('type '));
+      const onlyTypes = braces?.[1].split(',').every((s) => s.trim() === '' || s.trim().startsWith('type '));
       if (onlyTypes) continue;
       out.add(relative(core, resolve(core, dirname(f), m[4].replace(/\.js$/, '.ts'))));
     }
