@@ -32,6 +32,10 @@ def make(out):
     w[3, :256] *= np.float32(1e30)
     w[4, :32] = np.float32(-1.0)
     w[4, 3] = 1.0                                          # |max| tie: the first wins
+    w[5, :256] *= np.float32(1e-5)                          # float16 subnormals (F16, and scales)
+    k = np.arange(128, dtype=np.float32)
+    w[5, 256:384] = 1 + (2 * k + 1) * np.float32(2.0 ** -11)  # float16 ties, normal and subnormal
+    w[5, 384:512] = (k + np.float32(0.5)) * np.float32(2.0 ** -24)
     tensors = {
         'blk.0.weight': w,
         'blk.0.bias': (rng.standard_normal(512)).astype(np.float32),          # 1-D: F32

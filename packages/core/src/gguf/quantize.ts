@@ -49,9 +49,13 @@ function absMax(src: Float32Array, i: number, n: number, where: string): number 
   let amax = 0;
   for (let j = i; j < i + n; j++) {
     const a = Math.abs(src[j]!);
-    if (!(a <= F32_MAX)) throw nonFinite(where, j, src[j]!);
-    if (a > amax) amax = a;
+    // One comparison for most values; a NaN fails both (an infinity is caught below).
+    if (!(a <= amax)) {
+      if (a > amax) amax = a;
+      else throw nonFinite(where, j, src[j]!);
+    }
   }
+  if (amax > F32_MAX) for (let j = i; j < i + n; j++) if (!(Math.abs(src[j]!) <= F32_MAX)) throw nonFinite(where, j, src[j]!);
   return amax;
 }
 
@@ -71,8 +75,11 @@ function signedMax(src: Float32Array, i: number, n: number, where: string): numb
   return max;
 }
 
-/** gguf-py's `np_roundf`: to nearest, halves away from zero (`sign(v) * (floor|v| + floor(2·frac))`). */
-const roundf = (v: number): number => (v < 0 ? -Math.floor(0.5 - v) : Math.floor(v + 0.5));
+/**
+ * gguf-py's `np_roundf`: to nearest, halves away from zero (`sign(v) * (floor|v| + floor(2·frac))`),
+ * for |v| < 2^31: v ± 0.5 is exact in float64 for a float32 v, and `| 0` truncates.
+ */
+const roundf = (v: number): number => (v + (v < 0 ? -0.5 : 0.5)) | 0;
 
 /** Q8_0: `d = max|x| / 127` as float16, then 32 int8 `roundf(x / d)`. */
 const q8_0: Quantize = (src, out, where) => {
