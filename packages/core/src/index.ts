@@ -122,6 +122,7 @@ export { openGguf } from './gguf/open.js';
 export {
   encodeGguf,
   ggufParts,
+  GGUF_WRITE_TYPES,
   type GgufInput,
   type GgufMetadataInput,
   type GgufParts,

@@ -21,7 +21,8 @@ import { GGML_TYPES, type GgmlType } from './types.js';
 
 /** The tensor types npyts writes, named as gguf-py names them, lowercase. */
 export type GgufWriteType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'tq1_0' | 'tq2_0';
-const WRITE_TYPES: readonly GgufWriteType[] = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'tq1_0', 'tq2_0'];
+/** Every {@link GgufWriteType}, in the order the docs list them. */
+export const GGUF_WRITE_TYPES: readonly GgufWriteType[] = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'tq1_0', 'tq2_0'];
 
 /** Tensors to write: by name, in an object or a Map, written in that order. */
 export type GgufInput = Record<string, NdArray | ArraySpec> | Map<string, NdArray | ArraySpec>;
@@ -42,7 +43,7 @@ export interface GgufWriteOptions {
    */
   metadata?: GgufMetadataInput;
   /** GGUF value types by key (as {@link GgufFile.metadataTypes} gives them): a file read is written back with its own types. */
-  metadataTypes?: Readonly<Record<string, GgufValueType>>;
+  metadataTypes?: Readonly<Record<string, GgufValueType | string>>;
   /**
    * The tensor type: one for every float tensor, or a function choosing one per tensor (its choice
    * is taken as it is; `undefined` keeps the tensor's own type). With one type, tensors a type
@@ -287,8 +288,8 @@ function fallback(type: GgmlType, shape: readonly number[]): GgmlType {
 const ggmlTypeOf = (name: string): GgmlType => [...GGML_TYPES.values()].find((t) => t.name === name.toUpperCase())!;
 
 function checkWriteType(t: unknown, what: string): GgufWriteType {
-  if (typeof t === 'string' && (WRITE_TYPES as readonly string[]).includes(t)) return t as GgufWriteType;
-  throw new NpyError('BAD_OPTION', `${what} is ${JSON.stringify(t)}; npyts writes ${WRITE_TYPES.join(', ')}`);
+  if (typeof t === 'string' && (GGUF_WRITE_TYPES as readonly string[]).includes(t)) return t as GgufWriteType;
+  throw new NpyError('BAD_OPTION', `${what} is ${JSON.stringify(t)}; npyts writes ${GGUF_WRITE_TYPES.join(', ')}`);
 }
 
 /** The type a tensor is written as: the option's (with the fallback), or its own. */
