@@ -113,6 +113,12 @@ test('refused by name: a NaN in a quantized block, a dtype GGUF has no type for,
     "'a.weight': element 40 is NaN",
   );
   assert.ok(e.message.includes('f32 or f16'));
+  // A block of values so small that float32 cannot invert its scale: gguf-py's bytes are undefined.
+  await refusedWith(
+    Promise.resolve().then(() => encodeGguf({ tiny: { data: new Float32Array(32).fill(1e-38), shape: [1, 32] } }, { type: 'q8_0' })),
+    'NOT_REPRESENTABLE',
+    "'tiny': block 0",
+  );
   // As f16 the NaN is a value like any other.
   encodeGguf({ 'a.weight': { data: w, shape: [2, 32] } }, { type: 'f16' });
   await refusedWith(

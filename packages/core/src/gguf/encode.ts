@@ -21,7 +21,11 @@ import { GGML_TYPES, type GgmlType } from './types.js';
 
 /** The tensor types npyts writes, named as gguf-py names them, lowercase. */
 export type GgufWriteType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'tq1_0' | 'tq2_0';
-/** Every {@link GgufWriteType}, in the order the docs list them. */
+/**
+ * Every {@link GgufWriteType}, in the order the docs list them.
+ * @example
+ * GGUF_WRITE_TYPES.includes('q8_0');   // true
+ */
 export const GGUF_WRITE_TYPES: readonly GgufWriteType[] = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'tq1_0', 'tq2_0'];
 
 /** Tensors to write: by name, in an object or a Map, written in that order. */
@@ -90,6 +94,7 @@ const VT_BY_NAME: ReadonlyMap<string, VT> = new Map(
     .map(([k, v]) => [k, v]),
 );
 const DEFAULT_ALIGNMENT = 32;
+const littleHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 /** Deepest nesting of arrays written (the reader's limit). */
 const MAX_NESTING = 64;
 const INTEGER_RANGE: Partial<Record<VT, readonly [bigint, bigint]>> = {
@@ -206,8 +211,9 @@ function inferType(key: string, v: unknown): VT {
   if (typeof v === 'string') return VT.STRING;
   if (typeof v === 'boolean') return VT.BOOL;
   if (typeof v === 'number') {
-    if (!Number.isInteger(v)) return VT.FLOAT64;
-    return v >= -0x80000000 && v <= 0x7fffffff && !Object.is(v, -0) ? VT.INT32 : Number.isSafeInteger(v) ? VT.INT64 : VT.FLOAT64;
+    // -0 keeps its sign as a float.
+    if (!Number.isInteger(v) || Object.is(v, -0)) return VT.FLOAT64;
+    return v >= -0x80000000 && v <= 0x7fffffff ? VT.INT32 : Number.isSafeInteger(v) ? VT.INT64 : VT.FLOAT64;
   }
   if (typeof v === 'bigint') return v <= 0x7fffffffffffffffn ? VT.INT64 : VT.UINT64;
   if (Array.isArray(v) || ArrayBuffer.isView(v)) return VT.ARRAY;
@@ -266,7 +272,6 @@ function writeValue(w: ByteWriter, key: string, type: VT, v: unknown, depth: num
   if (ArrayBuffer.isView(v)) {
     const t = v as TypedArray;
     w.u64(t.length);
-    const littleHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
     const bytes = new Uint8Array(t.buffer, t.byteOffset, t.byteLength).slice();
     if (!littleHost) for (let i = 0; i < bytes.length; i += t.BYTES_PER_ELEMENT) bytes.subarray(i, i + t.BYTES_PER_ELEMENT).reverse();
     w.bytes(bytes);
@@ -365,11 +370,13 @@ function asFloat32(c: NdArray): Float32Array {
   return toFloat32(c).data as Float32Array;
 }
 
-const littleHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+/** The values' bytes, little-endian: a view on a little-endian host, a swapped copy on another (never the caller's data swapped). */
 function littleEndianBytes(a: Float32Array | Uint16Array): Uint8Array {
   const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-  if (!littleHost) for (let i = 0; i < bytes.length; i += a.BYTES_PER_ELEMENT) bytes.subarray(i, i + a.BYTES_PER_ELEMENT).reverse();
-  return bytes;
+  if (littleHost) return bytes;
+  const copy = bytes.slice();
+  for (let i = 0; i < copy.length; i += a.BYTES_PER_ELEMENT) copy.subarray(i, i + a.BYTES_PER_ELEMENT).reverse();
+  return copy;
 }
 
 /**
@@ -432,6 +439,7 @@ export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): Ggu
   w.u64(tensors.length);
   w.u64(entries.length);
   for (const [key, value] of entries) {
+    if (typeof key !== 'string') throw new NpyError('BAD_OPTION', `metadata keys are strings, not ${typeof key}`);
     checkWrittenName(key, 'metadata key');
     const type = key === 'general.alignment' ? VT.UINT32 : typeOfKey(key, value);
     w.string(key);

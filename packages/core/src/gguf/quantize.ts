@@ -5,8 +5,9 @@
  * of two float32 values that gives the float32 result exactly (as quants.ts explains).
  *
  * Where gguf-py's result is not defined, the block is refused (NOT_REPRESENTABLE) rather than
- * written: a NaN or an infinity in a block, or a block so small (every magnitude below about 1e-37)
- * that its scale's reciprocal overflows float32. numpy then casts a NaN or an infinity to an
+ * written: a NaN or an infinity in a block, a block so small (every magnitude around 1e-37 or
+ * below, by type) that its scale's reciprocal overflows float32, or one whose range (max − min)
+ * overflows float32. numpy then casts a NaN or an infinity to an
  * integer, which C leaves undefined (x86 and ARM write different bytes).
  */
 import { NpyError } from '../errors.js';
@@ -31,7 +32,7 @@ function inverse(d: number, where: string, block: number): number {
   if (id === Infinity || id === -Infinity || !Number.isFinite(d)) {
     throw new NpyError(
       'NOT_REPRESENTABLE',
-      `${where}: block ${block} has the scale ${d}, whose reciprocal float32 cannot hold (gguf-py's result is undefined there); write the tensor as f32 or f16`,
+      `${where}: block ${block} has the scale ${d}, which float32 cannot invert (its values are too small, or their range overflows): gguf-py's result is undefined there; write the tensor as f32 or f16`,
     );
   }
   return id;
