@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { GgufFile, bytesSource, encodeGguf, toFloat32 } from '@npyts/core';
 import { saveGguf } from '@npyts/core/node';
 import { scratch } from '../helpers/numpy.mjs';
-import { refusedWith } from '../helpers/refusal.mjs';
+import { npyErrorOf, refusedWith } from '../helpers/refusal.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const helper = join(here, '..', 'helpers', 'gguf_write.py');
@@ -136,6 +136,18 @@ test('refused by name: a NaN in a quantized block, a dtype GGUF has no type for,
     'BAD_OPTION',
     "'w' has rows of 48 values",
   );
+  // Metadata a type cannot hold is refused, never wrapped or rounded unasked.
+  const one = { w: { data: new Float32Array(1), shape: [1] } };
+  for (const [metadata, metadataTypes, code, pattern] of [
+    [{ k: 300 }, { k: 'UINT8' }, 'BAD_VALUE', "metadata 'k': 300 is not a UINT8"],
+    [{ k: 1.5 }, { k: 'INT32' }, 'BAD_VALUE', "metadata 'k': 1.5 is not a INT32"],
+    [{ k: ['a', 1] }, {}, 'BAD_VALUE', 'share one GGUF type'],
+    [{ k: 'x\ud800' }, {}, 'BAD_OPTION', 'lone surrogate'],
+  ]) {
+    const e = await npyErrorOf(() => encodeGguf(one, { metadata, metadataTypes }));
+    assert.is(e.code, code, e.message);
+    assert.ok(e.message.includes(pattern), e.message);
+  }
   // A failed save leaves no file, not a part of one.
   const path = join(dir, 'refused.gguf');
   await refusedWith(saveGguf(path, { 'a.weight': { data: w, shape: [2, 32] } }, { type: 'q8_0' }), 'NOT_REPRESENTABLE');
