@@ -3,6 +3,9 @@
 // (bench/paired.mjs); and against reading as many float32 bytes from the page cache (loadNpySync
 // of a .npy of that size), interleaved the same way. Prints JSON.
 //
+// Then quantizing: a float32 tensor of 64 MiB (16 MiB with --quick) to Q8_0 (encodeGguf of that one
+// tensor) against gguf-py's gguf.quants.quantize, interleaved the same way.
+//
 // `--full` (or NPYTS_BENCH_GGUF_FULL=1, for `npm run bench`) adds the issue's size: a 1 GiB Q4_K file
 // of 32 tensors (7 GiB of float32), each tensor dequantized and dropped before the next on every side
 // (gguf-py's too), so memory holds one tensor; the float32 side reads a .npy of one tensor's values
@@ -11,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GgufFile } from '@npyts/core';
+import { GgufFile, encodeGguf } from '@npyts/core';
 import { fileSource, loadNpySync } from '@npyts/core/node';
 import { medianSeconds, paired, startNumpy, verdict } from './paired.mjs';
 import { middleOf } from './timing.mjs';
@@ -25,6 +28,7 @@ const side = join(here, 'gguf_side.py');
 const make = (...args) => JSON.parse(execFileSync('python3', ['-W', 'ignore', side, 'make', dir, ...args.map(String)], { encoding: 'utf8' }));
 const log = (s) => process.stderr.write(`${s}\n`);
 const made = make(quick ? 8 : 32);
+const madeQ8 = JSON.parse(execFileSync('python3', ['-W', 'ignore', side, 'make_q8', dir, String(quick ? 16 : 64)], { encoding: 'utf8' }));
 const path = join(dir, 'q4k.gguf');
 const dequantizeAll = async () => {
   const f = await GgufFile.open(fileSource(path));
@@ -40,6 +44,11 @@ const python = startNumpy(side, dir);
 try {
   const p = await paired(python, 'gguf_q4k', dequantizeAll, { rounds, repeats: quick ? 1 : 3 });
   rows.push({ op: 'GGUF Q4_K dequantized to float32 (all tensors)', baseline_case: 'gguf-py', ...p, target: 0.5, verdict: verdict(p, 0.5) });
+  const q8Input = loadNpySync(join(dir, madeQ8.file));
+  const quantize = () => encodeGguf({ 'blk.0.weight': q8Input }, { type: 'q8_0' });
+  const q8 = await paired(python, 'gguf_quantize_q8_0', quantize, { rounds, repeats: quick ? 1 : 3 });
+  const mib = (madeQ8.values * 4) / 2 ** 20;
+  rows.push({ op: `float32 (${mib} MiB) quantized to Q8_0 (encodeGguf)`, baseline_case: 'gguf-py quantize', ...q8, target: 0.1, verdict: verdict(q8, 0.1) });
 } finally {
   await python.close();
 }
@@ -118,4 +127,4 @@ if (full) {
   rows.push(row(t.py, 'gguf-py', 0.5, `GGUF Q4_K dequantized to float32, ${what}`));
   rows.push(row(t.f32, 'loadNpySync', 3, `GGUF Q4_K dequantized, ${what}, against reading as many float32 bytes`));
 }
-console.log(JSON.stringify(madeFull ? { made, madeFull, rows } : { made, rows }));
+console.log(JSON.stringify(madeFull ? { made, madeQ8, madeFull, rows } : { made, madeQ8, rows }));

@@ -2,7 +2,8 @@
 # MIB MiB of Q4_K blocks in TENSORS tensors (8; random blocks with sane float16 scales: gguf-py does
 # not quantize to Q4_K), and NAME's float32 .npy (same-f32.npy for q4k.gguf) of as many bytes as
 # those tensors dequantize to, or with `--per-tensor` as one tensor does (read once per tensor); a
-# file already made with the same arguments is kept. `serve DIR`: times a case when asked
+# file already made with the same arguments is kept. `make_q8 DIR MIB`: q8-input.npy, MIB MiB of
+# normal float32 values in rows of 4096, the tensor quantized to Q8_0 on both sides. `serve DIR`: times a case when asked
 # (paired.mjs). `once DIR CASE`: one run of a case, its seconds on stdout (for the cases of minutes).
 import json, os, sys, time
 import side_serve  # bench/side_serve.py, beside this file
@@ -47,7 +48,24 @@ def make(d, mib, tensors='8', name='q4k.gguf', *flags):
     print(json.dumps(made))
 
 
+def make_q8(d, mib):
+    os.makedirs(d, exist_ok=True)
+    n = int(mib) * (1 << 20) // 4
+    path = os.path.join(d, 'q8-input.npy')
+    a = np.random.default_rng(1).standard_normal((n // 4096, 4096), dtype=np.float32)
+    np.save(path, a)
+    print(json.dumps({'file': 'q8-input.npy', 'values': int(a.size), 'shape': list(a.shape)}))
+
+
 def cases(d):
+    q8_input = []
+
+    def quantize_q8_0():
+        # The input loaded once (not timed: the first, untimed run loads it), as the JavaScript side's is.
+        if not q8_input:
+            q8_input.append(np.load(os.path.join(d, 'q8-input.npy')))
+        return gguf.quants.quantize(q8_input[0], Q.Q8_0)
+
     def dequantize_all():
         r = gguf.GGUFReader(os.path.join(d, 'q4k.gguf'))
         return [gguf.quants.dequantize(t.data, t.tensor_type) for t in r.tensors]
@@ -58,7 +76,7 @@ def cases(d):
         for t in r.tensors:
             gguf.quants.dequantize(t.data, t.tensor_type)
 
-    return {'gguf_q4k': dequantize_all, 'gguf_q4k_each': dequantize_each}
+    return {'gguf_q4k': dequantize_all, 'gguf_q4k_each': dequantize_each, 'gguf_quantize_q8_0': quantize_q8_0}
 
 
 def serve(d):
@@ -74,4 +92,4 @@ def once(d, name):
 
 if __name__ == '__main__':
     cmd, *args = sys.argv[1:]
-    {'make': make, 'serve': serve, 'once': once}[cmd](*args)
+    {'make': make, 'make_q8': make_q8, 'serve': serve, 'once': once}[cmd](*args)

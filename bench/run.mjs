@@ -568,7 +568,7 @@ if (asJSON) {
   for (const r of weights.remote)
     console.log(`One tensor of a remote ${r.file} (nginx): ${r.moved_bytes} bytes moved in all for a tensor of ${r.tensor_bytes} bytes.`);
   console.log(
-    `\nGGUF: a file of ${(gguf.made.q4k_bytes / 1e6).toFixed(0)} MB of Q4_K tensors (${(gguf.made.values / 1e6).toFixed(0)} M values), opened and every tensor dequantized to float32 (GgufFile.getAll), against gguf-py (GGUFReader, gguf.quants.dequantize) and against loadNpySync of a float32 .npy of as many bytes, interleaved as above.`,
+    `\nGGUF: a file of ${(gguf.made.q4k_bytes / 1e6).toFixed(0)} MB of Q4_K tensors (${(gguf.made.values / 1e6).toFixed(0)} M values), opened and every tensor dequantized to float32 (GgufFile.getAll), against gguf-py (GGUFReader, gguf.quants.dequantize) and against loadNpySync of a float32 .npy of as many bytes; and a float32 tensor quantized to Q8_0 (encodeGguf) against gguf.quants.quantize; interleaved as above.`,
   );
   console.log('| operation | npyts | baseline | npyts / baseline | spread | target |');
   console.log('|---|---|---|---|---|---|');

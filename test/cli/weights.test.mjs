@@ -207,6 +207,60 @@ print(json.dumps(out))`),
   for (const [k, text] of Object.entries(want.text)) assert.ok(line.includes(`, ${k}=${text}`), `${k}=${text} in ${line}`);
 });
 
+test("convert IN OUT.gguf --type: gguf-py's reader reads gguf.quants.quantize's bytes, llama.cpp's rule for what a block type cannot hold, a GGUF's metadata kept", async () => {
+  const [st, src, out, again] = ['q-src.safetensors', 'q-src.gguf', 'q-out.gguf', 'q-again.gguf'].map(file);
+  await pythonAsync(`import gguf
+from safetensors.numpy import save_file
+rng = np.random.default_rng(3)
+save_file({'w': rng.standard_normal((4, 64), dtype=np.float32), 'b': rng.standard_normal(64, dtype=np.float32),
+           'e': rng.standard_normal((3, 40)).astype(np.float16), 'i': np.arange(5, dtype=np.int32)}, ${JSON.stringify(st)})
+w = gguf.GGUFWriter(${JSON.stringify(src)}, 'llama')
+w.add_uint32('answer', 42)
+w.add_float32('eps', 1e-5)
+w.add_tensor('t', rng.standard_normal((2, 64), dtype=np.float32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()`);
+  for (const args of [
+    ['convert', st, out, '--type', 'q8_0'],
+    ['convert', src, again, '--type', 'q4_0'],
+  ]) {
+    const r = await runCli(args);
+    assert.is(r.code, 0, r.stderr);
+  }
+  const checked = JSON.parse(
+    await pythonAsync(`import gguf
+from safetensors.numpy import load_file
+from gguf import GGMLQuantizationType as Q
+def check(path, inputs, qtype):
+    # llama.cpp's convert: 1-D tensors F32, rows that are not whole blocks F16, integers as they are.
+    r = gguf.GGUFReader(path)
+    got = []
+    for t in r.tensors:
+        x = inputs[t.name]
+        want = f'I{x.dtype.itemsize * 8}' if x.dtype.kind == 'i' else 'F32' if x.ndim <= 1 else 'F16' if x.shape[-1] % 32 else qtype.name
+        data = x if x.dtype.kind == 'i' else gguf.quants.quantize(x, Q[want])
+        got.append([t.name, t.tensor_type.name == want, bytes(t.data) == data.tobytes()])
+    return got, {k: [f.types[0].name, f.contents()] for k, f in r.fields.items() if not k.startswith('GGUF.')}
+src = gguf.GGUFReader(${JSON.stringify(src)})
+print(json.dumps([check(${JSON.stringify(out)}, load_file(${JSON.stringify(st)}), Q.Q8_0), check(${JSON.stringify(again)}, {t.name: np.array(t.data) for t in src.tensors}, Q.Q4_0)]))`),
+  );
+  // In the order the .safetensors file holds them (its writer's: by dtype, then name).
+  assert.equal(checked[0][0].sort(), [
+    ['b', true, true],
+    ['e', true, true],
+    ['i', true, true],
+    ['w', true, true],
+  ]);
+  assert.equal(checked[0][1], {});
+  const [tensors, metadata] = checked[1];
+  assert.equal(tensors, [['t', true, true]]);
+  assert.equal(metadata.answer, ['UINT32', 42]);
+  assert.equal(metadata.eps, ['FLOAT32', Math.fround(1e-5)]);
+  assert.equal(metadata['general.architecture'], ['STRING', 'llama']);
+  const refused = await runCli(['convert', st, file('q.npz'), '--type', 'q8_0']);
+  assert.is(refused.code, 2);
+  assert.match(refused.stderr, /--type is for writing a \.gguf/);
+});
+
 test("what holds tensors is the format list's word (its entries' `tensors`), which the CLI and the tfjs adapter ask", async () => {
   const { formatOf, SNIFF_BYTES } = await import('@npyts/core');
   const { openNpzSync } = await import('@npyts/core/node');

@@ -30,6 +30,10 @@ Commands:
                                '500MB', or a number; model-0000k-of-0000n.safetensors and its
                                model.safetensors.index.json beside OUT, or OUT itself for one shard);
                                weight files are streamed, one tensor in memory at a time
+      --type T                 for OUT.gguf: the tensor type, as gguf-py names it: f32, f16, bf16,
+                               q8_0, q4_0, q4_1, q5_0, q5_1, tq1_0, tq2_0 (default: each float
+                               tensor's own); 1-d tensors stay F32 and rows that are not whole
+                               blocks F16, as llama.cpp's convert does; integers stay themselves
       OUT.csv / OUT.tsv        a 1-d or 2-d array, or a 1-d record array (columns under a header
                                line), as text: floats as np.savetxt(fmt='%.17g'), integers exactly
 
@@ -57,7 +61,8 @@ input (and OUT - for standard output). convert turns
 Weight files are read as they are, told apart by their bytes: a torch.save file (.pt, .pth,
 .bin; read with PyTorch's weights_only rules, nothing run), a .safetensors file, or a sharded
 set's *.safetensors.index.json. info lists their tensors (FILE:NAME for one); show prints them;
-convert writes them as a .npz, one (FILE:NAME) as a .npy, or any arrays as OUT.safetensors.
+convert writes them as a .npz, one (FILE:NAME) as a .npy, or any arrays as OUT.safetensors or
+OUT.gguf (a GGUF's own metadata is kept in a GGUF written from it).
 
 Options:
   -q, --quiet                  no progress bar (one is drawn on standard error, when it is a
@@ -95,6 +100,7 @@ export const OPTIONS = {
   rtol: { type: 'string' },
   atol: { type: 'string' },
   dtype: { type: 'string' },
+  type: { type: 'string' },
   output: { type: 'string', short: 'o' },
   url: { type: 'string' },
   'chunk-bytes': { type: 'string' },
@@ -107,7 +113,7 @@ export const OPTIONS = {
 const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   info: ['json', 'ts'],
   show: ['json', 'limit'],
-  convert: ['compress', 'store', 'ragged', 'object', 'string-dtype', 'layout', 'order', 'byteorder', 'version', 'dtype', 'max-shard-size'],
+  convert: ['compress', 'store', 'ragged', 'object', 'string-dtype', 'layout', 'order', 'byteorder', 'version', 'dtype', 'max-shard-size', 'type'],
   diff: ['rtol', 'atol'],
   refs: ['output', 'url', 'chunk-bytes', 'concat', 'zarr-format'],
 };

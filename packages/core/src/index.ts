@@ -119,6 +119,16 @@ export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weight
 export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
 export type { GgufValueType } from './gguf/header.js';
 export { openGguf } from './gguf/open.js';
+export {
+  encodeGguf,
+  ggufParts,
+  GGUF_WRITE_TYPES,
+  type GgufInput,
+  type GgufMetadataInput,
+  type GgufParts,
+  type GgufWriteOptions,
+  type GgufWriteType,
+} from './gguf/encode.js';
 export { Hdf5File, Hdf5Group, Hdf5Dataset, type Hdf5AttributeValue, type Hdf5ReadOptions } from './hdf5/file.js';
 export { openHdf5 } from './hdf5/open.js';
 export { encodeHdf5, type Hdf5GroupInput, type Hdf5DatasetInput, type Hdf5AttributeInput } from './hdf5/write.js';

@@ -1,11 +1,22 @@
-/** `npyts convert`: between .npy, .npz, JSON, CSV/TSV, ragged and object arrays. */
+/** `npyts convert`: between .npy, .npz, JSON, CSV/TSV, ragged and object arrays, and weight files to .safetensors or .gguf. */
 /**
  * The `npyts` command: argument parsing (util.parseArgs) and one function per subcommand (info, show,
  * convert, diff, csv). Long because it holds every subcommand's wiring; the work itself is in
  * format.ts, diff.ts, text-table.ts and json-stream.ts. Splitting the subcommands into modules of
  * their own is the next step.
  */
-import { NpyError, encodeNpy, toOrder, withByteOrder, type NdArray, type NpzArchive, type SyncByteSource, type TypedArray } from '@npyts/core';
+import {
+  GGUF_WRITE_TYPES,
+  NpyError,
+  encodeNpy,
+  toOrder,
+  withByteOrder,
+  type GgufWriteType,
+  type NdArray,
+  type NpzArchive,
+  type SyncByteSource,
+  type TypedArray,
+} from '@npyts/core';
 import { dataToBytes, encodeHeader } from '@npyts/core/plumbing';
 import {
   openNpyFileSync,
@@ -13,6 +24,7 @@ import {
   saveNpySync,
   saveNpz,
   saveSafetensors,
+  saveGgufSync,
   openRaggedSync,
   saveObjectArrayAsRaggedSync,
   raggedToObjectArray,
@@ -52,11 +64,17 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   // The output's kind comes from its name; anything else would write .npy bytes into a file named .csv.
   const textOut = output.member === undefined ? delimiterOf(output.file) : null;
   const safetensorsOut = output.member === undefined && /\.safetensors$/i.test(output.file);
-  if (output.file !== '-' && output.member === undefined && !textOut && !safetensorsOut && !/\.np[yz]$/i.test(output.file)) {
+  const ggufOut = output.member === undefined && /\.gguf$/i.test(output.file);
+  if (output.file !== '-' && output.member === undefined && !textOut && !safetensorsOut && !ggufOut && !/\.np[yz]$/i.test(output.file)) {
     const ext = extname(output.file);
     throw new UsageError(
-      `cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .safetensors, .csv or .tsv`,
+      `cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .safetensors, .gguf, .csv or .tsv`,
     );
+  }
+  const ggufType = p.flags.get('--type');
+  if (ggufType !== undefined && !ggufOut) throw new UsageError('--type is for writing a .gguf');
+  if (ggufType !== undefined && !GGUF_WRITE_TYPES.includes(String(ggufType) as GgufWriteType)) {
+    throw new UsageError(`--type must be one of ${GGUF_WRITE_TYPES.join(', ')}`);
   }
   const textIn = input.member === undefined && input.file !== '-' ? delimiterOf(input.file) : null;
   if (p.flags.has('--dtype') && !textIn) throw new UsageError('--dtype is for reading a .csv or .tsv file');
@@ -169,6 +187,15 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
   if (safetensorsOut) {
     const tensors = new Map(arrays.map(([name, a]) => [name, a]));
     await withFileAsync(output.file, () => saveSafetensors(output.file, tensors, shardSize === undefined ? {} : { maxShardSize: shardSize }));
+  } else if (ggufOut) {
+    // A GGUF read keeps its key/values (with their types) in the GGUF written from it.
+    const kept = weightsIn
+      ? await withWeights(input, async (f) =>
+          f.format === 'gguf' ? { metadata: f.metadata, ...(f.metadataTypes ? { metadataTypes: f.metadataTypes } : {}) } : {},
+        )
+      : {};
+    const options = { ...kept, ...(ggufType === undefined ? {} : { type: String(ggufType) as GgufWriteType }) };
+    withFile(output.file, () => saveGgufSync(output.file, new Map(arrays.map(([name, a]) => [name, a])), options));
   } else if (outArchive) {
     if (output.member !== undefined) {
       if (arrays.length !== 1) throw new UsageError('OUT.npz:NAME takes a single array; give OUT.npz for a whole archive');

@@ -25,6 +25,7 @@ export function float16ToNumber(h: number): number {
  * numberToFloat16(1.5);   // 0x3e00
  */
 export function numberToFloat16(x: number): number {
+  if (Math.fround(x) === x) return float32ToFloat16(x);
   f64[0] = x;
   const hi = u32[LITTLE ? 1 : 0]!;
   const lo = u32[LITTLE ? 0 : 1]!;
@@ -59,6 +60,35 @@ export function numberToFloat16(x: number): number {
     ex++;
   }
   return sign | ((ex + 15) << 10) | m;
+}
+
+const f32 = new Float32Array(1);
+const f32Bits = new Uint32Array(f32.buffer);
+
+/** {@link numberToFloat16} of a float32 value (not NaN), from its bits: the quantizers' fast path (one per block). */
+function float32ToFloat16(x: number): number {
+  f32[0] = x;
+  const f = f32Bits[0]!;
+  const sign = (f >>> 16) & 0x8000;
+  const e = ((f >>> 23) & 0xff) - 112; // the half's biased exponent
+  const man = f & 0x7fffff;
+  if (e >= 31) return sign | 0x7c00; // past the largest half, or infinity
+  if (e <= 0) {
+    // Below 2^-14: a subnormal half (a multiple of 2^-24), or zero below 2^-25.
+    if (e < -10) return sign;
+    const m = man | 0x800000;
+    const shift = 14 - e;
+    let h = m >>> shift;
+    const rest = m & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rest > half || (rest === half && (h & 1) === 1)) h++;
+    return sign | h;
+  }
+  // A carry out of the mantissa moves into the exponent (up to infinity), as it should.
+  let h = (e << 10) | (man >>> 13);
+  const rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (h & 1) === 1)) h++;
+  return sign | h;
 }
 
 /**

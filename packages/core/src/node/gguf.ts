@@ -1,0 +1,45 @@
+/** GGUF files written on disk: beside the target, then renamed over it. */
+import { ggufParts, type GgufInput, type GgufWriteOptions } from '../gguf/encode.js';
+import type { FileRef, Operation } from '../io/steps.js';
+import { writingBeside, type ReplaceOptions } from './beside.js';
+import { run, runSync } from './drive.js';
+import type { AsyncOptions } from './fd.js';
+
+/** Options of {@link saveGgufSync}: what to write, and how the file is replaced. */
+export interface SaveGgufOptionsSync extends GgufWriteOptions, ReplaceOptions {}
+
+/** Options of {@link saveGguf}. */
+export interface SaveGgufOptions extends SaveGgufOptionsSync, AsyncOptions {}
+
+/**
+ * Write tensors as a GGUF file that gguf-py and llama.cpp read, without blocking: checked before
+ * anything is written, each tensor converted or quantized as it is written (one at a time), written
+ * beside `path` and renamed over it when complete (an error, such as a NaN in a quantized tensor,
+ * leaves the old file).
+ * @example
+ * await saveGguf('model-q8_0.gguf', tensors, { type: 'q8_0', metadata: { 'general.architecture': 'llama' } });
+ */
+export async function saveGguf(path: string, tensors: GgufInput, options: SaveGgufOptions = {}): Promise<void> {
+  await run(savingGguf(path, tensors, options), options.signal, path);
+}
+
+/**
+ * {@link saveGguf}, blocking.
+ * @example
+ * saveGgufSync('model.gguf', { 'output.weight': w }, { type: 'f16' });
+ */
+export function saveGgufSync(path: string, tensors: GgufInput, options: SaveGgufOptionsSync = {}): void {
+  runSync(savingGguf(path, tensors, options), path);
+}
+
+function* savingGguf(path: string, tensors: GgufInput, options: SaveGgufOptionsSync): Operation<void> {
+  const parts = ggufParts(tensors, options); // checked before the file beside is made
+  yield* writingBeside(
+    path,
+    function* (file: FileRef) {
+      yield { op: 'write', file, bytes: parts.header, at: null };
+      for (const bytes of parts.bodies()) if (bytes.length) yield { op: 'write', file, bytes, at: null };
+    },
+    options,
+  );
+}
