@@ -70,6 +70,8 @@ export {
 } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';
 export { openTensorFile } from './weights/formats.js';
-export { urlPlace, hookPlace, siblingUrl, checkSiblingName } from './weights/place.js';
+export { siblingUrl } from './weights/place.js';
+export { checkSiblingName, checkKey, openKey } from './store/key.js';
+export { writeKey, writeInOrder, joinWrites, type PositionalWrite } from './store/write.js';
 export { tensorsOfArchive, zipFormat } from './npz/format.js';
 export { safetensorsFormat } from './safetensors/format.js';

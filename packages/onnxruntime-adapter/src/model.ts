@@ -1,7 +1,8 @@
 /** What this package's functions share: ONNX's ModelProto through protobufjs, and the inputs they open. */
 import protobuf from 'protobufjs/light.js';
 import { NpyError, WeightFile, openWeights, urlSource, type HttpOptions } from '@npyts/core';
-import { urlPlace } from '@npyts/core/plumbing';
+import { checkKey, openKey } from '@npyts/core/plumbing';
+import { urlStore } from '@npyts/core';
 import { ONNX_SCHEMA } from './onnx-schema.js';
 
 /** Where weights or a reference archive come from: a path (Node), a URL, bytes, a Blob, or a {@link WeightFile} already open (left open). */
@@ -142,9 +143,9 @@ export async function inlineExternalData(message: ModelMessage, model: ModelInpu
       let source = opened.get(location);
       if (source === undefined) {
         // The places sharded sets use: a folder (symbolic links that lead out of it refused too), a URL's folder.
-        const place = isPath(model) ? (await nodeEntry()).folderPlace(model, false) : urlPlace(String(model), false);
-        place.check(location, what);
-        source = await place.open(location, options);
+        const store = isPath(model) ? (await nodeEntry()).folderStore(String(model).replace(/[^/\\]*$/, '') || '.') : urlStore(String(model));
+        checkKey(store, location, what);
+        source = await openKey(store, location, options, what);
         opened.set(location, source);
       }
       const offset = Number(field(t, 'offset') ?? 0);

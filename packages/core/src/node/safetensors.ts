@@ -9,6 +9,9 @@ import { writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
 import { fileSource, nodeSourceOf } from './sources.js';
+import { checkOptions, knownKeys } from '../options.js';
+import { refuseBesideStore, saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
+import type { WriteStore } from '../store/types.js';
 
 /**
  * Open a .safetensors file without blocking: a path or `file:` URL (positional reads), an `http(s)`
@@ -44,7 +47,13 @@ export function openSafetensorsSync(path: string): SafetensorsFile<SyncByteSourc
 export interface SaveSafetensorsOptionsSync extends SafetensorsWriteOptions, ReplaceOptions {}
 
 /** Options of {@link saveSafetensors}. */
-export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, AsyncOptions {}
+export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, AsyncOptions {
+  /** The store to write the key into (`saveSafetensors('m.safetensors', tensors, { store })`): written there, not to disk. */
+  store?: WriteStore | undefined;
+}
+
+const SAVE_SYNC_KEYS = knownKeys<SaveSafetensorsOptionsSync>({ metadata: true, durable: true });
+const SAVE_KEYS = knownKeys<SaveSafetensorsOptions>({ metadata: true, durable: true, signal: true, store: true });
 
 /**
  * Write tensors as a .safetensors file that Python's `safetensors` loads, without blocking: checked
@@ -53,6 +62,11 @@ export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, Asyn
  * await saveSafetensors('model.safetensors', { 'fc.weight': w, 'fc.bias': b }, { metadata: { format: 'pt' } });
  */
 export async function saveSafetensors(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptions = {}): Promise<void> {
+  checkOptions('saveSafetensors', options, SAVE_KEYS);
+  if (options.store !== undefined) {
+    refuseBesideStore('saveSafetensors', options, ['durable']);
+    return saveSafetensorsIn(path, tensors, { ...options, store: options.store });
+  }
   await run(savingSafetensors(path, tensors, options), options.signal, path);
 }
 
@@ -62,6 +76,7 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput, o
  * saveSafetensorsSync('model.safetensors', { w });
  */
 export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync = {}): void {
+  checkOptions('saveSafetensorsSync', options, SAVE_SYNC_KEYS);
   runSync(savingSafetensors(path, tensors, options), path);
 }
 
