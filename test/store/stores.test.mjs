@@ -3,14 +3,18 @@
 // hostile index asks the store for no key outside it; every entry refuses an option it does not know.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { inspect } from 'node:util';
+import { transformSync } from 'esbuild';
 import * as core from '@npyts/core';
 import * as node from '@npyts/core/node';
 import { bytesSource, memoryStore } from '@npyts/core';
 import { folderStore } from '@npyts/core/node';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
+import { blocksOf, root } from '../packages/guide-blocks.mjs';
 
 /** A store over a Map, written from the public interfaces only; `asked` records every key opened. */
 function mapStore(files = new Map()) {
@@ -177,6 +181,32 @@ test('every entry refuses an option it does not know (BAD_OPTION naming it) befo
   assert.is((await npyErrorOf(() => node.saveNpy('z.npy', x, { store, durable: true }))).code, 'BAD_OPTION');
   assert.is((await npyErrorOf(() => node.openWeights('x.npz', { store, place: 'https://h/' }))).code, 'BAD_OPTION');
   assert.is((await npyErrorOf(() => core.saveNpy('z.npy', x, { store: {} }))).code, 'BAD_OPTION');
+});
+
+test('docs/architecture.md, "Adding a place": its Map store runs as written and prints what the guide says', async () => {
+  const blocks = blocksOf('docs/architecture.md');
+  const at = blocks.findIndex((b) => b.attrs['run-by'] === 'test/store/stores.test.mjs');
+  const block = blocks[at];
+  assert.ok(block.code.split('\n').length < 60, 'a whole store in under 60 lines');
+  // Beside the packages, so that '@npyts/core' resolves to the build as in a user's project.
+  const modules = join(root, 'node_modules', '.cache', 'npyts-store');
+  mkdirSync(modules, { recursive: true });
+  const file = join(modules, `map-store-${process.pid}.mjs`);
+  writeFileSync(file, transformSync(block.code, { loader: 'ts', format: 'esm', target: 'node20' }).code);
+  const printed = [];
+  const log = console.log;
+  console.log = (...xs) => printed.push(xs.map((x) => (typeof x === 'string' ? x : inspect(x))).join(' '));
+  let mapStoreOfGuide;
+  try {
+    ({ mapStore: mapStoreOfGuide } = await import(pathToFileURL(file).href));
+  } finally {
+    console.log = log;
+  }
+  assert.is(`${printed.join('\n')}\n`, blocks[at + 1].code);
+  // The guide's store takes the other entries too: a .npz, read back by numpy's rules.
+  const store = mapStoreOfGuide();
+  await node.saveNpz('z.npz', { a: { data: new Int8Array([1, 2, 3]) } }, { store });
+  assert.equal([...(await node.loadNpz('z.npz', { store })).get('a').data], [1, 2, 3]);
 });
 
 test.run();
