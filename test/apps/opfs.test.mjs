@@ -84,6 +84,16 @@ self.onmessage = async ({ data: m }) => {
 // tsconfigRaw: the package resolves through node_modules to its built dist, as in a user's project.
 const bundle = await build({ stdin: { contents: worker, resolveDir: root }, bundle: true, format: 'esm', platform: 'browser', write: false, tsconfigRaw: {} });
 writeFileSync(join(dir, 'opfs-worker.js'), bundle.outputFiles[0].contents);
+// The page's own module: a page has no sync access handles, so opfsStore writes there through writable streams.
+const pageModule = await build({
+  stdin: { contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz } from '@npyts/core';", resolveDir: root },
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  write: false,
+  tsconfigRaw: {},
+});
+writeFileSync(join(dir, 'opfs-page.js'), pageModule.outputFiles[0].contents);
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
@@ -176,6 +186,30 @@ z = np.load(${JSON.stringify(join(dir, 'store-a.npz'))})
 st = load_file(${JSON.stringify(join(dir, 'store-a.safetensors'))})
 print(int(same_npy), int((z['a'] == values).all()), z['b'].tolist(), int((st['a'] == values).all()))`).trim();
   assert.is(check, '1 1 [7, 8, 9] 1');
+});
+
+test('in a page, opfsStore writes through writable streams: a save replaces the key, a failed one leaves it', async () => {
+  const result = await page.evaluate(async () => {
+    const { opfsStore, saveNpy, loadNpy, saveNpz, openNpz } = await import('/data/opfs-page.js');
+    const store = opfsStore(await navigator.storage.getDirectory());
+    await saveNpy('page/p.npy', { data: new Int16Array([1, 2, 3]) }, { store });
+    await saveNpy('page/p.npy', { data: new Int16Array([4, 5, 6, 7]) }, { store });
+    let refused = '';
+    try {
+      await saveNpy('page/p.npy', { data: [1], dtype: '|O' }, { store }); // object arrays need a pickle codec in the main entry
+    } catch (e) {
+      refused = e.code;
+    }
+    await saveNpz('page/q.npz', { q: { data: new Float64Array([0.5, 1.5]) } }, { store });
+    const z = await openNpz('page/q.npz', { store });
+    const q = Array.from((await z.get('q')).data);
+    await z.close();
+    return { p: Array.from((await loadNpy('page/p.npy', { store })).data), q, refused, keys: (await store.list()).filter((k) => k.startsWith('page/')).sort() };
+  });
+  assert.equal(result.p, [4, 5, 6, 7]);
+  assert.equal(result.q, [0.5, 1.5]);
+  assert.is(result.refused, 'PICKLE_UNSUPPORTED');
+  assert.equal(result.keys, ['page/p.npy', 'page/q.npz']);
 });
 
 test('no uncaught errors in the page', () => {

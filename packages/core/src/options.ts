@@ -176,3 +176,17 @@ export function checkOptions(entry: string, options: unknown, known: ReadonlySet
     );
   }
 }
+
+/**
+ * Only the options of `options` that one of `known` names: what a caller that takes a wider set of
+ * options (an adapter's, which are its own and core's) hands to a core entry, which refuses the rest.
+ * @example
+ * await openWeights(source, pickOptions(adapterOptions, OPEN_WEIGHTS_KEYS));
+ */
+export function pickOptions<T extends object>(options: T, ...known: (ReadonlySet<string> | Readonly<Record<string, true>>)[]): Partial<T> {
+  const out: Partial<T> = {};
+  for (const [key, value] of Object.entries(options)) {
+    if (known.some((k) => (k instanceof Set ? k.has(key) : Object.hasOwn(k, key)))) (out as Record<string, unknown>)[key] = value;
+  }
+  return out;
+}

@@ -13,6 +13,7 @@ export {
   checkNumber,
   checkNumbers,
   checkReadOptions,
+  pickOptions,
   COUNT,
   AMOUNT,
   SIZE,
@@ -72,6 +73,8 @@ export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/conv
 export { openTensorFile } from './weights/formats.js';
 export { siblingUrl } from './weights/place.js';
 export { checkSiblingName, checkKey, openKey } from './store/key.js';
-export { writeKey, writeInOrder, joinWrites, type PositionalWrite } from './store/write.js';
+export { OPEN_WEIGHTS_KEYS } from './weights/open.js';
+export { OPEN_NPZ_KEYS } from './npz/open.js';
+export { NPZ_WRITE_KEYS } from './npz/archive.js';
 export { tensorsOfArchive, zipFormat } from './npz/format.js';
 export { safetensorsFormat } from './safetensors/format.js';

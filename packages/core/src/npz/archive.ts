@@ -809,7 +809,11 @@ export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** The options {@link NpzWriteOptions} names. */
+/**
+ * The options {@link NpzWriteOptions} names.
+ * @example
+ * await saveNpz(path, arrays, pickOptions(adapterOptions, NPZ_WRITE_KEYS, { durable: true, signal: true }));
+ */
 export const NPZ_WRITE_KEYS = {
   ...ENCODE_KEYS,
   date: true,

@@ -15,7 +15,11 @@ export interface OpenNpzOptions extends NpzOptions, HttpOptions {
   store?: ReadStore | undefined;
 }
 
-/** The options {@link OpenNpzOptions} names (see `knownKeys`, options.ts). */
+/**
+ * The options {@link OpenNpzOptions} names (see `knownKeys`, options.ts).
+ * @example
+ * await openNpz(source, pickOptions(adapterOptions, OPEN_NPZ_KEYS));
+ */
 export const OPEN_NPZ_KEYS = knownKeys<OpenNpzOptions>({ ...NPZ_KEYS, ...HTTP_KEYS, store: true });
 
 /**

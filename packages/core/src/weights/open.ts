@@ -173,6 +173,8 @@ export async function openWeightsIn(key: unknown, options: OpenWeightsOptions & 
 /**
  * The options {@link OpenWeightsOptions} names, and `onProgress` (the loads' progress; see
  * `loadWeights`), which every weight entry takes.
+ * @example
+ * await openWeights(source, pickOptions(adapterOptions, OPEN_WEIGHTS_KEYS));
  */
 export const OPEN_WEIGHTS_KEYS = knownKeys<OpenWeightsOptions>({
   ...FORMAT_KEYS,
