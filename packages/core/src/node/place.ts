@@ -118,7 +118,13 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode): St
     async list() {
       const entries = await readdir(folder, { recursive: true, withFileTypes: true });
       // parentPath from Node 20.12 on; path before it.
-      return entries.filter((e) => e.isFile()).map((e) => relative(folder, join(e.parentPath ?? e.path, e.name)).split(sep).join('/'));
+      return entries
+        .filter((e) => e.isFile())
+        .map((e) =>
+          relative(folder, join(e.parentPath ?? e.path, e.name))
+            .split(sep)
+            .join('/'),
+        );
     },
   };
 }
