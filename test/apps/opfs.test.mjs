@@ -1,6 +1,8 @@
 // .npy files in the browser's Origin Private File System, in Debian's Chromium: one worker creates a
 // file, two workers fill its halves at once through their own sync access handles, another appends
-// rows, and numpy reads the file the page hands back.
+// rows, and numpy reads the file the page hands back. And the OPFS as a store (issue 67): a worker
+// saves a .npy, a .npz and a .safetensors through opfsStore, reads regions back, and the files the
+// page copies out are what numpy and safetensors read (the .npy byte for byte what np.save writes).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -19,6 +21,7 @@ if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's chro
 // The worker: @npyts/core's access-handle functions, bundled as a module the page can start.
 const worker = `
 import { createNpyAccessHandle, openNpyAccessHandle, appendNpyAccessHandle } from '@npyts/core';
+import { opfsStore, saveNpy, saveNpz, saveSafetensors, openNpy, openNpz, openWeights } from '@npyts/core';
 const file = async (name) => (await navigator.storage.getDirectory()).getFileHandle(name, { create: true });
 self.onmessage = async ({ data: m }) => {
   try {
@@ -42,6 +45,28 @@ self.onmessage = async ({ data: m }) => {
       const access = await fh.createSyncAccessHandle();
       appendNpyAccessHandle(access, { data: new Float64Array(m.cols).fill(-1), shape: [1, m.cols] }, { name: m.name });
       access.close();
+    } else if (m.op === 'store') {
+      const store = opfsStore(await navigator.storage.getDirectory());
+      const a = { data: new Float32Array(m.values), shape: [6, 4] };
+      await saveNpy('store/a.npy', { data: new Float32Array(24), shape: [6, 4] }, { store });
+      await saveNpy('store/a.npy', a, { store }); // replaces the key written before
+      await saveNpz('store/a.npz', { a, b: { data: new Int32Array([7, 8, 9]) } }, { store });
+      await saveSafetensors('store/a.safetensors', { a }, { store, metadata: { format: 'pt' } });
+      const npy = await openNpy('store/a.npy', { store });
+      const npz = await openNpz('store/a.npz', { store });
+      const st = await openWeights('store/a.safetensors', { store });
+      const out = {
+        ok: true,
+        region: Array.from((await npy.read([2, 1], [2, 2])).data),
+        member: Array.from((await (await npz.openMember('a')).read([5, 0], [1, 4])).data),
+        b: Array.from((await npz.get('b')).data),
+        tensor: Array.from((await st.get('a')).data),
+        keys: (await store.list()).filter((k) => k.startsWith('store/')).sort(),
+      };
+      await npz.close();
+      await st.close();
+      self.postMessage(out);
+      return;
     } else if (m.op === 'read') {
       const access = await fh.createSyncAccessHandle();
       const h = openNpyAccessHandle(access, { name: m.name });
@@ -59,6 +84,16 @@ self.onmessage = async ({ data: m }) => {
 // tsconfigRaw: the package resolves through node_modules to its built dist, as in a user's project.
 const bundle = await build({ stdin: { contents: worker, resolveDir: root }, bundle: true, format: 'esm', platform: 'browser', write: false, tsconfigRaw: {} });
 writeFileSync(join(dir, 'opfs-worker.js'), bundle.outputFiles[0].contents);
+// The page's own module: a page has no sync access handles, so opfsStore writes there through writable streams.
+const pageModule = await build({
+  stdin: { contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz } from '@npyts/core';", resolveDir: root },
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  write: false,
+  tsconfigRaw: {},
+});
+writeFileSync(join(dir, 'opfs-page.js'), pageModule.outputFiles[0].contents);
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
@@ -106,6 +141,75 @@ test('two workers fill halves of one OPFS .npy at once, a third appends; numpy r
 r, c = np.indices((200, 300))
 print(a.shape, a.dtype.str, int((a[:200] == r * 1000 + c).all()), int((a[200] == -1).all()))`).trim();
   assert.is(check, '(201, 300) <f8 1 1');
+});
+
+test('in a worker, opfsStore runs saveNpy, saveNpz and saveSafetensors; reads and numpy agree with the page', async () => {
+  const result = await page.evaluate(async () => {
+    // What the page computes; the worker saves it and reads it back.
+    const values = Array.from({ length: 24 }, (_, i) => Math.fround(i / 8 - 1));
+    const got = await new Promise((resolve) => {
+      const w = new Worker('/data/opfs-worker.js', { type: 'module' });
+      w.onmessage = ({ data }) => {
+        w.terminate();
+        resolve(data);
+      };
+      w.onerror = (e) => {
+        w.terminate();
+        resolve({ ok: false, error: e.message });
+      };
+      w.postMessage({ op: 'store', name: 'unused', values });
+    });
+    const folder = await (await navigator.storage.getDirectory()).getDirectoryHandle('store');
+    const files = {};
+    for (const name of ['a.npy', 'a.npz', 'a.safetensors']) {
+      const bytes = new Uint8Array(await (await (await folder.getFileHandle(name)).getFile()).arrayBuffer());
+      let binary = '';
+      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      files[name] = btoa(binary);
+    }
+    return { got, values, files };
+  });
+  const { got, values } = result;
+  assert.ok(got.ok, got.error);
+  const at = (r, c) => values[r * 4 + c];
+  assert.equal(got.region, [at(2, 1), at(2, 2), at(3, 1), at(3, 2)]);
+  assert.equal(got.member, [at(5, 0), at(5, 1), at(5, 2), at(5, 3)]);
+  assert.equal(got.b, [7, 8, 9]);
+  assert.equal(got.tensor, values);
+  assert.equal(got.keys, ['store/a.npy', 'store/a.npz', 'store/a.safetensors'], 'no file left beside a key');
+  for (const [name, b64] of Object.entries(result.files)) writeFileSync(join(dir, `store-${name}`), Buffer.from(b64, 'base64'));
+  const check = python(`from safetensors.numpy import load_file
+values = np.array(${JSON.stringify(values)}, dtype='<f4').reshape(6, 4)
+f = io.BytesIO(); np.save(f, values)
+same_npy = open(${JSON.stringify(join(dir, 'store-a.npy'))}, 'rb').read() == f.getvalue()
+z = np.load(${JSON.stringify(join(dir, 'store-a.npz'))})
+st = load_file(${JSON.stringify(join(dir, 'store-a.safetensors'))})
+print(int(same_npy), int((z['a'] == values).all()), z['b'].tolist(), int((st['a'] == values).all()))`).trim();
+  assert.is(check, '1 1 [7, 8, 9] 1');
+});
+
+test('in a page, opfsStore writes through writable streams: a save replaces the key, a failed one leaves it', async () => {
+  const result = await page.evaluate(async () => {
+    const { opfsStore, saveNpy, loadNpy, saveNpz, openNpz } = await import('/data/opfs-page.js');
+    const store = opfsStore(await navigator.storage.getDirectory());
+    await saveNpy('page/p.npy', { data: new Int16Array([1, 2, 3]) }, { store });
+    await saveNpy('page/p.npy', { data: new Int16Array([4, 5, 6, 7]) }, { store });
+    let refused = '';
+    try {
+      await saveNpy('page/p.npy', { data: [1], dtype: '|O' }, { store }); // object arrays need a pickle codec in the main entry
+    } catch (e) {
+      refused = e.code;
+    }
+    await saveNpz('page/q.npz', { q: { data: new Float64Array([0.5, 1.5]) } }, { store });
+    const z = await openNpz('page/q.npz', { store });
+    const q = Array.from((await z.get('q')).data);
+    await z.close();
+    return { p: Array.from((await loadNpy('page/p.npy', { store })).data), q, refused, keys: (await store.list()).filter((k) => k.startsWith('page/')).sort() };
+  });
+  assert.equal(result.p, [4, 5, 6, 7]);
+  assert.equal(result.q, [0.5, 1.5]);
+  assert.is(result.refused, 'PICKLE_UNSUPPORTED');
+  assert.equal(result.keys, ['page/p.npy', 'page/q.npz']);
 });
 
 test('no uncaught errors in the page', () => {

@@ -52,6 +52,8 @@ export type NpyErrorCode =
   | 'OBJECT_IN_PLACE'
   /** A path that is not a regular file (a FIFO, a device, a directory) where a file is read or written. */
   | 'NOT_A_FILE'
+  /** A key a store does not hold (`openNpy(key, { store })`, a shard of a set in a store). */
+  | 'NOT_FOUND'
   /** A request failed (no answer, a reset connection, a redirect loop) or a URL is not one. */
   | 'NETWORK'
   /** A server answered with an HTTP error status (404, 403, 416, 500, …): the message gives it. */

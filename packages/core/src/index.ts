@@ -115,7 +115,21 @@ export { openSafetensors } from './safetensors/open.js';
 export { ShardedWeights, ShardedSafetensors, parseShardIndex, type ShardIndex, type OpenShard } from './weights/sharded.js';
 export type { TensorFile, FormatOptions, TensorExtent } from './weights/tensor-file.js';
 export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
-export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weights/place.js';
+export type { ResolveHook, SiblingAnswer } from './weights/place.js';
+export { urlStore, hookStore } from './weights/place.js';
+export type { ReadStore, WriteStore, Store, StoreWriter, StoreLock, StoreOpenOptions } from './store/types.js';
+export { memoryStore } from './store/memory.js';
+export { opfsStore, type OpfsDirectoryHandle, type OpfsFileHandle } from './store/opfs.js';
+export {
+  saveNpy,
+  loadNpy,
+  saveNpz,
+  saveSafetensors,
+  type StoreSaveOptions,
+  type StoreLoadOptions,
+  type StoreSaveNpzOptions,
+  type StoreSaveSafetensorsOptions,
+} from './store/entries.js';
 export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
 export type { GgufValueType } from './gguf/header.js';
 export { openGguf } from './gguf/open.js';
@@ -155,7 +169,7 @@ export { fflateCodec } from './npz/fflate.js';
 export { readNpy, writeNpy, type ChunkSink, type ChunkSource } from './io/stream.js';
 export { openNpyUrl, urlSource, type NpyUrlHandle, type UrlOptions, type HttpOptions } from './io/url.js';
 export { redactUrls } from './io/redact.js';
-export { openNpy, openNpySource, type NpyReader, type NpyReadStats, type NpySource } from './io/open.js';
+export { openNpy, openNpySource, type NpyReader, type NpyReadStats, type NpySource, type OpenNpyOptions } from './io/open.js';
 export { openNpyAccessHandle, createNpyAccessHandle, appendNpyAccessHandle, type SyncAccessHandle } from './io/access-handle.js';
 export type { NpyFileHandleSync, CreateOptions, AsyncOptions } from './io/handles.js';
 export {

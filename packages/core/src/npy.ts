@@ -9,6 +9,7 @@ import { byteSwapUnit, bytesToData, dataToBytes, storageOf, type BytesToDataOpti
 import type { ArrayData, TypedArray } from './format/js-types.js';
 import { arrayFromValues } from './array/from-values.js';
 import type { DescrInput } from './format/descr-types.js';
+import type { KnownKeys } from './options.js';
 
 /** Bounds for decoding a pickle (object arrays). */
 export interface UnpickleLimits {
@@ -44,6 +45,21 @@ export interface DecodeOptions extends ReadHeaderOptions, UnpickleLimits {
   /** Decode object arrays with this codec (opt-in: `{ pickle: pickleCodec }` from `@npyts/core/pickle`). */
   pickle?: ObjectArrayCodec | undefined;
 }
+
+/** The options {@link DecodeOptions} names (see `knownKeys`, options.ts). */
+export const DECODE_KEYS = {
+  maxHeaderBytes: true,
+  expect: true,
+  exactByteOrder: true,
+  voidAs: true,
+  maxDepth: true,
+  maxMemo: true,
+  maxMarks: true,
+  maxBytes: true,
+  copy: true,
+  shared: true,
+  pickle: true,
+} as const satisfies KnownKeys<DecodeOptions>;
 
 const PICKLE_HINT =
   "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
@@ -267,6 +283,9 @@ export interface EncodeOptions {
   /** Encode object arrays with this codec (`pickleCodec` from `@npyts/core/pickle`). */
   pickle?: ObjectArrayCodec | undefined;
 }
+
+/** The options {@link EncodeOptions} names. */
+export const ENCODE_KEYS = { version: true, pickle: true } as const satisfies KnownKeys<EncodeOptions>;
 
 /**
  * The header and the data bytes of an encoded .npy, kept apart so that files can be written without a joined copy.

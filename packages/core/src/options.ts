@@ -138,3 +138,55 @@ export function checkMapMode(value: unknown): asserts value is MapMode | undefin
   const shown = typeof value === 'string' ? JSON.stringify(value) : typeof value;
   throw new NpyError('BAD_OPTION', `option mmap must be 'r', 'r+' or 'c' (numpy's mmap modes), not ${shown}`);
 }
+
+/**
+ * Every option an entry takes, one `true` a key: built from its options type, so that a key the
+ * type gains and the list lacks fails to compile. Keys beyond the type may be listed (an option
+ * another entry of the same family reads).
+ */
+export type KnownKeys<T> = { readonly [K in keyof T]-?: true } & Readonly<Record<string, true>>;
+
+/**
+ * The option names of `keys` as a set, checked against `T` by the compiler (see {@link KnownKeys}).
+ * @example
+ * const SAVE_KEYS = knownKeys<SaveOptions>({ version: true, pickle: true, store: true, signal: true });
+ */
+export function knownKeys<T>(keys: KnownKeys<T>): ReadonlySet<string> {
+  return new Set(Object.keys(keys));
+}
+
+/**
+ * The one rule of options: refuse (`BAD_OPTION`) an options value that is not an object, and any
+ * option `entry` does not know (own keys only, with a value: `{ x: undefined }` is no option),
+ * naming it and what the entry takes, before anything is read or written.
+ * @example
+ * checkOptions('saveNpy', { stroe: s }, SAVE_KEYS);   // BAD_OPTION: saveNpy takes no option 'stroe'
+ */
+export function checkOptions(entry: string, options: unknown, known: ReadonlySet<string>): void {
+  if (options === undefined || options === null) return;
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new NpyError('BAD_OPTION', `${entry}: options must be an object, not ${Array.isArray(options) ? 'an array' : typeof options}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (known.has(key) || (options as Record<string, unknown>)[key] === undefined) continue;
+    const near = [...known].filter((k) => k.toLowerCase() === key.toLowerCase() || k.startsWith(key.slice(0, 3)));
+    throw new NpyError(
+      'BAD_OPTION',
+      `${entry} takes no option '${key.slice(0, 100)}'${near.length ? ` (did you mean ${near.map((k) => `'${k}'`).join(' or ')}?)` : ''}; it takes ${[...known].sort().join(', ')}`,
+    );
+  }
+}
+
+/**
+ * Only the options of `options` that one of `known` names: what a caller that takes a wider set of
+ * options (an adapter's, which are its own and core's) hands to a core entry, which refuses the rest.
+ * @example
+ * await openWeights(source, pickOptions(adapterOptions, OPEN_WEIGHTS_KEYS));
+ */
+export function pickOptions<T extends object>(options: T, ...known: (ReadonlySet<string> | Readonly<Record<string, true>>)[]): Partial<T> {
+  const out: Partial<T> = {};
+  for (const [key, value] of Object.entries(options)) {
+    if (known.some((k) => (k instanceof Set ? k.has(key) : Object.hasOwn(k, key)))) (out as Record<string, unknown>)[key] = value;
+  }
+  return out;
+}

@@ -13,6 +13,7 @@ export {
   checkNumber,
   checkNumbers,
   checkReadOptions,
+  pickOptions,
   COUNT,
   AMOUNT,
   SIZE,
@@ -70,6 +71,10 @@ export {
 } from './format/float-text.js';
 export { RAGGED_TAG, raggedIndexDType, heapUrlOf, widthFor } from './ragged/convention.js';
 export { openTensorFile } from './weights/formats.js';
-export { urlPlace, hookPlace, siblingUrl, checkSiblingName } from './weights/place.js';
+export { siblingUrl } from './weights/place.js';
+export { checkSiblingName, checkKey, openKey } from './store/key.js';
+export { OPEN_WEIGHTS_KEYS } from './weights/open.js';
+export { OPEN_NPZ_KEYS } from './npz/open.js';
+export { NPZ_WRITE_KEYS } from './npz/archive.js';
 export { tensorsOfArchive, zipFormat } from './weights/zip-format.js';
 export { safetensorsFormat } from './safetensors/format.js';

@@ -1,7 +1,8 @@
 /** What this package's functions share: ONNX's ModelProto through protobufjs, and the inputs they open. */
 import protobuf from 'protobufjs/light.js';
 import { NpyError, WeightFile, openWeights, urlSource, type HttpOptions } from '@npyts/core';
-import { urlPlace } from '@npyts/core/plumbing';
+import { OPEN_WEIGHTS_KEYS, checkKey, openKey, pickOptions } from '@npyts/core/plumbing';
+import { urlStore } from '@npyts/core';
 import { ONNX_SCHEMA } from './onnx-schema.js';
 
 /** Where weights or a reference archive come from: a path (Node), a URL, bytes, a Blob, or a {@link WeightFile} already open (left open). */
@@ -62,11 +63,13 @@ export const isPath = (input: unknown): input is string => typeof input === 'str
 /** The input opened as a weight file, and whether it was opened here (to be closed here). @internal */
 export async function openInput(input: WeightInput, options: HttpOptions): Promise<[WeightFile, boolean]> {
   if (input instanceof WeightFile) return [input, false];
+  // Only what openWeights takes: it refuses the adapter's own options.
+  const taken = pickOptions(options, OPEN_WEIGHTS_KEYS);
   if (isPath(input)) {
     const node = await nodeEntry();
-    return [await node.openWeights(input, options), true];
+    return [await node.openWeights(input, taken), true];
   }
-  return [await openWeights(input, options), true];
+  return [await openWeights(input, taken), true];
 }
 
 /**
@@ -80,8 +83,12 @@ export async function openMapped(path: string, options: HttpOptions): Promise<{ 
   const size = await fileSize(path);
   const map = node.nativeStatus().mmap;
   if (map?.available !== true)
-    return { file: await node.openWeights(path, options), size, unmapped: `memory maps are unavailable here (${map?.reason ?? 'no @npyts/native'})` };
-  return { file: await node.openWeights(path, { ...options, mmap: 'r' }), size };
+    return {
+      file: await node.openWeights(path, pickOptions(options, OPEN_WEIGHTS_KEYS)),
+      size,
+      unmapped: `memory maps are unavailable here (${map?.reason ?? 'no @npyts/native'})`,
+    };
+  return { file: await node.openWeights(path, { ...pickOptions(options, OPEN_WEIGHTS_KEYS), mmap: 'r' }), size };
 }
 
 /** A local file's size in bytes (Node). @internal */
@@ -142,9 +149,9 @@ export async function inlineExternalData(message: ModelMessage, model: ModelInpu
       let source = opened.get(location);
       if (source === undefined) {
         // The places sharded sets use: a folder (symbolic links that lead out of it refused too), a URL's folder.
-        const place = isPath(model) ? (await nodeEntry()).folderPlace(model, false) : urlPlace(String(model), false);
-        place.check(location, what);
-        source = await place.open(location, options);
+        const store = isPath(model) ? (await nodeEntry()).folderStore(String(model).replace(/[^/\\]*$/, '') || '.') : urlStore(String(model));
+        checkKey(store, location, what);
+        source = await openKey(store, location, options, what);
         opened.set(location, source);
       }
       const offset = Number(field(t, 'offset') ?? 0);

@@ -15,7 +15,18 @@ import {
   type NpzOptions,
   type NpzWriteOptions,
 } from '@npyts/core';
-import { LEVEL_RULES, TOLERANCE, checkNumber, checkNumbers, checkReadOptions, resolveUrl } from '@npyts/core/plumbing';
+import {
+  LEVEL_RULES,
+  NPZ_WRITE_KEYS,
+  OPEN_NPZ_KEYS,
+  OPEN_WEIGHTS_KEYS,
+  TOLERANCE,
+  checkNumber,
+  checkNumbers,
+  checkReadOptions,
+  pickOptions,
+  resolveUrl,
+} from '@npyts/core/plumbing';
 
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
 export type NpzSource = Uint8Array | ArrayBuffer | Blob | string | URL | NpzArchive;
@@ -36,12 +47,14 @@ export async function openWeightSource(source: WeightSource, options: SourceOpti
   checkAdapterOptions(options);
   if (source instanceof WeightFile) return [source, false];
   if (isArchive(source)) return [weightsOfArchive(source), false];
-  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [await openWeights(source, options), true];
+  // Only what openWeights takes: it refuses the adapter's own options (tolerances, layouts).
+  const taken = pickOptions(options, OPEN_WEIGHTS_KEYS);
+  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [await openWeights(source, taken), true];
   const text = String(source);
   if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
-    return [await openWeights(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...options }), true];
+    return [await openWeights(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...taken }), true];
   }
-  return [await (await nodeEntry()).openWeights(text, options), true];
+  return [await (await nodeEntry()).openWeights(text, taken), true];
 }
 
 /** Options for reading a source: the archive's, and those of URL reads (`fetch`, headers, request sizes; `signal` aborts any read). */
@@ -118,9 +131,9 @@ async function openAny(source: Exclude<NpzSource, NpzArchive>, options: SourceOp
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [decodeNpz(source, options), true];
   const text = String(source);
   if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
-    return [await openNpz(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...options }), true];
+    return [await openNpz(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...pickOptions(options, OPEN_NPZ_KEYS) }), true];
   }
-  return [await (await nodeEntry()).openNpz(text, options), true];
+  return [await (await nodeEntry()).openNpz(text, pickOptions(options, OPEN_NPZ_KEYS)), true];
 }
 
 /**
@@ -154,7 +167,7 @@ export async function writeArchive(
       'BAD_TARGET',
       `saving to '${target}' needs a file system; in a browser pass a function that receives the bytes, or browserDownload('${target}')`,
     );
-  await (await nodeEntry()).saveNpz(target, arrays, options);
+  await (await nodeEntry()).saveNpz(target, arrays, pickOptions(options, NPZ_WRITE_KEYS, { durable: true, signal: true }));
 }
 
 /**

@@ -7,11 +7,13 @@ import { readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import { blobSource, bytesSource, isByteSource, isPromise, type ByteSource } from './byte-source.js';
 import { NpyError } from '../errors.js';
-import { openNpyUrl, urlSource, type UrlOptions, type UrlSourceOptions } from './url.js';
+import { URL_KEYS, openNpyUrl, urlSource, type HttpOptions, type UrlOptions, type UrlSourceOptions } from './url.js';
 import { npyReaderOf, type NpyReadStats, type NpyReader } from './reader.js';
 
 export { npyReaderOf, type NpyReadStats, type NpyReader, type ReadTuning, type ReaderOptions } from './reader.js';
-import { checkReadOptions } from '../options.js';
+import { checkOptions, checkReadOptions, knownKeys } from '../options.js';
+import { checkStore, openKey } from '../store/key.js';
+import type { ReadStore } from '../store/types.js';
 import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
 /**
@@ -44,6 +46,19 @@ export async function sourceOf(input: NpySource, options: UrlSourceOptions = {})
   if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);
   if (typeof Blob !== 'undefined' && input instanceof Blob) return blobSource(input);
   return settledSource(input);
+}
+
+/**
+ * The source of `input`, a key of `store` where one is given (the input is then a string), else
+ * what `sourceOf` makes of it: the one rule of `{ store }` for the openers of one file.
+ * @internal
+ */
+export async function sourceIn(entry: string, input: unknown, options: HttpOptions & { store?: ReadStore | undefined }): Promise<ByteSource> {
+  if (options.store === undefined) return sourceOf(input as NpySource, options);
+  checkStore(entry, options.store, 'read');
+  if (typeof input !== 'string')
+    throw new NpyError('BAD_OPTION', `${entry}: with { store }, the file is given by its key in the store (a string), not ${typeof input}`);
+  return openKey(options.store, input, options);
 }
 
 /**
@@ -119,6 +134,15 @@ function countedReads(source: ByteSource, stats: NpyReadStats) {
   };
 }
 
+/** Options of {@link openNpy}: the decode and HTTP options, and the store a file given by key is in. */
+export interface OpenNpyOptions extends UrlOptions {
+  /** The store the file is in, given by its key: `openNpy('w.npy', { store })`. */
+  store?: ReadStore | undefined;
+}
+
+/** The options {@link OpenNpyOptions} names (see `knownKeys`, options.ts). */
+export const OPEN_NPY_KEYS = knownKeys<OpenNpyOptions>({ ...URL_KEYS, store: true });
+
 /**
  * Open a .npy for region reads from a URL (HTTP ranges), a `Blob`/`File` (slices: a dropped
  * multi-gigabyte file is never read whole), bytes, or any {@link ByteSource}. In Node,
@@ -128,10 +152,15 @@ function countedReads(source: ByteSource, stats: NpyReadStats) {
  * const rows = await h.read([0, 0], [10, 512]);
  * const remote = await openNpy('data/big.npy', { headers: { authorization: 'Bearer …' } });
  */
-export async function openNpy<const S extends DescrInput>(source: NpySource, options: UrlOptions & Expecting<S>): Promise<NpyReader<S>>;
-export async function openNpy(source: NpySource, options?: UrlOptions): Promise<NpyReader>;
-export async function openNpy(source: NpySource, options: UrlOptions = {}): Promise<NpyReader> {
+export async function openNpy<const S extends DescrInput>(source: NpySource, options: OpenNpyOptions & Expecting<S>): Promise<NpyReader<S>>;
+export async function openNpy(source: NpySource, options?: OpenNpyOptions): Promise<NpyReader>;
+export async function openNpy(source: NpySource, options: OpenNpyOptions = {}): Promise<NpyReader> {
+  checkOptions('openNpy', options, OPEN_NPY_KEYS);
   checkReadOptions(options);
+  if (options.store !== undefined) {
+    const opened = await sourceIn('openNpy', source, options);
+    return openingOver(opened, source, () => openNpySource(opened, { ...options, name: String(source) }));
+  }
   if (typeof source === 'string' || source instanceof URL) return openNpyUrl(resolveUrl(source), options);
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
     return openNpySource(blobSource(source), options);

@@ -7,13 +7,13 @@
  * answers checked (`HttpFile`), for every reader of a URL.
  */
 import { NpyError } from '../errors.js';
-import { HTTP_RULES, checkNumbers, checkReadOptions } from '../options.js';
+import { HTTP_RULES, checkNumbers, checkReadOptions, type KnownKeys } from '../options.js';
 import { FIRST_BLOCK, readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import type { NdArray } from '../array/ndarray.js';
 import type { OpenNpy } from './region.js';
 import { npyReaderOf } from './reader.js';
-import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
+import { DECODE_KEYS, checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { ByteBudget, inParallel } from './settle.js';
 import type { AsyncByteSource } from './byte-source.js';
@@ -79,6 +79,20 @@ export interface HttpOptions {
   timeoutMs?: number;
 }
 
+/** The options {@link HttpOptions} names (see `knownKeys`, options.ts). */
+export const HTTP_KEYS = {
+  fetch: true,
+  signal: true,
+  headers: true,
+  requestBytes: true,
+  concurrency: true,
+  maxInFlight: true,
+  multiRange: true,
+  wholeBodyBytes: true,
+  within: true,
+  timeoutMs: true,
+} as const satisfies KnownKeys<HttpOptions>;
+
 /** Options of {@link openNpyUrl}: the HTTP options, range joining, the first request and the cache. */
 export interface UrlOptions extends DecodeOptions, HttpOptions {
   /**
@@ -96,6 +110,16 @@ export interface UrlOptions extends DecodeOptions, HttpOptions {
   /** Ranges asked for in one multipart request (default 100; 1 never uses multi-range requests). */
   rangesPerRequest?: number;
 }
+
+/** The options {@link UrlOptions} names. */
+export const URL_KEYS = {
+  ...DECODE_KEYS,
+  ...HTTP_KEYS,
+  cache: true,
+  maxGap: true,
+  firstRequest: true,
+  rangesPerRequest: true,
+} as const satisfies KnownKeys<UrlOptions>;
 
 /** An open .npy over HTTP: its header, and regions read by range requests. */
 export interface NpyUrlHandle<S extends DescrInput = DescrInput> extends OpenNpy<S> {

@@ -6,7 +6,7 @@ import { NpyError, withWhere } from '../errors.js';
 import { isHdf5 } from '../hdf5/signature.js';
 import type { ByteSource } from '../io/byte-source.js';
 import type { WeightFormatEntry } from '../weights/formats.js';
-import { checkSiblingName } from '../weights/place.js';
+import { checkSiblingName } from '../store/key.js';
 import type { KerasFile } from './file.js';
 
 /** A `.keras` zip's weights member. */

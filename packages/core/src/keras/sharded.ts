@@ -13,6 +13,7 @@ import { openingOver } from '../io/open.js';
 import { getEvery, settleAll } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import type { Place, SiblingOptions } from '../weights/place.js';
+import { checkKey, openKey } from '../store/key.js';
 import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { type KerasMetadata, KerasFile } from './file.js';
 import type { KerasShardMap } from './format.js';
@@ -65,7 +66,7 @@ export class KerasShardedWeights implements TensorFile, AsyncDisposable {
    */
   static async open(map: KerasShardMap, place: Place, name: string, options: SiblingOptions = {}): Promise<KerasShardedWeights> {
     const files = [...new Set([...map.groups.values()].flat())];
-    for (const f of files) place.check(f, `a shard of ${name}`);
+    for (const f of files) checkKey(place, f, `a shard of ${name}`, true);
     const opened: KerasFile[] = [];
     try {
       for (const f of files) opened.push(await openShard(place, f, options));
@@ -154,7 +155,7 @@ export class KerasShardedWeights implements TensorFile, AsyncDisposable {
 
 /** One shard, opened through the place as a `.weights.h5` (its metadata read, no weight). */
 async function openShard(place: Place, file: string, options: SiblingOptions): Promise<KerasFile> {
-  const source = await place.open(file, options);
+  const source = await openKey(place, file, options, `'${file}'`, true);
   return openingOver(source, null, async () => {
     const hdf5 = await Hdf5File.open(source, options);
     const k = await KerasFile.fromHdf5(hdf5, undefined, options);

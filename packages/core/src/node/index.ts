@@ -21,7 +21,7 @@ export type { PickleOptions } from '../pickle/options.js';
 export { writeBeside, type ReplaceOptions } from './beside.js';
 export * from './npz/index.js';
 export { fileSource } from './sources.js';
-export { folderPlace, siblingPath } from './place.js';
+export { folderStore, siblingPath, type FolderStoreOptions } from './place.js';
 export {
   openSafetensors,
   openSafetensorsSync,

@@ -5,6 +5,8 @@
 import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
 import {
+  DECODE_KEYS,
+  ENCODE_KEYS,
   arrayOverNative,
   checkDataPresent,
   encodeNpyPieces,
@@ -27,6 +29,9 @@ import { run, runSync } from './drive.js';
 import { writingBeside, type ReplaceOptions } from './beside.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
+import { checkOptions, knownKeys } from '../options.js';
+import { loadNpy as loadNpyIn, refuseBesideStore, saveNpy as saveNpyIn } from '../store/entries.js';
+import type { ReadStore, WriteStore } from '../store/types.js';
 
 /** The steps that read the header of the .npy file at `path`. */
 export function* readingNpyHeader(path: string, options: DecodeOptions = {}): Operation<NpyHeader> {
@@ -68,7 +73,13 @@ export interface LoadOptions extends DecodeOptions, PickleOptions {
 }
 
 /** Options of the async {@link loadNpy}. */
-export interface LoadOptionsAsync extends LoadOptions, AsyncOptions {}
+export interface LoadOptionsAsync extends LoadOptions, AsyncOptions {
+  /** The store the file is in, given by its key (`loadNpy('w.npy', { store })`): read there, not from disk. */
+  store?: ReadStore | undefined;
+}
+
+const LOAD_SYNC_KEYS = knownKeys<LoadOptions>({ ...DECODE_KEYS, allowPickle: true, mmap: true });
+const LOAD_KEYS = knownKeys<LoadOptionsAsync>({ ...DECODE_KEYS, allowPickle: true, mmap: true, signal: true, store: true });
 
 function truncated(header: NpyHeader, got: number): NpyError {
   return new NpyError('DATA_TRUNCATED', `file ended after ${got} of ${header.dataBytes} data bytes`, { offset: header.dataOffset + got });
@@ -89,7 +100,14 @@ export async function loadNpy(path: string, options: LoadOptionsAsync & { mmap: 
 export async function loadNpy<const S extends DescrInput>(path: string, options: LoadOptionsAsync & Expecting<S>): Promise<NdArray<S>>;
 export async function loadNpy(path: string, options?: LoadOptionsAsync): Promise<NdArray>;
 export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Promise<NdArray> {
+  checkOptions('loadNpy', options, LOAD_KEYS);
   options.signal?.throwIfAborted();
+  if (options.store !== undefined) {
+    refuseBesideStore('loadNpy', options, ['mmap']);
+    const { allowPickle: _, store, ...rest } = options;
+    const pickle = loadCodec(options);
+    return loadNpyIn(path, { ...rest, store, ...(pickle ? { pickle } : {}) });
+  }
   if (options.mmap) return mapNpy(path, options.mmap, options);
   return run(loadingNpy(path, options), options.signal, path);
 }
@@ -137,6 +155,7 @@ export function loadNpySync(path: string, options: LoadOptions & { mmap: MapMode
 export function loadNpySync<const S extends DescrInput>(path: string, options: LoadOptions & Expecting<S>): NdArray<S>;
 export function loadNpySync(path: string, options?: LoadOptions): NdArray;
 export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
+  checkOptions('loadNpySync', options, LOAD_SYNC_KEYS);
   if (options.mmap) return mapNpy(path, options.mmap, options);
   return runSync(loadingNpy(path, options), path);
 }
@@ -145,7 +164,13 @@ export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
 export interface SaveOptionsSync extends EncodeOptions, ReplaceOptions {}
 
 /** Options of the async {@link saveNpy}. */
-export interface SaveOptions extends SaveOptionsSync, AsyncOptions {}
+export interface SaveOptions extends SaveOptionsSync, AsyncOptions {
+  /** The store to write the key into (`saveNpy('w.npy', x, { store })`): written there, not to disk. */
+  store?: WriteStore | undefined;
+}
+
+const SAVE_SYNC_KEYS = knownKeys<SaveOptionsSync>({ ...ENCODE_KEYS, durable: true });
+const SAVE_KEYS = knownKeys<SaveOptions>({ ...ENCODE_KEYS, durable: true, signal: true, store: true });
 
 /**
  * Write an array as numpy's `np.save` would, without blocking the event loop: native-endian data is
@@ -155,6 +180,11 @@ export interface SaveOptions extends SaveOptionsSync, AsyncOptions {}
  * await saveNpy('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
 export async function saveNpy(path: string, array: NdArray | ArraySpec, options: SaveOptions = {}): Promise<void> {
+  checkOptions('saveNpy', options, SAVE_KEYS);
+  if (options.store !== undefined) {
+    refuseBesideStore('saveNpy', options, ['durable']);
+    return saveNpyIn(path, array, { ...options, store: options.store, pickle: saveCodec(options) });
+  }
   await run(savingNpy(path, array, options), options.signal, path);
 }
 
@@ -164,6 +194,7 @@ export async function saveNpy(path: string, array: NdArray | ArraySpec, options:
  * saveNpySync('out.npy', { data: new Float32Array([1, 2, 3]) });
  */
 export function saveNpySync(path: string, array: NdArray | ArraySpec, options: SaveOptionsSync = {}): void {
+  checkOptions('saveNpySync', options, SAVE_SYNC_KEYS);
   runSync(savingNpy(path, array, options), path);
 }
 

@@ -17,6 +17,9 @@ import { writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
 import { fileSource, nodeSourceOf } from './sources.js';
+import { checkOptions, knownKeys } from '../options.js';
+import { refuseBesideStore, saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
+import type { WriteStore } from '../store/types.js';
 
 /**
  * Open a .safetensors file without blocking: a path or `file:` URL (positional reads), an `http(s)`
@@ -66,7 +69,13 @@ export interface SaveSafetensorsOptionsSync extends SafetensorsWriteOptions, Rep
 }
 
 /** Options of {@link saveSafetensors}. */
-export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, AsyncOptions {}
+export interface SaveSafetensorsOptions extends SaveSafetensorsOptionsSync, AsyncOptions {
+  /** The store to write the key into (`saveSafetensors('m.safetensors', tensors, { store })`): written there, not to disk. */
+  store?: WriteStore | undefined;
+}
+
+const SAVE_SYNC_KEYS = knownKeys<SaveSafetensorsOptionsSync>({ metadata: true, durable: true, maxShardSize: true });
+const SAVE_KEYS = knownKeys<SaveSafetensorsOptions>({ metadata: true, durable: true, signal: true, store: true, maxShardSize: true });
 
 /**
  * Tensors read one at a time: a weight file from `openWeights` (any format), or anything with its
@@ -87,6 +96,14 @@ export type SafetensorsSource = Pick<TensorFile, 'names' | 'info' | 'get' | 'tie
  * await saveSafetensors('out/', w, { maxShardSize: '2GB' });   // out/model-00001-of-00003.safetensors, …
  */
 export async function saveSafetensors(path: string, tensors: SafetensorsInput | SafetensorsSource, options: SaveSafetensorsOptions = {}): Promise<void> {
+  checkOptions('saveSafetensors', options, SAVE_KEYS);
+  if (options.store !== undefined) {
+    refuseBesideStore('saveSafetensors', options, ['durable', 'maxShardSize']);
+    if (isSource(tensors)) {
+      throw new NpyError('BAD_OPTION', 'saveSafetensors: { store } takes arrays in memory; a weight file read a tensor at a time is saved to a path');
+    }
+    return saveSafetensorsIn(path, tensors, { ...options, store: options.store });
+  }
   options.signal?.throwIfAborted();
   let source: Tensors;
   if (isSource(tensors)) {
@@ -112,6 +129,7 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
  * saveSafetensorsSync('model.safetensors', { w });
  */
 export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync = {}): void {
+  checkOptions('saveSafetensorsSync', options, SAVE_SYNC_KEYS);
   const source = inMemory(tensors);
   if (options.maxShardSize === undefined) {
     runSync(savingSafetensors(path, source, options), path);

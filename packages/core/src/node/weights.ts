@@ -1,11 +1,12 @@
 /** Weight files on disk: paths (and sharded sets beside their index) as well as what core opens. */
-import { join, sep } from 'node:path';
+import { dirname, resolve, sep } from 'node:path';
 import type { NdArray } from '../array/ndarray.js';
 import { openingOver, type NpySource } from '../io/open.js';
-import { openWeightsFrom, placeOf, type OpenWeightsOptions, type WeightFile } from '../weights/open.js';
-import { hookPlace, type Place } from '../weights/place.js';
+import { OPEN_WEIGHTS_KEYS, openWeightsFrom, openWeightsIn, placeOf, type OpenWeightsOptions, type WeightFile } from '../weights/open.js';
+import { hookStore, type Place } from '../weights/place.js';
+import { checkOptions } from '../options.js';
 import { zlibCodec } from './npz/codec.js';
-import { folderPlace } from './place.js';
+import { folderStoreOf } from './place.js';
 import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
 
 /**
@@ -19,9 +20,12 @@ export function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptio
   if (options.resolve) {
     const where = path ?? (typeof given === 'string' || given instanceof URL ? String(given) : null);
     // The hook's answers that are paths are mapped too, with `mmap`.
-    return hookPlace(options.resolve, where, true, (answer, o) => nodeSourceOf(answer, { ...o, mmap: options.mmap }));
+    return hookStore(options.resolve, where, (answer, o) => nodeSourceOf(answer, { ...o, mmap: options.mmap }));
   }
-  if (path !== null) return folderPlace(path.endsWith('/') || path.endsWith(sep) ? join(path, 'index') : path, true, options.mmap);
+  if (path !== null) {
+    const folder = path.endsWith('/') || path.endsWith(sep) ? path : dirname(path);
+    return folderStoreOf(resolve(folder), path, options.mmap);
+  }
   if (typeof given === 'string' && isHttpUrl(given)) return placeOf(given, {});
   if (given instanceof URL) return placeOf(given.href, {});
   return null;
@@ -37,7 +41,9 @@ export function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptio
  * const { dtype, shape } = await w.info('lm_head.weight');
  */
 export async function openWeights(input: string | NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
+  checkOptions('openWeights', options, OPEN_WEIGHTS_KEYS);
   options.signal?.throwIfAborted();
+  if (options.store !== undefined) return openWeightsIn(input, { codec: zlibCodec, ...options, store: options.store });
   const place = nodePlaceOf(input, options);
   // The first request of a URL learns the size with one byte: a .safetensors file is read from its
   // start, a zip's directory from its tail, each by the reads that need it.
@@ -51,6 +57,7 @@ export async function openWeights(input: string | NpySource, options: OpenWeight
  * const weights = await loadWeights('model.safetensors');   // Map { 'fc.weight' => NdArray, … }
  */
 export async function loadWeights(input: string | NpySource, options: OpenWeightsOptions = {}): Promise<Map<string, NdArray>> {
+  checkOptions('loadWeights', options, OPEN_WEIGHTS_KEYS);
   await using file = await openWeights(input, options);
   return await file.getAll(options);
 }

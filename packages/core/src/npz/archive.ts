@@ -1,6 +1,8 @@
 /** .npz archives: numpy's key rules over the zip container, members decoded only when asked for. */
 import type { DescrInput } from '../format/descr-types.js';
 import {
+  DECODE_KEYS,
+  ENCODE_KEYS,
   arrayOfData,
   checkDataPresent,
   checkDataSize,
@@ -14,7 +16,7 @@ import {
   type EncodeOptions,
 } from '../npy.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
-import { DECODE_RULES, checkNumbers } from '../options.js';
+import { DECODE_RULES, checkNumbers, type KnownKeys } from '../options.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
@@ -60,6 +62,9 @@ export interface NpzOptions extends DecodeOptions, CrcOptions {
   /** Inflate engine and CRC-32; fflate by default (`zlibCodec` from `@npyts/core/node` in Node). */
   codec?: ZipCodec;
 }
+
+/** The options {@link NpzOptions} names (see `knownKeys`, options.ts). */
+export const NPZ_KEYS = { ...DECODE_KEYS, checkCrc: true, codec: true } as const satisfies KnownKeys<NpzOptions>;
 
 /** numpy's key for a member: one trailing `.npy` removed. */
 function keyOf(memberName: string): string {
@@ -803,6 +808,21 @@ export interface NpzWriteOptions extends ZipWriteOptions, EncodeOptions {
    */
   onProgress?: (done: number, total: number) => void;
 }
+
+/**
+ * The options {@link NpzWriteOptions} names.
+ * @example
+ * await saveNpz(path, arrays, pickOptions(adapterOptions, NPZ_WRITE_KEYS, { durable: true, signal: true }));
+ */
+export const NPZ_WRITE_KEYS = {
+  ...ENCODE_KEYS,
+  date: true,
+  level: true,
+  compress: true,
+  codec: true,
+  files: true,
+  onProgress: true,
+} as const satisfies KnownKeys<NpzWriteOptions>;
 
 /**
  * Members read at once by `getAll`: enough to keep the thread pool's inflaters busy, few enough that

@@ -1,14 +1,26 @@
 /** Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
-import { openingOver, sourceOf } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
-import { NpzArchive, type NpzOptions } from './archive.js';
+import { openingOver, sourceIn } from '../io/open.js';
+import { HTTP_KEYS, type HttpOptions } from '../io/url.js';
+import { checkOptions, knownKeys } from '../options.js';
+import type { ReadStore } from '../store/types.js';
+import { NPZ_KEYS, NpzArchive, type NpzOptions } from './archive.js';
 
 /** Where an archive can be opened from in any runtime (`@npyts/core/node` adds paths); a promise of a source is awaited. */
 export type NpzSource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource | PromiseLike<ByteSource>;
 
 /** Options of {@link openNpz}: the archive's, and (for a URL) the HTTP options. */
-export interface OpenNpzOptions extends NpzOptions, HttpOptions {}
+export interface OpenNpzOptions extends NpzOptions, HttpOptions {
+  /** The store the archive is in, given by its key: `openNpz('w.npz', { store })`. */
+  store?: ReadStore | undefined;
+}
+
+/**
+ * The options {@link OpenNpzOptions} names (see `knownKeys`, options.ts).
+ * @example
+ * await openNpz(source, pickOptions(adapterOptions, OPEN_NPZ_KEYS));
+ */
+export const OPEN_NPZ_KEYS = knownKeys<OpenNpzOptions>({ ...NPZ_KEYS, ...HTTP_KEYS, store: true });
 
 /**
  * Open a .npz from a URL, a `Blob`/`File`, bytes or any {@link ByteSource}: only the directory is
@@ -22,7 +34,8 @@ export interface OpenNpzOptions extends NpzOptions, HttpOptions {}
 export async function openNpz(input: ArrayBuffer | ArrayBufferView | SyncByteSource, options?: OpenNpzOptions): Promise<NpzArchive<SyncByteSource>>;
 export async function openNpz(input: NpzSource, options?: OpenNpzOptions): Promise<NpzArchive>;
 export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): Promise<NpzArchive> {
+  checkOptions('openNpz', options, OPEN_NPZ_KEYS);
   options.signal?.throwIfAborted();
-  const source = await sourceOf(input, options);
+  const source = await sourceIn('openNpz', input, options);
   return openingOver(source, input, () => NpzArchive.open(source, options));
 }

@@ -19,6 +19,7 @@ import { arrayOfData } from '../npy.js';
 import { denseStrides, gather } from '../torch/file.js';
 import { checkHeaderBytes } from '../weights/header-cap.js';
 import type { Place } from '../weights/place.js';
+import { checkKey, openKey } from '../store/key.js';
 import type { FormatOptions, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { chunkKey, descrOfV3, zarrRefusal, type ZarrFormat } from './zarr.js';
 
@@ -214,7 +215,7 @@ export class ReferenceSetFile implements TensorFile {
         'UNSAFE_PATH',
         `${this.setName} names ${what} in ${target.slice(0, 200)}, outside the set's place (${this.place.where}): npyts reads the files beside a set: make the set beside its files, or with names relative to it (referencesOf's { url: '{name}' }, npyts refs --url '{name}')`,
       );
-    this.place.check(name, what);
+    checkKey(this.place, name, what);
     return name;
   }
 
@@ -233,7 +234,7 @@ export class ReferenceSetFile implements TensorFile {
   private source(name: string): Promise<ByteSource> {
     let s = this.opened.get(name);
     if (!s) {
-      s = this.place!.open(name, { ...this.options });
+      s = openKey(this.place!, name, { ...this.options });
       this.opened.set(name, s);
     }
     return s;

@@ -22,6 +22,7 @@ import { parseShardIndex } from '../weights/sharded.js';
 import { placeOf, type OpenWeightsOptions } from '../weights/open.js';
 import type { TensorExtent } from '../weights/tensor-file.js';
 import type { Place } from '../weights/place.js';
+import { checkKey, openKey } from '../store/key.js';
 import { arrayMetadata, chunkKey, groupMetadata, zarrRefusal, type ZarrFormat } from './zarr.js';
 
 /** One reference: a metadata document's text, or `[url, offset, length]` of a chunk's bytes. */
@@ -173,12 +174,12 @@ async function shardExtents(source: ByteSource, place: Place | null, signal: Abo
   const index = parseShardIndex(await source.read(0, source.size, { signal }), name);
   const byShard = new Map<string, string[]>();
   for (const [tensor, file] of index.weightMap) {
-    place.check(file, `the shard of '${tensor}'`);
+    checkKey(place, file, `the shard of '${tensor}'`, true);
     byShard.set(file, [...(byShard.get(file) ?? []), tensor]);
   }
   const out: Extent[] = [];
   for (const [file, tensors] of byShard) {
-    const shardSource = await place.open(file, { signal });
+    const shardSource = await openKey(place, file, { signal }, `'${file}'`, true);
     try {
       const first = await shardSource.read(0, Math.min(SNIFF_BYTES, shardSource.size), { signal });
       if (formatOf(first, shardSource.size)?.name !== 'safetensors') {

@@ -4,8 +4,8 @@
  * the archive reader takes; a file's siblings (shards) are found through its {@link Place}.
  */
 import type { NdArray } from '../array/ndarray.js';
-import { unknownKey, withWhere } from '../errors.js';
-import { checkMapMode, type MapMode } from '../options.js';
+import { NpyError, unknownKey, withWhere } from '../errors.js';
+import { checkMapMode, checkOptions, knownKeys, type MapMode } from '../options.js';
 import { getEvery } from '../io/settle.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
@@ -14,8 +14,10 @@ import type { NpzArchive } from '../npz/archive.js';
 import { tensorsOfArchive } from './zip-format.js';
 import type { Expecting } from '../npy.js';
 import { formatOf, openTensorFile, type WeightFormatName } from './formats.js';
-import { hookPlace, urlPlace, type Place, type ResolveHook } from './place.js';
-import type { FormatOptions, TensorFile, TensorInfo, TensorReadOptions } from './tensor-file.js';
+import { hookStore, urlStore, type Place, type ResolveHook } from './place.js';
+import { checkStore, openKey } from '../store/key.js';
+import type { ReadStore } from '../store/types.js';
+import { FORMAT_KEYS, type FormatOptions, type TensorFile, type TensorInfo, type TensorReadOptions } from './tensor-file.js';
 
 /**
  * The kinds of weight file, as each reader names its files: a .npz, a .safetensors file, a torch.save
@@ -143,7 +145,52 @@ export interface OpenWeightsOptions extends FormatOptions {
    * is read as without it. See docs/larger-than-memory.md, "Memory-mapped weight files".
    */
   mmap?: MapMode | undefined;
+  /**
+   * The store the file is in, given by its key (`openWeights('model.safetensors.index.json', { store })`):
+   * a sharded set's shards are keys of the same store. `resolve` and `place` are shorthands for one
+   * (a hook, a URL's folder) and do not apply beside it.
+   */
+  store?: ReadStore | undefined;
 }
+
+/**
+ * Open a weight file given as a key of `options.store`: its siblings are keys of the same store.
+ * Options that name another place (`place`, `resolve`, `mmap`: map a folder's files with
+ * `folderStore(path, { mmap })`) are refused, as is a key that is not a string.
+ * @internal
+ */
+export async function openWeightsIn(key: unknown, options: OpenWeightsOptions & { store: ReadStore }, entry = 'openWeights'): Promise<WeightFile> {
+  checkStore(entry, options.store, 'read');
+  if (typeof key !== 'string')
+    throw new NpyError('BAD_OPTION', `${entry}: with { store }, the file is given by its key in the store (a string), not ${typeof key}`);
+  for (const name of ['place', 'resolve', 'mmap'] as const) {
+    if (options[name] !== undefined) {
+      throw new NpyError(
+        'BAD_OPTION',
+        `${entry}: option ${name} does not apply beside store (the store is where the file and its siblings are${name === 'mmap' ? "; map a folder's files with folderStore(path, { mmap })" : ''})`,
+      );
+    }
+  }
+  const { store } = options;
+  const source = await openKey(store, key, options);
+  return openingOver(source, key, () => openWeightsFrom(source, options, store));
+}
+
+/**
+ * The options {@link OpenWeightsOptions} names, and `onProgress` (the loads' progress; see
+ * `loadWeights`), which every weight entry takes.
+ * @example
+ * await openWeights(source, pickOptions(adapterOptions, OPEN_WEIGHTS_KEYS));
+ */
+export const OPEN_WEIGHTS_KEYS = knownKeys<OpenWeightsOptions>({
+  ...FORMAT_KEYS,
+  resolve: true,
+  place: true,
+  root: true,
+  mmap: true,
+  store: true,
+  onProgress: true,
+});
 
 /** Whether the one "no memory maps here" warning was given. */
 let mapWarned = false;
@@ -208,9 +255,9 @@ export function weightFileKind(first: Uint8Array, size: number): WeightFileKind 
  * @internal
  */
 export function placeOf(url: string | null, options: OpenWeightsOptions): Place | null {
-  if (options.resolve) return hookPlace(options.resolve, url ?? (options.place === undefined ? null : resolveUrl(options.place)));
-  if (options.place !== undefined) return urlPlace(resolveUrl(options.place));
-  return url === null ? null : urlPlace(url);
+  if (options.resolve) return hookStore(options.resolve, url ?? (options.place === undefined ? null : resolveUrl(options.place)));
+  if (options.place !== undefined) return urlStore(resolveUrl(options.place));
+  return url === null ? null : urlStore(url);
 }
 
 /**
@@ -240,7 +287,9 @@ export async function openWeightsFrom(source: ByteSource, options: OpenWeightsOp
  * const embed = await w.get('model.embed_tokens.weight');
  */
 export async function openWeights(input: NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
+  checkOptions('openWeights', options, OPEN_WEIGHTS_KEYS);
   options.signal?.throwIfAborted();
+  if (options.store !== undefined) return openWeightsIn(input, { ...options, store: options.store });
   checkMapMode(options.mmap);
   if (options.mmap) warnNoMap('memory maps need a file path in Node, with @npyts/native');
   const url = typeof input === 'string' || input instanceof URL ? resolveUrl(input) : null;

@@ -1,14 +1,16 @@
 /**
- * Where a file's siblings are (a sharded set's shards, a ragged index's heap): one {@link Place}
- * idea, whatever the file came from. A folder (`@npyts/core/node`), a URL's directory, or the user's
- * `resolve` hook (presigned or otherwise signed URLs). Every sibling a file names is checked here,
- * before any request: a name that leads out of the place (another origin, a scheme, `..`, `%2e%2e`,
- * an absolute path) is refused with `UNSAFE_PATH`, and headers go only to the origin they were given for.
+ * The read stores over HTTP: a URL's folder ({@link urlStore}) and the user's `resolve` hook
+ * ({@link hookStore}: presigned or otherwise signed URLs). A file's siblings (a sharded set's
+ * shards) are keys of the store the file is in: a folder (`folderStore`, `@npyts/core/node`), a
+ * URL's folder, the hook, or any store given as `{ store }`. Every key is checked by the key rule
+ * (store/key.ts) before any request; here a key that resolves to another origin or outside the
+ * folder is refused too (`UNSAFE_PATH`), and headers go only to the origin they were given for.
  */
 import { NpyError } from '../errors.js';
 import { isByteSource, type ByteSource } from '../io/byte-source.js';
+import { checkSiblingName } from '../store/key.js';
+import type { ReadStore, StoreOpenOptions } from '../store/types.js';
 import { sourceOf } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
 import { carriesCredentials, redactUrls } from '../io/redact.js';
 
 /** What a {@link ResolveHook} answers for a sibling's name: a URL (a presigned one), or the bytes' source itself. */
@@ -24,70 +26,10 @@ export type SiblingAnswer = string | URL | Blob | ByteSource;
 export type ResolveHook = (name: string) => SiblingAnswer | Promise<SiblingAnswer>;
 
 /** Options of opening a sibling: the HTTP options of the file that names it, and its `signal`. */
-export type SiblingOptions = HttpOptions;
+export type SiblingOptions = StoreOpenOptions;
 
-/**
- * Where a file's siblings are: a folder, a URL's directory, or a hook.
- * @example
- * const place = urlPlace('https://h/models/model.safetensors.index.json');
- * place.check('model-00001-of-00002.safetensors');   // refuses '../x', 'https:evil', '%2e%2e'
- * const shard = await place.open('model-00001-of-00002.safetensors', {});
- */
-export interface Place {
-  /** The place in words, for messages (a folder, a URL's directory, "the resolve hook"). */
-  readonly where: string;
-  /**
-   * Refuse (`UNSAFE_PATH`) a sibling name that leads outside the place; `what` names it in the
-   * message (`"the shard of 'fc.weight'"`). Asked for every name before any request is made.
-   */
-  check(name: string, what: string): void;
-  /** The sibling's bytes as a source (checked first); the source is the caller's to close. */
-  open(name: string, options: SiblingOptions): Promise<ByteSource>;
-  /**
-   * The sibling name of `target`, an absolute path or URL (a reference set's), where it lies under
-   * the place's folder; null where it does not (or the place has no folder: a hook). The name is then
-   * checked as every sibling's is.
-   */
-  inside?(target: string): string | null;
-}
-
-/** A string that starts with a scheme (`https:`, `file:`, `data:`, a drive letter `C:`). */
-const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
-
-/** `name` with its percent-escapes decoded where they decode (`%2e%2e` is `..` to a URL parser and to many servers). */
-function unescaped(name: string): string {
-  try {
-    return decodeURIComponent(name);
-  } catch {
-    return name;
-  }
-}
-
-/**
- * The one rule of a sibling's name, for every place: a relative name inside the folder of the file
- * that names it. No scheme, no absolute path, no `.` or `..` segment, no backslash and no NUL (nor
- * these percent-encoded); `flat` (shards) refuses folders too.
- * @example
- * checkSiblingName('model-00001-of-00002.safetensors', 'the shard', 'i.json', true);   // passes
- * checkSiblingName('%2e%2e/x', 'the shard', 'i.json', false);                          // UNSAFE_PATH
- */
-export function checkSiblingName(name: string, what: string, where: string, flat: boolean): void {
-  const refuse = (why: string): never => {
-    throw new NpyError(
-      'UNSAFE_PATH',
-      `${where} names ${what} as '${name.slice(0, 200)}', ${why}; a sibling is a file beside it, named relative to its folder${flat ? ' without folders' : ''}`,
-    );
-  };
-  for (const form of new Set([name, unescaped(name)])) {
-    if (form === '') refuse('an empty name');
-    if (form.includes('\0')) refuse('a name with a NUL byte');
-    if (SCHEME.test(form)) refuse('a name with a scheme (another origin, a local file or inline data)');
-    if (form.startsWith('/') || form.includes('\\')) refuse('an absolute path or a backslash');
-    const parts = form.split('/');
-    if (parts.some((p) => p === '..' || p === '.')) refuse("a path through '..' or '.', outside its folder");
-    if (flat && parts.length > 1) refuse('a name with a folder');
-  }
-}
+/** Where a file's siblings are: a {@link ReadStore} (the name kept for what it is to a file). */
+export type Place = ReadStore;
 
 /**
  * The URL of a sibling of the file at `base`, on its origin and under its folder: `UNSAFE_PATH`
@@ -145,21 +87,26 @@ function withResolveHint(e: unknown, href: string, index: string): unknown {
 }
 
 /**
- * The siblings of the file at `url`: URLs in its folder on its origin, read by range with the
- * file's HTTP options (its headers stay on its origin, which every sibling shares).
+ * The files under the folder of `base` (a URL of a file, or of a folder ending in `/`), on its
+ * origin, read by range with `httpOptions` and those of the file that names a key (its headers stay
+ * on its origin, which every key shares).
  * @example
- * const place = urlPlace('https://h/m/model.safetensors.index.json');
+ * const store = urlStore('https://h/m/model.safetensors.index.json');
+ * await openWeights('model.safetensors.index.json', { store });
  */
-export function urlPlace(url: string, flat = true): Place {
-  const folder = new URL('.', url).href;
+export function urlStore(base: string | URL, httpOptions: StoreOpenOptions = {}): ReadStore {
+  const url = String(base);
   return {
-    where: folder,
-    check: (name, what) => void siblingUrl(url, name, what, flat),
-    inside: (target) => (target.startsWith(folder) && target.length > folder.length ? target.slice(folder.length) : null),
-    async open(name, options) {
-      const href = siblingUrl(url, name, `'${name}'`, flat);
+    where: url,
+    check: (name, what) => void siblingUrl(url, name, what, false),
+    inside(target) {
+      const folder = new URL('.', url).href;
+      return target.startsWith(folder) && target.length > folder.length ? target.slice(folder.length) : null;
+    },
+    async open(name, options = {}) {
+      const href = siblingUrl(url, name, `'${name}'`, false);
       try {
-        return await sourceOf(href, { ...options, within: new URL('.', url).href, tailBytes: 1 });
+        return await sourceOf(href, { ...httpOptions, ...options, within: new URL('.', url).href, tailBytes: 1 });
       } catch (e) {
         throw withResolveHint(e, href, url);
       }
@@ -168,25 +115,23 @@ export function urlPlace(url: string, flat = true): Place {
 }
 
 /**
- * The siblings the user's `resolve` hook gives: each name is checked as every sibling's is (the hook
- * is asked only for names inside the index's folder), each answer trusted. The index's `headers` go
- * to an answer on the index's own origin only (`origin`: null where the index is no URL).
+ * The keys the user's `resolve` hook answers for (presigned URLs): each key is checked as every key
+ * is (the hook is asked only for names inside the index's folder), each answer trusted. The
+ * `headers` of the file that names a key go to an answer on that file's own origin only (`index`:
+ * its URL; null where it is no URL).
  * @example
- * const place = hookPlace((name) => presign(name), 'https://bucket.s3.amazonaws.com');
+ * const store = hookStore((name) => presign(`models/llama/${name}`), 'https://bucket.s3.amazonaws.com/models/llama/i.json');
  */
-export function hookPlace(
+export function hookStore(
   resolve: ResolveHook,
-  index: string | null,
-  flat = true,
+  index: string | null = null,
   open: (input: SiblingAnswer, options: SiblingOptions & { tailBytes?: number }) => Promise<ByteSource> = sourceOf,
-): Place {
+): ReadStore {
+  if (typeof resolve !== 'function') throw new NpyError('BAD_OPTION', `option resolve must be a function (name) => URL, not ${typeof resolve}`);
   const origin = index !== null && /^https?:/i.test(index) ? new URL(index).origin : null;
-  const where = index ?? 'the weight file';
   return {
-    where: 'the resolve hook',
-    check: (name, what) => checkSiblingName(name, what, where, flat),
-    async open(name, options) {
-      checkSiblingName(name, `'${name}'`, where, flat);
+    where: index ?? 'the weight file',
+    async open(name, options = {}) {
       const answer = await resolve(name);
       if (isByteSource(answer) || (typeof Blob !== 'undefined' && answer instanceof Blob)) return open(answer, {});
       if (typeof answer !== 'string' && !(answer instanceof URL)) {

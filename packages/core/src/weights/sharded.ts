@@ -12,7 +12,8 @@ import { openingOver } from '../io/open.js';
 import { getEvery, settleAll } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import { checkNoDuplicateKeys } from '../safetensors/strict-json.js';
-import { checkSiblingName, type Place, type SiblingOptions } from './place.js';
+import type { Place, SiblingOptions } from './place.js';
+import { checkKey, checkSiblingName, openKey } from '../store/key.js';
 import type { TensorFile, TensorInfo, TensorReadOptions } from './tensor-file.js';
 
 /** Shards read at once by getAll. */
@@ -84,7 +85,7 @@ export class ShardedWeights implements TensorFile, AsyncDisposable {
    * any request), no shard is read yet.
    */
   static open(index: ShardIndex, place: Place, openShard: OpenShard, options: SiblingOptions = {}): ShardedWeights {
-    for (const [tensor, file] of index.weightMap) place.check(file, `the shard of '${tensor}'`);
+    for (const [tensor, file] of index.weightMap) checkKey(place, file, `the shard of '${tensor}'`, true);
     return new ShardedWeights(index, place, openShard, options);
   }
 
@@ -126,7 +127,7 @@ export class ShardedWeights implements TensorFile, AsyncDisposable {
 
   /** Open one shard and check it holds every tensor the index puts in it. */
   private async opening(file: string, signal?: AbortSignal): Promise<TensorFile> {
-    const source = await this.place.open(file, { ...this.options, signal });
+    const source = await openKey(this.place, file, { ...this.options, signal }, `'${file}'`, true);
     const shard = await openingOver(source, null, async () => {
       const opened = await this.openShard(source, { ...this.options, signal });
       try {

@@ -6,9 +6,9 @@
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { DType } from '../format/dtype.js';
-import type { HttpOptions } from '../io/url.js';
-import type { NpzOptions } from '../npz/archive.js';
-import type { MapMode } from '../options.js';
+import { HTTP_KEYS, type HttpOptions } from '../io/url.js';
+import { NPZ_KEYS, type NpzOptions } from '../npz/archive.js';
+import type { KnownKeys, MapMode } from '../options.js';
 
 /** Options of a tensor read: the dtype expected (checked before any data is read), and `signal`. */
 export interface TensorReadOptions {
@@ -100,3 +100,6 @@ export interface FormatOptions extends NpzOptions, HttpOptions {
   /** The map mode `openWeights` was given (`{ mmap }`): a format whose file a write through a view would damage refuses `'r+'`. */
   mmap?: MapMode | undefined;
 }
+
+/** The options {@link FormatOptions} names (see `knownKeys`, options.ts). */
+export const FORMAT_KEYS = { ...NPZ_KEYS, ...HTTP_KEYS, mmap: true } as const satisfies KnownKeys<FormatOptions>;

@@ -6,9 +6,11 @@ import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import { fileURLToPath } from 'node:url';
 import { withWhere } from '../../errors.js';
-import { NpzArchive, type NpzIndex, decodeMember, readingPaddedMember, type NpzOptions, type NpzReadOptions } from '../../npz/archive.js';
+import { NPZ_KEYS, NpzArchive, type NpzIndex, decodeMember, readingPaddedMember, type NpzOptions, type NpzReadOptions } from '../../npz/archive.js';
 import { openNpz as openNpzAnywhere, type NpzSource } from '../../npz/open.js';
-import type { HttpOptions } from '../../io/url.js';
+import { HTTP_KEYS, type HttpOptions } from '../../io/url.js';
+import { checkOptions, knownKeys } from '../../options.js';
+import type { ReadStore } from '../../store/types.js';
 import {
   DEFLATED,
   STORED,
@@ -33,7 +35,13 @@ import { inflatedArray, storedArray, type MemberFile } from './direct.js';
 export interface NpzFileOptionsSync extends NpzOptions, PickleOptions {}
 
 /** Options of {@link openNpz} and {@link loadNpz}. */
-export interface NpzFileOptions extends NpzFileOptionsSync, AsyncOptions {}
+export interface NpzFileOptions extends NpzFileOptionsSync, AsyncOptions {
+  /** The store the archive is in, given by its key (`openNpz('w.npz', { store })`): read there, not from disk. */
+  store?: ReadStore | undefined;
+}
+
+/** The options of {@link openNpz} and {@link loadNpz}, and `onProgress` (the loads'). */
+const NPZ_FILE_KEYS = knownKeys<NpzFileOptions & HttpOptions>({ ...NPZ_KEYS, ...HTTP_KEYS, allowPickle: true, store: true, onProgress: true });
 
 /** The archive options of a file's options: object arrays decoded only when allowed, as by loadNpy. */
 function archiveOptions(options: NpzFileOptionsSync): NpzOptions {
@@ -161,6 +169,12 @@ export class NpzFile extends NpzArchive<AsyncByteSource> implements MemberFile {
 export function openNpz(input: ArrayBuffer | ArrayBufferView | SyncByteSource, options?: NpzFileOptions & HttpOptions): Promise<NpzArchive<SyncByteSource>>;
 export function openNpz(input: string | NpzSource, options?: NpzFileOptions & HttpOptions): Promise<NpzArchive>;
 export function openNpz(input: string | NpzSource, options: NpzFileOptions & HttpOptions = {}): Promise<NpzArchive> {
+  try {
+    checkOptions('openNpz', options, NPZ_FILE_KEYS);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  if (options.store !== undefined) return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
   if (typeof input === 'string' && !isHttpUrl(input)) return NpzFile.openFile(input, options);
   if (input instanceof URL && input.protocol === 'file:') return NpzFile.openFile(fileURLToPath(input), options);
   return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
@@ -191,6 +205,7 @@ export function openNpzSync(path: string, options: NpzFileOptionsSync = {}): Npz
  * const arrays = await loadNpz('model.npz');   // Map { 'dense/kernel' => NdArray, … }
  */
 export async function loadNpz(path: string | NpzSource, options: NpzFileOptions & HttpOptions = {}): Promise<Map<string, NdArray>> {
+  checkOptions('loadNpz', options, NPZ_FILE_KEYS);
   await using archive = await openNpz(path, options);
   // Awaited here, not returned: the archive closes when this scope ends.
   return await archive.getAll(options);

@@ -1,6 +1,9 @@
 /** Saving .npz files: members written a piece at a time beside the target, renamed over it when complete. */
 import type { NpzInput, NpzWriteOptions } from '../../npz/archive.js';
-import { checkNpzWriteOptions, npzWriting } from '../../npz/archive.js';
+import { NPZ_WRITE_KEYS, checkNpzWriteOptions, npzWriting } from '../../npz/archive.js';
+import { checkOptions, knownKeys } from '../../options.js';
+import { refuseBesideStore, saveNpz as saveNpzIn } from '../../store/entries.js';
+import type { WriteStore } from '../../store/types.js';
 import { QueuedSink } from '../../npz/zip.js';
 import type { Operation } from '../../io/steps.js';
 import type { AsyncOptions } from '../fd.js';
@@ -13,7 +16,13 @@ import { saveCodec, type PickleOptions } from '../../pickle/options.js';
 export interface SaveNpzOptionsSync extends NpzWriteOptions, PickleOptions, ReplaceOptions {}
 
 /** Options of {@link saveNpz}. */
-export interface SaveNpzOptions extends SaveNpzOptionsSync, AsyncOptions {}
+export interface SaveNpzOptions extends SaveNpzOptionsSync, AsyncOptions {
+  /** The store to write the key into (`saveNpz('w.npz', arrays, { store })`): written there, not to disk. */
+  store?: WriteStore | undefined;
+}
+
+const SAVE_NPZ_SYNC_KEYS = knownKeys<SaveNpzOptionsSync>({ ...NPZ_WRITE_KEYS, allowPickle: true, durable: true });
+const SAVE_NPZ_KEYS = knownKeys<SaveNpzOptions>({ ...NPZ_WRITE_KEYS, allowPickle: true, durable: true, signal: true, store: true });
 
 /**
  * Write arrays as a .npz file without blocking the event loop, member by member straight to disk
@@ -23,6 +32,12 @@ export interface SaveNpzOptions extends SaveNpzOptionsSync, AsyncOptions {}
  * await saveNpz('out.npz', { a: { data: new Int32Array([1, 2]) } }, { compress: true });
  */
 export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOptions = {}): Promise<void> {
+  checkOptions('saveNpz', options, SAVE_NPZ_KEYS);
+  if (options.store !== undefined) {
+    refuseBesideStore('saveNpz', options, ['durable']);
+    const { allowPickle: _, store, ...rest } = options;
+    return saveNpzIn(path, arrays, { codec: zlibCodec, ...rest, store, pickle: saveCodec(options) });
+  }
   await run(savingNpz(path, arrays, options), options.signal, path);
 }
 
@@ -32,6 +47,7 @@ export async function saveNpz(path: string, arrays: NpzInput, options: SaveNpzOp
  * saveNpzSync('out.npz', { a: { data: new Int32Array([1, 2]) } });
  */
 export function saveNpzSync(path: string, arrays: NpzInput, options: SaveNpzOptionsSync = {}): void {
+  checkOptions('saveNpzSync', options, SAVE_NPZ_SYNC_KEYS);
   runSync(savingNpz(path, arrays, options), path);
 }
 

@@ -1,0 +1,212 @@
+// One store for where bytes live (issue 67): entries take a key and `{ store }`; a store written here
+// from the public interfaces alone (a Map) runs saves, loads, region reads and a sharded set; a
+// hostile index asks the store for no key outside it; every entry refuses an option it does not know.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { inspect } from 'node:util';
+import { transformSync } from 'esbuild';
+import * as core from '@npyts/core';
+import * as node from '@npyts/core/node';
+const { bytesSource, memoryStore } = core;
+const { folderStore } = node;
+import { python, scratch } from '../helpers/numpy.mjs';
+import { npyErrorOf } from '../helpers/refusal.mjs';
+import { blocksOf, root } from '../packages/guide-blocks.mjs';
+
+/** A store over a Map, written from the public interfaces only; `asked` records every key opened. */
+function mapStore(files = new Map()) {
+  const asked = [];
+  return {
+    files,
+    asked,
+    where: 'the map store',
+    open(key) {
+      asked.push(key);
+      const bytes = files.get(key);
+      if (bytes === undefined) throw new Error(`no ${key}`);
+      return bytesSource(bytes, key);
+    },
+    create(key) {
+      const writes = [];
+      return {
+        write: (bytes, at) => void writes.push([bytes.slice(), at]),
+        commit() {
+          const out = new Uint8Array(Math.max(0, ...writes.map(([b, at]) => at + b.length)));
+          for (const [b, at] of writes) out.set(b, at);
+          files.set(key, out);
+        },
+        abort: () => void (writes.length = 0),
+      };
+    },
+    remove: (key) => void files.delete(key),
+    list: () => [...files.keys()],
+  };
+}
+
+const hex = (bytes) => Buffer.from(bytes).toString('hex');
+/** numpy's reading of bytes written here: np.load of each, as JSON. */
+const numpyOf = (code, bytes) => JSON.parse(python(`b = bytes.fromhex(${JSON.stringify(hex(bytes))})\n${code}`));
+
+test("saveNpy(key, x, { store }) writes numpy's bytes into the store and nothing into the working folder", async () => {
+  const dir = scratch('npyts-store-cwd-');
+  const was = process.cwd();
+  process.chdir(dir);
+  try {
+    const store = mapStore();
+    const x = { data: new Int16Array([1, -2, 3, 4, 5, 6]), shape: [2, 3], dtype: '>i2' };
+    await node.saveNpy('a.npy', x, { store });
+    assert.not.ok(existsSync(join(dir, 'a.npy')), 'no a.npy in the working folder');
+    const expected = python(`a = np.array([1, -2, 3, 4, 5, 6], dtype='>i2').reshape(2, 3)\nf = io.BytesIO(); np.save(f, a); print(f.getvalue().hex())`).trim();
+    assert.is(hex(store.files.get('a.npy')), expected);
+    // The main entry's saveNpy is the same write.
+    await core.saveNpy('b.npy', x, { store });
+    assert.is(hex(store.files.get('b.npy')), expected);
+  } finally {
+    process.chdir(was);
+  }
+});
+
+test('a Map store runs saveNpy, loadNpy, openNpy region reads, saveNpz, openNpz region reads and saveSafetensors', async () => {
+  const store = mapStore();
+  const data = Float32Array.from({ length: 12 }, (_, i) => i / 4);
+  await core.saveNpy('dir/w.npy', { data, shape: [3, 4] }, { store });
+  const w = await node.loadNpy('dir/w.npy', { store, expect: '<f4' });
+  assert.equal([...w.data], [...data]);
+  const h = await core.openNpy('dir/w.npy', { store });
+  assert.equal([...(await h.read([1, 1], [2, 2])).data], [1.25, 1.5, 2.25, 2.5]);
+
+  await node.saveNpz('w.npz', { a: { data, shape: [3, 4] }, b: { data: new Int32Array([7, 8]) } }, { store, compress: true });
+  const np = numpyOf(`z = np.load(io.BytesIO(b)); print(json.dumps({k: z[k].tolist() for k in z.files}))`, store.files.get('w.npz'));
+  assert.equal(np.b, [7, 8]);
+  assert.equal(np.a.flat(), [...data]);
+  await core.saveNpz('s.npz', { a: { data, shape: [3, 4] } }, { store });
+  const z = await core.openNpz('s.npz', { store });
+  assert.equal([...(await (await z.openMember('a')).read([2, 0], [1, 4])).data], [2, 2.25, 2.5, 2.75]);
+  await z.close();
+
+  await node.saveSafetensors('m.safetensors', { 'fc.weight': { data, shape: [3, 4] } }, { store, metadata: { format: 'pt' } });
+  const st = numpyOf(`from safetensors.numpy import load\nprint(json.dumps({k: v.tolist() for k, v in load(b).items()}))`, store.files.get('m.safetensors'));
+  assert.equal(st['fc.weight'].flat(), [...data]);
+  const f = await core.openWeights('m.safetensors', { store });
+  assert.equal([...(await f.get('fc.weight')).data], [...data]);
+  await f.close();
+});
+
+test('a sharded set in a store reads its shards from it; a hostile index asks for no key outside it', async () => {
+  const store = mapStore();
+  const a = { data: new Float32Array([1, 2, 3, 4]), shape: [2, 2] };
+  const b = { data: new Float32Array([5, 6]), shape: [2] };
+  await core.saveSafetensors('m-1.safetensors', { a }, { store });
+  await core.saveSafetensors('m-2.safetensors', { b }, { store });
+  const index = (map) => new TextEncoder().encode(JSON.stringify({ metadata: {}, weight_map: map }));
+  store.files.set('model.safetensors.index.json', index({ a: 'm-1.safetensors', b: 'm-2.safetensors' }));
+  const loaded = await node.loadWeights('model.safetensors.index.json', { store });
+  assert.equal([...loaded.get('a').data], [1, 2, 3, 4]);
+  assert.equal([...loaded.get('b').data], [5, 6]);
+
+  for (const evil of ['../m-1.safetensors', '%2e%2e/m-1.safetensors', 'https://evil.example/x', '/etc/passwd', 'sub/m-1.safetensors', 'C:x']) {
+    store.files.set('evil.json', index({ a: 'm-1.safetensors', x: evil }));
+    store.asked.length = 0;
+    const e = await npyErrorOf(() => core.openWeights('evil.json', { store }));
+    assert.is(e.code, 'UNSAFE_PATH', evil);
+    assert.equal(store.asked, ['evil.json'], `only the index was asked for (${evil})`);
+  }
+  // A key given to an entry passes the same rule.
+  store.asked.length = 0;
+  assert.is((await npyErrorOf(() => core.openNpy('../w.npy', { store }))).code, 'UNSAFE_PATH');
+  assert.is((await npyErrorOf(() => core.saveNpy('../w.npy', a, { store }))).code, 'UNSAFE_PATH');
+  assert.equal(store.asked, []);
+});
+
+test('memoryStore and folderStore are stores of the same interfaces', async () => {
+  const x = { data: new Float64Array([1.5, 2.5]) };
+  const mem = memoryStore();
+  await core.saveNpy('x.npy', x, { store: mem });
+  assert.equal([...(await core.loadNpy('x.npy', { store: mem })).data], [1.5, 2.5]);
+  assert.is((await npyErrorOf(() => core.loadNpy('y.npy', { store: mem }))).code, 'NOT_FOUND');
+
+  const dir = scratch('npyts-folder-store-');
+  const disk = folderStore(dir);
+  await node.saveNpy('sub/x.npy', x, { store: disk });
+  assert.equal([...node.loadNpySync(join(dir, 'sub', 'x.npy')).data], [1.5, 2.5]);
+  assert.equal(await disk.list(), ['sub/x.npy']);
+  assert.equal(readFileSync(join(dir, 'sub', 'x.npy')), Buffer.from(mem.files.get('x.npy')));
+  // A failed save leaves the key as it was, and no file beside it.
+  const e = await npyErrorOf(() => node.saveNpy('sub/x.npy', { data: [1, 2], dtype: 'xx' }, { store: disk }));
+  assert.ok(e);
+  assert.equal(await disk.list(), ['sub/x.npy']);
+});
+
+test('every entry refuses an option it does not know (BAD_OPTION naming it) before anything is read or written', async () => {
+  const dir = scratch('npyts-bad-option-');
+  const store = memoryStore();
+  const x = { data: new Float32Array([1]) };
+  await core.saveNpy('x.npy', x, { store });
+  await core.saveNpz('x.npz', { x }, { store });
+  const bogus = { bogus: 1 };
+  const at = (name) => join(dir, name);
+  const entries = {
+    'core openNpy': () => core.openNpy(new Uint8Array(store.files.get('x.npy')), bogus),
+    'core openNpz': () => core.openNpz(new Uint8Array(store.files.get('x.npz')), bogus),
+    'core openWeights': () => core.openWeights(new Uint8Array(store.files.get('x.npz')), bogus),
+    'core saveNpy': () => core.saveNpy('y.npy', x, { store, ...bogus }),
+    'core loadNpy': () => core.loadNpy('x.npy', { store, ...bogus }),
+    'core saveNpz': () => core.saveNpz('y.npz', { x }, { store, ...bogus }),
+    'core saveSafetensors': () => core.saveSafetensors('y.safetensors', { x }, { store, ...bogus }),
+    saveNpy: () => node.saveNpy(at('a.npy'), x, bogus),
+    saveNpySync: () => node.saveNpySync(at('a.npy'), x, bogus),
+    loadNpy: () => node.loadNpy(at('a.npy'), bogus),
+    loadNpySync: () => node.loadNpySync(at('a.npy'), bogus),
+    saveNpz: () => node.saveNpz(at('a.npz'), { x }, bogus),
+    saveNpzSync: () => node.saveNpzSync(at('a.npz'), { x }, bogus),
+    openNpz: () => node.openNpz(at('a.npz'), bogus),
+    loadNpz: () => node.loadNpz(at('a.npz'), bogus),
+    openWeights: () => node.openWeights(at('a.npz'), bogus),
+    loadWeights: () => node.loadWeights(at('a.npz'), bogus),
+    saveSafetensors: () => node.saveSafetensors(at('a.safetensors'), { x }, bogus),
+    saveSafetensorsSync: () => node.saveSafetensorsSync(at('a.safetensors'), { x }, bogus),
+    folderStore: () => folderStore(dir, bogus),
+  };
+  for (const [name, call] of Object.entries(entries)) {
+    const e = await npyErrorOf(call);
+    assert.is(e?.code, 'BAD_OPTION', name);
+    assert.match(e.message, /'bogus'/, name);
+  }
+  assert.equal(store.list().sort(), ['x.npy', 'x.npz'], 'nothing written to the store');
+  assert.equal(await folderStore(dir).list(), [], 'nothing written to the folder');
+  // Options that do not apply beside a store are refused too.
+  assert.is((await npyErrorOf(() => node.saveNpy('z.npy', x, { store, durable: true }))).code, 'BAD_OPTION');
+  assert.is((await npyErrorOf(() => node.openWeights('x.npz', { store, place: 'https://h/' }))).code, 'BAD_OPTION');
+  assert.is((await npyErrorOf(() => core.saveNpy('z.npy', x, { store: {} }))).code, 'BAD_OPTION');
+});
+
+test('docs/architecture.md, "Adding a place": its Map store runs as written and prints what the guide says', async () => {
+  const blocks = blocksOf('docs/architecture.md');
+  const at = blocks.findIndex((b) => b.attrs['run-by'] === 'test/store/stores.test.mjs');
+  const block = blocks[at];
+  assert.ok(block.code.split('\n').length < 60, 'a whole store in under 60 lines');
+  // Beside the packages, so that '@npyts/core' resolves to the build as in a user's project.
+  const modules = join(root, 'node_modules', '.cache', 'npyts-store');
+  mkdirSync(modules, { recursive: true });
+  const file = join(modules, `map-store-${process.pid}.mjs`);
+  writeFileSync(file, transformSync(block.code, { loader: 'ts', format: 'esm', target: 'node20' }).code);
+  const printed = [];
+  const log = console.log;
+  console.log = (...xs) => printed.push(xs.map((x) => (typeof x === 'string' ? x : inspect(x))).join(' '));
+  let mapStoreOfGuide;
+  try {
+    ({ mapStore: mapStoreOfGuide } = await import(pathToFileURL(file).href));
+  } finally {
+    console.log = log;
+  }
+  assert.is(`${printed.join('\n')}\n`, blocks[at + 1].code);
+  // The guide's store takes the other entries too: a .npz, read back by numpy's rules.
+  const store = mapStoreOfGuide();
+  await node.saveNpz('z.npz', { a: { data: new Int8Array([1, 2, 3]) } }, { store });
+  assert.equal([...(await node.loadNpz('z.npz', { store })).get('a').data], [1, 2, 3]);
+});
+
+test.run();
