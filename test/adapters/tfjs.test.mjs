@@ -236,7 +236,10 @@ test('assignWeights: onProgress as each weight arrives; an abort halfway assigns
   const npz = encodeNpz({ a: arrayFromValues(values(64, 1), '<f4'), b: arrayFromValues(values(16, 2), '<f8'), c: arrayFromValues(values(1 << 18, 3), '<f4') });
   let made = 0;
   // Keras-style names (a:1, a:2): each set of variables its own, each found by its archive key.
-  const vars = () => (made++, ['a', 'b', 'c'].map((k) => tf.variable(tf.zeros([{ a: 64, b: 16, c: 1 << 18 }[k]]), true, `${k}:${made}`)));
+  const vars = () => {
+    made++;
+    return ['a', 'b', 'c'].map((k) => tf.variable(tf.zeros([{ a: 64, b: 16, c: 1 << 18 }[k]]), true, `${k}:${made}`));
+  };
   const seen = [];
   const ws = vars();
   await assignWeights(ws, npz, { onProgress: (p) => seen.push(p) });
