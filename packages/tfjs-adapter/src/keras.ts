@@ -3,7 +3,7 @@
  * Keras's config (keras-config.ts) and assigns every weight through Keras's records (keras-weights.ts).
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, type OnProgress, type WeightFile } from '@npyts/core';
+import { NpyError, type OnProgress, type OpenWeightsOptions, type WeightFile } from '@npyts/core';
 import { mapInParallel } from '@npyts/core/plumbing';
 import { planFrom, readAndAssign } from './assign.js';
 import { kerasTopology } from './keras-config.js';
@@ -18,6 +18,12 @@ import { joinRepeatedInputs, registerRepeat, separateRepeatedInputs } from './ke
 
 /** Options of {@link kerasHandler}: where the file is read from, how its values become tensors, and progress. */
 export interface KerasHandlerOptions extends SourceOptions, ToTensorOptions {
+  /**
+   * Map a file given by path (Node, with @npyts/native) instead of reading it, as `openWeights(path,
+   * { mmap })`: a float32 or int32 weight stored as itself (Keras writes them so) becomes a tensor whose
+   * values are a view of the map on tfjs's CPU backend (no copy at all; docs/larger-than-memory.md).
+   */
+  mmap?: OpenWeightsOptions['mmap'];
   /**
    * Told as each weight's data arrives: `{ bytes, total, tensor }`, never decreasing, ending at the
    * total. Nothing is assigned until every weight is read: a load aborted by `signal` leaves nothing.
