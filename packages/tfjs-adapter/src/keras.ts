@@ -170,8 +170,9 @@ function sizeReshapes(built: { readonly layers: readonly LayerLike[] }): void {
 }
 
 /**
- * The layers model tfjs builds from a topology, with no memory for its weights (see {@link ShapeOnly}):
- * for their names, shapes and its tensors' shapes only (tfjs-layers, loaded only when a Keras model is).
+ * The layers model tfjs builds from a topology, with no memory for its weights until they are assigned
+ * (see {@link ShapeOnly}): the model a load hands to tfjs, or one built for its weights' and tensors'
+ * shapes only (tfjs-layers, loaded only when a Keras model is).
  */
 async function buildModel(topology: object, limit: typeof ShapeOnly.limit = null): Promise<LayersModelLike & { dispose(): unknown }> {
   let layers: typeof import('@tensorflow/tfjs-layers');
@@ -344,7 +345,9 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: Kera
  * The source is a path (Node), a URL, a `Blob`/`File` or bytes. Layers, activations and options tfjs
  * cannot build are refused together (`UNSUPPORTED_LAYER`) before anything is built; weights are paired
  * through Keras's records and checked (`WEIGHT_MISMATCH`) before any is read. bfloat16 and float16
- * weights become float32 exactly.
+ * weights become float32 exactly. The model is built once, by `load()`, and each weight read into a
+ * tensor of its own and assigned; the artifacts name that model, which `tf.loadLayersModel` takes as
+ * it is (give them to it once). `onProgress` is told as the weights arrive; `signal` aborts the load.
  *
  * Saving (`model.save(kerasHandler('out.keras'))`) writes a `.keras` file Keras 3 loads with
  * `keras.saving.load_model`: to a path in Node (written beside it, then renamed over it), or to a
@@ -353,6 +356,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: Kera
  * @example
  * const model = await tf.loadLayersModel(kerasHandler('model.keras'));
  * const legacy = await tf.loadLayersModel(kerasHandler('https://example.com/model.h5'));
+ * const mapped = await tf.loadLayersModel(kerasHandler('model.h5', { mmap: 'r', onProgress: ({ bytes, total }) => console.log(bytes / total) }));
  * await model.save(kerasHandler('out.keras'));
  */
 export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerOptions = {}): tf.io.IOHandler {
