@@ -104,29 +104,90 @@ test('a .keras and a legacy .h5 load from bytes as from a path', async () => {
   }
 });
 
-test('the model built only to pair and check the weights takes no memory per weight: its weights are views of a few shared buffers', async () => {
-  // tfjs's Zeros (or any initializer) would write a buffer of each weight's size.
+test('a Keras model is built once: its weights are views of a few shared buffers until each takes one typed array of its own, kept by tfjs as the values (no second build, no copy)', async () => {
+  // tfjs's Zeros (or any initializer) would write a buffer of each weight's size; a second build would write them again,
+  // and tfjs's decoding of weight data would write a copy of every weight.
   const backend = tf.backend();
   const write = backend.write;
-  const buffers = new Set();
-  let weights = 0;
-  let largest = 0;
+  const written = [];
   backend.write = function (values, ...rest) {
-    if (values?.length >= 64) {
-      weights++;
-      largest = Math.max(largest, values.byteLength);
-      buffers.add(values.buffer);
-    }
+    if (values?.length >= 64) written.push(values);
     return write.call(this, values, ...rest);
   };
+  let model;
   try {
-    await kerasHandler(at('mobilenetv2.keras')).load();
+    model = await tfl.loadLayersModel(kerasHandler(at('mobilenetv2.keras')));
   } finally {
     backend.write = write;
   }
+  const big = model.weights.filter((w) => w.shape.reduce((a, b) => a * b, 1) >= 64);
+  const kept = new Set(big.map((w) => backend.readSync(w.read().dataId)));
+  assert.ok(big.length > 50, `${big.length} weights`);
+  assert.ok(
+    big.every((w) => written.includes(backend.readSync(w.read().dataId))),
+    'every weight holds the very array written for it',
+  );
+  const built = written.filter((v) => !kept.has(v));
+  assert.is(built.length, big.length, `${written.length} arrays written for ${big.length} weights: one build, one array each`);
+  const buffers = new Set(built.map((v) => v.buffer));
+  const largest = built.reduce((n, v) => Math.max(n, v.byteLength), 0);
   const held = [...buffers].reduce((n, b) => n + b.byteLength, 0);
-  assert.ok(weights > 50, `${weights} weights written`);
-  assert.ok(buffers.size * 4 < weights && held <= 4 * largest, `${buffers.size} buffers of ${held} bytes for ${weights} weights, the largest ${largest} bytes`);
+  assert.ok(buffers.size * 4 < built.length && held <= 4 * largest, `${buffers.size} buffers of ${held} bytes for the build's ${built.length} weights`);
+  model.dispose();
+});
+
+test('kerasHandler: the model tfjs gets predicts bit for bit what tfjs predicts from the same weights through its own loader, and saves as tfjs and Keras know it', async () => {
+  for (const name of ['cnn.keras', 'fn.keras', 'text.keras']) {
+    const model = await tfl.loadLayersModel(kerasHandler(at(name)));
+    let saved;
+    await model.save(
+      tf.io.withSaveHandler(async (a) => {
+        saved = a;
+        return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(a) };
+      }),
+    );
+    assert.not.match(JSON.stringify(saved.modelTopology), 'Npyts', `${name}: saved with npyts's own class names`);
+    const again = await tfl.loadLayersModel(tf.io.fromMemory(saved));
+    const xs = keras[name.replace('.keras', '')].inputs.map((x, i) => tf.tensor(x, undefined, model.inputs[i].dtype));
+    const out = (m) => [m.predict(xs.length === 1 ? xs[0] : xs)].flat().map((t) => Array.from(t.dataSync()));
+    assert.equal(out(model), out(again), name);
+    model.dispose();
+    again.dispose();
+  }
+});
+
+test('kerasHandler: onProgress as each weight arrives, never back, ending at the bytes of every weight; an abort halfway leaves no model and no tensor', async () => {
+  const seen = [];
+  const model = await tfl.loadLayersModel(kerasHandler(at('cnn.keras'), { onProgress: (p) => seen.push(p) }));
+  const total = model.weights.reduce((n, w) => n + 4 * w.shape.reduce((a, b) => a * b, 1), 0);
+  assert.ok(seen.length >= model.weights.length / 2, `${seen.length} reports for ${model.weights.length} weights`);
+  assert.ok(
+    seen.every((p, i) => p.total === total && (i === 0 || p.bytes > seen[i - 1].bytes)),
+    JSON.stringify(seen),
+  );
+  assert.is(seen.at(-1).bytes, total);
+  const names = new Set(model.weights.map((w) => w.originalName));
+  assert.ok(
+    seen.every((p) => names.has(p.tensor)),
+    JSON.stringify(seen.map((p) => p.tensor)),
+  );
+  model.dispose();
+
+  const before = tf.memory().numTensors;
+  const controller = new AbortController();
+  const err = await tfl
+    .loadLayersModel(
+      kerasHandler(at('cnn.keras'), {
+        signal: controller.signal,
+        onProgress: (p) => p.bytes >= p.total / 2 && controller.abort(),
+      }),
+    )
+    .then(
+      () => null,
+      (e) => e,
+    );
+  assert.is(err?.name, 'AbortError', String(err));
+  assert.is(tf.memory().numTensors, before, 'tensors left behind by an aborted load');
 });
 
 test('a .keras whose config.json is not a model is refused as BAD_MODEL', async () => {

@@ -157,6 +157,33 @@ with zipfile.ZipFile(dst, 'a') as out: out.writestr('model.json', z['model.json'
   }
 });
 
+test('npzHandler: onProgress as each weight is read (weight data and stream), ending at the bytes of every weight; an abort halfway gives tfjs nothing', async () => {
+  const model = await tfl.loadLayersModel(npzHandler(at('keras.npz')));
+  const total = model.weights.reduce((n, w) => n + 4 * w.shape.reduce((a, b) => a * b, 1), 0);
+  for (const stream of [false, true]) {
+    const seen = [];
+    const artifacts = await npzHandler(at('keras.npz'), { stream, onProgress: (p) => seen.push(p) }).load();
+    if (stream) {
+      const reader = artifacts.getWeightStream().getReader();
+      while (!(await reader.read()).done);
+    }
+    assert.ok(seen.length >= model.weights.length / 2, `${seen.length} reports for ${model.weights.length} weights`);
+    assert.ok(
+      seen.every((p, i) => p.total === total && (i === 0 || p.bytes > seen[i - 1].bytes)),
+      JSON.stringify(seen),
+    );
+    assert.is(seen.at(-1).bytes, total);
+    assert.ok(seen.every((p) => artifacts.weightSpecs.some((s) => s.name === p.tensor)));
+  }
+  const controller = new AbortController();
+  const err = await tfl.loadLayersModel(npzHandler(at('keras.npz'), { signal: controller.signal, onProgress: () => controller.abort() })).then(
+    () => null,
+    (e) => e,
+  );
+  assert.is(err?.name, 'AbortError', String(err));
+  model.dispose();
+});
+
 test("a graph model: tf.loadGraphModel(npzHandler) streams the weights one member at a time and computes numpy's answer", async () => {
   const artifacts = await npzHandler(at('graph.npz')).load();
   assert.is(artifacts.weightData, undefined);

@@ -3,12 +3,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer } from 'node:http';
-import { readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights } from '@npyts/tfjs';
 import { NpyError, arrayFromValues, decodeNpy, encodeNpz } from '@npyts/core';
-import { loadNpySync } from '@npyts/core/node';
+import { loadNpySync, openWeights } from '@npyts/core/node';
 import { numpy, scratch, writeJSON } from '../helpers/numpy.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
@@ -229,6 +229,55 @@ test('assignWeights: Keras-style names, all mismatches reported at once, nothing
     /* refused: mismatches */
   }
   assert.is(openOnPath(), 0, 'a refused assignWeights left the archive open');
+});
+
+test('assignWeights: onProgress as each weight arrives; an abort halfway assigns nothing and frees what it read; a file cut short mid-load names the weight', async () => {
+  const values = (n, k) => Array.from({ length: n }, (_, i) => i * k + 1);
+  const npz = encodeNpz({ a: arrayFromValues(values(64, 1), '<f4'), b: arrayFromValues(values(16, 2), '<f8'), c: arrayFromValues(values(1 << 18, 3), '<f4') });
+  let made = 0;
+  // Keras-style names (a:1, a:2): each set of variables its own, each found by its archive key.
+  const vars = () => {
+    made++;
+    return ['a', 'b', 'c'].map((k) => tf.variable(tf.zeros([{ a: 64, b: 16, c: 1 << 18 }[k]]), true, `${k}:${made}`));
+  };
+  const seen = [];
+  const ws = vars();
+  await assignWeights(ws, npz, { onProgress: (p) => seen.push(p) });
+  assert.equal(seen, [
+    { bytes: 256, total: 384 + (1 << 20), tensor: 'a' },
+    { bytes: 384, total: 384 + (1 << 20), tensor: 'b' },
+    { bytes: 384 + (1 << 20), total: 384 + (1 << 20), tensor: 'c' },
+  ]);
+  assert.equal(Array.from(ws[1].dataSync()), values(16, 2));
+
+  const fresh = vars();
+  const before = tf.memory().numTensors;
+  const controller = new AbortController();
+  const err = await assignWeights(fresh, npz, { signal: controller.signal, onProgress: () => controller.abort() }).then(
+    () => null,
+    (e) => e,
+  );
+  assert.is(err?.name, 'AbortError', String(err));
+  assert.ok(
+    fresh.every((v) => v.dataSync().every((x) => x === 0)),
+    'a weight was assigned by an aborted load',
+  );
+  assert.is(tf.memory().numTensors, before, 'tensors read before the abort were kept');
+
+  // Opened whole, then cut short on disk inside c's data: the read of c fails with its own code, naming c.
+  const path = join(scratch('npyts-tfjs-cut-'), 'w.npz');
+  writeFileSync(path, npz);
+  const file = await openWeights(path);
+  const cAt = Buffer.from(npz).indexOf(Buffer.from(new Float32Array(values(16, 3)).buffer));
+  truncateSync(path, cAt + 8);
+  const cut = await assignWeights(vars(), file).then(
+    () => null,
+    (e) => e,
+  );
+  await file.close();
+  assert.instance(cut, NpyError, String(cut));
+  assert.ok(cut.code !== 'WEIGHT_MISMATCH', `${cut.code}: ${cut.message}`);
+  assert.match(cut.message, /^c \(from c\): /);
 });
 
 test('assignWeights on a URL reads only the members it uses, by range (an 8 MiB optimizer state stays on the server)', async () => {

@@ -11,7 +11,8 @@ import { copyFileSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
-import { assignWeights } from '@npyts/tfjs';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { assignWeights, kerasHandler } from '@npyts/tfjs';
 import { loadWeights, openWeights } from '@npyts/core/node';
 import { useCpuBackend } from '../helpers/tfjs.mjs';
 import { python, scratch } from '../helpers/numpy.mjs';
@@ -488,6 +489,35 @@ test("tfjs (CPU backend): assignWeights from a mapped file keeps the view as the
   assert.is.not(d.dataSync().buffer.byteLength, statSync(path).size, 'a float64 weight is converted: a copy');
   w.dispose();
   d.dispose();
+});
+
+test('tfjs (CPU backend): kerasHandler with { mmap } builds the model once over views of the map, predicting bit for bit what the copied load predicts', async () => {
+  await useCpuBackend();
+  let total = 0;
+  // The .keras's member starts where the zip puts it (its datasets unaligned here); the legacy .h5's are aligned.
+  for (const name of ['model.keras', 'legacy.h5']) {
+    const path = at(name);
+    const mapped = await tfl.loadLayersModel(kerasHandler(path, { mmap: 'r' }));
+    const copied = await tfl.loadLayersModel(kerasHandler(path));
+    const size = statSync(path).size;
+    // Each float32 weight the file holds aligned (info() names no copy) is the map; bfloat16 ones are widened copies.
+    const file = await openWeights(path, { mmap: 'r' });
+    let viewable = 0;
+    for (const key of file.names) {
+      const { dtype, copied } = await file.info(key);
+      if (copied === undefined && dtype.kind === 'f' && dtype.itemsize === 4 && dtype.mlFloat === null) viewable++;
+    }
+    await file.close();
+    const views = mapped.weights.filter((w) => w.read().dataSync().buffer.byteLength === size);
+    assert.is(views.length, viewable, `${name}: ${views.map((w) => w.name)} are views of the map`);
+    assert.ok(views.every((w) => !w.name.startsWith('head')));
+    total += viewable;
+    const x = tf.randomUniform([5, 40], -1, 1, 'float32', 3);
+    assert.equal(mapped.predict(x).dataSync(), copied.predict(x).dataSync(), name);
+    mapped.dispose();
+    copied.dispose();
+  }
+  assert.ok(total >= 4, `${total} float32 weights stored aligned`);
 });
 
 test.run();

@@ -3,8 +3,18 @@
  * data is read, then assigned; saves write the inverse.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { settleAll } from '@npyts/core/plumbing';
-import { NpyError, encodeNpz, transpose, type NdArray, type NpzWriteOptions, type OpenWeightsOptions, type WeightFile } from '@npyts/core';
+import {
+  NpyError,
+  encodeNpz,
+  transpose,
+  type NdArray,
+  type NpyErrorCode,
+  type NpzWriteOptions,
+  type OnProgress,
+  type OpenWeightsOptions,
+  type WeightFile,
+} from '@npyts/core';
+import { progressReporter, settleAll } from '@npyts/core/plumbing';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
 import { checkAdapterOptions, openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions, type Suspect } from './pytorch.js';
@@ -61,6 +71,18 @@ export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOption
    * copy once as they upload (docs/larger-than-memory.md, "Memory-mapped weight files").
    */
   mmap?: OpenWeightsOptions['mmap'];
+  /**
+   * Told as each weight's data arrives: `{ bytes, total, tensor }`, the bytes of the arrays read so far
+   * out of all the weights need, never decreasing, ending at the total. Nothing is assigned until every
+   * weight is read, so a load aborted by `signal` leaves the model as it was.
+   */
+  onProgress?: OnProgress;
+}
+
+/** How a load reads: tensors' conversion, `signal` checked before each weight, and progress told as each arrives. */
+export interface ReadStepsOptions extends ToTensorOptions {
+  signal?: AbortSignal | undefined;
+  onProgress?: OnProgress | undefined;
 }
 
 /** A weight, and where its values come from. */
@@ -277,33 +299,104 @@ function isPredicting(weights: Weights): boolean {
   return hasLayers(weights) && typeof (weights as { predict?: unknown }).predict === 'function';
 }
 
-/** Every step's tensor, read and transformed; all disposed if one fails. */
 /** A planned weight's array: its members read and transformed (float64 refused first where asked, since a sum or a repetition makes float32). */
-export async function stepArray(archive: WeightFile, step: PlannedWeight, options: ToTensorOptions): Promise<NdArray> {
-  const arrays = await settleAll(step.keys.map((k) => archive.get(k)));
+export async function stepArray(archive: WeightFile, step: PlannedWeight, options: ToTensorOptions & { signal?: AbortSignal | undefined }): Promise<NdArray> {
+  const arrays = await settleAll(step.keys.map((k) => archive.get(k, { signal: options.signal })));
   for (const a of arrays) checkFloat64(a, options);
   return applyTransform(step.transform, arrays);
 }
 
-async function readSteps(steps: readonly PlanStep[], archive: WeightFile, options: ToTensorOptions): Promise<tf.Tensor[]> {
+/** The bytes of the arrays each step reads, from their headers (no data read): what a load's progress counts. */
+export async function stepBytes(archive: WeightFile, steps: readonly PlannedWeight[]): Promise<number[]> {
+  return settleAll(
+    steps.map(async (step) => {
+      let n = 0;
+      for (const key of step.keys) {
+        const { dtype, shape } = await archive.info(key);
+        n += shape.reduce((a, d) => a * d, dtype.itemsize);
+      }
+      return n;
+    }),
+  );
+}
+
+/** Codes that say a weight's bytes could not be read, rather than that they do not fit the weight. */
+const READ_FAILURES: ReadonlySet<NpyErrorCode> = new Set<NpyErrorCode>([
+  'TRUNCATED',
+  'DATA_TRUNCATED',
+  'ZIP_CRC',
+  'ZIP_SIZE',
+  'ZIP_FORMAT',
+  'NETWORK',
+  'HTTP_STATUS',
+  'SOURCE_CHANGED',
+  'BAD_RESPONSE',
+  'CLOSED',
+]);
+
+/**
+ * An error met reading a weight's data (a read that failed, a file that ended early), its code kept
+ * and the weight and its arrays named; a refusal of the caller's (an abort) is passed on as it is.
+ */
+export function namingWeight(e: unknown, step: PlannedWeight): unknown {
+  if (!(e instanceof NpyError)) return e;
+  return new NpyError(e.code, `${step.weight} (from ${step.keys.join(', ')}): ${e.message}`);
+}
+
+/**
+ * Every step's tensor, read and transformed, one typed array each (tfjs's CPU backend keeps it as
+ * the tensor's values: no copy on the way); all disposed if one fails or `signal` aborts.
+ */
+async function readSteps(steps: readonly PlanStep[], archive: WeightFile, options: ReadStepsOptions): Promise<tf.Tensor[]> {
+  const sizes = options.onProgress
+    ? await stepBytes(
+        archive,
+        steps.map((s) => s.step),
+      )
+    : [];
+  const report = progressReporter(
+    sizes.reduce((a, b) => a + b, 0),
+    options.onProgress,
+  );
   const tensors: tf.Tensor[] = [];
   const problems: string[] = [];
   try {
-    for (const { target, step } of steps) {
+    for (const [i, { target, step }] of steps.entries()) {
+      options.signal?.throwIfAborted();
+      let array: NdArray;
       try {
-        const t = toTensor(await stepArray(archive, step, options), options);
+        array = await stepArray(archive, step, options);
+      } catch (e) {
+        // Data that cannot be read (a file that ends early, a read that failed) is not a mismatch:
+        // its own error at once, naming the weight; an abort is passed on as it is.
+        if (!(e instanceof NpyError) || READ_FAILURES.has(e.code)) throw namingWeight(e, step);
+        problems.push(`${step.weight}: ${e.message}`);
+        continue;
+      }
+      try {
+        const t = toTensor(array, options);
         tensors.push(t);
         if (t.dtype !== target.dtype) problems.push(`${step.weight}: dtype ${t.dtype} in the archive, ${target.dtype} in the model`);
       } catch (e) {
         problems.push(`${step.weight}: ${(e as Error).message}`);
       }
+      report.add(step.weight, sizes[i] ?? 0);
     }
     if (problems.length) throw mismatchError(problems);
+    report.end();
     return tensors;
   } catch (e) {
     tf.dispose(tensors);
     throw e;
   }
+}
+
+/**
+ * Read every step's weight (see {@link readSteps}) and assign them all, or none: what a load does once
+ * the plan is checked.
+ */
+export async function readAndAssign(steps: readonly PlanStep[], archive: WeightFile, options: ReadStepsOptions): Promise<void> {
+  assignAll(steps, await readSteps(steps, archive, options));
 }
 
 function assignAll(steps: readonly PlanStep[], tensors: readonly (tf.Tensor | null)[]): void {

@@ -16,13 +16,14 @@ import {
   type DType,
   type NpzArchive,
   type NpzWriteOptions,
+  type OnProgress,
   type WeightFile,
 } from '@npyts/core';
-import { MAX_JSON_DEPTH, mapInParallel, nestsDeeperThan, settleAll } from '@npyts/core/plumbing';
+import { MAX_JSON_DEPTH, mapInParallel, nestsDeeperThan, progressReporter, settleAll, type ProgressReporter } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
 import { checkAdapterOptions, isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, type WeightKey, type WeightLike } from './weights.js';
-import { planFrom, stepArray, type PlanStep } from './assign.js';
+import { namingWeight, planFrom, stepArray, stepBytes, type PlanStep } from './assign.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
 import type { PlannedWeight, PytorchLayoutOptions } from './pytorch.js';
 
@@ -67,6 +68,11 @@ export interface NpzHandlerOptions extends SourceOptions, ToTensorOptions, Pytor
   stream?: boolean;
   /** The name of the JSON member (default `model.json`). */
   metadataMember?: string;
+  /**
+   * Told as each weight's data is read: `{ bytes, total, tensor }`, never decreasing, ending at the
+   * total (of a stream: as tfjs pulls it). `signal` aborts the load between and during reads.
+   */
+  onProgress?: OnProgress;
 }
 
 /** The JSON member: what tfjs's model.json holds, with the weights listed instead of a manifest. */
@@ -293,8 +299,42 @@ async function handlerWeights(archive: NpzArchive, steps: PlanStep[], groups?: R
   return plan;
 }
 
+/** How {@link npzHandler} reads the weights: progress told as each arrives, `signal` checked before each. */
+interface Reading {
+  report: ProgressReporter;
+  sizes: ReadonlyMap<HandlerWeight, number>;
+}
+
+/** The progress of reading `plan` from `file` (no data read: the arrays' headers). */
+async function readingOf(file: WeightFile, plan: readonly HandlerWeight[], onProgress: OnProgress | undefined): Promise<Reading> {
+  const sizes = onProgress
+    ? await stepBytes(
+        file,
+        plan.map((w) => w.step),
+      )
+    : [];
+  const report = progressReporter(
+    sizes.reduce((a, b) => a + b, 0),
+    onProgress,
+  );
+  return { report, sizes: new Map(plan.map((w, i) => [w, sizes[i] ?? 0])) };
+}
+
+/** {@link weightBytes}, told to the load's progress; an error names the weight. */
+async function readWeight(file: WeightFile, w: HandlerWeight, options: NpzHandlerOptions, reading: Reading): Promise<ArrayBuffer> {
+  options.signal?.throwIfAborted();
+  let bytes: ArrayBuffer;
+  try {
+    bytes = await weightBytes(file, w, options);
+  } catch (e) {
+    throw namingWeight(e, w.step);
+  }
+  reading.report.add(w.spec.name, reading.sizes.get(w) ?? 0);
+  return bytes;
+}
+
 /** One weight's bytes as tfjs decodes them (little-endian, row-major), in a buffer of its own. */
-export async function weightBytes(file: WeightFile, w: HandlerWeight, options: ToTensorOptions): Promise<ArrayBuffer> {
+export async function weightBytes(file: WeightFile, w: HandlerWeight, options: ToTensorOptions & { signal?: AbortSignal | undefined }): Promise<ArrayBuffer> {
   const array = await stepArray(file, w.step, options);
   if (w.spec.quantization) return ownBuffer(toOrder(array, 'C').data as Uint16Array); // float16 bits, row-major
   const v = tensorValues(array, options);
@@ -475,10 +515,14 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
           // A memory archive stays usable; a file is opened again when tfjs asks for the stream.
           const reopen = opened && !(target instanceof Uint8Array || target instanceof ArrayBuffer || isArchive(target));
           keepOpen = !reopen && opened;
-          artifacts.getWeightStream = () => weightStream(reopen ? null : archive, target as NpzSource, plan, options);
+          const reading = await readingOf(weightsOf(archive), plan, options.onProgress);
+          artifacts.getWeightStream = () => weightStream(reopen ? null : archive, target as NpzSource, plan, options, reading);
         } else {
+          // A buffer per weight (tfjs takes a list of them as its weight data): never one of the whole model.
           // Two members at a time: one inflates (or is read) on libuv's threads while the other is checked.
-          artifacts.weightData = await mapInParallel(plan, 3, (w) => weightBytes(weightsOf(archive), w, options));
+          const reading = await readingOf(weightsOf(archive), plan, options.onProgress);
+          artifacts.weightData = await mapInParallel(plan, 3, (w) => readWeight(weightsOf(archive), w, options, reading));
+          reading.report.end();
         }
         return artifacts;
       } finally {
@@ -490,14 +534,22 @@ export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptio
         throw new NpyError('BAD_TARGET', 'npzHandler saves to a path (Node) or a function receiving the bytes');
       }
       const json = JSON.stringify(modelJsonOf(artifacts));
-      await writeArchive(target, arraysOf(artifacts), { ...options, files: { [metaMember]: json } });
+      // onProgress tells a load's progress; a save's writer counts in its own terms.
+      const { onProgress: _load, ...writing } = options;
+      await writeArchive(target, arraysOf(artifacts), { ...writing, files: { [metaMember]: json } });
       return { modelArtifactsInfo: tf.io.getModelArtifactsInfoForJSON(artifacts) };
     },
   };
 }
 
 /** The weights one member at a time, each buffer exactly one weight's bytes (tfjs decodes as they arrive). */
-function weightStream(archive: NpzArchive | null, source: NpzSource, plan: HandlerWeight[], options: NpzHandlerOptions): ReadableStream<ArrayBuffer> {
+function weightStream(
+  archive: NpzArchive | null,
+  source: NpzSource,
+  plan: HandlerWeight[],
+  options: NpzHandlerOptions,
+  reading: Reading,
+): ReadableStream<ArrayBuffer> {
   let open: NpzArchive | null = archive;
   let next = 0;
   const release = async (): Promise<void> => {
@@ -511,10 +563,11 @@ function weightStream(archive: NpzArchive | null, source: NpzSource, plan: Handl
           open ??= (await openArchive(source, options))[0];
           if (next === plan.length) {
             await release();
+            reading.report.end();
             controller.close();
             return;
           }
-          controller.enqueue(await weightBytes(weightsOf(open), plan[next++]!, options));
+          controller.enqueue(await readWeight(weightsOf(open), plan[next++]!, options, reading));
         } catch (e) {
           await release();
           controller.error(e);

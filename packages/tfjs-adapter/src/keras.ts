@@ -3,10 +3,9 @@
  * Keras's config (keras-config.ts) and assigns every weight through Keras's records (keras-weights.ts).
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { NpyError, type WeightFile } from '@npyts/core';
-import { mapInParallel, settleAll } from '@npyts/core/plumbing';
-import { planFrom } from './assign.js';
-import { weightBytes, type HandlerWeight } from './handler.js';
+import { NpyError, type OnProgress, type OpenWeightsOptions, type WeightFile } from '@npyts/core';
+import { mapInParallel } from '@npyts/core/plumbing';
+import { planFrom, readAndAssign } from './assign.js';
 import { kerasTopology, needsKerasLayers } from './keras-config.js';
 import { kerasNames, SIZED_RESHAPE, trainingState, type KerasRecords } from './keras-weights.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
@@ -14,11 +13,23 @@ import type { TensorShapes } from './keras-config-out.js';
 import { checkAdapterOptions, openWeightSource, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { saveKeras } from './keras-save.js';
 import { kerasConfigOf, kerasMajorOf, kerasRecordsOf } from './keras-file.js';
-import { tensorDTypeOf, type ToTensorOptions } from './tensors.js';
+import type { ToTensorOptions } from './tensors.js';
 import { joinRepeatedInputs, registerRepeat, separateRepeatedInputs } from './keras-repeats.js';
 
-/** Options of {@link kerasHandler}: where the file is read from, and how its values become tensors. */
-export interface KerasHandlerOptions extends SourceOptions, ToTensorOptions {}
+/** Options of {@link kerasHandler}: where the file is read from, how its values become tensors, and progress. */
+export interface KerasHandlerOptions extends SourceOptions, ToTensorOptions {
+  /**
+   * Map a file given by path (Node, with @npyts/native) instead of reading it, as `openWeights(path,
+   * { mmap })`: a float32 or int32 weight stored as itself (Keras writes them so) becomes a tensor whose
+   * values are a view of the map on tfjs's CPU backend (no copy at all; docs/larger-than-memory.md).
+   */
+  mmap?: OpenWeightsOptions['mmap'];
+  /**
+   * Told as each weight's data arrives: `{ bytes, total, tensor }`, never decreasing, ending at the
+   * total. Nothing is assigned until every weight is read: a load aborted by `signal` leaves nothing.
+   */
+  onProgress?: OnProgress;
+}
 
 /** An opened Keras file: its model config, what it records of its layers, and its weights by path. */
 interface KerasModelFile {
@@ -31,23 +42,48 @@ interface KerasModelFile {
   readonly kerasMajor: 2 | 3;
 }
 
+/** An initializer as tfjs-layers holds one (only what is used here of it). */
+interface InitializerLike {
+  apply(shape: readonly number[], dtype?: tf.DataType): tf.Tensor;
+  getClassName(): string;
+  getConfig(): tf.serialization.ConfigDict;
+}
+
 /**
- * The initializer of the models built only for their weights' names and shapes: every weight a view
- * of one zero-filled buffer (grown by doubling to the largest weight's size, never written, dropped
- * after the build), so that no weight of the model is allocated, filled or paged in. Random and
- * orthogonal fills of a large model cost seconds, and even zeros cost a fresh buffer per weight.
+ * Stands in for every initializer of a model built from a Keras file: while {@link buildModel} builds
+ * it, every weight is a view of one zero-filled buffer (grown by doubling to the largest weight's size,
+ * never written, dropped after the build), so that no weight of the model is allocated, filled or paged
+ * in before the file's values replace it (random and orthogonal fills of a large model cost seconds,
+ * and even zeros cost a fresh buffer per weight). After the build it is the initializer the config
+ * names, in what it makes and in how it is saved (`model.toJSON()` writes that initializer).
  */
 class ShapeOnly extends tf.serialization.Serializable {
   static readonly className = 'NpytsShapeOnly';
   /** The shared zeros; concurrent builds may share it or each grow their own (all zeros either way). */
   static blank = new ArrayBuffer(0);
+  /** Whether {@link buildModel} is building (tfjs's build is synchronous, so no other build sees it set). */
+  static building = false;
   /**
    * The most values a weight of the model being built may have, and the file it must come from: set by
    * {@link buildModel} around tfjs's build (which is synchronous, so concurrent builds never see another's).
    */
   static limit: { values: number; where: string } | null = null;
 
+  private readonly real: InitializerLike;
+
+  constructor(config: { real?: { className?: unknown; config?: unknown } } = {}) {
+    super();
+    // The config's own initializer, made as tfjs's deserialization makes it (an unknown one refused as tfjs refuses it).
+    const { className, config: args } = config.real ?? {};
+    const classes = tf.serialization.SerializationMap.getMap().classNameMap;
+    const entry = typeof className === 'string' && Object.hasOwn(classes, className) ? classes[className] : undefined;
+    if (!entry) throw new NpyError('UNSUPPORTED_LAYER', `the model config names an initializer tfjs does not have: ${JSON.stringify(className)}`);
+    const [cls, fromConfig] = entry;
+    this.real = fromConfig(cls, (args ?? {}) as tf.serialization.ConfigDict) as unknown as InitializerLike;
+  }
+
   apply(shape: readonly number[], dtype: tf.DataType = 'float32'): tf.Tensor {
+    if (!ShapeOnly.building) return this.real.apply(shape, dtype);
     const size = shape.reduce((n, d) => n * d, 1);
     // A config may claim any size (Dense(units=2**53)); every weight must be one of the file's tensors,
     // so one larger than the largest of them is refused before anything is allocated for it.
@@ -67,8 +103,12 @@ class ShapeOnly extends tf.serialization.Serializable {
     return tf.tensor(new Values(ShapeOnly.blank, 0, size), [...shape], dtype);
   }
 
+  override getClassName(): string {
+    return this.real.getClassName();
+  }
+
   override getConfig(): tf.serialization.ConfigDict {
-    return {};
+    return this.real.getConfig();
   }
 }
 tf.serialization.registerClass(ShapeOnly);
@@ -87,6 +127,10 @@ function registerSizedReshape(): void {
   if (classes[SIZED_RESHAPE] || !Reshape) return;
   class SizedReshape extends Reshape {
     static readonly className = SIZED_RESHAPE;
+    // Saved as the Reshape it is, its -1 sized by sizeReshapes (tfjs and Keras have no SizedReshape).
+    getClassName(): string {
+      return 'Reshape';
+    }
     override computeOutputShape(shape: (number | null)[]): (number | null)[] {
       const self = this as unknown as { targetShape: (number | null)[]; fixUnknownDimension(i: number[], o: (number | null)[]): number[] };
       const known = shape.slice(1);
@@ -101,7 +145,7 @@ function registerSizedReshape(): void {
 function shapeOnly(topology: object): object {
   return JSON.parse(JSON.stringify(topology), (key, value: unknown) =>
     key.endsWith('_initializer') && value !== null && typeof value === 'object'
-      ? { class_name: ShapeOnly.className, config: {} }
+      ? { class_name: ShapeOnly.className, config: { real: value } }
       : key === 'class_name' && value === 'Reshape'
         ? SIZED_RESHAPE
         : value,
@@ -109,28 +153,26 @@ function shapeOnly(topology: object): object {
 }
 
 /**
- * The topology's Reshape layers given the sizes of their -1 that `built` (built from it by {@link buildModel})
- * found, model by model and layer by name; one whose input has an unknown size keeps its -1 (sized as the
- * model runs). The values are the same either way: only what tfjs infers of the layers after it differs.
+ * The Reshape layers of a model {@link buildModel} built given the sizes of their -1 that the build found,
+ * so that the model saves (`toJSON`) as a Reshape tfjs and Keras build again with every size known; one
+ * whose input has an unknown size keeps its -1 (sized as the model runs). The values are the same either
+ * way: only what tfjs infers of the layers after it differs.
  */
-function sizeReshapes(topology: object, built: { readonly layers: readonly LayerLike[] }): void {
-  const entries = (topology as { config?: { layers?: unknown } }).config?.layers;
-  if (!Array.isArray(entries)) return;
-  for (const entry of entries as { class_name?: unknown; name?: unknown; config?: { name?: unknown; target_shape?: unknown } }[]) {
-    const name = entry.config?.name ?? entry.name;
-    const layer = built.layers.find((l) => l.name === name);
-    if (!layer) continue;
-    if (hasLayers(layer)) sizeReshapes(entry, layer);
-    else if (entry.class_name === 'Reshape' && layer.getClassName() === SIZED_RESHAPE && entry.config) {
-      const shape = (layer as unknown as { outputShape: (number | null)[] }).outputShape.slice(1);
-      if (shape.every((d) => typeof d === 'number' && d > 0)) entry.config.target_shape = shape;
+function sizeReshapes(built: { readonly layers: readonly LayerLike[] }): void {
+  for (const layer of built.layers) {
+    if (hasLayers(layer)) sizeReshapes(layer);
+    else if ((layer.constructor as { className?: unknown }).className === SIZED_RESHAPE) {
+      const sized = layer as unknown as { outputShape: (number | null)[]; targetShape: (number | null)[] };
+      const shape = sized.outputShape.slice(1);
+      if (shape.every((d) => typeof d === 'number' && d > 0)) sized.targetShape = shape;
     }
   }
 }
 
 /**
- * The layers model tfjs builds from a topology, with no memory for its weights (see {@link ShapeOnly}):
- * for their names, shapes and its tensors' shapes only (tfjs-layers, loaded only when a Keras model is).
+ * The layers model tfjs builds from a topology, with no memory for its weights until they are assigned
+ * (see {@link ShapeOnly}): the model a load hands to tfjs, or one built for its weights' and tensors'
+ * shapes only (tfjs-layers, loaded only when a Keras model is).
  */
 async function buildModel(topology: object, limit: typeof ShapeOnly.limit = null): Promise<LayersModelLike & { dispose(): unknown }> {
   let layers: typeof import('@tensorflow/tfjs-layers');
@@ -142,12 +184,14 @@ async function buildModel(topology: object, limit: typeof ShapeOnly.limit = null
   registerSizedReshape();
   registerRepeat(layers);
   ShapeOnly.limit = limit;
+  ShapeOnly.building = true;
   let built: ReturnType<typeof layers.models.modelFromJSON>;
   try {
     // modelFromJSON builds the model before its first await (it has no weights to fetch).
     built = layers.models.modelFromJSON({ modelTopology: shapeOnly(topology) as tf.io.ModelJSON['modelTopology'] & {} });
   } finally {
     ShapeOnly.limit = null;
+    ShapeOnly.building = false;
   }
   try {
     return (await built) as unknown as LayersModelLike & { dispose(): unknown };
@@ -209,11 +253,55 @@ async function translated(config: unknown, where: string, kerasMajor: 2 | 3): Pr
 }
 
 /**
- * A Keras file's model as tfjs's artifacts: the topology translated (every unsupported layer refused at
- * once), then each weight paired through Keras's records and checked (names, counts, shapes) on a
- * model built from it before the first byte of weight data is read.
+ * Models built and assigned by {@link kerasHandler}'s `load`, waiting for tfjs to take them: the
+ * artifacts name one by number ({@link BuiltModel}). A model whose artifacts are dropped untaken is
+ * disposed when they are collected, so that its weights are not held for ever.
  */
-async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTensorOptions = {}): Promise<tf.io.ModelArtifacts> {
+const waiting = new Map<number, LayersModelLike & { dispose(): unknown }>();
+let lastId = 0;
+const untaken = new FinalizationRegistry<number>((id) => {
+  const model = waiting.get(id);
+  waiting.delete(id);
+  if (model) disposeBuilt(model);
+});
+
+/**
+ * The topology of artifacts {@link kerasHandler} loads: tfjs's deserialization of it gives the model
+ * `load` built and assigned (once; tfjs builds nothing again and copies no weight).
+ */
+class BuiltModel extends tf.serialization.Serializable {
+  static readonly className = 'NpytsKerasModel';
+
+  static override fromConfig<T extends tf.serialization.Serializable>(
+    _cls: tf.serialization.SerializableConstructor<T>,
+    config: tf.serialization.ConfigDict,
+  ): T {
+    const id = config.id;
+    const model = typeof id === 'number' ? waiting.get(id) : undefined;
+    if (!model) {
+      throw new NpyError(
+        'BAD_MODEL',
+        "these artifacts of kerasHandler's load() hold a model that was already taken (or disposed); call tf.loadLayersModel(kerasHandler(source)) again for another",
+      );
+    }
+    waiting.delete(id as number);
+    return model as unknown as T;
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return {};
+  }
+}
+tf.serialization.registerClass(BuiltModel);
+
+/**
+ * A Keras file's model as tfjs's artifacts: the topology translated (every unsupported layer refused at
+ * once), the model built from it once, each weight paired through Keras's records and checked (names,
+ * counts, shapes) against the built model's before the first byte of weight data is read, then every
+ * weight read into one tensor of its own and assigned. tfjs's deserialization of the artifacts gives
+ * that model ({@link BuiltModel}): no second build, no weight data handed over to be copied again.
+ */
+async function kerasArtifacts(file: KerasModelFile, where: string, options: KerasHandlerOptions = {}): Promise<tf.io.ModelArtifacts> {
   if (file.config === null || file.config === undefined) {
     throw new NpyError('BAD_MODEL', `${where} holds weights only (no model config); build the model in tfjs and use assignWeights(model, source)`);
   }
@@ -222,24 +310,26 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
   // tensors' headers, read when the file was opened; no data).
   const sizes = await mapInParallel([...file.weights.names], 8, async (name) => (await file.weights.info(name)).shape.reduce((n, d) => n * d, 1));
   const values = sizes.reduce((a, b) => Math.max(a, b), 0);
-  // Built only for its weights' names and shapes; tfjs builds the model itself from the topology as translated.
   const model = await buildModel(topology, { values, where });
-  let plan: HandlerWeight[];
   try {
-    sizeReshapes(topology, model);
+    sizeReshapes(model);
     const names = kerasNames(model, file.records, where);
     const steps = await planFrom(model, file.weights, { names, ignoreUnusedKeys: trainingState(file.records) });
-    plan = await settleAll(
-      steps.map(async ({ step }) => ({
-        spec: { name: step.weight, shape: [...step.shape], dtype: tensorDTypeOf((await file.weights.info(step.keys[0]!)).dtype) },
-        step,
-      })),
-    );
-  } finally {
+    await readAndAssign(steps, file.weights, options);
+  } catch (e) {
     disposeBuilt(model);
+    throw e;
   }
-  const weightData = await mapInParallel(plan, 3, (w) => weightBytes(file.weights, w, options));
-  return { modelTopology: topology, weightSpecs: plan.map((w) => w.spec), weightData, format: 'layers-model', generatedBy: 'keras', convertedBy: 'npyts' };
+  const id = ++lastId;
+  waiting.set(id, model);
+  const artifacts: tf.io.ModelArtifacts = {
+    modelTopology: { class_name: BuiltModel.className, config: { id } },
+    format: 'layers-model',
+    generatedBy: 'keras',
+    convertedBy: 'npyts',
+  };
+  untaken.register(artifacts, id);
+  return artifacts;
 }
 
 /**
@@ -248,7 +338,9 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
  * The source is a path (Node), a URL, a `Blob`/`File` or bytes. Layers, activations and options tfjs
  * cannot build are refused together (`UNSUPPORTED_LAYER`) before anything is built; weights are paired
  * through Keras's records and checked (`WEIGHT_MISMATCH`) before any is read. bfloat16 and float16
- * weights become float32 exactly.
+ * weights become float32 exactly. The model is built once, by `load()`, and each weight read into a
+ * tensor of its own and assigned; the artifacts name that model, which `tf.loadLayersModel` takes as
+ * it is (give them to it once). `onProgress` is told as the weights arrive; `signal` aborts the load.
  *
  * Saving (`model.save(kerasHandler('out.keras'))`) writes a `.keras` file Keras 3 loads with
  * `keras.saving.load_model`: to a path in Node (written beside it, then renamed over it), or to a
@@ -257,6 +349,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: ToTe
  * @example
  * const model = await tf.loadLayersModel(kerasHandler('model.keras'));
  * const legacy = await tf.loadLayersModel(kerasHandler('https://example.com/model.h5'));
+ * const mapped = await tf.loadLayersModel(kerasHandler('model.h5', { mmap: 'r', onProgress: ({ bytes, total }) => console.log(bytes / total) }));
  * await model.save(kerasHandler('out.keras'));
  */
 export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerOptions = {}): tf.io.IOHandler {
