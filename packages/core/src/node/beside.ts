@@ -49,6 +49,56 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
   }
 }
 
+/** One file of {@link writingTogether}: its target and how its bytes are written. */
+export interface FileBeside {
+  readonly path: string;
+  readonly write: (file: FileRef) => Operation<void>;
+}
+
+/**
+ * Files that change together (a sharded set's shards and its index), each written beside its target
+ * and none renamed until all are complete: an error or an abort while they are written leaves every
+ * target as it was, and every temporary file is removed. `beforeRenames` runs once all are written
+ * (a sharded set removes its old index there: while the shards are renamed there is no index, so a
+ * reader cannot take a half-renamed set for a whole one).
+ */
+export function* writingTogether(files: readonly FileBeside[], options: ReplaceOptions = {}, beforeRenames?: () => Operation<void>): Operation<void> {
+  const temps: string[] = [];
+  let renamed = 0;
+  try {
+    for (const f of files) {
+      yield { op: 'replaceable', path: f.path };
+      const temp = tempBeside(f.path);
+      const file = (yield { op: 'open', path: temp, mode: 'wx' }) as FileRef;
+      temps.push(temp);
+      let open = true;
+      try {
+        yield* f.write(file);
+        if (options.durable) yield { op: 'sync', file };
+        open = false;
+        yield { op: 'close', file };
+      } catch (e) {
+        if (open) {
+          try {
+            yield { op: 'close', file };
+          } catch {
+            /* closing after a failure: the first error is the one to report */
+          }
+        }
+        throw e;
+      }
+    }
+    if (beforeRenames) yield* beforeRenames();
+    for (const [i, f] of files.entries()) {
+      yield { op: 'rename', from: temps[i]!, to: f.path, durable: options.durable ?? false };
+      renamed = i + 1;
+    }
+  } catch (e) {
+    for (const temp of temps.slice(renamed)) yield { op: 'remove', path: temp };
+    throw e;
+  }
+}
+
 /**
  * Write a file through a temporary file beside it, renamed over the target only when complete:
  * a crash or an error leaves the old file (or none), never a truncated one. The temporary file is

@@ -5,7 +5,7 @@ import type { FileRef, Operation } from '../io/steps.js';
 import type { HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import { checkedBytes, safetensorsLayout, type SafetensorsEntry, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
-import { isPatternFile, planShards } from '../safetensors/shards.js';
+import { isPatternFile, planShards, type ShardPlan } from '../safetensors/shards.js';
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import { toNdArray } from '../npy.js';
@@ -13,7 +13,7 @@ import type { TensorFile } from '../weights/tensor-file.js';
 import { mkdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
-import { writingBeside, type ReplaceOptions } from './beside.js';
+import { writingBeside, writingTogether, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
 import { fileSource, nodeSourceOf } from './sources.js';
@@ -119,8 +119,9 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
     return;
   }
   const { folder, pattern } = shardTarget(path);
+  const plan = shardPlan(pattern, source, options);
   await mkdir(folder, { recursive: true });
-  await run(savingShards(folder, pattern, source, options), options.signal, path);
+  await run(savingShards(folder, pattern, source, plan, options), options.signal, path);
 }
 
 /**
@@ -136,8 +137,9 @@ export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, opt
     return;
   }
   const { folder, pattern } = shardTarget(path);
+  const plan = shardPlan(pattern, source, options);
   mkdirSync(folder, { recursive: true });
-  runSync(savingShards(folder, pattern, source, options), path);
+  runSync(savingShards(folder, pattern, source, plan, options), path);
 }
 
 interface TensorEntry extends SafetensorsEntry {
@@ -189,52 +191,61 @@ function shardTarget(path: string): { folder: string; pattern: { prefix: string;
 }
 
 /** One file's tensors written: the header, then each tensor's bytes, read one at a time. */
-function* writingFile(path: string, tensors: Tensors, names: readonly string[], options: SaveSafetensorsOptionsSync): Operation<void> {
+/** How `names` of `tensors` are written as one .safetensors file (its header checked now, before any file is made). */
+function fileWriter(tensors: Tensors, names: readonly string[], options: SaveSafetensorsOptionsSync): (file: FileRef) => Operation<void> {
   const byName = new Map(tensors.entries.map((e) => [e.name, e]));
   const { header, order } = safetensorsLayout(
     names.map((n) => byName.get(n)!),
     options,
-  ); // checked before the file beside is made
-  const lazy = tensors.lazy;
-  yield* writingBeside(
-    path,
-    function* (file: FileRef) {
-      yield { op: 'write', file, bytes: header, at: null };
-      for (const at of order) {
-        const array = tensors.array ? tensors.array(at.name) : ((yield { op: 'await', value: (signal) => lazy!.get(at.name, { signal }) }) as NdArray);
-        const bytes = checkedBytes(array, at);
-        if (bytes.length) yield { op: 'write', file, bytes, at: null };
-      }
-    },
-    options,
   );
+  const lazy = tensors.lazy;
+  return function* (file: FileRef) {
+    yield { op: 'write', file, bytes: header, at: null };
+    for (const at of order) {
+      const array = tensors.array ? tensors.array(at.name) : ((yield { op: 'await', value: (signal) => lazy!.get(at.name, { signal }) }) as NdArray);
+      const bytes = checkedBytes(array, at, byName.get(at.name));
+      if (bytes.length) yield { op: 'write', file, bytes, at: null };
+    }
+  };
 }
 
 function* savingSafetensors(path: string, tensors: Tensors, options: SaveSafetensorsOptionsSync): Operation<void> {
-  yield* writingFile(
+  yield* writingBeside(
     path,
-    tensors,
-    tensors.entries.map((e) => e.name),
+    fileWriter(
+      tensors,
+      tensors.entries.map((e) => e.name),
+      options,
+    ),
     options,
   );
 }
 
-function* savingShards(folder: string, pattern: { prefix: string; suffix: string }, tensors: Tensors, options: SaveSafetensorsOptionsSync): Operation<void> {
-  const plan = planShards(
+/** The split of a sharded save, made (and its size option checked) before any folder or file is made. */
+function shardPlan(pattern: { prefix: string; suffix: string }, tensors: Tensors, options: SaveSafetensorsOptionsSync): ShardPlan {
+  return planShards(
     tensors.entries.map((e) => ({ name: e.name, bytes: e.shape.reduce((n, d) => n * d, e.dtype.itemsize), tie: e.tie })),
     options.maxShardSize,
     { pattern, ...(options.metadata ? { metadata: options.metadata } : {}) },
   );
-  // Every file's header is checked (names, dtypes) before the first is written.
-  const byName = new Map(tensors.entries.map((e) => [e.name, e]));
-  for (const f of plan.files)
-    safetensorsLayout(
-      f.tensors.map((n) => byName.get(n)!),
-      { metadata: plan.fileMetadata },
-    );
-  for (const f of plan.files) yield* writingFile(join(folder, f.name), tensors, f.tensors, { ...options, metadata: plan.fileMetadata });
-  const written = new Set(plan.files.map((f) => f.name));
+}
+
+function* savingShards(
+  folder: string,
+  pattern: { prefix: string; suffix: string },
+  tensors: Tensors,
+  plan: ShardPlan,
+  options: SaveSafetensorsOptionsSync,
+): Operation<void> {
+  // Every file's header is checked (names, dtypes) before the first is written; the shards are
+  // renamed only when all are complete, the old index removed first and the new one written last.
+  const writers = plan.files.map((f) => ({ path: join(folder, f.name), write: fileWriter(tensors, f.tensors, { ...options, metadata: plan.fileMetadata }) }));
   const index = plan.index;
+  const indexPath = join(folder, index?.name ?? `${pattern.prefix}${pattern.suffix}.index.json`);
+  yield* writingTogether(writers, options, function* () {
+    yield { op: 'remove', path: indexPath };
+  });
+  const written = new Set(plan.files.map((f) => f.name));
   if (index) {
     written.add(index.name);
     yield* writingBeside(

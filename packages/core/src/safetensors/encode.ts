@@ -133,8 +133,24 @@ export function safetensorsBytes(array: NdArray): Uint8Array {
   return dataToBytes(c.dtype.withByteOrder('<'), c.data as TypedArray);
 }
 
-/** A tensor's bytes, checked to fill the range its header gives (a source whose data is not its info's shape is refused). */
-export function checkedBytes(array: NdArray, at: { readonly name: string; readonly begin: number; readonly end: number }): Uint8Array {
+/**
+ * A tensor's bytes, checked against what its header says (`entry`: the dtype and shape a source's
+ * `info` gave) and the range its header gives: a source whose `get` gives other data than its `info`
+ * promised is refused, not written under the wrong header.
+ */
+export function checkedBytes(
+  array: NdArray,
+  at: { readonly name: string; readonly begin: number; readonly end: number },
+  entry?: SafetensorsEntry,
+): Uint8Array {
+  if (entry !== undefined) {
+    if (safetensorsDTypeName(array.dtype) !== safetensorsDTypeName(entry.dtype)) {
+      throw new NpyError('UNEXPECTED_DTYPE', `tensor '${at.name}' read as ${array.dtype.name} where its info gave ${entry.dtype.name}`);
+    }
+    if (array.shape.length !== entry.shape.length || array.shape.some((d, i) => d !== entry.shape[i])) {
+      throw new NpyError('SHAPE_MISMATCH', `tensor '${at.name}' read with shape (${array.shape.join(', ')}) where its info gave (${entry.shape.join(', ')})`);
+    }
+  }
   const bytes = safetensorsBytes(array);
   if (bytes.length !== at.end - at.begin) {
     throw new NpyError('SHAPE_MISMATCH', `tensor '${at.name}' has ${bytes.length} bytes where its header gives ${at.end - at.begin}`);
