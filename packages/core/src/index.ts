@@ -5,7 +5,7 @@
  * @module @npyts/core
  */
 export { NpyError, type NpyErrorCode, type NpyErrorDetails } from './errors.js';
-export { type LoadProgress, type OnProgress } from './progress.js';
+export type { LoadProgress, OnProgress } from './progress.js';
 export {
   DType,
   DTypeBase,
@@ -128,6 +128,7 @@ export { KerasShardedWeights } from './keras/sharded.js';
 export { isHdf5 } from './hdf5/signature.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
+export { mergeLora, type MergeLoraOptions, type LoraAdapterParts } from './lora/merge.js';
 export { referencesOf, type ReferenceSet, type Reference, type ReferenceOptions } from './refs/references.js';
 export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';
 export type { CrcOptions, ZipCodec, ZipEntry, ZipWriteOptions } from './npz/zip.js';
