@@ -95,4 +95,35 @@ case("cnn-f16", Cnn, LoraConfig(r=3, lora_alpha=5, target_modules=cnn_targets, i
 case("cnn-bf16", Cnn, LoraConfig(r=3, lora_alpha=5, target_modules=cnn_targets, init_lora_weights=False), torch.bfloat16)
 case("cnn-dora", Cnn, LoraConfig(r=3, lora_alpha=5, target_modules=["pw", "fc"], use_dora=True, init_lora_weights=False))
 case("cnn-ia3", Cnn, IA3Config(target_modules=["pw", "fc"], feedforward_modules=["fc"]))
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 6)
+        self.fc = nn.Linear(6, 7)
+
+
+def cancel_case(name, dtype):
+    """A base whose adapted weights are minus their deltas, rounded to the dtype: peft rounds an
+    Embedding's delta to the dtype before adding (the merge is exactly zero), a Linear's not (the
+    merge is what the rounding left)."""
+    torch.manual_seed(99)
+    peft_model = get_peft_model(Tiny().to(dtype), LoraConfig(r=3, lora_alpha=5, target_modules=["emb", "fc"], init_lora_weights=False))
+    inner = peft_model.base_model.model
+    with torch.no_grad():
+        for layer in (inner.emb, inner.fc):
+            layer.base_layer.weight.copy_((-layer.get_delta_weight("default")).to(dtype))
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    base = os.path.join(d, "base.safetensors")
+    save_file({"emb.weight": inner.emb.base_layer.weight.clone(), "fc.weight": inner.fc.base_layer.weight.clone(), "fc.bias": inner.fc.base_layer.bias.clone()}, base)
+    peft_model.save_pretrained(os.path.join(d, "adapter"))
+    sd = peft_model.merge_and_unload().state_dict()
+    save_file({k: sd[k].detach().clone().contiguous() for k in ["emb.weight", "fc.weight", "fc.bias"]}, os.path.join(d, "truth.safetensors"))
+    report[name] = {"base": base, "adapter": os.path.join(d, "adapter"), "truth": os.path.join(d, "truth.safetensors")}
+
+
+cancel_case("cancel-f16", torch.float16)
+cancel_case("cancel-bf16", torch.bfloat16)
 print(json.dumps(report))

@@ -8,9 +8,10 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeSafetensors, float16ToNumber, toFloat32 } from '@npyts/core';
+import { WeightFile, encodeSafetensors, float16ToNumber, mergeLora as mergeLoraCore, toFloat32 } from '@npyts/core';
 import { mergeLora, openWeights, saveSafetensors } from '@npyts/core/node';
-import { scratch } from '../helpers/numpy.mjs';
+import { runCli, scratch } from '../helpers/numpy.mjs';
+import { serveFiles } from '../helpers/serve-files.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -82,6 +83,35 @@ for (const [name, changes] of [
   });
 }
 
+for (const [name, m, emin] of [
+  ['cancel-f16', 10, -14],
+  ['cancel-bf16', 7, -126],
+]) {
+  test(`${name}: PEFT's order of rounding where the merge cancels (Embedding: the delta rounded first)`, async () => {
+    const { base, adapter, truth } = fx[name];
+    const merged = await mergeLora(base, adapter);
+    const peft = await openWeights(truth);
+    // An Embedding's delta is rounded to the weight's dtype before it is added: minus itself, zero.
+    const emb = values(await merged.get('emb.weight'));
+    assert.ok(
+      emb.every((v) => v === 0),
+      'an embedding that cancels merges to zero',
+    );
+    assert.ok(values(await peft.get('emb.weight')).every((v) => v === 0));
+    // A Linear's float32 delta is added and rounded once: what its rounding to the dtype left,
+    // equal to peft's within one unit in the last place of that small result.
+    const fc = values(await merged.get('fc.weight'));
+    const want = values(await peft.get('fc.weight'));
+    assert.ok(
+      want.some((v) => v !== 0),
+      'a Linear that cancels keeps the rounding',
+    );
+    for (let i = 0; i < want.length; i++) assert.ok(Math.abs(fc[i] - want[i]) <= ulp(want[i], m, emin), `fc.weight[${i}]: npyts ${fc[i]}, peft ${want[i]}`);
+    await peft.close();
+    await merged.close();
+  });
+}
+
 test("{ scale }: 0 is the base unchanged, 0.5 is peft with every layer's scaling halved", async () => {
   const { base, adapter, truthScaled } = fx.cnn;
   const half = await mergeLora(base, adapter, { scale: 0.5 });
@@ -96,6 +126,7 @@ test('an open base is merged and left open; the merge saved is what peft merged'
   const { base, adapter, truth } = fx.gpt2;
   const open = await openWeights(base);
   const merged = await mergeLora(open, adapter);
+  assert.ok(merged instanceof WeightFile, "a WeightFile of @npyts/core's, as assignWeights and withWeights take");
   const out = join(dir, 'gpt2-merged.safetensors');
   await saveSafetensors(out, await merged.getAll(), { metadata: { format: 'pt' } });
   await merged.close();
@@ -104,6 +135,19 @@ test('an open base is merged and left open; the merge saved is what peft merged'
   await written.close();
   assert.ok((await open.get('transformer.wpe.weight')).size > 0, 'the base given open is still open');
   await open.close();
+});
+
+test("by URL (@npyts/core's mergeLora): the base and the adapter's folder read over HTTP", async () => {
+  const server = await serveFiles(dir);
+  try {
+    const { base, adapter, truth } = fx['bert-rslora'];
+    const url = (path) => `${server.base}/${path.slice(dir.length + 1)}`;
+    const merged = await mergeLoraCore(url(base), url(adapter));
+    assert.is(await compare(merged, truth, base), 12);
+    await merged.close();
+  } finally {
+    await server.close();
+  }
 });
 
 test('refused by name, every one at once: DoRA, other tuners, quantized base weights', async () => {
@@ -143,6 +187,22 @@ test('an adapter that does not fit its config or base: WEIGHT_MISMATCH listing e
   for (const m of ['conv1d', 'pw', 'conv']) assert.match(e.message, new RegExp(`'${m}': A \\(3, `));
   assert.match(e.message, /'fc' has factors, but target_modules does not name it/);
   assert.not.match(e.message, /'emb'/, 'rank_pattern gives emb its rank 3');
+});
+
+test('npyts merge-lora BASE ADAPTER -o OUT: the file peft merged, and refusals as one line', async () => {
+  const { base, adapter, truth } = fx['gpt2-f16'];
+  const out = join(dir, 'cli-merged.safetensors');
+  const r = await runCli(['merge-lora', base, adapter, '-o', out]);
+  assert.is(r.code, 0, r.stderr);
+  const written = await openWeights(out);
+  assert.is(written.metadata.format, 'pt');
+  assert.is(await compare(written, truth, base), 9);
+  await written.close();
+  const refused = await runCli(['merge-lora', fx['cnn-dora'].base, fx['cnn-dora'].adapter, '-o', join(dir, 'dora.safetensors')]);
+  assert.is(refused.code, 1);
+  assert.match(refused.stderr, /DoRA \(use_dora\)/);
+  const usage = await runCli(['merge-lora', base, adapter, '-o', join(dir, 'x.npz')]);
+  assert.is(usage.code, 2);
 });
 
 test.run();

@@ -148,7 +148,7 @@ function targets(config: Readonly<Record<string, unknown>>, key: string): boolea
 /** The base dtypes a delta is added to; others (integers: quantized storage; float8) are refused. */
 function mergeable(dtype: DType): boolean {
   const family = familyOf(dtype);
-  return (family === 'float' && dtype.realBytes >= 2) || (family === 'mlfloat' && dtype.mlFloat === 'bfloat16');
+  return (family === 'float' && [2, 4, 8].includes(dtype.realBytes)) || (family === 'mlfloat' && dtype.mlFloat === 'bfloat16');
 }
 
 /**
@@ -382,7 +382,7 @@ function addDelta(weight: NdArray, a: NdArray, b: NdArray, lora: LoraModule, sca
     else for (let i = 0, at = o * inner; i < inner; i++) delta[at + i] = factorsWide ? row[i]! * scaling : Math.fround(row[i]!) * scaling;
   }
   // Factors stored narrower than float32: PEFT rounds the delta back to their dtype.
-  if (!factorsWide && a.dtype.realBytes === 2) roundTo(delta as Float32Array, a.dtype);
+  if (!factorsWide) roundTo(delta as Float32Array, a.dtype);
   if (lora.embedding && !wide) roundTo(delta as Float32Array, weight.dtype);
   const dtype = weight.dtype;
   if (wide) {
@@ -394,20 +394,26 @@ function addDelta(weight: NdArray, a: NdArray, b: NdArray, lora: LoraModule, sca
   const w = toFloat32(weight).data;
   const sum = new Float32Array(w.length);
   for (let i = 0; i < w.length; i++) sum[i] = w[i]! + delta[i]!;
-  if (dtype.realBytes === 4) return new NdArray(dtype, weight.shape, sum);
-  const bits = new Uint16Array(sum.length);
-  if (familyOf(dtype) === 'mlfloat') float32sToBfloat16(sum, bits);
-  else float32sToFloat16(sum, bits);
-  return new NdArray(dtype, weight.shape, bits);
+  const narrow = narrowBits(sum, dtype);
+  return new NdArray(dtype, weight.shape, narrow ?? sum);
 }
 
-/** float32 values rounded to a float16 or bfloat16 `dtype` and back, in place. */
-function roundTo(values: Float32Array, dtype: DType): void {
-  if (dtype.realBytes !== 2) return;
+/** float32 values as the bits of a float16 or bfloat16 `dtype`; null for any other dtype. */
+function narrowBits(values: Float32Array, dtype: DType): Uint16Array | null {
+  // bfloat16 is an ml_dtypes float (kind 'V', so no realBytes): told by its family.
+  const family = familyOf(dtype);
+  const bf16 = family === 'mlfloat' && dtype.mlFloat === 'bfloat16';
+  if (!bf16 && !(family === 'float' && dtype.realBytes === 2)) return null;
   const bits = new Uint16Array(values.length);
-  if (familyOf(dtype) === 'mlfloat') float32sToBfloat16(values, bits);
+  if (bf16) float32sToBfloat16(values, bits);
   else float32sToFloat16(values, bits);
-  values.set(toFloat32(new NdArray(dtype, [bits.length], bits)).data);
+  return bits;
+}
+
+/** float32 values rounded to a float16 or bfloat16 `dtype` and back, in place (other dtypes: left as they are). */
+function roundTo(values: Float32Array, dtype: DType): void {
+  const bits = narrowBits(values, dtype);
+  if (bits !== null) values.set(toFloat32(new NdArray(dtype, [bits.length], bits)).data);
 }
 
 /** The most bytes an `adapter_config.json` may have (PEFT writes a few KiB). */
