@@ -364,22 +364,28 @@ function addDelta(weight: NdArray, a: NdArray, b: NdArray, lora: LoraModule, sca
   const out = b.shape[0]!;
   const wide = weight.dtype.realBytes === 8 && familyOf(weight.dtype) === 'float';
   const factorsWide = familyOf(a.dtype) === 'float' && a.dtype.realBytes === 8;
-  const av = factorsWide ? (a.data as Float64Array) : toFloat32(a).data;
-  const bv = familyOf(b.dtype) === 'float' && b.dtype.realBytes === 8 ? (b.data as Float64Array) : toFloat32(b).data;
+  const av = factorsWide ? (a.data as Float64Array) : Float64Array.from(toFloat32(a).data);
+  const bv = familyOf(b.dtype) === 'float' && b.dtype.realBytes === 8 ? (b.data as Float64Array) : Float64Array.from(toFloat32(b).data);
   const scaling = factorsWide ? lora.scaling * scale : Math.fround(lora.scaling * scale);
-  // The delta in the weight's layout (transposed where it is), as float64 or float32 values.
-  const delta = factorsWide ? new Float64Array(out * inner) : new Float32Array(out * inner);
-  const row = new Float64Array(inner);
-  for (let o = 0; o < out; o++) {
+  // The delta in the weight's layout, row by row of the weight: left (rows × rank) @ right (rank ×
+  // cols), B @ A or, transposed, Aᵀ @ Bᵀ (the factors are small: transposing them is cheap; writing
+  // the delta by columns is not).
+  const [rows, cols] = lora.transpose ? [inner, out] : [out, inner];
+  const left = lora.transpose ? transposed(av, rank, inner) : bv;
+  const right = lora.transpose ? transposed(bv, out, rank) : av;
+  const delta = factorsWide ? new Float64Array(rows * cols) : new Float32Array(rows * cols);
+  const row = new Float64Array(cols);
+  for (let j = 0; j < rows; j++) {
     row.fill(0);
     for (let k = 0; k < rank; k++) {
-      const bk = bv[o * rank + k]!;
-      if (bk === 0) continue;
-      const base = k * inner;
-      for (let i = 0; i < inner; i++) row[i]! += bk * av[base + i]!;
+      const l = left[j * rank + k]!;
+      if (l === 0) continue;
+      for (let c = 0, at = k * cols; c < cols; c++) row[c]! += l * right[at + c]!;
     }
-    if (lora.transpose) for (let i = 0; i < inner; i++) delta[i * out + o] = factorsWide ? row[i]! * scaling : Math.fround(row[i]!) * scaling;
-    else for (let i = 0, at = o * inner; i < inner; i++) delta[at + i] = factorsWide ? row[i]! * scaling : Math.fround(row[i]!) * scaling;
+    // Each sum of products rounded to float32 as PEFT's float32 matmul gives it, then scaled.
+    const at = j * cols;
+    if (factorsWide) for (let c = 0; c < cols; c++) delta[at + c] = row[c]! * scaling;
+    else for (let c = 0; c < cols; c++) delta[at + c] = Math.fround(row[c]!) * scaling;
   }
   // Factors stored narrower than float32: PEFT rounds the delta back to their dtype.
   if (!factorsWide) roundTo(delta as Float32Array, a.dtype);
@@ -396,6 +402,13 @@ function addDelta(weight: NdArray, a: NdArray, b: NdArray, lora: LoraModule, sca
   for (let i = 0; i < w.length; i++) sum[i] = w[i]! + delta[i]!;
   const narrow = narrowBits(sum, dtype);
   return new NdArray(dtype, weight.shape, narrow ?? sum);
+}
+
+/** A row-major `rows × cols` matrix transposed. */
+function transposed(m: Float64Array, rows: number, cols: number): Float64Array {
+  const t = new Float64Array(m.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[c * rows + r] = m[r * cols + c]!;
+  return t;
 }
 
 /** float32 values as the bits of a float16 or bfloat16 `dtype`; null for any other dtype. */
