@@ -134,6 +134,11 @@ const gguf = benchScript('gguf.mjs', [join(dir, 'gguf'), ...(quick ? ['--quick']
 log('reference sets …');
 const refSets = benchScript('refs.mjs', [join(dir, 'refs'), ...(quick ? ['--quick'] : [])]);
 
+// LoRA (issue 70): an adapter merged into a GPT-2 of about 1 GiB and saved, against peft's
+// merge_and_unload() and save_pretrained (bench/lora.mjs).
+log('LoRA merge …');
+const lora = benchScript('lora.mjs', [join(dir, 'lora'), ...(quick ? ['--quick'] : [])]);
+
 // Many small arrays: every member of a ResNet-like state dict (320 members), and 10 000 files of 4 KiB.
 const allMembers = (path) => {
   const z = openNpzSync(path);
@@ -495,6 +500,7 @@ const report = {
   weights,
   gguf,
   reference_sets: refSets,
+  lora,
   multipart_upload: upload,
   onnxruntime_check: ortCheck,
   onnxruntime_weights: ortWeights,
@@ -582,6 +588,9 @@ if (asJSON) {
       `\nReference sets: referencesOf of ${made.files} .npy files joined along axis 0 ${ms(h.seconds)}, numpy reading each header (read_magic, read_array_header) ${ms(h.baseline)}: ${h.ratio.toFixed(2)} × (spread ${h.spread[0].toFixed(2)}–${h.spread[1].toFixed(2)}, ${h.rounds} interleaved rounds). dask's sum over the set ${ms(d.seconds)}, over the files np.load'ed ${ms(d.baseline)}: ${d.ratio.toFixed(2)} × (spread ${d.spread[0].toFixed(2)}–${d.spread[1].toFixed(2)}).`,
     );
   }
+  console.log(
+    `\nLoRA merge (bench/lora.mjs): an adapter (r 16 on c_attn, c_proj, c_fc) merged into a ${(lora.bytes / 2 ** 20).toFixed(0)} MiB float32 GPT-2 and written as .safetensors, mergeLora + saveSafetensors ${ms(lora.seconds)}, peft's from_pretrained + merge_and_unload() + save_pretrained (PyTorch's default threads; Node merges on one) ${ms(lora.baseline)}: ${lora.ratio.toFixed(2)} × (spread ${lora.spread[0].toFixed(2)}–${lora.spread[1].toFixed(2)}, ${lora.rounds} interleaved rounds).`,
+  );
   console.log(
     `\nObject storage (moto_server on loopback): a ${(upload.bytes / 1e6).toFixed(0)} MB .npy as ${upload.parts} parts uploaded at once (planParts, encodePart per region) ${ms(upload.parts_seconds)} (${(upload.bytes / 1e6 / upload.parts_seconds).toFixed(0)} MB/s), as one PutObject ${ms(upload.whole_seconds)} (${(upload.bytes / 1e6 / upload.whole_seconds).toFixed(0)} MB/s): ${upload.ratio.toFixed(2)} × (spread ${upload.spread[0].toFixed(2)}–${upload.spread[1].toFixed(2)}). moto is one Python process; against a real store, parts from several machines add their bandwidth.`,
   );

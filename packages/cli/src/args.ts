@@ -46,6 +46,12 @@ Commands:
       --url URL                where the references point (default each file's absolute path);
                                {name} stands for each file's name: s3://bucket/run/{name}
 
+  merge-lora BASE ADAPTER -o OUT.safetensors
+                               a PEFT LoRA adapter (the folder save_pretrained writes:
+                               adapter_config.json, adapter_model.safetensors) merged into its
+                               base (any weight file) as peft's merge_and_unload() merges it
+      --scale S                how much of the adapter: 0 the base unchanged, 1 (default) all
+
   diff A B [--rtol R --atol A]  compare two arrays (or archives, member by member) as numpy's
                                np.testing.assert_allclose does (rtol 1e-7, atol 0; NaN equals
                                NaN); prints the mismatches; exit 0 equal, 1 different
@@ -107,6 +113,7 @@ export const OPTIONS = {
   concat: { type: 'string' },
   'zarr-format': { type: 'string' },
   'max-shard-size': { type: 'string' },
+  scale: { type: 'string' },
 } as const;
 
 /** The options each command takes, beyond --help, --quiet and --allow-pickle; any other is a usage error. */
@@ -116,6 +123,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   convert: ['compress', 'store', 'ragged', 'object', 'string-dtype', 'layout', 'order', 'byteorder', 'version', 'dtype', 'max-shard-size', 'type'],
   diff: ['rtol', 'atol'],
   refs: ['output', 'url', 'chunk-bytes', 'concat', 'zarr-format'],
+  'merge-lora': ['output', 'scale'],
 };
 const GLOBAL_OPTIONS = ['help', 'quiet', 'allow-pickle'];
 

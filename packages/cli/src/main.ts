@@ -11,6 +11,7 @@ import { cmdShow } from './commands/show.js';
 import { cmdDiff } from './commands/diff.js';
 import { cmdConvert } from './commands/convert.js';
 import { cmdRefs } from './commands/refs.js';
+import { cmdMergeLora } from './commands/merge-lora.js';
 
 /** Longest error message printed; the rest is counted, not shown (a 10 MB descr makes a 10 MB message). */
 const MAX_MESSAGE = 300;
@@ -61,6 +62,9 @@ export async function main(args: string[], io: Io): Promise<number> {
         return await cmdDiff(parsed, io);
       case 'refs':
         await cmdRefs(parsed, io);
+        break;
+      case 'merge-lora':
+        await cmdMergeLora(parsed, io);
         break;
       default:
         throw new UsageError(`unknown command '${command}'`);

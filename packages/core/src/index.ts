@@ -152,6 +152,7 @@ export { KerasShardedWeights } from './keras/sharded.js';
 export { isHdf5 } from './hdf5/signature.js';
 export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
+export { mergeLora, type MergeLoraOptions, type LoraAdapterParts } from './lora/merge.js';
 export { referencesOf, type ReferenceSet, type Reference, type ReferenceOptions } from './refs/references.js';
 export {
   encodeSafetensors,

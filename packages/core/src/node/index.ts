@@ -56,3 +56,5 @@ export { nativeStatus, type NativeStatus } from './native.js';
 export { regionStats } from '../io/region.js';
 export { MappedArray, mapNpy, type MapMode } from './mmap.js';
 export * from './ragged/index.js';
+export { mergeLora } from './lora.js';
+export type { MergeLoraOptions, LoraAdapterParts } from '../lora/merge.js';
