@@ -13,7 +13,7 @@ import { toFloat32 } from '../array/widen.js';
 import { NpyError } from '../errors.js';
 import { familyOf } from '../format/dtype-cases.js';
 import type { DType } from '../format/dtype.js';
-import { getEvery } from '../io/settle.js';
+import { getEvery, settleAll } from '../io/settle.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
@@ -253,7 +253,7 @@ async function planMerge(base: WeightFile, adapter: LoraAdapterParts, options: M
       transpose: f.embedding || fanInFanOut,
       scaling: rslora ? a / Math.sqrt(rank) : a / rank,
     };
-    const [wInfo, aInfo, bInfo] = await Promise.all([
+    const [wInfo, aInfo, bInfo] = await settleAll([
       base.info(weight, { signal }),
       adapter.weights.info(f.a, { signal }),
       adapter.weights.info(f.b, { signal }),
@@ -274,7 +274,7 @@ async function planMerge(base: WeightFile, adapter: LoraAdapterParts, options: M
       mismatches.push(`the adapter saves '${key}', which the base has no '${name}' for`);
       continue;
     }
-    const [wInfo, sInfo] = await Promise.all([base.info(name, { signal }), adapter.weights.info(key, { signal })]);
+    const [wInfo, sInfo] = await settleAll([base.info(name, { signal }), adapter.weights.info(key, { signal })]);
     if (shapeText(wInfo.shape) !== shapeText(sInfo.shape))
       mismatches.push(`'${key}' is ${shapeText(sInfo.shape)}, the base's '${name}' ${shapeText(wInfo.shape)}`);
     else if (scale !== 0) plans.set(name, { kind: 'saved', key });
@@ -329,7 +329,7 @@ function mergedFile(base: WeightFile, adapter: WeightFile, plans: ReadonlyMap<st
     if (plan.kind === 'saved') return adapter.get(plan.key, options);
     const { lora } = plan;
     const weight = await base.get(name, options);
-    const [a, b] = await Promise.all([adapter.get(lora.a, { signal: options.signal }), adapter.get(lora.b, { signal: options.signal })]);
+    const [a, b] = await settleAll([adapter.get(lora.a, { signal: options.signal }), adapter.get(lora.b, { signal: options.signal })]);
     return addDelta(toOrder(weight, 'C'), toOrder(a, 'C'), toOrder(b, 'C'), lora, scale);
   };
   return {
