@@ -8,11 +8,12 @@ import { NpyError } from '../errors.js';
  * @example
  * const [a, b] = await settleAll([z.get('a'), z.get('b')]);
  */
-export async function settleAll<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+export async function settleAll<const P extends readonly unknown[]>(promises: P): Promise<{ -readonly [K in keyof P]: Awaited<P[K]> }> {
   const results = await Promise.allSettled(promises);
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
+  // Typed as Promise.all types its values: a tuple of promises gives a tuple of their values.
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof P]: Awaited<P[K]> };
 }
 
 /**
