@@ -5,7 +5,7 @@
  * @module @npyts/core
  */
 export { NpyError, type NpyErrorCode, type NpyErrorDetails } from './errors.js';
-export { type LoadProgress, type OnProgress } from './progress.js';
+export type { LoadProgress, OnProgress } from './progress.js';
 export {
   DType,
   DTypeBase,
@@ -126,7 +126,16 @@ export { KerasFile, type KerasMetadata } from './keras/file.js';
 export { hdf5Format, isKerasArchive, isKerasShardMap, kerasShardMap, type KerasShardMap } from './keras/format.js';
 export { KerasShardedWeights } from './keras/sharded.js';
 export { isHdf5 } from './hdf5/signature.js';
-export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
+export {
+  openWeights,
+  weightsOfArchive,
+  weightFileKind,
+  WeightFile,
+  type WeightFormat,
+  type WeightFileKind,
+  type OpenWeightsOptions,
+  type GetAllOptions,
+} from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
 export { referencesOf, type ReferenceSet, type Reference, type ReferenceOptions } from './refs/references.js';
 export { encodeSafetensors, safetensorsParts, type SafetensorsInput, type SafetensorsParts, type SafetensorsWriteOptions } from './safetensors/encode.js';
