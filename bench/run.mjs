@@ -389,6 +389,10 @@ const ortCheck = benchScript('onnxruntime-check.mjs', [join(dir, 'onnxruntime-ch
 log('onnxruntime withWeights …');
 const ortWeights = benchScript('onnxruntime-weights.mjs', [join(dir, 'onnxruntime-weights'), ...(quick ? ['--quick'] : [])]);
 
+// withWeights + session of ~256 MiB and ~1 GiB models against ORT's own loader, time and peak VmHWM (bench/onnxruntime-large.mjs).
+log('onnxruntime withWeights, large models …');
+const ortLarge = benchScript('onnxruntime-large.mjs', [join(dir, 'onnxruntime-large'), ...(quick ? ['--quick'] : [])]);
+
 // A .npy written into object storage as 8 parts at once, against one PutObject (bench/parts.mjs).
 log('multipart upload (moto) …');
 const upload = benchScript('parts.mjs', [...(quick ? ['--quick'] : [])]);
@@ -494,6 +498,7 @@ const report = {
   multipart_upload: upload,
   onnxruntime_check: ortCheck,
   onnxruntime_weights: ortWeights,
+  onnxruntime_large: ortLarge,
   keras_models: kerasModels,
   tfjs_mapped_rss: tfjsMappedRss,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
@@ -594,6 +599,18 @@ if (asJSON) {
     console.log(
       `| ${r.op} | ${ms(r.seconds)} | ${ms(r.baseline_seconds)} (${r.baseline}) | ${r.time.ratio.toFixed(2)} (${r.time.spread.map((v) => v.toFixed(2)).join('–')}) | ${(r.peak_rss / 1e6).toFixed(0)} MB | ${(r.baseline_peak_rss / 1e6).toFixed(0)} MB | ${r.rss.ratio.toFixed(2)} (${r.rss.spread.map((v) => v.toFixed(2)).join('–')}) |`,
     );
+  console.log(
+    `\nONNX Runtime withWeights on large models (bench/onnxruntime-large.mjs): withWeights + InferenceSession.create + one run, each case a fresh Node process, ${ortLarge.rounds} interleaved rounds; peak is VmHWM over the process after its modules loaded. memory: weights from a file-backed Blob, each tensor handed to ORT as external data in memory; inline: { inline: true }; pointed: by path, into the mapped file; ort: ORT's own session from the model and its external data file.`,
+  );
+  console.log("| model | case | time | spread | time ÷ ORT (spread) | peak | peak − ORT's peak | largest tensor |");
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const size of ortLarge.sizes) {
+    const ortPeak = size.rows.find((r) => r.case === 'ort').peak;
+    for (const r of size.rows)
+      console.log(
+        `| ${(size.bytes / 2 ** 20).toFixed(0)} MiB | ${r.case} | ${ms(r.seconds)} | ${r.seconds_spread.map(ms).join('–')} | ${r.time_vs_ort.ratio.toFixed(2)} (${r.time_vs_ort.spread.map((v) => v.toFixed(2)).join('–')}) | ${(r.peak / 2 ** 20).toFixed(0)} MiB | ${((r.peak - ortPeak) / 2 ** 20).toFixed(0)} MiB | ${(size.largest_tensor / 2 ** 20).toFixed(0)} MiB |`,
+      );
+  }
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
   console.log(
     "\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy's `{k: v for k, v in np.load(f).items()}` and a loop of np.load.",
