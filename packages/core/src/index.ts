@@ -113,7 +113,7 @@ export {
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
 export { ShardedWeights, ShardedSafetensors, parseShardIndex, type ShardIndex, type OpenShard } from './weights/sharded.js';
-export type { TensorFile, FormatOptions, TensorExtent } from './weights/tensor-file.js';
+export type { TensorFile, FormatOptions, TensorExtent, GetAllReadOptions } from './weights/tensor-file.js';
 export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
 export type { Place, ResolveHook, SiblingAnswer, SiblingOptions } from './weights/place.js';
 export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
