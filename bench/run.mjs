@@ -397,6 +397,9 @@ const ortWeights = benchScript('onnxruntime-weights.mjs', [join(dir, 'onnxruntim
 // A ~1 GiB .pt converted to sharded .safetensors against huggingface_hub's save_torch_state_dict, time and peak RSS (bench/shards.mjs).
 log('sharded .safetensors convert …');
 const shards = benchScript('shards.mjs', [join(dir, 'shards'), ...(quick ? ['--quick'] : [])]);
+// withWeights + session of ~256 MiB and ~1 GiB models against ORT's own loader, time and peak VmHWM (bench/onnxruntime-large.mjs).
+log('onnxruntime withWeights, large models …');
+const ortLarge = benchScript('onnxruntime-large.mjs', [join(dir, 'onnxruntime-large'), ...(quick ? ['--quick'] : [])]);
 
 // A .npy written into object storage as 8 parts at once, against one PutObject (bench/parts.mjs).
 log('multipart upload (moto) …');
@@ -505,6 +508,7 @@ const report = {
   onnxruntime_check: ortCheck,
   onnxruntime_weights: ortWeights,
   sharded_safetensors: shards,
+  onnxruntime_large: ortLarge,
   keras_models: kerasModels,
   tfjs_mapped_rss: tfjsMappedRss,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
@@ -611,6 +615,17 @@ if (asJSON) {
   console.log(
     `\nSharded .safetensors (bench/shards.mjs): ${shards.op}, a ${(shards.bytes / 1e6).toFixed(0)} MB torch.save state_dict of ${shards.tensors} float32 tensors (largest ${(shards.largest_tensor / 1e6).toFixed(0)} MB) into ${shards.files} files, against ${shards.baseline}; each a fresh process, ${shards.rounds} interleaved rounds, medians (spread). Time ${shards.seconds.toFixed(2)} s against ${shards.baseline_seconds.toFixed(2)} s: ${shards.time_ratio.toFixed(2)} × (${shards.time_ratio_spread.map((v) => v.toFixed(2)).join('–')}). Peak RSS ${(shards.peak_rss / 1e6).toFixed(0)} MB (${shards.peak_rss_spread.map((v) => (v / 1e6).toFixed(0)).join('–')}), huggingface_hub's ${(shards.baseline_peak_rss / 1e6).toFixed(0)} MB; target ≤ largest tensor + 100 MiB = ${(shards.rss_limit / 1e6).toFixed(0)} MB: ${shards.verdict === 'met' ? 'met' : '**missed**'}.`,
   );
+    `\nONNX Runtime withWeights on large models (bench/onnxruntime-large.mjs): withWeights + InferenceSession.create + one run, each case a fresh Node process, ${ortLarge.rounds} interleaved rounds; peak is VmHWM over the process after its modules loaded. memory: weights from a file-backed Blob, each tensor handed to ORT as external data in memory; inline: { inline: true }; pointed: by path, into the mapped file; ort: ORT's own session from the model and its external data file.`,
+  );
+  console.log("| model | case | time | spread | time ÷ ORT (spread) | peak | peak − ORT's peak | largest tensor |");
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const size of ortLarge.sizes) {
+    const ortPeak = size.rows.find((r) => r.case === 'ort').peak;
+    for (const r of size.rows)
+      console.log(
+        `| ${(size.bytes / 2 ** 20).toFixed(0)} MiB | ${r.case} | ${ms(r.seconds)} | ${r.seconds_spread.map(ms).join('–')} | ${r.time_vs_ort.ratio.toFixed(2)} (${r.time_vs_ort.spread.map((v) => v.toFixed(2)).join('–')}) | ${(r.peak / 2 ** 20).toFixed(0)} MiB | ${((r.peak - ortPeak) / 2 ** 20).toFixed(0)} MiB | ${(size.largest_tensor / 2 ** 20).toFixed(0)} MiB |`,
+      );
+  }
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;
   console.log(
     "\nMany small arrays: every member of a ResNet-like state dict (320 members, PyTorch names), and 10 000 separate 4 KiB .npy files; numpy's `{k: v for k, v in np.load(f).items()}` and a loop of np.load.",

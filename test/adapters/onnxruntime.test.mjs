@@ -353,7 +353,7 @@ test('withWeights: onnxruntime-web in Node runs the pointed model from { externa
   close(y.data, wload('mlp-ts-want').data, 'onnxruntime-web');
 });
 
-test('withWeights: big-endian, deflated or bytes-given tensors are copied, each saying why; the outputs are the same', async () => {
+test('withWeights: big-endian, deflated or bytes-given tensors are read, each saying why, and handed to ORT as external data in memory (no whole-model buffer); the outputs equal the inlined model bit for bit', async () => {
   const bytes = readFileSync(join(wdir, 'mlp-ts.onnx'));
   const x = toOrtTensor(wload('mlp-x'));
   const want = wload('mlp-ts-want').data;
@@ -362,17 +362,58 @@ test('withWeights: big-endian, deflated or bytes-given tensors are copied, each 
     [join(wdir, 'mlp-deflated.npz'), /deflated/],
     [readFileSync(join(wdir, 'mlp.safetensors')), /not given as a local path/],
   ];
+  const web = await import('onnxruntime-web');
+  web.env.wasm.numThreads = 1;
   for (const [weights, why] of cases) {
-    const r = await withWeights(bytes, weights);
+    const seen = [];
+    const r = await withWeights(bytes, weights, { onProgress: (p) => seen.push({ ...p }) });
     const what = typeof weights === 'string' ? weights : 'bytes';
+    const order = [...r.replaced];
     assert.equal(r.external, [], what);
     assert.equal(Object.keys(r.copied).sort(), r.replaced.sort(), what);
     for (const reason of Object.values(r.copied)) assert.match(reason, why, what);
-    assert.equal(r.sessionOptions, {}, what);
-    assert.equal(r.externalData, [], what);
-    const y = fromOrtTensor((await (await ort.InferenceSession.create(r.model, r.sessionOptions)).run({ x })).y);
+    // Every swapped tensor is its own buffer beside the model, which holds none of their bytes.
+    const memory = r.sessionOptions.externalData;
+    assert.is(memory.length, r.replaced.length, what);
+    assert.equal(r.externalData, memory, what);
+    assert.ok(r.model.byteLength < Math.min(...memory.map((m) => m.data.byteLength)) + 4096, `${what}: the model holds ${r.model.byteLength} bytes`);
+    // Progress: one call per tensor, in the model's order, rising to the swapped tensors' bytes.
+    const total = memory.reduce((n, m) => n + m.data.byteLength, 0);
+    assert.equal(
+      seen.map((p) => p.tensor),
+      order,
+      what,
+    );
+    assert.ok(
+      seen.every((p, i) => p.total === total && p.bytes > (seen[i - 1]?.bytes ?? 0)),
+      what,
+    );
+    assert.is(seen.at(-1).bytes, total, what);
+    const inline = await withWeights(bytes, weights, { inline: true });
+    assert.equal(inline.sessionOptions, {}, what);
+    const [y, yInline] = await Promise.all(
+      [ort.InferenceSession.create(r.model, r.sessionOptions), ort.InferenceSession.create(inline.model)].map(async (s) =>
+        fromOrtTensor((await (await s).run({ x })).y),
+      ),
+    );
     close(y.data, want, what);
+    assert.equal(bytesOf(y), bytesOf(yInline), `${what}: external data in memory and the inlined model differ`);
+    // onnxruntime-web takes the same buffers from { externalData }.
+    const yWeb = fromOrtTensor((await (await web.InferenceSession.create(r.model, { externalData: r.externalData })).run({ x })).y);
+    close(yWeb.data, want, `${what} (onnxruntime-web)`);
   }
+  // An abort halfway: rejects with AbortError after the first tensor, nothing reported after it.
+  const controller = new AbortController();
+  const told = [];
+  const e = await withWeights(bytes, cases[2][0], {
+    signal: controller.signal,
+    onProgress: (p) => {
+      told.push(p.tensor);
+      controller.abort();
+    },
+  }).catch((x) => x);
+  assert.is(e?.name, 'AbortError');
+  assert.is(told.length, 1);
 });
 
 test('withWeights: without memory maps (NPYTS_NATIVE=0) every tensor is copied, saying why, and runs the same', () => {
@@ -449,8 +490,14 @@ test('withWeights: a remote .npz moves about its own size (directory, headers an
       Float32Array.from({ length: 256 }, (_, i) => Math.sin(i)),
       [2, 128],
     );
-    const [a, b] = await Promise.all([r, local].map(async (w) => (await (await ort.InferenceSession.create(w.model)).run({ x })).y.data));
+    // The inlined model (its 64 KiB weights written around protobufjs, the graph field by hand) decodes
+    // again (protobufjs, in withWeights) and runs the same once more.
+    const again = await withWeights(local.model, path);
+    const [a, b, c] = await Promise.all(
+      [r, local, again].map(async (w) => (await (await ort.InferenceSession.create(w.model, w.sessionOptions)).run({ x })).y.data),
+    );
     assert.equal(Array.from(a), Array.from(b));
+    assert.equal(Array.from(c), Array.from(b));
   } finally {
     await server.close();
   }

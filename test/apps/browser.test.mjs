@@ -276,6 +276,53 @@ print(json.dumps({'names': [t.name for t in r.tensors], 'types': [t.tensor_type.
   );
 });
 
+test('a weight file: "Read every tensor" fills a progress bar (bytes of the total, by tensor) to the end, and Cancel aborts it', async () => {
+  // Four 2 MiB tensors as safetensors writes them: each arrives as its own step of the bar.
+  const want = JSON.parse(
+    python(`
+import torch
+from safetensors.torch import save_file
+t = {f'layer{i}.weight': torch.full((512, 1024), float(i)) for i in range(4)}
+save_file(t, ${JSON.stringify(join(dir, 'four.safetensors'))})
+print(json.dumps({'names': list(t), 'bytes': sum(v.numel() * v.element_size() for v in t.values())}))`),
+  );
+  await openFile(join(dir, 'four.safetensors'));
+  assert.is(await page.isHidden('#read-all-controls'), false);
+  // Every value the bar takes, as the page sets it; with window.cancelOnFirst, Cancel clicked at the first.
+  await page.evaluate(() => {
+    const bar = document.getElementById('load-progress');
+    const set = Object.getOwnPropertyDescriptor(HTMLProgressElement.prototype, 'value').set;
+    window.barValues = [];
+    Object.defineProperty(bar, 'value', {
+      get: () => Number(bar.getAttribute('value')),
+      set(v) {
+        set.call(bar, v);
+        window.barValues.push([v, bar.max]);
+        if (v > 0 && window.cancelOnFirst) document.getElementById('cancel-read').click();
+      },
+    });
+  });
+  await page.click('#read-all');
+  await idle();
+  const values = await page.evaluate(() => window.barValues.filter(([v]) => v > 0));
+  assert.ok(values.length >= want.names.length, JSON.stringify(values));
+  assert.ok(
+    values.every(([v, max], i) => max === want.bytes && v >= (values[i - 1]?.[0] ?? 0)),
+    JSON.stringify(values),
+  );
+  assert.is(values.at(-1)[0], want.bytes);
+  assert.match(await page.textContent('#load-status'), new RegExp(`all 4 tensors read: ${want.bytes} bytes`));
+  // Cancel as soon as the first tensor arrives: the read stops with the bar short of the end.
+  await page.evaluate(() => {
+    window.cancelOnFirst = true;
+  });
+  await page.click('#read-all');
+  await idle();
+  const [, at, of] = /^cancelled at (\d+) of (\d+) bytes$/.exec(await page.textContent('#load-status')) ?? [];
+  assert.ok(Number(at) > 0 && Number(at) < Number(of) && Number(of) === want.bytes, await page.textContent('#load-status'));
+  assert.is(await page.isHidden('#error'), true, await page.textContent('#error'));
+});
+
 test('no uncaught errors in the page; bundle sizes reported', async () => {
   assert.equal(problems, []);
   const size = async (entry) => {

@@ -1,8 +1,9 @@
 // @npyts/onnxruntime with onnxruntime-web (its wasm backend) in a real Chromium (Debian's, through
 // playwright-core): an MLP exported by torch.onnx.export runs in the page on an input read from a .npy
 // with toOrtTensor, its output read back with fromOrtTensor, and equals what onnxruntime-python gives;
-// a fine-tuned state_dict fetched by URL and swapped in with withWeights (copied into the model: a page
-// has no file to point into) runs as the model re-exported with it does in onnxruntime-python.
+// a fine-tuned state_dict fetched by URL and swapped in with withWeights (each tensor fetched handed to
+// ORT as external data in memory: a page has no file to point into) runs as the model re-exported with
+// it does in onnxruntime-python.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { copyFileSync } from 'node:fs';
@@ -55,12 +56,14 @@ const runInPage = (weights) =>
     const bytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
     let model = await bytes('/data/mlp.onnx');
     let external = 'none';
+    let externalData = [];
     if (weights) {
       const r = await withWeights(new URL('/data/mlp.onnx', location.href), new URL(weights, location.href));
       model = r.model;
-      external = `${r.external.length} pointed, ${Object.keys(r.copied).length} copied`;
+      externalData = r.externalData;
+      external = `${r.external.length} pointed, ${Object.keys(r.copied).length} copied, ${externalData.filter((f) => f.data instanceof Uint8Array).length} in memory`;
     }
-    const session = await ort.InferenceSession.create(model);
+    const session = await ort.InferenceSession.create(model, { externalData });
     const x = decodeNpy(await bytes('/data/x.npy'));
     const { y } = await session.run({ x: toOrtTensor(x) });
     const out = fromOrtTensor(y);
@@ -78,9 +81,9 @@ test("an exported MLP runs in onnxruntime-web in Chromium on toOrtTensor's input
   assert.ok(worst <= 1e-5, `largest relative difference from onnxruntime-python ${worst}`);
 });
 
-test('withWeights in the page: a state_dict fetched by URL is copied in, and runs as the re-exported model does in onnxruntime-python', async () => {
+test('withWeights in the page: a state_dict fetched by URL is handed to ORT as external data in memory, and runs as the re-exported model does in onnxruntime-python', async () => {
   const r = await runInPage('/data/tuned.safetensors');
-  assert.is(r.external, '0 pointed, 4 copied');
+  assert.is(r.external, '0 pointed, 4 copied, 4 in memory');
   const worst = worstOf(r.values, tunedWant);
   assert.ok(worst <= 1e-5, `largest relative difference from onnxruntime-python ${worst}`);
   assert.ok(worstOf(r.values, want) > 1e-2, 'the swapped weights change the output');

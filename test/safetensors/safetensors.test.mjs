@@ -302,4 +302,72 @@ with safe_open(${JSON.stringify(file('remote.safetensors'))}, 'pt') as f:
   }
 });
 
+// Three tensors of 24 KB, 1.2 MB and 8 MB as safetensors writes them (the first two read together, the last alone).
+const progressFile = file('progress.safetensors');
+await pythonAsync(`
+import torch
+from safetensors.torch import save_file
+save_file({'a': torch.arange(6000, dtype=torch.float32), 'b': torch.arange(300000, dtype=torch.float32), 'c': torch.ones(2000000)}, ${JSON.stringify(progressFile)})
+`);
+
+test('progress: loadWeights and getAll tell each tensor as it arrives, never going back, ending at the total', async () => {
+  const { statSync } = await import('node:fs');
+  const seen = [];
+  const all = await loadWeights(progressFile, { onProgress: (p) => seen.push({ ...p }) });
+  const total = 9224000; // the tensors' bytes: the file less its header
+  assert.is(total, statSync(progressFile).size - 8 - Number(readFileSync(progressFile).readBigUInt64LE(0)));
+  assert.equal(seen, [
+    { bytes: 24000, total, tensor: 'a' },
+    { bytes: 1224000, total, tensor: 'b' },
+    { bytes: total, total, tensor: 'c' },
+  ]);
+  assert.equal([...all.keys()], ['a', 'b', 'c']);
+  // openWeights' onProgress is the default of every later getAll; get of one tensor reports nothing.
+  const later = [];
+  const w = await openWeights(progressFile, { onProgress: (p) => later.push(p.tensor) });
+  await w.get('a');
+  assert.equal(later, []);
+  await w.getAll();
+  assert.equal(later, ['a', 'b', 'c']);
+  await w.close();
+  // A .npz (its own reader's getAll) reports the same way.
+  await saveNpz(file('progress.npz'), { x: { data: new Float32Array(3) }, y: { data: new Float64Array(5) } });
+  const npz = [];
+  await loadWeights(file('progress.npz'), { onProgress: (p) => npz.push([p.tensor, p.bytes, p.total]) });
+  assert.equal(npz, [
+    ['x', 12, 52],
+    ['y', 52, 52],
+  ]);
+  assert.is((await npyErrorOf(() => openWeights(progressFile, { onProgress: 'yes' }))).code, 'BAD_OPTION');
+});
+
+test('progress: an abort halfway rejects with AbortError and nothing is read after it; a file cut mid-load names the tensor', async () => {
+  const { copyFileSync, truncateSync, statSync } = await import('node:fs');
+  const controller = new AbortController();
+  const seen = [];
+  const w = await openWeights(progressFile);
+  const e = await w
+    .getAll({
+      signal: controller.signal,
+      onProgress: (p) => {
+        seen.push(p.tensor);
+        controller.abort();
+      },
+    })
+    .catch((x) => x);
+  assert.is(e?.name, 'AbortError');
+  await new Promise((wake) => setTimeout(wake, 20));
+  assert.equal(seen, ['a']); // nothing still in flight reported after the rejection
+  await w.close();
+  // Cut short after it was opened: the one it cuts is named, and never reported as arrived.
+  copyFileSync(progressFile, file('cut.safetensors'));
+  const cut = await openWeights(file('cut.safetensors'));
+  truncateSync(file('cut.safetensors'), statSync(progressFile).size - 4000000);
+  const arrived = [];
+  const err = await npyErrorOf(() => cut.getAll({ onProgress: (p) => arrived.push(p.tensor) }));
+  assert.is(err.code, 'DATA_TRUNCATED');
+  assert.match(err.message, /'c'/);
+  assert.ok(!arrived.includes('c') && arrived.every((t) => t === 'a' || t === 'b'), String(arrived));
+  await cut.close();
+});
 test.run();

@@ -57,7 +57,7 @@ function showError(e: unknown): void {
 }
 
 function clearAll(): void {
-  for (const id of ['error', 'source', 'members', 'header', 'values', 'plots']) $(id).hidden = true;
+  for (const id of ['error', 'source', 'members', 'header', 'values', 'plots', 'read-all-controls']) $(id).hidden = true;
   $('fields').textContent = '';
 }
 
@@ -163,8 +163,47 @@ async function showWeights(label: string, weights: WeightFile): Promise<void> {
     tr.insertCell().append(b);
   }
   $('members').hidden = false;
+  readAllControls(weights);
   const first = table.querySelector('button') as HTMLButtonElement | null;
   first?.click();
+}
+
+/**
+ * "Read every tensor": `getAll` with a progress bar (bytes read of the total, and the tensor they
+ * belong to) and a Cancel button that aborts it; what a big model's load looks like in a page.
+ */
+function readAllControls(weights: WeightFile): void {
+  const bar = $<HTMLProgressElement>('load-progress');
+  const status = $('load-status');
+  const cancel = $<HTMLButtonElement>('cancel-read');
+  bar.value = 0;
+  bar.max = 1;
+  status.textContent = '';
+  $('read-all-controls').hidden = false;
+  $<HTMLButtonElement>('read-all').onclick = () =>
+    void run(async () => {
+      const controller = new AbortController();
+      cancel.onclick = () => controller.abort();
+      cancel.hidden = false;
+      const started = performance.now();
+      try {
+        const all = await weights.getAll({
+          signal: controller.signal,
+          onProgress: ({ bytes, total, tensor }) => {
+            bar.max = Math.max(1, total);
+            bar.value = bytes;
+            status.textContent = `${bytes} of ${total} bytes (${tensor})`;
+          },
+        });
+        const bytes = [...all.values()].reduce((n, a) => n + a.size * a.dtype.itemsize, 0);
+        status.textContent = `all ${all.size} tensors read: ${bytes} bytes in ${Math.round(performance.now() - started)} ms`;
+      } catch (e) {
+        if (!(e instanceof Error && e.name === 'AbortError')) throw e;
+        status.textContent = `cancelled at ${bar.value} of ${bar.max} bytes`;
+      } finally {
+        cancel.hidden = true;
+      }
+    });
 }
 
 function orderText(h: NpyHeader): string {

@@ -113,7 +113,7 @@ export {
 export { SafetensorsFile, type TensorInfo, type TensorReadOptions } from './safetensors/file.js';
 export { openSafetensors } from './safetensors/open.js';
 export { ShardedWeights, ShardedSafetensors, parseShardIndex, type ShardIndex, type OpenShard } from './weights/sharded.js';
-export type { TensorFile, FormatOptions, TensorExtent } from './weights/tensor-file.js';
+export type { TensorFile, FormatOptions, TensorExtent, GetAllReadOptions } from './weights/tensor-file.js';
 export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
 export type { ResolveHook, SiblingAnswer } from './weights/place.js';
 export { urlStore, hookStore } from './weights/place.js';
@@ -150,7 +150,16 @@ export { KerasFile, type KerasMetadata } from './keras/file.js';
 export { hdf5Format, isKerasArchive, isKerasShardMap, kerasShardMap, type KerasShardMap } from './keras/format.js';
 export { KerasShardedWeights } from './keras/sharded.js';
 export { isHdf5 } from './hdf5/signature.js';
-export { openWeights, weightsOfArchive, weightFileKind, WeightFile, type WeightFormat, type WeightFileKind, type OpenWeightsOptions } from './weights/open.js';
+export {
+  openWeights,
+  weightsOfArchive,
+  weightFileKind,
+  WeightFile,
+  type WeightFormat,
+  type WeightFileKind,
+  type OpenWeightsOptions,
+  type GetAllOptions,
+} from './weights/open.js';
 export { isTorchArchive } from './torch/layout.js';
 export { mergeLora, type MergeLoraOptions, type LoraAdapterParts } from './lora/merge.js';
 export { referencesOf, type ReferenceSet, type Reference, type ReferenceOptions } from './refs/references.js';

@@ -5,7 +5,7 @@
 import { NpyError, familyOf, toFloat32, type HttpOptions, type NdArray, type WeightFile } from '@npyts/core';
 import type { Tensor } from 'onnxruntime-common';
 import { closeness } from '@npyts/core/plumbing';
-import { ModelProto, decodeModel, inlineExternalData, modelBytes, openInput, type GraphNode, type ModelInput, type WeightInput } from './model.js';
+import { decodeModel, encodeModel, inlineExternalData, modelBytes, openInput, type GraphNode, type ModelInput, type WeightInput } from './model.js';
 import { fromOrtTensor, toOrtTensor, type OrtTensorLike } from './tensors.js';
 
 /**
@@ -334,7 +334,7 @@ async function firstDivergence(
   }
   const extra = [...new Set([...candidates.values()].flat())].filter((v) => !graphOutputs.has(v));
   graph.output = [...(graph.output ?? []), ...extra.map((name) => ({ name }))];
-  const bytes = ModelProto.encode(message).finish();
+  const bytes = encodeModel(message);
   const create = options.createSession ?? (session.constructor as { create?: (m: Uint8Array) => Promise<SessionLike> }).create;
   if (typeof create !== 'function') {
     return `the model's outputs differ, and the layer-by-layer check cannot make a session for the model's copy: pass { createSession: (bytes) => ort.InferenceSession.create(bytes) }`;

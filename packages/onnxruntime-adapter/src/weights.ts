@@ -1,9 +1,10 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
-import { NpyError, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
-import { settleAll } from '@npyts/core/plumbing';
+import { NpyError, type OnProgress, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
+import { progressReporter, settleAll } from '@npyts/core/plumbing';
 import {
   ModelProto,
   decodeModel,
+  encodeModel,
   type GraphNode,
   type ModelMessage,
   fileSize,
@@ -20,26 +21,48 @@ export type { WeightInput } from './model.js';
 
 /** Options of {@link withWeights}. */
 export interface WithWeightsOptions extends HttpOptions {
-  /** Aborts the reads. */
+  /** Aborts the reads: no tensor is read after it, and `withWeights` rejects with its reason (an `AbortError`). */
   signal?: AbortSignal;
   /**
    * Copy every swapped value into the model (bytes that alone make a session, to send elsewhere),
-   * instead of pointing initializers into a local weight file. Default false.
+   * instead of pointing initializers into a local weight file or at tensors handed to ORT as
+   * external data in memory. Default false.
    */
   inline?: boolean;
+  /**
+   * Told the swapped tensors' bytes handled so far, of their total, as each tensor is pointed at or
+   * read (`{ bytes, total, tensor }`): never going back, ending at the total.
+   */
+  onProgress?: OnProgress;
 }
 
-/** One external data file of {@link WithWeightsResult.externalData}: ORT's `ExternalDataFileDescription` with a path. */
+/** One external data file of {@link WithWeightsResult.externalData}: ORT's `ExternalDataFileDescription`. */
 export interface ExternalDataFile {
-  /** The name the model's initializers give (their `location`): the weight file's name, or a shard's (as its index names it). */
+  /**
+   * The name the model's initializers give (their `location`): the weight file's name, a shard's (as
+   * its index names it), or, for one tensor read into memory, a name made for it (`npyts-memory-3`).
+   */
   path: string;
-  /** The file's absolute path, which onnxruntime-web reads in Node. */
-  data: string;
+  /** The file's absolute path, which onnxruntime-web reads in Node; or the bytes of one tensor read into memory. */
+  data: string | Uint8Array;
 }
 
-/** Session options making onnxruntime-node find the weight files (a file, or a sharded set's shards beside its index) that a model from bytes points into. */
+/** One tensor read into memory, as onnxruntime-node's `externalData` takes it. */
+export interface ExternalDataBytes {
+  /** The name the model's initializer gives (its `location`). */
+  path: string;
+  /** The tensor's bytes, little-endian, as ORT reads them. */
+  data: Uint8Array;
+}
+
+/**
+ * Session options making onnxruntime-node find what the model points into: the weight files (a
+ * file, or a sharded set's shards beside its index), and the tensors read into memory.
+ */
 export interface WeightSessionOptions {
   extra?: { session: { model_external_initializers_file_folder_path: string } };
+  /** The tensors read into memory, each its own external data "file" (onnxruntime-node 1.20 and later). */
+  externalData?: ExternalDataBytes[];
 }
 
 /** What {@link withWeights} made, and what it did with every name. */
@@ -55,15 +78,20 @@ export interface WithWeightsResult {
    */
   sessionOptions: WeightSessionOptions;
   /**
-   * For onnxruntime-web in Node: `{ externalData }`, one entry for each file pointed into (the weight
-   * file, or each shard of a sharded set that holds a swapped tensor; it reads each whole); empty when nothing points into one.
+   * For onnxruntime-web: `{ externalData }`, one entry for each file pointed into (the weight file,
+   * or each shard of a sharded set that holds a swapped tensor, by path: in Node only; it reads each
+   * whole), and one for each tensor read into memory (its bytes); empty when nothing points out of the model.
    */
   externalData: ExternalDataFile[];
   /** Initializers whose values now come from the weight file. */
   replaced: string[];
   /** Of `replaced`, those the model points at in the weight file, or in their shard of a sharded set (ONNX external data): none of their bytes was read. */
   external: string[];
-  /** Of `replaced`, those whose values were copied into the model, each with why (its layout in the file, or how the file was given). */
+  /**
+   * Of `replaced`, those whose values were read (copied) from the file, each with why (its layout in
+   * the file, or how the file was given): each is handed to ORT as external data in memory (in
+   * `sessionOptions.externalData` and `externalData`), or with `{ inline: true }` held in the model's bytes.
+   */
   copied: Record<string, string>;
   /** Initializers the file has no tensor for: they keep the exported values. */
   kept: string[];
@@ -132,9 +160,16 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  * while sessions use it). Given a sharded set's index (`model.safetensors.index.json`,
  * `pytorch_model.bin.index.json`), each points into the shard that holds it (its `location` the
  * shard's name, which the set checked to be a file beside the index). A tensor whose bytes ORT cannot
- * take as they are (misaligned for its type, big-endian, a deflated `.npz` member) is copied into
- * the model, and `copied` says why for each. Weights given as bytes, a URL (only the swapped tensors' bytes are fetched) or
- * with `{ inline: true }` are copied: the model's bytes then make a session alone (-node and -web).
+ * take as they are (misaligned for its type, big-endian, a deflated `.npz` member) is read, and
+ * `copied` says why for each. Weights given as bytes, a `Blob`, a URL (only the swapped tensors'
+ * bytes are fetched), or a path where memory maps are unavailable, are read too. A tensor read is
+ * handed to ORT as external data in memory, its own buffer (`sessionOptions.externalData` for -node, `externalData` for -web): no
+ * buffer of the whole model is built, and time and memory grow linearly with the weights; except
+ * where other tensors point into a local file, as onnxruntime-node takes external data from files or
+ * from buffers, not both: the few read are then held in the model's bytes. With
+ * `{ inline: true }` every swapped tensor is copied into the model's bytes instead, which then make a
+ * session alone (-node and -web; one more copy of every tensor). `onProgress` is told each tensor as
+ * it is pointed at or read; `signal` aborts between tensors.
  *
  * Everything is checked before anything is built, and refused rather than run wrong:
  * - a tensor whose dtype (`DTYPE_MISMATCH`) or shape (`SHAPE_MISMATCH`) differs from its initializer's, naming it;
@@ -220,20 +255,33 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     }
 
     // Where a tensor's bytes in a local file are what ORT reads (little-endian, aligned, stored), the
-    // initializer points at them; the others are copied, each with why.
+    // initializer points at them; the others are copied, each with why, and handed to ORT as external
+    // data in memory, one buffer per tensor: no buffer of the whole model is ever built (encoding
+    // them into the model's bytes, `inline`, costs a second copy of every one).
     const spans = new Map<string, Span>();
     const copied = new Map<string, string>();
+    const inMemory = new Map<string, Uint8Array>();
     const shardSizes = new Map<string, Promise<number>>();
-    for (const t of matched) {
+    const sizes = infos.map(({ dtype, shape }) => shape.reduce((a, b) => a * b, dtype.itemsize));
+    const report = progressReporter(
+      sizes.reduce((a, b) => a + b, 0),
+      options.onProgress,
+    );
+    for (const [i, t] of matched.entries()) {
+      options.signal?.throwIfAborted();
       const span = local === null ? whyInline : await spanInFile(file, t.name, local, shardSizes, options);
       if (typeof span === 'string') {
         copied.set(t.name, span);
-        setRaw(t, bytesOf((await file.get(t.name, options)).data));
+        const bytes = bytesOf((await file.get(t.name, options)).data);
+        inMemory.set(t.name, bytes);
+        setRaw(t, new Uint8Array(0));
       } else {
         spans.set(t.name, span);
         setRaw(t, new Uint8Array(0));
       }
+      report.add(t.name, sizes[i]!);
     }
+    options.signal?.throwIfAborted();
     // Kept initializers the exporter wrote beside the model (the dynamo exporter's model.onnx.data)
     // are read into the new bytes; from bytes this is BAD_MODEL.
     await inlineExternalData(message, model, options);
@@ -244,10 +292,34 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     // Every file pointed into is in one folder: the weight file's, or the sharded set's index's.
     const folder = local === null ? '' : folderOf(local.path);
     const locations = [...new Set([...spans.values()].map((s) => s.location))].sort();
+    // Each tensor read is its own external data buffer, under a name no file pointed into has. Not
+    // where the model also points into files: onnxruntime-node then looks every external initializer
+    // up in the buffers given and finds no file ("not found from the table user provided"), so those
+    // few (a file's misaligned or big-endian tensors) are held in the model's bytes; nor with `inline`.
+    const intoModel = options.inline === true || spans.size > 0;
+    let prefix = 'npyts-memory-';
+    while (locations.some((l) => l.startsWith(prefix))) prefix = `_${prefix}`;
+    const memory: ExternalDataBytes[] = [];
+    for (const t of matched) {
+      const bytes = inMemory.get(t.name);
+      if (bytes === undefined) continue;
+      if (intoModel || bytes.byteLength === 0) {
+        setRaw(t, bytes);
+        continue;
+      }
+      const path = `${prefix}${memory.length}`;
+      setExternal(t, path, 0, bytes.byteLength);
+      memory.push({ path, data: bytes });
+    }
+    const sessionOptions: WeightSessionOptions = {};
+    if (spans.size > 0) sessionOptions.extra = { session: { model_external_initializers_file_folder_path: folder } };
+    if (memory.length > 0) sessionOptions.externalData = memory;
+    const encoded = encodeModel(message);
+    report.end();
     return {
-      model: ModelProto.encode(message).finish(),
-      sessionOptions: spans.size > 0 ? { extra: { session: { model_external_initializers_file_folder_path: folder } } } : {},
-      externalData: locations.map((location) => ({ path: location, data: folder + location })),
+      model: encoded,
+      sessionOptions,
+      externalData: [...locations.map((location) => ({ path: location, data: folder + location })), ...memory],
       replaced: matched.map((t) => t.name),
       external: [...spans.keys()],
       copied: Object.fromEntries(copied),

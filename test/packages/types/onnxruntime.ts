@@ -25,14 +25,18 @@ export async function typed(): Promise<void> {
   const back = fromOrtTensor(out.y!);
   expectTypeOf(back).toEqualTypeOf<NdArray>();
   expectTypeOf(ortTypeOf(parseDescr('<i8'))).toEqualTypeOf<OrtType>();
-  const r = await withWeights(bytes, 'w.safetensors', { signal: AbortSignal.timeout(1000) });
+  const r = await withWeights(bytes, 'w.safetensors', {
+    signal: AbortSignal.timeout(1000),
+    onProgress: ({ bytes, total, tensor }) => void [bytes / total, tensor],
+  });
   expectTypeOf(r).toEqualTypeOf<WithWeightsResult>();
   const session2 = await ort.InferenceSession.create(r.model, r.sessionOptions);
-  const web: { path: string; data: string }[] = r.externalData;
+  const web: { path: string; data: string | Uint8Array }[] = r.externalData;
+  const inMemory: { path: string; data: Uint8Array }[] | undefined = r.sessionOptions.externalData;
   // A sharded set's index: the same result, each initializer pointing into its shard.
   expectTypeOf(await withWeights(bytes, 'model.safetensors.index.json')).toEqualTypeOf<WithWeightsResult>();
   const why: string | undefined = r.copied['fc.weight'];
-  void [session2, web, why, withWeights(bytes, 'w.npz', { inline: true })];
+  void [session2, web, inMemory, why, withWeights(bytes, 'w.npz', { inline: true })];
   // @ts-expect-error: the `as` option is a float type name
   toOrtTensor(a, { as: 'int8' });
   // onnxruntime-node's class, for instanceof in an ES module; still an ort.Tensor to its session.

@@ -5,7 +5,7 @@
  * gguf-py's `gguf.quants.dequantize` does, bit for bit.
  */
 import type { WeightFormatEntry } from '../weights/formats.js';
-import type { TensorFile } from '../weights/tensor-file.js';
+import type { GetAllReadOptions, TensorFile } from '../weights/tensor-file.js';
 import type { Place } from '../weights/place.js';
 import { NdArray } from '../array/ndarray.js';
 import { copyReason } from '../array/layout.js';
@@ -244,9 +244,9 @@ export class GgufFile implements TensorFile, AsyncDisposable {
   }
 
   /** Every tensor, by name in file order, a few read at once. */
-  async getAll({ signal }: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+  async getAll({ signal, onTensor }: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
     // Each tensor by get, so that one npyts cannot read (a Q8_1) does not hide the others (getEvery).
-    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }));
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }), onTensor);
   }
 
   /** Release the source; later reads fail with CLOSED. */

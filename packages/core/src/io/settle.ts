@@ -125,15 +125,22 @@ function unreadable(names: readonly string[], failures: readonly [string, NpyErr
  * cannot read (`NO_COUNTERPART`: a dtype it has no counterpart for; `GGUF_UNSUPPORTED`: a GGUF
  * quantization gguf-py does not dequantize) does not stop the others: once all were tried, one
  * error names every such tensor and why. Any other failure stops the
- * work at once, as {@link mapInParallel} does.
+ * work at once, as {@link mapInParallel} does. `onTensor` is told each name once its tensor is read.
  * @example
  * const all = await getEvery(f.names, 4, (name) => f.get(name));
  */
-export async function getEvery<U>(names: readonly string[], count: number, get: (name: string) => Promise<U>): Promise<Map<string, U>> {
+export async function getEvery<U>(
+  names: readonly string[],
+  count: number,
+  get: (name: string) => Promise<U>,
+  onTensor?: ((name: string) => void) | undefined,
+): Promise<Map<string, U>> {
   const failures: [string, NpyError][] = [];
   const got = await mapInParallel(names, count, async (name) => {
     try {
-      return await get(name);
+      const value = await get(name);
+      onTensor?.(name);
+      return value;
     } catch (e) {
       if (!isUnreadable(e)) throw e;
       failures.push([name, e]);

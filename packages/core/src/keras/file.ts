@@ -19,7 +19,7 @@ import { bytesSource } from '../io/byte-source.js';
 import { getEvery } from '../io/settle.js';
 import type { NpzArchive } from '../npz/archive.js';
 import type { Expecting } from '../npy.js';
-import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
+import type { GetAllReadOptions, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { bad } from '../hdf5/bytes.js';
 import { type Hdf5Dataset, Hdf5File, type Hdf5Group } from '../hdf5/file.js';
 import { KERAS_WEIGHTS } from './format.js';
@@ -260,8 +260,8 @@ export class KerasFile implements TensorFile, AsyncDisposable {
   }
 
   /** Every tensor by name, in Keras's order, a few read at once. */
-  getAll({ signal }: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }));
+  getAll({ signal, onTensor }: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }), onTensor);
   }
 
   /** The name of the layer whose weights a tensor is (its `vars` group's `name`, a legacy file's layer), or null. */

@@ -14,7 +14,7 @@ import { getEvery, settleAll } from '../io/settle.js';
 import type { Expecting } from '../npy.js';
 import type { Place, SiblingOptions } from '../weights/place.js';
 import { checkKey, openKey } from '../store/key.js';
-import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
+import type { GetAllReadOptions, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { type KerasMetadata, KerasFile } from './file.js';
 import type { KerasShardMap } from './format.js';
 
@@ -125,8 +125,8 @@ export class KerasShardedWeights implements TensorFile, AsyncDisposable {
   }
 
   /** Every weight by path, in {@link names}' order, a few read at once. */
-  getAll({ signal }: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }));
+  getAll({ signal, onTensor }: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }), onTensor);
   }
 
   /** The name of the layer whose weights a weight is (its `vars` group's `name`), or null. */

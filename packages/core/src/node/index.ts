@@ -36,7 +36,7 @@ export { saveGguf, saveGgufSync, type SaveGgufOptions, type SaveGgufOptionsSync 
 export { openHdf5 } from './hdf5.js';
 export { openWeights, loadWeights } from './weights.js';
 export { referencesOf } from './references.js';
-export { WeightFile, type WeightFormat, type OpenWeightsOptions } from '../weights/open.js';
+export { WeightFile, type WeightFormat, type OpenWeightsOptions, type GetAllOptions } from '../weights/open.js';
 export { NpzArchive } from '../npz/archive.js';
 export {
   openNpyFile,

@@ -700,7 +700,12 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    * The members `names` decoded, by key in the order given ({@link getAll} of some of them).
    * @internal
    */
-  async getEach(names: readonly string[], options: NpzReadOptions = {}): Promise<Map<string, NdArray>> {
+  async getEach(names: readonly string[], options: NpzReadOptions = {}, onTensor?: (name: string) => void): Promise<Map<string, NdArray>> {
+    const getOne = async (name: string): Promise<NdArray> => {
+      const array = await this.get(name, options);
+      onTensor?.(name);
+      return array;
+    };
     const got = new Map<string, NdArray>();
     // Of a remote source (a URL, a Blob), neighbouring members are read together in spans of up to
     // 32 MiB, each span one read (which a URL source makes as a few large requests at once), and
@@ -713,7 +718,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
         const window = { at: span.at, bytes: await pending };
         this.windows.unshift(window);
         try {
-          const arrays = await mapInParallel(span.names, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
+          const arrays = await mapInParallel(span.names, MEMBERS_IN_FLIGHT, getOne);
           span.names.forEach((name, i) => got.set(name, arrays[i]!));
         } finally {
           const at = this.windows.indexOf(window);
@@ -723,7 +728,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     }
     // A few members at a time: 20 000 small members do not each hold a read window at once.
     const rest = names.filter((name) => !got.has(name));
-    const arrays = await mapInParallel(rest, MEMBERS_IN_FLIGHT, (name) => this.get(name, options));
+    const arrays = await mapInParallel(rest, MEMBERS_IN_FLIGHT, getOne);
     rest.forEach((name, i) => got.set(name, arrays[i]!));
     return new Map(names.map((name) => [name, got.get(name)!]));
   }

@@ -11,7 +11,7 @@ import { checkedReads, closeSourceNow, readSync, type ByteSource, type SyncByteS
 import { npyReaderOf, type NpyReader } from '../io/open.js';
 import { getEvery, getEverySync } from '../io/settle.js';
 import { arrayOfData, type Expecting } from '../npy.js';
-import type { TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
+import type { GetAllReadOptions, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { LENGTH_BYTES, headerLength, parseSafetensorsHeader, type SafetensorsEntry, type SafetensorsIndex } from './header.js';
 
 /**
@@ -266,19 +266,24 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
    * Every tensor, by name in file order, a few read at once. Small tensors next to one another are
    * read together (in runs of at most 4 MiB): a file of 100 000 small tensors costs a few reads, not one each.
    */
-  async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+  async getAll(options: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
     const batchOf = batchesOf(this.index.entries);
-    return getEvery(this.names, TENSORS_IN_FLIGHT, async (name) => {
-      const batch = batchOf.get(name);
-      if (!batch) return this.get(name, options);
-      this.checked(name, undefined);
-      batch.bytes ??= readFully(this.source, batch.begin, batch.end - batch.begin, options.signal, 'tensor');
-      try {
-        return this.fromBatch(name, batch, await batch.bytes);
-      } catch (e) {
-        throw withWhere(e, { file: this.fileName, member: name });
-      }
-    });
+    return getEvery(
+      this.names,
+      TENSORS_IN_FLIGHT,
+      async (name) => {
+        const batch = batchOf.get(name);
+        if (!batch) return this.get(name, { signal: options.signal });
+        this.checked(name, undefined);
+        batch.bytes ??= readFully(this.source, batch.begin, batch.end - batch.begin, options.signal, 'tensor');
+        try {
+          return this.fromBatch(name, batch, await batch.bytes);
+        } catch (e) {
+          throw withWhere(e, { file: this.fileName, member: name });
+        }
+      },
+      options.onTensor,
+    );
   }
 
   /** Every tensor, blocking (a blocking source only), small neighbours read together as by getAll. */

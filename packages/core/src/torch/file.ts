@@ -21,7 +21,7 @@ import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
 import { STORED, type ZipEntry } from '../npz/zip.js';
 import { unpickleFirst, unpickleWith } from '../pickle/unpickler.js';
-import type { TensorExtent, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
+import type { GetAllReadOptions, TensorExtent, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { StorageRef, TensorRef, TorchDType, UnreadTensor, elementBytes, torchDialect } from './pickle-dialect.js';
 import { parseDescr } from '../format/dtype.js';
 import { TORCH_PICKLE } from './layout.js';
@@ -454,9 +454,9 @@ export class TorchFile implements TensorFile {
   }
 
   /** Every tensor by name, a few read at once. */
-  async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+  async getAll(options: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
     // Each tensor by get, so that one npyts cannot read does not hide the others (getEvery).
-    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, options));
+    return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal: options.signal }), options.onTensor);
   }
 
   close(): Promise<void> {

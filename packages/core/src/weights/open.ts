@@ -7,6 +7,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { checkMapMode, checkOptions, knownKeys, type MapMode } from '../options.js';
 import { getEvery } from '../io/settle.js';
+import { progressReporter, type OnProgress } from '../progress.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openingOver, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
@@ -34,6 +35,8 @@ export type WeightFormat = 'npz' | 'safetensors' | 'safetensors-sharded' | 'torc
  * for (const name of w.names) console.log(name, (await w.info(name)).shape);
  */
 export class WeightFile implements TensorFile, AsyncDisposable {
+  /** What `getAll` reports to when it is given no `onProgress` of its own (`openWeights`' option). */
+  private readonly onProgress: OnProgress | undefined;
   /** Which kind of file this is. */
   readonly format: WeightFormat;
   /** Tensor names, in the file's order. */
@@ -51,7 +54,13 @@ export class WeightFile implements TensorFile, AsyncDisposable {
    * @example
    * const w = new WeightFile(tensorsOfArchive(archive));
    */
-  constructor(private readonly file: TensorFile) {
+  constructor(
+    private readonly file: TensorFile,
+    options: { onProgress?: OnProgress | undefined } = {},
+  ) {
+    // A wrong onProgress is refused here, not at the first getAll.
+    progressReporter(0, options.onProgress);
+    this.onProgress = options.onProgress;
     this.format = file.format;
     this.names = file.names;
     this.metadata = file.metadata;
@@ -89,9 +98,39 @@ export class WeightFile implements TensorFile, AsyncDisposable {
     return this.file.get(name, options);
   }
 
-  /** Every tensor by name, in the file's order. */
-  getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
-    return this.file.getAll(options);
+  /**
+   * Every tensor by name, in the file's order. With `onProgress` (or the one `openWeights` was
+   * given), it is told each tensor as it arrives: `bytes` of the `total` (the tensors' bytes as they
+   * are given: dtype size × elements, so a deflated or quantized tensor counts what it becomes),
+   * never going back, ending at the total. `signal` aborts the load: no tensor is read after it,
+   * the reads in flight are waited for, and it rejects with the signal's reason (an `AbortError`).
+   * @example
+   * const all = await w.getAll({ onProgress: ({ bytes, total }) => bar.set(bytes / total), signal });
+   */
+  async getAll(options: GetAllOptions = {}): Promise<Map<string, NdArray>> {
+    const onProgress = options.onProgress ?? this.onProgress;
+    const { signal } = options;
+    if (onProgress === undefined) return this.file.getAll({ signal });
+    // The total from each tensor's dtype and shape (headers only: no tensor data is read for it).
+    const sizes = await getEvery(this.names, 8, async (name) => {
+      const { dtype, shape } = await this.file.info(name, { signal });
+      return shape.reduce((a, b) => a * b, dtype.itemsize);
+    });
+    let total = 0;
+    for (const size of sizes.values()) total += size;
+    const report = progressReporter(total, onProgress);
+    // The format's own getAll (its batching of small neighbours kept), told each tensor as it arrives.
+    // An abort stops the workers at the next tensor, even where reads (views of a map) never look at the signal.
+    const all = await this.file.getAll({
+      signal,
+      onTensor: (name) => {
+        signal?.throwIfAborted();
+        report.add(name, sizes.get(name) ?? 0);
+      },
+    });
+    signal?.throwIfAborted();
+    report.end();
+    return all;
   }
 
   close(): Promise<void> {
@@ -114,8 +153,22 @@ export function weightsOfArchive(archive: NpzArchive): WeightFile {
   return new WeightFile(tensorsOfArchive(archive));
 }
 
+/** Options of {@link WeightFile.getAll}. */
+export interface GetAllOptions {
+  /** Aborts the load (see {@link WeightFile.getAll}). */
+  signal?: AbortSignal | undefined;
+  /** Told the bytes read so far, of the total, and the tensor they belong to, as each tensor arrives. */
+  onProgress?: OnProgress | undefined;
+}
+
 /** Options of {@link openWeights}: the archive's (for .npz) and, for URLs, the HTTP options. */
 export interface OpenWeightsOptions extends FormatOptions {
+  /**
+   * The default `onProgress` of the file's `getAll` (and so of `loadWeights`): told the bytes of
+   * tensor data read, of the total, as each tensor arrives. Opening reads no tensor data and reports
+   * nothing; `get` of one tensor reports nothing either. See {@link WeightFile.getAll}.
+   */
+  onProgress?: OnProgress | undefined;
   /**
    * Where the file's siblings (a sharded set's shards) are, found by the name the index gives each:
    * a hook answering a URL (a presigned one: docs/larger-than-memory.md has the recipe), a `Blob` or a source,
@@ -209,7 +262,7 @@ export function warnNoMap(why: string): void {
 }
 
 /** The part of a weight file under `root`, named without it. */
-function rooted(file: WeightFile, root: string): WeightFile {
+function rooted(file: WeightFile, root: string, onProgress: OnProgress | undefined): WeightFile {
   const prefix = `${root}.`;
   const names = file.names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length));
   if (names.length === 0) {
@@ -223,16 +276,19 @@ function rooted(file: WeightFile, root: string): WeightFile {
     metadataTypes = Object.create(null) as Record<string, string>;
     for (const [k, v] of Object.entries(file.metadataTypes)) if (k.startsWith(prefix)) metadataTypes[k.slice(prefix.length)] = v;
   }
-  return new WeightFile({
-    format: file.format,
-    names,
-    metadata,
-    ...(metadataTypes ? { metadataTypes } : {}),
-    info: (name, options) => file.info(prefix + name, options),
-    get: (name, options) => file.get(prefix + name, options),
-    getAll: ({ signal } = {}) => getEvery(names, 4, (name) => file.get(prefix + name, { signal })),
-    close: () => file.close(),
-  });
+  return new WeightFile(
+    {
+      format: file.format,
+      names,
+      metadata,
+      ...(metadataTypes ? { metadataTypes } : {}),
+      info: (name, options) => file.info(prefix + name, options),
+      get: (name, options) => file.get(prefix + name, options),
+      getAll: ({ signal, onTensor } = {}) => getEvery(names, 4, (name) => file.get(prefix + name, { signal }), onTensor),
+      close: () => file.close(),
+    },
+    { onProgress },
+  );
 }
 
 /** What the first bytes of a file say it is (see {@link weightFileKind}): the name of its entry in the format list. */
@@ -266,10 +322,10 @@ export function placeOf(url: string | null, options: OpenWeightsOptions): Place 
  * @internal
  */
 export async function openWeightsFrom(source: ByteSource, options: OpenWeightsOptions, place: Place | null): Promise<WeightFile> {
-  const file = new WeightFile(await openTensorFile(source, place, options));
+  const file = new WeightFile(await openTensorFile(source, place, options), { onProgress: options.onProgress });
   if (options.root === undefined) return file;
   try {
-    return rooted(file, options.root);
+    return rooted(file, options.root, options.onProgress);
   } catch (e) {
     await file.close();
     throw withWhere(e, { file: source.name ?? 'the weight file' });
@@ -289,6 +345,7 @@ export async function openWeightsFrom(source: ByteSource, options: OpenWeightsOp
 export async function openWeights(input: NpySource, options: OpenWeightsOptions = {}): Promise<WeightFile> {
   checkOptions('openWeights', options, OPEN_WEIGHTS_KEYS);
   options.signal?.throwIfAborted();
+  progressReporter(0, options.onProgress);
   if (options.store !== undefined) return openWeightsIn(input, { ...options, store: options.store });
   checkMapMode(options.mmap);
   if (options.mmap) warnNoMap('memory maps need a file path in Node, with @npyts/native');

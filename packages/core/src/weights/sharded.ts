@@ -14,7 +14,7 @@ import type { Expecting } from '../npy.js';
 import { checkNoDuplicateKeys } from '../safetensors/strict-json.js';
 import type { Place, SiblingOptions } from './place.js';
 import { checkKey, checkSiblingName, openKey } from '../store/key.js';
-import type { TensorFile, TensorInfo, TensorReadOptions } from './tensor-file.js';
+import type { GetAllReadOptions, TensorFile, TensorInfo, TensorReadOptions } from './tensor-file.js';
 
 /** Shards read at once by getAll. */
 const SHARDS_IN_FLIGHT = 4;
@@ -164,9 +164,9 @@ export class ShardedWeights implements TensorFile, AsyncDisposable {
   }
 
   /** Every tensor, by name in the index's order, a few read at once. */
-  async getAll(options: { signal?: AbortSignal | undefined } = {}): Promise<Map<string, NdArray>> {
+  async getAll(options: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
     // Each tensor by get, so that one npyts cannot read does not hide the others (getEvery).
-    return getEvery(this.names, SHARDS_IN_FLIGHT, (name) => this.get(name, options));
+    return getEvery(this.names, SHARDS_IN_FLIGHT, (name) => this.get(name, { signal: options.signal }), options.onTensor);
   }
 
   /** Close every shard opened. */

@@ -17,6 +17,13 @@ export interface TensorReadOptions {
   expect?: DescrInput;
 }
 
+/** Options of a {@link TensorFile}'s `getAll`. */
+export interface GetAllReadOptions {
+  signal?: AbortSignal | undefined;
+  /** Told each tensor's name as soon as it has been read (what `WeightFile.getAll` counts progress by). */
+  onTensor?: ((name: string) => void) | undefined;
+}
+
 /** What a weight file says of one tensor without reading it. */
 export interface TensorInfo {
   readonly dtype: DType;
@@ -89,8 +96,8 @@ export interface TensorFile {
   info(name: string, options?: { signal?: AbortSignal | undefined }): TensorInfo | Promise<TensorInfo>;
   /** One tensor: only its bytes are read. */
   get(name: string, options?: TensorReadOptions): Promise<NdArray>;
-  /** Every tensor by name, in the file's order. */
-  getAll(options?: { signal?: AbortSignal | undefined }): Promise<Map<string, NdArray>>;
+  /** Every tensor by name, in the file's order; `onTensor` is told each tensor's name once it is read (progress). */
+  getAll(options?: GetAllReadOptions): Promise<Map<string, NdArray>>;
   /** Release what the file holds open; later reads fail with CLOSED. */
   close(): Promise<void>;
 }

@@ -57,7 +57,7 @@ export function tensorsOfArchive(archive: NpzArchive): TensorFile {
       }
       return archive.get(name, { signal });
     },
-    getAll: ({ signal } = {}) => archive.getEach(names, { signal }),
+    getAll: ({ signal, onTensor } = {}) => archive.getEach(names, { signal }, onTensor),
     close: () => archive.close(),
   };
 }
