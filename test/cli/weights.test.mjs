@@ -217,6 +217,7 @@ save_file({'w': rng.standard_normal((4, 64), dtype=np.float32), 'b': rng.standar
 w = gguf.GGUFWriter(${JSON.stringify(src)}, 'llama')
 w.add_uint32('answer', 42)
 w.add_float32('eps', 1e-5)
+w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
 w.add_tensor('t', rng.standard_normal((2, 64), dtype=np.float32))
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()`);
   for (const args of [
@@ -241,7 +242,7 @@ def check(path, inputs, qtype):
         got.append([t.name, t.tensor_type.name == want, bytes(t.data) == data.tobytes()])
     return got, {k: [f.types[0].name, f.contents()] for k, f in r.fields.items() if not k.startswith('GGUF.')}
 src = gguf.GGUFReader(${JSON.stringify(src)})
-print(json.dumps([check(${JSON.stringify(out)}, load_file(${JSON.stringify(st)}), Q.Q8_0), check(${JSON.stringify(again)}, {t.name: np.array(t.data) for t in src.tensors}, Q.Q4_0)]))`),
+print(json.dumps([check(${JSON.stringify(out)}, load_file(${JSON.stringify(st)}), Q.Q8_0), check(${JSON.stringify(again)}, {t.name: np.array(t.data) for t in src.tensors}, Q.Q4_0), int(gguf.LlamaFileType.MOSTLY_Q4_0)]))`),
   );
   // In the order the .safetensors file holds them (its writer's: by dtype, then name).
   assert.equal(checked[0][0].sort(), [
@@ -256,9 +257,21 @@ print(json.dumps([check(${JSON.stringify(out)}, load_file(${JSON.stringify(st)})
   assert.equal(metadata.answer, ['UINT32', 42]);
   assert.equal(metadata.eps, ['FLOAT32', Math.fround(1e-5)]);
   assert.equal(metadata['general.architecture'], ['STRING', 'llama']);
+  // Requantized, the file says its new type (llama.cpp reads general.file_type), as gguf-py numbers it.
+  assert.equal(metadata['general.file_type'], ['UINT32', checked[2]]);
   const refused = await runCli(['convert', st, file('q.npz'), '--type', 'q8_0']);
   assert.is(refused.code, 2);
   assert.match(refused.stderr, /--type is for writing a \.gguf/);
+  // Options of other outputs are refused, not ignored: a GGUF's and a .safetensors' layout is the format's.
+  for (const [out, flag] of [
+    [again, '--order'],
+    [file('q.safetensors'), '--byteorder'],
+    [again, '--compress'],
+  ]) {
+    const ignored = await runCli(['convert', st, out, flag, ...(flag === '--order' ? ['F'] : flag === '--byteorder' ? ['big'] : [])]);
+    assert.is(ignored.code, 2, `${flag}: ${ignored.stderr}`);
+    assert.match(ignored.stderr, new RegExp(`${flag} is not for writing`));
+  }
 });
 
 test("what holds tensors is the format list's word (its entries' `tensors`), which the CLI and the tfjs adapter ask", async () => {

@@ -104,7 +104,7 @@ test("saveGguf's file: GGUFReader reads its metadata and tensors, and npyts's re
   }
 });
 
-test('refused by name: a NaN in a quantized block, a dtype GGUF has no type for, an unknown type, rows a chosen block type cannot hold', async () => {
+test('refused by name: a NaN in a quantized block, a dtype GGUF has no type for, an unknown type, rows a chosen block type cannot hold, a block type for integers, a type for a key the metadata lacks', async () => {
   const w = new Float32Array(64);
   w[40] = Number.NaN;
   const e = await refusedWith(
@@ -136,6 +136,12 @@ test('refused by name: a NaN in a quantized block, a dtype GGUF has no type for,
     'BAD_OPTION',
     "'w' has rows of 48 values",
   );
+  // A block type chosen for an integer tensor (written as itself) is refused, not ignored.
+  await refusedWith(
+    Promise.resolve().then(() => encodeGguf({ i: { data: new Int32Array(32), shape: [1, 32] } }, { type: () => 'q8_0' })),
+    'BAD_OPTION',
+    "'i' is int32",
+  );
   // Metadata a type cannot hold is refused, never wrapped or rounded unasked.
   const one = { w: { data: new Float32Array(1), shape: [1] } };
   for (const [metadata, metadataTypes, code, pattern] of [
@@ -143,6 +149,8 @@ test('refused by name: a NaN in a quantized block, a dtype GGUF has no type for,
     [{ k: 1.5 }, { k: 'INT32' }, 'BAD_VALUE', "metadata 'k': 1.5 is not a INT32"],
     [{ k: ['a', 1] }, {}, 'BAD_VALUE', 'share one GGUF type'],
     [{ k: 'x\ud800' }, {}, 'BAD_OPTION', 'lone surrogate'],
+    // A type declared for a key the metadata lacks (a misspelt key) is not dropped unasked.
+    [{ 'llama.context_length': 2048 }, { 'llama.context_lenght': 'UINT32' }, 'BAD_OPTION', "'llama.context_lenght'"],
   ]) {
     const e = await npyErrorOf(() => encodeGguf(one, { metadata, metadataTypes }));
     assert.is(e.code, code, e.message);

@@ -527,7 +527,7 @@ print(json.dumps([got.dtype == z.dtype, got.shape == z.shape, got.tobytes() == z
   assert.equal(JSON.parse(same), [true, true, true, true]);
 });
 
-test('openWeights of a set refuses by name: a reference outside its place, a chunk past the end of its file, a grid its references do not fill, a set as bytes without a place', async () => {
+test('openWeights of a set refuses by name: a reference outside its place, a chunk past the end of its file, chunks sharing bytes, a grid its references do not fill, a set as bytes without a place', async () => {
   const base = await referencesOf(at('c.npy'), { chunkBytes: 48 });
   const write = (name, edit) => {
     const set = structuredClone(base);
@@ -560,6 +560,14 @@ test('openWeights of a set refuses by name: a reference outside its place, a chu
   const w2 = await openWeights(long);
   assert.is((await npyErrorOf(() => w2.get('c'))).code, 'BAD_SHAPE');
   await w2.close();
+  // Every chunk naming the first chunk's bytes: an array as large as the set claims from a few bytes of file.
+  const repeated = write('repeated.json', (r) => {
+    r['c/c/1/0'] = [...r['c/c/0/0']];
+    r['c/c/2/0'] = [...r['c/c/0/0']];
+  });
+  const w3 = await openWeights(repeated);
+  assert.is((await npyErrorOf(() => w3.get('c'))).code, 'BAD_REFERENCES');
+  await w3.close();
   const missing = write('missing.json', (r) => {
     delete r['c/c/2/0'];
   });

@@ -279,6 +279,16 @@ test('issue 54: a presigned index reaches its shards through openWeights(url, { 
       [],
     );
     assert.ok(bucket.log.every((r) => r.authorization === 'Bearer secret'));
+    // A place on another origin gets no headers either: they are the index's.
+    elsewhere.log.length = 0;
+    const placed = await openWeightsAnywhere(indexUrl, { place: `${elsewhere.base}/models/m/`, headers: { authorization: 'Bearer secret' } });
+    assert.ok(close(Array.from(toFloat32(await placed.get('c.weight')).data), values['c.weight']));
+    await placed.close();
+    assert.ok(elsewhere.log.length > 0);
+    assert.equal(
+      elsewhere.log.filter((r) => r.authorization !== undefined),
+      [],
+    );
     // The hook is asked only for names inside the index's folder.
     badIndex('hooked.index.json', '../m/model-00002-of-00003.safetensors');
     const bad = sign('/models/m/hooked.index.json');

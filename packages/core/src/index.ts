@@ -137,6 +137,7 @@ export {
   encodeGguf,
   ggufParts,
   GGUF_WRITE_TYPES,
+  GGUF_FILE_TYPES,
   type GgufInput,
   type GgufMetadataInput,
   type GgufParts,

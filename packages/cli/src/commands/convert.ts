@@ -7,6 +7,7 @@
  */
 import {
   GGUF_WRITE_TYPES,
+  GGUF_FILE_TYPES,
   NpyError,
   encodeNpy,
   toOrder,
@@ -70,6 +71,13 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     throw new UsageError(
       `cannot tell what to write from the name ${printable(output.file)} (${ext ? `extension '${printable(ext)}'` : 'no extension'}): name it .npy, .npz, .safetensors, .gguf, .csv or .tsv`,
     );
+  }
+  if (safetensorsOut || ggufOut) {
+    // These formats fix their own layout (C order, little-endian) and have no archive or header version.
+    const kind = ggufOut ? '.gguf' : '.safetensors';
+    for (const flag of ['--order', '--byteorder', '--compress', '--store', '--version']) {
+      if (p.flags.has(flag)) throw new UsageError(`${flag} is not for writing a ${kind} file (its layout is the format's own: C order, little-endian)`);
+    }
   }
   const ggufType = p.flags.get('--type');
   if (ggufType !== undefined && !ggufOut) throw new UsageError('--type is for writing a .gguf');
@@ -189,11 +197,15 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     await withFileAsync(output.file, () => saveSafetensors(output.file, tensors, shardSize === undefined ? {} : { maxShardSize: shardSize }));
   } else if (ggufOut) {
     // A GGUF read keeps its key/values (with their types) in the GGUF written from it.
-    const kept = weightsIn
+    const kept: { metadata?: Record<string, unknown>; metadataTypes?: Readonly<Record<string, string>> } = weightsIn
       ? await withWeights(input, async (f) =>
           f.format === 'gguf' ? { metadata: f.metadata, ...(f.metadataTypes ? { metadataTypes: f.metadataTypes } : {}) } : {},
         )
       : {};
+    // A file requantized says its new type where it said its old one (llama.cpp reads general.file_type).
+    if (ggufType !== undefined && kept.metadata !== undefined && Object.hasOwn(kept.metadata, 'general.file_type')) {
+      kept.metadata = { ...kept.metadata, 'general.file_type': GGUF_FILE_TYPES[String(ggufType) as GgufWriteType] };
+    }
     const options = { ...kept, ...(ggufType === undefined ? {} : { type: String(ggufType) as GgufWriteType }) };
     withFile(output.file, () => saveGgufSync(output.file, new Map(arrays.map(([name, a]) => [name, a])), options));
   } else if (outArchive) {

@@ -28,6 +28,25 @@ export type GgufWriteType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q4_1' | 
  */
 export const GGUF_WRITE_TYPES: readonly GgufWriteType[] = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'tq1_0', 'tq2_0'];
 
+/**
+ * llama.cpp's `general.file_type` of a file whose tensors are written as each type (gguf-py's
+ * `LlamaFileType`: `ALL_F32`, `MOSTLY_F16`, `MOSTLY_Q8_0`, …): a file converted to another type says so.
+ * @example
+ * GGUF_FILE_TYPES.q8_0;   // 7
+ */
+export const GGUF_FILE_TYPES: Readonly<Record<GgufWriteType, number>> = {
+  f32: 0,
+  f16: 1,
+  q4_0: 2,
+  q4_1: 3,
+  q8_0: 7,
+  q5_0: 8,
+  q5_1: 9,
+  bf16: 32,
+  tq1_0: 36,
+  tq2_0: 37,
+};
+
 /** Tensors to write: by name, in an object or a Map, written in that order. */
 export type GgufInput = Record<string, NdArray | ArraySpec> | Map<string, NdArray | ArraySpec>;
 
@@ -304,7 +323,17 @@ function targetOf(name: string, array: NdArray, option: GgufWriteOptions['type']
   const where = `'${name}' is ${dt.name}`;
   if (family === 'int') {
     const t = GGML_TYPES.get({ 1: 24, 2: 25, 4: 26, 8: 27 }[dt.itemsize]!);
-    if (t) return t;
+    if (t) {
+      // An integer tensor is written as itself: a type chosen for it by name must say so.
+      const r = typeof option === 'function' ? option(name, array) : undefined;
+      if (r !== undefined) {
+        throw new NpyError(
+          'BAD_OPTION',
+          `${where}, an integer tensor, which is written as itself; the type chosen for it (${String(r)}) is for floats: answer undefined for it`,
+        );
+      }
+      return t;
+    }
   }
   const float = (family === 'float' && dt.realBytes <= 8) || family === 'mlfloat';
   if (!float) {
@@ -394,6 +423,12 @@ export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): Ggu
     throw new NpyError('BAD_OPTION', 'metadata must be an object or a Map of key/values');
   const entries: [string, unknown][] = metadata instanceof Map ? [...metadata.entries()] : Object.entries(metadata);
   const declared = options.metadataTypes ?? {};
+  // A type declared for a key the metadata does not have is a misspelt key, not a type to drop.
+  const keys = new Set(entries.map(([k]) => k));
+  const stray = Object.keys(declared).filter((k) => !keys.has(k));
+  if (stray.length) {
+    throw new NpyError('BAD_OPTION', `metadataTypes names ${stray.map((k) => `'${k}'`).join(', ')}, which the metadata does not have: check the spelling`);
+  }
   const typeOfKey = (key: string, v: unknown): VT => {
     if (!Object.hasOwn(declared, key)) return inferType(key, v);
     const t = VT_BY_NAME.get(String(declared[key]));

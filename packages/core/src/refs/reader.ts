@@ -252,6 +252,7 @@ export class ReferenceSetFile implements TensorFile {
       const chunkBytes = rowBytes * a.rows;
       // The ranges first, each checked against its file's size: what is allocated is what the files hold.
       const ranges: { bytes: Uint8Array | null; source: ByteSource | null; offset: number }[] = [];
+      const spansByFile = new Map<string, [number, number][]>();
       for (const ref of a.chunks) {
         if (typeof ref === 'string') {
           const bytes = ref.startsWith('base64:') ? fromBase64(ref.slice(7)) : new TextEncoder().encode(ref);
@@ -271,6 +272,22 @@ export class ReferenceSetFile implements TensorFile {
           );
         }
         ranges.push({ bytes: null, source, offset });
+        let spans = spansByFile.get(file);
+        if (!spans) spansByFile.set(file, (spans = []));
+        spans.push([offset, offset + length]);
+      }
+      // Chunks that share bytes of a file would make the array larger than the files hold (the same
+      // kilobyte named a million times): refused, so that what is allocated is bounded by the bytes.
+      for (const [file, spans] of spansByFile) {
+        spans.sort((x, y) => x[0] - y[0]);
+        for (let i = 1; i < spans.length; i++) {
+          if (spans[i]![0] < spans[i - 1]![1]) {
+            throw withWhere(
+              bad(`two chunks of '${name}' share bytes of ${file} (bytes ${spans[i]![0]} to ${spans[i - 1]![1]}): each chunk has bytes of its own`),
+              { file },
+            );
+          }
+        }
       }
       const out = new Uint8Array(allocateBuffer(size * a.dtype.itemsize));
       let at = 0;

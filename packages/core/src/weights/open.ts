@@ -312,7 +312,7 @@ export function weightFileKind(first: Uint8Array, size: number): WeightFileKind 
  */
 export function placeOf(url: string | null, options: OpenWeightsOptions): Place | null {
   if (options.resolve) return hookStore(options.resolve, url ?? (options.place === undefined ? null : resolveUrl(options.place)));
-  if (options.place !== undefined) return urlStore(resolveUrl(options.place));
+  if (options.place !== undefined) return urlStore(resolveUrl(options.place), {}, url);
   return url === null ? null : urlStore(url);
 }
 

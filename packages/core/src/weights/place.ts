@@ -88,14 +88,16 @@ function withResolveHint(e: unknown, href: string, index: string): unknown {
 
 /**
  * The files under the folder of `base` (a URL of a file, or of a folder ending in `/`), on its
- * origin, read by range with `httpOptions` and those of the file that names a key (its headers stay
- * on its origin, which every key shares).
+ * origin, read by range with `httpOptions` and those of the file that names a key. That file's
+ * `headers` go with a request only where the store is on its origin (`namedBy`: its URL; absent, the
+ * store's own): a sharded index's credentials never reach a `place` on another origin.
  * @example
  * const store = urlStore('https://h/m/model.safetensors.index.json');
  * await openWeights('model.safetensors.index.json', { store });
  */
-export function urlStore(base: string | URL, httpOptions: StoreOpenOptions = {}): ReadStore {
+export function urlStore(base: string | URL, httpOptions: StoreOpenOptions = {}, namedBy?: string | null): ReadStore {
   const url = String(base);
+  const sameOrigin = namedBy == null || originOf(namedBy) === originOf(url);
   return {
     where: url,
     check: (name, what) => void siblingUrl(url, name, what, false),
@@ -106,7 +108,9 @@ export function urlStore(base: string | URL, httpOptions: StoreOpenOptions = {})
     async open(name, options = {}) {
       const href = siblingUrl(url, name, `'${name}'`, false);
       try {
-        return await sourceOf(href, { ...httpOptions, ...options, within: new URL('.', url).href, tailBytes: 1 });
+        const { headers, ...rest } = options;
+        const theirs = headers !== undefined && sameOrigin ? { headers } : {};
+        return await sourceOf(href, { ...httpOptions, ...rest, ...theirs, within: new URL('.', url).href, tailBytes: 1 });
       } catch (e) {
         throw withResolveHint(e, href, url);
       }
