@@ -191,6 +191,29 @@ test('DIR/NAME.safetensors names the files; an earlier save of more shards is cl
   assert.equal(readdirSync(out).sort(), ['keep.txt', 'w.safetensors', 'w.safetensors.bak']);
 });
 
+test('a save that fails midway leaves the earlier set whole: no shard renamed, no file beside; a get() that differs from its info() is refused', async () => {
+  const out = join(dir, 'midway');
+  const f32 = (n, v) => ({ data: new Float32Array(n).fill(v), shape: [n] });
+  await saveSafetensors(out, { a: f32(256, 1), b: f32(256, 2), c: f32(256, 3) }, { maxShardSize: 1100 });
+  const before = Object.fromEntries(readdirSync(out).map((f) => [f, readFileSync(join(out, f))]));
+  assert.is(Object.keys(before).length, 4);
+  // A lazy source in another order whose last tensor cannot be read: shards 1 and 2 are complete first.
+  const lazy = (get) => ({
+    names: ['c', 'b', 'a'],
+    info: async (name) => ({ dtype: (await loadWeights(join(out, 'model.safetensors.index.json'))).get(name).dtype, shape: [256] }),
+    get,
+  });
+  const failing = lazy(async (name) => {
+    if (name === 'a') throw new Error('the disk went away');
+    return { data: new Float32Array(256).fill(name === 'b' ? 20 : 30), shape: [256] };
+  });
+  await assert.rejects(() => saveSafetensors(out, failing, { maxShardSize: 1100 }), /the disk went away/);
+  assert.equal(Object.fromEntries(readdirSync(out).map((f) => [f, readFileSync(join(out, f))])), before);
+  // A source whose get() gives other data than its info() said is refused, not written under that header.
+  const lying = lazy(async () => ({ data: new Int32Array(256), shape: [256] }));
+  await refusedWith(saveSafetensors(join(dir, 'lying'), lying, { maxShardSize: 1100 }), 'UNEXPECTED_DTYPE', "'c' read as int32");
+});
+
 test('size strings read as parse_size_to_int reads them; what it refuses is refused', async () => {
   const sizes = ['5GB', '1.5gb', ' 2 KB ', '0.001TB', '3MB', '.5KB', '1e3KB', '12.34567MB'];
   const want = JSON.parse(
