@@ -13,10 +13,9 @@ export async function cmdMergeLora(p: Parsed, _io: Io): Promise<void> {
   if (!Number.isFinite(scale) || given === '') throw new UsageError('--scale must be a number (0: the base unchanged, 1: the whole adapter)');
   const merged = await withFileAsync(adapter, () => mergeLora(base, adapter, { scale }));
   try {
-    // Every merged tensor in memory, as saveSafetensors writes; each is merged as it is read.
-    const tensors = await withFileAsync(base, () => merged.getAll());
+    // Streamed: each tensor merged when its turn comes to be written, one in memory at a time;
     // transformers' own mark, so that from_pretrained loads the file as PyTorch weights.
-    await withFileAsync(out, () => saveSafetensors(out, tensors, { metadata: { format: 'pt' } }));
+    await withFileAsync(out, () => saveSafetensors(out, merged, { metadata: { format: 'pt' } }));
   } finally {
     await merged.close();
   }
