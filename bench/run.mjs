@@ -615,6 +615,7 @@ if (asJSON) {
   console.log(
     `\nSharded .safetensors (bench/shards.mjs): ${shards.op}, a ${(shards.bytes / 1e6).toFixed(0)} MB torch.save state_dict of ${shards.tensors} float32 tensors (largest ${(shards.largest_tensor / 1e6).toFixed(0)} MB) into ${shards.files} files, against ${shards.baseline}; each a fresh process, ${shards.rounds} interleaved rounds, medians (spread). Time ${shards.seconds.toFixed(2)} s against ${shards.baseline_seconds.toFixed(2)} s: ${shards.time_ratio.toFixed(2)} × (${shards.time_ratio_spread.map((v) => v.toFixed(2)).join('–')}). Peak RSS ${(shards.peak_rss / 1e6).toFixed(0)} MB (${shards.peak_rss_spread.map((v) => (v / 1e6).toFixed(0)).join('–')}), huggingface_hub's ${(shards.baseline_peak_rss / 1e6).toFixed(0)} MB; target ≤ largest tensor + 100 MiB = ${(shards.rss_limit / 1e6).toFixed(0)} MB: ${shards.verdict === 'met' ? 'met' : '**missed**'}.`,
   );
+  console.log(
     `\nONNX Runtime withWeights on large models (bench/onnxruntime-large.mjs): withWeights + InferenceSession.create + one run, each case a fresh Node process, ${ortLarge.rounds} interleaved rounds; peak is VmHWM over the process after its modules loaded. memory: weights from a file-backed Blob, each tensor handed to ORT as external data in memory; inline: { inline: true }; pointed: by path, into the mapped file; ort: ORT's own session from the model and its external data file.`,
   );
   console.log("| model | case | time | spread | time ÷ ORT (spread) | peak | peak − ORT's peak | largest tensor |");
