@@ -65,7 +65,7 @@ export interface GgufWriteOptions {
    * is an ARRAY of STRING.
    */
   metadata?: GgufMetadataInput;
-  /** GGUF value types by key (as {@link GgufFile.metadataTypes} gives them): a file read is written back with its own types. */
+  /** GGUF value types by key (as a `GgufFile`'s `metadataTypes` gives them): a file read is written back with its own types. */
   metadataTypes?: Readonly<Record<string, GgufValueType | string>>;
   /**
    * The tensor type: one for every float tensor, or a function choosing one per tensor (its choice

@@ -141,7 +141,7 @@ export interface OpenNpyOptions extends UrlOptions {
 }
 
 /** The options {@link OpenNpyOptions} names (see `knownKeys`, options.ts). */
-export const OPEN_NPY_KEYS = knownKeys<OpenNpyOptions>({ ...URL_KEYS, store: true });
+export const OPEN_NPY_KEYS: ReadonlySet<string> = knownKeys<OpenNpyOptions>({ ...URL_KEYS, store: true });
 
 /**
  * Open a .npy for region reads from a URL (HTTP ranges), a `Blob`/`File` (slices: a dropped

@@ -17,7 +17,9 @@ import { getEvery, settleAll } from '../io/settle.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
-import { openWeights, WeightFile } from '../weights/open.js';
+import { OPEN_WEIGHTS_KEYS, openWeights, WeightFile } from '../weights/open.js';
+import { checkOptions, knownKeys, pickOptions } from '../options.js';
+import { HTTP_KEYS } from '../io/url.js';
 import type { TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 
 /** Options of `mergeLora`. */
@@ -31,6 +33,8 @@ export interface MergeLoraOptions extends HttpOptions {
 }
 
 /** An adapter given as its parts: `adapter_config.json`'s object, and `adapter_model.safetensors` opened. */
+const MERGE_KEYS = knownKeys<MergeLoraOptions>({ ...HTTP_KEYS, scale: true });
+
 export interface LoraAdapterParts {
   readonly config: Readonly<Record<string, unknown>>;
   readonly weights: WeightFile;
@@ -482,15 +486,18 @@ export async function mergeLoraWith(
   adapter: string | URL | LoraAdapterParts,
   options: MergeLoraOptions,
 ): Promise<WeightFile> {
+  checkOptions('mergeLora', options, MERGE_KEYS);
   options.signal?.throwIfAborted();
+  // The files are opened with the options an opener takes (the HTTP ones); `scale` is the merge's.
+  const opening = pickOptions(options, OPEN_WEIGHTS_KEYS) as MergeLoraOptions;
   const owned: WeightFile[] = [];
   try {
-    const baseFile = base instanceof WeightFile ? base : await openers.openWeights(base, options);
+    const baseFile = base instanceof WeightFile ? base : await openers.openWeights(base, opening);
     if (baseFile !== base) owned.push(baseFile);
     let parts: LoraAdapterParts;
     if (typeof adapter === 'string' || adapter instanceof URL) {
-      const config = await readAdapterConfig(await openers.source(openers.inFolder(adapter, 'adapter_config.json'), options));
-      const weights = await openers.openWeights(openers.inFolder(adapter, 'adapter_model.safetensors'), options);
+      const config = await readAdapterConfig(await openers.source(openers.inFolder(adapter, 'adapter_config.json'), opening));
+      const weights = await openers.openWeights(openers.inFolder(adapter, 'adapter_model.safetensors'), opening);
       owned.push(weights);
       parts = { config, weights };
     } else if (isObject(adapter) && adapter.weights instanceof WeightFile) parts = adapter;

@@ -20,7 +20,7 @@ export interface OpenNpzOptions extends NpzOptions, HttpOptions {
  * @example
  * await openNpz(source, pickOptions(adapterOptions, OPEN_NPZ_KEYS));
  */
-export const OPEN_NPZ_KEYS = knownKeys<OpenNpzOptions>({ ...NPZ_KEYS, ...HTTP_KEYS, store: true });
+export const OPEN_NPZ_KEYS: ReadonlySet<string> = knownKeys<OpenNpzOptions>({ ...NPZ_KEYS, ...HTTP_KEYS, store: true });
 
 /**
  * Open a .npz from a URL, a `Blob`/`File`, bytes or any {@link ByteSource}: only the directory is

@@ -16,7 +16,7 @@ import type { ByteSource } from '../io/byte-source.js';
 import { fromBase64 } from '../io/parts.js';
 import { getEvery } from '../io/settle.js';
 import { arrayOfData } from '../npy.js';
-import { denseStrides, gather } from '../torch/file.js';
+import { denseStrides, gather } from '../array/strides.js';
 import { checkHeaderBytes } from '../weights/header-cap.js';
 import type { Place } from '../weights/place.js';
 import { checkKey, openKey } from '../store/key.js';

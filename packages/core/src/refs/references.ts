@@ -17,7 +17,6 @@ import { SafetensorsFile } from '../safetensors/file.js';
 import { GgufFile } from '../gguf/file.js';
 import { formatOf, SNIFF_BYTES } from '../weights/formats.js';
 import { isTorchArchive } from '../torch/layout.js';
-import { TorchFile } from '../torch/file.js';
 import { parseShardIndex } from '../weights/sharded.js';
 import { placeOf, type OpenWeightsOptions } from '../weights/open.js';
 import type { TensorExtent } from '../weights/tensor-file.js';
@@ -119,6 +118,8 @@ async function extentsOf(source: ByteSource, fallbackName: string, place: Place 
     const archive = await NpzArchive.open(source, { signal });
     if (isTorchArchive(archive)) {
       // Each tensor where its storage member's bytes lie in the zip (TorchFile.extent refuses views that are not the array as it lies).
+      // Loaded when a checkpoint is met: code that never reads one carries no unpickler.
+      const { TorchFile } = await import('../torch/file.js');
       const file = await TorchFile.fromArchive(archive, { signal });
       const out: Extent[] = [];
       for (const name of file.names) out.push({ name, ...(await file.extent(name, { signal })) });

@@ -21,6 +21,7 @@ import { arrayOfData, type DecodeOptions } from '../npy.js';
 import type { NpzArchive } from '../npz/archive.js';
 import { STORED, type ZipEntry } from '../npz/zip.js';
 import { unpickleFirst, unpickleWith } from '../pickle/unpickler.js';
+import { denseStrides, gather } from '../array/strides.js';
 import type { GetAllReadOptions, TensorExtent, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { StorageRef, TensorRef, TorchDType, UnreadTensor, elementBytes, torchDialect } from './pickle-dialect.js';
 import { parseDescr } from '../format/dtype.js';
@@ -125,21 +126,6 @@ function throughAliases(name: string, aliases: ReadonlyMap<string, string>, tens
     path = first === '' ? tail : tail === '' ? first : `${first}.${tail}`;
   }
   return path;
-}
-
-/**
- * C-order (or, with `fortran`, F-order) element strides of a shape.
- * @internal
- */
-export function denseStrides(shape: readonly number[], fortran: boolean): number[] {
-  const out = new Array<number>(shape.length);
-  let step = 1;
-  for (let k = 0; k < shape.length; k++) {
-    const axis = fortran ? k : shape.length - 1 - k;
-    out[axis] = step;
-    step *= shape[axis]!;
-  }
-  return out;
 }
 
 /** Whether `strides` lay `shape` out densely in that order (axes of length 1 may have any stride). */
@@ -609,30 +595,6 @@ class ZipStorages implements Storages {
 
   close(): Promise<void> {
     return this.archive.close();
-  }
-}
-
-/**
- * The elements of a strided view, from the bytes of its extent (`span` starts at its first
- * element), into `out` in C order: an odometer over the axes, one element's bytes at a time.
- * @internal
- */
-export function gather(span: Uint8Array, out: Uint8Array, shape: readonly number[], strides: readonly number[], itemsize: number): void {
-  const size = shape.reduce((a, b) => a * b, 1);
-  if (size === 0) return;
-  const ndim = shape.length;
-  const index = new Array<number>(ndim).fill(0);
-  let from = 0;
-  for (let i = 0; i < size; i++) {
-    out.set(span.subarray(from * itemsize, (from + 1) * itemsize), i * itemsize);
-    for (let k = ndim - 1; k >= 0; k--) {
-      if (++index[k]! < shape[k]!) {
-        from += strides[k]!;
-        break;
-      }
-      from -= (shape[k]! - 1) * strides[k]!;
-      index[k] = 0;
-    }
   }
 }
 

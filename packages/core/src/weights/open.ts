@@ -235,7 +235,7 @@ export async function openWeightsIn(key: unknown, options: OpenWeightsOptions & 
  * @example
  * await openWeights(source, pickOptions(adapterOptions, OPEN_WEIGHTS_KEYS));
  */
-export const OPEN_WEIGHTS_KEYS = knownKeys<OpenWeightsOptions>({
+export const OPEN_WEIGHTS_KEYS: ReadonlySet<string> = knownKeys<OpenWeightsOptions>({
   ...FORMAT_KEYS,
   resolve: true,
   place: true,
