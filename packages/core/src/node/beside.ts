@@ -1,6 +1,7 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
 import type { FileRef, Operation } from '../io/steps.js';
 import { tempBeside } from './fd.js';
+import type { KnownKeys } from '../options.js';
 import { runSync } from './drive.js';
 
 /** How a save replaces its file. */
@@ -17,6 +18,9 @@ export interface ReplaceOptions {
    */
   durable?: boolean;
 }
+
+/** The options {@link ReplaceOptions} names (see `knownKeys`, options.ts). */
+export const REPLACE_KEYS = { durable: true } as const satisfies KnownKeys<ReplaceOptions>;
 
 /**
  * Write a file through a temporary file beside it, renamed over `path` only when `write` completes

@@ -6,6 +6,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
 import {
   DECODE_KEYS,
+  DECODE_KEY_SET,
   ENCODE_KEYS,
   arrayOverNative,
   checkDataPresent,
@@ -44,12 +45,15 @@ export function* readingNpyHeader(path: string, options: DecodeOptions = {}): Op
   }
 }
 
+const HEADER_KEYS = knownKeys<DecodeOptions & AsyncOptions>({ ...DECODE_KEYS, signal: true });
+
 /**
  * The header of a .npy file, reading only its first bytes.
  * @example
  * const { shape, dtype } = await readNpyHeader('big.npy');
  */
 export function readNpyHeader(path: string, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
+  checkOptions('readNpyHeader', options, HEADER_KEYS);
   return run(readingNpyHeader(path, options), options.signal, path);
 }
 
@@ -59,6 +63,7 @@ export function readNpyHeader(path: string, options: DecodeOptions & AsyncOption
  * const { shape } = readNpyHeaderSync('big.npy');
  */
 export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): NpyHeader {
+  checkOptions('readNpyHeaderSync', options, DECODE_KEY_SET);
   return runSync(readingNpyHeader(path, options), path);
 }
 

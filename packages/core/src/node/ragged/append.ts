@@ -2,6 +2,7 @@
 import { dirname, join, resolve } from 'node:path';
 import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
+import { checkOptions, knownKeys } from '../../options.js';
 import type { NdArray } from '../../array/ndarray.js';
 import { appending, droppingRows } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
@@ -11,7 +12,7 @@ import { appendLocked } from '../lock.js';
 import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
 import { followHeap, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedInfo, type WordWidth } from '../../ragged/convention.js';
-import { heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
+import { RAGGED_PATH_KEYS, heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
 import { headerOrNull, heapPathOf, readingRegionAt } from './files.js';
 import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
@@ -144,6 +145,9 @@ export function* lockedAppend(path: string, array: NdArray): Operation<void> {
   yield* appendLocked(path, () => appending(path, array));
 }
 
+const APPEND_SYNC_KEYS = knownKeys<RaggedPathOptions>(RAGGED_PATH_KEYS);
+const APPEND_KEYS = knownKeys<RaggedPathOptions & AsyncOptions>({ ...RAGGED_PATH_KEYS, signal: true });
+
 /**
  * Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous
  * state. A compact index whose words outgrow their width is rewritten wider, beside and renamed over.
@@ -152,6 +156,7 @@ export function* lockedAppend(path: string, array: NdArray): Operation<void> {
  * await appendRagged('words.npy', ['ghij']);
  */
 export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
+  checkOptions('appendRagged', options, APPEND_KEYS);
   return run(appendingRagged(path, elements, options), options.signal, path);
 }
 
@@ -161,5 +166,6 @@ export function appendRagged(path: string, elements: Input[], options: RaggedPat
  * appendRaggedSync('words.npy', ['ghij']);
  */
 export function appendRaggedSync(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
+  checkOptions('appendRaggedSync', options, APPEND_SYNC_KEYS);
   runSync(appendingRagged(path, elements, options), path);
 }

@@ -2,6 +2,8 @@
 import { getField } from '../../array/records.js';
 import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
+import { checkOptions, knownKeys } from '../../options.js';
+import { RAGGED_PATH_KEYS } from '../../ragged/build.js';
 import { namedObject } from '../../array/safe-object.js';
 import { openNpyFile, openNpyFileSync, type NpyFileHandleSync } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
@@ -24,6 +26,10 @@ export interface RaggedHandle extends RaggedFacts {
   chunks(size: number): Generator<RaggedElement[]>;
   close(): void;
 }
+
+const OPEN_SYNC_KEYS = knownKeys<RaggedPathOptions>(RAGGED_PATH_KEYS);
+const OPEN_KEYS = knownKeys<RaggedPathOptions & AsyncOptions>({ ...RAGGED_PATH_KEYS, signal: true });
+const SIGNAL_KEYS = knownKeys<AsyncOptions>({ signal: true });
 
 /**
  * Whether the .npy at `path` is a ragged index (its dtype carries the npyts.ragged title).
@@ -65,6 +71,7 @@ const blockingFiles = { open: (p: string) => openNpyFileSync(p), read: (h: NpyFi
  * r.close();
  */
 export function openRaggedRecordsSync(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
+  checkOptions('openRaggedRecordsSync', options, OPEN_SYNC_KEYS);
   const main = openNpyFileSync(path);
   const fields = raggedFieldsOf(main.dtype);
   const heaps = namedObject<NpyFileHandleSync>();
@@ -119,6 +126,7 @@ const readBlocking = <T>(reading: Reading<NpyFileHandleSync, T>): T => runReadin
  * r.close();
  */
 export function openRaggedSync(path: string, options: RaggedPathOptions = {}): RaggedHandle {
+  checkOptions('openRaggedSync', options, OPEN_SYNC_KEYS);
   const opened: NpyFileHandleSync[] = [];
   const closeAll = (): void => {
     for (const h of opened) h.close();
@@ -156,6 +164,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
  * await r.close();
  */
 export async function openRagged(path: string, options: RaggedPathOptions & AsyncOptions = {}): Promise<RaggedReader & AsyncDisposable> {
+  checkOptions('openRagged', options, OPEN_KEYS);
   const reader = await openRaggedWith(
     (p) => openNpyFile(p, { signal: options.signal }),
     path,
@@ -170,5 +179,6 @@ export async function openRagged(path: string, options: RaggedPathOptions & Asyn
  * await isRagged('words.npy');   // true
  */
 export async function isRagged(path: string, options: AsyncOptions = {}): Promise<boolean> {
+  checkOptions('isRagged', options, SIGNAL_KEYS);
   return raggedInfo((await readNpyHeader(path, options)).dtype) !== null;
 }
