@@ -30,7 +30,7 @@ import { run, runSync } from './drive.js';
 import { writingBeside, type ReplaceOptions } from './beside.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
-import { checkOptions, knownKeys } from '../options.js';
+import { checkOptions, knownKeys, pickOptions } from '../options.js';
 import { loadNpy as loadNpyIn, refuseBesideStore, saveNpy as saveNpyIn } from '../store/entries.js';
 import type { ReadStore, WriteStore } from '../store/types.js';
 
@@ -113,7 +113,7 @@ export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Pro
     const pickle = loadCodec(options);
     return loadNpyIn(path, { ...rest, store, ...(pickle ? { pickle } : {}) });
   }
-  if (options.mmap) return mapNpy(path, options.mmap, options);
+  if (options.mmap) return mapNpy(path, options.mmap, pickOptions(options, DECODE_KEYS));
   return run(loadingNpy(path, options), options.signal, path);
 }
 
@@ -161,7 +161,7 @@ export function loadNpySync<const S extends DescrInput>(path: string, options: L
 export function loadNpySync(path: string, options?: LoadOptions): NdArray;
 export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
   checkOptions('loadNpySync', options, LOAD_SYNC_KEYS);
-  if (options.mmap) return mapNpy(path, options.mmap, options);
+  if (options.mmap) return mapNpy(path, options.mmap, pickOptions(options, DECODE_KEYS));
   return runSync(loadingNpy(path, options), path);
 }
 

@@ -13,7 +13,7 @@ import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
 import { followHeap, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedInfo, type WordWidth } from '../../ragged/convention.js';
 import { RAGGED_PATH_KEYS, heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
-import { headerOrNull, heapPathOf, readingRegionAt } from './files.js';
+import { headerOrNull, heapPathIn, readingRegionAt } from './files.js';
 import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
@@ -26,7 +26,7 @@ function* raggedFacts(
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   if (info.kind === 'ref') throw new NpyError('DTYPE_MISMATCH', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
-  const heapPath = heapPathOf(path, info.heap, options);
+  const heapPath = heapPathIn(path, info.heap, options);
   const followed = followHeap(chain, heapPath);
   yield* heapMustExist(path, heapPath);
   const heap = yield* readingNpyHeader(heapPath);
@@ -82,7 +82,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
   // Only the heap's name is needed to take its lock; the facts are read under both locks below.
   const info = raggedInfo((yield* readingNpyHeader(path)).dtype);
   if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
-  const heapPath = heapPathOf(path, info.heap, options);
+  const heapPath = heapPathIn(path, info.heap, options);
   followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
   yield* heapMustExist(path, heapPath);
   function* underHeapLock(): Operation<void> {

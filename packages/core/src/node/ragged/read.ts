@@ -11,7 +11,7 @@ import { readNpyHeader, readNpyHeaderSync } from '../npy-files.js';
 import { indexWords, raggedInfo, type RaggedElement, type RaggedInfo } from '../../ragged/convention.js';
 import { openingLevel, pairsOf, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../../ragged/reading.js';
 import { openRaggedWith, raggedMethods, type RaggedFacts, type RaggedReader } from '../../ragged/readers.js';
-import { heapPathOf } from './files.js';
+import { heapPathIn } from './files.js';
 import type { RaggedPathOptions } from '../../ragged/build.js';
 
 /** An open ragged array: elements are read with region reads of the index and of the heap only. */
@@ -83,7 +83,7 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
     if (Object.keys(fields).length === 0) throw new NpyError('NOT_RAGGED', `${path} has no ragged fields`);
     for (const [name, info] of Object.entries(fields)) {
       if (info.layout === 'offsets') throw new NpyError('BAD_RAGGED', `${path}: field '${name}' is an offsets index, which a record field cannot be`);
-      heaps[name] = openNpyFileSync(heapPathOf(path, info.heap, options));
+      heaps[name] = openNpyFileSync(heapPathIn(path, info.heap, options));
     }
   } catch (e) {
     closeAll();
@@ -134,7 +134,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
   let level: RaggedLevel<NpyFileHandleSync>;
   try {
     level = runReadingSync(
-      openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathOf(i, h, options)),
+      openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathIn(i, h, options)),
       blockingFiles,
       opened,
     );
@@ -168,7 +168,7 @@ export async function openRagged(path: string, options: RaggedPathOptions & Asyn
   const reader = await openRaggedWith(
     (p) => openNpyFile(p, { signal: options.signal }),
     path,
-    (index, heap) => heapPathOf(index, heap, options),
+    (index, heap) => heapPathIn(index, heap, options),
   );
   return Object.assign(reader, { [Symbol.asyncDispose]: () => reader.close() });
 }

@@ -32,7 +32,7 @@ import {
   utf8Heap,
   wordsArray,
 } from '../../ragged/build.js';
-import { headerOrNull, heapPathOf } from './files.js';
+import { headerOrNull, heapPathIn } from './files.js';
 import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
 /** Options of {@link saveRaggedSync}: the layout and names, and how each file is replaced (`durable`: each heap and the index are made durable before the index is renamed into place). */
@@ -195,9 +195,9 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedFil
   const layout = options.layout ?? 'ranges';
   const kind = kindOf(elements);
   const terminated = layout === 'zero-terminated' && kind !== 'nested';
-  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPathOf(path, options.heap, options) }) as boolean);
+  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPathIn(path, options.heap, options) }) as boolean);
   const heapName = options.heap ?? freshHeapName(path, `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`, taken);
-  const heapPath = heapPathOf(path, heapName, options);
+  const heapPath = heapPathIn(path, heapName, options);
   if (heapPath === resolve(path)) throw new NpyError('NAME_CLASH', `${path} cannot be its own heap`);
   if (shared && layout === 'offsets')
     throw new NpyError('NAME_CLASH', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
@@ -258,7 +258,7 @@ function* savingReferences(
   options: RaggedPathOptions & ReplaceOptions,
 ): Operation<void> {
   const replace = { durable: options.durable ?? false };
-  const heapPath = heapPathOf(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
+  const heapPath = heapPathIn(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
   const given = typeof heap === 'string' ? null : toNdArray(heap);
   const h = given ? null : yield* readingNpyHeader(heapPath);
   const heapShape = given ? given.shape : h!.shape;
