@@ -10,6 +10,7 @@ import { inspect } from 'node:util';
 import { transformSync } from 'esbuild';
 import * as core from '@npyts/core';
 import * as node from '@npyts/core/node';
+import * as pickleEntries from '@npyts/core/pickle';
 const { bytesSource, memoryStore } = core;
 const { folderStore } = node;
 import { python, scratch } from '../helpers/numpy.mjs';
@@ -148,6 +149,16 @@ test('every entry refuses an option it does not know (BAD_OPTION naming it) befo
   await core.saveNpz('x.npz', { x }, { store });
   const bogus = { bogus: 1 };
   const at = (name) => join(dir, name);
+  const npy = core.encodeNpy(x);
+  const noFetch = async () => {
+    throw new Error('fetched');
+  };
+  const sunk = [];
+  const sink = { write: (chunk) => sunk.push(chunk) > 0, once: () => undefined };
+  // An OPFS access handle that counts every call made on it.
+  const access = { touched: 0 };
+  for (const m of ['read', 'write', 'getSize', 'truncate', 'flush', 'close']) access[m] = () => void access.touched++;
+  const objects = new core.NdArray(core.parseDescr('|O'), [1], ['ab']);
   const entries = {
     'core openNpy': () => core.openNpy(new Uint8Array(store.files.get('x.npy')), bogus),
     'core openNpz': () => core.openNpz(new Uint8Array(store.files.get('x.npz')), bogus),
@@ -169,14 +180,72 @@ test('every entry refuses an option it does not know (BAD_OPTION naming it) befo
     saveSafetensors: () => node.saveSafetensors(at('a.safetensors'), { x }, bogus),
     saveSafetensorsSync: () => node.saveSafetensorsSync(at('a.safetensors'), { x }, bogus),
     folderStore: () => folderStore(dir, bogus),
+    // Readers of bytes, URLs and files: the input need not be valid, the options are refused first.
+    'core openSafetensors': () => core.openSafetensors(npy, bogus),
+    'core openGguf': () => core.openGguf(npy, bogus),
+    'core openHdf5': () => core.openHdf5(npy, bogus),
+    'core referencesOf': () => core.referencesOf(npy, { url: 'x.npy', ...bogus }),
+    'core decodeNpy': () => core.decodeNpy(npy, bogus),
+    'core decodeNpyWithHeader': () => core.decodeNpyWithHeader(npy, bogus),
+    'core readNpy': () => core.readNpy(new Blob([npy]), bogus),
+    'core openNpyUrl': () => core.openNpyUrl('http://127.0.0.1:9/x.npy', { fetch: noFetch, ...bogus }),
+    'core openRaggedUrl': () => core.openRaggedUrl('http://127.0.0.1:9/x.npy', { fetch: noFetch, ...bogus }),
+    'core openNpyAccessHandle': () => core.openNpyAccessHandle(access, bogus),
+    'core createNpyAccessHandle': () => core.createNpyAccessHandle(access, { dtype: '<f4', shape: [1], ...bogus }),
+    'core appendNpyAccessHandle': () => core.appendNpyAccessHandle(access, x, bogus),
+    'core encodeNpy': () => core.encodeNpy(x, bogus),
+    'core writeNpy': () => core.writeNpy(sink, x, bogus),
+    'core encodeGguf': () => core.encodeGguf({ x }, bogus),
+    'core ggufParts': () => core.ggufParts({ x }, bogus),
+    unpickle: () => pickleEntries.unpickle(pickleEntries.pickle([1]), bogus),
+    pickle: () => pickleEntries.pickle([1], bogus),
+    openSafetensors: () => node.openSafetensors(at('a.safetensors'), bogus),
+    openHdf5: () => node.openHdf5(at('a.h5'), bogus),
+    referencesOf: () => node.referencesOf(at('a.npy'), bogus),
+    readNpyHeader: () => node.readNpyHeader(at('a.npy'), bogus),
+    readNpyHeaderSync: () => node.readNpyHeaderSync(at('a.npy'), bogus),
+    openNpzSync: () => node.openNpzSync(at('a.npz'), bogus),
+    loadNpzSync: () => node.loadNpzSync(at('a.npz'), bogus),
+    openNpyFile: () => node.openNpyFile(at('a.npy'), bogus),
+    openNpyFileSync: () => node.openNpyFileSync(at('a.npy'), bogus),
+    openRagged: () => node.openRagged(at('a.npy'), bogus),
+    openRaggedSync: () => node.openRaggedSync(at('a.npy'), bogus),
+    openRaggedRecordsSync: () => node.openRaggedRecordsSync(at('a.npy'), bogus),
+    isRagged: () => node.isRagged(at('a.npy'), bogus),
+    heapPathOf: () => node.heapPathOf(at('a.npy'), 'a.npy.heap', bogus),
+    mapNpy: () => node.mapNpy(at('a.npy'), 'r', bogus),
+    openNpzMember: async () => node.openNpzMember(await core.openNpz(store.files.get('x.npz')), 'x', bogus),
+    openNpzMemberSync: async () => node.openNpzMemberSync(await core.openNpz(store.files.get('x.npz')), 'x', bogus),
+    'core arrayFromValues': () => core.arrayFromValues([1], '<f4', bogus),
+    'core createArray': () => core.createArray('<f4', [1], bogus),
+    // Writers: each would make its file (or write into one) in the folder, checked empty below.
+    writeBeside: () => node.writeBeside(at('a.bin'), () => undefined, bogus),
+    saveGguf: () => node.saveGguf(at('a.gguf'), { x }, bogus),
+    saveGgufSync: () => node.saveGgufSync(at('a.gguf'), { x }, bogus),
+    createNpy: () => node.createNpy(at('a.npy'), { dtype: '<f4', shape: [1], ...bogus }),
+    createNpySync: () => node.createNpySync(at('a.npy'), { dtype: '<f4', shape: [1], ...bogus }),
+    writeRegion: () => node.writeRegion(at('a.npy'), [0], x, bogus),
+    appendNpy: () => node.appendNpy(at('a.npy'), x, bogus),
+    saveRagged: () => node.saveRagged(at('a.npy'), ['ab'], bogus),
+    saveRaggedSync: () => node.saveRaggedSync(at('a.npy'), ['ab'], bogus),
+    appendRagged: () => node.appendRagged(at('a.npy'), ['ab'], bogus),
+    appendRaggedSync: () => node.appendRaggedSync(at('a.npy'), ['ab'], bogus),
+    saveReferences: () => node.saveReferences(at('a.npy'), { data: new Int32Array([0]) }, x, bogus),
+    saveReferencesSync: () => node.saveReferencesSync(at('a.npy'), { data: new Int32Array([0]) }, x, bogus),
+    saveObjectArrayAsRagged: () => node.saveObjectArrayAsRagged(at('a.npy'), objects, bogus),
+    saveObjectArrayAsRaggedSync: () => node.saveObjectArrayAsRaggedSync(at('a.npy'), objects, bogus),
   };
+  // Every entry is tried, and the ones that took the option (or failed otherwise) are named together.
+  const notRefused = [];
   for (const [name, call] of Object.entries(entries)) {
-    const e = await npyErrorOf(call);
-    assert.is(e?.code, 'BAD_OPTION', name);
-    assert.match(e.message, /'bogus'/, name);
+    const e = await npyErrorOf(call).catch((error) => error);
+    if (e.code !== 'BAD_OPTION' || !e.message.includes("'bogus'")) notRefused.push(`${name}: ${e.message.split('\n')[0]}`);
   }
+  assert.equal(notRefused, []);
   assert.equal(store.list().sort(), ['x.npy', 'x.npz'], 'nothing written to the store');
   assert.equal(await folderStore(dir).list(), [], 'nothing written to the folder');
+  assert.is(sunk.length, 0, 'nothing written to the stream');
+  assert.is(access.touched, 0, 'the access handle untouched');
   // Options that do not apply beside a store are refused too.
   assert.is((await npyErrorOf(() => node.saveNpy('z.npy', x, { store, durable: true }))).code, 'BAD_OPTION');
   assert.is((await npyErrorOf(() => node.openWeights('x.npz', { store, place: 'https://h/' }))).code, 'BAD_OPTION');

@@ -9,7 +9,7 @@ import { byteSwapUnit, bytesToData, dataToBytes, storageOf, type BytesToDataOpti
 import type { ArrayData, TypedArray } from './format/js-types.js';
 import { arrayFromValues } from './array/from-values.js';
 import type { DescrInput } from './format/descr-types.js';
-import type { KnownKeys } from './options.js';
+import { checkOptions, knownKeys, type KnownKeys } from './options.js';
 
 /** Bounds for decoding a pickle (object arrays). */
 export interface UnpickleLimits {
@@ -60,6 +60,8 @@ export const DECODE_KEYS = {
   shared: true,
   pickle: true,
 } as const satisfies KnownKeys<DecodeOptions>;
+/** {@link DECODE_KEYS} as the set the entries that take only {@link DecodeOptions} check against. */
+export const DECODE_KEY_SET = knownKeys<DecodeOptions>(DECODE_KEYS);
 
 const PICKLE_HINT =
   "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
@@ -147,6 +149,7 @@ export type Expecting<S extends DescrInput> = { expect: S };
 export function decodeNpy<const S extends DescrInput>(input: Uint8Array | ArrayBufferLike, options: DecodeOptions & Expecting<S>): NdArray<S>;
 export function decodeNpy(input: Uint8Array | ArrayBufferLike, options?: DecodeOptions): NdArray;
 export function decodeNpy(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): NdArray {
+  checkOptions('decodeNpy', options, DECODE_KEY_SET);
   return decodeNpyWithHeader(input, options).array;
 }
 
@@ -162,6 +165,7 @@ export function decodeNpyWithHeader<const S extends DescrInput>(
 ): { header: NpyHeader; array: NdArray<S> };
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options?: DecodeOptions): { header: NpyHeader; array: NdArray };
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): { header: NpyHeader; array: NdArray } {
+  checkOptions('decodeNpyWithHeader', options, DECODE_KEY_SET);
   const bytes = asBytes(input);
   const header = readHeader(bytes, options);
   if (hasObject(header.dtype) && options.pickle) return { header, array: options.pickle.decode(bytes, header, options) };
@@ -286,6 +290,8 @@ export interface EncodeOptions {
 
 /** The options {@link EncodeOptions} names. */
 export const ENCODE_KEYS = { version: true, pickle: true } as const satisfies KnownKeys<EncodeOptions>;
+/** {@link ENCODE_KEYS} as a set. */
+export const ENCODE_KEY_SET = knownKeys<EncodeOptions>(ENCODE_KEYS);
 
 /**
  * The header and the data bytes of an encoded .npy, kept apart so that files can be written without a joined copy.
@@ -353,6 +359,7 @@ export function* encodeNpyPieces(input: NdArray | ArraySpec, options: EncodeOpti
  * const bytes = encodeNpy({ data: new Float32Array([1, 2, 3, 4]), shape: [2, 2] });
  */
 export function encodeNpy(input: NdArray | ArraySpec, options: EncodeOptions = {}): Uint8Array {
+  checkOptions('encodeNpy', options, ENCODE_KEY_SET);
   const { header, body } = encodeNpyParts(input, options);
   const out = new Uint8Array(allocateBuffer(header.length + body.length));
   out.set(header, 0);

@@ -6,6 +6,7 @@ import { NdArray, type Order } from './ndarray.js';
 import { toOrder } from './order.js';
 import { bytesToData } from './layout.js';
 import { fail, writeValue } from './write-value.js';
+import { checkOptions, knownKeys } from '../options.js';
 
 /** Options of {@link arrayFromValues}: the shape and order when the values are flat. */
 export interface ValuesOptions {
@@ -14,6 +15,8 @@ export interface ValuesOptions {
   /** Memory order of the result (default 'C'). */
   order?: Order;
 }
+
+const VALUES_KEYS = knownKeys<ValuesOptions>({ shape: true, order: true });
 
 /**
  * Flatten nested JS arrays in C order, returning the values and the shape found. As numpy, at most
@@ -55,6 +58,7 @@ function flattenNested(values: unknown, objects: boolean): { flat: unknown[]; sh
 export function arrayFromValues<S extends DescrInput>(values: Nested<InputOf<S>>, dtype: DType<S>, options?: ValuesOptions): NdArray<S>;
 export function arrayFromValues<const S extends DescrInput>(values: Nested<InputOf<S>>, descr: S, options?: ValuesOptions): NdArray<S>;
 export function arrayFromValues(values: unknown, dtypeSpec: DType | DescrInput, options: ValuesOptions = {}): NdArray {
+  checkOptions('arrayFromValues', options, VALUES_KEYS);
   const dtype = parseDescr(dtypeSpec as DescrInput);
   let flat: unknown[];
   let shape: number[];

@@ -8,6 +8,7 @@ import { NpyError } from '../errors.js';
 import { bytesToData, storageOf } from './layout.js';
 import { writeValue } from './write-value.js';
 import type { ArrayData, TypedArray } from '../format/js-types.js';
+import { checkOptions, knownKeys } from '../options.js';
 
 /** Memory order of an array: `'C'` (row-major, last axis fastest) or `'F'` (column-major). */
 export type Order = 'C' | 'F';
@@ -171,6 +172,7 @@ export function isOrderFree(shape: readonly number[]): boolean {
 export function createArray<S extends DescrInput>(dtype: DType<S>, shape: readonly number[], options?: CreateArrayOptions): NdArray<S>;
 export function createArray<const S extends DescrInput>(dtype: S, shape: readonly number[], options?: CreateArrayOptions): NdArray<S>;
 export function createArray(dtype: DType | DescrInput, shape: readonly number[], options: CreateArrayOptions = {}): NdArray {
+  checkOptions('createArray', options, CREATE_ARRAY_KEYS);
   const dt = parseDescr(dtype as DescrInput);
   if (dt.kind === 'O') return new NdArray(dt, shape, new Array<unknown>(shapeSize(shape)).fill(null), options.order ?? 'C');
   const { ctor, unitsPerItem } = storageOf(dt);
@@ -187,3 +189,5 @@ export interface CreateArrayOptions {
   /** Place the data in a SharedArrayBuffer (for worker_threads). */
   shared?: boolean;
 }
+
+const CREATE_ARRAY_KEYS = knownKeys<CreateArrayOptions>({ order: true, shared: true });

@@ -11,6 +11,7 @@ import { toOrder } from '../array/order.js';
 import { checkWrittenName } from '../array/safe-object.js';
 import { toFloat32 } from '../array/widen.js';
 import { NpyError } from '../errors.js';
+import { checkOptions, knownKeys, type KnownKeys } from '../options.js';
 import { familyOf } from '../format/dtype-cases.js';
 import { numberToFloat16 } from '../format/float-bits.js';
 import type { TypedArray } from '../format/js-types.js';
@@ -79,6 +80,10 @@ export interface GgufWriteOptions {
   /** Where tensors start (a power of two): written as `general.alignment`. 32 when neither this nor the metadata says. */
   alignment?: number;
 }
+
+/** The options {@link GgufWriteOptions} names (see `knownKeys`, options.ts). */
+export const GGUF_WRITE_KEYS = { metadata: true, metadataTypes: true, type: true, alignment: true } as const satisfies KnownKeys<GgufWriteOptions>;
+const GGUF_WRITE_KEY_SET = knownKeys<GgufWriteOptions>(GGUF_WRITE_KEYS);
 
 /** A GGUF file to write as pieces: the header, then the bytes of each tensor (made when asked for). */
 export interface GgufParts {
@@ -417,6 +422,7 @@ function littleEndianBytes(a: Float32Array | Uint16Array): Uint8Array {
  * const { header, bodies } = ggufParts(tensors, { type: 'q8_0', metadata: { 'general.architecture': 'llama' } });
  */
 export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): GgufParts {
+  checkOptions('ggufParts', options, GGUF_WRITE_KEY_SET);
   if (options.type !== undefined && typeof options.type !== 'function') checkWriteType(options.type, 'type');
   const metadata = options.metadata ?? {};
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
@@ -518,6 +524,7 @@ export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): Ggu
  * const bytes = encodeGguf({ 'token_embd.weight': w }, { type: 'q8_0', metadata: { 'general.architecture': 'llama' } });
  */
 export function encodeGguf(input: GgufInput, options: GgufWriteOptions = {}): Uint8Array {
+  checkOptions('encodeGguf', options, GGUF_WRITE_KEY_SET);
   const parts = ggufParts(input, options);
   const out = new Uint8Array(parts.size);
   out.set(parts.header, 0);

@@ -1,6 +1,7 @@
 /** Opening a GGUF file from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
 import { openingOver, sourceOf, type NpySource } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
+import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
+import { checkOptions } from '../options.js';
 import { GgufFile } from './file.js';
 
 /**
@@ -12,6 +13,7 @@ import { GgufFile } from './file.js';
  * const w = await f.get('output.weight');   // dequantized to float32
  */
 export async function openGguf(input: NpySource, options: HttpOptions = {}): Promise<GgufFile> {
+  checkOptions('openGguf', options, HTTP_KEY_SET);
   options.signal?.throwIfAborted();
   // The first request of a URL learns the size with one byte; the header is read from the start.
   const source = await sourceOf(input, { ...options, tailBytes: 1 });

@@ -1,6 +1,7 @@
 /** Opening an HDF5 file from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
 import { openingOver, sourceOf, type NpySource } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
+import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
+import { checkOptions } from '../options.js';
 import { Hdf5File } from './file.js';
 
 /**
@@ -14,6 +15,7 @@ import { Hdf5File } from './file.js';
  * if (kernel.kind === 'dataset') console.log(kernel.shape, await kernel.read());
  */
 export async function openHdf5(input: NpySource, options: HttpOptions = {}): Promise<Hdf5File> {
+  checkOptions('openHdf5', options, HTTP_KEY_SET);
   options.signal?.throwIfAborted();
   const source = await sourceOf(input, { ...options, tailBytes: 1, opener: 'openHdf5' });
   return openingOver(source, input, () => Hdf5File.open(source, options));

@@ -5,14 +5,19 @@
  * disk. Several workers can fill disjoint regions of one file when each opens its handle with
  * `{ mode: 'readwrite-unsafe' }` (Chromium); appends take the handle's exclusive default mode.
  */
-import type { ArraySpec, DecodeOptions, Expecting } from '../npy.js';
+import { DECODE_KEYS, type ArraySpec, type DecodeOptions, type Expecting } from '../npy.js';
+import { checkOptions, knownKeys } from '../options.js';
 import type { NdArray } from '../array/ndarray.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
-import { openHandleSync, performOnSource, type CreateOptions, type NpyFileHandleSync } from './handles.js';
+import { CREATE_KEYS, openHandleSync, performOnSource, type CreateOptions, type NpyFileHandleSync } from './handles.js';
 import type { WritableByteSource } from './byte-source.js';
 import { appendingRows, readingOpenNpy, writingNewNpy } from './npy-ops.js';
 import { SOURCE, driveSync, type Operation } from './steps.js';
+
+const OPEN_KEYS = knownKeys<DecodeOptions & { name?: string }>({ ...DECODE_KEYS, name: true });
+const CREATE_HANDLE_KEYS = knownKeys<CreateOptions & { name?: string }>({ ...CREATE_KEYS, name: true });
+const APPEND_KEYS = knownKeys<{ name?: string }>({ name: true });
 
 /** What a `FileSystemSyncAccessHandle` offers (any object with these methods will do). */
 export interface SyncAccessHandle {
@@ -78,6 +83,7 @@ export function openNpyAccessHandle<const S extends DescrInput>(
 ): NpyFileHandleSync<S>;
 export function openNpyAccessHandle(file: SyncAccessHandle, options?: DecodeOptions & { name?: string }): NpyFileHandleSync;
 export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptions & { name?: string } = {}): NpyFileHandleSync {
+  checkOptions('openNpyAccessHandle', options, OPEN_KEYS);
   const name = options.name ?? UNNAMED;
   const source = accessSource(file, name);
   return openHandleSync(name, source, runOn(source, name, readingOpenNpy(SOURCE, options)));
@@ -90,6 +96,7 @@ export function openNpyAccessHandle(file: SyncAccessHandle, options: DecodeOptio
  * const h = createNpyAccessHandle(access, { dtype: '<f8', shape: [1000, 1000] });
  */
 export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOptions & { name?: string }): NpyFileHandleSync {
+  checkOptions('createNpyAccessHandle', options, CREATE_HANDLE_KEYS);
   const name = options.name ?? UNNAMED;
   const source = accessSource(file, name);
   const header = runOn(source, name, writingNewNpy(SOURCE, options));
@@ -105,6 +112,7 @@ export function createNpyAccessHandle(file: SyncAccessHandle, options: CreateOpt
  * appendNpyAccessHandle(access, { data: new Float32Array(512), shape: [1, 512] });
  */
 export function appendNpyAccessHandle(file: SyncAccessHandle, input: NdArray | ArraySpec, options: { name?: string } = {}): void {
+  checkOptions('appendNpyAccessHandle', options, APPEND_KEYS);
   const name = options.name ?? UNNAMED;
   runOn(accessSource(file, name), name, appendingRows(SOURCE, name, input, 'refuse'));
 }

@@ -27,6 +27,7 @@ import { storageOf } from '../array/layout.js';
 import { allocateBuffer, swapBytesInto } from '../array/memory.js';
 import type { TypedArray } from '../format/js-types.js';
 import { NpyError } from '../errors.js';
+import type { KnownKeys } from '../options.js';
 import { NdArray, isOrderFree } from '../array/ndarray.js';
 import type { ByteSource, SyncByteSource, WritableByteSource } from './byte-source.js';
 
@@ -254,6 +255,9 @@ export interface CreateOptions {
   order?: 'C' | 'F';
   version?: 1 | 2 | 3;
 }
+
+/** The options {@link CreateOptions} names (see `knownKeys`, options.ts). */
+export const CREATE_KEYS = { dtype: true, shape: true, order: true, version: true } as const satisfies KnownKeys<CreateOptions>;
 
 /** The header of a new file and its size (header plus data). */
 export function newFileLayout(options: CreateOptions): { headerBytes: Uint8Array; fileSize: number } {

@@ -1,6 +1,17 @@
 /** .npy over streams (NEP 1's file-like objects): a fetch body, a zip entry, stdin, a socket. */
 import { allocateBuffer } from '../array/memory.js';
-import { decodeNpy, encodeNpyParts, hasObject, type ArraySpec, type DecodeOptions, type EncodeOptions, type Expecting } from '../npy.js';
+import {
+  DECODE_KEY_SET,
+  ENCODE_KEY_SET,
+  decodeNpy,
+  encodeNpyParts,
+  hasObject,
+  type ArraySpec,
+  type DecodeOptions,
+  type EncodeOptions,
+  type Expecting,
+} from '../npy.js';
+import { checkOptions } from '../options.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
 import { headerBytesNeeded, readHeader } from '../format/header.js';
@@ -49,6 +60,7 @@ async function* chunksOf(input: ChunkSource): AsyncGenerator<Uint8Array> {
 export async function readNpy<const S extends DescrInput>(source: ChunkSource, options: DecodeOptions & Expecting<S>): Promise<NdArray<S>>;
 export async function readNpy(source: ChunkSource, options?: DecodeOptions): Promise<NdArray>;
 export async function readNpy(source: ChunkSource, options: DecodeOptions = {}): Promise<NdArray> {
+  checkOptions('readNpy', options, DECODE_KEY_SET);
   const chunks = chunksOf(source);
   // Gather the preamble and header: chunks are kept as they come and joined when enough are there
   // (joining at every chunk would be quadratic for a stream of tiny chunks), and a header longer
@@ -135,6 +147,7 @@ const PIECE = 16 << 20;
  * await writeNpy(writable, { data: new Float64Array(8) });
  */
 export async function writeNpy(sink: ChunkSink, array: NdArray | ArraySpec, options: EncodeOptions = {}): Promise<void> {
+  checkOptions('writeNpy', options, ENCODE_KEY_SET);
   const { header, body } = encodeNpyParts(array, options);
   const pieces = [header];
   for (let i = 0; i < body.length; i += PIECE) pieces.push(body.subarray(i, i + PIECE));

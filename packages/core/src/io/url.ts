@@ -7,7 +7,7 @@
  * answers checked (`HttpFile`), for every reader of a URL.
  */
 import { NpyError } from '../errors.js';
-import { HTTP_RULES, checkNumbers, checkReadOptions, type KnownKeys } from '../options.js';
+import { HTTP_RULES, checkNumbers, checkOptions, checkReadOptions, knownKeys, type KnownKeys } from '../options.js';
 import { FIRST_BLOCK, readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import type { NdArray } from '../array/ndarray.js';
@@ -92,6 +92,8 @@ export const HTTP_KEYS = {
   within: true,
   timeoutMs: true,
 } as const satisfies KnownKeys<HttpOptions>;
+/** {@link HTTP_KEYS} as the set an opener that takes only {@link HttpOptions} checks against. */
+export const HTTP_KEY_SET = knownKeys<HttpOptions>(HTTP_KEYS);
 
 /** Options of {@link openNpyUrl}: the HTTP options, range joining, the first request and the cache. */
 export interface UrlOptions extends DecodeOptions, HttpOptions {
@@ -120,6 +122,7 @@ export const URL_KEYS = {
   firstRequest: true,
   rangesPerRequest: true,
 } as const satisfies KnownKeys<UrlOptions>;
+const URL_KEY_SET = knownKeys<UrlOptions>(URL_KEYS);
 
 /** An open .npy over HTTP: its header, and regions read by range requests. */
 export interface NpyUrlHandle<S extends DescrInput = DescrInput> extends OpenNpy<S> {
@@ -838,6 +841,7 @@ export async function urlSource(
 export async function openNpyUrl<const S extends DescrInput>(url: string | URL, options: UrlOptions & Expecting<S>): Promise<NpyUrlHandle<S>>;
 export async function openNpyUrl(url: string | URL, options?: UrlOptions): Promise<NpyUrlHandle>;
 export async function openNpyUrl(url: string | URL, options: UrlOptions = {}): Promise<NpyUrlHandle> {
+  checkOptions('openNpyUrl', options, URL_KEY_SET);
   checkReadOptions(options);
   const http = new HttpFile(String(url), options, 'npy');
   // The first answer (the file's first bytes) is kept: region reads inside it need no request.

@@ -1,6 +1,7 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
 import type { FileRef, Operation } from '../io/steps.js';
 import { tempBeside } from './fd.js';
+import { checkOptions, knownKeys, type KnownKeys } from '../options.js';
 import { runSync } from './drive.js';
 
 /** How a save replaces its file. */
@@ -17,6 +18,10 @@ export interface ReplaceOptions {
    */
   durable?: boolean;
 }
+
+/** The options {@link ReplaceOptions} names (see `knownKeys`, options.ts). */
+export const REPLACE_KEYS = { durable: true } as const satisfies KnownKeys<ReplaceOptions>;
+const REPLACE_KEY_SET = knownKeys<ReplaceOptions>(REPLACE_KEYS);
 
 /**
  * Write a file through a temporary file beside it, renamed over `path` only when `write` completes
@@ -107,6 +112,7 @@ export function* writingTogether(files: readonly FileBeside[], options: ReplaceO
  * writeBeside('out.bin', (fd) => writeSync(fd, bytes));   // renamed over out.bin when complete
  */
 export function writeBeside(path: string, write: (fd: number) => void, options: ReplaceOptions = {}): void {
+  checkOptions('writeBeside', options, REPLACE_KEY_SET);
   // The caller's writes are its own blocking calls on the descriptor the blocking driver opened: no steps.
   // biome-ignore lint/correctness/useYield: see above
   const writing = function* (file: FileRef): Operation<void> {

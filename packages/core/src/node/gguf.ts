@@ -1,7 +1,8 @@
 /** GGUF files written on disk: beside the target, then renamed over it. */
-import { ggufParts, type GgufInput, type GgufWriteOptions } from '../gguf/encode.js';
+import { GGUF_WRITE_KEYS, ggufParts, type GgufInput, type GgufWriteOptions } from '../gguf/encode.js';
+import { checkOptions, knownKeys, pickOptions } from '../options.js';
 import type { FileRef, Operation } from '../io/steps.js';
-import { writingBeside, type ReplaceOptions } from './beside.js';
+import { REPLACE_KEYS, writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
 
@@ -10,6 +11,9 @@ export interface SaveGgufOptionsSync extends GgufWriteOptions, ReplaceOptions {}
 
 /** Options of {@link saveGguf}. */
 export interface SaveGgufOptions extends SaveGgufOptionsSync, AsyncOptions {}
+
+const SAVE_SYNC_KEYS = knownKeys<SaveGgufOptionsSync>({ ...GGUF_WRITE_KEYS, ...REPLACE_KEYS });
+const SAVE_KEYS = knownKeys<SaveGgufOptions>({ ...GGUF_WRITE_KEYS, ...REPLACE_KEYS, signal: true });
 
 /**
  * Write tensors as a GGUF file that gguf-py and llama.cpp read, without blocking: checked before
@@ -20,6 +24,7 @@ export interface SaveGgufOptions extends SaveGgufOptionsSync, AsyncOptions {}
  * await saveGguf('model-q8_0.gguf', tensors, { type: 'q8_0', metadata: { 'general.architecture': 'llama' } });
  */
 export async function saveGguf(path: string, tensors: GgufInput, options: SaveGgufOptions = {}): Promise<void> {
+  checkOptions('saveGguf', options, SAVE_KEYS);
   await run(savingGguf(path, tensors, options), options.signal, path);
 }
 
@@ -29,11 +34,13 @@ export async function saveGguf(path: string, tensors: GgufInput, options: SaveGg
  * saveGgufSync('model.gguf', { 'output.weight': w }, { type: 'f16' });
  */
 export function saveGgufSync(path: string, tensors: GgufInput, options: SaveGgufOptionsSync = {}): void {
+  checkOptions('saveGgufSync', options, SAVE_SYNC_KEYS);
   runSync(savingGguf(path, tensors, options), path);
 }
 
 function* savingGguf(path: string, tensors: GgufInput, options: SaveGgufOptionsSync): Operation<void> {
-  const parts = ggufParts(tensors, options); // checked before the file beside is made
+  // Checked before the file beside is made; ggufParts takes only the write options.
+  const parts = ggufParts(tensors, pickOptions(options, GGUF_WRITE_KEYS));
   yield* writingBeside(
     path,
     function* (file: FileRef) {

@@ -1,7 +1,8 @@
 /** HDF5 files on disk: opened by path, read by position. */
 import { Hdf5File } from '../hdf5/file.js';
 import { openingOver, type NpySource } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
+import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
+import { checkOptions } from '../options.js';
 import { nodeSourceOf } from './sources.js';
 
 /**
@@ -15,6 +16,7 @@ import { nodeSourceOf } from './sources.js';
  * if (kernel.kind === 'dataset') console.log(kernel.shape, await kernel.read());
  */
 export async function openHdf5(input: string | NpySource, options: HttpOptions = {}): Promise<Hdf5File> {
+  checkOptions('openHdf5', options, HTTP_KEY_SET);
   options.signal?.throwIfAborted();
   const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
   return openingOver(source, input, () => Hdf5File.open(source, options));

@@ -4,7 +4,7 @@
  * file `'r+'` and fill their parts; a `'r'` map of a huge file costs the pages touched.
  */
 import { closeSync, fstatSync } from 'node:fs';
-import { checkDataPresent, type DecodeOptions } from '../npy.js';
+import { DECODE_KEY_SET, checkDataPresent, type DecodeOptions } from '../npy.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { NpyHeader } from '../format/header.js';
 import { byteSwapUnit, bytesToData, storageOf } from '../array/layout.js';
@@ -12,7 +12,7 @@ import type { TypedArray } from '../format/js-types.js';
 import { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import type { StorageOf } from '../format/descr-types.js';
-import { checkMapMode, type MapMode } from '../options.js';
+import { checkMapMode, checkOptions, type MapMode } from '../options.js';
 import type { SyncByteSource } from '../io/byte-source.js';
 import { warnNoMap } from '../weights/open.js';
 import { mapFile, mapUnavailable, unmapFile } from './native.js';
@@ -75,6 +75,7 @@ function refuse(path: string, why: string): never {
  * m.close();
  */
 export function mapNpy(path: string, mode: MapMode, options: DecodeOptions = {}): MappedArray {
+  checkOptions('mapNpy', options, DECODE_KEY_SET);
   checkMapMode(mode);
   const unavailable = mapUnavailable();
   if (unavailable) {

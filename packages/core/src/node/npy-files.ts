@@ -6,6 +6,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { swapBytes } from '../array/memory.js';
 import {
   DECODE_KEYS,
+  DECODE_KEY_SET,
   ENCODE_KEYS,
   arrayOverNative,
   checkDataPresent,
@@ -29,7 +30,7 @@ import { run, runSync } from './drive.js';
 import { writingBeside, type ReplaceOptions } from './beside.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
-import { checkOptions, knownKeys } from '../options.js';
+import { checkOptions, knownKeys, pickOptions } from '../options.js';
 import { loadNpy as loadNpyIn, refuseBesideStore, saveNpy as saveNpyIn } from '../store/entries.js';
 import type { ReadStore, WriteStore } from '../store/types.js';
 
@@ -44,12 +45,15 @@ export function* readingNpyHeader(path: string, options: DecodeOptions = {}): Op
   }
 }
 
+const HEADER_KEYS = knownKeys<DecodeOptions & AsyncOptions>({ ...DECODE_KEYS, signal: true });
+
 /**
  * The header of a .npy file, reading only its first bytes.
  * @example
  * const { shape, dtype } = await readNpyHeader('big.npy');
  */
 export function readNpyHeader(path: string, options: DecodeOptions & AsyncOptions = {}): Promise<NpyHeader> {
+  checkOptions('readNpyHeader', options, HEADER_KEYS);
   return run(readingNpyHeader(path, options), options.signal, path);
 }
 
@@ -59,6 +63,7 @@ export function readNpyHeader(path: string, options: DecodeOptions & AsyncOption
  * const { shape } = readNpyHeaderSync('big.npy');
  */
 export function readNpyHeaderSync(path: string, options: DecodeOptions = {}): NpyHeader {
+  checkOptions('readNpyHeaderSync', options, DECODE_KEY_SET);
   return runSync(readingNpyHeader(path, options), path);
 }
 
@@ -108,7 +113,7 @@ export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Pro
     const pickle = loadCodec(options);
     return loadNpyIn(path, { ...rest, store, ...(pickle ? { pickle } : {}) });
   }
-  if (options.mmap) return mapNpy(path, options.mmap, options);
+  if (options.mmap) return mapNpy(path, options.mmap, pickOptions(options, DECODE_KEYS));
   return run(loadingNpy(path, options), options.signal, path);
 }
 
@@ -156,7 +161,7 @@ export function loadNpySync<const S extends DescrInput>(path: string, options: L
 export function loadNpySync(path: string, options?: LoadOptions): NdArray;
 export function loadNpySync(path: string, options: LoadOptions = {}): NdArray {
   checkOptions('loadNpySync', options, LOAD_SYNC_KEYS);
-  if (options.mmap) return mapNpy(path, options.mmap, options);
+  if (options.mmap) return mapNpy(path, options.mmap, pickOptions(options, DECODE_KEYS));
   return runSync(loadingNpy(path, options), path);
 }
 

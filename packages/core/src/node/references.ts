@@ -1,11 +1,10 @@
 /** Reference sets of files on disk: paths as well as what core's `referencesOf` takes. */
 import { resolve } from 'node:path';
 import type { NpySource } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
-import { referenceInput, referencesOfSources, type ReferenceOptions, type ReferenceSet } from '../refs/references.js';
+import { checkOptions } from '../options.js';
+import { REFERENCES_OF_KEYS, referenceInput, referencesOfSources, type ReferenceSet, type ReferencesOfOptions } from '../refs/references.js';
 import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
 import { nodePlaceOf } from './weights.js';
-import type { OpenWeightsOptions } from '../weights/open.js';
 
 /**
  * The reference set of a file, or of files joined with `concat: 0` (see core's `referencesOf`): paths
@@ -14,10 +13,8 @@ import type { OpenWeightsOptions } from '../weights/open.js';
  * const set = await referencesOf(['part-0.npy', 'part-1.npy'], { concat: 0, zarrFormat: 2 });
  * await writeFile('refs.json', JSON.stringify(set));
  */
-export async function referencesOf(
-  input: string | NpySource | readonly (string | NpySource)[],
-  options: ReferenceOptions & HttpOptions & Pick<OpenWeightsOptions, 'resolve' | 'place'> = {},
-): Promise<ReferenceSet> {
+export async function referencesOf(input: string | NpySource | readonly (string | NpySource)[], options: ReferencesOfOptions = {}): Promise<ReferenceSet> {
+  checkOptions('referencesOf', options, REFERENCES_OF_KEYS);
   const list = Array.isArray(input) ? (input as readonly (string | NpySource)[]) : [input as string | NpySource];
   const inputs = list.map((given) => {
     // A path is made absolute first: the references, and a sharded set's shards, name it so.

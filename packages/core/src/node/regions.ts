@@ -1,8 +1,9 @@
 /** Regions of .npy files larger than memory: region reads and writes, sparse creation, appends. */
-import type { DecodeOptions, ArraySpec, Expecting } from '../npy.js';
+import { DECODE_KEYS, type DecodeOptions, type ArraySpec, type Expecting } from '../npy.js';
+import { checkOptions, knownKeys } from '../options.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { encodeHeader, type NpyHeader } from '../format/header.js';
-import { handleAsync, handleSync, newFileLayout, type CreateOptions, type NpyFileHandle, type NpyFileHandleSync } from '../io/handles.js';
+import { CREATE_KEYS, handleAsync, handleSync, newFileLayout, type CreateOptions, type NpyFileHandle, type NpyFileHandleSync } from '../io/handles.js';
 import { appendingRows, droppingRowsOf, readingOpenNpy, writingNewNpy } from '../io/npy-ops.js';
 import { NpyError } from '../errors.js';
 import { appendLocked } from './lock.js';
@@ -19,6 +20,12 @@ export interface OpenOptions extends DecodeOptions, AsyncOptions {
   write?: boolean;
 }
 
+const OPEN_KEYS = knownKeys<OpenOptions>({ ...DECODE_KEYS, write: true, signal: true });
+const OPEN_SYNC_KEYS = knownKeys<{ write?: boolean } & DecodeOptions>({ ...DECODE_KEYS, write: true });
+const CREATE_ASYNC_KEYS = knownKeys<CreateOptions & AsyncOptions & { mmap?: boolean }>({ ...CREATE_KEYS, mmap: true, signal: true });
+const CREATE_SYNC_KEYS = knownKeys<CreateOptions & { mmap?: boolean }>({ ...CREATE_KEYS, mmap: true });
+const SIGNAL_KEYS = knownKeys<AsyncOptions>({ signal: true });
+
 /**
  * Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region.
  * @example
@@ -28,6 +35,7 @@ export interface OpenOptions extends DecodeOptions, AsyncOptions {
 export async function openNpyFile<const S extends DescrInput>(path: string, options: OpenOptions & Expecting<S>): Promise<NpyFileHandle<S>>;
 export async function openNpyFile(path: string, options?: OpenOptions): Promise<NpyFileHandle>;
 export async function openNpyFile(path: string, options: OpenOptions = {}): Promise<NpyFileHandle> {
+  checkOptions('openNpyFile', options, OPEN_KEYS);
   const { file, header } = await run(openingNpy(path, options), options.signal, path);
   return handleAsync(path, header, file, run);
 }
@@ -52,6 +60,7 @@ function* openingNpy(path: string, options: { write?: boolean } & DecodeOptions)
 export function openNpyFileSync<const S extends DescrInput>(path: string, options: { write?: boolean } & DecodeOptions & Expecting<S>): NpyFileHandleSync<S>;
 export function openNpyFileSync(path: string, options?: { write?: boolean } & DecodeOptions): NpyFileHandleSync;
 export function openNpyFileSync(path: string, options: { write?: boolean } & DecodeOptions = {}): NpyFileHandleSync {
+  checkOptions('openNpyFileSync', options, OPEN_SYNC_KEYS);
   const { file, header } = runSync(openingNpy(path, options), path);
   return handleSync(path, header, file, runSync);
 }
@@ -69,6 +78,7 @@ export function openNpyFileSync(path: string, options: { write?: boolean } & Dec
 export async function createNpy(path: string, options: CreateOptions & AsyncOptions & { mmap: true }): Promise<MappedArray>;
 export async function createNpy(path: string, options: CreateOptions & AsyncOptions): Promise<NpyFileHandle>;
 export async function createNpy(path: string, options: CreateOptions & AsyncOptions & { mmap?: boolean }): Promise<NpyFileHandle | MappedArray> {
+  checkOptions('createNpy', options, CREATE_ASYNC_KEYS);
   options.signal?.throwIfAborted();
   if (options.mmap) {
     const { mmap: _, signal: __, ...plain } = options;
@@ -106,6 +116,7 @@ function* creatingNpy(path: string, options: CreateOptions): Operation<{ file: F
 export function createNpySync(path: string, options: CreateOptions & { mmap: true }): MappedArray;
 export function createNpySync(path: string, options: CreateOptions): NpyFileHandleSync;
 export function createNpySync(path: string, options: CreateOptions & { mmap?: boolean }): NpyFileHandleSync | MappedArray {
+  checkOptions('createNpySync', options, CREATE_SYNC_KEYS);
   if (options.mmap) {
     const { mmap: _, ...plain } = options;
     createNpySync(path, plain).close();
@@ -126,6 +137,7 @@ export async function writeRegion(
   data: NdArray | ArraySpec,
   options: AsyncOptions = {},
 ): Promise<void> {
+  checkOptions('writeRegion', options, SIGNAL_KEYS);
   if (typeof target !== 'string') return target.writeRegion(start, data, options);
   const h = await openNpyFile(target, { write: true, signal: options.signal });
   try {
@@ -168,6 +180,7 @@ const REWRITE_CHUNK = 64 << 20;
  * await appendNpy('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
 export async function appendNpy(path: string, input: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
+  checkOptions('appendNpy', options, SIGNAL_KEYS);
   await run(
     appendLocked(path, () => appending(path, input)),
     options.signal,

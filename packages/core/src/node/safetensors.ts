@@ -2,7 +2,7 @@
 import type { SyncByteSource } from '../io/byte-source.js';
 import { openingOver, type NpySource } from '../io/open.js';
 import type { FileRef, Operation } from '../io/steps.js';
-import type { HttpOptions } from '../io/url.js';
+import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import { checkedBytes, safetensorsLayout, type SafetensorsEntry, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
 import { isPatternFile, planShards, type ShardPlan } from '../safetensors/shards.js';
@@ -31,6 +31,7 @@ import type { WriteStore } from '../store/types.js';
  * const w = await f.get('fc.weight');
  */
 export async function openSafetensors(input: string | NpySource, options: HttpOptions = {}): Promise<SafetensorsFile> {
+  checkOptions('openSafetensors', options, HTTP_KEY_SET);
   const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
   return openingOver(source, input, () => SafetensorsFile.open(source, options));
 }

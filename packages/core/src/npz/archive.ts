@@ -16,7 +16,7 @@ import {
   type EncodeOptions,
 } from '../npy.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
-import { DECODE_RULES, checkNumbers, type KnownKeys } from '../options.js';
+import { DECODE_RULES, checkNumbers, pickOptions, type KnownKeys } from '../options.js';
 import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
@@ -129,7 +129,8 @@ function notNpy(entry: ZipEntry): NpyError {
  */
 export function decodeMember(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions = {}): NdArray {
   if (!isNpy(bytes)) throw notNpy(entry);
-  return inMember(entry, () => decodeNpy(bytes, options));
+  // An archive's options (its codec, HTTP options) travel with the decode ones: only those reach decodeNpy.
+  return inMember(entry, () => decodeNpy(bytes, pickOptions(options, DECODE_KEYS)));
 }
 
 /** Bytes `[offset, offset + length)` of a member's uncompressed bytes (inflated from its start). */

@@ -13,7 +13,8 @@ import { NdArray } from '../array/ndarray.js';
 import { encodeHeader, type NpyHeader } from '../format/header.js';
 import type { ObjectArrayCodec, UnpickleLimits } from '../npy.js';
 import { bad } from './vm-values.js';
-import { unpickle, type UnpickleOptions } from './unpickler.js';
+import { UNPICKLE_KEYS, unpickle, type UnpickleOptions } from './unpickler.js';
+import { pickOptions } from '../options.js';
 import { isFortran, pickle } from './pickler.js';
 
 export * from './python-values.js';
@@ -27,7 +28,8 @@ export type { ObjectArrayCodec, UnpickleLimits };
  */
 export const pickleCodec: ObjectArrayCodec = {
   decode(bytes: Uint8Array, header: NpyHeader, options: UnpickleOptions = {}): NdArray {
-    const value = unpickle(bytes.subarray(header.dataOffset), options);
+    // The reader's options (a decode's, or a load's) hold more than the unpickler's limits.
+    const value = unpickle(bytes.subarray(header.dataOffset), pickOptions(options, UNPICKLE_KEYS));
     if (!(value instanceof NdArray)) bad('the pickle after an object-array header does not hold an array');
     const expected = header.shape.join(',');
     if (value.shape.join(',') !== expected) bad(`the pickled array has shape (${value.shape.join(', ')}), the header says (${expected})`);

@@ -7,6 +7,9 @@ import { dataToBytes } from '../array/layout.js';
 import type { TypedArray } from '../format/js-types.js';
 import { hasObject } from '../npy.js';
 import { bad } from './vm-values.js';
+import { checkOptions, knownKeys } from '../options.js';
+
+const PICKLE_KEYS = knownKeys<{ stringDType?: boolean }>({ stringDType: true });
 import { hasLoneSurrogate } from '../format/literal.js';
 
 class Writer {
@@ -96,6 +99,7 @@ export function isFortran(a: NdArray): boolean {
  * const bytes = pickle({ a: [1, 2.5, null] });   // numpy 1.17+ and 2.x load it
  */
 export function pickle(value: unknown, options: { stringDType?: boolean } = {}): Uint8Array {
+  checkOptions('pickle', options, PICKLE_KEYS);
   const w = new Writer();
   w.byte(OP.PROTO);
   w.byte(3);

@@ -13,13 +13,17 @@ import { putOwn } from '../array/safe-object.js';
 import { OP } from './opcodes.js';
 import { MAX_INT_DIGITS, integerOfText } from '../array/json.js';
 import { NpyError } from '../errors.js';
-import { PICKLE_RULES, checkNumbers } from '../options.js';
+import { PICKLE_RULES, checkNumbers, checkOptions, knownKeys, type KnownKeys } from '../options.js';
 import type { UnpickleLimits } from '../npy.js';
 import { Dict, List, Pending, Tuple, bad, settle } from './vm-values.js';
 import { Global, resolveGlobal, type Constructor } from './allowlist.js';
 
 /** Limits of the unpickler (container depth, items, memo size). */
 export type UnpickleOptions = UnpickleLimits;
+
+/** The options {@link UnpickleOptions} names (see `knownKeys`, options.ts). */
+export const UNPICKLE_KEYS = { maxDepth: true, maxMemo: true, maxMarks: true, maxBytes: true } as const satisfies KnownKeys<UnpickleOptions>;
+const UNPICKLE_KEY_SET = knownKeys<UnpickleOptions>(UNPICKLE_KEYS);
 
 /**
  * How a machine reads another library's pickles (PyTorch's checkpoints): its own allowlist of
@@ -208,6 +212,7 @@ function rawUnicodeEscape(text: string): string {
  * unpickle(pickleBytes);   // e.g. [1, 'two', null] for pickle.dumps([1, 'two', None])
  */
 export function unpickle(input: Uint8Array, options: UnpickleOptions = {}): unknown {
+  checkOptions('unpickle', options, UNPICKLE_KEY_SET);
   return unpickleWith(input, options, NUMPY_DIALECT);
 }
 

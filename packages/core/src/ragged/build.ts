@@ -2,6 +2,7 @@
 import { toNdArray, type ArraySpec } from '../npy.js';
 import { parseDescr, shapeRepr, type DType } from '../format/dtype.js';
 import { NpyError } from '../errors.js';
+import type { KnownKeys } from '../options.js';
 import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { raggedIndexDType, widthFor, type RaggedInfo, type RaggedKind, type RaggedLayout } from './convention.js';
@@ -37,6 +38,11 @@ export interface SaveRaggedOptions extends RaggedPathOptions {
   /** The index's shape, for an N-d index (elements in C order; ranges and zero-terminated layouts). Default `(n,)`. */
   shape?: readonly number[];
 }
+
+/** The options {@link RaggedPathOptions} names (see `knownKeys`, options.ts). */
+export const RAGGED_PATH_KEYS = { allowHeapOutside: true } as const satisfies KnownKeys<RaggedPathOptions>;
+/** The options {@link SaveRaggedOptions} names. */
+export const SAVE_RAGGED_KEYS = { ...RAGGED_PATH_KEYS, layout: true, heap: true, dtypes: true, shape: true } as const satisfies KnownKeys<SaveRaggedOptions>;
 
 /** A text heap: 1-d bytes. */
 export const bytesArray = (bytes: Uint8Array): NdArray => new NdArray(parseDescr('|u1'), [bytes.length], bytes);

@@ -1,7 +1,9 @@
 /** Ragged readers with promises, over any source of region reads: files (`@npyts/core/node`) and URLs. */
 import type { DType } from '../format/dtype.js';
 import type { NdArray } from '../array/ndarray.js';
-import { openNpyUrl, type NpyUrlHandle, type UrlOptions } from '../io/url.js';
+import { URL_KEYS, openNpyUrl, type NpyUrlHandle, type UrlOptions } from '../io/url.js';
+import { checkOptions, knownKeys } from '../options.js';
+import { RAGGED_PATH_KEYS } from './build.js';
 import { heapUrlOf, type RaggedElement, type RaggedKind, type RaggedLayout } from './convention.js';
 import { levelFacts, openingLevel, readingBounds, readingElements, runReading, type RaggedLevel, type RaggedSource, type Reading } from './reading.js';
 import { referencedAxis } from './convention.js';
@@ -141,6 +143,7 @@ export interface RaggedUrlOptions extends UrlOptions {
   /** Let an index name a heap on another origin or outside its own folder (off by default). */
   allowHeapOutside?: boolean;
 }
+const RAGGED_URL_KEYS = knownKeys<RaggedUrlOptions>({ ...URL_KEYS, ...RAGGED_PATH_KEYS });
 
 /**
  * Open a ragged array over HTTP: elements are read with range requests of the index and the heap.
@@ -149,10 +152,12 @@ export interface RaggedUrlOptions extends UrlOptions {
  * await r.get(7);
  */
 export async function openRaggedUrl(url: string | URL, options: RaggedUrlOptions = {}): Promise<RaggedUrlReader> {
+  checkOptions('openRaggedUrl', options, RAGGED_URL_KEYS);
   // Heaps are confined to the index's folder, after redirects too (unless allowed elsewhere).
-  const within = options.allowHeapOutside ? undefined : new URL('.', String(url)).href;
+  const { allowHeapOutside, ...urlOptions } = options;
+  const within = allowHeapOutside ? undefined : new URL('.', String(url)).href;
   const reader = await openRaggedWith(
-    (u) => openNpyUrl(u, u === String(url) || within === undefined ? options : { ...options, within }),
+    (u) => openNpyUrl(u, u === String(url) || within === undefined ? urlOptions : { ...urlOptions, within }),
     String(url),
     (i, h) => heapUrlOf(i, h, options),
   );

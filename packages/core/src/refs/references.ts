@@ -9,9 +9,9 @@ import type { DType } from '../format/dtype.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { openNpySource, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import { headerBytesNeeded, readHeader } from '../format/header.js';
-import type { HttpOptions } from '../io/url.js';
+import { HTTP_KEYS, type HttpOptions } from '../io/url.js';
 import { mapInParallel } from '../io/settle.js';
-import { checkNumbers, REFERENCE_RULES } from '../options.js';
+import { checkNumbers, checkOptions, knownKeys, REFERENCE_RULES } from '../options.js';
 import { NpzArchive } from '../npz/archive.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import { GgufFile } from '../gguf/file.js';
@@ -59,6 +59,20 @@ export interface ReferenceOptions {
   name?: string;
   signal?: AbortSignal | undefined;
 }
+
+/** What `referencesOf` takes: its own options, the HTTP ones, and where a sharded set's shards are. */
+export type ReferencesOfOptions = ReferenceOptions & HttpOptions & Pick<OpenWeightsOptions, 'resolve' | 'place'>;
+/** The options {@link ReferencesOfOptions} names (both `referencesOf` entries check against it). */
+export const REFERENCES_OF_KEYS = knownKeys<ReferencesOfOptions>({
+  ...HTTP_KEYS,
+  zarrFormat: true,
+  chunkBytes: true,
+  url: true,
+  concat: true,
+  name: true,
+  resolve: true,
+  place: true,
+});
 
 /** An input of `referencesOf`: a source, with the place its references point at and its file name. */
 export interface ReferenceInput {
@@ -402,10 +416,8 @@ function withFileSync<T>(file: string, f: () => T): T {
  * const set = await referencesOf('https://example.org/data.npy', { zarrFormat: 2 });
  * // xarray.open_dataset('reference://', engine='zarr', backend_kwargs={'storage_options': {'fo': set}, 'consolidated': False})
  */
-export async function referencesOf(
-  input: NpySource | readonly NpySource[],
-  options: ReferenceOptions & HttpOptions & Pick<OpenWeightsOptions, 'resolve' | 'place'> = {},
-): Promise<ReferenceSet> {
+export async function referencesOf(input: NpySource | readonly NpySource[], options: ReferencesOfOptions = {}): Promise<ReferenceSet> {
+  checkOptions('referencesOf', options, REFERENCES_OF_KEYS);
   const list = Array.isArray(input) ? (input as readonly NpySource[]) : [input as NpySource];
   const inputs = list.map((one) => {
     const url = typeof one === 'string' || one instanceof URL ? resolveUrl(one) : null;

@@ -1,7 +1,8 @@
 /** Opening a .safetensors file from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
 import type { SyncByteSource } from '../io/byte-source.js';
 import { openingOver, sourceOf, type NpySource } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
+import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
+import { checkOptions } from '../options.js';
 import { SafetensorsFile } from './file.js';
 
 /**
@@ -15,6 +16,7 @@ import { SafetensorsFile } from './file.js';
 export async function openSafetensors(input: ArrayBuffer | ArrayBufferView | SyncByteSource, options?: HttpOptions): Promise<SafetensorsFile<SyncByteSource>>;
 export async function openSafetensors(input: NpySource, options?: HttpOptions): Promise<SafetensorsFile>;
 export async function openSafetensors(input: NpySource, options: HttpOptions = {}): Promise<SafetensorsFile> {
+  checkOptions('openSafetensors', options, HTTP_KEY_SET);
   options.signal?.throwIfAborted();
   // The first request of a URL learns the size with one byte; the header is read from the start.
   const source = await sourceOf(input, { ...options, tailBytes: 1 });

@@ -21,7 +21,7 @@ import {
   type EncodeOptions,
   type Expecting,
 } from '../npy.js';
-import { checkOptions, knownKeys } from '../options.js';
+import { checkOptions, knownKeys, pickOptions } from '../options.js';
 import { safetensorsParts, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
 import { checkFormatVersion } from '../format/header.js';
 import { checkStore } from './key.js';
@@ -87,7 +87,7 @@ export async function loadNpy(key: string, options: StoreLoadOptions): Promise<N
     const reading = source.read(0, source.size, { signal: options.signal });
     // Bytes a source holds in memory (a memory store's) are copied out: the array must not alias them.
     const held = !isPromise(reading);
-    return decodeNpy(await reading, { ...options, copy: options.copy || held });
+    return decodeNpy(await reading, { ...pickOptions(options, DECODE_KEYS), copy: options.copy || held });
   } finally {
     await source.close?.();
   }

@@ -42,6 +42,8 @@ export interface NpzFileOptions extends NpzFileOptionsSync, AsyncOptions {
 
 /** The options of {@link openNpz} and {@link loadNpz}, and `onProgress` (the loads'). */
 const NPZ_FILE_KEYS = knownKeys<NpzFileOptions & HttpOptions>({ ...NPZ_KEYS, ...HTTP_KEYS, allowPickle: true, store: true, onProgress: true });
+/** The options of {@link openNpzSync} and {@link loadNpzSync}. */
+const NPZ_FILE_SYNC_KEYS = knownKeys<NpzFileOptionsSync>({ ...NPZ_KEYS, allowPickle: true });
 
 /** The archive options of a file's options: object arrays decoded only when allowed, as by loadNpy. */
 function archiveOptions(options: NpzFileOptionsSync): NpzOptions {
@@ -189,6 +191,7 @@ export function openNpz(input: string | NpzSource, options: NpzFileOptions & Htt
  * z.close();
  */
 export function openNpzSync(path: string, options: NpzFileOptionsSync = {}): NpzArchive<SyncByteSource> {
+  checkOptions('openNpzSync', options, NPZ_FILE_SYNC_KEYS);
   const source = fileSource(path);
   try {
     return new NpzArchive(source, archiveOptions(options));
@@ -218,6 +221,7 @@ export async function loadNpz(path: string | NpzSource, options: NpzFileOptions 
  * arrays.get('dense/kernel')?.shape;
  */
 export function loadNpzSync(path: string, options: NpzFileOptionsSync = {}): Map<string, NdArray> {
+  checkOptions('loadNpzSync', options, NPZ_FILE_SYNC_KEYS);
   const archive = openNpzSync(path, options);
   try {
     return archive.getAllSync(options);

@@ -11,6 +11,10 @@ import { STORED, checkInflatedSize, checkSupported, checkZipCrc, performOnBytes,
 import type { AsyncOptions } from '../fd.js';
 import { crc32 } from '../native.js';
 import { openHandle, openHandleSync, type NpyFileHandle, type NpyFileHandleSync } from '../../io/handles.js';
+import { checkOptions, knownKeys } from '../../options.js';
+
+const MEMBER_SYNC_KEYS = knownKeys<ReadHeaderOptions>({ maxHeaderBytes: true, expect: true, exactByteOrder: true, voidAs: true });
+const MEMBER_KEYS = knownKeys<ReadHeaderOptions & AsyncOptions>({ maxHeaderBytes: true, expect: true, exactByteOrder: true, voidAs: true, signal: true });
 
 /**
  * A member's uncompressed bytes as a stream of chunks, for members too large for one buffer.
@@ -81,6 +85,7 @@ export async function openNpzMember<const S extends DescrInput>(
 ): Promise<NpyFileHandle<S>>;
 export async function openNpzMember(archive: NpzArchive, name: string, options?: ReadHeaderOptions & AsyncOptions): Promise<NpyFileHandle>;
 export async function openNpzMember(archive: NpzArchive, name: string, options: ReadHeaderOptions & AsyncOptions = {}): Promise<NpyFileHandle> {
+  checkOptions('openNpzMember', options, MEMBER_KEYS);
   const entry = storedEntry(archive, name);
   const { base, header } = await archive.runAsync(openingMember(archive.source.size, entry, options), options.signal);
   // The member as a source of its own, read through the archive (its cache, its counted requests).
@@ -99,6 +104,7 @@ export function openNpzMemberSync<const S extends DescrInput>(
 ): NpyFileHandleSync<S>;
 export function openNpzMemberSync(archive: NpzArchive<SyncByteSource>, name: string, options?: ReadHeaderOptions): NpyFileHandleSync;
 export function openNpzMemberSync(archive: NpzArchive<SyncByteSource>, name: string, options: ReadHeaderOptions = {}): NpyFileHandleSync {
+  checkOptions('openNpzMemberSync', options, MEMBER_SYNC_KEYS);
   const entry = storedEntry(archive, name);
   const src = archive.source;
   const { base, header } = driveSync(openingMember(src.size, entry, options), performOnBytes(src));

@@ -2,6 +2,7 @@
 import { dirname, join, resolve } from 'node:path';
 import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
+import { checkOptions, knownKeys } from '../../options.js';
 import type { NdArray } from '../../array/ndarray.js';
 import { appending, droppingRows } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
@@ -11,8 +12,8 @@ import { appendLocked } from '../lock.js';
 import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
 import { followHeap, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedInfo, type WordWidth } from '../../ragged/convention.js';
-import { heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
-import { headerOrNull, heapPathOf, readingRegionAt } from './files.js';
+import { RAGGED_PATH_KEYS, heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
+import { headerOrNull, heapPathIn, readingRegionAt } from './files.js';
 import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
 /** What appending needs of a ragged array on disk: its index header and layout, its heap, and the heap's dtype and row count. */
@@ -25,7 +26,7 @@ function* raggedFacts(
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   if (info.kind === 'ref') throw new NpyError('DTYPE_MISMATCH', `${path} holds references; append to it with appendNpy (its heap is an ordinary array)`);
-  const heapPath = heapPathOf(path, info.heap, options);
+  const heapPath = heapPathIn(path, info.heap, options);
   const followed = followHeap(chain, heapPath);
   yield* heapMustExist(path, heapPath);
   const heap = yield* readingNpyHeader(heapPath);
@@ -81,7 +82,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
   // Only the heap's name is needed to take its lock; the facts are read under both locks below.
   const info = raggedInfo((yield* readingNpyHeader(path)).dtype);
   if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
-  const heapPath = heapPathOf(path, info.heap, options);
+  const heapPath = heapPathIn(path, info.heap, options);
   followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
   yield* heapMustExist(path, heapPath);
   function* underHeapLock(): Operation<void> {
@@ -144,6 +145,9 @@ export function* lockedAppend(path: string, array: NdArray): Operation<void> {
   yield* appendLocked(path, () => appending(path, array));
 }
 
+const APPEND_SYNC_KEYS = knownKeys<RaggedPathOptions>(RAGGED_PATH_KEYS);
+const APPEND_KEYS = knownKeys<RaggedPathOptions & AsyncOptions>({ ...RAGGED_PATH_KEYS, signal: true });
+
 /**
  * Append elements: heap rows first (made durable), then the index rows — a crash leaves the previous
  * state. A compact index whose words outgrow their width is rewritten wider, beside and renamed over.
@@ -152,6 +156,7 @@ export function* lockedAppend(path: string, array: NdArray): Operation<void> {
  * await appendRagged('words.npy', ['ghij']);
  */
 export function appendRagged(path: string, elements: Input[], options: RaggedPathOptions & AsyncOptions = {}): Promise<void> {
+  checkOptions('appendRagged', options, APPEND_KEYS);
   return run(appendingRagged(path, elements, options), options.signal, path);
 }
 
@@ -161,5 +166,6 @@ export function appendRagged(path: string, elements: Input[], options: RaggedPat
  * appendRaggedSync('words.npy', ['ghij']);
  */
 export function appendRaggedSync(path: string, elements: Input[], options: RaggedPathOptions = {}): void {
+  checkOptions('appendRaggedSync', options, APPEND_SYNC_KEYS);
   runSync(appendingRagged(path, elements, options), path);
 }

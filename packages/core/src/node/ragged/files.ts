@@ -3,7 +3,10 @@ import { dirname, resolve } from 'node:path';
 import { siblingPath } from '../place.js';
 import { checkDataPresent } from '../../npy.js';
 import { NpyError } from '../../errors.js';
-import type { RaggedPathOptions } from '../../ragged/build.js';
+import { RAGGED_PATH_KEYS, type RaggedPathOptions } from '../../ragged/build.js';
+import { checkOptions, knownKeys } from '../../options.js';
+
+const PATH_KEYS = knownKeys<RaggedPathOptions>(RAGGED_PATH_KEYS);
 import type { NdArray } from '../../array/ndarray.js';
 import { readingNpyHeader } from '../npy-files.js';
 import type { NpyHeader } from '../../format/header.js';
@@ -17,6 +20,12 @@ import { readingRegion } from '../../io/region.js';
  * heapPathOf('/data/words.npy', 'words.npy.strings');   // '/data/words.npy.strings'
  */
 export function heapPathOf(indexPath: string, heap: string, options: RaggedPathOptions = {}): string {
+  checkOptions('heapPathOf', options, PATH_KEYS);
+  return heapPathIn(indexPath, heap, options);
+}
+
+/** {@link heapPathOf} for the ragged entries, whose options (checked by them) hold more than `allowHeapOutside`. */
+export function heapPathIn(indexPath: string, heap: string, options: RaggedPathOptions): string {
   if (options.allowHeapOutside) return resolve(dirname(indexPath), heap);
   try {
     return siblingPath(indexPath, heap, 'the heap', false);

@@ -2,6 +2,8 @@
 import { getField } from '../../array/records.js';
 import type { DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
+import { checkOptions, knownKeys } from '../../options.js';
+import { RAGGED_PATH_KEYS } from '../../ragged/build.js';
 import { namedObject } from '../../array/safe-object.js';
 import { openNpyFile, openNpyFileSync, type NpyFileHandleSync } from '../regions.js';
 import type { AsyncOptions } from '../../io/handles.js';
@@ -9,7 +11,7 @@ import { readNpyHeader, readNpyHeaderSync } from '../npy-files.js';
 import { indexWords, raggedInfo, type RaggedElement, type RaggedInfo } from '../../ragged/convention.js';
 import { openingLevel, pairsOf, readingPairs, runReadingSync, type RaggedLevel, type Reading } from '../../ragged/reading.js';
 import { openRaggedWith, raggedMethods, type RaggedFacts, type RaggedReader } from '../../ragged/readers.js';
-import { heapPathOf } from './files.js';
+import { heapPathIn } from './files.js';
 import type { RaggedPathOptions } from '../../ragged/build.js';
 
 /** An open ragged array: elements are read with region reads of the index and of the heap only. */
@@ -24,6 +26,10 @@ export interface RaggedHandle extends RaggedFacts {
   chunks(size: number): Generator<RaggedElement[]>;
   close(): void;
 }
+
+const OPEN_SYNC_KEYS = knownKeys<RaggedPathOptions>(RAGGED_PATH_KEYS);
+const OPEN_KEYS = knownKeys<RaggedPathOptions & AsyncOptions>({ ...RAGGED_PATH_KEYS, signal: true });
+const SIGNAL_KEYS = knownKeys<AsyncOptions>({ signal: true });
 
 /**
  * Whether the .npy at `path` is a ragged index (its dtype carries the npyts.ragged title).
@@ -65,6 +71,7 @@ const blockingFiles = { open: (p: string) => openNpyFileSync(p), read: (h: NpyFi
  * r.close();
  */
 export function openRaggedRecordsSync(path: string, options: RaggedPathOptions = {}): RaggedRecordsHandle {
+  checkOptions('openRaggedRecordsSync', options, OPEN_SYNC_KEYS);
   const main = openNpyFileSync(path);
   const fields = raggedFieldsOf(main.dtype);
   const heaps = namedObject<NpyFileHandleSync>();
@@ -76,7 +83,7 @@ export function openRaggedRecordsSync(path: string, options: RaggedPathOptions =
     if (Object.keys(fields).length === 0) throw new NpyError('NOT_RAGGED', `${path} has no ragged fields`);
     for (const [name, info] of Object.entries(fields)) {
       if (info.layout === 'offsets') throw new NpyError('BAD_RAGGED', `${path}: field '${name}' is an offsets index, which a record field cannot be`);
-      heaps[name] = openNpyFileSync(heapPathOf(path, info.heap, options));
+      heaps[name] = openNpyFileSync(heapPathIn(path, info.heap, options));
     }
   } catch (e) {
     closeAll();
@@ -119,6 +126,7 @@ const readBlocking = <T>(reading: Reading<NpyFileHandleSync, T>): T => runReadin
  * r.close();
  */
 export function openRaggedSync(path: string, options: RaggedPathOptions = {}): RaggedHandle {
+  checkOptions('openRaggedSync', options, OPEN_SYNC_KEYS);
   const opened: NpyFileHandleSync[] = [];
   const closeAll = (): void => {
     for (const h of opened) h.close();
@@ -126,7 +134,7 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
   let level: RaggedLevel<NpyFileHandleSync>;
   try {
     level = runReadingSync(
-      openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathOf(i, h, options)),
+      openingLevel<NpyFileHandleSync>(path, (i, h) => heapPathIn(i, h, options)),
       blockingFiles,
       opened,
     );
@@ -156,10 +164,11 @@ export function openRaggedSync(path: string, options: RaggedPathOptions = {}): R
  * await r.close();
  */
 export async function openRagged(path: string, options: RaggedPathOptions & AsyncOptions = {}): Promise<RaggedReader & AsyncDisposable> {
+  checkOptions('openRagged', options, OPEN_KEYS);
   const reader = await openRaggedWith(
     (p) => openNpyFile(p, { signal: options.signal }),
     path,
-    (index, heap) => heapPathOf(index, heap, options),
+    (index, heap) => heapPathIn(index, heap, options),
   );
   return Object.assign(reader, { [Symbol.asyncDispose]: () => reader.close() });
 }
@@ -170,5 +179,6 @@ export async function openRagged(path: string, options: RaggedPathOptions & Asyn
  * await isRagged('words.npy');   // true
  */
 export async function isRagged(path: string, options: AsyncOptions = {}): Promise<boolean> {
+  checkOptions('isRagged', options, SIGNAL_KEYS);
   return raggedInfo((await readNpyHeader(path, options)).dtype) !== null;
 }

@@ -3,6 +3,9 @@ import { basename, dirname, join, relative, resolve } from 'node:path';
 import { toNdArray, type ArraySpec } from '../../npy.js';
 import { recordDType, type DType } from '../../format/dtype.js';
 import { NpyError } from '../../errors.js';
+import { checkOptions, knownKeys } from '../../options.js';
+import { REPLACE_KEYS } from '../beside.js';
+import { RAGGED_PATH_KEYS, SAVE_RAGGED_KEYS } from '../../ragged/build.js';
 import { namedObject } from '../../array/safe-object.js';
 import { NdArray, isOrderFree } from '../../array/ndarray.js';
 import type { AsyncOptions } from '../../io/handles.js';
@@ -29,11 +32,16 @@ import {
   utf8Heap,
   wordsArray,
 } from '../../ragged/build.js';
-import { headerOrNull, heapPathOf } from './files.js';
+import { headerOrNull, heapPathIn } from './files.js';
 import type { Input, RaggedPathOptions } from '../../ragged/build.js';
 
 /** Options of {@link saveRaggedSync}: the layout and names, and how each file is replaced (`durable`: each heap and the index are made durable before the index is renamed into place). */
 export interface SaveRaggedFileOptions extends SaveRaggedOptions, ReplaceOptions {}
+
+const SAVE_SYNC_KEYS = knownKeys<SaveRaggedFileOptions>({ ...SAVE_RAGGED_KEYS, ...REPLACE_KEYS });
+const SAVE_KEYS = knownKeys<SaveRaggedFileOptions & AsyncOptions>({ ...SAVE_RAGGED_KEYS, ...REPLACE_KEYS, signal: true });
+const REFERENCES_SYNC_KEYS = knownKeys<RaggedPathOptions & ReplaceOptions>({ ...RAGGED_PATH_KEYS, ...REPLACE_KEYS });
+const REFERENCES_KEYS = knownKeys<RaggedPathOptions & ReplaceOptions & AsyncOptions>({ ...RAGGED_PATH_KEYS, ...REPLACE_KEYS, signal: true });
 
 /**
  * Records with ragged fields, named as numpy#25374's option 1: `main.npy` holds the record array;
@@ -187,9 +195,9 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedFil
   const layout = options.layout ?? 'ranges';
   const kind = kindOf(elements);
   const terminated = layout === 'zero-terminated' && kind !== 'nested';
-  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPathOf(path, options.heap, options) }) as boolean);
+  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPathIn(path, options.heap, options) }) as boolean);
   const heapName = options.heap ?? freshHeapName(path, `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`, taken);
-  const heapPath = heapPathOf(path, heapName, options);
+  const heapPath = heapPathIn(path, heapName, options);
   if (heapPath === resolve(path)) throw new NpyError('NAME_CLASH', `${path} cannot be its own heap`);
   if (shared && layout === 'offsets')
     throw new NpyError('NAME_CLASH', `an offsets index owns its heap, and ${heapName} exists; share a heap with the ranges layout`);
@@ -229,6 +237,7 @@ function* savingElements(path: string, elements: Input[], options: SaveRaggedFil
  * await saveRagged('words.npy', ['a', 'bc', 'def'], { layout: 'offsets' });   // words.npy + words.npy.strings
  */
 export function saveRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedFileOptions & AsyncOptions = {}): Promise<void> {
+  checkOptions('saveRagged', options, SAVE_KEYS);
   return run(savingRagged(path, elements, options), options.signal, path);
 }
 
@@ -238,6 +247,7 @@ export function saveRagged(path: string, elements: Input[] | Record<string, unkn
  * saveRaggedSync('words.npy', ['a', 'bc', 'def']);   // words.npy + words.npy.strings
  */
 export function saveRaggedSync(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedFileOptions = {}): void {
+  checkOptions('saveRaggedSync', options, SAVE_SYNC_KEYS);
   runSync(savingRagged(path, elements, options), path);
 }
 
@@ -248,7 +258,7 @@ function* savingReferences(
   options: RaggedPathOptions & ReplaceOptions,
 ): Operation<void> {
   const replace = { durable: options.durable ?? false };
-  const heapPath = heapPathOf(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
+  const heapPath = heapPathIn(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
   const given = typeof heap === 'string' ? null : toNdArray(heap);
   const h = given ? null : yield* readingNpyHeader(heapPath);
   const heapShape = given ? given.shape : h!.shape;
@@ -282,6 +292,7 @@ export function saveReferences(
   heap: string | NdArray | ArraySpec,
   options: RaggedPathOptions & ReplaceOptions & AsyncOptions = {},
 ): Promise<void> {
+  checkOptions('saveReferences', options, REFERENCES_KEYS);
   return run(savingReferences(path, refs, heap, options), options.signal, path);
 }
 
@@ -296,5 +307,6 @@ export function saveReferencesSync(
   heap: string | NdArray | ArraySpec,
   options: RaggedPathOptions & ReplaceOptions = {},
 ): void {
+  checkOptions('saveReferencesSync', options, REFERENCES_SYNC_KEYS);
   runSync(savingReferences(path, refs, heap, options), path);
 }
