@@ -61,7 +61,7 @@ export const DECODE_KEYS = {
   pickle: true,
 } as const satisfies KnownKeys<DecodeOptions>;
 /** {@link DECODE_KEYS} as the set the entries that take only {@link DecodeOptions} check against. */
-export const DECODE_KEY_SET = knownKeys<DecodeOptions>(DECODE_KEYS);
+export const DECODE_KEY_SET: ReadonlySet<string> = knownKeys<DecodeOptions>(DECODE_KEYS);
 
 const PICKLE_HINT =
   "to decode it safely, pass { pickle: pickleCodec } (import { pickleCodec } from '@npyts/core/pickle'), or { allowPickle: true } to loadNpy in Node, or --allow-pickle to the CLI; npyts never runs code from a pickle";
@@ -291,7 +291,7 @@ export interface EncodeOptions {
 /** The options {@link EncodeOptions} names. */
 export const ENCODE_KEYS = { version: true, pickle: true } as const satisfies KnownKeys<EncodeOptions>;
 /** {@link ENCODE_KEYS} as a set. */
-export const ENCODE_KEY_SET = knownKeys<EncodeOptions>(ENCODE_KEYS);
+export const ENCODE_KEY_SET: ReadonlySet<string> = knownKeys<EncodeOptions>(ENCODE_KEYS);
 
 /**
  * The header and the data bytes of an encoded .npy, kept apart so that files can be written without a joined copy.

@@ -93,7 +93,7 @@ export const HTTP_KEYS = {
   timeoutMs: true,
 } as const satisfies KnownKeys<HttpOptions>;
 /** {@link HTTP_KEYS} as the set an opener that takes only {@link HttpOptions} checks against. */
-export const HTTP_KEY_SET = knownKeys<HttpOptions>(HTTP_KEYS);
+export const HTTP_KEY_SET: ReadonlySet<string> = knownKeys<HttpOptions>(HTTP_KEYS);
 
 /** Options of {@link openNpyUrl}: the HTTP options, range joining, the first request and the cache. */
 export interface UrlOptions extends DecodeOptions, HttpOptions {

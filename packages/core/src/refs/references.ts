@@ -63,7 +63,7 @@ export interface ReferenceOptions {
 /** What `referencesOf` takes: its own options, the HTTP ones, and where a sharded set's shards are. */
 export type ReferencesOfOptions = ReferenceOptions & HttpOptions & Pick<OpenWeightsOptions, 'resolve' | 'place'>;
 /** The options {@link ReferencesOfOptions} names (both `referencesOf` entries check against it). */
-export const REFERENCES_OF_KEYS = knownKeys<ReferencesOfOptions>({
+export const REFERENCES_OF_KEYS: ReadonlySet<string> = knownKeys<ReferencesOfOptions>({
   ...HTTP_KEYS,
   zarrFormat: true,
   chunkBytes: true,
