@@ -32,9 +32,9 @@ export interface MergeLoraOptions extends HttpOptions {
   scale?: number;
 }
 
-/** An adapter given as its parts: `adapter_config.json`'s object, and `adapter_model.safetensors` opened. */
 const MERGE_KEYS = knownKeys<MergeLoraOptions>({ ...HTTP_KEYS, scale: true });
 
+/** An adapter given as its parts: `adapter_config.json`'s object, and `adapter_model.safetensors` opened. */
 export interface LoraAdapterParts {
   readonly config: Readonly<Record<string, unknown>>;
   readonly weights: WeightFile;

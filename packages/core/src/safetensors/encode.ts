@@ -139,10 +139,11 @@ export function safetensorsBytes(array: NdArray): Uint8Array {
  * promised is refused, not written under the wrong header.
  */
 export function checkedBytes(
-  array: NdArray,
+  given: NdArray,
   at: { readonly name: string; readonly begin: number; readonly end: number },
   entry?: SafetensorsEntry,
 ): Uint8Array {
+  const array = toNdArray(given);
   if (entry !== undefined) {
     if (safetensorsDTypeName(array.dtype) !== safetensorsDTypeName(entry.dtype)) {
       throw new NpyError('UNEXPECTED_DTYPE', `tensor '${at.name}' read as ${array.dtype.name} where its info gave ${entry.dtype.name}`);
