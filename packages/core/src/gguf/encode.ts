@@ -16,7 +16,7 @@ import { familyOf } from '../format/dtype-cases.js';
 import { numberToFloat16 } from '../format/float-bits.js';
 import type { TypedArray } from '../format/js-types.js';
 import { toNdArray, type ArraySpec } from '../npy.js';
-import type { GgufValueType } from './header.js';
+import { VT, type GgufValueType } from './header.js';
 import { float32ToBf16, QUANTIZE } from './quantize.js';
 import { GGML_TYPES, type GgmlType } from './types.js';
 
@@ -97,21 +97,6 @@ export interface GgufParts {
   readonly size: number;
 }
 
-enum VT {
-  UINT8 = 0,
-  INT8 = 1,
-  UINT16 = 2,
-  INT16 = 3,
-  UINT32 = 4,
-  INT32 = 5,
-  FLOAT32 = 6,
-  BOOL = 7,
-  STRING = 8,
-  ARRAY = 9,
-  UINT64 = 10,
-  INT64 = 11,
-  FLOAT64 = 12,
-}
 const VT_BY_NAME: ReadonlyMap<string, VT> = new Map(
   Object.entries(VT)
     .filter((e): e is [string, VT] => typeof e[1] === 'number')

@@ -29,8 +29,8 @@ const MAX_NESTING = 64;
 /** Most axes a tensor may have (numpy's limit). */
 const MAX_DIMS = 64;
 
-/** GGUF value types (gguf-py's `GGUFValueType`). */
-enum VT {
+/** GGUF value types (gguf-py's `GGUFValueType`): the reader's and the writer's. */
+export enum VT {
   UINT8 = 0,
   INT8 = 1,
   UINT16 = 2,
