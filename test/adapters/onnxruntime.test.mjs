@@ -312,6 +312,13 @@ test('withWeights: a perturbed state_dict runs as the model re-exported with it 
       assert.equal(r.unused, model === 'cnn' ? ['1.num_batches_tracked'] : [], `${model}-${exporter}.${ext}: unused`);
     }
   }
+  // An option it does not know is refused before anything is read, not dropped (a misspelt `inline`).
+  const { model } = exports[0];
+  await refused(
+    withWeights(readFileSync(join(wdir, `${model}-${exports[0].exporter}.onnx`)), join(wdir, `${model}.safetensors`), { inlne: true }),
+    'BAD_OPTION',
+    'inlne',
+  );
 });
 
 test("withWeights: a local file's tensors are pointed at, not copied: the model holds none of their bytes, and onnxruntime-python runs it as the re-export", async () => {

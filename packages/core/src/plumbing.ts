@@ -7,6 +7,7 @@
  */
 export { encodeHeader, headerBytesNeeded, matchesDescr, MAGIC, MAX_DIMS } from './format/header.js';
 export { putOwn } from './array/safe-object.js';
+export { HTTP_KEYS } from './io/url.js';
 export { progressReporter, type ProgressReporter } from './progress.js';
 export { dtypeConstructionRepr } from './format/dtype.js';
 export {
@@ -21,6 +22,9 @@ export {
   LIMIT,
   MILLISECONDS,
   LEVEL_RULES,
+  checkOptions,
+  knownKeys,
+  type KnownKeys,
   type NumberRule,
   type NumberRules,
 } from './options.js';

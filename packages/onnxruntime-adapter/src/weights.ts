@@ -1,6 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
 import { NpyError, type OnProgress, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
-import { progressReporter, settleAll } from '@npyts/core/plumbing';
+import { HTTP_KEYS, checkOptions, knownKeys, progressReporter, settleAll } from '@npyts/core/plumbing';
 import {
   ModelProto,
   decodeModel,
@@ -35,6 +35,8 @@ export interface WithWeightsOptions extends HttpOptions {
    */
   onProgress?: OnProgress;
 }
+
+const WITH_WEIGHTS_KEYS = knownKeys<WithWeightsOptions>({ ...HTTP_KEYS, inline: true, onProgress: true });
 
 /** One external data file of {@link WithWeightsResult.externalData}: ORT's `ExternalDataFileDescription`. */
 export interface ExternalDataFile {
@@ -194,6 +196,7 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  * const session = await ort.InferenceSession.create(model, sessionOptions);
  */
 export async function withWeights(model: ModelInput, weights: WeightInput, options: WithWeightsOptions = {}): Promise<WithWeightsResult> {
+  checkOptions('withWeights', options, WITH_WEIGHTS_KEYS);
   const message = decodeModel(await modelBytes(model, options));
   // A local file is mapped, so that the swapped initializers can point into it unread.
   let local: { path: string; size: number } | null = null;

@@ -79,7 +79,12 @@ export interface HttpOptions {
   timeoutMs?: number;
 }
 
-/** The options {@link HttpOptions} names (see `knownKeys`, options.ts). */
+/**
+ * The options {@link HttpOptions} names (see `knownKeys`, options.ts): an entry that takes HTTP
+ * options besides its own lists these among its known keys.
+ * @example
+ * const KEYS = knownKeys<MyOptions>({ ...HTTP_KEYS, inline: true });
+ */
 export const HTTP_KEYS = {
   fetch: true,
   signal: true,
