@@ -16,7 +16,7 @@ const dir = scratch('npyts-big-browser-');
 const want = JSON.parse(
   execFileSync('python3', ['-W', 'ignore', join(here, 'big-files.py'), dir], { encoding: 'utf8', env: { ...process.env, KERAS_BACKEND: 'torch' } }),
 );
-await bundleForPage("export { openWeights } from '@npyts/core';", join(dir, 'bundle.js'));
+await bundleForPage("export { openWeights } from '@npyts/core'; export { withWeights } from '@npyts/onnxruntime';", join(dir, 'bundle.js'));
 const marker = `--npyts-big-browser=${process.pid}`;
 const { page, base, problems, close } = await pageOverData(dir, [marker]);
 await page.setContent('<input id="files" type="file" multiple>');
@@ -82,6 +82,30 @@ test('the same files read by HTTP ranges give the same tensors past 4 GiB', asyn
   for (const name of ['big.npz', 'big.pt', 'big.gguf', 'big.safetensors.index.json']) assert.equal(got[name], want.tail, name);
   assert.equal(got['big.keras'], want.bias);
   assert.equal(problems, []);
+});
+
+test("withWeights in a page refuses weights past onnxruntime-web's 4 GiB (wasm32) before reading them", async () => {
+  const got = await page.evaluate(async (base) => {
+    const { withWeights } = await import(`${base}/data/bundle.js`);
+    const model = new Uint8Array(await (await fetch(`${base}/data/big.onnx`)).arrayBuffer());
+    const file = [...document.getElementById('files').files].find((f) => f.name === 'big.npz');
+    let read = 0;
+    // The File, counting the bytes of every slice taken of it.
+    const slice = (...a) => {
+      read += (a[1] ?? file.size) - (a[0] ?? 0);
+      return file.slice(...a);
+    };
+    const watched = new Proxy(file, { get: (f, k) => (k === 'slice' ? slice : typeof f[k] === 'function' ? f[k].bind(f) : f[k]) });
+    try {
+      await withWeights(model, watched);
+      return { error: null };
+    } catch (e) {
+      return { code: e.code, message: e.message, read };
+    }
+  }, base);
+  assert.is(got.code, 'TOO_LARGE', got.message);
+  assert.match(got.message, /4 GiB/);
+  assert.ok(got.read < 2 ** 20, `read ${got.read} bytes before refusing`);
 });
 
 test.after(close);

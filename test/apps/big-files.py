@@ -250,4 +250,14 @@ with open(p('big.keras'), 'rb') as f:
 os.remove(p('model.weights.h5'))
 os.remove(p('small.keras'))
 
+# An ONNX model whose one initializer is 'big' (its data external, not written): withWeights with
+# big.npz's tensors is past what onnxruntime-web's wasm32 memory holds.
+import onnx
+from onnx import TensorProto, helper
+
+init = TensorProto(name='big', data_type=TensorProto.FLOAT, dims=[N], data_location=TensorProto.EXTERNAL)
+init.external_data.add(key='location', value='big.bin')
+graph = helper.make_graph([helper.make_node('Identity', ['big'], ['y'])], 'g', [], [helper.make_tensor_value_info('y', TensorProto.FLOAT, [N])], [init])
+onnx.save(helper.make_model(graph), p('big.onnx'))
+
 print(json.dumps({'tail': TAIL.tolist(), 'bias': bias.tolist()[:8], 'units': UNITS}))

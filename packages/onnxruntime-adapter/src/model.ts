@@ -128,7 +128,7 @@ export function decodeModel(bytes: Uint8Array): ModelMessage {
   }
 }
 
-function inNode(): boolean {
+export function inNode(): boolean {
   const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
   return typeof p?.versions?.node === 'string';
 }

@@ -9,6 +9,7 @@ import {
   type ModelMessage,
   fileSize,
   inlineExternalData,
+  inNode,
   isPath,
   modelBytes,
   openInput,
@@ -35,6 +36,9 @@ export interface WithWeightsOptions extends HttpOptions {
    */
   onProgress?: OnProgress;
 }
+
+/** What one wasm32 memory can hold: onnxruntime-web's WebAssembly builds are 32-bit. */
+const WASM32_BYTES = 2 ** 32;
 
 const WITH_WEIGHTS_KEYS = knownKeys<WithWeightsOptions>({ ...HTTP_KEYS, inline: true, onProgress: true });
 
@@ -255,6 +259,17 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     }
     if (wrongShape.length > 0) {
       throw new NpyError('SHAPE_MISMATCH', `initializers whose file tensor has another shape: ${wrongShape.join(', ')}; the file is not this model's`);
+    }
+    // In a page, ONNX Runtime is onnxruntime-web's WebAssembly build, whose memory (wasm32) holds at
+    // most 4 GiB: a session of more weights cannot be made there, so say so before a byte is read.
+    if (!inNode()) {
+      const bytes = infos.reduce((n, { dtype, shape }) => n + shape.reduce((a, d) => a * d, dtype.itemsize), 0);
+      if (bytes > WASM32_BYTES) {
+        throw new NpyError(
+          'TOO_LARGE',
+          `the model's weights are ${(bytes / 2 ** 30).toFixed(2)} GiB: onnxruntime-web's WebAssembly memory (wasm32) holds at most 4 GiB, weights and working memory together, so no session of them can be made in a page; run it with onnxruntime-node, or quantize the weights`,
+        );
+      }
     }
 
     // Where a tensor's bytes in a local file are what ORT reads (little-endian, aligned, stored), the
