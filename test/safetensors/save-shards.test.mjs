@@ -213,6 +213,9 @@ test('a save that fails midway leaves the earlier set whole: no shard renamed, n
   );
   assert.match(String(failed), /the disk went away/, String(failed?.stack ?? failed));
   assert.equal(Object.fromEntries(readdirSync(out).map((f) => [f, readFileSync(join(out, f))])), before);
+  // A size refused is refused before the folder is made.
+  await refusedWith(saveSafetensors(join(dir, 'never', 'made'), { a: f32(4, 1) }, { maxShardSize: '5 GiB' }), 'BAD_OPTION');
+  assert.not.ok(existsSync(join(dir, 'never')));
   // A source whose get() gives other data than its info() said is refused, not written under that header.
   const lying = lazy(async () => ({ data: new Int32Array(256), shape: [256] }));
   await refusedWith(saveSafetensors(join(dir, 'lying'), lying, { maxShardSize: 1100 }), 'UNEXPECTED_DTYPE', "'c' read as int32");
