@@ -242,6 +242,8 @@ const KIND = {
   rtol: 'tolerance',
   atol: 'tolerance',
   epsilon: 'tolerance',
+  alignment: 'alignment',
+  scale: 'factor',
 };
 /** Values each kind refuses. */
 const BAD = {
@@ -252,6 +254,10 @@ const BAD = {
   // A limit lifted on purpose takes Infinity ("no limit"); nothing else that is not a whole number.
   limit: [Number.NaN, Number.NEGATIVE_INFINITY, -1, 1.5, null],
   milliseconds: [Number.NaN, Number.NEGATIVE_INFINITY, -1, 0, '30'],
+  // A GGUF's alignment: a power of two that a uint32 holds.
+  alignment: [Number.NaN, Number.POSITIVE_INFINITY, -1, 0, 1.5, 3, 2 ** 32, '32'],
+  // A factor of any sign (LoRA's scale), but a finite number.
+  factor: [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '1', null],
 };
 
 const READ = ['maxHeaderBytes', 'maxDepth', 'maxMemo', 'maxMarks', 'maxBytes'];
@@ -314,6 +320,9 @@ const FUNCTIONS = {
   saveWeights: [(o) => tfjs.saveWeights([], undefined, o), ['epsilon', 'level']],
   npzHandler: [(o) => tfjs.npzHandler(npzBytes, o), ['epsilon', 'level', ...READ, ...HTTP]],
   'node referencesOf': [(o) => node.referencesOf(npyPath, o), ['chunkBytes', ...READ, ...HTTP]],
+  encodeGguf: [(o) => core.encodeGguf({ a: f32(1, 2) }, o), ['alignment']],
+  // The adapter is never reached: the options are refused before anything is opened.
+  mergeLora: [(o) => node.mergeLora(stPath, at('no-adapter'), o), ['scale']],
 };
 
 /** `{ name: value }`, or `{ cache: { maxBytes: value } }` for a nested one. */

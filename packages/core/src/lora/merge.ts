@@ -18,7 +18,7 @@ import type { ByteSource } from '../io/byte-source.js';
 import { resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import type { HttpOptions } from '../io/url.js';
 import { OPEN_WEIGHTS_KEYS, openWeights, WeightFile } from '../weights/open.js';
-import { checkOptions, knownKeys, pickOptions } from '../options.js';
+import { checkNumber, checkOptions, knownKeys, pickOptions } from '../options.js';
 import { HTTP_KEYS } from '../io/url.js';
 import type { TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 
@@ -487,6 +487,7 @@ export async function mergeLoraWith(
   options: MergeLoraOptions,
 ): Promise<WeightFile> {
   checkOptions('mergeLora', options, MERGE_KEYS);
+  checkNumber('scale', options.scale, { integer: false, min: Number.NEGATIVE_INFINITY });
   options.signal?.throwIfAborted();
   // The files are opened with the options an opener takes (the HTTP ones); `scale` is the merge's.
   const opening = pickOptions(options, OPEN_WEIGHTS_KEYS) as MergeLoraOptions;
