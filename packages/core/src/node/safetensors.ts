@@ -4,7 +4,14 @@ import { openingOver, type NpySource } from '../io/open.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
-import { checkedBytes, safetensorsLayout, type SafetensorsEntry, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
+import {
+  checkedBytes,
+  checkTensorName,
+  safetensorsLayout,
+  type SafetensorsEntry,
+  type SafetensorsInput,
+  type SafetensorsWriteOptions,
+} from '../safetensors/encode.js';
 import { isPatternFile, planShards, type ShardPlan } from '../safetensors/shards.js';
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
@@ -165,7 +172,7 @@ function inMemory(input: SafetensorsInput): Tensors {
   const arrays = new Map<string, NdArray>();
   const regions = new Map<ArrayBufferLike, Map<string, object>>();
   const entries = (input instanceof Map ? [...input.entries()] : Object.entries(input)).map(([name, value]): TensorEntry => {
-    if (name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
+    checkTensorName(name);
     const array = toNdArray(value);
     arrays.set(name, array);
     let tie: object | undefined;

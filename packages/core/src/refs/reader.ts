@@ -19,7 +19,7 @@ import { arrayOfData } from '../npy.js';
 import { denseStrides, gather } from '../array/strides.js';
 import { checkHeaderBytes } from '../weights/header-cap.js';
 import type { Place } from '../weights/place.js';
-import { checkKey, openKey } from '../store/key.js';
+import { checkKey, hasScheme, openKey } from '../store/key.js';
 import type { FormatOptions, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
 import { chunkKey, descrOfV3, zarrRefusal, type ZarrFormat } from './zarr.js';
 
@@ -208,7 +208,7 @@ export class ReferenceSetFile implements TensorFile {
         `${this.setName} is a reference set whose chunks are in other files: open it by its path or URL, or pass { place } or { resolve }`,
       );
     }
-    const absolute = /^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('/');
+    const absolute = hasScheme(target) || target.startsWith('/');
     const name = absolute ? (this.place.inside?.(target) ?? null) : target;
     if (name === null)
       throw new NpyError(

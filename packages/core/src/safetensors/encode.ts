@@ -61,6 +61,11 @@ export interface SafetensorsEntry {
   readonly shape: readonly number[];
 }
 
+/** A tensor's name, refused where it is the header's own key (`__metadata__`): the one check of every save. */
+export function checkTensorName(name: string): void {
+  if (name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
+}
+
 /** A file's header and where each tensor's bytes go, in the order they are written. */
 export interface SafetensorsLayout {
   readonly header: Uint8Array;
@@ -91,7 +96,7 @@ export function safetensorsLayout(tensors: readonly SafetensorsEntry[], options:
   const metadata = options.metadata;
   checkMetadata(metadata);
   const stored = tensors.map((t) => {
-    if (t.name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
+    checkTensorName(t.name);
     checkWrittenName(t.name, 'tensor name');
     const name = safetensorsDTypeName(t.dtype);
     if (name === null) {
@@ -170,7 +175,7 @@ export function safetensorsParts(input: SafetensorsInput, options: SafetensorsWr
   const named = input instanceof Map ? [...input.entries()] : Object.entries(input);
   const arrays = new Map<string, NdArray>();
   const entries = named.map(([name, value]): SafetensorsEntry => {
-    if (name === '__metadata__') throw new NpyError('BAD_OPTION', "'__metadata__' is the header's metadata, not a tensor name; pass metadata in the options");
+    checkTensorName(name);
     const array = toNdArray(value);
     arrays.set(name, array);
     return { name, dtype: array.dtype, shape: array.shape };

@@ -9,6 +9,11 @@ import type { ReadStore, StoreOpenOptions, WriteStore } from './types.js';
 /** A string that starts with a scheme (`https:`, `file:`, `data:`, a drive letter `C:`). */
 const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 
+/** Whether `text` starts with a scheme (`https:`, `file:`, `data:`, a drive letter `C:`): the one test of it. */
+export function hasScheme(text: string): boolean {
+  return SCHEME.test(text);
+}
+
 /** `name` with its percent-escapes decoded where they decode (`%2e%2e` is `..` to a URL parser and to many servers). */
 function unescaped(name: string): string {
   try {
