@@ -436,6 +436,13 @@ test("references to URLs: a set made over HTTP (headers only moved) points at th
       writeFileSync(at(`${f}.http.json`), JSON.stringify(set));
       sets.push([at(f), at(`${f}.http.json`), f.replace(/\.npy$/, '')]);
     }
+    // A signed URL's signature is not written into a set (where anyone reading it would have it), nor shown.
+    const signed = await npyErrorOf(() => referencesOf(`${server.base}/c.npy?X-Amz-Signature=s3cret`));
+    assert.is(signed.code, 'BAD_OPTION');
+    assert.match(signed.message, /--url/);
+    assert.not.match(signed.message, /s3cret/);
+    const named = await referencesOf(`${server.base}/c.npy?X-Amz-Signature=s3cret`, { url: 's3://bucket/c.npy' });
+    assert.not.match(JSON.stringify(named), /s3cret/);
     // Making the sets read headers only: no range past the first 64 KiB of any file.
     for (const r of server.log) assert.ok(!r.range || Number(/bytes=(\d*)/.exec(r.range)[1] || 0) < 65536, JSON.stringify(r));
     const refs = JSON.parse((await import('node:fs')).readFileSync(at('set/model.safetensors.index.json.http.json'), 'utf8')).refs;

@@ -7,6 +7,7 @@
 import { NpyError, withWhere } from '../errors.js';
 import type { DType } from '../format/dtype.js';
 import type { ByteSource } from '../io/byte-source.js';
+import { carriesCredentials, redactUrls } from '../io/redact.js';
 import { openNpySource, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
 import { headerBytesNeeded, readHeader } from '../format/header.js';
 import { HTTP_KEYS, type HttpOptions } from '../io/url.js';
@@ -272,16 +273,27 @@ export async function referencesOfSources(inputs: readonly ReferenceInput[], opt
   if (template !== undefined && inputs.length > 1 && !template.includes('{name}')) {
     throw new NpyError('BAD_OPTION', `url '${template}' would point every input at one file: give a template with {name}`);
   }
+  // A signed URL's signature would be kept in the set's file, for anyone who reads it: the set names
+  // the unsigned places (url, --url), and each reader signs its own requests.
+  const unsigned = (url: string, label: string): string => {
+    if (carriesCredentials(url)) {
+      throw new NpyError(
+        'BAD_OPTION',
+        `${redactUrls(label)} is a URL that carries credentials (a signature), which a reference set would keep in its file: pass url (--url) with the unsigned URL, or a template with {name}`,
+      );
+    }
+    return url;
+  };
   const locate = (extent: Extent, fallback: string): string => {
     if (extent.location === undefined) return fallback;
-    return template === undefined ? extent.location : template.replaceAll('{name}', baseName(extent.location));
+    return template === undefined ? unsigned(extent.location, extent.location) : template.replaceAll('{name}', baseName(extent.location));
   };
   const urlOf = (input: ReferenceInput): string => {
     if (template !== undefined) return input.url === null ? template : template.replaceAll('{name}', baseName(input.url));
     if (input.url === null) {
       throw new NpyError('BAD_OPTION', `${input.label} has no path or URL of its own: pass url (--url) to say where the references point`);
     }
-    return input.url;
+    return unsigned(input.url, input.label);
   };
   const firstName = inputs[0]!.url === null ? 'array' : baseName(inputs[0]!.url).replace(/\.npy$/, '') || 'array';
   const name = options.name ?? firstName;
