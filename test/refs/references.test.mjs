@@ -6,10 +6,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { encodeNpy, openWeights as openWeightsAny, referencesOf as referencesOfAny } from '@npyts/core';
-import { openWeights, referencesOf } from '@npyts/core/node';
+import { openNpz, openWeights, referencesOf } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { serveFiles } from '../helpers/serve-files.mjs';
@@ -507,6 +507,57 @@ test('openWeights of a set (v3 and v2, made for .npy, .npz, .safetensors, torch.
     }
   } finally {
     await server.close();
+  }
+});
+
+test('openNpz of a set (v3 and v2, paths and URLs): the archive of its arrays, equal to numpy (members, region reads); a set of contiguous chunks mapped gives views of the map', async () => {
+  const server = await serveFiles(dir);
+  try {
+    // Chunks of 40 bytes: members span several references (prime.npy's last one is short, f.npy is Fortran order and big-endian).
+    const files = ['stored.npz', 'c.npy', 'f.npy', 'prime.npy', 'z.npy'];
+    for (const [format, where] of [
+      [3, 'path'],
+      [2, 'url'],
+    ]) {
+      const sets = [];
+      const readDir = scratch('npyts-refs-npz-');
+      for (const f of files) {
+        const set = await referencesOf(where === 'url' ? `${server.base}/${f}` : at(f), { zarrFormat: format, chunkBytes: 40 });
+        const out = at(`${f}.npz${format}.json`);
+        writeFileSync(out, JSON.stringify(set));
+        sets.push([at(f), out, f.replace(/\.npy$/, '')]);
+        const z = await openNpz(where === 'url' ? `${server.base}/${basename(out)}` : out);
+        for (const [k, a] of await z.getAll()) writeFileSync(join(readDir, `${basename(out)}__${k}.npy`), encodeNpy(a));
+        await z.close();
+      }
+      assert.equal(compareRead(sets, readDir), [], `zarr ${format}, ${where}`);
+    }
+    // A region of a member read through the archive: the bytes of its rows only.
+    const z = await openNpz(at('stored.npz.npz3.json'));
+    assert.equal(z.names, ['x', 'y']);
+    const region = await (await z.openMember('x')).read([3, 1], [4, 2]);
+    await z.close();
+    writeFileSync(at('region.npy'), encodeNpy(region));
+    assert.is(
+      python(`print(np.array_equal(np.load(${JSON.stringify(at('region.npy'))}), np.load(${JSON.stringify(at('stored.npz'))})['x'][3:7, 1:3]))`).trim(),
+      'True',
+    );
+    // Refused by name: a CRC asked of a set (it records none), an order a .npy cannot describe.
+    assert.is((await npyErrorOf(() => openNpz(at('stored.npz.npz3.json'), { checkCrc: true }))).code, 'BAD_OPTION');
+    writeFileSync(at('permuted.npz.json'), JSON.stringify(await referencesOf(at('permuted.pt'))));
+    const permuted = await npyErrorOf(() => openNpz(at('permuted.npz.json')));
+    assert.is(permuted.code, 'NO_COUNTERPART');
+    assert.match(permuted.message, /openWeights/);
+  } finally {
+    await server.close();
+  }
+  // Mapped: one chunk, or adjacent chunks of one file, are one read of the map: a view of it.
+  for (const chunkBytes of [undefined, 40]) {
+    writeFileSync(at('mapped.json'), JSON.stringify(await referencesOf(at('prime.npy'), chunkBytes ? { chunkBytes } : {})));
+    const w = await openWeights(at('mapped.json'), { mmap: 'r' });
+    const a = await w.get('prime');
+    await w.close();
+    assert.is(a.data.buffer.byteLength, statSync(at('prime.npy')).size, `chunks of ${chunkBytes ?? 'the default'} bytes`);
   }
 });
 

@@ -1,10 +1,15 @@
-/** Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
+/**
+ * Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source; a reference set
+ * (refs/archive.ts) opens as the archive of its arrays.
+ */
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
-import { openingOver, sourceIn } from '../io/open.js';
+import { openingOver, resolveUrl, sourceIn } from '../io/open.js';
 import { HTTP_KEYS, type HttpOptions } from '../io/url.js';
 import { checkOptions, knownKeys } from '../options.js';
 import type { ReadStore } from '../store/types.js';
 import { NPZ_KEYS, NpzArchive, type NpzOptions } from './archive.js';
+import { orReferenceSet } from '../refs/archive.js';
+import { urlStore, type Place } from '../weights/place.js';
 
 /** Where an archive can be opened from in any runtime (`@npyts/core/node` adds paths); a promise of a source is awaited. */
 export type NpzSource = string | URL | Blob | ArrayBuffer | ArrayBufferView | ByteSource | PromiseLike<ByteSource>;
@@ -37,5 +42,8 @@ export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): P
   checkOptions('openNpz', options, OPEN_NPZ_KEYS);
   options.signal?.throwIfAborted();
   const source = await sourceIn('openNpz', input, options);
-  return openingOver(source, input, () => NpzArchive.open(source, options));
+  // A reference set's place: the store it is in, or the folder of its URL.
+  const url = typeof input === 'string' || input instanceof URL ? resolveUrl(input) : null;
+  const place = (): Place | null => options.store ?? (url === null ? null : urlStore(url));
+  return openingOver(source, input, () => orReferenceSet(source, options, place, () => NpzArchive.open(source, options)));
 }

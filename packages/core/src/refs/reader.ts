@@ -12,7 +12,7 @@ import { allocateBuffer } from '../array/memory.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { type DType, parseDescr } from '../format/dtype.js';
 import { matchesDescr, type NpyHeader } from '../format/header.js';
-import type { ByteSource } from '../io/byte-source.js';
+import { isPromise, type ByteSource } from '../io/byte-source.js';
 import { fromBase64 } from '../io/parts.js';
 import { getEvery } from '../io/settle.js';
 import { arrayOfData } from '../npy.js';
@@ -30,7 +30,7 @@ const TENSORS_IN_FLIGHT = 4;
 type Ref = string | readonly unknown[];
 
 /** One Zarr array of the set: where each chunk along its slowest axis is. */
-interface RefArray {
+export interface RefArray {
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly fortranOrder: boolean;
@@ -240,62 +240,89 @@ export class ReferenceSetFile implements TensorFile {
     return s;
   }
 
-  /** One array: its chunks' bytes, each checked to be the chunk's size and to lie in its file, one after another. */
+  /**
+   * Where an array's bytes are, in order: each chunk's bytes (inline) or byte range of a file, checked
+   * to be the chunk's size and to lie in its file, the last cut to the rows in the array. Chunks that
+   * share bytes of a file are refused, so that what is allocated for them is what the files hold.
+   * @internal
+   */
+  async pieces(name: string): Promise<{ readonly array: RefArray; readonly bytes: number; readonly pieces: readonly RefPiece[] }> {
+    const a = this.array(name);
+    const size = a.shape.reduce((x, y) => x * y, 1);
+    const rowBytes = a.dtype.itemsize * a.shape.reduce((x, d, i) => (i === a.axis ? x : x * d), 1);
+    const chunkBytes = rowBytes * a.rows;
+    const bytes = size * a.dtype.itemsize;
+    const pieces: RefPiece[] = [];
+    const spansByFile = new Map<string, [number, number][]>();
+    let at = 0;
+    for (const ref of a.chunks) {
+      // The last chunk of an axis that its chunks do not divide holds rows past the end: only those in the array are kept.
+      const n = Math.min(chunkBytes, bytes - at);
+      at += n;
+      if (typeof ref === 'string') {
+        const inline = ref.startsWith('base64:') ? fromBase64(ref.slice(7)) : new TextEncoder().encode(ref);
+        if (inline.length !== chunkBytes) throw sizeMismatch(name, inline.length, chunkBytes, 'inline');
+        pieces.push({ bytes: inline.subarray(0, n), source: null, file: null, offset: 0, length: n });
+        continue;
+      }
+      const file = this.siblingOf(ref[0] as string, name);
+      const source = await this.source(file);
+      const offset = ref.length === 1 ? 0 : (ref[1] as number);
+      const length = ref.length === 1 ? source.size : (ref[2] as number);
+      if (length !== chunkBytes) throw sizeMismatch(name, length, chunkBytes, file);
+      if (offset + length > source.size) {
+        throw withWhere(new NpyError('DATA_TRUNCATED', `a chunk of '${name}' is bytes ${offset} to ${offset + length} of ${file}, which has ${source.size}`), {
+          file,
+        });
+      }
+      pieces.push({ bytes: null, source, file, offset, length: n });
+      let spans = spansByFile.get(file);
+      if (!spans) spansByFile.set(file, (spans = []));
+      spans.push([offset, offset + length]);
+    }
+    // Chunks that share bytes of a file would make the array larger than the files hold (the same
+    // kilobyte named a million times): refused, so that what is allocated is bounded by the bytes.
+    for (const [file, spans] of spansByFile) {
+      spans.sort((x, y) => x[0] - y[0]);
+      for (let i = 1; i < spans.length; i++) {
+        if (spans[i]![0] < spans[i - 1]![1]) {
+          throw withWhere(
+            bad(`two chunks of '${name}' share bytes of ${file} (bytes ${spans[i]![0]} to ${spans[i - 1]![1]}): each chunk has bytes of its own`),
+            { file },
+          );
+        }
+      }
+    }
+    return { array: a, bytes, pieces };
+  }
+
+  /**
+   * One array. Where its chunks are one run of one file's bytes (a set made by `referencesOf` with
+   * one chunk, or adjacent chunks), it is one read of that run: over a memory map, a view of the
+   * map, as the file itself would give; otherwise its chunks are read one after another and joined.
+   */
   async get(name: string, options: TensorReadOptions = {}): Promise<NdArray> {
     const a = this.array(name);
     if (options.expect !== undefined && !matchesDescr(a.dtype, options.expect)) {
       throw new NpyError('UNEXPECTED_DTYPE', `array '${name}' is ${a.dtype.name}, not ${String(options.expect)}`);
     }
     try {
-      const size = a.shape.reduce((x, y) => x * y, 1);
-      const rowBytes = a.dtype.itemsize * a.shape.reduce((x, d, i) => (i === a.axis ? x : x * d), 1);
-      const chunkBytes = rowBytes * a.rows;
       // The ranges first, each checked against its file's size: what is allocated is what the files hold.
-      const ranges: { bytes: Uint8Array | null; source: ByteSource | null; offset: number }[] = [];
-      const spansByFile = new Map<string, [number, number][]>();
-      for (const ref of a.chunks) {
-        if (typeof ref === 'string') {
-          const bytes = ref.startsWith('base64:') ? fromBase64(ref.slice(7)) : new TextEncoder().encode(ref);
-          if (bytes.length !== chunkBytes) throw sizeMismatch(name, bytes.length, chunkBytes, 'inline');
-          ranges.push({ bytes, source: null, offset: 0 });
-          continue;
-        }
-        const file = this.siblingOf(ref[0] as string, name);
-        const source = await this.source(file);
-        const offset = ref.length === 1 ? 0 : (ref[1] as number);
-        const length = ref.length === 1 ? source.size : (ref[2] as number);
-        if (length !== chunkBytes) throw sizeMismatch(name, length, chunkBytes, file);
-        if (offset + length > source.size) {
-          throw withWhere(
-            new NpyError('DATA_TRUNCATED', `a chunk of '${name}' is bytes ${offset} to ${offset + length} of ${file}, which has ${source.size}`),
-            { file },
-          );
-        }
-        ranges.push({ bytes: null, source, offset });
-        let spans = spansByFile.get(file);
-        if (!spans) spansByFile.set(file, (spans = []));
-        spans.push([offset, offset + length]);
+      const { bytes, pieces } = await this.pieces(name);
+      const header = npyHeaderOf(a);
+      const run = oneRun(pieces);
+      if (run && !a.permutation) {
+        const reading = run.source.read(run.offset, bytes, { signal: options.signal });
+        const got = await reading;
+        // A map's view is kept as it is; an async read's buffer is this array's own; bytes a source holds in memory are copied.
+        const viewed = run.source.views === true;
+        return arrayOfData(header, got.buffer, got.byteOffset, { owned: !viewed && isPromise(reading), copy: !viewed && !isPromise(reading) });
       }
-      // Chunks that share bytes of a file would make the array larger than the files hold (the same
-      // kilobyte named a million times): refused, so that what is allocated is bounded by the bytes.
-      for (const [file, spans] of spansByFile) {
-        spans.sort((x, y) => x[0] - y[0]);
-        for (let i = 1; i < spans.length; i++) {
-          if (spans[i]![0] < spans[i - 1]![1]) {
-            throw withWhere(
-              bad(`two chunks of '${name}' share bytes of ${file} (bytes ${spans[i]![0]} to ${spans[i - 1]![1]}): each chunk has bytes of its own`),
-              { file },
-            );
-          }
-        }
-      }
-      const out = new Uint8Array(allocateBuffer(size * a.dtype.itemsize));
+      const out = new Uint8Array(allocateBuffer(bytes));
       let at = 0;
-      for (const r of ranges) {
-        // The last chunk of an axis that its chunks do not divide holds rows past the end: only those in the array are kept.
-        const n = Math.min(chunkBytes, out.length - at);
-        out.set(r.bytes ? r.bytes.subarray(0, n) : await r.source!.read(r.offset, n, { signal: options.signal }), at);
-        at += n;
+      for (const r of pieces) {
+        out.set(r.bytes ?? (await r.source.read(r.offset, r.length, { signal: options.signal })), at);
+        at += r.length;
       }
       let data = out;
       if (a.permutation) {
@@ -309,15 +336,6 @@ export class ReferenceSetFile implements TensorFile {
         data = new Uint8Array(allocateBuffer(out.length));
         gather(out, data, a.shape, strides, a.dtype.itemsize);
       }
-      const header: NpyHeader = {
-        version: [1, 0],
-        dtype: a.dtype,
-        shape: [...a.shape],
-        fortranOrder: a.fortranOrder,
-        dataOffset: 0,
-        size,
-        dataBytes: data.length,
-      };
       return arrayOfData(header, data.buffer, 0, { owned: true });
     } catch (e) {
       throw withWhere(e, { member: name });
@@ -333,6 +351,29 @@ export class ReferenceSetFile implements TensorFile {
     this.opened.clear();
     for (const s of opened) await (await s.catch(() => null))?.close?.();
   }
+}
+
+/** A piece of an array's bytes: inline bytes, or `length` bytes at `offset` of a referenced file. */
+export type RefPiece =
+  | { readonly bytes: Uint8Array; readonly source: null; readonly file: null; readonly offset: number; readonly length: number }
+  | { readonly bytes: null; readonly source: ByteSource; readonly file: string; readonly offset: number; readonly length: number };
+
+/** The one range of one file that `pieces` are, in order and adjacent; null where they are not (or are inline). */
+function oneRun(pieces: readonly RefPiece[]): { source: ByteSource; offset: number } | null {
+  const first = pieces[0];
+  if (!first || first.bytes !== null) return null;
+  let end = first.offset;
+  for (const p of pieces) {
+    if (p.bytes !== null || p.source !== first.source || p.offset !== end) return null;
+    end += p.length;
+  }
+  return { source: first.source, offset: first.offset };
+}
+
+/** An array of the set as a .npy header describes it (its data at offset 0: the bytes its pieces join to). */
+export function npyHeaderOf(a: RefArray): NpyHeader {
+  const size = a.shape.reduce((x, y) => x * y, 1);
+  return { version: [1, 0], dtype: a.dtype, shape: [...a.shape], fortranOrder: a.fortranOrder, dataOffset: 0, size, dataBytes: size * a.dtype.itemsize };
 }
 
 function sizeMismatch(name: string, length: number, chunkBytes: number, where: string): NpyError {

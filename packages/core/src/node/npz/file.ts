@@ -5,7 +5,10 @@ import type { NdArray } from '../../array/ndarray.js';
 import { readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import { fileURLToPath } from 'node:url';
-import { withWhere } from '../../errors.js';
+import { NpyError, withWhere } from '../../errors.js';
+import { openingOver } from '../../io/open.js';
+import { orReferenceSet } from '../../refs/archive.js';
+import { nodePlaceOf } from '../weights.js';
 import { NPZ_KEYS, NpzArchive, type NpzIndex, decodeMember, readingPaddedMember, type NpzOptions, type NpzReadOptions } from '../../npz/archive.js';
 import { openNpz as openNpzAnywhere, type NpzSource } from '../../npz/open.js';
 import { HTTP_KEYS, type HttpOptions } from '../../io/url.js';
@@ -24,7 +27,7 @@ import {
 } from '../../npz/zip.js';
 import type { AsyncByteSource, SyncByteSource } from '../../io/byte-source.js';
 import { inTurns, openFile, type AsyncOptions } from '../fd.js';
-import { fileHandleSource, fileSource, isHttpUrl } from '../sources.js';
+import { fileHandleSource, fileSource, isHttpUrl, nodeSourceOf } from '../sources.js';
 import { crc32 } from '../native.js';
 import { arrayOverNative } from '../../npy.js';
 import { zlibCodec } from './codec.js';
@@ -177,9 +180,27 @@ export function openNpz(input: string | NpzSource, options: NpzFileOptions & Htt
     return Promise.reject(e);
   }
   if (options.store !== undefined) return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
-  if (typeof input === 'string' && !isHttpUrl(input)) return NpzFile.openFile(input, options);
-  if (input instanceof URL && input.protocol === 'file:') return NpzFile.openFile(fileURLToPath(input), options);
+  if (typeof input === 'string' && !isHttpUrl(input)) return openPath(input, options);
+  if (input instanceof URL && input.protocol === 'file:') return openPath(fileURLToPath(input), options);
   return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
+}
+
+/** The archive at `path`; a reference set there opens as the archive of its arrays (refs/archive.ts), its files found beside it. */
+async function openPath(path: string, options: NpzFileOptions): Promise<NpzArchive> {
+  try {
+    return await NpzFile.openFile(path, options);
+  } catch (e) {
+    if (!(e instanceof NpyError && e.code === 'ZIP_FORMAT')) throw e;
+    const source = await nodeSourceOf(path, { signal: options.signal });
+    return openingOver(source, path, () =>
+      orReferenceSet(
+        source,
+        archiveOptions(options),
+        () => nodePlaceOf(path, {}),
+        () => Promise.reject(e),
+      ),
+    );
+  }
 }
 
 /**
