@@ -6,9 +6,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { encodeNpy, openWeights as openWeightsAny, referencesOf as referencesOfAny } from '@npyts/core';
+import { encodeNpy, memoryStore, openNpz as openNpzAny, openWeights as openWeightsAny, referencesOf as referencesOfAny } from '@npyts/core';
 import { openNpz, openWeights, referencesOf } from '@npyts/core/node';
 import { python, runCli, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
@@ -542,6 +542,16 @@ test('openNpz of a set (v3 and v2, paths and URLs): the archive of its arrays, e
       python(`print(np.array_equal(np.load(${JSON.stringify(at('region.npy'))}), np.load(${JSON.stringify(at('stored.npz'))})['x'][3:7, 1:3]))`).trim(),
       'True',
     );
+    // A set in a store (a key of it), its file a key beside it: named relative to the set.
+    const store = memoryStore(
+      new Map([
+        ['stored.npz', new Uint8Array(readFileSync(at('stored.npz')))],
+        ['refs.json', new TextEncoder().encode(JSON.stringify(await referencesOf(at('stored.npz'), { url: '{name}' })))],
+      ]),
+    );
+    const inStore = await openNpzAny('refs.json', { store });
+    assert.equal((await inStore.get('y')).data, new BigInt64Array([0n, 1n, 2n]));
+    await inStore.close();
     // Refused by name: a CRC asked of a set (it records none), an order a .npy cannot describe.
     assert.is((await npyErrorOf(() => openNpz(at('stored.npz.npz3.json'), { checkCrc: true }))).code, 'BAD_OPTION');
     writeFileSync(at('permuted.npz.json'), JSON.stringify(await referencesOf(at('permuted.pt'))));
