@@ -5,11 +5,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GgufFile, bytesSource, encodeGguf, toFloat32 } from '@npyts/core';
-import { saveGguf } from '@npyts/core/node';
+import { GgufFile, bytesSource, encodeGguf, ggufParts, toFloat32 } from '@npyts/core';
+import { openWeights, saveGguf, saveSafetensors } from '@npyts/core/node';
 import { scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf, refusedWith } from '../helpers/refusal.mjs';
 
@@ -102,6 +102,47 @@ test("saveGguf's file: GGUFReader reads its metadata and tensors, and npyts's re
     const got = new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
     sameBytes(got, new Uint8Array(readFileSync(join(out, `${t.name}.bin`))), t.name);
   }
+});
+
+test("saveGguf from a weight file streams: encodeGguf's bytes, each tensor read only once the one before is written; refused: a type by function, a tensor unlike its info", async () => {
+  const folder = join(dir, 'streamed');
+  mkdirSync(folder);
+  const st = join(folder, 'in.safetensors');
+  await saveSafetensors(st, tensors);
+  const path = join(folder, 'out.gguf');
+  const options = { type: 'q8_0', metadata, metadataTypes };
+  const w = await openWeights(st);
+  try {
+    // The tensors in the file's order (safetensors sorts them).
+    const inOrder = new Map(w.names.map((n) => [n, tensors.get(n)]));
+    const parts = ggufParts(inOrder, options);
+    // When each tensor is asked for, the file beside holds the header and every tensor before it, no more.
+    const written = [];
+    const source = {
+      names: w.names,
+      info: (name, o) => w.info(name, o),
+      get: (name, o) => {
+        const beside = readdirSync(folder).filter((f) => f !== 'in.safetensors');
+        assert.is(beside.length, 1, 'one file beside');
+        written.push(statSync(join(folder, beside[0])).size);
+        return w.get(name, o);
+      },
+    };
+    await saveGguf(path, source, options);
+    sameBytes(new Uint8Array(readFileSync(path)), encodeGguf(inOrder, options), 'streamed q8_0');
+    const before = [];
+    for (let at = parts.header.length, i = 0; i < parts.tensors.length; at += parts.tensors[i++].bytes) before.push(at);
+    assert.equal(written, before);
+    // The header names each tensor's type before it is read: no function to choose it from the array.
+    await refusedWith(saveGguf(join(folder, 'f.gguf'), source, { type: () => 'q8_0' }), 'BAD_OPTION', /type \(a string\)/);
+    // A source whose data is not what its info said (the header already says the info's).
+    const bias = await w.get('blk.0.bias');
+    const liar = { names: ['a'], info: () => ({ dtype: bias.dtype, shape: [64] }), get: async () => bias };
+    await refusedWith(saveGguf(join(folder, 'l.gguf'), liar, { type: 'q8_0' }), 'SHAPE_MISMATCH', /'a' read with shape \(512\) where its info gave \(64\)/);
+  } finally {
+    await w.close();
+  }
+  assert.equal(readdirSync(folder).sort(), ['in.safetensors', 'out.gguf']);
 });
 
 test('refused by name: a NaN in a quantized block, a dtype GGUF has no type for, an unknown type, rows a chosen block type cannot hold, a block type for integers, a type for a key the metadata lacks', async () => {

@@ -17,6 +17,7 @@ import {
   type NpzArchive,
   type SyncByteSource,
   type TypedArray,
+  type WeightFile,
 } from '@npyts/core';
 import { dataToBytes, encodeHeader } from '@npyts/core/plumbing';
 import {
@@ -25,8 +26,10 @@ import {
   saveNpySync,
   saveNpz,
   saveSafetensors,
+  saveGguf,
   saveGgufSync,
   openRaggedSync,
+  type SaveGgufOptions,
   saveObjectArrayAsRaggedSync,
   raggedToObjectArray,
 } from '@npyts/core/node';
@@ -130,6 +133,17 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     });
     return;
   }
+  if (weightsIn && ggufOut) {
+    // Streamed the same way: the header from each tensor's info, then each tensor read, converted or
+    // quantized and written before the next is read.
+    await withWeights(input, (file) => {
+      const source = { names: tensorNames(input, file), info: file.info.bind(file), get: file.get.bind(file) };
+      return withFileAsync(output.file, () =>
+        saveGguf(output.file, source, ggufOptions(file, ggufType === undefined ? undefined : (String(ggufType) as GgufWriteType))),
+      );
+    });
+    return;
+  }
   // Gather the arrays to write, with their names for an archive and the format version they came in.
   type Named = [name: string, array: NdArray, version: 1 | 2 | 3];
   const named = (name: string, t: Target, archive?: NpzArchive<SyncByteSource>): Named => {
@@ -196,18 +210,9 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     const tensors = new Map(arrays.map(([name, a]) => [name, a]));
     await withFileAsync(output.file, () => saveSafetensors(output.file, tensors, shardSize === undefined ? {} : { maxShardSize: shardSize }));
   } else if (ggufOut) {
-    // A GGUF read keeps its key/values (with their types) in the GGUF written from it.
-    const kept: { metadata?: Record<string, unknown>; metadataTypes?: Readonly<Record<string, string>> } = weightsIn
-      ? await withWeights(input, async (f) =>
-          f.format === 'gguf' ? { metadata: f.metadata, ...(f.metadataTypes ? { metadataTypes: f.metadataTypes } : {}) } : {},
-        )
-      : {};
-    // A file requantized says its new type where it said its old one (llama.cpp reads general.file_type).
-    if (ggufType !== undefined && kept.metadata !== undefined && Object.hasOwn(kept.metadata, 'general.file_type')) {
-      kept.metadata = { ...kept.metadata, 'general.file_type': GGUF_FILE_TYPES[String(ggufType) as GgufWriteType] };
-    }
-    const options = { ...kept, ...(ggufType === undefined ? {} : { type: String(ggufType) as GgufWriteType }) };
-    withFile(output.file, () => saveGgufSync(output.file, new Map(arrays.map(([name, a]) => [name, a])), options));
+    withFile(output.file, () =>
+      saveGgufSync(output.file, new Map(arrays.map(([name, a]) => [name, a])), ggufType === undefined ? {} : { type: String(ggufType) as GgufWriteType }),
+    );
   } else if (outArchive) {
     if (output.member !== undefined) {
       if (arrays.length !== 1) throw new UsageError('OUT.npz:NAME takes a single array; give OUT.npz for a whole archive');
@@ -237,6 +242,20 @@ export async function cmdConvert(p: Parsed, io: Io): Promise<void> {
     }
   }
   void io;
+}
+
+/**
+ * The options of a GGUF written from a weight file: a GGUF read keeps its key/values (with their
+ * types), and one requantized says its new type where it said its old one (llama.cpp reads
+ * general.file_type).
+ */
+function ggufOptions(file: WeightFile, type: GgufWriteType | undefined): SaveGgufOptions {
+  const kept: { metadata?: Record<string, unknown>; metadataTypes?: Readonly<Record<string, string>> } =
+    file.format === 'gguf' ? { metadata: file.metadata, ...(file.metadataTypes ? { metadataTypes: file.metadataTypes } : {}) } : {};
+  if (type !== undefined && kept.metadata !== undefined && Object.hasOwn(kept.metadata, 'general.file_type')) {
+    kept.metadata = { ...kept.metadata, 'general.file_type': GGUF_FILE_TYPES[type] };
+  }
+  return { ...kept, ...(type === undefined ? {} : { type }) };
 }
 
 /** Text pieces of a file, decoded as UTF-8 a MiB at a time (a character split across pieces is kept whole). */

@@ -6,6 +6,7 @@
  * its bytes are asked for: the header is made first, from shapes and types alone.
  */
 import type { NdArray } from '../array/ndarray.js';
+import type { DType } from '../format/dtype.js';
 import { dataToBytes } from '../array/layout.js';
 import { toOrder } from '../array/order.js';
 import { checkWrittenName } from '../array/safe-object.js';
@@ -306,16 +307,26 @@ function checkWriteType(t: unknown, what: string): GgufWriteType {
   throw new NpyError('BAD_OPTION', `${what} is ${JSON.stringify(t)}; npyts writes ${GGUF_WRITE_TYPES.join(', ')}`);
 }
 
-/** The type a tensor is written as: the option's (with the fallback), or its own. */
-function targetOf(name: string, array: NdArray, option: GgufWriteOptions['type']): GgmlType {
-  const dt = array.dtype;
+/**
+ * The type a tensor is written as: the option's (with the fallback), or its own. A type chosen by a
+ * function is asked with the array, so only a tensor held in memory (`array`) can have one.
+ */
+function targetOf(name: string, tensor: GgufTensorEntry, option: GgufWriteOptions['type']): GgmlType {
+  const dt = tensor.dtype;
+  const array = tensor.array;
+  if (typeof option === 'function' && array === undefined) {
+    throw new NpyError(
+      'BAD_OPTION',
+      `'${name}' is read when its turn comes to be written, after the header that names its type: a type chosen by a function needs the tensors in memory; give one type (a string) instead`,
+    );
+  }
   const family = familyOf(dt);
   const where = `'${name}' is ${dt.name}`;
   if (family === 'int') {
     const t = GGML_TYPES.get({ 1: 24, 2: 25, 4: 26, 8: 27 }[dt.itemsize]!);
     if (t) {
       // An integer tensor is written as itself: a type chosen for it by name must say so.
-      const r = typeof option === 'function' ? option(name, array) : undefined;
+      const r = typeof option === 'function' ? option(name, array!) : undefined;
       if (r !== undefined) {
         throw new NpyError(
           'BAD_OPTION',
@@ -331,7 +342,7 @@ function targetOf(name: string, array: NdArray, option: GgufWriteOptions['type']
   }
   let chosen: GgufWriteType | undefined;
   if (typeof option === 'function') {
-    const r = option(name, array);
+    const r = option(name, array!);
     chosen = r === undefined ? undefined : checkWriteType(r, `the type chosen for '${name}'`);
   } else if (option !== undefined) {
     chosen = option;
@@ -341,8 +352,8 @@ function targetOf(name: string, array: NdArray, option: GgufWriteOptions['type']
     return ggmlTypeOf(own);
   }
   const t = ggmlTypeOf(chosen);
-  if (typeof option !== 'function') return fallback(t, array.shape);
-  const row = array.shape.length === 0 ? 1 : array.shape[array.shape.length - 1]!;
+  if (typeof option !== 'function') return fallback(t, tensor.shape);
+  const row = tensor.shape.length === 0 ? 1 : tensor.shape[tensor.shape.length - 1]!;
   if (row % t.block !== 0) {
     throw new NpyError(
       'BAD_OPTION',
@@ -408,6 +419,50 @@ function littleEndianBytes(a: Float32Array | Uint16Array): Uint8Array {
  */
 export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): GgufParts {
   checkOptions('ggufParts', options, GGUF_WRITE_KEY_SET);
+  const named = input instanceof Map ? [...input.entries()] : Object.entries(input);
+  const arrays = named.map(([name, value]): [string, NdArray] => [name, toNdArray(value)]);
+  const plan = ggufPlan(
+    arrays.map(([name, array]) => ({ name, dtype: array.dtype, shape: array.shape, array })),
+    options,
+  );
+  return {
+    header: plan.header,
+    tensors: plan.tensors,
+    size: plan.size,
+    *bodies() {
+      for (const [i, [, array]] of arrays.entries()) yield* plan.body(i, array);
+    },
+  };
+}
+
+/** One tensor to write: its name, dtype and shape, and its data where it is held (else given to {@link GgufPlan.body} when its turn comes). */
+export interface GgufTensorEntry {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly array?: NdArray | undefined;
+}
+
+/**
+ * A GGUF file planned from its tensors' names, dtypes and shapes (the header needs no more): its
+ * header, and each tensor's bytes made from its data when its turn comes.
+ * @internal
+ */
+export interface GgufPlan {
+  readonly header: Uint8Array;
+  readonly tensors: GgufParts['tensors'];
+  readonly size: number;
+  /** Tensor `i`'s bytes from its data (checked against the dtype and shape planned), then its padding. */
+  body(i: number, array: NdArray): Generator<Uint8Array>;
+}
+
+/**
+ * {@link ggufParts} from tensors given by name, dtype and shape: the header is made now, each
+ * tensor's bytes when {@link GgufPlan.body} is given its data (a file read one tensor at a time).
+ * @internal
+ */
+export function ggufPlan(given: readonly GgufTensorEntry[], options: GgufWriteOptions = {}): GgufPlan {
+  checkOptions('ggufPlan', options, GGUF_WRITE_KEY_SET);
   if (options.type !== undefined && typeof options.type !== 'function') checkWriteType(options.type, 'type');
   const metadata = options.metadata ?? {};
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
@@ -452,11 +507,9 @@ export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): Ggu
     entries.push(['general.alignment', alignment]);
   }
 
-  const named = input instanceof Map ? [...input.entries()] : Object.entries(input);
-  const tensors = named.map(([name, value]) => {
-    checkWrittenName(name, 'tensor name');
-    const array = toNdArray(value);
-    return { name, array, type: targetOf(name, array, options.type) };
+  const tensors = given.map((e) => {
+    checkWrittenName(e.name, 'tensor name');
+    return { name: e.name, dtype: e.dtype, shape: e.shape, type: targetOf(e.name, e, options.type) };
   });
 
   const w = new ByteWriter();
@@ -475,11 +528,11 @@ export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): Ggu
   const pad = (n: number) => Math.ceil(n / alignment) * alignment;
   let offset = 0;
   const layout = tensors.map((t) => {
-    const size = t.array.shape.reduce((a, b) => a * b, 1);
+    const size = t.shape.reduce((a, b) => a * b, 1);
     const bytes = (size / t.type.block) * t.type.bytes;
     w.string(t.name);
-    w.u32(t.array.shape.length);
-    for (let i = t.array.shape.length - 1; i >= 0; i--) w.u64(t.array.shape[i]!);
+    w.u32(t.shape.length);
+    for (let i = t.shape.length - 1; i >= 0; i--) w.u64(t.shape[i]!);
     w.u32(t.type.id);
     w.u64(offset);
     offset += pad(bytes);
@@ -491,13 +544,20 @@ export function ggufParts(input: GgufInput, options: GgufWriteOptions = {}): Ggu
     header,
     tensors: layout.map((l) => ({ name: l.name, type: l.type, bytes: l.padded })),
     size: header.length + offset,
-    *bodies() {
-      for (const [i, t] of tensors.entries()) {
-        const bytes = tensorBytes(t.name, t.array, t.type);
-        yield bytes;
-        const rest = layout[i]!.padded - bytes.length;
-        if (rest > 0) yield new Uint8Array(rest);
+    *body(i: number, given: NdArray) {
+      const t = tensors[i]!;
+      const array = toNdArray(given);
+      // A file read a tensor at a time must give what its info said: the header already says it.
+      if (array.dtype.name !== t.dtype.name) {
+        throw new NpyError('UNEXPECTED_DTYPE', `tensor '${t.name}' read as ${array.dtype.name} where its info gave ${t.dtype.name}`);
       }
+      if (array.shape.length !== t.shape.length || array.shape.some((d, k) => d !== t.shape[k])) {
+        throw new NpyError('SHAPE_MISMATCH', `tensor '${t.name}' read with shape (${array.shape.join(', ')}) where its info gave (${t.shape.join(', ')})`);
+      }
+      const bytes = tensorBytes(t.name, array, t.type);
+      yield bytes;
+      const rest = layout[i]!.padded - bytes.length;
+      if (rest > 0) yield new Uint8Array(rest);
     },
   };
 }

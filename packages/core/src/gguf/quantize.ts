@@ -45,20 +45,26 @@ function putF16(out: Uint8Array, o: number, x: number): void {
   out[o + 1] = h >>> 8;
 }
 
-/** The largest magnitude of `src[i, i + n)`, refusing a NaN or an infinity. */
-function absMax(src: Float32Array, i: number, n: number, where: string): number {
-  let amax = 0;
-  for (let j = i; j < i + n; j++) {
-    const a = Math.abs(src[j]!);
-    // One comparison for most values; a NaN fails both (an infinity is caught below).
-    if (!(a <= amax)) {
-      if (a > amax) amax = a;
-      else throw nonFinite(where, j, src[j]!);
-    }
+/**
+ * The largest magnitude of `src[i, i + n)`, refusing a NaN or an infinity. Compared as bits: a
+ * float32's magnitude bits (sign cleared) order as its magnitude does, and every NaN and infinity
+ * lies above the largest finite value, so one integer max per value (no branch) finds them all.
+ */
+function absMax(src: Float32Array, bits: Int32Array, i: number, n: number, where: string): number {
+  let m = 0;
+  for (let j = i, end = i + n; j < end; j++) {
+    const a = bits[j]! & 0x7fffffff;
+    m = Math.max(a, m);
   }
-  if (amax > F32_MAX) for (let j = i; j < i + n; j++) if (!(Math.abs(src[j]!) <= F32_MAX)) throw nonFinite(where, j, src[j]!);
-  return amax;
+  if (m >= 0x7f800000) for (let j = i; j < i + n; j++) if (!(Math.abs(src[j]!) <= F32_MAX)) throw nonFinite(where, j, src[j]!);
+  scratchBits[0] = m;
+  return scratch[0]!;
 }
+const scratch = new Float32Array(1);
+const scratchBits = new Int32Array(scratch.buffer);
+
+/** The float32 values' bits, for {@link absMax}. */
+const bitsOf = (src: Float32Array): Int32Array => new Int32Array(src.buffer, src.byteOffset, src.length);
 
 /** The signed value of largest magnitude (the first of them: numpy's argmax), refusing a NaN or an infinity. */
 function signedMax(src: Float32Array, i: number, n: number, where: string): number {
@@ -78,19 +84,25 @@ function signedMax(src: Float32Array, i: number, n: number, where: string): numb
 
 /**
  * gguf-py's `np_roundf`: to nearest, halves away from zero (`sign(v) * (floor|v| + floor(2·frac))`),
- * for |v| < 2^31: v ± 0.5 is exact in float64 for a float32 v, and `| 0` truncates.
+ * for a float32 |v| < 128 (quants of at most 8 bits). `(v + 128.5) | 0` is floor(v + 0.5) (its
+ * argument is positive, and exact in float64), which rounds halves up; a negative half (q − v = ½
+ * exactly) goes one further down. No branch on the sign, which is as often + as −.
  */
-const roundf = (v: number): number => (v + (v < 0 ? -0.5 : 0.5)) | 0;
+const roundf = (v: number): number => {
+  const q = ((v + 128.5) | 0) - 128;
+  return q - v === 0.5 && v < 0 ? q - 1 : q;
+};
 
 /** Q8_0: `d = max|x| / 127` as float16, then 32 int8 `roundf(x / d)`. */
 const q8_0: Quantize = (src, out, where) => {
   const blocks = src.length / 32;
+  const bits = bitsOf(src);
   for (let b = 0, i = 0, o = 0; b < blocks; b++, i += 32, o += 34) {
-    const d = fr(absMax(src, i, 32, where) / 127);
+    const d = fr(absMax(src, bits, i, 32, where) / 127);
     const id = inverse(d, where, b);
     putF16(out, o, d);
     // A Uint8Array store wraps a negative integer to its int8 byte.
-    for (let j = 0; j < 32; j++) out[o + 2 + j] = roundf(fr(src[i + j]! * id));
+    for (let j = 0, k = o + 2; j < 32; j++) out[k + j] = roundf(fr(src[i + j]! * id));
   }
 };
 
@@ -153,8 +165,8 @@ function packNibbles(q: Uint8Array, out: Uint8Array, qs: number, qh: number): vo
 }
 
 /** The ternary quants of TQ1_0 and TQ2_0: `d = max|x|`, `q = roundf(x / d) + 1` (0, 1 or 2) into `q`; returns d. */
-function ternary(src: Float32Array, i: number, q: Uint8Array, where: string, block: number): number {
-  const d = absMax(src, i, 256, where);
+function ternary(src: Float32Array, bits: Int32Array, i: number, q: Uint8Array, where: string, block: number): number {
+  const d = absMax(src, bits, i, 256, where);
   const id = inverse(d, where, block);
   for (let j = 0; j < 256; j++) q[j] = roundf(fr(src[i + j]! * id)) + 1;
   return d;
@@ -164,8 +176,9 @@ function ternary(src: Float32Array, i: number, q: Uint8Array, where: string, blo
 const tq2_0: Quantize = (src, out, where) => {
   const blocks = src.length / 256;
   const q = new Uint8Array(256);
+  const bits = bitsOf(src);
   for (let b = 0, i = 0, o = 0; b < blocks; b++, i += 256, o += 66) {
-    const d = ternary(src, i, q, where, b);
+    const d = ternary(src, bits, i, q, where, b);
     for (let g = 0; g < 2; g++) {
       for (let j = 0; j < 32; j++) {
         const at = 128 * g + j;
@@ -184,8 +197,9 @@ const tq1_0: Quantize = (src, out, where) => {
   const blocks = src.length / 256;
   const q = new Uint8Array(256);
   const byte = (sum: number): number => Math.floor((sum * 256 + 242) / 243);
+  const bits = bitsOf(src);
   for (let b = 0, i = 0, o = 0; b < blocks; b++, i += 256, o += 54) {
-    const d = ternary(src, i, q, where, b);
+    const d = ternary(src, bits, i, q, where, b);
     for (let j = 0; j < 32; j++) out[o + j] = byte(q[j]! * 81 + q[32 + j]! * 27 + q[64 + j]! * 9 + q[96 + j]! * 3 + q[128 + j]!);
     for (let j = 0; j < 16; j++) out[o + 32 + j] = byte(q[160 + j]! * 81 + q[176 + j]! * 27 + q[192 + j]! * 9 + q[208 + j]! * 3 + q[224 + j]!);
     for (let j = 0; j < 4; j++) out[o + 48 + j] = byte(q[240 + j]! * 81 + q[244 + j]! * 27 + q[248 + j]! * 9 + q[252 + j]! * 3);

@@ -32,7 +32,7 @@ export {
   type SafetensorsSource,
 } from './safetensors.js';
 export { SafetensorsFile } from '../safetensors/file.js';
-export { saveGguf, saveGgufSync, type SaveGgufOptions, type SaveGgufOptionsSync } from './gguf.js';
+export { saveGguf, saveGgufSync, type GgufSource, type SaveGgufOptions, type SaveGgufOptionsSync } from './gguf.js';
 export { openHdf5 } from './hdf5.js';
 export { openWeights, loadWeights } from './weights.js';
 export { referencesOf } from './references.js';

@@ -16,7 +16,7 @@ import { isPatternFile, planShards, type ShardPlan } from '../safetensors/shards
 import type { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import { toNdArray } from '../npy.js';
-import type { TensorFile } from '../weights/tensor-file.js';
+import { isTensorSource, type TensorFile } from '../weights/tensor-file.js';
 import { mkdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
@@ -162,10 +162,7 @@ interface Tensors {
   readonly lazy?: SafetensorsSource;
 }
 
-function isSource(x: SafetensorsInput | SafetensorsSource): x is SafetensorsSource {
-  // A tensor record's values are arrays or specs, never functions: a `get` function is a source's.
-  return !(x instanceof Map) && typeof (x as { get?: unknown }).get === 'function' && Array.isArray((x as { names?: unknown }).names);
-}
+const isSource = (x: SafetensorsInput | SafetensorsSource): x is SafetensorsSource => isTensorSource(x);
 
 /** Tensors held in memory; two names whose data is the same bytes (same buffer, offset, length, dtype, shape) are tied. */
 function inMemory(input: SafetensorsInput): Tensors {

@@ -102,6 +102,15 @@ export interface TensorFile {
   close(): Promise<void>;
 }
 
+/**
+ * Whether tensors to write are a source read one at a time (a weight file: `names` and a `get`
+ * function), not a record or Map of arrays (whose values are arrays or specs, never functions).
+ * @internal
+ */
+export function isTensorSource<T extends object, S extends Pick<TensorFile, 'names' | 'get'>>(x: T | S): x is S {
+  return !(x instanceof Map) && typeof (x as { get?: unknown }).get === 'function' && Array.isArray((x as { names?: unknown }).names);
+}
+
 /** What a format's `open` is given besides the source: the archive options (for zips) and the HTTP options of the file (for its siblings). */
 export interface FormatOptions extends NpzOptions, HttpOptions {
   /** The map mode `openWeights` was given (`{ mmap }`): a format whose file a write through a view would damage refuses `'r+'`. */
