@@ -9,7 +9,7 @@
  */
 import { NpyError } from '../errors.js';
 import { blobSource } from '../io/byte-source.js';
-import type { SyncAccessHandle } from '../io/access-handle.js';
+import { accessSource, type SyncAccessHandle } from '../io/access-handle.js';
 import { keyLocks } from './append.js';
 import type { EditStore, Store, StoreEditor, StoreLock, StoreWriter } from './types.js';
 import { missingKey } from './write.js';
@@ -119,25 +119,11 @@ async function webLock(name: string, fallback: () => Promise<StoreLock>): Promis
  */
 async function accessEditor(dir: OpfsDirectoryHandle, name: string): Promise<StoreEditor> {
   const access = await (await dir.getFileHandle(name)).createSyncAccessHandle!();
+  const source = accessSource(access, name);
   return {
-    size: () => access.getSize(),
-    read(at, length) {
-      const out = new Uint8Array(Math.max(0, Math.min(length, access.getSize() - at)));
-      let done = 0;
-      while (done < out.length) {
-        const n = access.read(out.subarray(done), { at: at + done });
-        if (n <= 0) break;
-        done += n;
-      }
-      return out.subarray(0, done);
-    },
-    write(bytes, at) {
-      for (let done = 0; done < bytes.length; ) {
-        const n = access.write(bytes.subarray(done), { at: at + done });
-        if (n <= 0) throw new NpyError('WRITE_FAILED', `a write at byte ${at + done} of ${name} wrote nothing (is the storage quota full?)`);
-        done += n;
-      }
-    },
+    size: () => source.size,
+    read: (at, length) => source.read(at, length),
+    write: (bytes, at) => source.write(bytes, at),
     flush: () => access.flush(),
     close: () => access.close(),
   };
