@@ -3,6 +3,7 @@
 // rows, and numpy reads the file the page hands back. And the OPFS as a store (issue 67): a worker
 // saves a .npy, a .npz and a .safetensors through opfsStore, reads regions back, and the files the
 // page copies out are what numpy and safetensors read (the .npy byte for byte what np.save writes).
+// A worker appends to a key in place and saves, appends and reads ragged files through the store.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -21,7 +22,7 @@ if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's chro
 // The worker: @npyts/core's access-handle functions, bundled as a module the page can start.
 const worker = `
 import { createNpyAccessHandle, openNpyAccessHandle, appendNpyAccessHandle } from '@npyts/core';
-import { opfsStore, saveNpy, saveNpz, saveSafetensors, openNpy, openNpz, openWeights } from '@npyts/core';
+import { opfsStore, saveNpy, saveNpz, saveSafetensors, openNpy, openNpz, openWeights, appendNpy, saveRagged, appendRagged, openRagged } from '@npyts/core';
 const file = async (name) => (await navigator.storage.getDirectory()).getFileHandle(name, { create: true });
 self.onmessage = async ({ data: m }) => {
   try {
@@ -67,6 +68,36 @@ self.onmessage = async ({ data: m }) => {
       await st.close();
       self.postMessage(out);
       return;
+    } else if (m.op === 'store-append') {
+      // Appends and ragged files through the store: rows edited in place through sync access handles.
+      const store = opfsStore(await navigator.storage.getDirectory());
+      const rows = (from, to) => ({ data: new Float32Array(m.values.slice(4 * from, 4 * to)), shape: [to - from, 4] });
+      await saveNpy('grow/g.npy', rows(0, 2), { store });
+      await appendNpy('grow/g.npy', rows(2, 3), { store });
+      // Two appenders at once wait for each other (the store's Web Lock of the key): both land.
+      await Promise.all([appendNpy('grow/g.npy', rows(3, 5), { store }), appendNpy('grow/g.npy', rows(5, 6), { store })]);
+      await saveRagged('grow/words.npy', m.words.slice(0, 2), { store, layout: 'offsets' });
+      await appendRagged('grow/words.npy', m.words.slice(2), { store });
+      const clips = m.clips.map((c) => ({ data: new Float32Array(c), shape: [c.length / 2, 2] }));
+      await saveRagged('grow/clips.npy', clips.slice(0, 2), { store });
+      await appendRagged('grow/clips.npy', clips.slice(2), { store });
+      const npy = await openNpy('grow/g.npy', { store });
+      const words = await openRagged('grow/words.npy', { store });
+      const c = await openRagged('grow/clips.npy', { store });
+      const out = {
+        ok: true,
+        shape: npy.shape,
+        region: Array.from((await npy.read([1, 1], [2, 3])).data),
+        words: await words.slice(0, words.length),
+        clip: Array.from((await c.get(2)).data),
+        clipShape: await c.shape(1),
+        keys: (await store.list()).filter((k) => k.startsWith('grow/')).sort(),
+      };
+      await npy.close();
+      await words.close();
+      await c.close();
+      self.postMessage(out);
+      return;
     } else if (m.op === 'read') {
       const access = await fh.createSyncAccessHandle();
       const h = openNpyAccessHandle(access, { name: m.name });
@@ -86,7 +117,7 @@ const bundle = await build({ stdin: { contents: worker, resolveDir: root }, bund
 writeFileSync(join(dir, 'opfs-worker.js'), bundle.outputFiles[0].contents);
 // The page's own module: a page has no sync access handles, so opfsStore writes there through writable streams.
 const pageModule = await build({
-  stdin: { contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz } from '@npyts/core';", resolveDir: root },
+  stdin: { contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz, appendNpy } from '@npyts/core';", resolveDir: root },
   bundle: true,
   format: 'esm',
   platform: 'browser',
@@ -188,9 +219,59 @@ print(int(same_npy), int((z['a'] == values).all()), z['b'].tolist(), int((st['a'
   assert.is(check, '1 1 [7, 8, 9] 1');
 });
 
+test('in a worker, opfsStore appends in place and holds ragged files; reads equal what the page computed, the .npy what np.save writes', async () => {
+  const result = await page.evaluate(async () => {
+    const values = Array.from({ length: 24 }, (_, i) => Math.fround(i / 4 - 2));
+    const words = ['ab', '', 'çé', 'xyz'];
+    const clips = [
+      [1, 2, 3, 4],
+      [5, 6],
+      [7, 8, 9, 10, 11, 12],
+    ];
+    const got = await new Promise((resolve) => {
+      const w = new Worker('/data/opfs-worker.js', { type: 'module' });
+      w.onmessage = ({ data }) => {
+        w.terminate();
+        resolve(data);
+      };
+      w.onerror = (e) => {
+        w.terminate();
+        resolve({ ok: false, error: e.message });
+      };
+      w.postMessage({ op: 'store-append', name: 'unused', values, words, clips });
+    });
+    const folder = await (await navigator.storage.getDirectory()).getDirectoryHandle('grow');
+    const bytes = new Uint8Array(await (await (await folder.getFileHandle('g.npy')).getFile()).arrayBuffer());
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    return { got, values, words, clips, file: btoa(binary) };
+  });
+  const { got, values } = result;
+  assert.ok(got.ok, got.error);
+  assert.equal(got.shape, [6, 4]);
+  const at = (r, c) => values[r * 4 + c];
+  // Rows 3-4 and 5 were appended at once: either order, each whole.
+  const rowOf = (r) => [at(r, 0), at(r, 1), at(r, 2), at(r, 3)];
+  assert.equal(got.region.slice(0, 3), [at(1, 1), at(1, 2), at(1, 3)]);
+  assert.equal(got.region.slice(3), [at(2, 1), at(2, 2), at(2, 3)]);
+  assert.equal(got.words, result.words);
+  assert.equal(got.clip, result.clips[2]);
+  assert.equal(got.clipShape, [1, 2]);
+  assert.equal(got.keys, ['grow/clips.npy', 'grow/clips.npy.heap', 'grow/g.npy', 'grow/words.npy', 'grow/words.npy.strings'], 'no file left beside a key');
+  const path = join(dir, 'store-g.npy');
+  writeFileSync(path, Buffer.from(result.file, 'base64'));
+  const check = python(`a = np.load(${JSON.stringify(path)})
+rows = [tuple(r) for r in a[3:6].tolist()]
+order = [3, 4, 5] if rows[0] == tuple(${JSON.stringify(rowOf(3))}) else [5, 3, 4]
+values = np.array(${JSON.stringify(values)}, dtype='<f4').reshape(6, 4)[[0, 1, 2, *order]]
+f = io.BytesIO(); np.save(f, values)
+print(int(open(${JSON.stringify(path)}, 'rb').read() == f.getvalue()))`).trim();
+  assert.is(check, '1');
+});
+
 test('in a page, opfsStore writes through writable streams: a save replaces the key, a failed one leaves it', async () => {
   const result = await page.evaluate(async () => {
-    const { opfsStore, saveNpy, loadNpy, saveNpz, openNpz } = await import('/data/opfs-page.js');
+    const { opfsStore, saveNpy, loadNpy, saveNpz, openNpz, appendNpy } = await import('/data/opfs-page.js');
     const store = opfsStore(await navigator.storage.getDirectory());
     await saveNpy('page/p.npy', { data: new Int16Array([1, 2, 3]) }, { store });
     await saveNpy('page/p.npy', { data: new Int16Array([4, 5, 6, 7]) }, { store });
@@ -204,11 +285,25 @@ test('in a page, opfsStore writes through writable streams: a save replaces the 
     const z = await openNpz('page/q.npz', { store });
     const q = Array.from((await z.get('q')).data);
     await z.close();
-    return { p: Array.from((await loadNpy('page/p.npy', { store })).data), q, refused, keys: (await store.list()).filter((k) => k.startsWith('page/')).sort() };
+    // A page's OPFS has no writes in place: an append is refused by name, the key left as it was.
+    let appendRefused = '';
+    try {
+      await appendNpy('page/p.npy', { data: new Int16Array([8]) }, { store });
+    } catch (e) {
+      appendRefused = e.code;
+    }
+    return {
+      appendRefused,
+      p: Array.from((await loadNpy('page/p.npy', { store })).data),
+      q,
+      refused,
+      keys: (await store.list()).filter((k) => k.startsWith('page/')).sort(),
+    };
   });
   assert.equal(result.p, [4, 5, 6, 7]);
   assert.equal(result.q, [0.5, 1.5]);
   assert.is(result.refused, 'PICKLE_UNSUPPORTED');
+  assert.is(result.appendRefused, 'BAD_OPTION');
   assert.equal(result.keys, ['page/p.npy', 'page/q.npz']);
 });
 

@@ -11,15 +11,17 @@ import { transformSync } from 'esbuild';
 import * as core from '@npyts/core';
 import * as node from '@npyts/core/node';
 import * as pickleEntries from '@npyts/core/pickle';
+import * as plumbing from '@npyts/core/plumbing';
 const { bytesSource, memoryStore } = core;
 const { folderStore } = node;
 import { python, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 import { blocksOf, root } from '../packages/guide-blocks.mjs';
 
-/** A store over a Map, written from the public interfaces only; `asked` records every key opened. */
+/** A store over a Map, written from the public interfaces only (read, written, edited in place and locked); `asked` records every key opened. */
 function mapStore(files = new Map()) {
   const asked = [];
+  const locks = new Map();
   return {
     files,
     asked,
@@ -41,6 +43,40 @@ function mapStore(files = new Map()) {
         },
         abort: () => void (writes.length = 0),
       };
+    },
+    // Edits in place (appends): the bytes grow past their end, and the Map holds them at each flush.
+    edit(key) {
+      let file = files.get(key);
+      if (file === undefined) throw new Error(`no ${key}`);
+      const hold = () => void files.set(key, file);
+      return {
+        size: () => file.length,
+        read: (at, length) => file.slice(at, at + length),
+        write(bytes, at) {
+          if (at + bytes.length > file.length) {
+            const grown = new Uint8Array(at + bytes.length);
+            grown.set(file);
+            file = grown;
+          }
+          file.set(bytes, at);
+        },
+        flush: hold,
+        close: hold,
+      };
+    },
+    // One writer of a key at a time: each lock waits for the one before it.
+    async lock(key) {
+      const before = locks.get(key) ?? Promise.resolve();
+      let release;
+      const mine = new Promise((resolve) => {
+        release = resolve;
+      });
+      locks.set(
+        key,
+        before.then(() => mine),
+      );
+      await before;
+      return { release };
     },
     remove: (key) => void files.delete(key),
     list: () => [...files.keys()],
@@ -94,6 +130,115 @@ test('a Map store runs saveNpy, loadNpy, openNpy region reads, saveNpz, openNpz 
   const f = await core.openWeights('m.safetensors', { store });
   assert.equal([...(await f.get('fc.weight')).data], [...data]);
   await f.close();
+});
+
+test("appendNpy(key, x, { store }) grows a key in place to numpy's bytes of the whole array, in a Map store, memoryStore and folderStore", async () => {
+  const rows = (from, n) => ({ data: Float32Array.from({ length: 3 * n }, (_, i) => from + i / 4), shape: [n, 3] });
+  const expected =
+    python(`a = np.concatenate([np.arange(6, dtype='<f4') / 4, 100 + np.arange(3, dtype='<f4') / 4, 200 + np.arange(6, dtype='<f4') / 4]).reshape(5, 3)
+f = io.BytesIO(); np.save(f, a); print(f.getvalue().hex())`).trim();
+  const dir = scratch('npyts-store-append-');
+  for (const [name, store, bytesOf] of [
+    ['map', mapStore(), (s) => s.files.get('logs/a.npy')],
+    ['memory', memoryStore(), (s) => s.files.get('logs/a.npy')],
+    ['folder', folderStore(dir), () => readFileSync(join(dir, 'logs', 'a.npy'))],
+  ]) {
+    await core.saveNpy('logs/a.npy', rows(0, 2), { store });
+    await core.appendNpy('logs/a.npy', rows(100, 1), { store });
+    // The path entry with { store } hands to the same append.
+    await node.appendNpy('logs/a.npy', rows(200, 2), { store });
+    assert.is(hex(bytesOf(store)), expected, name);
+    const h = await core.openNpy('logs/a.npy', { store });
+    assert.equal([...(await h.read([2, 1], [2, 2])).data], [100.25, 100.5, 200.25, 200.5], name);
+    await h.close();
+    assert.equal((await store.list()).sort(), ['logs/a.npy'], `${name}: no key left beside`);
+  }
+});
+
+test("appenders of one key are serialised by the store's lock; a store without edit or lock is refused before anything is written", async () => {
+  const store = memoryStore();
+  await core.saveNpy('a.npy', { data: new Int32Array(0), shape: [0, 2] }, { store });
+  // Three appends at once: each waits for the one before, none overwrites another's rows.
+  await Promise.all([1, 2, 3].map((k) => core.appendNpy('a.npy', { data: new Int32Array([k, k]), shape: [1, 2] }, { store })));
+  const a = await core.loadNpy('a.npy', { store });
+  assert.equal(a.shape, [3, 2]);
+  assert.equal([...a.data].sort(), [1, 1, 2, 2, 3, 3]);
+
+  const map = mapStore();
+  await core.saveNpy('b.npy', { data: new Int32Array([1, 2]) }, { store: map });
+  const before = hex(map.files.get('b.npy'));
+  const { lock: _lock, ...noLock } = map;
+  const { edit: _edit, ...noEdit } = map;
+  for (const [what, plain] of [
+    ['lock', noLock],
+    ['edit', noEdit],
+  ]) {
+    for (const append of [
+      () => core.appendNpy('b.npy', { data: new Int32Array([3]) }, { store: plain }),
+      () => node.appendNpy('b.npy', { data: new Int32Array([3]) }, { store: plain }),
+      () => core.appendRagged('b.npy', ['x'], { store: plain }),
+      () => core.saveRagged('c.npy', ['x'], { store: plain }),
+    ]) {
+      const e = await npyErrorOf(append);
+      assert.is(e.code, 'BAD_OPTION');
+      assert.match(e.message, `has no ${what}`);
+    }
+  }
+  assert.is(hex(map.files.get('b.npy')), before, 'nothing written');
+  assert.equal(map.list(), ['b.npy']);
+});
+
+test('ragged arrays in a store: saveRagged, appendRagged and openRagged, the heap a key beside the index; the keys are the files the path entries write', async () => {
+  const dir = scratch('npyts-store-ragged-');
+  const store = mapStore();
+  const words = ['a', 'bc', 'déf', '', 'x'.repeat(300)];
+  const clips = [0, 3, 1, 2].map((n, k) => ({ data: Float32Array.from({ length: 2 * n }, (_, i) => k + i / 8), shape: [n, 2] }));
+  await core.saveRagged('text/w.npy', words.slice(0, 3), { store, layout: 'offsets' });
+  await core.appendRagged('text/w.npy', words.slice(3, 4), { store });
+  // 300 more bytes: the offsets no longer fit one byte, and the index is written again wider.
+  await core.appendRagged('text/w.npy', words.slice(4), { store });
+  await core.saveRagged('c.npy', clips.slice(0, 3), { store });
+  await core.appendRagged('c.npy', clips.slice(3), { store });
+  const w = await core.openRagged('text/w.npy', { store });
+  assert.is(w.length, 5);
+  assert.equal(await w.slice(0, 5), words);
+  await w.close();
+  const c = await core.openRagged('c.npy', { store });
+  assert.equal((await c.get(3)).shape, [2, 2]);
+  assert.equal([...(await c.get(1)).data], [...clips[1].data]);
+  await c.close();
+  assert.equal(store.list().sort(), ['c.npy', 'c.npy.heap', 'text/w.npy', 'text/w.npy.strings']);
+  // The same calls on files: the same bytes in every key.
+  node.saveRaggedSync(join(dir, 'w.npy'), words.slice(0, 3), { layout: 'offsets' });
+  node.appendRaggedSync(join(dir, 'w.npy'), words.slice(3, 4));
+  node.appendRaggedSync(join(dir, 'w.npy'), words.slice(4));
+  node.saveRaggedSync(join(dir, 'c.npy'), clips.slice(0, 3));
+  node.appendRaggedSync(join(dir, 'c.npy'), clips.slice(3));
+  for (const [key, file] of [
+    ['text/w.npy', 'w.npy'],
+    ['text/w.npy.strings', 'w.npy.strings'],
+    ['c.npy', 'c.npy'],
+    ['c.npy.heap', 'c.npy.heap'],
+  ])
+    assert.is(hex(store.files.get(key)), hex(readFileSync(join(dir, file))), key);
+  // numpy reads the index and the heap as the elements.
+  const np = numpyOf(
+    `i = np.load(io.BytesIO(b[:${store.files.get('text/w.npy').length}])); h = np.load(io.BytesIO(b[${store.files.get('text/w.npy').length}:]))
+o = [int(x[0]) for x in i]; print(json.dumps([h[o[k]:o[k + 1]].tobytes().decode() for k in range(len(o) - 1)]))`,
+    Buffer.concat([store.files.get('text/w.npy'), store.files.get('text/w.npy.strings')]),
+  );
+  assert.equal(np, words);
+  // Saved again: the new heap under the name the old index does not use, the old heap removed.
+  await core.saveRagged('text/w.npy', ['z'], { store });
+  assert.equal(store.list().sort(), ['c.npy', 'c.npy.heap', 'text/w.npy', 'text/w.npy.strings.1']);
+  assert.equal(await (await core.openRagged('text/w.npy', { store })).slice(0, 1), ['z']);
+  // A title naming a heap outside the index's folder is refused before the store is asked for it.
+  const evil = core.encodeNpy(new core.NdArray(plumbing.raggedIndexDType({ kind: 'utf8', heap: '../c.npy.heap', layout: 'ranges' }), [1], new Uint8Array(16)));
+  store.files.set('text/evil.npy', evil);
+  store.asked.length = 0;
+  assert.is((await npyErrorOf(() => core.openRagged('text/evil.npy', { store }))).code, 'UNSAFE_PATH');
+  assert.is((await npyErrorOf(() => core.appendRagged('text/evil.npy', ['q'], { store }))).code, 'UNSAFE_PATH');
+  assert.ok(!store.asked.includes('c.npy.heap'), 'the heap outside was never asked for');
 });
 
 test('a sharded set in a store reads its shards from it; a hostile index asks for no key outside it', async () => {
@@ -167,6 +312,10 @@ test('every entry refuses an option it does not know (BAD_OPTION naming it) befo
     'core loadNpy': () => core.loadNpy('x.npy', { store, ...bogus }),
     'core saveNpz': () => core.saveNpz('y.npz', { x }, { store, ...bogus }),
     'core saveSafetensors': () => core.saveSafetensors('y.safetensors', { x }, { store, ...bogus }),
+    'core appendNpy': () => core.appendNpy('x.npy', x, { store, ...bogus }),
+    'core saveRagged': () => core.saveRagged('y.npy', ['ab'], { store, ...bogus }),
+    'core appendRagged': () => core.appendRagged('y.npy', ['ab'], { store, ...bogus }),
+    'core openRagged': () => core.openRagged('y.npy', { store, ...bogus }),
     saveNpy: () => node.saveNpy(at('a.npy'), x, bogus),
     saveNpySync: () => node.saveNpySync(at('a.npy'), x, bogus),
     loadNpy: () => node.loadNpy(at('a.npy'), bogus),

@@ -117,7 +117,17 @@ export type { TensorFile, FormatOptions, TensorExtent, GetAllReadOptions } from 
 export { weightFormats, formatOf, SNIFF_BYTES, type WeightFormatEntry } from './weights/formats.js';
 export type { ResolveHook, SiblingAnswer } from './weights/place.js';
 export { urlStore, hookStore } from './weights/place.js';
-export type { ReadStore, WriteStore, Store, StoreWriter, StoreLock, StoreOpenOptions } from './store/types.js';
+export type { ReadStore, WriteStore, Store, StoreWriter, StoreLock, StoreOpenOptions, EditStore, StoreEditor } from './store/types.js';
+export { appendNpy, type StoreAppendOptions } from './store/append.js';
+export {
+  saveRagged,
+  appendRagged,
+  openRagged,
+  type RaggedStore,
+  type StoreSaveRaggedOptions,
+  type StoreAppendRaggedOptions,
+  type StoreOpenRaggedOptions,
+} from './store/ragged.js';
 export { memoryStore } from './store/memory.js';
 export { opfsStore, type OpfsDirectoryHandle, type OpfsFileHandle } from './store/opfs.js';
 export {

@@ -31,8 +31,8 @@ export interface SyncAccessHandle {
 /** Name used in errors when none is given. */
 const UNNAMED = 'the OPFS file';
 
-/** An access handle as a writable byte source (the caller keeps the handle: nothing here closes it). */
-function accessSource(file: SyncAccessHandle, name: string): WritableByteSource {
+/** An access handle as a writable byte source (the caller keeps the handle: nothing here closes it); opfsStore's edits go through it too. */
+export function accessSource(file: SyncAccessHandle, name: string): WritableByteSource {
   const readInto = (target: Uint8Array, position: number): number => {
     let done = 0;
     while (done < target.length) {

@@ -73,11 +73,21 @@ function after<T, U>(value: T | Promise<T>, then: (value: T) => U): U | Promise<
 }
 
 /**
+ * A source that may be changed in place: a {@link WritableByteSource} (blocking), or a store's key
+ * being edited (`store/append.ts`), whose writes may be asynchronous.
+ */
+export type EditableSource = ByteSource & {
+  write?(bytes: Uint8Array, offset: number): void | Promise<void>;
+  truncate?(size: number): void | Promise<void>;
+  sync?(): void | Promise<void>;
+};
+
+/**
  * A step performed on a byte source, blocking or async as the source is: reads, views, writes (where
  * the source is a {@link WritableByteSource}), its size, and closing; no strided copies. The one
  * driver of every handle over a source that is not Node's file: an archive member, an OPFS file.
  */
-function performOn(source: ByteSource & Partial<Omit<WritableByteSource, keyof SyncByteSource>>, path: string, step: Step, signal?: AbortSignal): unknown {
+function performOn(source: EditableSource, path: string, step: Step, signal?: AbortSignal): unknown {
   const options = signal ? { signal } : undefined;
   switch (step.op) {
     case 'read': {
@@ -127,7 +137,7 @@ export function performOnSource(source: SyncByteSource | WritableByteSource, pat
 const readOf = (file: FileRef, r: PositionalRead): Step => ({ op: 'read', file, into: r.into, at: r.at });
 
 /** {@link performOnSource}, async, over any source. */
-export function performOnSourceAsync(source: ByteSource, path: string): PerformAsync {
+export function performOnSourceAsync(source: EditableSource, path: string): PerformAsync {
   return async (step, signal) =>
     step.op === 'reads'
       ? readEach(step, async (r) => performOn(source, path, readOf(step.file, r), signal) as number | Promise<number>)

@@ -51,6 +51,7 @@ export {
   type NpyFileHandleSync,
   type CreateOptions,
   type OpenOptions,
+  type AppendOptions,
 } from './regions.js';
 export { nativeStatus, type NativeStatus } from './native.js';
 export { regionStats } from '../io/region.js';

@@ -108,12 +108,13 @@ function* lockFileBeside(path: string): Operation<() => void> {
 }
 
 /**
- * Run `body` holding the exclusive append lock of `path`: flock on the file itself where the addon
- * has it (blocking: waits in the kernel; async: polled on timers, so the event loop runs and the
- * signal stops the wait), else a lock file beside it. When a writer replaced the file (an append that
- * had to rewrite it) while this one waited, the lock is taken again on the new file.
+ * Take the exclusive append lock of `path`: flock on the file itself where the addon has it
+ * (blocking: waits in the kernel; async: polled on timers, so the event loop runs and the signal
+ * stops the wait), else a lock file beside it. When a writer replaced the file (an append that had
+ * to rewrite it) while this one waited, the lock is taken again on the new file. Returns the steps
+ * that release it.
  */
-export function* appendLocked<T>(path: string, body: () => Operation<T>): Operation<T> {
+export function* takingAppendLock(path: string): Operation<() => Operation<void>> {
   for (;;) {
     const file = (yield { op: 'open', path, mode: 'r' }) as FileRef;
     let locked: boolean | null;
@@ -126,18 +127,34 @@ export function* appendLocked<T>(path: string, body: () => Operation<T>): Operat
     if (locked === null) {
       yield { op: 'close', file };
       const release = yield* lockFileBeside(path);
-      try {
-        return yield* body();
-      } finally {
+      // biome-ignore lint/correctness/useYield: releasing a lock file is one blocking call
+      return function* () {
         release();
-      }
+      };
     }
+    let same: boolean;
     try {
-      if (!((yield { op: 'same', file, path }) as boolean)) continue; // replaced while we waited: lock the new one
-      return yield* body();
-    } finally {
+      same = (yield { op: 'same', file, path }) as boolean;
+    } catch (e) {
       yield { op: 'unlock', file };
       yield { op: 'close', file };
+      throw e;
     }
+    const unlocking = function* (): Operation<void> {
+      yield { op: 'unlock', file };
+      yield { op: 'close', file };
+    };
+    if (same) return unlocking;
+    yield* unlocking(); // replaced while we waited: lock the new one
+  }
+}
+
+/** Run `body` holding the exclusive append lock of `path` (see {@link takingAppendLock}). */
+export function* appendLocked<T>(path: string, body: () => Operation<T>): Operation<T> {
+  const release = yield* takingAppendLock(path);
+  try {
+    return yield* body();
+  } finally {
+    yield* release();
   }
 }

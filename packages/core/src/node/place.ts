@@ -9,8 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { NpyError } from '../errors.js';
 import { checkMapMode, checkOptions, knownKeys, type MapMode } from '../options.js';
 import { checkSiblingName } from '../store/key.js';
-import type { Store, StoreWriter } from '../store/types.js';
+import type { EditStore, Store, StoreEditor, StoreWriter } from '../store/types.js';
+import { missingKey } from '../store/write.js';
+import { run } from './drive.js';
 import { tempBeside } from './fd.js';
+import { takingAppendLock } from './lock.js';
 import { nodeSourceOf } from './sources.js';
 
 /**
@@ -52,9 +55,10 @@ const FOLDER_KEYS = knownKeys<FolderStoreOptions>({ mmap: true });
  * set's index). See {@link folderStore}.
  * @internal
  */
-export function folderStoreOf(folder: string, where: string, mmap?: MapMode): Store {
+export function folderStoreOf(folder: string, where: string, mmap?: MapMode): Store & EditStore {
   // Each key's size and modification time, taken when its name is checked (as a set is opened): a
   // key opened later that differs is refused (`SOURCE_CHANGED`): a set is read as it was when opened.
+  // A key this store writes, edits or removes is forgotten, and taken again when next checked.
   const seen = new Map<string, { size: number; mtimeMs: number }>();
   const pathOf = (key: string, what = `'${key}'`): string => pathIn(folder, key, what, where, false);
   return {
@@ -118,6 +122,7 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode): St
         async commit() {
           await close();
           await rename(temp, target);
+          seen.delete(key); // the store's own write: what it knew of the key is now stale
         },
         async abort() {
           await close().catch(() => {});
@@ -125,8 +130,46 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode): St
         },
       };
     },
+    async edit(key): Promise<StoreEditor> {
+      const target = pathOf(key);
+      const file = await open(target, 'r+').catch((e: NodeJS.ErrnoException) => {
+        throw e.code === 'ENOENT' ? missingKey(key, where) : e;
+      });
+      return {
+        size: async () => (await file.stat()).size,
+        async read(at, length) {
+          const out = new Uint8Array(length);
+          let done = 0;
+          while (done < length) {
+            const { bytesRead } = await file.read(out, done, length - done, at + done);
+            if (bytesRead <= 0) break;
+            done += bytesRead;
+          }
+          return out.subarray(0, done);
+        },
+        async write(bytes, at) {
+          for (let done = 0; done < bytes.length; ) {
+            const { bytesWritten } = await file.write(bytes, done, bytes.length - done, at + done);
+            if (bytesWritten <= 0) throw new NpyError('WRITE_FAILED', `a write at byte ${at + done} of ${target} wrote nothing`);
+            done += bytesWritten;
+          }
+        },
+        flush: () => file.datasync(),
+        async close() {
+          await file.close();
+          seen.delete(key);
+        },
+      };
+    },
+    async lock(key) {
+      // The lock appendNpy(path) takes (flock, or a lock file beside): path and store appenders wait for each other.
+      const target = pathOf(key);
+      const release = await run(takingAppendLock(target), undefined, target);
+      return { release: () => run(release(), undefined, target) };
+    },
     async remove(key) {
       await rm(pathOf(key), { force: true });
+      seen.delete(key);
     },
     async list() {
       const entries = await readdir(folder, { recursive: true, withFileTypes: true });
@@ -150,7 +193,7 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode): St
  * await saveNpy('w.npy', array, { store });
  * await using w = await openWeights('llama/model.safetensors.index.json', { store });
  */
-export function folderStore(path: string, options: FolderStoreOptions = {}): Store {
+export function folderStore(path: string, options: FolderStoreOptions = {}): Store & EditStore {
   checkOptions('folderStore', options, FOLDER_KEYS);
   checkMapMode(options.mmap);
   return folderStoreOf(resolve(path), path, options.mmap);

@@ -13,6 +13,8 @@ import { readInto, withFile, type FileRef, type Operation } from '../io/steps.js
 import type { NdArray } from '../array/ndarray.js';
 import { tempBeside, type AsyncOptions } from './fd.js';
 import { mapNpy, type MappedArray } from './mmap.js';
+import { appendNpy as appendNpyIn } from '../store/append.js';
+import type { EditStore } from '../store/types.js';
 
 /** Options of {@link openNpyFile}. */
 export interface OpenOptions extends DecodeOptions, AsyncOptions {
@@ -25,6 +27,14 @@ const OPEN_SYNC_KEYS = knownKeys<{ write?: boolean } & DecodeOptions>({ ...DECOD
 const CREATE_ASYNC_KEYS = knownKeys<CreateOptions & AsyncOptions & { mmap?: boolean }>({ ...CREATE_KEYS, mmap: true, signal: true });
 const CREATE_SYNC_KEYS = knownKeys<CreateOptions & { mmap?: boolean }>({ ...CREATE_KEYS, mmap: true });
 const SIGNAL_KEYS = knownKeys<AsyncOptions>({ signal: true });
+
+/** Options of the async {@link appendNpy}. */
+export interface AppendOptions extends AsyncOptions {
+  /** The store the file is in, given by its key (`appendNpy('log.npy', x, { store })`): appended there in place, not on disk. */
+  store?: EditStore | undefined;
+}
+
+const APPEND_KEYS = knownKeys<AppendOptions>({ signal: true, store: true });
 
 /**
  * Open a .npy for region reads (and writes with `{ write: true }`). Memory is the header, then each region.
@@ -175,12 +185,14 @@ const REWRITE_CHUNK = 64 << 20;
  * old array (readers ignore trailing bytes); the header rewrite is a single small write at byte 8.
  * When the header cannot grow in place, the file is rewritten beside itself and renamed over it.
  * Appends to one file are serialised across processes; the wait for another writer does not block
- * the event loop. An abort before the header is rewritten leaves the old array.
+ * the event loop. An abort before the header is rewritten leaves the old array. With `{ store }`,
+ * `path` is a key of the store, appended there in place (the header must have room to grow).
  * @example
  * await appendNpy('log.npy', { data: new Float32Array(512), shape: [1, 512] });
  */
-export async function appendNpy(path: string, input: NdArray | ArraySpec, options: AsyncOptions = {}): Promise<void> {
-  checkOptions('appendNpy', options, SIGNAL_KEYS);
+export async function appendNpy(path: string, input: NdArray | ArraySpec, options: AppendOptions = {}): Promise<void> {
+  checkOptions('appendNpy', options, APPEND_KEYS);
+  if (options.store !== undefined) return appendNpyIn(path, input, { ...options, store: options.store });
   await run(
     appendLocked(path, () => appending(path, input)),
     options.signal,

@@ -138,6 +138,9 @@ export function referencedAxis(shape: readonly number[], fortran: boolean): { ro
   return fortran ? { rows: shape[shape.length - 1] ?? 0, slice: shape.slice(0, -1) } : { rows: shape[0] ?? 0, slice: shape.slice(1) };
 }
 
+/** Heap names an index owns (written by default, and removed when it is replaced): `.heap`, `.strings`, `.heapN`, and their alternates `….1`, after the index's own name. */
+export const OWNED_SUFFIX = /^\.(heap\d*|strings)(\.1)?$/;
+
 /** How deep indexes may nest (an index whose heap is an index, …): far past any real use, and a file cannot make a reader loop. */
 export const MAX_RAGGED_DEPTH = 32;
 

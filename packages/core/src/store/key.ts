@@ -78,18 +78,27 @@ export async function openKey(store: ReadStore, key: string, options: StoreOpenO
   return source;
 }
 
+/** What each kind of store needs: its methods, and the stores that have them, for messages. */
+const NEEDS = {
+  read: { methods: ['open'], does: 'reads keys', stores: 'memoryStore(), urlStore(url), opfsStore(dir), folderStore(path)' },
+  write: { methods: ['create'], does: 'writes keys', stores: 'memoryStore(), opfsStore(dir), folderStore(path)' },
+  edit: { methods: ['create', 'edit', 'lock'], does: 'edits keys in place, one writer at a time', stores: 'memoryStore(), opfsStore(dir), folderStore(path)' },
+} as const;
+
 /**
  * Refuse (`BAD_OPTION`) a `store` option that is not a store of the kind an entry needs, naming the
- * method it lacks: `read` needs `open`, `write` needs `create`.
+ * method it lacks: `read` needs `open`, `write` needs `create`, `edit` (an append) needs `create`,
+ * `edit` and `lock`. Checked before anything is read or written.
  * @example
  * checkStore('saveNpy', options.store, 'write');
  */
-export function checkStore(entry: string, store: unknown, kind: 'read' | 'write'): void {
-  const method = kind === 'read' ? 'open' : 'create';
-  if (typeof store !== 'object' || store === null || typeof (store as Record<string, unknown>)[method] !== 'function') {
+export function checkStore(entry: string, store: unknown, kind: 'read' | 'write' | 'edit'): void {
+  const { methods, does, stores } = NEEDS[kind];
+  const lacks = methods.filter((m) => typeof store !== 'object' || store === null || typeof (store as Record<string, unknown>)[m] !== 'function');
+  if (lacks.length) {
     throw new NpyError(
       'BAD_OPTION',
-      `${entry}: option store must be a store that ${kind === 'read' ? 'reads' : 'writes'} keys (an object with ${method}(key): memoryStore(), urlStore(url), opfsStore(dir), folderStore(path))`,
+      `${entry}: option store must be a store that ${does} (an object with ${methods.map((m) => `${m}(key)`).join(', ')}; ${typeof store === 'object' && store !== null ? `this one has no ${lacks.join(', ')}` : `not ${store === null ? 'null' : typeof store}`}): ${stores}`,
     );
   }
 }

@@ -4,12 +4,14 @@
  * Reads slice the file (`getFile()`); writes go to a file beside the key, written through a
  * synchronous access handle in a worker (positional writes, no copy) and renamed over the key at
  * commit, or, in a page (no sync handles there), through a writable stream, which the browser
- * itself keeps beside the file until it is closed.
+ * itself keeps beside the file until it is closed. Appends edit a key in place through a sync
+ * access handle (a worker only: a page is refused), under a Web Lock of the key.
  */
 import { NpyError } from '../errors.js';
 import { blobSource } from '../io/byte-source.js';
-import type { SyncAccessHandle } from '../io/access-handle.js';
-import type { Store, StoreWriter } from './types.js';
+import { accessSource, type SyncAccessHandle } from '../io/access-handle.js';
+import { keyLocks } from './append.js';
+import type { EditStore, Store, StoreEditor, StoreLock, StoreWriter } from './types.js';
 import { missingKey } from './write.js';
 
 /** What the store uses of a `FileSystemFileHandle` (any object with these methods will do). */
@@ -81,6 +83,52 @@ async function besideWriter(dir: OpfsDirectoryHandle, name: string): Promise<Sto
   };
 }
 
+/** Whether sync access handles exist here (dedicated workers only; so does their interface). */
+const inWorker = (): boolean => typeof (globalThis as { FileSystemSyncAccessHandle?: unknown }).FileSystemSyncAccessHandle === 'function';
+
+/** The Web Locks of this origin, where the runtime has them (pages and workers). */
+interface WebLocks {
+  request(name: string, callback: () => Promise<void>): Promise<void>;
+}
+
+/**
+ * Hold `name` by the origin's Web Locks (every worker and page of the origin waits its turn), or,
+ * where there are none, by `fallback` (this program only).
+ */
+async function webLock(name: string, fallback: () => Promise<StoreLock>): Promise<StoreLock> {
+  const locks = (globalThis as { navigator?: { locks?: WebLocks } }).navigator?.locks;
+  if (!locks) return fallback();
+  return new Promise<StoreLock>((resolve, reject) => {
+    let release!: () => void;
+    const held = new Promise<void>((done) => {
+      release = done;
+    });
+    locks
+      .request(name, () => {
+        resolve({ release });
+        return held;
+      })
+      .catch(reject);
+  });
+}
+
+/**
+ * A key edited in place through a sync access handle (a worker): writes at positions, `flush` makes
+ * them durable. The handle is exclusive: another handle of the file is refused by the browser while
+ * this one is open.
+ */
+async function accessEditor(dir: OpfsDirectoryHandle, name: string): Promise<StoreEditor> {
+  const access = await (await dir.getFileHandle(name)).createSyncAccessHandle!();
+  const source = accessSource(access, name);
+  return {
+    size: () => source.size,
+    read: (at, length) => source.read(at, length),
+    write: (bytes, at) => source.write(bytes, at),
+    flush: () => access.flush(),
+    close: () => access.close(),
+  };
+}
+
 /** Writes through a writable stream (a page): the browser keeps them beside the file until `close`. */
 async function streamWriter(dir: OpfsDirectoryHandle, name: string): Promise<StoreWriter> {
   let existed = true;
@@ -107,8 +155,9 @@ async function streamWriter(dir: OpfsDirectoryHandle, name: string): Promise<Sto
  * await saveNpy('w.npy', array, { store });
  * const h = await openNpy('w.npy', { store });
  */
-export function opfsStore(directory: OpfsDirectoryHandle): Store {
+export function opfsStore(directory: OpfsDirectoryHandle): Store & EditStore {
   const where = 'the OPFS directory';
+  const locks = keyLocks();
   return {
     where,
     async open(key) {
@@ -122,10 +171,30 @@ export function opfsStore(directory: OpfsDirectoryHandle): Store {
     },
     async create(key) {
       const { dir, name } = await entryOf(directory, key, true);
-      // Sync access handles exist in dedicated workers only (so does their interface); a page writes through a stream.
-      const inWorker = typeof (globalThis as { FileSystemSyncAccessHandle?: unknown }).FileSystemSyncAccessHandle === 'function';
-      return inWorker ? besideWriter(dir, name) : streamWriter(dir, name);
+      // A page has no sync access handles: it writes through a stream.
+      return inWorker() ? besideWriter(dir, name) : streamWriter(dir, name);
     },
+    async edit(key) {
+      // A page's OPFS has no writes in place (a writable stream copies the file and swaps it in at
+      // close): an append there would rewrite the whole file, so it is refused by name.
+      if (!inWorker()) {
+        throw new NpyError(
+          'BAD_OPTION',
+          `${where} edits '${key}' in place only in a dedicated worker (sync access handles); a page has none: append in a worker, or save the grown array whole`,
+        );
+      }
+      try {
+        const { dir, name } = await entryOf(directory, key, false);
+        return await accessEditor(dir, name);
+      } catch (e) {
+        if (isMissing(e)) throw missingKey(key, where);
+        // Another handle holds the file (a writer that did not take the store's lock).
+        if ((e as { name?: string } | null)?.name === 'NoModificationAllowedError')
+          throw new NpyError('LOCKED', `${where}: '${key}' is open for writing elsewhere (another access handle); append when it is closed`);
+        throw e;
+      }
+    },
+    lock: (key) => webLock(`npyts opfsStore ${key}`, () => locks.lock(key)),
     async remove(key) {
       try {
         const { dir, name } = await entryOf(directory, key, false);

@@ -83,3 +83,32 @@ export interface WriteStore {
 
 /** A store read and written (a folder, the browser's own disk, memory). */
 export type Store = ReadStore & WriteStore;
+
+/**
+ * A key edited in place (see {@link EditStore.edit}): what an append reads and writes. Writes may be
+ * seen by readers at once; `flush` makes them durable before anything written after it.
+ */
+export interface StoreEditor {
+  /** The key's size in bytes now. */
+  size(): number | Promise<number>;
+  /** `length` bytes at `at` (fewer at the end of the key). */
+  read(at: number, length: number): Uint8Array | Promise<Uint8Array>;
+  /** Write all of `bytes` at byte `at` (past the end grows the key). `bytes` may be reused once this returns or its promise settles. */
+  write(bytes: Uint8Array, at: number): void | Promise<void>;
+  /** Make what was written durable (an fsync, an OPFS flush), before anything written after it. */
+  flush(): void | Promise<void>;
+  /** Release the key (what was written stays). */
+  close(): void | Promise<void>;
+}
+
+/**
+ * A store whose keys can be edited in place, one writer at a time: what `appendNpy(key, x, { store })`
+ * and `appendRagged(key, x, { store })` need (an append writes its rows after the data, flushes
+ * them, then rewrites the header's shape). `memoryStore`, `opfsStore` and `folderStore` are.
+ */
+export interface EditStore extends WriteStore {
+  /** Open `key`, which must be held, for edits in place (the key passed the key rule first). */
+  edit(key: string): StoreEditor | Promise<StoreEditor>;
+  /** Hold `key` for one writer at a time: a second waits until the first releases it (or is refused). */
+  lock(key: string): Promise<StoreLock>;
+}

@@ -15,7 +15,7 @@ import { appendLocked } from '../lock.js';
 import { run, runSync } from '../drive.js';
 import type { Operation } from '../../io/steps.js';
 import { toOrder } from '../../array/order.js';
-import { MAX_RAGGED_DEPTH, rowsInHeap, raggedIndexDType, raggedInfo, referencedAxis, type RaggedInfo } from '../../ragged/convention.js';
+import { MAX_RAGGED_DEPTH, OWNED_SUFFIX, rowsInHeap, raggedIndexDType, raggedInfo, referencedAxis, type RaggedInfo } from '../../ragged/convention.js';
 import { arrayFromValues } from '../../array/from-values.js';
 import { appendingRagged, lockedAppend } from './append.js';
 import {
@@ -131,9 +131,6 @@ function* savingRagged(path: string, elements: Input[] | Record<string, unknown>
     yield* replacingRagged(path, elements, options, yield* ownedHeaps(path));
   });
 }
-
-/** Heap names an index owns (written by default, and removed when it is replaced): `.heap`, `.strings`, `.heapN`, and their alternates `….1`. */
-const OWNED_SUFFIX = /^\.(heap\d*|strings)(\.1)?$/;
 
 /**
  * The heaps the ragged file at `path` owns, with those of the indexes they hold (two levels), as
