@@ -249,6 +249,15 @@ test('a GGUF adapter refused as llama.cpp refuses it, or by name where npyts doe
   const arch = await npyErrorOf(() => mergeLora(base, write('arch.gguf', tensors, { ...metadata, 'general.architecture': 'qwen2' })));
   assert.is(arch.code, 'WEIGHT_MISMATCH');
   assert.match(arch.message, /"qwen2", the base is "llama"/);
+  // A tensor of no known part (llama.cpp: an unexpected suffix), and an alpha of another type than float32.
+  const stray = await npyErrorOf(() =>
+    mergeLora(base, write('stray.gguf', new Map(tensors).set('blk.0.attn_q.weight', tensors.get('blk.0.attn_q.weight.lora_a')), metadata)),
+  );
+  assert.is(stray.code, 'BAD_ADAPTER');
+  assert.match(stray.message, /neither '\.lora_a' nor '\.lora_b' factors.*'blk\.0\.attn_q\.weight'/);
+  const wide = await npyErrorOf(() => mergeLora(base, write('f64.gguf', tensors, metadata, { ...metadataTypes, 'adapter.lora.alpha': 'FLOAT64' })));
+  assert.is(wide.code, 'BAD_ADAPTER');
+  assert.match(wide.message, /adapter\.lora\.alpha is 8 \(FLOAT64\)/);
   // A factor without its pair, and one of the wrong shape, listed together.
   const broken = new Map(tensors);
   broken.delete('blk.1.attn_q.weight.lora_b');
@@ -266,6 +275,29 @@ test('a GGUF adapter refused as llama.cpp refuses it, or by name where npyts doe
   const qe = await npyErrorOf(() => mergeLora(quantized, q.adapter));
   assert.is(qe.code, 'LORA_UNSUPPORTED');
   assert.match(qe.message, /'blk\.0\.attn_q\.weight' \(Q8_0\)/);
+});
+
+test("a GGUF adapter without adapter.lora.alpha: each delta scaled by { scale } alone, as llama.cpp's get_scale does", async () => {
+  const { base, adapter, truth } = fx.gguf;
+  const a = await openWeights(adapter);
+  const { 'adapter.lora.alpha': alpha, ...metadata } = a.metadata;
+  const { 'adapter.lora.alpha': _, ...metadataTypes } = a.metadataTypes;
+  const file = join(dir, 'no-alpha.gguf');
+  writeFileSync(file, encodeGguf(await a.getAll(), { metadata, metadataTypes }));
+  await a.close();
+  assert.is(alpha, 8);
+  // PEFT's scaling there is alpha / r = 8 / 4 = 2 (attn_v's rank is 2: 4, left out).
+  const merged = await mergeLora(base, file, { scale: 2 });
+  const peft = await openWeights(truth);
+  let compared = 0;
+  for (const name of peft.names.filter((n) => !n.includes('attn_v'))) {
+    const [g, w] = [values(await merged.get(name)), values(await peft.get(name))];
+    for (let i = 0; i < w.length; i++) assert.ok(Math.abs(g[i] - w[i]) <= 1e-6 * Math.max(1, Math.abs(w[i])), `${name}[${i}]: npyts ${g[i]}, peft ${w[i]}`);
+    compared++;
+  }
+  assert.is(compared, peft.names.length - 2);
+  await peft.close();
+  await merged.close();
 });
 
 // The merged weights in the runtimes: the CNN's base exported by torch.onnx (TorchScript exporter),
