@@ -8,11 +8,17 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { WeightFile, encodeSafetensors, float16ToNumber, mergeLora as mergeLoraCore, toFloat32 } from '@npyts/core';
+import * as ort from 'onnxruntime-node';
+import * as tf from '@tensorflow/tfjs-core';
+import * as tfl from '@tensorflow/tfjs-layers';
+import { WeightFile, decodeNpy, encodeGguf, encodeSafetensors, float16ToNumber, mergeLora as mergeLoraCore, toFloat32 } from '@npyts/core';
+import { fromOrtTensor, toOrtTensor, withWeights } from '@npyts/onnxruntime';
+import { assignWeights } from '@npyts/tfjs';
 import { mergeLora, openWeights, saveSafetensors } from '@npyts/core/node';
 import { runCli, scratch } from '../helpers/numpy.mjs';
 import { serveFiles } from '../helpers/serve-files.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
+import { useCpuBackend } from '../helpers/tfjs.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dir = scratch('npyts-lora-');
@@ -189,6 +195,165 @@ test('an adapter that does not fit its config or base: WEIGHT_MISMATCH listing e
   assert.not.match(e.message, /'emb'/, 'rank_pattern gives emb its rank 3');
 });
 
+// llama.cpp's GGUF LoRA adapters (test/helpers/lora_fixtures.py's gguf_case: a tiny Llama and its
+// PEFT adapter written by gguf-py as llama.cpp's convert_lora_to_gguf.py writes them).
+for (const [name, changes] of [
+  ['gguf', 12], // 2 layers × (attn_q, attn_v of rank 2, attn_output, ffn_gate, ffn_down) + token_embd + output
+  ['gguf-q8_0', 12], // the same with Q8_0 factors, dequantized
+]) {
+  test(`${name}: a llama.cpp GGUF LoRA adapter merged into its GGUF base equals peft's merge_and_unload() under GGUF's names`, async () => {
+    const { base, adapter, truth } = fx[name];
+    const merged = await mergeLora(base, adapter);
+    assert.is(merged.format, 'gguf');
+    assert.is(await compare(merged, truth, base), changes, 'tensors the merge changed');
+    await merged.close();
+  });
+}
+
+test('a GGUF adapter given open, into a base of the same names in another format; { scale: 0 } is the base', async () => {
+  const { base, adapter, truth } = fx.gguf;
+  const open = await openWeights(adapter);
+  const b = await openWeights(base);
+  const copy = join(dir, 'gguf-base.safetensors');
+  await saveSafetensors(copy, await b.getAll());
+  await b.close();
+  const merged = await mergeLora(copy, open);
+  assert.is(await compare(merged, truth, copy), 12);
+  await merged.close();
+  const none = await mergeLora(base, open, { scale: 0 });
+  assert.is(await compare(none, base, base), 0);
+  await none.close();
+  assert.ok((await open.get('output.weight.lora_a')).size > 0, 'the adapter given open is still open');
+  await open.close();
+});
+
+test('a GGUF adapter refused as llama.cpp refuses it, or by name where npyts does not merge it', async () => {
+  const { base, adapter } = fx.gguf;
+  const a = await openWeights(adapter);
+  const tensors = await a.getAll();
+  const { metadata, metadataTypes } = a;
+  await a.close();
+  const write = (file, t, meta, types = metadataTypes) => {
+    writeFileSync(join(dir, file), encodeGguf(t, { metadata: meta, metadataTypes: types }));
+    return join(dir, file);
+  };
+  // A model, not an adapter.
+  const model = await npyErrorOf(() => mergeLora(base, base));
+  assert.is(model.code, 'BAD_ADAPTER');
+  assert.match(model.message, /general\.type is "model", not 'adapter'/);
+  // mergekit's layer norms (llama.cpp skips them), and an adapter for another architecture.
+  const norm = new Map(tensors).set('blk.0.attn_norm.weight', { dtype: '<f4', shape: [16], data: new Float32Array(16).fill(1.5) });
+  const e = await npyErrorOf(() => mergeLora(base, write('norm.gguf', norm, metadata)));
+  assert.is(e.code, 'LORA_UNSUPPORTED');
+  assert.match(e.message, /'blk\.0\.attn_norm\.weight'/);
+  const arch = await npyErrorOf(() => mergeLora(base, write('arch.gguf', tensors, { ...metadata, 'general.architecture': 'qwen2' })));
+  assert.is(arch.code, 'WEIGHT_MISMATCH');
+  assert.match(arch.message, /"qwen2", the base is "llama"/);
+  // A tensor of no known part (llama.cpp: an unexpected suffix), and an alpha of another type than float32.
+  const stray = await npyErrorOf(() =>
+    mergeLora(base, write('stray.gguf', new Map(tensors).set('blk.0.attn_q.weight', tensors.get('blk.0.attn_q.weight.lora_a')), metadata)),
+  );
+  assert.is(stray.code, 'BAD_ADAPTER');
+  assert.match(stray.message, /neither '\.lora_a' nor '\.lora_b' factors.*'blk\.0\.attn_q\.weight'/);
+  const wide = await npyErrorOf(() => mergeLora(base, write('f64.gguf', tensors, metadata, { ...metadataTypes, 'adapter.lora.alpha': 'FLOAT64' })));
+  assert.is(wide.code, 'BAD_ADAPTER');
+  assert.match(wide.message, /adapter\.lora\.alpha is 8 \(FLOAT64\)/);
+  // A factor without its pair, and one of the wrong shape, listed together.
+  const broken = new Map(tensors);
+  broken.delete('blk.1.attn_q.weight.lora_b');
+  broken.set('blk.0.ffn_down.weight.lora_a', tensors.get('blk.0.ffn_gate.weight.lora_a'));
+  const fit = await npyErrorOf(() => mergeLora(base, write('broken.gguf', broken, metadata)));
+  assert.is(fit.code, 'WEIGHT_MISMATCH');
+  assert.match(fit.message, /'blk\.1\.attn_q\.weight' has only lora_a/);
+  assert.match(fit.message, /'blk\.0\.ffn_down\.weight' \(16, 32\): lora_a \(4, 16\)/);
+  // A quantized base: its adapted weights named.
+  const q = fx['gguf-q8_0'];
+  const qb = await openWeights(q.base);
+  const quantized = join(dir, 'base-q8_0.gguf');
+  writeFileSync(quantized, encodeGguf(await qb.getAll(), { metadata: qb.metadata, metadataTypes: qb.metadataTypes, type: 'q8_0' }));
+  await qb.close();
+  const qe = await npyErrorOf(() => mergeLora(quantized, q.adapter));
+  assert.is(qe.code, 'LORA_UNSUPPORTED');
+  assert.match(qe.message, /'blk\.0\.attn_q\.weight' \(Q8_0\)/);
+});
+
+test("a GGUF adapter without adapter.lora.alpha: each delta scaled by { scale } alone, as llama.cpp's get_scale does", async () => {
+  const { base, adapter, truth } = fx.gguf;
+  const a = await openWeights(adapter);
+  const { 'adapter.lora.alpha': alpha, ...metadata } = a.metadata;
+  const { 'adapter.lora.alpha': _, ...metadataTypes } = a.metadataTypes;
+  const file = join(dir, 'no-alpha.gguf');
+  writeFileSync(file, encodeGguf(await a.getAll(), { metadata, metadataTypes }));
+  await a.close();
+  assert.is(alpha, 8);
+  // PEFT's scaling there is alpha / r = 8 / 4 = 2 (attn_v's rank is 2: 4, left out).
+  const merged = await mergeLora(base, file, { scale: 2 });
+  const peft = await openWeights(truth);
+  let compared = 0;
+  for (const name of peft.names.filter((n) => !n.includes('attn_v'))) {
+    const [g, w] = [values(await merged.get(name)), values(await peft.get(name))];
+    for (let i = 0; i < w.length; i++) assert.ok(Math.abs(g[i] - w[i]) <= 1e-6 * Math.max(1, Math.abs(w[i])), `${name}[${i}]: npyts ${g[i]}, peft ${w[i]}`);
+    compared++;
+  }
+  assert.is(compared, peft.names.length - 2);
+  await peft.close();
+  await merged.close();
+});
+
+// The merged weights in the runtimes: the CNN's base exported by torch.onnx (TorchScript exporter),
+// run by onnxruntime-node with the merge swapped in (withWeights), and its tfjs twin given the merge
+// (assignWeights, layout 'pytorch'): each predicts what peft's merged model predicts in PyTorch on
+// the same input, to float32 rounding of differently ordered sums (1e-5 relative + 1e-6 absolute).
+const predicts = (got, want, what) => {
+  for (let i = 0; i < want.length; i++) {
+    if (!(Math.abs(got[i] - want[i]) <= 1e-6 + 1e-5 * Math.abs(want[i]))) assert.unreachable(`${what}[${i}]: ${got[i]}, peft ${want[i]}`);
+  }
+};
+
+test("ONNX Runtime: the base's ONNX model with the merged weights (withWeights) predicts what peft's merged model predicts", async () => {
+  const { base, adapter, onnx, x, y } = fx.cnn;
+  const merged = await mergeLora(base, adapter);
+  const r = await withWeights(readFileSync(onnx), merged);
+  await merged.close();
+  assert.equal([...r.replaced].sort(), ['conv.bias', 'conv.weight', 'fc.bias', 'fc.weight', 'pw.bias', 'pw.weight']);
+  const session = await ort.InferenceSession.create(r.model, r.sessionOptions);
+  const input = decodeNpy(readFileSync(x));
+  const got = fromOrtTensor((await session.run({ x: toOrtTensor(input) })).y);
+  const want = decodeNpy(readFileSync(y));
+  assert.equal(got.shape, want.shape);
+  predicts(got.data, want.data, 'y');
+  // The base alone predicts otherwise: the merge is what the runtime ran.
+  const plain = await ort.InferenceSession.create(readFileSync(onnx));
+  const before = fromOrtTensor((await plain.run({ x: toOrtTensor(input) })).y).data;
+  assert.ok(before.some((v, i) => Math.abs(v - want.data[i]) > 1e-3));
+});
+
+test("tfjs: the CNN's twin given the merged weights (assignWeights) predicts what peft's merged model predicts", async () => {
+  await useCpuBackend();
+  const { base, adapter, x, y } = fx.cnn;
+  const input = decodeNpy(readFileSync(x));
+  const [n, c, h, w] = input.shape;
+  const model = tfl.sequential({
+    layers: [
+      tfl.layers.conv2d({ filters: 4, kernelSize: 1, inputShape: [h, w, c], name: 'pw' }),
+      tfl.layers.conv2d({ filters: 6, kernelSize: 3, name: 'conv' }),
+      tfl.layers.globalAveragePooling2d({}),
+      tfl.layers.dense({ units: 7, name: 'fc' }),
+    ],
+  });
+  // The merged file less the modules the forward pass does not use (the twin has no Embedding or Conv1d).
+  const merged = await mergeLora(base, adapter);
+  const used = await merged.getAll();
+  await merged.close();
+  for (const unused of ['emb.weight', 'conv1d.weight', 'conv1d.bias']) used.delete(unused);
+  const file = join(dir, 'cnn-merged.safetensors');
+  await saveSafetensors(file, used);
+  await assignWeights(model, file, { layout: 'pytorch' });
+  const nhwc = tf.transpose(tf.tensor(Float32Array.from(input.data), [n, c, h, w]), [0, 2, 3, 1]);
+  const got = await model.predict(nhwc).data();
+  predicts(got, decodeNpy(readFileSync(y)).data, 'y');
+});
+
 test('npyts merge-lora BASE ADAPTER -o OUT: the file peft merged, and refusals as one line', async () => {
   const { base, adapter, truth } = fx['gpt2-f16'];
   const out = join(dir, 'cli-merged.safetensors');
@@ -201,6 +366,13 @@ test('npyts merge-lora BASE ADAPTER -o OUT: the file peft merged, and refusals a
   const refused = await runCli(['merge-lora', fx['cnn-dora'].base, fx['cnn-dora'].adapter, '-o', join(dir, 'dora.safetensors')]);
   assert.is(refused.code, 1);
   assert.match(refused.stderr, /DoRA \(use_dora\)/);
+  // A GGUF adapter by its name.
+  const gguf = join(dir, 'cli-gguf-merged.safetensors');
+  const g = await runCli(['merge-lora', fx.gguf.base, fx.gguf.adapter, '-o', gguf]);
+  assert.is(g.code, 0, g.stderr);
+  const fromGguf = await openWeights(gguf);
+  assert.is(await compare(fromGguf, fx.gguf.truth, fx.gguf.base), 12);
+  await fromGguf.close();
   const usage = await runCli(['merge-lora', base, adapter, '-o', join(dir, 'x.npz')]);
   assert.is(usage.code, 2);
 });

@@ -49,7 +49,9 @@ Commands:
   merge-lora BASE ADAPTER -o OUT.safetensors
                                a PEFT LoRA adapter (the folder save_pretrained writes:
                                adapter_config.json, adapter_model.safetensors) merged into its
-                               base (any weight file) as peft's merge_and_unload() merges it
+                               base (any weight file) as peft's merge_and_unload() merges it;
+                               or a llama.cpp GGUF LoRA adapter (ADAPTER.gguf) into a base of
+                               GGUF's tensor names, as llama.cpp applies it
       --scale S                how much of the adapter: 0 the base unchanged, 1 (default) all
 
   diff A B [--rtol R --atol A]  compare two arrays (or archives, member by member) as numpy's

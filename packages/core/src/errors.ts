@@ -138,9 +138,9 @@ export type NpyErrorCode =
   | 'BAD_REFERENCES'
   /** A Python pickle that is malformed or breaks a limit of the unpickler. */
   | 'BAD_PICKLE'
-  /** A LoRA adapter that is malformed: an `adapter_config.json` that is not a JSON object, an `r` or `lora_alpha` that is not a positive number, a factor without its pair. */
+  /** A LoRA adapter that is malformed: an `adapter_config.json` that is not a JSON object, an `r` or `lora_alpha` that is not a positive number; a GGUF that is not a LoRA adapter (`general.type`), or one with a tensor that is no `.lora_a`/`.lora_b` factor. */
   | 'BAD_ADAPTER'
-  /** A LoRA adapter `mergeLora` does not merge: another tuner (`peft_type`), DoRA, a LoRA bias or another PEFT feature, or quantized base weights; every one is listed. */
+  /** A LoRA adapter `mergeLora` does not merge: another tuner (`peft_type`), DoRA, a LoRA bias or another PEFT feature, quantized base weights, or a GGUF adapter's layer norms saved whole, activated LoRA or stacked experts; every one is listed. */
   | 'LORA_UNSUPPORTED'
   /** A step a driver cannot perform: a bug in npyts, please report it. */
   | 'INTERNAL';

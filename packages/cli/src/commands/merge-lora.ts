@@ -1,4 +1,4 @@
-/** `npyts merge-lora`: a PEFT LoRA adapter merged into its base, written as a .safetensors file. */
+/** `npyts merge-lora`: a PEFT (or llama.cpp GGUF) LoRA adapter merged into its base, written as a .safetensors file. */
 import { mergeLora, saveSafetensors } from '@npyts/core/node';
 import { type Io, UsageError, withFileAsync } from '../session.js';
 import type { Parsed } from '../args.js';

@@ -22,6 +22,7 @@ import { OPEN_WEIGHTS_KEYS, openWeights, WeightFile } from '../weights/open.js';
 import { checkNumber, checkOptions, knownKeys, pickOptions } from '../options.js';
 import { HTTP_KEYS } from '../io/url.js';
 import type { TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
+import { isGgufAdapterName, planGgufLora } from './gguf-adapter.js';
 
 /** Options of `mergeLora`. */
 export interface MergeLoraOptions extends HttpOptions {
@@ -61,7 +62,7 @@ const REFUSED_FEATURES: readonly [key: string, what: string][] = [
 ];
 
 /** One adapted weight: the base tensor, its factors, and how they combine. */
-interface LoraModule {
+export interface LoraModule {
   readonly module: string;
   /** The base tensor it changes (`<module>.weight`). */
   readonly weight: string;
@@ -151,7 +152,7 @@ function targets(config: Readonly<Record<string, unknown>>, key: string): boolea
 }
 
 /** The base dtypes a delta is added to; others (integers: quantized storage; float8) are refused. */
-function mergeable(dtype: DType): boolean {
+export function mergeable(dtype: DType): boolean {
   const family = familyOf(dtype);
   return (family === 'float' && [2, 4, 8].includes(dtype.realBytes)) || (family === 'mlfloat' && dtype.mlFloat === 'bfloat16');
 }
@@ -461,7 +462,7 @@ export interface AdapterOpeners {
 export async function mergeLoraWith(
   openers: AdapterOpeners,
   base: NpySource | WeightFile,
-  adapter: string | URL | LoraAdapterParts,
+  adapter: string | URL | LoraAdapterParts | WeightFile,
   options: MergeLoraOptions,
 ): Promise<WeightFile> {
   checkOptions('mergeLora', options, MERGE_KEYS);
@@ -473,6 +474,15 @@ export async function mergeLoraWith(
   try {
     const baseFile = base instanceof WeightFile ? base : await openers.openWeights(base, opening);
     if (baseFile !== base) owned.push(baseFile);
+    // A llama.cpp GGUF LoRA adapter (a .gguf file, or one open): its own names and checks, the same merge.
+    if (adapter instanceof WeightFile || ((typeof adapter === 'string' || adapter instanceof URL) && isGgufAdapterName(adapter))) {
+      const weights = adapter instanceof WeightFile ? adapter : await openers.openWeights(adapter, opening);
+      if (weights !== adapter) owned.push(weights);
+      const { loras, factors } = await planGgufLora(baseFile, weights, options.signal, mergeable);
+      const scale = options.scale ?? 1;
+      const plans = new Map<string, Plan>(scale === 0 ? [] : loras.map((lora) => [lora.weight, { kind: 'lora', lora }]));
+      return new WeightFile(mergedFile(baseFile, factors, plans, scale, owned));
+    }
     let parts: LoraAdapterParts;
     if (typeof adapter === 'string' || adapter instanceof URL) {
       const config = await readAdapterConfig(await openers.source(openers.inFolder(adapter, 'adapter_config.json'), opening));
@@ -483,7 +493,7 @@ export async function mergeLoraWith(
     else
       throw new NpyError(
         'BAD_OPTION',
-        'the adapter must be a folder (a path or URL) holding adapter_config.json and adapter_model.safetensors, or { config, weights }',
+        'the adapter must be a folder (a path or URL) holding adapter_config.json and adapter_model.safetensors, { config, weights }, or a llama.cpp GGUF LoRA adapter (a .gguf path or URL, or the file open)',
       );
     return await mergeLoraFiles(baseFile, parts, options, owned);
   } catch (e) {
@@ -512,12 +522,20 @@ export function urlInFolder(folder: string | URL, file: string): URL {
  * `r`, `lora_alpha`, `use_rslora`, `rank_pattern`, `alpha_pattern`, `fan_in_fan_out`,
  * `target_modules` (and `exclude_modules`, `layers_to_transform`) on Linear, Conv1d/2d/3d and
  * Embedding weights, and `modules_to_save`; refuses (`LORA_UNSUPPORTED`, all listed at once)
- * DoRA, other tuners, other PEFT features and quantized base weights. `@npyts/core/node` adds paths.
+ * DoRA, other tuners, other PEFT features and quantized base weights. `adapter` may also be a
+ * llama.cpp GGUF LoRA adapter (`convert_lora_to_gguf.py`'s: a `.gguf` URL, or the file open), merged
+ * into a base of GGUF's tensor names (a GGUF model, or any file of those names) as llama.cpp applies
+ * it: each `<name>.lora_a`/`.lora_b` pair scaled by `adapter.lora.alpha / rank` (see lora/gguf-adapter.ts);
+ * quantized factors are dequantized first, bit for bit as gguf-py does. `@npyts/core/node` adds paths.
  * @example
  * await using merged = await mergeLora('https://example.org/base/model.safetensors', 'https://example.org/adapter/');
  * const w = await merged.get('transformer.h.0.attn.c_attn.weight');
  */
-export async function mergeLora(base: NpySource | WeightFile, adapter: string | URL | LoraAdapterParts, options: MergeLoraOptions = {}): Promise<WeightFile> {
+export async function mergeLora(
+  base: NpySource | WeightFile,
+  adapter: string | URL | LoraAdapterParts | WeightFile,
+  options: MergeLoraOptions = {},
+): Promise<WeightFile> {
   return mergeLoraWith(
     {
       openWeights: (input, o) => openWeights(input, o),

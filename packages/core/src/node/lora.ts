@@ -10,15 +10,15 @@ import { openWeights } from './weights.js';
  * A weight file of `base`'s tensors with a PEFT LoRA adapter merged into them, as PEFT's
  * `merge_and_unload()` merges it (see `mergeLora` of `@npyts/core`): `base` a path, URL, bytes or
  * an open weight file; `adapter` the folder (a path or URL) `save_pretrained` wrote, holding
- * `adapter_config.json` and `adapter_model.safetensors`, or `{ config, weights }`. Each tensor is
- * merged when it is asked for.
+ * `adapter_config.json` and `adapter_model.safetensors`, or `{ config, weights }`, or a llama.cpp
+ * GGUF LoRA adapter (a `.gguf` path or URL, or the file open). Each tensor is merged when it is asked for.
  * @example
  * await using merged = await mergeLora('gpt2/model.safetensors', 'my-adapter');
  * await saveSafetensors('merged.safetensors', await merged.getAll(), { metadata: { format: 'pt' } });
  */
 export async function mergeLora(
   base: string | NpySource | WeightFile,
-  adapter: string | URL | LoraAdapterParts,
+  adapter: string | URL | LoraAdapterParts | WeightFile,
   options: MergeLoraOptions = {},
 ): Promise<WeightFile> {
   return mergeLoraWith(
