@@ -51,12 +51,13 @@ if (mode === 'child' || mode === 'save') {
     await model.save(
       tf.io.withSaveHandler(async (artifacts) => {
         const { modelTopology, weightSpecs, weightData } = artifacts;
+        for (const [i, part] of (Array.isArray(weightData) ? weightData : [weightData]).entries())
+          writeFileSync(at('weights.bin'), new Uint8Array(part), { flag: i ? 'a' : 'w' });
+        // model.json last: with it there, the pair is whole.
         writeFileSync(
           at('model.json'),
           JSON.stringify({ format: 'layers-model', modelTopology, weightsManifest: [{ paths: ['weights.bin'], weights: weightSpecs }] }),
         );
-        for (const [i, part] of (Array.isArray(weightData) ? weightData : [weightData]).entries())
-          writeFileSync(at('weights.bin'), new Uint8Array(part), { flag: i ? 'a' : 'w' });
         return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
       }),
     );
@@ -117,14 +118,14 @@ const mib = quick ? 64 : 1024;
 const sub = join(mode, `${mib}`);
 const node = (args) =>
   execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-if (!existsSync(join(sub, 'made.json'))) {
+if (!existsSync(join(sub, 'model.json'))) {
   const made = execFileSync('python3', ['-W', 'ignore', join(here, 'tfjs_large_side.py'), sub, String(Math.round((mib * 2 ** 20) / 1e6))], {
     encoding: 'utf8',
     env: { ...process.env, KERAS_BACKEND: 'torch' },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
-  node(['save', sub]);
   writeFileSync(join(sub, 'made.json'), made);
+  node(['save', sub]);
 }
 const made = JSON.parse(readFileSync(join(sub, 'made.json'), 'utf8'));
 const cases = ['safetensors', 'safetensors-mmap', 'npz', 'keras', 'tfjs'];
