@@ -1,7 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
-import { NpyError, type OnProgress, type TensorInfo, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
+import { NpyError, type OnProgress, type TensorInfo, type WeightFile, blobSource, shapeRepr, type HttpOptions } from '@npyts/core';
 import { HTTP_KEYS, checkOptions, extentsOf, knownKeys, progressReporter, settleAll } from '@npyts/core/plumbing';
-import { blobSource } from '@npyts/core';
 import {
   ModelProto,
   decodeModel,
