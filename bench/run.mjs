@@ -400,6 +400,15 @@ const shards = benchScript('shards.mjs', [join(dir, 'shards'), ...(quick ? ['--q
 // withWeights + session of ~256 MiB and ~1 GiB models against ORT's own loader, time and peak VmHWM (bench/onnxruntime-large.mjs).
 log('onnxruntime withWeights, large models …');
 const ortLarge = benchScript('onnxruntime-large.mjs', [join(dir, 'onnxruntime-large'), ...(quick ? ['--quick'] : [])]);
+// withWeights in a page (Chromium) from a File, against ORT's own loader of its external data file (bench/onnxruntime-page.mjs).
+let ortPage = null;
+if (inBrowser) {
+  log('onnxruntime withWeights in a page …');
+  ortPage = benchScript('onnxruntime-page.mjs', [join(dir, 'onnxruntime-page'), ...(quick ? ['--quick'] : [])]);
+}
+// ~1 GiB of Dense weights into tfjs from .safetensors, .npz and .keras, against tfjs's own model.json + weights.bin (bench/tfjs-large.mjs).
+log('tfjs, large models …');
+const tfjsLarge = benchScript('tfjs-large.mjs', [join(dir, 'tfjs-large'), ...(quick ? ['--quick'] : [])]);
 
 // A .npy written into object storage as 8 parts at once, against one PutObject (bench/parts.mjs).
 log('multipart upload (moto) …');
@@ -509,6 +518,8 @@ const report = {
   onnxruntime_weights: ortWeights,
   sharded_safetensors: shards,
   onnxruntime_large: ortLarge,
+  onnxruntime_page: ortPage,
+  tfjs_large: tfjsLarge,
   keras_models: kerasModels,
   tfjs_mapped_rss: tfjsMappedRss,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
@@ -625,6 +636,31 @@ if (asJSON) {
     for (const r of size.rows)
       console.log(
         `| ${(size.bytes / 2 ** 20).toFixed(0)} MiB | ${r.case} | ${ms(r.seconds)} | ${r.seconds_spread.map(ms).join('–')} | ${r.time_vs_ort.ratio.toFixed(2)} (${r.time_vs_ort.spread.map((v) => v.toFixed(2)).join('–')}) | ${(r.peak / 2 ** 20).toFixed(0)} MiB | ${((r.peak - ortPeak) / 2 ** 20).toFixed(0)} MiB | ${(size.largest_tensor / 2 ** 20).toFixed(0)} MiB |`,
+      );
+  }
+  if (ortPage) {
+    console.log(
+      `\nONNX Runtime withWeights in a page (bench/onnxruntime-page.mjs): onnxruntime-web's wasm build in Chromium, weights chosen as Files; withWeights + InferenceSession.create + one run, each case a fresh browser, ${ortPage.rounds} interleaved rounds; peak is the renderer's VmHWM over its resident size once the page loaded. slices: each tensor handed to ORT as its slice of the File, unread; read: each tensor read into a buffer first (openWeights(file)); ort: ORT's own session from the model and its external data File.`,
+    );
+    console.log("| model | case | time | spread | peak | spread | peak − ORT's peak (spread) | largest tensor |");
+    console.log('|---|---|---|---|---|---|---|---|');
+    const mb = (v) => `${(v / 2 ** 20).toFixed(0)} MiB`;
+    for (const size of ortPage.sizes)
+      for (const r of size.rows)
+        console.log(
+          `| ${mb(size.bytes)} | ${r.case} | ${ms(r.seconds)} | ${r.seconds_spread.map(ms).join('–')} | ${mb(r.peak)} | ${r.peak_spread.map(mb).join('–')} | ${mb(r.peak_over_ort)} (${r.peak_over_ort_spread.map(mb).join('–')}) | ${mb(size.largest_tensor)} |`,
+        );
+  }
+  {
+    const mb = (v) => `${(v / 2 ** 20).toFixed(0)} MiB`;
+    console.log(
+      `\ntfjs on a large model (bench/tfjs-large.mjs): ${tfjsLarge.layers} Dense(${tfjsLarge.width}) layers, ${mb(tfjsLarge.bytes)} of weights written by Keras 3 (.keras), safetensors and np.savez, and by tfjs's own model.save (model.json + weights.bin); load + one predict, each case a fresh Node process, ${tfjsLarge.rounds} interleaved rounds, medians (min–max); peak is VmHWM over the process's resident size before the load. safetensors, safetensors-mmap ({ mmap: 'r' }), npz: assignWeights into a model built in code (zeros); keras: tf.loadLayersModel(kerasHandler(path)); tfjs: tf.loadLayersModel of model.json + weights.bin.`,
+    );
+    console.log("| case | time | spread | time ÷ tfjs (spread) | peak | spread | peak − tfjs's peak (spread) |");
+    console.log('|---|---|---|---|---|---|---|');
+    for (const r of tfjsLarge.rows)
+      console.log(
+        `| ${r.case} | ${ms(r.seconds)} | ${r.seconds_spread.map(ms).join('–')} | ${r.time_vs_tfjs.toFixed(2)} (${r.time_vs_tfjs_spread.map((v) => v.toFixed(2)).join('–')}) | ${mb(r.peak)} | ${r.peak_spread.map(mb).join('–')} | ${mb(r.peak_over_tfjs)} (${r.peak_over_tfjs_spread.map(mb).join('–')}) |`,
       );
   }
   const ratioCell = (t, base, target) => `${(t / base).toFixed(2)} | ${target ? `≤ ${target} ${t / base <= target ? 'met' : '**missed**'}` : ''}`;

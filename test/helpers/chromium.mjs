@@ -29,10 +29,10 @@ export function launchChromium(args = [], { webgpu = false } = {}) {
 }
 
 /**
- * The peak resident memory (`VmHWM`, bytes) of each renderer of the Chromium whose command line holds
- * `marker` (a switch given to {@link launchChromium} to tell it from other browsers on the machine).
+ * The process ids of the renderers of the Chromium whose command line holds `marker` (a switch given
+ * to {@link launchChromium} to tell it from other browsers on the machine). Linux (/proc).
  */
-export function rendererPeaks(marker) {
+export function rendererPids(marker) {
   const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   const read = (pid, file) => {
     try {
@@ -48,9 +48,21 @@ export function rendererPeaks(marker) {
     for (let p = parent(pid), hops = 0; p !== undefined && p !== '0' && hops < 8; p = parent(p), hops++) if (p === browser) return true;
     return false;
   };
-  return procs
-    .filter((pid) => read(pid, 'cmdline').includes('--type=renderer') && under(pid))
-    .map((pid) => Number(/VmHWM:\s+(\d+) kB/.exec(read(pid, 'status'))?.[1] ?? 0) * 1024);
+  return procs.filter((pid) => read(pid, 'cmdline').includes('--type=renderer') && under(pid));
+}
+
+/** A field of a process's /proc status in bytes (`VmHWM`, `VmRSS`); 0 where the process is gone. */
+export function procStatus(pid, field) {
+  try {
+    return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** The peak resident memory (`VmHWM`, bytes) of each renderer of the Chromium whose command line holds `marker` ({@link rendererPids}). */
+export function rendererPeaks(marker) {
+  return rendererPids(marker).map((pid) => procStatus(pid, 'VmHWM'));
 }
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

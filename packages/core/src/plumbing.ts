@@ -54,6 +54,7 @@ export {
   type OpenNpy,
 } from './io/region.js';
 export { resolveUrl } from './io/open.js';
+export { extentsOf } from './refs/references.js';
 export { mapInParallel, settleAll } from './io/settle.js';
 export {
   shortestDigits,

@@ -1,6 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
-import { NpyError, type OnProgress, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
-import { HTTP_KEYS, checkOptions, knownKeys, progressReporter, settleAll } from '@npyts/core/plumbing';
+import { NpyError, type OnProgress, type TensorInfo, type WeightFile, blobSource, shapeRepr, type HttpOptions } from '@npyts/core';
+import { HTTP_KEYS, checkOptions, extentsOf, knownKeys, progressReporter, settleAll } from '@npyts/core/plumbing';
 import {
   ModelProto,
   decodeModel,
@@ -49,8 +49,12 @@ export interface ExternalDataFile {
    * its index names it), or, for one tensor read into memory, a name made for it (`npyts-memory-3`).
    */
   path: string;
-  /** The file's absolute path, which onnxruntime-web reads in Node; or the bytes of one tensor read into memory. */
-  data: string | Uint8Array;
+  /**
+   * The file's absolute path, which onnxruntime-web reads in Node; the bytes of one tensor read into
+   * memory; or, in a page, one tensor's slice of the weights' `Blob` (`File`), which onnxruntime-web
+   * reads itself when it makes the session (nothing of it was read before).
+   */
+  data: string | Uint8Array | Blob;
 }
 
 /** One tensor read into memory, as onnxruntime-node's `externalData` takes it. */
@@ -91,7 +95,11 @@ export interface WithWeightsResult {
   externalData: ExternalDataFile[];
   /** Initializers whose values now come from the weight file. */
   replaced: string[];
-  /** Of `replaced`, those the model points at in the weight file, or in their shard of a sharded set (ONNX external data): none of their bytes was read. */
+  /**
+   * Of `replaced`, those the model points at in the weight file, or in their shard of a sharded set
+   * (ONNX external data), or, in a page, at their slice of the weights' `Blob` (in `externalData`):
+   * none of their bytes was read.
+   */
   external: string[];
   /**
    * Of `replaced`, those whose values were read (copied) from the file, each with why (its layout in
@@ -167,8 +175,11 @@ const num = (v: number | { toNumber(): number }): number => (typeof v === 'numbe
  * `pytorch_model.bin.index.json`), each points into the shard that holds it (its `location` the
  * shard's name, which the set checked to be a file beside the index). A tensor whose bytes ORT cannot
  * take as they are (misaligned for its type, big-endian, a deflated `.npz` member) is read, and
- * `copied` says why for each. Weights given as bytes, a `Blob`, a URL (only the swapped tensors'
- * bytes are fetched), or a path where memory maps are unavailable, are read too. A tensor read is
+ * `copied` says why for each. In a page, weights given as a `Blob` (a `File`) are not read: each
+ * tensor stored as ORT reads it is handed to onnxruntime-web as its slice of the Blob (`externalData`,
+ * listed in `external`), which ORT reads into its own memory when it makes the session. Weights given
+ * as bytes, a URL (only the swapped tensors' bytes are fetched), a `Blob` in Node (onnxruntime-node
+ * takes buffers, not Blobs), or a path where memory maps are unavailable, are read. A tensor read is
  * handed to ORT as external data in memory, its own buffer (`sessionOptions.externalData` for -node, `externalData` for -web): no
  * buffer of the whole model is built, and time and memory grow linearly with the weights; except
  * where other tensors point into a local file, as onnxruntime-node takes external data from files or
@@ -277,6 +288,11 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     // data in memory, one buffer per tensor: no buffer of the whole model is ever built (encoding
     // them into the model's bytes, `inline`, costs a second copy of every one).
     const spans = new Map<string, Span>();
+    // In a page, a Blob's (a File's) tensors that ORT reads as they lie are handed to it as slices of
+    // the Blob, unread: onnxruntime-web reads each into its own memory when it makes the session, so
+    // no second copy of the weights is held here. onnxruntime-node takes buffers, not Blobs ("must
+    // have an 'data' property of type buffer or typed array"), so in Node they are read.
+    const slices = !inNode() && options.inline !== true && weights instanceof Blob ? await blobSlices(weights, matched, infos, options) : null;
     const copied = new Map<string, string>();
     const inMemory = new Map<string, Uint8Array>();
     const shardSizes = new Map<string, Promise<number>>();
@@ -287,8 +303,11 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     );
     for (const [i, t] of matched.entries()) {
       options.signal?.throwIfAborted();
-      const span = local === null ? whyInline : await spanInFile(file, t.name, local, shardSizes, options);
-      if (typeof span === 'string') {
+      const slice = slices?.get(t.name) ?? whyInline;
+      const span = local === null ? slice : await spanInFile(file, t.name, local, shardSizes, options);
+      if (span instanceof Blob) {
+        setRaw(t, new Uint8Array(0));
+      } else if (typeof span === 'string') {
         copied.set(t.name, span);
         const bytes = bytesOf((await file.get(t.name, options)).data);
         inMemory.set(t.name, bytes);
@@ -318,16 +337,25 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     let prefix = 'npyts-memory-';
     while (locations.some((l) => l.startsWith(prefix))) prefix = `_${prefix}`;
     const memory: ExternalDataBytes[] = [];
+    const inPage: ExternalDataFile[] = [];
     for (const t of matched) {
+      const slice = slices?.get(t.name);
+      if (slice instanceof Blob) {
+        const path = `${prefix}${inPage.length}`;
+        setExternal(t, path, 0, slice.size);
+        inPage.push({ path, data: slice });
+        continue;
+      }
       const bytes = inMemory.get(t.name);
       if (bytes === undefined) continue;
       if (intoModel || bytes.byteLength === 0) {
         setRaw(t, bytes);
         continue;
       }
-      const path = `${prefix}${memory.length}`;
+      const path = `${prefix}${inPage.length}`;
       setExternal(t, path, 0, bytes.byteLength);
       memory.push({ path, data: bytes });
+      inPage.push({ path, data: bytes });
     }
     const sessionOptions: WeightSessionOptions = {};
     if (spans.size > 0) sessionOptions.extra = { session: { model_external_initializers_file_folder_path: folder } };
@@ -337,9 +365,9 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
     return {
       model: encoded,
       sessionOptions,
-      externalData: [...locations.map((location) => ({ path: location, data: folder + location })), ...memory],
+      externalData: [...locations.map((location) => ({ path: location, data: folder + location })), ...inPage],
       replaced: matched.map((t) => t.name),
-      external: [...spans.keys()],
+      external: matched.filter((t) => spans.has(t.name) || slices?.get(t.name) instanceof Blob).map((t) => t.name),
       copied: Object.fromEntries(copied),
       kept,
       unused,
@@ -383,6 +411,42 @@ async function spanInFile(
   // A view of the map is over the whole file it maps.
   if (data.buffer.byteLength !== size) return `it was read as a copy, not as a view of ${shard ?? 'the file'}'s map`;
   return { location, offset: data.byteOffset, length: data.byteLength };
+}
+
+/**
+ * Each tensor's slice of a Blob where its bytes are what ORT reads (little-endian, C order, stored:
+ * `extentsOf`, which reference sets are made by), or why it is read instead. A file whose tensors
+ * cannot be found in place (a deflated `.npz`, a checkpoint's strided views) has every tensor read.
+ */
+async function blobSlices(
+  blob: Blob,
+  matched: readonly Initializer[],
+  infos: readonly TensorInfo[],
+  options: WithWeightsOptions,
+): Promise<Map<string, Blob | string>> {
+  const out = new Map<string, Blob | string>();
+  let extents: Awaited<ReturnType<typeof extentsOf>>;
+  try {
+    extents = await extentsOf(blobSource(blob), 'array', null, options.signal);
+  } catch (e) {
+    if (!(e instanceof NpyError)) throw e;
+    for (const t of matched) out.set(t.name, `its bytes in the Blob are not as ORT reads them (${e.message})`);
+    return out;
+  }
+  const byName = new Map(extents.map((x) => [x.name, x]));
+  matched.forEach((t, i) => {
+    const x = byName.get(t.name);
+    const { dtype, shape } = infos[i]!;
+    const length = shape.reduce((a, b) => a * b, dtype.itemsize);
+    if (x === undefined || shapeRepr(x.shape) !== shapeRepr(shape) || x.dtype.itemsize !== dtype.itemsize)
+      out.set(t.name, 'it has no extent of its own in the Blob');
+    else if (x.dtype.str.startsWith('>')) out.set(t.name, 'it is big-endian in the Blob');
+    else if ((x.fortranOrder || x.order !== undefined) && shape.filter((d) => d > 1).length > 1) out.set(t.name, 'it is not in C order in the Blob');
+    else if (length === 0) out.set(t.name, 'it holds no bytes');
+    else if (x.offset + length > blob.size) out.set(t.name, 'its bytes end past the Blob');
+    else out.set(t.name, blob.slice(x.offset, x.offset + length));
+  });
+  return out;
 }
 
 const baseName = (path: string): string => path.replace(/^.*[/\\]/, '');

@@ -31,7 +31,7 @@ export async function typed(): Promise<void> {
   });
   expectTypeOf(r).toEqualTypeOf<WithWeightsResult>();
   const session2 = await ort.InferenceSession.create(r.model, r.sessionOptions);
-  const web: { path: string; data: string | Uint8Array }[] = r.externalData;
+  const web: { path: string; data: string | Uint8Array | Blob }[] = r.externalData;
   const inMemory: { path: string; data: Uint8Array }[] | undefined = r.sessionOptions.externalData;
   // A sharded set's index: the same result, each initializer pointing into its shard.
   expectTypeOf(await withWeights(bytes, 'model.safetensors.index.json')).toEqualTypeOf<WithWeightsResult>();

@@ -102,7 +102,7 @@ async function extentsOfInput(input: ReferenceInput, fallbackName: string, signa
 }
 
 /** One array found in a file: dtype, shape, order, and where its bytes start. */
-interface Extent extends TensorExtent {
+export interface Extent extends TensorExtent {
   readonly name: string;
   /** The file that holds the bytes where it is not the input itself (a sharded set's shard): its path or URL. */
   readonly location?: string;
@@ -112,8 +112,11 @@ export const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
 /** The first read of each input: its sniff, and a .npy's whole header where it is under this. */
 const FIRST_READ = 4096;
 
-/** Every array of one file, where its bytes are: a .npy's one array, a stored .npz's members, a .safetensors file's tensors. */
-async function extentsOf(source: ByteSource, fallbackName: string, place: Place | null, signal: AbortSignal | undefined): Promise<Extent[]> {
+/**
+ * Every array of one file, where its bytes are: a .npy's one array, a stored .npz's members, a .safetensors file's tensors.
+ * Also what @npyts/onnxruntime slices a Blob's tensors by (through `@npyts/core/plumbing`).
+ */
+export async function extentsOf(source: ByteSource, fallbackName: string, place: Place | null, signal: AbortSignal | undefined): Promise<Extent[]> {
   // One read that holds most .npy headers whole (numpy pads them to 64 bytes; a few records' more):
   // the sniff and the header from the same bytes, one request a file where there are thousands.
   const first = await source.read(0, Math.min(FIRST_READ, source.size), { signal });
