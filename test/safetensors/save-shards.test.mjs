@@ -123,6 +123,30 @@ for (const name of ['order', 'oversize', 'names', 'single']) {
   });
 }
 
+test('a lazy save reads every tensor of a torch.save file into one buffer, reused (not one buffer per tensor, freed late)', async () => {
+  await made;
+  const w = await caseTensors('order', true);
+  const buffers = new Set();
+  const source = {
+    names: w.names,
+    info: (name, o) => w.info(name, o),
+    get: async (name, o) => {
+      const a = await w.get(name, o);
+      buffers.add(a.data.buffer);
+      return a;
+    },
+  };
+  const out = join(dir, 'order-one-buffer');
+  try {
+    await saveSafetensors(out, source, { maxShardSize: cases.order.max });
+  } finally {
+    await w.close();
+  }
+  sameFolders(out, join(dir, 'order-hf'));
+  // The first tensor is the largest: every later one fits the buffer it was read into.
+  assert.is(buffers.size, 1, `${cases.order.tensors.length} tensors read into ${buffers.size} buffers`);
+});
+
 test('tied: one tensor under two names is saved once, the other named in the index (sync, in memory)', async () => {
   await made;
   const out = join(dir, 'tied-ours');

@@ -8,6 +8,7 @@
  * folder store) runs blocking.
  */
 import type { NdArray } from '../array/ndarray.js';
+import { allocateBuffer } from '../array/memory.js';
 import { NpyError } from '../errors.js';
 import { isPromise } from '../io/byte-source.js';
 import { drive, driveSync, type Operation, type Step } from '../io/steps.js';
@@ -34,6 +35,8 @@ export interface Tensors {
   readonly entries: readonly TensorEntry[];
   readonly array: ((name: string) => NdArray) | null;
   readonly lazy?: SafetensorsSource;
+  /** The one buffer a source's tensors are read into, each in turn (where its format copies them): see `TensorReadOptions.into`. */
+  readonly into?: (bytes: number) => ArrayBufferLike;
 }
 
 /** A file name pattern of a sharded save: `model` and `.safetensors` for `model-00001-of-00002.safetensors`. */
@@ -56,7 +59,11 @@ export async function tensorsOf(input: SafetensorsInput | SafetensorsSource, sig
     const info = await input.info(name, { signal });
     entries.push({ name, dtype: info.dtype, shape: info.shape, tie: input.tieOf?.(name) });
   }
-  return { entries, array: null, lazy: input };
+  // One buffer for every tensor (grown where a later one is larger): a written tensor's memory is
+  // reused at once, not left for the collector to free (which it does late for large buffers).
+  let buffer: ArrayBufferLike | null = null;
+  const into = (bytes: number): ArrayBufferLike => (buffer !== null && buffer.byteLength >= bytes ? buffer : (buffer = allocateBuffer(bytes)));
+  return { entries, array: null, lazy: input, into };
 }
 
 /** Tensors held in memory; two names whose data is the same bytes (same buffer, offset, length, dtype, shape) are tied. */
@@ -138,7 +145,7 @@ export function fileWriter(
     yield* put(header, 0);
     let at = header.length;
     for (const t of order) {
-      const array = tensors.array ? tensors.array(t.name) : ((yield { op: 'await', value: (s) => lazy!.get(t.name, { signal: s }) }) as NdArray);
+      const array = tensors.array ? tensors.array(t.name) : ((yield { op: 'await', value: (s) => lazy!.get(t.name, { signal: s, into: tensors.into }) }) as NdArray);
       const bytes = checkedBytes(array, t, byName.get(t.name));
       signal?.throwIfAborted();
       if (bytes.length) yield* put(bytes, at);
