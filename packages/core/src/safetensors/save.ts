@@ -145,7 +145,9 @@ export function fileWriter(
     yield* put(header, 0);
     let at = header.length;
     for (const t of order) {
-      const array = tensors.array ? tensors.array(t.name) : ((yield { op: 'await', value: (s) => lazy!.get(t.name, { signal: s, into: tensors.into }) }) as NdArray);
+      const array = tensors.array
+        ? tensors.array(t.name)
+        : ((yield { op: 'await', value: (s) => lazy!.get(t.name, { signal: s, into: tensors.into }) }) as NdArray);
       const bytes = checkedBytes(array, t, byName.get(t.name));
       signal?.throwIfAborted();
       if (bytes.length) yield* put(bytes, at);
