@@ -23,7 +23,9 @@ import { fileSource, nodeSourceOf } from './sources.js';
 import { checkOptions, knownKeys } from '../options.js';
 import { refuseBesideStore, saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
 import type { WriteStore } from '../store/types.js';
-import { folderStoreOf } from './place.js';
+import { folderStoreOf, type FolderWriteOptions } from './place.js';
+import { readdirSync, type Dirent } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 
 export type { SafetensorsSource } from '../safetensors/save.js';
 
@@ -111,7 +113,7 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
   // Sharded: the save through a store (safetensors/save.ts), over the folder as a store.
   const { folder, key } = shardFolder(path);
   const { durable, store: _, ...rest } = options;
-  await saveSafetensorsTo(folderStoreOf(resolve(folder), folder, undefined, { durable }), key, tensors, rest);
+  await saveSafetensorsTo(shardStore(folder, { durable }), key, tensors, rest);
 }
 
 /**
@@ -127,7 +129,20 @@ export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, opt
   }
   const { folder, key } = shardFolder(path);
   const { durable, ...rest } = options;
-  saveSafetensorsToSync(folderStoreOf(resolve(folder), folder, undefined, { durable, sync: true }), key, tensors, rest);
+  saveSafetensorsToSync(shardStore(folder, { durable, sync: true }), key, tensors, rest);
+}
+
+/**
+ * The folder of a sharded save as a store, listing only its own files: what a save clears of an
+ * earlier set is there, and a folder with much below it (a project's root) is not walked.
+ */
+function shardStore(folder: string, writing: FolderWriteOptions): WriteStore {
+  const path = resolve(folder);
+  const own = (entries: readonly Dirent[]): string[] => entries.filter((e) => e.isFile()).map((e) => e.name);
+  return {
+    ...folderStoreOf(path, folder, undefined, writing),
+    list: () => (writing.sync ? own(readdirSync(path, { withFileTypes: true })) : readdir(path, { withFileTypes: true }).then(own)),
+  };
 }
 
 /**
