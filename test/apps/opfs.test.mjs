@@ -4,9 +4,12 @@
 // saves a .npy, a .npz and a .safetensors through opfsStore, reads regions back, and the files the
 // page copies out are what numpy and safetensors read (the .npy byte for byte what np.save writes).
 // A worker appends to a key in place and saves, appends and reads ragged files through the store.
+// Sharded saves through opfsStore (issue 70): a worker saves a torch.save file's tensors, a page
+// converts an .npz chosen through <input type=file>, each byte for byte what huggingface_hub's
+// save_torch_state_dict writes for the same tensors and shard size.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -98,6 +101,14 @@ self.onmessage = async ({ data: m }) => {
       await c.close();
       self.postMessage(out);
       return;
+    } else if (m.op === 'shards') {
+      // A torch.save file's tensors, read one at a time, saved as Hugging Face's sharded layout.
+      const store = opfsStore(await navigator.storage.getDirectory());
+      const w = await openWeights(await (await fetch(m.url)).blob());
+      await saveSafetensors('shards/', w, { store, maxShardSize: m.max });
+      await w.close();
+      self.postMessage({ ok: true });
+      return;
     } else if (m.op === 'read') {
       const access = await fh.createSyncAccessHandle();
       const h = openNpyAccessHandle(access, { name: m.name });
@@ -117,7 +128,7 @@ const bundle = await build({ stdin: { contents: worker, resolveDir: root }, bund
 writeFileSync(join(dir, 'opfs-worker.js'), bundle.outputFiles[0].contents);
 // The page's own module: a page has no sync access handles, so opfsStore writes there through writable streams.
 const pageModule = await build({
-  stdin: { contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz, appendNpy } from '@npyts/core';", resolveDir: root },
+  stdin: { contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz, appendNpy, openWeights, saveSafetensors } from '@npyts/core';", resolveDir: root },
   bundle: true,
   format: 'esm',
   platform: 'browser',
@@ -125,6 +136,30 @@ const pageModule = await build({
   tsconfigRaw: {},
 });
 writeFileSync(join(dir, 'opfs-page.js'), pageModule.outputFiles[0].contents);
+
+// The tensors of the sharded saves, made by torch and numpy, and what save_torch_state_dict writes of them.
+const MAX_SHARD = 200;
+python(`import torch, os
+from huggingface_hub import save_torch_state_dict
+torch.manual_seed(3)
+d = ${JSON.stringify(dir)}
+sd = {'z.w': torch.randn(10, 4), 'a.h': torch.randn(30).half(), 'm.b': torch.randn(50).bfloat16(), 'i': torch.arange(5), 'big': torch.randn(64)}
+torch.save(sd, os.path.join(d, 'net.pt'))
+os.makedirs(os.path.join(d, 'net-hf'))
+save_torch_state_dict(sd, os.path.join(d, 'net-hf'), max_shard_size=${MAX_SHARD})
+rng = np.random.default_rng(4)
+np.savez(os.path.join(d, 'arrays.npz'), w=rng.standard_normal((6, 5)).astype('<f4'), b=rng.standard_normal(20), n=np.arange(12, dtype='<i4').reshape(3, 4))
+z = np.load(os.path.join(d, 'arrays.npz'))
+os.makedirs(os.path.join(d, 'arrays-hf'))
+save_torch_state_dict({k: torch.from_numpy(z[k]) for k in z.files}, os.path.join(d, 'arrays-hf'), max_shard_size=${MAX_SHARD})`);
+
+/** A folder's files, each the same bytes as huggingface_hub's in `theirs`. */
+function sameAsHub(files, theirs) {
+  const names = readdirSync(theirs).sort();
+  assert.equal(Object.keys(files).sort(), names);
+  assert.ok(names.length > 2, 'several shards and an index');
+  for (const f of names) assert.ok(Buffer.compare(Buffer.from(files[f], 'base64'), readFileSync(join(theirs, f))) === 0, `${f} differs from huggingface_hub's`);
+}
 
 const server = await startViewer({ port: 0, dataDir: dir });
 const base = `http://127.0.0.1:${server.address().port}`;
@@ -305,6 +340,57 @@ test('in a page, opfsStore writes through writable streams: a save replaces the 
   assert.is(result.refused, 'PICKLE_UNSUPPORTED');
   assert.is(result.appendRefused, 'BAD_OPTION');
   assert.equal(result.keys, ['page/p.npy', 'page/q.npz']);
+});
+
+/** In the page: the files of an OPFS folder, base64 by name. */
+const copyOut = async (folderName) => {
+  const folder = await (await navigator.storage.getDirectory()).getDirectoryHandle(folderName);
+  const files = {};
+  for await (const [name, handle] of folder.entries()) {
+    const bytes = new Uint8Array(await (await handle.getFile()).arrayBuffer());
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    files[name] = btoa(binary);
+  }
+  return files;
+};
+
+test("in a worker, a torch.save file's tensors saved sharded through opfsStore: the files save_torch_state_dict writes, byte for byte", async () => {
+  const got = await page.evaluate(
+    (max) =>
+      new Promise((resolve) => {
+        const w = new Worker('/data/opfs-worker.js', { type: 'module' });
+        w.onmessage = ({ data }) => {
+          w.terminate();
+          resolve(data);
+        };
+        w.onerror = (e) => {
+          w.terminate();
+          resolve({ ok: false, error: e.message });
+        };
+        w.postMessage({ op: 'shards', name: 'unused', url: '/data/net.pt', max });
+      }),
+    MAX_SHARD,
+  );
+  assert.ok(got.ok, got.error);
+  sameAsHub(await page.evaluate(copyOut, 'shards'), join(dir, 'net-hf'));
+});
+
+test('in a page, an .npz chosen through <input type=file> converted to sharded safetensors in the OPFS: the files save_torch_state_dict writes', async () => {
+  await page.evaluate(() => document.body.insertAdjacentHTML('beforeend', '<input id="convert-in" type="file">'));
+  await page.setInputFiles('#convert-in', join(dir, 'arrays.npz'));
+  await page.evaluate(async (max) => {
+    const { opfsStore, openWeights, saveSafetensors } = await import('/data/opfs-page.js');
+    const store = opfsStore(await navigator.storage.getDirectory());
+    const file = document.getElementById('convert-in').files[0];
+    const w = await openWeights(file);
+    try {
+      await saveSafetensors('converted/model.safetensors', w, { store, maxShardSize: max });
+    } finally {
+      await w.close();
+    }
+  }, MAX_SHARD);
+  sameAsHub(await page.evaluate(copyOut, 'converted'), join(dir, 'arrays-hf'));
 });
 
 test('no uncaught errors in the page', () => {

@@ -24,6 +24,9 @@ if (name === 'saveWeights') {
   const tf = await import('@tensorflow/tfjs-core');
   await import('@tensorflow/tfjs-backend-cpu');
   await (await import('@npyts/tfjs')).saveWeights([tf.variable(tf.tensor([1.5, -2, 3]), true, 'w')], out, options);
+} else if (name.endsWith('Sharded')) {
+  // A sharded save (one shard: the target file itself), written through a folder store.
+  await node[name.slice(0, -'Sharded'.length)](out, input, { ...options, maxShardSize: '5GB' });
 } else await node[name](out, input, options);
 `;
 
@@ -113,6 +116,8 @@ for (const [name, ext] of [
   ['saveNpz', 'npz'],
   ['saveSafetensorsSync', 'safetensors'],
   ['saveSafetensors', 'safetensors'],
+  ['saveSafetensorsSyncSharded', 'safetensors'],
+  ['saveSafetensorsSharded', 'safetensors'],
   ['saveWeights', 'npz'], // @npyts/tfjs, through saveNpz
 ]) {
   test(`${name}({ durable: true }) syncs the file before the rename and the directory after it; without it, neither`, () => {

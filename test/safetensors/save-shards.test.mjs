@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseShardSize } from '@npyts/core';
+import { memoryStore, parseShardSize, saveSafetensors as saveInStore } from '@npyts/core';
 import { loadWeights, openWeights, saveSafetensors, saveSafetensorsSync } from '@npyts/core/node';
 import { pythonAsync, runCli, scratch } from '../helpers/numpy.mjs';
 import { refusedWith } from '../helpers/refusal.mjs';
@@ -123,6 +123,30 @@ for (const name of ['order', 'oversize', 'names', 'single']) {
   });
 }
 
+test('a lazy save reads every tensor of a torch.save file into one buffer, reused (not one buffer per tensor, freed late)', async () => {
+  await made;
+  const w = await caseTensors('order', true);
+  const buffers = new Set();
+  const source = {
+    names: w.names,
+    info: (name, o) => w.info(name, o),
+    get: async (name, o) => {
+      const a = await w.get(name, o);
+      buffers.add(a.data.buffer);
+      return a;
+    },
+  };
+  const out = join(dir, 'order-one-buffer');
+  try {
+    await saveSafetensors(out, source, { maxShardSize: cases.order.max });
+  } finally {
+    await w.close();
+  }
+  sameFolders(out, join(dir, 'order-hf'));
+  // The first tensor is the largest: every later one fits the buffer it was read into.
+  assert.is(buffers.size, 1, `${cases.order.tensors.length} tensors read into ${buffers.size} buffers`);
+});
+
 test('tied: one tensor under two names is saved once, the other named in the index (sync, in memory)', async () => {
   await made;
   const out = join(dir, 'tied-ours');
@@ -219,6 +243,103 @@ test('a save that fails midway leaves the earlier set whole: no shard renamed, n
   // A source whose get() gives other data than its info() said is refused, not written under that header.
   const lying = lazy(async () => ({ data: new Int32Array(256), shape: [256] }));
   await refusedWith(saveSafetensors(join(dir, 'lying'), lying, { maxShardSize: 1100 }), 'UNEXPECTED_DTYPE', "'c' read as int32");
+});
+
+/** A memory store that records what is done to it, in order: creates, commits, aborts, removes. */
+function loggedStore() {
+  const store = memoryStore();
+  const log = [];
+  return {
+    log,
+    store: {
+      ...store,
+      create(key) {
+        log.push(`create ${key}`);
+        const w = store.create(key);
+        return {
+          write: w.write,
+          commit() {
+            log.push(`commit ${key}`);
+            return w.commit();
+          },
+          abort() {
+            log.push(`abort ${key}`);
+            return w.abort();
+          },
+        };
+      },
+      remove(key) {
+        log.push(`remove ${key}`);
+        return store.remove(key);
+      },
+    },
+    files: store.files,
+  };
+}
+
+test('through a store, from a lazy weight file: the files save_torch_state_dict writes; every shard written before any is committed, the old index removed first, the new one last', async () => {
+  await made;
+  const { store, files, log } = loggedStore();
+  files.set('m/model-00009-of-00009.safetensors', new Uint8Array(1)); // an earlier save's shard: cleared
+  files.set('m/sub/model.safetensors', new Uint8Array(1)); // in a folder below: kept
+  const w = await caseTensors('oversize', true);
+  try {
+    await saveInStore('m/', w, { store, maxShardSize: cases.oversize.max });
+  } finally {
+    await w.close();
+  }
+  const hf = join(dir, 'oversize-hf');
+  const names = readdirSync(hf).sort();
+  assert.equal([...files.keys()].sort(), [...names.map((f) => `m/${f}`), 'm/sub/model.safetensors'].sort());
+  for (const f of names) assert.ok(Buffer.compare(files.get(`m/${f}`), readFileSync(join(hf, f))) === 0, `${f} differs from huggingface_hub's`);
+  const shards = names.filter((f) => !f.endsWith('.json')).map((f) => `m/${f}`);
+  assert.equal(log, [
+    ...shards.map((k) => `create ${k}`),
+    'remove m/model.safetensors.index.json',
+    ...shards.map((k) => `commit ${k}`),
+    'create m/model.safetensors.index.json',
+    'commit m/model.safetensors.index.json',
+    'remove m/model-00009-of-00009.safetensors',
+  ]);
+});
+
+test('through a store: DIR/NAME.safetensors names the files (held arrays, sync store); a save that fails midway commits nothing', async () => {
+  await made;
+  const { store, files, log } = loggedStore();
+  await saveInStore('x/w.safetensors', await caseTensors('order', false), { store, maxShardSize: cases.order.max });
+  const hf = join(dir, 'order-hf');
+  for (const f of readdirSync(hf)) {
+    // The index names the shards by the pattern: huggingface_hub's with `w` for `model`.
+    const theirs = f.endsWith('.json') ? Buffer.from(readFileSync(join(hf, f), 'utf8').replaceAll('"model-', '"w-')) : readFileSync(join(hf, f));
+    assert.ok(Buffer.compare(files.get(`x/${f.replace(/^model/, 'w')}`) ?? new Uint8Array(), theirs) === 0, f);
+  }
+  assert.is(files.size, readdirSync(hf).length);
+  const before = new Map(files);
+  log.length = 0;
+  // A lazy source whose last tensor cannot be read: the earlier shards are written, none committed.
+  const f32 = { data: new Float32Array(256), shape: [256] };
+  const source = {
+    names: ['c', 'b', 'a'],
+    info: async () => ({ dtype: (await loadWeights(join(dir, 'order.pt'))).get('z.w').dtype, shape: [256] }),
+    get: async (name) => {
+      if (name === 'a') throw new Error('the network went away');
+      return f32;
+    },
+  };
+  const failed = await saveInStore('x/w.safetensors', source, { store, maxShardSize: 1100 }).then(
+    () => null,
+    (e) => e,
+  );
+  assert.match(String(failed), /the network went away/);
+  assert.equal(log, [
+    'create x/w-00001-of-00003.safetensors',
+    'create x/w-00002-of-00003.safetensors',
+    'create x/w-00003-of-00003.safetensors',
+    'abort x/w-00001-of-00003.safetensors',
+    'abort x/w-00002-of-00003.safetensors',
+    'abort x/w-00003-of-00003.safetensors',
+  ]);
+  assert.equal(files, before);
 });
 
 test('size strings read as parse_size_to_int reads them; what it refuses is refused', async () => {

@@ -284,6 +284,10 @@ test('memoryStore and folderStore are stores of the same interfaces', async () =
   const e = await npyErrorOf(() => node.saveNpy('sub/x.npy', { data: [1, 2], dtype: 'xx' }, { store: disk }));
   assert.ok(e);
   assert.equal(await disk.list(), ['sub/x.npy']);
+  // A folder store writes a key by the steps every save writes a file by: a key that is a folder is refused first.
+  mkdirSync(join(dir, 'sub', 'd.npy'));
+  assert.is((await npyErrorOf(() => node.saveNpy('sub/d.npy', x, { store: disk })))?.code, 'NOT_A_FILE');
+  assert.equal(await disk.list(), ['sub/x.npy']);
 });
 
 test('every entry refuses an option it does not know (BAD_OPTION naming it) before anything is read or written', async () => {

@@ -140,6 +140,7 @@ export {
   type StoreSaveNpzOptions,
   type StoreSaveSafetensorsOptions,
 } from './store/entries.js';
+export type { SafetensorsSource } from './safetensors/save.js';
 export { GgufFile, ggufFormat, type GgufTensorInfo } from './gguf/file.js';
 export type { GgufValueType } from './gguf/header.js';
 export { openGguf } from './gguf/open.js';

@@ -20,12 +20,19 @@ export interface NpyReadStats {
   cached: number;
 }
 
+/** Options of a region read: `signal`, and a buffer to read into (see `TensorReadOptions.into`). */
+export interface RegionReadOptions {
+  signal?: AbortSignal | undefined;
+  /** Gives a buffer of at least the bytes asked for, which the array returned views (where the bytes are copied, not viewed). */
+  into?: ((bytes: number) => ArrayBufferLike) | undefined;
+}
+
 /** An open .npy whose regions are read asynchronously, whatever holds its bytes. */
 export interface NpyReader<S extends DescrInput = DescrInput> extends OpenNpy<S> {
   /** What this reader has read so far (the header included). */
   readonly stats: NpyReadStats;
   /** The hyperslab [start, start + count) of each axis, in native byte order and the file's memory order. */
-  read(start: readonly number[], count: readonly number[], options?: { signal?: AbortSignal | undefined }): Promise<NdArray<S>>;
+  read(start: readonly number[], count: readonly number[], options?: RegionReadOptions): Promise<NdArray<S>>;
   close(): Promise<void>;
 }
 
@@ -101,7 +108,7 @@ export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string,
         }
       }
       const region = plan ?? planRegion(header, start, count_);
-      const out = new Uint8Array(allocateBuffer(region.bytes));
+      const out = bufferFor(region.bytes, readOptions.into);
       // One generator shared by the workers: each takes the next batch of groups as it is free.
       const groups = groupRuns(region.runs, tuning.maxGap, { maxBytes: tuning.readBytes, splitRuns: true });
       let held: RunGroup | null = null; // a group that did not fit the last batch
@@ -153,6 +160,15 @@ export function npyReaderOf(source: ByteSource, header: NpyHeader, name: string,
       await source.close?.();
     },
   };
+}
+
+/**
+ * `bytes` bytes to read into: of the buffer `into` gives (one reused for tensor after tensor), or
+ * allocated (also where `into` gives one too small).
+ */
+export function bufferFor(bytes: number, into?: (bytes: number) => ArrayBufferLike): Uint8Array {
+  const given = into?.(bytes);
+  return given !== undefined && given.byteLength >= bytes ? new Uint8Array(given, 0, bytes) : new Uint8Array(allocateBuffer(bytes));
 }
 
 /** The one run of a region that is one stretch of the file (all of its bytes), or null. */

@@ -1,8 +1,10 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
-import type { FileRef, Operation } from '../io/steps.js';
+import type { FileRef, Operation, Step } from '../io/steps.js';
+import type { StoreWriter } from '../store/types.js';
+import { NpyError, withWhere } from '../errors.js';
 import { tempBeside } from './fd.js';
 import { checkOptions, knownKeys, type KnownKeys } from '../options.js';
-import { runSync } from './drive.js';
+import { performAsync, performSync, runSync } from './drive.js';
 
 /** How a save replaces its file. */
 export interface ReplaceOptions {
@@ -54,54 +56,104 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
   }
 }
 
-/** One file of {@link writingTogether}: its target and how its bytes are written. */
-export interface FileBeside {
-  readonly path: string;
-  readonly write: (file: FileRef) => Operation<void>;
+/** The `await` step at which a {@link besideWriter}'s file waits for its next write. */
+const NEXT_WRITE = (): Promise<unknown> => Promise.reject(new Error("a writer's pause is not performed"));
+
+/** The file of a {@link besideWriter}: the writes it is handed, until null (complete). */
+function* handedWrites(file: FileRef): Operation<void> {
+  for (;;) {
+    const next = (yield { op: 'await', value: NEXT_WRITE }) as readonly [Uint8Array, number] | null;
+    if (next === null) return;
+    yield { op: 'write', file, bytes: next[0], at: next[1] };
+  }
 }
 
+/** Thrown into a {@link besideWriter}'s file when it is aborted: the temporary file is removed. */
+const ABORTED = new Error('aborted');
+
 /**
- * Files that change together (a sharded set's shards and its index), each written beside its target
- * and none renamed until all are complete: an error or an abort while they are written leaves every
- * target as it was, and every temporary file is removed. `beforeRenames` runs once all are written
- * (a sharded set removes its old index there: while the shards are renamed there is no index, so a
- * reader cannot take a half-renamed set for a whole one).
+ * A file written beside `path` as a store's writer ({@link writingBeside}'s steps, performed as it
+ * is called: each `write` a positional write of the temporary file, `commit` its close and rename,
+ * `abort` its removal): blocking (its methods return at once) or async. What a folder store writes
+ * its keys with.
  */
-export function* writingTogether(files: readonly FileBeside[], options: ReplaceOptions = {}, beforeRenames?: () => Operation<void>): Operation<void> {
-  const temps: string[] = [];
-  let renamed = 0;
-  try {
-    for (const f of files) {
-      yield { op: 'replaceable', path: f.path };
-      const temp = tempBeside(f.path);
-      const file = (yield { op: 'open', path: temp, mode: 'wx' }) as FileRef;
-      temps.push(temp);
-      let open = true;
-      try {
-        yield* f.write(file);
-        if (options.durable) yield { op: 'sync', file };
-        open = false;
-        yield { op: 'close', file };
-      } catch (e) {
-        if (open) {
-          try {
-            yield { op: 'close', file };
-          } catch {
-            /* closing after a failure: the first error is the one to report */
-          }
+export function besideWriter(path: string, options: ReplaceOptions, sync: true): StoreWriter;
+export function besideWriter(path: string, options: ReplaceOptions, sync: false): Promise<StoreWriter>;
+export function besideWriter(path: string, options: ReplaceOptions, sync: boolean): StoreWriter | Promise<StoreWriter> {
+  const operation = writingBeside(path, handedWrites, options);
+  let over = false; // the operation has ended: renamed, or failed and its temporary file removed
+  // Perform steps from `answer` on until the file waits for a write (false) or the operation is over (true).
+  const isPause = (step: Step): boolean => step.op === 'await' && step.value === NEXT_WRITE;
+  const ended = (): never => {
+    throw new NpyError('WRITE_FAILED', `${path} was not written: its writer failed or was aborted before it was committed`);
+  };
+  const fail = (e: unknown): never => {
+    over = true;
+    throw e === ABORTED ? e : withWhere(e, { file: path });
+  };
+  if (sync) {
+    const advance = (answer: unknown, failed: boolean): void => {
+      for (;;) {
+        let next: IteratorResult<Step, void>;
+        try {
+          next = failed ? operation.throw(answer) : operation.next(answer);
+        } catch (e) {
+          fail(e);
         }
-        throw e;
+        if (next!.done) over = true;
+        if (next!.done || isPause(next!.value)) return;
+        try {
+          answer = performSync(next!.value);
+          failed = false;
+        } catch (e) {
+          answer = e;
+          failed = true;
+        }
+      }
+    };
+    advance(undefined, false);
+    return {
+      write: (bytes, at) => (over ? ended() : advance([bytes, at], false)),
+      commit: () => (over ? ended() : advance(null, false)),
+      abort: () => {
+        if (over) return;
+        try {
+          advance(ABORTED, true);
+        } catch (e) {
+          if (e !== ABORTED) throw e;
+        }
+      },
+    };
+  }
+  const advance = async (answer: unknown, failed: boolean): Promise<void> => {
+    for (;;) {
+      let next: IteratorResult<Step, void>;
+      try {
+        next = failed ? operation.throw(answer) : operation.next(answer);
+      } catch (e) {
+        fail(e);
+      }
+      if (next!.done) over = true;
+      if (next!.done || isPause(next!.value)) return;
+      try {
+        answer = await performAsync(next!.value, undefined);
+        failed = false;
+      } catch (e) {
+        answer = e;
+        failed = true;
       }
     }
-    if (beforeRenames) yield* beforeRenames();
-    for (const [i, f] of files.entries()) {
-      yield { op: 'rename', from: temps[i]!, to: f.path, durable: options.durable ?? false };
-      renamed = i + 1;
-    }
-  } catch (e) {
-    for (const temp of temps.slice(renamed)) yield { op: 'remove', path: temp };
-    throw e;
-  }
+  };
+  return advance(undefined, false).then(() => ({
+    write: async (bytes, at) => (over ? ended() : advance([bytes, at], false)),
+    commit: async () => (over ? ended() : advance(null, false)),
+    abort: async () => {
+      if (!over)
+        await advance(ABORTED, true).catch((e: unknown) => {
+          if (e !== ABORTED) throw e;
+        });
+    },
+  }));
 }
 
 /**

@@ -32,7 +32,8 @@ const fd = (file: FileRef): number => file as unknown as number;
 const handle = (file: FileRef): FileHandle => file as unknown as FileHandle;
 const ref = (x: number | FileHandle): FileRef => x as unknown as FileRef;
 
-function performSync(step: Step): unknown {
+/** @internal The blocking driver's step. */
+export function performSync(step: Step): unknown {
   switch (step.op) {
     case 'open':
       return ref(step.mode === 'r' || step.mode === 'r+' ? openFileSync(step.path, step.mode) : openSync(step.path, step.mode));
@@ -100,7 +101,8 @@ function cannotPerform(step: Step): NpyError {
   return new NpyError('INTERNAL', `the file driver cannot perform '${step.op}'; please report this`);
 }
 
-async function performAsync(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
+/** @internal The async driver's step. */
+export async function performAsync(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
   switch (step.op) {
     case 'open':
       return ref(step.mode === 'r' || step.mode === 'r+' ? await openFile(step.path, step.mode) : await openAsync(step.path, step.mode));

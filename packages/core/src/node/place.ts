@@ -2,8 +2,8 @@
  * A folder on disk as a store: keys are files under it, each confined to it (symbolic links too),
  * read by position and written beside the key, then renamed over it.
  */
-import { existsSync, realpathSync, statSync } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, statSync, type Dirent } from 'node:fs';
+import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NpyError } from '../errors.js';
@@ -11,8 +11,8 @@ import { checkMapMode, checkOptions, knownKeys, type MapMode } from '../options.
 import { checkSiblingName } from '../store/key.js';
 import type { EditStore, Store, StoreEditor, StoreWriter } from '../store/types.js';
 import { missingKey } from '../store/write.js';
+import { besideWriter, type ReplaceOptions } from './beside.js';
 import { run } from './drive.js';
-import { tempBeside } from './fd.js';
 import { takingAppendLock } from './lock.js';
 import { nodeSourceOf } from './sources.js';
 
@@ -42,6 +42,18 @@ function pathIn(folder: string, name: string, what: string, where: string, flat:
   return target;
 }
 
+/** The keys of a folder's entries (files only, `/` between folder names). */
+function keysOf(folder: string, entries: readonly Dirent[]): string[] {
+  // parentPath from Node 20.12 on; path before it.
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) =>
+      relative(folder, join(e.parentPath ?? e.path, e.name))
+        .split(sep)
+        .join('/'),
+    );
+}
+
 /** Options of {@link folderStore}: memory maps for the files it opens. */
 export interface FolderStoreOptions {
   /** Map each file opened instead of reading it (see `openWeights`'s `mmap`). */
@@ -50,12 +62,19 @@ export interface FolderStoreOptions {
 
 const FOLDER_KEYS = knownKeys<FolderStoreOptions>({ mmap: true });
 
+/** How a folder store writes: each key as every file is replaced (see `ReplaceOptions`), and whether blocking. */
+export interface FolderWriteOptions extends ReplaceOptions {
+  /** Write, remove and list blocking (every method answers at once): what a blocking save writes through. */
+  sync?: boolean;
+}
+
 /**
  * `folder` as a store whose messages name `where` (the file whose siblings it holds, as a sharded
  * set's index). See {@link folderStore}.
  * @internal
  */
-export function folderStoreOf(folder: string, where: string, mmap?: MapMode): Store & EditStore {
+export function folderStoreOf(folder: string, where: string, mmap?: MapMode, writing: FolderWriteOptions = {}): Store & EditStore {
+  const { sync = false, ...replace } = writing;
   // Each key's size and modification time, taken when its name is checked (as a set is opened): a
   // key opened later that differs is refused (`SOURCE_CHANGED`): a set is read as it was when opened.
   // A key this store writes, edits or removes is forgotten, and taken again when next checked.
@@ -101,34 +120,24 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode): St
       }
       return source;
     },
-    async create(key): Promise<StoreWriter> {
+    // Each key written beside it and renamed over it: the steps every file of npyts is replaced by (node/beside.ts).
+    create(key): StoreWriter | Promise<StoreWriter> {
       const target = pathOf(key);
-      await mkdir(dirname(target), { recursive: true });
-      const temp = tempBeside(target);
-      const file = await open(temp, 'wx');
-      let closed = false;
-      const close = async (): Promise<void> => {
-        if (!closed) await file.close();
-        closed = true;
-      };
-      return {
-        async write(bytes, at) {
-          for (let done = 0; done < bytes.length; ) {
-            const { bytesWritten } = await file.write(bytes, done, bytes.length - done, at + done);
-            if (bytesWritten <= 0) throw new NpyError('WRITE_FAILED', `a write at byte ${at + done} of ${target} wrote nothing`);
-            done += bytesWritten;
-          }
+      // The store's own write: what it knew of the key is stale once the writer commits.
+      const forgetting = (writer: StoreWriter): StoreWriter => ({
+        write: (bytes, at) => writer.write(bytes, at),
+        commit: () => {
+          const done = writer.commit();
+          if (done instanceof Promise) return done.then(() => void seen.delete(key));
+          seen.delete(key);
         },
-        async commit() {
-          await close();
-          await rename(temp, target);
-          seen.delete(key); // the store's own write: what it knew of the key is now stale
-        },
-        async abort() {
-          await close().catch(() => {});
-          await rm(temp, { force: true });
-        },
-      };
+        abort: () => writer.abort(),
+      });
+      if (sync) {
+        mkdirSync(dirname(target), { recursive: true });
+        return forgetting(besideWriter(target, replace, true));
+      }
+      return mkdir(dirname(target), { recursive: true }).then(async () => forgetting(await besideWriter(target, replace, false)));
     },
     async edit(key): Promise<StoreEditor> {
       const target = pathOf(key);
@@ -167,20 +176,13 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode): St
       const release = await run(takingAppendLock(target), undefined, target);
       return { release: () => run(release(), undefined, target) };
     },
-    async remove(key) {
-      await rm(pathOf(key), { force: true });
+    remove(key) {
       seen.delete(key);
+      return sync ? rmSync(pathOf(key), { force: true }) : rm(pathOf(key), { force: true });
     },
-    async list() {
-      const entries = await readdir(folder, { recursive: true, withFileTypes: true });
-      // parentPath from Node 20.12 on; path before it.
-      return entries
-        .filter((e) => e.isFile())
-        .map((e) =>
-          relative(folder, join(e.parentPath ?? e.path, e.name))
-            .split(sep)
-            .join('/'),
-        );
+    list() {
+      const options = { recursive: true, withFileTypes: true } as const;
+      return sync ? keysOf(folder, readdirSync(folder, options)) : readdir(folder, options).then((entries) => keysOf(folder, entries));
     },
   };
 }

@@ -1,32 +1,33 @@
 /** .safetensors files on disk: opened by position, written beside the target and renamed over it. */
 import type { SyncByteSource } from '../io/byte-source.js';
 import { openingOver, type NpySource } from '../io/open.js';
-import type { FileRef, Operation } from '../io/steps.js';
+import type { Operation } from '../io/steps.js';
 import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
+import type { SafetensorsInput, SafetensorsWriteOptions } from '../safetensors/encode.js';
 import {
-  checkedBytes,
-  checkTensorName,
-  safetensorsLayout,
-  type SafetensorsEntry,
-  type SafetensorsInput,
-  type SafetensorsWriteOptions,
-} from '../safetensors/encode.js';
-import { isPatternFile, planShards, type ShardPlan } from '../safetensors/shards.js';
-import type { NdArray } from '../array/ndarray.js';
-import { NpyError } from '../errors.js';
-import { toNdArray } from '../npy.js';
-import { isTensorSource, type TensorFile } from '../weights/tensor-file.js';
-import { mkdirSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { basename, dirname, join, sep } from 'node:path';
-import { writingBeside, writingTogether, type ReplaceOptions } from './beside.js';
+  fileWriter,
+  inMemory,
+  saveSafetensorsTo,
+  saveSafetensorsToSync,
+  shardTarget,
+  tensorsOf,
+  type SafetensorsSource,
+  type Tensors,
+} from '../safetensors/save.js';
+import { resolve, sep } from 'node:path';
+import { writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
 import { fileSource, nodeSourceOf } from './sources.js';
 import { checkOptions, knownKeys } from '../options.js';
 import { refuseBesideStore, saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
 import type { WriteStore } from '../store/types.js';
+import { folderStoreOf, type FolderWriteOptions } from './place.js';
+import { readdirSync, type Dirent } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+
+export type { SafetensorsSource } from '../safetensors/save.js';
 
 /**
  * Open a .safetensors file without blocking: a path or `file:` URL (positional reads), an `http(s)`
@@ -86,12 +87,6 @@ const SAVE_SYNC_KEYS = knownKeys<SaveSafetensorsOptionsSync>({ metadata: true, d
 const SAVE_KEYS = knownKeys<SaveSafetensorsOptions>({ metadata: true, durable: true, signal: true, store: true, maxShardSize: true });
 
 /**
- * Tensors read one at a time: a weight file from `openWeights` (any format), or anything with its
- * `names`, `info` and `get`. Only one tensor's data is held at a time while it is written.
- */
-export type SafetensorsSource = Pick<TensorFile, 'names' | 'info' | 'get' | 'tieOf'>;
-
-/**
  * Write tensors as a .safetensors file that Python's `safetensors` loads, without blocking: checked
  * before anything is written, written beside `path` and renamed over it when complete. `tensors`
  * may be a weight file (`openWeights`): its tensors are read one at a time as they are written, so
@@ -106,30 +101,19 @@ export type SafetensorsSource = Pick<TensorFile, 'names' | 'info' | 'get' | 'tie
 export async function saveSafetensors(path: string, tensors: SafetensorsInput | SafetensorsSource, options: SaveSafetensorsOptions = {}): Promise<void> {
   checkOptions('saveSafetensors', options, SAVE_KEYS);
   if (options.store !== undefined) {
-    refuseBesideStore('saveSafetensors', options, ['durable', 'maxShardSize']);
-    if (isSource(tensors)) {
-      throw new NpyError('BAD_OPTION', 'saveSafetensors: { store } takes arrays in memory; a weight file read a tensor at a time is saved to a path');
-    }
+    refuseBesideStore('saveSafetensors', options, ['durable']);
     return saveSafetensorsIn(path, tensors, { ...options, store: options.store });
   }
   options.signal?.throwIfAborted();
-  let source: Tensors;
-  if (isSource(tensors)) {
-    const entries: TensorEntry[] = [];
-    for (const name of tensors.names) {
-      const info = await tensors.info(name, { signal: options.signal });
-      entries.push({ name, dtype: info.dtype, shape: info.shape, tie: tensors.tieOf?.(name) });
-    }
-    source = { entries, array: null, lazy: tensors };
-  } else source = inMemory(tensors);
   if (options.maxShardSize === undefined) {
+    const source = await tensorsOf(tensors, options.signal);
     await run(savingSafetensors(path, source, options), options.signal, path);
     return;
   }
-  const { folder, pattern } = shardTarget(path);
-  const plan = shardPlan(pattern, source, options);
-  await mkdir(folder, { recursive: true });
-  await run(savingShards(folder, pattern, source, plan, options), options.signal, path);
+  // Sharded: the save through a store (safetensors/save.ts), over the folder as a store.
+  const { folder, key } = shardFolder(path);
+  const { durable, store: _, ...rest } = options;
+  await saveSafetensorsTo(shardStore(folder, { durable }), key, tensors, rest);
 }
 
 /**
@@ -139,129 +123,50 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
  */
 export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync = {}): void {
   checkOptions('saveSafetensorsSync', options, SAVE_SYNC_KEYS);
-  const source = inMemory(tensors);
   if (options.maxShardSize === undefined) {
-    runSync(savingSafetensors(path, source, options), path);
+    runSync(savingSafetensors(path, inMemory(tensors), options), path);
     return;
   }
-  const { folder, pattern } = shardTarget(path);
-  const plan = shardPlan(pattern, source, options);
-  mkdirSync(folder, { recursive: true });
-  runSync(savingShards(folder, pattern, source, plan, options), path);
+  const { folder, key } = shardFolder(path);
+  const { durable, ...rest } = options;
+  saveSafetensorsToSync(shardStore(folder, { durable, sync: true }), key, tensors, rest);
 }
 
-interface TensorEntry extends SafetensorsEntry {
-  /** What its data is, for ties: equal keys are the same bytes. */
-  readonly tie?: unknown;
-}
-
-/** Tensors to write: their names, dtypes and shapes now, their data when asked (held, or read from `lazy`). */
-interface Tensors {
-  readonly entries: readonly TensorEntry[];
-  readonly array: ((name: string) => NdArray) | null;
-  readonly lazy?: SafetensorsSource;
-}
-
-const isSource = (x: SafetensorsInput | SafetensorsSource): x is SafetensorsSource => isTensorSource(x);
-
-/** Tensors held in memory; two names whose data is the same bytes (same buffer, offset, length, dtype, shape) are tied. */
-function inMemory(input: SafetensorsInput): Tensors {
-  const arrays = new Map<string, NdArray>();
-  const regions = new Map<ArrayBufferLike, Map<string, object>>();
-  const entries = (input instanceof Map ? [...input.entries()] : Object.entries(input)).map(([name, value]): TensorEntry => {
-    checkTensorName(name);
-    const array = toNdArray(value);
-    arrays.set(name, array);
-    let tie: object | undefined;
-    const data: unknown = array.data;
-    if (ArrayBuffer.isView(data) && data.byteLength > 0) {
-      const key = `${data.byteOffset}:${data.byteLength}:${array.dtype.str}:${array.order}:${array.shape.join(',')}`;
-      let inBuffer = regions.get(data.buffer);
-      if (!inBuffer) regions.set(data.buffer, (inBuffer = new Map()));
-      tie = inBuffer.get(key);
-      if (!tie) inBuffer.set(key, (tie = {}));
-    }
-    return { name, dtype: array.dtype, shape: array.shape, tie };
-  });
-  return { entries, array: (name) => arrays.get(name)! };
-}
-
-/** The folder and file names of a sharded save: `DIR/NAME.safetensors` names its pattern; any other path is the folder. */
-function shardTarget(path: string): { folder: string; pattern: { prefix: string; suffix: string } } {
-  const file = basename(path);
-  if (/\.safetensors$/.test(file) && !path.endsWith('/') && !path.endsWith(sep)) {
-    return { folder: dirname(path), pattern: { prefix: file.slice(0, -'.safetensors'.length), suffix: '.safetensors' } };
-  }
-  return { folder: path, pattern: { prefix: 'model', suffix: '.safetensors' } };
-}
-
-/** One file's tensors written: the header, then each tensor's bytes, read one at a time. */
-/** How `names` of `tensors` are written as one .safetensors file (its header checked now, before any file is made). */
-function fileWriter(tensors: Tensors, names: readonly string[], options: SaveSafetensorsOptionsSync): (file: FileRef) => Operation<void> {
-  const byName = new Map(tensors.entries.map((e) => [e.name, e]));
-  const { header, order } = safetensorsLayout(
-    names.map((n) => byName.get(n)!),
-    options,
-  );
-  const lazy = tensors.lazy;
-  return function* (file: FileRef) {
-    yield { op: 'write', file, bytes: header, at: null };
-    for (const at of order) {
-      const array = tensors.array ? tensors.array(at.name) : ((yield { op: 'await', value: (signal) => lazy!.get(at.name, { signal }) }) as NdArray);
-      const bytes = checkedBytes(array, at, byName.get(at.name));
-      if (bytes.length) yield { op: 'write', file, bytes, at: null };
-    }
+/**
+ * The folder of a sharded save as a store, listing only its own files: what a save clears of an
+ * earlier set is there, and a folder with much below it (a project's root) is not walked.
+ */
+function shardStore(folder: string, writing: FolderWriteOptions): WriteStore {
+  const path = resolve(folder);
+  const own = (entries: readonly Dirent[]): string[] => entries.filter((e) => e.isFile()).map((e) => e.name);
+  return {
+    ...folderStoreOf(path, folder, undefined, writing),
+    list: () => (writing.sync ? own(readdirSync(path, { withFileTypes: true })) : readdir(path, { withFileTypes: true }).then(own)),
   };
 }
 
+/**
+ * The folder of a sharded save and the key in it that names its files (see `shardTarget`):
+ * `DIR/NAME.safetensors` is `NAME.safetensors` in DIR; any other path is the folder, its files `model…`.
+ */
+function shardFolder(path: string): { folder: string; key: string } {
+  const { folder, pattern } = shardTarget(path, sep === '/' ? '/' : `/${sep}`);
+  return folder === path ? { folder, key: '' } : { folder: folder === '' ? '.' : folder, key: `${pattern.prefix}${pattern.suffix}` };
+}
+
+/** One file written beside `path` (checked first) and renamed over it: the tensors' writes (safetensors/save.ts) as steps of the file. */
 function* savingSafetensors(path: string, tensors: Tensors, options: SaveSafetensorsOptionsSync): Operation<void> {
+  const write = fileWriter(
+    tensors,
+    tensors.entries.map((e) => e.name),
+    { ...(options.metadata ? { metadata: options.metadata } : {}) },
+  );
   yield* writingBeside(
     path,
-    fileWriter(
-      tensors,
-      tensors.entries.map((e) => e.name),
-      options,
-    ),
+    (file) =>
+      write(function* (bytes, at) {
+        yield { op: 'write', file, bytes, at };
+      }),
     options,
   );
-}
-
-/** The split of a sharded save, made (and its size option checked) before any folder or file is made. */
-function shardPlan(pattern: { prefix: string; suffix: string }, tensors: Tensors, options: SaveSafetensorsOptionsSync): ShardPlan {
-  return planShards(
-    tensors.entries.map((e) => ({ name: e.name, bytes: e.shape.reduce((n, d) => n * d, e.dtype.itemsize), tie: e.tie })),
-    options.maxShardSize,
-    { pattern, ...(options.metadata ? { metadata: options.metadata } : {}) },
-  );
-}
-
-function* savingShards(
-  folder: string,
-  pattern: { prefix: string; suffix: string },
-  tensors: Tensors,
-  plan: ShardPlan,
-  options: SaveSafetensorsOptionsSync,
-): Operation<void> {
-  // Every file's header is checked (names, dtypes) before the first is written; the shards are
-  // renamed only when all are complete, the old index removed first and the new one written last.
-  const writers = plan.files.map((f) => ({ path: join(folder, f.name), write: fileWriter(tensors, f.tensors, { ...options, metadata: plan.fileMetadata }) }));
-  const index = plan.index;
-  const indexPath = join(folder, index?.name ?? `${pattern.prefix}${pattern.suffix}.index.json`);
-  yield* writingTogether(writers, options, function* () {
-    yield { op: 'remove', path: indexPath };
-  });
-  const written = new Set(plan.files.map((f) => f.name));
-  if (index) {
-    written.add(index.name);
-    yield* writingBeside(
-      join(folder, index.name),
-      function* (file: FileRef) {
-        yield { op: 'write', file, bytes: index.bytes, at: null };
-      },
-      options,
-    );
-  }
-  // An earlier save's files that this one does not replace (a stale index beside a single file, shards past the new count).
-  const names = (yield { op: 'list', path: folder }) as string[] | null;
-  for (const name of names ?? []) if (!written.has(name) && isPatternFile(name, pattern)) yield { op: 'remove', path: join(folder, name) };
 }

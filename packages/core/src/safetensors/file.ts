@@ -203,7 +203,7 @@ export class SafetensorsFile<Src extends ByteSource = ByteSource> implements Ten
       return await this.reader(name, header).read(
         header.shape.map(() => 0),
         header.shape,
-        { signal: options.signal },
+        { signal: options.signal, into: options.into },
       );
     } catch (e) {
       throw withWhere(e, { file: this.fileName, member: name });

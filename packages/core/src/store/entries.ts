@@ -22,7 +22,8 @@ import {
   type Expecting,
 } from '../npy.js';
 import { checkOptions, knownKeys, pickOptions } from '../options.js';
-import { safetensorsParts, type SafetensorsInput, type SafetensorsWriteOptions } from '../safetensors/encode.js';
+import type { SafetensorsInput, SafetensorsWriteOptions } from '../safetensors/encode.js';
+import { saveSafetensorsTo, type SafetensorsSource } from '../safetensors/save.js';
 import { checkFormatVersion } from '../format/header.js';
 import { checkStore } from './key.js';
 import type { ReadStore, WriteStore } from './types.js';
@@ -42,13 +43,23 @@ export interface StoreSaveOptions extends EncodeOptions, InStore<WriteStore> {}
 export interface StoreLoadOptions extends DecodeOptions, InStore<ReadStore> {}
 /** Options of {@link saveNpz} in a store: the archive's. */
 export interface StoreSaveNpzOptions extends NpzWriteOptions, InStore<WriteStore> {}
-/** Options of {@link saveSafetensors} in a store: the file's metadata. */
-export interface StoreSaveSafetensorsOptions extends SafetensorsWriteOptions, InStore<WriteStore> {}
+/** Options of {@link saveSafetensors} in a store: the file's metadata, and a shard size. */
+export interface StoreSaveSafetensorsOptions extends SafetensorsWriteOptions, InStore<WriteStore> {
+  /**
+   * Write Hugging Face's sharded layout, as `huggingface_hub`'s `save_torch_state_dict` does, with
+   * shards of at most this many bytes (a number, or `'5GB'`, `'500MB'`: decimal units): the key is
+   * then a folder (`model-0000k-of-0000n.safetensors` and `model.safetensors.index.json` in it) or
+   * `DIR/NAME.safetensors` (NAME in place of `model`), as `saveSafetensors` of `@npyts/core/node`
+   * writes on disk. Every shard is written beside before any replaces its key, the old index removed
+   * first and the new index written last.
+   */
+  maxShardSize?: number | string | undefined;
+}
 
 const SAVE_KEYS = knownKeys<StoreSaveOptions>({ ...ENCODE_KEYS, store: true, signal: true });
 const LOAD_KEYS = knownKeys<StoreLoadOptions>({ ...DECODE_KEYS, store: true, signal: true });
 const SAVE_NPZ_KEYS = knownKeys<StoreSaveNpzOptions>({ ...NPZ_WRITE_KEYS, store: true, signal: true });
-const SAVE_SAFETENSORS_KEYS = knownKeys<StoreSaveSafetensorsOptions>({ metadata: true, store: true, signal: true });
+const SAVE_SAFETENSORS_KEYS = knownKeys<StoreSaveSafetensorsOptions>({ metadata: true, store: true, signal: true, maxShardSize: true });
 
 /** Refuse an entry's options: unknown ones, and a `store` that is not a write store. */
 function checkWrite(entry: string, options: unknown, known: ReadonlySet<string>): void {
@@ -130,14 +141,17 @@ export async function saveNpz(key: string, arrays: NpzInput, options: StoreSaveN
 
 /**
  * Write tensors as a .safetensors file under `key` of a store (checked before anything is written),
- * replacing the key when complete.
+ * replacing the key when complete; with `maxShardSize`, Hugging Face's sharded layout in the folder
+ * the key names. `tensors` may be a weight file (`openWeights`): its tensors are read one at a time
+ * as they are written, so memory stays near the largest tensor.
  * @example
  * await saveSafetensors('model.safetensors', { 'fc.weight': w }, { store, metadata: { format: 'pt' } });
+ * await saveSafetensors('llama/', await openWeights(file), { store: opfsStore(dir), maxShardSize: '2GB' });
  */
-export async function saveSafetensors(key: string, tensors: SafetensorsInput, options: StoreSaveSafetensorsOptions): Promise<void> {
+export async function saveSafetensors(key: string, tensors: SafetensorsInput | SafetensorsSource, options: StoreSaveSafetensorsOptions): Promise<void> {
   checkWrite('saveSafetensors', options, SAVE_SAFETENSORS_KEYS);
-  const { header, bodies } = safetensorsParts(tensors, options);
-  await writeKey(options.store, key, (write) => writeInOrder(write, [header, ...bodies]), options.signal);
+  const { store, ...rest } = options;
+  await saveSafetensorsTo(store, key, tensors, rest);
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { NdArray } from '../array/ndarray.js';
 import { copyReason as copyReasonAt } from '../array/layout.js';
-import { allocateBuffer } from '../array/memory.js';
+import { bufferFor } from '../io/reader.js';
 import type { TypedArray } from '../format/js-types.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { bad } from '../pickle/vm-values.js';
@@ -379,14 +379,14 @@ export class TorchFile implements TensorFile {
       throw new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${dtype.name}, not ${String(options.expect)}`);
     }
     try {
-      return await this.read(name, t, dtype, options.signal);
+      return await this.read(name, t, dtype, options.signal, options.into);
     } catch (e) {
       throw withWhere(e, { member: name });
     }
   }
 
-  private async read(name: string, t: TensorRef, dtype: DType, signal?: AbortSignal): Promise<NdArray> {
-    let a = await this.view(name, t, dtype, signal);
+  private async read(name: string, t: TensorRef, dtype: DType, signal?: AbortSignal, into?: (bytes: number) => ArrayBufferLike): Promise<NdArray> {
+    let a = await this.view(name, t, dtype, signal, into);
     if (t.conj || t.neg) {
       // A view of a map is never written: the flags are applied to a copy.
       if (this.storages.views) a = new NdArray(a.dtype, a.shape, (a.data as TypedArray).slice(), a.order);
@@ -396,7 +396,7 @@ export class TorchFile implements TensorFile {
   }
 
   /** The elements of a tensor's view of its storage, before its conj and neg flags. */
-  private async view(name: string, t: TensorRef, dtype: DType, signal?: AbortSignal): Promise<NdArray> {
+  private async view(name: string, t: TensorRef, dtype: DType, signal?: AbortSignal, into?: (bytes: number) => ArrayBufferLike): Promise<NdArray> {
     const size = t.shape.reduce((a, b) => a * b, 1);
     const itemsize = dtype.itemsize;
     // The elements of the storage the view reaches: from its offset to its last element.
@@ -429,14 +429,14 @@ export class TorchFile implements TensorFile {
       return npyReaderOf(at.source, header, name).read(
         t.shape.map(() => 0),
         t.shape,
-        { signal },
+        { signal, into },
       );
     }
     const span = await this.storages.bytes(key, t.offset * itemsize, extent * itemsize, signal);
-    const out = new Uint8Array(allocateBuffer(size * itemsize));
+    const out = bufferFor(size * itemsize, into);
     gather(span, out, t.shape, t.strides, itemsize);
     const header: NpyHeader = { version: [1, 0], dtype, shape: [...t.shape], fortranOrder: false, dataOffset: 0, size, dataBytes: size * itemsize };
-    return arrayOfData(header, out.buffer, 0, { owned: true });
+    return arrayOfData(header, out.buffer, out.byteOffset, { owned: true });
   }
 
   /** Every tensor by name, a few read at once. */

@@ -15,6 +15,15 @@ export interface TensorReadOptions {
   signal?: AbortSignal | undefined;
   /** The dtype the caller expects (byte order free): `UNEXPECTED_DTYPE` otherwise, before the data is read. */
   expect?: DescrInput;
+  /**
+   * Where a tensor whose bytes are read into memory of their own (not a view of a map) is read:
+   * called with the bytes it needs once they are known to be in the file, it gives a buffer of at
+   * least that many, which the array returned then views, so the array is valid only until that
+   * buffer is given out again. For a caller that reads tensors one at a time and lets each go (a
+   * streamed save reads every tensor into one buffer); a format that makes its arrays otherwise
+   * (a view of a map, a deflated member) does not call it.
+   */
+  into?: ((bytes: number) => ArrayBufferLike) | undefined;
 }
 
 /** Options of a {@link TensorFile}'s `getAll`. */

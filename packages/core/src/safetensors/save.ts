@@ -1,0 +1,289 @@
+/**
+ * Saving .safetensors through a store, in every runtime: one file, or `huggingface_hub`'s sharded
+ * layout (shards.ts plans it). The one way a save is written: Node's path saves with `maxShardSize`
+ * are this over a folder store (node/place.ts), a page's are this over `opfsStore` or any
+ * `WriteStore`. Tensors are held (arrays) or read one at a time (a weight file's `get`): only one
+ * tensor's data is held while it is written. Written as steps (io/steps.ts) of which the only one is
+ * `await`, where a store answers with a promise: a store that answers at once (Node's blocking
+ * folder store) runs blocking.
+ */
+import type { NdArray } from '../array/ndarray.js';
+import { allocateBuffer } from '../array/memory.js';
+import { NpyError } from '../errors.js';
+import { isPromise } from '../io/byte-source.js';
+import { drive, driveSync, type Operation, type Step } from '../io/steps.js';
+import { toNdArray } from '../npy.js';
+import { checkKey } from '../store/key.js';
+import type { StoreWriter, WriteStore } from '../store/types.js';
+import { isTensorSource, type TensorFile } from '../weights/tensor-file.js';
+import { checkTensorName, checkedBytes, safetensorsLayout, type SafetensorsEntry, type SafetensorsInput, type SafetensorsWriteOptions } from './encode.js';
+import { isPatternFile, planShards, type ShardPlan } from './shards.js';
+
+/**
+ * Tensors read one at a time: a weight file from `openWeights` (any format), or anything with its
+ * `names`, `info` and `get`. Only one tensor's data is held at a time while it is written.
+ */
+export type SafetensorsSource = Pick<TensorFile, 'names' | 'info' | 'get' | 'tieOf'>;
+
+interface TensorEntry extends SafetensorsEntry {
+  /** What its data is, for ties: equal keys are the same bytes. */
+  readonly tie?: unknown;
+}
+
+/** Tensors to write: their names, dtypes and shapes now, their data when asked (held, or read from `lazy`). */
+export interface Tensors {
+  readonly entries: readonly TensorEntry[];
+  readonly array: ((name: string) => NdArray) | null;
+  readonly lazy?: SafetensorsSource;
+  /** The one buffer a source's tensors are read into, each in turn (where its format copies them): see `TensorReadOptions.into`. */
+  readonly into?: (bytes: number) => ArrayBufferLike;
+}
+
+/** A file name pattern of a sharded save: `model` and `.safetensors` for `model-00001-of-00002.safetensors`. */
+export interface ShardPattern {
+  readonly prefix: string;
+  readonly suffix: string;
+}
+
+/** Whether tensors are a weight file read a tensor at a time (not arrays by name). */
+export const isSource = (x: SafetensorsInput | SafetensorsSource): x is SafetensorsSource => isTensorSource(x);
+
+/** The tensors to write: held arrays (two names whose data is the same bytes are tied), or a source's names, dtypes and shapes (its data read later). */
+export async function tensorsOf(input: SafetensorsInput | SafetensorsSource, signal?: AbortSignal): Promise<Tensors> {
+  if (!isSource(input)) return inMemory(input);
+  const entries: TensorEntry[] = [];
+  for (const name of input.names) {
+    const info = await input.info(name, { signal });
+    entries.push({ name, dtype: info.dtype, shape: info.shape, tie: input.tieOf?.(name) });
+  }
+  // One buffer for every tensor (grown where a later one is larger): a written tensor's memory is
+  // reused at once, not left for the collector to free (which it does late for large buffers).
+  let buffer: ArrayBufferLike | null = null;
+  const into = (bytes: number): ArrayBufferLike => (buffer !== null && buffer.byteLength >= bytes ? buffer : (buffer = allocateBuffer(bytes)));
+  return { entries, array: null, lazy: input, into };
+}
+
+/** Tensors held in memory; two names whose data is the same bytes (same buffer, offset, length, dtype, shape) are tied. */
+export function inMemory(input: SafetensorsInput): Tensors {
+  const arrays = new Map<string, NdArray>();
+  const regions = new Map<ArrayBufferLike, Map<string, object>>();
+  const entries = (input instanceof Map ? [...input.entries()] : Object.entries(input)).map(([name, value]): TensorEntry => {
+    checkTensorName(name);
+    const array = toNdArray(value);
+    arrays.set(name, array);
+    let tie: object | undefined;
+    const data: unknown = array.data;
+    if (ArrayBuffer.isView(data) && data.byteLength > 0) {
+      const key = `${data.byteOffset}:${data.byteLength}:${array.dtype.str}:${array.order}:${array.shape.join(',')}`;
+      let inBuffer = regions.get(data.buffer);
+      if (!inBuffer) regions.set(data.buffer, (inBuffer = new Map()));
+      tie = inBuffer.get(key);
+      if (!tie) inBuffer.set(key, (tie = {}));
+    }
+    return { name, dtype: array.dtype, shape: array.shape, tie };
+  });
+  return { entries, array: (name) => arrays.get(name)! };
+}
+
+/**
+ * The folder and file names of a sharded save: `DIR/NAME.safetensors` names its pattern (NAME in
+ * place of `model`); any other target is the folder. `separators`: the characters that end a folder
+ * name (`/` for a store's keys; a platform's path separators).
+ */
+export function shardTarget(target: string, separators = '/'): { folder: string; pattern: ShardPattern } {
+  let cut = -1;
+  for (const s of separators) cut = Math.max(cut, target.lastIndexOf(s));
+  const file = target.slice(cut + 1);
+  if (file.endsWith('.safetensors')) {
+    // A folder of one separator is the root (`/model.safetensors`); none is the store's or the current folder.
+    const folder = cut < 0 ? '' : target.slice(0, cut) || target.slice(0, cut + 1);
+    return { folder, pattern: { prefix: file.slice(0, -'.safetensors'.length), suffix: '.safetensors' } };
+  }
+  return { folder: target, pattern: { prefix: 'model', suffix: '.safetensors' } };
+}
+
+/** The split of a sharded save, made (and its size option checked) before any folder or file is made. */
+export function shardPlan(pattern: ShardPattern, tensors: Tensors, maxShardSize: number | string | undefined, options: SafetensorsWriteOptions): ShardPlan {
+  return planShards(
+    tensors.entries.map((e) => ({ name: e.name, bytes: e.shape.reduce((n, d) => n * d, e.dtype.itemsize), tie: e.tie })),
+    maxShardSize,
+    { pattern, ...(options.metadata ? { metadata: options.metadata } : {}) },
+  );
+}
+
+/** A store's answer, waited for where it is a promise (an `await` step), taken as it is where not. */
+function* settled<T>(value: T | Promise<T>): Operation<T> {
+  if (!isPromise(value)) return value;
+  return (yield { op: 'await', value: () => value }) as T;
+}
+
+/** Writes of a file's bytes at positions, as steps: a store writer's, or a file's on disk (node/safetensors.ts). */
+export type PutBytes = (bytes: Uint8Array, at: number) => Operation<void>;
+
+/**
+ * How `names` of `tensors` are written as one .safetensors file (its header checked now, before any
+ * file is made): the header, then each tensor's bytes, read (a source's) one at a time.
+ * @internal
+ */
+export function fileWriter(
+  tensors: Tensors,
+  names: readonly string[],
+  options: SafetensorsWriteOptions,
+  signal?: AbortSignal,
+): (put: PutBytes) => Operation<void> {
+  const byName = new Map(tensors.entries.map((e) => [e.name, e]));
+  const { header, order } = safetensorsLayout(
+    names.map((n) => byName.get(n)!),
+    options,
+  );
+  const lazy = tensors.lazy;
+  return function* (put) {
+    signal?.throwIfAborted();
+    yield* put(header, 0);
+    let at = header.length;
+    for (const t of order) {
+      const array = tensors.array
+        ? tensors.array(t.name)
+        : ((yield { op: 'await', value: (s) => lazy!.get(t.name, { signal: s, into: tensors.into }) }) as NdArray);
+      const bytes = checkedBytes(array, t, byName.get(t.name));
+      signal?.throwIfAborted();
+      if (bytes.length) yield* put(bytes, at);
+      at += bytes.length;
+    }
+  };
+}
+
+/** The {@link PutBytes} of a store's writer. */
+const putTo =
+  (writer: StoreWriter): PutBytes =>
+  (bytes, at) =>
+    settled(writer.write(bytes, at));
+
+/** A file of a save: its key and how it is written. */
+interface KeyWrite {
+  readonly key: string;
+  readonly write: (put: PutBytes) => Operation<void>;
+}
+
+/**
+ * Keys that change together (a sharded set's shards), each written beside its key and none
+ * committed until all are complete: an error or an abort while they are written leaves every key
+ * as it was. `beforeCommits` runs once all are written (a sharded set removes its old index there:
+ * while the shards are committed there is no index, so a reader cannot take a half-committed set
+ * for a whole one).
+ */
+function* writingKeys(store: WriteStore, files: readonly KeyWrite[], signal?: AbortSignal, beforeCommits?: () => Operation<void>): Operation<void> {
+  for (const f of files) checkKey(store, f.key, `'${f.key}'`);
+  const writers: StoreWriter[] = [];
+  let committed = 0;
+  try {
+    for (const f of files) {
+      const writer = yield* settled(store.create(f.key));
+      writers.push(writer);
+      yield* f.write(putTo(writer));
+    }
+    signal?.throwIfAborted();
+    if (beforeCommits) yield* beforeCommits();
+    // From here on the save is made: an abort no longer stops it.
+    yield { op: 'committed' };
+    for (const w of writers) {
+      yield* settled(w.commit());
+      committed++;
+    }
+  } catch (e) {
+    for (const w of writers.slice(committed)) {
+      try {
+        yield* settled(w.abort());
+      } catch {
+        /* aborting after a failure: the first error is the one to report */
+      }
+    }
+    throw e;
+  }
+}
+
+/** Options of a save through a store: the file's metadata, a shard size (sharded: see node/safetensors.ts), and `signal`. */
+export interface StoreSafetensorsOptions extends SafetensorsWriteOptions {
+  maxShardSize?: number | string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Write `tensors` under `target` of `store`: one file at the key, or (`maxShardSize`) the sharded
+ * layout of `huggingface_hub` in the folder `target` names (see {@link shardTarget}), every shard
+ * written beside before any is committed, the old index removed first and the new one written last,
+ * then an earlier save's files that this one does not replace removed. Everything is checked
+ * (names, dtypes, the size) before any key is written.
+ */
+function* savingSafetensors(store: WriteStore, target: string, tensors: Tensors, options: StoreSafetensorsOptions): Operation<void> {
+  const { signal, maxShardSize, ...fileOptions } = options;
+  if (maxShardSize === undefined) {
+    const write = fileWriter(
+      tensors,
+      tensors.entries.map((e) => e.name),
+      fileOptions,
+      signal,
+    );
+    yield* writingKeys(store, [{ key: target, write }], signal);
+    return;
+  }
+  const { folder, pattern } = shardTarget(target);
+  const plan = shardPlan(pattern, tensors, maxShardSize, fileOptions);
+  const keyOf = (name: string): string => (folder === '' ? name : `${folder.replace(/\/$/, '')}/${name}`);
+  const files = plan.files.map((f) => ({ key: keyOf(f.name), write: fileWriter(tensors, f.tensors, { metadata: plan.fileMetadata }, signal) }));
+  const index = plan.index;
+  const indexKey = keyOf(index?.name ?? `${pattern.prefix}${pattern.suffix}.index.json`);
+  yield* writingKeys(store, files, signal, function* () {
+    yield* settled(store.remove(indexKey));
+  });
+  const written = new Set(files.map((f) => f.key));
+  if (index) {
+    written.add(indexKey);
+    yield* writingKeys(store, [
+      {
+        key: indexKey,
+        write: (put) => put(index.bytes, 0),
+      },
+    ]);
+  }
+  // An earlier save's files that this one does not replace (a stale index beside a single file, shards past the new count).
+  const inFolder = keyOf('');
+  for (const key of yield* settled(store.list())) {
+    if (written.has(key) || !key.startsWith(inFolder)) continue;
+    const name = key.slice(inFolder.length);
+    if (!name.includes('/') && isPatternFile(name, pattern)) yield* settled(store.remove(key));
+  }
+}
+
+/** The steps of a save through a store (`await`, `committed`), performed asynchronously. */
+async function performAwait(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
+  if (step.op === 'committed') return undefined;
+  if (step.op !== 'await') throw new NpyError('INTERNAL', `a save through a store cannot perform '${step.op}'`);
+  return step.value(signal);
+}
+
+/**
+ * {@link savingSafetensors}, run: tensors held or a source read a tensor at a time.
+ * @internal
+ */
+export async function saveSafetensorsTo(
+  store: WriteStore,
+  target: string,
+  input: SafetensorsInput | SafetensorsSource,
+  options: StoreSafetensorsOptions,
+): Promise<void> {
+  options.signal?.throwIfAborted();
+  const tensors = await tensorsOf(input, options.signal);
+  await drive(savingSafetensors(store, target, tensors, options), performAwait, options.signal);
+}
+
+/**
+ * {@link savingSafetensors} of held tensors, blocking: the store must answer at once (Node's blocking folder store).
+ * @internal
+ */
+export function saveSafetensorsToSync(store: WriteStore, target: string, input: SafetensorsInput, options: StoreSafetensorsOptions): void {
+  driveSync(savingSafetensors(store, target, inMemory(input), options), (step) => {
+    if (step.op === 'committed') return undefined;
+    throw new NpyError('INTERNAL', `a blocking save through a store cannot perform '${step.op}' (the store answered with a promise)`);
+  });
+}
