@@ -8,8 +8,10 @@
 // of those ratios is reported with their spread (the smallest and largest). Each tfjs load also reports the CPU
 // time its process spent in the load (user + system, process.cpuUsage), which a busy machine disturbs less than
 // the wall clock; the npyts load is timed both reading the file and mapping it ({ mmap: 'r' }, with
-// @npyts/native). Target (issue 68): the npyts load at most 0.8× tfjs's own. Prints one JSON object; its `line`
-// is the report's paragraph.
+// @npyts/native). Target (issue 68): the npyts load at most 0.8× tfjs's own. With NPYTS_BENCH_BASELINE=ROOT (another
+// built checkout, say of the commit before a change), that checkout's npyts loads too, read and mapped, in the same
+// interleaved rounds, and the summary's `baseline` gives this checkout's loads divided by its. Prints one JSON
+// object; its `line` is the report's paragraph.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -36,8 +38,9 @@ import { kerasHandler } from '@npyts/tfjs';
 await tf.setBackend('cpu');
 { const warn = console.warn; console.warn = () => {}; tf.scalar(0).dispose(); console.warn = warn; }
 `;
-const node = (code) =>
-  JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', prelude + code], { cwd: here, encoding: 'utf8', maxBuffer: 1 << 24 }));
+const baselineRoot = process.env.NPYTS_BENCH_BASELINE;
+const node = (code, cwd = here) =>
+  JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', prelude + code], { cwd, encoding: 'utf8', maxBuffer: 1 << 24 }));
 
 if (!existsSync(files.keras)) {
   process.stderr.write('making a .keras ResNet50 with Keras …\n');
@@ -59,15 +62,18 @@ if (!existsSync(files.json) || !existsSync(files.bin)) {
 }
 
 // Each tfjs load ends with the model's weight count read back, so that the weights are really assigned.
-const tfjsLoad = (load) =>
-  node(`
+const tfjsLoad = (load, cwd = here) =>
+  node(
+    `
   const cpu = process.cpuUsage();
   const t = performance.now();
   const model = await (async () => { ${load} })();
   const seconds = (performance.now() - t) / 1000;
   const used = process.cpuUsage(cpu);
   console.log(JSON.stringify({ seconds, cpu: (used.user + used.system) / 1e6, parameters: model.countParams() }));
-`);
+`,
+    cwd,
+  );
 const loads = {
   npyts: () => tfjsLoad(`return tfl.loadLayersModel(kerasHandler(${JSON.stringify(files.keras)}));`),
   mapped: () => tfjsLoad(`return tfl.loadLayersModel(kerasHandler(${JSON.stringify(files.keras)}, { mmap: 'r' }));`),
@@ -77,6 +83,13 @@ const loads = {
     const json = JSON.parse(await readFile(${JSON.stringify(files.json)}, 'utf8'));
     const weightData = (await readFile(${JSON.stringify(files.bin)})).buffer;
     return tfl.loadLayersModel(tf.io.fromMemory({ modelTopology: json.modelTopology, weightSpecs: json.weightsManifest[0].weights, weightData }));`),
+  ...(baselineRoot
+    ? {
+        baseline: () => tfjsLoad(`return tfl.loadLayersModel(kerasHandler(${JSON.stringify(files.keras)}));`, join(baselineRoot, 'bench')),
+        baseline_mapped: () =>
+          tfjsLoad(`return tfl.loadLayersModel(kerasHandler(${JSON.stringify(files.keras)}, { mmap: 'r' }));`, join(baselineRoot, 'bench')),
+      }
+    : {}),
 };
 
 const results = Object.fromEntries(Object.keys(loads).map((k) => [k, []]));
@@ -88,7 +101,7 @@ for (let i = 0; i < rounds; i++) {
   }
 }
 const params = new Set(Object.values(results).flatMap((rs) => rs.map((r) => r.parameters)));
-if (params.size !== 1) throw new Error(`the three loads built models of different sizes: ${[...params].join(', ')} parameters`);
+if (params.size !== 1) throw new Error(`the loads built models of different sizes: ${[...params].join(', ')} parameters`);
 const seconds = (who) => middleOf(results[who].map((r) => r.seconds));
 const cpuSeconds = (who) => middleOf(results[who].map((r) => r.cpu));
 const against = (who, base, key = 'seconds') => {
@@ -106,6 +119,21 @@ const summary = {
   vs_tfjs_cpu: against('npyts', 'tfjs', 'cpu'),
   mapped_vs_tfjs: against('mapped', 'tfjs'),
   mapped_vs_tfjs_cpu: against('mapped', 'tfjs', 'cpu'),
+  ...(baselineRoot
+    ? {
+        baseline: {
+          root: baselineRoot,
+          seconds: { npyts: seconds('baseline'), mapped: seconds('baseline_mapped') },
+          cpu_seconds: { npyts: cpuSeconds('baseline'), mapped: cpuSeconds('baseline_mapped') },
+          vs_tfjs: against('baseline', 'tfjs'),
+          vs_tfjs_cpu: against('baseline', 'tfjs', 'cpu'),
+          mapped_vs_tfjs: against('baseline_mapped', 'tfjs'),
+          mapped_vs_tfjs_cpu: against('baseline_mapped', 'tfjs', 'cpu'),
+          npyts_vs_baseline: against('npyts', 'baseline'),
+          mapped_vs_baseline: against('mapped', 'baseline_mapped'),
+        },
+      }
+    : {}),
 };
 const ms = (s) => `${(s * 1000).toFixed(0)} ms`;
 const cell = (p, target = 1) =>
@@ -116,4 +144,12 @@ summary.line =
   `Keras's keras.saving.load_model (torch backend) ${ms(summary.seconds.keras)}: ${cell(summary.vs_keras)}; ` +
   `tfjs from its own model.json + weights.bin ${ms(summary.seconds.tfjs)} (CPU ${ms(summary.cpu_seconds.tfjs)}): read ${cell(summary.vs_tfjs, 0.8)}, CPU ${cell(summary.vs_tfjs_cpu, 0.8)}; ` +
   `mapped ${cell(summary.mapped_vs_tfjs, 0.8)}, CPU ${cell(summary.mapped_vs_tfjs_cpu, 0.8)}. Fresh processes, ${rounds} interleaved rounds.`;
+if (summary.baseline) {
+  const b = summary.baseline;
+  const span = (p) => `${p.ratio.toFixed(2)} × (${p.spread[0].toFixed(2)}–${p.spread[1].toFixed(2)})`;
+  summary.line +=
+    ` Baseline (${b.root}) in the same rounds: read ${ms(b.seconds.npyts)} (CPU ${ms(b.cpu_seconds.npyts)}), vs tfjs ${span(b.vs_tfjs)}, CPU ${span(b.vs_tfjs_cpu)}; ` +
+    `mapped ${ms(b.seconds.mapped)} (CPU ${ms(b.cpu_seconds.mapped)}), vs tfjs ${span(b.mapped_vs_tfjs)}, CPU ${span(b.mapped_vs_tfjs_cpu)}; ` +
+    `this checkout against it: read ${span(b.npyts_vs_baseline)}, mapped ${span(b.mapped_vs_baseline)}.`;
+}
 console.log(JSON.stringify(summary));

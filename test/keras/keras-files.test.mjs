@@ -104,6 +104,28 @@ test('npyts info lists a .keras, a .weights.h5 and a legacy .h5 by their paths',
   }
 });
 
+test('readAhead: the weights of a .keras read with a few reads of their neighbours, each as Keras reads it', async () => {
+  const bytes = readFileSync(file('model.keras'));
+  let reads = 0;
+  const read = async (at, n) => {
+    reads++;
+    return bytes.slice(at, at + n);
+  };
+  const counting = () => ({ size: bytes.length, name: 'model.keras', read });
+  const want = report.files['model.keras'].tensors;
+  const each = async (ahead) => {
+    const f = await openWeights(counting());
+    reads = 0;
+    if (ahead) f.readAhead(want.map((t) => t.name));
+    for (const t of want) assert.equal(raw(await f.get(t.name)), expected('model.keras', t.bin), t.name);
+    await f.close();
+    return reads;
+  };
+  // Without the hint, a read per tensor; with it, one per run of neighbours (this file's weights are one run).
+  assert.ok((await each(false)) >= want.length);
+  assert.ok((await each(true)) <= 2, `read ahead: ${reads} reads for ${want.length} tensors`);
+});
+
 test('by range from a URL: one weight of a .keras moves its bytes and the metadata, not the file', async () => {
   const server = await startNginx(dir);
   try {

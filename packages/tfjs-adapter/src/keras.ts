@@ -315,6 +315,8 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: Kera
     sizeReshapes(model);
     const names = kerasNames(model, file.records, where);
     const steps = await planFrom(model, file.weights, { names, ignoreUnusedKeys: trainingState(file.records) });
+    // Neighbouring weights read together, each tensor a view of the read (not a read and a buffer of its own).
+    file.weights.readAhead(steps.flatMap((s) => s.step.keys));
     await readAndAssign(steps, file.weights, options);
   } catch (e) {
     disposeBuilt(model);

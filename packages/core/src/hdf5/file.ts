@@ -205,7 +205,10 @@ export class Hdf5Dataset extends Hdf5Object {
    * @example
    * const kernel = await d.read();   // NdArray<'<f4'>
    */
-  async read(options: Hdf5ReadOptions & { as?: DType | string } = {}): Promise<NdArray | null> {
+  async read(
+    options: Hdf5ReadOptions & { as?: DType | string } = {},
+    /** @internal Its bytes, already read (KerasFile's neighbours read together). */ held?: Uint8Array,
+  ): Promise<NdArray | null> {
     const { signal } = options;
     const dtype = options.as === undefined ? this.dtype : parseDescr(options.as);
     if (dtype.itemsize !== this.dtype.itemsize) {
@@ -229,8 +232,13 @@ export class Hdf5Dataset extends Hdf5Object {
           );
         }
         if (bytes > 0) this.ctx.meta.check(layout.address, bytes, `the data of ${this.path}`);
-        source = this.ctx.data;
-        offset = Math.max(0, layout.address);
+        if (held !== undefined && held.length === bytes) {
+          // Bytes read once for this array and its neighbours, never reused: the array is a view of them where aligned.
+          source = { ...bytesSource(held, this.path), views: true };
+        } else {
+          source = this.ctx.data;
+          offset = Math.max(0, layout.address);
+        }
       }
       return await readArray(source, offset, dtype, this.shape, this.path, signal);
     } catch (e) {

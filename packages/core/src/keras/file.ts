@@ -14,9 +14,9 @@ import { NpyError, unknownKey, withWhere } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { type DType, parseDescr } from '../format/dtype.js';
 import { matchesDescr } from '../format/header.js';
-import type { ByteSource } from '../io/byte-source.js';
+import type { ByteSource, ReadOptions } from '../io/byte-source.js';
 import { bytesSource } from '../io/byte-source.js';
-import { getEvery } from '../io/settle.js';
+import { getEvery, mapInParallel } from '../io/settle.js';
 import type { NpzArchive } from '../npz/archive.js';
 import type { Expecting } from '../npy.js';
 import type { GetAllReadOptions, TensorFile, TensorInfo, TensorReadOptions } from '../weights/tensor-file.js';
@@ -55,6 +55,18 @@ export type KerasMetadata = {
  */
 type Mapping = { readonly base: number } | { readonly all: string } | null;
 
+/** Most bytes one read of neighbouring datasets takes ({@link KerasFile.readAhead}): progress moves at least this often. */
+const AHEAD_BYTES = 16 << 20;
+/** Most bytes between two datasets read together (h5py puts each dataset's object header, a few KiB, between them). */
+const AHEAD_GAP = 64 << 10;
+
+/** Neighbouring datasets read with one read, when the first of them is asked for: the bytes kept until each is taken. */
+interface AheadRun {
+  readonly start: number;
+  readonly length: number;
+  bytes: Promise<Uint8Array | null> | null;
+}
+
 /** One tensor: its dataset, its shape, and the dtype it is read as. */
 interface Entry {
   readonly dataset: Hdf5Dataset;
@@ -83,6 +95,8 @@ export class KerasFile implements TensorFile, AsyncDisposable {
   readonly names: readonly string[];
   readonly metadata: KerasMetadata;
   private readonly entries: ReadonlyMap<string, Entry>;
+  /** The datasets {@link readAhead} was told of, each with the run it is read in (until `get` takes it). */
+  private readonly ahead = new Map<Hdf5Dataset, AheadRun>();
   private closed = false;
 
   private constructor(
@@ -165,7 +179,9 @@ export class KerasFile implements TensorFile, AsyncDisposable {
       if (typeof top.keras_version === 'string') more.kerasVersion = top.keras_version;
       if (typeof top.backend === 'string') more.backend = top.backend;
     } else {
-      await walk(hdf5.root, new Set([hdf5.root.address]), new Set(), entries, layers, signal);
+      const found = await walk(hdf5.root, { address: hdf5.root.address, up: null }, new Set([hdf5.root.address]), signal);
+      for (const [name, entry] of found.entries) entries.set(name, entry);
+      for (const [group, layer] of found.layers) putOwn(layers, group, layer);
       if (rootNames.includes('layers') || Object.keys(layers).length) format = 'keras';
     }
     const mapping = options.mapping !== undefined ? options.mapping : hdf5.source.views ? { base: 0 } : null;
@@ -253,15 +269,69 @@ export class KerasFile implements TensorFile, AsyncDisposable {
     if (options.expect !== undefined && !matchesDescr(dtype, options.expect)) {
       throw withWhere(new NpyError('UNEXPECTED_DTYPE', `tensor '${name}' is ${dtype.name}, not ${String(options.expect)}`), { file: this.fileName });
     }
-    const array = await dataset.read({ signal: options.signal, ...(as === undefined ? {} : { as }) });
+    const array = await dataset.read({ signal: options.signal, ...(as === undefined ? {} : { as }) }, await this.held(dataset, options.signal));
     // Never null: a dataset with no value is not made a tensor (tensorShape, walk).
     if (array === null) throw withWhere(bad(`tensor '${name}' (${dataset.path}) has no value`), { file: this.fileName });
     return array;
   }
 
-  /** Every tensor by name, in Keras's order, a few read at once. */
-  getAll({ signal, onTensor }: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
+  /** Every tensor by name, in Keras's order, a few read at once (neighbours with one read: {@link readAhead}). */
+  async getAll({ signal, onTensor }: GetAllReadOptions = {}): Promise<Map<string, NdArray>> {
+    this.readAhead(this.names);
     return getEvery(this.names, TENSORS_IN_FLIGHT, (name) => this.get(name, { signal }), onTensor);
+  }
+
+  /**
+   * Told that `get` will be asked for each of `names` (a model's load): neighbouring datasets are then
+   * read together, with one read of up to 16 MiB when the first of them is asked for, and each tensor
+   * is a view of that read (a copy where unaligned) instead of a read and a buffer of its own. Nothing
+   * is read now; the bytes of a run are held until each of its tensors is taken, or the file closed.
+   * Over a map (`mmap`) every tensor is a view already: nothing changes.
+   */
+  readAhead(names: Iterable<string>): void {
+    this.checkOpen();
+    if (this.mapping !== null) return;
+    const size = this.hdf5.source.size;
+    const wanted: { dataset: Hdf5Dataset; at: number; end: number }[] = [];
+    for (const name of names) {
+      const dataset = this.entries.get(name)?.dataset;
+      const at = dataset?.dataOffset;
+      // Compact datasets (in their header), unallocated or past-the-end ones: get reads (or refuses) them alone.
+      if (dataset === undefined || at === null || at === undefined || at < 0 || this.ahead.has(dataset)) continue;
+      const end = at + dataset.byteLength;
+      if (dataset.byteLength > 0 && end <= size) wanted.push({ dataset, at, end });
+    }
+    wanted.sort((a, b) => a.at - b.at);
+    let run: { start: number; end: number; members: Hdf5Dataset[] } | null = null;
+    const close = (): void => {
+      if (run === null) return;
+      const r: AheadRun = { start: run.start, length: run.end - run.start, bytes: null };
+      for (const d of run.members) this.ahead.set(d, r);
+    };
+    for (const w of wanted) {
+      // Overlapping datasets (a malformed file) are read alone, as get reads them.
+      if (run !== null && w.at >= run.end && w.at - run.end <= AHEAD_GAP && w.end - run.start <= AHEAD_BYTES) {
+        run.end = w.end;
+        run.members.push(w.dataset);
+      } else if (run === null || w.at >= run.end) {
+        close();
+        run = { start: w.at, end: w.end, members: [w.dataset] };
+      }
+    }
+    close();
+  }
+
+  /** The bytes of `dataset` from its {@link readAhead} run (read now if it is the first of it asked for), or undefined. */
+  private async held(dataset: Hdf5Dataset, signal: AbortSignal | undefined): Promise<Uint8Array | undefined> {
+    const run = this.ahead.get(dataset);
+    if (run === undefined) return undefined;
+    this.ahead.delete(dataset);
+    run.bytes ??= readRun(this.hdf5.source, run, signal).catch(() => null);
+    const bytes = await run.bytes;
+    const from = (dataset.dataOffset ?? 0) - run.start;
+    // A run that failed or came back short: the dataset is read alone, and refused by its own read where it must be.
+    if (bytes === null || from + dataset.byteLength > bytes.length) return undefined;
+    return bytes.subarray(from, from + dataset.byteLength);
   }
 
   /** The name of the layer whose weights a tensor is (its `vars` group's `name`, a legacy file's layer), or null. */
@@ -278,6 +348,7 @@ export class KerasFile implements TensorFile, AsyncDisposable {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.ahead.clear();
     await this.hdf5.close();
     await this.release();
   }
@@ -301,33 +372,63 @@ export class KerasFile implements TensorFile, AsyncDisposable {
   }
 }
 
-/** Every dataset below `group` (depth-first, in h5py's order), each group once: a cycle or a second path to one is `BAD_HDF5`. */
-async function walk(
-  group: Hdf5Group,
-  ancestors: Set<number>,
-  seen: Set<number>,
-  entries: Map<string, Entry>,
-  layers: Record<string, string>,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  for (const name of await group.children({ signal })) {
+/**
+ * One read of a {@link KerasFile.readAhead} run, into memory of its own placed so that each byte lies at
+ * the same offset modulo 8 as in the file (a dataset aligned in the file is viewed, not copied).
+ */
+async function readRun(source: ByteSource, run: AheadRun, signal: AbortSignal | undefined): Promise<Uint8Array> {
+  const pad = run.start % 8;
+  const into = new Uint8Array(new ArrayBuffer(pad + run.length), pad, run.length);
+  const readInto = source.readInto?.bind(source) as ((target: Uint8Array, offset: number, options?: ReadOptions) => number | Promise<number>) | undefined;
+  if (readInto) return into.subarray(0, await readInto(into, run.start, { signal }));
+  const got = await source.read(run.start, run.length, { signal });
+  into.set(got);
+  return into.subarray(0, got.length);
+}
+
+/** Members of one group opened at once by {@link walk} (a local file's reads wait on each other less; a remote one's overlap). */
+const WALK_IN_FLIGHT = 8;
+
+/** The groups from the root to one being walked (innermost first), to tell a cycle from a second path. */
+interface Ancestry {
+  readonly address: number;
+  readonly up: Ancestry | null;
+}
+
+/** What {@link walk} finds below a group, in h5py's order: its tensors, and the layer names of its `vars` groups. */
+interface Found {
+  readonly entries: [string, Entry][];
+  readonly layers: [string, string][];
+}
+
+/**
+ * Every dataset below `group` (depth-first, in h5py's order), each group once: a cycle or a second path
+ * to one is `BAD_HDF5`. A group's members are opened a few at a time, and what is found is put in order.
+ */
+async function walk(group: Hdf5Group, ancestry: Ancestry, seen: Set<number>, signal: AbortSignal | undefined): Promise<Found> {
+  const found: Found[] = await mapInParallel(await group.children({ signal }), WALK_IN_FLIGHT, async (name): Promise<Found> => {
     const child = await group.get(name, { signal });
     if (child.kind === 'dataset') {
       // A dataset with no value (h5py's Empty, a null dataspace) holds no tensor: it is not listed.
-      if (child.shape !== null) entries.set(child.path.slice(1), { dataset: child, shape: child.shape, as: await bfloat16Of(child, signal) });
-      continue;
+      if (child.shape === null) return { entries: [], layers: [] };
+      return { entries: [[child.path.slice(1), { dataset: child, shape: child.shape, as: await bfloat16Of(child, signal) }]], layers: [] };
     }
-    if (ancestors.has(child.address)) throw bad(`group ${child.path} is its own ancestor (its header is at byte ${child.address}): a cycle`);
-    if (seen.has(child.address)) throw bad(`group ${child.path} is reached by a second path (its header is at byte ${child.address})`);
+    if (seen.has(child.address)) {
+      let up: Ancestry | null = ancestry;
+      while (up !== null && up.address !== child.address) up = up.up;
+      if (up !== null) throw bad(`group ${child.path} is its own ancestor (its header is at byte ${child.address}): a cycle`);
+      throw bad(`group ${child.path} is reached by a second path (its header is at byte ${child.address})`);
+    }
     seen.add(child.address);
+    const layers: [string, string][] = [];
     if (name === 'vars') {
       const layer = (await child.attrs({ signal })).name;
-      if (typeof layer === 'string') putOwn(layers, child.path.slice(1), layer);
+      if (typeof layer === 'string') layers.push([child.path.slice(1), layer]);
     }
-    ancestors.add(child.address);
-    await walk(child, ancestors, seen, entries, layers, signal);
-    ancestors.delete(child.address);
-  }
+    const below = await walk(child, { address: child.address, up: ancestry }, seen, signal);
+    return { entries: below.entries, layers: [...layers, ...below.layers] };
+  });
+  return { entries: found.flatMap((f) => f.entries), layers: found.flatMap((f) => f.layers) };
 }
 
 /**

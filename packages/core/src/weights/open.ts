@@ -82,6 +82,18 @@ export class WeightFile implements TensorFile, AsyncDisposable {
     return this.file.tieOf?.(name);
   }
 
+  /**
+   * Say that `get` will be asked for each of `names` next (a model's load): a format that can reads
+   * neighbouring tensors together then (a Keras file: one read of up to 16 MiB, each tensor a view of
+   * it), instead of one read and one buffer per tensor. Nothing is read now. Formats that cannot do
+   * nothing; `getAll` needs no such hint.
+   * @example
+   * w.readAhead(['layers/dense/vars/0', 'layers/dense/vars/1']);
+   */
+  readAhead(names: Iterable<string>): void {
+    this.file.readAhead?.(names);
+  }
+
   /** A tensor's dtype and shape, without reading its data. */
   async info(name: string, options: { signal?: AbortSignal | undefined } = {}): Promise<TensorInfo> {
     return this.file.info(name, options);

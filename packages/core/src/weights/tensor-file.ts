@@ -101,6 +101,11 @@ export interface TensorFile {
    * the format does not tell. Absent: the format does not tell.
    */
   tieOf?(name: string): unknown;
+  /**
+   * Told that `get` will be asked for each of these tensors next (a model's load), so that the format
+   * may read neighbours together (a Keras file does); absent: each `get` reads its own.
+   */
+  readAhead?(names: Iterable<string>): void;
   /** A tensor's dtype and shape, without reading its data (a sharded set may read its shard's header). */
   info(name: string, options?: { signal?: AbortSignal | undefined }): TensorInfo | Promise<TensorInfo>;
   /** One tensor: only its bytes are read. */
