@@ -382,6 +382,10 @@ const weights = benchScript('weights.mjs', [join(dir, 'weights'), ...(quick ? ['
 log('Keras models …');
 const kerasModels = benchScript('keras-models.mjs', [join(dir, 'keras-models'), String(quick ? 1 : 3)]);
 
+// A fresh process's mapped .pt and one 64 MiB tensor, against a fresh torch.load(mmap=True) (bench/torch-fresh.mjs).
+log('fresh-process mapped .pt …');
+const torchFresh = benchScript('torch-fresh.mjs', [join(dir, 'torch-fresh'), String(quick ? 2 : 5)]);
+
 // Resident memory of a tfjs model whose weights come from a mapped .safetensors (bench/tfjs-mapped-rss.mjs).
 log('tfjs model from a mapped .safetensors …');
 const tfjsMappedRss = benchScript('tfjs-mapped-rss.mjs', [join(dir, 'tfjs-mapped-rss'), String(quick ? 0.25 : 2)]);
@@ -521,6 +525,7 @@ const report = {
   onnxruntime_page: ortPage,
   tfjs_large: tfjsLarge,
   keras_models: kerasModels,
+  torch_fresh: torchFresh,
   tfjs_mapped_rss: tfjsMappedRss,
   regions: { file_gib: GIB, shape: big.shape, local: regions, http, numpy_mmap: npRegions, peak_rss: regionPeak, column },
   peak_rss: {
@@ -610,6 +615,7 @@ if (asJSON) {
     `\nObject storage (moto_server on loopback): a ${(upload.bytes / 1e6).toFixed(0)} MB .npy as ${upload.parts} parts uploaded at once (planParts, encodePart per region) ${ms(upload.parts_seconds)} (${(upload.bytes / 1e6 / upload.parts_seconds).toFixed(0)} MB/s), as one PutObject ${ms(upload.whole_seconds)} (${(upload.bytes / 1e6 / upload.whole_seconds).toFixed(0)} MB/s): ${upload.ratio.toFixed(2)} × (spread ${upload.spread[0].toFixed(2)}–${upload.spread[1].toFixed(2)}). moto is one Python process; against a real store, parts from several machines add their bandwidth.`,
   );
   console.log(`\n${kerasModels.line}`);
+  console.log(`\n${torchFresh.line}`);
   console.log(`\n${tfjsMappedRss.line}`);
   console.log(
     `\nONNX Runtime (bench/onnxruntime-check.mjs): ${ortCheck.model} with ${ortCheck.modules} modules recorded; one session.run ${ms(ortCheck.run_seconds)}, checkSession on the correct export ${ms(ortCheck.check_seconds)} (${ortCheck.check_ratio.toFixed(2)} ×), on a broken copy with { model } ${ms(ortCheck.failed_check_seconds)} (${ortCheck.failed_check_ratio.toFixed(1)} ×: one extra run, most of it ORT making the copy's session).`,
