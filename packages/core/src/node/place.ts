@@ -11,7 +11,8 @@ import { checkMapMode, checkOptions, knownKeys, type MapMode } from '../options.
 import { checkSiblingName } from '../store/key.js';
 import type { Store, StoreWriter } from '../store/types.js';
 import { tempBeside } from './fd.js';
-import { nodeSourceOf } from './sources.js';
+import { sourceOf } from '../io/open.js';
+import './sources.js';
 
 /**
  * The path of a sibling of the file at `indexPath`, inside its folder: `UNSAFE_PATH` for a name
@@ -83,7 +84,7 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode): St
     },
     async open(key, options = {}) {
       const target = pathOf(key);
-      const source = await nodeSourceOf(target, { ...options, tailBytes: 1, mmap });
+      const source = await sourceOf(target, { ...options, tailBytes: 1, mmap }, 'folderStore');
       const was = seen.get(key);
       if (was) {
         const now = await stat(target).catch(() => null);

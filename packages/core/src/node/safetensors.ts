@@ -1,6 +1,6 @@
 /** .safetensors files on disk: opened by position, written beside the target and renamed over it. */
 import type { SyncByteSource } from '../io/byte-source.js';
-import { openingOver, type NpySource } from '../io/open.js';
+import { openingOver, sourceOf, type NpySource } from '../io/open.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
@@ -23,9 +23,10 @@ import { basename, dirname, join, sep } from 'node:path';
 import { writingBeside, writingTogether, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
-import { fileSource, nodeSourceOf } from './sources.js';
+import { fileSource } from './sources.js';
 import { checkOptions, knownKeys } from '../options.js';
-import { refuseBesideStore, saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
+import { saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
+import { refuseBesideStore } from '../store/key.js';
 import type { WriteStore } from '../store/types.js';
 
 /**
@@ -39,7 +40,7 @@ import type { WriteStore } from '../store/types.js';
  */
 export async function openSafetensors(input: string | NpySource, options: HttpOptions = {}): Promise<SafetensorsFile> {
   checkOptions('openSafetensors', options, HTTP_KEY_SET);
-  const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
+  const source = await sourceOf(input, { ...options, tailBytes: 1 }, 'openSafetensors');
   return openingOver(source, input, () => SafetensorsFile.open(source, options));
 }
 

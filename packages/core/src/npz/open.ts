@@ -1,6 +1,6 @@
 /** Opening an archive from wherever it is: a URL, a `Blob`, bytes, or any byte source. */
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
-import { openingOver, sourceIn } from '../io/open.js';
+import { openingOver, sourceOf } from '../io/open.js';
 import { HTTP_KEYS, type HttpOptions } from '../io/url.js';
 import { checkOptions, knownKeys } from '../options.js';
 import type { ReadStore } from '../store/types.js';
@@ -36,6 +36,6 @@ export async function openNpz(input: NpzSource, options?: OpenNpzOptions): Promi
 export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): Promise<NpzArchive> {
   checkOptions('openNpz', options, OPEN_NPZ_KEYS);
   options.signal?.throwIfAborted();
-  const source = await sourceIn('openNpz', input, options);
+  const source = await sourceOf(input, options, 'openNpz');
   return openingOver(source, input, () => NpzArchive.open(source, options));
 }

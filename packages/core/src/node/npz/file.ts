@@ -2,14 +2,13 @@ import type { FileHandle } from 'node:fs/promises';
 import { swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
-import { readHeader, type NpyHeader } from '../../format/header.js';
+import { READ_HEADER_KEYS, readHeader, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
-import { fileURLToPath } from 'node:url';
 import { withWhere } from '../../errors.js';
 import { NPZ_KEYS, NpzArchive, type NpzIndex, decodeMember, readingPaddedMember, type NpzOptions, type NpzReadOptions } from '../../npz/archive.js';
 import { openNpz as openNpzAnywhere, type NpzSource } from '../../npz/open.js';
 import { HTTP_KEYS, type HttpOptions } from '../../io/url.js';
-import { checkOptions, knownKeys } from '../../options.js';
+import { checkOptions, knownKeys, pickOptions } from '../../options.js';
 import type { ReadStore } from '../../store/types.js';
 import {
   DEFLATED,
@@ -24,7 +23,7 @@ import {
 } from '../../npz/zip.js';
 import type { AsyncByteSource, SyncByteSource } from '../../io/byte-source.js';
 import { inTurns, openFile, type AsyncOptions } from '../fd.js';
-import { fileHandleSource, fileSource, isHttpUrl } from '../sources.js';
+import { fileHandleSource, fileSource, pathOf } from '../sources.js';
 import { crc32 } from '../native.js';
 import { arrayOverNative } from '../../npy.js';
 import { zlibCodec } from './codec.js';
@@ -142,7 +141,7 @@ export class NpzFile extends NpzArchive<AsyncByteSource> implements MemberFile {
   private async decodeOwned(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
     let header: NpyHeader;
     try {
-      header = readHeader(bytes, options);
+      header = readHeader(bytes, pickOptions(options, READ_HEADER_KEYS));
       checkDataSize(header, bytes.length - header.dataOffset);
     } catch {
       return decodeMember(entry, bytes, { ...this.options, ...options }); // the same checks, with the member named
@@ -177,8 +176,8 @@ export function openNpz(input: string | NpzSource, options: NpzFileOptions & Htt
     return Promise.reject(e);
   }
   if (options.store !== undefined) return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
-  if (typeof input === 'string' && !isHttpUrl(input)) return NpzFile.openFile(input, options);
-  if (input instanceof URL && input.protocol === 'file:') return NpzFile.openFile(fileURLToPath(input), options);
+  const path = pathOf(input);
+  if (path !== null) return NpzFile.openFile(path, options);
   return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
 }
 
