@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import * as ort from 'onnxruntime-node';
-import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
+import { checkSession, toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
 import { NpyError, decodeNpy, decodeNpz, encodeNpz, memoryStore, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
 import { python, pythonAsync, scratch } from '../helpers/numpy.mjs';
 import { refusedWith as refused } from '../helpers/refusal.mjs';
@@ -498,6 +498,8 @@ test('withWeights(modelKey, weightsKey, { store }): the model, its external data
   assert.equal(Array.from(a), Array.from(b));
   // A key the store lacks is not looked for on disk or by URL.
   await refused(withWeights('m.onnx', 'nowhere.npz', { store }), 'NOT_FOUND', 'nowhere.npz');
+  // checkSession took { store } and dropped what it did not know: it refuses it now, before any read.
+  await refused(checkSession(null, 'w.npz', { store, modle: 'm.onnx' }), 'BAD_OPTION', "'modle'");
 });
 
 test('withWeights: a remote .npz moves about its own size (directory, headers and tensors once), and swaps the same values as from its path', async () => {

@@ -140,7 +140,7 @@ test('loadTensors from bytes, a path and a URL', async () => {
   }
 });
 
-test('sources are placed by core\'s one rule: a key with { store }, a file: URL string or a drive-letter-like name as a file in Node; an unknown option is refused before anything is read', async () => {
+test("sources are placed by core's one rule: a key with { store }, a file: URL string or a drive-letter-like name as a file in Node; an unknown option is refused before anything is read", async () => {
   const f4 = loadNpySync(fixtures.find((f) => f.name === 'f4_le_F_2x3').file);
   const npz = encodeNpz({ 'placed/kernel': f4, 'placed/bias': arrayFromValues([0.5, -0.5, 2], '<f4') });
   const store = memoryStore(new Map([['w.npz', npz]]));

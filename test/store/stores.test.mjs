@@ -281,7 +281,11 @@ test("one input dispatch: with @npyts/core/node loaded, core's openers read a pa
   const store = memoryStore();
   await core.saveNpy('x.npy', x, { store });
   const messages = [];
-  for (const call of [() => node.loadNpy('x.npy', { store, mmap: 'r' }), () => node.openWeights('x.npy', { store, mmap: 'r' }), () => core.openWeights('x.npy', { store, mmap: 'r' })]) {
+  for (const call of [
+    () => node.loadNpy('x.npy', { store, mmap: 'r' }),
+    () => node.openWeights('x.npy', { store, mmap: 'r' }),
+    () => core.openWeights('x.npy', { store, mmap: 'r' }),
+  ]) {
     const e = await npyErrorOf(call);
     assert.is(e.code, 'BAD_OPTION', e.message);
     messages.push(e.message.replace(/^\w+: /, ''));

@@ -2,10 +2,20 @@
  * An ONNX Runtime session checked against PyTorch's recorded outputs, and, where it differs, the
  * first PyTorch module whose output differs with the ONNX nodes that compute it.
  */
-import { NpyError, familyOf, toFloat32, type HttpOptions, type NdArray, type WeightFile } from '@npyts/core';
+import { NpyError, familyOf, toFloat32, type NdArray, type WeightFile } from '@npyts/core';
 import type { Tensor } from 'onnxruntime-common';
 import { HTTP_KEYS, checkOptions, closeness, knownKeys } from '@npyts/core/plumbing';
-import { decodeModel, encodeModel, inlineExternalData, modelBytes, openInput, type GraphNode, type ModelInput, type OpenInputOptions, type WeightInput } from './model.js';
+import {
+  decodeModel,
+  encodeModel,
+  inlineExternalData,
+  modelBytes,
+  openInput,
+  type GraphNode,
+  type ModelInput,
+  type OpenInputOptions,
+  type WeightInput,
+} from './model.js';
 import { fromOrtTensor, toOrtTensor, type OrtTensorLike } from './tensors.js';
 
 /**

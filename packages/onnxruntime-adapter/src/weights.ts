@@ -1,5 +1,5 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
-import { NpyError, type OnProgress, type WeightFile, shapeRepr, type HttpOptions } from '@npyts/core';
+import { NpyError, type OnProgress, type WeightFile, shapeRepr } from '@npyts/core';
 import { HTTP_KEYS, checkOptions, inNode, knownKeys, progressReporter, settleAll } from '@npyts/core/plumbing';
 import {
   ModelProto,

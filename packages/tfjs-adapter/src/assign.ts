@@ -14,7 +14,7 @@ import {
   type OpenWeightsOptions,
   type WeightFile,
 } from '@npyts/core';
-import { NPZ_WRITE_KEYS, knownKeys, progressReporter, settleAll, type KnownKeys } from '@npyts/core/plumbing';
+import { NPZ_WRITE_KEYS, knownKeys, pickOptions, progressReporter, settleAll, type KnownKeys } from '@npyts/core/plumbing';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
 import { checkEntryOptions, openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions, type Suspect } from './pytorch.js';
@@ -481,7 +481,7 @@ export async function saveWeights(weights: Weights, target?: undefined, options?
 export async function saveWeights(weights: Weights, target?: string | NpzSink, options: SaveWeightsOptions = {}): Promise<Uint8Array | void> {
   checkEntryOptions('saveWeights', options, SAVE_WEIGHTS_KEYS);
   const arrays = options.layout === 'pytorch' ? await pytorchArrays(weights, options) : await namedArrays(weights, options);
-  if (target === undefined) return encodeNpz(arrays, options);
+  if (target === undefined) return encodeNpz(arrays, pickOptions(options, NPZ_WRITE_KEYS));
   await writeArchive(target, arrays, options);
 }
 

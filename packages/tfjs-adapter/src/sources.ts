@@ -164,7 +164,7 @@ export async function writeArchive(
   options: NpzWriteOptions & { signal?: AbortSignal | undefined; durable?: boolean | undefined },
 ): Promise<void> {
   if (typeof target === 'function') {
-    await target(encodeNpz(arrays, options));
+    await target(encodeNpz(arrays, pickOptions(options, NPZ_WRITE_KEYS)));
     return;
   }
   if (!inNode())

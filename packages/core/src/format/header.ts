@@ -2,7 +2,7 @@
 import { type DType, dtypeFromHeaderValue, parseDescr, shapeRepr, voidAsMlFloat } from './dtype.js';
 import type { MlFloatName } from './ml-floats.js';
 import { NpyError } from '../errors.js';
-import { DECODE_RULES, checkNumbers, checkOptions, knownKeys } from '../options.js';
+import { DECODE_RULES, checkNumbers, checkOptions, knownKeys, pickOptions } from '../options.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 
@@ -69,6 +69,16 @@ export interface ReadHeaderOptions {
 
 /** The options {@link ReadHeaderOptions} names: callers with wider options pick these (`pickOptions`). */
 export const READ_HEADER_KEYS: ReadonlySet<string> = knownKeys<ReadHeaderOptions>({ maxHeaderBytes: true, expect: true, exactByteOrder: true, voidAs: true });
+
+/**
+ * {@link readHeader} for a caller with wider options (a decoder's, an archive's, a reader's): their
+ * numbers checked (a NaN limit is a mistake whatever reads it), the header's own picked.
+ * @internal
+ */
+export function readHeaderOf(input: Uint8Array | ArrayBuffer, options: object): NpyHeader {
+  checkNumbers(options, DECODE_RULES);
+  return readHeader(input, pickOptions(options as ReadHeaderOptions, READ_HEADER_KEYS));
+}
 
 const latin1 = new TextDecoder('latin1');
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -32,7 +32,11 @@ export function resolveUrl(url: string | URL): string {
   return base ? new URL(String(url), base).href : String(url);
 }
 
-/** True in Node (and runtimes that pose as it): where a string without a URL scheme names a file. */
+/**
+ * True in Node (and runtimes that pose as it): where a string without a URL scheme names a file.
+ * @example
+ * const { openWeights } = inNode() ? await import('@npyts/core/node') : await import('@npyts/core');
+ */
 export function inNode(): boolean {
   const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
   return typeof p?.versions?.node === 'string';
@@ -145,10 +149,7 @@ export async function sourceAt(where: Location, options: SourceOptions): Promise
   if (isByteSource(source)) return source;
   const settled: unknown = await source;
   if (isByteSource(settled)) return settled;
-  throw new NpyError(
-    'BAD_OPTION',
-    `the promise given to open resolved to ${describe(settled)}, not a byte source; pass a URL, a Blob, bytes or a byte source`,
-  );
+  throw new NpyError('BAD_OPTION', `the promise given to open resolved to ${describe(settled)}, not a byte source; pass a URL, a Blob, bytes or a byte source`);
 }
 
 /** What a value is, for a message: its class's name, or its type. */

@@ -18,7 +18,7 @@ import {
 import { NpyError, unknownKey, withWhere } from '../errors.js';
 import { DECODE_RULES, checkNumbers, checkOptions, knownKeys, pickOptions, type KnownKeys } from '../options.js';
 import { fflateCodec } from './fflate.js';
-import { MAGIC, READ_HEADER_KEYS, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
+import { MAGIC, checkFormatVersion, readHeaderOf, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync } from '../io/steps.js';
 import {
@@ -650,7 +650,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     checkZipCrc(entry, crc);
     let header: NpyHeader | null = null;
     try {
-      if (head.length) header = readHeader(head, pickOptions({ ...this.options, ...decode }, READ_HEADER_KEYS));
+      if (head.length) header = readHeaderOf(head, { ...this.options, ...decode });
     } catch {
       // Reported by the whole decode below.
     }

@@ -4,7 +4,6 @@
  * entries of the same names take paths, and hand a call with `{ store }` to these.
  */
 import type { NdArray } from '../array/ndarray.js';
-import { NpyError } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { isPromise } from '../io/byte-source.js';
 import { sourceOf } from '../io/open.js';
@@ -139,4 +138,3 @@ export async function saveSafetensors(key: string, tensors: SafetensorsInput, op
   const { header, bodies } = safetensorsParts(tensors, options);
   await writeKey(options.store, key, (write) => writeInOrder(write, [header, ...bodies]), options.signal);
 }
-

@@ -4,7 +4,7 @@
  * the archive reader takes; a file's siblings (shards) are found through its {@link Place}.
  */
 import type { NdArray } from '../array/ndarray.js';
-import { NpyError, unknownKey, withWhere } from '../errors.js';
+import { unknownKey, withWhere } from '../errors.js';
 import { checkOptions, knownKeys, type MapMode } from '../options.js';
 import { getEvery } from '../io/settle.js';
 import { progressReporter, type OnProgress } from '../progress.js';

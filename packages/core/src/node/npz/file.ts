@@ -2,13 +2,13 @@ import type { FileHandle } from 'node:fs/promises';
 import { swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
-import { READ_HEADER_KEYS, readHeader, type NpyHeader } from '../../format/header.js';
+import { readHeaderOf, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import { withWhere } from '../../errors.js';
 import { NPZ_KEYS, NpzArchive, type NpzIndex, decodeMember, readingPaddedMember, type NpzOptions, type NpzReadOptions } from '../../npz/archive.js';
 import { openNpz as openNpzAnywhere, type NpzSource } from '../../npz/open.js';
 import { HTTP_KEYS, type HttpOptions } from '../../io/url.js';
-import { checkOptions, knownKeys, pickOptions } from '../../options.js';
+import { checkOptions, knownKeys } from '../../options.js';
 import type { ReadStore } from '../../store/types.js';
 import {
   DEFLATED,
@@ -141,7 +141,7 @@ export class NpzFile extends NpzArchive<AsyncByteSource> implements MemberFile {
   private async decodeOwned(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
     let header: NpyHeader;
     try {
-      header = readHeader(bytes, pickOptions(options, READ_HEADER_KEYS));
+      header = readHeaderOf(bytes, options);
       checkDataSize(header, bytes.length - header.dataOffset);
     } catch {
       return decodeMember(entry, bytes, { ...this.options, ...options }); // the same checks, with the member named
