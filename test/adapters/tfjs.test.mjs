@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import { readdirSync, readFileSync, readlinkSync, realpathSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights, planWeights, checkModel, saveWeights, kerasHandler } from '@npyts/tfjs';
+import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights, planWeights, checkModel, saveWeights, kerasHandler, npzHandler } from '@npyts/tfjs';
 import { NpyError, arrayFromValues, decodeNpy, encodeNpz, memoryStore } from '@npyts/core';
 import { pathToFileURL } from 'node:url';
 import { loadNpySync, openWeights } from '@npyts/core/node';
@@ -176,6 +176,7 @@ test("sources are placed by core's one rule: a key with { store }, a file: URL s
     ['checkModel', (o) => checkModel(null, unread, o)],
     ['saveWeights', (o) => saveWeights([kernel], undefined, o)],
     ['kerasHandler', (o) => kerasHandler(unread, o)],
+    ['npzHandler', (o) => npzHandler(unread, o)],
   ]) {
     const e = await Promise.resolve()
       .then(() => call({ stroe: store }))
