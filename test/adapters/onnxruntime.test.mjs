@@ -9,8 +9,8 @@ import { createRequire } from 'node:module';
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import * as ort from 'onnxruntime-node';
-import { toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
-import { NpyError, decodeNpy, decodeNpz, encodeNpz, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
+import { checkSession, toOrtTensor, fromOrtTensor, withWeights } from '@npyts/onnxruntime';
+import { NpyError, decodeNpy, decodeNpz, encodeNpz, memoryStore, parseDescr, NdArray, voidAsMlFloat } from '@npyts/core';
 import { python, pythonAsync, scratch } from '../helpers/numpy.mjs';
 import { refusedWith as refused } from '../helpers/refusal.mjs';
 import { blocksOf, root } from '../packages/guide-blocks.mjs';
@@ -475,6 +475,31 @@ test('withWeights: kept initializers the dynamo exporter stored beside the model
   // The file holds the exported values: swapping one or all of them gives the same outputs.
   assert.equal(Array.from(a), Array.from(b));
   assert.equal(Array.from(c), Array.from(b));
+});
+
+test('withWeights(modelKey, weightsKey, { store }): the model, its external data and the weights are keys of the store, and the outputs are those from their paths', async () => {
+  const path = join(wdir, 'wide-dynamo.onnx');
+  const sd = decodeNpzFile(join(wdir, 'wide.npz'));
+  const store = memoryStore(
+    new Map([
+      ['m.onnx', readFileSync(path)],
+      // The model names its external data 'wide-dynamo.onnx.data': a key beside it in the store.
+      ['wide-dynamo.onnx.data', readFileSync(`${path}.data`)],
+      ['w.npz', encodeNpzOf(sd)],
+    ]),
+  );
+  const fromStore = await withWeights('m.onnx', 'w.npz', { store });
+  const fromPaths = await withWeights(path, encodeNpzOf(sd));
+  assert.equal(fromStore.replaced.sort(), fromPaths.replaced.sort());
+  const x = new ort.Tensor('float32', new Float32Array([0.5, -1, 2, 0.25, 1, 1, -0.5, 0]), [2, 4]);
+  const [a, b] = await Promise.all(
+    [fromStore, fromPaths].map(async (w) => (await (await ort.InferenceSession.create(w.model, w.sessionOptions)).run({ x })).y.data),
+  );
+  assert.equal(Array.from(a), Array.from(b));
+  // A key the store lacks is not looked for on disk or by URL.
+  await refused(withWeights('m.onnx', 'nowhere.npz', { store }), 'NOT_FOUND', 'nowhere.npz');
+  // checkSession took { store } and dropped what it did not know: it refuses it now, before any read.
+  await refused(checkSession(null, 'w.npz', { store, modle: 'm.onnx' }), 'BAD_OPTION', "'modle'");
 });
 
 test('withWeights: a remote .npz moves about its own size (directory, headers and tensors once), and swaps the same values as from its path', async () => {

@@ -6,8 +6,9 @@ import { createServer } from 'node:http';
 import { readdirSync, readFileSync, readlinkSync, realpathSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights } from '@npyts/tfjs';
-import { NpyError, arrayFromValues, decodeNpy, encodeNpz } from '@npyts/core';
+import { toTensor, fromTensor, loadTensors, saveTensors, assignWeights, planWeights, checkModel, saveWeights, kerasHandler, npzHandler } from '@npyts/tfjs';
+import { NpyError, arrayFromValues, decodeNpy, encodeNpz, memoryStore } from '@npyts/core';
+import { pathToFileURL } from 'node:url';
 import { loadNpySync, openWeights } from '@npyts/core/node';
 import { numpy, scratch, writeJSON } from '../helpers/numpy.mjs';
 import { startNginx } from '../helpers/nginx.mjs';
@@ -137,6 +138,56 @@ test('loadTensors from bytes, a path and a URL', async () => {
   } finally {
     server.close();
   }
+});
+
+test("sources are placed by core's one rule: a key with { store }, a file: URL string or a drive-letter-like name as a file in Node; an unknown option is refused before anything is read", async () => {
+  const f4 = loadNpySync(fixtures.find((f) => f.name === 'f4_le_F_2x3').file);
+  const npz = encodeNpz({ 'placed/kernel': f4, 'placed/bias': arrayFromValues([0.5, -0.5, 2], '<f4') });
+  const store = memoryStore(new Map([['w.npz', npz]]));
+  const fromStore = await loadTensors('w.npz', { store });
+  assert.equal(fromStore['placed/kernel'].arraySync(), f4.toList());
+  const kernel = tf.variable(tf.zeros([2, 3]), true, 'placed/kernel:0');
+  const bias = tf.variable(tf.zeros([3]), true, 'placed/bias:0');
+  await assignWeights([kernel, bias], 'w.npz', { store });
+  assert.equal(kernel.arraySync(), f4.toList());
+  assert.equal(Array.from(bias.dataSync()), [0.5, -0.5, 2]);
+  const missing = await assignWeights([kernel], 'gone.npz', { store }).catch((e) => e);
+  assert.is(missing.code, 'NOT_FOUND', missing.message);
+  // A file: URL given as a string is the file it names (not a fetch of file:, which Node refuses).
+  const file = join(dir, 'by-url.npz');
+  writeFileSync(file, npz);
+  assert.equal((await loadTensors(pathToFileURL(file).href))['placed/kernel'].arraySync(), f4.toList());
+  // 'C:w.npz' has a one-letter scheme by core's hasScheme (the key rule), but in Node it is a file:
+  // a drive letter on Windows, a plain name elsewhere.
+  const was = process.cwd();
+  process.chdir(dir);
+  try {
+    writeFileSync('C:w.npz', npz);
+    assert.equal((await loadTensors('C:w.npz'))['placed/kernel'].arraySync(), f4.toList());
+  } finally {
+    process.chdir(was);
+  }
+  // Every reading entry refuses an option it does not know, naming it, before the source is read.
+  const unread = { size: 1 << 20, read: () => assert.unreachable('the source was read') };
+  for (const [name, call] of [
+    ['loadTensors', (o) => loadTensors(unread, o)],
+    ['assignWeights', (o) => assignWeights([kernel], unread, o)],
+    ['planWeights', (o) => planWeights([kernel], unread, o)],
+    ['checkModel', (o) => checkModel(null, unread, o)],
+    ['saveWeights', (o) => saveWeights([kernel], undefined, o)],
+    ['kerasHandler', (o) => kerasHandler(unread, o)],
+    ['npzHandler', (o) => npzHandler(unread, o)],
+  ]) {
+    const e = await Promise.resolve()
+      .then(() => call({ stroe: store }))
+      .catch((error) => error);
+    assert.is(e.code, 'BAD_OPTION', `${name}: ${e.message}`);
+    assert.match(e.message, /takes no option 'stroe'/, name);
+  }
+  // The options they do take are taken.
+  await loadTensors(npz, { maxHeaderBytes: 1 << 20, checkCrc: true, float64: 'refuse', int64: 'wrap', wholeBodyBytes: 1 << 20 });
+  kernel.dispose();
+  bias.dispose();
 });
 
 test("a connection reset in the middle of an archive, or refused, is a NETWORK error naming the URL (not fetch's bare TypeError)", async () => {

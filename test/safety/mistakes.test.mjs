@@ -4,13 +4,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { NpyError, getField, openNpy } from '@npyts/core';
 import { appendNpy, loadNpy, loadNpySync, loadNpz, openNpyFile, openNpz, saveNpy, saveNpz } from '@npyts/core/node';
 import { toStdlib } from '@npyts/stdlib';
 import { python, scratch } from '../helpers/numpy.mjs';
 import { npyErrorOf } from '../helpers/refusal.mjs';
 
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = scratch('npyts-mistakes-');
 const at = (name) => join(dir, name);
 python(`
@@ -26,7 +29,6 @@ mkdirSync(at('a-directory'));
 
 /** Each mistake: what is done, the code, and what the message must say (the where and the fix). */
 const mistakes = [
-  ['a path given to the browser-safe openNpy in Node', () => openNpy('data/x.npy'), 'NETWORK', [/data\/x\.npy/, /@npyts\/core\/node/]],
   ['an object array loaded without opting in', () => loadNpy(at('objects.npy')), 'PICKLE_UNSUPPORTED', [/objects\.npy/, /allowPickle/]],
   ['an archive with an object member loaded without opting in', () => loadNpz(at('z.npz')), 'PICKLE_UNSUPPORTED', [/z\.npz/, /objects/, /allowPickle/]],
   ['the wrong dtype expected', () => loadNpy(at('w.npy'), { expect: '<f8' }), 'UNEXPECTED_DTYPE', [/w\.npy/, /'<f8'/, /'<f4'/]],
@@ -98,6 +100,23 @@ for (const [what, work, code, says] of mistakes) {
     for (const pattern of says) assert.match(e.message, pattern);
   });
 }
+
+test("a path given to the browser-safe openNpy in Node: without @npyts/core/node loaded, one NpyError NETWORK naming it; with it, the file (paths are one rule, Node's)", async () => {
+  // A process that imports the browser-safe entry alone: nothing has registered Node's files.
+  const alone = execFileSync(
+    process.execPath,
+    ['--input-type=module', '-e', "import('@npyts/core').then((m) => m.openNpy('data/x.npy')).catch((e) => console.log(JSON.stringify([e.code, e.message])))"],
+    { cwd: root, encoding: 'utf8' },
+  );
+  const [code, message] = JSON.parse(alone);
+  assert.is(code, 'NETWORK', message);
+  assert.match(message, /data\/x\.npy/);
+  assert.match(message, /@npyts\/core\/node/);
+  // Here it is loaded: the same call opens the file.
+  const h = await openNpy(at('w.npy'));
+  assert.equal(h.shape, [2, 3]);
+  await h.close?.();
+});
 
 test('a reset connection names the URL and the bytes asked for (NETWORK), not TypeError: terminated', async () => {
   const server = createServer((req) => req.socket.destroy());

@@ -289,6 +289,7 @@ const FUNCTIONS = {
   'openNpz (url)': [(o) => core.openNpz(url, o), [...READ, ...HTTP]],
   openNpy: [(o) => core.openNpy(npyBytes, o), URL_OPTIONS],
   'openNpy (url)': [(o) => core.openNpy(url, o), URL_OPTIONS],
+  openNpySource: [(o) => core.openNpySource(core.bytesSource(npyBytes), o), READ],
   openNpyUrl: [(o) => core.openNpyUrl(url, o), URL_OPTIONS],
   openRaggedUrl: [(o) => core.openRaggedUrl(url, o), URL_OPTIONS],
   urlSource: [(o) => core.urlSource(url, o), HTTP],

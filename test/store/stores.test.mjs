@@ -342,6 +342,12 @@ test('every entry refuses an option it does not know (BAD_OPTION naming it) befo
     'core decodeNpyWithHeader': () => core.decodeNpyWithHeader(npy, bogus),
     'core readNpy': () => core.readNpy(new Blob([npy]), bogus),
     'core openNpyUrl': () => core.openNpyUrl('http://127.0.0.1:9/x.npy', { fetch: noFetch, ...bogus }),
+    // Functions that took a wider options object and passed it through (issue 67): each checks its own names.
+    'core urlSource': () => core.urlSource('http://127.0.0.1:9/x.npy', { fetch: noFetch, ...bogus }),
+    'core decodeNpz': () => core.decodeNpz(new Uint8Array(store.files.get('x.npz')), bogus),
+    'core encodeNpz': () => core.encodeNpz({ x }, bogus),
+    'core openNpySource': () => core.openNpySource(bytesSource(npy), bogus),
+    'core readHeader': () => core.readHeader(npy, bogus),
     'core openRaggedUrl': () => core.openRaggedUrl('http://127.0.0.1:9/x.npy', { fetch: noFetch, ...bogus }),
     'core openNpyAccessHandle': () => core.openNpyAccessHandle(access, bogus),
     'core createNpyAccessHandle': () => core.createNpyAccessHandle(access, { dtype: '<f4', shape: [1], ...bogus }),
@@ -403,6 +409,42 @@ test('every entry refuses an option it does not know (BAD_OPTION naming it) befo
   assert.is((await npyErrorOf(() => node.saveNpy('z.npy', x, { store, durable: true }))).code, 'BAD_OPTION');
   assert.is((await npyErrorOf(() => node.openWeights('x.npz', { store, place: 'https://h/' }))).code, 'BAD_OPTION');
   assert.is((await npyErrorOf(() => core.saveNpy('z.npy', x, { store: {} }))).code, 'BAD_OPTION');
+});
+
+test("one input dispatch: with @npyts/core/node loaded, core's openers read a path or a file: URL string; an option that does not apply beside a store is refused in one words", async () => {
+  const dir = scratch('npyts-dispatch-');
+  const x = { data: new Float32Array([1, 2, 3]) };
+  const file = join(dir, 'w.safetensors');
+  await node.saveSafetensors(file, { x });
+  const npy = join(dir, 'n.npy');
+  await node.saveNpy(npy, x);
+  for (const given of [file, pathToFileURL(file).href, pathToFileURL(file)]) {
+    const w = await core.openWeights(given);
+    assert.equal(Array.from((await w.get('x')).data), [1, 2, 3], String(given));
+    await w.close();
+    // The node entry's opener reads a file: URL given as a string as the file it names too.
+    const s = await node.openSafetensors(given);
+    assert.equal(s.names, ['x'], String(given));
+    await s.close();
+  }
+  const h = await core.openNpy(pathToFileURL(npy).href);
+  assert.equal(Array.from((await h.read([0], [2])).data), [1, 2]);
+  await h.close?.();
+  // mmap beside a store: the same refusal from every entry that takes one, naming the option and what to do.
+  const store = memoryStore();
+  await core.saveNpy('x.npy', x, { store });
+  const messages = [];
+  for (const call of [
+    () => node.loadNpy('x.npy', { store, mmap: 'r' }),
+    () => node.openWeights('x.npy', { store, mmap: 'r' }),
+    () => core.openWeights('x.npy', { store, mmap: 'r' }),
+  ]) {
+    const e = await npyErrorOf(call);
+    assert.is(e.code, 'BAD_OPTION', e.message);
+    messages.push(e.message.replace(/^\w+: /, ''));
+  }
+  assert.is(new Set(messages).size, 1, messages.join('\n'));
+  assert.match(messages[0], /option mmap does not apply beside store.*folderStore\(path, \{ mmap \}\)/);
 });
 
 test('docs/architecture.md, "Adding a place": its Map store runs as written and prints what the guide says', async () => {

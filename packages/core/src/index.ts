@@ -191,7 +191,7 @@ export { fflateCodec } from './npz/fflate.js';
 export { readNpy, writeNpy, type ChunkSink, type ChunkSource } from './io/stream.js';
 export { openNpyUrl, urlSource, type NpyUrlHandle, type UrlOptions, type HttpOptions } from './io/url.js';
 export { redactUrls } from './io/redact.js';
-export { openNpy, openNpySource, type NpyReader, type NpyReadStats, type NpySource, type OpenNpyOptions } from './io/open.js';
+export { openNpy, openNpySource, type NpyReader, type NpyReadStats, type NpySource, type NpySourceOptions, type OpenNpyOptions } from './io/open.js';
 export { openNpyAccessHandle, createNpyAccessHandle, appendNpyAccessHandle, type SyncAccessHandle } from './io/access-handle.js';
 export type { NpyFileHandleSync, CreateOptions, AsyncOptions } from './io/handles.js';
 export {

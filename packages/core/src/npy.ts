@@ -3,7 +3,7 @@ import { allocateBuffer, swapBytesInto } from './array/memory.js';
 import { type DType, parseDescr, shapeSize } from './format/dtype.js';
 import { matchDType } from './format/dtype-cases.js';
 import { NpyError } from './errors.js';
-import { encodeHeader, matchesDescr, readHeader, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
+import { encodeHeader, matchesDescr, readHeaderOf, type NpyHeader, type ReadHeaderOptions } from './format/header.js';
 import { NdArray, isOrderFree, type Order } from './array/ndarray.js';
 import { byteSwapUnit, bytesToData, dataToBytes, storageOf, type BytesToDataOptions } from './array/layout.js';
 import type { ArrayData, TypedArray } from './format/js-types.js';
@@ -167,7 +167,7 @@ export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options
 export function decodeNpyWithHeader(input: Uint8Array | ArrayBufferLike, options: DecodeOptions = {}): { header: NpyHeader; array: NdArray } {
   checkOptions('decodeNpyWithHeader', options, DECODE_KEY_SET);
   const bytes = asBytes(input);
-  const header = readHeader(bytes, options);
+  const header = readHeaderOf(bytes, options);
   if (hasObject(header.dtype) && options.pickle) return { header, array: options.pickle.decode(bytes, header, options) };
   checkDataPresent(header, bytes.length - header.dataOffset);
   return { header, array: arrayOfData(header, bytes.buffer, bytes.byteOffset + header.dataOffset, options) };

@@ -128,6 +128,22 @@ export function checkReadOptions(options: object | null | undefined): void {
 /** numpy's mmap modes: read, read and write the file, copy-on-write (writes stay in this process). */
 export type MapMode = 'r' | 'r+' | 'c';
 
+/** Whether the one "no memory maps here" warning was given. */
+let mapWarned = false;
+
+/**
+ * The one warning (once a process) that `{ mmap }` cannot map here and the file is read by copying.
+ * @internal
+ */
+export function warnNoMap(why: string): void {
+  if (mapWarned) return;
+  mapWarned = true;
+  const text = `npyts: mmap: ${why}; weight files are read by copying instead`;
+  const proc = (globalThis as { process?: { emitWarning?: (text: string, options: { code: string }) => void } }).process;
+  if (proc?.emitWarning) proc.emitWarning(text, { code: 'NPYTS_NO_MMAP' });
+  else console.warn(text);
+}
+
 /**
  * Refuse an `mmap` option that is not one of numpy's modes (absent: no map).
  * @example

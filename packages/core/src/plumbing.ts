@@ -53,7 +53,7 @@ export {
   type GroupLimits,
   type OpenNpy,
 } from './io/region.js';
-export { resolveUrl } from './io/open.js';
+export { resolveUrl, inNode, namesFile, sourceOf } from './io/open.js';
 export { extentsOf } from './refs/references.js';
 export { mapInParallel, settleAll } from './io/settle.js';
 export {

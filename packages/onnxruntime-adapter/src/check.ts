@@ -2,10 +2,20 @@
  * An ONNX Runtime session checked against PyTorch's recorded outputs, and, where it differs, the
  * first PyTorch module whose output differs with the ONNX nodes that compute it.
  */
-import { NpyError, familyOf, toFloat32, type HttpOptions, type NdArray, type WeightFile } from '@npyts/core';
+import { NpyError, familyOf, toFloat32, type NdArray, type WeightFile } from '@npyts/core';
 import type { Tensor } from 'onnxruntime-common';
-import { closeness } from '@npyts/core/plumbing';
-import { decodeModel, encodeModel, inlineExternalData, modelBytes, openInput, type GraphNode, type ModelInput, type WeightInput } from './model.js';
+import { HTTP_KEYS, checkOptions, closeness, knownKeys } from '@npyts/core/plumbing';
+import {
+  decodeModel,
+  encodeModel,
+  inlineExternalData,
+  modelBytes,
+  openInput,
+  type GraphNode,
+  type ModelInput,
+  type OpenInputOptions,
+  type WeightInput,
+} from './model.js';
 import { fromOrtTensor, toOrtTensor, type OrtTensorLike } from './tensors.js';
 
 /**
@@ -43,7 +53,7 @@ export interface SessionLike {
 }
 
 /** Options of {@link checkSession}. */
-export interface CheckSessionOptions extends HttpOptions {
+export interface CheckSessionOptions extends OpenInputOptions {
   /** Aborts the reads. */
   signal?: AbortSignal;
   /** Relative tolerance (default {@link DEFAULT_RTOL}): |ORT − reference| ≤ atol + rtol·|reference|, as numpy's `allclose`. */
@@ -66,6 +76,9 @@ export interface CheckSessionOptions extends HttpOptions {
    */
   createSession?: (model: Uint8Array) => Promise<SessionLike>;
 }
+
+/** The options {@link CheckSessionOptions} names. */
+const CHECK_SESSION_KEYS = knownKeys<CheckSessionOptions>({ ...HTTP_KEYS, store: true, rtol: true, atol: true, model: true, createSession: true });
 
 /** What {@link checkSession} measured. */
 export interface CheckSessionReport {
@@ -187,6 +200,7 @@ async function run(session: SessionLike, feeds: Record<string, Tensor>): Promise
  * const { maxAbsDiff } = await checkSession(session, 'check.npz', { model: 'resnet18.onnx' });
  */
 export async function checkSession(session: SessionLike, reference: WeightInput, options: CheckSessionOptions = {}): Promise<CheckSessionReport> {
+  checkOptions('checkSession', options, CHECK_SESSION_KEYS);
   const rtol = options.rtol ?? DEFAULT_RTOL;
   if (!(rtol >= 0) || (options.atol !== undefined && !(options.atol >= 0))) {
     throw new NpyError('BAD_OPTION', `rtol and atol are tolerances, numbers of at least 0 (got rtol ${options.rtol}, atol ${options.atol})`);

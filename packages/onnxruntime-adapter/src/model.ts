@@ -1,7 +1,7 @@
 /** What this package's functions share: ONNX's ModelProto through protobufjs, and the inputs they open. */
 import protobuf from 'protobufjs/light.js';
-import { NpyError, WeightFile, openWeights, urlSource, type HttpOptions } from '@npyts/core';
-import { OPEN_WEIGHTS_KEYS, checkKey, openKey, pickOptions } from '@npyts/core/plumbing';
+import { NpyError, WeightFile, openWeights, type HttpOptions, type ReadStore } from '@npyts/core';
+import { HTTP_KEYS, OPEN_WEIGHTS_KEYS, checkKey, inNode, namesFile, openKey, pickOptions, sourceOf } from '@npyts/core/plumbing';
 import { urlStore } from '@npyts/core';
 import { ONNX_SCHEMA } from './onnx-schema.js';
 
@@ -128,11 +128,6 @@ export function decodeModel(bytes: Uint8Array): ModelMessage {
   }
 }
 
-export function inNode(): boolean {
-  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof p?.versions?.node === 'string';
-}
-
 /**
  * `@npyts/core/node`, loaded only when a path is used. The specifier is a variable so that browser
  * bundlers do not pull Node's file system into the page (as @npyts/tfjs does).
@@ -142,19 +137,22 @@ async function nodeEntry(): Promise<typeof import('@npyts/core/node')> {
   return (await import(/* @vite-ignore */ specifier)) as typeof import('@npyts/core/node');
 }
 
-/** A path when running in Node and the string names no URL scheme. @internal */
-export const isPath = (input: unknown): input is string => typeof input === 'string' && inNode() && !/^[a-z][a-z0-9+.-]+:/i.test(input);
+/** A path when running in Node: a string that core's rule (`namesFile`) says names a file. @internal */
+export const isPath = (input: unknown): input is string => typeof input === 'string' && inNode() && namesFile(input);
+
+/** The options an input's opening takes: where it is (`store`) and how URLs are read. */
+export interface OpenInputOptions extends HttpOptions {
+  /** The store the inputs given as keys are in (the model's external data files are keys beside it). */
+  store?: ReadStore | undefined;
+}
 
 /** The input opened as a weight file, and whether it was opened here (to be closed here). @internal */
-export async function openInput(input: WeightInput, options: HttpOptions): Promise<[WeightFile, boolean]> {
+export async function openInput(input: WeightInput, options: OpenInputOptions): Promise<[WeightFile, boolean]> {
   if (input instanceof WeightFile) return [input, false];
-  // Only what openWeights takes: it refuses the adapter's own options.
-  const taken = pickOptions(options, OPEN_WEIGHTS_KEYS);
-  if (isPath(input)) {
-    const node = await nodeEntry();
-    return [await node.openWeights(input, taken), true];
-  }
-  return [await openWeights(input, taken), true];
+  // Only what openWeights takes (the entry checked the rest); where the bytes are is core's one rule,
+  // with paths in Node, where its entry adds them.
+  const open = inNode() ? (await nodeEntry()).openWeights : openWeights;
+  return [await open(input, pickOptions(options, OPEN_WEIGHTS_KEYS)), true];
 }
 
 /**
@@ -185,20 +183,19 @@ export async function fileSize(path: string): Promise<number> {
 }
 
 /** A model's bytes: read from a path (Node) or URL, or the bytes given. @internal */
-export async function modelBytes(model: ModelInput, options: HttpOptions = {}): Promise<Uint8Array> {
+export async function modelBytes(model: ModelInput, options: OpenInputOptions = {}): Promise<Uint8Array> {
   if (model instanceof Uint8Array) return model;
   if (model instanceof ArrayBuffer) return new Uint8Array(model);
-  if (isPath(model)) {
-    const node = await nodeEntry();
-    const source = node.fileSource(model);
-    try {
-      return source.read(0, source.size);
-    } finally {
-      source.close?.();
-    }
+  // Core's one input rule: a key of `store`, a path (Node's entry, loaded here, adds paths), a URL.
+  if (inNode()) await nodeEntry();
+  const source = await sourceOf(model, pickOptions(options, HTTP_KEYS, { store: true }), 'the model');
+  try {
+    const bytes = await source.read(0, source.size);
+    if (bytes.length !== source.size) throw new NpyError('TRUNCATED', `the model '${String(model)}' ends at byte ${bytes.length} of ${source.size}`);
+    return bytes;
+  } finally {
+    await source.close?.();
   }
-  const source = await urlSource(model, options);
-  return source.read(0, source.size);
 }
 
 interface ExternalTensor {
@@ -215,7 +212,7 @@ interface ExternalTensor {
  * path or URL. A model given as bytes has nothing to find them beside: BAD_MODEL names the files.
  * @internal
  */
-export async function inlineExternalData(message: ModelMessage, model: ModelInput, options: HttpOptions = {}): Promise<void> {
+export async function inlineExternalData(message: ModelMessage, model: ModelInput, options: OpenInputOptions = {}): Promise<void> {
   const external = ((message.graph?.initializer ?? []) as ExternalTensor[]).filter((t) => t.data_location === 1);
   if (external.length === 0) return;
   const field = (t: ExternalTensor, key: string): string | undefined => t.external_data?.find((e) => e.key === key)?.value;
@@ -234,7 +231,8 @@ export async function inlineExternalData(message: ModelMessage, model: ModelInpu
       let source = opened.get(location);
       if (source === undefined) {
         // The places sharded sets use: a folder (symbolic links that lead out of it refused too), a URL's folder.
-        const store = isPath(model) ? (await nodeEntry()).folderStore(String(model).replace(/[^/\\]*$/, '') || '.') : urlStore(String(model));
+        const store =
+          options.store ?? (isPath(model) ? (await nodeEntry()).folderStore(String(model).replace(/[^/\\]*$/, '') || '.') : urlStore(String(model)));
         checkKey(store, location, what);
         source = await openKey(store, location, options, what);
         opened.set(location, source);

@@ -1,6 +1,6 @@
 /** Weight files swapped into an exported ONNX model's initializers, by name, refusing what the exporter changed. */
-import { NpyError, type OnProgress, type TensorInfo, type WeightFile, blobSource, shapeRepr, type HttpOptions } from '@npyts/core';
-import { HTTP_KEYS, checkOptions, extentsOf, knownKeys, progressReporter, settleAll } from '@npyts/core/plumbing';
+import { NpyError, type OnProgress, type TensorInfo, type WeightFile, blobSource, shapeRepr } from '@npyts/core';
+import { HTTP_KEYS, checkOptions, extentsOf, inNode, knownKeys, progressReporter, settleAll } from '@npyts/core/plumbing';
 import {
   ModelProto,
   decodeModel,
@@ -9,19 +9,19 @@ import {
   type ModelMessage,
   fileSize,
   inlineExternalData,
-  inNode,
   isPath,
   modelBytes,
   openInput,
   openMapped,
   type ModelInput,
+  type OpenInputOptions,
   type WeightInput,
 } from './model.js';
 
 export type { WeightInput } from './model.js';
 
 /** Options of {@link withWeights}. */
-export interface WithWeightsOptions extends HttpOptions {
+export interface WithWeightsOptions extends OpenInputOptions {
   /** Aborts the reads: no tensor is read after it, and `withWeights` rejects with its reason (an `AbortError`). */
   signal?: AbortSignal;
   /**
@@ -40,7 +40,7 @@ export interface WithWeightsOptions extends HttpOptions {
 /** What one wasm32 memory can hold: onnxruntime-web's WebAssembly builds are 32-bit. */
 const WASM32_BYTES = 2 ** 32;
 
-const WITH_WEIGHTS_KEYS = knownKeys<WithWeightsOptions>({ ...HTTP_KEYS, inline: true, onProgress: true });
+const WITH_WEIGHTS_KEYS = knownKeys<WithWeightsOptions>({ ...HTTP_KEYS, store: true, inline: true, onProgress: true });
 
 /** One external data file of {@link WithWeightsResult.externalData}: ORT's `ExternalDataFileDescription`. */
 export interface ExternalDataFile {
@@ -221,7 +221,7 @@ export async function withWeights(model: ModelInput, weights: WeightInput, optio
   if (options.inline === true) {
     whyInline = '{ inline: true } was asked';
     [file, owned] = await openInput(weights, options);
-  } else if (isPath(weights)) {
+  } else if (options.store === undefined && isPath(weights)) {
     const mapped = await openMapped(weights, options);
     file = mapped.file;
     if (mapped.unmapped === undefined) local = { path: absolute(weights), size: mapped.size };

@@ -14,9 +14,9 @@ import {
   type OpenWeightsOptions,
   type WeightFile,
 } from '@npyts/core';
-import { progressReporter, settleAll } from '@npyts/core/plumbing';
+import { NPZ_WRITE_KEYS, knownKeys, pickOptions, progressReporter, settleAll, type KnownKeys } from '@npyts/core/plumbing';
 import { checkFloat64, fromTensor, tensorDTypeOf, toTensor, type ToTensorOptions } from './tensors.js';
-import { checkAdapterOptions, openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
+import { checkEntryOptions, openWeightSource, writeArchive, type NpzSink, type SourceOptions, type WeightSource } from './sources.js';
 import { isIgnoredBuffer, looksLikeStateDict, planPytorch, type PlannedWeight, type PytorchLayoutOptions, type Suspect } from './pytorch.js';
 import { applyTransform, describeTransform, invertTransform, type Transform } from './transform.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
@@ -55,6 +55,12 @@ export interface PlanWeightsOptions extends SourceOptions, PytorchLayoutOptions 
   ignoreUnused?: boolean;
 }
 
+/** The options of {@link planWeights} beside a source's. */
+const PLAN_OWN = { layout: true, names: true, ignoreUnused: true, epsilon: true, flattenLayout: true } as const satisfies KnownKeys<
+  Omit<PlanWeightsOptions, keyof SourceOptions>
+>;
+const PLAN_KEYS = knownKeys<Omit<PlanWeightsOptions, keyof SourceOptions>>(PLAN_OWN);
+
 /** Options of {@link assignWeights}: the plan's, the tensors', and whether to check the result. */
 export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOptions, Pick<CheckModelOptions, 'rtol' | 'atol'> {
   /**
@@ -79,6 +85,18 @@ export interface AssignWeightsOptions extends PlanWeightsOptions, ToTensorOption
   onProgress?: OnProgress;
 }
 
+/** The options of {@link assignWeights} beside a source's. */
+const ASSIGN_KEYS = knownKeys<Omit<AssignWeightsOptions, keyof SourceOptions>>({
+  ...PLAN_OWN,
+  float64: true,
+  int64: true,
+  rtol: true,
+  atol: true,
+  check: true,
+  mmap: true,
+  onProgress: true,
+});
+
 /** How a load reads: tensors' conversion, `signal` checked before each weight, and progress told as each arrives. */
 export interface ReadStepsOptions extends ToTensorOptions {
   signal?: AbortSignal | undefined;
@@ -98,6 +116,7 @@ export interface PlanStep {
  * for (const p of await planWeights(model, 'weights.npz', { layout: 'pytorch' })) console.log(p.weight, '←', p.keys, p.description);
  */
 export async function planWeights(weights: Weights, source: WeightSource, options: PlanWeightsOptions = {}): Promise<PlannedWeight[]> {
+  checkEntryOptions('planWeights', options, PLAN_KEYS);
   const [archive, opened] = await openWeightSource(source, options);
   try {
     return (await planFrom(weights, archive, options)).map((p) => p.step);
@@ -232,6 +251,7 @@ async function stepByName(
  * await assignWeights(model, 'torch.npz', { names: { 'dense/kernel': { key: 'fc1.weight', transpose: true } } });
  */
 export async function assignWeights(weights: Weights, source: WeightSource, options: AssignWeightsOptions = {}): Promise<void> {
+  checkEntryOptions('assignWeights', options, ASSIGN_KEYS);
   const [archive, opened] = await openWeightSource(source, options);
   let checks: WeightFile = archive;
   let checksOpened = false;
@@ -440,6 +460,14 @@ export interface SaveWeightsOptions extends NpzWriteOptions, PytorchLayoutOption
   durable?: boolean;
 }
 
+/** The options of {@link saveWeights} beside a source's (the `like` file's). */
+const SAVE_WEIGHTS_KEYS = knownKeys<Omit<SaveWeightsOptions, keyof SourceOptions>>({
+  ...NPZ_WRITE_KEYS,
+  ...PLAN_OWN,
+  like: true,
+  durable: true,
+});
+
 /**
  * Save a model's weights (or any weights) as a .npz that numpy opens by name: each under tfjs-layers'
  * `originalName` (`dense/kernel`, never `dense/kernel_1`), as `np.load(f)['dense/kernel']`.
@@ -451,9 +479,9 @@ export interface SaveWeightsOptions extends NpzWriteOptions, PytorchLayoutOption
 export async function saveWeights(weights: Weights, target: string | NpzSink, options?: SaveWeightsOptions): Promise<void>;
 export async function saveWeights(weights: Weights, target?: undefined, options?: SaveWeightsOptions): Promise<Uint8Array>;
 export async function saveWeights(weights: Weights, target?: string | NpzSink, options: SaveWeightsOptions = {}): Promise<Uint8Array | void> {
-  checkAdapterOptions(options);
+  checkEntryOptions('saveWeights', options, SAVE_WEIGHTS_KEYS);
   const arrays = options.layout === 'pytorch' ? await pytorchArrays(weights, options) : await namedArrays(weights, options);
-  if (target === undefined) return encodeNpz(arrays, options);
+  if (target === undefined) return encodeNpz(arrays, pickOptions(options, NPZ_WRITE_KEYS));
   await writeArchive(target, arrays, options);
 }
 

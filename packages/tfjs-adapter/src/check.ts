@@ -4,8 +4,8 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, familyOf, transpose, toOrder, type NdArray, type WeightFile } from '@npyts/core';
-import { closeness } from '@npyts/core/plumbing';
-import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
+import { closeness, knownKeys } from '@npyts/core/plumbing';
+import { checkEntryOptions, openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 import { toTensor } from './tensors.js';
 import { CHECK_PREFIX } from './weights.js';
 import { layerClass, planPytorch, type Suspect } from './pytorch.js';
@@ -38,6 +38,9 @@ export interface CheckModelOptions extends SourceOptions {
    */
   layout?: 'pytorch' | 'asIs';
 }
+
+/** The options of {@link checkModel} beside a source's. */
+const CHECK_MODEL_KEYS = knownKeys<Omit<CheckModelOptions, keyof SourceOptions>>({ rtol: true, atol: true, layout: true });
 
 /** What {@link checkModel} measured. */
 export interface CheckResult {
@@ -86,6 +89,7 @@ function fits(shape: readonly number[], model: readonly (number | null)[]): bool
  * const { maxAbsDiff } = await checkModel(model, 'weights.npz');
  */
 export async function checkModel(model: LayersModelLike, source: WeightSource, options: CheckModelOptions = {}): Promise<CheckResult> {
+  checkEntryOptions('checkModel', options, CHECK_MODEL_KEYS);
   const [archive, opened] = await openWeightSource(source, options);
   try {
     // With module outputs recorded, which layer computes which module (the plan of assignWeights,

@@ -19,9 +19,9 @@ import {
   type OnProgress,
   type WeightFile,
 } from '@npyts/core';
-import { MAX_JSON_DEPTH, mapInParallel, nestsDeeperThan, progressReporter, settleAll, type ProgressReporter } from '@npyts/core/plumbing';
+import { MAX_JSON_DEPTH, knownKeys, mapInParallel, nestsDeeperThan, progressReporter, settleAll, type ProgressReporter } from '@npyts/core/plumbing';
 import { stringArray, tensorDTypeOf, tensorValues, type ToTensorOptions, type WeightDType } from './tensors.js';
-import { checkAdapterOptions, isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { checkEntryOptions, isArchive, openArchive, writeArchive, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { arrayKeys, axesOf, type WeightKey, type WeightLike } from './weights.js';
 import { namingWeight, planFrom, stepArray, stepBytes, type PlanStep } from './assign.js';
 import { hasLayers, type LayersModelLike } from './layers.js';
@@ -74,6 +74,24 @@ export interface NpzHandlerOptions extends SourceOptions, ToTensorOptions, Pytor
    */
   onProgress?: OnProgress;
 }
+
+/** The options of {@link npzHandler} beside a source's. */
+const NPZ_HANDLER_KEYS = knownKeys<Omit<NpzHandlerOptions, keyof SourceOptions>>({
+  modelTopology: true,
+  layout: true,
+  names: true,
+  ignoreUnused: true,
+  stream: true,
+  metadataMember: true,
+  onProgress: true,
+  float64: true,
+  int64: true,
+  epsilon: true,
+  flattenLayout: true,
+  compress: true,
+  level: true,
+  date: true,
+});
 
 /** The JSON member: what tfjs's model.json holds, with the weights listed instead of a manifest. */
 interface ModelJson {
@@ -482,7 +500,7 @@ function modelJsonOf(artifacts: Artifacts): ModelJson {
  * const fromNumpy = await tf.loadLayersModel(npzHandler('weights.npz', { modelTopology: topologyJson }));
  */
 export function npzHandler(target: NpzSource | NpzSink, options: NpzHandlerOptions = {}): tf.io.IOHandler {
-  checkAdapterOptions(options);
+  checkEntryOptions('npzHandler', options, NPZ_HANDLER_KEYS);
   const metaMember = options.metadataMember ?? MODEL_JSON;
   const describe = typeof target === 'string' || target instanceof URL ? String(target) : 'the archive';
   return {

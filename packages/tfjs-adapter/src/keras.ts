@@ -4,13 +4,13 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { NpyError, type OnProgress, type OpenWeightsOptions, type WeightFile } from '@npyts/core';
-import { mapInParallel } from '@npyts/core/plumbing';
+import { knownKeys, mapInParallel } from '@npyts/core/plumbing';
 import { planFrom, readAndAssign } from './assign.js';
 import { kerasTopology, needsKerasLayers } from './keras-config.js';
 import { kerasNames, SIZED_RESHAPE, trainingState, type KerasRecords } from './keras-weights.js';
 import { hasLayers, type LayerLike, type LayersModelLike } from './layers.js';
 import type { TensorShapes } from './keras-config-out.js';
-import { checkAdapterOptions, openWeightSource, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
+import { checkEntryOptions, openWeightSource, type NpzSink, type NpzSource, type SourceOptions } from './sources.js';
 import { saveKeras } from './keras-save.js';
 import { kerasConfigOf, kerasMajorOf, kerasRecordsOf } from './keras-file.js';
 import type { ToTensorOptions } from './tensors.js';
@@ -30,6 +30,9 @@ export interface KerasHandlerOptions extends SourceOptions, ToTensorOptions {
    */
   onProgress?: OnProgress;
 }
+
+/** The options of {@link kerasHandler} beside a source's. */
+const KERAS_HANDLER_KEYS = knownKeys<Omit<KerasHandlerOptions, keyof SourceOptions>>({ float64: true, int64: true, mmap: true, onProgress: true });
 
 /** An opened Keras file: its model config, what it records of its layers, and its weights by path. */
 interface KerasModelFile {
@@ -355,7 +358,7 @@ async function kerasArtifacts(file: KerasModelFile, where: string, options: Kera
  * await model.save(kerasHandler('out.keras'));
  */
 export function kerasHandler(source: NpzSource | NpzSink, options: KerasHandlerOptions = {}): tf.io.IOHandler {
-  checkAdapterOptions(options);
+  checkEntryOptions('kerasHandler', options, KERAS_HANDLER_KEYS);
   const where =
     typeof source === 'string' || source instanceof URL ? String(source) : source instanceof Blob && 'name' in source ? String(source.name) : 'the Keras file';
   return {

@@ -1,15 +1,18 @@
 /** Every array of an archive as tensors by name, and tensors by name as an archive. */
 import type * as tf from '@tensorflow/tfjs-core';
 import { NpyError, encodeNpz, type NdArray, type NpzWriteOptions } from '@npyts/core';
-import { putOwn } from '@npyts/core/plumbing';
+import { knownKeys, putOwn } from '@npyts/core/plumbing';
 import { fromTensor, toTensor, type ToTensorOptions } from './tensors.js';
-import { openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
+import { checkEntryOptions, openWeightSource, type SourceOptions, type WeightSource } from './sources.js';
 
 /** Tensors by name, as tfjs names them. */
 export type NamedTensorMap = Record<string, tf.Tensor>;
 
 /** Options of {@link loadTensors}: the archive's, the conversion's, and `fetch`/`signal` for URLs. */
 export interface LoadTensorsOptions extends SourceOptions, ToTensorOptions {}
+
+/** The options of {@link loadTensors} beside a source's. */
+const LOAD_TENSORS_KEYS = knownKeys<Omit<LoadTensorsOptions, keyof SourceOptions>>({ float64: true, int64: true });
 
 /**
  * Every tensor of a weight file as a tfjs tensor, by name: a .npz, a torch.save file, a .safetensors
@@ -19,6 +22,7 @@ export interface LoadTensorsOptions extends SourceOptions, ToTensorOptions {}
  * const tensors = await loadTensors('model.safetensors');
  */
 export async function loadTensors(source: WeightSource, options: LoadTensorsOptions = {}): Promise<NamedTensorMap> {
+  checkEntryOptions('loadTensors', options, LOAD_TENSORS_KEYS);
   const [archive, opened] = await openWeightSource(source, options);
   try {
     const out: NamedTensorMap = {};

@@ -2,7 +2,6 @@
 import {
   NpyError,
   WeightFile,
-  decodeNpz,
   encodeNpz,
   openNpz,
   openWeights,
@@ -14,6 +13,7 @@ import {
   type NpzArchive,
   type NpzOptions,
   type NpzWriteOptions,
+  type ReadStore,
 } from '@npyts/core';
 import {
   LEVEL_RULES,
@@ -23,9 +23,10 @@ import {
   TOLERANCE,
   checkNumber,
   checkNumbers,
+  checkOptions,
   checkReadOptions,
+  inNode,
   pickOptions,
-  resolveUrl,
 } from '@npyts/core/plumbing';
 
 /** Where a .npz is read from: bytes, a `Blob`/`File`, a URL, or (in Node) a file path; or an opened archive. */
@@ -47,18 +48,35 @@ export async function openWeightSource(source: WeightSource, options: SourceOpti
   checkAdapterOptions(options);
   if (source instanceof WeightFile) return [source, false];
   if (isArchive(source)) return [weightsOfArchive(source), false];
-  // Only what openWeights takes: it refuses the adapter's own options (tolerances, layouts).
-  const taken = pickOptions(options, OPEN_WEIGHTS_KEYS);
-  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [await openWeights(source, taken), true];
-  const text = String(source);
-  if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
-    return [await openWeights(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...taken }), true];
-  }
-  return [await (await nodeEntry()).openWeights(text, taken), true];
+  // Only what openWeights takes (the entry checked the rest: tolerances, layouts). Where the bytes
+  // are is core's one rule (paths in Node, where its entry adds them); a URL's whole body is used
+  // where a server ignores Range, as the weights are to be read anyway.
+  const open = inNode() ? (await nodeEntry()).openWeights : openWeights;
+  return [await open(source, { wholeBodyBytes: Infinity, ...pickOptions(options, OPEN_WEIGHTS_KEYS) }), true];
 }
 
-/** Options for reading a source: the archive's, and those of URL reads (`fetch`, headers, request sizes; `signal` aborts any read). */
-export interface SourceOptions extends NpzOptions, HttpOptions {}
+/**
+ * Options for reading a source: the archive's, those of URL reads (`fetch`, headers, request sizes;
+ * `signal` aborts any read), and the store a source given by key is in (`{ store }`).
+ */
+export interface SourceOptions extends NpzOptions, HttpOptions {
+  /** The store the source is in, given by its key: `assignWeights(model, 'w.npz', { store })`. */
+  store?: ReadStore | undefined;
+}
+
+/** The options every entry that reads a source takes (those of core's openers it hands them to). */
+const SOURCE_KEYS: ReadonlySet<string> = new Set([...OPEN_WEIGHTS_KEYS, ...OPEN_NPZ_KEYS]);
+
+/**
+ * Refuse (`BAD_OPTION`, naming it) an option `entry` does not take, before anything is read: a
+ * source's (see {@link SourceOptions}) and `own`, the entry's own; then the numeric ones.
+ * @example
+ * checkEntryOptions('loadTensors', options, TO_TENSOR_KEYS);
+ */
+export function checkEntryOptions(entry: string, options: object, own: ReadonlySet<string>): void {
+  checkOptions(entry, options, new Set([...SOURCE_KEYS, ...own]));
+  checkAdapterOptions(options);
+}
 
 /**
  * Refuse numeric options of any of the adapter's functions that are not numbers of their kind
@@ -72,15 +90,6 @@ export function checkAdapterOptions(options: object): void {
   if (epsilon !== null && typeof epsilon === 'object') for (const [name, e] of Object.entries(epsilon)) checkNumber(`epsilon['${name}']`, e, TOLERANCE);
   else checkNumber('epsilon', epsilon, TOLERANCE);
 }
-
-/** True in Node (and runtimes that pose as it): a string without a scheme is a file path there. */
-export function inNode(): boolean {
-  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof p?.versions?.node === 'string';
-}
-
-/** `http:`, `https:`, `blob:`, `data:`, `file:`…: a string that names its scheme (a drive letter is not one). */
-const SCHEME = /^[a-z][a-z0-9+.-]+:/i;
 
 /** True for an opened archive handed in by the caller (it is theirs to close). */
 export function isArchive(source: unknown): source is NpzArchive {
@@ -128,12 +137,8 @@ function checkNotTorch(archive: NpzArchive, what: string): NpzArchive {
  * read anyway).
  */
 async function openAny(source: Exclude<NpzSource, NpzArchive>, options: SourceOptions): Promise<[NpzArchive, boolean]> {
-  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return [decodeNpz(source, options), true];
-  const text = String(source);
-  if ((typeof Blob !== 'undefined' && source instanceof Blob) || source instanceof URL || SCHEME.test(text) || !inNode()) {
-    return [await openNpz(source instanceof Blob ? source : resolveUrl(text), { wholeBodyBytes: Infinity, ...pickOptions(options, OPEN_NPZ_KEYS) }), true];
-  }
-  return [await (await nodeEntry()).openNpz(text, pickOptions(options, OPEN_NPZ_KEYS)), true];
+  const open = inNode() ? (await nodeEntry()).openNpz : openNpz;
+  return [await open(source, { wholeBodyBytes: Infinity, ...pickOptions(options, OPEN_NPZ_KEYS) }), true];
 }
 
 /**
@@ -159,7 +164,7 @@ export async function writeArchive(
   options: NpzWriteOptions & { signal?: AbortSignal | undefined; durable?: boolean | undefined },
 ): Promise<void> {
   if (typeof target === 'function') {
-    await target(encodeNpz(arrays, options));
+    await target(encodeNpz(arrays, pickOptions(options, NPZ_WRITE_KEYS)));
     return;
   }
   if (!inNode())

@@ -2,7 +2,7 @@
 import { type DType, dtypeFromHeaderValue, parseDescr, shapeRepr, voidAsMlFloat } from './dtype.js';
 import type { MlFloatName } from './ml-floats.js';
 import { NpyError } from '../errors.js';
-import { DECODE_RULES, checkNumbers } from '../options.js';
+import { DECODE_RULES, checkNumbers, checkOptions, knownKeys, pickOptions } from '../options.js';
 import { PyTuple, parsePyLiteral, reprPy, type PyValue } from './literal.js';
 import type { DescrInput } from './descr-types.js';
 
@@ -67,6 +67,19 @@ export interface ReadHeaderOptions {
   voidAs?: MlFloatName;
 }
 
+/** The options {@link ReadHeaderOptions} names: callers with wider options pick these (`pickOptions`). */
+export const READ_HEADER_KEYS: ReadonlySet<string> = knownKeys<ReadHeaderOptions>({ maxHeaderBytes: true, expect: true, exactByteOrder: true, voidAs: true });
+
+/**
+ * {@link readHeader} for a caller with wider options (a decoder's, an archive's, a reader's): their
+ * numbers checked (a NaN limit is a mistake whatever reads it), the header's own picked.
+ * @internal
+ */
+export function readHeaderOf(input: Uint8Array | ArrayBuffer, options: object): NpyHeader {
+  checkNumbers(options, DECODE_RULES);
+  return readHeader(input, pickOptions(options as ReadHeaderOptions, READ_HEADER_KEYS));
+}
+
 const latin1 = new TextDecoder('latin1');
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -128,6 +141,7 @@ function checkMagic(bytes: Uint8Array): void {
  * const h = readHeader(bytes);   // { version, dtype, shape, fortranOrder, dataOffset, size, dataBytes }
  */
 export function readHeader(input: Uint8Array | ArrayBuffer, options: ReadHeaderOptions = {}): NpyHeader {
+  checkOptions('readHeader', options, READ_HEADER_KEYS);
   checkNumbers(options, DECODE_RULES);
   const bytes = input instanceof Uint8Array ? input : new Uint8Array(input);
   checkMagic(bytes);

@@ -3,7 +3,7 @@
  * then, when the header is longer, the rest of it — but only after its claimed length has passed
  * the maxHeaderBytes check, so a length field of 4 GiB is refused before anything is allocated.
  */
-import { DEFAULT_MAX_HEADER_BYTES, headerBytesNeeded, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
+import { DEFAULT_MAX_HEADER_BYTES, headerBytesNeeded, readHeaderOf, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { DECODE_RULES, checkNumbers } from '../options.js';
 import { readBytes, type FileRef, type Operation } from './steps.js';
 
@@ -23,7 +23,7 @@ function moreNeeded(prefix: Uint8Array, sourceEnded: boolean, options: ReadHeade
 
 /** Refuse (HEADER_TOO_LARGE) a header whose length field, present in `prefix`, exceeds maxHeaderBytes. */
 export function checkHeaderLength(prefix: Uint8Array, options: ReadHeaderOptions): void {
-  if (headerBytesNeeded(prefix) - 12 > (options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES)) readHeader(prefix, options); // throws
+  if (headerBytesNeeded(prefix) - 12 > (options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES)) readHeaderOf(prefix, options); // throws
 }
 
 /**
@@ -48,7 +48,7 @@ export function* readingHeaderOf(
     joined.set(more, prefix.length);
     prefix = joined;
   }
-  return readHeader(prefix, options);
+  return readHeaderOf(prefix, options);
 }
 
 /** The steps that read the header of an open file (a few hundred bytes in the common case). */

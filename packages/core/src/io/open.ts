@@ -7,14 +7,14 @@ import { readingHeader } from './header-read.js';
 import { SOURCE, drive, performReads } from './steps.js';
 import { blobSource, bytesSource, isByteSource, isPromise, type ByteSource } from './byte-source.js';
 import { NpyError } from '../errors.js';
-import { URL_KEYS, openNpyUrl, urlSource, type HttpOptions, type UrlOptions, type UrlSourceOptions } from './url.js';
+import { HTTP_KEYS, URL_KEYS, URL_SOURCE_KEYS, openNpyUrl, urlSource, type UrlOptions, type UrlSourceOptions } from './url.js';
 import { npyReaderOf, type NpyReadStats, type NpyReader } from './reader.js';
 
 export { npyReaderOf, type NpyReadStats, type NpyReader, type ReadTuning, type ReaderOptions } from './reader.js';
-import { checkOptions, checkReadOptions, knownKeys } from '../options.js';
-import { checkStore, openKey } from '../store/key.js';
+import { checkMapMode, checkOptions, checkReadOptions, knownKeys, pickOptions, warnNoMap, type MapMode } from '../options.js';
+import { checkStore, hasScheme, openKey, refuseBesideStore } from '../store/key.js';
 import type { ReadStore } from '../store/types.js';
-import { checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
+import { DECODE_KEYS, checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
 /**
  * Where a .npy can be opened from in any runtime: a URL, a `Blob`, bytes, a byte source, or a promise
@@ -33,53 +33,123 @@ export function resolveUrl(url: string | URL): string {
 }
 
 /**
- * The byte source of a file given as a URL (read by range requests; a relative URL resolves against
- * the page; `tailBytes` is what the first request asks for, from the end; `opener` is the function
- * named when a path is given), a `Blob` (sliced), bytes (viewed), or a source (as it is): the one
- * place where every container's input becomes a source.
+ * True in Node (and runtimes that pose as it): where a string without a URL scheme names a file.
  * @example
- * const source = await sourceOf('https://example.org/model.safetensors');
+ * const { openWeights } = inNode() ? await import('@npyts/core/node') : await import('@npyts/core');
  */
-export async function sourceOf(input: NpySource, options: UrlSourceOptions = {}): Promise<ByteSource> {
-  // Every opener's options, checked whatever the input: bytes ignore the HTTP ones, but a NaN is a mistake anywhere.
-  checkReadOptions(options);
-  if (typeof input === 'string' || input instanceof URL) return urlSource(resolveUrl(input), options);
-  if (typeof Blob !== 'undefined' && input instanceof Blob) return blobSource(input);
-  return settledSource(input);
+export function inNode(): boolean {
+  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
+  return typeof p?.versions?.node === 'string';
 }
 
 /**
- * The source of `input`, a key of `store` where one is given (the input is then a string), else
- * what `sourceOf` makes of it: the one rule of `{ store }` for the openers of one file.
+ * Whether a string names a local file where there are files (Node): it has no URL scheme, or it is a
+ * `file:` URL. A drive letter (`C:\\w.npz`) is no scheme here, though `hasScheme` (the key rule,
+ * which refuses local files) counts it as one.
+ * @example
+ * namesFile('w.npz');                 // true
+ * namesFile('C:\\data\\w.npz');        // true
+ * namesFile('https://example.org/w'); // false
+ */
+export function namesFile(text: string): boolean {
+  return !hasScheme(text) || /^([a-z]|file):/i.test(text);
+}
+
+/**
+ * What a runtime with a file system adds to {@link locate}: the path an input names, and a source
+ * over a path. `@npyts/core/node` registers Node's when it loads (only node/ imports `node:*`).
  * @internal
  */
-export async function sourceIn(entry: string, input: unknown, options: HttpOptions & { store?: ReadStore | undefined }): Promise<ByteSource> {
-  if (options.store === undefined) return sourceOf(input as NpySource, options);
-  checkStore(entry, options.store, 'read');
-  if (typeof input !== 'string')
-    throw new NpyError('BAD_OPTION', `${entry}: with { store }, the file is given by its key in the store (a string), not ${typeof input}`);
-  return openKey(options.store, input, options);
+export interface LocalFiles {
+  /** The path `input` names (a path, a `file:` URL), or null for anything else. */
+  pathOf(input: unknown): string | null;
+  /** A source over the file at `path` (a map of it with `mmap`, where maps can be made). */
+  open(path: string, options: SourceOptions): Promise<ByteSource>;
+}
+
+let localFiles: LocalFiles | undefined;
+
+/** Register the runtime's files (`@npyts/core/node` does, once loaded). @internal */
+export function useLocalFiles(files: LocalFiles): void {
+  localFiles = files;
 }
 
 /**
- * `input` as a byte source when it is one, a promise of one (awaited), or bytes; anything else is
- * BAD_OPTION naming what was given (never read as bytes, whose first ones then look like no format).
+ * Where an input's bytes are: a key of a store, a file path (where a file system is registered), a
+ * URL (resolved against the page), or a source (a `Blob` sliced, bytes viewed, a byte source or a
+ * promise of one, checked when settled).
+ * @internal
  */
-async function settledSource(input: unknown): Promise<ByteSource> {
-  if (isByteSource(input)) return input;
-  if (isPromise(input)) {
-    const source: unknown = await input;
-    if (isByteSource(source)) return source;
-    throw new NpyError(
-      'BAD_OPTION',
-      `the promise given to open resolved to ${describe(source)}, not a byte source; pass a URL, a Blob, bytes or a byte source`,
-    );
+export type Location =
+  | { readonly store: ReadStore; readonly key: string }
+  | { readonly path: string }
+  | { readonly url: string }
+  | { readonly source: ByteSource | PromiseLike<unknown> };
+
+/**
+ * The one input dispatch: where the bytes of what a user passes to `entry` are. With `{ store }`
+ * the input is a key of it (a string); else a path or `file:` URL is a file (in Node), another URL
+ * is read by range, a `Blob` by slices, bytes as they are. Anything else is BAD_OPTION.
+ * @example
+ * locate('w.npy', { store }, 'openNpy');              // { store, key: 'w.npy' }
+ * locate('https://example.org/w.npy', {}, 'openNpy'); // { url: 'https://example.org/w.npy' }
+ * @internal
+ */
+export function locate(input: unknown, options: { store?: ReadStore | undefined; mmap?: MapMode | undefined }, entry: string): Location {
+  if (options.store !== undefined) {
+    checkStore(entry, options.store, 'read');
+    if (typeof input !== 'string')
+      throw new NpyError('BAD_OPTION', `${entry}: with { store }, the file is given by its key in the store (a string), not ${typeof input}`);
+    refuseBesideStore(entry, options, ['mmap']);
+    return { store: options.store, key: input };
   }
+  const path = localFiles?.pathOf(input) ?? null;
+  if (path !== null) return { path };
+  if (typeof input === 'string' || input instanceof URL) return { url: resolveUrl(input) };
+  if (typeof Blob !== 'undefined' && input instanceof Blob) return { source: blobSource(input) };
+  if (isByteSource(input) || isPromise(input)) return { source: input };
   // By tag, not instanceof: bytes made in another realm (a vm context, a test runner's) are bytes too.
   const tag = Object.prototype.toString.call(input);
   if (ArrayBuffer.isView(input) || tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]')
-    return bytesSource(input as ArrayBuffer, 'the bytes');
-  throw new NpyError('BAD_OPTION', `cannot open ${describe(input)}: pass a URL, a Blob, bytes (ArrayBuffer, Uint8Array) or a byte source`);
+    return { source: bytesSource(input as ArrayBuffer, 'the bytes') };
+  throw new NpyError('BAD_OPTION', `${entry}: cannot open ${describe(input)}: pass a URL, a Blob, bytes (ArrayBuffer, Uint8Array) or a byte source`);
+}
+
+/** Options of {@link sourceOf}: those of a URL's reads, the store a key is in, and a file's map mode. */
+export interface SourceOptions extends UrlSourceOptions {
+  store?: ReadStore | undefined;
+  mmap?: MapMode | undefined;
+}
+
+/**
+ * The byte source of what a user passes (see {@link locate}): a store's key, a file (Node), a URL
+ * read by range requests (`tailBytes` is what the first request asks for, from the end), a `Blob`,
+ * bytes or a source: the one place where every container's input becomes a source.
+ * @example
+ * const source = await sourceOf('https://example.org/model.safetensors', {}, 'openWeights');
+ */
+export async function sourceOf(input: unknown, options: SourceOptions = {}, entry = 'open'): Promise<ByteSource> {
+  // Every opener's options, checked whatever the input: bytes ignore the HTTP ones, but a NaN is a mistake anywhere.
+  checkReadOptions(options);
+  checkMapMode(options.mmap);
+  return sourceAt(locate(input, options, entry), options);
+}
+
+/** The source of a {@link Location}. @internal */
+export async function sourceAt(where: Location, options: SourceOptions): Promise<ByteSource> {
+  if ('store' in where) return openKey(where.store, where.key, pickOptions(options, HTTP_KEYS));
+  if ('path' in where && localFiles !== undefined) {
+    options.signal?.throwIfAborted();
+    return localFiles.open(where.path, options);
+  }
+  if (options.mmap) warnNoMap('memory maps need a file given by path');
+  if ('url' in where) return urlSource(where.url, pickOptions(options, URL_SOURCE_KEYS));
+  if (!('source' in where)) throw new NpyError('BAD_OPTION', 'no file system here to open a path in');
+  const { source } = where;
+  if (isByteSource(source)) return source;
+  const settled: unknown = await source;
+  if (isByteSource(settled)) return settled;
+  throw new NpyError('BAD_OPTION', `the promise given to open resolved to ${describe(settled)}, not a byte source; pass a URL, a Blob, bytes or a byte source`);
 }
 
 /** What a value is, for a message: its class's name, or its type. */
@@ -112,12 +182,23 @@ export async function openingOver<T>(source: ByteSource, input: unknown, open: (
   }
 }
 
+/** Options of {@link openNpySource}: the decode options, `signal`, and the name messages give the file. */
+export interface NpySourceOptions extends DecodeOptions {
+  signal?: AbortSignal | undefined;
+  name?: string | undefined;
+}
+
+/** The options {@link NpySourceOptions} names. */
+const NPY_SOURCE_KEYS: ReadonlySet<string> = knownKeys<NpySourceOptions>({ ...DECODE_KEYS, signal: true, name: true });
+
 /**
  * Open a .npy from a {@link ByteSource}: the header is read now, regions when asked for.
  * @example
  * const h = await openNpySource(blobSource(file));
  */
-export async function openNpySource(source: ByteSource, options: DecodeOptions & { signal?: AbortSignal | undefined; name?: string } = {}): Promise<NpyReader> {
+export async function openNpySource(source: ByteSource, options: NpySourceOptions = {}): Promise<NpyReader> {
+  checkOptions('openNpySource', options, NPY_SOURCE_KEYS);
+  checkReadOptions(options);
   const stats: NpyReadStats = { requests: 0, bytes: 0, cached: 0 };
   const header = await drive(readingHeader(SOURCE, options), performReads(countedReads(source, stats)), options.signal);
   checkDataPresent(header, source.size - header.dataOffset);
@@ -157,13 +238,10 @@ export async function openNpy(source: NpySource, options?: OpenNpyOptions): Prom
 export async function openNpy(source: NpySource, options: OpenNpyOptions = {}): Promise<NpyReader> {
   checkOptions('openNpy', options, OPEN_NPY_KEYS);
   checkReadOptions(options);
-  if (options.store !== undefined) {
-    const opened = await sourceIn('openNpy', source, options);
-    return openingOver(opened, source, () => openNpySource(opened, { ...options, name: String(source) }));
-  }
-  if (typeof source === 'string' || source instanceof URL) return openNpyUrl(resolveUrl(source), options);
-  if (typeof Blob !== 'undefined' && source instanceof Blob) {
-    return openNpySource(blobSource(source), options);
-  }
-  return openNpySource(await settledSource(source), options);
+  const where = locate(source, options, 'openNpy');
+  // A URL's reader keeps the first answer and joins ranges (openNpyUrl); every other source is read by position.
+  if ('url' in where) return openNpyUrl(where.url, pickOptions(options, URL_KEYS));
+  const opened = await sourceAt(where, options);
+  const name = 'key' in where ? where.key : 'path' in where ? where.path : undefined;
+  return openingOver(opened, source, () => openNpySource(opened, { ...pickOptions(options, NPY_SOURCE_KEYS), ...(name !== undefined ? { name } : {}) }));
 }

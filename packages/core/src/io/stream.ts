@@ -14,7 +14,7 @@ import {
 import { checkOptions } from '../options.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NpyError } from '../errors.js';
-import { headerBytesNeeded, readHeader } from '../format/header.js';
+import { headerBytesNeeded, readHeaderOf } from '../format/header.js';
 import { checkHeaderLength } from './header-read.js';
 import { NdArray } from '../array/ndarray.js';
 import { bytesToData } from '../array/layout.js';
@@ -84,7 +84,7 @@ export async function readNpy(source: ChunkSource, options: DecodeOptions = {}):
       const { done, value } = await chunks.next();
       if (done) {
         // Let readHeader explain what is missing.
-        readHeader(joinPending(), options);
+        readHeaderOf(joinPending(), options);
         throw new NpyError('TRUNCATED', `stream ended after ${gathered} bytes, inside the header`);
       }
       pending.push(value);
@@ -96,7 +96,7 @@ export async function readNpy(source: ChunkSource, options: DecodeOptions = {}):
     checkHeaderLength(prefix, options);
     need = full;
   }
-  const header = readHeader(prefix, options);
+  const header = readHeaderOf(prefix, options);
   if (hasObject(header.dtype)) {
     // A pickle has no size up front: gather the rest, then hand it to the codec (or refuse).
     const parts = [prefix];

@@ -331,6 +331,10 @@ export interface UrlSourceOptions extends HttpOptions {
   opener?: string;
 }
 
+/** The options {@link UrlSourceOptions} names. @internal */
+export const URL_SOURCE_KEYS = { ...HTTP_KEYS, tailBytes: true, opener: true } as const satisfies KnownKeys<UrlSourceOptions>;
+const URL_SOURCE_KEY_SET: ReadonlySet<string> = knownKeys<UrlSourceOptions>(URL_SOURCE_KEYS);
+
 /** What a file is read as, for the advice of a refusal: by its reader, else by its name's extension. */
 export type UrlFormat = 'npy' | 'npz' | 'weights';
 
@@ -819,6 +823,7 @@ export async function urlSource(
   url: string | URL,
   options: UrlSourceOptions = {},
 ): Promise<AsyncByteSource & { readonly stats: { reads: number; bytes: number; cached: number } }> {
+  checkOptions('urlSource', options, URL_SOURCE_KEY_SET);
   checkReadOptions(options);
   const http = new HttpFile(String(url), options, undefined, options.opener);
   const tail = await http.range(0, Math.max(1, options.tailBytes ?? ZIP_TAIL), options.signal, true);

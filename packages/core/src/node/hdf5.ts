@@ -1,9 +1,8 @@
 /** HDF5 files on disk: opened by path, read by position. */
 import { Hdf5File } from '../hdf5/file.js';
-import { openingOver, type NpySource } from '../io/open.js';
+import { openingOver, sourceOf, type NpySource } from '../io/open.js';
 import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { checkOptions } from '../options.js';
-import { nodeSourceOf } from './sources.js';
 
 /**
  * Open an HDF5 file (the subset h5py and Keras write) without blocking: a path or `file:` URL
@@ -18,6 +17,6 @@ import { nodeSourceOf } from './sources.js';
 export async function openHdf5(input: string | NpySource, options: HttpOptions = {}): Promise<Hdf5File> {
   checkOptions('openHdf5', options, HTTP_KEY_SET);
   options.signal?.throwIfAborted();
-  const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
+  const source = await sourceOf(input, { ...options, tailBytes: 1 }, 'openHdf5');
   return openingOver(source, input, () => Hdf5File.open(source, options));
 }

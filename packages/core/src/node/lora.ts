@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import type { NpySource } from '../io/open.js';
 import { mergeLoraWith, urlInFolder, type LoraAdapterParts, type MergeLoraOptions } from '../lora/merge.js';
 import type { WeightFile } from '../weights/open.js';
-import { nodeSourceOf, pathOf } from './sources.js';
+import { sourceOf } from '../io/open.js';
+import { pathOf } from './sources.js';
 import { openWeights } from './weights.js';
 
 /**
@@ -24,7 +25,7 @@ export async function mergeLora(
   return mergeLoraWith(
     {
       openWeights: (input, o) => openWeights(input, o),
-      source: (input, o) => nodeSourceOf(input, o),
+      source: (input, o) => sourceOf(input, o, 'mergeLora'),
       inFolder: (folder, file) => {
         const path = pathOf(folder);
         return path === null ? urlInFolder(folder, file) : join(path, file);

@@ -12,9 +12,8 @@ import type { TypedArray } from '../format/js-types.js';
 import { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import type { StorageOf } from '../format/descr-types.js';
-import { checkMapMode, checkOptions, type MapMode } from '../options.js';
+import { checkMapMode, checkOptions, warnNoMap, type MapMode } from '../options.js';
 import type { SyncByteSource } from '../io/byte-source.js';
-import { warnNoMap } from '../weights/open.js';
 import { mapFile, mapUnavailable, unmapFile } from './native.js';
 import { openFileSync, readFully, readHeaderFromFd } from './fd.js';
 

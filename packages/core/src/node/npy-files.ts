@@ -31,7 +31,8 @@ import { writingBeside, type ReplaceOptions } from './beside.js';
 import type { FileRef, Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
 import { checkOptions, knownKeys, pickOptions } from '../options.js';
-import { loadNpy as loadNpyIn, refuseBesideStore, saveNpy as saveNpyIn } from '../store/entries.js';
+import { loadNpy as loadNpyIn, saveNpy as saveNpyIn } from '../store/entries.js';
+import { refuseBesideStore } from '../store/key.js';
 import type { ReadStore, WriteStore } from '../store/types.js';
 
 /** The steps that read the header of the .npy file at `path`. */

@@ -14,7 +14,8 @@ import { missingKey } from '../store/write.js';
 import { besideWriter, type ReplaceOptions } from './beside.js';
 import { run } from './drive.js';
 import { takingAppendLock } from './lock.js';
-import { nodeSourceOf } from './sources.js';
+import { sourceOf } from '../io/open.js';
+import './sources.js';
 
 /**
  * The path of a sibling of the file at `indexPath`, inside its folder: `UNSAFE_PATH` for a name
@@ -106,7 +107,7 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode, wri
     },
     async open(key, options = {}) {
       const target = pathOf(key);
-      const source = await nodeSourceOf(target, { ...options, tailBytes: 1, mmap });
+      const source = await sourceOf(target, { ...options, tailBytes: 1, mmap }, 'folderStore');
       const was = seen.get(key);
       if (was) {
         const now = await stat(target).catch(() => null);

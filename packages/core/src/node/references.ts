@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import type { NpySource } from '../io/open.js';
 import { checkOptions } from '../options.js';
 import { REFERENCES_OF_KEYS, referenceInput, referencesOfSources, type ReferenceSet, type ReferencesOfOptions } from '../refs/references.js';
-import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
+import { sourceOf } from '../io/open.js';
+import { pathOf } from './sources.js';
 import { nodePlaceOf } from './weights.js';
 
 /**
@@ -20,8 +21,8 @@ export async function referencesOf(input: string | NpySource | readonly (string 
     // A path is made absolute first: the references, and a sharded set's shards, name it so.
     const path = pathOf(given);
     const one = path === null ? given : resolve(path);
-    const url = path !== null ? (one as string) : typeof one === 'string' && isHttpUrl(one) ? one : one instanceof URL ? one.href : null;
-    return referenceInput(one, url, nodePlaceOf(one, options), () => nodeSourceOf(one, { ...options, tailBytes: 1 }));
+    const url = path !== null ? (one as string) : typeof one === 'string' ? one : one instanceof URL ? one.href : null;
+    return referenceInput(one, url, nodePlaceOf(one, options), () => sourceOf(one, { ...options, tailBytes: 1 }, 'referencesOf'));
   });
   return referencesOfSources(inputs, options);
 }

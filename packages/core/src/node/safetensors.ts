@@ -1,6 +1,6 @@
 /** .safetensors files on disk: opened by position, written beside the target and renamed over it. */
 import type { SyncByteSource } from '../io/byte-source.js';
-import { openingOver, type NpySource } from '../io/open.js';
+import { openingOver, sourceOf, type NpySource } from '../io/open.js';
 import type { Operation } from '../io/steps.js';
 import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
@@ -19,9 +19,10 @@ import { resolve, sep } from 'node:path';
 import { writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
-import { fileSource, nodeSourceOf } from './sources.js';
+import { fileSource } from './sources.js';
 import { checkOptions, knownKeys } from '../options.js';
-import { refuseBesideStore, saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
+import { saveSafetensors as saveSafetensorsIn } from '../store/entries.js';
+import { refuseBesideStore } from '../store/key.js';
 import type { WriteStore } from '../store/types.js';
 import { folderStoreOf, type FolderWriteOptions } from './place.js';
 import { readdirSync, type Dirent } from 'node:fs';
@@ -40,7 +41,7 @@ export type { SafetensorsSource } from '../safetensors/save.js';
  */
 export async function openSafetensors(input: string | NpySource, options: HttpOptions = {}): Promise<SafetensorsFile> {
   checkOptions('openSafetensors', options, HTTP_KEY_SET);
-  const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
+  const source = await sourceOf(input, { ...options, tailBytes: 1 }, 'openSafetensors');
   return openingOver(source, input, () => SafetensorsFile.open(source, options));
 }
 

@@ -1,9 +1,9 @@
 /**
  * Files as byte sources, and the one rule of what a Node input names: a path or `file:` URL is a
- * file read by position, an `http(s)` URL is read by range, anything else is what core's readers take.
+ * file read by position (registered with core's input dispatch), a URL is read by range, anything
+ * else is what core's readers take.
  */
-import { checkMapMode, checkReadOptions, type MapMode } from '../options.js';
-import { warnNoMap } from '../weights/open.js';
+import type { MapMode } from '../options.js';
 import { mappedFileSource } from './mmap.js';
 import { closeSync, fstatSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { allocateBuffer } from '../array/memory.js';
 import { withWhere } from '../errors.js';
 import type { AsyncByteSource, ByteSource, SyncByteSource } from '../io/byte-source.js';
-import { sourceOf, type NpySource } from '../io/open.js';
-import type { HttpOptions } from '../io/url.js';
+import { namesFile, useLocalFiles } from '../io/open.js';
 import { openFile, openFileSync, readFully, readFullyAsync } from './fd.js';
 
 /**
@@ -56,42 +55,27 @@ export function fileHandleSource(fh: FileHandle, path: string, size: number): As
   };
 }
 
-/** Whether a string names a URL that `openNpz` reads by range rather than a path (`http:`, `https:`). */
-export function isHttpUrl(text: string): boolean {
-  return /^https?:\/\//i.test(text);
-}
-
 /**
- * The path a Node input names, or null for a URL read over HTTP and for inputs that are not paths.
+ * The path a Node input names (a path, or a `file:` URL as a `URL` or a string), or null for a URL
+ * of another scheme (`http(s):`, `data:`, `blob:`: read as a URL) and for inputs that are not paths.
+ * The one rule of it, registered with core's input dispatch (`locate`, io/open.ts).
  * @example
  * pathOf(new URL('file:///data/w.npz'));   // '/data/w.npz'
+ * pathOf('C:\\data\\w.npz');               // 'C:\\data\\w.npz' (a drive letter is no scheme here)
  */
 export function pathOf(input: unknown): string | null {
-  if (typeof input === 'string') return isHttpUrl(input) ? null : input;
-  if (input instanceof URL && input.protocol === 'file:') return fileURLToPath(input);
-  return null;
+  if (input instanceof URL) return input.protocol === 'file:' ? fileURLToPath(input) : null;
+  if (typeof input !== 'string') return null;
+  if (!namesFile(input)) return null;
+  return /^file:/i.test(input) ? fileURLToPath(input) : input;
 }
 
 /**
- * An async source over a path (an open file handle, closed with the source), or what core's
- * `sourceOf` makes of any other input (an `http(s)` URL, a Blob, bytes, a source).
- * @example
- * const source = await nodeSourceOf('model.safetensors');
+ * An async source over a path: an open file handle (closed with the source), or a map of the whole
+ * file with `mmap` where maps can be made (else read as without, after one warning).
  */
-export async function nodeSourceOf(
-  input: string | NpySource,
-  options: HttpOptions & { tailBytes?: number; mmap?: MapMode | undefined } = {},
-): Promise<ByteSource> {
-  checkReadOptions(options);
-  checkMapMode(options.mmap);
-  const path = pathOf(input);
-  if (path === null) {
-    if (options.mmap) warnNoMap('memory maps need a file given by path');
-    return sourceOf(input, options);
-  }
-  options.signal?.throwIfAborted();
+async function openPath(path: string, options: { mmap?: MapMode | undefined }): Promise<ByteSource> {
   if (options.mmap) {
-    // A map of the whole file; without the addon (one warning), read as without mmap.
     try {
       const mapped = mappedFileSource(path, options.mmap);
       if (mapped) return mapped;
@@ -108,3 +92,6 @@ export async function nodeSourceOf(
     throw withWhere(e, { file: path });
   }
 }
+
+// Node's files, in the one input dispatch of every opener (core's and this entry's).
+useLocalFiles({ pathOf, open: openPath });

@@ -1,13 +1,13 @@
 /** Weight files on disk: paths (and sharded sets beside their index) as well as what core opens. */
 import { dirname, resolve, sep } from 'node:path';
 import type { NdArray } from '../array/ndarray.js';
-import { openingOver, type NpySource } from '../io/open.js';
+import { openingOver, sourceOf, type NpySource } from '../io/open.js';
 import { OPEN_WEIGHTS_KEYS, openWeightsFrom, openWeightsIn, placeOf, type OpenWeightsOptions, type WeightFile } from '../weights/open.js';
 import { hookStore, type Place } from '../weights/place.js';
 import { checkOptions } from '../options.js';
 import { zlibCodec } from './npz/codec.js';
 import { folderStoreOf } from './place.js';
-import { isHttpUrl, nodeSourceOf, pathOf } from './sources.js';
+import { pathOf } from './sources.js';
 
 /**
  * Where a file's siblings are in Node: the `resolve` hook (its answers may be paths too), the
@@ -20,14 +20,13 @@ export function nodePlaceOf(input: string | NpySource, options: OpenWeightsOptio
   if (options.resolve) {
     const where = path ?? (typeof given === 'string' || given instanceof URL ? String(given) : null);
     // The hook's answers that are paths are mapped too, with `mmap`.
-    return hookStore(options.resolve, where, (answer, o) => nodeSourceOf(answer, { ...o, mmap: options.mmap }));
+    return hookStore(options.resolve, where, (answer, o) => sourceOf(answer, { ...o, mmap: options.mmap }, 'resolve'));
   }
   if (path !== null) {
     const folder = path.endsWith('/') || path.endsWith(sep) ? path : dirname(path);
     return folderStoreOf(resolve(folder), path, options.mmap);
   }
-  if (typeof given === 'string' && isHttpUrl(given)) return placeOf(given, {});
-  if (given instanceof URL) return placeOf(given.href, {});
+  if (typeof given === 'string' || given instanceof URL) return placeOf(String(given), {});
   return null;
 }
 
@@ -47,7 +46,7 @@ export async function openWeights(input: string | NpySource, options: OpenWeight
   const place = nodePlaceOf(input, options);
   // The first request of a URL learns the size with one byte: a .safetensors file is read from its
   // start, a zip's directory from its tail, each by the reads that need it.
-  const source = await nodeSourceOf(input, { ...options, tailBytes: 1 });
+  const source = await sourceOf(input, { ...options, tailBytes: 1 }, 'openWeights');
   return openingOver(source, input, () => openWeightsFrom(source, { codec: zlibCodec, ...options }, place));
 }
 

@@ -16,9 +16,9 @@ import {
   type EncodeOptions,
 } from '../npy.js';
 import { NpyError, unknownKey, withWhere } from '../errors.js';
-import { DECODE_RULES, checkNumbers, pickOptions, type KnownKeys } from '../options.js';
+import { DECODE_RULES, checkNumbers, checkOptions, knownKeys, pickOptions, type KnownKeys } from '../options.js';
 import { fflateCodec } from './fflate.js';
-import { MAGIC, checkFormatVersion, readHeader, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
+import { MAGIC, checkFormatVersion, readHeaderOf, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
 import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync } from '../io/steps.js';
 import {
@@ -65,6 +65,7 @@ export interface NpzOptions extends DecodeOptions, CrcOptions {
 
 /** The options {@link NpzOptions} names (see `knownKeys`, options.ts). */
 export const NPZ_KEYS = { ...DECODE_KEYS, checkCrc: true, codec: true } as const satisfies KnownKeys<NpzOptions>;
+const NPZ_KEY_SET: ReadonlySet<string> = knownKeys<NpzOptions>(NPZ_KEYS);
 
 /** numpy's key for a member: one trailing `.npy` removed. */
 function keyOf(memberName: string): string {
@@ -649,7 +650,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
     checkZipCrc(entry, crc);
     let header: NpyHeader | null = null;
     try {
-      if (head.length) header = readHeader(head, { ...this.options, ...decode });
+      if (head.length) header = readHeaderOf(head, { ...this.options, ...decode });
     } catch {
       // Reported by the whole decode below.
     }
@@ -792,6 +793,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
  * const w = await z.get('w', { expect: '<f4' });
  */
 export function decodeNpz(input: Uint8Array | ArrayBuffer, options: NpzOptions = {}): NpzArchive<SyncByteSource> {
+  checkOptions('decodeNpz', options, NPZ_KEY_SET);
   return new NpzArchive(bytesSource(input), options);
 }
 
@@ -829,6 +831,8 @@ export const NPZ_WRITE_KEYS = {
   files: true,
   onProgress: true,
 } as const satisfies KnownKeys<NpzWriteOptions>;
+
+const NPZ_WRITE_KEY_SET: ReadonlySet<string> = knownKeys<NpzWriteOptions>(NPZ_WRITE_KEYS);
 
 /**
  * Members read at once by `getAll`: enough to keep the thread pool's inflaters busy, few enough that
@@ -919,6 +923,7 @@ export function* npzWriting(sink: ZipSink, arrays: NpzInput, options: NpzWriteOp
  * const bytes = encodeNpz({ w: { data: new Float32Array(4) } }, { compress: true });
  */
 export function encodeNpz(arrays: NpzInput, options: NpzWriteOptions = {}): Uint8Array {
+  checkOptions('encodeNpz', options, NPZ_WRITE_KEY_SET);
   const sink = new MemorySink();
   writeNpz(sink, arrays, options);
   return sink.bytes();

@@ -3,7 +3,7 @@
  * (refs/archive.ts) opens as the archive of its arrays.
  */
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
-import { openingOver, resolveUrl, sourceIn } from '../io/open.js';
+import { locate, openingOver, sourceOf } from '../io/open.js';
 import { HTTP_KEYS, type HttpOptions } from '../io/url.js';
 import { checkOptions, knownKeys } from '../options.js';
 import type { ReadStore } from '../store/types.js';
@@ -41,9 +41,11 @@ export async function openNpz(input: NpzSource, options?: OpenNpzOptions): Promi
 export async function openNpz(input: NpzSource, options: OpenNpzOptions = {}): Promise<NpzArchive> {
   checkOptions('openNpz', options, OPEN_NPZ_KEYS);
   options.signal?.throwIfAborted();
-  const source = await sourceIn('openNpz', input, options);
+  const source = await sourceOf(input, options, 'openNpz');
   // A reference set's place: the store it is in, or the folder of its URL.
-  const url = typeof input === 'string' || input instanceof URL ? resolveUrl(input) : null;
-  const place = (): Place | null => options.store ?? (url === null ? null : urlStore(url));
+  const place = (): Place | null => {
+    const where = locate(input, options, 'openNpz');
+    return 'store' in where ? where.store : 'url' in where ? urlStore(where.url) : null;
+  };
   return openingOver(source, input, () => orReferenceSet(source, options, place, () => NpzArchive.open(source, options)));
 }

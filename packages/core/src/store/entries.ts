@@ -4,10 +4,9 @@
  * entries of the same names take paths, and hand a call with `{ store }` to these.
  */
 import type { NdArray } from '../array/ndarray.js';
-import { NpyError } from '../errors.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { isPromise } from '../io/byte-source.js';
-import { sourceIn } from '../io/open.js';
+import { sourceOf } from '../io/open.js';
 import { NPZ_WRITE_KEYS, checkNpzWriteOptions, npzWriting, type NpzInput, type NpzWriteOptions } from '../npz/archive.js';
 import type { ZipSink } from '../npz/zip.js';
 import {
@@ -93,7 +92,7 @@ export async function loadNpy(key: string, options: StoreLoadOptions): Promise<N
   checkOptions('loadNpy', options, LOAD_KEYS);
   checkStore('loadNpy', options?.store, 'read');
   options.signal?.throwIfAborted();
-  const source = await sourceIn('loadNpy', key, options);
+  const source = await sourceOf(key, options, 'loadNpy');
   try {
     const reading = source.read(0, source.size, { signal: options.signal });
     // Bytes a source holds in memory (a memory store's) are copied out: the array must not alias them.
@@ -152,20 +151,4 @@ export async function saveSafetensors(key: string, tensors: SafetensorsInput | S
   checkWrite('saveSafetensors', options, SAVE_SAFETENSORS_KEYS);
   const { store, ...rest } = options;
   await saveSafetensorsTo(store, key, tensors, rest);
-}
-
-/**
- * Refuse `names` where a path entry of `@npyts/core/node` is given `{ store }` beside options that
- * only apply to a file on disk (`durable`, `mmap`).
- * @internal
- */
-export function refuseBesideStore(entry: string, options: object, names: readonly string[]): void {
-  for (const name of names) {
-    if ((options as Record<string, unknown>)[name] !== undefined) {
-      throw new NpyError(
-        'BAD_OPTION',
-        `${entry}: option ${name} does not apply beside store (it is about a file on disk; the store decides how its keys are written and read)`,
-      );
-    }
-  }
 }

@@ -102,3 +102,21 @@ export function checkStore(entry: string, store: unknown, kind: 'read' | 'write'
     );
   }
 }
+
+/**
+ * Refuse (`BAD_OPTION`) each of `names` given beside `{ store }`: options that name another place
+ * or a file on disk (`place`, `resolve`, `mmap`, `durable`), where the store decides where its keys
+ * are and how they are written and read. The one check of it, for every entry that takes a store.
+ * @example
+ * refuseBesideStore('saveNpy', options, ['durable']);
+ */
+export function refuseBesideStore(entry: string, options: object, names: readonly string[]): void {
+  for (const name of names) {
+    if ((options as Record<string, unknown>)[name] === undefined) continue;
+    const hint = name === 'mmap' ? "; map a folder's files with folderStore(path, { mmap })" : '';
+    throw new NpyError(
+      'BAD_OPTION',
+      `${entry}: option ${name} does not apply beside store (the store decides where its keys are and how they are read and written${hint})`,
+    );
+  }
+}

@@ -4,19 +4,19 @@
  * the archive reader takes; a file's siblings (shards) are found through its {@link Place}.
  */
 import type { NdArray } from '../array/ndarray.js';
-import { NpyError, unknownKey, withWhere } from '../errors.js';
-import { checkMapMode, checkOptions, knownKeys, type MapMode } from '../options.js';
+import { unknownKey, withWhere } from '../errors.js';
+import { checkOptions, knownKeys, type MapMode } from '../options.js';
 import { getEvery } from '../io/settle.js';
 import { progressReporter, type OnProgress } from '../progress.js';
 import type { DescrInput } from '../format/descr-types.js';
 import type { ByteSource } from '../io/byte-source.js';
-import { openingOver, resolveUrl, sourceOf, type NpySource } from '../io/open.js';
+import { locate, openingOver, resolveUrl, sourceAt, sourceOf, type NpySource } from '../io/open.js';
 import type { NpzArchive } from '../npz/archive.js';
 import { tensorsOfArchive } from './zip-format.js';
 import type { Expecting } from '../npy.js';
 import { formatOf, openTensorFile, type WeightFormatName } from './formats.js';
 import { hookStore, urlStore, type Place, type ResolveHook } from './place.js';
-import { checkStore, openKey } from '../store/key.js';
+import { refuseBesideStore } from '../store/key.js';
 import type { ReadStore } from '../store/types.js';
 import { FORMAT_KEYS, type FormatOptions, type TensorFile, type TensorInfo, type TensorReadOptions } from './tensor-file.js';
 
@@ -225,20 +225,10 @@ export interface OpenWeightsOptions extends FormatOptions {
  * @internal
  */
 export async function openWeightsIn(key: unknown, options: OpenWeightsOptions & { store: ReadStore }, entry = 'openWeights'): Promise<WeightFile> {
-  checkStore(entry, options.store, 'read');
-  if (typeof key !== 'string')
-    throw new NpyError('BAD_OPTION', `${entry}: with { store }, the file is given by its key in the store (a string), not ${typeof key}`);
-  for (const name of ['place', 'resolve', 'mmap'] as const) {
-    if (options[name] !== undefined) {
-      throw new NpyError(
-        'BAD_OPTION',
-        `${entry}: option ${name} does not apply beside store (the store is where the file and its siblings are${name === 'mmap' ? "; map a folder's files with folderStore(path, { mmap })" : ''})`,
-      );
-    }
-  }
-  const { store } = options;
-  const source = await openKey(store, key, options);
-  return openingOver(source, key, () => openWeightsFrom(source, options, store));
+  refuseBesideStore(entry, options, ['place', 'resolve']);
+  const where = locate(key, options, entry);
+  const source = await sourceAt(where, options);
+  return openingOver(source, key, () => openWeightsFrom(source, options, options.store));
 }
 
 /**
@@ -256,22 +246,6 @@ export const OPEN_WEIGHTS_KEYS: ReadonlySet<string> = knownKeys<OpenWeightsOptio
   store: true,
   onProgress: true,
 });
-
-/** Whether the one "no memory maps here" warning was given. */
-let mapWarned = false;
-
-/**
- * The one warning (once a process) that `{ mmap }` cannot map here and the file is read by copying.
- * @internal
- */
-export function warnNoMap(why: string): void {
-  if (mapWarned) return;
-  mapWarned = true;
-  const text = `npyts: mmap: ${why}; weight files are read by copying instead`;
-  const proc = (globalThis as { process?: { emitWarning?: (text: string, options: { code: string }) => void } }).process;
-  if (proc?.emitWarning) proc.emitWarning(text, { code: 'NPYTS_NO_MMAP' });
-  else console.warn(text);
-}
 
 /** The part of a weight file under `root`, named without it. */
 function rooted(file: WeightFile, root: string, onProgress: OnProgress | undefined): WeightFile {
@@ -359,12 +333,10 @@ export async function openWeights(input: NpySource, options: OpenWeightsOptions 
   options.signal?.throwIfAborted();
   progressReporter(0, options.onProgress);
   if (options.store !== undefined) return openWeightsIn(input, { ...options, store: options.store });
-  checkMapMode(options.mmap);
-  if (options.mmap) warnNoMap('memory maps need a file path in Node, with @npyts/native');
   const url = typeof input === 'string' || input instanceof URL ? resolveUrl(input) : null;
   const place = placeOf(url, options);
   // The first request of a URL learns the size with one byte: a .safetensors file is read from its
   // start, a zip's directory from its tail, each by the reads that need it.
-  const source = await sourceOf(input, { ...options, tailBytes: 1 });
+  const source = await sourceOf(input, { ...options, tailBytes: 1 }, 'openWeights');
   return openingOver(source, input, () => openWeightsFrom(source, options, place));
 }

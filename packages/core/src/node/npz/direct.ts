@@ -10,7 +10,7 @@ import { createInflateRaw } from 'node:zlib';
 import { allocateBuffer, swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
-import { readHeader, type NpyHeader } from '../../format/header.js';
+import { readHeaderOf, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
 import { NpyError } from '../../errors.js';
 import { checkInflatedSize, checkZipCrc, type CrcOptions, type ZipEntry } from '../../npz/zip.js';
@@ -47,7 +47,7 @@ export interface MemberFile {
  */
 function plainHeader(head: Uint8Array, entry: ZipEntry, options: DecodeOptions): NpyHeader | null {
   try {
-    const header = readHeader(head, options);
+    const header = readHeaderOf(head, options);
     checkDataSize(header, entry.size - header.dataOffset);
     return hasObject(header.dtype) ? null : header;
   } catch {

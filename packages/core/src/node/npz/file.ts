@@ -2,11 +2,10 @@ import type { FileHandle } from 'node:fs/promises';
 import { swapBytes } from '../../array/memory.js';
 import { checkDataSize, hasObject, type DecodeOptions } from '../../npy.js';
 import type { NdArray } from '../../array/ndarray.js';
-import { readHeader, type NpyHeader } from '../../format/header.js';
+import { readHeaderOf, type NpyHeader } from '../../format/header.js';
 import { byteSwapUnit } from '../../array/layout.js';
-import { fileURLToPath } from 'node:url';
 import { NpyError, withWhere } from '../../errors.js';
-import { openingOver } from '../../io/open.js';
+import { openingOver, sourceOf } from '../../io/open.js';
 import { orReferenceSet } from '../../refs/archive.js';
 import { nodePlaceOf } from '../weights.js';
 import { NPZ_KEYS, NpzArchive, type NpzIndex, decodeMember, readingPaddedMember, type NpzOptions, type NpzReadOptions } from '../../npz/archive.js';
@@ -27,7 +26,7 @@ import {
 } from '../../npz/zip.js';
 import type { AsyncByteSource, SyncByteSource } from '../../io/byte-source.js';
 import { inTurns, openFile, type AsyncOptions } from '../fd.js';
-import { fileHandleSource, fileSource, isHttpUrl, nodeSourceOf } from '../sources.js';
+import { fileHandleSource, fileSource, pathOf } from '../sources.js';
 import { crc32 } from '../native.js';
 import { arrayOverNative } from '../../npy.js';
 import { zlibCodec } from './codec.js';
@@ -145,7 +144,7 @@ export class NpzFile extends NpzArchive<AsyncByteSource> implements MemberFile {
   private async decodeOwned(entry: ZipEntry, bytes: Uint8Array, options: DecodeOptions & AsyncOptions): Promise<NdArray> {
     let header: NpyHeader;
     try {
-      header = readHeader(bytes, options);
+      header = readHeaderOf(bytes, options);
       checkDataSize(header, bytes.length - header.dataOffset);
     } catch {
       return decodeMember(entry, bytes, { ...this.options, ...options }); // the same checks, with the member named
@@ -180,8 +179,8 @@ export function openNpz(input: string | NpzSource, options: NpzFileOptions & Htt
     return Promise.reject(e);
   }
   if (options.store !== undefined) return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
-  if (typeof input === 'string' && !isHttpUrl(input)) return openPath(input, options);
-  if (input instanceof URL && input.protocol === 'file:') return openPath(fileURLToPath(input), options);
+  const path = pathOf(input);
+  if (path !== null) return openPath(path, options);
   return openNpzAnywhere(input, archiveOptions(options) as NpzOptions & HttpOptions);
 }
 
@@ -191,7 +190,7 @@ async function openPath(path: string, options: NpzFileOptions): Promise<NpzArchi
     return await NpzFile.openFile(path, options);
   } catch (e) {
     if (!(e instanceof NpyError && e.code === 'ZIP_FORMAT')) throw e;
-    const source = await nodeSourceOf(path, { signal: options.signal });
+    const source = await sourceOf(path, { signal: options.signal }, 'openNpz');
     return openingOver(source, path, () =>
       orReferenceSet(
         source,

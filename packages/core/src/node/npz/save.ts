@@ -2,7 +2,8 @@
 import type { NpzInput, NpzWriteOptions } from '../../npz/archive.js';
 import { NPZ_WRITE_KEYS, checkNpzWriteOptions, npzWriting } from '../../npz/archive.js';
 import { checkOptions, knownKeys } from '../../options.js';
-import { refuseBesideStore, saveNpz as saveNpzIn } from '../../store/entries.js';
+import { saveNpz as saveNpzIn } from '../../store/entries.js';
+import { refuseBesideStore } from '../../store/key.js';
 import type { WriteStore } from '../../store/types.js';
 import { QueuedSink } from '../../npz/zip.js';
 import type { Operation } from '../../io/steps.js';
