@@ -1,5 +1,5 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
-import type { FileRef, Operation } from '../io/steps.js';
+import { perform, type FileRef, type FileStep, type Operation, type Step } from '../io/steps.js';
 import { tempBeside } from './fd.js';
 import { checkOptions, knownKeys, type KnownKeys } from '../options.js';
 import { runSync } from './drive.js';
@@ -29,10 +29,14 @@ const REPLACE_KEY_SET = knownKeys<ReplaceOptions>(REPLACE_KEYS);
  * old file (or none), never a part of the new one, and so does a crash of the system with
  * `durable` (see {@link ReplaceOptions}); the temporary file is removed on every error path.
  */
-export function* writingBeside(path: string, write: (file: FileRef) => Operation<void>, options: ReplaceOptions = {}): Operation<void> {
+export function* writingBeside<S extends Step>(
+  path: string,
+  write: (file: FileRef) => Operation<void, S>,
+  options: ReplaceOptions = {},
+): Operation<void, S | FileStep> {
   yield { op: 'replaceable', path };
   const temp = tempBeside(path);
-  const file = (yield { op: 'open', path: temp, mode: 'wx' }) as FileRef;
+  const file = yield* perform({ op: 'open', path: temp, mode: 'wx' });
   let open = true;
   try {
     yield* write(file);
@@ -55,9 +59,9 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
 }
 
 /** One file of {@link writingTogether}: its target and how its bytes are written. */
-export interface FileBeside {
+export interface FileBeside<S extends Step> {
   readonly path: string;
-  readonly write: (file: FileRef) => Operation<void>;
+  readonly write: (file: FileRef) => Operation<void, S>;
 }
 
 /**
@@ -67,14 +71,18 @@ export interface FileBeside {
  * (a sharded set removes its old index there: while the shards are renamed there is no index, so a
  * reader cannot take a half-renamed set for a whole one).
  */
-export function* writingTogether(files: readonly FileBeside[], options: ReplaceOptions = {}, beforeRenames?: () => Operation<void>): Operation<void> {
+export function* writingTogether<S extends Step>(
+  files: readonly FileBeside<S>[],
+  options: ReplaceOptions = {},
+  beforeRenames?: () => Operation<void, FileStep>,
+): Operation<void, S | FileStep> {
   const temps: string[] = [];
   let renamed = 0;
   try {
     for (const f of files) {
       yield { op: 'replaceable', path: f.path };
       const temp = tempBeside(f.path);
-      const file = (yield { op: 'open', path: temp, mode: 'wx' }) as FileRef;
+      const file = yield* perform({ op: 'open', path: temp, mode: 'wx' });
       temps.push(temp);
       let open = true;
       try {
@@ -115,7 +123,7 @@ export function writeBeside(path: string, write: (fd: number) => void, options: 
   checkOptions('writeBeside', options, REPLACE_KEY_SET);
   // The caller's writes are its own blocking calls on the descriptor the blocking driver opened: no steps.
   // biome-ignore lint/correctness/useYield: see above
-  const writing = function* (file: FileRef): Operation<void> {
+  const writing = function* (file: FileRef): Operation<void, FileStep> {
     write(file as unknown as number);
   };
   runSync(writingBeside(path, writing, options), path);

@@ -1,7 +1,7 @@
 /** GGUF files written on disk: beside the target, then renamed over it. */
 import { GGUF_WRITE_KEYS, ggufParts, type GgufInput, type GgufWriteOptions } from '../gguf/encode.js';
 import { checkOptions, knownKeys, pickOptions } from '../options.js';
-import type { FileRef, Operation } from '../io/steps.js';
+import type { FileRef, FileStep, Operation } from '../io/steps.js';
 import { REPLACE_KEYS, writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
@@ -38,7 +38,7 @@ export function saveGgufSync(path: string, tensors: GgufInput, options: SaveGguf
   runSync(savingGguf(path, tensors, options), path);
 }
 
-function* savingGguf(path: string, tensors: GgufInput, options: SaveGgufOptionsSync): Operation<void> {
+function* savingGguf(path: string, tensors: GgufInput, options: SaveGgufOptionsSync): Operation<void, FileStep> {
   // Checked before the file beside is made; ggufParts takes only the write options.
   const parts = ggufParts(tensors, pickOptions(options, GGUF_WRITE_KEYS));
   yield* writingBeside(

@@ -1,7 +1,7 @@
 /** .safetensors files on disk: opened by position, written beside the target and renamed over it. */
 import type { SyncByteSource } from '../io/byte-source.js';
 import { openingOver, type NpySource } from '../io/open.js';
-import type { FileRef, Operation } from '../io/steps.js';
+import { perform, type AwaitStep, type FileRef, type FileStep, type Operation, type Step, type StepOf } from '../io/steps.js';
 import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import {
@@ -113,14 +113,14 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
     return saveSafetensorsIn(path, tensors, { ...options, store: options.store });
   }
   options.signal?.throwIfAborted();
-  let source: Tensors;
+  let source: Tensors<AwaitStep>;
   if (isSource(tensors)) {
     const entries: TensorEntry[] = [];
     for (const name of tensors.names) {
       const info = await tensors.info(name, { signal: options.signal });
       entries.push({ name, dtype: info.dtype, shape: info.shape, tie: tensors.tieOf?.(name) });
     }
-    source = { entries, array: null, lazy: tensors };
+    source = { entries, array: (name) => perform({ op: 'await', value: (signal) => tensors.get(name, { signal }) }) };
   } else source = inMemory(tensors);
   if (options.maxShardSize === undefined) {
     await run(savingSafetensors(path, source, options), options.signal, path);
@@ -155,11 +155,13 @@ interface TensorEntry extends SafetensorsEntry {
   readonly tie?: unknown;
 }
 
-/** Tensors to write: their names, dtypes and shapes now, their data when asked (held, or read from `lazy`). */
-interface Tensors {
+/**
+ * Tensors to write: their names, dtypes and shapes now, their data when asked, by the steps `S` (none
+ * for arrays held in memory; an `await` of a weight file's read, which only the async driver performs).
+ */
+interface Tensors<S extends Step> {
   readonly entries: readonly TensorEntry[];
-  readonly array: ((name: string) => NdArray) | null;
-  readonly lazy?: SafetensorsSource;
+  readonly array: (name: string) => Operation<NdArray, S>;
 }
 
 function isSource(x: SafetensorsInput | SafetensorsSource): x is SafetensorsSource {
@@ -168,7 +170,7 @@ function isSource(x: SafetensorsInput | SafetensorsSource): x is SafetensorsSour
 }
 
 /** Tensors held in memory; two names whose data is the same bytes (same buffer, offset, length, dtype, shape) are tied. */
-function inMemory(input: SafetensorsInput): Tensors {
+function inMemory(input: SafetensorsInput): Tensors<never> {
   const arrays = new Map<string, NdArray>();
   const regions = new Map<ArrayBufferLike, Map<string, object>>();
   const entries = (input instanceof Map ? [...input.entries()] : Object.entries(input)).map(([name, value]): TensorEntry => {
@@ -186,7 +188,11 @@ function inMemory(input: SafetensorsInput): Tensors {
     }
     return { name, dtype: array.dtype, shape: array.shape, tie };
   });
-  return { entries, array: (name) => arrays.get(name)! };
+  // biome-ignore lint/correctness/useYield: an array held in memory needs no step
+  const array = function* (name: string): Operation<NdArray, never> {
+    return arrays.get(name)!;
+  };
+  return { entries, array };
 }
 
 /** The folder and file names of a sharded save: `DIR/NAME.safetensors` names its pattern; any other path is the folder. */
@@ -200,24 +206,27 @@ function shardTarget(path: string): { folder: string; pattern: { prefix: string;
 
 /** One file's tensors written: the header, then each tensor's bytes, read one at a time. */
 /** How `names` of `tensors` are written as one .safetensors file (its header checked now, before any file is made). */
-function fileWriter(tensors: Tensors, names: readonly string[], options: SaveSafetensorsOptionsSync): (file: FileRef) => Operation<void> {
+function fileWriter<S extends Step>(
+  tensors: Tensors<S>,
+  names: readonly string[],
+  options: SaveSafetensorsOptionsSync,
+): (file: FileRef) => Operation<void, S | StepOf<'write'>> {
   const byName = new Map(tensors.entries.map((e) => [e.name, e]));
   const { header, order } = safetensorsLayout(
     names.map((n) => byName.get(n)!),
     options,
   );
-  const lazy = tensors.lazy;
   return function* (file: FileRef) {
     yield { op: 'write', file, bytes: header, at: null };
     for (const at of order) {
-      const array = tensors.array ? tensors.array(at.name) : ((yield { op: 'await', value: (signal) => lazy!.get(at.name, { signal }) }) as NdArray);
+      const array = yield* tensors.array(at.name);
       const bytes = checkedBytes(array, at, byName.get(at.name));
       if (bytes.length) yield { op: 'write', file, bytes, at: null };
     }
   };
 }
 
-function* savingSafetensors(path: string, tensors: Tensors, options: SaveSafetensorsOptionsSync): Operation<void> {
+function* savingSafetensors<S extends Step>(path: string, tensors: Tensors<S>, options: SaveSafetensorsOptionsSync): Operation<void, S | FileStep> {
   yield* writingBeside(
     path,
     fileWriter(
@@ -230,7 +239,7 @@ function* savingSafetensors(path: string, tensors: Tensors, options: SaveSafeten
 }
 
 /** The split of a sharded save, made (and its size option checked) before any folder or file is made. */
-function shardPlan(pattern: { prefix: string; suffix: string }, tensors: Tensors, options: SaveSafetensorsOptionsSync): ShardPlan {
+function shardPlan(pattern: { prefix: string; suffix: string }, tensors: Tensors<Step>, options: SaveSafetensorsOptionsSync): ShardPlan {
   return planShards(
     tensors.entries.map((e) => ({ name: e.name, bytes: e.shape.reduce((n, d) => n * d, e.dtype.itemsize), tie: e.tie })),
     options.maxShardSize,
@@ -238,13 +247,13 @@ function shardPlan(pattern: { prefix: string; suffix: string }, tensors: Tensors
   );
 }
 
-function* savingShards(
+function* savingShards<S extends Step>(
   folder: string,
   pattern: { prefix: string; suffix: string },
-  tensors: Tensors,
+  tensors: Tensors<S>,
   plan: ShardPlan,
   options: SaveSafetensorsOptionsSync,
-): Operation<void> {
+): Operation<void, S | FileStep> {
   // Every file's header is checked (names, dtypes) before the first is written; the shards are
   // renamed only when all are complete, the old index removed first and the new one written last.
   const writers = plan.files.map((f) => ({ path: join(folder, f.name), write: fileWriter(tensors, f.tensors, { ...options, metadata: plan.fileMetadata }) }));
@@ -265,6 +274,6 @@ function* savingShards(
     );
   }
   // An earlier save's files that this one does not replace (a stale index beside a single file, shards past the new count).
-  const names = (yield { op: 'list', path: folder }) as string[] | null;
+  const names = yield* perform({ op: 'list', path: folder });
   for (const name of names ?? []) if (!written.has(name) && isPatternFile(name, pattern)) yield { op: 'remove', path: join(folder, name) };
 }
