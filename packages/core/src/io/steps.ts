@@ -1,7 +1,9 @@
 /**
- * The one vocabulary of storage work. An operation (a load, a save, an append, a lock) is written
+ * The vocabularies of storage work. An operation (a load, a save, an append, a lock) is written
  * once, as a generator of the steps it needs; a driver performs them, blocking (the `…Sync` names)
  * or asynchronously (the plain names, with `signal` honoured between steps and inside long ones).
+ * Steps are grouped by what a driver can do, and an operation's type names the groups it yields
+ * (`Operation<T, S>`): a driver given an operation with a step it cannot perform does not compile.
  * A step that fails is thrown back into the operation at the `yield`, so its own `try`/`finally`
  * cleans up (closing files, removing a temporary file) with further steps; after an abort those
  * clean-up steps run without the signal.
