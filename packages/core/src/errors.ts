@@ -142,7 +142,7 @@ export type NpyErrorCode =
   | 'BAD_ADAPTER'
   /** A LoRA adapter `mergeLora` does not merge: another tuner (`peft_type`), DoRA, a LoRA bias or another PEFT feature, quantized base weights, or a GGUF adapter's layer norms saved whole, activated LoRA or stacked experts; every one is listed. */
   | 'LORA_UNSUPPORTED'
-  /** A step a driver cannot perform: a bug in npyts, please report it. */
+  /** A plan that its own result contradicts (a part of another length than planned): a bug in npyts, please report it. */
   | 'INTERNAL';
 
 /** Where an error was found: the file, byte offset, field or archive member, when known. */

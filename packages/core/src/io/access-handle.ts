@@ -13,7 +13,7 @@ import { NpyError } from '../errors.js';
 import { CREATE_KEYS, openHandleSync, performOnSource, type CreateOptions, type NpyFileHandleSync } from './handles.js';
 import type { WritableByteSource } from './byte-source.js';
 import { appendingRows, readingOpenNpy, writingNewNpy } from './npy-ops.js';
-import { SOURCE, driveSync, type Operation } from './steps.js';
+import { SOURCE, driveSync, type Operation, type SourceStep } from './steps.js';
 
 const OPEN_KEYS = knownKeys<DecodeOptions & { name?: string }>({ ...DECODE_KEYS, name: true });
 const CREATE_HANDLE_KEYS = knownKeys<CreateOptions & { name?: string }>({ ...CREATE_KEYS, name: true });
@@ -65,7 +65,7 @@ export function accessSource(file: SyncAccessHandle, name: string): WritableByte
 }
 
 /** An operation of io/npy-ops.ts run on an access handle: the same steps as on Node's files. */
-function runOn<T>(source: WritableByteSource, name: string, operation: Operation<T>): T {
+function runOn<T>(source: WritableByteSource, name: string, operation: Operation<T, SourceStep>): T {
   return driveSync(operation, performOnSource(source, name));
 }
 

@@ -18,7 +18,9 @@ import {
   type PerformAsync,
   type PerformSync,
   type PositionalRead,
-  type Step,
+  type PositionalStep,
+  type SourceStep,
+  type StepOf,
 } from './steps.js';
 import { toOrder } from '../array/order.js';
 import { withByteOrder } from '../array/byte-order.js';
@@ -63,10 +65,6 @@ export interface NpyFileHandleSync<S extends DescrInput = DescrInput> extends Np
   close(): void;
 }
 
-function cannot(step: Step): NpyError {
-  return new NpyError('INTERNAL', `a positional source cannot perform '${step.op}'`);
-}
-
 /** `then(value)`, at once for a value, after it for a promise: one step answer for both drivers. */
 function after<T, U>(value: T | Promise<T>, then: (value: T) => U): U | Promise<U> {
   return value instanceof Promise ? value.then(then) : then(value);
@@ -87,7 +85,7 @@ export type EditableSource = ByteSource & {
  * the source is a {@link WritableByteSource}), its size, and closing; no strided copies. The one
  * driver of every handle over a source that is not Node's file: an archive member, an OPFS file.
  */
-function performOn(source: EditableSource, path: string, step: Step, signal?: AbortSignal): unknown {
+function performOn(source: EditableSource, path: string, step: Exclude<SourceStep, StepOf<'reads'>>, signal?: AbortSignal): unknown {
   const options = signal ? { signal } : undefined;
   switch (step.op) {
     case 'read': {
@@ -124,20 +122,20 @@ function performOn(source: EditableSource, path: string, step: Step, signal?: Ab
     case 'sync':
       return source.sync?.();
     default:
-      throw cannot(step);
+      return step satisfies never;
   }
 }
 
 /** A blocking driver over one blocking source. */
-export function performOnSource(source: SyncByteSource | WritableByteSource, path: string): PerformSync {
+export function performOnSource(source: SyncByteSource | WritableByteSource, path: string): PerformSync<SourceStep> {
   return (step) => (step.op === 'reads' ? readEachSync(step, (r) => performOn(source, path, readOf(step.file, r)) as number) : performOn(source, path, step));
 }
 
 /** The `read` step of one read of a `reads` step. */
-const readOf = (file: FileRef, r: PositionalRead): Step => ({ op: 'read', file, into: r.into, at: r.at });
+const readOf = (file: FileRef, r: PositionalRead): StepOf<'read'> => ({ op: 'read', file, into: r.into, at: r.at });
 
 /** {@link performOnSource}, async, over any source. */
-export function performOnSourceAsync(source: EditableSource, path: string): PerformAsync {
+export function performOnSourceAsync(source: EditableSource, path: string): PerformAsync<SourceStep> {
   return async (step, signal) =>
     step.op === 'reads'
       ? readEach(step, async (r) => performOn(source, path, readOf(step.file, r), signal) as number | Promise<number>)
@@ -145,7 +143,12 @@ export function performOnSourceAsync(source: EditableSource, path: string): Perf
 }
 
 /** The steps of a region write: the runs it covers, each written at its file position. */
-export function* writingRegion(file: FileRef, header: NpyHeader, start: readonly number[], input: NdArray | ArraySpec): Operation<void> {
+export function* writingRegion(
+  file: FileRef,
+  header: NpyHeader,
+  start: readonly number[],
+  input: NdArray | ArraySpec,
+): Operation<void, StepOf<'compute' | 'write'>> {
   const data = yield* regionBytesInTurns(header, input);
   const plan = planRegion(header, start, data.shape);
   for (const r of plan.runs) yield { op: 'write', file, bytes: data.bytes.subarray(r.regionOffset, r.regionOffset + r.length), at: r.fileOffset };
@@ -164,7 +167,7 @@ function readOnlyError(path: string): NpyError {
 }
 
 /** Runs an operation: blocking (its result) or async (a promise of it), as the handle's driver does. */
-type Runner = <T>(operation: Operation<T>, signal?: AbortSignal) => T | Promise<T>;
+type Runner = <T>(operation: Operation<T, PositionalStep>, signal?: AbortSignal) => T | Promise<T>;
 
 /**
  * The one definition of an open .npy handle: every method is an operation run by `run`, so the
@@ -172,12 +175,12 @@ type Runner = <T>(operation: Operation<T>, signal?: AbortSignal) => T | Promise<
  */
 function handleOf(path: string, header: NpyHeader, file: FileRef, run: Runner) {
   let open = true;
-  function* whileOpen<T>(operation: Operation<T>): Operation<T> {
+  function* whileOpen<T, S extends PositionalStep>(operation: Operation<T, S>): Operation<T, S> {
     if (!open) throw closedError(path);
     return yield* operation;
   }
   // eslint-disable-next-line require-yield
-  function* closing(): Operation<void> {
+  function* closing(): Operation<void, StepOf<'close'>> {
     if (!open) return;
     open = false;
     yield { op: 'close', file };
@@ -194,7 +197,7 @@ function handleOf(path: string, header: NpyHeader, file: FileRef, run: Runner) {
 }
 
 /** A blocking handle over an opened file, run by a blocking driver. */
-export function handleSync(path: string, header: NpyHeader, file: FileRef, run: <T>(operation: Operation<T>) => T): NpyFileHandleSync {
+export function handleSync(path: string, header: NpyHeader, file: FileRef, run: <T>(operation: Operation<T, PositionalStep>) => T): NpyFileHandleSync {
   const h = handleOf(path, header, file, run) as unknown as NpyFileHandleSync & { close(): void };
   return Object.assign(h, { [Symbol.dispose]: h.close });
 }
@@ -204,7 +207,7 @@ export function handleAsync(
   path: string,
   header: NpyHeader,
   file: FileRef,
-  run: <T>(operation: Operation<T>, signal?: AbortSignal) => Promise<T>,
+  run: <T>(operation: Operation<T, PositionalStep>, signal?: AbortSignal) => Promise<T>,
 ): NpyFileHandle {
   const h = handleOf(path, header, file, run) as unknown as NpyFileHandle;
   return Object.assign(h, { [Symbol.asyncDispose]: h.close });
@@ -227,7 +230,7 @@ export function openHandle(path: string, source: ByteSource, header: NpyHeader):
  * byte order is swapped into a copy by a `compute` step, which an async driver performs in turns of
  * the event loop.
  */
-export function* regionBytesInTurns(header: NpyHeader, input: NdArray | ArraySpec): Operation<{ shape: number[]; bytes: Uint8Array }> {
+export function* regionBytesInTurns(header: NpyHeader, input: NdArray | ArraySpec): Operation<{ shape: number[]; bytes: Uint8Array }, StepOf<'compute'>> {
   let a = toNdArray(input);
   if (a.dtype.withByteOrder('<').descrLiteral !== header.dtype.withByteOrder('<').descrLiteral) {
     throw new NpyError('DTYPE_MISMATCH', `data of dtype ${a.dtype.descrLiteral} cannot be written into an array of ${header.dtype.descrLiteral}`);
@@ -253,9 +256,8 @@ export function regionBytes(header: NpyHeader, input: NdArray | ArraySpec): { sh
 }
 
 /** A driver of `compute` steps alone, performed at once. */
-function computeAtOnce(step: Step): unknown {
-  if (step.op !== 'compute') throw cannot(step);
-  return step.work(step.bytes);
+function computeAtOnce(step: StepOf<'compute'>): void {
+  step.work(step.bytes);
 }
 
 /** What a new .npy file holds (`createNpy`, `createNpyAccessHandle`): dtype, shape, order and format version. */
@@ -301,7 +303,7 @@ export function planAppend(path: string, header: NpyHeader, input: NdArray | Arr
 }
 
 /** {@link planAppend} as steps: the new data's byte swap, if any, is a `compute` step (done in turns by an async driver). */
-export function* planningAppend(path: string, header: NpyHeader, input: NdArray | ArraySpec, fileSize: number): Operation<AppendPlan> {
+export function* planningAppend(path: string, header: NpyHeader, input: NdArray | ArraySpec, fileSize: number): Operation<AppendPlan, StepOf<'compute'>> {
   // New data goes after the data the header declares: that data must be there, or a truncated file
   // claiming a huge shape would be extended (sparsely) to its claim.
   checkDataSize(header, fileSize - header.dataOffset);

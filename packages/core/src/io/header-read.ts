@@ -5,7 +5,7 @@
  */
 import { DEFAULT_MAX_HEADER_BYTES, headerBytesNeeded, readHeaderOf, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { DECODE_RULES, checkNumbers } from '../options.js';
-import { readBytes, type FileRef, type Operation } from './steps.js';
+import { readBytes, type FileRef, type Operation, type ReadStep, type Step } from './steps.js';
 
 /** Bytes read first: every header numpy writes for ordinary dtypes fits. */
 export const FIRST_BLOCK = 4096;
@@ -32,11 +32,11 @@ export function checkHeaderLength(prefix: Uint8Array, options: ReadHeaderOptions
  * check, the rest of it. Every source reads its header this way: files, archive members, OPFS,
  * Blobs and URLs (whose first request may be larger, `first`).
  */
-export function* readingHeaderOf(
-  read: (offset: number, length: number) => Operation<Uint8Array>,
+export function* readingHeaderOf<S extends Step>(
+  read: (offset: number, length: number) => Operation<Uint8Array, S>,
   options: ReadHeaderOptions = {},
   first = FIRST_BLOCK,
-): Operation<NpyHeader> {
+): Operation<NpyHeader, S> {
   // Checked before the first read: a limit of NaN would switch the length check below off.
   checkNumbers(options, DECODE_RULES);
   let prefix = yield* read(0, first);
@@ -52,6 +52,6 @@ export function* readingHeaderOf(
 }
 
 /** The steps that read the header of an open file (a few hundred bytes in the common case). */
-export function readingHeader(file: FileRef, options: ReadHeaderOptions = {}, first = FIRST_BLOCK): Operation<NpyHeader> {
+export function readingHeader(file: FileRef, options: ReadHeaderOptions = {}, first = FIRST_BLOCK): Operation<NpyHeader, ReadStep> {
   return readingHeaderOf((offset, length) => readBytes(file, offset, length), options, first);
 }

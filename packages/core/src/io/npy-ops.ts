@@ -10,12 +10,12 @@ import type { NdArray } from '../array/ndarray.js';
 import { NpyError } from '../errors.js';
 import { readingHeader } from './header-read.js';
 import { newFileLayout, planningAppend, type AppendPlan, type CreateOptions } from './handles.js';
-import type { FileRef, Operation } from './steps.js';
+import { perform, type FileRef, type Operation, type PositionalStep } from './steps.js';
 
 /** The header of an open .npy, checked to have all the data it declares. */
-export function* readingOpenNpy(file: FileRef, options: DecodeOptions = {}): Operation<NpyHeader> {
+export function* readingOpenNpy(file: FileRef, options: DecodeOptions = {}): Operation<NpyHeader, PositionalStep> {
   const header = yield* readingHeader(file, options);
-  checkDataPresent(header, ((yield { op: 'size', file }) as number) - header.dataOffset);
+  checkDataPresent(header, (yield* perform({ op: 'size', file })) - header.dataOffset);
   return header;
 }
 
@@ -24,7 +24,7 @@ export function* readingOpenNpy(file: FileRef, options: DecodeOptions = {}): Ope
  * (sparse where the storage allows), ready for disjoint regions to be filled. Checked before
  * anything is written.
  */
-export function* writingNewNpy(file: FileRef, options: CreateOptions): Operation<NpyHeader> {
+export function* writingNewNpy(file: FileRef, options: CreateOptions): Operation<NpyHeader, PositionalStep> {
   const { headerBytes, fileSize } = newFileLayout(options);
   yield { op: 'truncate', file, size: 0 };
   yield { op: 'write', file, bytes: headerBytes, at: 0 };
@@ -40,8 +40,13 @@ export function* writingNewNpy(file: FileRef, options: CreateOptions): Operation
  * written (HEADER_ROOM); `'return'` writes and syncs the rows and returns the plan, for the caller
  * to rewrite the file beside itself. Returns null once appended in place.
  */
-export function* appendingRows(file: FileRef, name: string, input: NdArray | ArraySpec, whenNoRoom: 'refuse' | 'return'): Operation<AppendPlan | null> {
-  const plan = yield* planningAppend(name, yield* readingHeader(file), input, (yield { op: 'size', file }) as number);
+export function* appendingRows(
+  file: FileRef,
+  name: string,
+  input: NdArray | ArraySpec,
+  whenNoRoom: 'refuse' | 'return',
+): Operation<AppendPlan | null, PositionalStep> {
+  const plan = yield* planningAppend(name, yield* readingHeader(file), input, yield* perform({ op: 'size', file }));
   if (!plan.inPlace && whenNoRoom === 'refuse') {
     throw new NpyError(
       'HEADER_ROOM',
@@ -62,7 +67,7 @@ export function* appendingRows(file: FileRef, name: string, input: NdArray | Arr
  * then the file is cut to the data it declares. Rows past the header's shape are what an interrupted
  * writer left; only a file's owner may drop them.
  */
-export function* droppingRowsOf(file: FileRef, name: string, rows: number): Operation<void> {
+export function* droppingRowsOf(file: FileRef, name: string, rows: number): Operation<void, PositionalStep> {
   const header = yield* readingHeader(file);
   if (header.fortranOrder || header.shape.length === 0 || rows > header.shape[0]!)
     throw new NpyError('SHAPE_MISMATCH', `${name}: cannot shorten shape (${header.shape.join(', ')}) to ${rows} rows`);

@@ -10,7 +10,7 @@ import type { DType } from '../format/dtype.js';
 import type { DescrInput } from '../format/descr-types.js';
 import { NdArray } from '../array/ndarray.js';
 import { bytesToData } from '../array/layout.js';
-import type { FileRef, Operation, PositionalRead } from './steps.js';
+import { perform, type FileRef, type Operation, type PositionalRead, type StepOf } from './steps.js';
 
 /** What an open .npy (a file, an archive member, a URL) tells before any data is read. */
 export interface OpenNpy<S extends DescrInput = DescrInput> {
@@ -250,10 +250,16 @@ export const regionStats = { reads: 0, bytes: 0 };
  * step (Node's addon, from a map of the file), else positional reads of the runs, joined in groups.
  * Memory is the region plus one group of runs (≤ 16 MiB). `name` is the file named in errors.
  */
-export function* readingRegion(name: string, file: FileRef, header: NpyHeader, start: readonly number[], count: readonly number[]): Operation<NdArray> {
+export function* readingRegion(
+  name: string,
+  file: FileRef,
+  header: NpyHeader,
+  start: readonly number[],
+  count: readonly number[],
+): Operation<NdArray, StepOf<'gather' | 'reads'>> {
   const plan = planRegion(header, start, count);
   const out = new Uint8Array(allocateBuffer(plan.bytes));
-  if (plan.bytes > 0 && ((yield { op: 'gather', file, strided: plan.strided, out }) as boolean)) {
+  if (plan.bytes > 0 && (yield* perform({ op: 'gather', file, strided: plan.strided, out }))) {
     regionStats.reads++;
     regionStats.bytes += plan.bytes;
     return regionArray(header, plan, out);

@@ -1,14 +1,16 @@
 /**
- * The one vocabulary of storage work. An operation (a load, a save, an append, a lock) is written
+ * The vocabularies of storage work. An operation (a load, a save, an append, a lock) is written
  * once, as a generator of the steps it needs; a driver performs them, blocking (the `…Sync` names)
  * or asynchronously (the plain names, with `signal` honoured between steps and inside long ones).
+ * Steps are grouped by what a driver can do, and an operation's type names the groups it yields
+ * (`Operation<T, S>`): a driver given an operation with a step it cannot perform does not compile.
  * A step that fails is thrown back into the operation at the `yield`, so its own `try`/`finally`
  * cleans up (closing files, removing a temporary file) with further steps; after an abort those
  * clean-up steps run without the signal.
  *
  * Browser-safe: the drivers for files are in node/drive.ts.
  */
-import { NpyError } from '../errors.js';
+import type { NdArray } from '../array/ndarray.js';
 import { inParallel } from './settle.js';
 
 /** A file as a driver holds it (a descriptor, a FileHandle): opaque to operations. */
@@ -31,9 +33,9 @@ export interface Strided {
   readonly strides: readonly number[];
 }
 
-/** A region read of an open .npy (from an `openNpy` step): `count` elements along each axis from `start`. */
-export interface RegionRead {
-  readonly part: unknown;
+/** A region read of an open .npy `part` (from an `openNpy` step): `count` elements along each axis from `start`. */
+export interface RegionRead<P = unknown> {
+  readonly part: P;
   readonly start: number[];
   readonly count: number[];
 }
@@ -44,16 +46,19 @@ export interface RegionRead {
  */
 export type OpenMode = 'r' | 'r+' | 'wx' | 'wx+';
 
-/** One thing an operation asks its driver to do; the driver answers with the result noted. */
-export type Step =
-  /** → FileRef. An existing file must be a regular one (NOT_A_FILE otherwise). */
-  | { readonly op: 'open'; readonly path: string; readonly mode: OpenMode }
-  | { readonly op: 'close'; readonly file: FileRef }
+/**
+ * Bytes viewed where the driver holds them: the one step of an archive's or a zip's reads, which a
+ * source in memory answers with views and a remote one with reads it keeps.
+ */
+export type ViewStep =
   /**
    * → `length` bytes at `at` (fewer at the end): a view of bytes the driver holds (an archive in
    * memory), else a buffer of their own. For reads whose bytes are only looked at, not kept.
    */
-  | { readonly op: 'view'; readonly file: FileRef; readonly at: number; readonly length: number }
+  { readonly op: 'view'; readonly file: FileRef; readonly at: number; readonly length: number };
+
+/** Positional reads into the caller's buffers: every driver of a file or a byte source performs them. */
+export type ReadStep =
   /** → bytes read (fewer only at the end of the file). `onPiece` sees pieces as they complete. */
   | { readonly op: 'read'; readonly file: FileRef; readonly into: Uint8Array; readonly at: number; readonly onPiece?: (piece: Uint8Array) => void }
   /**
@@ -62,7 +67,11 @@ export type Step =
    * bytes it got (fewer only at the end of the file) as it completes. An error of `onRead` stops
    * the reads.
    */
-  | { readonly op: 'reads'; readonly file: FileRef; readonly reads: Iterable<PositionalRead>; readonly onRead: (read: PositionalRead, got: number) => void }
+  | { readonly op: 'reads'; readonly file: FileRef; readonly reads: Iterable<PositionalRead>; readonly onRead: (read: PositionalRead, got: number) => void };
+
+/** Work on a file already open that every positional source performs (Node's file, an archive member, an OPFS access handle). */
+export type HandleStep =
+  | { readonly op: 'close'; readonly file: FileRef }
   /** Write all of `bytes` at `at` (at the file position when null). */
   | { readonly op: 'write'; readonly file: FileRef; readonly bytes: Uint8Array; readonly at: number | null }
   /** → the file's size in bytes. */
@@ -70,6 +79,16 @@ export type Step =
   /** Make the file's data durable (fsync). */
   | { readonly op: 'sync'; readonly file: FileRef }
   | { readonly op: 'truncate'; readonly file: FileRef; readonly size: number }
+  /**
+   * → whether the driver copied a strided region into `out` in one step (Node's addon from a map of
+   * the file; false: read it by runs instead).
+   */
+  | { readonly op: 'gather'; readonly file: FileRef; readonly strided: Strided; readonly out: Uint8Array };
+
+/** Paths, locks and the waits between lock attempts: what only Node's file system performs. */
+export type FileSystemStep =
+  /** → FileRef. An existing file must be a regular one (NOT_A_FILE otherwise). */
+  | { readonly op: 'open'; readonly path: string; readonly mode: OpenMode }
   /** Reserve `bytes` after `at` (fallocate, where the addon has it): a hint, never an error. */
   | { readonly op: 'reserve'; readonly file: FileRef; readonly at: number; readonly bytes: number }
   /** Rename `from` over `to`; `durable`: then make the rename durable (fsync of their folder, where the platform has it). */
@@ -78,11 +97,6 @@ export type Step =
   | { readonly op: 'replaceable'; readonly path: string }
   /** Remove a file if it is there. */
   | { readonly op: 'remove'; readonly path: string }
-  /**
-   * → whether the driver copied a strided region into `out` in one step (Node's addon from a map of
-   * the file; false: read it by runs instead).
-   */
-  | { readonly op: 'gather'; readonly file: FileRef; readonly strided: Strided; readonly out: Uint8Array }
   /** → whether a path exists. */
   | { readonly op: 'exists'; readonly path: string }
   /** → the names in a folder (not `.` and `..`), or null where it cannot be listed. */
@@ -93,51 +107,139 @@ export type Step =
   | { readonly op: 'lock'; readonly file: FileRef }
   | { readonly op: 'unlock'; readonly file: FileRef }
   /** Let `ms` pass (blocking: sleep; async: a timer the signal cuts short). */
-  | { readonly op: 'wait'; readonly ms: number }
+  | { readonly op: 'wait'; readonly ms: number };
+
+/** The course of an operation, which every driver of files and sources performs. */
+export type ControlStep =
   /** Run `work` over `bytes` (async: a piece at a time, with turns of the event loop between). */
   | { readonly op: 'compute'; readonly bytes: Uint8Array; readonly work: (piece: Uint8Array) => void }
-  /**
-   * → an open .npy (what the driver reads regions of: a file handle, a URL reader) by its name (a
-   * path, a URL); `heapOf` names the ragged index that names it, for the error when it is missing.
-   */
-  | { readonly op: 'openNpy'; readonly name: string; readonly heapOf?: string }
-  /** → the arrays of region reads of open .npy files, in order (an async driver makes them together). */
-  | { readonly op: 'regions'; readonly reads: readonly RegionRead[] }
   /** The operation's effect has happened: from here on, an abort no longer interrupts it. */
-  | { readonly op: 'committed' }
-  /**
-   * → what `value` resolves to: work of another source (a lazy weight file's tensor) done while the
-   * operation holds its files open. Async drivers only: a blocking one cannot wait for it.
-   */
-  | { readonly op: 'await'; readonly value: (signal: AbortSignal | undefined) => Promise<unknown> };
+  | { readonly op: 'committed' };
 
-/** An operation: yields steps, is answered with their results, returns its own. */
-export type Operation<T> = Generator<Step, T, unknown>;
+/**
+ * → what `value` resolves to: work of another source (a lazy weight file's tensor) done while the
+ * operation holds its files open. Async drivers only: {@link driveSync} refuses, at compile time,
+ * an operation that yields it.
+ */
+export interface AwaitStep<R = unknown> {
+  readonly op: 'await';
+  readonly value: (signal: AbortSignal | undefined) => Promise<R>;
+}
 
-/** Performs one step, blocking. */
-export type PerformSync = (step: Step) => unknown;
+/**
+ * → an open .npy (what the driver reads regions of: a file handle, a URL reader) by its name (a
+ * path, a URL); `heapOf` names the ragged index that names it, for the error when it is missing.
+ * `opened` is never set: it only carries `P`, the type of what the ragged reader's driver opens, to
+ * the step's result ({@link StepResult}).
+ */
+export interface OpenNpyStep<P = unknown> {
+  readonly op: 'openNpy';
+  readonly name: string;
+  readonly heapOf?: string;
+  readonly opened?: P;
+}
 
-/** Performs one step asynchronously; `signal` is undefined once the operation is cleaning up or has committed. */
-export type PerformAsync = (step: Step, signal: AbortSignal | undefined) => Promise<unknown>;
+/** The steps of a ragged reader (ragged/reading.ts), over parts of type `P` that its driver opens. */
+export type RaggedStep<P = unknown> =
+  | OpenNpyStep<P>
+  /** → the arrays of region reads of open .npy files, in order (an async driver makes them together). */
+  | { readonly op: 'regions'; readonly reads: readonly RegionRead<P>[] };
+
+/** What the operations of an open .npy handle yield (io/handles.ts): Node's files and positional sources both perform them. */
+export type PositionalStep = ReadStep | HandleStep | ControlStep;
+
+/** What a positional source's driver performs (io/handles.ts): an archive member, an OPFS file. */
+export type SourceStep = ViewStep | PositionalStep;
+
+/** What Node's file drivers perform (node/drive.ts); the async one performs {@link AwaitStep} too. */
+export type FileStep = PositionalStep | FileSystemStep;
+
+/** One thing an operation asks its driver to do; the driver answers with its {@link StepResult}. */
+export type Step = ViewStep | ReadStep | HandleStep | FileSystemStep | ControlStep | AwaitStep | RaggedStep;
+
+/** The steps a blocking driver can perform: all but {@link AwaitStep}. */
+export type SyncStep = Exclude<Step, AwaitStep>;
+
+/** The step of one op. */
+export type StepOf<K extends Step['op']> = Extract<Step, { readonly op: K }>;
+
+/** What a driver answers each step with, by its op (the steps of generic results are in {@link StepResult}). */
+interface Results {
+  view: Uint8Array;
+  read: number;
+  reads: void;
+  close: void;
+  write: void;
+  size: number;
+  sync: void;
+  truncate: void;
+  gather: boolean;
+  open: FileRef;
+  reserve: void;
+  rename: void;
+  replaceable: void;
+  remove: void;
+  exists: boolean;
+  list: string[] | null;
+  same: boolean;
+  lock: boolean | null;
+  unlock: void;
+  wait: void;
+  compute: void;
+  committed: void;
+  regions: NdArray[];
+}
+
+/** The result of a step: what its driver answers it with. */
+export type StepResult<S extends Step> =
+  S extends AwaitStep<infer R> ? R : S extends OpenNpyStep<infer P> ? P : S extends { readonly op: infer K extends keyof Results } ? Results[K] : never;
+
+/**
+ * An operation: yields steps of the vocabulary `S` (a driver of a smaller vocabulary refuses it at
+ * compile time), is answered with their results, returns its own.
+ */
+export type Operation<T, S extends Step> = Generator<S, T, unknown>;
+
+/**
+ * Yield one step and return its result, typed by the step: `const file = yield* perform({ op: 'open', path, mode: 'r' })`.
+ * An operation asks for every result this way, never by casting what `yield` gives.
+ */
+export function* perform<S extends Step>(step: S): Generator<S, StepResult<S>, unknown> {
+  // The one bridge from a generator's untyped `next(value)`: the drivers (`driveSync`, `drive`)
+  // answer each step with the result {@link StepResult} names for it.
+  return (yield step) as StepResult<S>;
+}
+
+/** Performs one step of the vocabulary `S`, blocking. */
+export type PerformSync<S extends Step> = (step: S) => unknown;
+
+/** Performs one step of the vocabulary `S` asynchronously; `signal` is undefined once the operation is cleaning up or has committed. */
+export type PerformAsync<S extends Step> = (step: S, signal: AbortSignal | undefined) => Promise<unknown>;
 
 /**
  * The async driver of a source read by `read(at, length, signal)` (a Blob, HTTP ranges): it answers
  * `view` and `read` steps, nothing else.
  */
-export function performReads(read: (at: number, length: number, signal?: AbortSignal) => Promise<Uint8Array>): PerformAsync {
+export function performReads(read: (at: number, length: number, signal?: AbortSignal) => Promise<Uint8Array>): PerformAsync<ViewStep | ReadStep> {
   return async (step, signal) => {
-    if (step.op === 'view') return read(step.at, step.length, signal);
-    if (step.op === 'reads')
-      return readEach(step, async (r) => {
-        const got = await read(r.at, r.into.length, signal);
-        r.into.set(got);
+    switch (step.op) {
+      case 'view':
+        return read(step.at, step.length, signal);
+      case 'reads':
+        return readEach(step, async (r) => {
+          const got = await read(r.at, r.into.length, signal);
+          r.into.set(got);
+          return got.length;
+        });
+      case 'read': {
+        const got = await read(step.at, step.into.length, signal);
+        step.into.set(got);
+        if (got.length > 0) step.onPiece?.(step.into.subarray(0, got.length));
         return got.length;
-      });
-    if (step.op !== 'read') throw new NpyError('INTERNAL', `a read-only source cannot perform '${step.op}'`);
-    const got = await read(step.at, step.into.length, signal);
-    step.into.set(got);
-    if (got.length > 0) step.onPiece?.(step.into.subarray(0, got.length));
-    return got.length;
+      }
+      default:
+        return step satisfies never;
+    }
   };
 }
 
@@ -145,12 +247,12 @@ export function performReads(read: (at: number, length: number, signal?: AbortSi
 const READS_IN_FLIGHT = 4;
 
 /** Perform a `reads` step, blocking: each read in turn, handed to `onRead` before the next is taken. */
-export function readEachSync(step: Extract<Step, { op: 'reads' }>, read: (r: PositionalRead) => number): void {
+export function readEachSync(step: StepOf<'reads'>, read: (r: PositionalRead) => number): void {
   for (const r of step.reads) step.onRead(r, read(r));
 }
 
 /** Perform a `reads` step asynchronously: a few reads in flight, each handed to `onRead` as it completes and the next one then taken. */
-export async function readEach(step: Extract<Step, { op: 'reads' }>, read: (r: PositionalRead) => Promise<number>): Promise<void> {
+export async function readEach(step: StepOf<'reads'>, read: (r: PositionalRead) => Promise<number>): Promise<void> {
   const it = step.reads[Symbol.iterator]();
   await inParallel(READS_IN_FLIGHT, async (stopped) => {
     while (!stopped()) {
@@ -161,13 +263,16 @@ export async function readEach(step: Extract<Step, { op: 'reads' }>, read: (r: P
   });
 }
 
-/** Run an operation, each step performed blocking. */
-export function driveSync<T>(operation: Operation<T>, perform: PerformSync): T {
+/**
+ * Run an operation, each step performed blocking. Its vocabulary must be one `perform` knows, and
+ * hold no {@link AwaitStep}: an operation that awaits does not compile here.
+ */
+export function driveSync<T, S extends SyncStep>(operation: Operation<T, S>, perform: PerformSync<S>): T {
   // The answer to the last step: its value, or (failed) the error thrown back into the operation.
   let value: unknown;
   let failed = false;
   for (;;) {
-    const next: IteratorResult<Step, T> = failed ? operation.throw(value) : operation.next(value);
+    const next: IteratorResult<S, T> = failed ? operation.throw(value) : operation.next(value);
     if (next.done) return next.value;
     try {
       value = perform(next.value);
@@ -184,14 +289,14 @@ export function driveSync<T>(operation: Operation<T>, perform: PerformSync): T {
  * and handed to the step; once it has fired (or the operation has committed), the operation's
  * clean-up steps run without it.
  */
-export async function drive<T>(operation: Operation<T>, perform: PerformAsync, signal?: AbortSignal): Promise<T> {
+export async function drive<T, S extends Step>(operation: Operation<T, S>, perform: PerformAsync<S>, signal?: AbortSignal): Promise<T> {
   let value: unknown;
   let failed = false;
   let live = signal;
   for (;;) {
-    const next: IteratorResult<Step, T> = failed ? operation.throw(value) : operation.next(value);
+    const next: IteratorResult<S, T> = failed ? operation.throw(value) : operation.next(value);
     if (next.done) return next.value;
-    const step: Step = next.value;
+    const step: S = next.value;
     try {
       if (live?.aborted) {
         const reason: unknown = live.reason;
@@ -210,24 +315,28 @@ export async function drive<T>(operation: Operation<T>, perform: PerformAsync, s
 }
 
 /** Steps that read all of `into` from `at` (fewer at the end of the file): the bytes read. */
-export function* readInto(file: FileRef, into: Uint8Array, at: number, onPiece?: (piece: Uint8Array) => void): Operation<number> {
-  return (yield onPiece ? { op: 'read', file, into, at, onPiece } : { op: 'read', file, into, at }) as number;
+export function* readInto(file: FileRef, into: Uint8Array, at: number, onPiece?: (piece: Uint8Array) => void): Operation<number, ReadStep> {
+  return yield* perform(onPiece ? { op: 'read', file, into, at, onPiece } : { op: 'read', file, into, at });
 }
 
 /** `length` bytes from `at` (fewer at the end of the file), in a buffer of their own. */
-export function* readBytes(file: FileRef, at: number, length: number): Operation<Uint8Array> {
+export function* readBytes(file: FileRef, at: number, length: number): Operation<Uint8Array, ReadStep> {
   const out = new Uint8Array(length);
-  return out.subarray(0, (yield { op: 'read', file, into: out, at }) as number);
+  return out.subarray(0, yield* perform({ op: 'read', file, into: out, at }));
 }
 
-/** The step {@link Step} `view`: `length` bytes at `at`, viewed where the driver holds them. */
-export function* viewBytes(file: FileRef, at: number, length: number): Operation<Uint8Array> {
-  return (yield { op: 'view', file, at, length }) as Uint8Array;
+/** The step {@link ViewStep} `view`: `length` bytes at `at`, viewed where the driver holds them. */
+export function* viewBytes(file: FileRef, at: number, length: number): Operation<Uint8Array, ViewStep> {
+  return yield* perform({ op: 'view', file, at, length });
 }
 
 /** Open a file, run `body` with it, close it on every path. */
-export function* withFile<T>(path: string, mode: OpenMode, body: (file: FileRef) => Operation<T>): Operation<T> {
-  const file = (yield { op: 'open', path, mode }) as FileRef;
+export function* withFile<T, S extends Step>(
+  path: string,
+  mode: OpenMode,
+  body: (file: FileRef) => Operation<T, S>,
+): Operation<T, S | StepOf<'open' | 'close'>> {
+  const file = yield* perform({ op: 'open', path, mode });
   try {
     return yield* body(file);
   } finally {

@@ -1,5 +1,5 @@
 /** Files written beside their target and renamed over it, as steps: the one way npyts replaces a file. */
-import type { FileRef, Operation, Step } from '../io/steps.js';
+import { perform, type AwaitStep, type FileRef, type FileStep, type Operation, type Step } from '../io/steps.js';
 import type { StoreWriter } from '../store/types.js';
 import { NpyError, withWhere } from '../errors.js';
 import { tempBeside } from './fd.js';
@@ -31,10 +31,14 @@ const REPLACE_KEY_SET = knownKeys<ReplaceOptions>(REPLACE_KEYS);
  * old file (or none), never a part of the new one, and so does a crash of the system with
  * `durable` (see {@link ReplaceOptions}); the temporary file is removed on every error path.
  */
-export function* writingBeside(path: string, write: (file: FileRef) => Operation<void>, options: ReplaceOptions = {}): Operation<void> {
+export function* writingBeside<S extends Step>(
+  path: string,
+  write: (file: FileRef) => Operation<void, S>,
+  options: ReplaceOptions = {},
+): Operation<void, S | FileStep> {
   yield { op: 'replaceable', path };
   const temp = tempBeside(path);
-  const file = (yield { op: 'open', path: temp, mode: 'wx' }) as FileRef;
+  const file = yield* perform({ op: 'open', path: temp, mode: 'wx' });
   let open = true;
   try {
     yield* write(file);
@@ -56,13 +60,19 @@ export function* writingBeside(path: string, write: (file: FileRef) => Operation
   }
 }
 
-/** The `await` step at which a {@link besideWriter}'s file waits for its next write. */
-const NEXT_WRITE = (): Promise<unknown> => Promise.reject(new Error("a writer's pause is not performed"));
+/** What a {@link besideWriter}'s file is handed next: a write, or null (complete). */
+type HandedWrite = readonly [Uint8Array, number] | null;
+
+/** The `await` step at which a {@link besideWriter}'s file waits for its next write: its writer answers it, no driver performs it. */
+const NEXT_WRITE = (): Promise<HandedWrite> => Promise.reject(new Error("a writer's pause is not performed"));
+
+/** A {@link besideWriter}'s steps: the file's, and its pauses for the next write. */
+type WriterStep = FileStep | AwaitStep<HandedWrite>;
 
 /** The file of a {@link besideWriter}: the writes it is handed, until null (complete). */
-function* handedWrites(file: FileRef): Operation<void> {
+function* handedWrites(file: FileRef): Operation<void, WriterStep> {
   for (;;) {
-    const next = (yield { op: 'await', value: NEXT_WRITE }) as readonly [Uint8Array, number] | null;
+    const next = yield* perform<AwaitStep<HandedWrite>>({ op: 'await', value: NEXT_WRITE });
     if (next === null) return;
     yield { op: 'write', file, bytes: next[0], at: next[1] };
   }
@@ -83,7 +93,8 @@ export function besideWriter(path: string, options: ReplaceOptions, sync: boolea
   const operation = writingBeside(path, handedWrites, options);
   let over = false; // the operation has ended: renamed, or failed and its temporary file removed
   // Perform steps from `answer` on until the file waits for a write (false) or the operation is over (true).
-  const isPause = (step: Step): boolean => step.op === 'await' && step.value === NEXT_WRITE;
+  // Every await step of the operation is its pause (handedWrites yields no other): a writer answers it, no driver.
+  const isPause = (step: WriterStep): step is AwaitStep<HandedWrite> => step.op === 'await';
   const ended = (): never => {
     throw new NpyError('WRITE_FAILED', `${path} was not written: its writer failed or was aborted before it was committed`);
   };
@@ -94,7 +105,7 @@ export function besideWriter(path: string, options: ReplaceOptions, sync: boolea
   if (sync) {
     const advance = (answer: unknown, failed: boolean): void => {
       for (;;) {
-        let next: IteratorResult<Step, void>;
+        let next: IteratorResult<WriterStep, void>;
         try {
           next = failed ? operation.throw(answer) : operation.next(answer);
         } catch (e) {
@@ -127,7 +138,7 @@ export function besideWriter(path: string, options: ReplaceOptions, sync: boolea
   }
   const advance = async (answer: unknown, failed: boolean): Promise<void> => {
     for (;;) {
-      let next: IteratorResult<Step, void>;
+      let next: IteratorResult<WriterStep, void>;
       try {
         next = failed ? operation.throw(answer) : operation.next(answer);
       } catch (e) {
@@ -167,7 +178,7 @@ export function writeBeside(path: string, write: (fd: number) => void, options: 
   checkOptions('writeBeside', options, REPLACE_KEY_SET);
   // The caller's writes are its own blocking calls on the descriptor the blocking driver opened: no steps.
   // biome-ignore lint/correctness/useYield: see above
-  const writing = function* (file: FileRef): Operation<void> {
+  const writing = function* (file: FileRef): Operation<void, FileStep> {
     write(file as unknown as number);
   };
   runSync(writingBeside(path, writing, options), path);

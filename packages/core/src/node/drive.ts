@@ -7,7 +7,7 @@ import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, r
 import { access, open as openAsync, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { drive, driveSync, readEach, readEachSync, type FileRef, type Operation, type Step } from '../io/steps.js';
+import { drive, driveSync, readEach, readEachSync, type AwaitStep, type FileRef, type FileStep, type Operation } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
 import {
   checkReplaceable,
@@ -21,7 +21,7 @@ import {
   writeFully,
   writeFullyAsync,
 } from './fd.js';
-import { NpyError, withWhere } from '../errors.js';
+import { withWhere } from '../errors.js';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
@@ -33,7 +33,7 @@ const handle = (file: FileRef): FileHandle => file as unknown as FileHandle;
 const ref = (x: number | FileHandle): FileRef => x as unknown as FileRef;
 
 /** @internal The blocking driver's step. */
-export function performSync(step: Step): unknown {
+export function performSync(step: FileStep): unknown {
   switch (step.op) {
     case 'open':
       return ref(step.mode === 'r' || step.mode === 'r+' ? openFileSync(step.path, step.mode) : openSync(step.path, step.mode));
@@ -92,17 +92,12 @@ export function performSync(step: Step): unknown {
     case 'committed':
       return undefined;
     default:
-      throw cannotPerform(step);
+      return step satisfies never;
   }
 }
 
-/** A step the file drivers have no way to perform (a view of bytes held in memory, a ragged reader's steps): a bug of npyts. */
-function cannotPerform(step: Step): NpyError {
-  return new NpyError('INTERNAL', `the file driver cannot perform '${step.op}'; please report this`);
-}
-
 /** @internal The async driver's step. */
-export async function performAsync(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
+export async function performAsync(step: FileStep | AwaitStep, signal: AbortSignal | undefined): Promise<unknown> {
   switch (step.op) {
     case 'open':
       return ref(step.mode === 'r' || step.mode === 'r+' ? await openFile(step.path, step.mode) : await openAsync(step.path, step.mode));
@@ -171,7 +166,7 @@ export async function performAsync(step: Step, signal: AbortSignal | undefined):
     case 'await':
       return step.value(signal);
     default:
-      throw cannotPerform(step);
+      return step satisfies never;
   }
 }
 
@@ -180,7 +175,7 @@ export async function performAsync(step: Step, signal: AbortSignal | undefined):
  * @example
  * const header = runSync(readingNpyHeader('x.npy'), 'x.npy');
  */
-export function runSync<T>(operation: Operation<T>, file?: string): T {
+export function runSync<T>(operation: Operation<T, FileStep>, file?: string): T {
   try {
     return driveSync(operation, performSync);
   } catch (e) {
@@ -194,7 +189,7 @@ export function runSync<T>(operation: Operation<T>, file?: string): T {
  * @example
  * const header = await run(readingNpyHeader('x.npy'), AbortSignal.timeout(1000), 'x.npy');
  */
-export function run<T>(operation: Operation<T>, signal?: AbortSignal, file?: string): Promise<T> {
+export function run<T>(operation: Operation<T, FileStep | AwaitStep>, signal?: AbortSignal, file?: string): Promise<T> {
   const running = drive(operation, performAsync, signal);
   return file === undefined ? running : running.catch((e: unknown) => Promise.reject(withWhere(e, { file })));
 }

@@ -3,7 +3,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { GGUF_WRITE_KEYS, ggufPlan, ggufParts, type GgufInput, type GgufPlan, type GgufTensorEntry, type GgufWriteOptions } from '../gguf/encode.js';
 import { isTensorSource, type TensorFile } from '../weights/tensor-file.js';
 import { checkOptions, knownKeys, pickOptions } from '../options.js';
-import type { FileRef, Operation } from '../io/steps.js';
+import { perform, type AwaitStep, type FileRef, type FileStep, type Operation } from '../io/steps.js';
 import { REPLACE_KEYS, writingBeside, type ReplaceOptions } from './beside.js';
 import { run, runSync } from './drive.js';
 import type { AsyncOptions } from './fd.js';
@@ -66,12 +66,12 @@ export function saveGgufSync(path: string, tensors: GgufInput, options: SaveGguf
   runSync(savingGguf(path, tensors, options), path);
 }
 
-function* savingGguf(path: string, tensors: GgufInput, options: SaveGgufOptionsSync): Operation<void> {
+function* savingGguf(path: string, tensors: GgufInput, options: SaveGgufOptionsSync): Operation<void, FileStep> {
   // Checked before the file beside is made; ggufParts takes only the write options.
   const parts = ggufParts(tensors, pickOptions(options, GGUF_WRITE_KEYS));
   yield* writingBeside(
     path,
-    function* (file: FileRef) {
+    function* (file: FileRef): Operation<void, FileStep> {
       yield { op: 'write', file, bytes: parts.header, at: null };
       for (const bytes of parts.bodies()) if (bytes.length) yield { op: 'write', file, bytes, at: null };
     },
@@ -85,13 +85,13 @@ function* writingPlan(
   plan: GgufPlan,
   get: (name: string, signal: AbortSignal | undefined) => Promise<NdArray>,
   options: SaveGgufOptionsSync,
-): Operation<void> {
+): Operation<void, FileStep | AwaitStep> {
   yield* writingBeside(
     path,
-    function* (file: FileRef) {
+    function* (file: FileRef): Operation<void, FileStep | AwaitStep> {
       yield { op: 'write', file, bytes: plan.header, at: null };
       for (const [i, t] of plan.tensors.entries()) {
-        const array = (yield { op: 'await', value: (signal) => get(t.name, signal) }) as NdArray;
+        const array = yield* perform<AwaitStep<NdArray>>({ op: 'await', value: (signal) => get(t.name, signal) });
         for (const bytes of plan.body(i, array)) if (bytes.length) yield { op: 'write', file, bytes, at: null };
       }
     },

@@ -6,7 +6,7 @@
  */
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { NpyError } from '../errors.js';
-import type { FileRef, Operation } from '../io/steps.js';
+import { perform, type FileStep, type Operation } from '../io/steps.js';
 
 /** How long a writer waits for a lock file before giving up (flock waits as long as it takes). */
 export const LOCK_WAIT_MS = 60_000;
@@ -56,7 +56,7 @@ const EMPTY_LOCK_STALE_MS = 2_000;
  * holds its writer's process id. Its own file calls are small and blocking (metadata, a few bytes);
  * the waits between attempts are steps. Returns the release function.
  */
-function* lockFileBeside(path: string): Operation<() => void> {
+function* lockFileBeside(path: string): Operation<() => void, FileStep> {
   const lockPath = `${path}.lock`;
   const deadline = Date.now() + LOCK_WAIT_MS;
   const mine = `${lockPath}.${process.pid}.${Math.random().toString(36).slice(2, 8)}.new`;
@@ -114,12 +114,12 @@ function* lockFileBeside(path: string): Operation<() => void> {
  * to rewrite it) while this one waited, the lock is taken again on the new file. Returns the steps
  * that release it.
  */
-export function* takingAppendLock(path: string): Operation<() => Operation<void>> {
+export function* takingAppendLock(path: string): Operation<() => Operation<void, FileStep>, FileStep> {
   for (;;) {
-    const file = (yield { op: 'open', path, mode: 'r' }) as FileRef;
+    const file = yield* perform({ op: 'open', path, mode: 'r' });
     let locked: boolean | null;
     try {
-      locked = (yield { op: 'lock', file }) as boolean | null;
+      locked = yield* perform({ op: 'lock', file });
     } catch (e) {
       yield { op: 'close', file };
       throw e;
@@ -134,13 +134,13 @@ export function* takingAppendLock(path: string): Operation<() => Operation<void>
     }
     let same: boolean;
     try {
-      same = (yield { op: 'same', file, path }) as boolean;
+      same = yield* perform({ op: 'same', file, path });
     } catch (e) {
       yield { op: 'unlock', file };
       yield { op: 'close', file };
       throw e;
     }
-    const unlocking = function* (): Operation<void> {
+    const unlocking = function* (): Operation<void, FileStep> {
       yield { op: 'unlock', file };
       yield { op: 'close', file };
     };
@@ -150,7 +150,7 @@ export function* takingAppendLock(path: string): Operation<() => Operation<void>
 }
 
 /** Run `body` holding the exclusive append lock of `path` (see {@link takingAppendLock}). */
-export function* appendLocked<T>(path: string, body: () => Operation<T>): Operation<T> {
+export function* appendLocked<T>(path: string, body: () => Operation<T, FileStep>): Operation<T, FileStep> {
   const release = yield* takingAppendLock(path);
   try {
     return yield* body();

@@ -28,7 +28,7 @@ import { mapNpy, type MapMode, type MappedArray } from './mmap.js';
 import type { AsyncOptions } from './fd.js';
 import { run, runSync } from './drive.js';
 import { writingBeside, type ReplaceOptions } from './beside.js';
-import type { FileRef, Operation } from '../io/steps.js';
+import { perform, type FileStep, type Operation } from '../io/steps.js';
 import { readingHeader } from '../io/header-read.js';
 import { checkOptions, knownKeys, pickOptions } from '../options.js';
 import { loadNpy as loadNpyIn, saveNpy as saveNpyIn } from '../store/entries.js';
@@ -36,9 +36,9 @@ import { refuseBesideStore } from '../store/key.js';
 import type { ReadStore, WriteStore } from '../store/types.js';
 
 /** The steps that read the header of the .npy file at `path`. */
-export function* readingNpyHeader(path: string, options: DecodeOptions = {}): Operation<NpyHeader> {
+export function* readingNpyHeader(path: string, options: DecodeOptions = {}): Operation<NpyHeader, FileStep> {
   // Not through withFile: see loadingNpy.
-  const file = (yield { op: 'open', path, mode: 'r' }) as FileRef;
+  const file = yield* perform({ op: 'open', path, mode: 'r' });
   try {
     return yield* readingHeader(file, options);
   } finally {
@@ -122,13 +122,13 @@ export async function loadNpy(path: string, options: LoadOptionsAsync = {}): Pro
  * The steps of a whole load: the data is read straight into its own aligned buffer (async: in
  * pieces on libuv's threads, each byte-swapped as it arrives when the file is not in native order).
  */
-function* loadingNpy(path: string, options: LoadOptions): Operation<NdArray> {
+function* loadingNpy(path: string, options: LoadOptions): Operation<NdArray, FileStep> {
   // Open and close written out rather than through withFile, whose callback is a new generator
   // function each call: a load of a small file is a handful of system calls, and that costs ~20 % more.
-  const file = (yield { op: 'open', path, mode: 'r' }) as FileRef;
+  const file = yield* perform({ op: 'open', path, mode: 'r' });
   try {
     const header = yield* readingHeader(file, options);
-    const fileSize = (yield { op: 'size', file }) as number;
+    const fileSize = yield* perform({ op: 'size', file });
     const codec = loadCodec(options);
     if (hasObject(header.dtype) && codec) {
       const whole = new Uint8Array(fileSize);
@@ -208,7 +208,7 @@ export function saveNpySync(path: string, array: NdArray | ArraySpec, options: S
  * The steps of a save: numpy's header, then the data straight from its memory when native-endian
  * (other byte orders a piece at a time), into a file beside `path` renamed over it when complete.
  */
-export function* savingNpy(path: string, input: NdArray | ArraySpec, options: SaveOptionsSync = {}): Operation<void> {
+export function* savingNpy(path: string, input: NdArray | ArraySpec, options: SaveOptionsSync = {}): Operation<void, FileStep> {
   const array = toNdArray(input);
   checkFormatVersion(options.version); // before the file beside is made
   const pieces = encodeNpyPieces(array, { ...options, pickle: saveCodec(options) });

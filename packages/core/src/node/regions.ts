@@ -9,7 +9,7 @@ import { NpyError } from '../errors.js';
 import { appendLocked } from './lock.js';
 import { run, runSync } from './drive.js';
 import { writingBeside } from './beside.js';
-import { readInto, withFile, type FileRef, type Operation } from '../io/steps.js';
+import { perform, readInto, withFile, type FileRef, type FileStep, type Operation } from '../io/steps.js';
 import type { NdArray } from '../array/ndarray.js';
 import { tempBeside, type AsyncOptions } from './fd.js';
 import { mapNpy, type MappedArray } from './mmap.js';
@@ -51,8 +51,8 @@ export async function openNpyFile(path: string, options: OpenOptions = {}): Prom
 }
 
 /** The steps of opening a .npy for regions: the file, its header, and a check that the data is there. */
-function* openingNpy(path: string, options: { write?: boolean } & DecodeOptions): Operation<{ file: FileRef; header: NpyHeader }> {
-  const file = (yield { op: 'open', path, mode: options.write ? 'r+' : 'r' }) as FileRef;
+function* openingNpy(path: string, options: { write?: boolean } & DecodeOptions): Operation<{ file: FileRef; header: NpyHeader }, FileStep> {
+  const file = yield* perform({ op: 'open', path, mode: options.write ? 'r+' : 'r' });
   try {
     return { file, header: yield* readingOpenNpy(file, options) };
   } catch (e) {
@@ -103,10 +103,10 @@ export async function createNpy(path: string, options: CreateOptions & AsyncOpti
  * The steps of a create: checked before anything is touched, then made beside the target (header
  * written, file sized) and renamed over it; a refused or failed create leaves an existing file as it was.
  */
-function* creatingNpy(path: string, options: CreateOptions): Operation<{ file: FileRef; header: NpyHeader }> {
+function* creatingNpy(path: string, options: CreateOptions): Operation<{ file: FileRef; header: NpyHeader }, FileStep> {
   newFileLayout(options); // refused before anything is made
   const temp = tempBeside(path);
-  const file = (yield { op: 'open', path: temp, mode: 'wx+' }) as FileRef;
+  const file = yield* perform({ op: 'open', path: temp, mode: 'wx+' });
   try {
     const header = yield* writingNewNpy(file, options);
     yield { op: 'rename', from: temp, to: path };
@@ -213,13 +213,13 @@ export function appendNpySync(path: string, input: NdArray | ArraySpec): void {
 }
 
 /** The steps of {@link appendNpy} for a caller that holds the file's append lock already (see lock.ts). */
-export function* appending(path: string, input: NdArray | ArraySpec): Operation<void> {
+export function* appending(path: string, input: NdArray | ArraySpec): Operation<void, FileStep> {
   yield* withFile(path, 'r+', function* (file) {
     const plan = yield* appendingRows(file, path, input, 'return');
     if (plan === null) return;
     const { header } = plan;
     // No room: write the grown array beside the file, then rename it over (atomic on POSIX).
-    yield* writingBeside(path, function* (out) {
+    yield* writingBeside(path, function* (out): Operation<void, FileStep> {
       yield { op: 'write', file: out, bytes: encodeHeader(header.dtype, plan.newShape, header.fortranOrder), at: null };
       const total = header.dataBytes + plan.bytes.length;
       const chunk = new Uint8Array(Math.min(REWRITE_CHUNK, Math.max(1, total)));
@@ -241,6 +241,6 @@ export type { CreateOptions, NpyFileHandle, NpyFileHandleSync } from '../io/hand
  * is rewritten in place (made durable), then the file is cut to the data it declares. Rows past the
  * header's shape are what an interrupted writer left; only a file's owner may drop them.
  */
-export function* droppingRows(path: string, rows: number): Operation<void> {
+export function* droppingRows(path: string, rows: number): Operation<void, FileStep> {
   yield* withFile(path, 'r+', (file) => droppingRowsOf(file, path, rows));
 }

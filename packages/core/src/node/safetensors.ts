@@ -1,7 +1,7 @@
 /** .safetensors files on disk: opened by position, written beside the target and renamed over it. */
 import type { SyncByteSource } from '../io/byte-source.js';
 import { openingOver, sourceOf, type NpySource } from '../io/open.js';
-import type { Operation } from '../io/steps.js';
+import type { FileStep, Operation } from '../io/steps.js';
 import { HTTP_KEY_SET, type HttpOptions } from '../io/url.js';
 import { SafetensorsFile } from '../safetensors/file.js';
 import type { SafetensorsInput, SafetensorsWriteOptions } from '../safetensors/encode.js';
@@ -14,6 +14,10 @@ import {
   tensorsOf,
   type SafetensorsSource,
   type Tensors,
+  AT_ONCE,
+  WAITED,
+  type Answers,
+  type SaveStep,
 } from '../safetensors/save.js';
 import { resolve, sep } from 'node:path';
 import { writingBeside, type ReplaceOptions } from './beside.js';
@@ -108,7 +112,7 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
   options.signal?.throwIfAborted();
   if (options.maxShardSize === undefined) {
     const source = await tensorsOf(tensors, options.signal);
-    await run(savingSafetensors(path, source, options), options.signal, path);
+    await run(savingSafetensors(path, source, options, WAITED), options.signal, path);
     return;
   }
   // Sharded: the save through a store (safetensors/save.ts), over the folder as a store.
@@ -125,7 +129,7 @@ export async function saveSafetensors(path: string, tensors: SafetensorsInput | 
 export function saveSafetensorsSync(path: string, tensors: SafetensorsInput, options: SaveSafetensorsOptionsSync = {}): void {
   checkOptions('saveSafetensorsSync', options, SAVE_SYNC_KEYS);
   if (options.maxShardSize === undefined) {
-    runSync(savingSafetensors(path, inMemory(tensors), options), path);
+    runSync(savingSafetensors(path, inMemory(tensors), options, AT_ONCE), path);
     return;
   }
   const { folder, key } = shardFolder(path);
@@ -156,16 +160,22 @@ function shardFolder(path: string): { folder: string; key: string } {
 }
 
 /** One file written beside `path` (checked first) and renamed over it: the tensors' writes (safetensors/save.ts) as steps of the file. */
-function* savingSafetensors(path: string, tensors: Tensors, options: SaveSafetensorsOptionsSync): Operation<void> {
+function* savingSafetensors<S extends SaveStep>(
+  path: string,
+  tensors: Tensors,
+  options: SaveSafetensorsOptionsSync,
+  answers: Answers<S>,
+): Operation<void, S | FileStep> {
   const write = fileWriter(
     tensors,
     tensors.entries.map((e) => e.name),
     { ...(options.metadata ? { metadata: options.metadata } : {}) },
+    answers,
   );
   yield* writingBeside(
     path,
     (file) =>
-      write(function* (bytes, at) {
+      write(function* (bytes, at): Operation<void, FileStep> {
         yield { op: 'write', file, bytes, at };
       }),
     options,

@@ -20,7 +20,7 @@ import { DECODE_RULES, checkNumbers, checkOptions, knownKeys, pickOptions, type 
 import { fflateCodec } from './fflate.js';
 import { MAGIC, checkFormatVersion, readHeaderOf, type NpyHeader, type ReadHeaderOptions } from '../format/header.js';
 import { FIRST_BLOCK, readingHeaderOf } from '../io/header-read.js';
-import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync } from '../io/steps.js';
+import { SOURCE, drive, driveSync, viewBytes, type Operation, type PerformAsync, type ViewStep } from '../io/steps.js';
 import {
   bytesSource,
   closeSourceNow,
@@ -135,7 +135,7 @@ export function decodeMember(entry: ZipEntry, bytes: Uint8Array, options: Decode
 }
 
 /** Bytes `[offset, offset + length)` of a member's uncompressed bytes (inflated from its start). */
-function* memberBytesFrom(size: number, entry: ZipEntry, offset: number, length: number): Operation<Uint8Array> {
+function* memberBytesFrom(size: number, entry: ZipEntry, offset: number, length: number): Operation<Uint8Array, ViewStep> {
   return (yield* readingZipEntryPrefix(size, entry, offset + length)).subarray(offset);
 }
 
@@ -160,7 +160,7 @@ const TRAILING_SLACK = 64 << 10;
  * follow the header's data, not the declared size. (Its CRC-32 covers the whole member, so it cannot
  * be checked here; numpy does not check it either.)
  */
-export function* readingPaddedMember(size: number, entry: ZipEntry, options: DecodeOptions = {}): Operation<NdArray | null> {
+export function* readingPaddedMember(size: number, entry: ZipEntry, options: DecodeOptions = {}): Operation<NdArray | null, ViewStep> {
   if (entry.method === STORED || entry.size <= PADDED_MIN) return null;
   checkEntrySizes(entry); // sizes that cannot be true are refused first, as by the whole read
   // Unchecked against the declared size: a member declaring less than its header needs is refused
@@ -176,11 +176,11 @@ export function* readingPaddedMember(size: number, entry: ZipEntry, options: Dec
  * is not inflated whole), in an archive of `size` bytes; the data is checked to be the size the
  * header promises, by the member's declared size. Errors name the member.
  */
-export function* readingMemberHeader(size: number, entry: ZipEntry, options: DecodeOptions = {}, checkSize = true): Operation<NpyHeader> {
+export function* readingMemberHeader(size: number, entry: ZipEntry, options: DecodeOptions = {}, checkSize = true): Operation<NpyHeader, ViewStep> {
   // The first block is inflated once, for the magic and the header; only a longer header inflates more.
   const first = yield* readingZipEntryPrefix(size, entry, FIRST_BLOCK);
   if (!isNpy(first)) throw notNpy(entry);
-  function* read(offset: number, length: number): Operation<Uint8Array> {
+  function* read(offset: number, length: number): Operation<Uint8Array, ViewStep> {
     if (offset + length <= first.length || first.length === entry.size) return first.subarray(offset, offset + length);
     return yield* memberBytesFrom(size, entry, offset, length);
   }
@@ -197,7 +197,7 @@ export function* readingMemberHeader(size: number, entry: ZipEntry, options: Dec
  * The steps that open a stored member for region reads: where its data starts in the archive, and
  * its header, read from the member's bytes only (with its local header, in one read of a window).
  */
-export function* openingMember(size: number, entry: ZipEntry, options: ReadHeaderOptions): Operation<{ base: number; header: NpyHeader }> {
+export function* openingMember(size: number, entry: ZipEntry, options: ReadHeaderOptions): Operation<{ base: number; header: NpyHeader }, ViewStep> {
   const base = yield* readingDataOffset(size, entry);
   const header = yield* readingHeaderOf((offset, length) => viewBytes(SOURCE, base + offset, Math.max(0, Math.min(length, entry.size - offset))), options);
   checkDataPresent(header, entry.size - header.dataOffset);
@@ -251,10 +251,9 @@ type Windows = { at: number; bytes: Uint8Array }[];
  * writing into it cannot change what the archive reads next. A blocking source (bytes in memory) is
  * read directly each time: its reads cost nothing and are views of the caller's own bytes.
  */
-export function performViewsAsync(source: ByteSource, kept: Windows = []): PerformAsync {
+export function performViewsAsync(source: ByteSource, kept: Windows = []): PerformAsync<ViewStep> {
   let last: Windows[number] | null = null; // this operation's latest read, whatever its size
   return async (step, signal) => {
-    if (step.op !== 'view') throw new NpyError('INTERNAL', `an archive's source cannot perform '${step.op}'`);
     const end = Math.min(source.size, step.at + step.length);
     if (end <= step.at) return new Uint8Array(0);
     if (last && last.at <= step.at && last.at + last.bytes.length >= end) return last.bytes.subarray(step.at - last.at, end - last.at);
@@ -373,7 +372,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
   }
 
   /** An operation of zip reads, performed blocking on this archive's source (refused where reads are async). */
-  private run<T>(operation: Operation<T>): T {
+  private run<T>(operation: Operation<T, ViewStep>): T {
     if (this.closed) throw this.closedError();
     return driveSync(operation, performOnBytes(this.source));
   }
@@ -382,7 +381,7 @@ export class NpzArchive<Src extends ByteSource = ByteSource>
    * An operation of zip reads, performed with this archive's source's reads, whatever they are.
    * @internal
    */
-  runAsync<T>(operation: Operation<T>, signal?: AbortSignal): Promise<T> {
+  runAsync<T>(operation: Operation<T, ViewStep>, signal?: AbortSignal): Promise<T> {
     if (this.closed) return Promise.reject(this.closedError());
     return drive(operation, performViewsAsync(this.source, this.windows), signal);
   }

@@ -11,7 +11,7 @@ import { inflaterInto } from './inflate-pieces.js';
 import { LEVEL_RULES, checkNumbers } from '../options.js';
 import { checkWrittenName } from '../array/safe-object.js';
 import { NpyError } from '../errors.js';
-import { SOURCE, driveSync, viewBytes, type FileRef, type Operation, type PerformSync } from '../io/steps.js';
+import { SOURCE, driveSync, viewBytes, type FileRef, type Operation, type PerformSync, type StepOf, type ViewStep } from '../io/steps.js';
 import { readSync, type ByteSource, type SyncByteSource } from '../io/byte-source.js';
 
 /**
@@ -20,11 +20,8 @@ import { readSync, type ByteSource, type SyncByteSource } from '../io/byte-sourc
  * steps over the archive of a known size; an async source drives the same operations with its own
  * reads (npz/archive.ts).
  */
-export function performOnBytes(src: ByteSource): PerformSync {
-  return (step) => {
-    if (step.op !== 'view') throw new NpyError('INTERNAL', `a zip source cannot perform '${step.op}'`);
-    return readSync(src, step.at, step.length);
-  };
+export function performOnBytes(src: ByteSource): PerformSync<ViewStep> {
+  return (step) => readSync(src, step.at, step.length);
 }
 
 /** Deflate/inflate engine and CRC-32. */
@@ -110,7 +107,7 @@ function view(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-function* readingExact(size: number, offset: number, length: number, what: string): Operation<Uint8Array> {
+function* readingExact(size: number, offset: number, length: number, what: string): Operation<Uint8Array, ViewStep> {
   if (offset < 0 || offset + length > size) {
     zipError(`truncated archive: ${what} at byte ${offset} needs ${length} bytes but the archive has ${size}`, offset);
   }
@@ -120,7 +117,7 @@ function* readingExact(size: number, offset: number, length: number, what: strin
 }
 
 /** Find the end-of-central-directory record (searching past an archive comment). */
-function* findingEocd(size: number): Operation<number> {
+function* findingEocd(size: number): Operation<number, ViewStep> {
   if (size < 22) zipError(`not a zip archive: ${size} bytes is shorter than an end record`);
   const tailLen = Math.min(size, 22 + U16_MAX);
   const tailStart = size - tailLen;
@@ -166,7 +163,7 @@ export function readZipEntries(src: SyncByteSource): ZipEntry[] {
 }
 
 /** {@link readZipEntries} as an operation over an archive of `size` bytes. */
-export function* readingZipEntries(size: number): Operation<ZipEntry[]> {
+export function* readingZipEntries(size: number): Operation<ZipEntry[], ViewStep> {
   const eocdAt = yield* findingEocd(size);
   const e = view(yield* readingExact(size, eocdAt, 22, 'the end record'));
   let disk = e.getUint16(4, true);
@@ -253,7 +250,7 @@ export function entryDataOffset(src: SyncByteSource, entry: ZipEntry): number {
 }
 
 /** {@link entryDataOffset} as an operation over an archive of `size` bytes. */
-export function* readingDataOffset(size: number, entry: ZipEntry): Operation<number> {
+export function* readingDataOffset(size: number, entry: ZipEntry): Operation<number, ViewStep> {
   const at = entry.localHeaderOffset;
   const h = view(yield* readingExact(size, at, 30, `the local header of '${entry.name}'`));
   if (h.getUint32(0, true) !== SIG_LOCAL) zipError('no local header where the central directory points', at, entry.name);
@@ -327,7 +324,7 @@ export function readZipEntry(src: SyncByteSource, entry: ZipEntry, codec: ZipCod
 }
 
 /** {@link readZipEntry} as an operation over an archive of `size` bytes (the codec inflates on this thread). */
-export function* readingZipEntry(size: number, entry: ZipEntry, codec: ZipCodec, options: CrcOptions = {}): Operation<Uint8Array> {
+export function* readingZipEntry(size: number, entry: ZipEntry, codec: ZipCodec, options: CrcOptions = {}): Operation<Uint8Array, ViewStep> {
   const raw = yield* readingZipEntryStored(size, entry);
   const data = entry.method === STORED ? raw : codec.inflate(raw, entry.size, entry.name);
   checkZipCrc(entry, checksCrc(options) ? codec.crc32(data, 0) : null);
@@ -346,7 +343,7 @@ export function readZipEntryStored(src: SyncByteSource, entry: ZipEntry): Uint8A
 }
 
 /** {@link readZipEntryStored} as an operation over an archive of `size` bytes. */
-export function* readingZipEntryStored(size: number, entry: ZipEntry): Operation<Uint8Array> {
+export function* readingZipEntryStored(size: number, entry: ZipEntry): Operation<Uint8Array, ViewStep> {
   checkEntrySizes(entry);
   return yield* viewBytes(SOURCE, yield* readingDataOffset(size, entry), entry.compressedSize);
 }
@@ -419,7 +416,7 @@ export function readZipEntryPrefix(src: SyncByteSource, entry: ZipEntry, want: n
 }
 
 /** {@link readZipEntryPrefix} as an operation over an archive of `size` bytes. */
-export function* readingZipEntryPrefix(size: number, entry: ZipEntry, want: number): Operation<Uint8Array> {
+export function* readingZipEntryPrefix(size: number, entry: ZipEntry, want: number): Operation<Uint8Array, ViewStep> {
   checkSupported(entry);
   const start = yield* readingDataOffset(size, entry);
   const limit = Math.min(want, entry.size);
@@ -730,7 +727,7 @@ export class QueuedSink implements ZipSink {
   patch(position: number, bytes: Uint8Array): void {
     this.queue.push([bytes.slice(), position]);
   }
-  *flushing(file: FileRef): Operation<void> {
+  *flushing(file: FileRef): Operation<void, StepOf<'write'>> {
     const pending = this.queue;
     this.queue = [];
     for (const [bytes, at] of pending) yield { op: 'write', file, bytes, at };

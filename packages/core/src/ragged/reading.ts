@@ -11,7 +11,7 @@ import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
 import { settleAll } from '../io/settle.js';
-import { drive, driveSync, type Operation, type Step } from '../io/steps.js';
+import { drive, driveSync, perform, type OpenNpyStep, type Operation, type RaggedStep } from '../io/steps.js';
 import {
   decodeUtf8,
   followHeap,
@@ -36,7 +36,13 @@ export interface RaggedSource {
  * A reader: an operation (io/steps.ts) whose steps open .npy files by name and read regions of them;
  * `P` is what the driver opens (a file handle, a URL reader).
  */
-export type Reading<_P, T> = Operation<T>;
+export type Reading<P, T> = Operation<T, RaggedStep<P>>;
+
+/** The .npy `name` opened by the driver (`heapOf`: the index naming it as its heap). */
+function openingNpy<P>(name: string, heapOf?: string): Reading<P, P> {
+  // The step holds no part: its type names what the driver answers with (see OpenNpyStep).
+  return perform<OpenNpyStep<P>>(heapOf === undefined ? { op: 'openNpy', name } : { op: 'openNpy', name, heapOf });
+}
 
 /** An open ragged index with its heap (or, two levels, the inner index it ranges over). */
 export interface RaggedLevel<P> {
@@ -61,7 +67,7 @@ export function* openingLevel<P extends RaggedSource>(
   opened?: P,
   chain: readonly string[] = [name],
 ): Reading<P, RaggedLevel<P>> {
-  const index = opened ?? ((yield { op: 'openNpy', name }) as P);
+  const index = opened ?? (yield* openingNpy<P>(name));
   const info = raggedInfo(index.dtype);
   if (!info) {
     const fields = index.dtype.fields?.some((f) => raggedInfo(f.dtype)) ? '; it has ragged fields: use openRaggedRecords' : '';
@@ -69,7 +75,7 @@ export function* openingLevel<P extends RaggedSource>(
   }
   const heapName = heapOf(name, info.heap);
   const followed = followHeap(chain, heapName);
-  const heap = (yield { op: 'openNpy', name: heapName, heapOf: name }) as P;
+  const heap = yield* openingNpy<P>(heapName, name);
   const inner = raggedInfo(heap.dtype) ? yield* openingLevel(heapName, heapOf, heap, followed) : null;
   const bad = (why: string): never => {
     throw new NpyError('BAD_RAGGED', `the ragged index ${name} (${info.layout}, kind ${info.kind}): ${why}`);
@@ -117,7 +123,7 @@ export function flatBoxes(shape: readonly number[], from: number, to: number): {
 /** Index records [from, to) in flat C order, as one 1-d record array (an N-d index is read box by box). */
 function* flatRecords<P extends RaggedSource>(part: P, from: number, to: number): Reading<P, NdArray> {
   const boxes = flatBoxes(part.shape, from, to);
-  const got = (yield { op: 'regions', reads: boxes.map((b) => ({ part, ...b })) }) as NdArray[];
+  const got = yield* perform({ op: 'regions', reads: boxes.map((b) => ({ part, ...b })) });
   if (got.length === 1 && part.shape.length <= 1) return got[0]!;
   const bytes = new Uint8Array((to - from) * part.dtype.itemsize);
   let at = 0;
@@ -194,10 +200,10 @@ function* readingRanges<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'info' 
       last.members.push(i);
     } else clusters.push({ start: s, stop: e, members: [i] });
   }
-  const blocks = (yield {
+  const blocks = yield* perform({
     op: 'regions',
     reads: clusters.map((c) => ({ part: heap, start: [c.start, ...tail.map(() => 0)], count: [c.stop - c.start, ...tail] })),
-  }) as NdArray[];
+  });
   const out = new Array<RaggedElement>(n);
   const perRow = product(tail);
   clusters.forEach((c, k) => {
@@ -243,7 +249,7 @@ function* readingZeroTerminated<P extends RaggedSource>(lv: Pick<RaggedLevel<P>,
       const to = Math.min(size, Math.max(from, c.last + 1) + more);
       return { part: heap, start: [from], count: [to - from] };
     });
-    const got = (yield { op: 'regions', reads }) as NdArray[];
+    const got = yield* perform({ op: 'regions', reads });
     open = open.filter((c, k) => {
       const add = got[k]!.data as Uint8Array;
       const joined = new Uint8Array(c.bytes.length + add.length);
@@ -279,7 +285,7 @@ function* readingReferences<P extends RaggedSource>(lv: Pick<RaggedLevel<P>, 'in
       ? { part: heap, start: [...rest.map(() => 0), r], count: [...rest, 1] }
       : { part: heap, start: [r, ...rest.map(() => 0)], count: [1, ...rest] };
   });
-  const got = (yield { op: 'regions', reads }) as NdArray[];
+  const got = yield* perform({ op: 'regions', reads });
   return got.map((a) => new NdArray(a.dtype, rest, a.data, fortran ? 'F' : 'C'));
 }
 
@@ -378,10 +384,6 @@ function missingHeap(e: unknown, step: { name: string; heapOf?: string | undefin
   );
 }
 
-function cannot(step: Step): NpyError {
-  return new NpyError('INTERNAL', `a ragged reader cannot perform '${step.op}'`);
-}
-
 /** Perform a reader's steps, blocking: `open` and `read` are a blocking source's; opened parts are recorded. */
 export function runReadingSync<P, T>(
   reading: Reading<P, T>,
@@ -401,9 +403,9 @@ export function runReadingSync<P, T>(
         return part;
       }
       case 'regions':
-        return step.reads.map((r) => io.read(r.part as P, r.start, r.count));
+        return step.reads.map((r) => io.read(r.part, r.start, r.count));
       default:
-        throw cannot(step);
+        return step satisfies never;
     }
   });
 }
@@ -424,9 +426,9 @@ export function runReading<P, T>(
         return part;
       }
       case 'regions':
-        return settleAll(step.reads.map((r) => io.read(r.part as P, r.start, r.count)));
+        return settleAll(step.reads.map((r) => io.read(r.part, r.start, r.count)));
       default:
-        throw cannot(step);
+        return step satisfies never;
     }
   });
 }

@@ -11,7 +11,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { allocateBuffer } from '../array/memory.js';
 import { NpyError } from '../errors.js';
 import { isPromise } from '../io/byte-source.js';
-import { drive, driveSync, type Operation, type Step } from '../io/steps.js';
+import { drive, driveSync, perform, type AwaitStep, type ControlStep, type Operation, type Step } from '../io/steps.js';
 import { toNdArray } from '../npy.js';
 import { checkKey } from '../store/key.js';
 import type { StoreWriter, WriteStore } from '../store/types.js';
@@ -111,40 +111,71 @@ export function shardPlan(pattern: ShardPattern, tensors: Tensors, maxShardSize:
   );
 }
 
-/** A store's answer, waited for where it is a promise (an `await` step), taken as it is where not. */
-function* settled<T>(value: T | Promise<T>): Operation<T> {
-  if (!isPromise(value)) return value;
-  return (yield { op: 'await', value: () => value }) as T;
+/** The steps of a save through a store: an `await` where the store or a source answers with a promise, `committed`. */
+export type SaveStep = ControlStep | AwaitStep;
+
+/**
+ * How a save's operation takes what a store or a source answers: waited for with an `await` step
+ * (async), or as answered (blocking: held tensors, Node's blocking folder store).
+ */
+export interface Answers<S extends SaveStep> {
+  settled<T>(value: T | Promise<T>): Operation<T, S>;
+  tensor(tensors: Tensors, name: string): Operation<NdArray, S>;
 }
 
+/** Answers waited for: a promise is an `await` step, a source's tensor read when the save reaches it. */
+export const WAITED: Answers<SaveStep> = {
+  *settled<T>(value: T | Promise<T>): Operation<T, SaveStep> {
+    if (!isPromise(value)) return value;
+    return yield* perform<AwaitStep<T>>({ op: 'await', value: () => value });
+  },
+  *tensor(tensors, name) {
+    if (tensors.array) return tensors.array(name);
+    const { lazy, into } = tensors;
+    return yield* perform<AwaitStep<NdArray>>({ op: 'await', value: (signal) => lazy!.get(name, { signal, into }) });
+  },
+};
+
+/** Answers taken as given: held tensors, and a store that answers at once. */
+export const AT_ONCE: Answers<ControlStep> = {
+  // biome-ignore lint/correctness/useYield: a blocking save's answers are there already
+  *settled<T>(value: T | Promise<T>): Operation<T, ControlStep> {
+    if (isPromise(value)) throw new NpyError('BAD_OPTION', 'a blocking save was given a store that answers with promises: use the async save');
+    return value;
+  },
+  // biome-ignore lint/correctness/useYield: held tensors are there already
+  *tensor(tensors, name) {
+    if (!tensors.array) throw new NpyError('BAD_OPTION', 'a blocking save was given a weight file read a tensor at a time: use the async save');
+    return tensors.array(name);
+  },
+};
+
 /** Writes of a file's bytes at positions, as steps: a store writer's, or a file's on disk (node/safetensors.ts). */
-export type PutBytes = (bytes: Uint8Array, at: number) => Operation<void>;
+export type PutBytes<S extends Step = SaveStep> = (bytes: Uint8Array, at: number) => Operation<void, S>;
 
 /**
  * How `names` of `tensors` are written as one .safetensors file (its header checked now, before any
  * file is made): the header, then each tensor's bytes, read (a source's) one at a time.
  * @internal
  */
-export function fileWriter(
+export function fileWriter<S extends SaveStep>(
   tensors: Tensors,
   names: readonly string[],
   options: SafetensorsWriteOptions,
+  answers: Answers<S>,
   signal?: AbortSignal,
-): (put: PutBytes) => Operation<void> {
+): <P extends Step>(put: PutBytes<P>) => Operation<void, S | P> {
   const byName = new Map(tensors.entries.map((e) => [e.name, e]));
   const { header, order } = safetensorsLayout(
     names.map((n) => byName.get(n)!),
     options,
   );
-  const lazy = tensors.lazy;
-  return function* (put) {
+  return function* <P extends Step>(put: PutBytes<P>): Operation<void, S | P> {
     signal?.throwIfAborted();
     yield* put(header, 0);
     let at = header.length;
     for (const t of order) {
-      const array = tensors.array
-        ? tensors.array(t.name)
-        : ((yield { op: 'await', value: (s) => lazy!.get(t.name, { signal: s, into: tensors.into }) }) as NdArray);
+      const array = yield* answers.tensor(tensors, t.name);
       const bytes = checkedBytes(array, t, byName.get(t.name));
       signal?.throwIfAborted();
       if (bytes.length) yield* put(bytes, at);
@@ -155,14 +186,14 @@ export function fileWriter(
 
 /** The {@link PutBytes} of a store's writer. */
 const putTo =
-  (writer: StoreWriter): PutBytes =>
+  <S extends SaveStep>(writer: StoreWriter, answers: Answers<S>): PutBytes<S> =>
   (bytes, at) =>
-    settled(writer.write(bytes, at));
+    answers.settled(writer.write(bytes, at));
 
 /** A file of a save: its key and how it is written. */
-interface KeyWrite {
+interface KeyWrite<S extends SaveStep> {
   readonly key: string;
-  readonly write: (put: PutBytes) => Operation<void>;
+  readonly write: (put: PutBytes<S>) => Operation<void, S>;
 }
 
 /**
@@ -172,28 +203,34 @@ interface KeyWrite {
  * while the shards are committed there is no index, so a reader cannot take a half-committed set
  * for a whole one).
  */
-function* writingKeys(store: WriteStore, files: readonly KeyWrite[], signal?: AbortSignal, beforeCommits?: () => Operation<void>): Operation<void> {
+function* writingKeys<S extends SaveStep>(
+  store: WriteStore,
+  files: readonly KeyWrite<S>[],
+  answers: Answers<S>,
+  signal?: AbortSignal,
+  beforeCommits?: () => Operation<void, S>,
+): Operation<void, S | ControlStep> {
   for (const f of files) checkKey(store, f.key, `'${f.key}'`);
   const writers: StoreWriter[] = [];
   let committed = 0;
   try {
     for (const f of files) {
-      const writer = yield* settled(store.create(f.key));
+      const writer = yield* answers.settled(store.create(f.key));
       writers.push(writer);
-      yield* f.write(putTo(writer));
+      yield* f.write(putTo(writer, answers));
     }
     signal?.throwIfAborted();
     if (beforeCommits) yield* beforeCommits();
     // From here on the save is made: an abort no longer stops it.
     yield { op: 'committed' };
     for (const w of writers) {
-      yield* settled(w.commit());
+      yield* answers.settled(w.commit());
       committed++;
     }
   } catch (e) {
     for (const w of writers.slice(committed)) {
       try {
-        yield* settled(w.abort());
+        yield* answers.settled(w.abort());
       } catch {
         /* aborting after a failure: the first error is the one to report */
       }
@@ -215,51 +252,72 @@ export interface StoreSafetensorsOptions extends SafetensorsWriteOptions {
  * then an earlier save's files that this one does not replace removed. Everything is checked
  * (names, dtypes, the size) before any key is written.
  */
-function* savingSafetensors(store: WriteStore, target: string, tensors: Tensors, options: StoreSafetensorsOptions): Operation<void> {
+function* savingSafetensors<S extends SaveStep>(
+  store: WriteStore,
+  target: string,
+  tensors: Tensors,
+  options: StoreSafetensorsOptions,
+  answers: Answers<S>,
+): Operation<void, S | ControlStep> {
   const { signal, maxShardSize, ...fileOptions } = options;
   if (maxShardSize === undefined) {
     const write = fileWriter(
       tensors,
       tensors.entries.map((e) => e.name),
       fileOptions,
+      answers,
       signal,
     );
-    yield* writingKeys(store, [{ key: target, write }], signal);
+    yield* writingKeys(store, [{ key: target, write }], answers, signal);
     return;
   }
   const { folder, pattern } = shardTarget(target);
   const plan = shardPlan(pattern, tensors, maxShardSize, fileOptions);
   const keyOf = (name: string): string => (folder === '' ? name : `${folder.replace(/\/$/, '')}/${name}`);
-  const files = plan.files.map((f) => ({ key: keyOf(f.name), write: fileWriter(tensors, f.tensors, { metadata: plan.fileMetadata }, signal) }));
+  const files = plan.files.map((f) => ({ key: keyOf(f.name), write: fileWriter<S>(tensors, f.tensors, { metadata: plan.fileMetadata }, answers, signal) }));
   const index = plan.index;
   const indexKey = keyOf(index?.name ?? `${pattern.prefix}${pattern.suffix}.index.json`);
-  yield* writingKeys(store, files, signal, function* () {
-    yield* settled(store.remove(indexKey));
+  yield* writingKeys<S>(store, files, answers, signal, function* (): Operation<void, S> {
+    yield* answers.settled(store.remove(indexKey));
   });
   const written = new Set(files.map((f) => f.key));
   if (index) {
     written.add(indexKey);
-    yield* writingKeys(store, [
-      {
-        key: indexKey,
-        write: (put) => put(index.bytes, 0),
-      },
-    ]);
+    yield* writingKeys(
+      store,
+      [
+        {
+          key: indexKey,
+          write: (put) => put(index.bytes, 0),
+        },
+      ],
+      answers,
+    );
   }
   // An earlier save's files that this one does not replace (a stale index beside a single file, shards past the new count).
   const inFolder = keyOf('');
-  for (const key of yield* settled(store.list())) {
+  for (const key of yield* answers.settled(store.list())) {
     if (written.has(key) || !key.startsWith(inFolder)) continue;
     const name = key.slice(inFolder.length);
-    if (!name.includes('/') && isPatternFile(name, pattern)) yield* settled(store.remove(key));
+    if (!name.includes('/') && isPatternFile(name, pattern)) yield* answers.settled(store.remove(key));
   }
 }
 
-/** The steps of a save through a store (`await`, `committed`), performed asynchronously. */
-async function performAwait(step: Step, signal: AbortSignal | undefined): Promise<unknown> {
-  if (step.op === 'committed') return undefined;
-  if (step.op !== 'await') throw new NpyError('INTERNAL', `a save through a store cannot perform '${step.op}'`);
-  return step.value(signal);
+/** The steps of a save through a store, performed: a promise waited for, the commit noted, work done at once. */
+async function performSave(step: SaveStep, signal: AbortSignal | undefined): Promise<unknown> {
+  return step.op === 'await' ? step.value(signal) : performControl(step);
+}
+
+/** The course of a save, blocking. */
+function performControl(step: ControlStep): unknown {
+  switch (step.op) {
+    case 'committed':
+      return;
+    case 'compute':
+      return step.work(step.bytes);
+    default:
+      return step satisfies never;
+  }
 }
 
 /**
@@ -274,7 +332,7 @@ export async function saveSafetensorsTo(
 ): Promise<void> {
   options.signal?.throwIfAborted();
   const tensors = await tensorsOf(input, options.signal);
-  await drive(savingSafetensors(store, target, tensors, options), performAwait, options.signal);
+  await drive(savingSafetensors(store, target, tensors, options, WAITED), performSave, options.signal);
 }
 
 /**
@@ -282,8 +340,5 @@ export async function saveSafetensorsTo(
  * @internal
  */
 export function saveSafetensorsToSync(store: WriteStore, target: string, input: SafetensorsInput, options: StoreSafetensorsOptions): void {
-  driveSync(savingSafetensors(store, target, inMemory(input), options), (step) => {
-    if (step.op === 'committed') return undefined;
-    throw new NpyError('INTERNAL', `a blocking save through a store cannot perform '${step.op}' (the store answered with a promise)`);
-  });
+  driveSync(savingSafetensors(store, target, inMemory(input), options, AT_ONCE), performControl);
 }

@@ -8,7 +8,7 @@ import type { NdArray } from '../array/ndarray.js';
 import type { AsyncByteSource } from '../io/byte-source.js';
 import { performOnSourceAsync, type EditableSource } from '../io/handles.js';
 import { appendingRows } from '../io/npy-ops.js';
-import { SOURCE, drive, type Operation } from '../io/steps.js';
+import { SOURCE, drive, type Operation, type SourceStep } from '../io/steps.js';
 import type { ArraySpec } from '../npy.js';
 import { checkOptions, knownKeys } from '../options.js';
 import type { InStore } from './entries.js';
@@ -42,7 +42,7 @@ function editedSource(editor: StoreEditor, key: string, size: number): EditableS
  * Run `operation` (steps of io/npy-ops.ts on `SOURCE`) over `key` of `store` opened for edits, and
  * close it on every path. The caller holds the key's lock and checked the key.
  */
-export async function editingKey<T>(store: EditStore, key: string, operation: Operation<T>, signal?: AbortSignal): Promise<T> {
+export async function editingKey<T>(store: EditStore, key: string, operation: Operation<T, SourceStep>, signal?: AbortSignal): Promise<T> {
   const editor = await store.edit(key);
   try {
     return await drive(operation, performOnSourceAsync(editedSource(editor, key, await editor.size()), key), signal);

@@ -6,7 +6,7 @@ import { saveNpz as saveNpzIn } from '../../store/entries.js';
 import { refuseBesideStore } from '../../store/key.js';
 import type { WriteStore } from '../../store/types.js';
 import { QueuedSink } from '../../npz/zip.js';
-import type { Operation } from '../../io/steps.js';
+import type { FileStep, Operation } from '../../io/steps.js';
 import type { AsyncOptions } from '../fd.js';
 import { run, runSync } from '../drive.js';
 import { writingBeside, type ReplaceOptions } from '../beside.js';
@@ -53,7 +53,7 @@ export function saveNpzSync(path: string, arrays: NpzInput, options: SaveNpzOpti
 }
 
 /** The steps of a save: members written a piece (≤ 16 MiB) at a time into a file beside `path`, renamed over it when complete. */
-function* savingNpz(path: string, arrays: NpzInput, options: SaveNpzOptionsSync): Operation<void> {
+function* savingNpz(path: string, arrays: NpzInput, options: SaveNpzOptionsSync): Operation<void, FileStep> {
   checkNpzWriteOptions(options); // before the file beside is made
   yield* writingBeside(
     path,

@@ -10,7 +10,7 @@ import { readingNpyHeader, savingNpy } from '../npy-files.js';
 import type { NpyHeader } from '../../format/header.js';
 import { appendLocked } from '../lock.js';
 import { run, runSync } from '../drive.js';
-import type { Operation } from '../../io/steps.js';
+import { perform, type FileStep, type Operation } from '../../io/steps.js';
 import { followHeap, rowsInHeap, indexWords, raggedIndexDType, raggedInfo, widthFor, type RaggedInfo, type WordWidth } from '../../ragged/convention.js';
 import { RAGGED_PATH_KEYS, heapRows, maxOf, wordsArray, wordsOf } from '../../ragged/build.js';
 import { headerOrNull, heapPathIn, readingRegionAt } from './files.js';
@@ -21,7 +21,7 @@ function* raggedFacts(
   path: string,
   options: RaggedPathOptions,
   chain: readonly string[] = [resolve(path)],
-): Operation<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }> {
+): Operation<{ index: NpyHeader; info: RaggedInfo; heapPath: string; heap: NpyHeader; heapDtype: DType; heapLength: number }, FileStep> {
   const index = yield* readingNpyHeader(path);
   const info = raggedInfo(index.dtype);
   if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
@@ -41,11 +41,11 @@ function* raggedFacts(
  * The folders are listed by the engine's `list` step (async in an async append), and only when an
  * append would drop heap rows: the usual append lists nothing.
  */
-function* indexesNaming(heapPath: string, index: string): Operation<string[]> {
+function* indexesNaming(heapPath: string, index: string): Operation<string[], FileStep> {
   const self = resolve(index);
   const found: string[] = [];
   for (const folder of new Set([dirname(heapPath), dirname(self)])) {
-    const names = (yield { op: 'list', path: folder }) as string[] | null;
+    const names = yield* perform({ op: 'list', path: folder });
     for (const name of names ?? []) {
       const other = join(folder, name);
       if (other === self || other === heapPath) continue;
@@ -64,13 +64,13 @@ function* indexesNaming(heapPath: string, index: string): Operation<string[]> {
 }
 
 /** Refuse an index whose heap is not there, naming both (before any lock is taken on the heap). */
-function* heapMustExist(index: string, heapPath: string): Operation<void> {
-  if (!((yield { op: 'exists', path: heapPath }) as boolean)) {
+function* heapMustExist(index: string, heapPath: string): Operation<void, FileStep> {
+  if (!(yield* perform({ op: 'exists', path: heapPath }))) {
     throw new NpyError('NO_HEAP', `the ragged index ${index} names the heap ${heapPath}, which does not exist (was it moved, or not copied with the index?)`);
   }
 }
 
-export function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Operation<void> {
+export function* appendingRagged(path: string, elements: Input[], options: RaggedPathOptions): Operation<void, FileStep> {
   yield* appendLocked(path, () => appendingHoldingLock(path, elements, options));
 }
 
@@ -78,14 +78,14 @@ export function* appendingRagged(path: string, elements: Input[], options: Ragge
  * Appending for a caller holding the index's append lock. The heap's lock is taken too (another
  * index may share the heap): its length is read and both files grow while no other writer can move them.
  */
-function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Operation<void> {
+function* appendingHoldingLock(path: string, elements: Input[], options: RaggedPathOptions): Operation<void, FileStep> {
   // Only the heap's name is needed to take its lock; the facts are read under both locks below.
   const info = raggedInfo((yield* readingNpyHeader(path)).dtype);
   if (!info) throw new NpyError('NOT_RAGGED', `${path} is not a ragged index (its dtype has no npyts.ragged title)`);
   const heapPath = heapPathIn(path, info.heap, options);
   followHeap([resolve(path)], heapPath); // an index that is its own heap would wait for its own lock
   yield* heapMustExist(path, heapPath);
-  function* underHeapLock(): Operation<void> {
+  function* underHeapLock(): Operation<void, FileStep> {
     const { index, info, heap, heapDtype, heapLength } = yield* raggedFacts(path, options);
     const { layout, kind } = info;
     const count = index.shape[0] ?? 0;
@@ -141,7 +141,7 @@ function* appendingHoldingLock(path: string, elements: Input[], options: RaggedP
   yield* appendLocked(heapPath, underHeapLock);
 }
 
-export function* lockedAppend(path: string, array: NdArray): Operation<void> {
+export function* lockedAppend(path: string, array: NdArray): Operation<void, FileStep> {
   yield* appendLocked(path, () => appending(path, array));
 }
 

@@ -10,7 +10,7 @@ const PATH_KEYS = knownKeys<RaggedPathOptions>(RAGGED_PATH_KEYS);
 import type { NdArray } from '../../array/ndarray.js';
 import { readingNpyHeader } from '../npy-files.js';
 import type { NpyHeader } from '../../format/header.js';
-import { withFile, type Operation } from '../../io/steps.js';
+import { perform, withFile, type FileStep, type Operation } from '../../io/steps.js';
 import { readingHeader } from '../../io/header-read.js';
 import { readingRegion } from '../../io/region.js';
 
@@ -36,16 +36,16 @@ export function heapPathIn(indexPath: string, heap: string, options: RaggedPathO
 }
 
 /** The steps of a region read of the .npy at `path` (a few words of an index). */
-export function* readingRegionAt(path: string, start: number[], count: number[]): Operation<NdArray> {
+export function* readingRegionAt(path: string, start: number[], count: number[]): Operation<NdArray, FileStep> {
   return yield* withFile(path, 'r', function* (file) {
     const header = yield* readingHeader(file);
-    checkDataPresent(header, ((yield { op: 'size', file }) as number) - header.dataOffset);
+    checkDataPresent(header, (yield* perform({ op: 'size', file })) - header.dataOffset);
     return yield* readingRegion(path, file, header, start, count);
   });
 }
 
 /** The header at `path`, or null where there is none to read. */
-export function* headerOrNull(path: string): Operation<NpyHeader | null> {
+export function* headerOrNull(path: string): Operation<NpyHeader | null, FileStep> {
   try {
     return yield* readingNpyHeader(path);
   } catch {

@@ -13,7 +13,7 @@ import { readingNpyHeader, savingNpy } from '../npy-files.js';
 import type { ReplaceOptions } from '../beside.js';
 import { appendLocked } from '../lock.js';
 import { run, runSync } from '../drive.js';
-import type { Operation } from '../../io/steps.js';
+import { perform, type FileStep, type Operation } from '../../io/steps.js';
 import { toOrder } from '../../array/order.js';
 import { MAX_RAGGED_DEPTH, OWNED_SUFFIX, rowsInHeap, raggedIndexDType, raggedInfo, referencedAxis, type RaggedInfo } from '../../ragged/convention.js';
 import { arrayFromValues } from '../../array/from-values.js';
@@ -55,7 +55,7 @@ function* savingRecords(
   layout: SaveRaggedOptions['layout'],
   taken: readonly string[],
   replace: ReplaceOptions,
-): Operation<void> {
+): Operation<void, FileStep> {
   const strings = freshHeapName(path, `${basename(path)}.strings`, taken);
   const saves: { path: string; array: NdArray }[] = [];
   const names = Object.keys(records[0]!);
@@ -122,8 +122,8 @@ function* savingRecords(
  * at any moment sees the old array or the new one, never the old index over a new heap (a crash of the
  * system too, with `durable`).
  */
-function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedFileOptions = {}): Operation<void> {
-  if (!((yield { op: 'exists', path }) as boolean)) {
+function* savingRagged(path: string, elements: Input[] | Record<string, unknown>[], options: SaveRaggedFileOptions = {}): Operation<void, FileStep> {
+  if (!(yield* perform({ op: 'exists', path }))) {
     yield* replacingRagged(path, elements, options, []);
     return;
   }
@@ -137,7 +137,7 @@ function* savingRagged(path: string, elements: Input[] | Record<string, unknown>
  * resolved paths; none when the file is absent, unreadable or not ragged. Only names of
  * {@link OWNED_SUFFIX} beside the index count: a heap named by the caller is never owned.
  */
-function* ownedHeaps(path: string, chain: readonly string[] = [resolve(path)]): Operation<string[]> {
+function* ownedHeaps(path: string, chain: readonly string[] = [resolve(path)]): Operation<string[], FileStep> {
   const header = yield* headerOrNull(path);
   if (!header) return [];
   const infos: RaggedInfo[] = [];
@@ -157,7 +157,7 @@ function* ownedHeaps(path: string, chain: readonly string[] = [resolve(path)]): 
   for (const info of infos) {
     const heap = resolve(dirname(index), info.heap);
     if (!heap.startsWith(index) || !OWNED_SUFFIX.test(heap.slice(index.length)) || chain.includes(heap) || out.includes(heap)) continue;
-    if (!((yield { op: 'exists', path: heap }) as boolean)) continue;
+    if (!(yield* perform({ op: 'exists', path: heap }))) continue;
     out.push(heap, ...(chain.length < MAX_RAGGED_DEPTH ? yield* ownedHeaps(heap, [...chain, heap]) : []));
   }
   return out;
@@ -174,7 +174,7 @@ function* replacingRagged(
   elements: Input[] | Record<string, unknown>[],
   options: SaveRaggedFileOptions,
   taken: readonly string[],
-): Operation<void> {
+): Operation<void, FileStep> {
   if (isRecordList(elements)) {
     if (options.shape) throw new NpyError('SHAPE_MISMATCH', 'records with ragged fields are 1-d; `shape` is for an index of elements');
     yield* savingRecords(path, elements, options.dtypes ?? {}, options.layout, taken, { durable: options.durable ?? false });
@@ -187,12 +187,12 @@ function* replacingRagged(
 }
 
 /** Write ragged elements: all checks first, then the heap (or rows appended to a shared one), then the index. */
-function* savingElements(path: string, elements: Input[], options: SaveRaggedFileOptions, taken: readonly string[]): Operation<void> {
+function* savingElements(path: string, elements: Input[], options: SaveRaggedFileOptions, taken: readonly string[]): Operation<void, FileStep> {
   const replace = { durable: options.durable ?? false };
   const layout = options.layout ?? 'ranges';
   const kind = kindOf(elements);
   const terminated = layout === 'zero-terminated' && kind !== 'nested';
-  const shared = options.heap !== undefined && ((yield { op: 'exists', path: heapPathIn(path, options.heap, options) }) as boolean);
+  const shared = options.heap !== undefined && (yield* perform({ op: 'exists', path: heapPathIn(path, options.heap, options) }));
   const heapName = options.heap ?? freshHeapName(path, `${basename(path)}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`, taken);
   const heapPath = heapPathIn(path, heapName, options);
   if (heapPath === resolve(path)) throw new NpyError('NAME_CLASH', `${path} cannot be its own heap`);
@@ -253,7 +253,7 @@ function* savingReferences(
   refs: NdArray | ArraySpec,
   heap: string | NdArray | ArraySpec,
   options: RaggedPathOptions & ReplaceOptions,
-): Operation<void> {
+): Operation<void, FileStep> {
   const replace = { durable: options.durable ?? false };
   const heapPath = heapPathIn(path, typeof heap === 'string' ? heap : `${basename(path)}.heap`, options);
   const given = typeof heap === 'string' ? null : toNdArray(heap);
