@@ -115,6 +115,8 @@ const FIRST_READ = 4096;
 /**
  * Every array of one file, where its bytes are: a .npy's one array, a stored .npz's members, a .safetensors file's tensors.
  * Also what @npyts/onnxruntime slices a Blob's tensors by (through `@npyts/core/plumbing`).
+ * @example
+ * for (const e of await extentsOf(blobSource(file), file.name, null, undefined)) console.log(e.name, e.offset);
  */
 export async function extentsOf(source: ByteSource, fallbackName: string, place: Place | null, signal: AbortSignal | undefined): Promise<Extent[]> {
   // One read that holds most .npy headers whole (numpy pads them to 64 bytes; a few records' more):
