@@ -128,7 +128,10 @@ const bundle = await build({ stdin: { contents: worker, resolveDir: root }, bund
 writeFileSync(join(dir, 'opfs-worker.js'), bundle.outputFiles[0].contents);
 // The page's own module: a page has no sync access handles, so opfsStore writes there through writable streams.
 const pageModule = await build({
-  stdin: { contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz, appendNpy, openWeights, saveSafetensors } from '@npyts/core';", resolveDir: root },
+  stdin: {
+    contents: "export { opfsStore, saveNpy, loadNpy, saveNpz, openNpz, appendNpy, openWeights, saveSafetensors } from '@npyts/core';",
+    resolveDir: root,
+  },
   bundle: true,
   format: 'esm',
   platform: 'browser',
