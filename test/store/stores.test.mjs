@@ -188,6 +188,70 @@ test("appenders of one key are serialised by the store's lock; a store without e
   assert.equal(map.list(), ['b.npy']);
 });
 
+test("a folder store's lock: a ragged save makes a new key; a wait for a lock held stops at the signal, and the lock passes on", async () => {
+  const dir = scratch('npyts-store-lock-');
+  const folder = node.folderStore(dir);
+  // Writes of one writer made at once land, each at its place (the writer takes them in turn).
+  const writer = await folder.create('p.bin');
+  await Promise.all([writer.write(new Uint8Array([1, 2]), 0), writer.write(new Uint8Array([3]), 2), writer.write(new Uint8Array([4]), 3)]);
+  await writer.commit();
+  assert.equal([...readFileSync(join(dir, 'p.bin'))], [1, 2, 3, 4]);
+  await core.saveRagged('w.npy', ['a', 'bc'], { store: folder });
+  await core.appendRagged('w.npy', ['d'], { store: folder });
+  const w = await core.openRagged('w.npy', { store: folder });
+  assert.equal(await w.slice(0, 3), ['a', 'bc', 'd']);
+  await w.close();
+  for (const store of [memoryStore(), folder]) {
+    await core.saveNpy('a.npy', { data: new Int32Array(0) }, { store });
+    const held = await store.lock('a.npy');
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 20);
+    const waited = core.appendNpy('a.npy', { data: new Int32Array([1]) }, { store, signal: stop.signal }).then(
+      () => 'appended',
+      (e) => e.name,
+    );
+    const first = await Promise.race([waited, new Promise((r) => setTimeout(() => r('still waiting'), 3000))]);
+    await held.release();
+    assert.is(first, 'AbortError', store.where);
+    // The lock passed on: the next append takes it.
+    await core.appendNpy('a.npy', { data: new Int32Array([2]) }, { store });
+    assert.equal([...(await core.loadNpy('a.npy', { store })).data], [2], store.where);
+  }
+});
+
+test('a sharded save through a store aborted as a shard ends: no writer of the next shard is made, every writer made is aborted', async () => {
+  const base = memoryStore();
+  const log = [];
+  const stop = new AbortController();
+  const writes = new Map();
+  const store = {
+    ...base,
+    async create(key) {
+      log.push(`create ${key}`);
+      const w = base.create(key);
+      return {
+        async write(bytes, at) {
+          writes.set(key, (writes.get(key) ?? 0) + 1);
+          // The last write of the first shard (its header, then its one tensor): the abort comes as it ends.
+          if (key.includes('00001') && writes.get(key) === 2) stop.abort();
+          await new Promise((r) => setTimeout(r, 5));
+          return w.write(bytes, at);
+        },
+        commit: () => (log.push(`commit ${key}`), w.commit()),
+        abort: () => (log.push(`abort ${key}`), w.abort()),
+      };
+    },
+  };
+  const tensors = { a: { data: new Float32Array(64) }, b: { data: new Float32Array(64) }, c: { data: new Float32Array(64) } };
+  const e = await core.saveSafetensors('m/', tensors, { store, maxShardSize: 300, signal: stop.signal }).then(
+    () => null,
+    (err) => err,
+  );
+  assert.is(e?.name, 'AbortError');
+  for (const entry of log.filter((l) => l.startsWith('create '))) assert.ok(log.includes(entry.replace('create', 'abort')), `${entry}: ${log.join(', ')}`);
+  assert.equal(base.list(), []);
+});
+
 test('ragged arrays in a store: saveRagged, appendRagged and openRagged, the heap a key beside the index; the keys are the files the path entries write', async () => {
   const dir = scratch('npyts-store-ragged-');
   const store = mapStore();
@@ -430,6 +494,25 @@ test("one input dispatch: with @npyts/core/node loaded, core's openers read a pa
   const h = await core.openNpy(pathToFileURL(npy).href);
   assert.equal(Array.from((await h.read([0], [2])).data), [1, 2]);
   await h.close?.();
+  // A name with a colon is a file, as np.save takes it (a timestamp, an epoch): every opener reads what the saves wrote.
+  const cwd = process.cwd();
+  process.chdir(dir);
+  try {
+    const colon = 'ckpt-T10:00';
+    await node.saveNpz(`${colon}.npz`, { x });
+    await node.saveSafetensors(`${colon}.safetensors`, { x });
+    await node.saveNpy(`${colon}.npy`, x);
+    for (const open of [() => node.openNpz(`${colon}.npz`), () => node.openWeights(`${colon}.safetensors`), () => core.openWeights(`${colon}.npz`)]) {
+      const w = await open();
+      assert.equal(Array.from((await w.get('x')).data), [1, 2, 3]);
+      await w.close();
+    }
+    const c = await core.openNpy(`${colon}.npy`);
+    assert.equal(Array.from((await c.read([1], [2])).data), [2, 3]);
+    await c.close?.();
+  } finally {
+    process.chdir(cwd);
+  }
   // mmap beside a store: the same refusal from every entry that takes one, naming the option and what to do.
   const store = memoryStore();
   await core.saveNpy('x.npy', x, { store });

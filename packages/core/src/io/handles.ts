@@ -13,6 +13,7 @@ import {
   driveSync,
   readEach,
   readEachSync,
+  unknownStep,
   type FileRef,
   type Operation,
   type PerformAsync,
@@ -122,7 +123,7 @@ function performOn(source: EditableSource, path: string, step: Exclude<SourceSte
     case 'sync':
       return source.sync?.();
     default:
-      return step satisfies never;
+      throw unknownStep(step);
   }
 }
 

@@ -12,7 +12,7 @@ import { npyReaderOf, type NpyReadStats, type NpyReader } from './reader.js';
 
 export { npyReaderOf, type NpyReadStats, type NpyReader, type ReadTuning, type ReaderOptions } from './reader.js';
 import { checkMapMode, checkOptions, checkReadOptions, knownKeys, pickOptions, warnNoMap, type MapMode } from '../options.js';
-import { checkStore, hasScheme, openKey, refuseBesideStore } from '../store/key.js';
+import { checkStore, openKey, refuseBesideStore } from '../store/key.js';
 import type { ReadStore } from '../store/types.js';
 import { DECODE_KEYS, checkDataPresent, type DecodeOptions, type Expecting } from '../npy.js';
 
@@ -43,16 +43,17 @@ export function inNode(): boolean {
 }
 
 /**
- * Whether a string names a local file where there are files (Node): it has no URL scheme, or it is a
- * `file:` URL. A drive letter (`C:\\w.npz`) is no scheme here, though `hasScheme` (the key rule,
- * which refuses local files) counts it as one.
+ * Whether a string names a local file where there are files (Node): anything but a URL of a scheme
+ * a runtime reads (`http:`, `https:`, `data:`, `blob:`); a `file:` URL names its file. So a name
+ * with a colon (`ckpt-T10:00.npy`, `epoch:3.npz`, a drive letter `C:\\w.npz`) is a file, as
+ * `np.save` and every path entry of npyts take it.
  * @example
  * namesFile('w.npz');                 // true
- * namesFile('C:\\data\\w.npz');        // true
+ * namesFile('epoch:3.npz');           // true
  * namesFile('https://example.org/w'); // false
  */
 export function namesFile(text: string): boolean {
-  return !hasScheme(text) || /^([a-z]|file):/i.test(text);
+  return !/^(?:https?|data|blob):/i.test(text);
 }
 
 /**

@@ -11,6 +11,7 @@
  * Browser-safe: the drivers for files are in node/drive.ts.
  */
 import type { NdArray } from '../array/ndarray.js';
+import { NpyError } from '../errors.js';
 import { inParallel } from './settle.js';
 
 /** A file as a driver holds it (a descriptor, a FileHandle): opaque to operations. */
@@ -238,9 +239,19 @@ export function performReads(read: (at: number, length: number, signal?: AbortSi
         return got.length;
       }
       default:
-        return step satisfies never;
+        throw unknownStep(step);
     }
   };
+}
+
+/**
+ * The error of a step outside a driver's vocabulary: the types rule it out, so only a caller past
+ * them (plain JavaScript, a cast) reaches it; refused, never answered with nothing.
+ * @example
+ * default: throw unknownStep(step);
+ */
+export function unknownStep(step: never): NpyError {
+  return new NpyError('INTERNAL', `a driver was given a step it does not know ('${String((step as { op?: unknown } | null)?.op)}'); please report this`);
 }
 
 /** Reads in flight at once for a `reads` step (libuv's pool has 4 threads by default). */

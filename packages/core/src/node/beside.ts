@@ -155,15 +155,26 @@ export function besideWriter(path: string, options: ReplaceOptions, sync: boolea
       }
     }
   };
+  // Calls made before the last settled wait their turn: one generator, driven by one call at a time.
+  let tail: Promise<unknown> = Promise.resolve();
+  const inTurn = <T>(call: () => Promise<T>): Promise<T> => {
+    const mine = tail.then(call, call);
+    tail = mine.then(
+      () => {},
+      () => {},
+    );
+    return mine;
+  };
   return advance(undefined, false).then(() => ({
-    write: async (bytes, at) => (over ? ended() : advance([bytes, at], false)),
-    commit: async () => (over ? ended() : advance(null, false)),
-    abort: async () => {
-      if (!over)
-        await advance(ABORTED, true).catch((e: unknown) => {
-          if (e !== ABORTED) throw e;
-        });
-    },
+    write: (bytes, at) => inTurn(async () => (over ? ended() : advance([bytes, at], false))),
+    commit: () => inTurn(async () => (over ? ended() : advance(null, false))),
+    abort: () =>
+      inTurn(async () => {
+        if (!over)
+          await advance(ABORTED, true).catch((e: unknown) => {
+            if (e !== ABORTED) throw e;
+          });
+      }),
   }));
 }
 

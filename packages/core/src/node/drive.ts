@@ -7,7 +7,7 @@ import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, r
 import { access, open as openAsync, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { drive, driveSync, readEach, readEachSync, type AwaitStep, type FileRef, type FileStep, type Operation } from '../io/steps.js';
+import { drive, driveSync, readEach, readEachSync, unknownStep, type AwaitStep, type FileRef, type FileStep, type Operation } from '../io/steps.js';
 import { gatherRegion, lockExclusive, preallocate, tryLockExclusive, unlock } from './native.js';
 import {
   checkReplaceable,
@@ -92,7 +92,7 @@ export function performSync(step: FileStep): unknown {
     case 'committed':
       return undefined;
     default:
-      return step satisfies never;
+      throw unknownStep(step);
   }
 }
 
@@ -166,7 +166,7 @@ export async function performAsync(step: FileStep | AwaitStep, signal: AbortSign
     case 'await':
       return step.value(signal);
     default:
-      return step satisfies never;
+      throw unknownStep(step);
   }
 }
 

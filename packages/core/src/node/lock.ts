@@ -149,6 +149,19 @@ export function* takingAppendLock(path: string): Operation<() => Operation<void,
   }
 }
 
+/**
+ * A store's lock of the file at `path` ({@link takingAppendLock}), taken also where the file is not
+ * there yet (a key a ragged save is about to make): by the lock file beside it, then.
+ */
+export function* takingKeyLock(path: string): Operation<() => Operation<void, FileStep>, FileStep> {
+  if (yield* perform({ op: 'exists', path })) return yield* takingAppendLock(path);
+  const release = yield* lockFileBeside(path);
+  // biome-ignore lint/correctness/useYield: releasing a lock file is one blocking call
+  return function* () {
+    release();
+  };
+}
+
 /** Run `body` holding the exclusive append lock of `path` (see {@link takingAppendLock}). */
 export function* appendLocked<T>(path: string, body: () => Operation<T, FileStep>): Operation<T, FileStep> {
   const release = yield* takingAppendLock(path);

@@ -13,7 +13,7 @@ import type { EditStore, Store, StoreEditor, StoreWriter } from '../store/types.
 import { missingKey } from '../store/write.js';
 import { besideWriter, type ReplaceOptions } from './beside.js';
 import { run } from './drive.js';
-import { takingAppendLock } from './lock.js';
+import { takingKeyLock } from './lock.js';
 import { sourceOf } from '../io/open.js';
 import './sources.js';
 
@@ -171,10 +171,10 @@ export function folderStoreOf(folder: string, where: string, mmap?: MapMode, wri
         },
       };
     },
-    async lock(key) {
+    async lock(key, { signal } = {}) {
       // The lock appendNpy(path) takes (flock, or a lock file beside): path and store appenders wait for each other.
       const target = pathOf(key);
-      const release = await run(takingAppendLock(target), undefined, target);
+      const release = await run(takingKeyLock(target), signal, target);
       return { release: () => run(release(), undefined, target) };
     },
     remove(key) {

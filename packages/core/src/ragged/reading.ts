@@ -11,7 +11,7 @@ import { NdArray } from '../array/ndarray.js';
 import { toOrder } from '../array/order.js';
 import { NpyError } from '../errors.js';
 import { settleAll } from '../io/settle.js';
-import { drive, driveSync, perform, type OpenNpyStep, type Operation, type RaggedStep } from '../io/steps.js';
+import { drive, driveSync, perform, unknownStep, type OpenNpyStep, type Operation, type RaggedStep } from '../io/steps.js';
 import {
   decodeUtf8,
   followHeap,
@@ -405,7 +405,7 @@ export function runReadingSync<P, T>(
       case 'regions':
         return step.reads.map((r) => io.read(r.part, r.start, r.count));
       default:
-        return step satisfies never;
+        throw unknownStep(step);
     }
   });
 }
@@ -428,7 +428,7 @@ export function runReading<P, T>(
       case 'regions':
         return settleAll(step.reads.map((r) => io.read(r.part, r.start, r.count)));
       default:
-        return step satisfies never;
+        throw unknownStep(step);
     }
   });
 }

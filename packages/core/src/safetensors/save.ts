@@ -11,7 +11,7 @@ import type { NdArray } from '../array/ndarray.js';
 import { allocateBuffer } from '../array/memory.js';
 import { NpyError } from '../errors.js';
 import { isPromise } from '../io/byte-source.js';
-import { drive, driveSync, perform, type AwaitStep, type ControlStep, type Operation, type Step } from '../io/steps.js';
+import { drive, driveSync, perform, unknownStep, type AwaitStep, type ControlStep, type Operation, type Step } from '../io/steps.js';
 import { toNdArray } from '../npy.js';
 import { checkKey } from '../store/key.js';
 import type { StoreWriter, WriteStore } from '../store/types.js';
@@ -119,15 +119,16 @@ export type SaveStep = ControlStep | AwaitStep;
  * (async), or as answered (blocking: held tensors, Node's blocking folder store).
  */
 export interface Answers<S extends SaveStep> {
-  settled<T>(value: T | Promise<T>): Operation<T, S>;
+  /** What `ask` answers: asked only when the driver takes the step (so an abort before it asks nothing), a promise waited for. */
+  settled<T>(ask: () => T | Promise<T>): Operation<T, S>;
   tensor(tensors: Tensors, name: string): Operation<NdArray, S>;
 }
 
 /** Answers waited for: a promise is an `await` step, a source's tensor read when the save reaches it. */
 export const WAITED: Answers<SaveStep> = {
-  *settled<T>(value: T | Promise<T>): Operation<T, SaveStep> {
-    if (!isPromise(value)) return value;
-    return yield* perform<AwaitStep<T>>({ op: 'await', value: () => value });
+  *settled<T>(ask: () => T | Promise<T>): Operation<T, SaveStep> {
+    // Asked inside the step: a store's work starts only once the driver performs it, and is awaited by it on every path.
+    return yield* perform<AwaitStep<T>>({ op: 'await', value: async () => ask() });
   },
   *tensor(tensors, name) {
     if (tensors.array) return tensors.array(name);
@@ -138,9 +139,12 @@ export const WAITED: Answers<SaveStep> = {
 
 /** Answers taken as given: held tensors, and a store that answers at once. */
 export const AT_ONCE: Answers<ControlStep> = {
-  // biome-ignore lint/correctness/useYield: a blocking save's answers are there already
-  *settled<T>(value: T | Promise<T>): Operation<T, ControlStep> {
-    if (isPromise(value)) throw new NpyError('BAD_OPTION', 'a blocking save was given a store that answers with promises: use the async save');
+  *settled<T>(ask: () => T | Promise<T>): Operation<T, ControlStep> {
+    const value = ask();
+    if (isPromise(value)) {
+      value.then(undefined, () => {}); // refused below: its own failure is not the one to report
+      throw new NpyError('BAD_OPTION', 'a blocking save was given a store that answers with promises: use the async save');
+    }
     return value;
   },
   // biome-ignore lint/correctness/useYield: held tensors are there already
@@ -188,7 +192,7 @@ export function fileWriter<S extends SaveStep>(
 const putTo =
   <S extends SaveStep>(writer: StoreWriter, answers: Answers<S>): PutBytes<S> =>
   (bytes, at) =>
-    answers.settled(writer.write(bytes, at));
+    answers.settled(() => writer.write(bytes, at));
 
 /** A file of a save: its key and how it is written. */
 interface KeyWrite<S extends SaveStep> {
@@ -215,7 +219,7 @@ function* writingKeys<S extends SaveStep>(
   let committed = 0;
   try {
     for (const f of files) {
-      const writer = yield* answers.settled(store.create(f.key));
+      const writer = yield* answers.settled(() => store.create(f.key));
       writers.push(writer);
       yield* f.write(putTo(writer, answers));
     }
@@ -224,13 +228,13 @@ function* writingKeys<S extends SaveStep>(
     // From here on the save is made: an abort no longer stops it.
     yield { op: 'committed' };
     for (const w of writers) {
-      yield* answers.settled(w.commit());
+      yield* answers.settled(() => w.commit());
       committed++;
     }
   } catch (e) {
     for (const w of writers.slice(committed)) {
       try {
-        yield* answers.settled(w.abort());
+        yield* answers.settled(() => w.abort());
       } catch {
         /* aborting after a failure: the first error is the one to report */
       }
@@ -278,7 +282,7 @@ function* savingSafetensors<S extends SaveStep>(
   const index = plan.index;
   const indexKey = keyOf(index?.name ?? `${pattern.prefix}${pattern.suffix}.index.json`);
   yield* writingKeys<S>(store, files, answers, signal, function* (): Operation<void, S> {
-    yield* answers.settled(store.remove(indexKey));
+    yield* answers.settled(() => store.remove(indexKey));
   });
   const written = new Set(files.map((f) => f.key));
   if (index) {
@@ -296,10 +300,10 @@ function* savingSafetensors<S extends SaveStep>(
   }
   // An earlier save's files that this one does not replace (a stale index beside a single file, shards past the new count).
   const inFolder = keyOf('');
-  for (const key of yield* answers.settled(store.list())) {
+  for (const key of yield* answers.settled(() => store.list())) {
     if (written.has(key) || !key.startsWith(inFolder)) continue;
     const name = key.slice(inFolder.length);
-    if (!name.includes('/') && isPatternFile(name, pattern)) yield* answers.settled(store.remove(key));
+    if (!name.includes('/') && isPatternFile(name, pattern)) yield* answers.settled(() => store.remove(key));
   }
 }
 
@@ -316,7 +320,7 @@ function performControl(step: ControlStep): unknown {
     case 'compute':
       return step.work(step.bytes);
     default:
-      return step satisfies never;
+      throw unknownStep(step);
   }
 }
 

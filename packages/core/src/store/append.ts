@@ -13,7 +13,7 @@ import type { ArraySpec } from '../npy.js';
 import { checkOptions, knownKeys } from '../options.js';
 import type { InStore } from './entries.js';
 import { checkKey, checkStore } from './key.js';
-import type { EditStore, StoreEditor, StoreLock } from './types.js';
+import type { EditStore, LockOptions, StoreEditor, StoreLock } from './types.js';
 
 /** Options of {@link appendNpy} in a store: a store whose keys are edited in place, and `signal`. */
 export interface StoreAppendOptions extends InStore<EditStore> {}
@@ -51,9 +51,24 @@ export async function editingKey<T>(store: EditStore, key: string, operation: Op
   }
 }
 
+/** `waiting`, or the signal's reason as soon as it fires. */
+async function untilAborted(waiting: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return waiting;
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([waiting, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 /** Run `body` holding `store`'s lock of `key`, released on every path. */
-export async function withKeyLock<T>(store: EditStore, key: string, body: () => Promise<T>): Promise<T> {
-  const lock = await store.lock(key);
+export async function withKeyLock<T>(store: EditStore, key: string, body: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const lock = await store.lock(key, { signal });
   try {
     return await body();
   } finally {
@@ -84,7 +99,7 @@ export async function appendNpy(key: string, input: NdArray | ArraySpec, options
   const { store, signal } = options;
   signal?.throwIfAborted();
   checkKey(store, key, `'${key}'`);
-  await withKeyLock(store, key, () => editingKey(store, key, appendingRows(SOURCE, key, input, 'refuse'), signal));
+  await withKeyLock(store, key, () => editingKey(store, key, appendingRows(SOURCE, key, input, 'refuse'), signal), signal);
 }
 
 /**
@@ -94,10 +109,11 @@ export async function appendNpy(key: string, input: NdArray | ArraySpec, options
  * const locks = keyLocks();
  * const held = await locks.lock('w.npy');
  */
-export function keyLocks(): { lock(key: string): Promise<StoreLock> } {
+export function keyLocks(): { lock(key: string, options?: LockOptions): Promise<StoreLock> } {
   const tails = new Map<string, Promise<void>>();
   return {
-    async lock(key) {
+    async lock(key, { signal } = {}) {
+      signal?.throwIfAborted();
       const before = tails.get(key) ?? Promise.resolve();
       let release!: () => void;
       const mine = new Promise<void>((resolve) => {
@@ -105,7 +121,13 @@ export function keyLocks(): { lock(key: string): Promise<StoreLock> } {
       });
       const tail = before.then(() => mine);
       tails.set(key, tail);
-      await before;
+      try {
+        await untilAborted(before, signal);
+      } catch (e) {
+        // Given up while waiting: the turn passes straight on to the next waiter (the tail stays: a holder may still be before it).
+        release();
+        throw e;
+      }
       let held = true;
       return {
         release() {

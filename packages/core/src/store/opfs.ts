@@ -88,14 +88,14 @@ const inWorker = (): boolean => typeof (globalThis as { FileSystemSyncAccessHand
 
 /** The Web Locks of this origin, where the runtime has them (pages and workers). */
 interface WebLocks {
-  request(name: string, callback: () => Promise<void>): Promise<void>;
+  request(name: string, options: { signal?: AbortSignal }, callback: () => Promise<void>): Promise<void>;
 }
 
 /**
  * Hold `name` by the origin's Web Locks (every worker and page of the origin waits its turn), or,
  * where there are none, by `fallback` (this program only).
  */
-async function webLock(name: string, fallback: () => Promise<StoreLock>): Promise<StoreLock> {
+async function webLock(name: string, signal: AbortSignal | undefined, fallback: () => Promise<StoreLock>): Promise<StoreLock> {
   const locks = (globalThis as { navigator?: { locks?: WebLocks } }).navigator?.locks;
   if (!locks) return fallback();
   return new Promise<StoreLock>((resolve, reject) => {
@@ -104,7 +104,7 @@ async function webLock(name: string, fallback: () => Promise<StoreLock>): Promis
       release = done;
     });
     locks
-      .request(name, () => {
+      .request(name, signal ? { signal } : {}, () => {
         resolve({ release });
         return held;
       })
@@ -194,7 +194,7 @@ export function opfsStore(directory: OpfsDirectoryHandle): Store & EditStore {
         throw e;
       }
     },
-    lock: (key) => webLock(`npyts opfsStore ${key}`, () => locks.lock(key)),
+    lock: (key, { signal } = {}) => webLock(`npyts opfsStore ${key}`, signal, () => locks.lock(key, { signal })),
     async remove(key) {
       try {
         const { dir, name } = await entryOf(directory, key, false);

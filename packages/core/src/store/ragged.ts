@@ -110,24 +110,29 @@ export async function saveRagged(key: string, elements: Input[], options: StoreS
   const terminated = layout === 'zero-terminated';
   checkKey(store, key, `'${key}'`);
   signal?.throwIfAborted();
-  await withKeyLock(store, key, async () => {
-    const old = await raggedInfoOrNull(store, key);
-    // The old index's heap, where it is one it owns (a default name beside it): removed once replaced.
-    const base = key.slice(folderOf(key).length);
-    const oldHeap = old?.heap.startsWith(base) && OWNED_SUFFIX.test(old.heap.slice(base.length)) ? folderOf(key) + old.heap : null;
-    const wanted = `${base}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`;
-    const heapName = oldHeap === folderOf(key) + wanted ? `${wanted}.1` : wanted;
-    const heapKey = heapKeyOf(store, key, heapName);
-    // Every check before the first write: a refused save leaves the keys as they were.
-    const { kind: k, rows, bounds } = heapRows(elements, 0, undefined, terminated);
-    const info: RaggedInfo = { kind: k, heap: heapName, layout };
-    const grid = layout === 'offsets' && !options.shape ? null : gridOf(bounds.length / 2, layout, options.shape);
-    if (!rows && k !== 'utf8') throw new NpyError('BAD_OPTION', 'an empty ragged array of arrays needs a heap to name its dtype; save at least one element');
-    const index = indexArray(info, bounds, 0);
-    await saveNpy(heapKey, rows ?? bytesArray(new Uint8Array(0)), { store, signal });
-    await saveNpy(key, grid ? new NdArray(index.dtype, grid, index.data) : index, { store, signal });
-    if (oldHeap && oldHeap !== heapKey) await store.remove(oldHeap);
-  });
+  await withKeyLock(
+    store,
+    key,
+    async () => {
+      const old = await raggedInfoOrNull(store, key);
+      // The old index's heap, where it is one it owns (a default name beside it): removed once replaced.
+      const base = key.slice(folderOf(key).length);
+      const oldHeap = old?.heap.startsWith(base) && OWNED_SUFFIX.test(old.heap.slice(base.length)) ? folderOf(key) + old.heap : null;
+      const wanted = `${base}.${kind === 'utf8' || terminated ? 'strings' : 'heap'}`;
+      const heapName = oldHeap === folderOf(key) + wanted ? `${wanted}.1` : wanted;
+      const heapKey = heapKeyOf(store, key, heapName);
+      // Every check before the first write: a refused save leaves the keys as they were.
+      const { kind: k, rows, bounds } = heapRows(elements, 0, undefined, terminated);
+      const info: RaggedInfo = { kind: k, heap: heapName, layout };
+      const grid = layout === 'offsets' && !options.shape ? null : gridOf(bounds.length / 2, layout, options.shape);
+      if (!rows && k !== 'utf8') throw new NpyError('BAD_OPTION', 'an empty ragged array of arrays needs a heap to name its dtype; save at least one element');
+      const index = indexArray(info, bounds, 0);
+      await saveNpy(heapKey, rows ?? bytesArray(new Uint8Array(0)), { store, signal });
+      await saveNpy(key, grid ? new NdArray(index.dtype, grid, index.data) : index, { store, signal });
+      if (oldHeap && oldHeap !== heapKey) await store.remove(oldHeap);
+    },
+    signal,
+  );
 }
 
 /** The header facts of `key`: its dtype and shape. */
@@ -149,68 +154,79 @@ export async function appendRagged(key: string, elements: Input[], options: Stor
   if (!Array.isArray(elements)) throw new NpyError('BAD_VALUE', 'appendRagged takes an array of elements');
   checkKey(store, key, `'${key}'`);
   signal?.throwIfAborted();
-  await withKeyLock(store, key, async () => {
-    const first = raggedInfo((await headerOf(store, key, signal)).dtype);
-    if (!first) throw new NpyError('NOT_RAGGED', `'${key}' is not a ragged index (its dtype has no npyts.ragged title)`);
-    const heapKey = heapKeyOf(store, key, first.heap);
-    await withKeyLock(store, heapKey, async () => {
-      // Read again under both locks: no other writer moves either key from here on.
-      const index = await headerOf(store, key, signal);
-      const info = raggedInfo(index.dtype);
-      if (!info || info.heap !== first.heap) throw new NpyError('SOURCE_CHANGED', `'${key}' was replaced while this append waited; append again`);
-      if (info.kind === 'ref') throw new NpyError('DTYPE_MISMATCH', `'${key}' holds references; append to it with appendNpy (its heap is an ordinary array)`);
-      const heap = await headerOf(store, heapKey, signal);
-      if (raggedInfo(heap.dtype)) refuseNotHere('appendRagged', `to '${key}', whose heap is itself an index (two levels)`);
-      const heapLength = rowsInHeap(heap);
-      const { layout, kind } = info;
-      const count = index.shape[0] ?? 0;
-      let start = heapLength;
-      if (layout === 'offsets') {
-        // The last offset is where the new rows go.
-        const last = count ? indexWords(await reading(store, key, signal, (r) => r.read([count - 1], [1], { signal })))[0]! : 0;
-        if (last > heapLength) throw new NpyError('BAD_RAGGED', `'${key}' ends at row ${last} of its heap, which has ${heapLength}`);
-        if (last < heapLength) {
-          // Rows an append left when it stopped before its index was written: the index owns them,
-          // but another index may share the heap, which only the folder's listing on disk can tell.
-          throw new NpyError(
-            'BAD_RAGGED',
-            `'${key}' is an offsets index ending at row ${last} of its heap '${heapKey}', which has ${heapLength} (rows an interrupted append left); nothing was changed: append with @npyts/core/node's appendRagged on the files, which drops them, or save the array again`,
+  await withKeyLock(
+    store,
+    key,
+    async () => {
+      const first = raggedInfo((await headerOf(store, key, signal)).dtype);
+      if (!first) throw new NpyError('NOT_RAGGED', `'${key}' is not a ragged index (its dtype has no npyts.ragged title)`);
+      const heapKey = heapKeyOf(store, key, first.heap);
+      await withKeyLock(
+        store,
+        heapKey,
+        async () => {
+          // Read again under both locks: no other writer moves either key from here on.
+          const index = await headerOf(store, key, signal);
+          const info = raggedInfo(index.dtype);
+          if (!info || info.heap !== first.heap) throw new NpyError('SOURCE_CHANGED', `'${key}' was replaced while this append waited; append again`);
+          if (info.kind === 'ref')
+            throw new NpyError('DTYPE_MISMATCH', `'${key}' holds references; append to it with appendNpy (its heap is an ordinary array)`);
+          const heap = await headerOf(store, heapKey, signal);
+          if (raggedInfo(heap.dtype)) refuseNotHere('appendRagged', `to '${key}', whose heap is itself an index (two levels)`);
+          const heapLength = rowsInHeap(heap);
+          const { layout, kind } = info;
+          const count = index.shape[0] ?? 0;
+          let start = heapLength;
+          if (layout === 'offsets') {
+            // The last offset is where the new rows go.
+            const last = count ? indexWords(await reading(store, key, signal, (r) => r.read([count - 1], [1], { signal })))[0]! : 0;
+            if (last > heapLength) throw new NpyError('BAD_RAGGED', `'${key}' ends at row ${last} of its heap, which has ${heapLength}`);
+            if (last < heapLength) {
+              // Rows an append left when it stopped before its index was written: the index owns them,
+              // but another index may share the heap, which only the folder's listing on disk can tell.
+              throw new NpyError(
+                'BAD_RAGGED',
+                `'${key}' is an offsets index ending at row ${last} of its heap '${heapKey}', which has ${heapLength} (rows an interrupted append left); nothing was changed: append with @npyts/core/node's appendRagged on the files, which drops them, or save the array again`,
+              );
+            }
+            start = last;
+          }
+          const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heap.dtype : undefined, layout === 'zero-terminated');
+          if (elements.length && k !== kind) throw new NpyError('DTYPE_MISMATCH', `cannot append ${k} elements to a ${kind} ragged array`);
+          if (nested) refuseNotHere('appendRagged', 'lists of lists (two levels of indexes)');
+          if (!bounds.length) return;
+          const words = wordsOf(layout, bounds);
+          const width = index.dtype.fields![0]!.dtype.itemsize as WordWidth;
+          const need = widthFor(maxOf(words));
+          const per = index.shape.slice(1).reduce((p, x) => p * x, 1);
+          if ((bounds.length / 2) % per) throw new NpyError('SHAPE_MISMATCH', `'${key}' has index rows of ${per} elements; append a multiple of ${per}`);
+          const rowsShape = [bounds.length / 2 / per, ...index.shape.slice(1)];
+          // Checked before the first write: a refused append leaves both keys as they were.
+          if (rows?.size) await editingKey(store, heapKey, appendingRows(SOURCE, heapKey, rows, 'refuse'), signal);
+          if (layout === 'ranges' || need <= width) {
+            await editingKey(store, key, appendingRows(SOURCE, key, wordsArray(raggedIndexDType(info, width), words, rowsShape), 'refuse'), signal);
+            return;
+          }
+          // A word no longer fits: the index is written again in the wider width, replacing the key.
+          const old = indexWords(
+            await reading(store, key, signal, (r) =>
+              r.read(
+                index.shape.map(() => 0),
+                index.shape,
+                { signal },
+              ),
+            ),
           );
-        }
-        start = last;
-      }
-      const { kind: k, rows, bounds, nested } = heapRows(elements, start, kind === 'array' ? heap.dtype : undefined, layout === 'zero-terminated');
-      if (elements.length && k !== kind) throw new NpyError('DTYPE_MISMATCH', `cannot append ${k} elements to a ${kind} ragged array`);
-      if (nested) refuseNotHere('appendRagged', 'lists of lists (two levels of indexes)');
-      if (!bounds.length) return;
-      const words = wordsOf(layout, bounds);
-      const width = index.dtype.fields![0]!.dtype.itemsize as WordWidth;
-      const need = widthFor(maxOf(words));
-      const per = index.shape.slice(1).reduce((p, x) => p * x, 1);
-      if ((bounds.length / 2) % per) throw new NpyError('SHAPE_MISMATCH', `'${key}' has index rows of ${per} elements; append a multiple of ${per}`);
-      const rowsShape = [bounds.length / 2 / per, ...index.shape.slice(1)];
-      // Checked before the first write: a refused append leaves both keys as they were.
-      if (rows?.size) await editingKey(store, heapKey, appendingRows(SOURCE, heapKey, rows, 'refuse'), signal);
-      if (layout === 'ranges' || need <= width) {
-        await editingKey(store, key, appendingRows(SOURCE, key, wordsArray(raggedIndexDType(info, width), words, rowsShape), 'refuse'), signal);
-        return;
-      }
-      // A word no longer fits: the index is written again in the wider width, replacing the key.
-      const old = indexWords(
-        await reading(store, key, signal, (r) =>
-          r.read(
-            index.shape.map(() => 0),
-            index.shape,
-            { signal },
-          ),
-        ),
+          const all = new Float64Array(old.length + words.length);
+          all.set(old);
+          all.set(words, old.length);
+          await saveNpy(key, wordsArray(raggedIndexDType(info, need), all, [index.shape[0]! + rowsShape[0]!, ...index.shape.slice(1)]), { store, signal });
+        },
+        signal,
       );
-      const all = new Float64Array(old.length + words.length);
-      all.set(old);
-      all.set(words, old.length);
-      await saveNpy(key, wordsArray(raggedIndexDType(info, need), all, [index.shape[0]! + rowsShape[0]!, ...index.shape.slice(1)]), { store, signal });
-    });
-  });
+    },
+    signal,
+  );
 }
 
 /**

@@ -58,6 +58,11 @@ export interface StoreWriter {
   abort(): void | Promise<void>;
 }
 
+/** Options of taking a key's lock: `signal` stops the wait. */
+export interface LockOptions {
+  signal?: AbortSignal | undefined;
+}
+
 /** A held lock of a key (see {@link WriteStore.lock}). */
 export interface StoreLock {
   release(): void | Promise<void>;
@@ -77,8 +82,11 @@ export interface WriteStore {
   remove(key: string): void | Promise<void>;
   /** The keys held. */
   list(): readonly string[] | Promise<readonly string[]>;
-  /** Hold `key` for one writer at a time, where the store can (an append takes it). */
-  lock?(key: string): Promise<StoreLock>;
+  /**
+   * Hold `key` for one writer at a time, where the store can (an append takes it). A `signal` fired
+   * while waiting rejects with its reason, the lock not taken.
+   */
+  lock?(key: string, options?: LockOptions): Promise<StoreLock>;
 }
 
 /** A store read and written (a folder, the browser's own disk, memory). */
@@ -109,6 +117,9 @@ export interface StoreEditor {
 export interface EditStore extends WriteStore {
   /** Open `key`, which must be held, for edits in place (the key passed the key rule first). */
   edit(key: string): StoreEditor | Promise<StoreEditor>;
-  /** Hold `key` for one writer at a time: a second waits until the first releases it (or is refused). */
-  lock(key: string): Promise<StoreLock>;
+  /**
+   * Hold `key` for one writer at a time: a second waits until the first releases it (or is refused).
+   * A `signal` fired while waiting rejects with its reason, the lock not taken.
+   */
+  lock(key: string, options?: LockOptions): Promise<StoreLock>;
 }
