@@ -232,13 +232,19 @@ test('a sharded save through a store aborted as a shard ends: no writer of the n
       return {
         async write(bytes, at) {
           writes.set(key, (writes.get(key) ?? 0) + 1);
-          // The last write of the first shard (its header, then its one tensor): the abort comes as it ends.
-          if (key.includes('00001') && writes.get(key) === 2) stop.abort();
-          await new Promise((r) => setTimeout(r, 5));
+          // The last write of the first shard (its header, then its one tensor): the abort comes while it is under way.
+          if (key.includes('00001') && writes.get(key) === 2) setTimeout(() => stop.abort(), 1);
+          await new Promise((r) => setTimeout(r, 20));
           return w.write(bytes, at);
         },
-        commit: () => (log.push(`commit ${key}`), w.commit()),
-        abort: () => (log.push(`abort ${key}`), w.abort()),
+        commit() {
+          log.push(`commit ${key}`);
+          return w.commit();
+        },
+        abort() {
+          log.push(`abort ${key}`);
+          return w.abort();
+        },
       };
     },
   };

@@ -62,7 +62,7 @@ export function memoryStore(files: Map<string, Uint8Array> = new Map()): Store &
         close: publish,
       };
     },
-    lock: (key) => locks.lock(key),
+    lock: (key, options) => locks.lock(key, options),
     remove: (key) => void files.delete(key),
     list: () => [...files.keys()],
   };
