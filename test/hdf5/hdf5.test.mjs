@@ -169,16 +169,29 @@ test('a user block (h5py userblock_size=512, 2048): the superblock found after i
   assert.match(e.message, '512');
 });
 
-test("paths: @npyts/core/node's openHdf5 opens them (a path, a file: URL); the main entry's refusal names it", async () => {
+test("paths: @npyts/core/node's openHdf5 opens them (a path, a file: URL); the main entry alone refuses one, naming it", async () => {
   for (const input of [join(dir, 'userblock.h5'), pathToFileURL(join(dir, 'userblock.h5'))]) {
     const f = await coreNode.openHdf5(input);
     const want = report.files['userblock.h5']['/g/b'];
     assert.equal(raw(await (await f.get('g/b')).read()), new Uint8Array(readFileSync(join(dir, 'expect', 'userblock.h5', want.bin))));
     await f.close();
   }
-  const e = await npyErrorOf(() => openHdf5(join(dir, 'default.h5')));
-  assert.is(e.code, 'NETWORK');
-  assert.match(e.message, "import { openHdf5 } from '@npyts/core/node'");
+  // The main entry alone (a process that has not loaded @npyts/core/node, so no paths are registered) refuses a path, naming the entry that opens it.
+  const alone = execFileSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import('@npyts/core').then((m) => m.openHdf5(${JSON.stringify(join(dir, 'default.h5'))})).then(() => console.log('[]'), (e) => console.log(JSON.stringify([e.code, e.message])))`,
+    ],
+    { cwd: join(here, '../..'), encoding: 'utf8' },
+  );
+  const [code, message] = JSON.parse(alone);
+  assert.is(code, 'NETWORK', message);
+  assert.match(message, "import { openHdf5 } from '@npyts/core/node'");
+  // With it loaded (as here), the main entry's openHdf5 opens the path too: paths are one rule, Node's.
+  const f = await openHdf5(join(dir, 'default.h5'));
+  await f.close();
 });
 
 test('openHdf5 over a Blob; a closed file refuses later reads with CLOSED', async () => {

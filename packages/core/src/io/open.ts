@@ -57,7 +57,7 @@ export function namesFile(text: string): boolean {
 }
 
 /**
- * What a runtime with a file system adds to {@link locate}: the path an input names, and a source
+ * What a runtime with a file system adds to `locate`: the path an input names, and a source
  * over a path. `@npyts/core/node` registers Node's when it loads (only node/ imports `node:*`).
  * @internal
  */
@@ -123,7 +123,7 @@ export interface SourceOptions extends UrlSourceOptions {
 }
 
 /**
- * The byte source of what a user passes (see {@link locate}): a store's key, a file (Node), a URL
+ * The byte source of what a user passes (see `locate`): a store's key, a file (Node), a URL
  * read by range requests (`tailBytes` is what the first request asks for, from the end), a `Blob`,
  * bytes or a source: the one place where every container's input becomes a source.
  * @example
