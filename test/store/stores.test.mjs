@@ -309,6 +309,16 @@ o = [int(x[0]) for x in i]; print(json.dumps([h[o[k]:o[k + 1]].tobytes().decode(
   assert.is((await npyErrorOf(() => core.openRagged('text/evil.npy', { store }))).code, 'UNSAFE_PATH');
   assert.is((await npyErrorOf(() => core.appendRagged('text/evil.npy', ['q'], { store }))).code, 'UNSAFE_PATH');
   assert.ok(!store.asked.includes('c.npy.heap'), 'the heap outside was never asked for');
+  // The old index unreadable for a while (the network): the save is refused, not made as if there were
+  // none, which would write the new heap under the name the old index still reads.
+  await core.saveRagged('n/w.npy', ['a'], { store });
+  const heapBefore = hex(store.files.get('n/w.npy.strings'));
+  const flaky = {
+    ...store,
+    open: (key, o) => (key === 'n/w.npy' ? Promise.reject(new core.NpyError('NETWORK', 'the store is unreachable')) : store.open(key, o)),
+  };
+  assert.is((await npyErrorOf(() => core.saveRagged('n/w.npy', ['b'], { store: flaky }))).code, 'NETWORK');
+  assert.is(hex(store.files.get('n/w.npy.strings')), heapBefore, 'the old heap as it was');
 });
 
 test('a sharded set in a store reads its shards from it; a hostile index asks for no key outside it', async () => {

@@ -44,11 +44,19 @@ function editedSource(editor: StoreEditor, key: string, size: number): EditableS
  */
 export async function editingKey<T>(store: EditStore, key: string, operation: Operation<T, SourceStep>, signal?: AbortSignal): Promise<T> {
   const editor = await store.edit(key);
+  let result: T;
   try {
-    return await drive(operation, performOnSourceAsync(editedSource(editor, key, await editor.size()), key), signal);
-  } finally {
-    await editor.close();
+    result = await drive(operation, performOnSourceAsync(editedSource(editor, key, await editor.size()), key), signal);
+  } catch (e) {
+    try {
+      await editor.close();
+    } catch {
+      /* closing after a failure: the first error is the one to report */
+    }
+    throw e;
   }
+  await editor.close();
+  return result;
 }
 
 /** `waiting`, or the signal's reason as soon as it fires. */

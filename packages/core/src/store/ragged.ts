@@ -74,11 +74,16 @@ async function reading<T>(store: ReadStore, key: string, signal: AbortSignal | u
   }
 }
 
-/** The ragged info of `key`'s index, or null where it is absent, unreadable or not ragged (nothing of it is then owned). */
-async function raggedInfoOrNull(store: ReadStore, key: string): Promise<RaggedInfo | null> {
+/**
+ * The ragged info of `key`'s index, or null where it is absent, not a .npy or not ragged (nothing of
+ * it is then owned). A failure to read it (the network, an abort) is thrown: taken for "absent", a
+ * save could write its new heap under the name the old index still reads.
+ */
+async function raggedInfoOrNull(store: ReadStore, key: string, signal: AbortSignal | undefined): Promise<RaggedInfo | null> {
   try {
-    return await reading(store, key, undefined, async (r) => raggedInfo(r.dtype));
-  } catch {
+    return await reading(store, key, signal, async (r) => raggedInfo(r.dtype));
+  } catch (e) {
+    if (signal?.aborted || (e instanceof NpyError && (e.code === 'NETWORK' || e.code === 'BAD_RESPONSE'))) throw e;
     return null;
   }
 }
@@ -114,7 +119,7 @@ export async function saveRagged(key: string, elements: Input[], options: StoreS
     store,
     key,
     async () => {
-      const old = await raggedInfoOrNull(store, key);
+      const old = await raggedInfoOrNull(store, key, signal);
       // The old index's heap, where it is one it owns (a default name beside it): removed once replaced.
       const base = key.slice(folderOf(key).length);
       const oldHeap = old?.heap.startsWith(base) && OWNED_SUFFIX.test(old.heap.slice(base.length)) ? folderOf(key) + old.heap : null;
